@@ -1,0 +1,3 @@
+from ctxlayer.cli import main
+
+raise SystemExit(main())

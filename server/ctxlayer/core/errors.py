@@ -1,0 +1,21 @@
+"""The one domain error type. lsp/errors.py maps each kind to a JSON-RPC code once."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+ErrorKind = Literal[
+    "pinned_over_budget",  # -32001: the pinned system content alone exceeds the budget
+    "unknown_session",  # -32002
+    "outside_workspace",  # -32003: a path resolves outside the workspace
+    "invalid",  # -32602: input that cannot be served; `field` names the culprit
+]
+
+
+class ContextError(Exception):
+    """Input the engine cannot serve. Going over budget is NOT one of these: it is reported."""
+
+    def __init__(self, kind: ErrorKind, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.field = field

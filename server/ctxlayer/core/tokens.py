@@ -1,0 +1,112 @@
+"""Token accounting: the Tokenizer protocol, a bounded content-keyed count cache, and the
+per-message overheads providers add.
+
+The core never loads a real tokenizer; one is injected (tests use a fake that counts words).
+Counts are cached by content: the key is the text itself, so a warm re-count of a conversation
+whose strings are the same objects costs a dict probe per message (CPython caches a str's hash
+and compares identical objects by identity).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable
+from typing import Protocol, runtime_checkable
+
+import msgspec
+
+from ctxlayer.protocol import Message
+
+
+@runtime_checkable
+class Tokenizer(Protocol):
+    """Anything that counts the tokens of a text."""
+
+    name: str
+
+    def count(self, text: str) -> int: ...
+
+
+class MessageFormat(msgspec.Struct, frozen=True):
+    """What a provider adds around each message, in tokens.
+
+    OpenAI's chat format: 3 per message (role and separators), 3 to prime the reply; a tool call
+    costs its name and arguments plus a few framing tokens.
+    """
+
+    per_message: int = 3
+    per_tool_call: int = 4
+    reply_priming: int = 3
+
+
+OPENAI_FORMAT = MessageFormat()
+#: gptme counts content only; used where a caller wants raw content counts.
+CONTENT_ONLY = MessageFormat(per_message=0, per_tool_call=0, reply_priming=0)
+
+
+class CountCache:
+    """Counts texts with a tokenizer, remembering results in a bounded LRU keyed by content.
+
+    The bound is on total characters held, so a few huge texts cannot pin gigabytes; the
+    strings held are usually the conversation's own, so the cache adds little memory.
+    """
+
+    __slots__ = ("tokenizer", "max_chars", "_counts", "_chars", "hits", "misses")
+
+    def __init__(self, tokenizer: Tokenizer, max_chars: int = 64_000_000) -> None:
+        self.tokenizer = tokenizer
+        self.max_chars = max_chars
+        self._counts: OrderedDict[str, int] = OrderedDict()
+        self._chars = 0
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def name(self) -> str:
+        return self.tokenizer.name
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        counts = self._counts
+        n = counts.get(text)
+        if n is not None:
+            counts.move_to_end(text)
+            self.hits += 1
+            return n
+        self.misses += 1
+        n = self.tokenizer.count(text)
+        counts[text] = n
+        self._chars += len(text)
+        while self._chars > self.max_chars and len(counts) > 1:
+            old, _ = counts.popitem(last=False)
+            self._chars -= len(old)
+        return n
+
+    def __len__(self) -> int:
+        return len(self._counts)
+
+
+def message_tokens(msg: Message, counter: Tokenizer, fmt: MessageFormat = OPENAI_FORMAT) -> int:
+    """Tokens one message costs in a request, overheads included."""
+    n = fmt.per_message + counter.count(msg.content)
+    if msg.tool_calls:
+        for call in msg.tool_calls:
+            n += fmt.per_tool_call + counter.count(call.name) + counter.count(call.arguments)
+    return n
+
+
+def conversation_tokens(
+    messages: Iterable[Message], counter: Tokenizer, fmt: MessageFormat = OPENAI_FORMAT
+) -> int:
+    """Tokens a whole request costs: every message plus the reply priming."""
+    return fmt.reply_priming + sum(message_tokens(m, counter, fmt) for m in messages)
+
+
+class WordTokenizer:
+    """A deterministic fake tokenizer for tests and examples: one token per whitespace word."""
+
+    name = "words"
+
+    def count(self, text: str) -> int:
+        return len(text.split())

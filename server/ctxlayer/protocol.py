@@ -1,0 +1,446 @@
+"""The ctxlayer wire contract: one msgspec struct per wire type, and the method names.
+
+This module is the single source of truth for what crosses the wire (PROTOCOL.md). It imports
+msgspec only, so clients and editors' code generators can load it cheaply; `ctxlayer schema`
+prints its JSON Schema, from which docs/protocol.md and the TypeScript types are generated.
+
+Python attribute names are snake_case; on the wire they are camelCase (``rename="camel"``).
+Optional fields default to None and are omitted on the wire when unset.
+
+Renaming or removing a field or method is a breaking change: bump PROTOCOL_VERSION.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+PROTOCOL_VERSION = "0.1"
+
+Role = Literal["system", "user", "assistant", "tool"]
+MessageKind = Literal["chat", "doc", "toolOutput", "summary", "rule", "memory"]
+AuditAction = Literal[
+    "dropped", "truncated", "compressed", "summarized", "deduplicated", "demoted"
+]
+Mode = Literal["short", "deep", "debug"]
+Strategy = Literal["pipeline", "priority"]
+ToolFormat = Literal["markdown", "xml", "tool"]
+ContextMode = Literal["full", "selective"]
+PartName = Literal["tree", "git", "agentFiles", "files"]
+
+
+class Wire(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True):
+    """Base of every wire struct: camelCase on the wire, unset optionals omitted."""
+
+
+# --- shared types -------------------------------------------------------------------------
+
+
+class ToolCall(Wire):
+    id: str
+    name: str
+    arguments: str = ""
+
+
+class Message(Wire):
+    """One chat message. Policy lives in its fields (pinned, priority, ephemeral_ttl, kind)."""
+
+    role: Role
+    content: str
+    id: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: str | None = None
+    pinned: bool = False
+    hide: bool = False
+    ephemeral_ttl: int | None = None
+    files: list[str] | None = None
+    kind: MessageKind | None = None
+    priority: int | None = None
+
+
+class AuditEntry(Wire):
+    """What the engine did to one item, and why (T11)."""
+
+    action: AuditAction
+    reason: str
+    summary: str
+    tokens_before: int
+    tokens_after: int
+    message_id: str | None = None
+    index: int | None = None
+
+
+class ByLayer(Wire):
+    system: int = 0
+    workspace: int = 0
+    rules: int = 0
+    working: int = 0
+    history: int = 0
+
+
+class Budget(Wire):
+    used: int
+    limit: int
+    percent: float
+    by_layer: ByLayer
+    model: str
+    session_id: str | None = None
+    next_compaction_at: int | None = None
+    error_band: float | None = None
+
+
+# --- ctx/segment ----------------------------------------------------------------------------
+
+
+class SegmentPart(Wire):
+    name: PartName
+    text: str
+    tokens: int
+    hash: str
+
+
+class LeftOut(Wire):
+    """Something the workspace scan left out, and why (shown by `ctxlayer inspect`)."""
+
+    part: PartName
+    path: str
+    reason: str
+
+
+class WorkspaceSegment(Wire):
+    text: str
+    tokens: int
+    hash: str
+    version: int
+    updated_at: str
+    parts: list[SegmentPart]
+    left_out: list[LeftOut] | None = None
+
+
+class SegmentParams(Wire):
+    pass
+
+
+# --- ctx/systemPrompt -------------------------------------------------------------------------
+
+
+class ToolSpec(Wire):
+    name: str
+    instructions: str
+    examples: str | None = None
+
+
+class DynamicContext(Wire):
+    context_cmd: str | None = None
+    history: str | None = None
+
+
+class SystemPromptParams(Wire):
+    model: str | None = None
+    interactive: bool = True
+    tool_format: ToolFormat = "markdown"
+    tools: list[ToolSpec] | None = None
+    identity: str | None = None
+    context_mode: ContextMode = "full"
+    include: list[str] | None = None
+    dynamic: DynamicContext | None = None
+
+
+class PromptSection(Wire):
+    name: str
+    tokens: int
+    hash: str
+    cacheable: bool
+
+
+class SystemPromptResult(Wire):
+    messages: list[Message]
+    cache_boundary: int | None
+    sections: list[PromptSection]
+    tokens: int
+
+
+# --- ctx/count --------------------------------------------------------------------------------
+
+
+class CountParams(Wire):
+    model: str | None = None
+    texts: list[str] | None = None
+    messages: list[Message] | None = None
+
+
+class CountResult(Wire):
+    tokens: list[int]
+    total: int
+
+
+# --- ctx/trim ---------------------------------------------------------------------------------
+
+
+class TrimParams(Wire):
+    messages: list[Message]
+    model: str | None = None
+    budget: int | None = None
+    reserve_output: int | None = None
+    docs: list[str] | None = None
+    strategy: Strategy = "pipeline"
+
+
+class TrimResult(Wire):
+    messages: list[Message]
+    tokens: int
+    budget: int
+    dropped: list[AuditEntry]
+    truncated: list[AuditEntry]
+
+
+# --- sessions -----------------------------------------------------------------------------------
+
+
+class SessionOpenParams(Wire):
+    session_id: str | None = None
+    model: str | None = None
+    mode: Mode | None = None
+    budget: int | None = None
+
+
+class SessionOpenResult(Wire):
+    session_id: str
+    model: str
+    mode: Mode
+    budget: int
+    created_at: str
+
+
+class SessionAppendParams(Wire):
+    session_id: str
+    messages: list[Message]
+
+
+class WorkingItemSpec(Wire):
+    kind: str
+    content: str
+    id: str | None = None
+    optional: bool = True
+    source: str | None = None
+
+
+class SessionAddItemParams(Wire):
+    session_id: str
+    item: WorkingItemSpec
+
+
+class SessionAddItemResult(Wire):
+    item_id: str
+
+
+class RuleSpec(Wire):
+    text: str
+    weight: float = 1.0
+    id: str | None = None
+
+
+class SessionAddRuleParams(Wire):
+    session_id: str
+    rule: RuleSpec
+
+
+class SessionAddRuleResult(Wire):
+    rule_id: str
+    demoted: list[str]
+    warning: str | None = None
+
+
+class SessionRemoveRuleParams(Wire):
+    session_id: str
+    rule_id: str
+
+
+class SessionSetModeParams(Wire):
+    session_id: str
+    mode: Mode
+
+
+class SessionRef(Wire):
+    """Params of methods that need only a session id (budget, close)."""
+
+    session_id: str
+
+
+class AssembleParams(Wire):
+    session_id: str
+    budget: int | None = None
+    system_prompt: SystemPromptParams | None = None
+
+
+class AssembleTokens(Wire):
+    total: int
+    system: int = 0
+    workspace: int = 0
+    rules: int = 0
+    working: int = 0
+    history: int = 0
+
+
+class ModeSuggestion(Wire):
+    mode: Mode
+    reason: str
+
+
+class AssembleResult(Wire):
+    messages: list[Message]
+    cache_boundary: int | None
+    tokens: AssembleTokens
+    budget: int
+    dropped: list[AuditEntry]
+    truncated: list[AuditEntry]
+    compacted: bool
+    mode_suggestion: ModeSuggestion | None = None
+    cache_reuse_tokens: int | None = None
+
+
+class SessionCompactParams(Wire):
+    session_id: str
+    keep_recent: int | None = None
+
+
+class SessionCompactResult(Wire):
+    summary: Message
+    replaced: int
+
+
+class ReportUsageParams(Wire):
+    session_id: str
+    prompt_tokens: int
+    estimated_tokens: int | None = None
+
+
+class ReportUsageResult(Wire):
+    bias: float
+
+
+class AuditParams(Wire):
+    session_id: str
+    limit: int | None = None
+
+
+class AuditResult(Wire):
+    entries: list[AuditEntry]
+
+
+class SessionInfo(Wire):
+    session_id: str
+    mode: Mode
+    model: str
+    messages: int
+    updated_at: str
+
+
+class SessionListResult(Wire):
+    sessions: list[SessionInfo]
+
+
+class Empty(Wire):
+    pass
+
+
+# --- server to client ---------------------------------------------------------------------------
+
+
+class SegmentChanged(Wire):
+    hash: str
+    version: int
+    tokens: int
+    changed: list[PartName]
+
+
+class SummarizeParams(Wire):
+    messages: list[Message]
+    instructions: str
+    max_tokens: int
+
+
+class SummarizeResult(Wire):
+    text: str
+
+
+# --- initialize ----------------------------------------------------------------------------------
+
+
+class InitializationOptions(Wire):
+    model: str | None = None
+    context_window: int | None = None
+    reserve_output: int | None = None
+    mode: Mode | None = None
+    config: dict | None = None
+
+
+# --- methods -------------------------------------------------------------------------------------
+
+#: request method -> (params struct, result struct)
+REQUESTS: dict[str, tuple[type[Wire], type[Wire]]] = {
+    "ctx/segment": (SegmentParams, WorkspaceSegment),
+    "ctx/systemPrompt": (SystemPromptParams, SystemPromptResult),
+    "ctx/count": (CountParams, CountResult),
+    "ctx/trim": (TrimParams, TrimResult),
+    "ctx/session/open": (SessionOpenParams, SessionOpenResult),
+    "ctx/session/append": (SessionAppendParams, Budget),
+    "ctx/session/addItem": (SessionAddItemParams, SessionAddItemResult),
+    "ctx/session/addRule": (SessionAddRuleParams, SessionAddRuleResult),
+    "ctx/session/removeRule": (SessionRemoveRuleParams, Empty),
+    "ctx/session/setMode": (SessionSetModeParams, Budget),
+    "ctx/assemble": (AssembleParams, AssembleResult),
+    "ctx/session/compact": (SessionCompactParams, SessionCompactResult),
+    "ctx/session/reportUsage": (ReportUsageParams, ReportUsageResult),
+    "ctx/session/budget": (SessionRef, Budget),
+    "ctx/session/audit": (AuditParams, AuditResult),
+    "ctx/session/list": (Empty, SessionListResult),
+    "ctx/session/close": (SessionRef, Empty),
+}
+
+#: server -> client notifications
+NOTIFICATIONS: dict[str, type[Wire]] = {
+    "ctx/segmentChanged": SegmentChanged,
+    "ctx/budgetChanged": Budget,
+}
+
+#: server -> client requests: method -> (params, result)
+SERVER_REQUESTS: dict[str, tuple[type[Wire], type[Wire]]] = {
+    "ctx/summarize": (SummarizeParams, SummarizeResult),
+}
+
+#: JSON-RPC error codes of the domain (besides the standard -32700 .. -32602)
+ERROR_PINNED_OVER_BUDGET = -32001
+ERROR_UNKNOWN_SESSION = -32002
+ERROR_OUTSIDE_WORKSPACE = -32003
+
+
+def json_schema() -> dict:
+    """The JSON Schema of every wire type, keyed by method, as `ctxlayer schema` prints it."""
+    types: list[type] = [InitializationOptions, Message, AuditEntry, Budget]
+    for params, result in (*REQUESTS.values(), *SERVER_REQUESTS.values()):
+        types += [params, result]
+    types += list(NOTIFICATIONS.values())
+    unique = list(dict.fromkeys(types))
+    _, components = msgspec.json.schema_components(unique, ref_template="#/$defs/{name}")
+
+    def ref(t: type) -> dict:
+        return {"$ref": f"#/$defs/{t.__name__}"}
+
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "ctxlayer protocol",
+        "version": PROTOCOL_VERSION,
+        "requests": {m: {"params": ref(p), "result": ref(r)} for m, (p, r) in REQUESTS.items()},
+        "notifications": {m: ref(t) for m, t in NOTIFICATIONS.items()},
+        "serverRequests": {
+            m: {"params": ref(p), "result": ref(r)} for m, (p, r) in SERVER_REQUESTS.items()
+        },
+        "errors": {
+            "pinnedOverBudget": ERROR_PINNED_OVER_BUDGET,
+            "unknownSession": ERROR_UNKNOWN_SESSION,
+            "outsideWorkspace": ERROR_OUTSIDE_WORKSPACE,
+        },
+        "$defs": components,
+    }
