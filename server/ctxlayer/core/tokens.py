@@ -78,10 +78,33 @@ class CountCache:
         n = self.tokenizer.count(text)
         counts[text] = n
         self._chars += len(text)
+        self._evict()
+        return n
+
+    def count_many(self, texts: list[str]) -> list[int]:
+        """Counts of many texts; the uncached ones are encoded in one batch when the
+        tokenizer offers `count_batch` (tiktoken spreads it over threads)."""
+        counts = self._counts
+        out = [counts.get(t) if t else 0 for t in texts]
+        missing = list(dict.fromkeys(t for t, n in zip(texts, out) if n is None))
+        if not missing:
+            self.hits += len(texts)
+            return out  # type: ignore[return-value]
+        batch = getattr(self.tokenizer, "count_batch", None)
+        if batch is not None and len(missing) > 1:
+            fresh = dict(zip(missing, batch(missing)))
+            for text, n in fresh.items():
+                counts[text] = n
+                self._chars += len(text)
+            self.misses += len(missing)
+            self._evict()
+        return [self.count(t) if n is None else n for t, n in zip(texts, out)]
+
+    def _evict(self) -> None:
+        counts = self._counts
         while self._chars > self.max_chars and len(counts) > 1:
             old, _ = counts.popitem(last=False)
             self._chars -= len(old)
-        return n
 
     def __len__(self) -> int:
         return len(self._counts)

@@ -1,0 +1,87 @@
+"""The model table: which encoding counts a model's tokens, its window, its usual output
+allowance, and how far our count may be from the provider's.
+
+OpenAI models are counted exactly with their own encoding. Other families have tokenizers we
+cannot ship offline; they are counted with the nearest encoding times a family correction, and
+`uncertainty` records how far off that may be (a relative half-width, shown to users as an error
+band until usage reports calibrate it). The corrections are conservative (they over-count), as
+gptme's soft limits are: a budget overshoot costs a failed request, an undershoot only slack.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+
+class ModelInfo(msgspec.Struct, frozen=True):
+    name: str
+    family: str
+    encoding: str
+    context_window: int
+    output_allowance: int
+    correction: float = 1.0  # multiply the encoding's count by this
+    uncertainty: float = 0.0  # relative half-width of the error band (0.1 = ±10%)
+    native_reasoning: bool = False
+    reasoning_model: bool = False
+    enforce_tool_use: bool = False
+    exact: bool = True  # counted with the provider's own encoding
+
+    @property
+    def default_budget(self) -> int:
+        """Tokens the prompt may use when the client names no budget."""
+        return max(1, self.context_window - self.output_allowance)
+
+
+def _m(prefix: str, family: str, encoding: str, window: int, output: int, **kw) -> ModelInfo:
+    return ModelInfo(prefix, family, encoding, window, output, **kw)
+
+
+O2, CL = "o200k_base", "cl100k_base"
+
+# Longest matching prefix wins. Windows and output allowances as the providers publish them.
+TABLE: tuple[ModelInfo, ...] = (
+    _m("gpt-5", "openai", O2, 400_000, 128_000, native_reasoning=True, reasoning_model=True,
+       enforce_tool_use=True),
+    _m("gpt-4.1", "openai", O2, 1_047_576, 32_768, enforce_tool_use=True),
+    _m("gpt-4o", "openai", O2, 128_000, 16_384, enforce_tool_use=True),
+    _m("gpt-4-turbo", "openai", CL, 128_000, 4_096, enforce_tool_use=True),
+    _m("gpt-4-32k", "openai", CL, 32_768, 4_096, enforce_tool_use=True),
+    _m("gpt-4", "openai", CL, 8_192, 4_096, enforce_tool_use=True),
+    _m("gpt-3.5-turbo", "openai", CL, 16_385, 4_096, enforce_tool_use=True),
+    _m("o1", "openai", O2, 200_000, 100_000, native_reasoning=True, reasoning_model=True),
+    _m("o3", "openai", O2, 200_000, 100_000, native_reasoning=True, reasoning_model=True),
+    _m("o4", "openai", O2, 200_000, 100_000, native_reasoning=True, reasoning_model=True),
+    # Claude's tokenizer yields more tokens than cl100k on code and prose alike.
+    _m("claude", "anthropic", CL, 200_000, 16_000, correction=1.2, uncertainty=0.1,
+       native_reasoning=True, exact=False),
+    _m("gemini", "google", O2, 1_048_576, 65_536, correction=1.1, uncertainty=0.15,
+       native_reasoning=True, enforce_tool_use=True, exact=False),
+    _m("grok", "xai", O2, 256_000, 16_384, correction=1.1, uncertainty=0.15,
+       enforce_tool_use=True, exact=False),
+    # Llama 3 extends a cl100k-like BPE: counts land within a few percent of cl100k.
+    _m("llama", "meta", CL, 128_000, 4_096, correction=1.05, uncertainty=0.05, exact=False),
+    _m("qwen", "alibaba", CL, 131_072, 8_192, correction=1.1, uncertainty=0.1, exact=False),
+    _m("mistral", "mistral", O2, 128_000, 8_192, correction=1.15, uncertainty=0.15,
+       exact=False),
+    _m("codestral", "mistral", O2, 256_000, 8_192, correction=1.15, uncertainty=0.15,
+       exact=False),
+    _m("deepseek", "deepseek", CL, 128_000, 8_192, correction=1.1, uncertainty=0.1,
+       exact=False),
+)
+
+DEFAULT_MODEL = "gpt-4o"
+_UNKNOWN = ModelInfo("unknown", "unknown", O2, 128_000, 8_192, correction=1.15,
+                     uncertainty=0.2, exact=False)
+
+
+def model_info(model: str | None) -> ModelInfo:
+    """The table row for a model name (provider prefixes such as `openai/` are ignored)."""
+    name = (model or DEFAULT_MODEL).strip().lower()
+    bare = name.rsplit("/", 1)[-1]
+    best: ModelInfo | None = None
+    for row in TABLE:
+        if bare.startswith(row.name) and (best is None or len(row.name) > len(best.name)):
+            best = row
+    if best is None:
+        return msgspec.structs.replace(_UNKNOWN, name=bare or "unknown")
+    return msgspec.structs.replace(best, name=bare)
