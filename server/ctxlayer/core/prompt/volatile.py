@@ -1,0 +1,43 @@
+"""Spotting volatile text (timestamps, clock times, uuid-like ids) in cacheable sections.
+
+Owns the patterns only. The builder never reads a clock, but cacheable text comes from
+outside (workspace parts, skills, an identity override); one timestamp in it changes the
+cached prefix every time it changes. Such text is REPORTED (SystemPrompt.warnings), not
+refused: agent files and READMEs legitimately quote log lines and ids, and a prompt that
+works with a slightly worse cache hit rate is better than a request that fails.
+"""
+
+from __future__ import annotations
+
+import re
+
+_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("ISO timestamp", re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?\b")),
+    ("clock time", re.compile(r"(?<![\d:.])\d{1,2}:\d{2}:\d{2}(?![\d:])")),
+    (
+        "uuid-like id",
+        re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"),
+    ),
+)
+
+
+def volatile_findings(text: str) -> list[str]:
+    """What in `text` looks volatile: one entry per kind found, naming its first match.
+
+    A clock time inside an ISO timestamp counts once, as the timestamp.
+    """
+    found: list[str] = []
+    covered: list[tuple[int, int]] = []
+    for kind, pattern in _PATTERNS:
+        for m in pattern.finditer(text):
+            if any(a <= m.start() and m.end() <= b for a, b in covered):
+                continue
+            found.append(f"{kind} {m.group(0)!r}")
+            break
+        covered += [m.span() for m in pattern.finditer(text)]
+    return found
+
+
+def is_cacheable_stable(text: str) -> bool:
+    """True when nothing in `text` looks like it changes with time."""
+    return not volatile_findings(text)
