@@ -1,0 +1,164 @@
+/**
+ * Typed requests to the ctxlayer daemon over any JSON-RPC connection.
+ *
+ * Owns the method names, parameter and result types (from protocol.generated.ts) and a
+ * timeout on every request. It does not own the transport: pass a vscode-jsonrpc
+ * MessageConnection, a vscode-languageclient LanguageClient, or anything with the same
+ * `sendRequest` / `onNotification` / `onRequest` shape.
+ */
+import type {
+  AssembleParams,
+  AssembleResult,
+  Budget,
+  CountParams,
+  CountResult,
+  Notifications,
+  Requests,
+  SegmentChanged,
+  ServerRequests,
+  SummarizeParams,
+  SummarizeResult,
+  SystemPromptParams,
+  SystemPromptResult,
+  TrimParams,
+  TrimResult,
+  WorkspaceSegment,
+} from "./protocol.generated";
+import { ErrorCodes } from "./protocol.generated";
+
+export interface Disposable {
+  dispose(): void;
+}
+
+/** The part of a JSON-RPC connection this client needs. */
+export interface RpcConnection {
+  sendRequest(method: string, params: unknown): Promise<unknown>;
+  onNotification(method: string, handler: (params: any) => void): Disposable;
+  onRequest(method: string, handler: (params: any) => unknown): Disposable;
+}
+
+/** ctx/inspect is additive (inspector page); its types live here until protocol.py has them. */
+export interface InspectParams {
+  sessionId?: string;
+  messages?: Requests["ctx/trim"]["params"]["messages"];
+  budget?: number;
+  model?: string;
+}
+export interface InspectResult {
+  html: string;
+}
+
+/** A daemon error with its JSON-RPC code and, when the daemon named one, the field. */
+export class CtxlayerError extends Error {
+  constructor(
+    readonly method: string,
+    readonly code: number | undefined,
+    message: string,
+  ) {
+    super(`${method}: ${message}`);
+    this.name = "CtxlayerError";
+  }
+  get kind(): string {
+    switch (this.code) {
+      case ErrorCodes.pinnedOverBudget:
+        return "pinned_over_budget";
+      case ErrorCodes.unknownSession:
+        return "unknown_session";
+      case ErrorCodes.outsideWorkspace:
+        return "outside_workspace";
+      case -32602:
+        return "invalid";
+      case -32601:
+        return "unknown_method";
+      case undefined:
+        return "timeout";
+      default:
+        return "error";
+    }
+  }
+}
+
+export interface ClientOptions {
+  /** Milliseconds before a request is given up (default 30 s). */
+  timeoutMs?: number;
+}
+
+export class CtxlayerClient {
+  private readonly timeoutMs: number;
+
+  constructor(
+    readonly connection: RpcConnection,
+    options: ClientOptions = {},
+  ) {
+    this.timeoutMs = options.timeoutMs ?? 30_000;
+  }
+
+  /** Any request of the protocol, typed by its method name. */
+  request<M extends keyof Requests>(
+    method: M,
+    params: Requests[M]["params"],
+  ): Promise<Requests[M]["result"]> {
+    return this.send(method, params) as Promise<Requests[M]["result"]>;
+  }
+
+  segment(): Promise<WorkspaceSegment> {
+    return this.request("ctx/segment", {});
+  }
+  systemPrompt(params: SystemPromptParams = {}): Promise<SystemPromptResult> {
+    return this.request("ctx/systemPrompt", params);
+  }
+  count(params: CountParams): Promise<CountResult> {
+    return this.request("ctx/count", params);
+  }
+  trim(params: TrimParams): Promise<TrimResult> {
+    return this.request("ctx/trim", params);
+  }
+  assemble(params: AssembleParams): Promise<AssembleResult> {
+    return this.request("ctx/assemble", params);
+  }
+  sessionBudget(sessionId: string): Promise<Budget> {
+    return this.request("ctx/session/budget", { sessionId });
+  }
+  inspect(params: InspectParams): Promise<InspectResult> {
+    return this.send("ctx/inspect", params) as Promise<InspectResult>;
+  }
+
+  onNotification<N extends keyof Notifications>(
+    method: N,
+    handler: (params: Notifications[N]) => void,
+  ): Disposable {
+    return this.connection.onNotification(method, handler);
+  }
+  onBudgetChanged(handler: (budget: Budget) => void): Disposable {
+    return this.onNotification("ctx/budgetChanged", handler);
+  }
+  onSegmentChanged(handler: (change: SegmentChanged) => void): Disposable {
+    return this.onNotification("ctx/segmentChanged", handler);
+  }
+  /** Answer the daemon's ctx/summarize (declare capabilities.experimental.ctxlayer.summarize). */
+  onSummarize(
+    handler: (params: SummarizeParams) => Promise<SummarizeResult> | SummarizeResult,
+  ): Disposable {
+    const method: keyof ServerRequests = "ctx/summarize";
+    return this.connection.onRequest(method, handler);
+  }
+
+  private async send(method: string, params: unknown): Promise<unknown> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new CtxlayerError(method, undefined, `no answer in ${this.timeoutMs} ms`)),
+        this.timeoutMs,
+      );
+    });
+    try {
+      return await Promise.race([this.connection.sendRequest(method, params), timeout]);
+    } catch (err) {
+      if (err instanceof CtxlayerError) throw err;
+      const e = err as { code?: number; message?: string };
+      throw new CtxlayerError(method, e.code ?? -1, e.message ?? String(err));
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

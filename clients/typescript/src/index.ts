@@ -1,0 +1,3 @@
+/** Public entry of @ctxlayer/client: generated protocol types and the typed client. */
+export * from "./protocol.generated";
+export * from "./client";
