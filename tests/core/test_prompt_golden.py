@@ -10,7 +10,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from ctxlayer.core.prompt import (
     ConversationDigest,
     ModelTraits,

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import re
 
+_ISO = r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"
+_CLOCK = r"(?<![\d:.])\d{1,2}:\d{2}:\d{2}(?![\d:])"
+_HEX = "[0-9a-fA-F]"
+_UUID = rf"\b{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}\b"
+
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("ISO timestamp", re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?\b")),
-    ("clock time", re.compile(r"(?<![\d:.])\d{1,2}:\d{2}:\d{2}(?![\d:])")),
-    (
-        "uuid-like id",
-        re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"),
-    ),
+    ("ISO timestamp", re.compile(_ISO)),
+    ("clock time", re.compile(_CLOCK)),
+    ("uuid-like id", re.compile(_UUID)),
 )
 
 
