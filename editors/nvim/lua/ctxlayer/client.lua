@@ -1,0 +1,331 @@
+--- ctxlayer.client: starts the daemon as a Neovim LSP client and keeps the status fed.
+---
+--- Owns the daemon command lookup, the workspace root, `vim.lsp.start` with the
+--- initialization options of PROTOCOL.md, the handlers for the daemon's notifications and for
+--- its `ctx/summarize` request, and the request helpers. It does not format anything (that is
+--- status.lua) and never blocks the editor except in the explicit `request_sync`.
+
+local config = require("ctxlayer.config")
+local status = require("ctxlayer.status")
+
+local M = {}
+
+M.NAME = "ctxlayer"
+
+local uv = vim.uv or vim.loop
+
+--- The daemon command: opts.cmd, else the workspace venv's ctxlayer, else the active venv's,
+--- else ctxlayer on PATH. nil when none is found.
+---@param root? string
+---@return string[]|nil
+function M.resolve_cmd(root)
+  local cfg = config.current
+  if cfg.cmd then
+    return cfg.cmd
+  end
+  local candidates = {}
+  if root then
+    table.insert(candidates, vim.fs.joinpath(root, ".venv", "bin", "ctxlayer"))
+    table.insert(candidates, vim.fs.joinpath(root, "venv", "bin", "ctxlayer"))
+  end
+  if vim.env.VIRTUAL_ENV then
+    table.insert(candidates, vim.fs.joinpath(vim.env.VIRTUAL_ENV, "bin", "ctxlayer"))
+  end
+  for _, path in ipairs(candidates) do
+    if vim.fn.executable(path) == 1 then
+      return { path, "serve" }
+    end
+  end
+  if vim.fn.executable("ctxlayer") == 1 then
+    return { "ctxlayer", "serve" }
+  end
+  return nil
+end
+
+M.NOT_FOUND = "ctxlayer: daemon not found. Install it (`pip install ctxlayer`, or `make setup` "
+  .. "in the workspace) or set `cmd` in require('ctxlayer').setup({ cmd = { '/path/to/ctxlayer', 'serve' } })"
+
+--- The workspace root of a buffer (a file under a root marker), or nil.
+function M.root(bufnr)
+  bufnr = bufnr or 0
+  if vim.bo[bufnr].buftype ~= "" then
+    return nil
+  end
+  return vim.fs.root(bufnr, config.current.root_markers)
+end
+
+--- initializationOptions of PROTOCOL.md (camelCase; unset fields left out).
+function M.init_options()
+  local cfg = config.current
+  return {
+    model = cfg.model,
+    contextWindow = cfg.context_window,
+    reserveOutput = cfg.reserve_output,
+    mode = cfg.mode,
+    config = cfg.config,
+  }
+end
+
+function M.capabilities()
+  local caps = vim.lsp.protocol.make_client_capabilities()
+  caps.experimental = caps.experimental or {}
+  caps.experimental.ctxlayer = { summarize = config.current.summarize ~= nil }
+  return caps
+end
+
+--- The ctxlayer methods the daemon announced in initialize.
+function M.methods(client)
+  local exp = client.server_capabilities and client.server_capabilities.experimental
+  local info = type(exp) == "table" and exp.ctxlayer or {}
+  local set = {}
+  for _, m in ipairs(info.methods or {}) do
+    set[m] = true
+  end
+  return set
+end
+
+function M.supports(client, method)
+  return M.methods(client)[method] == true
+end
+
+--- The ctxlayer client serving a buffer (or the most recent one).
+---@return vim.lsp.Client|nil
+function M.get(bufnr)
+  local id = status.current_client_id(bufnr)
+  if id then
+    return vim.lsp.get_client_by_id(id)
+  end
+  local clients = vim.lsp.get_clients({ name = M.NAME })
+  return clients[#clients]
+end
+
+--- Send a request; `on_result(result)` runs on success, errors are shown once.
+function M.request(client, method, params, on_result, on_error)
+  return client:request(method, params or vim.empty_dict(), function(err, result)
+    if err then
+      if on_error then
+        on_error(err)
+      else
+        vim.notify(("ctxlayer: %s failed: %s"):format(method, err.message or vim.inspect(err)), vim.log.levels.ERROR)
+      end
+      return
+    end
+    if on_result then
+      on_result(result)
+    end
+  end)
+end
+
+--- A blocking request with the configured timeout: result, err (a message string).
+function M.request_sync(client, method, params, timeout_ms)
+  local resp, err = client:request_sync(method, params or vim.empty_dict(), timeout_ms or config.current.timeout_ms)
+  if not resp then
+    return nil, ("%s: %s"):format(method, err or "no response")
+  end
+  if resp.err then
+    return nil, ("%s: %s"):format(method, resp.err.message or vim.inspect(resp.err))
+  end
+  return resp.result, nil
+end
+
+--- Fetch what the status line needs: the segment, the budget limit, the session budget.
+function M.refresh(client, done)
+  local id = client.id
+  local pending = 1
+  local function finish()
+    pending = pending - 1
+    if pending == 0 and done then
+      done(status.get(id))
+    end
+  end
+  local function fail(err)
+    status.update(id, { error = err.message or vim.inspect(err) })
+    finish()
+  end
+  local state = status.get(id) or status.ensure(id, client.root_dir)
+  if state.session_id then
+    pending = pending + 1
+    M.request(client, "ctx/session/budget", { sessionId = state.session_id }, function(budget)
+      status.update(id, { budget = budget })
+      finish()
+    end, fail)
+  end
+  if not state.limit then
+    -- Without a configured budget, the daemon's default is what an empty trim reports
+    -- (PROTOCOL: budget defaults to the model's window minus reserveOutput).
+    pending = pending + 1
+    M.request(client, "ctx/trim", { messages = {}, model = config.current.model }, function(result)
+      status.update(id, { limit = result.budget })
+      finish()
+    end, fail)
+  end
+  M.request(client, "ctx/segment", {}, function(segment)
+    status.update(id, { segment = segment })
+    finish()
+  end, fail)
+end
+
+--- Open (or reopen) this client's session when the daemon has sessions.
+function M.open_session(client, done)
+  local cfg = config.current
+  if not cfg.session or not M.supports(client, "ctx/session/open") then
+    return done and done(nil)
+  end
+  local state = status.get(client.id)
+  M.request(client, "ctx/session/open", {
+    sessionId = state and state.session_id or nil,
+    model = cfg.model,
+    mode = cfg.mode,
+    budget = cfg.budget,
+  }, function(result)
+    status.update(client.id, { session_id = result.sessionId, mode = result.mode, model = result.model })
+    M.request(client, "ctx/session/budget", { sessionId = result.sessionId }, function(budget)
+      status.update(client.id, { budget = budget })
+      if done then
+        done(result)
+      end
+    end)
+  end)
+end
+
+M.handlers = {
+  ["ctx/segmentChanged"] = function(_, params, ctx)
+    local state = status.get(ctx.client_id)
+    if not state then
+      return
+    end
+    local segment = vim.tbl_extend("force", state.segment or {}, params)
+    status.update(ctx.client_id, { segment = segment })
+  end,
+
+  ["ctx/budgetChanged"] = function(_, params, ctx)
+    local state = status.get(ctx.client_id)
+    if not state then
+      return
+    end
+    if state.session_id and params.sessionId and params.sessionId ~= state.session_id then
+      return -- another client's session on the same daemon
+    end
+    status.update(ctx.client_id, { budget = params })
+  end,
+
+  --- The daemon asks the editor's model for a summary (only when setup() got `summarize`).
+  ["ctx/summarize"] = function(_, params)
+    local summarize = config.current.summarize
+    if not summarize then
+      return nil, vim.lsp.rpc_response_error(-32601, "this client has no summarize function")
+    end
+    local ok, text = pcall(summarize, params.messages or {}, params.instructions or "", params.maxTokens)
+    if not ok then
+      return nil, vim.lsp.rpc_response_error(-32603, "summarize failed: " .. tostring(text))
+    end
+    if type(text) ~= "string" then
+      return nil, vim.lsp.rpc_response_error(-32603, "summarize returned " .. type(text) .. ", expected a string")
+    end
+    return { text = text }
+  end,
+}
+
+local function on_init(client)
+  local cfg = config.current
+  status.ensure(client.id, client.root_dir)
+  status.update(client.id, { limit = cfg.budget, model = cfg.model, mode = cfg.mode })
+  vim.schedule(function()
+    M.open_session(client)
+    M.refresh(client)
+  end)
+end
+
+local function on_exit(code, signal, client_id)
+  vim.schedule(function()
+    status.forget(client_id)
+    if code ~= 0 and not M.stopping then
+      vim.notify(("ctxlayer: the daemon exited (code %d, signal %d); see :checkhealth ctxlayer and :Ctxlayer log"):format(code, signal), vim.log.levels.WARN)
+    end
+  end)
+end
+
+local warned_not_found = false
+
+--- Start (or reuse) the daemon for a buffer's workspace and attach the buffer.
+---@param bufnr? integer
+---@param opts? {root?: string, attach?: boolean}
+---@return integer|nil client_id
+function M.start(bufnr, opts)
+  opts = opts or {}
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  local root = opts.root or M.root(bufnr)
+  if not root then
+    return nil
+  end
+  local cmd = M.resolve_cmd(root)
+  if not cmd then
+    if not warned_not_found then
+      warned_not_found = true
+      vim.notify(M.NOT_FOUND, vim.log.levels.ERROR)
+    end
+    return nil
+  end
+  -- Only file buffers are worth attaching (didSave); others just make sure the daemon runs.
+  local attach = opts.attach ~= false and vim.bo[bufnr].buftype == "" and vim.api.nvim_buf_get_name(bufnr) ~= ""
+  return vim.lsp.start({
+    name = M.NAME,
+    cmd = cmd,
+    root_dir = root,
+    workspace_folders = { { uri = vim.uri_from_fname(root), name = vim.fs.basename(root) } },
+    init_options = M.init_options(),
+    capabilities = M.capabilities(),
+    handlers = M.handlers,
+    on_init = on_init,
+    on_exit = on_exit,
+  }, { bufnr = bufnr, attach = attach })
+end
+
+--- Stop every ctxlayer client and wait (up to timeout_ms) for them to exit.
+function M.stop(timeout_ms)
+  M.stopping = true
+  local clients = vim.lsp.get_clients({ name = M.NAME })
+  for _, c in ipairs(clients) do
+    c:stop()
+  end
+  vim.wait(timeout_ms or 5000, function()
+    for _, c in ipairs(clients) do
+      if not c:is_stopped() then
+        return false
+      end
+    end
+    return true
+  end, 20)
+  M.stopping = false
+  return #clients
+end
+
+--- Restart: stop, then start again for every buffer that was attached (and the cwd root).
+function M.restart()
+  local buffers = {}
+  for _, c in ipairs(vim.lsp.get_clients({ name = M.NAME })) do
+    for buf in pairs(c.attached_buffers) do
+      table.insert(buffers, buf)
+    end
+  end
+  M.stop()
+  local started
+  for _, buf in ipairs(buffers) do
+    if vim.api.nvim_buf_is_valid(buf) then
+      started = M.start(buf) or started
+    end
+  end
+  if not started then
+    started = M.start(vim.api.nvim_get_current_buf())
+  end
+  return started
+end
+
+--- Where the logs are: Neovim's LSP log (daemon stderr lands there) and the daemon's state dir.
+function M.log_paths()
+  local state_dir = vim.env.CTXLAYER_STATE_DIR
+    or vim.fs.joinpath(vim.env.XDG_STATE_HOME or vim.fs.joinpath(uv.os_homedir(), ".local", "state"), "ctxlayer")
+  return { lsp = vim.lsp.get_log_path(), state_dir = state_dir }
+end
+
+return M

@@ -1,0 +1,375 @@
+--- ctxlayer.commands: the `:Ctxlayer {subcommand}` implementations and their completion.
+---
+--- Owns what each subcommand does and shows (messages, scratch buffers, the inspector page).
+--- It asks the daemon through client.lua and updates status.lua; it holds no state of its own.
+
+local client = require("ctxlayer.client")
+local config = require("ctxlayer.config")
+local status = require("ctxlayer.status")
+
+local M = {}
+
+local function info(msg)
+  vim.notify("ctxlayer: " .. msg, vim.log.levels.INFO)
+end
+
+local function fail(msg)
+  vim.notify("ctxlayer: " .. msg, vim.log.levels.ERROR)
+end
+
+--- The running client, or nil after saying how to start one.
+local function running()
+  local c = client.get()
+  if not c then
+    fail("not running for this buffer; open a file in a workspace or run :Ctxlayer start")
+  end
+  return c
+end
+
+local function need_session(c, method)
+  local state = status.get(c.id)
+  if not client.supports(c, method) or not (state and state.session_id) then
+    fail(("this daemon has no session support (%s); upgrade ctxlayer"):format(method))
+    return nil
+  end
+  return state.session_id
+end
+
+--- A scratch buffer named `name` showing `lines`, in a split (reused on the next call).
+function M.scratch(name, lines, filetype)
+  local bufnr = vim.fn.bufnr(name)
+  if bufnr == -1 then
+    bufnr = vim.api.nvim_create_buf(false, true)
+    vim.api.nvim_buf_set_name(bufnr, name)
+    vim.bo[bufnr].bufhidden = "hide"
+  end
+  vim.bo[bufnr].modifiable = true
+  vim.api.nvim_buf_set_lines(bufnr, 0, -1, false, lines)
+  vim.bo[bufnr].modifiable = false
+  vim.bo[bufnr].filetype = filetype or "markdown"
+  if vim.fn.bufwinid(bufnr) == -1 then
+    vim.cmd("botright split")
+    vim.api.nvim_win_set_buf(0, bufnr)
+  end
+  return bufnr
+end
+
+local function split_lines(text)
+  return vim.split(text or "", "\n", { plain = true })
+end
+
+--- Lines describing the budget: figures, layers, segment parts, the last trim.
+function M.status_lines(c)
+  local state = status.get(c.id) or {}
+  local lines = {}
+  local f = status.figures(state)
+  table.insert(lines, ("ctxlayer %s (client %d, root %s)"):format(status.text(), c.id, state.root or c.root_dir or "?"))
+  if f then
+    table.insert(lines, ("used %d of %d tokens (%.1f%%, %s)"):format(f.used, f.limit, f.percent, f.source))
+  end
+  table.insert(lines, ("model %s, mode %s%s"):format(
+    (state.budget and state.budget.model) or state.model or "default",
+    state.mode or config.current.mode or "default",
+    state.session_id and (", session " .. state.session_id) or ""
+  ))
+  if state.budget and state.budget.byLayer then
+    local parts = {}
+    for _, layer in ipairs({ "system", "workspace", "rules", "working", "history" }) do
+      table.insert(parts, ("%s %s"):format(layer, status.human(state.budget.byLayer[layer] or 0)))
+    end
+    table.insert(lines, "layers: " .. table.concat(parts, ", "))
+    if state.budget.nextCompactionAt then
+      table.insert(lines, ("next compaction at %s tokens"):format(status.human(state.budget.nextCompactionAt)))
+    end
+  end
+  if state.segment then
+    local parts = {}
+    for _, p in ipairs(state.segment.parts or {}) do
+      table.insert(parts, ("%s %s"):format(p.name, status.human(p.tokens)))
+    end
+    table.insert(lines, ("workspace segment %s tokens (version %s)%s"):format(
+      status.human(state.segment.tokens), tostring(state.segment.version),
+      #parts > 0 and (": " .. table.concat(parts, ", ")) or ""
+    ))
+  end
+  if state.last_trim then
+    local t = state.last_trim
+    table.insert(lines, ("last trim: %d of %d tokens, %d dropped, %d truncated"):format(
+      t.tokens, t.budget, #(t.dropped or {}), #(t.truncated or {})
+    ))
+  end
+  if state.error then
+    table.insert(lines, "last error: " .. state.error)
+  end
+  return lines
+end
+
+--- The assembled prompt (sessions) or the system prompt: result, err.
+function M.assembled(opts)
+  local c = client.get()
+  if not c then
+    return nil, "ctxlayer is not running for this buffer"
+  end
+  local state = status.get(c.id) or {}
+  if client.supports(c, "ctx/assemble") and state.session_id then
+    local params = vim.tbl_extend("force", { sessionId = state.session_id, budget = config.current.budget }, opts or {})
+    local result, err = client.request_sync(c, "ctx/assemble", params)
+    if result and result.modeSuggestion then
+      status.update(c.id, { mode_suggestion = result.modeSuggestion })
+    end
+    return result, err
+  end
+  return client.request_sync(c, "ctx/systemPrompt", vim.tbl_extend("force", { model = config.current.model }, opts or {}))
+end
+
+local function render_messages(result)
+  local lines = {}
+  local total = type(result.tokens) == "table" and result.tokens.total or result.tokens
+  table.insert(lines, ("<!-- ctxlayer: %d messages, %s tokens%s -->"):format(
+    #result.messages, tostring(total),
+    result.cacheBoundary ~= vim.NIL and result.cacheBoundary and (", cache boundary before message " .. (result.cacheBoundary + 1)) or ""
+  ))
+  for i, m in ipairs(result.messages) do
+    if result.cacheBoundary ~= vim.NIL and result.cacheBoundary == i - 1 then
+      table.insert(lines, "")
+      table.insert(lines, "<!-- cache boundary: dynamic content below -->")
+    end
+    table.insert(lines, "")
+    table.insert(lines, ("## %s%s"):format(m.role, m.id and m.id ~= vim.NIL and (" (" .. m.id .. ")") or ""))
+    table.insert(lines, "")
+    vim.list_extend(lines, split_lines(m.content))
+  end
+  return lines
+end
+
+M.subcommands = {}
+
+M.subcommands.status = {
+  desc = "show the budget, layers, segment and last trim",
+  run = function()
+    local c = running()
+    if c then
+      info(table.concat(M.status_lines(c), "\n"))
+    end
+  end,
+}
+
+M.subcommands.refresh = {
+  desc = "ask the daemon for the segment and budget again",
+  run = function()
+    local c = running()
+    if not c then
+      return
+    end
+    client.refresh(c, function(state)
+      local f = status.figures(state)
+      info(f and ("refreshed: %s"):format(status.text()) or "refreshed")
+    end)
+  end,
+}
+
+M.subcommands.mode = {
+  desc = "show or set the mode (short, deep, debug)",
+  complete = function()
+    return config.MODES
+  end,
+  run = function(args)
+    local c = running()
+    if not c then
+      return
+    end
+    local state = status.get(c.id) or {}
+    local mode = args[1]
+    if not mode then
+      local suggestion = state.mode_suggestion
+      info(("mode %s%s"):format(
+        state.mode or config.current.mode or "default",
+        suggestion and (" (suggested: %s, %s)"):format(suggestion.mode, suggestion.reason) or ""
+      ))
+      return
+    end
+    if not vim.tbl_contains(config.MODES, mode) then
+      fail(("mode: expected one of %s, got %q"):format(table.concat(config.MODES, ", "), mode))
+      return
+    end
+    local session = need_session(c, "ctx/session/setMode")
+    if not session then
+      return
+    end
+    client.request(c, "ctx/session/setMode", { sessionId = session, mode = mode }, function(budget)
+      config.current.mode = mode
+      status.update(c.id, { mode = mode, budget = budget })
+      info(("mode %s: %s"):format(mode, status.text()))
+    end)
+  end,
+}
+
+M.subcommands.rule = {
+  desc = "add a rule to the session: :Ctxlayer rule [weight=N] text",
+  run = function(args)
+    local c = running()
+    if not c then
+      return
+    end
+    local weight = 1.0
+    if args[1] and args[1]:match("^weight=") then
+      weight = tonumber(args[1]:sub(8))
+      table.remove(args, 1)
+      if not weight then
+        fail("rule: weight must be a number, e.g. weight=2")
+        return
+      end
+    end
+    local text = table.concat(args, " ")
+    if text == "" then
+      fail("rule: give the rule's text, e.g. :Ctxlayer rule Answer in English")
+      return
+    end
+    local session = need_session(c, "ctx/session/addRule")
+    if not session then
+      return
+    end
+    client.request(c, "ctx/session/addRule", { sessionId = session, rule = { text = text, weight = weight } }, function(result)
+      local demoted = result.demoted or {}
+      info(("rule %s added%s%s"):format(
+        result.ruleId,
+        #demoted > 0 and (", demoted " .. table.concat(demoted, ", ")) or "",
+        result.warning and result.warning ~= vim.NIL and (" (" .. result.warning .. ")") or ""
+      ))
+      client.refresh(c)
+    end)
+  end,
+}
+
+--- The inspector page method the daemon announces, if any.
+local function inspector_method(c)
+  for method in pairs(client.methods(c)) do
+    if method:match("^ctx/inspect") then
+      return method
+    end
+  end
+end
+
+M.subcommands.inspect = {
+  desc = "open the context picture (the inspector page; `text` for a buffer)",
+  complete = function()
+    return { "text" }
+  end,
+  run = function(args)
+    local c = running()
+    if not c then
+      return
+    end
+    local method = inspector_method(c)
+    if method and args[1] ~= "text" then
+      local state = status.get(c.id) or {}
+      local result, err = client.request_sync(c, method, { sessionId = state.session_id })
+      if not result then
+        fail(err)
+        return
+      end
+      local html = type(result) == "table" and result.html or result
+      local path = vim.fs.joinpath(vim.fn.stdpath("cache"), "ctxlayer-inspect.html")
+      vim.fn.mkdir(vim.fs.dirname(path), "p")
+      vim.fn.writefile(split_lines(html), path)
+      local open = config.current.open or vim.ui.open
+      open(path)
+      info("inspector page: " .. path)
+      return
+    end
+    local lines = M.status_lines(c)
+    local state = status.get(c.id) or {}
+    if state.last_trim and #(state.last_trim.dropped or {}) > 0 then
+      table.insert(lines, "")
+      table.insert(lines, "dropped by the last trim:")
+      for _, d in ipairs(state.last_trim.dropped) do
+        table.insert(lines, ("- %s: %s (%d tokens) %s"):format(d.action, d.summary, d.tokensBefore, d.reason))
+      end
+    end
+    M.scratch("ctxlayer://inspect", lines, "markdown")
+  end,
+}
+
+M.subcommands.assemble = {
+  desc = "show the assembled prompt in a buffer",
+  run = function()
+    local c = running()
+    if not c then
+      return
+    end
+    local result, err = M.assembled()
+    if not result then
+      fail(err)
+      return
+    end
+    M.scratch("ctxlayer://assembled", render_messages(result), "markdown")
+  end,
+}
+
+M.subcommands.start = {
+  desc = "start the daemon for this buffer's workspace",
+  run = function()
+    local id = client.start(vim.api.nvim_get_current_buf(), { root = client.root(0) or vim.fn.getcwd() })
+    if id then
+      info(("started (client %d)"):format(id))
+    end
+  end,
+}
+
+M.subcommands.stop = {
+  desc = "stop the daemon",
+  run = function()
+    info(("stopped %d client(s)"):format(client.stop()))
+  end,
+}
+
+M.subcommands.restart = {
+  desc = "restart the daemon",
+  run = function()
+    local id = client.restart()
+    info(id and ("restarted (client %d)"):format(id) or "not restarted: no workspace here")
+  end,
+}
+
+M.subcommands.log = {
+  desc = "open Neovim's LSP log (the daemon's stderr goes there)",
+  run = function()
+    vim.cmd.split(vim.fn.fnameescape(client.log_paths().lsp))
+  end,
+}
+
+--- Run `:Ctxlayer {fargs}`.
+function M.run(cmd)
+  local name = cmd.fargs[1] or "status"
+  local sub = M.subcommands[name]
+  if not sub then
+    fail(("unknown subcommand %q; one of: %s"):format(name, table.concat(M.names(), ", ")))
+    return
+  end
+  sub.run(vim.list_slice(cmd.fargs, 2), cmd)
+end
+
+function M.names()
+  local names = vim.tbl_keys(M.subcommands)
+  table.sort(names)
+  return names
+end
+
+--- Completion for `:Ctxlayer`: subcommands, then each subcommand's own arguments.
+function M.complete(arglead, cmdline)
+  local words = vim.split(cmdline, "%s+", { trimempty = true })
+  local has_trailing_space = cmdline:match("%s$") ~= nil
+  local n = #words + (has_trailing_space and 1 or 0)
+  local candidates = {}
+  if n <= 2 then
+    candidates = M.names()
+  else
+    local sub = M.subcommands[words[2]]
+    candidates = sub and sub.complete and sub.complete() or {}
+  end
+  return vim.tbl_filter(function(c)
+    return vim.startswith(c, arglead)
+  end, candidates)
+end
+
+return M

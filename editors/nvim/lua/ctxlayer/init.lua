@@ -1,0 +1,160 @@
+--- ctxlayer: the public Lua API of the Neovim plugin.
+---
+--- Owns `setup(opts)` (checks the Neovim version, validates options, installs the autostart
+--- autocmds) and the functions other plugins call: `statusline()`, `lualine()`, `budget()`,
+--- `request()`, `count()`, `trim()`, `assemble()`, `client()`, `start()`, `stop()`,
+--- `restart()`. Submodules are required lazily so `require("ctxlayer")` stays cheap.
+--- The context logic itself lives in the daemon; nothing here counts or trims.
+
+local M = {}
+
+M.MIN_NVIM = "0.10"
+
+local function lazy(name)
+  return setmetatable({}, {
+    __index = function(_, key)
+      return require("ctxlayer." .. name)[key]
+    end,
+  })
+end
+
+local client = lazy("client")
+local status = lazy("status")
+
+local augroup
+
+--- Configure the plugin and start the daemon for the current workspace.
+---@param opts? ctxlayer.Opts
+---@return boolean ok false when Neovim is too old
+function M.setup(opts)
+  if vim.fn.has("nvim-" .. M.MIN_NVIM) ~= 1 then
+    vim.notify(("ctxlayer needs Neovim >= %s (this is %s)"):format(M.MIN_NVIM, tostring(vim.version())), vim.log.levels.ERROR)
+    return false
+  end
+  local config = require("ctxlayer.config")
+  local _, problems = config.set(opts)
+  if #problems > 0 then
+    vim.notify("ctxlayer: invalid options (defaults used):\n" .. table.concat(problems, "\n"), vim.log.levels.ERROR)
+  end
+  status.define_highlights()
+  augroup = vim.api.nvim_create_augroup("ctxlayer", { clear = true })
+  vim.api.nvim_create_autocmd("ColorScheme", { group = augroup, callback = status.define_highlights })
+  if config.current.autostart then
+    vim.api.nvim_create_autocmd({ "BufReadPost", "BufNewFile" }, {
+      group = augroup,
+      callback = function(args)
+        client.start(args.buf)
+      end,
+    })
+    M.start()
+  end
+  return true
+end
+
+--- Start the daemon for a buffer's workspace (default: the current buffer, else the cwd).
+---@return integer|nil client_id
+function M.start(bufnr)
+  return client.start(bufnr or vim.api.nvim_get_current_buf())
+end
+
+function M.stop()
+  return client.stop()
+end
+
+function M.restart()
+  return client.restart()
+end
+
+--- The ctxlayer LSP client serving a buffer (default: current), or nil.
+---@return vim.lsp.Client|nil
+function M.client(bufnr)
+  return client.get(bufnr)
+end
+
+--- Status line text such as `ctx 42.1k/128k 33%` ("" when no daemon serves the buffer).
+---@param opts? {highlight?: boolean, bufnr?: integer}
+function M.statusline(opts)
+  return status.text(opts)
+end
+
+--- A lualine component: `lualine_x = { require("ctxlayer").lualine() }`.
+function M.lualine()
+  return {
+    function()
+      return status.text()
+    end,
+    cond = function()
+      return status.current_client_id() ~= nil
+    end,
+    color = function()
+      local f = status.figures(status.get(status.current_client_id()))
+      return f and status.highlights[status.level(f.percent)] or nil
+    end,
+  }
+end
+
+--- The current figures: {used, limit, percent, source, state}, or nil before the first answer.
+function M.budget(bufnr)
+  local id = status.current_client_id(bufnr)
+  local state = id and status.get(id)
+  local f = status.figures(state)
+  if f then
+    f.state = state
+  end
+  return f
+end
+
+--- Send any ctx/* request. With `on_result` it is asynchronous; without, it blocks up to
+--- timeout_ms and returns result, err.
+function M.request(method, params, on_result)
+  local c = client.get()
+  if not c then
+    local err = "ctxlayer is not running for this buffer (:Ctxlayer start)"
+    if on_result then
+      vim.notify(err, vim.log.levels.ERROR)
+      return nil
+    end
+    return nil, err
+  end
+  if on_result then
+    return client.request(c, method, params, on_result)
+  end
+  return client.request_sync(c, method, params)
+end
+
+--- Count tokens of texts (blocking): returns the ctx/count result {tokens, total}, err.
+function M.count(texts, model)
+  return M.request("ctx/count", { texts = texts, model = model or require("ctxlayer.config").current.model })
+end
+
+--- Trim a conversation to the budget (blocking). The result also feeds the status line
+--- (until sessions, it shows the workspace segment plus the last trimmed chat).
+---@param messages table[] PROTOCOL Message tables
+---@param opts? {budget?: integer, model?: string, docs?: string[], strategy?: string}
+function M.trim(messages, opts)
+  opts = opts or {}
+  local config = require("ctxlayer.config").current
+  local result, err = M.request("ctx/trim", {
+    messages = messages,
+    model = opts.model or config.model,
+    budget = opts.budget or config.budget,
+    reserveOutput = config.reserve_output,
+    docs = opts.docs,
+    strategy = opts.strategy,
+  })
+  if result then
+    local c = client.get()
+    status.update(c.id, {
+      last_trim = { tokens = result.tokens, budget = result.budget, dropped = result.dropped, truncated = result.truncated },
+    })
+  end
+  return result, err
+end
+
+--- The assembled prompt of this workspace's session (blocking), or the system prompt when
+--- the daemon has no sessions: {messages, tokens, ...}, err.
+function M.assemble(opts)
+  return require("ctxlayer.commands").assembled(opts)
+end
+
+return M

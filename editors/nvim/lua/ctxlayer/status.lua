@@ -1,0 +1,156 @@
+--- ctxlayer.status: what the daemon last told us about the budget, and how it is displayed.
+---
+--- Owns one state table per client (root, segment, session budget, last trim, limit) and the
+--- status line text. It never sends requests: client.lua and commands.lua feed it, and every
+--- change redraws the status lines and fires `User CtxlayerStatus`.
+
+local M = {}
+
+---@class ctxlayer.State
+---@field root string
+---@field limit? integer tokens the assembled prompt may use
+---@field model? string
+---@field segment? table last WorkspaceSegment or ctx/segmentChanged
+---@field budget? table last Budget (sessions)
+---@field last_trim? table last ctx/trim result summary {tokens, budget, dropped, truncated}
+---@field session_id? string
+---@field mode? string
+---@field mode_suggestion? table
+---@field error? string
+
+---@type table<integer, ctxlayer.State>
+M.by_client = {}
+
+function M.get(client_id)
+  return M.by_client[client_id]
+end
+
+function M.ensure(client_id, root)
+  local state = M.by_client[client_id]
+  if not state then
+    state = { root = root }
+    M.by_client[client_id] = state
+  end
+  return state
+end
+
+function M.forget(client_id)
+  M.by_client[client_id] = nil
+  M.changed(client_id)
+end
+
+--- Redraw status lines and tell listeners (the lualine component, user autocmds).
+function M.changed(client_id)
+  vim.schedule(function()
+    pcall(vim.cmd.redrawstatus, { bang = true })
+    vim.api.nvim_exec_autocmds("User", {
+      pattern = "CtxlayerStatus",
+      modeline = false,
+      data = { client_id = client_id, status = M.by_client[client_id] },
+    })
+  end)
+end
+
+function M.update(client_id, fields)
+  local state = M.by_client[client_id]
+  if not state then
+    return
+  end
+  for k, v in pairs(fields) do
+    state[k] = v
+  end
+  if fields.error == nil then
+    state.error = nil
+  end
+  M.changed(client_id)
+end
+
+--- Tokens as people read them: 950, 42.1k, 128k, 1.05M.
+function M.human(n)
+  if n < 1000 then
+    return tostring(math.floor(n))
+  elseif n < 100000 then
+    return (("%.1f"):format(n / 1000):gsub("%.0$", "")) .. "k"
+  elseif n < 1000000 then
+    return ("%dk"):format(math.floor(n / 1000 + 0.5))
+  end
+  return (("%.2f"):format(n / 1000000):gsub("0+$", ""):gsub("%.$", "")) .. "M"
+end
+
+--- The figures shown for one client: {used, limit, percent, source}.
+--- With a session the daemon's Budget is the truth; without one, the workspace segment plus
+--- the last trimmed chat, against the model's budget.
+function M.figures(state)
+  if not state then
+    return nil
+  end
+  if state.budget then
+    local b = state.budget
+    return { used = b.used, limit = b.limit, percent = b.percent, source = "session" }
+  end
+  if not state.segment or not state.limit then
+    return nil
+  end
+  local used = state.segment.tokens + (state.last_trim and state.last_trim.tokens or 0)
+  local percent = state.limit > 0 and used * 100 / state.limit or 0
+  return { used = used, limit = state.limit, percent = percent, source = "segment" }
+end
+
+--- warn from 70%, error from 90% (the VS Code status bar uses the same bands).
+function M.level(percent)
+  if percent >= 90 then
+    return "error"
+  elseif percent >= 70 then
+    return "warn"
+  end
+  return "ok"
+end
+
+M.highlights = { ok = "CtxlayerOk", warn = "CtxlayerWarn", error = "CtxlayerError" }
+
+function M.define_highlights()
+  vim.api.nvim_set_hl(0, "CtxlayerOk", { link = "DiagnosticOk", default = true })
+  vim.api.nvim_set_hl(0, "CtxlayerWarn", { link = "DiagnosticWarn", default = true })
+  vim.api.nvim_set_hl(0, "CtxlayerError", { link = "DiagnosticError", default = true })
+end
+
+--- The client whose figures the current buffer shows: the ctxlayer client attached to it,
+--- else the most recently started one.
+function M.current_client_id(bufnr)
+  local clients = vim.lsp.get_clients({ name = "ctxlayer", bufnr = bufnr or 0 })
+  if #clients == 0 then
+    clients = vim.lsp.get_clients({ name = "ctxlayer" })
+  end
+  local best
+  for _, c in ipairs(clients) do
+    if M.by_client[c.id] and (not best or c.id > best) then
+      best = c.id
+    end
+  end
+  return best
+end
+
+--- e.g. "ctx 42.1k/128k 33%"; "ctx …" while starting; "" when no daemon serves this buffer.
+---@param opts? {highlight?: boolean, bufnr?: integer}
+function M.text(opts)
+  opts = opts or {}
+  local id = M.current_client_id(opts.bufnr)
+  local state = id and M.by_client[id]
+  if not state then
+    return ""
+  end
+  if state.error and not state.segment then
+    return "ctx !"
+  end
+  local f = M.figures(state)
+  if not f then
+    return "ctx …"
+  end
+  local text = ("ctx %s/%s %d%%"):format(M.human(f.used), M.human(f.limit), math.floor(f.percent + 0.5))
+  if opts.highlight then
+    return ("%%#%s#%s%%*"):format(M.highlights[M.level(f.percent)], text)
+  end
+  return text
+end
+
+return M

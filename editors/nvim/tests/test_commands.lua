@@ -1,0 +1,110 @@
+-- :Ctxlayer subcommands, their completion, and restart.
+local H = dofile(vim.fs.joinpath(vim.fs.dirname(vim.fn.fnamemodify(arg[0], ":p")), "helpers.lua"))
+
+H.run(function()
+  local ctxlayer = require("ctxlayer")
+  local opened = {}
+  ctxlayer.setup({
+    cmd = H.cmd,
+    open = function(path)
+      table.insert(opened, path)
+    end,
+  })
+  H.eq(vim.fn.exists(":Ctxlayer"), 2, ":Ctxlayer exists")
+
+  -- Completion works before anything is running.
+  local subs = vim.fn.getcompletion("Ctxlayer ", "cmdline")
+  for _, name in ipairs({ "status", "mode", "rule", "refresh", "inspect", "assemble" }) do
+    H.ok(vim.tbl_contains(subs, name), "completion offers " .. name)
+  end
+  H.eq(vim.fn.getcompletion("Ctxlayer re", "cmdline"), { "refresh", "restart" }, "completion filters by prefix")
+  H.eq(vim.fn.getcompletion("Ctxlayer mode ", "cmdline"), { "short", "deep", "debug" }, "mode completes the modes")
+
+  vim.cmd.edit("README.md")
+  local client = H.client()
+  H.ok(client ~= nil, "the daemon started")
+  H.ok(H.wait_figure() ~= nil, "the status line shows a figure")
+
+  H.clear_notes()
+  vim.cmd("Ctxlayer status")
+  local note = H.note("^ctxlayer: ctxlayer ctx ")
+  H.ok(note ~= nil, ":Ctxlayer status reports the figure")
+  H.ok(note and note.msg:find("workspace segment [%d.]+k? tokens") ~= nil, ":Ctxlayer status shows the segment", note and note.msg)
+
+  H.clear_notes()
+  vim.cmd("Ctxlayer refresh")
+  H.ok(H.wait(function()
+    return H.note("^ctxlayer: refreshed: ctx ")
+  end), ":Ctxlayer refresh answers with the figure")
+
+  H.clear_notes()
+  vim.cmd("Ctxlayer")
+  H.ok(H.note("^ctxlayer: ctxlayer ctx ") ~= nil, ":Ctxlayer alone shows the status")
+
+  H.clear_notes()
+  vim.cmd("Ctxlayer frobnicate")
+  local unknown = H.note("unknown subcommand")
+  H.ok(unknown and unknown.level == vim.log.levels.ERROR and unknown.msg:find("assemble") ~= nil, "an unknown subcommand lists the real ones")
+
+  H.clear_notes()
+  vim.cmd("Ctxlayer mode turbo")
+  H.ok(H.note('mode: expected one of short, deep, debug, got "turbo"') ~= nil, "a bad mode is refused, naming the modes")
+
+  -- assemble: the assembled prompt (or, without sessions, the system prompt) in a buffer.
+  vim.cmd("Ctxlayer assemble")
+  local assembled = H.buffer_lines("ctxlayer://assembled")
+  H.ok(assembled ~= nil, ":Ctxlayer assemble opens ctxlayer://assembled")
+  local text = assembled and table.concat(assembled, "\n") or ""
+  H.ok(text:find("## system") ~= nil, "the assembled prompt has a system message", text:sub(1, 300))
+  H.ok(text:find("README.md", 1, true) ~= nil, "the assembled prompt shows the workspace (README.md in the tree)")
+  local result = ctxlayer.assemble()
+  H.ok(result and #result.messages > 0, "assemble() returns messages")
+
+  -- inspect: the inspector page when the daemon has one, else a buffer with the breakdown.
+  vim.cmd("Ctxlayer inspect text")
+  local inspected = H.buffer_lines("ctxlayer://inspect")
+  H.ok(inspected and table.concat(inspected, "\n"):find("workspace segment") ~= nil, ":Ctxlayer inspect text shows the breakdown")
+  local has_page = false
+  for method in pairs(require("ctxlayer.client").methods(client)) do
+    has_page = has_page or method:match("^ctx/inspect") ~= nil
+  end
+  if has_page then
+    vim.cmd("Ctxlayer inspect")
+    H.ok(#opened == 1 and vim.fn.filereadable(opened[1]) == 1, ":Ctxlayer inspect writes the page and opens it")
+    local html = opened[1] and table.concat(vim.fn.readfile(opened[1]), "\n") or ""
+    H.ok(html:find("<html", 1, true) ~= nil or html:find("<!doctype", 1, true) ~= nil, "the inspector page is HTML")
+  end
+
+  -- rule and mode need sessions; without them the command says so instead of failing silently.
+  local sessions = require("ctxlayer.client").supports(client, "ctx/session/open")
+  H.clear_notes()
+  vim.cmd("Ctxlayer rule Answer in English")
+  if sessions then
+    H.ok(H.wait(function()
+      return H.note("^ctxlayer: rule .+ added")
+    end), ":Ctxlayer rule adds a rule")
+    vim.cmd("Ctxlayer mode deep")
+    H.ok(H.wait(function()
+      return H.note("^ctxlayer: mode deep: ctx ")
+    end), ":Ctxlayer mode deep switches the session")
+  else
+    H.ok(H.note("no session support %(ctx/session/addRule%)") ~= nil, "without sessions :Ctxlayer rule explains why")
+  end
+
+  -- restart: a new client, and the figure comes back.
+  local old_id = client.id
+  vim.cmd("Ctxlayer restart")
+  local new_client = H.wait(function()
+    local c = vim.lsp.get_clients({ name = "ctxlayer" })[1]
+    return c and c.id ~= old_id and c.initialized and c
+  end)
+  H.ok(new_client ~= nil, ":Ctxlayer restart starts a new client")
+  H.ok(H.wait_figure() ~= nil, "the figure is back after restart")
+  H.ok(new_client and vim.lsp.buf_is_attached(vim.fn.bufnr(vim.fs.joinpath(H.root, "README.md")), new_client.id), "README.md is attached to the new client")
+
+  vim.cmd("Ctxlayer stop")
+  H.ok(H.wait(function()
+    return #vim.lsp.get_clients({ name = "ctxlayer" }) == 0
+  end), ":Ctxlayer stop stops the daemon")
+  H.eq(ctxlayer.statusline(), "", "the status line is empty once stopped")
+end)
