@@ -1,0 +1,149 @@
+"""Renders `InspectorData` as one self-contained HTML page (inline CSS and script, a CSP that
+forbids every network load). Safe to show in a VS Code webview (nonce-based script) and to
+open from disk in a browser. Pure: returns a string, touches nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from html import escape
+
+import msgspec
+
+from ctxlayer.inspector.assets import CSS, JS
+from ctxlayer.inspector.data import DEFAULT_ORDER, PRIORITY_CLASSES, InspectorData
+
+
+def _pct(part: int, whole: int) -> str:
+    return f"{100.0 * part / whole:.3f}%" if whole > 0 else "0%"
+
+
+def _window_bar(d: InspectorData) -> str:
+    segs = "".join(
+        f'<div class="seg {escape(layer.name)}" style="width:{_pct(layer.tokens, d.window)}" '
+        f'title="{escape(layer.name)}: {layer.tokens:,} tokens"></div>'
+        for layer in d.layers
+        if layer.tokens > 0
+    )
+    left = _pct(min(d.budget, d.window), d.window)
+    markers = [
+        f'<div class="marker" id="budget-marker" style="left:{left}"><span>budget {d.budget:,}'
+        + "</span></div>"
+    ]
+    if d.cache_boundary is not None:
+        before = sum(m.tokens for m in d.messages[: d.cache_boundary] if m.state != "dropped")
+        markers.append(
+            f'<div class="marker cache" id="cache-marker" style="left:{_pct(before, d.window)}">'
+            f"cache boundary ({before:,})</div>"
+        )
+    if d.compaction_at:
+        markers.append(
+            f'<div class="marker compaction" style="left:{_pct(d.compaction_at, d.window)}">'
+            f"compaction at {d.compaction_at:,}</div>"
+        )
+    legend = "".join(
+        f'<li><i style="background:var(--{escape(layer.name)})"></i>{escape(layer.name)} '
+        f"{layer.tokens:,}</li>"
+        for layer in d.layers
+    )
+    return (
+        f'<div class="stack" id="stack" aria-label="layers against the window">{segs}'
+        f'{"".join(markers)}</div><ul class="legend">{legend}'
+        f"<li>window {d.window:,}</li></ul>"
+    )
+
+
+def _message_rows(d: InspectorData) -> str:
+    biggest = max((m.tokens for m in d.messages), default=1) or 1
+    out = []
+    for m in d.messages:
+        if d.cache_boundary is not None and m.index == d.cache_boundary:
+            out.append('<li class="boundary" id="cache-boundary">cache boundary: '
+                       "the provider's cached prefix ends above</li>")
+        reason = f'<span class="reason">{escape(m.state)}: {escape(m.reason)}</span>' if m.reason else ""
+        pinned = '<span class="badge">pinned</span>' if m.pinned else ""
+        out.append(
+            f'<li class="msg" data-index="{m.index}" data-class="{m.priority_class}" '
+            f'data-tokens="{m.tokens}" data-state="{escape(m.state)}" data-would="kept">'
+            f'<span class="role">{escape(m.role)}{pinned}'
+            f'<span class="badge would">would drop</span></span>'
+            f'<span class="bar" style="width:{_pct(m.tokens, biggest)}"></span>'
+            f'<span class="tokens">{m.tokens:,}</span>'
+            f'<span class="summary" title="{escape(m.summary)}">'
+            f'<span class="cls">P{m.priority_class}</span> {escape(m.summary)}</span>'
+            f"{reason}</li>"
+        )
+    return "".join(out)
+
+
+def _audit_table(d: InspectorData) -> str:
+    entries = [*d.dropped, *d.truncated]
+    if not entries:
+        return '<p class="hint" id="no-drops">Nothing was dropped or shortened at this budget.</p>'
+    rows = "".join(
+        f"<tr><td>{escape(e.action)}</td><td>{escape(e.summary)}</td><td>{escape(e.reason)}</td>"
+        f'<td class="num">{e.tokens_before:,} → {e.tokens_after:,}</td></tr>'
+        for e in entries
+    )
+    return (
+        '<table id="audit"><thead><tr><th>action</th><th>item</th><th>reason</th>'
+        f'<th class="num">tokens</th></tr></thead><tbody>{rows}</tbody></table>'
+    )
+
+
+def _priority_controls() -> str:
+    items = "".join(
+        f'<li data-class="{c}"><span>{escape(PRIORITY_CLASSES[c])}</span>'
+        f'<button class="up" title="fill earlier">↑</button>'
+        f'<button class="down" title="fill later">↓</button></li>'
+        for c in DEFAULT_ORDER
+    )
+    return (
+        f"<div><h2>Priority classes</h2><p class=\"hint\">{escape(PRIORITY_CLASSES[0])}: never "
+        "dropped. The others are filled top to bottom, newest first; the last class is cut "
+        f'first.</p><ol id="priority-order">{items}</ol></div>'
+    )
+
+
+def render_inspector(data: InspectorData, *, nonce: str | None = None) -> str:
+    """The whole page. `nonce` is the script nonce (a fresh random one when not given)."""
+    nonce = nonce or secrets.token_urlsafe(16)
+    d = data
+    payload = json.dumps(msgspec.to_builtins(d), separators=(",", ":"))
+    # keep the JSON inert inside <script>: no "</script>" or "<!--" can end or open anything
+    payload = payload.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    floor = sum(m.tokens for m in d.messages if m.priority_class == 0)
+    top = max(d.window, d.budget, floor + 1)
+    percent = 100.0 * d.used / d.budget if d.budget else 0.0
+    session = f" · session {escape(d.session_id)}" if d.session_id else ""
+    csp = (
+        "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+        f"script-src 'nonce-{nonce}'"
+    )
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{csp}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{escape(d.title)}</title>
+<style>{CSS}</style></head>
+<body>
+<header><h1>{escape(d.title)}</h1>
+<p class="meta" id="summary">{escape(d.model)} · {d.used:,} / {d.budget:,} tokens
+({percent:.0f}%) · window {d.window:,}{session}</p></header>
+<section id="window"><h2>Layers against the window</h2>{_window_bar(d)}</section>
+<section class="controls">
+<div><h2>What if the budget were…</h2>
+<label for="budget-slider">Budget: <output id="budget-value">{d.budget:,}</output> tokens</label>
+<input type="range" id="budget-slider" min="{floor}" max="{top}" step="1" value="{d.budget}">
+<p class="hint" id="slider-summary"></p>
+<button id="reset">Reset</button></div>
+{_priority_controls()}
+</section>
+<section id="messages-section"><h2>Messages ({len(d.messages)})</h2>
+<ol class="messages">{_message_rows(d)}</ol></section>
+<section id="dropped-section"><h2>Dropped and shortened by the daemon</h2>{_audit_table(d)}</section>
+<script type="application/json" id="ctx-data">{payload}</script>
+<script nonce="{nonce}">{JS}</script>
+</body></html>
+"""
