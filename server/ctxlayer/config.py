@@ -1,0 +1,304 @@
+"""The typed settings tree (STYLE.md section 7) and the one function that loads it.
+
+Owns: the msgspec Struct tree with its defaults and descriptions, reading the user's and the
+workspace's `ctxlayer.toml`, merging editor overrides, reporting bad input one clear message
+per problem (naming the key) while falling back to the default for just that key, and
+rendering docs/settings.md from the tree. Never raises on bad input; never logs or prints
+(the caller decides where messages go: showMessage + logMessage in the daemon).
+
+Keys are snake_case in TOML; camelCase (as editors send them) is accepted everywhere too.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+import typing
+from pathlib import Path
+from typing import Annotated, Any
+
+import msgspec
+from msgspec import Meta
+
+CONFIG_FILE = "ctxlayer.toml"
+
+#: gptme 0.35.1's agent files, in the order they are read inside each folder.
+AGENT_FILES = [
+    "AGENTS.md",
+    "CLAUDE.md",
+    "COPILOT.md",
+    "GEMINI.md",
+    ".github/copilot-instructions.md",
+    ".cursorrules",
+    ".windsurfrules",
+]
+
+#: gptme 0.35.1's default selected files (README first at selection time).
+SELECTED_FILES = [
+    "README*",
+    ".cursor/rules/*.mdc",
+    "pyproject.toml",
+    "package.json",
+    "Cargo.toml",
+    "Makefile",
+    "docker-compose.y*ml",
+]
+
+
+class WorkspaceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """How the workspace segment (tree, git, agent files, selected files) is built."""
+
+    tree_token_budget: Annotated[
+        int,
+        Meta(ge=50, description="Most tokens the project tree may use; deepest and largest "
+             "folders are folded first until it fits."),
+    ] = 3000
+    fold_threshold: Annotated[
+        int,
+        Meta(ge=1, description="A folder with more entries than this is shown folded, as "
+             "`name/ (N files)`."),
+    ] = 100
+    files: Annotated[
+        list[str],
+        Meta(description="Globs (relative to the workspace) of files included whole in the "
+             "segment, README first. An explicit empty list means none."),
+    ] = msgspec.field(default_factory=lambda: list(SELECTED_FILES))
+    files_char_budget: Annotated[
+        int, Meta(ge=0, description="Most characters the selected files may use together.")
+    ] = 120_000
+    agent_files: Annotated[
+        list[str],
+        Meta(description="Agent instruction file names looked up in the user's config folder, "
+             "then from the home folder down to the workspace, in this order per folder."),
+    ] = msgspec.field(default_factory=lambda: list(AGENT_FILES))
+    agent_file_max_chars: Annotated[
+        int, Meta(ge=0, description="An agent file longer than this is left out.")
+    ] = 60_000
+    ignore: Annotated[
+        list[str],
+        Meta(description="Extra ignore patterns (gitignore syntax) applied to the tree and the "
+             "selected files, on top of .gitignore."),
+    ] = msgspec.field(default_factory=list)
+    git_max_files: Annotated[
+        int, Meta(ge=0, description="Most paths listed per git status group (staged, changed, "
+                  "untracked); the rest is counted.")
+    ] = 50
+    debounce_ms: Annotated[
+        int, Meta(ge=0, le=60_000, description="Quiet time after the last file event before "
+                  "the segment is refreshed; a burst of events makes one refresh.")
+    ] = 150
+    debounce_max_ms: Annotated[
+        int, Meta(ge=0, le=600_000, description="Longest a continuous stream of events may "
+                  "delay a refresh.")
+    ] = 3000
+
+
+class TrimConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """How conversations are trimmed. (Placeholder: the trim engine's owner adds fields.)"""
+
+
+class SessionConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """How sessions are stored and budgeted. (Placeholder: the sessions' owner adds fields.)"""
+
+
+class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """The whole settings tree: one section per subsystem."""
+
+    workspace: WorkspaceConfig = msgspec.field(default_factory=WorkspaceConfig)
+    trim: TrimConfig = msgspec.field(default_factory=TrimConfig)
+    session: SessionConfig = msgspec.field(default_factory=SessionConfig)
+
+
+# --- loading -------------------------------------------------------------------------------------
+
+
+def default_user_config_dir() -> Path:
+    """`$XDG_CONFIG_HOME/ctxlayer`, else `~/.config/ctxlayer`."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "ctxlayer"
+
+
+def load_config(
+    workspace: Path, user_config_dir: Path | None = None, overrides: dict | None = None
+) -> tuple[Config, list[str]]:
+    """Merge the user's file, then the workspace's `ctxlayer.toml`, then `overrides`.
+
+    `user_config_dir=None` skips the user's file (pass `default_user_config_dir()` in
+    production). Later sources win key by key; lists are replaced, not merged. Returns the
+    config and one message per problem; a bad value falls back to its default, a bad file or
+    table is ignored as a whole. Never raises.
+    """
+    messages: list[str] = []
+    layers: list[tuple[str, dict]] = []
+    files = []
+    if user_config_dir is not None:
+        files.append(Path(user_config_dir) / CONFIG_FILE)
+    files.append(Path(workspace) / CONFIG_FILE)
+    for path in files:
+        data = _read_toml(path, messages)
+        if data is not None:
+            layers.append((str(path), data))
+    if overrides is not None:
+        if isinstance(overrides, dict):
+            layers.append(("initializationOptions.config", overrides))
+        else:
+            messages.append(
+                f"initializationOptions.config: expected an object, got "
+                f"{type(overrides).__name__}; ignored"
+            )
+    values: dict[str, Any] = {}
+    for source, data in layers:
+        _merge_into(values, data, source, Config, "", messages)
+    return _build(Config, values), messages
+
+
+def _read_toml(path: Path, messages: list[str]) -> dict | None:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        messages.append(f"{path}: cannot be read ({e.strerror}); ignored")
+        return None
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        messages.append(f"{path}: not UTF-8 text; ignored")
+    except tomllib.TOMLDecodeError as e:
+        messages.append(f"{path}: invalid TOML ({e}); ignored")
+    return None
+
+
+def _snake(key: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", key).lower()
+
+
+def _merge_into(
+    values: dict, data: dict, source: str, cls: type, prefix: str, messages: list[str]
+) -> None:
+    """Validate `data` against struct `cls` key by key and merge the good keys into `values`."""
+    fields = {f.name: f for f in msgspec.structs.fields(cls)}
+    for key, value in data.items():
+        name = _snake(str(key))
+        dotted = f"{prefix}{key}"
+        field = fields.get(name)
+        if field is None:
+            known = ", ".join(sorted(fields)) or "none yet"
+            messages.append(f"{source}: unknown setting `{dotted}` (known: {known}); ignored")
+            continue
+        ftype = _plain(field.type)
+        if isinstance(ftype, type) and issubclass(ftype, msgspec.Struct):
+            if not isinstance(value, dict):
+                messages.append(
+                    f"{source}: `{dotted}` must be a table, got {_kind(value)}; ignored"
+                )
+                continue
+            _merge_into(values.setdefault(name, {}), value, source, ftype, dotted + ".",
+                        messages)
+            continue
+        try:
+            values[name] = msgspec.convert(value, field.type)
+        except msgspec.ValidationError as e:
+            default = _default_of(field)
+            why = re.sub(r" - at `\$(.*)`$", r" (at item \1)", str(e)).replace(" (at item )", "")
+            why = why[:1].lower() + why[1:]
+            messages.append(
+                f"{source}: `{dotted}`: {why} (value {value!r}); using the default {default!r}"
+            )
+
+
+def _build(cls: type, values: dict) -> Any:
+    kwargs = {}
+    for f in msgspec.structs.fields(cls):
+        if f.name not in values:
+            continue
+        ftype = _plain(f.type)
+        if isinstance(ftype, type) and issubclass(ftype, msgspec.Struct):
+            kwargs[f.name] = _build(ftype, values[f.name])
+        else:
+            kwargs[f.name] = values[f.name]
+    return cls(**kwargs)
+
+
+def _plain(tp: Any) -> Any:
+    if typing.get_origin(tp) is Annotated:
+        return typing.get_args(tp)[0]
+    return tp
+
+
+def _kind(value: Any) -> str:
+    return {dict: "a table", list: "a list", str: "a string", bool: "a boolean",
+            int: "an integer", float: "a number"}.get(type(value), type(value).__name__)
+
+
+def _default_of(field: msgspec.structs.FieldInfo) -> Any:
+    if field.default is not msgspec.NODEFAULT:
+        return field.default
+    if field.default_factory is not msgspec.NODEFAULT:
+        return field.default_factory()
+    return None
+
+
+# --- docs ------------------------------------------------------------------------------------------
+
+
+def _type_name(tp: Any) -> str:
+    tp = _plain(tp)
+    if typing.get_origin(tp) is list:
+        return f"list of {_type_name(typing.get_args(tp)[0])}"
+    return {int: "integer", str: "string", bool: "boolean", float: "number"}.get(
+        tp, getattr(tp, "__name__", str(tp))
+    )
+
+
+def _meta(tp: Any) -> Meta | None:
+    if typing.get_origin(tp) is Annotated:
+        for m in typing.get_args(tp)[1:]:
+            if isinstance(m, Meta):
+                return m
+    return None
+
+
+def _bounds(meta: Meta | None) -> str:
+    if meta is None:
+        return ""
+    parts = []
+    if meta.ge is not None:
+        parts.append(f">= {meta.ge}")
+    if meta.le is not None:
+        parts.append(f"<= {meta.le}")
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def settings_doc() -> str:
+    """docs/settings.md, rendered from the tree (a test checks the file is up to date)."""
+    out = [
+        "# ctxlayer settings",
+        "",
+        "<!-- Generated by ctxlayer.config.settings_doc(); do not edit by hand. -->",
+        "",
+        f"Settings are read from `~/.config/ctxlayer/{CONFIG_FILE}` (or "
+        f"`$XDG_CONFIG_HOME/ctxlayer/{CONFIG_FILE}`), then from `{CONFIG_FILE}` in the "
+        "workspace, then from the editor's `initializationOptions.config`; later sources win "
+        "key by key, lists are replaced. Keys may be written in snake_case or camelCase. A bad "
+        "value is reported (naming its key) and its default is used.",
+        "",
+    ]
+    for section in msgspec.structs.fields(Config):
+        cls = _plain(section.type)
+        out += [f"## [{section.name}]", "", (cls.__doc__ or "").strip(), ""]
+        fields = msgspec.structs.fields(cls)
+        if not fields:
+            out += ["No settings yet.", ""]
+            continue
+        out += ["| key | type | default | meaning |", "| --- | --- | --- | --- |"]
+        for f in fields:
+            meta = _meta(f.type)
+            desc = (meta.description if meta and meta.description else "").replace("|", "\\|")
+            default = msgspec.json.encode(_default_of(f)).decode()
+            out.append(
+                f"| `{f.name}` | {_type_name(f.type)}{_bounds(meta)} | `{default}` | {desc} |"
+            )
+        out.append("")
+    return "\n".join(out)

@@ -1,0 +1,142 @@
+"""The `agentFiles` part: agent instruction files from the user's folders down to the workspace.
+
+Owns: the folder chain (the user's config folder, then the home folder, then every folder
+from home down to the workspace, most general first), gptme's file order inside each folder,
+de-duplication by resolved path, the framing as instructions to follow, and the flag on files
+written for another tool (CLAUDE.md for Claude Code, .cursorrules for Cursor...). A file found
+inside the workspace that resolves outside it (a symlink) is refused. Reads files; never
+writes, never reads anything but the candidate files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ctxlayer.protocol import LeftOut
+
+HEADER = "# Agent instructions"
+INTRO = (
+    "The files below are standing instructions from the user and the project: follow them. "
+    "They are ordered from the most general to the most specific; where they disagree, the "
+    "later, more specific file wins."
+)
+
+#: files written for one particular tool, and that tool's name
+WRITTEN_FOR = {
+    "CLAUDE.md": "Claude Code",
+    "GEMINI.md": "Gemini CLI",
+    "COPILOT.md": "GitHub Copilot",
+    ".github/copilot-instructions.md": "GitHub Copilot",
+    ".cursorrules": "Cursor",
+    ".windsurfrules": "Windsurf",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class AgentText:
+    text: str
+    left_out: list[LeftOut]
+    used: tuple[Path, ...]  # resolved paths of the files included
+
+
+def folder_chain(root: Path, home: Path | None, user_config_dir: Path | None) -> list[Path]:
+    """Folders searched, most general first, each once."""
+    chain: list[Path] = []
+    if user_config_dir is not None:
+        chain.append(user_config_dir)
+    if home is not None:
+        chain.append(home)
+        try:
+            below = root.relative_to(home).parts
+        except ValueError:
+            below = None
+        if below is not None:
+            folder = home
+            for part in below:
+                folder = folder / part
+                chain.append(folder)
+    chain.append(root)
+    return list(dict.fromkeys(chain))
+
+
+def candidates(root: Path, home: Path | None, user_config_dir: Path | None,
+               names: list[str]) -> list[Path]:
+    """Every path that would be read, in reading order (existing or not)."""
+    return [folder / name for folder in folder_chain(root, home, user_config_dir)
+            for name in names]
+
+
+def _shown(path: Path, root: Path, home: Path | None) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        pass
+    if home is not None:
+        try:
+            return "~/" + path.relative_to(home).as_posix()
+        except ValueError:
+            pass
+    return path.as_posix()
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def render_agents(root: Path, home: Path | None, user_config_dir: Path | None,
+                  names: list[str], max_chars: int) -> AgentText:
+    """The agentFiles part's text ('' when no agent file exists)."""
+    root_real = root.resolve()
+    seen: set[Path] = set()
+    sections: list[str] = []
+    left_out: list[LeftOut] = []
+    used: list[Path] = []
+    for folder in folder_chain(root, home, user_config_dir):
+        for name in names:
+            path = folder / name
+            try:
+                if not path.is_file():
+                    continue
+                real = path.resolve(strict=True)
+            except (OSError, RuntimeError):
+                if path.is_symlink():
+                    left_out.append(LeftOut(part="agentFiles", path=_shown(path, root, home),
+                                            reason="broken symlink or symlink loop"))
+                continue
+            shown = _shown(path, root, home)
+            if real in seen:
+                continue
+            seen.add(real)
+            if _inside(path, root) and not _inside(real, root_real):
+                left_out.append(LeftOut(part="agentFiles", path=shown,
+                                        reason=f"resolves outside the workspace ({real})"))
+                continue
+            try:
+                data = real.read_bytes()
+            except OSError as e:
+                left_out.append(LeftOut(part="agentFiles", path=shown,
+                                        reason=f"cannot be read ({e.strerror})"))
+                continue
+            try:
+                content = data.decode("utf-8")
+            except UnicodeDecodeError:
+                left_out.append(LeftOut(part="agentFiles", path=shown, reason="not UTF-8 text"))
+                continue
+            if len(content) > max_chars:
+                left_out.append(LeftOut(part="agentFiles", path=shown, reason=(
+                    f"too long: {len(content):,} characters, agent_file_max_chars "
+                    f"{max_chars:,}")))
+                continue
+            if not content.strip():
+                continue
+            title = f"## {shown}"
+            tool = WRITTEN_FOR.get(name)
+            if tool:
+                title += (f" (written for {tool}; follow it where it applies to you, and "
+                          f"ignore what only concerns {tool} itself)")
+            sections.append(f"{title}\n\n{content.strip()}")
+            used.append(real)
+    if not sections:
+        return AgentText("", left_out, ())
+    return AgentText("\n\n".join([HEADER, INTRO, *sections]), left_out, tuple(used))

@@ -1,0 +1,78 @@
+"""The `git` part: branch, HEAD, upstream distance, staged / changed / untracked files.
+
+Owns: rendering a `GitState` as short, stable text. Untracked files inside a folder that holds
+no tracked file are shown as that folder (`build/ (120 files)`), like `git status` does; each
+group lists at most `max_files` paths and counts the rest. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from ctxlayer.workspace.gitstate import GitState
+
+HEADER = "# Git"
+
+
+def _untracked_groups(untracked: tuple[str, ...], tracked: tuple[str, ...]) -> list[str]:
+    tracked_dirs: set[str] = set()
+    for path in tracked:
+        i = path.find("/")
+        while i != -1:
+            tracked_dirs.add(path[: i + 1])
+            i = path.find("/", i + 1)
+    groups: dict[str, int] = {}
+    for path in untracked:
+        key = path
+        i = path.find("/")
+        while i != -1:
+            if path[: i + 1] not in tracked_dirs:
+                key = path[: i + 1]
+                break
+            i = path.find("/", i + 1)
+        groups[key] = groups.get(key, 0) + 1
+    out = []
+    for key in sorted(groups):
+        n = groups[key]
+        out.append(f"{key} ({n:,} file{'s' if n != 1 else ''})" if key.endswith("/") else key)
+    return out
+
+
+def _group(title: str, items: list[str], max_files: int) -> list[str]:
+    if not items:
+        return []
+    lines = [f"{title} ({len(items):,}):"]
+    lines += [f"  {item}" for item in items[:max_files]]
+    if len(items) > max_files:
+        lines.append(f"  … {len(items) - max_files:,} more")
+    return lines
+
+
+def render_git(state: GitState | None, max_files: int) -> str:
+    """The git part's text; empty when the workspace is not in a git repository."""
+    if state is None:
+        return ""
+    if state.error:
+        return f"{HEADER}\n({state.error})"
+    branch = state.branch or "(detached HEAD)"
+    lines = [HEADER, f"Branch: {branch}"]
+    if state.upstream:
+        lines.append(f"Upstream: {state.upstream} (ahead {state.ahead}, behind {state.behind})")
+    lines.append(f"HEAD: {state.oid[:7]}" if state.oid else "HEAD: (no commits yet)")
+    staged, changed, conflicts = [], [], []
+    for e in state.entries:
+        if e.xy == "??":
+            continue
+        x, y = e.xy[0], e.xy[1]
+        shown = f"{e.orig} -> {e.path}" if e.orig else e.path
+        if e.xy in ("DD", "AU", "UD", "UA", "DU", "AA", "UU"):
+            conflicts.append(f"{e.xy} {e.path}")
+            continue
+        if x != ".":
+            staged.append(f"{x} {shown}")
+        if y != ".":
+            changed.append(f"{y} {e.path}")
+    untracked = _untracked_groups(state.untracked, state.tracked) if state.untracked else []
+    body = (_group("Conflicts", conflicts, max_files) + _group("Staged", staged, max_files)
+            + _group("Changed", changed, max_files)
+            + _group("Untracked", untracked, max_files))
+    lines += body or ["Working tree clean."]
+    return "\n".join(lines)

@@ -1,0 +1,163 @@
+"""What git says about the workspace: the repository, its file list and its status.
+
+Owns: finding the repository (`git rev-parse`), running `git ls-files -c -z` and
+`git --no-optional-locks status --porcelain=v2 --branch -z --untracked-files=all` (in
+parallel), and parsing them into a `GitState`. `--no-optional-locks` keeps status from
+rewriting .git/index, which would wake our own watcher in a loop. Must not render text
+(gitpart.py and tree.py do) and never raises: failures come back as `error`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+GIT_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class Repo:
+    toplevel: Path
+    git_dir: Path
+    prefix: str  # the workspace's path inside the repository, '' or ending with '/'
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    path: str  # relative to the workspace
+    xy: str  # porcelain v2 XY ('.' = unchanged), '??' untracked, 'UU' etc. unmerged
+    orig: str | None = None  # rename/copy source
+
+
+@dataclass(frozen=True, slots=True)
+class GitState:
+    tracked: tuple[str, ...] = ()  # workspace-relative, from ls-files
+    entries: tuple[Entry, ...] = ()
+    branch: str | None = None  # None when detached
+    oid: str | None = None  # None before the first commit
+    upstream: str | None = None
+    ahead: int = 0
+    behind: int = 0
+    error: str | None = None
+    untracked: tuple[str, ...] = field(default=())
+
+    @property
+    def deleted(self) -> frozenset[str]:
+        return frozenset(e.path for e in self.entries if "D" in e.xy[1:] and e.xy != "??")
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["GIT_OPTIONAL_LOCKS"] = "0"
+    env["LC_ALL"] = "C"
+    env.pop("GIT_DIR", None)
+    env.pop("GIT_WORK_TREE", None)
+    env.pop("GIT_INDEX_FILE", None)
+    return env
+
+
+def find_repo(root: Path) -> Repo | None:
+    """The repository containing `root`, or None (not a repo, or git missing)."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel", "--absolute-git-dir", "--show-prefix"],
+            cwd=root, env=_env(), capture_output=True, timeout=GIT_TIMEOUT_S,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    lines = os.fsdecode(out.stdout).split("\n")
+    if len(lines) < 3 or not lines[0]:
+        return None  # e.g. inside .git itself
+    return Repo(Path(lines[0]), Path(lines[1]), lines[2])
+
+
+def _decode(b: bytes) -> str:
+    return b.decode("utf-8", errors="replace")
+
+
+def read_state(root: Path, repo: Repo) -> GitState:
+    """Run ls-files and status side by side and parse both."""
+    status_cmd = ["git", "--no-optional-locks", "status", "--porcelain=v2", "--branch", "-z",
+                  "--untracked-files=all"]
+    if repo.prefix:
+        status_cmd += ["--", "."]
+    try:
+        ls = subprocess.Popen(["git", "ls-files", "-c", "-z"], cwd=root, env=_env(),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        st = subprocess.Popen(status_cmd, cwd=root, env=_env(),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except OSError as e:
+        return GitState(error=f"git could not run: {e}")
+    try:
+        ls_out, ls_err = ls.communicate(timeout=GIT_TIMEOUT_S)
+        st_out, st_err = st.communicate(timeout=GIT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        ls.kill()
+        st.kill()
+        ls.communicate()
+        st.communicate()
+        return GitState(error="git timed out")
+    if ls.returncode != 0 or st.returncode != 0:
+        err = _decode(ls_err or st_err).strip().splitlines()
+        return GitState(error="git failed: " + (err[0] if err else "unknown error"))
+    tracked = tuple(_decode(p) for p in ls_out.split(b"\0") if p)
+    return parse_status(st_out, repo.prefix, tracked)
+
+
+def parse_status(out: bytes, prefix: str, tracked: tuple[str, ...] = ()) -> GitState:
+    """Parse `git status --porcelain=v2 --branch -z` (paths are repository-relative)."""
+    branch = oid = upstream = None
+    ahead = behind = 0
+    entries: list[Entry] = []
+    untracked: list[str] = []
+    fields = out.split(b"\0")
+    i = 0
+
+    def rel(p: bytes) -> str:
+        s = _decode(p)
+        return s[len(prefix):] if prefix and s.startswith(prefix) else s
+
+    while i < len(fields):
+        f = fields[i]
+        i += 1
+        if not f:
+            continue
+        kind = f[:1]
+        if kind == b"#":
+            words = _decode(f).split(" ", 2)
+            if len(words) < 3:
+                continue
+            key, value = words[1], words[2]
+            if key == "branch.oid":
+                oid = None if value == "(initial)" else value
+            elif key == "branch.head":
+                branch = None if value == "(detached)" else value
+            elif key == "branch.upstream":
+                upstream = value
+            elif key == "branch.ab":
+                a, _, b = value.partition(" ")
+                ahead, behind = abs(int(a or 0)), abs(int(b or 0))
+        elif kind == b"1":
+            parts = f.split(b" ", 8)
+            if len(parts) == 9:
+                entries.append(Entry(rel(parts[8]), _decode(parts[1])))
+        elif kind == b"2":
+            parts = f.split(b" ", 9)
+            orig = fields[i] if i < len(fields) else b""
+            i += 1
+            if len(parts) == 10:
+                entries.append(Entry(rel(parts[9]), _decode(parts[1]), rel(orig)))
+        elif kind == b"u":
+            parts = f.split(b" ", 10)
+            if len(parts) == 11:
+                entries.append(Entry(rel(parts[10]), _decode(parts[1])))
+        elif kind == b"?":
+            path = rel(f[2:])
+            untracked.append(path)
+            entries.append(Entry(path, "??"))
+    return GitState(tracked=tracked, entries=tuple(entries), branch=branch, oid=oid,
+                    upstream=upstream, ahead=ahead, behind=behind, untracked=tuple(untracked))

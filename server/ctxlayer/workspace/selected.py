@@ -1,0 +1,162 @@
+"""The `files` part: selected files included whole, README first, under a character budget.
+
+Owns: matching the config globs against the workspace's file list (a glob-free pattern may also
+name an ignored file directly), the order (README first, then pattern order), refusing any path
+that leaves the workspace (`..`, absolute, or a symlink resolving outside; loops too), never
+including lockfiles, minified or binary files, and the character budget. Reads the chosen files
+only.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from ctxlayer.protocol import LeftOut
+from ctxlayer.workspace.ignore import IgnoreRules, compile_globs
+
+HEADER = "# Selected files"
+
+LOCKFILES = {
+    "package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lockb",
+    "bun.lock", "Cargo.lock", "poetry.lock", "uv.lock", "Pipfile.lock", "pdm.lock",
+    "composer.lock", "Gemfile.lock", "go.sum", "flake.lock", "mix.lock", "pubspec.lock",
+    "Podfile.lock", "packages.lock.json", "gradle.lockfile",
+}
+LANG = {".py": "python", ".toml": "toml", ".json": "json", ".md": "markdown", ".mdc": "markdown",
+        ".yml": "yaml", ".yaml": "yaml", ".js": "javascript", ".ts": "typescript",
+        ".rs": "rust", ".rst": "rst", ".txt": "text", ".cfg": "ini", ".ini": "ini"}
+GLOB_CHARS = re.compile(r"[*?\[]")
+
+
+@dataclass(frozen=True, slots=True)
+class FilesText:
+    text: str
+    left_out: list[LeftOut]
+    used: tuple[str, ...]  # workspace-relative paths included
+
+
+def is_lockfile(name: str) -> bool:
+    return name in LOCKFILES or name.endswith(".lock") or name.endswith(".lockb")
+
+
+def is_minified(name: str, content: str) -> bool:
+    if ".min." in name or name.endswith(".min"):
+        return True
+    lines = content.count("\n") + 1
+    return len(content) > 2000 and len(content) / lines > 300
+
+
+def _fence(content: str) -> str:
+    longest = max((len(m) for m in re.findall(r"`+", content)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def _lang(name: str) -> str:
+    if name == "Makefile":
+        return "make"
+    return LANG.get(PurePosixPath(name).suffix.lower(), "")
+
+
+def _outside_pattern(pattern: str) -> bool:
+    p = PurePosixPath(pattern)
+    return p.is_absolute() or pattern.startswith("~") or ".." in p.parts
+
+
+def select_paths(patterns: list[str], files: list[str]) -> tuple[list[str], list[LeftOut]]:
+    """The candidate paths in inclusion order, and the patterns refused outright."""
+    left_out: list[LeftOut] = []
+    chosen: list[str] = []
+    for pattern in patterns:
+        if _outside_pattern(pattern):
+            left_out.append(LeftOut(part="files", path=pattern,
+                                    reason="pattern points outside the workspace"))
+            continue
+        clean = pattern.strip("/")
+        if not clean:
+            continue
+        if GLOB_CHARS.search(clean):
+            regex = compile_globs([clean])
+            chosen += [f for f in files if regex.match(f)]
+        else:
+            chosen.append(clean)
+    chosen = list(dict.fromkeys(chosen))
+    readme = [p for p in chosen if PurePosixPath(p).name.lower().startswith("readme")]
+    first = set(readme)
+    rest = [p for p in chosen if p not in first]
+    return sorted(readme, key=lambda p: (p.count("/"), p)) + rest, left_out
+
+
+def render_files(root: Path, patterns: list[str], files: list[str], char_budget: int,
+                 extra: IgnoreRules | None, skip: frozenset[Path] = frozenset()) -> FilesText:
+    """The files part's text ('' when nothing is selected). `skip`: resolved paths already
+    included elsewhere (agent files)."""
+    paths, left_out = select_paths(patterns, files)
+    root_real = root.resolve()
+    remaining = char_budget
+    sections: list[str] = []
+    used: list[str] = []
+
+    def leave(path: str, reason: str) -> None:
+        left_out.append(LeftOut(part="files", path=path, reason=reason))
+
+    for rel in paths:
+        name = PurePosixPath(rel).name
+        if extra is not None and extra.ignored_with_parents(rel, False):
+            continue
+        path = root / rel
+        if not path.is_symlink() and not path.exists():
+            continue
+        try:
+            real = path.resolve(strict=True)
+        except RuntimeError:
+            leave(rel, "symlink loop")
+            continue
+        except OSError:
+            leave(rel, "broken symlink")
+            continue
+        if real != root_real and root_real not in real.parents:
+            leave(rel, f"resolves outside the workspace ({real})")
+            continue
+        if not real.is_file():
+            continue
+        if real in skip:
+            leave(rel, "already included as an agent file")
+            continue
+        if is_lockfile(name):
+            leave(rel, "lockfile")
+            continue
+        try:
+            size = real.stat().st_size
+            if size > remaining * 4 + 4096:
+                leave(rel, f"over the character budget ({size:,} bytes, {remaining:,} "
+                      "characters left)")
+                continue
+            data = real.read_bytes()
+        except OSError as e:
+            leave(rel, f"cannot be read ({e.strerror})")
+            continue
+        if b"\0" in data[:8192]:
+            leave(rel, "binary")
+            continue
+        try:
+            content = data.decode("utf-8")
+        except UnicodeDecodeError:
+            leave(rel, "binary (not UTF-8 text)")
+            continue
+        if is_minified(name, content):
+            leave(rel, "minified")
+            continue
+        if len(content) > remaining:
+            leave(rel, f"over the character budget ({len(content):,} characters, "
+                  f"{remaining:,} left of files_char_budget {char_budget:,})")
+            continue
+        remaining -= len(content)
+        fence = _fence(content)
+        body = content if content.endswith("\n") else content + "\n"
+        sections.append(f"## {rel}\n\n{fence}{_lang(name)}\n{body}{fence}")
+        used.append(rel)
+    if not sections:
+        return FilesText("", left_out, ())
+    return FilesText("\n\n".join([HEADER, *sections]), left_out, tuple(used))

@@ -1,0 +1,259 @@
+"""The live workspace: its parts, its current segment, and what each file event invalidates.
+
+Owns: the `Workspace` object (first scan, refresh of just the affected parts, the watcher's
+lifecycle), the map from a changed path to the parts it can change (STYLE.md section 5's
+cache table: .git/HEAD, index, refs -> git; agent files -> agentFiles; .gitignore -> tree;
+selected files -> files; create / delete / move -> tree + git; a content write of a listed
+file -> git), and the immutable `WorkspaceSegment` snapshots. Thread-safe: every refresh holds
+one lock; readers get the last published snapshot without waiting.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from ctxlayer.config import Config, WorkspaceConfig, default_user_config_dir
+from ctxlayer.protocol import LeftOut, SegmentPart, WorkspaceSegment
+from ctxlayer.workspace import agents, filelist, gitpart, gitstate, selected, tree
+from ctxlayer.workspace.ignore import compile_globs
+from ctxlayer.workspace.segment import PART_ORDER, assemble, make_part
+from ctxlayer.workspace.watcher import Batch, Watcher
+
+log = logging.getLogger(__name__)
+
+Count = Callable[[str], int]
+OnChange = Callable[[WorkspaceSegment, list[str]], None]
+GIT_WATCHED = ("HEAD", "index", "packed-refs", "info/exclude")
+
+
+class Workspace:
+    """One workspace folder's segment, kept fresh.
+
+    `count` turns text into tokens (production: `tokenizers.counter_for(model).count`).
+    `home` and `user_config_dir` default to the real ones; tests pass their own.
+    """
+
+    def __init__(self, root: Path, config: Config | WorkspaceConfig, count: Count,
+                 home: Path | None = None, user_config_dir: Path | None = None) -> None:
+        self.root = Path(os.path.abspath(root))
+        self.config = config.workspace if isinstance(config, Config) else config
+        self._count = count
+        self.home = Path(os.path.abspath(home)) if home is not None else Path.home()
+        self.user_config_dir = (Path(os.path.abspath(user_config_dir))
+                                if user_config_dir is not None else default_user_config_dir())
+        self._lock = threading.RLock()
+        self._segment: WorkspaceSegment | None = None
+        self._parts: dict[str, SegmentPart] = {}
+        self._left: dict[str, list[LeftOut]] = {name: [] for name in PART_ORDER}
+        self._repo: gitstate.Repo | None = None
+        self._files: list[str] = []
+        self._file_set: frozenset[str] = frozenset()
+        self._tree_key: tuple | None = None
+        self._agent_used: frozenset[Path] = frozenset()
+        self._agent_paths = frozenset(str(p) for p in agents.candidates(
+            self.root, self.home, self.user_config_dir, self.config.agent_files))
+        self._files_regex = compile_globs([p for p in self.config.files if ".." not in p])
+        self._selected_used: frozenset[str] = frozenset()
+        self._extra = filelist.extra_rules(self.config.ignore)
+        self._watcher: Watcher | None = None
+        self._on_change: OnChange | None = None
+
+    # --- public API ---------------------------------------------------------------------------
+
+    @property
+    def segment(self) -> WorkspaceSegment:
+        """The current snapshot (scans first if no scan ran yet). Never mutated."""
+        seg = self._segment
+        return seg if seg is not None else self.scan()
+
+    def scan(self) -> WorkspaceSegment:
+        """Compute every part from scratch and publish the segment."""
+        self.refresh(None)
+        assert self._segment is not None
+        return self._segment
+
+    def refresh(self, paths: Iterable[Path | str] | None = None) -> list[str]:
+        """Recompute the parts `paths` can affect (None: all); return the names of the parts
+        whose text changed, in segment order. Calls `on_change` (if watching) when any did."""
+        with self._lock:
+            if paths is None:
+                parts = set(PART_ORDER)
+            else:
+                parts = set()
+                for path in paths:
+                    parts |= self._affected(str(path), None)
+            changed = self._recompute(parts)
+            callback = self._on_change
+            segment = self._segment
+        if changed and callback is not None and segment is not None:
+            try:
+                callback(segment, changed)
+            except Exception:
+                log.exception("segment change callback failed")
+        return changed
+
+    def start_watching(self, on_change: OnChange) -> None:
+        """Watch the workspace (and the agent-file folders outside it); `on_change(segment,
+        changed_parts)` runs on a watcher thread after each burst that changed the text."""
+        with self._lock:
+            if self._watcher is not None:
+                raise RuntimeError("already watching")
+            if self._segment is None:
+                self.scan()
+            self._on_change = on_change
+            recursive = [self.root]
+            if self._repo is not None and not _inside(self._repo.git_dir, self.root):
+                recursive.append(self._repo.git_dir)
+            shallow = []
+            for folder in agents.folder_chain(self.root, self.home, self.user_config_dir):
+                if folder.is_dir() and not _inside(folder, self.root):
+                    shallow.append(folder)
+            cfg = self.config
+            self._watcher = Watcher(recursive, shallow, self._flush, self._accept,
+                                    cfg.debounce_ms / 1000, cfg.debounce_max_ms / 1000)
+
+    def stop(self) -> None:
+        """Stop watching (idempotent)."""
+        with self._lock:
+            watcher, self._watcher = self._watcher, None
+            self._on_change = None
+        if watcher is not None:
+            watcher.stop()
+
+    # --- events -> parts ----------------------------------------------------------------------
+
+    def _accept(self, path: str) -> bool:
+        """Cheap pre-filter on the watcher thread: drop churn inside .git."""
+        repo = self._repo
+        if repo is not None:
+            git_dir = str(repo.git_dir)
+            if path == git_dir:
+                return True
+            if path.startswith(git_dir + os.sep):
+                rel = path[len(git_dir) + 1:]
+                return rel in GIT_WATCHED or rel.startswith("refs" + os.sep)
+        root = str(self.root)
+        if path.startswith(root + os.sep) or path == root:
+            return True
+        return path in self._agent_paths
+
+    def _flush(self, batch: Batch, full: bool) -> None:
+        with self._lock:
+            if self._watcher is None:
+                return
+            if full:
+                parts = set(PART_ORDER)
+            else:
+                parts = set()
+                for path, structural in batch.items():
+                    parts |= self._affected(path, structural)
+                    if len(parts) == len(PART_ORDER):
+                        break
+            if not parts:
+                return
+            changed = self._recompute(parts)
+            callback, segment = self._on_change, self._segment
+        if changed and callback is not None and segment is not None:
+            try:
+                callback(segment, changed)
+            except Exception:
+                log.exception("segment change callback failed")
+
+    def _affected(self, path: str, structural: bool | None) -> set[str]:
+        """The parts a change at `path` can affect. structural: True for create / delete /
+        move, False for a content write, None when unknown (refresh() from a save)."""
+        if not os.path.isabs(path):
+            path = str(self.root / path)
+        path = os.path.normpath(path)
+        parts: set[str] = set()
+        if path in self._agent_paths:
+            parts |= {"agentFiles", "files"}
+        repo = self._repo
+        if repo is not None and (path == str(repo.git_dir)
+                                 or path.startswith(str(repo.git_dir) + os.sep)):
+            rel = path[len(str(repo.git_dir)) + 1:]
+            if rel == "info/exclude":
+                return parts | {"tree", "git", "files"}
+            if rel in GIT_WATCHED or rel.startswith("refs" + os.sep) or not rel:
+                return parts | {"git", "tree"}
+            return parts
+        root = str(self.root)
+        if not path.startswith(root + os.sep):
+            return parts | ({"tree", "git", "files", "agentFiles"} if path == root else set())
+        rel = path[len(root) + 1:].replace(os.sep, "/")
+        name = rel.rsplit("/", 1)[-1]
+        if rel == ".git" or rel.startswith(".git/"):
+            return parts | {"tree", "git"}  # a repository appeared or vanished
+        if name == ".gitignore":
+            parts |= {"tree", "git", "files"}
+        if rel in self._selected_used or (self._files_regex and self._files_regex.match(rel)):
+            parts.add("files")
+        if structural or (structural is None and rel not in self._file_set):
+            parts |= {"tree", "git"}
+            if structural and rel not in self._file_set:
+                parts.add("files")  # a folder moved or vanished may hold selected files
+        elif rel in self._file_set:
+            parts.add("git")
+        return parts
+
+    # --- computing parts ----------------------------------------------------------------------
+
+    def _recompute(self, parts: set[str]) -> list[str]:
+        cfg = self.config
+        count = self._count
+        new: dict[str, SegmentPart] = {}
+        if parts & {"tree", "git"}:
+            self._repo = gitstate.find_repo(self.root)
+            state = None
+            complete = True
+            if self._repo is not None:
+                state = gitstate.read_state(self.root, self._repo)
+                files = filelist.from_git(state, self._extra) if not state.error else []
+            else:
+                files, complete = filelist.walk(self.root, cfg.ignore)
+            if files != self._files:
+                parts.add("files")
+            self._files = files
+            self._file_set = frozenset(files)
+            key = (tuple(files), cfg.tree_token_budget, cfg.fold_threshold)
+            if key != self._tree_key or "tree" not in self._parts:
+                t = tree.render_tree(files, count, cfg.tree_token_budget, cfg.fold_threshold)
+                left = list(t.left_out)
+                if not complete:
+                    left.append(LeftOut(part="tree", path=".", reason=(
+                        f"listing stopped at {filelist.MAX_WALK_FILES:,} files")))
+                new["tree"] = make_part("tree", t.text, count)
+                self._left["tree"] = left
+                self._tree_key = key
+            new["git"] = make_part("git", gitpart.render_git(state, cfg.git_max_files), count)
+            self._left["git"] = ([LeftOut(part="git", path=".", reason=state.error)]
+                                 if state is not None and state.error else [])
+        if "agentFiles" in parts:
+            a = agents.render_agents(self.root, self.home, self.user_config_dir,
+                                     cfg.agent_files, cfg.agent_file_max_chars)
+            new["agentFiles"] = make_part("agentFiles", a.text, count)
+            self._left["agentFiles"] = list(a.left_out)
+            if frozenset(a.used) != self._agent_used:
+                parts.add("files")
+            self._agent_used = frozenset(a.used)
+        if "files" in parts:
+            f = selected.render_files(self.root, cfg.files, self._files, cfg.files_char_budget,
+                                      self._extra, self._agent_used)
+            new["files"] = make_part("files", f.text, count)
+            self._left["files"] = list(f.left_out)
+            self._selected_used = frozenset(f.used)
+        changed = [n for n in PART_ORDER if n in new and (
+            n not in self._parts or self._parts[n].hash != new[n].hash)]
+        self._parts.update(new)
+        left_out = [item for n in PART_ORDER for item in self._left[n]]
+        self._segment = assemble([self._parts[n] for n in PART_ORDER if n in self._parts],
+                                 left_out, self._segment, count)
+        return changed
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
