@@ -1,0 +1,45 @@
+"""`ctxlayer serve`: run the daemon over stdio (default) or TCP on loopback.
+
+Only parses arguments; everything else is in ctxlayer.lsp (imported here, so other commands
+never load pygls).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--stdio", action="store_true",
+                      help="serve one client on stdin/stdout (the default; editors add it)")
+    mode.add_argument("--tcp", action="store_true",
+                      help="serve many clients on TCP, each authenticated with the token file")
+    p.add_argument("--host", default="127.0.0.1", help="TCP address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=7878,
+                   help="TCP port (default 7878; 0 picks a free one, printed on stdout)")
+    p.add_argument("--token-file", type=Path, default=None,
+                   help="TCP token file (default STATE_DIR/token, created 0600 when absent)")
+    p.add_argument("--state-dir", type=Path, default=None,
+                   help="where the daemon keeps its files (default $CTXLAYER_STATE_DIR, "
+                        "else $XDG_STATE_HOME/ctxlayer)")
+    p.add_argument("--log-file", default=None, help="log here instead of stderr")
+    p.add_argument("-v", "--verbose", action="count", default=0,
+                   help="-v info, -vv debug, -vvv pygls too")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ctxlayer.lsp import logs
+    from ctxlayer.lsp.daemon import Daemon, default_state_dir
+
+    logs.setup(args.verbose, args.log_file)
+    state_dir = args.state_dir or default_state_dir()
+    if args.tcp:
+        from ctxlayer.lsp import tcp
+
+        daemon = Daemon(state_dir, transport="tcp")
+        return tcp.run(daemon, args.host, args.port, args.token_file or state_dir / "token")
+    from ctxlayer.lsp import stdio
+
+    return stdio.run(Daemon(state_dir, transport="stdio"))

@@ -1,0 +1,158 @@
+"""Live workspaces: a watched `ctxlayer.workspace.Workspace` per root, shared by connections.
+
+Owns: the first scan (off the event loop), starting and stopping the watcher, hopping its
+callbacks from the watcher thread onto the event loop, and fanning a changed segment out to
+every subscribed connection. Subscribers are called on the loop, only when the segment's hash
+changed (the hash changes if and only if the text does), so a refresh that the watcher also
+reports is announced once.
+
+Must not: know about JSON-RPC or connections (subscribers are plain callbacks).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ctxlayer.protocol import WorkspaceSegment
+
+if TYPE_CHECKING:
+    from ctxlayer.lsp.daemon import Daemon
+
+log = logging.getLogger(__name__)
+
+#: subscriber(segment, changed part names), called on the event loop
+SegmentSubscriber = Callable[[WorkspaceSegment, list[str]], None]
+
+
+class LiveWorkspace:
+    """One workspace root being watched; `segment` is always the latest scan."""
+
+    def __init__(self, daemon: Daemon, root: Path, config: Any, model: str | None) -> None:
+        self.daemon, self.root, self.config, self.model = daemon, root, config, model
+        self.workspace: Any = None
+        self.segment: WorkspaceSegment | None = None
+        self.subscribers: list[SegmentSubscriber] = []
+        self.refs = 0
+        self.error: BaseException | None = None
+        self._ready: asyncio.Future[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def start(self) -> asyncio.Future[None]:
+        """Begin the first scan and the watcher (idempotent); the future ends with the scan."""
+        if self._ready is None:
+            self._loop = asyncio.get_running_loop()
+            self._ready = asyncio.ensure_future(self._start())
+        return self._ready
+
+    async def _start(self) -> None:
+        try:
+            self.workspace = await asyncio.to_thread(self._create)
+            self.segment = await asyncio.to_thread(self.workspace.scan)
+            await asyncio.to_thread(self.workspace.start_watching, self._from_watcher)
+            log.info("workspace %s: %d tokens, hash %s", self.root, self.segment.tokens,
+                     self.segment.hash)
+        except Exception as exc:
+            self.error = exc
+            log.exception("scanning workspace %s failed", self.root)
+            raise
+
+    def _create(self) -> Any:
+        from ctxlayer.workspace import Workspace
+
+        counter = self.daemon.tokenizers.guarded(self.model)
+        return Workspace(self.root, self.config, counter.count)
+
+    def stop(self) -> None:
+        if self.workspace is not None:
+            try:
+                self.workspace.stop()
+            except Exception:
+                log.exception("stopping the watcher of %s failed", self.root)
+            self.workspace = None
+
+    @property
+    def ready(self) -> bool:
+        return self._ready is not None and self._ready.done() and self.segment is not None
+
+    async def current(self) -> WorkspaceSegment:
+        """The latest segment, waiting for the first scan if it is still running."""
+        await self.start()
+        assert self.segment is not None
+        return self.segment
+
+    # -- changes -------------------------------------------------------------------------------
+
+    def _from_watcher(self, segment: WorkspaceSegment, changed: list[str]) -> None:
+        """Runs on the watcher thread: hop onto the loop, nothing else."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._publish, segment, list(changed))
+
+    async def refresh(self, paths: list[Path] | None) -> list[str]:
+        """Recompute the parts these paths affect (all when None); announce a change."""
+        await self.start()
+        ws = self.workspace
+        if ws is None:
+            return []
+        changed = await asyncio.to_thread(ws.refresh, paths)
+        if changed:
+            self._publish(ws.segment, list(changed))
+        return list(changed)
+
+    def _publish(self, segment: WorkspaceSegment, changed: list[str]) -> None:
+        previous = self.segment
+        self.segment = segment
+        if previous is not None and previous.hash == segment.hash:
+            return
+        log.info("segment changed: %s (hash %s, %d tokens)", ",".join(changed), segment.hash,
+                 segment.tokens)
+        for subscriber in list(self.subscribers):
+            try:
+                subscriber(segment, changed)
+            except Exception:
+                log.exception("a segment subscriber failed")
+
+
+class WorkspaceRegistry:
+    """Live workspaces keyed by (root, model, config): connections on the same root share one."""
+
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+        self._live: dict[tuple[str, str, str], LiveWorkspace] = {}
+
+    @staticmethod
+    def _key(root: Path, config: Any, model: str | None) -> tuple[str, str, str]:
+        import msgspec
+
+        try:
+            cfg = msgspec.json.encode(config).decode()
+        except (TypeError, msgspec.EncodeError):
+            cfg = repr(config)
+        return (str(root), model or "", cfg)
+
+    def acquire(self, root: Path, config: Any, model: str | None) -> LiveWorkspace:
+        key = self._key(root, config, model)
+        live = self._live.get(key)
+        if live is None:
+            live = self._live[key] = LiveWorkspace(self.daemon, root, config, model)
+        live.refs += 1
+        return live
+
+    def release(self, live: LiveWorkspace) -> None:
+        live.refs -= 1
+        if live.refs <= 0:
+            for key, value in list(self._live.items()):
+                if value is live:
+                    del self._live[key]
+            live.stop()
+
+    def close_all(self) -> None:
+        for live in list(self._live.values()):
+            live.stop()
+        self._live.clear()

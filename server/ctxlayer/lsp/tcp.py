@@ -1,0 +1,141 @@
+"""Serving many clients over TCP on loopback, each authenticated with a token.
+
+Owns: the token file (created 0600 in the state dir when absent; refused when group or others
+can read it), our own accept loop (pygls' start_tcp serves one client and exits), one
+CtxServer per connection sharing the Daemon, and the handshake:
+
+    The first message on a connection must be the `initialize` request, with
+    `initializationOptions.token` equal to the token file's content (surrounding whitespace
+    ignored). Anything else is answered with error -32004 ("unauthorized: ...") and the
+    connection is closed. A connection that sends nothing for 30 s is closed.
+
+On start it prints one JSON line on stdout: {"host", "port", "tokenFile", "pid"} (stdout is not
+the JSON-RPC channel in this mode), so `--port 0` can be used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+import os
+import secrets
+import signal
+import stat
+import sys
+from pathlib import Path
+
+from ctxlayer.lsp.daemon import Daemon
+from ctxlayer.lsp.handlers import register_all
+from ctxlayer.lsp.logs import client_logs
+from ctxlayer.lsp.server import CtxServer
+from ctxlayer.lsp.transport import LINE_LIMIT, Connection
+
+log = logging.getLogger(__name__)
+
+#: seconds a new connection has to send its `initialize`
+AUTH_TIMEOUT = 30.0
+
+
+class TokenFileError(Exception):
+    """The token file is unsafe or unreadable; the message says how to fix it."""
+
+
+def read_or_create_token(path: Path) -> str:
+    """The token in `path`, creating the file (0600, random token) when it does not exist."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        pass
+    else:
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_urlsafe(32) + "\n")
+    info = path.stat()
+    if info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise TokenFileError(
+            f"{path} can be read by other users (mode {stat.filemode(info.st_mode)}); "
+            f"run `chmod 600 {path}`")
+    if info.st_uid != os.getuid():
+        raise TokenFileError(f"{path} belongs to another user")
+    token = path.read_text(encoding="utf-8").strip()
+    if len(token) < 16:
+        raise TokenFileError(f"{path} holds no token of at least 16 characters")
+    return token
+
+
+def authenticator(token: str):
+    expected = token.encode()
+
+    def check(msg: dict) -> str | None:
+        if msg.get("method") != "initialize" or "id" not in msg:
+            return "the first message must be the initialize request"
+        params = msg.get("params")
+        options = params.get("initializationOptions") if isinstance(params, dict) else None
+        given = options.get("token") if isinstance(options, dict) else None
+        if not isinstance(given, str):
+            return "initializationOptions.token is missing"
+        if not hmac.compare_digest(given.strip().encode(), expected):
+            return "wrong token"
+        del options["token"]
+        return None
+
+    return check
+
+
+async def serve(daemon: Daemon, host: str, port: int, token: str, token_file: Path) -> int:
+    loop = asyncio.get_running_loop()
+    check = authenticator(token)
+    client_logs.loop = loop
+    stopping = loop.create_future()
+
+    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername")
+        log.info("connection from %s", peer)
+        server = CtxServer(daemon, on_end=lambda code: writer.close())
+        register_all(server)
+        conn = Connection(server, reader, writer, authenticate=check)
+        try:
+            first = await asyncio.wait_for(conn.read_frame(), AUTH_TIMEOUT)
+            if first is not None:
+                conn.dispatch(first)
+            if conn.authenticate is None:  # accepted
+                client_logs.servers.add(server)
+                await conn.run()
+            else:
+                await writer.drain()
+        except TimeoutError:
+            log.info("connection from %s sent no initialize within %ss", peer, AUTH_TIMEOUT)
+        except (ConnectionError, OSError) as exc:
+            log.info("connection from %s lost: %s", peer, exc)
+        except Exception:
+            log.exception("connection from %s failed", peer)
+        finally:
+            client_logs.servers.discard(server)
+            server.end(1)
+            writer.close()
+            log.info("connection from %s closed", peer)
+
+    tcp = await asyncio.start_server(connection, host, port, limit=LINE_LIMIT)
+    bound = tcp.sockets[0].getsockname()
+    print(json.dumps({"host": bound[0], "port": bound[1], "tokenFile": str(token_file),
+                      "pid": os.getpid()}), flush=True)
+    log.info("listening on %s:%s", bound[0], bound[1])
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, lambda: stopping.done() or stopping.set_result(0))
+    try:
+        async with tcp:
+            await stopping
+    finally:
+        daemon.close()
+    return 0
+
+
+def run(daemon: Daemon, host: str, port: int, token_file: Path) -> int:
+    try:
+        token = read_or_create_token(token_file)
+    except (TokenFileError, OSError) as exc:
+        print(f"ctxlayer serve: {exc}", file=sys.stderr)
+        return 2
+    return asyncio.run(serve(daemon, host, port, token, token_file))
