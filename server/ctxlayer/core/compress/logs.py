@@ -1,0 +1,571 @@
+"""Log sanitizing (Z5): noise out, errors and the key stack lines in, repeats counted.
+
+Owns `looks_like_log` and `sanitize_log`. Pure and linear: every regex here is anchored or
+bounded (no nested quantifiers), each line is visited a constant number of times, and nothing
+raises on any string.
+
+What `sanitize_log` does, in order:
+1. Noise goes: ANSI colours, timestamps (ISO 8601, syslog, bare times and epochs at the start
+   of a line), pid/thread ids, uuids and long hex ids (as `<uuid>`/`<id>`), hex addresses
+   (`0x…`), durations ("took 12ms", "(3.2s)"), and `key=value` fields known to be noise
+   (request_id, trace_id, duration_ms, ...). JSON log lines keep level, logger, message and
+   error fields; a stack field is expanded into lines.
+2. Stack traces become one unit each: Python tracebacks, JS/Java `at ...` runs. Inside a unit
+   the first and last frames and every frame outside library paths (site-packages,
+   node_modules, /usr/lib, node:internal, java.*) are kept with their source lines; the rest
+   become "[... N library frames]". The exception message line stays with its unit.
+3. Units (lines or stacks) that are the same once digits are masked collapse into their first
+   occurrence with a count "(x42)".
+4. Units are ranked: errors/exceptions/stacks/pytest failure lines, then warnings and section
+   headers and summaries, then the rest. Up to `keep_lines` output lines are kept, a tier at a
+   time; a tier that does not fit keeps its first and last units alternately (head and tail).
+5. Kept units come out in their original order, gaps as "[... N lines]", and a last line says
+   how many lines went in, how many came out, and how many repeats were collapsed.
+"""
+
+from __future__ import annotations
+
+import re
+
+import msgspec
+
+__all__ = ["looks_like_log", "sanitize_log"]
+
+# ---------------------------------------------------------------------------------------------
+# Noise
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]{0,200}(?:\x07|\x1b\\)")
+# Patterns start with a character class or a literal where they can: Python's re then skips
+# ahead quickly instead of trying every alternative at every position.
+_ISO_TS = re.compile(
+    r"\d{4}[-/]\d\d[-/]\d\d[T ]\d\d:\d\d(?::\d\d)?(?:[.,]\d{1,9})?"
+    r"(?: ?(?:Z|[+-]\d\d:?\d\d|UTC|GMT))?"
+)
+_LEAD_TS = re.compile(
+    r"^\s*(?:"
+    r"\[?(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d\]?"
+    r"|\[?\d\d:\d\d:\d\d(?:[.,]\d{1,9})?\]?"
+    r"|\[?\d{10}(?:\d{3})?(?:\.\d{1,9})?\]?"
+    r"|\[\s*\d{1,7}\.\d{3,9}\]"  # dmesg
+    r")(?=\s|$|[|:,\]])"
+)
+_UUID = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(?![0-9a-fA-F])"
+)
+_HEX_ADDR = re.compile(r"0x[0-9a-fA-F]{6,16}\b")
+_HEX_ID = re.compile(r"\b[0-9a-fA-F]{20,64}\b")
+_KV = re.compile(
+    r"(?<![\w./@-])([A-Za-z@][\w-]{0,30})\s?[=:]\s?(?:\"[^\"]{0,200}\"|'[^']{0,200}'|[^\s,;\]\)]+)[,;]?"
+)
+_NOISE_KEYS = frozenset(
+    [
+        "pid",
+        "ppid",
+        "tid",
+        "thread",
+        "threadid",
+        "thread_id",
+        "threadname",
+        "thread_name",
+        "request_id",
+        "requestid",
+        "req_id",
+        "reqid",
+        "x-request-id",
+        "trace_id",
+        "traceid",
+        "span_id",
+        "spanid",
+        "correlation_id",
+        "correlationid",
+        "session_id",
+        "sessionid",
+        "conn_id",
+        "connid",
+        "connection_id",
+        "duration",
+        "duration_ms",
+        "durationms",
+        "elapsed",
+        "elapsed_ms",
+        "latency",
+        "latency_ms",
+        "took",
+        "time_ms",
+        "timems",
+        "ts",
+        "timestamp",
+        "time",
+        "@timestamp",
+        "hostname",
+        "host",
+        "uptime",
+    ]
+)
+_PID_BRACKET = re.compile(
+    r"\[(?:pid|PID|tid|TID)?\s*\d{2,8}(?::\d{1,8})?\]|\[(?:Main)?Thread[^\]]{0,60}\]"
+    r"|\[pool-\d+-thread-\d+\]"
+)
+_PID_WORD = re.compile(r"\b(?:pid|PID)[\s=]?\d{1,8}\b")
+_DURATION = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:\s?(?:ms|us|µs|ns|sec|secs|seconds)|s)\b")
+_DANGLING = re.compile(r"\s(?:in|took|after|elapsed)(?=\s*$|\s+[=_-]{3})")
+_SPACES = re.compile(r"[ \t]{2,}")
+_EMPTY_BRACKETS = re.compile(r"\[\s*\]|\(\s*\)")
+_LEAD_JUNK = re.compile(r"^[\s\-|:,]+(?=\S)")
+
+
+def _hex_id(m: re.Match[str]) -> str:
+    s = m.group(0)
+    has_digit = any(c.isdigit() for c in s)
+    has_alpha = any(c.isalpha() for c in s)
+    return "<id>" if has_digit and has_alpha else s
+
+
+def _noise_kv(m: re.Match[str]) -> str:
+    return "" if m.group(1).lower() in _NOISE_KEYS else m.group(0)
+
+
+def _denoise(line: str) -> str:
+    """One line without timestamps, ids, addresses and durations; indentation kept."""
+    if "\x1b" in line:
+        line = _ANSI.sub("", line)
+    indent_len = len(line) - len(line.lstrip(" \t"))
+    indent, body = line[:indent_len], line[indent_len:]
+    head = body[:48]
+    body = _ISO_TS.sub("", _LEAD_TS.sub("", body, count=1))
+    if body[:48] != head:  # a timestamp left its separators behind: "- ", "| ", ": "
+        body = _LEAD_JUNK.sub("", _EMPTY_BRACKETS.sub("", body).lstrip())
+    if "-" in body:
+        body = _UUID.sub("<uuid>", body)
+    if "0x" in body:
+        body = _HEX_ADDR.sub("0x…", body)
+    body = _HEX_ID.sub(_hex_id, body)
+    if "=" in body or ":" in body:
+        body = _KV.sub(_noise_kv, body)
+    if "[" in body:
+        body = _PID_BRACKET.sub("", body)
+    if "pid" in body or "PID" in body:
+        body = _PID_WORD.sub("", body)
+    body = _DURATION.sub("", body)
+    body = _EMPTY_BRACKETS.sub("", body)
+    body = _DANGLING.sub("", _SPACES.sub(" ", body).strip())
+    return (indent + body) if body else ""
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON log lines
+
+_JSON_NOISE_KEYS = frozenset(
+    [
+        "time",
+        "ts",
+        "timestamp",
+        "@timestamp",
+        "date",
+        "datetime",
+        "pid",
+        "ppid",
+        "tid",
+        "thread",
+        "thread_id",
+        "threadName",
+        "thread_name",
+        "process",
+        "processName",
+        "hostname",
+        "host",
+        "request_id",
+        "requestId",
+        "req_id",
+        "trace_id",
+        "traceId",
+        "span_id",
+        "spanId",
+        "correlation_id",
+        "duration",
+        "duration_ms",
+        "elapsed",
+        "latency",
+        "uptime",
+        "v",
+        "@version",
+        "version",
+        "caller",
+        "source_location",
+        "line_no",
+        "lineno",
+        "seq",
+        "sequence",
+    ]
+)
+_JSON_LEVEL_KEYS = ("level", "severity", "levelname", "lvl", "log.level")
+_JSON_MSG_KEYS = ("msg", "message", "event", "text")
+_JSON_STACK_KEYS = ("stack", "stacktrace", "stack_trace", "exc_info", "traceback", "exception")
+
+
+def _json_line(line: str) -> list[str] | None:
+    """A JSON log record as a text line plus expanded stack lines, or None if not JSON."""
+    try:
+        record = msgspec.json.decode(line)
+    except Exception:  # noqa: BLE001  a line that is not JSON is just text
+        return None
+    if not isinstance(record, dict):
+        return None
+    parts: list[str] = []
+    stack: list[str] = []
+    for key in _JSON_LEVEL_KEYS:
+        v = record.get(key)
+        if isinstance(v, (str, int)):
+            parts.append(str(v).upper())
+            break
+    logger = record.get("logger") or record.get("name") or record.get("logger_name")
+    if isinstance(logger, str):
+        parts.append(logger + ":")
+    for key in _JSON_MSG_KEYS:
+        v = record.get(key)
+        if isinstance(v, str):
+            parts.append(v)
+            break
+    skip = set(_JSON_LEVEL_KEYS) | set(_JSON_MSG_KEYS) | {"logger", "name", "logger_name"}
+    for key, v in record.items():
+        if key in skip or key in _JSON_NOISE_KEYS:
+            continue
+        if key in _JSON_STACK_KEYS or (isinstance(v, str) and "\n" in v):
+            if isinstance(v, str):
+                stack.extend(v.splitlines())
+            elif isinstance(v, list):
+                stack.extend(str(x) for x in v[:200])
+            elif isinstance(v, dict):
+                for k2 in ("message", "type", "stack"):
+                    if isinstance(v.get(k2), str):
+                        stack.extend(v[k2].splitlines())
+            continue
+        if isinstance(v, (dict, list)):
+            text = msgspec.json.encode(v).decode()
+            v = text if len(text) <= 120 else text[:119] + "…"
+        parts.append(f"{key}={v}")
+    return [" ".join(parts)] + stack
+
+
+# ---------------------------------------------------------------------------------------------
+# Classification
+
+_ERROR = re.compile(
+    r"\b(?:ERROR|ERR|FATAL|CRITICAL|CRIT|EMERG|ALERT|SEVERE|PANIC|FAILED|FAILURE|FAIL)\b"
+    r"|\b(?:error|fatal|panic|failed|failure|exception|segfault|abort(?:ed)?)\b"
+    r"|\b(?:Error|Exception|Traceback|Fatal|Failed|Panic)\b"
+    r"|\w(?:Error|Exception|Exit|Interrupt|Fault)\b|Segmentation fault|\bKilled\b|\bOOM\b"
+    r"|^(?:E|>)\s|^\S+\.\w{1,5}:\d+:\s"
+)
+_WARN = re.compile(
+    r"\b(?:WARN|WARNING|Warning|warning|DEPRECATED|[Dd]eprecat\w*)\b|^={3,}.*={3,}$"
+    r"|^_{3,} .* _{3,}$|\b\d+ (?:passed|failed|errors?|skipped)\b|^-{5,} .* -{5,}$"
+)
+_PY_TB = "Traceback (most recent call last):"
+_PY_FRAME = re.compile(r'^\s*File "([^"]{1,500})", line \d+')
+_AT_FRAME = re.compile(r"^\s+at\s+\S")
+_AT_PATH = re.compile(r"\(([^()]{1,500})\)\s*$|at\s+(\S{1,500})\s*$")
+_LIBRARY = re.compile(
+    r"site-packages|dist-packages|node_modules|/lib/python\d|<frozen |\binternal/|node:|"
+    r"^/usr/(?:local/)?lib/|\\Lib\\|^(?:java|javax|jdk|sun|kotlin|scala)\.|"
+    r"\((?:java|javax|jdk|sun)\.|^org\.(?:springframework|apache|junit)\.|<anonymous>|"
+    r"/rustc/|/\.cargo/registry/|/go/src/runtime/|^runtime\."
+)
+_MASK_DIGITS = re.compile(r"\d+")
+
+
+class _Unit:
+    """One line, or one stack trace, of the sanitized log."""
+
+    __slots__ = ("count", "end", "lines", "score", "start")
+
+    def __init__(self, lines: list[str], start: int, end: int, score: int) -> None:
+        self.lines = lines
+        self.start = start  # first original line index
+        self.end = end  # one past the last original line index
+        self.score = score
+        self.count = 1
+
+
+_ERROR_HINTS = (
+    "err",
+    "fail",
+    "fatal",
+    "panic",
+    "exception",
+    "crit",
+    "emerg",
+    "alert",
+    "severe",
+    "segment",
+    "killed",
+    "oom",
+    "abort",
+    "traceback",
+    "interrupt",
+    "exit",
+    "fault",
+)
+_WARN_HINTS = ("warn", "deprecat", "===", "___", "---", "passed", "failed", "error", "skipped")
+
+
+def _score(line: str) -> int:
+    low = line.lower()
+    first = line[:1]
+    pytest_like = (first in "E>" and line[1:2] in (" ", "\t")) or ".py:" in line or ".ts:" in line
+    if pytest_like and _ERROR.search(line):
+        return 3
+    if any(h in low for h in _ERROR_HINTS) and _ERROR.search(line):
+        return 3
+    if any(h in low for h in _WARN_HINTS) and _WARN.search(line):
+        return 2
+    return 0
+
+
+def _is_library(frame: str, path: str) -> bool:
+    return bool(_LIBRARY.search(path)) or bool(_LIBRARY.search(frame.strip()[3:]))
+
+
+def _compress_frames(frames: list[tuple[str, list[str], str]]) -> list[str]:
+    """Frames as (frame line, continuation lines, path): first, last and non-library kept."""
+    out: list[str] = []
+    skipped = 0
+    last = len(frames) - 1
+    kept_own = 0
+    for i, (frame, cont, path) in enumerate(frames):
+        own = not _is_library(frame, path)
+        if i == 0 or i == last or (own and kept_own < 8):
+            kept_own += own and 0 < i < last
+            if skipped:
+                out.append(f"  [... {skipped} library frame{'s' if skipped > 1 else ''}]")
+                skipped = 0
+            out.append(frame)
+            out.extend(cont)
+        else:
+            skipped += 1
+    return out
+
+
+def _python_traceback(lines: list[str], i: int, prefix: str) -> tuple[list[str], int]:
+    """Parse a traceback starting at lines[i] (its header); return its lines and the end index."""
+    n = len(lines)
+    out = [lines[i].strip()]
+    frames: list[tuple[str, list[str], str]] = []
+    j = i + 1
+    while j < n:
+        raw = lines[j]
+        if prefix and raw.startswith(prefix):
+            raw = raw[len(prefix) :]
+        m = _PY_FRAME.match(raw)
+        if m:
+            frames.append((raw.rstrip(), [], m.group(1)))
+        elif raw.startswith((" ", "\t")) and raw.strip():
+            if frames:
+                frames[-1][1].append(raw.rstrip())
+            else:
+                out.append(raw.rstrip())
+        elif raw.startswith("[Previous line repeated"):
+            if frames:
+                frames[-1][1].append(raw.rstrip())
+        else:
+            break
+        j += 1
+    out.extend(_compress_frames(frames))
+    if j < n:  # the exception line, plus its indented continuation (e.g. notes, multi-line msg)
+        raw = lines[j][len(prefix) :] if prefix and lines[j].startswith(prefix) else lines[j]
+        if raw.strip():
+            out.append(raw.rstrip())
+            j += 1
+    return out, j
+
+
+def _at_stack(lines: list[str], i: int) -> tuple[list[str], int]:
+    """A run of `at ...` frames (JS, Java) starting at lines[i], with `Caused by` and `... N more`."""
+    n = len(lines)
+    out: list[str] = []
+    frames: list[tuple[str, list[str], str]] = []
+    j = i
+    while j < n:
+        raw = lines[j]
+        if _AT_FRAME.match(raw):
+            m = _AT_PATH.search(raw)
+            path = (m.group(1) or m.group(2) or "") if m else ""
+            frames.append((raw.rstrip(), [], path))
+        elif raw.lstrip().startswith("Caused by:") or raw.strip().startswith("... "):
+            out.extend(_compress_frames(frames))
+            frames = []
+            out.append(raw.rstrip())
+        else:
+            break
+        j += 1
+    out.extend(_compress_frames(frames))
+    return out, j
+
+
+def _prepare(text: str) -> tuple[list[str], int]:
+    """Lines with noise removed (JSON records rendered, their stacks expanded) and the raw count."""
+    out: list[str] = []
+    raws = text.splitlines()
+    for raw in raws:
+        stripped = raw.strip()
+        if len(stripped) > 1 and stripped[0] == "{" and stripped[-1] == "}":
+            rendered = _json_line(stripped)
+            if rendered is not None:
+                out.extend(_denoise(x) for x in rendered)
+                continue
+        out.append(_denoise(raw))
+    return out, len(raws)
+
+
+def _units(lines: list[str]) -> list[_Unit]:
+    units: list[_Unit] = []
+    n = len(lines)
+    i = 0
+    while i < n:
+        line = lines[i]
+        if not line:
+            i += 1
+            continue
+        pos = line.find(_PY_TB)
+        if pos >= 0:
+            block, j = _python_traceback(lines, i, line[:pos])
+            units.append(_Unit(block, i, j, 3))
+            i = j
+            continue
+        if _AT_FRAME.match(line):
+            block, j = _at_stack(lines, i)
+            # The message line just before the stack belongs to it.
+            if units and units[-1].end == i and len(units[-1].lines) == 1:
+                head = units.pop()
+                block = head.lines + block
+                start = head.start
+            else:
+                start = i
+            units.append(_Unit(block, start, j, 3))
+            i = j
+            continue
+        units.append(_Unit([line], i, i + 1, _score(line)))
+        i += 1
+    return units
+
+
+def _collapse(units: list[_Unit]) -> tuple[list[_Unit], int]:
+    """Units equal once digits are masked merge into the first; returns (units, repeats)."""
+    first: dict[str, _Unit] = {}
+    out: list[_Unit] = []
+    repeats = 0
+    for u in units:
+        key = _MASK_DIGITS.sub("#", "\n".join(u.lines))
+        seen = first.get(key)
+        if seen is None:
+            first[key] = u
+            out.append(u)
+        else:
+            seen.count += 1
+            repeats += len(u.lines)
+    return out, repeats
+
+
+def _select(units: list[_Unit], keep_lines: int) -> list[_Unit]:
+    """Up to keep_lines output lines, best tier first; a tier that overflows keeps its ends."""
+    chosen: list[_Unit] = []
+    room = keep_lines
+    for tier in (3, 2, 0):
+        members = [u for u in units if u.score == tier]
+        size = sum(len(u.lines) for u in members)
+        if size <= room:
+            chosen.extend(members)
+            room -= size
+            continue
+        lo, hi = 0, len(members) - 1
+        take_low = True
+        while lo <= hi and room > 0:
+            u = members[lo] if take_low else members[hi]
+            if take_low:
+                lo += 1
+            else:
+                hi -= 1
+            take_low = not take_low
+            if len(u.lines) <= room:
+                chosen.append(u)
+                room -= len(u.lines)
+            elif len(u.lines) > 2 and room >= 2:  # a long stack: keep its head and message
+                u.lines = u.lines[: room - 1] + u.lines[-1:]
+                chosen.append(u)
+                room = 0
+        if room <= 0:
+            break
+    chosen.sort(key=lambda u: u.start)
+    return chosen
+
+
+def _gap(n: int) -> str:
+    return f"[... {n:,} line{'' if n == 1 else 's'}]"
+
+
+def sanitize_log(text: str, keep_lines: int = 60) -> str:
+    """A short version of a log: noise out, errors and key stack lines kept, repeats counted."""
+    if not isinstance(text, str) or not text:
+        return ""
+    lines, total = _prepare(text)
+    units, repeats = _collapse(_units(lines))
+    kept = _select(units, max(0, keep_lines))
+    # Gaps count the non-blank lines skipped: blank lines are dropped silently.
+    nonblank = [0]
+    for line in lines:
+        nonblank.append(nonblank[-1] + (1 if line else 0))
+    out: list[str] = []
+    pos = 0
+    emitted = 0
+    for u in kept:
+        gap = nonblank[u.start] - nonblank[pos] if u.start > pos else 0
+        if gap:
+            out.append(_gap(gap))
+        body = u.lines
+        if u.count > 1:
+            body = body[:-1] + [f"{body[-1]} (x{u.count})"]
+        out.extend(body)
+        emitted += len(body)
+        pos = u.end
+    gap = nonblank[-1] - nonblank[pos]
+    if gap:
+        out.append(_gap(gap))
+    dropped = max(0, total - emitted)
+    summary = f"[log sanitized: {total:,} lines in, {emitted:,} kept, {dropped:,} dropped"
+    if repeats:
+        summary += f", {repeats:,} repeats collapsed"
+    out.append(summary + "]")
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Detection
+
+_LOGLIKE = re.compile(
+    r"^\s*\[?(?:\d{4}[-/]\d{2}[-/]\d{2}[T ]\d{2}:\d{2}|\d{2}:\d{2}:\d{2}"
+    r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d{2}:)"
+    r"|^\s*\[?(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|FATAL|CRITICAL)\b"
+    r"|\b(?:INFO|WARN|WARNING|ERROR|DEBUG|FATAL|CRITICAL)\b[\]:]?\s"
+    r"|level=\w+|\"(?:level|severity)\"\s*:"
+    r'|^\s*File "[^"]+", line \d+|^\s+at\s+\S+.*[:(]\d+|^\s*\w+\.\w{1,5}:\d+:\s'
+    r"|^(?:E|>)\s{3,}|PASSED|FAILED|^\s*\d+ (?:passed|failed)"
+)
+_STRONG = re.compile(
+    r"Traceback \(most recent call last\):|^=+ test session starts =+$"
+    r"|^=+ (?:FAILURES|ERRORS|short test summary info) =+$|^goroutine \d+ \[",
+    re.MULTILINE,
+)
+
+
+def looks_like_log(text: str) -> bool:
+    """Whether a text reads like a log, a stack trace or test-runner output."""
+    if not isinstance(text, str) or not text.strip():
+        return False
+    sample = text[:65536] if len(text) <= 98304 else text[:65536] + "\n" + text[-32768:]
+    if _STRONG.search(sample):
+        return True
+    lines = [ln for ln in sample.splitlines()[:600] if ln.strip()]
+    if not lines:
+        return False
+    hits = sum(1 for ln in lines if _LOGLIKE.search(ln))
+    return hits >= 3 and hits >= 0.3 * len(lines) or (len(lines) < 3 and hits == len(lines))

@@ -1,0 +1,172 @@
+"""Tool-output compression (T8, Z5): fit one tool result into a token cap.
+
+Owns `compress_tool_output` and `CompressedOutput`. The strategy is fixed and in this order:
+a JSON outline (`json_outline`), a sanitized log (`logs`), else head and tail lines around a
+"[... N lines omitted ...]" marker. Whatever the strategy, the result is cut further until the
+injected counter says it fits, so `tokens_after <= cap_tokens` always holds; that also makes the
+function idempotent in the way the trim engine needs: a compressed output fits its cap, so
+compressing it again returns None.
+
+Pure: the counter is injected (anything with `.count(text) -> int`); each attempt is counted
+once, and the number of attempts is bounded (a few shrinking rounds, then a binary search over a
+prefix), so the cost is linear in the input plus a logarithmic number of counts of cap-sized text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal, Protocol
+
+import msgspec
+from ctxlayer.core.compress.json_outline import outline_json
+from ctxlayer.core.compress.logs import looks_like_log, sanitize_log
+
+__all__ = ["CompressedOutput", "Counter", "compress_tool_output", "head_tail"]
+
+Method = Literal["json", "log", "headtail"]
+
+#: Share of the head/tail budget given to the head: the command and first errors usually lead,
+#: the summary and final error trail.
+HEAD_SHARE = 0.6
+ROUNDS = 6
+
+
+class Counter(Protocol):
+    def count(self, text: str) -> int: ...
+
+
+class CompressedOutput(msgspec.Struct, frozen=True):
+    """A tool output cut to fit: the text, how it was made, and its cost before and after."""
+
+    text: str
+    method: Method
+    tokens_before: int
+    tokens_after: int
+
+
+def _omitted(n: int, unit: str) -> str:
+    return f"[... {n:,} {unit}{'' if n == 1 else 's'} omitted ...]"
+
+
+def head_tail(text: str, max_chars: int) -> str:
+    """The first and last lines of `text` within about `max_chars`, a marker between them.
+
+    Lines longer than the room left are cut by characters; a single huge line becomes its
+    head and tail characters around a "[... N chars omitted ...]" marker.
+    """
+    if len(text) <= max_chars:
+        return text
+    if max_chars <= 0:
+        return ""
+    lines = text.split("\n")
+    if len(lines) < 3:
+        head_n = int(max_chars * HEAD_SHARE)
+        tail_n = max(0, max_chars - head_n - 40)
+        omitted = len(text) - head_n - tail_n
+        tail = text[len(text) - tail_n :] if tail_n else ""
+        return f"{text[:head_n]}\n{_omitted(omitted, 'char')}\n{tail}"
+    head_room = int(max_chars * HEAD_SHARE)
+    tail_room = max_chars - head_room - 40
+    head: list[str] = []
+    used = 0
+    for line in lines:
+        if used + len(line) + 1 > head_room:
+            if not head:  # the first line alone is too long: keep its start
+                head.append(line[: max(0, head_room - 1)])
+            break
+        head.append(line)
+        used += len(line) + 1
+    tail: list[str] = []
+    used = 0
+    for line in reversed(lines[len(head) :]):
+        if used + len(line) + 1 > tail_room:
+            if not tail and tail_room > 1:
+                tail.append(line[len(line) - tail_room + 1 :])
+            break
+        tail.append(line)
+        used += len(line) + 1
+    tail.reverse()
+    omitted = len(lines) - len(head) - len(tail)
+    if omitted <= 0:
+        return text[:max_chars]
+    return "\n".join(head + [_omitted(omitted, "line")] + tail)
+
+
+def _fit_prefix(text: str, cap: int, counter: Counter) -> str:
+    """The longest prefix (by binary search over characters) that counts within `cap`."""
+    lo, hi = 0, len(text)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if counter.count(text[:mid]) <= cap:
+            lo = mid
+        else:
+            hi = mid - 1
+    cut = text[:lo]
+    return cut if counter.count(cut) <= cap else ""
+
+
+def _shrink(
+    make: Callable[[int], str | None], start_chars: int, cap: int, counter: Counter
+) -> str | None:
+    """make(max_chars) with a char budget adjusted until its text fits `cap` tokens.
+
+    The budget starts from the input's chars-per-token; it shrinks in proportion while the text
+    is over, and grows once when the first fitting text uses under 70% of the cap (outlines and
+    sanitized logs are denser than their input).
+    """
+    chars = max(1, start_chars)
+    last: str | None = None
+    grown = False
+    for _ in range(ROUNDS):
+        text = make(chars)
+        if text is None:
+            return None
+        n = counter.count(text)
+        if n <= cap:
+            if grown or n >= 0.7 * cap or n == 0:
+                return text
+            grown = True
+            bigger = make(int(chars * cap / n * 0.9))
+            if bigger is not None and counter.count(bigger) <= cap:
+                return bigger
+            return text
+        last = text
+        chars = max(1, int(chars * cap / max(n, 1) * 0.9))
+    return _fit_prefix(last or "", cap, counter)
+
+
+def compress_tool_output(text: str, cap_tokens: int, counter: Counter) -> CompressedOutput | None:
+    """Fit a tool output into `cap_tokens`: JSON outline, sanitized log or head+tail; None if it fits."""
+    before = counter.count(text)
+    cap = max(0, cap_tokens)
+    if before <= cap:
+        return None
+    chars_per_token = len(text) / max(before, 1)
+    budget_chars = max(1, int(cap * chars_per_token))
+
+    method: Method
+    result: str | None = None
+    outline = outline_json(text, budget_chars)
+    if outline is not None:
+        method = "json"
+        result = _shrink(lambda c: outline_json(text, c), budget_chars, cap, counter)
+    elif looks_like_log(text):
+        method = "log"
+        keep = 60
+        result = sanitize_log(text, keep)
+        n = counter.count(result)
+        while n > cap and keep > 1:
+            keep = max(1, min(keep - 1, int(keep * cap / n * 0.9)))
+            result = sanitize_log(text, keep)
+            n = counter.count(result)
+        if counter.count(result) > cap:
+            sanitized = result
+            result = _shrink(lambda c: head_tail(sanitized, c), budget_chars, cap, counter)
+    else:
+        method = "headtail"
+        result = _shrink(lambda c: head_tail(text, c), budget_chars, cap, counter)
+    if result is None:  # unreachable in practice: outline_json decoded once, it decodes again
+        method = "headtail"
+        result = _shrink(lambda c: head_tail(text, c), budget_chars, cap, counter)
+    result = result or ""
+    return CompressedOutput(result, method, before, counter.count(result))
