@@ -1,0 +1,80 @@
+"""Task modes (Z3) and the mode suggestion from trigger words (Z4).
+
+A mode gives the share of the zone cap each zone may use and the cap itself: short
+(A 0.2, B 0.5, 2,000 tokens), deep (A 0.4, B 0.8, 8,000), debug (A 0.1, B 0.9, 4,000).
+The shares are maxima and add up to more than 1: together the two zones never exceed the cap.
+The daemon only suggests a mode; it never switches by itself (seed 003, section 3.3).
+Must not: read config files (the caller passes the table in).
+"""
+
+from __future__ import annotations
+
+import re
+
+import msgspec
+
+from ctxlayer.protocol import Mode, ModeSuggestion
+
+
+class ModeSpec(msgspec.Struct, frozen=True, kw_only=True):
+    rules_share: float
+    working_share: float
+    cap: int
+
+
+DEFAULT_MODES: dict[str, ModeSpec] = {
+    "short": ModeSpec(rules_share=0.2, working_share=0.5, cap=2000),
+    "deep": ModeSpec(rules_share=0.4, working_share=0.8, cap=8000),
+    "debug": ModeSpec(rules_share=0.1, working_share=0.9, cap=4000),
+}
+
+
+class ZoneLimits(msgspec.Struct, frozen=True):
+    """Token limits of the two zones for one assembly."""
+
+    rules: int
+    working: int
+    total: int
+
+
+def zone_limits(spec: ModeSpec, room: int) -> ZoneLimits:
+    """Limits of zone A and B when ``room`` tokens are left after the system layers."""
+    total = max(0, min(spec.cap, room))
+    return ZoneLimits(
+        rules=int(total * spec.rules_share), working=int(total * spec.working_share), total=total
+    )
+
+
+#: trigger words -> mode, most specific first (seed 003 section 3.3; Z4)
+TRIGGERS: tuple[tuple[Mode, re.Pattern[str]], ...] = (
+    (
+        "debug",
+        re.compile(
+            r"\b(bugs?|errors?|stack ?traces?|tracebacks?|exceptions?|crash(es|ed)?|"
+            r"segfault|panic|failing|fails|broken)\b|报错|修\s*bug|异常|崩溃",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "deep",
+        re.compile(
+            r"\b(refactor\w*|implement\w*|redesign\w*|architect\w*|migrat\w*|rewrite)\b"
+            r"|重构|实现|新功能|架构",
+            re.IGNORECASE,
+        ),
+    ),
+)
+
+
+def suggest_mode(latest_user_text: str, current: str) -> ModeSuggestion | None:
+    """The mode the latest user message's trigger words point to, when it is not the current."""
+    for mode, pattern in TRIGGERS:
+        match = pattern.search(latest_user_text)
+        if match:
+            if mode == current:
+                return None
+            word = match.group(0)
+            return ModeSuggestion(
+                mode=mode, reason=f"the latest user message mentions '{word}'; switch to {mode}?"
+            )
+    return None

@@ -1,0 +1,159 @@
+"""Zones A and B and the modes, data-driven (Z1 to Z4)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxlayer.core.zones import (
+    DEFAULT_MODES, DecayPolicy, Rule, RulePolicy, decay_turn, imperative_warning, new_item,
+    place_rules, render_rules, suggest_mode, zone_limits,
+)
+from ctxlayer.core.zones.references import is_referenced, reference_keys
+
+
+def short(text: str) -> str:
+    """An injected compressor: the first eight characters (decay tests check states, not text)."""
+    return text[:8]
+
+
+# --- zone A ------------------------------------------------------------------------------------
+
+
+def test_rules_are_ordered_by_weight_then_age_and_capped_with_demotion():
+    rules = [Rule(id=f"r{k}", text=f"Never do thing {k}", weight=w, seq=k)
+             for k, w in enumerate([1, 3, 2, 3, 1])]
+    placement = place_rules(rules, RulePolicy(max_rules=3))
+    assert [r.id for r in placement.active] == ["r1", "r3", "r2"]
+    assert [r.id for r in placement.demoted] == ["r0", "r4"]
+
+
+def test_default_cap_is_twelve():
+    rules = [Rule(id=f"r{k}", text="Always x", weight=k, seq=k) for k in range(15)]
+    placement = place_rules(rules)
+    assert len(placement.active) == 12
+    assert {r.id for r in placement.demoted} == {"r0", "r1", "r2"}
+
+
+def test_only_top_weight_rules_carry_the_prefix():
+    text = render_rules([Rule(id="a", text="Never use `any`.", weight=5),
+                         Rule(id="b", text="Reply  in\nEnglish.", weight=5),
+                         Rule(id="c", text="Prefer small functions.", weight=1)])
+    lines = text.splitlines()[1:]
+    assert lines == ["- __RULE__ Never use `any`.", "- __RULE__ Reply in English.",
+                     "- Prefer small functions."]
+
+
+@pytest.mark.parametrize("text, warns", [
+    ("Never use `any`.", False),
+    ("Always run `make test` before committing.", False),
+    ("Do not touch the service layer.", False),
+    ("禁止在代码中使用 any 类型", False),
+    ("The project usually avoids `any`.", True),
+    ("We generally prefer tabs.", True),
+    ("Code is typically formatted with black.", True),
+    ("项目中通常不会使用 any 类型", True),
+])
+def test_descriptive_rules_get_the_imperative_warning(text, warns):
+    warning = imperative_warning(text)
+    assert (warning is not None) == warns
+    if warns:
+        assert "imperative" in warning
+
+
+# --- references --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("item, reply, referenced", [
+    ("KeyError in src/app/models.py line 42", "Let me open src/app/models.py again.", True),
+    ("def load_user_profile(user_id: int) -> Profile", "I changed load_user_profile.", True),
+    ("The retry loop backs off exponentially after timeouts",
+     "Yes, the retry loop backs off like that.", True),
+    ("error E1043 from the payment gateway", "That E1043 comes from the gateway.", True),
+    ("KeyError in src/app/models.py line 42", "ok", False),
+    ("def load_user_profile(user_id: int) -> Profile", "Done. Anything else?", False),
+])
+def test_reference_detection(item, reply, referenced):
+    assert is_referenced(reference_keys(item), reply) is referenced
+
+
+# --- decay, step by step -----------------------------------------------------------------------
+
+# Each row: the replies of consecutive turns ("" = a reply that refers to nothing, "REF" = one
+# that mentions the item's path), and the item's expected state after each turn.
+DECAY_CASES = {
+    "cools, compresses after 4 turns, removed after 7": (
+        True, ["", "", "", "", "", "", ""],
+        [(0.7, "full"), (0.49, "full"), (0.343, "full"), (0.2401, "compressed"),
+         (0.16807, "compressed"), (0.117649, "compressed"), (None, "removed")],
+    ),
+    "a reference resets heat to 1.0 and restores the full text": (
+        True, ["", "", "", "", "REF", ""],
+        [(0.7, "full"), (0.49, "full"), (0.343, "full"), (0.2401, "compressed"),
+         (1.0, "full"), (0.7, "full")],
+    ),
+    "required items are compressed but never removed": (
+        False, ["", "", "", "", "", "", "", "", ""],
+        [(0.7, "full"), (0.49, "full"), (0.343, "full"), (0.2401, "compressed"),
+         (0.16807, "compressed"), (0.117649, "compressed"), (0.0823543, "compressed"),
+         (0.05764801, "compressed"), (0.040353607, "compressed")],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(DECAY_CASES))
+def test_decay_step_by_step(case):
+    optional, replies, expected = DECAY_CASES[case]
+    content = "Traceback: KeyError 'user' raised in src/app/models.py at line 42 of the loader."
+    items = [new_item("it", "log", content, optional=optional)]
+    for turn, (reply, (heat, state)) in enumerate(zip(replies, expected, strict=True), 1):
+        text = "I looked at src/app/models.py again." if reply == "REF" else reply
+        items, events = decay_turn(items, text, short, DecayPolicy())
+        if state == "removed":
+            assert items == [], f"turn {turn}"
+            assert [e.action for e in events] == ["removed"]
+            continue
+        (item,) = items
+        assert item.heat == pytest.approx(heat), f"turn {turn}"
+        assert (item.compressed is not None) == (state == "compressed"), f"turn {turn}"
+        assert item.shown == (short(content) if state == "compressed" else content)
+
+
+def test_decay_thresholds_are_configurable():
+    items = [new_item("it", "note", "some note about config_loader.py")]
+    policy = DecayPolicy(factor=0.5, compress_below=0.6, remove_below=0.3)
+    items, events = decay_turn(items, "", short, policy)
+    assert [e.action for e in events] == ["compressed"] and items[0].heat == 0.5
+    items, events = decay_turn(items, "", short, policy)
+    assert items == []
+    assert [e.action for e in events] == ["removed"]
+
+
+# --- modes -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode, room, rules, working, total", [
+    ("short", 100_000, 400, 1000, 2000),
+    ("deep", 100_000, 3200, 6400, 8000),
+    ("debug", 100_000, 400, 3600, 4000),
+    ("deep", 1000, 400, 800, 1000),  # a small budget shrinks the cap
+])
+def test_zone_limits(mode, room, rules, working, total):
+    limits = zone_limits(DEFAULT_MODES[mode], room)
+    assert (limits.rules, limits.working, limits.total) == (rules, working, total)
+
+
+@pytest.mark.parametrize("text, current, suggested", [
+    ("Please refactor the data layer", "short", "deep"),
+    ("implement OAuth login", "debug", "deep"),
+    ("I get this stack trace when saving", "deep", "debug"),
+    ("there is a bug in the parser", "short", "debug"),
+    ("线上报错了，帮我看看", "deep", "debug"),
+    ("帮我重构数据层", "short", "deep"),
+    ("refactor it", "deep", None),  # already there: nothing to suggest
+    ("what does this regex match?", "deep", None),
+])
+def test_mode_suggestion(text, current, suggested):
+    suggestion = suggest_mode(text, current)
+    assert (suggestion.mode if suggestion else None) == suggested
+    if suggestion:
+        assert "?" in suggestion.reason
