@@ -1,0 +1,61 @@
+"""The versioned schema of the session database and its migrations.
+
+``PRAGMA user_version`` holds the version; MIGRATIONS[k] takes a database from version k to
+k + 1, each in one transaction. Add a migration at the end; never edit a released one.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: list[str] = [
+    # 0 -> 1: sessions keyed by workspace, their messages, rules, working items and audit log
+    """
+    CREATE TABLE sessions (
+        sid INTEGER PRIMARY KEY,
+        workspace TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        model TEXT NOT NULL,
+        mode TEXT NOT NULL,
+        budget INTEGER,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        closed INTEGER NOT NULL DEFAULT 0,
+        next_seq INTEGER NOT NULL DEFAULT 0,
+        counter TEXT,
+        compaction BLOB,
+        calibration BLOB,
+        UNIQUE (workspace, session_id)
+    );
+    CREATE TABLE messages (
+        sid INTEGER NOT NULL REFERENCES sessions(sid) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        body BLOB NOT NULL,
+        tokens INTEGER NOT NULL,
+        PRIMARY KEY (sid, seq)
+    ) WITHOUT ROWID;
+    CREATE TABLE rules (
+        sid INTEGER NOT NULL REFERENCES sessions(sid) ON DELETE CASCADE,
+        rule_id TEXT NOT NULL,
+        body BLOB NOT NULL,
+        PRIMARY KEY (sid, rule_id)
+    ) WITHOUT ROWID;
+    CREATE TABLE items (
+        sid INTEGER NOT NULL REFERENCES sessions(sid) ON DELETE CASCADE,
+        item_id TEXT NOT NULL,
+        body BLOB NOT NULL,
+        PRIMARY KEY (sid, item_id)
+    ) WITHOUT ROWID;
+    CREATE TABLE audit (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        sid INTEGER NOT NULL REFERENCES sessions(sid) ON DELETE CASCADE,
+        at TEXT NOT NULL,
+        body BLOB NOT NULL
+    );
+    CREATE INDEX audit_by_session ON audit (sid, id);
+    """,
+    # 1 -> 2: list a workspace's sessions by recency without a scan
+    """
+    CREATE INDEX sessions_by_workspace ON sessions (workspace, updated_at);
+    """,
+]
+
+VERSION = len(MIGRATIONS)

@@ -1,0 +1,185 @@
+"""The session database: durability under kill -9, corruption, migrations, isolation."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+
+import pytest
+
+from ctxlayer.core.zones import Rule, new_item
+from ctxlayer.protocol import AuditEntry, Message
+from ctxlayer.store import DB_NAME, SessionStore, StoreError, schema, state_dir
+
+NOW = "2026-01-01T00:00:00.000+00:00"
+
+WRITER = textwrap.dedent("""
+    import sys
+    from ctxlayer.protocol import Message
+    from ctxlayer.store import SessionStore
+    store = SessionStore(sys.argv[1], durability=sys.argv[2])
+    row, _ = store.create_or_get("/ws", "s1", model="gpt-4o", mode="deep", budget=None,
+                                 now="t")
+    seq = 0
+    while True:
+        msg = Message(role="user", content=f"message number {seq} " + "x" * 2000, id=f"m{seq}")
+        store.append(row.sid, [(seq, msg, 500)], "t")
+        print(seq, flush=True)   # acknowledged: the commit returned
+        seq += 1
+""")
+
+
+@pytest.mark.parametrize("durability", ["normal", "full"])
+def test_every_acknowledged_append_survives_kill_9(tmp_path, durability):
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), durability],
+                            stdout=subprocess.PIPE, text=True)
+    acknowledged = []
+    try:
+        for line in proc.stdout:
+            acknowledged.append(int(line))
+            if len(acknowledged) >= 300:
+                break
+        os.kill(proc.pid, signal.SIGKILL)  # mid-stream: the writer is appending right now
+    finally:
+        proc.wait(timeout=30)
+    proc.stdout.close()
+    assert proc.returncode == -signal.SIGKILL
+    store = SessionStore(tmp_path)
+    assert store.recovered_from is None
+    row = store.get("/ws", "s1")
+    stored = store.messages(row.sid)
+    seqs = {seq for seq, _, _ in stored}
+    assert set(acknowledged) <= seqs
+    assert stored[acknowledged[-1]][1].content.startswith(f"message number {acknowledged[-1]} ")
+    assert [s for s, _, _ in stored] == sorted(seqs) == list(range(len(stored)))
+
+
+def test_a_corrupt_database_is_moved_aside_and_a_fresh_one_started(tmp_path, caplog):
+    (tmp_path / "keep.txt").write_text("unrelated")
+    (tmp_path / DB_NAME).write_bytes(b"this is not an sqlite database" * 200)
+    with caplog.at_level(logging.WARNING, logger="ctxlayer.store"):
+        store = SessionStore(tmp_path)
+    assert store.recovered_from == tmp_path / f"{DB_NAME}.corrupt-1"
+    assert store.recovered_from.read_bytes().startswith(b"this is not an sqlite database")
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1
+    assert str(tmp_path / DB_NAME) in warnings[0].getMessage()
+    assert str(store.recovered_from) in warnings[0].getMessage()
+    assert (tmp_path / "keep.txt").read_text() == "unrelated"
+    row, created = store.create_or_get("/ws", "s", model="m", mode="deep", budget=None, now=NOW)
+    assert created and store.schema_version == schema.VERSION
+
+
+def test_a_damaged_page_is_detected(tmp_path):
+    store = SessionStore(tmp_path)
+    row, _ = store.create_or_get("/ws", "s", model="m", mode="deep", budget=None, now=NOW)
+    store.append(row.sid, [(k, Message(role="user", content="y" * 3000), 1) for k in range(50)],
+                 NOW)
+    store.close()
+    conn = sqlite3.connect(tmp_path / DB_NAME)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    data = bytearray((tmp_path / DB_NAME).read_bytes())
+    for page in range(2, len(data) // 4096):  # scribble over every page but the header
+        data[page * 4096 + 10: page * 4096 + 400] = b"\xff" * 390
+    (tmp_path / DB_NAME).write_bytes(bytes(data))
+    again = SessionStore(tmp_path)
+    assert again.recovered_from is not None
+    assert again.list("/ws") == []
+
+
+def test_schema_is_versioned_and_migrations_run_in_order(tmp_path):
+    conn = sqlite3.connect(tmp_path / DB_NAME)
+    conn.executescript(schema.MIGRATIONS[0] + "; PRAGMA user_version=1;")
+    conn.execute("INSERT INTO sessions (workspace, session_id, model, mode, created_at, "
+                 "updated_at) VALUES ('/ws', 'old', 'm', 'deep', 't', 't')")
+    conn.commit()
+    conn.close()
+    store = SessionStore(tmp_path)
+    assert store.schema_version == schema.VERSION == 2
+    assert store.get("/ws", "old") is not None  # data kept across the migration
+    indexes = {r[0] for r in store._conn.execute("SELECT name FROM sqlite_master "
+                                                  "WHERE type='index'")}
+    assert "sessions_by_workspace" in indexes
+
+
+def test_a_newer_schema_is_refused_not_destroyed(tmp_path):
+    conn = sqlite3.connect(tmp_path / DB_NAME)
+    conn.execute("PRAGMA user_version=99")
+    conn.close()
+    with pytest.raises(StoreError, match="newer"):
+        SessionStore(tmp_path)
+    assert (tmp_path / DB_NAME).exists()
+
+
+def test_state_dir_order(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("CTXLAYER_STATE_DIR", raising=False)
+    if sys.platform.startswith("linux"):
+        assert state_dir() == tmp_path / "xdg" / "ctxlayer"
+    monkeypatch.setenv("CTXLAYER_STATE_DIR", str(tmp_path / "env"))
+    assert state_dir() == tmp_path / "env"
+    assert state_dir(tmp_path / "arg") == tmp_path / "arg"
+
+
+def test_sessions_are_keyed_by_workspace(tmp_path):
+    store = SessionStore(tmp_path)
+    a, _ = store.create_or_get("/ws/a", "same", model="m", mode="deep", budget=None, now=NOW)
+    b, _ = store.create_or_get("/ws/b", "same", model="m", mode="short", budget=None, now=NOW)
+    assert a.sid != b.sid
+    store.append(a.sid, [(0, Message(role="user", content="only in a"), 3)], NOW)
+    assert [r.session_id for r in store.list("/ws/a")] == ["same"]
+    assert store.list("/ws/a")[0].messages == 1 and store.list("/ws/b")[0].messages == 0
+    again, created = store.create_or_get("/ws/a", "same", model="x", mode="debug", budget=5,
+                                         now=NOW)
+    assert not created and again.mode == "deep" and again.model == "m"
+
+
+def test_rules_items_and_audit_round_trip(tmp_path):
+    store = SessionStore(tmp_path)
+    row, _ = store.create_or_get("/ws", "s", model="m", mode="deep", budget=None, now=NOW)
+    store.put_rule(row.sid, Rule(id="r1", text="Never use any", weight=3, seq=0), NOW)
+    item = new_item("i1", "log", "KeyError at app.py:42", optional=False, seq=0)
+    item.heat = 0.49
+    store.put_items(row.sid, [item])
+    entries = [AuditEntry(action="dropped", reason=f"r{k}", summary="s", tokens_before=1,
+                          tokens_after=0) for k in range(3)]
+    store.add_audit(row.sid, entries, NOW)
+    reopened = SessionStore(tmp_path)
+    assert reopened.rules(row.sid)[0].text == "Never use any"
+    (back,) = reopened.items(row.sid)
+    assert back.heat == 0.49 and back.optional is False and back.keys == item.keys
+    assert [e.reason for e in reopened.audit(row.sid)] == ["r2", "r1", "r0"]  # newest first
+    assert [e.reason for e in reopened.audit(row.sid, limit=1)] == ["r2"]
+    assert reopened.delete_rule(row.sid, "r1") and reopened.rules(row.sid) == []
+
+
+def test_concurrent_appends_to_50_sessions_do_not_cross(tmp_path):
+    store = SessionStore(tmp_path)
+    rows = [store.create_or_get("/ws", f"s{k}", model="m", mode="deep", budget=None,
+                                now=NOW)[0] for k in range(50)]
+    errors: list[BaseException] = []
+
+    def writer(k: int) -> None:
+        try:
+            for n in range(20):
+                msg = Message(role="user", content=f"session {k} message {n}")
+                store.append(rows[k].sid, [(n, msg, 4)], NOW)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(k,)) for k in range(50)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    for k, row in enumerate(rows):
+        contents = [m.content for _, m, _ in store.messages(row.sid)]
+        assert contents == [f"session {k} message {n}" for n in range(20)]
