@@ -159,6 +159,8 @@ class SystemPromptResult(Wire):
     cache_boundary: int | None
     sections: list[PromptSection]
     tokens: int
+    prefix_hash: str | None = None  # hash of everything before the boundary
+    warnings: list[str] | None = None  # volatile-looking text in cacheable sections
 
 
 # --- ctx/count --------------------------------------------------------------------------------

@@ -116,6 +116,8 @@ class SystemPrompt(msgspec.Struct, kw_only=True):
             cache_boundary=self.cache_boundary,
             sections=self.sections,
             tokens=self.tokens,
+            prefix_hash=self.prefix_hash,
+            warnings=self.warnings or None,
         )
 
 

@@ -1,0 +1,94 @@
+"""Trim benchmark (issue 2): the tokenizer floor, a cold trim and warm re-trims, in one run.
+
+    .venv/bin/python bench/trim_bench.py [--sizes 50000,200000,1000000] [--encoding cl100k_base]
+
+For each synthetic chat size: the floor (encoding every message once with tiktoken, one
+thread), our cold trim (fresh count cache and memo), and warm re-trims after appending one small
+(~750 tokens) and one large (~8k tokens) message that were never counted before. All into a
+128k window. Medians over several runs; ratios against the floor measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from synthetic import large_message, small_message, synthetic_chat  # noqa: E402
+
+from ctxlayer.core.memo import Memo  # noqa: E402
+from ctxlayer.core.tokens import CountCache  # noqa: E402
+from ctxlayer.core.trim import TrimOptions, trim  # noqa: E402
+from ctxlayer.tokenizers import TiktokenCounter  # noqa: E402
+from ctxlayer.tokenizers.encodings import get_encoding  # noqa: E402
+
+WINDOW = 128_000
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:,.1f} ms"
+
+
+def floor(chat, enc) -> float:
+    t = time.perf_counter()
+    for m in chat:
+        enc.encode_ordinary(m.content)
+        for c in m.tool_calls or ():
+            enc.encode_ordinary(c.name)
+            enc.encode_ordinary(c.arguments)
+    return time.perf_counter() - t
+
+
+def cold(chat, encoding: str, strategy: str):
+    counter, memo = CountCache(TiktokenCounter(encoding)), Memo()
+    t = time.perf_counter()
+    report = trim(chat, WINDOW, counter, options=TrimOptions(strategy=strategy), memo=memo)
+    return time.perf_counter() - t, counter, memo, report
+
+
+def warm(chat, counter, memo, make, runs: int, strategy: str) -> float:
+    times = []
+    for seed in range(runs):
+        extra = make(1000 + seed)  # never counted before
+        t = time.perf_counter()
+        trim([*chat, extra], WINDOW, counter, options=TrimOptions(strategy=strategy), memo=memo)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="50000,200000,1000000")
+    ap.add_argument("--encoding", default="cl100k_base")
+    ap.add_argument("--strategy", default="pipeline", choices=("pipeline", "priority"))
+    ap.add_argument("--runs", type=int, default=5)
+    args = ap.parse_args()
+    enc = get_encoding(args.encoding)
+    TiktokenCounter(args.encoding).count("warm up")
+    print(f"trim benchmark: {args.encoding}, {WINDOW:,}-token window, strategy {args.strategy}, "
+          f"median of {args.runs} runs\n")
+    print("| chat | messages | floor | cold trim | cold/floor | warm +small | warm +large "
+          "| kept | dropped | shortened |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for size in (int(s) for s in args.sizes.split(",")):
+        chat = synthetic_chat(size)
+        tokens = sum(len(enc.encode_ordinary(m.content)) for m in chat)
+        floors, colds = [], []
+        for _ in range(args.runs):
+            floors.append(floor(chat, enc))
+            elapsed, counter, memo, report = cold(chat, args.encoding, args.strategy)
+            colds.append(elapsed)
+        f, c = statistics.median(floors), statistics.median(colds)
+        ws = warm(chat, counter, memo, small_message, args.runs * 4, args.strategy)
+        wl = warm(chat, counter, memo, large_message, args.runs * 4, args.strategy)
+        print(f"| {tokens / 1000:,.0f}k tokens | {len(chat)} | {ms(f)} | {ms(c)} | {c / f:.2f}x "
+              f"| {ms(ws)} | {ms(wl)} | {len(report.messages)} | {len(report.dropped)} "
+              f"| {len(report.truncated)} |")
+
+
+if __name__ == "__main__":
+    main()

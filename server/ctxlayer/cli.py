@@ -1,0 +1,75 @@
+"""The `ctxlayer` command line: argument parsing and error reporting only.
+
+Each subcommand lives in `ctxlayer.commands.<name>` with `add_arguments(parser)` and
+`run(args) -> int`, imported only when chosen (so `ctxlayer count` never loads pygls). Bad input
+ends with one line on stderr saying what to fix and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from ctxlayer import __version__
+
+#: name -> (module under ctxlayer.commands, one-line help). Order is the help's order.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("demo", "show the system prompt of this repo and trim a bundled sample chat"),
+    "count": ("count", "count the tokens of a text or a chat (stdin or a file)"),
+    "trim": ("trim", "fit a chat (JSON on stdin) into a token budget; the result on stdout"),
+    "prompt": ("prompt", "build the layered system prompt for a workspace"),
+    "inspect": ("inspect", "scan a workspace and show its segment's parts, tokens and what was left out"),
+    "serve": ("serve", "run the daemon (JSON-RPC with LSP framing over stdio or TCP)"),
+    "schema": ("schema", "print the JSON Schema of the wire protocol"),
+}
+
+
+class UsageError(Exception):
+    """Input the user must fix; the message says how."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ctxlayer", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"ctxlayer {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module, help_text) in COMMANDS.items():
+        try:
+            command = _command(module)
+        except ModuleNotFoundError as exc:  # a command whose optional parts are missing
+            if exc.name != f"ctxlayer.commands.{module}":
+                raise
+            continue
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.set_defaults(_module=module)
+        command.add_arguments(p)
+    return parser
+
+
+def _command(module: str):
+    return importlib.import_module(f"ctxlayer.commands.{module}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help(sys.stderr)
+        return 2
+    from ctxlayer.core.errors import ContextError
+
+    try:
+        return _command(args._module).run(args)
+    except (UsageError, ContextError) as exc:
+        field = getattr(exc, "field", None)
+        where = f" (field {field})" if field and field not in str(exc) else ""
+        print(f"ctxlayer {args.command}: {exc}{where}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

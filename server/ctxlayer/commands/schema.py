@@ -1,0 +1,18 @@
+"""`ctxlayer schema`: the JSON Schema of every wire type."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--indent", type=int, default=2)
+
+
+def run(args) -> int:
+    from ctxlayer.protocol import json_schema
+
+    json.dump(json_schema(), sys.stdout, indent=args.indent or None, sort_keys=False)
+    sys.stdout.write("\n")
+    return 0

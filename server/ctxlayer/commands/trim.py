@@ -1,0 +1,45 @@
+"""`ctxlayer trim`: fit a chat into a budget. Result (ctx/trim's TrimResult) on stdout, a one-line
+summary on stderr."""
+
+from __future__ import annotations
+
+import sys
+
+import msgspec
+
+from ctxlayer.commands.io import parse_chat, positive, read_input
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("file", nargs="?", help="chat JSON file (default: stdin)")
+    parser.add_argument("--model", default=None, help="model name (default gpt-4o)")
+    parser.add_argument("--budget", type=positive, default=None,
+                        help="tokens the prompt may use (default: window minus reserved output)")
+    parser.add_argument("--reserve-output", type=positive, default=None,
+                        help="tokens kept free for the reply when --budget is absent")
+    parser.add_argument("--strategy", choices=("pipeline", "priority"), default="pipeline")
+    parser.add_argument("--doc", action="append", default=[], metavar="FILE",
+                        help="a retrieved document to include (P3); repeatable")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no summary on stderr")
+
+
+def run(args) -> int:
+    from ctxlayer.commands.io import read_input as read
+    from ctxlayer.core.trim import TrimOptions, trim
+    from ctxlayer.protocol import TrimResult
+    from ctxlayer.tokenizers import counter_for, model_info
+
+    messages = parse_chat(read_input(args.file), args.file or "stdin")
+    info = model_info(args.model)
+    budget = args.budget or max(1, info.context_window - (args.reserve_output or info.output_allowance))
+    docs = [read(d) for d in args.doc]
+    report = trim(messages, budget, counter_for(args.model),
+                  options=TrimOptions(strategy=args.strategy), docs=docs)
+    result = TrimResult(messages=report.messages, tokens=report.tokens, budget=report.budget,
+                        dropped=report.dropped, truncated=report.truncated)
+    sys.stdout.write(msgspec.json.encode(result).decode() + "\n")
+    if not args.quiet:
+        print(f"trim: {len(messages)} messages in, {len(report.messages)} kept, "
+              f"{report.tokens}/{budget} tokens ({info.name}, {args.strategy}); "
+              f"{len(report.dropped)} dropped, {len(report.truncated)} shortened", file=sys.stderr)
+    return 0

@@ -1,0 +1,116 @@
+"""Trimming a conversation into a token budget. The semantics, stated once:
+
+Input: messages in conversation order, a budget (tokens the whole request may use, reply priming
+included), an injected counter. Output: a TrimReport with the kept messages in order, their
+exact total, and an AuditEntry for every message dropped or shortened, with its reason.
+
+Stages, in order (both strategies):
+1. enrich (T2): attached files are embedded (the caller read them); a file attached again
+   unchanged becomes a reference to its first copy.
+2. orphans: a tool result whose call is not in the conversation is dropped. From here on a tool
+   call and its results live and die together.
+3. prune (T4): an ephemeral message is dropped once `ephemeral_ttl` assistant turns followed it.
+   Pinned messages never. Nothing is merged, so a reply never inherits its thinking's TTL.
+4. reasoning (T10): <think>/<reasoning> blocks of earlier assistant turns are stripped.
+5. tool outputs (T8): an output over `tool_output_cap` tokens becomes its outline.
+6. dedup (T9): a later copy of the same tool output or document becomes a reference to the first
+   copy (cache-friendly: the prefix does not change); if the fit drops the first copy, the
+   earliest surviving copy gets its content back.
+Then the fit:
+- `pipeline`: reduce (T3: while over budget, cut the middle of long code/details blocks of the
+  longest messages first, skipping any that cannot be cut; only messages that could still be
+  kept are candidates) then limit (T5: keep the leading system block and pinned messages, fill
+  from newest to oldest by whole groups, skipping a group that does not fit).
+Retrieved documents are capped in number and size first (T12). Then:
+- `priority` (T6): cut P3 documents first, then
+  P2 older history (truncate, then drop oldest first), then P1 recent messages; P0 (system and
+  pinned) never.
+Pinned content alone over the budget raises ContextError("pinned_over_budget"). Trimming a
+trimmed result changes nothing. Shortened messages keep their ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import msgspec
+
+from ctxlayer.core.errors import ContextError
+from ctxlayer.core.memo import Memo
+from ctxlayer.core.tokens import OPENAI_FORMAT, MessageFormat, Tokenizer
+from ctxlayer.core.trim import fit, stages
+from ctxlayer.core.trim.work import Work
+from ctxlayer.protocol import AuditEntry, Message, Strategy
+
+__all__ = ["TrimOptions", "TrimReport", "trim", "docs_as_messages"]
+
+
+class TrimOptions(msgspec.Struct, frozen=True, kw_only=True):
+    strategy: Strategy = "pipeline"
+    fmt: MessageFormat = OPENAI_FORMAT
+    head_lines: int = 10  # kept at the start of a truncated block
+    tail_lines: int = 10  # kept at its end
+    tool_output_cap: int | None = None  # tokens; None: budget / 16, at least 256
+    dedup_min_tokens: int = 32
+    recent: int = 8  # priority: the newest messages in P1
+    max_docs: int = 8  # T12
+    doc_share: float = 0.1  # T12: a document's cap as a share of the budget
+
+
+class TrimReport(msgspec.Struct, kw_only=True):
+    messages: list[Message]
+    tokens: int
+    budget: int
+    dropped: list[AuditEntry]
+    truncated: list[AuditEntry]  # truncated, compressed and deduplicated items
+
+
+def docs_as_messages(docs: Sequence[str]) -> list[Message]:
+    """Retrieved documents (ctx/trim `docs`) as P3 messages with daemon ids."""
+    return [
+        Message(role="user", content=d, id=f"ctx:doc:{k}", kind="doc", priority=3)
+        for k, d in enumerate(docs)
+    ]
+
+
+def _with_docs(messages: list[Message], docs: Sequence[str]) -> list[Message]:
+    """Documents go just before the latest user message: volatile, so late in the prompt."""
+    if not docs:
+        return messages
+    last_user = next((i for i in range(len(messages) - 1, -1, -1)
+                      if messages[i].role == "user"), len(messages))
+    return [*messages[:last_user], *docs_as_messages(docs), *messages[last_user:]]
+
+
+def trim(
+    messages: Sequence[Message],
+    budget: int,
+    counter: Tokenizer,
+    *,
+    options: TrimOptions = TrimOptions(),
+    docs: Sequence[str] = (),
+    attachments: Mapping[str, str] | None = None,
+    memo: Memo | None = None,
+) -> TrimReport:
+    if budget <= 0:
+        raise ContextError("invalid", f"budget must be a positive number of tokens, got {budget}",
+                           field="budget")
+    memo = memo if memo is not None else Memo()
+    msgs = stages.enrich(_with_docs(list(messages), docs), attachments or {})
+    w = Work(msgs, counter, options.fmt)
+    w.link_tool_results()
+    stages.prune_ephemeral(w)
+    stages.strip_old_reasoning(w, memo)
+    cap = options.tool_output_cap or max(256, budget // 16)
+    stages.compress_tool_outputs(w, cap, memo)
+    refs = stages.dedup(w, options.dedup_min_tokens, memo)
+    head, tail = options.head_lines, options.tail_lines
+    fit.cap_docs(w, budget, options.max_docs, options.doc_share)
+    if options.strategy == "priority":
+        fit.priority_fit(w, budget, memo, head, tail, options.recent)
+    else:
+        fit.reduce(w, budget, memo, head, tail)
+        fit.limit(w, budget)
+    fit.restore_orphaned_refs(w, refs, budget)
+    return TrimReport(messages=w.kept(), tokens=w.total, budget=budget, dropped=w.dropped,
+                      truncated=w.changed)

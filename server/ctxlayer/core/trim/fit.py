@@ -1,0 +1,211 @@
+"""Fitting a conversation into its budget once the shortening stages ran: `reduce` + `limit`
+(the pipeline strategy, T3/T5) and class-ordered pruning (the priority strategy, T6/T12).
+
+Both share three rules: pinned messages and the leading system block are kept (they alone over
+the budget is a ContextError, never a silent overflow); a tool call and its results are kept or
+dropped together; every cut is recorded with its reason.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable
+
+from ctxlayer.core.errors import ContextError
+from ctxlayer.core.memo import Memo
+from ctxlayer.core.trim.truncate import cut_lines, truncate_blocks
+from ctxlayer.core.trim.work import Work
+
+
+def fixed_set(w: Work, every_system: bool = False) -> set[int]:
+    """Indices always kept: the leading system block (with `every_system`, every system and
+    priority-0 message: P0), pinned messages, and the groups they belong to."""
+    keep: set[int] = set()
+    for i, m in enumerate(w.msgs):
+        if m.role != "system":
+            break
+        keep.add(i)
+    for i, m in enumerate(w.msgs):
+        if m.pinned or (every_system and (m.role == "system" or m.priority == 0)):
+            keep.update(w.group_of(i))
+    return {i for i in keep if w.alive[i]}
+
+
+def truncatable(w: Work, i: int) -> bool:
+    m = w.msgs[i]
+    return w.alive[i] and not m.pinned and not m.tool_calls
+
+
+def _truncated(w: Work, i: int, memo: Memo, head: int, tail: int) -> str | None:
+    text = w.content[i]
+    return memo.get(("trunc", head, tail), text, lambda: truncate_blocks(text, head, tail))
+
+
+def truncate_longest(
+    w: Work, candidates: Iterable[int], over: int, memo: Memo, head: int, tail: int
+) -> int:
+    """Truncate the longest candidates first until `over` tokens are saved. A message that
+    cannot be cut is skipped and the next one tried (gptme stops there). Returns what is left
+    of `over` (<= 0 when done)."""
+    heap = [(-w.tokens[i], i) for i in candidates if truncatable(w, i)]
+    heapq.heapify(heap)
+    while over > 0 and heap:
+        _, i = heapq.heappop(heap)
+        cut = _truncated(w, i, memo, head, tail)
+        if cut is None:
+            continue
+        saved = w.replace(i, cut, "truncated",
+                          f"over budget: middle of long code/details blocks cut to {head}+{tail}"
+                          " lines")
+        over -= saved
+    return over
+
+
+def _check_fixed(w: Work, fixed: set[int], budget: int) -> int:
+    cost = w.fmt.reply_priming + sum(w.tokens[i] for i in fixed)
+    if cost > budget:
+        raise ContextError(
+            "pinned_over_budget",
+            f"the pinned system content alone needs {cost} tokens, over the budget of {budget}",
+            field="budget",
+        )
+    return budget - cost
+
+
+def reduce(w: Work, budget: int, memo: Memo, head: int, tail: int) -> None:
+    """T3, bounded: only messages that could still be kept once cut are candidates, so a 1M-token
+    chat is not truncated message by message before most of it is dropped anyway."""
+    if w.total <= budget:
+        return
+    fixed = fixed_set(w)
+    truncate_longest(w, [i for i in fixed if truncatable(w, i)],
+                     w.fmt.reply_priming + sum(w.tokens[i] for i in fixed) - budget,
+                     memo, head, tail)
+    room = _check_fixed(w, fixed, budget)
+    window, acc = [], 0
+    for i in range(len(w.msgs) - 1, -1, -1):
+        if i in fixed or not w.alive[i]:
+            continue
+        low = w.tokens[i]
+        if truncatable(w, i):
+            cut = _truncated(w, i, memo, head, tail)
+            if cut is not None:  # estimate: the count scaled by the characters kept
+                body = w.tokens[i] - w.extra[i]
+                low = w.extra[i] + body * len(cut) // max(1, len(w.content[i]))
+        if acc + low > room:
+            break
+        acc += low
+        window.append(i)
+    window_total = sum(w.tokens[i] for i in window)
+    truncate_longest(w, window, window_total - room, memo, head, tail)
+
+
+def limit(w: Work, budget: int) -> None:
+    """T5: keep the fixed set, then fill from newest to oldest by whole groups; a group that does
+    not fit is dropped and older, smaller ones still get the room (gptme stops at the first)."""
+    fixed = fixed_set(w)
+    room = _check_fixed(w, fixed, budget)
+    decided: set[int] = set()
+    for i in range(len(w.msgs) - 1, -1, -1):
+        if i in fixed or not w.alive[i]:
+            continue
+        g = w.group[i]
+        if g in decided:
+            continue
+        decided.add(g)
+        cost = w.group_tokens(g)
+        if cost <= room:
+            room -= cost
+        else:
+            w.drop_group(i, f"over budget: {cost} tokens, {max(room, 0)} left")
+
+
+def restore_orphaned_refs(w: Work, refs: dict[int, int], budget: int) -> None:
+    """A deduplicated copy whose original was dropped gets its content back (the first such copy
+    becomes the original of the later ones); if that overflows, the oldest history goes."""
+    restored: dict[int, int] = {}
+    for i, j in sorted(refs.items()):
+        if not w.alive[i] or w.alive[j]:
+            continue
+        if j in restored:
+            k = restored[j]
+            w.replace(i, f"[identical to {w.msgs[k].role} output {w.msgs[k].id or f'#{k}'} above]",
+                      "deduplicated", "re-pointed: the copy it referred to was dropped")
+            continue
+        restored[j] = i
+        w.replace(i, w.original[i], "deduplicated",
+                  "restored: the copy it referred to was dropped")
+    if restored and w.total > budget:
+        limit(w, budget)
+
+
+def priority_fit(
+    w: Work, budget: int, memo: Memo, head: int, tail: int, recent: int
+) -> None:
+    """T6: cut P3 (documents) first, then P2 (older history: truncate, then drop oldest), then
+    P1 (recent: truncate, then drop oldest); P0 (system, pinned) never."""
+    fixed = fixed_set(w, every_system=True)
+    _check_fixed(w, fixed, budget)
+    classes: dict[int, list[int]] = {1: [], 2: [], 3: []}
+    seen_recent = 0
+    for i in range(len(w.msgs) - 1, -1, -1):
+        if i in fixed or not w.alive[i]:
+            continue
+        m = w.msgs[i]
+        if m.priority is not None and m.priority in classes:
+            cls = m.priority
+        elif m.kind == "doc":
+            cls = 3
+        else:
+            cls = 1 if seen_recent < recent else 2
+            seen_recent += 1
+        classes[cls].append(i)
+    # a group takes the most important class of its members
+    best: dict[int, int] = {}
+    for cls in (1, 2, 3):
+        for i in classes[cls]:
+            best.setdefault(w.group[i], cls)
+    for cls in (1, 2, 3):
+        classes[cls] = sorted(i for i in classes[cls] if best[w.group[i]] == cls)
+
+    def over() -> int:
+        return w.total - budget
+
+    # P3: least relevant (last given) documents go first
+    for i in reversed(classes[3]):
+        if over() <= 0:
+            return
+        w.drop_group(i, "over budget: retrieved document (P3) cut first")
+    for cls in (2, 1):
+        if over() <= 0:
+            return
+        truncate_longest(w, classes[cls], over(), memo, head, tail)
+        for i in classes[cls]:
+            if over() <= 0:
+                return
+            if w.alive[i]:
+                w.drop_group(i, f"over budget: {'older history (P2)' if cls == 2 else 'recent (P1)'}"
+                                " dropped oldest first")
+
+
+def cap_docs(w: Work, budget: int, max_count: int, item_share: float) -> None:
+    """T12: retrieved documents are capped in number and in size per item, so retrieval never
+    fills the pool before history."""
+    cap = max(1, int(budget * item_share))
+    docs = [i for i, m in enumerate(w.msgs) if w.alive[i] and m.kind == "doc" and not m.pinned]
+    for rank, i in enumerate(docs):
+        if rank >= max_count:
+            w.drop(i, f"retrieval cap: only {max_count} documents per request")
+            continue
+        body = w.tokens[i] - w.extra[i]
+        if body > cap:
+            text = w.content[i]
+            lines = text.count("\n") + 1
+            keep = max(2, lines * cap // body // 2)
+            cut = cut_lines(text, keep, keep)
+            while cut != text and w.counter.count(cut) > cap and keep > 1:
+                keep //= 2
+                cut = cut_lines(text, keep, keep)
+            if w.counter.count(cut) > cap:  # one huge line: cut by characters
+                cut = text[: max(1, len(text) * cap // body // 2)] + " [...]"
+            w.replace(i, cut, "truncated", f"retrieval cap: {cap} tokens per document")

@@ -1,0 +1,114 @@
+"""The stages that shorten a conversation without dropping whole history: enrich (T2), prune
+expired ephemeral messages (T4), strip old reasoning (T10), compress long tool outputs (T8)
+and deduplicate repeated content (T9). Each records what it did on the Work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import msgspec
+
+from ctxlayer.core.compress.extractive import strip_reasoning
+from ctxlayer.core.compress.tool_output import compress_tool_output
+from ctxlayer.core.memo import Memo
+from ctxlayer.core.text import normalized_hash
+from ctxlayer.core.trim.work import Work
+from ctxlayer.protocol import Message
+
+_REASONING_TAGS = ("<think", "<reasoning")
+
+
+def enrich(messages: Sequence[Message], attachments: Mapping[str, str]) -> list[Message]:
+    """Embed attached files' contents into their messages (T2). A file attached again with the
+    same content becomes a reference to its first copy; the caller resolved and read the files
+    (paths outside the workspace never reach here)."""
+    if not attachments or not any(m.files for m in messages):
+        return list(messages)
+    seen: dict[str, tuple[str, str]] = {}  # path -> (content, where)
+    out = []
+    for i, m in enumerate(messages):
+        if not m.files:
+            out.append(m)
+            continue
+        blocks = []
+        for path in m.files:
+            text = attachments.get(path)
+            if text is None:
+                blocks.append(f"`{path}`: (not available)")
+                continue
+            lines = text.count("\n") + 1
+            prior = seen.get(path)
+            if prior is not None and prior[0] == text:
+                blocks.append(f"`{path}`: unchanged, lines 1-{lines} as attached in {prior[1]}")
+                continue
+            seen[path] = (text, m.id or f"message #{i}")
+            blocks.append(f"```{path}\n{text}\n```")
+        out.append(msgspec.structs.replace(m, content=m.content + "\n\n" + "\n\n".join(blocks)))
+    return out
+
+
+def prune_ephemeral(w: Work) -> None:
+    """Drop ephemeral messages once `ephemeral_ttl` assistant turns have passed after them."""
+    age = 0
+    for i in range(len(w.msgs) - 1, -1, -1):
+        m = w.msgs[i]
+        ttl = m.ephemeral_ttl
+        if ttl is not None and w.alive[i] and not m.pinned and age >= ttl:
+            w.drop_group(i, f"ephemeral: expired after {age} assistant turns (ttl {ttl})")
+        if m.role == "assistant":
+            age += 1
+
+
+def strip_old_reasoning(w: Work, memo: Memo) -> None:
+    """Reasoning blocks of earlier assistant turns are removed; the latest turn keeps its own."""
+    latest = next((i for i in range(len(w.msgs) - 1, -1, -1) if w.msgs[i].role == "assistant"),
+                  None)
+    for i, m in enumerate(w.msgs):
+        if m.role != "assistant" or i == latest or m.pinned or not w.alive[i]:
+            continue
+        text = w.content[i]
+        if not any(tag in text for tag in _REASONING_TAGS):
+            continue
+        stripped = memo.get("strip", text, lambda t=text: strip_reasoning(t))
+        if stripped != text:
+            w.replace(i, stripped, "compressed", "reasoning block of an earlier turn stripped")
+
+
+def compress_tool_outputs(w: Work, cap: int, memo: Memo) -> None:
+    """A tool output over `cap` tokens becomes its outline (JSON key paths and counts, a log's
+    errors and key stack lines, or head and tail lines)."""
+    for i, m in enumerate(w.msgs):
+        if not w.alive[i] or m.pinned or not (m.role == "tool" or m.kind == "toolOutput"):
+            continue
+        if w.tokens[i] - w.extra[i] <= cap:
+            continue
+        text = w.content[i]
+        out = memo.get(("tool", cap), text,
+                       lambda t=text: compress_tool_output(t, cap, w.counter))
+        if out is not None:
+            w.replace(i, out.text, "compressed",
+                      f"tool output over {cap} tokens: kept its {out.method} outline")
+
+
+def dedup(w: Work, min_tokens: int, memo: Memo) -> dict[int, int]:
+    """Later copies of the same tool output or document (whitespace-normalised) become a
+    reference to the first copy. Returns {copy index: original index} so that the fit can
+    restore a copy whose original it dropped."""
+    first: dict[str, int] = {}
+    refs: dict[int, int] = {}
+    for i, m in enumerate(w.msgs):
+        if not w.alive[i] or m.pinned or not (
+            m.role == "tool" or m.kind in ("toolOutput", "doc")
+        ):
+            continue
+        if w.tokens[i] - w.extra[i] < min_tokens:
+            continue
+        text = w.content[i]
+        key = memo.get("norm", text, lambda t=text: normalized_hash(t))
+        j = first.setdefault(key, i)
+        if j != i:
+            ref = f"[identical to {w.msgs[j].role} output {w.msgs[j].id or f'#{j}'} above]"
+            w.replace(i, ref, "deduplicated", f"same content as {w.msgs[j].id or f'#{j}'}")
+            refs[i] = j
+    return refs

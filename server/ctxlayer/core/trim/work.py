@@ -1,0 +1,123 @@
+"""The trim engine's working state: the conversation as parallel arrays, keep-with groups, and
+the audit of everything a stage did.
+
+Stages never build new lists of messages; they mark an index dead or give it new content, and
+each such change is recorded once, here, with its reason and token cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+
+from ctxlayer.core.text import describe
+from ctxlayer.core.tokens import MessageFormat, Tokenizer
+from ctxlayer.protocol import AuditAction, AuditEntry, Message
+
+
+class Work:
+    """One trim in progress. `group[i]` is the index of the message that i lives and dies with
+    (an assistant message with tool calls and all its results share the call's index)."""
+
+    __slots__ = (
+        "msgs", "content", "tokens", "group", "alive", "counter", "fmt", "extra",
+        "dropped", "changed", "total", "members", "original",
+    )
+
+    def __init__(self, msgs: Sequence[Message], counter: Tokenizer, fmt: MessageFormat) -> None:
+        self.msgs = list(msgs)
+        self.counter = counter
+        self.fmt = fmt
+        n = len(self.msgs)
+        self.content = [m.content for m in self.msgs]
+        self.original = list(self.content)
+        # tokens a message costs beyond its content: per-message overhead and tool calls
+        self.extra = [fmt.per_message] * n
+        for i, m in enumerate(self.msgs):
+            if m.tool_calls:
+                self.extra[i] += sum(
+                    fmt.per_tool_call + counter.count(c.name) + counter.count(c.arguments)
+                    for c in m.tool_calls
+                )
+        many = getattr(counter, "count_many", None)
+        counts = many(self.content) if many else [counter.count(c) for c in self.content]
+        self.tokens = [c + e for c, e in zip(counts, self.extra)]
+        self.alive = [True] * n
+        self.group = list(range(n))
+        self.members: dict[int, list[int]] = {}
+        self.dropped: list[AuditEntry] = []
+        self.changed: list[AuditEntry] = []
+        self.total = fmt.reply_priming + sum(self.tokens)
+
+    # --- keep-with groups -------------------------------------------------------------------
+
+    def link_tool_results(self) -> None:
+        """Tie every tool result to its call; a result whose call is absent is dropped."""
+        owner: dict[str, int] = {}
+        for i, m in enumerate(self.msgs):
+            if m.tool_calls:
+                for call in m.tool_calls:
+                    owner[call.id] = i
+            elif m.role == "tool" or m.tool_call_id is not None:
+                g = owner.get(m.tool_call_id) if m.tool_call_id is not None else None
+                if g is None:
+                    self.drop(i, "orphan: the tool call this result answers is not in the "
+                              "conversation")
+                    continue
+                self.group[i] = g
+                self.members.setdefault(g, [g]).append(i)
+
+    def group_of(self, i: int) -> list[int]:
+        return self.members.get(self.group[i], [i])
+
+    def group_tokens(self, g: int) -> int:
+        return sum(self.tokens[j] for j in self.members.get(g, [g]) if self.alive[j])
+
+    # --- changes, each recorded once ----------------------------------------------------------
+
+    def drop(self, i: int, reason: str) -> None:
+        if not self.alive[i]:
+            return
+        self.alive[i] = False
+        self.total -= self.tokens[i]
+        self.dropped.append(self._entry(i, "dropped", reason, self.tokens[i], 0))
+
+    def drop_group(self, i: int, reason: str) -> None:
+        """Drop i with everything it lives and dies with (a call and all its results)."""
+        for j in self.group_of(i):
+            self.drop(j, reason if j == i else f"{reason} (kept with {self._label(i)})")
+
+    def replace(self, i: int, content: str, action: AuditAction, reason: str) -> int:
+        """Give message i new content; returns the tokens saved."""
+        before = self.tokens[i]
+        after = self.extra[i] + self.counter.count(content)
+        self.content[i] = content
+        self.tokens[i] = after
+        self.total += after - before
+        self.changed.append(self._entry(i, action, reason, before, after))
+        return before - after
+
+    def _label(self, i: int) -> str:
+        return self.msgs[i].id or f"#{i}"
+
+    def _entry(self, i: int, action: AuditAction, reason: str, before: int, after: int):
+        m = self.msgs[i]
+        return AuditEntry(
+            action=action, reason=reason, summary=describe(m), tokens_before=before,
+            tokens_after=after, message_id=m.id, index=i,
+        )
+
+    # --- result -----------------------------------------------------------------------------
+
+    def kept(self) -> list[Message]:
+        out = []
+        for i, m in enumerate(self.msgs):
+            if self.alive[i]:
+                c = self.content[i]
+                out.append(m if c is m.content else msgspec.structs.replace(m, content=c))
+        return out
+
+    def is_fixed(self, i: int) -> bool:
+        """Pinned messages are never cut nor dropped."""
+        return self.msgs[i].pinned

@@ -1,0 +1,197 @@
+"""Data-driven tests of the trim engine, with the word-count fake tokenizer.
+
+A conversation is written as rows: (id, role, words-or-text, extras). `check` trims it and
+compares the kept ids and the audit actions by id.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxlayer.core.errors import ContextError
+from ctxlayer.core.tokens import CONTENT_ONLY, WordTokenizer, conversation_tokens
+from ctxlayer.core.trim import TrimOptions, trim
+from ctxlayer.protocol import Message, ToolCall
+
+WORDS = WordTokenizer()
+
+
+def code(lines: int, tag: str = "x") -> str:
+    body = "\n".join(f"{tag}{k} = {k}" for k in range(lines))
+    return f"Here is the code:\n```python\n{body}\n```\ndone"
+
+
+def conv(*rows) -> list[Message]:
+    out = []
+    for row in rows:
+        mid, role, content, *extra = row
+        if isinstance(content, int):
+            content = " ".join(f"w{k}" for k in range(content))
+        kw = extra[0] if extra else {}
+        calls = kw.pop("calls", None)
+        if calls:
+            kw["tool_calls"] = [ToolCall(id=c, name="shell", arguments="ls") for c in calls]
+        out.append(Message(role=role, content=content, id=mid, **kw))
+    return out
+
+
+def check(rows, budget, kept, actions=None, strategy="pipeline", **opts):
+    msgs = conv(*rows)
+    report = trim(msgs, budget, WORDS,
+                  options=TrimOptions(strategy=strategy, fmt=CONTENT_ONLY, **opts))
+    assert [m.id for m in report.messages] == kept
+    assert report.tokens <= budget
+    assert report.tokens == conversation_tokens(report.messages, WORDS, CONTENT_ONLY)
+    if actions is not None:
+        got = {e.message_id: e.action for e in (*report.dropped, *report.truncated)}
+        assert got == actions
+    return report
+
+
+# --- limit (T5) ---------------------------------------------------------------------------
+
+LIMIT_CASES = [
+    # everything fits: nothing happens
+    ([("s", "system", 5), ("u1", "user", 5), ("a1", "assistant", 5)], 20, ["s", "u1", "a1"], {}),
+    # oldest history goes first, system kept
+    ([("s", "system", 5), ("u1", "user", 5), ("a1", "assistant", 5), ("u2", "user", 5)], 15,
+     ["s", "a1", "u2"], {"u1": "dropped"}),
+    # a group that does not fit is skipped; an older, smaller one still fits (gptme stops)
+    ([("s", "system", 2), ("u1", "user", 3), ("a1", "assistant", 50), ("u2", "user", 4)], 10,
+     ["s", "u1", "u2"], {"a1": "dropped"}),
+    # pinned messages survive anywhere
+    ([("s", "system", 2), ("p", "user", 4, {"pinned": True}), ("u1", "user", 5),
+      ("u2", "user", 5)], 11, ["s", "p", "u2"], {"u1": "dropped"}),
+]
+
+
+@pytest.mark.parametrize("rows,budget,kept,actions", LIMIT_CASES)
+def test_limit(rows, budget, kept, actions):
+    check(rows, budget, kept, actions)
+
+
+# --- tool groups ---------------------------------------------------------------------------
+
+TOOL_CASES = [
+    # the call and its two results are dropped together
+    ([("u1", "user", 2), ("a1", "assistant", 2, {"calls": ["c1", "c2"]}),
+      ("t1", "tool", 10, {"tool_call_id": "c1"}), ("t2", "tool", 10, {"tool_call_id": "c2"}),
+      ("u2", "user", 3)], 8, ["u1", "u2"],
+     {"a1": "dropped", "t1": "dropped", "t2": "dropped"}),
+    # a result whose call is not in the conversation is an orphan
+    ([("t0", "tool", 3, {"tool_call_id": "gone"}), ("u1", "user", 2)], 100, ["u1"],
+     {"t0": "dropped"}),
+    # the group fits whole: kept whole
+    ([("u1", "user", 20), ("a1", "assistant", 2, {"calls": ["c1"]}),
+      ("t1", "tool", 3, {"tool_call_id": "c1"}), ("u2", "user", 3)], 10,
+     ["a1", "t1", "u2"], {"u1": "dropped"}),
+]
+
+
+@pytest.mark.parametrize("rows,budget,kept,actions", TOOL_CASES)
+def test_tool_groups(rows, budget, kept, actions):
+    check(rows, budget, kept, actions)
+
+
+# --- reduce (T3) -----------------------------------------------------------------------------
+
+def test_reduce_cuts_the_longest_block_and_keeps_ids():
+    rows = [("s", "system", 3), ("a1", "assistant", code(100)), ("u", "user", 3)]
+    r = check(rows, 200, ["s", "a1", "u"], {"a1": "truncated"})
+    body = r.messages[1].content
+    assert "[...]" in body and "x0 = 0" in body and "x99 = 99" in body and "x50 = 50" not in body
+
+
+def test_reduce_skips_an_uncuttable_longest_message_and_goes_on():
+    # the longest message is prose (cannot be cut); gptme stalls here, we cut the next one
+    rows = [("p", "user", 300), ("a1", "assistant", code(120)), ("u", "user", 3)]
+    check(rows, 380, ["p", "a1", "u"], {"a1": "truncated"})
+
+
+def test_assistant_with_tool_calls_is_never_truncated():
+    rows = [("a1", "assistant", code(200), {"calls": ["c1"]}),
+            ("t1", "tool", 2, {"tool_call_id": "c1"}), ("u", "user", 2)]
+    check(rows, 50, ["u"], {"a1": "dropped", "t1": "dropped"})
+
+
+def test_pinned_over_budget_is_an_error():
+    with pytest.raises(ContextError) as e:
+        check([("s", "system", 50, {"pinned": True}), ("u", "user", 2)], 10, [])
+    assert e.value.kind == "pinned_over_budget" and e.value.field == "budget"
+
+
+def test_bad_budget_names_the_field():
+    with pytest.raises(ContextError) as e:
+        trim(conv(("u", "user", 2)), 0, WORDS)
+    assert e.value.field == "budget"
+
+
+# --- ephemeral (T4) ---------------------------------------------------------------------------
+
+def test_ephemeral_dropped_after_ttl_assistant_turns_only():
+    rows = [("think", "assistant", 4, {"ephemeral_ttl": 1}), ("a1", "assistant", 3),
+            ("keep", "assistant", 4, {"ephemeral_ttl": 5}), ("u", "user", 2)]
+    check(rows, 1000, ["a1", "keep", "u"], {"think": "dropped"})
+
+
+def test_pinned_ephemeral_is_kept():
+    rows = [("t", "assistant", 4, {"ephemeral_ttl": 0, "pinned": True}), ("a", "assistant", 2)]
+    check(rows, 1000, ["t", "a"], {})
+
+
+# --- dedup (T9) -------------------------------------------------------------------------------
+
+def _tool_pair(n, text):
+    return [(f"a{n}", "assistant", 1, {"calls": [f"c{n}"]}),
+            (f"t{n}", "tool", text, {"tool_call_id": f"c{n}"})]
+
+
+def test_repeated_tool_output_becomes_a_reference_to_the_first():
+    out = " ".join(f"line{k}" for k in range(60))
+    rows = [*_tool_pair(1, out), *_tool_pair(2, out.replace(" ", "  ")), ("u", "user", 2)]
+    r = check(rows, 1000, ["a1", "t1", "a2", "t2", "u"], {"t2": "deduplicated"})
+    assert r.messages[3].content.startswith("[identical to tool output t1")
+
+
+def test_dedup_restores_the_copy_when_the_original_is_dropped():
+    out = " ".join(f"line{k}" for k in range(60))
+    rows = [*_tool_pair(1, out), ("big", "user", 100), *_tool_pair(2, out), ("u", "user", 2)]
+    r = check(rows, 70, ["a2", "t2", "u"])
+    assert r.messages[1].content == out
+
+
+# --- priority (T6, T12) ------------------------------------------------------------------------
+
+def test_priority_cuts_docs_before_history():
+    rows = [("s", "system", 3), ("u1", "user", 10), ("a1", "assistant", 10),
+            ("d", "user", 30, {"kind": "doc"}), ("u2", "user", 5)]
+    check(rows, 30, ["s", "u1", "a1", "u2"], {"d": "dropped"}, strategy="priority",
+          doc_share=1.0)
+
+
+def test_priority_drops_older_history_before_recent():
+    rows = [("s", "system", 3), *[(f"h{k}", "user", 10) for k in range(6)], ("u", "user", 5)]
+    check(rows, 30, ["s", "h4", "h5", "u"], strategy="priority", recent=3)
+
+
+def test_priority_caps_documents_in_number_and_size():
+    docs = [f"doc{k} " + " ".join(f"word{j}\n" for j in range(100)) for k in range(4)]
+    msgs = conv(("u", "user", 3))
+    r = trim(msgs, 1000, WORDS, docs=docs,
+             options=TrimOptions(strategy="priority", fmt=CONTENT_ONLY, max_docs=2,
+                                 doc_share=0.05))
+    kept_docs = [m for m in r.messages if m.kind == "doc"]
+    assert [m.id for m in kept_docs] == ["ctx:doc:0", "ctx:doc:1"]
+    assert all(WORDS.count(m.content) <= 50 for m in kept_docs)
+    assert r.messages[-1].id == "u"  # documents sit before the latest user message
+
+
+# --- enrich (T2) --------------------------------------------------------------------------------
+
+def test_enrich_embeds_files_and_references_an_unchanged_second_attachment():
+    msgs = [Message(role="user", content="look", id="u1", files=["a.py"]),
+            Message(role="user", content="again", id="u2", files=["a.py", "missing.py"])]
+    r = trim(msgs, 1000, WORDS, attachments={"a.py": "print(1)\nprint(2)"})
+    assert "```a.py\nprint(1)\nprint(2)\n```" in r.messages[0].content
+    assert "unchanged, lines 1-2 as attached in u1" in r.messages[1].content
+    assert "`missing.py`: (not available)" in r.messages[1].content
