@@ -98,8 +98,62 @@ class TrimConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """How conversations are trimmed. (Placeholder: the trim engine's owner adds fields.)"""
 
 
+class ModeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """One task mode: the largest share of `cap` each zone may use (Z3)."""
+
+    rules_share: Annotated[float, Meta(ge=0, le=1, description="Largest share of the zone "
+                                       "cap the rules (zone A) may use.")] = 0.4
+    working_share: Annotated[float, Meta(ge=0, le=1, description="Largest share of the zone "
+                                         "cap the working items (zone B) may use.")] = 0.8
+    cap: Annotated[int, Meta(ge=0, description="Most tokens both zones may use together.")] = 8000
+
+
+class ModesConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """The three task modes (seed 003): short questions, deep work, debugging."""
+
+    short: ModeConfig = msgspec.field(
+        default_factory=lambda: ModeConfig(rules_share=0.2, working_share=0.5, cap=2000))
+    deep: ModeConfig = msgspec.field(
+        default_factory=lambda: ModeConfig(rules_share=0.4, working_share=0.8, cap=8000))
+    debug: ModeConfig = msgspec.field(
+        default_factory=lambda: ModeConfig(rules_share=0.1, working_share=0.9, cap=4000))
+
+
 class SessionConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """How sessions are stored and budgeted. (Placeholder: the sessions' owner adds fields.)"""
+    """How sessions remember: rule and working zones, modes, compaction, calibration."""
+
+    default_mode: Annotated[str, Meta(pattern="^(short|deep|debug)$", description="Mode of "
+                                      "a new session when the client names none.")] = "deep"
+    modes: ModesConfig = msgspec.field(default_factory=ModesConfig)
+    max_rules: Annotated[int, Meta(ge=0, description="Most rules kept in the rule zone; the "
+                                   "lowest weights beyond are demoted to the working zone.")] = 12
+    rule_prefix: Annotated[str, Meta(description="Marker put before the top-weight rules.")] = (
+        "__RULE__")
+    decay: Annotated[float, Meta(gt=0, le=1, description="Heat a working item keeps per turn "
+                                 "in which no reply refers to it.")] = 0.7
+    compress_below: Annotated[float, Meta(ge=0, le=1, description="Below this heat a working "
+                                          "item is shown compressed to about a quarter.")] = 0.34
+    remove_below: Annotated[float, Meta(ge=0, le=1, description="Below this heat an optional "
+                                        "working item is removed.")] = 0.1
+    compaction_trigger: Annotated[float, Meta(gt=0, le=1, description="History share past "
+                                              "which rolling compaction runs.")] = 0.7
+    compaction_target: Annotated[float, Meta(gt=0, le=1, description="History share the "
+                                             "cheap stages (tool outputs, dedup, extractive) "
+                                             "aim for before the summarizer is used.")] = 0.5
+    keep_recent: Annotated[int, Meta(ge=0, description="Newest messages a compaction keeps "
+                                     "verbatim.")] = 6
+    tool_output_cap: Annotated[int, Meta(ge=16, description="Tokens past which an older tool "
+                                         "output is compressed during compaction.")] = 1000
+    summary_max_tokens: Annotated[int, Meta(ge=16, description="Most tokens asked of the "
+                                            "summarizer.")] = 1000
+    summarizer_timeout: Annotated[float, Meta(gt=0, description="Seconds to wait for the "
+                                              "client's ctx/summarize before the offline "
+                                              "summary is used.")] = 5.0
+    calibration_window: Annotated[int, Meta(ge=1, description="Usage reports averaged per "
+                                            "model for the token bias.")] = 50
+    durability: Annotated[str, Meta(pattern="^(normal|full)$", description="SQLite "
+                                    "synchronous mode: normal survives a killed daemon, full "
+                                    "also a power cut (slower appends).")] = "normal"
 
 
 class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
