@@ -1,0 +1,72 @@
+/**
+ * What the status bar says about a budget: the text `ctx 42.1k / 128k (33%)`, the severity
+ * (warning from 70%, error from 90%) and the tooltip breakdown by layer. Pure functions: no
+ * vscode here, so the rules are unit-tested directly.
+ */
+import type { Budget } from "@ctxlayer/client";
+
+export const WARNING_PERCENT = 70;
+export const ERROR_PERCENT = 90;
+
+export type Severity = "ok" | "warning" | "error";
+
+/** 950 -> "950", 42_100 -> "42.1k", 128_000 -> "128k", 1_048_576 -> "1.05M". */
+export function compact(n: number): string {
+  if (n < 1000) return String(Math.round(n));
+  if (n < 1_000_000) {
+    const k = n / 1000;
+    return (k >= 100 ? Math.round(k).toString() : trimZero(k.toFixed(1))) + "k";
+  }
+  return trimZero((n / 1_000_000).toFixed(2)) + "M";
+}
+
+function trimZero(s: string): string {
+  return s.replace(/\.0+$/, "").replace(/(\.\d*?)0+$/, "$1");
+}
+
+/** Percentage of the limit in use, from the counts themselves (0 when there is no limit). */
+export function percentOf(budget: Pick<Budget, "used" | "limit">): number {
+  return budget.limit > 0 ? (100 * budget.used) / budget.limit : 0;
+}
+
+export function statusText(budget: Budget): string {
+  return `ctx ${compact(budget.used)} / ${compact(budget.limit)} (${Math.round(percentOf(budget))}%)`;
+}
+
+export function severity(budget: Budget): Severity {
+  const p = percentOf(budget);
+  if (p >= ERROR_PERCENT) return "error";
+  if (p >= WARNING_PERCENT) return "warning";
+  return "ok";
+}
+
+const LAYER_NAMES: [keyof Budget["byLayer"], string][] = [
+  ["system", "System"],
+  ["workspace", "Workspace"],
+  ["rules", "Rules"],
+  ["working", "Working memory"],
+  ["history", "History"],
+];
+
+/** Markdown tooltip: one row per layer, the model, and where the next compaction happens. */
+export function tooltip(budget: Budget, source: string): string {
+  const rows = LAYER_NAMES.map(
+    ([key, label]) => `| ${label} | ${(budget.byLayer[key] ?? 0).toLocaleString("en-US")} |`,
+  );
+  const next = budget.nextCompactionAt ?? Math.round(budget.limit * 0.7);
+  const left = Math.max(0, next - budget.used);
+  return [
+    `**ctxlayer** · ${budget.model} · ${source}`,
+    "",
+    "| Layer | Tokens |",
+    "| --- | ---: |",
+    ...rows,
+    `| **Total** | **${budget.used.toLocaleString("en-US")} / ${budget.limit.toLocaleString("en-US")}** |`,
+    "",
+    budget.used >= next
+      ? `History compaction is due (threshold ${next.toLocaleString("en-US")} tokens).`
+      : `Next compaction at ${next.toLocaleString("en-US")} tokens (${left.toLocaleString("en-US")} to go).`,
+    "",
+    "Click to show the context.",
+  ].join("\n");
+}

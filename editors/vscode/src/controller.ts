@@ -1,0 +1,214 @@
+/**
+ * The extension's view of the context budget: which session it uses, the latest Budget, the
+ * last trim, and how to refresh them from the daemon. When the daemon has sessions it opens
+ * one per workspace and follows ctx/budgetChanged; before sessions, the budget is the system
+ * prompt (workspace segment included) plus the last conversation trimmed through the API.
+ * No vscode import: the status bar is behind the BudgetSink interface.
+ */
+import type {
+  AssembleParams,
+  AssembleResult,
+  Budget,
+  CountParams,
+  CountResult,
+  CtxlayerClient,
+  Disposable,
+  Message,
+  ModeSuggestion,
+  TrimParams,
+  TrimResult,
+} from "@ctxlayer/client";
+
+export interface BudgetSink {
+  showBudget(budget: Budget, source: string): void;
+  showProblem(text: string, detail: string): void;
+}
+
+export interface ControllerSettings {
+  model: string;
+  budget: number | null;
+  mode: "short" | "deep" | "debug";
+}
+
+type Listener = (budget: Budget) => void;
+
+export class BudgetController {
+  private client: CtxlayerClient | undefined;
+  private methods = new Set<string>();
+  private subscriptions: Disposable[] = [];
+  private listeners = new Set<Listener>();
+  sessionId: string | undefined;
+  budget: Budget | undefined;
+  lastTrim: { params: TrimParams; result: TrimResult } | undefined;
+  suggestion: ModeSuggestion | undefined;
+
+  constructor(
+    private readonly sink: BudgetSink,
+    private settings: ControllerSettings,
+    private readonly workspaceKey: string,
+  ) {}
+
+  get connected(): boolean {
+    return this.client !== undefined;
+  }
+
+  get hasSessions(): boolean {
+    return this.methods.has("ctx/session/open");
+  }
+
+  has(method: string): boolean {
+    return this.methods.size === 0 || this.methods.has(method);
+  }
+
+  updateSettings(settings: ControllerSettings): void {
+    this.settings = settings;
+  }
+
+  /** Called when the daemon (re)started. */
+  async attach(client: CtxlayerClient, methods: Set<string>): Promise<void> {
+    this.detach();
+    this.client = client;
+    this.methods = methods;
+    this.sessionId = undefined;
+    this.subscriptions.push(
+      client.onBudgetChanged((b) => {
+        if (!this.sessionId || !b.sessionId || b.sessionId === this.sessionId) this.publish(b);
+      }),
+      client.onSegmentChanged(() => {
+        if (!this.hasSessions) void this.refresh();
+      }),
+    );
+    if (this.hasSessions) {
+      const opened = await client.request("ctx/session/open", {
+        sessionId: `vscode:${this.workspaceKey}`,
+        model: this.settings.model,
+        mode: this.settings.mode,
+        budget: this.settings.budget ?? undefined,
+      });
+      this.sessionId = opened.sessionId;
+    }
+    await this.refresh();
+  }
+
+  detach(): void {
+    for (const s of this.subscriptions) s.dispose();
+    this.subscriptions = [];
+    this.client = undefined;
+  }
+
+  onBudgetChanged(listener: Listener): Disposable {
+    this.listeners.add(listener);
+    return { dispose: () => this.listeners.delete(listener) };
+  }
+
+  /** Re-read the budget from the daemon and show it. */
+  async refresh(): Promise<Budget | undefined> {
+    const client = this.need();
+    try {
+      const budget = this.sessionId
+        ? await client.sessionBudget(this.sessionId)
+        : await this.fallbackBudget(client);
+      this.publish(budget);
+      return budget;
+    } catch (err) {
+      const text = err instanceof Error ? err.message : String(err);
+      this.sink.showProblem("ctx error", text);
+      throw err;
+    }
+  }
+
+  /** Before sessions: system prompt (with the workspace segment) plus the last trim. */
+  private async fallbackBudget(client: CtxlayerClient): Promise<Budget> {
+    const model = this.settings.model;
+    const [segment, prompt] = await Promise.all([
+      client.segment(),
+      client.systemPrompt({ model }),
+    ]);
+    const fit = await client.trim({
+      model,
+      messages: prompt.messages,
+      budget: this.settings.budget ?? undefined,
+    });
+    const history = this.lastTrim?.result.tokens ?? 0;
+    const system = Math.max(0, fit.tokens - segment.tokens);
+    const limit = this.settings.budget ?? this.lastTrim?.result.budget ?? fit.budget;
+    const used = fit.tokens + history;
+    return {
+      used,
+      limit,
+      percent: limit > 0 ? used / limit : 0,
+      byLayer: { system, workspace: segment.tokens, rules: 0, working: 0, history },
+      model,
+    };
+  }
+
+  private publish(budget: Budget): void {
+    this.budget = budget;
+    this.sink.showBudget(budget, this.sessionId ? `session ${this.sessionId}` : "workspace");
+    for (const l of this.listeners) l(budget);
+  }
+
+  async trim(params: TrimParams): Promise<TrimResult> {
+    const result = await this.need().trim({ model: this.settings.model, ...params });
+    this.lastTrim = { params, result };
+    if (!this.sessionId) void this.refresh().catch(() => undefined);
+    return result;
+  }
+
+  async count(params: CountParams): Promise<CountResult> {
+    return this.need().count({ model: this.settings.model, ...params });
+  }
+
+  async assemble(params: Partial<AssembleParams> = {}): Promise<AssembleResult> {
+    const sessionId = params.sessionId ?? this.sessionId;
+    if (!sessionId) throw new Error("assemble needs a daemon with sessions (ctx/session/*)");
+    const result = await this.need().assemble({ ...params, sessionId });
+    this.suggestion = result.modeSuggestion ?? undefined;
+    return result;
+  }
+
+  /** The prompt as text: assembled when there are sessions, else the system prompt. */
+  async assembledText(): Promise<string> {
+    const messages: Message[] = this.sessionId
+      ? (await this.assemble()).messages
+      : (await this.need().systemPrompt({ model: this.settings.model })).messages;
+    return messages.map((m) => `## ${m.role}\n\n${m.content}`).join("\n\n");
+  }
+
+  async setMode(mode: ControllerSettings["mode"]): Promise<void> {
+    this.settings = { ...this.settings, mode };
+    if (this.sessionId) {
+      const budget = await this.need().request("ctx/session/setMode", {
+        sessionId: this.sessionId,
+        mode,
+      });
+      this.publish(budget);
+    }
+  }
+
+  async addRule(text: string, weight = 1): Promise<{ ruleId: string; warning?: string | null }> {
+    if (!this.sessionId) throw new Error("rules need a daemon with sessions (ctx/session/addRule)");
+    return this.need().request("ctx/session/addRule", {
+      sessionId: this.sessionId,
+      rule: { text, weight },
+    });
+  }
+
+  /** The inspector page for the session, else for the last trimmed conversation. */
+  async inspectorHtml(): Promise<string> {
+    const client = this.need();
+    if (this.sessionId) return (await client.inspect({ sessionId: this.sessionId })).html;
+    const messages =
+      this.lastTrim?.params.messages ??
+      (await client.systemPrompt({ model: this.settings.model })).messages;
+    const budget = this.settings.budget ?? this.lastTrim?.result.budget ?? this.budget?.limit;
+    return (await client.inspect({ messages, budget, model: this.settings.model })).html;
+  }
+
+  private need(): CtxlayerClient {
+    if (!this.client) {
+      throw new Error("the ctxlayer daemon is not running: run `ctxlayer: Restart`");
+    }
+    return this.client;
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * Entry point: wires settings, the daemon, the status bar, the commands and the exported API.
+ * No logic lives here (STYLE.md section 10).
+ */
+import { createHash } from "node:crypto";
+import { createApi, type CtxlayerApi } from "./api";
+import * as commands from "./commands";
+import { BudgetController } from "./controller";
+import { errorText } from "./errors";
+import { DaemonServer } from "./server";
+import { BudgetStatusItem } from "./statusBar";
+import { summarize } from "./summarize";
+import * as api from "./vscodeapi";
+
+let server: DaemonServer | undefined;
+
+export async function activate(context: api.ExtensionContext): Promise<CtxlayerApi> {
+  const log = api.createLogChannel("ctxlayer");
+  const status = new BudgetStatusItem();
+  const workspace = api.workspaceFolder() ?? "no-workspace";
+  const key = createHash("sha256").update(workspace).digest("hex").slice(0, 12);
+  const controller = new BudgetController(status, api.readSettings(), key);
+  const daemon = new DaemonServer(log, {
+    summarize: (params) => summarize(params, (prompt) => api.summarizeWithEditorModel(prompt)),
+    onStarted: async (running) => {
+      try {
+        await controller.attach(running.client, running.methods);
+      } catch (err) {
+        log.error(`reading the budget: ${errorText(err)}`);
+      }
+    },
+    onStopped: (reason) => {
+      controller.detach();
+      status.showProblem("ctx off", `${reason}. Run "ctxlayer: Restart" or "ctxlayer: Show logs".`);
+    },
+  });
+  server = daemon;
+  const restart = () => {
+    controller.updateSettings(api.readSettings());
+    return daemon.restart(api.readSettings());
+  };
+  context.subscriptions.push(
+    log,
+    status,
+    ...commands.register({ controller, restart, log }),
+    api.onSettingsChanged(() => {
+      log.info("settings changed: restarting the daemon");
+      void restart();
+    }),
+  );
+  void daemon.start(api.readSettings());
+  return createApi(controller);
+}
+
+export async function deactivate(): Promise<void> {
+  await server?.stop();
+  server = undefined;
+}

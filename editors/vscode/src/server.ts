@@ -1,0 +1,154 @@
+/**
+ * Starts, stops and restarts the daemon through vscode-languageclient, and hands out a typed
+ * CtxlayerClient for the running connection. Owns the LanguageClient's lifetime and its
+ * failure messages; it does not own what the budget means (controller.ts).
+ */
+import { CtxlayerClient, type SummarizeParams, type SummarizeResult } from "@ctxlayer/client";
+import {
+  CloseAction,
+  ErrorAction,
+  LanguageClient,
+  Trace,
+  type LanguageClientOptions,
+  type ServerOptions,
+} from "vscode-languageclient/node";
+import { errorText } from "./errors";
+import { INSTALL_HINT, resolveServerCommand } from "./serverCommand";
+import type { LogOutputChannel, Settings } from "./vscodeapi";
+import * as api from "./vscodeapi";
+
+export interface Running {
+  client: CtxlayerClient;
+  /** Custom methods the daemon announced in capabilities.experimental.ctxlayer.methods. */
+  methods: Set<string>;
+  protocolVersion?: string;
+}
+
+export interface ServerHooks {
+  summarize(params: SummarizeParams): Promise<SummarizeResult>;
+  onStarted(running: Running): void | Promise<void>;
+  onStopped(reason: string): void;
+}
+
+const MAX_RESTARTS = 3;
+
+export class DaemonServer {
+  private languageClient: LanguageClient | undefined;
+  private running: Running | undefined;
+  private restarts = 0;
+
+  constructor(
+    private readonly log: LogOutputChannel,
+    private readonly hooks: ServerHooks,
+  ) {}
+
+  get current(): Running | undefined {
+    return this.running;
+  }
+
+  async start(settings: Settings): Promise<boolean> {
+    const workspace = api.workspaceFolder();
+    const found = resolveServerCommand(settings.serverCommand, workspace);
+    if (!found) {
+      this.log.error(INSTALL_HINT);
+      this.hooks.onStopped("daemon not found");
+      void api.showError(INSTALL_HINT, "Open Settings", "Show Logs").then((choice) => {
+        if (choice === "Open Settings")
+          void api.executeCommand("workbench.action.openSettings", "ctxlayer.serverCommand");
+        if (choice === "Show Logs") this.log.show();
+      });
+      return false;
+    }
+    this.log.info(`starting ${found.command} ${found.args.join(" ")} (from ${found.source})`);
+    const serverOptions: ServerOptions = {
+      command: found.command,
+      args: found.args,
+      options: { cwd: workspace },
+    };
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: [{ scheme: "file" }],
+      outputChannel: this.log,
+      traceOutputChannel: this.log,
+      initializationOptions: {
+        model: settings.model,
+        mode: settings.mode,
+      },
+      errorHandler: {
+        error: () => ({ action: ErrorAction.Continue, handled: true }),
+        closed: () => {
+          this.hooks.onStopped("daemon exited");
+          if (++this.restarts <= MAX_RESTARTS) {
+            this.log.warn(`the daemon exited; restart ${this.restarts} of ${MAX_RESTARTS}`);
+            return { action: CloseAction.Restart, handled: true };
+          }
+          return {
+            action: CloseAction.DoNotRestart,
+            message:
+              "ctxlayer: the daemon keeps exiting. Run `ctxlayer: Show logs` to see why, then " +
+              "`ctxlayer: Restart`.",
+          };
+        },
+      },
+    };
+    const lc = new LanguageClient("ctxlayer", "ctxlayer", serverOptions, clientOptions);
+    lc.registerFeature({
+      fillClientCapabilities(capabilities: any) {
+        capabilities.experimental = {
+          ...(capabilities.experimental ?? {}),
+          ctxlayer: { summarize: true },
+        };
+      },
+      initialize() {},
+      getState: () => ({ kind: "static" }),
+      clear() {},
+    } as any);
+    const client = new CtxlayerClient(lc);
+    client.onSummarize((params) => this.hooks.summarize(params));
+    this.languageClient = lc;
+    try {
+      await lc.start();
+    } catch (err) {
+      const message =
+        `ctxlayer: the daemon (${found.command}) did not start: ${errorText(err)}. ` +
+        "Check `ctxlayer.serverCommand`, or run `ctxlayer serve` in a terminal to see the error.";
+      this.log.error(message);
+      this.hooks.onStopped("start failed");
+      void api.showError(message, "Show Logs").then((c) => c && this.log.show());
+      this.languageClient = undefined;
+      return false;
+    }
+    await lc.setTrace(Trace.fromString(settings.trace));
+    const experimental = (lc.initializeResult?.capabilities as any)?.experimental?.ctxlayer ?? {};
+    this.running = {
+      client,
+      methods: new Set<string>(experimental.methods ?? []),
+      protocolVersion: experimental.protocolVersion,
+    };
+    this.log.info(
+      `daemon started: ${lc.initializeResult?.serverInfo?.name ?? "?"} ` +
+        `${lc.initializeResult?.serverInfo?.version ?? ""}, ` +
+        `${this.running.methods.size} custom methods`,
+    );
+    await this.hooks.onStarted(this.running);
+    return true;
+  }
+
+  async stop(): Promise<void> {
+    const lc = this.languageClient;
+    this.languageClient = undefined;
+    this.running = undefined;
+    if (lc) {
+      try {
+        await lc.stop(5000);
+      } catch (err) {
+        this.log.warn(`stopping the daemon: ${errorText(err)}`);
+      }
+    }
+  }
+
+  async restart(settings: Settings): Promise<boolean> {
+    this.restarts = 0;
+    await this.stop();
+    return this.start(settings);
+  }
+}

@@ -1,0 +1,126 @@
+/**
+ * The one module that imports `vscode`. Everything else takes these wrappers, so unit tests
+ * can replace the `vscode` module (vitest alias) and the rest stays plain TypeScript.
+ */
+import * as vscode from "vscode";
+
+export type { Disposable, ExtensionContext, LogOutputChannel, StatusBarItem } from "vscode";
+
+export const StatusBarAlignment = vscode.StatusBarAlignment;
+
+export function createStatusBarItem(id: string): vscode.StatusBarItem {
+  return vscode.window.createStatusBarItem(id, vscode.StatusBarAlignment.Right, 100);
+}
+
+export function createLogChannel(name: string): vscode.LogOutputChannel {
+  return vscode.window.createOutputChannel(name, { log: true });
+}
+
+export function themeColor(id: string): vscode.ThemeColor {
+  return new vscode.ThemeColor(id);
+}
+
+export function markdown(text: string): vscode.MarkdownString {
+  const md = new vscode.MarkdownString(text);
+  md.isTrusted = false;
+  return md;
+}
+
+export function registerCommand(
+  id: string,
+  run: (...args: any[]) => unknown,
+): vscode.Disposable {
+  return vscode.commands.registerCommand(id, run);
+}
+
+export function executeCommand(id: string, ...args: unknown[]): Thenable<unknown> {
+  return vscode.commands.executeCommand(id, ...args);
+}
+
+export interface Settings {
+  model: string;
+  budget: number | null;
+  mode: "short" | "deep" | "debug";
+  serverCommand: string[];
+  trace: "off" | "messages" | "verbose";
+}
+
+export function readSettings(): Settings {
+  const c = vscode.workspace.getConfiguration("ctxlayer");
+  return {
+    model: c.get<string>("model", "gpt-4o"),
+    budget: c.get<number | null>("budget", null) ?? null,
+    mode: c.get<Settings["mode"]>("mode", "short"),
+    serverCommand: c.get<string[]>("serverCommand", []),
+    trace: c.get<Settings["trace"]>("trace.server", "off"),
+  };
+}
+
+export function updateSetting(key: string, value: unknown): Thenable<void> {
+  return vscode.workspace
+    .getConfiguration("ctxlayer")
+    .update(key, value, vscode.ConfigurationTarget.Workspace);
+}
+
+export function onSettingsChanged(listener: () => void): vscode.Disposable {
+  return vscode.workspace.onDidChangeConfiguration((e) => {
+    if (e.affectsConfiguration("ctxlayer")) listener();
+  });
+}
+
+export function workspaceFolder(): string | undefined {
+  return vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+}
+
+export function showError(message: string, ...actions: string[]): Thenable<string | undefined> {
+  return vscode.window.showErrorMessage(message, ...actions);
+}
+
+export function showInfo(message: string): Thenable<string | undefined> {
+  return vscode.window.showInformationMessage(message);
+}
+
+export function showQuickPick<T extends vscode.QuickPickItem>(
+  items: T[],
+  placeHolder: string,
+): Thenable<T | undefined> {
+  return vscode.window.showQuickPick(items, { placeHolder });
+}
+
+export function showInputBox(prompt: string, placeHolder?: string): Thenable<string | undefined> {
+  return vscode.window.showInputBox({ prompt, placeHolder });
+}
+
+export function copyToClipboard(text: string): Thenable<void> {
+  return vscode.env.clipboard.writeText(text);
+}
+
+export function openExternal(url: string): Thenable<boolean> {
+  return vscode.env.openExternal(vscode.Uri.parse(url));
+}
+
+export function createInspectorPanel(title: string): vscode.WebviewPanel {
+  return vscode.window.createWebviewPanel("ctxlayer.inspector", title, vscode.ViewColumn.Active, {
+    enableScripts: true,
+    localResourceRoots: [],
+  });
+}
+
+/** Summarize with the editor's own language model; undefined when none is available. */
+export async function summarizeWithEditorModel(
+  prompt: string,
+  token?: vscode.CancellationToken,
+): Promise<string | undefined> {
+  const lm = (vscode as any).lm as typeof vscode.lm | undefined;
+  if (!lm?.selectChatModels) return undefined;
+  const [model] = await lm.selectChatModels({});
+  if (!model) return undefined;
+  const response = await model.sendRequest(
+    [vscode.LanguageModelChatMessage.User(prompt)],
+    {},
+    token ?? new vscode.CancellationTokenSource().token,
+  );
+  let text = "";
+  for await (const part of response.text) text += part;
+  return text;
+}

@@ -1,0 +1,54 @@
+import { describe, expect, it } from "vitest";
+import { compact, percentOf, severity, statusText, tooltip } from "../../src/budgetView";
+import { budget } from "./fakeDaemon";
+
+describe("status text", () => {
+  it("reads like `ctx 42.1k / 128k (33%)`", () => {
+    expect(statusText(budget(42_100, 128_000))).toBe("ctx 42.1k / 128k (33%)");
+  });
+
+  it.each([
+    [0, "0"],
+    [950, "950"],
+    [1000, "1k"],
+    [42_100, "42.1k"],
+    [99_950, "100k"],
+    [128_000, "128k"],
+    [1_048_576, "1.05M"],
+    [2_000_000, "2M"],
+  ])("compacts %d as %s", (n, text) => {
+    expect(compact(n)).toBe(text);
+  });
+
+  it("computes the percentage from the counts", () => {
+    expect(percentOf({ used: 50, limit: 200 })).toBe(25);
+    expect(percentOf({ used: 50, limit: 0 })).toBe(0);
+  });
+});
+
+describe("severity", () => {
+  it.each([
+    [69_900, "ok"],
+    [70_000, "warning"],
+    [89_999, "warning"],
+    [90_000, "error"],
+    [120_000, "error"],
+  ])("%d of 100k is %s", (used, level) => {
+    expect(severity(budget(used, 100_000))).toBe(level);
+  });
+});
+
+describe("tooltip", () => {
+  it("breaks the budget down by layer and says where compaction happens", () => {
+    const text = tooltip({ ...budget(30_000, 100_000), nextCompactionAt: 70_000 }, "workspace");
+    expect(text).toContain("| System | 1,000 |");
+    expect(text).toContain("| Workspace | 29,000 |");
+    expect(text).toContain("| History | 0 |");
+    expect(text).toContain("Next compaction at 70,000 tokens (40,000 to go)");
+    expect(text).toContain("gpt-4o");
+  });
+
+  it("says compaction is due past the threshold", () => {
+    expect(tooltip(budget(80_000, 100_000), "s")).toContain("compaction is due");
+  });
+});

@@ -1,0 +1,187 @@
+import { beforeEach, describe, expect, it } from "vitest";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { CtxlayerClient } from "@ctxlayer/client";
+import * as commands from "../../src/commands";
+import { BudgetController } from "../../src/controller";
+import { BudgetStatusItem } from "../../src/statusBar";
+import { summarize, summaryPrompt } from "../../src/summarize";
+import { createApi } from "../../src/api";
+import * as api from "../../src/vscodeapi";
+import { recorded, resetMock } from "./vscode.mock";
+import { budget, FakeConnection } from "./fakeDaemon";
+
+const manifest = JSON.parse(readFileSync(join(__dirname, "../../package.json"), "utf8"));
+
+beforeEach(() => resetMock());
+
+describe("status bar item", () => {
+  it("shows the budget with warning and error colours", () => {
+    const status = new BudgetStatusItem();
+    const item = recorded.statusItems[0];
+    expect(item.visible).toBe(true);
+    expect(item.command).toBe("ctxlayer.showContext");
+    status.showBudget(budget(42_100, 128_000), "workspace");
+    expect(item.text).toBe("ctx 42.1k / 128k (33%)");
+    expect(item.backgroundColor).toBeUndefined();
+    expect(item.tooltip.value).toContain("| Workspace | 41,100 |");
+    status.showBudget(budget(75_000, 100_000), "workspace");
+    expect(item.backgroundColor.id).toBe("statusBarItem.warningBackground");
+    status.showBudget(budget(95_000, 100_000), "workspace");
+    expect(item.backgroundColor.id).toBe("statusBarItem.errorBackground");
+    status.showProblem("ctx off", "daemon exited");
+    expect(item.text).toBe("$(warning) ctx off");
+  });
+});
+
+describe("settings", () => {
+  it("are read with the manifest's defaults", () => {
+    const props = manifest.contributes.configuration.properties;
+    expect(api.readSettings()).toEqual({
+      model: props["ctxlayer.model"].default,
+      budget: props["ctxlayer.budget"].default,
+      mode: props["ctxlayer.mode"].default,
+      serverCommand: props["ctxlayer.serverCommand"].default,
+      trace: props["ctxlayer.trace.server"].default,
+    });
+    recorded.settings.set("model", "claude-sonnet-4");
+    recorded.settings.set("budget", 50_000);
+    expect(api.readSettings()).toMatchObject({ model: "claude-sonnet-4", budget: 50_000 });
+  });
+});
+
+function deps(answers: Record<string, (p: any) => unknown>, methods: string[]) {
+  const conn = new FakeConnection(answers);
+  const status = new BudgetStatusItem();
+  const controller = new BudgetController(status, api.readSettings(), "k");
+  let restarts = 0;
+  const log = api.createLogChannel("ctxlayer") as any;
+  return {
+    conn,
+    controller,
+    log,
+    restarts: () => restarts,
+    attach: () => controller.attach(new CtxlayerClient(conn), new Set(methods)),
+    deps: { controller, log, restart: async () => restarts++ } as commands.CommandDeps,
+  };
+}
+
+const sessionAnswers = {
+  "ctx/session/open": (p: any) => ({ ...p }),
+  "ctx/session/budget": (p: any) => budget(5000, 100_000, p.sessionId),
+  "ctx/session/setMode": (p: any) => budget(6000, 100_000, p.sessionId),
+  "ctx/session/addRule": () => ({ ruleId: "r1", demoted: [], warning: "say it in the imperative" }),
+  "ctx/inspect": () => ({ html: "<!doctype html><p>page</p>" }),
+  "ctx/assemble": () => ({ messages: [{ role: "user", content: "hello" }] }),
+};
+const sessionMethods = ["ctx/session/open", "ctx/session/budget", "ctx/inspect"];
+
+describe("commands", () => {
+  it("registers exactly the commands the manifest contributes", () => {
+    const d = deps({}, []);
+    commands.register(d.deps);
+    const contributed = manifest.contributes.commands.map((c: any) => c.command).sort();
+    expect([...recorded.commands.keys()].sort()).toEqual(contributed);
+  });
+
+  it("Show context opens the inspector page in a webview with scripts", async () => {
+    const d = deps(sessionAnswers, sessionMethods);
+    await d.attach();
+    await commands.showContext(d.deps);
+    expect(recorded.panels).toHaveLength(1);
+    expect(recorded.panels[0].webview.html).toContain("<p>page</p>");
+    expect(recorded.panels[0].options.enableScripts).toBe(true);
+  });
+
+  it("Set mode shows the suggested mode and applies the pick", async () => {
+    const d = deps(sessionAnswers, sessionMethods);
+    await d.attach();
+    d.controller.suggestion = { mode: "debug", reason: "a stack trace in the last message" };
+    recorded.nextQuickPick = "debug";
+    await commands.setMode(d.deps);
+    const debug = recorded.quickPickItems.find((i) => i.label === "debug");
+    expect(debug.description).toBe("suggested: a stack trace in the last message");
+    expect(recorded.updates).toEqual([["mode", "debug"]]);
+    expect(d.conn.sent("ctx/session/setMode")).toEqual([{ sessionId: "vscode:k", mode: "debug" }]);
+  });
+
+  it("Add rule sends the rule and shows the daemon's warning", async () => {
+    const d = deps(sessionAnswers, sessionMethods);
+    await d.attach();
+    recorded.nextInput = "  the project usually avoids any  ";
+    await commands.addRule(d.deps);
+    expect(d.conn.sent("ctx/session/addRule")).toEqual([
+      { sessionId: "vscode:k", rule: { text: "the project usually avoids any", weight: 1 } },
+    ]);
+    expect(recorded.infos).toEqual(["ctxlayer: say it in the imperative"]);
+  });
+
+  it("Copy assembled prompt puts the prompt on the clipboard", async () => {
+    const d = deps(sessionAnswers, sessionMethods);
+    await d.attach();
+    await commands.copyAssembled(d.deps);
+    expect(recorded.clipboard).toBe("## user\n\nhello");
+  });
+
+  it("a failure shows one actionable message, and its button restarts", async () => {
+    const d = deps({}, []);
+    recorded.nextErrorChoice = "Restart";
+    await commands.refresh(d.deps);
+    expect(recorded.errors).toHaveLength(1);
+    expect(recorded.errors[0].message).toMatch(/Refresh failed: .*ctxlayer: Restart/);
+    expect(recorded.errors[0].actions).toEqual(["Show Logs", "Restart"]);
+    expect(d.restarts()).toBe(1);
+    expect(d.log.lines.at(-1)).toMatch(/^error ctxlayer: Refresh failed/);
+  });
+});
+
+describe("exported API", () => {
+  it("passes assemble, trim and count to the daemon and reports budget changes", async () => {
+    const d = deps(
+      {
+        ...sessionAnswers,
+        "ctx/trim": (p: any) => ({ messages: p.messages, tokens: 3, budget: 10, dropped: [] }),
+        "ctx/count": (p: any) => ({ tokens: [1], total: 1, model: p.model }),
+      },
+      sessionMethods,
+    );
+    await d.attach();
+    const exported = createApi(d.controller);
+    const seen: number[] = [];
+    exported.onBudgetChanged((b) => seen.push(b.used));
+    d.conn.notify("ctx/budgetChanged", budget(7000, 100_000, "vscode:k"));
+    expect(seen).toEqual([7000]);
+    expect(exported.budget?.used).toBe(7000);
+    expect((await exported.count({ texts: ["x"] })).total).toBe(1);
+    expect(d.conn.sent("ctx/count")[0].model).toBe("gpt-4o");
+    expect((await exported.trim({ messages: [{ role: "user", content: "x" }] })).tokens).toBe(3);
+    expect((await exported.assemble()).messages).toHaveLength(1);
+    expect(d.conn.sent("ctx/assemble")[0].sessionId).toBe("vscode:k");
+  });
+});
+
+describe("ctx/summarize", () => {
+  const params = {
+    messages: [{ role: "user" as const, content: "fix the bug", id: "m1" }],
+    instructions: "Summarize: decided, open, constraints.",
+    maxTokens: 200,
+  };
+
+  it("asks the editor's model with the instructions and the transcript", async () => {
+    let asked = "";
+    const result = await summarize(params, async (prompt) => {
+      asked = prompt;
+      return "  decided: x  ";
+    });
+    expect(result).toEqual({ text: "decided: x" });
+    expect(asked).toBe(summaryPrompt(params));
+    expect(asked).toContain("under 200 tokens");
+    expect(asked).toContain("[user m1]\nfix the bug");
+  });
+
+  it("refuses when no editor model is available, so the daemon falls back", async () => {
+    await expect(summarize(params, async () => undefined)).rejects.toThrow(/offline summary/);
+    // the mocked vscode has no `lm`
+    expect(await api.summarizeWithEditorModel("x")).toBeUndefined();
+  });
+});
