@@ -174,7 +174,8 @@ def render_tree(
             break
         target *= token_budget / tokens * 0.97
     if budget_folds:
-        left_out.append(LeftOut(part="tree", path=".", reason=f"{budget_folds:,} folders folded "
+        noun = "folder" if budget_folds == 1 else "folders"
+        left_out.append(LeftOut(part="tree", path=".", reason=f"{budget_folds:,} {noun} folded "
                                 f"to fit tree_token_budget {token_budget:,}"))
     if root_limit is not None:
         left_out.append(LeftOut(part="tree", path=".", reason="top-level entries cut to fit "

@@ -1,0 +1,71 @@
+"""The settings tree: defaults, merge order, bad input degrading key by key, docs in step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ctxlayer.config import AGENT_FILES, SELECTED_FILES, Config, load_config, settings_doc
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "settings.md"
+
+
+def test_defaults_match_gptme(tmp_path: Path):
+    config, problems = load_config(tmp_path, None, None)
+    assert problems == []
+    assert config == Config()
+    assert config.workspace.files[0] == "README*"
+    assert config.workspace.files == SELECTED_FILES
+    assert config.workspace.agent_files == AGENT_FILES
+    assert config.workspace.debounce_ms == 150
+    assert config.workspace.files_char_budget == 120_000
+
+
+def test_user_then_workspace_then_overrides(tmp_path: Path):
+    user, ws = tmp_path / "user", tmp_path / "ws"
+    user.mkdir()
+    ws.mkdir()
+    (user / "ctxlayer.toml").write_text(
+        "[workspace]\ndebounce_ms = 300\nfold_threshold = 7\ngit_max_files = 9\n")
+    (ws / "ctxlayer.toml").write_text("[workspace]\ndebounce_ms = 400\nfiles = []\n")
+    config, problems = load_config(ws, user, {"workspace": {"gitMaxFiles": 3}})
+    assert problems == []
+    w = config.workspace
+    assert (w.debounce_ms, w.fold_threshold, w.git_max_files) == (400, 7, 3)
+    assert w.files == []  # an explicit empty list means none
+
+
+def test_bad_values_fall_back_one_message_each(tmp_path: Path):
+    (tmp_path / "ctxlayer.toml").write_text(
+        '[workspace]\ndebounce_ms = "fast"\ntree_token_budget = 10\nwhat = 1\n'
+        'fold_threshold = 12\n')
+    config, problems = load_config(tmp_path, None, {"workspace": {"ignore": ["a", 3]},
+                                                    "session": 5})
+    w = config.workspace
+    assert w.debounce_ms == 150 and w.tree_token_budget == 3000 and w.ignore == []
+    assert w.fold_threshold == 12  # the good key in the same table is kept
+    assert len(problems) == 5, problems
+    text = "\n".join(problems)
+    for key in ("workspace.debounce_ms", "workspace.tree_token_budget", "workspace.what",
+                "workspace.ignore", "`session`"):
+        assert key in text
+    assert ">= 50" in text
+
+
+def test_broken_toml_is_reported_and_ignored(tmp_path: Path):
+    (tmp_path / "ctxlayer.toml").write_text("[workspace\ndebounce_ms = 1\n")
+    config, problems = load_config(tmp_path, None, None)
+    assert config == Config()
+    assert len(problems) == 1 and "invalid TOML" in problems[0] and "ctxlayer.toml" in problems[0]
+
+
+def test_wrong_shapes_never_raise(tmp_path: Path):
+    for overrides in ([1, 2], "x", {"workspace": [1]}, {"workspace": {"files": "README*"}},
+                      {"trim": {"anything": 1}}, {"workspace": {"debounce_ms": 10**9}}):
+        config, problems = load_config(tmp_path, None, overrides)  # type: ignore[arg-type]
+        assert config == Config()
+        assert len(problems) == 1, (overrides, problems)
+
+
+def test_settings_doc_is_up_to_date():
+    assert DOCS.read_text() == settings_doc(), (
+        "docs/settings.md is stale: write ctxlayer.config.settings_doc() to it")

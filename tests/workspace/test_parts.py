@@ -1,0 +1,217 @@
+"""Each part on real folders and real git repositories, without the watcher."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from conftest import count, git, make_ws, write
+
+from ctxlayer.core.text import content_hash
+from ctxlayer.workspace import PART_ORDER
+from ctxlayer.workspace.tree import render_tree
+
+
+def part(seg, name):
+    return next(p for p in seg.parts if p.name == name)
+
+
+def reasons(seg, part_name):
+    return {lo.path: lo.reason for lo in seg.left_out or [] if lo.part == part_name}
+
+
+# --- the whole -----------------------------------------------------------------------------
+
+
+def test_segment_order_hash_and_version(repo, home):
+    ws = make_ws(repo, home)
+    seg = ws.scan()
+    assert [p.name for p in seg.parts] == list(PART_ORDER)
+    assert seg.text == "\n\n".join(p.text for p in seg.parts if p.text)
+    assert seg.hash == content_hash(seg.text) and seg.version == 1
+    assert seg.tokens == count(seg.text)
+    for p in seg.parts:
+        assert p.hash == content_hash(p.text) and p.tokens == count(p.text)
+    # nothing changed: same hash, same version, nothing reported
+    assert ws.refresh() == [] and ws.segment.version == 1 and ws.segment.hash == seg.hash
+    # a content edit of an untracked-and-ignored file changes nothing (W3a)
+    write(repo, "build/out.txt", "1")
+    assert ws.refresh([repo / "build/out.txt"]) == [] and ws.segment.version == 1
+    # a tracked file modified is a real git change
+    write(repo, "src/app.py", "print('changed')\n")
+    assert ws.refresh([repo / "src/app.py"]) == ["git"]
+    assert ws.segment.version == 2 and ws.segment.hash != seg.hash
+    assert "M src/app.py" in part(ws.segment, "git").text
+    assert part(ws.segment, "tree").hash == part(seg, "tree").hash
+
+
+# --- git -----------------------------------------------------------------------------------
+
+
+def test_git_part_states(repo, home, tmp_path):
+    ws = make_ws(repo, home)
+    g = part(ws.scan(), "git").text
+    sha = git(repo, "rev-parse", "--short=7", "HEAD").strip()
+    assert "Branch: main" in g and f"HEAD: {sha}" in g and "Working tree clean." in g
+
+    write(repo, "src/app.py", "changed\n")
+    write(repo, "new/a.txt")
+    write(repo, "new/b.txt")
+    write(repo, "src/extra.py")
+    git(repo, "add", "src/util.py")  # unchanged: nothing staged
+    git(repo, "mv", "src/util.py", "src/tools.py")
+    ws.refresh()
+    g = part(ws.segment, "git").text
+    assert "Staged (1):\n  R src/util.py -> src/tools.py" in g
+    assert "Changed (1):\n  M src/app.py" in g
+    assert "Untracked (2):\n  new/ (2 files)\n  src/extra.py" in g
+
+    # upstream distance, through a local bare remote
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "two")
+    git(repo, "remote", "add", "origin", str(remote))
+    git(repo, "push", "-q", "-u", "origin", "main")
+    write(repo, "c.txt")
+    git(repo, "add", "c.txt")
+    git(repo, "commit", "-qm", "three")
+    ws.refresh()
+    assert "Upstream: origin/main (ahead 1, behind 0)" in part(ws.segment, "git").text
+
+    git(repo, "checkout", "-q", "--detach", "HEAD~1")
+    ws.refresh()
+    assert "Branch: (detached HEAD)" in part(ws.segment, "git").text
+
+
+def test_git_max_files_and_no_repo(repo, home, tmp_path):
+    for i in range(5):
+        write(repo, f"src/n{i}.py")
+    ws = make_ws(repo, home, git_max_files=2)
+    g = part(ws.scan(), "git").text
+    assert "Untracked (5):" in g and "… 3 more" in g
+    plain = tmp_path / "plain"
+    write(plain, "a.txt")
+    seg = make_ws(plain, home).scan()
+    assert part(seg, "git").text == "" and "a.txt" in part(seg, "tree").text
+
+
+def test_workspace_in_a_repo_subfolder(repo, home):
+    write(repo, "src/new.py")
+    write(repo, "outside.txt")
+    ws = make_ws(repo / "src", home)
+    seg = ws.scan()
+    tree_text = part(seg, "tree").text
+    assert "app.py" in tree_text and "README.md" not in tree_text
+    g = part(seg, "git").text
+    assert "new.py" in g and "outside.txt" not in g
+
+
+# --- tree ----------------------------------------------------------------------------------
+
+
+def test_tree_uses_gits_list_and_folds(repo, home):
+    for i in range(30):
+        write(repo, f"src/gen/f{i}.py")
+    write(repo, "build/ignored.js")
+    write(repo, "debug.log")
+    seg = make_ws(repo, home, fold_threshold=20).scan()
+    t = part(seg, "tree").text
+    assert "gen/ (30 files)" in t and "f1.py" not in t
+    assert "build" not in t and "debug.log" not in t and ".gitignore" in t
+    assert "src/gen/" in reasons(seg, "tree")
+
+
+def test_tree_budget_folds_deepest_first():
+    files = [f"top{i}.txt" for i in range(3)]
+    files += [f"a/b/c/deep{i}.py" for i in range(40)]
+    files += [f"a/mid{i}.py" for i in range(10)]
+    files += [f"z/y{i}.py" for i in range(10)]
+    full = render_tree(sorted(files), count, 10_000, 1000)
+    assert "deep3.py" in full.text and not full.left_out
+    small = render_tree(sorted(files), count, 60, 1000)
+    assert count(small.text) <= 60
+    assert "c/ (40 files)" in small.text or "b/ (40 files)" in small.text
+    assert "top0.txt" in small.text  # the top level stays visible
+    tiny = render_tree(sorted(files), count, 5, 1000)
+    assert count(tiny.text) <= 5 or "more entries" in tiny.text
+    # deterministic
+    assert render_tree(sorted(files), count, 60, 1000).text == small.text
+
+
+def test_tree_outside_git_respects_gitignore_and_survives_symlink_loops(home, tmp_path):
+    root = tmp_path / "plain"
+    write(root, ".gitignore", "secret/\n")
+    write(root, "secret/key.pem")
+    write(root, "src/a.py")
+    os.symlink(root / "src", root / "src" / "loop")  # a folder symlinked into itself
+    os.symlink(tmp_path, root / "up")  # a symlink out of the workspace
+    seg = make_ws(root, home).scan()
+    t = part(seg, "tree").text
+    assert "a.py" in t and "secret" not in t
+    assert "  loop\n" in t + "\n" and "up" in t  # listed as entries, never followed
+    assert t.count("a.py") == 1
+
+
+# --- selected files --------------------------------------------------------------------------
+
+
+def test_selected_files_order_refusals_and_budget(repo, home, tmp_path):
+    write(repo, "pyproject.toml", "[project]\nname = 'p'\n")
+    write(repo, "Makefile", "all:\n\ttrue\n")
+    write(repo, "package-lock.json", "{}\n")
+    write(repo, "Cargo.toml", "a" * 40 + "\n")
+    (repo / "package.json").write_bytes(b"{\x00}")
+    write(repo, "app.min.js", "x")
+    (tmp_path / "secret.txt").write_text("TOP SECRET\n")
+    os.symlink(tmp_path / "secret.txt", repo / "README.secret")
+    os.symlink(repo / "loop2", repo / "loop1")
+    os.symlink(repo / "loop1", repo / "loop2")
+    patterns = ["README*", "pyproject.toml", "package.json", "package-lock.json", "Makefile",
+                "Cargo.toml", "*.min.js", "../secret.txt", "/etc/passwd", "loop1"]
+    seg = make_ws(repo, home, files=patterns, files_char_budget=90).scan()
+    f = part(seg, "files").text
+    assert f.index("## README.md") < f.index("## pyproject.toml") < f.index("## Makefile")
+    assert "TOP SECRET" not in seg.text
+    why = reasons(seg, "files")
+    assert "outside the workspace" in why["README.secret"]
+    assert why["../secret.txt"] == why["/etc/passwd"] == "pattern points outside the workspace"
+    assert why["package-lock.json"] == "lockfile"
+    assert why["package.json"] == "binary"
+    assert why["app.min.js"] == "minified"
+    assert "symlink loop" in why["loop1"]
+    assert "over the character budget" in why["Cargo.toml"]
+    assert make_ws(repo, home, files=[]).scan().parts[1].text == ""
+
+
+# --- agent files -------------------------------------------------------------------------------
+
+
+def test_agent_files_chain_order_dedup_and_flags(repo, home, tmp_path):
+    cfg = home / ".config" / "ctxlayer"
+    write(cfg, "AGENTS.md", "config-level rule\n")
+    write(home, "AGENTS.md", "home rule\n")
+    write(repo, "CLAUDE.md", "project claude rule\n")
+    write(repo, "AGENTS.md", "project rule\n")
+    write(repo, ".github/copilot-instructions.md", "copilot rule\n")
+    os.symlink(repo / "AGENTS.md", repo / "GEMINI.md")  # same file twice: kept once
+    write(tmp_path, "elsewhere.md", "outside rule\n")
+    os.symlink(tmp_path / "elsewhere.md", repo / ".cursorrules")
+    seg = make_ws(repo, home).scan()
+    a = part(seg, "agentFiles").text
+    order = ["config-level rule", "home rule", "project rule", "project claude rule",
+             "copilot rule"]
+    assert [a.index(s) for s in order] == sorted(a.index(s) for s in order)
+    assert a.count("project rule") == 1 and "outside rule" not in a
+    assert "## ~/.config/ctxlayer/AGENTS.md" in a and "## ~/AGENTS.md" in a
+    assert "## CLAUDE.md (written for Claude Code" in a
+    assert "## .github/copilot-instructions.md (written for GitHub Copilot" in a
+    assert "follow them" in a
+    assert "outside the workspace" in reasons(seg, "agentFiles")[".cursorrules"]
+    # agent files are not repeated among the selected files
+    seg2 = make_ws(repo, home, files=["*.md"]).scan()
+    assert "already included as an agent file" in reasons(seg2, "files")["AGENTS.md"]
+
+
+def test_no_agent_files_means_empty_part(repo, home):
+    assert part(make_ws(repo, home).scan(), "agentFiles").text == ""

@@ -1,0 +1,189 @@
+"""The watcher on real git repositories: each change reaches on_change once, debounced.
+
+Waits poll a condition with a generous timeout; nothing here asserts elapsed time.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from conftest import Recorder, git, make_ws, write
+
+
+def part(seg, name):
+    return next(p for p in seg.parts if p.name == name)
+
+
+def latest_has(name, text, present=True):
+    def check(calls):
+        if not calls:
+            return False
+        return (text in part(calls[-1][0], name).text) == present
+    return check
+
+
+def test_edit_stage_commit_switch_delete(repo, home):
+    os.symlink(repo / "src", repo / "src" / "loop")  # a symlink loop inside the watched tree
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "loop")
+    ws = make_ws(repo, home)
+    ws.scan()
+    rec = Recorder()
+    ws.start_watching(rec)
+    try:
+        tree0 = part(ws.segment, "tree").hash
+        write(repo, "src/app.py", "print('edited')\n")
+        calls = rec.wait_for(latest_has("git", "Changed (1):\n  M src/app.py"))
+        assert calls[-1][1] == ["git"] and part(calls[-1][0], "tree").hash == tree0
+
+        git(repo, "add", "src/app.py")
+        rec.wait_for(latest_has("git", "Staged (1):\n  M src/app.py"))
+
+        git(repo, "commit", "-qm", "edit")
+        sha = git(repo, "rev-parse", "--short=7", "HEAD").strip()
+        rec.wait_for(latest_has("git", f"HEAD: {sha}"))
+        assert "Working tree clean." in part(ws.segment, "git").text
+
+        git(repo, "checkout", "-q", "-b", "feature")
+        rec.wait_for(latest_has("git", "Branch: feature"))
+        write(repo, "feat.py", "F = 1\n")
+        git(repo, "add", "feat.py")
+        git(repo, "commit", "-qm", "feat")
+        rec.wait_for(latest_has("tree", "feat.py"))
+        git(repo, "checkout", "-q", "main")
+        rec.wait_for(lambda c: latest_has("git", "Branch: main")(c)
+                     and latest_has("tree", "feat.py", present=False)(c))
+
+        shutil.rmtree(repo / "src")
+        rec.wait_for(lambda c: latest_has("tree", "src/", present=False)(c)
+                     and latest_has("git", "D src/app.py")(c))
+        calls = rec.snapshot()
+        assert all(changed for _, changed in calls)
+        versions = [seg.version for seg, _ in calls]
+        assert versions == sorted(set(versions))  # one version per notification, increasing
+        assert ws.segment is calls[-1][0]
+    finally:
+        ws.stop()
+
+
+def test_content_edit_without_status_change_is_silent(repo, home):
+    ws = make_ws(repo, home)
+    ws.scan()
+    rec = Recorder()
+    ws.start_watching(rec)
+    try:
+        write(repo, "notes.txt", "v1\n")  # untracked: a new name, so tree and git change
+        calls = rec.wait_for(latest_has("tree", "notes.txt"))
+        assert len(calls) == 1 and calls[0][1] == ["tree", "git"]
+        for i in range(5):
+            write(repo, "notes.txt", f"v{i + 2}\n")  # same name, same status
+            write(repo, "build/out.js", f"{i}")  # ignored output
+        write(repo, "marker.txt")
+        calls = rec.wait_for(latest_has("tree", "marker.txt"))
+        assert len(calls) == 2, [c for _, c in calls]
+    finally:
+        ws.stop()
+
+
+def test_burst_of_10000_files_is_one_notification(repo, home):
+    ws = make_ws(repo, home, debounce_ms=1000, debounce_max_ms=600_000)
+    ws.scan()
+    rec = Recorder()
+    ws.start_watching(rec)
+    try:
+        script = ("import os, sys\nroot = sys.argv[1]\nos.mkdir(root)\n"
+                  "for i in range(10000):\n"
+                  "    with open(os.path.join(root, f'f{i}.txt'), 'w') as f:\n"
+                  "        f.write('x')\n")
+        subprocess.run([sys.executable, "-c", script, str(repo / "burst")], check=True)
+        calls = rec.wait_for(lambda c: bool(c), timeout=60)
+        seg, changed = calls[0]
+        assert "burst/ (10,000 files)" in part(seg, "tree").text
+        assert "burst/ (10,000 files)" in part(seg, "git").text
+        assert changed == ["tree", "git"]
+        time.sleep(2.5)  # let any straggling batch arrive: there must be none
+        assert len(rec.snapshot()) == 1
+    finally:
+        ws.stop()
+
+
+def test_agent_gitignore_and_selected_files(repo, home):
+    write(home, "AGENTS.md", "home rule one\n")
+    write(repo, "debug.log", "ignored by *.log\n")
+    ws = make_ws(repo, home)
+    ws.scan()
+    rec = Recorder()
+    ws.start_watching(rec)
+    try:
+        write(home, "AGENTS.md", "home rule two\n")  # outside the workspace, watched alone
+        calls = rec.wait_for(latest_has("agentFiles", "home rule two"))
+        assert calls[-1][1] == ["agentFiles"]
+
+        assert "debug.log" not in part(ws.segment, "tree").text
+        write(repo, ".gitignore", "build/\n")
+        rec.wait_for(latest_has("tree", "debug.log"))
+
+        write(repo, "README.md", "# Proj\n\nNew words.\n")
+        calls = rec.wait_for(latest_has("files", "New words."))
+        assert calls[-1][1] == ["files", "git"]
+    finally:
+        ws.stop()
+
+
+def test_overflow_answered_with_full_rescan(repo, home):
+    ws = make_ws(repo, home)
+    ws.scan()
+    rec = Recorder()
+    ws.start_watching(rec)
+    try:
+        # a change the watcher cannot see: the user config folder did not exist at start
+        write(home / ".config" / "ctxlayer", "AGENTS.md", "config rule\n")
+        # what watchdog logs when the kernel queue overflowed
+        logging.getLogger("watchdog.observers.inotify_c").warning(
+            "Inotify queue overflowed; filesystem events were lost")
+        calls = rec.wait_for(latest_has("agentFiles", "config rule"))
+        assert calls[-1][1] == ["agentFiles"]
+    finally:
+        ws.stop()
+
+
+def test_refresh_from_threads_while_watching_and_stop(repo, home):
+    ws = make_ws(repo, home)
+    ws.scan()
+    rec = Recorder()
+    ws.start_watching(rec)
+    errors: list[BaseException] = []
+
+    def hammer():
+        try:
+            for _ in range(10):
+                ws.refresh([repo / "src/app.py"])
+        except BaseException as e:  # noqa: BLE001 - any failure fails the test below
+            errors.append(e)
+
+    try:
+        threads = [threading.Thread(target=hammer) for _ in range(3)]
+        for t in threads:
+            t.start()
+        write(repo, "src/app.py", "changed\n")
+        for t in threads:
+            t.join(timeout=60)
+        rec.wait_for(latest_has("git", "M src/app.py"))
+        assert not errors
+        hashes = {seg.hash for seg, _ in rec.snapshot()}
+        assert len(hashes) == len(rec.snapshot())  # no notification without a change
+    finally:
+        ws.stop()
+    ws.stop()  # idempotent
+    n = len(rec.snapshot())
+    write(repo, "after_stop.txt")
+    ws.refresh()  # refresh still works; no callback once stopped
+    assert "after_stop.txt" in part(ws.segment, "tree").text
+    assert len(rec.snapshot()) == n
