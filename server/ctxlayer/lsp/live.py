@@ -107,6 +107,8 @@ class LiveWorkspace:
 
     def _publish(self, segment: WorkspaceSegment, changed: list[str]) -> None:
         previous = self.segment
+        if previous is not None and segment.version < previous.version:
+            return  # an older snapshot arriving late
         self.segment = segment
         if previous is not None and previous.hash == segment.hash:
             return

@@ -90,6 +90,8 @@ class CtxServer(LanguageServer):
         self.config: Any = None
         self.config_problems: list[str] = []
         self.live: LiveWorkspace | None = None
+        #: set once `initialized` decided on `live` (so early requests wait for it)
+        self.live_decided = asyncio.Event()
         self.segment_listeners: list[SegmentListener] = []
         self.ready_listeners: list[ServerListener] = []
         self.close_listeners: list[ServerListener] = []
@@ -160,6 +162,8 @@ class CtxServer(LanguageServer):
 
     async def segment(self) -> protocol.WorkspaceSegment:
         """The current workspace segment; an empty one when the client named no workspace."""
+        if self.root is not None and not self.live_decided.is_set():
+            await self.live_decided.wait()
         if self.live is None:
             return empty_segment()
         return await self.live.current()

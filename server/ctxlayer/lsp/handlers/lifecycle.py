@@ -54,6 +54,23 @@ def workspace_root(params: types.InitializeParams) -> Path | None:
 
 
 async def initialized(ls: CtxServer, params: types.InitializedParams) -> None:
+    try:
+        await _open_workspace(ls)
+    finally:
+        ls.live_decided.set()
+    if ls.live is None:
+        return
+    try:
+        await with_progress(ls, asyncio.shield(ls.live.start()))
+    except Exception as exc:  # noqa: BLE001 - logged by LiveWorkspace; the daemon goes on
+        ls.tell(f"ctxlayer: scanning {ls.root} failed: {exc}", "error", show=True)
+        return
+    for listener in list(ls.ready_listeners):
+        ls.spawn(listener(ls))
+
+
+async def _open_workspace(ls: CtxServer) -> None:
+    """Config (problems told once), then the shared live workspace for this root."""
     problems = list(ls.option_problems)
     if ls.root is not None:
         from ctxlayer.config import default_user_config_dir, load_config
@@ -68,13 +85,7 @@ async def initialized(ls: CtxServer, params: types.InitializedParams) -> None:
         return
     ls.live = ls.daemon.workspaces.acquire(ls.root, ls.config, ls.model())
     ls.live.subscribers.append(ls.segment_changed)
-    try:
-        await with_progress(ls, asyncio.shield(ls.live.start()))
-    except Exception as exc:  # noqa: BLE001 - logged by LiveWorkspace; the daemon goes on
-        ls.tell(f"ctxlayer: scanning {ls.root} failed: {exc}", "error", show=True)
-        return
-    for listener in list(ls.ready_listeners):
-        ls.spawn(listener(ls))
+    ls.live.start()
 
 
 async def with_progress(ls: CtxServer, scan: asyncio.Future) -> None:

@@ -1,0 +1,310 @@
+"""The asynchronous ctxlayer client: spawn a daemon or connect to one, typed requests.
+
+Owns: the request/response bookkeeping (a timeout on every request), notification
+subscriptions, answering the daemon's requests (`window/workDoneProgress/create`, and
+`ctx/summarize` when a handler is given), and the initialize/shutdown lifecycle.
+
+Imports only `ctxlayer.protocol`, the standard library and msgspec.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import os
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
+
+from ctxlayer import protocol
+from ctxlayer_client.framing import FramingError, encode, read_message
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+DEFAULT_TIMEOUT = 30.0
+#: spawn() runs this unless told otherwise
+DEFAULT_COMMAND = (sys.executable, "-m", "ctxlayer", "serve", "--stdio")
+
+NotificationHandler = Callable[[Any], Any]
+RequestHandler = Callable[[Any], Awaitable[Any] | Any]
+
+
+class RpcError(Exception):
+    """The daemon answered a request with an error."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(f"{message} (code {code})")
+        self.code, self.message, self.data = code, message, data
+
+
+class ConnectionClosed(Exception):
+    """The daemon went away while a request was pending."""
+
+
+def _uri(path: Path) -> str:
+    return path.resolve().as_uri()
+
+
+class AsyncClient:
+    """One connection to a ctxlayer daemon. Use `spawn` or `connect`, then `close`."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *,
+                 process: asyncio.subprocess.Process | None = None,
+                 timeout: float = DEFAULT_TIMEOUT) -> None:
+        self._reader, self._writer, self.process = reader, writer, process
+        self.timeout = timeout
+        self._ids = itertools.count(1)
+        self._pending: dict[int, asyncio.Future[Any]] = {}
+        self._subscribers: dict[str, list[NotificationHandler]] = {}
+        self._request_handlers: dict[str, RequestHandler] = {
+            "window/workDoneProgress/create": lambda params: None,
+            "client/registerCapability": lambda params: None,
+        }
+        self._closed = False
+        self.server_info: dict[str, Any] = {}
+        self.capabilities: dict[str, Any] = {}
+        self._pump = asyncio.ensure_future(self._read_loop())
+
+    # -- opening -------------------------------------------------------------------------------
+
+    @classmethod
+    async def spawn(cls, cmd: Sequence[str] | None = None, root: str | Path | None = None, *,
+                    options: protocol.InitializationOptions | dict | None = None,
+                    timeout: float = DEFAULT_TIMEOUT, env: dict[str, str] | None = None,
+                    stderr: Any = None, capabilities: dict | None = None) -> AsyncClient:
+        """Start `cmd` (default: this Python's `ctxlayer serve --stdio`) and initialize it."""
+        argv = list(cmd or DEFAULT_COMMAND)
+        proc = await asyncio.create_subprocess_exec(
+            *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=stderr if stderr is not None else asyncio.subprocess.DEVNULL,
+            env={**os.environ, **env} if env else None, limit=1 << 20,
+        )
+        assert proc.stdout is not None and proc.stdin is not None
+        client = cls(proc.stdout, proc.stdin, process=proc, timeout=timeout)  # type: ignore[arg-type]
+        try:
+            await client.initialize(root, options=options, capabilities=capabilities)
+        except BaseException:
+            await client.close()
+            raise
+        return client
+
+    @classmethod
+    async def connect(cls, host: str, port: int, token: str, root: str | Path | None = None, *,
+                      options: protocol.InitializationOptions | dict | None = None,
+                      timeout: float = DEFAULT_TIMEOUT,
+                      capabilities: dict | None = None) -> AsyncClient:
+        """Connect to `ctxlayer serve --tcp` and initialize with the token."""
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection(host, port, limit=1 << 20), timeout)
+        client = cls(reader, writer, timeout=timeout)
+        try:
+            await client.initialize(root, options=options, token=token,
+                                    capabilities=capabilities)
+        except BaseException:
+            await client.close()
+            raise
+        return client
+
+    async def initialize(self, root: str | Path | None, *,
+                         options: protocol.InitializationOptions | dict | None = None,
+                         token: str | None = None, capabilities: dict | None = None) -> dict:
+        opts = msgspec.to_builtins(options) if options is not None else {}
+        if token is not None:
+            opts = {**opts, "token": token}
+        params: dict[str, Any] = {
+            "processId": os.getpid(),
+            "clientInfo": {"name": "ctxlayer_client"},
+            "capabilities": capabilities if capabilities is not None
+            else {"window": {"workDoneProgress": True}},
+            "initializationOptions": opts,
+            "rootUri": None,
+        }
+        if root is not None:
+            path = Path(root)
+            params["rootUri"] = _uri(path)
+            params["workspaceFolders"] = [{"uri": _uri(path), "name": path.name}]
+        result = await self.request("initialize", params)
+        self.server_info = result.get("serverInfo") or {}
+        self.capabilities = result.get("capabilities") or {}
+        await self.notify("initialized", {})
+        return result
+
+    # -- the wire ------------------------------------------------------------------------------
+
+    async def _send(self, message: dict) -> None:
+        if self._closed:
+            raise ConnectionClosed("the connection is closed")
+        self._writer.write(encode(message))
+        await self._writer.drain()
+
+    async def notify(self, method: str, params: Any = None) -> None:
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            msg["params"] = msgspec.to_builtins(params)
+        await self._send(msg)
+
+    async def request(self, method: str, params: Any = None, *, timeout: float | None = None,
+                      result_type: type[T] | None = None) -> Any:
+        """Send a request; its result (converted to `result_type` when given)."""
+        msg_id = next(self._ids)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[msg_id] = future
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
+        if params is not None:
+            msg["params"] = msgspec.to_builtins(params)
+        try:
+            await self._send(msg)
+            result = await asyncio.wait_for(future, timeout or self.timeout)
+        except TimeoutError:
+            with contextlib.suppress(ConnectionClosed, OSError):
+                await self.notify("$/cancelRequest", {"id": msg_id})
+            raise TimeoutError(f"{method}: no answer within {timeout or self.timeout}s") from None
+        finally:
+            self._pending.pop(msg_id, None)
+        return msgspec.convert(result, result_type) if result_type is not None else result
+
+    async def call(self, method: str, params: Any = None, *,
+                   timeout: float | None = None) -> Any:
+        """A ctx/* request typed by protocol.REQUESTS: params struct in, result struct out."""
+        _, result_type = protocol.REQUESTS[method]
+        return await self.request(method, params if params is not None else {},
+                                  timeout=timeout, result_type=result_type)
+
+    async def _read_loop(self) -> None:
+        try:
+            while (msg := await read_message(self._reader)) is not None:
+                if isinstance(msg, dict):
+                    await self._handle(msg)
+        except (FramingError, ConnectionError, OSError) as exc:
+            log.warning("ctxlayer connection lost: %s", exc)
+        finally:
+            self._closed = True
+            for future in self._pending.values():
+                if not future.done():
+                    future.set_exception(ConnectionClosed("the daemon closed the connection"))
+
+    async def _handle(self, msg: dict) -> None:
+        method = msg.get("method")
+        if method is None:  # a response
+            future = self._pending.get(msg.get("id"))  # type: ignore[arg-type]
+            if future is None or future.done():
+                if msg.get("error"):
+                    log.warning("daemon error without a pending request: %s", msg["error"])
+                return
+            if (err := msg.get("error")) is not None:
+                future.set_exception(RpcError(err.get("code", 0), err.get("message", ""),
+                                              err.get("data")))
+            else:
+                future.set_result(msg.get("result"))
+        elif "id" in msg:
+            asyncio.ensure_future(self._answer(msg))
+        else:
+            params = msg.get("params")
+            if (struct := protocol.NOTIFICATIONS.get(method)) is not None:
+                try:
+                    params = msgspec.convert(params, struct)
+                except msgspec.ValidationError:
+                    log.warning("malformed %s notification: %s", method, params)
+            for handler in list(self._subscribers.get(method, ())):
+                try:
+                    handler(params)
+                except Exception:
+                    log.exception("a %s subscriber failed", method)
+
+    async def _answer(self, msg: dict) -> None:
+        handler = self._request_handlers.get(msg["method"])
+        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": msg["id"]}
+        if handler is None:
+            reply["error"] = {"code": -32601, "message": f"unknown method {msg['method']}"}
+        else:
+            try:
+                result = handler(msg.get("params"))
+                if asyncio.iscoroutine(result):
+                    result = await result
+                reply["result"] = msgspec.to_builtins(result)
+            except Exception as exc:  # noqa: BLE001 - the error goes back to the daemon
+                reply["error"] = {"code": -32603, "message": str(exc)}
+        with contextlib.suppress(ConnectionClosed, OSError):
+            await self._send(reply)
+
+    # -- subscriptions -------------------------------------------------------------------------
+
+    def on(self, method: str, handler: NotificationHandler) -> Callable[[], None]:
+        """Call `handler(params)` for each `method` notification; returns the unsubscriber.
+
+        Params of ctxlayer notifications arrive as their protocol struct (SegmentChanged...).
+        """
+        self._subscribers.setdefault(method, []).append(handler)
+        return lambda: self._subscribers.get(method, []).remove(handler)
+
+    async def wait_for(self, method: str, predicate: Callable[[Any], bool] | None = None, *,
+                       timeout: float | None = None) -> Any:
+        """The params of the next `method` notification matching `predicate`."""
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+
+        def handler(params: Any) -> None:
+            if not future.done() and (predicate is None or predicate(params)):
+                future.set_result(params)
+
+        off = self.on(method, handler)
+        try:
+            return await asyncio.wait_for(future, timeout or self.timeout)
+        finally:
+            off()
+
+    def on_request(self, method: str, handler: RequestHandler) -> None:
+        """Answer the daemon's `method` requests (e.g. ctx/summarize) with `handler(params)`."""
+        self._request_handlers[method] = handler
+
+    # -- typed methods ---------------------------------------------------------------------------
+
+    async def segment(self) -> protocol.WorkspaceSegment:
+        return await self.call("ctx/segment", {})
+
+    async def system_prompt(self, **params: Any) -> protocol.SystemPromptResult:
+        return await self.call("ctx/systemPrompt", protocol.SystemPromptParams(**params))
+
+    async def count(self, texts: Sequence[str] | None = None,
+                    messages: Sequence[protocol.Message] | None = None,
+                    model: str | None = None) -> protocol.CountResult:
+        return await self.call("ctx/count", protocol.CountParams(
+            texts=list(texts) if texts is not None else None,
+            messages=list(messages) if messages is not None else None, model=model))
+
+    async def trim(self, messages: Sequence[protocol.Message], **params: Any) -> protocol.TrimResult:
+        return await self.call("ctx/trim", protocol.TrimParams(messages=list(messages), **params))
+
+    # -- closing -------------------------------------------------------------------------------
+
+    async def close(self, timeout: float = 5.0) -> int | None:
+        """shutdown + exit, then wait for the process (killed after `timeout`)."""
+        if not self._closed:
+            with contextlib.suppress(Exception):
+                await self.request("shutdown", None, timeout=timeout)
+            with contextlib.suppress(Exception):
+                await self.notify("exit")
+        self._closed = True
+        with contextlib.suppress(Exception):
+            self._writer.close()
+        code = None
+        if self.process is not None:
+            try:
+                code = await asyncio.wait_for(self.process.wait(), timeout)
+            except TimeoutError:
+                self.process.kill()
+                code = await self.process.wait()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._pump, timeout)
+        return code
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

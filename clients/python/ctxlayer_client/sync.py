@@ -1,0 +1,111 @@
+"""The blocking ctxlayer client: AsyncClient driven on a private event loop thread.
+
+Owns: the loop thread and the blocking wrappers. Subscribers run on that thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Coroutine, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ctxlayer import protocol
+from ctxlayer_client.aio import DEFAULT_TIMEOUT, AsyncClient
+
+T = TypeVar("T")
+
+
+class Client:
+    """Same methods as AsyncClient, blocking. Use `Client.spawn(...)` or `Client.connect(...)`."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="ctxlayer-client",
+                                        daemon=True)
+        self._thread.start()
+        self._client: AsyncClient | None = None
+        self.timeout = DEFAULT_TIMEOUT
+
+    def _run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        # the coroutine carries its own request timeout; this one only guards a stuck loop
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(
+            (timeout or self.timeout) + 5)
+
+    @property
+    def aio(self) -> AsyncClient:
+        assert self._client is not None, "not connected"
+        return self._client
+
+    @classmethod
+    def spawn(cls, cmd: Sequence[str] | None = None, root: str | Path | None = None,
+              **kwargs: Any) -> Client:
+        client = cls()
+        client.timeout = kwargs.get("timeout", DEFAULT_TIMEOUT)
+        try:
+            client._client = client._run(AsyncClient.spawn(cmd, root, **kwargs))
+        except BaseException:
+            client._stop()
+            raise
+        return client
+
+    @classmethod
+    def connect(cls, host: str, port: int, token: str, root: str | Path | None = None,
+                **kwargs: Any) -> Client:
+        client = cls()
+        client.timeout = kwargs.get("timeout", DEFAULT_TIMEOUT)
+        try:
+            client._client = client._run(AsyncClient.connect(host, port, token, root, **kwargs))
+        except BaseException:
+            client._stop()
+            raise
+        return client
+
+    def request(self, method: str, params: Any = None, **kwargs: Any) -> Any:
+        return self._run(self.aio.request(method, params, **kwargs), kwargs.get("timeout"))
+
+    def call(self, method: str, params: Any = None, **kwargs: Any) -> Any:
+        return self._run(self.aio.call(method, params, **kwargs), kwargs.get("timeout"))
+
+    def notify(self, method: str, params: Any = None) -> None:
+        self._run(self.aio.notify(method, params))
+
+    def on(self, method: str, handler: Callable[[Any], Any]) -> Callable[[], None]:
+        return self.aio.on(method, handler)
+
+    def wait_for(self, method: str, predicate: Callable[[Any], bool] | None = None, *,
+                 timeout: float | None = None) -> Any:
+        return self._run(self.aio.wait_for(method, predicate, timeout=timeout), timeout)
+
+    def segment(self) -> protocol.WorkspaceSegment:
+        return self._run(self.aio.segment())
+
+    def system_prompt(self, **params: Any) -> protocol.SystemPromptResult:
+        return self._run(self.aio.system_prompt(**params))
+
+    def count(self, texts: Sequence[str] | None = None,
+              messages: Sequence[protocol.Message] | None = None,
+              model: str | None = None) -> protocol.CountResult:
+        return self._run(self.aio.count(texts, messages, model))
+
+    def trim(self, messages: Sequence[protocol.Message], **params: Any) -> protocol.TrimResult:
+        return self._run(self.aio.trim(messages, **params))
+
+    def close(self) -> int | None:
+        try:
+            return self._run(self.aio.close()) if self._client is not None else None
+        finally:
+            self._stop()
+
+    def _stop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5)
+        if not self._loop.is_running():
+            self._loop.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
