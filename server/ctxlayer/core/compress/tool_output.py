@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Literal, Protocol
 
 import msgspec
+
 from ctxlayer.core.compress.json_outline import outline_json
 from ctxlayer.core.compress.logs import looks_like_log, sanitize_log
 

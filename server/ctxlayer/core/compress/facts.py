@@ -1,0 +1,622 @@
+"""Structured facts (T7, Z2): the paths, commands, error codes, line numbers, identifiers and
+numbers a summary or a compressed item must keep.
+
+Owns `Facts`, `extract_facts` and `format_ledger`. Pure, linear (a fixed set of bounded regexes,
+one pass each, then a sort of the matches by position), never raises on any string.
+
+Recall matters most for paths, commands, error codes and line numbers: a summary that loses
+"tests/test_api.py:42" or "E0382" sends the next fix astray (seed 003, section 5.2). Precision
+matters most for identifiers: only dotted module paths, calls written with parentheses,
+CamelCase names with two or more humps, snake_case names and backticked single names count.
+Every list is deduplicated in first-seen order.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Callable
+
+import msgspec
+
+__all__ = ["Facts", "extract_facts", "format_ledger"]
+
+
+class Facts(msgspec.Struct, frozen=True):
+    """Facts found in a text, each kind deduplicated in first-seen order."""
+
+    paths: tuple[str, ...] = ()
+    commands: tuple[str, ...] = ()
+    error_codes: tuple[str, ...] = ()
+    line_numbers: tuple[str, ...] = ()
+    identifiers: tuple[str, ...] = ()
+    numbers: tuple[str, ...] = ()
+
+    def merge(self, other: Facts) -> Facts:
+        """These facts, then the other's new ones, kind by kind."""
+        return Facts(
+            *(_dedup(getattr(self, f) + getattr(other, f)) for f in self.__struct_fields__)
+        )
+
+    def __len__(self) -> int:
+        return sum(len(getattr(self, f)) for f in self.__struct_fields__)
+
+    def is_empty(self) -> bool:
+        return len(self) == 0
+
+
+def _dedup(items: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(items))
+
+
+# ---------------------------------------------------------------------------------------------
+# Patterns
+
+_EXT = (
+    r"py|pyi|pyx|js|mjs|cjs|jsx|ts|tsx|json|jsonc|toml|yaml|yml|md|mdx|rst|txt|cfg|ini|conf|env|"
+    r"lock|rs|go|java|kt|kts|scala|c|h|cc|cpp|cxx|hpp|hh|cs|rb|php|swift|m|mm|sh|bash|zsh|fish|"
+    r"ps1|bat|lua|vim|sql|html|htm|css|scss|sass|less|vue|svelte|xml|csv|tsv|log|proto|gradle|"
+    r"dockerfile|tf|hcl|ipynb|r|jl|ex|exs|erl|hs|ml|dart|zig|nim|cmake|mk|gitignore|patch|diff"
+)
+_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,15}://[^\s<>\"'`)\]]+")
+_PATH = re.compile(
+    r"(?<![\w/:.@-])(?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]*"
+    rf"|(?<![\w/.-])[\w-][\w.-]*\.(?:{_EXT})(?![\w-])"
+    r"|\b[A-Za-z]:\\(?:[\w.-]+\\)*[\w.-]+"
+)
+_EXT_RX = re.compile(rf"\.(?:{_EXT})$", re.IGNORECASE)
+_TRAIL = ".,;:!?)]}'\"`"
+
+_PY_LOC = re.compile(r'File "([^"\n]{1,400})", line (\d+)')
+_FILE_LOC = re.compile(
+    rf"(?<![\w/.-])((?:[A-Za-z]:)?[\w./\\@+-]*\.(?:{_EXT})):(\d+)(?::(\d+))?(?!\d)"
+)
+_LINE_WORD = re.compile(r"\b(?:[Ll]ines?|[Ll]n)\s?(\d+(?:\s?[-–]\s?\d+)?)\b|#L(\d+)(?:-L?(\d+))?")
+_LINE_ZH = re.compile(r"第\s?(\d+)\s?行")
+
+_ERROR_CODE = re.compile(r"\b[A-Z]{1,4}\d{3,5}\b")
+_ERROR_CODE_STOP = frozenset({"ISO", "UTF", "SHA", "MD", "CP", "RFC", "PEP", "X", "V", "Q", "W"})
+_HTTP = re.compile(
+    r"\bHTTP(?:/\d(?:\.\d)?)?\s?([1-5]\d\d)\b"
+    r"|\b(?:status(?:\s?code)?|returned|response)[\s:=]{1,3}([1-5]\d\d)\b",
+    re.IGNORECASE,
+)
+_ERRNO = re.compile(
+    r"\bE(?:NOENT|ACCES|PERM|EXIST|NOTDIR|ISDIR|INVAL|AGAIN|WOULDBLOCK|PIPE|CONNREFUSED|"
+    r"CONNRESET|CONNABORTED|TIMEDOUT|ADDRINUSE|ADDRNOTAVAIL|NOSPC|NOMEM|BADF|BUSY|MFILE|NFILE|"
+    r"NOTEMPTY|HOSTUNREACH|NETUNREACH|NETDOWN|ROFS|XDEV|NOTCONN|INTR|NOTSUP|OPNOTSUPP|SRCH|"
+    r"CHILD|DEADLK|LOOP|NAMETOOLONG|NOEXEC|NOSYS|PROTO|ILSEQ|DQUOT|FBIG|NOTTY|RANGE|DOM|"
+    r"OVERFLOW|CANCELED|ALREADY|INPROGRESS|MSGSIZE|NOTSOCK|SHUTDOWN|STALE|TXTBSY|2BIG)\b"
+)
+_EXCEPTION = re.compile(
+    r"\b(?:[a-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Fault|Failure)\b"
+    r"|\b(?:StopIteration|StopAsyncIteration|KeyboardInterrupt|SystemExit|GeneratorExit)\b"
+)
+_ORA = re.compile(r"\b(?:ORA|PLS|SQLSTATE)[-\s]?\d{5}\b")
+_EXIT = re.compile(
+    r"\bexit(?:ed)?(?:\s(?:with|code|status)){0,3}[\s:=]{1,3}(\d{1,3})\b", re.IGNORECASE
+)
+
+_DOTTED = re.compile(r"(?<![\w.@/-])[a-z_][a-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+(?!\.?[\w(/-])")
+_DOMAIN_END = frozenset(
+    "com org net io dev edu gov co uk de fr cn jp ru app ai me info biz us ca eu local internal".split()  # noqa: SIM905
+)
+_DOTTED_STOP = frozenset({"e.g", "i.e", "etc.al", "vs.", "a.m", "p.m"})
+_CALL = re.compile(r"(?<![\w.])([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)\((?=[^\n]{0,200}\))")
+_CALL_STOP = frozenset(
+    [
+        "if",
+        "for",
+        "while",
+        "switch",
+        "return",
+        "print",
+        "e.g",
+        "i.e",
+        "and",
+        "or",
+        "not",
+        "in",
+        "is",
+        "with",
+        "elif",
+        "except",
+        "assert",
+        "yield",
+        "lambda",
+        "def",
+        "class",
+        "function",
+        "catch",
+        "see",
+        "fig",
+        "note",
+        "step",
+        "etc",
+        "s",
+    ]
+)
+_CAMEL = re.compile(r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+\b")
+_CAMEL_STOP = frozenset(
+    [
+        "JavaScript",
+        "TypeScript",
+        "GitHub",
+        "GitLab",
+        "BitBucket",
+        "PowerShell",
+        "YouTube",
+        "LinkedIn",
+        "WordPress",
+        "PayPal",
+        "DevOps",
+        "MacBook",
+        "WhatsApp",
+        "OpenAI",
+        "DeepSeek",
+        "ChatGpt",
+        "iPhone",
+        "FastApi",
+    ]
+)
+_SNAKE = re.compile(r"(?<![\w./-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?!\.?[\w(/-])")
+_TICKED = re.compile(r"`([^`\n]{1,300})`")
+_TICKED_NAME = re.compile(r"[A-Za-z_][\w.]*(?:\(\))?")
+
+_FENCE = re.compile(
+    r"^[ \t]{0,3}(```+|~~~+)[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:^[ \t]{0,3}\1[ \t]*$|\Z)",
+    re.MULTILINE | re.DOTALL,
+)
+_SHELL_LANGS = frozenset(
+    [
+        "bash",
+        "sh",
+        "shell",
+        "console",
+        "zsh",
+        "fish",
+        "powershell",
+        "ps1",
+        "pwsh",
+        "cmd",
+        "bat",
+        "terminal",
+        "shell-session",
+        "shellsession",
+    ]
+)
+_PROMPT_LINE = re.compile(
+    r"^[ \t]*(?:\$|%|PS>|PS [^>\n]{0,80}>|❯|➜)\s+(\S[^\n]{0,500})", re.MULTILINE
+)
+_PROGRAMS = frozenset(
+    [
+        "git",
+        "python",
+        "python3",
+        "pip",
+        "pip3",
+        "pipx",
+        "pytest",
+        "npm",
+        "npx",
+        "yarn",
+        "pnpm",
+        "node",
+        "deno",
+        "bun",
+        "make",
+        "cmake",
+        "cargo",
+        "rustc",
+        "rustup",
+        "go",
+        "gofmt",
+        "docker",
+        "docker-compose",
+        "podman",
+        "kubectl",
+        "helm",
+        "curl",
+        "wget",
+        "ls",
+        "cd",
+        "cat",
+        "grep",
+        "rg",
+        "find",
+        "sed",
+        "awk",
+        "chmod",
+        "chown",
+        "mkdir",
+        "rm",
+        "mv",
+        "cp",
+        "ln",
+        "touch",
+        "uv",
+        "uvx",
+        "poetry",
+        "ruff",
+        "mypy",
+        "pyright",
+        "tox",
+        "nox",
+        "bash",
+        "sh",
+        "zsh",
+        "sudo",
+        "apt",
+        "apt-get",
+        "dnf",
+        "yum",
+        "brew",
+        "nvim",
+        "vim",
+        "code",
+        "ctxlayer",
+        "tsc",
+        "eslint",
+        "prettier",
+        "jest",
+        "vitest",
+        "java",
+        "javac",
+        "mvn",
+        "gradle",
+        "dotnet",
+        "terraform",
+        "ssh",
+        "scp",
+        "rsync",
+        "tar",
+        "unzip",
+        "zip",
+        "echo",
+        "export",
+        "source",
+        "systemctl",
+        "journalctl",
+        "psql",
+        "mysql",
+        "sqlite3",
+        "redis-cli",
+        "gh",
+        "hatch",
+        "pdm",
+        "pre-commit",
+        "black",
+        "isort",
+        "flake8",
+        "pylint",
+        "coverage",
+        "ps",
+        "kill",
+        "tail",
+        "head",
+        "less",
+        "diff",
+        "patch",
+        "env",
+        "which",
+        "openssl",
+        "nc",
+        "lsof",
+        "strace",
+        "gdb",
+        "valgrind",
+        "pnpx",
+        "webpack",
+        "vite",
+        "esbuild",
+        "playwright",
+    ]
+)
+
+_UNITS = (
+    r"%|ms|µs|us|ns|s|sec|secs|seconds?|minutes?|mins?|h|hrs?|hours?|days?|[KMGT]i?B|[kmg]b|bytes?"
+    r"|tokens?|lines?|chars?|characters?|files?|items?|messages?|requests?|rps|qps|req/s|MB/s|"
+    r"GB/s|px|em|rem|x|times|turns?|rounds?|retries|workers?|threads?|cores?|GHz|MHz|°C|"
+    r"个|次|秒|毫秒|分钟|字|条"
+)
+_NUM_UNIT = re.compile(rf"(?<![\w.])\d+(?:[.,]\d+)?\s?(?:{_UNITS})(?![\w/])")
+_VERSION = re.compile(
+    r"(?<![\w.])v?\d+\.\d+\.\d+(?:[-.][\w.]+)?\b|\b(?:[Pp]ython|[Nn]ode|[Vv]ersion|[Gg]o|Rust|Java)\s?v?\d+(?:\.\d+)+\b"
+)
+_NUM_CONTEXT = re.compile(
+    r"\b(?:port|timeout|budget|limit|max|min|size|count|retries|workers|threads|version|batch|"
+    r"depth|width|height|cap|ratio|threshold|window|context|ttl|weight|priority|factor|rate|"
+    r"top_k|top_p|temperature)(?:[\s:=]|\s(?:of|is|to|at)\s){1,3}\d+(?:\.\d+)?\b",
+    re.IGNORECASE,
+)
+_ASSIGN_NUM = re.compile(r"(?<![\w.-])[A-Za-z_][\w.-]{0,60}=\d+(?:\.\d+)?(?![\w.])")
+
+
+# ---------------------------------------------------------------------------------------------
+# Extraction
+
+
+def _blank_urls(text: str) -> str:
+    return _URL.sub(lambda m: " " * len(m.group(0)), text)
+
+
+def _clean_path(raw: str) -> str | None:
+    p = raw.rstrip(_TRAIL)
+    if not p or p in (".", "..", "/", "~", "~/", "./", "../"):
+        return None
+    if not any(c.isalpha() for c in p):
+        return None
+    if "\\" in p:
+        return p
+    segments = [s for s in p.split("/") if s]
+    anchored = p.startswith(("/", "./", "../", "~/"))
+    has_ext = bool(_EXT_RX.search(p)) or (segments and "." in segments[-1][1:])
+    if anchored and (len(segments) >= 2 or has_ext or len(segments[0]) > 3):
+        return p
+    if "/" not in p:
+        return p if _EXT_RX.search(p) else None
+    if has_ext or len(segments) >= 3 or (p.endswith("/") and len(segments) >= 1):
+        # "and/or", "I/O", "TCP/IP", "km/h": two short segments without an extension are words.
+        return p
+    return None
+
+
+def _paths(text: str) -> list[tuple[int, str]]:
+    out: list[tuple[int, str]] = []
+    for m in _PATH.finditer(text):
+        p = _clean_path(m.group(0))
+        if p:
+            out.append((m.start(), p))
+    for m in _PY_LOC.finditer(text):
+        out.append((m.start(1), m.group(1)))
+    return out
+
+
+def _line_numbers(text: str) -> list[tuple[int, str]]:
+    out: list[tuple[int, str]] = []
+    for m in _PY_LOC.finditer(text):
+        out.append((m.start(), f"{m.group(1)}:{m.group(2)}"))
+    for m in _FILE_LOC.finditer(text):
+        if m.group(1).strip("./\\"):
+            out.append((m.start(), f"{m.group(1)}:{m.group(2)}"))
+    in_py_loc = _span_checker([m.span() for m in _PY_LOC.finditer(text)])
+    for m in _LINE_WORD.finditer(text):
+        if in_py_loc(m.start()):
+            continue
+        if m.group(1):
+            out.append((m.start(), "line " + re.sub(r"\s", "", m.group(1)).replace("–", "-")))
+        else:
+            span = m.group(2) + (f"-{m.group(3)}" if m.group(3) else "")
+            out.append((m.start(), "line " + span))
+    for m in _LINE_ZH.finditer(text):
+        out.append((m.start(), "line " + m.group(1)))
+    return out
+
+
+def _error_codes(text: str) -> list[tuple[int, str]]:
+    out: list[tuple[int, str]] = []
+    for m in _ERROR_CODE.finditer(text):
+        code = m.group(0)
+        letters = code.rstrip("0123456789")
+        if letters not in _ERROR_CODE_STOP:
+            out.append((m.start(), code))
+    for m in _HTTP.finditer(text):
+        out.append((m.start(), f"HTTP {m.group(1) or m.group(2)}"))
+    for rx in (_ERRNO, _EXCEPTION, _ORA):
+        out.extend((m.start(), m.group(0)) for m in rx.finditer(text))
+    for m in _EXIT.finditer(text):
+        out.append((m.start(), f"exit {m.group(1)}"))
+    return out
+
+
+def _looks_like_command(line: str) -> bool:
+    words = line.split()
+    if not words:
+        return False
+    first = words[0]
+    if first in ("sudo", "env", "time") and len(words) > 1:
+        first = words[1]
+    return (
+        first in _PROGRAMS
+        or first.startswith(("./", "bin/", ".venv/bin/"))
+        or (
+            len(words) > 1
+            and any(w.startswith("--") and len(w) > 2 for w in words[1:])
+            and first.replace("-", "").replace("_", "").isalnum()
+        )
+    )
+
+
+def _commands(text: str) -> tuple[list[tuple[int, str]], list[tuple[int, int]]]:
+    """Commands, and the spans of fenced blocks (so inline patterns skip code)."""
+    out: list[tuple[int, str]] = []
+    fences: list[tuple[int, int]] = []
+    for m in _FENCE.finditer(text):
+        fences.append((m.start(), m.end()))
+        lang = m.group(2).lower()
+        body = m.group(3)
+        base = m.start(3)
+        has_prompts = any(pm for pm in _PROMPT_LINE.finditer(body))
+        if lang in _SHELL_LANGS or not lang:
+            offset = 0
+            for line in body.split("\n"):
+                stripped = line.strip()
+                if has_prompts:
+                    pm = _PROMPT_LINE.match(line)
+                    if pm:
+                        out.append((base + offset, pm.group(1).strip()))
+                elif (
+                    stripped
+                    and not stripped.startswith("#")
+                    and (lang in _SHELL_LANGS or _looks_like_command(stripped))
+                ):
+                    out.append((base + offset, stripped))
+                offset += len(line) + 1
+    in_fence = _span_checker(fences)
+    for m in _PROMPT_LINE.finditer(text):
+        if not in_fence(m.start()):
+            out.append((m.start(), m.group(1).strip()))
+    for m in _TICKED.finditer(text):
+        inner = m.group(1).strip()
+        if not in_fence(m.start()) and _looks_like_command(inner):
+            out.append((m.start(), inner))
+    return out, fences
+
+
+def _span_checker(spans: list[tuple[int, int]]) -> Callable[[int], bool]:
+    starts = [s for s, _ in spans]
+
+    def inside(pos: int) -> bool:
+        i = bisect.bisect_right(starts, pos) - 1
+        return i >= 0 and pos < spans[i][1]
+
+    return inside
+
+
+def _identifiers(text: str, exclude: set[str]) -> list[tuple[int, str]]:
+    out: list[tuple[int, str]] = []
+    for m in _DOTTED.finditer(text):
+        name = m.group(0)
+        last = name.rsplit(".", 1)[-1]
+        segments = name.split(".")
+        if (
+            name.lower() in _DOTTED_STOP
+            or last.lower() in _DOMAIN_END
+            or _EXT_RX.search(name)
+            or any(len(s) < 2 for s in segments)
+        ):
+            continue
+        out.append((m.start(), name))
+    for m in _CALL.finditer(text):
+        name = m.group(1)
+        if name.lower() in _CALL_STOP or len(name) < 2:
+            continue
+        out.append((m.start(), name + "()"))
+    for m in _CAMEL.finditer(text):
+        if m.group(0) not in _CAMEL_STOP:
+            out.append((m.start(), m.group(0)))
+    for m in _SNAKE.finditer(text):
+        out.append((m.start(), m.group(0)))
+    for m in _TICKED.finditer(text):
+        inner = m.group(1).strip()
+        if _TICKED_NAME.fullmatch(inner) and not inner.isdigit():
+            out.append((m.start(), inner))
+    called = {v[:-2] for _, v in out if v.endswith("()")}
+    return [
+        (p, v)
+        for p, v in out
+        if v not in exclude and v.rstrip("()") not in exclude and v not in called
+    ]
+
+
+def _numbers(text: str) -> list[tuple[int, str]]:
+    out: list[tuple[int, str]] = []
+    for rx in (_NUM_UNIT, _VERSION, _NUM_CONTEXT, _ASSIGN_NUM):
+        out.extend((m.start(), " ".join(m.group(0).split())) for m in rx.finditer(text))
+    return out
+
+
+def _ordered(found: list[tuple[int, str]], limit: int = 500) -> tuple[str, ...]:
+    found.sort(key=lambda pv: pv[0])
+    return _dedup([v for _, v in found if v])[:limit]
+
+
+def extract_facts(text: str) -> Facts:
+    """Paths, commands, error codes, line numbers, identifiers and numbers found in `text`."""
+    if not isinstance(text, str) or not text:
+        return Facts()
+    commands, _ = _commands(text)
+    plain = _blank_urls(text)
+    paths = _ordered(_paths(plain))
+    error_codes = _ordered(_error_codes(text))
+    line_numbers = _ordered(_line_numbers(plain))
+    exclude = set(error_codes) | set(paths)
+    identifiers = _ordered(_identifiers(plain, exclude))
+    return Facts(
+        paths=paths,
+        commands=_ordered(commands),
+        error_codes=error_codes,
+        line_numbers=line_numbers,
+        identifiers=identifiers,
+        numbers=_ordered(_numbers(plain)),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Ledger
+
+#: Order in the ledger, and the order items are admitted when space is short.
+_LEDGER = (
+    ("error_codes", "errors"),
+    ("line_numbers", "lines"),
+    ("paths", "paths"),
+    ("commands", "commands"),
+    ("identifiers", "identifiers"),
+    ("numbers", "numbers"),
+)
+_ITEM_MAX = 120
+_CODE_KINDS = frozenset({"paths", "commands", "identifiers"})
+
+
+def _item(kind: str, value: str) -> str:
+    value = " ".join(value.split())
+    if len(value) > _ITEM_MAX:
+        value = value[: _ITEM_MAX - 1] + "…"
+    if kind in _CODE_KINDS:
+        return "`" + value.replace("`", "'") + "`"
+    return value
+
+
+def _render(chosen: dict[str, list[str]], totals: dict[str, int]) -> str:
+    lines = []
+    for kind, label in _LEDGER:
+        items = chosen.get(kind) or []
+        if not items:
+            continue
+        more = totals[kind] - len(items)
+        lines.append(f"- {label}: " + ", ".join(items) + (f" (+{more} more)" if more else ""))
+    return "\n".join(lines)
+
+
+def format_ledger(facts: Facts, max_chars: int = 1200) -> str:
+    """The facts as a compact markdown list within `max_chars`.
+
+    One line per kind (errors, lines, paths, commands, identifiers, numbers). When space is
+    short, items are admitted round-robin across kinds in that order, and each line says how
+    many of its items were left out.
+    """
+    if max_chars <= 0 or not isinstance(facts, Facts):
+        return ""
+    pending = {kind: [_item(kind, v) for v in getattr(facts, kind)] for kind, _ in _LEDGER}
+    totals = {kind: len(v) for kind, v in pending.items()}
+    chosen: dict[str, list[str]] = {kind: [] for kind, _ in _LEDGER}
+    # Exact length bookkeeping: a line costs "- label: " + items joined by ", " + "\n", and the
+    # "(+N more)" suffix is reserved at its widest for every line that may need it.
+    size = 0
+    index = {kind: 0 for kind, _ in _LEDGER}
+    labels = dict(_LEDGER)
+    progress = True
+    while progress:
+        progress = False
+        for kind, _ in _LEDGER:
+            i = index[kind]
+            if i >= totals[kind]:
+                continue
+            item = pending[kind][i]
+            cost = len(item) + (2 if chosen[kind] else len(labels[kind]) + 5)
+            suffix = len(f" (+{totals[kind]} more)") if i + 1 < totals[kind] else 0
+            if size + cost + suffix <= max_chars:
+                chosen[kind].append(item)
+                size += cost
+                index[kind] = i + 1
+                progress = True
+            else:
+                index[kind] = totals[kind]  # this kind is full; others may still fit
+    text = _render(chosen, totals)
+    while len(text) > max_chars and any(chosen.values()):
+        for kind, _ in reversed(_LEDGER):
+            if chosen[kind]:
+                chosen[kind].pop()
+                break
+        text = _render(chosen, totals)
+    return text if len(text) <= max_chars else ""
