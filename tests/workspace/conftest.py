@@ -6,28 +6,10 @@ tests never read the user's own git setup; the fake home keeps agent files herme
 
 from __future__ import annotations
 
-import os
-import subprocess
-import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-from ctxlayer.config import WorkspaceConfig
-from ctxlayer.core.tokens import WordTokenizer
-from ctxlayer.workspace import Workspace
-
-GIT_ENV = {
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_AUTHOR_NAME": "Test",
-    "GIT_AUTHOR_EMAIL": "test@example.invalid",
-    "GIT_COMMITTER_NAME": "Test",
-    "GIT_COMMITTER_EMAIL": "test@example.invalid",
-}
-count = WordTokenizer().count
+from ws_helpers import GIT_ENV, git, write
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -37,19 +19,6 @@ def _hermetic_git():
         mp.setenv(key, value)
     yield
     mp.undo()
-
-
-def git(repo: Path, *args: str) -> str:
-    out = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True)
-    assert out.returncode == 0, f"git {' '.join(args)}: {out.stderr}"
-    return out.stdout
-
-
-def write(root: Path, rel: str, text: str = "x\n") -> Path:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
 
 
 @pytest.fixture
@@ -72,34 +41,3 @@ def repo(home: Path) -> Path:
     git(root, "add", "-A")
     git(root, "commit", "-qm", "init")
     return root
-
-
-def make_ws(root: Path, home: Path, **cfg) -> Workspace:
-    return Workspace(root, WorkspaceConfig(**cfg), count, home=home,
-                     user_config_dir=home / ".config" / "ctxlayer")
-
-
-class Recorder:
-    """Collects on_change calls from the watcher thread; waits by polling a condition."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[object, list[str]]] = []
-        self._lock = threading.Lock()
-
-    def __call__(self, segment, changed: list[str]) -> None:
-        with self._lock:
-            self.calls.append((segment, list(changed)))
-
-    def snapshot(self) -> list[tuple[object, list[str]]]:
-        with self._lock:
-            return list(self.calls)
-
-    def wait_for(self, predicate: Callable[[list], bool], timeout: float = 30.0) -> list:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            calls = self.snapshot()
-            if predicate(calls):
-                return calls
-            time.sleep(0.02)
-        raise AssertionError(f"condition not met within {timeout}s; calls: "
-                             f"{[c for _, c in self.snapshot()]}")

@@ -5,10 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from conftest import git, write
-
 from ctxlayer.workspace import filelist
 from ctxlayer.workspace.ignore import compile_globs, glob_regex
+from ws_helpers import git, write
 
 ROOT_RULES = """\
 # comment
@@ -30,11 +29,14 @@ logs/
 !logs/keep.me
 """
 NESTED_RULES = "*.md\n!README.md\n/local.txt\nsub/\n"
-FILES = """app.log keep.log sub/app.log build/out.js src/build/x only_root.txt src/only_root.txt
-docs/a.tmp docs/x/y/b.tmp docs/c.txt x/cache/f cache/g abc.txt a/abc.txt aXc.txt abbc.txt
-Temp1 temp2 tEmp src/dir_only other/dir_only/f nested/deep/x.txt nested/deep/y.txt #hash.txt
-trailing.txt z.o important.o logs/keep.me logs/a nested/a.md nested/README.md nested/local.txt
-nested/q/local.txt nested/sub/f nested/q/sub/f plain.txt""".split()
+FILES = [
+    "app.log", "keep.log", "sub/app.log", "build/out.js", "src/build/x", "only_root.txt",
+    "src/only_root.txt", "docs/a.tmp", "docs/x/y/b.tmp", "docs/c.txt", "x/cache/f", "cache/g",
+    "abc.txt", "a/abc.txt", "aXc.txt", "abbc.txt", "Temp1", "temp2", "tEmp", "src/dir_only",
+    "other/dir_only/f", "nested/deep/x.txt", "nested/deep/y.txt", "#hash.txt", "trailing.txt",
+    "z.o", "important.o", "logs/keep.me", "logs/a", "nested/a.md", "nested/README.md",
+    "nested/local.txt", "nested/q/local.txt", "nested/sub/f", "nested/q/sub/f", "plain.txt",
+]
 
 
 def test_walk_matches_git(tmp_path: Path):

@@ -12,9 +12,8 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
-from conftest import Recorder, git, make_ws, write
+from ws_helpers import Recorder, git, make_ws, write
 
 
 def part(seg, name):

@@ -63,7 +63,7 @@ def find_repo(root: Path) -> Repo | None:
     try:
         out = subprocess.run(
             ["git", "rev-parse", "--show-toplevel", "--absolute-git-dir", "--show-prefix"],
-            cwd=root, env=_env(), capture_output=True, timeout=GIT_TIMEOUT_S,
+            check=False, cwd=root, env=_env(), capture_output=True, timeout=GIT_TIMEOUT_S,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None

@@ -93,9 +93,7 @@ def parse_rules(text: str) -> list[Rule]:
             stripped += " "
         line = stripped
         negate = line.startswith("!")
-        if negate:
-            line = line[1:]
-        elif line.startswith("\\!") or line.startswith("\\#"):
+        if negate or line.startswith(("\\!", "\\#")):
             line = line[1:]
         dir_only = line.endswith("/")
         line = line.rstrip("/")

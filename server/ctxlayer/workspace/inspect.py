@@ -12,8 +12,8 @@ from ctxlayer.protocol import WorkspaceSegment
 def render_inspect(segment: WorkspaceSegment) -> str:
     """The segment's parts and left-out items as aligned plain-text tables."""
     lines = [
-        f"Workspace segment  version {segment.version}  hash {segment.hash}  "
-        f"{segment.tokens:,} tokens  {len(segment.text):,} chars  updated {segment.updated_at}",
+        (f"Workspace segment  version {segment.version}  hash {segment.hash}  "
+         f"{segment.tokens:,} tokens  {len(segment.text):,} chars  updated {segment.updated_at}"),
         "",
     ]
     rows = [("part", "tokens", "chars", "hash")]

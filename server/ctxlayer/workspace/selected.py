@@ -38,7 +38,7 @@ class FilesText:
 
 
 def is_lockfile(name: str) -> bool:
-    return name in LOCKFILES or name.endswith(".lock") or name.endswith(".lockb")
+    return name in LOCKFILES or name.endswith((".lock", ".lockb"))
 
 
 def is_minified(name: str, content: str) -> bool:

@@ -22,7 +22,7 @@ MAX_LEFT_OUT = 50
 
 
 class _Node:
-    __slots__ = ("name", "path", "depth", "dirs", "files", "total", "folded", "cost", "parent")
+    __slots__ = ("cost", "depth", "dirs", "files", "folded", "name", "parent", "path", "total")
 
     def __init__(self, name: str, path: str, depth: int, parent: _Node | None) -> None:
         self.name = name

@@ -127,7 +127,7 @@ class _OverflowDetector(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             message = record.getMessage()
-        except Exception:
+        except (TypeError, ValueError):
             return
         if "overflow" in message.lower():
             self._debouncer.add({}, full=True)

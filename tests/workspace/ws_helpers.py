@@ -1,0 +1,72 @@
+"""Helpers for the workspace tests: git in a hermetic environment, files, a recorder.
+
+git runs with no system or global config (author set through the environment, see
+conftest.py), so the tests never read the user's own git setup.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ctxlayer.config import WorkspaceConfig
+from ctxlayer.core.tokens import WordTokenizer
+from ctxlayer.workspace import Workspace
+
+GIT_ENV = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_AUTHOR_NAME": "Test",
+    "GIT_AUTHOR_EMAIL": "test@example.invalid",
+    "GIT_COMMITTER_NAME": "Test",
+    "GIT_COMMITTER_EMAIL": "test@example.invalid",
+}
+count = WordTokenizer().count
+
+
+def git(repo: Path, *args: str) -> str:
+    out = subprocess.run(["git", *args], check=False, cwd=repo, capture_output=True, text=True)
+    assert out.returncode == 0, f"git {' '.join(args)}: {out.stderr}"
+    return out.stdout
+
+
+def write(root: Path, rel: str, text: str = "x\n") -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def make_ws(root: Path, home: Path, **cfg) -> Workspace:
+    return Workspace(root, WorkspaceConfig(**cfg), count, home=home,
+                     user_config_dir=home / ".config" / "ctxlayer")
+
+
+class Recorder:
+    """Collects on_change calls from the watcher thread; waits by polling a condition."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[object, list[str]]] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, segment, changed: list[str]) -> None:
+        with self._lock:
+            self.calls.append((segment, list(changed)))
+
+    def snapshot(self) -> list[tuple[object, list[str]]]:
+        with self._lock:
+            return list(self.calls)
+
+    def wait_for(self, predicate: Callable[[list], bool], timeout: float = 30.0) -> list:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            calls = self.snapshot()
+            if predicate(calls):
+                return calls
+            time.sleep(0.02)
+        raise AssertionError(f"condition not met within {timeout}s; calls: "
+                             f"{[c for _, c in self.snapshot()]}")
