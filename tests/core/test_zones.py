@@ -5,8 +5,17 @@ from __future__ import annotations
 import pytest
 
 from ctxlayer.core.zones import (
-    DEFAULT_MODES, DecayPolicy, Rule, RulePolicy, decay_turn, imperative_warning, new_item,
-    place_rules, render_rules, suggest_mode, zone_limits,
+    DEFAULT_MODES,
+    DecayPolicy,
+    Rule,
+    RulePolicy,
+    decay_turn,
+    imperative_warning,
+    new_item,
+    place_rules,
+    render_rules,
+    suggest_mode,
+    zone_limits,
 )
 from ctxlayer.core.zones.references import is_referenced, reference_keys
 

@@ -171,7 +171,7 @@ def test_concurrent_appends_to_50_sessions_do_not_cross(tmp_path):
             for n in range(20):
                 msg = Message(role="user", content=f"session {k} message {n}")
                 store.append(rows[k].sid, [(n, msg, 4)], NOW)
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=writer, args=(k,)) for k in range(50)]

@@ -9,10 +9,20 @@ Pure: no I/O, no clocks; every default is configurable by the caller.
 
 from ctxlayer.core.zones.modes import DEFAULT_MODES, ModeSpec, suggest_mode, zone_limits
 from ctxlayer.core.zones.rules import (
-    Rule, RulePlacement, RulePolicy, imperative_warning, place_rules, render_rules,
+    Rule,
+    RulePlacement,
+    RulePolicy,
+    imperative_warning,
+    place_rules,
+    render_rules,
 )
 from ctxlayer.core.zones.working import (
-    DecayPolicy, ItemEvent, WorkingItem, decay_turn, new_item, render_item,
+    DecayPolicy,
+    ItemEvent,
+    WorkingItem,
+    decay_turn,
+    new_item,
+    render_item,
 )
 
 __all__ = [

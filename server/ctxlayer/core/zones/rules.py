@@ -28,6 +28,9 @@ class RulePolicy(msgspec.Struct, frozen=True, kw_only=True):
     prefix: str = "__RULE__"
 
 
+DEFAULT_RULE_POLICY = RulePolicy()
+
+
 class RulePlacement(msgspec.Struct, frozen=True):
     """Rules kept in zone A, in order, and rules demoted to zone B (highest weight first)."""
 
@@ -35,14 +38,14 @@ class RulePlacement(msgspec.Struct, frozen=True):
     demoted: list[Rule]
 
 
-def place_rules(rules: list[Rule], policy: RulePolicy = RulePolicy()) -> RulePlacement:
+def place_rules(rules: list[Rule], policy: RulePolicy = DEFAULT_RULE_POLICY) -> RulePlacement:
     """Order rules by weight (ties: oldest first) and cut at ``max_rules``."""
     ordered = sorted(rules, key=lambda r: (-r.weight, r.seq))
     cap = max(0, policy.max_rules)
     return RulePlacement(active=ordered[:cap], demoted=ordered[cap:])
 
 
-def render_rules(active: list[Rule], policy: RulePolicy = RulePolicy()) -> str:
+def render_rules(active: list[Rule], policy: RulePolicy = DEFAULT_RULE_POLICY) -> str:
     """Zone A as one text: one line per rule, the top-weight ones carrying the prefix."""
     if not active:
         return ""

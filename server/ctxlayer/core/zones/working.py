@@ -48,6 +48,9 @@ class DecayPolicy(msgspec.Struct, frozen=True, kw_only=True):
     remove_below: float = 0.1
 
 
+DEFAULT_DECAY = DecayPolicy()
+
+
 class ItemEvent(msgspec.Struct, frozen=True, kw_only=True):
     """What a turn did to one item: "referenced", "compressed", "restored" or "removed"."""
 
@@ -73,7 +76,7 @@ def decay_turn(
     items: list[WorkingItem],
     reply: str,
     compress: Callable[[str], str],
-    policy: DecayPolicy = DecayPolicy(),
+    policy: DecayPolicy = DEFAULT_DECAY,
 ) -> tuple[list[WorkingItem], list[ItemEvent]]:
     """Apply one turn to zone B; return the surviving items (same order) and the events.
 

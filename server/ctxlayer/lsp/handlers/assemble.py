@@ -77,9 +77,9 @@ async def ask_summary(ls: CtxServer, request: Any) -> str | None:
             ls.protocol.send_request_async("ctx/summarize", to_wire(params)), timeout(ls))
         text = msgspec.convert(raw, protocol.SummarizeResult).text
         return text if text.strip() else None
-    except asyncio.TimeoutError:
+    except TimeoutError:
         log.warning("ctx/summarize: no answer within %.1f s; offline summary used", timeout(ls))
-    except Exception as exc:  # noqa: BLE001 - any client failure means the offline summary
+    except Exception as exc:
         log.warning("ctx/summarize failed (%s); offline summary used", exc)
     return None
 

@@ -175,7 +175,7 @@ async def on_segment_changed(ls: CtxServer, segment: protocol.WorkspaceSegment,
             layers = await segment_layers(ls, session_id, segment)
             await asyncio.to_thread(svc.set_system, workspace(ls), session_id, layers)
             push_budget(ls, await call(ls, "budget", session_id))
-        except Exception:  # noqa: BLE001 - one session's failure must not stop the others
+        except Exception:
             log.exception("budget of session %s after a segment change", session_id)
 
 

@@ -1,0 +1,146 @@
+"""The rolling summary's parts that never depend on a model (T7, seed 002).
+
+- ``hard_constraints``: the user's hard constraints, taken sentence by sentence from user
+  messages ("must", "never", "do not", "only", 必须, 禁止...). They are kept verbatim in every
+  summary, whatever a summarizer returns, so a weak summarizer cannot lose them.
+- ``offline_summary``: the extractive decided/open summary used when no client summarizer
+  answers (or none was declared): sentences with decision cues and open questions, newest kept
+  first when space runs out, merged with the previous summary.
+- ``SUMMARY_INSTRUCTIONS`` and ``render_summary``: what a client summarizer is asked and how
+  the summary message reads (three parts plus the facts ledger).
+Must not: call a model or know about the wire beyond Message.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ctxlayer.core.text import normalized_hash
+from ctxlayer.protocol import Message
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
+# A hard constraint: an order with must / never / do not..., or a sentence that starts with
+# "only", "always", "never" (mid-sentence "only" and "always" are too often descriptive).
+_CONSTRAINT = re.compile(
+    r"\b(must|mustn't|never|do not|don't|required to|is required|make sure|"
+    r"under no circumstances|at all times|no more than|not allowed|forbidden)\b"
+    r"|^\W*(only|always|avoid|keep)\b"
+    r"|必须|禁止|不要|不能|不得|务必|一律|只能|不可",
+    re.IGNORECASE,
+)
+_DECIDED = re.compile(
+    r"\b(decided|decision|agreed|we will|we'll|going with|chose|chosen|settled|use|using|"
+    r"fixed|done|resolved|confirmed|switched to|implemented|merged)\b|决定|确认|已完成|采用",
+    re.IGNORECASE,
+)
+_OPEN = re.compile(
+    r"\?|？|\b(todo|open question|not yet|still|pending|unclear|unknown|need to|next step|"
+    r"to do|later|investigate|why)\b|待定|未决|还没|需要",
+    re.IGNORECASE,
+)
+
+SUMMARY_INSTRUCTIONS = (
+    "Summarize the conversation below for the assistant's own memory, replacing it in the "
+    "context. Write three bullet lists and nothing else:\n"
+    "Decided: decisions and conclusions reached.\n"
+    "Open: questions and tasks still open.\n"
+    "Hard constraints: conditions the user stated that must not change.\n"
+    "Keep every file path, command, error code, line number, identifier and number exactly. "
+    "If a previous summary is given first, update it rather than repeating it."
+)
+
+
+def sentences(text: str) -> list[str]:
+    """Sentences split at . ! ? followed by a space, at 。！？ and at line ends."""
+    return [s.strip() for s in _SENTENCE_END.split(text) if len(s.strip()) > 3]
+
+
+def hard_constraints(messages: list[Message], previous: list[str] = ()) -> list[str]:
+    """The user's hard-constraint sentences, previous ones first, duplicates removed."""
+    seen = {normalized_hash(c) for c in previous}
+    out = list(previous)
+    for msg in messages:
+        if msg.role != "user" or msg.kind in ("summary", "toolOutput", "doc"):
+            continue
+        for sentence in sentences(msg.content):
+            if _CONSTRAINT.search(sentence):
+                key = normalized_hash(sentence)
+                if key not in seen:
+                    seen.add(key)
+                    out.append(" ".join(sentence.split()))
+    return out
+
+
+def offline_summary(messages: list[Message], previous: str, max_chars: int) -> str:
+    """An extractive Decided/Open summary of ``messages``, merged with the previous one."""
+    prev_decided, prev_open = _split_previous(previous)
+    decided: list[str] = []
+    open_: list[str] = []
+    for msg in messages:
+        if msg.role not in ("user", "assistant") or msg.kind == "summary":
+            continue
+        for sentence in sentences(msg.content):
+            flat = " ".join(sentence.split())
+            if len(flat) > 240:
+                flat = flat[:239] + "…"
+            if _OPEN.search(flat):
+                open_.append(flat)
+            elif _DECIDED.search(flat):
+                decided.append(flat)
+    decided = _dedup(prev_decided + decided)
+    open_ = _dedup(prev_open + open_)
+    # Newest first when cutting: recent decisions and questions matter most.
+    half = max(80, max_chars // 2)
+    return _section("Decided", _newest_within(decided, half)) + "\n" + _section(
+        "Open", _newest_within(open_, half)
+    )
+
+
+def _split_previous(previous: str) -> tuple[list[str], list[str]]:
+    decided: list[str] = []
+    open_: list[str] = []
+    target = None
+    for line in previous.splitlines():
+        if line.startswith("Decided:"):
+            target = decided
+        elif line.startswith("Open:"):
+            target = open_
+        elif line.startswith("- ") and target is not None:
+            target.append(line[2:])
+    return decided, open_
+
+
+def _dedup(items: list[str]) -> list[str]:
+    seen: set[str] = set()
+    out = []
+    for item in items:
+        key = normalized_hash(item)
+        if key not in seen:
+            seen.add(key)
+            out.append(item)
+    return out
+
+
+def _newest_within(items: list[str], max_chars: int) -> list[str]:
+    kept: list[str] = []
+    used = 0
+    for item in reversed(items):
+        if used + len(item) + 3 > max_chars:
+            break
+        kept.append(item)
+        used += len(item) + 3
+    kept.reverse()
+    return kept
+
+
+def _section(title: str, items: list[str]) -> str:
+    return f"{title}:\n" + ("\n".join(f"- {i}" for i in items) if items else "- (none)")
+
+
+def render_summary(replaced: int, summary: str, constraints: list[str], ledger: str) -> str:
+    """The summary message's text: header, decided/open, hard constraints, facts ledger."""
+    parts = [f"[Summary of {replaced} earlier messages, replaced to save context]", summary.strip()]
+    parts.append(_section("Hard constraints (the user's, verbatim)", constraints))
+    if ledger.strip():
+        parts.append("Facts ledger (exact values from the replaced messages):\n" + ledger.strip())
+    return "\n\n".join(parts)

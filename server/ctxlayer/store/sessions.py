@@ -1,0 +1,379 @@
+"""The session service: open sessions held in memory, every change written through to SQLite.
+
+Owns the per-session state an assembly needs without re-reading or re-counting the session
+(history with prefix sums, rules, working items, compaction state, calibration, the previous
+assembly's fingerprint), and the order of effects: a change is committed to the store before
+the method returns, so whatever a client was told survives a killed daemon.
+Sessions are isolated: each (workspace, session id) has its own everything.
+Thread safety: every public method holds the service lock (the daemon calls from threads).
+Must not: import pygls or the lsp layer; talk to clients (the handlers do).
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import msgspec
+
+from ctxlayer import protocol
+from ctxlayer.core.assembly import compaction as cp
+from ctxlayer.core.assembly.assemble import Assembly, AssemblyInput, assemble, measure
+from ctxlayer.core.assembly.history import History
+from ctxlayer.core.calibration import Calibration
+from ctxlayer.core.compress.logs import sanitize_log
+from ctxlayer.core.errors import ContextError
+from ctxlayer.core.text import one_line
+from ctxlayer.core.tokens import Tokenizer, message_tokens
+from ctxlayer.core.zones.compact import compress_item
+from ctxlayer.core.zones.modes import DEFAULT_MODES, ModeSpec
+from ctxlayer.core.zones.rules import Rule, RulePolicy, imperative_warning, place_rules
+from ctxlayer.core.zones.working import (
+    DecayPolicy,
+    ItemEvent,
+    WorkingItem,
+    decay_turn,
+    new_item,
+)
+from ctxlayer.protocol import AuditEntry, Message
+from ctxlayer.store.db import SessionRow, SessionStore
+
+#: item kinds that are sanitized (Z5) before they enter zone B
+LOG_KINDS = frozenset({"log", "toolOutput", "error", "trace", "stackTrace", "output"})
+
+
+class SessionSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """The policies of one workspace's sessions (from `[session]` in ctxlayer.toml)."""
+
+    modes: dict[str, ModeSpec] = msgspec.field(default_factory=lambda: dict(DEFAULT_MODES))
+    default_mode: str = "deep"
+    rules: RulePolicy = RulePolicy()
+    decay: DecayPolicy = DecayPolicy()
+    compaction: cp.CompactionPolicy = cp.CompactionPolicy()
+    calibration_window: int = 50
+
+
+class SystemLayers(msgspec.Struct, kw_only=True):
+    """The system prompt an assembly starts from (built by the caller from the segment)."""
+
+    messages: list[Message] = msgspec.field(default_factory=list)
+    cache_boundary: int | None = None
+    workspace_tokens: int = 0
+
+
+class LiveSession:
+    """One open session's state in memory."""
+
+    def __init__(self, row: SessionRow, counter: Tokenizer) -> None:
+        self.row = row
+        self.counter = counter
+        self.history = History()
+        self.rules: list[Rule] = []
+        self.items: list[WorkingItem] = []
+        self.compaction = cp.Compaction()
+        self.calibration = Calibration()
+        self.system = SystemLayers()
+        self.fingerprint: list[tuple[str, int]] | None = None
+        self.last_total = 0
+        self.next_item = 0
+        self.next_rule = 0
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def unknown_session(session_id: str) -> ContextError:
+    return ContextError("unknown_session", f"no session {session_id!r} in this workspace",
+                        field="sessionId")
+
+
+class SessionService:
+    """Sessions of every workspace of one daemon over one SessionStore."""
+
+    def __init__(self, store: SessionStore, counters: Callable[[str], Tokenizer], *,
+                 default_model: Callable[[], str], default_budget: Callable[[str], int],
+                 clock: Callable[[], str] = _now) -> None:
+        self.store = store
+        self.counters = counters
+        self.default_model = default_model
+        self.default_budget = default_budget
+        self.clock = clock
+        self.settings: dict[str, SessionSettings] = {}
+        self._live: dict[tuple[str, str], LiveSession] = {}
+        self._lock = threading.RLock()
+
+    def configure(self, workspace: str, settings: SessionSettings) -> None:
+        with self._lock:
+            self.settings[workspace] = settings
+
+    def _settings(self, workspace: str) -> SessionSettings:
+        return self.settings.get(workspace) or SessionSettings()
+
+    # --- loading -------------------------------------------------------------------------
+
+    def _get(self, workspace: str, session_id: str) -> LiveSession:
+        live = self._live.get((workspace, session_id))
+        if live is not None:
+            return live
+        row = self.store.get(workspace, session_id)
+        if row is None:
+            raise unknown_session(session_id)
+        return self._load(row)
+
+    def _load(self, row: SessionRow) -> LiveSession:
+        counter = self.counters(row.model)
+        live = LiveSession(row, counter)
+        stored = self.store.messages(row.sid)
+        recount = row.counter != counter.name
+        fixed: list[tuple[int, int]] = []
+        for seq, msg, tokens in stored:
+            if recount:
+                tokens = message_tokens(msg, counter)
+                fixed.append((seq, tokens))
+            live.history.append(msg, seq, tokens)
+        if recount:
+            self.store.recount(row.sid, fixed, counter.name)
+            row.counter = counter.name
+        live.rules = self.store.rules(row.sid)
+        live.items = self.store.items(row.sid)
+        live.next_rule = max((r.seq for r in live.rules), default=-1) + 1
+        live.next_item = max((it.seq for it in live.items), default=-1) + 1
+        if row.compaction:
+            live.compaction = msgspec.json.decode(row.compaction, type=cp.Compaction)
+        settings = self._settings(row.workspace)
+        live.calibration = (msgspec.json.decode(row.calibration, type=Calibration)
+                            if row.calibration else
+                            Calibration(window=settings.calibration_window))
+        self._live[(row.workspace, row.session_id)] = live
+        return live
+
+    # --- methods -------------------------------------------------------------------------
+
+    def open(self, workspace: str, p: protocol.SessionOpenParams) -> protocol.SessionOpenResult:
+        with self._lock:
+            settings = self._settings(workspace)
+            sid = p.session_id or secrets.token_hex(8)
+            if p.mode is not None and p.mode not in settings.modes:
+                raise ContextError("invalid", f"unknown mode {p.mode!r}", field="mode")
+            if p.budget is not None and p.budget <= 0:
+                raise ContextError("invalid", "must be a positive number of tokens",
+                                   field="budget")
+            model = p.model or self.default_model()
+            row, created = self.store.create_or_get(
+                workspace, sid, model=model, mode=p.mode or settings.default_mode,
+                budget=p.budget, now=self.clock())
+            live = self._live.get((workspace, sid))
+            if live is None:
+                if created:
+                    self.store.update(row.sid, row.updated_at, counter=self.counters(model).name)
+                    row.counter = self.counters(model).name
+                live = self._load(row)
+            row = live.row
+            return protocol.SessionOpenResult(
+                session_id=sid, model=row.model, mode=row.mode,  # type: ignore[arg-type]
+                budget=self._budget_of(live), created_at=row.created_at)
+
+    def _budget_of(self, live: LiveSession, override: int | None = None) -> int:
+        return override or live.row.budget or self.default_budget(live.row.model)
+
+    def append(self, workspace: str, session_id: str, messages: list[Message]) -> protocol.Budget:
+        with self._lock:
+            live = self._get(workspace, session_id)
+            settings = self._settings(workspace)
+            seq = live.history.seqs[-1] + 1 if len(live.history) else max(0, live.row.next_seq)
+            rows: list[tuple[int, Message, int]] = []
+            events: list[ItemEvent] = []
+            for msg in messages:
+                if msg.id is None:
+                    msg = msgspec.structs.replace(msg, id=f"ctx:msg:{seq}")
+                tokens = message_tokens(msg, live.counter)
+                rows.append((seq, msg, tokens))
+                if msg.role == "assistant":
+                    reply = msg.content + "".join(
+                        f" {c.name} {c.arguments}" for c in msg.tool_calls or ())
+                    live.items, turn = decay_turn(live.items, reply, compress_item,
+                                                  settings.decay)
+                    events += turn
+                seq += 1
+            removed = [e.item_id for e in events if e.action == "removed"]
+            self.store.append(live.row.sid, rows, self.clock(), items=live.items,
+                              removed_items=removed, audit=[_item_audit(e, live.counter)
+                                                            for e in events
+                                                            if e.action in ("compressed",
+                                                                            "removed")])
+            for s, m, t in rows:
+                live.history.append(m, s, t)
+            live.row.next_seq = seq
+            return self._measure(live, settings)
+
+    def add_item(self, workspace: str, session_id: str, spec: protocol.WorkingItemSpec) -> str:
+        with self._lock:
+            live = self._get(workspace, session_id)
+            content = spec.content
+            if spec.kind in LOG_KINDS:
+                content = sanitize_log(content)
+            seq = live.next_item
+            item_id = spec.id or f"item-{seq}"
+            live.items = [it for it in live.items if it.id != item_id]
+            item = new_item(item_id, spec.kind, content, optional=spec.optional,
+                            source=spec.source, seq=seq)
+            live.items.append(item)
+            live.next_item += 1
+            self.store.put_items(live.row.sid, [item])
+            return item_id
+
+    def add_rule(self, workspace: str, session_id: str,
+                 spec: protocol.RuleSpec) -> protocol.SessionAddRuleResult:
+        with self._lock:
+            live = self._get(workspace, session_id)
+            settings = self._settings(workspace)
+            if not spec.text.strip():
+                raise ContextError("invalid", "a rule needs text", field="rule.text")
+            before = {r.id for r in place_rules(live.rules, settings.rules).demoted}
+            rule_id = spec.id or f"rule-{live.next_rule}"
+            rule = Rule(id=rule_id, text=spec.text, weight=spec.weight, seq=live.next_rule)
+            live.rules = [r for r in live.rules if r.id != rule_id] + [rule]
+            live.next_rule += 1
+            demoted = place_rules(live.rules, settings.rules).demoted
+            newly = [r for r in demoted if r.id not in before]
+            audit = [AuditEntry(
+                action="demoted", reason=f"more than {settings.rules.max_rules} rules: the "
+                "lowest weight moves to the working zone", summary=one_line(r.text),
+                tokens_before=live.counter.count(r.text), tokens_after=live.counter.count(r.text),
+                message_id=r.id) for r in newly]
+            self.store.put_rule(live.row.sid, rule, self.clock(), audit)
+            return protocol.SessionAddRuleResult(rule_id=rule_id, demoted=[r.id for r in demoted],
+                                                 warning=imperative_warning(spec.text))
+
+    def remove_rule(self, workspace: str, session_id: str, rule_id: str) -> None:
+        with self._lock:
+            live = self._get(workspace, session_id)
+            if not any(r.id == rule_id for r in live.rules):
+                raise ContextError("invalid", f"no rule {rule_id!r} in this session",
+                                   field="ruleId")
+            self.store.delete_rule(live.row.sid, rule_id)
+            live.rules = [r for r in live.rules if r.id != rule_id]
+
+    def set_mode(self, workspace: str, session_id: str, mode: str) -> protocol.Budget:
+        with self._lock:
+            live = self._get(workspace, session_id)
+            settings = self._settings(workspace)
+            if mode not in settings.modes:
+                raise ContextError("invalid", f"unknown mode {mode!r}", field="mode")
+            self.store.update(live.row.sid, self.clock(), mode=mode)
+            live.row.mode = mode
+            return self._measure(live, settings)
+
+    def budget(self, workspace: str, session_id: str) -> protocol.Budget:
+        with self._lock:
+            live = self._get(workspace, session_id)
+            return self._measure(live, self._settings(workspace))
+
+    def set_system(self, workspace: str, session_id: str, system: SystemLayers) -> None:
+        """Remember the system layers a session is measured against (segment changes)."""
+        with self._lock:
+            self._get(workspace, session_id).system = system
+
+    def _input(self, live: LiveSession, settings: SessionSettings, budget: int | None,
+               **extra: object) -> AssemblyInput:
+        nominal = self._budget_of(live, budget)
+        limit = live.calibration.effective_limit(live.row.model, nominal)
+        return AssemblyInput(
+            budget=limit, mode=live.row.mode, mode_spec=settings.modes[live.row.mode],
+            system=live.system.messages, system_cache_boundary=live.system.cache_boundary,
+            workspace_tokens=live.system.workspace_tokens, rules=live.rules, items=live.items,
+            rule_policy=settings.rules, policy=settings.compaction, previous=live.fingerprint,
+            **extra)  # type: ignore[arg-type]
+
+    def _measure(self, live: LiveSession, settings: SessionSettings) -> protocol.Budget:
+        inp = self._input(live, settings, None)
+        band = live.calibration.error_band(live.row.model)
+        return measure(live.history, live.compaction, inp, live.counter, model=live.row.model,
+                       session_id=live.row.session_id, error_band=round(band, 4) or None)
+
+    def assemble(self, workspace: str, session_id: str, *, budget: int | None = None,
+                 system: SystemLayers | None = None, client_summarizer: bool = False,
+                 summary_text: str | None = None, offline: bool = False,
+                 force: bool = False, keep_recent: int | None = None) -> Assembly:
+        """One assembly; commits the new compaction state and audit before returning.
+
+        Returns ``needs_summary`` (and changes nothing) when a client summary is wanted.
+        """
+        with self._lock:
+            live = self._get(workspace, session_id)
+            settings = self._settings(workspace)
+            if budget is not None and budget <= 0:
+                raise ContextError("invalid", "must be a positive number of tokens",
+                                   field="budget")
+            if system is not None:
+                live.system = system
+            inp = self._input(live, settings, budget, client_summarizer=client_summarizer,
+                              summary_text=summary_text, offline=offline, force_compaction=force,
+                              keep_recent=keep_recent)
+            out = assemble(live.history, live.compaction, inp, live.counter)
+            if out.result is None:
+                return out
+            now = self.clock()
+            if out.compaction is not None:
+                self.store.update(live.row.sid, now,
+                                  compaction=msgspec.json.encode(out.compaction))
+                live.compaction = out.compaction
+            if out.audit:
+                self.store.add_audit(live.row.sid, out.audit, now)
+            live.fingerprint = out.fingerprint
+            live.last_total = out.result.tokens.total
+            return out
+
+    def summary_of(self, workspace: str, session_id: str) -> tuple[int, Message | None]:
+        """(messages replaced so far, the summary message) of a session."""
+        with self._lock:
+            state = self._get(workspace, session_id).compaction
+            return state.replaced, cp.summary_message(state)
+
+    def report_usage(self, workspace: str, session_id: str, prompt_tokens: int,
+                     estimated: int | None) -> float:
+        with self._lock:
+            live = self._get(workspace, session_id)
+            if prompt_tokens < 0:
+                raise ContextError("invalid", "must not be negative", field="promptTokens")
+            counted = estimated if estimated is not None else live.last_total
+            bias = live.calibration.record(live.row.model, prompt_tokens, counted)
+            self.store.update(live.row.sid, self.clock(),
+                              calibration=msgspec.json.encode(live.calibration))
+            return bias
+
+    def audit(self, workspace: str, session_id: str, limit: int | None) -> list[AuditEntry]:
+        with self._lock:
+            live = self._get(workspace, session_id)
+            return self.store.audit(live.row.sid, limit)
+
+    def list(self, workspace: str) -> list[protocol.SessionInfo]:
+        with self._lock:
+            return [protocol.SessionInfo(session_id=r.session_id, mode=r.mode,  # type: ignore
+                                         model=r.model, messages=r.messages,
+                                         updated_at=r.updated_at)
+                    for r in self.store.list(workspace)]
+
+    def close(self, workspace: str, session_id: str) -> None:
+        with self._lock:
+            live = self._get(workspace, session_id)
+            self.store.update(live.row.sid, self.clock(), closed=1)
+            self._live.pop((workspace, session_id), None)
+
+    def open_sessions(self, workspace: str) -> list[str]:
+        with self._lock:
+            return [sid for (ws, sid) in self._live if ws == workspace]
+
+
+def _item_audit(event: ItemEvent, counter: Tokenizer) -> AuditEntry:
+    return AuditEntry(
+        action="compressed" if event.action == "compressed" else "dropped",
+        reason=(f"working item cooled to heat {event.heat:.2f}: compressed"
+                if event.action == "compressed"
+                else f"working item cooled to heat {event.heat:.2f}: removed"),
+        summary=f"working item {event.item_id}: {one_line(event.before)}",
+        tokens_before=counter.count(event.before), tokens_after=counter.count(event.after),
+        message_id=event.item_id)
