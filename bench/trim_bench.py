@@ -18,13 +18,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from synthetic import large_message, small_message, synthetic_chat  # noqa: E402
+from synthetic import large_message, small_message, synthetic_chat
 
-from ctxlayer.core.memo import Memo  # noqa: E402
-from ctxlayer.core.tokens import CountCache  # noqa: E402
-from ctxlayer.core.trim import TrimOptions, trim  # noqa: E402
-from ctxlayer.tokenizers import TiktokenCounter  # noqa: E402
-from ctxlayer.tokenizers.encodings import get_encoding  # noqa: E402
+from ctxlayer.core.memo import Memo
+from ctxlayer.core.tokens import CountCache
+from ctxlayer.core.trim import TrimOptions, trim
+from ctxlayer.tokenizers import TiktokenCounter
+from ctxlayer.tokenizers.encodings import get_encoding
 
 WINDOW = 128_000
 

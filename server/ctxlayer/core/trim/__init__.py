@@ -12,14 +12,16 @@ Stages, in order (both strategies):
 3. prune (T4): an ephemeral message is dropped once `ephemeral_ttl` assistant turns followed it.
    Pinned messages never. Nothing is merged, so a reply never inherits its thinking's TTL.
 4. reasoning (T10): <think>/<reasoning> blocks of earlier assistant turns are stripped.
-5. tool outputs (T8): an output over `tool_output_cap` tokens becomes its outline.
-6. dedup (T9): a later copy of the same tool output or document becomes a reference to the first
+5. dedup (T9): a later copy of the same tool output or document becomes a reference to the first
    copy (cache-friendly: the prefix does not change); if the fit drops the first copy, the
    earliest surviving copy gets its content back.
 Then the fit:
-- `pipeline`: reduce (T3: while over budget, cut the middle of long code/details blocks of the
-  longest messages first, skipping any that cannot be cut; only messages that could still be
-  kept are candidates) then limit (T5: keep the leading system block and pinned messages, fill
+Shortening a message means: a tool output over `tool_output_cap` tokens becomes its outline
+(T8: JSON key paths and counts, a log's errors and key stack lines, head and tail lines); any
+other message has the middles of its long code/details blocks cut (T3). It happens only when
+over budget, longest first, before any history is dropped for it.
+- `pipeline`: reduce (while over budget, shorten the longest messages first, skipping any that
+  cannot be cut; only messages that could still be kept are candidates) then limit (T5: keep the leading system block and pinned messages, fill
   from newest to oldest by whole groups, skipping a group that does not fit).
 Retrieved documents are capped in number and size first (T12). Then:
 - `priority` (T6): cut P3 documents first, then
@@ -42,7 +44,7 @@ from ctxlayer.core.trim import fit, stages
 from ctxlayer.core.trim.work import Work
 from ctxlayer.protocol import AuditEntry, Message, Strategy
 
-__all__ = ["TrimOptions", "TrimReport", "trim", "docs_as_messages"]
+__all__ = ["TrimOptions", "TrimReport", "docs_as_messages", "trim"]
 
 
 class TrimOptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -87,7 +89,7 @@ def trim(
     budget: int,
     counter: Tokenizer,
     *,
-    options: TrimOptions = TrimOptions(),
+    options: TrimOptions | None = None,
     docs: Sequence[str] = (),
     attachments: Mapping[str, str] | None = None,
     memo: Memo | None = None,
@@ -95,21 +97,21 @@ def trim(
     if budget <= 0:
         raise ContextError("invalid", f"budget must be a positive number of tokens, got {budget}",
                            field="budget")
+    options = options or TrimOptions()
     memo = memo if memo is not None else Memo()
     msgs = stages.enrich(_with_docs(list(messages), docs), attachments or {})
-    w = Work(msgs, counter, options.fmt)
+    w = Work(msgs, counter, options.fmt, memo)
     w.link_tool_results()
     stages.prune_ephemeral(w)
     stages.strip_old_reasoning(w, memo)
-    cap = options.tool_output_cap or max(256, budget // 16)
-    stages.compress_tool_outputs(w, cap, memo)
     refs = stages.dedup(w, options.dedup_min_tokens, memo)
-    head, tail = options.head_lines, options.tail_lines
     fit.cap_docs(w, budget, options.max_docs, options.doc_share)
+    sh = fit.Shortener(w, memo, options.head_lines, options.tail_lines,
+                       options.tool_output_cap or max(256, budget // 16))
     if options.strategy == "priority":
-        fit.priority_fit(w, budget, memo, head, tail, options.recent)
+        fit.priority_fit(w, budget, sh, options.recent)
     else:
-        fit.reduce(w, budget, memo, head, tail)
+        fit.reduce(w, budget, sh)
         fit.limit(w, budget)
     fit.restore_orphaned_refs(w, refs, budget)
     return TrimReport(messages=w.kept(), tokens=w.total, budget=budget, dropped=w.dropped,

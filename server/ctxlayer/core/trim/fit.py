@@ -11,6 +11,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable
 
+from ctxlayer.core.compress.tool_output import compress_tool_output
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.trim.truncate import cut_lines, truncate_blocks
@@ -36,28 +37,70 @@ def truncatable(w: Work, i: int) -> bool:
     return w.alive[i] and not m.pinned and not m.tool_calls
 
 
-def _truncated(w: Work, i: int, memo: Memo, head: int, tail: int) -> str | None:
-    text = w.content[i]
-    return memo.get(("trunc", head, tail), text, lambda: truncate_blocks(text, head, tail))
+class Shortener:
+    """How one message gets shorter: a tool output over its cap becomes its outline (T8: JSON
+    key paths and counts, a log's errors and key stack lines, or head and tail lines); any other
+    message has the middles of its long code/details blocks cut (T3). Results are memoised by
+    content, so a warm re-trim derives nothing twice."""
+
+    def __init__(self, w: Work, memo: Memo, head: int, tail: int, tool_cap: int) -> None:
+        self.w, self.memo, self.head, self.tail, self.tool_cap = w, memo, head, tail, tool_cap
+
+    def _is_big_output(self, i: int) -> bool:
+        m, w = self.w.msgs[i], self.w
+        return (m.role == "tool" or m.kind == "toolOutput") and (
+            w.tokens[i] - w.extra[i] > self.tool_cap)
+
+    def _cut(self, i: int) -> str | None:
+        text, head, tail = self.w.content[i], self.head, self.tail
+        return self.memo.get(("trunc", head, tail), text,
+                             lambda: truncate_blocks(text, head, tail))
+
+    def _outline(self, i: int):
+        text, cap, counter = self.w.content[i], self.tool_cap, self.w.counter
+        return self.memo.get(("tool", cap), text,
+                             lambda: compress_tool_output(text, cap, counter))
+
+    def estimate(self, i: int) -> int:
+        """The tokens left once shortened, exact for outlines and estimated from the characters
+        kept for cut blocks (it only decides which messages are reachable)."""
+        w = self.w
+        if not truncatable(w, i):
+            return w.tokens[i]
+        if self._is_big_output(i):
+            out = self._outline(i)
+            if out is not None:
+                return w.extra[i] + out.tokens_after
+        cut = self._cut(i)
+        if cut is None:
+            return w.tokens[i]
+        body = w.tokens[i] - w.extra[i]
+        return w.extra[i] + body * len(cut) // max(1, len(w.content[i]))
+
+    def shorten(self, i: int) -> int:
+        """Shorten message i once; returns the tokens saved (0 when it cannot be cut)."""
+        w = self.w
+        if self._is_big_output(i):
+            out = self._outline(i)
+            if out is not None:
+                return w.replace(i, out.text, "compressed", f"tool output over {self.tool_cap} "
+                                 f"tokens: kept its {out.method} outline")
+        cut = self._cut(i)
+        if cut is None:
+            return 0
+        return w.replace(i, cut, "truncated", f"over budget: middle of long code/details blocks "
+                                              f"cut to {self.head}+{self.tail} lines")
 
 
-def truncate_longest(
-    w: Work, candidates: Iterable[int], over: int, memo: Memo, head: int, tail: int
-) -> int:
-    """Truncate the longest candidates first until `over` tokens are saved. A message that
-    cannot be cut is skipped and the next one tried (gptme stops there). Returns what is left
-    of `over` (<= 0 when done)."""
+def shorten_longest(w: Work, candidates: Iterable[int], over: int, sh: Shortener) -> int:
+    """Shorten the longest candidates first until `over` tokens are saved. A message that cannot
+    be cut is skipped and the next one tried (gptme stops there). Returns what is left of
+    `over` (<= 0 when done)."""
     heap = [(-w.tokens[i], i) for i in candidates if truncatable(w, i)]
     heapq.heapify(heap)
     while over > 0 and heap:
         _, i = heapq.heappop(heap)
-        cut = _truncated(w, i, memo, head, tail)
-        if cut is None:
-            continue
-        saved = w.replace(i, cut, "truncated",
-                          f"over budget: middle of long code/details blocks cut to {head}+{tail}"
-                          " lines")
-        over -= saved
+        over -= sh.shorten(i)
     return over
 
 
@@ -72,32 +115,25 @@ def _check_fixed(w: Work, fixed: set[int], budget: int) -> int:
     return budget - cost
 
 
-def reduce(w: Work, budget: int, memo: Memo, head: int, tail: int) -> None:
-    """T3, bounded: only messages that could still be kept once cut are candidates, so a 1M-token
-    chat is not truncated message by message before most of it is dropped anyway."""
+def reduce(w: Work, budget: int, sh: Shortener) -> None:
+    """T3/T8, bounded: only messages that could still be kept once shortened are candidates, so
+    a 1M-token chat is not compressed message by message before most of it is dropped."""
     if w.total <= budget:
         return
     fixed = fixed_set(w)
-    truncate_longest(w, [i for i in fixed if truncatable(w, i)],
-                     w.fmt.reply_priming + sum(w.tokens[i] for i in fixed) - budget,
-                     memo, head, tail)
+    shorten_longest(w, list(fixed), w.fmt.reply_priming + sum(w.tokens[i] for i in fixed) - budget,
+                    sh)
     room = _check_fixed(w, fixed, budget)
     window, acc = [], 0
     for i in range(len(w.msgs) - 1, -1, -1):
         if i in fixed or not w.alive[i]:
             continue
-        low = w.tokens[i]
-        if truncatable(w, i):
-            cut = _truncated(w, i, memo, head, tail)
-            if cut is not None:  # estimate: the count scaled by the characters kept
-                body = w.tokens[i] - w.extra[i]
-                low = w.extra[i] + body * len(cut) // max(1, len(w.content[i]))
+        low = sh.estimate(i)
         if acc + low > room:
             break
         acc += low
         window.append(i)
-    window_total = sum(w.tokens[i] for i in window)
-    truncate_longest(w, window, window_total - room, memo, head, tail)
+    shorten_longest(w, window, sum(w.tokens[i] for i in window) - room, sh)
 
 
 def limit(w: Work, budget: int) -> None:
@@ -139,9 +175,7 @@ def restore_orphaned_refs(w: Work, refs: dict[int, int], budget: int) -> None:
         limit(w, budget)
 
 
-def priority_fit(
-    w: Work, budget: int, memo: Memo, head: int, tail: int, recent: int
-) -> None:
+def priority_fit(w: Work, budget: int, sh: Shortener, recent: int) -> None:
     """T6: cut P3 (documents) first, then P2 (older history: truncate, then drop oldest), then
     P1 (recent: truncate, then drop oldest); P0 (system, pinned) never."""
     fixed = fixed_set(w, every_system=True)
@@ -179,7 +213,7 @@ def priority_fit(
     for cls in (2, 1):
         if over() <= 0:
             return
-        truncate_longest(w, classes[cls], over(), memo, head, tail)
+        shorten_longest(w, classes[cls], over(), sh)
         for i in classes[cls]:
             if over() <= 0:
                 return

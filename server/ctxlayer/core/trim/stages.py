@@ -1,6 +1,6 @@
-"""The stages that shorten a conversation without dropping whole history: enrich (T2), prune
-expired ephemeral messages (T4), strip old reasoning (T10), compress long tool outputs (T8)
-and deduplicate repeated content (T9). Each records what it did on the Work.
+"""The stages that run before the fit: enrich (T2), prune expired ephemeral messages (T4),
+strip old reasoning (T10) and deduplicate repeated content (T9). Each records what it did on
+the Work.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from collections.abc import Mapping, Sequence
 import msgspec
 
 from ctxlayer.core.compress.extractive import strip_reasoning
-from ctxlayer.core.compress.tool_output import compress_tool_output
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.text import normalized_hash
 from ctxlayer.core.trim.work import Work
@@ -68,27 +67,10 @@ def strip_old_reasoning(w: Work, memo: Memo) -> None:
         if m.role != "assistant" or i == latest or m.pinned or not w.alive[i]:
             continue
         text = w.content[i]
-        if not any(tag in text for tag in _REASONING_TAGS):
-            continue
-        stripped = memo.get("strip", text, lambda t=text: strip_reasoning(t))
+        stripped = memo.get("strip", text, lambda t=text: (
+            strip_reasoning(t) if any(tag in t for tag in _REASONING_TAGS) else t))
         if stripped != text:
             w.replace(i, stripped, "compressed", "reasoning block of an earlier turn stripped")
-
-
-def compress_tool_outputs(w: Work, cap: int, memo: Memo) -> None:
-    """A tool output over `cap` tokens becomes its outline (JSON key paths and counts, a log's
-    errors and key stack lines, or head and tail lines)."""
-    for i, m in enumerate(w.msgs):
-        if not w.alive[i] or m.pinned or not (m.role == "tool" or m.kind == "toolOutput"):
-            continue
-        if w.tokens[i] - w.extra[i] <= cap:
-            continue
-        text = w.content[i]
-        out = memo.get(("tool", cap), text,
-                       lambda t=text: compress_tool_output(t, cap, w.counter))
-        if out is not None:
-            w.replace(i, out.text, "compressed",
-                      f"tool output over {cap} tokens: kept its {out.method} outline")
 
 
 def dedup(w: Work, min_tokens: int, memo: Memo) -> dict[int, int]:

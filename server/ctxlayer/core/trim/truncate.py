@@ -13,7 +13,7 @@ MARKER = "[...]"
 def _fence(line: str) -> str | None:
     """The fence string (``` or ~~~, any length) when the line opens or closes a code block."""
     s = line.lstrip()
-    if s.startswith("```") or s.startswith("~~~"):
+    if s.startswith(("```", "~~~")):
         ch = s[0]
         n = len(s) - len(s.lstrip(ch))
         return ch * n

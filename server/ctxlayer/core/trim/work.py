@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import msgspec
 
+from ctxlayer.core.memo import Memo
 from ctxlayer.core.text import describe
 from ctxlayer.core.tokens import MessageFormat, Tokenizer
 from ctxlayer.protocol import AuditAction, AuditEntry, Message
@@ -21,12 +22,27 @@ class Work:
     (an assistant message with tool calls and all its results share the call's index)."""
 
     __slots__ = (
-        "msgs", "content", "tokens", "group", "alive", "counter", "fmt", "extra",
-        "dropped", "changed", "total", "members", "original",
+        "alive",
+        "changed",
+        "content",
+        "counter",
+        "dropped",
+        "extra",
+        "fmt",
+        "group",
+        "members",
+        "memo",
+        "msgs",
+        "original",
+        "tokens",
+        "total",
     )
 
-    def __init__(self, msgs: Sequence[Message], counter: Tokenizer, fmt: MessageFormat) -> None:
+    def __init__(
+        self, msgs: Sequence[Message], counter: Tokenizer, fmt: MessageFormat, memo: Memo
+    ) -> None:
         self.msgs = list(msgs)
+        self.memo = memo
         self.counter = counter
         self.fmt = fmt
         n = len(self.msgs)
@@ -103,8 +119,11 @@ class Work:
 
     def _entry(self, i: int, action: AuditAction, reason: str, before: int, after: int):
         m = self.msgs[i]
+        key = (m.role, m.kind, m.tool_call_id, m.content,
+               tuple(c.name for c in m.tool_calls) if m.tool_calls else None)
+        summary = self.memo.get("describe", key, lambda: describe(m))
         return AuditEntry(
-            action=action, reason=reason, summary=describe(m), tokens_before=before,
+            action=action, reason=reason, summary=summary, tokens_before=before,
             tokens_after=after, message_id=m.id, index=i,
         )
 
