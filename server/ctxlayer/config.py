@@ -262,17 +262,20 @@ def _merge_into(
             )
 
 
-def _build(cls: type, values: dict) -> Any:
+def _build(cls: type, values: dict, base: Any = None) -> Any:
+    """`base` (default: `cls()`) with the validated `values` applied; a nested table starts
+    from the parent's default for it, not from the nested struct's own defaults."""
+    base = cls() if base is None else base
     kwargs = {}
     for f in msgspec.structs.fields(cls):
         if f.name not in values:
             continue
         ftype = _plain(f.type)
         if isinstance(ftype, type) and issubclass(ftype, msgspec.Struct):
-            kwargs[f.name] = _build(ftype, values[f.name])
+            kwargs[f.name] = _build(ftype, values[f.name], getattr(base, f.name))
         else:
             kwargs[f.name] = values[f.name]
-    return cls(**kwargs)
+    return msgspec.structs.replace(base, **kwargs)
 
 
 def _plain(tp: Any) -> Any:
@@ -368,3 +371,9 @@ def settings_doc() -> str:
             continue
         out += ["| key | type | default | meaning |", "| --- | --- | --- | --- |", *rows, ""]
     return "\n".join(out)
+
+
+if __name__ == "__main__":  # `python -m ctxlayer.config` rewrites docs/settings.md
+    _doc = Path(__file__).resolve().parents[2] / "docs" / "settings.md"
+    _doc.write_text(settings_doc())
+    print(f"wrote {_doc}")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
+
 from ctxlayer.config import AGENT_FILES, SELECTED_FILES, Config, load_config, settings_doc
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "settings.md"
@@ -68,4 +70,23 @@ def test_wrong_shapes_never_raise(tmp_path: Path):
 
 def test_settings_doc_is_up_to_date():
     assert DOCS.read_text() == settings_doc(), (
-        "docs/settings.md is stale: write ctxlayer.config.settings_doc() to it")
+        "docs/settings.md is stale: run `.venv/bin/python -m ctxlayer.config` to regenerate it")
+
+
+def test_nested_tables_start_from_the_parents_defaults(tmp_path: Path):
+    base = Config()
+    sections = [f.name for f in msgspec.structs.fields(Config)]
+    nested = [(s, f.name) for s in sections
+              for f in msgspec.structs.fields(getattr(base, s))
+              if isinstance(getattr(getattr(base, s), f.name), msgspec.Struct)]
+    for section, name in nested:
+        inner = getattr(getattr(base, section), name)
+        first = msgspec.structs.fields(inner)[0].name
+        child = getattr(inner, first)
+        if not isinstance(child, msgspec.Struct):
+            continue
+        leaf = msgspec.structs.fields(child)[0].name
+        config, problems = load_config(tmp_path, None, {section: {name: {first: {
+            leaf: getattr(child, leaf)}}}})
+        assert problems == []
+        assert getattr(getattr(config, section), name) == inner  # siblings keep their defaults

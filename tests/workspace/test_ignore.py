@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ws_helpers import git, write
+
 from ctxlayer.workspace import filelist
 from ctxlayer.workspace.ignore import compile_globs, glob_regex
-from ws_helpers import git, write
 
 ROOT_RULES = """\
 # comment

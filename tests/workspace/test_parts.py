@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 
+from ws_helpers import count, git, make_ws, write
+
 from ctxlayer.core.text import content_hash
 from ctxlayer.workspace import PART_ORDER
 from ctxlayer.workspace.tree import render_tree
-from ws_helpers import count, git, make_ws, write
 
 
 def part(seg, name):

@@ -35,7 +35,7 @@ def _table(rows: list[tuple[str, ...]], right: set[int] = frozenset()) -> list[s
     out = []
     for n, row in enumerate(rows):
         cells = [cell.rjust(w) if i in right else cell.ljust(w)
-                 for i, (cell, w) in enumerate(zip(row, widths))]
+                 for i, (cell, w) in enumerate(zip(row, widths, strict=True))]
         out.append("  " + "  ".join(cells).rstrip())
         if n == 0:
             out.append("  " + "  ".join("-" * w for w in widths))
