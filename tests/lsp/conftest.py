@@ -47,7 +47,7 @@ ENV = hermetic_env(WORLD)
 
 
 def git(repo: Path, *args: str) -> str:
-    out = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True,
+    out = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=False,
                          env={**os.environ, **GIT_ENV})
     assert out.returncode == 0, f"git {' '.join(args)}: {out.stderr}"
     return out.stdout

@@ -17,11 +17,11 @@ import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import msgspec
-
 from ctxlayer import protocol
+
 from ctxlayer_client.framing import FramingError, encode, read_message
 
 log = logging.getLogger(__name__)
@@ -303,7 +303,7 @@ class AsyncClient:
             await asyncio.wait_for(self._pump, timeout)
         return code
 
-    async def __aenter__(self) -> AsyncClient:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

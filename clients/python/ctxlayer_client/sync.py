@@ -9,9 +9,10 @@ import asyncio
 import threading
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 from ctxlayer import protocol
+
 from ctxlayer_client.aio import DEFAULT_TIMEOUT, AsyncClient
 
 T = TypeVar("T")
@@ -104,7 +105,7 @@ class Client:
         if not self._loop.is_running():
             self._loop.close()
 
-    def __enter__(self) -> Client:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
