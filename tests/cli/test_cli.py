@@ -1,0 +1,107 @@
+"""The CLI end to end, as a user runs it: real processes, real tokenizers, real files.
+Bad input must end with one line saying what to fix and exit code 2, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+CLI = [sys.executable, "-m", "ctxlayer"]
+
+
+def run(*args: str, stdin: str | None = None, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([*CLI, *args], input=stdin, capture_output=True, text=True,
+                          timeout=120, cwd=cwd)
+
+
+OPENAI_CHAT = [
+    {"role": "system", "content": "You are helpful."},
+    {"role": "user", "content": [{"type": "text", "text": "list files"}]},
+    {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+    {"role": "tool", "tool_call_id": "c1", "content": "a.py\nb.py"},
+    {"role": "assistant", "content": "Two files."},
+]
+
+
+def test_trim_accepts_openai_format_and_keeps_tool_pairs():
+    p = run("trim", "--model", "gpt-4o", "--budget", "1000", stdin=json.dumps(OPENAI_CHAT))
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    roles = [m["role"] for m in out["messages"]]
+    assert roles == ["system", "user", "assistant", "tool", "assistant"]
+    assert out["messages"][2]["toolCalls"][0]["name"] == "ls"
+    assert out["messages"][3]["toolCallId"] == "c1"
+    assert out["tokens"] <= 1000 and out["budget"] == 1000
+    assert "5 messages in, 5 kept" in p.stderr
+
+
+def test_trim_drops_old_history_under_a_small_budget():
+    chat = [{"role": "user", "content": f"message {k} " + "word " * 50} for k in range(20)]
+    p = run("trim", "--budget", "300", "-q", stdin=json.dumps(chat))
+    out = json.loads(p.stdout)
+    assert out["tokens"] <= 300
+    assert out["messages"][-1]["content"].startswith("message 19")
+    assert {e["action"] for e in out["dropped"]} == {"dropped"}
+    assert all(e["summary"].startswith("user") for e in out["dropped"])
+
+
+@pytest.mark.parametrize("stdin,args,expect", [
+    ("not json", ["trim"], "not valid JSON"),
+    ("", ["trim"], "empty"),
+    ('[{"role": "robot", "content": "x"}]', ["trim"], "messages[0].role"),
+    ('[{"role": "user", "content": 5}]', ["trim"], "messages[0].content"),
+    ('{"foo": 1}', ["trim"], "expected a JSON list of messages"),
+    ("[]", ["trim", "--budget", "-5"], "positive"),
+    ("[]", ["trim", "--budget", "lots"], "128k"),
+    ('[{"role": "system", "content": "' + "x " * 500 + '", "pinned": true}]',
+     ["trim", "--budget", "50"], "pinned system content alone"),
+])
+def test_bad_input_is_one_line_and_exit_2(stdin, args, expect):
+    p = run(*args, stdin=stdin)
+    assert p.returncode == 2
+    assert expect in p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_count_text_and_chat():
+    p = run("count", "--model", "gpt-4o", "--json", stdin="hello world")
+    assert json.loads(p.stdout)["total"] == 2
+    p = run("count", "--model", "claude-sonnet-4", stdin=json.dumps(OPENAI_CHAT))
+    assert p.returncode == 0 and "5 messages" in p.stdout and "±10%" in p.stdout
+
+
+def test_schema_is_json_schema_for_every_method():
+    p = run("schema")
+    schema = json.loads(p.stdout)
+    assert "ctx/trim" in schema["requests"]
+    assert "Message" in schema["$defs"]
+    assert "toolCallId" in schema["$defs"]["Message"]["properties"]
+
+
+def test_prompt_for_a_git_workspace(tmp_path):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "README.md").write_text("# Demo project\nIt does things.\n")
+    (tmp_path / "AGENTS.md").write_text("Always run the tests.\n")
+    p = run("prompt", str(tmp_path), "--table-only")
+    assert p.returncode == 0, p.stderr
+    for name in ("identity", "agentFiles", "files", "tree", "git"):
+        assert name in p.stdout
+    p = run("prompt", str(tmp_path), "--json")
+    result = json.loads(p.stdout)
+    assert result["cacheBoundary"] is None
+    assert "Always run the tests." in result["messages"][-1]["content"]
+
+
+def test_prompt_on_a_missing_folder_says_so(tmp_path):
+    p = run("prompt", str(tmp_path / "nope"))
+    assert p.returncode == 2 and "not a folder" in p.stderr
+
+
+def test_demo_runs_offline():
+    p = run("demo")
+    assert p.returncode == 0, p.stderr
+    assert "Trimming the bundled sample chat" in p.stdout and "kept" in p.stdout
