@@ -1,0 +1,41 @@
+"""`ctxlayer inspect PATH`: scan a workspace and print its segment as a table.
+
+Parts with tokens and hash, then what was left out and why (`--text` adds the segment's text,
+`--json` prints the WorkspaceSegment as on the wire). Config problems go to stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import msgspec
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("path", nargs="?", default=".", help="workspace folder (default: .)")
+    parser.add_argument("--model", default=None, help="model whose tokenizer counts (default gpt-4o)")
+    parser.add_argument("--text", action="store_true", help="also print the segment's text")
+    parser.add_argument("--json", action="store_true", help="print the segment as JSON")
+
+
+def run(args) -> int:
+    from ctxlayer.cli import UsageError
+    from ctxlayer.config import default_user_config_dir, load_config
+    from ctxlayer.tokenizers import counter_for
+    from ctxlayer.workspace import Workspace, render_inspect
+
+    root = Path(args.path).expanduser()
+    if not root.is_dir():
+        raise UsageError(f"{args.path}: not a folder")
+    config, problems = load_config(root, default_user_config_dir(), None)
+    for problem in problems:
+        print(f"ctxlayer inspect: config: {problem}", file=sys.stderr)
+    segment = Workspace(root, config, counter_for(args.model).count).scan()
+    if args.json:
+        sys.stdout.write(msgspec.json.encode(segment).decode() + "\n")
+        return 0
+    sys.stdout.write(render_inspect(segment))
+    if args.text:
+        sys.stdout.write("\n" + segment.text + "\n")
+    return 0
