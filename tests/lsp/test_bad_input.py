@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import RawDaemon
+
 from ctxlayer.tokenizers import counter_for
 
 pytestmark = pytest.mark.e2e

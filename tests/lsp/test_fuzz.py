@@ -7,8 +7,8 @@ import json
 import random
 
 import pytest
-
 from conftest import RawDaemon
+
 from ctxlayer.tokenizers import counter_for
 
 pytestmark = pytest.mark.e2e

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 import pytest_lsp
 from conftest import ENV, SERVE, WORLD, git, make_repo, write
-from ctxlayer.tokenizers import counter_for
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import ClientServerConfig, LanguageClient
+
+from ctxlayer.tokenizers import counter_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 _repos = itertools.count()

@@ -1,0 +1,111 @@
+"""TCP mode: many clients at once on one daemon, each authenticated with the token file."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from conftest import ENV, SERVE, WORLD, make_repo, write
+
+from ctxlayer_client import AsyncClient, RpcError
+from ctxlayer_client.framing import encode, read_message
+
+pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
+
+
+class TcpDaemon:
+    def __init__(self, proc: asyncio.subprocess.Process, info: dict) -> None:
+        self.proc, self.info = proc, info
+        self.port: int = info["port"]
+        self.token = Path(info["tokenFile"]).read_text().strip()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def tcp_daemon():
+    state = WORLD / "tcp-state"
+    proc = await asyncio.create_subprocess_exec(
+        *SERVE, "--tcp", "--port", "0", "--state-dir", str(state),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, env=ENV)
+    assert proc.stdout is not None
+    line = await asyncio.wait_for(proc.stdout.readline(), 30)
+    daemon = TcpDaemon(proc, json.loads(line))
+    yield daemon
+    proc.terminate()
+    assert await asyncio.wait_for(proc.wait(), 10) == 0
+
+
+async def test_token_file_is_private(tcp_daemon: TcpDaemon):
+    path = Path(tcp_daemon.info["tokenFile"])
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert len(tcp_daemon.token) >= 32
+    assert tcp_daemon.info["host"] == "127.0.0.1"
+
+
+async def test_two_clients_at_once_share_the_workspace(tcp_daemon: TcpDaemon):
+    root = make_repo(WORLD / "tcp-repo")
+    first, second = await asyncio.gather(
+        AsyncClient.connect("127.0.0.1", tcp_daemon.port, tcp_daemon.token, root, timeout=30),
+        AsyncClient.connect("127.0.0.1", tcp_daemon.port, tcp_daemon.token, root, timeout=30))
+    try:
+        a, b = await asyncio.gather(first.count(texts=["one two"]),
+                                    second.count(texts=["one two three four"]))
+        assert a.tokens[0] < b.tokens[0]
+        seg_a, seg_b = await asyncio.gather(first.segment(), second.segment())
+        assert seg_a.hash == seg_b.hash and "app.py" in seg_a.text
+
+        waits = [asyncio.ensure_future(c.wait_for(
+            "ctx/segmentChanged", lambda n: "tree" in n.changed)) for c in (first, second)]
+        write(root, "added_by_test.py", "Y = 2\n")
+        note_a, note_b = await asyncio.gather(*waits)
+        assert note_a.hash == note_b.hash != seg_a.hash
+
+        await first.close()
+        again = await second.count(texts=["one two"])  # one client leaving ends nothing else
+        assert again.tokens == a.tokens
+    finally:
+        await second.close()
+    assert tcp_daemon.proc.returncode is None
+
+
+async def test_wrong_token_is_refused_and_disconnected(tcp_daemon: TcpDaemon):
+    with pytest.raises(RpcError) as err:
+        await AsyncClient.connect("127.0.0.1", tcp_daemon.port, "not-the-token", timeout=30)
+    assert err.value.code == -32004 and "wrong token" in err.value.message
+
+
+async def test_first_message_must_be_initialize(tcp_daemon: TcpDaemon):
+    reader, writer = await asyncio.open_connection("127.0.0.1", tcp_daemon.port)
+    writer.write(encode({"jsonrpc": "2.0", "id": 1, "method": "ctx/count",
+                         "params": {"texts": ["sneaky"]}}))
+    reply = await asyncio.wait_for(read_message(reader), 30)
+    assert reply["id"] == 1 and reply["error"]["code"] == -32004
+    assert await asyncio.wait_for(read_message(reader), 30) is None  # closed
+    writer.close()
+
+
+async def test_a_port_probe_does_not_kill_the_daemon(tcp_daemon: TcpDaemon):
+    _, writer = await asyncio.open_connection("127.0.0.1", tcp_daemon.port)
+    writer.close()
+    client = await AsyncClient.connect("127.0.0.1", tcp_daemon.port, tcp_daemon.token,
+                                       timeout=30)
+    try:
+        assert (await client.count(texts=["ok"])).total == 1
+    finally:
+        await client.close()
+
+
+async def test_a_token_file_others_can_read_is_refused(tmp_path: Path):
+    token = tmp_path / "token"
+    token.write_text("a" * 40)
+    os.chmod(token, 0o644)
+    proc = await asyncio.create_subprocess_exec(
+        *SERVE, "--tcp", "--port", "0", "--token-file", str(token),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=ENV)
+    out, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 2 and out == b""
+    assert b"chmod 600" in err
