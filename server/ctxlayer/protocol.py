@@ -347,6 +347,19 @@ class Empty(Wire):
     pass
 
 
+class InspectParams(Wire):
+    """ctx/inspect: the inspector page for a session, or for `messages` trimmed into `budget`."""
+
+    session_id: str | None = None
+    messages: list[Message] | None = None
+    budget: int | None = None
+    model: str | None = None
+
+
+class InspectResult(Wire):
+    html: str
+
+
 # --- server to client ---------------------------------------------------------------------------
 
 
@@ -399,6 +412,7 @@ REQUESTS: dict[str, tuple[type[Wire], type[Wire]]] = {
     "ctx/session/audit": (AuditParams, AuditResult),
     "ctx/session/list": (Empty, SessionListResult),
     "ctx/session/close": (SessionRef, Empty),
+    "ctx/inspect": (InspectParams, InspectResult),
 }
 
 #: server -> client notifications

@@ -10,6 +10,7 @@ import os
 import shutil
 
 import pytest
+
 from ctxlayer.inspector import build_inspector_data
 from ctxlayer.protocol import AuditEntry, Message, ToolCall
 

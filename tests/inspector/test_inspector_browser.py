@@ -4,6 +4,7 @@ marked dropped, the page's script agrees with `would_drop`, and it loads nothing
 from __future__ import annotations
 
 import pytest
+
 from ctxlayer.inspector import render_inspector, would_drop
 
 
@@ -60,17 +61,28 @@ def test_script_agrees_with_python_at_every_budget(page, sample_data):
 
 
 def test_reordering_priority_classes_changes_the_drop(page, sample_data):
-    doc = next(m.index for m in sample_data.messages if m.id == "doc")
-    assert doc in marked_dropped(page)
-    # move P3 (documents) to the top of the fill order: two clicks on its "up" button
-    page.click('#priority-order li[data-class="3"] button.up')
-    page.click('#priority-order li[data-class="3"] button.up')
+    index = {m.id: m.index for m in sample_data.messages}
+    assert index["doc"] not in marked_dropped(page)  # the pipeline keeps the newest document
+    # history before recent messages: one click on P1's "down" button switches to class order
+    page.click('#priority-order li[data-class="1"] button.down')
     order = page.eval_on_selector_all("#priority-order li", "els => els.map(e => e.dataset.class)")
-    assert order == ["3", "1", "2"]
-    assert doc not in marked_dropped(page)
-    assert marked_dropped(page) == would_drop(sample_data.messages, 700, order=(3, 1, 2))
+    assert order == ["2", "1", "3"]
+    assert page.is_checked("#fill-by-class")
+    assert marked_dropped(page) == would_drop(sample_data.messages, 700, order=(2, 1, 3))
+    assert index["doc"] in marked_dropped(page) and index["m0"] not in marked_dropped(page)
+    page.check("#fill-newest")
+    assert marked_dropped(page) == would_drop(sample_data.messages, 700)
+    page.check("#fill-by-class")
     page.click("#reset")
-    assert doc in marked_dropped(page)
+    assert page.is_checked("#fill-newest")
+    assert index["doc"] not in marked_dropped(page)
+
+
+def test_script_agrees_with_python_by_class(page, sample_data):
+    page.click('#priority-order li[data-class="3"] button.up')
+    for budget in range(150, 1400, 53):
+        set_budget(page, budget)
+        assert marked_dropped(page) == would_drop(sample_data.messages, budget, order=(1, 3, 2))
 
 
 def test_budget_marker_moves_with_the_slider(page):

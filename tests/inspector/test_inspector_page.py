@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+
 from ctxlayer.inspector import build_inspector_data, render_inspector, would_drop
 from ctxlayer.protocol import Message, ToolCall
 
@@ -47,23 +48,29 @@ def test_classes_follow_role_kind_and_age(sample_data):
     by_id = {m.id: m.priority_class for m in sample_data.messages}
     assert by_id["sys"] == 0
     assert by_id["doc"] == 3
-    assert by_id["m9"] == 1 and by_id["m7"] == 1
-    assert by_id["m6"] == 2 and by_id["m0"] == 2
+    assert by_id["m9"] == 1 and by_id["m5"] == 1  # the newest 8 non-system messages
+    assert by_id["m4"] == 2 and by_id["m0"] == 2
 
 
-def test_would_drop_fills_newest_first_and_never_drops_system(sample_data):
+def test_would_drop_is_the_pipeline_limit_step(sample_data):
     ids = {m.index: m.id for m in sample_data.messages}
+    # newest first by whole groups; m6 does not fit, the smaller, older m3 still does
     dropped = {ids[i] for i in would_drop(sample_data.messages, 700)}
-    assert dropped == {"m0", "m1", "m2", "m3", "m4", "m5", "doc"}
+    assert dropped == {"m0", "m1", "m2", "m4", "m5", "m6"}
     assert "sys" not in {ids[i] for i in would_drop(sample_data.messages, 0)}
     assert would_drop(sample_data.messages, 10**6) == set()
+    # the reply priming counts against the budget too
+    assert len(would_drop(sample_data.messages, 700, overhead=100)) > len(dropped)
 
 
 def test_reordering_classes_changes_what_is_cut(sample_data):
     ids = {m.index: m.id for m in sample_data.messages}
+    docs_last = {ids[i] for i in would_drop(sample_data.messages, 700, order=(1, 2, 3))}
+    assert "doc" in docs_last
     docs_first = {ids[i] for i in would_drop(sample_data.messages, 700, order=(3, 1, 2))}
     assert "doc" not in docs_first
-    assert "m6" in docs_first
+    history_first = {ids[i] for i in would_drop(sample_data.messages, 700, order=(2, 1, 3))}
+    assert "m0" not in history_first and "m8" in history_first
 
 
 def test_tool_result_goes_with_its_call():

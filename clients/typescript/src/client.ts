@@ -12,6 +12,8 @@ import type {
   Budget,
   CountParams,
   CountResult,
+  InspectParams,
+  InspectResult,
   Notifications,
   Requests,
   SegmentChanged,
@@ -35,17 +37,6 @@ export interface RpcConnection {
   sendRequest(method: string, params: unknown): Promise<unknown>;
   onNotification(method: string, handler: (params: any) => void): Disposable;
   onRequest(method: string, handler: (params: any) => unknown): Disposable;
-}
-
-/** ctx/inspect is additive (inspector page); its types live here until protocol.py has them. */
-export interface InspectParams {
-  sessionId?: string;
-  messages?: Requests["ctx/trim"]["params"]["messages"];
-  budget?: number;
-  model?: string;
-}
-export interface InspectResult {
-  html: string;
 }
 
 /** A daemon error with its JSON-RPC code and, when the daemon named one, the field. */
@@ -119,8 +110,9 @@ export class CtxlayerClient {
   sessionBudget(sessionId: string): Promise<Budget> {
     return this.request("ctx/session/budget", { sessionId });
   }
+  /** The inspector page (self-contained HTML) for a session or a conversation. */
   inspect(params: InspectParams): Promise<InspectResult> {
-    return this.send("ctx/inspect", params) as Promise<InspectResult>;
+    return this.request("ctx/inspect", params);
   }
 
   onNotification<N extends keyof Notifications>(

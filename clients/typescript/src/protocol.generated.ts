@@ -109,6 +109,8 @@ export interface SystemPromptResult {
   cacheBoundary: number | null;
   sections: PromptSection[];
   tokens: number;
+  prefixHash?: string | null;
+  warnings?: string[] | null;
 }
 export interface PromptSection {
   name: string;
@@ -261,6 +263,18 @@ export interface SessionInfo {
   messages: number;
   updatedAt: string;
 }
+/**
+ * ctx/inspect: the inspector page for a session, or for `messages` trimmed into `budget`.
+ */
+export interface InspectParams {
+  sessionId?: string | null;
+  messages?: Message[] | null;
+  budget?: number | null;
+  model?: string | null;
+}
+export interface InspectResult {
+  html: string;
+}
 export interface SummarizeParams {
   messages: Message[];
   instructions: string;
@@ -294,6 +308,7 @@ export interface Requests {
   "ctx/session/audit": { params: AuditParams; result: AuditResult };
   "ctx/session/list": { params: Empty; result: SessionListResult };
   "ctx/session/close": { params: SessionRef; result: Empty };
+  "ctx/inspect": { params: InspectParams; result: InspectResult };
 }
 
 export interface ServerRequests {

@@ -6,6 +6,7 @@ does no I/O and imports nothing of the daemon's runtime; the daemon's `ctx/inspe
 and `ctxlayer inspect --html` gather the data and call it.
 """
 
+from ctxlayer.inspector.conversation import inspect_conversation
 from ctxlayer.inspector.data import (
     PRIORITY_CLASSES,
     InspectorData,
@@ -23,6 +24,7 @@ __all__ = [
     "InspectorLayer",
     "InspectorMessage",
     "build_inspector_data",
+    "inspect_conversation",
     "priority_class",
     "render_inspector",
     "would_drop",

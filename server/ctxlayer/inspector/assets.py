@@ -1,8 +1,8 @@
 """The inspector page's inline stylesheet and script (no network, no external files).
 
-The script mirrors `data.would_drop`: keep class 0, fill the other classes in the chosen
-order, newest first within a class, stop at the first message that does not fit, then drop
-tool results whose calling message was dropped. Change both together.
+The script mirrors `data.would_drop` (keep class 0 and its groups; fill whole groups newest
+first, skipping a group that does not fit; optionally class by class in the chosen order).
+Change both together: a browser test compares them at many budgets.
 """
 
 CSS = r"""
@@ -91,37 +91,49 @@ JS = r"""
     });
   }
 
-  // Mirror of ctxlayer.inspector.data.would_drop.
-  function wouldDrop(messages, budget, order) {
-    var used = 0, kept = {}, full = false;
+  // Mirror of ctxlayer.inspector.data.would_drop (order null: the pipeline's limit step).
+  function wouldDrop(messages, budget, order, overhead) {
+    var owner = {}, groups = {}, keys = [];
     messages.forEach(function (m) {
-      if (m.priorityClass === 0) { used += m.tokens; kept[m.index] = true; }
+      var g = m.toolCallId && owner[m.toolCallId] !== undefined ? owner[m.toolCallId] : m.index;
+      if (!groups[g]) { groups[g] = []; keys.push(g); }
+      groups[g].push(m);
+      (m.toolCallIds || []).forEach(function (id) { owner[id] = m.index; });
     });
-    order.forEach(function (cls) {
-      messages.filter(function (m) { return m.priorityClass === cls; })
-        .sort(function (a, b) { return b.index - a.index; })
-        .forEach(function (m) {
-          if (full || used + m.tokens > budget) { full = true; return; }
-          used += m.tokens; kept[m.index] = true;
-        });
-    });
-    var droppedCalls = {};
-    messages.forEach(function (m) {
-      if (!kept[m.index]) (m.toolCallIds || []).forEach(function (id) { droppedCalls[id] = true; });
-    });
-    messages.forEach(function (m) {
-      if (m.toolCallId && droppedCalls[m.toolCallId] && m.priorityClass !== 0) delete kept[m.index];
-    });
+    var sum = function (k) { return groups[k].reduce(function (t, m) { return t + m.tokens; }, 0); };
+    var newest = function (k) { return Math.max.apply(null, groups[k].map(function (m) { return m.index; })); };
+    var isFixed = function (k) { return groups[k].some(function (m) { return m.priorityClass === 0; }); };
+    var room = budget - (overhead || 0);
+    keys.filter(isFixed).forEach(function (k) { room -= sum(k); });
+    var rest = keys.filter(function (k) { return !isFixed(k); })
+      .map(function (k, pos) { return { k: k, newest: newest(k) }; })
+      .sort(function (a, b) { return b.newest - a.newest; });
+    if (order) {
+      var rank = {};
+      order.forEach(function (cls, r) { rank[cls] = r; });
+      rest.forEach(function (e, pos) {
+        e.pos = pos;
+        e.rank = Math.min.apply(null, groups[e.k].map(function (m) {
+          return rank[m.priorityClass] === undefined ? order.length : rank[m.priorityClass];
+        }));
+      });
+      rest.sort(function (a, b) { return a.rank - b.rank || a.pos - b.pos; });
+    }
     var dropped = [];
-    messages.forEach(function (m) { if (!kept[m.index]) dropped.push(m.index); });
-    return dropped;
+    rest.forEach(function (e) {
+      var cost = sum(e.k);
+      if (cost <= room) room -= cost;
+      else groups[e.k].forEach(function (m) { dropped.push(m.index); });
+    });
+    return dropped.sort(function (a, b) { return a - b; });
   }
 
   function fmt(n) { return n.toLocaleString("en-US"); }
 
   function update() {
     var budget = Number(slider.value);
-    var dropped = wouldDrop(data.messages, budget, currentOrder());
+    var byClass = document.getElementById("fill-by-class").checked;
+    var dropped = wouldDrop(data.messages, budget, byClass ? currentOrder() : null, data.overhead);
     var set = {}, keptTokens = 0;
     dropped.forEach(function (i) { set[i] = true; });
     data.messages.forEach(function (m) {
@@ -142,6 +154,7 @@ JS = r"""
     if (j < 0 || j >= items.length) return;
     if (delta < 0) orderList.insertBefore(li, items[j]);
     else orderList.insertBefore(items[j], li);
+    document.getElementById("fill-by-class").checked = true;
     refreshButtons();
     update();
   }
@@ -160,8 +173,11 @@ JS = r"""
     move(b.closest("li"), b.classList.contains("up") ? -1 : 1);
   });
   slider.addEventListener("input", update);
+  document.getElementById("fill-newest").addEventListener("change", update);
+  document.getElementById("fill-by-class").addEventListener("change", update);
   document.getElementById("reset").addEventListener("click", function () {
     slider.value = String(data.budget);
+    document.getElementById("fill-newest").checked = true;
     [1, 2, 3].forEach(function (cls) {
       orderList.appendChild(orderList.querySelector('li[data-class="' + cls + '"]'));
     });

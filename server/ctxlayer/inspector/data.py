@@ -23,10 +23,10 @@ PRIORITY_CLASSES: dict[int, str] = {
     2: "P2 older history",
     3: "P3 retrieved documents",
 }
-#: default fill order of the droppable classes: the pipeline strategy's newest-first fill.
+#: the class order the page starts from when the user switches to filling by class
 DEFAULT_ORDER = (1, 2, 3)
 #: how many trailing non-system messages count as recent (P1)
-RECENT_MESSAGES = 6
+RECENT_MESSAGES = 8  # as the trim engine's TrimOptions.recent
 
 LAYERS = ("system", "workspace", "rules", "working", "history")
 
@@ -64,13 +64,18 @@ class InspectorData(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=
     cache_boundary: int | None = None
     compaction_at: int | None = None
     session_id: str | None = None
+    overhead: int = 0  # tokens the request costs besides its messages (reply priming)
 
 
-def priority_class(msg: Message, position_from_end: int) -> int:
-    """A message's priority class: its own `priority` when set, else by role, kind and age."""
+def priority_class(msg: Message, position_from_end: int, leading_system: bool = False) -> int:
+    """A message's priority class: its own `priority` when set, else 0 for the leading system
+    block and pinned messages (never dropped), 3 for documents, 1 for the newest
+    RECENT_MESSAGES messages and 2 for older history."""
+    if leading_system:
+        return 0
     if msg.priority is not None:
         return max(0, min(3, msg.priority))
-    if msg.role == "system" or msg.pinned:
+    if msg.pinned:
         return 0
     if msg.kind == "doc":
         return 3
@@ -101,6 +106,7 @@ def build_inspector_data(
     compaction_at: int | None = None,
     session_id: str | None = None,
     title: str = "ctxlayer context",
+    overhead: int = 0,
 ) -> InspectorData:
     """The page's data for a conversation as given (before trimming) and what trimming did.
 
@@ -119,9 +125,10 @@ def build_inspector_data(
     rows = []
     non_system_seen = 0
     classes = [0] * len(messages)
+    leading = next((i for i, m in enumerate(messages) if m.role != "system"), len(messages))
     for i in range(len(messages) - 1, -1, -1):
         m = messages[i]
-        classes[i] = priority_class(m, non_system_seen)
+        classes[i] = priority_class(m, non_system_seen, leading_system=i < leading)
         if m.role != "system":
             non_system_seen += 1
     for i, m in enumerate(messages):
@@ -161,30 +168,55 @@ def build_inspector_data(
         cache_boundary=cache_boundary,
         compaction_at=compaction_at,
         session_id=session_id,
+        overhead=overhead,
     )
 
 
-def would_drop(
-    messages: Sequence[InspectorMessage], budget: int, order: Sequence[int] = DEFAULT_ORDER
-) -> set[int]:
-    """Indices that a budget of `budget` tokens would drop, filling class by class in `order`,
-    newest first within a class; the first message that does not fit ends the fill. Class 0
-    is always kept. A tool result whose calling assistant message is dropped is dropped too.
-    """
-    used = sum(m.tokens for m in messages if m.priority_class == 0)
-    kept = {m.index for m in messages if m.priority_class == 0}
-    full = False
-    for cls in order:
-        for m in sorted((m for m in messages if m.priority_class == cls), key=lambda m: -m.index):
-            if full or used + m.tokens > budget:
-                full = True
-                continue
-            used += m.tokens
-            kept.add(m.index)
-    dropped_calls = {
-        cid for m in messages if m.index not in kept for cid in (m.tool_call_ids or ())
-    }
+def _groups(messages: Sequence[InspectorMessage]) -> dict[int, list[InspectorMessage]]:
+    """Keep-with groups: a tool call and its results, keyed by the call's index."""
+    owner: dict[str, int] = {}
+    groups: dict[int, list[InspectorMessage]] = {}
     for m in messages:
-        if m.tool_call_id and m.tool_call_id in dropped_calls and m.priority_class != 0:
-            kept.discard(m.index)
-    return {m.index for m in messages} - kept
+        g = owner.get(m.tool_call_id) if m.tool_call_id else None
+        key = m.index if g is None else g
+        groups.setdefault(key, []).append(m)
+        for cid in m.tool_call_ids or ():
+            owner[cid] = m.index
+    return groups
+
+
+def would_drop(
+    messages: Sequence[InspectorMessage],
+    budget: int,
+    order: Sequence[int] | None = None,
+    overhead: int = 0,
+) -> set[int]:
+    """Indices that a budget of `budget` tokens would drop.
+
+    Class 0 (the leading system block, pinned messages) and its groups are always kept. With
+    `order=None` the rest is filled like the pipeline strategy's limit step: newest to oldest
+    by whole groups (a tool call with its results), a group that does not fit is dropped and
+    older, smaller ones still get the room. With an `order` of classes, the groups of the
+    first class are filled first (newest first), then the next class, and so on. `overhead`
+    is what the request costs besides its messages (the reply priming).
+    """
+    groups = _groups(messages)
+    fixed = {k for k, members in groups.items() if any(m.priority_class == 0 for m in members)}
+    room = budget - overhead - sum(m.tokens for k in fixed for m in groups[k])
+    rest = sorted((k for k in groups if k not in fixed),
+                  key=lambda k: -max(m.index for m in groups[k]))
+    if order is not None:
+        rank = {cls: r for r, cls in enumerate(order)}
+
+        def group_rank(k: int) -> int:
+            return min(rank.get(m.priority_class, len(rank)) for m in groups[k])
+
+        rest.sort(key=group_rank)  # stable: newest first within a class
+    dropped: set[int] = set()
+    for k in rest:
+        cost = sum(m.tokens for m in groups[k])
+        if cost <= room:
+            room -= cost
+        else:
+            dropped.update(m.index for m in groups[k])
+    return dropped

@@ -101,8 +101,12 @@ def _priority_controls() -> str:
     )
     return (
         f"<div><h2>Priority classes</h2><p class=\"hint\">{escape(PRIORITY_CLASSES[0])}: never "
-        "dropped. The others are filled top to bottom, newest first; the last class is cut "
-        f'first.</p><ol id="priority-order">{items}</ol></div>'
+        "dropped.</p>"
+        '<p><label><input type="radio" name="fill" id="fill-newest" checked> newest first, '
+        "as the daemon's pipeline</label><br>"
+        '<label><input type="radio" name="fill" id="fill-by-class"> by class, top to bottom '
+        "(the last class is cut first)</label></p>"
+        f'<ol id="priority-order">{items}</ol></div>'
     )
 
 
@@ -113,7 +117,7 @@ def render_inspector(data: InspectorData, *, nonce: str | None = None) -> str:
     payload = json.dumps(msgspec.to_builtins(d), separators=(",", ":"))
     # keep the JSON inert inside <script>: no "</script>" or "<!--" can end or open anything
     payload = payload.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-    floor = sum(m.tokens for m in d.messages if m.priority_class == 0)
+    floor = d.overhead + sum(m.tokens for m in d.messages if m.priority_class == 0)
     top = max(d.window, d.budget, floor + 1)
     percent = 100.0 * d.used / d.budget if d.budget else 0.0
     session = f" · session {escape(d.session_id)}" if d.session_id else ""

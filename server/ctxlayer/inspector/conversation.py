@@ -1,0 +1,46 @@
+"""The inspector's data for a conversation: trim it with the real engine (pipeline strategy)
+and join each message's count with what the trim did. Pure: the counter is injected, and
+the caller (the ctx/inspect handler, `ctxlayer inspect --html`) does the I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ctxlayer.core.tokens import OPENAI_FORMAT, Tokenizer, message_tokens
+from ctxlayer.core.trim import TrimOptions, trim
+from ctxlayer.inspector.data import InspectorData, build_inspector_data
+from ctxlayer.protocol import Message
+
+#: history compaction starts when history passes this share of the budget (T7)
+COMPACTION_SHARE = 0.7
+
+
+def inspect_conversation(
+    messages: Sequence[Message],
+    budget: int,
+    counter: Tokenizer,
+    *,
+    model: str,
+    window: int,
+    title: str = "ctxlayer context",
+    cache_boundary: int | None = None,
+) -> InspectorData:
+    """Trim `messages` into `budget` and describe the outcome for the page."""
+    report = trim(messages, budget, counter, options=TrimOptions(strategy="pipeline"))
+    tokens = [message_tokens(m, counter) for m in messages]
+    if cache_boundary is None:
+        cache_boundary = next((i for i, m in enumerate(messages) if m.role != "system"), None)
+    return build_inspector_data(
+        messages,
+        tokens,
+        model=model,
+        window=window,
+        budget=budget,
+        dropped=report.dropped,
+        truncated=report.truncated,
+        cache_boundary=cache_boundary,
+        compaction_at=int(budget * COMPACTION_SHARE),
+        title=title,
+        overhead=OPENAI_FORMAT.reply_priming,
+    )

@@ -1,0 +1,91 @@
+"""ctx/inspect on the real daemon over stdio: a page for a conversation, clear errors for bad
+input, and the page agrees with ctx/trim about what is dropped."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ctxlayer_client.aio import RpcError
+from ctxlayer_client.sync import Client
+
+SERVE = [sys.executable, "-m", "ctxlayer", "serve"]
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    base = tmp_path_factory.mktemp("inspect")
+    ws = base / "ws"
+    ws.mkdir()
+    (ws / "README.md").write_text("# demo\n")
+    subprocess.run(["git", "init", "-q"], cwd=ws, check=True)
+    env = {"HOME": str(base), "XDG_CONFIG_HOME": str(base / "config"),
+           "CTXLAYER_STATE_DIR": str(base / "state"), "GIT_CONFIG_NOSYSTEM": "1",
+           "GIT_CONFIG_GLOBAL": os.devnull}
+    with Client.spawn(SERVE, ws, env=env, options={"model": "gpt-4o"}, timeout=60) as client:
+        yield client
+
+
+def chat(n: int) -> list[dict]:
+    msgs = [{"role": "system", "content": "You are terse.", "id": "sys"}]
+    for i in range(n):
+        role = "user" if i % 2 == 0 else "assistant"
+        msgs.append({"role": role, "content": f"message {i} " + "word " * (20 + i), "id": f"m{i}"})
+    return msgs
+
+
+def test_inspect_returns_the_page_with_the_trims_drops(daemon):
+    messages = chat(12)
+    trimmed = daemon.request("ctx/trim", {"messages": messages, "budget": 200})
+    dropped_ids = {e["messageId"] for e in trimmed["dropped"]}
+    assert dropped_ids  # the budget is tight enough to drop something
+    page = daemon.request("ctx/inspect", {"messages": messages, "budget": 200})
+    html = page["html"]
+    assert html.startswith("<!doctype html>")
+    assert html.count('<li class="msg"') == len(messages)
+    for k, m in enumerate(messages):
+        state = "dropped" if m["id"] in dropped_ids else "kept"
+        assert f'data-index="{k}"' in html
+        assert f'data-index="{k}" data-class=' in html
+        row = html.split(f'data-index="{k}" ', 1)[1].split(">", 1)[0]
+        assert f'data-state="{state}"' in row, (m["id"], row)
+    assert "gpt-4o" in html
+
+
+def test_inspect_names_the_bad_field(daemon):
+    with pytest.raises(RpcError) as bad_budget:
+        daemon.request("ctx/inspect", {"messages": chat(1), "budget": 0})
+    assert bad_budget.value.code == -32602 and "budget" in bad_budget.value.message
+    with pytest.raises(RpcError) as nothing:
+        daemon.request("ctx/inspect", {})
+    assert nothing.value.code == -32602 and "messages" in nothing.value.message
+    with pytest.raises(RpcError) as bad_role:
+        daemon.request("ctx/inspect", {"messages": [{"role": "robot", "content": "x"}]})
+    assert bad_role.value.code == -32602 and "role" in bad_role.value.message
+
+
+def test_inspect_of_an_unknown_session_is_an_unknown_session_error(daemon):
+    with pytest.raises(RpcError) as err:
+        daemon.request("ctx/inspect", {"sessionId": "no-such-session"})
+    assert err.value.code == -32002
+
+
+def test_the_daemon_announces_ctx_inspect(daemon):
+    methods = daemon.aio.capabilities["experimental"]["ctxlayer"]["methods"]
+    assert "ctx/inspect" in methods
+
+
+def test_inspect_a_session_shows_its_assembled_context(daemon):
+    methods = daemon.aio.capabilities["experimental"]["ctxlayer"]["methods"]
+    if "ctx/session/open" not in methods:
+        pytest.skip("this daemon serves no sessions yet")
+    opened = daemon.request("ctx/session/open", {"sessionId": "inspect-test"})
+    daemon.request("ctx/session/append", {"sessionId": opened["sessionId"],
+                                          "messages": chat(6)[1:]})
+    html = daemon.request("ctx/inspect", {"sessionId": "inspect-test", "budget": 4000})["html"]
+    assert "session inspect-test" in html
+    assert "message 5" in html
+    assert html.count('<li class="msg"') >= 6
