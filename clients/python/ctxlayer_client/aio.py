@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any, Self, TypeVar
 
 import msgspec
-from ctxlayer import protocol
 
+from ctxlayer import protocol
 from ctxlayer_client.framing import FramingError, encode, read_message
 
 log = logging.getLogger(__name__)
@@ -228,7 +228,7 @@ class AsyncClient:
                 if asyncio.iscoroutine(result):
                     result = await result
                 reply["result"] = msgspec.to_builtins(result)
-            except Exception as exc:  # noqa: BLE001 - the error goes back to the daemon
+            except Exception as exc:
                 reply["error"] = {"code": -32603, "message": str(exc)}
         with contextlib.suppress(ConnectionClosed, OSError):
             await self._send(reply)
@@ -284,6 +284,7 @@ class AsyncClient:
 
     async def close(self, timeout: float = 5.0) -> int | None:
         """shutdown + exit, then wait for the process (killed after `timeout`)."""
+        timeout = min(timeout, self.timeout)
         if not self._closed:
             with contextlib.suppress(Exception):
                 await self.request("shutdown", None, timeout=timeout)

@@ -1,0 +1,100 @@
+"""ctxlayer_client against a real daemon: typed results, errors, timeouts, subscriptions,
+the blocking twin."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ctxlayer import protocol
+from ctxlayer.tokenizers import counter_for
+from ctxlayer_client import AsyncClient, Client, ConnectionClosed, RpcError
+
+GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
+           "GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.invalid",
+           "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> dict[str, str]:
+    for d in ("home", "state", "config"):
+        (tmp_path / d).mkdir()
+    return {**GIT_ENV, "HOME": str(tmp_path / "home"), "CTXLAYER_STATE_DIR": str(tmp_path / "state"),
+            "XDG_CONFIG_HOME": str(tmp_path / "config")}
+
+
+@pytest.fixture
+def repo(tmp_path: Path, world: dict[str, str]) -> Path:
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    (root / "README.md").write_text("# Client demo\n")
+    (root / "src" / "main.py").write_text("print('hi')\n")
+    env = {**os.environ, **GIT_ENV}
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "init"]):
+        subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True)
+    return root
+
+
+async def test_async_client_typed_results(repo: Path, world: dict[str, str]):
+    async with await AsyncClient.spawn(root=repo, env=world, timeout=30,
+                                       options={"model": "gpt-4o"}) as client:
+        assert client.server_info["name"] == "ctxlayer"
+        counted = await client.count(texts=["hello world"], messages=[
+            protocol.Message(role="user", content="hello world")])
+        assert isinstance(counted, protocol.CountResult)
+        n = counter_for("gpt-4o").count("hello world")
+        assert counted.tokens == [n, n + 3] and counted.total == 2 * n + 6
+
+        seg = await client.segment()
+        assert isinstance(seg, protocol.WorkspaceSegment) and "main.py" in seg.text
+
+        trimmed = await client.trim([protocol.Message(role="user", content="w " * 500, id="a"),
+                                     protocol.Message(role="user", content="short", id="b")],
+                                    budget=50)
+        assert isinstance(trimmed, protocol.TrimResult)
+        assert [m.id for m in trimmed.messages] == ["b"] and trimmed.dropped[0].message_id == "a"
+
+        prompt = await client.system_prompt(identity="You are a test.")
+        assert prompt.messages[0].role == "system" and prompt.tokens > 0
+
+
+async def test_errors_carry_code_and_field(world: dict[str, str]):
+    async with await AsyncClient.spawn(env=world, timeout=30) as client:
+        with pytest.raises(RpcError) as err:
+            await client.request("ctx/count", {"texts": [1]})
+        assert err.value.code == -32602 and err.value.data == {"field": "texts[0]"}
+
+
+async def test_segment_changed_subscription(repo: Path, world: dict[str, str]):
+    async with await AsyncClient.spawn(root=repo, env=world, timeout=30) as client:
+        seen: list[protocol.SegmentChanged] = []
+        off = client.on("ctx/segmentChanged", seen.append)
+        await client.segment()
+        (repo / "src" / "extra.py").write_text("Z = 3\n")
+        note = await client.wait_for("ctx/segmentChanged", lambda n: "tree" in n.changed)
+        assert isinstance(note, protocol.SegmentChanged) and note in seen
+        off()
+
+
+async def test_every_request_times_out(tmp_path: Path):
+    silent = [sys.executable, "-c", "import sys; sys.stdin.buffer.read()"]
+    with pytest.raises(TimeoutError, match="initialize"):
+        await AsyncClient.spawn(silent, timeout=0.5)
+
+
+async def test_a_daemon_that_dies_fails_pending_requests():
+    dying = [sys.executable, "-c", "import sys; sys.stdin.buffer.readline()"]
+    with pytest.raises(ConnectionClosed):
+        await AsyncClient.spawn(dying, timeout=30)
+
+
+def test_blocking_client(repo: Path, world: dict[str, str]):
+    with Client.spawn(root=repo, env=world, timeout=30) as client:
+        assert client.count(texts=["a b c"]).total == counter_for(None).count("a b c")
+        assert "README" in client.segment().text
+        with pytest.raises(RpcError):
+            client.call("ctx/trim", {"messages": "nope"})
