@@ -195,3 +195,27 @@ def test_enrich_embeds_files_and_references_an_unchanged_second_attachment():
     assert "```a.py\nprint(1)\nprint(2)\n```" in r.messages[0].content
     assert "unchanged, lines 1-2 as attached in u1" in r.messages[1].content
     assert "`missing.py`: (not available)" in r.messages[1].content
+
+
+# --- density and extractive compression in the priority strategy (T10, T13) ---------------------
+
+def _prose(n: int, topic: str) -> str:
+    return " ".join(f"The {topic} step {k} updates the index of shard {k * 7}." for k in range(n))
+
+
+def test_priority_condenses_repeated_prose_before_dropping_history():
+    repeated = _prose(40, "cache")
+    rows = [("s", "system", 3), ("u1", "user", repeated), ("a1", "assistant", repeated),
+            ("u2", "user", "Now fix the bug in the parser please"), ("a2", "assistant", 5)]
+    r = check(rows, 560, ["s", "u1", "a1", "u2", "a2"], strategy="priority", recent=2)
+    entry = next(e for e in r.truncated if e.message_id == "a1")
+    assert entry.action == "compressed" and "mostly repeats" in entry.reason
+    assert "fix task" in entry.reason or "novelty" in entry.reason
+    assert len(r.messages[2].content) < len(repeated) / 3  # a fix task keeps about 17%
+
+
+def test_priority_leaves_new_information_whole():
+    rows = [("s", "system", 3), ("u1", "user", _prose(40, "cache")),
+            ("a1", "assistant", _prose(40, "router")), ("u2", "user", 3), ("a2", "assistant", 3)]
+    r = check(rows, 200, ["s", "u2", "a2"], strategy="priority", recent=2)
+    assert not any(e.action == "compressed" for e in r.truncated)

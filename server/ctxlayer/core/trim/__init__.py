@@ -40,7 +40,7 @@ import msgspec
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.tokens import OPENAI_FORMAT, MessageFormat, Tokenizer
-from ctxlayer.core.trim import fit, stages
+from ctxlayer.core.trim import fit, priority, stages
 from ctxlayer.core.trim.work import Work
 from ctxlayer.protocol import AuditEntry, Message, Strategy
 
@@ -105,11 +105,11 @@ def trim(
     stages.prune_ephemeral(w)
     stages.strip_old_reasoning(w, memo)
     refs = stages.dedup(w, options.dedup_min_tokens, memo)
-    fit.cap_docs(w, budget, options.max_docs, options.doc_share)
+    priority.cap_docs(w, budget, options.max_docs, options.doc_share)
     sh = fit.Shortener(w, memo, options.head_lines, options.tail_lines,
                        options.tool_output_cap or max(256, budget // 16))
     if options.strategy == "priority":
-        fit.priority_fit(w, budget, sh, options.recent)
+        priority.priority_fit(w, budget, sh, options.recent)
     else:
         fit.reduce(w, budget, sh)
         fit.limit(w, budget)

@@ -1,5 +1,5 @@
-"""Fitting a conversation into its budget once the shortening stages ran: `reduce` + `limit`
-(the pipeline strategy, T3/T5) and class-ordered pruning (the priority strategy, T6/T12).
+"""Fitting a conversation into its budget: the Shortener (T3, T8, T10), `reduce` + `limit`
+(the pipeline strategy, T3/T5); the priority strategy (T6) builds on these in priority.py.
 
 Both share three rules: pinned messages and the leading system block are kept (they alone over
 the budget is a ContextError, never a silent overflow); a tool call and its results are kept or
@@ -11,10 +11,11 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable
 
+from ctxlayer.core.compress.extractive import compress_prose
 from ctxlayer.core.compress.tool_output import compress_tool_output
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.memo import Memo
-from ctxlayer.core.trim.truncate import cut_lines, truncate_blocks
+from ctxlayer.core.trim.truncate import truncate_blocks
 from ctxlayer.core.trim.work import Work
 
 
@@ -92,6 +93,20 @@ class Shortener:
                                               f"cut to {self.head}+{self.tail} lines")
 
 
+    def condense(self, i: int, ratio: float, keywords: tuple[str, ...], why: str) -> int:
+        """T10: keep about `ratio` of the message's prose, best sentences first, code whole."""
+        w = self.w
+        if not truncatable(w, i) or w.msgs[i].role not in ("user", "assistant"):
+            return 0
+        text = w.content[i]
+        out = self.memo.get(("prose", ratio, keywords), text,
+                            lambda: compress_prose(text, ratio, keywords))
+        if not out or len(out) >= len(text) * 0.9:
+            return 0
+        return w.replace(i, out, "compressed", f"{why}: kept about {ratio:.0%} of its prose "
+                                                "(extractive), code whole")
+
+
 def shorten_longest(w: Work, candidates: Iterable[int], over: int, sh: Shortener) -> int:
     """Shorten the longest candidates first until `over` tokens are saved. A message that cannot
     be cut is skipped and the next one tried (gptme stops there). Returns what is left of
@@ -104,7 +119,7 @@ def shorten_longest(w: Work, candidates: Iterable[int], over: int, sh: Shortener
     return over
 
 
-def _check_fixed(w: Work, fixed: set[int], budget: int) -> int:
+def check_fixed(w: Work, fixed: set[int], budget: int) -> int:
     cost = w.fmt.reply_priming + sum(w.tokens[i] for i in fixed)
     if cost > budget:
         raise ContextError(
@@ -123,7 +138,7 @@ def reduce(w: Work, budget: int, sh: Shortener) -> None:
     fixed = fixed_set(w)
     shorten_longest(w, list(fixed), w.fmt.reply_priming + sum(w.tokens[i] for i in fixed) - budget,
                     sh)
-    room = _check_fixed(w, fixed, budget)
+    room = check_fixed(w, fixed, budget)
     window, acc = [], 0
     for i in range(len(w.msgs) - 1, -1, -1):
         if i in fixed or not w.alive[i]:
@@ -140,7 +155,7 @@ def limit(w: Work, budget: int) -> None:
     """T5: keep the fixed set, then fill from newest to oldest by whole groups; a group that does
     not fit is dropped and older, smaller ones still get the room (gptme stops at the first)."""
     fixed = fixed_set(w)
-    room = _check_fixed(w, fixed, budget)
+    room = check_fixed(w, fixed, budget)
     decided: set[int] = set()
     for i in range(len(w.msgs) - 1, -1, -1):
         if i in fixed or not w.alive[i]:
@@ -173,73 +188,3 @@ def restore_orphaned_refs(w: Work, refs: dict[int, int], budget: int) -> None:
                   "restored: the copy it referred to was dropped")
     if restored and w.total > budget:
         limit(w, budget)
-
-
-def priority_fit(w: Work, budget: int, sh: Shortener, recent: int) -> None:
-    """T6: cut P3 (documents) first, then P2 (older history: truncate, then drop oldest), then
-    P1 (recent: truncate, then drop oldest); P0 (system, pinned) never."""
-    fixed = fixed_set(w, every_system=True)
-    _check_fixed(w, fixed, budget)
-    classes: dict[int, list[int]] = {1: [], 2: [], 3: []}
-    seen_recent = 0
-    for i in range(len(w.msgs) - 1, -1, -1):
-        if i in fixed or not w.alive[i]:
-            continue
-        m = w.msgs[i]
-        if m.priority is not None and m.priority in classes:
-            cls = m.priority
-        elif m.kind == "doc":
-            cls = 3
-        else:
-            cls = 1 if seen_recent < recent else 2
-            seen_recent += 1
-        classes[cls].append(i)
-    # a group takes the most important class of its members
-    best: dict[int, int] = {}
-    for cls in (1, 2, 3):
-        for i in classes[cls]:
-            best.setdefault(w.group[i], cls)
-    for cls in (1, 2, 3):
-        classes[cls] = sorted(i for i in classes[cls] if best[w.group[i]] == cls)
-
-    def over() -> int:
-        return w.total - budget
-
-    # P3: least relevant (last given) documents go first
-    for i in reversed(classes[3]):
-        if over() <= 0:
-            return
-        w.drop_group(i, "over budget: retrieved document (P3) cut first")
-    for cls in (2, 1):
-        if over() <= 0:
-            return
-        shorten_longest(w, classes[cls], over(), sh)
-        for i in classes[cls]:
-            if over() <= 0:
-                return
-            if w.alive[i]:
-                w.drop_group(i, f"over budget: {'older history (P2)' if cls == 2 else 'recent (P1)'}"
-                                " dropped oldest first")
-
-
-def cap_docs(w: Work, budget: int, max_count: int, item_share: float) -> None:
-    """T12: retrieved documents are capped in number and in size per item, so retrieval never
-    fills the pool before history."""
-    cap = max(1, int(budget * item_share))
-    docs = [i for i, m in enumerate(w.msgs) if w.alive[i] and m.kind == "doc" and not m.pinned]
-    for rank, i in enumerate(docs):
-        if rank >= max_count:
-            w.drop(i, f"retrieval cap: only {max_count} documents per request")
-            continue
-        body = w.tokens[i] - w.extra[i]
-        if body > cap:
-            text = w.content[i]
-            lines = text.count("\n") + 1
-            keep = max(2, lines * cap // body // 2)
-            cut = cut_lines(text, keep, keep)
-            while cut != text and w.counter.count(cut) > cap and keep > 1:
-                keep //= 2
-                cut = cut_lines(text, keep, keep)
-            if w.counter.count(cut) > cap:  # one huge line: cut by characters
-                cut = text[: max(1, len(text) * cap // body // 2)] + " [...]"
-            w.replace(i, cut, "truncated", f"retrieval cap: {cap} tokens per document")

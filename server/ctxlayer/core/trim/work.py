@@ -58,7 +58,7 @@ class Work:
                 )
         many = getattr(counter, "count_many", None)
         counts = many(self.content) if many else [counter.count(c) for c in self.content]
-        self.tokens = [c + e for c, e in zip(counts, self.extra)]
+        self.tokens = [c + e for c, e in zip(counts, self.extra, strict=True)]
         self.alive = [True] * n
         self.group = list(range(n))
         self.members: dict[int, list[int]] = {}

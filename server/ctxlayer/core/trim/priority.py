@@ -1,0 +1,118 @@
+"""The priority strategy (T6, T10, T12, T13): retrieved documents capped in number and size,
+then P3 documents cut first, then P2 older history (repeated and old prose condensed, the
+longest shortened, then the oldest dropped), then P1 recent messages; P0 never.
+"""
+
+from __future__ import annotations
+
+from ctxlayer.core.compress.density import NEW_ABOVE, REPEATED_BELOW, NoveltyIndex
+from ctxlayer.core.compress.extractive import KEEP_RATIO, TaskKind, classify_task
+from ctxlayer.core.trim.fit import Shortener, check_fixed, fixed_set, shorten_longest
+from ctxlayer.core.trim.truncate import cut_lines
+from ctxlayer.core.trim.work import Work
+
+
+def _task(w: Work) -> tuple[TaskKind, tuple[str, ...]]:
+    """The task the latest user message asks for, and its significant words (T10)."""
+    latest = next((w.content[i] for i in range(len(w.msgs) - 1, -1, -1)
+                   if w.msgs[i].role == "user" and w.alive[i]), "")
+    words = tuple(sorted({t for t in latest.replace("`", " ").split() if len(t) >= 5})[:50])
+    return classify_task(latest), words
+
+
+def condense_history(w: Work, candidates: list[int], over: int, sh: Shortener) -> int:
+    """T13 then T10 on older history: messages that mostly repeat what came before (novelty
+    below REPEATED_BELOW) are condensed first, then any prose that is not new information
+    (novelty up to NEW_ABOVE), oldest first; new information is left whole."""
+    if over <= 0 or not candidates:
+        return over
+    kind, words = _task(w)
+    ratio = KEEP_RATIO[kind]
+    index, novelty = NoveltyIndex(), {}
+    wanted = set(candidates)
+    for i in range(len(w.msgs)):
+        if w.alive[i]:
+            n = index.observe(w.content[i])
+            if i in wanted:
+                novelty[i] = n
+    for limit, why in ((REPEATED_BELOW, "mostly repeats earlier context"),
+                       (NEW_ABOVE, f"older prose, {kind} task")):
+        for i in candidates:
+            if over <= 0:
+                return over
+            if w.alive[i] and novelty.get(i, 1.0) < limit:
+                over -= sh.condense(i, ratio, words, f"{why} (novelty {novelty[i]:.2f})")
+    return over
+
+
+def priority_fit(w: Work, budget: int, sh: Shortener, recent: int) -> None:
+    """T6: cut P3 (documents) first, then P2 (older history: condense repeated and old prose,
+    shorten the longest, then drop oldest), then P1 (recent: shorten, then drop oldest); P0
+    (system, pinned) never."""
+    fixed = fixed_set(w, every_system=True)
+    check_fixed(w, fixed, budget)
+    classes: dict[int, list[int]] = {1: [], 2: [], 3: []}
+    seen_recent = 0
+    for i in range(len(w.msgs) - 1, -1, -1):
+        if i in fixed or not w.alive[i]:
+            continue
+        m = w.msgs[i]
+        if m.priority is not None and m.priority in classes:
+            cls = m.priority
+        elif m.kind == "doc":
+            cls = 3
+        else:
+            cls = 1 if seen_recent < recent else 2
+            seen_recent += 1
+        classes[cls].append(i)
+    # a group takes the most important class of its members
+    best: dict[int, int] = {}
+    for cls in (1, 2, 3):
+        for i in classes[cls]:
+            best.setdefault(w.group[i], cls)
+    for cls in (1, 2, 3):
+        classes[cls] = sorted(i for i in classes[cls] if best[w.group[i]] == cls)
+
+    def over() -> int:
+        return w.total - budget
+
+    # P3: least relevant (last given) documents go first
+    for i in reversed(classes[3]):
+        if over() <= 0:
+            return
+        w.drop_group(i, "over budget: retrieved document (P3) cut first")
+    for cls in (2, 1):
+        if over() <= 0:
+            return
+        if cls == 2:
+            condense_history(w, classes[2], over(), sh)
+        shorten_longest(w, classes[cls], over(), sh)
+        for i in classes[cls]:
+            if over() <= 0:
+                return
+            if w.alive[i]:
+                w.drop_group(i, f"over budget: {'older history (P2)' if cls == 2 else 'recent (P1)'}"
+                                " dropped oldest first")
+
+
+def cap_docs(w: Work, budget: int, max_count: int, item_share: float) -> None:
+    """T12: retrieved documents are capped in number and in size per item, so retrieval never
+    fills the pool before history."""
+    cap = max(1, int(budget * item_share))
+    docs = [i for i, m in enumerate(w.msgs) if w.alive[i] and m.kind == "doc" and not m.pinned]
+    for rank, i in enumerate(docs):
+        if rank >= max_count:
+            w.drop(i, f"retrieval cap: only {max_count} documents per request")
+            continue
+        body = w.tokens[i] - w.extra[i]
+        if body > cap:
+            text = w.content[i]
+            lines = text.count("\n") + 1
+            keep = max(2, lines * cap // body // 2)
+            cut = cut_lines(text, keep, keep)
+            while cut != text and w.counter.count(cut) > cap and keep > 1:
+                keep //= 2
+                cut = cut_lines(text, keep, keep)
+            if w.counter.count(cut) > cap:  # one huge line: cut by characters
+                cut = text[: max(1, len(text) * cap // body // 2)] + " [...]"
+            w.replace(i, cut, "truncated", f"retrieval cap: {cap} tokens per document")
