@@ -8,10 +8,10 @@ is O(n log n) in the number of sentences. Never raises on any string.
 and splits the rest into paragraphs (blank lines), lines that are list items, headings or table
 rows, and sentences (., !, ? followed by a space; 。！？ anywhere). Each sentence is scored:
   +2 first sentence of its paragraph, +1 last; +1.5 a heading or a list item's first sentence;
-  +2 per caller keyword hit, +1 per built-in keyword hit (error, todo, must, never, 错误, 必须...),
+  +3 per caller keyword hit, +1 per built-in keyword hit (error, todo, must, never, 错误, 必须...),
   capped at +6; +1.5 for each kind of structured fact present (a path, an error code, a number
   with a unit or a version, an inline `code` span, a call like `f()`), capped at +4.5;
-  -1 under 20 characters, -1 over 400.
+  -1 under 20 bytes of UTF-8, -1 over 400 (bytes, so that CJK sentences are not "short").
 The best sentences are kept, in their original order, until about `ratio` of the prose
 characters; a sentence that would overshoot the target by more than 10% is skipped in favour of
 shorter ones further down. Kept sentences of a paragraph are joined with the separator that
@@ -430,12 +430,12 @@ def _score(text: str, sentences: list[_Sentence], keywords: re.Pattern[str] | No
             score += 1.5
         hits = 0.0
         if keywords is not None:
-            hits += 2.0 * sum(1 for _ in keywords.finditer(body))
+            hits += 3.0 * sum(1 for _ in keywords.finditer(body))
         hits += sum(1 for _ in _BUILTIN_RX.finditer(body))
         hits += sum(1 for w in _BUILTIN_ZH if w in body)
         score += min(hits, 6.0)
         score += min(4.5, 1.5 * sum(1 for p in _FACT_PATTERNS if p.search(body)))
-        n = len(body.strip())
+        n = len(body.strip().encode("utf-8", "surrogatepass"))  # a CJK character says more
         if n < 20 or n > 400:
             score -= 1.0
         s.score = score
@@ -498,7 +498,7 @@ def compress_prose(text: str, ratio: float, keywords: Iterable[str] = ()) -> str
                 if last_para is None or s.para != last_para:
                     _blank_line(parts)
                 else:
-                    parts.append(s.sep or " ")
+                    parts.append(s.sep)
                 parts.append(text[s.start : s.end].strip())
                 last_para = s.para
             s_iter += 1

@@ -171,7 +171,7 @@ def _describe(shape: _Shape, parent_seen: int) -> str:
         others = [t for t in shape.types if t != "list"]
         parts[0] = head + ("|" + "|".join(others) if others else "")
     if 0 < shape.seen < parent_seen:
-        parts.append(f"(in {shape.seen:,}/{parent_seen:,})")
+        parts[0] += f" (in {shape.seen:,}/{parent_seen:,})"
     if shape.example is not None:
         parts.append(f"e.g. {shape.example}")
     return ", ".join(parts)
@@ -216,8 +216,8 @@ def _render(root: _Line, cap: int) -> str:
     """Admit lines breadth-first while they fit (with room for elision notes), render depth-first."""
     admitted: set[int] = {id(root)}
     used = len(root.text) + 1
-    note_room = 48  # "... 99,999 more keys, item shape elided\n" (indent added per depth)
-    reserved = note_room if (root.children or root.hidden) else 0
+    # Every admitted line reserves the longest note it could need; a note is never longer.
+    reserved = _worst_note(root)
     level = [root]
     full = used + reserved > cap
     while level and not full:
@@ -225,7 +225,7 @@ def _render(root: _Line, cap: int) -> str:
         for parent in level:
             for child in parent.children:
                 cost = len(child.text) + 1
-                extra = note_room + 2 * child.depth if (child.children or child.hidden) else 0
+                extra = _worst_note(child)
                 if used + reserved + cost + extra > cap:
                     full = True
                     break
@@ -245,6 +245,26 @@ def _render(root: _Line, cap: int) -> str:
     return text
 
 
+def _note(line: _Line, keys_missing: int, item_missing: bool) -> str:
+    """The elision note under a line that lost children ("" when none were lost)."""
+    pad = "  " * (line.depth + 1)
+    if keys_missing and item_missing:
+        return f"{pad}... {_plural(keys_missing, 'more key')}, item shape elided"
+    if keys_missing:
+        return f"{pad}... {_plural(keys_missing, 'more key')}"
+    if item_missing:
+        return f"{pad}... item shape elided"
+    return ""
+
+
+def _worst_note(line: _Line) -> int:
+    """Room the note under `line` can take at most (+1 for its newline)."""
+    keys = line.hidden + sum(1 for c in line.children if not c.text.lstrip().startswith("[]"))
+    item = any(c.text.lstrip().startswith("[]") for c in line.children)
+    note = _note(line, keys, item)
+    return len(note) + 1 if note else 0
+
+
 def _emit(line: _Line, admitted: set[int], out: list[str]) -> None:
     out.append(line.text)
     keys_missing = line.hidden
@@ -256,13 +276,9 @@ def _emit(line: _Line, admitted: set[int], out: list[str]) -> None:
             item_missing = True
         else:
             keys_missing += 1
-    pad = "  " * (line.depth + 1)
-    if keys_missing and item_missing:
-        out.append(f"{pad}... {_plural(keys_missing, 'more key')}, item shape elided")
-    elif keys_missing:
-        out.append(f"{pad}... {_plural(keys_missing, 'more key')}")
-    elif item_missing:
-        out.append(f"{pad}... item shape elided")
+    note = _note(line, keys_missing, item_missing)
+    if note:
+        out.append(note)
 
 
 def _decode(text: str) -> tuple[object, str] | None:

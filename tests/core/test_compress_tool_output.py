@@ -1,0 +1,83 @@
+"""Tool-output compression (T8): the method chosen, the cap always met, idempotence."""
+
+from __future__ import annotations
+
+import pytest
+from test_compress_json import api_response
+from test_compress_logs import PYTEST_FAILURE, server_log
+
+from ctxlayer.core.compress import compress_tool_output, head_tail
+from ctxlayer.core.tokens import CountCache, WordTokenizer
+
+COUNTER = CountCache(WordTokenizer())
+
+PLAIN = "\n".join(f"src/module_{i}.py: {i * 3} symbols indexed, cache warm" for i in range(2000))
+ONE_LINE = "x" * 50_000 + " tail-marker"
+
+
+def check(text: str, cap: int, method: str | None, present: tuple[str, ...] = ()):
+    result = compress_tool_output(text, cap, COUNTER)
+    if method is None:
+        assert result is None
+        return None
+    assert result is not None
+    assert result.method == method
+    assert result.tokens_after == COUNTER.count(result.text) <= cap
+    assert result.tokens_before == COUNTER.count(text) > cap
+    for want in present:
+        assert want in result.text, f"{want!r} missing from:\n{result.text}"
+    assert compress_tool_output(result.text, cap, COUNTER) is None  # idempotent
+    return result
+
+
+CASES = [
+    ("fits already", "ok done", 10, None, ()),
+    ("json outline", api_response(), 300, "json", ("data: list[5,000] of object", "email")),
+    (
+        "json with prefix line",
+        "HTTP/1.1 200 OK\n" + api_response(50),
+        100,
+        "json",
+        ("HTTP/1.1 200 OK",),
+    ),
+    ("server log", server_log(), 150, "log", ("TypeError: unsupported operand", "(x400)")),
+    ("pytest log", PYTEST_FAILURE, 60, "log", ("assert 500 == 201",)),
+    (
+        "plain lines",
+        PLAIN,
+        80,
+        "headtail",
+        ("src/module_0.py", "src/module_1999.py", "lines omitted"),
+    ),
+    ("tiny cap still fits", PLAIN, 3, "headtail", ()),
+    ("zero cap", PLAIN, 0, "headtail", ()),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "cap", "method", "present"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_compress_tool_output(text, cap, method, present):
+    check(text, cap, method, present)
+
+
+def test_log_that_needs_more_than_sanitizing_is_still_cut_to_cap():
+    result = check(server_log(3000), 20, "log")
+    assert result.tokens_after <= 20
+
+
+def test_head_tail_marks_what_it_omits():
+    out = head_tail(PLAIN, 400)
+    assert out.startswith("src/module_0.py")
+    assert out.rstrip().endswith("cache warm")
+    assert "lines omitted ...]" in out
+    assert len(out) <= 400 + 40
+
+
+def test_head_tail_cuts_one_huge_line_by_characters():
+    out = head_tail(ONE_LINE, 300)
+    assert "chars omitted" in out and out.endswith("tail-marker")
+
+
+def test_head_tail_returns_short_text_unchanged():
+    assert head_tail("a\nb", 100) == "a\nb"
