@@ -99,7 +99,7 @@ _EXIT = re.compile(
 
 _DOTTED = re.compile(r"(?<![\w.@/-])[a-z_][a-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+(?!\.?[\w(/-])")
 _DOMAIN_END = frozenset(
-    "com org net io dev edu gov co uk de fr cn jp ru app ai me info biz us ca eu local internal".split()  # noqa: SIM905
+    "com org net io dev edu gov co uk de fr cn jp ru app ai me info biz us ca eu local internal".split()
 )
 _DOTTED_STOP = frozenset({"e.g", "i.e", "etc.al", "vs.", "a.m", "p.m"})
 _CALL = re.compile(r"(?<![\w.])([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)\((?=[^\n]{0,200}\))")

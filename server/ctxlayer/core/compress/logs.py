@@ -207,7 +207,7 @@ def _json_line(line: str) -> list[str] | None:
     """A JSON log record as a text line plus expanded stack lines, or None if not JSON."""
     try:
         record = msgspec.json.decode(line)
-    except Exception:  # noqa: BLE001  a line that is not JSON is just text
+    except Exception:
         return None
     if not isinstance(record, dict):
         return None
