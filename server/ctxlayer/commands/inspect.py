@@ -17,6 +17,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--model", default=None, help="model whose tokenizer counts (default gpt-4o)")
     parser.add_argument("--text", action="store_true", help="also print the segment's text")
     parser.add_argument("--json", action="store_true", help="print the segment as JSON")
+    from ctxlayer.commands import inspect_html
+
+    inspect_html.add_arguments(parser)
 
 
 def run(args) -> int:
@@ -28,6 +31,10 @@ def run(args) -> int:
     root = Path(args.path).expanduser()
     if not root.is_dir():
         raise UsageError(f"{args.path}: not a folder")
+    if args.html:
+        from ctxlayer.commands.inspect_html import run_html
+
+        return run_html(args)
     config, problems = load_config(root, default_user_config_dir(), None)
     for problem in problems:
         print(f"ctxlayer inspect: config: {problem}", file=sys.stderr)

@@ -82,6 +82,17 @@ def priority_class(msg: Message, position_from_end: int, leading_system: bool = 
     return 1 if position_from_end < RECENT_MESSAGES else 2
 
 
+def _layer_of(row: InspectorMessage) -> str:
+    """Which layer of the budget a message fills (the daemon's ids and kinds say it)."""
+    if row.id == "ctx:workspace":
+        return "workspace"
+    if row.kind == "rule":
+        return "rules"
+    if row.kind in ("memory", "toolOutput") and row.priority_class != 0:
+        return "working"
+    return "system" if row.role == "system" and row.priority_class == 0 else "history"
+
+
 def _one_line(msg: Message, width: int = 90) -> str:
     head = msg.role + (f"/{msg.kind}" if msg.kind and msg.kind != "chat" else "")
     if msg.tool_calls:
@@ -149,10 +160,11 @@ def build_inspector_data(
                 tool_call_id=m.tool_call_id,
             )
         )
-    kept = sum(r.tokens for r in rows if r.state != "dropped")
     if layers is None:
-        system = sum(r.tokens for r in rows if r.priority_class == 0 and r.state != "dropped")
-        layers = {"system": system, "history": kept - system}
+        layers = dict.fromkeys(LAYERS, 0)
+        for r in rows:
+            if r.state != "dropped":
+                layers[_layer_of(r)] += r.tokens
     layer_rows = [InspectorLayer(name=n, tokens=layers.get(n, 0)) for n in LAYERS]
     used = sum(layer.tokens for layer in layer_rows)
     return InspectorData(
