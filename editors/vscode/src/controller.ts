@@ -86,6 +86,9 @@ export class BudgetController {
         budget: this.settings.budget ?? undefined,
       });
       this.sessionId = opened.sessionId;
+      // measure the session against the current workspace segment (a fresh session's budget
+      // holds no system layers until its first assembly or segment change)
+      if (this.methods.has("ctx/assemble")) await this.assemble().catch(() => undefined);
     }
     await this.refresh();
   }
