@@ -7,18 +7,26 @@ group lists at most `max_files` paths and counts the rest. Pure: no I/O.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ctxlayer.workspace.gitstate import GitState
 
 HEADER = "# Git"
 
 
-def _untracked_groups(untracked: tuple[str, ...], tracked: tuple[str, ...]) -> list[str]:
-    tracked_dirs: set[str] = set()
+@lru_cache(maxsize=2)
+def _tracked_dirs(tracked: tuple[str, ...]) -> frozenset[str]:
+    dirs: set[str] = set()
     for path in tracked:
         i = path.find("/")
         while i != -1:
-            tracked_dirs.add(path[: i + 1])
+            dirs.add(path[: i + 1])
             i = path.find("/", i + 1)
+    return frozenset(dirs)
+
+
+def _untracked_groups(untracked: tuple[str, ...], tracked: tuple[str, ...]) -> list[str]:
+    tracked_dirs = _tracked_dirs(tracked)
     groups: dict[str, int] = {}
     for path in untracked:
         key = path

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 GIT_TIMEOUT_S = 60.0
@@ -42,6 +42,7 @@ class GitState:
     behind: int = 0
     error: str | None = None
     untracked: tuple[str, ...] = field(default=())
+    tracked_raw: bytes = b""  # ls-files output, so an unchanged index reuses `tracked`
 
     @property
     def deleted(self) -> frozenset[str]:
@@ -79,8 +80,9 @@ def _decode(b: bytes) -> str:
     return b.decode("utf-8", errors="replace")
 
 
-def read_state(root: Path, repo: Repo) -> GitState:
-    """Run ls-files and status side by side and parse both."""
+def read_state(root: Path, repo: Repo, previous: GitState | None = None) -> GitState:
+    """Run ls-files and status side by side and parse both (reusing `previous.tracked` when
+    the index lists the same files)."""
     status_cmd = ["git", "--no-optional-locks", "status", "--porcelain=v2", "--branch", "-z",
                   "--untracked-files=all"]
     if repo.prefix:
@@ -104,8 +106,12 @@ def read_state(root: Path, repo: Repo) -> GitState:
     if ls.returncode != 0 or st.returncode != 0:
         err = _decode(ls_err or st_err).strip().splitlines()
         return GitState(error="git failed: " + (err[0] if err else "unknown error"))
-    tracked = tuple(_decode(p) for p in ls_out.split(b"\0") if p)
-    return parse_status(st_out, repo.prefix, tracked)
+    if previous is not None and previous.tracked_raw == ls_out and not previous.error:
+        tracked = previous.tracked
+    else:
+        tracked = tuple(_decode(p) for p in ls_out.split(b"\0") if p)
+    state = parse_status(st_out, repo.prefix, tracked)
+    return replace(state, tracked_raw=ls_out)
 
 
 def parse_status(out: bytes, prefix: str, tracked: tuple[str, ...] = ()) -> GitState:

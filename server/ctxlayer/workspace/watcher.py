@@ -47,8 +47,10 @@ Flush = Callable[[Batch, bool], None]
 class Debouncer:
     """Collects paths from any thread; one worker thread flushes them after a quiet period."""
 
-    def __init__(self, flush: Flush, debounce_s: float, max_wait_s: float) -> None:
+    def __init__(self, flush: Flush, debounce_s: float, max_wait_s: float,
+                 on_activity: Callable[[Batch], None] | None = None) -> None:
         self._flush = flush
+        self._on_activity = on_activity
         self._debounce = debounce_s
         self._max_wait = max(max_wait_s, debounce_s)
         self._cond = threading.Condition()
@@ -60,6 +62,11 @@ class Debouncer:
         self._thread.start()
 
     def add(self, items: Batch, full: bool = False) -> None:
+        if items and self._on_activity is not None:
+            try:
+                self._on_activity(items)
+            except Exception:  # a failed prefetch must not lose the event
+                log.exception("workspace prefetch failed")
         with self._cond:
             now = time.monotonic()
             if not self._pending and not self._full:
@@ -135,11 +142,13 @@ class _OverflowDetector(logging.Handler):
 
 class Watcher:
     """Watches `recursive` folders recursively and `shallow` folders alone; calls
-    `flush(batch, full)` on its worker thread, one call per debounced burst."""
+    `flush(batch, full)` on its worker thread, one call per debounced burst, and
+    `on_activity(items)` on the observer's thread as events arrive (it must be quick)."""
 
     def __init__(self, recursive: list[Path], shallow: list[Path], flush: Flush,
-                 accept: Callable[[str], bool], debounce_s: float, max_wait_s: float) -> None:
-        self._debouncer = Debouncer(flush, debounce_s, max_wait_s)
+                 accept: Callable[[str], bool], debounce_s: float, max_wait_s: float,
+                 on_activity: Callable[[Batch], None] | None = None) -> None:
+        self._debouncer = Debouncer(flush, debounce_s, max_wait_s, on_activity)
         self._detector = _OverflowDetector(self._debouncer)
         wd_logger = logging.getLogger("watchdog")
         if wd_logger.getEffectiveLevel() > logging.WARNING:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -28,6 +29,8 @@ log = logging.getLogger(__name__)
 Count = Callable[[str], int]
 OnChange = Callable[[WorkspaceSegment, list[str]], None]
 GIT_WATCHED = ("HEAD", "index", "packed-refs", "info/exclude")
+#: how long after a batch's first event git is read ahead of the flush (capped at debounce/4)
+PREFETCH_DELAY_S = 0.03
 
 
 class Workspace:
@@ -59,8 +62,12 @@ class Workspace:
         self._files_regex = compile_globs([p for p in self.config.files if ".." not in p])
         self._selected_used: frozenset[str] = frozenset()
         self._extra = filelist.extra_rules(self.config.ignore)
+        self._git_state: gitstate.GitState | None = None
         self._watcher: Watcher | None = None
         self._on_change: OnChange | None = None
+        self._pf_lock = threading.Lock()
+        self._prefetch: _GitPrefetch | None = None
+        self._last_event = 0.0
 
     # --- public API ---------------------------------------------------------------------------
 
@@ -114,7 +121,8 @@ class Workspace:
                     shallow.append(folder)
             cfg = self.config
             self._watcher = Watcher(recursive, shallow, self._flush, self._accept,
-                                    cfg.debounce_ms / 1000, cfg.debounce_max_ms / 1000)
+                                    cfg.debounce_ms / 1000, cfg.debounce_max_ms / 1000,
+                                    self._on_activity)
 
     def stop(self) -> None:
         """Stop watching (idempotent)."""
@@ -141,7 +149,33 @@ class Workspace:
             return True
         return path in self._agent_paths
 
+    def _on_activity(self, items: Batch) -> None:
+        """Watcher thread, as events arrive: start reading git once per batch, so that git's
+        own time overlaps the debounce instead of following it."""
+        now = time.monotonic()
+        with self._pf_lock:
+            self._last_event = now
+            if self._prefetch is not None:
+                return
+            if not any(self._affected(p, s) & {"tree", "git"} for p, s in items.items()):
+                return
+            delay = min(PREFETCH_DELAY_S, self.config.debounce_ms / 4000)
+            self._prefetch = _GitPrefetch(self._read_git, delay)
+
+    def _take_prefetch(self) -> tuple | None:
+        """The prefetched git reading if it started after the batch's last event."""
+        with self._pf_lock:
+            pf, self._prefetch = self._prefetch, None
+            last = self._last_event
+        if pf is None:
+            return None
+        pf.done.wait(gitstate.GIT_TIMEOUT_S * 2)
+        if pf.started is not None and pf.started >= last and pf.result is not None:
+            return pf.result
+        return None
+
     def _flush(self, batch: Batch, full: bool) -> None:
+        prefetched = self._take_prefetch()
         with self._lock:
             if self._watcher is None:
                 return
@@ -155,7 +189,7 @@ class Workspace:
                         break
             if not parts:
                 return
-            changed = self._recompute(parts)
+            changed = self._recompute(parts, prefetched)
             callback, segment = self._on_change, self._segment
         if changed and callback is not None and segment is not None:
             try:
@@ -202,19 +236,30 @@ class Workspace:
 
     # --- computing parts ----------------------------------------------------------------------
 
-    def _recompute(self, parts: set[str]) -> list[str]:
+    def _read_git(self) -> tuple[gitstate.Repo | None, gitstate.GitState | None]:
+        repo = gitstate.find_repo(self.root)
+        if repo is None:
+            return None, None
+        return repo, gitstate.read_state(self.root, repo, self._git_state)
+
+    def _recompute(self, parts: set[str], prefetched: tuple | None = None) -> list[str]:
         cfg = self.config
         count = self._count
         new: dict[str, SegmentPart] = {}
         if parts & {"tree", "git"}:
-            self._repo = gitstate.find_repo(self.root)
-            state = None
+            repo, state = prefetched if prefetched is not None else self._read_git()
+            self._repo = repo
+            prev = self._git_state
             complete = True
-            if self._repo is not None:
-                state = gitstate.read_state(self.root, self._repo)
-                files = filelist.from_git(state, self._extra) if not state.error else []
+            if state is not None and state.error:
+                files = []
+            elif state is not None:
+                same = (prev is not None and prev.tracked is state.tracked
+                        and prev.untracked == state.untracked and prev.deleted == state.deleted)
+                files = self._files if same else filelist.from_git(state, self._extra)
             else:
                 files, complete = filelist.walk(self.root, cfg.ignore)
+            self._git_state = state
             if files != self._files:
                 parts.add("files")
             self._files = files
@@ -253,6 +298,28 @@ class Workspace:
         self._segment = assemble([self._parts[n] for n in PART_ORDER if n in self._parts],
                                  left_out, self._segment, count)
         return changed
+
+
+class _GitPrefetch:
+    """One git reading started ahead of a flush, on its own thread."""
+
+    def __init__(self, read: Callable[[], tuple], delay_s: float) -> None:
+        self.started: float | None = None
+        self.result: tuple | None = None
+        self.done = threading.Event()
+        self._read = read
+        self._delay = delay_s
+        threading.Thread(target=self._run, name="ctxlayer-git-prefetch", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            time.sleep(self._delay)  # let a cluster of events (an editor's save) land
+            self.started = time.monotonic()
+            self.result = self._read()
+        except Exception:
+            log.exception("git prefetch failed")
+        finally:
+            self.done.set()
 
 
 def _inside(path: Path, folder: Path) -> bool:
