@@ -5,7 +5,10 @@ lifecycle), the map from a changed path to the parts it can change (STYLE.md sec
 cache table: .git/HEAD, index, refs -> git; agent files -> agentFiles; .gitignore -> tree;
 selected files -> files; create / delete / move -> tree + git; a content write of a listed
 file -> git), and the immutable `WorkspaceSegment` snapshots. Thread-safe: every refresh holds
-one lock; readers get the last published snapshot without waiting.
+one lock; readers get the last published snapshot without waiting. While a watcher batch
+waits out its debounce, git is read ahead on a side thread; the flush uses that reading only
+if it started after the batch's last event (so the latency is about max(debounce, git), not
+their sum).
 """
 
 from __future__ import annotations
