@@ -57,6 +57,14 @@ function H.ok(cond, desc, detail)
   return cond
 end
 
+--- Like H.ok, but stops the test: later checks would only wait out their timeouts.
+function H.must(cond, desc, detail)
+  if not H.ok(cond, desc, detail) then
+    error("stopping: " .. desc, 0)
+  end
+  return cond
+end
+
 function H.eq(actual, expected, desc)
   return H.ok(vim.deep_equal(actual, expected), desc, ("expected %s, got %s"):format(vim.inspect(expected), vim.inspect(actual)))
 end

@@ -12,7 +12,7 @@ H.run(function()
   local ctxlayer = require("ctxlayer")
   ctxlayer.setup({ cmd = H.cmd })
   vim.cmd.edit("README.md")
-  H.ok(H.wait_figure() ~= nil, "the daemon answers")
+  H.must(H.wait_figure() ~= nil, "the daemon answers")
 
   local text = health_text()
   H.ok(text:find("ctxlayer: daemon") ~= nil, "the health report has the daemon section", text)

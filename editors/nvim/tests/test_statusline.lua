@@ -19,7 +19,7 @@ H.run(function()
   vim.cmd.edit("README.md")
   local readme = vim.api.nvim_get_current_buf()
   local client = H.client()
-  H.ok(client ~= nil, "a ctxlayer client started")
+  H.must(client ~= nil, "a ctxlayer client started")
   H.ok(H.wait(function()
     return client.initialized and vim.lsp.buf_is_attached(readme, client.id)
   end), "the client is initialized and attached to README.md")
@@ -28,7 +28,12 @@ H.run(function()
   H.ok(client.config.capabilities.experimental.ctxlayer.summarize == false, "summarize is not declared without a function")
 
   local first = H.wait_figure()
-  H.ok(first ~= nil, "the status line shows a figure", ctxlayer.statusline())
+  local session = require("ctxlayer.client").session_id(client.root_dir)
+  H.eq(ctxlayer.budget() and ctxlayer.budget().source, "session", "with sessions the figure is the session's budget")
+  H.eq(ctxlayer.budget() and ctxlayer.budget().state.session_id, session, "the session id is the workspace's")
+  local by_layer = ctxlayer.budget() and ctxlayer.budget().state.budget.byLayer or {}
+  H.ok((by_layer.workspace or 0) > 0, "the session budget counts the workspace segment", vim.inspect(by_layer))
+  H.must(first ~= nil, "the status line shows a figure", ctxlayer.statusline())
   local before = ctxlayer.budget()
   H.ok(before and before.used > 0 and before.limit > 1000, "budget() has used and limit", vim.inspect(before))
   H.ok(ctxlayer.statusline({ highlight = true }):match("^%%#Ctxlayer%a+#ctx ") ~= nil, "highlighted status line names a group")
@@ -69,7 +74,6 @@ H.run(function()
   -- count() and trim() go to the daemon; the last trim feeds the status line.
   local counted, err = ctxlayer.count({ "hello world", "" })
   H.ok(counted and counted.total > 0 and #counted.tokens == 2, "count() answers", err or vim.inspect(counted))
-  local used_before_trim = ctxlayer.budget().used
   local messages = {
     { role = "system", content = "You are terse.", pinned = true },
     { role = "user", content = "Summarize the routes module." },
@@ -77,11 +81,8 @@ H.run(function()
   }
   local trimmed, terr = ctxlayer.trim(messages)
   H.ok(trimmed and #trimmed.messages == 3 and trimmed.tokens > 0, "trim() keeps a small chat whole", terr or vim.inspect(trimmed))
-  local used_after_trim = H.wait(function()
-    local b = ctxlayer.budget()
-    return b and b.used ~= used_before_trim and b.used
-  end)
-  H.eq(used_after_trim, trimmed and (used_before_trim + trimmed.tokens), "the status adds the last trimmed chat")
+  local state = ctxlayer.budget().state
+  H.eq(state.last_trim and state.last_trim.tokens, trimmed and trimmed.tokens, "the last trim is kept for :Ctxlayer status")
 
   -- A bad request comes back as an error naming the field, and the daemon lives on.
   local bad, berr = ctxlayer.request("ctx/trim", { messages = { { role = "wizard", content = "x" } } })

@@ -99,9 +99,18 @@ function M.get(bufnr)
   return clients[#clients]
 end
 
+--- Params as a JSON object: an empty Lua table would be sent as `[]`.
+local function object(params)
+  if params == nil or next(params) == nil then
+    return vim.empty_dict()
+  end
+  return params
+end
+M.object = object
+
 --- Send a request; `on_result(result)` runs on success, errors are shown once.
 function M.request(client, method, params, on_result, on_error)
-  return client:request(method, params or vim.empty_dict(), function(err, result)
+  return client:request(method, object(params), function(err, result)
     if err then
       if on_error then
         on_error(err)
@@ -118,7 +127,7 @@ end
 
 --- A blocking request with the configured timeout: result, err (a message string).
 function M.request_sync(client, method, params, timeout_ms)
-  local resp, err = client:request_sync(method, params or vim.empty_dict(), timeout_ms or config.current.timeout_ms)
+  local resp, err = client:request_sync(method, object(params), timeout_ms or config.current.timeout_ms)
   if not resp then
     return nil, ("%s: %s"):format(method, err or "no response")
   end
@@ -128,63 +137,77 @@ function M.request_sync(client, method, params, timeout_ms)
   return resp.result, nil
 end
 
---- Fetch what the status line needs: the segment, the budget limit, the session budget.
+--- Fetch what the status line needs: the segment first (it waits for the first scan), then
+--- the budget limit and the session budget, which count the segment.
 function M.refresh(client, done)
   local id = client.id
-  local pending = 1
-  local function finish()
-    pending = pending - 1
-    if pending == 0 and done then
+  local function fail(err)
+    status.update(id, { error = err.message or vim.inspect(err) })
+    if done then
       done(status.get(id))
     end
   end
-  local function fail(err)
-    status.update(id, { error = err.message or vim.inspect(err) })
-    finish()
-  end
-  local state = status.get(id) or status.ensure(id, client.root_dir)
-  if state.session_id then
-    pending = pending + 1
-    M.request(client, "ctx/session/budget", { sessionId = state.session_id }, function(budget)
-      status.update(id, { budget = budget })
-      finish()
-    end, fail)
-  end
-  if not state.limit then
-    -- Without a configured budget, the daemon's default is what an empty trim reports
-    -- (PROTOCOL: budget defaults to the model's window minus reserveOutput).
-    pending = pending + 1
-    M.request(client, "ctx/trim", { messages = {}, model = config.current.model }, function(result)
-      status.update(id, { limit = result.budget })
-      finish()
-    end, fail)
-  end
   M.request(client, "ctx/segment", {}, function(segment)
     status.update(id, { segment = segment })
-    finish()
+    local state = status.get(id)
+    if not state then
+      return
+    end
+    if state.session_id then
+      local function finish(budget)
+        status.update(id, { budget = budget, limit = budget.limit })
+        if done then
+          done(status.get(id))
+        end
+      end
+      M.request(client, "ctx/session/budget", { sessionId = state.session_id }, function(budget)
+        local workspace = budget.byLayer and budget.byLayer.workspace or 0
+        if workspace > 0 or (segment.tokens or 0) == 0 then
+          return finish(budget)
+        end
+        -- A session (re)opened after the first scan is measured against the segment only at
+        -- the next change or assembly (daemon 0.1.0): assemble once so the figure counts it.
+        M.request(client, "ctx/assemble", { sessionId = state.session_id }, function()
+          M.request(client, "ctx/session/budget", { sessionId = state.session_id }, finish, fail)
+        end, fail)
+      end, fail)
+    elseif not state.limit then
+      -- Without a configured budget, the daemon's default is what an empty trim reports
+      -- (PROTOCOL: budget defaults to the model's window minus reserveOutput).
+      M.request(client, "ctx/trim", { messages = {}, model = config.current.model }, function(result)
+        status.update(id, { limit = result.budget })
+        if done then
+          done(status.get(id))
+        end
+      end, fail)
+    elseif done then
+      done(state)
+    end
   end, fail)
 end
 
---- Open (or reopen) this client's session when the daemon has sessions.
+--- The session of a workspace: one stable id per root, so rules and mode outlive a restart.
+function M.session_id(root)
+  return "nvim-" .. vim.fn.sha256(root or ""):sub(1, 16)
+end
+
+--- Open (or reopen) this workspace's session when the daemon has sessions, then refresh.
 function M.open_session(client, done)
   local cfg = config.current
   if not cfg.session or not M.supports(client, "ctx/session/open") then
-    return done and done(nil)
+    return M.refresh(client, done)
   end
-  local state = status.get(client.id)
   M.request(client, "ctx/session/open", {
-    sessionId = state and state.session_id or nil,
+    sessionId = M.session_id(client.root_dir),
     model = cfg.model,
     mode = cfg.mode,
     budget = cfg.budget,
   }, function(result)
     status.update(client.id, { session_id = result.sessionId, mode = result.mode, model = result.model })
-    M.request(client, "ctx/session/budget", { sessionId = result.sessionId }, function(budget)
-      status.update(client.id, { budget = budget })
-      if done then
-        done(result)
-      end
-    end)
+    M.refresh(client, done)
+  end, function(err)
+    status.update(client.id, { error = err.message or vim.inspect(err) })
+    M.refresh(client, done)
   end)
 end
 
@@ -196,6 +219,16 @@ M.handlers = {
     end
     local segment = vim.tbl_extend("force", state.segment or {}, params)
     status.update(ctx.client_id, { segment = segment })
+    -- The notification carries figures only; fetch the parts for :Ctxlayer status.
+    local client = vim.lsp.get_client_by_id(ctx.client_id)
+    if client then
+      M.request(client, "ctx/segment", {}, function(full)
+        local now = status.get(ctx.client_id)
+        if now and (not now.segment or (full.version or 0) >= (now.segment.version or 0)) then
+          status.update(ctx.client_id, { segment = full })
+        end
+      end, function() end)
+    end
   end,
 
   ["ctx/budgetChanged"] = function(_, params, ctx)
@@ -203,8 +236,8 @@ M.handlers = {
     if not state then
       return
     end
-    if state.session_id and params.sessionId and params.sessionId ~= state.session_id then
-      return -- another client's session on the same daemon
+    if not state.session_id or (params.sessionId and params.sessionId ~= state.session_id) then
+      return -- another editor's session on the same daemon
     end
     status.update(ctx.client_id, { budget = params })
   end,
@@ -232,7 +265,6 @@ local function on_init(client)
   status.update(client.id, { limit = cfg.budget, model = cfg.model, mode = cfg.mode })
   vim.schedule(function()
     M.open_session(client)
-    M.refresh(client)
   end)
 end
 

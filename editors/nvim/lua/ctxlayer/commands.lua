@@ -241,15 +241,6 @@ M.subcommands.rule = {
   end,
 }
 
---- The inspector page method the daemon announces, if any.
-local function inspector_method(c)
-  for method in pairs(client.methods(c)) do
-    if method:match("^ctx/inspect") then
-      return method
-    end
-  end
-end
-
 M.subcommands.inspect = {
   desc = "open the context picture (the inspector page; `text` for a buffer)",
   complete = function()
@@ -260,10 +251,13 @@ M.subcommands.inspect = {
     if not c then
       return
     end
-    local method = inspector_method(c)
-    if method and args[1] ~= "text" then
-      local state = status.get(c.id) or {}
-      local result, err = client.request_sync(c, method, { sessionId = state.session_id })
+    local method = client.supports(c, "ctx/inspect") and "ctx/inspect"
+    local state = status.get(c.id) or {}
+    -- The page shows the session's assembled context, else the last trimmed chat.
+    local params = state.session_id and { sessionId = state.session_id }
+      or state.last_trim and { messages = state.last_trim.messages, budget = state.last_trim.budget }
+    if method and params and args[1] ~= "text" then
+      local result, err = client.request_sync(c, method, params)
       if not result then
         fail(err)
         return
@@ -278,7 +272,6 @@ M.subcommands.inspect = {
       return
     end
     local lines = M.status_lines(c)
-    local state = status.get(c.id) or {}
     if state.last_trim and #(state.last_trim.dropped or {}) > 0 then
       table.insert(lines, "")
       table.insert(lines, "dropped by the last trim:")

