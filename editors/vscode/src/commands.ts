@@ -49,8 +49,9 @@ export async function setMode(deps: CommandDeps): Promise<void> {
     }));
     const pick = await api.showQuickPick(items, "ctxlayer mode");
     if (!pick) return;
-    await api.updateSetting("mode", pick.label);
+    // the session first, so the settings listener sees the mode already applied
     await deps.controller.setMode(pick.label as "short" | "deep" | "debug");
+    await api.updateSetting("mode", pick.label);
   });
 }
 

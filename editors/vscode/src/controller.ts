@@ -60,6 +60,10 @@ export class BudgetController {
     return this.methods.size === 0 || this.methods.has(method);
   }
 
+  get mode(): ControllerSettings["mode"] {
+    return this.settings.mode;
+  }
+
   updateSettings(settings: ControllerSettings): void {
     this.settings = settings;
   }

@@ -8,6 +8,7 @@ import * as commands from "./commands";
 import { BudgetController } from "./controller";
 import { errorText } from "./errors";
 import { DaemonServer } from "./server";
+import { settingsChange } from "./settings";
 import { BudgetStatusItem } from "./statusBar";
 import { summarize } from "./summarize";
 import * as api from "./vscodeapi";
@@ -19,7 +20,8 @@ export async function activate(context: api.ExtensionContext): Promise<CtxlayerA
   const status = new BudgetStatusItem();
   const workspace = api.workspaceFolder() ?? "no-workspace";
   const key = createHash("sha256").update(workspace).digest("hex").slice(0, 12);
-  const controller = new BudgetController(status, api.readSettings(), key);
+  let settings = api.readSettings();
+  const controller = new BudgetController(status, settings, key);
   const daemon = new DaemonServer(log, {
     summarize: (params) => summarize(params, (prompt) => api.summarizeWithEditorModel(prompt)),
     onStarted: async (running) => {
@@ -44,8 +46,15 @@ export async function activate(context: api.ExtensionContext): Promise<CtxlayerA
     status,
     ...commands.register({ controller, restart, log }),
     api.onSettingsChanged(() => {
-      log.info("settings changed: restarting the daemon");
-      void restart();
+      const next = api.readSettings();
+      const change = settingsChange(settings, next);
+      settings = next;
+      if (change === "restart") {
+        log.info("settings changed: restarting the daemon");
+        void restart();
+      } else if (change === "mode" && controller.connected && controller.mode !== next.mode) {
+        controller.setMode(next.mode).catch((err) => log.error(`set mode: ${errorText(err)}`));
+      }
     }),
   );
   void daemon.start(api.readSettings());

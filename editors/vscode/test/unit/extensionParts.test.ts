@@ -7,6 +7,7 @@ import { BudgetController } from "../../src/controller";
 import { BudgetStatusItem } from "../../src/statusBar";
 import { summarize, summaryPrompt } from "../../src/summarize";
 import { createApi } from "../../src/api";
+import { settingsChange } from "../../src/settings";
 import * as api from "../../src/vscodeapi";
 import { recorded, resetMock } from "./vscode.mock";
 import { budget, FakeConnection } from "./fakeDaemon";
@@ -183,5 +184,17 @@ describe("ctx/summarize", () => {
     await expect(summarize(params, async () => undefined)).rejects.toThrow(/offline summary/);
     // the mocked vscode has no `lm`
     expect(await api.summarizeWithEditorModel("x")).toBeUndefined();
+  });
+});
+
+describe("settings changes", () => {
+  it("restart the daemon for model, budget, command and trace; a mode change does not", () => {
+    const base = api.readSettings();
+    expect(settingsChange(base, { ...base })).toBe("none");
+    expect(settingsChange(base, { ...base, mode: "debug" })).toBe("mode");
+    expect(settingsChange(base, { ...base, model: "claude-sonnet-4" })).toBe("restart");
+    expect(settingsChange(base, { ...base, budget: 1000 })).toBe("restart");
+    expect(settingsChange(base, { ...base, serverCommand: ["x", "serve"] })).toBe("restart");
+    expect(settingsChange(base, { ...base, trace: "verbose" })).toBe("restart");
   });
 });
