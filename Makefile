@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test test-python test-editors bench lint
+.PHONY: setup demo test test-python test-editors test-editors-vscode bench lint
 
 $(BIN)/ctxlayer: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -25,6 +25,11 @@ test-python: setup
 	$(BIN)/pytest
 
 test: test-python
+
+# VS Code: TS client, extension unit/e2e tests, and the real VS Code test (installs its tools,
+# cached: apt chromium + build deps, node 24, code-server; see editors/vscode/scripts/).
+test-editors-vscode: setup
+	bash editors/vscode/scripts/test.sh
 
 bench: setup
 	$(BIN)/python bench/trim_bench.py
