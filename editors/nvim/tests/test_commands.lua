@@ -27,7 +27,7 @@ H.run(function()
 
   H.clear_notes()
   vim.cmd("Ctxlayer status")
-  local note = H.note("^ctxlayer: ctxlayer ctx ")
+  local note = H.note("^ctxlayer: ctx ")
   H.ok(note ~= nil, ":Ctxlayer status reports the figure")
   H.ok(note and note.msg:find("workspace segment [%d.]+k? tokens") ~= nil, ":Ctxlayer status shows the segment", note and note.msg)
 
@@ -39,7 +39,7 @@ H.run(function()
 
   H.clear_notes()
   vim.cmd("Ctxlayer")
-  H.ok(H.note("^ctxlayer: ctxlayer ctx ") ~= nil, ":Ctxlayer alone shows the status")
+  H.ok(H.note("^ctxlayer: ctx ") ~= nil, ":Ctxlayer alone shows the status")
 
   H.clear_notes()
   vim.cmd("Ctxlayer frobnicate")

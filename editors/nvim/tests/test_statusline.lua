@@ -37,6 +37,9 @@ H.run(function()
   local before = ctxlayer.budget()
   H.ok(before and before.used > 0 and before.limit > 1000, "budget() has used and limit", vim.inspect(before))
   H.ok(ctxlayer.statusline({ highlight = true }):match("^%%#Ctxlayer%a+#ctx ") ~= nil, "highlighted status line names a group")
+  local drawn = vim.api.nvim_eval_statusline(ctxlayer.statusline_hl(), { highlights = true })
+  H.eq(drawn.str, ctxlayer.statusline(), "statusline_hl() draws exactly the figure")
+  H.ok(drawn.highlights[1] and drawn.highlights[1].group:match("^Ctxlayer") ~= nil, "in a ctxlayer highlight group", vim.inspect(drawn.highlights))
 
   -- Events seen from here on: segment changes and status redraws.
   local events = 0
@@ -67,7 +70,9 @@ H.run(function()
 
   -- The lualine component shows the same text and a level colour.
   local component = ctxlayer.lualine()
-  H.eq(component[1](), ctxlayer.statusline(), "the lualine component shows the status line")
+  H.eq(component[1](), (ctxlayer.statusline():gsub("%%", "%%%%")), "the lualine component shows the status line, % escaped")
+  local evaluated = vim.api.nvim_eval_statusline(component[1](), {}).str
+  H.eq(evaluated, ctxlayer.statusline(), "evaluated as statusline code it reads as the figure")
   H.ok(component.cond(), "the lualine component is visible")
   H.ok(vim.tbl_contains({ "CtxlayerOk", "CtxlayerWarn", "CtxlayerError" }, component.color()), "the lualine colour is a ctxlayer group")
 

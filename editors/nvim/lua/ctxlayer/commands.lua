@@ -63,7 +63,7 @@ function M.status_lines(c)
   local state = status.get(c.id) or {}
   local lines = {}
   local f = status.figures(state)
-  table.insert(lines, ("ctxlayer %s (client %d, root %s)"):format(status.text(), c.id, state.root or c.root_dir or "?"))
+  table.insert(lines, ("%s (client %d, root %s)"):format(status.text(), c.id, state.root or c.root_dir or "?"))
   if f then
     table.insert(lines, ("used %d of %d tokens (%.1f%%, %s)"):format(f.used, f.limit, f.percent, f.source))
   end

@@ -1,7 +1,7 @@
 --- ctxlayer: the public Lua API of the Neovim plugin.
 ---
 --- Owns `setup(opts)` (checks the Neovim version, validates options, installs the autostart
---- autocmds) and the functions other plugins call: `statusline()`, `lualine()`, `budget()`,
+--- autocmds) and the functions other plugins call: `statusline()`, `statusline_hl()`, `lualine()`, `budget()`,
 --- `request()`, `count()`, `trim()`, `assemble()`, `client()`, `start()`, `stop()`,
 --- `restart()`. Submodules are required lazily so `require("ctxlayer")` stays cheap.
 --- The context logic itself lives in the daemon; nothing here counts or trims.
@@ -77,11 +77,18 @@ function M.statusline(opts)
   return status.text(opts)
 end
 
+--- The status line text wrapped in its level's highlight group, for 'statusline':
+--- `%{%v:lua.require'ctxlayer'.statusline_hl()%}` (a `{...}` argument would end `%{`).
+function M.statusline_hl()
+  return status.text({ highlight = true })
+end
+
 --- A lualine component: `lualine_x = { require("ctxlayer").lualine() }`.
 function M.lualine()
   return {
     function()
-      return status.text()
+      -- lualine evaluates components as statusline code: double the percent sign.
+      return (status.text():gsub("%%", "%%%%"))
     end,
     cond = function()
       return status.current_client_id() ~= nil

@@ -148,7 +148,8 @@ function M.text(opts)
   end
   local text = ("ctx %s/%s %d%%"):format(M.human(f.used), M.human(f.limit), math.floor(f.percent + 0.5))
   if opts.highlight then
-    return ("%%#%s#%s%%*"):format(M.highlights[M.level(f.percent)], text)
+    -- Statusline code: the percent sign of the figure must be doubled.
+    return ("%%#%s#%s%%*"):format(M.highlights[M.level(f.percent)], (text:gsub("%%", "%%%%")))
   end
   return text
 end
