@@ -11,7 +11,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from ctxlayer.lsp.handlers import count, lifecycle, prompt, segment, trim
+from ctxlayer.lsp.handlers import count, inspector, lifecycle, prompt, segment, trim
 
 if TYPE_CHECKING:
     from ctxlayer.lsp.server import CtxServer
@@ -23,6 +23,7 @@ MODULES: list[ModuleType] = [
     prompt,
     count,
     trim,
+    inspector,
 ]
 
 
