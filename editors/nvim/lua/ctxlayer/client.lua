@@ -99,6 +99,15 @@ function M.get(bufnr)
   return clients[#clients]
 end
 
+--- Call a vim.lsp.Client method: `client:m(...)` on 0.11, `client.m(...)` on 0.10.
+local has_011 = vim.fn.has("nvim-0.11") == 1
+function M.call(client, name, ...)
+  if has_011 then
+    return client[name](client, ...)
+  end
+  return client[name](...)
+end
+
 --- Params as a JSON object: an empty Lua table would be sent as `[]`.
 local function object(params)
   if params == nil or next(params) == nil then
@@ -110,7 +119,7 @@ M.object = object
 
 --- Send a request; `on_result(result)` runs on success, errors are shown once.
 function M.request(client, method, params, on_result, on_error)
-  return client:request(method, object(params), function(err, result)
+  return M.call(client, "request", method, object(params), function(err, result)
     if err then
       if on_error then
         on_error(err)
@@ -127,7 +136,7 @@ end
 
 --- A blocking request with the configured timeout: result, err (a message string).
 function M.request_sync(client, method, params, timeout_ms)
-  local resp, err = client:request_sync(method, object(params), timeout_ms or config.current.timeout_ms)
+  local resp, err = M.call(client, "request_sync", method, object(params), timeout_ms or config.current.timeout_ms)
   if not resp then
     return nil, ("%s: %s"):format(method, err or "no response")
   end
@@ -318,11 +327,11 @@ function M.stop(timeout_ms)
   M.stopping = true
   local clients = vim.lsp.get_clients({ name = M.NAME })
   for _, c in ipairs(clients) do
-    c:stop()
+    M.call(c, "stop")
   end
   vim.wait(timeout_ms or 5000, function()
     for _, c in ipairs(clients) do
-      if not c:is_stopped() then
+      if not M.call(c, "is_stopped") then
         return false
       end
     end

@@ -66,7 +66,7 @@ local function check_clients()
     local buffers = vim.tbl_count(c.attached_buffers)
     local state = status.get(c.id)
     local msg = ("client %d attached to %d buffer(s), root %s"):format(c.id, buffers, c.root_dir or "?")
-    if c:is_stopped() then
+    if require("ctxlayer.client").call(c, "is_stopped") then
       health.error(msg .. ": stopped")
     elseif state and state.segment then
       health.ok(("%s: %s"):format(msg, status.text({ bufnr = next(c.attached_buffers) })))
