@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any, Self, TypeVar
 
 from ctxlayer import protocol
-
 from ctxlayer_client.aio import DEFAULT_TIMEOUT, AsyncClient
 
 T = TypeVar("T")

@@ -16,6 +16,7 @@ the `CtxServer` (lsp/server.py), not here. Must not import handlers.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import threading
@@ -69,7 +70,11 @@ class Tokenizers:
             finally:
                 self.lock.release()
         result = await asyncio.to_thread(lambda: work(self.guarded(model)))
-        self._loaded.add(model)
+        if model not in self._loaded:
+            self._loaded.add(model)
+            # An encoding is a dict of 100k-200k ranks: out of the collector's sight, a full
+            # collection no longer walks it (that walk was the ctx/count p99).
+            gc.freeze()
         return result
 
 

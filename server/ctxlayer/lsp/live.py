@@ -12,6 +12,7 @@ Must not: know about JSON-RPC or connections (subscribers are plain callbacks).
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -55,6 +56,7 @@ class LiveWorkspace:
             self.workspace = await asyncio.to_thread(self._create)
             self.segment = await asyncio.to_thread(self.workspace.scan)
             await asyncio.to_thread(self.workspace.start_watching, self._from_watcher)
+            gc.freeze()  # the scan's long-lived caches: keep them out of full collections
             log.info("workspace %s: %d tokens, hash %s", self.root, self.segment.tokens,
                      self.segment.hash)
         except Exception as exc:

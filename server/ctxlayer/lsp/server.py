@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
@@ -41,6 +42,7 @@ from ctxlayer.lsp.daemon import Daemon
 from ctxlayer.lsp.live import LiveWorkspace
 
 log = logging.getLogger(__name__)
+_encoder = msgspec.json.Encoder()
 
 SegmentListener = Callable[["CtxServer", protocol.WorkspaceSegment, list[str]], Any]
 ServerListener = Callable[["CtxServer"], Any]
@@ -62,6 +64,27 @@ class CtxProtocol(LanguageServerProtocol):
             }
         }
         return result
+
+    def _send_response(self, msg_id, result=None, error=None):  # type: ignore[override]
+        """Plain results (what our handlers return) skip pygls' cattrs path: less CPU per
+        request. LSP types (initialize's result) and errors go through pygls."""
+        if error is None and (result is None or isinstance(result, dict | list)):
+            self.send_plain({"jsonrpc": "2.0", "id": msg_id, "result": result})
+        else:
+            super()._send_response(msg_id, result, error)
+
+    def send_plain(self, message: dict) -> None:
+        """Frame and write a JSON-ready message (builtins only)."""
+        if self.writer is None:
+            log.error("no transport to send on")
+            return
+        body = _encoder.encode(message)
+        try:
+            self.writer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        except BrokenPipeError:
+            raise
+        except Exception:
+            log.exception("sending a message failed")
 
     @lsp_method(types.EXIT)
     def lsp_exit(self, *args):  # type: ignore[override]
@@ -125,7 +148,7 @@ class CtxServer(LanguageServer):
 
     def notify(self, method: str, params: Any) -> None:
         """Send a ctxlayer notification (a protocol struct or builtins)."""
-        self.protocol.notify(method, to_wire(params))
+        self.protocol.send_plain({"jsonrpc": "2.0", "method": method, "params": to_wire(params)})
 
     def spawn(self, result: Any) -> None:
         """Keep a listener's coroutine alive and log its failure."""

@@ -62,7 +62,7 @@ async def initialized(ls: CtxServer, params: types.InitializedParams) -> None:
         return
     try:
         await with_progress(ls, asyncio.shield(ls.live.start()))
-    except Exception as exc:  # noqa: BLE001 - logged by LiveWorkspace; the daemon goes on
+    except Exception as exc:
         ls.tell(f"ctxlayer: scanning {ls.root} failed: {exc}", "error", show=True)
         return
     for listener in list(ls.ready_listeners):
@@ -98,7 +98,7 @@ async def with_progress(ls: CtxServer, scan: asyncio.Future) -> None:
     progress = ls.work_done_progress
     try:
         await asyncio.wait_for(progress.create_async(token), 5)
-    except Exception:  # noqa: BLE001 - a client that refuses progress still gets the scan
+    except Exception:
         return await scan
     progress.begin(token, types.WorkDoneProgressBegin(
         title="ctxlayer", message=f"scanning {ls.root}", cancellable=False))
