@@ -11,7 +11,16 @@ from __future__ import annotations
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from ctxlayer.lsp.handlers import count, inspector, lifecycle, prompt, segment, trim
+from ctxlayer.lsp.handlers import (
+    assemble,
+    count,
+    inspector,
+    lifecycle,
+    prompt,
+    segment,
+    session,
+    trim,
+)
 
 if TYPE_CHECKING:
     from ctxlayer.lsp.server import CtxServer
@@ -23,6 +32,8 @@ MODULES: list[ModuleType] = [
     prompt,
     count,
     trim,
+    session,
+    assemble,
     inspector,
 ]
 

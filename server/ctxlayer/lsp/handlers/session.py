@@ -89,7 +89,12 @@ async def open_session(ls: CtxServer, params: dict | None) -> dict:
         req.model = model
     if req.budget is None:
         req.budget = ls.default_budget(req.model)
-    return to_wire(await call(ls, "open", req))
+    result = await call(ls, "open", req)
+    from ctxlayer.lsp.handlers.assemble import segment_layers
+
+    layers = await segment_layers(ls, result.session_id, await ls.segment())
+    await call(ls, "set_system", result.session_id, layers)
+    return to_wire(result)
 
 
 @maps_errors

@@ -1,0 +1,241 @@
+"""Sessions end to end over real stdio: a client that answers ctx/summarize (pytest-lsp), one
+that never answers (the offline summary after the timeout), and a daemon killed with -9 and
+restarted with every acknowledged message still there."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import signal
+
+import pytest
+import pytest_lsp
+from conftest import ENV, SERVE, WORLD, RawDaemon, make_repo
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
+TIMEOUT = 60
+_repos = itertools.count()
+USELESS = "The conversation covered several topics."
+CONSTRAINT = "You must never change the signature of billing.charge_card()."
+FACT = "The failing test is tests/test_invoice.py:88 with error E7731."
+
+
+def plain(value):
+    if hasattr(value, "_asdict"):
+        return {k: plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value
+
+
+@pytest_lsp.fixture(scope="module",
+                    config=ClientServerConfig(server_command=SERVE, server_env=ENV))
+async def client(lsp_client: LanguageClient):
+    root = make_repo(WORLD / f"sessions-{next(_repos)}")
+    lsp_client.summarize_calls = []  # type: ignore[attr-defined]
+
+    @lsp_client.feature("ctx/summarize")
+    def summarize(params):
+        lsp_client.summarize_calls.append(plain(params))  # type: ignore[attr-defined]
+        return {"text": USELESS}
+
+    await lsp_client.initialize_session(types.InitializeParams(
+        capabilities=types.ClientCapabilities(
+            experimental={"ctxlayer": {"summarize": True}}),
+        workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name="demo")],
+        initialization_options={"model": "gpt-4o"},
+    ))
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def call(client: LanguageClient, method: str, params: dict):
+    return plain(await asyncio.wait_for(client.protocol.send_request_async(method, params),
+                                        TIMEOUT))
+
+
+async def call_pushing(client: LanguageClient, method: str, params: dict):
+    """A request and the ctx/budgetChanged it causes (waiting starts before the request)."""
+    pushed = asyncio.ensure_future(client.wait_for_notification("ctx/budgetChanged"))
+    result = await call(client, method, params)
+    return result, plain(await asyncio.wait_for(pushed, TIMEOUT))
+
+
+def chat(n: int, start: int = 0) -> list[dict]:
+    out = []
+    for k in range(start, start + n):
+        text = (f"Turn {k}: we discussed the invoice module and its rounding rules at some "
+                "length, weighing options without settling anything. ") * 4
+        if k == 4:
+            text = CONSTRAINT + " " + text
+        if k == 7:
+            text = FACT + " " + text
+        out.append({"role": "user" if k % 2 == 0 else "assistant", "content": text,
+                    "id": f"m{k}"})
+    return out
+
+
+async def test_a_session_lives_through_rules_items_appends_and_compaction(client):
+    opened = await call(client, "ctx/session/open", {"sessionId": "e2e", "mode": "deep"})
+    assert opened["sessionId"] == "e2e" and opened["mode"] == "deep"
+    assert opened["budget"] > 100_000  # gpt-4o's window minus its output allowance
+    again = await call(client, "ctx/session/open", {"sessionId": "e2e", "mode": "short"})
+    assert again == opened  # reopening returns it unchanged
+
+    rule, budget = await call_pushing(client, "ctx/session/addRule", {
+        "sessionId": "e2e", "rule": {"text": "Never use floats for money.", "weight": 5}})
+    assert rule["demoted"] == [] and "warning" not in rule
+    assert budget["sessionId"] == "e2e" and budget["byLayer"]["rules"] > 0
+    vague = await call(client, "ctx/session/addRule", {
+        "sessionId": "e2e", "rule": {"text": "The team usually rounds half up.", "weight": 1}})
+    assert "imperative" in vague["warning"]
+    item = await call(client, "ctx/session/addItem", {
+        "sessionId": "e2e", "item": {"kind": "log", "content":
+                                     "2026-01-01T10:00:00Z ERROR invoice.py:12 Decimal overflow",
+                                     "optional": False}})
+    assert item["itemId"]
+
+    for k in range(0, 60, 10):
+        appended, pushed = await call_pushing(client, "ctx/session/append",
+                                              {"sessionId": "e2e", "messages": chat(10, k)})
+        assert pushed["used"] == appended["used"]
+    assert appended["byLayer"]["history"] > 3000 and appended["nextCompactionAt"] > 0
+
+    result = await call(client, "ctx/assemble", {"sessionId": "e2e", "budget": 3000})
+    assert result["compacted"] and result["tokens"]["total"] <= 3000
+    calls = client.summarize_calls  # type: ignore[attr-defined]
+    assert len(calls) == 1 and calls[0]["maxTokens"] > 0
+    assert [m["id"] for m in calls[0]["messages"]][:2] == ["m0", "m1"]
+    text = "\n".join(m["content"] for m in result["messages"])
+    assert "Never use floats for money." in text and "__RULE__" in text
+    assert "The team usually rounds half up." in text
+    assert CONSTRAINT in text  # hard constraints survive a useless summarizer
+    assert USELESS in text
+    for fact in ("tests/test_invoice.py", "88", "E7731"):
+        assert fact in text  # the facts ledger
+    assert [m["id"] for m in result["messages"][-6:]] == [f"m{k}" for k in range(54, 60)]
+
+    second = await call(client, "ctx/assemble", {"sessionId": "e2e", "budget": 3000})
+    assert not second["compacted"] and len(calls) == 1
+    assert second["cacheReuseTokens"] == second["tokens"]["total"] - 3
+
+    audit = await call(client, "ctx/session/audit", {"sessionId": "e2e", "limit": 5})
+    assert len(audit["entries"]) == 5
+    assert all(e["action"] == "summarized" for e in audit["entries"])
+    assert audit["entries"][0]["messageId"] == "m53"  # newest first
+
+    bias = await call(client, "ctx/session/reportUsage",
+                      {"sessionId": "e2e", "promptTokens": 1100, "estimatedTokens": 1000})
+    assert bias["bias"] == pytest.approx(1.1)
+    bias = await call(client, "ctx/session/reportUsage",
+                      {"sessionId": "e2e", "promptTokens": 1300, "estimatedTokens": 1000})
+    assert bias["bias"] == pytest.approx(1.2)
+    moded, pushed = await call_pushing(client, "ctx/session/setMode",
+                                       {"sessionId": "e2e", "mode": "debug"})
+    assert pushed == moded
+    assert moded["errorBand"] == pytest.approx(0.1414, abs=1e-3)
+    assert moded["limit"] == int(opened["budget"] / 1.2)  # we under-count: budget shrinks
+    listed = await call(client, "ctx/session/list", {})
+    (info,) = [s for s in listed["sessions"] if s["sessionId"] == "e2e"]
+    assert info["messages"] == 60 and info["mode"] == "debug"
+    await call(client, "ctx/session/removeRule", {"sessionId": "e2e", "ruleId": rule["ruleId"]})
+
+
+async def test_compact_on_request(client):
+    await call(client, "ctx/session/open", {"sessionId": "manual"})
+    await call(client, "ctx/session/append", {"sessionId": "manual", "messages": chat(12)})
+    out = await call(client, "ctx/session/compact", {"sessionId": "manual", "keepRecent": 2})
+    assert out["replaced"] == 10 and out["summary"]["id"].startswith("ctx:summary:")
+    assert CONSTRAINT in out["summary"]["content"]
+
+
+async def test_errors_name_the_session_and_the_field(client):
+    with pytest.raises(JsonRpcException) as err:
+        await call(client, "ctx/session/append", {"sessionId": "nope", "messages": []})
+    assert err.value.code == -32002
+    with pytest.raises(JsonRpcException) as err:
+        await call(client, "ctx/session/append", {"sessionId": "e2e",
+                                                  "messages": [{"role": "robot",
+                                                                "content": "x"}]})
+    assert err.value.code == -32602 and "messages[0].role" in err.value.message
+    with pytest.raises(JsonRpcException) as err:
+        await call(client, "ctx/session/setMode", {"sessionId": "e2e", "mode": "turbo"})
+    assert err.value.code == -32602 and "mode" in err.value.message
+
+
+async def test_fifty_sessions_do_not_cross(client):
+    async def one(k: int) -> None:
+        sid = f"iso-{k}"
+        await call(client, "ctx/session/open", {"sessionId": sid})
+        await call(client, "ctx/session/addRule",
+                   {"sessionId": sid, "rule": {"text": f"Always sign replies with S{k}."}})
+        await call(client, "ctx/session/append", {"sessionId": sid, "messages": [
+            {"role": "user", "content": f"secret of session {k}"}]})
+
+    await asyncio.gather(*(one(k) for k in range(50)))
+    for k in range(50):
+        out = await call(client, "ctx/assemble", {"sessionId": f"iso-{k}"})
+        text = "\n".join(m["content"] for m in out["messages"])
+        assert f"secret of session {k}" in text and f"S{k}." in text
+        others = [j for j in range(50) if j != k and (f"session {j}\n" in text + "\n"
+                                                      or f"S{j}." in text)]
+        assert others == []
+
+
+async def _raw_initialize(daemon: RawDaemon, root, options: dict, summarize: bool) -> None:
+    caps = {"experimental": {"ctxlayer": {"summarize": True}}} if summarize else {}
+    await daemon.request(0, "initialize", {"processId": None, "capabilities": caps,
+                                           "rootUri": root.as_uri(),
+                                           "initializationOptions": options})
+    await daemon.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+
+
+async def test_a_client_summarizer_that_never_answers_falls_back_offline():
+    root = make_repo(WORLD / f"silent-{next(_repos)}")
+    daemon = await RawDaemon.start()
+    try:
+        await _raw_initialize(daemon, root, {"config": {"session": {"summarizerTimeout": 0.5}}},
+                              summarize=True)
+        await daemon.request(1, "ctx/session/open", {"sessionId": "slow"})
+        await daemon.request(2, "ctx/session/append", {"sessionId": "slow",
+                                                       "messages": chat(40)})
+        out = await daemon.request(3, "ctx/assemble", {"sessionId": "slow", "budget": 2500})
+        result = out["result"]
+        assert result["compacted"]
+        asked = [n for n in daemon.notifications if n.get("method") == "ctx/summarize"]
+        assert len(asked) == 1 and "id" in asked[0]  # asked once, never answered
+        summary = next(m for m in result["messages"] if m.get("kind") == "summary")
+        assert CONSTRAINT in summary["content"] and "E7731" in summary["content"]
+    finally:
+        await daemon.close()
+
+
+async def test_kill_9_then_restart_keeps_every_acknowledged_message():
+    root = make_repo(WORLD / f"restart-{next(_repos)}")
+    daemon = await RawDaemon.start()
+    acknowledged = 0
+    await _raw_initialize(daemon, root, {}, summarize=False)
+    await daemon.request(1, "ctx/session/open", {"sessionId": "durable"})
+    for k in range(30):
+        out = await daemon.request(10 + k, "ctx/session/append", {
+            "sessionId": "durable", "messages": chat(1, k)})
+        assert "result" in out
+        acknowledged += 1
+    os.kill(daemon.proc.pid, signal.SIGKILL)
+    await daemon.proc.wait()
+
+    again = await RawDaemon.start()
+    try:
+        await _raw_initialize(again, root, {}, summarize=False)
+        listed = await again.request(1, "ctx/session/list", {})
+        (info,) = [s for s in listed["result"]["sessions"] if s["sessionId"] == "durable"]
+        assert info["messages"] == acknowledged
+        out = await again.request(2, "ctx/assemble", {"sessionId": "durable"})
+        ids = [m.get("id") for m in out["result"]["messages"]]
+        assert [i for i in ids if i and i.startswith("m")] == [f"m{k}" for k in range(30)]
+    finally:
+        await again.close()
