@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test test-python test-editors test-editors-vscode bench lint
+.PHONY: setup tools demo test test-python test-editors-vscode bench lint
 
 $(BIN)/ctxlayer: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -20,11 +20,18 @@ lint: setup
 	$(BIN)/lint-imports
 	$(BIN)/ruff check server clients/python tests bench
 
+# System tools the tests drive (Debian's chromium for the browser tests, node 24 and
+# code-server for the real VS Code test), installed once and cached; never used at run time.
+tools:
+	bash editors/vscode/scripts/ensure-tools.sh >/dev/null || [ "$$CTXLAYER_REQUIRE_EDITORS" != 1 ]
+
 test-python: setup
 	$(BIN)/lint-imports
 	$(BIN)/pytest
 
-test: test-python
+# The whole suite, what CI runs: Python (core, workspace, store, daemon, CLI, inspector in
+# Chromium, Neovim headless), then the VS Code client, extension and real-editor tests.
+test: setup tools test-python test-editors-vscode
 
 # VS Code: TS client, extension unit/e2e tests, and the real VS Code test (installs its tools,
 # cached: apt chromium + build deps, node 24, code-server; see editors/vscode/scripts/).
