@@ -40,3 +40,4 @@ test-editors-vscode: setup
 
 bench: setup
 	$(BIN)/python bench/trim_bench.py
+	$(BIN)/python bench/session_bench.py

@@ -72,25 +72,33 @@ def hard_constraints(messages: list[Message], previous: list[str] = ()) -> list[
 
 
 def offline_summary(messages: list[Message], previous: str, max_chars: int) -> str:
-    """An extractive Decided/Open summary of ``messages``, merged with the previous one."""
+    """An extractive Decided/Open summary of ``messages``, merged with the previous one.
+
+    Newest first: messages are read from the end and reading stops once both parts are full,
+    so the cost is bounded by the summary's size, not by the history's.
+    """
     prev_decided, prev_open = _split_previous(previous)
+    half = max(80, max_chars // 2)
     decided: list[str] = []
     open_: list[str] = []
-    for msg in messages:
+    sizes = [0, 0]
+    for msg in reversed(messages):
+        if sizes[0] >= half and sizes[1] >= half:
+            break
         if msg.role not in ("user", "assistant") or msg.kind == "summary":
             continue
-        for sentence in sentences(msg.content):
+        for sentence in reversed(sentences(msg.content)):
             flat = " ".join(sentence.split())
             if len(flat) > 240:
                 flat = flat[:239] + "…"
             if _OPEN.search(flat):
                 open_.append(flat)
+                sizes[1] += len(flat) + 3
             elif _DECIDED.search(flat):
                 decided.append(flat)
-    decided = _dedup(prev_decided + decided)
-    open_ = _dedup(prev_open + open_)
-    # Newest first when cutting: recent decisions and questions matter most.
-    half = max(80, max_chars // 2)
+                sizes[0] += len(flat) + 3
+    decided = _dedup(prev_decided + decided[::-1])
+    open_ = _dedup(prev_open + open_[::-1])
     return _section("Decided", _newest_within(decided, half)) + "\n" + _section(
         "Open", _newest_within(open_, half)
     )
