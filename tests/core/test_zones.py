@@ -166,3 +166,18 @@ def test_mode_suggestion(text, current, suggested):
     assert (suggestion.mode if suggestion else None) == suggested
     if suggestion:
         assert "?" in suggestion.reason
+
+
+def test_a_cooled_item_shrinks_to_about_a_quarter_and_keeps_its_facts():
+    from ctxlayer.core.zones.compact import compress_item
+
+    text = ("The import job failed again this morning after the nightly schedule started. "
+            "The traceback points at src/etl/loader.py line 318 in parse_batch(rows: list[Row]) "
+            "-> Batch, which raised error E2207 when the upstream feed sent an empty header. "
+            + "We discussed several possible causes at length without reaching a conclusion. " * 12
+            + "Run `pytest tests/test_loader.py -k empty_header` to reproduce it.")
+    short = compress_item(text)
+    assert len(short) <= len(text) * 0.35
+    for fact in ("src/etl/loader.py", "line 318", "E2207", "parse_batch",
+                 "pytest tests/test_loader.py -k empty_header"):
+        assert fact in short
