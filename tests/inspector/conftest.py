@@ -56,8 +56,10 @@ def _require(what: str):
     pytest.skip(f"{what} not installed")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium():
+    """One browser per module: playwright's sync API keeps an event loop running while it is
+    open, which would stop pytest-asyncio's loops in later modules."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
