@@ -11,13 +11,14 @@ from __future__ import annotations
 import math
 import threading
 
+from ctxlayer.core.memo import Memo
 from ctxlayer.core.tokens import CountCache
 from ctxlayer.tokenizers.encodings import ENCODINGS, TokenizerUnavailable, get_encoding
 from ctxlayer.tokenizers.models import DEFAULT_MODEL, TABLE, ModelInfo, model_info
 
 __all__ = [
     "DEFAULT_MODEL", "ENCODINGS", "TABLE", "ModelInfo", "TiktokenCounter", "TokenizerUnavailable",
-    "counter_for", "model_info", "prompt_traits",
+    "counter_for", "memo_for", "model_info", "prompt_traits",
 ]
 
 
@@ -42,6 +43,7 @@ class TiktokenCounter:
 
 _lock = threading.Lock()
 _counters: dict[tuple[str, float], CountCache] = {}
+_memos: dict[tuple[str, float], Memo] = {}
 
 
 def counter_for(model: str | None = None) -> CountCache:
@@ -56,6 +58,15 @@ def counter_for(model: str | None = None) -> CountCache:
                 cache = CountCache(TiktokenCounter(info.encoding, info.correction))
                 _counters[key] = cache
     return cache
+
+
+def memo_for(model: str | None = None) -> Memo:
+    """The shared memo of derived texts (truncations, outlines) for a model's counter: some
+    entries depend on token counts, so there is one per counter. Same thread rules as it."""
+    info = model_info(model)
+    key = (info.encoding, info.correction)
+    with _lock:
+        return _memos.setdefault(key, Memo())
 
 
 def prompt_traits(model: str | None):

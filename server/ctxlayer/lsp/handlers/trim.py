@@ -17,6 +17,7 @@ async def trim(ls: CtxServer, params: dict | None) -> dict:
     """Handle ctx/trim on a worker thread; going over budget is reported, not an error."""
     from ctxlayer.core.trim import TrimOptions
     from ctxlayer.core.trim import trim as trim_messages
+    from ctxlayer.tokenizers import memo_for
 
     req = parse(params, protocol.TrimParams)
     model = ls.model(req.model)
@@ -27,9 +28,11 @@ async def trim(ls: CtxServer, params: dict | None) -> dict:
         raise invalid_params("budget", f"must be a positive number of tokens, got {budget}")
     options = TrimOptions(strategy=req.strategy)
     docs = tuple(req.docs or ())
+    memo = memo_for(model)  # derived texts shared by every trim with this tokenizer
     report = await ls.daemon.tokenizers.run(
-        model, lambda c: trim_messages(req.messages, budget, c, options=options, docs=docs),
-        size=1 << 62,  # always on a worker thread
+        model,
+        lambda c: trim_messages(req.messages, budget, c, options=options, docs=docs, memo=memo),
+        size=1 << 62,  # always on a worker thread, under the tokenizer lock
     )
     log.info("trim: %d messages in, %d kept, %d/%d tokens", len(req.messages),
              len(report.messages), report.tokens, budget)
