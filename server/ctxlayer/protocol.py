@@ -430,6 +430,7 @@ SERVER_REQUESTS: dict[str, tuple[type[Wire], type[Wire]]] = {
 ERROR_PINNED_OVER_BUDGET = -32001
 ERROR_UNKNOWN_SESSION = -32002
 ERROR_OUTSIDE_WORKSPACE = -32003
+ERROR_UNAUTHORIZED = -32004  # TCP: the first message was not an initialize with the token
 
 
 def json_schema() -> dict:
@@ -457,6 +458,7 @@ def json_schema() -> dict:
             "pinnedOverBudget": ERROR_PINNED_OVER_BUDGET,
             "unknownSession": ERROR_UNKNOWN_SESSION,
             "outsideWorkspace": ERROR_OUTSIDE_WORKSPACE,
+            "unauthorized": ERROR_UNAUTHORIZED,
         },
         "$defs": components,
     }

@@ -64,5 +64,7 @@ def render() -> str:
             "params (the message names the field)",
             f"- {p.ERROR_PINNED_OVER_BUDGET} the pinned system content alone exceeds the budget",
             f"- {p.ERROR_UNKNOWN_SESSION} unknown session",
-            f"- {p.ERROR_OUTSIDE_WORKSPACE} a path outside the workspace", ""]
+            f"- {p.ERROR_OUTSIDE_WORKSPACE} a path outside the workspace",
+            f"- {p.ERROR_UNAUTHORIZED} unauthorized (TCP: the first message must be `initialize` "
+            "with `initializationOptions.token`)", ""]
     return "\n".join(out)

@@ -324,4 +324,5 @@ export const ErrorCodes = {
   pinnedOverBudget: -32001,
   unknownSession: -32002,
   outsideWorkspace: -32003,
+  unauthorized: -32004,
 } as const;

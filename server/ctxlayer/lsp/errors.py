@@ -19,7 +19,7 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 #: TCP mode: the first message was not an `initialize` carrying the right token.
-UNAUTHORIZED = -32004
+UNAUTHORIZED = protocol.ERROR_UNAUTHORIZED
 
 CODES: dict[str, int] = {
     "pinned_over_budget": protocol.ERROR_PINNED_OVER_BUDGET,
