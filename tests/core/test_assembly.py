@@ -100,6 +100,22 @@ def test_facts_of_replaced_messages_survive_in_the_ledger():
         assert fact in summary
 
 
+def test_a_second_compaction_adds_the_facts_of_what_it_replaces():
+    history = chat(60, planted={10: "First failure at src/core/loader.py:218 (E4012)."})
+    first = assemble(history, Compaction(), inp(2500), COUNTER)
+    for k in range(60, 120):
+        text = FILLER * 3
+        if k == 70:
+            text = "Second failure: src/net/socket.py:99 raised E7777. " + text
+        msg = Message(role="user" if k % 2 == 0 else "assistant", content=text, id=f"m{k}")
+        history.append(msg, k, message_tokens(msg, COUNTER))
+    second = assemble(history, first.compaction, inp(2500), COUNTER)
+    assert second.compaction is not None and second.compaction.upto_seq > 70
+    summary = next(m for m in second.result.messages if m.kind == "summary").content
+    for fact in ("src/core/loader.py", "E4012", "src/net/socket.py", "E7777"):
+        assert fact in summary
+
+
 def test_summarizer_is_data_needs_summary_then_accepts_text():
     history = chat(60)
     first = assemble(history, Compaction(), inp(2500, client_summarizer=True), COUNTER)

@@ -205,7 +205,7 @@ def apply_summary(
     originals = history.messages[start:stop]
     if summary_text is None or not summary_text.strip():
         summary_text = offline_summary(covered, state.summary, summary_chars)
-    facts = merge_all([state.facts] if state.facts else []
+    facts = merge_all(([state.facts] if state.facts else [])
                       + [extract_facts(m.content) for m in originals])
     new = Compaction(
         upto_seq=history.seqs[stop - 1] + 1,
