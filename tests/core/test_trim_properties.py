@@ -96,6 +96,11 @@ def test_trim_properties(msgs, budget, strategy):
     positions = [order.index(m.id) for m in kept]
     assert positions == sorted(positions)
     _groups_whole(msgs, kept)
+    # a kept reference to an identical output points at a kept message
+    for m in kept:
+        if m.content.startswith("[identical to "):
+            target = m.content.split(" output ", 1)[1].split(" above]", 1)[0]
+            assert target in by_id, f"{m.id} refers to dropped {target}"
     # every message that went missing is accounted for
     missing = set(order) - set(by_id)
     assert missing <= {e.message_id for e in report.dropped}

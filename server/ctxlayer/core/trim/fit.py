@@ -173,18 +173,25 @@ def limit(w: Work, budget: int) -> None:
 
 def restore_orphaned_refs(w: Work, refs: dict[int, int], budget: int) -> None:
     """A deduplicated copy whose original was dropped gets its content back (the first such copy
-    becomes the original of the later ones); if that overflows, the oldest history goes."""
-    restored: dict[int, int] = {}
-    for i, j in sorted(refs.items()):
-        if not w.alive[i] or w.alive[j]:
-            continue
-        if j in restored:
-            k = restored[j]
-            w.replace(i, f"[identical to {w.msgs[k].role} output {w.msgs[k].id or f'#{k}'} above]",
-                      "deduplicated", "re-pointed: the copy it referred to was dropped")
-            continue
-        restored[j] = i
-        w.replace(i, w.original[i], "deduplicated",
-                  "restored: the copy it referred to was dropped")
-    if restored and w.total > budget:
-        limit(w, budget)
+    becomes the original of the later ones); if that overflows, the oldest history goes, and
+    the check runs again until every kept reference points at a kept message."""
+    refs = dict(refs)
+    while True:
+        restored: dict[int, int] = {}
+        for i, j in sorted(refs.items()):
+            if not w.alive[i] or w.alive[j]:
+                continue
+            if j in restored:
+                k = refs[i] = restored[j]
+                w.replace(i, f"[identical to {w.msgs[k].role} output {w.msgs[k].id or f'#{k}'}"
+                          " above]", "deduplicated", "re-pointed: the copy it referred to was "
+                          "dropped")
+                continue
+            restored[j] = i
+            del refs[i]
+            w.replace(i, w.original[i], "deduplicated",
+                      "restored: the copy it referred to was dropped")
+        if not restored:
+            return
+        if w.total > budget:
+            limit(w, budget)
