@@ -143,6 +143,19 @@ async def test_trim_errors(client: LanguageClient):
     assert err.value.code == -32001
 
 
+async def test_trim_embeds_attached_files_and_refuses_paths_outside(client: LanguageClient):
+    root: Path = client.root  # type: ignore[attr-defined]
+    write(root, "notes.txt", "remember the 42 widgets\n")
+    msgs = [{"role": "user", "content": "read this", "id": "u1", "files": ["notes.txt"]}]
+    result = await call(client, "ctx/trim", {"messages": msgs, "budget": 1000})
+    assert "```notes.txt\nremember the 42 widgets\n```" in result["messages"][0]["content"]
+    for outside in ("../outside.txt", "/etc/hostname"):
+        bad = [{"role": "user", "content": "x", "files": ["notes.txt", outside]}]
+        with pytest.raises(JsonRpcException) as err:
+            await call(client, "ctx/trim", {"messages": bad, "budget": 1000})
+        assert err.value.code == -32003 and "messages[0].files[1]" in err.value.message
+
+
 async def test_system_prompt_caches_the_workspace(client: LanguageClient):
     seg = await call(client, "ctx/segment")
     result = await call(client, "ctx/systemPrompt", {"tools": [

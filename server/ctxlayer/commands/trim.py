@@ -20,6 +20,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--strategy", choices=("pipeline", "priority"), default="pipeline")
     parser.add_argument("--doc", action="append", default=[], metavar="FILE",
                         help="a retrieved document to include (P3); repeatable")
+    parser.add_argument("--workspace", default=".", metavar="PATH",
+                        help="folder that files attached to messages are read from (default: .);"
+                        " paths outside it are refused")
     parser.add_argument("--quiet", "-q", action="store_true", help="no summary on stderr")
 
 
@@ -32,9 +35,14 @@ def run(args) -> int:
     messages = parse_chat(read_input(args.file), args.file or "stdin")
     info = model_info(args.model)
     budget = args.budget or max(1, info.context_window - (args.reserve_output or info.output_allowance))
+    from pathlib import Path
+
+    from ctxlayer.workspace.attachments import attached_paths, read_attachments
+
     docs = [read(d) for d in args.doc]
+    attachments = read_attachments(Path(args.workspace), attached_paths(messages))
     report = trim(messages, budget, counter_for(args.model),
-                  options=TrimOptions(strategy=args.strategy), docs=docs)
+                  options=TrimOptions(strategy=args.strategy), docs=docs, attachments=attachments)
     result = TrimResult(messages=report.messages, tokens=report.tokens, budget=report.budget,
                         dropped=report.dropped, truncated=report.truncated)
     sys.stdout.write(msgspec.json.encode(result).decode() + "\n")

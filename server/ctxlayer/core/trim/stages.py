@@ -22,7 +22,7 @@ def enrich(messages: Sequence[Message], attachments: Mapping[str, str]) -> list[
     """Embed attached files' contents into their messages (T2). A file attached again with the
     same content becomes a reference to its first copy; the caller resolved and read the files
     (paths outside the workspace never reach here)."""
-    if not attachments or not any(m.files for m in messages):
+    if not any(m.files for m in messages):
         return list(messages)
     seen: dict[str, tuple[str, str]] = {}  # path -> (content, where)
     out = []
@@ -42,7 +42,7 @@ def enrich(messages: Sequence[Message], attachments: Mapping[str, str]) -> list[
                 blocks.append(f"`{path}`: unchanged, lines 1-{lines} as attached in {prior[1]}")
                 continue
             seen[path] = (text, m.id or f"message #{i}")
-            blocks.append(f"```{path}\n{text}\n```")
+            blocks.append(f"```{path}\n{text.rstrip(chr(10))}\n```")
         out.append(msgspec.structs.replace(m, content=m.content + "\n\n" + "\n\n".join(blocks)))
     return out
 

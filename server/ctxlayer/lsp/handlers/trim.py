@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from pathlib import Path
 
 from ctxlayer import protocol
 from ctxlayer.lsp.convert import parse, to_wire
 from ctxlayer.lsp.errors import invalid_params, maps_errors
 from ctxlayer.lsp.server import CtxServer
+from ctxlayer.workspace.attachments import attached_paths, read_attachments
 
 log = logging.getLogger(__name__)
 
@@ -28,10 +31,16 @@ async def trim(ls: CtxServer, params: dict | None) -> dict:
         raise invalid_params("budget", f"must be a positive number of tokens, got {budget}")
     options = TrimOptions(strategy=req.strategy)
     docs = tuple(req.docs or ())
+    attachments = {}
+    attached = attached_paths(req.messages)
+    if attached:  # T2: files attached to messages, read inside the workspace only
+        root = ls.root if ls.root is not None else Path.cwd()
+        attachments = await asyncio.to_thread(read_attachments, root, attached)
     memo = memo_for(model)  # derived texts shared by every trim with this tokenizer
     report = await ls.daemon.tokenizers.run(
         model,
-        lambda c: trim_messages(req.messages, budget, c, options=options, docs=docs, memo=memo),
+        lambda c: trim_messages(req.messages, budget, c, options=options, docs=docs, memo=memo,
+                                attachments=attachments),
         size=1 << 62,  # always on a worker thread, under the tokenizer lock
     )
     log.info("trim: %d messages in, %d kept, %d/%d tokens", len(req.messages),

@@ -1,0 +1,70 @@
+"""Files attached to messages (`Message.files`, T2): read for the trim's enrich stage.
+
+Owns: resolving each attached path against the workspace (relative paths from its root;
+absolute paths only when inside it), refusing any path that resolves outside it, `..` and
+symlinks included (ContextError "outside_workspace", -32003 on the wire, naming the field),
+and reading the text. A missing file is left out (the message then says "not available"); a
+binary file is described, not read; a huge one is cut. Reads files; never imports the lsp layer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from ctxlayer.core.errors import ContextError
+
+MAX_BYTES = 1_000_000
+
+
+def _inside(real: Path, root_real: Path) -> bool:
+    return real == root_real or root_real in real.parents
+
+
+def read_attachments(
+    root: Path, attached: Iterable[tuple[str, str]], max_bytes: int = MAX_BYTES
+) -> dict[str, str]:
+    """{path as given: text} for `attached` = (field, path) pairs, e.g.
+    ("messages[2].files[0]", "src/app.py")."""
+    root_real = root.resolve()
+    out: dict[str, str] = {}
+    for field, given in attached:
+        if given in out:
+            continue
+        path = Path(given)
+        path = path if path.is_absolute() else root_real / path
+        try:
+            real = path.resolve(strict=True)
+        except FileNotFoundError:
+            real = path.resolve()
+            if not _inside(real, root_real):
+                raise ContextError("outside_workspace", f"{given} is outside the workspace "
+                                   f"{root_real}", field=field) from None
+            continue  # missing: enrich says it is not available
+        except (RuntimeError, OSError) as exc:
+            raise ContextError("invalid", f"{given}: cannot be resolved ({exc})",
+                               field=field) from None
+        if not _inside(real, root_real):
+            raise ContextError("outside_workspace", f"{given} resolves outside the workspace "
+                               f"{root_real} (to {real})", field=field)
+        if not real.is_file():
+            continue
+        try:
+            with real.open("rb") as f:
+                data = f.read(max_bytes + 1)
+        except OSError:
+            continue
+        if b"\0" in data[:8192]:
+            out[given] = f"(binary file, {real.stat().st_size:,} bytes, not shown)"
+            continue
+        text = data[:max_bytes].decode("utf-8", errors="replace")
+        if len(data) > max_bytes:
+            text += f"\n[... cut at {max_bytes:,} bytes ...]"
+        out[given] = text
+    return out
+
+
+def attached_paths(messages) -> list[tuple[str, str]]:
+    """(field, path) for every file attached to a list of protocol Messages."""
+    return [(f"messages[{i}].files[{j}]", p)
+            for i, m in enumerate(messages) for j, p in enumerate(m.files or ())]
