@@ -3,20 +3,15 @@ the blocking twin."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from gitrepo import GIT_ENV, git
 
 from ctxlayer import protocol
 from ctxlayer.tokenizers import counter_for
 from ctxlayer_client import AsyncClient, Client, ConnectionClosed, RpcError
-
-GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
-           "GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-           "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
 
 
 @pytest.fixture
@@ -33,9 +28,8 @@ def repo(tmp_path: Path, world: dict[str, str]) -> Path:
     (root / "src").mkdir(parents=True)
     (root / "README.md").write_text("# Client demo\n")
     (root / "src" / "main.py").write_text("print('hi')\n")
-    env = {**os.environ, **GIT_ENV}
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "init"]):
-        subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True)
+        git(root, *args)
     return root
 
 

@@ -12,22 +12,14 @@ import atexit
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from gitrepo import GIT_ENV, git, write
 
-GIT_ENV = {
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_AUTHOR_NAME": "Test",
-    "GIT_AUTHOR_EMAIL": "test@example.invalid",
-    "GIT_COMMITTER_NAME": "Test",
-    "GIT_COMMITTER_EMAIL": "test@example.invalid",
-}
 SERVE = [sys.executable, "-m", "ctxlayer", "serve"]
 
 
@@ -44,20 +36,6 @@ def hermetic_env(base: Path) -> dict[str, str]:
 WORLD = Path(tempfile.mkdtemp(prefix="ctxlayer-lsp-tests-"))
 atexit.register(shutil.rmtree, WORLD, ignore_errors=True)
 ENV = hermetic_env(WORLD)
-
-
-def git(repo: Path, *args: str) -> str:
-    out = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=False,
-                         env={**os.environ, **GIT_ENV})
-    assert out.returncode == 0, f"git {' '.join(args)}: {out.stderr}"
-    return out.stdout
-
-
-def write(root: Path, rel: str, text: str = "x\n") -> Path:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
 
 
 def make_repo(root: Path) -> Path:

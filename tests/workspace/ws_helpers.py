@@ -6,39 +6,18 @@ conftest.py), so the tests never read the user's own git setup.
 
 from __future__ import annotations
 
-import os
-import subprocess
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from gitrepo import GIT_ENV, git, write  # noqa: F401 (the tests import them from here)
+
 from ctxlayer.config import WorkspaceConfig
 from ctxlayer.core.tokens import WordTokenizer
 from ctxlayer.workspace import Workspace
 
-GIT_ENV = {
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_AUTHOR_NAME": "Test",
-    "GIT_AUTHOR_EMAIL": "test@example.invalid",
-    "GIT_COMMITTER_NAME": "Test",
-    "GIT_COMMITTER_EMAIL": "test@example.invalid",
-}
 count = WordTokenizer().count
-
-
-def git(repo: Path, *args: str) -> str:
-    out = subprocess.run(["git", *args], check=False, cwd=repo, capture_output=True, text=True)
-    assert out.returncode == 0, f"git {' '.join(args)}: {out.stderr}"
-    return out.stdout
-
-
-def write(root: Path, rel: str, text: str = "x\n") -> Path:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
 
 
 def make_ws(root: Path, home: Path, **cfg) -> Workspace:

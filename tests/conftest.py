@@ -1,0 +1,1 @@
+"""Puts tests/ on sys.path so every suite can import the shared helpers (gitrepo.py)."""
