@@ -139,15 +139,17 @@ def reduce(w: Work, budget: int, sh: Shortener) -> None:
     shorten_longest(w, list(fixed), w.fmt.reply_priming + sum(w.tokens[i] for i in fixed) - budget,
                     sh)
     room = check_fixed(w, fixed, budget)
-    window, acc = [], 0
-    for i in range(len(w.msgs) - 1, -1, -1):
-        if i in fixed or not w.alive[i]:
-            continue
-        low = sh.estimate(i)
-        if acc + low > room:
-            break
-        acc += low
-        window.append(i)
+    rest = [i for i in range(len(w.msgs) - 1, -1, -1) if i not in fixed and w.alive[i]]
+    if w.total <= 2 * budget:  # little over: every message is a candidate, no need to estimate
+        window = rest
+    else:
+        window, acc = [], 0
+        for i in rest:
+            low = sh.estimate(i)
+            if acc + low > room:
+                break
+            acc += low
+            window.append(i)
     shorten_longest(w, window, sum(w.tokens[i] for i in window) - room, sh)
 
 
