@@ -5,6 +5,8 @@ Layers, in prompt order and in order of precedence:
    budget is ContextError("pinned_over_budget");
 2. zone A, the rules: one message, never summarized; with zone B limited by the mode's shares
    and cap (modes.py). Rules are always shown whole, borrowing from zone B when over their share;
+   ``measure`` never raises: it reports ``used`` over ``limit``,
+   because it answers requests (append, setMode) whose change is already committed;
 3. zone B, the working items: hottest first until the zone's limit, shown in insertion order
    (stable text, so the prompt cache survives heat changes); items that do not fit this time
    are reported as dropped, not deleted;
@@ -93,15 +95,17 @@ class Layout(msgspec.Struct, kw_only=True):
     share: int  # tokens left for history
 
 
-def layout(inp: AssemblyInput, counter: Tokenizer) -> Layout:
+def layout(inp: AssemblyInput, counter: Tokenizer, *, strict: bool = True) -> Layout:
+    """The non-history layers. ``strict``: pinned content over the budget is an error, else
+    it is only reported (``share`` 0, the totals over the budget)."""
     fmt = OPENAI_FORMAT
     system_tokens = fmt.reply_priming + sum(message_tokens(m, counter) for m in inp.system)
-    if system_tokens > inp.budget:
+    if strict and system_tokens > inp.budget:
         raise ContextError(
             "pinned_over_budget",
             f"the system layers alone take {system_tokens} tokens, over the budget of {inp.budget}",
         )
-    room = inp.budget - system_tokens
+    room = max(0, inp.budget - system_tokens)
     limits = zone_limits(inp.mode_spec, room)
     placement = place_rules(inp.rules, inp.rule_policy)
     rules_text = render_rules(placement.active, inp.rule_policy)
@@ -304,7 +308,7 @@ def measure(history: History, state: cp.Compaction, inp: AssemblyInput, counter:
     ``used`` may pass the trigger: ``next_compaction_at`` says where the next assembly
     compacts, in the same units (tokens of the whole prompt).
     """
-    lay = layout(inp, counter)
+    lay = layout(inp, counter, strict=False)
     hist = cp.history_tokens(history, state)
     used = lay.system_tokens + lay.rules_tokens + lay.working_tokens + hist
     return Budget(
