@@ -35,3 +35,13 @@ def test_an_append_over_the_budget_is_acknowledged_and_reported_not_an_error(tmp
     again = service(tmp_path)  # a restarted daemon finds what the client was told is stored
     assert again.list(WS)[0].messages == 1
 
+
+def test_rules_over_the_budget_are_an_error_at_assembly_and_reported_in_the_budget(tmp_path):
+    svc = service(tmp_path)
+    svc.open(WS, protocol.SessionOpenParams(session_id="s", budget=60))
+    svc.add_rule(WS, "s", protocol.RuleSpec(text="Never " + "do that thing " * 30, weight=1))
+    budget = svc.budget(WS, "s")
+    assert budget.by_layer.rules > 60 and budget.used > budget.limit
+    with pytest.raises(ContextError) as err:
+        svc.assemble(WS, "s")
+    assert err.value.kind == "pinned_over_budget" and "rules" in str(err.value)

@@ -5,7 +5,8 @@ Layers, in prompt order and in order of precedence:
    budget is ContextError("pinned_over_budget");
 2. zone A, the rules: one message, never summarized; with zone B limited by the mode's shares
    and cap (modes.py). Rules are always shown whole, borrowing from zone B when over their share;
-   ``measure`` never raises: it reports ``used`` over ``limit``,
+   system layers and rules together over the budget are ContextError("pinned_over_budget") too
+   (never a silent overflow). ``measure`` never raises: it reports ``used`` over ``limit``,
    because it answers requests (append, setMode) whose change is already committed;
 3. zone B, the working items: hottest first until the zone's limit, shown in insertion order
    (stable text, so the prompt cache survives heat changes); items that do not fit this time
@@ -115,6 +116,13 @@ def layout(inp: AssemblyInput, counter: Tokenizer, *, strict: bool = True) -> La
         rules_msg = Message(role="system", content=rules_text, id="ctx:rules", kind="rule",
                             pinned=True)
         rules_tokens = message_tokens(rules_msg, counter)
+    if strict and rules_tokens > room:
+        raise ContextError(
+            "pinned_over_budget",
+            f"the system layers ({system_tokens} tokens) and the {len(placement.active)} rules "
+            f"({rules_tokens} tokens) are over the budget of {inp.budget}; rules are never cut: "
+            "remove rules or raise the budget",
+        )
     working_limit = max(0, min(limits.working, limits.total - rules_tokens, room - rules_tokens))
     blocks: list[tuple[int, str, str, str]] = []  # (seq, id, text, summary)
     for k, rule in enumerate(placement.demoted):
