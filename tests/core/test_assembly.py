@@ -196,3 +196,25 @@ def test_mode_suggestion_comes_with_the_assembly():
     history.append(msg, 0, message_tokens(msg, COUNTER))
     out = assemble(history, Compaction(), inp(5000), COUNTER)
     assert out.result.mode_suggestion.mode == "debug"
+
+
+def test_a_summary_over_the_history_share_is_fitted_never_over_the_budget():
+    planted = {k: f"Step {k} failed in src/mod_{k}/handler_{k}.py:{100 + k} with E{5000 + k}."
+               for k in range(0, 80, 2)}
+    planted[80] = CONSTRAINTS[0]  # a user message
+    history = chat(90, planted=planted)
+    for budget in (50, 70):
+        out = assemble(history, Compaction(), inp(budget), COUNTER)
+        check_fits(out, budget)
+        summary = next(m for m in out.result.messages if m.kind == "summary").content
+        assert CONSTRAINTS[0] in summary  # hard constraints are never what gives way
+        assert any(e.action == "truncated" and e.message_id.startswith("ctx:summary")
+                   for e in out.result.truncated)
+
+
+def test_hard_constraints_alone_over_the_share_are_an_error_not_an_overflow():
+    planted = {2 * k: f"You must keep invariant {k} of the module unchanged whatever happens."
+               for k in range(40)}
+    with pytest.raises(ContextError) as err:
+        assemble(chat(90, planted=planted), Compaction(), inp(300), COUNTER)
+    assert err.value.kind == "pinned_over_budget" and "hard constraints" in str(err.value)

@@ -223,10 +223,30 @@ def assemble(history: History, state: cp.Compaction, inp: AssemblyInput,
     hist_tokens = cp.history_tokens(history, work)
     dropped = list(lay.working_dropped)
     truncated: list[AuditEntry] = []
+    summary_tokens_now = work.rendered_tokens if summ is not None else 0
+    if summ is not None and work.rendered_tokens > lay.share:
+        # the summary alone is over the share (a small budget, many constraints): shorten its
+        # ledger, then its decided/open part, for this assembly; the state keeps everything
+        fitted = cp.fitted_summary(work, lay.share, counter)
+        if fitted is None:
+            raise ContextError(
+                "pinned_over_budget",
+                f"the user's {len(work.constraints)} hard constraints, kept verbatim in the "
+                f"summary, do not fit in the {lay.share} tokens left for history of the budget "
+                f"of {inp.budget}; raise the budget",
+            )
+        hist_msgs[0], summary_tokens_now = fitted
+        hist_keys[0] = f"s{work.upto_seq}:{content_hash(hist_msgs[0].content)}"
+        hist_tokens += summary_tokens_now - work.rendered_tokens
+        truncated.append(AuditEntry(
+            action="truncated", reason=f"summary over the history share ({lay.share} tokens): "
+            "facts ledger and decided/open shortened for this assembly, hard constraints kept",
+            summary=describe(summ), tokens_before=work.rendered_tokens,
+            tokens_after=summary_tokens_now, message_id=summ.id))
     if hist_tokens > lay.share:
         # the newest messages alone are over the share: the trim engine fits them
         fixed = hist_msgs[:1] if summ is not None else []
-        fixed_tokens = work.rendered_tokens if summ is not None else 0
+        fixed_tokens = summary_tokens_now
         room = lay.share - fixed_tokens
         rest = hist_msgs[len(fixed):]
         if room > OPENAI_FORMAT.reply_priming:

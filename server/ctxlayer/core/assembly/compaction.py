@@ -23,6 +23,8 @@ Must not: call a model (the summary text is passed in) or touch storage.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import msgspec
 
 from ctxlayer.core.assembly.history import History
@@ -106,6 +108,43 @@ def rerender(state: Compaction, ledger_chars: int, counter: Tokenizer) -> None:
     state.rendered = render_summary(state.replaced, state.summary, state.constraints, ledger)
     state.ledger_chars = ledger_chars
     state.rendered_tokens = message_tokens(summary_message(state), counter)
+
+
+def fitted_summary(state: Compaction, room: int,
+                   counter: Tokenizer) -> tuple[Message, int] | None:
+    """The summary message shortened to fit ``room`` tokens, and its tokens, for one assembly.
+
+    The facts ledger gives way first, then the decided/open part; the user's hard constraints
+    never do: None when they alone (with the header) do not fit.
+    """
+    def render(ledger_chars: int, summary_chars: int) -> tuple[Message, int]:
+        ledger = format_ledger(state.facts, ledger_chars) if state.facts and ledger_chars else ""
+        summary = state.summary
+        if summary_chars < len(summary):
+            summary = summary[:summary_chars].rstrip() + ("…" if summary_chars else "")
+        msg = Message(role="user", content=render_summary(
+            state.replaced, summary, state.constraints, ledger),
+            id=f"ctx:summary:{state.upto_seq}", kind="summary")
+        return msg, message_tokens(msg, counter)
+
+    def largest(fits_at: Callable[[int], tuple[Message, int]], top: int):
+        lo, best = 0, fits_at(0)
+        hi = top
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            candidate = fits_at(mid)
+            if candidate[1] <= room:
+                lo, best = mid, candidate
+            else:
+                hi = mid - 1
+        return best
+
+    if render(0, 0)[1] > room:
+        return None
+    whole = len(state.summary)
+    if render(0, whole)[1] <= room:
+        return largest(lambda n: render(n, whole), state.ledger_chars)
+    return largest(lambda n: render(0, n), whole)
 
 
 def _audit(msg: Message, index: int, action: str, reason: str, before: int, after: int):

@@ -147,7 +147,9 @@ def _section(title: str, items: list[str]) -> str:
 
 def render_summary(replaced: int, summary: str, constraints: list[str], ledger: str) -> str:
     """The summary message's text: header, decided/open, hard constraints, facts ledger."""
-    parts = [f"[Summary of {replaced} earlier messages, replaced to save context]", summary.strip()]
+    parts = [f"[Summary of {replaced} earlier messages, replaced to save context]"]
+    if summary.strip():
+        parts.append(summary.strip())
     parts.append(_section("Hard constraints (the user's, verbatim)", constraints))
     if ledger.strip():
         parts.append("Facts ledger (exact values from the replaced messages):\n" + ledger.strip())
