@@ -333,10 +333,34 @@ _ASSIGN_NUM = re.compile(r"(?<![\w.-])[A-Za-z_][\w.-]{0,60}=\d+(?:\.\d+)?(?![\w.
 
 
 # ---------------------------------------------------------------------------------------------
+# Triggers: cheap necessary conditions, so a pattern that cannot match is not run at all (most
+# chat prose has no digit, slash, underscore or parenthesis). Exact: skipping changes no result.
+
+_DIGIT = re.compile(r"\d")
+_DOT_NAME = re.compile(r"\.[A-Za-z_]")  # every dotted name and every file extension has one
+_ERRNO_START = re.compile(r"E[A-Z2]")
+_PROMPTS = ("$", "%", "PS", "❯", "➜")  # what every _PROMPT_LINE starts with
+_EXCEPTION_WORDS = ("Error", "Exception", "Warning", "Exit", "Interrupt", "Fault", "Failure",
+                    "Iteration")
+
+
+def _has_digit(text: str) -> bool:
+    """Any ``\\d`` (ASCII digits by substring search, other Unicode digits by the regex)."""
+    return any(d in text for d in "0123456789") or (
+        not text.isascii() and _DIGIT.search(text) is not None)
+
+
+def _has_path(text: str) -> bool:
+    return "/" in text or "\\" in text or _DOT_NAME.search(text) is not None
+
+
+# ---------------------------------------------------------------------------------------------
 # Extraction
 
 
 def _blank_urls(text: str) -> str:
+    if "://" not in text:
+        return text
     return _URL.sub(lambda m: " " * len(m.group(0)), text)
 
 
@@ -363,7 +387,7 @@ def _clean_path(raw: str) -> str | None:
 
 def _paths(text: str) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
-    for m in _PATH.finditer(text):
+    for m in _PATH.finditer(text) if _has_path(text) else ():
         p = _clean_path(m.group(0))
         if p:
             out.append((m.start(), p))
@@ -374,6 +398,8 @@ def _paths(text: str) -> list[tuple[int, str]]:
 
 def _line_numbers(text: str) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
+    if not _has_digit(text):
+        return out
     for m in _PY_LOC.finditer(text):
         out.append((m.start(), f"{m.group(1)}:{m.group(2)}"))
     for m in _FILE_LOC.finditer(text):
@@ -395,6 +421,12 @@ def _line_numbers(text: str) -> list[tuple[int, str]]:
 
 def _error_codes(text: str) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
+    if _ERRNO_START.search(text):
+        out.extend((m.start(), m.group(0)) for m in _ERRNO.finditer(text))
+    if any(w in text for w in _EXCEPTION_WORDS):
+        out.extend((m.start(), m.group(0)) for m in _EXCEPTION.finditer(text))
+    if not _has_digit(text):
+        return out
     for m in _ERROR_CODE.finditer(text):
         code = m.group(0)
         letters = code.rstrip("0123456789")
@@ -402,8 +434,7 @@ def _error_codes(text: str) -> list[tuple[int, str]]:
             out.append((m.start(), code))
     for m in _HTTP.finditer(text):
         out.append((m.start(), f"HTTP {m.group(1) or m.group(2)}"))
-    for rx in (_ERRNO, _EXCEPTION, _ORA):
-        out.extend((m.start(), m.group(0)) for m in rx.finditer(text))
+    out.extend((m.start(), m.group(0)) for m in _ORA.finditer(text))
     for m in _EXIT.finditer(text):
         out.append((m.start(), f"exit {m.group(1)}"))
     return out
@@ -431,7 +462,8 @@ def _commands(text: str) -> tuple[list[tuple[int, str]], list[tuple[int, int]]]:
     """Commands, and the spans of fenced blocks (so inline patterns skip code)."""
     out: list[tuple[int, str]] = []
     fences: list[tuple[int, int]] = []
-    for m in _FENCE.finditer(text):
+    has_fence = "```" in text or "~~~" in text
+    for m in _FENCE.finditer(text) if has_fence else ():
         fences.append((m.start(), m.end()))
         lang = m.group(2).lower()
         body = m.group(3)
@@ -453,10 +485,10 @@ def _commands(text: str) -> tuple[list[tuple[int, str]], list[tuple[int, int]]]:
                     out.append((base + offset, stripped))
                 offset += len(line) + 1
     in_fence = _span_checker(fences)
-    for m in _PROMPT_LINE.finditer(text):
+    for m in _PROMPT_LINE.finditer(text) if any(p in text for p in _PROMPTS) else ():
         if not in_fence(m.start()):
             out.append((m.start(), m.group(1).strip()))
-    for m in _TICKED.finditer(text):
+    for m in _TICKED.finditer(text) if "`" in text else ():
         inner = m.group(1).strip()
         if not in_fence(m.start()) and _looks_like_command(inner):
             out.append((m.start(), inner))
@@ -475,7 +507,7 @@ def _span_checker(spans: list[tuple[int, int]]) -> Callable[[int], bool]:
 
 def _identifiers(text: str, exclude: set[str]) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
-    for m in _DOTTED.finditer(text):
+    for m in _DOTTED.finditer(text) if _DOT_NAME.search(text) else ():
         name = m.group(0)
         last = name.rsplit(".", 1)[-1]
         segments = name.split(".")
@@ -487,7 +519,7 @@ def _identifiers(text: str, exclude: set[str]) -> list[tuple[int, str]]:
         ):
             continue
         out.append((m.start(), name))
-    for m in _CALL.finditer(text):
+    for m in _CALL.finditer(text) if "(" in text else ():
         name = m.group(1)
         if name.lower() in _CALL_STOP or len(name) < 2:
             continue
@@ -495,9 +527,9 @@ def _identifiers(text: str, exclude: set[str]) -> list[tuple[int, str]]:
     for m in _CAMEL.finditer(text):
         if m.group(0) not in _CAMEL_STOP:
             out.append((m.start(), m.group(0)))
-    for m in _SNAKE.finditer(text):
+    for m in _SNAKE.finditer(text) if "_" in text else ():
         out.append((m.start(), m.group(0)))
-    for m in _TICKED.finditer(text):
+    for m in _TICKED.finditer(text) if "`" in text else ():
         inner = m.group(1).strip()
         if _TICKED_NAME.fullmatch(inner) and not inner.isdigit():
             out.append((m.start(), inner))
@@ -511,6 +543,8 @@ def _identifiers(text: str, exclude: set[str]) -> list[tuple[int, str]]:
 
 def _numbers(text: str) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
+    if not _has_digit(text):
+        return out
     for rx in (_NUM_UNIT, _VERSION, _NUM_CONTEXT, _ASSIGN_NUM):
         out.extend((m.start(), " ".join(m.group(0).split())) for m in rx.finditer(text))
     return out
