@@ -28,6 +28,13 @@ _CONSTRAINT = re.compile(
     r"|必须|禁止|不要|不能|不得|务必|一律|只能|不可",
     re.IGNORECASE,
 )
+#: every _CONSTRAINT match contains one of these (lowercased): a message without any is skipped
+#: without splitting it into sentences
+_CONSTRAINT_WORDS = (
+    "must", "never", "do not", "don't", "required", "make sure", "under no circumstances",
+    "at all times", "no more than", "not allowed", "forbidden", "only", "always", "avoid",
+    "keep", "必须", "禁止", "不要", "不能", "不得", "务必", "一律", "只能", "不可",
+)
 _DECIDED = re.compile(
     r"\b(decided|decision|agreed|we will|we'll|going with|chose|chosen|settled|use|using|"
     r"fixed|done|resolved|confirmed|switched to|implemented|merged)\b|决定|确认|已完成|采用",
@@ -38,6 +45,11 @@ _OPEN = re.compile(
     r"to do|later|investigate|why)\b|待定|未决|还没|需要",
     re.IGNORECASE,
 )
+
+#: the offline summary reads at most this many times its size of the newest text (at least
+#: SCAN_MIN_CHARS)
+SCAN_FACTOR = 40
+SCAN_MIN_CHARS = 64_000
 
 SUMMARY_INSTRUCTIONS = (
     "Summarize the conversation below for the assistant's own memory, replacing it in the "
@@ -62,6 +74,9 @@ def hard_constraints(messages: list[Message], previous: list[str] = ()) -> list[
     for msg in messages:
         if msg.role != "user" or msg.kind in ("summary", "toolOutput", "doc"):
             continue
+        lowered = msg.content.lower()
+        if not any(word in lowered for word in _CONSTRAINT_WORDS):
+            continue
         for sentence in sentences(msg.content):
             if _CONSTRAINT.search(sentence):
                 key = normalized_hash(sentence)
@@ -74,19 +89,24 @@ def hard_constraints(messages: list[Message], previous: list[str] = ()) -> list[
 def offline_summary(messages: list[Message], previous: str, max_chars: int) -> str:
     """An extractive Decided/Open summary of ``messages``, merged with the previous one.
 
-    Newest first: messages are read from the end and reading stops once both parts are full,
-    so the cost is bounded by the summary's size, not by the history's.
+    Newest first: messages are read from the end and reading stops once both parts are full or
+    ``SCAN_FACTOR`` times ``max_chars`` of text have been read (a chat without decision or
+    question cues would otherwise be read whole), so the cost is bounded by the summary's
+    size, not by the history's. Facts and hard constraints are extracted elsewhere, from every
+    replaced message.
     """
     prev_decided, prev_open = _split_previous(previous)
     half = max(80, max_chars // 2)
     decided: list[str] = []
     open_: list[str] = []
     sizes = [0, 0]
+    unread = max(SCAN_MIN_CHARS, SCAN_FACTOR * max_chars)
     for msg in reversed(messages):
-        if sizes[0] >= half and sizes[1] >= half:
+        if (sizes[0] >= half and sizes[1] >= half) or unread <= 0:
             break
         if msg.role not in ("user", "assistant") or msg.kind == "summary":
             continue
+        unread -= len(msg.content)
         for sentence in reversed(sentences(msg.content)):
             flat = " ".join(sentence.split())
             if len(flat) > 240:
