@@ -41,3 +41,4 @@ test-editors-vscode: setup
 bench: setup
 	$(BIN)/python bench/trim_bench.py
 	$(BIN)/python bench/session_bench.py
+	@if [ "$(PEERS)" = 1 ]; then $(BIN)/python bench/peers.py; fi  # gptme + LangChain (network, once)

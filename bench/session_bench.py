@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, NamedTuple
 
 SERVE = [sys.executable, "-m", "ctxlayer", "serve", "--stdio"]
 WORDS = ("invoice ledger rounding currency payment gateway retry backoff cache schema index "
@@ -167,8 +168,19 @@ def bench_append_assemble(env: dict[str, str], appends: int) -> None:
     peer.close()
 
 
-def bench_facts() -> None:
-    from ctxlayer.core.assembly import Compaction, History, assemble
+class PlantedChat(NamedTuple):
+    """The planted-facts chat, shared with bench/peers.py (which runs the peers on it)."""
+
+    history: Any  # core.assembly.History of the 60k-token chat
+    inp: Any  # AssemblyInput: 16k budget, one system message, the rules, a useless summary
+    facts: list[tuple[str, str]]  # (planted sentence, the value that must survive)
+    constraints: list[str]
+    rules: list[Any]  # core.zones.Rule
+    counter: Any  # o200k (gpt-4o)
+
+
+def planted_chat() -> PlantedChat:
+    from ctxlayer.core.assembly import History
     from ctxlayer.core.assembly.assemble import AssemblyInput
     from ctxlayer.core.tokens import message_tokens
     from ctxlayer.core.zones import DEFAULT_MODES, Rule
@@ -177,7 +189,7 @@ def bench_facts() -> None:
 
     counter = counter_for("gpt-4o")
     rng = random.Random(3)
-    facts: list[tuple[str, str]] = []  # (planted sentence, the value that must survive)
+    facts: list[tuple[str, str]] = []
     for k in range(10):
         facts.append((f"The handler lives in src/billing/rounding_{k}/policy.py now.",
                       f"src/billing/rounding_{k}/policy.py"))
@@ -218,13 +230,32 @@ def bench_facts() -> None:
                         system=[Message(role="system", content="You are a coding assistant.")],
                         rules=rules, client_summarizer=True,
                         summary_text="The conversation covered several topics.")
+    return PlantedChat(history, inp, facts, constraints, rules, counter)
+
+
+def recall(text: str, chat: PlantedChat) -> tuple[int, int, int]:
+    """(facts, rules, hard constraints) of `chat` found verbatim in `text`."""
+    return (sum(value in text for _, value in chat.facts),
+            sum(r.text in text for r in chat.rules),
+            sum(c in text for c in chat.constraints))
+
+
+def assemble_planted(chat: PlantedChat) -> tuple[Any, float]:
+    """Our assembly of the planted chat into 16k, and its time in ms."""
+    from ctxlayer.core.assembly import Compaction, assemble
+
     t = time.perf_counter()
-    out = assemble(history, Compaction(), inp, counter).result
-    elapsed = (time.perf_counter() - t) * 1000
-    text = "\n".join(m.content for m in out.messages)
-    found = sum(value in text for _, value in facts)
-    rules_found = sum(r.text in text for r in rules)
-    cons_found = sum(c in text for c in constraints)
+    out = assemble(chat.history, Compaction(), chat.inp, chat.counter).result
+    return out, (time.perf_counter() - t) * 1000
+
+
+def bench_facts() -> None:
+    from ctxlayer.core.tokens import message_tokens
+
+    chat = planted_chat()
+    history, inp, facts, constraints, rules, counter = chat
+    out, elapsed = assemble_planted(chat)
+    found, rules_found, cons_found = recall("\n".join(m.content for m in out.messages), chat)
     print(f"planted facts, {history.total:,}-token chat ({len(history)} messages) into 16k "
           f"({out.tokens.total:,} used, {elapsed:.0f} ms), useless summarizer: facts "
           f"{found}/{len(facts)} = {100 * found / len(facts):.0f}%, rules "
