@@ -45,3 +45,17 @@ def test_rules_over_the_budget_are_an_error_at_assembly_and_reported_in_the_budg
     with pytest.raises(ContextError) as err:
         svc.assemble(WS, "s")
     assert err.value.kind == "pinned_over_budget" and "rules" in str(err.value)
+
+
+def test_repeated_assemblies_do_not_repeat_the_same_audit_entries(tmp_path):
+    svc = service(tmp_path)
+    svc.open(WS, protocol.SessionOpenParams(session_id="s", budget=400, mode="short"))
+    for k in range(6):  # working items beyond the short mode's share are reported as dropped
+        svc.add_item(WS, "s", protocol.WorkingItemSpec(kind="note", content="fact " * 60 + str(k)))
+    svc.append(WS, "s", [Message(role="user", content="hello there", id="u1")])
+    svc.assemble(WS, "s")
+    first = svc.audit(WS, "s", None)
+    assert first, "the first assembly reports what it left out"
+    for _ in range(3):
+        svc.assemble(WS, "s")
+    assert svc.audit(WS, "s", None) == first

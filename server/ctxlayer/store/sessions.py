@@ -76,6 +76,9 @@ class LiveSession:
         self.calibration = Calibration()
         self.system = SystemLayers()
         self.fingerprint: list[tuple[str, int]] | None = None
+        # what assemblies already put in the audit log: an item left out again by the next
+        # assembly, unchanged, is not recorded again
+        self.audited: set[tuple] = set()
         self.last_total = 0
         self.next_item = 0
         self.next_rule = 0
@@ -321,8 +324,10 @@ class SessionService:
                 self.store.update(live.row.sid, now,
                                   compaction=msgspec.json.encode(out.compaction))
                 live.compaction = out.compaction
-            if out.audit:
-                self.store.add_audit(live.row.sid, out.audit, now)
+            fresh = [e for e in out.audit if _audit_key(e) not in live.audited]
+            if fresh:
+                self.store.add_audit(live.row.sid, fresh, now)
+                live.audited.update(_audit_key(e) for e in fresh)
             live.fingerprint = out.fingerprint
             live.last_total = out.result.tokens.total
             return out
@@ -366,6 +371,12 @@ class SessionService:
     def open_sessions(self, workspace: str) -> list[str]:
         with self._lock:
             return [sid for (ws, sid) in self._live if ws == workspace]
+
+
+def _audit_key(e: AuditEntry) -> tuple:
+    """An entry's identity across assemblies (positions move as history grows; ids do not)."""
+    where = e.message_id if e.message_id is not None else e.index
+    return (where, e.action, e.reason, e.tokens_before, e.tokens_after)
 
 
 def _item_audit(event: ItemEvent, counter: Tokenizer) -> AuditEntry:
