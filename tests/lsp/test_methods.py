@@ -135,6 +135,10 @@ async def test_trim_errors(client: LanguageClient):
                                         "budget": "big"})
     assert err.value.code == -32602 and "budget" in err.value.message
     with pytest.raises(JsonRpcException) as err:
+        await call(client, "ctx/trim", {"messages": [{"role": "user", "content": "x"}],
+                                        "budget": 0})
+    assert err.value.code == -32602 and "budget" in err.value.message
+    with pytest.raises(JsonRpcException) as err:
         await call(client, "ctx/trim", {})
     assert err.value.code == -32602 and "messages" in err.value.message
     pinned = [{"role": "system", "content": "rule " * 500, "pinned": True}]

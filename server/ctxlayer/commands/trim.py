@@ -27,19 +27,18 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from ctxlayer.commands.io import read_input as read
+    from pathlib import Path
+
     from ctxlayer.core.trim import TrimOptions, trim
     from ctxlayer.protocol import TrimResult
     from ctxlayer.tokenizers import counter_for, model_info
+    from ctxlayer.workspace.attachments import attached_paths, read_attachments
 
     messages = parse_chat(read_input(args.file), args.file or "stdin")
     info = model_info(args.model)
-    budget = args.budget or max(1, info.context_window - (args.reserve_output or info.output_allowance))
-    from pathlib import Path
-
-    from ctxlayer.workspace.attachments import attached_paths, read_attachments
-
-    docs = [read(d) for d in args.doc]
+    budget = args.budget or (max(1, info.context_window - args.reserve_output)
+                             if args.reserve_output else info.default_budget)
+    docs = [read_input(d) for d in args.doc]
     attachments = read_attachments(Path(args.workspace), attached_paths(messages))
     report = trim(messages, budget, counter_for(args.model),
                   options=TrimOptions(strategy=args.strategy), docs=docs, attachments=attachments)

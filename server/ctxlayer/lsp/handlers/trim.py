@@ -27,8 +27,6 @@ async def trim(ls: CtxServer, params: dict | None) -> dict:
     if req.reserve_output is not None and req.reserve_output < 0:
         raise invalid_params("reserveOutput", "must not be negative")
     budget = req.budget if req.budget is not None else ls.default_budget(model, req.reserve_output)
-    if budget <= 0:
-        raise invalid_params("budget", f"must be a positive number of tokens, got {budget}")
     options = TrimOptions(strategy=req.strategy)
     docs = tuple(req.docs or ())
     attachments = {}
