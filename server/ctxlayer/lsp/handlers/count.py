@@ -17,7 +17,8 @@ from ctxlayer.lsp.server import CtxServer
 async def count(ls: CtxServer, params: dict | None) -> dict:
     """Handle ctx/count (small inputs on the loop, large ones on a worker thread)."""
     req = parse(params, protocol.CountParams)
-    texts, messages = req.texts or [], req.messages or []
+    texts = req.texts or []
+    messages = parse(req.messages or [], list[protocol.Message], "messages")
     size = sum(map(len, texts)) + sum(len(m.content) for m in messages)
 
     def work(counter) -> protocol.CountResult:

@@ -100,6 +100,7 @@ async def open_session(ls: CtxServer, params: dict | None) -> dict:
 @maps_errors
 async def append(ls: CtxServer, params: dict | None) -> dict:
     req = parse(params, protocol.SessionAppendParams)
+    req.messages = parse(req.messages, list[protocol.Message], "messages")
     budget = await call(ls, "append", req.session_id, req.messages)
     push_budget(ls, budget)
     return to_wire(budget)

@@ -23,11 +23,12 @@ async def trim(ls: CtxServer, params: dict | None) -> dict:
     from ctxlayer.tokenizers import memo_for
 
     req = parse(params, protocol.TrimParams)
+    req.messages = parse(req.messages, list[protocol.Message], "messages")
     model = ls.model(req.model)
     if req.reserve_output is not None and req.reserve_output < 0:
         raise invalid_params("reserveOutput", "must not be negative")
     budget = req.budget if req.budget is not None else ls.default_budget(model, req.reserve_output)
-    options = TrimOptions(strategy=req.strategy)
+    options = TrimOptions(strategy=req.strategy or "pipeline")
     docs = tuple(req.docs or ())
     attachments = {}
     attached = attached_paths(req.messages)
