@@ -64,6 +64,18 @@ H.run(function()
       or (#modes == 0 and H.note("setMode failed: invalid params: mode"))
   end), "a bad mode is refused, naming the modes or the field")
 
+  -- Live chats: listed when the daemon has them (none yet here), else the command says why not.
+  H.clear_notes()
+  vim.cmd("Ctxlayer chats")
+  if require("ctxlayer.client").supports(client, "ctx/conversations") then
+    H.ok(H.wait(function()
+      local lines = H.buffer_lines("ctxlayer://chats")
+      return lines and lines[1]:match("^0 live chats")
+    end), ":Ctxlayer chats before any chat lists none")
+  else
+    H.ok(H.note("this daemon has no ctx/conversations") ~= nil, ":Ctxlayer chats on a daemon without live chats says so")
+  end
+
   -- assemble: the assembled prompt (or, without sessions, the system prompt) in a buffer.
   vim.cmd("Ctxlayer assemble")
   local assembled = H.buffer_lines("ctxlayer://assembled")
