@@ -68,14 +68,16 @@ function M.config_overrides()
   return next(overrides) and overrides or nil
 end
 
---- initializationOptions of PROTOCOL.md (camelCase; unset fields left out).
+--- initializationOptions of PROTOCOL.md (camelCase; unset fields left out). The mode is not
+--- among them: it can only be checked against the modes the daemon announces in its answer,
+--- and one bad field makes the daemon drop every option (the gateway switch with it); the
+--- session gets the mode instead.
 function M.init_options()
   local cfg = config.current
   return {
     model = cfg.model,
     contextWindow = cfg.context_window,
     reserveOutput = cfg.reserve_output,
-    mode = cfg.mode,
     config = M.config_overrides(),
   }
 end
