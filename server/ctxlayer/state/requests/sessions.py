@@ -34,9 +34,12 @@ async def open_session(caller: Caller, p: protocol.SessionOpenParams) -> protoco
 
 async def append(caller: Caller, p: protocol.SessionAppendParams) -> protocol.Budget:
     state = caller.state
-    decoded = await state.tokenizers.run(None, lambda c: decode(p.format, p.messages, None, c),
-                                         size=1 << 62)
-    messages = decoded.messages
+    if p.format == "ctxlayer":  # nothing to count: validate on the loop
+        messages = decode(p.format, p.messages, None, None).messages
+    else:
+        model = (await state.work(state.sessions.budget, caller.workspace, p.session_id)).model
+        messages = (await state.tokenizers.run(
+            model, lambda c: decode(p.format, p.messages, None, c), size=1 << 62)).messages
     files = await attachments(caller, messages)
     if files:  # embedded once, at append: the stored message is what the model will read
         messages = stages.enrich(messages, files)
