@@ -113,7 +113,8 @@ async def on_segment_changed(caller: Caller, segment: protocol.WorkspaceSegment)
             async with state.lanes.turn(("session", caller.workspace, session_id)):
                 spec = state.system_specs.get((caller.workspace, session_id))
                 model = (await state.work(svc.budget, caller.workspace, session_id)).model
-                layers = await segment_layers(caller, segment, spec, model=model)
+                layers = await segment_layers(caller, segment, spec, model=model,
+                                              session_id=session_id)
                 await state.work(svc.set_system, caller.workspace, session_id, layers)
                 publish(caller, await state.work(svc.budget, caller.workspace, session_id))
         except Exception:
