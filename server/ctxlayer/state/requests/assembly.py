@@ -127,5 +127,5 @@ async def compact(caller: Caller, p: protocol.SessionCompactParams) -> protocol.
     if summary is None:
         summary = protocol.Message(role="user", content="", id="ctx:summary:none", kind="summary")
     budget = await state.work(state.sessions.budget, caller.workspace, p.session_id)
-    state.events.budget(caller.workspace, budget)
+    state.events.budget(caller.workspace, budget, caller)
     return protocol.SessionCompactResult(summary=summary, replaced=after - before)

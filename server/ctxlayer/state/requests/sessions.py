@@ -14,7 +14,7 @@ from ctxlayer.state.requests.messages import attachments, decode
 
 
 def publish(caller: Caller, budget: protocol.Budget) -> protocol.Budget:
-    caller.state.events.budget(caller.workspace, budget)
+    caller.state.events.budget(caller.workspace, budget, caller)
     return budget
 
 
