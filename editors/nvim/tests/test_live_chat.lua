@@ -2,7 +2,7 @@
 -- from Neovim's own vim.system + curl to the URLs the plugin reports (through the ready-made
 -- setups), answered by the stand-in upstream; then the status line shows that chat's figure,
 -- :Ctxlayer chats lists it, :Ctxlayer why says what its last turn cut, :checkhealth reports
--- the gateway. The daemon's announcement (modes, default budget and mode) is used, not copied.
+-- the gateway.
 local H = dofile(vim.fs.joinpath(vim.fs.dirname(vim.fn.fnamemodify(arg[0], ":p")), "helpers.lua"))
 local docs = dofile(vim.fs.joinpath(H.plugin_dir, "tests", "plugin_docs.lua"))
 
@@ -66,7 +66,6 @@ H.run(function()
   local setups = require("ctxlayer.setups")
   ctxlayer.setup({
     cmd = H.cmd,
-    mode = "fast", -- not one of the daemon's: reported once it announced its modes
     gateway = { openai_base_url = upstream.openai, anthropic_base_url = upstream.anthropic },
   })
   vim.cmd.edit("README.md")
@@ -75,20 +74,7 @@ H.run(function()
   local workspace_figure = H.wait_figure()
   H.must(workspace_figure ~= nil, "before any chat, the status line shows the workspace figure", ctxlayer.statusline())
 
-  -- The announcement: modes, default budget and mode come from the daemon.
   local ann = require("ctxlayer.client").announcement(client)
-  H.must(type(ann.modes) == "table" and next(ann.modes) ~= nil, "the daemon announces its modes", vim.inspect(ann))
-  local modes = vim.tbl_keys(ann.modes)
-  table.sort(modes)
-  H.ok(type(ann.defaultBudget) == "number" and ann.defaultBudget > 0, "the daemon announces its default budget")
-  H.ok(vim.tbl_contains(modes, ann.defaultMode), "the default mode is one of the announced modes")
-  local bad = H.note('opts%.mode: "fast" is not one of the daemon\'s modes')
-  H.ok(bad and bad.msg:find(table.concat(modes, ", "), 1, true) ~= nil, "a mode the daemon lacks is reported, naming its modes", bad and bad.msg)
-  H.ok(H.wait(function()
-    local b = ctxlayer.budget()
-    return b and b.state.mode == ann.defaultMode
-  end), "the session runs in the daemon's default mode", vim.inspect(ctxlayer.budget() and ctxlayer.budget().state.mode))
-  H.eq(vim.fn.getcompletion("Ctxlayer mode ", "cmdline"), modes, "mode completion is the announced modes")
 
   -- The gateway's URLs, from the initialize result, shown and copied.
   local urls, err = ctxlayer.gateway()

@@ -105,6 +105,9 @@ function M.figures(state)
     local b = state.budget
     return { used = b.used, limit = b.limit, percent = b.percent, source = "session" }
   end
+  if state.session_id and not state.error then
+    return nil -- the session's budget is on its way: no other figure meanwhile
+  end
   if not state.segment or not state.limit then
     return nil
   end
