@@ -67,6 +67,9 @@ function M.status_lines(c)
   if f then
     table.insert(lines, ("used %d of %d tokens (%.1f%%, %s)"):format(f.used, f.limit, f.percent, f.source))
   end
+  if f and f.conversation then
+    table.insert(lines, ("live chat %s%s (:Ctxlayer chats, :Ctxlayer why)"):format(f.conversation, status.extras(f)))
+  end
   table.insert(lines, ("model %s, mode %s%s"):format(
     (state.budget and state.budget.model) or state.model or "default",
     state.mode or client.announcement(c).defaultMode or "default",
