@@ -1,19 +1,23 @@
 --- The option names each chat plugin documents, for checking the ready-made setups against.
 ---
---- Read from each plugin's own documentation at these versions (never their code copied):
----   CodeCompanion.nvim v19.22.0: doc/guides/openai-compatible-providers.md (adapters.http.<name>
----     = function returning adapters.extend("openai_compatible", {formatted_name, env = {url,
----     chat_url, models_endpoint, api_key}, schema = {model = {default}}})),
----     doc/configuration/adapters-http.md (env values: a variable name, "cmd:", a function, or a
----     schema reference; `${key}` interpolated into the url; extend("anthropic", ...)),
----     doc/configuration/context-management.md (interactions.chat.opts.context_management.enabled),
----     lua/codecompanion/adapters/http/anthropic.lua (url, opts.compaction).
----   avante.nvim release-v0.2 (a933431): README.md "Default configuration" and
----     lua/avante/config.lua's providers (provider, providers.<name> = {__inherited_from,
----     endpoint, model, api_key_name}); the claude provider's endpoint is the host without /v1.
----   gp.nvim v3.9.0: README / lua/gp/config.lua (providers.<name> = {disable, endpoint, secret};
----     the openai endpoint ends in /chat/completions, the anthropic one in /v1/messages).
----   CopilotChat.nvim v4.7.4: README.md "Providers" (model, providers.<name> = {disabled,
+--- Read from each plugin's own documentation (and, where the docs point at it, its default
+--- configuration) at these versions; none of their code is copied:
+---   CodeCompanion.nvim v19.22.0: doc/configuration/adapters-http.md (adapters.http.<name> =
+---     function returning adapters.extend("openai_compatible" | "anthropic", {formatted_name,
+---     env, schema = {model = {default}}}); env values: a variable name, "cmd:", a function called
+---     with the adapter, a schema reference; `${key}` interpolated into url and headers),
+---     doc/configuration/chat-buffer.md "Context Management"
+---     (interactions.chat.opts.context_management.enabled), and the adapters those docs extend:
+---     lua/codecompanion/adapters/http/openai_compatible.lua (env.url without /v1, env.chat_url,
+---     env.models_endpoint, env.api_key) and anthropic.lua (url, opts.compaction).
+---   avante.nvim release-v0.2: doc/avante.txt and lua/avante/config.lua's built-in providers
+---     (provider; providers.<name> = {__inherited_from, endpoint, model, api_key_name,
+---     use_response_api}), the wiki's "Custom providers"; the claude provider adds /v1/messages
+---     to its endpoint, the openai one /chat/completions.
+---   gp.nvim v3.9.0: README.md "Configuration" / lua/gp/config.lua (providers.<name> =
+---     {disable, endpoint, secret}; openai's endpoint ends in /chat/completions, anthropic's in
+---     /v1/messages).
+---   CopilotChat.nvim v4.7.4: README.md "Providers" (model; providers.<name> = {disabled,
 ---     get_info, get_headers, get_url, prepare_input, prepare_output, get_models, resolve_model}).
 ---
 --- A spec maps each documented key to the type of its value, or to a nested spec; `["*"]`
@@ -42,7 +46,9 @@ D.codecompanion_adapter = {
 
 D.avante = {
   provider = "string",
-  providers = { ["*"] = { __inherited_from = "string", endpoint = "string", model = "string", api_key_name = "string" } },
+  providers = {
+    ["*"] = { __inherited_from = "string", endpoint = "string", model = "string", api_key_name = "string", use_response_api = "boolean" },
+  },
 }
 
 D.gp = {

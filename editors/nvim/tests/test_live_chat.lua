@@ -126,7 +126,10 @@ H.run(function()
   H.eq(docs.check(av, docs.avante), {}, "avante: every key is a documented option")
   H.eq(av.providers.ctxlayer.__inherited_from, "claude", "avante: the anthropic provider inherits from claude")
   H.eq(av.providers.ctxlayer.endpoint, urls.anthropic, "avante: its endpoint is the gateway's root (avante adds /v1/messages)")
-  H.eq(setups.avante({ model = "gpt-4.1" }).providers.ctxlayer.endpoint, urls.openai, "avante: the openai provider's endpoint is the /v1 base")
+  local av_openai = setups.avante({ model = "gpt-4.1" })
+  H.eq(docs.check(av_openai, docs.avante), {}, "avante openai: every key is a documented option")
+  H.eq(av_openai.providers.ctxlayer.endpoint, urls.openai, "avante: the openai provider's endpoint is the /v1 base")
+  H.eq(av_openai.providers.ctxlayer.use_response_api, false, "avante: Chat Completions, the route the gateway serves")
   local acode, abody = post(urls.anthropic:gsub("/$", "") .. "/v1/messages", { "x-api-key: test-key", "anthropic-version: 2023-06-01" }, {
     model = "claude-sonnet-4",
     max_tokens = 256,

@@ -177,6 +177,8 @@ function M.avante(opts, base)
         endpoint = endpoint,
         model = opts.model,
         api_key_name = opts.api_key,
+        -- The gateway serves Chat Completions; avante would switch some models to /responses.
+        use_response_api = openai and false or nil,
       },
     },
   })
