@@ -350,6 +350,13 @@ class SessionService:
                               calibration=msgspec.json.encode(live.calibration))
             return bias
 
+    def record_audit(self, workspace: str, session_id: str, entries: list[AuditEntry]) -> None:
+        """Keep entries made outside an assembly (a live chat's turns) in the session's log."""
+        with self._lock:
+            live = self._get(workspace, session_id)
+            if entries:
+                self.store.add_audit(live.row.sid, entries, self.clock())
+
     def audit(self, workspace: str, session_id: str, limit: int | None) -> list[AuditEntry]:
         with self._lock:
             live = self._get(workspace, session_id)

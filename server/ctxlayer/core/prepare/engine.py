@@ -83,7 +83,8 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
     new_summarized = list(stepped.audit) if stepped is not None else []
     return Turn(
         messages=kept, tokens=total, budget=budget, dropped=new_summarized + dropped,
-        truncated=truncated, compacted=bool(win.chunks), cache_reuse_tokens=reuse,
+        truncated=truncated, restored=restored_audit[len(restored_audit) - len(newly):],
+        compacted=bool(win.chunks), cache_reuse_tokens=reuse,
         breakpoints=_breakpoints(kept, keys, win.upto) if client_breakpoints == 0 else [],
         notice=_notice(stepped.replaced if stepped else 0,
                        stepped.replaced_tokens if stepped else 0, dropped, truncated,

@@ -83,6 +83,7 @@ class Turn:
     budget: int
     dropped: list[AuditEntry]  # new this turn: summarized by this turn's step, or cut
     truncated: list[AuditEntry]  # new this turn: shortened
+    restored: list[AuditEntry]  # new this turn: shown whole again on request
     compacted: bool  # the result stands older messages in by a summary
     cache_reuse_tokens: int
     breakpoints: list[int]  # indices into `messages` for the codec's cache markers
