@@ -183,3 +183,19 @@ def test_the_requests_table_serves_them():
     assert REQUESTS["ctx/why"].fn is chats.why
     assert REQUESTS["ctx/restore"].fn is chats.restore
     assert REQUESTS["ctx/conversations"].fn is chats.conversations
+
+
+def test_a_conversation_is_known_by_its_first_messages_text_only():
+    from ctxlayer.state.chatcodec import identity_text
+
+    first = {"system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "x"}}],
+             "messages": [{"role": "user", "content": [
+                 {"type": "text", "text": "Fix the bug", "cache_control": {"type": "x"}}]}]}
+    later = {"system": [{"type": "text", "text": "Be brief."}],
+             "messages": [{"role": "user", "content": [{"type": "text", "text": "Fix the bug"}]},
+                          {"role": "assistant", "content": "Done."},
+                          {"role": "user", "content": "Thanks"}]}
+    other = {"system": "Be brief.", "messages": [{"role": "user", "content": "Another bug"}]}
+    assert identity_text("anthropic", first) == identity_text("anthropic", later)
+    assert identity_text("anthropic", first) != identity_text("anthropic", other)
+    assert identity_text("openai", later) != identity_text("anthropic", later)
