@@ -7,6 +7,10 @@ only when a turn summarized, cut or restored something), the ids the user restor
 order of one conversation's turns (its lane, taken before the first await).
 A conversation is known by `conversationId`, else by its first messages: the system text and
 the first user message, text only (a moving `cache_control` does not make it another one).
+A turn that only appends a little and cannot reach its budget runs on the event loop (about a
+millisecond for a 1M-token chat); any other turn runs on a worker thread.
+Memory: the last MAX_LIVE conversations keep their turn (the engine holds its messages);
+restored ids and the window are not persisted: after a restart a chat is summarized afresh.
 Must not: import a face, or write the whole history anywhere on a turn.
 """
 
@@ -57,6 +61,8 @@ class Conversation:
         self.bias = 1.0  # billed / counted, from the session's calibration
         self.extra_audit: list[protocol.AuditEntry] = []  # the codec's repairs of the last turn
         self.session_open = False
+        self.native_count = 0  # messages of the last request, as the client sent them
+        self.tools_tokens = 0
 
     def info(self) -> protocol.ConversationInfo:
         return protocol.ConversationInfo(
@@ -126,7 +132,12 @@ class Conversations:
                                 restored=restored)
             return turn, encode(decoded, turn.messages, turn.breakpoints), tools
 
-        turn, encoded, tools = await state.tokenizers.run(model, work, size=1 << 62)
+        done, out = (state.tokenizers.run_inline(model, work, 0)
+                     if _cheap(conv, p.request, budget, restored) else (False, None))
+        if not done:
+            out = await state.tokenizers.run(model, work, size=1 << 62)
+        turn, encoded, tools = out  # type: ignore[misc]
+        conv.native_count = len(p.request.get("messages") or ())
         self._remember(conv, turn, budget, tools)
         if not conv.session_open:
             await state.work(state.sessions.open, workspace, protocol.SessionOpenParams(
@@ -149,6 +160,7 @@ class Conversations:
         st = turn.state
         conv.state = st
         conv.budget = budget
+        conv.tools_tokens = tools
         conv.tokens = turn.tokens + tools
         conv.system_tokens = st.cum[st.head] + tools
         conv.cache_reuse = turn.cache_reuse_tokens
@@ -246,6 +258,26 @@ def read_usage(usage: Any) -> tuple[int, int | None] | None:
         written = num(usage.get("cache_creation_input_tokens")) or 0
         return usage["input_tokens"] + read + written, read
     return None
+
+
+#: a turn that adds at most this many characters, and cannot reach its budget, runs on the
+#: event loop: it costs about a millisecond for a 1M-token chat (decode, compare, count the
+#: new text), less than the hop to a worker thread on a busy machine
+INLINE_NEW_CHARS = 32_000
+
+
+def _cheap(conv: Conversation, request: dict, budget: int, restored: frozenset[str]) -> bool:
+    """Whether this turn only appends a little to the last one and will not step."""
+    st = conv.state
+    messages = request.get("messages")
+    if st is None or not isinstance(messages, list) or len(messages) < conv.native_count:
+        return False
+    if restored != frozenset(st.restored):
+        return False
+    new = msgspec.json.encode(messages[conv.native_count:])
+    # two characters a token is a safe upper bound for the new text's tokens
+    return len(new) <= INLINE_NEW_CHARS and (
+        st.total + conv.tools_tokens + len(new) // 2 <= budget)
 
 
 def _tools_tokens(request: dict, counter) -> int:
