@@ -124,6 +124,9 @@ class Conversations:
 
         def work(counter) -> tuple[Turn, Any, int]:
             decoded = decode(p.format, p.request, counter)
+            if not decoded.messages:
+                raise ContextError("invalid", "a conversation needs at least one message",
+                                   field="request.messages")
             tools = _tools_tokens(p.request, counter)
             if tools >= budget:
                 raise ContextError("pinned_over_budget", f"the tool definitions alone need "
