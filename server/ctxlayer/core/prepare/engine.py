@@ -70,8 +70,12 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
     dropped: list[AuditEntry] = []
     truncated: list[AuditEntry] = []
     if total > budget:  # even the last group alone is over: the trim engine fits it
+        keep = set(restored_at.values())
+        q = newest_user(msgs)
+        if q >= 0 and fmt.reply_priming + cum[head] + win.shown_tokens(q) <= budget // 2:
+            keep.add(q)  # the question is never what gives way (a long one is shortened)
         kept, keys, out_tokens, dropped, truncated = _last_resort(
-            win, kept, keys, budget, counter, policy, set(restored_at.values()), memo)
+            win, kept, keys, budget, counter, policy, keep, memo)
         total = fmt.reply_priming + sum(out_tokens)
 
     reuse = _reuse(previous, keys, common)
@@ -171,7 +175,8 @@ def _assemble(win: Window) -> tuple[list[Message], list, list[int]]:
 def _last_resort(win: Window, kept: list[Message], keys: list, budget: int, counter: Tokenizer,
                  policy: PreparePolicy, restored: set[int], memo: Memo | None):
     """Fit with the trim engine what the window alone could not (the newest exchange alone is
-    over the budget); what it shortens keeps its new text on later turns."""
+    over the budget), the messages at ``restored`` pinned; what it shortens keeps its new
+    text on later turns."""
     ins: list[Message] = []
     for k, (m, key) in enumerate(zip(kept, keys, strict=True)):
         i = _index(key)
