@@ -118,7 +118,8 @@ class Window:
                 stay.update(group_of(msgs, i))
         stay &= set(self.verbatim)
         covered = [i for i in self.verbatim if i not in stay]
-        est = summaries.estimate(policy, budget)
+        # the last chunk's size is the best guess of the next one's
+        est = self.chunks[-1].tokens if self.chunks else summaries.estimate(policy, budget)
         fixed = (self.fmt_priming + self.cum[self.head] + sum(c.tokens for c in self.chunks)
                  + sum(self.shown_tokens(i) for i in stay))
         tail = self.tail_tokens()
