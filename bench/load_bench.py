@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -108,7 +109,10 @@ async def main(clients: int, appends: int) -> None:
     base = Path(tempfile.mkdtemp(prefix="ctxlayer-load-"))
     root = make_repo(base / "repo")
     env = {**os.environ, **GIT_ENV, "HOME": str(base), "XDG_CONFIG_HOME": str(base / "cfg")}
-    proc = subprocess.Popen([sys.executable, "-m", "ctxlayer", "serve", "--tcp", "--port", "0",
+    # CTXLAYER_PROFILE=FILE: profile the daemon's event loop thread with cProfile
+    profile = ["-m", "cProfile", "-o", os.environ["CTXLAYER_PROFILE"]] \
+        if os.environ.get("CTXLAYER_PROFILE") else []
+    proc = subprocess.Popen([sys.executable, *profile, "-m", "ctxlayer", "serve", "--tcp", "--port", "0",
                              "--state-dir", str(base / "state")], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, env=env)
     try:
@@ -159,8 +163,8 @@ async def main(clients: int, appends: int) -> None:
         print(f"| same count, idle daemon, p50 / p99 | {pct(idle, 50):.2f} / {pct(idle, 99):.2f} ms "
               f"| - |")
     finally:
-        proc.terminate()
-        proc.wait(10)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(30)
 
 
 if __name__ == "__main__":

@@ -51,3 +51,27 @@ async def test_pipelined_appends_keep_their_order_across_a_restart(tmp_path):
         assert ids == [f"m{i}" for i in range(APPENDS)]
     finally:
         assert await again.close() == 0
+
+
+async def test_the_workspace_layer_is_counted_after_a_restart(tmp_path):
+    """The budget an editor shows right after the daemon restarts still counts the workspace."""
+    env = hermetic_env(tmp_path / "world")
+    root = make_repo(WORLD / "layer-repo")
+    before = None
+    for round_ in range(2):
+        daemon = await RawDaemon.start(env=env)
+        try:
+            await daemon.initialize(root)
+            if round_ == 0:
+                await daemon.request("o", "ctx/session/open", {"sessionId": "kept"})
+                await daemon.request("a", "ctx/session/append", {"sessionId": "kept", "messages": [
+                    {"role": "user", "content": "hello there"}]})
+            budget = (await daemon.request("b", "ctx/session/budget", {"sessionId": "kept"}))
+            layers = budget["result"]["byLayer"]
+            if before is None:
+                before = layers
+                assert layers["workspace"] > 0
+            else:  # no ctx/session/open this time: the daemon measured it by itself
+                assert layers == before
+        finally:
+            assert await daemon.close() == 0

@@ -129,6 +129,9 @@ export interface SystemPromptParams {
   contextMode?: "full" | "selective";
   include?: string[] | null;
   dynamic?: DynamicContext | null;
+  compact?: boolean;
+  userIdentity?: string | null;
+  sessionHistory?: boolean;
 }
 export interface ToolSpec {
   name: string;

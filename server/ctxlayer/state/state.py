@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -40,6 +40,8 @@ class State:
         self.gateway_urls: Any = None  # protocol.GatewayUrls once a gateway listens
         #: the system prompt each session was last assembled with, by (workspace, session id)
         self.system_specs: dict[tuple[str, str], Any] = {}
+        #: sessions whose system layers this process has measured
+        self.layered: set[tuple[str, str]] = set()
         self._sessions: Any = None
         self._conversations: Any = None
         self._closers: list[Callable[[], Any]] = []
