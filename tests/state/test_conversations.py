@@ -60,7 +60,7 @@ async def run_chat(caller: Caller, turns: int, budget: int = 3000, seed: int = 1
 
 async def test_a_chat_is_prepared_turn_by_turn_within_its_budget(caller, state):
     published: list[tuple[str, protocol.Budget]] = []
-    state.events.budget_listeners.append(lambda ws, b: published.append((ws, b)))
+    state.events.budget_listeners.append(lambda ws, b, who: published.append((ws, b)))
     _, results = await run_chat(caller, 60)
     ids = {res.conversation_id for _, res in results}
     assert len(ids) == 1, "a chat without an id is known by its first messages"
