@@ -131,10 +131,14 @@ async def test_errors_name_the_field(caller):
 async def test_usage_feeds_the_sessions_calibration(caller, state):
     _, results = await run_chat(caller, 5, budget=100_000)
     res = results[-1][1]
-    # ctx/session/reportUsage works with the result's session id
+    await state.conversations.settled()  # the session hears of each turn in the background
+    # ctx/session/reportUsage works with the result's session id, against the last turn
     bias = sessions.report_usage(caller, protocol.ReportUsageParams(
-        session_id=res.session_id, prompt_tokens=res.tokens, estimated_tokens=res.tokens))
+        session_id=res.session_id, prompt_tokens=res.tokens))
     assert bias.bias == 1.0
+    bias = sessions.report_usage(caller, protocol.ReportUsageParams(
+        session_id=res.session_id, prompt_tokens=res.tokens * 3))
+    assert bias.bias == 2.0  # (1 + 3) / 2
     convs = state.conversations
     budget = convs.report_usage(res.conversation_id, {
         "prompt_tokens": res.tokens * 2, "prompt_tokens_details": {"cached_tokens": 1024}})

@@ -16,6 +16,8 @@ Must not: import a face, or write the whole history anywhere on a turn.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections import OrderedDict
 from datetime import UTC, datetime
 from typing import Any
@@ -30,6 +32,8 @@ from ctxlayer.state.chatcodec import client_reserve, decode, encode, identity_te
 
 #: the State and the Caller (not imported: the State imports this module)
 State = Caller = Any
+
+log = logging.getLogger(__name__)
 
 #: conversations kept in memory; the least recently used one is forgotten (its session stays)
 MAX_LIVE = 64
@@ -89,6 +93,7 @@ class Conversations:
         self.max_live = max_live
         self.clock = clock
         self._live: OrderedDict[tuple[str, str], Conversation] = OrderedDict()
+        self._background: set[asyncio.Future] = set()
 
     # --- ctx/prepare ---------------------------------------------------------------------
 
@@ -147,6 +152,7 @@ class Conversations:
                 session_id=conv.session_id, model=model, budget=nominal))
             conv.session_open = True
         conv.extra_audit = list(encoded.audit)
+        self._note_prompt(conv)
         fresh = [*turn.dropped, *turn.truncated, *turn.restored, *encoded.audit]
         if fresh:  # the audit log grows only when a turn did something
             await state.work(state.sessions.record_audit, workspace, conv.session_id, fresh)
@@ -158,6 +164,31 @@ class Conversations:
             truncated=[*turn.truncated, *(e for e in encoded.audit if e.action != "dropped")],
             compacted=turn.compacted, cache_reuse_tokens=turn.cache_reuse_tokens,
             cache_breakpoints=list(encoded.breakpoints), notice=turn.notice)
+
+    def _note_prompt(self, conv: Conversation) -> None:
+        """Tell the session what this turn sends, so that ctx/session/reportUsage without an
+        estimate calibrates against it, and take its bias for the next turn. In the background
+        on the session threads: the service's lock may be held by a long assembly."""
+        task = asyncio.ensure_future(self.state.work(
+            self.state.sessions.note_prompt, conv.workspace, conv.session_id, conv.tokens))
+
+        def done(t: asyncio.Future) -> None:
+            self._background.discard(t)
+            if t.cancelled():
+                return
+            if t.exception() is not None:
+                log.warning("live chat %s: the session did not take the turn's size: %s",
+                            conv.conversation_id, t.exception())
+            else:
+                conv.bias = t.result()
+
+        self._background.add(task)
+        task.add_done_callback(done)
+
+    async def settled(self) -> None:
+        """Wait for what the turns so far left running in the background."""
+        if self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)
 
     def _remember(self, conv: Conversation, turn: Turn, budget: int, tools: int) -> None:
         st = turn.state
