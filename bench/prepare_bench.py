@@ -103,6 +103,7 @@ async def _through_state(chat: list[Message], budget: int, runs: int, encoding: 
                 format="ctxlayer", request={"messages": wire}, budget=budget,
                 conversation_id="b"))
             assert conv.state is not None
+        await state.conversations.settled()
         state.close()
     print(f"   JSON decode of the request body ({len(body) / 1e6:.1f} MB): median "
           f"{ms(statistics.median(json_times))}")
