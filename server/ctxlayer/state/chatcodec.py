@@ -37,7 +37,13 @@ class _Encoded:
 def decode(fmt: str, request: dict, counter: Any) -> Any:
     """The request's conversation for the engine (`.messages`), naming a bad field."""
     if _formats is not None:
-        return _formats.decode(fmt, request, counter)  # type: ignore[arg-type]
+        try:
+            return _formats.decode(fmt, request, counter)  # type: ignore[arg-type]
+        except ContextError as err:  # the codec names fields of the payload: it is `request`
+            if err.field and err.field != "format" and not err.field.startswith("request"):
+                raise ContextError(err.kind, f"request.{err}", field=f"request.{err.field}"
+                                   ) from None
+            raise
     if fmt != "ctxlayer":
         raise ContextError("invalid", f"format {fmt!r} is not served by this build",
                            field="format")
