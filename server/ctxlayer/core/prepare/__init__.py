@@ -24,8 +24,9 @@ dropped, shortened), cache reuse and breakpoints, a one-line notice, and the nex
 4. The text of a chunk is the session engine's offline summary (decided / open, the user's hard
    constraints verbatim, a facts ledger); it never changes once made.
 5. Only when even that is over the budget (the newest exchange alone is) the trim engine fits
-   the result: the newest user message is shortened, never dropped; restored and pinned
-   messages are kept; what it shortens keeps the same text on later turns.
+   the result: the newest user message is kept (whole when it takes at most half the budget,
+   else shortened by the trim engine, never dropped); restored and pinned messages are kept;
+   what it shortens keeps the same text on later turns.
 6. Restored messages come back whole, after the summaries, and stay for the conversation;
    each restore is audited once.
 7. cache_reuse_tokens: the tokens of the leading messages identical to the previous result.
