@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 

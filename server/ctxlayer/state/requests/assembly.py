@@ -41,9 +41,8 @@ async def segment_layers(caller: Caller, segment: protocol.WorkspaceSegment,
                                       size=len(segment.text))
         return SystemLayers(messages=[msg], cache_boundary=None, workspace_tokens=tokens)
     from ctxlayer.core.prompt import build_system_prompt, spec_from_params
-    from ctxlayer.tokenizers import prompt_traits
-
     from ctxlayer.state.requests.workspace import session_history
+    from ctxlayer.tokenizers import prompt_traits
 
     built_spec = spec_from_params(spec, traits=prompt_traits(model),
                                   workspace_parts=[(p.name, p.text) for p in segment.parts],
