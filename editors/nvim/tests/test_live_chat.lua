@@ -188,7 +188,7 @@ H.run(function()
     return l:match("^%- summarized ") ~= nil
   end, why)
   local notice = H.wait(function()
-    return H.note("^ctxlayer: chat .- compacted: %d+ messages? summarized")
+    return H.note("^ctxlayer: chat .- compacted: %d+ messages? %([%d.]+k? tokens%) summarized")
   end, #summarized > 0 and H.TIMEOUT or 2000)
   H.eq(notice ~= nil, #summarized > 0, "a compaction notice exactly when the turn summarized something")
 end)

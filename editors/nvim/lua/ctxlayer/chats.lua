@@ -37,21 +37,20 @@ local function notice_compaction(client_id, conversation, entries)
   state.summarized = state.summarized or {}
   local seen = state.summarized[conversation] or {}
   state.summarized[conversation] = seen
-  local new, before, after = 0, 0, 0
+  local new, tokens = 0, 0
   for _, e in ipairs(entries) do
     if e.action == "summarized" then
       local key = entry_key(e)
       if not seen[key] then
         seen[key] = true
         new = new + 1
-        before = before + (e.tokensBefore or 0)
-        after = after + (e.tokensAfter or 0)
+        tokens = tokens + (e.tokensBefore or 0)
       end
     end
   end
   if new > 0 and require("ctxlayer.config").current.notify_compaction then
-    vim.notify(("ctxlayer: chat %s compacted: %d message%s summarized, %s → %s tokens"):format(
-      short(conversation), new, new == 1 and "" or "s", status.human(before), status.human(after)
+    vim.notify(("ctxlayer: chat %s compacted: %d message%s (%s tokens) summarized"):format(
+      short(conversation), new, new == 1 and "" or "s", status.human(tokens)
     ), vim.log.levels.INFO)
   end
 end
