@@ -56,7 +56,7 @@ local function notice_compaction(client_id, conversation, entries)
 end
 
 --- ctx/budgetChanged for a conversation: it is now the live chat; then look at what its last
---- turn cut (for :Ctxlayer why and the compaction notice).
+--- turn summarized, for the compaction notice.
 function M.on_budget(client_id, budget)
   local state = status.get(client_id)
   if not state then
@@ -71,12 +71,7 @@ function M.on_budget(client_id, budget)
     return
   end
   client.request(c, "ctx/why", { conversationId = budget.conversationId }, function(result)
-    local now = status.get(client_id)
-    if now then
-      now.why = now.why or {}
-      now.why[budget.conversationId] = result.entries or {}
-      notice_compaction(client_id, budget.conversationId, result.entries or {})
-    end
+    notice_compaction(client_id, budget.conversationId, result.entries or {})
   end, function() end)
 end
 
