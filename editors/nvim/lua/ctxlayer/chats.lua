@@ -48,7 +48,7 @@ local function notice_compaction(client_id, conversation, entries)
       end
     end
   end
-  if new > 0 and require("ctxlayer.config").current.notify_compaction then
+  if new > 0 then
     vim.notify(("ctxlayer: chat %s compacted: %d message%s (%s tokens) summarized"):format(
       short(conversation), new, new == 1 and "" or "s", status.human(tokens)
     ), vim.log.levels.INFO)
@@ -67,7 +67,7 @@ function M.on_budget(client_id, budget)
   status.update(client_id, { chat = budget, chats = chats })
   local c = client_of(client_id)
   local client = require("ctxlayer.client")
-  if not c or not client.supports(c, "ctx/why") then
+  if not c or not client.supports(c, "ctx/why") or not require("ctxlayer.config").current.notify_compaction then
     return
   end
   client.request(c, "ctx/why", { conversationId = budget.conversationId }, function(result)
