@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ctxlayer.core.compress.density import NEW_ABOVE, REPEATED_BELOW, NoveltyIndex
 from ctxlayer.core.compress.extractive import KEEP_RATIO, TaskKind, classify_task
-from ctxlayer.core.trim.fit import Shortener, check_fixed, fixed_set, shorten_longest
+from ctxlayer.core.trim.fit import Shortener, fit_fixed, fixed_set, shorten_longest
 from ctxlayer.core.trim.truncate import cut_lines
 from ctxlayer.core.trim.work import Work
 
@@ -50,11 +50,12 @@ def priority_fit(w: Work, budget: int, sh: Shortener, recent: int) -> None:
     shorten the longest, then drop oldest), then P1 (recent: shorten, then drop oldest); P0
     (system, pinned) never."""
     fixed = fixed_set(w, every_system=True)
-    check_fixed(w, fixed, budget)
+    fit_fixed(w, fixed, budget, sh)
     classes: dict[int, list[int]] = {1: [], 2: [], 3: []}
     seen_recent = 0
     for i in range(len(w.msgs) - 1, -1, -1):
         if i in fixed or not w.alive[i]:
+            seen_recent += i == w.question  # the question is recent even though it is kept
             continue
         m = w.msgs[i]
         if m.priority is not None and m.priority in classes:
@@ -87,12 +88,26 @@ def priority_fit(w: Work, budget: int, sh: Shortener, recent: int) -> None:
         if cls == 2:
             condense_history(w, classes[2], over(), sh)
         shorten_longest(w, classes[cls], over(), sh)
-        for i in classes[cls]:
-            if over() <= 0:
-                return
-            if w.alive[i]:
-                w.drop_group(i, f"over budget: {'older history (P2)' if cls == 2 else 'recent (P1)'}"
-                                " dropped oldest first")
+        if over() > 0:
+            _fill(w, classes[cls], budget, "older history (P2)" if cls == 2 else "recent (P1)")
+
+
+def _fill(w: Work, members: list[int], budget: int, what: str) -> None:
+    """Keep as many whole groups of one class as fit beside everything else still kept, newest
+    first, skipping a group that does not fit (so an older, smaller one still gets the room):
+    the budget is filled, not merely met."""
+    groups: dict[int, list[int]] = {}
+    for i in members:
+        if w.alive[i]:
+            groups.setdefault(w.group[i], []).append(i)
+    room = budget - (w.total - sum(w.group_tokens(g) for g in groups))
+    for g in sorted(groups, reverse=True):
+        cost = w.group_tokens(g)
+        if cost <= room:
+            room -= cost
+        else:
+            w.drop_group(groups[g][0], f"over budget: {what}, {cost} tokens, "
+                                       f"{max(room, 0)} left")
 
 
 def cap_docs(w: Work, budget: int, max_count: int, item_share: float) -> None:

@@ -1,0 +1,41 @@
+"""Provider formats in the core: one pure codec per format (ctxlayer, OpenAI Chat Completions,
+Anthropic Messages) and the dispatch.
+
+`decode` reads a request body (or the part of it with the conversation) into the engine's
+messages, naming the field of anything it cannot read; `encode` writes the messages the engine
+kept back into the same format, every other field untouched, each kept message the very dict
+the client sent (shortened ones with their new text in their text parts), repaired where the
+fit left the request invalid, every repair audited. No I/O; a URL is never fetched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ctxlayer.core.formats import anthropic, ctxlayer, openai
+from ctxlayer.core.formats.common import FORMATS, Decoded, Encoded, Format, bad
+from ctxlayer.core.tokens import Tokenizer
+from ctxlayer.protocol import Message
+
+__all__ = ["FORMATS", "Decoded", "Encoded", "Format", "decode", "encode"]
+
+_CODECS = {"ctxlayer": ctxlayer, "openai": openai, "anthropic": anthropic}
+
+
+def _codec(fmt: str):
+    codec = _CODECS.get(fmt)
+    if codec is None:
+        raise bad("format", f"expected one of {', '.join(FORMATS)}, got {fmt!r}")
+    return codec
+
+
+def decode(fmt: Format, payload: dict, counter: Tokenizer) -> Decoded:
+    """The engine's view of `payload` in format `fmt`."""
+    return _codec(fmt).decode(payload, counter)
+
+
+def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequence[int] = ()
+           ) -> Encoded:
+    """`decoded.payload` with its conversation replaced by `kept` (a subsequence of
+    decoded.messages as the trim engine returns it, ids kept)."""
+    return _codec(decoded.fmt).encode(decoded, kept, cache_breakpoints=cache_breakpoints)
