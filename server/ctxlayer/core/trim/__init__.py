@@ -27,6 +27,9 @@ Retrieved documents are capped in number and size first (T12). Then:
 - `priority` (T6): cut P3 documents first, then
   P2 older history (truncate, then drop oldest first), then P1 recent messages; P0 (system and
   pinned) never.
+The newest user message (the question) is always kept: when it alone does not fit beside the
+pinned content it is shortened to half of the room left (head and tail, an outline for JSON or
+a log), and only when even that is impossible is it ContextError("pinned_over_budget").
 Pinned content alone over the budget raises ContextError("pinned_over_budget"). Trimming a
 trimmed result changes nothing. Shortened messages keep their ids.
 """
@@ -57,6 +60,9 @@ class TrimOptions(msgspec.Struct, frozen=True, kw_only=True):
     recent: int = 8  # priority: the newest messages in P1
     max_docs: int = 8  # T12
     doc_share: float = 0.1  # T12: a document's cap as a share of the budget
+    #: the newest user message is kept (shortened if it must be); off only for a caller that
+    #: fits a slice of history whose question it keeps itself
+    keep_question: bool = True
 
 
 class TrimReport(msgspec.Struct, kw_only=True):
@@ -101,6 +107,8 @@ def trim(
     memo = memo if memo is not None else Memo()
     msgs = stages.enrich(_with_docs(list(messages), docs), attachments or {})
     w = Work(msgs, counter, options.fmt, memo)
+    if not options.keep_question:
+        w.question = None
     w.link_tool_results()
     stages.prune_ephemeral(w)
     stages.strip_old_reasoning(w, memo)
