@@ -17,7 +17,7 @@ from ctxlayer.core.formats.common import FORMATS, Decoded, Encoded, Format, bad
 from ctxlayer.core.tokens import Tokenizer
 from ctxlayer.protocol import Message
 
-__all__ = ["FORMATS", "Decoded", "Encoded", "Format", "decode", "encode"]
+__all__ = ["FORMATS", "Decoded", "Encoded", "Format", "decode", "detect", "encode"]
 
 _CODECS = {"ctxlayer": ctxlayer, "openai": openai, "anthropic": anthropic}
 
@@ -27,6 +27,34 @@ def _codec(fmt: str):
     if codec is None:
         raise bad("format", f"expected one of {', '.join(FORMATS)}, got {fmt!r}")
     return codec
+
+
+_ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking",
+                               "document", "image", "server_tool_use"})
+
+
+def detect(payload: dict) -> Format:
+    """The format a payload is most likely in, for callers that were not told: anthropic when
+    it has `system` or Anthropic-only blocks; openai when a message has anything the ctxlayer
+    Message has not (developer role, tool_calls, tool_call_id, name, null or list content, any
+    other field); else ctxlayer. Plain {role, content} lists read the same either way."""
+    if "system" in payload:
+        return "anthropic"
+    msgs = payload.get("messages")
+    if not isinstance(msgs, list):
+        return "ctxlayer"
+    openai_like = False
+    for m in msgs:
+        if not isinstance(m, dict):
+            continue
+        content = m.get("content")
+        if isinstance(content, list):
+            if any(isinstance(b, dict) and b.get("type") in _ANTHROPIC_BLOCKS for b in content):
+                return "anthropic"
+            openai_like = True
+        if content is None or m.get("role") == "developer" or not ctxlayer.FIELDS.issuperset(m):
+            openai_like = True
+    return "openai" if openai_like else "ctxlayer"
 
 
 def decode(fmt: Format, payload: dict, counter: Tokenizer) -> Decoded:

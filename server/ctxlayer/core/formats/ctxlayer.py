@@ -15,7 +15,7 @@ from ctxlayer.core.formats.common import Decoded, Encoded, bad, derive_id, expec
 from ctxlayer.core.tokens import Tokenizer
 from ctxlayer.protocol import Message
 
-_FIELDS = frozenset(f.encode_name for f in msgspec.structs.fields(Message))
+FIELDS = frozenset(f.encode_name for f in msgspec.structs.fields(Message))
 
 
 def decode(payload: dict, counter: Tokenizer) -> Decoded:
@@ -27,9 +27,9 @@ def decode(payload: dict, counter: Tokenizer) -> Decoded:
         where = f"messages[{i}]"
         native = expect_dict(native, where)
         for key in native:
-            if key not in _FIELDS:
+            if key not in FIELDS:
                 raise bad(f"{where}.{key}", f"unknown field (a Message has "
-                                            f"{', '.join(sorted(_FIELDS))})")
+                                            f"{', '.join(sorted(FIELDS))})")
         try:
             m = msgspec.convert(native, Message)
         except msgspec.ValidationError as exc:

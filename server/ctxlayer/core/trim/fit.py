@@ -18,7 +18,6 @@ from ctxlayer.core.memo import Memo
 from ctxlayer.core.trim.truncate import truncate_blocks
 from ctxlayer.core.trim.work import Work
 
-
 #: the fewest tokens of text a shortened question keeps; a budget with less room than this for
 #: it is pinned_over_budget rather than a question cut to a word
 MIN_QUESTION = 16
