@@ -18,8 +18,19 @@ from ctxlayer.core.errors import ContextError
 from ctxlayer.core.formats import decode, encode
 from ctxlayer.core.tokens import WordTokenizer, conversation_tokens
 from ctxlayer.core.trim import trim
+from ctxlayer.core.trim.fit import MIN_QUESTION
 
 WORDS = WordTokenizer()
+
+
+def assert_too_small(body: dict, budget: int) -> None:
+    """pinned_over_budget only when the pinned messages, the question's parts and the fewest
+    tokens a shortened question keeps are over the budget."""
+    msgs = decode("openai", body, WORDS).messages
+    fixed = [m for m in msgs if m.pinned or m.role == "system"]
+    question = [m for m in msgs if m.role == "user"][-1]
+    floor = conversation_tokens(fixed, WORDS) + 3 + (question.parts_tokens or 0) + MIN_QUESTION
+    assert floor > budget, (floor, budget)
 CALL = {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": '{"p": 1}'}}
 
 
@@ -139,6 +150,7 @@ def test_any_budget_gives_a_valid_payload_with_the_question(payload, budget, str
         _, report, out = roundtrip(payload, budget, strategy)
     except ContextError as exc:
         assert exc.kind == "pinned_over_budget"
+        assert_too_small(payload, budget)
         return
     assert report.tokens <= budget
     assert openai_problems(out.payload) == [], out.payload
