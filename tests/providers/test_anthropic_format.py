@@ -21,6 +21,7 @@ from ctxlayer.core.trim import TrimOptions, trim
 from ctxlayer.core.trim.fit import MIN_QUESTION
 
 WORDS = WordTokenizer()
+AS_SENT = TrimOptions(rewrite_when_fits=False)  # provider payloads: a fit changes nothing
 
 
 def assert_too_small(body: dict, budget: int) -> None:
@@ -162,7 +163,7 @@ def test_the_long_question_is_kept_shortened_with_its_image():
                    system="sys")
     for strategy in ("pipeline", "priority"):
         d = decode("anthropic", body, WORDS)
-        report = trim(d.messages, 8000, WORDS, options=TrimOptions(strategy=strategy))
+        report = trim(d.messages, 8000, WORDS, options=TrimOptions(strategy=strategy, rewrite_when_fits=False))
         out = encode(d, report.messages)
         msgs = out.payload["messages"]
         assert msgs[:2] == body["messages"][:2]
@@ -181,7 +182,7 @@ def _question_text(body: dict) -> list:
 def test_an_ample_budget_gives_the_payload_back_equal(body):
     original = copy.deepcopy(body)
     d = decode("anthropic", body, WORDS)
-    out = encode(d, trim(d.messages, 10_000_000, WORDS).messages)
+    out = encode(d, trim(d.messages, 10_000_000, WORDS, options=AS_SENT).messages)
     assert out.payload == original and out.audit == []
     assert body == original
 
@@ -195,7 +196,7 @@ def test_any_budget_gives_a_valid_payload_with_the_question(body, budget, strate
     anthropic_sdk_accepts(body)
     d = decode("anthropic", body, WORDS)
     try:
-        report = trim(d.messages, budget, WORDS, options=TrimOptions(strategy=strategy))
+        report = trim(d.messages, budget, WORDS, options=TrimOptions(strategy=strategy, rewrite_when_fits=False))
     except ContextError as exc:
         assert exc.kind == "pinned_over_budget"
         assert_too_small(body, budget)

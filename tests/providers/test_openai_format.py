@@ -17,10 +17,11 @@ from sdk import openai_sdk_accepts
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.formats import decode, encode
 from ctxlayer.core.tokens import WordTokenizer, conversation_tokens
-from ctxlayer.core.trim import trim
+from ctxlayer.core.trim import TrimOptions, trim
 from ctxlayer.core.trim.fit import MIN_QUESTION
 
 WORDS = WordTokenizer()
+AS_SENT = TrimOptions(rewrite_when_fits=False)  # provider payloads: a fit changes nothing
 
 
 def assert_too_small(body: dict, budget: int) -> None:
@@ -35,9 +36,8 @@ CALL = {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": 
 
 
 def roundtrip(payload: dict, budget: int, strategy: str = "pipeline"):
-    from ctxlayer.core.trim import TrimOptions
     d = decode("openai", payload, WORDS)
-    report = trim(d.messages, budget, WORDS, options=TrimOptions(strategy=strategy))
+    report = trim(d.messages, budget, WORDS, options=TrimOptions(strategy=strategy, rewrite_when_fits=False))
     return d, report, encode(d, report.messages)
 
 
@@ -129,6 +129,17 @@ def test_encode_repairs_a_call_left_without_its_result():
     d2 = decode("openai", payload, WORDS)
     out2 = encode(d2, [m for m in d2.messages])
     assert any("without its call" in e.reason for e in out2.audit)
+
+
+def test_a_request_that_fits_comes_back_as_sent_even_with_repeated_outputs():
+    out = " ".join(f"line{k}" for k in range(80))
+    msgs = [{"role": "user", "content": "go"}]
+    for k in (1, 2):
+        msgs += [{"role": "assistant", "content": None, "tool_calls": [{**CALL, "id": f"c{k}"}]},
+                 {"role": "tool", "tool_call_id": f"c{k}", "content": out}]
+    msgs.append({"role": "user", "content": "again?"})
+    payload = {"messages": msgs}
+    assert roundtrip(payload, 100_000)[2].payload == payload
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -50,7 +50,8 @@ def run(args) -> int:
                              if args.reserve_output else info.default_budget)
     docs = [read_input(d) for d in args.doc]
     attachments = read_attachments(Path(args.workspace), attached_paths(messages))
-    report = trim(messages, budget, counter, options=TrimOptions(strategy=args.strategy),
+    report = trim(messages, budget, counter, options=TrimOptions(strategy=args.strategy,
+                                                     rewrite_when_fits=decoded.fmt == "ctxlayer"),
                   docs=docs, attachments=attachments)
     encoded = encode(decoded, report.messages)
     dropped = [*report.dropped, *(e for e in encoded.audit if e.action == "dropped")]

@@ -11,6 +11,8 @@ Stages, in order (both strategies):
    call and its results live and die together.
 3. prune (T4): an ephemeral message is dropped once `ephemeral_ttl` assistant turns followed it.
    Pinned messages never. Nothing is merged, so a reply never inherits its thinking's TTL.
+With `rewrite_when_fits` off (provider formats: a request that fits is sent as it came),
+stages 4 and 5 run only when the conversation is over the budget.
 4. reasoning (T10): <think>/<reasoning> blocks of earlier assistant turns are stripped.
 5. dedup (T9): a later copy of the same tool output or document becomes a reference to the first
    copy (cache-friendly: the prefix does not change); if the fit drops the first copy, the
@@ -63,6 +65,9 @@ class TrimOptions(msgspec.Struct, frozen=True, kw_only=True):
     #: the newest user message is kept (shortened if it must be); off only for a caller that
     #: fits a slice of history whose question it keeps itself
     keep_question: bool = True
+    #: dedup and old-reasoning stripping also when everything fits (the ctxlayer default);
+    #: off for provider payloads, so that a request within its budget comes back equal
+    rewrite_when_fits: bool = True
 
 
 class TrimReport(msgspec.Struct, kw_only=True):
@@ -111,8 +116,10 @@ def trim(
         w.question = None
     w.link_tool_results()
     stages.prune_ephemeral(w)
-    stages.strip_old_reasoning(w, memo)
-    refs = stages.dedup(w, options.dedup_min_tokens, memo)
+    refs: dict[int, int] = {}
+    if options.rewrite_when_fits or w.total > budget:
+        stages.strip_old_reasoning(w, memo)
+        refs = stages.dedup(w, options.dedup_min_tokens, memo)
     priority.cap_docs(w, budget, options.max_docs, options.doc_share)
     sh = fit.Shortener(w, memo, options.head_lines, options.tail_lines,
                        options.tool_output_cap or max(256, budget // 16))
