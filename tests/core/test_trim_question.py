@@ -86,3 +86,18 @@ def test_priority_fills_the_budget_like_the_pipeline():
     assert prio.tokens <= budget and pipe.tokens <= budget
     assert prio.tokens >= 0.95 * pipe.tokens, (prio.tokens, pipe.tokens)
     assert prio.messages[-1].id == "q"
+
+
+def test_priority_keeps_older_history_when_a_huge_recent_message_goes():
+    msgs = [Message(role="system", id="s", content="sys")]
+    for k in range(20):
+        msgs += [Message(role="user", id=f"u{k}", content=" ".join(["u"] * 40)),
+                 Message(role="assistant", id=f"a{k}", content=" ".join(["a"] * 40))]
+    msgs += [Message(role="user", id="huge", content=" ".join(["h"] * 5000)),
+             Message(role="assistant", id="ok", content="ok"),
+             Message(role="user", id="q", content="and now?")]
+    pipe = trim(msgs, 1500, WORDS, options=TrimOptions(strategy="pipeline"))
+    prio = trim(msgs, 1500, WORDS, options=TrimOptions(strategy="priority", recent=4))
+    assert "huge" not in [m.id for m in prio.messages]
+    assert prio.tokens >= 0.95 * pipe.tokens, (prio.tokens, pipe.tokens)
+    assert [m.id for m in prio.messages][-2:] == ["ok", "q"]
