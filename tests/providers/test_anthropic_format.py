@@ -214,3 +214,18 @@ def test_any_budget_gives_a_valid_payload_with_the_question(body, budget, strate
     got_parts = [b for b in got if b.get("type") != "text"]
     assert got_parts[len(got_parts) - len(want_parts):] == want_parts
     assert any(b.get("type") == "text" for b in got)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(body=anthropic_payloads(), cut=st.integers(0, 12), edit=st.booleans())
+def test_decoding_with_the_previous_turn_gives_the_same_result(body, cut, edit):
+    earlier = {**body, "messages": copy.deepcopy(body["messages"][:cut])}
+    if edit and earlier["messages"]:
+        earlier["messages"][-1] = {"role": "user", "content": "an edited turn"}
+    previous = decode("anthropic", earlier, WORDS)
+    fresh = decode("anthropic", body, WORDS)
+    again = decode("anthropic", body, WORDS, previous=previous)
+    assert again.messages == fresh.messages and again.index == fresh.index
+    assert again.derived_ids == fresh.derived_ids and again.sources == fresh.sources
+    assert again.extra == fresh.extra
+    assert encode(again, again.messages).payload == body

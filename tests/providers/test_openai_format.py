@@ -174,3 +174,17 @@ def test_any_budget_gives_a_valid_payload_with_the_question(payload, budget, str
     if isinstance(question["content"], list):  # the non-text parts are all there
         assert [p for p in last["content"] if p["type"] != "text"] == \
             [p for p in question["content"] if p["type"] != "text"]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(payload=openai_payloads(), cut=st.integers(0, 30), edit=st.booleans())
+def test_decoding_with_the_previous_turn_gives_the_same_result(payload, cut, edit):
+    earlier = {**payload, "messages": copy.deepcopy(payload["messages"][:cut])}
+    if edit and earlier["messages"]:
+        earlier["messages"][-1] = {"role": "user", "content": "an edited turn"}
+    previous = decode("openai", earlier, WORDS)
+    fresh, again = decode("openai", payload, WORDS), decode("openai", payload, WORDS,
+                                                            previous=previous)
+    assert again.messages == fresh.messages and again.index == fresh.index
+    assert again.derived_ids == fresh.derived_ids and again.sources == fresh.sources
+    assert encode(again, again.messages).payload == payload

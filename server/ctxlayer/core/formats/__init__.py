@@ -57,9 +57,12 @@ def detect(payload: dict) -> Format:
     return "openai" if openai_like else "ctxlayer"
 
 
-def decode(fmt: Format, payload: dict, counter: Tokenizer) -> Decoded:
-    """The engine's view of `payload` in format `fmt`."""
-    return _codec(fmt).decode(payload, counter)
+def decode(fmt: Format, payload: dict, counter: Tokenizer, *, previous: Decoded | None = None
+           ) -> Decoded:
+    """The engine's view of `payload` in format `fmt`. `previous`, the Decoded of the same
+    conversation's previous turn, lets the messages it shares with this one be taken over
+    instead of read again (the result is the same either way)."""
+    return _codec(fmt).decode(payload, counter, previous)
 
 
 def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequence[int] = ()

@@ -29,6 +29,7 @@ from ctxlayer.core.formats.common import (
     expect_str,
     messages_of,
     replace_text,
+    reusable_prefix,
 )
 from ctxlayer.core.tokens import Tokenizer
 from ctxlayer.protocol import Message, ToolCall
@@ -202,12 +203,23 @@ class _Reader:
                          ("msg", i, (k,)), None, f)
 
 
-def decode(payload: dict, counter: Tokenizer) -> Decoded:
+def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -> Decoded:
     raw = messages_of(payload)
     r = _Reader(payload, counter)
-    r.system(payload.get("system"))
-    for i, native in enumerate(raw):
-        r.message(i, native)
+    same = reusable_prefix(previous, "anthropic", raw, counter)
+    if previous is not None and same and payload.get("system") == previous.payload.get("system"):
+        pieces = previous.extra["pieces"]
+        upto = sum(1 for s in previous.sources if s[0] == "system") + \
+            sum(len(pieces[i]) for i in range(same))
+        r.msgs, r.sources = previous.messages[:upto], previous.sources[:upto]
+        r.index = {m.id: k for k, m in enumerate(r.msgs)}  # type: ignore[misc]
+        r.derived = {m.id for m in r.msgs if m.id in previous.derived_ids}  # type: ignore[misc]
+        r.pieces = {i: pieces[i] for i in range(same)}
+    else:
+        same = 0
+        r.system(payload.get("system"))
+    for i in range(same, len(raw)):
+        r.message(i, raw[i])
     return Decoded(fmt="anthropic", messages=r.msgs, payload=payload, sources=r.sources,
                    index=r.index, derived_ids=r.derived, counter=counter,
                    extra={"pieces": r.pieces})

@@ -50,6 +50,19 @@ class Encoded:
     system_breakpoints: int = 0
 
 
+def reusable_prefix(previous: Decoded | None, fmt: str, raw: list, counter: Any) -> int:
+    """How many leading native messages are the same as in `previous` (the decode of this
+    conversation's previous turn): their engine messages are taken over instead of read again.
+    Only with the same counter (part costs depend on it)."""
+    if previous is None or previous.fmt != fmt or previous.counter is not counter:
+        return 0
+    old = previous.payload.get("messages") or []
+    n, k = min(len(old), len(raw)), 0
+    while k < n and (raw[k] is old[k] or raw[k] == old[k]):
+        k += 1
+    return k
+
+
 def bad(where: str, what: str) -> ContextError:
     return ContextError("invalid", f"{where}: {what}", field=where)
 

@@ -18,7 +18,7 @@ from ctxlayer.protocol import Message
 FIELDS = frozenset(f.encode_name for f in msgspec.structs.fields(Message))
 
 
-def decode(payload: dict, counter: Tokenizer) -> Decoded:
+def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -> Decoded:
     raw = messages_of(payload)
     msgs: list[Message] = []
     index: dict[str, int] = {}

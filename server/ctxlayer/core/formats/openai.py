@@ -25,6 +25,7 @@ from ctxlayer.core.formats.common import (
     expect_str,
     messages_of,
     replace_text,
+    reusable_prefix,
 )
 from ctxlayer.core.tokens import Tokenizer
 from ctxlayer.protocol import Message, ToolCall
@@ -104,12 +105,14 @@ def _tool_calls(value: Any, where: str) -> list[ToolCall]:
     return calls
 
 
-def decode(payload: dict, counter: Tokenizer) -> Decoded:
+def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -> Decoded:
     raw = messages_of(payload)
-    msgs: list[Message] = []
-    index: dict[str, int] = {}
-    derived: set[str] = set()
-    for i, native in enumerate(raw):
+    same = reusable_prefix(previous, "openai", raw, counter)
+    msgs: list[Message] = previous.messages[:same] if previous else []
+    index: dict[str, int] = {m.id: k for k, m in enumerate(msgs)}  # type: ignore[misc]
+    derived = {m.id for m in msgs if m.id in previous.derived_ids} if previous else set()
+    for i in range(same, len(raw)):
+        native = raw[i]
         where = f"messages[{i}]"
         native = expect_dict(native, where)
         role = native.get("role")
