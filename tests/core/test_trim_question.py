@@ -35,11 +35,24 @@ def test_a_long_question_is_shortened_and_history_still_fits(strategy):
     assert q.startswith("Summarize this:") and q.endswith("END OF TEXT")
     assert "omitted" in q
     assert report.tokens == conversation_tokens(report.messages, WORDS) <= 8000
-    # the question takes about half of the room, not all of it
-    assert 3000 <= WORDS.count(q) <= 4100
+    # a short history is kept whole and the question takes the rest of the room
+    assert WORDS.count(q) >= 7000
     entry = next(e for e in report.truncated if e.message_id == "q")
     assert entry.action == "truncated" and "newest user message" in entry.reason
-    assert entry.tokens_before > 20_000 > 4100 >= entry.tokens_after
+    assert entry.tokens_before > 20_000 > 8000 >= entry.tokens_after
+
+
+@pytest.mark.parametrize("strategy", ["pipeline", "priority"])
+def test_a_long_question_shares_the_room_with_a_long_history(strategy):
+    msgs = chat(long_question(20_000))
+    history = [Message(role="user" if k % 2 == 0 else "assistant", id=f"h{k}",
+                       content=" ".join(["h"] * 200)) for k in range(100)]
+    msgs = [msgs[0], *history, *msgs[1:]]
+    report = trim(msgs, 8000, WORDS, options=TrimOptions(strategy=strategy))
+    q = report.messages[-1]
+    assert q.id == "q" and 3500 <= WORDS.count(q.content) <= 4100
+    assert report.tokens > 7500  # the other half went to the newest history
+    assert [m.id for m in report.messages][-3:] == ["u1", "a1", "q"]
 
 
 def test_a_question_that_fits_is_left_whole_and_history_goes():

@@ -30,8 +30,9 @@ Retrieved documents are capped in number and size first (T12). Then:
   P2 older history (truncate, then drop oldest first), then P1 recent messages; P0 (system and
   pinned) never.
 The newest user message (the question) is always kept: when it alone does not fit beside the
-pinned content it is shortened to half of the room left (head and tail, an outline for JSON or
-a log), and only when even that is impossible is it ContextError("pinned_over_budget").
+pinned content it is shortened (head and tail, an outline for JSON or a log) to what the rest
+of the history leaves of the room, at least half of it; only when even that is impossible is
+it ContextError("pinned_over_budget").
 Pinned content alone over the budget raises ContextError("pinned_over_budget"). Trimming a
 trimmed result changes nothing. Shortened messages keep their ids.
 """

@@ -154,8 +154,9 @@ def check_fixed(w: Work, fixed: set[int], budget: int) -> int:
 def fit_fixed(w: Work, fixed: set[int], budget: int, sh: Shortener) -> int:
     """Make what is always kept fit, and return the room left for the rest: the longest fixed
     messages are shortened first; if the question still does not fit beside the pinned
-    content, it keeps its head and tail (an outline for a tool output or log) in half of the
-    room, so that some history still fits beside it."""
+    content, it keeps its head and tail (an outline for JSON or a log) in what the history
+    leaves of the room, but never less than half of it: a short history is kept whole beside
+    it, a long one shares the room."""
     over = w.fmt.reply_priming + sum(w.tokens[i] for i in fixed) - budget
     if over > 0:
         shorten_longest(w, list(fixed), over, sh)
@@ -164,7 +165,8 @@ def fit_fixed(w: Work, fixed: set[int], budget: int, sh: Shortener) -> int:
         others = w.fmt.reply_priming + sum(w.tokens[i] for i in fixed if i != q)
         room = budget - others
         if w.tokens[q] > room:
-            body = room // 2 - w.extra[q]
+            history = sum(w.tokens[i] for i in range(len(w.msgs)) if w.alive[i] and i not in fixed)
+            body = max(room // 2, room - history) - w.extra[q]
             if body < 2 * MIN_QUESTION:  # too little to halve: it takes all of the room
                 body = room - w.extra[q]
             if body >= MIN_QUESTION:  # below that nothing of the question would be left
