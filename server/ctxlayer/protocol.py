@@ -12,7 +12,7 @@ Renaming or removing a field or method is a breaking change: bump PROTOCOL_VERSI
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -28,22 +28,38 @@ Strategy = Literal["pipeline", "priority"]
 ToolFormat = Literal["markdown", "xml", "tool"]
 ContextMode = Literal["full", "selective"]
 PartName = Literal["tree", "git", "agentFiles", "files"]
+#: how messages are shaped: ctxlayer's Message, or a provider's own request format
+Format = Literal["ctxlayer", "openai", "anthropic"]
+#: what a live conversation came through
+Source = Literal["gateway", "prepare", "session"]
 
 
 class Wire(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True):
     """Base of every wire struct: camelCase on the wire, unset optionals omitted."""
 
 
+class Strict(Wire, forbid_unknown_fields=True):
+    """A wire struct of ctxlayer's own format: an unknown (misspelled) field is an error."""
+
+
+#: messages in the request's `format`: Message objects for "ctxlayer", the provider's own
+#: message objects (passed through untouched) for "openai" and "anthropic"
+FormatMessages = Annotated[list[Any], msgspec.Meta(extra_json_schema={
+    "items": {"anyOf": [{"$ref": "#/$defs/Message"}, {"type": "object"}]},
+    "description": "Message objects (format ctxlayer) or the provider's message objects",
+})]
+
+
 # --- shared types -------------------------------------------------------------------------
 
 
-class ToolCall(Wire):
+class ToolCall(Strict):
     id: str
     name: str
     arguments: str = ""
 
 
-class Message(Wire):
+class Message(Strict):
     """One chat message. Policy lives in its fields (pinned, priority, ephemeral_ttl, kind)."""
 
     role: Role
@@ -91,6 +107,11 @@ class Budget(Wire):
     session_id: str | None = None
     next_compaction_at: int | None = None
     error_band: float | None = None
+    #: set when the budget is a live chat's (ctx/prepare or the gateway)
+    conversation_id: str | None = None
+    source: Source | None = None
+    #: tokens of the last request that the provider read from its cache (its usage report)
+    cached_tokens: int | None = None
 
 
 # --- ctx/segment ----------------------------------------------------------------------------
@@ -148,6 +169,10 @@ class SystemPromptParams(Wire):
     context_mode: ContextMode = "full"
     include: list[str] | None = None
     dynamic: DynamicContext | None = None
+    compact: bool = False  # the short variant of every guidance text
+    user_identity: str | None = None  # who the user is (interactive prompts only)
+    #: the dynamic section gets a digest of this workspace's earlier sessions
+    session_history: bool = False
 
 
 class PromptSection(Wire):
@@ -172,7 +197,9 @@ class SystemPromptResult(Wire):
 class CountParams(Wire):
     model: str | None = None
     texts: list[str] | None = None
-    messages: list[Message] | None = None
+    messages: FormatMessages | None = None
+    format: Format = "ctxlayer"
+    system: Any = None  # anthropic: the request's system (a string or text blocks)
 
 
 class CountResult(Wire):
@@ -184,20 +211,23 @@ class CountResult(Wire):
 
 
 class TrimParams(Wire):
-    messages: list[Message]
+    messages: FormatMessages
     model: str | None = None
     budget: int | None = None
     reserve_output: int | None = None
     docs: list[str] | None = None
-    strategy: Strategy = "pipeline"
+    strategy: Strategy | None = None  # None: `[trim] strategy` of the workspace config
+    format: Format = "ctxlayer"
+    system: Any = None  # anthropic: the request's system (a string or text blocks)
 
 
 class TrimResult(Wire):
-    messages: list[Message]
+    messages: FormatMessages
     tokens: int
     budget: int
     dropped: list[AuditEntry]
     truncated: list[AuditEntry]
+    system: Any = None  # anthropic: the fitted system
 
 
 # --- sessions -----------------------------------------------------------------------------------
@@ -220,10 +250,11 @@ class SessionOpenResult(Wire):
 
 class SessionAppendParams(Wire):
     session_id: str
-    messages: list[Message]
+    messages: FormatMessages
+    format: Format = "ctxlayer"
 
 
-class WorkingItemSpec(Wire):
+class WorkingItemSpec(Strict):
     kind: str
     content: str
     id: str | None = None
@@ -240,7 +271,7 @@ class SessionAddItemResult(Wire):
     item_id: str
 
 
-class RuleSpec(Wire):
+class RuleSpec(Strict):
     text: str
     weight: float = 1.0
     id: str | None = None
@@ -277,6 +308,7 @@ class AssembleParams(Wire):
     session_id: str
     budget: int | None = None
     system_prompt: SystemPromptParams | None = None
+    format: Format = "ctxlayer"  # the format of the result's messages
 
 
 class AssembleTokens(Wire):
@@ -294,7 +326,7 @@ class ModeSuggestion(Wire):
 
 
 class AssembleResult(Wire):
-    messages: list[Message]
+    messages: FormatMessages
     cache_boundary: int | None
     tokens: AssembleTokens
     budget: int
@@ -303,6 +335,7 @@ class AssembleResult(Wire):
     compacted: bool
     mode_suggestion: ModeSuggestion | None = None
     cache_reuse_tokens: int | None = None
+    system: Any = None  # format anthropic: the system blocks (messages hold no system turn)
 
 
 class SessionCompactParams(Wire):
@@ -363,6 +396,67 @@ class InspectResult(Wire):
     html: str
 
 
+# --- chats that resend their whole history: ctx/prepare, conversations, why, restore ------------
+
+
+class PrepareParams(Wire):
+    """ctx/prepare: the provider request a chat is about to send; the result is what to send."""
+
+    request: dict
+    format: Format = "openai"
+    model: str | None = None  # else request.model
+    budget: int | None = None
+    reserve_output: int | None = None
+    conversation_id: str | None = None
+
+
+class PrepareResult(Wire):
+    request: dict  # every field the client set, with messages (and system) fitted
+    conversation_id: str
+    session_id: str
+    tokens: int
+    budget: int
+    dropped: list[AuditEntry]
+    truncated: list[AuditEntry]
+    compacted: bool
+    cache_reuse_tokens: int
+    cache_breakpoints: list[int] = []
+    notice: str | None = None
+
+
+class ConversationInfo(Wire):
+    conversation_id: str
+    session_id: str
+    model: str
+    source: Source
+    tokens: int
+    budget: int
+    cache_reuse_tokens: int
+    dropped: int
+    updated_at: str
+    cached_tokens: int | None = None  # the provider's last usage report, when there was one
+
+
+class ConversationsResult(Wire):
+    conversations: list[ConversationInfo]
+
+
+class WhyParams(Wire):
+    conversation_id: str | None = None
+    session_id: str | None = None
+    message_id: str | None = None
+
+
+class WhyResult(Wire):
+    entries: list[AuditEntry]
+
+
+class RestoreParams(Wire):
+    message_id: str
+    conversation_id: str | None = None
+    session_id: str | None = None
+
+
 # --- server to client ---------------------------------------------------------------------------
 
 
@@ -394,6 +488,36 @@ class InitializationOptions(Wire):
     config: dict | None = None
 
 
+class ModeInfo(Wire):
+    """One task mode: the shares of the budget for rules and working memory, and their cap."""
+
+    rules_share: float
+    working_share: float
+    cap: int
+
+
+class GatewayUrls(Wire):
+    """Base URLs of the HTTP gateway: `openai` ends in /v1; `anthropic` is what Anthropic SDKs
+    take as their base URL."""
+
+    openai: str
+    anthropic: str
+
+
+class ServerAnnouncement(Wire):
+    """`capabilities.experimental.ctxlayer` of the initialize result: what editors read instead
+    of guessing (methods, the defaults of this workspace, the gateway when it runs)."""
+
+    protocol_version: str
+    methods: list[str]
+    notifications: list[str]
+    model: str
+    default_budget: int
+    default_mode: Mode
+    modes: dict[str, ModeInfo]
+    gateway: GatewayUrls | None = None
+
+
 # --- methods -------------------------------------------------------------------------------------
 
 #: request method -> (params struct, result struct)
@@ -416,6 +540,10 @@ REQUESTS: dict[str, tuple[type[Wire], type[Wire]]] = {
     "ctx/session/list": (Empty, SessionListResult),
     "ctx/session/close": (SessionRef, Empty),
     "ctx/inspect": (InspectParams, InspectResult),
+    "ctx/prepare": (PrepareParams, PrepareResult),
+    "ctx/conversations": (Empty, ConversationsResult),
+    "ctx/why": (WhyParams, WhyResult),
+    "ctx/restore": (RestoreParams, Empty),
 }
 
 #: server -> client notifications
@@ -434,11 +562,12 @@ ERROR_PINNED_OVER_BUDGET = -32001
 ERROR_UNKNOWN_SESSION = -32002
 ERROR_OUTSIDE_WORKSPACE = -32003
 ERROR_UNAUTHORIZED = -32004  # TCP: the first message was not an initialize with the token
+ERROR_STORE = -32005  # the sessions database failed (locked, disk full, unreadable)
 
 
 def json_schema() -> dict:
     """The JSON Schema of every wire type, keyed by method, as `ctxlayer schema` prints it."""
-    types: list[type] = [InitializationOptions, Message, AuditEntry, Budget]
+    types: list[type] = [InitializationOptions, ServerAnnouncement, Message, AuditEntry, Budget]
     for params, result in (*REQUESTS.values(), *SERVER_REQUESTS.values()):
         types += [params, result]
     types += list(NOTIFICATIONS.values())
@@ -462,6 +591,7 @@ def json_schema() -> dict:
             "unknownSession": ERROR_UNKNOWN_SESSION,
             "outsideWorkspace": ERROR_OUTSIDE_WORKSPACE,
             "unauthorized": ERROR_UNAUTHORIZED,
+            "store": ERROR_STORE,
         },
         "$defs": components,
     }

@@ -278,7 +278,10 @@ class AsyncClient:
             messages=list(messages) if messages is not None else None, model=model))
 
     async def trim(self, messages: Sequence[protocol.Message], **params: Any) -> protocol.TrimResult:
-        return await self.call("ctx/trim", protocol.TrimParams(messages=list(messages), **params))
+        result = await self.call("ctx/trim", protocol.TrimParams(messages=list(messages), **params))
+        if params.get("format", "ctxlayer") == "ctxlayer":  # typed messages back, as sent
+            result.messages = msgspec.convert(result.messages, list[protocol.Message])
+        return result
 
     # -- closing -------------------------------------------------------------------------------
 

@@ -12,6 +12,38 @@ export interface InitializationOptions {
   config?: {} | null;
 }
 /**
+ * `capabilities.experimental.ctxlayer` of the initialize result: what editors read instead
+ * of guessing (methods, the defaults of this workspace, the gateway when it runs).
+ */
+export interface ServerAnnouncement {
+  protocolVersion: string;
+  methods: string[];
+  notifications: string[];
+  model: string;
+  defaultBudget: number;
+  defaultMode: "debug" | "deep" | "short";
+  modes: {
+    [k: string]: ModeInfo | undefined;
+  };
+  gateway?: GatewayUrls | null;
+}
+/**
+ * One task mode: the shares of the budget for rules and working memory, and their cap.
+ */
+export interface ModeInfo {
+  rulesShare: number;
+  workingShare: number;
+  cap: number;
+}
+/**
+ * Base URLs of the HTTP gateway: `openai` ends in /v1; `anthropic` is what Anthropic SDKs
+ * take as their base URL.
+ */
+export interface GatewayUrls {
+  openai: string;
+  anthropic: string;
+}
+/**
  * One chat message. Policy lives in its fields (pinned, priority, ephemeral_ttl, kind).
  */
 export interface Message {
@@ -54,6 +86,9 @@ export interface Budget {
   sessionId?: string | null;
   nextCompactionAt?: number | null;
   errorBand?: number | null;
+  conversationId?: string | null;
+  source?: ("gateway" | "prepare" | "session") | null;
+  cachedTokens?: number | null;
 }
 export interface ByLayer {
   system?: number;
@@ -95,6 +130,9 @@ export interface SystemPromptParams {
   contextMode?: "full" | "selective";
   include?: string[] | null;
   dynamic?: DynamicContext | null;
+  compact?: boolean;
+  userIdentity?: string | null;
+  sessionHistory?: boolean;
 }
 export interface ToolSpec {
   name: string;
@@ -122,26 +160,43 @@ export interface PromptSection {
 export interface CountParams {
   model?: string | null;
   texts?: string[] | null;
-  messages?: Message[] | null;
+  messages?: (Message | {})[] | null;
+  format?: "anthropic" | "ctxlayer" | "openai";
+  system?: {
+    [k: string]: unknown | undefined;
+  };
 }
 export interface CountResult {
   tokens: number[];
   total: number;
 }
 export interface TrimParams {
-  messages: Message[];
+  /**
+   * Message objects (format ctxlayer) or the provider's message objects
+   */
+  messages: (Message | {})[];
   model?: string | null;
   budget?: number | null;
   reserveOutput?: number | null;
   docs?: string[] | null;
-  strategy?: "pipeline" | "priority";
+  strategy?: ("pipeline" | "priority") | null;
+  format?: "anthropic" | "ctxlayer" | "openai";
+  system?: {
+    [k: string]: unknown | undefined;
+  };
 }
 export interface TrimResult {
-  messages: Message[];
+  /**
+   * Message objects (format ctxlayer) or the provider's message objects
+   */
+  messages: (Message | {})[];
   tokens: number;
   budget: number;
   dropped: AuditEntry[];
   truncated: AuditEntry[];
+  system?: {
+    [k: string]: unknown | undefined;
+  };
 }
 export interface SessionOpenParams {
   sessionId?: string | null;
@@ -158,7 +213,11 @@ export interface SessionOpenResult {
 }
 export interface SessionAppendParams {
   sessionId: string;
-  messages: Message[];
+  /**
+   * Message objects (format ctxlayer) or the provider's message objects
+   */
+  messages: (Message | {})[];
+  format?: "anthropic" | "ctxlayer" | "openai";
 }
 export interface SessionAddItemParams {
   sessionId: string;
@@ -201,9 +260,13 @@ export interface AssembleParams {
   sessionId: string;
   budget?: number | null;
   systemPrompt?: SystemPromptParams | null;
+  format?: "anthropic" | "ctxlayer" | "openai";
 }
 export interface AssembleResult {
-  messages: Message[];
+  /**
+   * Message objects (format ctxlayer) or the provider's message objects
+   */
+  messages: (Message | {})[];
   cacheBoundary: number | null;
   tokens: AssembleTokens;
   budget: number;
@@ -212,6 +275,9 @@ export interface AssembleResult {
   compacted: boolean;
   modeSuggestion?: ModeSuggestion | null;
   cacheReuseTokens?: number | null;
+  system?: {
+    [k: string]: unknown | undefined;
+  };
 }
 export interface AssembleTokens {
   total: number;
@@ -276,6 +342,58 @@ export interface InspectParams {
 export interface InspectResult {
   html: string;
 }
+/**
+ * ctx/prepare: the provider request a chat is about to send; the result is what to send.
+ */
+export interface PrepareParams {
+  request: {};
+  format?: "anthropic" | "ctxlayer" | "openai";
+  model?: string | null;
+  budget?: number | null;
+  reserveOutput?: number | null;
+  conversationId?: string | null;
+}
+export interface PrepareResult {
+  request: {};
+  conversationId: string;
+  sessionId: string;
+  tokens: number;
+  budget: number;
+  dropped: AuditEntry[];
+  truncated: AuditEntry[];
+  compacted: boolean;
+  cacheReuseTokens: number;
+  cacheBreakpoints?: number[];
+  notice?: string | null;
+}
+export interface ConversationsResult {
+  conversations: ConversationInfo[];
+}
+export interface ConversationInfo {
+  conversationId: string;
+  sessionId: string;
+  model: string;
+  source: "gateway" | "prepare" | "session";
+  tokens: number;
+  budget: number;
+  cacheReuseTokens: number;
+  dropped: number;
+  updatedAt: string;
+  cachedTokens?: number | null;
+}
+export interface WhyParams {
+  conversationId?: string | null;
+  sessionId?: string | null;
+  messageId?: string | null;
+}
+export interface WhyResult {
+  entries: AuditEntry[];
+}
+export interface RestoreParams {
+  messageId: string;
+  conversationId?: string | null;
+  sessionId?: string | null;
+}
 export interface SummarizeParams {
   messages: Message[];
   instructions: string;
@@ -310,6 +428,10 @@ export interface Requests {
   "ctx/session/list": { params: Empty; result: SessionListResult };
   "ctx/session/close": { params: SessionRef; result: Empty };
   "ctx/inspect": { params: InspectParams; result: InspectResult };
+  "ctx/prepare": { params: PrepareParams; result: PrepareResult };
+  "ctx/conversations": { params: Empty; result: ConversationsResult };
+  "ctx/why": { params: WhyParams; result: WhyResult };
+  "ctx/restore": { params: RestoreParams; result: Empty };
 }
 
 export interface ServerRequests {
@@ -326,4 +448,5 @@ export const ErrorCodes = {
   unknownSession: -32002,
   outsideWorkspace: -32003,
   unauthorized: -32004,
+  store: -32005,
 } as const;

@@ -177,7 +177,7 @@ export class BudgetController {
   /** The prompt as text: assembled when there are sessions, else the system prompt. */
   async assembledText(): Promise<string> {
     const messages: Message[] = this.sessionId
-      ? (await this.assemble()).messages
+      ? ((await this.assemble()).messages as Message[]) // format ctxlayer: Message objects
       : (await this.need().systemPrompt({ model: this.settings.model })).messages;
     return messages.map((m) => `## ${m.role}\n\n${m.content}`).join("\n\n");
   }
@@ -206,7 +206,7 @@ export class BudgetController {
     const client = this.need();
     if (this.sessionId) return (await client.inspect({ sessionId: this.sessionId })).html;
     const messages =
-      this.lastTrim?.params.messages ??
+      (this.lastTrim?.params.messages as Message[] | undefined) ??
       (await client.systemPrompt({ model: this.settings.model })).messages;
     const budget = this.settings.budget ?? this.lastTrim?.result.budget ?? this.budget?.limit;
     return (await client.inspect({ messages, budget, model: this.settings.model })).html;

@@ -61,14 +61,17 @@ def field_error(error: msgspec.ValidationError) -> tuple[str | None, str]:
     return (path or None), message
 
 
-def parse(params: Any, struct: type[T]) -> T:
-    """Validate a request's params; absent params mean {}. Raises -32602 naming the field."""
+def parse(params: Any, struct: Any, at: str = "") -> Any:
+    """Validate a request's params (or the part of them at `at`, e.g. "messages"); absent
+    params mean {}. Raises -32602 naming the field."""
     if params is None:
         params = {}
     try:
         return msgspec.convert(params, struct)
     except msgspec.ValidationError as exc:
         field, message = field_error(exc)
+        if at:
+            field = at if not field else at + (field if field.startswith("[") else "." + field)
         raise invalid_params(field, message) from None
 
 

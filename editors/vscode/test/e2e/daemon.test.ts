@@ -118,7 +118,7 @@ describe("the extension's controller on the real daemon", () => {
     const trimmed = await controller.trim({ messages, budget: 600 });
     expect(trimmed.tokens).toBeLessThanOrEqual(600);
     expect(trimmed.dropped.length).toBeGreaterThan(0);
-    expect(trimmed.messages.at(-1)?.id).toBe("m29");
+    expect((trimmed.messages.at(-1) as { id?: string } | undefined)?.id).toBe("m29");
     const counted = await controller.count({ texts: ["hello world"] });
     expect(counted.total).toBe(2);
   });
