@@ -229,3 +229,16 @@ def test_decoding_with_the_previous_turn_gives_the_same_result(body, cut, edit):
     assert again.derived_ids == fresh.derived_ids and again.sources == fresh.sources
     assert again.extra == fresh.extra
     assert encode(again, again.messages).payload == body
+
+
+def test_a_shortened_message_keeps_its_cache_marker():
+    long_text = "intro\n```py\n" + "\n".join(f"x{k} = {k}" for k in range(400)) + "\n```\nend"
+    body = request({"role": "user", "content": [
+        {"type": "text", "text": long_text},
+        {"type": "text", "text": "and more", "cache_control": {"type": "ephemeral"}}]})
+    d = decode("anthropic", body, WORDS)
+    report = trim(d.messages, 200, WORDS, options=AS_SENT)
+    out = encode(d, report.messages)
+    blocks = out.payload["messages"][0]["content"]
+    assert len(blocks) == 1 and blocks[0]["cache_control"] == {"type": "ephemeral"}
+    assert "x0 = 0" in blocks[0]["text"] and len(blocks[0]["text"]) < len(long_text)

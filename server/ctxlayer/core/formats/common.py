@@ -113,16 +113,21 @@ def client_id(native: dict) -> str | None:
 def replace_text(parts: list, text: str, is_text: Callable[[Any], bool]) -> list:
     """The parts with `text` in the first text part and the other text parts removed; every
     non-text part stays where it was."""
-    out, placed = [], False
+    out, first = [], None
+    marker = None  # a cache_control on a text part that goes moves to the one that stays
     for p in parts:
         if is_text(p):
-            if not placed:
+            if first is None:
+                first = len(out)
                 out.append({**p, "text": text})
-                placed = True
+            elif p.get("cache_control") is not None:
+                marker = p["cache_control"]
             continue
         out.append(p)
-    if not placed:
+    if first is None:
         out.insert(0, {"type": "text", "text": text})
+    elif marker is not None and out[first].get("cache_control") is None:
+        out[first]["cache_control"] = marker
     return out
 
 
