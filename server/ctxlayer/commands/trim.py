@@ -37,8 +37,8 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from pathlib import Path
 
-    from ctxlayer.core.formats import encode
-    from ctxlayer.core.trim import TrimOptions, trim
+    from ctxlayer.core.formats import encode, trim_options
+    from ctxlayer.core.trim import trim
     from ctxlayer.tokenizers import counter_for, model_info
     from ctxlayer.workspace.attachments import attached_paths, read_attachments
 
@@ -50,9 +50,8 @@ def run(args) -> int:
                              if args.reserve_output else info.default_budget)
     docs = [read_input(d) for d in args.doc]
     attachments = read_attachments(Path(args.workspace), attached_paths(messages))
-    report = trim(messages, budget, counter, options=TrimOptions(strategy=args.strategy,
-                                                     rewrite_when_fits=decoded.fmt == "ctxlayer"),
-                  docs=docs, attachments=attachments)
+    report = trim(messages, budget, counter, docs=docs, attachments=attachments,
+                  options=trim_options(decoded.fmt, strategy=args.strategy))
     encoded = encode(decoded, report.messages)
     dropped = [*report.dropped, *(e for e in encoded.audit if e.action == "dropped")]
     truncated = [*report.truncated, *(e for e in encoded.audit if e.action != "dropped")]

@@ -15,9 +15,11 @@ from collections.abc import Sequence
 from ctxlayer.core.formats import anthropic, ctxlayer, openai
 from ctxlayer.core.formats.common import FORMATS, Decoded, Encoded, Format, bad
 from ctxlayer.core.tokens import Tokenizer
+from ctxlayer.core.trim import TrimOptions
 from ctxlayer.protocol import Message
 
-__all__ = ["FORMATS", "Decoded", "Encoded", "Format", "decode", "detect", "encode"]
+__all__ = ["FORMATS", "Decoded", "Encoded", "Format", "decode", "detect", "encode",
+           "trim_options"]
 
 _CODECS = {"ctxlayer": ctxlayer, "openai": openai, "anthropic": anthropic}
 
@@ -70,3 +72,9 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
     """`decoded.payload` with its conversation replaced by `kept` (a subsequence of
     decoded.messages as the trim engine returns it, ids kept)."""
     return _codec(decoded.fmt).encode(decoded, kept, cache_breakpoints=cache_breakpoints)
+
+
+def trim_options(fmt: Format, **fields) -> TrimOptions:
+    """TrimOptions for a conversation in `fmt`: in a provider format a request that fits its
+    budget is sent as it came (no dedup, no reasoning stripped), so that it comes back equal."""
+    return TrimOptions(rewrite_when_fits=fmt == "ctxlayer", **fields)
