@@ -41,7 +41,7 @@ H.run(function()
 
   -- A first short chat.
   local first, err = ctxlayer.request("ctx/prepare", {
-    format = "ctxlayer",
+    format = "openai",
     request = { model = "gpt-4o", messages = { { role = "system", content = "You are terse." }, { role = "user", content = "What does src/app.py print?" } } },
   })
   H.must(first ~= nil, "ctx/prepare answers", err)
@@ -57,7 +57,7 @@ H.run(function()
   -- A long chat into a small budget: its last turn cuts, and :Ctxlayer why says what and why.
   H.clear_notes()
   local long, lerr = ctxlayer.request("ctx/prepare", {
-    format = "ctxlayer",
+    format = "openai",
     budget = 1500,
     request = { model = "gpt-4o", messages = chat(30, "You are a build assistant.") },
   })
@@ -91,7 +91,7 @@ H.run(function()
   table.insert(again_messages, { role = "assistant", content = "Job 2903 was the slowest." })
   table.insert(again_messages, { role = "user", content = "Thanks. Which host ran it?" })
   H.clear_notes()
-  local again = ctxlayer.request("ctx/prepare", { format = "ctxlayer", budget = 1500, conversationId = long.conversationId,
+  local again = ctxlayer.request("ctx/prepare", { format = "openai", budget = 1500, conversationId = long.conversationId,
     request = { model = "gpt-4o", messages = again_messages } })
   H.must(again ~= nil and again.conversationId == long.conversationId, "the next turn is the same conversation")
   H.wait(function()
