@@ -1,13 +1,13 @@
-"""The rolling summary's parts that never depend on a model (T7, seed 002).
+"""The rolling summary's parts that never depend on a model.
 
-- ``hard_constraints``: the user's hard constraints, taken sentence by sentence from user
-  messages ("must", "never", "do not", "only", 必须, 禁止...). They are kept verbatim in every
-  summary, whatever a summarizer returns, so a weak summarizer cannot lose them.
+The user's hard constraints are found in constraints.py and kept verbatim in every summary,
+whatever a summarizer returns, so a weak summarizer cannot lose them.
 - ``offline_summary``: the extractive decided/open summary used when no client summarizer
   answers (or none was declared): sentences with decision cues and open questions, newest kept
   first when space runs out, merged with the previous summary.
+- ``off_topic``: whether a client's summary shares almost nothing with the text it replaces;
 - ``SUMMARY_INSTRUCTIONS`` and ``render_summary``: what a client summarizer is asked and how
-  the summary message reads (three parts plus the facts ledger).
+  the summary message reads (decided/open, hard constraints, action log, facts ledger).
 Must not: call a model or know about the wire beyond Message.
 """
 
@@ -19,22 +19,6 @@ from ctxlayer.core.text import normalized_hash
 from ctxlayer.protocol import Message
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
-# A hard constraint: an order with must / never / do not..., or a sentence that starts with
-# "only", "always", "never" (mid-sentence "only" and "always" are too often descriptive).
-_CONSTRAINT = re.compile(
-    r"\b(must|mustn't|never|do not|don't|required to|is required|make sure|"
-    r"under no circumstances|at all times|no more than|not allowed|forbidden)\b"
-    r"|^\W*(only|always|avoid|keep)\b"
-    r"|必须|禁止|不要|不能|不得|务必|一律|只能|不可",
-    re.IGNORECASE,
-)
-#: every _CONSTRAINT match contains one of these (lowercased): a message without any is skipped
-#: without splitting it into sentences
-_CONSTRAINT_WORDS = (
-    "must", "never", "do not", "don't", "required", "make sure", "under no circumstances",
-    "at all times", "no more than", "not allowed", "forbidden", "only", "always", "avoid",
-    "keep", "必须", "禁止", "不要", "不能", "不得", "务必", "一律", "只能", "不可",
-)
 _DECIDED = re.compile(
     r"\b(decided|decision|agreed|we will|we'll|going with|chose|chosen|settled|use|using|"
     r"fixed|done|resolved|confirmed|switched to|implemented|merged)\b|决定|确认|已完成|采用",
@@ -65,25 +49,6 @@ SUMMARY_INSTRUCTIONS = (
 def sentences(text: str) -> list[str]:
     """Sentences split at . ! ? followed by a space, at 。！？ and at line ends."""
     return [s.strip() for s in _SENTENCE_END.split(text) if len(s.strip()) > 3]
-
-
-def hard_constraints(messages: list[Message], previous: list[str] = ()) -> list[str]:
-    """The user's hard-constraint sentences, previous ones first, duplicates removed."""
-    seen = {normalized_hash(c) for c in previous}
-    out = list(previous)
-    for msg in messages:
-        if msg.role != "user" or msg.kind in ("summary", "toolOutput", "doc"):
-            continue
-        lowered = msg.content.lower()
-        if not any(word in lowered for word in _CONSTRAINT_WORDS):
-            continue
-        for sentence in sentences(msg.content):
-            if _CONSTRAINT.search(sentence):
-                key = normalized_hash(sentence)
-                if key not in seen:
-                    seen.add(key)
-                    out.append(" ".join(sentence.split()))
-    return out
 
 
 def offline_summary(messages: list[Message], previous: str, max_chars: int) -> str:
@@ -165,12 +130,44 @@ def _section(title: str, items: list[str]) -> str:
     return f"{title}:\n" + ("\n".join(f"- {i}" for i in items) if items else "- (none)")
 
 
-def render_summary(replaced: int, summary: str, constraints: list[str], ledger: str) -> str:
-    """The summary message's text: header, decided/open, hard constraints, facts ledger."""
+_WORD = re.compile(r"[^\W\d_]{4,}")
+#: of a client summary's words, at least this share must occur in the text it replaces
+MIN_OVERLAP = 0.15
+#: the newest characters of the replaced text read for that check
+OVERLAP_SCAN_CHARS = 400_000
+
+
+def off_topic(summary: str, messages: list[Message]) -> float | None:
+    """The share of the summary's words found in ``messages`` when under MIN_OVERLAP (the
+    summary is about something else), else None. Words: four letters or more, any case."""
+    words = {w.lower() for w in _WORD.findall(summary)} - {"decided", "open", "none", "hard",
+                                                           "constraints"}
+    if not words:
+        return 0.0
+    vocab: set[str] = set()
+    left = OVERLAP_SCAN_CHARS
+    for msg in reversed(messages):
+        if left <= 0:
+            break
+        text = msg.content[-left:]
+        left -= len(text)
+        vocab.update(w.lower() for w in _WORD.findall(text))
+        for call in msg.tool_calls or ():
+            vocab.update(w.lower() for w in _WORD.findall(call.arguments))
+    share = len(words & vocab) / len(words)
+    return share if share < MIN_OVERLAP else None
+
+
+def render_summary(replaced: int, summary: str, constraints: list[str], ledger: str,
+                   actions: str = "") -> str:
+    """The summary message's text: header, decided/open, hard constraints, action log, ledger."""
     parts = [f"[Summary of {replaced} earlier messages, replaced to save context]"]
     if summary.strip():
         parts.append(summary.strip())
-    parts.append(_section("Hard constraints (the user's, verbatim)", constraints))
+    if constraints:
+        parts.append(_section("Hard constraints (the user's, verbatim)", constraints))
+    if actions.strip():
+        parts.append("Actions (tool calls, newest first):\n" + actions.strip())
     if ledger.strip():
         parts.append("Facts ledger (exact values from the replaced messages):\n" + ledger.strip())
     return "\n\n".join(parts)
