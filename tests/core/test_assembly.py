@@ -181,7 +181,8 @@ def test_summarizer_is_data_needs_summary_then_accepts_text():
     second = assemble(history, Compaction(), inp(2500, client_summarizer=True,
                                                   summary_text=text), COUNTER)
     assert text in summary_of(second)
-    assert second.compaction.replaced == len(covered)  # the same cut as the request's
+    # the cut of the request, or fewer replaced once the summary turned out small
+    assert 0 < second.compaction.replaced <= len(covered)
     offline = assemble(history, Compaction(), inp(2500, client_summarizer=True, offline=True),
                        COUNTER)
     assert offline.result is not None and offline.result.compacted

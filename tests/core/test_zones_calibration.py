@@ -68,7 +68,9 @@ def test_error_band_is_the_model_table_prior_until_reports_say_more():
     assert cal.error_band("m", prior=0.15) == 0.15
     cal.record("m", 1000, 1000)
     assert cal.error_band("m", prior=0.15) == 0.15  # one report says nothing of the spread
-    for billed in (1000, 1400, 600, 1400, 600):
-        cal.record("m", billed, 1000)
-    assert cal.error_band("m", prior=0.0) == pytest.approx(0.4 * 1.4826)
+    cal.record("m", 1200, 1000)
+    assert cal.error_band("m", prior=0.0) == pytest.approx(0.1414, abs=1e-3)
     assert cal.error_band("m", prior=0.9) == 0.9
+    cal.record("m", 1900, 1000)  # an outlier does not widen the band
+    cal.record("m", 1100, 1000)
+    assert cal.error_band("m", prior=0.0) == pytest.approx(0.1, abs=1e-3)

@@ -13,14 +13,21 @@ session:
 - the bias is the median of the model's last ``window`` ratios, so one outlier among correct
   reports changes nothing, and correct reports outvote a wrong one.
 Before any report the error band is the model table's own uncertainty (passed in by the
-caller); after two or more, the median absolute deviation of the ratios, never below it.
+caller); after two or more, the standard deviation of the ratios without the outliers, never
+below it.
 Each session keeps its own Calibration.
 Must not: clock, store or log anything; the caller persists the struct.
 """
 
 from __future__ import annotations
 
+import math
+
 import msgspec
+
+#: ratios farther than this many median absolute deviations from the median are left out of
+#: the error band (one wrong report must not widen it for the next 50)
+OUTLIER_MADS = 3.0
 
 
 class Calibration(msgspec.Struct, kw_only=True):
@@ -47,12 +54,19 @@ class Calibration(msgspec.Struct, kw_only=True):
 
     def error_band(self, model: str, prior: float = 0.0) -> float:
         """How far off a count may be, relative: ``prior`` (the model table's uncertainty)
-        until two reports, then their spread around the median (at least the prior)."""
+        until two reports, then the standard deviation of the ratios that lie within
+        ``OUTLIER_MADS`` median absolute deviations of the median (at least the prior)."""
         samples = self.ratios.get(model)
         if not samples or len(samples) < 2:
             return prior
         mid = _median(samples)
-        spread = _median([abs(r - mid) for r in samples]) * 1.4826  # MAD as a std. deviation
+        mad = _median([abs(r - mid) for r in samples])
+        inliers = [r for r in samples if abs(r - mid) <= OUTLIER_MADS * mad] if mad else [
+            r for r in samples if r == mid]
+        if len(inliers) < 2:
+            return prior
+        mean = sum(inliers) / len(inliers)
+        spread = math.sqrt(sum((r - mean) ** 2 for r in inliers) / (len(inliers) - 1))
         return max(prior, spread)
 
     def effective_limit(self, model: str, limit: int) -> int:

@@ -102,14 +102,17 @@ def _compact(history: History, work: cp.Compaction, inp: AssemblyInput, share: i
     extracted: dict = {}
     new, summarized = cp.apply_summary(history, work, stop, inp.summary_text, share, policy,
                                        counter, extracted)
-    if inp.keep_recent is None and inp.summary_text is None:
-        # the offline summary's real size is known now: keep more verbatim when it is smaller
-        # than the estimate (the replaced part shrinks, so the summary cannot grow)
+    if inp.keep_recent is None:
+        # the summary's real size is known now: keep more verbatim when it is smaller than the
+        # estimate (a client summary then also covers a few messages still shown: nothing lost)
         wider = cp.plan_stop(history, work, target_at - new.rendered_tokens,
                              cp.tail_tool_cap(share))
         if start < wider < stop:
-            new, summarized = cp.apply_summary(history, work, wider, None, share, policy,
-                                               counter, extracted)
+            rejected = [e for e in summarized if e.reason.startswith("client summary")]
+            new, again = cp.apply_summary(history, work, wider,
+                                          None if rejected else inp.summary_text, share,
+                                          policy, counter, extracted)
+            summarized = rejected + again
     return new, audit + summarized, True, None
 
 
