@@ -5,6 +5,9 @@ State (``Compaction``, persisted by the store as one JSON value):
 - ``summary``: the decided/open part (from the client's summarizer or the offline one);
 - ``constraints`` / ``marked``: the user's hard constraints (constraints.py), and those the
   user marked;
+- ``request``: the newest user message replaced (an agent's task is often its only user
+  message, followed by hundreds of tool calls): shown verbatim in the summary, its middle cut
+  only when it is over its share;
 - ``actions``: the action log, one line per tool call replaced (actions.py);
 - ``ledger``: the ranked facts ledger of every replaced message (compress/ledger.py);
 - ``rewrites``: messages still shown verbatim that an earlier stage shortened (seq -> text).
@@ -59,6 +62,7 @@ class CompactionPolicy(msgspec.Struct, frozen=True, kw_only=True):
     summary_max_tokens: int = 1000
     summary_share: float = 0.10  # of the history share, for decided/open
     constraint_share: float = 0.12  # for the hard constraints kept verbatim
+    request_share: float = 0.15  # for the newest user message replaced
     action_share: float = 0.12  # for the action log
     ledger_share: float = 0.20  # for the facts ledger
     chars_per_token: int = 3  # a conservative guess for sizing parts in characters
@@ -76,6 +80,7 @@ class Sizes(msgspec.Struct, frozen=True):
     summary_tokens: int
     summary_chars: int
     constraint_tokens: int
+    request_chars: int
     action_chars: int
     ledger_chars: int
 
@@ -84,7 +89,7 @@ class Sizes(msgspec.Struct, frozen=True):
         """Tokens the summary message may take at most (a conservative estimate)."""
         cpt = 3
         return (self.summary_tokens + self.constraint_tokens
-                + (self.action_chars + self.ledger_chars) // cpt + 40)
+                + (self.request_chars + self.action_chars + self.ledger_chars) // cpt + 40)
 
 
 def sizes(policy: CompactionPolicy, share: int) -> Sizes:
@@ -93,6 +98,7 @@ def sizes(policy: CompactionPolicy, share: int) -> Sizes:
     return Sizes(
         summary_tokens=summary_tokens, summary_chars=summary_tokens * cpt,
         constraint_tokens=max(16, int(share * policy.constraint_share)),
+        request_chars=max(240, int(share * policy.request_share) * cpt),
         action_chars=max(120, int(share * policy.action_share) * cpt),
         ledger_chars=max(200, int(share * policy.ledger_share) * cpt))
 
@@ -103,23 +109,37 @@ def _ledger_of(state: Compaction) -> Ledger | None:
     return from_facts(state.facts) if state.facts is not None else None
 
 
-def _render(state: Compaction, sz: Sizes, counter: Tokenizer, *, summary_chars: int | None = None,
-            ledger_chars: int | None = None, action_chars: int | None = None,
-            constraint_tokens: int | None = None) -> tuple[str, list[str]]:
-    """The summary text for these sizes, and the constraints it demoted to the ledger."""
+def _cut_middle(text: str, max_chars: int) -> str:
+    if len(text) <= max_chars:
+        return text
+    if max_chars < 40:
+        return ""
+    head = int(max_chars * 0.7)
+    tail = max(0, max_chars - head - 30)
+    return (text[:head].rstrip() + f"\n[... {len(text) - head - tail:,} characters omitted ...]\n"
+            + (text[len(text) - tail:].lstrip() if tail else ""))
+
+
+def _render(state: Compaction, sz: Sizes, counter: Tokenizer, **sized: int) -> tuple[str, list[str]]:
+    """The summary text for these sizes (``sized`` overrides fields of ``sz``), and the
+    constraints it demoted to the ledger."""
+    size = {name: sized.get(name, getattr(sz, name)) for name in PARTS}
     summary = state.summary
-    cut = sz.summary_chars if summary_chars is None else summary_chars
+    cut = size["summary_chars"]
     if cut < len(summary):
         summary = summary[:cut].rstrip() + ("…" if cut else "")
-    kept, demoted = hc.split(state.constraints, state.marked,
-                             sz.constraint_tokens if constraint_tokens is None
-                             else constraint_tokens, counter)
-    actions = act.render_actions(state.actions, sz.action_chars if action_chars is None
-                                 else action_chars)
-    ledger = render_ledger(_ledger_of(state), sz.ledger_chars if ledger_chars is None
-                           else ledger_chars, shown=summary + "\n" + "\n".join(kept),
+    kept, demoted = hc.split(state.constraints, state.marked, size["constraint_tokens"], counter)
+    actions = act.render_actions(state.actions, size["action_chars"])
+    request = _cut_middle(state.request.strip(), size["request_chars"])
+    ledger = render_ledger(_ledger_of(state), size["ledger_chars"],
+                           shown=summary + "\n" + "\n".join(kept) + "\n" + request,
                            extra=("instructions (demoted from the hard constraints)", demoted))
-    return render_summary(state.replaced, summary, kept, ledger, actions), demoted
+    return render_summary(state.replaced, summary, kept, ledger, actions, request), demoted
+
+
+#: the summary's parts, most important first: when the summary must shrink, the last gives way
+#: first (decided/open, then the action log, the ledger, the request, the hard constraints)
+PARTS = ("constraint_tokens", "request_chars", "ledger_chars", "action_chars", "summary_chars")
 
 
 def rerender(state: Compaction, share: int, policy: CompactionPolicy, counter: Tokenizer) -> None:
@@ -134,37 +154,33 @@ def rerender(state: Compaction, share: int, policy: CompactionPolicy, counter: T
 
 def fitted_summary(state: Compaction, room: int, policy: CompactionPolicy,
                    counter: Tokenizer) -> tuple[Message, int, list[str]] | None:
-    """The summary message shortened to ``room`` tokens for one assembly: the ledger gives way
-    first, then the action log, the decided/open part, and last the constraints (demoted to
-    what is left of the ledger). None when even the bare header does not fit."""
+    """The summary message shortened to ``room`` tokens for one assembly: its parts give way in
+    the reverse order of PARTS, each only once every less important part is empty; the
+    constraints that no longer fit are demoted to what is left of the ledger. None when even
+    the bare header does not fit."""
     sz = sizes(policy, state.sized_for or room)
 
-    def make(**kw: int) -> tuple[Message, int, list[str]]:
-        text, demoted = _render(state, sz, counter, **kw)
+    def make(sized: dict[str, int]) -> tuple[Message, int, list[str]]:
+        text, demoted = _render(state, sz, counter, **sized)
         msg = Message(role="user", content=text, id=summary_id(state), kind="summary")
         return msg, message_tokens(msg, counter), demoted
 
-    order = ("ledger_chars", "action_chars", "summary_chars", "constraint_tokens")
-    tops = {"ledger_chars": sz.ledger_chars, "action_chars": sz.action_chars,
-            "summary_chars": sz.summary_chars, "constraint_tokens": sz.constraint_tokens}
     fixed: dict[str, int] = {}
-    for k, name in enumerate(order):
-        rest = dict.fromkeys(order[k + 1:], 0)
-        if make(**fixed, **{name: 0}, **rest)[1] > room:
-            fixed[name] = 0
+    for k, name in enumerate(PARTS):
+        rest = dict.fromkeys(PARTS[k + 1:], 0)
+        lo, hi = 0, getattr(sz, name)
+        if make({**fixed, name: hi, **rest})[1] <= room:
+            fixed[name] = hi
             continue
-        lo, hi = 0, tops[name]
         while lo < hi:  # the largest size of this part that fits with the later parts empty
             mid = (lo + hi + 1) // 2
-            if make(**fixed, **{name: mid}, **rest)[1] <= room:
+            if make({**fixed, name: mid, **rest})[1] <= room:
                 lo = mid
             else:
                 hi = mid - 1
-        fixed[name] = lo
-        if lo < tops[name]:
-            break  # this part is already cut: the later ones stay empty
-    fixed.update({n: fixed.get(n, 0) for n in order})
-    best = make(**fixed)
+        fixed.update({name: lo, **rest})
+        break
+    best = make(fixed)
     return best if best[1] <= room else None
 
 
@@ -173,16 +189,29 @@ def tail_tool_cap(share: int) -> int:
     return max(48, share // 20)
 
 
+def tail_fits(history: History, state: Compaction, i: int, room: int,
+              tool_cap: int | None) -> bool:
+    """Whether messages [i, end) fit in ``room`` as plan_stop counts them."""
+    n = len(history)
+    msgs = history.messages
+    newest_tool = next((j for j in range(n - 1, i - 1, -1) if is_tool_result(msgs[j])), n)
+    used = 0
+    for j in range(i, n):
+        cost = tokens_of(history, state, j)
+        if tool_cap is not None and j < newest_tool and is_tool_result(msgs[j]):
+            cost = min(cost, tool_cap)
+        used += cost
+    return used <= room
+
+
 def plan_stop(history: History, state: Compaction, room: int, tool_cap: int | None = None) -> int:
     """Where the verbatim tail starts: the newest messages that fit in ``room`` tokens, never
-    after the newest user message, never between a tool call and its results. Tool outputs
-    older than the newest one count at most ``tool_cap`` tokens: the window outlines them
-    before it drops anything."""
+    between a tool call and its results (a newest user message left behind is shown verbatim
+    in the summary). Tool outputs older than the newest one count at most ``tool_cap``
+    tokens: the window outlines them before it drops anything."""
     start = verbatim_start(history, state)
     n = len(history)
     msgs = history.messages
-    last_user = next((i for i in range(n - 1, start - 1, -1)
-                      if msgs[i].role == "user" and not is_tool_result(msgs[i])), n)
     newest_tool = next((i for i in range(n - 1, start - 1, -1) if is_tool_result(msgs[i])), n)
     stop, used = n, 0
     while stop > start:
@@ -194,11 +223,16 @@ def plan_stop(history: History, state: Compaction, room: int, tool_cap: int | No
             break
         used += cost
         stop -= 1
-    stop = min(max(stop, start), last_user)
-    while stop > start and is_tool_result(msgs[stop]):
+    stop = max(stop, start)
+    last_user = next((i for i in range(n - 1, start - 1, -1)
+                      if msgs[i].role == "user" and not is_tool_result(msgs[i])), None)
+    if last_user is not None and (last_user == n - 1 or tail_fits(history, state, last_user,
+                                                                  room, tool_cap)):
+        stop = min(stop, last_user)  # the question being answered stays a message of its own
+    while start < stop < n and is_tool_result(msgs[stop]):
         stop -= 1  # keep the call with its results
     if stop == start:  # nothing older fits out: replace at least up to a clean boundary
-        while stop < last_user and (stop == start or is_tool_result(msgs[stop])):
+        while stop < n - 1 and (stop == start or is_tool_result(msgs[stop])):
             stop += 1
     return stop
 
@@ -252,11 +286,14 @@ def apply_summary(
             f = cache[start + k] = extract_facts(msg.content)
         facts.append(f)
     constraints, marked = hc.detect(originals, state.constraints, state.marked)
+    request = next((m.content for m in reversed(originals)
+                    if m.role == "user" and not is_tool_result(m) and m.kind != "summary"),
+                   state.request)
     new = Compaction(
         upto_seq=history.seqs[stop - 1] + 1,
         replaced=state.replaced + len(covered),
         summary=summary_text.strip(),
-        constraints=constraints, marked=marked,
+        constraints=constraints, marked=marked, request=request,
         actions=(state.actions + act.log_lines(originals))[-act.MAX_LINES:],
         ledger=add_messages(_ledger_of(state), originals, facts),
         rewrites={s: r for s, r in state.rewrites.items() if s >= history.seqs[stop - 1] + 1},

@@ -27,6 +27,7 @@ class Compaction(msgspec.Struct, kw_only=True):
     summary: str = ""
     constraints: list[str] = msgspec.field(default_factory=list)
     marked: list[str] = msgspec.field(default_factory=list)
+    request: str = ""  # the newest user message replaced, shown verbatim (maybe shortened)
     actions: list[str] = msgspec.field(default_factory=list)
     ledger: Ledger | None = None
     facts: Facts | None = None  # the unranked ledger of states saved before ranking

@@ -159,9 +159,12 @@ def off_topic(summary: str, messages: list[Message]) -> float | None:
 
 
 def render_summary(replaced: int, summary: str, constraints: list[str], ledger: str,
-                   actions: str = "") -> str:
-    """The summary message's text: header, decided/open, hard constraints, action log, ledger."""
+                   actions: str = "", request: str = "") -> str:
+    """The summary message's text: header, the user's latest request, decided/open, hard
+    constraints, action log, facts ledger."""
     parts = [f"[Summary of {replaced} earlier messages, replaced to save context]"]
+    if request.strip():
+        parts.append("The user's latest request in them (verbatim):\n" + request.strip())
     if summary.strip():
         parts.append(summary.strip())
     if constraints:
