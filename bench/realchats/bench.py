@@ -124,9 +124,9 @@ def main() -> None:
         chats.append((name, before, needs, system, rest))
     n_needed = sum(len(c[2]) for c in chats)
     by_kind = {k: sum(1 for c in chats for f in c[2] if f[0] == k) for k in KINDS}
-    print(f"{len(chats)} SWE-agent transcripts, cut at {CUT:.0%} of their tokens; "
-          f"{n_needed} needed facts (" + ", ".join(f"{v} {k}s" for k, v in by_kind.items())
-          + f"); o200k\n")
+    print(f"{len(chats)} SWE-agent and mini-swe-agent transcripts, cut at {CUT:.0%} of their "
+          f"tokens; {n_needed} needed facts ("
+          + ", ".join(f"{v} {k}s" for k, v in by_kind.items()) + "); o200k\n")
     for pct in (int(p) for p in args.budgets.split(",")):
         print(f"budget: system prompt + {pct}% of the rest of the tokens before the cut\n")
         print("| trimmer | needed facts kept | " + " | ".join(KINDS)

@@ -1,5 +1,7 @@
 """Real coding-agent transcripts (data/, see data/SOURCE.md) as ctxlayer messages.
 
+mini-swe-agent `.json` files (reduced to their `messages`) are already OpenAI chat messages.
+
 SWE-agent `.traj` files hold the chat the agent's model saw (`history`). Two shapes occur:
 - function calling: assistant messages carry `tool_calls` (a Python-literal list in the file)
   and `tool` messages answer them by `tool_call_ids`;
@@ -30,7 +32,22 @@ def _literal(value):
     return value
 
 
+def load_openai(path: Path) -> list[Message]:
+    """A chat kept as OpenAI Chat Completions messages (mini-swe-agent's `messages`)."""
+    out: list[Message] = []
+    for k, m in enumerate(json.loads(path.read_text())["messages"]):
+        mid = f"{path.stem}:{k}"
+        calls = [ToolCall(id=c["id"], name=c["function"]["name"],
+                          arguments=c["function"]["arguments"]) for c in m.get("tool_calls") or ()]
+        role = m["role"] if m["role"] in ("system", "user", "assistant", "tool") else "user"
+        out.append(Message(role=role, content=m.get("content") or "", id=mid,
+                           tool_calls=calls or None, tool_call_id=m.get("tool_call_id")))
+    return out
+
+
 def load(path: Path) -> list[Message]:
+    if path.suffix == ".json":
+        return load_openai(path)
     history = json.loads(path.read_text())["history"]
     out: list[Message] = []
     pending: str | None = None  # the call id a text-action observation answers
@@ -71,4 +88,5 @@ def load(path: Path) -> list[Message]:
 
 
 def transcripts() -> list[tuple[str, list[Message]]]:
-    return [(p.stem, load(p)) for p in sorted(DATA.glob("*.traj"))]
+    paths = sorted([*DATA.glob("*.traj"), *DATA.glob("*.json")])
+    return [(p.stem, load(p)) for p in paths]

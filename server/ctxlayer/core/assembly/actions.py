@@ -79,17 +79,20 @@ def outcome_of(result: str | None) -> str:
 
 
 def log_lines(messages: list[Message]) -> list[str]:
-    """One line per tool call in ``messages``, in call order."""
-    results: dict[str, str] = {}
-    for msg in messages:
-        if msg.tool_call_id is not None:
-            results.setdefault(msg.tool_call_id, msg.content)
-    lines: list[str] = []
+    """One line per tool call in ``messages``, in call order. A result answers the latest call
+    with its id that has no result yet (some agents reuse call ids)."""
+    calls: list[tuple[str, str, str]] = []  # (id, name, target)
+    results: list[str | None] = []
+    open_: dict[str, list[int]] = {}
     for msg in messages:
         for call in msg.tool_calls or ():
-            line = f"{call.name} {target_of(call.arguments)} → {outcome_of(results.get(call.id))}"
-            lines.append(_flat(line, _LINE_MAX))
-    return lines
+            open_.setdefault(call.id, []).append(len(calls))
+            calls.append((call.id, call.name, target_of(call.arguments)))
+            results.append(None)
+        if msg.tool_call_id is not None and open_.get(msg.tool_call_id):
+            results[open_[msg.tool_call_id].pop()] = msg.content
+    return [_flat(f"{name} {target} → {outcome_of(result)}", _LINE_MAX)
+            for (_, name, target), result in zip(calls, results, strict=True)]
 
 
 def render_actions(lines: list[str], max_chars: int) -> str:

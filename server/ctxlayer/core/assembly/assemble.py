@@ -145,8 +145,10 @@ def assemble(history: History, state: cp.Compaction, inp: AssemblyInput,
     if summ is not None:
         ack = Message(role="assistant", content=ACK_TEXT, id=f"{summ.id}:ack")
         ack_tokens = message_tokens(ack, counter)
-        newest = _newest_turn_tokens(win)
-        room = max(0, share - min(newest, share // 2) - ack_tokens)
+        # the summary leaves the tail its newest turn, and at least half the share when the
+        # tail has that much
+        tail = max(_newest_turn_tokens(win), min(sum(win.tokens), share // 2))
+        room = max(0, share - min(tail, share // 2 if tail > share else tail) - ack_tokens)
         s_tokens, demoted = work.rendered_tokens, work.demoted
         if s_tokens > room:
             fitted = cp.fitted_summary(work, room, inp.policy, counter)

@@ -139,7 +139,7 @@ def _render(state: Compaction, sz: Sizes, counter: Tokenizer, **sized: int) -> t
 
 #: the summary's parts, most important first: when the summary must shrink, the last gives way
 #: first (decided/open, then the action log, the ledger, the request, the hard constraints)
-PARTS = ("constraint_tokens", "request_chars", "ledger_chars", "action_chars", "summary_chars")
+PARTS = ("constraint_tokens", "request_chars", "action_chars", "ledger_chars", "summary_chars")
 
 
 def rerender(state: Compaction, share: int, policy: CompactionPolicy, counter: Tokenizer) -> None:
@@ -184,9 +184,23 @@ def fitted_summary(state: Compaction, room: int, policy: CompactionPolicy,
     return best if best[1] <= room else None
 
 
+#: tokens left in the tail's room below which the next older message is not kept shortened
+SHORT_MIN = 64
+
+
 def tail_tool_cap(share: int) -> int:
     """Tokens an older tool output of the verbatim tail is planned at (the window outlines it)."""
     return max(48, share // 20)
+
+
+def _planned(history: History, state: Compaction, i: int, newest_tool: int,
+             tool_cap: int | None, room: int) -> int:
+    """Tokens message i is planned at in the tail: an older tool output at its outline's size,
+    the newest one whole (the window shortens it only when it does not fit)."""
+    cost = tokens_of(history, state, i)
+    if tool_cap is None or not is_tool_result(history.messages[i]):
+        return cost
+    return min(cost, tool_cap) if i < newest_tool else cost
 
 
 def tail_fits(history: History, state: Compaction, i: int, room: int,
@@ -197,18 +211,15 @@ def tail_fits(history: History, state: Compaction, i: int, room: int,
     newest_tool = next((j for j in range(n - 1, i - 1, -1) if is_tool_result(msgs[j])), n)
     used = 0
     for j in range(i, n):
-        cost = tokens_of(history, state, j)
-        if tool_cap is not None and j < newest_tool and is_tool_result(msgs[j]):
-            cost = min(cost, tool_cap)
-        used += cost
+        used += _planned(history, state, j, newest_tool, tool_cap, room)
     return used <= room
 
 
 def plan_stop(history: History, state: Compaction, room: int, tool_cap: int | None = None) -> int:
     """Where the verbatim tail starts: the newest messages that fit in ``room`` tokens, never
     between a tool call and its results (a newest user message left behind is shown verbatim
-    in the summary). Tool outputs older than the newest one count at most ``tool_cap``
-    tokens: the window outlines them before it drops anything."""
+    in the summary). Tool outputs count at their outline's size (``_planned``): the window
+    outlines them before it drops anything."""
     start = verbatim_start(history, state)
     n = len(history)
     msgs = history.messages
@@ -216,10 +227,10 @@ def plan_stop(history: History, state: Compaction, room: int, tool_cap: int | No
     stop, used = n, 0
     while stop > start:
         i = stop - 1
-        cost = tokens_of(history, state, i)
-        if tool_cap is not None and i < newest_tool and is_tool_result(msgs[i]):
-            cost = min(cost, tool_cap)
+        cost = _planned(history, state, i, newest_tool, tool_cap, room)
         if used + cost > room:
+            if room - used >= SHORT_MIN:
+                stop -= 1  # the oldest kept is shortened by the window rather than left out
             break
         used += cost
         stop -= 1

@@ -137,17 +137,18 @@ def render_ledger(ledger: Ledger | None, max_chars: int, *, shown: str = "",
     """The ledger as one markdown line per kind within ``max_chars``.
 
     ``shown``: text already in the summary (facts in it are left out). ``extra``: a (label,
-    items) line rendered first, e.g. constraints demoted from the verbatim part.
+    items) line rendered last with the space the kinds leave, e.g. constraints demoted from
+    the verbatim part.
     """
     if max_chars <= 0:
         return ""
     lines_of: list[tuple[str, list[str], int]] = []  # (label, candidate items, own share)
-    if extra and extra[1]:
-        lines_of.append((extra[0], [" ".join(x.split()) for x in extra[1]], max_chars))
     for kind, label, share in KINDS:
         values = _ranked(ledger.kinds.get(kind, []), shown) if ledger else []
         if values:
             lines_of.append((label, [_item(kind, v) for v in values], int(max_chars * share)))
+    if extra and extra[1]:
+        lines_of.append((extra[0], [" ".join(x.split()) for x in extra[1]], 0))
     chosen: list[list[str]] = [[] for _ in lines_of]
     size = 0
 
