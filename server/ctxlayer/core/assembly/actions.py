@@ -20,8 +20,10 @@ MAX_LINES = 400  # lines kept in the compaction state; the oldest give way
 _LINE_MAX = 220
 _TARGET_KEYS = ("command", "cmd", "path", "file_path", "filename", "file", "pattern", "query",
                 "url", "target", "name")
-_EXIT = re.compile(r"\bexit(?:ed)?(?:\s(?:with|code|status)){0,3}[\s:=]{1,3}(-?\d{1,3})\b",
+_EXIT = re.compile(r"\bexit(?:ed)?(?:\s(?:with|code|status)){0,3}[\s:=]{1,3}(-?\d{1,3})\b"
+                   r"|<returncode>\s*(-?\d{1,3})\s*</returncode>|\breturn ?code[\s:=]{1,3}(-?\d{1,3})\b",
                    re.IGNORECASE)
+_TAG_LINE = re.compile(r"^\s*</?[\w-]+>\s*$|^\s*<returncode>.*</returncode>\s*$")
 _FAILED = re.compile(r"^(?:FAILED|ERROR)\s+(\S+)", re.MULTILINE)
 _FAILED_AFTER = re.compile(r"^(\S+::\S+)\s+(?:FAILED|ERROR)\b", re.MULTILINE)
 _ERROR_LINE = re.compile(
@@ -60,7 +62,7 @@ def outcome_of(result: str | None) -> str:
     parts: list[str] = []
     m = _EXIT.search(result)
     if m:
-        parts.append(f"exit {m.group(1)}")
+        parts.append(f"exit {next(g for g in m.groups() if g is not None)}")
     failed = list(dict.fromkeys(_FAILED.findall(result) + _FAILED_AFTER.findall(result)))
     if failed:
         more = f" (+{len(failed) - 3} more)" if len(failed) > 3 else ""
@@ -72,8 +74,9 @@ def outcome_of(result: str | None) -> str:
     errors = [e for e in errors if not e.startswith("Traceback")] or errors
     if errors:
         parts.append(_flat(errors[-1], 100))
-    if not parts:
-        first = next((ln.strip() for ln in result.splitlines() if ln.strip()), "")
+    first = next((ln.strip() for ln in result.splitlines()
+                  if ln.strip() and not _TAG_LINE.match(ln)), "")
+    if len(parts) <= 1:  # no more than an exit status: say what it printed first
         parts.append(_flat(first, 80) if first else "(empty output)")
     return "; ".join(parts)
 

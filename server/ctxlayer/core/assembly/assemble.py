@@ -44,6 +44,8 @@ __all__ = ["Assembly", "AssemblyInput", "Layout", "SummaryRequest", "assemble", 
 #: the cheap stages run only while history is at most this many times its share: beyond, one
 #: by one shortening cannot bring it back and the summary must
 CHEAP_REACH = 1.25
+#: of the history share, what the verbatim tail keeps at least when the summary is over its room
+TAIL_SHARE = 0.5
 ACK_TEXT = "Understood. I will continue from this summary."
 
 
@@ -145,10 +147,11 @@ def assemble(history: History, state: cp.Compaction, inp: AssemblyInput,
     if summ is not None:
         ack = Message(role="assistant", content=ACK_TEXT, id=f"{summ.id}:ack")
         ack_tokens = message_tokens(ack, counter)
-        # the summary leaves the tail its newest turn, and at least half the share when the
-        # tail has that much
-        tail = max(_newest_turn_tokens(win), min(sum(win.tokens), share // 2))
-        room = max(0, share - min(tail, share // 2 if tail > share else tail) - ack_tokens)
+        # the summary leaves the tail its newest turn (up to half the share), and at least
+        # TAIL_SHARE of the share when the tail has that much
+        tail = max(min(_newest_turn_tokens(win), share // 2),
+                   min(sum(win.tokens), int(share * TAIL_SHARE)))
+        room = max(0, share - tail - ack_tokens)
         s_tokens, demoted = work.rendered_tokens, work.demoted
         if s_tokens > room:
             fitted = cp.fitted_summary(work, room, inp.policy, counter)

@@ -46,7 +46,13 @@ from ctxlayer.core.assembly.state import (
 )
 from ctxlayer.core.assembly.summary import off_topic, offline_summary, render_summary
 from ctxlayer.core.compress.facts import Facts, extract_facts
-from ctxlayer.core.compress.ledger import Ledger, add_messages, from_facts, render_ledger
+from ctxlayer.core.compress.ledger import (
+    Ledger,
+    add_messages,
+    from_facts,
+    render_ledger,
+    text_of,
+)
 from ctxlayer.core.text import describe
 from ctxlayer.core.tokens import Tokenizer, message_tokens
 from ctxlayer.protocol import AuditEntry, Message
@@ -61,10 +67,10 @@ class CompactionPolicy(msgspec.Struct, frozen=True, kw_only=True):
     extractive_min_tokens: int = 200
     summary_max_tokens: int = 1000
     summary_share: float = 0.10  # of the history share, for decided/open
-    constraint_share: float = 0.12  # for the hard constraints kept verbatim
-    request_share: float = 0.15  # for the newest user message replaced
+    constraint_share: float = 0.08  # for the hard constraints kept verbatim
+    request_share: float = 0.10  # for the newest user message replaced
     action_share: float = 0.12  # for the action log
-    ledger_share: float = 0.20  # for the facts ledger
+    ledger_share: float = 0.35  # for the facts ledger
     chars_per_token: int = 3  # a conservative guess for sizing parts in characters
 
 
@@ -287,19 +293,22 @@ def apply_summary(
                 summary=" ".join(summary_text.split())[:80] or "(empty)",
                 tokens_before=counter.count(summary_text), tokens_after=0, message_id=first_id))
             summary_text = None
+    request_at = next((k for k in range(len(originals) - 1, -1, -1)
+                       if originals[k].role == "user" and not is_tool_result(originals[k])
+                       and originals[k].kind != "summary"), None)
     if summary_text is None:
-        summary_text = offline_summary(covered, state.summary, sz.summary_chars)
+        # the request is shown verbatim: its sentences would only repeat it
+        read = [m for k, m in enumerate(covered) if k != request_at]
+        summary_text = offline_summary(read, state.summary, sz.summary_chars)
     cache = extracted if extracted is not None else {}
     facts = []
     for k, msg in enumerate(originals):
         f = cache.get(start + k)
         if f is None:
-            f = cache[start + k] = extract_facts(msg.content)
+            f = cache[start + k] = extract_facts(text_of(msg))
         facts.append(f)
     constraints, marked = hc.detect(originals, state.constraints, state.marked)
-    request = next((m.content for m in reversed(originals)
-                    if m.role == "user" and not is_tool_result(m) and m.kind != "summary"),
-                   state.request)
+    request = originals[request_at].content if request_at is not None else state.request
     new = Compaction(
         upto_seq=history.seqs[stop - 1] + 1,
         replaced=state.replaced + len(covered),

@@ -61,9 +61,14 @@ _CUES = ("never", "always", "not", "n't", "only", "avoid", "keep", "sure", "ensu
          "必须", "禁止", "不要", "不得", "务必", "一律", "只能", "不可", "不准")
 
 
+_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
+
+
 def sentences(text: str) -> list[str]:
-    """Sentences split at . ! ? followed by a space, at 。！？ and at line ends."""
-    return [s.strip() for s in _SENTENCE_END.split(text) if len(s.strip()) > 3]
+    """Sentences split at . ! ? followed by a space, at 。！？ and at line ends, list bullets
+    removed."""
+    out = (_BULLET.sub("", s).strip() for s in _SENTENCE_END.split(text))
+    return [s for s in out if len(s) > 3]
 
 
 def is_order(sentence: str) -> bool:

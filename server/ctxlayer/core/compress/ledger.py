@@ -3,7 +3,9 @@
 Owns ``Ledger`` (persisted with the compaction state), ``add_messages`` and ``render_ledger``.
 A fact's score grows with every message that mentions it, most when the user or the assistant
 says it in prose (outside code blocks): those are the facts the conversation reasons about; a
-value seen once in a tool output or a code block ranks last. Within a kind, higher scores come
+value seen once in a tool output or a code block ranks last. Paths of installed libraries
+(site-packages, the interpreter's own frames) are left out: a traceback passes there, the work
+happens in the project. Within a kind, higher scores come
 first, then the most recently mentioned. Kinds are rendered in a fixed order (paths, commands,
 errors, tests, lines, numbers, identifiers), each capped to a share of the space, the rest of
 the space then filled in the same order; duplicates and values contained in a longer value of
@@ -21,7 +23,7 @@ import msgspec
 from ctxlayer.core.compress.facts import Facts, extract_facts
 from ctxlayer.protocol import Message
 
-__all__ = ["KINDS", "Ledger", "add_messages", "from_facts", "render_ledger"]
+__all__ = ["KINDS", "Ledger", "add_messages", "from_facts", "render_ledger", "text_of"]
 
 #: (Facts field, label, share of the ledger it may take before the rest is shared out)
 KINDS = (
@@ -37,7 +39,14 @@ PROSE_SCORE = 3  # a mention in the user's or the assistant's own words
 MENTION_SCORE = 1  # any other mention (tool output, code block)
 MAX_PER_KIND = 300  # facts kept per kind in the state: the lowest-ranked give way
 _ITEM_MAX = 120
-_CODE_KINDS = frozenset({"paths", "commands", "identifiers", "tests"})
+# commands may hold spaces and commas: quoted; other kinds are single words (quoting each costs
+# tokens a small budget cannot spare)
+_CODE_KINDS = frozenset({"commands"})
+# paths of installed libraries and the interpreter's frames: where a traceback passes, not the
+# project's files; they would crowd the project's paths out of the ledger
+_LIBRARY = re.compile(r"site-packages|dist-packages|/lib/python\d|^/usr/(?:local/)?lib/|conda|"
+                      r"node_modules|^<")
+_LOCATED = frozenset({"paths", "line_numbers"})
 _FENCED = re.compile(r"^[ \t]{0,3}(```+|~~~+)[^\n]*\n.*?(?:^[ \t]{0,3}\1[ \t]*$|\Z)",
                      re.MULTILINE | re.DOTALL)
 
@@ -64,6 +73,14 @@ def from_facts(facts: Facts) -> Ledger:
     return led
 
 
+def text_of(msg: Message) -> str:
+    """What facts are read from: the content and the arguments of its tool calls (a command, a
+    file an agent writes)."""
+    if not msg.tool_calls:
+        return msg.content
+    return msg.content + "".join("\n" + c.arguments for c in msg.tool_calls)
+
+
 def _prose(text: str) -> str:
     return _FENCED.sub(" ", text) if ("```" in text or "~~~" in text) else text
 
@@ -77,7 +94,7 @@ def add_messages(ledger: Ledger | None, messages: list[Message],
     index: dict[str, dict[str, int]] = {
         k: {e.value: i for i, e in enumerate(led.kinds.get(k, []))} for k, _, _ in KINDS}
     for n, msg in enumerate(messages):
-        facts = extracted[n] if extracted is not None else extract_facts(msg.content)
+        facts = extracted[n] if extracted is not None else extract_facts(text_of(msg))
         led.mentions += 1
         if facts.is_empty():
             continue
@@ -90,6 +107,8 @@ def add_messages(ledger: Ledger | None, messages: list[Message],
             entries = led.kinds.setdefault(kind, [])
             where = index[kind]
             for value in values:
+                if kind in _LOCATED and _LIBRARY.search(value):
+                    continue
                 score = PROSE_SCORE if speaker and value in prose else MENTION_SCORE
                 i = where.get(value)
                 if i is None:
