@@ -93,7 +93,7 @@ def is_marked(msg: Message) -> bool:
 def detect(messages: list[Message], previous: list[str] = (),
            marked: list[str] = ()) -> tuple[list[str], list[str]]:
     """(constraints, marked) after ``messages``: previous ones first, duplicates removed."""
-    seen = {normalized_hash(c) for c in previous}
+    seen = {normalized_hash(c.lower()) for c in previous}
     out = list(previous)
     marks = list(marked)
     for msg in messages:
@@ -101,7 +101,7 @@ def detect(messages: list[Message], previous: list[str] = (),
             continue
         if is_marked(msg):
             flat = " ".join(msg.content.split())
-            key = normalized_hash(flat)
+            key = normalized_hash(flat.lower())
             if flat and key not in seen:
                 seen.add(key)
                 out.append(flat)
@@ -113,7 +113,7 @@ def detect(messages: list[Message], previous: list[str] = (),
         for sentence in sentences(msg.content):
             if is_order(sentence):
                 flat = " ".join(sentence.split())
-                key = normalized_hash(flat)
+                key = normalized_hash(flat.lower())
                 if key not in seen:
                     seen.add(key)
                     out.append(flat)
