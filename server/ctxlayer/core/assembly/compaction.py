@@ -66,7 +66,7 @@ class CompactionPolicy(msgspec.Struct, frozen=True, kw_only=True):
     dedup_min_tokens: int = 32
     extractive_min_tokens: int = 200
     summary_max_tokens: int = 1000
-    summary_share: float = 0.10  # of the history share, for decided/open
+    summary_share: float = 0.20  # of the history share, for decided/open/details
     constraint_share: float = 0.08  # for the hard constraints kept verbatim
     request_share: float = 0.10  # for the newest user message replaced
     action_share: float = 0.12  # for the action log
@@ -94,15 +94,18 @@ class Sizes(msgspec.Struct, frozen=True):
     def reserve(self) -> int:
         """Tokens the summary message may take at most (a conservative estimate)."""
         cpt = 3
-        return (self.summary_tokens + self.constraint_tokens
-                + (self.request_chars + self.action_chars + self.ledger_chars) // cpt + 40)
+        return (self.constraint_tokens + (self.summary_chars + self.request_chars
+                                          + self.action_chars + self.ledger_chars) // cpt + 40)
 
 
 def sizes(policy: CompactionPolicy, share: int) -> Sizes:
     cpt = policy.chars_per_token
+    # what a client summarizer is asked for is capped (it costs a model call); the offline
+    # summary costs nothing and may fill its whole share
     summary_tokens = max(32, min(policy.summary_max_tokens, int(share * policy.summary_share)))
     return Sizes(
-        summary_tokens=summary_tokens, summary_chars=summary_tokens * cpt,
+        summary_tokens=summary_tokens,
+        summary_chars=max(summary_tokens, int(share * policy.summary_share)) * cpt,
         constraint_tokens=max(16, int(share * policy.constraint_share)),
         request_chars=max(240, int(share * policy.request_share) * cpt),
         action_chars=max(120, int(share * policy.action_share) * cpt),

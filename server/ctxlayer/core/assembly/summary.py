@@ -2,9 +2,9 @@
 
 The user's hard constraints are found in constraints.py and kept verbatim in every summary,
 whatever a summarizer returns, so a weak summarizer cannot lose them.
-- ``offline_summary``: the extractive decided/open summary used when no client summarizer
-  answers (or none was declared): sentences with decision cues and open questions, newest kept
-  first when space runs out, merged with the previous summary.
+- ``offline_summary``: the extractive summary used when no client summarizer answers (or
+  none was declared): sentences with decision cues, open questions and exact details, newest
+  kept first when space runs out, merged with the previous summary.
 - ``off_topic``: whether a client's summary shares almost nothing with the text it replaces;
 - ``SUMMARY_INSTRUCTIONS`` and ``render_summary``: what a client summarizer is asked and how
   the summary message reads (decided/open, hard constraints, action log, facts ledger).
@@ -51,23 +51,35 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(text) if len(s.strip()) > 3]
 
 
-def offline_summary(messages: list[Message], previous: str, max_chars: int) -> str:
-    """An extractive Decided/Open summary of ``messages``, merged with the previous one.
+#: a token that names something exact: letters and digits mixed, a path, a name with an
+#: underscore or inner capitals, an option, a number of two digits or more
+_SPECIFIC = re.compile(
+    r"[A-Za-z]+[-_#./:=]?\d|\d+[-_#./:=]?[A-Za-z]|\w+/\w+|[A-Za-z]\w*_\w+|[a-z]+[A-Z]\w+|"
+    r"(?<!\w)--?[a-z][\w-]+|\b\d{2,}\b"
+)
+_PARTS = ("Decided", "Open", "Details")
 
-    Newest first: messages are read from the end and reading stops once both parts are full or
-    ``SCAN_FACTOR`` times ``max_chars`` of text have been read (a chat without decision or
-    question cues would otherwise be read whole), so the cost is bounded by the summary's
-    size, not by the history's. Facts and hard constraints are extracted elsewhere, from every
-    replaced message.
+
+def offline_summary(messages: list[Message], previous: str, max_chars: int) -> str:
+    """An extractive summary of ``messages`` in three parts, merged with the previous one:
+    Decided (sentences with decision cues), Open (questions, things still to do) and Details
+    (sentences that name something exact: a position, a code, a command, a number), the
+    first two within a third of ``max_chars`` each and the details in what they leave, the
+    newest kept when space runs out.
+
+    Newest first: messages are read from the end and reading stops once every part is full or
+    ``SCAN_FACTOR`` times ``max_chars`` of text have been read (a chat without cues would
+    otherwise be read whole), so the cost is bounded by the summary's size, not by the
+    history's. Tool outputs are not read (the action log and the ledger cover them); facts and
+    hard constraints are extracted elsewhere, from every replaced message.
     """
-    prev_decided, prev_open = _split_previous(previous)
-    half = max(80, max_chars // 2)
-    decided: list[str] = []
-    open_: list[str] = []
-    sizes = [0, 0]
+    previous_parts = _split_previous(previous)
+    third = max(80, max_chars // 3)
+    found: list[list[str]] = [[], [], []]
+    sizes = [0, 0, 0]
     unread = max(SCAN_MIN_CHARS, SCAN_FACTOR * max_chars)
     for msg in reversed(messages):
-        if (sizes[0] >= half and sizes[1] >= half) or unread <= 0:
+        if (sizes[0] >= third and sizes[1] >= third and sizes[2] >= max_chars) or unread <= 0:
             break
         if msg.role not in ("user", "assistant") or msg.kind == "summary":
             continue
@@ -77,30 +89,35 @@ def offline_summary(messages: list[Message], previous: str, max_chars: int) -> s
             if len(flat) > 240:
                 flat = flat[:239] + "…"
             if _OPEN.search(flat):
-                open_.append(flat)
-                sizes[1] += len(flat) + 3
+                part = 1
             elif _DECIDED.search(flat):
-                decided.append(flat)
-                sizes[0] += len(flat) + 3
-    decided = _dedup(prev_decided + decided[::-1])
-    open_ = _dedup(prev_open + open_[::-1])
-    return _section("Decided", _newest_within(decided, half)) + "\n" + _section(
-        "Open", _newest_within(open_, half)
-    )
+                part = 0
+            elif _SPECIFIC.search(flat):
+                part = 2
+            else:
+                continue
+            found[part].append(flat)
+            sizes[part] += len(flat) + 3
+    merged = [_dedup(prev + new[::-1]) for prev, new in zip(previous_parts, found, strict=True)]
+    decided = _newest_within(merged[0], third)
+    open_ = _newest_within(merged[1], third)
+    # details take what decided and open leave
+    left = max_chars - sum(len(x) + 3 for x in decided + open_)
+    details = _newest_within(merged[2], max(third, left))
+    return "\n".join(_section(t, items) for t, items in zip(_PARTS, (decided, open_, details),
+                                                           strict=True))
 
 
-def _split_previous(previous: str) -> tuple[list[str], list[str]]:
-    decided: list[str] = []
-    open_: list[str] = []
+def _split_previous(previous: str) -> tuple[list[str], list[str], list[str]]:
+    parts: dict[str, list[str]] = {title: [] for title in _PARTS}
     target = None
     for line in previous.splitlines():
-        if line.startswith("Decided:"):
-            target = decided
-        elif line.startswith("Open:"):
-            target = open_
-        elif line.startswith("- ") and target is not None:
+        title = line.rstrip(":")
+        if line.endswith(":") and title in parts:
+            target = parts[title]
+        elif line.startswith("- ") and target is not None and line[2:] != "(none)":
             target.append(line[2:])
-    return decided, open_
+    return parts["Decided"], parts["Open"], parts["Details"]
 
 
 def _dedup(items: list[str]) -> list[str]:
