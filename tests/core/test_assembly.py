@@ -394,3 +394,12 @@ def test_a_pinned_user_message_is_a_hard_constraint_whatever_its_wording():
     out = assemble(build(msgs), Compaction(), inp(2500), COUNTER)
     assert out.compaction.marked == ["The budget for this job is 300 euros."]
     assert "The budget for this job is 300 euros." in summary_of(out)
+
+
+def test_a_forced_compaction_of_a_history_that_fits_keeps_the_recent_few():
+    history = chat(20)
+    out = assemble(history, Compaction(), inp(100_000, force_compaction=True), COUNTER)
+    assert out.result.compacted and out.compaction.replaced == 20 - 6
+    explicit = assemble(history, Compaction(), inp(100_000, force_compaction=True,
+                                                   keep_recent=2), COUNTER)
+    assert explicit.compaction.replaced == 18

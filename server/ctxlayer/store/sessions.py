@@ -40,7 +40,7 @@ from ctxlayer.core.zones.working import (
 from ctxlayer.protocol import AuditEntry, Message
 from ctxlayer.store.db import SessionRow, SessionStore
 
-#: item kinds that are sanitized (Z5) before they enter zone B
+#: item kinds whose logs are sanitized before they enter zone B
 LOG_KINDS = frozenset({"log", "toolOutput", "error", "trace", "stackTrace", "output"})
 
 

@@ -87,8 +87,11 @@ def _compact(history: History, work: cp.Compaction, inp: AssemblyInput, share: i
     if not (inp.force_compaction or cp.history_tokens(history, work) > trigger_at):
         return work, audit, changed, None
     sz = cp.sizes(policy, share)
-    if inp.keep_recent is not None:
-        stop = max(start, len(history) - inp.keep_recent)
+    keep = inp.keep_recent
+    if keep is None and inp.force_compaction and cp.history_tokens(history, work) <= target_at:
+        keep = policy.keep_recent  # asked to compact what fits anyway: the usual recent few
+    if keep is not None:
+        stop = max(start, len(history) - keep)
         while stop > start and cp.is_tool_result(history.messages[stop]):
             stop -= 1
     else:
@@ -104,7 +107,7 @@ def _compact(history: History, work: cp.Compaction, inp: AssemblyInput, share: i
     extracted: dict = {}
     new, summarized = cp.apply_summary(history, work, stop, inp.summary_text, share, policy,
                                        counter, extracted)
-    if inp.keep_recent is None:
+    if keep is None:
         # the summary's real size is known now: keep more verbatim when it is smaller than the
         # estimate (a client summary then also covers a few messages still shown: nothing lost)
         wider = cp.plan_stop(history, work, target_at - new.rendered_tokens,
