@@ -95,8 +95,8 @@ def _compact(history: History, work: cp.Compaction, inp: AssemblyInput, share: i
         while stop > start and cp.is_tool_result(history.messages[stop]):
             stop -= 1
     else:
-        stop = cp.plan_stop(history, work, target_at - min(sz.reserve, target_at // 2),
-                            cp.tail_tool_cap(share))
+        reserve = min(sz.reserve, target_at // 2)
+        stop = cp.plan_stop(history, work, target_at - reserve, cp.tail_tool_cap(share))
     if stop <= start:
         return work, audit, changed, None
     if inp.client_summarizer and inp.summary_text is None and not inp.offline:
@@ -107,8 +107,8 @@ def _compact(history: History, work: cp.Compaction, inp: AssemblyInput, share: i
     extracted: dict = {}
     new, summarized = cp.apply_summary(history, work, stop, inp.summary_text, share, policy,
                                        counter, extracted)
-    if keep is None:
-        # the summary's real size is known now: keep more verbatim when it is smaller than the
+    if keep is None and reserve - new.rendered_tokens > target_at // 10:
+        # the summary's real size is known now: keep more verbatim when it is well under the
         # estimate (a client summary then also covers a few messages still shown: nothing lost)
         wider = cp.plan_stop(history, work, target_at - new.rendered_tokens,
                              cp.tail_tool_cap(share))

@@ -269,15 +269,16 @@ def _audit(msg: Message, index: int, action: str, reason: str, before: int, afte
 
 def apply_summary(
     history: History, state: Compaction, stop: int, summary_text: str | None, share: int,
-    policy: CompactionPolicy, counter: Tokenizer, extracted: dict[int, Facts] | None = None,
+    policy: CompactionPolicy, counter: Tokenizer,
+    extracted: dict[int, tuple[Facts, list[str]]] | None = None,
 ) -> tuple[Compaction, list[AuditEntry]]:
     """Replace messages [verbatim start, stop) by the summary; return the new state.
 
     ``summary_text`` is the client's summary of (previous summary + covered messages); None
     means the offline extractive one, and so does an empty or off-topic client summary
     (audited). Constraints, the action log and the ledger are always made here, so a client
-    summary that lacks a fact still has it beside it. ``extracted``: facts per history index,
-    filled in and reused across calls of one assembly.
+    summary that lacks a fact still has it beside it. ``extracted``: facts and constraints per
+    history index, filled in and reused across calls of one assembly.
     """
     start = verbatim_start(history, state)
     covered = covered_messages(history, state, stop)
@@ -304,13 +305,15 @@ def apply_summary(
         read = [m for k, m in enumerate(covered) if k != request_at]
         summary_text = offline_summary(read, state.summary, sz.summary_chars)
     cache = extracted if extracted is not None else {}
-    facts = []
+    facts: list[Facts] = []
+    orders: list[list[str]] = []
     for k, msg in enumerate(originals):
-        f = cache.get(start + k)
-        if f is None:
-            f = cache[start + k] = extract_facts(text_of(msg))
-        facts.append(f)
-    constraints, marked = hc.detect(originals, state.constraints, state.marked)
+        got = cache.get(start + k)
+        if got is None:
+            got = cache[start + k] = (extract_facts(text_of(msg)), hc.orders_of(msg))
+        facts.append(got[0])
+        orders.append(got[1])
+    constraints, marked = hc.detect(originals, state.constraints, state.marked, orders)
     request = originals[request_at].content if request_at is not None else state.request
     new = Compaction(
         upto_seq=history.seqs[stop - 1] + 1,

@@ -55,12 +55,14 @@ _ZH_ORDER = re.compile(r"必须|禁止|不要|不得|务必|一律|只能|不可
 _ZH_SELF = re.compile(r"^\W*我(?:不|没)")
 
 #: every order contains one of these (lowercased): a message without any is not split
-_CUES = ("never", "always", "not", "n't", "only", "avoid", "keep", "sure", "ensure", "stick",
-         "stay", "target", "limit", "refrain", "no more", "circumstances", "all times", "must",
-         "shall", "forbidden", "required", "prohibited", "mandatory", "want", "need", "require",
+_CUES = ("never", "always", "do not", "don't", "dont", "only", "avoid", "keep", "sure",
+         "ensure", "stick", "stay", "target", "limit", "refrain", "no more", "circumstances",
+         "all times", "must", "shall", "shan't", "forbidden", "required", "prohibited",
+         "mandatory", "not allowed", "i want", "i need", "i require",
          "必须", "禁止", "不要", "不得", "务必", "一律", "只能", "不可", "不准")
 
 
+_CUE = re.compile("|".join(re.escape(c) for c in _CUES))
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 
 
@@ -90,33 +92,34 @@ def is_marked(msg: Message) -> bool:
     return msg.role == "user" and (msg.pinned or msg.kind == "rule")
 
 
-def detect(messages: list[Message], previous: list[str] = (),
-           marked: list[str] = ()) -> tuple[list[str], list[str]]:
-    """(constraints, marked) after ``messages``: previous ones first, duplicates removed."""
+def orders_of(msg: Message) -> list[str]:
+    """The user's hard constraints in one message (its whole text when it is marked)."""
+    if msg.role != "user" or msg.kind in ("summary", "toolOutput", "doc"):
+        return []
+    if is_marked(msg):
+        flat = " ".join(msg.content.split())
+        return [flat] if flat else []
+    if _CUE.search(msg.content.lower()) is None:
+        return []
+    return [" ".join(s.split()) for s in sentences(msg.content) if is_order(s)]
+
+
+def detect(messages: list[Message], previous: list[str] = (), marked: list[str] = (),
+           found: list[list[str]] | None = None) -> tuple[list[str], list[str]]:
+    """(constraints, marked) after ``messages``: previous ones first, duplicates removed.
+    ``found``: ``orders_of`` of each message, when the caller has them already."""
     seen = {normalized_hash(c.lower()) for c in previous}
     out = list(previous)
     marks = list(marked)
-    for msg in messages:
-        if msg.role != "user" or msg.kind in ("summary", "toolOutput", "doc"):
-            continue
-        if is_marked(msg):
-            flat = " ".join(msg.content.split())
+    for k, msg in enumerate(messages):
+        orders = found[k] if found is not None else orders_of(msg)
+        for flat in orders:
             key = normalized_hash(flat.lower())
-            if flat and key not in seen:
+            if key not in seen:
                 seen.add(key)
                 out.append(flat)
-                marks.append(flat)
-            continue
-        lowered = msg.content.lower()
-        if not any(cue in lowered for cue in _CUES):
-            continue
-        for sentence in sentences(msg.content):
-            if is_order(sentence):
-                flat = " ".join(sentence.split())
-                key = normalized_hash(flat.lower())
-                if key not in seen:
-                    seen.add(key)
-                    out.append(flat)
+                if is_marked(msg):
+                    marks.append(flat)
     return out, marks
 
 

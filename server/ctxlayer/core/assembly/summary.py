@@ -34,6 +34,7 @@ _OPEN = re.compile(
 #: SCAN_MIN_CHARS)
 SCAN_FACTOR = 40
 SCAN_MIN_CHARS = 64_000
+SCAN_MAX_CHARS = 160_000  # and never more than this (the newest ~40k tokens)
 
 SUMMARY_INSTRUCTIONS = (
     "Summarize the conversation below for the assistant's own memory, replacing it in the "
@@ -58,6 +59,13 @@ _SPECIFIC = re.compile(
     r"(?<!\w)--?[a-z][\w-]+|\b\d{2,}\b"
 )
 _PARTS = ("Decided", "Open", "Details")
+_MARKS = frozenset("0123456789/_-#")
+_INNER_CAPITAL = re.compile(r"[a-z][A-Z]")
+
+
+def _maybe_specific(text: str) -> bool:
+    """A cheap necessary condition of _SPECIFIC (most prose has none of these characters)."""
+    return not _MARKS.isdisjoint(text) or _INNER_CAPITAL.search(text) is not None
 
 
 def offline_summary(messages: list[Message], previous: str, max_chars: int) -> str:
@@ -77,7 +85,7 @@ def offline_summary(messages: list[Message], previous: str, max_chars: int) -> s
     third = max(80, max_chars // 3)
     found: list[list[str]] = [[], [], []]
     sizes = [0, 0, 0]
-    unread = max(SCAN_MIN_CHARS, SCAN_FACTOR * max_chars)
+    unread = min(SCAN_MAX_CHARS, max(SCAN_MIN_CHARS, SCAN_FACTOR * max_chars))
     for msg in reversed(messages):
         if (sizes[0] >= third and sizes[1] >= third and sizes[2] >= max_chars) or unread <= 0:
             break
@@ -92,7 +100,7 @@ def offline_summary(messages: list[Message], previous: str, max_chars: int) -> s
                 part = 1
             elif _DECIDED.search(flat):
                 part = 0
-            elif _SPECIFIC.search(flat):
+            elif _maybe_specific(flat) and _SPECIFIC.search(flat):
                 part = 2
             else:
                 continue
