@@ -54,15 +54,22 @@ _QUESTION_START = re.compile(
 _ZH_ORDER = re.compile(r"必须|禁止|不要|不得|务必|一律|只能|不可|不准")
 _ZH_SELF = re.compile(r"^\W*我(?:不|没)")
 
-#: every order contains one of these (lowercased): a message without any is not split
-_CUES = ("never", "always", "do not", "don't", "dont", "only", "avoid", "keep", "sure",
-         "ensure", "stick", "stay", "target", "limit", "refrain", "no more", "circumstances",
-         "all times", "must", "shall", "shan't", "forbidden", "required", "prohibited",
-         "mandatory", "not allowed", "i want", "i need", "i require",
-         "必须", "禁止", "不要", "不得", "务必", "一律", "只能", "不可", "不准")
+#: every order contains one of these words (lowercased): a message without any is not split
+_CUE_WORDS = frozenset(
+    "never always not don't dont only avoid keep sure ensure stick stay target limit refrain "
+    "more circumstances times must mustn't shall shan't forbidden required prohibited "
+    "mandatory allowed want need require".split())
+_CUE_CJK = ("必须", "禁止", "不要", "不得", "务必", "一律", "只能", "不可", "不准")
+_ASCII_WORD = re.compile(r"[a-z']+")
 
 
-_CUE = re.compile("|".join(re.escape(c) for c in _CUES))
+def _has_cue(text: str) -> bool:
+    lowered = text.lower()
+    if not lowered.isascii() and any(c in lowered for c in _CUE_CJK):
+        return True
+    return not _CUE_WORDS.isdisjoint(_ASCII_WORD.findall(lowered))
+
+
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 
 
@@ -99,7 +106,7 @@ def orders_of(msg: Message) -> list[str]:
     if is_marked(msg):
         flat = " ".join(msg.content.split())
         return [flat] if flat else []
-    if _CUE.search(msg.content.lower()) is None:
+    if not _has_cue(msg.content):
         return []
     return [" ".join(s.split()) for s in sentences(msg.content) if is_order(s)]
 

@@ -34,7 +34,7 @@ _OPEN = re.compile(
 #: SCAN_MIN_CHARS)
 SCAN_FACTOR = 40
 SCAN_MIN_CHARS = 64_000
-SCAN_MAX_CHARS = 160_000  # and never more than this (the newest ~40k tokens)
+SCAN_MAX_CHARS = 240_000  # and never more than this (the newest ~60k tokens)
 
 SUMMARY_INSTRUCTIONS = (
     "Summarize the conversation below for the assistant's own memory, replacing it in the "
@@ -55,8 +55,8 @@ def sentences(text: str) -> list[str]:
 #: a token that names something exact: letters and digits mixed, a path, a name with an
 #: underscore or inner capitals, an option, a number of two digits or more
 _SPECIFIC = re.compile(
-    r"[A-Za-z]+[-_#./:=]?\d|\d+[-_#./:=]?[A-Za-z]|\w+/\w+|[A-Za-z]\w*_\w+|[a-z]+[A-Z]\w+|"
-    r"(?<!\w)--?[a-z][\w-]+|\b\d{2,}\b"
+    r"\b(?:[A-Za-z]+[-_#./:=]?\d|\d+[-_#./:=]?[A-Za-z]|\w+/\w|[A-Za-z]\w*_\w|[a-z]+[A-Z]|"
+    r"\d{2,}\b)|(?<!\w)--?[a-z][\w-]+"
 )
 _PARTS = ("Decided", "Open", "Details")
 _MARKS = frozenset("0123456789/_-#")
@@ -92,6 +92,9 @@ def offline_summary(messages: list[Message], previous: str, max_chars: int) -> s
         if msg.role not in ("user", "assistant") or msg.kind == "summary":
             continue
         unread -= len(msg.content)
+        if not (_maybe_specific(msg.content) or _OPEN.search(msg.content)
+                or _DECIDED.search(msg.content)):
+            continue  # no sentence of it can be kept: not split
         for sentence in reversed(sentences(msg.content)):
             flat = " ".join(sentence.split())
             if len(flat) > 240:
