@@ -13,6 +13,8 @@ budget it used. Side by side, in one run, o200k counts:
 - ctxlayer ctx/assemble (the core's assembly, offline summary: no model);
 - ctxlayer ctx/trim (core.trim, pipeline strategy);
 - newest-first: the system prompt, then the newest whole messages that fit;
+and whether each window is one the providers accept (a user turn first after the system
+prompt, no tool result without its call, no call without its results);
 - LangChain trim_messages(strategy="last") and gptme reduce_log + limit_log, each in its own
   venv (bench/peers.py; skipped with --no-peers or when that venv cannot be built).
 """
@@ -53,6 +55,23 @@ def cut(messages: list[Message], counter) -> int:
                 j += 1
             return min(j, len(messages) - 1)
     return len(messages) - 1
+
+
+def provider_valid(context: list[Message]) -> bool:
+    """What both providers accept: after the system messages a user turn first; every tool
+    result after the call it answers, every call with its results."""
+    rest = [m for m in context if m.role != "system"]
+    if not rest or rest[0].role != "user":
+        return False
+    calls: set[str] = set()
+    answered: set[str] = set()
+    for m in rest:
+        if m.role == "tool":
+            if m.tool_call_id not in calls:
+                return False
+            answered.add(m.tool_call_id)
+        calls.update(c.id for c in m.tool_calls or ())
+    return calls <= answered
 
 
 def ours_assemble(before: list[Message], budget: int, counter) -> list[Message]:
@@ -130,13 +149,13 @@ def main() -> None:
     for pct in (int(p) for p in args.budgets.split(",")):
         print(f"budget: system prompt + {pct}% of the rest of the tokens before the cut\n")
         print("| trimmer | needed facts kept | " + " | ".join(KINDS)
-              + " | budget used (median) | transcripts failed |")
-        print("|---|---|" + "---|" * len(KINDS) + "---|---|")
+              + " | budget used (median) | provider-valid windows | transcripts failed |")
+        print("|---|---|" + "---|" * len(KINDS) + "---|---|---|")
         for label, fn in methods:
             found = 0
             kinds = dict.fromkeys(KINDS, 0)
             used: list[float] = []
-            failed = 0
+            failed = valid = 0
             for name, before, needs, system, rest in chats:
                 budget = 3 + system + int(rest * pct / 100)
                 try:
@@ -150,11 +169,12 @@ def main() -> None:
                 for kind, _ in got:
                     kinds[kind] += 1
                 used.append(conversation_tokens(context, counter) / budget)
+                valid += provider_valid(context)
             share = 100 * found / max(1, n_needed)
             cells = " | ".join(f"{kinds[k]}/{by_kind[k]}" for k in KINDS)
             med = sorted(used)[len(used) // 2] if used else 0.0
-            print(f"| {label} | {found}/{n_needed} = {share:.0f}% | {cells} | {100 * med:.0f}% "
-                  f"| {failed} |")
+            print(f"| {label} | {found}/{n_needed} = {share:.1f}% | {cells} | {100 * med:.0f}% "
+                  f"| {valid}/{len(chats) - failed} | {failed} |")
         print()
     if notes:
         print("\n".join(f"- {n}" for n in notes))
