@@ -403,3 +403,25 @@ def test_a_forced_compaction_of_a_history_that_fits_keeps_the_recent_few():
     explicit = assemble(history, Compaction(), inp(100_000, force_compaction=True,
                                                    keep_recent=2), COUNTER)
     assert explicit.compaction.replaced == 18
+
+
+def test_a_state_saved_before_ranking_still_assembles_with_its_facts():
+    import msgspec
+
+    old = msgspec.json.encode({
+        "upto_seq": 40, "replaced": 40, "summary": "Decided:\n- keep going", "constraints": [],
+        "facts": {"paths": ["src/legacy/module.py"], "error_codes": ["E1234"]},
+        "rewrites": {}, "rendered": "", "rendered_tokens": 0, "ledger_chars": 900})
+    state = msgspec.json.decode(old, type=Compaction)
+    out = assemble(chat(60), state, inp(2500), COUNTER)
+    summary = summary_of(out)
+    assert "src/legacy/module.py" in summary and "E1234" in summary
+
+
+def test_the_offline_summary_keeps_exact_details_without_cue_words():
+    planted = {6: "The gateway rejected it with GW-4107 again.",
+               8: "We now read 640 rows per batch from the ledger."}
+    out = assemble(chat(60, planted=planted), Compaction(), inp(2500), COUNTER)
+    summary = summary_of(out)
+    assert "Details:" in summary
+    assert "GW-4107" in summary and "640 rows per batch" in summary

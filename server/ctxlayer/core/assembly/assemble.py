@@ -152,9 +152,9 @@ def assemble(history: History, state: cp.Compaction, inp: AssemblyInput,
         ack_tokens = message_tokens(ack, counter)
         # the summary leaves the tail its newest turn (up to half the share), and at least
         # TAIL_SHARE of the share when the tail has that much
-        tail = max(min(_newest_turn_tokens(win), share // 2),
-                   min(sum(win.tokens), int(share * TAIL_SHARE)))
-        room = max(0, share - tail - ack_tokens)
+        tail_room = max(min(_newest_turn_tokens(win), share // 2),
+                        min(sum(win.tokens), int(share * TAIL_SHARE)))
+        room = max(0, share - tail_room - ack_tokens)
         s_tokens, demoted = work.rendered_tokens, work.demoted
         if s_tokens > room:
             fitted = cp.fitted_summary(work, room, inp.policy, counter)
@@ -167,8 +167,8 @@ def assemble(history: History, state: cp.Compaction, inp: AssemblyInput,
             else:
                 truncated.append(AuditEntry(
                     action="truncated", reason=f"summary over its room in the history share "
-                    f"({room} tokens): ledger, action log and decided/open shortened for this "
-                    "assembly", summary=describe(summ), tokens_before=s_tokens,
+                    f"({room} tokens): its parts shortened for this assembly, least important "
+                    "first", summary=describe(summ), tokens_before=s_tokens,
                     tokens_after=fitted[1], message_id=summ.id))
                 summ, s_tokens, demoted = fitted
         if summ is not None:

@@ -20,8 +20,10 @@ in ``target`` of the share once the summary is counted, so the budget is used, a
 compaction comes only after the history has grown again by the difference (compaction moves in
 steps, so the provider's cached prefix holds between them).
 The summary message is a user turn with its daemon id (``ctx:summary:<upto_seq>``), placed
-right after the system prompt; a constraint, action or fact that does not fit its share gives
-way to the newer ones, never the whole summary.
+right after the system layers, rules and working zone (an assistant acknowledgement follows it
+when the verbatim tail starts with a user turn, so roles alternate); a constraint, action or
+fact that does not fit its share gives way to the newer or better-ranked ones, never the whole
+summary.
 Must not: call a model (the summary text is passed in) or touch storage.
 """
 
