@@ -47,6 +47,7 @@ _CODE_KINDS = frozenset({"commands"})
 _LIBRARY = re.compile(r"site-packages|dist-packages|/lib/python\d|^/usr/(?:local/)?lib/|conda|"
                       r"node_modules|^<")
 _LOCATED = frozenset({"paths", "line_numbers"})
+_INLINE_SCRIPT = "<string>:"
 _FENCED = re.compile(r"^[ \t]{0,3}(```+|~~~+)[^\n]*\n.*?(?:^[ \t]{0,3}\1[ \t]*$|\Z)",
                      re.MULTILINE | re.DOTALL)
 
@@ -107,7 +108,9 @@ def add_messages(ledger: Ledger | None, messages: list[Message],
             entries = led.kinds.setdefault(kind, [])
             where = index[kind]
             for value in values:
-                if kind in _LOCATED and _LIBRARY.search(value):
+                if kind == "line_numbers" and value.startswith(_INLINE_SCRIPT):
+                    value = "line " + value[len(_INLINE_SCRIPT):]  # a `python -c` script's line
+                elif kind in _LOCATED and _LIBRARY.search(value):
                     continue
                 score = PROSE_SCORE if speaker and value in prose else MENTION_SCORE
                 i = where.get(value)
