@@ -4,21 +4,35 @@
 correction: one cache per (encoding, correction), shared by every request, so re-counting a
 conversation costs only its new text. A CountCache is not thread-safe: callers that count from
 several threads hold a lock (the daemon counts on one worker thread).
+
+`preload(model)` builds that model's encoding on a background thread (the daemon calls it at
+start, before the first request needs it); parsed rank tables are cached in the state folder
+(`set_cache_dir` moves or disables that), so only the first start ever parses them.
 """
 
 from __future__ import annotations
 
 import math
 import threading
+from concurrent.futures import Future
+
+import tiktoken
 
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.tokens import CountCache
-from ctxlayer.tokenizers.encodings import ENCODINGS, TokenizerUnavailable, get_encoding
+from ctxlayer.tokenizers.encodings import (
+    ENCODINGS,
+    TokenizerUnavailable,
+    built_from,
+    get_encoding,
+    set_cache_dir,
+)
 from ctxlayer.tokenizers.models import DEFAULT_MODEL, TABLE, ModelInfo, model_info
 
 __all__ = [
     "DEFAULT_MODEL", "ENCODINGS", "TABLE", "ModelInfo", "TiktokenCounter", "TokenizerUnavailable",
-    "counter_for", "memo_for", "model_info", "prompt_traits",
+    "built_from", "counter_for", "memo_for", "model_info", "preload", "prompt_traits",
+    "set_cache_dir",
 ]
 
 
@@ -52,12 +66,38 @@ def counter_for(model: str | None = None) -> CountCache:
     key = (info.encoding, info.correction)
     cache = _counters.get(key)
     if cache is None:
+        get_encoding(info.encoding)  # built outside our lock: a preload may be building it
         with _lock:
             cache = _counters.get(key)
             if cache is None:
                 cache = CountCache(TiktokenCounter(info.encoding, info.correction))
                 _counters[key] = cache
     return cache
+
+
+_preloads: dict[str, Future[tiktoken.Encoding]] = {}
+
+
+def preload(model: str | None = None) -> Future[tiktoken.Encoding]:
+    """Start building the model's encoding on a background thread and return at once; the
+    future ends with the encoding (or the error). `counter_for` on any thread waits for this
+    build instead of starting another. Calling it again for the same encoding returns the
+    same future. Meant for the daemon's start: the build overlaps imports and the first scan."""
+    name = model_info(model).encoding
+    with _lock:
+        future = _preloads.get(name)
+        if future is not None:
+            return future
+        future = _preloads[name] = Future()
+
+    def build() -> None:
+        try:
+            future.set_result(get_encoding(name))
+        except BaseException as exc:  # handed to whoever waits on the future
+            future.set_exception(exc)
+
+    threading.Thread(target=build, name=f"ctxlayer-preload-{name}", daemon=True).start()
+    return future
 
 
 def memo_for(model: str | None = None) -> Memo:
