@@ -230,6 +230,41 @@ def load_config(
     return _build(Config, values), messages
 
 
+def reload_config(
+    workspace: Path, user_config_dir: Path | None, overrides: dict | None, previous: Config
+) -> tuple[Config, str]:
+    """Load the config again after a `ctxlayer.toml` changed (same sources as `load_config`).
+
+    Returns the new config and one message for the user: which settings changed (dotted key,
+    old -> new), then what was rejected (each problem; the rejected key keeps its default, as
+    at start). Never raises."""
+    config, problems = load_config(workspace, user_config_dir, overrides)
+    diffs = [f"{key} {_show(old)} -> {_show(new)}"
+             for key, old, new in _differences(previous, config, "")]
+    if diffs:
+        message = "ctxlayer.toml reloaded: " + "; ".join(diffs)
+    else:
+        message = "ctxlayer.toml reloaded: no setting changed"
+    if problems:
+        message += ". Rejected: " + " | ".join(problems)
+    return config, message
+
+
+def _differences(old: Any, new: Any, prefix: str) -> list[tuple[str, Any, Any]]:
+    out = []
+    for f in msgspec.structs.fields(type(old)):
+        a, b = getattr(old, f.name), getattr(new, f.name)
+        if isinstance(a, msgspec.Struct):
+            out += _differences(a, b, f"{prefix}{f.name}.")
+        elif a != b:
+            out.append((f"{prefix}{f.name}", a, b))
+    return out
+
+
+def _show(value: Any) -> str:
+    return "unset" if value is None else msgspec.json.encode(value).decode()
+
+
 def _read_toml(path: Path, messages: list[str]) -> dict | None:
     try:
         raw = path.read_bytes()

@@ -27,7 +27,7 @@ Mode = Literal["short", "deep", "debug"]
 Strategy = Literal["pipeline", "priority"]
 ToolFormat = Literal["markdown", "xml", "tool"]
 ContextMode = Literal["full", "selective"]
-PartName = Literal["tree", "git", "agentFiles", "files"]
+PartName = Literal["tree", "git", "agentFiles", "files", "skills"]
 
 
 class Wire(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True):

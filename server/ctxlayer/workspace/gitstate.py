@@ -9,10 +9,16 @@ rewriting .git/index, which would wake our own watcher in a loop. Must not rende
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 GIT_TIMEOUT_S = 60.0
 
@@ -167,3 +173,33 @@ def parse_status(out: bytes, prefix: str, tracked: tuple[str, ...] = ()) -> GitS
             entries.append(Entry(path, "??"))
     return GitState(tracked=tracked, entries=tuple(entries), branch=branch, oid=oid,
                     upstream=upstream, ahead=ahead, behind=behind, untracked=tuple(untracked))
+
+
+def watched_parts(git_dir: Path | None) -> tuple[list[Path], list[Path]]:
+    """What of a repository is watched: refs/ whole, the folder itself and info/ alone (HEAD,
+    index, packed-refs, info/exclude); never objects/ or logs/."""
+    if git_dir is None:
+        return [], []
+    return [git_dir / "refs"], [git_dir, git_dir / "info"]
+
+
+class Prefetch:
+    """One git reading started ahead of a flush, on its own thread."""
+
+    def __init__(self, read: Callable[[], tuple], delay_s: float) -> None:
+        self.started: float | None = None
+        self.result: tuple | None = None
+        self.done = threading.Event()
+        self._read = read
+        self._delay = delay_s
+        threading.Thread(target=self._run, name="ctxlayer-git-prefetch", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            time.sleep(self._delay)  # let a cluster of events (an editor's save) land
+            self.started = time.monotonic()
+            self.result = self._read()
+        except Exception:
+            log.exception("git prefetch failed")
+        finally:
+            self.done.set()
