@@ -54,17 +54,23 @@ def parse_head(text: str, fallback_name: str) -> tuple[str, str]:
     lines = text.splitlines()
     body_start = 0
     if lines and lines[0].strip() == "---":
+        current = ""
         for i, line in enumerate(lines[1:], start=1):
             if line.strip() == "---":
                 body_start = i + 1
                 break
-            key, sep, value = line.partition(":")
-            if not sep:
+            if line[:1] in (" ", "\t") and current == "description":
+                description += " " + line.strip()  # a folded continuation line
                 continue
-            value = value.strip().strip("\"'")
-            if key.strip() == "name":
+            key, sep, value = line.partition(":")
+            current = key.strip() if sep else ""
+            value = value.strip()
+            if value in (">", "|", ">-", "|-"):
+                value = ""  # a block scalar: its lines follow, indented
+            value = value.strip("\"'")
+            if current == "name":
                 name = value
-            elif key.strip() == "description":
+            elif current == "description":
                 description = value
     if not description:
         for line in lines[body_start:]:

@@ -173,6 +173,7 @@ class Workspace:
             self._files_regex = compile_globs([p for p in cfg.files if ".." not in p])
             self._extra = filelist.extra_rules(cfg.ignore)
             self._tree_key = None
+            self._git_state = None  # the file list is filtered again with the new rules
             kept, watcher = self._kept, self._watcher
         if kept is not None and watcher is not None:
             kept.set_extra(cfg.ignore)
