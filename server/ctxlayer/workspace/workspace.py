@@ -1,13 +1,11 @@
 """The live workspace: its parts, its current segment, and what each file event invalidates.
 
 Owns: the `Workspace` object (first scan, refresh of just the affected parts, the watcher's
-lifecycle and which folders it watches), the map from a changed path to the parts it can
-change (STYLE.md section 5's cache table: .git/HEAD, index, refs -> git; agent files ->
-agentFiles; anything below a skill root -> skills; .gitignore -> tree; selected files ->
-files; create / delete / move -> tree + git; a content write of a listed file -> git; a
-`ctxlayer.toml` -> the config callback, not a part), and the immutable `WorkspaceSegment`
-snapshots. The watcher keeps only folders the tree could list (kept.py): after an ignore file
-changes it is asked again. Thread-safe: every refresh holds
+lifecycle and which folders it watches: kept.py decides, and after an ignore file changes it
+is asked again), the immutable `WorkspaceSegment` snapshots, and telling the caller when a
+`ctxlayer.toml` changed. Which parts an event can change is events.py's map. Git is read by
+the CLI for status and the file list, by GitPython for the repository and HEAD (events that
+touch only HEAD or local refs run no git process). Thread-safe: every refresh holds
 one lock; readers get the last published snapshot without waiting. While a watcher batch
 waits out its debounce, git is read ahead on a side thread; the flush uses that reading only
 if it started after the batch's last event (so the latency is about max(debounce, git), not
@@ -21,11 +19,22 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 
 from ctxlayer.config import CONFIG_FILE, Config, WorkspaceConfig, default_user_config_dir
 from ctxlayer.protocol import LeftOut, SegmentPart, WorkspaceSegment
-from ctxlayer.workspace import agents, filelist, gitpart, gitstate, selected, skills, tree
+from ctxlayer.workspace import (
+    agents,
+    filelist,
+    gitpart,
+    gitrefs,
+    gitstate,
+    selected,
+    skills,
+    tree,
+)
+from ctxlayer.workspace.events import EventMap, names_ignore_rules
 from ctxlayer.workspace.ignore import compile_globs
 from ctxlayer.workspace.kept import KeptFolders
 from ctxlayer.workspace.segment import PART_ORDER, assemble, make_part
@@ -36,12 +45,11 @@ log = logging.getLogger(__name__)
 Count = Callable[[str], int]
 OnChange = Callable[[WorkspaceSegment, list[str]], None]
 OnConfig = Callable[[list[Path]], None]
-GIT_WATCHED = ("HEAD", "index", "packed-refs", "info/exclude")
 #: how long after a batch's first event git is read ahead of the flush (capped at debounce/4)
 PREFETCH_DELAY_S = 0.03
 
 
-class Workspace:
+class Workspace(EventMap):
     """One workspace folder's segment, kept fresh.
 
     `count` turns text into tokens (production: `tokenizers.counter_for(model).count`).
@@ -188,30 +196,7 @@ class Workspace:
         if watcher is not None:
             watcher.stop()
 
-    # --- events -> parts ----------------------------------------------------------------------
-
-    def _accept(self, path: str) -> bool:
-        """Cheap pre-filter on the watcher thread: drop churn inside .git."""
-        repo = self._repo
-        if repo is not None:
-            git_dir = str(repo.git_dir)
-            if path == git_dir:
-                return True
-            if path.startswith(git_dir + os.sep):
-                rel = path[len(git_dir) + 1:]
-                return rel in GIT_WATCHED or rel.startswith("refs" + os.sep)
-        root = str(self.root)
-        if path.startswith(root + os.sep) or path == root:
-            return True
-        return (path in self._agent_paths or path in self._config_paths
-                or self._skill_root_of(path) is not None)
-
-    def _skill_root_of(self, path: str) -> str | None:
-        """The skill root `path` is in, is, or leads to (a parent created or removed)."""
-        for r in self._skill_roots:
-            if path == r or path.startswith(r + os.sep) or r.startswith(path + os.sep):
-                return r
-        return None
+    # --- events -------------------------------------------------------------------------------
 
     def _on_activity(self, items: Batch) -> None:
         """Watcher thread, as events arrive: start reading git once per batch, so that git's
@@ -221,7 +206,8 @@ class Workspace:
             self._last_event = now
             if self._prefetch is not None:
                 return
-            if not any(self._affected(p, s) & {"tree", "git"} for p, s in items.items()):
+            if not any(self._affected(p, s) & {"tree", "git"} and not self._head_only(p)
+                       for p, s in items.items()):
                 return
             delay = min(PREFETCH_DELAY_S, self.config.debounce_ms / 4000)
             self._prefetch = gitstate.Prefetch(self._read_git, delay)
@@ -250,7 +236,10 @@ class Workspace:
                 parts = set()
                 for path, structural in batch.items():
                     parts |= self._affected(path, structural)
-            rules_changed = full or any(_names_ignore_rules(p) for p in batch)
+            rules_changed = full or any(names_ignore_rules(p) for p in batch)
+            if (prefetched is None and parts and not full
+                    and all(self._head_only(p) for p in batch)):
+                prefetched = self._read_head()
             changed = self._recompute(parts, prefetched) if parts else []
             resync = self._follow_repository(rules_changed)
             callback, segment = self._on_change, self._segment
@@ -268,53 +257,29 @@ class Workspace:
             except Exception:
                 log.exception("segment change callback failed")
 
-    def _affected(self, path: str, structural: bool | None) -> set[str]:
-        """The parts a change at `path` can affect. structural: True for create / delete /
-        move, False for a content write, None when unknown (refresh() from a save)."""
-        if not os.path.isabs(path):
-            path = str(self.root / path)
-        path = os.path.normpath(path)
-        parts: set[str] = set()
-        if path in self._agent_paths:
-            parts |= {"agentFiles", "files"}
-        if self._skill_root_of(path) is not None:
-            parts.add("skills")
-        repo = self._repo
-        if repo is not None and (path == str(repo.git_dir)
-                                 or path.startswith(str(repo.git_dir) + os.sep)):
-            rel = path[len(str(repo.git_dir)) + 1:]
-            if rel == "info/exclude":
-                return parts | {"tree", "git", "files"}
-            if rel in GIT_WATCHED or rel.startswith("refs" + os.sep) or not rel:
-                return parts | {"git", "tree"}
-            return parts
-        root = str(self.root)
-        if not path.startswith(root + os.sep):
-            return parts | ({"tree", "git", "files", "agentFiles", "skills"}
-                            if path == root else set())
-        rel = path[len(root) + 1:].replace(os.sep, "/")
-        name = rel.rsplit("/", 1)[-1]
-        if rel == ".git" or rel.startswith(".git/"):
-            return parts | {"tree", "git"}  # a repository appeared or vanished
-        if name == ".gitignore":
-            parts |= {"tree", "git", "files"}
-        if rel in self._selected_used or (self._files_regex and self._files_regex.match(rel)):
-            parts.add("files")
-        if structural or (structural is None and rel not in self._file_set):
-            parts |= {"tree", "git"}
-            if structural and rel not in self._file_set:
-                parts.add("files")  # a folder moved or vanished may hold selected files
-        elif rel in self._file_set:
-            parts.add("git")
-        return parts
-
     # --- computing parts ----------------------------------------------------------------------
 
     def _read_git(self) -> tuple[gitstate.Repo | None, gitstate.GitState | None]:
-        repo = gitstate.find_repo(self.root)
+        reading = gitstate.Reading(self.root)  # git runs while GitPython finds the repository
+        repo = gitrefs.find_repo(self.root)
         if repo is None:
+            reading.cancel()
             return None, None
-        return repo, gitstate.read_state(self.root, repo, self._git_state)
+        return repo, reading.finish(repo, self._git_state)
+
+    def _read_head(self) -> tuple[gitstate.Repo | None, gitstate.GitState | None] | None:
+        """After events that touch only HEAD or local refs: the state with HEAD read from the
+        files, no git process, when the status cannot have changed (same commit, and no
+        upstream distance to recount); None when git must run."""
+        prev, repo = self._git_state, self._repo
+        if prev is None or prev.error or repo is None:
+            return None
+        head = gitrefs.read_head(self.root)
+        if head is None or head.oid != prev.oid or head.upstream != prev.upstream:
+            return None
+        if head.branch != prev.branch and head.upstream is not None:
+            return None
+        return repo, replace(prev, branch=head.branch)
 
     def _recompute(self, parts: set[str], prefetched: tuple | None = None) -> list[str]:
         cfg = self.config
@@ -397,11 +362,6 @@ class Workspace:
         if rules_changed:
             kept.reset()
         return rules_changed
-
-
-def _names_ignore_rules(path: str) -> bool:
-    return path.endswith(os.sep + ".gitignore") or path.endswith(
-        os.sep + "info" + os.sep + "exclude")
 
 
 def _inside(path: Path, folder: Path) -> bool:
