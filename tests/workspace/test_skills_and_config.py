@@ -96,6 +96,8 @@ def test_the_watcher_refreshes_skills(repo, home):
         rec.wait_for(has("skills", "Reworded"))
         write(home / ".config" / "ctxlayer", "skills/mine/SKILL.md", "# Mine\n")
         rec.wait_for(has("skills", "- mine: Mine"))
+        write(home / ".config" / "ctxlayer", "skills/mine/SKILL.md", "# Mine, edited\n")
+        rec.wait_for(has("skills", "- mine: Mine, edited"))  # the new root is watched
         (repo / ".claude/skills/review/SKILL.md").unlink()
         rec.wait_for(has("skills", "Reworded", present=False))
     finally:

@@ -145,3 +145,21 @@ def test_a_repository_created_after_the_start_is_watched(home, tmp_path):
         rec.wait_for(has("git", "Staged (1)"))
     finally:
         ws.stop()
+
+
+def test_a_repository_seen_half_made_is_still_followed(home, tmp_path):
+    """The first flush may come while `git init` is still writing: .git is there, no
+    repository yet. The folder is watched until git can read it."""
+    root = tmp_path / "plain"
+    write(root, "a.py", "A = 1\n")
+    ws = make_ws(root, home, debounce_ms=20)
+    ws.scan()
+    rec = Recorder()
+    ws.start_watching(rec)
+    try:
+        (root / ".git").mkdir()
+        rec.wait_for(lambda c: str(root / ".git") in ws.watched_folders())
+        git(root, "init", "-q", "-b", "main")
+        rec.wait_for(has("git", "Branch: main"))
+    finally:
+        ws.stop()

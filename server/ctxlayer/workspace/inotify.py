@@ -144,8 +144,10 @@ class FolderWatch:
         for folder in sorted(wanted):
             self._add(folder)
 
-    def _walk(self, top: str) -> set[str]:
-        """`top` and the folders below it that `keep` accepts (never through a symlink)."""
+    def _walk(self, top: str, watch: bool = False) -> set[str]:
+        """`top` and the folders below it that `keep` accepts (never through a symlink).
+        With `watch`, each folder is watched before it is listed: a subfolder made while we
+        walk is then either listed or announced by an event, never missed."""
         found: set[str] = set()
         if not os.path.isdir(top):
             return found
@@ -153,6 +155,8 @@ class FolderWatch:
         while stack:
             folder = stack.pop()
             found.add(folder)
+            if watch:
+                self._add(folder)
             try:
                 with os.scandir(folder) as it:
                     for entry in it:
@@ -168,8 +172,7 @@ class FolderWatch:
         return found
 
     def _add_tree(self, top: str) -> None:
-        for folder in sorted(self._walk(top)):
-            self._add(folder)
+        self._walk(top, watch=True)
 
     def _add(self, folder: str) -> None:
         with self._lock:

@@ -88,6 +88,8 @@ class Workspace(EventMap):
         self._watcher: Watcher | None = None
         self._kept: KeptFolders | None = None
         self._watched_git: Path | None = None
+        self._watched_skills: set[str] = set()
+        self._watched_extra: set[Path] = set()
         self._on_change: OnChange | None = None
         self._on_config: OnConfig | None = None
         self._pf_lock = threading.Lock()
@@ -146,8 +148,11 @@ class Workspace(EventMap):
                                      skills.WORKSPACE_ROOTS)
             self._kept.set_listed(self._files)
             trees = [self.root]
+            # skill roots inside the workspace are reached through it (kept.py lets them in)
+            self._watched_skills = {p for p in self._skill_roots
+                                    if _inside(Path(p), self.root) or os.path.isdir(p)}
             trees += [Path(p) for p in self._skill_roots
-                      if not _inside(Path(p), self.root) and Path(p).is_dir()]
+                      if not _inside(Path(p), self.root) and os.path.isdir(p)]
             shallow = []
             for folder in agents.folder_chain(self.root, self.home, self.user_config_dir):
                 if folder.is_dir() and not _inside(folder, self.root):
@@ -353,6 +358,15 @@ class Workspace(EventMap):
         if watcher is None or kept is None:
             return False
         git_dir = self._repo.git_dir if self._repo is not None else None
+        for r in self._skill_roots:  # a skill root outside the workspace that appeared
+            if r not in self._watched_skills and os.path.isdir(r):
+                watcher.add_folders([Path(r)], [])
+                self._watched_skills.add(r)
+        dot_git = self.root / ".git"
+        if git_dir is None and dot_git not in self._watched_extra and dot_git.is_dir():
+            # a repository being made (git init): watch it until git can read it
+            watcher.add_folders([], [dot_git])
+            self._watched_extra.add(dot_git)
         if git_dir != self._watched_git:
             kept.set_git_dir(git_dir)
             trees, alone = gitstate.watched_parts(git_dir)
