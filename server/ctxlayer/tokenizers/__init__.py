@@ -5,8 +5,9 @@ correction: one cache per (encoding, correction), shared by every request, so re
 conversation costs only its new text. A CountCache is not thread-safe: callers that count from
 several threads hold a lock (the daemon counts on one worker thread).
 
-`preload(model)` builds that model's encoding on a background thread (the daemon calls it at
-start, before the first request needs it); parsed rank tables are cached in the state folder
+The encoding behind a counter is built on a background thread, from the moment the counter
+is asked for (or `preload(model)` is called: the daemon can call it first thing) until its
+first count, which waits for it; parsed rank tables are cached in the state folder
 (`set_cache_dir` moves or disables that), so only the first start ever parses them.
 """
 
@@ -37,12 +38,24 @@ __all__ = [
 
 
 class TiktokenCounter:
-    """Counts with a tiktoken encoding, times a family correction (rounded up)."""
+    """Counts with a tiktoken encoding, times a family correction (rounded up).
+
+    The encoding is built on a background thread from construction on (see `preload`); the
+    first count waits for it. So whoever asks for a counter early (the daemon, before its first
+    scan) gets the build overlapped with whatever it does next (git running)."""
 
     def __init__(self, encoding: str, correction: float = 1.0) -> None:
-        self.encoding = get_encoding(encoding)
+        self._future = _preload_encoding(encoding)
+        self._encoding: tiktoken.Encoding | None = None
         self.correction = correction
         self.name = encoding if correction == 1.0 else f"{encoding}x{correction:g}"
+
+    @property
+    def encoding(self) -> tiktoken.Encoding:
+        enc = self._encoding
+        if enc is None:
+            enc = self._encoding = self._future.result()  # raises the build's error, if any
+        return enc
 
     def count(self, text: str) -> int:
         n = len(self.encoding.encode_ordinary(text))
@@ -66,7 +79,6 @@ def counter_for(model: str | None = None) -> CountCache:
     key = (info.encoding, info.correction)
     cache = _counters.get(key)
     if cache is None:
-        get_encoding(info.encoding)  # built outside our lock: a preload may be building it
         with _lock:
             cache = _counters.get(key)
             if cache is None:
@@ -76,6 +88,7 @@ def counter_for(model: str | None = None) -> CountCache:
 
 
 _preloads: dict[str, Future[tiktoken.Encoding]] = {}
+_preload_lock = threading.Lock()
 
 
 def preload(model: str | None = None) -> Future[tiktoken.Encoding]:
@@ -83,8 +96,11 @@ def preload(model: str | None = None) -> Future[tiktoken.Encoding]:
     future ends with the encoding (or the error). `counter_for` on any thread waits for this
     build instead of starting another. Calling it again for the same encoding returns the
     same future. Meant for the daemon's start: the build overlaps imports and the first scan."""
-    name = model_info(model).encoding
-    with _lock:
+    return _preload_encoding(model_info(model).encoding)
+
+
+def _preload_encoding(name: str) -> Future[tiktoken.Encoding]:
+    with _preload_lock:  # not `_lock`: counter_for holds that one while it calls this
         future = _preloads.get(name)
         if future is not None:
             return future
@@ -96,7 +112,7 @@ def preload(model: str | None = None) -> Future[tiktoken.Encoding]:
         except BaseException as exc:  # handed to whoever waits on the future
             future.set_exception(exc)
 
-    threading.Thread(target=build, name=f"ctxlayer-preload-{name}", daemon=True).start()
+    threading.Thread(target=build, name=f"ctxlayer-encoding-{name}", daemon=True).start()
     return future
 
 
