@@ -163,3 +163,18 @@ def test_a_repository_seen_half_made_is_still_followed(home, tmp_path):
         rec.wait_for(has("git", "Branch: main"))
     finally:
         ws.stop()
+
+
+def test_a_workspace_opened_through_a_symlink_is_watched(repo, home, tmp_path):
+    link = tmp_path / "link-to-proj"
+    os.symlink(repo, link)
+    ws = make_ws(link, home)
+    ws.scan()
+    rec = Recorder()
+    ws.start_watching(rec)
+    try:
+        assert str(link) in ws.watched_folders()
+        write(link, "through_link.py", "T = 1\n")
+        rec.wait_for(has("tree", "through_link.py"))
+    finally:
+        ws.stop()

@@ -178,7 +178,11 @@ class FolderWatch:
         with self._lock:
             if folder in self._wds:
                 return
-        wd = self._libc.inotify_add_watch(self.fd, os.fsencode(folder), MASK)
+        # a root given as a symlink (a workspace opened through one) is followed; below it,
+        # folders are found without following symlinks, so none is watched through one
+        top = folder in self._alone or folder in self._trees
+        mask = MASK & ~IN_DONT_FOLLOW if top else MASK
+        wd = self._libc.inotify_add_watch(self.fd, os.fsencode(folder), mask)
         if wd < 0:
             e = ctypes.get_errno()
             if e == errno.ENOSPC:
