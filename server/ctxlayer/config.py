@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+import types
 import typing
 from pathlib import Path
 from typing import Annotated, Any
@@ -95,7 +96,29 @@ class WorkspaceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 class TrimConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """How conversations are trimmed. (Placeholder: the trim engine's owner adds fields.)"""
+    """How conversations are trimmed when a request names no strategy of its own."""
+
+    strategy: Annotated[str, Meta(pattern="^(pipeline|priority)$", description="Default "
+                                  "strategy: pipeline shortens the longest messages, then "
+                                  "keeps whole groups from the newest back; priority cuts "
+                                  "retrieved documents first, then older history, then "
+                                  "recent messages.")] = "pipeline"
+    tool_output_cap: Annotated[Annotated[int, Meta(ge=16)] | None, Meta(
+        description="Tokens past which a tool output is shortened to its outline; unset: "
+        "the budget / 16, at least 256.")] = None
+    head_lines: Annotated[int, Meta(ge=0, description="Lines kept at the start of a "
+                                    "truncated block.")] = 10
+    tail_lines: Annotated[int, Meta(ge=0, description="Lines kept at the end of a "
+                                    "truncated block.")] = 10
+
+    def options(self, strategy: str | None = None):
+        """The core's `TrimOptions` for these settings; `strategy` (a request's own) wins
+        over the default. Imported here so that reading the config stays light."""
+        from ctxlayer.core.trim import TrimOptions
+
+        return TrimOptions(strategy=strategy or self.strategy,  # type: ignore[arg-type]
+                           tool_output_cap=self.tool_output_cap,
+                           head_lines=self.head_lines, tail_lines=self.tail_lines)
 
 
 class ModeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -208,6 +231,41 @@ def load_config(
     return _build(Config, values), messages
 
 
+def reload_config(
+    workspace: Path, user_config_dir: Path | None, overrides: dict | None, previous: Config
+) -> tuple[Config, str]:
+    """Load the config again after a `ctxlayer.toml` changed (same sources as `load_config`).
+
+    Returns the new config and one message for the user: which settings changed (dotted key,
+    old -> new), then what was rejected (each problem; the rejected key keeps its default, as
+    at start). Never raises."""
+    config, problems = load_config(workspace, user_config_dir, overrides)
+    diffs = [f"{key} {_show(old)} -> {_show(new)}"
+             for key, old, new in _differences(previous, config, "")]
+    if diffs:
+        message = "ctxlayer.toml reloaded: " + "; ".join(diffs)
+    else:
+        message = "ctxlayer.toml reloaded: no setting changed"
+    if problems:
+        message += ". Rejected: " + " | ".join(problems)
+    return config, message
+
+
+def _differences(old: Any, new: Any, prefix: str) -> list[tuple[str, Any, Any]]:
+    out = []
+    for f in msgspec.structs.fields(type(old)):
+        a, b = getattr(old, f.name), getattr(new, f.name)
+        if isinstance(a, msgspec.Struct):
+            out += _differences(a, b, f"{prefix}{f.name}.")
+        elif a != b:
+            out.append((f"{prefix}{f.name}", a, b))
+    return out
+
+
+def _show(value: Any) -> str:
+    return "unset" if value is None else msgspec.json.encode(value).decode()
+
+
 def _read_toml(path: Path, messages: list[str]) -> dict | None:
     try:
         raw = path.read_bytes()
@@ -303,6 +361,8 @@ def _default_of(field: msgspec.structs.FieldInfo) -> Any:
 
 def _type_name(tp: Any) -> str:
     tp = _plain(tp)
+    if _optional(tp) is not None:
+        return f"{_type_name(_optional(tp))} or unset"
     if typing.get_origin(tp) is list:
         return f"list of {_type_name(typing.get_args(tp)[0])}"
     return {int: "integer", str: "string", bool: "boolean", float: "number"}.get(
@@ -310,12 +370,28 @@ def _type_name(tp: Any) -> str:
     )
 
 
+def _optional(tp: Any) -> Any:
+    """X for `X | None`, else None."""
+    args = typing.get_args(tp) if typing.get_origin(tp) in (typing.Union, types.UnionType) else ()
+    rest = [a for a in args if a is not type(None)]
+    return rest[0] if len(args) == 2 and len(rest) == 1 else None
+
+
 def _meta(tp: Any) -> Meta | None:
+    """The field's constraints and description; an optional field's inner constraints are
+    merged with the description on the outside."""
+    found: Meta | None = None
     if typing.get_origin(tp) is Annotated:
         for m in typing.get_args(tp)[1:]:
             if isinstance(m, Meta):
-                return m
-    return None
+                found = m
+        inner = _optional(_plain(tp))
+        inner_meta = _meta(inner) if inner is not None else None
+        if inner_meta is not None:
+            found = Meta(gt=inner_meta.gt, ge=inner_meta.ge, lt=inner_meta.lt,
+                         le=inner_meta.le, pattern=inner_meta.pattern,
+                         description=found.description if found else None)
+    return found
 
 
 def _bounds(meta: Meta | None) -> str:
