@@ -22,6 +22,11 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import Meta
 
+from ctxlayer.core.assembly.compaction import CompactionPolicy
+from ctxlayer.core.zones.modes import DEFAULT_MODES
+from ctxlayer.core.zones.rules import RulePolicy
+from ctxlayer.core.zones.working import DecayPolicy
+
 CONFIG_FILE = "ctxlayer.toml"
 
 #: gptme 0.35.1's agent files, in the order they are read inside each folder.
@@ -121,25 +126,37 @@ class TrimConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                            head_lines=self.head_lines, tail_lines=self.tail_lines)
 
 
+# One source for every default: the core's own policies (the settings only expose them).
+_MODES = DEFAULT_MODES
+_COMPACTION = CompactionPolicy()
+_DECAY = DecayPolicy()
+_RULES = RulePolicy()
+
+
 class ModeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """One task mode: the largest share of `cap` each zone may use (Z3)."""
 
     rules_share: Annotated[float, Meta(ge=0, le=1, description="Largest share of the zone "
-                                       "cap the rules (zone A) may use.")] = 0.4
+                                       "cap the rules (zone A) may use.")] = (
+        _MODES["deep"].rules_share)
     working_share: Annotated[float, Meta(ge=0, le=1, description="Largest share of the zone "
-                                         "cap the working items (zone B) may use.")] = 0.8
-    cap: Annotated[int, Meta(ge=0, description="Most tokens both zones may use together.")] = 8000
+                                         "cap the working items (zone B) may use.")] = (
+        _MODES["deep"].working_share)
+    cap: Annotated[int, Meta(ge=0, description="Most tokens both zones may use together.")] = (
+        _MODES["deep"].cap)
+
+
+def _mode(name: str) -> ModeConfig:
+    m = _MODES[name]
+    return ModeConfig(rules_share=m.rules_share, working_share=m.working_share, cap=m.cap)
 
 
 class ModesConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """The three task modes (seed 003): short questions, deep work, debugging."""
 
-    short: ModeConfig = msgspec.field(
-        default_factory=lambda: ModeConfig(rules_share=0.2, working_share=0.5, cap=2000))
-    deep: ModeConfig = msgspec.field(
-        default_factory=lambda: ModeConfig(rules_share=0.4, working_share=0.8, cap=8000))
-    debug: ModeConfig = msgspec.field(
-        default_factory=lambda: ModeConfig(rules_share=0.1, working_share=0.9, cap=4000))
+    short: ModeConfig = msgspec.field(default_factory=lambda: _mode("short"))
+    deep: ModeConfig = msgspec.field(default_factory=lambda: _mode("deep"))
+    debug: ModeConfig = msgspec.field(default_factory=lambda: _mode("debug"))
 
 
 class SessionConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -149,27 +166,32 @@ class SessionConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                                       "a new session when the client names none.")] = "deep"
     modes: ModesConfig = msgspec.field(default_factory=ModesConfig)
     max_rules: Annotated[int, Meta(ge=0, description="Most rules kept in the rule zone; the "
-                                   "lowest weights beyond are demoted to the working zone.")] = 12
+                                   "lowest weights beyond are demoted to the working zone.")] = (
+        _RULES.max_rules)
     rule_prefix: Annotated[str, Meta(description="Marker put before the top-weight rules.")] = (
-        "__RULE__")
+        _RULES.prefix)
     decay: Annotated[float, Meta(gt=0, le=1, description="Heat a working item keeps per turn "
-                                 "in which no reply refers to it.")] = 0.7
+                                 "in which no reply refers to it.")] = _DECAY.factor
     compress_below: Annotated[float, Meta(ge=0, le=1, description="Below this heat a working "
-                                          "item is shown compressed to about a quarter.")] = 0.34
+                                          "item is shown compressed to about a quarter.")] = (
+        _DECAY.compress_below)
     remove_below: Annotated[float, Meta(ge=0, le=1, description="Below this heat an optional "
-                                        "working item is removed.")] = 0.1
+                                        "working item is removed.")] = (
+        _DECAY.remove_below)
     compaction_trigger: Annotated[float, Meta(gt=0, le=1, description="History share past "
-                                              "which rolling compaction runs.")] = 1.0
+                                              "which rolling compaction runs.")] = (
+        _COMPACTION.trigger)
     compaction_target: Annotated[float, Meta(gt=0, le=1, description="History share that the "
                                              "summary and the newest messages kept verbatim "
                                              "fill after a compaction (the cheap stages aim "
-                                             "for it first).")] = 0.88
+                                             "for it first).")] = _COMPACTION.target
     keep_recent: Annotated[int, Meta(ge=0, description="Newest messages the cheap compaction "
-                                     "stages never shorten.")] = 6
+                                     "stages never shorten.")] = _COMPACTION.keep_recent
     tool_output_cap: Annotated[int, Meta(ge=16, description="Tokens past which an older tool "
-                                         "output is compressed during compaction.")] = 1000
+                                         "output is compressed during compaction.")] = (
+        _COMPACTION.tool_output_cap)
     summary_max_tokens: Annotated[int, Meta(ge=16, description="Most tokens asked of the "
-                                            "summarizer.")] = 1000
+                                            "summarizer.")] = _COMPACTION.summary_max_tokens
     summarizer_timeout: Annotated[float, Meta(gt=0, description="Seconds to wait for the "
                                               "client's ctx/summarize before the offline "
                                               "summary is used.")] = 5.0
