@@ -261,3 +261,26 @@ async def test_system_prompt_honours_compact_user_identity_and_session_history(c
     text = "\n".join(m["content"] for m in with_history["messages"])
     assert "Port the CSV exporter" in text and "streams rows in order" in text
     assert with_history["cacheBoundary"] is not None  # history is dynamic: after the boundary
+
+
+async def test_session_files_are_read_inside_the_workspace_only(client):
+    await call(client, "ctx/session/open", {"sessionId": "with-files"})
+    await call(client, "ctx/session/append", {"sessionId": "with-files", "messages": [
+        {"role": "user", "content": "What does the README say?", "files": ["README.md"]}]})
+    assembled = await call(client, "ctx/assemble", {"sessionId": "with-files"})
+    asked = next(m for m in assembled["messages"] if m["role"] == "user")
+    assert "A project for the daemon tests." in asked["content"]  # the file, embedded
+    with pytest.raises(JsonRpcException) as err:
+        await call(client, "ctx/session/append", {"sessionId": "with-files", "messages": [
+            {"role": "user", "content": "and this?", "files": ["../../etc/passwd"]}]})
+    assert err.value.code == -32003
+
+
+async def test_add_item_and_compact_push_the_budget(client):
+    await call(client, "ctx/session/open", {"sessionId": "pushes"})
+    await call(client, "ctx/session/append", {"sessionId": "pushes", "messages": chat(12)})
+    _, pushed = await call_pushing(client, "ctx/session/addItem", {
+        "sessionId": "pushes", "item": {"kind": "note", "content": "remember the rounding rule"}})
+    assert pushed["sessionId"] == "pushes" and pushed["byLayer"]["working"] > 0
+    _, pushed = await call_pushing(client, "ctx/session/compact", {"sessionId": "pushes"})
+    assert pushed["sessionId"] == "pushes"
