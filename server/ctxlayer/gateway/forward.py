@@ -1,0 +1,103 @@
+"""Forwarding to the upstream provider and relaying its answer back unchanged.
+
+Owns: the one aiohttp ClientSession (timeouts from `[gateway]`), which request headers go
+upstream (the client's own: Authorization, x-api-key, anthropic-*, ...; never hop-by-hop ones
+or ours), which answer headers come back, and the relay: a streamed (SSE) answer is written
+to the client chunk by chunk as it arrives, while its usage is read on the way; any other
+answer (JSON, errors) is relayed whole with its status. Leaving the `async with` of a relay
+early (the client went away, so aiohttp cancelled the handler) closes the upstream request.
+
+Must not log headers or bodies: they carry the client's API keys and its conversation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+
+import aiohttp
+from aiohttp import web
+
+from ctxlayer.gateway.errors import GatewayError
+from ctxlayer.gateway.usage import StreamUsage, Usage, from_answer
+
+#: RFC 9110 section 7.6.1 connection-specific headers, plus those the relay recomputes
+HOP_BY_HOP = frozenset({
+    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
+    "te", "trailer", "trailers", "transfer-encoding", "upgrade", "host", "content-length",
+})
+
+
+def upstream_headers(client: Mapping[str, str]) -> dict[str, str]:
+    """The client's headers that go upstream: everything end to end but ours. The upstream
+    is asked for an uncompressed answer so that its usage can be read as it passes; should it
+    compress anyway, the bytes and their content-encoding still go back unchanged."""
+    out = {k: v for k, v in client.items()
+           if k.lower() not in HOP_BY_HOP and not k.lower().startswith("x-ctxlayer-")
+           and k.lower() != "accept-encoding"}
+    out["Accept-Encoding"] = "identity"
+    return out
+
+
+def answer_headers(upstream: Mapping[str, str], ours: Mapping[str, str]) -> dict[str, str]:
+    out = {k: v for k, v in upstream.items() if k.lower() not in HOP_BY_HOP}
+    out.update(ours)
+    return out
+
+
+class Upstream:
+    """The HTTP client of the gateway: one connection pool for every upstream."""
+
+    def __init__(self, connect_timeout: float, read_timeout: float) -> None:
+        self.timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout,
+                                             sock_read=read_timeout)
+        self._session: aiohttp.ClientSession | None = None
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:  # made on first use, on the loop that serves
+            self._session = aiohttp.ClientSession(timeout=self.timeout, auto_decompress=False)
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def relay(self, request: web.Request, fmt: str, method: str, url: str,
+                    body: bytes | None, ours: Mapping[str, str],
+                    stream: bool) -> tuple[web.StreamResponse, Usage | None]:
+        """Send the request upstream and answer the client with what comes back."""
+        try:
+            async with self.session.request(method, url, data=body,
+                                            headers=upstream_headers(request.headers)) as up:
+                headers = answer_headers(up.headers, ours)
+                is_sse = up.headers.get("content-type", "").startswith("text/event-stream")
+                if stream and is_sse:
+                    return await _relay_stream(request, fmt, up, headers)
+                raw = await up.read()
+                usage = from_answer(fmt, raw) if up.status < 300 else None
+                return web.Response(status=up.status, body=raw, headers=headers), usage
+        except asyncio.TimeoutError as exc:
+            raise GatewayError(504, f"the upstream {url} did not answer in time") from exc
+        except aiohttp.ClientConnectionError as exc:
+            if request.transport is None or request.transport.is_closing():
+                raise asyncio.CancelledError from exc  # the client is gone: nobody to tell
+            raise GatewayError(502, f"cannot reach the upstream {url}: "
+                                    f"{type(exc).__name__}") from exc
+
+
+async def _relay_stream(request: web.Request, fmt: str, up: aiohttp.ClientResponse,
+                        headers: dict[str, str]) -> tuple[web.StreamResponse, Usage | None]:
+    reader = StreamUsage(fmt)
+    response = web.StreamResponse(status=up.status, headers=headers)
+    await response.prepare(request)
+    try:
+        async for chunk in up.content.iter_any():
+            reader.feed(chunk)
+            await response.write(chunk)
+    except asyncio.TimeoutError:
+        # headers are gone already: the client sees the stream end early, as on a cut line
+        return response, reader.usage()
+    await response.write_eof()
+    return response, reader.usage()
