@@ -1,0 +1,26 @@
+"""ctx/segment and ctx/systemPrompt: the workspace segment, and the layered prompt around it."""
+
+from __future__ import annotations
+
+from ctxlayer import protocol
+from ctxlayer.state.caller import Caller
+
+
+async def segment(caller: Caller, p: protocol.SegmentParams) -> protocol.WorkspaceSegment:
+    """Waits for the first scan, then answers from the cached segment."""
+    return await caller.segment()
+
+
+async def system_prompt(caller: Caller,
+                        p: protocol.SystemPromptParams) -> protocol.SystemPromptResult:
+    """Segment parts in, the prompt built on a worker thread."""
+    from ctxlayer.core.prompt import build_system_prompt, spec_from_params
+    from ctxlayer.tokenizers import prompt_traits
+
+    model = caller.model(p.model)
+    seg = await caller.segment()
+    spec = spec_from_params(p, traits=prompt_traits(model),
+                            workspace_parts=[(part.name, part.text) for part in seg.parts])
+    built = await caller.state.tokenizers.run(model, lambda c: build_system_prompt(spec, c),
+                                              size=1 << 62)
+    return built.to_result()
