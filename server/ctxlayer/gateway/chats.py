@@ -1,28 +1,46 @@
 """The gateway's two calls into the state: prepare a provider request, report its usage.
 
 Owns nothing but the seam: every request the gateway serves goes through `prepare` before it
-is forwarded and through `report` after the answer, so the state's conversation logic is the
-one the JSON-RPC `ctx/prepare` runs too. Must not touch HTTP.
+is forwarded and through `report` after the answer, and both run the state's own request
+functions from `state.requests.REQUESTS` in their lanes, as the JSON-RPC face runs them, so a
+conversation's turns apply in arrival order whichever face they came through.
+Must not touch HTTP.
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from ctxlayer import protocol
 from ctxlayer.gateway.usage import Usage
+from ctxlayer.state import Caller
+from ctxlayer.state.requests import REQUESTS
 
 
-async def prepare(state: Any, caller: Any, fmt: str, body: dict,
+async def run(method: str, caller: Caller, params: Any) -> Any:
+    """Run one request of the table as a face does: in its lane, on the loop or a worker."""
+    request = REQUESTS[method]
+    state = caller.state
+    key = request.lane(caller, params) if request.lane else None
+    async with state.lanes.turn(key if key is not None else ("gateway", method)):
+        if inspect.iscoroutinefunction(request.fn):
+            return await request.fn(caller, params)
+        return await state.work(request.fn, caller, params)
+
+
+async def prepare(caller: Caller, fmt: str, body: dict,
                   conversation_id: str | None) -> protocol.PrepareResult:
     """The request to send instead of `body` (raises ContextError for input it cannot serve)."""
-    # Until the state's ctx/prepare is there, the request goes through unchanged.
+    params = protocol.PrepareParams(format=fmt, request=body,  # type: ignore[arg-type]
+                                    conversation_id=conversation_id)
+    # Until the state serves ctx/prepare, the request goes through unchanged; then this is
+    # `return await run("ctx/prepare", caller, params)`.
     return protocol.PrepareResult(
-        request=body, conversation_id=conversation_id or "", session_id="", tokens=0,
-        budget=0, dropped=[], truncated=[], compacted=False, cache_reuse_tokens=0)
+        request=params.request, conversation_id=conversation_id or "", session_id="",
+        tokens=0, budget=0, dropped=[], truncated=[], compacted=False, cache_reuse_tokens=0)
 
 
-async def report(state: Any, caller: Any, result: protocol.PrepareResult,
-                 usage: Usage) -> None:
+async def report(caller: Caller, result: protocol.PrepareResult, usage: Usage) -> None:
     """Tell the conversation's session what the provider counted, and the editors."""
     return None

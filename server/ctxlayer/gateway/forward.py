@@ -13,6 +13,7 @@ Must not log headers or bodies: they carry the client's API keys and its convers
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Mapping
 
 import aiohttp
@@ -20,6 +21,8 @@ from aiohttp import web
 
 from ctxlayer.gateway.errors import GatewayError
 from ctxlayer.gateway.usage import StreamUsage, Usage, from_answer
+
+log = logging.getLogger("ctxlayer.gateway")
 
 #: RFC 9110 section 7.6.1 connection-specific headers, plus those the relay recomputes
 HOP_BY_HOP = frozenset({
@@ -78,7 +81,7 @@ class Upstream:
                 raw = await up.read()
                 usage = from_answer(fmt, raw) if up.status < 300 else None
                 return web.Response(status=up.status, body=raw, headers=headers), usage
-        except asyncio.TimeoutError as exc:
+        except TimeoutError as exc:
             raise GatewayError(504, f"the upstream {url} did not answer in time") from exc
         except aiohttp.ClientConnectionError as exc:
             if request.transport is None or request.transport.is_closing():
@@ -96,8 +99,12 @@ async def _relay_stream(request: web.Request, fmt: str, up: aiohttp.ClientRespon
         async for chunk in up.content.iter_any():
             reader.feed(chunk)
             await response.write(chunk)
-    except asyncio.TimeoutError:
-        # headers are gone already: the client sees the stream end early, as on a cut line
+    except (TimeoutError, aiohttp.ClientError) as exc:
+        if request.transport is None or request.transport.is_closing():
+            raise asyncio.CancelledError from exc  # the client went away
+        # The status went out already: the client sees the stream end early, as it would
+        # on a cut connection to the provider.
+        log.warning("%s stream from the upstream ended early: %s", fmt, type(exc).__name__)
         return response, reader.usage()
     await response.write_eof()
     return response, reader.usage()

@@ -15,7 +15,6 @@ import asyncio
 import ipaddress
 import json
 import logging
-from typing import Any
 
 from aiohttp import web
 
@@ -25,6 +24,7 @@ from ctxlayer.core.errors import ContextError
 from ctxlayer.gateway import chats
 from ctxlayer.gateway.errors import GatewayError, error_response
 from ctxlayer.gateway.forward import Upstream
+from ctxlayer.state import Caller, State
 from ctxlayer.tokenizers import model_info
 
 log = logging.getLogger("ctxlayer.gateway")
@@ -79,7 +79,7 @@ def read_request(fmt: str, raw: bytes) -> dict:
 class GatewayServer:
     """The gateway of one workspace (the caller's), listening on loopback."""
 
-    def __init__(self, state: Any, caller: Any, config: GatewayConfig) -> None:
+    def __init__(self, state: State, caller: Caller, config: GatewayConfig) -> None:
         self.state, self.caller, self.config = state, caller, config
         self.host = check_loopback(config.host)
         self.port = 0
@@ -164,8 +164,7 @@ class GatewayServer:
                     f"unknown model {body['model']!r}: counted with {info.encoding} and the "
                     f"default window of {info.context_window} tokens")
             # shielded: a client that goes away must not cut a prepare in half
-            result = await asyncio.shield(chats.prepare(
-                self.state, self.caller, fmt, body, conversation))
+            result = await asyncio.shield(chats.prepare(self.caller, fmt, body, conversation))
         except GatewayError as err:
             return error_response(fmt, err, ours)
         except ContextError as exc:
@@ -196,7 +195,7 @@ class GatewayServer:
             return error_response(fmt, err, ours)
         if usage is not None and result is not None:
             try:
-                await asyncio.shield(chats.report(self.state, self.caller, result, usage))
+                await asyncio.shield(chats.report(self.caller, result, usage))
             except Exception:  # a failed report must not fail an answer already given
                 log.exception("reporting usage failed")
         return response
@@ -210,7 +209,7 @@ async def _read(request: web.Request) -> bytes:
                            field="body") from exc
 
 
-async def start_gateway(state: Any, caller: Any, config: GatewayConfig) -> GatewayServer:
+async def start_gateway(state: State, caller: Caller, config: GatewayConfig) -> GatewayServer:
     """Listen (config.host, config.port; port 0 = any free one) and set `state.gateway_urls`.
     Raises NotLoopback for a non-loopback host, OSError when the port is taken."""
     server = await GatewayServer(state, caller, config).start()
