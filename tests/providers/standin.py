@@ -123,6 +123,10 @@ class Standin:
         """Script the next answer."""
         self._replies.append(Reply(text, tool_name, tool_arguments or {}))
 
+    def release(self) -> None:
+        """Let a held stream go on."""
+        self._release.set()
+
     def reset(self) -> None:
         self.received.clear()
         self._failures.clear()
@@ -326,7 +330,7 @@ class Standin:
         return web.json_response({})
 
     async def _release_hold(self, request: web.Request) -> web.Response:
-        self._release.set()
+        self.release()
         return web.json_response({})
 
 
@@ -341,18 +345,19 @@ class StandinThread:
 
     def __enter__(self) -> StandinThread:
         self._thread.start()
-        self.standin = self._call(self._make())
+        self.standin = self.call(self._make())
         return self
 
     async def _make(self) -> Standin:
         return await Standin(**self._kw).start()
 
-    def _call(self, coro: Any) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=30)
+    def call(self, coro: Any, timeout: float = 60) -> Any:
+        """Run a coroutine on the stand-in's loop (other servers may share it) and wait."""
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=timeout)
 
     def __exit__(self, *exc: object) -> None:
         assert self.standin is not None
-        self._call(self.standin.close())
+        self.call(self.standin.close())
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
 
@@ -363,22 +368,27 @@ class StandinThread:
         """A copy of every request received so far."""
         async def copy() -> list[dict]:
             return json.loads(json.dumps(self.standin.received))  # type: ignore[union-attr]
-        return self._call(copy())
+        return self.call(copy())
 
     def fail(self, *args: Any, **kw: Any) -> None:
         async def go() -> None:
             self.standin.fail(*args, **kw)  # type: ignore[union-attr]
-        self._call(go())
+        self.call(go())
 
     def reply(self, *args: Any, **kw: Any) -> None:
         async def go() -> None:
             self.standin.reply(*args, **kw)  # type: ignore[union-attr]
-        self._call(go())
+        self.call(go())
 
     def reset(self) -> None:
         async def go() -> None:
             self.standin.reset()  # type: ignore[union-attr]
-        self._call(go())
+        self.call(go())
+
+    def release(self) -> None:
+        async def go() -> None:
+            self.standin.release()  # type: ignore[union-attr]
+        self.call(go())
 
 
 async def _main(port: int) -> None:
