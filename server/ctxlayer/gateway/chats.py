@@ -12,6 +12,8 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+import msgspec
+
 from ctxlayer import protocol
 from ctxlayer.gateway.usage import Usage
 from ctxlayer.state import Caller
@@ -42,5 +44,16 @@ async def prepare(caller: Caller, fmt: str, body: dict,
 
 
 async def report(caller: Caller, result: protocol.PrepareResult, usage: Usage) -> None:
-    """Tell the conversation's session what the provider counted, and the editors."""
-    return None
+    """Tell the conversation's session what the provider counted (its calibration), and the
+    editors of the workspace the budget with the provider's cache reads."""
+    if not result.conversation_id:
+        return
+    state = caller.state
+    # the provider-neutral form the conversations read: the whole prompt, and its cached part
+    counted = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
+               "prompt_tokens_details": {"cached_tokens": usage.cache_read_tokens}}
+    budget = await state.work(state.conversations.report_usage, result.conversation_id,
+                              counted, caller.workspace)
+    if budget is not None:
+        state.events.budget(caller.workspace, msgspec.structs.replace(
+            budget, source="gateway", cached_tokens=usage.cache_read_tokens))
