@@ -122,6 +122,13 @@ def test_upstream_errors_come_back_as_the_provider_sent_them(stack, status, erro
         assert raised.value.response.headers["retry-after"] == "1"
 
 
+def test_an_error_answering_a_stream_request_comes_back_whole(stack):
+    stack.standin.fail(429)
+    with pytest.raises(openai.RateLimitError) as raised:
+        stack.openai().chat.completions.create(model="gpt-4o", messages=QUESTION, stream=True)
+    assert raised.value.body["code"] == "rate_limit_exceeded"
+
+
 @pytest.mark.parametrize("status, error", [(429, anthropic.RateLimitError),
                                            (500, anthropic.InternalServerError)])
 def test_anthropic_errors_pass_through(stack, status, error):
