@@ -166,6 +166,10 @@ class SystemPromptParams(Wire):
     context_mode: ContextMode = "full"
     include: list[str] | None = None
     dynamic: DynamicContext | None = None
+    compact: bool = False  # the short variant of every guidance text
+    user_identity: str | None = None  # who the user is (interactive prompts only)
+    #: the dynamic section gets a digest of this workspace's earlier sessions
+    session_history: bool = False
 
 
 class PromptSection(Wire):

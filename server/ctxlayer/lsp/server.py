@@ -144,8 +144,9 @@ class CtxServer(LanguageServer):
 
     # -- the state's events, for this client ----------------------------------------------
 
-    def _budget_changed(self, workspace: str, budget: protocol.Budget) -> None:
-        if workspace == self.caller.workspace and not self._ended:
+    def _budget_changed(self, workspace: str, budget: protocol.Budget, caller: object) -> None:
+        if (workspace == self.caller.workspace and caller in (None, self.caller)
+                and not self._ended):
             self.notify("ctx/budgetChanged", budget)
 
     def _message(self, workspace: str, level: str, text: str) -> None:

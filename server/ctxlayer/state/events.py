@@ -13,7 +13,8 @@ from ctxlayer.protocol import Budget
 
 log = logging.getLogger(__name__)
 
-BudgetListener = Callable[[str, Budget], None]
+#: workspace, budget, the caller it concerns (None: every client of the workspace)
+BudgetListener = Callable[[str, Budget, object], None]
 MessageListener = Callable[[str, str, str], None]  # workspace, level, text
 
 
@@ -22,11 +23,13 @@ class Events:
         self.budget_listeners: list[BudgetListener] = []
         self.message_listeners: list[MessageListener] = []
 
-    def budget(self, workspace: str, budget: Budget) -> None:
-        """A session's or a live chat's budget changed."""
+    def budget(self, workspace: str, budget: Budget, caller: object = None) -> None:
+        """A budget changed. A session's concerns the caller that changed it (`caller`); a live
+        chat's (prepare, the gateway) every editor of the workspace (`caller` None), since
+        their status bars show the chat that last went through."""
         for listener in list(self.budget_listeners):
             try:
-                listener(workspace, budget)
+                listener(workspace, budget, caller)
             except Exception:
                 log.exception("a budget listener failed")
 

@@ -10,8 +10,10 @@ Must not: import a face (pygls, lsprotocol, aiohttp) or send anything itself.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -38,9 +40,15 @@ class State:
         self.gateway_urls: Any = None  # protocol.GatewayUrls once a gateway listens
         #: the system prompt each session was last assembled with, by (workspace, session id)
         self.system_specs: dict[tuple[str, str], Any] = {}
+        #: sessions whose system layers this process has measured
+        self.layered: set[tuple[str, str]] = set()
         self._sessions: Any = None
         self._conversations: Any = None
         self._closers: list[Callable[[], Any]] = []
+        # the session service's own threads: its writes serialize on the database anyway, and
+        # short counts and trims (the default executor) must not queue behind them
+        self._session_threads = ThreadPoolExecutor(2, thread_name_prefix="sessions")
+        self._closers.append(lambda: self._session_threads.shutdown(wait=False))
 
     # -- the workspaces' policies -----------------------------------------------------------
 
@@ -97,8 +105,10 @@ class State:
         return self._conversations
 
     async def work(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run blocking work (the session service, the database) on a worker thread."""
-        return await asyncio.to_thread(fn, *args, **kwargs)
+        """Run blocking work (the session service, the database) on a session thread."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._session_threads,
+                                          functools.partial(fn, *args, **kwargs))
 
     def close(self) -> None:
         """Stop watchers and close services; safe to call twice."""

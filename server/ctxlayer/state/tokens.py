@@ -52,14 +52,19 @@ class Tokenizers:
     def run_inline(self, model: str | None, work: Callable[[Any], T], size: int) -> tuple[bool, T | None]:
         """Run small work on the calling thread when the encoding is loaded and the lock is
         free; (False, None) when it must go to a worker."""
-        if model in self._loaded and size <= INLINE_CHARS and self.lock.acquire(blocking=False):
-            try:
-                from ctxlayer.tokenizers import counter_for
+        if model not in self._loaded or size > INLINE_CHARS:
+            return False, None
+        from ctxlayer.tokenizers import counter_for
 
-                return True, work(counter_for(model))
+        cache = counter_for(model)
+        if self.lock.acquire(blocking=False):
+            try:
+                return True, work(cache)
             finally:
                 self.lock.release()
-        return False, None
+        # A worker holds the cache: count these few characters with the encoding itself
+        # (stateless, so safe beside it) rather than wait behind a long assembly.
+        return True, work(cache.tokenizer)
 
     async def run(self, model: str | None, work: Callable[[Any], T], *, size: int) -> T:
         """Run `work(counter)`: inline when small and the lock is free, else on a thread."""

@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 
 async def segment_layers(caller: Caller, segment: protocol.WorkspaceSegment,
                          spec: protocol.SystemPromptParams | None = None, *,
-                         model: str | None = None) -> Any:
+                         model: str | None = None, session_id: str | None = None) -> Any:
     """The system layers of an assembly: the full layered prompt when asked, else the segment,
     counted with the session's model."""
     from ctxlayer.core.tokens import message_tokens
@@ -41,10 +41,12 @@ async def segment_layers(caller: Caller, segment: protocol.WorkspaceSegment,
                                       size=len(segment.text))
         return SystemLayers(messages=[msg], cache_boundary=None, workspace_tokens=tokens)
     from ctxlayer.core.prompt import build_system_prompt, spec_from_params
+    from ctxlayer.state.requests.workspace import session_history
     from ctxlayer.tokenizers import prompt_traits
 
     built_spec = spec_from_params(spec, traits=prompt_traits(model),
-                                  workspace_parts=[(p.name, p.text) for p in segment.parts])
+                                  workspace_parts=[(p.name, p.text) for p in segment.parts],
+                                  history=await session_history(caller, spec, session_id))
 
     def build(counter: Any) -> SystemLayers:
         built = build_system_prompt(built_spec, counter)
@@ -65,7 +67,8 @@ async def session_layers(caller: Caller, session_id: str,
     else:
         spec = state.system_specs.get(key)
     model = (await state.work(state.sessions.budget, caller.workspace, session_id)).model
-    return await segment_layers(caller, await caller.segment(), spec, model=model)
+    return await segment_layers(caller, await caller.segment(), spec, model=model,
+                                session_id=session_id)
 
 
 async def ask_summary(caller: Caller, request: Any) -> str | None:
@@ -123,5 +126,5 @@ async def compact(caller: Caller, p: protocol.SessionCompactParams) -> protocol.
     if summary is None:
         summary = protocol.Message(role="user", content="", id="ctx:summary:none", kind="summary")
     budget = await state.work(state.sessions.budget, caller.workspace, p.session_id)
-    state.events.budget(caller.workspace, budget)
+    state.events.budget(caller.workspace, budget, caller)
     return protocol.SessionCompactResult(summary=summary, replaced=after - before)

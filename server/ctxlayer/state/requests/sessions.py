@@ -14,8 +14,22 @@ from ctxlayer.state.requests.messages import attachments, decode
 
 
 def publish(caller: Caller, budget: protocol.Budget) -> protocol.Budget:
-    caller.state.events.budget(caller.workspace, budget)
+    caller.state.events.budget(caller.workspace, budget, caller)
     return budget
+
+
+async def ensure_layers(caller: Caller, session_id: str) -> None:
+    """A session this process has not measured yet (opened before a restart, or by another
+    connection) gets its system layers first, so its budget counts the workspace."""
+    from ctxlayer.state.requests.assembly import session_layers
+
+    state = caller.state
+    key = (caller.workspace, session_id)
+    if key in state.layered:
+        return
+    layers = await session_layers(caller, session_id)
+    await state.work(state.sessions.set_system, caller.workspace, session_id, layers)
+    state.layered.add(key)
 
 
 async def open_session(caller: Caller, p: protocol.SessionOpenParams) -> protocol.SessionOpenResult:
@@ -29,23 +43,29 @@ async def open_session(caller: Caller, p: protocol.SessionOpenParams) -> protoco
     result = await state.work(state.sessions.open, caller.workspace, p)
     layers = await session_layers(caller, result.session_id)
     await state.work(state.sessions.set_system, caller.workspace, result.session_id, layers)
+    state.layered.add((caller.workspace, result.session_id))
     return result
 
 
 async def append(caller: Caller, p: protocol.SessionAppendParams) -> protocol.Budget:
     state = caller.state
-    decoded = await state.tokenizers.run(None, lambda c: decode(p.format, p.messages, None, c),
-                                         size=1 << 62)
-    messages = decoded.messages
+    if p.format == "ctxlayer":  # nothing to count: validate on the loop
+        messages = decode(p.format, p.messages, None, None).messages
+    else:
+        model = (await state.work(state.sessions.budget, caller.workspace, p.session_id)).model
+        messages = (await state.tokenizers.run(
+            model, lambda c: decode(p.format, p.messages, None, c), size=1 << 62)).messages
     files = await attachments(caller, messages)
     if files:  # embedded once, at append: the stored message is what the model will read
         messages = stages.enrich(messages, files)
+    await ensure_layers(caller, p.session_id)
     budget = await state.work(state.sessions.append, caller.workspace, p.session_id, messages)
     return publish(caller, budget)
 
 
 async def add_item(caller: Caller, p: protocol.SessionAddItemParams) -> protocol.SessionAddItemResult:
     state = caller.state
+    await ensure_layers(caller, p.session_id)
     item_id = await state.work(state.sessions.add_item, caller.workspace, p.session_id, p.item)
     publish(caller, await state.work(state.sessions.budget, caller.workspace, p.session_id))
     return protocol.SessionAddItemResult(item_id=item_id)
@@ -53,6 +73,7 @@ async def add_item(caller: Caller, p: protocol.SessionAddItemParams) -> protocol
 
 async def add_rule(caller: Caller, p: protocol.SessionAddRuleParams) -> protocol.SessionAddRuleResult:
     state = caller.state
+    await ensure_layers(caller, p.session_id)
     result = await state.work(state.sessions.add_rule, caller.workspace, p.session_id, p.rule)
     publish(caller, await state.work(state.sessions.budget, caller.workspace, p.session_id))
     return result
@@ -60,6 +81,7 @@ async def add_rule(caller: Caller, p: protocol.SessionAddRuleParams) -> protocol
 
 async def remove_rule(caller: Caller, p: protocol.SessionRemoveRuleParams) -> protocol.Empty:
     state = caller.state
+    await ensure_layers(caller, p.session_id)
     await state.work(state.sessions.remove_rule, caller.workspace, p.session_id, p.rule_id)
     publish(caller, await state.work(state.sessions.budget, caller.workspace, p.session_id))
     return protocol.Empty()
@@ -67,12 +89,15 @@ async def remove_rule(caller: Caller, p: protocol.SessionRemoveRuleParams) -> pr
 
 async def set_mode(caller: Caller, p: protocol.SessionSetModeParams) -> protocol.Budget:
     state = caller.state
+    await ensure_layers(caller, p.session_id)
     budget = await state.work(state.sessions.set_mode, caller.workspace, p.session_id, p.mode)
     return publish(caller, budget)
 
 
-def budget(caller: Caller, p: protocol.SessionRef) -> protocol.Budget:
-    return caller.state.sessions.budget(caller.workspace, p.session_id)
+async def budget(caller: Caller, p: protocol.SessionRef) -> protocol.Budget:
+    await ensure_layers(caller, p.session_id)
+    state = caller.state
+    return await state.work(state.sessions.budget, caller.workspace, p.session_id)
 
 
 def report_usage(caller: Caller, p: protocol.ReportUsageParams) -> protocol.ReportUsageResult:
@@ -91,7 +116,9 @@ def list_sessions(caller: Caller, p: protocol.Empty) -> protocol.SessionListResu
 
 
 def close(caller: Caller, p: protocol.SessionRef) -> protocol.Empty:
-    caller.state.sessions.close(caller.workspace, p.session_id)
+    state = caller.state
+    state.sessions.close(caller.workspace, p.session_id)
+    state.layered.discard((caller.workspace, p.session_id))
     return protocol.Empty()
 
 
@@ -110,7 +137,8 @@ async def on_segment_changed(caller: Caller, segment: protocol.WorkspaceSegment)
             async with state.lanes.turn(("session", caller.workspace, session_id)):
                 spec = state.system_specs.get((caller.workspace, session_id))
                 model = (await state.work(svc.budget, caller.workspace, session_id)).model
-                layers = await segment_layers(caller, segment, spec, model=model)
+                layers = await segment_layers(caller, segment, spec, model=model,
+                                              session_id=session_id)
                 await state.work(svc.set_system, caller.workspace, session_id, layers)
                 publish(caller, await state.work(svc.budget, caller.workspace, session_id))
         except Exception:

@@ -20,7 +20,19 @@ async def system_prompt(caller: Caller,
     model = caller.model(p.model)
     seg = await caller.segment()
     spec = spec_from_params(p, traits=prompt_traits(model),
-                            workspace_parts=[(part.name, part.text) for part in seg.parts])
+                            workspace_parts=[(part.name, part.text) for part in seg.parts],
+                            history=await session_history(caller, p))
     built = await caller.state.tokenizers.run(model, lambda c: build_system_prompt(spec, c),
                                               size=1 << 62)
     return built.to_result()
+
+
+async def session_history(caller: Caller, p: protocol.SystemPromptParams,
+                          exclude: str | None = None) -> list:
+    """Digests of the workspace's earlier sessions, when the params ask for them."""
+    if not p.session_history:
+        return []
+    from ctxlayer.state.history import workspace_digests
+
+    state = caller.state
+    return await state.work(workspace_digests, state.sessions.store, caller.workspace, exclude)
