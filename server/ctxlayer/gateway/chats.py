@@ -1,34 +1,20 @@
 """The gateway's two calls into the state: prepare a provider request, report its usage.
 
 Owns nothing but the seam: every request the gateway serves goes through `prepare` before it
-is forwarded and through `report` after the answer, and both run the state's own request
-functions from `state.requests.REQUESTS` in their lanes, as the JSON-RPC face runs them, so a
-conversation's turns apply in arrival order whichever face they came through.
+is forwarded and through `report` after the answer. `prepare` runs the state's own
+`ctx/prepare` through `state.requests.call` (its lane, where it runs), as the JSON-RPC face
+does, so a conversation's turns apply in arrival order whichever face they came through.
 Must not touch HTTP.
 """
 
 from __future__ import annotations
-
-import inspect
-from typing import Any
 
 import msgspec
 
 from ctxlayer import protocol
 from ctxlayer.gateway.usage import Usage
 from ctxlayer.state import Caller
-from ctxlayer.state.requests import REQUESTS
-
-
-async def run(method: str, caller: Caller, params: Any) -> Any:
-    """Run one request of the table as a face does: in its lane, on the loop or a worker."""
-    request = REQUESTS[method]
-    state = caller.state
-    key = request.lane(caller, params) if request.lane else None
-    async with state.lanes.turn(key if key is not None else ("gateway", method)):
-        if inspect.iscoroutinefunction(request.fn):
-            return await request.fn(caller, params)
-        return await state.work(request.fn, caller, params)
+from ctxlayer.state.requests import call  # noqa: F401  (the switch below)
 
 
 async def prepare(caller: Caller, fmt: str, body: dict,
@@ -37,7 +23,7 @@ async def prepare(caller: Caller, fmt: str, body: dict,
     params = protocol.PrepareParams(format=fmt, request=body,  # type: ignore[arg-type]
                                     conversation_id=conversation_id)
     # Until the state serves ctx/prepare, the request goes through unchanged; then this is
-    # `return await run("ctx/prepare", caller, params)`.
+    # `return await call(caller, "ctx/prepare", params)`.
     return protocol.PrepareResult(
         request=params.request, conversation_id=conversation_id or "", session_id="",
         tokens=0, budget=0, dropped=[], truncated=[], compacted=False, cache_reuse_tokens=0)
