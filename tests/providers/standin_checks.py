@@ -1,9 +1,10 @@
 """What the stand-in provider refuses, as the real providers do: the payload checks and the
 token count it measures a request against the model's window with.
 
-Owns: `problems(fmt, body) -> list[str]` and `prompt_tokens(fmt, body) -> int`. The strict
-checkers of the formats work (`tests/providers/rules.py`) are used when they are there; the
-checks below are the minimal ones the stand-in needs until then. Must not do I/O.
+Owns: `problems(fmt, body) -> list[str]` and `prompt_tokens(fmt, body) -> int`. The checks
+below answer the common refusals in the providers' own words (what an SDK user sees); a body
+they pass then goes through the strict, independent checkers of `tests/providers/rules.py`
+when that file is there, so the stand-in refuses everything either knows. Must not do I/O.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 from ctxlayer.tokenizers import counter_for
 
-try:  # the strict checkers, once they are on this branch
+try:  # the strict checkers
     from rules import anthropic_problems as _rules_anthropic  # type: ignore[import-not-found]
     from rules import openai_problems as _rules_openai  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover - depends on what is merged
