@@ -21,7 +21,7 @@ PROTOCOL_VERSION = "0.1"
 Role = Literal["system", "user", "assistant", "tool"]
 MessageKind = Literal["chat", "doc", "toolOutput", "summary", "rule", "memory"]
 AuditAction = Literal[
-    "dropped", "truncated", "compressed", "summarized", "deduplicated", "demoted"
+    "dropped", "truncated", "compressed", "summarized", "deduplicated", "demoted", "restored"
 ]
 Mode = Literal["short", "deep", "debug"]
 Strategy = Literal["pipeline", "priority"]

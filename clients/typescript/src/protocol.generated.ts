@@ -68,7 +68,7 @@ export interface ToolCall {
  * What the engine did to one item, and why (T11).
  */
 export interface AuditEntry {
-  action: "compressed" | "deduplicated" | "demoted" | "dropped" | "summarized" | "truncated";
+  action: "compressed" | "deduplicated" | "demoted" | "dropped" | "restored" | "summarized" | "truncated";
   reason: string;
   summary: string;
   tokensBefore: number;
