@@ -19,7 +19,8 @@ _STATUS_OF_KIND = {"invalid": 400, "pinned_over_budget": 400, "unknown_session":
                    "outside_workspace": 400}
 
 _ANTHROPIC_TYPES = {400: "invalid_request_error", 404: "not_found_error",
-                    413: "request_too_large", 502: "api_error", 504: "timeout_error"}
+                    413: "request_too_large", 500: "api_error", 502: "api_error",
+                    504: "timeout_error"}
 
 
 class GatewayError(Exception):

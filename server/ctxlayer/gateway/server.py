@@ -15,6 +15,7 @@ import asyncio
 import ipaddress
 import json
 import logging
+import sqlite3
 
 from aiohttp import web
 
@@ -25,6 +26,7 @@ from ctxlayer.gateway import chats
 from ctxlayer.gateway.errors import GatewayError, error_response
 from ctxlayer.gateway.forward import Upstream
 from ctxlayer.state import Caller, State
+from ctxlayer.store.db import StoreError, describe_store_error
 from ctxlayer.tokenizers import model_info
 
 log = logging.getLogger("ctxlayer.gateway")
@@ -169,6 +171,15 @@ class GatewayServer:
             return error_response(fmt, err, ours)
         except ContextError as exc:
             return error_response(fmt, GatewayError.from_context(exc), ours)
+        except (StoreError, sqlite3.Error) as exc:
+            log.error("sessions database: %s", exc)
+            return error_response(fmt, GatewayError(
+                500, f"sessions database: {describe_store_error(exc)}"), ours)
+        except Exception:  # our bug: said in the provider's shape, not as a bare 500 page
+            log.exception("preparing a %s request failed", fmt)
+            return error_response(fmt, GatewayError(
+                500, "preparing the request failed (a bug; the gateway's log has the details)"),
+                ours)
         ours.update({
             "x-ctxlayer-tokens": str(result.tokens),
             "x-ctxlayer-dropped": str(len(result.dropped)),
