@@ -73,6 +73,9 @@ class Message(Strict):
     files: list[str] | None = None
     kind: MessageKind | None = None
     priority: int | None = None
+    #: tokens of the non-text parts (images, audio, documents, thinking), counted by the
+    #: provider's rules; never shortened
+    parts_tokens: int | None = None
 
 
 class AuditEntry(Wire):

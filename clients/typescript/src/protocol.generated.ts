@@ -58,6 +58,7 @@ export interface Message {
   files?: string[] | null;
   kind?: ("chat" | "doc" | "memory" | "rule" | "summary" | "toolOutput") | null;
   priority?: number | null;
+  partsTokens?: number | null;
 }
 export interface ToolCall {
   id: string;
