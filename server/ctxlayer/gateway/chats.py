@@ -14,7 +14,7 @@ import msgspec
 from ctxlayer import protocol
 from ctxlayer.gateway.usage import Usage
 from ctxlayer.state import Caller
-from ctxlayer.state.requests import call  # noqa: F401  (the switch below)
+from ctxlayer.state.requests import call
 
 
 async def prepare(caller: Caller, fmt: str, body: dict,
@@ -22,11 +22,7 @@ async def prepare(caller: Caller, fmt: str, body: dict,
     """The request to send instead of `body` (raises ContextError for input it cannot serve)."""
     params = protocol.PrepareParams(format=fmt, request=body,  # type: ignore[arg-type]
                                     conversation_id=conversation_id)
-    # Until the state serves ctx/prepare, the request goes through unchanged; then this is
-    # `return await call(caller, "ctx/prepare", params)`.
-    return protocol.PrepareResult(
-        request=params.request, conversation_id=conversation_id or "", session_id="",
-        tokens=0, budget=0, dropped=[], truncated=[], compacted=False, cache_reuse_tokens=0)
+    return await call(caller, "ctx/prepare", params)
 
 
 async def report(caller: Caller, result: protocol.PrepareResult, usage: Usage) -> None:
