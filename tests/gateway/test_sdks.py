@@ -169,6 +169,11 @@ def test_unknown_model_gets_a_warning_header(stack):
         model="acme-frontier-9", messages=QUESTION)
     warning = raw.headers["x-ctxlayer-warning"]
     assert "acme-frontier-9" in warning and "default window" in warning
+    # a name that is not a header's text stays inside the warning, escaped
+    answer = httpx.post(f"{stack.openai_url}/chat/completions", json={
+        "model": "m\u00e8\r\nX-Injected: 1", "messages": QUESTION})
+    assert answer.status_code == 200 and "x-injected" not in answer.headers
+    assert answer.headers["x-ctxlayer-warning"].isascii()
 
 
 def test_health(stack):

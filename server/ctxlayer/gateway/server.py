@@ -163,7 +163,7 @@ class GatewayServer:
             info = model_info(body["model"])
             if info.family == "unknown":
                 ours["x-ctxlayer-warning"] = (
-                    f"unknown model {body['model']!r}: counted with {info.encoding} and the "
+                    f"unknown model {ascii(body['model'])}: counted with {info.encoding} and the "
                     f"default window of {info.context_window} tokens")
             # shielded: a client that goes away must not cut a prepare in half
             result = await asyncio.shield(chats.prepare(self.caller, fmt, body, conversation))
