@@ -6,6 +6,7 @@ back to the editors as the conversation's budget."""
 from __future__ import annotations
 
 import random
+import time
 
 import anthropic
 import httpx2 as httpx
@@ -147,3 +148,36 @@ def test_the_conversation_header_names_the_conversation(stack):
     assert a.headers["x-ctxlayer-conversation"] == "my-chat-1"
     b = httpx.post(f"{stack.openai_url}/chat/completions", json=body)
     assert b.headers["x-ctxlayer-conversation"] not in ("", "my-chat-1")
+
+
+def test_a_streamed_anthropic_answer_reports_its_usage_with_cache_reads(stack):
+    budgets: list = []
+    listener = lambda workspace, budget, caller=None: budgets.append(budget)  # noqa: E731
+    stack.state.events.budget_listeners.append(listener)
+    client = stack.anthropic()
+    msgs = [{"role": "user", "content": prose(500, 800)}]
+    try:
+        for turn in range(2):
+            with client.messages.stream(model="claude-sonnet-4", max_tokens=200,
+                                        system="Be kind.", messages=msgs) as stream:
+                final = stream.get_final_message()
+            msgs += [{"role": "assistant", "content": final.content[0].text},
+                     {"role": "user", "content": prose(501 + turn, 50)}]
+        u = final.usage
+        assert u.cache_read_input_tokens > 0
+        # the report follows the stream's end on the gateway's side: wait for it
+        reported = wait_until(lambda: [b for b in budgets if b.source == "gateway"
+                                       and b.cached_tokens == u.cache_read_input_tokens])
+    finally:
+        stack.state.events.budget_listeners.remove(listener)
+    assert reported[-1].used == u.input_tokens + u.cache_read_input_tokens + (
+        u.cache_creation_input_tokens or 0)
+
+
+def wait_until(found, timeout: float = 15):
+    """`found()` once it is not empty (an event awaited, not a timing asserted)."""
+    deadline = time.monotonic() + timeout
+    while not (result := found()):
+        assert time.monotonic() < deadline, "the event never came"
+        time.sleep(0.02)
+    return result

@@ -292,9 +292,9 @@ class Standin:
         previous request, and for Anthropic what its last cache_control newly covers."""
         model = body["model"]
         system = body.get("system") if fmt == "anthropic" else None
-        msgs = list(body["messages"])
-        if system:
-            msgs.insert(0, {"system": system})
+        raw = [{"system": system}] if system else []
+        raw += body["messages"]
+        msgs = [_cached_form(m) for m in raw]
         key = json.dumps([fmt, model, msgs[:2] if system else msgs[:1]], sort_keys=True)
         previous = self._previous.get(key, [])
         self._previous[key] = msgs
@@ -305,7 +305,7 @@ class Standin:
         read = sum(per[:same])
         if fmt != "anthropic":
             return read, 0
-        marked = [i for i, m in enumerate(msgs) if checks._cache_controls(m)]
+        marked = [i for i, m in enumerate(raw) if checks._cache_controls(m)]
         write = max(0, sum(per[:marked[-1] + 1]) - read) if marked else 0
         return read, write
 
@@ -332,6 +332,19 @@ class Standin:
     async def _release_hold(self, request: web.Request) -> web.Response:
         self.release()
         return web.json_response({})
+
+
+def _cached_form(value: Any) -> Any:
+    """What a provider's cache compares: the content without its cache_control markers, a
+    string content the same as one text block (moving a breakpoint does not change a prefix)."""
+    if isinstance(value, str):
+        return [{"type": "text", "text": value}]
+    if isinstance(value, list):
+        return [_cached_form(v) if isinstance(v, dict) else v for v in value]
+    if isinstance(value, dict):
+        return {k: (_cached_form(v) if k in ("content", "system") else v)
+                for k, v in value.items() if k != "cache_control"}
+    return value
 
 
 class StandinThread:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 import aiohttp
 from aiohttp import web
@@ -23,6 +23,9 @@ from ctxlayer.gateway.errors import GatewayError
 from ctxlayer.gateway.usage import StreamUsage, Usage, from_answer
 
 log = logging.getLogger("ctxlayer.gateway")
+
+#: takes a finished answer's usage (reporting it to the state)
+UsageSink = Callable[[Usage], Awaitable[None]]
 
 #: RFC 9110 section 7.6.1 connection-specific headers, plus those the relay recomputes
 HOP_BY_HOP = frozenset({
@@ -68,30 +71,40 @@ class Upstream:
             self._session = None
 
     async def relay(self, request: web.Request, fmt: str, method: str, url: str,
-                    body: bytes | None, ours: Mapping[str, str],
-                    stream: bool) -> tuple[web.StreamResponse, Usage | None]:
-        """Send the request upstream and answer the client with what comes back."""
+                    body: bytes | None, ours: Mapping[str, str], stream: bool,
+                    on_usage: UsageSink | None = None) -> web.StreamResponse:
+        """Send the request upstream and answer the client with what comes back. The usage
+        of a successful answer goes to `on_usage` as soon as the upstream has sent it all,
+        before the client has read the end, so a client that hangs up on the last event still
+        has its turn reported."""
         try:
             async with self.session.request(method, url, data=body,
                                             headers=upstream_headers(request.headers)) as up:
                 headers = answer_headers(up.headers, ours)
                 is_sse = up.headers.get("content-type", "").startswith("text/event-stream")
                 if stream and is_sse:
-                    return await _relay_stream(request, fmt, up, headers)
+                    return await _relay_stream(request, fmt, up, headers, on_usage)
                 raw = await up.read()
                 usage = from_answer(fmt, raw) if up.status < 300 else None
-                return web.Response(status=up.status, body=raw, headers=headers), usage
+                if usage is not None and on_usage is not None:
+                    await asyncio.shield(on_usage(usage))
+                return web.Response(status=up.status, body=raw, headers=headers)
         except TimeoutError as exc:
             raise GatewayError(504, f"the upstream {url} did not answer in time") from exc
         except aiohttp.ClientConnectionError as exc:
-            if request.transport is None or request.transport.is_closing():
+            if _gone(request):
                 raise asyncio.CancelledError from exc  # the client is gone: nobody to tell
             raise GatewayError(502, f"cannot reach the upstream {url}: "
                                     f"{type(exc).__name__}") from exc
 
 
+def _gone(request: web.Request) -> bool:
+    return request.transport is None or request.transport.is_closing()
+
+
 async def _relay_stream(request: web.Request, fmt: str, up: aiohttp.ClientResponse,
-                        headers: dict[str, str]) -> tuple[web.StreamResponse, Usage | None]:
+                        headers: dict[str, str],
+                        on_usage: UsageSink | None) -> web.StreamResponse:
     reader = StreamUsage(fmt)
     response = web.StreamResponse(status=up.status, headers=headers)
     await response.prepare(request)
@@ -100,11 +113,28 @@ async def _relay_stream(request: web.Request, fmt: str, up: aiohttp.ClientRespon
             reader.feed(chunk)
             await response.write(chunk)
     except (TimeoutError, aiohttp.ClientError) as exc:
-        if request.transport is None or request.transport.is_closing():
+        if _gone(request):
+            if up.content.at_eof():  # all of it arrived: only the client's end was missed
+                _report(reader, up, on_usage)
             raise asyncio.CancelledError from exc  # the client went away
         # The status went out already: the client sees the stream end early, as it would
         # on a cut connection to the provider.
         log.warning("%s stream from the upstream ended early: %s", fmt, type(exc).__name__)
-        return response, reader.usage()
-    await response.write_eof()
-    return response, reader.usage()
+        return response
+    reported = _report(reader, up, on_usage)
+    try:
+        await response.write_eof()
+    finally:
+        if reported is not None:
+            await asyncio.shield(reported)
+    return response
+
+
+def _report(reader: StreamUsage, up: aiohttp.ClientResponse,
+            on_usage: UsageSink | None) -> asyncio.Future[None] | None:
+    """Start reporting a finished stream's usage; it runs on even if the handler is
+    cancelled (the sink keeps the task)."""
+    usage = reader.usage()
+    if usage is None or on_usage is None or up.status >= 300:
+        return None
+    return asyncio.ensure_future(on_usage(usage))

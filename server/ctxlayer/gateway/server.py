@@ -16,6 +16,7 @@ import ipaddress
 import json
 import logging
 import sqlite3
+from typing import Any
 
 from aiohttp import web
 
@@ -25,6 +26,7 @@ from ctxlayer.core.errors import ContextError
 from ctxlayer.gateway import chats
 from ctxlayer.gateway.errors import GatewayError, error_response
 from ctxlayer.gateway.forward import Upstream
+from ctxlayer.gateway.usage import Usage
 from ctxlayer.state import Caller, State
 from ctxlayer.store.db import StoreError, describe_store_error
 from ctxlayer.tokenizers import model_info
@@ -87,6 +89,7 @@ class GatewayServer:
         self.port = 0
         self.upstream = Upstream(config.connect_timeout, config.read_timeout)
         self._runner: web.AppRunner | None = None
+        self._tasks: set[asyncio.Future[None]] = set()
 
     @property
     def urls(self) -> protocol.GatewayUrls:
@@ -115,6 +118,8 @@ class GatewayServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self._tasks:  # usage reports under way
+            await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.upstream.close()
 
     # ---- routes ---------------------------------------------------------------------------
@@ -198,18 +203,29 @@ class GatewayServer:
     async def _forward(self, request: web.Request, fmt: str, method: str, url: str,
                        body: bytes | None, ours: dict[str, str], *, stream: bool,
                        result: protocol.PrepareResult | None = None) -> web.StreamResponse:
+        sink = None
+        if result is not None:
+            def sink(usage: Usage) -> asyncio.Future[None]:
+                return self._keep(self._report(result, usage))
         try:
-            response, usage = await self.upstream.relay(request, fmt, method, url, body, ours,
-                                                        stream)
+            return await self.upstream.relay(request, fmt, method, url, body, ours, stream,
+                                             sink)
         except GatewayError as err:
             log.warning("%s upstream: %s", fmt, err)
             return error_response(fmt, err, ours)
-        if usage is not None and result is not None:
-            try:
-                await asyncio.shield(chats.report(self.caller, result, usage))
-            except Exception:  # a failed report must not fail an answer already given
-                log.exception("reporting usage failed")
-        return response
+
+    def _keep(self, work: Any) -> asyncio.Future[None]:
+        """A task that outlives a cancelled handler; close() waits for it."""
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def _report(self, result: protocol.PrepareResult, usage: Usage) -> None:
+        try:
+            await chats.report(self.caller, result, usage)
+        except Exception:  # a failed report must not fail an answer already given
+            log.exception("reporting usage failed")
 
 
 async def _read(request: web.Request) -> bytes:
