@@ -191,3 +191,12 @@ def test_answer_bytes_are_the_upstreams(stack):
         answer.pop("id"), answer.pop("created"), answer.pop("usage")
     assert strip[0] == strip[1]
     assert via.startswith(b'{"id": "chatcmpl-standin')  # the stand-in's own spacing
+
+
+def test_the_state_knows_the_gateway_urls_for_the_announcement(stack):
+    urls = stack.state.gateway_urls
+    assert urls == stack.gateway.urls and urls.openai.endswith("/v1")
+    from ctxlayer.state import Caller
+
+    announced = Caller(stack.state).announcement(methods=[])
+    assert announced.gateway == urls
