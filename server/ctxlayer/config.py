@@ -136,12 +136,13 @@ class SessionConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     remove_below: Annotated[float, Meta(ge=0, le=1, description="Below this heat an optional "
                                         "working item is removed.")] = 0.1
     compaction_trigger: Annotated[float, Meta(gt=0, le=1, description="History share past "
-                                              "which rolling compaction runs.")] = 0.7
-    compaction_target: Annotated[float, Meta(gt=0, le=1, description="History share the "
-                                             "cheap stages (tool outputs, dedup, extractive) "
-                                             "aim for before the summarizer is used.")] = 0.5
-    keep_recent: Annotated[int, Meta(ge=0, description="Newest messages a compaction keeps "
-                                     "verbatim.")] = 6
+                                              "which rolling compaction runs.")] = 1.0
+    compaction_target: Annotated[float, Meta(gt=0, le=1, description="History share that the "
+                                             "summary and the newest messages kept verbatim "
+                                             "fill after a compaction (the cheap stages aim "
+                                             "for it first).")] = 0.88
+    keep_recent: Annotated[int, Meta(ge=0, description="Newest messages the cheap compaction "
+                                     "stages never shorten.")] = 6
     tool_output_cap: Annotated[int, Meta(ge=16, description="Tokens past which an older tool "
                                          "output is compressed during compaction.")] = 1000
     summary_max_tokens: Annotated[int, Meta(ge=16, description="Most tokens asked of the "
