@@ -173,8 +173,10 @@ class GatewayServer:
             # shielded: a client that goes away must not cut a prepare in half
             result = await asyncio.shield(chats.prepare(self.caller, fmt, body, conversation))
         except GatewayError as err:
+            log.info("%s request refused: %s", fmt, err)
             return error_response(fmt, err, ours)
         except ContextError as exc:
+            log.info("%s request refused (%s): %s", fmt, exc.kind, exc)
             return error_response(fmt, GatewayError.from_context(exc), ours)
         except (StoreError, sqlite3.Error) as exc:
             log.error("sessions database: %s", exc)
