@@ -202,12 +202,35 @@ class SessionConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                                     "also a power cut (slower appends).")] = "normal"
 
 
+class GatewayConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """The HTTP gateway (OpenAI- and Anthropic-compatible) that `ctxlayer serve` may also run."""
+
+    enabled: Annotated[bool, Meta(description="Run the gateway inside `ctxlayer serve` "
+                                  "(`ctxlayer gateway` runs it alone either way).")] = False
+    host: Annotated[str, Meta(description="Loopback address to listen on; any other address "
+                              "is refused.")] = "127.0.0.1"
+    port: Annotated[int, Meta(ge=0, le=65535, description="Port to listen on; 0 picks a free "
+                              "one (announced at initialize).")] = 0
+    openai_base_url: Annotated[str, Meta(pattern="^https?://", description="Where OpenAI "
+                                         "requests are forwarded (ends in /v1).")] = (
+        "https://api.openai.com/v1")
+    anthropic_base_url: Annotated[str, Meta(pattern="^https?://", description="Where "
+                                            "Anthropic requests are forwarded.")] = (
+        "https://api.anthropic.com")
+    connect_timeout: Annotated[float, Meta(gt=0, description="Seconds to wait for the "
+                                           "upstream to accept the connection.")] = 10.0
+    read_timeout: Annotated[float, Meta(gt=0, description="Seconds to wait for the upstream's "
+                                        "next bytes (the first byte included) before the "
+                                        "answer is given up.")] = 600.0
+
+
 class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """The whole settings tree: one section per subsystem."""
 
     workspace: WorkspaceConfig = msgspec.field(default_factory=WorkspaceConfig)
     trim: TrimConfig = msgspec.field(default_factory=TrimConfig)
     session: SessionConfig = msgspec.field(default_factory=SessionConfig)
+    gateway: GatewayConfig = msgspec.field(default_factory=GatewayConfig)
 
 
 # --- loading -------------------------------------------------------------------------------------
