@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -33,11 +33,14 @@ class State:
     def __init__(self, state_dir: Path) -> None:
         self.state_dir = state_dir
         self.tokenizers = Tokenizers()
-        self.workspaces = WorkspaceRegistry(self.tokenizers)
+        self.workspaces = WorkspaceRegistry(self.tokenizers, on_config=self.reload_config)
         self.events = Events()
         self.lanes = Lanes()
         self.policies: dict[str, WorkspacePolicy] = {}
         self.gateway_urls: Any = None  # protocol.GatewayUrls once a gateway listens
+        #: async (caller) -> None: starts the HTTP face when the caller's workspace enables it
+        #: (set by `ctxlayer serve`; the JSON-RPC face calls it at initialize)
+        self.gateway_starter: Callable[[Any], Awaitable[None]] | None = None
         #: the system prompt each session was last assembled with, by (workspace, session id)
         self.system_specs: dict[tuple[str, str], Any] = {}
         #: sessions whose system layers this process has measured
@@ -69,6 +72,20 @@ class State:
             if policy.durability == "full":
                 self._sessions.store.set_durability("full")
         return policy
+
+    async def reload_config(self, live: Any) -> None:
+        """A workspace's ctxlayer.toml changed: read it again, apply it to the workspace and
+        its policy, and tell its clients in one message what changed or was rejected."""
+        from ctxlayer.config import default_user_config_dir, reload_config
+
+        new, message = await asyncio.to_thread(reload_config, live.root,
+                                               default_user_config_dir(), live.overrides,
+                                               live.config)
+        live.config = new
+        if live.workspace is not None:
+            await asyncio.to_thread(live.workspace.reconfigure, new)
+        self.configure(str(live.root), new, replace=True)
+        self.events.message(str(live.root), "info", message)
 
     # -- services ----------------------------------------------------------------------------
 
