@@ -169,19 +169,17 @@ function M.avante(opts, base)
     return merge(base, {})
   end
   local provider_name = opts.name or "ctxlayer"
-  return merge(base, {
-    provider = provider_name,
-    providers = {
-      [provider_name] = {
-        __inherited_from = openai and "openai" or "claude",
-        endpoint = endpoint,
-        model = opts.model,
-        api_key_name = opts.api_key,
-        -- The gateway serves Chat Completions; avante would switch some models to /responses.
-        use_response_api = openai and false or nil,
-      },
-    },
-  })
+  local provider = {
+    __inherited_from = openai and "openai" or "claude",
+    endpoint = endpoint,
+    model = opts.model,
+    api_key_name = opts.api_key,
+  }
+  if openai then
+    -- The gateway serves Chat Completions; avante would switch some models to /responses.
+    provider.use_response_api = false
+  end
+  return merge(base, { provider = provider_name, providers = { [provider_name] = provider } })
 end
 
 --- gp.nvim: the `openai` (or `anthropic`) provider's `endpoint` set to the gateway; its secret
