@@ -113,6 +113,25 @@ H.run(function()
   H.eq(first.source, "gateway", "the figure is the gateway's")
   H.ok(first.used > 0 and first.limit > first.used, "the chat's used and limit are the daemon's", vim.inspect(first))
   H.ok(ctxlayer.statusline() ~= workspace_figure, "it is not the workspace figure", ctxlayer.statusline())
+  -- The next turn of that chat: the provider reads its unchanged start from its cache, and the
+  -- status line says how much (the gateway reports the provider's usage).
+  local code2 = post(endpoint, { "Authorization: Bearer test-key" }, {
+    model = "gpt-4o",
+    messages = {
+      { role = "system", content = "You are terse." },
+      { role = "user", content = "What does src/app.py print?" },
+      { role = "assistant", content = "It prints hello." },
+      { role = "user", content = "And what does main() return?" },
+    },
+  })
+  H.eq(code2, 200, "the next turn went through the gateway")
+  local cached = H.wait(function()
+    local b = ctxlayer.budget()
+    return b and b.conversation == first.conversation and b.cached and b.cached > 0 and b
+  end)
+  H.ok(cached ~= nil, "the turn's cached tokens reach the status line's chat", vim.inspect(ctxlayer.budget()))
+  H.ok(ctxlayer.statusline():match("^ctx chat [%d.]+k?/[%d.]+k? %d+%% %([%d.]+k? cached") ~= nil, "shown after the figure", ctxlayer.statusline())
+
   H.clear_notes()
   vim.cmd("Ctxlayer status")
   local shown = H.note("^ctxlayer: ctx chat ")
