@@ -53,6 +53,9 @@ H.run(function()
   H.ok(live.limit > live.used, "against the chat's limit", vim.inspect(live))
   H.ok(ctxlayer.statusline() ~= workspace_figure, "not the workspace figure", ctxlayer.statusline())
   H.ok(ctxlayer.statusline({ highlight = true }):match("^%%#Ctxlayer%a+#ctx chat ") ~= nil, "drawn in a ctxlayer colour")
+  local status = require("ctxlayer.status")
+  H.eq(status.extras({ cached = 4100, band = 0.021 }), " (4.1k cached, ±2%)", "cached tokens and the error band read after the figure")
+  H.eq(status.extras({ cached = 0, band = 0.004 }), "", "nothing to add when neither is known")
 
   -- A long chat into a small budget: its last turn cuts, and :Ctxlayer why says what and why.
   H.clear_notes()
