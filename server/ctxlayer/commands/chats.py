@@ -48,7 +48,7 @@ def fetch(url: str) -> dict:
     from ctxlayer.cli import UsageError
 
     try:
-        with urllib.request.urlopen(url, timeout=10) as answer:  # noqa: S310 (loopback)
+        with urllib.request.urlopen(url, timeout=10) as answer:  # loopback only
             return json.loads(answer.read())
     except urllib.error.HTTPError as exc:
         body = exc.read().decode(errors="replace")
