@@ -122,7 +122,7 @@ class TrimConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 class ModeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """One task mode: the largest share of `cap` each zone may use (Z3)."""
+    """One task mode: the largest share of `cap` each zone may use."""
 
     rules_share: Annotated[float, Meta(ge=0, le=1, description="Largest share of the zone "
                                        "cap the rules (zone A) may use.")] = 0.4
@@ -132,7 +132,7 @@ class ModeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 class ModesConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """The three task modes (seed 003): short questions, deep work, debugging."""
+    """The three task modes: short questions, deep work, debugging."""
 
     short: ModeConfig = msgspec.field(
         default_factory=lambda: ModeConfig(rules_share=0.2, working_share=0.5, cap=2000))

@@ -1,4 +1,4 @@
-"""Cross-session history (L7): which conversations are kept, and how each one reads."""
+"""Cross-session history: which conversations are kept, and how each one reads."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tool instructions: the native 1,024-character cap, overrides, examples per format (L4)."""
+"""Tool instructions: the native 1,024-character cap, overrides, examples per format."""
 
 from __future__ import annotations
 

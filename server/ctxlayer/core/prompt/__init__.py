@@ -1,4 +1,4 @@
-"""The layered system prompt (requirements L1-L7): core, cacheable and dynamic sections, the
+"""The layered system prompt: core, cacheable and dynamic sections, the
 cache boundary between them, tool instructions in three formats, skills and history.
 
 Pure: the builder takes everything already gathered (workspace parts, skills, command output,

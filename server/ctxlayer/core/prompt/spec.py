@@ -21,7 +21,7 @@ from ctxlayer.protocol import (
     ToolSpec,
 )
 
-#: Names of the components a selective prompt may include (L5). `skills` and `history` are
+#: Names of the components a selective prompt may include. `skills` and `history` are
 #: ctxlayer additions: in selective mode they too are kept only when listed.
 IncludeName = Literal["files", "cmd", "tree", "git", "agent", "skills", "history"]
 INCLUDE_NAMES: tuple[str, ...] = ("files", "cmd", "tree", "git", "agent", "skills", "history")
@@ -49,7 +49,7 @@ class ModelTraits(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Skill(msgspec.Struct, frozen=True):
-    """A skill the model can read on demand (L6): only name, description and path go in."""
+    """A skill the model can read on demand: only name, description and path go in."""
 
     name: str
     description: str
@@ -57,7 +57,7 @@ class Skill(msgspec.Struct, frozen=True):
 
 
 class ConversationDigest(msgspec.Struct, frozen=True):
-    """One earlier conversation, as the history section (L7) needs it."""
+    """One earlier conversation, as the history section needs it."""
 
     title: str
     first_user: str
