@@ -18,7 +18,7 @@ from .spec import (
 )
 from .texts import CACHE_BOUNDARY
 from .tools import NATIVE_DESCRIPTION_CAP, cut_at_word, native_tool_descriptions
-from .volatile import is_cacheable_stable, volatile_findings
+from .volatile import volatile_findings
 
 __all__ = [
     "CACHE_BOUNDARY",
@@ -30,7 +30,6 @@ __all__ = [
     "SystemPrompt",
     "build_system_prompt",
     "cut_at_word",
-    "is_cacheable_stable",
     "native_tool_descriptions",
     "render_digest",
     "select_history",

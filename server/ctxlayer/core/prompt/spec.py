@@ -7,8 +7,6 @@ the model table that fills ModelTraits lives outside the core.
 
 from __future__ import annotations
 
-from typing import Literal
-
 import msgspec
 
 from ctxlayer.protocol import (
@@ -23,7 +21,6 @@ from ctxlayer.protocol import (
 
 #: Names of the components a selective prompt may include. `skills` and `history` are
 #: ctxlayer additions: in selective mode they too are kept only when listed.
-IncludeName = Literal["files", "cmd", "tree", "git", "agent", "skills", "history"]
 INCLUDE_NAMES: tuple[str, ...] = ("files", "cmd", "tree", "git", "agent", "skills", "history")
 #: include name -> workspace part name
 INCLUDE_PARTS: dict[str, str] = {
