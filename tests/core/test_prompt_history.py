@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.prompt import (
     ConversationDigest,
