@@ -67,7 +67,8 @@ def candidates(root: Path, home: Path | None, user_config_dir: Path | None,
             for name in names]
 
 
-def _shown(path: Path, root: Path, home: Path | None) -> str:
+def shown_path(path: Path, root: Path, home: Path | None) -> str:
+    """A path as the user reads it: relative to the workspace, else to the home folder."""
     try:
         return path.relative_to(root).as_posix()
     except ValueError:
@@ -80,7 +81,7 @@ def _shown(path: Path, root: Path, home: Path | None) -> str:
     return path.as_posix()
 
 
-def _inside(path: Path, folder: Path) -> bool:
+def is_inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
@@ -101,14 +102,14 @@ def render_agents(root: Path, home: Path | None, user_config_dir: Path | None,
                 real = path.resolve(strict=True)
             except (OSError, RuntimeError):
                 if path.is_symlink():
-                    left_out.append(LeftOut(part="agentFiles", path=_shown(path, root, home),
+                    left_out.append(LeftOut(part="agentFiles", path=shown_path(path, root, home),
                                             reason="broken symlink or symlink loop"))
                 continue
-            shown = _shown(path, root, home)
+            shown = shown_path(path, root, home)
             if real in seen:
                 continue
             seen.add(real)
-            if _inside(path, root) and not _inside(real, root_real):
+            if is_inside(path, root) and not is_inside(real, root_real):
                 left_out.append(LeftOut(part="agentFiles", path=shown,
                                         reason=f"resolves outside the workspace ({real})"))
                 continue

@@ -13,12 +13,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ctxlayer.core.errors import ContextError
+from ctxlayer.workspace.agents import is_inside
 
 MAX_BYTES = 1_000_000
-
-
-def _inside(real: Path, root_real: Path) -> bool:
-    return real == root_real or root_real in real.parents
 
 
 def read_attachments(
@@ -37,14 +34,14 @@ def read_attachments(
             real = path.resolve(strict=True)
         except FileNotFoundError:
             real = path.resolve()
-            if not _inside(real, root_real):
+            if not is_inside(real, root_real):
                 raise ContextError("outside_workspace", f"{given} is outside the workspace "
                                    f"{root_real}", field=field) from None
             continue  # missing: enrich says it is not available
         except (RuntimeError, OSError) as exc:
             raise ContextError("invalid", f"{given}: cannot be resolved ({exc})",
                                field=field) from None
-        if not _inside(real, root_real):
+        if not is_inside(real, root_real):
             raise ContextError("outside_workspace", f"{given} resolves outside the workspace "
                                f"{root_real} (to {real})", field=field)
         if not real.is_file():

@@ -19,6 +19,7 @@ from pathlib import Path
 from ctxlayer.core.prompt import Skill
 from ctxlayer.core.prompt.texts import SKILLS
 from ctxlayer.protocol import LeftOut
+from ctxlayer.workspace.agents import is_inside, shown_path
 
 SKILL_FILE = "SKILL.md"
 #: skill roots inside the workspace, relative to it
@@ -84,23 +85,6 @@ def parse_head(text: str, fallback_name: str) -> tuple[str, str]:
     return (" ".join(name.split()) or fallback_name), description
 
 
-def _shown(path: Path, root: Path, home: Path | None) -> str:
-    try:
-        return path.relative_to(root).as_posix()
-    except ValueError:
-        pass
-    if home is not None:
-        try:
-            return "~/" + path.relative_to(home).as_posix()
-        except ValueError:
-            pass
-    return path.as_posix()
-
-
-def _inside(path: Path, folder: Path) -> bool:
-    return path == folder or folder in path.parents
-
-
 def find_skills(root: Path, home: Path | None,
                 user_config_dir: Path | None) -> tuple[list[Skill], list[LeftOut]]:
     """Every skill, most general root first, a later one replacing an earlier of its name."""
@@ -115,7 +99,7 @@ def find_skills(root: Path, home: Path | None,
             continue
         for folder in folders:
             path = skill_root / folder / SKILL_FILE
-            shown = _shown(path, root, home)
+            shown = shown_path(path, root, home)
             try:
                 real = path.resolve(strict=True)
                 with open(real, "rb") as f:
@@ -126,7 +110,7 @@ def find_skills(root: Path, home: Path | None,
                 left_out.append(LeftOut(part="skills", path=shown,
                                         reason=f"cannot be read ({getattr(e, 'strerror', e)})"))
                 continue
-            if _inside(path, root) and not _inside(real, root_real):
+            if is_inside(path, root) and not is_inside(real, root_real):
                 left_out.append(LeftOut(part="skills", path=shown,
                                         reason=f"resolves outside the workspace ({real})"))
                 continue

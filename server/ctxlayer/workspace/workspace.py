@@ -34,6 +34,7 @@ from ctxlayer.workspace import (
     skills,
     tree,
 )
+from ctxlayer.workspace.agents import is_inside
 from ctxlayer.workspace.events import EventMap, names_ignore_rules
 from ctxlayer.workspace.ignore import compile_globs
 from ctxlayer.workspace.kept import KeptFolders
@@ -150,12 +151,12 @@ class Workspace(EventMap):
             trees = [self.root]
             # skill roots inside the workspace are reached through it (kept.py lets them in)
             self._watched_skills = {p for p in self._skill_roots
-                                    if _inside(Path(p), self.root) or os.path.isdir(p)}
+                                    if is_inside(Path(p), self.root) or os.path.isdir(p)}
             trees += [Path(p) for p in self._skill_roots
-                      if not _inside(Path(p), self.root) and os.path.isdir(p)]
+                      if not is_inside(Path(p), self.root) and os.path.isdir(p)]
             shallow = []
             for folder in agents.folder_chain(self.root, self.home, self.user_config_dir):
-                if folder.is_dir() and not _inside(folder, self.root):
+                if folder.is_dir() and not is_inside(folder, self.root):
                     shallow.append(folder)
             git_trees, git_alone = gitstate.watched_parts(git_dir)
             cfg = self.config
@@ -377,6 +378,3 @@ class Workspace(EventMap):
             kept.reset()
         return rules_changed
 
-
-def _inside(path: Path, folder: Path) -> bool:
-    return path == folder or folder in path.parents

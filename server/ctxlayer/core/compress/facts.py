@@ -605,13 +605,16 @@ _ITEM_MAX = 120
 _CODE_KINDS = frozenset({"paths", "commands", "identifiers"})
 
 
-def _item(kind: str, value: str) -> str:
+def format_item(value: str, code: bool) -> str:
+    """One ledger item on one line, cut to a bounded length; code in backticks."""
     value = " ".join(value.split())
     if len(value) > _ITEM_MAX:
         value = value[: _ITEM_MAX - 1] + "…"
-    if kind in _CODE_KINDS:
-        return "`" + value.replace("`", "'") + "`"
-    return value
+    return "`" + value.replace("`", "'") + "`" if code else value
+
+
+def _item(kind: str, value: str) -> str:
+    return format_item(value, kind in _CODE_KINDS)
 
 
 def _render(chosen: dict[str, list[str]], totals: dict[str, int]) -> str:

@@ -20,7 +20,7 @@ import re
 
 import msgspec
 
-from ctxlayer.core.compress.facts import Facts, extract_facts
+from ctxlayer.core.compress.facts import Facts, extract_facts, format_item
 from ctxlayer.protocol import Message
 
 __all__ = ["KINDS", "Ledger", "add_messages", "from_facts", "render_ledger", "text_of"]
@@ -38,7 +38,6 @@ KINDS = (
 PROSE_SCORE = 3  # a mention in the user's or the assistant's own words
 MENTION_SCORE = 1  # any other mention (tool output, code block)
 MAX_PER_KIND = 300  # facts kept per kind in the state: the lowest-ranked give way
-_ITEM_MAX = 120
 # commands may hold spaces and commas: quoted; other kinds are single words (quoting each costs
 # tokens a small budget cannot spare)
 _CODE_KINDS = frozenset({"commands"})
@@ -132,12 +131,7 @@ def _rank(e: Entry) -> tuple[int, int]:
 
 
 def _item(kind: str, value: str) -> str:
-    value = " ".join(value.split())
-    if len(value) > _ITEM_MAX:
-        value = value[: _ITEM_MAX - 1] + "…"
-    if kind in _CODE_KINDS:
-        return "`" + value.replace("`", "'") + "`"
-    return value
+    return format_item(value, kind in _CODE_KINDS)
 
 
 def _ranked(entries: list[Entry], shown: str) -> list[str]:
