@@ -284,3 +284,30 @@ async def test_add_item_and_compact_push_the_budget(client):
     assert pushed["sessionId"] == "pushes" and pushed["byLayer"]["working"] > 0
     _, pushed = await call_pushing(client, "ctx/session/compact", {"sessionId": "pushes"})
     assert pushed["sessionId"] == "pushes"
+
+
+async def test_provider_messages_in_a_session_keep_their_text_and_say_what_they_left_out(client):
+    image = {"type": "image_url", "image_url": {"url": "https://example.invalid/cat.png",
+                                                "detail": "low"}}
+    await call(client, "ctx/session/open", {"sessionId": "openai-shaped"})
+    await call(client, "ctx/session/append", {"sessionId": "openai-shaped", "format": "openai",
+                                              "messages": [
+        {"role": "developer", "content": "Answer briefly."},
+        {"role": "user", "content": [{"type": "text", "text": "What is in this picture?"},
+                                     image]},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function",
+         "function": {"name": "look", "arguments": "{\"at\": \"cat.png\"}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "a cat on a mat"},
+        {"role": "user", "content": "So?"}]})
+    out = await call(client, "ctx/assemble", {"sessionId": "openai-shaped", "format": "openai"})
+    sent = [m for m in out["messages"] if m["role"] != "system"]
+    assert any("What is in this picture?" in str(m.get("content")) for m in sent)
+    call_msg = next(m for m in sent if m.get("tool_calls"))
+    assert call_msg["tool_calls"][0]["function"]["name"] == "look"
+    assert any(m.get("tool_call_id") == "c1" for m in sent)
+    audit = await call(client, "ctx/session/audit", {"sessionId": "openai-shaped"})
+    assert any(e["action"] == "dropped" and "non-text parts" in e["reason"]
+               for e in audit["entries"])
+    anthropic = await call(client, "ctx/assemble", {"sessionId": "openai-shaped",
+                                                    "format": "anthropic"})
+    assert anthropic["messages"][0]["role"] == "user" and anthropic["system"]
