@@ -1,6 +1,6 @@
 import { CtxlayerClient, type Budget } from "@ctxlayer/client";
 import { beforeEach, describe, expect, it } from "vitest";
-import { BudgetController, type BudgetSink } from "../../src/controller";
+import { BudgetController, type BudgetSink, type LiveChat } from "../../src/controller";
 import { budget, FakeConnection } from "./fakeDaemon";
 
 class Sink implements BudgetSink {
@@ -8,6 +8,10 @@ class Sink implements BudgetSink {
   problems: string[] = [];
   showBudget(b: Budget, source: string) {
     this.shown.push([b, source]);
+  }
+  live: LiveChat[] = [];
+  showLive(chat: LiveChat) {
+    this.live.push(chat);
   }
   showProblem(text: string, detail: string) {
     this.problems.push(`${text}: ${detail}`);
