@@ -6,7 +6,7 @@
  * Owns the provider and the model list; the message mapping lives in chatConvert.ts.
  */
 import type { CtxlayerClient, PrepareResult } from "@ctxlayer/client";
-import { fromOpenAI, toOpenAI, toolsToOpenAI, type OpenAIMessage } from "./chatConvert";
+import { ORIGIN, fromOpenAI, toOpenAI, toolsToOpenAI, type OpenAIMessage } from "./chatConvert";
 import * as api from "./vscodeapi";
 
 export const VENDOR = "ctxlayer";
@@ -152,7 +152,7 @@ export class CtxlayerModels implements api.LanguageModelChatProvider<CtxlayerMod
     const client = this.hooks.client();
     const name = daemonModel({ family: model.family, id: model.upstream.id });
     if (typeof text === "string") return (await client.count({ model: name, texts: [text] })).total;
-    const { messages } = toOpenAI([text]);
+    const messages = toOpenAI([text]).messages.map(({ [ORIGIN]: _, ...m }) => m);
     return (await client.count({ model: name, format: "openai", messages })).total;
   }
 }
