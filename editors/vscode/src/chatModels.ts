@@ -68,28 +68,30 @@ export function usageOf(part: unknown): { promptTokens: number } | undefined {
 export class CtxlayerModels implements api.LanguageModelChatProvider<CtxlayerModelInfo> {
   private readonly changed = api.eventEmitter<void>();
   readonly onDidChangeLanguageModelChatInformation = this.changed.event;
+  private models: CtxlayerModelInfo[] = [];
   private upstreamKey = "";
 
   constructor(private readonly hooks: ModelHooks) {}
 
-  /** The models of other vendors, never our own (that would wrap a wrapper). */
-  private async upstreams(): Promise<api.LanguageModelChat[]> {
-    return (await api.selectChatModels({})).filter((m) => m.vendor !== VENDOR);
+  /**
+   * The last list of other vendors' models. Never asks the editor here: selectChatModels
+   * resolves every provider, this one included, and would wait on itself.
+   */
+  provideLanguageModelChatInformation(): CtxlayerModelInfo[] {
+    return this.models;
   }
 
-  async provideLanguageModelChatInformation(): Promise<CtxlayerModelInfo[]> {
-    const models = await this.upstreams();
-    this.upstreamKey = key(models);
-    return models.map(modelInfo);
-  }
-
-  /** Called when the editor's models change: tell VS Code only when other vendors' did. */
+  /**
+   * Read the editor's models again (at start and whenever they change) and tell VS Code
+   * when other vendors' models changed. Our own are left out: a wrapper of a wrapper.
+   */
   async refresh(): Promise<void> {
-    const next = key(await this.upstreams());
-    if (next !== this.upstreamKey) {
-      this.upstreamKey = next;
-      this.changed.fire();
-    }
+    const upstreams = (await api.selectChatModels({})).filter((m) => m.vendor !== VENDOR);
+    const next = key(upstreams);
+    if (next === this.upstreamKey) return;
+    this.upstreamKey = next;
+    this.models = upstreams.map(modelInfo);
+    this.changed.fire();
   }
 
   async provideLanguageModelChatResponse(

@@ -72,7 +72,9 @@ export async function activate(context: api.ExtensionContext): Promise<CtxlayerA
     status,
     ...commands.register(deps),
     api.registerChatModelProvider(VENDOR, models),
-    api.onDidChangeChatModels(() => void models.refresh()),
+    api.onDidChangeChatModels(() => {
+      models.refresh().catch((err) => log.warn(`listing the chat models: ${errorText(err)}`));
+    }),
     api.createChatParticipant(PARTICIPANT_ID, participant.handler, "layers"),
     registerWorkspaceTool(client),
     api.onSettingsChanged(() => {
@@ -88,6 +90,7 @@ export async function activate(context: api.ExtensionContext): Promise<CtxlayerA
     }),
   );
   void daemon.start(api.readSettings());
+  models.refresh().catch((err) => log.warn(`listing the chat models: ${errorText(err)}`));
   return createApi(controller);
 }
 

@@ -66,7 +66,8 @@ describe("ctxlayer models", () => {
   it("mirror every other vendor's model, never their own", async () => {
     const acme = upstream();
     chatModels.push(acme, { ...upstream(VENDOR, "acme/acme-large"), name: "ctxlayer · Acme Large" });
-    const list = await models.provideLanguageModelChatInformation();
+    await models.refresh();
+    const list = models.provideLanguageModelChatInformation();
     expect(list).toEqual([modelInfo(acme as any)]);
     expect(list[0]).toMatchObject({
       id: "acme/acme-large", name: "ctxlayer · Acme Large", family: "gpt-4o", maxInputTokens: 6000,
@@ -77,7 +78,8 @@ describe("ctxlayer models", () => {
   it("fit the prompt with ctx/prepare into the model's window and stream its answer back", async () => {
     const acme = upstream();
     chatModels.push(acme);
-    const [info] = await models.provideLanguageModelChatInformation();
+    await models.refresh();
+    const [info] = models.provideLanguageModelChatInformation();
     const prompt = [
       new LanguageModelChatMessage(Role.System, "You are an agent."),
       new LanguageModelChatMessage(Role.User, "old question"),
@@ -112,7 +114,8 @@ describe("ctxlayer models", () => {
 
   it("count tokens with the daemon, texts and messages alike", async () => {
     chatModels.push(upstream());
-    const [info] = await models.provideLanguageModelChatInformation();
+    await models.refresh();
+    const [info] = models.provideLanguageModelChatInformation();
     expect(await models.provideTokenCount(info, "hello")).toBe(7);
     expect(await models.provideTokenCount(info, new LanguageModelChatMessage(Role.User, "hi") as any)).toBe(7);
     const [texts, messages] = conn.sent("ctx/count");
@@ -122,7 +125,8 @@ describe("ctxlayer models", () => {
 
   it("say which model is gone instead of sending nowhere", async () => {
     chatModels.push(upstream());
-    const [info] = await models.provideLanguageModelChatInformation();
+    await models.refresh();
+    const [info] = models.provideLanguageModelChatInformation();
     chatModels.length = 0;
     await expect(
       models.provideLanguageModelChatResponse(info, [] as any, {} as any, { report() {} }, {} as any),
