@@ -166,6 +166,10 @@ class SystemPromptParams(Wire):
     context_mode: ContextMode = "full"
     include: list[str] | None = None
     dynamic: DynamicContext | None = None
+    compact: bool = False  # the short variant of every guidance text
+    user_identity: str | None = None  # who the user is (interactive prompts only)
+    #: the dynamic section gets a digest of this workspace's earlier sessions
+    session_history: bool = False
 
 
 class PromptSection(Wire):
@@ -555,6 +559,7 @@ ERROR_PINNED_OVER_BUDGET = -32001
 ERROR_UNKNOWN_SESSION = -32002
 ERROR_OUTSIDE_WORKSPACE = -32003
 ERROR_UNAUTHORIZED = -32004  # TCP: the first message was not an initialize with the token
+ERROR_STORE = -32005  # the sessions database failed (locked, disk full, unreadable)
 
 
 def json_schema() -> dict:
@@ -583,6 +588,7 @@ def json_schema() -> dict:
             "unknownSession": ERROR_UNKNOWN_SESSION,
             "outsideWorkspace": ERROR_OUTSIDE_WORKSPACE,
             "unauthorized": ERROR_UNAUTHORIZED,
+            "store": ERROR_STORE,
         },
         "$defs": components,
     }

@@ -96,6 +96,27 @@ def test_prompt_for_a_git_workspace(tmp_path):
     assert "Always run the tests." in result["messages"][-1]["content"]
 
 
+def test_prompt_describes_the_tools_of_a_file_in_either_shape(tmp_path):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    ours = tmp_path / "tools.json"
+    ours.write_text(json.dumps([{"name": "shell", "instructions": "Run a command in bash."}]))
+    openai = tmp_path / "openai-tools.json"
+    openai.write_text(json.dumps([{"type": "function", "function": {
+        "name": "read_file", "description": "Read a file of the workspace.",
+        "parameters": {"type": "object", "properties": {}}}}]))
+    for path, name, text in ((ours, "shell", "Run a command in bash."),
+                             (openai, "read_file", "Read a file of the workspace.")):
+        p = run("prompt", str(tmp_path), "--tools", str(path), "--tool-format", "xml", "--json")
+        assert p.returncode == 0, p.stderr
+        content = "\n".join(m["content"] for m in json.loads(p.stdout)["messages"])
+        assert name in content and text in content
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"name": 3}]')
+    p = run("prompt", str(tmp_path), "--tools", str(bad))
+    assert p.returncode == 2 and "--tools" in p.stderr and "tool [0]" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+
+
 def test_prompt_on_a_missing_folder_says_so(tmp_path):
     p = run("prompt", str(tmp_path / "nope"))
     assert p.returncode == 2 and "not a folder" in p.stderr

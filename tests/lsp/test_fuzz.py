@@ -9,13 +9,17 @@ import random
 import pytest
 from conftest import RawDaemon
 
+from ctxlayer import protocol
 from ctxlayer.tokenizers import counter_for
 
 pytestmark = pytest.mark.e2e
 MESSAGES = 10_000
 BATCH = 500
-METHODS = ["ctx/count", "ctx/trim", "ctx/segment", "ctx/systemPrompt", "ctx/nope", "",
-           "textDocument/didSave", "$/cancelRequest", "window/x", "ctx/" + "y" * 300]
+#: every method of the protocol (sessions, prepare, why ... included), and some that are not
+METHODS = [*protocol.REQUESTS, "ctx/nope", "", "textDocument/didSave", "$/cancelRequest",
+           "window/x", "ctx/" + "y" * 300]
+#: the fuzz's sessions: one opened before it (it must still answer after), and junk ones
+SESSION_IDS = ["fuzzed", "fuzzed", "nope", "", "\u0000"]
 
 
 def junk_value(rng: random.Random, depth: int = 0):
@@ -35,7 +39,9 @@ def junk_value(rng: random.Random, depth: int = 0):
     if kind == 6:
         return [junk_value(rng, depth + 1) for _ in range(rng.randrange(4))]
     keys = ["role", "content", "texts", "messages", "budget", "model", "id", "strategy",
-            "toolCalls", "docs", "reserveOutput", "class", "jsonrpc"]
+            "toolCalls", "docs", "reserveOutput", "class", "jsonrpc", "sessionId", "format",
+            "request", "item", "rule", "mode", "ruleId", "promptTokens", "estimatedTokens",
+            "messageId", "conversationId", "keepRecent", "systemPrompt", "system", "limit"]
     return {rng.choice(keys): junk_value(rng, depth + 1) for _ in range(rng.randrange(5))}
 
 
@@ -44,11 +50,19 @@ def junk_params(rng: random.Random):
     if roll < 0.4:  # plausible shapes with wrong pieces
         message = {"role": junk_value(rng) if rng.random() < 0.5 else "user",
                    "content": junk_value(rng) if rng.random() < 0.5 else "hi"}
+        session = rng.choice(SESSION_IDS) if rng.random() < 0.8 else junk_value(rng)
         return rng.choice([
             {"texts": [junk_value(rng) for _ in range(rng.randrange(3))]},
             {"messages": [message], "budget": junk_value(rng)},
             {"messages": message},
             {"texts": ["ok"], "model": junk_value(rng)},
+            {"sessionId": session, "messages": [message]},
+            {"sessionId": session, "promptTokens": junk_value(rng),
+             "estimatedTokens": junk_value(rng)},
+            {"sessionId": session, "mode": junk_value(rng), "budget": junk_value(rng)},
+            {"sessionId": session, "rule": {"text": junk_value(rng), "weight": junk_value(rng)}},
+            {"sessionId": session, "item": {"kind": junk_value(rng), "content": "x"}},
+            {"format": junk_value(rng), "messages": [message], "request": junk_value(rng)},
         ])
     return junk_value(rng)
 
@@ -110,6 +124,8 @@ async def test_daemon_survives_ten_thousand_malformed_messages():
     daemon = await RawDaemon.start()
     try:
         await daemon.initialize()
+        opened = await daemon.request("open", "ctx/session/open", {"sessionId": "fuzzed"})
+        assert "result" in opened, opened
         stream = fuzz_stream()
         for start in range(0, len(stream), BATCH):
             await daemon.send_raw(b"".join(stream[start:start + BATCH]))
@@ -124,5 +140,12 @@ async def test_daemon_survives_ten_thousand_malformed_messages():
         answered = len(daemon.responses) + len(daemon.unmatched)
         assert answered >= MESSAGES // 2, f"only {answered} errors answered"
         assert all("error" in r for r in daemon.unmatched)
+        # junk is the client's fault: no answer may be an internal error (a bug of ours)
+        internal = [r for r in [*daemon.responses.values(), *daemon.unmatched]
+                    if isinstance(r, dict) and (r.get("error") or {}).get("code") == -32603]
+        assert internal == [], internal[:3]
+        # and the session the fuzz hammered still answers
+        assembled = await daemon.request("after", "ctx/assemble", {"sessionId": "fuzzed"})
+        assert "result" in assembled, assembled
     finally:
         assert await daemon.close() == 0

@@ -14,6 +14,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import ClientServerConfig, LanguageClient
 
+from ctxlayer import protocol
 from ctxlayer.tokenizers import counter_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
@@ -60,8 +61,11 @@ async def test_initialize_announces_ctxlayer(client: LanguageClient):
     assert result.server_info.name == "ctxlayer"
     ctx = result.capabilities.experimental["ctxlayer"]
     assert ctx["protocolVersion"] == "0.1"
-    assert {"ctx/segment", "ctx/systemPrompt", "ctx/count", "ctx/trim"} <= set(ctx["methods"])
+    assert set(ctx["methods"]) == set(protocol.REQUESTS)
     assert result.capabilities.text_document_sync.save is not None
+    # the workspace's defaults, so editors read them instead of guessing
+    assert ctx["defaultMode"] == "deep" and set(ctx["modes"]) == {"short", "deep", "debug"}
+    assert ctx["modes"]["short"]["cap"] > 0 and ctx["defaultBudget"] > 0
 
 
 async def test_segment_has_every_part_of_the_repo(client: LanguageClient):

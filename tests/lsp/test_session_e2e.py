@@ -239,3 +239,23 @@ async def test_kill_9_then_restart_keeps_every_acknowledged_message():
         assert [i for i in ids if i and i.startswith("m")] == [f"m{k}" for k in range(30)]
     finally:
         await again.close()
+
+
+async def test_system_prompt_honours_compact_user_identity_and_session_history(client):
+    await call(client, "ctx/session/open", {"sessionId": "earlier-work"})
+    await call(client, "ctx/session/append", {"sessionId": "earlier-work", "messages": [
+        {"role": "user", "content": "Port the CSV exporter to the streaming writer."},
+        {"role": "assistant", "content": "I will start with the header row handling."},
+        {"role": "user", "content": "Keep the column order stable."},
+        {"role": "assistant", "content": "Done: the exporter now streams rows in order."},
+    ]})
+    full = await call(client, "ctx/systemPrompt", {})
+    short = await call(client, "ctx/systemPrompt", {"compact": True})
+    assert short["tokens"] < full["tokens"]
+    who = await call(client, "ctx/systemPrompt", {"userIdentity": "Ada, who writes Rust"})
+    assert any("Ada, who writes Rust" in m["content"] for m in who["messages"])
+    assert not any("Port the CSV exporter" in m["content"] for m in full["messages"])
+    with_history = await call(client, "ctx/systemPrompt", {"sessionHistory": True})
+    text = "\n".join(m["content"] for m in with_history["messages"])
+    assert "Port the CSV exporter" in text and "streams rows in order" in text
+    assert with_history["cacheBoundary"] is not None  # history is dynamic: after the boundary

@@ -129,6 +129,9 @@ export interface SystemPromptParams {
   contextMode?: "full" | "selective";
   include?: string[] | null;
   dynamic?: DynamicContext | null;
+  compact?: boolean;
+  userIdentity?: string | null;
+  sessionHistory?: boolean;
 }
 export interface ToolSpec {
   name: string;
@@ -444,4 +447,5 @@ export const ErrorCodes = {
   unknownSession: -32002,
   outsideWorkspace: -32003,
   unauthorized: -32004,
+  store: -32005,
 } as const;

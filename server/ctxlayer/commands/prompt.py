@@ -19,6 +19,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--compact", action="store_true", help="compact guidance texts")
     parser.add_argument("--include", default=None,
                         help="selective context: comma-separated files,cmd,tree,git,agent")
+    parser.add_argument("--tools", default=None, metavar="FILE",
+                        help="tools to describe: a JSON list of {name, instructions, examples} "
+                             "or of OpenAI tool definitions ({type: function, function: ...})")
     parser.add_argument("--json", action="store_true", help="print ctx/systemPrompt's result")
     parser.add_argument("--table-only", action="store_true", help="print only the section table")
 
@@ -57,12 +60,37 @@ def table(prompt) -> str:
     return "\n".join(lines)
 
 
+def read_tools(path: str) -> list:
+    """ToolSpecs from a JSON file: ctxlayer's own shape, or OpenAI tool definitions."""
+    from ctxlayer.protocol import ToolSpec
+
+    try:
+        data = msgspec.json.decode(Path(path).read_bytes())
+    except OSError as exc:
+        raise UsageError(f"--tools {path}: cannot read it ({exc.strerror})") from None
+    except msgspec.DecodeError as exc:
+        raise UsageError(f"--tools {path}: not JSON ({exc})") from None
+    if not isinstance(data, list):
+        raise UsageError(f"--tools {path}: expected a JSON list of tools")
+    tools = []
+    for k, raw in enumerate(data):
+        if isinstance(raw, dict) and isinstance(raw.get("function"), dict):  # OpenAI's shape
+            fn = raw["function"]
+            raw = {"name": fn.get("name"), "instructions": fn.get("description") or ""}
+        try:
+            tools.append(msgspec.convert(raw, ToolSpec))
+        except msgspec.ValidationError as exc:
+            raise UsageError(f"--tools {path}: tool [{k}]: {exc}") from None
+    return tools
+
+
 def run(args) -> int:
     include = [s.strip() for s in args.include.split(",")] if args.include else []
+    tools = read_tools(args.tools) if args.tools else []
     prompt, _ = build(
         Path(args.path), args.model, interactive=not args.non_interactive, compact=args.compact,
         tool_format=args.tool_format, context_mode="selective" if include else "full",
-        include=include,
+        include=include, tools=tools,
     )
     for warning in prompt.warnings:
         print(f"ctxlayer prompt: warning: {warning}", file=sys.stderr)

@@ -31,15 +31,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ctxlayer.lsp import logs
-    from ctxlayer.lsp.daemon import Daemon, default_state_dir
+    from ctxlayer.state import State
+    from ctxlayer.store.paths import state_dir as default_state_dir
 
     logs.setup(args.verbose, args.log_file)
     state_dir = args.state_dir or default_state_dir()
     if args.tcp:
         from ctxlayer.lsp import tcp
 
-        daemon = Daemon(state_dir, transport="tcp")
-        return tcp.run(daemon, args.host, args.port, args.token_file or state_dir / "token")
+        return tcp.run(State(state_dir), args.host, args.port,
+                       args.token_file or state_dir / "token")
     from ctxlayer.lsp import stdio
 
-    return stdio.run(Daemon(state_dir, transport="stdio"))
+    return stdio.run(State(state_dir))

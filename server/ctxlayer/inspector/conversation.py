@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ctxlayer.core.assembly.compaction import CompactionPolicy
 from ctxlayer.core.tokens import OPENAI_FORMAT, Tokenizer, message_tokens
 from ctxlayer.core.trim import TrimOptions, trim
 from ctxlayer.inspector.data import InspectorData, build_inspector_data
 from ctxlayer.protocol import Message
 
-#: history compaction starts when history passes this share of the budget (T7)
-COMPACTION_SHARE = 0.7
+#: where a session would start compacting this conversation: the default policy's trigger
+COMPACTION_SHARE = CompactionPolicy().trigger
 
 
 def inspect_conversation(

@@ -8,10 +8,18 @@ or call `invalid_params`; nothing else in the daemon builds error codes.
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import sqlite3
+from collections.abc import Iterator
+
 from pygls.exceptions import JsonRpcException
 
 from ctxlayer import protocol
 from ctxlayer.core.errors import ContextError
+from ctxlayer.store.db import StoreError, describe_store_error
+
+log = logging.getLogger(__name__)
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -43,8 +51,12 @@ def invalid_params(field: str | None, message: str) -> RpcError:
 
 
 def from_context_error(exc: ContextError) -> RpcError:
-    """The one mapping from a domain error to the wire."""
-    code = CODES.get(exc.kind, INVALID_PARAMS)
+    """The one mapping from a domain error to the wire. A kind without a code is a bug of
+    ours, not the client's: an internal error, logged."""
+    code = CODES.get(exc.kind)
+    if code is None:
+        log.error("a domain error of unknown kind %r: %s", exc.kind, exc)
+        return RpcError(INTERNAL_ERROR, f"internal error: {exc}", {"kind": exc.kind})
     data: dict[str, str] = {"kind": exc.kind}
     message = str(exc)
     if exc.field:
@@ -54,15 +66,19 @@ def from_context_error(exc: ContextError) -> RpcError:
     return RpcError(code, message, data)
 
 
-def maps_errors(handler):
-    """Decorate an async handler so domain errors reach the client as their JSON-RPC code."""
-    import functools
+def from_store_error(exc: Exception) -> RpcError:
+    """The sessions database failed: say what failed, so the user can act on it."""
+    return RpcError(protocol.ERROR_STORE, f"sessions database: {describe_store_error(exc)}",
+                    {"kind": "store"})
 
-    @functools.wraps(handler)
-    async def wrapped(ls, params):
-        try:
-            return await handler(ls, params)
-        except ContextError as exc:
-            raise from_context_error(exc) from None
 
-    return wrapped
+@contextlib.contextmanager
+def mapped() -> Iterator[None]:
+    """Domain and storage errors raised inside reach the client as their JSON-RPC code."""
+    try:
+        yield
+    except ContextError as exc:
+        raise from_context_error(exc) from None
+    except (StoreError, sqlite3.Error) as exc:
+        log.error("sessions database: %s", exc)
+        raise from_store_error(exc) from None

@@ -1,21 +1,15 @@
-"""The language server of one connection: pygls 2 wired to ctxlayer.
+"""The language server of one connection: pygls 2 wired to the state.
 
-Owns: `CtxServer` (one per connection; per-connection state and the hooks handler modules
-plug into) and `CtxProtocol` (pygls' protocol with our `initialize` capabilities, an `exit`
-that ends the connection rather than the process in TCP mode, and quiet error reporting).
+Owns: `CtxServer` (one per connection: its `Caller`, the state's events forwarded to this
+client, the end of the connection) and `CtxProtocol` (pygls' protocol with our `initialize`
+announcement, an `exit` that ends the connection rather than the process in TCP mode, plain
+results written without pygls' converter, and quiet error reporting).
 
-Where things live (read this before adding a handler module):
-- `server.daemon`: per-process services shared by all connections (lsp/daemon.py): tokenizers,
-  live workspaces, `daemon.service(name, factory)` singletons such as a session store.
-- `server.options`: the client's `initializationOptions` (protocol.InitializationOptions).
-- `server.root`, `server.config`, `server.live`: this connection's workspace (after
-  `initialized`); `await server.segment()` gives the current WorkspaceSegment.
-- `server.segment_listeners`: callables `(server, segment, changed_parts)` run on the event loop
-  after each segment change, after `ctx/segmentChanged` was sent (a coroutine is scheduled).
-- `server.ready_listeners`: callables `(server)` run once the first workspace scan finished.
-- `server.close_listeners`: callables `(server)` run when the connection ends.
-
-Must not: do CPU work on the event loop (use `daemon.tokenizers.run` or `asyncio.to_thread`).
+Where things live: `server.state` is the process's State (state/), shared by every
+connection and the gateway; `server.caller` is what the state knows of this connection
+(options, workspace, summarizer). Requests are declared in `state/requests/` and registered by
+`lsp/dispatch.py`; the LSP lifecycle is `lsp/lifecycle.py`.
+Must not: do request logic (the state functions do) or CPU work on the event loop.
 """
 
 from __future__ import annotations
@@ -23,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -35,17 +28,13 @@ from pygls.protocol.language_server import lsp_method
 
 import ctxlayer
 from ctxlayer import protocol
-from ctxlayer.core.text import content_hash
 from ctxlayer.lsp import errors
 from ctxlayer.lsp.convert import converter_factory, to_wire
-from ctxlayer.lsp.daemon import Daemon
-from ctxlayer.lsp.live import LiveWorkspace
+from ctxlayer.state import Caller, State
 
 log = logging.getLogger(__name__)
 _encoder = msgspec.json.Encoder()
 
-SegmentListener = Callable[["CtxServer", protocol.WorkspaceSegment, list[str]], Any]
-ServerListener = Callable[["CtxServer"], Any]
 
 
 class CtxProtocol(LanguageServerProtocol):
@@ -56,13 +45,9 @@ class CtxProtocol(LanguageServerProtocol):
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams):  # type: ignore[override]
         result = yield from super().lsp_initialize(params)
-        result.capabilities.experimental = {
-            "ctxlayer": {
-                "protocolVersion": protocol.PROTOCOL_VERSION,
-                "methods": sorted(m for m in self.fm.features if m.startswith("ctx/")),
-                "notifications": sorted(protocol.NOTIFICATIONS),
-            }
-        }
+        methods = sorted(m for m in self.fm.features if m.startswith("ctx/"))
+        announcement = self._server.caller.announcement(methods)
+        result.capabilities.experimental = {"ctxlayer": to_wire(announcement)}
         return result
 
     def _send_response(self, msg_id, result=None, error=None):  # type: ignore[override]
@@ -98,7 +83,7 @@ class CtxServer(LanguageServer):
 
     protocol: CtxProtocol
 
-    def __init__(self, daemon: Daemon, on_end: Callable[[int], None] | None = None) -> None:
+    def __init__(self, state: State, on_end: Callable[[int], None] | None = None) -> None:
         super().__init__(
             "ctxlayer",
             ctxlayer.__version__,
@@ -106,21 +91,14 @@ class CtxServer(LanguageServer):
             protocol_cls=CtxProtocol,
             converter_factory=converter_factory,
         )
-        self.daemon = daemon
-        self.options = protocol.InitializationOptions()
+        self.state = state
+        self.caller = Caller(state, source="session")
         self.option_problems: list[str] = []
-        self.root: Path | None = None
-        self.config: Any = None
-        self.config_problems: list[str] = []
-        self.live: LiveWorkspace | None = None
-        #: set once `initialized` decided on `live` (so early requests wait for it)
-        self.live_decided = asyncio.Event()
-        self.segment_listeners: list[SegmentListener] = []
-        self.ready_listeners: list[ServerListener] = []
-        self.close_listeners: list[ServerListener] = []
         self._on_end = on_end
         self._ended = False
         self._tasks: set[asyncio.Future] = set()
+        state.events.budget_listeners.append(self._budget_changed)
+        state.events.message_listeners.append(self._message)
 
     # -- errors and logs -----------------------------------------------------------------------
 
@@ -164,44 +142,26 @@ class CtxServer(LanguageServer):
 
         task.add_done_callback(done)
 
-    # -- model and budget ----------------------------------------------------------------------
+    # -- the state's events, for this client ----------------------------------------------
 
-    def model(self, requested: str | None = None) -> str | None:
-        """The model a request is about: its own, else the one given at initialize."""
-        return requested or self.options.model
+    def _budget_changed(self, workspace: str, budget: protocol.Budget, caller: object) -> None:
+        if (workspace == self.caller.workspace and caller in (None, self.caller)
+                and not self._ended):
+            self.notify("ctx/budgetChanged", budget)
 
-    def default_budget(self, model: str | None, reserve_output: int | None = None) -> int:
-        """Context window minus the output reserve (request, then initialize, then model)."""
-        from ctxlayer.tokenizers import model_info
-
-        info = model_info(model)
-        window = self.options.context_window or info.context_window
-        reserve = reserve_output if reserve_output is not None else self.options.reserve_output
-        if reserve is None:
-            reserve = info.output_allowance
-        return max(1, window - reserve)
-
-    # -- the workspace -------------------------------------------------------------------------
-
-    async def segment(self) -> protocol.WorkspaceSegment:
-        """The current workspace segment; an empty one when the client named no workspace."""
-        if self.root is not None and not self.live_decided.is_set():
-            await self.live_decided.wait()
-        if self.live is None:
-            return empty_segment()
-        return await self.live.current()
+    def _message(self, workspace: str, level: str, text: str) -> None:
+        if workspace in ("", self.caller.workspace) and not self._ended:
+            self.tell(text, level, show=level != "info")
 
     def segment_changed(self, segment: protocol.WorkspaceSegment, changed: list[str]) -> None:
-        """Subscriber of the live workspace: notify the client, then run the listeners."""
+        """Subscriber of the live workspace: notify the client, then re-measure the sessions."""
+        from ctxlayer.state.requests.sessions import on_segment_changed
+
         self.notify("ctx/segmentChanged", protocol.SegmentChanged(
             hash=segment.hash, version=segment.version, tokens=segment.tokens,
             changed=changed,  # type: ignore[arg-type]
         ))
-        for listener in list(self.segment_listeners):
-            try:
-                self.spawn(listener(self, segment, changed))
-            except Exception:
-                log.exception("a segment listener failed")
+        self.spawn(on_segment_changed(self.caller, segment))
 
     # -- the end -------------------------------------------------------------------------------
 
@@ -210,22 +170,16 @@ class CtxServer(LanguageServer):
         if self._ended:
             return
         self._ended = True
-        for listener in list(self.close_listeners):
-            try:
-                self.spawn(listener(self))
-            except Exception:
-                log.exception("a close listener failed")
-        if self.live is not None:
-            try:
-                self.live.subscribers.remove(self.segment_changed)
-            except ValueError:
-                pass
-            self.daemon.workspaces.release(self.live)
-            self.live = None
+        events = self.state.events
+        for listeners, mine in ((events.budget_listeners, self._budget_changed),
+                                (events.message_listeners, self._message)):
+            if mine in listeners:
+                listeners.remove(mine)
+        live = self.caller.live
+        if live is not None:
+            if self.segment_changed in live.subscribers:
+                live.subscribers.remove(self.segment_changed)
+            self.state.workspaces.release(live)
+            self.caller.live = None
         if self._on_end is not None:
             self._on_end(code)
-
-
-def empty_segment() -> protocol.WorkspaceSegment:
-    return protocol.WorkspaceSegment(text="", tokens=0, hash=content_hash(""), version=0,
-                                     updated_at="", parts=[])

@@ -16,11 +16,11 @@ import sys
 import threading
 from typing import BinaryIO
 
-from ctxlayer.lsp.daemon import Daemon
-from ctxlayer.lsp.handlers import register_all
+from ctxlayer.lsp.dispatch import register_all
 from ctxlayer.lsp.logs import client_logs
 from ctxlayer.lsp.server import CtxServer
 from ctxlayer.lsp.transport import LINE_LIMIT, Connection
+from ctxlayer.state import State
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ async def stdin_reader(stream: BinaryIO) -> asyncio.StreamReader:
     return reader
 
 
-async def serve(daemon: Daemon, stdin: BinaryIO, stdout: BinaryIO) -> int:
+async def serve(state: State, stdin: BinaryIO, stdout: BinaryIO) -> int:
     loop = asyncio.get_running_loop()
     ended: asyncio.Future[int] = loop.create_future()
 
@@ -77,7 +77,7 @@ async def serve(daemon: Daemon, stdin: BinaryIO, stdout: BinaryIO) -> int:
         if not ended.done():
             ended.set_result(code)
 
-    server = CtxServer(daemon, on_end=on_end)
+    server = CtxServer(state, on_end=on_end)
     register_all(server)
     client_logs.loop = loop
     client_logs.servers.add(server)
@@ -95,9 +95,9 @@ async def serve(daemon: Daemon, stdin: BinaryIO, stdout: BinaryIO) -> int:
     finally:
         client_logs.servers.discard(server)
         reading.cancel()
-        daemon.close()
+        state.close()
 
 
-def run(daemon: Daemon) -> int:
+def run(state: State) -> int:
     stdout = claim_stdout()
-    return asyncio.run(serve(daemon, sys.stdin.buffer, stdout))
+    return asyncio.run(serve(state, sys.stdin.buffer, stdout))

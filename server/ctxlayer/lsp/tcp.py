@@ -26,11 +26,11 @@ import stat
 import sys
 from pathlib import Path
 
-from ctxlayer.lsp.daemon import Daemon
-from ctxlayer.lsp.handlers import register_all
+from ctxlayer.lsp.dispatch import register_all
 from ctxlayer.lsp.logs import client_logs
 from ctxlayer.lsp.server import CtxServer
 from ctxlayer.lsp.transport import LINE_LIMIT, Connection
+from ctxlayer.state import State
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ def authenticator(token: str):
     return check
 
 
-async def serve(daemon: Daemon, host: str, port: int, token: str, token_file: Path) -> int:
+async def serve(state: State, host: str, port: int, token: str, token_file: Path) -> int:
     loop = asyncio.get_running_loop()
     check = authenticator(token)
     client_logs.loop = loop
@@ -93,7 +93,7 @@ async def serve(daemon: Daemon, host: str, port: int, token: str, token_file: Pa
     async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
         log.info("connection from %s", peer)
-        server = CtxServer(daemon, on_end=lambda code: writer.close())
+        server = CtxServer(state, on_end=lambda code: writer.close())
         register_all(server)
         conn = Connection(server, reader, writer, authenticate=check)
         try:
@@ -128,14 +128,14 @@ async def serve(daemon: Daemon, host: str, port: int, token: str, token_file: Pa
         async with tcp:
             await stopping
     finally:
-        daemon.close()
+        state.close()
     return 0
 
 
-def run(daemon: Daemon, host: str, port: int, token_file: Path) -> int:
+def run(state: State, host: str, port: int, token_file: Path) -> int:
     try:
         token = read_or_create_token(token_file)
     except (TokenFileError, OSError) as exc:
         print(f"ctxlayer serve: {exc}", file=sys.stderr)
         return 2
-    return asyncio.run(serve(daemon, host, port, token, token_file))
+    return asyncio.run(serve(state, host, port, token, token_file))

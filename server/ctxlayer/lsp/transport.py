@@ -127,6 +127,10 @@ class Connection:
                         self.dispatch(body)
                     except Exception:  # the loop must survive anything a message does
                         log.exception("dispatching a message failed")
+                    # Reading a buffered frame does not suspend: without this, a client that
+                    # pipelined hundreds of requests would have them all dispatched before
+                    # another client's one request is even read.
+                    await asyncio.sleep(0)
         except Closed:
             pass
         except (ConnectionError, OSError) as exc:

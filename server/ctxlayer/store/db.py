@@ -50,6 +50,22 @@ class StoreError(Exception):
     """The database cannot be used (e.g. written by a newer ctxlayer)."""
 
 
+def describe_store_error(exc: Exception) -> str:
+    """What failed, in words a user can act on."""
+    text = str(exc)
+    low = text.lower()
+    if "locked" in low or "busy" in low:
+        return f"the database is locked by another process ({text}); try again"
+    if "full" in low:
+        return f"the disk is full ({text}); free some space"
+    if "readonly" in low or "read-only" in low:
+        return f"the database cannot be written ({text}); check the state folder's permissions"
+    if "malformed" in low or "not a database" in low:
+        return (f"the database file is damaged ({text}); restart the daemon to move it aside "
+                "and start a fresh one")
+    return text
+
+
 class SessionRow(msgspec.Struct, kw_only=True):
     sid: int
     workspace: str
@@ -94,6 +110,12 @@ class SessionStore:
         except sqlite3.DatabaseError as err:
             self.recovered_from = self._move_aside(err)
             self._conn = self._connect()
+
+    def set_durability(self, durability: Durability) -> None:
+        """Commit every transaction to disk before returning ("full"), or at checkpoints."""
+        with self._lock:
+            self._conn.execute(f"PRAGMA synchronous={durability.upper()}")
+            self.durability = durability
 
     # --- opening -------------------------------------------------------------------------
 

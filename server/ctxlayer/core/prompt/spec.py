@@ -130,14 +130,17 @@ def spec_from_params(
     user_identity: str | None = None,
     compact: bool = False,
     tool_format_overrides: dict[str, str] | None = None,
+    history: list[ConversationDigest] | None = None,
 ) -> PromptSpec:
-    """A PromptSpec from ctx/systemPrompt params plus what the daemon knows itself."""
+    """A PromptSpec from ctx/systemPrompt params plus what the daemon knows itself (the
+    params' own `compact` and `userIdentity` win)."""
     dynamic = params.dynamic
     return PromptSpec(
         interactive=params.interactive,
-        compact=compact,
+        compact=params.compact or compact,
         identity=params.identity,
-        user_identity=user_identity,
+        user_identity=params.user_identity or user_identity,
+        history=list(history or []),
         tool_format=params.tool_format,
         tools=list(params.tools or []),
         tool_format_overrides=dict(tool_format_overrides or {}),

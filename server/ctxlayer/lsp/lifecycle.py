@@ -1,5 +1,6 @@
-"""The LSP lifecycle: initialize (options, root), initialized (config, first scan with
-`$/progress`, the watcher), textDocument/didSave (refresh the affected parts).
+"""The LSP lifecycle: initialize (options, root, the workspace's configuration and policy),
+initialized (the first scan with `$/progress`, the watcher), textDocument/didSave (refresh the
+affected parts). What it learns goes into the connection's `Caller`.
 
 Problems with the options or the config are told once (showMessage + logMessage) and the
 defaults are used: a bad setting never stops the daemon or fails `initialize`.
@@ -28,19 +29,44 @@ _tokens = itertools.count(1)
 
 
 def initialize(ls: CtxServer, params: types.InitializeParams) -> None:
+    caller = ls.caller
     raw = params.initialization_options
     if isinstance(raw, dict):
         raw = {k: v for k, v in raw.items() if k != "token"}
     try:
-        ls.options = msgspec.convert(raw or {}, protocol.InitializationOptions)
+        caller.options = msgspec.convert(raw or {}, protocol.InitializationOptions)
     except msgspec.ValidationError as exc:
         field, message = field_error(exc)
         ls.option_problems.append(
             f"initializationOptions.{field or ''}: {message}; the defaults are used".replace(
                 "initializationOptions.:", "initializationOptions:"))
-    ls.root = workspace_root(params)
-    if ls.root is None:
+    caller.root = workspace_root(params)
+    if caller.root is None:
         log.info("no workspace folder: the segment stays empty")
+        return
+    from ctxlayer.config import default_user_config_dir, load_config
+
+    # read here, not at `initialized`: the initialize result announces this workspace's
+    # defaults (budget, modes)
+    config, problems = load_config(caller.root, default_user_config_dir(), caller.options.config)
+    caller.config = config
+    ls.option_problems += problems
+    ls.state.configure(caller.workspace, config)
+    if summarizes(params):
+        caller.summarize = lambda request: ask_client_summary(ls, request)
+
+
+def summarizes(params: types.InitializeParams) -> bool:
+    """The client declared `capabilities.experimental.ctxlayer.summarize = true`."""
+    experimental = getattr(params.capabilities, "experimental", None)
+    ours = experimental.get("ctxlayer") if isinstance(experimental, dict) else None
+    return isinstance(ours, dict) and ours.get("summarize") is True
+
+
+async def ask_client_summary(ls: CtxServer, request: protocol.SummarizeParams) -> str | None:
+    """ctx/summarize to this client (the state bounds the wait)."""
+    raw = await ls.protocol.send_request_async("ctx/summarize", msgspec.to_builtins(request))
+    return msgspec.convert(raw, protocol.SummarizeResult).text
 
 
 def workspace_root(params: types.InitializeParams) -> Path | None:
@@ -54,38 +80,22 @@ def workspace_root(params: types.InitializeParams) -> Path | None:
 
 
 async def initialized(ls: CtxServer, params: types.InitializedParams) -> None:
+    caller = ls.caller
     try:
-        await _open_workspace(ls)
+        if ls.option_problems:
+            ls.tell("ctxlayer: " + "; ".join(ls.option_problems), "warning", show=True)
+        if caller.root is not None:
+            caller.live = ls.state.workspaces.acquire(caller.root, caller.config, caller.model())
+            caller.live.subscribers.append(ls.segment_changed)
+            caller.live.start()
     finally:
-        ls.live_decided.set()
-    if ls.live is None:
+        caller.live_decided.set()
+    if caller.live is None:
         return
     try:
-        await with_progress(ls, asyncio.shield(ls.live.start()))
+        await with_progress(ls, asyncio.shield(caller.live.start()))
     except Exception as exc:
-        ls.tell(f"ctxlayer: scanning {ls.root} failed: {exc}", "error", show=True)
-        return
-    for listener in list(ls.ready_listeners):
-        ls.spawn(listener(ls))
-
-
-async def _open_workspace(ls: CtxServer) -> None:
-    """Config (problems told once), then the shared live workspace for this root."""
-    problems = list(ls.option_problems)
-    if ls.root is not None:
-        from ctxlayer.config import default_user_config_dir, load_config
-
-        config, config_problems = await asyncio.to_thread(
-            load_config, ls.root, default_user_config_dir(), ls.options.config)
-        ls.config, ls.config_problems = config, config_problems
-        problems += config_problems
-    if problems:
-        ls.tell("ctxlayer: " + "; ".join(problems), "warning", show=True)
-    if ls.root is None:
-        return
-    ls.live = ls.daemon.workspaces.acquire(ls.root, ls.config, ls.model())
-    ls.live.subscribers.append(ls.segment_changed)
-    ls.live.start()
+        ls.tell(f"ctxlayer: scanning {caller.root} failed: {exc}", "error", show=True)
 
 
 async def with_progress(ls: CtxServer, scan: asyncio.Future) -> None:
@@ -101,12 +111,13 @@ async def with_progress(ls: CtxServer, scan: asyncio.Future) -> None:
     except Exception:
         return await scan
     progress.begin(token, types.WorkDoneProgressBegin(
-        title="ctxlayer", message=f"scanning {ls.root}", cancellable=False))
+        title="ctxlayer", message=f"scanning {ls.caller.root}", cancellable=False))
     message = "workspace scanned"
     try:
         await scan
-        if ls.live is not None and ls.live.segment is not None:
-            message = f"workspace scanned: {ls.live.segment.tokens} tokens"
+        live = ls.caller.live
+        if live is not None and live.segment is not None:
+            message = f"workspace scanned: {live.segment.tokens} tokens"
     except Exception:
         message = "workspace scan failed"
         raise
@@ -115,11 +126,12 @@ async def with_progress(ls: CtxServer, scan: asyncio.Future) -> None:
 
 
 async def did_save(ls: CtxServer, params: types.DidSaveTextDocumentParams) -> None:
-    if ls.live is None or ls.root is None:
+    live, root = ls.caller.live, ls.caller.root
+    if live is None or root is None:
         return
     path = Path(to_fs_path(params.text_document.uri) or "")
-    if path.is_absolute() and path.is_relative_to(ls.root):
-        await ls.live.refresh([path])
+    if path.is_absolute() and path.is_relative_to(root):
+        await live.refresh([path])
 
 
 def register(server: CtxServer) -> None:

@@ -6,7 +6,7 @@ every subscribed connection. Subscribers are called on the loop, only when the s
 changed (the hash changes if and only if the text does), so a refresh that the watcher also
 reports is announced once.
 
-Must not: know about JSON-RPC or connections (subscribers are plain callbacks).
+Must not: know about JSON-RPC, HTTP or connections (subscribers are plain callbacks).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ctxlayer.protocol import WorkspaceSegment
 
 if TYPE_CHECKING:
-    from ctxlayer.lsp.daemon import Daemon
+    from ctxlayer.state.tokens import Tokenizers
 
 log = logging.getLogger(__name__)
 
@@ -32,8 +32,8 @@ SegmentSubscriber = Callable[[WorkspaceSegment, list[str]], None]
 class LiveWorkspace:
     """One workspace root being watched; `segment` is always the latest scan."""
 
-    def __init__(self, daemon: Daemon, root: Path, config: Any, model: str | None) -> None:
-        self.daemon, self.root, self.config, self.model = daemon, root, config, model
+    def __init__(self, tokenizers: Tokenizers, root: Path, config: Any, model: str | None) -> None:
+        self.tokenizers, self.root, self.config, self.model = tokenizers, root, config, model
         self.workspace: Any = None
         self.segment: WorkspaceSegment | None = None
         self.subscribers: list[SegmentSubscriber] = []
@@ -67,7 +67,7 @@ class LiveWorkspace:
     def _create(self) -> Any:
         from ctxlayer.workspace import Workspace
 
-        counter = self.daemon.tokenizers.guarded(self.model)
+        counter = self.tokenizers.guarded(self.model)
         return Workspace(self.root, self.config, counter.count)
 
     def stop(self) -> None:
@@ -126,8 +126,8 @@ class LiveWorkspace:
 class WorkspaceRegistry:
     """Live workspaces keyed by (root, model, config): connections on the same root share one."""
 
-    def __init__(self, daemon: Daemon) -> None:
-        self.daemon = daemon
+    def __init__(self, tokenizers: Tokenizers) -> None:
+        self.tokenizers = tokenizers
         self._live: dict[tuple[str, str, str], LiveWorkspace] = {}
 
     @staticmethod
@@ -144,7 +144,7 @@ class WorkspaceRegistry:
         key = self._key(root, config, model)
         live = self._live.get(key)
         if live is None:
-            live = self._live[key] = LiveWorkspace(self.daemon, root, config, model)
+            live = self._live[key] = LiveWorkspace(self.tokenizers, root, config, model)
         live.refs += 1
         return live
 

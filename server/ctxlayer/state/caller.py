@@ -1,0 +1,93 @@
+"""`Caller`: who asks, as the state sees it, whichever face the request came through.
+
+A JSON-RPC connection makes one at `initialize` (its options, its workspace, whether it can
+write summaries with its own model); the gateway makes one for its workspace. Request
+functions read the model, the default budget and the workspace segment from here, and never
+from a face.
+Must not: import a face.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ctxlayer import protocol
+from ctxlayer.core.text import content_hash
+
+if TYPE_CHECKING:
+    from ctxlayer.state.live import LiveWorkspace
+    from ctxlayer.state.policy import WorkspacePolicy
+    from ctxlayer.state.state import State
+
+#: asks the client's own model for a summary; None when it cannot or did not answer in time
+Summarizer = Callable[[protocol.SummarizeParams], Awaitable[str | None]]
+
+
+class Caller:
+    def __init__(self, state: State, *, source: protocol.Source = "session",
+                 options: protocol.InitializationOptions | None = None) -> None:
+        self.state = state
+        self.source: protocol.Source = source
+        self.options = options or protocol.InitializationOptions()
+        self.root: Path | None = None
+        self.config: Any = None
+        self.live: LiveWorkspace | None = None
+        #: set once the face decided on `live` (requests that arrive earlier wait for it)
+        self.live_decided = asyncio.Event()
+        self.summarize: Summarizer | None = None
+
+    @property
+    def workspace(self) -> str:
+        """The key of this caller's workspace in the state (its root, or "" for none)."""
+        return str(self.root) if self.root is not None else ""
+
+    @property
+    def policy(self) -> WorkspacePolicy:
+        return self.state.policy(self.workspace)
+
+    def model(self, requested: str | None = None) -> str | None:
+        """The model a request is about: its own, else the one given at initialize."""
+        return requested or self.options.model
+
+    def default_budget(self, model: str | None, reserve_output: int | None = None) -> int:
+        """Context window minus the output reserve (request, then initialize, then model)."""
+        from ctxlayer.tokenizers import model_info
+
+        info = model_info(model)
+        window = self.options.context_window or info.context_window
+        reserve = reserve_output if reserve_output is not None else self.options.reserve_output
+        if reserve is None:
+            reserve = info.output_allowance
+        return max(1, window - reserve)
+
+    async def segment(self) -> protocol.WorkspaceSegment:
+        """The current workspace segment; an empty one when there is no workspace."""
+        if self.root is not None and not self.live_decided.is_set():
+            await self.live_decided.wait()
+        if self.live is None:
+            return empty_segment()
+        return await self.live.current()
+
+    def announcement(self, methods: list[str]) -> protocol.ServerAnnouncement:
+        """What editors read at initialize instead of guessing."""
+        from ctxlayer.tokenizers import DEFAULT_MODEL
+
+        sessions = self.policy.sessions
+        model = self.model() or DEFAULT_MODEL
+        return protocol.ServerAnnouncement(
+            protocol_version=protocol.PROTOCOL_VERSION, methods=methods,
+            notifications=sorted(protocol.NOTIFICATIONS), model=model,
+            default_budget=self.default_budget(model),
+            default_mode=sessions.default_mode,  # type: ignore[arg-type]
+            modes={name: protocol.ModeInfo(rules_share=m.rules_share,
+                                           working_share=m.working_share, cap=m.cap)
+                   for name, m in sessions.modes.items()},
+            gateway=self.state.gateway_urls)
+
+
+def empty_segment() -> protocol.WorkspaceSegment:
+    return protocol.WorkspaceSegment(text="", tokens=0, hash=content_hash(""), version=0,
+                                     updated_at="", parts=[])

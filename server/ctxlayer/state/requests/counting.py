@@ -1,0 +1,79 @@
+"""ctx/count and ctx/trim: tokens of texts and messages; a conversation fitted into a budget.
+
+`count`: `tokens` lists the texts' counts, then the messages' (each with its per-message
+overhead); `total` is their sum, plus the reply priming when messages were given.
+`trim`: the core's trim on a worker thread; going over budget is reported, not an error.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ctxlayer import protocol
+from ctxlayer.core.errors import ContextError
+from ctxlayer.state.caller import Caller
+from ctxlayer.state.requests.messages import attachments, decode, encode
+
+log = logging.getLogger(__name__)
+
+
+async def count(caller: Caller, p: protocol.CountParams) -> protocol.CountResult:
+    """Small inputs on the loop, large ones on a worker thread."""
+    from ctxlayer.core.tokens import OPENAI_FORMAT, message_tokens
+
+    model = caller.model(p.model)
+    texts = p.texts or []
+    raw = p.messages or []
+    size = sum(map(len, texts)) + sum(len(str(m)) for m in raw) if raw else sum(map(len, texts))
+
+    def work(counter) -> protocol.CountResult:
+        messages = decode(p.format, raw, p.system, counter).messages if raw or p.system else []
+        tokens = [counter.count(t) for t in texts]
+        tokens += [message_tokens(m, counter) for m in messages]
+        priming = OPENAI_FORMAT.reply_priming if messages else 0
+        return protocol.CountResult(tokens=tokens, total=sum(tokens) + priming)
+
+    return await caller.state.tokenizers.run(model, work, size=size)
+
+
+async def trim(caller: Caller, p: protocol.TrimParams) -> protocol.TrimResult:
+    from ctxlayer.core.trim import TrimOptions
+    from ctxlayer.core.trim import trim as trim_messages
+    from ctxlayer.tokenizers import memo_for
+
+    model = caller.model(p.model)
+    if p.reserve_output is not None and p.reserve_output < 0:
+        raise ContextError("invalid", "must not be negative", field="reserveOutput")
+    budget = p.budget if p.budget is not None else caller.default_budget(model, p.reserve_output)
+    options = trim_options(caller, p.strategy, TrimOptions)
+    memo = memo_for(model)  # derived texts shared by every trim with this tokenizer
+    tokenizers = caller.state.tokenizers
+    decoded = await tokenizers.run(model, lambda c: decode(p.format, p.messages, p.system, c),
+                                   size=1 << 62)
+    files = await attachments(caller, decoded.messages)
+
+    def work(counter):
+        report = trim_messages(decoded.messages, budget, counter, options=options,
+                               docs=tuple(p.docs or ()), memo=memo, attachments=files)
+        return report, encode(decoded, report.messages)
+
+    report, out = await tokenizers.run(model, work, size=1 << 62)
+    log.info("trim: %d messages in, %d kept, %d/%d tokens", len(p.messages),
+             len(report.messages), report.tokens, budget)
+    return protocol.TrimResult(messages=out.messages, system=out.system, tokens=report.tokens,
+                               budget=report.budget, dropped=report.dropped,
+                               truncated=[*report.truncated, *out.audit])
+
+
+def trim_options(caller: Caller, strategy: str | None, options_type):
+    """The trim options of this workspace's `[trim]` settings, the request's strategy first."""
+    cfg = getattr(caller.policy.config, "trim", None)
+    fields = {}
+    for name, key in (("strategy", "strategy"), ("tool_output_cap", "tool_output_cap"),
+                      ("head_lines", "head_lines"), ("tail_lines", "tail_lines")):
+        value = getattr(cfg, key, None)
+        if value is not None:
+            fields[name] = value
+    if strategy is not None:
+        fields["strategy"] = strategy
+    return options_type(**fields)

@@ -1,0 +1,120 @@
+"""`State`: what one ctxlayer process holds, whatever face (JSON-RPC, HTTP) asks.
+
+Owns the per-process services (tokenizers, live workspaces, the session service over the
+sessions database, the conversations of chats that resend their history), the policy of each
+workspace (its configuration, read from its own files, reloaded when they change), the lanes
+that keep one session's requests in arrival order, and the events the faces forward.
+Must not: import a face (pygls, lsprotocol, aiohttp) or send anything itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ctxlayer.state.events import Events
+from ctxlayer.state.lanes import Lanes
+from ctxlayer.state.live import WorkspaceRegistry
+from ctxlayer.state.policy import WorkspacePolicy, policy_from_config
+from ctxlayer.state.tokens import Tokenizers
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class State:
+    """The one state of a process. `close()` stops the watchers and the database."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.state_dir = state_dir
+        self.tokenizers = Tokenizers()
+        self.workspaces = WorkspaceRegistry(self.tokenizers)
+        self.events = Events()
+        self.lanes = Lanes()
+        self.policies: dict[str, WorkspacePolicy] = {}
+        self.gateway_urls: Any = None  # protocol.GatewayUrls once a gateway listens
+        #: the system prompt each session was last assembled with, by (workspace, session id)
+        self.system_specs: dict[tuple[str, str], Any] = {}
+        #: sessions whose system layers this process has measured
+        self.layered: set[tuple[str, str]] = set()
+        self._sessions: Any = None
+        self._conversations: Any = None
+        self._closers: list[Callable[[], Any]] = []
+        # the session service's own threads: its writes serialize on the database anyway, and
+        # short counts and trims (the default executor) must not queue behind them
+        self._session_threads = ThreadPoolExecutor(2, thread_name_prefix="sessions")
+        self._closers.append(lambda: self._session_threads.shutdown(wait=False))
+
+    # -- the workspaces' policies -----------------------------------------------------------
+
+    def policy(self, workspace: str) -> WorkspacePolicy:
+        """The settings of a workspace (defaults until a connection or the gateway opened it)."""
+        found = self.policies.get(workspace)
+        if found is None:
+            found = self.policies[workspace] = policy_from_config(None)
+        return found
+
+    def configure(self, workspace: str, config: Any, *, replace: bool = False) -> WorkspacePolicy:
+        """Set a workspace's policy from its configuration: the first opener's, or a reload."""
+        if workspace in self.policies and not replace:
+            return self.policies[workspace]
+        policy = self.policies[workspace] = policy_from_config(config)
+        if self._sessions is not None:
+            self._sessions.configure(workspace, policy.sessions)
+            if policy.durability == "full":
+                self._sessions.store.set_durability("full")
+        return policy
+
+    # -- services ----------------------------------------------------------------------------
+
+    @property
+    def sessions(self) -> Any:
+        """The session service, opened on first use."""
+        if self._sessions is None:
+            from ctxlayer.store import SessionStore
+            from ctxlayer.store.sessions import SessionService
+            from ctxlayer.tokenizers import DEFAULT_MODEL, model_info
+
+            durable = any(p.durability == "full" for p in self.policies.values())
+            store = SessionStore(self.state_dir, durability="full" if durable else "normal")
+            if store.recovered_from is not None:
+                self.events.message("", "warning",
+                                    f"ctxlayer: the sessions database was unreadable; moved it "
+                                    f"to {store.recovered_from} and started a fresh one")
+            svc = SessionService(store, self.tokenizers.guarded,
+                                 default_model=lambda: DEFAULT_MODEL,
+                                 default_budget=lambda m: model_info(m).default_budget())
+            for workspace, policy in self.policies.items():
+                svc.configure(workspace, policy.sessions)
+            self._sessions = svc
+            self._closers.append(store.close)
+        return self._sessions
+
+    @property
+    def conversations(self) -> Any:
+        """Live chats that resend their whole history (ctx/prepare and the gateway)."""
+        if self._conversations is None:
+            from ctxlayer.state.conversations import Conversations
+
+            self._conversations = Conversations(self)
+        return self._conversations
+
+    async def work(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run blocking work (the session service, the database) on a session thread."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._session_threads,
+                                          functools.partial(fn, *args, **kwargs))
+
+    def close(self) -> None:
+        """Stop watchers and close services; safe to call twice."""
+        self.workspaces.close_all()
+        while self._closers:
+            try:
+                self._closers.pop()()
+            except Exception:
+                log.exception("closing a service failed")
