@@ -75,6 +75,20 @@ describe("ctxlayer models", () => {
     });
   });
 
+  it("tell VS Code when other vendors' models change, and only then", async () => {
+    let fired = 0;
+    models.onDidChangeLanguageModelChatInformation(() => fired++);
+    expect(models.provideLanguageModelChatInformation()).toEqual([]); // answers at once, asks nobody
+    chatModels.push(upstream());
+    await models.refresh();
+    await models.refresh(); // nothing new: our own listing changing must not loop
+    expect(fired).toBe(1);
+    chatModels.push(upstream("other", "small"));
+    await models.refresh();
+    expect(fired).toBe(2);
+    expect(models.provideLanguageModelChatInformation().map((m) => m.id)).toEqual(["acme/acme-large", "other/small"]);
+  });
+
   it("fit the prompt with ctx/prepare into the model's window and stream its answer back", async () => {
     const acme = upstream();
     chatModels.push(acme);
