@@ -141,7 +141,13 @@ export class CtxlayerParticipant {
     context: api.ChatContext,
     stream: api.ChatResponseStream,
     token: api.CancellationToken,
-  ): Promise<api.ChatResult> => this.handle(request, context, stream, token);
+  ): Promise<api.ChatResult> =>
+    this.handle(request, context, stream, token).catch((err) => {
+      // one message in the chat that says what failed; the log has the rest
+      const text = err instanceof Error ? err.message : String(err);
+      this.hooks.log.error(`@ctxlayer: ${text}`);
+      return { errorDetails: { message: `ctxlayer: ${text}` } };
+    });
 
   async handle(
     request: api.ChatRequest,

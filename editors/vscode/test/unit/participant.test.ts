@@ -159,6 +159,12 @@ describe("@ctxlayer", () => {
     expect(m.received).toEqual([]);
   });
 
+  it("answers a failure with one error in the chat", async () => {
+    delete (conn as any).answers["ctx/assemble"];
+    const result = await participant.handler(request("hi", model()), { history: [] }, chatStream() as any, noCancel);
+    expect(result.errorDetails?.message).toBe("ctxlayer: ctx/assemble: Unhandled method ctx/assemble");
+  });
+
   it("says so when nothing was cut", () => {
     expect(whyMarkdown([])).toBe("The last assembly kept everything whole.");
   });
