@@ -108,12 +108,18 @@ export function liveTooltip(chat: {
 }
 
 /** Tooltip while no chat is live: how to get one, and the workspace's own figure. */
-export function idleTooltip(workspace: Budget | undefined): string {
+export function idleTooltip(
+  workspace: Budget | undefined,
+  gateway?: { openai: string; anthropic: string } | null,
+): string {
   return [
     "**ctxlayer** · no chat has sent a request through ctxlayer yet.",
     "",
     "Pick a **ctxlayer ·** model in the chat, ask **@ctxlayer**, or point a chat tool at the gateway.",
     "",
+    ...(gateway
+      ? [`Gateway: OpenAI base URL \`${gateway.openai}\`, Anthropic base URL \`${gateway.anthropic}\`.`, ""]
+      : []),
     workspace
       ? `The workspace context alone: ${workspace.used.toLocaleString("en-US")} tokens (${workspace.model}).`
       : "The workspace context is not measured yet.",

@@ -28,6 +28,7 @@ export async function activate(context: api.ExtensionContext): Promise<CtxlayerA
   const daemon = new DaemonServer(log, {
     summarize: (params) => summarize(params, (prompt) => api.summarizeWithEditorModel(prompt)),
     onStarted: async (running) => {
+      status.gateway = running.announcement.gateway;
       try {
         await controller.attach(running.client, running.methods, running.announcement);
       } catch (err) {

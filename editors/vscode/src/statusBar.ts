@@ -12,6 +12,8 @@ export class BudgetStatusItem implements BudgetSink {
   readonly item: api.StatusBarItem;
   private live: LiveChat | undefined;
   private workspace: Budget | undefined;
+  /** The gateway's base URLs when the daemon runs one (from its initialize announcement). */
+  gateway: { openai: string; anthropic: string } | null | undefined;
 
   constructor() {
     this.item = api.createStatusBarItem("ctxlayer.budget");
@@ -26,7 +28,7 @@ export class BudgetStatusItem implements BudgetSink {
     this.workspace = budget;
     if (this.live) return;
     this.item.text = IDLE_TEXT;
-    this.item.tooltip = api.markdown(idleTooltip(budget));
+    this.item.tooltip = api.markdown(idleTooltip(budget, this.gateway));
     this.item.backgroundColor = undefined;
   }
 

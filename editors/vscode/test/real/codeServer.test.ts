@@ -215,6 +215,12 @@ suite("ctxlayer in a real VS Code (code-server)", () => {
     const received = readJsonLines(join(workspace, ".standin", "received.jsonl"));
     const got = received.find((r) => r.tools.includes("read_file"))!;
     expect(got.messages.length).toBeLessThan(report.sent);
+    // the system message first, in Copilot's role, with its cache breakpoint
+    expect(got.messages[0].role).toBe(3);
+    expect(got.messages[0].content).toEqual([
+      { kind: "text", text: "You are helping with the greeting service." },
+      { kind: "data", mime: "cache_control", text: "ephemeral" },
+    ]);
     // the newest message is there whole, last
     const last = got.messages.at(-1)!;
     expect(last.content).toEqual([{ kind: "text", text: report.newest }]);

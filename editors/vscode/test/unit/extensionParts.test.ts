@@ -25,10 +25,15 @@ describe("status bar item", () => {
   });
 
   it("says no chat is live, with the workspace's figure in the tooltip only", () => {
-    new BudgetStatusItem().showBudget(budget(42_100, 128_000), "workspace");
+    const status = new BudgetStatusItem();
+    status.showBudget(budget(42_100, 128_000), "workspace");
     const item = recorded.statusItems[0];
     expect(item.text).toBe("ctx · no live chat");
     expect(item.tooltip.value).toContain("The workspace context alone: 42,100 tokens");
+    expect(item.tooltip.value).not.toContain("Gateway:");
+    status.gateway = { openai: "http://127.0.0.1:4000/v1", anthropic: "http://127.0.0.1:4000" };
+    status.showBudget(budget(42_100, 128_000), "workspace");
+    expect(item.tooltip.value).toContain("Gateway: OpenAI base URL `http://127.0.0.1:4000/v1`");
   });
 
   it("shows the live chat with cached tokens, error band, next compaction and colours", () => {

@@ -80,12 +80,24 @@ const provider = {
 // the name the API had before it was finalized, for an editor that still asks for it
 provider.prepareLanguageModelChatInformation = provider.provideLanguageModelChatInformation;
 
-/** A long chat: 30 turns of about 150 tokens, a tool round every fifth turn, then the question. */
+/**
+ * A long chat shaped as Copilot Chat sends it: a system message (the proposed System role, 3)
+ * ending in a cache breakpoint, 30 turns of about 150 tokens, a tool round every fifth turn,
+ * then the question.
+ */
 function longChat() {
   const { User, Assistant } = vscode.LanguageModelChatMessageRole;
+  const System = vscode.LanguageModelChatMessageRole.System ?? 3;
+  const breakpoint = () =>
+    new vscode.LanguageModelDataPart(new TextEncoder().encode("ephemeral"), "cache_control");
   const filler = (i) =>
     `Turn ${i}: we looked at the cache layer, the retry policy and the order of the migrations. `.repeat(6);
-  const out = [new vscode.LanguageModelChatMessage(User, "You are helping with the greeting service.")];
+  const out = [
+    new vscode.LanguageModelChatMessage(System, [
+      new vscode.LanguageModelTextPart("You are helping with the greeting service."),
+      breakpoint(),
+    ]),
+  ];
   for (let i = 1; i <= 30; i++) {
     out.push(new vscode.LanguageModelChatMessage(User, `Question ${i}. ${filler(i)}`));
     if (i % 5 === 0) {
