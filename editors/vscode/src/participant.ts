@@ -9,6 +9,7 @@
  * controller (the `onTurn` hook).
  */
 import { randomUUID } from "node:crypto";
+import { sep } from "node:path";
 import type { AssembleResult, AuditEntry, CtxlayerClient, Message, ModeInfo } from "@ctxlayer/client";
 import { VENDOR, daemonModel } from "./chatModels";
 import { resultText } from "./chatConvert";
@@ -88,6 +89,20 @@ export function toChatMessages(messages: readonly Message[]): api.LanguageModelC
     }
   }
   return out;
+}
+
+/** The files a request references (#file, a selection's file), as paths. */
+export function referencedFiles(request: Pick<api.ChatRequest, "references">): string[] {
+  const paths = request.references.map((r) => {
+    const v = r.value as { scheme?: string; fsPath?: string; uri?: { scheme?: string; fsPath?: string } };
+    const uri = v && typeof v === "object" && "uri" in v ? v.uri : v;
+    return uri && typeof uri === "object" && uri.scheme === "file" ? uri.fsPath : undefined;
+  });
+  return [...new Set(paths.filter((p): p is string => Boolean(p)))];
+}
+
+function partition<T>(items: T[], test: (item: T) => boolean): [T[], T[]] {
+  return [items.filter(test), items.filter((i) => !test(i))];
 }
 
 function parseArgs(args: string | undefined): object {
@@ -181,7 +196,15 @@ export class CtxlayerParticipant {
         stream.markdown(`\`${arg}\` comes back whole in the next turn.`);
         return { metadata: meta };
     }
-    await this.append(client, sessionId, [{ role: "user", content: request.prompt }]);
+    const question: Message = { role: "user", content: request.prompt };
+    // the daemon reads attached files inside the workspace only; others stay out, said in the log
+    const workspace = api.workspaceFolder();
+    const [inside, outside] = partition(referencedFiles(request), (p) =>
+      Boolean(workspace && (p === workspace || p.startsWith(workspace + sep))),
+    );
+    if (outside.length) this.hooks.log.info(`not attached (outside the workspace): ${outside.join(", ")}`);
+    if (inside.length) question.files = inside;
+    await this.append(client, sessionId, [question]);
     const tools = api.availableTools();
     for (let round = 0; round <= MAX_TOOL_ROUNDS && !token.isCancellationRequested; round++) {
       const assembled = await client.assemble({ sessionId, budget: model.maxInputTokens });

@@ -165,6 +165,19 @@ describe("@ctxlayer", () => {
     expect(result.errorDetails?.message).toBe("ctxlayer: ctx/assemble: Unhandled method ctx/assemble");
   });
 
+  it("attaches the files a question references, for the daemon to read", async () => {
+    const req = request("explain #file:app.py", model());
+    req.references = [
+      { id: "file", value: { scheme: "file", fsPath: "/work/project/app.py" } },
+      { id: "sel", value: { uri: { scheme: "file", fsPath: "/work/project/app.py" }, range: {} } },
+      { id: "web", value: { scheme: "https", fsPath: "/x" } },
+      { id: "text", value: "just a string" },
+      { id: "elsewhere", value: { scheme: "file", fsPath: "/etc/passwd" } },
+    ];
+    await participant.handle(req, { history: [] }, chatStream() as any, noCancel);
+    expect(session[0]).toEqual({ role: "user", content: "explain #file:app.py", files: ["/work/project/app.py"] });
+  });
+
   it("says so when nothing was cut", () => {
     expect(whyMarkdown([])).toBe("The last assembly kept everything whole.");
   });
