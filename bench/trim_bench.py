@@ -1,11 +1,16 @@
 """Trim benchmark (issue 2): the tokenizer floor, a cold trim and warm re-trims, in one run.
 
     .venv/bin/python bench/trim_bench.py [--sizes 50000,200000,1000000] [--encoding cl100k_base]
+        [--format ctxlayer|openai]
 
 For each synthetic chat size: the floor (encoding every message once with tiktoken, one
 thread), our cold trim (fresh count cache and memo), and warm re-trims after appending one small
 (~750 tokens) and one large (~8k tokens) message that were never counted before. All into a
 128k window. Medians over several runs; ratios against the floor measured in the same run.
+
+With `--format openai` the same chat is given as Chat Completions dicts, and every timing
+includes reading them (formats.decode) and writing the kept ones back (formats.encode): what a
+request in that format costs end to end, minus the JSON parsing.
 """
 
 from __future__ import annotations
@@ -16,10 +21,13 @@ import sys
 import time
 from pathlib import Path
 
+import msgspec
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 from synthetic import large_message, small_message, synthetic_chat
 
+from ctxlayer.core.formats import decode, encode
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.tokens import CountCache
 from ctxlayer.core.trim import TrimOptions, trim
@@ -50,6 +58,44 @@ def cold(chat, encoding: str, strategy: str):
     return time.perf_counter() - t, counter, memo, report
 
 
+def as_openai(m) -> dict:
+    """A Message as the Chat Completions dict a client would send."""
+    if m.role == "tool":
+        return {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content}
+    out: dict = {"role": m.role, "content": m.content}
+    if m.tool_calls:
+        out["tool_calls"] = [{"id": c.id, "type": "function", "function": {
+            "name": c.name, "arguments": c.arguments}} for c in m.tool_calls]
+    return out
+
+
+def cold_openai(chat: list[dict], encoding: str, strategy: str):
+    counter, memo = CountCache(TiktokenCounter(encoding)), Memo()
+    t = time.perf_counter()
+    d = decode("openai", {"model": "gpt-4o", "messages": chat}, counter)
+    report = trim(d.messages, WINDOW, counter, options=TrimOptions(strategy=strategy), memo=memo)
+    encode(d, report.messages)
+    return time.perf_counter() - t, counter, memo, report
+
+
+def warm_openai(chat: list[dict], counter, memo, make, runs: int, strategy: str) -> float:
+    """Each turn arrives as fresh JSON (parsed outside the timing, as the daemon's framing
+    does); the previous turn's Decoded lets decode take over the messages they share."""
+    previous = decode("openai", {"model": "gpt-4o", "messages": chat}, counter)
+    times = []
+    for seed in range(runs):
+        body = msgspec.json.encode({"model": "gpt-4o",
+                                    "messages": [*chat, as_openai(make(1000 + seed))]})
+        payload = msgspec.json.decode(body)  # never seen before, as on the wire
+        t = time.perf_counter()
+        d = decode("openai", payload, counter, previous=previous)
+        report = trim(d.messages, WINDOW, counter, options=TrimOptions(strategy=strategy),
+                      memo=memo)
+        encode(d, report.messages)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
 def warm(chat, counter, memo, make, runs: int, strategy: str) -> float:
     times = []
     for seed in range(runs):
@@ -66,25 +112,28 @@ def main() -> None:
     ap.add_argument("--encoding", default="cl100k_base")
     ap.add_argument("--strategy", default="pipeline", choices=("pipeline", "priority"))
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--format", default="ctxlayer", choices=("ctxlayer", "openai"))
     args = ap.parse_args()
+    run_cold, run_warm = (cold_openai, warm_openai) if args.format == "openai" else (cold, warm)
     enc = get_encoding(args.encoding)
     TiktokenCounter(args.encoding).count("warm up")
     print(f"trim benchmark: {args.encoding}, {WINDOW:,}-token window, strategy {args.strategy}, "
-          f"median of {args.runs} runs\n")
+          f"format {args.format}, median of {args.runs} runs\n")
     print("| chat | messages | floor | cold trim | cold/floor | warm +small | warm +large "
           "| kept | dropped | shortened |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for size in (int(s) for s in args.sizes.split(",")):
         chat = synthetic_chat(size)
+        given = [as_openai(m) for m in chat] if args.format == "openai" else chat
         tokens = sum(len(enc.encode_ordinary(m.content)) for m in chat)
         floors, colds = [], []
         for _ in range(args.runs):
             floors.append(floor(chat, enc))
-            elapsed, counter, memo, report = cold(chat, args.encoding, args.strategy)
+            elapsed, counter, memo, report = run_cold(given, args.encoding, args.strategy)
             colds.append(elapsed)
         f, c = statistics.median(floors), statistics.median(colds)
-        ws = warm(chat, counter, memo, small_message, args.runs * 4, args.strategy)
-        wl = warm(chat, counter, memo, large_message, args.runs * 4, args.strategy)
+        ws = run_warm(given, counter, memo, small_message, args.runs * 4, args.strategy)
+        wl = run_warm(given, counter, memo, large_message, args.runs * 4, args.strategy)
         print(f"| {tokens / 1000:,.0f}k tokens | {len(chat)} | {ms(f)} | {ms(c)} | {c / f:.2f}x "
               f"| {ms(ws)} | {ms(wl)} | {len(report.messages)} | {len(report.dropped)} "
               f"| {len(report.truncated)} |")

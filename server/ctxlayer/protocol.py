@@ -21,7 +21,7 @@ PROTOCOL_VERSION = "0.1"
 Role = Literal["system", "user", "assistant", "tool"]
 MessageKind = Literal["chat", "doc", "toolOutput", "summary", "rule", "memory"]
 AuditAction = Literal[
-    "dropped", "truncated", "compressed", "summarized", "deduplicated", "demoted"
+    "dropped", "truncated", "compressed", "summarized", "deduplicated", "demoted", "restored"
 ]
 Mode = Literal["short", "deep", "debug"]
 Strategy = Literal["pipeline", "priority"]
@@ -73,6 +73,9 @@ class Message(Strict):
     files: list[str] | None = None
     kind: MessageKind | None = None
     priority: int | None = None
+    #: tokens of the non-text parts (images, audio, documents, thinking), counted by the
+    #: provider's rules; never shortened
+    parts_tokens: int | None = None
 
 
 class AuditEntry(Wire):

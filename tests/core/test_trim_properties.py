@@ -1,6 +1,7 @@
 """Properties of the trim engine over generated conversations (hypothesis): the result fits the
 budget and its token count is exact; pinned messages survive verbatim; a tool call and its
-results are whole or absent; order is kept; trimming a trimmed result changes nothing."""
+results are whole or absent; order is kept; the newest user message is always there; trimming a
+trimmed result changes nothing."""
 
 from __future__ import annotations
 
@@ -81,7 +82,8 @@ def test_trim_properties(msgs, budget, strategy):
     except ContextError as exc:
         assert exc.kind == "pinned_over_budget"
         fixed = [m for m in msgs if m.pinned or m.role == "system"]
-        assert conversation_tokens(fixed, WORDS) > budget
+        question = [m for m in msgs if m.role == "user"][-1:]
+        assert conversation_tokens([*fixed, *question], WORDS) > budget
         return
     kept = report.messages
     # fits, and the reported count is the real one
@@ -96,6 +98,10 @@ def test_trim_properties(msgs, budget, strategy):
     positions = [order.index(m.id) for m in kept]
     assert positions == sorted(positions)
     _groups_whole(msgs, kept)
+    # the question is never dropped (shortened at most)
+    question = next((m for m in reversed(msgs) if m.role == "user"), None)
+    if question is not None:
+        assert question.id in by_id, "the newest user message was dropped"
     # a kept reference to an identical output points at a kept message
     for m in kept:
         if m.content.startswith("[identical to "):

@@ -58,6 +58,7 @@ export interface Message {
   files?: string[] | null;
   kind?: ("chat" | "doc" | "memory" | "rule" | "summary" | "toolOutput") | null;
   priority?: number | null;
+  partsTokens?: number | null;
 }
 export interface ToolCall {
   id: string;
@@ -68,7 +69,7 @@ export interface ToolCall {
  * What the engine did to one item, and why (T11).
  */
 export interface AuditEntry {
-  action: "compressed" | "deduplicated" | "demoted" | "dropped" | "summarized" | "truncated";
+  action: "compressed" | "deduplicated" | "demoted" | "dropped" | "restored" | "summarized" | "truncated";
   reason: string;
   summary: string;
   tokensBefore: number;

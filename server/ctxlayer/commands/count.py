@@ -25,7 +25,7 @@ def run(args) -> int:
     info, counter = model_info(args.model), counter_for(args.model)
     stripped = text.lstrip()
     if not args.text and stripped[:1] in "[{":
-        messages = parse_chat(text, args.file or "stdin")
+        messages = parse_chat(text, args.file or "stdin", counter)
         per = [message_tokens(m, counter) for m in messages]
         total = conversation_tokens(messages, counter)
     else:

@@ -9,7 +9,8 @@ from pathlib import Path
 import msgspec
 
 from ctxlayer.cli import UsageError
-from ctxlayer.core.chatformat import parse_messages
+from ctxlayer.core.formats import Decoded, Format, decode, detect
+from ctxlayer.core.tokens import Tokenizer, WordTokenizer
 from ctxlayer.protocol import Message
 
 
@@ -26,14 +27,43 @@ def read_input(path: str | None) -> str:
         raise UsageError(f"{path}: cannot read it as UTF-8 text ({exc})") from None
 
 
-def parse_chat(text: str, source: str = "stdin") -> list[Message]:
+def load_json(text: str, source: str = "stdin"):
+    """JSON data from text; a UTF-8 byte-order mark is accepted (Windows editors write one)."""
+    text = text.removeprefix("\ufeff")
     if not text.strip():
-        raise UsageError(f"{source} is empty: expected a JSON list of messages")
+        raise UsageError(f"{source} is empty: expected a JSON list of messages or a request")
     try:
-        data = msgspec.json.decode(text)
+        return msgspec.json.decode(text)
     except msgspec.DecodeError as exc:
-        raise UsageError(f"{source} is not valid JSON ({exc}); expected a list of messages") from None
-    return parse_messages(data)
+        raise UsageError(f"{source} is not valid JSON ({exc}); expected a list of messages"
+                         ) from None
+    except RecursionError:
+        raise UsageError(f"{source}: JSON nested too deeply to read; a chat is a list of "
+                         "messages a few levels deep") from None
+
+
+def read_chat(text: str, source: str, counter: Tokenizer, fmt: Format | None = None
+              ) -> Decoded:
+    """A chat in `fmt` (None: detected, see formats.detect): a list of messages or a request
+    body with `messages` (and `system` for anthropic)."""
+    data = load_json(text, source)
+    if isinstance(data, list):
+        data = {"messages": data}
+    elif not isinstance(data, dict) or "messages" not in data:
+        raise UsageError(f"{source}: expected a JSON list of messages (or {{\"messages\": "
+                         "[...]}})")
+    try:
+        return decode(fmt or detect(data), data, counter)
+    except RecursionError:
+        raise UsageError(f"{source}: a message nested too deeply to read") from None
+
+
+def parse_chat(text: str, source: str = "stdin", counter: Tokenizer | None = None
+               ) -> list[Message]:
+    """The engine's messages of a chat in any format, without the ids the codec made up."""
+    d = read_chat(text, source, counter or WordTokenizer())
+    return [msgspec.structs.replace(m, id=None) if m.id in d.derived_ids else m
+            for m in d.messages]
 
 
 def positive(value: str) -> int:

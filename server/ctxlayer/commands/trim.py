@@ -1,5 +1,5 @@
-"""`ctxlayer trim`: fit a chat into a budget. Result (ctx/trim's TrimResult) on stdout, a one-line
-summary on stderr."""
+"""`ctxlayer trim`: fit a chat into a budget. Result (ctx/trim's TrimResult, with `messages`, and
+`system` for anthropic, in the input's format) on stdout, a one-line summary on stderr."""
 
 from __future__ import annotations
 
@@ -7,11 +7,19 @@ import sys
 
 import msgspec
 
-from ctxlayer.commands.io import parse_chat, positive, read_input
+from ctxlayer.commands.io import positive, read_chat, read_input
+
+FORMAT_HELP = ("format of the input and the output: ctxlayer (Message objects), openai (Chat "
+               "Completions messages or request) or anthropic (Messages request with system). "
+               "Default: detected; anthropic when there is a system field or Anthropic blocks, "
+               "openai when a message has anything a ctxlayer Message has not (developer role, "
+               "tool_calls, tool_call_id, name, null or list content), else ctxlayer")
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("file", nargs="?", help="chat JSON file (default: stdin)")
+    parser.add_argument("--format", choices=("ctxlayer", "openai", "anthropic"), default=None,
+                        help=FORMAT_HELP)
     parser.add_argument("--model", default=None, help="model name (default gpt-4o)")
     parser.add_argument("--budget", type=positive, default=None,
                         help="tokens the prompt may use (default: window minus reserved output)")
@@ -29,24 +37,32 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from pathlib import Path
 
-    from ctxlayer.core.trim import TrimOptions, trim
-    from ctxlayer.protocol import TrimResult
+    from ctxlayer.core.formats import encode, trim_options
+    from ctxlayer.core.trim import trim
     from ctxlayer.tokenizers import counter_for, model_info
     from ctxlayer.workspace.attachments import attached_paths, read_attachments
 
-    messages = parse_chat(read_input(args.file), args.file or "stdin")
+    counter = counter_for(args.model)
+    decoded = read_chat(read_input(args.file), args.file or "stdin", counter, args.format)
+    messages = decoded.messages
     info = model_info(args.model)
     budget = args.budget or (max(1, info.context_window - args.reserve_output)
                              if args.reserve_output else info.default_budget)
     docs = [read_input(d) for d in args.doc]
     attachments = read_attachments(Path(args.workspace), attached_paths(messages))
-    report = trim(messages, budget, counter_for(args.model),
-                  options=TrimOptions(strategy=args.strategy), docs=docs, attachments=attachments)
-    result = TrimResult(messages=report.messages, tokens=report.tokens, budget=report.budget,
-                        dropped=report.dropped, truncated=report.truncated)
+    report = trim(messages, budget, counter, docs=docs, attachments=attachments,
+                  options=trim_options(decoded.fmt, strategy=args.strategy))
+    encoded = encode(decoded, report.messages)
+    dropped = [*report.dropped, *(e for e in encoded.audit if e.action == "dropped")]
+    truncated = [*report.truncated, *(e for e in encoded.audit if e.action != "dropped")]
+    result: dict = {"messages": encoded.payload["messages"]}
+    if "system" in encoded.payload and decoded.fmt == "anthropic":
+        result["system"] = encoded.payload["system"]
+    result |= {"tokens": report.tokens, "budget": report.budget,
+               "dropped": msgspec.to_builtins(dropped), "truncated": msgspec.to_builtins(truncated)}
     sys.stdout.write(msgspec.json.encode(result).decode() + "\n")
     if not args.quiet:
         print(f"trim: {len(messages)} messages in, {len(report.messages)} kept, "
-              f"{report.tokens}/{budget} tokens ({info.name}, {args.strategy}); "
-              f"{len(report.dropped)} dropped, {len(report.truncated)} shortened", file=sys.stderr)
+              f"{report.tokens}/{budget} tokens ({info.name}, {args.strategy}, {decoded.fmt}); "
+              f"{len(dropped)} dropped, {len(truncated)} shortened", file=sys.stderr)
     return 0

@@ -86,19 +86,19 @@ class CountCache:
         tokenizer offers `count_batch` (tiktoken spreads it over threads)."""
         counts = self._counts
         out = [counts.get(t) if t else 0 for t in texts]
-        missing = list(dict.fromkeys(t for t, n in zip(texts, out) if n is None))
+        missing = list(dict.fromkeys(t for t, n in zip(texts, out, strict=True) if n is None))
         if not missing:
             self.hits += len(texts)
             return out  # type: ignore[return-value]
         batch = getattr(self.tokenizer, "count_batch", None)
         if batch is not None and len(missing) > 1:
-            fresh = dict(zip(missing, batch(missing)))
+            fresh = dict(zip(missing, batch(missing), strict=True))
             for text, n in fresh.items():
                 counts[text] = n
                 self._chars += len(text)
             self.misses += len(missing)
             self._evict()
-        return [self.count(t) if n is None else n for t, n in zip(texts, out)]
+        return [self.count(t) if n is None else n for t, n in zip(texts, out, strict=True)]
 
     def _evict(self) -> None:
         counts = self._counts
@@ -112,7 +112,7 @@ class CountCache:
 
 def message_tokens(msg: Message, counter: Tokenizer, fmt: MessageFormat = OPENAI_FORMAT) -> int:
     """Tokens one message costs in a request, overheads included."""
-    n = fmt.per_message + counter.count(msg.content)
+    n = fmt.per_message + counter.count(msg.content) + (msg.parts_tokens or 0)
     if msg.tool_calls:
         for call in msg.tool_calls:
             n += fmt.per_tool_call + counter.count(call.name) + counter.count(call.arguments)

@@ -350,6 +350,22 @@ class SessionService:
                               calibration=msgspec.json.encode(live.calibration))
             return bias
 
+    def note_prompt(self, workspace: str, session_id: str, tokens: int) -> float:
+        """Remember the tokens of a prompt prepared outside an assembly (a live chat's turn), so
+        that a usage report without an estimate calibrates against it; returns the session's
+        bias for its model. Memory only."""
+        with self._lock:
+            live = self._get(workspace, session_id)
+            live.last_total = tokens
+            return live.calibration.bias(live.row.model)
+
+    def record_audit(self, workspace: str, session_id: str, entries: list[AuditEntry]) -> None:
+        """Keep entries made outside an assembly (a live chat's turns) in the session's log."""
+        with self._lock:
+            live = self._get(workspace, session_id)
+            if entries:
+                self.store.add_audit(live.row.sid, entries, self.clock())
+
     def audit(self, workspace: str, session_id: str, limit: int | None) -> list[AuditEntry]:
         with self._lock:
             live = self._get(workspace, session_id)

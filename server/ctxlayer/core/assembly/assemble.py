@@ -251,7 +251,7 @@ def assemble(history: History, state: cp.Compaction, inp: AssemblyInput,
         rest = hist_msgs[len(fixed):]
         if room > OPENAI_FORMAT.reply_priming:
             report = trim(rest, room + OPENAI_FORMAT.reply_priming, counter,
-                          options=TrimOptions(recent=keep))
+                          options=TrimOptions(recent=keep, keep_question=False))
             keys = dict(zip(map(id, rest), hist_keys[len(fixed):], strict=True))
             trimmed_keys = [keys.get(id(m), f"t{content_hash(m.content)}") for m in report.messages]
             hist_msgs = fixed + report.messages

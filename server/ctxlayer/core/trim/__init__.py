@@ -11,6 +11,8 @@ Stages, in order (both strategies):
    call and its results live and die together.
 3. prune (T4): an ephemeral message is dropped once `ephemeral_ttl` assistant turns followed it.
    Pinned messages never. Nothing is merged, so a reply never inherits its thinking's TTL.
+With `rewrite_when_fits` off (provider formats: a request that fits is sent as it came),
+stages 4 and 5 run only when the conversation is over the budget.
 4. reasoning (T10): <think>/<reasoning> blocks of earlier assistant turns are stripped.
 5. dedup (T9): a later copy of the same tool output or document becomes a reference to the first
    copy (cache-friendly: the prefix does not change); if the fit drops the first copy, the
@@ -27,6 +29,10 @@ Retrieved documents are capped in number and size first (T12). Then:
 - `priority` (T6): cut P3 documents first, then
   P2 older history (truncate, then drop oldest first), then P1 recent messages; P0 (system and
   pinned) never.
+The newest user message (the question) is always kept: when it alone does not fit beside the
+pinned content it is shortened (head and tail, an outline for JSON or a log) to what the rest
+of the history leaves of the room, at least half of it; only when even that is impossible is
+it ContextError("pinned_over_budget").
 Pinned content alone over the budget raises ContextError("pinned_over_budget"). Trimming a
 trimmed result changes nothing. Shortened messages keep their ids.
 """
@@ -57,6 +63,12 @@ class TrimOptions(msgspec.Struct, frozen=True, kw_only=True):
     recent: int = 8  # priority: the newest messages in P1
     max_docs: int = 8  # T12
     doc_share: float = 0.1  # T12: a document's cap as a share of the budget
+    #: the newest user message is kept (shortened if it must be); off only for a caller that
+    #: fits a slice of history whose question it keeps itself
+    keep_question: bool = True
+    #: dedup and old-reasoning stripping also when everything fits (the ctxlayer default);
+    #: off for provider payloads, so that a request within its budget comes back equal
+    rewrite_when_fits: bool = True
 
 
 class TrimReport(msgspec.Struct, kw_only=True):
@@ -101,10 +113,14 @@ def trim(
     memo = memo if memo is not None else Memo()
     msgs = stages.enrich(_with_docs(list(messages), docs), attachments or {})
     w = Work(msgs, counter, options.fmt, memo)
+    if not options.keep_question:
+        w.question = None
     w.link_tool_results()
     stages.prune_ephemeral(w)
-    stages.strip_old_reasoning(w, memo)
-    refs = stages.dedup(w, options.dedup_min_tokens, memo)
+    refs: dict[int, int] = {}
+    if options.rewrite_when_fits or w.total > budget:
+        stages.strip_old_reasoning(w, memo)
+        refs = stages.dedup(w, options.dedup_min_tokens, memo)
     priority.cap_docs(w, budget, options.max_docs, options.doc_share)
     sh = fit.Shortener(w, memo, options.head_lines, options.tail_lines,
                        options.tool_output_cap or max(256, budget // 16))

@@ -18,10 +18,15 @@ from ctxlayer.core.memo import Memo
 from ctxlayer.core.trim.truncate import truncate_blocks
 from ctxlayer.core.trim.work import Work
 
+#: the fewest tokens of text a shortened question keeps; a budget with less room than this for
+#: it is pinned_over_budget rather than a question cut to a word
+MIN_QUESTION = 16
+
 
 def fixed_set(w: Work, every_system: bool = False) -> set[int]:
     """Indices always kept: the leading system block (with `every_system`, every system and
-    priority-0 message: P0), pinned messages, and the groups they belong to."""
+    priority-0 message: P0), pinned messages, the newest user message (the question), and the
+    groups they belong to."""
     keep: set[int] = set()
     for i, m in enumerate(w.msgs):
         if m.role != "system":
@@ -30,6 +35,8 @@ def fixed_set(w: Work, every_system: bool = False) -> set[int]:
     for i, m in enumerate(w.msgs):
         if m.pinned or (every_system and (m.role == "system" or m.priority == 0)):
             keep.update(w.group_of(i))
+    if w.question is not None:
+        keep.update(w.group_of(w.question))
     return {i for i in keep if w.alive[i]}
 
 
@@ -93,6 +100,18 @@ class Shortener:
                                               f"cut to {self.head}+{self.tail} lines")
 
 
+    def fit_question(self, i: int, body: int) -> int:
+        """Cut the question to at most `body` tokens of text: an outline for JSON or a log,
+        else its head and tail lines around an omission marker."""
+        w = self.w
+        text = w.content[i]
+        out = compress_tool_output(text, body, w.counter)
+        if out is None:
+            return 0
+        kept = {"json": "JSON outline", "log": "log outline"}.get(out.method, "head and tail")
+        return w.replace(i, out.text, "truncated", f"the newest user message alone is over the "
+                         f"room left: kept its {kept} in {body} tokens")
+
     def condense(self, i: int, ratio: float, keywords: tuple[str, ...], why: str) -> int:
         """T10: keep about `ratio` of the message's prose, best sentences first, code whole."""
         w = self.w
@@ -122,12 +141,37 @@ def shorten_longest(w: Work, candidates: Iterable[int], over: int, sh: Shortener
 def check_fixed(w: Work, fixed: set[int], budget: int) -> int:
     cost = w.fmt.reply_priming + sum(w.tokens[i] for i in fixed)
     if cost > budget:
+        what = "the pinned system content" if w.question not in fixed else \
+            "the pinned system content and the newest user message (shortened)"
         raise ContextError(
             "pinned_over_budget",
-            f"the pinned system content alone needs {cost} tokens, over the budget of {budget}",
+            f"{what} alone needs {cost} tokens, over the budget of {budget}",
             field="budget",
         )
     return budget - cost
+
+
+def fit_fixed(w: Work, fixed: set[int], budget: int, sh: Shortener) -> int:
+    """Make what is always kept fit, and return the room left for the rest: the longest fixed
+    messages are shortened first; if the question still does not fit beside the pinned
+    content, it keeps its head and tail (an outline for JSON or a log) in what the history
+    leaves of the room, but never less than half of it: a short history is kept whole beside
+    it, a long one shares the room."""
+    over = w.fmt.reply_priming + sum(w.tokens[i] for i in fixed) - budget
+    if over > 0:
+        shorten_longest(w, list(fixed), over, sh)
+    q = w.question
+    if q is not None and q in fixed and truncatable(w, q):
+        others = w.fmt.reply_priming + sum(w.tokens[i] for i in fixed if i != q)
+        room = budget - others
+        if w.tokens[q] > room:
+            history = sum(w.tokens[i] for i in range(len(w.msgs)) if w.alive[i] and i not in fixed)
+            body = max(room // 2, room - history) - w.extra[q]
+            if body < 2 * MIN_QUESTION:  # too little to halve: it takes all of the room
+                body = room - w.extra[q]
+            if body >= MIN_QUESTION:  # below that nothing of the question would be left
+                sh.fit_question(q, body)
+    return check_fixed(w, fixed, budget)
 
 
 def reduce(w: Work, budget: int, sh: Shortener) -> None:
@@ -136,9 +180,7 @@ def reduce(w: Work, budget: int, sh: Shortener) -> None:
     if w.total <= budget:
         return
     fixed = fixed_set(w)
-    shorten_longest(w, list(fixed), w.fmt.reply_priming + sum(w.tokens[i] for i in fixed) - budget,
-                    sh)
-    room = check_fixed(w, fixed, budget)
+    room = fit_fixed(w, fixed, budget, sh)
     rest = [i for i in range(len(w.msgs) - 1, -1, -1) if i not in fixed and w.alive[i]]
     if w.total <= 2 * budget:  # little over: every message is a candidate, no need to estimate
         window = rest

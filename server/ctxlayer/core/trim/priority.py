@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ctxlayer.core.compress.density import NEW_ABOVE, REPEATED_BELOW, NoveltyIndex
 from ctxlayer.core.compress.extractive import KEEP_RATIO, TaskKind, classify_task
-from ctxlayer.core.trim.fit import Shortener, check_fixed, fixed_set, shorten_longest
+from ctxlayer.core.trim.fit import Shortener, fit_fixed, fixed_set, shorten_longest
 from ctxlayer.core.trim.truncate import cut_lines
 from ctxlayer.core.trim.work import Work
 
@@ -50,11 +50,12 @@ def priority_fit(w: Work, budget: int, sh: Shortener, recent: int) -> None:
     shorten the longest, then drop oldest), then P1 (recent: shorten, then drop oldest); P0
     (system, pinned) never."""
     fixed = fixed_set(w, every_system=True)
-    check_fixed(w, fixed, budget)
+    fit_fixed(w, fixed, budget, sh)
     classes: dict[int, list[int]] = {1: [], 2: [], 3: []}
     seen_recent = 0
     for i in range(len(w.msgs) - 1, -1, -1):
         if i in fixed or not w.alive[i]:
+            seen_recent += i == w.question  # the question is recent even though it is kept
             continue
         m = w.msgs[i]
         if m.priority is not None and m.priority in classes:
@@ -81,18 +82,42 @@ def priority_fit(w: Work, budget: int, sh: Shortener, recent: int) -> None:
         if over() <= 0:
             return
         w.drop_group(i, "over budget: retrieved document (P3) cut first")
-    for cls in (2, 1):
-        if over() <= 0:
-            return
-        if cls == 2:
-            condense_history(w, classes[2], over(), sh)
-        shorten_longest(w, classes[cls], over(), sh)
-        for i in classes[cls]:
-            if over() <= 0:
-                return
-            if w.alive[i]:
-                w.drop_group(i, f"over budget: {'older history (P2)' if cls == 2 else 'recent (P1)'}"
-                                " dropped oldest first")
+    if over() <= 0:
+        return
+    # P2: condense repeated and old prose, shorten the longest
+    condense_history(w, classes[2], over(), sh)
+    shorten_longest(w, classes[2], over(), sh)
+    if over() <= 0:
+        return
+    # P1 is shortened only when it does not fit even with every P2 message gone
+    p2 = sum(w.group_tokens(g) for g in _groups(w, classes[2]))
+    shorten_longest(w, classes[1], over() - p2, sh)
+    _allocate(w, budget, [(classes[1], "recent (P1)"), (classes[2], "older history (P2)"),
+                          (classes[3], "retrieved document (P3)")])
+
+
+def _groups(w: Work, members: list[int]) -> dict[int, list[int]]:
+    groups: dict[int, list[int]] = {}
+    for i in members:
+        if w.alive[i]:
+            groups.setdefault(w.group[i], []).append(i)
+    return groups
+
+
+def _allocate(w: Work, budget: int, classes: list[tuple[list[int], str]]) -> None:
+    """Give the room left beside the fixed set to the classes in order (so a lower class is cut
+    first), each filled by whole groups newest first, a group that does not fit skipped so
+    that an older, smaller one still gets the room: the budget is filled, not merely met."""
+    by_class = [(_groups(w, members), what) for members, what in classes]
+    room = budget - (w.total - sum(w.group_tokens(g) for groups, _ in by_class for g in groups))
+    for groups, what in by_class:
+        for g in sorted(groups, reverse=True):
+            cost = w.group_tokens(g)
+            if cost <= room:
+                room -= cost
+            else:
+                w.drop_group(groups[g][0], f"over budget: {what}, {cost} tokens, "
+                                           f"{max(room, 0)} left")
 
 
 def cap_docs(w: Work, budget: int, max_count: int, item_share: float) -> None:

@@ -53,7 +53,7 @@ def prune_ephemeral(w: Work) -> None:
     for i in range(len(w.msgs) - 1, -1, -1):
         m = w.msgs[i]
         ttl = m.ephemeral_ttl
-        if ttl is not None and w.alive[i] and not m.pinned and age >= ttl:
+        if ttl is not None and w.alive[i] and not m.pinned and age >= ttl and i != w.question:
             w.drop_group(i, f"ephemeral: expired after {age} assistant turns (ttl {ttl})")
         if m.role == "assistant":
             age += 1

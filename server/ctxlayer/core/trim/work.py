@@ -34,6 +34,7 @@ class Work:
         "memo",
         "msgs",
         "original",
+        "question",
         "tokens",
         "total",
     )
@@ -48,8 +49,9 @@ class Work:
         n = len(self.msgs)
         self.content = [m.content for m in self.msgs]
         self.original = list(self.content)
-        # tokens a message costs beyond its content: per-message overhead and tool calls
-        self.extra = [fmt.per_message] * n
+        # tokens a message costs beyond its text: per-message overhead, tool calls and the
+        # non-text parts (images, documents), which are never shortened
+        self.extra = [fmt.per_message + (m.parts_tokens or 0) for m in self.msgs]
         for i, m in enumerate(self.msgs):
             if m.tool_calls:
                 self.extra[i] += sum(
@@ -65,6 +67,10 @@ class Work:
         self.dropped: list[AuditEntry] = []
         self.changed: list[AuditEntry] = []
         self.total = fmt.reply_priming + sum(self.tokens)
+        # the newest user message (not a retrieved document): the question being asked, which
+        # every strategy keeps, shortened if it must be
+        self.question = next((i for i in range(n - 1, -1, -1) if self.msgs[i].role == "user"
+                              and self.msgs[i].kind != "doc"), None)
 
     # --- keep-with groups -------------------------------------------------------------------
 

@@ -34,16 +34,6 @@ def by_session(caller: Any, p: Any) -> Hashable:
     return ("session", caller.workspace, p.session_id)
 
 
-def by_conversation(caller: Any, p: Any) -> Hashable | None:
-    """One conversation's turns in order; without an id the conversation is found by its first
-    messages, so its turns share the workspace's prepare lane."""
-    if getattr(p, "conversation_id", None):
-        return ("conversation", caller.workspace, p.conversation_id)
-    if getattr(p, "session_id", None):
-        return ("session", caller.workspace, p.session_id)
-    return ("conversations", caller.workspace)
-
-
 REQUESTS: dict[str, Request] = {
     "ctx/segment": Request(workspace.segment, "loop"),
     "ctx/systemPrompt": Request(workspace.system_prompt, "loop"),
@@ -63,10 +53,12 @@ REQUESTS: dict[str, Request] = {
     "ctx/session/list": Request(sessions.list_sessions, "worker"),
     "ctx/session/close": Request(sessions.close, "worker", lane=by_session),
     "ctx/inspect": Request(inspect.inspect, "loop"),
-    "ctx/prepare": Request(chats.prepare, "loop", lane=by_conversation),
+    # a conversation's turns are ordered by the conversations themselves (state/conversations.py),
+    # so the gateway, which calls them directly, gets the same order
+    "ctx/prepare": Request(chats.prepare, "loop"),
     "ctx/conversations": Request(chats.conversations, "loop"),
-    "ctx/why": Request(chats.why, "loop", lane=by_conversation),
-    "ctx/restore": Request(chats.restore, "loop", lane=by_conversation),
+    "ctx/why": Request(chats.why, "loop"),
+    "ctx/restore": Request(chats.restore, "loop"),
 }
 
 missing = set(protocol.REQUESTS) ^ set(REQUESTS)

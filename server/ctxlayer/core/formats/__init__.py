@@ -1,0 +1,80 @@
+"""Provider formats in the core: one pure codec per format (ctxlayer, OpenAI Chat Completions,
+Anthropic Messages) and the dispatch.
+
+`decode` reads a request body (or the part of it with the conversation) into the engine's
+messages, naming the field of anything it cannot read; `encode` writes the messages the engine
+kept back into the same format, every other field untouched, each kept message the very dict
+the client sent (shortened ones with their new text in their text parts), repaired where the
+fit left the request invalid, every repair audited. No I/O; a URL is never fetched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ctxlayer.core.formats import anthropic, ctxlayer, openai
+from ctxlayer.core.formats.common import FORMATS, Decoded, Encoded, Format, bad
+from ctxlayer.core.tokens import Tokenizer
+from ctxlayer.core.trim import TrimOptions
+from ctxlayer.protocol import Message
+
+__all__ = ["FORMATS", "Decoded", "Encoded", "Format", "decode", "detect", "encode",
+           "trim_options"]
+
+_CODECS = {"ctxlayer": ctxlayer, "openai": openai, "anthropic": anthropic}
+
+
+def _codec(fmt: str):
+    codec = _CODECS.get(fmt)
+    if codec is None:
+        raise bad("format", f"expected one of {', '.join(FORMATS)}, got {fmt!r}")
+    return codec
+
+
+_ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking",
+                               "document", "image", "server_tool_use"})
+
+
+def detect(payload: dict) -> Format:
+    """The format a payload is most likely in, for callers that were not told: anthropic when
+    it has `system` or Anthropic-only blocks; openai when a message has anything the ctxlayer
+    Message has not (developer role, tool_calls, tool_call_id, name, null or list content, any
+    other field); else ctxlayer. Plain {role, content} lists read the same either way."""
+    if "system" in payload:
+        return "anthropic"
+    msgs = payload.get("messages")
+    if not isinstance(msgs, list):
+        return "ctxlayer"
+    openai_like = False
+    for m in msgs:
+        if not isinstance(m, dict):
+            continue
+        content = m.get("content")
+        if isinstance(content, list):
+            if any(isinstance(b, dict) and b.get("type") in _ANTHROPIC_BLOCKS for b in content):
+                return "anthropic"
+            openai_like = True
+        if content is None or m.get("role") == "developer" or not ctxlayer.FIELDS.issuperset(m):
+            openai_like = True
+    return "openai" if openai_like else "ctxlayer"
+
+
+def decode(fmt: Format, payload: dict, counter: Tokenizer, *, previous: Decoded | None = None
+           ) -> Decoded:
+    """The engine's view of `payload` in format `fmt`. `previous`, the Decoded of the same
+    conversation's previous turn, lets the messages it shares with this one be taken over
+    instead of read again (the result is the same either way)."""
+    return _codec(fmt).decode(payload, counter, previous)
+
+
+def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequence[int] = ()
+           ) -> Encoded:
+    """`decoded.payload` with its conversation replaced by `kept` (a subsequence of
+    decoded.messages as the trim engine returns it, ids kept)."""
+    return _codec(decoded.fmt).encode(decoded, kept, cache_breakpoints=cache_breakpoints)
+
+
+def trim_options(fmt: Format, **fields) -> TrimOptions:
+    """TrimOptions for a conversation in `fmt`: in a provider format a request that fits its
+    budget is sent as it came (no dedup, no reasoning stripped), so that it comes back equal."""
+    return TrimOptions(rewrite_when_fits=fmt == "ctxlayer", **fields)

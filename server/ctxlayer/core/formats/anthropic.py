@@ -1,0 +1,336 @@
+"""The Anthropic Messages format: `system` (a string or text blocks) and `messages` of content
+blocks, read for the engine and written back as the very blocks the client sent.
+
+For the engine, each system block is a leading pinned system message, and a user message is
+split: each `tool_result` block becomes its own tool message (so a call and its results are
+kept or dropped together, one result at a time), the rest stays one user message. Writing
+back merges the pieces into their native message again; repairs (see anthropic_repair.py)
+keep the result valid.
+
+Owns this format's reading and writing; it never decides what to keep.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from ctxlayer.core.formats import media
+from ctxlayer.core.formats.anthropic_repair import place_breakpoints, repair
+from ctxlayer.core.formats.common import (
+    Decoded,
+    Encoded,
+    bad,
+    client_id,
+    derive_id,
+    expect_dict,
+    expect_str,
+    messages_of,
+    replace_text,
+    reusable_prefix,
+)
+from ctxlayer.core.tokens import Tokenizer
+from ctxlayer.protocol import Message, ToolCall
+
+_json = msgspec.json.Encoder()
+
+
+def _is_text(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") == "text"
+
+
+def _source_tokens(block: dict, where: str, counter: Tokenizer) -> int:
+    src = expect_dict(block.get("source"), f"{where}.source")
+    kind = src.get("type")
+    if block["type"] == "image":
+        data = src.get("data") if kind == "base64" else None
+        size = media.size_of_base64(data) if isinstance(data, str) else None
+        return media.anthropic_image_tokens(size)
+    if kind == "text":  # a text document: its text
+        return counter.count(expect_str(src.get("data"), f"{where}.source.data"))
+    if kind == "content":
+        content = src.get("content")
+        if isinstance(content, str):
+            return counter.count(content)
+        return sum(_block_tokens(expect_dict(b, f"{where}.source.content[{k}]"),
+                                 f"{where}.source.content[{k}]", counter)
+                   for k, b in enumerate(content or []))
+    data = src.get("data") if kind == "base64" else None
+    return media.pdf_tokens(data if isinstance(data, str) else None)
+
+
+def _block_tokens(block: dict, where: str, counter: Tokenizer) -> int:
+    """Tokens of a block the engine never shortens."""
+    kind = block.get("type")
+    if kind == "text":
+        return counter.count(expect_str(block.get("text"), f"{where}.text"))
+    if kind in ("image", "document"):
+        return _source_tokens(block, where, counter)
+    if kind == "thinking":
+        return counter.count(expect_str(block.get("thinking"), f"{where}.thinking"))
+    if kind == "redacted_thinking":  # encrypted: about 4 characters per token
+        return len(expect_str(block.get("data"), f"{where}.data")) // 4 + 1
+    return counter.count(_json.encode(block).decode())
+
+
+def _result_content(block: dict, where: str, counter: Tokenizer) -> tuple[str, int]:
+    content = block.get("content")
+    if content is None or isinstance(content, str):
+        return content or "", 0
+    if not isinstance(content, list):
+        raise bad(f"{where}.content", "expected a string or a list of blocks")
+    texts, parts = [], 0
+    for k, b in enumerate(content):
+        f = f"{where}.content[{k}]"
+        b = expect_dict(b, f)
+        expect_str(b.get("type"), f"{f}.type", "the block's type")
+        if b["type"] == "text":
+            texts.append(expect_str(b.get("text"), f"{f}.text"))
+        else:
+            parts += _block_tokens(b, f, counter)
+    return "\n".join(texts), parts
+
+
+class _Reader:
+    def __init__(self, payload: dict, counter: Tokenizer) -> None:
+        self.counter = counter
+        self.msgs: list[Message] = []
+        self.sources: list[tuple] = []
+        self.index: dict[str, int] = {}
+        self.derived: set[str] = set()
+        self.pieces: dict[int, list[int]] = {}
+
+    def add(self, msg: Message, source: tuple, own_id: str | None, where: str) -> None:
+        mid = own_id if own_id is not None else msg.id
+        if own_id is None:
+            self.derived.add(mid)  # type: ignore[arg-type]
+        if mid in self.index:
+            raise bad(f"{where}.id", f"the same id as an earlier message ({mid})")
+        self.index[mid] = len(self.msgs)  # type: ignore[index]
+        if source[0] == "msg":
+            self.pieces.setdefault(source[1], []).append(len(self.msgs))
+        self.msgs.append(msgspec.structs.replace(msg, id=mid))
+        self.sources.append(source)
+
+    def system(self, system: Any) -> None:
+        if system is None:
+            return
+        if isinstance(system, str):
+            if system:
+                self.add(Message(role="system", content=system, pinned=True,
+                                 id=derive_id("an", "s", system)), ("system", None), None,
+                         "system")
+            return
+        if not isinstance(system, list):
+            raise bad("system", "expected a string or a list of text blocks")
+        for k, block in enumerate(system):
+            f = f"system[{k}]"
+            block = expect_dict(block, f)
+            if block.get("type") != "text":
+                raise bad(f"{f}.type", f"system blocks are text blocks, got {block.get('type')!r}")
+            text = expect_str(block.get("text"), f"{f}.text")
+            self.add(Message(role="system", content=text, pinned=True,
+                             id=derive_id("an", f"s{k}", text)), ("system", k), None, f)
+
+    def message(self, i: int, native: Any) -> None:
+        where = f"messages[{i}]"
+        native = expect_dict(native, where)
+        role = native.get("role")
+        if role not in ("user", "assistant"):
+            raise bad(f"{where}.role", f"expected user or assistant, got {role!r}")
+        own = client_id(native)
+        content = native.get("content")
+        if isinstance(content, str):
+            self.add(Message(role=role, content=content, id=derive_id("an", str(i), role,
+                                                                      content)),
+                     ("msg", i, None), own, where)
+            return
+        if not isinstance(content, list):
+            raise bad(f"{where}.content", "expected a string or a list of blocks")
+        blocks = [expect_dict(b, f"{where}.content[{k}]") for k, b in enumerate(content)]
+        for k, b in enumerate(blocks):
+            expect_str(b.get("type"), f"{where}.content[{k}].type", "the block's type")
+        if role == "assistant":
+            self._assistant(i, blocks, own, where)
+        else:
+            self._user(i, blocks, own, where)
+
+    def _assistant(self, i: int, blocks: list[dict], own: str | None, where: str) -> None:
+        texts, parts, calls = [], 0, []
+        for k, b in enumerate(blocks):
+            f = f"{where}.content[{k}]"
+            if b["type"] == "text":
+                texts.append(expect_str(b.get("text"), f"{f}.text"))
+            elif b["type"] == "tool_use":
+                cid = expect_str(b.get("id"), f"{f}.id", "the tool_use id")
+                name = expect_str(b.get("name"), f"{f}.name", "the tool's name")
+                calls.append(ToolCall(id=cid, name=name,
+                                      arguments=_json.encode(b.get("input", {})).decode()))
+            else:
+                parts += _block_tokens(b, f, self.counter)
+        text = "\n".join(texts)
+        self.add(Message(role="assistant", content=text, tool_calls=calls or None,
+                         parts_tokens=parts or None,
+                         id=derive_id("an", str(i), "assistant", text, *(c.id for c in calls))),
+                 ("msg", i, tuple(range(len(blocks)))), own, where)
+
+    def _user(self, i: int, blocks: list[dict], own: str | None, where: str) -> None:
+        rest = [k for k, b in enumerate(blocks) if b["type"] != "tool_result"]
+        rest_at = rest[0] if rest else None
+        for k, b in enumerate(blocks):
+            f = f"{where}.content[{k}]"
+            if k == rest_at:
+                texts, parts = [], 0
+                for j in rest:
+                    if blocks[j]["type"] == "text":
+                        texts.append(expect_str(blocks[j].get("text"),
+                                                f"{where}.content[{j}].text"))
+                    else:
+                        parts += _block_tokens(blocks[j], f"{where}.content[{j}]", self.counter)
+                text = "\n".join(texts)
+                self.add(Message(role="user", content=text, parts_tokens=parts or None,
+                                 id=derive_id("an", str(i), "user", text)),
+                         ("msg", i, tuple(rest)), own, where)
+            elif b["type"] == "tool_result":
+                cid = expect_str(b.get("tool_use_id"), f"{f}.tool_use_id",
+                                 "the id of the tool_use it answers")
+                text, parts = _result_content(b, f, self.counter)
+                self.add(Message(role="tool", content=text, tool_call_id=cid,
+                                 parts_tokens=parts or None,
+                                 id=derive_id("an", f"{i}.{k}", "tool", cid, text)),
+                         ("msg", i, (k,)), None, f)
+
+
+def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -> Decoded:
+    raw = messages_of(payload)
+    r = _Reader(payload, counter)
+    same = reusable_prefix(previous, "anthropic", raw, counter)
+    if previous is not None and same and payload.get("system") == previous.payload.get("system"):
+        pieces = previous.extra["pieces"]
+        upto = sum(1 for s in previous.sources if s[0] == "system") + \
+            sum(len(pieces[i]) for i in range(same))
+        r.msgs, r.sources = previous.messages[:upto], previous.sources[:upto]
+        r.index = {m.id: k for k, m in enumerate(r.msgs)}  # type: ignore[misc]
+        r.derived = {m.id for m in r.msgs if m.id in previous.derived_ids}  # type: ignore[misc]
+        r.pieces = {i: pieces[i] for i in range(same)}
+    else:
+        same = 0
+        r.system(payload.get("system"))
+    for i in range(same, len(raw)):
+        r.message(i, raw[i])
+    return Decoded(fmt="anthropic", messages=r.msgs, payload=payload, sources=r.sources,
+                   index=r.index, derived_ids=r.derived, counter=counter,
+                   extra={"pieces": r.pieces})
+
+
+# --- writing back ---------------------------------------------------------------------------
+
+
+def _shortened_block(block: dict, text: str) -> dict:
+    if block.get("type") == "tool_result":
+        content = block.get("content")
+        if isinstance(content, list):
+            return {**block, "content": replace_text(content, text, _is_text)}
+        return {**block, "content": text}
+    return {**block, "text": text}
+
+
+def _strip_own(native: dict) -> dict:
+    return {k: v for k, v in native.items() if k != "ctxlayer"} if "ctxlayer" in native \
+        else native
+
+
+def _system(decoded: Decoded, kept: list[tuple[int | None, Message]]) -> Any:
+    original = decoded.payload.get("system")
+    if not kept:
+        return None
+    if isinstance(original, str) and len(kept) == 1 and kept[0][0] is not None:
+        return kept[0][1].content
+    blocks = []
+    for pos, m in kept:
+        if pos is None or not isinstance(original, list):
+            blocks.append({"type": "text", "text": m.content})
+            continue
+        block = original[decoded.sources[pos][1]]
+        blocks.append(block if m.content == decoded.messages[pos].content
+                      else {**block, "text": m.content})
+    return blocks
+
+
+def _native(decoded: Decoded, i: int, pieces: list[tuple[int, Message]]) -> dict:
+    """Native message i from its kept pieces: the original dict when all of them are kept
+    unchanged, else its blocks of the kept pieces with shortened text put back."""
+    native = decoded.payload["messages"][i]
+    changed = [(pos, m) for pos, m in pieces if m.content != decoded.messages[pos].content]
+    if len(pieces) == len(decoded.extra["pieces"][i]) and not changed:
+        return _strip_own(native)
+    content = native["content"]
+    if isinstance(content, str):
+        return {**_strip_own(native), "content": pieces[0][1].content}
+    blocks: list[tuple[int, dict]] = []
+    for pos, m in pieces:
+        ks = decoded.sources[pos][2]
+        own = [content[k] for k in ks]
+        if m.content != decoded.messages[pos].content:
+            if own and own[0].get("type") == "tool_result":
+                own = [_shortened_block(own[0], m.content)]
+            else:
+                own = replace_text(own, m.content, _is_text)
+        blocks += [(ks[0] if ks else 0, b) for b in own]
+    blocks.sort(key=lambda kb: kb[0])
+    return {**_strip_own(native), "content": [b for _, b in blocks]}
+
+
+def _synthesized(m: Message) -> dict:
+    """A message the engine added (a summary, a document): a plain text turn."""
+    if m.role == "tool":
+        return {"role": "user", "content": [{"type": "tool_result",
+                                             "tool_use_id": m.tool_call_id or "",
+                                             "content": m.content}]}
+    if m.role == "assistant" and m.tool_calls:
+        blocks: list[dict] = [{"type": "text", "text": m.content}] if m.content else []
+        for c in m.tool_calls:
+            blocks.append({"type": "tool_use", "id": c.id, "name": c.name,
+                           "input": msgspec.json.decode(c.arguments or "{}")})
+        return {"role": "assistant", "content": blocks}
+    return {"role": "user" if m.role == "user" else "assistant", "content": m.content}
+
+
+def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequence[int] = ()
+           ) -> Encoded:
+    system: list[tuple[int | None, Message]] = []
+    # (native index or None for an added message, [(engine pos, message)], kept indices)
+    groups: list[tuple[int | None, list[tuple[int, Message]], list[int]]] = []
+    for k, m in enumerate(kept):
+        pos = decoded.index.get(m.id) if m.id is not None else None
+        if m.role == "system":
+            system.append((pos, m))
+            continue
+        if pos is None:
+            groups.append((None, [(-1, m)], [k]))
+            continue
+        i = decoded.sources[pos][1]
+        if groups and groups[-1][0] == i:
+            groups[-1][1].append((pos, m))
+            groups[-1][2].append(k)
+        else:
+            groups.append((i, [(pos, m)], [k]))
+    out = [(_synthesized(ps[0][1]) if i is None else _native(decoded, i, ps), ks)
+           for i, ps, ks in groups]
+    result = Encoded(payload={})
+    out = repair(out, kept, result, decoded.counter)
+    sys_value = _system(decoded, system)
+    sys_kept = [k for k, m in enumerate(kept) if m.role == "system"]
+    sys_value, messages = place_breakpoints(sys_value, out, sys_kept, cache_breakpoints,
+                                            decoded.payload.get("tools"), result)
+    payload = {k: v for k, v in decoded.payload.items() if k not in ("system", "messages")}
+    if sys_value is not None:
+        payload["system"] = sys_value
+    payload["messages"] = messages
+    # keep the client's key order: system and messages where they were
+    order = list(decoded.payload)
+    result.payload = {k: payload[k] for k in order if k in payload} | \
+        {k: v for k, v in payload.items() if k not in order}
+    return result

@@ -1,0 +1,187 @@
+"""Keeping a fitted Anthropic request valid, the least lossy way, every change audited: the
+first message is from the user (leading assistant turns are dropped), roles alternate
+(neighbours of the same role are merged, nothing lost), every tool_result answers a tool_use
+of the message just before it and every tool_use keeps its result (a lone half is removed),
+tool_result blocks come first in their message; and cache_control breakpoints, at most 4.
+
+Works on native dicts only; it never copies a client dict it does not change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ctxlayer.core.formats.common import Encoded, audit
+from ctxlayer.protocol import Message
+
+MAX_BREAKPOINTS = 4
+_EPHEMERAL = {"type": "ephemeral"}
+_NOT_CACHEABLE = ("thinking", "redacted_thinking")
+
+Entry = tuple[dict, list[int]]  # a native message and the kept engine indices it holds
+
+
+def _blocks(msg: dict) -> list:
+    content = msg.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    return list(content or [])
+
+
+def _ids(msg: dict, kind: str, key: str) -> list:
+    return [b.get(key) for b in _blocks(msg) if isinstance(b, dict) and b.get("type") == kind]
+
+
+def _summary(msg: dict) -> str:
+    kinds = [b.get("type", "?") for b in _blocks(msg) if isinstance(b, dict)]
+    return f"{msg.get('role')}: {', '.join(kinds) or 'empty'}"
+
+
+def _text_tokens(msg: dict, counter: Any) -> int:
+    if counter is None:
+        return 0
+    return sum(counter.count(b.get("text", "")) for b in _blocks(msg) if isinstance(b, dict)
+               and b.get("type") == "text")
+
+
+def _first_id(ks: list[int], kept: Sequence[Message]) -> str | None:
+    return kept[ks[0]].id if ks else None
+
+
+def repair(out: list[Entry], kept: Sequence[Message], result: Encoded, counter: Any
+           ) -> list[Entry]:
+    for _ in range(8):  # each pass only removes or merges, so this settles in a few passes
+        changed = False
+        while out and out[0][0].get("role") != "user":
+            msg, ks = out.pop(0)
+            result.audit.append(audit(
+                "dropped", "the request must start with a user message: leading assistant "
+                "turn dropped", _summary(msg), _text_tokens(msg, counter), 0,
+                _first_id(ks, kept)))
+            changed = True
+        merged: list[Entry] = []
+        for msg, ks in out:
+            if merged and merged[-1][0].get("role") == msg.get("role"):
+                prev, pks = merged[-1]
+                merged[-1] = ({**prev, "content": _blocks(prev) + _blocks(msg)}, pks + ks)
+                result.audit.append(audit(
+                    "compressed", f"roles must alternate: merged into the {msg.get('role')} "
+                    "message before it", _summary(msg), _text_tokens(msg, counter),
+                    _text_tokens(msg, counter), _first_id(ks, kept)))
+                changed = True
+            else:
+                merged.append((msg, ks))
+        out = merged
+        out, lone = _drop_lone_halves(out, kept, result, counter)
+        if not (changed or lone):
+            break
+    return [(_results_first(msg), ks) for msg, ks in out]
+
+
+def _drop_lone_halves(out: list[Entry], kept: Sequence[Message], result: Encoded, counter: Any
+                      ) -> tuple[list[Entry], bool]:
+    changed = False
+    fixed: list[Entry] = []
+    for n, (msg, ks) in enumerate(out):
+        prev = out[n - 1][0] if n else {}
+        nxt = out[n + 1][0] if n + 1 < len(out) else {}
+        if msg.get("role") == "user":
+            asked = set(_ids(prev, "tool_use", "id")) if prev.get("role") == "assistant" \
+                else set()
+            drop_kind, key, allowed = "tool_result", "tool_use_id", asked
+            why = "tool_result without its tool_use in the message before it"
+        else:
+            answered = set(_ids(nxt, "tool_result", "tool_use_id"))
+            drop_kind, key, allowed = "tool_use", "id", answered
+            why = "tool_use without its tool_result in the next message"
+        blocks = _blocks(msg)
+        lone = [b for b in blocks if isinstance(b, dict) and b.get("type") == drop_kind
+                and b.get(key) not in allowed]
+        if not lone:
+            fixed.append((msg, ks))
+            continue
+        changed = True
+        for b in lone:
+            result.audit.append(audit("dropped", f"{why}: the provider refuses it",
+                                      f"{msg.get('role')}: {drop_kind} {b.get(key)}",
+                                      message_id=_first_id(ks, kept)))
+        rest = [b for b in blocks if not any(b is x for x in lone)]
+        if rest:
+            fixed.append(({**msg, "content": rest}, ks))
+        else:
+            result.audit.append(audit("dropped", "nothing left once its lone tool blocks went",
+                                      _summary(msg), message_id=_first_id(ks, kept)))
+    return fixed, changed
+
+
+def _results_first(msg: dict) -> dict:
+    content = msg.get("content")
+    if msg.get("role") != "user" or not isinstance(content, list):
+        return msg
+    results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+    if not results or content[: len(results)] == results:
+        return msg
+    return {**msg, "content": results + [b for b in content if not (
+        isinstance(b, dict) and b.get("type") == "tool_result")]}
+
+
+# --- cache breakpoints ----------------------------------------------------------------------
+
+
+def _has_cc(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("cache_control") is not None
+
+
+def _count_own(system: Any, messages: list[dict], tools: Any) -> int:
+    n = sum(_has_cc(b) for b in system) if isinstance(system, list) else 0
+    n += sum(_has_cc(t) for t in tools) if isinstance(tools, list) else 0
+    for m in messages:
+        for b in _blocks(m) if isinstance(m.get("content"), list) else ():
+            n += _has_cc(b)
+            if isinstance(b, dict) and isinstance(b.get("content"), list):
+                n += sum(_has_cc(p) for p in b["content"])
+    return n
+
+
+def _mark_last(blocks: list) -> list | None:
+    for k in range(len(blocks) - 1, -1, -1):
+        b = blocks[k]
+        if isinstance(b, dict) and b.get("type") not in _NOT_CACHEABLE:
+            return [*blocks[:k], {**b, "cache_control": dict(_EPHEMERAL)}, *blocks[k + 1:]]
+    return None
+
+
+def place_breakpoints(system: Any, out: list[Entry], system_kept: list[int],
+                      wanted: Sequence[int], tools: Any, result: Encoded
+                      ) -> tuple[Any, list[dict]]:
+    """cache_control on the last block of the wanted messages (indices into the kept ones),
+    only when the client set none itself, and never more than MAX_BREAKPOINTS in all."""
+    messages = [msg for msg, _ in out]
+    own = _count_own(system, messages, tools)
+    if own == 0 and wanted:
+        where = {k: n for n, (_, ks) in enumerate(out) for k in ks}
+        placed: set[Any] = set()
+        for k in wanted:
+            if len(placed) >= MAX_BREAKPOINTS:
+                break
+            if k in system_kept and system is not None:
+                if "system" in placed:
+                    continue
+                blocks = [{"type": "text", "text": system}] if isinstance(system, str) \
+                    else system
+                marked = _mark_last(blocks)
+                if marked is not None:
+                    system = marked
+                    placed.add("system")
+            elif k in where and where[k] not in placed:
+                n = where[k]
+                marked = _mark_last(_blocks(messages[n]))
+                if marked is not None:
+                    messages[n] = {**messages[n], "content": marked}
+                    placed.add(n)
+    result.breakpoints = [n for n, m in enumerate(messages)
+                          if _count_own(None, [m], None)]
+    result.system_breakpoints = sum(_has_cc(b) for b in system) if isinstance(system, list) \
+        else 0
+    return system, messages

@@ -1,0 +1,137 @@
+"""What the format codecs share: the Decoded and Encoded shapes, stable message ids, errors
+that name the field, and putting shortened text back into a message's text parts.
+
+No codec logic lives here; each format's reading and writing is in its own module.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ctxlayer.core.errors import ContextError
+from ctxlayer.protocol import AuditAction, AuditEntry, Message
+
+Format = Literal["ctxlayer", "openai", "anthropic"]
+FORMATS: tuple[Format, ...] = ("ctxlayer", "openai", "anthropic")
+
+
+@dataclass(slots=True)
+class Decoded:
+    """A provider payload read for the engine.
+
+    `messages` is the engine's view; `sources[i]` says where messages[i] came from in the
+    payload (a codec-specific key); `index` maps an engine id to its position, so that encode
+    finds the native message of each kept one.
+    """
+
+    fmt: Format
+    messages: list[Message]
+    payload: dict
+    sources: list[Any] = field(default_factory=list)
+    index: dict[str, int] = field(default_factory=dict)
+    #: engine ids the codec made up (the message had none); never sent to the provider
+    derived_ids: set[str] = field(default_factory=set)
+    #: the counter decode used, so that encode's audit entries carry token counts
+    counter: Any = None
+    #: codec-specific facts encode needs (anthropic: the engine messages of each native one)
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Encoded:
+    payload: dict
+    audit: list[AuditEntry] = field(default_factory=list)
+    #: anthropic: indices into payload["messages"] of the messages carrying cache_control
+    breakpoints: list[int] = field(default_factory=list)
+    #: anthropic: system blocks carrying cache_control
+    system_breakpoints: int = 0
+
+
+def reusable_prefix(previous: Decoded | None, fmt: str, raw: list, counter: Any) -> int:
+    """How many leading native messages are the same as in `previous` (the decode of this
+    conversation's previous turn): their engine messages are taken over instead of read again.
+    Only with the same counter (part costs depend on it)."""
+    if previous is None or previous.fmt != fmt or previous.counter is not counter:
+        return 0
+    old = previous.payload.get("messages") or []
+    n, k = min(len(old), len(raw)), 0
+    while k < n and (raw[k] is old[k] or raw[k] == old[k]):
+        k += 1
+    return k
+
+
+def bad(where: str, what: str) -> ContextError:
+    return ContextError("invalid", f"{where}: {what}", field=where)
+
+
+def expect_dict(value: Any, where: str) -> dict:
+    if not isinstance(value, dict):
+        raise bad(where, f"expected an object, got {type(value).__name__}")
+    return value
+
+
+def expect_str(value: Any, where: str, what: str = "a string") -> str:
+    if not isinstance(value, str):
+        raise bad(where, f"expected {what}, got {type(value).__name__}")
+    return value
+
+
+def messages_of(payload: Any) -> list:
+    if not isinstance(payload, dict):
+        raise bad("messages", "expected an object with a messages list")
+    msgs = payload.get("messages")
+    if not isinstance(msgs, list):
+        raise bad("messages", "expected a list of messages")
+    return msgs
+
+
+_SAMPLE = 512  # characters of each end of a long text that go into its id
+
+
+def derive_id(prefix: str, position: str, *parts: str) -> str:
+    """An id for a message that has none: its position and a digest of its content, so the same
+    message gets the same id on every turn of an append-only conversation. A long text enters
+    the digest by its length and both ends: hashing every character of a 1M-token chat on every
+    turn would cost more than the trim (the position already makes ids unique)."""
+    key = "\x00".join(p if len(p) <= 2 * _SAMPLE else f"{len(p)}:{p[:_SAMPLE]}{p[-_SAMPLE:]}"
+                      for p in parts)
+    digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
+    return f"{prefix}{position}.{digest}"
+
+
+def client_id(native: dict) -> str | None:
+    """The client's own id for a message: under a `ctxlayer` key, else a string `id`."""
+    own = native.get("ctxlayer")
+    if isinstance(own, dict) and isinstance(own.get("id"), str):
+        return own["id"]
+    return native["id"] if isinstance(native.get("id"), str) else None
+
+
+def replace_text(parts: list, text: str, is_text: Callable[[Any], bool]) -> list:
+    """The parts with `text` in the first text part and the other text parts removed; every
+    non-text part stays where it was."""
+    out, first = [], None
+    marker = None  # a cache_control on a text part that goes moves to the one that stays
+    for p in parts:
+        if is_text(p):
+            if first is None:
+                first = len(out)
+                out.append({**p, "text": text})
+            elif p.get("cache_control") is not None:
+                marker = p["cache_control"]
+            continue
+        out.append(p)
+    if first is None:
+        out.insert(0, {"type": "text", "text": text})
+    elif marker is not None and out[first].get("cache_control") is None:
+        out[first]["cache_control"] = marker
+    return out
+
+
+def audit(action: AuditAction, reason: str, summary: str, before: int = 0, after: int = 0,
+          message_id: str | None = None, index: int | None = None) -> AuditEntry:
+    return AuditEntry(action=action, reason=reason, summary=summary, tokens_before=before,
+                      tokens_after=after, message_id=message_id, index=index)

@@ -1,0 +1,55 @@
+"""The ctxlayer format: a list of protocol.Message dicts (camelCase). Strict where the provider
+formats are lenient: an unknown field is an error naming it, since it is ours to define.
+
+Owns reading and writing this one format; ids the engine needs are made up for messages
+without one and never written back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+
+from ctxlayer.core.formats.common import Decoded, Encoded, bad, derive_id, expect_dict, messages_of
+from ctxlayer.core.tokens import Tokenizer
+from ctxlayer.protocol import Message
+
+FIELDS = frozenset(f.encode_name for f in msgspec.structs.fields(Message))
+
+
+def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -> Decoded:
+    raw = messages_of(payload)
+    msgs: list[Message] = []
+    index: dict[str, int] = {}
+    derived: set[str] = set()
+    for i, native in enumerate(raw):
+        where = f"messages[{i}]"
+        native = expect_dict(native, where)
+        for key in native:
+            if key not in FIELDS:
+                raise bad(f"{where}.{key}", f"unknown field (a Message has "
+                                            f"{', '.join(sorted(FIELDS))})")
+        try:
+            m = msgspec.convert(native, Message)
+        except msgspec.ValidationError as exc:
+            path = str(exc).rsplit("at `$", 1)
+            at = where + (path[1].rstrip("`") if len(path) == 2 else "")
+            raise bad(at, str(exc).split(" - at ")[0]) from None
+        if m.id is None:
+            mid = derive_id("cx", str(i), m.role, m.content, m.tool_call_id or "")
+            derived.add(mid)
+            m = msgspec.structs.replace(m, id=mid)
+        elif m.id in index:
+            raise bad(f"{where}.id", f"the same id as messages[{index[m.id]}]")
+        index[m.id] = i  # type: ignore[index]
+        msgs.append(m)
+    return Decoded(fmt="ctxlayer", messages=msgs, payload=payload, sources=list(range(len(raw))),
+                   index=index, derived_ids=derived, counter=counter)
+
+
+def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequence[int] = ()
+           ) -> Encoded:
+    out = [msgspec.structs.replace(m, id=None) if m.id in decoded.derived_ids else m
+           for m in kept]
+    return Encoded(payload={**decoded.payload, "messages": msgspec.to_builtins(out)})

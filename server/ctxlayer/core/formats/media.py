@@ -1,0 +1,152 @@
+"""What non-text parts cost, by the providers' published rules: image sizes read from the
+headers of base64 data (PNG, JPEG, GIF, WebP), OpenAI's tile rule, Anthropic's pixel rule,
+and stated estimates for PDFs and audio. Pure code: bytes in, numbers out; a URL is never
+fetched, so an image known only by its URL costs a stated default.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import re
+
+#: An image of unknown size (a URL): costed as a 16:9 screenshot of 1920x1080.
+DEFAULT_IMAGE_SIZE = (1920, 1080)
+#: OpenAI's fixed cost of a `detail: low` image, and the base and per-tile cost otherwise.
+OPENAI_LOW_DETAIL = 85
+OPENAI_TILE = 170
+#: Anthropic resizes an image whose long edge is over 1568 px; about 1,600 tokens at most.
+ANTHROPIC_LONG_EDGE = 1568
+ANTHROPIC_MAX_IMAGE = 1600
+#: A PDF page: Anthropic states 1,500 to 3,000 tokens of text and image per page; the upper
+#: figure is used so that a request costed here is never over the provider's window.
+PDF_PAGE_TOKENS = 3000
+#: A PDF whose pages cannot be read (a URL, a file id): costed as this many pages.
+PDF_DEFAULT_PAGES = 5
+#: Audio: about 10 tokens per second of speech; seconds estimated from the encoded size.
+AUDIO_TOKENS_PER_SECOND = 10
+AUDIO_BYTES_PER_SECOND = {"wav": 32_000, "mp3": 16_000}  # 16 kHz 16-bit mono, 128 kbit/s
+
+_HEAD_CHARS = 1 << 16  # base64 characters decoded to find an image's size (48 KiB)
+
+
+def data_of(text: str) -> bytes:
+    """Bytes of base64 text (a data URL's payload or an Anthropic source's data); b"" when it is
+    not base64."""
+    try:
+        return base64.b64decode(text, validate=False)
+    except (binascii.Error, ValueError):
+        return b""
+
+
+def _head(b64: str) -> bytes:
+    chunk = b64[: _HEAD_CHARS - _HEAD_CHARS % 4]
+    return data_of(chunk)
+
+
+def image_size(data: bytes) -> tuple[int, int] | None:
+    """(width, height) from a PNG, GIF, JPEG or WebP header; None when unreadable."""
+    if data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) >= 24:
+        return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    if data[:6] in (b"GIF87a", b"GIF89a") and len(data) >= 10:
+        return int.from_bytes(data[6:8], "little"), int.from_bytes(data[8:10], "little")
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return _webp_size(data)
+    if data[:2] == b"\xff\xd8":
+        return _jpeg_size(data)
+    return None
+
+
+def _webp_size(data: bytes) -> tuple[int, int] | None:
+    kind = data[12:16]
+    if kind == b"VP8 " and len(data) >= 30:
+        return (int.from_bytes(data[26:28], "little") & 0x3FFF,
+                int.from_bytes(data[28:30], "little") & 0x3FFF)
+    if kind == b"VP8L" and len(data) >= 25:
+        bits = int.from_bytes(data[21:25], "little")
+        return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
+    if kind == b"VP8X" and len(data) >= 30:
+        return int.from_bytes(data[24:27], "little") + 1, int.from_bytes(data[27:30], "little") + 1
+    return None
+
+
+def _jpeg_size(data: bytes) -> tuple[int, int] | None:
+    """Walk the JPEG segments to the first start-of-frame marker, which holds the size."""
+    k = 2
+    while k + 9 < len(data):
+        if data[k] != 0xFF:
+            return None
+        marker = data[k + 1]
+        if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:
+            k += 2
+            continue
+        length = int.from_bytes(data[k + 2:k + 4], "big")
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+            return int.from_bytes(data[k + 7:k + 9], "big"), int.from_bytes(data[k + 5:k + 7], "big")
+        k += 2 + length
+    return None
+
+
+def size_of_base64(b64: str) -> tuple[int, int] | None:
+    """An image's size from its base64 data; the whole data is decoded only for a JPEG whose
+    frame header lies past the first 48 KiB (large EXIF blocks)."""
+    size = image_size(_head(b64))
+    if size is None and len(b64) > _HEAD_CHARS:
+        size = image_size(data_of(b64))
+    return size
+
+
+def split_data_url(url: str) -> tuple[str, str] | None:
+    """("image/png", base64 payload) of a base64 data URL, else None."""
+    if not url.startswith("data:"):
+        return None
+    head, sep, payload = url.partition(",")
+    if not sep or ";base64" not in head:
+        return None
+    return head[5:].split(";", 1)[0], payload
+
+
+def openai_image_tokens(size: tuple[int, int] | None, detail: str = "auto") -> int:
+    """OpenAI's rule: low detail 85; otherwise fit in 2048x2048, scale the shortest side to
+    768, then 170 per 512-px tile plus 85."""
+    if detail == "low":
+        return OPENAI_LOW_DETAIL
+    w, h = size or DEFAULT_IMAGE_SIZE
+    if w <= 0 or h <= 0:
+        return OPENAI_LOW_DETAIL
+    scale = min(1.0, 2048 / max(w, h))
+    w, h = w * scale, h * scale
+    scale = min(1.0, 768 / min(w, h))
+    w, h = w * scale, h * scale
+    return OPENAI_TILE * math.ceil(w / 512) * math.ceil(h / 512) + OPENAI_LOW_DETAIL
+
+
+def anthropic_image_tokens(size: tuple[int, int] | None) -> int:
+    """Anthropic's rule: about width*height/750 after scaling the long edge down to 1568 px,
+    and never more than about 1,600 (larger images are scaled down further)."""
+    w, h = size or DEFAULT_IMAGE_SIZE
+    if w <= 0 or h <= 0:
+        return 1
+    scale = min(1.0, ANTHROPIC_LONG_EDGE / max(w, h))
+    return max(1, min(ANTHROPIC_MAX_IMAGE, math.ceil(w * scale * h * scale / 750)))
+
+
+_PAGE = re.compile(rb"/Type\s*/Page(?![a-zA-Z])")
+
+
+def pdf_pages(data: bytes) -> int:
+    """Pages of a PDF, counted by its page objects; at least 1."""
+    return max(1, len(_PAGE.findall(data)))
+
+
+def pdf_tokens(b64: str | None) -> int:
+    """A PDF's cost: PDF_PAGE_TOKENS per page; PDF_DEFAULT_PAGES pages when there is no data."""
+    if not b64:
+        return PDF_PAGE_TOKENS * PDF_DEFAULT_PAGES
+    return PDF_PAGE_TOKENS * pdf_pages(data_of(b64))
+
+
+def audio_tokens(b64: str, fmt: str) -> int:
+    seconds = len(b64) * 3 / 4 / AUDIO_BYTES_PER_SECOND.get(fmt, 16_000)
+    return max(1, math.ceil(seconds * AUDIO_TOKENS_PER_SECOND))

@@ -1,0 +1,228 @@
+"""The OpenAI Chat Completions format: reading `messages` for the engine and writing the kept
+ones back as the very dicts the client sent (shortened text in their text parts), repaired so
+that every tool message still follows the call it answers.
+
+Owns the reading and writing of this one format; counting rules for images and files are in
+media.py; it never decides what to keep (the trim engine does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from ctxlayer.core.formats import media
+from ctxlayer.core.formats.common import (
+    Decoded,
+    Encoded,
+    audit,
+    bad,
+    client_id,
+    derive_id,
+    expect_dict,
+    expect_str,
+    messages_of,
+    replace_text,
+    reusable_prefix,
+)
+from ctxlayer.core.tokens import Tokenizer
+from ctxlayer.protocol import Message, ToolCall
+
+ROLES = ("system", "developer", "user", "assistant", "tool")
+_ENGINE_ROLE = {"developer": "system"}
+
+
+def _is_text(part: Any) -> bool:
+    return isinstance(part, dict) and part.get("type") == "text"
+
+
+def _part_tokens(part: dict, where: str, counter: Tokenizer) -> int:
+    """Tokens of one non-text part by OpenAI's rules (images), or a stated estimate."""
+    kind = part["type"]
+    if kind == "image_url":
+        img = expect_dict(part.get("image_url"), f"{where}.image_url")
+        url = expect_str(img.get("url"), f"{where}.image_url.url", "the image's url")
+        data = media.split_data_url(url)
+        size = media.size_of_base64(data[1]) if data else None
+        return media.openai_image_tokens(size, img.get("detail") or "auto")
+    if kind == "input_audio":
+        audio = expect_dict(part.get("input_audio"), f"{where}.input_audio")
+        data = expect_str(audio.get("data"), f"{where}.input_audio.data", "base64 audio")
+        return media.audio_tokens(data, str(audio.get("format", "")))
+    if kind == "file":
+        f = expect_dict(part.get("file"), f"{where}.file")
+        data = f.get("file_data")
+        if isinstance(data, str):
+            split = media.split_data_url(data)
+            data = split[1] if split else data
+        return media.pdf_tokens(data if isinstance(data, str) else None)
+    if kind == "refusal":
+        return counter.count(expect_str(part.get("refusal"), f"{where}.refusal"))
+    # a part type this version does not know: costed by its JSON text
+    return counter.count(msgspec.json.encode(part).decode())
+
+
+def _content(value: Any, where: str, counter: Tokenizer) -> tuple[str, int]:
+    """(the text the engine may shorten, tokens of the other parts)."""
+    if value is None:
+        return "", 0
+    if isinstance(value, str):
+        return value, 0
+    if not isinstance(value, list):
+        raise bad(where, f"expected a string, null or a list of parts, got "
+                         f"{type(value).__name__}")
+    texts, parts = [], 0
+    for k, part in enumerate(value):
+        f = f"{where}[{k}]"
+        part = expect_dict(part, f)
+        kind = expect_str(part.get("type"), f"{f}.type", "the part's type")
+        if kind == "text":
+            texts.append(expect_str(part.get("text"), f"{f}.text"))
+        else:
+            parts += _part_tokens(part, f, counter)
+    return "\n".join(texts), parts
+
+
+def _tool_calls(value: Any, where: str) -> list[ToolCall]:
+    if not isinstance(value, list):
+        raise bad(where, "expected a list of tool calls")
+    calls = []
+    for k, call in enumerate(value):
+        f = f"{where}[{k}]"
+        call = expect_dict(call, f)
+        cid = expect_str(call.get("id"), f"{f}.id", "the call's id")
+        if call.get("type") == "custom":
+            fn = expect_dict(call.get("custom"), f"{f}.custom")
+            args = fn.get("input", "")
+        else:
+            fn = expect_dict(call.get("function"), f"{f}.function")
+            args = fn.get("arguments", "")
+        name = expect_str(fn.get("name"), f"{f}.function.name", "the function's name")
+        calls.append(ToolCall(id=cid, name=name, arguments=expect_str(
+            args, f"{f}.function.arguments", "the arguments as JSON text")))
+    return calls
+
+
+def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -> Decoded:
+    raw = messages_of(payload)
+    same = reusable_prefix(previous, "openai", raw, counter)
+    msgs: list[Message] = previous.messages[:same] if previous else []
+    index: dict[str, int] = {m.id: k for k, m in enumerate(msgs)}  # type: ignore[misc]
+    derived = {m.id for m in msgs if m.id in previous.derived_ids} if previous else set()
+    for i in range(same, len(raw)):
+        native = raw[i]
+        where = f"messages[{i}]"
+        native = expect_dict(native, where)
+        role = native.get("role")
+        if role not in ROLES:
+            raise bad(f"{where}.role", f"expected one of {', '.join(ROLES)}, got {role!r}")
+        text, parts = _content(native.get("content"), f"{where}.content", counter)
+        if role == "assistant" and isinstance(native.get("refusal"), str):
+            parts += counter.count(native["refusal"])
+        calls = None
+        if native.get("tool_calls") is not None:
+            if role != "assistant":
+                raise bad(f"{where}.tool_calls", "only an assistant message makes tool calls")
+            calls = _tool_calls(native["tool_calls"], f"{where}.tool_calls") or None
+        call_id = None
+        if role == "tool":
+            call_id = expect_str(native.get("tool_call_id"), f"{where}.tool_call_id",
+                                 "the id of the tool call this message answers")
+        if "name" in native:
+            expect_str(native["name"], f"{where}.name")
+        mid = client_id(native)
+        if mid is None:
+            mid = derive_id("oa", str(i), role, text, call_id or "",
+                            *(c.id for c in calls or ()))
+            derived.add(mid)
+        if mid in index:
+            raise bad(f"{where}.id", f"the same id as messages[{index[mid]}]")
+        index[mid] = i
+        msgs.append(Message(role=_ENGINE_ROLE.get(role, role), content=text, id=mid,
+                            tool_calls=calls, tool_call_id=call_id, parts_tokens=parts or None))
+    return Decoded(fmt="openai", messages=msgs, payload=payload, sources=list(range(len(raw))),
+                   index=index, derived_ids=derived, counter=counter)
+
+
+def _native_of(decoded: Decoded, m: Message) -> dict:
+    pos = decoded.index.get(m.id) if m.id is not None else None
+    if pos is None:  # a message the engine added (a summary, a document): plain text
+        if m.role == "tool":
+            return {"role": "tool", "tool_call_id": m.tool_call_id or "", "content": m.content}
+        out: dict = {"role": m.role, "content": m.content}
+        if m.tool_calls:
+            out["content"] = m.content or None
+            out["tool_calls"] = [{"id": c.id, "type": "function", "function": {
+                "name": c.name, "arguments": c.arguments}} for c in m.tool_calls]
+        return out
+    native = decoded.payload["messages"][decoded.sources[pos]]
+    if "ctxlayer" in native:
+        native = {k: v for k, v in native.items() if k != "ctxlayer"}
+    original = decoded.messages[pos].content
+    if m.content is original or m.content == original:
+        return native
+    content = native.get("content")
+    if isinstance(content, list):
+        return {**native, "content": replace_text(content, m.content, _is_text)}
+    return {**native, "content": m.content}
+
+
+def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequence[int] = ()
+           ) -> Encoded:
+    """The payload with `messages` replaced by the kept ones; OpenAI has no cache markers, so
+    `cache_breakpoints` is accepted and ignored."""
+    out = [_native_of(decoded, m) for m in kept]
+    result = Encoded(payload={})
+    out = _repair_tool_pairs(out, [m.id for m in kept], result, decoded)
+    result.payload = {**decoded.payload, "messages": out}
+    return result
+
+
+def _repair_tool_pairs(out: list[dict], ids: list, result: Encoded, decoded: Decoded) -> list:
+    """Every tool message answers a call of the assistant message just before its run of tool
+    messages, and every call has its result: a lone result is dropped, a call left without
+    its result is removed from the assistant message (which goes too if nothing is left)."""
+    fixed: list[dict] = []
+    pending: dict[str, int] = {}  # call id -> index in fixed of its assistant message
+    count = decoded.counter.count if decoded.counter else (lambda s: 0)
+
+    def close_calls() -> None:
+        for j in sorted(set(pending.values())):
+            msg = fixed[j]
+            calls = [c for c in msg["tool_calls"] if c.get("id") not in pending]
+            lost = [c.get("id") for c in msg["tool_calls"] if c.get("id") in pending]
+            result.audit.append(audit(
+                "dropped", f"tool calls {', '.join(lost)} lost their results: removed so that "
+                "the request stays valid", f"assistant: {len(lost)} tool calls"))
+            fixed[j] = {**msg, "tool_calls": calls} if calls else \
+                {k: v for k, v in msg.items() if k != "tool_calls"}
+            if not calls and not fixed[j].get("content"):
+                fixed[j] = None  # type: ignore[call-overload]
+        pending.clear()
+
+    in_results = False
+    for k, msg in enumerate(out):
+        if msg.get("role") == "tool":
+            cid = msg.get("tool_call_id")
+            if in_results and cid in pending:
+                del pending[cid]
+                fixed.append(msg)
+            else:
+                text = msg.get("content") if isinstance(msg.get("content"), str) else ""
+                result.audit.append(audit(
+                    "dropped", "tool result without its call: the provider refuses it",
+                    f"tool {cid}", count(text), 0, message_id=ids[k]))
+            continue
+        if pending:
+            close_calls()
+        in_results = False
+        fixed.append(msg)
+        if msg.get("role") == "assistant" and msg.get("tool_calls"):
+            for c in msg["tool_calls"]:
+                pending[c.get("id")] = len(fixed) - 1
+            in_results = True
+    if pending:
+        close_calls()
+    return [m for m in fixed if m is not None]

@@ -1,0 +1,51 @@
+"""Preparing the request of a chat that resends its whole conversation every turn. The
+semantics, stated once:
+
+Input: the previous turn's ConversationState (or None), this turn's messages (the engine's view
+from a format codec, ids stable across turns), a budget (tokens the request may use, reply
+priming included), an injected counter, the ids the user restored.
+Output: a Turn: the messages to send, their exact total, what was new this turn (summarized,
+dropped, shortened), cache reuse and breakpoints, a one-line notice, and the next state.
+
+1. Recognition: the longest run of leading messages equal to the previous turn's is reused
+   with its counts; only the rest is counted. When nothing the window summarized changed (an
+   appended turn, a regenerated reply), the window carries over; otherwise it starts again.
+2. The result is: the leading system messages; the summary chunks (user turns, oldest first);
+   the messages shown whole among the summarized ones (pinned, restored, the newest user
+   message when it is older than the boundary), in order; then every message from the
+   boundary on, verbatim.
+3. While that fits the budget nothing moves, so each result starts with the previous one and
+   the provider's cached prefix holds. When it would not fit, one step summarizes the oldest
+   verbatim messages, whole groups at a time (a tool call with its results), until the
+   request is down to `target` of the budget; the last group always stays verbatim. A step
+   adds a chunk and never rewrites an older one, so the prefix up to the older chunks holds
+   too; when the chunks together pass `summaries_share` of the budget they are merged into
+   one (a rarer, bigger step).
+4. The text of a chunk is the session engine's offline summary (decided / open, the user's hard
+   constraints verbatim, a facts ledger); it never changes once made.
+5. Only when even that is over the budget (the newest exchange alone is) the trim engine fits
+   the result: the newest user message is kept (whole when it takes at most half the budget,
+   else shortened by the trim engine, never dropped); restored and pinned messages are kept;
+   what it shortens keeps the same text on later turns.
+6. Restored messages come back whole, after the summaries, and stay for the conversation;
+   each restore is audited once.
+7. cache_reuse_tokens: the tokens of the leading messages identical to the previous result.
+   Breakpoints (when the client set none): the end of the system messages, the end of the
+   summaries and the messages shown whole after them, the end of the result.
+8. The notice says what this turn summarized, cut or restored; None when it did nothing new.
+Pinned content alone over the budget raises ContextError("pinned_over_budget").
+"""
+
+from __future__ import annotations
+
+from ctxlayer.core.prepare.engine import audit_of, prepare_turn
+from ctxlayer.core.prepare.model import (
+    DEFAULT_POLICY,
+    Chunk,
+    ConversationState,
+    PreparePolicy,
+    Turn,
+)
+
+__all__ = ["DEFAULT_POLICY", "Chunk", "ConversationState", "PreparePolicy", "Turn", "audit_of",
+           "prepare_turn"]

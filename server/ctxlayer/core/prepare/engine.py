@@ -1,0 +1,282 @@
+"""One turn of a live conversation: recognize what is new, step the window when the request
+would pass its budget, fit what still does not fit, and say how much of the previous result's
+prefix this one repeats. The semantics are stated in the package docstring.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+import msgspec
+
+from ctxlayer.core.errors import ContextError
+from ctxlayer.core.memo import Memo
+from ctxlayer.core.prepare.model import DEFAULT_POLICY, ConversationState, PreparePolicy, Turn
+from ctxlayer.core.prepare.window import Window, newest_user
+from ctxlayer.core.text import describe
+from ctxlayer.core.tokens import Tokenizer, message_tokens
+from ctxlayer.core.trim import TrimOptions, trim
+from ctxlayer.protocol import AuditEntry, Message
+
+RESTORED = "restored on request: shown whole and pinned for this conversation"
+
+
+def prepare_turn(previous: ConversationState | None, messages: Sequence[Message], budget: int,
+                 counter: Tokenizer, *, policy: PreparePolicy = DEFAULT_POLICY,
+                 restored: Collection[str] = (), client_breakpoints: int = 0,
+                 memo: Memo | None = None) -> Turn:
+    """This turn's request fitted into ``budget``, from the previous turn's state (or None)."""
+    if budget <= 0:
+        raise ContextError("invalid", f"budget must be a positive number of tokens, got {budget}",
+                           field="budget")
+    msgs = list(messages)
+    if not msgs:
+        raise ContextError("invalid", "a conversation needs at least one message",
+                           field="messages")
+    fmt = policy.fmt
+    common = _common_prefix(previous.messages, msgs) if previous is not None else 0
+    if previous is not None and common:
+        tokens, cum = previous.tokens[:common], previous.cum[:common + 1]
+    else:
+        tokens, cum = [], [0]
+    for m in msgs[common:]:  # only the new text is counted
+        t = message_tokens(m, counter, fmt)
+        tokens.append(t)
+        cum.append(cum[-1] + t)
+    head = 0
+    while head < len(msgs) and msgs[head].role == "system":
+        head += 1
+    # the window carries over when nothing it summarized changed
+    carry = previous is not None and common >= previous.upto and previous.head == head
+    if carry:
+        assert previous is not None
+        win = Window(msgs, tokens, cum, head, previous.upto, list(previous.chunks),
+                     list(previous.verbatim),
+                     {i: r for i, r in previous.rewrites.items() if i < common},
+                     fmt.reply_priming)
+    else:
+        win = Window(msgs, tokens, cum, head, head, [], [], {}, fmt.reply_priming)
+
+    restored_at, restored_audit, newly = _restore(previous if carry else None, win, restored)
+    total = win.total()
+    stepped = None
+    if total > budget:
+        q = newest_user(msgs)
+        at = set(restored_at.values())
+        stepped = win.step(budget, counter, policy,
+                           lambda i: i == q or msgs[i].pinned or i in at)
+        total = win.total()
+    kept, keys, out_tokens = _assemble(win)
+    dropped: list[AuditEntry] = []
+    truncated: list[AuditEntry] = []
+    if total > budget:  # even the last group alone is over: the trim engine fits it
+        keep = set(restored_at.values())
+        q = newest_user(msgs)
+        if q >= 0 and fmt.reply_priming + cum[head] + win.shown_tokens(q) <= budget // 2:
+            keep.add(q)  # the question is never what gives way (a long one is shortened)
+        kept, keys, out_tokens, dropped, truncated = _last_resort(
+            win, kept, keys, budget, counter, policy, keep, memo)
+        total = fmt.reply_priming + sum(out_tokens)
+
+    reuse = _reuse(previous, keys, common)
+    state = ConversationState(
+        messages=msgs, tokens=tokens, cum=cum, head=head, upto=win.upto,
+        chunks=tuple(win.chunks), verbatim=tuple(win.verbatim), rewrites=win.rewrites,
+        restored=restored_at, restored_audit=tuple(restored_audit), out_keys=keys,
+        out_tokens=out_tokens, dropped=tuple(dropped), total=total)
+    new_summarized = list(stepped.audit) if stepped is not None else []
+    return Turn(
+        messages=kept, tokens=total, budget=budget, dropped=new_summarized + dropped,
+        truncated=truncated, restored=restored_audit[len(restored_audit) - len(newly):],
+        compacted=bool(win.chunks), cache_reuse_tokens=reuse,
+        breakpoints=_breakpoints(kept, keys, win.upto) if client_breakpoints == 0 else [],
+        notice=_notice(stepped.replaced if stepped else 0,
+                       stepped.replaced_tokens if stepped else 0, dropped, truncated,
+                       len(newly), budget),
+        state=state, stepped=stepped is not None)
+
+
+def audit_of(state: ConversationState) -> list[AuditEntry]:
+    """Every entry that explains the last result: messages summarized, shortened, restored and
+    dropped, oldest first."""
+    shown = set(state.verbatim)
+    out = [e for c in state.chunks for e in c.audit
+           if e.index is None or e.index not in shown]
+    out += [rw[2] for _, rw in sorted(state.rewrites.items())]
+    out += state.restored_audit
+    out += state.dropped
+    return out
+
+
+# --- helpers --------------------------------------------------------------------------------
+
+
+def _common_prefix(before: list[Message], now: list[Message]) -> int:
+    """How many leading messages two turns share (C-speed when the turn only appends)."""
+    p = len(before)
+    if len(now) >= p and now[:p] == before:
+        return p
+    k, m = 0, min(p, len(now))
+    while k < m and now[k] == before[k]:
+        k += 1
+    return k
+
+
+def _find(msgs: list[Message], message_id: str) -> int | None:
+    return next((i for i, m in enumerate(msgs) if m.id == message_id), None)
+
+
+def _restore(previous: ConversationState | None, win: Window, restored: Collection[str]):
+    """Resolve restored ids to indices; put the newly restored back whole, audited."""
+    msgs = win.messages
+    before = previous.restored if previous is not None else {}
+    audit = list(previous.restored_audit) if previous is not None else []
+    at: dict[str, int] = {}
+    newly: list[int] = []
+    for rid in restored:
+        idx = before.get(rid)
+        if idx is None or idx >= len(msgs) or msgs[idx].id != rid:
+            idx = _find(msgs, rid)
+        if idx is None:
+            continue  # no longer in the conversation: nothing to show
+        at[rid] = idx
+        if rid not in before:
+            newly.append(idx)
+            win.show_whole(idx)
+            audit.append(AuditEntry(action="restored", reason=RESTORED,
+                                    summary=describe(msgs[idx]), tokens_before=0,
+                                    tokens_after=win.tokens[idx], message_id=rid, index=idx))
+    return at, audit, newly
+
+
+def _key(win: Window, i: int):
+    rw = win.rewrites.get(i)
+    return i if rw is None else (i, rw[0])
+
+
+def _assemble(win: Window) -> tuple[list[Message], list, list[int]]:
+    """The result's messages, their identities (for cache reuse) and tokens."""
+    msgs, toks, h, upto = win.messages, win.tokens, win.head, win.upto
+    n = len(msgs)
+    kept = [*msgs[:h], *(c.message for c in win.chunks), *(win.shown(i) for i in win.verbatim),
+            *msgs[upto:]]
+    keys: list = [*range(h), *(("s", c.message.content) for c in win.chunks),
+                  *(_key(win, i) for i in win.verbatim), *range(upto, n)]
+    out = [*toks[:h], *(c.tokens for c in win.chunks),
+           *(win.shown_tokens(i) for i in win.verbatim), *toks[upto:]]
+    offset = h + len(win.chunks) + len(win.verbatim) - upto
+    for i, rw in win.rewrites.items():
+        k = i if i < h else (i + offset if i >= upto else None)
+        if k is not None:
+            kept[k], keys[k], out[k] = win.shown(i), (i, rw[0]), rw[1]
+    return kept, keys, out
+
+
+def _last_resort(win: Window, kept: list[Message], keys: list, budget: int, counter: Tokenizer,
+                 policy: PreparePolicy, restored: set[int], memo: Memo | None):
+    """Fit with the trim engine what the window alone could not (the newest exchange alone is
+    over the budget), the messages at ``restored`` pinned; what it shortens keeps its new
+    text on later turns."""
+    ins: list[Message] = []
+    for k, (m, key) in enumerate(zip(kept, keys, strict=True)):
+        i = _index(key)
+        m = msgspec.structs.replace(m, id=f"ctx:fit:{k}")
+        if i is not None and i in restored:
+            m = msgspec.structs.replace(m, pinned=True)
+        ins.append(m)
+    report = trim(ins, budget, counter, options=TrimOptions(fmt=policy.fmt), memo=memo)
+
+    def where(e: AuditEntry) -> tuple[int, AuditEntry]:
+        k = int(e.message_id.rsplit(":", 1)[1]) if e.message_id else e.index
+        i = _index(keys[k])
+        return k, msgspec.structs.replace(e, message_id=kept[k].id, index=i)
+
+    dropped = [where(e)[1] for e in report.dropped]
+    truncated: list[AuditEntry] = []
+    by_pos: dict[int, Message] = {}
+    for m in report.messages:
+        by_pos[int(m.id.rsplit(":", 1)[1])] = m  # type: ignore[union-attr]
+    for e in report.truncated:
+        k, entry = where(e)
+        truncated.append(entry)
+        i = _index(keys[k])
+        if i is not None and k in by_pos:
+            text = by_pos[k].content
+            win.rewrites[i] = (text, message_tokens(
+                msgspec.structs.replace(win.messages[i], content=text), counter, policy.fmt),
+                entry)
+    out_kept, out_keys, out_tokens = [], [], []
+    for k in sorted(by_pos):
+        i = _index(keys[k])
+        m = kept[k] if by_pos[k].content is kept[k].content else msgspec.structs.replace(
+            kept[k], content=by_pos[k].content)
+        out_kept.append(m)
+        out_keys.append(keys[k] if i is None or i not in win.rewrites else (i, m.content))
+        out_tokens.append(message_tokens(m, counter, policy.fmt))
+    return out_kept, out_keys, out_tokens, dropped, truncated
+
+
+def _index(key) -> int | None:
+    """The conversation index a result key stands for (None for a summary)."""
+    if isinstance(key, int):
+        return key
+    return key[0] if isinstance(key[0], int) else None
+
+
+def _reuse(previous: ConversationState | None, keys: list, common: int) -> int:
+    """Tokens at the start of this result identical to the previous result."""
+    if previous is None:
+        return 0
+    pk = previous.out_keys
+    if common == len(previous.messages) and len(keys) >= len(pk) and keys[:len(pk)] == pk:
+        return sum(previous.out_tokens)
+    k, m = 0, min(len(pk), len(keys))
+    while k < m and pk[k] == keys[k]:
+        i = _index(pk[k])
+        if i is not None and i >= common:
+            break
+        k += 1
+    return sum(previous.out_tokens[:k])
+
+
+def _breakpoints(kept: list[Message], keys: list, upto: int) -> list[int]:
+    """Cache breakpoints: the end of the system prompt, the end of what only a step changes
+    (summaries and messages shown whole after them), the end of the result."""
+    points = []
+    sys_end = 0
+    while sys_end < len(kept) and kept[sys_end].role == "system":
+        sys_end += 1
+    if sys_end:
+        points.append(sys_end - 1)
+    stable = sys_end
+    while stable < len(keys) and (_index(keys[stable]) is None or _index(keys[stable]) < upto):
+        stable += 1
+    if stable > sys_end:
+        points.append(stable - 1)
+    points.append(len(kept) - 1)
+    return sorted(set(points))[:4]
+
+
+def _k(tokens: int) -> str:
+    if tokens < 1000:
+        return str(tokens)
+    if tokens < 100_000 and tokens % 1000:
+        return f"{tokens / 1000:.1f}k"
+    return f"{round(tokens / 1000)}k"
+
+
+def _notice(summarized: int, summarized_tokens: int, dropped: list[AuditEntry],
+            truncated: list[AuditEntry], restored: int, budget: int) -> str | None:
+    """One line for the user when this turn summarized, cut or restored something."""
+    did = []
+    if summarized:
+        did.append(f"summarized {summarized} older messages ({_k(summarized_tokens)} tokens)")
+    if dropped:
+        did.append(f"dropped {len(dropped)} messages "
+                   f"({_k(sum(e.tokens_before for e in dropped))} tokens)")
+    if truncated:
+        did.append(f"shortened {len(truncated)} messages")
+    parts = [" and ".join(did) + f" to fit {_k(budget)}"] if did else []
+    if restored:
+        parts.append(f"restored {restored} message{'s' if restored > 1 else ''} whole")
+    return "ctxlayer: " + "; ".join(parts) if parts else None

@@ -1,0 +1,92 @@
+"""The data of a live conversation between turns: the policy, the summary chunks, the state one
+turn hands to the next, and what a turn returns.
+
+Pure data: nothing here counts, decides or reads anything. A state is never changed after it
+is returned; the next turn builds a new one that may share its (never mutated) lists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import msgspec
+
+from ctxlayer.core.compress.facts import Facts
+from ctxlayer.core.tokens import OPENAI_FORMAT, MessageFormat
+from ctxlayer.protocol import AuditEntry, Message
+
+
+class PreparePolicy(msgspec.Struct, frozen=True, kw_only=True):
+    """How a live conversation is compacted.
+
+    A conversation runs untouched until the next request would pass the budget; then one step
+    summarizes the oldest verbatim messages, enough to bring the request down to ``target`` of
+    the budget, so the prefix the provider cached holds for the next several turns.
+    """
+
+    target: float = 0.75  # a step brings the request down to this share of the budget
+    summary_share: float = 0.04  # decided/open of one summary chunk, as a share of the budget
+    summary_max_tokens: int = 1500
+    ledger_share: float = 0.02  # the facts ledger of one chunk, as a share of the budget
+    ledger_max_tokens: int = 1000
+    summaries_share: float = 0.15  # every chunk together; past it they are merged into one
+    chars_per_token: int = 3  # a conservative guess for sizing summaries in characters
+    facts_scan_factor: int = 40  # facts are read from at most this many times the ledger size
+    fmt: MessageFormat = OPENAI_FORMAT
+
+
+DEFAULT_POLICY = PreparePolicy()
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One summary message standing for some of the oldest messages, unchanged once made."""
+
+    start: int  # the verbatim start it was made from (conversation index)
+    upto: int  # conversation messages before this index are no longer shown verbatim
+    message: Message
+    tokens: int
+    summary: str  # its decided/open part
+    constraints: tuple[str, ...]
+    facts: Facts | None
+    replaced: int  # messages it stands for
+    replaced_tokens: int  # what those messages cost
+    audit: tuple[AuditEntry, ...]  # one "summarized" entry per message it stands for
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationState:
+    """What one turn leaves for the next (see the package docstring for how it is used)."""
+
+    messages: list[Message]  # this turn's input, the engine's view
+    tokens: list[int]  # message tokens of each
+    cum: list[int]  # prefix sums of tokens (len(messages) + 1 entries)
+    head: int  # leading system messages, always shown
+    upto: int  # messages[head:upto] are summarized (except those in `verbatim`)
+    chunks: tuple[Chunk, ...] = ()
+    verbatim: tuple[int, ...] = ()  # indices below upto still shown whole, in order
+    rewrites: dict[int, tuple[str, int, AuditEntry]] = field(default_factory=dict)
+    restored: dict[str, int] = field(default_factory=dict)  # restored id -> index
+    restored_audit: tuple[AuditEntry, ...] = ()
+    out_keys: list = field(default_factory=list)  # identity of each message of the result
+    out_tokens: list[int] = field(default_factory=list)
+    dropped: tuple[AuditEntry, ...] = ()  # what the last-resort fit dropped from the result
+    total: int = 0  # tokens of the result
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One turn's result: the messages to send and what was done to get there."""
+
+    messages: list[Message]
+    tokens: int
+    budget: int
+    dropped: list[AuditEntry]  # new this turn: summarized by this turn's step, or cut
+    truncated: list[AuditEntry]  # new this turn: shortened
+    restored: list[AuditEntry]  # new this turn: shown whole again on request
+    compacted: bool  # the result stands older messages in by a summary
+    cache_reuse_tokens: int
+    breakpoints: list[int]  # indices into `messages` for the codec's cache markers
+    notice: str | None
+    state: ConversationState
+    stepped: bool = False  # this turn moved the window (a new summary chunk)

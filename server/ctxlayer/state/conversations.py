@@ -1,0 +1,332 @@
+"""Live chats that resend their whole conversation every turn (ctx/prepare and the gateway).
+
+Owns `Conversations`: each conversation's last turn in memory (the engine's state, so a turn
+counts and decides only what is new), its session in the session service (id
+`chat-<conversationId>`: calibration from the provider's usage, and the audit log, written
+only when a turn summarized, cut or restored something), the ids the user restored, and the
+order of one conversation's turns (its lane, taken before the first await).
+A conversation is known by `conversationId`, else by its first messages: the system text and
+the first user message, text only (a moving `cache_control` does not make it another one).
+A turn that only appends a little and cannot reach its budget runs on the event loop (about a
+millisecond for a 1M-token chat); any other turn runs on a worker thread.
+Memory: the last MAX_LIVE conversations keep their turn (the engine holds its messages);
+restored ids and the window are not persisted: after a restart a chat is summarized afresh.
+Must not: import a face, or write the whole history anywhere on a turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+
+from ctxlayer import protocol
+from ctxlayer.core.errors import ContextError
+from ctxlayer.core.prepare import ConversationState, Turn, audit_of, prepare_turn
+from ctxlayer.core.text import content_hash
+from ctxlayer.state.chatcodec import client_reserve, decode, encode, identity_text
+
+#: the State and the Caller (not imported: the State imports this module)
+State = Caller = Any
+
+log = logging.getLogger(__name__)
+
+#: conversations kept in memory; the least recently used one is forgotten (its session stays)
+MAX_LIVE = 64
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+class Conversation:
+    """One live chat: its last turn and what the listing and the status bar show."""
+
+    def __init__(self, workspace: str, conversation_id: str, model: str,
+                 source: protocol.Source) -> None:
+        self.workspace = workspace
+        self.conversation_id = conversation_id
+        self.session_id = f"chat-{conversation_id}"
+        self.model = model
+        self.source: protocol.Source = source
+        self.state: ConversationState | None = None
+        self.restored: set[str] = set()
+        self.budget = 0
+        self.tokens = 0
+        self.system_tokens = 0
+        self.cache_reuse = 0
+        self.dropped = 0
+        self.updated_at = ""
+        self.cached_tokens: int | None = None
+        self.bias = 1.0  # billed / counted, from the session's calibration
+        self.extra_audit: list[protocol.AuditEntry] = []  # the codec's repairs of the last turn
+        self.session_open = False
+        self.native_count = 0  # messages of the last request, as the client sent them
+        self.tools_tokens = 0
+
+    def info(self) -> protocol.ConversationInfo:
+        return protocol.ConversationInfo(
+            conversation_id=self.conversation_id, session_id=self.session_id, model=self.model,
+            source=self.source, tokens=self.tokens, budget=self.budget,
+            cache_reuse_tokens=self.cache_reuse, dropped=self.dropped,
+            updated_at=self.updated_at, cached_tokens=self.cached_tokens)
+
+    def budget_report(self, used: int | None = None) -> protocol.Budget:
+        used = self.tokens if used is None else used
+        limit = max(1, self.budget)
+        return protocol.Budget(
+            used=used, limit=limit, percent=round(100 * used / limit, 1),
+            by_layer=protocol.ByLayer(system=self.system_tokens,
+                                      history=max(0, self.tokens - self.system_tokens)),
+            model=self.model, session_id=self.session_id, next_compaction_at=self.budget,
+            conversation_id=self.conversation_id, source=self.source,
+            cached_tokens=self.cached_tokens)
+
+
+class Conversations:
+    def __init__(self, state: State, *, max_live: int = MAX_LIVE, clock=_now) -> None:
+        self.state = state
+        self.max_live = max_live
+        self.clock = clock
+        self._live: OrderedDict[tuple[str, str], Conversation] = OrderedDict()
+        self._background: set[asyncio.Future] = set()
+
+    # --- ctx/prepare ---------------------------------------------------------------------
+
+    async def prepare(self, caller: Caller, p: protocol.PrepareParams) -> protocol.PrepareResult:
+        """The request to send instead of ``p.request``; one conversation's turns in order."""
+        if not isinstance(p.request, dict):
+            raise ContextError("invalid", "expected the provider request as an object",
+                               field="request")
+        cid = p.conversation_id or "c" + content_hash(identity_text(p.format, p.request))
+        workspace = caller.workspace
+        async with self.state.lanes.turn(("chat", workspace, cid)):
+            return await self._prepare(caller, p, workspace, cid)
+
+    async def _prepare(self, caller: Caller, p: protocol.PrepareParams, workspace: str,
+                       cid: str) -> protocol.PrepareResult:
+        state = self.state
+        model = caller.model(p.model or _str(p.request.get("model"))) or _default_model()
+        if p.reserve_output is not None and p.reserve_output < 0:
+            raise ContextError("invalid", "must not be negative", field="reserveOutput")
+        if p.budget is not None and p.budget <= 0:
+            raise ContextError("invalid", "must be a positive number of tokens", field="budget")
+        reserve = p.reserve_output if p.reserve_output is not None else client_reserve(p.request)
+        nominal = p.budget if p.budget is not None else caller.default_budget(model, reserve)
+        source: protocol.Source = "gateway" if caller.source == "gateway" else "prepare"
+        conv = self._get(workspace, cid)
+        if conv is None:
+            conv = Conversation(workspace, cid, model, source)
+        elif conv.model != model:  # another tokenizer: nothing counted before holds
+            conv.model, conv.state = model, None
+        conv.source = source
+        budget = nominal if conv.bias <= 1.0 else max(1, int(nominal / conv.bias))
+        previous, restored = conv.state, frozenset(conv.restored)
+
+        def work(counter) -> tuple[Turn, Any, int]:
+            decoded = decode(p.format, p.request, counter)
+            if not decoded.messages:
+                raise ContextError("invalid", "a conversation needs at least one message",
+                                   field="request.messages")
+            tools = _tools_tokens(p.request, counter)
+            if tools >= budget:
+                raise ContextError("pinned_over_budget", f"the tool definitions alone need "
+                                   f"{tools} tokens, over the budget of {budget}", field="budget")
+            turn = prepare_turn(previous, decoded.messages, budget - tools, counter,
+                                restored=restored)
+            return turn, encode(decoded, turn.messages, turn.breakpoints), tools
+
+        done, out = (state.tokenizers.run_inline(model, work, 0)
+                     if _cheap(conv, p.request, budget, restored) else (False, None))
+        if not done:
+            out = await state.tokenizers.run(model, work, size=1 << 62)
+        turn, encoded, tools = out  # type: ignore[misc]
+        conv.native_count = len(p.request.get("messages") or ())
+        self._remember(conv, turn, budget, tools)
+        if not conv.session_open:
+            await state.work(state.sessions.open, workspace, protocol.SessionOpenParams(
+                session_id=conv.session_id, model=model, budget=nominal))
+            conv.session_open = True
+        conv.extra_audit = list(encoded.audit)
+        self._note_prompt(conv)
+        fresh = [*turn.dropped, *turn.truncated, *turn.restored, *encoded.audit]
+        if fresh:  # the audit log grows only when a turn did something
+            await state.work(state.sessions.record_audit, workspace, conv.session_id, fresh)
+        state.events.budget(workspace, conv.budget_report())
+        return protocol.PrepareResult(
+            request=encoded.payload, conversation_id=cid, session_id=conv.session_id,
+            tokens=conv.tokens, budget=budget,
+            dropped=[*turn.dropped, *(e for e in encoded.audit if e.action == "dropped")],
+            truncated=[*turn.truncated, *(e for e in encoded.audit if e.action != "dropped")],
+            compacted=turn.compacted, cache_reuse_tokens=turn.cache_reuse_tokens,
+            cache_breakpoints=list(encoded.breakpoints), notice=turn.notice)
+
+    def _note_prompt(self, conv: Conversation) -> None:
+        """Tell the session what this turn sends, so that ctx/session/reportUsage without an
+        estimate calibrates against it, and take its bias for the next turn. In the background
+        on the session threads: the service's lock may be held by a long assembly."""
+        task = asyncio.ensure_future(self.state.work(
+            self.state.sessions.note_prompt, conv.workspace, conv.session_id, conv.tokens))
+
+        def done(t: asyncio.Future) -> None:
+            self._background.discard(t)
+            if t.cancelled():
+                return
+            if t.exception() is not None:
+                log.warning("live chat %s: the session did not take the turn's size: %s",
+                            conv.conversation_id, t.exception())
+            else:
+                conv.bias = t.result()
+
+        self._background.add(task)
+        task.add_done_callback(done)
+
+    async def settled(self) -> None:
+        """Wait for what the turns so far left running in the background."""
+        if self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)
+
+    def _remember(self, conv: Conversation, turn: Turn, budget: int, tools: int) -> None:
+        st = turn.state
+        conv.state = st
+        conv.budget = budget
+        conv.tools_tokens = tools
+        conv.tokens = turn.tokens + tools
+        conv.system_tokens = st.cum[st.head] + tools
+        conv.cache_reuse = turn.cache_reuse_tokens
+        conv.dropped = len(st.messages) - (len(turn.messages) - len(st.chunks))
+        conv.updated_at = self.clock()
+        key = (conv.workspace, conv.conversation_id)
+        self._live[key] = conv
+        self._live.move_to_end(key)
+        while len(self._live) > self.max_live:
+            self._live.popitem(last=False)
+
+    # --- listing, why, restore -------------------------------------------------------------
+
+    def list(self, workspace: str) -> list[protocol.ConversationInfo]:
+        """This workspace's live conversations, the most recent first."""
+        return [c.info() for (ws, _), c in reversed(self._live.items()) if ws == workspace]
+
+    def why(self, workspace: str, conversation_id: str | None = None,
+            session_id: str | None = None,
+            message_id: str | None = None) -> list[protocol.AuditEntry]:
+        """What explains the last result (for one message when ``message_id`` is given)."""
+        conv = self._find(workspace, conversation_id, session_id)
+        entries = [*(audit_of(conv.state) if conv.state is not None else []), *conv.extra_audit]
+        if message_id is not None:
+            entries = [e for e in entries if e.message_id == message_id]
+        return entries
+
+    def restore(self, workspace: str, conversation_id: str | None = None,
+                session_id: str | None = None, message_id: str = "") -> None:
+        """Show ``message_id`` whole from the next turn on, for the rest of the conversation."""
+        conv = self._find(workspace, conversation_id, session_id)
+        st = conv.state
+        if not message_id or st is None or not any(m.id == message_id for m in st.messages):
+            raise ContextError("invalid", f"no message {message_id!r} in the last turn of "
+                               f"conversation {conv.conversation_id!r}", field="messageId")
+        conv.restored.add(message_id)
+
+    def _get(self, workspace: str, cid: str) -> Conversation | None:
+        return self._live.get((workspace, cid))
+
+    def _find(self, workspace: str, conversation_id: str | None,
+              session_id: str | None) -> Conversation:
+        if conversation_id is None and session_id is None:
+            raise ContextError("invalid", "give a conversationId or a sessionId",
+                               field="conversationId")
+        if conversation_id is None:
+            assert session_id is not None
+            conv = next((c for (ws, _), c in self._live.items()
+                         if ws == workspace and c.session_id == session_id), None)
+            field, name = "sessionId", session_id
+        else:
+            conv, field, name = self._get(workspace, conversation_id), "conversationId", \
+                conversation_id
+        if conv is None:
+            raise ContextError("unknown_session", f"no live conversation {name!r} in this "
+                               "workspace", field=field)
+        return conv
+
+    # --- the provider's usage --------------------------------------------------------------
+
+    def report_usage(self, conversation_id: str, usage: dict,
+                     workspace: str | None = None) -> protocol.Budget | None:
+        """Feed the provider's usage of the last request to the session's calibration; the
+        Budget to publish, or None when the conversation or the usage is unknown. Blocking
+        (one database row): from the event loop, call it through ``state.work``."""
+        conv = next((c for (ws, cid), c in reversed(self._live.items())
+                     if cid == conversation_id and (workspace is None or ws == workspace)), None)
+        read = read_usage(usage)
+        if conv is None or read is None:
+            return None
+        prompt, cached = read
+        conv.cached_tokens = cached
+        if conv.session_open and conv.tokens > 0:
+            conv.bias = self.state.sessions.report_usage(conv.workspace, conv.session_id,
+                                                         prompt, conv.tokens)
+        return conv.budget_report(used=prompt)
+
+
+def read_usage(usage: Any) -> tuple[int, int | None] | None:
+    """(prompt tokens, tokens read from the provider's cache) of an OpenAI or Anthropic usage
+    object; None when it is neither."""
+    if not isinstance(usage, dict):
+        return None
+
+    def num(value: Any) -> int | None:
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 \
+            else None
+
+    if num(usage.get("prompt_tokens")) is not None:  # openai
+        details = usage.get("prompt_tokens_details")
+        cached = num(details.get("cached_tokens")) if isinstance(details, dict) else None
+        return usage["prompt_tokens"], cached
+    if num(usage.get("input_tokens")) is not None:  # anthropic: input is the uncached part
+        read = num(usage.get("cache_read_input_tokens")) or 0
+        written = num(usage.get("cache_creation_input_tokens")) or 0
+        return usage["input_tokens"] + read + written, read
+    return None
+
+
+#: a turn that adds at most this many characters, and cannot reach its budget, runs on the
+#: event loop: it costs about a millisecond for a 1M-token chat (decode, compare, count the
+#: new text), less than the hop to a worker thread on a busy machine
+INLINE_NEW_CHARS = 32_000
+
+
+def _cheap(conv: Conversation, request: dict, budget: int, restored: frozenset[str]) -> bool:
+    """Whether this turn only appends a little to the last one and will not step."""
+    st = conv.state
+    messages = request.get("messages")
+    if st is None or not isinstance(messages, list) or len(messages) < conv.native_count:
+        return False
+    if restored != frozenset(st.restored):
+        return False
+    new = msgspec.json.encode(messages[conv.native_count:])
+    # two characters a token is a safe upper bound for the new text's tokens
+    return len(new) <= INLINE_NEW_CHARS and (
+        st.total + conv.tools_tokens + len(new) // 2 <= budget)
+
+
+def _tools_tokens(request: dict, counter) -> int:
+    """Tokens of the tool definitions the request carries (they share the context window)."""
+    tools = request.get("tools")
+    if not tools:
+        return 0
+    return counter.count(msgspec.json.encode(tools).decode())
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _default_model() -> str:
+    from ctxlayer.tokenizers import DEFAULT_MODEL
+
+    return DEFAULT_MODEL

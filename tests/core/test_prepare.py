@@ -1,0 +1,287 @@
+"""The live-conversation engine (core/prepare) driven turn by turn with the word-count fake
+tokenizer: budgets, the newest question, tool pairs, the stable prefix, counting only new text,
+summaries that never change, restore, the last resort."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from ctxlayer.core.errors import ContextError
+from ctxlayer.core.prepare import PreparePolicy, Turn, audit_of, prepare_turn
+from ctxlayer.core.tokens import OPENAI_FORMAT, WordTokenizer
+from ctxlayer.protocol import Message, ToolCall
+
+PRIMING = OPENAI_FORMAT.reply_priming
+
+
+class CountingWords(WordTokenizer):
+    """Word counts that remember which texts were counted."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def count(self, text: str) -> int:
+        self.seen.append(text)
+        return super().count(text)
+
+
+def words(r: random.Random, lo: int, hi: int) -> str:
+    vocab = ("cache", "token", "budget", "parser", "router", "queue", "store", "index")
+    return " ".join(r.choice(vocab) for _ in range(r.randint(lo, hi)))
+
+
+def chat_turn(r: random.Random, t: int) -> list[Message]:
+    """One exchange after the user's question: a reply, sometimes a tool call with results."""
+    out: list[Message] = []
+    if t % 3 == 1:
+        calls = [ToolCall(id=f"call{t}.{k}", name="read_file", arguments=f'{{"path": "f{t}.py"}}')
+                 for k in range(1 + t % 2)]
+        out.append(Message(role="assistant", content="", id=f"a{t}.call", tool_calls=calls))
+        out += [Message(role="tool", content=words(r, 20, 150), id=f"t{t}.{k}",
+                        tool_call_id=c.id) for k, c in enumerate(calls)]
+    out.append(Message(role="assistant", id=f"a{t}",
+                       content=f"We decided to use module_{t} for this. " + words(r, 10, 200)))
+    return out
+
+
+def question(r: random.Random, t: int) -> Message:
+    return Message(role="user", id=f"u{t}", content=f"Question {t}: how does step {t} work? "
+                   + words(r, 5, 120))
+
+
+SYSTEM = Message(role="system", id="sys", content="You are a careful coding assistant. " * 8)
+
+
+def check_turn(turn: Turn, sent: list[Message], budget: int) -> None:
+    """What every result must satisfy."""
+    kept = turn.messages
+    assert turn.tokens <= budget
+    assert turn.tokens == PRIMING + sum(
+        WordTokenizer().count(m.content) + OPENAI_FORMAT.per_message
+        + sum(OPENAI_FORMAT.per_tool_call + len(c.name.split()) + len(c.arguments.split())
+              for c in m.tool_calls or ()) for m in kept)
+    newest = next(m for m in reversed(sent) if m.role == "user")
+    assert newest.id in {m.id for m in kept}, "the newest user message was dropped"
+    # tool pairs whole: every result right after its call's group, every call answered
+    ids = [m.id for m in kept]
+    for k, m in enumerate(kept):
+        if m.role == "tool":
+            j = k
+            while kept[j].role == "tool":
+                j -= 1
+            assert m.tool_call_id in {c.id for c in kept[j].tool_calls or ()}, ids
+        if m.tool_calls:
+            results = {x.tool_call_id for x in kept[k + 1:k + 1 + len(m.tool_calls)]}
+            assert results == {c.id for c in m.tool_calls}, ids
+    # summaries right after the system prompt, as user turns
+    summaries = [k for k, m in enumerate(kept) if m.kind == "summary"]
+    assert summaries == list(range(1, 1 + len(summaries)))
+    assert all(kept[k].role == "user" and kept[k].id.startswith("ctx:summary:")
+               for k in summaries)
+
+
+def drive(turns: int, budget: int, seed: int = 7, policy: PreparePolicy | None = None):
+    r = random.Random(seed)
+    sent = [SYSTEM]
+    state = None
+    results = []
+    for t in range(turns):
+        sent = [*sent, question(r, t)]
+        turn = prepare_turn(state, sent, budget, WordTokenizer(),
+                            **({"policy": policy} if policy else {}))
+        check_turn(turn, sent, budget)
+        results.append((sent, turn))
+        state = turn.state
+        sent = [*sent, *chat_turn(r, t)]
+    return results
+
+
+def test_200_turns_stay_in_budget_keep_the_question_and_the_prefix():
+    budget = 6000
+    results = drive(200, budget)
+    steps = [k for k, (_, t) in enumerate(results) if t.stepped]
+    assert len(steps) >= 5, "the conversation should pass its budget several times"
+    assert len(steps) < 60, "compaction happens in steps, not on every turn"
+    for k in range(1, len(results)):
+        before, now = results[k - 1][1], results[k][1]
+        if now.stepped:
+            assert now.notice and now.notice.startswith("ctxlayer: summarized ")
+            assert now.notice.endswith("to fit 6k")
+            assert now.cache_reuse_tokens < before.tokens - PRIMING
+            continue
+        # between steps: the previous result is a prefix of this one, message for message
+        assert now.messages[:len(before.messages)] == before.messages
+        assert now.cache_reuse_tokens == before.tokens - PRIMING
+        assert now.notice is None
+    # once it passed its budget, the request uses most of it
+    over = [t.tokens / budget for _, t in results[steps[0]:]]
+    assert sum(over) / len(over) > 0.8
+
+
+def test_a_step_keeps_older_summaries_word_for_word():
+    results = drive(200, 6000)
+    texts: dict[str, str] = {}
+    for _, turn in results:
+        for m in turn.messages:
+            if m.kind == "summary":
+                if m.id in texts:
+                    assert texts[m.id] == m.content, "a summary changed after it was made"
+                texts[m.id] = m.content
+    assert len(texts) >= 3
+    # a step that only adds a chunk leaves the system prompt and the older chunks cached
+    adds = [t for _, t in results if t.stepped and
+            sum(m.kind == "summary" for m in t.messages) > 1]
+    assert adds and all(t.cache_reuse_tokens > SYSTEM_TOKENS for t in adds)
+
+
+SYSTEM_TOKENS = OPENAI_FORMAT.per_message + len(SYSTEM.content.split())
+
+
+def test_only_the_new_text_is_counted():
+    r = random.Random(3)
+    sent = [SYSTEM, question(r, 0)]
+    counter = CountingWords()
+    turn = prepare_turn(None, sent, 100_000, counter)
+    for t in range(1, 30):
+        new = [*chat_turn(r, t), question(r, t)]
+        sent = [*sent, *new]
+        counter.seen.clear()
+        turn = prepare_turn(turn.state, sent, 100_000, counter)
+        expected = [m.content for m in new]
+        expected += [x for m in new for c in m.tool_calls or () for x in (c.name, c.arguments)]
+        assert sorted(counter.seen) == sorted(expected)
+    assert turn.cache_reuse_tokens > 0
+
+
+def test_a_regenerated_reply_keeps_the_summaries():
+    results = drive(60, 3000)
+    sent, turn = results[-1]
+    assert turn.compacted
+    summary = [m for m in turn.messages if m.kind == "summary"]
+    reply = Message(role="assistant", id="regen", content="A different answer entirely.")
+    first = prepare_turn(turn.state, [*sent, Message(role="assistant", id="x", content="one")],
+                         3000, WordTokenizer())
+    again = prepare_turn(first.state, [*sent, reply], 3000, WordTokenizer())
+    assert [m for m in again.messages if m.kind == "summary"] == summary
+    assert again.cache_reuse_tokens == turn.tokens - PRIMING
+    assert again.messages[-1] == reply
+
+
+def test_an_edit_inside_the_summarized_part_starts_over():
+    results = drive(60, 3000)
+    sent, turn = results[-1]
+    edited = [sent[0], Message(role="user", id="u0", content="an edited first question"),
+              *sent[2:]]
+    again = prepare_turn(turn.state, edited, 3000, WordTokenizer())
+    check_turn(again, edited, 3000)
+    assert again.cache_reuse_tokens == SYSTEM_TOKENS
+    assert again.state.chunks[0].start == 1  # summarized again from the first message
+    assert "u0" in {e.message_id for e in again.state.chunks[0].audit}
+
+
+def test_restore_brings_a_summarized_message_back_whole_and_keeps_it():
+    results = drive(80, 3000)
+    sent, turn = results[-1]
+    gone = next(e for e in turn.state.chunks[0].audit if e.message_id.startswith("u"))
+    original = next(m for m in sent if m.id == gone.message_id)
+    again = prepare_turn(turn.state, sent, 3000, WordTokenizer(), restored={gone.message_id})
+    check_turn(again, sent, 3000)
+    assert original in again.messages
+    k = again.messages.index(original)
+    assert all(m.kind == "summary" or m.role == "system" for m in again.messages[:k])
+    assert again.notice == "ctxlayer: restored 1 message whole"
+    entries = [e for e in audit_of(again.state) if e.message_id == gone.message_id]
+    assert [e.action for e in entries] == ["restored"]
+    # it stays through later turns and steps, and is audited once
+    r = random.Random(99)
+    state = again.state
+    for t in range(100, 160):
+        sent = [*sent, *chat_turn(r, t), question(r, t)]
+        later = prepare_turn(state, sent, 3000, WordTokenizer(), restored={gone.message_id})
+        check_turn(later, sent, 3000)
+        assert original in later.messages
+        state = later.state
+    assert sum(e.action == "restored" for e in audit_of(state)) == 1
+
+
+def test_a_restored_tool_result_comes_back_with_its_call():
+    results = drive(80, 3000)
+    sent, turn = results[-1]
+    gone = next(e for c in turn.state.chunks for e in c.audit if e.message_id.startswith("t"))
+    again = prepare_turn(turn.state, sent, 3000, WordTokenizer(), restored={gone.message_id})
+    check_turn(again, sent, 3000)
+    assert gone.message_id in {m.id for m in again.messages}
+
+
+def test_pinned_messages_are_never_summarized():
+    r = random.Random(5)
+    rule = Message(role="user", id="rule", pinned=True, content="Never touch the vendor folder.")
+    sent = [SYSTEM, rule]
+    state = None
+    for t in range(80):
+        sent = [*sent, question(r, t)]
+        turn = prepare_turn(state, sent, 2500, WordTokenizer())
+        check_turn(turn, sent, 2500)
+        assert rule in turn.messages
+        state = turn.state
+        sent = [*sent, *chat_turn(r, t)]
+    assert state.chunks
+
+
+def test_a_long_agent_run_after_one_question_keeps_the_question():
+    r = random.Random(11)
+    ask = Message(role="user", id="ask", content="Fix the failing test in tests/test_api.py.")
+    sent = [SYSTEM, ask]
+    state = None
+    for t in range(120):
+        call = ToolCall(id=f"c{t}", name="bash", arguments=f'{{"cmd": "pytest -k t{t}"}}')
+        sent = [*sent, Message(role="assistant", id=f"a{t}", content="", tool_calls=[call]),
+                Message(role="tool", id=f"r{t}", tool_call_id=f"c{t}",
+                        content=words(r, 50, 200))]
+        turn = prepare_turn(state, sent, 3000, WordTokenizer())
+        check_turn(turn, sent, 3000)
+        assert turn.messages[-1].id == f"r{t}"
+        state = turn.state
+    assert state.chunks, "the run passed its budget"
+
+
+def test_a_question_alone_over_the_budget_is_shortened_never_dropped():
+    big = "```\n" + "\n".join(f"line {k} of a very long paste" for k in range(400)) + "\n```"
+    sent = [SYSTEM, Message(role="user", id="q", content="Why does this fail?\n" + big)]
+    turn = prepare_turn(None, sent, 800, WordTokenizer())
+    assert turn.tokens <= 800
+    assert [m.id for m in turn.messages] == ["sys", "q"]
+    assert [e.message_id for e in turn.truncated] == ["q"]
+    assert turn.notice == "ctxlayer: shortened 1 messages to fit 800"
+    # the same shortened text on the next turn: the prefix holds
+    reply = Message(role="assistant", id="a", content="Because of line 3.")
+    nxt = prepare_turn(turn.state, [*sent, reply, Message(role="user", id="q2", content="ok")],
+                       800, WordTokenizer())
+    assert nxt.messages[:2] == turn.messages
+    assert nxt.cache_reuse_tokens == turn.tokens - PRIMING
+
+
+def test_breakpoints_mark_system_stable_part_and_end():
+    sent, turn = drive(60, 3000)[-1]
+    n_chunks = sum(m.kind == "summary" for m in turn.messages)
+    shown = len(turn.state.verbatim)
+    assert turn.breakpoints == [0, n_chunks + shown, len(turn.messages) - 1]
+    theirs = prepare_turn(turn.state, sent, 3000, WordTokenizer(), client_breakpoints=2)
+    assert theirs.breakpoints == []
+    first = prepare_turn(None, [SYSTEM, Message(role="user", content="hi")], 3000,
+                         WordTokenizer())
+    assert first.breakpoints == [0, 1] and first.cache_reuse_tokens == 0
+
+
+def test_bad_input_names_the_field():
+    with pytest.raises(ContextError) as err:
+        prepare_turn(None, [SYSTEM], 0, WordTokenizer())
+    assert err.value.field == "budget"
+    with pytest.raises(ContextError) as err:
+        prepare_turn(None, [], 100, WordTokenizer())
+    assert err.value.field == "messages"
+    with pytest.raises(ContextError) as err:
+        prepare_turn(None, [SYSTEM, Message(role="user", content="hi")], 20, WordTokenizer())
+    assert err.value.kind == "pinned_over_budget"

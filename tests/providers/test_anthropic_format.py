@@ -1,0 +1,244 @@
+"""The Anthropic codec: system blocks as pinned messages, a user message split per tool_result
+and merged back, repairs (first message from the user, alternation, lone tool halves), cache
+breakpoints; and properties over generated payloads: equal under an ample budget, valid
+(rules.py and the official SDK types) with the question under any budget."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from payloads import anthropic_payloads, b64, pdf, png
+from providers.rules import anthropic_problems
+from sdk import anthropic_sdk_accepts
+
+from ctxlayer.core.errors import ContextError
+from ctxlayer.core.formats import decode, encode
+from ctxlayer.core.tokens import WordTokenizer, conversation_tokens
+from ctxlayer.core.trim import TrimOptions, trim
+from ctxlayer.core.trim.fit import MIN_QUESTION
+
+WORDS = WordTokenizer()
+AS_SENT = TrimOptions(rewrite_when_fits=False)  # provider payloads: a fit changes nothing
+
+
+def assert_too_small(body: dict, budget: int) -> None:
+    """pinned_over_budget only when the pinned messages, the question's parts and the fewest
+    tokens a shortened question keeps are over the budget."""
+    msgs = decode("anthropic", body, WORDS).messages
+    fixed = [m for m in msgs if m.pinned or m.role == "system"]
+    question = [m for m in msgs if m.role == "user"][-1]
+    floor = conversation_tokens(fixed, WORDS) + 3 + (question.parts_tokens or 0) + MIN_QUESTION
+    assert floor > budget, (floor, budget)
+USE = {"type": "tool_use", "id": "t1", "name": "ls", "input": {"path": "."}}
+USE2 = {"type": "tool_use", "id": "t2", "name": "cat", "input": {"path": "a"}}
+
+
+def request(*messages, system=None) -> dict:
+    body: dict = {"model": "claude-sonnet-4-5", "max_tokens": 256}
+    if system is not None:
+        body["system"] = system
+    return body | {"messages": list(messages)}
+
+
+def test_system_blocks_are_pinned_and_tool_results_are_split():
+    body = request(
+        {"role": "user", "content": "list"},
+        {"role": "assistant", "content": [{"type": "text", "text": "ok"}, USE, USE2]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "a.py b.py"},
+            {"type": "tool_result", "tool_use_id": "t2", "content": [
+                {"type": "text", "text": "print(1)"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                             "data": b64(png(1000, 1000))}}]},
+            {"type": "text", "text": "which is longer?"}]},
+        system=[{"type": "text", "text": "be brief"}, {"type": "text", "text": "use tools"}])
+    d = decode("anthropic", body, WORDS)
+    assert [(m.role, m.pinned) for m in d.messages] == [
+        ("system", True), ("system", True), ("user", False), ("assistant", False),
+        ("tool", False), ("tool", False), ("user", False)]
+    assert [c.id for c in d.messages[3].tool_calls] == ["t1", "t2"]
+    assert d.messages[3].tool_calls[0].arguments == '{"path":"."}'
+    assert d.messages[5].parts_tokens == 1334  # 1000x1000 / 750
+    assert d.messages[6].content == "which is longer?"
+    assert encode(d, d.messages).payload == body
+
+
+def test_documents_and_thinking_are_counted_never_shortened():
+    body = request({"role": "user", "content": [
+        {"type": "document", "source": {"type": "base64", "media_type": "application/pdf",
+                                        "data": b64(pdf(4))}},
+        {"type": "document", "source": {"type": "text", "media_type": "text/plain",
+                                        "data": "five words of plain text"}},
+        {"type": "text", "text": "summarize"}]},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "let me think about it", "signature": "sig"},
+            {"type": "text", "text": "done"}]})
+    d = decode("anthropic", body, WORDS)
+    assert d.messages[0].parts_tokens == 4 * 3000 + 5
+    assert d.messages[1].parts_tokens == 5 and d.messages[1].content == "done"
+
+
+@pytest.mark.parametrize("body,field", [
+    ({"messages": [{"role": "system", "content": "x"}]}, "messages[0].role"),
+    ({"messages": [{"role": "user", "content": 3}]}, "messages[0].content"),
+    ({"messages": [{"role": "user", "content": [{"text": "x"}]}]}, "messages[0].content[0].type"),
+    ({"messages": [{"role": "user", "content": [{"type": "tool_result"}]}]},
+     "messages[0].content[0].tool_use_id"),
+    ({"messages": [{"role": "assistant", "content": [{"type": "tool_use", "name": "x"}]}]},
+     "messages[0].content[0].id"),
+    ({"system": [{"type": "image"}], "messages": []}, "system[0].type"),
+    ({"system": 3, "messages": []}, "system"),
+])
+def test_what_cannot_be_read_names_the_field(body, field):
+    with pytest.raises(ContextError) as err:
+        decode("anthropic", body, WORDS)
+    assert err.value.field == field
+
+
+def test_a_fit_that_starts_with_the_assistant_is_repaired_and_audited():
+    body = request({"role": "user", "content": "old question " * 50},
+                   {"role": "assistant", "content": "old answer"},
+                   {"role": "user", "content": "new question"})
+    d = decode("anthropic", body, WORDS)
+    out = encode(d, d.messages[1:])
+    assert out.payload["messages"] == [{"role": "user", "content": "new question"}]
+    assert out.audit[0].action == "dropped" and "start with a user" in out.audit[0].reason
+
+
+def test_neighbours_of_the_same_role_are_merged_losslessly():
+    body = request({"role": "user", "content": "a"},
+                   {"role": "assistant", "content": [USE]},
+                   {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                                 "content": "r"},
+                                                {"type": "text", "text": "b"}]})
+    d = decode("anthropic", body, WORDS)
+    kept = [m for m in d.messages if m.role == "user"]  # the call and its result dropped
+    out = encode(d, kept)
+    assert out.payload["messages"] == [{"role": "user", "content": [
+        {"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}]
+    assert anthropic_problems(out.payload) == []
+    assert "alternate" in out.audit[0].reason
+
+
+def test_cache_breakpoints_at_most_four_and_never_over_the_clients_own():
+    msgs = []
+    for k in range(6):
+        msgs += [{"role": "user", "content": f"q{k}"}, {"role": "assistant", "content": f"a{k}"}]
+    msgs.append({"role": "user", "content": "last"})
+    body = request(*msgs, system="sys")
+    d = decode("anthropic", body, WORDS)
+    out = encode(d, d.messages, cache_breakpoints=[0, 2, 4, 6, 8, 10])
+    assert out.payload["system"][0]["cache_control"] == {"type": "ephemeral"}
+    assert out.breakpoints == [1, 3, 5] and out.system_breakpoints == 1
+    assert anthropic_problems(out.payload) == []
+    own = copy.deepcopy(body)
+    own["messages"][0]["content"] = [{"type": "text", "text": "q0",
+                                      "cache_control": {"type": "ephemeral"}}]
+    d = decode("anthropic", own, WORDS)
+    out = encode(d, d.messages, cache_breakpoints=[0, 2, 4])
+    assert out.payload == own and out.breakpoints == [0]
+
+
+def test_a_thinking_block_never_gets_the_breakpoint():
+    body = request({"role": "user", "content": "q"}, {"role": "assistant", "content": [
+        {"type": "text", "text": "a"},
+        {"type": "thinking", "thinking": "t", "signature": "s"}]},
+        {"role": "user", "content": "q2"})
+    d = decode("anthropic", body, WORDS)
+    out = encode(d, d.messages, cache_breakpoints=[1])
+    assert out.payload["messages"][1]["content"][0]["cache_control"] == {"type": "ephemeral"}
+    assert "cache_control" not in out.payload["messages"][1]["content"][1]
+
+
+def test_the_long_question_is_kept_shortened_with_its_image():
+    img = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                       "data": b64(png(800, 600))}}
+    body = request({"role": "user", "content": "what is 2+2"},
+                   {"role": "assistant", "content": "4"},
+                   {"role": "user", "content": [img, {"type": "text", "text": "Summarize: " +
+                                                      " ".join(["w"] * 20_000) + " END"}]},
+                   system="sys")
+    for strategy in ("pipeline", "priority"):
+        d = decode("anthropic", body, WORDS)
+        report = trim(d.messages, 8000, WORDS, options=TrimOptions(strategy=strategy, rewrite_when_fits=False))
+        out = encode(d, report.messages)
+        msgs = out.payload["messages"]
+        assert msgs[:2] == body["messages"][:2]
+        assert msgs[2]["content"][0] == img and msgs[2]["content"][1]["text"].endswith("END")
+        assert anthropic_problems(out.payload) == [] and report.tokens <= 8000
+
+
+def _question_text(body: dict) -> list:
+    last = body["messages"][-1]["content"]
+    return [b for b in last if b.get("type") != "tool_result"] if isinstance(last, list) \
+        else [last]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(body=anthropic_payloads())
+def test_an_ample_budget_gives_the_payload_back_equal(body):
+    original = copy.deepcopy(body)
+    d = decode("anthropic", body, WORDS)
+    out = encode(d, trim(d.messages, 10_000_000, WORDS, options=AS_SENT).messages)
+    assert out.payload == original and out.audit == []
+    assert body == original
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(body=anthropic_payloads(), budget=st.integers(30, 4000),
+       strategy=st.sampled_from(["pipeline", "priority"]), marks=st.lists(st.integers(0, 30),
+                                                                          max_size=6))
+def test_any_budget_gives_a_valid_payload_with_the_question(body, budget, strategy, marks):
+    assert anthropic_problems(body) == []  # the generator draws valid payloads
+    anthropic_sdk_accepts(body)
+    d = decode("anthropic", body, WORDS)
+    try:
+        report = trim(d.messages, budget, WORDS, options=TrimOptions(strategy=strategy, rewrite_when_fits=False))
+    except ContextError as exc:
+        assert exc.kind == "pinned_over_budget"
+        assert_too_small(body, budget)
+        return
+    marks = [k for k in marks if k < len(report.messages)]
+    out = encode(d, report.messages, cache_breakpoints=marks)
+    assert anthropic_problems(out.payload) == [], out.payload
+    anthropic_sdk_accepts(out.payload)
+    assert {k: v for k, v in out.payload.items() if k not in ("messages", "system")} == \
+        {k: v for k, v in body.items() if k not in ("messages", "system")}
+    # the question: its non-text blocks all there, its text present (perhaps shortened)
+    # (an earlier user turn may have been merged in front of it when the turns between went)
+    want, got = _question_text(body), _question_text(out.payload)
+    want_parts = [b for b in want if b.get("type") != "text"]
+    got_parts = [b for b in got if b.get("type") != "text"]
+    assert got_parts[len(got_parts) - len(want_parts):] == want_parts
+    assert any(b.get("type") == "text" for b in got)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(body=anthropic_payloads(), cut=st.integers(0, 12), edit=st.booleans())
+def test_decoding_with_the_previous_turn_gives_the_same_result(body, cut, edit):
+    earlier = {**body, "messages": copy.deepcopy(body["messages"][:cut])}
+    if edit and earlier["messages"]:
+        earlier["messages"][-1] = {"role": "user", "content": "an edited turn"}
+    previous = decode("anthropic", earlier, WORDS)
+    fresh = decode("anthropic", body, WORDS)
+    again = decode("anthropic", body, WORDS, previous=previous)
+    assert again.messages == fresh.messages and again.index == fresh.index
+    assert again.derived_ids == fresh.derived_ids and again.sources == fresh.sources
+    assert again.extra == fresh.extra
+    assert encode(again, again.messages).payload == body
+
+
+def test_a_shortened_message_keeps_its_cache_marker():
+    long_text = "intro\n```py\n" + "\n".join(f"x{k} = {k}" for k in range(400)) + "\n```\nend"
+    body = request({"role": "user", "content": [
+        {"type": "text", "text": long_text},
+        {"type": "text", "text": "and more", "cache_control": {"type": "ephemeral"}}]})
+    d = decode("anthropic", body, WORDS)
+    report = trim(d.messages, 200, WORDS, options=AS_SENT)
+    out = encode(d, report.messages)
+    blocks = out.payload["messages"][0]["content"]
+    assert len(blocks) == 1 and blocks[0]["cache_control"] == {"type": "ephemeral"}
+    assert "x0 = 0" in blocks[0]["text"] and len(blocks[0]["text"]) < len(long_text)

@@ -1,0 +1,59 @@
+"""The provider rules themselves: each refuses what the provider refuses and accepts the
+ordinary shapes (the codec tests lean on both directions)."""
+
+from __future__ import annotations
+
+from providers.rules import anthropic_problems, openai_problems
+
+CALL = {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+
+
+def test_openai_accepts_a_tool_round_trip():
+    body = {"model": "gpt-4o", "messages": [
+        {"role": "developer", "content": "be brief"},
+        {"role": "user", "content": [{"type": "text", "text": "hi"},
+                                     {"type": "image_url", "image_url": {"url": "https://x/y.png"}}]},
+        {"role": "assistant", "content": None, "tool_calls": [CALL]},
+        {"role": "tool", "tool_call_id": "c1", "content": "a.py"},
+        {"role": "assistant", "content": "one file"},
+    ]}
+    assert openai_problems(body) == []
+
+
+def test_openai_refuses_orphans_missing_results_and_bad_parts():
+    orphan = {"messages": [{"role": "user", "content": "x"},
+                           {"role": "tool", "tool_call_id": "c1", "content": "r"}]}
+    assert "answers no tool call" in openai_problems(orphan)[0]
+    unanswered = {"messages": [{"role": "user", "content": "x"},
+                               {"role": "assistant", "content": None, "tool_calls": [CALL]},
+                               {"role": "user", "content": "y"}]}
+    assert "without results" in openai_problems(unanswered)[0]
+    image_in_system = {"messages": [{"role": "system", "content": [
+        {"type": "image_url", "image_url": {"url": "u"}}]}]}
+    assert "messages[0].content[0].type" in openai_problems(image_in_system)[0]
+    assert openai_problems({"messages": []}) == ["messages: must be a non-empty list"]
+
+
+def test_anthropic_accepts_tools_and_refuses_bad_shapes():
+    use = {"type": "tool_use", "id": "t1", "name": "ls", "input": {}}
+    res = {"type": "tool_result", "tool_use_id": "t1", "content": "a.py"}
+    good = {"system": [{"type": "text", "text": "sys"}], "messages": [
+        {"role": "user", "content": "list"},
+        {"role": "assistant", "content": [{"type": "text", "text": "ok"}, use]},
+        {"role": "user", "content": [res, {"type": "text", "text": "and?"}]},
+    ]}
+    assert anthropic_problems(good) == []
+    starts_with_assistant = {"messages": [{"role": "assistant", "content": "x"}]}
+    assert "first message" in anthropic_problems(starts_with_assistant)[0]
+    twice = {"messages": [{"role": "user", "content": "x"}, {"role": "user", "content": "y"}]}
+    assert "alternate" in anthropic_problems(twice)[0]
+    lost_result = {"messages": [{"role": "user", "content": "x"},
+                                {"role": "assistant", "content": [use]},
+                                {"role": "user", "content": "y"}]}
+    assert "without a tool_result" in anthropic_problems(lost_result)[0]
+    cc = {"type": "ephemeral"}
+    many = {"system": [{"type": "text", "text": f"s{k}", "cache_control": cc} for k in range(5)],
+            "messages": [{"role": "user", "content": "x"}]}
+    assert "5 breakpoints" in anthropic_problems(many)[-1]
+    empty = {"messages": [{"role": "user", "content": [{"type": "text", "text": " "}]}]}
+    assert "non-whitespace" in anthropic_problems(empty)[0]

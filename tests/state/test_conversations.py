@@ -1,0 +1,205 @@
+"""Live conversations through the request functions (no face): a real State on a temporary
+state folder, the real tokenizer, the real session service and its SQLite database."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import msgspec
+import pytest
+
+from ctxlayer import protocol
+from ctxlayer.core.errors import ContextError
+from ctxlayer.state import Caller, State
+from ctxlayer.state.requests import REQUESTS, chats, sessions
+
+MODEL = "gpt-4o"
+SYSTEM = {"role": "system", "content": "You are a careful coding assistant."}
+
+
+@pytest.fixture
+def state(tmp_path):
+    st = State(tmp_path / "state")
+    yield st
+    st.close()
+
+
+@pytest.fixture
+def caller(state):
+    return Caller(state, source="session", options=protocol.InitializationOptions(model=MODEL))
+
+
+def words(r: random.Random, n: int) -> str:
+    vocab = ("cache", "token", "budget", "parser", "router", "queue", "store", "index")
+    return " ".join(r.choice(vocab) for _ in range(n))
+
+
+def grow(messages: list[dict], r: random.Random, t: int) -> list[dict]:
+    return [*messages,
+            {"role": "assistant", "id": f"a{t}", "content": f"We decided on x{t}. "
+             + words(r, r.randint(40, 160))},
+            {"role": "user", "id": f"u{t + 1}", "content": f"Next, question {t + 1}? "
+             + words(r, r.randint(10, 60))}]
+
+
+def params(messages: list[dict], budget: int = 3000, **extra) -> protocol.PrepareParams:
+    return protocol.PrepareParams(format="ctxlayer", request={"messages": messages, **extra},
+                                  budget=budget)
+
+
+async def run_chat(caller: Caller, turns: int, budget: int = 3000, seed: int = 1):
+    r = random.Random(seed)
+    messages = [SYSTEM, {"role": "user", "id": "u0", "content": "Where is the cache built?"}]
+    results = []
+    for t in range(turns):
+        results.append((messages, await chats.prepare(caller, params(messages, budget))))
+        messages = grow(messages, r, t)
+    return messages, results
+
+
+async def test_a_chat_is_prepared_turn_by_turn_within_its_budget(caller, state):
+    published: list[tuple[str, protocol.Budget]] = []
+    state.events.budget_listeners.append(lambda ws, b, who: published.append((ws, b)))
+    _, results = await run_chat(caller, 60)
+    ids = {res.conversation_id for _, res in results}
+    assert len(ids) == 1, "a chat without an id is known by its first messages"
+    cid = ids.pop()
+    assert all(res.session_id == f"chat-{cid}" for _, res in results)
+    for sent, res in results:
+        assert res.tokens <= res.budget == 3000
+        out = res.request["messages"]
+        assert out[0] == SYSTEM
+        assert out[-1] == sent[-1], "the newest question goes out as the client wrote it"
+    steps = [res for _, res in results if res.notice]
+    assert steps and all(res.compacted for res in steps)
+    assert all(res.notice.startswith("ctxlayer: summarized ") for res in steps)
+    quiet = [(a, b) for (_, a), (_, b) in zip(results, results[1:], strict=False)
+             if not b.notice]
+    assert quiet and all(b.cache_reuse_tokens == a.tokens - 3 for a, b in quiet)
+    # the editors hear of every turn, as a live chat's budget
+    assert len(published) == 60
+    assert {(b.conversation_id, b.source) for _, b in published} == {(cid, "prepare")}
+    listed = await chats.conversations(caller, protocol.Empty())
+    assert [c.conversation_id for c in listed.conversations] == [cid]
+    assert listed.conversations[0].dropped > 0
+
+
+async def test_why_restore_and_the_session_audit(caller, state):
+    sent, results = await run_chat(caller, 60)
+    last = results[-1][1]
+    why = await chats.why(caller, protocol.WhyParams(conversation_id=last.conversation_id))
+    gone = next(e for e in why.entries if e.action == "summarized" and e.message_id == "u1")
+    one = await chats.why(caller, protocol.WhyParams(session_id=last.session_id,
+                                                     message_id="u1"))
+    assert one.entries == [gone]
+    await chats.restore(caller, protocol.RestoreParams(conversation_id=last.conversation_id,
+                                                       message_id="u1"))
+    again = await chats.prepare(caller, params(sent))
+    original = next(m for m in sent if m.get("id") == "u1")
+    assert original in again.request["messages"]
+    assert again.notice == "ctxlayer: restored 1 message whole"
+    why = await chats.why(caller, protocol.WhyParams(conversation_id=last.conversation_id,
+                                                     message_id="u1"))
+    assert [e.action for e in why.entries] == ["restored"]  # shown whole again
+    # the session keeps what the turns did
+    log = sessions.audit(caller, protocol.AuditParams(session_id=last.session_id))
+    actions = {e.action for e in log.entries}
+    assert {"summarized", "restored"} <= actions
+    assert any(e.message_id == "u1" for e in log.entries)
+
+
+async def test_errors_name_the_field(caller):
+    _, results = await run_chat(caller, 3)
+    cid = results[-1][1].conversation_id
+    with pytest.raises(ContextError) as err:
+        await chats.restore(caller, protocol.RestoreParams(conversation_id=cid,
+                                                           message_id="nope"))
+    assert err.value.field == "messageId"
+    with pytest.raises(ContextError) as err:
+        await chats.why(caller, protocol.WhyParams(conversation_id="unknown"))
+    assert (err.value.kind, err.value.field) == ("unknown_session", "conversationId")
+    with pytest.raises(ContextError) as err:
+        await chats.prepare(caller, params([SYSTEM, {"role": "user", "content": "hi",
+                                                     "colour": "red"}]))
+    assert err.value.field == "request.messages[1].colour"
+    with pytest.raises(ContextError) as err:
+        await chats.prepare(caller, params([SYSTEM], budget=0))
+    assert err.value.field == "budget"
+
+
+async def test_usage_feeds_the_sessions_calibration(caller, state):
+    _, results = await run_chat(caller, 5, budget=100_000)
+    res = results[-1][1]
+    await state.conversations.settled()  # the session hears of each turn in the background
+    # ctx/session/reportUsage works with the result's session id, against the last turn
+    bias = sessions.report_usage(caller, protocol.ReportUsageParams(
+        session_id=res.session_id, prompt_tokens=res.tokens))
+    assert bias.bias == 1.0
+    bias = sessions.report_usage(caller, protocol.ReportUsageParams(
+        session_id=res.session_id, prompt_tokens=res.tokens * 3))
+    assert bias.bias == 2.0  # (1 + 3) / 2
+    convs = state.conversations
+    budget = convs.report_usage(res.conversation_id, {
+        "prompt_tokens": res.tokens * 2, "prompt_tokens_details": {"cached_tokens": 1024}})
+    assert (budget.used, budget.cached_tokens) == (res.tokens * 2, 1024)
+    assert (budget.conversation_id, budget.source, budget.session_id) == (
+        res.conversation_id, "prepare", res.session_id)
+    anthropic = convs.report_usage(res.conversation_id, {
+        "input_tokens": 10, "cache_read_input_tokens": 500, "cache_creation_input_tokens": 7})
+    assert (anthropic.used, anthropic.cached_tokens) == (517, 500)
+    assert convs.report_usage(res.conversation_id, {"weird": 1}) is None
+    assert convs.report_usage("unknown", {"prompt_tokens": 5}) is None
+    # billed twice what we counted: the next turn fits into a budget that leaves room for it
+    nxt = await chats.prepare(caller, params(results[-1][0], budget=100_000))
+    assert nxt.budget < 100_000
+
+
+async def test_one_conversations_turns_apply_in_arrival_order(caller):
+    r = random.Random(4)
+    first = [SYSTEM, {"role": "user", "id": "u0", "content": "hello there"}]
+    second = grow(first, r, 0)
+    third = grow(second, r, 1)
+    a, b, c = await asyncio.gather(*(chats.prepare(caller, params(m, conversation_id=None))
+                                     for m in (first, second, third)))
+    assert a.cache_reuse_tokens == 0
+    assert b.cache_reuse_tokens == a.tokens - 3
+    assert c.cache_reuse_tokens == b.tokens - 3
+
+
+async def test_tools_and_max_tokens_share_the_window(caller):
+    tools = [{"type": "function", "function": {"name": "read_file", "description": "Read "
+              + "a file from the workspace. " * 50, "parameters": {"type": "object"}}}]
+    messages = [SYSTEM, {"role": "user", "content": "hi"}]
+    plain = await chats.prepare(caller, params(messages, budget=10_000))
+    with_tools = await chats.prepare(caller, params(messages, budget=10_000, tools=tools))
+    assert with_tools.tokens > plain.tokens + 250
+    assert with_tools.request["tools"] == tools
+    caller.options = msgspec.structs.replace(caller.options, context_window=50_000)
+    p = protocol.PrepareParams(format="ctxlayer", request={"messages": messages,
+                                                           "max_tokens": 8000})
+    res = await chats.prepare(caller, p)
+    assert res.budget == 42_000
+
+
+def test_the_requests_table_serves_them():
+    assert REQUESTS["ctx/prepare"].fn is chats.prepare
+    assert REQUESTS["ctx/why"].fn is chats.why
+    assert REQUESTS["ctx/restore"].fn is chats.restore
+    assert REQUESTS["ctx/conversations"].fn is chats.conversations
+
+
+def test_a_conversation_is_known_by_its_first_messages_text_only():
+    from ctxlayer.state.chatcodec import identity_text
+
+    first = {"system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "x"}}],
+             "messages": [{"role": "user", "content": [
+                 {"type": "text", "text": "Fix the bug", "cache_control": {"type": "x"}}]}]}
+    later = {"system": [{"type": "text", "text": "Be brief."}],
+             "messages": [{"role": "user", "content": [{"type": "text", "text": "Fix the bug"}]},
+                          {"role": "assistant", "content": "Done."},
+                          {"role": "user", "content": "Thanks"}]}
+    other = {"system": "Be brief.", "messages": [{"role": "user", "content": "Another bug"}]}
+    assert identity_text("anthropic", first) == identity_text("anthropic", later)
+    assert identity_text("anthropic", first) != identity_text("anthropic", other)
+    assert identity_text("openai", later) != identity_text("anthropic", later)
