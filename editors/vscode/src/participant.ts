@@ -10,7 +10,14 @@
  */
 import { randomUUID } from "node:crypto";
 import { sep } from "node:path";
-import type { AssembleResult, AuditEntry, CtxlayerClient, Message, ModeInfo } from "@ctxlayer/client";
+import {
+  CtxlayerError,
+  type AssembleResult,
+  type AuditEntry,
+  type CtxlayerClient,
+  type Message,
+  type ModeInfo,
+} from "@ctxlayer/client";
 import { VENDOR, daemonModel } from "./chatModels";
 import { resultText } from "./chatConvert";
 import * as api from "./vscodeapi";
@@ -101,6 +108,11 @@ export function referencedFiles(request: Pick<api.ChatRequest, "references">): s
   return [...new Set(paths.filter((p): p is string => Boolean(p)))];
 }
 
+/** The daemon's answer for a session that no chat prepared (ctx/why and ctx/restore). */
+function isNotAConversation(err: unknown): boolean {
+  return err instanceof CtxlayerError && err.kind === "unknown_session";
+}
+
 function partition<T>(items: T[], test: (item: T) => boolean): [T[], T[]] {
   return [items.filter(test), items.filter((i) => !test(i))];
 }
@@ -182,17 +194,24 @@ export class CtxlayerParticipant {
       case "rule":
         await this.addRule(client, sessionId, arg, stream);
         return { metadata: meta };
-      case "why": {
-        const why = await client.why({ sessionId, messageId: arg || undefined });
-        stream.markdown(whyMarkdown(why.entries, arg || undefined));
+      case "why":
+        stream.markdown(whyMarkdown(await this.why(client, sessionId, arg), arg || undefined));
         return { metadata: meta };
-      }
       case "restore":
         if (!arg) {
           stream.markdown("Name the message to bring back: `/restore <message id>` (see `/why`).");
           return { metadata: meta };
         }
-        await client.restore({ sessionId, messageId: arg });
+        try {
+          await client.restore({ sessionId, messageId: arg });
+        } catch (err) {
+          if (!isNotAConversation(err)) throw err;
+          stream.markdown(
+            `This daemon brings messages back only in chats it prepares (ctx/prepare), ` +
+              `not yet in an @ctxlayer session: \`${arg}\` stays as the last turn left it.`,
+          );
+          return { metadata: meta };
+        }
         stream.markdown(`\`${arg}\` comes back whole in the next turn.`);
         return { metadata: meta };
     }
@@ -252,6 +271,20 @@ export class CtxlayerParticipant {
     }
     this.hooks.onTurn(sessionId);
     return { metadata: meta };
+  }
+
+  /**
+   * What the last turn cut: ctx/why where the daemon serves it for a session, else the
+   * session's audit log (the same entries, newest last).
+   */
+  private async why(client: CtxlayerClient, sessionId: string, messageId: string) {
+    try {
+      return (await client.why({ sessionId, messageId: messageId || undefined })).entries;
+    } catch (err) {
+      if (!isNotAConversation(err)) throw err;
+      const { entries } = await client.request("ctx/session/audit", { sessionId, limit: 50 });
+      return messageId ? entries.filter((e) => e.messageId === messageId) : entries;
+    }
   }
 
   /** The model to answer with: the picked one, or the one under a ctxlayer model. */

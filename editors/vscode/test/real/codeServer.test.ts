@@ -245,7 +245,7 @@ suite("ctxlayer in a real VS Code (code-server)", () => {
 
   it("answers @ctxlayer in the chat view, with a tool round, and the status bar follows", async () => {
     const before = await statusText(page);
-    await runCommand(page, "Stand-in: ask @ctxlayer");
+    await runCommand(page, "Stand-in: ask @ctxlayer what is in the project");
     const answer = page.getByText(/Stand-in read the tool result/).first();
     await answer.waitFor({ timeout: 120_000 });
     expect(await answer.textContent()).toContain("Workspace segment");
@@ -256,6 +256,13 @@ suite("ctxlayer in a real VS Code (code-server)", () => {
     expect(toolRound.messages.at(-1)!.content[0]).toMatchObject({ kind: "result" });
     await page.waitForTimeout(500);
     await page.screenshot({ path: join(results, "vscode-chat.png") });
+  });
+
+  it("answers /why in the same chat without asking the model", async () => {
+    await runCommand(page, "Stand-in: ask @ctxlayer /why");
+    await page.getByText(/kept everything whole|brings one back whole/).first().waitFor({ timeout: 60_000 });
+    const requests = readJsonLines(join(workspace, ".standin", "received.jsonl"));
+    expect(requests).toHaveLength(3); // the long chat and the two rounds of the question: /why asks no model
   });
 
   it("opens the inspector on the live chat", async () => {

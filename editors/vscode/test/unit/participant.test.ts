@@ -159,6 +159,23 @@ describe("@ctxlayer", () => {
     expect(m.received).toEqual([]);
   });
 
+  it("says why from the session's audit, and says it cannot restore, where the daemon serves only conversations", async () => {
+    const gone = () => {
+      throw Object.assign(new Error("sessionId: no live conversation"), { code: -32002 });
+    };
+    (conn as any).answers["ctx/why"] = gone;
+    (conn as any).answers["ctx/restore"] = gone;
+    (conn as any).answers["ctx/session/audit"] = () => ({
+      entries: [{ messageId: "m9", action: "dropped", reason: "over budget", summary: "user: old", tokensBefore: 40, tokensAfter: 0 }],
+    });
+    const s = chatStream();
+    const m = model();
+    await participant.handle(request("", m, "why"), { history: [] }, s as any, noCancel);
+    await participant.handle(request("m9", m, "restore"), { history: [] }, s as any, noCancel);
+    expect(s.out[0]).toContain("| `m9` | dropped | over budget | 40 → 0 | user: old |");
+    expect(s.out[1]).toContain("`m9` stays as the last turn left it");
+  });
+
   it("answers a failure with one error in the chat", async () => {
     delete (conn as any).answers["ctx/assemble"];
     const result = await participant.handler(request("hi", model()), { history: [] }, chatStream() as any, noCancel);

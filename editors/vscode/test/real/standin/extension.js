@@ -165,6 +165,12 @@ function activate(context) {
         mode: "ask",
       }),
     ),
+    vscode.commands.registerCommand("standin.askCtxlayerWhy", () =>
+      vscode.commands.executeCommand("workbench.action.chat.open", {
+        query: "@ctxlayer /why",
+        mode: "ask",
+      }),
+    ),
   );
 }
 
