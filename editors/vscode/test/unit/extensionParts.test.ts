@@ -200,6 +200,25 @@ describe("exported API", () => {
     expect((await exported.assemble()).messages).toHaveLength(1);
     expect(d.conn.sent("ctx/assemble")[0].sessionId).toBe("vscode:k");
   });
+
+  it("prepares another extension's chat request and shows that chat on the status bar", async () => {
+    const d = deps(
+      {
+        ...sessionAnswers,
+        "ctx/prepare": (p: any) => ({
+          request: p.request, conversationId: "their-chat", sessionId: "chat-their-chat", tokens: 1200,
+          budget: 8000, dropped: [], truncated: [], compacted: false, cacheReuseTokens: 0,
+        }),
+      },
+      sessionMethods,
+    );
+    await d.attach();
+    const request = { model: "gpt-4o", messages: [{ role: "user", content: "hi" }] };
+    const result = await createApi(d.controller).prepare({ format: "openai", request });
+    expect(result.request).toEqual(request);
+    await new Promise((r) => setTimeout(r, 0));
+    expect(recorded.statusItems[0].text).toBe("ctx 1.2k / 8k (15%)");
+  });
 });
 
 describe("ctx/summarize", () => {
