@@ -102,7 +102,13 @@ JS = r"""
     });
     var sum = function (k) { return groups[k].reduce(function (t, m) { return t + m.tokens; }, 0); };
     var newest = function (k) { return Math.max.apply(null, groups[k].map(function (m) { return m.index; })); };
-    var isFixed = function (k) { return groups[k].some(function (m) { return m.priorityClass === 0; }); };
+    var question = -1;  // the newest user message is never dropped
+    messages.forEach(function (m) {
+      if (m.role === "user" && m.kind !== "doc") question = Math.max(question, m.index);
+    });
+    var isFixed = function (k) {
+      return groups[k].some(function (m) { return m.priorityClass === 0 || m.index === question; });
+    };
     var room = budget - (overhead || 0);
     keys.filter(isFixed).forEach(function (k) { room -= sum(k); });
     var rest = keys.filter(function (k) { return !isFixed(k); })

@@ -205,7 +205,8 @@ def would_drop(
 ) -> set[int]:
     """Indices that a budget of `budget` tokens would drop.
 
-    Class 0 (the leading system block, pinned messages) and its groups are always kept. With
+    Class 0 (the leading system block, pinned messages), the newest user message and their
+    groups are always kept. With
     `order=None` the rest is filled like the pipeline strategy's limit step: newest to oldest
     by whole groups (a tool call with its results), a group that does not fit is dropped and
     older, smaller ones still get the room. With an `order` of classes, the groups of the
@@ -213,7 +214,11 @@ def would_drop(
     is what the request costs besides its messages (the reply priming).
     """
     groups = _groups(messages)
-    fixed = {k for k, members in groups.items() if any(m.priority_class == 0 for m in members)}
+    # the newest user message is never dropped: it is kept like the fixed block
+    question = max((m.index for m in messages if m.role == "user" and m.kind != "doc"),
+                   default=None)
+    fixed = {k for k, members in groups.items()
+             if any(m.priority_class == 0 or m.index == question for m in members)}
     room = budget - overhead - sum(m.tokens for k in fixed for m in groups[k])
     rest = sorted((k for k in groups if k not in fixed),
                   key=lambda k: -max(m.index for m in groups[k]))

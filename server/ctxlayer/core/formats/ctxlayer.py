@@ -35,7 +35,10 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -
         except msgspec.ValidationError as exc:
             path = str(exc).rsplit("at `$", 1)
             at = where + (path[1].rstrip("`") if len(path) == 2 else "")
-            raise bad(at, str(exc).split(" - at ")[0]) from None
+            what = str(exc).split(" - at ")[0]
+            if what.startswith("Object missing required field `"):
+                at, what = f"{at}.{what.split('`')[1]}", "required field is missing"
+            raise bad(at, what) from None
         if m.id is None:
             mid = derive_id("cx", str(i), m.role, m.content, m.tool_call_id or "")
             derived.add(mid)

@@ -15,6 +15,8 @@ import asyncio
 import logging
 from typing import Any
 
+import msgspec
+
 from ctxlayer import protocol
 from ctxlayer.core.errors import ContextError
 from ctxlayer.state.caller import Caller
@@ -110,9 +112,28 @@ async def assemble(caller: Caller, p: protocol.AssembleParams) -> protocol.Assem
     log.info("assemble %s: %d messages, %d/%d tokens%s", p.session_id, len(result.messages),
              result.tokens.total, result.budget, ", compacted" if result.compacted else "")
     if p.format != "ctxlayer":
-        raise ContextError("invalid", f"format {p.format!r} is not served by this build",
-                           field="format")
+        return await in_format(caller, p.format, result)
     return result
+
+
+async def in_format(caller: Caller, fmt: str, result: protocol.AssembleResult
+                    ) -> protocol.AssembleResult:
+    """The assembled messages written in a provider's format, ready to send: the system
+    layers as its system (anthropic) or system messages (openai), alternation repaired and
+    every repair audited."""
+    from ctxlayer.core import formats
+
+    def write(counter: Any) -> Any:
+        empty = formats.decode(fmt, {"messages": []}, counter)  # type: ignore[arg-type]
+        return formats.encode(empty, result.messages)
+
+    model = result_model = caller.model()
+    out = await caller.state.tokenizers.run(result_model or model, write, size=1 << 62)
+    truncated = [*result.truncated, *[e for e in out.audit if e.action != "dropped"]]
+    dropped = [*result.dropped, *[e for e in out.audit if e.action == "dropped"]]
+    return msgspec.structs.replace(result, messages=out.payload["messages"],
+                                   system=out.payload.get("system"), dropped=dropped,
+                                   truncated=truncated)
 
 
 async def compact(caller: Caller, p: protocol.SessionCompactParams) -> protocol.SessionCompactResult:

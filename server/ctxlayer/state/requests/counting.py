@@ -37,7 +37,6 @@ async def count(caller: Caller, p: protocol.CountParams) -> protocol.CountResult
 
 
 async def trim(caller: Caller, p: protocol.TrimParams) -> protocol.TrimResult:
-    from ctxlayer.core.trim import TrimOptions
     from ctxlayer.core.trim import trim as trim_messages
     from ctxlayer.tokenizers import memo_for
 
@@ -45,7 +44,7 @@ async def trim(caller: Caller, p: protocol.TrimParams) -> protocol.TrimResult:
     if p.reserve_output is not None and p.reserve_output < 0:
         raise ContextError("invalid", "must not be negative", field="reserveOutput")
     budget = p.budget if p.budget is not None else caller.default_budget(model, p.reserve_output)
-    options = trim_options(caller, p.strategy, TrimOptions)
+    options = trim_options(caller, p.strategy, p.format)
     memo = memo_for(model)  # derived texts shared by every trim with this tokenizer
     tokenizers = caller.state.tokenizers
     decoded = await tokenizers.run(model, lambda c: decode(p.format, p.messages, p.system, c),
@@ -60,20 +59,25 @@ async def trim(caller: Caller, p: protocol.TrimParams) -> protocol.TrimResult:
     report, out = await tokenizers.run(model, work, size=1 << 62)
     log.info("trim: %d messages in, %d kept, %d/%d tokens", len(p.messages),
              len(report.messages), report.tokens, budget)
-    return protocol.TrimResult(messages=out.messages, system=out.system, tokens=report.tokens,
-                               budget=report.budget, dropped=report.dropped,
-                               truncated=[*report.truncated, *out.audit])
+    dropped, truncated = list(report.dropped), list(report.truncated)
+    for entry in out.audit:  # what the codec changed to keep the request valid
+        (dropped if entry.action == "dropped" else truncated).append(entry)
+    return protocol.TrimResult(messages=out.payload["messages"], system=out.payload.get("system"),
+                               tokens=report.tokens, budget=report.budget, dropped=dropped,
+                               truncated=truncated)
 
 
-def trim_options(caller: Caller, strategy: str | None, options_type):
-    """The trim options of this workspace's `[trim]` settings, the request's strategy first."""
+def trim_options(caller: Caller, strategy: str | None, fmt: str):
+    """The trim options of this workspace's `[trim]` settings for a conversation in `fmt`
+    (the request's strategy first)."""
+    from ctxlayer.core import formats
+
     cfg = getattr(caller.policy.config, "trim", None)
     fields = {}
-    for name, key in (("strategy", "strategy"), ("tool_output_cap", "tool_output_cap"),
-                      ("head_lines", "head_lines"), ("tail_lines", "tail_lines")):
-        value = getattr(cfg, key, None)
+    for name in ("strategy", "tool_output_cap", "head_lines", "tail_lines"):
+        value = getattr(cfg, name, None)
         if value is not None:
             fields[name] = value
     if strategy is not None:
         fields["strategy"] = strategy
-    return options_type(**fields)
+    return formats.trim_options(fmt, **fields)  # type: ignore[arg-type]

@@ -19,6 +19,7 @@ from ctxlayer.state.caller import Caller
 
 
 def ctxlayer_messages(raw: Any, field: str = "messages") -> list[protocol.Message]:
+    # for requests whose messages are always ctxlayer's (ctx/inspect)
     """Strict ctxlayer Messages: an unknown field is an error naming it."""
     if raw and isinstance(raw[0], protocol.Message):
         return list(raw)
@@ -55,33 +56,28 @@ def require_format(fmt: str, method: str) -> None:
         raise ContextError("invalid", f"unknown format {fmt!r} for {method}", field="format")
 
 
-class Decoded:
-    """Messages decoded for the engine, and what is needed to give them back in their format."""
+def decode(fmt: str, raw: Any, system: Any, counter: Any, *, at: str = "") -> Any:
+    """The request's messages for the engine, by the format's codec (`.messages`); a field the
+    codec cannot read is named from the params' root (`messages[3].content[1].type`)."""
+    from ctxlayer.core import formats
 
-    def __init__(self, fmt: str, messages: list[protocol.Message], native: Any = None) -> None:
-        self.fmt, self.messages, self.native = fmt, messages, native
-
-
-class Encoded:
-    def __init__(self, messages: list[Any], system: Any = None,
-                 audit: list[protocol.AuditEntry] | None = None) -> None:
-        self.messages, self.system, self.audit = messages, system, audit or []
-
-
-def decode(fmt: str, raw: Any, system: Any, counter: Any) -> Decoded:
-    """The request's messages for the engine (ctxlayer format: validated strictly)."""
     require_format(fmt, "messages")
-    if fmt == "ctxlayer":
-        if system is not None:
-            raise ContextError("invalid", "only the anthropic format has a separate system",
-                               field="system")
-        return Decoded(fmt, ctxlayer_messages(raw))
-    raise ContextError("invalid", f"format {fmt!r} is not served by this build", field="format")
+    if system is not None and fmt != "anthropic":
+        raise ContextError("invalid", "only the anthropic format has a separate system",
+                           field="system")
+    payload: dict = {"messages": raw if raw is not None else []}
+    if system is not None:
+        payload["system"] = system
+    try:
+        return formats.decode(fmt, payload, counter)  # type: ignore[arg-type]
+    except ContextError as err:
+        if at and err.field and err.field != "format":
+            raise ContextError(err.kind, str(err), field=f"{at}.{err.field}") from None
+        raise
 
 
-def encode(decoded: Decoded, kept: list[protocol.Message]) -> Encoded:
-    """The kept messages in the request's format."""
-    if decoded.fmt == "ctxlayer":
-        return Encoded(list(kept))
-    raise ContextError("invalid", f"format {decoded.fmt!r} is not served by this build",
-                       field="format")
+def encode(decoded: Any, kept: list[protocol.Message]) -> Any:
+    """The kept messages in the request's format (`.payload["messages"]`, `["system"]`)."""
+    from ctxlayer.core import formats
+
+    return formats.encode(decoded, kept)

@@ -7,6 +7,8 @@ that workspace.
 
 from __future__ import annotations
 
+import msgspec
+
 from ctxlayer import protocol
 from ctxlayer.core.trim import stages
 from ctxlayer.state.caller import Caller
@@ -50,11 +52,14 @@ async def open_session(caller: Caller, p: protocol.SessionOpenParams) -> protoco
 async def append(caller: Caller, p: protocol.SessionAppendParams) -> protocol.Budget:
     state = caller.state
     if p.format == "ctxlayer":  # nothing to count: validate on the loop
-        messages = decode(p.format, p.messages, None, None).messages
+        decoded = decode(p.format, p.messages, None, None)
     else:
         model = (await state.work(state.sessions.budget, caller.workspace, p.session_id)).model
-        messages = (await state.tokenizers.run(
-            model, lambda c: decode(p.format, p.messages, None, c), size=1 << 62)).messages
+        decoded = await state.tokenizers.run(
+            model, lambda c: decode(p.format, p.messages, None, c), size=1 << 62)
+    # ids the codec made up give way to the session's own (ctx:msg:<seq>)
+    messages = [msgspec.structs.replace(m, id=None) if m.id in decoded.derived_ids else m
+                for m in decoded.messages]
     files = await attachments(caller, messages)
     if files:  # embedded once, at append: the stored message is what the model will read
         messages = stages.enrich(messages, files)
