@@ -5,7 +5,7 @@
  * its answer streamed back part by part as it arrives. Token counts come from the daemon.
  * Owns the provider and the model list; the message mapping lives in chatConvert.ts.
  */
-import { CtxlayerError, type CtxlayerClient, type PrepareResult } from "@ctxlayer/client";
+import type { CtxlayerClient, PrepareResult } from "@ctxlayer/client";
 import { ORIGIN, fromOpenAI, toOpenAI, toolsToOpenAI, type OpenAIMessage } from "./chatConvert";
 import * as api from "./vscodeapi";
 
@@ -70,7 +70,6 @@ export class CtxlayerModels implements api.LanguageModelChatProvider<CtxlayerMod
   readonly onDidChangeLanguageModelChatInformation = this.changed.event;
   private models: CtxlayerModelInfo[] = [];
   private upstreamKey = "";
-  private countsOpenAI = true;
 
   constructor(private readonly hooks: ModelHooks) {}
 
@@ -156,28 +155,8 @@ export class CtxlayerModels implements api.LanguageModelChatProvider<CtxlayerMod
     const name = daemonModel({ family: model.family, id: model.upstream.id });
     if (typeof text === "string") return (await client.count({ model: name, texts: [text] })).total;
     const messages = toOpenAI([text]).messages.map(({ [ORIGIN]: _, ...m }) => m);
-    if (this.countsOpenAI) {
-      try {
-        return (await client.count({ model: name, format: "openai", messages })).total;
-      } catch (err) {
-        // a daemon that counts only its own format: count the message's texts instead
-        if (!(err instanceof CtxlayerError && err.kind === "invalid" && /format/.test(err.message))) throw err;
-        this.countsOpenAI = false;
-        this.hooks.log.info("the daemon does not count OpenAI messages: counting their texts");
-      }
-    }
-    return (await client.count({ model: name, texts: messages.map(messageText) })).total;
+    return (await client.count({ model: name, format: "openai", messages })).total;
   }
-}
-
-/** A message's words as one text: its content, its tool calls' names and arguments. */
-export function messageText(m: OpenAIMessage): string {
-  const content =
-    typeof m.content === "string"
-      ? m.content
-      : (m.content ?? []).map((p) => (p.type === "text" ? String(p.text) : "")).join("");
-  const calls = (m.tool_calls ?? []).map((c) => `${c.function.name}(${c.function.arguments})`);
-  return [content, ...calls].filter(Boolean).join("\n");
 }
 
 function key(models: readonly api.LanguageModelChat[]): string {

@@ -8,8 +8,8 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { spawnDaemon, type SpawnedDaemon } from "@ctxlayer/client/src/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CACHE_CONTROL, classify, toOpenAI } from "../../src/chatConvert";
-import { CtxlayerModels, messageText } from "../../src/chatModels";
+import { CACHE_CONTROL, ORIGIN, classify, toOpenAI } from "../../src/chatConvert";
+import { CtxlayerModels } from "../../src/chatModels";
 import * as api from "../../src/vscodeapi";
 import {
   LanguageModelChatMessage,
@@ -89,9 +89,9 @@ describe("a ctxlayer model on the real daemon", () => {
     const [got] = received;
     expect(got.length).toBeLessThan(chat.length);
     expect(prepared[0].tokens).toBeLessThanOrEqual(WINDOW);
-    // what arrived, counted again by the daemon: its texts alone are within the window too
-    const texts = toOpenAI(got).messages.map(messageText);
-    const { total } = await daemon.client.count({ model: "gpt-4o", texts });
+    // what arrived, counted again by the daemon as OpenAI messages: within the window
+    const messages = toOpenAI(got).messages.map(({ [ORIGIN]: _, ...m }) => m);
+    const { total } = await daemon.client.count({ model: "gpt-4o", format: "openai", messages });
     expect(total).toBeLessThanOrEqual(WINDOW);
     // the system message first, its breakpoint kept; the newest message last, whole, the same part
     expect(got[0].role).toBe(Role.System);

@@ -237,7 +237,7 @@ suite("ctxlayer in a real VS Code (code-server)", () => {
     const results = new Set(got.messages.flatMap((m) => m.content.filter((p) => p.kind === "result").map((p) => p.callId)));
     for (const id of calls.keys()) expect(results.has(id), `call ${id} without its result`).toBe(true);
     // within the window: what arrived, counted by the daemon with the model's tokenizer
-    expect(await countTexts(got.messages)).toBeLessThanOrEqual(WINDOW);
+    expect(await countOpenAI(got.messages)).toBeLessThanOrEqual(WINDOW);
 
     const status = await waitForStatus(page, (t) => LIVE.test(t), "the live chat");
     expect(status).toMatch(LIVE);
@@ -306,16 +306,21 @@ function readJsonLines(path: string): Recorded[] {
   return readFileSync(path, "utf8").trim().split("\n").map((l) => JSON.parse(l));
 }
 
-/** The texts the stand-in received (content, tool calls, tool results), counted by a daemon of our own. */
-async function countTexts(messages: Recorded["messages"]): Promise<number> {
-  const texts = messages.flatMap((m) =>
-    m.content.map((p) =>
-      p.kind === "text" ? p.text
-      : p.kind === "call" ? `${p.name}(${JSON.stringify(p.input)})`
-      : p.kind === "result" ? p.content.map((c: any) => c.text ?? "").join("")
-      : "",
-    ),
-  );
+/** What the stand-in received, as OpenAI messages counted by a daemon of our own. */
+async function countOpenAI(messages: Recorded["messages"]): Promise<number> {
+  const openai: object[] = [];
+  for (const m of messages) {
+    for (const p of m.content.filter((p) => p.kind === "result")) {
+      const content = p.content.map((c: any) => c.text ?? "").join("");
+      openai.push({ role: "tool", tool_call_id: p.callId, content });
+    }
+    const text = m.content.filter((p) => p.kind === "text").map((p) => p.text).join("");
+    const calls = m.content
+      .filter((p) => p.kind === "call")
+      .map((p) => ({ id: p.callId, type: "function", function: { name: p.name, arguments: JSON.stringify(p.input) } }));
+    const role = m.role === 2 ? "assistant" : m.role === 3 ? "system" : "user";
+    if (text || calls.length) openai.push({ role, content: text, ...(calls.length ? { tool_calls: calls } : {}) });
+  }
   const base = mkdtempSync(join(tmpdir(), "ctxlayer-count-"));
   const daemon = await spawnDaemon({
     command: [python, "-m", "ctxlayer", "serve"],
@@ -323,7 +328,7 @@ async function countTexts(messages: Recorded["messages"]): Promise<number> {
     env: { ...process.env, HOME: base, CTXLAYER_STATE_DIR: join(base, "state") },
   });
   try {
-    return (await daemon.client.count({ model: "gpt-4o", texts })).total;
+    return (await daemon.client.count({ model: "gpt-4o", format: "openai", messages: openai })).total;
   } finally {
     await daemon.close();
   }

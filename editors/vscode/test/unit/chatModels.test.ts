@@ -137,24 +137,6 @@ describe("ctxlayer models", () => {
     expect(messages).toMatchObject({ model: "gpt-4o", format: "openai", messages: [{ role: "user", content: "hi" }] });
   });
 
-  it("count a message's texts when the daemon counts only its own format", async () => {
-    (conn as any).answers["ctx/count"] = (p: any) => {
-      if (p.format === "openai") {
-        throw Object.assign(new Error("format 'openai' is not served by this build"), { code: -32602 });
-      }
-      return { tokens: [3], total: 3 };
-    };
-    chatModels.push(upstream());
-    await models.refresh();
-    const [info] = models.provideLanguageModelChatInformation();
-    const msg = new LanguageModelChatMessage(Role.Assistant, [new Text("reading"), new Call("c", "read_file", { p: 1 })]);
-    expect(await models.provideTokenCount(info, msg as any)).toBe(3);
-    expect(await models.provideTokenCount(info, msg as any)).toBe(3);
-    const sent = conn.sent("ctx/count");
-    expect(sent.map((p) => p.format ?? "texts")).toEqual(["openai", "texts", "texts"]); // asked once
-    expect(sent[1].texts).toEqual(['reading\nread_file({"p":1})']);
-  });
-
   it("say which model is gone instead of sending nowhere", async () => {
     chatModels.push(upstream());
     await models.refresh();
