@@ -1,4 +1,4 @@
-"""Session benchmarks (issue 4 item 10).
+"""Session benchmarks.
 
     .venv/bin/python bench/session_bench.py [--only append|assemble|facts] [--appends 300]
 
@@ -7,11 +7,13 @@ Prints:
   stdio, p50 / p90 / max (target p50 <= 2 ms);
 - ctx/assemble of that session into a 128k budget, round trip, p50 / p90 (target p50 <= 15 ms),
   steady state (the session compacted once), and a realistic turn (append then assemble);
-- planted facts: 50 facts (paths, commands, error codes, line numbers, numbers), 8 rules and
+- planted facts: 50 facts (paths, commands, error codes, line numbers, numbers, written the
+  way people write them rather than in the shapes ctxlayer's extractor looks for), 8 rules and
   5 hard constraints in a 60k-token chat assembled into 16k with a summarizer that returns one
-  useless sentence: the share found in the assembly (target >= 90%, rules and constraints
-  100%), next to a newest-first truncation to the same budget (what a plain "keep the last
-  messages" trimmer, e.g. LangChain's trim_messages(strategy="last"), keeps).
+  useless sentence: the share found in the assembly (rules and constraints target 100%), next
+  to a newest-first truncation to the same budget (what a plain "keep the last messages"
+  trimmer, e.g. LangChain's trim_messages(strategy="last"), keeps). The real-conversation
+  benchmark is bench/realchats/bench.py.
 The daemon runs with a temporary state folder; the real o200k tokenizer counts.
 """
 
@@ -135,7 +137,7 @@ def bench_append_assemble(env: dict[str, str], appends: int) -> None:
           f"max {max(times):.2f} ms  (target p50 <= 2)")
     t = time.perf_counter()
     first = peer.request("ctx/assemble", {"sessionId": "big", "budget": 128_000})
-    print(f"first ctx/assemble (compacts {n + appends - 6} messages once): "
+    print(f"first ctx/assemble (the first compaction of the 1M-token session): "
           f"{(time.perf_counter() - t) * 1000:.0f} ms, {first['tokens']['total']:,} tokens, "
           f"{len(first['messages'])} messages")
     steady = []
@@ -189,17 +191,32 @@ def planted_chat() -> PlantedChat:
 
     counter = counter_for("gpt-4o")
     rng = random.Random(3)
+    # facts written the way people write them, not in the shapes ctxlayer's extractor looks
+    # for: commands without backticks, codes with dashes, positions as "L123" or "near line",
+    # numbers with words as units, paths without a known extension
     facts: list[tuple[str, str]] = []
     for k in range(10):
-        facts.append((f"The handler lives in src/billing/rounding_{k}/policy.py now.",
-                      f"src/billing/rounding_{k}/policy.py"))
-        facts.append((f"Reproduce it with `pytest tests/test_rounding.py -k half_even_{k}`.",
-                      f"pytest tests/test_rounding.py -k half_even_{k}"))
-        facts.append((f"The gateway answered with error code E{4100 + k}.", f"E{4100 + k}"))
-        facts.append((f"The bad branch is at line {211 + 17 * k} of the parser.",
-                      f"line {211 + 17 * k}"))
-        facts.append((f"We set the retry timeout to {1500 + 250 * k} ms for this path.",
-                      f"{1500 + 250 * k} ms"))
+        facts.append((f"The settings moved to deploy/billing/rounding-{k}/settings.conf.j2 "
+                      "last week", f"deploy/billing/rounding-{k}/settings.conf.j2")
+                     if k % 2 else
+                     (f"Its handler is now under services/billing/rounding_{k}/handlers",
+                      f"services/billing/rounding_{k}/handlers"))
+        facts.append((f"I reproduced it by running make check-rounding CASE=half_even_{k} twice",
+                      f"make check-rounding CASE=half_even_{k}") if k % 2 else
+                     (f"The repro is cargo test --package ledger rounding_case_{k} on my box",
+                      f"cargo test --package ledger rounding_case_{k}"))
+        facts.append((f"The gateway rejected it with GW-{4100 + k} again",
+                      f"GW-{4100 + k}") if k % 2 else
+                     (f"The upstream answered CurrencyMismatch{k}Fault this time",
+                      f"CurrencyMismatch{k}Fault"))
+        facts.append((f"The bad branch is L{211 + 17 * k} in the parser module",
+                      f"L{211 + 17 * k}") if k % 2 else
+                     (f"It breaks near parser.rs#{211 + 17 * k} in the tokenizer",
+                      f"parser.rs#{211 + 17 * k}"))
+        facts.append((f"We now read {64 * (k + 1)} rows per batch from the ledger",
+                      f"{64 * (k + 1)} rows per batch") if k % 2 else
+                     (f"The retry delay went up to {1500 + 250 * k} milliseconds",
+                      f"{1500 + 250 * k} milliseconds"))
     constraints = [
         "You must never change the public signature of charge_card().",
         "Do not add any dependency outside the standard library.",

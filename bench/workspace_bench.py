@@ -8,7 +8,12 @@ then prints:
   `git status --porcelain=v2 --branch -z` run one after the other (target: <= 2x);
 - the latency from a file write to on_change with the watcher running in process on the
   smaller repo, p50 / p99 (target: p50 <= debounce + 50 ms);
-- the peak RSS of a fresh process that scanned and watches the large repo (target: 150 MB).
+- the peak RSS of a fresh process that scanned and watches the large repo (target: 150 MB);
+- git both ways on the large repo: the git CLI against GitPython for finding the repository,
+  reading HEAD / branch / upstream, status and the file list, and GitPython's import
+  (`--only git`);
+- the inotify watches held for a repo with an ignored 20,000-file node_modules: the
+  folder-by-folder watcher against a watchdog recursive watch (`--only watches`).
 Counts tokens with the production counter (`tokenizers.counter_for("gpt-4o")`).
 """
 
@@ -148,11 +153,102 @@ def rss_child(root: Path) -> None:
     print(f"{peak_kb / 1024:.0f} {before_kb / 1024:.0f}")
 
 
+def git_both_ways(root: Path) -> None:
+    """Each git question asked through the CLI and through GitPython (medians)."""
+    from ctxlayer.workspace import gitrefs
+
+    def cli(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=root, capture_output=True, check=False)
+
+    import_s = statistics.median(float(subprocess.run(
+        [sys.executable, "-c", "import time; t = time.perf_counter(); import git; "
+         "print(time.perf_counter() - t)"], capture_output=True, text=True,
+        check=True).stdout) for _ in range(5))
+    import git
+
+    repo = git.Repo(root)
+    rows = [
+        ("find the repository", lambda: cli("rev-parse", "--show-toplevel", "--absolute-git-dir",
+                                            "--show-prefix"),
+         lambda: gitrefs.find_repo(root / "pkg00"), 51),
+        ("HEAD, branch, upstream", lambda: (cli("rev-parse", "HEAD"),
+                                            cli("symbolic-ref", "-q", "--short", "HEAD"),
+                                            cli("rev-parse", "--abbrev-ref", "@{u}")),
+         lambda: gitrefs.read_head(root), 51),
+        ("status --porcelain=v2", lambda: cli("--no-optional-locks", "status", "--porcelain=v2",
+                                              "--branch", "-z", "--untracked-files=all"),
+         lambda: repo.git(c="core.fsmonitor=false").execute(
+             ["git", "--no-optional-locks", "status", "--porcelain=v2", "--branch", "-z",
+              "--untracked-files=all"]), 7),
+        ("untracked files", lambda: cli("ls-files", "-o", "--exclude-standard", "-z"),
+         lambda: repo.untracked_files, 7),
+        ("ls-files", lambda: cli("ls-files", "-c", "-z"), lambda: repo.git.ls_files("-c", "-z"),
+         7),
+    ]
+    print(f"git both ways on {root.name} (median): import git (GitPython) "
+          f"{import_s * 1000:.0f} ms in a fresh interpreter")
+    for label, by_cli, by_gitpython, runs in rows:
+        by_cli()
+        by_gitpython()
+        pairs = [(timed(by_cli, 1), timed(by_gitpython, 1)) for _ in range(runs)]  # interleaved
+        c = statistics.median(p[0] for p in pairs)
+        g = statistics.median(p[1] for p in pairs)
+        print(f"  {label:24s} CLI {c * 1000:8.2f} ms   GitPython {g * 1000:8.2f} ms   "
+              f"GitPython / CLI {g / c:.2f}x")
+    repo.close()
+
+
+def kernel_watches() -> int:
+    """inotify watches this process holds, over all its inotify descriptors."""
+    total = 0
+    for fdinfo in Path("/proc/self/fdinfo").iterdir():
+        try:
+            text = fdinfo.read_text()
+        except OSError:
+            continue
+        total += sum(1 for line in text.splitlines() if line.startswith("inotify wd:"))
+    return total
+
+
+def watches_with_node_modules(base: Path, count, files: int) -> None:
+    from watchdog.observers import Observer
+
+    from ctxlayer.config import Config
+    from ctxlayer.workspace import Workspace
+    from ctxlayer.workspace.watcher import EVENT_FILTER, _Handler
+
+    root = base / "nm"
+    generate(root, 2000)
+    (root / ".gitignore").write_text("build/\n*.log\nnode_modules/\n")
+    for i in range(files):
+        d = root / "node_modules" / f"pkg{i // 50:04d}" / "lib"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"m{i % 50}.js").write_text("module.exports = 1;\n")
+    folders = sum(1 for _ in os.walk(root))
+    before = kernel_watches()
+    ws = Workspace(root, Config(), count, home=base, user_config_dir=base / "cfg")
+    ws.scan()
+    ws.start_watching(lambda seg, changed: None)
+    ours = kernel_watches() - before
+    ws.stop()
+    observer = Observer()
+    observer.schedule(_Handler(None, lambda p: False), str(root), recursive=True,
+                      event_filter=EVENT_FILTER)
+    observer.start()
+    theirs = kernel_watches() - before
+    observer.stop()
+    observer.join()
+    print(f"inotify watches, {files:,}-file ignored node_modules + 2,000 files ({folders:,} "
+          f"folders): folder-by-folder {ours}, watchdog recursive {theirs} "
+          f"({ours / theirs:.3f}x)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--files", type=int, default=50_000)
     ap.add_argument("--latency-files", type=int, default=20_000)
     ap.add_argument("--samples", type=int, default=60)
+    ap.add_argument("--only", choices=["scan", "latency", "rss", "git", "watches"])
     ap.add_argument("--rss-child", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
     os.environ.update(GIT_ENV)
@@ -162,21 +258,30 @@ def main() -> None:
     from ctxlayer.tokenizers import counter_for
 
     count = counter_for("gpt-4o").count
+    only = args.only
     with tempfile.TemporaryDirectory(prefix="ctxlayer-wsbench-") as tmp:
         big, small = Path(tmp) / "big", Path(tmp) / "small"
         t0 = time.perf_counter()
-        generate(big, args.files)
-        generate(small, args.latency_files)
-        print(f"generated {args.files:,} + {args.latency_files:,} file repos in "
-              f"{time.perf_counter() - t0:.1f} s")
-        scan_vs_git(big, count)
-        latency(small, count, args.samples)
-        out = subprocess.run([sys.executable, __file__, "--rss-child", str(big)],
-                             capture_output=True, text=True, check=True, env=os.environ)
-        peak, before = out.stdout.split()
-        print(f"peak RSS, a process that scanned and watches the {args.files:,}-file repo: "
-              f"{peak} MB (target <= 150 MB; {before} MB of it before the scan: Python, "
-              "the gpt-4o encoding)")
+        if only in (None, "scan", "rss", "git"):
+            generate(big, args.files)
+        if only in (None, "latency"):
+            generate(small, args.latency_files)
+        print(f"generated the repos in {time.perf_counter() - t0:.1f} s")
+        if only in (None, "scan"):
+            scan_vs_git(big, count)
+        if only in (None, "latency"):
+            latency(small, count, args.samples)
+        if only in (None, "rss"):
+            out = subprocess.run([sys.executable, __file__, "--rss-child", str(big)],
+                                 capture_output=True, text=True, check=True, env=os.environ)
+            peak, before = out.stdout.split()
+            print(f"peak RSS, a process that scanned and watches the {args.files:,}-file "
+                  f"repo: {peak} MB (target <= 150 MB; {before} MB of it before the scan: "
+                  "Python, the gpt-4o encoding)")
+        if only in (None, "git"):
+            git_both_ways(big)
+        if only in (None, "watches") and sys.platform == "linux":
+            watches_with_node_modules(Path(tmp), count, 20_000)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "prompt": ("prompt", "build the layered system prompt for a workspace"),
     "inspect": ("inspect", "scan a workspace and show its segment's parts, tokens and what was left out"),
     "serve": ("serve", "run the daemon (JSON-RPC with LSP framing over stdio or TCP)"),
+    "gateway": ("gateway", "run the OpenAI/Anthropic-compatible HTTP gateway on loopback"),
     "schema": ("schema", "print the JSON Schema of the wire protocol"),
 }
 

@@ -14,12 +14,18 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+import types
 import typing
 from pathlib import Path
 from typing import Annotated, Any
 
 import msgspec
 from msgspec import Meta
+
+from ctxlayer.core.assembly.compaction import CompactionPolicy
+from ctxlayer.core.zones.modes import DEFAULT_MODES
+from ctxlayer.core.zones.rules import RulePolicy
+from ctxlayer.core.zones.working import DecayPolicy
 
 CONFIG_FILE = "ctxlayer.toml"
 
@@ -95,28 +101,62 @@ class WorkspaceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 class TrimConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """How conversations are trimmed. (Placeholder: the trim engine's owner adds fields.)"""
+    """How conversations are trimmed when a request names no strategy of its own."""
+
+    strategy: Annotated[str, Meta(pattern="^(pipeline|priority)$", description="Default "
+                                  "strategy: pipeline shortens the longest messages, then "
+                                  "keeps whole groups from the newest back; priority cuts "
+                                  "retrieved documents first, then older history, then "
+                                  "recent messages.")] = "pipeline"
+    tool_output_cap: Annotated[Annotated[int, Meta(ge=16)] | None, Meta(
+        description="Tokens past which a tool output is shortened to its outline; unset: "
+        "the budget / 16, at least 256.")] = None
+    head_lines: Annotated[int, Meta(ge=0, description="Lines kept at the start of a "
+                                    "truncated block.")] = 10
+    tail_lines: Annotated[int, Meta(ge=0, description="Lines kept at the end of a "
+                                    "truncated block.")] = 10
+
+    def options(self, strategy: str | None = None):
+        """The core's `TrimOptions` for these settings; `strategy` (a request's own) wins
+        over the default. Imported here so that reading the config stays light."""
+        from ctxlayer.core.trim import TrimOptions
+
+        return TrimOptions(strategy=strategy or self.strategy,  # type: ignore[arg-type]
+                           tool_output_cap=self.tool_output_cap,
+                           head_lines=self.head_lines, tail_lines=self.tail_lines)
+
+
+# One source for every default: the core's own policies (the settings only expose them).
+_MODES = DEFAULT_MODES
+_COMPACTION = CompactionPolicy()
+_DECAY = DecayPolicy()
+_RULES = RulePolicy()
 
 
 class ModeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """One task mode: the largest share of `cap` each zone may use (Z3)."""
 
     rules_share: Annotated[float, Meta(ge=0, le=1, description="Largest share of the zone "
-                                       "cap the rules (zone A) may use.")] = 0.4
+                                       "cap the rules (zone A) may use.")] = (
+        _MODES["deep"].rules_share)
     working_share: Annotated[float, Meta(ge=0, le=1, description="Largest share of the zone "
-                                         "cap the working items (zone B) may use.")] = 0.8
-    cap: Annotated[int, Meta(ge=0, description="Most tokens both zones may use together.")] = 8000
+                                         "cap the working items (zone B) may use.")] = (
+        _MODES["deep"].working_share)
+    cap: Annotated[int, Meta(ge=0, description="Most tokens both zones may use together.")] = (
+        _MODES["deep"].cap)
+
+
+def _mode(name: str) -> ModeConfig:
+    m = _MODES[name]
+    return ModeConfig(rules_share=m.rules_share, working_share=m.working_share, cap=m.cap)
 
 
 class ModesConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """The three task modes (seed 003): short questions, deep work, debugging."""
 
-    short: ModeConfig = msgspec.field(
-        default_factory=lambda: ModeConfig(rules_share=0.2, working_share=0.5, cap=2000))
-    deep: ModeConfig = msgspec.field(
-        default_factory=lambda: ModeConfig(rules_share=0.4, working_share=0.8, cap=8000))
-    debug: ModeConfig = msgspec.field(
-        default_factory=lambda: ModeConfig(rules_share=0.1, working_share=0.9, cap=4000))
+    short: ModeConfig = msgspec.field(default_factory=lambda: _mode("short"))
+    deep: ModeConfig = msgspec.field(default_factory=lambda: _mode("deep"))
+    debug: ModeConfig = msgspec.field(default_factory=lambda: _mode("debug"))
 
 
 class SessionConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -126,26 +166,32 @@ class SessionConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                                       "a new session when the client names none.")] = "deep"
     modes: ModesConfig = msgspec.field(default_factory=ModesConfig)
     max_rules: Annotated[int, Meta(ge=0, description="Most rules kept in the rule zone; the "
-                                   "lowest weights beyond are demoted to the working zone.")] = 12
+                                   "lowest weights beyond are demoted to the working zone.")] = (
+        _RULES.max_rules)
     rule_prefix: Annotated[str, Meta(description="Marker put before the top-weight rules.")] = (
-        "__RULE__")
+        _RULES.prefix)
     decay: Annotated[float, Meta(gt=0, le=1, description="Heat a working item keeps per turn "
-                                 "in which no reply refers to it.")] = 0.7
+                                 "in which no reply refers to it.")] = _DECAY.factor
     compress_below: Annotated[float, Meta(ge=0, le=1, description="Below this heat a working "
-                                          "item is shown compressed to about a quarter.")] = 0.34
+                                          "item is shown compressed to about a quarter.")] = (
+        _DECAY.compress_below)
     remove_below: Annotated[float, Meta(ge=0, le=1, description="Below this heat an optional "
-                                        "working item is removed.")] = 0.1
+                                        "working item is removed.")] = (
+        _DECAY.remove_below)
     compaction_trigger: Annotated[float, Meta(gt=0, le=1, description="History share past "
-                                              "which rolling compaction runs.")] = 0.7
-    compaction_target: Annotated[float, Meta(gt=0, le=1, description="History share the "
-                                             "cheap stages (tool outputs, dedup, extractive) "
-                                             "aim for before the summarizer is used.")] = 0.5
-    keep_recent: Annotated[int, Meta(ge=0, description="Newest messages a compaction keeps "
-                                     "verbatim.")] = 6
+                                              "which rolling compaction runs.")] = (
+        _COMPACTION.trigger)
+    compaction_target: Annotated[float, Meta(gt=0, le=1, description="History share that the "
+                                             "summary and the newest messages kept verbatim "
+                                             "fill after a compaction (the cheap stages aim "
+                                             "for it first).")] = _COMPACTION.target
+    keep_recent: Annotated[int, Meta(ge=0, description="Newest messages the cheap compaction "
+                                     "stages never shorten.")] = _COMPACTION.keep_recent
     tool_output_cap: Annotated[int, Meta(ge=16, description="Tokens past which an older tool "
-                                         "output is compressed during compaction.")] = 1000
+                                         "output is compressed during compaction.")] = (
+        _COMPACTION.tool_output_cap)
     summary_max_tokens: Annotated[int, Meta(ge=16, description="Most tokens asked of the "
-                                            "summarizer.")] = 1000
+                                            "summarizer.")] = _COMPACTION.summary_max_tokens
     summarizer_timeout: Annotated[float, Meta(gt=0, description="Seconds to wait for the "
                                               "client's ctx/summarize before the offline "
                                               "summary is used.")] = 5.0
@@ -156,12 +202,35 @@ class SessionConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                                     "also a power cut (slower appends).")] = "normal"
 
 
+class GatewayConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """The HTTP gateway (OpenAI- and Anthropic-compatible) that `ctxlayer serve` may also run."""
+
+    enabled: Annotated[bool, Meta(description="Run the gateway inside `ctxlayer serve` "
+                                  "(`ctxlayer gateway` runs it alone either way).")] = False
+    host: Annotated[str, Meta(description="Loopback address to listen on; any other address "
+                              "is refused.")] = "127.0.0.1"
+    port: Annotated[int, Meta(ge=0, le=65535, description="Port to listen on; 0 picks a free "
+                              "one (announced at initialize).")] = 0
+    openai_base_url: Annotated[str, Meta(pattern="^https?://", description="Where OpenAI "
+                                         "requests are forwarded (ends in /v1).")] = (
+        "https://api.openai.com/v1")
+    anthropic_base_url: Annotated[str, Meta(pattern="^https?://", description="Where "
+                                            "Anthropic requests are forwarded.")] = (
+        "https://api.anthropic.com")
+    connect_timeout: Annotated[float, Meta(gt=0, description="Seconds to wait for the "
+                                           "upstream to accept the connection.")] = 10.0
+    read_timeout: Annotated[float, Meta(gt=0, description="Seconds to wait for the upstream's "
+                                        "next bytes (the first byte included) before the "
+                                        "answer is given up.")] = 600.0
+
+
 class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """The whole settings tree: one section per subsystem."""
 
     workspace: WorkspaceConfig = msgspec.field(default_factory=WorkspaceConfig)
     trim: TrimConfig = msgspec.field(default_factory=TrimConfig)
     session: SessionConfig = msgspec.field(default_factory=SessionConfig)
+    gateway: GatewayConfig = msgspec.field(default_factory=GatewayConfig)
 
 
 # --- loading -------------------------------------------------------------------------------------
@@ -205,6 +274,41 @@ def load_config(
     for source, data in layers:
         _merge_into(values, data, source, Config, "", messages)
     return _build(Config, values), messages
+
+
+def reload_config(
+    workspace: Path, user_config_dir: Path | None, overrides: dict | None, previous: Config
+) -> tuple[Config, str]:
+    """Load the config again after a `ctxlayer.toml` changed (same sources as `load_config`).
+
+    Returns the new config and one message for the user: which settings changed (dotted key,
+    old -> new), then what was rejected (each problem; the rejected key keeps its default, as
+    at start). Never raises."""
+    config, problems = load_config(workspace, user_config_dir, overrides)
+    diffs = [f"{key} {_show(old)} -> {_show(new)}"
+             for key, old, new in _differences(previous, config, "")]
+    if diffs:
+        message = "ctxlayer.toml reloaded: " + "; ".join(diffs)
+    else:
+        message = "ctxlayer.toml reloaded: no setting changed"
+    if problems:
+        message += ". Rejected: " + " | ".join(problems)
+    return config, message
+
+
+def _differences(old: Any, new: Any, prefix: str) -> list[tuple[str, Any, Any]]:
+    out = []
+    for f in msgspec.structs.fields(type(old)):
+        a, b = getattr(old, f.name), getattr(new, f.name)
+        if isinstance(a, msgspec.Struct):
+            out += _differences(a, b, f"{prefix}{f.name}.")
+        elif a != b:
+            out.append((f"{prefix}{f.name}", a, b))
+    return out
+
+
+def _show(value: Any) -> str:
+    return "unset" if value is None else msgspec.json.encode(value).decode()
 
 
 def _read_toml(path: Path, messages: list[str]) -> dict | None:
@@ -302,6 +406,8 @@ def _default_of(field: msgspec.structs.FieldInfo) -> Any:
 
 def _type_name(tp: Any) -> str:
     tp = _plain(tp)
+    if _optional(tp) is not None:
+        return f"{_type_name(_optional(tp))} or unset"
     if typing.get_origin(tp) is list:
         return f"list of {_type_name(typing.get_args(tp)[0])}"
     return {int: "integer", str: "string", bool: "boolean", float: "number"}.get(
@@ -309,12 +415,28 @@ def _type_name(tp: Any) -> str:
     )
 
 
+def _optional(tp: Any) -> Any:
+    """X for `X | None`, else None."""
+    args = typing.get_args(tp) if typing.get_origin(tp) in (typing.Union, types.UnionType) else ()
+    rest = [a for a in args if a is not type(None)]
+    return rest[0] if len(args) == 2 and len(rest) == 1 else None
+
+
 def _meta(tp: Any) -> Meta | None:
+    """The field's constraints and description; an optional field's inner constraints are
+    merged with the description on the outside."""
+    found: Meta | None = None
     if typing.get_origin(tp) is Annotated:
         for m in typing.get_args(tp)[1:]:
             if isinstance(m, Meta):
-                return m
-    return None
+                found = m
+        inner = _optional(_plain(tp))
+        inner_meta = _meta(inner) if inner is not None else None
+        if inner_meta is not None:
+            found = Meta(gt=inner_meta.gt, ge=inner_meta.ge, lt=inner_meta.lt,
+                         le=inner_meta.le, pattern=inner_meta.pattern,
+                         description=found.description if found else None)
+    return found
 
 
 def _bounds(meta: Meta | None) -> str:

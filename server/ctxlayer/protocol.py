@@ -27,7 +27,7 @@ Mode = Literal["short", "deep", "debug"]
 Strategy = Literal["pipeline", "priority"]
 ToolFormat = Literal["markdown", "xml", "tool"]
 ContextMode = Literal["full", "selective"]
-PartName = Literal["tree", "git", "agentFiles", "files"]
+PartName = Literal["tree", "git", "agentFiles", "files", "skills"]
 #: how messages are shaped: ctxlayer's Message, or a provider's own request format
 Format = Literal["ctxlayer", "openai", "anthropic"]
 #: what a live conversation came through

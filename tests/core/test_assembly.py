@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ctxlayer.core.assembly import Compaction, CompactionPolicy, History, assemble, measure
@@ -9,7 +11,7 @@ from ctxlayer.core.assembly.assemble import AssemblyInput
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.tokens import CountCache, WordTokenizer, message_tokens
 from ctxlayer.core.zones import DEFAULT_MODES, Rule, new_item
-from ctxlayer.protocol import Message
+from ctxlayer.protocol import Message, ToolCall
 
 COUNTER = CountCache(WordTokenizer())
 FILLER = ("We looked at the options and talked about them for a while without deciding "
@@ -24,16 +26,38 @@ CONSTRAINTS = [
 ]
 
 
-def chat(n: int, *, planted: dict[int, str] | None = None) -> History:
+def build(msgs: list[Message]) -> History:
     history = History()
+    for k, msg in enumerate(msgs):
+        history.append(msg, k, message_tokens(msg, COUNTER))
+    return history
+
+
+def chat(n: int, *, planted: dict[int, str] | None = None, first: str = "user") -> History:
+    roles = ("user", "assistant") if first == "user" else ("assistant", "user")
+    msgs = []
     for k in range(n):
-        role = "user" if k % 2 == 0 else "assistant"
         text = FILLER * 3
         if planted and k in planted:
             text = planted[k] + " " + text
-        msg = Message(role=role, content=text, id=f"m{k}")
-        history.append(msg, k, message_tokens(msg, COUNTER))
-    return history
+        msgs.append(Message(role=roles[k % 2], content=text, id=f"m{k}"))
+    return build(msgs)
+
+
+def agent_chat(turns: int, *, output_lines: int = 40) -> History:
+    """A coding agent: the task, then tool calls with outputs, and short replies."""
+    msgs = [Message(role="user", content="Fix the failing test in tests/test_pay.py.", id="u0")]
+    for k in range(turns):
+        cmd = f"pytest tests/test_pay.py::test_case_{k} -x"
+        msgs.append(Message(role="assistant", content=f"Running case {k}.", id=f"a{k}",
+                            tool_calls=[ToolCall(id=f"c{k}", name="bash",
+                                                 arguments=json.dumps({"command": cmd}))]))
+        out = "\n".join(f"collected line {j} of run {k}" for j in range(output_lines))
+        out += f"\nFAILED tests/test_pay.py::test_case_{k} - AssertionError: total {k}\n" \
+               "exit code 1"
+        msgs.append(Message(role="tool", content=out, id=f"t{k}", tool_call_id=f"c{k}"))
+    msgs.append(Message(role="user", content="What is left to fix?", id="u-last"))
+    return build(msgs)
 
 
 def inp(budget: int, **kw) -> AssemblyInput:
@@ -49,6 +73,14 @@ def check_fits(out, budget):
     assert out.result.tokens.total <= budget
     recount = 3 + sum(message_tokens(m, COUNTER) for m in out.result.messages)
     assert recount == out.result.tokens.total
+
+
+def history_part(out) -> list[Message]:
+    return [m for m in out.result.messages if m.role != "system"]
+
+
+def summary_of(out) -> str:
+    return next(m for m in out.result.messages if m.kind == "summary").content
 
 
 def test_layers_in_order_and_everything_kept_when_it_fits():
@@ -70,7 +102,7 @@ def test_system_alone_over_budget_is_an_error():
     assert err.value.kind == "pinned_over_budget"
 
 
-def test_compaction_keeps_every_rule_and_every_hard_constraint():
+def test_compaction_keeps_every_rule_and_constraint_and_uses_the_budget():
     planted = {2 * k: c for k, c in enumerate(CONSTRAINTS)}
     history = chat(80, planted=planted)
     budget = 3000
@@ -84,10 +116,31 @@ def test_compaction_keeps_every_rule_and_every_hard_constraint():
         assert constraint in text
     summary = next(m for m in out.result.messages if m.kind == "summary")
     assert summary.id.startswith("ctx:summary:")
-    assert [m.id for m in out.result.messages[-6:]] == [f"m{k}" for k in range(74, 80)]
-    assert out.compaction.replaced == 74
+    kept = out.compaction.replaced
+    tail = [m.id for m in history_part(out) if m.kind != "summary" and not m.id.endswith(":ack")]
+    assert tail == [f"m{k}" for k in range(kept, 80)]  # the newest, verbatim, contiguous
+    assert kept < 74  # more than a fixed six recent messages: as many as fit
+    assert out.result.tokens.total >= 0.85 * budget
     summarized = [e for e in out.audit if e.action == "summarized"]
-    assert len(summarized) == 74 and summarized[0].message_id == "m0"
+    assert len(summarized) == kept and summarized[0].message_id == "m0"
+
+
+def test_summary_is_a_user_turn_after_the_system_prompt_and_roles_alternate():
+    for first in ("user", "assistant"):
+        out = assemble(chat(81, first=first), Compaction(), inp(2500), COUNTER)
+        hist = history_part(out)
+        assert hist[0].kind == "summary" and hist[0].role == "user"
+        roles = [m.role for m in hist]
+        assert all(a != b for a, b in zip(roles, roles[1:], strict=False)), roles
+        assert hist[1].role == "assistant"
+
+
+def test_without_a_summary_the_history_starts_with_a_user_turn():
+    history = chat(7, first="assistant")
+    out = assemble(history, Compaction(), inp(5000), COUNTER)
+    hist = history_part(out)
+    assert hist[0].role == "user" and hist[0].id == "m1"
+    assert any(e.message_id == "m0" and "user turn" in e.reason for e in out.result.dropped)
 
 
 def test_facts_of_replaced_messages_survive_in_the_ledger():
@@ -95,7 +148,7 @@ def test_facts_of_replaced_messages_survive_in_the_ledger():
                11: "Run `pytest tests/test_loader.py -k cache` to reproduce it."}
     history = chat(60, planted=planted)
     out = assemble(history, Compaction(), inp(2500), COUNTER)
-    summary = next(m for m in out.result.messages if m.kind == "summary").content
+    summary = summary_of(out)
     for fact in ("src/core/loader.py", "218", "E4012", "pytest tests/test_loader.py -k cache"):
         assert fact in summary
 
@@ -111,26 +164,49 @@ def test_a_second_compaction_adds_the_facts_of_what_it_replaces():
         history.append(msg, k, message_tokens(msg, COUNTER))
     second = assemble(history, first.compaction, inp(2500), COUNTER)
     assert second.compaction is not None and second.compaction.upto_seq > 70
-    summary = next(m for m in second.result.messages if m.kind == "summary").content
+    summary = summary_of(second)
     for fact in ("src/core/loader.py", "E4012", "src/net/socket.py", "E7777"):
         assert fact in summary
 
 
 def test_summarizer_is_data_needs_summary_then_accepts_text():
-    history = chat(60)
+    history = chat(60, planted={3: "We decided to cache the loader results in memory."})
     first = assemble(history, Compaction(), inp(2500, client_summarizer=True), COUNTER)
     assert first.result is None and first.compaction is None
     request = first.needs_summary
-    assert [m.id for m in request.messages] == [f"m{k}" for k in range(54)]
+    covered = [m.id for m in request.messages]
+    assert covered == [f"m{k}" for k in range(len(covered))] and 0 < len(covered) < 60
     assert "Hard constraints" in request.instructions and request.max_tokens > 0
+    text = "Decided: cache the loader results in memory; the options were talked about."
     second = assemble(history, Compaction(), inp(2500, client_summarizer=True,
-                                                  summary_text="Decided: nothing useful."),
-                      COUNTER)
-    summary = next(m for m in second.result.messages if m.kind == "summary")
-    assert "Decided: nothing useful." in summary.content
+                                                  summary_text=text), COUNTER)
+    assert text in summary_of(second)
+    # the cut of the request, or fewer replaced once the summary turned out small
+    assert 0 < second.compaction.replaced <= len(covered)
     offline = assemble(history, Compaction(), inp(2500, client_summarizer=True, offline=True),
                        COUNTER)
     assert offline.result is not None and offline.result.compacted
+
+
+@pytest.mark.parametrize("text", ["", "   ", "Bananas grow quickly in tropical climates "
+                                  "everywhere; monkeys enjoy eating them."])
+def test_an_empty_or_off_topic_client_summary_is_replaced_by_the_offline_one(text):
+    history = chat(60, planted={3: "We decided to cache the loader results in memory."})
+    out = assemble(history, Compaction(), inp(2500, client_summarizer=True, summary_text=text),
+                   COUNTER)
+    summary = summary_of(out)
+    assert "Bananas" not in summary
+    assert "cache the loader results" in summary  # the offline summary's decision
+    assert any("client summary" in e.reason and "offline" in e.reason for e in out.audit)
+
+
+def test_ledger_facts_a_client_summary_lacks_are_added_beside_it():
+    history = chat(60, planted={10: "The crash is in src/core/loader.py:218 with E4012.",
+                                12: "We talked about the loader options at length."})
+    text = "Decided: talked about the loader options; nothing else was settled."
+    out = assemble(history, Compaction(), inp(2500, summary_text=text), COUNTER)
+    summary = summary_of(out)
+    assert text in summary and "src/core/loader.py" in summary and "E4012" in summary
 
 
 def test_compaction_is_sticky_and_incremental():
@@ -146,11 +222,85 @@ def test_compaction_is_sticky_and_incremental():
                       id=f"m{k}")
         history.append(msg, k, message_tokens(msg, COUNTER))
     third = assemble(history, state, inp(2500, previous=again.fingerprint), COUNTER)
+    assert third.compaction is None
     assert third.result.cache_reuse_tokens == again.result.tokens.total - 3
     assert third.result.tokens.total > again.result.tokens.total
 
 
-def test_next_compaction_point_and_budget_measure():
+def test_the_dynamic_section_goes_after_the_history_so_the_history_stays_cached():
+    system = [Message(role="system", content="Core rules of the assistant.", id="ctx:core"),
+              Message(role="system", content="Session-volatile context below.",
+                      id="ctx:boundary"),
+              Message(role="system", content="git status: 3 files changed", id="ctx:dynamic")]
+    history = chat(8)
+    first = assemble(history, Compaction(), inp(5000, system=system, system_cache_boundary=2),
+                     COUNTER)
+    ids = [m.id for m in first.result.messages]
+    assert ids == ["ctx:core", "ctx:boundary", *(f"m{k}" for k in range(8)), "ctx:dynamic"]
+    changed = [*system[:2], Message(role="system", content="git status: 4 files changed now",
+                                    id="ctx:dynamic")]
+    second = assemble(history, Compaction(), inp(5000, system=changed, system_cache_boundary=2,
+                                                  previous=first.fingerprint), COUNTER)
+    dynamic = message_tokens(changed[2], COUNTER)
+    assert second.result.cache_reuse_tokens == second.result.tokens.total - 3 - dynamic
+
+
+def test_assemble_runs_the_trim_clean_up_stages_on_the_history():
+    msgs = [
+        Message(role="user", content="start the work please", id="u0"),
+        Message(role="tool", content="a result nobody asked for", id="orphan",
+                tool_call_id="missing"),
+        Message(role="assistant", content="<think>long private reasoning here</think>Done.",
+                id="a0"),
+        Message(role="user", content="thinking aloud for a moment", id="eph", ephemeral_ttl=1),
+        Message(role="assistant", content="Next step.", id="a1"),
+        Message(role="user", content="and now?", id="u1"),
+        Message(role="assistant", content="<think>current reasoning</think>Answer.", id="a2"),
+    ]
+    out = assemble(build(msgs), Compaction(), inp(5000), COUNTER)
+    ids = [m.id for m in history_part(out)]
+    assert "orphan" not in ids and "eph" not in ids
+    by_id = {m.id: m for m in history_part(out)}
+    assert "<think>" not in by_id["a0"].content and "<think>" in by_id["a2"].content
+    reasons = " ".join(e.reason for e in out.result.dropped + out.result.truncated)
+    assert "orphan" in reasons and "ephemeral" in reasons and "reasoning" in reasons
+
+
+def test_newest_messages_over_the_share_give_the_best_window_not_an_error():
+    big = " ".join(f"w{k}" for k in range(3000))
+    msgs = [Message(role="user", content="question one", id="u0"),
+            Message(role="assistant", content=big, id="a0"),
+            Message(role="user", content="the newest question " + big, id="u1")]
+    out = assemble(build(msgs), Compaction(), inp(800), COUNTER)
+    check_fits(out, 800)
+    hist = history_part(out)
+    assert hist[-1].id == "u1" and hist[-1].content.startswith("the newest question")
+    assert hist[0].role == "user"
+
+
+def test_tool_outputs_are_outlined_before_anything_is_dropped():
+    history = agent_chat(6, output_lines=300)
+    total = 3 + history.total + 10
+    out = assemble(history, Compaction(), inp(int(total * 0.5)), COUNTER)
+    check_fits(out, int(total * 0.5))
+    ids = [m.id for m in history_part(out)]
+    assert all(f"t{k}" in ids for k in range(6)), ids  # outlined, none summarized or dropped
+    assert any(e.action == "compressed" and e.message_id == "t0" for e in out.result.truncated)
+
+
+def test_the_action_log_keeps_one_line_per_replaced_tool_call():
+    history = agent_chat(40)
+    out = assemble(history, Compaction(), inp(2000), COUNTER)
+    summary = summary_of(out)
+    assert "Actions (tool calls, newest first)" in summary
+    replaced = out.compaction.replaced
+    calls = [k for k in range(40) if 1 + 2 * k + 1 < replaced]
+    newest = max(calls)
+    assert f"bash pytest tests/test_pay.py::test_case_{newest} -x → exit 1" in summary
+    assert f"failed: tests/test_pay.py::test_case_{newest}" in summary
+
+
+def test_next_compaction_point_is_never_below_used():
     history = chat(10)
     budget = measure(history, Compaction(), inp(100_000), COUNTER, model="m", session_id="s",
                      error_band=None)
@@ -158,7 +308,12 @@ def test_next_compaction_point_and_budget_measure():
                                                      "helpful assistant."), COUNTER) + \
         history.total
     assert budget.by_layer.history == history.total
-    assert budget.used < budget.next_compaction_at < budget.limit
+    assert budget.used < budget.next_compaction_at <= budget.limit
+    over = measure(chat(200), Compaction(), inp(2000), COUNTER, model="m", session_id="s",
+                   error_band=None)
+    assert over.used > over.limit and over.next_compaction_at == over.used
+    out = assemble(chat(200), Compaction(), inp(2000), COUNTER)
+    assert out.next_compaction_at >= out.result.tokens.total
 
 
 def test_working_items_beyond_the_mode_share_are_reported_not_deleted():
@@ -173,17 +328,10 @@ def test_working_items_beyond_the_mode_share_are_reported_not_deleted():
 
 
 def test_cheap_stages_run_before_the_summarizer():
-    history = History()
-    for k in range(30):
-        role = ["user", "assistant", "tool"][k % 3]
-        content = f"line of tool output with value {k}\n" * 200 if role == "tool" else \
-            f"short message about the build number {k}"
-        kw = {"tool_call_id": f"c{k}"} if role == "tool" else {}
-        msg = Message(role=role, content=content, id=f"m{k}", **kw)
-        history.append(msg, k, message_tokens(msg, COUNTER))
+    history = agent_chat(10, output_lines=200)
     policy = CompactionPolicy(tool_output_cap=100, keep_recent=4)
-    total = history.total
-    out = assemble(history, Compaction(), inp(int(total * 1.2), policy=policy), COUNTER)
+    budget = int((3 + history.total) * 0.95)
+    out = assemble(history, Compaction(), inp(budget, policy=policy), COUNTER)
     assert out.result.compacted
     assert any(e.action == "compressed" and "tool output" in e.reason for e in out.audit)
     assert not any(e.action == "summarized" for e in out.audit)
@@ -191,9 +339,7 @@ def test_cheap_stages_run_before_the_summarizer():
 
 
 def test_mode_suggestion_comes_with_the_assembly():
-    history = History()
-    msg = Message(role="user", content="I get a stack trace when I save", id="u")
-    history.append(msg, 0, message_tokens(msg, COUNTER))
+    history = build([Message(role="user", content="I get a stack trace when I save", id="u")])
     out = assemble(history, Compaction(), inp(5000), COUNTER)
     assert out.result.mode_suggestion.mode == "debug"
 
@@ -203,18 +349,79 @@ def test_a_summary_over_the_history_share_is_fitted_never_over_the_budget():
                for k in range(0, 80, 2)}
     planted[80] = CONSTRAINTS[0]  # a user message
     history = chat(90, planted=planted)
-    for budget in (50, 70):
-        out = assemble(history, Compaction(), inp(budget), COUNTER)
+    # parts sized to want the whole share, and a long client summary
+    policy = CompactionPolicy(ledger_share=1.0, summary_share=1.0, summary_max_tokens=5000)
+    text = "Decided: " + FILLER * 30
+    for budget in (300, 400):
+        out = assemble(history, Compaction(), inp(budget, policy=policy, summary_text=text),
+                       COUNTER)
         check_fits(out, budget)
-        summary = next(m for m in out.result.messages if m.kind == "summary").content
-        assert CONSTRAINTS[0] in summary  # hard constraints are never what gives way
+        assert CONSTRAINTS[0] in summary_of(out)  # hard constraints give way last
         assert any(e.action == "truncated" and e.message_id.startswith("ctx:summary")
                    for e in out.result.truncated)
 
 
-def test_hard_constraints_alone_over_the_share_are_an_error_not_an_overflow():
+def test_many_hard_constraints_are_demoted_to_the_ledger_never_an_error():
     planted = {2 * k: f"You must keep invariant {k} of the module unchanged whatever happens."
                for k in range(40)}
-    with pytest.raises(ContextError) as err:
-        assemble(chat(90, planted=planted), Compaction(), inp(300), COUNTER)
-    assert err.value.kind == "pinned_over_budget" and "hard constraints" in str(err.value)
+    out = assemble(chat(90, planted=planted), Compaction(), inp(1500), COUNTER)
+    check_fits(out, 1500)
+    demoted = [e for e in out.result.truncated if e.action == "demoted"]
+    assert demoted and all(e.message_id.startswith("ctx:summary") for e in demoted)
+    summary = summary_of(out)
+    assert "invariant 39 of the module" in summary  # the newest stay verbatim
+    assert "instructions (demoted" in summary
+
+
+def test_questions_about_failing_tests_are_not_constraints_and_the_session_assembles():
+    msgs = []
+    for k in range(400):
+        msgs.append(Message(role="user", content=f"I don't understand why test_{k} fails.",
+                            id=f"u{k}"))
+        msgs.append(Message(role="assistant", content=f"Looking at test_{k} now. " + FILLER,
+                            id=f"a{k}"))
+    msgs.insert(10, Message(role="user", content="Target Python 3.9.", id="target"))
+    out = assemble(build(msgs), Compaction(), inp(3000), COUNTER)
+    check_fits(out, 3000)
+    assert out.compaction.constraints == ["Target Python 3.9."]
+
+
+def test_a_pinned_user_message_is_a_hard_constraint_whatever_its_wording():
+    planted_msg = Message(role="user", content="The budget for this job is 300 euros.",
+                          id="pin", pinned=True)
+    history = chat(80)
+    msgs = [planted_msg, *history.messages]
+    out = assemble(build(msgs), Compaction(), inp(2500), COUNTER)
+    assert out.compaction.marked == ["The budget for this job is 300 euros."]
+    assert "The budget for this job is 300 euros." in summary_of(out)
+
+
+def test_a_forced_compaction_of_a_history_that_fits_keeps_the_recent_few():
+    history = chat(20)
+    out = assemble(history, Compaction(), inp(100_000, force_compaction=True), COUNTER)
+    assert out.result.compacted and out.compaction.replaced == 20 - 6
+    explicit = assemble(history, Compaction(), inp(100_000, force_compaction=True,
+                                                   keep_recent=2), COUNTER)
+    assert explicit.compaction.replaced == 18
+
+
+def test_a_state_saved_before_ranking_still_assembles_with_its_facts():
+    import msgspec
+
+    old = msgspec.json.encode({
+        "upto_seq": 40, "replaced": 40, "summary": "Decided:\n- keep going", "constraints": [],
+        "facts": {"paths": ["src/legacy/module.py"], "error_codes": ["E1234"]},
+        "rewrites": {}, "rendered": "", "rendered_tokens": 0, "ledger_chars": 900})
+    state = msgspec.json.decode(old, type=Compaction)
+    out = assemble(chat(60), state, inp(2500), COUNTER)
+    summary = summary_of(out)
+    assert "src/legacy/module.py" in summary and "E1234" in summary
+
+
+def test_the_offline_summary_keeps_exact_details_without_cue_words():
+    planted = {6: "The gateway rejected it with GW-4107 again.",
+               8: "We now read 640 rows per batch from the ledger."}
+    out = assemble(chat(60, planted=planted), Compaction(), inp(2500), COUNTER)
+    summary = summary_of(out)
+    assert "Details:" in summary
+    assert "GW-4107" in summary and "640 rows per batch" in summary

@@ -1,4 +1,4 @@
-"""Structured facts (T7): what a summary must keep, and the compact ledger."""
+"""Structured facts: what a summary must keep, and the compact ledger."""
 
 from __future__ import annotations
 

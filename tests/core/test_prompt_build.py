@@ -208,3 +208,29 @@ def test_spec_from_params_and_wire_result() -> None:
     wire = msgspec.json.decode(msgspec.json.encode(result.to_result()), type=SystemPromptResult)
     assert wire.cache_boundary == 3 and wire.tokens == result.tokens
     assert b'"cacheBoundary":3' in msgspec.json.encode(result.to_result())
+
+
+SKILLS_PART = ("skills", "# Skills\n\nRead it first.\n\n- review: Review a diff (read `skills/review/SKILL.md`)")
+
+
+def test_the_segments_skills_part_is_the_skills_summary() -> None:
+    with_tools = build(workspace_parts=[*PARTS, SKILLS_PART], tools=[TOOL])
+    assert ids(with_tools) == ["ctx:core", "ctx:workspace", "ctx:skills"]
+    skills_msg = next(m for m in with_tools.messages if m.id == "ctx:skills")
+    assert "skills/review/SKILL.md" in skills_msg.content
+    workspace_msg = next(m for m in with_tools.messages if m.id == "ctx:workspace")
+    assert "SKILL.md" not in workspace_msg.content  # once, in its own message
+
+    without_tools = build(workspace_parts=[*PARTS, SKILLS_PART])
+    assert "skills" not in section_names(without_tools)
+    assert any("skills left out" in w for w in without_tools.warnings)
+
+    given = build(workspace_parts=[*PARTS, SKILLS_PART], tools=[TOOL],
+                  skills=[Skill("other", "Given one by one", "x/SKILL.md")])
+    text = next(m.content for m in given.messages if m.id == "ctx:skills")
+    assert "Given one by one" in text and "review" not in text
+
+    selective = build(workspace_parts=[*PARTS, SKILLS_PART], tools=[TOOL],
+                      context_mode="selective", include=["tree"])
+    assert "skills" not in section_names(selective)
+    assert build(workspace_parts=[*PARTS, ("skills", "")], tools=[TOOL]).warnings == []

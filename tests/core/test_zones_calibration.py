@@ -1,4 +1,4 @@
-"""Calibration: the mean billed/counted ratio over the last 50 reports, per model (T1)."""
+"""Calibration: a robust billed/counted bias per model that no single report can break."""
 
 from __future__ import annotations
 
@@ -6,36 +6,71 @@ import pytest
 
 from ctxlayer.core.calibration import Calibration
 
+# (reports as (billed, counted), expected bias)
+CASES = [
+    ([], 1.0),
+    ([(1100, 1000)], 1.1),
+    ([(1100, 1000), (1300, 1000)], 1.2),
+    ([(1100, 1000), (1300, 1000), (1200, 1000)], 1.2),  # the median, not the mean
+    # one report of a whole conversation against a tiny assembly: ignored, not a bias of 354
+    ([(50_000, 141)], 1.0),
+    # an absurd ratio on a real count is clamped, and correct reports outvote it
+    ([(50_000, 1000)] + [(1050, 1000)] * 5, 1.05),
+    ([(50_000, 1000)], 2.0),
+    ([(100, 1000)], 0.5),
+    ([(1100, 1000), (0, 1000), (1100, 0)], 1.1),  # zero on either side ignored
+]
 
-def test_bias_is_the_mean_ratio_per_model():
+
+@pytest.mark.parametrize(("reports", "bias"), CASES)
+def test_bias(reports, bias):
     cal = Calibration()
-    assert cal.bias("gpt-4o") == 1.0
-    assert cal.record("gpt-4o", 110, 100) == pytest.approx(1.1)
-    assert cal.record("gpt-4o", 130, 100) == pytest.approx(1.2)
-    assert cal.bias("claude") == 1.0  # per model
-    assert cal.error_band("gpt-4o") == pytest.approx(0.1414, abs=1e-3)
+    for billed, counted in reports:
+        cal.record("m", billed, counted)
+    assert cal.bias("m") == pytest.approx(bias)
 
 
-def test_window_keeps_the_last_50():
+def test_the_bias_is_per_model():
     cal = Calibration()
+    cal.record("gpt-4o", 1300, 1000)
+    assert cal.bias("claude") == 1.0 and cal.bias("gpt-4o") == pytest.approx(1.3)
+
+
+def test_one_wrong_report_after_correct_ones_leaves_the_limit_usable():
+    cal = Calibration()
+    for _ in range(5):
+        cal.record("m", 1020, 1000)
+    cal.record("m", 50_000, 300)
+    assert cal.effective_limit("m", 100_000) == int(100_000 / 1.02)
+
+
+def test_window_keeps_the_last_reports():
+    cal = Calibration(window=50)
     for _ in range(50):
-        cal.record("m", 200, 100)
+        cal.record("m", 2000, 1000)
     for _ in range(50):
-        cal.record("m", 100, 100)
+        cal.record("m", 1000, 1000)
     assert cal.bias("m") == pytest.approx(1.0)
     assert len(cal.ratios["m"]) == 50
 
 
 def test_effective_limit_shrinks_only_when_we_under_count():
     cal = Calibration()
-    cal.record("m", 125, 100)
+    cal.record("m", 1250, 1000)
     assert cal.effective_limit("m", 1000) == 800
     cal2 = Calibration()
-    cal2.record("m", 80, 100)
+    cal2.record("m", 800, 1000)
     assert cal2.effective_limit("m", 1000) == 1000
 
 
-def test_zero_counts_are_ignored():
+def test_error_band_is_the_model_table_prior_until_reports_say_more():
     cal = Calibration()
-    assert cal.record("m", 100, 0) == 1.0
-    assert "m" not in cal.ratios or not cal.ratios["m"]
+    assert cal.error_band("m", prior=0.15) == 0.15
+    cal.record("m", 1000, 1000)
+    assert cal.error_band("m", prior=0.15) == 0.15  # one report says nothing of the spread
+    cal.record("m", 1200, 1000)
+    assert cal.error_band("m", prior=0.0) == pytest.approx(0.1414, abs=1e-3)
+    assert cal.error_band("m", prior=0.9) == 0.9
+    cal.record("m", 1900, 1000)  # an outlier does not widen the band
+    cal.record("m", 1100, 1000)
+    assert cal.error_band("m", prior=0.0) == pytest.approx(0.1, abs=1e-3)

@@ -144,7 +144,8 @@ async def test_daemon_survives_ten_thousand_malformed_messages():
         internal = [r for r in [*daemon.responses.values(), *daemon.unmatched]
                     if isinstance(r, dict) and (r.get("error") or {}).get("code") == -32603]
         assert internal == [], internal[:3]
-        # and the session the fuzz hammered still answers
+        # and the session the fuzz hammered still answers (reopened: the fuzz may have closed it)
+        await daemon.request("reopen", "ctx/session/open", {"sessionId": "fuzzed"})
         assembled = await daemon.request("after", "ctx/assemble", {"sessionId": "fuzzed"})
         assert "result" in assembled, assembled
     finally:

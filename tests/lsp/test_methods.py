@@ -70,7 +70,7 @@ async def test_initialize_announces_ctxlayer(client: LanguageClient):
 
 async def test_segment_has_every_part_of_the_repo(client: LanguageClient):
     seg = await call(client, "ctx/segment")
-    assert [p["name"] for p in seg["parts"]] == ["agentFiles", "files", "tree", "git"]
+    assert [p["name"] for p in seg["parts"]] == ["agentFiles", "skills", "files", "tree", "git"]
     parts = {p["name"]: p for p in seg["parts"]}
     assert "make test" in parts["agentFiles"]["text"]
     assert "# Demo" in parts["files"]["text"]

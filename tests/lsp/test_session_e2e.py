@@ -114,10 +114,11 @@ async def test_a_session_lives_through_rules_items_appends_and_compaction(client
     assert "Never use floats for money." in text and "__RULE__" in text
     assert "The team usually rounds half up." in text
     assert CONSTRAINT in text  # hard constraints survive a useless summarizer
-    assert USELESS in text
+    assert USELESS not in text  # off-topic: replaced by the offline summary
     for fact in ("tests/test_invoice.py", "88", "E7731"):
         assert fact in text  # the facts ledger
     assert [m["id"] for m in result["messages"][-6:]] == [f"m{k}" for k in range(54, 60)]
+    assert result["tokens"]["total"] >= 0.85 * 3000  # the newest that fit stay verbatim
 
     second = await call(client, "ctx/assemble", {"sessionId": "e2e", "budget": 3000})
     assert not second["compacted"] and len(calls) == 1
@@ -126,7 +127,8 @@ async def test_a_session_lives_through_rules_items_appends_and_compaction(client
     audit = await call(client, "ctx/session/audit", {"sessionId": "e2e", "limit": 5})
     assert len(audit["entries"]) == 5
     assert all(e["action"] == "summarized" for e in audit["entries"])
-    assert audit["entries"][0]["messageId"] == "m53"  # newest first
+    newest = next(m["id"] for m in result["messages"] if m["id"].startswith("m"))
+    assert audit["entries"][0]["messageId"] == f"m{int(newest[1:]) - 1}"  # newest first
 
     bias = await call(client, "ctx/session/reportUsage",
                       {"sessionId": "e2e", "promptTokens": 1100, "estimatedTokens": 1000})
@@ -259,3 +261,26 @@ async def test_system_prompt_honours_compact_user_identity_and_session_history(c
     text = "\n".join(m["content"] for m in with_history["messages"])
     assert "Port the CSV exporter" in text and "streams rows in order" in text
     assert with_history["cacheBoundary"] is not None  # history is dynamic: after the boundary
+
+
+async def test_session_files_are_read_inside_the_workspace_only(client):
+    await call(client, "ctx/session/open", {"sessionId": "with-files"})
+    await call(client, "ctx/session/append", {"sessionId": "with-files", "messages": [
+        {"role": "user", "content": "What does the README say?", "files": ["README.md"]}]})
+    assembled = await call(client, "ctx/assemble", {"sessionId": "with-files"})
+    asked = next(m for m in assembled["messages"] if m["role"] == "user")
+    assert "A project for the daemon tests." in asked["content"]  # the file, embedded
+    with pytest.raises(JsonRpcException) as err:
+        await call(client, "ctx/session/append", {"sessionId": "with-files", "messages": [
+            {"role": "user", "content": "and this?", "files": ["../../etc/passwd"]}]})
+    assert err.value.code == -32003
+
+
+async def test_add_item_and_compact_push_the_budget(client):
+    await call(client, "ctx/session/open", {"sessionId": "pushes"})
+    await call(client, "ctx/session/append", {"sessionId": "pushes", "messages": chat(12)})
+    _, pushed = await call_pushing(client, "ctx/session/addItem", {
+        "sessionId": "pushes", "item": {"kind": "note", "content": "remember the rounding rule"}})
+    assert pushed["sessionId"] == "pushes" and pushed["byLayer"]["working"] > 0
+    _, pushed = await call_pushing(client, "ctx/session/compact", {"sessionId": "pushes"})
+    assert pushed["sessionId"] == "pushes"

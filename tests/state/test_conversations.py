@@ -98,7 +98,9 @@ async def test_why_restore_and_the_session_audit(caller, state):
     again = await chats.prepare(caller, params(sent))
     original = next(m for m in sent if m.get("id") == "u1")
     assert original in again.request["messages"]
-    assert again.notice == "ctxlayer: restored 1 message whole"
+    # (the restored message may take the room of others: a step can come with it)
+    assert again.notice.startswith("ctxlayer: ")
+    assert again.notice.endswith("restored 1 message whole")
     why = await chats.why(caller, protocol.WhyParams(conversation_id=last.conversation_id,
                                                      message_id="u1"))
     assert [e.action for e in why.entries] == ["restored"]  # shown whole again
@@ -138,7 +140,7 @@ async def test_usage_feeds_the_sessions_calibration(caller, state):
     assert bias.bias == 1.0
     bias = sessions.report_usage(caller, protocol.ReportUsageParams(
         session_id=res.session_id, prompt_tokens=res.tokens * 3))
-    assert bias.bias == 2.0  # (1 + 3) / 2
+    assert bias.bias == 1.5  # the median of 1 and 3 clamped to 2: one outlier cannot run away
     convs = state.conversations
     budget = convs.report_usage(res.conversation_id, {
         "prompt_tokens": res.tokens * 2, "prompt_tokens_details": {"cached_tokens": 1024}})

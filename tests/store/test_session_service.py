@@ -59,3 +59,63 @@ def test_repeated_assemblies_do_not_repeat_the_same_audit_entries(tmp_path):
     for _ in range(3):
         svc.assemble(WS, "s")
     assert svc.audit(WS, "s", None) == first
+
+
+def test_close_really_closes_until_opened_again_unchanged(tmp_path):
+    svc = service(tmp_path)
+    svc.open(WS, protocol.SessionOpenParams(session_id="s", budget=5000, mode="debug"))
+    svc.append(WS, "s", [Message(role="user", content="hello there", id="u1")])
+    svc.close(WS, "s")
+    for call in (lambda: svc.budget(WS, "s"), lambda: svc.assemble(WS, "s"),
+                 lambda: svc.append(WS, "s", [Message(role="user", content="again")]),
+                 lambda: svc.close(WS, "s")):
+        with pytest.raises(ContextError) as err:
+            call()
+        assert err.value.kind == "unknown_session"
+    assert [i.session_id for i in svc.list(WS)] == []  # closed sessions are not listed
+    again = service(tmp_path)  # a restarted daemon knows it is closed too
+    with pytest.raises(ContextError):
+        again.budget(WS, "s")
+    reopened = again.open(WS, protocol.SessionOpenParams(session_id="s"))
+    assert reopened.mode == "debug" and reopened.budget == 5000
+    assert [i.messages for i in again.list(WS)] == [1]
+    out = again.assemble(WS, "s")
+    assert [m.id for m in out.result.messages] == ["u1"]
+
+
+def test_one_wrong_usage_report_never_breaks_later_assemblies(tmp_path):
+    svc = service(tmp_path)
+    svc.open(WS, protocol.SessionOpenParams(session_id="s", budget=1000))
+    svc.append(WS, "s", [Message(role="user", content="hello there", id="u1")])
+    first = svc.assemble(WS, "s")
+    assert svc.report_usage(WS, "s", 50_000, None) == 1.0  # against a tiny assembly: ignored
+    assert svc.assemble(WS, "s").result.tokens.total == first.result.tokens.total
+    for _ in range(5):
+        svc.report_usage(WS, "s", 1010, 1000)
+    assert svc.report_usage(WS, "s", 50_000, 1000) == pytest.approx(1.01)
+    assert svc.budget(WS, "s").limit == int(1000 / 1.01)
+    assert svc.assemble(WS, "s").result is not None
+
+
+def test_the_error_band_is_the_model_tables_before_any_report(tmp_path):
+    counter = CountCache(WordTokenizer())
+    svc = SessionService(SessionStore(tmp_path), lambda model: counter,
+                         default_model=lambda: "claude-sonnet-4", default_budget=lambda m: 1000,
+                         prior_band=lambda model: 0.12 if model.startswith("claude") else 0.0)
+    svc.open(WS, protocol.SessionOpenParams(session_id="s"))
+    assert svc.budget(WS, "s").error_band == 0.12
+
+
+def test_a_session_of_questions_about_failing_tests_stays_assemblable(tmp_path):
+    svc = service(tmp_path)
+    svc.open(WS, protocol.SessionOpenParams(session_id="s", budget=3000))
+    for k in range(400):
+        svc.append(WS, "s", [
+            Message(role="user", content=f"I don't understand why test_{k} fails", id=f"u{k}"),
+            Message(role="assistant", content=f"Let me look at test_{k} again. " * 3,
+                    id=f"a{k}")])
+        if k % 50 == 49:
+            out = svc.assemble(WS, "s")
+            assert out.result.tokens.total <= 3000
+            assert out.next_compaction_at >= out.result.tokens.total
+    assert svc.assemble(WS, "s").result.messages[-1].id == "a399"

@@ -90,3 +90,26 @@ def test_nested_tables_start_from_the_parents_defaults(tmp_path: Path):
             leaf: getattr(child, leaf)}}}})
         assert problems == []
         assert getattr(getattr(config, section), name) == inner  # siblings keep their defaults
+
+
+def test_trim_settings_reach_the_trim_engine(tmp_path: Path):
+    (tmp_path / "ctxlayer.toml").write_text(
+        '[trim]\nstrategy = "priority"\ntool_output_cap = 400\nhead_lines = 3\n')
+    config, problems = load_config(tmp_path, None, {"trim": {"tailLines": 4}})
+    assert problems == []
+    options = config.trim.options()
+    assert (options.strategy, options.tool_output_cap, options.head_lines,
+            options.tail_lines) == ("priority", 400, 3, 4)
+    assert config.trim.options("pipeline").strategy == "pipeline"  # the request's own wins
+    assert Config().trim.options().tool_output_cap is None  # unset: budget / 16, >= 256
+
+
+def test_bad_trim_settings_fall_back_naming_the_key(tmp_path: Path):
+    config, problems = load_config(tmp_path, None, {"trim": {
+        "strategy": "newest", "tool_output_cap": 3, "head_lines": -1, "tail_lines": 2}})
+    assert config.trim.strategy == "pipeline" and config.trim.tool_output_cap is None
+    assert config.trim.head_lines == 10 and config.trim.tail_lines == 2
+    assert len(problems) == 3, problems
+    text = "\n".join(problems)
+    for key in ("trim.strategy", "trim.tool_output_cap", "trim.head_lines", ">= 16"):
+        assert key in text

@@ -136,21 +136,47 @@ def test_agent_gitignore_and_selected_files(repo, home):
         ws.stop()
 
 
-def test_overflow_answered_with_full_rescan(repo, home):
+def test_overflow_answered_with_full_rescan(repo, home, caplog):
+    """A real kernel queue overflow: the reading thread is held while another process makes
+    more events than the queue holds; the watcher then rescans everything."""
     ws = make_ws(repo, home)
     ws.scan()
     rec = Recorder()
     ws.start_watching(rec)
+    limit = int(open("/proc/sys/fs/inotify/max_queued_events").read())
     try:
         # a change the watcher cannot see: the user config folder did not exist at start
         write(home / ".config" / "ctxlayer", "AGENTS.md", "config rule\n")
-        # what watchdog logs when the kernel queue overflowed
-        logging.getLogger("watchdog.observers.inotify_c").warning(
-            "Inotify queue overflowed; filesystem events were lost")
-        calls = rec.wait_for(latest_has("agentFiles", "config rule"))
-        assert calls[-1][1] == ["agentFiles"]
+        script = ("import os, sys\n"
+                  "for i in range(int(sys.argv[2])):\n"
+                  "    open(os.path.join(sys.argv[1], f'o{i}.txt'), 'w').close()\n")
+        with ws._watcher._debouncer._cond:  # the reader blocks on its first event
+            subprocess.run([sys.executable, "-c", script, str(repo / "src"),
+                            str(limit // 2 + 2000)], check=True)
+        calls = rec.wait_for(latest_has("agentFiles", "config rule"), timeout=60)
+        assert "agentFiles" in calls[-1][1]
+        assert "inotify queue overflowed" in caplog.text  # the kernel's, not a big batch
     finally:
         ws.stop()
+
+
+def test_watchdog_overflow_message_means_a_full_rescan(tmp_path):
+    """Where watchdog's observer is the source (not Linux): its overflow is only a log line."""
+    from ctxlayer.workspace.watcher import Watcher
+
+    flushes = []
+    watcher = Watcher([tmp_path], [], lambda batch, full: flushes.append(full),
+                      lambda path: True, 0.05, 1.0)
+    try:
+        assert watcher.watch_count() is None
+        logging.getLogger("watchdog.observers.inotify_c").warning(
+            "Inotify queue overflowed; filesystem events were lost")
+        deadline = time.monotonic() + 30
+        while not flushes and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert flushes == [True]
+    finally:
+        watcher.stop()
 
 
 def test_refresh_from_threads_while_watching_and_stop(repo, home):

@@ -108,7 +108,7 @@ export interface WorkspaceSegment {
   leftOut?: LeftOut[] | null;
 }
 export interface SegmentPart {
-  name: "agentFiles" | "files" | "git" | "tree";
+  name: "agentFiles" | "files" | "git" | "skills" | "tree";
   text: string;
   tokens: number;
   hash: string;
@@ -117,7 +117,7 @@ export interface SegmentPart {
  * Something the workspace scan left out, and why (shown by `ctxlayer inspect`).
  */
 export interface LeftOut {
-  part: "agentFiles" | "files" | "git" | "tree";
+  part: "agentFiles" | "files" | "git" | "skills" | "tree";
   path: string;
   reason: string;
 }
@@ -406,7 +406,7 @@ export interface SegmentChanged {
   hash: string;
   version: number;
   tokens: number;
-  changed: ("agentFiles" | "files" | "git" | "tree")[];
+  changed: ("agentFiles" | "files" | "git" | "skills" | "tree")[];
 }
 
 export interface Requests {

@@ -17,7 +17,13 @@ H.run(function()
     cmd = H.cmd,
     summarize = function(messages, instructions, max_tokens)
       table.insert(calls, { messages = messages, instructions = instructions, max_tokens = max_tokens })
-      return ("NVIM-SUMMARY of %d messages"):format(#messages)
+      -- on topic (the daemon replaces a summary that shares almost nothing with what it
+      -- replaces): the first line of each message it stands for
+      local lines = {}
+      for _, m in ipairs(messages) do
+        table.insert(lines, (m.content or ""):match("^[^\n]*"))
+      end
+      return ("NVIM-SUMMARY of %d messages: %s"):format(#messages, table.concat(lines, " / "))
     end,
   })
   vim.cmd.edit("README.md")

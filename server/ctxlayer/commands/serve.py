@@ -30,12 +30,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ctxlayer import tokenizers
     from ctxlayer.lsp import logs
+    from ctxlayer.paths import state_dir as default_state_dir
     from ctxlayer.state import State
-    from ctxlayer.store.paths import state_dir as default_state_dir
 
     logs.setup(args.verbose, args.log_file)
     state_dir = args.state_dir or default_state_dir()
+    tokenizers.set_cache_dir(state_dir / "tokenizers")  # parsed rank tables, built once
     if args.tcp:
         from ctxlayer.lsp import tcp
 

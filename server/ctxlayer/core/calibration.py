@@ -1,9 +1,21 @@
-"""Token-estimate calibration from real usage (T1, seed 003 section 5.5).
+"""Token-estimate calibration from real usage.
 
 The client reports what the provider billed for a prompt; with our own count of the same
-prompt that gives a ratio billed/counted. The bias of a model is the mean of its last
-``window`` (50) ratios; budgets divide by it when it is above 1 (we under-count) and carry an
-error band (the standard deviation of those ratios). Each session keeps its own Calibration.
+prompt that gives a ratio billed/counted. Budgets divide by the model's bias when it is above 1
+(we under-count) and carry an error band.
+
+A report can be wrong in ways no formula fixes (a usage of the whole conversation against a
+count of one small assembly, a report for another prompt), so one report must never break a
+session:
+- reports whose own count is tiny (under ``min_counted`` tokens) are ignored: a fixed provider
+  overhead alone moves their ratio far from the truth;
+- each ratio is clamped to [1 / ``max_ratio``, ``max_ratio``];
+- the bias is the median of the model's last ``window`` ratios, so one outlier among correct
+  reports changes nothing, and correct reports outvote a wrong one.
+Before any report the error band is the model table's own uncertainty (passed in by the
+caller); after two or more, the standard deviation of the ratios without the outliers, never
+below it.
+Each session keeps its own Calibration.
 Must not: clock, store or log anything; the caller persists the struct.
 """
 
@@ -13,33 +25,49 @@ import math
 
 import msgspec
 
+#: ratios farther than this many median absolute deviations from the median are left out of
+#: the error band (one wrong report must not widen it for the next 50)
+OUTLIER_MADS = 3.0
+
 
 class Calibration(msgspec.Struct, kw_only=True):
     """Ratios billed/counted per model, newest last, at most ``window`` per model."""
 
     window: int = 50
     ratios: dict[str, list[float]] = msgspec.field(default_factory=dict)
+    min_counted: int = 256
+    max_ratio: float = 2.0
 
     def record(self, model: str, billed: int, counted: int) -> float:
-        """Add one report; return the model's new bias. Reports with a zero count are ignored."""
-        if billed > 0 and counted > 0:
+        """Add one report; return the model's new bias. Reports with a tiny count are ignored."""
+        if billed > 0 and counted >= max(1, self.min_counted):
+            ratio = min(self.max_ratio, max(1.0 / self.max_ratio, billed / counted))
             samples = self.ratios.setdefault(model, [])
-            samples.append(billed / counted)
+            samples.append(ratio)
             del samples[: max(0, len(samples) - self.window)]
         return self.bias(model)
 
     def bias(self, model: str) -> float:
-        """Mean ratio over the window (1.0 without reports)."""
+        """Median ratio over the window (1.0 without reports)."""
         samples = self.ratios.get(model)
-        return sum(samples) / len(samples) if samples else 1.0
+        return _median(samples) if samples else 1.0
 
-    def error_band(self, model: str) -> float:
-        """Standard deviation of the ratios (0.0 with fewer than two reports)."""
+    def error_band(self, model: str, prior: float = 0.0) -> float:
+        """How far off a count may be, relative: ``prior`` (the model table's uncertainty)
+        until two reports, then the standard deviation of the ratios that lie within
+        ``OUTLIER_MADS`` median absolute deviations of the median (at least the prior)."""
         samples = self.ratios.get(model)
         if not samples or len(samples) < 2:
-            return 0.0
-        mean = sum(samples) / len(samples)
-        return math.sqrt(sum((r - mean) ** 2 for r in samples) / (len(samples) - 1))
+            return prior
+        mid = _median(samples)
+        mad = _median([abs(r - mid) for r in samples])
+        inliers = [r for r in samples if abs(r - mid) <= OUTLIER_MADS * mad] if mad else [
+            r for r in samples if r == mid]
+        if len(inliers) < 2:
+            return prior
+        mean = sum(inliers) / len(inliers)
+        spread = math.sqrt(sum((r - mean) ** 2 for r in inliers) / (len(inliers) - 1))
+        return max(prior, spread)
 
     def effective_limit(self, model: str, limit: int) -> int:
         """The token limit to assemble to: ``limit / bias`` when we under-count, else ``limit``.
@@ -47,4 +75,11 @@ class Calibration(msgspec.Struct, kw_only=True):
         Over-counting (bias < 1) never raises the limit: staying under is the safe side.
         """
         bias = self.bias(model)
-        return limit if bias <= 1.0 else int(limit / bias)
+        return limit if bias <= 1.0 else max(1, int(limit / bias))
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    n = len(ordered)
+    mid = n // 2
+    return ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2

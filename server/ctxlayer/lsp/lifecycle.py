@@ -54,6 +54,11 @@ def initialize(ls: CtxServer, params: types.InitializeParams) -> None:
     ls.state.configure(caller.workspace, config)
     if summarizes(params):
         caller.summarize = lambda request: ask_client_summary(ls, request)
+    # the first scan starts now, while the client waits for the answer and sends `initialized`
+    caller.live = ls.state.workspaces.acquire(caller.root, config, caller.model(),
+                                              caller.options.config)
+    caller.live.subscribers.append(ls.segment_changed)
+    caller.live.start()
 
 
 def summarizes(params: types.InitializeParams) -> bool:
@@ -84,10 +89,6 @@ async def initialized(ls: CtxServer, params: types.InitializedParams) -> None:
     try:
         if ls.option_problems:
             ls.tell("ctxlayer: " + "; ".join(ls.option_problems), "warning", show=True)
-        if caller.root is not None:
-            caller.live = ls.state.workspaces.acquire(caller.root, caller.config, caller.model())
-            caller.live.subscribers.append(ls.segment_changed)
-            caller.live.start()
     finally:
         caller.live_decided.set()
     if caller.live is None:

@@ -151,7 +151,7 @@ class CtxServer(LanguageServer):
 
     def _message(self, workspace: str, level: str, text: str) -> None:
         if workspace in ("", self.caller.workspace) and not self._ended:
-            self.tell(text, level, show=level != "info")
+            self.tell(text, level, show=True)  # the state's messages are the user's to read
 
     def segment_changed(self, segment: protocol.WorkspaceSegment, changed: list[str]) -> None:
         """Subscriber of the live workspace: notify the client, then re-measure the sessions."""

@@ -32,8 +32,13 @@ SegmentSubscriber = Callable[[WorkspaceSegment, list[str]], None]
 class LiveWorkspace:
     """One workspace root being watched; `segment` is always the latest scan."""
 
-    def __init__(self, tokenizers: Tokenizers, root: Path, config: Any, model: str | None) -> None:
+    def __init__(self, tokenizers: Tokenizers, root: Path, config: Any, model: str | None, *,
+                 overrides: dict | None = None,
+                 on_config: Callable[[LiveWorkspace], Any] | None = None) -> None:
         self.tokenizers, self.root, self.config, self.model = tokenizers, root, config, model
+        #: the configuration given by the client that opened it, applied again on a reload
+        self.overrides = overrides
+        self.on_config = on_config
         self.workspace: Any = None
         self.segment: WorkspaceSegment | None = None
         self.subscribers: list[SegmentSubscriber] = []
@@ -55,7 +60,8 @@ class LiveWorkspace:
         try:
             self.workspace = await asyncio.to_thread(self._create)
             self.segment = await asyncio.to_thread(self.workspace.scan)
-            await asyncio.to_thread(self.workspace.start_watching, self._from_watcher)
+            await asyncio.to_thread(self.workspace.start_watching, self._from_watcher,
+                                    self._config_from_watcher)
             gc.freeze()  # the scan's long-lived caches: keep them out of full collections
             log.info("workspace %s: %d tokens, hash %s", self.root, self.segment.tokens,
                      self.segment.hash)
@@ -96,6 +102,18 @@ class LiveWorkspace:
         if loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(self._publish, segment, list(changed))
 
+    def _config_from_watcher(self, paths: list[Path]) -> None:
+        """Runs on the watcher thread: a ctxlayer.toml changed; the state reloads it."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed() and self.on_config is not None:
+            loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self._reload()))
+
+    async def _reload(self) -> None:
+        try:
+            await self.on_config(self)  # type: ignore[misc]
+        except Exception:
+            log.exception("reloading the configuration of %s failed", self.root)
+
     async def refresh(self, paths: list[Path] | None) -> list[str]:
         """Recompute the parts these paths affect (all when None); announce a change."""
         await self.start()
@@ -126,8 +144,10 @@ class LiveWorkspace:
 class WorkspaceRegistry:
     """Live workspaces keyed by (root, model, config): connections on the same root share one."""
 
-    def __init__(self, tokenizers: Tokenizers) -> None:
+    def __init__(self, tokenizers: Tokenizers,
+                 on_config: Callable[[LiveWorkspace], Any] | None = None) -> None:
         self.tokenizers = tokenizers
+        self.on_config = on_config
         self._live: dict[tuple[str, str, str], LiveWorkspace] = {}
 
     @staticmethod
@@ -140,11 +160,14 @@ class WorkspaceRegistry:
             cfg = repr(config)
         return (str(root), model or "", cfg)
 
-    def acquire(self, root: Path, config: Any, model: str | None) -> LiveWorkspace:
+    def acquire(self, root: Path, config: Any, model: str | None,
+                overrides: dict | None = None) -> LiveWorkspace:
         key = self._key(root, config, model)
         live = self._live.get(key)
         if live is None:
-            live = self._live[key] = LiveWorkspace(self.tokenizers, root, config, model)
+            live = self._live[key] = LiveWorkspace(self.tokenizers, root, config, model,
+                                                   overrides=overrides,
+                                                   on_config=self.on_config)
         live.refs += 1
         return live
 

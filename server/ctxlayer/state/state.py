@@ -33,7 +33,7 @@ class State:
     def __init__(self, state_dir: Path) -> None:
         self.state_dir = state_dir
         self.tokenizers = Tokenizers()
-        self.workspaces = WorkspaceRegistry(self.tokenizers)
+        self.workspaces = WorkspaceRegistry(self.tokenizers, on_config=self.reload_config)
         self.events = Events()
         self.lanes = Lanes()
         self.policies: dict[str, WorkspacePolicy] = {}
@@ -69,6 +69,20 @@ class State:
             if policy.durability == "full":
                 self._sessions.store.set_durability("full")
         return policy
+
+    async def reload_config(self, live: Any) -> None:
+        """A workspace's ctxlayer.toml changed: read it again, apply it to the workspace and
+        its policy, and tell its clients in one message what changed or was rejected."""
+        from ctxlayer.config import default_user_config_dir, reload_config
+
+        new, message = await asyncio.to_thread(reload_config, live.root,
+                                               default_user_config_dir(), live.overrides,
+                                               live.config)
+        live.config = new
+        if live.workspace is not None:
+            await asyncio.to_thread(live.workspace.reconfigure, new)
+        self.configure(str(live.root), new, replace=True)
+        self.events.message(str(live.root), "info", message)
 
     # -- services ----------------------------------------------------------------------------
 

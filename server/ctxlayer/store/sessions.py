@@ -40,7 +40,7 @@ from ctxlayer.core.zones.working import (
 from ctxlayer.protocol import AuditEntry, Message
 from ctxlayer.store.db import SessionRow, SessionStore
 
-#: item kinds that are sanitized (Z5) before they enter zone B
+#: item kinds whose logs are sanitized before they enter zone B
 LOG_KINDS = frozenset({"log", "toolOutput", "error", "trace", "stackTrace", "output"})
 
 
@@ -84,6 +84,12 @@ class LiveSession:
         self.next_rule = 0
 
 
+def _table_band(model: str) -> float:
+    from ctxlayer.tokenizers import model_info
+
+    return model_info(model).uncertainty
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
@@ -98,12 +104,15 @@ class SessionService:
 
     def __init__(self, store: SessionStore, counters: Callable[[str], Tokenizer], *,
                  default_model: Callable[[], str], default_budget: Callable[[str], int],
-                 clock: Callable[[], str] = _now) -> None:
+                 clock: Callable[[], str] = _now,
+                 prior_band: Callable[[str], float] | None = None) -> None:
         self.store = store
         self.counters = counters
         self.default_model = default_model
         self.default_budget = default_budget
         self.clock = clock
+        # the model table's error band, shown until usage reports calibrate it
+        self.prior_band = prior_band or _table_band
         self.settings: dict[str, SessionSettings] = {}
         self._live: dict[tuple[str, str], LiveSession] = {}
         self._lock = threading.RLock()
@@ -122,7 +131,8 @@ class SessionService:
         if live is not None:
             return live
         row = self.store.get(workspace, session_id)
-        if row is None:
+        if row is None or row.closed:
+            # a closed session stays unknown until ``open`` names it again
             raise unknown_session(session_id)
         return self._load(row)
 
@@ -168,6 +178,7 @@ class SessionService:
             row, created = self.store.create_or_get(
                 workspace, sid, model=model, mode=p.mode or settings.default_mode,
                 budget=p.budget, now=self.clock())
+            row.closed = False  # the store reopened it
             live = self._live.get((workspace, sid))
             if live is None:
                 if created:
@@ -293,7 +304,7 @@ class SessionService:
 
     def _measure(self, live: LiveSession, settings: SessionSettings) -> protocol.Budget:
         inp = self._input(live, settings, None)
-        band = live.calibration.error_band(live.row.model)
+        band = live.calibration.error_band(live.row.model, self.prior_band(live.row.model))
         return measure(live.history, live.compaction, inp, live.counter, model=live.row.model,
                        session_id=live.row.session_id, error_band=round(band, 4) or None)
 
@@ -376,7 +387,7 @@ class SessionService:
             return [protocol.SessionInfo(session_id=r.session_id, mode=r.mode,  # type: ignore
                                          model=r.model, messages=r.messages,
                                          updated_at=r.updated_at)
-                    for r in self.store.list(workspace)]
+                    for r in self.store.list(workspace) if not r.closed]
 
     def close(self, workspace: str, session_id: str) -> None:
         with self._lock:

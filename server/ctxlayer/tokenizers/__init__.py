@@ -4,31 +4,58 @@
 correction: one cache per (encoding, correction), shared by every request, so re-counting a
 conversation costs only its new text. A CountCache is not thread-safe: callers that count from
 several threads hold a lock (the daemon counts on one worker thread).
+
+The encoding behind a counter is built on a background thread, from the moment the counter
+is asked for (or `preload(model)` is called: the daemon can call it first thing) until its
+first count, which waits for it; parsed rank tables are cached in the state folder
+(`set_cache_dir` moves or disables that), so only the first start ever parses them.
 """
 
 from __future__ import annotations
 
 import math
 import threading
+from concurrent.futures import Future
+
+import tiktoken
 
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.tokens import CountCache
-from ctxlayer.tokenizers.encodings import ENCODINGS, TokenizerUnavailable, get_encoding
+from ctxlayer.tokenizers.encodings import (
+    ENCODINGS,
+    TokenizerUnavailable,
+    built_from,
+    get_encoding,
+    set_cache_dir,
+)
 from ctxlayer.tokenizers.models import DEFAULT_MODEL, TABLE, ModelInfo, model_info
 
 __all__ = [
     "DEFAULT_MODEL", "ENCODINGS", "TABLE", "ModelInfo", "TiktokenCounter", "TokenizerUnavailable",
-    "counter_for", "memo_for", "model_info", "prompt_traits",
+    "built_from", "counter_for", "memo_for", "model_info", "preload", "prompt_traits",
+    "set_cache_dir",
 ]
 
 
 class TiktokenCounter:
-    """Counts with a tiktoken encoding, times a family correction (rounded up)."""
+    """Counts with a tiktoken encoding, times a family correction (rounded up).
+
+    The encoding is built on a background thread from construction on (see `preload`); the
+    first count waits for it. So whoever asks for a counter early (the daemon, before its first
+    scan) gets the build overlapped with whatever it does next (git running)."""
 
     def __init__(self, encoding: str, correction: float = 1.0) -> None:
-        self.encoding = get_encoding(encoding)
+        self._future = _preload_encoding(encoding)
+        self._encoding: tiktoken.Encoding | None = None
         self.correction = correction
         self.name = encoding if correction == 1.0 else f"{encoding}x{correction:g}"
+
+    @property
+    def encoding(self) -> tiktoken.Encoding:
+        enc = self._encoding
+        if enc is None:
+            enc = self._encoding = self._future.result()  # raises the build's error, if any
+        return enc
 
     def count(self, text: str) -> int:
         n = len(self.encoding.encode_ordinary(text))
@@ -58,6 +85,35 @@ def counter_for(model: str | None = None) -> CountCache:
                 cache = CountCache(TiktokenCounter(info.encoding, info.correction))
                 _counters[key] = cache
     return cache
+
+
+_preloads: dict[str, Future[tiktoken.Encoding]] = {}
+_preload_lock = threading.Lock()
+
+
+def preload(model: str | None = None) -> Future[tiktoken.Encoding]:
+    """Start building the model's encoding on a background thread and return at once; the
+    future ends with the encoding (or the error). `counter_for` on any thread waits for this
+    build instead of starting another. Calling it again for the same encoding returns the
+    same future. Meant for the daemon's start: the build overlaps imports and the first scan."""
+    return _preload_encoding(model_info(model).encoding)
+
+
+def _preload_encoding(name: str) -> Future[tiktoken.Encoding]:
+    with _preload_lock:  # not `_lock`: counter_for holds that one while it calls this
+        future = _preloads.get(name)
+        if future is not None:
+            return future
+        future = _preloads[name] = Future()
+
+    def build() -> None:
+        try:
+            future.set_result(get_encoding(name))
+        except BaseException as exc:  # handed to whoever waits on the future
+            future.set_exception(exc)
+
+    threading.Thread(target=build, name=f"ctxlayer-encoding-{name}", daemon=True).start()
+    return future
 
 
 def memo_for(model: str | None = None) -> Memo:

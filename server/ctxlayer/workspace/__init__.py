@@ -1,4 +1,4 @@
-"""The workspace segment (W1-W4): tree, git, agent files and selected files, kept fresh.
+"""The workspace segment: agent files, skills, selected files, tree and git, kept fresh.
 
 Reads the world (files, git, watchdog); never imports pygls or the lsp layer. The stable API
 that the daemon (lsp/) and the CLI use:
@@ -11,7 +11,13 @@ that the daemon (lsp/) and the CLI use:
     seg = ws.scan()                  # first full scan -> protocol.WorkspaceSegment
     ws.segment                       # current immutable snapshot (scans if never scanned)
     ws.refresh([path, ...])          # -> changed part names, e.g. ["git"]; None = everything
-    ws.start_watching(on_change)     # on_change(segment, changed) on a watcher thread
+    ws.start_watching(on_change, on_config=None)
+                                     # on_change(segment, changed) on a watcher thread;
+                                     # on_config([ctxlayer.toml paths]) when one changed
+    ws.reconfigure(new_config)       # -> changed part names (after config.reload_config)
+    ws.skills                        # the skills found: core.prompt.Skill, for a PromptSpec
+    ws.config_files                  # (user's ctxlayer.toml, workspace's ctxlayer.toml)
+    ws.watch_count()                 # inotify watches held (None: not watching / not Linux)
     ws.stop()
     render_inspect(seg)              # -> str, the `ctxlayer inspect` table
 
@@ -21,15 +27,19 @@ Workspace(root, config, count, home=None, user_config_dir=None)
     home and `default_user_config_dir()`; tests pass their own).
 
 Semantics:
-- Parts, in order (most stable first): "agentFiles", "files", "tree", "git". Every part is
-  always present in `segment.parts` (empty text when there is nothing, e.g. "git" outside a
-  repository). `segment.text` joins the non-empty parts with a blank line.
+- Parts, in order (most stable first): "agentFiles", "skills", "files", "tree", "git". Every
+  part is always present in `segment.parts` (empty text when there is nothing, e.g. "git"
+  outside a repository). `segment.text` joins the non-empty parts with a blank line.
 - `segment.hash` = content_hash(segment.text); `segment.version` starts at 1 and increments
   exactly when the hash changes; `updated_at` (ISO 8601, UTC) is when it last changed.
 - `refresh()` and the watcher call `on_change(segment, changed)` only when some part's text
   changed; `changed` lists those parts. Both hold one lock, so calls from any thread are safe.
   `on_change` runs on the thread that did the refresh (the watcher's worker, or the caller
   of `refresh()`): keep it short (hop onto the event loop) and do not call `stop()` from it.
+- The watcher holds one inotify watch per folder the tree keeps (not ignored, or holding a
+  listed file, or leading to a skill root), plus the repository's folder, info/ and refs/;
+  new kept folders are watched as they appear, and the set is recomputed when an ignore
+  file changes. Not Linux: one recursive watchdog observer.
 - Bad config never reaches here: load_config already fell back to defaults.
 """
 

@@ -1,18 +1,26 @@
-"""What git says about the workspace: the repository, its file list and its status.
+"""What the git CLI says about the workspace: its file list and its status.
 
-Owns: finding the repository (`git rev-parse`), running `git ls-files -c -z` and
-`git --no-optional-locks status --porcelain=v2 --branch -z --untracked-files=all` (in
-parallel), and parsing them into a `GitState`. `--no-optional-locks` keeps status from
-rewriting .git/index, which would wake our own watcher in a loop. Must not render text
-(gitpart.py and tree.py do) and never raises: failures come back as `error`.
+Owns: running `git ls-files -c -z` and `git --no-optional-locks status --porcelain=v2 --branch
+-z --untracked-files=all -- .` (in parallel, started before the repository is even looked up,
+so that finding it overlaps them), parsing them into a `GitState`, which parts of a repository
+the watcher watches, and the read-ahead of git while a watcher batch waits out its debounce.
+`--no-optional-locks` keeps status from rewriting .git/index, which would wake our own watcher
+in a loop. Finding the repository and reading HEAD without a process is gitrefs.py's. Must
+not render text (gitpart.py and tree.py do) and never raises: failures come back as `error`.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 GIT_TIMEOUT_S = 60.0
 
@@ -59,59 +67,61 @@ def _env() -> dict[str, str]:
     return env
 
 
-def find_repo(root: Path) -> Repo | None:
-    """The repository containing `root`, or None (not a repo, or git missing)."""
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--show-toplevel", "--absolute-git-dir", "--show-prefix"],
-            check=False, cwd=root, env=_env(), capture_output=True, timeout=GIT_TIMEOUT_S,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if out.returncode != 0:
-        return None
-    lines = os.fsdecode(out.stdout).split("\n")
-    if len(lines) < 3 or not lines[0]:
-        return None  # e.g. inside .git itself
-    return Repo(Path(lines[0]), Path(lines[1]), lines[2])
-
-
 def _decode(b: bytes) -> str:
     return b.decode("utf-8", errors="replace")
 
 
+class Reading:
+    """ls-files and status running for one workspace folder (see `start`)."""
+
+    def __init__(self, root: Path) -> None:
+        self.error: str | None = None
+        self._procs: list[subprocess.Popen] = []
+        # "-- ." keeps status to the workspace when it is a subfolder of the repository
+        status = ["git", "--no-optional-locks", "status", "--porcelain=v2", "--branch", "-z",
+                  "--untracked-files=all", "--", "."]
+        try:
+            for cmd in (["git", "ls-files", "-c", "-z"], status):
+                self._procs.append(subprocess.Popen(cmd, cwd=root, env=_env(),
+                                                    stdout=subprocess.PIPE,
+                                                    stderr=subprocess.PIPE))
+        except OSError as e:
+            self.error = f"git could not run: {e}"
+            self.cancel()
+
+    def cancel(self) -> None:
+        for proc in self._procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.communicate()
+        self._procs = []
+
+    def finish(self, repo: Repo, previous: GitState | None = None) -> GitState:
+        """Wait for both and parse (reusing `previous.tracked` when the index lists the same
+        files)."""
+        if self.error is not None:
+            return GitState(error=self.error)
+        ls, st = self._procs
+        try:
+            ls_out, ls_err = ls.communicate(timeout=GIT_TIMEOUT_S)
+            st_out, st_err = st.communicate(timeout=GIT_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.cancel()
+            return GitState(error="git timed out")
+        if ls.returncode != 0 or st.returncode != 0:
+            err = _decode(ls_err or st_err).strip().splitlines()
+            return GitState(error="git failed: " + (err[0] if err else "unknown error"))
+        if previous is not None and previous.tracked_raw == ls_out and not previous.error:
+            tracked = previous.tracked
+        else:
+            tracked = tuple(_decode(p) for p in ls_out.split(b"\0") if p)
+        state = parse_status(st_out, repo.prefix, tracked)
+        return replace(state, tracked_raw=ls_out)
+
+
 def read_state(root: Path, repo: Repo, previous: GitState | None = None) -> GitState:
-    """Run ls-files and status side by side and parse both (reusing `previous.tracked` when
-    the index lists the same files)."""
-    status_cmd = ["git", "--no-optional-locks", "status", "--porcelain=v2", "--branch", "-z",
-                  "--untracked-files=all"]
-    if repo.prefix:
-        status_cmd += ["--", "."]
-    try:
-        ls = subprocess.Popen(["git", "ls-files", "-c", "-z"], cwd=root, env=_env(),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        st = subprocess.Popen(status_cmd, cwd=root, env=_env(),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    except OSError as e:
-        return GitState(error=f"git could not run: {e}")
-    try:
-        ls_out, ls_err = ls.communicate(timeout=GIT_TIMEOUT_S)
-        st_out, st_err = st.communicate(timeout=GIT_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        ls.kill()
-        st.kill()
-        ls.communicate()
-        st.communicate()
-        return GitState(error="git timed out")
-    if ls.returncode != 0 or st.returncode != 0:
-        err = _decode(ls_err or st_err).strip().splitlines()
-        return GitState(error="git failed: " + (err[0] if err else "unknown error"))
-    if previous is not None and previous.tracked_raw == ls_out and not previous.error:
-        tracked = previous.tracked
-    else:
-        tracked = tuple(_decode(p) for p in ls_out.split(b"\0") if p)
-    state = parse_status(st_out, repo.prefix, tracked)
-    return replace(state, tracked_raw=ls_out)
+    """Run ls-files and status side by side and parse both."""
+    return Reading(root).finish(repo, previous)
 
 
 def parse_status(out: bytes, prefix: str, tracked: tuple[str, ...] = ()) -> GitState:
@@ -167,3 +177,33 @@ def parse_status(out: bytes, prefix: str, tracked: tuple[str, ...] = ()) -> GitS
             entries.append(Entry(path, "??"))
     return GitState(tracked=tracked, entries=tuple(entries), branch=branch, oid=oid,
                     upstream=upstream, ahead=ahead, behind=behind, untracked=tuple(untracked))
+
+
+def watched_parts(git_dir: Path | None) -> tuple[list[Path], list[Path]]:
+    """What of a repository is watched: refs/ whole, the folder itself and info/ alone (HEAD,
+    index, packed-refs, info/exclude); never objects/ or logs/."""
+    if git_dir is None:
+        return [], []
+    return [git_dir / "refs"], [git_dir, git_dir / "info"]
+
+
+class Prefetch:
+    """One git reading started ahead of a flush, on its own thread."""
+
+    def __init__(self, read: Callable[[], tuple], delay_s: float) -> None:
+        self.started: float | None = None
+        self.result: tuple | None = None
+        self.done = threading.Event()
+        self._read = read
+        self._delay = delay_s
+        threading.Thread(target=self._run, name="ctxlayer-git-prefetch", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            time.sleep(self._delay)  # let a cluster of events (an editor's save) land
+            self.started = time.monotonic()
+            self.result = self._read()
+        except Exception:
+            log.exception("git prefetch failed")
+        finally:
+            self.done.set()

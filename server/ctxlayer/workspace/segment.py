@@ -1,8 +1,11 @@
 """Parts into one `WorkspaceSegment`: order, text, hash, version.
 
-Owns: the part order (most stable first, W3a: agentFiles, files, tree, git), joining the
+Owns: the part order (most stable first: agentFiles, skills, files, tree, git), joining the
 non-empty texts, the hash of the joined text, and the version rule (it increments exactly when
 the hash changes; `updatedAt` is when that happened). Pure but for the clock.
+
+The skills summary comes right after the agent files: both change only when the user edits
+their instructions, so they sit in front of what changes with every edit.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from datetime import UTC, datetime
 from ctxlayer.core.text import content_hash
 from ctxlayer.protocol import LeftOut, SegmentPart, WorkspaceSegment
 
-PART_ORDER = ("agentFiles", "files", "tree", "git")
+PART_ORDER = ("agentFiles", "skills", "files", "tree", "git")
 SEPARATOR = "\n\n"
 
 

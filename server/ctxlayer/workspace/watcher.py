@@ -1,11 +1,15 @@
-"""The file watcher: watchdog (inotify) events, filtered, debounced into batches.
+"""The file watcher: file events, filtered, debounced into batches.
 
-Owns: the watchdog observer and its event filter (TOOLCHAIN.md: created / closed-after-write /
-deleted / moved only, so bursts do not overflow inotify), the debounce (a batch is flushed
-after `debounce` seconds of quiet, or `max_wait` after its first event), the overflow
-detector (watchdog only LOGS "Inotify queue overflowed" on the `watchdog` logger: a logging
-handler turns that into a full rescan), and the worker thread that hands each batch to
-`flush`. Knows nothing of segment parts: the Workspace classifies the paths.
+Owns: choosing the event source, the debounce (a batch is flushed after `debounce` seconds of
+quiet, or `max_wait` after its first event), and the worker thread that hands each batch to
+`flush`. On Linux, when the caller says which folders to keep, the source is `inotify.py`: a
+watch per kept folder, so ignored folders (node_modules) cost no watch, and new kept folders
+are watched as they appear. Elsewhere (macOS FSEvents, Windows: one recursive handle, no
+per-folder limit) it is a watchdog observer with its event filter (TOOLCHAIN.md: created /
+closed-after-write / deleted / moved only, so bursts do not overflow the queue) and its
+overflow detector (watchdog only LOGS "Inotify queue overflowed" on the `watchdog` logger: a
+logging handler turns that into a full rescan). Knows nothing of segment parts: the Workspace
+classifies the paths and decides which folders to keep.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from watchdog.events import (
     FileSystemEventHandler,
 )
 from watchdog.observers import Observer
+
+from ctxlayer.workspace import inotify
 
 log = logging.getLogger(__name__)
 
@@ -141,37 +147,88 @@ class _OverflowDetector(logging.Handler):
 
 
 class Watcher:
-    """Watches `recursive` folders recursively and `shallow` folders alone; calls
+    """Watches `recursive` folders with their subfolders and `shallow` folders alone; calls
     `flush(batch, full)` on its worker thread, one call per debounced burst, and
-    `on_activity(items)` on the observer's thread as events arrive (it must be quick)."""
+    `on_activity(items)` on the reading thread as events arrive (it must be quick).
+
+    `keep_folder(path)` (absolute) says whether a folder below a recursive root is watched;
+    None watches them all. It is asked on the reading thread, for new folders too."""
 
     def __init__(self, recursive: list[Path], shallow: list[Path], flush: Flush,
                  accept: Callable[[str], bool], debounce_s: float, max_wait_s: float,
-                 on_activity: Callable[[Batch], None] | None = None) -> None:
+                 on_activity: Callable[[Batch], None] | None = None,
+                 keep_folder: Callable[[str], bool] | None = None) -> None:
         self._debouncer = Debouncer(flush, debounce_s, max_wait_s, on_activity)
+        self._accept = accept
+        self._folders: inotify.FolderWatch | None = None
+        self._observer = None
+        self._detector: _OverflowDetector | None = None
+        try:
+            if keep_folder is not None and inotify.available():
+                self._folders = inotify.FolderWatch(
+                    recursive, shallow, keep_folder, self._items,
+                    lambda: self._debouncer.add({}, full=True))
+            else:
+                self._start_observer(recursive, shallow)
+        except Exception:
+            self.stop()
+            raise
+
+    def _start_observer(self, recursive: list[Path], shallow: list[Path]) -> None:
         self._detector = _OverflowDetector(self._debouncer)
         wd_logger = logging.getLogger("watchdog")
         if wd_logger.getEffectiveLevel() > logging.WARNING:
             wd_logger.setLevel(logging.WARNING)
         wd_logger.addHandler(self._detector)
         self._observer = Observer()
-        handler = _Handler(self._debouncer, accept)
-        try:
-            for folder in recursive:
-                self._observer.schedule(handler, str(folder), recursive=True,
-                                        event_filter=EVENT_FILTER)
-            for folder in shallow:
-                self._observer.schedule(handler, str(folder), recursive=False,
-                                        event_filter=EVENT_FILTER)
-            self._observer.start()
-        except Exception:
-            self.stop()
-            raise
+        handler = _Handler(self._debouncer, self._accept)
+        for folder in recursive:
+            self._observer.schedule(handler, str(folder), recursive=True,
+                                    event_filter=EVENT_FILTER)
+        for folder in shallow:
+            self._observer.schedule(handler, str(folder), recursive=False,
+                                    event_filter=EVENT_FILTER)
+        self._observer.start()
+
+    def _items(self, items: inotify.Items) -> None:
+        batch: Batch = {}
+        for path, structural in items:
+            if self._accept(path):
+                batch[path] = batch.get(path, False) or structural
+        if batch:
+            self._debouncer.add(batch)
+
+    def add_folders(self, recursive: list[Path], shallow: list[Path]) -> None:
+        """Watch more folders (a repository appeared): as the constructor's arguments."""
+        if self._folders is not None:
+            self._folders.add(recursive, shallow)
+            return
+        if self._observer is not None:
+            handler = _Handler(self._debouncer, self._accept)
+            for folder, rec in [(f, True) for f in recursive] + [(f, False) for f in shallow]:
+                if folder.is_dir():
+                    self._observer.schedule(handler, str(folder), recursive=rec,
+                                            event_filter=EVENT_FILTER)
+
+    def sync_folders(self) -> None:
+        """Ask `keep_folder` again about every folder (after an ignore file changed)."""
+        if self._folders is not None:
+            self._folders.sync()
+
+    def watch_count(self) -> int | None:
+        """inotify watches held (None with the watchdog observer, which does not say)."""
+        return self._folders.watch_count() if self._folders is not None else None
+
+    def watched_folders(self) -> set[str] | None:
+        return self._folders.watched() if self._folders is not None else None
 
     def stop(self) -> None:
-        logging.getLogger("watchdog").removeHandler(self._detector)
         try:
-            if self._observer.is_alive():
+            if self._folders is not None:
+                self._folders.stop()
+            if self._detector is not None:
+                logging.getLogger("watchdog").removeHandler(self._detector)
+            if self._observer is not None and self._observer.is_alive():
                 self._observer.stop()
                 self._observer.join(timeout=10)
         finally:

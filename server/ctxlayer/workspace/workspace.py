@@ -1,10 +1,11 @@
 """The live workspace: its parts, its current segment, and what each file event invalidates.
 
 Owns: the `Workspace` object (first scan, refresh of just the affected parts, the watcher's
-lifecycle), the map from a changed path to the parts it can change (STYLE.md section 5's
-cache table: .git/HEAD, index, refs -> git; agent files -> agentFiles; .gitignore -> tree;
-selected files -> files; create / delete / move -> tree + git; a content write of a listed
-file -> git), and the immutable `WorkspaceSegment` snapshots. Thread-safe: every refresh holds
+lifecycle and which folders it watches: kept.py decides, and after an ignore file changes it
+is asked again), the immutable `WorkspaceSegment` snapshots, and telling the caller when a
+`ctxlayer.toml` changed. Which parts an event can change is events.py's map. Git is read by
+the CLI for status and the file list, by GitPython for the repository and HEAD (events that
+touch only HEAD or local refs run no git process). Thread-safe: every refresh holds
 one lock; readers get the last published snapshot without waiting. While a watcher batch
 waits out its debounce, git is read ahead on a side thread; the flush uses that reading only
 if it started after the batch's last event (so the latency is about max(debounce, git), not
@@ -18,12 +19,24 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 
-from ctxlayer.config import Config, WorkspaceConfig, default_user_config_dir
+from ctxlayer.config import CONFIG_FILE, Config, WorkspaceConfig, default_user_config_dir
 from ctxlayer.protocol import LeftOut, SegmentPart, WorkspaceSegment
-from ctxlayer.workspace import agents, filelist, gitpart, gitstate, selected, tree
+from ctxlayer.workspace import (
+    agents,
+    filelist,
+    gitpart,
+    gitrefs,
+    gitstate,
+    selected,
+    skills,
+    tree,
+)
+from ctxlayer.workspace.events import EventMap, names_ignore_rules
 from ctxlayer.workspace.ignore import compile_globs
+from ctxlayer.workspace.kept import KeptFolders
 from ctxlayer.workspace.segment import PART_ORDER, assemble, make_part
 from ctxlayer.workspace.watcher import Batch, Watcher
 
@@ -31,12 +44,12 @@ log = logging.getLogger(__name__)
 
 Count = Callable[[str], int]
 OnChange = Callable[[WorkspaceSegment, list[str]], None]
-GIT_WATCHED = ("HEAD", "index", "packed-refs", "info/exclude")
+OnConfig = Callable[[list[Path]], None]
 #: how long after a batch's first event git is read ahead of the flush (capped at debounce/4)
 PREFETCH_DELAY_S = 0.03
 
 
-class Workspace:
+class Workspace(EventMap):
     """One workspace folder's segment, kept fresh.
 
     `count` turns text into tokens (production: `tokenizers.counter_for(model).count`).
@@ -66,10 +79,21 @@ class Workspace:
         self._selected_used: frozenset[str] = frozenset()
         self._extra = filelist.extra_rules(self.config.ignore)
         self._git_state: gitstate.GitState | None = None
+        self._skill_roots = tuple(str(p) for p in skills.roots(
+            self.root, self.home, self.user_config_dir))
+        self.skills: tuple = ()  # the skills found (core.prompt.Skill), for a PromptSpec
+        self.config_files = tuple(p for p in (self.user_config_dir / CONFIG_FILE,
+                                              self.root / CONFIG_FILE))
+        self._config_paths = frozenset(str(p) for p in self.config_files)
         self._watcher: Watcher | None = None
+        self._kept: KeptFolders | None = None
+        self._watched_git: Path | None = None
+        self._watched_skills: set[str] = set()
+        self._watched_extra: set[Path] = set()
         self._on_change: OnChange | None = None
+        self._on_config: OnConfig | None = None
         self._pf_lock = threading.Lock()
-        self._prefetch: _GitPrefetch | None = None
+        self._prefetch: gitstate.Prefetch | None = None
         self._last_event = 0.0
 
     # --- public API ---------------------------------------------------------------------------
@@ -106,26 +130,68 @@ class Workspace:
                 log.exception("segment change callback failed")
         return changed
 
-    def start_watching(self, on_change: OnChange) -> None:
-        """Watch the workspace (and the agent-file folders outside it); `on_change(segment,
-        changed_parts)` runs on a watcher thread after each burst that changed the text."""
+    def start_watching(self, on_change: OnChange, on_config: OnConfig | None = None) -> None:
+        """Watch the workspace (and the agent-file, skill and config folders outside it);
+        `on_change(segment, changed_parts)` runs on a watcher thread after each burst that
+        changed the text, and `on_config(paths)` after a burst that touched a `ctxlayer.toml`
+        (the user's or the workspace's; `config_files` lists both), so the caller can reload
+        the config (`config.reload_config`) and pass it to `reconfigure`."""
         with self._lock:
             if self._watcher is not None:
                 raise RuntimeError("already watching")
             if self._segment is None:
                 self.scan()
             self._on_change = on_change
-            recursive = [self.root]
-            if self._repo is not None and not _inside(self._repo.git_dir, self.root):
-                recursive.append(self._repo.git_dir)
+            self._on_config = on_config
+            git_dir = self._repo.git_dir if self._repo is not None else None
+            self._kept = KeptFolders(self.root, git_dir, self.config.ignore,
+                                     skills.WORKSPACE_ROOTS)
+            self._kept.set_listed(self._files)
+            trees = [self.root]
+            # skill roots inside the workspace are reached through it (kept.py lets them in)
+            self._watched_skills = {p for p in self._skill_roots
+                                    if _inside(Path(p), self.root) or os.path.isdir(p)}
+            trees += [Path(p) for p in self._skill_roots
+                      if not _inside(Path(p), self.root) and os.path.isdir(p)]
             shallow = []
             for folder in agents.folder_chain(self.root, self.home, self.user_config_dir):
                 if folder.is_dir() and not _inside(folder, self.root):
                     shallow.append(folder)
+            git_trees, git_alone = gitstate.watched_parts(git_dir)
             cfg = self.config
-            self._watcher = Watcher(recursive, shallow, self._flush, self._accept,
-                                    cfg.debounce_ms / 1000, cfg.debounce_max_ms / 1000,
-                                    self._on_activity)
+            self._watcher = Watcher(trees + git_trees, shallow + git_alone, self._flush,
+                                    self._accept, cfg.debounce_ms / 1000,
+                                    cfg.debounce_max_ms / 1000, self._on_activity,
+                                    keep_folder=self._kept.keep)
+            self._watched_git = git_dir
+
+    def watch_count(self) -> int | None:
+        """inotify watches the watcher holds (None when not watching, or on a platform
+        whose watcher does not count them)."""
+        watcher = self._watcher
+        return watcher.watch_count() if watcher is not None else None
+
+    def watched_folders(self) -> set[str] | None:
+        watcher = self._watcher
+        return watcher.watched_folders() if watcher is not None else None
+
+    def reconfigure(self, config: Config | WorkspaceConfig) -> list[str]:
+        """Use new settings: recompute every part, return the parts whose text changed (and
+        call `on_change` if watching). The debounce times apply from the next watch."""
+        cfg = config.workspace if isinstance(config, Config) else config
+        with self._lock:
+            self.config = cfg
+            self._agent_paths = frozenset(str(p) for p in agents.candidates(
+                self.root, self.home, self.user_config_dir, cfg.agent_files))
+            self._files_regex = compile_globs([p for p in cfg.files if ".." not in p])
+            self._extra = filelist.extra_rules(cfg.ignore)
+            self._tree_key = None
+            self._git_state = None  # the file list is filtered again with the new rules
+            kept, watcher = self._kept, self._watcher
+        if kept is not None and watcher is not None:
+            kept.set_extra(cfg.ignore)
+            watcher.sync_folders()
+        return self.refresh(None)
 
     def stop(self) -> None:
         """Stop watching (idempotent)."""
@@ -135,22 +201,7 @@ class Workspace:
         if watcher is not None:
             watcher.stop()
 
-    # --- events -> parts ----------------------------------------------------------------------
-
-    def _accept(self, path: str) -> bool:
-        """Cheap pre-filter on the watcher thread: drop churn inside .git."""
-        repo = self._repo
-        if repo is not None:
-            git_dir = str(repo.git_dir)
-            if path == git_dir:
-                return True
-            if path.startswith(git_dir + os.sep):
-                rel = path[len(git_dir) + 1:]
-                return rel in GIT_WATCHED or rel.startswith("refs" + os.sep)
-        root = str(self.root)
-        if path.startswith(root + os.sep) or path == root:
-            return True
-        return path in self._agent_paths
+    # --- events -------------------------------------------------------------------------------
 
     def _on_activity(self, items: Batch) -> None:
         """Watcher thread, as events arrive: start reading git once per batch, so that git's
@@ -160,10 +211,11 @@ class Workspace:
             self._last_event = now
             if self._prefetch is not None:
                 return
-            if not any(self._affected(p, s) & {"tree", "git"} for p, s in items.items()):
+            if not any(self._affected(p, s) & {"tree", "git"} and not self._head_only(p)
+                       for p, s in items.items()):
                 return
             delay = min(PREFETCH_DELAY_S, self.config.debounce_ms / 4000)
-            self._prefetch = _GitPrefetch(self._read_git, delay)
+            self._prefetch = gitstate.Prefetch(self._read_git, delay)
 
     def _take_prefetch(self) -> tuple | None:
         """The prefetched git reading if it started after the batch's last event."""
@@ -182,68 +234,57 @@ class Workspace:
         with self._lock:
             if self._watcher is None:
                 return
+            configs = [Path(p) for p in batch if p in self._config_paths]
             if full:
                 parts = set(PART_ORDER)
             else:
                 parts = set()
                 for path, structural in batch.items():
                     parts |= self._affected(path, structural)
-                    if len(parts) == len(PART_ORDER):
-                        break
-            if not parts:
-                return
-            changed = self._recompute(parts, prefetched)
+            rules_changed = full or any(names_ignore_rules(p) for p in batch)
+            if (prefetched is None and parts and not full
+                    and all(self._head_only(p) for p in batch)):
+                prefetched = self._read_head()
+            changed = self._recompute(parts, prefetched) if parts else []
+            resync = self._follow_repository(rules_changed)
             callback, segment = self._on_change, self._segment
+            on_config, watcher = self._on_config, self._watcher
+        if resync and watcher is not None:
+            watcher.sync_folders()  # a walk of the kept folders: outside the lock
+        if (configs or full) and on_config is not None:
+            try:
+                on_config(configs or list(self.config_files))
+            except Exception:
+                log.exception("config change callback failed")
         if changed and callback is not None and segment is not None:
             try:
                 callback(segment, changed)
             except Exception:
                 log.exception("segment change callback failed")
 
-    def _affected(self, path: str, structural: bool | None) -> set[str]:
-        """The parts a change at `path` can affect. structural: True for create / delete /
-        move, False for a content write, None when unknown (refresh() from a save)."""
-        if not os.path.isabs(path):
-            path = str(self.root / path)
-        path = os.path.normpath(path)
-        parts: set[str] = set()
-        if path in self._agent_paths:
-            parts |= {"agentFiles", "files"}
-        repo = self._repo
-        if repo is not None and (path == str(repo.git_dir)
-                                 or path.startswith(str(repo.git_dir) + os.sep)):
-            rel = path[len(str(repo.git_dir)) + 1:]
-            if rel == "info/exclude":
-                return parts | {"tree", "git", "files"}
-            if rel in GIT_WATCHED or rel.startswith("refs" + os.sep) or not rel:
-                return parts | {"git", "tree"}
-            return parts
-        root = str(self.root)
-        if not path.startswith(root + os.sep):
-            return parts | ({"tree", "git", "files", "agentFiles"} if path == root else set())
-        rel = path[len(root) + 1:].replace(os.sep, "/")
-        name = rel.rsplit("/", 1)[-1]
-        if rel == ".git" or rel.startswith(".git/"):
-            return parts | {"tree", "git"}  # a repository appeared or vanished
-        if name == ".gitignore":
-            parts |= {"tree", "git", "files"}
-        if rel in self._selected_used or (self._files_regex and self._files_regex.match(rel)):
-            parts.add("files")
-        if structural or (structural is None and rel not in self._file_set):
-            parts |= {"tree", "git"}
-            if structural and rel not in self._file_set:
-                parts.add("files")  # a folder moved or vanished may hold selected files
-        elif rel in self._file_set:
-            parts.add("git")
-        return parts
-
     # --- computing parts ----------------------------------------------------------------------
 
     def _read_git(self) -> tuple[gitstate.Repo | None, gitstate.GitState | None]:
-        repo = gitstate.find_repo(self.root)
+        reading = gitstate.Reading(self.root)  # git runs while GitPython finds the repository
+        repo = gitrefs.find_repo(self.root)
         if repo is None:
+            reading.cancel()
             return None, None
-        return repo, gitstate.read_state(self.root, repo, self._git_state)
+        return repo, reading.finish(repo, self._git_state)
+
+    def _read_head(self) -> tuple[gitstate.Repo | None, gitstate.GitState | None] | None:
+        """After events that touch only HEAD or local refs: the state with HEAD read from the
+        files, no git process, when the status cannot have changed (same commit, and no
+        upstream distance to recount); None when git must run."""
+        prev, repo = self._git_state, self._repo
+        if prev is None or prev.error or repo is None:
+            return None
+        head = gitrefs.read_head(self.root)
+        if head is None or head.oid != prev.oid or head.upstream != prev.upstream:
+            return None
+        if head.branch != prev.branch and head.upstream is not None:
+            return None
+        return repo, replace(prev, branch=head.branch)
 
     def _recompute(self, parts: set[str], prefetched: tuple | None = None) -> list[str]:
         cfg = self.config
@@ -265,6 +306,8 @@ class Workspace:
             self._git_state = state
             if files != self._files:
                 parts.add("files")
+                if self._kept is not None:
+                    self._kept.set_listed(files)
             self._files = files
             self._file_set = frozenset(files)
             key = (tuple(files), cfg.tree_token_budget, cfg.fold_threshold)
@@ -288,6 +331,11 @@ class Workspace:
             if frozenset(a.used) != self._agent_used:
                 parts.add("files")
             self._agent_used = frozenset(a.used)
+        if "skills" in parts:
+            sk = skills.render_skills(self.root, self.home, self.user_config_dir)
+            new["skills"] = make_part("skills", sk.text, count)
+            self._left["skills"] = list(sk.left_out)
+            self.skills = sk.skills
         if "files" in parts:
             f = selected.render_files(self.root, cfg.files, self._files, cfg.files_char_budget,
                                       self._extra, self._agent_used)
@@ -303,26 +351,31 @@ class Workspace:
         return changed
 
 
-class _GitPrefetch:
-    """One git reading started ahead of a flush, on its own thread."""
-
-    def __init__(self, read: Callable[[], tuple], delay_s: float) -> None:
-        self.started: float | None = None
-        self.result: tuple | None = None
-        self.done = threading.Event()
-        self._read = read
-        self._delay = delay_s
-        threading.Thread(target=self._run, name="ctxlayer-git-prefetch", daemon=True).start()
-
-    def _run(self) -> None:
-        try:
-            time.sleep(self._delay)  # let a cluster of events (an editor's save) land
-            self.started = time.monotonic()
-            self.result = self._read()
-        except Exception:
-            log.exception("git prefetch failed")
-        finally:
-            self.done.set()
+    def _follow_repository(self, rules_changed: bool) -> bool:
+        """After a flush: watch a repository that appeared; True when the watcher must be
+        asked again which folders to keep (that, or an ignore file changed)."""
+        watcher, kept = self._watcher, self._kept
+        if watcher is None or kept is None:
+            return False
+        git_dir = self._repo.git_dir if self._repo is not None else None
+        for r in self._skill_roots:  # a skill root outside the workspace that appeared
+            if r not in self._watched_skills and os.path.isdir(r):
+                watcher.add_folders([Path(r)], [])
+                self._watched_skills.add(r)
+        dot_git = self.root / ".git"
+        if git_dir is None and dot_git not in self._watched_extra and dot_git.is_dir():
+            # a repository being made (git init): watch it until git can read it
+            watcher.add_folders([], [dot_git])
+            self._watched_extra.add(dot_git)
+        if git_dir != self._watched_git:
+            kept.set_git_dir(git_dir)
+            trees, alone = gitstate.watched_parts(git_dir)
+            watcher.add_folders(trees, alone)
+            self._watched_git = git_dir
+            return True
+        if rules_changed:
+            kept.reset()
+        return rules_changed
 
 
 def _inside(path: Path, folder: Path) -> bool:

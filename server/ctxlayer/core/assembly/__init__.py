@@ -1,5 +1,5 @@
 """Assembling a session into a budget: system layers, rules, working items, history with
-rolling compaction (T7), stages with their own budgets, cache awareness. See assemble.py.
+rolling compaction, each stage with its own budget, cache awareness. See assemble.py.
 Pure and synchronous: the summarizer's text is an input, never a call.
 """
 

@@ -1,228 +1,264 @@
-"""Rolling compaction of a session's history (T7 to T10, seed 002), as data plus pure steps.
+"""Rolling compaction of a session's history, as data plus pure steps.
 
 State (``Compaction``, persisted by the store as one JSON value):
 - ``upto_seq``: history messages with a smaller seq are replaced by the summary;
 - ``summary``: the decided/open part (from the client's summarizer or the offline one);
-- ``constraints``: the user's hard constraints, verbatim, extracted deterministically;
-- ``facts``: the facts ledger (paths, commands, error codes, line numbers, identifiers,
-  numbers) extracted deterministically from every replaced message and merged;
+- ``constraints`` / ``marked``: the user's hard constraints (constraints.py), and those the
+  user marked;
+- ``request``: the newest user message replaced (an agent's task is often its only user
+  message, followed by hundreds of tool calls): shown verbatim in the summary, its middle cut
+  only when it is over its share;
+- ``actions``: the action log, one line per tool call replaced (actions.py);
+- ``ledger``: the ranked facts ledger of every replaced message (compress/ledger.py);
 - ``rewrites``: messages still shown verbatim that an earlier stage shortened (seq -> text).
 
-When history passes ``trigger`` (70%) of its share, the stages run in order on the messages
-older than the newest ``keep_recent``, each with its own budget, and stop as soon as history is
-back under ``target`` of its share:
-1. tool-output compression: an output over ``tool_output_cap`` tokens becomes its outline;
-2. dedup: a later copy of content already shown becomes a reference to the first copy;
-3. extractive compression of long prose to the task's ratio (T10);
-4. the summarizer: everything older than the newest ``keep_recent`` is replaced by one
-   summary message (decided / open / hard constraints + the facts ledger).
-Rules and the working zone never enter compaction. Facts are extracted only from the messages
-newly replaced, so a compaction costs the text it replaces, never the whole session.
+When history passes ``trigger`` of its share, the cheap stages run first on the messages older
+than the newest ``keep_recent`` (tool outputs over their cap become outlines, later copies
+become references, long prose is compressed extractively), and when that is not enough the
+summary stage replaces the oldest messages: as many of the newest messages stay verbatim as fit
+in ``target`` of the share once the summary is counted, so the budget is used, and the next
+compaction comes only after the history has grown again by the difference (compaction moves in
+steps, so the provider's cached prefix holds between them).
+The summary message is a user turn with its daemon id (``ctx:summary:<upto_seq>``), placed
+right after the system layers, rules and working zone (an assistant acknowledgement follows it
+when the verbatim tail starts with a user turn, so roles alternate); a constraint, action or
+fact that does not fit its share gives way to the newer or better-ranked ones, never the whole
+summary.
 Must not: call a model (the summary text is passed in) or touch storage.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import msgspec
 
+from ctxlayer.core.assembly import actions as act
+from ctxlayer.core.assembly import constraints as hc
 from ctxlayer.core.assembly.history import History
-from ctxlayer.core.assembly.summary import hard_constraints, offline_summary, render_summary
-from ctxlayer.core.compress.extractive import KEEP_RATIO, classify_task, compress_prose
-from ctxlayer.core.compress.facts import Facts, extract_facts, format_ledger
-from ctxlayer.core.compress.tool_output import compress_tool_output
-from ctxlayer.core.text import describe, normalized_hash
+from ctxlayer.core.assembly.stages import run_cheap_stages
+from ctxlayer.core.assembly.state import (
+    Compaction,
+    Rewrite,
+    history_tokens,
+    is_tool_result,
+    shown_message,
+    summary_id,
+    summary_message,
+    tokens_of,
+    verbatim_start,
+)
+from ctxlayer.core.assembly.summary import off_topic, offline_summary, render_summary
+from ctxlayer.core.compress.facts import Facts, extract_facts
+from ctxlayer.core.compress.ledger import (
+    Ledger,
+    add_messages,
+    from_facts,
+    render_ledger,
+    text_of,
+)
+from ctxlayer.core.text import describe
 from ctxlayer.core.tokens import Tokenizer, message_tokens
 from ctxlayer.protocol import AuditEntry, Message
 
 
-class Rewrite(msgspec.Struct, kw_only=True):
-    content: str
-    tokens: int  # message tokens after the rewrite
-
-
-class Compaction(msgspec.Struct, kw_only=True):
-    upto_seq: int = 0
-    replaced: int = 0
-    summary: str = ""
-    constraints: list[str] = msgspec.field(default_factory=list)
-    facts: Facts | None = None
-    rewrites: dict[int, Rewrite] = msgspec.field(default_factory=dict)
-    # the rendered summary message and its tokens, kept with the ledger size they were made for
-    rendered: str = ""
-    rendered_tokens: int = 0
-    ledger_chars: int = 0
-
-
 class CompactionPolicy(msgspec.Struct, frozen=True, kw_only=True):
-    trigger: float = 0.7
-    target: float = 0.5
-    keep_recent: int = 6
+    trigger: float = 1.0  # of the history share: past it, compaction runs
+    target: float = 0.88  # of the history share: what summary plus verbatim tail fill
+    keep_recent: int = 6  # the cheap stages never touch these newest messages
     tool_output_cap: int = 1000
     dedup_min_tokens: int = 32
     extractive_min_tokens: int = 200
     summary_max_tokens: int = 1000
-    summary_share: float = 0.15  # of the history share, for decided/open
-    ledger_share: float = 0.25  # of the history share, for the facts ledger
-    chars_per_token: int = 3  # a conservative guess for sizing the ledger in characters
+    summary_share: float = 0.20  # of the history share, for decided/open/details
+    constraint_share: float = 0.08  # for the hard constraints kept verbatim
+    request_share: float = 0.10  # for the newest user message replaced
+    action_share: float = 0.12  # for the action log
+    ledger_share: float = 0.35  # for the facts ledger
+    chars_per_token: int = 3  # a conservative guess for sizing parts in characters
 
 
-def summary_message(state: Compaction) -> Message | None:
+__all__ = [
+    "Compaction", "CompactionPolicy", "Rewrite", "Sizes", "apply_summary", "covered_messages",
+    "fitted_summary", "history_tokens", "is_tool_result", "plan_stop", "rerender", "tail_tool_cap",
+    "run_cheap_stages", "shown_message", "sizes", "summary_id", "summary_message", "tokens_of",
+    "verbatim_start",
+]
+
+
+class Sizes(msgspec.Struct, frozen=True):
+    summary_tokens: int
+    summary_chars: int
+    constraint_tokens: int
+    request_chars: int
+    action_chars: int
+    ledger_chars: int
+
+    @property
+    def reserve(self) -> int:
+        """Tokens the summary message may take at most (a conservative estimate)."""
+        cpt = 3
+        return (self.constraint_tokens + (self.summary_chars + self.request_chars
+                                          + self.action_chars + self.ledger_chars) // cpt + 40)
+
+
+def sizes(policy: CompactionPolicy, share: int) -> Sizes:
+    cpt = policy.chars_per_token
+    # what a client summarizer is asked for is capped (it costs a model call); the offline
+    # summary costs nothing and may fill its whole share
+    summary_tokens = max(32, min(policy.summary_max_tokens, int(share * policy.summary_share)))
+    return Sizes(
+        summary_tokens=summary_tokens,
+        summary_chars=max(summary_tokens, int(share * policy.summary_share)) * cpt,
+        constraint_tokens=max(16, int(share * policy.constraint_share)),
+        request_chars=max(240, int(share * policy.request_share) * cpt),
+        action_chars=max(120, int(share * policy.action_share) * cpt),
+        ledger_chars=max(200, int(share * policy.ledger_share) * cpt))
+
+
+def _ledger_of(state: Compaction) -> Ledger | None:
+    if state.ledger is not None:
+        return state.ledger
+    return from_facts(state.facts) if state.facts is not None else None
+
+
+def _cut_middle(text: str, max_chars: int) -> str:
+    if len(text) <= max_chars:
+        return text
+    if max_chars < 40:
+        return ""
+    head = int(max_chars * 0.7)
+    tail = max(0, max_chars - head - 30)
+    return (text[:head].rstrip() + f"\n[... {len(text) - head - tail:,} characters omitted ...]\n"
+            + (text[len(text) - tail:].lstrip() if tail else ""))
+
+
+def _render(state: Compaction, sz: Sizes, counter: Tokenizer, **sized: int) -> tuple[str, list[str]]:
+    """The summary text for these sizes (``sized`` overrides fields of ``sz``), and the
+    constraints it demoted to the ledger."""
+    size = {name: sized.get(name, getattr(sz, name)) for name in PARTS}
+    summary = state.summary
+    cut = size["summary_chars"]
+    if cut < len(summary):
+        summary = summary[:cut].rstrip() + ("…" if cut else "")
+    kept, demoted = hc.split(state.constraints, state.marked, size["constraint_tokens"], counter)
+    actions = act.render_actions(state.actions, size["action_chars"])
+    request = _cut_middle(state.request.strip(), size["request_chars"])
+    ledger = render_ledger(_ledger_of(state), size["ledger_chars"],
+                           shown=summary + "\n" + "\n".join(kept) + "\n" + request,
+                           extra=("instructions (demoted from the hard constraints)", demoted))
+    return render_summary(state.replaced, summary, kept, ledger, actions, request), demoted
+
+
+#: the summary's parts, most important first: when the summary must shrink, the last gives way
+#: first (decided/open/details, then the request, the action log, the ledger, and last the hard
+#: constraints). The ledger ranks high because it is the densest in exact values: measured on
+#: real agent transcripts (bench/realchats) it keeps the most of what the rest needs.
+PARTS = ("constraint_tokens", "ledger_chars", "action_chars", "request_chars", "summary_chars")
+
+
+def rerender(state: Compaction, share: int, policy: CompactionPolicy, counter: Tokenizer) -> None:
+    """Render the summary message for a history share (only when the state or share changed)."""
+    state.sized_for = share
     if not state.replaced:
-        return None
-    return Message(
-        role="user", content=state.rendered, id=f"ctx:summary:{state.upto_seq}", kind="summary"
-    )
-
-
-def verbatim_start(history: History, state: Compaction) -> int:
-    return history.index_of_seq(state.upto_seq)
-
-
-def shown_message(history: History, state: Compaction, index: int) -> Message:
-    msg = history.messages[index]
-    rw = state.rewrites.get(history.seqs[index])
-    return msg if rw is None else msgspec.structs.replace(msg, content=rw.content)
-
-
-def history_tokens(history: History, state: Compaction) -> int:
-    """Tokens of the history layer: the summary message plus every verbatim message."""
-    start = verbatim_start(history, state)
-    total = history.tokens_between(start, len(history)) + state.rendered_tokens
-    if state.rewrites:
-        seqs = history.seqs
-        for i in range(start, len(history)):
-            rw = state.rewrites.get(seqs[i])
-            if rw is not None:
-                total += rw.tokens - history.tokens[i]
-    return total
-
-
-def rerender(state: Compaction, ledger_chars: int, counter: Tokenizer) -> None:
-    """Render the summary message for a ledger size (only when the state or the size changed)."""
-    if not state.replaced:
-        state.rendered, state.rendered_tokens, state.ledger_chars = "", 0, ledger_chars
+        state.rendered, state.rendered_tokens, state.demoted = "", 0, []
         return
-    ledger = format_ledger(state.facts, ledger_chars) if state.facts else ""
-    state.rendered = render_summary(state.replaced, state.summary, state.constraints, ledger)
-    state.ledger_chars = ledger_chars
+    state.rendered, state.demoted = _render(state, sizes(policy, share), counter)
     state.rendered_tokens = message_tokens(summary_message(state), counter)
 
 
-def fitted_summary(state: Compaction, room: int,
-                   counter: Tokenizer) -> tuple[Message, int] | None:
-    """The summary message shortened to fit ``room`` tokens, and its tokens, for one assembly.
+def fitted_summary(state: Compaction, room: int, policy: CompactionPolicy,
+                   counter: Tokenizer) -> tuple[Message, int, list[str]] | None:
+    """The summary message shortened to ``room`` tokens for one assembly: its parts give way in
+    the reverse order of PARTS, each only once every less important part is empty; the
+    constraints that no longer fit are demoted to what is left of the ledger. None when even
+    the bare header does not fit."""
+    sz = sizes(policy, state.sized_for or room)
 
-    The facts ledger gives way first, then the decided/open part; the user's hard constraints
-    never do: None when they alone (with the header) do not fit.
-    """
-    def render(ledger_chars: int, summary_chars: int) -> tuple[Message, int]:
-        ledger = format_ledger(state.facts, ledger_chars) if state.facts and ledger_chars else ""
-        summary = state.summary
-        if summary_chars < len(summary):
-            summary = summary[:summary_chars].rstrip() + ("…" if summary_chars else "")
-        msg = Message(role="user", content=render_summary(
-            state.replaced, summary, state.constraints, ledger),
-            id=f"ctx:summary:{state.upto_seq}", kind="summary")
-        return msg, message_tokens(msg, counter)
+    def make(sized: dict[str, int]) -> tuple[Message, int, list[str]]:
+        text, demoted = _render(state, sz, counter, **sized)
+        msg = Message(role="user", content=text, id=summary_id(state), kind="summary")
+        return msg, message_tokens(msg, counter), demoted
 
-    def largest(fits_at: Callable[[int], tuple[Message, int]], top: int):
-        lo, best = 0, fits_at(0)
-        hi = top
-        while lo < hi:
+    fixed: dict[str, int] = {}
+    for k, name in enumerate(PARTS):
+        rest = dict.fromkeys(PARTS[k + 1:], 0)
+        lo, hi = 0, getattr(sz, name)
+        if make({**fixed, name: hi, **rest})[1] <= room:
+            fixed[name] = hi
+            continue
+        while lo < hi:  # the largest size of this part that fits with the later parts empty
             mid = (lo + hi + 1) // 2
-            candidate = fits_at(mid)
-            if candidate[1] <= room:
-                lo, best = mid, candidate
+            if make({**fixed, name: mid, **rest})[1] <= room:
+                lo = mid
             else:
                 hi = mid - 1
-        return best
-
-    if render(0, 0)[1] > room:
-        return None
-    whole = len(state.summary)
-    if render(0, whole)[1] <= room:
-        return largest(lambda n: render(n, whole), state.ledger_chars)
-    return largest(lambda n: render(0, n), whole)
+        fixed.update({name: lo, **rest})
+        break
+    best = make(fixed)
+    return best if best[1] <= room else None
 
 
-def _audit(msg: Message, index: int, action: str, reason: str, before: int, after: int):
-    return AuditEntry(
-        action=action, reason=reason, summary=describe(msg), tokens_before=before,
-        tokens_after=after, message_id=msg.id, index=index,
-    )
+#: tokens left in the tail's room below which the next older message is not kept shortened
+SHORT_MIN = 64
 
 
-def run_cheap_stages(
-    history: History, state: Compaction, stop: int, target_tokens: int, counter: Tokenizer,
-    policy: CompactionPolicy, task_text: str,
-) -> list[AuditEntry]:
-    """Stages 1 to 3 on messages [verbatim start, stop); stop early once under the target."""
-    audit: list[AuditEntry] = []
+def tail_tool_cap(share: int) -> int:
+    """Tokens an older tool output of the verbatim tail is planned at (the window outlines it)."""
+    return max(48, share // 20)
+
+
+def _planned(history: History, state: Compaction, i: int, newest_tool: int,
+             tool_cap: int | None, room: int) -> int:
+    """Tokens message i is planned at in the tail: an older tool output at its outline's size,
+    the newest one whole (the window shortens it only when it does not fit)."""
+    cost = tokens_of(history, state, i)
+    if tool_cap is None or not is_tool_result(history.messages[i]):
+        return cost
+    return min(cost, tool_cap) if i < newest_tool else cost
+
+
+def tail_fits(history: History, state: Compaction, i: int, room: int,
+              tool_cap: int | None) -> bool:
+    """Whether messages [i, end) fit in ``room`` as plan_stop counts them."""
+    n = len(history)
+    msgs = history.messages
+    newest_tool = next((j for j in range(n - 1, i - 1, -1) if is_tool_result(msgs[j])), n)
+    used = 0
+    for j in range(i, n):
+        used += _planned(history, state, j, newest_tool, tool_cap, room)
+    return used <= room
+
+
+def plan_stop(history: History, state: Compaction, room: int, tool_cap: int | None = None) -> int:
+    """Where the verbatim tail starts: the newest messages that fit in ``room`` tokens, never
+    between a tool call and its results (a newest user message left behind is shown verbatim
+    in the summary). Tool outputs count at their outline's size (``_planned``): the window
+    outlines them before it drops anything."""
     start = verbatim_start(history, state)
-    if stop <= start:
-        return audit
-
-    def rewrite(i: int, content: str, action: str, reason: str) -> None:
-        msg = history.messages[i]
-        before = _tokens_of(history, state, i)
-        new_msg = msgspec.structs.replace(msg, content=content)
-        after = message_tokens(new_msg, counter)
-        if after < before:
-            state.rewrites[history.seqs[i]] = Rewrite(content=content, tokens=after)
-            audit.append(_audit(msg, i, action, reason, before, after))
-
-    # 1. tool outputs over their cap
-    for i in range(start, stop):
-        msg = history.messages[i]
-        if (msg.role == "tool" or msg.kind == "toolOutput") and history.seqs[i] not in state.rewrites:
-            if history.tokens[i] > policy.tool_output_cap:
-                short = compress_tool_output(msg.content, policy.tool_output_cap, counter)
-                if short is not None:
-                    rewrite(i, short.text, "compressed", f"tool output over its cap of "
-                            f"{policy.tool_output_cap} tokens ({short.method})")
-    if history_tokens(history, state) <= target_tokens:
-        return audit
-    # 2. dedup: later copies of content already shown become references
-    first_seen: dict[str, Message] = {}
-    for i in range(start, len(history)):
-        msg = shown_message(history, state, i)
-        if history.tokens[i] < policy.dedup_min_tokens or msg.tool_calls:
-            continue
-        key = normalized_hash(msg.content)
-        first = first_seen.get(key)
-        if first is None:
-            first_seen[key] = msg
-        elif i < stop:
-            ref = f"[same content as message {first.id or 'above'}, omitted]"
-            rewrite(i, ref, "deduplicated", "already in context")
-    if history_tokens(history, state) <= target_tokens:
-        return audit
-    # 3. extractive compression of long prose, to the task's ratio
-    ratio = KEEP_RATIO[classify_task(task_text)]
-    for i in range(start, stop):
-        msg = history.messages[i]
-        if (msg.role in ("user", "assistant") and not msg.tool_calls and not msg.pinned
-                and msg.kind in (None, "chat") and history.seqs[i] not in state.rewrites
-                and history.tokens[i] >= policy.extractive_min_tokens):
-            short = compress_prose(msg.content, ratio, ())
-            rewrite(i, short, "compressed", f"extractive compression to {ratio:.0%} of its prose")
-        if history_tokens(history, state) <= target_tokens:
+    n = len(history)
+    msgs = history.messages
+    newest_tool = next((i for i in range(n - 1, start - 1, -1) if is_tool_result(msgs[i])), n)
+    stop, used = n, 0
+    while stop > start:
+        i = stop - 1
+        cost = _planned(history, state, i, newest_tool, tool_cap, room)
+        if used + cost > room:
+            if room - used >= SHORT_MIN:
+                stop -= 1  # the oldest kept is shortened by the window rather than left out
             break
-    return audit
-
-
-def merge_all(many: list[Facts]) -> Facts:
-    """Facts.merge over many at once: one dedup per kind instead of one per message."""
-    fields = Facts.__struct_fields__
-    return Facts(*(tuple(dict.fromkeys(v for f in many for v in getattr(f, name)))
-                            for name in fields))
-
-
-def _tokens_of(history: History, state: Compaction, i: int) -> int:
-    rw = state.rewrites.get(history.seqs[i])
-    return history.tokens[i] if rw is None else rw.tokens
+        used += cost
+        stop -= 1
+    stop = max(stop, start)
+    last_user = next((i for i in range(n - 1, start - 1, -1)
+                      if msgs[i].role == "user" and not is_tool_result(msgs[i])), None)
+    if last_user is not None and (last_user == n - 1 or tail_fits(history, state, last_user,
+                                                                  room, tool_cap)):
+        stop = min(stop, last_user)  # the question being answered stays a message of its own
+    while start < stop < n and is_tool_result(msgs[stop]):
+        stop -= 1  # keep the call with its results
+    if stop == start:  # nothing older fits out: replace at least up to a clean boundary
+        while stop < n - 1 and (stop == start or is_tool_result(msgs[stop])):
+            stop += 1
+    return stop
 
 
 def covered_messages(history: History, state: Compaction, stop: int) -> list[Message]:
@@ -230,34 +266,72 @@ def covered_messages(history: History, state: Compaction, stop: int) -> list[Mes
     return [shown_message(history, state, i) for i in range(verbatim_start(history, state), stop)]
 
 
+def _audit(msg: Message, index: int, action: str, reason: str, before: int, after: int):
+    return AuditEntry(action=action, reason=reason, summary=describe(msg), tokens_before=before,
+                      tokens_after=after, message_id=msg.id, index=index)
+
+
 def apply_summary(
-    history: History, state: Compaction, stop: int, summary_text: str | None,
-    summary_chars: int, ledger_chars: int, counter: Tokenizer,
+    history: History, state: Compaction, stop: int, summary_text: str | None, share: int,
+    policy: CompactionPolicy, counter: Tokenizer,
+    extracted: dict[int, tuple[Facts, list[str]]] | None = None,
 ) -> tuple[Compaction, list[AuditEntry]]:
-    """Stage 4: replace messages [verbatim start, stop) by the summary; return the new state.
+    """Replace messages [verbatim start, stop) by the summary; return the new state.
 
     ``summary_text`` is the client's summary of (previous summary + covered messages); None
-    means the offline extractive one. Constraints and facts are always extracted here.
+    means the offline extractive one, and so does an empty or off-topic client summary
+    (audited). Constraints, the action log and the ledger are always made here, so a client
+    summary that lacks a fact still has it beside it. ``extracted``: facts and constraints per
+    history index, filled in and reused across calls of one assembly.
     """
     start = verbatim_start(history, state)
     covered = covered_messages(history, state, stop)
     originals = history.messages[start:stop]
-    if summary_text is None or not summary_text.strip():
-        summary_text = offline_summary(covered, state.summary, summary_chars)
-    facts = merge_all(([state.facts] if state.facts else [])
-                      + [extract_facts(m.content) for m in originals])
+    audit: list[AuditEntry] = []
+    sz = sizes(policy, share)
+    first_id = summary_id(Compaction(upto_seq=history.seqs[stop - 1] + 1))
+    if summary_text is not None:
+        overlap = off_topic(summary_text, covered) if summary_text.strip() else 0.0
+        if overlap is not None:
+            audit.append(AuditEntry(
+                action="summarized", reason="client summary " + (
+                    f"off-topic (only {overlap:.0%} of its words occur in the "
+                    "text it replaces)" if summary_text.strip() else "empty")
+                + ": replaced by the offline summary",
+                summary=" ".join(summary_text.split())[:80] or "(empty)",
+                tokens_before=counter.count(summary_text), tokens_after=0, message_id=first_id))
+            summary_text = None
+    request_at = next((k for k in range(len(originals) - 1, -1, -1)
+                       if originals[k].role == "user" and not is_tool_result(originals[k])
+                       and originals[k].kind != "summary"), None)
+    if summary_text is None:
+        # the request is shown verbatim: its sentences would only repeat it
+        read = [m for k, m in enumerate(covered) if k != request_at]
+        summary_text = offline_summary(read, state.summary, sz.summary_chars)
+    cache = extracted if extracted is not None else {}
+    facts: list[Facts] = []
+    orders: list[list[str]] = []
+    for k, msg in enumerate(originals):
+        got = cache.get(start + k)
+        if got is None:
+            got = cache[start + k] = (extract_facts(text_of(msg)), hc.orders_of(msg))
+        facts.append(got[0])
+        orders.append(got[1])
+    constraints, marked = hc.detect(originals, state.constraints, state.marked, orders)
+    request = originals[request_at].content if request_at is not None else state.request
     new = Compaction(
         upto_seq=history.seqs[stop - 1] + 1,
         replaced=state.replaced + len(covered),
         summary=summary_text.strip(),
-        constraints=hard_constraints(originals, state.constraints),
-        facts=facts,
+        constraints=constraints, marked=marked, request=request,
+        actions=(state.actions + act.log_lines(originals))[-act.MAX_LINES:],
+        ledger=add_messages(_ledger_of(state), originals, facts),
         rewrites={s: r for s, r in state.rewrites.items() if s >= history.seqs[stop - 1] + 1},
     )
-    rerender(new, ledger_chars, counter)
-    audit = [
+    rerender(new, share, policy, counter)
+    audit += [
         _audit(msg, start + k, "summarized", "rolling compaction: history passed its trigger",
-               _tokens_of(history, state, start + k), 0)
+               tokens_of(history, state, start + k), 0)
         for k, msg in enumerate(covered)
     ]
     return new, audit

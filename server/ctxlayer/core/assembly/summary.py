@@ -1,13 +1,13 @@
-"""The rolling summary's parts that never depend on a model (T7, seed 002).
+"""The rolling summary's parts that never depend on a model.
 
-- ``hard_constraints``: the user's hard constraints, taken sentence by sentence from user
-  messages ("must", "never", "do not", "only", 必须, 禁止...). They are kept verbatim in every
-  summary, whatever a summarizer returns, so a weak summarizer cannot lose them.
-- ``offline_summary``: the extractive decided/open summary used when no client summarizer
-  answers (or none was declared): sentences with decision cues and open questions, newest kept
-  first when space runs out, merged with the previous summary.
+The user's hard constraints are found in constraints.py and kept verbatim in every summary,
+whatever a summarizer returns, so a weak summarizer cannot lose them.
+- ``offline_summary``: the extractive summary used when no client summarizer answers (or
+  none was declared): sentences with decision cues, open questions and exact details, newest
+  kept first when space runs out, merged with the previous summary.
+- ``off_topic``: whether a client's summary shares almost nothing with the text it replaces;
 - ``SUMMARY_INSTRUCTIONS`` and ``render_summary``: what a client summarizer is asked and how
-  the summary message reads (three parts plus the facts ledger).
+  the summary message reads (decided/open, hard constraints, action log, facts ledger).
 Must not: call a model or know about the wire beyond Message.
 """
 
@@ -19,22 +19,6 @@ from ctxlayer.core.text import normalized_hash
 from ctxlayer.protocol import Message
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
-# A hard constraint: an order with must / never / do not..., or a sentence that starts with
-# "only", "always", "never" (mid-sentence "only" and "always" are too often descriptive).
-_CONSTRAINT = re.compile(
-    r"\b(must|mustn't|never|do not|don't|required to|is required|make sure|"
-    r"under no circumstances|at all times|no more than|not allowed|forbidden)\b"
-    r"|^\W*(only|always|avoid|keep)\b"
-    r"|必须|禁止|不要|不能|不得|务必|一律|只能|不可",
-    re.IGNORECASE,
-)
-#: every _CONSTRAINT match contains one of these (lowercased): a message without any is skipped
-#: without splitting it into sentences
-_CONSTRAINT_WORDS = (
-    "must", "never", "do not", "don't", "required", "make sure", "under no circumstances",
-    "at all times", "no more than", "not allowed", "forbidden", "only", "always", "avoid",
-    "keep", "必须", "禁止", "不要", "不能", "不得", "务必", "一律", "只能", "不可",
-)
 _DECIDED = re.compile(
     r"\b(decided|decision|agreed|we will|we'll|going with|chose|chosen|settled|use|using|"
     r"fixed|done|resolved|confirmed|switched to|implemented|merged)\b|决定|确认|已完成|采用",
@@ -50,6 +34,7 @@ _OPEN = re.compile(
 #: SCAN_MIN_CHARS)
 SCAN_FACTOR = 40
 SCAN_MIN_CHARS = 64_000
+SCAN_MAX_CHARS = 240_000  # and never more than this (the newest ~60k tokens)
 
 SUMMARY_INSTRUCTIONS = (
     "Summarize the conversation below for the assistant's own memory, replacing it in the "
@@ -67,75 +52,83 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(text) if len(s.strip()) > 3]
 
 
-def hard_constraints(messages: list[Message], previous: list[str] = ()) -> list[str]:
-    """The user's hard-constraint sentences, previous ones first, duplicates removed."""
-    seen = {normalized_hash(c) for c in previous}
-    out = list(previous)
-    for msg in messages:
-        if msg.role != "user" or msg.kind in ("summary", "toolOutput", "doc"):
-            continue
-        lowered = msg.content.lower()
-        if not any(word in lowered for word in _CONSTRAINT_WORDS):
-            continue
-        for sentence in sentences(msg.content):
-            if _CONSTRAINT.search(sentence):
-                key = normalized_hash(sentence)
-                if key not in seen:
-                    seen.add(key)
-                    out.append(" ".join(sentence.split()))
-    return out
+#: a token that names something exact: letters and digits mixed, a path, a name with an
+#: underscore or inner capitals, an option, a number of two digits or more
+_SPECIFIC = re.compile(
+    r"\b(?:[A-Za-z]+[-_#./:=]?\d|\d+[-_#./:=]?[A-Za-z]|\w+/\w|[A-Za-z]\w*_\w|[a-z]+[A-Z]|"
+    r"\d{2,}\b)|(?<!\w)--?[a-z][\w-]+"
+)
+_PARTS = ("Decided", "Open", "Details")
+_MARKS = frozenset("0123456789/_-#")
+_INNER_CAPITAL = re.compile(r"[a-z][A-Z]")
+
+
+def _maybe_specific(text: str) -> bool:
+    """A cheap necessary condition of _SPECIFIC (most prose has none of these characters)."""
+    return not _MARKS.isdisjoint(text) or _INNER_CAPITAL.search(text) is not None
 
 
 def offline_summary(messages: list[Message], previous: str, max_chars: int) -> str:
-    """An extractive Decided/Open summary of ``messages``, merged with the previous one.
+    """An extractive summary of ``messages`` in three parts, merged with the previous one:
+    Decided (sentences with decision cues), Open (questions, things still to do) and Details
+    (sentences that name something exact: a position, a code, a command, a number), the
+    first two within a third of ``max_chars`` each and the details in what they leave, the
+    newest kept when space runs out.
 
-    Newest first: messages are read from the end and reading stops once both parts are full or
-    ``SCAN_FACTOR`` times ``max_chars`` of text have been read (a chat without decision or
-    question cues would otherwise be read whole), so the cost is bounded by the summary's
-    size, not by the history's. Facts and hard constraints are extracted elsewhere, from every
-    replaced message.
+    Newest first: messages are read from the end and reading stops once every part is full or
+    ``SCAN_FACTOR`` times ``max_chars`` of text have been read (a chat without cues would
+    otherwise be read whole), so the cost is bounded by the summary's size, not by the
+    history's. Tool outputs are not read (the action log and the ledger cover them); facts and
+    hard constraints are extracted elsewhere, from every replaced message.
     """
-    prev_decided, prev_open = _split_previous(previous)
-    half = max(80, max_chars // 2)
-    decided: list[str] = []
-    open_: list[str] = []
-    sizes = [0, 0]
-    unread = max(SCAN_MIN_CHARS, SCAN_FACTOR * max_chars)
+    previous_parts = _split_previous(previous)
+    third = max(80, max_chars // 3)
+    found: list[list[str]] = [[], [], []]
+    sizes = [0, 0, 0]
+    unread = min(SCAN_MAX_CHARS, max(SCAN_MIN_CHARS, SCAN_FACTOR * max_chars))
     for msg in reversed(messages):
-        if (sizes[0] >= half and sizes[1] >= half) or unread <= 0:
+        if (sizes[0] >= third and sizes[1] >= third and sizes[2] >= max_chars) or unread <= 0:
             break
         if msg.role not in ("user", "assistant") or msg.kind == "summary":
             continue
         unread -= len(msg.content)
+        if not (_maybe_specific(msg.content) or _OPEN.search(msg.content)
+                or _DECIDED.search(msg.content)):
+            continue  # no sentence of it can be kept: not split
         for sentence in reversed(sentences(msg.content)):
             flat = " ".join(sentence.split())
             if len(flat) > 240:
                 flat = flat[:239] + "…"
             if _OPEN.search(flat):
-                open_.append(flat)
-                sizes[1] += len(flat) + 3
+                part = 1
             elif _DECIDED.search(flat):
-                decided.append(flat)
-                sizes[0] += len(flat) + 3
-    decided = _dedup(prev_decided + decided[::-1])
-    open_ = _dedup(prev_open + open_[::-1])
-    return _section("Decided", _newest_within(decided, half)) + "\n" + _section(
-        "Open", _newest_within(open_, half)
-    )
+                part = 0
+            elif _maybe_specific(flat) and _SPECIFIC.search(flat):
+                part = 2
+            else:
+                continue
+            found[part].append(flat)
+            sizes[part] += len(flat) + 3
+    merged = [_dedup(prev + new[::-1]) for prev, new in zip(previous_parts, found, strict=True)]
+    decided = _newest_within(merged[0], third)
+    open_ = _newest_within(merged[1], third)
+    # details take what decided and open leave
+    left = max_chars - sum(len(x) + 3 for x in decided + open_)
+    details = _newest_within(merged[2], max(third, left))
+    return "\n".join(_section(t, items) for t, items in zip(_PARTS, (decided, open_, details),
+                                                           strict=True))
 
 
-def _split_previous(previous: str) -> tuple[list[str], list[str]]:
-    decided: list[str] = []
-    open_: list[str] = []
+def _split_previous(previous: str) -> tuple[list[str], list[str], list[str]]:
+    parts: dict[str, list[str]] = {title: [] for title in _PARTS}
     target = None
     for line in previous.splitlines():
-        if line.startswith("Decided:"):
-            target = decided
-        elif line.startswith("Open:"):
-            target = open_
-        elif line.startswith("- ") and target is not None:
+        title = line.rstrip(":")
+        if line.endswith(":") and title in parts:
+            target = parts[title]
+        elif line.startswith("- ") and target is not None and line[2:] != "(none)":
             target.append(line[2:])
-    return decided, open_
+    return parts["Decided"], parts["Open"], parts["Details"]
 
 
 def _dedup(items: list[str]) -> list[str]:
@@ -165,12 +158,47 @@ def _section(title: str, items: list[str]) -> str:
     return f"{title}:\n" + ("\n".join(f"- {i}" for i in items) if items else "- (none)")
 
 
-def render_summary(replaced: int, summary: str, constraints: list[str], ledger: str) -> str:
-    """The summary message's text: header, decided/open, hard constraints, facts ledger."""
+_WORD = re.compile(r"[^\W\d_]{4,}")
+#: of a client summary's words, at least this share must occur in the text it replaces
+MIN_OVERLAP = 0.15
+#: the newest characters of the replaced text read for that check
+OVERLAP_SCAN_CHARS = 400_000
+
+
+def off_topic(summary: str, messages: list[Message]) -> float | None:
+    """The share of the summary's words found in ``messages`` when under MIN_OVERLAP (the
+    summary is about something else), else None. Words: four letters or more, any case."""
+    words = {w.lower() for w in _WORD.findall(summary)} - {"decided", "open", "none", "hard",
+                                                           "constraints"}
+    if not words:
+        return 0.0
+    vocab: set[str] = set()
+    left = OVERLAP_SCAN_CHARS
+    for msg in reversed(messages):
+        if left <= 0:
+            break
+        text = msg.content[-left:]
+        left -= len(text)
+        vocab.update(w.lower() for w in _WORD.findall(text))
+        for call in msg.tool_calls or ():
+            vocab.update(w.lower() for w in _WORD.findall(call.arguments))
+    share = len(words & vocab) / len(words)
+    return share if share < MIN_OVERLAP else None
+
+
+def render_summary(replaced: int, summary: str, constraints: list[str], ledger: str,
+                   actions: str = "", request: str = "") -> str:
+    """The summary message's text: header, the user's latest request, decided/open, hard
+    constraints, action log, facts ledger."""
     parts = [f"[Summary of {replaced} earlier messages, replaced to save context]"]
+    if request.strip():
+        parts.append("The user's latest request in them (verbatim):\n" + request.strip())
     if summary.strip():
         parts.append(summary.strip())
-    parts.append(_section("Hard constraints (the user's, verbatim)", constraints))
+    if constraints:
+        parts.append(_section("Hard constraints (the user's, verbatim)", constraints))
+    if actions.strip():
+        parts.append("Actions (tool calls, newest first):\n" + actions.strip())
     if ledger.strip():
         parts.append("Facts ledger (exact values from the replaced messages):\n" + ledger.strip())
     return "\n\n".join(parts)

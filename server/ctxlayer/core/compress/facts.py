@@ -1,11 +1,11 @@
-"""Structured facts (T7, Z2): the paths, commands, error codes, line numbers, identifiers and
-numbers a summary or a compressed item must keep.
+"""Structured facts: the paths, commands, error codes, line numbers, test names, identifiers
+and numbers a summary or a compressed item must keep.
 
 Owns `Facts`, `extract_facts` and `format_ledger`. Pure, linear (a fixed set of bounded regexes,
 one pass each, then a sort of the matches by position), never raises on any string.
 
 Recall matters most for paths, commands, error codes and line numbers: a summary that loses
-"tests/test_api.py:42" or "E0382" sends the next fix astray (seed 003, section 5.2). Precision
+"tests/test_api.py:42" or "E0382" sends the next fix astray. Precision
 matters most for identifiers: only dotted module paths, calls written with parentheses,
 CamelCase names with two or more humps, snake_case names and backticked single names count.
 Every list is deduplicated in first-seen order.
@@ -31,6 +31,7 @@ class Facts(msgspec.Struct, frozen=True):
     line_numbers: tuple[str, ...] = ()
     identifiers: tuple[str, ...] = ()
     numbers: tuple[str, ...] = ()
+    tests: tuple[str, ...] = ()  # test names and node ids: what a later run is asked about
 
     def merge(self, other: Facts) -> Facts:
         """These facts, then the other's new ones, kind by kind."""
@@ -161,6 +162,10 @@ _CAMEL_STOP = frozenset(
 )
 _SNAKE = re.compile(r"(?<![\w./-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?!\.?[\w(/-])")
 _TICKED = re.compile(r"`([^`\n]{1,300})`")
+_TEST = re.compile(
+    r"(?<![\w/.-])(?:[\w./-]+\.py::)?(?:Test\w+::)?test_\w+(?:\[[^\]\s]{1,80}\])?"
+    r"|(?<![\w/.-])[\w./-]+\.py::\w+(?:::\w+)?|\bTest[A-Z]\w+\b"
+)
 _TICKED_NAME = re.compile(r"[A-Za-z_][\w.]*(?:\(\))?")
 
 _FENCE = re.compile(
@@ -541,6 +546,12 @@ def _identifiers(text: str, exclude: set[str]) -> list[tuple[int, str]]:
     ]
 
 
+def _tests(text: str) -> list[tuple[int, str]]:
+    if "test" not in text and "Test" not in text:
+        return []
+    return [(m.start(), m.group(0)) for m in _TEST.finditer(text)]
+
+
 def _numbers(text: str) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
     if not _has_digit(text):
@@ -573,6 +584,7 @@ def extract_facts(text: str) -> Facts:
         line_numbers=line_numbers,
         identifiers=identifiers,
         numbers=_ordered(_numbers(plain)),
+        tests=_ordered(_tests(plain)),
     )
 
 
@@ -583,6 +595,7 @@ def extract_facts(text: str) -> Facts:
 _LEDGER = (
     ("error_codes", "errors"),
     ("line_numbers", "lines"),
+    ("tests", "tests"),
     ("paths", "paths"),
     ("commands", "commands"),
     ("identifiers", "identifiers"),

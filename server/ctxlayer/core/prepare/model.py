@@ -52,6 +52,7 @@ class Chunk:
     replaced: int  # messages it stands for
     replaced_tokens: int  # what those messages cost
     audit: tuple[AuditEntry, ...]  # one "summarized" entry per message it stands for
+    actions: tuple[str, ...] = ()  # one line per tool call it stands for, oldest first
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,15 +10,35 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ctxlayer.core.assembly.compaction import merge_all
-from ctxlayer.core.assembly.summary import hard_constraints, offline_summary, render_summary
-from ctxlayer.core.compress.facts import Facts, extract_facts, format_ledger
+from ctxlayer.core.assembly.actions import log_lines, render_actions
+from ctxlayer.core.assembly.constraints import detect
+from ctxlayer.core.assembly.summary import offline_summary, render_summary
+from ctxlayer.core.compress.facts import Facts, extract_facts
+from ctxlayer.core.compress.ledger import from_facts, render_ledger
 from ctxlayer.core.prepare.model import Chunk, PreparePolicy
 from ctxlayer.core.text import describe
 from ctxlayer.core.tokens import Tokenizer, message_tokens
 from ctxlayer.protocol import AuditEntry, Message
 
 REASON = "compacted in a step: the conversation passed its budget"
+
+
+def merge_all(many: list[Facts]) -> Facts:
+    """Facts of many messages at once: one dedup per kind instead of one per message."""
+    fields = Facts.__struct_fields__
+    return Facts(*(tuple(dict.fromkeys(v for f in many for v in getattr(f, name)))
+                   for name in fields))
+
+
+def _text(summary: str, constraints: list[str], facts: Facts | None, actions: list[str],
+          replaced: int, ledger_chars: int) -> str:
+    """The chunk's text, as the session engine writes its summary: decided / open, the user's
+    hard constraints, the action log of an agent's tool calls (newest first) and the ledger
+    of facts (paths, commands, errors, tests, line numbers) not already in the summary."""
+    action_text = render_actions(actions, ledger_chars // 2) if actions else ""
+    ledger = render_ledger(from_facts(facts), ledger_chars, shown=summary + action_text) \
+        if facts is not None else ""
+    return render_summary(replaced, summary, constraints, ledger, actions=action_text)
 
 
 def sizes(policy: PreparePolicy, budget: int) -> tuple[int, int]:
@@ -77,11 +97,11 @@ def make_chunk(shown: Sequence[Message], originals: Sequence[Message], indices: 
     are the client's, for constraints and facts), at conversation ``indices``."""
     summary_chars, ledger_chars = sizes(policy, budget)
     summary = offline_summary(list(shown), "", summary_chars)
-    constraints = bounded(hard_constraints(list(originals)), summary_chars)
+    constraints = bounded(detect(list(originals))[0], summary_chars)
     facts = _facts(originals, policy.facts_scan_factor * ledger_chars)
-    ledger = format_ledger(facts, ledger_chars) if facts else ""
-    message = _chunk_message(start, upto, render_summary(len(shown), summary, list(constraints),
-                                                         ledger))
+    actions = tuple(log_lines(list(originals)))
+    message = _chunk_message(start, upto, _text(summary, list(constraints), facts, list(actions),
+                                                len(shown), ledger_chars))
     audit = tuple(
         AuditEntry(action="summarized", reason=REASON, summary=describe(m),
                    tokens_before=t, tokens_after=0, message_id=m.id or f"#{i}", index=i)
@@ -89,7 +109,7 @@ def make_chunk(shown: Sequence[Message], originals: Sequence[Message], indices: 
     return Chunk(start=start, upto=upto, message=message,
                  tokens=message_tokens(message, counter, policy.fmt), summary=summary,
                  constraints=constraints, facts=facts, replaced=len(shown),
-                 replaced_tokens=sum(tokens), audit=audit)
+                 replaced_tokens=sum(tokens), audit=audit, actions=actions)
 
 
 def merge_chunks(chunks: Sequence[Chunk], head: int, counter: Tokenizer, policy: PreparePolicy,
@@ -101,13 +121,13 @@ def merge_chunks(chunks: Sequence[Chunk], head: int, counter: Tokenizer, policy:
     constraints = bounded(list(dict.fromkeys(s for c in chunks for s in c.constraints)),
                           2 * summary_chars)
     facts = merge_all([c.facts for c in chunks if c.facts is not None]) or None
-    ledger = format_ledger(facts, 2 * ledger_chars) if facts else ""
+    actions = tuple(a for c in chunks for a in c.actions)
     replaced = sum(c.replaced for c in chunks)
     upto = chunks[-1].upto
-    message = _chunk_message(head, upto, render_summary(replaced, summary, list(constraints),
-                                                        ledger))
+    message = _chunk_message(head, upto, _text(summary, list(constraints), facts, list(actions),
+                                               replaced, 2 * ledger_chars))
     return Chunk(start=head, upto=upto, message=message,
                  tokens=message_tokens(message, counter, policy.fmt), summary=summary,
                  constraints=constraints, facts=facts, replaced=replaced,
                  replaced_tokens=sum(c.replaced_tokens for c in chunks),
-                 audit=tuple(e for c in chunks for e in c.audit))
+                 audit=tuple(e for c in chunks for e in c.audit), actions=actions)

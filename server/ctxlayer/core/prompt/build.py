@@ -133,16 +133,21 @@ def _sections(spec: PromptSpec, warnings: list[str]) -> list[Section]:
         out.append(Section("user", f"{texts.USER_HEADING}\n\n{user}", "core"))
 
     wanted_parts = {INCLUDE_PARTS[n] for n in spec.include if n in INCLUDE_PARTS}
+    skills_part = ""  # the workspace segment's own skills summary, already rendered
     for name, text in spec.workspace_parts:
-        if spec.context_mode == "full" or name in wanted_parts:
+        if name == "skills":
+            skills_part = text.strip("\n").rstrip()
+        elif spec.context_mode == "full" or name in wanted_parts:
             out.append(Section(name, text.strip("\n").rstrip(), "cacheable"))
 
-    if spec.skills and _wanted(spec, "skills"):
-        if spec.tools:
+    if (spec.skills or skills_part) and _wanted(spec, "skills"):
+        if spec.tools and spec.skills:  # given one by one, they win over the segment's part
             lines = [f"- {s.name}: {_one_line(s.description)} (read `{s.path}`)"
                      for s in spec.skills]
             out.append(Section("skills", texts.SKILLS.pick(compact) + "\n\n" + "\n".join(lines),
                                "cacheable"))
+        elif spec.tools:
+            out.append(Section("skills", skills_part, "cacheable"))
         else:
             warnings.append("skills left out: no tools to read a skill's file with")
 
@@ -174,7 +179,7 @@ def _check(spec: PromptSpec) -> None:
             )
     seen: set[str] = set()
     for i, (name, _text) in enumerate(spec.workspace_parts):
-        if name not in WORKSPACE_PART_NAMES or name in seen:
+        if (name not in WORKSPACE_PART_NAMES and name != "skills") or name in seen:
             why = "is listed twice" if name in seen else "is not a workspace part name"
             raise ContextError("invalid", f"workspace part {name!r} {why}",
                                field=f"workspaceParts[{i}]")

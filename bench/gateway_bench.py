@@ -1,0 +1,103 @@
+"""Gateway benchmark: the latency the gateway adds to the first byte of an answer.
+
+    .venv/bin/python bench/gateway_bench.py [--requests 300] [--stream]
+
+The stand-in provider (tests/providers/standin.py) and `ctxlayer gateway` run as their own
+processes on loopback, as they do for a user; this process sends the same small chat request
+(one short user message, gpt-4o) alternately straight to the stand-in and through the gateway,
+over one kept-alive connection each, and times each request from the send to the first byte
+of the answer's body. Reported: p50 / p90 of both, and the gateway's added latency as the
+difference of the p50s (target: <= 5 ms) and as a ratio, all measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parents[1]
+STANDIN = ROOT / "tests" / "providers" / "standin.py"
+
+
+def start(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[subprocess.Popen, dict]:
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    return proc, json.loads(proc.stdout.readline())  # type: ignore[union-attr]
+
+
+def first_byte(conn: http.client.HTTPConnection, path: str, body: bytes) -> float:
+    """Seconds from sending the request to the first byte of the answer's body."""
+    t = time.perf_counter()
+    conn.request("POST", path, body=body, headers={
+        "content-type": "application/json", "authorization": "Bearer sk-bench"})
+    response = conn.getresponse()
+    response.read(1)
+    elapsed = time.perf_counter() - t
+    response.read()
+    if response.status != 200:
+        raise SystemExit(f"{path}: HTTP {response.status}")
+    return elapsed
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.2f} ms"
+
+
+def pct(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=300)
+    parser.add_argument("--stream", action="store_true", help="streamed answers (SSE)")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="ctxlayer-gateway-bench-"))
+    (work / "project").mkdir()
+    env = {**os.environ, "HOME": str(work), "XDG_CONFIG_HOME": str(work / "config"),
+           "CTXLAYER_STATE_DIR": str(work / "state"), "PYTHONUNBUFFERED": "1"}
+    standin, s = start([sys.executable, str(STANDIN), "--port", "0"], work, env)
+    gateway, g = start([sys.executable, "-m", "ctxlayer", "gateway", "--port", "0",
+                        "--upstream-openai", s["openai"], "--upstream-anthropic",
+                        s["anthropic"]], work / "project", env)
+    try:
+        body = json.dumps({"model": "gpt-4o", "stream": args.stream, "messages": [
+            {"role": "user", "content": "What does this function return?"}]}).encode()
+        direct = http.client.HTTPConnection("127.0.0.1", s["port"])
+        via = http.client.HTTPConnection("127.0.0.1", g["port"])
+        path_direct = urlsplit(s["openai"]).path + "/chat/completions"
+        path_via = urlsplit(g["openai"]).path + "/chat/completions"
+        for _ in range(30):  # warm both: encodings loaded, connections open, caches filled
+            first_byte(direct, path_direct, body)
+            first_byte(via, path_via, body)
+        times_direct: list[float] = []
+        times_via: list[float] = []
+        for _ in range(args.requests):
+            times_direct.append(first_byte(direct, path_direct, body))
+            times_via.append(first_byte(via, path_via, body))
+    finally:
+        for proc in (gateway, standin):
+            proc.terminate()
+            proc.wait(timeout=30)
+    p50_d, p50_v = statistics.median(times_direct), statistics.median(times_via)
+    kind = "streamed" if args.stream else "non-streamed"
+    print(f"time to first byte, small {kind} request, {args.requests} requests each, "
+          f"stand-in upstream on loopback")
+    print(f"  stand-in directly : p50 {ms(p50_d)}  p90 {ms(pct(times_direct, 0.9))}")
+    print(f"  through gateway   : p50 {ms(p50_v)}  p90 {ms(pct(times_via, 0.9))}")
+    print(f"  gateway adds      : p50 {ms(p50_v - p50_d)} (target <= 5 ms), "
+          f"{p50_v / p50_d:.2f}x the direct p50")
+
+
+if __name__ == "__main__":
+    main()

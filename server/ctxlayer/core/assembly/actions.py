@@ -1,0 +1,115 @@
+"""The action log of a compaction: every tool call of the replaced part as one line.
+
+An agent conversation is mostly tool calls and their outputs; once they are summarized, what
+the rest of the conversation needs is *what was run on what, and what came of it*. One line per
+call: the tool, its path or command, and a one-line outcome read from its result (exit status,
+failing test names, the error line, else the result's first line). Lines are kept in call
+order; the summary shows the newest first within its share.
+Pure: reads messages, never counts tokens (sizes are characters).
+"""
+
+from __future__ import annotations
+
+import re
+
+import msgspec
+
+from ctxlayer.protocol import Message
+
+MAX_LINES = 400  # lines kept in the compaction state; the oldest give way
+_LINE_MAX = 220
+_TARGET_KEYS = ("command", "cmd", "path", "file_path", "filename", "file", "pattern", "query",
+                "url", "target", "name")
+_EXIT = re.compile(r"\bexit(?:ed)?(?:\s(?:with|code|status)){0,3}[\s:=]{1,3}(-?\d{1,3})\b"
+                   r"|<returncode>\s*(-?\d{1,3})\s*</returncode>|\breturn ?code[\s:=]{1,3}(-?\d{1,3})\b",
+                   re.IGNORECASE)
+_TAG_LINE = re.compile(r"^\s*</?[\w-]+>\s*$|^\s*<returncode>.*</returncode>\s*$")
+_FAILED = re.compile(r"^(?:FAILED|ERROR)\s+(\S+)", re.MULTILINE)
+_FAILED_AFTER = re.compile(r"^(\S+::\S+)\s+(?:FAILED|ERROR)\b", re.MULTILINE)
+_ERROR_LINE = re.compile(
+    r"^[ \t]*(?:[\w.]+(?:Error|Exception|Failure)\b[^\n]*|error(?:\[\w+\])?:[^\n]*|"
+    r"Traceback \(most recent call last\)|fatal:[^\n]*|E\s{2,}[^\n]+)",
+    re.MULTILINE | re.IGNORECASE)
+_SUMMARY_LINE = re.compile(r"^=+ .*(?:passed|failed|error)[^\n]*=+$", re.MULTILINE)
+
+
+def _flat(text: str, width: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def target_of(arguments: str) -> str:
+    """The call's path or command: the first of the usual argument keys, else the raw text."""
+    try:
+        args = msgspec.json.decode(arguments)
+    except (msgspec.DecodeError, TypeError):
+        return _flat(arguments, 120)
+    if isinstance(args, dict):
+        for key in _TARGET_KEYS:
+            value = args.get(key)
+            if isinstance(value, str) and value.strip():
+                first = value.strip().splitlines()[0]
+                return _flat(first, 120)
+        return _flat(" ".join(f"{k}={v}" for k, v in args.items() if isinstance(v, (str, int))),
+                     120)
+    return _flat(str(args), 120)
+
+
+def outcome_of(result: str | None) -> str:
+    """One line on what a tool call gave: exit status, failing tests, error line, first line."""
+    if result is None:
+        return "no result"
+    parts: list[str] = []
+    m = _EXIT.search(result)
+    if m:
+        parts.append(f"exit {next(g for g in m.groups() if g is not None)}")
+    failed = list(dict.fromkeys(_FAILED.findall(result) + _FAILED_AFTER.findall(result)))
+    if failed:
+        more = f" (+{len(failed) - 3} more)" if len(failed) > 3 else ""
+        parts.append("failed: " + ", ".join(failed[:3]) + more)
+    summary = _SUMMARY_LINE.findall(result)
+    if summary:
+        parts.append(_flat(summary[-1].strip("= "), 80))
+    errors = [e.strip() for e in _ERROR_LINE.findall(result)]
+    errors = [e for e in errors if not e.startswith("Traceback")] or errors
+    if errors:
+        parts.append(_flat(errors[-1], 100))
+    first = next((ln.strip() for ln in result.splitlines()
+                  if ln.strip() and not _TAG_LINE.match(ln)), "")
+    if len(parts) <= 1:  # no more than an exit status: say what it printed first
+        parts.append(_flat(first, 80) if first else "(empty output)")
+    return "; ".join(parts)
+
+
+def log_lines(messages: list[Message]) -> list[str]:
+    """One line per tool call in ``messages``, in call order. A result answers the latest call
+    with its id that has no result yet (some agents reuse call ids)."""
+    calls: list[tuple[str, str, str]] = []  # (id, name, target)
+    results: list[str | None] = []
+    open_: dict[str, list[int]] = {}
+    for msg in messages:
+        for call in msg.tool_calls or ():
+            open_.setdefault(call.id, []).append(len(calls))
+            calls.append((call.id, call.name, target_of(call.arguments)))
+            results.append(None)
+        if msg.tool_call_id is not None and open_.get(msg.tool_call_id):
+            results[open_[msg.tool_call_id].pop()] = msg.content
+    return [_flat(f"{name} {target} → {outcome_of(result)}", _LINE_MAX)
+            for (_, name, target), result in zip(calls, results, strict=True)]
+
+
+def render_actions(lines: list[str], max_chars: int) -> str:
+    """The newest lines first within ``max_chars``, with a count of the older ones left out."""
+    kept: list[str] = []
+    used = 0
+    for line in reversed(lines):
+        cost = len(line) + 3
+        if used + cost > max_chars - 24:
+            break
+        kept.append(line)
+        used += cost
+    if not kept:
+        return ""
+    more = len(lines) - len(kept)
+    tail = f"\n- (+{more} older calls)" if more else ""
+    return "\n".join(f"- {line}" for line in kept) + tail

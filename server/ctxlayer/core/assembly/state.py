@@ -1,0 +1,81 @@
+"""The compaction state of a session and the token accounting of its history layer.
+
+Owns ``Compaction`` (persisted by the store as one JSON value; see compaction.py for what each
+field means) and the small reads every stage shares: where the verbatim part starts, a message
+as shown (an earlier stage may have shortened it), and the tokens of the history layer.
+Must not: change a state (the stages do) or touch storage.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from ctxlayer.core.assembly.history import History
+from ctxlayer.core.compress.facts import Facts
+from ctxlayer.core.compress.ledger import Ledger
+from ctxlayer.protocol import Message
+
+
+class Rewrite(msgspec.Struct, kw_only=True):
+    content: str
+    tokens: int  # message tokens after the rewrite
+
+
+class Compaction(msgspec.Struct, kw_only=True):
+    upto_seq: int = 0
+    replaced: int = 0
+    summary: str = ""
+    constraints: list[str] = msgspec.field(default_factory=list)
+    marked: list[str] = msgspec.field(default_factory=list)
+    request: str = ""  # the newest user message replaced, shown verbatim (maybe shortened)
+    actions: list[str] = msgspec.field(default_factory=list)
+    ledger: Ledger | None = None
+    facts: Facts | None = None  # the unranked ledger of states saved before ranking
+    rewrites: dict[int, Rewrite] = msgspec.field(default_factory=dict)
+    # the rendered summary message and its tokens, kept with the share they were sized for
+    rendered: str = ""
+    rendered_tokens: int = 0
+    sized_for: int = 0
+    demoted: list[str] = msgspec.field(default_factory=list)  # constraints moved to the ledger
+
+
+def summary_id(state: Compaction) -> str:
+    return f"ctx:summary:{state.upto_seq}"
+
+
+def summary_message(state: Compaction) -> Message | None:
+    if not state.replaced:
+        return None
+    return Message(role="user", content=state.rendered, id=summary_id(state), kind="summary")
+
+
+def verbatim_start(history: History, state: Compaction) -> int:
+    return history.index_of_seq(state.upto_seq)
+
+
+def shown_message(history: History, state: Compaction, index: int) -> Message:
+    msg = history.messages[index]
+    rw = state.rewrites.get(history.seqs[index])
+    return msg if rw is None else msgspec.structs.replace(msg, content=rw.content)
+
+
+def tokens_of(history: History, state: Compaction, i: int) -> int:
+    rw = state.rewrites.get(history.seqs[i])
+    return history.tokens[i] if rw is None else rw.tokens
+
+
+def history_tokens(history: History, state: Compaction) -> int:
+    """Tokens of the history layer: the summary message plus every verbatim message."""
+    start = verbatim_start(history, state)
+    total = history.tokens_between(start, len(history)) + state.rendered_tokens
+    if state.rewrites:
+        seqs = history.seqs
+        for i in range(start, len(history)):
+            rw = state.rewrites.get(seqs[i])
+            if rw is not None:
+                total += rw.tokens - history.tokens[i]
+    return total
+
+
+def is_tool_result(msg: Message) -> bool:
+    return msg.role == "tool" or msg.tool_call_id is not None

@@ -1,0 +1,181 @@
+"""The history window of one assembly: the verbatim tail cleaned up and fitted into its room.
+
+In order:
+1. the trim engine's clean-up stages, as ``ctx/trim`` runs them (core/trim/stages.py): a tool
+   result whose call is not in the window is dropped, ephemeral messages past their TTL are
+   dropped, reasoning blocks of earlier assistant turns are stripped, later copies of the same
+   tool output become references;
+2. a window without a summary starts with a user turn (providers such as Anthropic reject
+   anything else): leading assistant and tool messages are dropped;
+3. while over the room, oldest first: tool outputs become their outline, then other messages
+   are shortened (head and tail kept), and only then are the oldest whole turns dropped (a tool
+   call and its results together). The newest user message is never dropped: at worst it is
+   shortened to the room left.
+Every change is audited. Pure: the counter is injected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+
+from ctxlayer.core.compress.tool_output import compress_tool_output
+from ctxlayer.core.memo import Memo
+from ctxlayer.core.text import describe
+from ctxlayer.core.tokens import OPENAI_FORMAT, Tokenizer, message_tokens
+from ctxlayer.core.trim import stages as trim_stages
+from ctxlayer.core.trim.work import Work
+from ctxlayer.protocol import AuditEntry, Message
+
+#: a message is shortened to this share of its tokens (and never below MIN_SHORT tokens)
+SHORTEN_TO = 0.25
+MIN_SHORT = 24
+
+
+class Window(msgspec.Struct, kw_only=True):
+    messages: list[Message]
+    keys: list[str]  # fingerprint keys, one per message
+    tokens: list[int]
+    dropped: list[AuditEntry]
+    truncated: list[AuditEntry]
+
+
+def _is_result(msg: Message) -> bool:
+    return msg.role == "tool" or msg.tool_call_id is not None
+
+
+def clean(messages: Sequence[Message], keys: Sequence[str], counter: Tokenizer,
+          dedup_min_tokens: int, memo: Memo | None = None) -> Window:
+    """Step 1 on the verbatim tail."""
+    memo = memo if memo is not None else Memo()
+    w = Work(list(messages), counter, OPENAI_FORMAT, memo)
+    w.link_tool_results()
+    trim_stages.prune_ephemeral(w)
+    trim_stages.strip_old_reasoning(w, memo)
+    trim_stages.dedup(w, dedup_min_tokens, memo)
+    out_msgs: list[Message] = []
+    out_keys: list[str] = []
+    out_tokens: list[int] = []
+    for i, msg in enumerate(w.msgs):
+        if not w.alive[i]:
+            continue
+        content = w.content[i]
+        if content is msg.content:
+            out_msgs.append(msg)
+            out_keys.append(keys[i])
+        else:
+            out_msgs.append(msgspec.structs.replace(msg, content=content))
+            out_keys.append(keys[i] + "c")
+        out_tokens.append(w.tokens[i])
+    return Window(messages=out_msgs, keys=out_keys, tokens=out_tokens, dropped=list(w.dropped),
+                  truncated=list(w.changed))
+
+
+def _groups(msgs: list[Message]) -> list[list[int]]:
+    """Indices in turn order, a tool call together with its results."""
+    owner: dict[str, int] = {}
+    groups: list[list[int]] = []
+    for i, m in enumerate(msgs):
+        if _is_result(m) and m.tool_call_id in owner:
+            groups[owner[m.tool_call_id]].append(i)
+            continue
+        groups.append([i])
+        for call in m.tool_calls or ():
+            owner[call.id] = len(groups) - 1
+    return groups
+
+
+def _drop(win: Window, idx: set[int], reason: str) -> None:
+    for i in sorted(idx):
+        m = win.messages[i]
+        win.dropped.append(AuditEntry(action="dropped", reason=reason, summary=describe(m),
+                                      tokens_before=win.tokens[i], tokens_after=0,
+                                      message_id=m.id))
+    keep = [i for i in range(len(win.messages)) if i not in idx]
+    win.messages = [win.messages[i] for i in keep]
+    win.keys = [win.keys[i] for i in keep]
+    win.tokens = [win.tokens[i] for i in keep]
+
+
+def start_with_user(win: Window) -> None:
+    """Step 2: drop what comes before the first user turn."""
+    first = next((i for i, m in enumerate(win.messages)
+                  if m.role == "user" and not _is_result(m)), len(win.messages))
+    if first:
+        _drop(win, set(range(first)), "the history must start with a user turn")
+
+
+def _shorten(win: Window, i: int, cap: int, counter: Tokenizer, why: str) -> int:
+    m = win.messages[i]
+    overhead = win.tokens[i] - counter.count(m.content)
+    short = compress_tool_output(m.content, max(1, cap - overhead), counter)
+    if short is None:
+        return 0
+    new = msgspec.structs.replace(m, content=short.text)
+    after = message_tokens(new, counter)
+    if after >= win.tokens[i]:
+        return 0
+    win.truncated.append(AuditEntry(
+        action="compressed" if _is_result(m) else "truncated", reason=why,
+        summary=describe(m), tokens_before=win.tokens[i], tokens_after=after, message_id=m.id))
+    saved = win.tokens[i] - after
+    win.messages[i], win.tokens[i] = new, after
+    win.keys[i] = win.keys[i] + f"s{after}"
+    return saved
+
+
+def fit(win: Window, room: int, counter: Tokenizer, *, require_user: bool,
+        tool_cap: int = MIN_SHORT) -> None:
+    """Steps 2 and 3: the window within ``room`` tokens; a tool output is outlined to
+    ``tool_cap`` tokens (or less when that is not enough), other messages to a share of
+    themselves."""
+    if require_user:
+        start_with_user(win)
+    total = sum(win.tokens)
+    if total <= room:
+        return
+    last_user = next((i for i in range(len(win.messages) - 1, -1, -1)
+                      if win.messages[i].role == "user" and not _is_result(win.messages[i])),
+                     None)
+    # tool outputs, then any other message, oldest first, each to a share of itself
+    for tools_only in (True, False):
+        for i in range(len(win.messages)):
+            if total <= room:
+                return
+            m = win.messages[i]
+            if i == last_user or m.pinned or _is_result(m) != tools_only:
+                continue
+            if win.tokens[i] < 2 * MIN_SHORT:
+                continue
+            floor = tool_cap if tools_only else int(win.tokens[i] * SHORTEN_TO)
+            cap = max(MIN_SHORT, floor, win.tokens[i] - (total - room))
+            if cap >= win.tokens[i]:
+                continue
+            total -= _shorten(win, i, cap, counter,
+                              "tool output outlined to fit the history share" if tools_only
+                              else "shortened to fit the history share (oldest first)")
+    # then the oldest turns, whole
+    groups = _groups(win.messages)
+    gone: set[int] = set()
+    for group in groups:
+        if total <= room:
+            break
+        if last_user in group or any(win.messages[i].pinned for i in group):
+            continue
+        gone.update(group)
+        total -= sum(win.tokens[i] for i in group)
+    if gone:
+        _drop(win, gone, "oldest turns dropped: the history share is full")
+        if require_user:
+            start_with_user(win)
+        total = sum(win.tokens)
+    if total > room:
+        # what is left is the newest question (and what followed it): shorten it to the room
+        for i in range(len(win.messages)):
+            if total <= room:
+                break
+            left = room - (total - win.tokens[i])
+            if left >= 8:
+                total -= _shorten(win, i, left, counter,
+                                  "shortened to fit: the newest question is never dropped")

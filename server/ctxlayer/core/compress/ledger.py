@@ -1,0 +1,199 @@
+"""The facts ledger of a compaction: facts ranked by how much the conversation relies on them.
+
+Owns ``Ledger`` (persisted with the compaction state), ``add_messages`` and ``render_ledger``.
+A fact's score grows with every message that mentions it, most when the user or the assistant
+says it in prose (outside code blocks): those are the facts the conversation reasons about; a
+value seen once in a tool output or a code block ranks last. Paths of installed libraries
+(site-packages, the interpreter's own frames) are left out: a traceback passes there, the work
+happens in the project. Within a kind, higher scores come
+first, then the most recently mentioned. Kinds are rendered in a fixed order (paths, commands,
+errors, tests, lines, numbers, identifiers), each capped to a share of the space, the rest of
+the space then filled in the same order; duplicates and values contained in a longer value of
+the same kind are merged into it. Facts the caller says are already shown (a client summary
+that names them) are left out.
+Pure: extraction is ``extract_facts``; sizes are characters.
+"""
+
+from __future__ import annotations
+
+import re
+
+import msgspec
+
+from ctxlayer.core.compress.facts import Facts, extract_facts
+from ctxlayer.protocol import Message
+
+__all__ = ["KINDS", "Ledger", "add_messages", "from_facts", "render_ledger", "text_of"]
+
+#: (Facts field, label, share of the ledger it may take before the rest is shared out)
+KINDS = (
+    ("paths", "paths", 0.24),
+    ("commands", "commands", 0.18),
+    ("error_codes", "errors", 0.14),
+    ("tests", "tests", 0.12),
+    ("line_numbers", "lines", 0.12),
+    ("numbers", "numbers", 0.08),
+    ("identifiers", "identifiers", 0.12),
+)
+PROSE_SCORE = 3  # a mention in the user's or the assistant's own words
+MENTION_SCORE = 1  # any other mention (tool output, code block)
+MAX_PER_KIND = 300  # facts kept per kind in the state: the lowest-ranked give way
+_ITEM_MAX = 120
+# commands may hold spaces and commas: quoted; other kinds are single words (quoting each costs
+# tokens a small budget cannot spare)
+_CODE_KINDS = frozenset({"commands"})
+# paths of installed libraries and the interpreter's frames: where a traceback passes, not the
+# project's files; they would crowd the project's paths out of the ledger
+_LIBRARY = re.compile(r"site-packages|dist-packages|/lib/python\d|^/usr/(?:local/)?lib/|conda|"
+                      r"node_modules|^<")
+_LOCATED = frozenset({"paths", "line_numbers"})
+_INLINE_SCRIPT = "<string>:"
+_FENCED = re.compile(r"^[ \t]{0,3}(```+|~~~+)[^\n]*\n.*?(?:^[ \t]{0,3}\1[ \t]*$|\Z)",
+                     re.MULTILINE | re.DOTALL)
+
+
+class Entry(msgspec.Struct, array_like=True):
+    value: str
+    score: int
+    last: int  # order of its latest mention (higher is newer)
+
+
+class Ledger(msgspec.Struct, kw_only=True):
+    kinds: dict[str, list[Entry]] = msgspec.field(default_factory=dict)
+    mentions: int = 0  # messages read so far: the ``last`` of the next one
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self.kinds.values())
+
+
+def from_facts(facts: Facts) -> Ledger:
+    """A ledger from an unranked Facts (a state saved before facts were ranked)."""
+    led = Ledger()
+    for kind, _, _ in KINDS:
+        led.kinds[kind] = [Entry(v, MENTION_SCORE, 0) for v in getattr(facts, kind, ())]
+    return led
+
+
+def text_of(msg: Message) -> str:
+    """What facts are read from: the content and the arguments of its tool calls (a command, a
+    file an agent writes)."""
+    if not msg.tool_calls:
+        return msg.content
+    return msg.content + "".join("\n" + c.arguments for c in msg.tool_calls)
+
+
+def _prose(text: str) -> str:
+    return _FENCED.sub(" ", text) if ("```" in text or "~~~" in text) else text
+
+
+def add_messages(ledger: Ledger | None, messages: list[Message],
+                 extracted: list[Facts] | None = None) -> Ledger:
+    """A new ledger: ``ledger`` plus the facts of ``messages`` (``extracted``: their
+    ``extract_facts``, when the caller has them already)."""
+    led = Ledger(kinds={k: list(v) for k, v in (ledger.kinds if ledger else {}).items()},
+                 mentions=ledger.mentions if ledger else 0)
+    index: dict[str, dict[str, int]] = {
+        k: {e.value: i for i, e in enumerate(led.kinds.get(k, []))} for k, _, _ in KINDS}
+    for n, msg in enumerate(messages):
+        facts = extracted[n] if extracted is not None else extract_facts(text_of(msg))
+        led.mentions += 1
+        if facts.is_empty():
+            continue
+        speaker = msg.role in ("user", "assistant") and msg.kind not in ("toolOutput", "doc")
+        prose = _prose(msg.content) if speaker else ""
+        for kind, _, _ in KINDS:
+            values = getattr(facts, kind)
+            if not values:
+                continue
+            entries = led.kinds.setdefault(kind, [])
+            where = index[kind]
+            for value in values:
+                if kind == "line_numbers" and value.startswith(_INLINE_SCRIPT):
+                    value = "line " + value[len(_INLINE_SCRIPT):]  # a `python -c` script's line
+                elif kind in _LOCATED and _LIBRARY.search(value):
+                    continue
+                score = PROSE_SCORE if speaker and value in prose else MENTION_SCORE
+                i = where.get(value)
+                if i is None:
+                    where[value] = len(entries)
+                    entries.append(Entry(value, score, led.mentions))
+                else:
+                    e = entries[i]
+                    e.score += score
+                    e.last = led.mentions
+    for kind, entries in led.kinds.items():
+        if len(entries) > MAX_PER_KIND:
+            led.kinds[kind] = sorted(entries, key=_rank)[:MAX_PER_KIND]
+    return led
+
+
+def _rank(e: Entry) -> tuple[int, int]:
+    return (-e.score, -e.last)
+
+
+def _item(kind: str, value: str) -> str:
+    value = " ".join(value.split())
+    if len(value) > _ITEM_MAX:
+        value = value[: _ITEM_MAX - 1] + "…"
+    if kind in _CODE_KINDS:
+        return "`" + value.replace("`", "'") + "`"
+    return value
+
+
+def _ranked(entries: list[Entry], shown: str) -> list[str]:
+    """Values best first, merged into longer values that contain them, minus those shown."""
+    out: list[str] = []
+    for e in sorted(entries, key=_rank):
+        v = e.value
+        if not v.strip() or (shown and v in shown):
+            continue
+        if any(v in kept for kept in out):
+            continue
+        out = [kept for kept in out if kept not in v]
+        out.append(v)
+    return out
+
+
+def render_ledger(ledger: Ledger | None, max_chars: int, *, shown: str = "",
+                  extra: tuple[str, list[str]] | None = None) -> str:
+    """The ledger as one markdown line per kind within ``max_chars``.
+
+    ``shown``: text already in the summary (facts in it are left out). ``extra``: a (label,
+    items) line rendered last with the space the kinds leave, e.g. constraints demoted from
+    the verbatim part.
+    """
+    if max_chars <= 0:
+        return ""
+    lines_of: list[tuple[str, list[str], int]] = []  # (label, candidate items, own share)
+    for kind, label, share in KINDS:
+        values = _ranked(ledger.kinds.get(kind, []), shown) if ledger else []
+        if values:
+            lines_of.append((label, [_item(kind, v) for v in values], int(max_chars * share)))
+    if extra and extra[1]:
+        lines_of.append((extra[0], [" ".join(x.split()) for x in extra[1]], 0))
+    chosen: list[list[str]] = [[] for _ in lines_of]
+    size = 0
+
+    def cost(k: int, item: str) -> int:
+        return len(item) + (2 if chosen[k] else len(lines_of[k][0]) + 5)
+
+    # first pass: each kind within its own share; second: the space left, kinds in order
+    for k, (_, items, own) in enumerate(lines_of):
+        used = 0
+        for item in items:
+            c = cost(k, item)
+            if used + c > own or size + c > max_chars:
+                break
+            chosen[k].append(item)
+            used += c
+            size += c
+    for k, (_, items, _) in enumerate(lines_of):
+        for item in items[len(chosen[k]):]:
+            c = cost(k, item)
+            if size + c > max_chars:
+                break
+            chosen[k].append(item)
+            size += c
+    text = "\n".join(f"- {lines_of[k][0]}: " + ", ".join(items)
+                     for k, items in enumerate(chosen) if items)
+    return text[:max_chars]

@@ -1,0 +1,41 @@
+"""The gateway's two calls into the state: prepare a provider request, report its usage.
+
+Owns nothing but the seam: every request the gateway serves goes through `prepare` before it
+is forwarded and through `report` after the answer. `prepare` runs the state's own
+`ctx/prepare` through `state.requests.call` (its lane, where it runs), as the JSON-RPC face
+does, so a conversation's turns apply in arrival order whichever face they came through.
+Must not touch HTTP.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from ctxlayer import protocol
+from ctxlayer.gateway.usage import Usage
+from ctxlayer.state import Caller
+from ctxlayer.state.requests import call
+
+
+async def prepare(caller: Caller, fmt: str, body: dict,
+                  conversation_id: str | None) -> protocol.PrepareResult:
+    """The request to send instead of `body` (raises ContextError for input it cannot serve)."""
+    params = protocol.PrepareParams(format=fmt, request=body,  # type: ignore[arg-type]
+                                    conversation_id=conversation_id)
+    return await call(caller, "ctx/prepare", params)
+
+
+async def report(caller: Caller, result: protocol.PrepareResult, usage: Usage) -> None:
+    """Tell the conversation's session what the provider counted (its calibration), and the
+    editors of the workspace the budget with the provider's cache reads."""
+    if not result.conversation_id:
+        return
+    state = caller.state
+    # the provider-neutral form the conversations read: the whole prompt, and its cached part
+    counted = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
+               "prompt_tokens_details": {"cached_tokens": usage.cache_read_tokens}}
+    budget = await state.work(state.conversations.report_usage, result.conversation_id,
+                              counted, caller.workspace)
+    if budget is not None:
+        state.events.budget(caller.workspace, msgspec.structs.replace(
+            budget, source="gateway", cached_tokens=usage.cache_read_tokens))

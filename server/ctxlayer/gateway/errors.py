@@ -1,0 +1,55 @@
+"""The gateway's own errors, in the shape of the provider the client speaks to, so an SDK
+raises its usual exception with our message in it.
+
+Owns: `GatewayError` (a status, a message, the field at fault) and its rendering as an
+OpenAI or Anthropic error body; the mapping of the state's ContextError kinds to statuses.
+Errors of the upstream are never rewritten here: they pass through untouched.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from ctxlayer.core.errors import ContextError
+
+#: what each domain error kind is over HTTP: all are the client's request, hence 400s
+_STATUS_OF_KIND = {"invalid": 400, "pinned_over_budget": 400, "unknown_session": 400,
+                   "outside_workspace": 400}
+
+_ANTHROPIC_TYPES = {400: "invalid_request_error", 404: "not_found_error",
+                    413: "request_too_large", 500: "api_error", 502: "api_error",
+                    504: "timeout_error"}
+
+
+class GatewayError(Exception):
+    """A request the gateway answers itself (never forwarded)."""
+
+    def __init__(self, status: int, message: str, *, field: str | None = None,
+                 code: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.field, self.code = status, field, code
+
+    @classmethod
+    def from_context(cls, exc: ContextError) -> GatewayError:
+        return cls(_STATUS_OF_KIND.get(exc.kind, 400), str(exc), field=exc.field,
+                   code=exc.kind)
+
+
+def error_body(fmt: str, err: GatewayError) -> dict[str, Any]:
+    """The error JSON of the provider `fmt` ("openai" | "anthropic"), naming the field."""
+    message = f"ctxlayer gateway: {err}"
+    if err.field and err.field not in message:
+        message += f" (field `{err.field}`)"
+    if fmt == "anthropic":
+        return {"type": "error", "error": {
+            "type": _ANTHROPIC_TYPES.get(err.status, "invalid_request_error"),
+            "message": message}}
+    kind = "invalid_request_error" if err.status < 500 else "server_error"
+    return {"error": {"message": message, "type": kind, "param": err.field, "code": err.code}}
+
+
+def error_response(fmt: str, err: GatewayError,
+                   headers: dict[str, str] | None = None) -> web.Response:
+    return web.json_response(error_body(fmt, err), status=err.status, headers=headers)

@@ -1,0 +1,140 @@
+"""Forwarding to the upstream provider and relaying its answer back unchanged.
+
+Owns: the one aiohttp ClientSession (timeouts from `[gateway]`), which request headers go
+upstream (the client's own: Authorization, x-api-key, anthropic-*, ...; never hop-by-hop ones
+or ours), which answer headers come back, and the relay: a streamed (SSE) answer is written
+to the client chunk by chunk as it arrives, while its usage is read on the way; any other
+answer (JSON, errors) is relayed whole with its status. Leaving the `async with` of a relay
+early (the client went away, so aiohttp cancelled the handler) closes the upstream request.
+
+Must not log headers or bodies: they carry the client's API keys and its conversation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+
+import aiohttp
+from aiohttp import web
+
+from ctxlayer.gateway.errors import GatewayError
+from ctxlayer.gateway.usage import StreamUsage, Usage, from_answer
+
+log = logging.getLogger("ctxlayer.gateway")
+
+#: takes a finished answer's usage (reporting it to the state)
+UsageSink = Callable[[Usage], Awaitable[None]]
+
+#: RFC 9110 section 7.6.1 connection-specific headers, plus those the relay recomputes
+HOP_BY_HOP = frozenset({
+    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
+    "te", "trailer", "trailers", "transfer-encoding", "upgrade", "host", "content-length",
+})
+
+
+def upstream_headers(client: Mapping[str, str]) -> dict[str, str]:
+    """The client's headers that go upstream: everything end to end but ours. The upstream
+    is asked for an uncompressed answer so that its usage can be read as it passes; should it
+    compress anyway, the bytes and their content-encoding still go back unchanged."""
+    out = {k: v for k, v in client.items()
+           if k.lower() not in HOP_BY_HOP and not k.lower().startswith("x-ctxlayer-")
+           and k.lower() != "accept-encoding"}
+    out["Accept-Encoding"] = "identity"
+    return out
+
+
+def answer_headers(upstream: Mapping[str, str], ours: Mapping[str, str]) -> dict[str, str]:
+    out = {k: v for k, v in upstream.items() if k.lower() not in HOP_BY_HOP}
+    out.update(ours)
+    return out
+
+
+class Upstream:
+    """The HTTP client of the gateway: one connection pool for every upstream."""
+
+    def __init__(self, connect_timeout: float, read_timeout: float) -> None:
+        self.timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout,
+                                             sock_read=read_timeout)
+        self._session: aiohttp.ClientSession | None = None
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:  # made on first use, on the loop that serves
+            self._session = aiohttp.ClientSession(timeout=self.timeout, auto_decompress=False)
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def relay(self, request: web.Request, fmt: str, method: str, url: str,
+                    body: bytes | None, ours: Mapping[str, str], stream: bool,
+                    on_usage: UsageSink | None = None) -> web.StreamResponse:
+        """Send the request upstream and answer the client with what comes back. The usage
+        of a successful answer goes to `on_usage` as soon as the upstream has sent it all,
+        before the client has read the end, so a client that hangs up on the last event still
+        has its turn reported."""
+        try:
+            async with self.session.request(method, url, data=body,
+                                            headers=upstream_headers(request.headers)) as up:
+                headers = answer_headers(up.headers, ours)
+                is_sse = up.headers.get("content-type", "").startswith("text/event-stream")
+                if stream and is_sse:
+                    return await _relay_stream(request, fmt, up, headers, on_usage)
+                raw = await up.read()
+                usage = from_answer(fmt, raw) if up.status < 300 else None
+                if usage is not None and on_usage is not None:
+                    await asyncio.shield(on_usage(usage))
+                return web.Response(status=up.status, body=raw, headers=headers)
+        except TimeoutError as exc:
+            raise GatewayError(504, f"the upstream {url} did not answer in time") from exc
+        except aiohttp.ClientConnectionError as exc:
+            if _gone(request):
+                raise asyncio.CancelledError from exc  # the client is gone: nobody to tell
+            raise GatewayError(502, f"cannot reach the upstream {url}: "
+                                    f"{type(exc).__name__}") from exc
+
+
+def _gone(request: web.Request) -> bool:
+    return request.transport is None or request.transport.is_closing()
+
+
+async def _relay_stream(request: web.Request, fmt: str, up: aiohttp.ClientResponse,
+                        headers: dict[str, str],
+                        on_usage: UsageSink | None) -> web.StreamResponse:
+    reader = StreamUsage(fmt)
+    response = web.StreamResponse(status=up.status, headers=headers)
+    await response.prepare(request)
+    try:
+        async for chunk in up.content.iter_any():
+            reader.feed(chunk)
+            await response.write(chunk)
+    except (TimeoutError, aiohttp.ClientError) as exc:
+        if _gone(request):
+            if up.content.at_eof():  # all of it arrived: only the client's end was missed
+                _report(reader, up, on_usage)
+            raise asyncio.CancelledError from exc  # the client went away
+        # The status went out already: the client sees the stream end early, as it would
+        # on a cut connection to the provider.
+        log.warning("%s stream from the upstream ended early: %s", fmt, type(exc).__name__)
+        return response
+    reported = _report(reader, up, on_usage)
+    try:
+        await response.write_eof()
+    finally:
+        if reported is not None:
+            await asyncio.shield(reported)
+    return response
+
+
+def _report(reader: StreamUsage, up: aiohttp.ClientResponse,
+            on_usage: UsageSink | None) -> asyncio.Future[None] | None:
+    """Start reporting a finished stream's usage; it runs on even if the handler is
+    cancelled (the sink keeps the task)."""
+    usage = reader.usage()
+    if usage is None or on_usage is None or up.status >= 300:
+        return None
+    return asyncio.ensure_future(on_usage(usage))

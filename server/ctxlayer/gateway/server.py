@@ -1,0 +1,246 @@
+"""The gateway's HTTP server: OpenAI- and Anthropic-compatible routes on loopback.
+
+Owns: the aiohttp application and its routes, reading each request (a body it cannot read is
+a 400 in the provider's shape naming the field, never forwarded), preparing it through the
+state (chats.py), forwarding it (forward.py) with the `x-ctxlayer-*` answer headers, and
+`start_gateway` for the daemon. Runs on the caller's event loop; the CPU work of a prepare
+runs where the state puts it.
+
+Must not log headers or bodies (API keys, conversations), and must not listen beyond loopback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+import logging
+import sqlite3
+from typing import Any
+
+from aiohttp import web
+
+from ctxlayer import protocol
+from ctxlayer.config import GatewayConfig
+from ctxlayer.core.errors import ContextError
+from ctxlayer.gateway import chats
+from ctxlayer.gateway.errors import GatewayError, error_response
+from ctxlayer.gateway.forward import Upstream
+from ctxlayer.gateway.usage import Usage
+from ctxlayer.state import Caller, State
+from ctxlayer.store.db import StoreError, describe_store_error
+from ctxlayer.tokenizers import model_info
+
+log = logging.getLogger("ctxlayer.gateway")
+
+#: the largest request body read (a 1M-token conversation is about 4 MB of JSON)
+MAX_BODY = 256 * 1024 * 1024
+
+
+class NotLoopback(ValueError):
+    """The gateway was asked to listen on an address other machines could reach."""
+
+
+def check_loopback(host: str) -> str:
+    """`host` when it is a loopback address (or `localhost`), else NotLoopback."""
+    if host == "localhost":
+        return host
+    try:
+        if ipaddress.ip_address(host).is_loopback:
+            return host
+    except ValueError:
+        pass
+    raise NotLoopback(f"the gateway listens on loopback only (127.0.0.1, ::1, localhost), "
+                      f"not {host!r}: it forwards the clients' API keys")
+
+
+def read_request(fmt: str, raw: bytes) -> dict:
+    """The JSON body of a model request, or GatewayError naming what cannot be read."""
+    try:
+        body = json.loads(raw)
+    except UnicodeDecodeError as exc:
+        raise GatewayError(400, "the body is not UTF-8 text", field="body") from exc
+    except ValueError as exc:
+        raise GatewayError(400, f"the body is not JSON ({exc})", field="body") from exc
+    if not isinstance(body, dict):
+        raise GatewayError(400, "the body must be a JSON object", field="body")
+    if not isinstance(body.get("model"), str) or not body["model"].strip():
+        raise GatewayError(400, "`model` must be a non-empty string", field="model")
+    if not isinstance(body.get("messages"), list):
+        raise GatewayError(400, "`messages` must be a list", field="messages")
+    for i, m in enumerate(body["messages"]):
+        if not isinstance(m, dict):
+            raise GatewayError(400, f"`messages[{i}]` must be an object",
+                               field=f"messages[{i}]")
+    if "stream" in body and not isinstance(body["stream"], bool):
+        raise GatewayError(400, "`stream` must be true or false", field="stream")
+    if fmt == "anthropic" and "system" in body and not isinstance(body["system"], (str, list)):
+        raise GatewayError(400, "`system` must be a string or a list of text blocks",
+                           field="system")
+    return body
+
+
+class GatewayServer:
+    """The gateway of one workspace (the caller's), listening on loopback."""
+
+    def __init__(self, state: State, caller: Caller, config: GatewayConfig) -> None:
+        self.state, self.caller, self.config = state, caller, config
+        self.host = check_loopback(config.host)
+        self.port = 0
+        self.upstream = Upstream(config.connect_timeout, config.read_timeout)
+        self._runner: web.AppRunner | None = None
+        self._tasks: set[asyncio.Future[None]] = set()
+
+    @property
+    def urls(self) -> protocol.GatewayUrls:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        base = f"http://{host}:{self.port}"
+        return protocol.GatewayUrls(openai=f"{base}/v1", anthropic=base)
+
+    async def start(self) -> GatewayServer:
+        app = web.Application(client_max_size=MAX_BODY)
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_post("/v1/messages", self._messages)
+        app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
+        app.router.add_get("/health", self._health)
+        # A client that disconnects cancels its handler, which closes the upstream request.
+        self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.config.port)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        log.info("gateway listening on %s (openai %s, anthropic %s)", self.host,
+                 self.urls.openai, self.urls.anthropic)
+        return self
+
+    async def close(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if self._tasks:  # usage reports under way
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.upstream.close()
+
+    # ---- routes ---------------------------------------------------------------------------
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        return await self._model_request(
+            request, "openai", self.config.openai_base_url.rstrip("/") + "/chat/completions")
+
+    async def _messages(self, request: web.Request) -> web.StreamResponse:
+        return await self._model_request(
+            request, "anthropic", self.config.anthropic_base_url.rstrip("/") + "/v1/messages")
+
+    async def _count_tokens(self, request: web.Request) -> web.StreamResponse:
+        """Counted by the provider, on the request as the client sent it: what the client
+        asks is the size of its own conversation."""
+        try:
+            raw = await _read(request)
+            read_request("anthropic", raw)
+        except GatewayError as err:
+            return error_response("anthropic", err)
+        url = self.config.anthropic_base_url.rstrip("/") + "/v1/messages/count_tokens"
+        return await self._forward(request, "anthropic", "POST", url, raw, {}, stream=False)
+
+    async def _models(self, request: web.Request) -> web.StreamResponse:
+        if "anthropic-version" in request.headers:
+            fmt, url = "anthropic", self.config.anthropic_base_url.rstrip("/") + "/v1/models"
+        else:
+            fmt, url = "openai", self.config.openai_base_url.rstrip("/") + "/models"
+        if request.query_string:
+            url += "?" + request.query_string
+        return await self._forward(request, fmt, "GET", url, None, {}, stream=False)
+
+    async def _health(self, request: web.Request) -> web.Response:
+        urls = self.urls
+        return web.json_response({"status": "ok", "workspace": self.caller.workspace,
+                                  "openai": urls.openai, "anthropic": urls.anthropic})
+
+    # ---- one model request ----------------------------------------------------------------
+
+    async def _model_request(self, request: web.Request, fmt: str,
+                             url: str) -> web.StreamResponse:
+        ours: dict[str, str] = {}
+        try:
+            body = read_request(fmt, await _read(request))
+            conversation = request.headers.get("x-ctxlayer-conversation") or None
+            info = model_info(body["model"])
+            if info.family == "unknown":
+                ours["x-ctxlayer-warning"] = (
+                    f"unknown model {ascii(body['model'])}: counted with {info.encoding} and the "
+                    f"default window of {info.context_window} tokens")
+            # shielded: a client that goes away must not cut a prepare in half
+            result = await asyncio.shield(chats.prepare(self.caller, fmt, body, conversation))
+        except GatewayError as err:
+            log.info("%s request refused: %s", fmt, err)
+            return error_response(fmt, err, ours)
+        except ContextError as exc:
+            log.info("%s request refused (%s): %s", fmt, exc.kind, exc)
+            return error_response(fmt, GatewayError.from_context(exc), ours)
+        except (StoreError, sqlite3.Error) as exc:
+            log.error("sessions database: %s", exc)
+            return error_response(fmt, GatewayError(
+                500, f"sessions database: {describe_store_error(exc)}"), ours)
+        except Exception:  # our bug: said in the provider's shape, not as a bare 500 page
+            log.exception("preparing a %s request failed", fmt)
+            return error_response(fmt, GatewayError(
+                500, "preparing the request failed (a bug; the gateway's log has the details)"),
+                ours)
+        ours.update({
+            "x-ctxlayer-tokens": str(result.tokens),
+            "x-ctxlayer-dropped": str(len(result.dropped)),
+            "x-ctxlayer-compacted": "true" if result.compacted else "false",
+        })
+        if result.conversation_id:
+            ours["x-ctxlayer-conversation"] = result.conversation_id
+        out = json.dumps(result.request, ensure_ascii=False).encode()
+        stream = bool(result.request.get("stream"))
+        response = await self._forward(request, fmt, "POST", url, out, ours, stream=stream,
+                                       result=result)
+        log.info("%s %s -> %d: %d tokens, %d dropped%s", fmt, body["model"], response.status,
+                 result.tokens, len(result.dropped), ", compacted" if result.compacted else "")
+        return response
+
+    async def _forward(self, request: web.Request, fmt: str, method: str, url: str,
+                       body: bytes | None, ours: dict[str, str], *, stream: bool,
+                       result: protocol.PrepareResult | None = None) -> web.StreamResponse:
+        sink = None
+        if result is not None:
+            def sink(usage: Usage) -> asyncio.Future[None]:
+                return self._keep(self._report(result, usage))
+        try:
+            return await self.upstream.relay(request, fmt, method, url, body, ours, stream,
+                                             sink)
+        except GatewayError as err:
+            log.warning("%s upstream: %s", fmt, err)
+            return error_response(fmt, err, ours)
+
+    def _keep(self, work: Any) -> asyncio.Future[None]:
+        """A task that outlives a cancelled handler; close() waits for it."""
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def _report(self, result: protocol.PrepareResult, usage: Usage) -> None:
+        try:
+            await chats.report(self.caller, result, usage)
+        except Exception:  # a failed report must not fail an answer already given
+            log.exception("reporting usage failed")
+
+
+async def _read(request: web.Request) -> bytes:
+    try:
+        return await request.read()
+    except web.HTTPRequestEntityTooLarge as exc:
+        raise GatewayError(413, f"the body is larger than {MAX_BODY} bytes",
+                           field="body") from exc
+
+
+async def start_gateway(state: State, caller: Caller, config: GatewayConfig) -> GatewayServer:
+    """Listen (config.host, config.port; port 0 = any free one) and set `state.gateway_urls`.
+    Raises NotLoopback for a non-loopback host, OSError when the port is taken."""
+    server = await GatewayServer(state, caller, config).start()
+    state.gateway_urls = server.urls
+    return server

@@ -1,0 +1,110 @@
+"""What a file event can change: the map from a changed path to the segment parts.
+
+Owns STYLE.md section 5's cache table for the workspace, as a mixin of `Workspace` (it reads
+the workspace's live fields: root, repo, file set, agent / config / skill paths, selected
+files): .git/HEAD, index, refs -> git (+ tree); .git/info/exclude and .gitignore -> tree, git,
+files; agent files -> agentFiles (+ files); anything at, below or above a skill root -> skills;
+a selected file -> files; create / delete / move -> tree + git (+ files); a content write of a
+listed file -> git. Also the cheap filter the watcher applies to every event, and which events
+touch only HEAD and local refs (read without running git). Pure decisions on paths: no I/O.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from ctxlayer.workspace.gitstate import Repo
+
+GIT_WATCHED = ("HEAD", "index", "packed-refs", "info/exclude")
+
+
+class EventMap:
+    root: Path
+    _repo: Repo | None
+    _file_set: frozenset[str]
+    _selected_used: frozenset[str]
+    _files_regex: re.Pattern[str] | None
+    _agent_paths: frozenset[str]
+    _config_paths: frozenset[str]
+    _skill_roots: tuple[str, ...]
+
+    def _accept(self, path: str) -> bool:
+        """Cheap pre-filter on the watcher thread: drop churn inside .git."""
+        repo = self._repo
+        if repo is not None:
+            git_dir = str(repo.git_dir)
+            if path == git_dir:
+                return True
+            if path.startswith(git_dir + os.sep):
+                rel = path[len(git_dir) + 1:]
+                return rel in GIT_WATCHED or rel.startswith("refs" + os.sep)
+        root = str(self.root)
+        if path.startswith(root + os.sep) or path == root:
+            return True
+        return (path in self._agent_paths or path in self._config_paths
+                or self._skill_root_of(path) is not None)
+
+    def _head_only(self, path: str) -> bool:
+        """A change to .git/HEAD or a local branch or tag, which HEAD's files can answer."""
+        repo = self._repo
+        if repo is None:
+            return False
+        prefix = str(repo.git_dir) + os.sep
+        if not path.startswith(prefix):
+            return False
+        rel = path[len(prefix):].replace(os.sep, "/")
+        return rel == "HEAD" or rel.startswith(("refs/heads/", "refs/tags/"))
+
+    def _skill_root_of(self, path: str) -> str | None:
+        """The skill root `path` is in, is, or leads to (a parent created or removed)."""
+        for r in self._skill_roots:
+            if path == r or path.startswith(r + os.sep) or r.startswith(path + os.sep):
+                return r
+        return None
+
+    def _affected(self, path: str, structural: bool | None) -> set[str]:
+        """The parts a change at `path` can affect. structural: True for create / delete /
+        move, False for a content write, None when unknown (refresh() from a save)."""
+        if not os.path.isabs(path):
+            path = str(self.root / path)
+        path = os.path.normpath(path)
+        parts: set[str] = set()
+        if path in self._agent_paths:
+            parts |= {"agentFiles", "files"}
+        if self._skill_root_of(path) is not None:
+            parts.add("skills")
+        repo = self._repo
+        if repo is not None and (path == str(repo.git_dir)
+                                 or path.startswith(str(repo.git_dir) + os.sep)):
+            rel = path[len(str(repo.git_dir)) + 1:]
+            if rel == "info/exclude":
+                return parts | {"tree", "git", "files"}
+            if rel in GIT_WATCHED or rel.startswith("refs" + os.sep) or not rel:
+                return parts | {"git", "tree"}
+            return parts
+        root = str(self.root)
+        if not path.startswith(root + os.sep):
+            return parts | ({"tree", "git", "files", "agentFiles", "skills"}
+                            if path == root else set())
+        rel = path[len(root) + 1:].replace(os.sep, "/")
+        name = rel.rsplit("/", 1)[-1]
+        if rel == ".git" or rel.startswith(".git/"):
+            return parts | {"tree", "git"}  # a repository appeared or vanished
+        if name == ".gitignore":
+            parts |= {"tree", "git", "files"}
+        if rel in self._selected_used or (self._files_regex and self._files_regex.match(rel)):
+            parts.add("files")
+        if structural or (structural is None and rel not in self._file_set):
+            parts |= {"tree", "git"}
+            if structural and rel not in self._file_set:
+                parts.add("files")  # a folder moved or vanished may hold selected files
+        elif rel in self._file_set:
+            parts.add("git")
+        return parts
+
+
+def names_ignore_rules(path: str) -> bool:
+    return path.endswith(os.sep + ".gitignore") or path.endswith(
+        os.sep + "info" + os.sep + "exclude")

@@ -1,0 +1,94 @@
+"""The action log and the ranked facts ledger of a compaction."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ctxlayer.core.assembly.actions import log_lines, outcome_of, render_actions
+from ctxlayer.core.compress.ledger import add_messages, render_ledger
+from ctxlayer.protocol import Message, ToolCall
+
+
+def call(cid: str, name: str, **args) -> Message:
+    return Message(role="assistant", content="", tool_calls=[
+        ToolCall(id=cid, name=name, arguments=json.dumps(args))])
+
+
+def result(cid: str, text: str) -> Message:
+    return Message(role="tool", content=text, tool_call_id=cid)
+
+
+OUTCOMES = [
+    ("collected 3 items\nFAILED tests/test_a.py::test_x - AssertionError\n"
+     "FAILED tests/test_a.py::test_y\n==== 2 failed, 1 passed in 0.1s ====\nexit code 1",
+     ["exit 1", "failed: tests/test_a.py::test_x, tests/test_a.py::test_y", "2 failed, 1 passed"]),
+    ("<returncode>0</returncode>\n<output>\nhello world\n</output>", ["exit 0", "hello world"]),
+    ('Traceback (most recent call last):\n  File "a.py", line 3\nValueError: bad value',
+     ["ValueError: bad value"]),
+    ("", ["(empty output)"]),
+    (None, ["no result"]),
+]
+
+
+@pytest.mark.parametrize(("text", "parts"), OUTCOMES)
+def test_outcome_is_one_line_with_what_matters(text, parts):
+    line = outcome_of(text)
+    assert "\n" not in line
+    for part in parts:
+        assert part in line
+
+
+def test_one_line_per_call_with_its_target_and_result():
+    msgs = [call("c1", "bash", command="pytest tests/test_a.py -x\n# second line"),
+            result("c1", "FAILED tests/test_a.py::test_x\nexit code 1"),
+            call("c2", "read_file", path="src/app.py"), result("c2", "def main(): ..."),
+            call("c1", "bash", command="ls"),  # an id used again answers the latest call
+            result("c1", "README.md")]
+    lines = log_lines(msgs)
+    assert lines[0].startswith("bash pytest tests/test_a.py -x → exit 1")
+    assert lines[1].startswith("read_file src/app.py → def main()")
+    assert lines[2] == "bash ls → README.md"
+    shown = render_actions(lines, 10_000)
+    assert shown.index("bash ls") < shown.index("read_file")  # newest first
+    short = render_actions(lines, 60)
+    assert "bash ls" in short and "(+2 older calls)" in short
+
+
+def test_prose_and_repeated_facts_outrank_a_value_seen_once_in_a_tool_output():
+    msgs = [result("c", "listing: src/noise_1.py src/noise_2.py src/noise_3.py"),
+            Message(role="user", content="The bug is in src/billing/core.py, see ValueError."),
+            result("c", "src/cache/store.py:10 and again src/cache/store.py"),
+            Message(role="assistant", content="Look at src/cache/store.py:10 next.")]
+    ledger = add_messages(None, msgs)
+    text = render_ledger(ledger, 10_000)
+    paths = text.split("- paths: ")[1].split("\n")[0].split(", ")
+    assert paths.index("src/billing/core.py") < paths.index("src/noise_1.py")
+    assert paths.index("src/cache/store.py") < paths.index("src/noise_1.py")
+    tight = render_ledger(ledger, 60)
+    assert len(tight) <= 60 and "src/billing/core.py" in tight and "noise" not in tight
+
+
+def test_kinds_in_order_substrings_merged_library_paths_left_out():
+    msgs = [Message(role="user", content=(
+        "Run `pytest tests/test_x.py::test_one` on src/a.py; a.py fails with KeyError at "
+        "src/a.py:12. Timeout 30 ms. File \"/usr/lib/python3.11/json/decoder.py\", line 3."))]
+    text = render_ledger(add_messages(None, msgs), 10_000)
+    labels = [line.split(":")[0] for line in text.splitlines()]
+    order = ["- paths", "- commands", "- errors", "- tests", "- lines", "- numbers"]
+    assert [lab for lab in labels if lab in order] == [o for o in order if o in labels]
+    paths = text.split("- paths: ")[1].split("\n")[0].split(", ")
+    assert "src/a.py" in paths and "a.py" not in paths  # merged into the longer value
+    assert "decoder.py" not in text
+
+
+def test_facts_already_shown_are_left_out():
+    ledger = add_messages(None, [Message(role="user", content="Fix src/a.py and src/b.py.")])
+    text = render_ledger(ledger, 10_000, shown="we fixed src/a.py")
+    assert "src/b.py" in text and "src/a.py" not in text
+
+
+def test_commands_written_in_tool_call_arguments_are_facts():
+    ledger = add_messages(None, [call("c", "bash", command="cat > verify_fix.py << 'EOF'")])
+    assert "verify_fix.py" in render_ledger(ledger, 10_000)

@@ -1,0 +1,85 @@
+"""The gateway's test stack: the stand-in provider and a real gateway (a real State, the
+gateway's Caller on a small workspace) serving on one loop in a background thread, so the
+official synchronous SDKs, raw HTTP and subprocesses can all talk to it."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import msgspec
+import openai
+from providers.standin import StandinThread
+
+from ctxlayer.config import GatewayConfig
+from ctxlayer.gateway import GatewayServer, start_gateway
+from ctxlayer.gateway.standalone import open_caller
+from ctxlayer.state import State
+
+SMALL_WINDOW = {"standin-small": 4096}
+
+
+class Stack:
+    """The stand-in and a gateway forwarding to it, on the stand-in's loop."""
+
+    def __init__(self, thread: StandinThread, gateway: GatewayServer, state: State) -> None:
+        self.thread, self.gateway, self.state = thread, gateway, state
+        self.standin = thread
+
+    @property
+    def openai_url(self) -> str:
+        return self.gateway.urls.openai
+
+    @property
+    def anthropic_url(self) -> str:
+        return self.gateway.urls.anthropic
+
+    def openai(self, key: str = "sk-test-openai", **kw: Any) -> openai.OpenAI:
+        return openai.OpenAI(base_url=self.openai_url, api_key=key, max_retries=0,
+                             timeout=30, **kw)
+
+    def anthropic(self, key: str = "sk-ant-test", **kw: Any) -> anthropic.Anthropic:
+        return anthropic.Anthropic(base_url=self.anthropic_url, api_key=key, max_retries=0,
+                                   timeout=30, **kw)
+
+    def model_requests(self) -> list[dict]:
+        """What the stand-in received on its model routes."""
+        return [r for r in self.standin.requests() if r["path"] in (
+            "/v1/chat/completions", "/v1/messages")]
+
+    def wait_for(self, predicate: Any, what: str, timeout: float = 15) -> list[dict]:
+        """The stand-in's requests once `predicate(requests)` holds (an event, not a timing)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            requests = self.standin.requests()
+            if predicate(requests):
+                return requests
+            if time.monotonic() > deadline:
+                raise AssertionError(f"never happened: {what}; requests: {requests}")
+            time.sleep(0.02)
+
+
+def start_stack(thread: StandinThread, root: Path, state_dir: Path,
+                **config: Any) -> tuple[GatewayServer, State]:
+    standin = thread.standin
+    assert standin is not None
+    gateway_config = msgspec.structs.replace(
+        GatewayConfig(), openai_base_url=standin.openai, anthropic_base_url=standin.anthropic,
+        **config)
+
+    async def start() -> tuple[GatewayServer, State]:
+        state = State(state_dir)
+        caller = await open_caller(state, root)
+        return await start_gateway(state, caller, gateway_config), state
+
+    return thread.call(start())
+
+
+def stop_stack(thread: StandinThread, gateway: GatewayServer, state: State) -> None:
+    async def stop() -> None:
+        await gateway.close()
+        await state.work(state.close)
+
+    thread.call(stop())

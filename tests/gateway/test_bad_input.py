@@ -1,0 +1,114 @@
+"""What the gateway cannot read gets a 400 in the provider's own error shape naming the field,
+and is never forwarded; an upstream that is down or too slow gets a 502 / 504 in that shape."""
+
+from __future__ import annotations
+
+import httpx2 as httpx
+import openai
+import pytest
+from gateway_stack import start_stack, stop_stack
+from providers.standin import StandinThread
+
+from ctxlayer.gateway import NotLoopback, check_loopback
+from ctxlayer.gateway.standalone import gateway_config
+
+OPENAI_BAD = [
+    (b"{not json", "body"),
+    (b"[1, 2]", "body"),
+    (b'{"messages": [{"role": "user", "content": "q"}]}', "model"),
+    (b'{"model": "", "messages": []}', "model"),
+    (b'{"model": "gpt-4o", "messages": "hello"}', "messages"),
+    (b'{"model": "gpt-4o", "messages": ["hello"]}', "messages[0]"),
+    (b'{"model": "gpt-4o", "messages": [], "stream": "yes"}', "stream"),
+    (b'\xff\xfe{"model": 1}', "body"),
+]
+
+
+@pytest.mark.parametrize("body, field", OPENAI_BAD)
+def test_openai_bad_bodies_are_refused_naming_the_field(stack, body, field):
+    answer = httpx.post(f"{stack.openai_url}/chat/completions", content=body,
+                        headers={"content-type": "application/json"})
+    assert answer.status_code == 400
+    error = answer.json()["error"]
+    assert error["type"] == "invalid_request_error" and error["param"] == field
+    assert f"`{field}`" in error["message"] or field == "body"
+    assert stack.standin.requests() == []  # nothing forwarded
+
+
+@pytest.mark.parametrize("body, field", [
+    (b"{", "body"),
+    (b'{"model": "claude-sonnet-4", "max_tokens": 5, "messages": {}}', "messages"),
+    (b'{"model": "claude-sonnet-4", "max_tokens": 5, "system": 3, "messages": []}', "system"),
+])
+def test_anthropic_bad_bodies_are_refused_in_anthropics_shape(stack, body, field):
+    for path in ("/v1/messages", "/v1/messages/count_tokens"):
+        answer = httpx.post(stack.anthropic_url + path, content=body)
+        assert answer.status_code == 400
+        payload = answer.json()
+        assert payload["type"] == "error"
+        assert payload["error"]["type"] == "invalid_request_error"
+        assert field in payload["error"]["message"]
+    assert stack.standin.requests() == []
+
+
+def test_the_sdk_sees_a_bad_request_error_naming_the_field(stack):
+    with pytest.raises(openai.BadRequestError) as raised:
+        stack.openai().chat.completions.create(model="gpt-4o", messages="not a list")
+    assert raised.value.param == "messages"
+
+
+def test_loopback_only():
+    for host in ("127.0.0.1", "::1", "localhost", "127.0.0.2"):
+        assert check_loopback(host) == host
+    for host in ("0.0.0.0", "192.168.1.4", "example.com", "::"):
+        with pytest.raises(NotLoopback, match="loopback only"):
+            check_loopback(host)
+
+
+def test_command_line_values_win_over_the_config():
+    from ctxlayer.config import GatewayConfig
+
+    config = gateway_config(GatewayConfig(), {"port": 8080, "host": None,
+                                              "openai_base_url": "http://127.0.0.1:9/v1"})
+    assert (config.port, config.host, config.openai_base_url) == (
+        8080, "127.0.0.1", "http://127.0.0.1:9/v1")
+    with pytest.raises(NotLoopback):
+        gateway_config(GatewayConfig(), {"host": "0.0.0.0"})
+
+
+@pytest.fixture(scope="module")
+def impatient(world):
+    """A gateway whose upstream has a short read timeout, and one whose upstream is down."""
+    with StandinThread() as thread:
+        gateway, state = start_stack(thread, world / "workspace", world / "state-impatient",
+                                     read_timeout=0.5)
+        try:
+            yield thread, gateway
+        finally:
+            stop_stack(thread, gateway, state)
+
+
+def test_a_slow_upstream_is_a_504_in_the_providers_shape(impatient):
+    thread, gateway = impatient
+    thread.fail(mode="slow_first_byte", delay=3)
+    answer = httpx.post(f"{gateway.urls.anthropic}/v1/messages", json={
+        "model": "claude-sonnet-4", "max_tokens": 5,
+        "messages": [{"role": "user", "content": "q"}]}, timeout=30)
+    assert answer.status_code == 504
+    assert answer.json()["error"]["type"] == "timeout_error"
+    assert "did not answer in time" in answer.json()["error"]["message"]
+
+
+def test_an_unreachable_upstream_is_a_502(world):
+    with StandinThread() as thread:
+        gateway, state = start_stack(thread, world / "workspace", world / "state-down")
+        try:
+            gateway.config = gateway.config.__class__(
+                openai_base_url="http://127.0.0.1:9/v1")  # discard port: nobody listens
+            answer = httpx.post(f"{gateway.urls.openai}/chat/completions", json={
+                "model": "gpt-4o", "messages": [{"role": "user", "content": "q"}]})
+        finally:
+            stop_stack(thread, gateway, state)
+    assert answer.status_code == 502
+    error = answer.json()["error"]
+    assert error["type"] == "server_error" and "cannot reach the upstream" in error["message"]

@@ -1,0 +1,106 @@
+"""`ctxlayer gateway` as a user runs it, and a real chat CLI nobody here wrote (`llm`, from
+PyPI) configured against the gateway, both as subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import anthropic
+import openai
+import pytest
+from providers.standin import StandinThread
+
+SECRET_OPENAI = "sk-proj-SECRET0penAIkey123456"
+SECRET_ANTHROPIC = "sk-ant-SECRETanthropicKey987"
+
+
+def hermetic(base: Path) -> dict[str, str]:
+    for d in ("home", "config", "state"):
+        (base / d).mkdir(exist_ok=True)
+    return {**os.environ, "HOME": str(base / "home"), "XDG_CONFIG_HOME": str(base / "config"),
+            "CTXLAYER_STATE_DIR": str(base / "state"), "PYTHONUNBUFFERED": "1"}
+
+
+def gateway_process(cwd: Path, env: dict[str, str], *flags: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "ctxlayer", "gateway", *flags], cwd=cwd,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_the_command_announces_serves_and_never_logs_keys(tmp_path: Path):
+    env = hermetic(tmp_path)
+    root = tmp_path / "project"
+    root.mkdir()
+    with StandinThread() as standin:
+        # the Anthropic upstream from the workspace's config, the OpenAI one from the flag
+        (root / "ctxlayer.toml").write_text(
+            f'[gateway]\nanthropic_base_url = "{standin.anthropic}"\n')
+        proc = gateway_process(root, env, "--port", "0", "--upstream-openai", standin.openai,
+                               "-vv")
+        try:
+            line = json.loads(proc.stdout.readline())
+            assert set(line) == {"host", "port", "openai", "anthropic", "pid"}
+            assert line["host"] == "127.0.0.1" and line["pid"] == proc.pid
+            assert line["openai"] == f"http://127.0.0.1:{line['port']}/v1"
+            oa = openai.OpenAI(base_url=line["openai"], api_key=SECRET_OPENAI, max_retries=0)
+            done = oa.chat.completions.create(
+                model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+            assert done.choices[0].message.content.startswith("stand-in answer")
+            an = anthropic.Anthropic(base_url=line["anthropic"], api_key=SECRET_ANTHROPIC,
+                                     max_retries=0)
+            with an.messages.stream(model="claude-sonnet-4", max_tokens=20,
+                                    messages=[{"role": "user", "content": "hi"}]) as s:
+                assert "stand-in" in "".join(s.text_stream)
+            seen = standin.requests()
+            assert [r["path"] for r in seen] == ["/v1/chat/completions", "/v1/messages"]
+        finally:
+            proc.terminate()
+            _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 0, stderr
+    assert "gateway listening" in stderr and "openai gpt-4o -> 200" in stderr
+    for secret in (SECRET_OPENAI, SECRET_ANTHROPIC):
+        assert secret not in stderr
+        for path in (tmp_path / "state").rglob("*"):
+            if path.is_file():
+                assert secret.encode() not in path.read_bytes(), path
+
+
+@pytest.mark.parametrize("flags, needle", [
+    (["--host", "0.0.0.0"], "loopback only"),
+    (["--host", "192.168.0.10"], "loopback only"),
+    (["--upstream-openai", "api.openai.com"], "http:// or https://"),
+    (["--port", "70000"], "0 to 65535"),
+])
+def test_the_command_refuses_what_it_must_not_do(tmp_path: Path, flags, needle):
+    proc = gateway_process(tmp_path, hermetic(tmp_path), *flags)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2
+    assert out == ""
+    assert needle in err and err.startswith("ctxlayer gateway: ") and "Traceback" not in err
+
+
+def test_llm_cli_chats_through_the_gateway(stack, tmp_path: Path):
+    user = tmp_path / "llm"
+    user.mkdir()
+    (user / "extra-openai-models.yaml").write_text(
+        f"- model_id: ctxlayer-gpt-4o\n  model_name: gpt-4o\n"
+        f"  api_base: \"{stack.openai_url}\"\n  api_key_name: ctxlayer\n")
+    llm = Path(sys.executable).parent / "llm"
+    env = {**os.environ, "LLM_USER_PATH": str(user), "HOME": str(tmp_path)}
+
+    def say(*args: str) -> str:
+        done = subprocess.run([str(llm), "-m", "ctxlayer-gpt-4o", "--key", "sk-llm-key", *args],
+                              env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert "stand-in answer to 1 messages." in say("What does this project do?")
+    assert "stand-in answer to 3 messages." in say("-c", "--no-stream", "And then?")
+    first, second = stack.model_requests()
+    assert first["stream"] is True and second["stream"] is False
+    assert second["headers"]["authorization"] == "Bearer sk-llm-key"
+    assert [m["role"] for m in second["body"]["messages"]] == ["user", "assistant", "user"]
+    assert all(r["status"] == 200 and r["problems"] == [] for r in (first, second))

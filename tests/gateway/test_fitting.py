@@ -1,0 +1,183 @@
+"""Conversations larger than the model's window go through the gateway fitted: the stand-in
+(as strict as the provider, counting with tiktoken) receives only valid requests within the
+window, the client's question always among them, and the usage the provider reports comes
+back to the editors as the conversation's budget."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import anthropic
+import httpx2 as httpx
+import pytest
+
+from ctxlayer.tokenizers import counter_for, model_info
+
+WORDS = ("parser token budget window cache prefix session editor stream answer question "
+         "function module import error result value change commit branch test failure "
+         "retry timeout socket header payload schema field record index").split()
+
+
+def prose(seed: int, tokens: int) -> str:
+    """About `tokens` tokens of varied text (no two turns alike, so nothing deduplicates)."""
+    rng = random.Random(seed)
+    words = [rng.choice(WORDS) + (str(rng.randint(0, 99)) if rng.random() < 0.2 else "")
+             for _ in range(tokens)]
+    return f"turn {seed}: " + " ".join(words)
+
+
+def chat(total_tokens: int, per_turn: int = 2000) -> list[dict]:
+    msgs: list[dict] = [{"role": "system", "content": "You are a careful assistant."}]
+    counter, i, total = counter_for("gpt-4o"), 0, 0
+    while total < total_tokens:
+        msgs.append({"role": "user" if i % 2 == 0 else "assistant",
+                     "content": prose(i, per_turn)})
+        total += counter.count(msgs[-1]["content"])
+        i += 1
+    if msgs[-1]["role"] != "user":
+        msgs.append({"role": "user", "content": "So what is the answer? " + prose(i, 50)})
+    return msgs
+
+
+def text_of(content: str | list) -> str:
+    """An Anthropic content's text (a string may come back as a text block carrying the
+    cache breakpoint the gateway placed)."""
+    if isinstance(content, str):
+        return content
+    return "".join(b["text"] for b in content if b.get("type") == "text")
+
+
+def tokens_of(model: str, msgs: list[dict]) -> int:
+    counter = counter_for(model)
+    return sum(counter.count(m["content"]) for m in msgs)
+
+
+def within_window(seen: list[dict]) -> None:
+    for r in seen:
+        assert r["status"] == 200 and r["problems"] == [], r["problems"]
+        model = r["body"]["model"]
+        assert r["prompt_tokens"] <= model_info(model).context_window
+
+
+def test_a_300k_token_conversation_into_a_128k_model(stack):
+    msgs = chat(300_000)
+    assert tokens_of("gpt-4o", msgs) > 300_000
+    raw = stack.openai().chat.completions.with_raw_response.create(model="gpt-4o",
+                                                                   messages=msgs)
+    done = raw.parse()
+    assert done.choices[0].message.content.startswith("stand-in answer")
+    assert int(raw.headers["x-ctxlayer-dropped"]) > 0
+    assert int(raw.headers["x-ctxlayer-tokens"]) <= 128_000
+    (seen,) = stack.model_requests()
+    within_window([seen])
+    sent = seen["body"]["messages"]
+    assert sent[-1] == msgs[-1]  # the question, whole
+    assert sent[0] == msgs[0]  # the system prompt
+    assert {k: v for k, v in seen["body"].items() if k != "messages"} == {"model": "gpt-4o"}
+
+
+def test_a_300k_token_conversation_streams_into_claude(stack):
+    msgs = chat(300_000)
+    system, rest = msgs[0]["content"], msgs[1:]
+    with stack.anthropic().messages.stream(model="claude-sonnet-4", max_tokens=1000,
+                                           system=system, messages=rest) as stream:
+        assert "stand-in answer" in "".join(stream.text_stream)
+    (seen,) = stack.model_requests()
+    within_window([seen])
+    last = seen["body"]["messages"][-1]
+    assert last["role"] == "user" and text_of(last["content"]) == rest[-1]["content"]
+    assert seen["body"]["max_tokens"] == 1000
+
+
+def test_twenty_turns_of_a_growing_conversation(stack):
+    """gpt-4 has an 8k window: the conversation outgrows it around turn 10, and keeps going."""
+    budgets: list = []
+    listener = lambda workspace, budget, caller=None: budgets.append(budget)  # noqa: E731
+    stack.state.events.budget_listeners.append(listener)
+    try:
+        msgs, dropped, cached, conversation = talk(stack.openai(), 20)
+    finally:
+        stack.state.events.budget_listeners.remove(listener)
+    seen = stack.model_requests()
+    assert len(seen) == 20
+    within_window(seen)
+    assert all(r["body"]["messages"][-1] == {"role": "user", "content": prose(100 + i, 600)}
+               for i, r in enumerate(seen))
+    # it outgrew the window and was fitted, in steps (a turn reports what it newly cut)
+    assert dropped[0] == 0 and sum(dropped) > 0
+    assert len(seen[-1]["body"]["messages"]) < len(msgs) - 1
+    assert len(conversation) == 1  # one conversation, recognized turn after turn
+    assert sum(1 for c in cached if c > 0) >= 10  # the provider's cache keeps being hit
+    ours = [b for b in budgets if b.source == "gateway"]
+    assert ours and ours[-1].conversation_id in conversation
+    assert ours[-1].cached_tokens == cached[-1]
+    assert ours[-1].used == seen[-1]["prompt_tokens"]  # the provider's count, reported
+
+
+def talk(client, turns: int) -> tuple[list[dict], list[int], list[int], set]:
+    msgs: list[dict] = [{"role": "system", "content": "Answer briefly."}]
+    dropped, cached, conversation = [], [], set()
+    for turn in range(turns):
+        msgs.append({"role": "user", "content": prose(100 + turn, 600)})
+        raw = client.chat.completions.with_raw_response.create(
+            model="gpt-4", messages=msgs, max_tokens=500)
+        answer = raw.parse()
+        dropped.append(int(raw.headers["x-ctxlayer-dropped"]))
+        conversation.add(raw.headers.get("x-ctxlayer-conversation"))
+        cached.append(answer.usage.prompt_tokens_details.cached_tokens)
+        msgs.append({"role": "assistant", "content": answer.choices[0].message.content})
+    return msgs, dropped, cached, conversation
+
+
+def test_pinned_content_over_the_budget_is_a_clear_400(stack):
+    huge = prose(7, 250_000)
+    with pytest.raises(anthropic.BadRequestError) as raised:
+        stack.anthropic().messages.create(model="claude-sonnet-4", max_tokens=100, system=huge,
+                                          messages=[{"role": "user", "content": "hi"}])
+    assert raised.value.status_code == 400
+    message = raised.value.body["error"]["message"]
+    assert message.startswith("ctxlayer gateway: ") and "budget" in message
+    assert stack.standin.requests() == []
+
+
+def test_the_conversation_header_names_the_conversation(stack):
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hello there"}]}
+    a = httpx.post(f"{stack.openai_url}/chat/completions", json=body,
+                   headers={"x-ctxlayer-conversation": "my-chat-1"})
+    assert a.headers["x-ctxlayer-conversation"] == "my-chat-1"
+    b = httpx.post(f"{stack.openai_url}/chat/completions", json=body)
+    assert b.headers["x-ctxlayer-conversation"] not in ("", "my-chat-1")
+
+
+def test_a_streamed_anthropic_answer_reports_its_usage_with_cache_reads(stack):
+    budgets: list = []
+    listener = lambda workspace, budget, caller=None: budgets.append(budget)  # noqa: E731
+    stack.state.events.budget_listeners.append(listener)
+    client = stack.anthropic()
+    msgs = [{"role": "user", "content": prose(500, 800)}]
+    try:
+        for turn in range(2):
+            with client.messages.stream(model="claude-sonnet-4", max_tokens=200,
+                                        system="Be kind.", messages=msgs) as stream:
+                final = stream.get_final_message()
+            msgs += [{"role": "assistant", "content": final.content[0].text},
+                     {"role": "user", "content": prose(501 + turn, 50)}]
+        u = final.usage
+        assert u.cache_read_input_tokens > 0
+        # the report follows the stream's end on the gateway's side: wait for it
+        reported = wait_until(lambda: [b for b in budgets if b.source == "gateway"
+                                       and b.cached_tokens == u.cache_read_input_tokens])
+    finally:
+        stack.state.events.budget_listeners.remove(listener)
+    assert reported[-1].used == u.input_tokens + u.cache_read_input_tokens + (
+        u.cache_creation_input_tokens or 0)
+
+
+def wait_until(found, timeout: float = 15):
+    """`found()` once it is not empty (an event awaited, not a timing asserted)."""
+    deadline = time.monotonic() + timeout
+    while not (result := found()):
+        assert time.monotonic() < deadline, "the event never came"
+        time.sleep(0.02)
+    return result

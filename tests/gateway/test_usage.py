@@ -1,0 +1,61 @@
+"""The usage the gateway reads on the way through: both providers' JSON answers and SSE
+streams, whatever the chunk boundaries, cache reads and writes included."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from providers.standin_answers import (
+    Reply,
+    Usage,
+    anthropic_events,
+    anthropic_message,
+    openai_chunks,
+    openai_completion,
+)
+
+from ctxlayer.gateway.usage import StreamUsage, from_answer
+from ctxlayer.gateway.usage import Usage as Read
+
+SENT = Usage(prompt=1200, completion=40, cache_read=1000, cache_write=150)
+
+
+def test_openai_answer():
+    body = json.dumps(openai_completion("r1", "gpt-4o", 0, Reply("hi"), SENT)).encode()
+    assert from_answer("openai", body) == Read(prompt_tokens=1200, completion_tokens=40,
+                                               cache_read_tokens=1000)
+
+
+def test_anthropic_answer_counts_the_cache_into_the_prompt():
+    body = json.dumps(anthropic_message("r1", "claude-sonnet-4", Reply("hi"), SENT)).encode()
+    assert from_answer("anthropic", body) == Read(
+        prompt_tokens=1200, completion_tokens=40, cache_read_tokens=1000,
+        cache_write_tokens=150)
+
+
+def test_no_usage_is_none():
+    assert from_answer("openai", b'{"choices": []}') is None
+    assert from_answer("openai", b"not json") is None
+    reader = StreamUsage("openai")
+    for event in openai_chunks("r", "gpt-4o", 0, Reply("hello there"), SENT, False):
+        reader.feed(event)
+    assert reader.usage() is None  # usage only with stream_options.include_usage
+
+
+@pytest.mark.parametrize("size", [1, 7, 64, 100_000])
+def test_streams_read_across_any_chunk_boundaries(size):
+    streams = {
+        "openai": b"".join(openai_chunks("r", "gpt-4o", 0, Reply("hello there"), SENT, True)),
+        "anthropic": b"".join(anthropic_events("r", "claude-sonnet-4",
+                                               Reply(tool_name="f", tool_arguments={"a": 1}),
+                                               SENT)),
+    }
+    for fmt, data in streams.items():
+        data = data.replace(b"\n", b"\r\n") if size == 7 else data  # CRLF framing too
+        reader = StreamUsage(fmt)
+        for i in range(0, len(data), size):
+            reader.feed(data[i:i + size])
+        got = reader.usage()
+        assert got is not None and got.prompt_tokens == 1200 and got.completion_tokens == 40
+        assert got.cache_read_tokens == 1000

@@ -1,0 +1,419 @@
+"""A stand-in model provider on 127.0.0.1: OpenAI Chat Completions and Anthropic Messages,
+as strict as the real ones, for tests that must not reach a network.
+
+Run it alone: `python tests/providers/standin.py [--port 0]` prints one JSON line
+`{"port": N, "openai": "http://127.0.0.1:N/v1", "anthropic": "http://127.0.0.1:N"}` and serves
+until it is killed. In pytest: `async with Standin() as s:` on the test's loop, or
+`with StandinThread() as s:` for synchronous clients (its own loop on a thread).
+
+Routes: `POST /v1/chat/completions`, `POST /v1/messages`, `POST /v1/messages/count_tokens`,
+`GET /v1/models` (the OpenAI list, or Anthropic's when the request has `anthropic-version`).
+Every request is checked as the provider checks it (standin_checks.py) and measured against
+the model's window (tiktoken, offline); a refused one gets the provider's own 400. Answers
+carry usage: `cached_tokens` / `cache_read_input_tokens` are the tokens of the messages at the
+start of the request identical to the previous request of the same conversation (same model,
+system and first message), so cache reuse is observable. `stream: true` answers in the
+providers' SSE shapes (OpenAI honours `stream_options.include_usage`). A forced tool choice, or
+a scripted reply, makes it answer with a tool call.
+
+Control routes (for tests): `GET /_standin/requests` (every request received, in order: path,
+headers, body, status, problems, stream, cancelled, prompt_tokens), `POST /_standin/reset`,
+`POST /_standin/fail` `{"status": 429|500, "count": 1}` or `{"mode": "stall"}` (the stream
+sends its first event then never ends) or `{"mode": "slow_first_byte", "delay": s}` or
+`{"mode": "hold"}` (the first event, then the rest after `POST /_standin/release`),
+`POST /_standin/reply` `{"text": ...}` or `{"tool_name": ..., "tool_arguments": {...}}` (the
+next answers, in order). The stand-in is test code: it may use clocks and threads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+if str(Path(__file__).parent) not in sys.path:  # run as a script or imported as providers.*
+    sys.path.insert(0, str(Path(__file__).parent))
+
+import standin_answers as answers
+import standin_checks as checks
+from standin_answers import Reply, Usage
+
+from ctxlayer.tokenizers import model_info
+
+MODELS = ("gpt-4o", "gpt-4o-mini", "gpt-4.1", "claude-sonnet-4", "claude-haiku-4")
+
+
+class Standin:
+    """The stand-in provider, served on the running loop."""
+
+    def __init__(self, *, windows: dict[str, int] | None = None, host: str = "127.0.0.1"):
+        self.host = host
+        self.port = 0
+        #: context windows by model name prefix, over the model table's (e.g. a small model)
+        self.windows = dict(windows or {})
+        self.received: list[dict[str, Any]] = []
+        self._failures: list[dict[str, Any]] = []
+        self._replies: list[Reply] = []
+        self._previous: dict[str, list[Any]] = {}  # conversation key -> its last messages
+        self._release = asyncio.Event()
+        self._runner: web.AppRunner | None = None
+        self._count = 0
+
+    # ---- lifecycle ------------------------------------------------------------------------
+
+    @property
+    def openai(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    @property
+    def anthropic(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def announcement(self) -> dict[str, Any]:
+        return {"port": self.port, "openai": self.openai, "anthropic": self.anthropic}
+
+    async def start(self, port: int = 0) -> Standin:
+        app = web.Application(client_max_size=256 * 1024 * 1024)
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/v1/messages", self._messages)
+        app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_get("/_standin/requests", self._requests)
+        app.router.add_post("/_standin/reset", self._reset)
+        app.router.add_post("/_standin/fail", self._fail)
+        app.router.add_post("/_standin/reply", self._reply)
+        app.router.add_post("/_standin/release", self._release_hold)
+        # a client that goes away cancels the handler, so a stalled stream sees it
+        self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, port)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return self
+
+    async def close(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> Standin:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # ---- what tests set -------------------------------------------------------------------
+
+    def fail(self, status: int | None = None, *, mode: str = "status", count: int = 1,
+             delay: float = 0.0) -> None:
+        """Make the next `count` model requests fail (see the module docstring)."""
+        self._failures += [{"mode": mode, "status": status, "delay": delay}] * count
+
+    def reply(self, text: str = "", tool_name: str | None = None,
+              tool_arguments: dict | None = None) -> None:
+        """Script the next answer."""
+        self._replies.append(Reply(text, tool_name, tool_arguments or {}))
+
+    def release(self) -> None:
+        """Let a held stream go on."""
+        self._release.set()
+
+    def reset(self) -> None:
+        self.received.clear()
+        self._failures.clear()
+        self._replies.clear()
+        self._previous.clear()
+
+    def window(self, model: str) -> int:
+        matches = [p for p in self.windows if model.startswith(p)]
+        if matches:
+            return self.windows[max(matches, key=len)]
+        return model_info(model).context_window
+
+    # ---- model routes ---------------------------------------------------------------------
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        return await self._serve("openai", request)
+
+    async def _messages(self, request: web.Request) -> web.StreamResponse:
+        return await self._serve("anthropic", request)
+
+    async def _count_tokens(self, request: web.Request) -> web.StreamResponse:
+        entry, body = await self._read("anthropic", request)
+        if body is None:
+            return self._error("anthropic", entry, 400, "body: could not parse JSON")
+        probs = [p for p in checks.problems("anthropic", {**body, "max_tokens": 1})]
+        if probs:
+            return self._error("anthropic", entry, 400, "; ".join(probs))
+        entry["status"] = 200
+        return web.json_response({"input_tokens": checks.prompt_tokens("anthropic", body)})
+
+    async def _models(self, request: web.Request) -> web.Response:
+        if "anthropic-version" in request.headers:
+            data = [{"type": "model", "id": m, "display_name": m,
+                     "created_at": "2026-01-01T00:00:00Z"} for m in MODELS if "claude" in m]
+            return web.json_response({"data": data, "has_more": False,
+                                      "first_id": data[0]["id"], "last_id": data[-1]["id"]})
+        return web.json_response({"object": "list", "data": [
+            {"id": m, "object": "model", "created": 1_700_000_000, "owned_by": "standin"}
+            for m in MODELS]})
+
+    async def _read(self, fmt: str, request: web.Request) -> tuple[dict, dict | None]:
+        raw = await request.read()
+        entry: dict[str, Any] = {
+            "path": request.path, "method": request.method, "format": fmt,
+            "headers": {k.lower(): v for k, v in request.headers.items()}, "body": None,
+            "status": None, "problems": [], "stream": False, "cancelled": False,
+            "completed": False, "prompt_tokens": None}
+        self.received.append(entry)
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return entry, None
+        entry["body"] = body
+        return entry, body if isinstance(body, dict) else None
+
+    def _error(self, fmt: str, entry: dict, status: int, message: str, *,
+               param: str | None = None, code: str | None = None,
+               headers: dict | None = None) -> web.Response:
+        entry["status"] = status
+        return web.json_response(answers.error_body(fmt, status, message, param=param, code=code),
+                                 status=status, headers=self._ids(fmt) | (headers or {}))
+
+    def _ids(self, fmt: str) -> dict[str, str]:
+        rid = f"req_standin_{self._count}"
+        return {"request-id": rid} if fmt == "anthropic" else {"x-request-id": rid}
+
+    async def _serve(self, fmt: str, request: web.Request) -> web.StreamResponse:
+        entry, body = await self._read(fmt, request)
+        if body is None:
+            return self._error(fmt, entry, 400, "We could not parse the JSON body of your request.")
+        failure = self._failures.pop(0) if self._failures else None
+        if failure and failure["mode"] == "status":
+            status = failure["status"] or 500
+            extra = {"retry-after": "1"} if status == 429 else {}
+            return self._error(fmt, entry, status, answers.FAILURE_MESSAGES.get(
+                status, "stand-in failure"), headers=extra)
+        if failure and failure["mode"] == "slow_first_byte":
+            await asyncio.sleep(failure["delay"])
+        entry["stream"] = bool(body.get("stream"))
+        probs = checks.problems(fmt, body)
+        if probs:
+            entry["problems"] = probs
+            return self._error(fmt, entry, 400, "; ".join(probs), param="messages")
+        model = body["model"]
+        tokens = checks.prompt_tokens(fmt, body)
+        entry["prompt_tokens"] = tokens
+        window = self.window(model)
+        asked = body.get("max_tokens") or body.get("max_completion_tokens") or 0
+        if tokens + (asked if isinstance(asked, int) else 0) > window:
+            entry["problems"] = [f"over the window: {tokens} + {asked} > {window}"]
+            if fmt == "anthropic":
+                msg = (f"prompt is too long: {tokens} tokens > {window} maximum" if tokens > window
+                       else f"input length and `max_tokens` exceed context limit: {tokens} + "
+                            f"{asked} > {window}, decrease input length or `max_tokens` and "
+                            "try again")
+                return self._error(fmt, entry, 400, msg)
+            return self._error(
+                fmt, entry, 400,
+                f"This model's maximum context length is {window} tokens. However, you requested "
+                f"{tokens + asked} tokens ({tokens} in the messages, {asked} in the completion). "
+                "Please reduce the length of the messages or completion.",
+                param="messages", code="context_length_exceeded")
+        self._count += 1
+        rid = f"standin{self._count}"
+        reply = self._answer(fmt, body)
+        completion = checks.counter_for(model).count(reply.text or json.dumps(
+            reply.tool_arguments)) + (8 if reply.tool_name else 0)
+        usage = Usage(tokens, completion, *self._cache(fmt, body))
+        headers = self._ids(fmt)
+        if not entry["stream"]:
+            entry["status"] = 200
+            entry["completed"] = True
+            payload = (answers.anthropic_message(rid, model, reply, usage) if fmt == "anthropic"
+                       else answers.openai_completion(rid, model, int(time.time()), reply, usage))
+            return web.json_response(payload, headers=headers)
+        if fmt == "anthropic":
+            events = answers.anthropic_events(rid, model, reply, usage)
+        else:
+            include = bool((body.get("stream_options") or {}).get("include_usage"))
+            events = answers.openai_chunks(rid, model, int(time.time()), reply, usage, include)
+        return await self._stream(request, entry, events, headers, failure)
+
+    async def _stream(self, request: web.Request, entry: dict, events: list[bytes],
+                      headers: dict, failure: dict | None) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={**headers, "content-type": "text/event-stream",
+                                           "cache-control": "no-cache"})
+        entry["status"] = 200
+        await resp.prepare(request)
+        try:
+            for i, event in enumerate(events):
+                await resp.write(event)
+                if i == 0 and failure and failure["mode"] == "stall":
+                    await asyncio.Event().wait()  # until the client goes away
+                if i == 0 and failure and failure["mode"] == "hold":
+                    await self._release.wait()
+                    self._release.clear()
+        except (asyncio.CancelledError, ConnectionResetError):
+            entry["cancelled"] = True
+            raise
+        entry["completed"] = True
+        await resp.write_eof()
+        return resp
+
+    def _answer(self, fmt: str, body: dict) -> Reply:
+        if self._replies:
+            return self._replies.pop(0)
+        choice = body.get("tool_choice")
+        forced = None
+        if isinstance(choice, dict):
+            forced = (choice.get("name") if fmt == "anthropic"
+                      else (choice.get("function") or {}).get("name"))
+            if fmt == "anthropic" and choice.get("type") == "any" and body.get("tools"):
+                forced = body["tools"][0].get("name")
+        elif choice == "required" and body.get("tools"):
+            forced = (body["tools"][0].get("function") or {}).get("name")
+        if forced:
+            return Reply(tool_name=forced, tool_arguments={"standin": True})
+        n = len(body.get("messages") or [])
+        return Reply(text=f"stand-in answer to {n} messages.")
+
+    def _cache(self, fmt: str, body: dict) -> tuple[int, int]:
+        """(cache read, cache write) tokens: the identical prefix with the conversation's
+        previous request, and for Anthropic what its last cache_control newly covers."""
+        model = body["model"]
+        system = body.get("system") if fmt == "anthropic" else None
+        raw = [{"system": system}] if system else []
+        raw += body["messages"]
+        msgs = [_cached_form(m) for m in raw]
+        key = json.dumps([fmt, model, msgs[:2] if system else msgs[:1]], sort_keys=True)
+        previous = self._previous.get(key, [])
+        self._previous[key] = msgs
+        same = 0
+        while same < min(len(msgs), len(previous)) and msgs[same] == previous[same]:
+            same += 1
+        per = [checks.message_tokens(fmt, model, m) for m in msgs]
+        read = sum(per[:same])
+        if fmt != "anthropic":
+            return read, 0
+        marked = [i for i, m in enumerate(raw) if checks._cache_controls(m)]
+        write = max(0, sum(per[:marked[-1] + 1]) - read) if marked else 0
+        return read, write
+
+    # ---- control routes -------------------------------------------------------------------
+
+    async def _requests(self, request: web.Request) -> web.Response:
+        return web.json_response(self.received)
+
+    async def _reset(self, request: web.Request) -> web.Response:
+        self.reset()
+        return web.json_response({})
+
+    async def _fail(self, request: web.Request) -> web.Response:
+        spec = await request.json()
+        self.fail(spec.get("status"), mode=spec.get("mode", "status"),
+                  count=int(spec.get("count", 1)), delay=float(spec.get("delay", 0)))
+        return web.json_response({})
+
+    async def _reply(self, request: web.Request) -> web.Response:
+        spec = await request.json()
+        self.reply(spec.get("text", ""), spec.get("tool_name"), spec.get("tool_arguments"))
+        return web.json_response({})
+
+    async def _release_hold(self, request: web.Request) -> web.Response:
+        self.release()
+        return web.json_response({})
+
+
+def _cached_form(value: Any) -> Any:
+    """What a provider's cache compares: the content without its cache_control markers, a
+    string content the same as one text block (moving a breakpoint does not change a prefix)."""
+    if isinstance(value, str):
+        return [{"type": "text", "text": value}]
+    if isinstance(value, list):
+        return [_cached_form(v) if isinstance(v, dict) else v for v in value]
+    if isinstance(value, dict):
+        return {k: (_cached_form(v) if k in ("content", "system") else v)
+                for k, v in value.items() if k != "cache_control"}
+    return value
+
+
+class StandinThread:
+    """A Standin on its own loop in a daemon thread, for synchronous tests and clients."""
+
+    def __init__(self, **kw: Any) -> None:
+        self._kw = kw
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self.standin: Standin | None = None
+
+    def __enter__(self) -> StandinThread:
+        self._thread.start()
+        self.standin = self.call(self._make())
+        return self
+
+    async def _make(self) -> Standin:
+        return await Standin(**self._kw).start()
+
+    def call(self, coro: Any, timeout: float = 60) -> Any:
+        """Run a coroutine on the stand-in's loop (other servers may share it) and wait."""
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=timeout)
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.standin is not None
+        self.call(self.standin.close())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.standin, name)
+
+    def requests(self) -> list[dict]:
+        """A copy of every request received so far."""
+        async def copy() -> list[dict]:
+            return json.loads(json.dumps(self.standin.received))  # type: ignore[union-attr]
+        return self.call(copy())
+
+    def fail(self, *args: Any, **kw: Any) -> None:
+        async def go() -> None:
+            self.standin.fail(*args, **kw)  # type: ignore[union-attr]
+        self.call(go())
+
+    def reply(self, *args: Any, **kw: Any) -> None:
+        async def go() -> None:
+            self.standin.reply(*args, **kw)  # type: ignore[union-attr]
+        self.call(go())
+
+    def reset(self) -> None:
+        async def go() -> None:
+            self.standin.reset()  # type: ignore[union-attr]
+        self.call(go())
+
+    def release(self) -> None:
+        async def go() -> None:
+            self.standin.release()  # type: ignore[union-attr]
+        self.call(go())
+
+
+async def _main(port: int) -> None:
+    standin = await Standin().start(port)
+    print(json.dumps(standin.announcement), flush=True)
+    with contextlib.suppress(asyncio.CancelledError):
+        await asyncio.Event().wait()
+    await standin.close()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_main(parser.parse_args().port))

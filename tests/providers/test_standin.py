@@ -1,0 +1,143 @@
+"""The stand-in provider speaks the real providers' shapes: the official SDKs parse its
+answers and streams, and it refuses what the real ones refuse."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import anthropic
+import openai
+import pytest
+from providers.standin import StandinThread
+
+HERE = Path(__file__).parent
+
+
+@pytest.fixture(scope="module")
+def standin():
+    with StandinThread(windows={"tiny": 200}) as s:
+        yield s
+
+
+@pytest.fixture(autouse=True)
+def _fresh(standin):
+    standin.reset()
+
+
+def oa(standin) -> openai.OpenAI:
+    return openai.OpenAI(base_url=standin.openai, api_key="sk-test", max_retries=0)
+
+
+def an(standin) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=standin.anthropic, api_key="sk-ant-test", max_retries=0)
+
+
+def test_openai_answer_and_stream_with_usage(standin):
+    msgs = [{"role": "user", "content": "hello"}]
+    done = oa(standin).chat.completions.create(model="gpt-4o", messages=msgs)
+    assert done.choices[0].message.content.startswith("stand-in answer")
+    assert done.usage.prompt_tokens > 0
+    chunks = list(oa(standin).chat.completions.create(
+        model="gpt-4o", messages=msgs, stream=True, stream_options={"include_usage": True}))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == done.choices[0].message.content
+    assert chunks[-1].usage.prompt_tokens == done.usage.prompt_tokens
+    # the second identical request reads the whole prompt from the cache
+    assert chunks[-1].usage.prompt_tokens_details.cached_tokens > 0
+
+
+def test_forced_tool_call_both_formats(standin):
+    tool = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}
+    done = oa(standin).chat.completions.create(
+        model="gpt-4o", messages=[{"role": "user", "content": "find it"}], tools=[tool],
+        tool_choice={"type": "function", "function": {"name": "lookup"}})
+    assert done.choices[0].message.tool_calls[0].function.name == "lookup"
+    with an(standin).messages.stream(
+            model="claude-sonnet-4", max_tokens=50,
+            messages=[{"role": "user", "content": "find it"}],
+            tools=[{"name": "lookup", "input_schema": {"type": "object"}}],
+            tool_choice={"type": "tool", "name": "lookup"}) as stream:
+        final = stream.get_final_message()
+    assert final.content[0].type == "tool_use" and final.content[0].input == {"standin": True}
+
+
+def test_anthropic_cache_read_grows_with_the_conversation(standin):
+    msgs = [{"role": "user", "content": "a long first question " * 20}]
+    first = an(standin).messages.create(model="claude-sonnet-4", max_tokens=50, messages=msgs)
+    assert first.usage.cache_read_input_tokens == 0
+    msgs += [{"role": "assistant", "content": first.content[0].text},
+             {"role": "user", "content": "and then?"}]
+    second = an(standin).messages.create(model="claude-sonnet-4", max_tokens=50, messages=msgs)
+    assert 0 < second.usage.cache_read_input_tokens < (
+        second.usage.input_tokens + second.usage.cache_read_input_tokens)
+
+
+@pytest.mark.parametrize("messages, needle", [
+    ([{"role": "tool", "tool_call_id": "x", "content": "r"}], "must be a response"),
+    ([{"role": "user", "content": "q"},
+      {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function",
+                                            "function": {"name": "f", "arguments": "{}"}}]},
+      {"role": "user", "content": "next"}], "c1"),
+    ([{"role": "user"}], "content"),
+])
+def test_openai_refusals(standin, messages, needle):
+    with pytest.raises(openai.BadRequestError) as err:
+        oa(standin).chat.completions.create(model="gpt-4o", messages=messages)
+    assert needle in err.value.body["message"]
+    assert standin.requests()[-1]["status"] == 400
+
+
+@pytest.mark.parametrize("body, needle", [
+    ({"messages": [{"role": "assistant", "content": "a"}]}, "first message"),
+    ({"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]},
+     "alternate"),
+    ({"messages": [{"role": "user", "content": "q"},
+                   {"role": "assistant", "content": [{"type": "tool_use", "id": "t1",
+                                                      "name": "f", "input": {}}]},
+                   {"role": "user", "content": "no result"}]}, "t1"),
+    ({"messages": [{"role": "user", "content": [
+        {"type": "text", "text": str(i), "cache_control": {"type": "ephemeral"}}
+        for i in range(5)]}]}, "maximum of 4"),
+    ({"messages": [{"role": "user", "content": "word " * 400}], "model": "tiny"},
+     "prompt is too long"),
+])
+def test_anthropic_refusals(standin, body, needle):
+    body = {"model": "claude-sonnet-4", "max_tokens": 10, **body}
+    with pytest.raises(anthropic.BadRequestError) as err:
+        an(standin).messages.create(**body)
+    assert needle in err.value.body["error"]["message"]
+
+
+def test_openai_window_is_measured(standin):
+    with pytest.raises(openai.BadRequestError) as err:
+        oa(standin).chat.completions.create(
+            model="tiny", messages=[{"role": "user", "content": "word " * 400}])
+    assert err.value.code == "context_length_exceeded"
+
+
+def test_told_to_fail_answers_the_providers_errors(standin):
+    standin.fail(429)
+    with pytest.raises(openai.RateLimitError):
+        oa(standin).chat.completions.create(model="gpt-4o",
+                                            messages=[{"role": "user", "content": "q"}])
+    standin.fail(500)
+    with pytest.raises(anthropic.InternalServerError) as err:
+        an(standin).messages.create(model="claude-sonnet-4", max_tokens=5,
+                                    messages=[{"role": "user", "content": "q"}])
+    assert err.value.body["error"]["type"] == "api_error"
+
+
+def test_runs_alone_and_prints_its_urls():
+    proc = subprocess.Popen([sys.executable, str(HERE / "standin.py"), "--port", "0"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        line = json.loads(proc.stdout.readline())
+        assert line["openai"] == f"http://127.0.0.1:{line['port']}/v1"
+        models = openai.OpenAI(base_url=line["openai"], api_key="k").models.list()
+        assert "gpt-4o" in [m.id for m in models]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -1,0 +1,123 @@
+"""The parsed rank cache: written once, read back equal, refused when stale or corrupt, and the
+background preload shared with `counter_for` across threads."""
+
+from __future__ import annotations
+
+import marshal
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import tiktoken
+
+from ctxlayer.tokenizers import rankcache
+from ctxlayer.tokenizers.encodings import load_encoding
+
+SAMPLE = "def preload(model):\n    return 'ünïcode ✓ and tabs\t' * 3  # 2026-12-01\n"
+NAME = "cl100k_base"  # the smaller table: the same code path as o200k, half the time
+
+
+def only_entry(folder: Path) -> Path:
+    entries = sorted(folder.glob("*.ranks"))
+    assert len(entries) == 1, entries
+    return entries[0]
+
+
+def test_the_first_build_parses_and_writes_the_next_reads_it_back(tmp_path: Path):
+    enc, source = load_encoding(NAME, tmp_path)
+    assert source == "package"
+    entry = only_entry(tmp_path)
+    assert NAME in entry.name and tiktoken.__version__ in entry.name
+    again, source = load_encoding(NAME, tmp_path)
+    assert source == "cache"
+    assert again.encode_ordinary(SAMPLE) == enc.encode_ordinary(SAMPLE)
+    assert again._mergeable_ranks == enc._mergeable_ranks
+    assert again.n_vocab == enc.n_vocab and again.special_tokens_set == enc.special_tokens_set
+    assert not list(tmp_path.glob("*.tmp"))  # the atomic write left no temporary file
+
+
+@pytest.mark.parametrize("damage", ["flip a payload byte", "truncate", "wrong magic",
+                                    "valid checksum, wrong shape", "empty"])
+def test_a_corrupt_entry_is_refused_and_rewritten(tmp_path: Path, damage: str):
+    reference, _ = load_encoding(NAME, tmp_path)
+    entry = only_entry(tmp_path)
+    data = entry.read_bytes()
+    if damage == "flip a payload byte":
+        data = data[:-100] + bytes([data[-100] ^ 0xFF]) + data[-99:]
+    elif damage == "truncate":
+        data = data[: len(data) // 2]
+    elif damage == "wrong magic":
+        data = b"X" + data[1:]
+    elif damage == "valid checksum, wrong shape":
+        import hashlib
+        payload = marshal.dumps([1, 2, 3])
+        data = rankcache.MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
+    else:
+        data = b""
+    entry.write_bytes(data)
+    assert rankcache.read(entry) is None
+    enc, source = load_encoding(NAME, tmp_path)
+    assert source == "package"
+    assert enc.encode_ordinary(SAMPLE) == reference.encode_ordinary(SAMPLE)
+    assert rankcache.read(entry) is not None  # rewritten whole
+    assert load_encoding(NAME, tmp_path)[1] == "cache"
+
+
+def test_another_tiktoken_version_does_not_read_the_old_entry(tmp_path: Path, monkeypatch):
+    load_encoding(NAME, tmp_path)
+    old = only_entry(tmp_path)
+    monkeypatch.setattr(tiktoken, "__version__", "99.0.0")
+    assert load_encoding(NAME, tmp_path)[1] == "package"
+    new = sorted(set(tmp_path.glob("*.ranks")) - {old})
+    assert len(new) == 1 and "99.0.0" in new[0].name
+
+
+def test_an_unwritable_state_folder_only_costs_the_parse(tmp_path: Path):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder would be\n")
+    enc, source = load_encoding(NAME, blocker / "tokenizers")
+    assert source == "package" and enc.encode_ordinary("hello world") == [15339, 1917]
+    enc, source = load_encoding(NAME, None)  # caching turned off
+    assert source == "package"
+
+
+def test_preload_is_shared_with_counter_for_on_every_thread(tmp_path: Path):
+    """In a fresh process (the built encodings are per process): a preload, then counters
+    asked for from eight threads at once, all get the one encoding the preload built."""
+    script = textwrap.dedent("""
+        import threading
+        from ctxlayer import tokenizers
+        from ctxlayer.tokenizers import encodings
+
+        future = tokenizers.preload("gpt-4")
+        assert tokenizers.preload("gpt-4") is future
+        found = []
+        def ask():
+            found.append(tokenizers.counter_for("gpt-4").tokenizer.encoding)
+        threads = [threading.Thread(target=ask) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        enc = future.result(timeout=60)
+        assert all(e is enc for e in found), found
+        assert encodings.get_encoding("cl100k_base") is enc
+        print(tokenizers.built_from("cl100k_base"), tokenizers.counter_for("gpt-4").count("hello world"))
+    """)
+    env = {**os.environ, "CTXLAYER_STATE_DIR": str(tmp_path / "state")}
+    runs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                           text=True, timeout=120) for _ in range(2)]
+    for run in runs:
+        assert run.returncode == 0, run.stderr
+    assert [r.stdout.split() for r in runs] == [["package", "2"], ["cache", "2"]]
+    only_entry(tmp_path / "state" / "tokenizers")
+
+
+def test_preload_of_an_unknown_model_counts_with_the_fallback_encoding():
+    from ctxlayer.tokenizers import model_info, preload
+
+    future = preload("some-model-nobody-made")
+    assert future.result(timeout=60).name == model_info("some-model-nobody-made").encoding

@@ -1,0 +1,180 @@
+"""The watcher keeps to the folders the tree keeps: an ignored node_modules of 20,000 files
+costs no inotify watch, new kept folders are watched as they appear, and an ignore file that
+changes is followed. Counts the kernel's own watches (/proc/self/fdinfo)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from ws_helpers import Recorder, git, make_ws, write
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="inotify is Linux's")
+
+
+def kernel_watches(ws) -> int:
+    """The inotify watches the kernel holds on the watcher's descriptor."""
+    fd = ws._watcher._folders.fd
+    text = Path(f"/proc/self/fdinfo/{fd}").read_text()
+    return sum(1 for line in text.splitlines() if line.startswith("inotify wd:"))
+
+
+def part(seg, name):
+    return next(p for p in seg.parts if p.name == name)
+
+
+def has(name, text, present=True):
+    def check(calls):
+        return bool(calls) and (text in part(calls[-1][0], name).text) == present
+    return check
+
+
+def make_node_modules(root: Path, files: int = 20_000, per_folder: int = 50) -> int:
+    folders = 0
+    for i in range(0, files, per_folder):
+        d = root / "node_modules" / f"pkg{i // per_folder:03d}" / "lib"
+        d.mkdir(parents=True)
+        folders += 1
+        for k in range(per_folder):
+            (d / f"m{k}.js").write_bytes(b"module.exports = 1;\n")
+    return folders
+
+
+def test_an_ignored_node_modules_costs_no_watch_and_edits_elsewhere_are_seen(repo, home):
+    write(repo, ".gitignore", "build/\n*.log\nnode_modules/\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "ignore node_modules")
+    assert make_node_modules(repo) == 400
+    ws = make_ws(repo, home)
+    ws.scan()
+    rec = Recorder()
+    ws.start_watching(rec)
+    try:
+        watched = ws.watched_folders()
+        assert not any(f.startswith(str(repo / "node_modules")) for f in watched), sorted(watched)
+        # the workspace, src/, and the repository's folder, info/, refs/ and its subfolders
+        assert str(repo) in watched and str(repo / "src") in watched
+        assert str(repo / ".git") in watched and str(repo / ".git" / "refs" / "heads") in watched
+        assert not any(f.startswith(str(repo / ".git" / "objects")) for f in watched)
+        count = kernel_watches(ws)
+        assert count == ws.watch_count() == len(watched)
+        assert count < 20, sorted(watched)
+
+        write(repo, "src/app.py", "print('edited')\n")
+        rec.wait_for(has("git", "M src/app.py"))
+
+        write(repo, "lib/deep/new.py", "N = 1\n")  # a new kept folder, two levels
+        rec.wait_for(has("tree", "new.py"))
+        assert {str(repo / "lib"), str(repo / "lib/deep")} <= ws.watched_folders()
+        write(repo, "lib/deep/later.py", "L = 1\n")  # seen through the new folder's watch
+        rec.wait_for(has("tree", "later.py"))
+
+        (repo / "node_modules" / "fresh" / "dist").mkdir(parents=True)
+        write(repo, "node_modules/fresh/dist/x.js", "1\n")
+        write(repo, "src/util.py", "X = 2\n")  # something that does show, to wait on
+        rec.wait_for(has("git", "M src/util.py"))
+        assert not any(f.startswith(str(repo / "node_modules")) for f in ws.watched_folders())
+        assert kernel_watches(ws) == ws.watch_count() < 25
+    finally:
+        ws.stop()
+
+
+def test_a_changed_gitignore_is_followed(repo, home):
+    write(repo, "gen/out/a.txt", "generated\n")
+    write(repo, ".gitignore", "gen/\n")
+    ws = make_ws(repo, home)
+    ws.scan()
+    rec = Recorder()
+    ws.start_watching(rec)
+    try:
+        assert str(repo / "gen") not in ws.watched_folders()
+        write(repo, ".gitignore", "*.log\n")  # gen/ is no longer ignored
+        rec.wait_for(has("tree", "a.txt"))
+        deadline_calls = rec.wait_for(lambda c: str(repo / "gen/out") in ws.watched_folders())
+        assert deadline_calls
+        write(repo, "gen/out/b.txt", "more\n")  # an existing folder, watched since the change
+        rec.wait_for(has("tree", "b.txt"))
+
+        write(repo, ".gitignore", "gen/\n")
+        rec.wait_for(has("tree", "a.txt", present=False))
+        rec.wait_for(lambda c: str(repo / "gen") not in ws.watched_folders())
+        assert kernel_watches(ws) == ws.watch_count()
+    finally:
+        ws.stop()
+
+
+def test_a_moved_or_deleted_folder_moves_its_watches(repo, home):
+    write(repo, "pkg/inner/mod.py", "M = 1\n")
+    ws = make_ws(repo, home)
+    ws.scan()
+    rec = Recorder()
+    ws.start_watching(rec)
+    try:
+        assert str(repo / "pkg/inner") in ws.watched_folders()
+        os.rename(repo / "pkg", repo / "moved")
+        rec.wait_for(has("tree", "moved/"))
+        rec.wait_for(lambda c: str(repo / "moved/inner") in ws.watched_folders())
+        assert not any(f.startswith(str(repo / "pkg")) for f in ws.watched_folders())
+        write(repo, "moved/inner/two.py", "T = 2\n")  # seen at the new place
+        rec.wait_for(has("tree", "two.py"))
+        for f in (repo / "moved/inner").iterdir():
+            f.unlink()
+        (repo / "moved/inner").rmdir()
+        rec.wait_for(has("tree", "two.py", present=False))
+        rec.wait_for(lambda c: str(repo / "moved/inner") not in ws.watched_folders())
+        assert kernel_watches(ws) == ws.watch_count()
+    finally:
+        ws.stop()
+
+
+def test_a_repository_created_after_the_start_is_watched(home, tmp_path):
+    root = tmp_path / "plain"
+    write(root, "a.py", "A = 1\n")
+    ws = make_ws(root, home)
+    ws.scan()
+    rec = Recorder()
+    ws.start_watching(rec)
+    try:
+        assert part(ws.segment, "git").text == ""
+        git(root, "init", "-q", "-b", "main")
+        rec.wait_for(has("git", "Branch: main"))
+        rec.wait_for(lambda c: str(root / ".git" / "refs") in ws.watched_folders())
+        git(root, "add", "a.py")
+        rec.wait_for(has("git", "Staged (1)"))
+    finally:
+        ws.stop()
+
+
+def test_a_repository_seen_half_made_is_still_followed(home, tmp_path):
+    """The first flush may come while `git init` is still writing: .git is there, no
+    repository yet. The folder is watched until git can read it."""
+    root = tmp_path / "plain"
+    write(root, "a.py", "A = 1\n")
+    ws = make_ws(root, home, debounce_ms=20)
+    ws.scan()
+    rec = Recorder()
+    ws.start_watching(rec)
+    try:
+        (root / ".git").mkdir()
+        rec.wait_for(lambda c: str(root / ".git") in ws.watched_folders())
+        git(root, "init", "-q", "-b", "main")
+        rec.wait_for(has("git", "Branch: main"))
+    finally:
+        ws.stop()
+
+
+def test_a_workspace_opened_through_a_symlink_is_watched(repo, home, tmp_path):
+    link = tmp_path / "link-to-proj"
+    os.symlink(repo, link)
+    ws = make_ws(link, home)
+    ws.scan()
+    rec = Recorder()
+    ws.start_watching(rec)
+    try:
+        assert str(link) in ws.watched_folders()
+        write(link, "through_link.py", "T = 1\n")
+        rec.wait_for(has("tree", "through_link.py"))
+    finally:
+        ws.stop()
