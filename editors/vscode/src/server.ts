@@ -79,6 +79,10 @@ export class DaemonServer {
       initializationOptions: {
         model: settings.model,
         mode: settings.mode,
+        // only when asked: otherwise the workspace's ctxlayer.toml decides
+        ...(settings.gateway.enabled
+          ? { config: { gateway: { enabled: true, port: settings.gateway.port } } }
+          : {}),
       },
       errorHandler: {
         error: () => ({ action: ErrorAction.Continue, handled: true }),

@@ -43,6 +43,8 @@ export interface Settings {
   mode: "short" | "deep" | "debug";
   serverCommand: string[];
   trace: "off" | "messages" | "verbose";
+  /** Run the daemon's HTTP gateway, so chat tools outside VS Code show up as live chats. */
+  gateway: { enabled: boolean; port: number };
 }
 
 export function readSettings(): Settings {
@@ -53,6 +55,10 @@ export function readSettings(): Settings {
     mode: c.get<Settings["mode"]>("mode", "deep"),
     serverCommand: c.get<string[]>("serverCommand", []),
     trace: c.get<Settings["trace"]>("trace.server", "off"),
+    gateway: {
+      enabled: c.get<boolean>("gateway.enabled", false),
+      port: c.get<number>("gateway.port", 0),
+    },
   };
 }
 

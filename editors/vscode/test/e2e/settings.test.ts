@@ -16,17 +16,18 @@ const manifest = JSON.parse(readFileSync(join(__dirname, "../../package.json"), 
 const props = manifest.contributes.configuration.properties;
 
 /** The daemon's settings tree: defaults and the allowed values of each key, from Python. */
-function daemonSettings(): { defaults: any; modes: string[]; defaultModePattern: string } {
+function daemonSettings(): { defaults: any; modes: string[]; defaultModePattern: string; gateway: any } {
   const script = [
     "import json, msgspec",
     "from ctxlayer.config import Config, ModesConfig, SessionConfig",
-    "schema = msgspec.json.schema(SessionConfig)",
-    "defs = schema.get('$defs', {})",
-    "session = defs.get('SessionConfig', schema)",
+    "schema = msgspec.json.schema(Config)",
+    "defs = schema['$defs']",
+    "session = defs['SessionConfig']",
     "print(json.dumps({",
     "  'defaults': msgspec.to_builtins(Config()),",
     "  'modes': list(ModesConfig.__struct_fields__),",
     "  'defaultModePattern': session['properties']['default_mode']['pattern'],",
+    "  'gateway': defs['GatewayConfig']['properties'],",
     "}))",
   ].join("\n");
   return JSON.parse(execFileSync(python, ["-c", script], { encoding: "utf8" }));
@@ -41,6 +42,16 @@ describe("settings shared with the daemon", () => {
     for (const mode of props["ctxlayer.mode"].enum) {
       expect(new RegExp(daemon.defaultModePattern).test(mode), mode).toBe(true);
     }
+  });
+
+  it("ctxlayer.gateway.* are the daemon's [gateway] enabled and port", () => {
+    const enabled = props["ctxlayer.gateway.enabled"];
+    const port = props["ctxlayer.gateway.port"];
+    expect(enabled.type).toBe("boolean");
+    expect(enabled.default).toBe(daemon.defaults.gateway.enabled);
+    expect(port.type).toBe("integer");
+    expect(port.default).toBe(daemon.defaults.gateway.port);
+    expect([port.minimum, port.maximum]).toEqual([daemon.gateway.port.minimum, daemon.gateway.port.maximum]);
   });
 
   it("a running daemon announces the same modes and default", async () => {

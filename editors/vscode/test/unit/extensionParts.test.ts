@@ -72,6 +72,7 @@ describe("settings", () => {
       mode: props["ctxlayer.mode"].default,
       serverCommand: props["ctxlayer.serverCommand"].default,
       trace: props["ctxlayer.trace.server"].default,
+      gateway: { enabled: props["ctxlayer.gateway.enabled"].default, port: props["ctxlayer.gateway.port"].default },
     });
     recorded.settings.set("model", "claude-sonnet-4");
     recorded.settings.set("budget", 50_000);
@@ -248,7 +249,7 @@ describe("ctx/summarize", () => {
 });
 
 describe("settings changes", () => {
-  it("restart the daemon for model, budget, command and trace; a mode change does not", () => {
+  it("restart the daemon for model, budget, command, trace and gateway; a mode change does not", () => {
     const base = api.readSettings();
     expect(settingsChange(base, { ...base })).toBe("none");
     expect(settingsChange(base, { ...base, mode: "debug" })).toBe("mode");
@@ -256,5 +257,6 @@ describe("settings changes", () => {
     expect(settingsChange(base, { ...base, budget: 1000 })).toBe("restart");
     expect(settingsChange(base, { ...base, serverCommand: ["x", "serve"] })).toBe("restart");
     expect(settingsChange(base, { ...base, trace: "verbose" })).toBe("restart");
+    expect(settingsChange(base, { ...base, gateway: { enabled: true, port: 0 } })).toBe("restart");
   });
 });
