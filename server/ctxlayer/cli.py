@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "inspect": ("inspect", "scan a workspace and show its segment's parts, tokens and what was left out"),
     "serve": ("serve", "run the daemon (JSON-RPC with LSP framing over stdio or TCP)"),
     "gateway": ("gateway", "run the OpenAI/Anthropic-compatible HTTP gateway on loopback"),
+    "chats": ("chats", "the live conversations through the gateway, and why something was cut"),
     "schema": ("schema", "print the JSON Schema of the wire protocol"),
 }
 

@@ -134,7 +134,7 @@ _RULES = RulePolicy()
 
 
 class ModeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """One task mode: the largest share of `cap` each zone may use (Z3)."""
+    """One task mode: the largest share of `cap` each zone may use."""
 
     rules_share: Annotated[float, Meta(ge=0, le=1, description="Largest share of the zone "
                                        "cap the rules (zone A) may use.")] = (
@@ -152,7 +152,7 @@ def _mode(name: str) -> ModeConfig:
 
 
 class ModesConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """The three task modes (seed 003): short questions, deep work, debugging."""
+    """The three task modes: short questions, deep work, debugging."""
 
     short: ModeConfig = msgspec.field(default_factory=lambda: _mode("short"))
     deep: ModeConfig = msgspec.field(default_factory=lambda: _mode("deep"))

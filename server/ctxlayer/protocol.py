@@ -79,7 +79,7 @@ class Message(Strict):
 
 
 class AuditEntry(Wire):
-    """What the engine did to one item, and why (T11)."""
+    """What the engine did to one item, and why: nothing is cut without one."""
 
     action: AuditAction
     reason: str

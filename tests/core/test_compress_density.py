@@ -1,4 +1,4 @@
-"""Information density (T13): zlib ratio and novelty against what is already in context."""
+"""Information density: zlib ratio and novelty against what is already in context."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Adaptive extractive compression (T10): task kinds, prose kept by score, reasoning stripped."""
+"""Adaptive extractive compression: task kinds, prose kept by score, reasoning stripped."""
 
 from __future__ import annotations
 

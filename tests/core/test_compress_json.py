@@ -1,4 +1,4 @@
-"""JSON outlines (T8): data-driven cases, a 5,000-item API response, the cap."""
+"""JSON outlines: data-driven cases, a 5,000-item API response, the cap."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Log sanitizing (Z5): noise out, errors and key stack lines kept, repeats counted."""
+"""Log sanitizing: noise out, errors and key stack lines kept, repeats counted."""
 
 from __future__ import annotations
 

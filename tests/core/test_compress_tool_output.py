@@ -1,4 +1,4 @@
-"""Tool-output compression (T8): the method chosen, the cap always met, idempotence."""
+"""Tool-output compression: the method chosen, the cap always met, idempotence."""
 
 from __future__ import annotations
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import msgspec
 import pytest
+
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.prompt import (
     CACHE_BOUNDARY,

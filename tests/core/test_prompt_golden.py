@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from ctxlayer.core.prompt import (
     ConversationDigest,
     ModelTraits,

@@ -1,8 +1,9 @@
-"""Cross-session history (L7): which conversations are kept, and how each one reads."""
+"""Cross-session history: which conversations are kept, and how each one reads."""
 
 from __future__ import annotations
 
 import pytest
+
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.prompt import (
     ConversationDigest,

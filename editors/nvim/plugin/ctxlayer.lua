@@ -9,7 +9,7 @@ vim.api.nvim_create_user_command("Ctxlayer", function(cmd)
   require("ctxlayer.commands").run(cmd)
 end, {
   nargs = "*",
-  desc = "ctxlayer: status, mode, rule, refresh, inspect, assemble, start, stop, restart, log",
+  desc = "ctxlayer: status, chats, why, gateway, mode, rule, refresh, inspect, assemble, start, stop, restart, log",
   complete = function(arglead, cmdline)
     return require("ctxlayer.commands").complete(arglead, cmdline)
   end,

@@ -18,12 +18,21 @@ H.run(function()
     H.ok(vim.tbl_contains(subs, name), "completion offers " .. name)
   end
   H.eq(vim.fn.getcompletion("Ctxlayer re", "cmdline"), { "refresh", "restart" }, "completion filters by prefix")
-  H.eq(vim.fn.getcompletion("Ctxlayer mode ", "cmdline"), { "short", "deep", "debug" }, "mode completes the modes")
+  for _, name in ipairs({ "chats", "why", "gateway" }) do
+    H.ok(vim.tbl_contains(subs, name), "completion offers " .. name)
+  end
+  H.eq(vim.fn.getcompletion("Ctxlayer gateway ", "cmdline"), { "openai", "anthropic" }, "gateway completes the two formats")
 
   vim.cmd.edit("README.md")
   local client = H.client()
   H.must(client ~= nil, "the daemon started")
   H.must(H.wait_figure() ~= nil, "the status line shows a figure")
+
+  -- The modes are the daemon's: completion offers what its initialize result announced.
+  local announced = client.server_capabilities.experimental.ctxlayer.modes
+  local modes = type(announced) == "table" and vim.tbl_keys(announced) or {}
+  table.sort(modes)
+  H.eq(vim.fn.getcompletion("Ctxlayer mode ", "cmdline"), modes, "mode completes the daemon's announced modes")
 
   H.clear_notes()
   vim.cmd("Ctxlayer status")
@@ -48,7 +57,24 @@ H.run(function()
 
   H.clear_notes()
   vim.cmd("Ctxlayer mode turbo")
-  H.ok(H.note('mode: expected one of short, deep, debug, got "turbo"') ~= nil, "a bad mode is refused, naming the modes")
+  -- Refused by the plugin when the daemon announced its modes (naming them), else by the daemon
+  -- (naming the field); never sent silently.
+  H.ok(H.wait(function()
+    return H.note('mode: expected one of ' .. table.concat(modes, ", ") .. ', got "turbo"')
+      or (#modes == 0 and H.note("setMode failed: invalid params: mode"))
+  end), "a bad mode is refused, naming the modes or the field")
+
+  -- Live chats: listed when the daemon has them (none yet here), else the command says why not.
+  H.clear_notes()
+  vim.cmd("Ctxlayer chats")
+  if require("ctxlayer.client").supports(client, "ctx/conversations") then
+    H.ok(H.wait(function()
+      local lines = H.buffer_lines("ctxlayer://chats")
+      return lines and lines[1]:match("^0 live chats")
+    end), ":Ctxlayer chats before any chat lists none")
+  else
+    H.ok(H.note("this daemon has no ctx/conversations") ~= nil, ":Ctxlayer chats on a daemon without live chats says so")
+  end
 
   -- assemble: the assembled prompt (or, without sessions, the system prompt) in a buffer.
   vim.cmd("Ctxlayer assemble")

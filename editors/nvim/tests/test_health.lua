@@ -22,6 +22,7 @@ H.run(function()
   H.ok(text:find("OK Neovim 0%.1%d") ~= nil, "the Neovim version is fine")
   H.ok(text:find("LSP log") ~= nil and text:find("state directory") ~= nil, "log paths are shown")
   H.ok(text:find("ERROR") == nil, "no errors in the health report", text)
+  H.ok(text:find("ctxlayer: gateway") ~= nil, "the health report has the gateway section", text)
 
   -- Bad options show up as errors naming the field.
   ctxlayer.setup({ cmd = H.cmd, timeout_ms = "soon", autostart = false })
@@ -40,7 +41,11 @@ H.run(function()
   local ok, err = pcall(vim.cmd.helptags, docdir)
   H.ok(ok, "helptags accepts doc/ctxlayer.txt", err)
   local tags = ok and table.concat(vim.fn.readfile(docdir .. "/tags"), "\n") or ""
-  for _, tag in ipairs({ "ctxlayer.txt", "ctxlayer.setup()", "ctxlayer.statusline()", ":Ctxlayer", "ctxlayer-health" }) do
+  for _, tag in ipairs({
+    "ctxlayer.txt", "ctxlayer.setup()", "ctxlayer.statusline()", ":Ctxlayer", "ctxlayer-health", "ctxlayer.gateway()",
+    "ctxlayer-chats", "ctxlayer-compaction", "ctxlayer.setups.codecompanion()", "ctxlayer.setups.avante()",
+    "ctxlayer.setups.gp()", "ctxlayer.setups.copilotchat()",
+  }) do
     H.ok(tags:find(tag, 1, true) ~= nil, "help tag " .. tag)
   end
 end)

@@ -34,6 +34,11 @@ H.run(function()
   H.must(job > 0, "an interactive Neovim started in a terminal")
 
   local figure = H.wait(function()
+    -- A daemon that does not know a setting says so at start (a daemon before the gateway
+    -- warns about `gateway`); a long message waits for Enter, as a user would press it.
+    if find(screen(term), "Press ENTER or type command to continue") then
+      vim.api.nvim_chan_send(job, "\r")
+    end
     return find(screen(term), "(ctx [%d.]+[kM]?/[%d.]+[kM]? %d+%%)")
   end)
   H.must(figure ~= nil, "its status line shows the figure", table.concat(screen(term), "\n"))

@@ -5,10 +5,11 @@ H.run(function()
   local ctxlayer = require("ctxlayer")
 
   -- Bad options are reported once, naming the field, and do not stop the plugin.
-  H.ok(ctxlayer.setup({ budget = -5, mode = "fast", colour = true, autostart = false }), "setup accepts bad options without raising")
+  H.ok(ctxlayer.setup({ budget = -5, mode = 42, gateway = "yes", colour = true, autostart = false }), "setup accepts bad options without raising")
   local note = H.note("invalid options")
   H.ok(note and note.msg:find("opts.budget: expected a positive integer") ~= nil, "the bad budget is named", note and note.msg)
-  H.ok(note and note.msg:find("opts.mode: expected one of short, deep, debug") ~= nil, "the bad mode is named")
+  H.ok(note and note.msg:find("opts.mode: expected a mode name") ~= nil, "the bad mode is named")
+  H.ok(note and note.msg:find("opts.gateway: expected true, false or a table") ~= nil, "the bad gateway switch is named")
   H.ok(note and note.msg:find("opts.colour: unknown option") ~= nil, "an unknown option is named")
   H.eq(ctxlayer.statusline(), "", "no daemon yet: the status line is empty")
 
@@ -26,6 +27,8 @@ H.run(function()
   H.eq(client.root_dir, vim.fs.normalize(vim.uv.fs_realpath(H.root)), "root is the git repository")
   H.eq(client.server_info and client.server_info.name, "ctxlayer", "serverInfo.name is ctxlayer")
   H.ok(client.config.capabilities.experimental.ctxlayer.summarize == false, "summarize is not declared without a function")
+  local sent = client.config.init_options.config
+  H.ok(sent and sent.gateway and sent.gateway.enabled == true, "the gateway is asked for by default (initializationOptions.config.gateway.enabled)", vim.inspect(sent))
 
   local first = H.wait_figure()
   local session = require("ctxlayer.client").session_id(client.root_dir)

@@ -52,7 +52,7 @@ def table(prompt) -> str:
              for s in prompt.sections]
     widths = [max(len(r[k]) for r in rows) for k in range(4)]
     lines = ["  ".join(c.ljust(w) if k != 1 else c.rjust(w) for k, (c, w) in
-                       enumerate(zip(r, widths))) for r in rows]
+                       enumerate(zip(r, widths, strict=True))) for r in rows]
     boundary = "none (no dynamic section)" if prompt.cache_boundary is None else (
         f"before message {prompt.cache_boundary}")
     lines.append(f"total {prompt.tokens} tokens in {len(prompt.messages)} messages; "

@@ -38,11 +38,31 @@ def run(args: argparse.Namespace) -> int:
     logs.setup(args.verbose, args.log_file)
     state_dir = args.state_dir or default_state_dir()
     tokenizers.set_cache_dir(state_dir / "tokenizers")  # parsed rank tables, built once
+    state = State(state_dir)
+    state.gateway_starter = GatewayStarter(state)
     if args.tcp:
         from ctxlayer.lsp import tcp
 
-        return tcp.run(State(state_dir), args.host, args.port,
-                       args.token_file or state_dir / "token")
+        return tcp.run(state, args.host, args.port, args.token_file or state_dir / "token")
     from ctxlayer.lsp import stdio
 
-    return stdio.run(State(state_dir))
+    return stdio.run(state)
+
+
+class GatewayStarter:
+    """The HTTP face, started by the first workspace whose config enables it; aiohttp is
+    imported only then, so a daemon without a gateway starts as fast as before."""
+
+    def __init__(self, state) -> None:
+        self.state = state
+        self.gateway = None
+
+    async def __call__(self, caller) -> None:
+        config = getattr(caller.policy.config, "gateway", None)
+        if config is None or not config.enabled:
+            return
+        if self.gateway is None:
+            from ctxlayer.gateway.daemon import DaemonGateway
+
+            self.gateway = DaemonGateway(self.state)
+        await self.gateway(caller)

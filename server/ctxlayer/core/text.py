@@ -13,7 +13,8 @@ def content_hash(text: str) -> str:
 
 
 def normalized_hash(text: str) -> str:
-    """sha256 of whitespace-normalised text: two texts differing only in spacing match (T9)."""
+    """sha256 of whitespace-normalised text: two texts differing only in spacing match, so dedup
+    catches a copy that was re-indented or re-wrapped."""
     return hashlib.sha256(" ".join(text.split()).encode("utf-8", "surrogatepass")).hexdigest()
 
 

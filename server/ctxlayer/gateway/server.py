@@ -18,6 +18,7 @@ import logging
 import sqlite3
 from typing import Any
 
+import msgspec
 from aiohttp import web
 
 from ctxlayer import protocol
@@ -104,6 +105,9 @@ class GatewayServer:
         app.router.add_post("/v1/messages", self._messages)
         app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
         app.router.add_get("/health", self._health)
+        # what ctxlayer did to the live chats (`ctxlayer chats` reads these)
+        app.router.add_get("/ctxlayer/conversations", self._conversations)
+        app.router.add_get("/ctxlayer/why", self._why)
         # A client that disconnects cancels its handler, which closes the upstream request.
         self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
         await self._runner.setup()
@@ -112,9 +116,35 @@ class GatewayServer:
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         log.info("gateway listening on %s (openai %s, anthropic %s)", self.host,
                  self.urls.openai, self.urls.anthropic)
+        self._write_announcement()
         return self
 
+    @property
+    def announcement_file(self):
+        return self.state.state_dir / "gateway.json"
+
+    def _write_announcement(self) -> None:
+        """Where the gateway listens, for `ctxlayer chats` (no key, nothing secret)."""
+        import os
+
+        urls = self.urls
+        try:
+            self.state.state_dir.mkdir(parents=True, exist_ok=True)
+            tmp = self.announcement_file.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"host": self.host, "port": self.port,
+                                       "openai": urls.openai, "anthropic": urls.anthropic,
+                                       "workspace": self.caller.workspace,
+                                       "pid": os.getpid()}))
+            tmp.replace(self.announcement_file)
+        except OSError as exc:
+            log.warning("could not write %s: %s", self.announcement_file, exc)
+
     async def close(self) -> None:
+        try:
+            if json.loads(self.announcement_file.read_text()).get("port") == self.port:
+                self.announcement_file.unlink()
+        except (OSError, ValueError):
+            pass
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -156,6 +186,26 @@ class GatewayServer:
         urls = self.urls
         return web.json_response({"status": "ok", "workspace": self.caller.workspace,
                                   "openai": urls.openai, "anthropic": urls.anthropic})
+
+    async def _conversations(self, request: web.Request) -> web.Response:
+        from ctxlayer.state.requests import call
+
+        result = await call(self.caller, "ctx/conversations", protocol.Empty())
+        return web.json_response(msgspec.to_builtins(result))
+
+    async def _why(self, request: web.Request) -> web.Response:
+        from ctxlayer.state.requests import call
+
+        query = request.query
+        params = protocol.WhyParams(conversation_id=query.get("conversationId"),
+                                    session_id=query.get("sessionId"),
+                                    message_id=query.get("messageId"))
+        try:
+            result = await call(self.caller, "ctx/why", params)
+        except ContextError as exc:
+            return web.json_response({"error": {"message": str(exc), "field": exc.field,
+                                                "kind": exc.kind}}, status=400)
+        return web.json_response(msgspec.to_builtins(result))
 
     # ---- one model request ----------------------------------------------------------------
 

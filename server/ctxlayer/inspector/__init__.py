@@ -1,4 +1,4 @@
-"""The budget inspector (D7): one self-contained HTML page showing what fills the window.
+"""The budget inspector: one self-contained HTML page showing what fills the window.
 
 Pure rendering: it turns an `InspectorData` (built by `build_inspector_data` from messages,
 token counts and a trim or assemble result) into one HTML string with every asset inline. It

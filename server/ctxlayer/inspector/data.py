@@ -16,7 +16,7 @@ import msgspec
 
 from ctxlayer.protocol import AuditEntry, Message
 
-#: priority classes (T6): 0 is never dropped; the others are filled in the order given.
+#: priority classes: 0 is never dropped; the others are filled in the order given.
 PRIORITY_CLASSES: dict[int, str] = {
     0: "P0 system and pinned",
     1: "P1 recent messages",

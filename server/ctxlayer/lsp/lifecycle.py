@@ -28,7 +28,7 @@ PROGRESS_AFTER = 0.25
 _tokens = itertools.count(1)
 
 
-def initialize(ls: CtxServer, params: types.InitializeParams) -> None:
+async def initialize(ls: CtxServer, params: types.InitializeParams) -> None:
     caller = ls.caller
     raw = params.initialization_options
     if isinstance(raw, dict):
@@ -59,6 +59,8 @@ def initialize(ls: CtxServer, params: types.InitializeParams) -> None:
                                               caller.options.config)
     caller.live.subscribers.append(ls.segment_changed)
     caller.live.start()
+    if ls.state.gateway_starter is not None:  # before the answer, which announces the URLs
+        await ls.state.gateway_starter(caller)
 
 
 def summarizes(params: types.InitializeParams) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -38,6 +38,9 @@ class State:
         self.lanes = Lanes()
         self.policies: dict[str, WorkspacePolicy] = {}
         self.gateway_urls: Any = None  # protocol.GatewayUrls once a gateway listens
+        #: async (caller) -> None: starts the HTTP face when the caller's workspace enables it
+        #: (set by `ctxlayer serve`; the JSON-RPC face calls it at initialize)
+        self.gateway_starter: Callable[[Any], Awaitable[None]] | None = None
         #: the system prompt each session was last assembled with, by (workspace, session id)
         self.system_specs: dict[tuple[str, str], Any] = {}
         #: sessions whose system layers this process has measured

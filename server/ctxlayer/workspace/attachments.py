@@ -1,4 +1,4 @@
-"""Files attached to messages (`Message.files`, T2): read for the trim's enrich stage.
+"""Files attached to messages (`Message.files`): read for the trim's enrich stage.
 
 Owns: resolving each attached path against the workspace (relative paths from its root;
 absolute paths only when inside it), refusing any path that resolves outside it, `..` and

@@ -1,8 +1,9 @@
 --- ctxlayer.client: starts the daemon as a Neovim LSP client and keeps the status fed.
 ---
 --- Owns the daemon command lookup, the workspace root, `vim.lsp.start` with the
---- initialization options of PROTOCOL.md, the handlers for the daemon's notifications and for
---- its `ctx/summarize` request, and the request helpers. It does not format anything (that is
+--- initialization options of PROTOCOL.md (the gateway switch included), reading the daemon's
+--- announcement (modes, default budget and mode, gateway URLs), and the request helpers. The
+--- notification handlers live in handlers.lua. It does not format anything (that is
 --- status.lua) and never blocks the editor except in the explicit `request_sync`.
 
 local config = require("ctxlayer.config")
@@ -54,15 +55,30 @@ function M.root(bufnr)
   return vim.fs.root(bufnr, config.current.root_markers)
 end
 
---- initializationOptions of PROTOCOL.md (camelCase; unset fields left out).
+--- The workspace config overrides sent to the daemon: the user's `config`, plus the gateway
+--- section when `gateway` is on (its table form gives the gateway's own settings).
+function M.config_overrides()
+  local cfg = config.current
+  local overrides = vim.deepcopy(cfg.config or {})
+  if cfg.gateway then
+    local gateway = type(cfg.gateway) == "table" and vim.deepcopy(cfg.gateway) or {}
+    gateway.enabled = true
+    overrides.gateway = vim.tbl_extend("force", overrides.gateway or {}, gateway)
+  end
+  return next(overrides) and overrides or nil
+end
+
+--- initializationOptions of PROTOCOL.md (camelCase; unset fields left out). The mode is not
+--- among them: it can only be checked against the modes the daemon announces in its answer,
+--- and one bad field makes the daemon drop every option (the gateway switch with it); the
+--- session gets the mode instead.
 function M.init_options()
   local cfg = config.current
   return {
     model = cfg.model,
     contextWindow = cfg.context_window,
     reserveOutput = cfg.reserve_output,
-    mode = cfg.mode,
-    config = cfg.config,
+    config = M.config_overrides(),
   }
 end
 
@@ -73,10 +89,36 @@ function M.capabilities()
   return caps
 end
 
+--- What the daemon announced in its initialize result (`capabilities.experimental.ctxlayer`):
+--- methods, model, defaultBudget, defaultMode, modes, gateway. {} when it announced nothing.
+function M.announcement(client)
+  local exp = client and client.server_capabilities and client.server_capabilities.experimental
+  local info = type(exp) == "table" and exp.ctxlayer
+  return type(info) == "table" and info or {}
+end
+
+--- The daemon's mode names, sorted; {} when it does not announce them.
+function M.mode_names(client)
+  local modes = M.announcement(client).modes
+  local names = type(modes) == "table" and vim.tbl_keys(modes) or {}
+  table.sort(names)
+  return names
+end
+
+--- The mode to open the session with: the configured one when the daemon knows it (or does
+--- not list its modes), else nil, which lets the daemon use its default.
+function M.requested_mode(client)
+  local mode = config.current.mode
+  local names = M.mode_names(client)
+  if mode and #names > 0 and not vim.tbl_contains(names, mode) then
+    return nil
+  end
+  return mode
+end
+
 --- The ctxlayer methods the daemon announced in initialize.
 function M.methods(client)
-  local exp = client.server_capabilities and client.server_capabilities.experimental
-  local info = type(exp) == "table" and exp.ctxlayer or {}
+  local info = M.announcement(client)
   local set = {}
   for _, m in ipairs(info.methods or {}) do
     set[m] = true
@@ -209,7 +251,7 @@ function M.open_session(client, done)
   M.request(client, "ctx/session/open", {
     sessionId = M.session_id(client.root_dir),
     model = cfg.model,
-    mode = cfg.mode,
+    mode = M.requested_mode(client),
     budget = cfg.budget,
   }, function(result)
     status.update(client.id, { session_id = result.sessionId, mode = result.mode, model = result.model })
@@ -220,58 +262,32 @@ function M.open_session(client, done)
   end)
 end
 
-M.handlers = {
-  ["ctx/segmentChanged"] = function(_, params, ctx)
-    local state = status.get(ctx.client_id)
-    if not state then
-      return
-    end
-    local segment = vim.tbl_extend("force", state.segment or {}, params)
-    status.update(ctx.client_id, { segment = segment })
-    -- The notification carries figures only; fetch the parts for :Ctxlayer status.
-    local client = vim.lsp.get_client_by_id(ctx.client_id)
-    if client then
-      M.request(client, "ctx/segment", {}, function(full)
-        local now = status.get(ctx.client_id)
-        if now and (not now.segment or (full.version or 0) >= (now.segment.version or 0)) then
-          status.update(ctx.client_id, { segment = full })
-        end
-      end, function() end)
-    end
-  end,
+--- The handlers of the daemon's notifications and requests (handlers.lua).
+M.handlers = require("ctxlayer.handlers")
 
-  ["ctx/budgetChanged"] = function(_, params, ctx)
-    local state = status.get(ctx.client_id)
-    if not state then
-      return
-    end
-    if not state.session_id or (params.sessionId and params.sessionId ~= state.session_id) then
-      return -- another editor's session on the same daemon
-    end
-    status.update(ctx.client_id, { budget = params })
-  end,
-
-  --- The daemon asks the editor's model for a summary (only when setup() got `summarize`).
-  ["ctx/summarize"] = function(_, params)
-    local summarize = config.current.summarize
-    if not summarize then
-      return nil, vim.lsp.rpc_response_error(-32601, "this client has no summarize function")
-    end
-    local ok, text = pcall(summarize, params.messages or {}, params.instructions or "", params.maxTokens)
-    if not ok then
-      return nil, vim.lsp.rpc_response_error(-32603, "summarize failed: " .. tostring(text))
-    end
-    if type(text) ~= "string" then
-      return nil, vim.lsp.rpc_response_error(-32603, "summarize returned " .. type(text) .. ", expected a string")
-    end
-    return { text = text }
-  end,
-}
+--- Say once, naming the field, when the configured mode is not one the daemon announced.
+local function check_mode(client)
+  local mode = config.current.mode
+  local names = M.mode_names(client)
+  if mode and #names > 0 and not vim.tbl_contains(names, mode) then
+    vim.notify(("ctxlayer: opts.mode: %q is not one of the daemon's modes (%s); using its default %q"):format(
+      mode, table.concat(names, ", "), tostring(M.announcement(client).defaultMode or "")
+    ), vim.log.levels.ERROR)
+  end
+end
 
 local function on_init(client)
   local cfg = config.current
+  local announced = M.announcement(client)
   status.ensure(client.id, client.root_dir)
-  status.update(client.id, { limit = cfg.budget, model = cfg.model, mode = cfg.mode })
+  check_mode(client)
+  status.update(client.id, {
+    -- The daemon's defaults, announced in initialize, stand in for what the user left unset.
+    limit = cfg.budget or announced.defaultBudget,
+    model = cfg.model or announced.model,
+    mode = M.requested_mode(client) or announced.defaultMode,
+    gateway = announced.gateway,
+  })
   vim.schedule(function()
     M.open_session(client)
   end)

@@ -18,7 +18,7 @@ local function fail(msg)
 end
 
 --- The running client, or nil after saying how to start one.
-local function running()
+function M.running()
   local c = client.get()
   if not c then
     fail("not running for this buffer; open a file in a workspace or run :Ctxlayer start")
@@ -67,9 +67,12 @@ function M.status_lines(c)
   if f then
     table.insert(lines, ("used %d of %d tokens (%.1f%%, %s)"):format(f.used, f.limit, f.percent, f.source))
   end
+  if f and f.conversation then
+    table.insert(lines, ("live chat %s%s (:Ctxlayer chats, :Ctxlayer why)"):format(f.conversation, status.extras(f)))
+  end
   table.insert(lines, ("model %s, mode %s%s"):format(
     (state.budget and state.budget.model) or state.model or "default",
-    state.mode or config.current.mode or "default",
+    state.mode or client.announcement(c).defaultMode or "default",
     state.session_id and (", session " .. state.session_id) or ""
   ))
   if state.budget and state.budget.byLayer then
@@ -147,7 +150,7 @@ M.subcommands = {}
 M.subcommands.status = {
   desc = "show the budget, layers, segment and last trim",
   run = function()
-    local c = running()
+    local c = M.running()
     if c then
       info(table.concat(M.status_lines(c), "\n"))
     end
@@ -157,7 +160,7 @@ M.subcommands.status = {
 M.subcommands.refresh = {
   desc = "ask the daemon for the segment and budget again",
   run = function()
-    local c = running()
+    local c = M.running()
     if not c then
       return
     end
@@ -169,12 +172,12 @@ M.subcommands.refresh = {
 }
 
 M.subcommands.mode = {
-  desc = "show or set the mode (short, deep, debug)",
+  desc = "show or set the mode (the daemon's modes, e.g. short, deep, debug)",
   complete = function()
-    return config.MODES
+    return client.mode_names(client.get())
   end,
   run = function(args)
-    local c = running()
+    local c = M.running()
     if not c then
       return
     end
@@ -182,14 +185,17 @@ M.subcommands.mode = {
     local mode = args[1]
     if not mode then
       local suggestion = state.mode_suggestion
-      info(("mode %s%s"):format(
-        state.mode or config.current.mode or "default",
-        suggestion and (" (suggested: %s, %s)"):format(suggestion.mode, suggestion.reason) or ""
+      local names = client.mode_names(c)
+      info(("mode %s%s%s"):format(
+        state.mode or client.announcement(c).defaultMode or "default",
+        suggestion and (" (suggested: %s, %s)"):format(suggestion.mode, suggestion.reason) or "",
+        #names > 0 and ("; modes: " .. table.concat(names, ", ")) or ""
       ))
       return
     end
-    if not vim.tbl_contains(config.MODES, mode) then
-      fail(("mode: expected one of %s, got %q"):format(table.concat(config.MODES, ", "), mode))
+    local names = client.mode_names(c)
+    if #names > 0 and not vim.tbl_contains(names, mode) then
+      fail(("mode: expected one of %s, got %q"):format(table.concat(names, ", "), mode))
       return
     end
     local session = need_session(c, "ctx/session/setMode")
@@ -207,7 +213,7 @@ M.subcommands.mode = {
 M.subcommands.rule = {
   desc = "add a rule to the session: :Ctxlayer rule [weight=N] text",
   run = function(args)
-    local c = running()
+    local c = M.running()
     if not c then
       return
     end
@@ -247,7 +253,7 @@ M.subcommands.inspect = {
     return { "text" }
   end,
   run = function(args)
-    local c = running()
+    local c = M.running()
     if not c then
       return
     end
@@ -286,7 +292,7 @@ M.subcommands.inspect = {
 M.subcommands.assemble = {
   desc = "show the assembled prompt in a buffer",
   run = function()
-    local c = running()
+    local c = M.running()
     if not c then
       return
     end
@@ -323,6 +329,11 @@ M.subcommands.restart = {
     info(id and ("restarted (client %d)"):format(id) or "not restarted: no workspace here")
   end,
 }
+
+-- The live chat's subcommands (gateway, chats, why) live in chat_commands.lua.
+for name, sub in pairs(require("ctxlayer.chat_commands")) do
+  M.subcommands[name] = sub
+end
 
 M.subcommands.log = {
   desc = "open Neovim's LSP log (the daemon's stderr goes there)",

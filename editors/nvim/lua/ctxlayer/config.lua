@@ -6,15 +6,13 @@
 
 local M = {}
 
-M.MODES = { "short", "deep", "debug" }
-
 ---@class ctxlayer.Opts
 ---@field cmd? string[] daemon command; default: the workspace venv's `ctxlayer serve`, else PATH
 ---@field model? string model name sent to the daemon (e.g. "gpt-4o"); default: the daemon's
 ---@field budget? integer tokens the assembled prompt may use; default: window - reserve
 ---@field context_window? integer override of the model's context window
 ---@field reserve_output? integer tokens kept free for the answer
----@field mode? "short"|"deep"|"debug" session mode
+---@field mode? string session mode, one of the daemon's (its announcement lists them); default: the daemon's
 ---@field config? table overrides of the workspace's ctxlayer.toml
 ---@field summarize? fun(messages: table[], instructions: string, max_tokens: integer): string
 ---@field root_markers? string[] files that mark a workspace root, tried in order
@@ -22,6 +20,8 @@ M.MODES = { "short", "deep", "debug" }
 ---@field session? boolean open a session when the daemon supports sessions
 ---@field open? fun(path: string) opens the inspector page; default: vim.ui.open
 ---@field timeout_ms? integer timeout of synchronous requests
+---@field gateway? boolean|table run the daemon's HTTP gateway (a table: its settings, e.g. openai_base_url)
+---@field notify_compaction? boolean one-line notice when a live chat was compacted
 
 M.defaults = {
   cmd = nil,
@@ -37,6 +37,10 @@ M.defaults = {
   session = true,
   open = nil,
   timeout_ms = 10000,
+  -- On by default: the ready-made chat setups need it, it listens on loopback only, on a port
+  -- the system picks, and forwards nothing until a chat plugin is pointed at it.
+  gateway = true,
+  notify_compaction = true,
 }
 
 --- One check per field: returns nil when the value is acceptable, else what was expected.
@@ -81,9 +85,10 @@ local checks = {
   budget = positive_int,
   context_window = positive_int,
   reserve_output = non_negative_int,
+  -- The daemon owns the mode table; the name is checked against its announcement once it runs.
   mode = function(v)
-    if not vim.tbl_contains(M.MODES, v) then
-      return "one of " .. table.concat(M.MODES, ", ")
+    if type(v) ~= "string" or not v:match("^%a[%w_-]*$") then
+      return "a mode name (e.g. \"deep\"; :Ctxlayer mode lists the daemon's)"
     end
   end,
   config = kind("table"),
@@ -93,6 +98,12 @@ local checks = {
   session = kind("boolean"),
   open = kind("function"),
   timeout_ms = positive_int,
+  gateway = function(v)
+    if type(v) ~= "boolean" and type(v) ~= "table" then
+      return "true, false or a table of gateway settings"
+    end
+  end,
+  notify_compaction = kind("boolean"),
 }
 
 --- Validate user options against the defaults.

@@ -2,7 +2,7 @@
 ---
 --- Reports the Neovim version, whether the options are valid, whether the daemon is found and
 --- which version it is (`ctxlayer --version`), whether a client is attached and answering,
---- and where the logs are. It only reads; it never starts or stops the daemon.
+--- whether its HTTP gateway runs and answers, and where the logs are. It only reads; it never starts or stops the daemon.
 
 local M = {}
 
@@ -82,6 +82,33 @@ local function check_clients()
   end
 end
 
+--- The gateway of each running daemon: its URLs, and whether it answers GET /health.
+local function check_gateway()
+  local clients = vim.lsp.get_clients({ name = "ctxlayer" })
+  local gateway = require("ctxlayer.gateway")
+  local wanted = require("ctxlayer.config").current.gateway
+  if #clients == 0 then
+    health.info(wanted and "the gateway starts with the daemon (setup option `gateway`)" or gateway.OFF)
+    return
+  end
+  for _, c in ipairs(clients) do
+    local announced = require("ctxlayer.client").announcement(c).gateway
+    if type(announced) == "table" and announced.openai then
+      local ok, detail = gateway.probe(announced)
+      local msg = ("client %d gateway: openai %s, anthropic %s"):format(c.id, announced.openai, announced.anthropic)
+      if ok then
+        health.ok(("%s (%s)"):format(msg, detail))
+      else
+        health.error(("%s: %s"):format(msg, detail), { "see :Ctxlayer log; :Ctxlayer restart starts it again" })
+      end
+    elseif wanted then
+      health.warn(("client %d: %s"):format(c.id, gateway.NOT_STARTED))
+    else
+      health.info(("client %d: %s"):format(c.id, gateway.OFF))
+    end
+  end
+end
+
 local function check_logs()
   local paths = require("ctxlayer.client").log_paths()
   health.info("Neovim LSP log (the daemon's stderr): " .. paths.lsp)
@@ -97,6 +124,8 @@ function M.check()
   check_daemon()
   health.start("ctxlayer: clients")
   check_clients()
+  health.start("ctxlayer: gateway")
+  check_gateway()
   health.start("ctxlayer: logs")
   check_logs()
 end

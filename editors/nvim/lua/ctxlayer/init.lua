@@ -2,8 +2,8 @@
 ---
 --- Owns `setup(opts)` (checks the Neovim version, validates options, installs the autostart
 --- autocmds) and the functions other plugins call: `statusline()`, `statusline_hl()`, `lualine()`, `budget()`,
---- `request()`, `count()`, `trim()`, `assemble()`, `client()`, `start()`, `stop()`,
---- `restart()`. Submodules are required lazily so `require("ctxlayer")` stays cheap.
+--- `request()`, `count()`, `trim()`, `assemble()`, `gateway()`, `client()`, `start()`, `stop()`,
+--- `restart()`. The ready-made chat plugin setups are `require("ctxlayer.setups")`. Submodules are required lazily so `require("ctxlayer")` stays cheap.
 --- The context logic itself lives in the daemon; nothing here counts or trims.
 
 local M = {}
@@ -127,6 +127,14 @@ function M.request(method, params, on_result)
     return client.request(c, method, params, on_result)
   end
   return client.request_sync(c, method, params)
+end
+
+--- The HTTP gateway's base URLs `{ openai = "http://127.0.0.1:N/v1", anthropic = "http://127.0.0.1:N" }`
+--- (point a chat plugin at them), or nil and a message saying how to turn the gateway on.
+--- Starts the daemon for the cwd's workspace when none runs, waiting up to timeout_ms.
+---@param opts? {timeout_ms?: integer, start?: boolean}
+function M.gateway(opts)
+  return require("ctxlayer.gateway").urls(opts)
 end
 
 --- Count tokens of texts (blocking): returns the ctx/count result {tokens, total}, err.

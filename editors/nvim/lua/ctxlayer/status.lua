@@ -17,6 +17,9 @@ local M = {}
 ---@field mode? string
 ---@field mode_suggestion? table
 ---@field error? string
+---@field chat? table Budget of the live chat: the conversation that last went through the daemon
+---@field chats? table<string, table> Budget of each conversation seen, by conversationId
+---@field gateway? table the gateway's {openai, anthropic} URLs when the daemon runs it
 
 ---@type table<integer, ctxlayer.State>
 M.by_client = {}
@@ -84,9 +87,26 @@ function M.figures(state)
   if not state then
     return nil
   end
+  if state.chat then
+    -- A live chat is what the model really receives: it wins over the workspace's figure.
+    local c = state.chat
+    local limit = c.limit or 0
+    return {
+      used = c.used,
+      limit = limit,
+      percent = c.percent or (limit > 0 and c.used * 100 / limit or 0),
+      source = c.source ~= vim.NIL and c.source or "gateway",
+      conversation = c.conversationId,
+      cached = c.cachedTokens ~= vim.NIL and c.cachedTokens or nil,
+      band = c.errorBand ~= vim.NIL and c.errorBand or nil,
+    }
+  end
   if state.budget then
     local b = state.budget
     return { used = b.used, limit = b.limit, percent = b.percent, source = "session" }
+  end
+  if state.session_id and not state.error then
+    return nil -- the session's budget is on its way: no other figure meanwhile
   end
   if not state.segment or not state.limit then
     return nil
@@ -94,6 +114,20 @@ function M.figures(state)
   local used = state.segment.tokens + (state.last_trim and state.last_trim.tokens or 0)
   local percent = state.limit > 0 and used * 100 / state.limit or 0
   return { used = used, limit = state.limit, percent = percent, source = "segment" }
+end
+
+--- What a live chat adds after its figure: " (4.1k cached, ±2%)", or "" when neither is known.
+--- The band is the spread of the provider's billed counts around ours (a fraction).
+function M.extras(f)
+  local parts = {}
+  if f.cached and f.cached > 0 then
+    table.insert(parts, M.human(f.cached) .. " cached")
+  end
+  local band = f.band and math.floor(f.band * 100 + 0.5) or 0
+  if band > 0 then
+    table.insert(parts, ("±%d%%"):format(band))
+  end
+  return #parts > 0 and (" (" .. table.concat(parts, ", ") .. ")") or ""
 end
 
 --- warn from 70%, error from 90% (the VS Code status bar uses the same bands).
@@ -130,7 +164,8 @@ function M.current_client_id(bufnr)
   return best
 end
 
---- e.g. "ctx 42.1k/128k 33%"; "ctx …" while starting; "" when no daemon serves this buffer.
+--- e.g. "ctx 42.1k/128k 33%", or for a live chat "ctx chat 12k/128k 9% (4.1k cached, ±2%)";
+--- "ctx …" while starting; "" when no daemon serves this buffer.
 ---@param opts? {highlight?: boolean, bufnr?: integer}
 function M.text(opts)
   opts = opts or {}
@@ -146,7 +181,10 @@ function M.text(opts)
   if not f then
     return "ctx …"
   end
-  local text = ("ctx %s/%s %d%%"):format(M.human(f.used), M.human(f.limit), math.floor(f.percent + 0.5))
+  local text = ("ctx %s%s/%s %d%%"):format(
+    f.conversation and "chat " or "", M.human(f.used), M.human(f.limit), math.floor(f.percent + 0.5)
+  )
+  text = text .. M.extras(f)
   if opts.highlight then
     -- Statusline code: the percent sign of the figure must be doubled.
     return ("%%#%s#%s%%*"):format(M.highlights[M.level(f.percent)], (text:gsub("%%", "%%%%")))

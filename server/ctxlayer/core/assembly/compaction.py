@@ -34,6 +34,7 @@ import msgspec
 from ctxlayer.core.assembly import actions as act
 from ctxlayer.core.assembly import constraints as hc
 from ctxlayer.core.assembly.history import History
+from ctxlayer.core.assembly.policy import CompactionPolicy
 from ctxlayer.core.assembly.stages import run_cheap_stages
 from ctxlayer.core.assembly.state import (
     Compaction,
@@ -58,23 +59,6 @@ from ctxlayer.core.compress.ledger import (
 from ctxlayer.core.text import describe
 from ctxlayer.core.tokens import Tokenizer, message_tokens
 from ctxlayer.protocol import AuditEntry, Message
-
-
-class CompactionPolicy(msgspec.Struct, frozen=True, kw_only=True):
-    trigger: float = 1.0  # of the history share: past it, compaction runs
-    target: float = 0.88  # of the history share: what summary plus verbatim tail fill
-    keep_recent: int = 6  # the cheap stages never touch these newest messages
-    tool_output_cap: int = 1000
-    dedup_min_tokens: int = 32
-    extractive_min_tokens: int = 200
-    summary_max_tokens: int = 1000
-    summary_share: float = 0.20  # of the history share, for decided/open/details
-    constraint_share: float = 0.08  # for the hard constraints kept verbatim
-    request_share: float = 0.10  # for the newest user message replaced
-    action_share: float = 0.12  # for the action log
-    ledger_share: float = 0.35  # for the facts ledger
-    chars_per_token: int = 3  # a conservative guess for sizing parts in characters
-
 
 __all__ = [
     "Compaction", "CompactionPolicy", "Rewrite", "Sizes", "apply_summary", "covered_messages",

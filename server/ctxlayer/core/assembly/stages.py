@@ -30,7 +30,7 @@ from ctxlayer.core.tokens import Tokenizer, message_tokens
 from ctxlayer.protocol import AuditEntry, Message
 
 if TYPE_CHECKING:
-    from ctxlayer.core.assembly.compaction import CompactionPolicy
+    from ctxlayer.core.assembly.policy import CompactionPolicy
 
 
 def _audit(msg: Message, index: int, action: str, reason: str, before: int, after: int):

@@ -1,5 +1,5 @@
 """The pure compression toolkit: JSON outlines, log sanitizing, tool-output fitting, extractive
-prose compression, information density and structured facts (T7, T8, T10, T13, Z5).
+prose compression, information density and structured facts.
 
 Every function here is deterministic, linear (or n log n) in its input, and never raises on any
 string. Nothing here counts tokens itself: where a cap is in tokens, the caller injects a counter.

@@ -1,4 +1,4 @@
-"""Information density (T13): how compressible a text is, and how much of it is new.
+"""Information density: how compressible a text is, and how much of it is new.
 
 Owns `compression_ratio`, `NoveltyIndex` and the two thresholds. Pure and linear; the index
 stores one integer per distinct shingle (not the text), so its memory is constant per shingle.
@@ -8,7 +8,7 @@ and digits, and every CJK character counts as a word (CJK text has no spaces). A
 than a window is one shingle of all its words. Shingles are hashed with a polynomial rolling
 hash over per-word CRC32s, so the hashes are the same in every process (no salted `hash()`).
 
-Reading novelty (seed 000, gptme's incremental compression analysis):
+Reading novelty (gptme's incremental compression analysis):
   novelty < REPEATED_BELOW (0.3): mostly already in context, the first compression target;
   novelty > NEW_ABOVE (0.7): new information, keep it.
 A text with no words has novelty 0.0 (it adds nothing).

@@ -1,4 +1,4 @@
-"""Adaptive extractive compression (T10): classify the task, keep the best sentences of prose.
+"""Adaptive extractive compression: classify the task, keep the best sentences of prose.
 
 Owns `TaskKind`, `classify_task`, `KEEP_RATIO`, `compress_prose` and `strip_reasoning`.
 Pure and deterministic; sentence scoring is a single pass and selection one sort, so the cost
@@ -29,7 +29,7 @@ __all__ = ["KEEP_RATIO", "TaskKind", "classify_task", "compress_prose", "strip_r
 
 TaskKind = Literal["diagnostic", "fix", "implementation", "exploration", "refactor"]
 
-#: Share of compressible prose kept per task kind (seed 000, gptme's COMPRESSION_RATIOS).
+#: Share of compressible prose kept per task kind (gptme's COMPRESSION_RATIOS).
 KEEP_RATIO: dict[str, float] = {
     "diagnostic": 0.12,
     "fix": 0.17,

@@ -1,4 +1,4 @@
-"""JSON outlines (T8): a large JSON tool output becomes its key paths, counts and examples.
+"""JSON outlines: a large JSON tool output becomes its key paths, counts and examples.
 
 Owns `outline_json`. It must stay pure, never raise, and stay near-linear in the input: the
 document is decoded once (msgspec), then a bounded walk merges the items of each list into one

@@ -1,4 +1,4 @@
-"""Log sanitizing (Z5): noise out, errors and the key stack lines in, repeats counted.
+"""Log sanitizing: noise out, errors and the key stack lines in, repeats counted.
 
 Owns `looks_like_log` and `sanitize_log`. Pure and linear: every regex here is anchored or
 bounded (no nested quantifiers), each line is visited a constant number of times, and nothing

@@ -1,4 +1,4 @@
-"""Tool-output compression (T8, Z5): fit one tool result into a token cap.
+"""Tool-output compression: fit one tool result into a token cap.
 
 Owns `compress_tool_output` and `CompressedOutput`. The strategy is fixed and in this order:
 a JSON outline (`json_outline`), a sanitized log (`logs`), else head and tail lines around a

@@ -1,4 +1,4 @@
-"""The layered system prompt (requirements L1-L7): core, cacheable and dynamic sections, the
+"""The layered system prompt: core, cacheable and dynamic sections, the
 cache boundary between them, tool instructions in three formats, skills and history.
 
 Pure: the builder takes everything already gathered (workspace parts, skills, command output,
@@ -18,7 +18,7 @@ from .spec import (
 )
 from .texts import CACHE_BOUNDARY
 from .tools import NATIVE_DESCRIPTION_CAP, cut_at_word, native_tool_descriptions
-from .volatile import is_cacheable_stable, volatile_findings
+from .volatile import volatile_findings
 
 __all__ = [
     "CACHE_BOUNDARY",
@@ -30,7 +30,6 @@ __all__ = [
     "SystemPrompt",
     "build_system_prompt",
     "cut_at_word",
-    "is_cacheable_stable",
     "native_tool_descriptions",
     "render_digest",
     "select_history",

@@ -1,11 +1,12 @@
-"""build_system_prompt: the layered system prompt (L1-L7) from a PromptSpec.
+"""build_system_prompt: the layered system prompt from a PromptSpec.
 
 Owns the order and the framing of the sections; the texts live in texts.py, the tool formats
 in tools.py, the history rule in history.py. Pure: it never reads files, the clock or the
 environment; the workspace parts, skills, context command output and history digests arrive
 already gathered.
 
-Layout, most stable first (L1, L2):
+Layout, most stable first, so a change invalidates as little of the provider's cached
+prefix as possible:
   ctx:core       identity (+ working mode, + thinking), tools, user   -- ONE message
   ctx:workspace  workspace parts, in the order given                   -- cacheable
   ctx:skills     skills summary                                        -- cacheable

@@ -1,4 +1,4 @@
-"""The cross-session history section (L7): which earlier conversations, and how each reads.
+"""The cross-session history section: which earlier conversations, and how each reads.
 
 Owns the selection rule and the rendering. Input digests are oldest first; so is the output.
 The rule (gptme's): look at the last `max_considered` (20) conversations, drop the short ones
@@ -25,7 +25,7 @@ def select_history(
     max_considered: int = 20,
     min_messages: int = 4,
 ) -> list[ConversationDigest]:
-    """The digests L7 keeps, oldest first."""
+    """The digests the history section keeps, oldest first."""
     for field, value in (("keep", keep), ("maxConsidered", max_considered),
                          ("minMessages", min_messages)):
         if value < 0:

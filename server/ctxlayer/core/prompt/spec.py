@@ -7,8 +7,6 @@ the model table that fills ModelTraits lives outside the core.
 
 from __future__ import annotations
 
-from typing import Literal
-
 import msgspec
 
 from ctxlayer.protocol import (
@@ -21,9 +19,8 @@ from ctxlayer.protocol import (
     ToolSpec,
 )
 
-#: Names of the components a selective prompt may include (L5). `skills` and `history` are
+#: Names of the components a selective prompt may include. `skills` and `history` are
 #: ctxlayer additions: in selective mode they too are kept only when listed.
-IncludeName = Literal["files", "cmd", "tree", "git", "agent", "skills", "history"]
 INCLUDE_NAMES: tuple[str, ...] = ("files", "cmd", "tree", "git", "agent", "skills", "history")
 #: include name -> workspace part name
 INCLUDE_PARTS: dict[str, str] = {
@@ -49,7 +46,7 @@ class ModelTraits(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Skill(msgspec.Struct, frozen=True):
-    """A skill the model can read on demand (L6): only name, description and path go in."""
+    """A skill the model can read on demand: only name, description and path go in."""
 
     name: str
     description: str
@@ -57,7 +54,7 @@ class Skill(msgspec.Struct, frozen=True):
 
 
 class ConversationDigest(msgspec.Struct, frozen=True):
-    """One earlier conversation, as the history section (L7) needs it."""
+    """One earlier conversation, as the history section needs it."""
 
     title: str
     first_user: str

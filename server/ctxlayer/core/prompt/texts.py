@@ -1,4 +1,4 @@
-"""The fixed guidance texts of the system prompt, each in a full and a compact variant (L3).
+"""The fixed guidance texts of the system prompt, each in a full and a compact variant.
 
 Owns wording only: which text goes where is decided by build.py and tools.py. Every text here
 is constant, so the core section it lands in stays byte-identical from turn to turn (the
@@ -131,7 +131,7 @@ HISTORY = Variants(
     compact="# Earlier conversations\n\nRecent conversations, oldest first, for continuity.",
 )
 
-#: The marker between cacheable and dynamic content (L2), as gptme 0.35.1 words it.
+#: The marker between cacheable and dynamic content, as gptme 0.35.1 words it.
 CACHE_BOUNDARY = (
     "# System Prompt Cache Boundary\n"
     "Static bootstrap content ends above. Session-volatile context starts below."

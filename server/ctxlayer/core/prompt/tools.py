@@ -1,4 +1,4 @@
-"""Tool instructions in the three tool formats (L4): markdown, xml and native "tool".
+"""Tool instructions in the three tool formats: markdown, xml and native "tool".
 
 Owns the tools section's text and the native description cap. Overrides come from
 PromptSpec.tool_format_overrides: "<format>" replaces the generated wrapper text of that

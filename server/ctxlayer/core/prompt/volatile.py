@@ -38,8 +38,3 @@ def volatile_findings(text: str) -> list[str]:
             break
         covered += [m.span() for m in pattern.finditer(text)]
     return found
-
-
-def is_cacheable_stable(text: str) -> bool:
-    """True when nothing in `text` looks like it changes with time."""
-    return not volatile_findings(text)

@@ -5,28 +5,30 @@ included), an injected counter. Output: a TrimReport with the kept messages in o
 exact total, and an AuditEntry for every message dropped or shortened, with its reason.
 
 Stages, in order (both strategies):
-1. enrich (T2): attached files are embedded (the caller read them); a file attached again
+1. enrich: attached files are embedded (the caller read them); a file attached again
    unchanged becomes a reference to its first copy.
 2. orphans: a tool result whose call is not in the conversation is dropped. From here on a tool
    call and its results live and die together.
-3. prune (T4): an ephemeral message is dropped once `ephemeral_ttl` assistant turns followed it.
+3. prune: an ephemeral message is dropped once `ephemeral_ttl` assistant turns followed it.
    Pinned messages never. Nothing is merged, so a reply never inherits its thinking's TTL.
 With `rewrite_when_fits` off (provider formats: a request that fits is sent as it came),
 stages 4 and 5 run only when the conversation is over the budget.
-4. reasoning (T10): <think>/<reasoning> blocks of earlier assistant turns are stripped.
-5. dedup (T9): a later copy of the same tool output or document becomes a reference to the first
+4. reasoning: <think>/<reasoning> blocks of earlier assistant turns are stripped.
+5. dedup: a later copy of the same tool output or document becomes a reference to the first
    copy (cache-friendly: the prefix does not change); if the fit drops the first copy, the
    earliest surviving copy gets its content back.
 Then the fit:
 Shortening a message means: a tool output over `tool_output_cap` tokens becomes its outline
-(T8: JSON key paths and counts, a log's errors and key stack lines, head and tail lines); any
-other message has the middles of its long code/details blocks cut (T3). It happens only when
+(JSON key paths and counts, a log's errors and key stack lines, head and tail lines); any
+other message has the middles of its long code/details blocks cut. It happens only when
 over budget, longest first, before any history is dropped for it.
 - `pipeline`: reduce (while over budget, shorten the longest messages first, skipping any that
-  cannot be cut; only messages that could still be kept are candidates) then limit (T5: keep the leading system block and pinned messages, fill
-  from newest to oldest by whole groups, skipping a group that does not fit).
-Retrieved documents are capped in number and size first (T12). Then:
-- `priority` (T6): cut P3 documents first, then
+  cannot be cut; only messages that could still be kept are candidates) then limit (keep the
+  leading system block and pinned messages, fill from newest to oldest by whole groups,
+  skipping a group that does not fit).
+Retrieved documents are capped in number and size first, so retrieval never fills the budget
+before history. Then:
+- `priority`: cut P3 documents first, then
   P2 older history (truncate, then drop oldest first), then P1 recent messages; P0 (system and
   pinned) never.
 The newest user message (the question) is always kept: when it alone does not fit beside the
@@ -61,8 +63,8 @@ class TrimOptions(msgspec.Struct, frozen=True, kw_only=True):
     tool_output_cap: int | None = None  # tokens; None: budget / 16, at least 256
     dedup_min_tokens: int = 32
     recent: int = 8  # priority: the newest messages in P1
-    max_docs: int = 8  # T12
-    doc_share: float = 0.1  # T12: a document's cap as a share of the budget
+    max_docs: int = 8  # retrieved documents kept at most
+    doc_share: float = 0.1  # a document's cap as a share of the budget
     #: the newest user message is kept (shortened if it must be); off only for a caller that
     #: fits a slice of history whose question it keeps itself
     keep_question: bool = True

@@ -1,5 +1,6 @@
-"""Fitting a conversation into its budget: the Shortener (T3, T8, T10), `reduce` + `limit`
-(the pipeline strategy, T3/T5); the priority strategy (T6) builds on these in priority.py.
+"""Fitting a conversation into its budget: the Shortener (block truncation, tool-output
+outlines, prose condensing), `reduce` + `limit` (the pipeline strategy); the priority
+strategy builds on these in priority.py.
 
 Both share three rules: pinned messages and the leading system block are kept (they alone over
 the budget is a ContextError, never a silent overflow); a tool call and its results are kept or
@@ -46,9 +47,9 @@ def truncatable(w: Work, i: int) -> bool:
 
 
 class Shortener:
-    """How one message gets shorter: a tool output over its cap becomes its outline (T8: JSON
+    """How one message gets shorter: a tool output over its cap becomes its outline (JSON
     key paths and counts, a log's errors and key stack lines, or head and tail lines); any other
-    message has the middles of its long code/details blocks cut (T3). Results are memoised by
+    message has the middles of its long code/details blocks cut. Results are memoised by
     content, so a warm re-trim derives nothing twice."""
 
     def __init__(self, w: Work, memo: Memo, head: int, tail: int, tool_cap: int) -> None:
@@ -113,7 +114,7 @@ class Shortener:
                          f"room left: kept its {kept} in {body} tokens")
 
     def condense(self, i: int, ratio: float, keywords: tuple[str, ...], why: str) -> int:
-        """T10: keep about `ratio` of the message's prose, best sentences first, code whole."""
+        """Keep about `ratio` of the message's prose, best sentences first, code whole."""
         w = self.w
         if not truncatable(w, i) or w.msgs[i].role not in ("user", "assistant"):
             return 0
@@ -175,8 +176,9 @@ def fit_fixed(w: Work, fixed: set[int], budget: int, sh: Shortener) -> int:
 
 
 def reduce(w: Work, budget: int, sh: Shortener) -> None:
-    """T3/T8, bounded: only messages that could still be kept once shortened are candidates, so
-    a 1M-token chat is not compressed message by message before most of it is dropped."""
+    """Shorten the longest messages while over budget, bounded: only messages that could still
+    be kept once shortened are candidates, so a 1M-token chat is not compressed message by
+    message before most of it is dropped."""
     if w.total <= budget:
         return
     fixed = fixed_set(w)
@@ -196,7 +198,7 @@ def reduce(w: Work, budget: int, sh: Shortener) -> None:
 
 
 def limit(w: Work, budget: int) -> None:
-    """T5: keep the fixed set, then fill from newest to oldest by whole groups; a group that does
+    """Keep the fixed set, then fill from newest to oldest by whole groups; a group that does
     not fit is dropped and older, smaller ones still get the room (gptme stops at the first)."""
     fixed = fixed_set(w)
     room = check_fixed(w, fixed, budget)

@@ -1,4 +1,4 @@
-"""The priority strategy (T6, T10, T12, T13): retrieved documents capped in number and size,
+"""The priority strategy: retrieved documents capped in number and size,
 then P3 documents cut first, then P2 older history (repeated and old prose condensed, the
 longest shortened, then the oldest dropped), then P1 recent messages; P0 never.
 """
@@ -13,7 +13,8 @@ from ctxlayer.core.trim.work import Work
 
 
 def _task(w: Work) -> tuple[TaskKind, tuple[str, ...]]:
-    """The task the latest user message asks for, and its significant words (T10)."""
+    """The task the latest user message asks for, and its significant words: they decide how much
+    prose is kept and which sentences score."""
     latest = next((w.content[i] for i in range(len(w.msgs) - 1, -1, -1)
                    if w.msgs[i].role == "user" and w.alive[i]), "")
     words = tuple(sorted({t for t in latest.replace("`", " ").split() if len(t) >= 5})[:50])
@@ -21,9 +22,9 @@ def _task(w: Work) -> tuple[TaskKind, tuple[str, ...]]:
 
 
 def condense_history(w: Work, candidates: list[int], over: int, sh: Shortener) -> int:
-    """T13 then T10 on older history: messages that mostly repeat what came before (novelty
-    below REPEATED_BELOW) are condensed first, then any prose that is not new information
-    (novelty up to NEW_ABOVE), oldest first; new information is left whole."""
+    """Density, then extractive compression, on older history: messages that mostly repeat
+    what came before (novelty below REPEATED_BELOW) are condensed first, then any prose that is
+    not new information (novelty up to NEW_ABOVE), oldest first; new information is left whole."""
     if over <= 0 or not candidates:
         return over
     kind, words = _task(w)
@@ -46,7 +47,7 @@ def condense_history(w: Work, candidates: list[int], over: int, sh: Shortener) -
 
 
 def priority_fit(w: Work, budget: int, sh: Shortener, recent: int) -> None:
-    """T6: cut P3 (documents) first, then P2 (older history: condense repeated and old prose,
+    """Cut P3 (documents) first, then P2 (older history: condense repeated and old prose,
     shorten the longest, then drop oldest), then P1 (recent: shorten, then drop oldest); P0
     (system, pinned) never."""
     fixed = fixed_set(w, every_system=True)
@@ -121,7 +122,7 @@ def _allocate(w: Work, budget: int, classes: list[tuple[list[int], str]]) -> Non
 
 
 def cap_docs(w: Work, budget: int, max_count: int, item_share: float) -> None:
-    """T12: retrieved documents are capped in number and in size per item, so retrieval never
+    """Retrieved documents are capped in number and in size per item, so retrieval never
     fills the pool before history."""
     cap = max(1, int(budget * item_share))
     docs = [i for i, m in enumerate(w.msgs) if w.alive[i] and m.kind == "doc" and not m.pinned]

@@ -1,5 +1,5 @@
-"""The stages that run before the fit: enrich (T2), prune expired ephemeral messages (T4),
-strip old reasoning (T10) and deduplicate repeated content (T9). Each records what it did on
+"""The stages that run before the fit: enrich, prune expired ephemeral messages,
+strip old reasoning and deduplicate repeated content. Each records what it did on
 the Work.
 """
 
@@ -19,7 +19,7 @@ _REASONING_TAGS = ("<think", "<reasoning")
 
 
 def enrich(messages: Sequence[Message], attachments: Mapping[str, str]) -> list[Message]:
-    """Embed attached files' contents into their messages (T2). A file attached again with the
+    """Embed attached files' contents into their messages. A file attached again with the
     same content becomes a reference to its first copy; the caller resolved and read the files
     (paths outside the workspace never reach here)."""
     if not any(m.files for m in messages):

@@ -1,4 +1,4 @@
-"""Truncating long blocks inside one message (T3): the middle of every long fenced code block
+"""Truncating long blocks inside one message: the middle of every long fenced code block
 and every long <details> block becomes a `[...]` line; `head` and `tail` lines stay.
 
 A block is long when cutting it would remove at least `min_cut` lines, so truncating a

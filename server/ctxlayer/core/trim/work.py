@@ -142,7 +142,3 @@ class Work:
                 c = self.content[i]
                 out.append(m if c is m.content else msgspec.structs.replace(m, content=c))
         return out
-
-    def is_fixed(self, i: int) -> bool:
-        """Pinned messages are never cut nor dropped."""
-        return self.msgs[i].pinned

@@ -1,4 +1,4 @@
-"""Zones of a session's memory (seed 003): rules (A), working items (B), task modes.
+"""Zones of a session's memory: rules (A), working items (B), task modes.
 
 - rules.py: weights, the top-weight prefix, the cap of 12 and demotion, the imperative warning;
 - working.py + references.py: heat decay per turn, compression, removal, reference reset;

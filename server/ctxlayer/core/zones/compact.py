@@ -1,4 +1,4 @@
-"""Compressing a cooled working item to about a quarter, structured facts kept (Z2, seed 003 5.2).
+"""Compressing a cooled working item to about a quarter, structured facts kept.
 
 The short form is the item's facts ledger (error codes, line numbers, paths, module and
 function names, parameter and return types, numbers) followed by an extractive compression of

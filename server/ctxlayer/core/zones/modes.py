@@ -1,9 +1,10 @@
-"""Task modes (Z3) and the mode suggestion from trigger words (Z4).
+"""Task modes and the mode suggestion from trigger words.
 
 A mode gives the share of the zone cap each zone may use and the cap itself: short
 (A 0.2, B 0.5, 2,000 tokens), deep (A 0.4, B 0.8, 8,000), debug (A 0.1, B 0.9, 4,000).
 The shares are maxima and add up to more than 1: together the two zones never exceed the cap.
-The daemon only suggests a mode; it never switches by itself (seed 003, section 3.3).
+The daemon only suggests a mode; it never switches by itself: the user knows
+what the next question is, trigger words only guess.
 Must not: read config files (the caller passes the table in).
 """
 
@@ -45,7 +46,8 @@ def zone_limits(spec: ModeSpec, room: int) -> ZoneLimits:
     )
 
 
-#: trigger words -> mode, most specific first (seed 003 section 3.3; Z4)
+#: trigger words -> mode, most specific first, so "fix this bug while
+#: refactoring" suggests debug
 TRIGGERS: tuple[tuple[Mode, re.Pattern[str]], ...] = (
     (
         "debug",

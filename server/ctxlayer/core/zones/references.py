@@ -1,4 +1,4 @@
-"""Reference detection for zone B (Z2): does a later reply mention a working item?
+"""Reference detection for zone B: does a later reply mention a working item?
 
 An item's reference keys are taken once, when it enters the zone: paths, identifiers
 (snake_case, camelCase, dotted.names, CONSTANTS), error codes, quoted strings, and its

@@ -1,4 +1,4 @@
-"""Zone A: long-term rules (Z1).
+"""Zone A: long-term rules.
 
 Owns the placement of rules: highest weight first, the top-weight rules marked with a prefix
 (``__RULE__``), at most ``max_rules`` kept in zone A and the rest demoted to zone B, and the
@@ -83,7 +83,7 @@ def imperative_warning(text: str) -> str | None:
     """A warning when a rule reads as a description rather than an order, else None.
 
     Rules in the imperative ("Never use `any`") are followed more reliably than descriptions
-    ("the project usually avoids `any`"): seed 003, section 4.3.
+    ("the project usually avoids `any`"), so the warning suggests the imperative form.
     """
     stripped = text.strip().lstrip("-*• ").strip()
     if not stripped:

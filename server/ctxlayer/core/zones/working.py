@@ -1,4 +1,4 @@
-"""Zone B: working items, their heat, decay, compression and removal (Z2).
+"""Zone B: working items, their heat, decay, compression and removal.
 
 Each turn (one assistant reply) every item's heat is multiplied by ``factor`` (0.7) unless
 the reply refers to it (see references.py), which resets its heat to 1.0 and restores its
@@ -6,7 +6,7 @@ full text. Below ``compress_below`` (0.34) an item is shown compressed to about 
 structured facts kept; below ``remove_below`` (0.1) it is removed, unless it was added with
 ``optional = False``: such an item is compressed but never removed.
 
-The comparisons are strict, as REQUIREMENTS Z2 states them: 0.7**3 = 0.343 is not below
+The comparisons are strict, as the design states them ("below 0.34"): 0.7**3 = 0.343 is not below
 0.34, so an unreferenced item is compressed after its 4th turn and removed after its 7th
 (0.7**7 = 0.082); the thresholds are configurable.
 

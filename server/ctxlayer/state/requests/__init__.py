@@ -39,7 +39,7 @@ REQUESTS: dict[str, Request] = {
     "ctx/systemPrompt": Request(workspace.system_prompt, "loop"),
     "ctx/count": Request(counting.count, "loop"),
     "ctx/trim": Request(counting.trim, "loop"),
-    "ctx/session/open": Request(sessions.open_session, "loop"),
+    "ctx/session/open": Request(sessions.open_session, "loop", lane=by_session),
     "ctx/session/append": Request(sessions.append, "loop", lane=by_session),
     "ctx/session/addItem": Request(sessions.add_item, "loop", lane=by_session),
     "ctx/session/addRule": Request(sessions.add_rule, "loop", lane=by_session),

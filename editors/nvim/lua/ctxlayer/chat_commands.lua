@@ -1,0 +1,73 @@
+--- ctxlayer.chat_commands: the `:Ctxlayer` subcommands about live chats: `gateway`, `chats`
+--- and `why`. commands.lua merges them into its table; like it, they hold no state.
+
+local client = require("ctxlayer.client")
+local status = require("ctxlayer.status")
+
+local M = {}
+
+local function commands()
+  return require("ctxlayer.commands")
+end
+
+local function fail(msg)
+  vim.notify("ctxlayer: " .. msg, vim.log.levels.ERROR)
+end
+
+--- The running client when its daemon has `method`, else nil after saying what is missing.
+local function running_with(method)
+  local c = commands().running()
+  if c and not client.supports(c, method) then
+    fail(("this daemon has no %s (it came before live chats); upgrade ctxlayer"):format(method))
+    return nil
+  end
+  return c
+end
+
+M.gateway = {
+  desc = "show the gateway's URLs and copy them (or only `openai` / `anthropic`)",
+  complete = function()
+    return { "openai", "anthropic" }
+  end,
+  run = function(args)
+    require("ctxlayer.gateway").command(args)
+  end,
+}
+
+M.chats = {
+  desc = "list the live chats (ctx/conversations); `:Ctxlayer chats ID` shows that one",
+  run = function(args)
+    local c = running_with("ctx/conversations")
+    if not c then
+      return
+    end
+    local chats = require("ctxlayer.chats")
+    chats.list(c, args[1], function(conversations, err)
+      if not conversations then
+        return fail(err)
+      end
+      commands().scratch("ctxlayer://chats", chats.lines(status.get(c.id) or {}, conversations), "markdown")
+    end)
+  end,
+}
+
+M.why = {
+  desc = "what was cut from the live chat's last turn, and why (ctx/why); `:Ctxlayer why MESSAGE_ID`",
+  run = function(args)
+    local c = running_with("ctx/why")
+    if not c then
+      return
+    end
+    local chats = require("ctxlayer.chats")
+    local params, label = chats.why_target(status.get(c.id) or {})
+    if not params then
+      return fail("why: no live chat yet and no session (send a chat through the gateway first)")
+    end
+    params.messageId = args[1]
+    client.request(c, "ctx/why", params, function(result)
+      commands().scratch("ctxlayer://why", chats.why_lines(label, result.entries or {}), "markdown")
+    end)
+  end,
+}
+
+return M

@@ -1,0 +1,170 @@
+--- ctxlayer.chats: the live chats, those whose requests go through the daemon (its HTTP
+--- gateway or ctx/prepare), as the status line, `:Ctxlayer chats` and `:Ctxlayer why` see them.
+---
+--- Owns what a chat's ctx/budgetChanged does (it becomes the live chat of the status line), the
+--- compaction notice, and the lines of the chats and why views. The compaction signal: after
+--- each chat budget, the plugin asks ctx/why for that conversation's last result; when it holds
+--- "summarized" entries that this conversation did not have before, one line is notified. (The
+--- daemon keeps an earlier summary in later results, so only new entries mean a new step.)
+--- It never counts anything itself and keeps its state in status.lua's per-client table.
+
+local status = require("ctxlayer.status")
+
+local M = {}
+
+local function client_of(client_id)
+  return vim.lsp.get_client_by_id(client_id)
+end
+
+local function short(id)
+  id = tostring(id or "?")
+  return #id > 16 and (id:sub(1, 16) .. "…") or id
+end
+
+--- The key of a summarized entry, stable across turns of a chat that resends its history.
+local function entry_key(e)
+  local id = e.messageId ~= vim.NIL and e.messageId or nil
+  local index = e.index ~= vim.NIL and e.index or nil
+  return tostring(id or index or "") .. "|" .. tostring(e.summary or "")
+end
+
+--- Notify once per compaction step: the summarized entries not seen before in this chat.
+local function notice_compaction(client_id, conversation, entries)
+  local state = status.get(client_id)
+  if not state then
+    return
+  end
+  state.summarized = state.summarized or {}
+  local seen = state.summarized[conversation] or {}
+  state.summarized[conversation] = seen
+  local new, tokens = 0, 0
+  for _, e in ipairs(entries) do
+    if e.action == "summarized" then
+      local key = entry_key(e)
+      if not seen[key] then
+        seen[key] = true
+        new = new + 1
+        tokens = tokens + (e.tokensBefore or 0)
+      end
+    end
+  end
+  if new > 0 then
+    vim.notify(("ctxlayer: chat %s compacted: %d message%s (%s tokens) summarized"):format(
+      short(conversation), new, new == 1 and "" or "s", status.human(tokens)
+    ), vim.log.levels.INFO)
+  end
+end
+
+--- ctx/budgetChanged for a conversation: it is now the live chat; then look at what its last
+--- turn summarized, for the compaction notice.
+function M.on_budget(client_id, budget)
+  local state = status.get(client_id)
+  if not state then
+    return
+  end
+  local chats = state.chats or {}
+  chats[budget.conversationId] = budget
+  status.update(client_id, { chat = budget, chats = chats })
+  local c = client_of(client_id)
+  local client = require("ctxlayer.client")
+  if not c or not client.supports(c, "ctx/why") or not require("ctxlayer.config").current.notify_compaction then
+    return
+  end
+  client.request(c, "ctx/why", { conversationId = budget.conversationId }, function(result)
+    notice_compaction(client_id, budget.conversationId, result.entries or {})
+  end, function() end)
+end
+
+--- A ConversationInfo of ctx/conversations as the Budget-like figure the status line shows.
+local function as_budget(info)
+  local limit = info.budget or 0
+  return {
+    conversationId = info.conversationId,
+    sessionId = info.sessionId,
+    used = info.tokens,
+    limit = limit,
+    percent = limit > 0 and info.tokens * 100 / limit or 0,
+    model = info.model,
+    source = info.source,
+    cachedTokens = info.cachedTokens,
+  }
+end
+
+--- Lines of `:Ctxlayer chats`: one per live conversation, the status line's one marked `*`.
+function M.lines(state, conversations)
+  local live = state.chat and state.chat.conversationId
+  local lines = { ("%d live chat%s (* = in the status line)"):format(#conversations, #conversations == 1 and "" or "s") }
+  for _, info in ipairs(conversations) do
+    local cached = info.cachedTokens ~= vim.NIL and info.cachedTokens or nil
+    table.insert(lines, ("%s %s  %s via %s: %s/%s tokens, %d dropped%s, cache reuse %s, updated %s"):format(
+      info.conversationId == live and "*" or " ",
+      info.conversationId, info.model, info.source,
+      status.human(info.tokens), status.human(info.budget), info.dropped or 0,
+      cached and (", " .. status.human(cached) .. " cached") or "",
+      status.human(info.cacheReuseTokens or 0), info.updatedAt or "?"
+    ))
+  end
+  return lines
+end
+
+--- Ask ctx/conversations; forget chats the daemon no longer has (the status line then falls
+--- back to the workspace figure); `pick` makes that conversation the live one.
+function M.list(c, pick, done)
+  local client = require("ctxlayer.client")
+  client.request(c, "ctx/conversations", {}, function(result)
+    local state = status.get(c.id)
+    if not state then
+      return
+    end
+    local conversations = result.conversations or {}
+    local chats, live = {}, nil
+    for _, info in ipairs(conversations) do
+      chats[info.conversationId] = (state.chats or {})[info.conversationId] or as_budget(info)
+      if pick and info.conversationId == pick then
+        live = as_budget(info)
+      end
+    end
+    local current = state.chat and chats[state.chat.conversationId] and state.chat or nil
+    if pick and not live then
+      done(nil, ("no live chat %q (:Ctxlayer chats lists them)"):format(pick))
+      return
+    end
+    -- Set directly: a nil field would not go through update's table.
+    state.chat = live or current
+    status.update(c.id, { chats = chats })
+    done(conversations)
+  end, function(err)
+    done(nil, "ctx/conversations: " .. (err.message or vim.inspect(err)))
+  end)
+end
+
+--- Lines of `:Ctxlayer why`: each cut of the last turn (or of one message), and its reason.
+function M.why_lines(what, entries)
+  local lines = { ("What was cut from the last turn of %s, and why:"):format(what) }
+  if #entries == 0 then
+    table.insert(lines, "nothing: every message went to the model whole")
+  end
+  for _, e in ipairs(entries) do
+    local id = e.messageId ~= vim.NIL and e.messageId or nil
+    local index = e.index ~= vim.NIL and e.index or nil
+    table.insert(lines, ("- %s %s%s: %s (%s → %s tokens): %s"):format(
+      e.action,
+      index and ("#" .. index) or "",
+      id and (" " .. id) or "",
+      e.summary or "", tostring(e.tokensBefore or 0), tostring(e.tokensAfter or 0), e.reason or ""
+    ))
+  end
+  return lines
+end
+
+--- The params of ctx/why for the live chat, else the workspace's session: params, label.
+function M.why_target(state)
+  if state.chat then
+    return { conversationId = state.chat.conversationId }, "chat " .. state.chat.conversationId
+  end
+  if state.session_id then
+    return { sessionId = state.session_id }, "session " .. state.session_id
+  end
+end
+
+return M

@@ -1,0 +1,148 @@
+-- A live chat through ctx/prepare (what a chat plugin calls when it talks to the daemon
+-- instead of the gateway): the daemon's ctx/budgetChanged with the conversationId moves the
+-- status line to that chat, :Ctxlayer chats lists it, :Ctxlayer why says what its last turn cut,
+-- and a compaction is announced in one line. The gateway path is test_live_chat.lua.
+local H = dofile(vim.fs.joinpath(vim.fs.dirname(vim.fn.fnamemodify(arg[0], ":p")), "helpers.lua"))
+
+--- The status line once it shows a live chat other than `not_this` (a conversationId).
+local function wait_chat(not_this)
+  return H.wait(function()
+    local b = require("ctxlayer").budget()
+    if b and b.conversation and b.conversation ~= not_this and require("ctxlayer").statusline():match("^ctx chat ") then
+      return b
+    end
+  end)
+end
+
+--- `turns` user/assistant pairs of distinct, fact-heavy text (nothing for dedup to fold).
+local function chat(turns, system)
+  local messages = { { role = "system", content = system } }
+  for i = 1, turns do
+    local lines = {}
+    for j = 1, 12 do
+      lines[j] = ("step %d.%d: job %d finished in %d ms on host h%d (exit %d)"):format(i, j, i * 100 + j, (i * 37 + j * 11) % 997, j % 5, (i + j) % 3)
+    end
+    table.insert(messages, { role = "user", content = ("Log %d:\n%s\nWhat failed in log %d?"):format(i, table.concat(lines, "\n"), i) })
+    table.insert(messages, { role = "assistant", content = ("In log %d, job %d exited with code 2."):format(i, i * 100 + 3) })
+  end
+  table.insert(messages, { role = "user", content = "Which job was the slowest overall?" })
+  return messages
+end
+
+H.run(function()
+  local ctxlayer = require("ctxlayer")
+  ctxlayer.setup({ cmd = H.cmd })
+  vim.cmd.edit("README.md")
+  local client = H.client()
+  H.must(client ~= nil, "the daemon started")
+  local workspace_figure = H.wait_figure()
+  H.must(workspace_figure ~= nil, "before any chat, the status line shows the workspace figure")
+  H.must(require("ctxlayer.client").supports(client, "ctx/prepare"), "the daemon has ctx/prepare")
+
+  -- A first short chat.
+  local first, err = ctxlayer.request("ctx/prepare", {
+    format = "openai",
+    request = { model = "gpt-4o", messages = { { role = "system", content = "You are terse." }, { role = "user", content = "What does src/app.py print?" } } },
+  })
+  H.must(first ~= nil, "ctx/prepare answers", err)
+  local live = wait_chat()
+  H.must(live ~= nil, "the status line moves to the chat's figure", ctxlayer.statusline())
+  H.eq(live.conversation, first.conversationId, "it is that conversation")
+  H.eq(live.source, "prepare", "the figure's source is ctx/prepare")
+  H.eq(live.used, first.tokens, "used is what the chat sends")
+  H.ok(live.limit > live.used, "against the chat's limit", vim.inspect(live))
+  H.ok(ctxlayer.statusline() ~= workspace_figure, "not the workspace figure", ctxlayer.statusline())
+  H.ok(ctxlayer.statusline({ highlight = true }):match("^%%#Ctxlayer%a+#ctx chat ") ~= nil, "drawn in a ctxlayer colour")
+  local status = require("ctxlayer.status")
+  H.eq(status.extras({ cached = 4100, band = 0.021 }), " (4.1k cached, ±2%)", "cached tokens and the error band read after the figure")
+  H.eq(status.extras({ cached = 0, band = 0.004 }), "", "nothing to add when neither is known")
+
+  -- A long chat into a small budget: its last turn cuts, and :Ctxlayer why says what and why.
+  H.clear_notes()
+  local long, lerr = ctxlayer.request("ctx/prepare", {
+    format = "openai",
+    budget = 1500,
+    request = { model = "gpt-4o", messages = chat(30, "You are a build assistant.") },
+  })
+  H.must(long ~= nil, "ctx/prepare fits the long chat", lerr)
+  local now = wait_chat(first.conversationId)
+  H.must(now ~= nil and now.conversation == long.conversationId, "the status line follows the chat that last went through", vim.inspect(now))
+  H.ok(now.used <= now.limit, "what is sent fits the limit", vim.inspect(now))
+
+  vim.cmd("Ctxlayer why")
+  local why = H.wait(function()
+    local lines = H.buffer_lines("ctxlayer://why")
+    return lines and lines[1]:find(long.conversationId, 1, true) and lines
+  end)
+  H.must(why ~= nil, ":Ctxlayer why shows the live chat's last turn", vim.inspect(H.buffer_lines("ctxlayer://why")))
+  local cuts = vim.tbl_filter(function(l)
+    return l:match("^%- %a+ ") ~= nil
+  end, why)
+  H.ok(#cuts > 0 and why[2]:find("): ", 1, true) ~= nil, "each with what it was and why", table.concat(why, "\n"))
+
+  local summarized = vim.tbl_filter(function(l)
+    return l:match("^%- summarized ") ~= nil
+  end, why)
+  local notice = H.wait(function()
+    return H.note("^ctxlayer: chat .- compacted: %d+ messages? %([%d.]+k? tokens%) summarized")
+  end, #summarized > 0 and H.TIMEOUT or 2000)
+  H.eq(notice ~= nil, #summarized > 0, "a compaction notice exactly when the turn summarized something")
+  H.eq(long.compacted, #summarized > 0, "which is when ctx/prepare says it compacted")
+
+  -- The same chat again, one turn longer: an earlier summary is not announced twice.
+  local again_messages = chat(30, "You are a build assistant.")
+  table.insert(again_messages, { role = "assistant", content = "Job 2903 was the slowest." })
+  table.insert(again_messages, { role = "user", content = "Thanks. Which host ran it?" })
+  H.clear_notes()
+  local again = ctxlayer.request("ctx/prepare", { format = "openai", budget = 1500, conversationId = long.conversationId,
+    request = { model = "gpt-4o", messages = again_messages } })
+  H.must(again ~= nil and again.conversationId == long.conversationId, "the next turn is the same conversation")
+  H.wait(function()
+    local b = ctxlayer.budget()
+    return b and b.used == again.tokens
+  end)
+  -- ctx/prepare's `compacted` says a summary stands in; a new step shows as summarized
+  -- entries the first turn did not have.
+  vim.cmd("Ctxlayer why")
+  local why2 = H.wait(function()
+    local lines = H.buffer_lines("ctxlayer://why")
+    return lines and not vim.deep_equal(lines, why) and lines
+  end, 3000) or why
+  local before = {}
+  for _, l in ipairs(summarized) do
+    before[l] = true
+  end
+  local new_steps = vim.tbl_filter(function(l)
+    return l:match("^%- summarized ") ~= nil and not before[l]
+  end, why2)
+  local renotice = H.wait(function()
+    return H.note("compacted:")
+  end, #new_steps > 0 and H.TIMEOUT or 2000)
+  H.eq(renotice ~= nil, #new_steps > 0, "a notice only for a new compaction step, not for the summary kept from before")
+
+  -- :Ctxlayer chats lists both, the live one marked; picking the first makes it live.
+  vim.cmd("Ctxlayer chats")
+  local listed = H.wait(function()
+    local lines = H.buffer_lines("ctxlayer://chats")
+    return lines and lines[1]:match("^2 live chats") and lines
+  end)
+  local text = listed and table.concat(listed, "\n") or table.concat(H.buffer_lines("ctxlayer://chats") or {}, "\n")
+  H.ok(listed ~= nil, ":Ctxlayer chats lists the two chats", text)
+  H.ok(text:find("* " .. long.conversationId, 1, true) ~= nil, "the live one is marked", text)
+  H.ok(text:find("  " .. first.conversationId, 1, true) ~= nil, "the other is listed unmarked", text)
+  vim.cmd("Ctxlayer chats " .. first.conversationId)
+  H.ok(H.wait(function()
+    local b = ctxlayer.budget()
+    return b and b.conversation == first.conversationId
+  end), ":Ctxlayer chats ID puts that chat in the status line")
+  H.clear_notes()
+  vim.cmd("Ctxlayer chats no-such-chat")
+  H.ok(H.wait(function()
+    return H.note('no live chat "no%-such%-chat"')
+  end), "an unknown chat id is named")
+
+  H.clear_notes()
+  vim.cmd("Ctxlayer status")
+  local shown = H.note("^ctxlayer: ctx chat ")
+  H.ok(shown and shown.msg:find("live chat " .. first.conversationId, 1, true) ~= nil, ":Ctxlayer status names the live chat", shown and shown.msg)
+end)

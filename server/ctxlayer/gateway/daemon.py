@@ -1,0 +1,57 @@
+"""The gateway inside `ctxlayer serve`: started when a connection's workspace says
+`[gateway] enabled = true` (its ctxlayer.toml, or the client's `initializationOptions.config`),
+before the initialize answer, so that answer can announce the URLs. One gateway per daemon,
+for the first workspace that asked (a TCP daemon serving several workspaces serves the
+gateway for that one; say so in the log for the others).
+Must not: be imported by the JSON-RPC face (commands/serve.py hands it to the state).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ctxlayer.gateway.server import GatewayServer, start_gateway
+from ctxlayer.state import Caller, State
+
+log = logging.getLogger(__name__)
+
+
+class DaemonGateway:
+    """`state.gateway_starter`: starts the gateway once, for the workspace that first asks."""
+
+    def __init__(self, state: State) -> None:
+        self.state = state
+        self.server: GatewayServer | None = None
+        self.workspace: str | None = None
+
+    async def __call__(self, asking: Caller) -> None:
+        config = getattr(asking.policy.config, "gateway", None)
+        if config is None or not config.enabled:
+            return
+        if self.server is not None:
+            if asking.workspace != self.workspace:
+                log.warning("the gateway already serves %s; %s gets no gateway of its own",
+                            self.workspace, asking.workspace)
+            return
+        caller = Caller(self.state, source="gateway", options=asking.options)
+        caller.root, caller.config = asking.root, asking.config
+        if asking.root is not None:
+            caller.live = self.state.workspaces.acquire(asking.root, asking.config,
+                                                        asking.model(), asking.options.config)
+            caller.live.start()
+        caller.live_decided.set()
+        try:
+            self.server = await start_gateway(self.state, caller, config)
+        except Exception as exc:  # a taken port or a bad host: the daemon goes on without it
+            self.state.events.message(asking.workspace, "error",
+                                      f"ctxlayer: the gateway could not start: {exc}")
+            return
+        self.workspace = asking.workspace
+        urls = self.server.urls
+        log.info("gateway listening: %s (OpenAI), %s (Anthropic)", urls.openai, urls.anthropic)
+
+    async def close(self) -> Any:
+        if self.server is not None:
+            await self.server.close()
+            self.server = None
