@@ -41,6 +41,7 @@ const suite = missing.length ? describe.skip : describe;
 
 const LIVE = /^ctx \d+(\.\d+)?k? \/ 3k \(\d+%\)( · [\d.]+k? cached)?$/;
 const IDLE = "ctx · no live chat";
+const ANY_LIVE = /^ctx \d+(\.\d+)?k? \/ \d+(\.\d+)?[kM]? \(\d+%\)( · [\d.]+k? cached)?$/;
 const WINDOW = 3000; // the stand-in model's maxInputTokens
 
 function freePort(): Promise<number> {
@@ -99,6 +100,8 @@ suite("ctxlayer in a real VS Code (code-server)", () => {
   let page: Page;
   let workspace: string;
   let serverLog = "";
+  let provider: ChildProcess;
+  let gatewayPort = 0;
 
   beforeAll(async () => {
     mkdirSync(results, { recursive: true });
@@ -113,9 +116,27 @@ suite("ctxlayer in a real VS Code (code-server)", () => {
       "# Demo project\n\nA small service that greets people.\n",
     );
     writeFileSync(join(workspace, "app.py"), "def greet(name):\n    return f'hello {name}'\n");
+    // the stand-in provider (tests/providers/standin.py) behind the daemon's gateway
+    provider = spawn(python, [join(repo, "tests/providers/standin.py"), "--port", "0"], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    const providerUrls = JSON.parse(await firstLine(provider));
+    gatewayPort = await freePort();
+    writeFileSync(
+      join(workspace, "ctxlayer.toml"),
+      `[gateway]\nopenai_base_url = "${providerUrls.openai}"\n`,
+    );
     writeFileSync(
       join(workspace, ".vscode", "settings.json"),
-      JSON.stringify({ "ctxlayer.serverCommand": [python, "-m", "ctxlayer", "serve"] }, null, 2),
+      JSON.stringify(
+        {
+          "ctxlayer.serverCommand": [python, "-m", "ctxlayer", "serve"],
+          "ctxlayer.gateway.enabled": true,
+          "ctxlayer.gateway.port": gatewayPort,
+        },
+        null,
+        2,
+      ),
     );
     writeFileSync(
       join(userData, "User", "settings.json"),
@@ -185,6 +206,7 @@ suite("ctxlayer in a real VS Code (code-server)", () => {
   });
 
   afterAll(async () => {
+    provider?.kill("SIGTERM");
     await browser?.close();
     if (server && server.exitCode === null) {
       server.kill("SIGTERM");
@@ -265,6 +287,25 @@ suite("ctxlayer in a real VS Code (code-server)", () => {
     expect(requests).toHaveLength(3); // the long chat and the two rounds of the question: /why asks no model
   });
 
+  it("follows a chat tool's request through the gateway", async () => {
+    const before = await statusText(page);
+    const answer = await fetch(`http://127.0.0.1:${gatewayPort}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: "Bearer sk-test" },
+      body: JSON.stringify({
+        model: "gpt-4o",
+        messages: [
+          { role: "system", content: "You are a terse assistant." },
+          { role: "user", content: "Say hello to the gateway. ".repeat(200) },
+        ],
+      }),
+    });
+    expect(answer.status).toBe(200);
+    expect(Number(answer.headers.get("x-ctxlayer-tokens"))).toBeGreaterThan(1000);
+    const after = await waitForStatus(page, (t) => ANY_LIVE.test(t) && t !== before, "the gateway's chat");
+    expect(after).toMatch(/^ctx 1\.\dk \//);
+  });
+
   it("opens the inspector on the live chat", async () => {
     await page.locator(".statusbar-item", { hasText: /^ctx / }).first().click();
     const frame = await findFrame(page, "#budget-slider");
@@ -283,6 +324,18 @@ async function runCommand(page: Page, title: string): Promise<void> {
   await input.fill(`>${title}`);
   await page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first().waitFor({ timeout: 10_000 });
   await page.keyboard.press("Enter");
+}
+
+function firstLine(proc: ChildProcess): Promise<string> {
+  return new Promise((ok, fail) => {
+    let out = "";
+    proc.stdout!.on("data", (d) => {
+      out += d;
+      const nl = out.indexOf("\n");
+      if (nl >= 0) ok(out.slice(0, nl));
+    });
+    proc.on("exit", (code) => fail(new Error(`the stand-in provider exited (${code}) before listening`)));
+  });
 }
 
 async function waitForFile(path: string): Promise<string> {
