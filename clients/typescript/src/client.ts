@@ -10,12 +10,16 @@ import type {
   AssembleParams,
   AssembleResult,
   Budget,
+  ConversationsResult,
   CountParams,
   CountResult,
   InspectParams,
   InspectResult,
   Notifications,
+  PrepareParams,
+  PrepareResult,
   Requests,
+  RestoreParams,
   SegmentChanged,
   ServerRequests,
   SummarizeParams,
@@ -24,6 +28,8 @@ import type {
   SystemPromptResult,
   TrimParams,
   TrimResult,
+  WhyParams,
+  WhyResult,
   WorkspaceSegment,
 } from "./protocol.generated";
 import { ErrorCodes } from "./protocol.generated";
@@ -113,6 +119,23 @@ export class CtxlayerClient {
   /** The inspector page (self-contained HTML) for a session or a conversation. */
   inspect(params: InspectParams): Promise<InspectResult> {
     return this.request("ctx/inspect", params);
+  }
+
+  /** The provider request a chat is about to send, fitted: send the result's `request`. */
+  prepare(params: PrepareParams): Promise<PrepareResult> {
+    return this.request("ctx/prepare", params);
+  }
+  /** The live chats: every conversation prepared by ctx/prepare or the gateway. */
+  conversations(): Promise<ConversationsResult> {
+    return this.request("ctx/conversations", {});
+  }
+  /** Why the last result of a conversation or session left out or shortened what it did. */
+  why(params: WhyParams): Promise<WhyResult> {
+    return this.request("ctx/why", params);
+  }
+  /** Bring a message back whole (and pinned) in the conversation's next result. */
+  async restore(params: RestoreParams): Promise<void> {
+    await this.request("ctx/restore", params);
   }
 
   onNotification<N extends keyof Notifications>(

@@ -1,7 +1,7 @@
 /**
  * The API other extensions (chat participants) get from
- * `vscode.extensions.getExtension("ctxlayer.ctxlayer").exports`: assemble, trim, count and
- * onBudgetChanged, all on the daemon this extension runs.
+ * `vscode.extensions.getExtension("ctxlayer.ctxlayer").exports`: assemble, trim, count,
+ * prepare and onBudgetChanged, all on the daemon this extension runs.
  */
 import type {
   AssembleParams,
@@ -10,6 +10,8 @@ import type {
   CountParams,
   CountResult,
   Disposable,
+  PrepareParams,
+  PrepareResult,
   TrimParams,
   TrimResult,
 } from "@ctxlayer/client";
@@ -21,6 +23,8 @@ export interface CtxlayerApi {
   /** Fit a conversation into a budget (model defaults to the `ctxlayer.model` setting). */
   trim(params: TrimParams): Promise<TrimResult>;
   count(params: CountParams): Promise<CountResult>;
+  /** Fit the provider request a chat is about to send (ctx/prepare); the status bar follows it. */
+  prepare(params: PrepareParams): Promise<PrepareResult>;
   /** Called with every new budget of the workspace session (or the workspace, before sessions). */
   onBudgetChanged(listener: (budget: Budget) => void): Disposable;
   /** The latest budget, if one is known. */
@@ -32,6 +36,11 @@ export function createApi(controller: BudgetController): CtxlayerApi {
     assemble: (params) => controller.assemble(params),
     trim: (params) => controller.trim(params),
     count: (params) => controller.count(params),
+    prepare: async (params) => {
+      const result = await controller.requireClient().prepare(params);
+      void controller.followPrepared(result).catch(() => undefined);
+      return result;
+    },
     onBudgetChanged: (listener) => controller.onBudgetChanged(listener),
     get budget() {
       return controller.budget;

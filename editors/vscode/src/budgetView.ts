@@ -70,3 +70,60 @@ export function tooltip(budget: Budget, source: string): string {
     "Click to show the context.",
   ].join("\n");
 }
+
+/** The status text of a live chat: `ctx 12.3k / 128k (9%)`, then the last turn's cache hit. */
+export function liveText(budget: Budget): string {
+  const cached = budget.cachedTokens ? ` · ${compact(budget.cachedTokens)} cached` : "";
+  return statusText(budget) + cached;
+}
+
+export const IDLE_TEXT = "ctx · no live chat";
+
+function sourceName(source: string): string {
+  if (source === "gateway") return "the gateway";
+  if (source === "prepare") return "a ctxlayer model";
+  return "@ctxlayer";
+}
+
+/** Markdown tooltip of a live chat: its conversation, layers, cache, error band, compaction. */
+export function liveTooltip(chat: {
+  conversationId: string;
+  source: string;
+  budget: Budget;
+}): string {
+  const b = chat.budget;
+  const lines = tooltip(b, `${sourceName(chat.source)}, conversation \`${chat.conversationId}\``)
+    .split("\n")
+    .slice(0, -1); // the click line is ours below
+  const extra: string[] = [];
+  extra.push(
+    b.cachedTokens != null
+      ? `Cached by the provider on the last turn: ${b.cachedTokens.toLocaleString("en-US")} tokens.`
+      : "The provider has not reported cached tokens for this chat yet.",
+  );
+  if (b.errorBand != null) {
+    extra.push(`Counts are within ±${b.errorBand.toLocaleString("en-US")} tokens of the provider's.`);
+  }
+  return [...lines, ...extra, "", "Click to inspect this chat."].join("\n");
+}
+
+/** Tooltip while no chat is live: how to get one, and the workspace's own figure. */
+export function idleTooltip(
+  workspace: Budget | undefined,
+  gateway?: { openai: string; anthropic: string } | null,
+): string {
+  return [
+    "**ctxlayer** · no chat has sent a request through ctxlayer yet.",
+    "",
+    "Pick a **ctxlayer ·** model in the chat, ask **@ctxlayer**, or point a chat tool at the gateway.",
+    "",
+    ...(gateway
+      ? [`Gateway: OpenAI base URL \`${gateway.openai}\`, Anthropic base URL \`${gateway.anthropic}\`.`, ""]
+      : []),
+    workspace
+      ? `The workspace context alone: ${workspace.used.toLocaleString("en-US")} tokens (${workspace.model}).`
+      : "The workspace context is not measured yet.",
+    "",
+    "Click to show the workspace context.",
+  ].join("\n");
+}

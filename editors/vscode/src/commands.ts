@@ -2,6 +2,7 @@
  * The commands of the palette: Show context, Set mode, Add rule, Refresh, Copy assembled
  * prompt, Restart, Show logs. Each failure ends in one message that says what to do.
  */
+import type { ModeInfo } from "@ctxlayer/client";
 import type { BudgetController } from "./controller";
 import { errorText } from "./errors";
 import * as api from "./vscodeapi";
@@ -12,11 +13,27 @@ export interface CommandDeps {
   log: api.LogOutputChannel;
 }
 
-const MODES: { mode: "short" | "deep" | "debug"; detail: string }[] = [
-  { mode: "short", detail: "quick questions: small rule and working-memory shares (2,000 tokens)" },
-  { mode: "deep", detail: "refactoring and implementation: larger shares (8,000 tokens)" },
-  { mode: "debug", detail: "bugs and stack traces: working memory first (4,000 tokens)" },
-];
+/** The modes to offer, as the daemon announced them (its table, its default). */
+export function modeItems(
+  modes: Record<string, ModeInfo | undefined>,
+  defaultMode: string | undefined,
+  suggested: { mode: string; reason: string } | undefined,
+): { label: string; description?: string; detail: string }[] {
+  return Object.entries(modes).map(([mode, info]) => {
+    const notes = [
+      mode === defaultMode ? "default" : "",
+      suggested?.mode === mode ? `suggested: ${suggested.reason}` : "",
+    ].filter(Boolean);
+    return {
+      label: mode,
+      description: notes.length ? notes.join(" · ") : undefined,
+      detail: info
+        ? `rules up to ${Math.round(info.rulesShare * 100)}%, working memory up to ` +
+          `${Math.round(info.workingShare * 100)}% of ${info.cap.toLocaleString("en-US")} tokens`
+        : "",
+    };
+  });
+}
 
 /** Run a command body; on failure log it and show one actionable message. */
 async function guarded(deps: CommandDeps, what: string, body: () => Promise<unknown>) {
@@ -41,12 +58,15 @@ export async function showContext(deps: CommandDeps): Promise<void> {
 
 export async function setMode(deps: CommandDeps): Promise<void> {
   await guarded(deps, "Set mode", async () => {
-    const suggested = deps.controller.suggestion;
-    const items = MODES.map((m) => ({
-      label: m.mode,
-      description: suggested?.mode === m.mode ? `suggested: ${suggested.reason}` : undefined,
-      detail: m.detail,
-    }));
+    const { controller } = deps;
+    const items = modeItems(
+      controller.modes,
+      controller.announcement.defaultMode,
+      controller.suggestion,
+    );
+    if (items.length === 0) {
+      throw new Error("the daemon announced no modes: update ctxlayer (`pip install -U ctxlayer`)");
+    }
     const pick = await api.showQuickPick(items, "ctxlayer mode");
     if (!pick) return;
     // the session first, so the settings listener sees the mode already applied
@@ -77,6 +97,12 @@ export async function copyAssembled(deps: CommandDeps): Promise<void> {
     await api.copyToClipboard(text);
     void api.showInfo(`ctxlayer: copied the assembled prompt (${text.length} characters)`);
   });
+}
+
+/** Say that a chat's older turns were summarized; the button opens the inspector on it. */
+export async function compactionNotice(deps: CommandDeps, text: string): Promise<void> {
+  const choice = await api.showInfoWith(`ctxlayer: ${text}`, "Show context");
+  if (choice === "Show context") await showContext(deps);
 }
 
 export function register(deps: CommandDeps): api.Disposable[] {

@@ -15,13 +15,26 @@ import type {
   Disposable,
   Message,
   ModeSuggestion,
+  PrepareResult,
+  ServerAnnouncement,
   TrimParams,
   TrimResult,
 } from "@ctxlayer/client";
 
 export interface BudgetSink {
+  /** The workspace's own budget (shown as such while no chat is live). */
   showBudget(budget: Budget, source: string): void;
+  /** The chat that last sent a request through ctxlayer. */
+  showLive(chat: LiveChat): void;
   showProblem(text: string, detail: string): void;
+}
+
+/** A chat that sent a request through ctxlayer: its conversation, session and budget. */
+export interface LiveChat {
+  conversationId: string;
+  sessionId?: string;
+  source: string;
+  budget: Budget;
 }
 
 export interface ControllerSettings {
@@ -41,6 +54,12 @@ export class BudgetController {
   budget: Budget | undefined;
   lastTrim: { params: TrimParams; result: TrimResult } | undefined;
   suggestion: ModeSuggestion | undefined;
+  /** The chat that last sent a request (models, @ctxlayer or the gateway). */
+  live: LiveChat | undefined;
+  /** What the daemon announced at initialize (modes, defaults, gateway), when it did. */
+  announcement: Partial<ServerAnnouncement> = {};
+  /** Sessions of @ctxlayer chats: their budgets are live chats too. */
+  private chatSessions = new Set<string>();
 
   constructor(
     private readonly sink: BudgetSink,
@@ -69,14 +88,30 @@ export class BudgetController {
   }
 
   /** Called when the daemon (re)started. */
-  async attach(client: CtxlayerClient, methods: Set<string>): Promise<void> {
+  async attach(
+    client: CtxlayerClient,
+    methods: Set<string>,
+    announcement: Partial<ServerAnnouncement> = {},
+  ): Promise<void> {
     this.detach();
     this.client = client;
     this.methods = methods;
+    this.announcement = announcement;
     this.sessionId = undefined;
     this.subscriptions.push(
       client.onBudgetChanged((b) => {
-        if (!this.sessionId || !b.sessionId || b.sessionId === this.sessionId) this.publish(b);
+        if (b.conversationId) {
+          this.showLive({
+            conversationId: b.conversationId,
+            sessionId: b.sessionId ?? undefined,
+            source: b.source ?? "gateway",
+            budget: b,
+          });
+        } else if (b.sessionId && this.chatSessions.has(b.sessionId)) {
+          this.showLive({ conversationId: b.sessionId, sessionId: b.sessionId, source: "session", budget: b });
+        } else if (!this.sessionId || !b.sessionId || b.sessionId === this.sessionId) {
+          this.publish(b);
+        }
       }),
       client.onSegmentChanged(() => {
         if (!this.hasSessions) void this.refresh();
@@ -101,6 +136,42 @@ export class BudgetController {
     for (const s of this.subscriptions) s.dispose();
     this.subscriptions = [];
     this.client = undefined;
+  }
+
+  /** The task modes the daemon announced; before it announced them, only their names. */
+  get modes(): NonNullable<ServerAnnouncement["modes"]> {
+    return this.announcement.modes ?? {};
+  }
+
+  private showLive(chat: LiveChat): void {
+    this.live = chat;
+    this.sink.showLive(chat);
+  }
+
+  /** A @ctxlayer chat sent a turn: follow its session on the status bar. */
+  async followChat(sessionId: string): Promise<void> {
+    this.chatSessions.add(sessionId);
+    const budget = await this.need().sessionBudget(sessionId);
+    this.showLive({ conversationId: sessionId, sessionId, source: "session", budget });
+  }
+
+  /** A ctxlayer model's request was fitted: follow its conversation on the status bar. */
+  async followPrepared(result: PrepareResult): Promise<void> {
+    // the session's layers, with the figures of this very request
+    const budget = await this.need().sessionBudget(result.sessionId);
+    this.showLive({
+      conversationId: result.conversationId,
+      sessionId: result.sessionId,
+      source: "prepare",
+      budget: {
+        ...budget,
+        used: result.tokens,
+        limit: result.budget,
+        percent: result.budget > 0 ? result.tokens / result.budget : 0,
+        conversationId: result.conversationId,
+        source: "prepare",
+      },
+    });
   }
 
   onBudgetChanged(listener: Listener): Disposable {
@@ -201,15 +272,28 @@ export class BudgetController {
     });
   }
 
-  /** The inspector page for the session, else for the last trimmed conversation. */
+  /** The inspector page for the live chat, else the session, else the last trimmed conversation. */
   async inspectorHtml(): Promise<string> {
     const client = this.need();
+    const live = this.live && (this.live.sessionId ?? (await this.sessionOfConversation(this.live.conversationId)));
+    if (live) return (await client.inspect({ sessionId: live })).html;
     if (this.sessionId) return (await client.inspect({ sessionId: this.sessionId })).html;
     const messages =
       (this.lastTrim?.params.messages as Message[] | undefined) ??
       (await client.systemPrompt({ model: this.settings.model })).messages;
     const budget = this.settings.budget ?? this.lastTrim?.result.budget ?? this.budget?.limit;
     return (await client.inspect({ messages, budget, model: this.settings.model })).html;
+  }
+
+  private async sessionOfConversation(conversationId: string): Promise<string | undefined> {
+    if (!this.has("ctx/conversations")) return undefined;
+    const { conversations } = await this.need().conversations();
+    return conversations.find((c) => c.conversationId === conversationId)?.sessionId;
+  }
+
+  /** The running daemon's client; throws saying how to get it back when there is none. */
+  requireClient(): CtxlayerClient {
+    return this.need();
   }
 
   private need(): CtxlayerClient {

@@ -5,13 +5,16 @@
 import { createHash } from "node:crypto";
 import { createApi, type CtxlayerApi } from "./api";
 import * as commands from "./commands";
+import { CtxlayerModels, VENDOR } from "./chatModels";
 import { BudgetController } from "./controller";
 import { errorText } from "./errors";
 import { DaemonServer } from "./server";
+import { CtxlayerParticipant, PARTICIPANT_ID } from "./participant";
 import { settingsChange } from "./settings";
 import { BudgetStatusItem } from "./statusBar";
 import { summarize } from "./summarize";
 import * as api from "./vscodeapi";
+import { registerWorkspaceTool } from "./workspaceTool";
 
 let server: DaemonServer | undefined;
 
@@ -25,8 +28,9 @@ export async function activate(context: api.ExtensionContext): Promise<CtxlayerA
   const daemon = new DaemonServer(log, {
     summarize: (params) => summarize(params, (prompt) => api.summarizeWithEditorModel(prompt)),
     onStarted: async (running) => {
+      status.gateway = running.announcement.gateway;
       try {
-        await controller.attach(running.client, running.methods);
+        await controller.attach(running.client, running.methods, running.announcement);
       } catch (err) {
         log.error(`reading the budget: ${errorText(err)}`);
       }
@@ -41,10 +45,39 @@ export async function activate(context: api.ExtensionContext): Promise<CtxlayerA
     controller.updateSettings(api.readSettings());
     return daemon.restart(api.readSettings());
   };
+  const deps = { controller, restart, log };
+  const client = () => controller.requireClient();
+  const models = new CtxlayerModels({
+    client,
+    log,
+    onPrepared: (result, modelName) => {
+      controller.followPrepared(result).catch((err) => log.warn(`live chat: ${errorText(err)}`));
+      if (result.compacted) {
+        void commands.compactionNotice(
+          deps,
+          result.notice ?? `older turns of the chat with ${modelName} were summarized`,
+        );
+      }
+    },
+  });
+  const participant = new CtxlayerParticipant({
+    client,
+    log,
+    modes: () => controller.modes,
+    onTurn: (sessionId) => {
+      controller.followChat(sessionId).catch((err) => log.warn(`live chat: ${errorText(err)}`));
+    },
+  });
   context.subscriptions.push(
     log,
     status,
-    ...commands.register({ controller, restart, log }),
+    ...commands.register(deps),
+    api.registerChatModelProvider(VENDOR, models),
+    api.onDidChangeChatModels(() => {
+      models.refresh().catch((err) => log.warn(`listing the chat models: ${errorText(err)}`));
+    }),
+    api.createChatParticipant(PARTICIPANT_ID, participant.handler, "layers"),
+    registerWorkspaceTool(client),
     api.onSettingsChanged(() => {
       const next = api.readSettings();
       const change = settingsChange(settings, next);
@@ -58,6 +91,7 @@ export async function activate(context: api.ExtensionContext): Promise<CtxlayerA
     }),
   );
   void daemon.start(api.readSettings());
+  models.refresh().catch((err) => log.warn(`listing the chat models: ${errorText(err)}`));
   return createApi(controller);
 }
 

@@ -3,7 +3,12 @@
  * CtxlayerClient for the running connection. Owns the LanguageClient's lifetime and its
  * failure messages; it does not own what the budget means (controller.ts).
  */
-import { CtxlayerClient, type SummarizeParams, type SummarizeResult } from "@ctxlayer/client";
+import {
+  CtxlayerClient,
+  type ServerAnnouncement,
+  type SummarizeParams,
+  type SummarizeResult,
+} from "@ctxlayer/client";
 import {
   CloseAction,
   ErrorAction,
@@ -22,6 +27,8 @@ export interface Running {
   /** Custom methods the daemon announced in capabilities.experimental.ctxlayer.methods. */
   methods: Set<string>;
   protocolVersion?: string;
+  /** capabilities.experimental.ctxlayer as the daemon sent it (older daemons: fewer fields). */
+  announcement: Partial<ServerAnnouncement>;
 }
 
 export interface ServerHooks {
@@ -72,6 +79,10 @@ export class DaemonServer {
       initializationOptions: {
         model: settings.model,
         mode: settings.mode,
+        // only when asked: otherwise the workspace's ctxlayer.toml decides
+        ...(settings.gateway.enabled
+          ? { config: { gateway: { enabled: true, port: settings.gateway.port } } }
+          : {}),
       },
       errorHandler: {
         error: () => ({ action: ErrorAction.Continue, handled: true }),
@@ -118,11 +129,13 @@ export class DaemonServer {
       return false;
     }
     await lc.setTrace(Trace.fromString(settings.trace));
-    const experimental = (lc.initializeResult?.capabilities as any)?.experimental?.ctxlayer ?? {};
+    const experimental: Partial<ServerAnnouncement> =
+      (lc.initializeResult?.capabilities as any)?.experimental?.ctxlayer ?? {};
     this.running = {
       client,
       methods: new Set<string>(experimental.methods ?? []),
       protocolVersion: experimental.protocolVersion,
+      announcement: experimental,
     };
     this.log.info(
       `daemon started: ${lc.initializeResult?.serverInfo?.name ?? "?"} ` +

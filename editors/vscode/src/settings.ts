@@ -4,7 +4,7 @@ import type { Settings } from "./vscodeapi";
 export type SettingsChange = "restart" | "mode" | "none";
 
 export function settingsChange(before: Settings, after: Settings): SettingsChange {
-  const restartKeys: (keyof Settings)[] = ["model", "budget", "serverCommand", "trace"];
+  const restartKeys: (keyof Settings)[] = ["model", "budget", "serverCommand", "trace", "gateway"];
   if (restartKeys.some((k) => JSON.stringify(before[k]) !== JSON.stringify(after[k]))) {
     return "restart";
   }

@@ -1,11 +1,19 @@
-/** The status-bar item: shows a Budget with its colour and tooltip, or a problem. */
+/**
+ * The status-bar item: the live chat (the conversation that last sent a request through
+ * ctxlayer) with its colour and tooltip; while there is none it says so, with the workspace's
+ * own figure in the tooltip; or a problem.
+ */
 import type { Budget } from "@ctxlayer/client";
-import { severity, statusText, tooltip } from "./budgetView";
-import type { BudgetSink } from "./controller";
+import { IDLE_TEXT, idleTooltip, liveText, liveTooltip, severity } from "./budgetView";
+import type { BudgetSink, LiveChat } from "./controller";
 import * as api from "./vscodeapi";
 
 export class BudgetStatusItem implements BudgetSink {
   readonly item: api.StatusBarItem;
+  private live: LiveChat | undefined;
+  private workspace: Budget | undefined;
+  /** The gateway's base URLs when the daemon runs one (from its initialize announcement). */
+  gateway: { openai: string; anthropic: string } | null | undefined;
 
   constructor() {
     this.item = api.createStatusBarItem("ctxlayer.budget");
@@ -16,10 +24,19 @@ export class BudgetStatusItem implements BudgetSink {
     this.item.show();
   }
 
-  showBudget(budget: Budget, source: string): void {
-    this.item.text = statusText(budget);
-    this.item.tooltip = api.markdown(tooltip(budget, source));
-    const level = severity(budget);
+  showBudget(budget: Budget, _source: string): void {
+    this.workspace = budget;
+    if (this.live) return;
+    this.item.text = IDLE_TEXT;
+    this.item.tooltip = api.markdown(idleTooltip(budget, this.gateway));
+    this.item.backgroundColor = undefined;
+  }
+
+  showLive(chat: LiveChat): void {
+    this.live = chat;
+    this.item.text = liveText(chat.budget);
+    this.item.tooltip = api.markdown(liveTooltip(chat));
+    const level = severity(chat.budget);
     this.item.backgroundColor =
       level === "error"
         ? api.themeColor("statusBarItem.errorBackground")
@@ -29,6 +46,7 @@ export class BudgetStatusItem implements BudgetSink {
   }
 
   showProblem(text: string, detail: string): void {
+    this.live = undefined;
     this.item.text = `$(warning) ${text}`;
     this.item.tooltip = `ctxlayer: ${detail}`;
     this.item.backgroundColor = api.themeColor("statusBarItem.errorBackground");

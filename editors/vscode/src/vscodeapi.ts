@@ -43,6 +43,8 @@ export interface Settings {
   mode: "short" | "deep" | "debug";
   serverCommand: string[];
   trace: "off" | "messages" | "verbose";
+  /** Run the daemon's HTTP gateway, so chat tools outside VS Code show up as live chats. */
+  gateway: { enabled: boolean; port: number };
 }
 
 export function readSettings(): Settings {
@@ -50,9 +52,13 @@ export function readSettings(): Settings {
   return {
     model: c.get<string>("model", "gpt-4o"),
     budget: c.get<number | null>("budget", null) ?? null,
-    mode: c.get<Settings["mode"]>("mode", "short"),
+    mode: c.get<Settings["mode"]>("mode", "deep"),
     serverCommand: c.get<string[]>("serverCommand", []),
     trace: c.get<Settings["trace"]>("trace.server", "off"),
+    gateway: {
+      enabled: c.get<boolean>("gateway.enabled", false),
+      port: c.get<number>("gateway.port", 0),
+    },
   };
 }
 
@@ -123,4 +129,101 @@ export async function summarizeWithEditorModel(
   let text = "";
   for await (const part of response.text) text += part;
   return text;
+}
+
+// --- chat: language models, participants, tools -------------------------------------------------
+
+export type {
+  CancellationToken,
+  ChatContext,
+  ChatRequest,
+  ChatResponseStream,
+  ChatResult,
+  LanguageModelChat,
+  LanguageModelChatInformation,
+  LanguageModelChatProvider,
+  LanguageModelChatRequestMessage,
+  LanguageModelChatTool,
+  LanguageModelResponsePart,
+  Progress,
+  ProvideLanguageModelChatResponseOptions,
+} from "vscode";
+
+export const LanguageModelChatMessage = vscode.LanguageModelChatMessage;
+export const LanguageModelChatMessageRole = vscode.LanguageModelChatMessageRole;
+export const LanguageModelTextPart = vscode.LanguageModelTextPart;
+export const LanguageModelToolCallPart = vscode.LanguageModelToolCallPart;
+export const LanguageModelToolResultPart = vscode.LanguageModelToolResultPart;
+export const LanguageModelDataPart = vscode.LanguageModelDataPart;
+export const LanguageModelToolResult = vscode.LanguageModelToolResult;
+export type LanguageModelChatMessage = vscode.LanguageModelChatMessage;
+export type LanguageModelTextPart = vscode.LanguageModelTextPart;
+export type LanguageModelToolCallPart = vscode.LanguageModelToolCallPart;
+export type LanguageModelToolResultPart = vscode.LanguageModelToolResultPart;
+export type LanguageModelDataPart = vscode.LanguageModelDataPart;
+
+/** The system role Copilot Chat sends (a proposed API): 3 when the running editor has it. */
+export function systemRole(): number | undefined {
+  return (vscode.LanguageModelChatMessageRole as unknown as { System?: number }).System;
+}
+
+export function newCancellation(): vscode.CancellationTokenSource {
+  return new vscode.CancellationTokenSource();
+}
+
+export function selectChatModels(
+  selector: vscode.LanguageModelChatSelector = {},
+): Thenable<vscode.LanguageModelChat[]> {
+  return vscode.lm.selectChatModels(selector);
+}
+
+export function onDidChangeChatModels(listener: () => void): vscode.Disposable {
+  return vscode.lm.onDidChangeChatModels(listener);
+}
+
+export function registerChatModelProvider(
+  vendor: string,
+  provider: vscode.LanguageModelChatProvider,
+): vscode.Disposable {
+  return vscode.lm.registerLanguageModelChatProvider(vendor, provider);
+}
+
+export function createChatParticipant(
+  id: string,
+  handler: vscode.ChatRequestHandler,
+  icon?: string,
+): vscode.ChatParticipant {
+  const participant = vscode.chat.createChatParticipant(id, handler);
+  if (icon) participant.iconPath = new vscode.ThemeIcon(icon);
+  return participant;
+}
+
+export function registerTool<T>(name: string, tool: vscode.LanguageModelTool<T>): vscode.Disposable {
+  return vscode.lm.registerTool(name, tool);
+}
+
+/** The tools other extensions registered, as a chat request offers them to a model. */
+export function availableTools(): vscode.LanguageModelChatTool[] {
+  return vscode.lm.tools.map((t) => ({
+    name: t.name,
+    description: t.description,
+    inputSchema: t.inputSchema,
+  }));
+}
+
+export function invokeTool(
+  name: string,
+  input: object,
+  toolInvocationToken: vscode.ChatParticipantToolToken | undefined,
+  token: vscode.CancellationToken,
+): Thenable<vscode.LanguageModelToolResult> {
+  return vscode.lm.invokeTool(name, { input, toolInvocationToken }, token);
+}
+
+export function showInfoWith(message: string, ...actions: string[]): Thenable<string | undefined> {
+  return vscode.window.showInformationMessage(message, ...actions);
+}
+
+export function eventEmitter<T>(): vscode.EventEmitter<T> {
+  return new vscode.EventEmitter<T>();
 }

@@ -7,7 +7,7 @@ import { join, resolve } from "node:path";
 import type { Budget } from "@ctxlayer/client";
 import { spawnDaemon, type SpawnedDaemon } from "@ctxlayer/client/src/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BudgetController, type BudgetSink } from "../../src/controller";
+import { BudgetController, type BudgetSink, type LiveChat } from "../../src/controller";
 import { severity, statusText } from "../../src/budgetView";
 
 const repo = resolve(__dirname, "../../../..");
@@ -22,6 +22,10 @@ class Sink implements BudgetSink {
   showBudget(b: Budget) {
     this.shown.push(b);
     for (const w of this.waiters.splice(0)) w(b);
+  }
+  live: LiveChat[] = [];
+  showLive(chat: LiveChat) {
+    this.live.push(chat);
   }
   showProblem(text: string, detail: string) {
     this.problems.push(`${text}: ${detail}`);

@@ -1,6 +1,6 @@
 import { CtxlayerClient, type Budget } from "@ctxlayer/client";
 import { beforeEach, describe, expect, it } from "vitest";
-import { BudgetController, type BudgetSink } from "../../src/controller";
+import { BudgetController, type BudgetSink, type LiveChat } from "../../src/controller";
 import { budget, FakeConnection } from "./fakeDaemon";
 
 class Sink implements BudgetSink {
@@ -8,6 +8,10 @@ class Sink implements BudgetSink {
   problems: string[] = [];
   showBudget(b: Budget, source: string) {
     this.shown.push([b, source]);
+  }
+  live: LiveChat[] = [];
+  showLive(chat: LiveChat) {
+    this.live.push(chat);
   }
   showProblem(text: string, detail: string) {
     this.problems.push(`${text}: ${detail}`);
@@ -73,6 +77,29 @@ describe("with sessions", () => {
 
   it("inspects the session", async () => {
     expect(await controller.inspectorHtml()).toBe("<html>vscode:abc</html>");
+  });
+
+  it("shows the chat that last sent a request, and inspects it on a click", async () => {
+    const gateway = { ...budget(40_000, 120_000, "gw:1"), conversationId: "conv-a", source: "gateway" as const, cachedTokens: 30_000 };
+    conn.notify("ctx/budgetChanged", gateway);
+    expect(sink.live.at(-1)).toEqual({ conversationId: "conv-a", sessionId: "gw:1", source: "gateway", budget: gateway });
+    expect(await controller.inspectorHtml()).toBe("<html>gw:1</html>");
+    // a @ctxlayer chat's session budget (no conversation id) becomes the live chat once followed
+    conn.notify("ctx/budgetChanged", budget(5000, 100_000, "vscode-chat:x"));
+    expect(sink.live).toHaveLength(1);
+    await controller.followChat("vscode-chat:x");
+    conn.notify("ctx/budgetChanged", budget(6000, 100_000, "vscode-chat:x"));
+    expect(sink.live.at(-1)).toMatchObject({ conversationId: "vscode-chat:x", source: "session", budget: { used: 6000 } });
+    // a ctxlayer model's fitted request: its own figures
+    await controller.followPrepared({
+      conversationId: "conv-b", sessionId: "prep:b", tokens: 3100, budget: 6000, dropped: [], truncated: [],
+      compacted: false, cacheReuseTokens: 0, request: {},
+    });
+    expect(sink.live.at(-1)).toMatchObject({
+      conversationId: "conv-b", sessionId: "prep:b", source: "prepare",
+      budget: { used: 3100, limit: 6000, conversationId: "conv-b", source: "prepare" },
+    });
+    expect(await controller.inspectorHtml()).toBe("<html>prep:b</html>");
   });
 });
 

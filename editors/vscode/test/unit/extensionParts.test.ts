@@ -17,18 +17,46 @@ const manifest = JSON.parse(readFileSync(join(__dirname, "../../package.json"), 
 beforeEach(() => resetMock());
 
 describe("status bar item", () => {
-  it("shows the budget with warning and error colours", () => {
+  const live = (used: number, limit: number, extra: object = {}) => ({
+    conversationId: "conv-1",
+    sessionId: "s1",
+    source: "gateway",
+    budget: { ...budget(used, limit, "s1"), ...extra },
+  });
+
+  it("says no chat is live, with the workspace's figure in the tooltip only", () => {
+    const status = new BudgetStatusItem();
+    status.showBudget(budget(42_100, 128_000), "workspace");
+    const item = recorded.statusItems[0];
+    expect(item.text).toBe("ctx · no live chat");
+    expect(item.tooltip.value).toContain("The workspace context alone: 42,100 tokens");
+    expect(item.tooltip.value).not.toContain("Gateway:");
+    status.gateway = { openai: "http://127.0.0.1:4000/v1", anthropic: "http://127.0.0.1:4000" };
+    status.showBudget(budget(42_100, 128_000), "workspace");
+    expect(item.tooltip.value).toContain("Gateway: OpenAI base URL `http://127.0.0.1:4000/v1`");
+  });
+
+  it("shows the live chat with cached tokens, error band, next compaction and colours", () => {
     const status = new BudgetStatusItem();
     const item = recorded.statusItems[0];
     expect(item.visible).toBe(true);
     expect(item.command).toBe("ctxlayer.showContext");
-    status.showBudget(budget(42_100, 128_000), "workspace");
-    expect(item.text).toBe("ctx 42.1k / 128k (33%)");
+    status.showLive(live(42_100, 128_000, { cachedTokens: 30_500, errorBand: 420, nextCompactionAt: 89_600 }));
+    expect(item.text).toBe("ctx 42.1k / 128k (33%) · 30.5k cached");
     expect(item.backgroundColor).toBeUndefined();
-    expect(item.tooltip.value).toContain("| Workspace | 41,100 |");
-    status.showBudget(budget(75_000, 100_000), "workspace");
+    const tip = item.tooltip.value;
+    expect(tip).toContain("| Workspace | 41,100 |");
+    expect(tip).toContain("the gateway, conversation `conv-1`");
+    expect(tip).toContain("Cached by the provider on the last turn: 30,500 tokens.");
+    expect(tip).toContain("±420 tokens");
+    expect(tip).toContain("Next compaction at 89,600 tokens (47,500 to go).");
+    // a workspace figure arriving later does not hide the live chat
+    status.showBudget(budget(1000, 128_000), "workspace");
+    expect(item.text).toBe("ctx 42.1k / 128k (33%) · 30.5k cached");
+    status.showLive(live(75_000, 100_000));
+    expect(item.text).toBe("ctx 75k / 100k (75%)");
     expect(item.backgroundColor.id).toBe("statusBarItem.warningBackground");
-    status.showBudget(budget(95_000, 100_000), "workspace");
+    status.showLive(live(95_000, 100_000));
     expect(item.backgroundColor.id).toBe("statusBarItem.errorBackground");
     status.showProblem("ctx off", "daemon exited");
     expect(item.text).toBe("$(warning) ctx off");
@@ -44,6 +72,7 @@ describe("settings", () => {
       mode: props["ctxlayer.mode"].default,
       serverCommand: props["ctxlayer.serverCommand"].default,
       trace: props["ctxlayer.trace.server"].default,
+      gateway: { enabled: props["ctxlayer.gateway.enabled"].default, port: props["ctxlayer.gateway.port"].default },
     });
     recorded.settings.set("model", "claude-sonnet-4");
     recorded.settings.set("budget", 50_000);
@@ -62,10 +91,20 @@ function deps(answers: Record<string, (p: any) => unknown>, methods: string[]) {
     controller,
     log,
     restarts: () => restarts,
-    attach: () => controller.attach(new CtxlayerClient(conn), new Set(methods)),
+    attach: () => controller.attach(new CtxlayerClient(conn), new Set(methods), announcement),
     deps: { controller, log, restart: async () => restarts++ } as commands.CommandDeps,
   };
 }
+
+// what a daemon announces at initialize: its own mode table and default
+const announcement = {
+  defaultMode: "deep" as const,
+  modes: {
+    short: { rulesShare: 0.2, workingShare: 0.5, cap: 2000 },
+    deep: { rulesShare: 0.4, workingShare: 0.8, cap: 8000 },
+    debug: { rulesShare: 0.1, workingShare: 0.9, cap: 4000 },
+  },
+};
 
 const sessionAnswers = {
   "ctx/session/open": (p: any) => ({ ...p }),
@@ -94,7 +133,7 @@ describe("commands", () => {
     expect(recorded.panels[0].options.enableScripts).toBe(true);
   });
 
-  it("Set mode shows the suggested mode and applies the pick", async () => {
+  it("Set mode offers the daemon's modes, marks its default and the suggestion, applies the pick", async () => {
     const d = deps(sessionAnswers, sessionMethods);
     await d.attach();
     d.controller.suggestion = { mode: "debug", reason: "a stack trace in the last message" };
@@ -102,6 +141,9 @@ describe("commands", () => {
     await commands.setMode(d.deps);
     const debug = recorded.quickPickItems.find((i) => i.label === "debug");
     expect(debug.description).toBe("suggested: a stack trace in the last message");
+    expect(debug.detail).toBe("rules up to 10%, working memory up to 90% of 4,000 tokens");
+    expect(recorded.quickPickItems.map((i) => i.label)).toEqual(["short", "deep", "debug"]);
+    expect(recorded.quickPickItems.find((i) => i.label === "deep").description).toBe("default");
     expect(recorded.updates).toEqual([["mode", "debug"]]);
     expect(d.conn.sent("ctx/session/setMode")).toEqual([{ sessionId: "vscode:k", mode: "debug" }]);
   });
@@ -159,6 +201,25 @@ describe("exported API", () => {
     expect((await exported.assemble()).messages).toHaveLength(1);
     expect(d.conn.sent("ctx/assemble")[0].sessionId).toBe("vscode:k");
   });
+
+  it("prepares another extension's chat request and shows that chat on the status bar", async () => {
+    const d = deps(
+      {
+        ...sessionAnswers,
+        "ctx/prepare": (p: any) => ({
+          request: p.request, conversationId: "their-chat", sessionId: "chat-their-chat", tokens: 1200,
+          budget: 8000, dropped: [], truncated: [], compacted: false, cacheReuseTokens: 0,
+        }),
+      },
+      sessionMethods,
+    );
+    await d.attach();
+    const request = { model: "gpt-4o", messages: [{ role: "user", content: "hi" }] };
+    const result = await createApi(d.controller).prepare({ format: "openai", request });
+    expect(result.request).toEqual(request);
+    await new Promise((r) => setTimeout(r, 0));
+    expect(recorded.statusItems[0].text).toBe("ctx 1.2k / 8k (15%)");
+  });
 });
 
 describe("ctx/summarize", () => {
@@ -188,7 +249,7 @@ describe("ctx/summarize", () => {
 });
 
 describe("settings changes", () => {
-  it("restart the daemon for model, budget, command and trace; a mode change does not", () => {
+  it("restart the daemon for model, budget, command, trace and gateway; a mode change does not", () => {
     const base = api.readSettings();
     expect(settingsChange(base, { ...base })).toBe("none");
     expect(settingsChange(base, { ...base, mode: "debug" })).toBe("mode");
@@ -196,5 +257,6 @@ describe("settings changes", () => {
     expect(settingsChange(base, { ...base, budget: 1000 })).toBe("restart");
     expect(settingsChange(base, { ...base, serverCommand: ["x", "serve"] })).toBe("restart");
     expect(settingsChange(base, { ...base, trace: "verbose" })).toBe("restart");
+    expect(settingsChange(base, { ...base, gateway: { enabled: true, port: 0 } })).toBe("restart");
   });
 });

@@ -34,6 +34,7 @@ export function resetMock(): void {
   recorded.nextInput = undefined;
   recorded.nextErrorChoice = undefined;
   recorded.workspaceFolder = "/work/project";
+  chatModels.length = 0;
 }
 
 export enum StatusBarAlignment {
@@ -167,8 +168,81 @@ export const env = {
   },
 };
 
-export const lm = undefined;
-export const LanguageModelChatMessage = { User: (text: string) => ({ role: "user", text }) };
+// the language model classes as VS Code 1.139 has them (System is the proposed role Copilot sends)
+export enum LanguageModelChatMessageRole {
+  User = 1,
+  Assistant = 2,
+  System = 3,
+}
+export class LanguageModelTextPart {
+  constructor(public value: string) {}
+}
+export class LanguageModelToolCallPart {
+  constructor(
+    public callId: string,
+    public name: string,
+    public input: object,
+  ) {}
+}
+export class LanguageModelToolResultPart {
+  constructor(
+    public callId: string,
+    public content: unknown[],
+  ) {}
+}
+export class LanguageModelDataPart {
+  constructor(
+    public data: Uint8Array,
+    public mimeType: string,
+  ) {}
+  static text(value: string, mime = "text/plain") {
+    return new LanguageModelDataPart(new TextEncoder().encode(value), mime);
+  }
+}
+export class LanguageModelToolResult {
+  constructor(public content: unknown[]) {}
+}
+export class LanguageModelChatMessage {
+  constructor(
+    public role: LanguageModelChatMessageRole,
+    content: string | unknown[],
+    public name?: string,
+  ) {
+    this.content = typeof content === "string" ? [new LanguageModelTextPart(content)] : content;
+  }
+  content: unknown[];
+  static User(content: string | unknown[], name?: string) {
+    return new LanguageModelChatMessage(LanguageModelChatMessageRole.User, content, name);
+  }
+  static Assistant(content: string | unknown[], name?: string) {
+    return new LanguageModelChatMessage(LanguageModelChatMessageRole.Assistant, content, name);
+  }
+}
+export class EventEmitter<T> {
+  private listeners: ((e: T) => void)[] = [];
+  event = (l: (e: T) => void) => {
+    this.listeners.push(l);
+    return { dispose: () => (this.listeners = this.listeners.filter((x) => x !== l)) };
+  };
+  fire(e: T) {
+    for (const l of this.listeners) l(e);
+  }
+}
+export class ThemeIcon {
+  constructor(readonly id: string) {}
+}
+
+/** Chat models the editor offers (set by a test), each answering from `answer`. */
+export const chatModels: any[] = [];
+export const lm = {
+  async selectChatModels(selector: { vendor?: string; id?: string } = {}) {
+    return chatModels.filter(
+      (m) => (!selector.vendor || m.vendor === selector.vendor) && (!selector.id || m.id === selector.id),
+    );
+  },
+  onDidChangeChatModels: (_l: Listener) => ({ dispose() {} }),
+  tools: [] as any[],
+};
 export class CancellationTokenSource {
   token = { isCancellationRequested: false };
 }

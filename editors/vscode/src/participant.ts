@@ -1,0 +1,387 @@
+/**
+ * The `@ctxlayer` chat participant: a chat whose history and rules live in a ctxlayer
+ * session. Each turn appends the question, assembles the session into the chosen model's
+ * window, streams the answer, runs the tools the model calls and appends their results.
+ * `/mode`, `/rule`, `/why` and `/restore` act on the session. ChatContext.history holds no
+ * tool calls, so every result carries its turn's tool rounds in its metadata: a chat whose
+ * session the daemon no longer has is rebuilt from history plus metadata.
+ * Owns the turn loop and the replies; the status bar learns about the chat from the
+ * controller (the `onTurn` hook).
+ */
+import { randomUUID } from "node:crypto";
+import { sep } from "node:path";
+import {
+  CtxlayerError,
+  type AssembleResult,
+  type AuditEntry,
+  type CtxlayerClient,
+  type Message,
+  type ModeInfo,
+} from "@ctxlayer/client";
+import { VENDOR, daemonModel } from "./chatModels";
+import { resultText } from "./chatConvert";
+import * as api from "./vscodeapi";
+
+export const PARTICIPANT_ID = "ctxlayer.chat";
+const MAX_TOOL_ROUNDS = 5;
+
+/** What a turn leaves in ChatResult.metadata (JSON only). */
+export interface TurnMetadata {
+  sessionId: string;
+  /** The messages this turn appended after the question: answers, tool calls, tool results. */
+  appended: Message[];
+  compacted?: boolean;
+}
+
+export interface ParticipantHooks {
+  client(): CtxlayerClient;
+  /** The task modes the daemon announced (names and shares). */
+  modes(): Record<string, ModeInfo | undefined>;
+  /** A turn of this chat reached the daemon: the status bar follows this session. */
+  onTurn(sessionId: string, result?: AssembleResult): void;
+  log: api.LogOutputChannel;
+}
+
+/** The session of this chat: named by the first turn's metadata, else a new one. */
+export function sessionOf(context: api.ChatContext): string | undefined {
+  for (const turn of context.history) {
+    const meta = (turn as { result?: api.ChatResult }).result?.metadata as TurnMetadata | undefined;
+    if (meta?.sessionId) return meta.sessionId;
+  }
+  return undefined;
+}
+
+/** The chat's messages as the session holds them, from VS Code's history and our metadata. */
+export function historyMessages(context: api.ChatContext): Message[] {
+  const out: Message[] = [];
+  for (const turn of context.history) {
+    const t = turn as { prompt?: string; command?: string; result?: api.ChatResult; response?: unknown[] };
+    if (typeof t.prompt === "string") {
+      if (!t.command) out.push({ role: "user", content: t.prompt });
+    } else if (t.result) {
+      const meta = t.result.metadata as TurnMetadata | undefined;
+      if (meta?.appended?.length) {
+        out.push(...meta.appended);
+      } else if (!t.command) {
+        const text = (t.response ?? [])
+          .map((p) => (p as { value?: { value?: string } }).value?.value ?? "")
+          .join("");
+        if (text) out.push({ role: "assistant", content: text });
+      }
+    }
+  }
+  return out;
+}
+
+/** The session's messages (format ctxlayer) as the VS Code messages a model takes. */
+export function toChatMessages(messages: readonly Message[]): api.LanguageModelChatMessage[] {
+  const out: api.LanguageModelChatMessage[] = [];
+  const { User, Assistant } = api.LanguageModelChatMessageRole;
+  for (const m of messages) {
+    if (m.role === "assistant") {
+      const parts: (api.LanguageModelTextPart | api.LanguageModelToolCallPart)[] = [];
+      if (m.content) parts.push(new api.LanguageModelTextPart(m.content));
+      for (const call of m.toolCalls ?? []) {
+        parts.push(new api.LanguageModelToolCallPart(call.id, call.name, parseArgs(call.arguments)));
+      }
+      out.push(new api.LanguageModelChatMessage(Assistant, parts));
+    } else if (m.role === "tool") {
+      const result = new api.LanguageModelToolResultPart(m.toolCallId ?? "", [
+        new api.LanguageModelTextPart(m.content),
+      ]);
+      out.push(new api.LanguageModelChatMessage(User, [result]));
+    } else {
+      const role = m.role === "system" ? (api.systemRole() ?? User) : User;
+      out.push(new api.LanguageModelChatMessage(role, [new api.LanguageModelTextPart(m.content)]));
+    }
+  }
+  return out;
+}
+
+/** The files a request references (#file, a selection's file), as paths. */
+export function referencedFiles(request: Pick<api.ChatRequest, "references">): string[] {
+  const paths = request.references.map((r) => {
+    const v = r.value as { scheme?: string; fsPath?: string; uri?: { scheme?: string; fsPath?: string } };
+    const uri = v && typeof v === "object" && "uri" in v ? v.uri : v;
+    return uri && typeof uri === "object" && uri.scheme === "file" ? uri.fsPath : undefined;
+  });
+  return [...new Set(paths.filter((p): p is string => Boolean(p)))];
+}
+
+/** The daemon's answer for a session that no chat prepared (ctx/why and ctx/restore). */
+function isNotAConversation(err: unknown): boolean {
+  return err instanceof CtxlayerError && err.kind === "unknown_session";
+}
+
+function partition<T>(items: T[], test: (item: T) => boolean): [T[], T[]] {
+  return [items.filter(test), items.filter((i) => !test(i))];
+}
+
+function parseArgs(args: string | undefined): object {
+  try {
+    return args ? JSON.parse(args) : {};
+  } catch {
+    return { arguments: args };
+  }
+}
+
+/** One line per audit entry, for /why. */
+export function whyMarkdown(entries: readonly AuditEntry[], messageId?: string): string {
+  if (entries.length === 0) {
+    return messageId
+      ? `Nothing was cut from \`${messageId}\` in the last assembly.`
+      : "The last assembly kept everything whole.";
+  }
+  const rows = entries.map(
+    (e) =>
+      `| ${e.messageId ? `\`${e.messageId}\`` : (e.index ?? "")} | ${e.action} | ${e.reason} | ` +
+      `${e.tokensBefore} → ${e.tokensAfter} | ${e.summary.replace(/\|/g, "\\|")} |`,
+  );
+  return [
+    "| message | action | why | tokens | what it was |",
+    "| --- | --- | --- | ---: | --- |",
+    ...rows,
+    "",
+    "`/restore <message>` brings one back whole in the next turn.",
+  ].join("\n");
+}
+
+/** The notice shown in the chat when the assembly summarized or cut something. */
+export function notice(result: AssembleResult): string | undefined {
+  const cut = result.dropped.length + result.truncated.length;
+  if (!result.compacted && cut === 0) return undefined;
+  const parts: string[] = [];
+  if (result.compacted) parts.push("older turns were summarized");
+  if (result.dropped.length) parts.push(`${result.dropped.length} dropped`);
+  if (result.truncated.length) parts.push(`${result.truncated.length} shortened`);
+  return (
+    `> ctxlayer: ${parts.join(", ")} to fit ${result.tokens.total.toLocaleString("en-US")} / ` +
+    `${result.budget.toLocaleString("en-US")} tokens (\`/why\` says what and why).\n\n`
+  );
+}
+
+export class CtxlayerParticipant {
+  constructor(private readonly hooks: ParticipantHooks) {}
+
+  readonly handler = (
+    request: api.ChatRequest,
+    context: api.ChatContext,
+    stream: api.ChatResponseStream,
+    token: api.CancellationToken,
+  ): Promise<api.ChatResult> =>
+    this.handle(request, context, stream, token).catch((err) => {
+      // one message in the chat that says what failed; the log has the rest
+      const text = err instanceof Error ? err.message : String(err);
+      this.hooks.log.error(`@ctxlayer: ${text}`);
+      return { errorDetails: { message: `ctxlayer: ${text}` } };
+    });
+
+  async handle(
+    request: api.ChatRequest,
+    context: api.ChatContext,
+    stream: api.ChatResponseStream,
+    token: api.CancellationToken,
+  ): Promise<api.ChatResult> {
+    const client = this.hooks.client();
+    const model = await this.upstream(request.model);
+    const sessionId = await this.openSession(client, context, model);
+    const meta: TurnMetadata = { sessionId, appended: [] };
+    const arg = request.prompt.trim();
+    switch (request.command) {
+      case "mode":
+        await this.setMode(client, sessionId, arg, stream);
+        return { metadata: meta };
+      case "rule":
+        await this.addRule(client, sessionId, arg, stream);
+        return { metadata: meta };
+      case "why":
+        stream.markdown(whyMarkdown(await this.why(client, sessionId, arg), arg || undefined));
+        return { metadata: meta };
+      case "restore":
+        if (!arg) {
+          stream.markdown("Name the message to bring back: `/restore <message id>` (see `/why`).");
+          return { metadata: meta };
+        }
+        try {
+          await client.restore({ sessionId, messageId: arg });
+        } catch (err) {
+          if (!isNotAConversation(err)) throw err;
+          stream.markdown(
+            `This daemon brings messages back only in chats it prepares (ctx/prepare), ` +
+              `not yet in an @ctxlayer session: \`${arg}\` stays as the last turn left it.`,
+          );
+          return { metadata: meta };
+        }
+        stream.markdown(`\`${arg}\` comes back whole in the next turn.`);
+        return { metadata: meta };
+    }
+    const question: Message = { role: "user", content: request.prompt };
+    // the daemon reads attached files inside the workspace only; others stay out, said in the log
+    const workspace = api.workspaceFolder();
+    const [inside, outside] = partition(referencedFiles(request), (p) =>
+      Boolean(workspace && (p === workspace || p.startsWith(workspace + sep))),
+    );
+    if (outside.length) this.hooks.log.info(`not attached (outside the workspace): ${outside.join(", ")}`);
+    if (inside.length) question.files = inside;
+    await this.append(client, sessionId, [question]);
+    const tools = api.availableTools();
+    for (let round = 0; round <= MAX_TOOL_ROUNDS && !token.isCancellationRequested; round++) {
+      const assembled = await client.assemble({ sessionId, budget: model.maxInputTokens });
+      this.hooks.onTurn(sessionId, assembled);
+      const said = notice(assembled);
+      if (said) {
+        meta.compacted = meta.compacted || assembled.compacted;
+        stream.markdown(said);
+      }
+      const response = await model.sendRequest(
+        toChatMessages(assembled.messages as Message[]),
+        round < MAX_TOOL_ROUNDS && tools.length ? { tools } : {},
+        token,
+      );
+      let text = "";
+      const calls: { callId: string; name: string; input: object }[] = [];
+      for await (const part of response.stream) {
+        if (part instanceof api.LanguageModelTextPart) {
+          text += part.value;
+          stream.markdown(part.value);
+        } else if (part instanceof api.LanguageModelToolCallPart) {
+          calls.push(part);
+        }
+      }
+      const answer: Message = { role: "assistant", content: text };
+      if (calls.length) {
+        answer.toolCalls = calls.map((c) => ({
+          id: c.callId,
+          name: c.name,
+          arguments: JSON.stringify(c.input),
+        }));
+      }
+      const results: Message[] = [];
+      for (const call of calls) {
+        stream.progress(`Running ${call.name}`);
+        results.push({
+          role: "tool",
+          toolCallId: call.callId,
+          content: await this.runTool(call, request, token),
+        });
+      }
+      await this.append(client, sessionId, [answer, ...results]);
+      meta.appended.push(answer, ...results);
+      if (calls.length === 0) break;
+    }
+    this.hooks.onTurn(sessionId);
+    return { metadata: meta };
+  }
+
+  /**
+   * What the last turn cut: ctx/why where the daemon serves it for a session, else the
+   * session's audit log (the same entries, newest last).
+   */
+  private async why(client: CtxlayerClient, sessionId: string, messageId: string) {
+    try {
+      return (await client.why({ sessionId, messageId: messageId || undefined })).entries;
+    } catch (err) {
+      if (!isNotAConversation(err)) throw err;
+      const { entries } = await client.request("ctx/session/audit", { sessionId, limit: 50 });
+      return messageId ? entries.filter((e) => e.messageId === messageId) : entries;
+    }
+  }
+
+  /** The model to answer with: the picked one, or the one under a ctxlayer model. */
+  private async upstream(picked: api.LanguageModelChat): Promise<api.LanguageModelChat> {
+    if (picked.vendor !== VENDOR) return picked;
+    const [vendor, ...id] = picked.id.split("/");
+    const [under] = await api.selectChatModels({ vendor, id: id.join("/") });
+    if (!under) throw new Error(`the model under ${picked.name} is gone; pick another model`);
+    return under;
+  }
+
+  private async openSession(
+    client: CtxlayerClient,
+    context: api.ChatContext,
+    model: api.LanguageModelChat,
+  ): Promise<string> {
+    const known = sessionOf(context);
+    const sessionId = known ?? `vscode-chat:${randomUUID()}`;
+    if (known) {
+      const { sessions } = await client.request("ctx/session/list", {});
+      if (sessions.some((s) => s.sessionId === known)) return known;
+      this.hooks.log.warn(`chat session ${known} is gone: rebuilding it from the chat history`);
+    }
+    await client.request("ctx/session/open", {
+      sessionId,
+      model: daemonModel(model),
+      budget: model.maxInputTokens,
+    });
+    const earlier = historyMessages(context);
+    if (earlier.length) await this.append(client, sessionId, earlier);
+    return sessionId;
+  }
+
+  private async append(client: CtxlayerClient, sessionId: string, messages: Message[]) {
+    await client.request("ctx/session/append", { sessionId, messages });
+  }
+
+  private async runTool(
+    call: { callId: string; name: string; input: object },
+    request: api.ChatRequest,
+    token: api.CancellationToken,
+  ): Promise<string> {
+    try {
+      const result = await api.invokeTool(call.name, call.input, request.toolInvocationToken, token);
+      return resultText(result.content);
+    } catch (err) {
+      // the model reads the failure and can answer without the tool
+      const text = err instanceof Error ? err.message : String(err);
+      this.hooks.log.warn(`tool ${call.name} failed: ${text}`);
+      return `The tool ${call.name} failed: ${text}`;
+    }
+  }
+
+  private async setMode(
+    client: CtxlayerClient,
+    sessionId: string,
+    name: string,
+    stream: api.ChatResponseStream,
+  ) {
+    const modes = this.hooks.modes();
+    const names = Object.keys(modes);
+    if (!names.includes(name)) {
+      stream.markdown(`Say which mode: ${names.map((n) => `\`/mode ${n}\``).join(", ")}.`);
+      return;
+    }
+    const budget = await client.request("ctx/session/setMode", {
+      sessionId,
+      mode: name as "short" | "deep" | "debug",
+    });
+    const m = modes[name]!;
+    stream.markdown(
+      `Mode **${name}**: rules up to ${Math.round(m.rulesShare * 100)}% and working memory up to ` +
+        `${Math.round(m.workingShare * 100)}% of ${m.cap.toLocaleString("en-US")} tokens. ` +
+        `The chat now uses ${budget.used.toLocaleString("en-US")} of ${budget.limit.toLocaleString("en-US")}.`,
+    );
+    this.hooks.onTurn(sessionId);
+  }
+
+  private async addRule(
+    client: CtxlayerClient,
+    sessionId: string,
+    text: string,
+    stream: api.ChatResponseStream,
+  ) {
+    if (!text) {
+      stream.markdown("Write the rule after the command: `/rule Never use any in TypeScript`.");
+      return;
+    }
+    const added = await client.request("ctx/session/addRule", {
+      sessionId,
+      rule: { text, weight: 1 },
+    });
+    stream.markdown(
+      `Rule \`${added.ruleId}\` added: it stays in every turn of this chat.` +
+        (added.demoted.length ? ` Demoted to working memory: ${added.demoted.join(", ")}.` : "") +
+        (added.warning ? `\n\n${added.warning}` : ""),
+    );
+    this.hooks.onTurn(sessionId);
+  }
+}

@@ -1,0 +1,210 @@
+// The @ctxlayer participant over an in-memory daemon: a turn appends the question, assembles
+// the session into the model's window, runs the tool the model calls, keeps the tool round
+// in the result metadata; the commands act on the session.
+import { beforeEach, describe, expect, it } from "vitest";
+import { CtxlayerClient } from "@ctxlayer/client";
+import { CtxlayerParticipant, historyMessages, toChatMessages, whyMarkdown } from "../../src/participant";
+import * as api from "../../src/vscodeapi";
+import {
+  LanguageModelChatMessageRole as Role,
+  LanguageModelTextPart as Text,
+  LanguageModelToolCallPart as Call,
+  LanguageModelToolResult,
+  LanguageModelToolResultPart as Result,
+  lm,
+  resetMock,
+} from "./vscode.mock";
+import { FakeConnection, budget } from "./fakeDaemon";
+
+const modes = {
+  short: { rulesShare: 0.2, workingShare: 0.5, cap: 2000 },
+  deep: { rulesShare: 0.4, workingShare: 0.8, cap: 8000 },
+};
+
+let conn: FakeConnection;
+let session: any[];
+let turns: string[];
+let compacted: boolean;
+let participant: CtxlayerParticipant;
+
+function model() {
+  const received: any[] = [];
+  return {
+    vendor: "acme", id: "m", name: "M", family: "gpt-4o", version: "1", maxInputTokens: 5000, received,
+    async sendRequest(messages: any[], options: any) {
+      received.push({ messages, options });
+      const answeredTool = messages.at(-1).content[0] instanceof Result;
+      async function* stream() {
+        if (answeredTool) yield new Text("The project has app.py.");
+        else {
+          yield new Text("Let me look. ");
+          yield new Call("call-1", "ctxlayer_workspace", {});
+        }
+      }
+      return { stream: stream() };
+    },
+  };
+}
+
+function chatStream() {
+  const out: string[] = [];
+  return { out, markdown: (t: string) => out.push(t), progress: (t: string) => out.push(`(${t})`) };
+}
+
+beforeEach(() => {
+  resetMock();
+  session = [];
+  turns = [];
+  compacted = false;
+  conn = new FakeConnection({
+    "ctx/session/list": () => ({ sessions: [] }),
+    "ctx/session/open": (p: any) => ({ sessionId: p.sessionId, model: p.model, mode: "deep", budget: p.budget, createdAt: "now" }),
+    "ctx/session/append": (p: any) => {
+      session.push(...p.messages);
+      return budget(1000, 5000, p.sessionId);
+    },
+    "ctx/assemble": (p: any) => ({
+      messages: [{ role: "system", content: "rules" }, ...session],
+      cacheBoundary: 1, tokens: { total: 1200 }, budget: p.budget,
+      dropped: compacted ? [{ action: "dropped", reason: "old", summary: "x", tokensBefore: 5, tokensAfter: 0 }] : [],
+      truncated: [], compacted,
+    }),
+    "ctx/session/setMode": (p: any) => budget(1500, 5000, p.sessionId),
+    "ctx/session/addRule": () => ({ ruleId: "rule-1", demoted: [] }),
+    "ctx/why": () => ({ entries: [{ messageId: "m3", action: "truncated", reason: "tool output over its cap", summary: "tool: ls", tokensBefore: 900, tokensAfter: 120 }] }),
+    "ctx/restore": () => ({}),
+  });
+  lm.tools.length = 0;
+  lm.tools.push({ name: "ctxlayer_workspace", description: "the workspace", inputSchema: { type: "object" } });
+  (lm as any).invokeTool = async (name: string) => new LanguageModelToolResult([new Text(`result of ${name}`)]);
+  participant = new CtxlayerParticipant({
+    client: () => new CtxlayerClient(conn),
+    modes: () => modes,
+    onTurn: (id) => turns.push(id),
+    log: api.createLogChannel("t") as any,
+  });
+});
+
+const request = (prompt: string, m: any, command?: string) =>
+  ({ prompt, command, model: m, toolInvocationToken: undefined, references: [], toolReferences: [] }) as any;
+const noCancel = { isCancellationRequested: false } as any;
+
+describe("@ctxlayer", () => {
+  it("answers from the assembled session, running the tool the model calls", async () => {
+    const m = model();
+    const s = chatStream();
+    const result = await participant.handle(request("what is in this project?", m), { history: [] }, s as any, noCancel);
+    const meta = result.metadata as any;
+    expect(meta.sessionId).toMatch(/^vscode-chat:/);
+    expect(s.out).toEqual(["Let me look. ", "(Running ctxlayer_workspace)", "The project has app.py."]);
+    expect(session.map((x) => x.role)).toEqual(["user", "assistant", "tool", "assistant"]);
+    expect(session[1].toolCalls).toEqual([{ id: "call-1", name: "ctxlayer_workspace", arguments: "{}" }]);
+    expect(session[2]).toEqual({ role: "tool", toolCallId: "call-1", content: "result of ctxlayer_workspace" });
+    // the tool round is in the metadata, as VS Code's history will not have it
+    expect(meta.appended).toEqual(session.slice(1));
+    // the second request carried the tool pair, after the session's system layer
+    const second = m.received[1].messages;
+    expect(second[0].role).toBe(Role.System);
+    expect(second.at(-2).content[1]).toEqual(new Call("call-1", "ctxlayer_workspace", {}));
+    expect(second.at(-1).content[0]).toEqual(new Result("call-1", [new Text("result of ctxlayer_workspace")]));
+    expect(m.received[0].options.tools.map((t: any) => t.name)).toEqual(["ctxlayer_workspace"]);
+    expect(conn.sent("ctx/assemble")[0]).toEqual({ sessionId: meta.sessionId, budget: 5000 });
+    expect(turns).toContain(meta.sessionId);
+  });
+
+  it("shows the notice when the assembly cut something", async () => {
+    compacted = true;
+    const s = chatStream();
+    await participant.handle(request("hi", model()), { history: [] }, s as any, noCancel);
+    expect(s.out[0]).toMatch(/^> ctxlayer: older turns were summarized, 1 dropped to fit 1,200 \/ 5,000 tokens/);
+  });
+
+  it("rebuilds a session the daemon lost from the history and the metadata", async () => {
+    const appended = [
+      { role: "assistant", content: "", toolCalls: [{ id: "c", name: "t", arguments: "{}" }] },
+      { role: "tool", toolCallId: "c", content: "out" },
+      { role: "assistant", content: "done" },
+    ];
+    const history = [
+      { prompt: "first", participant: "ctxlayer.chat" },
+      { response: [], result: { metadata: { sessionId: "vscode-chat:old", appended } }, participant: "ctxlayer.chat" },
+    ];
+    expect(historyMessages({ history } as any)).toEqual([{ role: "user", content: "first" }, ...appended]);
+    await participant.handle(request("second", model()), { history } as any, chatStream() as any, noCancel);
+    expect(conn.sent("ctx/session/open")[0].sessionId).toBe("vscode-chat:old");
+    expect(session.slice(0, 5).map((x) => x.content)).toEqual(["first", "", "out", "done", "second"]);
+  });
+
+  it("sets the mode, adds a rule, says why and restores, on the chat's session", async () => {
+    const s = chatStream();
+    const m = model();
+    const first = await participant.handle(request("deep", m, "mode"), { history: [] }, s as any, noCancel);
+    const id = (first.metadata as any).sessionId;
+    const history = [{ prompt: "deep", command: "mode" }, { response: [], result: first, command: "mode" }];
+    (conn as any).answers["ctx/session/list"] = () => ({ sessions: [{ sessionId: id }] });
+    await participant.handle(request("Never use any", m, "rule"), { history } as any, s as any, noCancel);
+    await participant.handle(request("", m, "why"), { history } as any, s as any, noCancel);
+    await participant.handle(request("m3", m, "restore"), { history } as any, s as any, noCancel);
+    await participant.handle(request("turbo", m, "mode"), { history } as any, s as any, noCancel);
+    expect(conn.sent("ctx/session/setMode")).toEqual([{ sessionId: id, mode: "deep" }]);
+    expect(conn.sent("ctx/session/addRule")).toEqual([{ sessionId: id, rule: { text: "Never use any", weight: 1 } }]);
+    expect(conn.sent("ctx/why")).toEqual([{ sessionId: id }]);
+    expect(conn.sent("ctx/restore")).toEqual([{ sessionId: id, messageId: "m3" }]);
+    expect(s.out[0]).toContain("Mode **deep**: rules up to 40% and working memory up to 80% of 8,000 tokens");
+    expect(s.out[1]).toContain("Rule `rule-1` added");
+    expect(s.out[2]).toContain("| `m3` | truncated | tool output over its cap | 900 → 120 | tool: ls |");
+    expect(s.out[3]).toBe("`m3` comes back whole in the next turn.");
+    expect(s.out[4]).toBe("Say which mode: `/mode short`, `/mode deep`.");
+    expect(conn.sent("ctx/session/append")).toEqual([]); // commands are not chat turns
+    expect(m.received).toEqual([]);
+  });
+
+  it("says why from the session's audit, and says it cannot restore, where the daemon serves only conversations", async () => {
+    const gone = () => {
+      throw Object.assign(new Error("sessionId: no live conversation"), { code: -32002 });
+    };
+    (conn as any).answers["ctx/why"] = gone;
+    (conn as any).answers["ctx/restore"] = gone;
+    (conn as any).answers["ctx/session/audit"] = () => ({
+      entries: [{ messageId: "m9", action: "dropped", reason: "over budget", summary: "user: old", tokensBefore: 40, tokensAfter: 0 }],
+    });
+    const s = chatStream();
+    const m = model();
+    await participant.handle(request("", m, "why"), { history: [] }, s as any, noCancel);
+    await participant.handle(request("m9", m, "restore"), { history: [] }, s as any, noCancel);
+    expect(s.out[0]).toContain("| `m9` | dropped | over budget | 40 → 0 | user: old |");
+    expect(s.out[1]).toContain("`m9` stays as the last turn left it");
+  });
+
+  it("answers a failure with one error in the chat", async () => {
+    delete (conn as any).answers["ctx/assemble"];
+    const result = await participant.handler(request("hi", model()), { history: [] }, chatStream() as any, noCancel);
+    expect(result.errorDetails?.message).toBe("ctxlayer: ctx/assemble: Unhandled method ctx/assemble");
+  });
+
+  it("attaches the files a question references, for the daemon to read", async () => {
+    const req = request("explain #file:app.py", model());
+    req.references = [
+      { id: "file", value: { scheme: "file", fsPath: "/work/project/app.py" } },
+      { id: "sel", value: { uri: { scheme: "file", fsPath: "/work/project/app.py" }, range: {} } },
+      { id: "web", value: { scheme: "https", fsPath: "/x" } },
+      { id: "text", value: "just a string" },
+      { id: "elsewhere", value: { scheme: "file", fsPath: "/etc/passwd" } },
+    ];
+    await participant.handle(req, { history: [] }, chatStream() as any, noCancel);
+    expect(session[0]).toEqual({ role: "user", content: "explain #file:app.py", files: ["/work/project/app.py"] });
+  });
+
+  it("says so when nothing was cut", () => {
+    expect(whyMarkdown([])).toBe("The last assembly kept everything whole.");
+  });
+
+  it("turns session messages into chat messages with tool pairs", () => {
+    const out = toChatMessages([
+      { role: "assistant", content: "", toolCalls: [{ id: "c", name: "t", arguments: '{"a":1}' }] },
+      { role: "tool", toolCallId: "c", content: "out" },
+    ]);
+    expect(out[0].content).toEqual([new Call("c", "t", { a: 1 })]);
+    expect(out[1].content).toEqual([new Result("c", [new Text("out")])]);
+  });
+});
