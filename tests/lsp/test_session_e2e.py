@@ -311,3 +311,20 @@ async def test_provider_messages_in_a_session_keep_their_text_and_say_what_they_
     anthropic = await call(client, "ctx/assemble", {"sessionId": "openai-shaped",
                                                     "format": "anthropic"})
     assert anthropic["messages"][0]["role"] == "user" and anthropic["system"]
+
+
+async def test_why_explains_a_sessions_last_assembly_and_restore_says_what_it_serves(client):
+    await call(client, "ctx/session/open", {"sessionId": "why-session", "budget": 900})
+    await call(client, "ctx/session/append", {"sessionId": "why-session", "messages": chat(30)})
+    assembled = await call(client, "ctx/assemble", {"sessionId": "why-session"})
+    assert assembled["compacted"], "a 900-token budget compacts 30 long turns"
+    why = await call(client, "ctx/why", {"sessionId": "why-session"})
+    cut = why["entries"]
+    assert any(e["action"] == "summarized" for e in cut)
+    assert {e["messageId"] for e in assembled["dropped"]} <= {e["messageId"] for e in cut}
+    one = next(e["messageId"] for e in cut if e["action"] == "summarized")
+    only = await call(client, "ctx/why", {"sessionId": "why-session", "messageId": one})
+    assert only["entries"] and all(e["messageId"] == one for e in only["entries"])
+    with pytest.raises(JsonRpcException) as err:
+        await call(client, "ctx/restore", {"sessionId": "why-session", "messageId": one})
+    assert err.value.code == -32602 and "live chat" in err.value.message

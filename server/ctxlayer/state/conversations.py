@@ -232,6 +232,11 @@ class Conversations:
                                f"conversation {conv.conversation_id!r}", field="messageId")
         conv.restored.add(message_id)
 
+    def has_session(self, workspace: str, session_id: str) -> bool:
+        """Whether a live conversation of this workspace is backed by that session."""
+        return any(ws == workspace and c.session_id == session_id
+                   for (ws, _), c in self._live.items())
+
     def _get(self, workspace: str, cid: str) -> Conversation | None:
         return self._live.get((workspace, cid))
 

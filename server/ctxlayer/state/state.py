@@ -43,6 +43,8 @@ class State:
         self.gateway_starter: Callable[[Any], Awaitable[None]] | None = None
         #: the system prompt each session was last assembled with, by (workspace, session id)
         self.system_specs: dict[tuple[str, str], Any] = {}
+        #: what the last assembly of each session dropped or shortened (ctx/why)
+        self.last_assembly_audit: dict[tuple[str, str], list[Any]] = {}
         #: sessions whose system layers this process has measured
         self.layered: set[tuple[str, str]] = set()
         self._sessions: Any = None

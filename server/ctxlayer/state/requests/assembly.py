@@ -109,6 +109,9 @@ async def assemble(caller: Caller, p: protocol.AssembleParams) -> protocol.Assem
     system = await session_layers(caller, p.session_id, p.system_prompt)
     out = await run_assembly(caller, p.session_id, budget=p.budget, system=system)
     result = out.result
+    # everything this assembly did: what it cut, shortened and summarized
+    caller.state.last_assembly_audit[(caller.workspace, p.session_id)] = list(
+        out.audit or [*result.dropped, *result.truncated])
     log.info("assemble %s: %d messages, %d/%d tokens%s", p.session_id, len(result.messages),
              result.tokens.total, result.budget, ", compacted" if result.compacted else "")
     if p.format != "ctxlayer":

@@ -22,11 +22,31 @@ async def conversations(caller: Caller, p: protocol.Empty) -> protocol.Conversat
 
 
 async def why(caller: Caller, p: protocol.WhyParams) -> protocol.WhyResult:
-    return protocol.WhyResult(entries=caller.state.conversations.why(
+    state = caller.state
+    if p.conversation_id is None and p.session_id is not None \
+            and not state.conversations.has_session(caller.workspace, p.session_id):
+        # a session of ctx/assemble: what its last assembly cut (this process), else its log
+        entries = state.last_assembly_audit.get((caller.workspace, p.session_id))
+        if entries is None:
+            entries = await state.work(state.sessions.audit, caller.workspace, p.session_id,
+                                       None)
+        if p.message_id is not None:
+            entries = [e for e in entries if e.message_id == p.message_id]
+        return protocol.WhyResult(entries=list(entries))
+    return protocol.WhyResult(entries=state.conversations.why(
         caller.workspace, p.conversation_id, p.session_id, p.message_id))
 
 
 async def restore(caller: Caller, p: protocol.RestoreParams) -> protocol.Empty:
-    caller.state.conversations.restore(caller.workspace, p.conversation_id, p.session_id,
-                                       p.message_id)
+    state = caller.state
+    if p.conversation_id is None and p.session_id is not None \
+            and not state.conversations.has_session(caller.workspace, p.session_id):
+        from ctxlayer.core.errors import ContextError
+
+        raise ContextError("invalid", "ctx/restore brings back what a live chat's turn cut "
+                           "(ctx/prepare, the gateway); a session's summarized messages stay in "
+                           "its summary: add what matters as a rule or a working item",
+                           field="sessionId")
+    state.conversations.restore(caller.workspace, p.conversation_id, p.session_id,
+                                p.message_id)
     return protocol.Empty()
