@@ -27,6 +27,7 @@ tools:
 
 test-python: setup
 	$(BIN)/lint-imports
+	$(BIN)/ruff check server clients/python tests bench
 	$(BIN)/pytest
 
 # The whole suite, what CI runs: Python (core, workspace, store, daemon, CLI, inspector in
