@@ -92,3 +92,19 @@ def test_facts_already_shown_are_left_out():
 def test_commands_written_in_tool_call_arguments_are_facts():
     ledger = add_messages(None, [call("c", "bash", command="cat > verify_fix.py << 'EOF'")])
     assert "verify_fix.py" in render_ledger(ledger, 10_000)
+
+
+@pytest.mark.parametrize(("arguments", "ran"), [
+    ({"command": "python reproduce.py"}, "python reproduce.py"),
+    ({"cmd": ["pytest", "-x", "tests/test_io.py"]}, "pytest -x tests/test_io.py"),
+    ({"script": "make test\necho done"}, "make test"),  # the first line: what was run
+])
+def test_what_an_agent_ran_through_its_shell_tool_is_a_command_of_the_ledger(arguments, ran):
+    msg = Message(role="assistant", content="Let me check.", id="a",
+                  tool_calls=[ToolCall(id="c1", name="bash", arguments=json.dumps(arguments))])
+    ledger = add_messages(None, [msg])
+    assert ran in [e.value for e in ledger.kinds["commands"]]
+    # and it ranks as the agent's own words, above a command only seen in some output
+    seen = Message(role="tool", content="$ npm run lint\nok", id="r", tool_call_id="c1")
+    ranked = add_messages(None, [msg, seen]).kinds["commands"]
+    assert ranked[0].value == ran and ranked[0].score > min(e.score for e in ranked)

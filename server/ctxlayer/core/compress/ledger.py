@@ -81,6 +81,35 @@ def text_of(msg: Message) -> str:
     return msg.content + "".join("\n" + c.arguments for c in msg.tool_calls)
 
 
+#: argument keys under which agents' shell tools take the command they run
+_COMMAND_KEYS = ("command", "cmd", "script")
+_COMMAND_MAX = 200
+
+
+def shell_commands(msg: Message) -> list[str]:
+    """The commands an assistant ran through its shell tools (bash, shell, Bash ...): the
+    first line of a `command` / `cmd` / `script` argument, a list of words joined. What an
+    agent already ran matters to the rest of its work as much as what the user typed."""
+    out: list[str] = []
+    for call in msg.tool_calls or ():
+        try:
+            args = msgspec.json.decode(call.arguments or "{}")
+        except (msgspec.DecodeError, TypeError):
+            continue
+        if not isinstance(args, dict):
+            continue
+        for key in _COMMAND_KEYS:
+            value = args.get(key)
+            if isinstance(value, list) and all(isinstance(v, str) for v in value):
+                value = " ".join(value)
+            if isinstance(value, str) and value.strip():
+                line = value.strip().splitlines()[0].strip()
+                if 2 < len(line) <= _COMMAND_MAX:
+                    out.append(line)
+                break
+    return out
+
+
 def _prose(text: str) -> str:
     return _FENCED.sub(" ", text) if ("```" in text or "~~~" in text) else text
 
@@ -96,6 +125,10 @@ def add_messages(ledger: Ledger | None, messages: list[Message],
     for n, msg in enumerate(messages):
         facts = extracted[n] if extracted is not None else extract_facts(text_of(msg))
         led.mentions += 1
+        ran = shell_commands(msg) if msg.tool_calls else []
+        if ran:
+            facts = msgspec.structs.replace(
+                facts, commands=tuple(dict.fromkeys((*ran, *facts.commands))))
         if facts.is_empty():
             continue
         speaker = msg.role in ("user", "assistant") and msg.kind not in ("toolOutput", "doc")
@@ -111,7 +144,8 @@ def add_messages(ledger: Ledger | None, messages: list[Message],
                     value = "line " + value[len(_INLINE_SCRIPT):]  # a `python -c` script's line
                 elif kind in _LOCATED and _LIBRARY.search(value):
                     continue
-                score = PROSE_SCORE if speaker and value in prose else MENTION_SCORE
+                score = PROSE_SCORE if speaker and (value in prose or value in ran) \
+                    else MENTION_SCORE
                 i = where.get(value)
                 if i is None:
                     where[value] = len(entries)
