@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import os
 
-from ws_helpers import count, git, make_ws, write
+from ws_helpers import count, git, make_ws, part, write
 
 from ctxlayer.core.text import content_hash
 from ctxlayer.workspace import PART_ORDER
 from ctxlayer.workspace.tree import render_tree
-
-
-def part(seg, name):
-    return next(p for p in seg.parts if p.name == name)
 
 
 def reasons(seg, part_name):

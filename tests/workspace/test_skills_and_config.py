@@ -8,7 +8,7 @@ import threading
 import time
 from pathlib import Path
 
-from ws_helpers import Recorder, make_ws, write
+from ws_helpers import Recorder, has, make_ws, part, write
 
 from ctxlayer.config import Config, reload_config
 from ctxlayer.workspace.skills import parse_head
@@ -22,16 +22,6 @@ description: Review a diff for bugs,
 
 Long body that is never shown.
 """
-
-
-def part(seg, name):
-    return next(p for p in seg.parts if p.name == name)
-
-
-def has(name, text, present=True):
-    def check(calls):
-        return bool(calls) and (text in part(calls[-1][0], name).text) == present
-    return check
 
 
 def test_skills_from_front_matter_or_first_line_most_specific_last(repo, home):

@@ -13,11 +13,7 @@ import sys
 import threading
 import time
 
-from ws_helpers import Recorder, git, make_ws, write
-
-
-def part(seg, name):
-    return next(p for p in seg.parts if p.name == name)
+from ws_helpers import Recorder, git, make_ws, part, write
 
 
 def latest_has(name, text, present=True):

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from ws_helpers import Recorder, git, make_ws, write
+from ws_helpers import Recorder, git, has, make_ws, part, write
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="inotify is Linux's")
 
@@ -19,16 +19,6 @@ def kernel_watches(ws) -> int:
     fd = ws._watcher._folders.fd
     text = Path(f"/proc/self/fdinfo/{fd}").read_text()
     return sum(1 for line in text.splitlines() if line.startswith("inotify wd:"))
-
-
-def part(seg, name):
-    return next(p for p in seg.parts if p.name == name)
-
-
-def has(name, text, present=True):
-    def check(calls):
-        return bool(calls) and (text in part(calls[-1][0], name).text) == present
-    return check
 
 
 def make_node_modules(root: Path, files: int = 20_000, per_folder: int = 50) -> int:

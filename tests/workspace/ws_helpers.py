@@ -49,3 +49,15 @@ class Recorder:
             time.sleep(0.02)
         raise AssertionError(f"condition not met within {timeout}s; calls: "
                              f"{[c for _, c in self.snapshot()]}")
+
+
+def part(seg, name):
+    """The named part of a segment."""
+    return next(p for p in seg.parts if p.name == name)
+
+
+def has(name, text, present=True):
+    """A Recorder predicate: the latest segment's part `name` holds `text` (or not)."""
+    def check(calls):
+        return bool(calls) and (text in part(calls[-1][0], name).text) == present
+    return check

@@ -114,6 +114,20 @@ function H.buffer_lines(name)
 end
 
 --- Run the test body, stop the daemon, exit with the verdict.
+--- `:Ctxlayer why`, then its buffer once it shows `conversation`; and its "- action ..." lines
+function H.why(conversation)
+  vim.cmd("Ctxlayer why")
+  local why = H.wait(function()
+    local lines = H.buffer_lines("ctxlayer://why")
+    return lines and lines[1]:find(conversation, 1, true) and lines
+  end)
+  H.must(why ~= nil, ":Ctxlayer why shows the live chat's last turn", vim.inspect(H.buffer_lines("ctxlayer://why")))
+  local cuts = vim.tbl_filter(function(l)
+    return l:match("^%- %a+ ") ~= nil
+  end, why)
+  return why, cuts
+end
+
 function H.run(main)
   local ok, err = xpcall(main, debug.traceback)
   if not ok then

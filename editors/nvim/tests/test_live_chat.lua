@@ -193,15 +193,7 @@ H.run(function()
   local long = wait_chat(first.conversation)
   H.must(long ~= nil and long.conversation ~= second.conversation, "the long chat is live", vim.inspect(long))
   H.ok(long.used <= long.limit, "what was sent fits the chat's limit", vim.inspect(long))
-  vim.cmd("Ctxlayer why")
-  local why = H.wait(function()
-    local lines = H.buffer_lines("ctxlayer://why")
-    return lines and lines[1]:find(long.conversation, 1, true) and lines
-  end)
-  H.must(why ~= nil, ":Ctxlayer why shows the live chat's last turn", vim.inspect(H.buffer_lines("ctxlayer://why")))
-  local cuts = vim.tbl_filter(function(l)
-    return l:match("^%- %a+ ") ~= nil
-  end, why)
+  local why, cuts = H.why(long.conversation)
   H.ok(#cuts > 0, "it lists what was cut, each with its reason", table.concat(why, "\n"))
   local summarized = vim.tbl_filter(function(l)
     return l:match("^%- summarized ") ~= nil

@@ -69,15 +69,7 @@ H.run(function()
   H.must(now ~= nil and now.conversation == long.conversationId, "the status line follows the chat that last went through", vim.inspect(now))
   H.ok(now.used <= now.limit, "what is sent fits the limit", vim.inspect(now))
 
-  vim.cmd("Ctxlayer why")
-  local why = H.wait(function()
-    local lines = H.buffer_lines("ctxlayer://why")
-    return lines and lines[1]:find(long.conversationId, 1, true) and lines
-  end)
-  H.must(why ~= nil, ":Ctxlayer why shows the live chat's last turn", vim.inspect(H.buffer_lines("ctxlayer://why")))
-  local cuts = vim.tbl_filter(function(l)
-    return l:match("^%- %a+ ") ~= nil
-  end, why)
+  local why, cuts = H.why(long.conversationId)
   H.ok(#cuts > 0 and why[2]:find("): ", 1, true) ~= nil, "each with what it was and why", table.concat(why, "\n"))
 
   local summarized = vim.tbl_filter(function(l)
