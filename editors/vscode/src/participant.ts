@@ -205,11 +205,12 @@ export class CtxlayerParticipant {
         try {
           await client.restore({ sessionId, messageId: arg });
         } catch (err) {
-          if (!isNotAConversation(err)) throw err;
-          stream.markdown(
-            `This daemon brings messages back only in chats it prepares (ctx/prepare), ` +
-              `not yet in an @ctxlayer session: \`${arg}\` stays as the last turn left it.`,
-          );
+          // the daemon restores what a live chat's turn cut (ctx/prepare); a session's
+          // summarized messages stay in its summary, and the daemon says so
+          if (!isNotAConversation(err) && !(err instanceof CtxlayerError && err.kind === "invalid"))
+            throw err;
+          const why = err instanceof Error ? err.message.replace(/^ctx\/restore: /, "") : "";
+          stream.markdown(`\`${arg}\` stays as the last turn left it: ${why}`);
           return { metadata: meta };
         }
         stream.markdown(`\`${arg}\` comes back whole in the next turn.`);
