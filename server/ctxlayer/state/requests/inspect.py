@@ -10,7 +10,6 @@ from __future__ import annotations
 from ctxlayer import protocol
 from ctxlayer.core.errors import ContextError
 from ctxlayer.state.caller import Caller
-from ctxlayer.state.requests.messages import ctxlayer_messages
 
 
 async def inspect(caller: Caller, p: protocol.InspectParams) -> protocol.InspectResult:
@@ -40,7 +39,7 @@ async def _conversation_data(caller: Caller, p: protocol.InspectParams, model: s
     from ctxlayer.inspector import inspect_conversation
 
     budget = p.budget if p.budget is not None else caller.default_budget(model)
-    messages = ctxlayer_messages(p.messages or [])
+    messages = list(p.messages or [])  # Message structs, validated strictly by the params
     return await caller.state.tokenizers.run(
         model,
         lambda c: inspect_conversation(messages, budget, c, model=model or "default",

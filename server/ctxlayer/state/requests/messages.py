@@ -11,33 +11,9 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 from ctxlayer import protocol
 from ctxlayer.core.errors import ContextError
 from ctxlayer.state.caller import Caller
-
-
-def ctxlayer_messages(raw: Any, field: str = "messages") -> list[protocol.Message]:
-    # for requests whose messages are always ctxlayer's (ctx/inspect)
-    """Strict ctxlayer Messages: an unknown field is an error naming it."""
-    if raw and isinstance(raw[0], protocol.Message):
-        return list(raw)
-    try:
-        return msgspec.convert(raw, list[protocol.Message])
-    except msgspec.ValidationError as exc:
-        text = str(exc)
-        where = ""
-        if " - at `$" in text:
-            text, where = text.rsplit(" - at `$", 1)
-            where = where.rstrip("`")
-        if text.startswith("Object contains unknown field `"):
-            name = text.split("`")[1]
-            where, text = f"{where}.{name}", "unknown field"
-        elif text.startswith("Object missing required field `"):
-            name = text.split("`")[1]
-            where, text = f"{where}.{name}", "required field is missing"
-        raise ContextError("invalid", text, field=field + where) from None
 
 
 async def attachments(caller: Caller, messages: list[protocol.Message]) -> dict[str, str]:
