@@ -33,13 +33,7 @@ async def initialize(ls: CtxServer, params: types.InitializeParams) -> None:
     raw = params.initialization_options
     if isinstance(raw, dict):
         raw = {k: v for k, v in raw.items() if k != "token"}
-    try:
-        caller.options = msgspec.convert(raw or {}, protocol.InitializationOptions)
-    except msgspec.ValidationError as exc:
-        field, message = field_error(exc)
-        ls.option_problems.append(
-            f"initializationOptions.{field or ''}: {message}; the defaults are used".replace(
-                "initializationOptions.:", "initializationOptions:"))
+    caller.options = read_options(raw, ls.option_problems)
     caller.root = workspace_root(params)
     if caller.root is None:
         log.info("no workspace folder: the segment stays empty")
@@ -61,6 +55,25 @@ async def initialize(ls: CtxServer, params: types.InitializeParams) -> None:
     caller.live.start()
     if ls.state.gateway_starter is not None:  # before the answer, which announces the URLs
         await ls.state.gateway_starter(caller)
+
+
+def read_options(raw: object, problems: list[str]) -> protocol.InitializationOptions:
+    """The client's options; a bad one is reported and left out, the others still apply (a
+    misspelled mode must not also drop the config the client sent beside it)."""
+    values = dict(raw) if isinstance(raw, dict) else {}
+    if raw is not None and not isinstance(raw, dict):
+        problems.append("initializationOptions: expected an object; the defaults are used")
+    while True:
+        try:
+            return msgspec.convert(values, protocol.InitializationOptions)
+        except msgspec.ValidationError as exc:
+            field, message = field_error(exc)
+            top = (field or "").split(".")[0].split("[")[0]
+            problems.append(f"initializationOptions.{field}: {message}; its default is used"
+                            if field else f"initializationOptions: {message}")
+            if top not in values:
+                return protocol.InitializationOptions()
+            del values[top]
 
 
 def summarizes(params: types.InitializeParams) -> bool:
