@@ -194,7 +194,12 @@ async def changed_until(client: LanguageClient, predicate) -> dict:
             seg = await call(client, "ctx/segment")
             if predicate(seg):
                 return seg
-            await notification(client, "ctx/segmentChanged")
+            # a notification that came between the answer and this wait is not waited for
+            # again: look at the segment once a second in any case
+            try:
+                await asyncio.wait_for(notification(client, "ctx/segmentChanged"), 1.0)
+            except TimeoutError:
+                pass
 
     return await asyncio.wait_for(wait(), TIMEOUT)
 
