@@ -39,6 +39,3 @@ class Lanes:
                 mine.set_result(None)
             if self._tails.get(key) is mine and mine.done():
                 del self._tails[key]
-
-    def busy(self) -> int:
-        return len(self._tails)

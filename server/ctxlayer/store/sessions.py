@@ -286,6 +286,11 @@ class SessionService:
             live = self._get(workspace, session_id)
             return self._measure(live, self._settings(workspace))
 
+    def model_of(self, workspace: str, session_id: str) -> str:
+        """The session's model (what its messages are counted with)."""
+        with self._lock:
+            return self._get(workspace, session_id).row.model
+
     def set_system(self, workspace: str, session_id: str, system: SystemLayers) -> None:
         """Remember the system layers a session is measured against (segment changes)."""
         with self._lock:

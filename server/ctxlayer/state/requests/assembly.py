@@ -68,7 +68,7 @@ async def session_layers(caller: Caller, session_id: str,
         state.system_specs[key] = spec
     else:
         spec = state.system_specs.get(key)
-    model = (await state.work(state.sessions.budget, caller.workspace, session_id)).model
+    model = await state.work(state.sessions.model_of, caller.workspace, session_id)
     return await segment_layers(caller, await caller.segment(), spec, model=model,
                                 session_id=session_id)
 

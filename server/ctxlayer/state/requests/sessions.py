@@ -54,7 +54,7 @@ async def append(caller: Caller, p: protocol.SessionAppendParams) -> protocol.Bu
     if p.format == "ctxlayer":  # nothing to count: validate on the loop
         decoded = decode(p.format, p.messages, None, None)
     else:
-        model = (await state.work(state.sessions.budget, caller.workspace, p.session_id)).model
+        model = await state.work(state.sessions.model_of, caller.workspace, p.session_id)
         decoded = await state.tokenizers.run(
             model, lambda c: decode(p.format, p.messages, None, c), size=1 << 62)
     # ids the codec made up give way to the session's own (ctx:msg:<seq>)
@@ -165,7 +165,7 @@ async def on_segment_changed(caller: Caller, segment: protocol.WorkspaceSegment)
         try:
             async with state.lanes.turn(("session", caller.workspace, session_id)):
                 spec = state.system_specs.get((caller.workspace, session_id))
-                model = (await state.work(svc.budget, caller.workspace, session_id)).model
+                model = await state.work(svc.model_of, caller.workspace, session_id)
                 layers = await segment_layers(caller, segment, spec, model=model,
                                               session_id=session_id)
                 await state.work(svc.set_system, caller.workspace, session_id, layers)
