@@ -24,7 +24,7 @@ async def count(caller: Caller, p: protocol.CountParams) -> protocol.CountResult
     model = caller.model(p.model)
     texts = p.texts or []
     raw = p.messages or []
-    size = sum(map(len, texts)) + sum(len(str(m)) for m in raw) if raw else sum(map(len, texts))
+    size = sum(map(len, texts)) + sum(map(_size, raw))
 
     def work(counter) -> protocol.CountResult:
         messages = decode(p.format, raw, p.system, counter).messages if raw or p.system else []
@@ -34,6 +34,13 @@ async def count(caller: Caller, p: protocol.CountParams) -> protocol.CountResult
         return protocol.CountResult(tokens=tokens, total=sum(tokens) + priming)
 
     return await caller.state.tokenizers.run(model, work, size=size)
+
+
+def _size(message: object) -> int:
+    """About how much a message costs to count, without rendering it: its text content, or
+    "large" for parts and anything else (they go to a worker thread)."""
+    content = message.get("content") if isinstance(message, dict) else None
+    return len(content) if isinstance(content, str) else 1 << 20
 
 
 async def trim(caller: Caller, p: protocol.TrimParams) -> protocol.TrimResult:
