@@ -15,15 +15,20 @@ from ctxlayer.core import formats
 from ctxlayer.core.errors import ContextError
 
 
+def decode_payload(fmt: str, payload: dict, counter: Any, *, at: str = "") -> Any:
+    """A payload decoded by its codec; a field the codec cannot read is named from the params'
+    root (`at` = "request": `request.messages[1].colour`)."""
+    try:
+        return formats.decode(fmt, payload, counter)  # type: ignore[arg-type]
+    except ContextError as err:
+        if at and err.field and err.field != "format" and not err.field.startswith(at):
+            raise ContextError(err.kind, f"{at}.{err}", field=f"{at}.{err.field}") from None
+        raise
+
+
 def decode(fmt: str, request: dict, counter: Any) -> Any:
     """The request's conversation for the engine (`.messages`), naming a bad field."""
-    try:
-        return formats.decode(fmt, request, counter)  # type: ignore[arg-type]
-    except ContextError as err:  # the codec names fields of the payload: it is `request`
-        if err.field and err.field != "format" and not err.field.startswith("request"):
-            raise ContextError(err.kind, f"request.{err}", field=f"request.{err.field}"
-                               ) from None
-        raise
+    return decode_payload(fmt, request, counter, at="request")
 
 
 def encode(decoded: Any, kept: list[protocol.Message], breakpoints: list[int]) -> Any:

@@ -33,10 +33,7 @@ def require_format(fmt: str, method: str) -> None:
 
 
 def decode(fmt: str, raw: Any, system: Any, counter: Any, *, at: str = "") -> Any:
-    """The request's messages for the engine, by the format's codec (`.messages`); a field the
-    codec cannot read is named from the params' root (`messages[3].content[1].type`)."""
-    from ctxlayer.core import formats
-
+    """The request's messages for the engine, by the format's codec (`.messages`)."""
     require_format(fmt, "messages")
     if system is not None and fmt != "anthropic":
         raise ContextError("invalid", "only the anthropic format has a separate system",
@@ -44,12 +41,9 @@ def decode(fmt: str, raw: Any, system: Any, counter: Any, *, at: str = "") -> An
     payload: dict = {"messages": raw if raw is not None else []}
     if system is not None:
         payload["system"] = system
-    try:
-        return formats.decode(fmt, payload, counter)  # type: ignore[arg-type]
-    except ContextError as err:
-        if at and err.field and err.field != "format":
-            raise ContextError(err.kind, str(err), field=f"{at}.{err.field}") from None
-        raise
+    from ctxlayer.state.chatcodec import decode_payload
+
+    return decode_payload(fmt, payload, counter, at=at)
 
 
 def encode(decoded: Any, kept: list[protocol.Message]) -> Any:
