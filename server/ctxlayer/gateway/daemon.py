@@ -26,9 +26,8 @@ class DaemonGateway:
         self.workspace: str | None = None
 
     async def __call__(self, asking: Caller) -> None:
-        config = getattr(asking.policy.config, "gateway", None)
-        if config is None or not config.enabled:
-            return
+        """Start for `asking`'s workspace (its config enables the gateway: the caller checked)."""
+        config = asking.policy.config.gateway
         if self.server is not None:
             if asking.workspace != self.workspace:
                 log.warning("the gateway already serves %s; %s gets no gateway of its own",

@@ -29,6 +29,7 @@ from ctxlayer.gateway.errors import GatewayError, error_response
 from ctxlayer.gateway.forward import Upstream
 from ctxlayer.gateway.usage import Usage
 from ctxlayer.state import Caller, State
+from ctxlayer.state.requests import call
 from ctxlayer.store.db import StoreError, describe_store_error
 from ctxlayer.tokenizers import model_info
 
@@ -188,14 +189,10 @@ class GatewayServer:
                                   "openai": urls.openai, "anthropic": urls.anthropic})
 
     async def _conversations(self, request: web.Request) -> web.Response:
-        from ctxlayer.state.requests import call
-
         result = await call(self.caller, "ctx/conversations", protocol.Empty())
         return web.json_response(msgspec.to_builtins(result))
 
     async def _why(self, request: web.Request) -> web.Response:
-        from ctxlayer.state.requests import call
-
         query = request.query
         params = protocol.WhyParams(conversation_id=query.get("conversationId"),
                                     session_id=query.get("sessionId"),
