@@ -115,11 +115,13 @@ async def assemble(caller: Caller, p: protocol.AssembleParams) -> protocol.Assem
     log.info("assemble %s: %d messages, %d/%d tokens%s", p.session_id, len(result.messages),
              result.tokens.total, result.budget, ", compacted" if result.compacted else "")
     if p.format != "ctxlayer":
-        return await in_format(caller, p.format, result)
+        state = caller.state
+        model = await state.work(state.sessions.model_of, caller.workspace, p.session_id)
+        return await in_format(caller, p.format, result, model)
     return result
 
 
-async def in_format(caller: Caller, fmt: str, result: protocol.AssembleResult
+async def in_format(caller: Caller, fmt: str, result: protocol.AssembleResult, model: str
                     ) -> protocol.AssembleResult:
     """The assembled messages written in a provider's format, ready to send: the system
     layers as its system (anthropic) or system messages (openai), alternation repaired and
@@ -130,8 +132,7 @@ async def in_format(caller: Caller, fmt: str, result: protocol.AssembleResult
         empty = formats.decode(fmt, {"messages": []}, counter)  # type: ignore[arg-type]
         return formats.encode(empty, result.messages)
 
-    model = result_model = caller.model()
-    out = await caller.state.tokenizers.run(result_model or model, write, size=1 << 62)
+    out = await caller.state.tokenizers.run(model, write, size=1 << 62)  # the session's model
     truncated = [*result.truncated, *[e for e in out.audit if e.action != "dropped"]]
     dropped = [*result.dropped, *[e for e in out.audit if e.action == "dropped"]]
     return msgspec.structs.replace(result, messages=out.payload["messages"],
