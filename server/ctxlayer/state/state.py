@@ -92,6 +92,11 @@ class State:
     # -- services ----------------------------------------------------------------------------
 
     @property
+    def sessions_started(self) -> bool:
+        """Whether the session service is open (a segment change has sessions to re-measure)."""
+        return self._sessions is not None
+
+    @property
     def sessions(self) -> Any:
         """The session service, opened on first use."""
         if self._sessions is None:

@@ -158,7 +158,7 @@ async def on_segment_changed(caller: Caller, segment: protocol.WorkspaceSegment)
     from ctxlayer.state.requests.assembly import segment_layers
 
     state = caller.state
-    if state._sessions is None:
+    if not state.sessions_started:
         return
     svc = state.sessions
     for session_id in svc.open_sessions(caller.workspace):
