@@ -108,3 +108,12 @@ def test_what_an_agent_ran_through_its_shell_tool_is_a_command_of_the_ledger(arg
     seen = Message(role="tool", content="$ npm run lint\nok", id="r", tool_call_id="c1")
     ranked = add_messages(None, [msg, seen]).kinds["commands"]
     assert ranked[0].value == ran and ranked[0].score > min(e.score for e in ranked)
+
+
+def test_a_script_written_through_tool_call_arguments_is_read_with_its_newlines():
+    script = "cat > check.py << 'EOF'\nimport django\nprint(settings.FILE_UPLOAD_PERMISSIONS)\nEOF"
+    ledger = add_messages(None, [call("c", "bash", command=script)])
+    values = {e.value for v in ledger.kinds.values() for e in v}
+    assert "check.py" in values
+    # read raw, the escaped newline glues words into values nobody wrote
+    assert not any(v.startswith(("nimport", "nprint")) for v in values), values

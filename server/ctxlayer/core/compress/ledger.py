@@ -78,7 +78,32 @@ def text_of(msg: Message) -> str:
     file an agent writes)."""
     if not msg.tool_calls:
         return msg.content
-    return msg.content + "".join("\n" + c.arguments for c in msg.tool_calls)
+    return msg.content + "".join("\n" + arguments_text(c.arguments) for c in msg.tool_calls)
+
+
+def arguments_text(arguments: str) -> str:
+    """A tool call's arguments as the text they carry: the string values of the JSON, one per
+    line. Read raw, a script's escaped newlines glue words together ("\\nimport os" would
+    yield an identifier "nimport"); arguments that are not JSON are read as they are."""
+    if not arguments or arguments[0] not in "{[":
+        return arguments or ""
+    try:
+        value = msgspec.json.decode(arguments)
+    except msgspec.DecodeError:
+        return arguments
+    out: list[str] = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, dict):
+            stack.extend(reversed(list(v.values())))
+        elif isinstance(v, list):
+            stack.extend(reversed(v))
+        elif v is not None and not isinstance(v, bool):
+            out.append(str(v))
+    return "\n".join(out)
 
 
 #: argument keys under which agents' shell tools take the command they run
