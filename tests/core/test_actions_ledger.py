@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ctxlayer.core.assembly.actions import log_lines, outcome_of, render_actions
-from ctxlayer.core.compress.ledger import add_messages, render_ledger
+from ctxlayer.core.compress.ledger import add_messages, facts_cut, render_ledger
 from ctxlayer.protocol import Message, ToolCall
 
 
@@ -117,3 +117,14 @@ def test_a_script_written_through_tool_call_arguments_is_read_with_its_newlines(
     assert "check.py" in values
     # read raw, the escaped newline glues words into values nobody wrote
     assert not any(v.startswith(("nimport", "nprint")) for v in values), values
+
+
+def test_facts_cut_names_what_a_shortened_copy_lost_within_its_room():
+    original = ("collected 40 items\n" + "ok\n" * 50
+                + 'File "app/models.py", line 12\nKeyError: total\nFAILED test_sum\n' + "ok\n" * 50)
+    kept = "collected 40 items\nok\n[... 100 lines omitted ...]\nok\n"
+    note = facts_cut(original, kept, 200)
+    for fact in ("KeyError", "test_sum", "app/models.py"):
+        assert fact in note
+    assert facts_cut(original, original, 200) == ""  # nothing lost, nothing said
+    assert len(facts_cut(original, kept, 40)) <= 40

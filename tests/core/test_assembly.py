@@ -288,6 +288,24 @@ def test_tool_outputs_are_outlined_before_anything_is_dropped():
     assert any(e.action == "compressed" and e.message_id == "t0" for e in out.result.truncated)
 
 
+def test_a_shortened_tool_output_names_the_errors_and_files_of_its_cut_part():
+    history = agent_chat(6, output_lines=300)
+    middle = ('  File "src/billing/ledger.py", line 88, in post\n'
+              "LedgerImbalanceError: debit and credit differ")
+    msgs = list(history.messages)
+    lines = msgs[2].content.split("\n")
+    msgs[2] = Message(role="tool", content="\n".join(lines[:150] + [middle] + lines[150:]),
+                      id="t0", tool_call_id="c0")
+    history = build(msgs)
+    total = 3 + history.total + 10
+    out = assemble(history, Compaction(), inp(int(total * 0.5)), COUNTER)
+    check_fits(out, int(total * 0.5))
+    shown = next(m for m in history_part(out) if m.id == "t0")
+    assert middle not in shown.content  # shortened: the middle is gone...
+    # ...but what a later step looks up by name is still there
+    assert "LedgerImbalanceError" in shown.content and "src/billing/ledger.py" in shown.content
+
+
 def test_the_action_log_keeps_one_line_per_replaced_tool_call():
     history = agent_chat(40)
     out = assemble(history, Compaction(), inp(2000), COUNTER)

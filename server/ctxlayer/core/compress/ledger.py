@@ -23,7 +23,8 @@ import msgspec
 from ctxlayer.core.compress.facts import Facts, extract_facts, format_item
 from ctxlayer.protocol import Message
 
-__all__ = ["KINDS", "Ledger", "add_messages", "from_facts", "render_ledger", "text_of"]
+__all__ = ["KINDS", "Ledger", "add_messages", "facts_cut", "from_facts", "render_ledger",
+           "text_of"]
 
 #: (Facts field, label, share of the ledger it may take before the rest is shared out)
 KINDS = (
@@ -250,3 +251,49 @@ def render_ledger(ledger: Ledger | None, max_chars: int, *, shown: str = "",
     text = "\n".join(f"- {lines_of[k][0]}: " + ", ".join(items)
                      for k, items in enumerate(chosen) if items)
     return text[:max_chars]
+
+
+#: kinds a shortened message names when its cut part held them: the ones a later step looks up
+#: by their exact text (identifiers and numbers are too many to list)
+_CUT_KINDS = ("error_codes", "tests", "paths", "line_numbers", "commands")
+
+
+_LOCATION = re.compile(r"(.+):(\d+)")
+
+
+def _shows(text: str, kind: str, value: str) -> bool:
+    """Whether ``text`` still shows the fact: verbatim, or a traceback's location as the
+    traceback writes it (``File "a.py", line 3`` is the fact ``a.py:3``)."""
+    if value in text:
+        return True
+    m = _LOCATION.fullmatch(value) if kind == "line_numbers" else None
+    return bool(m) and f'"{m.group(1)}", line {m.group(2)}' in text
+
+
+def facts_cut(original: str, kept: str, max_chars: int) -> str:
+    """The facts of ``original`` that ``kept`` (a shortened copy) lost, as one line within
+    ``max_chars`` (empty when none was lost): errors, tests, paths, lines and commands, in that
+    order. A message shortened to fit loses the middle of a traceback or a listing; naming what
+    was cut keeps the exception, the test and the file findable without its whole text."""
+    if max_chars <= 0:
+        return ""
+    facts = extract_facts(original)
+    lost: list[str] = []
+    items: list[str] = []
+    for kind in _CUT_KINDS:
+        for value in getattr(facts, kind):
+            if kind == "line_numbers" and value.startswith(_INLINE_SCRIPT):
+                continue
+            if kind in _LOCATED and _LIBRARY.search(value):
+                continue
+            if not _shows(kept, kind, value) and not any(value in v for v in lost):
+                lost.append(value)
+                items.append(_item(kind, value))
+    head = "[cut from this message: "
+    out, size = [], len(head) + 1
+    for item in items:
+        if size + len(item) + 2 > max_chars:
+            break
+        out.append(item)
+        size += len(item) + 2
+    return head + ", ".join(out) + "]" if out else ""
