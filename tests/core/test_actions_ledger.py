@@ -83,6 +83,15 @@ def test_kinds_in_order_substrings_merged_library_paths_left_out():
     assert "decoder.py" not in text
 
 
+@pytest.mark.parametrize("noise", [
+    "/dev/null", "/usr/bin/env", "/path/to/working/dir", "path/to/file1", "a/", "False/",
+    "1312s/ForeignKey/ManyToManyField/"])
+def test_slashes_that_are_not_the_works_files_stay_out_of_the_ledger(noise):
+    msg = Message(role="assistant", content=f"Edited src/app/models.py; see {noise} there.")
+    paths = [e.value for e in add_messages(None, [msg]).kinds.get("paths", [])]
+    assert "src/app/models.py" in paths and noise not in paths, paths
+
+
 def test_facts_already_shown_are_left_out():
     ledger = add_messages(None, [Message(role="user", content="Fix src/a.py and src/b.py.")])
     text = render_ledger(ledger, 10_000, shown="we fixed src/a.py")

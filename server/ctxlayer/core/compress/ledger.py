@@ -45,7 +45,13 @@ _CODE_KINDS = frozenset({"commands"})
 # paths of installed libraries and the interpreter's frames: where a traceback passes, not the
 # project's files; they would crowd the project's paths out of the ledger
 _LIBRARY = re.compile(r"site-packages|dist-packages|/lib/python\d|^/usr/(?:local/)?lib/|conda|"
-                      r"node_modules|^<")
+                      r"node_modules|^<"
+                      # the system's devices and programs (`> /dev/null`, `#!/usr/bin/env`) and
+                      # the placeholders of instructions (`/path/to/file`): never the work's files
+                      r"|^/dev/|^/proc/|^/usr/(?:local/)?bin/|^/bin/|(?:^|/)path/to/"
+                      # a bare `name/` (a diff's `a/`, a regex's `False/`) and a sed
+                      # substitution (`12s/old/new/`): slashes, not files
+                      r"|^[^/]+/$|^\d*s/[^/]*/[^/]*/")
 _LOCATED = frozenset({"paths", "line_numbers"})
 _INLINE_SCRIPT = "<string>:"
 _FENCED = re.compile(r"^[ \t]{0,3}(```+|~~~+)[^\n]*\n.*?(?:^[ \t]{0,3}\1[ \t]*$|\Z)",
