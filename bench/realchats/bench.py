@@ -11,6 +11,8 @@ budget of the system prompt plus 25% (then 10%) of the rest of its tokens; the s
 share of needed facts whose exact text is in what it kept, over all transcripts, and the
 budget it used. Side by side, in one run, o200k counts:
 - ctxlayer ctx/assemble (the core's assembly, offline summary: no model);
+- ctxlayer ctx/prepare (core.prepare, the gateway's path): the chat replayed request by request
+  (the whole conversation before each assistant turn), the last request scored;
 - ctxlayer ctx/trim (core.trim, pipeline strategy);
 - newest-first: the system prompt, then the newest whole messages that fit;
 and whether each window is one the providers accept (a user turn first after the system
@@ -33,6 +35,7 @@ from needed import KINDS, kept, needed  # noqa: E402
 
 from ctxlayer.core.assembly import Compaction, History, assemble  # noqa: E402
 from ctxlayer.core.assembly.assemble import AssemblyInput  # noqa: E402
+from ctxlayer.core.prepare import prepare_turn  # noqa: E402
 from ctxlayer.core.tokens import conversation_tokens, message_tokens  # noqa: E402
 from ctxlayer.core.trim import trim  # noqa: E402
 from ctxlayer.core.zones import DEFAULT_MODES  # noqa: E402
@@ -84,6 +87,18 @@ def ours_assemble(before: list[Message], budget: int, counter) -> list[Message]:
     return assemble(history, Compaction(), inp, counter).result.messages
 
 
+def ours_prepare(before: list[Message], budget: int, counter) -> list[Message]:
+    """A live chat through ctx/prepare (the gateway's path): the client resends the whole
+    conversation before each assistant turn; the window of the last request is scored."""
+    state = None
+    ends = [k for k in range(1, len(before)) if before[k].role == "assistant"] + [len(before)]
+    turn = None
+    for end in ends:
+        turn = prepare_turn(state, before[:end], budget, counter)
+        state = turn.state
+    return turn.messages
+
+
 def ours_trim(before: list[Message], budget: int, counter) -> list[Message]:
     return trim(before, budget, counter).messages
 
@@ -121,6 +136,7 @@ def main() -> None:
     args = ap.parse_args()
     counter = counter_for("gpt-4o")
     methods = [("ctxlayer ctx/assemble (offline summary)", ours_assemble),
+               ("ctxlayer ctx/prepare (live chat, turn by turn)", ours_prepare),
                ("ctxlayer ctx/trim (pipeline)", ours_trim),
                ("newest-first tail", newest_first)]
     notes: list[str] = []

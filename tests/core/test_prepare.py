@@ -247,6 +247,28 @@ def test_a_long_agent_run_after_one_question_keeps_the_question():
     assert state.chunks, "the run passed its budget"
 
 
+def test_the_summary_stays_when_the_newest_output_alone_is_over_the_budget():
+    r = random.Random(5)
+    # the system prompt and the task take most of the budget, as an agent's often do
+    system = Message(role="system", id="sys", content="Follow the rules. " + words(r, 400, 400))
+    ask = Message(role="user", id="ask", content="Fix the failing test in tests/test_api.py. "
+                  + words(r, 600, 600))
+    sent = [system, ask]
+    state = None
+    for t in range(12):
+        size = (50, 200) if t < 11 else (2500, 2600)  # the last output alone passes the budget
+        call = ToolCall(id=f"c{t}", name="bash", arguments=f'{{"cmd": "pytest -k t{t}"}}')
+        sent = [*sent, Message(role="assistant", id=f"a{t}", content="", tool_calls=[call]),
+                Message(role="tool", id=f"r{t}", tool_call_id=f"c{t}", content=words(r, *size))]
+        turn = prepare_turn(state, sent, 1500, WordTokenizer())
+        check_turn(turn, sent, 1500)
+        state = turn.state
+    assert turn.truncated and turn.messages[-1].id == "r11"  # shortened by the last resort...
+    # ...and what the summaries know of the runs before it is still sent, the oldest included
+    summaries = "\n".join(m.content for m in turn.messages if m.kind == "summary")
+    assert "pytest -k t0" in summaries
+
+
 def test_a_question_alone_over_the_budget_is_shortened_never_dropped():
     big = "```\n" + "\n".join(f"line {k} of a very long paste" for k in range(400)) + "\n```"
     sent = [SYSTEM, Message(role="user", id="q", content="Why does this fail?\n" + big)]

@@ -23,8 +23,8 @@ import msgspec
 from ctxlayer.core.compress.facts import Facts, extract_facts, format_item
 from ctxlayer.protocol import Message
 
-__all__ = ["KINDS", "Ledger", "add_messages", "facts_cut", "from_facts", "render_ledger",
-           "text_of"]
+__all__ = ["KINDS", "Ledger", "add_messages", "facts_cut", "from_facts", "merge_ledgers",
+           "render_ledger", "text_of"]
 
 #: (Facts field, label, share of the ledger it may take before the rest is shared out)
 KINDS = (
@@ -190,6 +190,31 @@ def add_messages(ledger: Ledger | None, messages: list[Message],
         if len(entries) > MAX_PER_KIND:
             led.kinds[kind] = sorted(entries, key=_rank)[:MAX_PER_KIND]
     return led
+
+
+def merge_ledgers(ledgers: list[Ledger]) -> Ledger:
+    """One ledger for several read one after the other (oldest first): a value's scores add
+    up, and its latest mention is counted after everything the older ledgers read."""
+    out = Ledger()
+    index: dict[str, dict[str, int]] = {}
+    for led in ledgers:
+        for kind, entries in led.kinds.items():
+            mine = out.kinds.setdefault(kind, [])
+            where = index.setdefault(kind, {})
+            for e in entries:
+                last = out.mentions + e.last
+                i = where.get(e.value)
+                if i is None:
+                    where[e.value] = len(mine)
+                    mine.append(Entry(e.value, e.score, last))
+                else:
+                    mine[i].score += e.score
+                    mine[i].last = max(mine[i].last, last)
+        out.mentions += led.mentions
+    for kind, entries in out.kinds.items():
+        if len(entries) > MAX_PER_KIND:
+            out.kinds[kind] = sorted(entries, key=_rank)[:MAX_PER_KIND]
+    return out
 
 
 def _rank(e: Entry) -> tuple[int, int]:

@@ -18,6 +18,8 @@ from ctxlayer.core.tokens import Tokenizer, message_tokens
 from ctxlayer.core.trim import TrimOptions, trim
 from ctxlayer.protocol import AuditEntry, Message
 
+#: the fewest tokens the last resort outlines a tool output to when it keeps the summaries
+TOOL_CAP_MIN = 48
 RESTORED = "restored on request: shown whole and pinned for this conversation"
 
 
@@ -175,16 +177,39 @@ def _assemble(win: Window) -> tuple[list[Message], list, list[int]]:
 def _last_resort(win: Window, kept: list[Message], keys: list, budget: int, counter: Tokenizer,
                  policy: PreparePolicy, restored: set[int], memo: Memo | None):
     """Fit with the trim engine what the window alone could not (the newest exchange alone is
-    over the budget), the messages at ``restored`` pinned; what it shortens keeps its new
-    text on later turns."""
-    ins: list[Message] = []
-    for k, (m, key) in enumerate(zip(kept, keys, strict=True)):
-        i = _index(key)
-        m = msgspec.structs.replace(m, id=f"ctx:fit:{k}")
-        if i is not None and i in restored:
-            m = msgspec.structs.replace(m, pinned=True)
-        ins.append(m)
-    report = trim(ins, budget, counter, options=TrimOptions(fmt=policy.fmt), memo=memo)
+    over the budget), the messages at ``restored`` pinned, and the summary chunks too when
+    they fit beside the system prompt and the question; what it shortens keeps its new text
+    on later turns."""
+    def inputs(summaries_held: bool) -> list[Message]:
+        ins: list[Message] = []
+        for k, (m, key) in enumerate(zip(kept, keys, strict=True)):
+            i = _index(key)
+            m = msgspec.structs.replace(m, id=f"ctx:fit:{k}")
+            if (i is not None and i in restored) or (summaries_held and m.kind == "summary"):
+                m = msgspec.structs.replace(m, pinned=True)
+            ins.append(m)
+        return ins
+
+    options = TrimOptions(fmt=policy.fmt)
+    newest = f"ctx:fit:{len(kept) - 1}"
+    question = newest_user(kept)
+    held = policy.fmt.reply_priming + sum(
+        message_tokens(m, counter, policy.fmt) for k, m in enumerate(kept)
+        if m.role == "system" or m.kind == "summary" or k == question)
+    # the room the summaries and the question leave: the newest tool output is outlined to fit
+    cap = max(TOOL_CAP_MIN, (budget - held) * 3 // 4)
+    try:
+        # a summary stands for everything before it: shortened at worst, not dropped for one
+        # more verbatim turn...
+        report = trim(inputs(True), budget, counter, memo=memo,
+                      options=TrimOptions(fmt=policy.fmt, tool_output_cap=cap))
+    except ContextError as exc:
+        if exc.kind != "pinned_over_budget":
+            raise
+        report = None
+    if report is None or not report.messages or report.messages[-1].id != newest:
+        # ...unless it leaves no room for the newest exchange, which the model answers
+        report = trim(inputs(False), budget, counter, options=options, memo=memo)
 
     def where(e: AuditEntry) -> tuple[int, AuditEntry]:
         k = int(e.message_id.rsplit(":", 1)[1]) if e.message_id else e.index

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from ctxlayer.core.compress.facts import Facts
+from ctxlayer.core.compress.ledger import Ledger
 from ctxlayer.core.tokens import OPENAI_FORMAT, MessageFormat
 from ctxlayer.protocol import AuditEntry, Message
 
@@ -25,11 +25,16 @@ class PreparePolicy(msgspec.Struct, frozen=True, kw_only=True):
     """
 
     target: float = 0.75  # a step brings the request down to this share of the budget
-    summary_share: float = 0.04  # decided/open of one summary chunk, as a share of the budget
+    # the parts of one summary chunk, as shares of the budget: an agent's chat needs the
+    # action log and the ledger (what was run, on which files, with which errors) more than
+    # decided / open sentences
+    summary_share: float = 0.03  # decided / open
     summary_max_tokens: int = 1500
-    ledger_share: float = 0.02  # the facts ledger of one chunk, as a share of the budget
-    ledger_max_tokens: int = 1000
-    summaries_share: float = 0.15  # every chunk together; past it they are merged into one
+    ledger_share: float = 0.05  # the facts ledger
+    ledger_max_tokens: int = 2000
+    actions_share: float = 0.04  # the action log (one line per tool call, newest first)
+    actions_max_tokens: int = 1500
+    summaries_share: float = 0.25  # every chunk together; past it they are merged into one
     chars_per_token: int = 3  # a conservative guess for sizing summaries in characters
     facts_scan_factor: int = 40  # facts are read from at most this many times the ledger size
     fmt: MessageFormat = OPENAI_FORMAT
@@ -48,7 +53,7 @@ class Chunk:
     tokens: int
     summary: str  # its decided/open part
     constraints: tuple[str, ...]
-    facts: Facts | None
+    facts: Ledger | None  # ranked: what the chunk's messages said most, in their own words first
     replaced: int  # messages it stands for
     replaced_tokens: int  # what those messages cost
     audit: tuple[AuditEntry, ...]  # one "summarized" entry per message it stands for

@@ -9,12 +9,12 @@ Must not: call a model, or look at anything but the messages it is given.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from ctxlayer.core.assembly.actions import log_lines, render_actions
 from ctxlayer.core.assembly.constraints import detect
 from ctxlayer.core.assembly.summary import offline_summary, render_summary
-from ctxlayer.core.compress.facts import Facts, extract_facts
-from ctxlayer.core.compress.ledger import from_facts, render_ledger
+from ctxlayer.core.compress.ledger import Ledger, add_messages, merge_ledgers, render_ledger
 from ctxlayer.core.prepare.model import Chunk, PreparePolicy
 from ctxlayer.core.text import describe
 from ctxlayer.core.tokens import Tokenizer, message_tokens
@@ -23,52 +23,55 @@ from ctxlayer.protocol import AuditEntry, Message
 REASON = "compacted in a step: the conversation passed its budget"
 
 
-def merge_all(many: list[Facts]) -> Facts:
-    """Facts of many messages at once: one dedup per kind instead of one per message."""
-    fields = Facts.__struct_fields__
-    return Facts(*(tuple(dict.fromkeys(v for f in many for v in getattr(f, name)))
-                   for name in fields))
-
-
-def _text(summary: str, constraints: list[str], facts: Facts | None, actions: list[str],
-          replaced: int, ledger_chars: int) -> str:
+def _text(summary: str, constraints: list[str], facts: Ledger | None, actions: list[str],
+          replaced: int, size: Sizes) -> str:
     """The chunk's text, as the session engine writes its summary: decided / open, the user's
     hard constraints, the action log of an agent's tool calls (newest first) and the ledger
     of facts (paths, commands, errors, tests, line numbers) not already in the summary."""
-    action_text = render_actions(actions, ledger_chars // 2) if actions else ""
-    ledger = render_ledger(from_facts(facts), ledger_chars, shown=summary + action_text) \
+    action_text = render_actions(actions, size.actions) if actions else ""
+    ledger = render_ledger(facts, size.ledger, shown=summary + action_text) \
         if facts is not None else ""
     return render_summary(replaced, summary, constraints, ledger, actions=action_text)
 
 
-def sizes(policy: PreparePolicy, budget: int) -> tuple[int, int]:
-    """(characters of decided/open, characters of the ledger) of one chunk."""
-    summary = max(64, min(policy.summary_max_tokens, int(budget * policy.summary_share)))
-    ledger = max(32, min(policy.ledger_max_tokens, int(budget * policy.ledger_share)))
-    return summary * policy.chars_per_token, ledger * policy.chars_per_token
+class Sizes(NamedTuple):
+    """Characters of one chunk's parts."""
+
+    summary: int  # decided / open
+    ledger: int
+    actions: int
+
+    def times(self, k: int) -> Sizes:
+        return Sizes(*(k * v for v in self))
+
+
+def sizes(policy: PreparePolicy, budget: int) -> Sizes:
+    """The characters of one chunk's parts: shares of the budget, each within its bounds."""
+    def part(share: float, most: int, least: int) -> int:
+        return max(least, min(most, int(budget * share))) * policy.chars_per_token
+
+    return Sizes(part(policy.summary_share, policy.summary_max_tokens, 64),
+                 part(policy.ledger_share, policy.ledger_max_tokens, 32),
+                 part(policy.actions_share, policy.actions_max_tokens, 16))
 
 
 def estimate(policy: PreparePolicy, budget: int) -> int:
     """Tokens a new chunk is expected to take, before it is made."""
-    summary, ledger = sizes(policy, budget)
-    return (summary + ledger) // policy.chars_per_token + 32
+    return sum(sizes(policy, budget)) // policy.chars_per_token + 32
 
 
-def _facts(messages: Sequence[Message], scan_chars: int) -> Facts | None:
-    """Facts of the newest messages, reading at most ``scan_chars`` characters: the ledger
-    shows a few hundred characters of them, so the oldest text of a huge first turn adds
-    nothing but time."""
-    found: list[Facts] = []
+def _facts(messages: Sequence[Message], scan_chars: int) -> Ledger | None:
+    """The ranked ledger of the newest messages, reading at most ``scan_chars`` characters:
+    the ledger shows a few hundred characters of them, so the oldest text of a huge first turn
+    adds nothing but time."""
+    read: list[Message] = []
     for msg in reversed(messages):
         if scan_chars <= 0:
             break
-        text = msg.content
-        if msg.tool_calls:
-            text += "\n" + "\n".join(f"{c.name} {c.arguments}" for c in msg.tool_calls)
-        scan_chars -= len(text)
-        found.append(extract_facts(text))
-    found.reverse()
-    return merge_all(found) if found else None
+        scan_chars -= len(msg.content) + sum(len(c.arguments) for c in msg.tool_calls or ())
+        read.append(msg)
+    read.reverse()
+    return add_messages(None, read) if read else None
 
 
 def bounded(constraints: Sequence[str], max_chars: int) -> tuple[str, ...]:
@@ -95,13 +98,13 @@ def make_chunk(shown: Sequence[Message], originals: Sequence[Message], indices: 
                policy: PreparePolicy, budget: int) -> Chunk:
     """A chunk standing for ``shown`` (the messages as the result showed them; ``originals``
     are the client's, for constraints and facts), at conversation ``indices``."""
-    summary_chars, ledger_chars = sizes(policy, budget)
-    summary = offline_summary(list(shown), "", summary_chars)
-    constraints = bounded(detect(list(originals))[0], summary_chars)
-    facts = _facts(originals, policy.facts_scan_factor * ledger_chars)
+    size = sizes(policy, budget)
+    summary = offline_summary(list(shown), "", size.summary)
+    constraints = bounded(detect(list(originals))[0], size.summary)
+    facts = _facts(originals, policy.facts_scan_factor * size.ledger)
     actions = tuple(log_lines(list(originals)))
     message = _chunk_message(start, upto, _text(summary, list(constraints), facts, list(actions),
-                                                len(shown), ledger_chars))
+                                                len(shown), size))
     audit = tuple(
         AuditEntry(action="summarized", reason=REASON, summary=describe(m),
                    tokens_before=t, tokens_after=0, message_id=m.id or f"#{i}", index=i)
@@ -116,16 +119,17 @@ def merge_chunks(chunks: Sequence[Chunk], head: int, counter: Tokenizer, policy:
                  budget: int) -> Chunk:
     """One chunk standing for what every chunk stood for: decided/open merged newest first
     (twice one chunk's room), constraints all kept, facts merged."""
-    summary_chars, ledger_chars = sizes(policy, budget)
-    summary = offline_summary([], "\n".join(c.summary for c in chunks), 2 * summary_chars)
+    size = sizes(policy, budget).times(2)
+    summary = offline_summary([], "\n".join(c.summary for c in chunks), size.summary)
     constraints = bounded(list(dict.fromkeys(s for c in chunks for s in c.constraints)),
-                          2 * summary_chars)
-    facts = merge_all([c.facts for c in chunks if c.facts is not None]) or None
+                          size.summary)
+    ledgers = [c.facts for c in chunks if c.facts is not None]
+    facts = merge_ledgers(ledgers) if ledgers else None
     actions = tuple(a for c in chunks for a in c.actions)
     replaced = sum(c.replaced for c in chunks)
     upto = chunks[-1].upto
     message = _chunk_message(head, upto, _text(summary, list(constraints), facts, list(actions),
-                                               replaced, 2 * ledger_chars))
+                                               replaced, size))
     return Chunk(start=head, upto=upto, message=message,
                  tokens=message_tokens(message, counter, policy.fmt), summary=summary,
                  constraints=constraints, facts=facts, replaced=replaced,
