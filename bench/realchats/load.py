@@ -118,8 +118,10 @@ def paths(which: str = "dev") -> list[Path]:
 
 
 def agents(which: str = "dev") -> list[str]:
-    """The agents whose transcripts the set holds, named by their files' prefixes."""
-    seen = dict.fromkeys(AGENTS[p.name.split("-", 1)[0]] for p in paths(which))
+    """The agents whose transcripts the set holds, named by their files' prefixes (a prefix
+    not in AGENTS names itself)."""
+    prefixes = (p.name.split("-", 1)[0] for p in paths(which))
+    seen = dict.fromkeys(AGENTS.get(prefix, prefix) for prefix in prefixes)
     return list(seen)
 
 
