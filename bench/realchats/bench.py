@@ -1,10 +1,13 @@
 """Compaction judged on real coding-agent transcripts: what the rest of the conversation needs.
 
-    .venv/bin/python bench/realchats/bench.py [--no-peers] [--budgets 25,10]
+    .venv/bin/python bench/realchats/bench.py [--set dev|heldout|all] [--no-peers]
+        [--budgets 25,10]
 
-Each transcript of data/ (SWE-agent trajectories, see data/SOURCE.md) is cut where 80% of its
-tokens are behind: the part before the cut is what a context engine is given, the part after is
-what the conversation went on to do. "Needed facts" are the paths, commands, test names, error
+Each transcript of the set (dev: data/, the SWE-agent and mini-swe-agent transcripts the engine
+is tuned on, see data/SOURCE.md; heldout: heldout/, other agents' transcripts it was never tuned
+on, see heldout/SOURCE.md; all: both) is cut where 80% of its tokens are behind: the part before
+the cut is what a context engine is given, the part after is what the conversation went on to
+do. "Needed facts" are the paths, commands, test names, error
 names and line numbers of the part before the cut that the part after uses again (needed.py,
 its own regexes, not ctxlayer's extractor). Each trimmer fits the part before the cut into a
 budget of the system prompt plus 25% (then 10%) of the rest of its tokens; the score is the
@@ -30,7 +33,7 @@ from pathlib import Path
 HERE = Path(__file__).parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from load import transcripts  # noqa: E402
+from load import SETS, agents, transcripts  # noqa: E402
 from needed import KINDS, kept, needed  # noqa: E402
 
 from ctxlayer.core.assembly import Compaction, History, assemble  # noqa: E402
@@ -133,6 +136,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--no-peers", action="store_true")
     ap.add_argument("--budgets", default="25,10")
+    ap.add_argument("--set", default="dev", choices=list(SETS),
+                    help="dev: the transcripts the engine is tuned on; heldout: never tuned on")
     args = ap.parse_args()
     counter = counter_for("gpt-4o")
     methods = [("ctxlayer ctx/assemble (offline summary)", ours_assemble),
@@ -150,7 +155,7 @@ def main() -> None:
         except Exception as exc:  # the registry or the venv is unavailable: report without
             notes.append(f"peers skipped: {exc}")
     chats = []
-    for name, msgs in transcripts():
+    for name, msgs in transcripts(args.set):
         at = cut(msgs, counter)
         before, after = msgs[:at], msgs[at:]
         needs = needed(before, after)
@@ -159,8 +164,8 @@ def main() -> None:
         chats.append((name, before, needs, system, rest))
     n_needed = sum(len(c[2]) for c in chats)
     by_kind = {k: sum(1 for c in chats for f in c[2] if f[0] == k) for k in KINDS}
-    print(f"{len(chats)} SWE-agent and mini-swe-agent transcripts, cut at {CUT:.0%} of their "
-          f"tokens; {n_needed} needed facts ("
+    print(f"set {args.set}: {len(chats)} transcripts of {', '.join(agents(args.set))}, cut at "
+          f"{CUT:.0%} of their tokens; {n_needed} needed facts ("
           + ", ".join(f"{v} {k}s" for k, v in by_kind.items()) + "); o200k\n")
     for pct in (int(p) for p in args.budgets.split(",")):
         print(f"budget: system prompt + {pct}% of the rest of the tokens before the cut\n")

@@ -1,4 +1,7 @@
-"""Real coding-agent transcripts (data/, see data/SOURCE.md) as ctxlayer messages.
+"""Real coding-agent transcripts as ctxlayer messages, by set: ``dev`` (data/, see
+data/SOURCE.md: the transcripts the engine is tuned on), ``heldout`` (heldout/, see
+heldout/SOURCE.md: other agents' transcripts the engine was never tuned on) or ``all``.
+The held-out shapes are converted in shapes.py.
 
 mini-swe-agent `.json` files (reduced to their `messages`) are already OpenAI chat messages.
 
@@ -18,9 +21,16 @@ import ast
 import json
 from pathlib import Path
 
+from shapes import from_chat, from_openhands_events
+
 from ctxlayer.protocol import Message, ToolCall
 
 DATA = Path(__file__).parent / "data"
+HELDOUT = Path(__file__).parent / "heldout"
+SETS = {"dev": (DATA,), "heldout": (HELDOUT,), "all": (DATA, HELDOUT)}
+#: the agent each transcript's file name starts with, for the benchmark's header
+AGENTS = {"sweagent": "SWE-agent", "minisweagent": "mini-swe-agent", "openhands": "OpenHands",
+          "moatless": "Moatless"}
 
 
 def _literal(value):
@@ -45,7 +55,20 @@ def load_openai(path: Path) -> list[Message]:
     return out
 
 
+def load_heldout(path: Path) -> list[Message]:
+    """A held-out transcript: OpenHands events (``history``) or a chat (``messages``, with
+    Anthropic's separate ``system`` prompt when it has one)."""
+    data = json.loads(path.read_text())
+    if "history" in data:
+        return from_openhands_events(data["history"], path.stem)
+    if "messages" not in data:
+        raise ValueError(f"{path.name}: neither 'history' (OpenHands events) nor 'messages'")
+    return from_chat(data.get("system"), data["messages"], path.stem)
+
+
 def load(path: Path) -> list[Message]:
+    if path.parent == HELDOUT:
+        return load_heldout(path)
     if path.suffix == ".json":
         return load_openai(path)
     history = json.loads(path.read_text())["history"]
@@ -87,6 +110,20 @@ def load(path: Path) -> list[Message]:
     return out
 
 
-def transcripts() -> list[tuple[str, list[Message]]]:
-    paths = sorted([*DATA.glob("*.traj"), *DATA.glob("*.json")])
-    return [(p.stem, load(p)) for p in paths]
+def paths(which: str = "dev") -> list[Path]:
+    if which not in SETS:
+        raise ValueError(f"set: {which!r} is not one of {', '.join(SETS)}")
+    return sorted(p for folder in SETS[which] for p in [*folder.glob("*.traj"),
+                                                        *folder.glob("*.json")])
+
+
+def agents(which: str = "dev") -> list[str]:
+    """The agents whose transcripts the set holds, named by their files' prefixes (a prefix
+    not in AGENTS names itself)."""
+    prefixes = (p.name.split("-", 1)[0] for p in paths(which))
+    seen = dict.fromkeys(AGENTS.get(prefix, prefix) for prefix in prefixes)
+    return list(seen)
+
+
+def transcripts(which: str = "dev") -> list[tuple[str, list[Message]]]:
+    return [(p.stem, load(p)) for p in paths(which)]
