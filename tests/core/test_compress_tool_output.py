@@ -81,3 +81,19 @@ def test_head_tail_cuts_one_huge_line_by_characters():
 
 def test_head_tail_returns_short_text_unchanged():
     assert head_tail("a\nb", 100) == "a\nb"
+
+
+@pytest.mark.parametrize("cap", [60, 120, 400])
+def test_shorten_stays_within_its_cap_and_names_what_the_cut_part_held(cap):
+    from ctxlayer.core.compress.shorten import shorten
+
+    lines = [f"ok line {k} of the run" for k in range(300)]
+    lines[150] = 'File "src/pay/ledger.py", line 88, in post'
+    lines[151] = "LedgerImbalanceError: debit and credit differ"
+    text = "\n".join(lines)
+    out = shorten(text, cap, COUNTER)
+    assert out is not None and out.tokens_after <= cap
+    assert out.tokens_after == COUNTER.count(out.text)
+    assert "LedgerImbalanceError" in out.text  # errors first: a small cap names them alone
+    assert cap < 100 or "src/pay/ledger.py" in out.text
+    assert shorten(out.text, cap, COUNTER) is None  # shortened once, it fits: nothing again

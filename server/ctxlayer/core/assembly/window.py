@@ -20,8 +20,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from ctxlayer.core.compress.ledger import facts_cut
-from ctxlayer.core.compress.tool_output import compress_tool_output
+from ctxlayer.core.compress.shorten import shorten
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.text import describe
 from ctxlayer.core.tokens import OPENAI_FORMAT, Tokenizer, message_tokens
@@ -32,10 +31,6 @@ from ctxlayer.protocol import AuditEntry, Message
 #: a message is shortened to this share of its tokens (and never below MIN_SHORT tokens)
 SHORTEN_TO = 0.25
 MIN_SHORT = 24
-#: a shortened message names the facts of its cut part within this share of its cap, when the
-#: cap is at least NOTE_MIN tokens (below, the head and tail say more than a list would)
-NOTE_SHARE = 0.3
-NOTE_MIN = 48
 
 
 class Window(msgspec.Struct, kw_only=True):
@@ -111,34 +106,13 @@ def start_with_user(win: Window) -> None:
         _drop(win, set(range(first)), "the history must start with a user turn")
 
 
-def shortened(text: str, cap: int, counter: Tokenizer) -> str | None:
-    """``text`` within ``cap`` tokens (None when it fits): its head and tail, or its outline,
-    and a line naming the errors, tests, paths and lines of the part cut out, within a share
-    of the cap (the text is cut shorter to make room)."""
-    short = compress_tool_output(text, max(1, cap), counter)
-    if short is None:
-        return None
-    if cap < NOTE_MIN:
-        return short.text
-    chars_per_token = max(1.0, len(short.text) / max(1, short.tokens_after))
-    note = facts_cut(text, short.text, int(cap * NOTE_SHARE * chars_per_token))
-    if not note:
-        return short.text
-    room = cap - counter.count(note) - 1
-    again = compress_tool_output(text, max(1, room), counter)
-    if again is None or room < MIN_SHORT:
-        return short.text
-    note = facts_cut(text, again.text, len(note))
-    return again.text + "\n" + note if note else again.text
-
-
 def _shorten(win: Window, i: int, cap: int, counter: Tokenizer, why: str) -> int:
     m = win.messages[i]
     overhead = win.tokens[i] - counter.count(m.content)
-    text = shortened(m.content, max(1, cap - overhead), counter)
-    if text is None:
+    short = shorten(m.content, max(1, cap - overhead), counter)
+    if short is None:
         return 0
-    new = msgspec.structs.replace(m, content=text)
+    new = msgspec.structs.replace(m, content=short.text)
     after = message_tokens(new, counter)
     if after >= win.tokens[i]:
         return 0

@@ -190,7 +190,7 @@ def _last_resort(win: Window, kept: list[Message], keys: list, budget: int, coun
             ins.append(m)
         return ins
 
-    options = TrimOptions(fmt=policy.fmt)
+    options = TrimOptions(fmt=policy.fmt, name_cut_facts=True)  # a few messages: cheap
     newest = f"ctx:fit:{len(kept) - 1}"
     question = newest_user(kept)
     held = policy.fmt.reply_priming + sum(
@@ -202,7 +202,8 @@ def _last_resort(win: Window, kept: list[Message], keys: list, budget: int, coun
         # a summary stands for everything before it: shortened at worst, not dropped for one
         # more verbatim turn...
         report = trim(inputs(True), budget, counter, memo=memo,
-                      options=TrimOptions(fmt=policy.fmt, tool_output_cap=cap))
+                      options=TrimOptions(fmt=policy.fmt, tool_output_cap=cap,
+                                          name_cut_facts=True))
     except ContextError as exc:
         if exc.kind != "pinned_over_budget":
             raise

@@ -36,7 +36,7 @@ class PreparePolicy(msgspec.Struct, frozen=True, kw_only=True):
     actions_max_tokens: int = 1500
     summaries_share: float = 0.25  # every chunk together; past it they are merged into one
     chars_per_token: int = 3  # a conservative guess for sizing summaries in characters
-    facts_scan_factor: int = 40  # facts are read from at most this many times the ledger size
+    facts_scan_factor: int = 20  # facts are read from at most this many times the ledger size
     fmt: MessageFormat = OPENAI_FORMAT
 
 

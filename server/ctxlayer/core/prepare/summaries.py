@@ -20,6 +20,10 @@ from ctxlayer.core.text import describe
 from ctxlayer.core.tokens import Tokenizer, message_tokens
 from ctxlayer.protocol import AuditEntry, Message
 
+#: tokens the ledger and the action log of a chunk get at the least, however small the room:
+#: a few facts and the last few calls, what an agent needs to not run them again
+LEDGER_MIN = 96
+ACTIONS_MIN = 128
 REASON = "compacted in a step: the conversation passed its budget"
 
 
@@ -51,8 +55,8 @@ def sizes(policy: PreparePolicy, budget: int) -> Sizes:
         return max(least, min(most, int(budget * share))) * policy.chars_per_token
 
     return Sizes(part(policy.summary_share, policy.summary_max_tokens, 64),
-                 part(policy.ledger_share, policy.ledger_max_tokens, 32),
-                 part(policy.actions_share, policy.actions_max_tokens, 16))
+                 part(policy.ledger_share, policy.ledger_max_tokens, LEDGER_MIN),
+                 part(policy.actions_share, policy.actions_max_tokens, ACTIONS_MIN))
 
 
 def estimate(policy: PreparePolicy, budget: int) -> int:

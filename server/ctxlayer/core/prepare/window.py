@@ -118,8 +118,15 @@ class Window:
                 stay.update(group_of(msgs, i))
         stay &= set(self.verbatim)
         covered = [i for i in self.verbatim if i not in stay]
+        # summaries are sized to the room the system prompt and the question leave: a chat
+        # whose system prompt and task take most of the budget gets smaller summaries, not
+        # summaries that crowd out the turn the model answers
+        q = newest_user(msgs)
+        room = budget - self.fmt_priming - self.cum[self.head] - (
+            self.shown_tokens(q) if q >= self.head else 0)
+        room = max(room, budget // 4)
         # the last chunk's size is the best guess of the next one's
-        est = self.chunks[-1].tokens if self.chunks else summaries.estimate(policy, budget)
+        est = self.chunks[-1].tokens if self.chunks else summaries.estimate(policy, room)
         fixed = (self.fmt_priming + self.cum[self.head] + sum(c.tokens for c in self.chunks)
                  + sum(self.shown_tokens(i) for i in stay))
         tail = self.tail_tokens()
@@ -143,7 +150,7 @@ class Window:
             covered.sort()
             chunk = summaries.make_chunk(
                 [self.shown(i) for i in covered], [msgs[i] for i in covered], covered,
-                [self.shown_tokens(i) for i in covered], self.upto, j, counter, policy, budget)
+                [self.shown_tokens(i) for i in covered], self.upto, j, counter, policy, room)
             if fixed + chunk.tokens + tail <= budget or j >= stop:
                 break
             est = chunk.tokens  # the summary came out bigger than expected: walk on
@@ -154,7 +161,7 @@ class Window:
         self.upto = j
         self.chunks = [*self.chunks, chunk]
         if len(self.chunks) > 1 and sum(c.tokens for c in self.chunks) > (
-                policy.summaries_share * budget):
+                policy.summaries_share * room):
             self.chunks = [summaries.merge_chunks(self.chunks, self.head, counter, policy,
-                                                  budget)]
+                                                  room)]
         return chunk

@@ -71,6 +71,10 @@ class TrimOptions(msgspec.Struct, frozen=True, kw_only=True):
     #: dedup and old-reasoning stripping also when everything fits (the ctxlayer default);
     #: off for provider payloads, so that a request within its budget comes back equal
     rewrite_when_fits: bool = True
+    #: a shortened tool output ends with a line naming the errors, tests, paths and lines of
+    #: its cut part; off by default: a cold trim of a long chat outlines hundreds of outputs
+    #: and reading the facts of each would triple its time
+    name_cut_facts: bool = False
 
 
 class TrimReport(msgspec.Struct, kw_only=True):
@@ -125,7 +129,8 @@ def trim(
         refs = stages.dedup(w, options.dedup_min_tokens, memo)
     priority.cap_docs(w, budget, options.max_docs, options.doc_share)
     sh = fit.Shortener(w, memo, options.head_lines, options.tail_lines,
-                       options.tool_output_cap or max(256, budget // 16))
+                       options.tool_output_cap or max(256, budget // 16),
+                       name_facts=options.name_cut_facts)
     if options.strategy == "priority":
         priority.priority_fit(w, budget, sh, options.recent)
     else:

@@ -13,6 +13,7 @@ import heapq
 from collections.abc import Iterable
 
 from ctxlayer.core.compress.extractive import compress_prose
+from ctxlayer.core.compress.shorten import shorten
 from ctxlayer.core.compress.tool_output import compress_tool_output
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.memo import Memo
@@ -52,8 +53,10 @@ class Shortener:
     message has the middles of its long code/details blocks cut. Results are memoised by
     content, so a warm re-trim derives nothing twice."""
 
-    def __init__(self, w: Work, memo: Memo, head: int, tail: int, tool_cap: int) -> None:
+    def __init__(self, w: Work, memo: Memo, head: int, tail: int, tool_cap: int, *,
+                 name_facts: bool = False) -> None:
         self.w, self.memo, self.head, self.tail, self.tool_cap = w, memo, head, tail, tool_cap
+        self.name_facts = name_facts
 
     def _is_big_output(self, i: int) -> bool:
         m, w = self.w.msgs[i], self.w
@@ -67,6 +70,8 @@ class Shortener:
 
     def _outline(self, i: int):
         text, cap, counter = self.w.content[i], self.tool_cap, self.w.counter
+        if self.name_facts:
+            return self.memo.get(("tool+facts", cap), text, lambda: shorten(text, cap, counter))
         return self.memo.get(("tool", cap), text,
                              lambda: compress_tool_output(text, cap, counter))
 
@@ -106,7 +111,7 @@ class Shortener:
         else its head and tail lines around an omission marker."""
         w = self.w
         text = w.content[i]
-        out = compress_tool_output(text, body, w.counter)
+        out = shorten(text, body, w.counter)
         if out is None:
             return 0
         kept = {"json": "JSON outline", "log": "log outline"}.get(out.method, "head and tail")
