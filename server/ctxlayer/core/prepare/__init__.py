@@ -19,14 +19,17 @@ dropped, shortened), cache reuse and breakpoints, a one-line notice, and the nex
    verbatim messages, whole groups at a time (a tool call with its results), until the
    request is down to `target` of the budget; the last group always stays verbatim. A step
    adds a chunk and never rewrites an older one, so the prefix up to the older chunks holds
-   too; when the chunks together pass `summaries_share` of the budget they are merged into
-   one (a rarer, bigger step).
+   too; when the chunks together pass `summaries_share` of the room (what the system prompt
+   and the question leave of the budget) they are merged into one (a rarer, bigger step).
 4. The text of a chunk is the session engine's offline summary (decided / open, the user's hard
-   constraints verbatim, a facts ledger); it never changes once made.
+   constraints verbatim, an action log of the tool calls, a ranked facts ledger), its parts
+   sized to that room; it never changes once made.
 5. Only when even that is over the budget (the newest exchange alone is) the trim engine fits
    the result: the newest user message is kept (whole when it takes at most half the budget,
    else shortened by the trim engine, never dropped); restored and pinned messages are kept;
-   what it shortens keeps the same text on later turns.
+   the summaries are kept too (shortened at worst) unless that leaves no room for the newest
+   exchange; a shortened output names the errors, tests and files of its cut part; what it
+   shortens keeps the same text on later turns.
 6. Restored messages come back whole, after the summaries, and stay for the conversation;
    each restore is audited once.
 7. cache_reuse_tokens: the tokens of the leading messages identical to the previous result.

@@ -202,8 +202,7 @@ def _last_resort(win: Window, kept: list[Message], keys: list, budget: int, coun
         # a summary stands for everything before it: shortened at worst, not dropped for one
         # more verbatim turn...
         report = trim(inputs(True), budget, counter, memo=memo,
-                      options=TrimOptions(fmt=policy.fmt, tool_output_cap=cap,
-                                          name_cut_facts=True))
+                      options=msgspec.structs.replace(options, tool_output_cap=cap))
     except ContextError as exc:
         if exc.kind != "pinned_over_budget":
             raise

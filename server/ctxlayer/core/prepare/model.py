@@ -25,16 +25,16 @@ class PreparePolicy(msgspec.Struct, frozen=True, kw_only=True):
     """
 
     target: float = 0.75  # a step brings the request down to this share of the budget
-    # the parts of one summary chunk, as shares of the budget: an agent's chat needs the
-    # action log and the ledger (what was run, on which files, with which errors) more than
-    # decided / open sentences
+    # the parts of one summary chunk, as shares of the room the system prompt and the question
+    # leave of the budget: an agent's chat needs the action log and the ledger (what was run,
+    # on which files, with which errors) more than decided / open sentences
     summary_share: float = 0.03  # decided / open
     summary_max_tokens: int = 1500
     ledger_share: float = 0.05  # the facts ledger
     ledger_max_tokens: int = 2000
     actions_share: float = 0.04  # the action log (one line per tool call, newest first)
     actions_max_tokens: int = 1500
-    summaries_share: float = 0.25  # every chunk together; past it they are merged into one
+    summaries_share: float = 0.25  # every chunk together (of that room); past it, merged
     chars_per_token: int = 3  # a conservative guess for sizing summaries in characters
     facts_scan_factor: int = 20  # facts are read from at most this many times the ledger size
     fmt: MessageFormat = OPENAI_FORMAT

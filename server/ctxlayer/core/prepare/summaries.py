@@ -1,5 +1,6 @@
 """Summary chunks of a live conversation: making one from the messages a step replaces, and
-merging every chunk into one when together they pass their share of the budget.
+merging every chunk into one when together they pass their share of the room the system
+prompt and the question leave of the budget.
 
 The text is the session engine's offline summary (decided / open, the user's hard constraints
 verbatim, the facts ledger), so a conversation reads the same whichever way it came in.
@@ -49,19 +50,20 @@ class Sizes(NamedTuple):
         return Sizes(*(k * v for v in self))
 
 
-def sizes(policy: PreparePolicy, budget: int) -> Sizes:
-    """The characters of one chunk's parts: shares of the budget, each within its bounds."""
+def sizes(policy: PreparePolicy, room: int) -> Sizes:
+    """The characters of one chunk's parts: shares of ``room`` (the tokens the system prompt
+    and the question leave of the budget), each within its bounds."""
     def part(share: float, most: int, least: int) -> int:
-        return max(least, min(most, int(budget * share))) * policy.chars_per_token
+        return max(least, min(most, int(room * share))) * policy.chars_per_token
 
     return Sizes(part(policy.summary_share, policy.summary_max_tokens, 64),
                  part(policy.ledger_share, policy.ledger_max_tokens, LEDGER_MIN),
                  part(policy.actions_share, policy.actions_max_tokens, ACTIONS_MIN))
 
 
-def estimate(policy: PreparePolicy, budget: int) -> int:
+def estimate(policy: PreparePolicy, room: int) -> int:
     """Tokens a new chunk is expected to take, before it is made."""
-    return sum(sizes(policy, budget)) // policy.chars_per_token + 32
+    return sum(sizes(policy, room)) // policy.chars_per_token + 32
 
 
 def _facts(messages: Sequence[Message], scan_chars: int) -> Ledger | None:
@@ -99,10 +101,10 @@ def _chunk_message(start: int, upto: int, text: str) -> Message:
 
 def make_chunk(shown: Sequence[Message], originals: Sequence[Message], indices: Sequence[int],
                tokens: Sequence[int], start: int, upto: int, counter: Tokenizer,
-               policy: PreparePolicy, budget: int) -> Chunk:
+               policy: PreparePolicy, room: int) -> Chunk:
     """A chunk standing for ``shown`` (the messages as the result showed them; ``originals``
     are the client's, for constraints and facts), at conversation ``indices``."""
-    size = sizes(policy, budget)
+    size = sizes(policy, room)
     summary = offline_summary(list(shown), "", size.summary)
     constraints = bounded(detect(list(originals))[0], size.summary)
     facts = _facts(originals, policy.facts_scan_factor * size.ledger)
@@ -120,10 +122,10 @@ def make_chunk(shown: Sequence[Message], originals: Sequence[Message], indices: 
 
 
 def merge_chunks(chunks: Sequence[Chunk], head: int, counter: Tokenizer, policy: PreparePolicy,
-                 budget: int) -> Chunk:
+                 room: int) -> Chunk:
     """One chunk standing for what every chunk stood for: decided/open merged newest first
     (twice one chunk's room), constraints all kept, facts merged."""
-    size = sizes(policy, budget).times(2)
+    size = sizes(policy, room).times(2)
     summary = offline_summary([], "\n".join(c.summary for c in chunks), size.summary)
     constraints = bounded(list(dict.fromkeys(s for c in chunks for s in c.constraints)),
                           size.summary)
