@@ -169,9 +169,9 @@ def main() -> None:
           + ", ".join(f"{v} {k}s" for k, v in by_kind.items()) + "); o200k\n")
     for pct in (int(p) for p in args.budgets.split(",")):
         print(f"budget: system prompt + {pct}% of the rest of the tokens before the cut\n")
-        print("| trimmer | needed facts kept | " + " | ".join(KINDS)
+        print("| trimmer | needed facts kept | lines aside | " + " | ".join(KINDS)
               + " | budget used (median) | provider-valid windows | transcripts failed |")
-        print("|---|---|" + "---|" * len(KINDS) + "---|---|---|")
+        print("|---|---|---|" + "---|" * len(KINDS) + "---|---|---|")
         for label, fn in methods:
             found = 0
             kinds = dict.fromkeys(KINDS, 0)
@@ -192,9 +192,13 @@ def main() -> None:
                 used.append(conversation_tokens(context, counter) / budget)
                 valid += provider_valid(context)
             share = 100 * found / max(1, n_needed)
+            # a "line N" fact is kept by any window that shows line N of any file: the score
+            # without them says what a window kept for sure
+            sure, of = found - kinds["line"], n_needed - by_kind["line"]
             cells = " | ".join(f"{kinds[k]}/{by_kind[k]}" for k in KINDS)
             med = sorted(used)[len(used) // 2] if used else 0.0
-            print(f"| {label} | {found}/{n_needed} = {share:.1f}% | {cells} | {100 * med:.0f}% "
+            print(f"| {label} | {found}/{n_needed} = {share:.1f}% "
+                  f"| {sure}/{of} = {100 * sure / max(1, of):.1f}% | {cells} | {100 * med:.0f}% "
                   f"| {valid}/{len(chats) - failed} | {failed} |")
         print()
     if notes:

@@ -48,9 +48,9 @@ CASES = [
     ("error_codes", ["ValueError", "HTTP 500", "TS2345", "E0382", "ENOENT", "exit 2"], []),
     (
         "line_numbers",
-        ["src/app/orders.py:57", "/srv/shop/app/pricing.py:23", "line 42", "line 12"],
-        ["line 23"],
-    ),  # already said as pricing.py:23
+        ["src/app/orders.py:57", "/srv/shop/app/pricing.py line 23", "line 42", "line 12"],
+        ["line 23", "/srv/shop/app/pricing.py:23"],
+    ),  # a traceback's location in its own words, once
     (
         "identifiers",
         [

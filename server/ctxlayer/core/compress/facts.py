@@ -406,7 +406,7 @@ def _line_numbers(text: str) -> list[tuple[int, str]]:
     if not _has_digit(text):
         return out
     for m in _PY_LOC.finditer(text):
-        out.append((m.start(), f"{m.group(1)}:{m.group(2)}"))
+        out.append((m.start(), f"{m.group(1)} line {m.group(2)}"))
     for m in _FILE_LOC.finditer(text):
         if m.group(1).strip("./\\"):
             out.append((m.start(), f"{m.group(1)}:{m.group(2)}"))

@@ -53,7 +53,7 @@ _LIBRARY = re.compile(r"site-packages|dist-packages|/lib/python\d|^/usr/(?:local
                       # substitution (`12s/old/new/`): slashes, not files
                       r"|^[^/]+/$|^\d*s/[^/]*/[^/]*/")
 _LOCATED = frozenset({"paths", "line_numbers"})
-_INLINE_SCRIPT = "<string>:"
+_INLINE_SCRIPT = "<string> line "  # a `python -c` script's traceback location
 _FENCED = re.compile(r"^[ \t]{0,3}(```+|~~~+)[^\n]*\n.*?(?:^[ \t]{0,3}\1[ \t]*$|\Z)",
                      re.MULTILINE | re.DOTALL)
 
@@ -173,7 +173,7 @@ def add_messages(ledger: Ledger | None, messages: list[Message],
             where = index[kind]
             for value in values:
                 if kind == "line_numbers" and value.startswith(_INLINE_SCRIPT):
-                    value = "line " + value[len(_INLINE_SCRIPT):]  # a `python -c` script's line
+                    value = value[len("<string> "):]  # no file to name: the line alone
                 elif kind in _LOCATED and _LIBRARY.search(value):
                     continue
                 score = PROSE_SCORE if speaker and (value in prose or value in ran) \
@@ -289,15 +289,15 @@ def render_ledger(ledger: Ledger | None, max_chars: int, *, shown: str = "",
 _CUT_KINDS = ("error_codes", "tests", "paths", "line_numbers", "commands")
 
 
-_LOCATION = re.compile(r"(.+):(\d+)")
+_TRACEBACK_LOCATION = re.compile(r"(.+) line (\d+)")
 
 
 def _shows(text: str, kind: str, value: str) -> bool:
     """Whether ``text`` still shows the fact: verbatim, or a traceback's location as the
-    traceback writes it (``File "a.py", line 3`` is the fact ``a.py:3``)."""
+    traceback writes it (``File "a.py", line 3`` is the fact ``a.py line 3``)."""
     if value in text:
         return True
-    m = _LOCATION.fullmatch(value) if kind == "line_numbers" else None
+    m = _TRACEBACK_LOCATION.fullmatch(value) if kind == "line_numbers" else None
     return bool(m) and f'"{m.group(1)}", line {m.group(2)}' in text
 
 
