@@ -11,8 +11,9 @@ do. "Needed facts" are the paths, commands, test names, error
 names and line numbers of the part before the cut that the part after uses again (needed.py,
 its own regexes, not ctxlayer's extractor). Each trimmer fits the part before the cut into a
 budget of the system prompt plus 25% (then 10%) of the rest of its tokens; the score is the
-share of needed facts whose exact text is in what it kept, over all transcripts, and the
-budget it used. Side by side, in one run, o200k counts:
+share of needed facts whose exact text is in what it kept, over all transcripts (and the same
+with the line facts aside: "line 57" counts as kept wherever any file's line 57 is shown), and
+the budget it used. Side by side, in one run, o200k counts:
 - ctxlayer ctx/assemble (the core's assembly, offline summary: no model);
 - ctxlayer ctx/prepare (core.prepare, the gateway's path): the chat replayed request by request
   (the whole conversation before each assistant turn), the last request scored;
