@@ -306,6 +306,21 @@ def test_a_shortened_tool_output_names_the_errors_and_files_of_its_cut_part():
     assert "LedgerImbalanceError" in shown.content and "src/billing/ledger.py" in shown.content
 
 
+def test_a_restored_message_of_the_verbatim_tail_is_kept_whole():
+    from ctxlayer.core.assembly.restore import restore
+
+    history = agent_chat(6, output_lines=300)
+    budget = int((3 + history.total + 10) * 0.5)
+    state, entry = restore(history, Compaction(), "t0")
+    assert entry.action == "restored" and entry.message_id == "t0"
+    out = assemble(history, state, inp(budget), COUNTER)
+    check_fits(out, budget)
+    t0 = next(m for m in history_part(out) if m.id == "t0")
+    assert t0.content == history.messages[2].content  # whole, where it would be outlined
+    assert not any(e.message_id == "t0" for e in out.result.truncated)
+    assert [m.id for m in history_part(out)][-1] == "u-last"
+
+
 def test_the_action_log_keeps_one_line_per_replaced_tool_call():
     history = agent_chat(40)
     out = assemble(history, Compaction(), inp(2000), COUNTER)

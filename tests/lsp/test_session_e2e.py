@@ -313,7 +313,7 @@ async def test_provider_messages_in_a_session_keep_their_text_and_say_what_they_
     assert anthropic["messages"][0]["role"] == "user" and anthropic["system"]
 
 
-async def test_why_explains_a_sessions_last_assembly_and_restore_says_what_it_serves(client):
+async def test_why_explains_a_sessions_last_assembly_and_restore_brings_one_back(client):
     await call(client, "ctx/session/open", {"sessionId": "why-session", "budget": 900})
     await call(client, "ctx/session/append", {"sessionId": "why-session", "messages": chat(30)})
     assembled = await call(client, "ctx/assemble", {"sessionId": "why-session"})
@@ -325,6 +325,14 @@ async def test_why_explains_a_sessions_last_assembly_and_restore_says_what_it_se
     one = next(e["messageId"] for e in cut if e["action"] == "summarized")
     only = await call(client, "ctx/why", {"sessionId": "why-session", "messageId": one})
     assert only["entries"] and all(e["messageId"] == one for e in only["entries"])
+    back = next(e["messageId"] for e in cut if e["action"] == "summarized"
+                and not e["messageId"].startswith("ctx:summary:"))  # a message, not the summary
+    await call(client, "ctx/restore", {"sessionId": "why-session", "messageId": back})
+    told = await call(client, "ctx/why", {"sessionId": "why-session", "messageId": back})
+    assert "restored" in [e["action"] for e in told["entries"]]
+    again = await call(client, "ctx/assemble", {"sessionId": "why-session"})
+    assert back in [m.get("id") for m in again["messages"]]  # whole again after the summary
+    assert again["tokens"]["total"] <= 900
     with pytest.raises(JsonRpcException) as err:
-        await call(client, "ctx/restore", {"sessionId": "why-session", "messageId": one})
-    assert err.value.code == -32602 and "live chat" in err.value.message
+        await call(client, "ctx/restore", {"sessionId": "why-session", "messageId": "nope"})
+    assert err.value.code == -32602 and "messageId" in err.value.message

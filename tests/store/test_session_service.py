@@ -119,3 +119,52 @@ def test_a_session_of_questions_about_failing_tests_stays_assemblable(tmp_path):
             assert out.result.tokens.total <= 3000
             assert out.next_compaction_at >= out.result.tokens.total
     assert svc.assemble(WS, "s").result.messages[-1].id == "a399"
+
+
+def _agent_turns(n: int) -> list[Message]:
+    from ctxlayer.protocol import ToolCall
+
+    out = [Message(role="user", content="Fix the failing test in tests/test_pay.py.", id="ask")]
+    for k in range(n):
+        out.append(Message(role="assistant", content=f"Running case {k}.", id=f"a{k}",
+                           tool_calls=[ToolCall(id=f"c{k}", name="bash",
+                                                arguments=f'{{"command": "pytest -k t{k}"}}')]))
+        out.append(Message(role="tool", content=f"case {k} output " + "line " * 120,
+                           id=f"r{k}", tool_call_id=f"c{k}"))
+    return out
+
+
+def test_a_restored_message_comes_back_whole_with_its_call_and_stays_after_a_restart(tmp_path):
+    svc = service(tmp_path)
+    svc.open(WS, protocol.SessionOpenParams(session_id="s", budget=1500))
+    svc.append(WS, "s", _agent_turns(30))
+    first = svc.assemble(WS, "s").result
+    assert first.compacted and "r2" not in {m.id for m in first.messages}  # summarized
+    svc.restore(WS, "s", "r2")
+    for again in (svc, service(tmp_path)):  # the same daemon, then a restarted one
+        out = again.assemble(WS, "s").result
+        ids = [m.id for m in out.messages]
+        r2 = next(m for m in out.messages if m.id == "r2")
+        assert r2.content.startswith("case 2 output") and r2.content.count("line") == 120
+        assert ids[ids.index("r2") - 1] == "a2"  # with the call it answers, right before it
+        assert ids[0].startswith("ctx:summary:")  # right after the summary, before the tail
+        assert ids.index("r2") < ids.index("r29")
+        assert out.tokens.total <= 1500
+    assert "restored" in [e.action for e in svc.audit(WS, "s", None) if e.message_id == "r2"]
+    with pytest.raises(ContextError) as err:
+        svc.restore(WS, "s", "no-such-message")
+    assert err.value.kind == "invalid" and err.value.field == "messageId"
+
+
+def test_restoring_more_than_the_history_share_shortens_never_breaks_the_session(tmp_path):
+    svc = service(tmp_path)
+    svc.open(WS, protocol.SessionOpenParams(session_id="s", budget=1500))
+    svc.append(WS, "s", _agent_turns(30))
+    svc.assemble(WS, "s")
+    for k in range(12):
+        svc.restore(WS, "s", f"r{k}")
+    out = svc.assemble(WS, "s")
+    assert out.result.tokens.total <= 1500
+    assert any(e.action == "truncated" and e.reason.startswith("restored, shortened")
+               for e in out.result.truncated)
+    assert out.result.messages[-1].id == "r29"  # the newest exchange still ends the request

@@ -205,8 +205,8 @@ export class CtxlayerParticipant {
         try {
           await client.restore({ sessionId, messageId: arg });
         } catch (err) {
-          // the daemon restores what a live chat's turn cut (ctx/prepare); a session's
-          // summarized messages stay in its summary, and the daemon says so
+          // an id the session does not hold (or an older daemon that restores only what a
+          // live chat's turn cut): the daemon says why
           if (!isNotAConversation(err) && !(err instanceof CtxlayerError && err.kind === "invalid"))
             throw err;
           const why = err instanceof Error ? err.message.replace(/^ctx\/restore: /, "") : "";

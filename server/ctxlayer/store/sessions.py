@@ -22,6 +22,7 @@ from ctxlayer import protocol
 from ctxlayer.core.assembly import compaction as cp
 from ctxlayer.core.assembly.assemble import Assembly, AssemblyInput, assemble, measure
 from ctxlayer.core.assembly.history import History
+from ctxlayer.core.assembly.restore import restore as restore_message
 from ctxlayer.core.calibration import Calibration
 from ctxlayer.core.compress.logs import sanitize_log
 from ctxlayer.core.errors import ContextError
@@ -347,6 +348,18 @@ class SessionService:
             live.fingerprint = out.fingerprint
             live.last_total = out.result.tokens.total
             return out
+
+    def restore(self, workspace: str, session_id: str, message_id: str) -> AuditEntry:
+        """Bring a message back whole from the next assembly on (ctx/restore); audited once."""
+        with self._lock:
+            live = self._get(workspace, session_id)
+            state, entry = restore_message(live.history, live.compaction, message_id)
+            now = self.clock()
+            self.store.update(live.row.sid, now, compaction=msgspec.json.encode(state))
+            live.compaction = state
+            self.store.add_audit(live.row.sid, [entry], now)
+            live.audited.add(_audit_key(entry))
+            return entry
 
     def summary_of(self, workspace: str, session_id: str) -> tuple[int, Message | None]:
         """(messages replaced so far, the summary message) of a session."""

@@ -31,6 +31,7 @@ from ctxlayer.core.assembly import compaction as cp
 from ctxlayer.core.assembly import window
 from ctxlayer.core.assembly.history import History
 from ctxlayer.core.assembly.layers import AssemblyInput, Fingerprint, Layout, layout
+from ctxlayer.core.assembly.restore import Shown, restored_before
 from ctxlayer.core.assembly.summary import SUMMARY_INSTRUCTIONS
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.text import content_hash, describe, one_line
@@ -139,6 +140,10 @@ def assemble(history: History, state: cp.Compaction, inp: AssemblyInput,
     # the history layer: the summary, then the verbatim tail cleaned and fitted
     start = cp.verbatim_start(history, work)
     tail = [cp.shown_message(history, work, i) for i in range(start, len(history))]
+    if work.restored:  # restored messages of the tail: the window keeps them whole
+        whole = set(work.restored)
+        tail = [msgspec.structs.replace(m, pinned=True) if s in whole else m
+                for m, s in zip(tail, history.seqs[start:], strict=True)]
     keys = [f"h{s}" + ("r" if s in work.rewrites else "") for s in history.seqs[start:]]
     win = window.clean(tail, keys, counter, inp.policy.dedup_min_tokens)
     summ = cp.summary_message(work)
@@ -154,10 +159,24 @@ def assemble(history: History, state: cp.Compaction, inp: AssemblyInput,
         # TAIL_SHARE of the share when the tail has that much
         tail_room = max(min(_newest_turn_tokens(win), share // 2),
                         min(sum(win.tokens), int(share * TAIL_SHARE)))
-        room = max(0, share - tail_room - ack_tokens)
+        back = restored_before(history, work, share, counter)
+        room = max(0, share - tail_room - ack_tokens - sum(back.tokens))
         s_tokens, demoted = work.rendered_tokens, work.demoted
-        if s_tokens > room:
-            fitted = cp.fitted_summary(work, room, inp.policy, counter)
+        fits = s_tokens <= room
+        fitted = None if fits else cp.fitted_summary(work, room, inp.policy, counter)
+        if fitted is None and not fits and back.messages:
+            # the summary stands for everything before the tail: the restored messages give
+            # way to it, said in the audit
+            dropped += [AuditEntry(
+                action="dropped", reason="restored, but no room beside the summary in the "
+                f"history share ({share} tokens) for this assembly", summary=describe(m),
+                tokens_before=t, tokens_after=0, message_id=m.id)
+                for m, t in zip(back.messages, back.tokens, strict=True)]
+            back = Shown(messages=[], keys=[], tokens=[], truncated=[])
+            room = max(0, share - tail_room - ack_tokens)
+            fits = s_tokens <= room
+            fitted = None if fits else cp.fitted_summary(work, room, inp.policy, counter)
+        if not fits:
             if fitted is None:
                 dropped.append(AuditEntry(
                     action="dropped", reason=f"no room for the summary in the history share "
@@ -179,12 +198,18 @@ def assemble(history: History, state: cp.Compaction, inp: AssemblyInput,
                 "budget: the oldest moved to the summary's facts ledger",
                 summary=one_line(c), tokens_before=counter.count(c),
                 tokens_after=counter.count(c), message_id=summ.id) for c in demoted]
-            window.fit(win, share - s_tokens - ack_tokens, counter, require_user=False,
-                       tool_cap=cp.tail_tool_cap(share))
-            if win.messages and win.messages[0].role == "user":
+            truncated += back.truncated
+            window.fit(win, share - s_tokens - ack_tokens - sum(back.tokens), counter,
+                       require_user=False, tool_cap=cp.tail_tool_cap(share))
+            after = back.messages[0] if back.messages else (
+                win.messages[0] if win.messages else None)
+            if after is not None and after.role == "user":
                 head.append(ack)  # roles alternate: summary (user), ack, the user's turn
                 head_keys.append(f"a{work.upto_seq}")
                 head_tokens.append(ack_tokens)
+            head += back.messages
+            head_keys += back.keys
+            head_tokens += back.tokens
     if summ is None:
         window.fit(win, share, counter, require_user=True, tool_cap=cp.tail_tool_cap(share))
     truncated += win.truncated

@@ -311,6 +311,7 @@ def apply_summary(
         actions=(state.actions + act.log_lines(originals))[-act.MAX_LINES:],
         ledger=add_messages(_ledger_of(state), originals, facts),
         rewrites={s: r for s, r in state.rewrites.items() if s >= history.seqs[stop - 1] + 1},
+        restored=list(state.restored),
     )
     rerender(new, share, policy, counter)
     audit += [

@@ -50,7 +50,11 @@ def run_cheap_stages(
     if stop <= start:
         return audit
 
+    whole = set(state.restored)
+
     def rewrite(i: int, content: str, action: str, reason: str) -> None:
+        if history.seqs[i] in whole:
+            return  # brought back whole on request
         msg = history.messages[i]
         before = tokens_of(history, state, i)
         new_msg = msgspec.structs.replace(msg, content=content)

@@ -37,6 +37,9 @@ class Compaction(msgspec.Struct, kw_only=True):
     rendered_tokens: int = 0
     sized_for: int = 0
     demoted: list[str] = msgspec.field(default_factory=list)  # constraints moved to the ledger
+    # seqs brought back whole by ctx/restore (restore.py): never shortened, shown even when
+    # the summary replaced them
+    restored: list[int] = msgspec.field(default_factory=list)
 
 
 def summary_id(state: Compaction) -> str:
@@ -65,9 +68,14 @@ def tokens_of(history: History, state: Compaction, i: int) -> int:
 
 
 def history_tokens(history: History, state: Compaction) -> int:
-    """Tokens of the history layer: the summary message plus every verbatim message."""
+    """Tokens of the history layer: the summary message, the restored messages it replaced,
+    and every verbatim message."""
     start = verbatim_start(history, state)
     total = history.tokens_between(start, len(history)) + state.rendered_tokens
+    for seq in state.restored:
+        i = history.index_of_seq(seq)
+        if i < start and history.seqs[i] == seq:
+            total += history.tokens[i]
     if state.rewrites:
         seqs = history.seqs
         for i in range(start, len(history)):

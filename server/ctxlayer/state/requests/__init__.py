@@ -34,6 +34,14 @@ def by_session(caller: Any, p: Any) -> Hashable:
     return ("session", caller.workspace, p.session_id)
 
 
+def by_session_or_chat(caller: Any, p: Any) -> Hashable:
+    """A request naming a session or a conversation: in the session's lane when it names one
+    (a restore then lands between the appends and assemblies around it)."""
+    if p.session_id is not None and p.conversation_id is None:
+        return by_session(caller, p)
+    return ("conversation", caller.workspace, p.conversation_id)
+
+
 REQUESTS: dict[str, Request] = {
     "ctx/segment": Request(workspace.segment, "loop"),
     "ctx/systemPrompt": Request(workspace.system_prompt, "loop"),
@@ -58,7 +66,7 @@ REQUESTS: dict[str, Request] = {
     "ctx/prepare": Request(chats.prepare, "loop"),
     "ctx/conversations": Request(chats.conversations, "loop"),
     "ctx/why": Request(chats.why, "loop"),
-    "ctx/restore": Request(chats.restore, "loop"),
+    "ctx/restore": Request(chats.restore, "loop", lane=by_session_or_chat),
 }
 
 missing = set(protocol.REQUESTS) ^ set(REQUESTS)

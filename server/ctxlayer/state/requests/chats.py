@@ -1,4 +1,5 @@
-"""ctx/prepare, ctx/conversations, ctx/why, ctx/restore: chats that resend their whole history.
+"""ctx/prepare, ctx/conversations, ctx/why, ctx/restore: chats that resend their whole history,
+and why / restore for the sessions of ctx/assemble too.
 
 The conversations live in `state/conversations.py` (which keeps one conversation's turns in
 arrival order itself, so these need no lane from the dispatch); these are the thin entry
@@ -41,12 +42,13 @@ async def restore(caller: Caller, p: protocol.RestoreParams) -> protocol.Empty:
     state = caller.state
     if p.conversation_id is None and p.session_id is not None \
             and not state.conversations.has_session(caller.workspace, p.session_id):
-        from ctxlayer.core.errors import ContextError
-
-        raise ContextError("invalid", "ctx/restore brings back what a live chat's turn cut "
-                           "(ctx/prepare, the gateway); a session's summarized messages stay in "
-                           "its summary: add what matters as a rule or a working item",
-                           field="sessionId")
+        # a session of ctx/assemble: the message comes back whole from its next assembly on
+        entry = await state.work(state.sessions.restore, caller.workspace, p.session_id,
+                                 p.message_id)
+        key = (caller.workspace, p.session_id)
+        if key in state.last_assembly_audit:  # ctx/why says so until the next assembly
+            state.last_assembly_audit[key] = [*state.last_assembly_audit[key], entry]
+        return protocol.Empty()
     state.conversations.restore(caller.workspace, p.conversation_id, p.session_id,
                                 p.message_id)
     return protocol.Empty()

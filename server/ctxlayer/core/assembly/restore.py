@@ -1,0 +1,107 @@
+"""Bringing one message of a session back whole (ctx/restore): the new state, and what an
+assembly shows for it.
+
+A restored message comes with its tool-call group (a call with all its results: the providers
+reject one without the other) and stays restored for the session: shown whole and pinned. One
+that the summary replaced is shown right after the summary, in conversation order; one still in
+the verbatim tail is pinned there (the window neither shortens nor drops it). Those after the
+summary take at most a quarter of the history share: past it they are shortened, and they give
+way to the summary when it has no room beside them (both audited), so a restore never leaves a
+session unable to assemble.
+Pure: reads the history and the state, returns new values.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from ctxlayer.core.assembly.history import History
+from ctxlayer.core.assembly.state import Compaction, is_tool_result, verbatim_start
+from ctxlayer.core.compress.shorten import shorten
+from ctxlayer.core.errors import ContextError
+from ctxlayer.core.text import describe
+from ctxlayer.core.tokens import Tokenizer, message_tokens
+from ctxlayer.protocol import AuditEntry, Message
+
+__all__ = ["RESTORED", "Shown", "restore", "restored_before"]
+
+RESTORED = "restored on request: shown whole and pinned for this session"
+#: of the history share, what the restored messages older than the summary take at most: the
+#: summary and the newest turn need the rest
+SHARE = 0.25
+
+
+def _group(messages: list[Message], i: int) -> list[int]:
+    """Indices of the tool-call group message i belongs to (just i when it has none)."""
+    start = i
+    if is_tool_result(messages[i]):
+        wanted = messages[i].tool_call_id
+        start = next((k for k in range(i - 1, -1, -1)
+                      if any(c.id == wanted for c in messages[k].tool_calls or ())), i)
+    ids = {c.id for c in messages[start].tool_calls or ()}
+    out = [start]
+    k = start + 1
+    while k < len(messages) and is_tool_result(messages[k]) and messages[k].tool_call_id in ids:
+        out.append(k)
+        k += 1
+    return sorted({*out, i})
+
+
+def restore(history: History, state: Compaction, message_id: str) -> tuple[Compaction,
+                                                                            AuditEntry]:
+    """The state with ``message_id`` (and its tool-call group) restored, and the audit entry.
+    An id the session does not hold is ContextError("invalid") naming messageId."""
+    index = next((i for i, m in enumerate(history.messages) if m.id == message_id), None)
+    if index is None:
+        raise ContextError("invalid", f"this session holds no message with id {message_id!r} "
+                           "(ctx/why lists the ids of what was cut)", field="messageId")
+    seqs = [history.seqs[i] for i in _group(history.messages, index)]
+    restored = sorted({*state.restored, *seqs})
+    new = msgspec.structs.replace(
+        state, restored=restored,
+        rewrites={s: r for s, r in state.rewrites.items() if s not in set(seqs)})
+    msg, tokens = history.messages[index], history.tokens[index]
+    return new, AuditEntry(action="restored", reason=RESTORED, summary=describe(msg),
+                           tokens_before=tokens, tokens_after=tokens, message_id=message_id,
+                           index=index)
+
+
+class Shown(msgspec.Struct, kw_only=True):
+    """The restored messages an assembly shows after the summary."""
+
+    messages: list[Message]
+    keys: list[str]
+    tokens: list[int]
+    truncated: list[AuditEntry]
+
+
+def restored_before(history: History, state: Compaction, share: int,
+                    counter: Tokenizer) -> Shown:
+    """The restored messages the summary replaced, in order, whole when together they take at
+    most SHARE of ``share``, else each shortened to its part of that room (audited)."""
+    start = verbatim_start(history, state)
+    wanted = set(state.restored)
+    idx = [i for i in (history.index_of_seq(s) for s in state.restored)
+           if i < start and history.seqs[i] in wanted]
+    msgs = [history.messages[i] for i in idx]
+    tokens = [history.tokens[i] for i in idx]
+    keys = [f"R{history.seqs[i]}" for i in idx]
+    truncated: list[AuditEntry] = []
+    room, total = int(share * SHARE), sum(tokens)
+    if total > room:
+        for k, m in enumerate(msgs):
+            cap = max(16, tokens[k] * room // total)
+            overhead = tokens[k] - counter.count(m.content)
+            short = shorten(m.content, max(1, cap - overhead), counter)
+            if short is None:
+                continue
+            new = msgspec.structs.replace(m, content=short.text)
+            after = message_tokens(new, counter)
+            if after >= tokens[k]:
+                continue
+            truncated.append(AuditEntry(
+                action="truncated", reason=f"restored, shortened: the restored messages take "
+                f"at most {room} tokens of the history share", summary=describe(m),
+                tokens_before=tokens[k], tokens_after=after, message_id=m.id, index=idx[k]))
+            msgs[k], tokens[k], keys[k] = new, after, f"{keys[k]}s{after}"
+    return Shown(messages=msgs, keys=keys, tokens=tokens, truncated=truncated)
