@@ -321,6 +321,26 @@ def test_a_restored_message_of_the_verbatim_tail_is_kept_whole():
     assert [m.id for m in history_part(out)][-1] == "u-last"
 
 
+@pytest.mark.parametrize("budget", range(120, 1200, 20))
+def test_the_task_an_agent_run_started_with_survives_any_budget_shortened(budget):
+    task = ("Fix the rounding bug in payments/invoice.py so totals match the ledger. "
+            + " ".join(CONSTRAINTS) + " " + FILLER * 4)
+    msgs = [Message(role="user", content=task, id="task")]
+    for k in range(30):  # facts and constraints enough to crowd a small summary
+        msgs.append(Message(role="assistant", content=f"Step {k}: src/mod_{k}.py.", id=f"a{k}",
+                            tool_calls=[ToolCall(id=f"c{k}", name="bash", arguments=json.dumps(
+                                {"command": f"pytest tests/test_{k}.py::test_case_{k}"}))]))
+        msgs.append(Message(role="tool", id=f"t{k}", tool_call_id=f"c{k}", content=(
+            f"FAILED tests/test_{k}.py::test_case_{k} - Key{k}Error at src/mod_{k}.py:{k + 10} "
+            + "line " * 40)))
+    history = build(msgs)
+    out = assemble(history, Compaction(), inp(budget), COUNTER)
+    check_fits(out, budget)
+    text = "\n".join(m.content for m in history_part(out))
+    assert "Fix the rounding bug" in text  # the newest user message: shortened, never dropped
+    assert budget < 200 or history_part(out)[-1].id == "t29"  # and the newest exchange
+
+
 def test_the_action_log_keeps_one_line_per_replaced_tool_call():
     history = agent_chat(40)
     out = assemble(history, Compaction(), inp(2000), COUNTER)

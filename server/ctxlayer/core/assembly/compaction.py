@@ -127,16 +127,19 @@ def _render(state: Compaction, sz: Sizes, counter: Tokenizer, **sized: int) -> t
     actions = act.render_actions(state.actions, size["action_chars"])
     request = _cut_middle(state.request.strip(), size["request_chars"])
     ledger = render_ledger(_ledger_of(state), size["ledger_chars"],
-                           shown=summary + "\n" + "\n".join(kept) + "\n" + request,
+                           shown="\n".join([summary, *kept, request, actions]),
                            extra=("instructions (demoted from the hard constraints)", demoted))
     return render_summary(state.replaced, summary, kept, ledger, actions, request), demoted
 
 
 #: the summary's parts, most important first: when the summary must shrink, the last gives way
-#: first (decided/open/details, then the request, the action log, the ledger, and last the hard
-#: constraints). The ledger ranks high because it is the densest in exact values: measured on
-#: real agent transcripts (bench/realchats) it keeps the most of what the rest needs.
+#: first (decided/open/details, then the request down to REQUEST_FLOOR, the action log, the
+#: ledger, and last the hard constraints; the request is never cut out). The ledger ranks high
+#: because it is the densest in exact values: measured on real agent transcripts
+#: (bench/realchats) it keeps the most of what the rest needs.
 PARTS = ("constraint_tokens", "ledger_chars", "action_chars", "request_chars", "summary_chars")
+#: characters of the newest user message a shrinking summary keeps at least (head and tail)
+REQUEST_FLOOR = 240
 
 
 def rerender(state: Compaction, share: int, policy: CompactionPolicy, counter: Tokenizer) -> None:
@@ -162,22 +165,35 @@ def fitted_summary(state: Compaction, room: int, policy: CompactionPolicy,
         msg = Message(role="user", content=text, id=summary_id(state), kind="summary")
         return msg, message_tokens(msg, counter), demoted
 
-    fixed: dict[str, int] = {}
-    for k, name in enumerate(PARTS):
-        rest = dict.fromkeys(PARTS[k + 1:], 0)
-        lo, hi = 0, getattr(sz, name)
-        if make({**fixed, name: hi, **rest})[1] <= room:
-            fixed[name] = hi
-            continue
-        while lo < hi:  # the largest size of this part that fits with the later parts empty
-            mid = (lo + hi + 1) // 2
-            if make({**fixed, name: mid, **rest})[1] <= room:
-                lo = mid
-            else:
-                hi = mid - 1
-        fixed.update({name: lo, **rest})
-        break
-    best = make(fixed)
+    def search(floor: dict[str, int], order: tuple[str, ...] = PARTS
+               ) -> tuple[Message, int, list[str]]:
+        fixed: dict[str, int] = {}
+        for k, name in enumerate(order):
+            rest = {**dict.fromkeys(order[k + 1:], 0),
+                    **{n: v for n, v in floor.items() if n in order[k + 1:]}}
+            lo, hi = 0, getattr(sz, name)
+            if name in floor and make({**fixed, name: floor[name], **rest})[1] <= room:
+                lo = floor[name]  # what is kept of the request at the least
+            if make({**fixed, name: hi, **rest})[1] <= room:
+                fixed[name] = hi
+                continue
+            while lo < hi:  # the largest size of this part that fits with the later parts empty
+                mid = (lo + hi + 1) // 2
+                if make({**fixed, name: mid, **rest})[1] <= room:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            fixed.update({name: lo, **rest})
+            break
+        return make(fixed)
+
+    # the newest user message a summary replaced is never left out, only shortened: the parts
+    # after it give way down to a floor of it (the ledger and the action log rank above it);
+    # when even the floor does not fit beside the header, it comes first
+    best = search({"request_chars": min(REQUEST_FLOOR, sz.request_chars)}
+                  if state.request else {})
+    if best[1] > room and state.request:
+        best = search({}, ("request_chars", *(n for n in PARTS if n != "request_chars")))
     return best if best[1] <= room else None
 
 
