@@ -20,7 +20,8 @@ the budget it used. Side by side, in one run, o200k counts:
 - ctxlayer ctx/trim (core.trim, pipeline strategy);
 - newest-first: the system prompt, then the newest whole messages that fit;
 and whether each window is one the providers accept (a user turn first after the system
-prompt, no tool result without its call, no call without its results);
+prompt, no tool result without its call, no call without its results) and still holds the
+newest user message (its first words: shortened is fine);
 - LangChain trim_messages(strategy="last") and gptme reduce_log + limit_log, each in its own
   venv (bench/peers.py; skipped with --no-peers or when that venv cannot be built).
 """
@@ -79,6 +80,16 @@ def provider_valid(context: list[Message]) -> bool:
             answered.add(m.tool_call_id)
         calls.update(c.id for c in m.tool_calls or ())
     return calls <= answered
+
+
+def question_kept(before: list[Message], context: list[Message]) -> bool:
+    """Whether the newest user message is still there, at least its first words (shortened
+    is fine, left out is not)."""
+    ask = next((m for m in reversed(before) if m.role == "user"), None)
+    if ask is None:
+        return True
+    head = " ".join(ask.content.split())[:40]
+    return head in " ".join(" ".join(m.content.split()) for m in context)
 
 
 def ours_assemble(before: list[Message], budget: int, counter) -> list[Message]:
@@ -171,13 +182,14 @@ def main() -> None:
     for pct in (int(p) for p in args.budgets.split(",")):
         print(f"budget: system prompt + {pct}% of the rest of the tokens before the cut\n")
         print("| trimmer | needed facts kept | lines aside | " + " | ".join(KINDS)
-              + " | budget used (median) | provider-valid windows | transcripts failed |")
-        print("|---|---|---|" + "---|" * len(KINDS) + "---|---|---|")
+              + " | budget used (median) | provider-valid windows | question kept "
+              "| transcripts failed |")
+        print("|---|---|---|" + "---|" * len(KINDS) + "---|---|---|---|")
         for label, fn in methods:
             found = 0
             kinds = dict.fromkeys(KINDS, 0)
             used: list[float] = []
-            failed = valid = 0
+            failed = valid = asked = 0
             for name, before, needs, system, rest in chats:
                 budget = 3 + system + int(rest * pct / 100)
                 try:
@@ -192,6 +204,7 @@ def main() -> None:
                     kinds[kind] += 1
                 used.append(conversation_tokens(context, counter) / budget)
                 valid += provider_valid(context)
+                asked += question_kept(before, context)
             share = 100 * found / max(1, n_needed)
             # a "line N" fact is kept by any window that shows line N of any file: the score
             # without them says what a window kept for sure
@@ -200,7 +213,7 @@ def main() -> None:
             med = sorted(used)[len(used) // 2] if used else 0.0
             print(f"| {label} | {found}/{n_needed} = {share:.1f}% "
                   f"| {sure}/{of} = {100 * sure / max(1, of):.1f}% | {cells} | {100 * med:.0f}% "
-                  f"| {valid}/{len(chats) - failed} | {failed} |")
+                  f"| {valid}/{len(chats) - failed} | {asked}/{len(chats) - failed} | {failed} |")
         print()
     if notes:
         print("\n".join(f"- {n}" for n in notes))
