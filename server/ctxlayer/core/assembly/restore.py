@@ -55,11 +55,10 @@ def restore(history: History, state: Compaction, message_id: str) -> tuple[Compa
     if index is None:
         raise ContextError("invalid", f"this session holds no message with id {message_id!r} "
                            "(ctx/why lists the ids of what was cut)", field="messageId")
-    seqs = [history.seqs[i] for i in _group(history.messages, index)]
-    restored = sorted({*state.restored, *seqs})
+    seqs = {history.seqs[i] for i in _group(history.messages, index)}
     new = msgspec.structs.replace(
-        state, restored=restored,
-        rewrites={s: r for s, r in state.rewrites.items() if s not in set(seqs)})
+        state, restored=sorted({*state.restored, *seqs}),
+        rewrites={s: r for s, r in state.rewrites.items() if s not in seqs})
     msg, tokens = history.messages[index], history.tokens[index]
     return new, AuditEntry(action="restored", reason=RESTORED, summary=describe(msg),
                            tokens_before=tokens, tokens_after=tokens, message_id=message_id,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ctxlayer import protocol
 from ctxlayer.state.caller import Caller
+from ctxlayer.state.requests.sessions import ensure_layers, publish
 
 
 async def prepare(caller: Caller, p: protocol.PrepareParams) -> protocol.PrepareResult:
@@ -43,11 +44,14 @@ async def restore(caller: Caller, p: protocol.RestoreParams) -> protocol.Empty:
     if p.conversation_id is None and p.session_id is not None \
             and not state.conversations.has_session(caller.workspace, p.session_id):
         # a session of ctx/assemble: the message comes back whole from its next assembly on
+        await ensure_layers(caller, p.session_id)
         entry = await state.work(state.sessions.restore, caller.workspace, p.session_id,
                                  p.message_id)
         key = (caller.workspace, p.session_id)
         if key in state.last_assembly_audit:  # ctx/why says so until the next assembly
             state.last_assembly_audit[key] = [*state.last_assembly_audit[key], entry]
+        # the restored message counts in the session's budget from now on
+        publish(caller, await state.work(state.sessions.budget, caller.workspace, p.session_id))
         return protocol.Empty()
     state.conversations.restore(caller.workspace, p.conversation_id, p.session_id,
                                 p.message_id)
