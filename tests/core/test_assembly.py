@@ -321,7 +321,7 @@ def test_a_restored_message_of_the_verbatim_tail_is_kept_whole():
     assert [m.id for m in history_part(out)][-1] == "u-last"
 
 
-@pytest.mark.parametrize("budget", range(120, 1200, 20))
+@pytest.mark.parametrize("budget", [*range(20, 120, 8), *range(120, 1200, 40)])
 def test_the_task_an_agent_run_started_with_survives_any_budget_shortened(budget):
     task = ("Fix the rounding bug in payments/invoice.py so totals match the ledger. "
             + " ".join(CONSTRAINTS) + " " + FILLER * 4)

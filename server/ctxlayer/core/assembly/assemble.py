@@ -176,6 +176,11 @@ def assemble(history: History, state: cp.Compaction, inp: AssemblyInput,
             room = max(0, share - tail_room - ack_tokens)
             fits = s_tokens <= room
             fitted = None if fits else cp.fitted_summary(work, room, inp.policy, counter)
+        if not fits and fitted is None and work.request:
+            # the summary holds the newest user message: it takes the tail's room before the
+            # question would go (the tail then keeps what fits after it)
+            room = share
+            fitted = cp.fitted_summary(work, room, inp.policy, counter)
         if not fits:
             if fitted is None:
                 dropped.append(AuditEntry(

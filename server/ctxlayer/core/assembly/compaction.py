@@ -194,6 +194,25 @@ def fitted_summary(state: Compaction, room: int, policy: CompactionPolicy,
                   if state.request else {})
     if best[1] > room and state.request:
         best = search({}, ("request_chars", *(n for n in PARTS if n != "request_chars")))
+    ask = " ".join(state.request.split())
+    if ask and (best[1] > room or ask[:24] not in " ".join(best[0].content.split())):
+        # no room for the summary's header and the request's head and tail: the request's
+        # first words alone, as many as fit
+        for head in (f"[{state.replaced} earlier messages summarized] ", ""):
+            def stub(chars: int, head: str = head) -> tuple[Message, int, list[str]]:
+                text = f"{head}{ask[:chars].rstrip()}…"
+                msg = Message(role="user", content=text, id=summary_id(state), kind="summary")
+                return msg, message_tokens(msg, counter), []
+
+            lo, hi = 0, min(len(ask), REQUEST_FLOOR)
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if stub(mid)[1] <= room:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            if lo >= 12:
+                return stub(lo)
     return best if best[1] <= room else None
 
 
