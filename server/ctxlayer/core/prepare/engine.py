@@ -77,7 +77,7 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
         if q >= 0 and fmt.reply_priming + cum[head] + win.shown_tokens(q) <= budget // 2:
             keep.add(q)  # the question is never what gives way (a long one is shortened)
         kept, keys, out_tokens, dropped, truncated = _last_resort(
-            win, kept, keys, budget, counter, policy, keep, memo)
+            win, kept, keys, out_tokens, budget, counter, policy, keep, memo)
         total = fmt.reply_priming + sum(out_tokens)
 
     reuse = _reuse(previous, keys, common)
@@ -174,8 +174,9 @@ def _assemble(win: Window) -> tuple[list[Message], list, list[int]]:
     return kept, keys, out
 
 
-def _last_resort(win: Window, kept: list[Message], keys: list, budget: int, counter: Tokenizer,
-                 policy: PreparePolicy, restored: set[int], memo: Memo | None):
+def _last_resort(win: Window, kept: list[Message], keys: list, tokens: list[int], budget: int,
+                 counter: Tokenizer, policy: PreparePolicy, restored: set[int],
+                 memo: Memo | None):
     """Fit with the trim engine what the window alone could not (the newest exchange alone is
     over the budget), the messages at ``restored`` pinned, and the summary chunks too when
     they fit beside the system prompt and the question; what it shortens keeps its new text
@@ -194,7 +195,7 @@ def _last_resort(win: Window, kept: list[Message], keys: list, budget: int, coun
     newest = f"ctx:fit:{len(kept) - 1}"
     question = newest_user(kept)
     held = policy.fmt.reply_priming + sum(
-        message_tokens(m, counter, policy.fmt) for k, m in enumerate(kept)
+        t for k, (m, t) in enumerate(zip(kept, tokens, strict=True))
         if m.role == "system" or m.kind == "summary" or k == question)
     # the room the summaries and the question leave: the newest tool output is outlined to fit
     cap = max(TOOL_CAP_MIN, (budget - held) * 3 // 4)
