@@ -1,7 +1,7 @@
 """Compaction judged on real coding-agent transcripts: what the rest of the conversation needs.
 
     .venv/bin/python bench/realchats/bench.py [--set dev|heldout|all] [--no-peers]
-        [--budgets 25,10]
+        [--budgets 25,10] [--replay]
 
 Each transcript of the set (dev: data/, the SWE-agent and mini-swe-agent transcripts the engine
 is tuned on, see data/SOURCE.md; heldout: heldout/, other agents' transcripts it was never tuned
@@ -24,6 +24,8 @@ prompt, no tool result without its call, no call without its results) and still 
 newest user message (its first words: shortened is fine);
 - LangChain trim_messages(strategy="last") and gptme reduce_log + limit_log, each in its own
   venv (bench/peers.py; skipped with --no-peers or when that venv cannot be built).
+``--replay`` instead replays every request of each transcript through ctx/prepare beside a
+newest-first tail and sending everything (replay.py says what it reports).
 """
 
 from __future__ import annotations
@@ -148,6 +150,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--no-peers", action="store_true")
     ap.add_argument("--budgets", default="25,10")
+    ap.add_argument("--replay", action="store_true",
+                    help="replay each transcript request by request (replay.py) instead")
     ap.add_argument("--set", default="dev", choices=list(SETS),
                     help="dev: the transcripts the engine is tuned on; heldout: never tuned on")
     args = ap.parse_args()
@@ -157,7 +161,7 @@ def main() -> None:
                ("ctxlayer ctx/trim (pipeline)", ours_trim),
                ("newest-first tail", newest_first)]
     notes: list[str] = []
-    if not args.no_peers:
+    if not args.no_peers and not args.replay:
         try:
             import peers
 
@@ -175,6 +179,15 @@ def main() -> None:
         rest = conversation_tokens(before, counter) - system
         chats.append((name, before, needs, system, rest))
     n_needed = sum(len(c[2]) for c in chats)
+    if args.replay:
+        import replay
+
+        print(f"set {args.set}: {len(chats)} transcripts of {', '.join(agents(args.set))}, "
+              f"cut at {CUT:.0%} of their tokens; {n_needed} needed facts; o200k\n")
+        replay.report(chats, [int(p) for p in args.budgets.split(",")], counter,
+                      (provider_valid, question_kept, ours_assemble),
+                      lambda needs, window: len(kept(needs, window)))
+        return
     by_kind = {k: sum(1 for c in chats for f in c[2] if f[0] == k) for k in KINDS}
     print(f"set {args.set}: {len(chats)} transcripts of {', '.join(agents(args.set))}, cut at "
           f"{CUT:.0%} of their tokens; {n_needed} needed facts ("

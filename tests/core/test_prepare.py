@@ -191,7 +191,8 @@ def test_restore_brings_a_summarized_message_back_whole_and_keeps_it():
     assert original in again.messages
     k = again.messages.index(original)
     assert all(m.kind == "summary" or m.role == "system" for m in again.messages[:k])
-    assert again.notice == "ctxlayer: restored 1 message whole"
+    # making room for it may take a step (the window runs fuller since outlines came first)
+    assert again.notice is not None and again.notice.endswith("restored 1 message whole")
     entries = [e for e in audit_of(again.state) if e.message_id == gone.message_id]
     assert [e.action for e in entries] == ["restored"]
     # it stays through later turns and steps, and is audited once

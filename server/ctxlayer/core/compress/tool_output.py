@@ -136,6 +136,29 @@ def _shrink(
     return _fit_prefix(last or "", cap, counter)
 
 
+#: a sanitized log under this share of its cap also shows the log's own first and last lines
+GROW_BELOW = 0.5
+ENDS_HEADER = "[the log's first and last lines, as they were:]"
+
+
+def _grown_log(text: str, sanitized: str, cap: int, chars_per_token: float,
+               counter: Counter) -> str:
+    """A sanitized log that leaves most of its room unused (repeats collapsed, noise gone) gets
+    the log's first and last lines verbatim in that room: an outline grows with the room."""
+    n = counter.count(sanitized)
+    if n >= GROW_BELOW * cap:
+        return sanitized
+    chars = int((cap - n) * chars_per_token * 0.9)
+    for _ in range(3):
+        ends = head_tail(text, chars)
+        grown = f"{sanitized}\n{ENDS_HEADER}\n{ends}"
+        k = counter.count(grown)
+        if k <= cap:
+            return grown
+        chars = int(chars * (cap - n) / max(1, k - n) * 0.9)
+    return sanitized
+
+
 def compress_tool_output(text: str, cap_tokens: int, counter: Counter) -> CompressedOutput | None:
     """Fit a tool output into `cap_tokens`: JSON outline, sanitized log or head+tail; None if it fits."""
     before = counter.count(text)
@@ -163,6 +186,8 @@ def compress_tool_output(text: str, cap_tokens: int, counter: Counter) -> Compre
         if counter.count(result) > cap:
             sanitized = result
             result = _shrink(lambda c: head_tail(sanitized, c), budget_chars, cap, counter)
+        else:
+            result = _grown_log(text, result, cap, chars_per_token, counter)
     else:
         method = "headtail"
         result = _shrink(lambda c: head_tail(text, c), budget_chars, cap, counter)

@@ -55,7 +55,7 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
         win = Window(msgs, tokens, cum, head, previous.upto, list(previous.chunks),
                      list(previous.verbatim),
                      {i: r for i, r in previous.rewrites.items() if i < common},
-                     fmt.reply_priming)
+                     fmt.reply_priming, min(previous.frontier, common))
     else:
         win = Window(msgs, tokens, cum, head, head, [], [], {}, fmt.reply_priming)
 
@@ -82,18 +82,23 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
 
     reuse = _reuse(previous, keys, common)
     state = ConversationState(
-        messages=msgs, tokens=tokens, cum=cum, head=head, upto=win.upto,
+        messages=msgs, tokens=tokens, cum=cum, head=head, upto=win.upto, frontier=win.frontier,
         chunks=tuple(win.chunks), verbatim=tuple(win.verbatim), rewrites=win.rewrites,
         restored=restored_at, restored_audit=tuple(restored_audit), out_keys=keys,
         out_tokens=out_tokens, dropped=tuple(dropped), total=total)
-    new_summarized = list(stepped.audit) if stepped is not None else []
+    chunk = stepped.chunk if stepped is not None else None
+    new_summarized = list(chunk.audit) if chunk is not None else []
+    outlined = stepped.outlined if stepped is not None else []
+    # an outline a summary then took is audited as summarized only
+    taken = {e.index for e in new_summarized}
+    outlined = [e for e in outlined if e.index not in taken]
     return Turn(
         messages=kept, tokens=total, budget=budget, dropped=new_summarized + dropped,
-        truncated=truncated, restored=restored_audit[len(restored_audit) - len(newly):],
+        truncated=outlined + truncated, restored=restored_audit[len(restored_audit) - len(newly):],
         compacted=bool(win.chunks), cache_reuse_tokens=reuse,
         breakpoints=_breakpoints(kept, keys, win.upto) if client_breakpoints == 0 else [],
-        notice=_notice(stepped.replaced if stepped else 0,
-                       stepped.replaced_tokens if stepped else 0, dropped, truncated,
+        notice=_notice(chunk.replaced if chunk else 0,
+                       chunk.replaced_tokens if chunk else 0, outlined, dropped, truncated,
                        len(newly), budget),
         state=state, stepped=stepped is not None)
 
@@ -181,12 +186,12 @@ def _last_resort(win: Window, kept: list[Message], keys: list, tokens: list[int]
     over the budget), the messages at ``restored`` pinned, and the summary chunks too when
     they fit beside the system prompt and the question; what it shortens keeps its new text
     on later turns."""
-    def inputs(summaries_held: bool) -> list[Message]:
+    def inputs(summaries_held: bool, held: set[int]) -> list[Message]:
         ins: list[Message] = []
         for k, (m, key) in enumerate(zip(kept, keys, strict=True)):
             i = _index(key)
             m = msgspec.structs.replace(m, id=f"ctx:fit:{k}")
-            if (i is not None and i in restored) or (summaries_held and m.kind == "summary"):
+            if (i is not None and i in held) or (summaries_held and m.kind == "summary"):
                 m = msgspec.structs.replace(m, pinned=True)
             ins.append(m)
         return ins
@@ -194,23 +199,33 @@ def _last_resort(win: Window, kept: list[Message], keys: list, tokens: list[int]
     options = TrimOptions(fmt=policy.fmt, name_cut_facts=True)  # a few messages: cheap
     newest = f"ctx:fit:{len(kept) - 1}"
     question = newest_user(kept)
+    question_at = _index(keys[question]) if question >= 0 else None
     held = policy.fmt.reply_priming + sum(
         t for k, (m, t) in enumerate(zip(kept, tokens, strict=True))
         if m.role == "system" or m.kind == "summary" or k == question)
     # the room the summaries and the question leave: the newest tool output is outlined to fit
     cap = max(TOOL_CAP_MIN, (budget - held) * 3 // 4)
-    try:
-        # a summary stands for everything before it: shortened at worst, not dropped for one
-        # more verbatim turn...
-        report = trim(inputs(True), budget, counter, memo=memo,
-                      options=msgspec.structs.replace(options, tool_output_cap=cap))
-    except ContextError as exc:
-        if exc.kind != "pinned_over_budget":
-            raise
-        report = None
-    if report is None or not report.messages or report.messages[-1].id != newest:
-        # ...unless it leaves no room for the newest exchange, which the model answers
-        report = trim(inputs(False), budget, counter, options=options, memo=memo)
+    capped = msgspec.structs.replace(options, tool_output_cap=cap)
+    # a summary stands for everything before it: held, the question whole beside it; then
+    # held with the question shortened (its head and tail, what the summary leaves); only
+    # when even that leaves no room for the newest exchange, which the model answers, does
+    # the summary give way
+    report = None
+    for summaries_held, held, opts in ((True, restored, capped),
+                                       (True, restored - {question_at}, capped),
+                                       (False, restored, options),
+                                       (False, restored - {question_at}, options)):
+        try:
+            report = trim(inputs(summaries_held, held), budget, counter, memo=memo,
+                          options=opts)
+        except ContextError as exc:
+            if exc.kind != "pinned_over_budget":
+                raise
+            report = None
+        if report is not None and report.messages and report.messages[-1].id == newest:
+            break
+    if report is None:
+        report = trim(inputs(False, restored), budget, counter, options=options, memo=memo)
 
     def where(e: AuditEntry) -> tuple[int, AuditEntry]:
         k = int(e.message_id.rsplit(":", 1)[1]) if e.message_id else e.index
@@ -291,12 +306,16 @@ def _k(tokens: int) -> str:
     return f"{round(tokens / 1000)}k"
 
 
-def _notice(summarized: int, summarized_tokens: int, dropped: list[AuditEntry],
-            truncated: list[AuditEntry], restored: int, budget: int) -> str | None:
+def _notice(summarized: int, summarized_tokens: int, outlined: list[AuditEntry],
+            dropped: list[AuditEntry], truncated: list[AuditEntry], restored: int,
+            budget: int) -> str | None:
     """One line for the user when this turn summarized, cut or restored something."""
     did = []
     if summarized:
         did.append(f"summarized {summarized} older messages ({_k(summarized_tokens)} tokens)")
+    if outlined:
+        saved = sum(e.tokens_before - e.tokens_after for e in outlined)
+        did.append(f"outlined {len(outlined)} older messages ({_k(saved)} tokens saved)")
     if dropped:
         did.append(f"dropped {len(dropped)} messages "
                    f"({_k(sum(e.tokens_before for e in dropped))} tokens)")

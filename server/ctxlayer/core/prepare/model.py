@@ -24,7 +24,12 @@ class PreparePolicy(msgspec.Struct, frozen=True, kw_only=True):
     the budget, so the prefix the provider cached holds for the next several turns.
     """
 
-    target: float = 0.75  # a step brings the request down to this share of the budget
+    target: float = 0.8  # an outline step brings the request down to this share
+    summary_target: float = 0.7  # a summary step (rarer, it moves more of the prefix) to this
+    # a long tool output or assistant message is outlined to this share of the budget
+    outline_share: float = 0.04
+    outline_min: int = 160
+    outline_max: int = 4000
     # the parts of one summary chunk, as shares of the room the system prompt and the question
     # leave of the budget: an agent's chat needs the action log and the ledger (what was run,
     # on which files, with which errors) more than decided / open sentences
@@ -69,6 +74,7 @@ class ConversationState:
     cum: list[int]  # prefix sums of tokens (len(messages) + 1 entries)
     head: int  # leading system messages, always shown
     upto: int  # messages[head:upto] are summarized (except those in `verbatim`)
+    frontier: int = 0  # messages[upto:frontier] were looked at by an outline step
     chunks: tuple[Chunk, ...] = ()
     verbatim: tuple[int, ...] = ()  # indices below upto still shown whole, in order
     rewrites: dict[int, tuple[str, int, AuditEntry]] = field(default_factory=dict)
@@ -95,4 +101,4 @@ class Turn:
     breakpoints: list[int]  # indices into `messages` for the codec's cache markers
     notice: str | None
     state: ConversationState
-    stepped: bool = False  # this turn moved the window (a new summary chunk)
+    stepped: bool = False  # this turn moved the window (outlines, a new summary chunk)

@@ -11,13 +11,18 @@ does, as a last resort).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import msgspec
 
+from ctxlayer.core.compress.shorten import shorten
 from ctxlayer.core.prepare import summaries
 from ctxlayer.core.prepare.model import Chunk, PreparePolicy
-from ctxlayer.core.tokens import Tokenizer
+from ctxlayer.core.text import describe
+from ctxlayer.core.tokens import Tokenizer, message_tokens
 from ctxlayer.protocol import AuditEntry, Message
+
+OUTLINED = "outlined in a step: the conversation passed its budget (the original stays summarizable)"
 
 
 def is_result(m: Message) -> bool:
@@ -47,19 +52,31 @@ def newest_user(messages: list[Message]) -> int:
     return -1
 
 
+@dataclass(slots=True)
+class Step:
+    """What one step did: the messages it outlined (oldest first) and the chunk it made."""
+
+    outlined: list[AuditEntry]
+    chunk: Chunk | None
+
+
 class Window:
-    """The turn's view: head + chunks + verbatim + messages[upto:], with rewrites applied."""
+    """The turn's view: head + chunks + verbatim + messages[upto:], with rewrites applied.
+    ``frontier`` (>= upto): the messages before it were looked at by an outline step; each
+    long one among them is shown by its outline (a rewrite) until a summary takes it."""
 
     __slots__ = ("messages", "tokens", "cum", "head", "upto", "chunks", "verbatim", "rewrites",
-                 "fmt_priming")
+                 "fmt_priming", "frontier")
 
     def __init__(self, messages: list[Message], tokens: list[int], cum: list[int], head: int,
                  upto: int, chunks: list[Chunk], verbatim: list[int],
-                 rewrites: dict[int, tuple[str, int, AuditEntry]], priming: int) -> None:
+                 rewrites: dict[int, tuple[str, int, AuditEntry]], priming: int,
+                 frontier: int | None = None) -> None:
         self.messages, self.tokens, self.cum = messages, tokens, cum
         self.head, self.upto, self.chunks, self.verbatim = head, upto, chunks, verbatim
         self.rewrites = rewrites
         self.fmt_priming = priming
+        self.frontier = upto if frontier is None else max(upto, frontier)
 
     def shown_tokens(self, i: int) -> int:
         rw = self.rewrites.get(i)
@@ -100,8 +117,77 @@ class Window:
 
     # --- the compaction step ----------------------------------------------------------------
 
+    def _stop(self) -> int:
+        """The start of the last group, which always stays verbatim."""
+        msgs, stop = self.messages, len(self.messages) - 1
+        while stop > self.upto and is_result(msgs[stop]):
+            stop -= 1
+        return stop
+
     def step(self, budget: int, counter: Tokenizer, policy: PreparePolicy,
-             keep: Callable[[int], bool]) -> Chunk | None:
+             keep: Callable[[int], bool]) -> Step | None:
+        """Outline first: the oldest long messages not yet looked at become their outlines
+        until the request is down to ``target`` of the budget; the prefix up to them holds.
+        Only when outlines are not enough is the oldest part summarized (a chunk), down to
+        ``summary_target``, so summary steps, which move more of the prefix, come rarely."""
+        outlined = self.outline(budget, counter, policy, keep)
+        if outlined and self.total() <= budget:
+            return Step(outlined, None)
+        chunk = self.summarize(budget, counter, policy, keep)
+        if chunk is None and not outlined:
+            return None
+        return Step(outlined, chunk)
+
+    def outline_cap(self, budget: int, policy: PreparePolicy) -> int:
+        """The tokens one message is outlined to: a share of the budget, so an outline grows
+        with the room (more head and tail lines, every distinct error kept)."""
+        return max(policy.outline_min, min(policy.outline_max, int(budget * policy.outline_share)))
+
+    def outline(self, budget: int, counter: Tokenizer, policy: PreparePolicy,
+                keep: Callable[[int], bool]) -> list[AuditEntry]:
+        """Outline the long tool outputs and assistant messages from the frontier on, oldest
+        first and group by group, until the request is down to ``target`` of the budget; user
+        messages (the user's words, files they attached) are left to the summary."""
+        msgs = self.messages
+        stop = self._stop()
+        cap = self.outline_cap(budget, policy)
+        target = int(budget * policy.target)
+        total = self.total()
+        out: list[AuditEntry] = []
+        j = self.frontier
+        while j < stop and total > target:
+            e = group_end(msgs, j)
+            for i in range(j, e):
+                m = msgs[i]
+                if (m.role not in ("assistant", "tool") and not is_result(m)) or keep(i) \
+                        or i in self.rewrites or self.tokens[i] <= cap * 3 // 2:
+                    continue
+                # only as short as the target needs, at least the outline's own size: the
+                # room a request has is used, not left empty
+                this_cap = max(cap, self.tokens[i] - (total - target))
+                if this_cap >= self.tokens[i]:
+                    continue
+                overhead = self.tokens[i] - counter.count(m.content)
+                short = shorten(m.content, max(1, this_cap - overhead), counter)
+                if short is None:
+                    continue
+                new = msgspec.structs.replace(m, content=short.text)
+                after = message_tokens(new, counter, policy.fmt)
+                if after >= self.tokens[i]:
+                    continue
+                entry = AuditEntry(
+                    action="compressed" if is_result(m) else "truncated", reason=OUTLINED,
+                    summary=describe(m), tokens_before=self.tokens[i], tokens_after=after,
+                    message_id=m.id or f"#{i}", index=i)
+                self.rewrites[i] = (short.text, after, entry)
+                total -= self.tokens[i] - after
+                out.append(entry)
+            j = e
+        self.frontier = max(self.frontier, j)
+        return out
+
+    def summarize(self, budget: int, counter: Tokenizer, policy: PreparePolicy,
+                  keep: Callable[[int], bool]) -> Chunk | None:
         """Summarize the oldest verbatim messages, group by group, until the request is down to
         ``target`` of the budget (or only the last group is left); messages that ``keep``
         says stay whole (pinned, restored, the newest user message) are shown after the
@@ -130,7 +216,7 @@ class Window:
         fixed = (self.fmt_priming + self.cum[self.head] + sum(c.tokens for c in self.chunks)
                  + sum(self.shown_tokens(i) for i in stay))
         tail = self.tail_tokens()
-        target = int(budget * policy.target)
+        target = int(budget * policy.summary_target)
         j, kept_whole = self.upto, sorted(stay)
         chunk: Chunk | None = None
         for _ in range(4):
@@ -159,6 +245,7 @@ class Window:
             self.rewrites.pop(i, None)
         self.verbatim = sorted(kept_whole)
         self.upto = j
+        self.frontier = max(self.frontier, j)
         self.chunks = [*self.chunks, chunk]
         if len(self.chunks) > 1 and sum(c.tokens for c in self.chunks) > (
                 policy.summaries_share * room):

@@ -1,0 +1,182 @@
+"""The live path replayed: each transcript sent request by request, the way an agent loop
+resends its whole history before each assistant turn, through ``ctx/prepare`` (core.prepare,
+the gateway's path), beside a newest-first tail and sending everything, in one run.
+
+    .venv/bin/python bench/realchats/bench.py --replay [--set dev|heldout|all] [--budgets 25,10]
+
+The budget of every request of a transcript is the one bench.py scores: the system prompt plus
+a share of the rest of the tokens before the cut. Per method and budget it reports:
+- facts: needed facts kept by the final request (needed.py, not ctxlayer's extractor), and
+  ``ctx/assemble``'s on the same window for comparison;
+- budget use once over budget: of the requests whose whole history is over the budget, the
+  tokens sent as a share of the budget, mean and lowest;
+- reuse: of those requests, the tokens of the leading messages identical to the previous
+  request, as a share of the previous request (token-weighted);
+- bill: what a provider with prompt caching charges for the input of every request (the prefix
+  identical to the previous request read at 0.1x, the rest written at 1.25x), against sending
+  everything (every request the whole history, an append-only prefix) on the same requests; the
+  mean ratio over transcripts and on how many it is above 1;
+- p50 / p99 of the time ``ctx/prepare`` takes per request (the engine alone, counts included);
+- requests over budget, windows a provider refuses (a user turn first, no call without its
+  results, no result without its call), and windows without the newest user message.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from ctxlayer.core.prepare import prepare_turn
+from ctxlayer.core.tokens import message_tokens
+from ctxlayer.protocol import Message
+
+READ, WRITE = 0.1, 1.25  # cache read and cache write prices, as a share of the input price
+
+
+@dataclass
+class Tally:
+    """One method's figures over a set at one budget."""
+
+    used: list[float] = field(default_factory=list)
+    reused: int = 0
+    reusable: int = 0
+    bills: list[float] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)
+    over: int = 0
+    invalid: int = 0
+    no_question: int = 0
+    requests: int = 0
+
+
+def requests_of(before: list[Message]) -> list[int]:
+    """Where each request of the agent loop ends: before each assistant turn, then the whole."""
+    return [k for k in range(1, len(before)) if before[k].role == "assistant"] + [len(before)]
+
+
+def prefix_tokens(prev: list[Message], cur: list[Message], tokens: list[int]) -> int:
+    """Tokens of the leading messages of ``prev`` that ``cur`` repeats exactly."""
+    k, m = 0, min(len(prev), len(cur))
+    while k < m and prev[k] == cur[k]:
+        k += 1
+    return sum(tokens[:k])
+
+
+def bill(windows: list[tuple[list[Message], list[int]]]) -> float:
+    total, prev, prev_tokens = 0.0, [], []
+    for msgs, toks in windows:
+        hit = prefix_tokens(prev, msgs, prev_tokens) if prev else 0
+        total += READ * hit + WRITE * (sum(toks) - hit)
+        prev, prev_tokens = msgs, toks
+    return total
+
+
+def tail_window(history: list[Message], budget: int, counter) -> list[Message]:
+    system = [m for m in history if m.role == "system"]
+    used = 3 + sum(message_tokens(m, counter) for m in system)
+    out: list[Message] = []
+    for m in reversed([m for m in history if m.role != "system"]):
+        cost = message_tokens(m, counter)
+        if used + cost > budget:
+            break
+        out.append(m)
+        used += cost
+    return system + out[::-1]
+
+
+def replay(before: list[Message], budget: int, counter, checks) -> dict[str, tuple]:
+    """Every request of one transcript through each method: {method: (windows, latencies,
+    over_budget_flags)}; ``checks`` = (provider_valid, question_kept)."""
+    out: dict[str, tuple] = {}
+    state = None
+    prep, lat, over = [], [], []
+    for end in requests_of(before):
+        history = before[:end]
+        t0 = time.perf_counter()
+        turn = prepare_turn(state, history, budget, counter)
+        lat.append(time.perf_counter() - t0)
+        state = turn.state
+        prep.append((turn.messages, list(turn.state.out_tokens)))
+        over.append(turn.state.cum[-1] + 3 > budget)
+    out["ctxlayer ctx/prepare"] = (prep, lat, over)
+    tail = []
+    full = []
+    for end in requests_of(before):
+        history = before[:end]
+        w = tail_window(history, budget, counter)
+        tail.append((w, [message_tokens(m, counter) for m in w]))
+        full.append((history, [message_tokens(m, counter) for m in history]))
+    out["newest-first tail"] = (tail, [], over)
+    out["sending everything"] = (full, [], over)
+    return out
+
+
+def tally(t: Tally, windows, latencies, over_flags, budget: int, full_bill: float,
+          history_of, checks, send_all: bool) -> None:
+    valid, asked = checks[0], checks[1]
+    prev = None
+    for k, ((msgs, toks), over) in enumerate(zip(windows, over_flags, strict=True)):
+        t.requests += 1
+        sent = 3 + sum(toks)
+        if not send_all and sent > budget:
+            t.over += 1
+        if not valid(msgs):
+            t.invalid += 1
+        if not asked(history_of(k), msgs):
+            t.no_question += 1
+        if over:
+            t.used.append(sent / budget)
+            if prev is not None:
+                t.reused += prefix_tokens(prev[0], msgs, prev[1])
+                t.reusable += sum(prev[1])
+        prev = (msgs, toks)
+    t.latencies += latencies
+    t.bills.append(bill(windows) / full_bill if full_bill else 1.0)
+
+
+def pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(q * len(s)))] if s else 0.0
+
+
+def report(chats, budgets: list[int], counter, checks, facts_of) -> None:
+    """Print the replay table for each budget. ``chats``: (name, before, needs, system, rest);
+    ``facts_of(method, before, window, budget)`` scores a final window."""
+    for share in budgets:
+        print(f"replay: every request of the agent loop, budget system prompt + {share}% of the"
+              " rest\n")
+        print("| method | facts at the final request | budget use once over (mean / lowest) "
+              "| reuse of the previous request | bill vs sending everything (mean / above it) "
+              "| p50 / p99 per request | over budget | invalid | question missing |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        tallies: dict[str, Tally] = {}
+        found: dict[str, int] = {}
+        n_needed = sum(len(c[2]) for c in chats)
+        assemble_found = 0
+        for _name, before, needs, system, rest in chats:
+            budget = 3 + system + int(rest * share / 100)
+            runs = replay(before, budget, counter, checks)
+            ends = requests_of(before)
+            full_bill = bill(runs["sending everything"][0])
+            for method, (windows, lat, over) in runs.items():
+                t = tallies.setdefault(method, Tally())
+                tally(t, windows, lat, over, budget, full_bill,
+                      lambda k, ends=ends, before=before: before[:ends[k]], checks,
+                      method == "sending everything")
+                found[method] = found.get(method, 0) + facts_of(needs, windows[-1][0])
+            assemble_found += facts_of(needs, checks[2](before, budget, counter))
+        for method, t in tallies.items():
+            used = (f"{100 * sum(t.used) / len(t.used):.1f}% / {100 * min(t.used):.1f}%"
+                    if t.used else "-")
+            if method == "sending everything":
+                used = "(not fitted)"
+            reuse = f"{100 * t.reused / t.reusable:.1f}%" if t.reusable else "-"
+            above = sum(1 for b in t.bills if b > 1.0 + 1e-9)
+            bills = f"{100 * sum(t.bills) / len(t.bills):.1f}% / {above} of {len(t.bills)}"
+            lat = (f"{1000 * pct(t.latencies, 0.5):.1f} / {1000 * pct(t.latencies, 0.99):.1f} ms"
+                   if t.latencies else "-")
+            print(f"| {method} | {found[method]}/{n_needed} = "
+                  f"{100 * found[method] / max(1, n_needed):.1f}% | {used} | {reuse} | {bills} "
+                  f"| {lat} | {t.over}/{t.requests} | {t.invalid} | {t.no_question} |")
+        print(f"| (ctx/assemble on the final request) | {assemble_found}/{n_needed} = "
+              f"{100 * assemble_found / max(1, n_needed):.1f}% | | | | | | | |")
+        print()

@@ -1,0 +1,100 @@
+"""ctx/prepare shortens before it summarizes: through the request function (no face), a real
+State, the real tokenizer, OpenAI-format requests as a client sends them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ctxlayer import protocol
+from ctxlayer.state import Caller, State
+from ctxlayer.state.requests import chats
+
+MODEL = "gpt-4o"
+
+
+@pytest.fixture
+def state(tmp_path):
+    st = State(tmp_path / "state")
+    yield st
+    st.close()
+
+
+@pytest.fixture
+def caller(state):
+    return Caller(state, source="prepare", options=protocol.InitializationOptions(model=MODEL))
+
+
+def worker_log(lines: int, bad_item: int, seed: int) -> str:
+    """A long worker log: progress lines full of counters and timings, one traceback."""
+    out = []
+    for k in range(lines):
+        out.append(f"2026-11-30T10:{k // 60 % 60:02d}:{k % 60:02d}Z INFO worker-{seed} "
+                   f"processed batch {k} queue={(k * 37 + seed) % 400}, {(k * 13) % 90 + 10} ms, "
+                   f"rss={200 + k % 50}MB")
+        if k == lines * 2 // 3:
+            out += ["Traceback (most recent call last):",
+                    f'  File "/srv/app/pipeline/worker_{seed}.py", line {40 + seed}, in run',
+                    "    handle(item)",
+                    '  File "/srv/app/pipeline/items.py", line 118, in handle',
+                    "    raise ValueError(f'bad item {item.id}')",
+                    f"ValueError: bad item {bad_item}"]
+    return "\n".join(out)
+
+
+def two_logs_request() -> dict:
+    """Two huge tool logs, a short exchange and a question: ten messages."""
+    call = {"type": "function", "function": {"name": "run", "arguments": ""}}
+    return {"model": MODEL, "temperature": 0.2, "messages": [
+        {"role": "system", "content": "You are a careful coding assistant."},
+        {"role": "user", "content": "Run both pipeline workers and tell me what failed."},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {**call, "id": "call_a", "function": {"name": "run",
+                                                  "arguments": json.dumps({"worker": 1})}}]},
+        {"role": "tool", "tool_call_id": "call_a", "content": worker_log(3000, 17, 1)},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {**call, "id": "call_b", "function": {"name": "run",
+                                                  "arguments": json.dumps({"worker": 2})}}]},
+        {"role": "tool", "tool_call_id": "call_b", "content": worker_log(3000, 4999, 2)},
+        {"role": "assistant", "content": "Both workers hit a ValueError; see the tracebacks."},
+        {"role": "user", "content": "Which items were bad?"},
+        {"role": "assistant", "content": "Worker 1 and worker 2 each rejected one item."},
+        {"role": "user", "content": "Give me both item ids and the files that raised."},
+    ]}
+
+
+async def test_two_huge_logs_are_outlined_not_summarized(caller):
+    body = two_logs_request()
+    budget = 111_000
+    res = await chats.prepare(caller, protocol.PrepareParams(
+        format="openai", request=body, budget=budget))
+    sent = res.request["messages"]
+    assert len(sent) == 10, "every message kept: the logs outlined, nothing summarized"
+    assert not res.compacted
+    assert [m["role"] for m in sent] == [m["role"] for m in body["messages"]]
+    text = "\n".join(m["content"] or "" for m in sent)
+    assert "ValueError: bad item 17" in text and "ValueError: bad item 4999" in text
+    assert "worker_1.py" in text and "worker_2.py" in text and "items.py" in text
+    # the outline grows with the room: the request uses most of its budget, not 1%
+    assert res.tokens <= budget
+    assert res.tokens >= budget // 2
+    assert {e.action for e in res.truncated} == {"compressed"}
+    assert len(res.truncated) == 2
+    # every other field of the body comes back
+    assert res.request["temperature"] == 0.2 and res.request["model"] == MODEL
+
+
+async def test_the_next_turn_keeps_the_outlines_and_their_prefix(caller):
+    body = two_logs_request()
+    first = await chats.prepare(caller, protocol.PrepareParams(
+        format="openai", request=body, budget=111_000))
+    body = {**body, "messages": [*body["messages"],
+                                 {"role": "assistant", "content": "Items 17 and 4999."},
+                                 {"role": "user", "content": "Thanks. Now fix items.py."}]}
+    second = await chats.prepare(caller, protocol.PrepareParams(
+        format="openai", request=body, budget=111_000))
+    assert second.conversation_id == first.conversation_id
+    assert second.request["messages"][:10] == first.request["messages"]
+    assert second.cache_reuse_tokens >= first.tokens - 10
+    assert second.notice is None
