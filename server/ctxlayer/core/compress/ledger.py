@@ -225,12 +225,19 @@ def _item(kind: str, value: str) -> str:
     return format_item(value, kind in _CODE_KINDS)
 
 
-def _ranked(entries: list[Entry], shown: str) -> list[str]:
-    """Values best first, merged into longer values that contain them, minus those shown."""
+#: kinds whose values seen once in a tool output are noise (a log line's counters, timings,
+#: `key=value` fields and versions): listed only once the conversation mentions them again
+_NOISY = frozenset({"numbers"})
+
+
+def _ranked(entries: list[Entry], shown: str, kind: str = "") -> list[str]:
+    """Values best first, merged into longer values that contain them, minus those shown (and,
+    for a noisy kind, minus those mentioned once outside prose)."""
     out: list[str] = []
+    noisy = kind in _NOISY
     for e in sorted(entries, key=_rank):
         v = e.value
-        if not v.strip() or (shown and v in shown):
+        if not v.strip() or (shown and v in shown) or (noisy and e.score <= MENTION_SCORE):
             continue
         if any(v in kept for kept in out):
             continue
@@ -251,7 +258,7 @@ def render_ledger(ledger: Ledger | None, max_chars: int, *, shown: str = "",
         return ""
     lines_of: list[tuple[str, list[str], int]] = []  # (label, candidate items, own share)
     for kind, label, share in KINDS:
-        values = _ranked(ledger.kinds.get(kind, []), shown) if ledger else []
+        values = _ranked(ledger.kinds.get(kind, []), shown, kind) if ledger else []
         if values:
             lines_of.append((label, [_item(kind, v) for v in values], int(max_chars * share)))
     if extra and extra[1]:
