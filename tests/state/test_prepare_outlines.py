@@ -98,3 +98,43 @@ async def test_the_next_turn_keeps_the_outlines_and_their_prefix(caller):
     assert second.request["messages"][:10] == first.request["messages"]
     assert second.cache_reuse_tokens >= first.tokens - 10
     assert second.notice is None
+
+
+def aider_request(history_turns: int) -> dict:
+    """aider's shape: example exchanges after the system prompt, the repo map acknowledged,
+    the chat so far, then the files the user added (a 21 KB file) and the current message."""
+    source = "\n".join(f"def handler_{k}(request):\n    return route(request, {k})\n"
+                       for k in range(700))
+    assert len(source) > 21_000
+    msgs = [{"role": "system", "content": "Act as an expert software developer."},
+            {"role": "user", "content": "Change get_factorial() to use math.factorial"},
+            {"role": "assistant", "content": "To make this change we need to modify "
+             "`mathweb/flask/app.py`:\n```python\nimport math\n```"},
+            {"role": "user", "content": "I switched to a new code base. Please don't consider "
+             "the above files or try to edit them any longer."},
+            {"role": "assistant", "content": "Ok."},
+            {"role": "user", "content": "Here are summaries of some files present in my git "
+             "repository:\n\nsrc/routes.py:\n  def route(request, n)"},
+            {"role": "assistant", "content": "Ok, I won't try and edit those files without "
+             "asking first."}]
+    for t in range(history_turns):
+        msgs += [{"role": "user", "content": f"Step {t}: rename the helper in module_{t}.py "
+                  + "and explain the change in detail. " * 40},
+                 {"role": "assistant", "content": f"Renamed it in module_{t}.py. "
+                  + "The change keeps the public name as an alias. " * 60}]
+    msgs += [{"role": "user", "content": "I have *added these files to the chat* so you can go "
+              f"ahead and edit them.\n\nsrc/handlers.py\n```\n{source}```"},
+             {"role": "assistant", "content": "Ok, any changes I propose will be to those files."},
+             {"role": "user", "content": "Make handler_699 return a 404 for a missing route."}]
+    return {"model": MODEL, "messages": msgs}
+
+
+async def test_aider_file_added_to_the_chat_stays_whole(caller):
+    body = aider_request(history_turns=30)
+    res = await chats.prepare(caller, protocol.PrepareParams(
+        format="openai", request=body, budget=16_000))
+    sent = res.request["messages"]
+    assert res.compacted and res.tokens <= 16_000
+    attached = body["messages"][-3]["content"]
+    assert any(m["content"] == attached for m in sent), "the attached file was cut"
+    assert sent[-1] == body["messages"][-1]

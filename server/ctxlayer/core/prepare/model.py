@@ -20,12 +20,17 @@ class PreparePolicy(msgspec.Struct, frozen=True, kw_only=True):
     """How a live conversation is compacted.
 
     A conversation runs untouched until the next request would pass the budget; then one step
-    summarizes the oldest verbatim messages, enough to bring the request down to ``target`` of
-    the budget, so the prefix the provider cached holds for the next several turns.
+    outlines the oldest long messages not yet outlined, enough to bring the request down to
+    ``target`` of the budget, and only when that is not enough summarizes the oldest verbatim
+    messages down to ``summary_target``, so the prefix the provider cached holds for the next
+    several turns.
     """
 
     target: float = 0.8  # an outline step brings the request down to this share
     summary_target: float = 0.7  # a summary step (rarer, it moves more of the prefix) to this
+    # nor does it take a group that would leave the request under this share (when it fits):
+    # a file the user added is not summarized to make room nobody uses
+    summary_floor: float = 0.5
     # a long tool output or assistant message is outlined to this share of the budget
     outline_share: float = 0.04
     outline_min: int = 160

@@ -217,6 +217,7 @@ class Window:
                  + sum(self.shown_tokens(i) for i in stay))
         tail = self.tail_tokens()
         target = int(budget * policy.summary_target)
+        floor = int(budget * policy.summary_floor)
         j, kept_whole = self.upto, sorted(stay)
         chunk: Chunk | None = None
         for _ in range(4):
@@ -224,6 +225,9 @@ class Window:
                 e = group_end(msgs, j)
                 grp = range(j, e)
                 cost = sum(self.shown_tokens(k) for k in grp)
+                if (covered and fixed + est + tail <= budget
+                        and fixed + est + tail - cost < floor):
+                    break  # a big group (a file the user added) is not summarized to empty
                 tail -= cost
                 if any(keep(k) for k in grp):
                     kept_whole.extend(grp)
