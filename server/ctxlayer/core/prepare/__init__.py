@@ -15,12 +15,20 @@ dropped, shortened), cache reuse and breakpoints, a one-line notice, and the nex
    message when it is older than the boundary), in order; then every message from the
    boundary on, verbatim.
 3. While that fits the budget nothing moves, so each result starts with the previous one and
-   the provider's cached prefix holds. When it would not fit, one step summarizes the oldest
-   verbatim messages, whole groups at a time (a tool call with its results), until the
-   request is down to `target` of the budget; the last group always stays verbatim. A step
-   adds a chunk and never rewrites an older one, so the prefix up to the older chunks holds
-   too; when the chunks together pass `summaries_share` of the room (what the system prompt
-   and the question leave of the budget) they are merged into one (a rarer, bigger step).
+   the provider's cached prefix holds. When it would not fit, a step first outlines: from the
+   frontier (the first message no step looked at yet) on, oldest first, each long tool output
+   or assistant message becomes its outline (the trim engine's shortening: a log's errors with
+   their traceback lines, a JSON outline, head and tail lines; as long as the room allows, at
+   least `outline_share` of the budget), only as short as bringing the request down to
+   `target` of the budget needs. The prefix before the frontier holds. User messages (the
+   user's words, files they added) are not outlined. Only when the outlines are not enough
+   does the step summarize the oldest verbatim messages, whole groups at a time (a tool call
+   with its results), down to `summary_target`, never taking a group that would leave a
+   request that fits under `summary_floor` of the budget; the last group always stays
+   verbatim. A summary step adds a chunk and never rewrites an older one, so the prefix up to
+   the older chunks holds too; when the chunks together pass `summaries_share` of the room
+   (what the system prompt and the question leave of the budget) they are merged into one (a
+   rarer, bigger step).
 4. The text of a chunk is the session engine's offline summary (decided / open, the user's hard
    constraints verbatim, an action log of the tool calls, a ranked facts ledger), its parts
    sized to that room; it never changes once made.
@@ -35,7 +43,8 @@ dropped, shortened), cache reuse and breakpoints, a one-line notice, and the nex
 7. cache_reuse_tokens: the tokens of the leading messages identical to the previous result.
    Breakpoints (when the client set none): the end of the system messages, the end of the
    summaries and the messages shown whole after them, the end of the result.
-8. The notice says what this turn summarized, cut or restored; None when it did nothing new.
+8. The notice says what this turn summarized, outlined, cut or restored; None when it did
+   nothing new.
 Pinned content alone over the budget raises ContextError("pinned_over_budget").
 """
 
