@@ -75,9 +75,11 @@ def check_turn(turn: Turn, sent: list[Message], budget: int) -> None:
         if m.tool_calls:
             results = {x.tool_call_id for x in kept[k + 1:k + 1 + len(m.tool_calls)]}
             assert results == {c.id for c in m.tool_calls}, ids
-    # summaries right after the system prompt, as user turns
+    # summaries right after the system prompt (and the question an agent run was given, when
+    # it came before them), as user turns
     summaries = [k for k, m in enumerate(kept) if m.kind == "summary"]
-    assert summaries == list(range(1, 1 + len(summaries)))
+    first = 2 if summaries and kept[1].id == newest.id else 1
+    assert summaries == list(range(first, first + len(summaries)))
     assert all(kept[k].role == "user" and kept[k].id.startswith("ctx:summary:")
                for k in summaries)
 

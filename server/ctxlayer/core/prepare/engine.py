@@ -9,6 +9,7 @@ from collections.abc import Collection, Sequence
 
 import msgspec
 
+from ctxlayer.core.compress.shorten import shorten
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.prepare.model import DEFAULT_POLICY, ConversationState, PreparePolicy, Turn
@@ -20,6 +21,8 @@ from ctxlayer.protocol import AuditEntry, Message
 
 #: the fewest tokens the last resort outlines a tool output to when it keeps the summaries
 TOOL_CAP_MIN = 48
+QUESTION_FIT = ("shortened to fit: the newest user message is never dropped, its head and tail "
+                "kept beside the summary and the newest exchange")
 RESTORED = "restored on request: shown whole and pinned for this conversation"
 
 
@@ -72,12 +75,9 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
     dropped: list[AuditEntry] = []
     truncated: list[AuditEntry] = []
     if total > budget:  # even the last group alone is over: the trim engine fits it
-        keep = set(restored_at.values())
-        q = newest_user(msgs)
-        if q >= 0 and fmt.reply_priming + cum[head] + win.shown_tokens(q) <= budget // 2:
-            keep.add(q)  # the question is never what gives way (a long one is shortened)
         kept, keys, out_tokens, dropped, truncated = _last_resort(
-            win, kept, keys, out_tokens, budget, counter, policy, keep, memo)
+            win, kept, keys, out_tokens, budget, counter, policy, set(restored_at.values()),
+            memo)
         total = fmt.reply_priming + sum(out_tokens)
 
     reuse = _reuse(previous, keys, common)
@@ -165,13 +165,19 @@ def _assemble(win: Window) -> tuple[list[Message], list, list[int]]:
     """The result's messages, their identities (for cache reuse) and tokens."""
     msgs, toks, h, upto = win.messages, win.tokens, win.head, win.upto
     n = len(msgs)
-    kept = [*msgs[:h], *(c.message for c in win.chunks), *(win.shown(i) for i in win.verbatim),
+    # the question an agent was given (the newest user message, older than every chunk's
+    # messages) stays where it was, before the chunks: a new chunk then leaves it in the prefix
+    q = newest_user(msgs)
+    lead = [q] if win.chunks and q in win.verbatim and q <= win.chunks[0].start else []
+    after = [i for i in win.verbatim if i not in lead]
+    shown = [*lead, *(("s", c) for c in win.chunks), *after]
+    kept = [*msgs[:h], *(x[1].message if isinstance(x, tuple) else win.shown(x) for x in shown),
             *msgs[upto:]]
-    keys: list = [*range(h), *(("s", c.message.content) for c in win.chunks),
-                  *(_key(win, i) for i in win.verbatim), *range(upto, n)]
-    out = [*toks[:h], *(c.tokens for c in win.chunks),
-           *(win.shown_tokens(i) for i in win.verbatim), *toks[upto:]]
-    offset = h + len(win.chunks) + len(win.verbatim) - upto
+    keys: list = [*range(h), *(("s", x[1].message.content) if isinstance(x, tuple)
+                               else _key(win, x) for x in shown), *range(upto, n)]
+    out = [*toks[:h], *(x[1].tokens if isinstance(x, tuple) else win.shown_tokens(x)
+                        for x in shown), *toks[upto:]]
+    offset = h + len(shown) - upto
     for i, rw in win.rewrites.items():
         k = i if i < h else (i + offset if i >= upto else None)
         if k is not None:
@@ -186,46 +192,80 @@ def _last_resort(win: Window, kept: list[Message], keys: list, tokens: list[int]
     over the budget), the messages at ``restored`` pinned, and the summary chunks too when
     they fit beside the system prompt and the question; what it shortens keeps its new text
     on later turns."""
-    def inputs(summaries_held: bool, held: set[int]) -> list[Message]:
+    options = TrimOptions(fmt=policy.fmt, name_cut_facts=True)  # a few messages: cheap
+    newest = f"ctx:fit:{len(kept) - 1}"
+    # the question by its place in the conversation: a summary chunk after it is a user turn
+    # too, so the trim engine is not left to find it: it is pinned, shortened by us if need be
+    question_at = newest_user(win.messages)
+    question = next((k for k, key in enumerate(keys)
+                     if question_at >= 0 and _index(key) == question_at), -1)
+    short_q: dict[int, tuple[Message, int]] = {}
+
+    def question_within(q_cap: int | None) -> Message | None:
+        if question < 0 or q_cap is None or tokens[question] <= q_cap:
+            return None
+        if q_cap not in short_q:
+            m = kept[question]
+            overhead = tokens[question] - counter.count(m.content)
+            short = shorten(m.content, max(1, q_cap - overhead), counter)
+            text = short.text if short is not None else m.content
+            new = msgspec.structs.replace(m, content=text)
+            short_q[q_cap] = (new, message_tokens(new, counter, policy.fmt))
+        return short_q[q_cap][0]
+
+    def inputs(summaries_held: bool, q_cap: int | None) -> list[Message]:
         ins: list[Message] = []
         for k, (m, key) in enumerate(zip(kept, keys, strict=True)):
             i = _index(key)
+            if k == question:
+                m = question_within(q_cap) or m
             m = msgspec.structs.replace(m, id=f"ctx:fit:{k}")
-            if (i is not None and i in held) or (summaries_held and m.kind == "summary"):
+            if (i is not None and (i in restored or i == question_at)) or (
+                    summaries_held and m.kind == "summary"):
                 m = msgspec.structs.replace(m, pinned=True)
             ins.append(m)
         return ins
 
-    options = TrimOptions(fmt=policy.fmt, name_cut_facts=True)  # a few messages: cheap
-    newest = f"ctx:fit:{len(kept) - 1}"
-    question = newest_user(kept)
-    question_at = _index(keys[question]) if question >= 0 else None
     held = policy.fmt.reply_priming + sum(
         t for k, (m, t) in enumerate(zip(kept, tokens, strict=True))
         if m.role == "system" or m.kind == "summary" or k == question)
     # the room the summaries and the question leave: the newest tool output is outlined to fit
     cap = max(TOOL_CAP_MIN, (budget - held) * 3 // 4)
     capped = msgspec.structs.replace(options, tool_output_cap=cap)
-    # a summary stands for everything before it: held, the question whole beside it; then
-    # held with the question shortened (its head and tail, what the summary leaves); only
-    # when even that leaves no room for the newest exchange, which the model answers, does
-    # the summary give way
+    # a summary stands for everything before it: held, the question whole beside it (at most
+    # half the budget); then held with the question shorter (its head and tail); only when
+    # even that leaves no room for the newest exchange, which the model answers, does the
+    # summary give way
+    caps = [budget // 2, int(budget * policy.question_share), budget // 8, budget // 16]
     report = None
-    for summaries_held, held, opts in ((True, restored, capped),
-                                       (True, restored - {question_at}, capped),
-                                       (False, restored, options),
-                                       (False, restored - {question_at}, options)):
+    used_cap: int | None = None
+    for summaries_held, q_cap, opts in [*((True, c, capped) for c in caps),
+                                        *((False, c, options) for c in caps)]:
         try:
-            report = trim(inputs(summaries_held, held), budget, counter, memo=memo,
+            report = trim(inputs(summaries_held, q_cap), budget, counter, memo=memo,
                           options=opts)
         except ContextError as exc:
             if exc.kind != "pinned_over_budget":
                 raise
             report = None
         if report is not None and report.messages and report.messages[-1].id == newest:
+            used_cap = q_cap
             break
-    if report is None:
-        report = trim(inputs(False, restored), budget, counter, options=options, memo=memo)
+    if report is None:  # the question alone at a sixteenth of the budget is over: unpinned
+        restored = set()
+        question_at = -1
+        report = trim(inputs(False, None), budget, counter, options=options, memo=memo)
+    q_short = question_within(used_cap)
+    if q_short is not None:  # said once, and kept for later turns like any rewrite
+        q_tokens = short_q[used_cap][1]  # type: ignore[index]
+        entry = AuditEntry(action="truncated", reason=QUESTION_FIT,
+                           summary=describe(kept[question]), tokens_before=tokens[question],
+                           tokens_after=q_tokens, message_id=kept[question].id,
+                           index=_index(keys[question]))
+        win.rewrites[question_at] = (q_short.content, q_tokens, entry)
+        pre_truncated = [entry]
+    else:
+        pre_truncated = []
 
     def where(e: AuditEntry) -> tuple[int, AuditEntry]:
         k = int(e.message_id.rsplit(":", 1)[1]) if e.message_id else e.index
@@ -233,7 +273,7 @@ def _last_resort(win: Window, kept: list[Message], keys: list, tokens: list[int]
         return k, msgspec.structs.replace(e, message_id=kept[k].id, index=i)
 
     dropped = [where(e)[1] for e in report.dropped]
-    truncated: list[AuditEntry] = []
+    truncated: list[AuditEntry] = pre_truncated
     by_pos: dict[int, Message] = {}
     for m in report.messages:
         by_pos[int(m.id.rsplit(":", 1)[1])] = m  # type: ignore[union-attr]

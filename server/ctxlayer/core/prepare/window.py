@@ -22,6 +22,8 @@ from ctxlayer.core.text import describe
 from ctxlayer.core.tokens import Tokenizer, message_tokens
 from ctxlayer.protocol import AuditEntry, Message
 
+QUESTION_SHORTENED = ("shortened in a step: the newest user message, older than the last turn, "
+                      "keeps its head and tail so the history it asked for fits")
 OUTLINED = "outlined in a step: the conversation passed its budget (the original stays summarizable)"
 
 
@@ -186,6 +188,32 @@ class Window:
         self.frontier = max(self.frontier, j)
         return out
 
+    def _shorten_question(self, q: int, stop: int, budget: int, counter: Tokenizer,
+                          policy: PreparePolicy) -> None:
+        """The newest user message, when older than the last group (an agent's task) and over
+        ``question_share`` of the budget, is shown by its head and tail (naming the facts of
+        its cut part) from this summary step on: it stays, but does not crowd out the history
+        it asked for. The step moves the prefix at the chunks anyway, so this costs nothing
+        more."""
+        if q < self.head or q >= stop or q in self.rewrites or self.messages[q].pinned:
+            return
+        cap = int(budget * policy.question_share)
+        if self.tokens[q] <= cap:
+            return
+        m = self.messages[q]
+        overhead = self.tokens[q] - counter.count(m.content)
+        short = shorten(m.content, max(1, cap - overhead), counter)
+        if short is None:
+            return
+        after = message_tokens(msgspec.structs.replace(m, content=short.text), counter,
+                               policy.fmt)
+        if after >= self.tokens[q]:
+            return
+        self.rewrites[q] = (short.text, after, AuditEntry(
+            action="truncated", reason=QUESTION_SHORTENED, summary=describe(m),
+            tokens_before=self.tokens[q], tokens_after=after, message_id=m.id or f"#{q}",
+            index=q))
+
     def summarize(self, budget: int, counter: Tokenizer, policy: PreparePolicy,
                   keep: Callable[[int], bool]) -> Chunk | None:
         """Summarize the oldest verbatim messages, group by group, until the request is down to
@@ -208,6 +236,7 @@ class Window:
         # whose system prompt and task take most of the budget gets smaller summaries, not
         # summaries that crowd out the turn the model answers
         q = newest_user(msgs)
+        self._shorten_question(q, stop, budget, counter, policy)
         room = budget - self.fmt_priming - self.cum[self.head] - (
             self.shown_tokens(q) if q >= self.head else 0)
         room = max(room, budget // 4)
