@@ -6,7 +6,9 @@ state (chats.py), forwarding it (forward.py) with the `x-ctxlayer-*` answer head
 `start_gateway` for the daemon. Runs on the caller's event loop; the CPU work of a prepare
 runs where the state puts it.
 
-Must not log headers or bodies (API keys, conversations), and must not listen beyond loopback.
+Who may ask (Host, Origin, the token of `/ctxlayer/*`) is guard.py's middleware; how slowly
+and how much, limits.py's. Must not log headers or bodies (API keys, conversations), and must
+not listen beyond loopback.
 """
 
 from __future__ import annotations
