@@ -26,8 +26,13 @@ from ctxlayer.core.assembly.compaction import CompactionPolicy
 from ctxlayer.core.zones.modes import DEFAULT_MODES
 from ctxlayer.core.zones.rules import RulePolicy
 from ctxlayer.core.zones.working import DecayPolicy
+from ctxlayer.protocol import MAX_MESSAGE_MB
 
 CONFIG_FILE = "ctxlayer.toml"
+
+#: the slowest request body the gateway waits for, after `header_timeout` of grace: a client
+#: on loopback sends megabytes a second, a slowloris a byte now and then
+MIN_BODY_KIB_PER_S = 64
 
 #: gptme 0.35.1's agent files, in the order they are read inside each folder.
 AGENT_FILES = [
@@ -222,6 +227,15 @@ class GatewayConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     read_timeout: Annotated[float, Meta(gt=0, description="Seconds to wait for the upstream's "
                                         "next bytes (the first byte included) before the "
                                         "answer is given up.")] = 600.0
+    header_timeout: Annotated[float, Meta(gt=0, description="Seconds a client has to send a "
+                                          "request's headers (from its connection, or from "
+                                          "the previous answer on a kept-alive one); a slower "
+                                          "client is disconnected. Its body must then come at "
+                                          f"no less than {MIN_BODY_KIB_PER_S} KiB/s after this "
+                                          "same grace.")] = 10.0
+    max_body_mb: Annotated[int, Meta(ge=1, description="Largest request body, in MiB (the "
+                                     "daemon's JSON-RPC frame limit); a larger one gets 413.")
+                           ] = MAX_MESSAGE_MB
 
 
 class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

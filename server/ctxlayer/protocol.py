@@ -17,6 +17,10 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 PROTOCOL_VERSION = "0.1"
+#: the largest message body either face reads, in MiB: a JSON-RPC frame of the daemon, an HTTP
+#: request of the gateway (`[gateway] max_body_mb` defaults to it). A 1M-token conversation is
+#: about 4 MB of JSON.
+MAX_MESSAGE_MB = 32
 
 Role = Literal["system", "user", "assistant", "tool"]
 MessageKind = Literal["chat", "doc", "toolOutput", "summary", "rule", "memory"]

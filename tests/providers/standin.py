@@ -20,7 +20,8 @@ Control routes (for tests): `GET /_standin/requests` (every request received, in
 headers, body, status, problems, stream, cancelled, prompt_tokens), `POST /_standin/reset`,
 `POST /_standin/fail` `{"status": 429|500, "count": 1}` or `{"mode": "stall"}` (the stream
 sends its first event then never ends) or `{"mode": "slow_first_byte", "delay": s}` or
-`{"mode": "hold"}` (the first event, then the rest after `POST /_standin/release`),
+`{"mode": "hold"}` (the first event, then the rest after `POST /_standin/release`) or
+`{"mode": "cut"}` (the first event and half the next, then the connection drops),
 `POST /_standin/reply` `{"text": ...}` or `{"tool_name": ..., "tool_arguments": {...}}` (the
 next answers, in order). The stand-in is test code: it may use clocks and threads.
 """
@@ -263,6 +264,13 @@ class Standin:
                 if i == 0 and failure and failure["mode"] == "hold":
                     await self._release.wait()
                     self._release.clear()
+                if i == 0 and failure and failure["mode"] == "cut" and len(events) > 1:
+                    # half of the next event, then the connection drops (no chunked end)
+                    await resp.write(events[1][: len(events[1]) // 2])
+                    entry["cut"] = True
+                    assert request.transport is not None
+                    request.transport.abort()
+                    return resp
         except (asyncio.CancelledError, ConnectionResetError):
             entry["cancelled"] = True
             raise

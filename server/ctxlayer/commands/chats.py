@@ -3,7 +3,8 @@ against the budget, what the last turn kept in the provider's cache, what was cu
 `--why ID` what its last turn dropped or shortened and why.
 
 The gateway says where it listens in `gateway.json` of the state folder; `--url` names one.
-Reads over loopback HTTP with the standard library: no key is sent or needed.
+Reads over loopback HTTP with the standard library, sending the state folder's token (the
+gateway's `/ctxlayer/*` routes need it); no provider key is sent or needed.
 """
 
 from __future__ import annotations
@@ -44,11 +45,25 @@ def gateway_url(args: argparse.Namespace) -> str:
         raise UsageError(f"{found}: unreadable ({exc}); pass --url") from None
 
 
-def fetch(url: str) -> dict:
+def token(args: argparse.Namespace) -> str:
+    """The token the gateway's `/ctxlayer/*` routes ask for (the gateway made it at start)."""
     from ctxlayer.cli import UsageError
+    from ctxlayer.paths import state_dir
+    from ctxlayer.statefiles import TokenFileError, read_token, token_file
 
     try:
-        with urllib.request.urlopen(url, timeout=10) as answer:  # loopback only
+        return read_token(token_file(args.state_dir or state_dir()))
+    except (TokenFileError, OSError) as exc:
+        raise UsageError(f"{exc}; pass --state-dir to name the gateway's state folder"
+                         ) from None
+
+
+def fetch(url: str, bearer: str) -> dict:
+    from ctxlayer.cli import UsageError
+
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {bearer}"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:  # loopback only
             return json.loads(answer.read())
     except urllib.error.HTTPError as exc:
         body = exc.read().decode(errors="replace")
@@ -67,11 +82,12 @@ def k(n: int) -> str:
 
 def run(args: argparse.Namespace) -> int:
     base = gateway_url(args)
+    bearer = token(args)
     if args.why:
         query = {"conversationId": args.why}
         if args.message:
             query["messageId"] = args.message
-        data = fetch(f"{base}/ctxlayer/why?{urllib.parse.urlencode(query)}")
+        data = fetch(f"{base}/ctxlayer/why?{urllib.parse.urlencode(query)}", bearer)
         if args.json:
             print(json.dumps(data, indent=2))
             return 0
@@ -83,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"{e['action']:<12} {who:<24} {e['tokensBefore']:>7} -> {e['tokensAfter']:<7} "
                   f"{e['reason']}: {e['summary']}")
         return 0
-    data = fetch(f"{base}/ctxlayer/conversations")
+    data = fetch(f"{base}/ctxlayer/conversations", bearer)
     if args.json:
         print(json.dumps(data, indent=2))
         return 0

@@ -42,8 +42,9 @@ def run(args: argparse.Namespace) -> int:
     state.gateway_starter = GatewayStarter(state)
     if args.tcp:
         from ctxlayer.lsp import tcp
+        from ctxlayer.statefiles import token_file
 
-        return tcp.run(state, args.host, args.port, args.token_file or state_dir / "token")
+        return tcp.run(state, args.host, args.port, args.token_file or token_file(state_dir))
     from ctxlayer.lsp import stdio
 
     return stdio.run(state)

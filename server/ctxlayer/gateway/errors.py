@@ -2,12 +2,13 @@
 raises its usual exception with our message in it.
 
 Owns: `GatewayError` (a status, a message, the field at fault) and its rendering as an
-OpenAI or Anthropic error body; the mapping of the state's ContextError kinds to statuses.
+OpenAI or Anthropic error body, or as the provider's error event ending a stream; the mapping of the state's ContextError kinds to statuses.
 Errors of the upstream are never rewritten here: they pass through untouched.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from aiohttp import web
@@ -18,7 +19,8 @@ from ctxlayer.core.errors import ContextError
 _STATUS_OF_KIND = {"invalid": 400, "pinned_over_budget": 400, "unknown_session": 400,
                    "outside_workspace": 400}
 
-_ANTHROPIC_TYPES = {400: "invalid_request_error", 404: "not_found_error",
+_ANTHROPIC_TYPES = {400: "invalid_request_error", 401: "authentication_error",
+                    403: "permission_error", 404: "not_found_error", 408: "timeout_error",
                     413: "request_too_large", 500: "api_error", 502: "api_error",
                     504: "timeout_error"}
 
@@ -53,3 +55,12 @@ def error_body(fmt: str, err: GatewayError) -> dict[str, Any]:
 def error_response(fmt: str, err: GatewayError,
                    headers: dict[str, str] | None = None) -> web.Response:
     return web.json_response(error_body(fmt, err), status=err.status, headers=headers)
+
+
+def sse_error(fmt: str, err: GatewayError) -> bytes:
+    """The last event of a stream the gateway cannot finish, as the provider sends one: an
+    SDK raises it as an error instead of taking a cut answer for a whole one."""
+    data = json.dumps(error_body(fmt, err), ensure_ascii=False).encode()
+    if fmt == "anthropic":
+        return b"event: error\ndata: " + data + b"\n\n"
+    return b"data: " + data + b"\n\n"

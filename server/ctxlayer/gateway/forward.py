@@ -4,8 +4,12 @@ Owns: the one aiohttp ClientSession (timeouts from `[gateway]`), which request h
 upstream (the client's own: Authorization, x-api-key, anthropic-*, ...; never hop-by-hop ones
 or ours), which answer headers come back, and the relay: a streamed (SSE) answer is written
 to the client chunk by chunk as it arrives, while its usage is read on the way; any other
-answer (JSON, errors) is relayed whole with its status. Leaving the `async with` of a relay
-early (the client went away, so aiohttp cancelled the handler) closes the upstream request.
+answer (JSON, errors) is relayed whole with its status. A stream is passed on event by event
+(an event is written once its blank line has come), so that a stream the upstream stalls past
+`read_timeout` or cuts can end with the provider's own error event, never with half an event
+nor silently. Leaving the `async with` of a relay early (the client went away, so aiohttp
+cancelled the handler) closes the upstream request. No CORS header comes back: a browser
+page must not read an answer.
 
 Must not log headers or bodies: they carry the client's API keys and its conversation.
 """
@@ -13,13 +17,14 @@ Must not log headers or bodies: they carry the client's API keys and its convers
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 
 import aiohttp
 from aiohttp import web
 
-from ctxlayer.gateway.errors import GatewayError
+from ctxlayer.gateway.errors import GatewayError, sse_error
 from ctxlayer.gateway.usage import StreamUsage, Usage, from_answer
 
 log = logging.getLogger("ctxlayer.gateway")
@@ -45,8 +50,13 @@ def upstream_headers(client: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+#: an incomplete event held back longer than this is passed on anyway (not SSE after all)
+MAX_PENDING = 1024 * 1024
+
+
 def answer_headers(upstream: Mapping[str, str], ours: Mapping[str, str]) -> dict[str, str]:
-    out = {k: v for k, v in upstream.items() if k.lower() not in HOP_BY_HOP}
+    out = {k: v for k, v in upstream.items() if k.lower() not in HOP_BY_HOP
+           and not k.lower().startswith("access-control-")}
     out.update(ours)
     return out
 
@@ -83,7 +93,7 @@ class Upstream:
                 headers = answer_headers(up.headers, ours)
                 is_sse = up.headers.get("content-type", "").startswith("text/event-stream")
                 if stream and is_sse:
-                    return await _relay_stream(request, fmt, up, headers, on_usage)
+                    return await _relay_stream(request, fmt, url, up, headers, on_usage)
                 raw = await up.read()
                 usage = from_answer(fmt, raw) if up.status < 300 else None
                 if usage is not None and on_usage is not None:
@@ -102,25 +112,46 @@ def _gone(request: web.Request) -> bool:
     return request.transport is None or request.transport.is_closing()
 
 
-async def _relay_stream(request: web.Request, fmt: str, up: aiohttp.ClientResponse,
+def _event_end(buf: bytes) -> int:
+    """Where the last whole SSE event in `buf` ends (0: none yet)."""
+    ends = [i + len(sep) for sep in (b"\n\n", b"\r\n\r\n") if (i := buf.rfind(sep)) >= 0]
+    return max(ends, default=0)
+
+
+async def _relay_stream(request: web.Request, fmt: str, url: str, up: aiohttp.ClientResponse,
                         headers: dict[str, str],
                         on_usage: UsageSink | None) -> web.StreamResponse:
     reader = StreamUsage(fmt)
     response = web.StreamResponse(status=up.status, headers=headers)
     await response.prepare(request)
+    pending = b""  # the start of an event whose end has not come yet
     try:
         async for chunk in up.content.iter_any():
             reader.feed(chunk)
-            await response.write(chunk)
+            pending += chunk
+            cut = len(pending) if len(pending) > MAX_PENDING else _event_end(pending)
+            if cut:
+                await response.write(pending[:cut])
+                pending = pending[cut:]
     except (TimeoutError, aiohttp.ClientError) as exc:
         if _gone(request):
             if up.content.at_eof():  # all of it arrived: only the client's end was missed
                 _report(reader, up, on_usage)
             raise asyncio.CancelledError from exc  # the client went away
-        # The status went out already: the client sees the stream end early, as it would
-        # on a cut connection to the provider.
+        # The status went out already: the provider's error event says the answer is cut
+        # (the incomplete event held back is dropped, it could not be read).
         log.warning("%s stream from the upstream ended early: %s", fmt, type(exc).__name__)
+        err = (GatewayError(504, f"the upstream {url} sent nothing for longer than the read "
+                                 "timeout ([gateway] read_timeout): the answer is cut short")
+               if isinstance(exc, TimeoutError) else
+               GatewayError(502, f"the upstream {url} closed the stream before its end "
+                                 f"({type(exc).__name__}): the answer is cut short"))
+        with contextlib.suppress(ConnectionError, aiohttp.ClientError):
+            await response.write(sse_error(fmt, err))
+            await response.write_eof()
         return response
+    if pending:
+        await response.write(pending)
     reported = _report(reader, up, on_usage)
     try:
         await response.write_eof()

@@ -6,7 +6,9 @@ state (chats.py), forwarding it (forward.py) with the `x-ctxlayer-*` answer head
 `start_gateway` for the daemon. Runs on the caller's event loop; the CPU work of a prepare
 runs where the state puts it.
 
-Must not log headers or bodies (API keys, conversations), and must not listen beyond loopback.
+Who may ask (Host, Origin, the token of `/ctxlayer/*`) is guard.py's middleware; how slowly
+and how much, limits.py's. Must not log headers or bodies (API keys, conversations), and must
+not listen beyond loopback.
 """
 
 from __future__ import annotations
@@ -24,20 +26,17 @@ from aiohttp import web
 from ctxlayer import protocol
 from ctxlayer.config import GatewayConfig
 from ctxlayer.core.errors import ContextError
-from ctxlayer.gateway import chats
+from ctxlayer.gateway import chats, guard, limits
 from ctxlayer.gateway.errors import GatewayError, error_response
 from ctxlayer.gateway.forward import Upstream
 from ctxlayer.gateway.usage import Usage
 from ctxlayer.state import Caller, State
 from ctxlayer.state.requests import call
+from ctxlayer.statefiles import make_private_dir, read_or_create_token, token_file, write_private
 from ctxlayer.store.db import StoreError, describe_store_error
 from ctxlayer.tokenizers import model_info
 
 log = logging.getLogger("ctxlayer.gateway")
-
-#: the largest request body read (a 1M-token conversation is about 4 MB of JSON)
-MAX_BODY = 256 * 1024 * 1024
-
 
 class NotLoopback(ValueError):
     """The gateway was asked to listen on an address other machines could reach."""
@@ -100,7 +99,13 @@ class GatewayServer:
         return protocol.GatewayUrls(openai=f"{base}/v1", anthropic=base)
 
     async def start(self) -> GatewayServer:
-        app = web.Application(client_max_size=MAX_BODY)
+        make_private_dir(self.state.state_dir)
+        # the `/ctxlayer/*` routes open with the TCP mode's token (TokenFileError: unsafe)
+        token = read_or_create_token(token_file(self.state.state_dir))
+        body_limits = limits.BodyLimits(self.config)
+        app = web.Application(client_max_size=body_limits.max_bytes, middlewares=[
+            guard.middleware(lambda: guard.allowed_hosts(self.host, self.port), token)])
+        app[limits.KEY] = body_limits
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
         app.router.add_post("/v1/messages", self._messages)
@@ -110,7 +115,8 @@ class GatewayServer:
         app.router.add_get("/ctxlayer/conversations", self._conversations)
         app.router.add_get("/ctxlayer/why", self._why)
         # A client that disconnects cancels its handler, which closes the upstream request.
-        self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
+        self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None,
+                                     **limits.server_options(self.config))
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.config.port)
         await site.start()
@@ -125,18 +131,16 @@ class GatewayServer:
         return self.state.state_dir / "gateway.json"
 
     def _write_announcement(self) -> None:
-        """Where the gateway listens, for `ctxlayer chats` (no key, nothing secret)."""
+        """Where the gateway listens, for `ctxlayer chats` (no key; 0600 all the same, it
+        names the workspace)."""
         import os
 
         urls = self.urls
         try:
-            self.state.state_dir.mkdir(parents=True, exist_ok=True)
-            tmp = self.announcement_file.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"host": self.host, "port": self.port,
-                                       "openai": urls.openai, "anthropic": urls.anthropic,
-                                       "workspace": self.caller.workspace,
-                                       "pid": os.getpid()}))
-            tmp.replace(self.announcement_file)
+            write_private(self.announcement_file, json.dumps(
+                {"host": self.host, "port": self.port, "openai": urls.openai,
+                 "anthropic": urls.anthropic, "workspace": self.caller.workspace,
+                 "pid": os.getpid()}))
         except OSError as exc:
             log.warning("could not write %s: %s", self.announcement_file, exc)
 
@@ -278,11 +282,7 @@ class GatewayServer:
 
 
 async def _read(request: web.Request) -> bytes:
-    try:
-        return await request.read()
-    except web.HTTPRequestEntityTooLarge as exc:
-        raise GatewayError(413, f"the body is larger than {MAX_BODY} bytes",
-                           field="body") from exc
+    return await limits.read_body(request)  # 413 too large, 408 too slow
 
 
 async def start_gateway(state: State, caller: Caller, config: GatewayConfig) -> GatewayServer:

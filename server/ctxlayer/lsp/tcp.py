@@ -1,8 +1,9 @@
 """Serving many clients over TCP on loopback, each authenticated with a token.
 
-Owns: the token file (created 0600 in the state dir when absent; refused when group or others
-can read it), our own accept loop (pygls' start_tcp serves one client and exits), one
-CtxServer per connection sharing the Daemon, and the handshake:
+Owns: our own accept loop (pygls' start_tcp serves one client and exits), one CtxServer per
+connection sharing the Daemon, and the handshake (the token file is statefiles.py's, shared
+with the gateway's `/ctxlayer/*` routes: created 0600 when absent, refused when group or
+others can read it):
 
     The first message on a connection must be the `initialize` request, with
     `initializationOptions.token` equal to the token file's content (surrounding whitespace
@@ -20,9 +21,7 @@ import hmac
 import json
 import logging
 import os
-import secrets
 import signal
-import stat
 import sys
 from pathlib import Path
 
@@ -31,38 +30,12 @@ from ctxlayer.lsp.logs import client_logs
 from ctxlayer.lsp.server import CtxServer
 from ctxlayer.lsp.transport import LINE_LIMIT, Connection
 from ctxlayer.state import State
+from ctxlayer.statefiles import TokenFileError, read_or_create_token
 
 log = logging.getLogger(__name__)
 
 #: seconds a new connection has to send its `initialize`
 AUTH_TIMEOUT = 30.0
-
-
-class TokenFileError(Exception):
-    """The token file is unsafe or unreadable; the message says how to fix it."""
-
-
-def read_or_create_token(path: Path) -> str:
-    """The token in `path`, creating the file (0600, random token) when it does not exist."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        pass
-    else:
-        with os.fdopen(fd, "w") as f:
-            f.write(secrets.token_urlsafe(32) + "\n")
-    info = path.stat()
-    if info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise TokenFileError(
-            f"{path} can be read by other users (mode {stat.filemode(info.st_mode)}); "
-            f"run `chmod 600 {path}`")
-    if info.st_uid != os.getuid():
-        raise TokenFileError(f"{path} belongs to another user")
-    token = path.read_text(encoding="utf-8").strip()
-    if len(token) < 16:
-        raise TokenFileError(f"{path} holds no token of at least 16 characters")
-    return token
 
 
 def authenticator(token: str):

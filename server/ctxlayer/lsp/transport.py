@@ -29,11 +29,12 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from ctxlayer.lsp import errors
+from ctxlayer.protocol import MAX_MESSAGE_MB
 
 log = logging.getLogger(__name__)
 
-#: Largest body accepted (a 1M-token conversation is about 4 MB of JSON).
-MAX_MESSAGE_BYTES = 32 * 1024 * 1024
+#: Largest body accepted (protocol.py's limit, which the gateway's `max_body_mb` shares).
+MAX_MESSAGE_BYTES = MAX_MESSAGE_MB * 1024 * 1024
 #: Longest header line; StreamReaders must be created with this limit.
 LINE_LIMIT = 64 * 1024
 _CHUNK = 1024 * 1024

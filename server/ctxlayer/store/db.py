@@ -32,6 +32,7 @@ import msgspec
 from ctxlayer.core.zones.rules import Rule
 from ctxlayer.core.zones.working import WorkingItem
 from ctxlayer.protocol import AuditEntry, Message
+from ctxlayer.statefiles import make_private_dir, make_private_file
 from ctxlayer.store import schema
 from ctxlayer.store.paths import DB_NAME, state_dir
 
@@ -99,8 +100,7 @@ class SessionStore:
 
     def __init__(self, directory: str | Path | None = None, *,
                  durability: Durability = "normal") -> None:
-        self.directory = state_dir(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.directory = make_private_dir(state_dir(directory))
         self.path = self.directory / DB_NAME
         self.durability = durability
         self.recovered_from: Path | None = None
@@ -120,6 +120,11 @@ class SessionStore:
     # --- opening -------------------------------------------------------------------------
 
     def _connect(self) -> sqlite3.Connection:
+        # 0600 before SQLite opens it: the conversations are the user's alone (SQLite gives
+        # the -wal and -shm it creates the same mode; ones left by an older ctxlayer are set)
+        for path in (self.path, *(self.path.with_name(DB_NAME + s) for s in ("-wal", "-shm"))):
+            if path == self.path or path.exists():
+                make_private_file(path)
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         try:
             conn.execute("PRAGMA journal_mode=WAL").fetchone()

@@ -1,0 +1,105 @@
+"""Who may talk to the gateway: the middleware that runs before every route.
+
+Owns three refusals, each answered by the gateway itself in the provider's error shape and
+never forwarded:
+- a `Host` that is not the loopback name or address the gateway listens on, with its port
+  (403): a web page that rebinds its own DNS name to 127.0.0.1 still sends its own name, so
+  this is what keeps such a page from spending the user's keys;
+- a browser `Origin` that is not loopback (403): a cross-site page may POST `text/plain`
+  without a preflight, and it always says where it comes from;
+- a `/ctxlayer/*` request without `Authorization: Bearer <token>` (401): those routes show
+  the user's conversations, so only a process that can read the token file may see them.
+No CORS header is ever added (forward.py drops the upstream's too), so a browser never lets
+a page read an answer.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+from collections.abc import Awaitable, Callable
+from urllib.parse import urlsplit
+
+from aiohttp import web
+
+from ctxlayer.gateway.errors import GatewayError, error_response
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+#: the routes that show what ctxlayer did to the user's conversations
+PRIVATE_PREFIX = "/ctxlayer/"
+
+_LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+def allowed_hosts(listen_host: str, port: int) -> frozenset[str]:
+    """The `Host` values accepted for a gateway listening on `listen_host`:`port`."""
+    listen = f"[{listen_host}]" if ":" in listen_host else listen_host
+    names = {*_LOOPBACK_NAMES, listen.lower()}
+    hosts = {f"{name}:{port}" for name in names}
+    if port == 80:  # the one port a client may leave out of Host
+        hosts |= names
+    return frozenset(hosts)
+
+
+def is_loopback_origin(origin: str) -> bool:
+    """Whether a browser `Origin` is a page served from this machine's loopback."""
+    try:
+        host = urlsplit(origin).hostname
+    except ValueError:
+        return False
+    if not host:  # "null" (a sandboxed frame, a file:// page) or nonsense
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def format_of(request: web.Request) -> str:
+    """The provider whose error shape the client expects ("anthropic" | "openai")."""
+    if request.path.startswith("/v1/messages") or "anthropic-version" in request.headers:
+        return "anthropic"
+    return "openai"
+
+
+def refusal(request: web.Request, listen: frozenset[str], token: str) -> GatewayError | None:
+    """Why `request` is refused, or None when it may go on."""
+    host = request.headers.get("Host")
+    if host is None or host.lower() not in listen:
+        return GatewayError(403, f"Host {ascii(host)} is not this gateway's loopback address "
+                                 "(a page rebinding its DNS name to 127.0.0.1 sends its own "
+                                 "name): refused", code="forbidden_host")
+    origin = request.headers.get("Origin")
+    if origin is not None and not is_loopback_origin(origin):
+        return GatewayError(403, f"Origin {ascii(origin)} is not loopback: a web page may not "
+                                 "use this gateway", code="forbidden_origin")
+    if request.path.startswith(PRIVATE_PREFIX):
+        given = request.headers.get("Authorization", "")
+        scheme, _, value = given.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(
+                value.strip().encode(), token.encode()):
+            return GatewayError(401, f"{PRIVATE_PREFIX}* needs `Authorization: Bearer <token>`, "
+                                     "the token in the state folder's `token` file",
+                                code="unauthorized")
+    return None
+
+
+def middleware(hosts: Callable[[], frozenset[str]], token: str) -> Callable:
+    """The aiohttp middleware; `hosts()` gives the accepted Host values (known once the port
+    is bound)."""
+
+    @web.middleware
+    async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+        err = refusal(request, hosts(), token)
+        if err is None:
+            response = await handler(request)
+            if response.status in (408, 413):  # a body left unread: the connection goes
+                response.force_close()
+            return response
+        headers = {"WWW-Authenticate": "Bearer"} if err.status == 401 else None
+        return error_response(format_of(request), err, headers)
+
+    return guard

@@ -1,0 +1,100 @@
+"""The state folder's own files, private to the user whatever the umask.
+
+Owns: making the state folder (0700) and its files (0600: the sessions database and its
+-wal/-shm, gateway.json, the token), and the token of TCP mode and of the gateway's
+`/ctxlayer/*` routes (one file, `STATE_DIR/token`, read and checked in one place). The folder
+holds conversations and the token that opens them, so other users of the machine must not
+read it. Modes are set explicitly after creation because the umask can only take bits away
+(0o000 would leave a 0666 file) and a folder made by an older ctxlayer may be 0755.
+On Windows (no POSIX modes) the folder is made and nothing is checked.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import stat
+from pathlib import Path
+
+#: the token's file name in the state folder
+TOKEN_NAME = "token"
+
+_POSIX = os.name == "posix"
+
+
+class TokenFileError(OSError):
+    """The token file is unsafe or unreadable; the message says how to fix it."""
+
+
+def make_private_dir(path: Path) -> Path:
+    """`path` made (parents too) and set to 0700 when it is ours; an existing folder that
+    group or others could open is tightened (an older ctxlayer made it 0755)."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if _POSIX:
+        info = path.stat()
+        if info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) != 0o700:
+            os.chmod(path, 0o700)
+    return path
+
+
+def make_private_file(path: Path) -> Path:
+    """`path` created empty when absent, and set to 0600 either way. SQLite gives its -wal
+    and -shm the database file's mode, so creating the database this way covers them too."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        if _POSIX:
+            os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+    return path
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write `text` to `path` atomically (readers see the old file or the new one), 0600."""
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        if _POSIX:
+            os.fchmod(f.fileno(), 0o600)
+        f.write(text)
+    tmp.replace(path)
+
+
+def token_file(state_dir: Path) -> Path:
+    """Where the token lives by default (`ctxlayer serve --token-file` may name another)."""
+    return state_dir / TOKEN_NAME
+
+
+def read_token(path: Path) -> str:
+    """The token in `path`; TokenFileError when it is missing, unsafe or too short."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise TokenFileError(f"{path} does not exist: no gateway or TCP daemon made it") from None
+    if _POSIX:
+        if info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+            raise TokenFileError(
+                f"{path} can be read by other users (mode {stat.filemode(info.st_mode)}); "
+                f"run `chmod 600 {path}`")
+        if info.st_uid != os.getuid():
+            raise TokenFileError(f"{path} belongs to another user")
+    token = path.read_text(encoding="utf-8").strip()
+    if len(token) < 16:
+        raise TokenFileError(f"{path} holds no token of at least 16 characters")
+    return token
+
+
+def read_or_create_token(path: Path) -> str:
+    """The token in `path`, creating the file (0600, a random token) when it does not exist."""
+    # made when absent, never tightened: `--token-file` may name a folder of the user's
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        pass
+    else:
+        with os.fdopen(fd, "w") as f:
+            if _POSIX:
+                os.fchmod(f.fileno(), 0o600)
+            f.write(secrets.token_urlsafe(32) + "\n")
+    return read_token(path)

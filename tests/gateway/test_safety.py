@@ -1,0 +1,320 @@
+"""The gateway's safety (PROTOCOL.md "Safety"): who may talk to it, how slowly and how much,
+and how a stream the upstream breaks ends. A real gateway on real sockets, forwarding to the
+stand-in; a refused request must never reach the stand-in."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import anthropic
+import httpx2 as httpx
+import openai
+import pytest
+from gateway_stack import SMALL_WINDOW, Stack, start_stack, stop_stack
+from providers.standin import StandinThread
+
+from ctxlayer.config import GatewayConfig
+from ctxlayer.gateway.forward import answer_headers
+from ctxlayer.protocol import MAX_MESSAGE_MB
+from ctxlayer.statefiles import read_token, token_file
+
+QUESTION = [{"role": "user", "content": "What does the project do?"}]
+CHAT = json.dumps({"model": "gpt-4o", "messages": QUESTION}).encode()
+#: the test stack's limits: small, so that the slow clients below meet them soon
+HEADER_TIMEOUT = 1.0
+READ_TIMEOUT = 1.0
+
+
+@pytest.fixture(scope="module")
+def safe(world: Path) -> Iterator[Stack]:
+    mp = pytest.MonkeyPatch()
+    mp.setenv("XDG_CONFIG_HOME", str(world / "config"))
+    with StandinThread(windows=SMALL_WINDOW) as thread:
+        gateway, state = start_stack(thread, world / "workspace", world / "safe-state",
+                                     header_timeout=HEADER_TIMEOUT, read_timeout=READ_TIMEOUT,
+                                     max_body_mb=1)
+        try:
+            yield Stack(thread, gateway, state)
+        finally:
+            stop_stack(thread, gateway, state)
+            mp.undo()
+
+
+@pytest.fixture(autouse=True)
+def _fresh(request: pytest.FixtureRequest) -> None:
+    if "safe" in request.fixturenames:
+        request.getfixturevalue("safe").standin.reset()
+
+
+def raw(port: int, head: str, body: bytes = b"") -> tuple[int, dict[str, str], bytes]:
+    """One request sent as bytes (any Host a client may forge) and its whole answer."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(head.encode() + b"\r\n" + body)
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    top, _, rest = data.partition(b"\r\n\r\n")
+    lines = top.decode().split("\r\n")
+    headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    return int(lines[0].split()[1]), headers, rest
+
+
+def post_head(path: str, host: str | None, length: int, *extra: str) -> str:
+    lines = [f"POST {path} HTTP/1.1", *([f"Host: {host}"] if host is not None else []),
+             "Content-Type: application/json", f"Content-Length: {length}",
+             "Authorization: Bearer sk-test", "Connection: close", *extra]
+    return "\r\n".join(lines) + "\r\n"
+
+
+def bearer(stack: Stack) -> dict[str, str]:
+    return {"Authorization": f"Bearer {read_token(token_file(stack.state.state_dir))}"}
+
+
+# ---- Host and Origin -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("host", ["evil.example:{port}", "evil.example", "127.0.0.1:1",
+                                  "127.0.0.1.evil.example:{port}", "localhost.:{port}"])
+def test_a_foreign_host_is_refused_and_never_forwarded(safe, host):
+    """What a page rebinding evil.example to 127.0.0.1 sends: its own name as Host."""
+    port = safe.gateway.port
+    status, headers, body = raw(port, post_head("/v1/chat/completions", host.format(port=port),
+                                                len(CHAT)), CHAT)
+    assert status == 403
+    error = json.loads(body)["error"]
+    assert error["code"] == "forbidden_host" and "Host" in error["message"]
+    assert not [h for h in headers if h.startswith("access-control-")]
+    assert safe.standin.requests() == []
+
+
+def test_no_host_at_all_is_refused(safe):
+    status, _, _ = raw(safe.gateway.port, post_head("/v1/chat/completions", None, len(CHAT)),
+                       CHAT)
+    assert status == 400  # aiohttp's parser refuses an HTTP/1.1 request without Host
+    assert safe.standin.requests() == []
+
+
+def test_a_foreign_host_gets_anthropics_shape_on_its_routes(safe):
+    port = safe.gateway.port
+    body = json.dumps({"model": "claude-sonnet-4", "max_tokens": 5, "messages": QUESTION}).encode()
+    status, _, answer = raw(port, post_head("/v1/messages", f"evil.example:{port}", len(body),
+                                            "anthropic-version: 2023-06-01"), body)
+    assert status == 403
+    payload = json.loads(answer)
+    assert payload["type"] == "error" and payload["error"]["type"] == "permission_error"
+    assert safe.standin.requests() == []
+
+
+@pytest.mark.parametrize("name", ["127.0.0.1", "localhost", "LOCALHOST", "[::1]"])
+def test_the_loopback_names_with_the_port_pass(safe, name):
+    port = safe.gateway.port
+    status, _, body = raw(port, post_head("/v1/chat/completions", f"{name}:{port}", len(CHAT)),
+                          CHAT)
+    assert status == 200, body
+    assert json.loads(body)["choices"][0]["message"]["content"].startswith("stand-in")
+    assert [r["path"] for r in safe.standin.requests()] == ["/v1/chat/completions"]
+
+
+def test_a_cross_site_text_plain_post_is_refused(safe):
+    """A form or fetch() with text/plain needs no preflight; its Origin gives it away."""
+    answer = httpx.post(f"{safe.openai_url}/chat/completions", content=CHAT, headers={
+        "Content-Type": "text/plain", "Origin": "http://evil.example",
+        "Authorization": "Bearer sk-test"})
+    assert answer.status_code == 403
+    assert answer.json()["error"]["code"] == "forbidden_origin"
+    assert not [h for h in answer.headers if h.lower().startswith("access-control-")]
+    # the preflight a browser would send first gets no CORS permission either
+    preflight = httpx.request("OPTIONS", f"{safe.openai_url}/chat/completions", headers={
+        "Origin": "http://evil.example", "Access-Control-Request-Method": "POST"})
+    assert preflight.status_code == 403
+    assert not [h for h in preflight.headers if h.lower().startswith("access-control-")]
+    for origin in ("null", "http://127.0.0.1.evil.example"):
+        refused = httpx.post(f"{safe.openai_url}/chat/completions", content=CHAT,
+                             headers={"Origin": origin})
+        assert refused.status_code == 403
+    assert safe.standin.requests() == []
+
+
+def test_a_loopback_origin_passes(safe):
+    answer = httpx.post(f"{safe.openai_url}/chat/completions", content=CHAT, headers={
+        "Content-Type": "application/json", "Origin": "http://localhost:3000"})
+    assert answer.status_code == 200
+    assert [r["path"] for r in safe.standin.requests()] == ["/v1/chat/completions"]
+
+
+def test_no_cors_header_of_the_upstream_comes_back():
+    relayed = answer_headers({"Content-Type": "application/json",
+                              "Access-Control-Allow-Origin": "*",
+                              "access-control-allow-headers": "x-api-key"}, {"x-ctxlayer-tokens": "3"})
+    assert relayed == {"Content-Type": "application/json", "x-ctxlayer-tokens": "3"}
+
+
+# ---- the token of /ctxlayer/* ---------------------------------------------------------------
+
+@pytest.mark.parametrize("route", ["/ctxlayer/conversations", "/ctxlayer/why?conversationId=x"])
+def test_ctxlayer_routes_need_the_token(safe, route):
+    url = safe.anthropic_url + route
+    for headers in ({}, {"Authorization": "Bearer wrong-token-of-some-length"},
+                    {"Authorization": bearer(safe)["Authorization"].replace("Bearer", "Basic")}):
+        refused = httpx.get(url, headers=headers)
+        assert refused.status_code == 401
+        assert refused.headers["www-authenticate"] == "Bearer"
+        assert "token" in refused.json()["error"]["message"]
+    answer = httpx.get(url, headers=bearer(safe))
+    assert answer.status_code in (200, 400)  # an unknown conversation is a 400 of ctx/why
+    assert answer.status_code == 200 or "x" in answer.json()["error"]["message"]
+
+
+def test_health_is_open_and_says_nothing_of_conversations(safe):
+    httpx.post(f"{safe.openai_url}/chat/completions", content=CHAT)
+    answer = httpx.get(safe.anthropic_url + "/health")
+    assert answer.status_code == 200
+    assert set(answer.json()) == {"status", "workspace", "openai", "anthropic"}
+    listed = httpx.get(safe.anthropic_url + "/ctxlayer/conversations", headers=bearer(safe))
+    assert listed.json()["conversations"]  # there was one to tell about
+
+
+def test_the_token_is_the_tcp_modes_file(safe):
+    path = token_file(safe.state.state_dir)
+    assert path.name == "token" and path.stat().st_mode & 0o777 == 0o600
+
+
+# ---- slow and large clients -----------------------------------------------------------------
+
+def _closed_by_server(s: socket.socket) -> bool:
+    try:
+        return s.recv(1, socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except ConnectionError:
+        return True
+
+
+def test_a_slowloris_client_is_disconnected(safe):
+    """Headers one byte at a time: the gateway closes the socket instead of waiting on."""
+    head = post_head("/v1/chat/completions", f"127.0.0.1:{safe.gateway.port}", len(CHAT),
+                     *[f"X-Padding-{i}: {'a' * 40}" for i in range(40)]).encode()
+    sent, closed = 0, False
+    with socket.create_connection(("127.0.0.1", safe.gateway.port), timeout=30) as s:
+        deadline = time.monotonic() + 30  # a failure, never a measure (the head takes 95 s)
+        while not closed and sent < len(head) and time.monotonic() < deadline:
+            try:
+                s.send(head[sent:sent + 1])
+                sent += 1
+            except (BrokenPipeError, ConnectionResetError):
+                closed = True
+            time.sleep(0.05)
+            closed = closed or _closed_by_server(s)
+    assert closed, f"still connected after {sent} bytes of a {len(head)}-byte head"
+    assert sent < len(head)
+    assert safe.standin.requests() == []
+
+
+def test_a_client_that_sends_nothing_is_disconnected(safe):
+    with socket.create_connection(("127.0.0.1", safe.gateway.port), timeout=30) as s:
+        assert s.recv(1) == b""  # closed by the gateway (a timeout of recv would raise)
+
+
+def test_a_body_slower_than_the_minimal_rate_gets_408(safe):
+    body = CHAT + b" " * 200_000
+    with socket.create_connection(("127.0.0.1", safe.gateway.port), timeout=30) as s:
+        s.sendall(post_head("/v1/chat/completions", f"127.0.0.1:{safe.gateway.port}",
+                            len(body)).encode() + b"\r\n" + body[:10])
+        answer = b""
+        for i in range(10, len(body), 10):  # 10 bytes every 50 ms: 200 B/s
+            if answer := _answer_if_any(s):
+                break
+            try:
+                s.send(body[i:i + 10])
+            except (BrokenPipeError, ConnectionResetError):
+                break
+            time.sleep(0.05)
+        answer += _rest(s)
+    assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+    error = json.loads(answer.partition(b"\r\n\r\n")[2])["error"]
+    assert error["param"] == "body" and "KiB/s" in error["message"]
+    assert safe.standin.requests() == []
+
+
+def _answer_if_any(s: socket.socket) -> bytes:
+    try:
+        return s.recv(65536, socket.MSG_DONTWAIT)
+    except (BlockingIOError, ConnectionError):
+        return b""
+
+
+def _rest(s: socket.socket) -> bytes:
+    data = b""
+    try:
+        while chunk := s.recv(65536):
+            data += chunk
+    except ConnectionError:
+        pass
+    return data
+
+
+def test_a_body_over_max_body_mb_gets_413_unread(safe):
+    port = safe.gateway.port
+    status, _, body = raw(port, post_head("/v1/chat/completions", f"127.0.0.1:{port}",
+                                          2 * 1024 * 1024))
+    assert status == 413 and "max_body_mb" in json.loads(body)["error"]["message"]
+    # no length said: counted as it comes
+    chunked = httpx.post(f"{safe.openai_url}/chat/completions",
+                         content=iter([b"x" * 65536] * 20))
+    assert chunked.status_code == 413
+    assert safe.standin.requests() == []
+
+
+def test_max_body_mb_is_the_daemons_framing_limit():
+    from ctxlayer.lsp.transport import MAX_MESSAGE_BYTES
+
+    assert GatewayConfig().max_body_mb == MAX_MESSAGE_MB
+    assert MAX_MESSAGE_BYTES == MAX_MESSAGE_MB * 1024 * 1024
+
+
+# ---- a stream the upstream breaks ------------------------------------------------------------
+
+@pytest.mark.parametrize("mode, says", [("stall", "read timeout"),
+                                        ("cut", "closed the stream before its end")])
+def test_a_broken_openai_stream_ends_with_an_error_chunk(safe, mode, says):
+    safe.standin.fail(mode=mode)
+    with httpx.Client(timeout=30) as client, client.stream(
+            "POST", f"{safe.openai_url}/chat/completions",
+            json={"model": "gpt-4o", "messages": QUESTION, "stream": True}) as response:
+        events = [line for line in response.iter_lines() if line]
+    assert events[-1].startswith("data: ") and "[DONE]" not in "".join(events)
+    *answer, last = [json.loads(e.removeprefix("data: ")) for e in events]  # all whole
+    assert answer and all("choices" in chunk for chunk in answer)
+    assert says in last["error"]["message"] and last["error"]["type"] == "server_error"
+    safe.standin.fail(mode=mode)
+    with pytest.raises(openai.APIError, match=says):
+        for _ in safe.openai().chat.completions.create(model="gpt-4o", messages=QUESTION,
+                                                       stream=True):
+            pass
+
+
+@pytest.mark.parametrize("mode, says, kind", [
+    ("stall", "read timeout", "timeout_error"),
+    ("cut", "closed the stream before its end", "api_error")])
+def test_a_broken_anthropic_stream_ends_with_an_error_event(safe, mode, says, kind):
+    safe.standin.fail(mode=mode)
+    body = {"model": "claude-sonnet-4", "max_tokens": 20, "messages": QUESTION, "stream": True}
+    with httpx.Client(timeout=30) as client, client.stream(
+            "POST", f"{safe.anthropic_url}/v1/messages", json=body,
+            headers={"anthropic-version": "2023-06-01", "x-api-key": "sk-ant-test"}) as response:
+        text = response.read().decode()
+    events = [e for e in text.split("\n\n") if e]
+    assert events[-1].startswith("event: error\ndata: ")
+    last = json.loads(events[-1].partition("data: ")[2])
+    assert last["type"] == "error" and last["error"]["type"] == kind
+    assert says in last["error"]["message"]
+    for event in events[:-1]:  # no half event before it
+        json.loads(event.partition("data: ")[2])
+    safe.standin.fail(mode=mode)
+    with pytest.raises(anthropic.APIError, match=says), safe.anthropic().messages.stream(
+            model="claude-sonnet-4", max_tokens=20, messages=QUESTION) as stream:
+        for _ in stream.text_stream:
+            pass
