@@ -8,7 +8,9 @@ BIN := $(VENV)/bin
 $(BIN)/ctxlayer: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	@# setuptools reports every editable install with an "Editable installation" banner, an
+	@# information only (its own word), hidden so that `make demo` shows just the demo
+	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install -q -e '.[test]'
 	touch $@
 
 setup: $(BIN)/ctxlayer

@@ -51,8 +51,10 @@ def test_openai_request_in_openai_out_with_the_long_question_shortened():
     assert last[0]["text"].startswith("Summarize this:") and last[0]["text"].endswith("THE END")
     assert last[1] == OPENAI_REQUEST["messages"][3]["content"][1]  # the image stays
     assert openai_problems({"messages": msgs}) == []
-    assert out["tokens"] <= 4000
-    assert any("newest user message" in e["reason"] for e in out["truncated"])
+    audit = out.pop("ctxlayer")  # a body comes back whole, the audit beside it
+    assert out["model"] == "gpt-4o" and out["temperature"] == 0
+    assert audit["tokens"] <= 4000
+    assert any("newest user message" in e["reason"] for e in audit["truncated"])
 
 
 def test_anthropic_request_comes_back_whole_with_its_system():

@@ -44,11 +44,11 @@ fi
 for dir in "$repo/clients/typescript" "$here"; do
   stamp="$dir/node_modules/.ctxlayer-lock-stamp"
   if ! [ -f "$stamp" ] || ! cmp -s "$dir/package-lock.json" "$stamp"; then
-    log "npm install (from the lock file) in $dir"
-    # not `npm ci`: it rejects these lock files because vite lists an optional dependency
-    # (napi-windows-process-start-time) that the registry does not serve; `npm install`
-    # installs the locked versions and skips it, leaving the lock file unchanged.
-    (cd "$dir" && npm install --no-audit --no-fund >&2)
+    log "npm ci (exactly the lock file) in $dir"
+    # `npm ci`, never `npm install`: it installs what the lock file says and never writes it,
+    # and it fails when package.json and the lock disagree, so a stale lock is caught here
+    # instead of `make test` leaving it modified (`.ci/run` checks the tree stays clean).
+    (cd "$dir" && npm ci --no-audit --no-fund >&2)
     cp "$dir/package-lock.json" "$stamp"
   fi
 done

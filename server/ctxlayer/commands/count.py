@@ -1,4 +1,6 @@
-"""`ctxlayer count`: tokens of a text, or of a chat (a JSON list of messages) as a request."""
+"""`ctxlayer count`: tokens of a text, or of a chat (a list of messages or a request body) as
+the gateway counts the request: every message (the system included) with its overheads, the
+reply priming, and the tool definitions. The model is `--model`, else the body's `model`."""
 
 from __future__ import annotations
 
@@ -6,12 +8,13 @@ import sys
 
 import msgspec
 
-from ctxlayer.commands.io import parse_chat, read_input
+from ctxlayer.commands.io import chat_model, decode_chat, load_chat, read_input
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("file", nargs="?", help="input file (default: stdin)")
-    parser.add_argument("--model", default=None, help="model name (default gpt-4o)")
+    parser.add_argument("--model", default=None,
+                        help="model name (default: the body's `model`, else gpt-4o)")
     parser.add_argument("--text", action="store_true",
                         help="count the input as plain text even if it is JSON")
     parser.add_argument("--json", action="store_true", help="print a JSON object")
@@ -19,23 +22,31 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from ctxlayer.core.tokens import conversation_tokens, message_tokens
+    from ctxlayer.state.conversations import _tools_tokens as tools_tokens  # the gateway's count
     from ctxlayer.tokenizers import counter_for, model_info
 
     text = read_input(args.file)
-    info, counter = model_info(args.model), counter_for(args.model)
-    stripped = text.lstrip()
-    if not args.text and stripped[:1] in "[{":
-        messages = parse_chat(text, args.file or "stdin", counter)
+    payload = None
+    if not args.text and text.lstrip().removeprefix("\ufeff")[:1] in ("[", "{"):
+        payload, _ = load_chat(text, args.file or "stdin")
+    model = chat_model(args.model, payload or {})
+    info, counter = model_info(model), counter_for(model)
+    if payload is not None:
+        messages = decode_chat(payload, args.file or "stdin", counter).messages
         per = [message_tokens(m, counter) for m in messages]
-        total = conversation_tokens(messages, counter)
+        tools = tools_tokens(payload, counter)
+        # the same sum as a live chat's tokens (state.conversations: the turn plus its tools)
+        total = conversation_tokens(messages, counter) + tools
     else:
-        per, total = [], counter.count(text)
+        per, tools, total = [], 0, counter.count(text)
     if args.json:
         out = {"model": info.name, "encoding": counter.name, "total": total, "tokens": per,
-               "exact": info.exact, "uncertainty": info.uncertainty}
+               "tools": tools, "exact": info.exact, "uncertainty": info.uncertainty}
         sys.stdout.write(msgspec.json.encode(out).decode() + "\n")
         return 0
     band = "" if info.exact else f" (±{info.uncertainty:.0%}: {info.family} counted with {counter.name})"
-    what = f"{len(per)} messages" if per else "text"
+    what = f"{len(per)} messages" if payload is not None else "text"
+    if tools:
+        what += f" and tool definitions ({tools})"
     print(f"{total} tokens, {what}, {info.name}{band}")
     return 0

@@ -16,6 +16,16 @@ def add_arguments(parser) -> None:
                         help="budget for the sample chat's trim (default 8000)")
 
 
+def _shown(sample) -> str:
+    """The sample's path as the user can type it here: relative to the current folder when it
+    is under it (`make demo` in a checkout), else absolute (an installed ctxlayer)."""
+    path = Path(str(sample)).resolve()
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
 def run(args) -> int:
     from ctxlayer.commands.prompt import build, table
     from ctxlayer.core.tokens import conversation_tokens
@@ -41,6 +51,6 @@ def run(args) -> int:
         print(f"  {entry.action:<12} {entry.message_id or entry.index!s:<8} "
               f"{entry.tokens_before:>6} -> {entry.tokens_after:<6} {entry.reason}")
         print(f"  {'':12} {'':8} {entry.summary}")
-    print("\nNext: `ctxlayer trim --budget 4k < chat.json`, `ctxlayer prompt PATH`, "
+    print(f"\nNext: `ctxlayer trim --budget 4k < {_shown(sample)}`, `ctxlayer prompt PATH`, "
           "`ctxlayer serve` (README).")
     return 0

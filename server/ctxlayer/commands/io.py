@@ -15,16 +15,27 @@ from ctxlayer.protocol import Message
 
 
 def read_input(path: str | None) -> str:
+    """The text of a file, or of stdin for None or "-", read as bytes and decoded strictly:
+    a bad byte is reported by its position instead of reaching the JSON reader as a
+    surrogate (Python's stdin decoding lets them through)."""
     if path in (None, "-"):
         if sys.stdin.isatty():
             raise UsageError("no input: pipe a chat into stdin or name a file")
-        return sys.stdin.read()
+        return decode_utf8(sys.stdin.buffer.read(), "stdin")
     try:
-        return Path(path).read_text(encoding="utf-8")
+        data = Path(path).read_bytes()
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot read it as UTF-8 text ({exc})") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read it ({exc.strerror})") from None
+    return decode_utf8(data, path)
+
+
+def decode_utf8(data: bytes, source: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{source} is not valid UTF-8 at byte {exc.start}") from None
 
 
 def load_json(text: str, source: str = "stdin"):
@@ -42,20 +53,38 @@ def load_json(text: str, source: str = "stdin"):
                          "messages a few levels deep") from None
 
 
-def read_chat(text: str, source: str, counter: Tokenizer, fmt: Format | None = None
-              ) -> Decoded:
-    """A chat in `fmt` (None: detected, see formats.detect): a list of messages or a request
-    body with `messages` (and `system` for anthropic)."""
+def load_chat(text: str, source: str) -> tuple[dict, bool]:
+    """The payload of a chat, and whether it came as a request body (`{"messages": [...],
+    ...}`) rather than a bare list of messages (which is wrapped as `{"messages": list}`)."""
     data = load_json(text, source)
     if isinstance(data, list):
-        data = {"messages": data}
-    elif not isinstance(data, dict) or "messages" not in data:
+        return {"messages": data}, False
+    if not isinstance(data, dict) or "messages" not in data:
         raise UsageError(f"{source}: expected a JSON list of messages (or {{\"messages\": "
                          "[...]}})")
+    return data, True
+
+
+def chat_model(requested: str | None, payload: dict) -> str | None:
+    """The model to count for: `--model`, else the request body's own `model`."""
+    model = payload.get("model")
+    return requested or (model if isinstance(model, str) and model else None)
+
+
+def decode_chat(payload: dict, source: str, counter: Tokenizer, fmt: Format | None = None
+                ) -> Decoded:
+    """A chat payload in `fmt` (None: detected, see formats.detect)."""
     try:
-        return decode(fmt or detect(data), data, counter)
+        return decode(fmt or detect(payload), payload, counter)
     except RecursionError:
         raise UsageError(f"{source}: a message nested too deeply to read") from None
+
+
+def read_chat(text: str, source: str, counter: Tokenizer, fmt: Format | None = None
+              ) -> Decoded:
+    """A chat in `fmt` (None: detected): a list of messages or a request body with
+    `messages` (and `system` for anthropic)."""
+    return decode_chat(load_chat(text, source)[0], source, counter, fmt)
 
 
 def parse_chat(text: str, source: str = "stdin", counter: Tokenizer | None = None

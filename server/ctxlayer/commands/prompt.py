@@ -9,6 +9,7 @@ from pathlib import Path
 import msgspec
 
 from ctxlayer.cli import UsageError
+from ctxlayer.core.prompt.spec import INCLUDE_NAMES  # the one list the core checks against
 
 
 def add_arguments(parser) -> None:
@@ -18,7 +19,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--non-interactive", action="store_true")
     parser.add_argument("--compact", action="store_true", help="compact guidance texts")
     parser.add_argument("--include", default=None,
-                        help="selective context: comma-separated files,cmd,tree,git,agent")
+                        help=f"selective context: comma-separated {','.join(INCLUDE_NAMES)}")
     parser.add_argument("--tools", default=None, metavar="FILE",
                         help="tools to describe: a JSON list of {name, instructions, examples} "
                              "or of OpenAI tool definitions ({type: function, function: ...})")

@@ -1,5 +1,11 @@
-"""`ctxlayer trim`: fit a chat into a budget. Result (ctx/trim's TrimResult, with `messages`, and
-`system` for anthropic, in the input's format) on stdout, a one-line summary on stderr."""
+"""`ctxlayer trim`: fit a chat into a budget; the result on stdout, a one-line summary on stderr.
+
+A request body (`{"messages": [...], ...}`) comes back whole, ready to send: every field of the
+input as it was, `messages` (and `system`) fitted, and the audit beside them under AUDIT_KEY,
+which the sender removes. A bare list of messages gives ctx/trim's TrimResult (`messages`,
+`tokens`, `budget`, `dropped`, `truncated`). The tool definitions share the budget, counted as
+the gateway counts them, so `trim --budget N` and the gateway fit a body alike.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,14 @@ import sys
 
 import msgspec
 
-from ctxlayer.commands.io import positive, read_chat, read_input
+from ctxlayer.cli import UsageError
+from ctxlayer.commands.io import chat_model, decode_chat, load_chat, positive, read_input
+
+#: where a request body's result carries the audit ({tokens, budget, dropped, truncated}). No
+#: OpenAI or Anthropic request has this field, so it never stands for one of the body's own;
+#: remove it before sending (`jq 'del(.ctxlayer)'`). An input that has it (trim's own result
+#: trimmed again) has it replaced, never sent on.
+AUDIT_KEY = "ctxlayer"
 
 FORMAT_HELP = ("format of the input and the output: ctxlayer (Message objects), openai (Chat "
                "Completions messages or request) or anthropic (Messages request with system). "
@@ -20,11 +33,13 @@ def add_arguments(parser) -> None:
     parser.add_argument("file", nargs="?", help="chat JSON file (default: stdin)")
     parser.add_argument("--format", choices=("ctxlayer", "openai", "anthropic"), default=None,
                         help=FORMAT_HELP)
-    parser.add_argument("--model", default=None, help="model name (default gpt-4o)")
+    parser.add_argument("--model", default=None,
+                        help="model name (default: the body's `model`, else gpt-4o)")
     parser.add_argument("--budget", type=positive, default=None,
                         help="tokens the prompt may use (default: window minus reserved output)")
     parser.add_argument("--reserve-output", type=positive, default=None,
-                        help="tokens kept free for the reply when --budget is absent")
+                        help="tokens kept free for the reply when --budget is absent (default: "
+                        "the body's max_completion_tokens or max_tokens, else the model's usual)")
     parser.add_argument("--strategy", choices=("pipeline", "priority"), default="pipeline")
     parser.add_argument("--doc", action="append", default=[], metavar="FILE",
                         help="a retrieved document to include (P3); repeatable")
@@ -39,30 +54,41 @@ def run(args) -> int:
 
     from ctxlayer.core.formats import encode, trim_options
     from ctxlayer.core.trim import trim
+    from ctxlayer.state.chatcodec import client_reserve
+    from ctxlayer.state.conversations import _tools_tokens as tools_tokens  # the gateway's count
     from ctxlayer.tokenizers import counter_for, model_info
     from ctxlayer.workspace.attachments import attached_paths, read_attachments
 
-    counter = counter_for(args.model)
-    decoded = read_chat(read_input(args.file), args.file or "stdin", counter, args.format)
+    source = args.file or "stdin"
+    payload, is_body = load_chat(read_input(args.file), source)
+    payload.pop(AUDIT_KEY, None)  # a previous trim's audit: never part of the request
+    model = chat_model(args.model, payload)
+    counter, info = counter_for(model), model_info(model)
+    decoded = decode_chat(payload, source, counter, args.format)
     messages = decoded.messages
-    info = model_info(args.model)
-    budget = args.budget or (max(1, info.context_window - args.reserve_output)
-                             if args.reserve_output else info.default_budget)
+    reserve = args.reserve_output or client_reserve(payload)  # as the gateway reads it
+    budget = args.budget or (max(1, info.context_window - reserve) if reserve
+                             else info.default_budget)
+    tools = tools_tokens(payload, counter)
+    if tools >= budget:
+        raise UsageError(f"the tool definitions alone need {tools} tokens, over the budget of "
+                         f"{budget}")
     docs = [read_input(d) for d in args.doc]
     attachments = read_attachments(Path(args.workspace), attached_paths(messages))
-    report = trim(messages, budget, counter, docs=docs, attachments=attachments,
+    report = trim(messages, budget - tools, counter, docs=docs, attachments=attachments,
                   options=trim_options(decoded.fmt, strategy=args.strategy))
     encoded = encode(decoded, report.messages)
     dropped = [*report.dropped, *(e for e in encoded.audit if e.action == "dropped")]
     truncated = [*report.truncated, *(e for e in encoded.audit if e.action != "dropped")]
-    result: dict = {"messages": encoded.payload["messages"]}
-    if "system" in encoded.payload and decoded.fmt == "anthropic":
-        result["system"] = encoded.payload["system"]
-    result |= {"tokens": report.tokens, "budget": report.budget,
-               "dropped": msgspec.to_builtins(dropped), "truncated": msgspec.to_builtins(truncated)}
+    audit = {"tokens": report.tokens + tools, "budget": budget,
+             "dropped": msgspec.to_builtins(dropped), "truncated": msgspec.to_builtins(truncated)}
+    if is_body:
+        result = {**encoded.payload, AUDIT_KEY: audit}
+    else:
+        result = {"messages": encoded.payload["messages"], **audit}
     sys.stdout.write(msgspec.json.encode(result).decode() + "\n")
     if not args.quiet:
         print(f"trim: {len(messages)} messages in, {len(report.messages)} kept, "
-              f"{report.tokens}/{budget} tokens ({info.name}, {args.strategy}, {decoded.fmt}); "
+              f"{audit['tokens']}/{budget} tokens ({info.name}, {args.strategy}, {decoded.fmt}); "
               f"{len(dropped)} dropped, {len(truncated)} shortened", file=sys.stderr)
     return 0
