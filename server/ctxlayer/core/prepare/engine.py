@@ -75,10 +75,18 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
     dropped: list[AuditEntry] = []
     truncated: list[AuditEntry] = []
     if total > budget:  # even the last group alone is over: the trim engine fits it
-        kept, keys, out_tokens, dropped, truncated = _last_resort(
-            win, kept, keys, out_tokens, budget, counter, policy, set(restored_at.values()),
-            memo)
-        total = fmt.reply_priming + sum(out_tokens)
+        fitted = _last_resort(win, kept, keys, out_tokens, budget, counter, policy,
+                              set(restored_at.values()), memo, may_shrink=True)
+        if fitted is None:  # the summaries would have given way: one smaller chunk instead
+            win.fit_summaries(budget, counter, policy)
+            total = win.total()
+            kept, keys, out_tokens = _assemble(win)
+            if total > budget:
+                fitted = _last_resort(win, kept, keys, out_tokens, budget, counter, policy,
+                                      set(restored_at.values()), memo)
+        if fitted is not None:
+            kept, keys, out_tokens, dropped, truncated = fitted
+            total = fmt.reply_priming + sum(out_tokens)
 
     reuse = _reuse(previous, keys, common)
     state = ConversationState(
@@ -165,10 +173,11 @@ def _assemble(win: Window) -> tuple[list[Message], list, list[int]]:
     """The result's messages, their identities (for cache reuse) and tokens."""
     msgs, toks, h, upto = win.messages, win.tokens, win.head, win.upto
     n = len(msgs)
-    # the question an agent was given (the newest user message, older than every chunk's
-    # messages) stays where it was, before the chunks: a new chunk then leaves it in the prefix
-    q = newest_user(msgs)
-    lead = [q] if win.chunks and q in win.verbatim and q <= win.chunks[0].start else []
+    # what is shown whole from before every chunk's messages (the question an agent was given)
+    # stays where it was, before the chunks: a new chunk then leaves it in the prefix, and it
+    # stays there when a newer question comes
+    first = win.chunks[0].start if win.chunks else -1
+    lead = [i for i in win.verbatim if i <= first]
     after = [i for i in win.verbatim if i not in lead]
     shown = [*lead, *(("s", c) for c in win.chunks), *after]
     kept = [*msgs[:h], *(x[1].message if isinstance(x, tuple) else win.shown(x) for x in shown),
@@ -187,7 +196,7 @@ def _assemble(win: Window) -> tuple[list[Message], list, list[int]]:
 
 def _last_resort(win: Window, kept: list[Message], keys: list, tokens: list[int], budget: int,
                  counter: Tokenizer, policy: PreparePolicy, restored: set[int],
-                 memo: Memo | None):
+                 memo: Memo | None, may_shrink: bool = False):
     """Fit with the trim engine what the window alone could not (the newest exchange alone is
     over the budget), the messages at ``restored`` pinned, and the summary chunks too when
     they fit beside the system prompt and the question; what it shortens keeps its new text
@@ -239,8 +248,10 @@ def _last_resort(win: Window, kept: list[Message], keys: list, tokens: list[int]
     caps = [budget // 2, int(budget * policy.question_share), budget // 8, budget // 16]
     report = None
     used_cap: int | None = None
-    for summaries_held, q_cap, opts in [*((True, c, capped) for c in caps),
-                                        *((False, c, options) for c in caps)]:
+    attempts = [*((True, c, capped) for c in caps), *((False, c, options) for c in caps)]
+    for k, (summaries_held, q_cap, opts) in enumerate(attempts):
+        if k == len(caps) and may_shrink and win.chunks:
+            return None  # the summaries would give way: the caller shrinks them first
         try:
             report = trim(inputs(summaries_held, q_cap), budget, counter, memo=memo,
                           options=opts)

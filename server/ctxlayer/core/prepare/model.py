@@ -46,7 +46,7 @@ class PreparePolicy(msgspec.Struct, frozen=True, kw_only=True):
     ledger_max_tokens: int = 2000
     actions_share: float = 0.04  # the action log (one line per tool call, newest first)
     actions_max_tokens: int = 1500
-    summaries_share: float = 0.4  # every chunk together (of that room); past it, merged
+    summaries_share: float = 0.5  # every chunk together (of that room); past it, merged
     chars_per_token: int = 3  # a conservative guess for sizing summaries in characters
     facts_scan_factor: int = 20  # facts are read from at most this many times the ledger size
     fmt: MessageFormat = OPENAI_FORMAT

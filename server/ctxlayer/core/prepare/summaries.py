@@ -101,10 +101,14 @@ def _chunk_message(start: int, upto: int, text: str) -> Message:
 
 def make_chunk(shown: Sequence[Message], originals: Sequence[Message], indices: Sequence[int],
                tokens: Sequence[int], start: int, upto: int, counter: Tokenizer,
-               policy: PreparePolicy, room: int) -> Chunk:
+               policy: PreparePolicy, room: int, want: int = 0) -> Chunk:
     """A chunk standing for ``shown`` (the messages as the result showed them; ``originals``
-    are the client's, for constraints and facts), at conversation ``indices``."""
+    are the client's, for constraints and facts), at conversation ``indices``; its parts
+    scaled up to about ``want`` tokens when that is more than their shares of ``room``."""
     size = sizes(policy, room)
+    usual = estimate(policy, room)
+    if want > usual:
+        size = Sizes(*(int(v * want / usual) for v in size))
     summary = offline_summary(list(shown), "", size.summary)
     constraints = bounded(detect(list(originals))[0], size.summary)
     facts = _facts(originals, policy.facts_scan_factor * size.ledger)
@@ -122,10 +126,14 @@ def make_chunk(shown: Sequence[Message], originals: Sequence[Message], indices: 
 
 
 def merge_chunks(chunks: Sequence[Chunk], head: int, counter: Tokenizer, policy: PreparePolicy,
-                 room: int) -> Chunk:
+                 room: int, want: int = 0) -> Chunk:
     """One chunk standing for what every chunk stood for: decided/open merged newest first
-    (twice one chunk's room), constraints all kept, facts merged."""
+    (twice one chunk's room, or about ``want`` tokens when given), constraints all kept, facts
+    merged."""
     size = sizes(policy, room).times(2)
+    if want > 0:
+        usual = 2 * estimate(policy, room)
+        size = Sizes(*(max(32, int(v * want / usual)) for v in size))
     summary = offline_summary([], "\n".join(c.summary for c in chunks), size.summary)
     constraints = bounded(list(dict.fromkeys(s for c in chunks for s in c.constraints)),
                           size.summary)

@@ -267,9 +267,14 @@ class Window:
             if not covered:
                 return None
             covered.sort()
+            # a summary grows into the room the step leaves below its target, as an outline
+            # grows with its room, but not past what the chunks may take together
+            chunks_room = int(policy.summaries_share * room) - sum(c.tokens for c in self.chunks)
+            want = max(est, min(target - fixed - tail, chunks_room))
             chunk = summaries.make_chunk(
                 [self.shown(i) for i in covered], [msgs[i] for i in covered], covered,
-                [self.shown_tokens(i) for i in covered], self.upto, j, counter, policy, room)
+                [self.shown_tokens(i) for i in covered], self.upto, j, counter, policy, room,
+                want)
             if fixed + chunk.tokens + tail <= budget or j >= stop:
                 break
             est = chunk.tokens  # the summary came out bigger than expected: walk on
@@ -280,8 +285,45 @@ class Window:
         self.upto = j
         self.frontier = max(self.frontier, j)
         self.chunks = [*self.chunks, chunk]
-        if len(self.chunks) > 1 and sum(c.tokens for c in self.chunks) > (
-                policy.summaries_share * room):
-            self.chunks = [summaries.merge_chunks(self.chunks, self.head, counter, policy,
-                                                  room)]
+        self._merge(counter, policy, room)
         return chunk
+
+    def fit_summaries(self, budget: int, counter: Tokenizer, policy: PreparePolicy) -> bool:
+        """When the step left the request over the budget (the newest exchange is big), the
+        chunks become one, sized to the room the rest leaves: a summary that stands for the
+        whole history gives way to the newest exchange by shrinking, not by being dropped.
+        True when the request now fits."""
+        if not self.chunks:
+            return False
+        total = self.total()
+        chunks = sum(c.tokens for c in self.chunks)
+        want = budget - (total - chunks) - 8
+        if want < 64:
+            return False
+        room = max(want, budget // 4)
+        merged = summaries.merge_chunks(self.chunks, self.head, counter, policy, room, want)
+        for _ in range(3):
+            if merged.tokens <= want:
+                break
+            merged = summaries.merge_chunks(self.chunks, self.head, counter, policy, room,
+                                            int(want * want / merged.tokens * 0.9))
+        if merged.tokens > want or merged.tokens >= chunks:
+            return False
+        self.chunks = [merged]
+        return self.total() <= budget
+
+    def _merge(self, counter: Tokenizer, policy: PreparePolicy, room: int) -> None:
+        """While the chunks together pass ``summaries_share`` of the room, the newest two
+        become one: the prefix up to the older chunks holds (a merge of every chunk, which
+        moves the prefix from the start, only when pairs no longer shrink)."""
+        share = policy.summaries_share * room
+        while len(self.chunks) > 1 and sum(c.tokens for c in self.chunks) > share:
+            pair = self.chunks[-2:]
+            merged = summaries.merge_chunks(pair, pair[0].start, counter, policy, room)
+            if merged.tokens >= sum(c.tokens for c in pair) or len(self.chunks) == 2:
+                if len(self.chunks) > 2 or merged.tokens >= sum(c.tokens for c in pair):
+                    merged = summaries.merge_chunks(self.chunks, self.head, counter, policy,
+                                                    room)
+                self.chunks = [merged]
+                return
+            self.chunks = [*self.chunks[:-2], merged]
