@@ -124,3 +124,13 @@ def test_gateway_models_overrides_a_window_and_the_fit_keeps_system_messages(tmp
             assert len(json.dumps(sent["body"])) < len(json.dumps(messages))
         finally:
             stop_stack(thread, gateway, state)
+
+
+def test_gateway_models_is_read_from_ctxlayer_toml_a_bad_entry_named(tmp_path):
+    from ctxlayer.config import load_config
+
+    (tmp_path / "ctxlayer.toml").write_text(
+        '[gateway.models]\n"claude-opus-4-8" = 200000\n"gpt-4o" = -5\n')
+    config, problems = load_config(tmp_path, tmp_path / "no-user-config")
+    assert config.gateway.models == {"claude-opus-4-8": 200000}
+    assert len(problems) == 1 and "gateway.models.gpt-4o" in problems[0]
