@@ -1,6 +1,7 @@
 """Gateway benchmark: the latency the gateway adds to the first byte of an answer.
 
     .venv/bin/python bench/gateway_bench.py [--requests 300] [--stream]
+    .venv/bin/python bench/gateway_bench.py --interleaved [--turns 60]
 
 The stand-in provider (tests/providers/standin.py) and `ctxlayer gateway` run as their own
 processes on loopback, as they do for a user; this process sends the same small chat request
@@ -8,6 +9,14 @@ processes on loopback, as they do for a user; this process sends the same small 
 over one kept-alive connection each, and times each request from the send to the first byte
 of the answer's body. Reported: p50 / p90 of both, and the gateway's added latency as the
 difference of the p50s (target: <= 5 ms) and as a ratio, all measured in the same run.
+
+`--interleaved`: growing chats (aider-like: the same system prompt and fixed first example,
+then turns of about 150 words each way) instead of one small request: one chat alone (its
+own start) and two chats that share a start, their turns interleaved (the lone chat's turns
+between theirs, so both meet the same load); each request is sent straight
+to the stand-in and through the gateway, and the added latency (gateway minus direct, per
+request) is reported as p50 for both, in the same run. Two chats cost no more per
+request than one when each turn recognizes its own chat's previous turn.
 """
 
 from __future__ import annotations
@@ -57,10 +66,63 @@ def pct(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+WORDS = "parser token budget window cache prefix session editor stream answer".split()
+
+
+def words(seed: str, n: int = 150) -> str:
+    import random
+
+    rng = random.Random(seed)
+    return f"{seed}: " + " ".join(rng.choice(WORDS) + str(rng.randint(0, 999)) for _ in range(n))
+
+
+def chat_turns(name: str, turns: int, system: str = "You are aider, an expert developer."
+               ) -> list[bytes]:
+    """The request bodies of one aider-like chat, turn by turn."""
+    msgs = [{"role": "system", "content": system},
+            {"role": "user", "content": "Change get_factorial() to use math.factorial"},
+            {"role": "assistant", "content": "Ok, I will edit mathweb/flask/app.py."}]
+    out = []
+    for k in range(turns):
+        msgs.append({"role": "user", "content": words(f"{name} asks {k}")})
+        out.append(json.dumps({"model": "gpt-4o", "messages": msgs}).encode())
+        msgs = [*msgs, {"role": "assistant", "content": words(f"{name} says {k}")}]
+    return out
+
+
+def interleaved(direct, via, path_direct: str, path_via: str, turns: int) -> None:
+    def added(bodies: list[bytes]) -> list[float]:
+        out = []
+        for body in bodies:
+            d = first_byte(direct, path_direct, body)
+            v = first_byte(via, path_via, body)
+            out.append(v - d)
+        return out
+
+    # the lone chat (its own start) and the pair take turns, so that both phases meet the
+    # same load on the machine
+    solo = chat_turns("solo", turns, "You are aider, alone.")
+    a, b = chat_turns("alice", turns), chat_turns("bob", turns)
+    one: list[float] = []
+    two: list[float] = []
+    for k in range(turns):
+        one += added([solo[k]])
+        two += added([a[k], b[k]])
+    print(f"added latency per request (gateway minus direct, first byte), aider-like chats of "
+          f"{turns} turns, same system prompt and first example")
+    print(f"  one chat alone             : p50 {ms(statistics.median(one))}  "
+          f"p90 {ms(pct(one, 0.9))}")
+    print(f"  two chats interleaved      : p50 {ms(statistics.median(two))}  "
+          f"p90 {ms(pct(two, 0.9))}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--stream", action="store_true", help="streamed answers (SSE)")
+    parser.add_argument("--interleaved", action="store_true",
+                        help="two growing chats with the same start, against one")
+    parser.add_argument("--turns", type=int, default=60)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="ctxlayer-gateway-bench-"))
     (work / "project").mkdir()
@@ -80,6 +142,9 @@ def main() -> None:
         for _ in range(30):  # warm both: encodings loaded, connections open, caches filled
             first_byte(direct, path_direct, body)
             first_byte(via, path_via, body)
+        if args.interleaved:
+            interleaved(direct, via, path_direct, path_via, args.turns)
+            return
         times_direct: list[float] = []
         times_via: list[float] = []
         for _ in range(args.requests):

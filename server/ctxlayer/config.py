@@ -236,6 +236,10 @@ class GatewayConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     max_body_mb: Annotated[int, Meta(ge=1, description="Largest request body, in MiB (the "
                                      "daemon's JSON-RPC frame limit); a larger one gets 413.")
                            ] = MAX_MESSAGE_MB
+    models: Annotated[dict[str, Annotated[int, Meta(gt=0)]], Meta(
+        description="A model's context window in tokens, overriding the built-in table and "
+        "the 1M beta: `\"claude-opus-4-8\" = 200000` (the longest matching prefix of the "
+        "model name wins).")] = msgspec.field(default_factory=dict)
 
 
 class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -369,6 +373,17 @@ def _merge_into(
             _merge_into(values.setdefault(name, {}), value, source, ftype, dotted + ".",
                         messages)
             continue
+        if typing.get_origin(ftype) is dict and isinstance(value, dict):
+            # a table of entries: a bad entry is reported and skipped, the others kept
+            entry_type = typing.get_args(ftype)[1]
+            table = values.setdefault(name, {})
+            for k, v in value.items():
+                try:
+                    table[str(k)] = msgspec.convert(v, entry_type)
+                except msgspec.ValidationError as e:
+                    messages.append(f"{source}: `{dotted}.{k}`: {str(e)[:1].lower()}"
+                                    f"{str(e)[1:]} (value {v!r}); ignored")
+            continue
         try:
             values[name] = msgspec.convert(value, field.type)
         except msgspec.ValidationError as e:
@@ -424,6 +439,9 @@ def _type_name(tp: Any) -> str:
         return f"{_type_name(_optional(tp))} or unset"
     if typing.get_origin(tp) is list:
         return f"list of {_type_name(typing.get_args(tp)[0])}"
+    if typing.get_origin(tp) is dict:
+        key, value = typing.get_args(tp)
+        return f"table of {_type_name(key)} to {_type_name(value)}"
     return {int: "integer", str: "string", bool: "boolean", float: "number"}.get(
         tp, getattr(tp, "__name__", str(tp))
     )

@@ -412,6 +412,13 @@ class PrepareParams(Wire):
     budget: int | None = None
     reserve_output: int | None = None
     conversation_id: str | None = None
+    # the client's own id of its chat when the request body does not carry it (the gateway
+    # passes Claude Code's `x-claude-code-session-id` header); see "Which conversation"
+    client_session_id: str | None = None
+    # the model's window for this request when it is not the table's (the gateway sets it
+    # from `anthropic-beta: context-1m-*` and `[gateway.models]`); the budget is this minus
+    # the request's output room
+    context_window: int | None = None
 
 
 class PrepareResult(Wire):

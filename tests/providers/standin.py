@@ -47,7 +47,7 @@ import standin_answers as answers
 import standin_checks as checks
 from standin_answers import Reply, Usage
 
-from ctxlayer.tokenizers import model_info
+from ctxlayer.tokenizers import context_window
 
 MODELS = ("gpt-4o", "gpt-4o-mini", "gpt-4.1", "claude-sonnet-4", "claude-haiku-4")
 
@@ -134,11 +134,13 @@ class Standin:
         self._replies.clear()
         self._previous.clear()
 
-    def window(self, model: str) -> int:
+    def window(self, model: str, betas: list[str] | tuple = ()) -> int:
+        """The model's window as the provider applies it: the one this stand-in was given,
+        else the published one (1M with a `context-1m-*` beta where the model has it)."""
         matches = [p for p in self.windows if model.startswith(p)]
         if matches:
             return self.windows[max(matches, key=len)]
-        return model_info(model).context_window
+        return context_window(model, betas)
 
     # ---- model routes ---------------------------------------------------------------------
 
@@ -152,7 +154,8 @@ class Standin:
         entry, body = await self._read("anthropic", request)
         if body is None:
             return self._error("anthropic", entry, 400, "body: could not parse JSON")
-        probs = [p for p in checks.problems("anthropic", {**body, "max_tokens": 1})]
+        probs = [p for p in checks.problems("anthropic", {**body, "max_tokens": 1},
+                                            checks.betas_of(request.headers))]
         if probs:
             return self._error("anthropic", entry, 400, "; ".join(probs))
         entry["status"] = 200
@@ -207,14 +210,15 @@ class Standin:
         if failure and failure["mode"] == "slow_first_byte":
             await asyncio.sleep(failure["delay"])
         entry["stream"] = bool(body.get("stream"))
-        probs = checks.problems(fmt, body)
+        betas = checks.betas_of(request.headers) if fmt == "anthropic" else []
+        probs = checks.problems(fmt, body, betas)
         if probs:
             entry["problems"] = probs
             return self._error(fmt, entry, 400, "; ".join(probs), param="messages")
         model = body["model"]
         tokens = checks.prompt_tokens(fmt, body)
         entry["prompt_tokens"] = tokens
-        window = self.window(model)
+        window = self.window(model, betas)
         asked = body.get("max_tokens") or body.get("max_completion_tokens") or 0
         if tokens + (asked if isinstance(asked, int) else 0) > window:
             entry["problems"] = [f"over the window: {tokens} + {asked} > {window}"]

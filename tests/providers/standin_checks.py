@@ -23,15 +23,78 @@ except ImportError:  # pragma: no cover - depends on what is merged
 OPENAI_ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
 
 
-def problems(fmt: str, body: Any) -> list[str]:
-    """Every reason the provider of `fmt` ("openai" | "anthropic") would refuse `body`."""
+#: the beta that lets Anthropic messages hold `role: "system"` between turns
+MID_SYSTEM_BETA = "mid-conversation-system-"
+
+
+def betas_of(headers: Any) -> list[str]:
+    """The `anthropic-beta` names of a request's headers (comma-separated, maybe repeated)."""
+    values = headers.getall("anthropic-beta", []) if hasattr(headers, "getall") else \
+        [v for k, v in dict(headers).items() if k.lower() == "anthropic-beta"]
+    return [b.strip() for v in values for b in v.split(",") if b.strip()]
+
+
+def problems(fmt: str, body: Any, betas: Any = ()) -> list[str]:
+    """Every reason the provider of `fmt` ("openai" | "anthropic") would refuse `body`, sent
+    with the `anthropic-beta` names `betas`."""
     if not isinstance(body, dict):
         return ["body: expected a JSON object"]
     if fmt == "openai":
         own = _openai_problems(body)
         return own or (_rules_openai(body) if _rules_openai else [])
+    msgs = body.get("messages")
+    if any(b.startswith(MID_SYSTEM_BETA) for b in betas) and isinstance(msgs, list):
+        placed = mid_system_problems(msgs)
+        if _cache_controls(body.get("system")) + _cache_controls(msgs) + _cache_controls(
+                body.get("tools")) > 4:
+            placed.append("A maximum of 4 blocks with cache_control may be provided.")
+        # the rest is checked on the turns alone, as the provider reads them
+        body = {**body, "messages": [m for m in msgs if not (
+            isinstance(m, dict) and m.get("role") == "system")]}
+        if placed:
+            return placed
     own = _anthropic_problems(body)
     return own or (_rules_anthropic(body) if _rules_anthropic else [])
+
+
+def mid_system_problems(msgs: list) -> list[str]:
+    """The placement rules of system messages between turns: never first, right after a user
+    message (or an assistant one ending in a server tool use), followed by an assistant turn
+    or nothing, never two in a row, text blocks only."""
+    out: list[str] = []
+    for i, m in enumerate(msgs):
+        if not isinstance(m, dict) or m.get("role") != "system":
+            continue
+        where = f"messages.{i}"
+        prev = msgs[i - 1] if i > 0 and isinstance(msgs[i - 1], dict) else None
+        nxt = msgs[i + 1] if i + 1 < len(msgs) and isinstance(msgs[i + 1], dict) else None
+        if prev is None:
+            out.append(f"{where}: a system message cannot be the first message")
+        elif prev.get("role") == "system" or (nxt is not None and nxt.get("role") == "system"):
+            out.append(f"{where}: consecutive system messages are not allowed")
+        elif prev.get("role") != "user" and not _ends_in_server_tool(prev):
+            out.append(f"{where}: a system message must immediately follow a user message")
+        if nxt is not None and nxt.get("role") not in ("assistant", "system"):
+            out.append(f"{where}: a system message must be last or followed by an assistant "
+                       "message")
+        content = m.get("content")
+        if isinstance(content, str):
+            if not content.strip():
+                out.append(f"{where}.content: must be non-empty")
+        elif isinstance(content, list) and content:
+            for k, b in enumerate(content):
+                if not isinstance(b, dict) or b.get("type") != "text" or \
+                        not isinstance(b.get("text"), str):
+                    out.append(f"{where}.content.{k}: system messages hold text blocks only")
+        else:
+            out.append(f"{where}.content: must be a non-empty string or list of text blocks")
+    return out
+
+
+def _ends_in_server_tool(msg: dict) -> bool:
+    content = msg.get("content")
+    return msg.get("role") == "assistant" and isinstance(content, list) and bool(content) \
+        and isinstance(content[-1], dict) and content[-1].get("type") == "server_tool_use"
 
 
 def _openai_problems(body: dict) -> list[str]:

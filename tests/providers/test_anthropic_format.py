@@ -82,7 +82,7 @@ def test_documents_and_thinking_are_counted_never_shortened():
 
 
 @pytest.mark.parametrize("body,field", [
-    ({"messages": [{"role": "system", "content": "x"}]}, "messages[0].role"),
+    ({"messages": [{"role": "tool", "content": "x"}]}, "messages[0].role"),
     ({"messages": [{"role": "user", "content": 3}]}, "messages[0].content"),
     ({"messages": [{"role": "user", "content": [{"text": "x"}]}]}, "messages[0].content[0].type"),
     ({"messages": [{"role": "user", "content": [{"type": "tool_result"}]}]},
@@ -242,3 +242,55 @@ def test_a_shortened_message_keeps_its_cache_marker():
     blocks = out.payload["messages"][0]["content"]
     assert len(blocks) == 1 and blocks[0]["cache_control"] == {"type": "ephemeral"}
     assert "x0 = 0" in blocks[0]["text"] and len(blocks[0]["text"]) < len(long_text)
+
+
+# --- system messages between turns (the mid-conversation-system beta) ------------------------
+
+MID_BETA = ["mid-conversation-system-2026-04-07"]
+NOTE = {"role": "system", "content": "from now on answer in French"}
+
+
+def test_a_system_message_between_turns_is_read_pinned_and_written_back_in_place():
+    body = request({"role": "user", "content": "hi"}, NOTE,
+                   {"role": "assistant", "content": "bonjour"},
+                   {"role": "user", "content": "and now?"}, system="be brief")
+    d = decode("anthropic", body, WORDS)
+    assert [(m.role, m.pinned) for m in d.messages] == [
+        ("system", True), ("user", False), ("system", True), ("assistant", False),
+        ("user", False)]
+    out = encode(d, d.messages).payload
+    assert out == body and out["messages"][1] is NOTE
+
+
+def test_trimmed_system_messages_between_turns_stay_valid_and_are_audited_when_moved():
+    from standin_checks import problems
+
+    filler = " ".join(["word"] * 400)
+    body = request({"role": "user", "content": filler}, NOTE,
+                   {"role": "assistant", "content": filler},
+                   {"role": "user", "content": "q1"},
+                   {"role": "system", "content": [{"type": "text", "text": "be formal"}]},
+                   {"role": "assistant", "content": "a1"},
+                   {"role": "user", "content": "the question"})
+    d = decode("anthropic", body, WORDS)
+    report = trim(d.messages, 80, WORDS, options=AS_SENT)
+    assert [m.content for m in report.messages if m.role == "system"] == [
+        NOTE["content"], "be formal"]  # pinned: kept whole
+    enc = encode(d, report.messages)
+    assert problems("anthropic", enc.payload, MID_BETA) == []
+    texts = [m.get("content") for m in enc.payload["messages"] if m["role"] == "system"]
+    assert NOTE["content"] in str(texts) and "be formal" in str(texts)
+    moved = [e for e in enc.audit if "system message" in e.reason]
+    assert moved, enc.audit  # the first one lost the user turn it followed: said so
+
+
+def test_without_the_beta_the_stand_in_refuses_them():
+    from standin_checks import problems
+
+    body = request({"role": "user", "content": "hi"}, NOTE,
+                   {"role": "assistant", "content": "ok"})
+    assert problems("anthropic", body) != []
+    assert problems("anthropic", body, MID_BETA) == []
+    assert problems("anthropic", request({"role": "user", "content": "hi"},
+                                         {"role": "assistant", "content": "ok"}, NOTE,
+                                         {"role": "user", "content": "x"}), MID_BETA)

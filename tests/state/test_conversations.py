@@ -205,3 +205,73 @@ def test_a_conversation_is_known_by_its_first_messages_text_only():
     assert identity_text("anthropic", first) == identity_text("anthropic", later)
     assert identity_text("anthropic", first) != identity_text("anthropic", other)
     assert identity_text("openai", later) != identity_text("anthropic", later)
+
+
+# --- Claude Code: system messages between turns, the window it asked for ---------------------
+
+REMINDER = {"role": "system", "content": [{"type": "text", "text": "Plan mode: edit nothing."}]}
+
+
+def claude_code_chat(r: random.Random, turns: int) -> list[dict]:
+    msgs: list[dict] = [{"role": "user", "content": "Where is the cache built?"}, REMINDER]
+    for t in range(turns):
+        msgs += [{"role": "assistant", "content": f"Answer {t}: " + words(r, 150)},
+                 {"role": "user", "content": f"Question {t + 1}: " + words(r, 30)}]
+    return msgs
+
+
+def plain(value):
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+async def test_prepare_and_trim_keep_system_messages_between_turns(caller):
+    from ctxlayer.state.requests import call
+
+    r = random.Random(3)
+    msgs = claude_code_chat(r, 30)
+    request = {"model": "claude-opus-4-8", "max_tokens": 500, "system": "You are Claude Code.",
+               "messages": msgs}
+
+    async def go():
+        prepared = await chats.prepare(caller, protocol.PrepareParams(
+            format="anthropic", request=request, budget=1500))
+        without = await chats.prepare(caller, protocol.PrepareParams(
+            format="anthropic", request={**request, "messages": [msgs[0], *msgs[2:]]},
+            conversation_id="without"))
+        alone = await chats.prepare(caller, protocol.PrepareParams(
+            format="anthropic", request={**request, "messages": msgs[:2]},
+            conversation_id="alone"))
+        first = await chats.prepare(caller, protocol.PrepareParams(
+            format="anthropic", request={**request, "messages": msgs[:1]},
+            conversation_id="first"))
+        trimmed = await call(caller, "ctx/trim", protocol.TrimParams(
+            format="anthropic", messages=msgs, system="You are Claude Code.", budget=1500,
+            model="claude-opus-4-8"))
+        return prepared, without, alone, first, trimmed
+
+    prepared, without, alone, first, trimmed = await go()
+    assert prepared.compacted
+    kept = prepared.request["messages"]
+    assert [plain(m) for m in kept if m["role"] == "system"] == [REMINDER]
+    assert kept.index(next(m for m in kept if m["role"] == "system")) >= 1
+    assert alone.tokens > first.tokens  # counted
+    assert without.conversation_id != prepared.conversation_id
+    assert [plain(m) for m in trimmed.messages if m["role"] == "system"] == [REMINDER]
+
+
+async def test_the_window_given_sets_the_budget(caller):
+    request = {"model": "claude-sonnet-4-5", "max_tokens": 1000,
+               "messages": [{"role": "user", "content": "hi"}]}
+
+    async def go(window):
+        return await chats.prepare(caller, protocol.PrepareParams(
+            format="anthropic", request=request, context_window=window))
+
+    assert (await go(10_000)).budget == 9000
+    with pytest.raises(ContextError) as err:
+        await go(0)
+    assert err.value.field == "contextWindow"

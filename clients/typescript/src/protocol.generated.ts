@@ -352,6 +352,8 @@ export interface PrepareParams {
   budget?: number | null;
   reserveOutput?: number | null;
   conversationId?: string | null;
+  clientSessionId?: string | null;
+  contextWindow?: number | null;
 }
 export interface PrepareResult {
   request: {};

@@ -17,11 +17,16 @@ from ctxlayer.state import Caller
 from ctxlayer.state.requests import call
 
 
-async def prepare(caller: Caller, fmt: str, body: dict,
-                  conversation_id: str | None) -> protocol.PrepareResult:
-    """The request to send instead of `body` (raises ContextError for input it cannot serve)."""
+async def prepare(caller: Caller, fmt: str, body: dict, conversation_id: str | None, *,
+                  client_session_id: str | None = None,
+                  context_window: int | None = None) -> protocol.PrepareResult:
+    """The request to send instead of `body` (raises ContextError for input it cannot serve).
+    `client_session_id` is the client's own id of the chat read from a header; the state reads
+    the ones a body carries itself."""
     params = protocol.PrepareParams(format=fmt, request=body,  # type: ignore[arg-type]
-                                    conversation_id=conversation_id)
+                                    conversation_id=conversation_id,
+                                    client_session_id=client_session_id,
+                                    context_window=context_window)
     return await call(caller, "ctx/prepare", params)
 
 

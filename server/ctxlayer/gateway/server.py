@@ -34,7 +34,7 @@ from ctxlayer.state import Caller, State
 from ctxlayer.state.requests import call
 from ctxlayer.statefiles import make_private_dir, read_or_create_token, token_file, write_private
 from ctxlayer.store.db import StoreError, describe_store_error
-from ctxlayer.tokenizers import model_info
+from ctxlayer.tokenizers import context_window, model_info
 
 log = logging.getLogger("ctxlayer.gateway")
 
@@ -79,6 +79,21 @@ def read_request(fmt: str, raw: bytes) -> dict:
         raise GatewayError(400, "`system` must be a string or a list of text blocks",
                            field="system")
     return body
+
+
+class Hints(msgspec.Struct, frozen=True):
+    """What a request's headers say about its conversation and its window."""
+
+    conversation: str | None  # x-ctxlayer-conversation: the user names it
+    session: str | None  # the client's own session id (Claude Code's x-claude-code-session-id)
+    betas: tuple[str, ...]  # anthropic-beta names (context-1m-* opens the 1M window)
+
+
+def read_hints(headers: Any) -> Hints:
+    betas = tuple(b.strip() for v in headers.getall("anthropic-beta", [])
+                  for b in v.split(",") if b.strip())
+    return Hints(conversation=headers.get("x-ctxlayer-conversation") or None,
+                 session=headers.get("x-claude-code-session-id") or None, betas=betas)
 
 
 class GatewayServer:
@@ -215,14 +230,17 @@ class GatewayServer:
         ours: dict[str, str] = {}
         try:
             body = read_request(fmt, await _read(request))
-            conversation = request.headers.get("x-ctxlayer-conversation") or None
+            hints = read_hints(request.headers)
+            window = context_window(body["model"], hints.betas, self.config.models)
             info = model_info(body["model"])
             if info.family == "unknown":
                 ours["x-ctxlayer-warning"] = (
                     f"unknown model {ascii(body['model'])}: counted with {info.encoding} and the "
                     f"default window of {info.context_window} tokens")
             # shielded: a client that goes away must not cut a prepare in half
-            result = await asyncio.shield(chats.prepare(self.caller, fmt, body, conversation))
+            result = await asyncio.shield(chats.prepare(
+                self.caller, fmt, body, hints.conversation, client_session_id=hints.session,
+                context_window=window if window != info.context_window else None))
         except GatewayError as err:
             log.info("%s request refused: %s", fmt, err)
             return error_response(fmt, err, ours)

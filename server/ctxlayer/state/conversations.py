@@ -5,8 +5,11 @@ counts and decides only what is new), its session in the session service (id
 `chat-<conversationId>`: calibration from the provider's usage, and the audit log, written
 only when a turn summarized, cut or restored something), the ids the user restored, and the
 order of one conversation's turns (its lane, taken before the first await).
-A conversation is known by `conversationId`, else by its first messages: the system text and
-the first user message, text only (a moving `cache_control` does not make it another one).
+A conversation is known by `conversationId` (the gateway's `x-ctxlayer-conversation`), else by
+the client's own session id, else by its message chain (identity.py): requests that start with
+the same system text and first user message are a family, and each request goes to the
+family's conversation it extends or edits; a chat that forks off keeps a conversation of its
+own, with its own summary chunks.
 A turn that only appends a little and cannot reach its budget runs on the event loop (about a
 millisecond for a 1M-token chat); any other turn runs on a worker thread.
 Memory: the last MAX_LIVE conversations keep their turn (the engine holds its messages);
@@ -27,8 +30,8 @@ import msgspec
 from ctxlayer import protocol
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.prepare import ConversationState, Turn, audit_of, prepare_turn
-from ctxlayer.core.text import content_hash
-from ctxlayer.state.chatcodec import client_reserve, decode, encode, identity_text
+from ctxlayer.state import identity
+from ctxlayer.state.chatcodec import client_reserve, decode, encode
 
 #: the State and the Caller (not imported: the State imports this module)
 State = Caller = Any
@@ -67,6 +70,19 @@ class Conversation:
         self.session_open = False
         self.native_count = 0  # messages of the last request, as the client sent them
         self.tools_tokens = 0
+        self.chain: list = []  # the last request's messages, as sent (which chat it is)
+        self.family: str | None = None  # set when the chain decides this conversation
+
+    def fork(self, conversation_id: str) -> Conversation:
+        """A copy under another id, for the chain this one is about to leave behind."""
+        other = Conversation(self.workspace, conversation_id, self.model, self.source)
+        for name in ("state", "budget", "tokens", "system_tokens", "cache_reuse", "dropped",
+                     "updated_at", "cached_tokens", "bias", "native_count", "tools_tokens",
+                     "chain", "family"):
+            setattr(other, name, getattr(self, name))
+        other.restored = set(self.restored)
+        other.extra_audit = list(self.extra_audit)
+        return other
 
     def info(self) -> protocol.ConversationInfo:
         return protocol.ConversationInfo(
@@ -94,6 +110,7 @@ class Conversations:
         self.clock = clock
         self._live: OrderedDict[tuple[str, str], Conversation] = OrderedDict()
         self._background: set[asyncio.Future] = set()
+        self._forks = 0  # ids given to forks, so each is new
 
     # --- ctx/prepare ---------------------------------------------------------------------
 
@@ -102,10 +119,41 @@ class Conversations:
         if not isinstance(p.request, dict):
             raise ContextError("invalid", "expected the provider request as an object",
                                field="request")
-        cid = p.conversation_id or "c" + content_hash(identity_text(p.format, p.request))
         workspace = caller.workspace
-        async with self.state.lanes.turn(("chat", workspace, cid)):
-            return await self._prepare(caller, p, workspace, cid)
+        hint = identity.client_hint(p.format, p.request, p.client_session_id)
+        cid = p.conversation_id or (identity.hinted_id(p.format, hint) if hint else None)
+        if cid is not None:
+            async with self.state.lanes.turn(("chat", workspace, cid)):
+                return await self._prepare(caller, p, workspace, cid)
+        # by its chain: the family's requests take one lane, so each sees the others' last
+        family = identity.family_id(p.format, p.request)
+        async with self.state.lanes.turn(("chats", workspace, family)):
+            cid = self._by_chain(workspace, family, identity.turns(p.request))
+            result = await self._prepare(caller, p, workspace, cid)
+            conv = self._get(workspace, cid)
+            if conv is not None:
+                conv.family = family
+            return result
+
+    def _by_chain(self, workspace: str, family: str, now: list) -> str:
+        """The family's conversation ``now`` extends or edits; an edit leaves the replaced
+        chain behind as a fork of its own (if that chat goes on, it lands there)."""
+        members = [(cid, c.chain) for (ws, cid), c in self._live.items()
+                   if ws == workspace and c.family == family]
+        found = identity.best_match(members, now)
+        if found is None:
+            if not members:
+                return family
+            self._forks += 1
+            return f"{family}-{self._forks}"
+        cid, extends = found
+        if not extends:
+            conv = self._live[(workspace, cid)]
+            self._forks += 1
+            fork = conv.fork(f"{family}-{self._forks}")
+            self._live[(workspace, fork.conversation_id)] = fork
+            self._live.move_to_end((workspace, cid))
+        return cid
 
     async def _prepare(self, caller: Caller, p: protocol.PrepareParams, workspace: str,
                        cid: str) -> protocol.PrepareResult:
@@ -115,8 +163,16 @@ class Conversations:
             raise ContextError("invalid", "must not be negative", field="reserveOutput")
         if p.budget is not None and p.budget <= 0:
             raise ContextError("invalid", "must be a positive number of tokens", field="budget")
+        if p.context_window is not None and p.context_window <= 0:
+            raise ContextError("invalid", "must be a positive number of tokens",
+                               field="contextWindow")
         reserve = p.reserve_output if p.reserve_output is not None else client_reserve(p.request)
-        nominal = p.budget if p.budget is not None else caller.default_budget(model, reserve)
+        if p.budget is not None:
+            nominal = p.budget
+        elif p.context_window is not None:
+            nominal = _window_budget(model, p.context_window, reserve)
+        else:
+            nominal = caller.default_budget(model, reserve)
         source: protocol.Source = "gateway" if caller.source == "gateway" else "prepare"
         conv = self._get(workspace, cid)
         if conv is None:
@@ -146,6 +202,7 @@ class Conversations:
             out = await state.tokenizers.run(model, work, size=1 << 62)
         turn, encoded, tools = out  # type: ignore[misc]
         conv.native_count = len(p.request.get("messages") or ())
+        conv.chain = identity.turns(p.request)
         self._remember(conv, turn, budget, tools)
         if not conv.session_open:
             await state.work(state.sessions.open, workspace, protocol.SessionOpenParams(
@@ -325,6 +382,14 @@ def _tools_tokens(request: dict, counter) -> int:
     if not tools:
         return 0
     return counter.count(msgspec.json.encode(tools).decode())
+
+
+def _window_budget(model: str, window: int, reserve: int | None) -> int:
+    """The window the request was given, minus its output room (else the model's usual)."""
+    from ctxlayer.tokenizers import model_info
+
+    return max(1, window - (reserve if reserve is not None else
+                            min(model_info(model).output_allowance, window // 2)))
 
 
 def _str(value: Any) -> str | None:

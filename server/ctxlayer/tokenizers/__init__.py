@@ -29,10 +29,11 @@ from ctxlayer.tokenizers.encodings import (
     set_cache_dir,
 )
 from ctxlayer.tokenizers.models import DEFAULT_MODEL, TABLE, ModelInfo, model_info
+from ctxlayer.tokenizers.windows import LONG_CONTEXT, LONG_WINDOW, context_window
 
 __all__ = [
-    "DEFAULT_MODEL", "ENCODINGS", "TABLE", "ModelInfo", "TiktokenCounter", "TokenizerUnavailable",
-    "built_from", "counter_for", "memo_for", "model_info", "preload", "prompt_traits",
+    "DEFAULT_MODEL", "ENCODINGS", "LONG_CONTEXT", "LONG_WINDOW", "TABLE", "ModelInfo", "TiktokenCounter", "TokenizerUnavailable",
+    "built_from", "context_window", "counter_for", "memo_for", "model_info", "preload", "prompt_traits",
     "set_cache_dir",
 ]
 

@@ -5,7 +5,9 @@ For the engine, each system block is a leading pinned system message, and a user
 split: each `tool_result` block becomes its own tool message (so a call and its results are
 kept or dropped together, one result at a time), the rest stays one user message. Writing
 back merges the pieces into their native message again; repairs (see anthropic_repair.py)
-keep the result valid.
+keep the result valid. A `role: "system"` message between turns (the mid-conversation-system
+beta Claude Code sends) is a pinned system message that stays where it was: written back as
+the very dict the client sent, never moved into the top-level `system`.
 
 Owns this format's reading and writing; it never decides what to keep.
 """
@@ -138,10 +140,13 @@ class _Reader:
         where = f"messages[{i}]"
         native = expect_dict(native, where)
         role = native.get("role")
-        if role not in ("user", "assistant"):
-            raise bad(f"{where}.role", f"expected user or assistant, got {role!r}")
+        if role not in ("user", "assistant", "system"):
+            raise bad(f"{where}.role", f"expected user, assistant or system, got {role!r}")
         own = client_id(native)
         content = native.get("content")
+        if role == "system":
+            self._system_turn(i, content, own, where)
+            return
         if isinstance(content, str):
             self.add(Message(role=role, content=content, id=derive_id("an", str(i), role,
                                                                       content)),
@@ -156,6 +161,29 @@ class _Reader:
             self._assistant(i, blocks, own, where)
         else:
             self._user(i, blocks, own, where)
+
+    def _system_turn(self, i: int, content: Any, own: str | None, where: str) -> None:
+        """A system message between turns (the mid-conversation-system beta): pinned, so it
+        is kept whole where it stands, counted like the top-level system prompt."""
+        if isinstance(content, str):
+            text, parts = content, 0
+        elif isinstance(content, list):
+            texts, parts = [], 0
+            for k, b in enumerate(content):
+                f = f"{where}.content[{k}]"
+                b = expect_dict(b, f)
+                expect_str(b.get("type"), f"{f}.type", "the block's type")
+                if b["type"] == "text":
+                    texts.append(expect_str(b.get("text"), f"{f}.text"))
+                else:  # the provider says what it thinks of it; we count it and pass it on
+                    parts += _block_tokens(b, f, self.counter)
+            text = "\n".join(texts)
+        else:
+            raise bad(f"{where}.content", "expected a string or a list of blocks")
+        self.add(Message(role="system", content=text, pinned=True, parts_tokens=parts or None,
+                         id=derive_id("an", str(i), "system", text)),
+                 ("msg", i, None if isinstance(content, str) else tuple(range(len(content)))),
+                 own, where)
 
     def _assistant(self, i: int, blocks: list[dict], own: str | None, where: str) -> None:
         texts, parts, calls = [], 0, []
@@ -298,6 +326,12 @@ def _synthesized(m: Message) -> dict:
     return {"role": "user" if m.role == "user" else "assistant", "content": m.content}
 
 
+def _in_messages(decoded: Decoded, m: Message) -> bool:
+    """Whether a system message is one of the request's messages (between turns)."""
+    pos = decoded.index.get(m.id) if m.id is not None else None
+    return pos is not None and decoded.sources[pos][0] == "msg"
+
+
 def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequence[int] = ()
            ) -> Encoded:
     system: list[tuple[int | None, Message]] = []
@@ -305,7 +339,7 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
     groups: list[tuple[int | None, list[tuple[int, Message]], list[int]]] = []
     for k, m in enumerate(kept):
         pos = decoded.index.get(m.id) if m.id is not None else None
-        if m.role == "system":
+        if m.role == "system" and (pos is None or decoded.sources[pos][0] == "system"):
             system.append((pos, m))
             continue
         if pos is None:
@@ -322,7 +356,8 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
     result = Encoded(payload={})
     out = repair(out, kept, result, decoded.counter)
     sys_value = _system(decoded, system)
-    sys_kept = [k for k, m in enumerate(kept) if m.role == "system"]
+    sys_kept = [k for k, m in enumerate(kept) if m.role == "system" and not _in_messages(
+        decoded, m)]
     sys_value, messages = place_breakpoints(sys_value, out, sys_kept, cache_breakpoints,
                                             decoded.payload.get("tools"), result)
     payload = {k: v for k, v in decoded.payload.items() if k not in ("system", "messages")}

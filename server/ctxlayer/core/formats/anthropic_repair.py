@@ -4,6 +4,12 @@ first message is from the user (leading assistant turns are dropped), roles alte
 of the message just before it and every tool_use keeps its result (a lone half is removed),
 tool_result blocks come first in their message; and cache_control breakpoints, at most 4.
 
+System messages between turns (the mid-conversation-system beta) are set aside while the
+turns are repaired, then put back after the user message they followed (the provider wants
+one right after a user message, followed by an assistant turn or nothing, never two in a row):
+unchanged when that user message is still there, else after the next user message kept (the
+move audited), two that meet merged into one (audited).
+
 Works on native dicts only; it never copies a client dict it does not change.
 """
 
@@ -51,6 +57,69 @@ def _first_id(ks: list[int], kept: Sequence[Message]) -> str | None:
 
 def repair(out: list[Entry], kept: Sequence[Message], result: Encoded, counter: Any
            ) -> list[Entry]:
+    turns = [e for e in out if e[0].get("role") != "system"]
+    asides = [(n, e) for n, e in enumerate(out) if e[0].get("role") == "system"]
+    if not asides:
+        return _repair_turns(turns, kept, result, counter)
+    # each system message remembers the kept indices of the turn it followed
+    after: list[tuple[list[int], Entry]] = []
+    for n, entry in asides:
+        before = [k for m, ks in out[:n] if m.get("role") != "system" for k in ks]
+        after.append((before, entry))
+    return _put_back(_repair_turns(turns, kept, result, counter), after, kept, result)
+
+
+def _put_back(turns: list[Entry], asides: list[tuple[list[int], Entry]],
+              kept: Sequence[Message], result: Encoded) -> list[Entry]:
+    """The system messages back in place: after the first user message kept at or after the
+    turn they followed."""
+    slots: dict[int, list[Entry]] = {}
+    if not turns:  # nothing left to follow (never with the question kept): said, not lost
+        for _, entry in asides:
+            result.audit.append(audit("dropped", "a system message needs a user message before "
+                                      "it, and none was kept", _summary(entry[0]),
+                                      message_id=_first_id(entry[1], kept)))
+        return []
+    for before, entry in asides:
+        want = max(before) if before else -1
+        # the repaired turn holding the last kept index at or before `want`, else the first
+        at = -1
+        for n, (_, ks) in enumerate(turns):
+            if ks and min(ks) <= want:
+                at = n
+        n = max(at, 0)
+        while n < len(turns) and turns[n][0].get("role") != "user":
+            n += 1
+        if n == len(turns):  # no user turn after it: after the last user turn
+            n = max((j for j, (m, _) in enumerate(turns) if m.get("role") == "user"),
+                    default=0)
+        moved = not (at >= 0 and n == at and turns[at][1] and want in turns[at][1]
+                     and turns[at][0].get("role") == "user")
+        if moved:
+            result.audit.append(audit(
+                "compressed", "a system message must follow a user message: moved after the "
+                "next user message kept", _summary(entry[0]), message_id=_first_id(entry[1],
+                                                                                    kept)))
+        slots.setdefault(n, []).append(entry)
+    out: list[Entry] = []
+    for n, turn in enumerate(turns):
+        out.append(turn)
+        here = slots.get(n)
+        if not here:
+            continue
+        first = here[0]
+        for extra in here[1:]:  # two system messages in a row: one
+            result.audit.append(audit(
+                "compressed", "system messages may not be adjacent: merged into the one before",
+                _summary(extra[0]), message_id=_first_id(extra[1], kept)))
+            first = ({**first[0], "content": _blocks(first[0]) + _blocks(extra[0])},
+                     first[1] + extra[1])
+        out.append(first)
+    return out
+
+
+def _repair_turns(out: list[Entry], kept: Sequence[Message], result: Encoded, counter: Any
+                  ) -> list[Entry]:
     for _ in range(8):  # each pass only removes or merges, so this settles in a few passes
         changed = False
         while out and out[0][0].get("role") != "user":

@@ -1,0 +1,97 @@
+"""Which conversation a request belongs to, when the client did not name it.
+
+First match wins: the client's own session id (the gateway passes Claude Code's
+`x-claude-code-session-id`; a body's Anthropic `metadata.user_id`, OpenAI `prompt_cache_key`,
+then `user`); else the message chain. Requests that share their first messages (system text
+and first user message, text only) form a family; within it a request belongs to the
+conversation whose last request it extends, else to the one whose tail it replaces the
+furthest along (an edit, a regenerated answer, a rewind). The caller then keeps the chain
+that was replaced as a conversation of its own (a fork): if that chat goes on, its next
+request extends it and lands there, with its own summary chunks.
+
+Owns the pure parts of that decision: the hints, the ids, how far two chains agree.
+Must not: keep state (Conversations does), or import a face.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ctxlayer.core.text import content_hash
+from ctxlayer.state.chatcodec import identity_text
+
+
+def client_hint(fmt: str, request: dict, header: str | None) -> str | None:
+    """The client's own id of its chat: the header the face read, else the body's."""
+    if header:
+        return header
+    if fmt == "anthropic":
+        meta = request.get("metadata")
+        found = meta.get("user_id") if isinstance(meta, dict) else None
+        return found if isinstance(found, str) and found else None
+    for key in ("prompt_cache_key", "user"):
+        found = request.get(key)
+        if isinstance(found, str) and found:
+            return found
+    return None
+
+
+def hinted_id(fmt: str, hint: str) -> str:
+    """The conversation id of a client session id (never the id itself: it may be long)."""
+    return "s" + content_hash(f"{fmt}\x00{hint}")
+
+
+def family_id(fmt: str, request: dict) -> str:
+    """The id of the first conversation of the requests that start this way."""
+    return "c" + content_hash(identity_text(fmt, request))
+
+
+def turns(request: dict) -> list:
+    """The request's conversation as the client sent it (`messages`, or a Responses `input`)."""
+    for key in ("messages", "input"):
+        value = request.get(key)
+        if isinstance(value, list):
+            return value
+    return []
+
+
+def _plain(value: Any) -> Any:
+    """`value` without its cache_control markers (clients move them from turn to turn)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def shared(before: list, now: list) -> int:
+    """How many leading messages two chains share, cache_control aside. Most compare equal
+    as they are (C speed); only the few a marker moved on are compared without it."""
+    n = min(len(before), len(now))
+    if before[:n] == now[:n]:
+        return n
+    for i in range(n):
+        a, b = before[i], now[i]
+        if a is not b and a != b and _plain(a) != _plain(b):
+            return i
+    return n
+
+
+def best_match(chains: list[tuple[str, list]], now: list) -> tuple[str, bool] | None:
+    """(conversation id, whether ``now`` extends its last request) of the chain ``now``
+    belongs to, from ``chains`` (id, last request's messages), the most recent last; None
+    when it shares no message with any of them."""
+    best: tuple[int, int, str] | None = None  # (shared, longest extended, id)
+    extended: tuple[int, str] | None = None
+    for cid, chain in chains:
+        p = shared(chain, now)
+        if p == len(chain) and p > 0:
+            if extended is None or p >= extended[0]:
+                extended = (p, cid)
+        elif p > 0 and (best is None or p >= best[0]):
+            best = (p, 0, cid)
+    if extended is not None:
+        return extended[1], True
+    if best is not None:
+        return best[2], False
+    return None

@@ -1,0 +1,157 @@
+"""Which conversation a request belongs to: the `x-ctxlayer-conversation` header, else the
+client's own session id (`x-claude-code-session-id`, Anthropic `metadata.user_id`, OpenAI
+`prompt_cache_key`, then `user`), else its message chain. Two chats with the same system
+prompt and first message (aider's first message is a fixed example) are two conversations
+from where they differ, each with its own summary chunks; an edit lands in the chat it
+edits. Real gateway, official SDKs, the strict stand-in."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+
+import pytest
+from gateway_stack import Stack, start_stack, stop_stack
+from providers.standin import StandinThread
+
+WORDS = ("parser token budget window cache prefix session editor stream answer question "
+         "function module import error result value change commit branch").split()
+EXAMPLE = [{"role": "user", "content": "Change get_factorial() to use math.factorial"},
+           {"role": "assistant", "content": "Ok, I will edit mathweb/flask/app.py."}]
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """A stack where `standin-small` has a 4096-token window on both sides."""
+    base = tmp_path_factory.mktemp("which")
+    (base / "ws").mkdir()
+    (base / "state").mkdir()
+    mp = pytest.MonkeyPatch()
+    mp.setenv("XDG_CONFIG_HOME", str(base / "config"))
+    with StandinThread(windows={"standin-small": 4096}) as thread:
+        gateway, state = start_stack(thread, base / "ws", base / "state",
+                                     models={"standin-small": 4096})
+        try:
+            yield Stack(thread, gateway, state)
+        finally:
+            stop_stack(thread, gateway, state)
+            mp.undo()
+
+
+def prose(seed: str, words: int = 260) -> str:
+    rng = random.Random(seed)
+    return f"{seed}: " + " ".join(rng.choice(WORDS) + str(rng.randint(0, 99))
+                                  for _ in range(words))
+
+
+class Chat:
+    """An aider-like chat: a fixed system prompt and example, then its own turns."""
+
+    def __init__(self, stack: Stack, name: str, system: str) -> None:
+        self.client = stack.openai()
+        self.name = name
+        self.messages: list[dict] = [{"role": "system", "content": system}, *EXAMPLE]
+        self.ids: list[str] = []
+        self.stepped = 0  # turns on which something was newly summarized
+
+    def turn(self, k: int) -> str:
+        self.messages.append({"role": "user", "content": prose(f"{self.name} asks {k}")})
+        raw = self.client.chat.completions.with_raw_response.create(
+            model="standin-small", max_tokens=256, messages=self.messages)
+        raw.parse()
+        self.messages.append({"role": "assistant", "content": prose(f"{self.name} says {k}")})
+        self.ids.append(raw.headers["x-ctxlayer-conversation"])
+        self.stepped += int(raw.headers["x-ctxlayer-dropped"]) > 0
+        return self.ids[-1]
+
+
+TURNS = 14
+
+
+def test_two_interleaved_chats_keep_their_own_summaries(small):
+    alone = Chat(small, "bob", "You are aider (run 1).")
+    for k in range(TURNS):
+        alone.turn(k)
+    assert alone.stepped >= 2  # the chat is long enough to be summarized in steps
+    assert len(set(alone.ids)) == 1
+
+    a = Chat(small, "alice", "You are aider (run 2).")
+    b = Chat(small, "bob", "You are aider (run 2).")
+    for k in range(TURNS):
+        a.turn(k)
+        b.turn(k)
+    # b's first request cannot be told from an edit of a's question, so it takes the
+    # conversation and a's chain is kept as a fork, where a's next request lands: from then on
+    # they are two conversations, each with one id
+    assert a.ids[0] == b.ids[0]
+    assert len(set(a.ids[1:])) == 1 and len(set(b.ids)) == 1 and a.ids[1] != b.ids[0]
+    # each recognizes its own previous turn: no more summarizing than the same chat alone
+    # (re-summarizing from the start would step on nearly every turn)
+    assert b.stepped <= alone.stepped + 1, (b.stepped, alone.stepped)
+    assert a.stepped <= alone.stepped + 1, (a.stepped, alone.stepped)
+    listing = {c.conversation_id for c in small.state.conversations.list(
+        small.gateway.caller.workspace)}
+    assert {a.ids[-1], b.ids[-1]} <= listing
+
+
+def test_an_edit_or_a_regenerated_answer_lands_in_the_same_conversation(small):
+    chat = Chat(small, "carol", "You are aider (run 3).")
+    first = [chat.turn(k) for k in range(3)]
+    assert len(set(first)) == 1
+    # regenerate: the same request again
+    again = chat.client.chat.completions.with_raw_response.create(
+        model="standin-small", max_tokens=256, messages=chat.messages[:-1])
+    assert again.headers["x-ctxlayer-conversation"] == first[0]
+    # edit the last question
+    edited = [*chat.messages[:-2], {"role": "user", "content": "no, do it differently"}]
+    raw = chat.client.chat.completions.with_raw_response.create(
+        model="standin-small", max_tokens=256, messages=edited)
+    assert raw.headers["x-ctxlayer-conversation"] == first[0]
+    # rewind two turns and go on from there
+    rewound = [*chat.messages[:-4], {"role": "user", "content": "start over from here"}]
+    raw = chat.client.chat.completions.with_raw_response.create(
+        model="standin-small", max_tokens=256, messages=rewound)
+    assert raw.headers["x-ctxlayer-conversation"] == first[0]
+
+
+def ask_openai(stack: Stack, **kw) -> str:
+    raw = stack.openai().chat.completions.with_raw_response.create(
+        model="gpt-4o", messages=[{"role": "user", "content": "the same first question"}], **kw)
+    return raw.headers["x-ctxlayer-conversation"]
+
+
+def ask_anthropic(stack: Stack, content: str = "the same first question", **kw) -> str:
+    raw = stack.anthropic().messages.with_raw_response.create(
+        model="claude-sonnet-4-5", max_tokens=64, system="You are Claude Code.",
+        messages=[{"role": "user", "content": content}], **kw)
+    return raw.headers["x-ctxlayer-conversation"]
+
+
+def test_claude_code_session_header_names_the_conversation(stack):
+    one = ask_anthropic(stack, extra_headers={"x-claude-code-session-id": "sess-1"})
+    two = ask_anthropic(stack, extra_headers={"x-claude-code-session-id": "sess-2"})
+    assert one != two  # two parallel runs with the same prompt
+    other = ask_anthropic(stack, "something else entirely",
+                          extra_headers={"x-claude-code-session-id": "sess-1"})
+    assert other == one
+    named = ask_anthropic(stack, extra_headers={"x-claude-code-session-id": "sess-1",
+                                                "x-ctxlayer-conversation": "mine"})
+    assert named == "mine"  # the header wins
+
+
+def test_metadata_user_id_names_the_conversation(stack):
+    one = ask_anthropic(stack, metadata={"user_id": "user_x_session_a"})
+    two = ask_anthropic(stack, metadata={"user_id": "user_x_session_b"})
+    assert one != two
+    assert ask_anthropic(stack, "again", metadata={"user_id": "user_x_session_a"}) == one
+
+
+def test_prompt_cache_key_then_user_name_the_conversation(stack):
+    one = ask_openai(stack, prompt_cache_key="chat-1")
+    two = ask_openai(stack, prompt_cache_key="chat-2")
+    assert one != two
+    assert ask_openai(stack, prompt_cache_key="chat-1", user="u") == one  # the key first
+    three = ask_openai(stack, user="u")
+    assert three not in (one, two) and ask_openai(stack, user="u") == three
+    plain = ask_openai(stack)
+    assert plain not in (one, two, three)

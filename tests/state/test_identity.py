@@ -1,0 +1,34 @@
+"""The pure parts of "which conversation": the client's hints and how far two chains agree."""
+
+from __future__ import annotations
+
+from ctxlayer.state.identity import best_match, client_hint, shared
+
+U1 = {"role": "user", "content": [{"type": "text", "text": "one"}]}
+A1 = {"role": "assistant", "content": "ok"}
+U2 = {"role": "user", "content": [{"type": "text", "text": "two"}]}
+U2_MARKED = {"role": "user", "content": [{"type": "text", "text": "two",
+                                          "cache_control": {"type": "ephemeral"}}]}
+
+
+def test_hints_in_their_order():
+    assert client_hint("anthropic", {"metadata": {"user_id": "u_s1"}}, None) == "u_s1"
+    assert client_hint("anthropic", {"metadata": {"user_id": "u_s1"}}, "hdr") == "hdr"
+    assert client_hint("openai", {"prompt_cache_key": "k", "user": "u"}, None) == "k"
+    assert client_hint("openai", {"user": "u"}, None) == "u"
+    assert client_hint("openai", {"user": ""}, None) is None
+    assert client_hint("anthropic", {"metadata": "x"}, None) is None
+
+
+def test_a_moved_cache_marker_is_the_same_message():
+    assert shared([U1, A1, U2], [U1, A1, U2_MARKED, A1]) == 3
+    assert shared([U1, A1, U2], [U1, A1, U1]) == 2
+    assert shared([], [U1]) == 0
+
+
+def test_extending_wins_over_editing_and_the_furthest_edit_wins():
+    chains = [("short", [U1]), ("long", [U1, A1, U2])]
+    assert best_match(chains, [U1, A1, U2, A1]) == ("long", True)
+    assert best_match(chains, [U1, A1, U1]) == ("short", True)  # it extends [U1]
+    assert best_match([("short", [U1, U2]), *chains[1:]], [U1, A1, U1]) == ("long", False)
+    assert best_match([("x", [U1, A1])], [U2]) is None
