@@ -311,3 +311,28 @@ def test_bad_input_names_the_field():
     with pytest.raises(ContextError) as err:
         prepare_turn(None, [SYSTEM, Message(role="user", content="hi")], 20, WordTokenizer())
     assert err.value.kind == "pinned_over_budget"
+
+
+def test_facts_read_ahead_of_need_change_nothing_but_the_work():
+    """warm() between requests reads the facts the next step needs: the results are the same
+    message for message, and the step that follows reads none of them again."""
+    from ctxlayer.core.prepare import warm
+
+    r1, r2 = random.Random(3), random.Random(3)
+    sent1, sent2 = [SYSTEM], [SYSTEM]
+    cold = hot = None
+    warmed = 0
+    for t in range(60):
+        sent1 = [*sent1, question(r1, t)]
+        sent2 = [*sent2, question(r2, t)]
+        a = prepare_turn(cold, sent1, 3000, WordTokenizer())
+        b = prepare_turn(hot, sent2, 3000, WordTokenizer())
+        assert a.messages == b.messages and a.tokens == b.tokens
+        cold = a.state
+        ahead = warm(b.state, 3000)
+        warmed += ahead is not None
+        hot = ahead or b.state
+        sent1 = [*sent1, *chat_turn(r1, t)]
+        sent2 = [*sent2, *chat_turn(r2, t)]
+    assert warmed > 5, "a chat over 70% of its budget is read ahead"
+    assert hot.facts, "facts of what the next step summarizes are kept in the state"

@@ -14,6 +14,8 @@ import pytest
 from gateway_stack import start_stack, stop_stack
 from providers.standin import StandinThread
 
+from ctxlayer.statefiles import read_token, token_file
+
 MID = "mid-conversation-system-2026-04-07"
 LONG = "context-1m-2025-08-07"
 REMINDER = {"role": "system", "content": [
@@ -58,6 +60,11 @@ def test_claude_code_system_messages_between_turns_go_through_unchanged(stack, m
     assert int(raw.headers["x-ctxlayer-tokens"]) > len(REMINDER["content"][0]["text"].split())
 
 
+def bearer(state_dir) -> dict[str, str]:
+    """The token /ctxlayer/* asks for: the state folder's, as `ctxlayer chats` sends it."""
+    return {"Authorization": f"Bearer {read_token(token_file(state_dir))}"}
+
+
 def plain(value):
     if isinstance(value, dict):
         return {k: plain(v) for k, v in value.items() if k != "cache_control"}
@@ -67,7 +74,8 @@ def plain(value):
 
 
 def conversation_budget(stack, cid: str) -> int:
-    listing = httpx.get(stack.gateway_url + "/ctxlayer/conversations").json()
+    listing = httpx.get(stack.gateway_url + "/ctxlayer/conversations",
+                        headers=bearer(stack.state.state_dir)).json()
     return next(c["budget"] for c in listing["conversations"] if c["conversationId"] == cid)
 
 
@@ -114,7 +122,8 @@ def test_gateway_models_overrides_a_window_and_the_fit_keeps_system_messages(tmp
             raw = client.beta.messages.with_raw_response.create(
                 model="claude-opus-4-8", max_tokens=500, messages=messages, betas=[MID, LONG])
             assert int(raw.headers["x-ctxlayer-tokens"]) <= 2500
-            listing = httpx.get(gateway.urls.anthropic + "/ctxlayer/conversations").json()
+            listing = httpx.get(gateway.urls.anthropic + "/ctxlayer/conversations",
+                                headers=bearer(state.state_dir)).json()
             assert listing["conversations"][0]["budget"] == 2500
             (sent,) = [r for r in thread.requests() if r["path"] == "/v1/messages"]
             assert sent["status"] == 200 and sent["problems"] == []

@@ -29,7 +29,14 @@ import msgspec
 
 from ctxlayer import protocol
 from ctxlayer.core.errors import ContextError
-from ctxlayer.core.prepare import ConversationState, Turn, audit_of, prepare_turn
+from ctxlayer.core.prepare import (
+    DEFAULT_POLICY,
+    ConversationState,
+    Turn,
+    audit_of,
+    prepare_turn,
+    warm,
+)
 from ctxlayer.state import identity
 from ctxlayer.state.chatcodec import client_reserve, decode, encode
 
@@ -210,6 +217,7 @@ class Conversations:
             conv.session_open = True
         conv.extra_audit = list(encoded.audit)
         self._note_prompt(conv)
+        self._read_ahead(conv)
         fresh = [*turn.dropped, *turn.truncated, *turn.restored, *encoded.audit]
         if fresh:  # the audit log grows only when a turn did something
             await state.work(state.sessions.record_audit, workspace, conv.session_id, fresh)
@@ -238,6 +246,29 @@ class Conversations:
                             conv.conversation_id, t.exception())
             else:
                 conv.bias = t.result()
+
+        self._background.add(task)
+        task.add_done_callback(done)
+
+    def _read_ahead(self, conv: Conversation) -> None:
+        """Once a result passed `precompact_at` of its budget, read the facts its next step
+        will summarize on a worker, after the answer: that step then reads none on the
+        request path. A turn that came meanwhile keeps its own state (the read is dropped)."""
+        st = conv.state
+        budget = conv.budget - conv.tools_tokens
+        if st is None or st.total < DEFAULT_POLICY.precompact_at * budget:
+            return
+        task = asyncio.ensure_future(asyncio.to_thread(warm, st, budget))
+
+        def done(t: asyncio.Future) -> None:
+            self._background.discard(t)
+            if t.cancelled():
+                return
+            if t.exception() is not None:
+                log.warning("live chat %s: reading ahead failed: %s", conv.conversation_id,
+                            t.exception())
+            elif t.result() is not None and conv.state is st:
+                conv.state = t.result()
 
         self._background.add(task)
         task.add_done_callback(done)

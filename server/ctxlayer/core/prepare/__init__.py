@@ -43,14 +43,18 @@ dropped, shortened), cache reuse and breakpoints, a one-line notice, and the nex
 7. cache_reuse_tokens: the tokens of the leading messages identical to the previous result.
    Breakpoints (when the client set none): the end of the system messages, the end of the
    summaries and the messages shown whole after them, the end of the result.
-8. The notice says what this turn summarized, outlined, cut or restored; None when it did
+8. Facts ahead of need: `warm(state, budget)`, called between requests once a result passed
+   `precompact_at` of its budget, reads the facts of the messages the next step will
+   summarize into the state, so that step on the request path reads none (the text of a
+   chunk is the same either way).
+9. The notice says what this turn summarized, outlined, cut or restored; None when it did
    nothing new.
 Pinned content alone over the budget raises ContextError("pinned_over_budget").
 """
 
 from __future__ import annotations
 
-from ctxlayer.core.prepare.engine import audit_of, prepare_turn
+from ctxlayer.core.prepare.engine import audit_of, prepare_turn, warm
 from ctxlayer.core.prepare.model import (
     DEFAULT_POLICY,
     Chunk,
@@ -60,4 +64,4 @@ from ctxlayer.core.prepare.model import (
 )
 
 __all__ = ["DEFAULT_POLICY", "Chunk", "ConversationState", "PreparePolicy", "Turn", "audit_of",
-           "prepare_turn"]
+           "prepare_turn", "warm"]

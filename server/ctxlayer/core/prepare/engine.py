@@ -5,6 +5,7 @@ prefix this one repeats. The semantics are stated in the package docstring.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection, Sequence
 
 import msgspec
@@ -12,8 +13,9 @@ import msgspec
 from ctxlayer.core.compress.shorten import shorten
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.memo import Memo
+from ctxlayer.core.prepare import summaries
 from ctxlayer.core.prepare.model import DEFAULT_POLICY, ConversationState, PreparePolicy, Turn
-from ctxlayer.core.prepare.window import Window, newest_user
+from ctxlayer.core.prepare.window import Window, is_result, newest_user
 from ctxlayer.core.text import describe
 from ctxlayer.core.tokens import Tokenizer, message_tokens
 from ctxlayer.core.trim import TrimOptions, trim
@@ -58,7 +60,8 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
         win = Window(msgs, tokens, cum, head, previous.upto, list(previous.chunks),
                      list(previous.verbatim),
                      {i: r for i, r in previous.rewrites.items() if i < common},
-                     fmt.reply_priming, min(previous.frontier, common))
+                     fmt.reply_priming, min(previous.frontier, common),
+                     {i: f for i, f in previous.facts.items() if i < common})
     else:
         win = Window(msgs, tokens, cum, head, head, [], [], {}, fmt.reply_priming)
 
@@ -93,7 +96,8 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
         messages=msgs, tokens=tokens, cum=cum, head=head, upto=win.upto, frontier=win.frontier,
         chunks=tuple(win.chunks), verbatim=tuple(win.verbatim), rewrites=win.rewrites,
         restored=restored_at, restored_audit=tuple(restored_audit), out_keys=keys,
-        out_tokens=out_tokens, dropped=tuple(dropped), total=total)
+        out_tokens=out_tokens, dropped=tuple(dropped), total=total,
+        facts={i: f for i, f in win.facts.items() if i >= win.upto})
     chunk = stepped.chunk if stepped is not None else None
     new_summarized = list(chunk.audit) if chunk is not None else []
     outlined = stepped.outlined if stepped is not None else []
@@ -109,6 +113,25 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
                        chunk.replaced_tokens if chunk else 0, outlined, dropped, truncated,
                        len(newly), budget),
         state=state, stepped=stepped is not None)
+
+
+def warm(state: ConversationState, budget: int, policy: PreparePolicy = DEFAULT_POLICY,
+         max_chars: int = 200_000) -> ConversationState | None:
+    """The same state with the facts of the messages its next step will summarize read ahead
+    of need (at most ``max_chars`` characters a call, oldest first), once its result passed
+    ``precompact_at`` of ``budget``; None when there is nothing to read. Pure, and meant to run
+    between requests: the step then finds the facts read."""
+    if state.total < policy.precompact_at * budget:
+        return None
+    n = len(state.messages)
+    stop = n - 1
+    while stop > state.upto and is_result(state.messages[stop]):
+        stop -= 1
+    todo = [i for i in range(state.upto, stop) if i not in state.facts]
+    if not todo:
+        return None
+    read = summaries.warm(state.messages, todo, state.facts, max_chars)
+    return dataclasses.replace(state, facts={**state.facts, **read})
 
 
 def audit_of(state: ConversationState) -> list[AuditEntry]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
+from ctxlayer.core.compress.facts import Facts
 from ctxlayer.core.compress.ledger import Ledger
 from ctxlayer.core.tokens import OPENAI_FORMAT, MessageFormat
 from ctxlayer.protocol import AuditEntry, Message
@@ -49,6 +50,9 @@ class PreparePolicy(msgspec.Struct, frozen=True, kw_only=True):
     summaries_share: float = 0.5  # every chunk together (of that room); past it, merged
     chars_per_token: int = 3  # a conservative guess for sizing summaries in characters
     facts_scan_factor: int = 20  # facts are read from at most this many times the ledger size
+    # once a request passes this share of its budget, the facts of what the next step will
+    # summarize are read ahead of need (`warm`), so that step does not read them
+    precompact_at: float = 0.7
     fmt: MessageFormat = OPENAI_FORMAT
 
 
@@ -91,6 +95,8 @@ class ConversationState:
     out_tokens: list[int] = field(default_factory=list)
     dropped: tuple[AuditEntry, ...] = ()  # what the last-resort fit dropped from the result
     total: int = 0  # tokens of the result
+    # facts of messages the next step may summarize, read ahead of need (see `warm`)
+    facts: dict[int, Facts] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

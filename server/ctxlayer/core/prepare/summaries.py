@@ -9,13 +9,20 @@ Must not: call a model, or look at anything but the messages it is given.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from ctxlayer.core.assembly.actions import log_lines, render_actions
 from ctxlayer.core.assembly.constraints import detect
 from ctxlayer.core.assembly.summary import offline_summary, render_summary
-from ctxlayer.core.compress.ledger import Ledger, add_messages, merge_ledgers, render_ledger
+from ctxlayer.core.compress.facts import Facts, extract_facts
+from ctxlayer.core.compress.ledger import (
+    Ledger,
+    add_messages,
+    merge_ledgers,
+    render_ledger,
+    text_of,
+)
 from ctxlayer.core.prepare.model import Chunk, PreparePolicy
 from ctxlayer.core.text import describe
 from ctxlayer.core.tokens import Tokenizer, message_tokens
@@ -66,18 +73,43 @@ def estimate(policy: PreparePolicy, room: int) -> int:
     return sum(sizes(policy, room)) // policy.chars_per_token + 32
 
 
-def _facts(messages: Sequence[Message], scan_chars: int) -> Ledger | None:
+def _facts(messages: Sequence[Message], indices: Sequence[int], scan_chars: int,
+           known: Mapping[int, Facts]) -> Ledger | None:
     """The ranked ledger of the newest messages, reading at most ``scan_chars`` characters:
     the ledger shows a few hundred characters of them, so the oldest text of a huge first turn
-    adds nothing but time."""
+    adds nothing but time. ``known``: facts already read from some of them (by conversation
+    index), ahead of need."""
     read: list[Message] = []
-    for msg in reversed(messages):
+    at: list[int] = []
+    for msg, i in zip(reversed(messages), reversed(indices), strict=True):
         if scan_chars <= 0:
             break
         scan_chars -= len(msg.content) + sum(len(c.arguments) for c in msg.tool_calls or ())
         read.append(msg)
+        at.append(i)
     read.reverse()
-    return add_messages(None, read) if read else None
+    at.reverse()
+    if not read:
+        return None
+    extracted = [known.get(i) or extract_facts(text_of(m)) for m, i in zip(read, at, strict=True)]
+    return add_messages(None, read, extracted)
+
+
+def warm(messages: Sequence[Message], indices: Sequence[int], known: Mapping[int, Facts],
+         max_chars: int) -> dict[int, Facts]:
+    """Facts of the messages at ``indices`` not known yet, oldest first, reading at most
+    ``max_chars`` characters: what the next step will summarize, read ahead of need."""
+    out: dict[int, Facts] = {}
+    for i in indices:
+        if max_chars <= 0:
+            break
+        if i in known:
+            continue
+        m = messages[i]
+        text = text_of(m)
+        out[i] = extract_facts(text)
+        max_chars -= len(text)
+    return out
 
 
 def bounded(constraints: Sequence[str], max_chars: int) -> tuple[str, ...]:
@@ -101,17 +133,19 @@ def _chunk_message(start: int, upto: int, text: str) -> Message:
 
 def make_chunk(shown: Sequence[Message], originals: Sequence[Message], indices: Sequence[int],
                tokens: Sequence[int], start: int, upto: int, counter: Tokenizer,
-               policy: PreparePolicy, room: int, want: int = 0) -> Chunk:
+               policy: PreparePolicy, room: int, want: int = 0,
+               known: Mapping[int, Facts] | None = None) -> Chunk:
     """A chunk standing for ``shown`` (the messages as the result showed them; ``originals``
     are the client's, for constraints and facts), at conversation ``indices``; its parts
     scaled up to about ``want`` tokens when that is more than their shares of ``room``."""
+    known = known or {}
     size = sizes(policy, room)
     usual = estimate(policy, room)
     if want > usual:
         size = Sizes(*(int(v * want / usual) for v in size))
     summary = offline_summary(list(shown), "", size.summary)
     constraints = bounded(detect(list(originals))[0], size.summary)
-    facts = _facts(originals, policy.facts_scan_factor * size.ledger)
+    facts = _facts(originals, indices, policy.facts_scan_factor * size.ledger, known)
     actions = tuple(log_lines(list(originals)))
     message = _chunk_message(start, upto, _text(summary, list(constraints), facts, list(actions),
                                                 len(shown), size))

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import msgspec
 
+from ctxlayer.core.compress.facts import Facts
 from ctxlayer.core.compress.shorten import shorten
 from ctxlayer.core.prepare import summaries
 from ctxlayer.core.prepare.model import Chunk, PreparePolicy
@@ -68,17 +69,18 @@ class Window:
     long one among them is shown by its outline (a rewrite) until a summary takes it."""
 
     __slots__ = ("messages", "tokens", "cum", "head", "upto", "chunks", "verbatim", "rewrites",
-                 "fmt_priming", "frontier")
+                 "fmt_priming", "frontier", "facts")
 
     def __init__(self, messages: list[Message], tokens: list[int], cum: list[int], head: int,
                  upto: int, chunks: list[Chunk], verbatim: list[int],
                  rewrites: dict[int, tuple[str, int, AuditEntry]], priming: int,
-                 frontier: int | None = None) -> None:
+                 frontier: int | None = None, facts: dict[int, Facts] | None = None) -> None:
         self.messages, self.tokens, self.cum = messages, tokens, cum
         self.head, self.upto, self.chunks, self.verbatim = head, upto, chunks, verbatim
         self.rewrites = rewrites
         self.fmt_priming = priming
         self.frontier = upto if frontier is None else max(upto, frontier)
+        self.facts = facts if facts is not None else {}  # read ahead of need, by index
 
     def shown_tokens(self, i: int) -> int:
         rw = self.rewrites.get(i)
@@ -274,7 +276,7 @@ class Window:
             chunk = summaries.make_chunk(
                 [self.shown(i) for i in covered], [msgs[i] for i in covered], covered,
                 [self.shown_tokens(i) for i in covered], self.upto, j, counter, policy, room,
-                want)
+                want, self.facts)
             if fixed + chunk.tokens + tail <= budget or j >= stop:
                 break
             est = chunk.tokens  # the summary came out bigger than expected: walk on
