@@ -45,11 +45,11 @@ def load_json(text: str, source: str = "stdin"):
 def read_chat(text: str, source: str, counter: Tokenizer, fmt: Format | None = None
               ) -> Decoded:
     """A chat in `fmt` (None: detected, see formats.detect): a list of messages or a request
-    body with `messages` (and `system` for anthropic)."""
+    body with `messages` (and `system` for anthropic), or a Responses request (`input`)."""
     data = load_json(text, source)
     if isinstance(data, list):
-        data = {"messages": data}
-    elif not isinstance(data, dict) or "messages" not in data:
+        data = {"input" if fmt == "responses" else "messages": data}
+    elif not isinstance(data, dict) or ("messages" not in data and "input" not in data):
         raise UsageError(f"{source}: expected a JSON list of messages (or {{\"messages\": "
                          "[...]}})")
     try:

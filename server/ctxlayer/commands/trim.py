@@ -1,5 +1,6 @@
 """`ctxlayer trim`: fit a chat into a budget. Result (ctx/trim's TrimResult, with `messages`, and
-`system` for anthropic, in the input's format) on stdout, a one-line summary on stderr."""
+`system` for anthropic, in the input's format; for responses the request with its `input`
+fitted) on stdout, a one-line summary on stderr."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import sys
 import msgspec
 
 from ctxlayer.commands.io import positive, read_chat, read_input
+from ctxlayer.core.formats.common import FORMATS
 
 FORMAT_HELP = ("format of the input and the output: ctxlayer (Message objects), openai (Chat "
-               "Completions messages or request) or anthropic (Messages request with system). "
+               "Completions messages or request), anthropic (Messages request with system) or "
+               "responses (a Responses request: instructions and input items). "
                "Default: detected; anthropic when there is a system field or Anthropic blocks, "
                "openai when a message has anything a ctxlayer Message has not (developer role, "
                "tool_calls, tool_call_id, name, null or list content), else ctxlayer")
@@ -18,7 +21,7 @@ FORMAT_HELP = ("format of the input and the output: ctxlayer (Message objects), 
 
 def add_arguments(parser) -> None:
     parser.add_argument("file", nargs="?", help="chat JSON file (default: stdin)")
-    parser.add_argument("--format", choices=("ctxlayer", "openai", "anthropic"), default=None,
+    parser.add_argument("--format", choices=FORMATS, default=None,
                         help=FORMAT_HELP)
     parser.add_argument("--model", default=None, help="model name (default gpt-4o)")
     parser.add_argument("--budget", type=positive, default=None,
@@ -55,7 +58,10 @@ def run(args) -> int:
     encoded = encode(decoded, report.messages)
     dropped = [*report.dropped, *(e for e in encoded.audit if e.action == "dropped")]
     truncated = [*report.truncated, *(e for e in encoded.audit if e.action != "dropped")]
-    result: dict = {"messages": encoded.payload["messages"]}
+    if decoded.fmt == "responses":  # the request fitted: `input` and every other field
+        result: dict = {"request": encoded.payload}
+    else:
+        result = {"messages": encoded.payload["messages"]}
     if "system" in encoded.payload and decoded.fmt == "anthropic":
         result["system"] = encoded.payload["system"]
     result |= {"tokens": report.tokens, "budget": report.budget,
