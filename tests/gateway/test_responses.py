@@ -10,7 +10,7 @@ import json
 import httpx2 as httpx
 import msgspec
 import pytest
-from providers.standin_responses import encrypted
+from providers.standin_responses import encrypted, problems
 
 TOOLS = [{"type": "function", "name": "read_file", "description": "Read a file.",
           "parameters": {"type": "object", "properties": {"round": {"type": "integer"}}}}]
@@ -195,3 +195,87 @@ def test_unknown_paths_are_json_404s_in_the_providers_shape(stack):
     assert claude.status_code == 404
     assert claude.json()["type"] == "error"
     assert claude.json()["error"]["type"] == "not_found_error"
+
+
+def test_the_agents_sdk_runs_a_streamed_tool_loop(stack):
+    """The OpenAI Agents SDK's own loop (Runner.run_streamed with a function tool) through the
+    gateway: every round's request is valid for the strict stand-in, and the answer arrives."""
+    import asyncio
+
+    import openai
+    from agents import Agent, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
+
+    set_tracing_disabled(True)  # traces would go to api.openai.com
+    reads: list[int] = []
+
+    @function_tool
+    def read_file(round: int) -> str:
+        """Read the file of one round."""
+        reads.append(round)
+        return f"contents of round {round}"
+
+    stack.standin.call(_set_agent(stack.standin.standin, 3))  # type: ignore[union-attr]
+
+    async def run() -> tuple[str, list[str]]:
+        client = openai.AsyncOpenAI(base_url=stack.openai_url, api_key="sk-agents",
+                                    max_retries=0)
+        agent = Agent(name="reader", instructions="Read the files, then answer.",
+                      tools=[read_file],
+                      model=OpenAIResponsesModel(model="gpt-4o", openai_client=client))
+        result = Runner.run_streamed(agent, "What do the files say?", max_turns=8)
+        kinds = [event.type async for event in result.stream_events()]
+        await client.close()
+        return result.final_output, kinds
+
+    final, kinds = asyncio.run(run())
+    assert final == "stand-in answer after 3 tool results to 7 items."  # question, 3 pairs
+    assert reads == [1, 2, 3] and "raw_response_event" in kinds
+    seen = responses_requests(stack)
+    assert len(seen) == 4 and all(r["status"] == 200 and not r["problems"] for r in seen)
+    assert all(r["stream"] for r in seen)
+    assert seen[-1]["headers"]["authorization"] == "Bearer sk-agents"
+
+
+def test_usage_is_read_from_the_json_and_from_any_chunking_of_the_stream():
+    from providers.standin_answers import Reply, Usage
+    from providers.standin_responses import events, output_items, response
+
+    from ctxlayer.gateway.usage import StreamUsage, from_answer
+    from ctxlayer.gateway.usage import Usage as Read
+
+    sent = Usage(prompt=900, completion=12, cache_read=700)
+    body = {"model": "gpt-4o", "input": "hi"}
+    output = output_items("r1", Reply("hello there"), reasoning=True)
+    want = Read(prompt_tokens=900, completion_tokens=12, cache_read_tokens=700)
+    assert from_answer("responses", json.dumps(response("r1", body, 0, output, sent)).encode()) \
+        == want
+    stream = b"".join(events("r1", body, 0, output, sent))
+    for size in (1, 7, 64, len(stream)):
+        reader = StreamUsage("responses")
+        for k in range(0, len(stream), size):
+            reader.feed(stream[k:k + size])
+        assert reader.usage() == want
+
+
+def test_trim_and_count_take_the_responses_format(stack):
+    """ctx/trim and ctx/count over the state (as the JSON-RPC face calls them): `messages`
+    are the input items, `system` the instructions."""
+    from ctxlayer import protocol
+    from ctxlayer.state.requests import call
+
+    items = long_conversation(6, 150)
+    caller = stack.gateway.caller
+
+    async def go():
+        trimmed = await call(caller, "ctx/trim", protocol.TrimParams(
+            format="responses", messages=items, system="Be terse.", budget=1500,
+            model="gpt-4o"))
+        counted = await call(caller, "ctx/count", protocol.CountParams(
+            format="responses", messages=items[:1], system="Be terse.", model="gpt-4o"))
+        return trimmed, counted
+
+    trimmed, counted = stack.standin.call(go())
+    assert trimmed.system == "Be terse." and trimmed.tokens <= 1500 and trimmed.dropped
+    assert trimmed.messages[-1] == items[-1]
+    assert problems({"model": "gpt-4o", "input": trimmed.messages}, []) == []
+    assert len(counted.tokens) == 2 and counted.total > sum(counted.tokens)
