@@ -82,9 +82,11 @@ def read_request(fmt: str, raw: bytes) -> dict:
             raise GatewayError(400, f"`{key}[{i}]` must be an object", field=f"{key}[{i}]")
     if "stream" in body and not isinstance(body["stream"], bool):
         raise GatewayError(400, "`stream` must be true or false", field="stream")
-    if fmt == "anthropic" and "system" in body and not isinstance(body["system"], (str, list)):
-        raise GatewayError(400, "`system` must be a string or a list of text blocks",
-                           field="system")
+    system = codec(fmt).system
+    if system is not None and body.get(system) is not None and \
+            not isinstance(body[system], (str, list)):
+        raise GatewayError(400, f"`{system}` must be a string or a list of text blocks",
+                           field=system)
     return body
 
 
@@ -202,13 +204,11 @@ class GatewayServer:
         return await self._forward(request, "anthropic", "POST", url, raw, {}, stream=False)
 
     async def _models(self, request: web.Request) -> web.StreamResponse:
-        if "anthropic-version" in request.headers:
-            fmt, url = "anthropic", self.config.anthropic_base_url.rstrip("/") + "/v1/models"
-        else:
-            fmt, url = "openai", self.config.openai_base_url.rstrip("/") + "/models"
+        family = family_of(request.headers)
+        url = f"{family.v1(self.config)}/models"
         if request.query_string:
             url += "?" + request.query_string
-        return await self._forward(request, fmt, "GET", url, None, {}, stream=False)
+        return await self._forward(request, family.name, "GET", url, None, {}, stream=False)
 
     async def _health(self, request: web.Request) -> web.Response:
         urls = self.urls
