@@ -188,3 +188,19 @@ def test_under_any_budget_the_result_is_valid(body, budget):
     for item in out["input"]:
         if item.get("type") in ("reasoning", "function_call"):
             assert json.dumps(item) in originals  # byte for byte
+
+
+def test_messages_the_engine_made_are_written_as_items():
+    from ctxlayer.protocol import Message, ToolCall
+
+    d = decode("responses", {"model": "gpt-4o", "input": []}, WORDS)
+    made = [Message(role="system", content="rules"), Message(role="user", content="go"),
+            Message(role="assistant", content="", tool_calls=[ToolCall(id="c1", name="ls")]),
+            Message(role="tool", content="a.py", tool_call_id="c1"),
+            Message(role="assistant", content="one file"),
+            Message(role="user", content="thanks")]
+    out = encode(d, made).payload
+    assert [i.get("type") for i in out["input"]] == [
+        "message", "message", "function_call", "function_call_output", "message", "message"]
+    assert problems(out, []) == []
+    SDK_INPUT.validate_python(out["input"])

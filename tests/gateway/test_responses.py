@@ -279,3 +279,27 @@ def test_trim_and_count_take_the_responses_format(stack):
     assert trimmed.messages[-1] == items[-1]
     assert problems({"model": "gpt-4o", "input": trimmed.messages}, []) == []
     assert len(counted.tokens) == 2 and counted.total > sum(counted.tokens)
+
+
+def test_a_session_takes_and_gives_the_responses_format(stack):
+    """ctx/session/append of Responses items, ctx/assemble written back as Responses items."""
+    from ctxlayer import protocol
+    from ctxlayer.state.requests import call
+
+    items = long_conversation(3, 40)
+    caller = stack.gateway.caller
+
+    async def go():
+        opened = await call(caller, "ctx/session/open", protocol.SessionOpenParams(
+            model="gpt-4o"))
+        await call(caller, "ctx/session/append", protocol.SessionAppendParams(
+            session_id=opened.session_id, messages=items, format="responses"))
+        return await call(caller, "ctx/assemble", protocol.AssembleParams(
+            session_id=opened.session_id, format="responses", budget=20_000))
+
+    assembled = stack.standin.call(go())
+    written = assembled.messages
+    assert problems({"model": "gpt-4o", "input": written}, []) == []
+    calls = [i["call_id"] for i in written if i.get("type") == "function_call"]
+    assert calls == ["call_0", "call_1", "call_2"]
+    assert [i["call_id"] for i in written if i.get("type") == "function_call_output"] == calls

@@ -255,10 +255,18 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -
                    index=index, derived_ids=derived, counter=counter)
 
 
-def _new_item(m: Message) -> dict:
-    """A message the engine added (a summary, a notice) as an input message."""
-    role = m.role if m.role in ("user", "system", "assistant") else "user"
-    return {"type": "message", "role": role, "content": m.content}
+def _new_items(m: Message) -> list[dict]:
+    """A message the engine added (a summary, a notice, an assembled session's turn) as input
+    items: its text as a message, its tool calls as calls, a tool result as a call's output."""
+    if m.role == "tool":
+        return [{"type": "function_call_output", "call_id": m.tool_call_id or "",
+                 "output": m.content}]
+    out: list[dict] = []
+    if m.content or not m.tool_calls:  # a string content: any role may have one
+        out.append({"type": "message", "role": m.role, "content": m.content})
+    out += [{"type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments}
+            for c in m.tool_calls or ()]
+    return out
 
 
 def _items_of(decoded: Decoded, m: Message, pos: int) -> list[dict]:
@@ -303,7 +311,7 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
         if pos is not None and decoded.sources[pos] == "instructions":
             continue
         if pos is None:
-            new = [_new_item(m)]
+            new = _new_items(m)
         elif decoded.sources[pos] == "string":
             new = [{"type": "message", "role": "user", "content": m.content}]
         else:
