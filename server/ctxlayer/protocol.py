@@ -25,7 +25,8 @@ MAX_MESSAGE_MB = 32
 Role = Literal["system", "user", "assistant", "tool"]
 MessageKind = Literal["chat", "doc", "toolOutput", "summary", "rule", "memory"]
 AuditAction = Literal[
-    "dropped", "truncated", "compressed", "summarized", "deduplicated", "demoted", "restored"
+    "dropped", "truncated", "compressed", "summarized", "deduplicated", "demoted", "restored",
+    "notFitted",
 ]
 Mode = Literal["short", "deep", "debug"]
 Strategy = Literal["pipeline", "priority"]
@@ -33,7 +34,7 @@ ToolFormat = Literal["markdown", "xml", "tool"]
 ContextMode = Literal["full", "selective"]
 PartName = Literal["tree", "git", "agentFiles", "files", "skills"]
 #: how messages are shaped: ctxlayer's Message, or a provider's own request format
-Format = Literal["ctxlayer", "openai", "anthropic"]
+Format = Literal["ctxlayer", "openai", "anthropic", "responses"]
 #: what a live conversation came through
 Source = Literal["gateway", "prepare", "session"]
 
@@ -47,7 +48,8 @@ class Strict(Wire, forbid_unknown_fields=True):
 
 
 #: messages in the request's `format`: Message objects for "ctxlayer", the provider's own
-#: message objects (passed through untouched) for "openai" and "anthropic"
+#: message objects (passed through untouched) for "openai" and "anthropic", the `input`
+#: items for "responses"
 FormatMessages = Annotated[list[Any], msgspec.Meta(extra_json_schema={
     "items": {"anyOf": [{"$ref": "#/$defs/Message"}, {"type": "object"}]},
     "description": "Message objects (format ctxlayer) or the provider's message objects",
@@ -203,7 +205,8 @@ class CountParams(Wire):
     texts: list[str] | None = None
     messages: FormatMessages | None = None
     format: Format = "ctxlayer"
-    system: Any = None  # anthropic: the request's system (a string or text blocks)
+    #: anthropic: the request's system (a string or text blocks); responses: its instructions
+    system: Any = None
 
 
 class CountResult(Wire):
@@ -222,7 +225,8 @@ class TrimParams(Wire):
     docs: list[str] | None = None
     strategy: Strategy | None = None  # None: `[trim] strategy` of the workspace config
     format: Format = "ctxlayer"
-    system: Any = None  # anthropic: the request's system (a string or text blocks)
+    #: anthropic: the request's system (a string or text blocks); responses: its instructions
+    system: Any = None
 
 
 class TrimResult(Wire):
@@ -231,7 +235,7 @@ class TrimResult(Wire):
     budget: int
     dropped: list[AuditEntry]
     truncated: list[AuditEntry]
-    system: Any = None  # anthropic: the fitted system
+    system: Any = None  # anthropic: the fitted system; responses: the instructions
 
 
 # --- sessions -----------------------------------------------------------------------------------

@@ -7,7 +7,12 @@ until it is killed. In pytest: `async with Standin() as s:` on the test's loop, 
 `with StandinThread() as s:` for synchronous clients (its own loop on a thread).
 
 Routes: `POST /v1/chat/completions`, `POST /v1/messages`, `POST /v1/messages/count_tokens`,
-`GET /v1/models` (the OpenAI list, or Anthropic's when the request has `anthropic-version`).
+`GET /v1/models` (the OpenAI list, or Anthropic's when the request has `anthropic-version`),
+`GET /v1/models/{id}`, `POST /v1/embeddings`, and `POST /v1/responses` (the Responses API,
+strict as standin_responses.py says; it keeps every response it gave, for
+`previous_response_id`, and answers with a reasoning item when `include` asks for
+`reasoning.encrypted_content`). `agent(rounds)` makes it play an agent: a request with
+tools gets a call of its first tool until it carries `rounds` function call outputs, then text.
 Every request is checked as the provider checks it (standin_checks.py) and measured against
 the model's window (tiktoken, offline); a refused one gets the provider's own 400. Answers
 carry usage: `cached_tokens` / `cache_read_input_tokens` are the tokens of the messages at the
@@ -45,6 +50,7 @@ if str(Path(__file__).parent) not in sys.path:  # run as a script or imported as
 
 import standin_answers as answers
 import standin_checks as checks
+import standin_responses as responses
 from standin_answers import Reply, Usage
 
 from ctxlayer.tokenizers import context_window
@@ -67,6 +73,8 @@ class Standin:
         self._release = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self._count = 0
+        self._responses: dict[str, list] = {}  # response id -> its whole history
+        self.agent_rounds = 0
 
     # ---- lifecycle ------------------------------------------------------------------------
 
@@ -88,6 +96,9 @@ class Standin:
         app.router.add_post("/v1/messages", self._messages)
         app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
         app.router.add_get("/v1/models", self._models)
+        app.router.add_get("/v1/models/{model}", self._model)
+        app.router.add_post("/v1/embeddings", self._embeddings)
+        app.router.add_post("/v1/responses", self._responses_route)
         app.router.add_get("/_standin/requests", self._requests)
         app.router.add_post("/_standin/reset", self._reset)
         app.router.add_post("/_standin/fail", self._fail)
@@ -124,6 +135,10 @@ class Standin:
         """Script the next answer."""
         self._replies.append(Reply(text, tool_name, tool_arguments or {}))
 
+    def agent(self, rounds: int) -> None:
+        """Answer requests with tools by tool calls until `rounds` outputs came back."""
+        self.agent_rounds = rounds
+
     def release(self) -> None:
         """Let a held stream go on."""
         self._release.set()
@@ -133,6 +148,8 @@ class Standin:
         self._failures.clear()
         self._replies.clear()
         self._previous.clear()
+        self._responses.clear()
+        self.agent_rounds = 0
 
     def window(self, model: str, betas: list[str] | tuple = ()) -> int:
         """The model's window as the provider applies it: the one this stand-in was given,
@@ -170,6 +187,87 @@ class Standin:
         return web.json_response({"object": "list", "data": [
             {"id": m, "object": "model", "created": 1_700_000_000, "owned_by": "standin"}
             for m in MODELS]})
+
+    async def _model(self, request: web.Request) -> web.Response:
+        name = request.match_info["model"]
+        if name not in MODELS:
+            return web.json_response(answers.error_body(
+                "openai", 404, f"The model '{name}' does not exist or you do not have access "
+                "to it.", code="model_not_found"), status=404)
+        return web.json_response({"id": name, "object": "model", "created": 1_700_000_000,
+                                  "owned_by": "standin"})
+
+    async def _embeddings(self, request: web.Request) -> web.Response:
+        entry, body = await self._read("openai", request)
+        if body is None or not isinstance(body.get("input"), (str, list)):
+            return self._error("openai", entry, 400, "input: Missing required parameter.")
+        texts = [body["input"]] if isinstance(body["input"], str) else body["input"]
+        entry["status"] = 200
+        return web.json_response({"object": "list", "model": body.get("model"), "data": [
+            {"object": "embedding", "index": k, "embedding": [float(len(str(t))), 0.5, -0.5]}
+            for k, t in enumerate(texts)], "usage": {"prompt_tokens": len(texts),
+                                                       "total_tokens": len(texts)}})
+
+    async def _responses_route(self, request: web.Request) -> web.StreamResponse:
+        entry, body = await self._read("responses", request)
+        if body is None:
+            return self._error("openai", entry, 400, "We could not parse the JSON body of "
+                               "your request.")
+        prev = body.get("previous_response_id")
+        history = self._responses.get(prev, None) if prev is not None else []
+        entry["stream"] = bool(body.get("stream"))
+        probs = responses.problems(body, history)
+        if probs:
+            entry["problems"] = probs
+            return self._error("openai", entry, 400, "; ".join(probs), param="input")
+        history = history or []
+        model = body["model"]
+        tokens = responses.prompt_tokens(body, history)
+        entry["prompt_tokens"] = tokens
+        asked = body.get("max_output_tokens") or 0
+        if tokens + asked > self.window(model):
+            entry["problems"] = [f"over the window: {tokens} + {asked} > {self.window(model)}"]
+            return self._error("openai", entry, 400, f"Your input exceeds the context window "
+                               f"of this model ({tokens} + {asked} > {self.window(model)}).",
+                               param="input", code="context_length_exceeded")
+        self._count += 1
+        rid = f"standin{self._count}"
+        items = [*history, *responses.items_of(body)]
+        reply = self._replies.pop(0) if self._replies else self._agent_reply(body, items)
+        output = responses.output_items(rid, reply, "reasoning.encrypted_content" in (
+            body.get("include") or ()))
+        self._responses[f"resp_{rid}"] = [*items, *output]
+        completion = checks.counter_for(model).count(reply.text or json.dumps(
+            reply.tool_arguments)) + (8 if reply.tool_name else 0)
+        usage = Usage(tokens, completion, self._responses_cache(body, items))
+        created = int(time.time())
+        if not entry["stream"]:
+            entry["status"] = 200
+            entry["completed"] = True
+            return web.json_response(responses.response(rid, body, created, output, usage),
+                                     headers=self._ids("openai"))
+        return await self._stream(request, entry, responses.events(
+            rid, body, created, output, usage), self._ids("openai"), None)
+
+    def _agent_reply(self, body: dict, items: list) -> Reply:
+        tools = [t for t in body.get("tools") or () if t.get("type") == "function"]
+        done = sum(1 for i in items if isinstance(i, dict)
+                   and i.get("type") == "function_call_output")
+        if tools and done < self.agent_rounds and body.get("tool_choice") != "none":
+            return Reply(tool_name=tools[0]["name"], tool_arguments={"round": done + 1})
+        return Reply(text=f"stand-in answer after {done} tool results to {len(items)} items.")
+
+    def _responses_cache(self, body: dict, items: list) -> int:
+        """Tokens of the items at the start identical to the previous request's."""
+        key = json.dumps(["responses", body["model"], body.get("instructions"), items[:1]],
+                         sort_keys=True)
+        previous = self._previous.get(key, [])
+        self._previous[key] = items
+        same = 0
+        while same < min(len(items), len(previous)) and items[same] == previous[same]:
+            same += 1
+        return responses.prompt_tokens({"model": body["model"], "input": items[:same]}, []) \
+            - 3 if same else 0
 
     async def _read(self, fmt: str, request: web.Request) -> tuple[dict, dict | None]:
         raw = await request.read()

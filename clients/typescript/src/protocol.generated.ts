@@ -69,7 +69,7 @@ export interface ToolCall {
  * What the engine did to one item, and why: nothing is cut without one.
  */
 export interface AuditEntry {
-  action: "compressed" | "deduplicated" | "demoted" | "dropped" | "restored" | "summarized" | "truncated";
+  action: "compressed" | "deduplicated" | "demoted" | "dropped" | "notFitted" | "restored" | "summarized" | "truncated";
   reason: string;
   summary: string;
   tokensBefore: number;
@@ -161,7 +161,7 @@ export interface CountParams {
   model?: string | null;
   texts?: string[] | null;
   messages?: (Message | {})[] | null;
-  format?: "anthropic" | "ctxlayer" | "openai";
+  format?: "anthropic" | "ctxlayer" | "openai" | "responses";
   system?: {
     [k: string]: unknown | undefined;
   };
@@ -180,7 +180,7 @@ export interface TrimParams {
   reserveOutput?: number | null;
   docs?: string[] | null;
   strategy?: ("pipeline" | "priority") | null;
-  format?: "anthropic" | "ctxlayer" | "openai";
+  format?: "anthropic" | "ctxlayer" | "openai" | "responses";
   system?: {
     [k: string]: unknown | undefined;
   };
@@ -217,7 +217,7 @@ export interface SessionAppendParams {
    * Message objects (format ctxlayer) or the provider's message objects
    */
   messages: (Message | {})[];
-  format?: "anthropic" | "ctxlayer" | "openai";
+  format?: "anthropic" | "ctxlayer" | "openai" | "responses";
 }
 export interface SessionAddItemParams {
   sessionId: string;
@@ -260,7 +260,7 @@ export interface AssembleParams {
   sessionId: string;
   budget?: number | null;
   systemPrompt?: SystemPromptParams | null;
-  format?: "anthropic" | "ctxlayer" | "openai";
+  format?: "anthropic" | "ctxlayer" | "openai" | "responses";
 }
 export interface AssembleResult {
   /**
@@ -347,7 +347,7 @@ export interface InspectResult {
  */
 export interface PrepareParams {
   request: {};
-  format?: "anthropic" | "ctxlayer" | "openai";
+  format?: "anthropic" | "ctxlayer" | "openai" | "responses";
   model?: string | null;
   budget?: number | null;
   reserveOutput?: number | null;

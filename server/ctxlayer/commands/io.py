@@ -53,13 +53,14 @@ def load_json(text: str, source: str = "stdin"):
                          "messages a few levels deep") from None
 
 
-def load_chat(text: str, source: str) -> tuple[dict, bool]:
+def load_chat(text: str, source: str, fmt: Format | None = None) -> tuple[dict, bool]:
     """The payload of a chat, and whether it came as a request body (`{"messages": [...],
-    ...}`) rather than a bare list of messages (which is wrapped as `{"messages": list}`)."""
+    ...}`, or a Responses request with `input`) rather than a bare list of messages (which is
+    wrapped as `{"messages": list}`, `{"input": list}` for responses)."""
     data = load_json(text, source)
     if isinstance(data, list):
-        return {"messages": data}, False
-    if not isinstance(data, dict) or "messages" not in data:
+        return {"input" if fmt == "responses" else "messages": data}, False
+    if not isinstance(data, dict) or ("messages" not in data and "input" not in data):
         raise UsageError(f"{source}: expected a JSON list of messages (or {{\"messages\": "
                          "[...]}})")
     return data, True
@@ -84,7 +85,7 @@ def read_chat(text: str, source: str, counter: Tokenizer, fmt: Format | None = N
               ) -> Decoded:
     """A chat in `fmt` (None: detected): a list of messages or a request body with
     `messages` (and `system` for anthropic)."""
-    return decode_chat(load_chat(text, source)[0], source, counter, fmt)
+    return decode_chat(load_chat(text, source, fmt)[0], source, counter, fmt)
 
 
 def parse_chat(text: str, source: str = "stdin", counter: Tokenizer | None = None

@@ -1,10 +1,11 @@
 """`ctxlayer trim`: fit a chat into a budget; the result on stdout, a one-line summary on stderr.
 
-A request body (`{"messages": [...], ...}`) comes back whole, ready to send: every field of the
-input as it was, `messages` (and `system`) fitted, and the audit beside them under AUDIT_KEY,
-which the sender removes. A bare list of messages gives ctx/trim's TrimResult (`messages`,
-`tokens`, `budget`, `dropped`, `truncated`). The tool definitions share the budget, counted as
-the gateway counts them, so `trim --budget N` and the gateway fit a body alike.
+A request body (`{"messages": [...], ...}`, or a Responses request with `input`) comes back
+whole, ready to send: every field of the input as it was, `messages` (and `system`, or the
+Responses `input`) fitted, and the audit beside them under AUDIT_KEY, which the sender
+removes. A bare list of messages gives ctx/trim's TrimResult (`messages`, `tokens`, `budget`,
+`dropped`, `truncated`). The tool definitions share the budget, counted as the gateway counts
+them, so `trim --budget N` and the gateway fit a body alike.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import msgspec
 
 from ctxlayer.cli import UsageError
 from ctxlayer.commands.io import chat_model, decode_chat, load_chat, positive, read_input
+from ctxlayer.core.formats.common import FORMATS
 
 #: where a request body's result carries the audit ({tokens, budget, dropped, truncated}). No
 #: OpenAI or Anthropic request has this field, so it never stands for one of the body's own;
@@ -23,7 +25,8 @@ from ctxlayer.commands.io import chat_model, decode_chat, load_chat, positive, r
 AUDIT_KEY = "ctxlayer"
 
 FORMAT_HELP = ("format of the input and the output: ctxlayer (Message objects), openai (Chat "
-               "Completions messages or request) or anthropic (Messages request with system). "
+               "Completions messages or request), anthropic (Messages request with system) or "
+               "responses (a Responses request: instructions and input items). "
                "Default: detected; anthropic when there is a system field or Anthropic blocks, "
                "openai when a message has anything a ctxlayer Message has not (developer role, "
                "tool_calls, tool_call_id, name, null or list content), else ctxlayer")
@@ -31,7 +34,7 @@ FORMAT_HELP = ("format of the input and the output: ctxlayer (Message objects), 
 
 def add_arguments(parser) -> None:
     parser.add_argument("file", nargs="?", help="chat JSON file (default: stdin)")
-    parser.add_argument("--format", choices=("ctxlayer", "openai", "anthropic"), default=None,
+    parser.add_argument("--format", choices=FORMATS, default=None,
                         help=FORMAT_HELP)
     parser.add_argument("--model", default=None,
                         help="model name (default: the body's `model`, else gpt-4o)")
@@ -60,13 +63,13 @@ def run(args) -> int:
     from ctxlayer.workspace.attachments import attached_paths, read_attachments
 
     source = args.file or "stdin"
-    payload, is_body = load_chat(read_input(args.file), source)
+    payload, is_body = load_chat(read_input(args.file), source, args.format)
     payload.pop(AUDIT_KEY, None)  # a previous trim's audit: never part of the request
     model = chat_model(args.model, payload)
     counter, info = counter_for(model), model_info(model)
     decoded = decode_chat(payload, source, counter, args.format)
     messages = decoded.messages
-    reserve = args.reserve_output or client_reserve(payload)  # as the gateway reads it
+    reserve = args.reserve_output or client_reserve(payload, decoded.fmt)  # as the gateway
     budget = args.budget or (max(1, info.context_window - reserve) if reserve
                              else info.default_budget)
     tools = tools_tokens(payload, counter)
@@ -84,6 +87,8 @@ def run(args) -> int:
              "dropped": msgspec.to_builtins(dropped), "truncated": msgspec.to_builtins(truncated)}
     if is_body:
         result = {**encoded.payload, AUDIT_KEY: audit}
+    elif decoded.fmt == "responses":
+        result = {"input": encoded.payload["input"], **audit}
     else:
         result = {"messages": encoded.payload["messages"], **audit}
     sys.stdout.write(msgspec.json.encode(result).decode() + "\n")

@@ -1,6 +1,8 @@
 """The gateway's HTTP server: OpenAI- and Anthropic-compatible routes on loopback.
 
-Owns: the aiohttp application and its routes, reading each request (a body it cannot read is
+Owns: the aiohttp application and its routes (the model routes made from the provider table,
+providers.py; every other `/v1` path forwarded unchanged to its family's upstream; any other
+path a JSON 404 in the provider's shape), reading each request (a body it cannot read is
 a 400 in the provider's shape naming the field, never forwarded), preparing it through the
 state (chats.py), forwarding it (forward.py) with the `x-ctxlayer-*` answer headers, and
 `start_gateway` for the daemon. Runs on the caller's event loop; the CPU work of a prepare
@@ -26,9 +28,11 @@ from aiohttp import web
 from ctxlayer import protocol
 from ctxlayer.config import GatewayConfig
 from ctxlayer.core.errors import ContextError
+from ctxlayer.core.formats import codec
 from ctxlayer.gateway import chats, guard, limits
 from ctxlayer.gateway.errors import GatewayError, error_response
 from ctxlayer.gateway.forward import Upstream
+from ctxlayer.gateway.providers import PROVIDERS, Provider, family_of
 from ctxlayer.gateway.usage import Usage
 from ctxlayer.state import Caller, State
 from ctxlayer.state.requests import call
@@ -67,17 +71,21 @@ def read_request(fmt: str, raw: bytes) -> dict:
         raise GatewayError(400, "the body must be a JSON object", field="body")
     if not isinstance(body.get("model"), str) or not body["model"].strip():
         raise GatewayError(400, "`model` must be a non-empty string", field="model")
-    if not isinstance(body.get("messages"), list):
-        raise GatewayError(400, "`messages` must be a list", field="messages")
-    for i, m in enumerate(body["messages"]):
+    key = codec(fmt).conversation
+    value = body.get(key)
+    if not isinstance(value, list) and not (key == "input" and isinstance(value, str)):
+        what = "a string or a list of items" if key == "input" else "a list"
+        raise GatewayError(400, f"`{key}` must be {what}", field=key)
+    for i, m in enumerate(value if isinstance(value, list) else ()):
         if not isinstance(m, dict):
-            raise GatewayError(400, f"`messages[{i}]` must be an object",
-                               field=f"messages[{i}]")
+            raise GatewayError(400, f"`{key}[{i}]` must be an object", field=f"{key}[{i}]")
     if "stream" in body and not isinstance(body["stream"], bool):
         raise GatewayError(400, "`stream` must be true or false", field="stream")
-    if fmt == "anthropic" and "system" in body and not isinstance(body["system"], (str, list)):
-        raise GatewayError(400, "`system` must be a string or a list of text blocks",
-                           field="system")
+    system = codec(fmt).system
+    if system is not None and body.get(system) is not None and \
+            not isinstance(body[system], (str, list)):
+        raise GatewayError(400, f"`{system}` must be a string or a list of text blocks",
+                           field=system)
     return body
 
 
@@ -121,14 +129,17 @@ class GatewayServer:
         app = web.Application(client_max_size=body_limits.max_bytes, middlewares=[
             guard.middleware(lambda: guard.allowed_hosts(self.host, self.port), token)])
         app[limits.KEY] = body_limits
-        app.router.add_post("/v1/chat/completions", self._chat)
+        for provider in PROVIDERS:
+            app.router.add_post(provider.route, self._model_route(provider))
         app.router.add_get("/v1/models", self._models)
-        app.router.add_post("/v1/messages", self._messages)
         app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
         app.router.add_get("/health", self._health)
         # what ctxlayer did to the live chats (`ctxlayer chats` reads these)
         app.router.add_get("/ctxlayer/conversations", self._conversations)
         app.router.add_get("/ctxlayer/why", self._why)
+        # last: what no route above serves (the first match wins)
+        app.router.add_route("*", "/v1/{tail:.*}", self._passthrough)
+        app.router.add_route("*", "/{tail:.*}", self._not_found)
         # A client that disconnects cancels its handler, which closes the upstream request.
         self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None,
                                      **limits.server_options(self.config))
@@ -174,13 +185,31 @@ class GatewayServer:
 
     # ---- routes ---------------------------------------------------------------------------
 
-    async def _chat(self, request: web.Request) -> web.StreamResponse:
-        return await self._model_request(
-            request, "openai", self.config.openai_base_url.rstrip("/") + "/chat/completions")
+    def _model_route(self, provider: Provider) -> Any:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            return await self._model_request(request, provider.fmt, provider.url(self.config))
+        return handle
 
-    async def _messages(self, request: web.Request) -> web.StreamResponse:
-        return await self._model_request(
-            request, "anthropic", self.config.anthropic_base_url.rstrip("/") + "/v1/messages")
+    async def _passthrough(self, request: web.Request) -> web.StreamResponse:
+        """Any other `/v1` path (embeddings, completions, one model, files, batches...):
+        forwarded unchanged to its family's upstream with the client's keys, nothing
+        prepared or counted."""
+        family = family_of(request.headers)
+        try:
+            raw = await _read(request) if request.body_exists else None
+        except GatewayError as err:
+            return error_response(family.name, err)
+        url = f"{family.v1(self.config)}/{request.match_info['tail']}"
+        if request.query_string:
+            url += "?" + request.query_string
+        return await self._forward(request, family.name, request.method, url, raw, {},
+                                   stream=True)
+
+    async def _not_found(self, request: web.Request) -> web.Response:
+        """A path the gateway does not serve, said in the shape of the client's provider."""
+        return error_response(family_of(request.headers).name, GatewayError(
+            404, f"no route {request.method} {request.path} here (the model APIs are under "
+            "/v1)", code="not_found"))
 
     async def _count_tokens(self, request: web.Request) -> web.StreamResponse:
         """Counted by the provider, on the request as the client sent it: what the client
@@ -194,13 +223,11 @@ class GatewayServer:
         return await self._forward(request, "anthropic", "POST", url, raw, {}, stream=False)
 
     async def _models(self, request: web.Request) -> web.StreamResponse:
-        if "anthropic-version" in request.headers:
-            fmt, url = "anthropic", self.config.anthropic_base_url.rstrip("/") + "/v1/models"
-        else:
-            fmt, url = "openai", self.config.openai_base_url.rstrip("/") + "/models"
+        family = family_of(request.headers)
+        url = f"{family.v1(self.config)}/models"
         if request.query_string:
             url += "?" + request.query_string
-        return await self._forward(request, fmt, "GET", url, None, {}, stream=False)
+        return await self._forward(request, family.name, "GET", url, None, {}, stream=False)
 
     async def _health(self, request: web.Request) -> web.Response:
         urls = self.urls

@@ -1,6 +1,6 @@
 """What the provider says it used: token usage read from an answer as it passes through.
 
-Owns: `Usage` and the readers of both providers' shapes: a whole JSON answer
+Owns: `Usage` and the readers of every provider's shape (`SHAPES`): a whole JSON answer
 (`from_answer`), or an SSE stream watched chunk by chunk (`StreamUsage.feed`), without
 holding the stream (only an unfinished event is kept between chunks). Pure: no I/O.
 
@@ -9,6 +9,8 @@ OpenAI: `usage.prompt_tokens` (cache reads included, in
 when the client set `stream_options.include_usage`. Anthropic: `input_tokens` excludes the
 cache, so the prompt is `input_tokens + cache_read_input_tokens + cache_creation_input_tokens`;
 streamed in message_start (input) and message_delta (output, sometimes input again).
+OpenAI Responses: `usage.input_tokens` (cache reads included, in
+`input_tokens_details.cached_tokens`), `output_tokens`; streamed in `response.completed`.
 """
 
 from __future__ import annotations
@@ -32,44 +34,108 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-class _Fields:
-    """The usage numbers seen so far; a later report of a number replaces the earlier one."""
+def _copy(values: dict[str, int], usage: dict, keys: tuple[str, ...]) -> None:
+    for key in keys:
+        if key in usage and usage[key] is not None:
+            values[key] = _int(usage[key])
 
-    def __init__(self) -> None:
-        self.seen = False
-        self.values: dict[str, int] = {}
 
-    def take(self, fmt: str, usage: Any) -> None:
-        if not isinstance(usage, dict):
-            return
-        self.seen = True
-        if fmt == "anthropic":
-            keys = ("input_tokens", "output_tokens", "cache_read_input_tokens",
-                    "cache_creation_input_tokens")
-            for key in keys:
-                if key in usage and usage[key] is not None:
-                    self.values[key] = _int(usage[key])
-            return
-        for key in ("prompt_tokens", "completion_tokens"):
-            if key in usage:
-                self.values[key] = _int(usage[key])
-        details = usage.get("prompt_tokens_details")
-        if isinstance(details, dict) and "cached_tokens" in details:
-            self.values["cached_tokens"] = _int(details["cached_tokens"])
+def _cached(values: dict[str, int], details: Any) -> None:
+    if isinstance(details, dict) and "cached_tokens" in details:
+        values["cached_tokens"] = _int(details["cached_tokens"])
 
-    def usage(self, fmt: str) -> Usage | None:
-        if not self.seen:
-            return None
-        v = self.values
-        if fmt == "anthropic":
-            read, write = v.get("cache_read_input_tokens", 0), v.get(
-                "cache_creation_input_tokens", 0)
-            return Usage(prompt_tokens=v.get("input_tokens", 0) + read + write,
-                         completion_tokens=v.get("output_tokens", 0),
-                         cache_read_tokens=read, cache_write_tokens=write)
+
+class Shape:
+    """How one provider writes its usage: the numbers of a usage object, the Usage they make,
+    and where an SSE event's payload carries a usage object."""
+
+    def take(self, values: dict[str, int], usage: dict) -> None:
+        raise NotImplementedError
+
+    def usage(self, v: dict[str, int]) -> Usage:
+        raise NotImplementedError
+
+    def in_event(self, payload: dict) -> Any:
+        return payload.get("usage")
+
+
+class ChatShape(Shape):
+    """OpenAI Chat Completions: `prompt_tokens` holds the cache reads."""
+
+    def take(self, values: dict[str, int], usage: dict) -> None:
+        _copy(values, usage, ("prompt_tokens", "completion_tokens"))
+        _cached(values, usage.get("prompt_tokens_details"))
+
+    def usage(self, v: dict[str, int]) -> Usage:
         return Usage(prompt_tokens=v.get("prompt_tokens", 0),
                      completion_tokens=v.get("completion_tokens", 0),
                      cache_read_tokens=v.get("cached_tokens", 0))
+
+
+class MessagesShape(Shape):
+    """Anthropic Messages: `input_tokens` is the uncached part; streamed in message_start and
+    message_delta."""
+
+    def take(self, values: dict[str, int], usage: dict) -> None:
+        _copy(values, usage, ("input_tokens", "output_tokens", "cache_read_input_tokens",
+                              "cache_creation_input_tokens"))
+
+    def usage(self, v: dict[str, int]) -> Usage:
+        read, write = v.get("cache_read_input_tokens", 0), v.get(
+            "cache_creation_input_tokens", 0)
+        return Usage(prompt_tokens=v.get("input_tokens", 0) + read + write,
+                     completion_tokens=v.get("output_tokens", 0),
+                     cache_read_tokens=read, cache_write_tokens=write)
+
+    def in_event(self, payload: dict) -> Any:
+        if payload.get("type") == "message_start":
+            message = payload.get("message")
+            return message.get("usage") if isinstance(message, dict) else None
+        return payload.get("usage") if payload.get("type") == "message_delta" else None
+
+
+class ResponsesShape(Shape):
+    """OpenAI Responses: `input_tokens` holds the cache reads
+    (`input_tokens_details.cached_tokens`); streamed in the final `response.completed` (or
+    `response.incomplete` / `response.failed`) event's `response.usage`."""
+
+    def take(self, values: dict[str, int], usage: dict) -> None:
+        _copy(values, usage, ("input_tokens", "output_tokens"))
+        _cached(values, usage.get("input_tokens_details"))
+
+    def usage(self, v: dict[str, int]) -> Usage:
+        return Usage(prompt_tokens=v.get("input_tokens", 0),
+                     completion_tokens=v.get("output_tokens", 0),
+                     cache_read_tokens=v.get("cached_tokens", 0))
+
+    def in_event(self, payload: dict) -> Any:
+        response = payload.get("response")
+        if payload.get("type") in ("response.completed", "response.incomplete",
+                                   "response.failed") and isinstance(response, dict):
+            return response.get("usage")
+        return None
+
+
+#: every provider's usage shape, by its format (gateway/providers.py names it)
+SHAPES: dict[str, Shape] = {"openai": ChatShape(), "anthropic": MessagesShape(),
+                            "responses": ResponsesShape()}
+
+
+class _Fields:
+    """The usage numbers seen so far; a later report of a number replaces the earlier one."""
+
+    def __init__(self, fmt: str) -> None:
+        self.shape = SHAPES[fmt]
+        self.seen = False
+        self.values: dict[str, int] = {}
+
+    def take(self, usage: Any) -> None:
+        if isinstance(usage, dict):
+            self.seen = True
+            self.shape.take(self.values, usage)
+
+    def usage(self) -> Usage | None:
+        return self.shape.usage(self.values) if self.seen else None
 
 
 def from_answer(fmt: str, body: bytes) -> Usage | None:
@@ -78,10 +144,10 @@ def from_answer(fmt: str, body: bytes) -> Usage | None:
         answer = json.loads(body)
     except ValueError:
         return None
-    fields = _Fields()
+    fields = _Fields(fmt)
     if isinstance(answer, dict):
-        fields.take(fmt, answer.get("usage"))
-    return fields.usage(fmt)
+        fields.take(answer.get("usage"))
+    return fields.usage()
 
 
 class StreamUsage:
@@ -89,7 +155,7 @@ class StreamUsage:
 
     def __init__(self, fmt: str) -> None:
         self.fmt = fmt
-        self._fields = _Fields()
+        self._fields = _Fields(fmt)
         self._tail = b""
 
     def feed(self, chunk: bytes) -> None:
@@ -106,20 +172,11 @@ class StreamUsage:
             payload = json.loads(b"\n".join(lines))
         except ValueError:
             return
-        if not isinstance(payload, dict):
-            return
-        if self.fmt == "anthropic":
-            if payload.get("type") == "message_start":
-                message = payload.get("message")
-                self._fields.take(self.fmt, message.get("usage") if isinstance(
-                    message, dict) else None)
-            elif payload.get("type") == "message_delta":
-                self._fields.take(self.fmt, payload.get("usage"))
-            return
-        self._fields.take(self.fmt, payload.get("usage"))
+        if isinstance(payload, dict):
+            self._fields.take(self._fields.shape.in_event(payload))
 
     def usage(self) -> Usage | None:
         """The usage reported so far (None when the stream carried none)."""
         if self._tail.strip():
             self.feed(b"\n\n")
-        return self._fields.usage(self.fmt)
+        return self._fields.usage()

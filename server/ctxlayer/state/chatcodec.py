@@ -1,8 +1,10 @@
 """A provider request as a live conversation sees it: decoded for the engine, encoded back,
-known by its first messages, and the output room the client asked for.
+known by its first messages, the output room the client asked for, and whether it can be
+fitted at all.
 
-Decoding and encoding are the format codecs' (`ctxlayer.core.formats`); this module names a
-bad field from the request's root (`request.messages[1].colour`).
+Decoding and encoding are the format codecs' (`ctxlayer.core.formats`, looked up in its table,
+never by a format's name); this module names a bad field from the request's root
+(`request.messages[1].colour`).
 Must not: decide what is kept (the engine does).
 """
 
@@ -49,6 +51,9 @@ def _text(content: Any) -> str:
 def identity_text(fmt: str, request: dict) -> str:
     """What names a conversation without an id: its system text and first user message, text
     only, so markers a client moves between turns (cache_control) do not change it."""
+    own = formats.codec(fmt).identity
+    if own is not None:
+        return "\x01".join([fmt, *own(request)])
     parts = [f"{fmt}\x00{_text(request.get('system'))}"]
     messages = request.get("messages")
     for m in messages if isinstance(messages, list) else ():
@@ -61,9 +66,28 @@ def identity_text(fmt: str, request: dict) -> str:
     return "\x01".join(parts)
 
 
-def client_reserve(request: dict) -> int | None:
-    """The output room the request itself asks for (`max_completion_tokens`, `max_tokens`)."""
-    for key in ("max_completion_tokens", "max_tokens"):
+def conversation_of(fmt: str, request: dict) -> list:
+    """The request's conversation as the client sent it (a string `input` is one message)."""
+    value = request.get(formats.codec(fmt).conversation)
+    if isinstance(value, str):
+        return [value]
+    return value if isinstance(value, list) else []
+
+
+def conversation_field(fmt: str) -> str:
+    """Where the request keeps its conversation, from the params' root (`request.input`)."""
+    return f"request.{formats.codec(fmt).conversation}"
+
+
+def unfittable(fmt: str, request: dict) -> str | None:
+    """Why this request must go as it came (its history kept by the provider), else None."""
+    return formats.codec(fmt).unfittable(request)
+
+
+def client_reserve(request: dict, fmt: str = "openai") -> int | None:
+    """The output room the request itself asks for (`max_completion_tokens`, `max_tokens`;
+    `max_output_tokens` for responses)."""
+    for key in formats.codec(fmt).reserve:
         value = request.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             return value

@@ -38,7 +38,14 @@ from ctxlayer.core.prepare import (
     warm,
 )
 from ctxlayer.state import identity
-from ctxlayer.state.chatcodec import client_reserve, decode, encode
+from ctxlayer.state.chatcodec import (
+    client_reserve,
+    conversation_field,
+    conversation_of,
+    decode,
+    encode,
+    unfittable,
+)
 
 #: the State and the Caller (not imported: the State imports this module)
 State = Caller = Any
@@ -173,7 +180,8 @@ class Conversations:
         if p.context_window is not None and p.context_window <= 0:
             raise ContextError("invalid", "must be a positive number of tokens",
                                field="contextWindow")
-        reserve = p.reserve_output if p.reserve_output is not None else client_reserve(p.request)
+        reserve = (p.reserve_output if p.reserve_output is not None
+                   else client_reserve(p.request, p.format))
         if p.budget is not None:
             nominal = p.budget
         elif p.context_window is not None:
@@ -189,26 +197,31 @@ class Conversations:
         conv.source = source
         budget = nominal if conv.bias <= 1.0 else max(1, int(nominal / conv.bias))
         previous, restored = conv.state, frozenset(conv.restored)
+        # a request whose history the provider keeps goes as it came: only counted
+        fit = UNFITTED_BUDGET if unfittable(p.format, p.request) else budget
+        if fit != budget:
+            previous = None
 
         def work(counter) -> tuple[Turn, Any, int]:
             decoded = decode(p.format, p.request, counter)
             if not decoded.messages:
                 raise ContextError("invalid", "a conversation needs at least one message",
-                                   field="request.messages")
+                                   field=conversation_field(p.format))
             tools = _tools_tokens(p.request, counter)
-            if tools >= budget:
+            if tools >= fit:
                 raise ContextError("pinned_over_budget", f"the tool definitions alone need "
                                    f"{tools} tokens, over the budget of {budget}", field="budget")
-            turn = prepare_turn(previous, decoded.messages, budget - tools, counter,
+            turn = prepare_turn(previous, decoded.messages, fit - tools, counter,
                                 restored=restored)
             return turn, encode(decoded, turn.messages, turn.breakpoints), tools
 
         done, out = (state.tokenizers.run_inline(model, work, 0)
-                     if _cheap(conv, p.request, budget, restored) else (False, None))
+                     if _cheap(conv, conversation_of(p.format, p.request), budget, restored)
+                     else (False, None))
         if not done:
             out = await state.tokenizers.run(model, work, size=1 << 62)
         turn, encoded, tools = out  # type: ignore[misc]
-        conv.native_count = len(p.request.get("messages") or ())
+        conv.native_count = len(conversation_of(p.format, p.request))
         conv.chain = identity.turns(p.request)
         self._remember(conv, turn, budget, tools)
         if not conv.session_open:
@@ -393,10 +406,13 @@ def read_usage(usage: Any) -> tuple[int, int | None] | None:
 INLINE_NEW_CHARS = 32_000
 
 
-def _cheap(conv: Conversation, request: dict, budget: int, restored: frozenset[str]) -> bool:
+#: the budget of a turn that is not fitted (`previous_response_id`): nothing is cut
+UNFITTED_BUDGET = 1 << 60
+
+
+def _cheap(conv: Conversation, messages: list, budget: int, restored: frozenset[str]) -> bool:
     """Whether this turn only appends a little to the last one and will not step."""
     st = conv.state
-    messages = request.get("messages")
     if st is None or not isinstance(messages, list) or len(messages) < conv.native_count:
         return False
     if restored != frozenset(st.restored):

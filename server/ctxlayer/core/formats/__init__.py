@@ -1,5 +1,5 @@
 """Provider formats in the core: one pure codec per format (ctxlayer, OpenAI Chat Completions,
-Anthropic Messages) and the dispatch.
+Anthropic Messages, OpenAI Responses), registered in one table (`codec(fmt)`), and the dispatch.
 
 `decode` reads a request body (or the part of it with the conversation) into the engine's
 messages, naming the field of anything it cannot read; `encode` writes the messages the engine
@@ -12,23 +12,36 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ctxlayer.core.formats import anthropic, ctxlayer, openai
-from ctxlayer.core.formats.common import FORMATS, Decoded, Encoded, Format, bad
+from ctxlayer.core.formats import anthropic, ctxlayer, openai, responses
+from ctxlayer.core.formats.common import FORMATS, Codec, Decoded, Encoded, Format, bad
 from ctxlayer.core.tokens import Tokenizer
 from ctxlayer.core.trim import TrimOptions
 from ctxlayer.protocol import Message
 
-__all__ = ["FORMATS", "Decoded", "Encoded", "Format", "decode", "detect", "encode",
-           "trim_options"]
+__all__ = ["FORMATS", "Codec", "Decoded", "Encoded", "Format", "codec", "decode", "detect",
+           "encode", "trim_options"]
 
-_CODECS = {"ctxlayer": ctxlayer, "openai": openai, "anthropic": anthropic}
+#: every format, by its name on the wire: the one place a format is registered
+CODECS: dict[str, Codec] = {c.name: c for c in (
+    Codec("ctxlayer", ctxlayer.decode, ctxlayer.encode),
+    Codec("openai", openai.decode, openai.encode),
+    Codec("anthropic", anthropic.decode, anthropic.encode, system="system"),
+    Codec("responses", responses.decode, responses.encode, conversation="input",
+          system="instructions", reserve=("max_output_tokens",),
+          unfittable=responses.unfittable, identity=responses.identity_text),
+)}
+assert tuple(CODECS) == FORMATS
 
 
-def _codec(fmt: str):
-    codec = _CODECS.get(fmt)
-    if codec is None:
+def codec(fmt: str) -> Codec:
+    """The codec of `fmt`, or a ContextError naming the `format` field."""
+    found = CODECS.get(fmt)
+    if found is None:
         raise bad("format", f"expected one of {', '.join(FORMATS)}, got {fmt!r}")
-    return codec
+    return found
+
+
+_codec = codec
 
 
 _ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking",
@@ -36,10 +49,13 @@ _ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_
 
 
 def detect(payload: dict) -> Format:
-    """The format a payload is most likely in, for callers that were not told: anthropic when
+    """The format a payload is most likely in, for callers that were not told: responses when
+    it has `input` and no `messages`; anthropic when
     it has `system` or Anthropic-only blocks; openai when a message has anything the ctxlayer
     Message has not (developer role, tool_calls, tool_call_id, name, null or list content, any
     other field); else ctxlayer. Plain {role, content} lists read the same either way."""
+    if "input" in payload and "messages" not in payload:
+        return "responses"
     if "system" in payload:
         return "anthropic"
     msgs = payload.get("messages")

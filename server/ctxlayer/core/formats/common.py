@@ -14,8 +14,8 @@ from typing import Any, Literal
 from ctxlayer.core.errors import ContextError
 from ctxlayer.protocol import AuditAction, AuditEntry, Message
 
-Format = Literal["ctxlayer", "openai", "anthropic"]
-FORMATS: tuple[Format, ...] = ("ctxlayer", "openai", "anthropic")
+Format = Literal["ctxlayer", "openai", "anthropic", "responses"]
+FORMATS: tuple[Format, ...] = ("ctxlayer", "openai", "anthropic", "responses")
 
 
 @dataclass(slots=True)
@@ -38,6 +38,26 @@ class Decoded:
     counter: Any = None
     #: codec-specific facts encode needs (anthropic: the engine messages of each native one)
     extra: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Codec:
+    """One format's pure side, as the state and the faces look it up (never by its name):
+    how to read and write it, and where a request in it keeps what the engine fits."""
+
+    name: Format
+    decode: Callable[..., Decoded]
+    encode: Callable[..., Encoded]
+    #: the request's key that holds the conversation
+    conversation: str = "messages"
+    #: the request's key that holds the system prompt outside the conversation, if any
+    system: str | None = None
+    #: the request's keys that ask for output room, the first one set wins
+    reserve: tuple[str, ...] = ("max_completion_tokens", "max_tokens")
+    #: why a request cannot be fitted (sent as it came), else None
+    unfittable: Callable[[dict], str | None] = lambda request: None
+    #: the texts that name a conversation without an id (None: system + first user message)
+    identity: Callable[[dict], list[str]] | None = None
 
 
 @dataclass(slots=True)

@@ -129,14 +129,17 @@ async def in_format(caller: Caller, fmt: str, result: protocol.AssembleResult, m
     from ctxlayer.core import formats
 
     def write(counter: Any) -> Any:
-        empty = formats.decode(fmt, {"messages": []}, counter)  # type: ignore[arg-type]
+        empty = formats.decode(fmt, {formats.codec(fmt).conversation: []},  # type: ignore
+                               counter)
         return formats.encode(empty, result.messages)
 
     out = await caller.state.tokenizers.run(model, write, size=1 << 62)  # the session's model
     truncated = [*result.truncated, *[e for e in out.audit if e.action != "dropped"]]
     dropped = [*result.dropped, *[e for e in out.audit if e.action == "dropped"]]
-    return msgspec.structs.replace(result, messages=out.payload["messages"],
-                                   system=out.payload.get("system"), dropped=dropped,
+    from ctxlayer.state.requests.messages import unwrap
+
+    messages, system = unwrap(fmt, out.payload)
+    return msgspec.structs.replace(result, messages=messages, system=system, dropped=dropped,
                                    truncated=truncated)
 
 

@@ -12,7 +12,7 @@ import logging
 from ctxlayer import protocol
 from ctxlayer.core.errors import ContextError
 from ctxlayer.state.caller import Caller
-from ctxlayer.state.requests.messages import attachments, decode, encode
+from ctxlayer.state.requests.messages import attachments, decode, encode, unwrap
 
 log = logging.getLogger(__name__)
 
@@ -69,9 +69,9 @@ async def trim(caller: Caller, p: protocol.TrimParams) -> protocol.TrimResult:
     dropped, truncated = list(report.dropped), list(report.truncated)
     for entry in out.audit:  # what the codec changed to keep the request valid
         (dropped if entry.action == "dropped" else truncated).append(entry)
-    return protocol.TrimResult(messages=out.payload["messages"], system=out.payload.get("system"),
-                               tokens=report.tokens, budget=report.budget, dropped=dropped,
-                               truncated=truncated)
+    messages, system = unwrap(p.format, out.payload)
+    return protocol.TrimResult(messages=messages, system=system, tokens=report.tokens,
+                               budget=report.budget, dropped=dropped, truncated=truncated)
 
 
 def trim_options(caller: Caller, strategy: str | None, fmt: str):

@@ -27,20 +27,25 @@ async def attachments(caller: Caller, messages: list[protocol.Message]) -> dict[
     return await asyncio.to_thread(read_attachments, root, attached)
 
 
-def require_format(fmt: str, method: str) -> None:
-    if fmt not in ("ctxlayer", "openai", "anthropic"):
+def require_format(fmt: str, method: str) -> Any:
+    """The codec of `fmt` (the core's table), or an error naming the `format` field."""
+    from ctxlayer.core.formats import CODECS
+
+    if fmt not in CODECS:
         raise ContextError("invalid", f"unknown format {fmt!r} for {method}", field="format")
+    return CODECS[fmt]
 
 
 def decode(fmt: str, raw: Any, system: Any, counter: Any, *, at: str = "") -> Any:
-    """The request's messages for the engine, by the format's codec (`.messages`)."""
-    require_format(fmt, "messages")
-    if system is not None and fmt != "anthropic":
-        raise ContextError("invalid", "only the anthropic format has a separate system",
+    """The request's messages for the engine, by the format's codec (`.messages`); `system`
+    goes where the format keeps it (anthropic `system`, responses `instructions`)."""
+    codec = require_format(fmt, "messages")
+    if system is not None and codec.system is None:
+        raise ContextError("invalid", f"the {fmt} format has no separate system",
                            field="system")
-    payload: dict = {"messages": raw if raw is not None else []}
+    payload: dict = {codec.conversation: raw if raw is not None else []}
     if system is not None:
-        payload["system"] = system
+        payload[codec.system] = system
     from ctxlayer.state.chatcodec import decode_payload
 
     return decode_payload(fmt, payload, counter, at=at)
@@ -51,3 +56,13 @@ def encode(decoded: Any, kept: list[protocol.Message]) -> Any:
     from ctxlayer.core import formats
 
     return formats.encode(decoded, kept)
+
+
+def unwrap(fmt: str, payload: dict) -> tuple[Any, Any]:
+    """(the messages, the system) of an encoded payload, wherever its format keeps them; a
+    string conversation (responses `input`) as the one message it is."""
+    codec = require_format(fmt, "messages")
+    messages = payload.get(codec.conversation)
+    if isinstance(messages, str):
+        messages = [{"role": "user", "content": messages}]
+    return messages or [], payload.get(codec.system) if codec.system else None

@@ -1,0 +1,390 @@
+"""The OpenAI Responses format: `instructions` plus `input` (a string, or a list of items),
+read for the engine and written back as the very items the client sent.
+
+For the engine, `instructions` is a leading system message (kept as it is), a string `input`
+one user message, and the items are grouped as a Chat Completions client would see them:
+a user, system or developer `message` is one message; a run of the model's own items (its
+`message`s, `reasoning` items, `function_call`s and any other call or item this version does
+not know) is one assistant message whose tool calls are the run's calls, by `call_id`; each
+`function_call_output` (any item with a `call_id` whose type ends in `_output`) is a tool
+message. So a call and its output live and die together, and a reasoning item goes with the
+call or answer it led to (the provider refuses one without the other). Writing back emits the
+kept groups' items untouched (a `reasoning` item's `encrypted_content` byte for byte); a
+shortened message gets its new text in its text parts. Repairs keep the result valid (an
+output without its call, or a call without its output, goes; reasoning left alone goes with
+it), each one audited.
+
+Owns this format's reading and writing; it never decides what to keep.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from ctxlayer.core.formats import media
+from ctxlayer.core.formats.common import (
+    Decoded,
+    Encoded,
+    audit,
+    bad,
+    client_id,
+    derive_id,
+    expect_dict,
+    expect_str,
+    replace_text,
+)
+from ctxlayer.core.tokens import Tokenizer
+from ctxlayer.protocol import Message, ToolCall
+
+_json = msgspec.json.Encoder()
+
+#: roles of a `message` item; the model's own (assistant) messages join the model's run
+ROLES = ("user", "system", "developer", "assistant")
+_TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
+#: why a request with `previous_response_id` is sent as it came
+NOT_FITTABLE = ("previous_response_id: the earlier turns are kept by the provider, not in the "
+                "request; sent as it came, its new input counted")
+
+
+def _is_text(part: Any) -> bool:
+    return isinstance(part, dict) and part.get("type") in _TEXT_PARTS
+
+
+def unfittable(request: dict) -> str | None:
+    """Why this request cannot be fitted (its history lives on the provider), else None."""
+    prev = request.get("previous_response_id")
+    return NOT_FITTABLE if isinstance(prev, str) and prev else None
+
+
+#: the calls and outputs this version knows; an unknown item with a `call_id` is one too
+CALLS = frozenset({"function_call", "custom_tool_call", "computer_call", "local_shell_call",
+                   "shell_call", "apply_patch_call"})
+OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "computer_call_output",
+                     "local_shell_call_output", "shell_call_output", "apply_patch_call_output"})
+
+
+def is_output(item: dict) -> bool:
+    """A tool's answer to a call: `function_call_output` and the like (by `call_id`)."""
+    kind = item.get("type")
+    return kind in OUTPUTS or (isinstance(kind, str) and kind.endswith("_output")
+                               and "call_id" in item)
+
+
+def is_call(item: dict) -> bool:
+    """A call the model made that an output answers (`function_call`, `custom_tool_call`...)."""
+    kind = item.get("type")
+    return kind in CALLS or ("call_id" in item and not is_output(item) and kind != "message"
+                             and "role" not in item)
+
+
+def _part_tokens(part: dict, where: str, counter: Tokenizer) -> int:
+    """Tokens of one non-text content part by OpenAI's rules, or a stated estimate."""
+    kind = part.get("type")
+    if kind == "input_image":
+        url = part.get("image_url")
+        data = media.split_data_url(url) if isinstance(url, str) else None
+        size = media.size_of_base64(data[1]) if data else None
+        detail = part.get("detail")
+        return media.openai_image_tokens(size, detail if isinstance(detail, str) else "auto")
+    if kind == "input_file":
+        data = part.get("file_data")
+        if isinstance(data, str):
+            split = media.split_data_url(data)
+            data = split[1] if split else data
+        return media.pdf_tokens(data if isinstance(data, str) else None)
+    if kind == "input_audio":
+        audio = expect_dict(part.get("input_audio"), f"{where}.input_audio")
+        return media.audio_tokens(expect_str(audio.get("data"), f"{where}.input_audio.data",
+                                             "base64 audio"), str(audio.get("format", "")))
+    if kind == "refusal":
+        return counter.count(expect_str(part.get("refusal"), f"{where}.refusal"))
+    return counter.count(_json.encode(part).decode())  # a part this version does not know
+
+
+def _content(value: Any, where: str, counter: Tokenizer) -> tuple[str, int]:
+    """(the text the engine may shorten, tokens of the other parts) of a content or output."""
+    if isinstance(value, str):
+        return value, 0
+    if not isinstance(value, list):
+        raise bad(where, f"expected a string or a list of content parts, got "
+                         f"{type(value).__name__}")
+    texts, parts = [], 0
+    for k, part in enumerate(value):
+        f = f"{where}[{k}]"
+        part = expect_dict(part, f)
+        expect_str(part.get("type"), f"{f}.type", "the part's type")
+        if _is_text(part):
+            texts.append(expect_str(part.get("text"), f"{f}.text"))
+        else:
+            parts += _part_tokens(part, f, counter)
+    return "\n".join(texts), parts
+
+
+def _reasoning_tokens(item: dict, where: str, counter: Tokenizer) -> int:
+    """A reasoning item's cost: its summary's text, and its encrypted content estimated from
+    its size (base64 of about four bytes a token; the provider does not publish the rule)."""
+    n = 0
+    for k, part in enumerate(item.get("summary") or ()):
+        part = expect_dict(part, f"{where}.summary[{k}]")
+        if isinstance(part.get("text"), str):
+            n += counter.count(part["text"])
+    for part in item.get("content") or ():
+        if isinstance(part, dict) and isinstance(part.get("text"), str):
+            n += counter.count(part["text"])
+    encrypted = item.get("encrypted_content")
+    if encrypted is not None:
+        n += len(expect_str(encrypted, f"{where}.encrypted_content")) * 3 // 16
+    return n
+
+
+def _call(item: dict, where: str) -> ToolCall:
+    cid = expect_str(item.get("call_id"), f"{where}.call_id", "the call's id")
+    name = item.get("name") if isinstance(item.get("name"), str) else str(item.get("type"))
+    args = item.get("arguments", item.get("input"))
+    if not isinstance(args, str):  # computer and shell calls carry objects: their JSON
+        args = _json.encode({k: v for k, v in item.items()
+                             if k not in ("id", "call_id", "type", "status")}).decode()
+    return ToolCall(id=cid, name=name, arguments=args)
+
+
+class _Group:
+    """The items of one engine message while it is being read."""
+
+    def __init__(self, role: str, first: int) -> None:
+        self.role, self.items = role, [first]
+        self.texts: list[str] = []
+        self.parts = 0
+        self.calls: list[ToolCall] = []
+        self.call_id: str | None = None
+
+
+def _read_item(item: dict, i: int, group: _Group, counter: Tokenizer) -> None:
+    """Add item `i` to `group` (its text, the tokens of the rest, its call)."""
+    where = f"input[{i}]"
+    kind = item.get("type")
+    if "role" in item and kind in (None, "message"):
+        text, parts = _content(item.get("content"), f"{where}.content", counter)
+        if text:
+            group.texts.append(text)
+        group.parts += parts
+    elif kind == "reasoning":
+        group.parts += _reasoning_tokens(item, where, counter)
+    elif is_output(item):
+        group.call_id = expect_str(item["call_id"], f"{where}.call_id", "the call's id")
+        text, parts = _content(item.get("output", ""), f"{where}.output", counter)
+        group.texts.append(text)
+        group.parts += parts
+    elif is_call(item):
+        group.calls.append(_call(item, where))
+    else:  # an item this version does not know: costed by its JSON, kept as it is
+        group.parts += counter.count(_json.encode(item).decode())
+
+
+def _groups(items: list, counter: Tokenizer) -> list[_Group]:
+    out: list[_Group] = []
+    run: _Group | None = None  # the model's current run of items
+    for i, item in enumerate(items):
+        where = f"input[{i}]"
+        item = expect_dict(item, where)
+        kind = item.get("type")
+        if kind is not None:
+            expect_str(kind, f"{where}.type", "the item's type")
+        role = item.get("role")
+        if "role" in item and kind in (None, "message") and role not in ROLES:
+            raise bad(f"{where}.role", f"expected one of {', '.join(ROLES)}, got {role!r}")
+        if "role" in item and kind in (None, "message") and role != "assistant":
+            run = None
+            group = _Group("system" if role in ("system", "developer") else "user", i)
+        elif is_output(item):
+            run = None
+            group = _Group("tool", i)
+        elif run is not None:
+            run.items.append(i)
+            _read_item(item, i, run, counter)
+            continue
+        else:
+            run = group = _Group("assistant", i)
+        _read_item(item, i, group, counter)
+        out.append(group)
+    return out
+
+
+def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -> Decoded:
+    if not isinstance(payload, dict):
+        raise bad("input", "expected a Responses request object")
+    instructions = payload.get("instructions")
+    raw = payload.get("input")
+    msgs: list[Message] = []
+    sources: list[Any] = []
+    index: dict[str, int] = {}
+    derived: set[str] = set()
+
+    def add(m: Message, source: Any, own: str | None, where: str) -> None:
+        mid = own or m.id
+        if mid in index:
+            raise bad(f"{where}.id", f"the same id as another item ({mid!r})")
+        if own is None:
+            derived.add(mid)  # type: ignore[arg-type]
+        index[mid] = len(msgs)  # type: ignore[index]
+        msgs.append(msgspec.structs.replace(m, id=mid))
+        sources.append(source)
+
+    if instructions is not None:
+        text = expect_str(instructions, "instructions")
+        add(Message(role="system", content=text, id=derive_id("rs", "i", text)),
+            "instructions", None, "instructions")
+    if isinstance(raw, str):
+        add(Message(role="user", content=raw, id=derive_id("rs", "s", raw)), "string", None,
+            "input")
+    elif raw is not None:
+        if not isinstance(raw, list):
+            raise bad("input", f"expected a string or a list of items, got {type(raw).__name__}")
+        for g in _groups(raw, counter):
+            first = raw[g.items[0]]
+            text = "\n".join(g.texts)
+            own = client_id(first)
+            m = Message(role=g.role, content=text, tool_calls=g.calls or None,  # type: ignore
+                        tool_call_id=g.call_id, parts_tokens=g.parts or None,
+                        id=own or derive_id("rs", str(g.items[0]), g.role, text, g.call_id or "",
+                                            *(c.id for c in g.calls)))
+            add(m, g.items, own, f"input[{g.items[0]}]")
+    return Decoded(fmt="responses", messages=msgs, payload=payload, sources=sources,  # type: ignore
+                   index=index, derived_ids=derived, counter=counter)
+
+
+def _new_items(m: Message) -> list[dict]:
+    """A message the engine added (a summary, a notice, an assembled session's turn) as input
+    items: its text as a message, its tool calls as calls, a tool result as a call's output."""
+    if m.role == "tool":
+        return [{"type": "function_call_output", "call_id": m.tool_call_id or "",
+                 "output": m.content}]
+    out: list[dict] = []
+    if m.content or not m.tool_calls:  # a string content: any role may have one
+        out.append({"type": "message", "role": m.role, "content": m.content})
+    out += [{"type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments}
+            for c in m.tool_calls or ()]
+    return out
+
+
+def _items_of(decoded: Decoded, m: Message, pos: int) -> list[dict]:
+    """The native items of kept message `m`, its new text (if any) in its text parts."""
+    items = [decoded.payload["input"][k] for k in decoded.sources[pos]]
+    if m.content is decoded.messages[pos].content or m.content == decoded.messages[pos].content:
+        return items
+    out, placed = [], False
+    for item in items:
+        key = "output" if is_output(item) else "content"
+        value = item.get(key)
+        if key == "content" and ("role" not in item or item.get("type") not in (None, "message")):
+            out.append(item)  # a reasoning item or a call: never rewritten
+            continue
+        if placed:  # the new text is in an earlier item: this one keeps its other parts only
+            rest = [p for p in value if not _is_text(p)] if isinstance(value, list) else []
+            if rest:
+                out.append({**item, key: rest})
+            continue
+        placed = True
+        if isinstance(value, list):
+            out.append({**item, key: replace_text(value, m.content, _is_text)})
+        else:
+            out.append({**item, key: m.content})
+    return out
+
+
+def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequence[int] = ()
+           ) -> Encoded:
+    """The payload with `input` replaced by the kept items (`instructions` is kept as it is);
+    OpenAI has no cache markers, so `cache_breakpoints` is ignored."""
+    result = Encoded(payload=decoded.payload)
+    if unfittable(decoded.payload):
+        result.audit.append(audit("notFitted", NOT_FITTABLE, "the whole request"))
+    if _untouched(decoded, kept):
+        return result
+    raw = decoded.payload.get("input")
+    items: list[dict] = []
+    ids: list[str | None] = []
+    for m in kept:
+        pos = decoded.index.get(m.id) if m.id is not None else None
+        if pos is not None and decoded.sources[pos] == "instructions":
+            continue
+        if pos is None:
+            new = _new_items(m)
+        elif decoded.sources[pos] == "string":
+            new = [{"type": "message", "role": "user", "content": m.content}]
+        else:
+            new = _items_of(decoded, m, pos)
+        items += new
+        ids += [m.id] * len(new)
+    if isinstance(raw, str) and len(items) == 1 and ids[0] in decoded.index and \
+            decoded.sources[decoded.index[ids[0]]] == "string":
+        out: Any = items[0]["content"]  # the string the client sent, shortened or not
+    else:
+        out = _repair(items, ids, result, decoded.counter)
+    result.payload = {**decoded.payload, "input": out}
+    return result
+
+
+def _untouched(decoded: Decoded, kept: Sequence[Message]) -> bool:
+    """Whether the engine kept every message as it was: the request goes as it came."""
+    if len(kept) != len(decoded.messages):
+        return False
+    return all(k.id == m.id and (k.content is m.content or k.content == m.content)
+               for k, m in zip(kept, decoded.messages, strict=True))
+
+
+def _repair(items: list[dict], ids: list, result: Encoded, counter: Any) -> list[dict]:
+    """Every output follows its call and every call has its output, by `call_id`; a
+    reasoning item left without the call or answer it led to goes too."""
+    count = counter.count if counter is not None else (lambda s: 0)
+    called = {it["call_id"] for it in items if is_call(it)}
+    answered = {it["call_id"] for it in items if is_output(it)}
+    seen: set = set()
+    keep = [True] * len(items)
+    for k, it in enumerate(items):
+        if is_call(it):
+            seen.add(it["call_id"])
+            if it["call_id"] not in answered:
+                keep[k] = False
+                result.audit.append(audit(
+                    "dropped", f"call {it['call_id']} lost its output: removed so that the "
+                    "request stays valid", f"{it.get('type')} {it.get('name', '')}".strip(),
+                    message_id=ids[k]))
+        elif is_output(it) and (it["call_id"] not in seen or it["call_id"] not in called):
+            keep[k] = False
+            text = it.get("output") if isinstance(it.get("output"), str) else ""
+            result.audit.append(audit(
+                "dropped", "call output without its call: the provider refuses it",
+                f"output of {it['call_id']}", count(text), 0, message_id=ids[k]))
+    # a reasoning item needs the item it led to, next in the same run
+    for k, it in enumerate(items):
+        if it.get("type") != "reasoning" or not keep[k]:
+            continue
+        nxt = next((j for j in range(k + 1, len(items)) if items[j].get("type") != "reasoning"),
+                   None)
+        if nxt is None or not keep[nxt] or ids[nxt] != ids[k]:
+            keep[k] = False
+            result.audit.append(audit(
+                "dropped", "reasoning item without the item it led to: the provider refuses it",
+                f"reasoning {it.get('id', '')}".strip(), message_id=ids[k]))
+    return [it for it, ok in zip(items, keep, strict=True) if ok]
+
+
+def identity_text(request: dict) -> list[str]:
+    """The texts that name a conversation: the instructions and the first user message."""
+    out = [str(request.get("instructions") or "")]
+    raw = request.get("input")
+    if isinstance(raw, str):
+        return [*out, raw]
+    for item in raw if isinstance(raw, list) else ():
+        if isinstance(item, dict) and item.get("role") == "user":
+            text, content = [], item.get("content")
+            if isinstance(content, str):
+                text.append(content)
+            elif isinstance(content, list):
+                text += [p["text"] for p in content
+                         if isinstance(p, dict) and isinstance(p.get("text"), str)]
+            return [*out, "\n".join(text)]
+    return out

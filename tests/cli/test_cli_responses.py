@@ -1,0 +1,45 @@
+"""`ctxlayer trim --format responses` (and detected without it), as a user runs it: a Responses
+request in, the fitted request out, valid for the strict stand-in, reasoning byte for byte."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from providers.standin_responses import encrypted, problems
+
+CLI = [sys.executable, "-m", "ctxlayer"]
+
+
+def request() -> dict:
+    items: list = [{"role": "user", "content": "find the bug"}]
+    for k in range(8):
+        items += [
+            {"type": "reasoning", "id": f"rs_{k}", "summary": [],
+             "encrypted_content": encrypted(f"step {k}")},
+            {"type": "function_call", "id": f"fc_{k}", "call_id": f"c{k}", "name": "grep",
+             "arguments": json.dumps({"k": k})},
+            {"type": "function_call_output", "call_id": f"c{k}",
+             "output": " ".join(f"match{k}_{j}" for j in range(400))},
+        ]
+    items.append({"role": "user", "content": "which file?"})
+    return {"model": "gpt-4o", "instructions": "Be brief.", "input": items, "store": False}
+
+
+def test_trim_fits_a_responses_request():
+    body = request()
+    for args in (["--format", "responses"], []):
+        p = subprocess.run([*CLI, "trim", "--budget", "2500", *args],
+                           input=json.dumps(body).encode(), capture_output=True, timeout=120)
+        assert p.returncode == 0, p.stderr.decode()
+        out = json.loads(p.stdout)
+        sent = out["request"]
+        assert out["tokens"] <= 2500 and (out["dropped"] or out["truncated"])
+        assert sent["instructions"] == "Be brief." and sent["store"] is False
+        assert sent["input"][-1] == body["input"][-1]
+        assert problems(sent, []) == []
+        originals = {json.dumps(i) for i in body["input"]}
+        assert all(json.dumps(i) in originals for i in sent["input"]
+                   if i.get("type") in ("reasoning", "function_call"))
+        assert "responses" in p.stderr.decode()

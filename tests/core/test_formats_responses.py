@@ -1,0 +1,206 @@
+"""The OpenAI Responses codec: what it reads (instructions, a string or items, calls and
+outputs paired by call_id, reasoning costed, errors naming the field), what it writes back (the
+client's own items, untouched ones byte for byte), and properties over generated requests:
+an untouched request comes back identical; under any budget the result is valid for the
+strict stand-in and the official SDK's input type, pairs whole, reasoning intact, the
+question kept."""
+
+from __future__ import annotations
+
+import json
+
+import pydantic
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from openai.types.responses import ResponseInputParam
+from providers.standin_responses import encrypted, problems
+
+from ctxlayer.core.errors import ContextError
+from ctxlayer.core.formats import decode, detect, encode
+from ctxlayer.core.tokens import WordTokenizer, conversation_tokens
+from ctxlayer.core.trim import TrimOptions, trim
+
+WORDS = WordTokenizer()
+AS_SENT = TrimOptions(rewrite_when_fits=False)
+SDK_INPUT = pydantic.TypeAdapter(ResponseInputParam)
+
+
+def agent_request() -> dict:
+    return {"model": "gpt-5", "instructions": "Be terse.", "store": False, "input": [
+        {"role": "user", "content": "list the files"},
+        {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text",
+                                                         "text": "I should call ls"}],
+         "encrypted_content": encrypted("one")},
+        {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "ls",
+         "arguments": "{}"},
+        {"type": "function_call", "id": "fc_2", "call_id": "call_2", "name": "pwd",
+         "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "call_1", "output": "a.py b.py"},
+        {"type": "function_call_output", "call_id": "call_2", "output": [
+            {"type": "input_text", "text": "/work"}]},
+        {"type": "message", "role": "assistant", "id": "msg_1", "content": [
+            {"type": "output_text", "text": "two files in /work", "annotations": []}]},
+        {"type": "web_search_call", "id": "ws_1", "status": "completed"},
+        {"role": "user", "content": [{"type": "input_text", "text": "and the tests?"},
+                                     {"type": "input_image", "detail": "low",
+                                      "image_url": "https://example.com/a.png"}]},
+    ]}
+
+
+def test_items_become_engine_messages_paired_by_call_id():
+    d = decode("responses", agent_request(), WORDS)
+    roles = [m.role for m in d.messages]
+    assert roles == ["system", "user", "assistant", "tool", "tool", "assistant", "user"]
+    run = d.messages[2]
+    assert [c.id for c in run.tool_calls] == ["call_1", "call_2"] and run.id == "rs_1"
+    assert run.parts_tokens == 4 + len(encrypted("one")) * 3 // 16  # summary + estimate
+    assert [m.tool_call_id for m in d.messages[3:5]] == ["call_1", "call_2"]
+    assert d.messages[4].content == "/work"
+    # the model's message and the item this version does not know are one assistant turn
+    assert d.messages[5].content == "two files in /work" and d.messages[5].parts_tokens
+    assert d.messages[6].content == "and the tests?" and d.messages[6].parts_tokens == 85
+
+
+def test_untouched_request_is_the_very_payload():
+    body = agent_request()
+    d = decode("responses", body, WORDS)
+    assert encode(d, d.messages).payload is body
+    assert encode(d, trim(d.messages, 10_000, WORDS, options=AS_SENT).messages).payload == body
+
+
+def test_a_string_input_stays_a_string():
+    body = {"model": "gpt-4o", "input": "hello there " * 50, "max_output_tokens": 99}
+    d = decode("responses", body, WORDS)
+    assert [m.role for m in d.messages] == ["user"]
+    kept = trim(d.messages, 40, WORDS, options=AS_SENT)
+    out = encode(d, kept.messages).payload
+    assert isinstance(out["input"], str) and len(out["input"]) < len(body["input"])
+    assert out["max_output_tokens"] == 99
+
+
+def test_an_output_without_its_call_is_dropped_and_audited():
+    body = agent_request()
+    d = decode("responses", body, WORDS)
+    kept = [m for m in d.messages if m.id != "rs_1"]  # the run with both calls goes
+    out = encode(d, kept)
+    items = out.payload["input"]
+    assert not any(i.get("type") == "function_call_output" for i in items)
+    assert [e.summary for e in out.audit] == ["output of call_1", "output of call_2"]
+    assert problems(out.payload, []) == []
+
+
+def test_previous_response_id_is_audited_as_not_fitted():
+    body = {"model": "gpt-4o", "previous_response_id": "resp_1", "input": "go on"}
+    d = decode("responses", body, WORDS)
+    out = encode(d, d.messages)
+    assert out.payload is body and [e.action for e in out.audit] == ["notFitted"]
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({"input": 3}, "input"),
+    ({"input": [{"role": "robot", "content": "x"}]}, "input[0].role"),
+    ({"input": [{"role": "user", "content": 5}]}, "input[0].content"),
+    ({"input": [{"type": "function_call", "name": "f", "arguments": "{}"}]}, "input[0].call_id"),
+    ({"input": [{"type": "reasoning", "id": "r", "summary": [], "encrypted_content": 1},
+                {"role": "user", "content": "x"}]}, "input[0].encrypted_content"),
+    ({"instructions": ["no"], "input": "x"}, "instructions"),
+    ({"input": [{"role": "user", "content": "a", "id": "m"},
+                {"role": "user", "content": "b", "id": "m"}]}, "input[1].id"),
+])
+def test_bad_fields_are_named(body, field):
+    with pytest.raises(ContextError) as err:
+        decode("responses", {"model": "gpt-4o", **body}, WORDS)
+    assert err.value.field == field
+
+
+def test_detect_and_the_format_name():
+    assert detect({"model": "x", "input": "hi"}) == "responses"
+    assert detect({"model": "x", "messages": []}) != "responses"
+
+
+# ---- properties over generated requests --------------------------------------------------
+
+_words = st.lists(st.sampled_from("alpha beta gamma delta error test path line".split()),
+                  min_size=1, max_size=60).map(" ".join)
+
+
+@st.composite
+def requests(draw) -> dict:
+    """Valid Responses requests: user turns, then rounds of (reasoning?) + calls + outputs,
+    assistant messages, unknown items, ending in a user question."""
+    items: list[dict] = []
+    n = 0
+    for _ in range(draw(st.integers(1, 6))):
+        items.append({"role": "user", "content": draw(st.one_of(
+            _words, st.builds(lambda t: [{"type": "input_text", "text": t}], _words)))})
+        for _ in range(draw(st.integers(0, 3))):
+            if draw(st.booleans()):
+                items.append({"type": "reasoning", "id": f"rs_{n}", "summary": [],
+                              "encrypted_content": encrypted(f"r{n}")})
+            calls = []
+            for _ in range(draw(st.integers(1, 2))):
+                n += 1
+                calls.append(f"call_{n}")
+                items.append({"type": "function_call", "id": f"fc_{n}", "call_id": f"call_{n}",
+                              "name": "read", "arguments": json.dumps({"n": n})})
+            for cid in calls:
+                items.append({"type": "function_call_output", "call_id": cid,
+                              "output": draw(_words)})
+        if draw(st.booleans()):
+            n += 1
+            items.append({"type": "message", "role": "assistant", "id": f"msg_{n}",
+                          "status": "completed", "content": [{"type": "output_text", "text": draw(_words),
+                                       "annotations": []}]})
+    items.append({"role": "user", "content": "the question " + draw(_words)})
+    body = {"model": "gpt-4o", "input": items, "store": False}
+    if draw(st.booleans()):
+        body["instructions"] = "you are " + draw(_words)
+    return body
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(requests())
+def test_round_trip_of_an_untouched_request_is_identical(body):
+    before = json.dumps(body)
+    d = decode("responses", body, WORDS)
+    assert json.dumps(encode(d, d.messages).payload) == before
+    kept = trim(d.messages, conversation_tokens(d.messages, WORDS) + 10, WORDS,
+                options=AS_SENT).messages
+    assert json.dumps(encode(d, kept).payload) == before
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(requests(), st.integers(30, 400))
+def test_under_any_budget_the_result_is_valid(body, budget):
+    d = decode("responses", body, WORDS)
+    try:
+        report = trim(d.messages, budget, WORDS, options=AS_SENT)
+    except ContextError as err:
+        assert err.kind == "pinned_over_budget"
+        return
+    out = encode(d, report.messages).payload
+    assert problems(out, []) == []
+    SDK_INPUT.validate_python(out["input"])
+    assert out["input"][-1] == body["input"][-1] or "the question" in json.dumps(
+        out["input"][-1])
+    originals = {json.dumps(i) for i in body["input"]}
+    for item in out["input"]:
+        if item.get("type") in ("reasoning", "function_call"):
+            assert json.dumps(item) in originals  # byte for byte
+
+
+def test_messages_the_engine_made_are_written_as_items():
+    from ctxlayer.protocol import Message, ToolCall
+
+    d = decode("responses", {"model": "gpt-4o", "input": []}, WORDS)
+    made = [Message(role="system", content="rules"), Message(role="user", content="go"),
+            Message(role="assistant", content="", tool_calls=[ToolCall(id="c1", name="ls")]),
+            Message(role="tool", content="a.py", tool_call_id="c1"),
+            Message(role="assistant", content="one file"),
+            Message(role="user", content="thanks")]
+    out = encode(d, made).payload
+    assert [i.get("type") for i in out["input"]] == [
+        "message", "message", "function_call", "function_call_output", "message", "message"]
+    assert problems(out, []) == []
+    SDK_INPUT.validate_python(out["input"])

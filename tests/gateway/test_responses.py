@@ -1,0 +1,305 @@
+"""The OpenAI Responses API through the gateway: the official SDK's `responses.create`
+(streamed and not) against the strict stand-in, tool loops of several rounds, a long
+conversation fitted with its call pairs whole and its reasoning byte for byte, a
+`previous_response_id` sent as it came, and every other `/v1` path forwarded unchanged."""
+
+from __future__ import annotations
+
+import json
+
+import httpx2 as httpx
+import msgspec
+import pytest
+from providers.standin_responses import encrypted, problems
+
+TOOLS = [{"type": "function", "name": "read_file", "description": "Read a file.",
+          "parameters": {"type": "object", "properties": {"round": {"type": "integer"}}}}]
+
+
+@pytest.fixture
+def small_window(stack):
+    """The gateway's caller told the window is 4096 tokens (the stand-in's for
+    `standin-small`), as an editor's initialize would."""
+    caller = stack.gateway.caller
+    before = caller.options
+    caller.options = msgspec.structs.replace(before, context_window=4096)
+    yield
+    caller.options = before
+
+
+def why(stack, conversation_id: str) -> list:
+    async def read() -> list:
+        return stack.state.conversations.why(stack.gateway.caller.workspace, conversation_id)
+    return stack.standin.call(read())
+
+
+def responses_requests(stack) -> list[dict]:
+    return [r for r in stack.standin.requests() if r["path"] == "/v1/responses"]
+
+
+def test_sdk_create_comes_back_unchanged_with_our_headers(stack):
+    raw = stack.openai("sk-live-resp").responses.with_raw_response.create(
+        model="gpt-4o", instructions="Be terse.", input="What does this project do?")
+    done = raw.parse()
+    assert done.output_text == "stand-in answer after 0 tool results to 1 items."
+    assert done.usage.input_tokens > 0
+    assert int(raw.headers["x-ctxlayer-tokens"]) > 0
+    assert raw.headers["x-ctxlayer-dropped"] == "0"
+    (seen,) = responses_requests(stack)
+    assert seen["headers"]["authorization"] == "Bearer sk-live-resp"
+    assert seen["status"] == 200 and seen["problems"] == []
+    # an untouched request is forwarded as the client sent it
+    assert seen["body"]["input"] == "What does this project do?"
+    assert seen["body"]["instructions"] == "Be terse."
+
+
+def test_sdk_stream_relays_the_events_and_reports_usage(stack):
+    budgets: list = []
+    listener = lambda workspace, budget, caller=None: budgets.append(budget)  # noqa: E731
+    stack.state.events.budget_listeners.append(listener)
+    try:
+        events = list(stack.openai().responses.create(
+            model="gpt-4o", input=[{"role": "user", "content": "Hello"}], stream=True))
+        stack.wait_for(lambda rs: any(b.source == "gateway" and b.used > 0 and
+                                      b.cached_tokens is not None for b in budgets),
+                       "the stream's usage reported")
+    finally:
+        stack.state.events.budget_listeners.remove(listener)
+    kinds = [e.type for e in events]
+    assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+    assert text == events[-1].response.output_text
+    reported = [b for b in budgets if b.source == "gateway" and b.cached_tokens is not None]
+    assert reported[-1].used == events[-1].response.usage.input_tokens
+
+
+def test_a_streamed_tool_loop_of_several_rounds(stack):
+    """The client runs the tools and sends each call and its output back, with the reasoning
+    the provider gave (store=false, encrypted content): the stand-in, checking pairs and
+    reasoning, accepts every round."""
+    stack.standin.call(_set_agent(stack.standin.standin, 3))  # type: ignore[union-attr]
+    client = stack.openai()
+    items: list = [{"role": "user", "content": "Read the files, then sum up."}]
+    for _ in range(6):
+        stream = client.responses.create(model="gpt-4o", input=items, tools=TOOLS, store=False,
+                                         include=["reasoning.encrypted_content"], stream=True)
+        final = [e for e in stream if e.type == "response.completed"][0].response
+        output = [o.model_dump(exclude_none=True) for o in final.output]
+        items += output
+        calls = [o for o in output if o["type"] == "function_call"]
+        if not calls:
+            break
+        items += [{"type": "function_call_output", "call_id": c["call_id"],
+                   "output": f"contents of round {json.loads(c['arguments'])['round']}"}
+                  for c in calls]
+    assert final.output_text == "stand-in answer after 3 tool results to 10 items."
+    seen = responses_requests(stack)
+    assert len(seen) == 4 and all(r["status"] == 200 and not r["problems"] for r in seen)
+    reasoning = [i for i in seen[-1]["body"]["input"] if i.get("type") == "reasoning"]
+    assert len(reasoning) == 3 and all(r["encrypted_content"] for r in reasoning)
+
+
+async def _set_agent(standin, rounds: int) -> None:
+    standin.agent(rounds)
+
+
+def long_conversation(rounds: int, words: int) -> list[dict]:
+    """A user question, then `rounds` rounds of reasoning + call + a large output."""
+    items: list[dict] = [{"role": "user", "content": "Look through the logs for the error."}]
+    for k in range(rounds):
+        items.append({"type": "reasoning", "id": f"rs_{k}", "summary": [],
+                      "encrypted_content": encrypted(f"reasoning {k} " + "z" * 50)})
+        items.append({"type": "function_call", "id": f"fc_{k}", "call_id": f"call_{k}",
+                      "name": "read_file", "arguments": json.dumps({"round": k})})
+        items.append({"type": "function_call_output", "call_id": f"call_{k}",
+                      "output": f"log part {k}: " + " ".join(f"line{k}x{j} ok"
+                                                            for j in range(words))})
+    items.append({"role": "user", "content": [{"type": "input_text",
+                                               "text": "So which line failed?"}]})
+    return items
+
+
+def test_a_long_conversation_is_fitted_pairs_whole_reasoning_byte_for_byte(stack,
+                                                                         small_window):
+    items = long_conversation(12, 150)
+    raw = stack.openai().responses.with_raw_response.create(
+        model="gpt-4o", input=items, tools=TOOLS, max_output_tokens=500,
+        extra_headers={"x-ctxlayer-conversation": "long-responses"})
+    assert raw.parse().status == "completed"
+    assert int(raw.headers["x-ctxlayer-dropped"]) > 0
+    (seen,) = responses_requests(stack)
+    assert seen["status"] == 200 and seen["problems"] == [], seen["problems"]
+    assert seen["prompt_tokens"] + 500 <= 4096
+    sent = seen["body"]["input"]
+    assert sent[-1] == items[-1]  # the question
+    originals = {json.dumps(i, sort_keys=True) for i in items}
+    calls = {i["call_id"] for i in sent if i.get("type") == "function_call"}
+    outputs = {i["call_id"] for i in sent if i.get("type") == "function_call_output"}
+    assert calls == outputs and calls
+    for item in sent:
+        if item.get("type") in ("reasoning", "function_call"):
+            assert json.dumps(item, sort_keys=True) in originals  # untouched, byte for byte
+    for k, item in enumerate(sent):
+        if item.get("type") == "reasoning":
+            assert sent[k + 1]["type"] == "function_call"
+    assert len(calls) >= 2  # the newest rounds kept whole
+
+
+def test_previous_response_id_is_forwarded_as_sent_and_audited(stack, small_window):
+    client = stack.openai()
+    first = client.responses.create(model="gpt-4o", input="Remember the number 7.",
+                                    max_output_tokens=100)
+    follow = [{"role": "user", "content": "Which number? " + "pad " * 3000}]
+    raw = client.responses.with_raw_response.create(
+        model="gpt-4o", previous_response_id=first.id, input=follow,
+        extra_headers={"x-ctxlayer-conversation": "chained"})
+    assert raw.parse().status == "completed"
+    seen = responses_requests(stack)[-1]
+    assert seen["body"]["input"] == follow and seen["body"]["previous_response_id"] == first.id
+    assert int(raw.headers["x-ctxlayer-tokens"]) > 3000  # its new input, counted
+    entries = why(stack, "chained")
+    assert any(e.action == "notFitted" and "previous_response_id" in e.reason
+               for e in entries), entries
+
+
+def test_a_bad_input_is_a_400_in_openais_shape(stack):
+    answer = httpx.post(f"{stack.openai_url}/responses", json={"model": "gpt-4o", "input": 5})
+    assert answer.status_code == 400
+    error = answer.json()["error"]
+    assert error["param"] == "input" and "input" in error["message"]
+    assert stack.standin.requests() == []
+
+
+def test_embeddings_and_one_model_are_forwarded_unchanged(stack):
+    client = stack.openai("sk-embed")
+    got = client.embeddings.create(model="text-embedding-3-small", input=["a", "bcd"])
+    assert [d.embedding[0] for d in got.data] == [1.0, 3.0]
+    model = client.models.retrieve("gpt-4o")
+    assert model.id == "gpt-4o" and model.owned_by == "standin"
+    (seen,) = [r for r in stack.standin.requests() if r["path"] == "/v1/embeddings"]
+    assert seen["headers"]["authorization"] == "Bearer sk-embed"
+    assert seen["body"] == {"model": "text-embedding-3-small", "input": ["a", "bcd"],
+                            "encoding_format": "base64"} or seen["body"]["input"] == ["a", "bcd"]
+    missing = httpx.get(f"{stack.openai_url}/models/no-such-model")
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "model_not_found"
+
+
+def test_unknown_paths_are_json_404s_in_the_providers_shape(stack):
+    plain = httpx.get(f"{stack.anthropic_url}/nowhere")
+    assert plain.status_code == 404
+    assert plain.headers["content-type"].startswith("application/json")
+    assert plain.json()["error"]["code"] == "not_found"
+    claude = httpx.post(f"{stack.anthropic_url}/elsewhere", json={},
+                        headers={"anthropic-version": "2023-06-01"})
+    assert claude.status_code == 404
+    assert claude.json()["type"] == "error"
+    assert claude.json()["error"]["type"] == "not_found_error"
+
+
+def test_the_agents_sdk_runs_a_streamed_tool_loop(stack):
+    """The OpenAI Agents SDK's own loop (Runner.run_streamed with a function tool) through the
+    gateway: every round's request is valid for the strict stand-in, and the answer arrives."""
+    import asyncio
+
+    import openai
+    from agents import Agent, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
+
+    set_tracing_disabled(True)  # traces would go to api.openai.com
+    reads: list[int] = []
+
+    @function_tool
+    def read_file(round: int) -> str:
+        """Read the file of one round."""
+        reads.append(round)
+        return f"contents of round {round}"
+
+    stack.standin.call(_set_agent(stack.standin.standin, 3))  # type: ignore[union-attr]
+
+    async def run() -> tuple[str, list[str]]:
+        client = openai.AsyncOpenAI(base_url=stack.openai_url, api_key="sk-agents",
+                                    max_retries=0)
+        agent = Agent(name="reader", instructions="Read the files, then answer.",
+                      tools=[read_file],
+                      model=OpenAIResponsesModel(model="gpt-4o", openai_client=client))
+        result = Runner.run_streamed(agent, "What do the files say?", max_turns=8)
+        kinds = [event.type async for event in result.stream_events()]
+        await client.close()
+        return result.final_output, kinds
+
+    final, kinds = asyncio.run(run())
+    assert final == "stand-in answer after 3 tool results to 7 items."  # question, 3 pairs
+    assert reads == [1, 2, 3] and "raw_response_event" in kinds
+    seen = responses_requests(stack)
+    assert len(seen) == 4 and all(r["status"] == 200 and not r["problems"] for r in seen)
+    assert all(r["stream"] for r in seen)
+    assert seen[-1]["headers"]["authorization"] == "Bearer sk-agents"
+
+
+def test_usage_is_read_from_the_json_and_from_any_chunking_of_the_stream():
+    from providers.standin_answers import Reply, Usage
+    from providers.standin_responses import events, output_items, response
+
+    from ctxlayer.gateway.usage import StreamUsage, from_answer
+    from ctxlayer.gateway.usage import Usage as Read
+
+    sent = Usage(prompt=900, completion=12, cache_read=700)
+    body = {"model": "gpt-4o", "input": "hi"}
+    output = output_items("r1", Reply("hello there"), reasoning=True)
+    want = Read(prompt_tokens=900, completion_tokens=12, cache_read_tokens=700)
+    assert from_answer("responses", json.dumps(response("r1", body, 0, output, sent)).encode()) \
+        == want
+    stream = b"".join(events("r1", body, 0, output, sent))
+    for size in (1, 7, 64, len(stream)):
+        reader = StreamUsage("responses")
+        for k in range(0, len(stream), size):
+            reader.feed(stream[k:k + size])
+        assert reader.usage() == want
+
+
+def test_trim_and_count_take_the_responses_format(stack):
+    """ctx/trim and ctx/count over the state (as the JSON-RPC face calls them): `messages`
+    are the input items, `system` the instructions."""
+    from ctxlayer import protocol
+    from ctxlayer.state.requests import call
+
+    items = long_conversation(6, 150)
+    caller = stack.gateway.caller
+
+    async def go():
+        trimmed = await call(caller, "ctx/trim", protocol.TrimParams(
+            format="responses", messages=items, system="Be terse.", budget=1500,
+            model="gpt-4o"))
+        counted = await call(caller, "ctx/count", protocol.CountParams(
+            format="responses", messages=items[:1], system="Be terse.", model="gpt-4o"))
+        return trimmed, counted
+
+    trimmed, counted = stack.standin.call(go())
+    assert trimmed.system == "Be terse." and trimmed.tokens <= 1500 and trimmed.dropped
+    assert trimmed.messages[-1] == items[-1]
+    assert problems({"model": "gpt-4o", "input": trimmed.messages}, []) == []
+    assert len(counted.tokens) == 2 and counted.total > sum(counted.tokens)
+
+
+def test_a_session_takes_and_gives_the_responses_format(stack):
+    """ctx/session/append of Responses items, ctx/assemble written back as Responses items."""
+    from ctxlayer import protocol
+    from ctxlayer.state.requests import call
+
+    items = long_conversation(3, 40)
+    caller = stack.gateway.caller
+
+    async def go():
+        opened = await call(caller, "ctx/session/open", protocol.SessionOpenParams(
+            model="gpt-4o"))
+        await call(caller, "ctx/session/append", protocol.SessionAppendParams(
+            session_id=opened.session_id, messages=items, format="responses"))
+        return await call(caller, "ctx/assemble", protocol.AssembleParams(
+            session_id=opened.session_id, format="responses", budget=20_000))
+
+    assembled = stack.standin.call(go())
+    written = assembled.messages
+    assert problems({"model": "gpt-4o", "input": written}, []) == []
+    calls = [i["call_id"] for i in written if i.get("type") == "function_call"]
+    assert calls == ["call_0", "call_1", "call_2"]
+    assert [i["call_id"] for i in written if i.get("type") == "function_call_output"] == calls

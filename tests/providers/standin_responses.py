@@ -1,0 +1,248 @@
+"""The stand-in's OpenAI Responses API: what it refuses (as strictly as the provider), what it
+counts, and its answers (a response object, or its SSE events) in the provider's shapes.
+
+Strict: every item has a known type and the fields of that type; every `function_call_output`
+answers a `function_call` before it with the same `call_id`, every call has its output; a
+`reasoning` item is followed by the item it led to, and its `encrypted_content` is intact
+(the stand-in's own: a payload and its digest, see `encrypted`). `previous_response_id` must
+name a response the stand-in gave; its history then counts as input.
+Owns the shapes only; standin.py decides what to answer. Must not do I/O.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+if str(Path(__file__).parent) not in sys.path:  # imported as providers.standin_responses
+    sys.path.insert(0, str(Path(__file__).parent))
+
+from standin_answers import Reply, Usage, _pieces
+
+from ctxlayer.tokenizers import counter_for
+
+ITEM_TYPES = ("message", "reasoning", "function_call", "function_call_output", "item_reference",
+              "web_search_call")
+ROLES = ("user", "system", "developer", "assistant")
+INPUT_PARTS = ("input_text", "input_image", "input_file", "input_audio")
+OUTPUT_PARTS = ("output_text", "refusal")
+
+
+def encrypted(payload: str) -> str:
+    """An encrypted_content the stand-in accepts back: the payload and its digest, base64."""
+    digest = hashlib.sha256(payload.encode()).hexdigest()[:16]
+    return base64.b64encode(f"{payload}|{digest}".encode()).decode()
+
+
+def intact(content: Any) -> bool:
+    try:
+        payload, digest = base64.b64decode(content, validate=True).decode().rsplit("|", 1)
+    except (ValueError, TypeError):
+        return False
+    return hashlib.sha256(payload.encode()).hexdigest()[:16] == digest
+
+
+def items_of(body: dict) -> list:
+    raw = body.get("input")
+    return [{"type": "message", "role": "user", "content": raw}] if isinstance(raw, str) \
+        else raw if isinstance(raw, list) else []
+
+
+def problems(body: Any, history: list | None) -> list[str]:
+    """Every reason the Responses API would refuse `body`; `history` is what
+    `previous_response_id` names (None: it names nothing the stand-in gave)."""
+    if not isinstance(body, dict):
+        return ["body: expected a JSON object"]
+    out: list[str] = []
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        out.append("model: Missing required parameter: 'model'.")
+    if "instructions" in body and body["instructions"] is not None and \
+            not isinstance(body["instructions"], str):
+        out.append("instructions: Invalid type: expected a string.")
+    if body.get("previous_response_id") is not None and history is None:
+        out.append(f"Previous response with id '{body['previous_response_id']}' not found.")
+    raw = body.get("input")
+    if not isinstance(raw, (str, list)):
+        return [*out, "input: Invalid type: expected a string or an array of items."]
+    called: set[str] = {i["call_id"] for i in history or () if i.get("type") == "function_call"}
+    answered: set[str] = set()
+    items = items_of(body)
+    for k, item in enumerate(items):
+        out += _item_problems(item, f"input[{k}]", called, answered)
+        if isinstance(item, dict) and item.get("type") == "reasoning":
+            nxt = items[k + 1] if k + 1 < len(items) else None
+            if not isinstance(nxt, dict) or nxt.get("type") == "reasoning":
+                out.append(f"Item '{item.get('id')}' of type 'reasoning' was provided without "
+                           "its required following item.")
+    current = {i.get("call_id") for i in items
+               if isinstance(i, dict) and i.get("type") == "function_call"}
+    for cid in sorted(str(c) for c in current - answered):
+        out.append(f"No tool output found for function call {cid}.")
+    tools = body.get("tools")
+    if tools is not None and not (isinstance(tools, list) and all(
+            isinstance(t, dict) and isinstance(t.get("type"), str) for t in tools)):
+        out.append("tools: Invalid type: expected an array of tool objects.")
+    mot = body.get("max_output_tokens")
+    if mot is not None and (not isinstance(mot, int) or isinstance(mot, bool) or mot < 16):
+        out.append("max_output_tokens: Invalid value: expected an integer >= 16.")
+    return out
+
+
+def _item_problems(item: Any, where: str, called: set, answered: set) -> list[str]:
+    if not isinstance(item, dict):
+        return [f"{where}: Invalid type: expected an object."]
+    kind = item.get("type", "message" if "role" in item else None)
+    if kind not in ITEM_TYPES:
+        return [f"{where}.type: Invalid value: {kind!r}. Supported values are: "
+                f"{', '.join(ITEM_TYPES)}."]
+    if kind == "message":
+        return _message_problems(item, where)
+    if kind == "reasoning":
+        if not isinstance(item.get("id"), str) or not isinstance(item.get("summary"), list):
+            return [f"{where}: a reasoning item needs its 'id' and 'summary'."]
+        if "encrypted_content" in item and not intact(item["encrypted_content"]):
+            return [f"{where}.encrypted_content: The encrypted content for item "
+                    f"{item['id']} could not be verified."]
+        return []
+    if kind == "function_call":
+        if not all(isinstance(item.get(k), str) for k in ("call_id", "name", "arguments")):
+            return [f"{where}: a function_call needs 'call_id', 'name' and 'arguments'."]
+        called.add(item["call_id"])
+        return []
+    if kind == "function_call_output":
+        cid = item.get("call_id")
+        if cid not in called:
+            return [f"{where}: No tool call found for function call output with call_id "
+                    f"{cid}."]
+        answered.add(cid)
+        out = item.get("output")
+        return [] if isinstance(out, (str, list)) else [f"{where}.output: Invalid type."]
+    return []  # item_reference, web_search_call
+
+
+def _message_problems(item: dict, where: str) -> list[str]:
+    role = item.get("role")
+    if role not in ROLES:
+        return [f"{where}.role: Invalid value: {role!r}. Supported values are: "
+                f"{', '.join(ROLES)}."]
+    content = item.get("content")
+    if isinstance(content, str):
+        return []
+    if not isinstance(content, list):
+        return [f"{where}.content: Invalid type: expected a string or an array."]
+    allowed = OUTPUT_PARTS if role == "assistant" else INPUT_PARTS
+    out = []
+    for j, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind not in allowed:
+            out.append(f"{where}.content[{j}].type: Invalid value: {kind!r}. Supported values "
+                       f"are: {', '.join(allowed)}.")
+        elif kind in ("input_text", "output_text") and not isinstance(part.get("text"), str):
+            out.append(f"{where}.content[{j}].text: Missing required parameter.")
+    return out
+
+
+def _texts(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [t for v in value for t in _texts(v)]
+    if not isinstance(value, dict):
+        return []
+    out: list[str] = []
+    for key in ("content", "text", "output", "arguments", "name", "summary"):
+        out += _texts(value.get(key))
+    if value.get("type") == "input_image":
+        out.append("x" * 340)
+    return out
+
+
+def prompt_tokens(body: dict, history: list) -> int:
+    counter = counter_for(body.get("model") if isinstance(body.get("model"), str) else None)
+    items = [*history, *items_of(body)]
+    texts = _texts(body.get("instructions") or "") + [t for i in items for t in _texts(i)]
+    if body.get("tools"):
+        texts.append(json.dumps(body["tools"]))
+    return sum(counter.count(t) for t in texts) + 3 * len(items) + 3
+
+
+# ---- answers -----------------------------------------------------------------------------
+
+def output_items(rid: str, reply: Reply, reasoning: bool) -> list[dict]:
+    """What the model answers: a reasoning item (when asked for its encrypted content), then
+    a function call or a message."""
+    out: list[dict] = []
+    if reasoning:
+        out.append({"id": f"rs_{rid}", "type": "reasoning", "summary": [],
+                    "encrypted_content": encrypted(f"thought of {rid}")})
+    if reply.tool_name:
+        out.append({"id": f"fc_{rid}", "type": "function_call", "status": "completed",
+                    "call_id": f"call_{rid}", "name": reply.tool_name,
+                    "arguments": json.dumps(reply.tool_arguments)})
+    else:
+        out.append({"id": f"msg_{rid}", "type": "message", "role": "assistant",
+                    "status": "completed", "content": [
+                        {"type": "output_text", "text": reply.text, "annotations": []}]})
+    return out
+
+
+def _usage(u: Usage) -> dict:
+    return {"input_tokens": u.prompt, "input_tokens_details": {"cached_tokens": u.cache_read},
+            "output_tokens": u.completion, "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": u.prompt + u.completion}
+
+
+def response(rid: str, body: dict, created: int, output: list[dict], usage: Usage | None,
+             status: str = "completed") -> dict:
+    return {"id": f"resp_{rid}", "object": "response", "created_at": created, "status": status,
+            "error": None, "incomplete_details": None,
+            "instructions": body.get("instructions"), "max_output_tokens":
+                body.get("max_output_tokens"), "model": body["model"], "output": output,
+            "parallel_tool_calls": True, "previous_response_id":
+                body.get("previous_response_id"), "reasoning": {"effort": None,
+                                                                "summary": None},
+            "store": body.get("store", True), "temperature": 1.0,
+            "text": {"format": {"type": "text"}}, "tool_choice": body.get("tool_choice", "auto"),
+            "tools": body.get("tools") or [], "top_p": 1.0, "truncation": "disabled",
+            "usage": _usage(usage) if usage else None, "user": None, "metadata": {}}
+
+
+def events(rid: str, body: dict, created: int, output: list[dict], usage: Usage) -> list[bytes]:
+    """The SSE events of a streamed response, as the provider sends them."""
+    seq: list[tuple[str, dict]] = []
+    start = response(rid, body, created, [], None, "in_progress")
+    seq += [("response.created", {"response": start}),
+            ("response.in_progress", {"response": start})]
+    for n, item in enumerate(output):
+        if item["type"] == "message":
+            text = item["content"][0]["text"]
+            seq.append(("response.output_item.added", {"output_index": n, "item": {
+                **item, "status": "in_progress", "content": []}}))
+            part = {"type": "output_text", "text": "", "annotations": []}
+            base = {"item_id": item["id"], "output_index": n, "content_index": 0}
+            seq.append(("response.content_part.added", {**base, "part": part}))
+            seq += [("response.output_text.delta", {**base, "delta": p, "logprobs": []})
+                    for p in _pieces(text)]
+            seq.append(("response.output_text.done", {**base, "text": text, "logprobs": []}))
+            seq.append(("response.content_part.done", {**base, "part": {**part, "text": text}}))
+        elif item["type"] == "function_call":
+            seq.append(("response.output_item.added", {"output_index": n, "item": {
+                **item, "status": "in_progress", "arguments": ""}}))
+            base = {"item_id": item["id"], "output_index": n}
+            seq += [("response.function_call_arguments.delta", {**base, "delta": p})
+                    for p in _pieces(item["arguments"])]
+            seq.append(("response.function_call_arguments.done",
+                        {**base, "arguments": item["arguments"], "name": item["name"]}))
+        else:
+            seq.append(("response.output_item.added", {"output_index": n, "item": {
+                **item, "encrypted_content": None}}))
+        seq.append(("response.output_item.done", {"output_index": n, "item": item}))
+    seq.append(("response.completed", {"response": response(rid, body, created, output,
+                                                             usage)}))
+    return [f"event: {name}\ndata: "
+            f"{json.dumps({'type': name, 'sequence_number': k, **data})}\n\n".encode()
+            for k, (name, data) in enumerate(seq)]
