@@ -34,8 +34,10 @@ def test_trim_fits_a_responses_request():
                            input=json.dumps(body).encode(), capture_output=True, timeout=120)
         assert p.returncode == 0, p.stderr.decode()
         out = json.loads(p.stdout)
-        sent = out["request"]
-        assert out["tokens"] <= 2500 and (out["dropped"] or out["truncated"])
+        audit = out.pop("ctxlayer")  # the body comes back whole, the audit beside it
+        sent = out
+        assert set(sent) == set(body)
+        assert audit["tokens"] <= 2500 and (audit["dropped"] or audit["truncated"])
         assert sent["instructions"] == "Be brief." and sent["store"] is False
         assert sent["input"][-1] == body["input"][-1]
         assert problems(sent, []) == []

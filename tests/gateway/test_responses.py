@@ -127,8 +127,12 @@ def test_a_long_conversation_is_fitted_pairs_whole_reasoning_byte_for_byte(stack
         model="gpt-4o", input=items, tools=TOOLS, max_output_tokens=500,
         extra_headers={"x-ctxlayer-conversation": "long-responses"})
     assert raw.parse().status == "completed"
-    assert int(raw.headers["x-ctxlayer-dropped"]) > 0
     (seen,) = responses_requests(stack)
+    # fitted: older outputs outlined (before anything is summarized) or summarized away
+    outlined = [i for i in seen["body"]["input"] if i.get("type") == "function_call_output"
+                and json.dumps(i, sort_keys=True) not in {json.dumps(x, sort_keys=True)
+                                                          for x in items}]
+    assert int(raw.headers["x-ctxlayer-dropped"]) > 0 or outlined
     assert seen["status"] == 200 and seen["problems"] == [], seen["problems"]
     assert seen["prompt_tokens"] + 500 <= 4096
     sent = seen["body"]["input"]

@@ -58,6 +58,17 @@ from ctxlayer.tokenizers import context_window
 MODELS = ("gpt-4o", "gpt-4o-mini", "gpt-4.1", "claude-sonnet-4", "claude-haiku-4")
 
 
+@web.middleware
+async def _timed(request: web.Request, handler):
+    """`x-standin-ms`: how long this stand-in took over a non-streamed answer, body read
+    included, so a benchmark can take the provider's own time out of what it measures."""
+    t = time.perf_counter()
+    response = await handler(request)
+    if not response.prepared:
+        response.headers["x-standin-ms"] = f"{(time.perf_counter() - t) * 1000:.3f}"
+    return response
+
+
 class Standin:
     """The stand-in provider, served on the running loop."""
 
@@ -91,7 +102,7 @@ class Standin:
         return {"port": self.port, "openai": self.openai, "anthropic": self.anthropic}
 
     async def start(self, port: int = 0) -> Standin:
-        app = web.Application(client_max_size=256 * 1024 * 1024)
+        app = web.Application(client_max_size=256 * 1024 * 1024, middlewares=[_timed])
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/v1/messages", self._messages)
         app.router.add_post("/v1/messages/count_tokens", self._count_tokens)

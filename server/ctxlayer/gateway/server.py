@@ -59,13 +59,21 @@ def check_loopback(host: str) -> str:
                       f"not {host!r}: it forwards the clients' API keys")
 
 
+#: bodies at least this big are decoded and encoded on a worker thread, so the event loop
+#: goes on answering other chats meanwhile (msgspec, which also lets go of the GIL less often
+#: than the json module's many small objects)
+OFF_LOOP_BYTES = 256 * 1024
+
+
 def read_request(fmt: str, raw: bytes) -> dict:
     """The JSON body of a model request, or GatewayError naming what cannot be read."""
     try:
-        body = json.loads(raw)
-    except UnicodeDecodeError as exc:
-        raise GatewayError(400, "the body is not UTF-8 text", field="body") from exc
-    except ValueError as exc:
+        body = msgspec.json.decode(raw)
+    except msgspec.DecodeError as exc:
+        try:
+            raw.decode()
+        except UnicodeDecodeError:
+            raise GatewayError(400, "the body is not UTF-8 text", field="body") from exc
         raise GatewayError(400, f"the body is not JSON ({exc})", field="body") from exc
     if not isinstance(body, dict):
         raise GatewayError(400, "the body must be a JSON object", field="body")
@@ -256,7 +264,9 @@ class GatewayServer:
                              url: str) -> web.StreamResponse:
         ours: dict[str, str] = {}
         try:
-            body = read_request(fmt, await _read(request))
+            raw = await _read(request)
+            body = (await asyncio.to_thread(read_request, fmt, raw)
+                    if len(raw) >= OFF_LOOP_BYTES else read_request(fmt, raw))
             hints = read_hints(request.headers)
             window = context_window(body["model"], hints.betas, self.config.models)
             info = model_info(body["model"])
@@ -290,7 +300,8 @@ class GatewayServer:
         })
         if result.conversation_id:
             ours["x-ctxlayer-conversation"] = result.conversation_id
-        out = json.dumps(result.request, ensure_ascii=False).encode()
+        out = (await asyncio.to_thread(msgspec.json.encode, result.request)
+               if len(raw) >= OFF_LOOP_BYTES else msgspec.json.encode(result.request))
         stream = bool(result.request.get("stream"))
         response = await self._forward(request, fmt, "POST", url, out, ours, stream=stream,
                                        result=result)

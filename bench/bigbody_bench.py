@@ -1,0 +1,162 @@
+"""Big request bodies through the gateway: what a Claude Code history of several MB adds, and
+how long another chat's small request waits meanwhile.
+
+    .venv/bin/python bench/bigbody_bench.py [--mb 5] [--big-mb 10] [--runs 5]
+
+The stand-in provider and `ctxlayer gateway` run as their own processes on loopback, as for a
+user (bench/gateway_bench.py starts them the same way). Each time is taken to the whole answer,
+less the stand-in's own time on that request (its `x-standin-ms` header): the provider's work
+is not the gateway's, and straight to it a body over the window gets its 400. A Claude-Code-shaped Anthropic chat
+(tool_use / tool_result blocks, a file read per turn) is grown to ``--mb`` MB; its last request
+and that request plus one more exchange (the next turn of the same chat) are each sent straight
+to the stand-in and through the gateway, and the added latency is the difference, median of
+``--runs`` alternations in one run:
+- first: the first request of that conversation the gateway sees (everything counted);
+- next turn: the same chat one exchange later (what each turn of a live chat costs).
+Then a ``--big-mb`` MB body of a new conversation is sent on one connection while a small
+request of another chat is sent on another every 20 ms: the small requests' time (the
+stand-in's own taken out) while the big one is under way, against the same requests alone (p50 / max).
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+sys.path.insert(0, str(Path(__file__).parent))
+from gateway_bench import STANDIN, ms, start
+
+WORDS = "parser token budget window cache prefix session editor stream answer".split()
+
+
+def file_text(k: int, lines: int = 120) -> str:
+    return "\n".join(f"{i + 1:5}\tdef handler_{k}_{i}(request):  # {WORDS[(k + i) % 10]}"
+                     for i in range(lines))
+
+
+def claude_chat(mb: float, tag: str) -> tuple[list[dict], int]:
+    """Messages of an agent loop reading files, until the body passes ``mb`` MB."""
+    msgs: list[dict] = [{"role": "user", "content": [
+        {"type": "text", "text": f"{tag}: fix the failing handler tests"}]}]
+    size, k = 0, 0
+    while size < mb * 1_000_000:
+        call = f"toolu_{tag}_{k}"
+        msgs += [{"role": "assistant", "content": [
+                     {"type": "text", "text": f"Reading src/h{k}.py next."},
+                     {"type": "tool_use", "id": call, "name": "Read",
+                      "input": {"file_path": f"/repo/src/h{k}.py"}}]},
+                 {"role": "user", "content": [
+                     {"type": "tool_result", "tool_use_id": call, "content": file_text(k)}]}]
+        size += len(file_text(k)) + 200
+        k += 1
+    return msgs, k
+
+
+def body(msgs: list[dict]) -> bytes:
+    return json.dumps({"model": "claude-sonnet-4-5", "max_tokens": 1024,
+                       "system": "You are Claude Code.", "messages": msgs}).encode()
+
+
+def own_time(conn: http.client.HTTPConnection, path: str, payload: bytes) -> float:
+    """Seconds from sending to the whole answer, less the stand-in's own time on the request
+    (its `x-standin-ms`): what the path to it costs. Sent straight, a body over the model's
+    window gets the stand-in's 400 after it read and counted the body, as the provider does."""
+    t = time.perf_counter()
+    conn.request("POST", path, body=payload, headers={
+        "content-type": "application/json", "x-api-key": "sk-bench",
+        "anthropic-version": "2023-06-01"})
+    response = conn.getresponse()
+    response.read()
+    elapsed = time.perf_counter() - t
+    if response.status not in (200, 400):
+        raise SystemExit(f"{path}: HTTP {response.status}")
+    return elapsed - float(response.headers.get("x-standin-ms", "0")) / 1000
+
+
+def first_byte(conn, path: str, payload: bytes) -> float:
+    return own_time(conn, path, payload)
+
+
+def added(direct, via, pd: str, pv: str, payload: bytes, runs: int) -> float:
+    out = []
+    for _ in range(runs):
+        d = own_time(direct, pd, payload)
+        v = own_time(via, pv, payload)
+        out.append(v - d)
+    return statistics.median(out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mb", type=float, default=5)
+    ap.add_argument("--big-mb", type=float, default=10)
+    ap.add_argument("--runs", type=int, default=5)
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="ctxlayer-bigbody-bench-"))
+    (work / "project").mkdir()
+    env = {**os.environ, "HOME": str(work), "XDG_CONFIG_HOME": str(work / "config"),
+           "CTXLAYER_STATE_DIR": str(work / "state"), "PYTHONUNBUFFERED": "1"}
+    standin, s = start([sys.executable, str(STANDIN), "--port", "0"], work, env)
+    gateway, g = start([sys.executable, "-m", "ctxlayer", "gateway", "--port", "0",
+                        "--upstream-openai", s["openai"], "--upstream-anthropic",
+                        s["anthropic"]], work / "project", env)
+    try:
+        pd = urlsplit(s["anthropic"]).path + "/v1/messages"
+        pv = urlsplit(g["anthropic"]).path + "/v1/messages"
+        direct = http.client.HTTPConnection("127.0.0.1", s["port"], timeout=600)
+        via = http.client.HTTPConnection("127.0.0.1", g["port"], timeout=600)
+        msgs, k = claude_chat(args.mb, "a")
+        first = body(msgs)
+        cold = own_time(via, pv, first) - own_time(direct, pd, first)
+        nxt = body([*msgs, {"role": "assistant", "content": [
+            {"type": "text", "text": "Found it."}]},
+            {"role": "user", "content": [{"type": "text", "text": "Now run the tests."}]}])
+        warm = added(direct, via, pd, pv, nxt, args.runs)
+        print(f"a {len(first) / 1e6:.1f} MB Claude Code request ({2 * k + 1} messages), "
+              f"added to the first byte:")
+        print(f"  first request of the conversation: {ms(cold)}")
+        print(f"  next turn (one more exchange), median of {args.runs}: {ms(warm)}")
+
+        small = [body([{"role": "user", "content": f"small question {i}"}])
+                 for i in range(400)]
+        side = http.client.HTTPConnection("127.0.0.1", g["port"], timeout=600)
+        alone = [first_byte(side, pv, small[i]) for i in range(25)]
+        big_msgs, _ = claude_chat(args.big_mb, "b")
+        big = body(big_msgs)
+        waits: list[float] = []
+        done = threading.Event()
+
+        def send_big() -> None:
+            conn = http.client.HTTPConnection("127.0.0.1", g["port"], timeout=600)
+            first_byte(conn, pv, big)
+            done.set()
+
+        thread = threading.Thread(target=send_big)
+        thread.start()
+        i = 25
+        while not done.is_set() and i < len(small):
+            waits.append(first_byte(side, pv, small[i]))
+            i += 1
+            time.sleep(0.02)
+        thread.join()
+        print(f"a small request of another chat while a {len(big) / 1e6:.1f} MB body is "
+              f"prepared ({len(waits)} sent meanwhile): p50 {ms(statistics.median(waits))}, "
+              f"max {ms(max(waits))}; alone: p50 {ms(statistics.median(alone))}, "
+              f"max {ms(max(alone))}")
+    finally:
+        for proc in (gateway, standin):
+            proc.terminate()
+            proc.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    main()
