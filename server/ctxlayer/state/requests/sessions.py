@@ -10,6 +10,7 @@ from __future__ import annotations
 import msgspec
 
 from ctxlayer import protocol
+from ctxlayer.core.formats import stored
 from ctxlayer.core.trim import stages
 from ctxlayer.state.caller import Caller
 from ctxlayer.state.requests.messages import attachments, decode
@@ -60,36 +61,15 @@ async def append(caller: Caller, p: protocol.SessionAppendParams) -> protocol.Bu
     # ids the codec made up give way to the session's own (ctx:msg:<seq>)
     messages = [msgspec.structs.replace(m, id=None) if m.id in decoded.derived_ids else m
                 for m in decoded.messages]
-    messages, left_out = without_parts(messages)
-    if left_out:  # said in the session's audit, never dropped silently
-        await state.work(state.sessions.record_audit, caller.workspace, p.session_id, left_out)
+    # the provider messages themselves are stored beside them, so that no part is lost
+    raws = stored.raws(decoded) if p.format != "ctxlayer" else None
     files = await attachments(caller, messages)
     if files:  # embedded once, at append: the stored message is what the model will read
         messages = stages.enrich(messages, files)
     await ensure_layers(caller, p.session_id)
-    budget = await state.work(state.sessions.append, caller.workspace, p.session_id, messages)
+    budget = await state.work(state.sessions.append, caller.workspace, p.session_id, messages,
+                              raws)
     return publish(caller, budget)
-
-
-def without_parts(messages: list[protocol.Message]
-                  ) -> tuple[list[protocol.Message], list[protocol.AuditEntry]]:
-    """A session keeps the text of provider messages (content, tool calls, tool results);
-    their other parts (images, audio, files, documents) are not stored, so they are neither
-    counted nor sent again: one audit entry each says so. `ctx/prepare` and the gateway,
-    which send the client's request itself, keep them."""
-    from ctxlayer.core.text import describe
-
-    out, audit = [], []
-    for i, m in enumerate(messages):
-        if m.parts_tokens:
-            audit.append(protocol.AuditEntry(
-                action="dropped", reason="non-text parts (images, audio, files) are not kept "
-                "in a session; ctx/prepare and the gateway send them as they came",
-                summary=describe(m), tokens_before=m.parts_tokens, tokens_after=0,
-                message_id=m.id, index=i))
-            m = msgspec.structs.replace(m, parts_tokens=None)
-        out.append(m)
-    return out, audit
 
 
 async def add_item(caller: Caller, p: protocol.SessionAddItemParams) -> protocol.SessionAddItemResult:

@@ -1,0 +1,210 @@
+"""Provider messages kept in a session as they came, and written back from there.
+
+A session stores the engine's view of each message (text, tool calls, counts) and, beside
+it, the provider message it came from (`raw`). So thinking blocks with their signatures,
+redacted thinking, images, documents, audio and part types this version does not know go
+back out byte for byte when the session is assembled in the format they came in.
+
+- `raws(decoded)`: what to keep beside each engine message of an append, one dict (or None)
+  each: ``{"format", "message"}`` for OpenAI; for Anthropic, where one native message may be
+  several engine messages (each tool_result its own), ``{"format", "blocks", "piece": [j, n]}``
+  with the whole native ``message`` on the first piece only (never copied n times), and
+  ``{"format", "system"}`` for a system block.
+- `rebuild(fmt, assembled, stored, counter)`: a Decoded made of the stored natives of the
+  assembled messages, so that the format's own encoder writes them back (shortened text put
+  into their text parts, pieces left out removed, repairs audited) exactly as ctx/prepare
+  does. A message stored in another format, or in none, is written from its text and tool
+  calls, and what the target format does not get of it is named in one audit entry.
+
+Reasoning: nothing here strips thinking blocks. In a provider format the trim engine sends
+what fits as it came (`trim_options`: no rewrite when it fits) and never shortens a non-text
+part, so the thinking of the last assistant turn of a tool loop, which Anthropic requires
+unchanged, is always there; the history window strips only `<think>` text of earlier turns.
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from ctxlayer.core.formats.common import Decoded, audit
+from ctxlayer.core.text import describe
+from ctxlayer.protocol import AuditEntry, Message
+
+#: the internal ids of a rebuild (never leave it: encode's audit entries are mapped back)
+_KEY = "ctx:stored:"
+
+#: what each format carries of a message besides its text parts
+_OPENAI_FIELDS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name", "id",
+                            "ctxlayer"})
+_ANTHROPIC_CARRIED = frozenset({"text", "tool_use", "tool_result"})
+
+
+@dataclass(slots=True, frozen=True)
+class Stored:
+    """One assembled message's stored form: the message as appended, its raw piece, and for
+    an Anthropic piece the first piece of its native message (which holds the message) and
+    that native message's key (the first piece's seq)."""
+
+    message: Message
+    raw: dict
+    group: dict | None = None
+    group_key: int | None = None
+
+
+def raws(decoded: Decoded) -> list[dict | None]:
+    """What to store beside each engine message of `decoded` (see the module docstring)."""
+    if decoded.fmt == "openai":
+        native = decoded.payload["messages"]
+        return [{"format": "openai", "message": native[s]} for s in decoded.sources]
+    if decoded.fmt != "anthropic":
+        return [None] * len(decoded.messages)
+    out: list[dict | None] = []
+    system = decoded.payload.get("system")
+    seen: dict[int, int] = {}  # native index -> pieces stored so far
+    for source in decoded.sources:
+        if source[0] == "system":
+            out.append({"format": "anthropic", "system": system[source[1]]}
+                       if isinstance(system, list) else None)
+            continue
+        i, ks = source[1], source[2]
+        j = seen.get(i, 0)
+        seen[i] = j + 1
+        raw: dict = {"format": "anthropic", "blocks": list(ks) if ks is not None else None,
+                     "piece": [j, len(decoded.extra["pieces"][i])]}
+        if j == 0:
+            raw["message"] = decoded.payload["messages"][i]
+        out.append(raw)
+    return out
+
+
+def rebuild(fmt: str, assembled: list[Message], stored: list[Stored | None], counter: Any
+            ) -> tuple[Decoded, list[Message], dict[str, str | None], list[AuditEntry]]:
+    """(the Decoded to encode `kept` with, `kept`: the assembled messages with the stored ones
+    re-keyed, {internal id: session id} to map encode's audit back, entries naming what
+    messages stored in another format lose)."""
+    msgs: list[Message] = []
+    sources: list[Any] = []
+    index: dict[str, int] = {}
+    natives: list[dict] = []
+    system: list[dict] = []
+    pieces: dict[int, list[int]] = {}
+    groups: dict[int, int] = {}  # group key -> native index
+    kept: list[Message] = []
+    back: dict[str, str | None] = {}
+    lost: list[AuditEntry] = []
+    for k, (m, s) in enumerate(zip(assembled, stored, strict=True)):
+        if s is None or s.raw.get("format") != fmt or not _whole(s):
+            if s is not None:
+                lost += _lost(s, fmt, m, counter, k)
+            kept.append(m)
+            continue
+        key = f"{_KEY}{k}"
+        back[key] = m.id
+        raw = s.raw
+        if fmt == "openai":
+            sources.append(len(natives))
+            natives.append(raw["message"])
+        elif "system" in raw:
+            sources.append(("system", len(system)))
+            system.append(raw["system"])
+        else:
+            group = s.group if s.group is not None else raw
+            i = groups.get(s.group_key) if s.group_key is not None else None
+            if i is None:
+                i = len(natives)
+                natives.append(group["message"])
+                if s.group_key is not None:
+                    groups[s.group_key] = i
+                n = raw["piece"][1]
+                # every piece of the native message has a place, kept or not, so the encoder
+                # knows when all of them are there (then the native dict goes out unchanged)
+                pieces[i] = [len(msgs) + p for p in range(n)]
+                for _ in range(n):
+                    msgs.append(Message(role="user", content=""))
+                    sources.append(("msg", i, ()))
+            pos = pieces[i][raw["piece"][0]]
+            msgs[pos] = msgspec.structs.replace(s.message, id=key)
+            blocks = raw.get("blocks")
+            sources[pos] = ("msg", i, tuple(blocks) if blocks is not None else ())
+            index[key] = pos
+            kept.append(msgspec.structs.replace(m, id=key))
+            continue
+        index[key] = len(msgs)
+        msgs.append(msgspec.structs.replace(s.message, id=key))
+        kept.append(msgspec.structs.replace(m, id=key))
+    payload: dict = {"messages": natives}
+    if system:
+        payload["system"] = system
+    decoded = Decoded(fmt=fmt, messages=msgs, payload=payload,  # type: ignore[arg-type]
+                      sources=sources, index=index, counter=counter, extra={"pieces": pieces})
+    return decoded, kept, back, lost
+
+
+def mapped_back(entries: list[AuditEntry], back: dict[str, str | None]) -> list[AuditEntry]:
+    """Encode's audit entries with the session's own message ids."""
+    return [msgspec.structs.replace(e, message_id=back[e.message_id])
+            if e.message_id in back else e for e in entries]
+
+
+def not_carried(raw: dict, fmt: str) -> list[str]:
+    """What a stored message holds that format `fmt` does not get when the message is written
+    from its text and tool calls: part types, and fields the engine does not read."""
+    native = raw.get("message")
+    if raw.get("format") == "openai" and isinstance(native, dict):
+        content = native.get("content")
+        kinds = [p.get("type", "?") for p in content if isinstance(p, dict)
+                 and p.get("type") != "text"] if isinstance(content, list) else []
+        kinds += [f"field {k}" for k in native if k not in _OPENAI_FIELDS]
+        return kinds
+    if raw.get("format") != "anthropic" or "system" in raw:
+        return []
+    content = raw.get("content_of_piece")
+    if content is None:
+        return []
+    kinds = []
+    for b in content:
+        if not isinstance(b, dict):
+            continue
+        if b.get("type") not in _ANTHROPIC_CARRIED:
+            kinds.append(str(b.get("type")))
+        elif b.get("type") == "tool_result" and isinstance(b.get("content"), list):
+            kinds += [str(p.get("type")) for p in b["content"]
+                      if isinstance(p, dict) and p.get("type") != "text"]
+    return kinds
+
+
+def piece_blocks(raw: dict, group: dict | None) -> list | None:
+    """The native blocks of an Anthropic piece (None for a string content)."""
+    native = (group or raw).get("message")
+    content = native.get("content") if isinstance(native, dict) else None
+    if not isinstance(content, list):
+        return None
+    ks = raw.get("blocks")
+    return [content[k] for k in ks if k < len(content)] if ks is not None else content
+
+
+def _whole(s: Stored) -> bool:
+    """An Anthropic piece can be written back only with its native message at hand."""
+    if "piece" not in s.raw:
+        return True
+    return isinstance((s.group if s.group is not None else s.raw).get("message"), dict)
+
+
+def _lost(s: Stored, fmt: str, m: Message, counter: Any, k: int) -> list[AuditEntry]:
+    raw = s.raw
+    if raw.get("format") == "anthropic" and "system" not in raw:
+        raw = {**raw, "content_of_piece": piece_blocks(raw, s.group)}
+    kinds = not_carried(raw, fmt)
+    if not kinds:
+        return []
+    text = counter.count(m.content) if counter is not None else 0
+    parts = m.parts_tokens or 0
+    names = ", ".join(dict.fromkeys(kinds))
+    return [audit("truncated", f"written as {fmt} from its text and tool calls: its {names} "
+                  f"({raw.get('format')}) are not carried into another format", describe(m),
+                  text + parts, text, message_id=m.id, index=k)]
