@@ -220,3 +220,29 @@ async def test_a_tight_budget_shortens_text_and_keeps_every_thinking_block_whole
                    for b in last["content"])
     finally:
         state.close()
+
+
+async def test_the_audit_line_of_a_cut_message_names_its_parts(tmp_path):
+    state, caller = make_caller(tmp_path / "state")
+    try:
+        turns = ANTHROPIC_TURNS["image"] + [
+            {"role": "assistant", "content": [{**SIGNED, "thinking": " ".join(["why"] * 50)},
+                                              READ]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                          "content": "ok"}]}]
+        for k in range(14):
+            turns += [{"role": "assistant", "content": f"Turn {k}: " + "words " * 200},
+                      {"role": "user", "content": f"next {k}"}]
+        await sessions.open_session(caller, protocol.SessionOpenParams(session_id="cut",
+                                                                       budget=2500))
+        await sessions.append(caller, protocol.SessionAppendParams(
+            session_id="cut", messages=turns, format="anthropic"))
+        out = await assemble(caller, "cut", "anthropic")
+        lines = {e.summary for e in [*out.dropped, *out.truncated]}
+        log = sessions.audit(caller, protocol.AuditParams(session_id="cut"))
+        lines |= {e.summary for e in log.entries}
+        assert "user: image 1024x768 (1049 tokens) + 'look at this screenshot'" in lines
+        assert any(line.startswith("assistant: thinking (") and line.endswith(" + read(a.py)")
+                   for line in lines), lines
+    finally:
+        state.close()
