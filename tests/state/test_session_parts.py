@@ -153,6 +153,11 @@ async def test_another_format_names_what_it_cannot_carry(tmp_path):
         (lost,) = [e for e in out.truncated if "not carried" in e.reason]
         assert "thinking" in lost.reason and "openai" in lost.reason
         assert lost.tokens_before > lost.tokens_after
+        await append(caller, "z", "anthropic", ANTHROPIC_TURNS["image"])
+        (shot,) = conversation(await assemble(caller, "z", "openai"))
+        assert shot["content"] == [
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64," + png(1024, 768)}},
+            {"type": "text", "text": "look at this screenshot"}]
         plain = await assemble(caller, "x", "ctxlayer")
         assert any("thinking" in e.reason for e in plain.truncated)
         # the same format still gets it all
@@ -162,8 +167,13 @@ async def test_another_format_names_what_it_cannot_carry(tmp_path):
 
         await append(caller, "y", "openai", OPENAI_TURNS["image"] + OPENAI_TURNS["audio"])
         out = await assemble(caller, "y", "anthropic")
-        reasons = " ".join(e.reason for e in out.truncated)
-        assert "image_url" in reasons and "input_audio" in reasons
+        reasons = " ".join(e.reason for e in out.truncated if "not carried" in e.reason)
+        assert "input_audio" in reasons and "image" not in reasons
+        # both formats carry images: the screenshot goes along in Anthropic's shape
+        blocks = [b for m in conversation(out) for b in m["content"]]
+        assert {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                            "data": png(1024, 768)}} in blocks
+        assert {"type": "text", "text": "look at this screenshot"} in blocks
         assert {e.message_id for e in out.truncated} <= {
             m.id for m in (await assemble(caller, "y", "ctxlayer")).messages}
     finally:
