@@ -339,7 +339,10 @@ async def test_provider_messages_in_a_session_come_back_whole_from_a_restarted_d
         out = (await again.request(3, "ctx/assemble", {"sessionId": "anthropic-shaped",
                                                        "format": "openai"}))["result"]
         lost = " ".join(e["reason"] for e in out["truncated"])
-        assert "thinking" in lost and "redacted_thinking" in lost and "image" in lost
+        assert "thinking" in lost and "redacted_thinking" in lost and "image" not in lost
+        shot = next(m for m in out["messages"] if m["role"] == "user")
+        assert shot["content"][0] == {"type": "image_url", "image_url": {
+            "url": "data:image/png;base64," + PIXEL_PNG}}  # images go along
         audit = (await again.request(4, "ctx/session/audit",
                                      {"sessionId": "anthropic-shaped"}))["result"]
         assert not [e for e in audit["entries"] if e["action"] == "dropped"]

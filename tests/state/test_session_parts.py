@@ -256,3 +256,15 @@ async def test_the_audit_line_of_a_cut_message_names_its_parts(tmp_path):
                    for line in lines), lines
     finally:
         state.close()
+
+
+async def test_parts_a_session_cannot_store_are_audited_at_append(tmp_path):
+    state, caller = make_caller(tmp_path / "state")
+    try:  # the ctxlayer format has no parts to store: what a client counted for them goes
+        await append(caller, "c", "ctxlayer", [{"role": "user", "content": "see", "id": "u",
+                                                "partsTokens": 85, "parts": ["image (85 tokens)"]}])
+        (entry,) = sessions.audit(caller, protocol.AuditParams(session_id="c")).entries
+        assert entry.action == "dropped" and entry.tokens_before == 85
+        assert entry.summary == "user: image (85 tokens) + 'see'"
+    finally:
+        state.close()
