@@ -126,8 +126,13 @@ def main() -> None:
         print(f"  first request of the conversation: {ms(cold)}")
         print(f"  next turn (one more exchange), median of {args.runs}: {ms(warm)}")
 
-        small = [body([{"role": "user", "content": f"small question {i}"}])
-                 for i in range(400)]
+        # the other chat: one conversation, a short exchange more each time
+        chat: list[dict] = [{"role": "user", "content": "small question 0"}]
+        small = []
+        for i in range(400):
+            small.append(body(chat))
+            chat = [*chat, {"role": "assistant", "content": f"answer {i}"},
+                    {"role": "user", "content": f"small question {i + 1}"}]
         side = http.client.HTTPConnection("127.0.0.1", g["port"], timeout=600)
         alone = [first_byte(side, pv, small[i]) for i in range(25)]
         big_msgs, _ = claude_chat(args.big_mb, "b")

@@ -82,6 +82,9 @@ class Message(Strict):
     #: tokens of the non-text parts (images, audio, documents, thinking), counted by the
     #: provider's rules; never shortened
     parts_tokens: int | None = None
+    #: what those parts are, one short phrase each ("image 1024x768 (772 tokens)",
+    #: "thinking (212 tokens)"), so that an audit line can say what cost the tokens
+    parts: list[str] | None = None
 
 
 class AuditEntry(Wire):

@@ -286,31 +286,68 @@ async def test_add_item_and_compact_push_the_budget(client):
     assert pushed["sessionId"] == "pushes"
 
 
-async def test_provider_messages_in_a_session_keep_their_text_and_say_what_they_left_out(client):
-    image = {"type": "image_url", "image_url": {"url": "https://example.invalid/cat.png",
-                                                "detail": "low"}}
-    await call(client, "ctx/session/open", {"sessionId": "openai-shaped"})
-    await call(client, "ctx/session/append", {"sessionId": "openai-shaped", "format": "openai",
-                                              "messages": [
-        {"role": "developer", "content": "Answer briefly."},
-        {"role": "user", "content": [{"type": "text", "text": "What is in this picture?"},
-                                     image]},
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function",
-         "function": {"name": "look", "arguments": "{\"at\": \"cat.png\"}"}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": "a cat on a mat"},
-        {"role": "user", "content": "So?"}]})
-    out = await call(client, "ctx/assemble", {"sessionId": "openai-shaped", "format": "openai"})
-    sent = [m for m in out["messages"] if m["role"] != "system"]
-    assert any("What is in this picture?" in str(m.get("content")) for m in sent)
-    call_msg = next(m for m in sent if m.get("tool_calls"))
-    assert call_msg["tool_calls"][0]["function"]["name"] == "look"
-    assert any(m.get("tool_call_id") == "c1" for m in sent)
-    audit = await call(client, "ctx/session/audit", {"sessionId": "openai-shaped"})
-    assert any(e["action"] == "dropped" and "non-text parts" in e["reason"]
-               for e in audit["entries"])
-    anthropic = await call(client, "ctx/assemble", {"sessionId": "openai-shaped",
-                                                    "format": "anthropic"})
-    assert anthropic["messages"][0]["role"] == "user" and anthropic["system"]
+PIXEL_PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA"
+             "60e6kgAAAABJRU5ErkJggg==")
+OPENAI_CHAT = [
+    {"role": "user", "content": [{"type": "text", "text": "What is in this picture?"},
+                                 {"type": "image_url", "image_url": {
+                                     "url": "data:image/png;base64," + PIXEL_PNG,
+                                     "detail": "low"}}]},
+    {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function",
+     "function": {"name": "look", "arguments": "{\"at\": \"cat.png\"}"}}]},
+    {"role": "tool", "tool_call_id": "c1", "content": "a cat on a mat"},
+    {"role": "user", "content": [{"type": "input_audio", "input_audio": {
+        "data": "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQAAAAA=",
+        "format": "wav"}}, {"type": "text", "text": "So?"}]}]
+ANTHROPIC_CHAT = [
+    {"role": "user", "content": [{"type": "image", "source": {
+        "type": "base64", "media_type": "image/png", "data": PIXEL_PNG}},
+        {"type": "text", "text": "Fix what this screenshot shows in a.py"}]},
+    {"role": "assistant", "content": [
+        {"type": "thinking", "thinking": "Read a.py first.", "signature": "EqQBCkYIBxgCKkD=="},
+        {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix/LafPsn4a"},
+        {"type": "tool_use", "id": "toolu_1", "name": "read", "input": {"path": "a.py"}}]},
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                  "content": "def f():\n    return 1\n"}]}]
+
+
+async def test_provider_messages_in_a_session_come_back_whole_from_a_restarted_daemon():
+    root = make_repo(WORLD / f"parts-{next(_repos)}")
+    daemon = await RawDaemon.start()
+    await _raw_initialize(daemon, root, {"model": "claude-sonnet-4"}, summarize=False)
+    for n, (sid, fmt, msgs) in enumerate([("openai-shaped", "openai", OPENAI_CHAT),
+                                          ("anthropic-shaped", "anthropic", ANTHROPIC_CHAT)]):
+        await daemon.request(10 * n + 1, "ctx/session/open", {"sessionId": sid})
+        out = await daemon.request(10 * n + 2, "ctx/session/append", {
+            "sessionId": sid, "format": fmt, "messages": msgs})
+        assert "result" in out, out
+    os.kill(daemon.proc.pid, signal.SIGKILL)
+    await daemon.proc.wait()
+
+    again = await RawDaemon.start()
+    try:
+        await _raw_initialize(again, root, {"model": "claude-sonnet-4"}, summarize=False)
+        out = (await again.request(1, "ctx/assemble", {"sessionId": "openai-shaped",
+                                                       "format": "openai"}))["result"]
+        assert [m for m in out["messages"] if m["role"] != "system"] == OPENAI_CHAT
+        assert not out["dropped"] and not out["truncated"]
+        out = (await again.request(2, "ctx/assemble", {"sessionId": "anthropic-shaped",
+                                                       "format": "anthropic"}))["result"]
+        assert out["messages"] == ANTHROPIC_CHAT
+        assert not out["dropped"] and not out["truncated"]
+        # in another format the thinking cannot go along: said in the result itself
+        out = (await again.request(3, "ctx/assemble", {"sessionId": "anthropic-shaped",
+                                                       "format": "openai"}))["result"]
+        lost = " ".join(e["reason"] for e in out["truncated"])
+        assert "thinking" in lost and "redacted_thinking" in lost and "image" not in lost
+        shot = next(m for m in out["messages"] if m["role"] == "user")
+        assert shot["content"][0] == {"type": "image_url", "image_url": {
+            "url": "data:image/png;base64," + PIXEL_PNG}}  # images go along
+        audit = (await again.request(4, "ctx/session/audit",
+                                     {"sessionId": "anthropic-shaped"}))["result"]
+        assert not [e for e in audit["entries"] if e["action"] == "dropped"]
+    finally:
+        await again.close()
 
 
 async def test_why_explains_a_sessions_last_assembly_and_restore_brings_one_back(client):

@@ -102,11 +102,35 @@ def test_schema_is_versioned_and_migrations_run_in_order(tmp_path):
     conn.commit()
     conn.close()
     store = SessionStore(tmp_path)
-    assert store.schema_version == schema.VERSION == 2
+    assert store.schema_version == schema.VERSION == 3
     assert store.get("/ws", "old") is not None  # data kept across the migration
     indexes = {r[0] for r in store._conn.execute("SELECT name FROM sqlite_master "
                                                   "WHERE type='index'")}
     assert "sessions_by_workspace" in indexes
+
+
+def test_rows_written_before_raw_messages_existed_still_load(tmp_path):
+    conn = sqlite3.connect(tmp_path / DB_NAME)
+    conn.executescript(schema.MIGRATIONS[0] + ";" + schema.MIGRATIONS[1] +
+                       "; PRAGMA user_version=2;")
+    conn.execute("INSERT INTO sessions (workspace, session_id, model, mode, created_at, "
+                 "updated_at, next_seq) VALUES ('/ws', 'old', 'm', 'deep', 't', 't', 1)")
+    conn.execute("INSERT INTO messages (sid, seq, body, tokens) VALUES (1, 0, ?, 3)",
+                 (b'{"role":"user","content":"written by version 2","id":"m0"}',))
+    conn.commit()
+    conn.close()
+    store = SessionStore(tmp_path)
+    assert store.schema_version == 3
+    row = store.get("/ws", "old")
+    assert [(s, m.content) for s, m, _ in store.messages(row.sid)] == [
+        (0, "written by version 2")]
+    assert store.raws(row.sid) == {}  # an old row has no provider message: sent as text
+    native = b'{"format":"openai","message":{"role":"user","content":[]}}'
+    store.append(row.sid, [(1, Message(role="user", content="", id="m1"), 4)], NOW,
+                 raws={1: native})
+    again = SessionStore(tmp_path)
+    assert again.raws(row.sid) == {1: native}
+    assert len(again.messages(row.sid)) == 2
 
 
 def test_a_newer_schema_is_refused_not_destroyed(tmp_path):

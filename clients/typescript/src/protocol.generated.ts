@@ -59,6 +59,7 @@ export interface Message {
   kind?: ("chat" | "doc" | "memory" | "rule" | "summary" | "toolOutput") | null;
   priority?: number | null;
   partsTokens?: number | null;
+  parts?: string[] | null;
 }
 export interface ToolCall {
   id: string;

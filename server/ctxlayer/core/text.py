@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 
 from ctxlayer.protocol import Message
 
@@ -28,13 +29,37 @@ def one_line(text: str, width: int = 80) -> str:
 
 
 def describe(msg: Message, width: int = 80) -> str:
-    """A one-line summary of what a message was, for audit entries."""
+    """A one-line summary of what a message was, for audit entries. A text message says its
+    lines and first line ("user (3 lines): Fix the parser"); one with parts or tool calls
+    names each, so the line shows what cost the tokens ("user: image 1024x768 (772 tokens) +
+    'look at this screenshot'", "assistant: thinking (212 tokens) + read(a.py)")."""
     head = msg.role
     if msg.kind and msg.kind != "chat":
         head += f"/{msg.kind}"
-    if msg.tool_calls:
-        head += " calling " + ", ".join(c.name for c in msg.tool_calls)
     if msg.tool_call_id:
         head += f" result of {msg.tool_call_id}"
-    lines = msg.content.count("\n") + 1 if msg.content else 0
-    return f"{head} ({lines} lines): {one_line(msg.content, width)}"
+    pieces = list(msg.parts or ())
+    if not pieces and msg.parts_tokens:  # counted by a client that did not say what they are
+        pieces.append(f"parts ({msg.parts_tokens} tokens)")
+    pieces += [_call(c.name, c.arguments) for c in msg.tool_calls or ()]
+    if not pieces:
+        lines = msg.content.count("\n") + 1 if msg.content else 0
+        return f"{head} ({lines} lines): {one_line(msg.content, width)}"
+    if msg.content.strip():
+        room = max(16, width - sum(len(p) + 3 for p in pieces))
+        pieces.append(f"'{one_line(msg.content, room)}'")
+    return f"{head}: {' + '.join(pieces)}"
+
+
+def _call(name: str, arguments: str) -> str:
+    """A tool call as `name(its argument values)`, cut short: `read(a.py)`."""
+    try:
+        args = json.loads(arguments) if arguments.strip() else {}
+    except ValueError:
+        args = arguments
+    if isinstance(args, dict):
+        text = ", ".join(v if isinstance(v, str) else json.dumps(v) for v in args.values())
+    else:
+        text = args if isinstance(args, str) else json.dumps(args)
+    text = one_line(text, 40) if text.strip() else ""
+    return f"{name}({text})"

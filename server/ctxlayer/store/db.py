@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -226,11 +226,15 @@ class SessionStore:
 
     def append(self, sid: int, messages: Iterable[tuple[int, Message, int]], now: str, *,
                items: Iterable[WorkingItem] = (), removed_items: Iterable[str] = (),
-               audit: Iterable[AuditEntry] = ()) -> None:
-        """Append (seq, message, tokens) rows and the turn's zone-B changes in one commit."""
+               audit: Iterable[AuditEntry] = (), raws: Mapping[int, bytes] | None = None
+               ) -> None:
+        """Append (seq, message, tokens) rows and the turn's zone-B changes in one commit.
+        `raws` holds, by seq, the provider message a row came from (JSON), kept as it came."""
+        raws = raws or {}
         with self._tx() as c:
-            rows = [(sid, seq, _enc.encode(m), t) for seq, m, t in messages]
-            c.executemany("INSERT INTO messages (sid, seq, body, tokens) VALUES (?,?,?,?)", rows)
+            rows = [(sid, seq, _enc.encode(m), t, raws.get(seq)) for seq, m, t in messages]
+            c.executemany("INSERT INTO messages (sid, seq, body, tokens, raw) "
+                          "VALUES (?,?,?,?,?)", rows)
             if rows:
                 c.execute("UPDATE sessions SET next_seq=?, updated_at=? WHERE sid=?",
                           (rows[-1][1] + 1, now, sid))
@@ -244,6 +248,13 @@ class SessionStore:
             rows = c.execute("SELECT seq, body, tokens FROM messages WHERE sid=? ORDER BY seq",
                              (sid,)).fetchall()
         return [(seq, _dec_msg.decode(body), tokens) for seq, body, tokens in rows]
+
+    def raws(self, sid: int) -> dict[int, bytes]:
+        """The provider messages of a session's rows that have one, by seq (JSON bytes)."""
+        with self._tx() as c:
+            rows = c.execute("SELECT seq, raw FROM messages WHERE sid=? AND raw IS NOT NULL",
+                             (sid,)).fetchall()
+        return {seq: raw for seq, raw in rows}
 
     def recount(self, sid: int, rows: Iterable[tuple[int, int]], counter: str) -> None:
         """Store new token counts (seq, tokens) after the session's counter changed."""

@@ -56,6 +56,12 @@ MIGRATIONS: list[str] = [
     """
     CREATE INDEX sessions_by_workspace ON sessions (workspace, updated_at);
     """,
+    # 2 -> 3: a provider message kept as it came (its format and native dict, JSON) beside the
+    # engine's view in `body`, so thinking, images and unknown parts go back out unchanged.
+    # Rows written before stay NULL: they were text only and are sent as before.
+    """
+    ALTER TABLE messages ADD COLUMN raw BLOB;
+    """,
 ]
 
 VERSION = len(MIGRATIONS)

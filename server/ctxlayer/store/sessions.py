@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import secrets
 import threading
+from bisect import bisect_left
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -26,6 +27,7 @@ from ctxlayer.core.assembly.restore import restore as restore_message
 from ctxlayer.core.calibration import Calibration
 from ctxlayer.core.compress.logs import sanitize_log
 from ctxlayer.core.errors import ContextError
+from ctxlayer.core.formats.stored import Stored
 from ctxlayer.core.text import one_line
 from ctxlayer.core.tokens import Tokenizer, message_tokens
 from ctxlayer.core.zones.compact import compress_item
@@ -71,6 +73,8 @@ class LiveSession:
         self.row = row
         self.counter = counter
         self.history = History()
+        # the provider message each row came from (JSON), by seq: only rows that have one
+        self.raws: dict[int, bytes] = {}
         self.rules: list[Rule] = []
         self.items: list[WorkingItem] = []
         self.compaction = cp.Compaction()
@@ -151,6 +155,7 @@ class SessionService:
         if recount:
             self.store.recount(row.sid, fixed, counter.name)
             row.counter = counter.name
+        live.raws = self.store.raws(row.sid)
         live.rules = self.store.rules(row.sid)
         live.items = self.store.items(row.sid)
         live.next_rule = max((r.seq for r in live.rules), default=-1) + 1
@@ -194,14 +199,20 @@ class SessionService:
     def _budget_of(self, live: LiveSession, override: int | None = None) -> int:
         return override or live.row.budget or self.default_budget(live.row.model)
 
-    def append(self, workspace: str, session_id: str, messages: list[Message]) -> protocol.Budget:
+    def append(self, workspace: str, session_id: str, messages: list[Message],
+               raws: list[dict | None] | None = None) -> protocol.Budget:
+        """Append messages; `raws[k]`, when given, is the provider message messages[k] came
+        from (core/formats/stored.py), kept beside it as it came."""
         with self._lock:
             live = self._get(workspace, session_id)
             settings = self._settings(workspace)
             seq = live.history.seqs[-1] + 1 if len(live.history) else max(0, live.row.next_seq)
             rows: list[tuple[int, Message, int]] = []
+            kept_raws: dict[int, bytes] = {}
             events: list[ItemEvent] = []
-            for msg in messages:
+            for k, msg in enumerate(messages):
+                if raws is not None and raws[k] is not None:
+                    kept_raws[seq] = msgspec.json.encode(raws[k])
                 if msg.id is None:
                     msg = msgspec.structs.replace(msg, id=f"ctx:msg:{seq}")
                 tokens = message_tokens(msg, live.counter)
@@ -215,12 +226,13 @@ class SessionService:
                 seq += 1
             removed = [e.item_id for e in events if e.action == "removed"]
             self.store.append(live.row.sid, rows, self.clock(), items=live.items,
-                              removed_items=removed, audit=[_item_audit(e, live.counter)
+                              removed_items=removed, raws=kept_raws, audit=[_item_audit(e, live.counter)
                                                             for e in events
                                                             if e.action in ("compressed",
                                                                             "removed")])
             for s, m, t in rows:
                 live.history.append(m, s, t)
+            live.raws.update(kept_raws)
             live.row.next_seq = seq
             return self._measure(live, settings)
 
@@ -348,6 +360,46 @@ class SessionService:
             live.fingerprint = out.fingerprint
             live.last_total = out.result.tokens.total
             return out
+
+    def stored_for(self, workspace: str, session_id: str, messages: list[Message]
+                   ) -> list[Stored | None]:
+        """For each message of an assembly of this session, its stored provider form (None for
+        one the assembly made, or one appended in the ctxlayer format). Matched by id, in
+        order, so that a client id used twice still finds its own row."""
+        with self._lock:
+            live = self._get(workspace, session_id)
+            if not live.raws:
+                return [None] * len(messages)
+            history = live.history
+            where: dict[str, list[int]] = {}
+            for k, m in enumerate(history.messages):
+                if m.id is not None and history.seqs[k] in live.raws:
+                    where.setdefault(m.id, []).append(k)
+            out: list[Stored | None] = []
+            after = 0
+            for m in messages:
+                found = where.get(m.id) if m.id is not None else None
+                if not found:
+                    out.append(None)
+                    continue
+                at = bisect_left(found, after)
+                k = found[at] if at < len(found) else found[-1]
+                after = k + 1
+                out.append(self._stored(live, k))
+            return out
+
+    @staticmethod
+    def _stored(live: LiveSession, k: int) -> Stored:
+        seq = live.history.seqs[k]
+        raw = msgspec.json.decode(live.raws[seq])
+        piece = raw.get("piece")
+        group = key = None
+        if piece is not None:  # an Anthropic piece: the first one holds the native message
+            key = seq - piece[0]
+            if piece[0]:
+                first = live.raws.get(key)
+                group = msgspec.json.decode(first) if first is not None else None
+        return Stored(message=live.history.messages[k], raw=raw, group=group, group_key=key)
 
     def restore(self, workspace: str, session_id: str, message_id: str) -> AuditEntry:
         """Bring a message back whole from the next assembly on (ctx/restore); audited once."""

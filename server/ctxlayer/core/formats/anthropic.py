@@ -43,47 +43,55 @@ def _is_text(block: Any) -> bool:
     return isinstance(block, dict) and block.get("type") == "text"
 
 
-def _source_tokens(block: dict, where: str, counter: Tokenizer) -> int:
+def _source_tokens(block: dict, where: str, counter: Tokenizer
+                   ) -> tuple[int, tuple[int, int] | None]:
+    """(tokens, the image's size when known) of an image or document block."""
     src = expect_dict(block.get("source"), f"{where}.source")
     kind = src.get("type")
     if block["type"] == "image":
         data = src.get("data") if kind == "base64" else None
         size = media.size_of_base64(data) if isinstance(data, str) else None
-        return media.anthropic_image_tokens(size)
+        return media.anthropic_image_tokens(size), size
     if kind == "text":  # a text document: its text
-        return counter.count(expect_str(src.get("data"), f"{where}.source.data"))
+        return counter.count(expect_str(src.get("data"), f"{where}.source.data")), None
     if kind == "content":
         content = src.get("content")
         if isinstance(content, str):
-            return counter.count(content)
-        return sum(_block_tokens(expect_dict(b, f"{where}.source.content[{k}]"),
-                                 f"{where}.source.content[{k}]", counter)
-                   for k, b in enumerate(content or []))
+            return counter.count(content), None
+        return sum(_block(expect_dict(b, f"{where}.source.content[{k}]"),
+                          f"{where}.source.content[{k}]", counter)[0]
+                   for k, b in enumerate(content or [])), None
     data = src.get("data") if kind == "base64" else None
-    return media.pdf_tokens(data if isinstance(data, str) else None)
+    return media.pdf_tokens(data if isinstance(data, str) else None), None
 
 
-def _block_tokens(block: dict, where: str, counter: Tokenizer) -> int:
-    """Tokens of a block the engine never shortens."""
+def _block(block: dict, where: str, counter: Tokenizer) -> tuple[int, str]:
+    """(tokens, label) of a block the engine never shortens; the label names it for audit
+    lines."""
     kind = block.get("type")
     if kind == "text":
-        return counter.count(expect_str(block.get("text"), f"{where}.text"))
-    if kind in ("image", "document"):
-        return _source_tokens(block, where, counter)
-    if kind == "thinking":
-        return counter.count(expect_str(block.get("thinking"), f"{where}.thinking"))
-    if kind == "redacted_thinking":  # encrypted: about 4 characters per token
-        return len(expect_str(block.get("data"), f"{where}.data")) // 4 + 1
-    return counter.count(_json.encode(block).decode())
+        tokens = counter.count(expect_str(block.get("text"), f"{where}.text"))
+    elif kind in ("image", "document"):
+        tokens, size = _source_tokens(block, where, counter)
+        title = block.get("title") if kind == "document" else None
+        return tokens, media.label(kind, tokens, size, title if isinstance(title, str) else "")
+    elif kind == "thinking":
+        tokens = counter.count(expect_str(block.get("thinking"), f"{where}.thinking"))
+    elif kind == "redacted_thinking":  # encrypted: about 4 characters per token
+        tokens = len(expect_str(block.get("data"), f"{where}.data")) // 4 + 1
+        return tokens, media.label("redacted thinking", tokens)
+    else:
+        tokens = counter.count(_json.encode(block).decode())
+    return tokens, media.label(str(kind), tokens)
 
 
-def _result_content(block: dict, where: str, counter: Tokenizer) -> tuple[str, int]:
+def _result_content(block: dict, where: str, counter: Tokenizer) -> tuple[str, int, list[str]]:
     content = block.get("content")
     if content is None or isinstance(content, str):
-        return content or "", 0
+        return content or "", 0, []
     if not isinstance(content, list):
         raise bad(f"{where}.content", "expected a string or a list of blocks")
-    texts, parts = [], 0
+    texts, parts, labels = [], 0, []
     for k, b in enumerate(content):
         f = f"{where}.content[{k}]"
         b = expect_dict(b, f)
@@ -91,8 +99,10 @@ def _result_content(block: dict, where: str, counter: Tokenizer) -> tuple[str, i
         if b["type"] == "text":
             texts.append(expect_str(b.get("text"), f"{f}.text"))
         else:
-            parts += _block_tokens(b, f, counter)
-    return "\n".join(texts), parts
+            tokens, name = _block(b, f, counter)
+            parts += tokens
+            labels.append(name)
+    return "\n".join(texts), parts, labels
 
 
 class _Reader:
@@ -165,10 +175,11 @@ class _Reader:
     def _system_turn(self, i: int, content: Any, own: str | None, where: str) -> None:
         """A system message between turns (the mid-conversation-system beta): pinned, so it
         is kept whole where it stands, counted like the top-level system prompt."""
+        labels: list[str] = []
         if isinstance(content, str):
             text, parts = content, 0
         elif isinstance(content, list):
-            texts, parts = [], 0
+            texts, parts, labels = [], 0, []
             for k, b in enumerate(content):
                 f = f"{where}.content[{k}]"
                 b = expect_dict(b, f)
@@ -176,17 +187,19 @@ class _Reader:
                 if b["type"] == "text":
                     texts.append(expect_str(b.get("text"), f"{f}.text"))
                 else:  # the provider says what it thinks of it; we count it and pass it on
-                    parts += _block_tokens(b, f, self.counter)
+                    tokens, name = _block(b, f, self.counter)
+                    parts += tokens
+                    labels.append(name)
             text = "\n".join(texts)
         else:
             raise bad(f"{where}.content", "expected a string or a list of blocks")
         self.add(Message(role="system", content=text, pinned=True, parts_tokens=parts or None,
-                         id=derive_id("an", str(i), "system", text)),
+                         parts=labels or None, id=derive_id("an", str(i), "system", text)),
                  ("msg", i, None if isinstance(content, str) else tuple(range(len(content)))),
                  own, where)
 
     def _assistant(self, i: int, blocks: list[dict], own: str | None, where: str) -> None:
-        texts, parts, calls = [], 0, []
+        texts, parts, calls, labels = [], 0, [], []
         for k, b in enumerate(blocks):
             f = f"{where}.content[{k}]"
             if b["type"] == "text":
@@ -197,10 +210,12 @@ class _Reader:
                 calls.append(ToolCall(id=cid, name=name,
                                       arguments=_json.encode(b.get("input", {})).decode()))
             else:
-                parts += _block_tokens(b, f, self.counter)
+                tokens, name = _block(b, f, self.counter)
+                parts += tokens
+                labels.append(name)
         text = "\n".join(texts)
         self.add(Message(role="assistant", content=text, tool_calls=calls or None,
-                         parts_tokens=parts or None,
+                         parts_tokens=parts or None, parts=labels or None,
                          id=derive_id("an", str(i), "assistant", text, *(c.id for c in calls))),
                  ("msg", i, tuple(range(len(blocks)))), own, where)
 
@@ -210,23 +225,26 @@ class _Reader:
         for k, b in enumerate(blocks):
             f = f"{where}.content[{k}]"
             if k == rest_at:
-                texts, parts = [], 0
+                texts, parts, labels = [], 0, []
                 for j in rest:
                     if blocks[j]["type"] == "text":
                         texts.append(expect_str(blocks[j].get("text"),
                                                 f"{where}.content[{j}].text"))
                     else:
-                        parts += _block_tokens(blocks[j], f"{where}.content[{j}]", self.counter)
+                        tokens, name = _block(blocks[j], f"{where}.content[{j}]", self.counter)
+                        parts += tokens
+                        labels.append(name)
                 text = "\n".join(texts)
                 self.add(Message(role="user", content=text, parts_tokens=parts or None,
+                                 parts=labels or None,
                                  id=derive_id("an", str(i), "user", text)),
                          ("msg", i, tuple(rest)), own, where)
             elif b["type"] == "tool_result":
                 cid = expect_str(b.get("tool_use_id"), f"{f}.tool_use_id",
                                  "the id of the tool_use it answers")
-                text, parts = _result_content(b, f, self.counter)
+                text, parts, labels = _result_content(b, f, self.counter)
                 self.add(Message(role="tool", content=text, tool_call_id=cid,
-                                 parts_tokens=parts or None,
+                                 parts_tokens=parts or None, parts=labels or None,
                                  id=derive_id("an", f"{i}.{k}", "tool", cid, text)),
                          ("msg", i, (k,)), None, f)
 

@@ -150,3 +150,14 @@ def pdf_tokens(b64: str | None) -> int:
 def audio_tokens(b64: str, fmt: str) -> int:
     seconds = len(b64) * 3 / 4 / AUDIO_BYTES_PER_SECOND.get(fmt, 16_000)
     return max(1, math.ceil(seconds * AUDIO_TOKENS_PER_SECOND))
+
+
+def label(kind: str, tokens: int, size: tuple[int, int] | None = None, name: str = "") -> str:
+    """A part as an audit line names it: "image 1024x768 (772 tokens)", "thinking (212
+    tokens)", "file report.pdf (15000 tokens)"."""
+    what = kind
+    if size is not None:
+        what += f" {size[0]}x{size[1]}"
+    if name:
+        what += f" {name if len(name) <= 30 else name[:29] + '…'}"
+    return f"{what} ({tokens} tokens)"

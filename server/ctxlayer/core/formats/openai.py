@@ -38,42 +38,49 @@ def _is_text(part: Any) -> bool:
     return isinstance(part, dict) and part.get("type") == "text"
 
 
-def _part_tokens(part: dict, where: str, counter: Tokenizer) -> int:
-    """Tokens of one non-text part by OpenAI's rules (images), or a stated estimate."""
+def _part(part: dict, where: str, counter: Tokenizer) -> tuple[int, str]:
+    """(tokens, label) of one non-text part by OpenAI's rules (images), or a stated
+    estimate; the label names it for audit lines."""
     kind = part["type"]
     if kind == "image_url":
         img = expect_dict(part.get("image_url"), f"{where}.image_url")
         url = expect_str(img.get("url"), f"{where}.image_url.url", "the image's url")
         data = media.split_data_url(url)
         size = media.size_of_base64(data[1]) if data else None
-        return media.openai_image_tokens(size, img.get("detail") or "auto")
+        tokens = media.openai_image_tokens(size, img.get("detail") or "auto")
+        return tokens, media.label("image", tokens, size)
     if kind == "input_audio":
         audio = expect_dict(part.get("input_audio"), f"{where}.input_audio")
         data = expect_str(audio.get("data"), f"{where}.input_audio.data", "base64 audio")
-        return media.audio_tokens(data, str(audio.get("format", "")))
+        tokens = media.audio_tokens(data, str(audio.get("format", "")))
+        return tokens, media.label("audio", tokens)
     if kind == "file":
         f = expect_dict(part.get("file"), f"{where}.file")
         data = f.get("file_data")
         if isinstance(data, str):
             split = media.split_data_url(data)
             data = split[1] if split else data
-        return media.pdf_tokens(data if isinstance(data, str) else None)
+        tokens = media.pdf_tokens(data if isinstance(data, str) else None)
+        name = f.get("filename")
+        return tokens, media.label("file", tokens, name=name if isinstance(name, str) else "")
     if kind == "refusal":
-        return counter.count(expect_str(part.get("refusal"), f"{where}.refusal"))
+        tokens = counter.count(expect_str(part.get("refusal"), f"{where}.refusal"))
+        return tokens, media.label("refusal", tokens)
     # a part type this version does not know: costed by its JSON text
-    return counter.count(msgspec.json.encode(part).decode())
+    tokens = counter.count(msgspec.json.encode(part).decode())
+    return tokens, media.label(kind, tokens)
 
 
-def _content(value: Any, where: str, counter: Tokenizer) -> tuple[str, int]:
-    """(the text the engine may shorten, tokens of the other parts)."""
+def _content(value: Any, where: str, counter: Tokenizer) -> tuple[str, int, list[str]]:
+    """(the text the engine may shorten, tokens of the other parts, their labels)."""
     if value is None:
-        return "", 0
+        return "", 0, []
     if isinstance(value, str):
-        return value, 0
+        return value, 0, []
     if not isinstance(value, list):
         raise bad(where, f"expected a string, null or a list of parts, got "
                          f"{type(value).__name__}")
-    texts, parts = [], 0
+    texts, parts, labels = [], 0, []
     for k, part in enumerate(value):
         f = f"{where}[{k}]"
         part = expect_dict(part, f)
@@ -81,8 +88,10 @@ def _content(value: Any, where: str, counter: Tokenizer) -> tuple[str, int]:
         if kind == "text":
             texts.append(expect_str(part.get("text"), f"{f}.text"))
         else:
-            parts += _part_tokens(part, f, counter)
-    return "\n".join(texts), parts
+            tokens, name = _part(part, f, counter)
+            parts += tokens
+            labels.append(name)
+    return "\n".join(texts), parts, labels
 
 
 def _tool_calls(value: Any, where: str) -> list[ToolCall]:
@@ -118,9 +127,11 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -
         role = native.get("role")
         if role not in ROLES:
             raise bad(f"{where}.role", f"expected one of {', '.join(ROLES)}, got {role!r}")
-        text, parts = _content(native.get("content"), f"{where}.content", counter)
+        text, parts, labels = _content(native.get("content"), f"{where}.content", counter)
         if role == "assistant" and isinstance(native.get("refusal"), str):
-            parts += counter.count(native["refusal"])
+            refusal = counter.count(native["refusal"])
+            parts += refusal
+            labels.append(media.label("refusal", refusal))
         calls = None
         if native.get("tool_calls") is not None:
             if role != "assistant":
@@ -141,7 +152,8 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -
             raise bad(f"{where}.id", f"the same id as messages[{index[mid]}]")
         index[mid] = i
         msgs.append(Message(role=_ENGINE_ROLE.get(role, role), content=text, id=mid,
-                            tool_calls=calls, tool_call_id=call_id, parts_tokens=parts or None))
+                            tool_calls=calls, tool_call_id=call_id, parts_tokens=parts or None,
+                            parts=labels or None))
     return Decoded(fmt="openai", messages=msgs, payload=payload, sources=list(range(len(raw))),
                    index=index, derived_ids=derived, counter=counter)
 

@@ -114,28 +114,44 @@ async def assemble(caller: Caller, p: protocol.AssembleParams) -> protocol.Assem
         out.audit or [*result.dropped, *result.truncated])
     log.info("assemble %s: %d messages, %d/%d tokens%s", p.session_id, len(result.messages),
              result.tokens.total, result.budget, ", compacted" if result.compacted else "")
-    if p.format != "ctxlayer":
-        state = caller.state
-        model = await state.work(state.sessions.model_of, caller.workspace, p.session_id)
-        return await in_format(caller, p.format, result, model)
-    return result
+    state = caller.state
+    model = await state.work(state.sessions.model_of, caller.workspace, p.session_id)
+    forms = await state.work(state.sessions.stored_for, caller.workspace, p.session_id,
+                             result.messages)
+    return await in_format(caller, p.format, result, model, forms)
 
 
-async def in_format(caller: Caller, fmt: str, result: protocol.AssembleResult, model: str
-                    ) -> protocol.AssembleResult:
-    """The assembled messages written in a provider's format, ready to send: the system
-    layers as its system (anthropic) or system messages (openai), alternation repaired and
-    every repair audited."""
+async def in_format(caller: Caller, fmt: str, result: protocol.AssembleResult, model: str,
+                    forms: list | None = None) -> protocol.AssembleResult:
+    """The assembled messages written in `fmt`, ready to send: the system layers as its
+    system (anthropic) or system messages (openai), alternation repaired and every repair
+    audited. A message stored in this format goes out as it came (`forms`: its stored
+    provider form, core/formats/stored.py); one stored in another is written from its text
+    and tool calls, and what it loses is named in `truncated`."""
     from ctxlayer.core import formats
+    from ctxlayer.core.formats import stored
+
+    forms = forms if forms is not None else [None] * len(result.messages)
+    if fmt == "ctxlayer" and not any(forms):
+        return result
 
     def write(counter: Any) -> Any:
-        empty = formats.decode(fmt, {formats.codec(fmt).conversation: []},  # type: ignore
-                               counter)
-        return formats.encode(empty, result.messages)
+        decoded, kept, back, lost = stored.rebuild(fmt, result.messages, forms, counter)
+        if fmt == "ctxlayer":
+            return None, [], lost
+        if fmt not in ("openai", "anthropic"):  # a format kept in no session: text as before
+            decoded = formats.decode(fmt, {formats.codec(fmt).conversation: []},  # type: ignore
+                                     counter)
+            kept = result.messages
+        out = formats.encode(decoded, kept)
+        return out, stored.mapped_back(out.audit, back), lost
 
-    out = await caller.state.tokenizers.run(model, write, size=1 << 62)  # the session's model
-    truncated = [*result.truncated, *[e for e in out.audit if e.action != "dropped"]]
-    dropped = [*result.dropped, *[e for e in out.audit if e.action == "dropped"]]
+    # counted with the session's model
+    out, repairs, lost = await caller.state.tokenizers.run(model, write, size=1 << 62)
+    truncated = [*result.truncated, *lost, *[e for e in repairs if e.action != "dropped"]]
+    dropped = [*result.dropped, *[e for e in repairs if e.action == "dropped"]]
+    if out is None:
+        return msgspec.structs.replace(result, truncated=truncated)
     from ctxlayer.state.requests.messages import unwrap
 
     messages, system = unwrap(fmt, out.payload)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import msgspec
 
 from ctxlayer import protocol
+from ctxlayer.core.formats import stored
 from ctxlayer.core.trim import stages
 from ctxlayer.state.caller import Caller
 from ctxlayer.state.requests.messages import attachments, decode
@@ -60,34 +61,36 @@ async def append(caller: Caller, p: protocol.SessionAppendParams) -> protocol.Bu
     # ids the codec made up give way to the session's own (ctx:msg:<seq>)
     messages = [msgspec.structs.replace(m, id=None) if m.id in decoded.derived_ids else m
                 for m in decoded.messages]
-    messages, left_out = without_parts(messages)
+    # the provider messages themselves are stored beside them, so that no part is lost
+    raws = stored.raws(decoded) if p.format != "ctxlayer" else None
+    messages, left_out = without_parts(messages, raws)
     if left_out:  # said in the session's audit, never dropped silently
         await state.work(state.sessions.record_audit, caller.workspace, p.session_id, left_out)
     files = await attachments(caller, messages)
     if files:  # embedded once, at append: the stored message is what the model will read
         messages = stages.enrich(messages, files)
     await ensure_layers(caller, p.session_id)
-    budget = await state.work(state.sessions.append, caller.workspace, p.session_id, messages)
+    budget = await state.work(state.sessions.append, caller.workspace, p.session_id, messages,
+                              raws)
     return publish(caller, budget)
 
 
-def without_parts(messages: list[protocol.Message]
+def without_parts(messages: list[protocol.Message], raws: list | None
                   ) -> tuple[list[protocol.Message], list[protocol.AuditEntry]]:
-    """A session keeps the text of provider messages (content, tool calls, tool results);
-    their other parts (images, audio, files, documents) are not stored, so they are neither
-    counted nor sent again: one audit entry each says so. `ctx/prepare` and the gateway,
-    which send the client's request itself, keep them."""
+    """The non-text parts of a message whose format a session cannot store as it came (one
+    without a stored form in core/formats/stored.py) are not kept, so neither counted nor
+    sent again: one audit entry each says so."""
     from ctxlayer.core.text import describe
 
     out, audit = [], []
     for i, m in enumerate(messages):
-        if m.parts_tokens:
+        if m.parts_tokens and (raws is None or raws[i] is None):
             audit.append(protocol.AuditEntry(
-                action="dropped", reason="non-text parts (images, audio, files) are not kept "
-                "in a session; ctx/prepare and the gateway send them as they came",
+                action="dropped", reason="non-text parts of this format are not kept in a "
+                "session; ctx/prepare and the gateway send them as they came",
                 summary=describe(m), tokens_before=m.parts_tokens, tokens_after=0,
                 message_id=m.id, index=i))
-            m = msgspec.structs.replace(m, parts_tokens=None)
+            m = msgspec.structs.replace(m, parts_tokens=None, parts=None)
         out.append(m)
     return out, audit
 

@@ -1,0 +1,281 @@
+"""Provider messages kept in a session as they came, and written back from there.
+
+A session stores the engine's view of each message (text, tool calls, counts) and, beside
+it, the provider message it came from (`raw`). So thinking blocks with their signatures,
+redacted thinking, images, documents, audio and part types this version does not know go
+back out byte for byte when the session is assembled in the format they came in.
+
+- `raws(decoded)`: what to keep beside each engine message of an append, one dict (or None)
+  each: ``{"format", "message"}`` for OpenAI; for Anthropic, where one native message may be
+  several engine messages (each tool_result its own), ``{"format", "blocks", "piece": [j, n]}``
+  with the whole native ``message`` on the first piece only (never copied n times). A system
+  block is text only (a session takes no Anthropic `system`): nothing is stored for it.
+- `rebuild(fmt, assembled, stored, counter)`: a Decoded made of the stored natives of the
+  assembled messages, so that the format's own encoder writes them back (shortened text put
+  into their text parts, pieces left out removed, repairs audited) exactly as ctx/prepare
+  does. A message stored in another format, or in none, is written from its text and tool
+  calls (a user message's images rewritten in the target's shape: both carry them), and what
+  the target format does not get of it is named in one audit entry.
+
+Reasoning: nothing here strips thinking blocks. In a provider format the trim engine sends
+what fits as it came (`trim_options`: no rewrite when it fits) and never shortens a non-text
+part, so the thinking of the last assistant turn of a tool loop, which Anthropic requires
+unchanged, is always there; the history window strips only `<think>` text of earlier turns.
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from ctxlayer.core.formats import media
+from ctxlayer.core.formats.common import Decoded, audit
+from ctxlayer.core.text import describe
+from ctxlayer.protocol import AuditEntry, Message
+
+#: the internal ids of a rebuild (never leave it: encode's audit entries are mapped back)
+_KEY = "ctx:stored:"
+
+#: what each format carries of a message besides its text parts
+_OPENAI_FIELDS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name", "id",
+                            "ctxlayer"})
+_ANTHROPIC_CARRIED = frozenset({"text", "tool_use", "tool_result"})
+
+
+@dataclass(slots=True, frozen=True)
+class Stored:
+    """One assembled message's stored form: the message as appended, its raw piece, and for
+    an Anthropic piece the first piece of its native message (which holds the message) and
+    that native message's key (the first piece's seq)."""
+
+    message: Message
+    raw: dict
+    group: dict | None = None
+    group_key: int | None = None
+
+
+def raws(decoded: Decoded) -> list[dict | None]:
+    """What to store beside each engine message of `decoded` (see the module docstring)."""
+    if decoded.fmt == "openai":
+        native = decoded.payload["messages"]
+        return [{"format": "openai", "message": native[s]} for s in decoded.sources]
+    if decoded.fmt != "anthropic":
+        return [None] * len(decoded.messages)
+    out: list[dict | None] = []
+    seen: dict[int, int] = {}  # native index -> pieces stored so far
+    for source in decoded.sources:
+        if source[0] != "msg":
+            out.append(None)
+            continue
+        i, ks = source[1], source[2]
+        j = seen.get(i, 0)
+        seen[i] = j + 1
+        raw: dict = {"format": "anthropic", "blocks": list(ks) if ks is not None else None,
+                     "piece": [j, len(decoded.extra["pieces"][i])]}
+        if j == 0:
+            raw["message"] = decoded.payload["messages"][i]
+        out.append(raw)
+    return out
+
+
+class _Builder:
+    """The Decoded of a rebuild, grown one assembled message at a time."""
+
+    def __init__(self, fmt: str) -> None:
+        self.fmt = fmt
+        self.msgs: list[Message] = []
+        self.sources: list[Any] = []
+        self.index: dict[str, int] = {}
+        self.natives: list[dict] = []
+        self.pieces: dict[int, list[int]] = {}
+        self.groups: dict[int, int] = {}  # group key -> native index
+
+    def single(self, key: str, native: dict, message: Message) -> None:
+        """A native message that is one engine message."""
+        i = len(self.natives)
+        self.natives.append(native)
+        self.index[key] = len(self.msgs)
+        if self.fmt == "openai":
+            self.sources.append(i)
+        else:
+            content = native.get("content")
+            self.pieces[i] = [len(self.msgs)]
+            self.sources.append(("msg", i, tuple(range(len(content)))
+                                 if isinstance(content, list) else ()))
+        self.msgs.append(msgspec.structs.replace(message, id=key))
+
+    def piece(self, key: str, s: Stored) -> None:
+        """One piece of an Anthropic native message: every piece gets its place, kept or not,
+        so the encoder knows when all are there (then the native dict goes out unchanged)."""
+        raw = s.raw
+        i = self.groups.get(s.group_key) if s.group_key is not None else None
+        if i is None:
+            i = len(self.natives)
+            self.natives.append((s.group if s.group is not None else raw)["message"])
+            if s.group_key is not None:
+                self.groups[s.group_key] = i
+            n = raw["piece"][1]
+            self.pieces[i] = [len(self.msgs) + p for p in range(n)]
+            for _ in range(n):
+                self.msgs.append(Message(role="user", content=""))
+                self.sources.append(("msg", i, ()))
+        pos = self.pieces[i][raw["piece"][0]]
+        self.msgs[pos] = msgspec.structs.replace(s.message, id=key)
+        blocks = raw.get("blocks")
+        self.sources[pos] = ("msg", i, tuple(blocks) if blocks is not None else ())
+        self.index[key] = pos
+
+    def decoded(self, counter: Any) -> Decoded:
+        return Decoded(fmt=self.fmt, messages=self.msgs,  # type: ignore[arg-type]
+                       payload={"messages": self.natives}, sources=self.sources,
+                       index=self.index, counter=counter, extra={"pieces": self.pieces})
+
+
+def rebuild(fmt: str, assembled: list[Message], stored: list[Stored | None], counter: Any
+            ) -> tuple[Decoded, list[Message], dict[str, str | None], list[AuditEntry]]:
+    """(the Decoded to encode `kept` with, `kept`: the assembled messages with the stored ones
+    re-keyed, {internal id: session id} to map encode's audit back, entries naming what
+    messages stored in another format lose)."""
+    b = _Builder(fmt)
+    kept: list[Message] = []
+    back: dict[str, str | None] = {}
+    lost: list[AuditEntry] = []
+    for k, (m, s) in enumerate(zip(assembled, stored, strict=True)):
+        key = f"{_KEY}{k}"
+        if s is not None and s.raw.get("format") == fmt and _whole(s):
+            if "piece" in s.raw:
+                b.piece(key, s)
+            else:
+                b.single(key, s.raw["message"], s.message)
+        elif s is not None and fmt in ("openai", "anthropic") and \
+                (converted := _with_images(s, fmt)) is not None:
+            b.single(key, converted, s.message)  # its images go along, in the target's shape
+            lost += _lost(s, fmt, m, counter, k, skip=("image", "image_url"))
+        else:
+            if s is not None:
+                lost += _lost(s, fmt, m, counter, k)
+            kept.append(m)
+            continue
+        back[key] = m.id
+        kept.append(msgspec.structs.replace(m, id=key))
+    return b.decoded(counter), kept, back, lost
+
+
+def _with_images(s: Stored, fmt: str) -> dict | None:
+    """A user message stored in the other provider format, rewritten in `fmt` with its text
+    and its images (both formats carry them); None when it has no image to carry."""
+    if s.message.role != "user":
+        return None
+    raw = s.raw
+    if raw.get("format") == "openai":
+        content = raw["message"].get("content")
+    else:
+        content = piece_blocks(raw, s.group) if _whole(s) else None
+    if not isinstance(content, list):
+        return None
+    out, images = [], 0
+    for part in content:
+        if not isinstance(part, dict):
+            continue
+        if part.get("type") == "text" and isinstance(part.get("text"), str):
+            out.append({"type": "text", "text": part["text"]})
+            continue
+        image = _image_in(fmt, part)
+        if image is not None:
+            out.append(image)
+            images += 1
+    return {"role": "user", "content": out} if images else None
+
+
+def _image_in(fmt: str, part: dict) -> dict | None:
+    """An image part written in `fmt`: a base64 image as a data URL and back, a URL as a
+    URL; None when `part` is no image."""
+    if fmt == "openai" and part.get("type") == "image":
+        src = part.get("source") if isinstance(part.get("source"), dict) else {}
+        if src.get("type") == "base64":
+            url = f"data:{src.get('media_type')};base64,{src.get('data')}"
+        elif src.get("type") == "url" and isinstance(src.get("url"), str):
+            url = src["url"]
+        else:
+            return None
+        return {"type": "image_url", "image_url": {"url": url}}
+    if fmt == "anthropic" and part.get("type") == "image_url":
+        img = part.get("image_url") if isinstance(part.get("image_url"), dict) else {}
+        url = img.get("url")
+        if not isinstance(url, str):
+            return None
+        data = media.split_data_url(url)
+        source = {"type": "base64", "media_type": data[0], "data": data[1]} if data else \
+            {"type": "url", "url": url}
+        return {"type": "image", "source": source}
+    return None
+
+
+def mapped_back(entries: list[AuditEntry], back: dict[str, str | None]) -> list[AuditEntry]:
+    """Encode's audit entries with the session's own message ids."""
+    return [msgspec.structs.replace(e, message_id=back[e.message_id])
+            if e.message_id in back else e for e in entries]
+
+
+def not_carried(raw: dict, fmt: str) -> list[str]:
+    """What a stored message holds that format `fmt` does not get when the message is written
+    from its text and tool calls: part types, and fields the engine does not read."""
+    native = raw.get("message")
+    if raw.get("format") == "openai" and isinstance(native, dict):
+        content = native.get("content")
+        kinds = [p.get("type", "?") for p in content if isinstance(p, dict)
+                 and p.get("type") != "text"] if isinstance(content, list) else []
+        kinds += [f"field {k}" for k in native if k not in _OPENAI_FIELDS]
+        return kinds
+    if raw.get("format") != "anthropic":
+        return []
+    content = raw.get("content_of_piece")
+    if content is None:
+        return []
+    kinds = []
+    for b in content:
+        if not isinstance(b, dict):
+            continue
+        if b.get("type") not in _ANTHROPIC_CARRIED:
+            kinds.append(str(b.get("type")))
+        elif b.get("type") == "tool_result" and isinstance(b.get("content"), list):
+            kinds += [str(p.get("type")) for p in b["content"]
+                      if isinstance(p, dict) and p.get("type") != "text"]
+    return kinds
+
+
+def piece_blocks(raw: dict, group: dict | None) -> list | None:
+    """The native blocks of an Anthropic piece (None for a string content)."""
+    native = (group or raw).get("message")
+    content = native.get("content") if isinstance(native, dict) else None
+    if not isinstance(content, list):
+        return None
+    ks = raw.get("blocks")
+    return [content[k] for k in ks if k < len(content)] if ks is not None else content
+
+
+def _whole(s: Stored) -> bool:
+    """An Anthropic piece can be written back only with its native message at hand."""
+    if "piece" not in s.raw:
+        return True
+    return isinstance((s.group if s.group is not None else s.raw).get("message"), dict)
+
+
+def _lost(s: Stored, fmt: str, m: Message, counter: Any, k: int, skip: tuple = ()
+          ) -> list[AuditEntry]:
+    raw = s.raw
+    if raw.get("format") == "anthropic":
+        raw = {**raw, "content_of_piece": piece_blocks(raw, s.group)}
+    kinds = [kind for kind in not_carried(raw, fmt) if kind not in skip]
+    if not kinds:
+        return []
+    text = counter.count(m.content) if counter is not None else 0
+    parts = m.parts_tokens or 0
+    names = ", ".join(dict.fromkeys(kinds))
+    return [audit("truncated", f"written as {fmt}: its {names} ({raw.get('format')} parts) "
+                  "are not carried across formats", describe(m),
+                  text + parts, text, message_id=m.id, index=k)]

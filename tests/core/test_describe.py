@@ -1,0 +1,73 @@
+"""Audit lines say what cost the tokens: each non-text part by its kind, size and cost, each
+tool call by its name and arguments, then the text; a plain text message as before."""
+
+from __future__ import annotations
+
+import base64
+import struct
+
+import pytest
+
+from ctxlayer.core.formats import decode
+from ctxlayer.core.text import describe
+from ctxlayer.core.tokens import WordTokenizer
+from ctxlayer.protocol import Message, ToolCall
+
+WORDS = WordTokenizer()
+
+
+def png(width: int, height: int) -> str:
+    head = b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + \
+        struct.pack(">II", width, height) + b"\x08\x02\x00\x00\x00" + b"\x00" * 4
+    return base64.b64encode(head).decode()
+
+
+THINKING = {"type": "thinking", "thinking": " ".join(["step"] * 212), "signature": "s"}
+READ = {"type": "tool_use", "id": "t1", "name": "read", "input": {"path": "a.py"}}
+
+CASES = [
+    ("openai", {"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64," + png(1024, 768)}},
+        {"type": "text", "text": "look at this screenshot"}]},
+     "user: image 1024x768 (765 tokens) + 'look at this screenshot'"),
+    ("anthropic", {"role": "user", "content": [
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                     "data": png(1024, 768)}},
+        {"type": "text", "text": "look at this screenshot"}]},
+     "user: image 1024x768 (1049 tokens) + 'look at this screenshot'"),
+    ("anthropic", {"role": "assistant", "content": [THINKING, READ]},
+     "assistant: thinking (212 tokens) + read(a.py)"),
+    ("anthropic", {"role": "assistant", "content": [
+        {"type": "redacted_thinking", "data": "x" * 400}, READ]},
+     "assistant: redacted thinking (101 tokens) + read(a.py)"),
+    ("openai", {"role": "user", "content": [
+        {"type": "file", "file": {"filename": "report.pdf", "file_data": "JVBERi0="}},
+        {"type": "text", "text": "summarize it"}]},
+     "user: file report.pdf (3000 tokens) + 'summarize it'"),
+    ("openai", {"role": "user", "content": [{"type": "input_audio", "input_audio": {
+        "data": base64.b64encode(b"\x00" * 64000).decode(), "format": "wav"}}]},
+     "user: audio (21 tokens)"),  # 64 kB of base64 padding: just over 2 s
+]
+
+
+@pytest.mark.parametrize(("fmt", "native", "line"), CASES, ids=[c[2][:30] for c in CASES])
+def test_a_line_names_the_parts(fmt, native, line):
+    (msg,) = decode(fmt, {"messages": [native]}, WORDS).messages  # type: ignore[arg-type]
+    assert describe(msg) == line
+
+
+def test_plain_text_and_calls_without_parts():
+    assert describe(Message(role="user", content="Fix the parser\nplease")) == \
+        "user (2 lines): Fix the parser"
+    call = Message(role="assistant", content="", tool_calls=[
+        ToolCall(id="c", name="grep", arguments='{"pattern": "TODO", "path": "src"}')])
+    assert describe(call) == "assistant: grep(TODO, src)"
+    counted = Message(role="user", content="see", parts_tokens=85)
+    assert describe(counted) == "user: parts (85 tokens) + 'see'"
+
+
+def test_a_line_stays_short():
+    long = Message(role="assistant", content="x " * 500, parts=["thinking (9000 tokens)"],
+                   tool_calls=[ToolCall(id="c", name="write", arguments='{"text": "' +
+                                        "y" * 500 + '"}')])
+    assert len(describe(long)) < 140
