@@ -138,3 +138,66 @@ async def test_aider_file_added_to_the_chat_stays_whole(caller):
     attached = body["messages"][-3]["content"]
     assert any(m["content"] == attached for m in sent), "the attached file was cut"
     assert sent[-1] == body["messages"][-1]
+
+
+def agent_turns(n: int) -> list[list[dict]]:
+    """The requests of an agent loop reading one file after another: each resends all."""
+    msgs: list[dict] = [{"role": "system", "content": "You are a careful coding assistant."},
+                        {"role": "user", "content": "Find where the retry budget is computed."}]
+    out = []
+    for k in range(n):
+        out.append(list(msgs))
+        call = {"id": f"call_{k}", "type": "function", "function": {
+            "name": "read", "arguments": json.dumps({"path": f"src/mod_{k}.py"})}}
+        msgs += [{"role": "assistant", "content": f"Reading src/mod_{k}.py.",
+                  "tool_calls": [call]},
+                 {"role": "tool", "tool_call_id": f"call_{k}", "content": "\n".join(
+                     f"def step_{k}_{j}(budget):  # retry budget {j}" for j in range(120))}]
+    return out
+
+
+async def test_a_restart_in_the_middle_of_a_conversation_keeps_its_prefix(tmp_path):
+    """The window (summary chunks, outlines) is kept in the state folder's SQLite: the first
+    request after a restart is the request the same daemon, never restarted, would have sent."""
+    requests = agent_turns(30)
+
+    async def turn(caller, k):
+        return await chats.prepare(caller, protocol.PrepareParams(
+            format="openai", request={"model": MODEL, "messages": requests[k]}, budget=6000))
+
+    def caller_of(state):
+        return Caller(state, source="prepare",
+                      options=protocol.InitializationOptions(model=MODEL))
+
+    ref_state = State(tmp_path / "reference")
+    try:
+        ref = [await turn(caller_of(ref_state), k) for k in range(30)]
+    finally:
+        ref_state.close()
+    first = next(k for k, r in enumerate(ref) if r.compacted)
+    calm = [k for k in range(first + 1, 30) if ref[k].notice is None]
+    assert calm, "some turns after the first compaction move nothing"
+    k = calm[-1]
+
+    state = State(tmp_path / "state")
+    for j in range(k):
+        await turn(caller_of(state), j)
+    await state.conversations.settled()
+    state.close()
+    again = State(tmp_path / "state")
+    try:
+        after = await turn(caller_of(again), k)
+    finally:
+        again.close()
+    assert after.request == ref[k].request, "the same request as without the restart"
+    assert after.notice is None and after.compacted
+    before = ref[k - 1].request["messages"]
+    assert after.request["messages"][:len(before)] == before
+    assert after.cache_reuse_tokens > 0
+    # without the kept window the first request would start afresh, from another prefix
+    fresh = State(tmp_path / "fresh")
+    try:
+        cold = await turn(caller_of(fresh), k)
+    finally:
+        fresh.close()
+    assert cold.request["messages"][:len(before)] != before

@@ -102,7 +102,7 @@ def test_schema_is_versioned_and_migrations_run_in_order(tmp_path):
     conn.commit()
     conn.close()
     store = SessionStore(tmp_path)
-    assert store.schema_version == schema.VERSION == 3
+    assert store.schema_version == schema.VERSION == 4
     assert store.get("/ws", "old") is not None  # data kept across the migration
     indexes = {r[0] for r in store._conn.execute("SELECT name FROM sqlite_master "
                                                   "WHERE type='index'")}
@@ -120,7 +120,7 @@ def test_rows_written_before_raw_messages_existed_still_load(tmp_path):
     conn.commit()
     conn.close()
     store = SessionStore(tmp_path)
-    assert store.schema_version == 3
+    assert store.schema_version == schema.VERSION
     row = store.get("/ws", "old")
     assert [(s, m.content) for s, m, _ in store.messages(row.sid)] == [
         (0, "written by version 2")]
@@ -207,3 +207,16 @@ def test_concurrent_appends_to_50_sessions_do_not_cross(tmp_path):
     for k, row in enumerate(rows):
         contents = [m.content for _, m, _ in store.messages(row.sid)]
         assert contents == [f"session {k} message {n}" for n in range(20)]
+
+
+def test_a_conversation_window_is_kept_and_an_older_write_never_wins(tmp_path):
+    store = SessionStore(tmp_path)
+    assert store.conversation("/ws", "c1") is None
+    store.put_conversation("/ws", "c1", "gpt-4o", 3, b"turn three", NOW)
+    store.put_conversation("/ws", "c1", "gpt-4o", 2, b"turn two, finished late", NOW)
+    assert store.conversation("/ws", "c1") == ("gpt-4o", 3, b"turn three")
+    store.put_conversation("/ws", "c1", "gpt-4o", 4, b"turn four", NOW)
+    store.close()
+    again = SessionStore(tmp_path)
+    assert again.conversation("/ws", "c1") == ("gpt-4o", 4, b"turn four")
+    assert again.conversation("/other", "c1") is None

@@ -34,6 +34,7 @@ from ctxlayer.core.prepare import (
     ConversationState,
     Turn,
     audit_of,
+    persist,
     prepare_turn,
     warm,
 )
@@ -86,13 +87,15 @@ class Conversation:
         self.tools_tokens = 0
         self.chain: list = []  # the last request's messages, as sent (which chat it is)
         self.family: str | None = None  # set when the chain decides this conversation
+        self.kept: persist.Snapshot | None = None  # the window kept before a restart
+        self.turn = 0  # windows written to the state folder (newer writes win)
 
     def fork(self, conversation_id: str) -> Conversation:
         """A copy under another id, for the chain this one is about to leave behind."""
         other = Conversation(self.workspace, conversation_id, self.model, self.source)
         for name in ("state", "budget", "tokens", "system_tokens", "cache_reuse", "dropped",
                      "updated_at", "cached_tokens", "bias", "native_count", "tools_tokens",
-                     "chain", "family"):
+                     "chain", "family", "turn"):
             setattr(other, name, getattr(self, name))
         other.restored = set(self.restored)
         other.extra_audit = list(self.extra_audit)
@@ -192,11 +195,12 @@ class Conversations:
         conv = self._get(workspace, cid)
         if conv is None:
             conv = Conversation(workspace, cid, model, source)
+            await self._take_up(conv)
         elif conv.model != model:  # another tokenizer: nothing counted before holds
-            conv.model, conv.state = model, None
+            conv.model, conv.state, conv.kept = model, None, None
         conv.source = source
         budget = nominal if conv.bias <= 1.0 else max(1, int(nominal / conv.bias))
-        previous, restored = conv.state, frozenset(conv.restored)
+        previous, restored, kept = conv.state, frozenset(conv.restored), conv.kept
         # a request whose history the provider keeps goes as it came: only counted
         fit = UNFITTED_BUDGET if unfittable(p.format, p.request) else budget
         if fit != budget:
@@ -208,10 +212,13 @@ class Conversations:
                 raise ContextError("invalid", "a conversation needs at least one message",
                                    field=conversation_field(p.format))
             tools = _tools_tokens(p.request, counter)
+            start = previous
+            if start is None and kept is not None and fit == budget:  # after a restart
+                start = persist.resume(kept, decoded.messages, counter, DEFAULT_POLICY)
             if tools >= fit:
                 raise ContextError("pinned_over_budget", f"the tool definitions alone need "
                                    f"{tools} tokens, over the budget of {budget}", field="budget")
-            turn = prepare_turn(previous, decoded.messages, fit - tools, counter,
+            turn = prepare_turn(start, decoded.messages, fit - tools, counter,
                                 restored=restored)
             return turn, encode(decoded, turn.messages, turn.breakpoints), tools
 
@@ -224,6 +231,9 @@ class Conversations:
         conv.native_count = len(conversation_of(p.format, p.request))
         conv.chain = identity.turns(p.request)
         self._remember(conv, turn, budget, tools)
+        conv.kept = None
+        if turn.stepped or turn.restored or turn.truncated or turn.dropped:
+            self._keep(conv)
         if not conv.session_open:
             await state.work(state.sessions.open, workspace, protocol.SessionOpenParams(
                 session_id=conv.session_id, model=model, budget=nominal))
@@ -259,6 +269,44 @@ class Conversations:
                             conv.conversation_id, t.exception())
             else:
                 conv.bias = t.result()
+
+        self._background.add(task)
+        task.add_done_callback(done)
+
+    # --- kept across a restart --------------------------------------------------------------
+
+    async def _take_up(self, conv: Conversation) -> None:
+        """A conversation not in memory: its window as the state folder kept it, if any, for
+        its first turn to start from (core/prepare/persist.py); its restored ids with it."""
+        store = self.state.sessions.store
+        row = await self.state.work(store.conversation, conv.workspace, conv.conversation_id)
+        if row is None or row[0] != conv.model:
+            return
+        snap = persist.decode(row[2])
+        if snap is not None:
+            conv.kept, conv.turn = snap, row[1]
+            conv.restored = set(snap.restored)
+
+    def _keep(self, conv: Conversation) -> None:
+        """Write the window this turn made, on a session thread after the answer (a step, an
+        outline, a restore: what the next request after a restart must find again)."""
+        st, store = conv.state, self.state.sessions.store
+        if st is None:
+            return
+        conv.turn += 1
+
+        def write(workspace: str, cid: str, model: str, turn: int) -> None:
+            store.put_conversation(workspace, cid, model, turn,
+                                   persist.encode(persist.snapshot(st)), _now())
+
+        task = asyncio.ensure_future(self.state.work(
+            write, conv.workspace, conv.conversation_id, conv.model, conv.turn))
+
+        def done(t: asyncio.Future) -> None:
+            self._background.discard(t)
+            if not t.cancelled() and t.exception() is not None:
+                log.warning("live chat %s: its window was not kept: %s", conv.conversation_id,
+                            t.exception())
 
         self._background.add(task)
         task.add_done_callback(done)

@@ -316,6 +316,28 @@ class SessionStore:
         return [_dec_audit.decode(r[0]) for r in rows]
 
 
+    # --- live conversations (ctx/prepare, the gateway) ----------------------------------
+
+    def put_conversation(self, workspace: str, conversation_id: str, model: str, turn: int,
+                         body: bytes, now: str) -> None:
+        """Keep a conversation's window (core/prepare/persist.py's bytes); a write of an
+        older turn than the one kept is ignored (two writes may finish out of order)."""
+        with self._tx() as c:
+            c.execute(
+                "INSERT INTO conversations (workspace, conversation_id, model, turn, body, "
+                "updated_at) VALUES (?,?,?,?,?,?) ON CONFLICT (workspace, conversation_id) DO "
+                "UPDATE SET model=excluded.model, turn=excluded.turn, body=excluded.body, "
+                "updated_at=excluded.updated_at WHERE excluded.turn > conversations.turn",
+                (workspace, conversation_id, model, turn, body, now))
+
+    def conversation(self, workspace: str, conversation_id: str) -> tuple[str, int, bytes] | None:
+        """(model, turn, body) of a kept conversation, None when there is none."""
+        with self._tx() as c:
+            row = c.execute("SELECT model, turn, body FROM conversations WHERE workspace=? AND "
+                            "conversation_id=?", (workspace, conversation_id)).fetchone()
+        return (row[0], row[1], row[2]) if row else None
+
+
 def _statements(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
 

@@ -62,6 +62,19 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE messages ADD COLUMN raw BLOB;
     """,
+    # 3 -> 4: the window of a live conversation (summary chunks, outlines, restored ids), so
+    # the first request after a restart sends the same prefix as before it
+    """
+    CREATE TABLE conversations (
+        workspace TEXT NOT NULL,
+        conversation_id TEXT NOT NULL,
+        model TEXT NOT NULL,
+        turn INTEGER NOT NULL,
+        body BLOB NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (workspace, conversation_id)
+    ) WITHOUT ROWID;
+    """,
 ]
 
 VERSION = len(MIGRATIONS)

@@ -1,0 +1,96 @@
+"""A live conversation kept across a restart: what its window made (summary chunks, outlines,
+messages shown whole, restored ids), as data to store, and the state rebuilt from it on the
+first request after the restart, so that request starts with the same prefix as before.
+
+A snapshot names the messages it was made from by their hashes (up to the frontier: what the
+window summarized or outlined); it is taken up again only when the request starts with those
+same messages, else the conversation starts afresh. Counts are not stored: the request's
+messages are counted again with the same counter (the daemon's count cache is empty after a
+restart anyway), and a rewrite keeps the tokens it was counted at.
+Pure: no I/O (the state stores the bytes).
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from ctxlayer.core.prepare.model import Chunk, ConversationState, PreparePolicy
+from ctxlayer.core.text import content_hash
+from ctxlayer.core.tokens import Tokenizer, message_tokens
+from ctxlayer.protocol import AuditEntry, Message
+
+VERSION = 1
+
+
+class Snapshot(msgspec.Struct, kw_only=True):
+    version: int = VERSION
+    head: int
+    upto: int
+    frontier: int
+    hashes: list[str]  # of every message of the turn it was taken at
+    chunks: list[Chunk]
+    verbatim: list[int]
+    rewrites: dict[int, tuple[str, int, AuditEntry]]
+    restored: dict[str, int]
+    restored_audit: list[AuditEntry]
+    out_keys: list  # the identity of each message of that turn's result (cache reuse)
+    out_tokens: list[int]
+
+
+def message_hash(m: Message) -> str:
+    return content_hash(msgspec.json.encode(m).decode())
+
+
+def snapshot(state: ConversationState) -> Snapshot:
+    """What to keep of ``state`` (only what its window made: the rest is the client's)."""
+    return Snapshot(head=state.head, upto=state.upto,
+                    frontier=max(state.frontier, state.upto),
+                    hashes=[message_hash(m) for m in state.messages],
+                    chunks=list(state.chunks), verbatim=list(state.verbatim),
+                    rewrites=dict(state.rewrites), restored=dict(state.restored),
+                    restored_audit=list(state.restored_audit), out_keys=list(state.out_keys),
+                    out_tokens=list(state.out_tokens))
+
+
+def encode(snap: Snapshot) -> bytes:
+    return msgspec.json.encode(snap)
+
+
+def decode(data: bytes) -> Snapshot | None:
+    """The snapshot in ``data``, None when it is of another version or unreadable (the
+    conversation then starts afresh: a snapshot is a cache, never a reason to fail)."""
+    try:
+        snap = msgspec.json.decode(data, type=Snapshot)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    return snap if snap.version == VERSION else None
+
+
+def resume(snap: Snapshot, messages: list[Message], counter: Tokenizer,
+           policy: PreparePolicy) -> ConversationState | None:
+    """The state a turn takes as its previous one, when ``messages`` start with the messages
+    the snapshot's window stands in for (up to its frontier); None otherwise. The previous
+    result is known as far as the two agree."""
+    k, n = 0, min(len(snap.hashes), len(messages))
+    while k < n and message_hash(messages[k]) == snap.hashes[k]:
+        k += 1
+    if k < snap.frontier or snap.head > k:
+        return None
+    shown = messages[:k]
+    tokens = [message_tokens(m, counter, policy.fmt) for m in shown]
+    cum = [0]
+    for t in tokens:
+        cum.append(cum[-1] + t)
+    keys: list = []
+    for key in snap.out_keys:  # as far as the result stood for messages that still agree
+        key = tuple(key) if isinstance(key, list) else key
+        i = key if isinstance(key, int) else (key[0] if isinstance(key[0], int) else None)
+        if i is not None and i >= k:
+            break
+        keys.append(key)
+    return ConversationState(
+        messages=list(shown), tokens=tokens, cum=cum, head=snap.head, upto=snap.upto,
+        frontier=snap.frontier, chunks=tuple(snap.chunks), verbatim=tuple(snap.verbatim),
+        rewrites={i: rw for i, rw in snap.rewrites.items() if i < k},
+        restored=dict(snap.restored), restored_audit=tuple(snap.restored_audit),
+        out_keys=keys, out_tokens=list(snap.out_tokens[:len(keys)]))
