@@ -336,3 +336,26 @@ def test_facts_read_ahead_of_need_change_nothing_but_the_work():
         sent2 = [*sent2, *chat_turn(r2, t)]
     assert warmed > 5, "a chat over 70% of its budget is read ahead"
     assert hot.facts, "facts of what the next step summarizes are kept in the state"
+
+
+def test_the_newest_exchange_outlives_a_summary_in_a_tiny_budget():
+    """When the newest tool call (its arguments cannot be cut) and result leave no room for
+    the summary beside them, the summary gives way: the model answers the newest result, and a
+    summary is never taken for the question."""
+    system = Message(role="system", id="s", content="agent")
+    ask = Message(role="user", id="u", content="fix it " * 20)
+    old = []
+    for k in range(6):
+        old += [Message(role="assistant", id=f"a{k}", content="look",
+                        tool_calls=[ToolCall(id=f"c{k}", name="run", arguments="{}")]),
+                Message(role="tool", id=f"t{k}", tool_call_id=f"c{k}", content="out " * 120)]
+    state = prepare_turn(None, [system, ask, *old], 400, WordTokenizer()).state
+    assert state.chunks
+    big = [Message(role="assistant", id="a9", content="",
+                   tool_calls=[ToolCall(id="c9", name="write",
+                                        arguments='{"text": "' + "x " * 300 + '"}')]),
+           Message(role="tool", id="t9", tool_call_id="c9", content="ok " * 40)]
+    turn = prepare_turn(state, [system, ask, *old, *big], 400, WordTokenizer())
+    ids = [m.id for m in turn.messages]
+    assert ids[-2:] == ["a9", "t9"], ids
+    assert "u" in ids and turn.tokens <= 400

@@ -67,10 +67,10 @@ class Work:
         self.dropped: list[AuditEntry] = []
         self.changed: list[AuditEntry] = []
         self.total = fmt.reply_priming + sum(self.tokens)
-        # the newest user message (not a retrieved document): the question being asked, which
-        # every strategy keeps, shortened if it must be
+        # the newest user message (not a retrieved document, not a summary standing for older
+        # turns): the question being asked, which every strategy keeps, shortened if it must be
         self.question = next((i for i in range(n - 1, -1, -1) if self.msgs[i].role == "user"
-                              and self.msgs[i].kind != "doc"), None)
+                              and self.msgs[i].kind not in ("doc", "summary")), None)
 
     # --- keep-with groups -------------------------------------------------------------------
 
