@@ -225,6 +225,7 @@ def _last_resort(win: Window, kept: list[Message], keys: list, tokens: list[int]
     they fit beside the system prompt and the question; what it shortens keeps its new text
     on later turns."""
     options = TrimOptions(fmt=policy.fmt, name_cut_facts=True)  # a few messages: cheap
+    memo = memo if memo is not None else Memo()  # the attempts below shorten the same texts
     newest = f"ctx:fit:{len(kept) - 1}"
     # the question by its place in the conversation: a summary chunk after it is a user turn
     # too, so the trim engine is not left to find it: it is pinned, shortened by us if need be
