@@ -109,7 +109,9 @@ def aider_request(history_turns: int) -> dict:
     msgs = [{"role": "system", "content": "Act as an expert software developer."},
             {"role": "user", "content": "Change get_factorial() to use math.factorial"},
             {"role": "assistant", "content": "To make this change we need to modify "
-             "`mathweb/flask/app.py`:\n```python\nimport math\n```"},
+             "`mathweb/flask/app.py` to:\n\n1. Import the math package.\n2. Remove the "
+             "existing factorial() function.\n3. Update get_factorial() to call "
+             "math.factorial instead.\n\nWe will keep the route as it is."},
             {"role": "user", "content": "I switched to a new code base. Please don't consider "
              "the above files or try to edit them any longer."},
             {"role": "assistant", "content": "Ok."},
@@ -138,6 +140,22 @@ async def test_aider_file_added_to_the_chat_stays_whole(caller):
     attached = body["messages"][-3]["content"]
     assert any(m["content"] == attached for m in sent), "the attached file was cut"
     assert sent[-1] == body["messages"][-1]
+
+
+async def test_aider_examples_are_not_the_users_decisions(caller):
+    """aider opens with an example exchange and acknowledged context (the repo map): a summary
+    of them says nothing of the example's work as the user's, and lists none of its files."""
+    body = aider_request(history_turns=5)
+    res = await chats.prepare(caller, protocol.PrepareParams(
+        format="openai", request=body, budget=14_000))
+    sent = res.request["messages"]
+    assert res.compacted and res.tokens <= 14_000
+    summary = next(m["content"] for m in sent if (m["content"] or "").startswith("[Summary"))
+    assert "factorial" not in summary and "mathweb" not in summary
+    assert "without asking first" not in summary
+    assert "module_0.py" in summary  # the user's own turns are summarized
+    attached = body["messages"][-3]["content"]
+    assert any(m["content"] == attached for m in sent), "the attached file stays whole"
 
 
 def agent_turns(n: int) -> list[list[dict]]:

@@ -9,6 +9,7 @@ Must not: call a model, or look at anything but the messages it is given.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
@@ -131,6 +132,38 @@ def _chunk_message(start: int, upto: int, text: str) -> Message:
     return Message(role="user", content=text, id=f"ctx:summary:{start}-{upto}", kind="summary")
 
 
+#: an assistant reply that only acknowledges what it was shown ("Ok.", "Ok, I won't try and
+#: edit those files without asking first."): the user turn before it is context the client
+#: injected (a repo map, the files added to the chat), not the user asking or deciding
+_ACK = re.compile(r"^\W*(?:ok(?:ay)?|understood|got it|sure|noted)\b", re.IGNORECASE)
+_ACK_WORDS = 16
+#: a user turn telling the model to disregard what came before it (aider's "I switched to a new
+#: code base. Please don't consider the above files"): the turns before it were examples
+_DISREGARD = re.compile(r"\b(?:don'?t|do not|never) (?:consider|use|look at|edit) the above\b",
+                        re.IGNORECASE)
+
+
+#: examples come first: a disregard further into a chat is the user changing their mind
+EXAMPLES_WITHIN = 12
+
+
+def injected(messages: Sequence[Message], indices: Sequence[int]
+             ) -> tuple[set[int], set[int]]:
+    """(context, examples): positions of the turns a client injected rather than the user
+    said. ``context``: a user turn the next assistant turn only acknowledges, and that reply;
+    ``examples``: everything before a user turn among the conversation's first
+    EXAMPLES_WITHIN that says to disregard it, and that turn."""
+    context: set[int] = set()
+    examples: set[int] = set()
+    for k, (m, i) in enumerate(zip(messages, indices, strict=True)):
+        if m.role == "assistant" and not m.tool_calls and _ACK.match(m.content) \
+                and len(m.content.split()) <= _ACK_WORDS and k and messages[k - 1].role == "user":
+            context.update((k - 1, k))
+        if m.role == "user" and i < EXAMPLES_WITHIN and _DISREGARD.search(m.content):
+            examples.update(range(k + 1))
+    return context, examples
+
+
 def make_chunk(shown: Sequence[Message], originals: Sequence[Message], indices: Sequence[int],
                tokens: Sequence[int], start: int, upto: int, counter: Tokenizer,
                policy: PreparePolicy, room: int, want: int = 0,
@@ -143,9 +176,16 @@ def make_chunk(shown: Sequence[Message], originals: Sequence[Message], indices: 
     usual = estimate(policy, room)
     if want > usual:
         size = Sizes(*(int(v * want / usual) for v in size))
-    summary = offline_summary(list(shown), "", size.summary)
-    constraints = bounded(detect(list(originals))[0], size.summary)
-    facts = _facts(originals, indices, policy.facts_scan_factor * size.ledger, known)
+    # what the client injected (examples, acknowledged context) is not the user's decisions,
+    # open items or rules; examples name no facts of the work either
+    context, examples = injected(originals, indices)
+    said = [m for k, m in enumerate(shown) if k not in context and k not in examples]
+    summary = offline_summary(said, "", size.summary)
+    constraints = bounded(detect([m for k, m in enumerate(originals)
+                                  if k not in context and k not in examples])[0], size.summary)
+    keep = [k for k in range(len(originals)) if k not in examples]
+    facts = _facts([originals[k] for k in keep], [indices[k] for k in keep],
+                   policy.facts_scan_factor * size.ledger, known)
     actions = tuple(log_lines(list(originals)))
     message = _chunk_message(start, upto, _text(summary, list(constraints), facts, list(actions),
                                                 len(shown), size))
