@@ -9,6 +9,7 @@ import ast
 from pathlib import Path
 
 import grimp
+import msgspec
 
 from ctxlayer import protocol
 
@@ -155,3 +156,25 @@ def test_each_concept_library_has_one_importer() -> None:
     graph = grimp.build_graph("ctxlayer", include_external_packages=True)
     for library, allowed in SOLE_IMPORTERS.items():
         assert graph.find_modules_that_directly_import(library) == allowed, library
+
+
+def test_every_default_has_one_source() -> None:
+    """The settings tree's defaults are the core's (trim options, session policies, the mode
+    table), so the settings a workspace without a ctxlayer.toml gets are the core's own."""
+    import typing
+
+    from ctxlayer.config import Config, ModesConfig
+    from ctxlayer.core.assembly.policy import CLIENT_SUMMARY_TIMEOUT
+    from ctxlayer.core.trim import TrimOptions
+    from ctxlayer.core.zones.modes import DEFAULT_MODE, DEFAULT_MODES
+    from ctxlayer.state.policy import WorkspacePolicy, policy_from_config
+    from ctxlayer.store.sessions import SessionSettings
+
+    assert Config().trim.options() == TrimOptions()
+    policy = policy_from_config(None)
+    assert policy.sessions == SessionSettings()
+    assert policy.summarizer_timeout == CLIENT_SUMMARY_TIMEOUT == WorkspacePolicy(
+        config=None, sessions=SessionSettings()).summarizer_timeout
+    names = [f.name for f in msgspec.structs.fields(ModesConfig)]
+    assert names == list(DEFAULT_MODES) and set(names) == set(typing.get_args(protocol.Mode))
+    assert Config().session.default_mode == DEFAULT_MODE == SessionSettings().default_mode
