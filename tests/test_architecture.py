@@ -178,3 +178,30 @@ def test_every_default_has_one_source() -> None:
     names = [f.name for f in msgspec.structs.fields(ModesConfig)]
     assert names == list(DEFAULT_MODES) and set(names) == set(typing.get_args(protocol.Mode))
     assert Config().session.default_mode == DEFAULT_MODE == SessionSettings().default_mode
+
+
+def attribute_uses(root: Path, names: set[str]) -> dict[str, list[str]]:
+    """Where each attribute in `names` is read, called or defined, by module path."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text("utf-8"))
+        for node in ast.walk(tree):
+            name = (node.attr if isinstance(node, ast.Attribute) else
+                    node.name if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                    else None)
+            if name in names:
+                found.setdefault(name, []).append(path.relative_to(root).as_posix())
+    return found
+
+
+def test_gc_freeze_is_called_in_one_place() -> None:
+    assert attribute_uses(SERVER, {"freeze"}) == {"freeze": ["ctxlayer/state/tokens.py"]}
+
+
+def test_pygls_private_parts_are_reached_from_one_module() -> None:
+    from ctxlayer.lsp.overrides import PRIVATE
+
+    # only lsp/ imports pygls (import-linter), so only lsp/ can reach into it
+    private = {name for _, name, _ in PRIVATE if name.startswith("_")}
+    uses = attribute_uses(SERVER / "ctxlayer" / "lsp", private)
+    assert {p for paths in uses.values() for p in paths} == {"overrides.py"}
