@@ -11,7 +11,6 @@ Keys are snake_case in TOML; camelCase (as editors send them) is accepted everyw
 
 from __future__ import annotations
 
-import os
 import re
 import tomllib
 import types
@@ -23,10 +22,13 @@ import msgspec
 from msgspec import Meta
 
 from ctxlayer.core.assembly.compaction import CompactionPolicy
-from ctxlayer.core.zones.modes import DEFAULT_MODES
+from ctxlayer.core.assembly.policy import CLIENT_SUMMARY_TIMEOUT
+from ctxlayer.core.calibration import Calibration
+from ctxlayer.core.trim import TrimOptions
+from ctxlayer.core.zones.modes import DEFAULT_MODE, DEFAULT_MODES
 from ctxlayer.core.zones.rules import RulePolicy
 from ctxlayer.core.zones.working import DecayPolicy
-from ctxlayer.protocol import MAX_MESSAGE_MB
+from ctxlayer.protocol import MAX_MESSAGE_MB, Strategy
 
 CONFIG_FILE = "ctxlayer.toml"
 
@@ -105,34 +107,42 @@ class WorkspaceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     ] = 3000
 
 
+# One source for every default: the core's own options and policies (the settings only
+# expose them).
+_TRIM = TrimOptions()
+
+
+def _one_of(names: typing.Iterable[str]) -> str:
+    """The pattern of a setting that takes one of `names`."""
+    return "^(" + "|".join(map(re.escape, names)) + ")$"
+
+
 class TrimConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """How conversations are trimmed when a request names no strategy of its own."""
 
-    strategy: Annotated[str, Meta(pattern="^(pipeline|priority)$", description="Default "
+    strategy: Annotated[str, Meta(pattern=_one_of(typing.get_args(Strategy)), description="Default "
                                   "strategy: pipeline shortens the longest messages, then "
                                   "keeps whole groups from the newest back; priority cuts "
                                   "retrieved documents first, then older history, then "
-                                  "recent messages.")] = "pipeline"
+                                  "recent messages.")] = _TRIM.strategy
     tool_output_cap: Annotated[Annotated[int, Meta(ge=16)] | None, Meta(
         description="Tokens past which a tool output is shortened to its outline; unset: "
-        "the budget / 16, at least 256.")] = None
+        "the budget / 16, at least 256.")] = _TRIM.tool_output_cap
     head_lines: Annotated[int, Meta(ge=0, description="Lines kept at the start of a "
-                                    "truncated block.")] = 10
+                                    "truncated block.")] = _TRIM.head_lines
     tail_lines: Annotated[int, Meta(ge=0, description="Lines kept at the end of a "
-                                    "truncated block.")] = 10
+                                    "truncated block.")] = _TRIM.tail_lines
 
     def options(self, strategy: str | None = None):
         """The core's `TrimOptions` for these settings; `strategy` (a request's own) wins
-        over the default. Imported here so that reading the config stays light."""
-        from ctxlayer.core.trim import TrimOptions
-
+        over the default."""
         return TrimOptions(strategy=strategy or self.strategy,  # type: ignore[arg-type]
                            tool_output_cap=self.tool_output_cap,
                            head_lines=self.head_lines, tail_lines=self.tail_lines)
 
 
-# One source for every default: the core's own policies (the settings only expose them).
 _MODES = DEFAULT_MODES
+_CALIBRATION = Calibration()
 _COMPACTION = CompactionPolicy()
 _DECAY = DecayPolicy()
 _RULES = RulePolicy()
@@ -143,12 +153,12 @@ class ModeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
     rules_share: Annotated[float, Meta(ge=0, le=1, description="Largest share of the zone "
                                        "cap the rules (zone A) may use.")] = (
-        _MODES["deep"].rules_share)
+        _MODES[DEFAULT_MODE].rules_share)
     working_share: Annotated[float, Meta(ge=0, le=1, description="Largest share of the zone "
                                          "cap the working items (zone B) may use.")] = (
-        _MODES["deep"].working_share)
+        _MODES[DEFAULT_MODE].working_share)
     cap: Annotated[int, Meta(ge=0, description="Most tokens both zones may use together.")] = (
-        _MODES["deep"].cap)
+        _MODES[DEFAULT_MODE].cap)
 
 
 def _mode(name: str) -> ModeConfig:
@@ -157,18 +167,24 @@ def _mode(name: str) -> ModeConfig:
 
 
 class ModesConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """The three task modes: short questions, deep work, debugging."""
+    """The three task modes: short questions, deep work, debugging (a field per name of the
+    core's mode table, checked below)."""
 
     short: ModeConfig = msgspec.field(default_factory=lambda: _mode("short"))
     deep: ModeConfig = msgspec.field(default_factory=lambda: _mode("deep"))
     debug: ModeConfig = msgspec.field(default_factory=lambda: _mode("debug"))
 
 
+assert tuple(msgspec.structs.fields(ModesConfig)[i].name for i in range(len(_MODES))) == tuple(
+    _MODES), "ModesConfig has one field per mode of core/zones/modes.py, in its order"
+
+
 class SessionConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """How sessions remember: rule and working zones, modes, compaction, calibration."""
 
-    default_mode: Annotated[str, Meta(pattern="^(short|deep|debug)$", description="Mode of "
-                                      "a new session when the client names none.")] = "deep"
+    default_mode: Annotated[str, Meta(pattern=_one_of(_MODES), description="Mode of "
+                                      "a new session when the client names none.")] = (
+        DEFAULT_MODE)
     modes: ModesConfig = msgspec.field(default_factory=ModesConfig)
     max_rules: Annotated[int, Meta(ge=0, description="Most rules kept in the rule zone; the "
                                    "lowest weights beyond are demoted to the working zone.")] = (
@@ -199,9 +215,11 @@ class SessionConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                                             "summarizer.")] = _COMPACTION.summary_max_tokens
     summarizer_timeout: Annotated[float, Meta(gt=0, description="Seconds to wait for the "
                                               "client's ctx/summarize before the offline "
-                                              "summary is used.")] = 5.0
+                                              "summary is used.")] = (
+        CLIENT_SUMMARY_TIMEOUT)
     calibration_window: Annotated[int, Meta(ge=1, description="Usage reports averaged per "
-                                            "model for the token bias.")] = 50
+                                            "model for the token bias.")] = (
+        _CALIBRATION.window)
     durability: Annotated[str, Meta(pattern="^(normal|full)$", description="SQLite "
                                     "synchronous mode: normal survives a killed daemon, full "
                                     "also a power cut (slower appends).")] = "normal"
@@ -255,9 +273,11 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 def default_user_config_dir() -> Path:
-    """`$XDG_CONFIG_HOME/ctxlayer`, else `~/.config/ctxlayer`."""
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "ctxlayer"
+    """The user's config folder, as `ctxlayer.paths` places it (`$XDG_CONFIG_HOME/ctxlayer`,
+    else `~/.config/ctxlayer`, on Linux)."""
+    from ctxlayer.paths import config_dir
+
+    return config_dir()
 
 
 def load_config(
@@ -509,8 +529,10 @@ def settings_doc() -> str:
         "",
         "<!-- Generated by ctxlayer.config.settings_doc(); do not edit by hand. -->",
         "",
-        (f"Settings are read from `~/.config/ctxlayer/{CONFIG_FILE}` (or "
-        f"`$XDG_CONFIG_HOME/ctxlayer/{CONFIG_FILE}`), then from `{CONFIG_FILE}` in the "
+        (f"Settings are read from `{CONFIG_FILE}` in the user's config folder "
+        "(`~/.config/ctxlayer/`, or `$XDG_CONFIG_HOME/ctxlayer/`, on Linux and the BSDs; "
+        "`~/Library/Application Support/ctxlayer/` on macOS; `%LOCALAPPDATA%\\ctxlayer\\` "
+        f"on Windows), then from `{CONFIG_FILE}` in the "
         "workspace, then from the editor's `initializationOptions.config`; later sources win "
         "key by key, lists are replaced. Keys may be written in snake_case or camelCase. A bad "
         "value is reported (naming its key) and its default is used."),

@@ -1,10 +1,14 @@
-"""Where ctxlayer keeps its own files: the one place that decides the state folder.
+"""Where ctxlayer keeps its own files: the one place that decides the user's folders.
 
-Owns the state folder's location (the sessions database, the TCP token, the tokenizer cache
-all live under it), correct on Linux and the BSDs, macOS and Windows. Order: an explicit
-folder, then `CTXLAYER_STATE_DIR`, then the platform's own place for per-user state:
-`$XDG_STATE_HOME/ctxlayer` (default `~/.local/state/ctxlayer`) on Linux and the BSDs,
-`~/Library/Application Support/ctxlayer` on macOS, `%LOCALAPPDATA%\\ctxlayer` on Windows.
+Owns the state folder (the sessions database, the TCP token, the tokenizer cache all live
+under it) and the user's config folder (its `ctxlayer.toml`), placed by `platformdirs` as each
+platform's conventions say. The state folder: an explicit folder, then `CTXLAYER_STATE_DIR`,
+then platformdirs' per-user state folder: `$XDG_STATE_HOME/ctxlayer` (default
+`~/.local/state/ctxlayer`; a relative value is ignored, as the XDG spec says) on Linux and the
+BSDs, `~/Library/Application Support/ctxlayer` on macOS (`$XDG_STATE_HOME/ctxlayer` when set),
+`%LOCALAPPDATA%\\ctxlayer` on Windows. The config folder: `$XDG_CONFIG_HOME/ctxlayer` (default
+`~/.config/ctxlayer`) on Linux and the BSDs, `~/Library/Application Support/ctxlayer` on macOS
+(`$XDG_CONFIG_HOME/ctxlayer` when set), `%LOCALAPPDATA%\\ctxlayer` on Windows.
 Computes paths only: creates nothing, reads no file.
 """
 
@@ -12,36 +16,36 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
-from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
+from pathlib import Path
+
+from platformdirs.api import PlatformDirsABC
 
 APP = "ctxlayer"
+
+
+def user_dirs(platform: str | None = None) -> PlatformDirsABC:
+    """platformdirs' folders of ctxlayer as `platform` (a `sys.platform` value, this one by
+    default) places them, read from this process's environment."""
+    platform = sys.platform if platform is None else platform
+    if platform == "win32":
+        from platformdirs.windows import Windows as Dirs
+    elif platform == "darwin":
+        from platformdirs.macos import MacOS as Dirs  # type: ignore[assignment]
+    else:
+        from platformdirs.unix import Unix as Dirs  # type: ignore[assignment]
+    # no author folder on Windows, no version folder anywhere: one folder named ctxlayer
+    return Dirs(APP, appauthor=False)
 
 
 def state_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
     """The state folder for this process (see the module docstring for the order)."""
     if explicit is not None:
         return Path(explicit)
-    return Path(platform_state_dir(os.environ, sys.platform, Path.home()))
+    if given := os.environ.get("CTXLAYER_STATE_DIR"):
+        return Path(given)
+    return Path(user_dirs().user_state_dir)
 
 
-def platform_state_dir(environ: Mapping[str, str], platform: str, home: PurePath) -> PurePath:
-    """The state folder as `platform` (a `sys.platform` value) places it, given that
-    platform's environment and home folder: pure, so every platform can be checked anywhere."""
-    if given := environ.get("CTXLAYER_STATE_DIR"):
-        return _flavour(platform)(given)
-    if platform == "win32":
-        local = environ.get("LOCALAPPDATA")
-        base = PureWindowsPath(local) if local else PureWindowsPath(home, "AppData", "Local")
-        return base / APP
-    if platform == "darwin":
-        return PurePosixPath(home, "Library", "Application Support", APP)
-    xdg = environ.get("XDG_STATE_HOME")
-    # The XDG spec: a relative value is invalid and is ignored.
-    if xdg and xdg.startswith("/"):
-        return PurePosixPath(xdg, APP)
-    return PurePosixPath(home, ".local", "state", APP)
-
-
-def _flavour(platform: str) -> type[PurePath]:
-    return PureWindowsPath if platform == "win32" else PurePosixPath
+def config_dir() -> Path:
+    """The user's config folder (its `ctxlayer.toml` is read before the workspace's)."""
+    return Path(user_dirs().user_config_dir)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from ws_helpers import git, write
 
 from ctxlayer.workspace import filelist
-from ctxlayer.workspace.ignore import compile_globs, glob_regex
+from ctxlayer.workspace.ignore import IgnoreRules, compile_globs, glob_regex, parse_rules
 
 ROOT_RULES = """\
 # comment
@@ -73,3 +74,60 @@ def test_glob_regex():
     assert re.fullmatch(glob_regex("a/**/b"), "a/b") and re.fullmatch(glob_regex("a/**/b"),
                                                                        "a/x/y/b")
     assert not re.fullmatch(glob_regex("[!a]x"), "ax") and re.fullmatch(glob_regex("[!a]x"), "bx")
+
+
+# The cases of git's own gitignore documentation (PATTERN FORMAT and EXAMPLES), one file set
+# each: (rules, files ignored, files kept). Every case is also checked against git itself.
+DOCUMENTED = {
+    "negation re-includes": ("*.o\n!keep.o\n", ["a.o", "d/b.o"], ["keep.o", "d/keep.o"]),
+    "no re-include below an excluded folder": (
+        "out/\n!out/keep.txt\n", ["out/keep.txt", "out/x"], ["outside.txt"]),
+    "everything but foo/bar": (
+        "/*\n!/foo\n/foo/*\n!/foo/bar\n", ["top.txt", "foo/other/f", "foo/f"],
+        ["foo/bar/f"]),
+    "trailing slash: folders only": ("frotz/\n", ["frotz/f", "a/frotz/f"], ["b/frotz"]),
+    "leading slash anchors": ("/*.c\n", ["cat-file.c"], ["mozilla-sha1/sha1.c"]),
+    "a slash in the middle anchors": ("doc/frotz/\n", ["doc/frotz/f"], ["a/doc/frotz/f"]),
+    "leading **/": ("**/foo\n**/baz/bar\n", ["foo", "x/foo", "x/y/foo/f", "baz/bar",
+                                              "q/baz/bar"], ["x/bar", "baz/x/bar"]),
+    "trailing /**": ("abc/**\n", ["abc/f", "abc/x/y"], ["abc.txt", "x/abc/f"]),
+    "** in the middle": ("a/**/b\n", ["a/b", "a/x/b", "a/x/y/b"], ["a/bb", "x/a/b"]),
+    "escaped # and !": ("\\#file\n\\!important!.txt\n", ["#file", "!important!.txt"],
+                        ["file", "important!.txt"]),
+    "a comment is no pattern": ("#file\n", [], ["#file", "file"]),
+    "trailing spaces dropped unless escaped": (
+        "spaced   \nkept\\ \n", ["spaced", "kept "], ["kept", "spaced "]),
+    "* and ? stay in one name": ("doc/*.txt\nq?.md\n", ["doc/a.txt", "qa.md", "x/qb.md"],
+                                  ["doc/sub/b.txt", "q.md", "qab.md"]),
+    "ranges": ("[a-c]x\n[!a]y\n", ["ax", "cx", "by"], ["dx", "ay"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DOCUMENTED))
+def test_documented_gitignore_cases(tmp_path: Path, case: str):
+    rules_text, ignored, kept = DOCUMENTED[case]
+    root = tmp_path / "w"
+    for rel in ignored + kept:
+        write(root, rel)
+    write(root, ".gitignore", rules_text)
+    ours, _ = filelist.walk(root, [])
+    git(root, "init", "-q")
+    theirs = sorted(git(root, "ls-files", "-o", "--exclude-standard").splitlines())
+    assert ours == theirs
+    for rel in ignored:
+        assert rel not in ours, rel
+    for rel in kept:
+        assert rel in ours, rel
+
+
+def test_folder_rules_are_relative_to_their_folder():
+    rules = IgnoreRules()
+    rules.add("", parse_rules("*.log\n"))
+    rules.add("sub", parse_rules("!keep.log\n/local\n"))
+    assert rules.ignored("a.log", False) and rules.ignored("x/a.log", False)
+    assert not rules.ignored("sub/keep.log", False) and rules.ignored("keep.log", False)
+    assert rules.ignored("sub/local", False) and not rules.ignored("sub/x/local", False)
+    assert rules.ignored_with_parents("build/x", False) is False
+    rules.add("", parse_rules("build/\n"))
+    assert rules.ignored_with_parents("build/x", False) and rules.ignored("build", True)
+    assert not rules.ignored("build", False)  # `build/` names folders only

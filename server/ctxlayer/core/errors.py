@@ -19,3 +19,11 @@ class ContextError(Exception):
         super().__init__(message)
         self.kind = kind
         self.field = field
+
+
+def require_tokens(value: int | None, field: str = "budget") -> None:
+    """The one check of a number of tokens a client gives (a budget, a window): positive, or
+    not given (None)."""
+    if value is not None and value <= 0:
+        raise ContextError("invalid", f"must be a positive number of tokens, got {value}",
+                           field=field)

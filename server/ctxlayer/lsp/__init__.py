@@ -1,7 +1,8 @@
 """The daemon's JSON-RPC face: the ONLY package that imports pygls and lsprotocol.
 
 Code map:
-- server.py     CtxServer (one per connection) and its plug-in points; CtxProtocol.
+- server.py     CtxServer (one per connection) and its plug-in points.
+- overrides.py  CtxProtocol and every other reach into pygls' private parts (PRIVATE).
 - daemon.py     Daemon: per-process services (tokenizers, live workspaces, named services).
 - live.py       LiveWorkspace: first scan, watcher, segment fan-out to connections.
 - handlers/     one module per method family, each with register(server), in order.

@@ -1,9 +1,8 @@
 """The language server of one connection: pygls 2 wired to the state.
 
 Owns: `CtxServer` (one per connection: its `Caller`, the state's events forwarded to this
-client, the end of the connection) and `CtxProtocol` (pygls' protocol with our `initialize`
-announcement, an `exit` that ends the connection rather than the process in TCP mode, plain
-results written without pygls' converter, and quiet error reporting).
+client, the end of the connection, quiet error reporting). Its protocol, `CtxProtocol`, and
+everything else that reaches into pygls' private parts, is in `lsp/overrides.py`.
 
 Where things live: `server.state` is the process's State (state/), shared by every
 connection and the gateway; `server.caller` is what the state knows of this connection
@@ -19,63 +18,19 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-import msgspec
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol
-from pygls.protocol.language_server import lsp_method
 
 import ctxlayer
 from ctxlayer import protocol
 from ctxlayer.lsp import errors
 from ctxlayer.lsp.convert import converter_factory, to_wire
+from ctxlayer.lsp.overrides import CtxProtocol
 from ctxlayer.state import Caller, State
 
 log = logging.getLogger(__name__)
-_encoder = msgspec.json.Encoder()
 
-
-
-class CtxProtocol(LanguageServerProtocol):
-    """pygls' LSP protocol with ctxlayer's capabilities and a connection-scoped `exit`."""
-
-    _server: CtxServer
-
-    @lsp_method(types.INITIALIZE)
-    def lsp_initialize(self, params: types.InitializeParams):  # type: ignore[override]
-        result = yield from super().lsp_initialize(params)
-        methods = sorted(m for m in self.fm.features if m.startswith("ctx/"))
-        announcement = self._server.caller.announcement(methods)
-        result.capabilities.experimental = {"ctxlayer": to_wire(announcement)}
-        return result
-
-    def _send_response(self, msg_id, result=None, error=None):  # type: ignore[override]
-        """Plain results (what our handlers return) skip pygls' cattrs path: less CPU per
-        request. LSP types (initialize's result) and errors go through pygls."""
-        if error is None and (result is None or isinstance(result, dict | list)):
-            self.send_plain({"jsonrpc": "2.0", "id": msg_id, "result": result})
-        else:
-            super()._send_response(msg_id, result, error)
-
-    def send_plain(self, message: dict) -> None:
-        """Frame and write a JSON-ready message (builtins only)."""
-        if self.writer is None:
-            log.error("no transport to send on")
-            return
-        body = _encoder.encode(message)
-        try:
-            self.writer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-        except BrokenPipeError:
-            raise
-        except Exception:
-            log.exception("sending a message failed")
-
-    @lsp_method(types.EXIT)
-    def lsp_exit(self, *args):  # type: ignore[override]
-        if (user_handler := self.fm.features.get(types.EXIT)) is not None:
-            yield user_handler, args, None
-        self._server.end(0 if self._shutdown else 1)
 
 
 class CtxServer(LanguageServer):

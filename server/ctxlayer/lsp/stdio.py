@@ -18,6 +18,7 @@ from typing import BinaryIO
 
 from ctxlayer.lsp.dispatch import register_all
 from ctxlayer.lsp.logs import client_logs
+from ctxlayer.lsp.overrides import shut_down
 from ctxlayer.lsp.server import CtxServer
 from ctxlayer.lsp.transport import LINE_LIMIT, Connection
 from ctxlayer.state import State
@@ -90,7 +91,7 @@ async def serve(state: State, stdin: BinaryIO, stdout: BinaryIO) -> int:
         await asyncio.wait([reading, ended], return_when=asyncio.FIRST_COMPLETED)
         if not ended.done():  # the client closed stdin without `exit`
             log.info("stdin closed")
-            server.end(0 if server.protocol._shutdown else 1)
+            server.end(0 if shut_down(server.protocol) else 1)
         return ended.result()
     finally:
         client_logs.servers.discard(server)

@@ -29,6 +29,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from ctxlayer.lsp import errors
+from ctxlayer.lsp.overrides import shut_down
 from ctxlayer.protocol import MAX_MESSAGE_MB
 
 log = logging.getLogger(__name__)
@@ -235,7 +236,7 @@ class Connection:
                 self.rejected = True
                 return
             self.authenticate = None
-        if is_request and self.protocol._shutdown and msg["method"] != types.EXIT:
+        if is_request and shut_down(self.protocol) and msg["method"] != types.EXIT:
             self.send_error(msg_id, errors.INVALID_REQUEST,
                             "invalid request: the server is shutting down")
             return

@@ -12,13 +12,13 @@ Must not: know about JSON-RPC, HTTP or connections (subscribers are plain callba
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ctxlayer.protocol import WorkspaceSegment
+from ctxlayer.state.tokens import keep_out_of_collections
 
 if TYPE_CHECKING:
     from ctxlayer.state.tokens import Tokenizers
@@ -62,7 +62,7 @@ class LiveWorkspace:
             self.segment = await asyncio.to_thread(self.workspace.scan)
             await asyncio.to_thread(self.workspace.start_watching, self._from_watcher,
                                     self._config_from_watcher)
-            gc.freeze()  # the scan's long-lived caches: keep them out of full collections
+            keep_out_of_collections()  # the scan's long-lived caches
             log.info("workspace %s: %d tokens, hash %s", self.root, self.segment.tokens,
                      self.segment.hash)
         except Exception as exc:

@@ -12,7 +12,8 @@ from typing import Any
 import msgspec
 
 from ctxlayer.core.assembly.compaction import CompactionPolicy
-from ctxlayer.core.zones import DecayPolicy, ModeSpec, RulePolicy
+from ctxlayer.core.assembly.policy import CLIENT_SUMMARY_TIMEOUT
+from ctxlayer.core.zones import DEFAULT_MODES, DecayPolicy, ModeSpec, RulePolicy
 from ctxlayer.store.sessions import SessionSettings
 
 
@@ -20,7 +21,7 @@ class WorkspacePolicy(msgspec.Struct, kw_only=True):
     config: Any  # ctxlayer.config.Config
     sessions: SessionSettings
     durability: str = "normal"
-    summarizer_timeout: float = 5.0
+    summarizer_timeout: float = CLIENT_SUMMARY_TIMEOUT
 
 
 def policy_from_config(config: Any) -> WorkspacePolicy:
@@ -30,8 +31,7 @@ def policy_from_config(config: Any) -> WorkspacePolicy:
     config = config if config is not None else Config()
     cfg = config.session
     modes = {name: ModeSpec(rules_share=m.rules_share, working_share=m.working_share, cap=m.cap)
-             for name, m in (("short", cfg.modes.short), ("deep", cfg.modes.deep),
-                             ("debug", cfg.modes.debug))}
+             for name, m in ((name, getattr(cfg.modes, name)) for name in DEFAULT_MODES)}
     sessions = SessionSettings(
         modes=modes, default_mode=cfg.default_mode,
         rules=RulePolicy(max_rules=cfg.max_rules, prefix=cfg.rule_prefix),

@@ -22,6 +22,13 @@ T = TypeVar("T")
 INLINE_CHARS = 4096
 
 
+def keep_out_of_collections() -> None:
+    """The one `gc.freeze()` of the process: what is alive now (a loaded encoding, a scanned
+    workspace's caches) lives as long as the process, and a full collection that walks it
+    again each time is what made the ctx/count p99. Called once each of those is built."""
+    gc.freeze()
+
+
 class GuardedCounter:
     """A Tokenizer that takes the counting lock for each count (for worker threads)."""
 
@@ -78,6 +85,5 @@ class Tokenizers:
     def loaded(self, model: str | None) -> None:
         if model not in self._loaded:
             self._loaded.add(model)
-            # An encoding is a dict of 100k-200k ranks: out of the collector's sight, a full
-            # collection no longer walks it (that walk was the ctx/count p99).
-            gc.freeze()
+            # an encoding is a dict of 100k-200k ranks
+            keep_out_of_collections()

@@ -26,12 +26,12 @@ from ctxlayer.core.assembly.history import History
 from ctxlayer.core.assembly.restore import restore as restore_message
 from ctxlayer.core.calibration import Calibration
 from ctxlayer.core.compress.logs import sanitize_log
-from ctxlayer.core.errors import ContextError
+from ctxlayer.core.errors import ContextError, require_tokens
 from ctxlayer.core.formats.stored import Stored
 from ctxlayer.core.text import one_line
 from ctxlayer.core.tokens import Tokenizer, message_tokens
 from ctxlayer.core.zones.compact import compress_item
-from ctxlayer.core.zones.modes import DEFAULT_MODES, ModeSpec
+from ctxlayer.core.zones.modes import DEFAULT_MODE, DEFAULT_MODES, ModeSpec
 from ctxlayer.core.zones.rules import Rule, RulePolicy, imperative_warning, place_rules
 from ctxlayer.core.zones.working import (
     DecayPolicy,
@@ -51,11 +51,11 @@ class SessionSettings(msgspec.Struct, frozen=True, kw_only=True):
     """The policies of one workspace's sessions (from `[session]` in ctxlayer.toml)."""
 
     modes: dict[str, ModeSpec] = msgspec.field(default_factory=lambda: dict(DEFAULT_MODES))
-    default_mode: str = "deep"
+    default_mode: str = DEFAULT_MODE
     rules: RulePolicy = RulePolicy()
     decay: DecayPolicy = DecayPolicy()
     compaction: cp.CompactionPolicy = cp.CompactionPolicy()
-    calibration_window: int = 50
+    calibration_window: int = Calibration().window
 
 
 class SystemLayers(msgspec.Struct, kw_only=True):
@@ -177,9 +177,7 @@ class SessionService:
             sid = p.session_id or secrets.token_hex(8)
             if p.mode is not None and p.mode not in settings.modes:
                 raise ContextError("invalid", f"unknown mode {p.mode!r}", field="mode")
-            if p.budget is not None and p.budget <= 0:
-                raise ContextError("invalid", "must be a positive number of tokens",
-                                   field="budget")
+            require_tokens(p.budget)
             model = p.model or self.default_model()
             row, created = self.store.create_or_get(
                 workspace, sid, model=model, mode=p.mode or settings.default_mode,
@@ -337,9 +335,7 @@ class SessionService:
         with self._lock:
             live = self._get(workspace, session_id)
             settings = self._settings(workspace)
-            if budget is not None and budget <= 0:
-                raise ContextError("invalid", "must be a positive number of tokens",
-                                   field="budget")
+            require_tokens(budget)
             if system is not None:
                 live.system = system
             inp = self._input(live, settings, budget, client_summarizer=client_summarizer,

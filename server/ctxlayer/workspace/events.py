@@ -12,10 +12,10 @@ touch only HEAD and local refs (read without running git). Pure decisions on pat
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 from ctxlayer.workspace.gitstate import Repo
+from ctxlayer.workspace.ignore import Globs
 
 GIT_WATCHED = ("HEAD", "index", "packed-refs", "info/exclude")
 
@@ -25,7 +25,7 @@ class EventMap:
     _repo: Repo | None
     _file_set: frozenset[str]
     _selected_used: frozenset[str]
-    _files_regex: re.Pattern[str] | None
+    _files_regex: Globs | None
     _agent_paths: frozenset[str]
     _config_paths: frozenset[str]
     _skill_roots: tuple[str, ...]

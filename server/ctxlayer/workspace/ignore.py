@@ -1,108 +1,76 @@
-"""gitignore rules and path globs, as pure matching on '/'-separated relative paths.
+"""gitignore rules and path globs, on '/'-separated relative paths, matched by `pathspec`.
 
-Owns: translating gitignore patterns (negation, dir-only, anchoring, `**`, classes) and the
-config's selected-file globs into regular expressions, and answering "is this path ignored".
+Owns: which .gitignore rules apply where (one `pathspec.GitIgnoreSpec` per folder, deeper
+folders after shallower ones, as git reads them) and the config's selected-file globs, and
+answering "is this path ignored". The pattern syntax itself (negation, dir-only, anchoring,
+`**`, classes, escapes, trailing spaces) is pathspec's, which follows git's documentation.
 Does no I/O except `IgnoreRules.read`, which only reads one .gitignore file. Used for the tree
 outside a git repository (git's own rules apply inside one), for the `ignore` setting, and for
-classifying watcher events. Checked against `git check-ignore --no-index` in the tests.
+classifying watcher events. Checked against `git ls-files -o --exclude-standard` in the tests.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from pathlib import Path
+
+from pathspec import GitIgnoreSpec
+from pathspec.patterns.gitignore import GitIgnorePatternError
+from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
+
+#: One compiled line of a .gitignore file (`include` False for a `!` negation).
+Rule = GitIgnoreSpecPattern
+
+
+def _anchored(pattern: str) -> Rule | None:
+    """A glob of the `files` setting as a gitignore pattern anchored at the root."""
+    try:
+        return Rule("/" + pattern.strip("/"))
+    except GitIgnorePatternError:
+        return None
 
 
 def glob_regex(pattern: str) -> str:
-    """Regex source for a '/'-separated glob: `*` and `?` stay inside one name, `**` spans
-    folders (`**/` = zero or more folders), `[...]` classes (`[!...]` negated), `\\x` escapes."""
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        c = pattern[i]
-        if c == "*":
-            if pattern.startswith("**", i):
-                before_ok = i == 0 or pattern[i - 1] == "/"
-                after = pattern[i + 2 : i + 3]
-                if before_ok and after == "/":
-                    out.append("(?:.*/)?")
-                    i += 3
-                    continue
-                if before_ok and after == "":
-                    out.append(".*")
-                    i += 2
-                    continue
-                out.append("[^/]*")
-                i += 2
-                continue
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[":
-            j = i + 1
-            if j < n and pattern[j] in "!^":
-                j += 1
-            if j < n and pattern[j] == "]":
-                j += 1
-            while j < n and pattern[j] != "]":
-                j += 1
-            if j >= n:
-                out.append(re.escape(c))
-            else:
-                body = pattern[i + 1 : j]
-                if body[:1] in ("!", "^"):
-                    body = "^" + body[1:]
-                body = body.replace("\\", "\\\\")
-                out.append(f"(?!/)[{body}]")
-                i = j
-        elif c == "\\" and i + 1 < n:
-            i += 1
-            out.append(re.escape(pattern[i]))
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return "".join(out)
+    """Regex source for a '/'-separated glob relative to the root: `*` and `?` stay inside one
+    name, `**` spans folders (`**/` = zero or more folders), `[...]` classes (`[!...]`
+    negated), `\\x` escapes (pathspec's gitignore translation, anchored)."""
+    rule = _anchored(pattern)
+    return rule.regex.pattern if rule is not None and rule.regex is not None else r"(?!)"
 
 
-def compile_globs(patterns: list[str]) -> re.Pattern[str] | None:
-    """One regex matching a relative path against any of the globs (None when no globs)."""
-    if not patterns:
-        return None
-    return re.compile("|".join(f"(?:{glob_regex(p.strip('/'))})" for p in patterns) + r"\Z")
+class Globs:
+    """The selected-file globs of the config: `match(path)` is true when one glob matches the
+    whole path (a gitignore pattern also matches what lies below a folder; a glob does not)."""
+
+    __slots__ = ("_rules",)
+
+    def __init__(self, rules: list[Rule]) -> None:
+        self._rules = rules
+
+    def match(self, path: str) -> bool:
+        for rule in self._rules:
+            found = rule.match_file(path)
+            if found is not None and found.match.end() == len(path):
+                return True
+        return False
 
 
-@dataclass(frozen=True, slots=True)
-class Rule:
-    regex: re.Pattern[str]
-    negate: bool
-    dir_only: bool
-    anchored: bool
+def compile_globs(patterns: list[str]) -> Globs | None:
+    """A matcher of a relative path against any of the globs (None when no globs)."""
+    rules = [r for r in map(_anchored, patterns) if r is not None and r.include is not None]
+    return Globs(rules) if rules else None
 
 
 def parse_rules(text: str) -> list[Rule]:
-    """The rules of one .gitignore file, in file order."""
+    """The rules of one .gitignore file, in file order (comments, blank lines and lines git
+    cannot read as a pattern left out)."""
     rules = []
-    for raw in text.splitlines():
-        line = raw.rstrip("\r")
-        if not line or line.startswith("#"):
+    for line in text.splitlines():
+        try:
+            rule = Rule(line)
+        except GitIgnorePatternError:
             continue
-        # trailing spaces are dropped unless escaped with a backslash
-        stripped = line.rstrip(" ")
-        if stripped.endswith("\\") and len(stripped) < len(line):
-            stripped += " "
-        line = stripped
-        negate = line.startswith("!")
-        if negate or line.startswith(("\\!", "\\#")):
-            line = line[1:]
-        dir_only = line.endswith("/")
-        line = line.rstrip("/")
-        if not line:
-            continue
-        anchored = "/" in line
-        line = line.lstrip("/")
-        regex = re.compile(glob_regex(line) + r"\Z")
-        rules.append(Rule(regex, negate, dir_only, anchored))
+        if rule.include is not None:
+            rules.append(rule)
     return rules
 
 
@@ -115,11 +83,14 @@ class IgnoreRules:
     """
 
     def __init__(self) -> None:
-        self._by_folder: dict[str, list[Rule]] = {}
+        self._rules: dict[str, list[Rule]] = {}
+        self._specs: dict[str, GitIgnoreSpec] = {}
 
     def add(self, folder: str, rules: list[Rule]) -> None:
         if rules:
-            self._by_folder.setdefault(folder, []).extend(rules)
+            kept = self._rules.setdefault(folder, [])
+            kept.extend(rules)
+            self._specs[folder] = GitIgnoreSpec(kept)
 
     def read(self, root: Path, folder: str, name: str = ".gitignore") -> None:
         try:
@@ -130,20 +101,16 @@ class IgnoreRules:
 
     def ignored(self, path: str, is_dir: bool) -> bool:
         verdict = False
-        folder = ""
         parts = path.split("/")
+        # pathspec tells a folder by its trailing slash (what `dir/` patterns match)
+        tail = "/" if is_dir else ""
         for depth in range(len(parts)):
-            folder = "/".join(parts[:depth])
-            rules = self._by_folder.get(folder)
-            if not rules:
+            spec = self._specs.get("/".join(parts[:depth]))
+            if spec is None:
                 continue
-            rel = "/".join(parts[depth:])
-            name = parts[-1]
-            for rule in rules:
-                if rule.dir_only and not is_dir:
-                    continue
-                if (rule.regex.match(rel) if rule.anchored else rule.regex.match(name)):
-                    verdict = not rule.negate
+            found = spec.check_file("/".join(parts[depth:]) + tail).include
+            if found is not None:
+                verdict = found
         return verdict
 
     def ignored_with_parents(self, path: str, is_dir: bool) -> bool:

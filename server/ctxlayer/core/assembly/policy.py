@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import msgspec
 
+#: Seconds the state waits for a client's summary before the offline one is used (the core
+#: keeps no clock: the number lives here so that the settings and the state share it).
+CLIENT_SUMMARY_TIMEOUT = 5.0
+
 
 class CompactionPolicy(msgspec.Struct, frozen=True, kw_only=True):
     trigger: float = 1.0  # of the history share: past it, compaction runs

@@ -45,7 +45,7 @@ from collections.abc import Mapping, Sequence
 
 import msgspec
 
-from ctxlayer.core.errors import ContextError
+from ctxlayer.core.errors import require_tokens
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.tokens import OPENAI_FORMAT, MessageFormat, Tokenizer
 from ctxlayer.core.trim import fit, priority, stages
@@ -112,9 +112,7 @@ def trim(
     attachments: Mapping[str, str] | None = None,
     memo: Memo | None = None,
 ) -> TrimReport:
-    if budget <= 0:
-        raise ContextError("invalid", f"budget must be a positive number of tokens, got {budget}",
-                           field="budget")
+    require_tokens(budget)
     options = options or TrimOptions()
     memo = memo if memo is not None else Memo()
     msgs = stages.enrich(_with_docs(list(messages), docs), attachments or {})

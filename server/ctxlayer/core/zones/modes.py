@@ -11,6 +11,7 @@ Must not: read config files (the caller passes the table in).
 from __future__ import annotations
 
 import re
+import typing
 
 import msgspec
 
@@ -23,11 +24,15 @@ class ModeSpec(msgspec.Struct, frozen=True, kw_only=True):
     cap: int
 
 
-DEFAULT_MODES: dict[str, ModeSpec] = {
+#: The one mode table: the names are the wire's `Mode`, the values every default of a mode.
+DEFAULT_MODES: dict[Mode, ModeSpec] = {
     "short": ModeSpec(rules_share=0.2, working_share=0.5, cap=2000),
     "deep": ModeSpec(rules_share=0.4, working_share=0.8, cap=8000),
     "debug": ModeSpec(rules_share=0.1, working_share=0.9, cap=4000),
 }
+#: The mode of a new session when the client names none.
+DEFAULT_MODE: Mode = "deep"
+assert set(DEFAULT_MODES) == set(typing.get_args(Mode)) and DEFAULT_MODE in DEFAULT_MODES
 
 
 class ZoneLimits(msgspec.Struct, frozen=True):

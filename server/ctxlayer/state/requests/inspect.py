@@ -8,7 +8,7 @@ Owns the request's validation and the gathering of counts; the page is rendered 
 from __future__ import annotations
 
 from ctxlayer import protocol
-from ctxlayer.core.errors import ContextError
+from ctxlayer.core.errors import ContextError, require_tokens
 from ctxlayer.state.caller import Caller
 
 
@@ -16,9 +16,7 @@ async def inspect(caller: Caller, p: protocol.InspectParams) -> protocol.Inspect
     from ctxlayer.inspector import render_inspector
 
     model = caller.model(p.model)
-    if p.budget is not None and p.budget <= 0:
-        raise ContextError("invalid", f"must be a positive number of tokens, got {p.budget}",
-                           field="budget")
+    require_tokens(p.budget)
     if p.session_id is not None:
         data = await _session_data(caller, p, model)
     elif p.messages is not None:

@@ -1,0 +1,89 @@
+"""Every place ctxlayer reaches into pygls' private parts, gathered so that a pygls upgrade
+breaks one module, and `tests/lsp/test_overrides.py` says which part moved.
+
+Owns: `CtxProtocol` (pygls' LSP protocol with our `initialize` announcement, an `exit` that
+ends the connection rather than the process in TCP mode, and plain results written without
+pygls' cattrs converter: `_send_response`), `shut_down(protocol)` (pygls' private
+`_shutdown` flag, read by the transport and the stdio loop), and `PRIVATE`: each private or
+undocumented member we override or read, with the parameters we rely on (the test checks
+them against the installed pygls).
+Must not: hold request logic.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import msgspec
+from lsprotocol import types
+from pygls.protocol import JsonRPCProtocol, LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
+
+from ctxlayer.lsp.convert import to_wire
+
+log = logging.getLogger(__name__)
+_encoder = msgspec.json.Encoder()
+
+#: (pygls class, member, the parameters we call or override it with; None: an attribute set
+#: in `__init__`, checked on an instance)
+PRIVATE: tuple[tuple[type, str, tuple[str, ...] | None], ...] = (
+    (JsonRPCProtocol, "_send_response", ("self", "msg_id", "result", "error")),
+    (JsonRPCProtocol, "_shutdown", None),
+    (JsonRPCProtocol, "_server", None),
+    (JsonRPCProtocol, "structure_message", ("self", "data")),
+    (JsonRPCProtocol, "handle_message", ("self", "message")),
+    (JsonRPCProtocol, "set_writer", ("self", "writer")),
+    (JsonRPCProtocol, "writer", None),
+    (JsonRPCProtocol, "fm", None),
+    (LanguageServerProtocol, "lsp_initialize", ("self", "params")),
+    (LanguageServerProtocol, "lsp_exit", ("self", "args")),
+)
+
+
+def shut_down(protocol: Any) -> bool:
+    """Whether the client sent `shutdown` (pygls keeps it in a private flag)."""
+    return bool(protocol._shutdown)
+
+
+class CtxProtocol(LanguageServerProtocol):
+    """pygls' LSP protocol with ctxlayer's capabilities and a connection-scoped `exit`."""
+
+    _server: Any  # the CtxServer (lsp/server.py) that made this protocol
+
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(self, params: types.InitializeParams):  # type: ignore[override]
+        result = yield from super().lsp_initialize(params)
+        methods = sorted(m for m in self.fm.features if m.startswith("ctx/"))
+        announcement = self._server.caller.announcement(methods)
+        result.capabilities.experimental = {"ctxlayer": to_wire(announcement)}
+        return result
+
+    def _send_response(self, msg_id, result=None, error=None):  # type: ignore[override]
+        """Plain results (what our handlers return) skip pygls' cattrs path: less CPU per
+        request. LSP types (initialize's result) and errors go through pygls."""
+        if error is None and (result is None or isinstance(result, dict | list)):
+            self.send_plain({"jsonrpc": "2.0", "id": msg_id, "result": result})
+        else:
+            super()._send_response(msg_id, result, error)
+
+    def send_plain(self, message: dict) -> None:
+        """Frame and write a JSON-ready message (builtins only)."""
+        if self.writer is None:
+            log.error("no transport to send on")
+            return
+        body = _encoder.encode(message)
+        try:
+            self.writer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        except BrokenPipeError:
+            raise
+        except Exception:
+            log.exception("sending a message failed")
+
+    @lsp_method(types.EXIT)
+    def lsp_exit(self, *args):  # type: ignore[override]
+        if (user_handler := self.fm.features.get(types.EXIT)) is not None:
+            yield user_handler, args, None
+        self._server.end(0 if shut_down(self) else 1)
+
+
