@@ -11,7 +11,7 @@ from collections.abc import Collection, Sequence
 import msgspec
 
 from ctxlayer.core.compress.shorten import shorten
-from ctxlayer.core.errors import ContextError
+from ctxlayer.core.errors import ContextError, require_tokens
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.prepare import summaries
 from ctxlayer.core.prepare.model import DEFAULT_POLICY, ConversationState, PreparePolicy, Turn
@@ -33,13 +33,48 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
                  restored: Collection[str] = (), client_breakpoints: int = 0,
                  memo: Memo | None = None) -> Turn:
     """This turn's request fitted into ``budget``, from the previous turn's state (or None)."""
-    if budget <= 0:
-        raise ContextError("invalid", f"budget must be a positive number of tokens, got {budget}",
-                           field="budget")
+    require_tokens(budget)
     msgs = list(messages)
     if not msgs:
         raise ContextError("invalid", "a conversation needs at least one message",
                            field="messages")
+    win, common, carry = _recognize(previous, msgs, counter, policy)
+    restored_at, restored_audit, newly = _restore(previous if carry else None, win, restored)
+    stepped = None
+    if win.total() > budget:
+        q = newest_user(msgs)
+        at = set(restored_at.values())
+        stepped = win.step(budget, counter, policy,
+                           lambda i: i == q or msgs[i].pinned or i in at)
+    kept, keys, out_tokens, dropped, truncated, total = _fit(
+        win, budget, counter, policy, set(restored_at.values()), memo)
+    state = ConversationState(
+        messages=msgs, tokens=win.tokens, cum=win.cum, head=win.head, upto=win.upto,
+        frontier=win.frontier, chunks=tuple(win.chunks), verbatim=tuple(win.verbatim),
+        rewrites=win.rewrites, restored=restored_at, restored_audit=tuple(restored_audit),
+        out_keys=keys, out_tokens=out_tokens, dropped=tuple(dropped), total=total,
+        facts={i: f for i, f in win.facts.items() if i >= win.upto})
+    chunk = stepped.chunk if stepped is not None else None
+    new_summarized = list(chunk.audit) if chunk is not None else []
+    # an outline a summary then took is audited as summarized only
+    taken = {e.index for e in new_summarized}
+    outlined = [e for e in (stepped.outlined if stepped else []) if e.index not in taken]
+    return Turn(
+        messages=kept, tokens=total, budget=budget, dropped=new_summarized + dropped,
+        truncated=outlined + truncated, restored=restored_audit[len(restored_audit) - len(newly):],
+        compacted=bool(win.chunks), cache_reuse_tokens=_reuse(previous, keys, common),
+        breakpoints=_breakpoints(kept, keys, win.upto) if client_breakpoints == 0 else [],
+        notice=_notice(chunk.replaced if chunk else 0,
+                       chunk.replaced_tokens if chunk else 0, outlined, dropped, truncated,
+                       len(newly), budget),
+        state=state, stepped=stepped is not None)
+
+
+def _recognize(previous: ConversationState | None, msgs: list[Message], counter: Tokenizer,
+               policy: PreparePolicy) -> tuple[Window, int, bool]:
+    """The turn's window: the messages the previous turn had are reused with their counts
+    (only the rest is counted), and its window carries over when nothing it summarized
+    changed. Returns (window, messages in common, carried over)."""
     fmt = policy.fmt
     common = _common_prefix(previous.messages, msgs) if previous is not None else 0
     if previous is not None and common:
@@ -53,66 +88,39 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
     head = 0
     while head < len(msgs) and msgs[head].role == "system":
         head += 1
-    # the window carries over when nothing it summarized changed
     carry = previous is not None and common >= previous.upto and previous.head == head
-    if carry:
-        assert previous is not None
-        win = Window(msgs, tokens, cum, head, previous.upto, list(previous.chunks),
-                     list(previous.verbatim),
-                     {i: r for i, r in previous.rewrites.items() if i < common},
-                     fmt.reply_priming, min(previous.frontier, common),
-                     {i: f for i, f in previous.facts.items() if i < common})
-    else:
-        win = Window(msgs, tokens, cum, head, head, [], [], {}, fmt.reply_priming)
+    if not carry:
+        return Window(msgs, tokens, cum, head, head, [], [], {}, fmt.reply_priming), common, False
+    assert previous is not None
+    return Window(msgs, tokens, cum, head, previous.upto, list(previous.chunks),
+                  list(previous.verbatim),
+                  {i: r for i, r in previous.rewrites.items() if i < common},
+                  fmt.reply_priming, min(previous.frontier, common),
+                  {i: f for i, f in previous.facts.items() if i < common}), common, True
 
-    restored_at, restored_audit, newly = _restore(previous if carry else None, win, restored)
-    total = win.total()
-    stepped = None
-    if total > budget:
-        q = newest_user(msgs)
-        at = set(restored_at.values())
-        stepped = win.step(budget, counter, policy,
-                           lambda i: i == q or msgs[i].pinned or i in at)
-        total = win.total()
+
+def _fit(win: Window, budget: int, counter: Tokenizer, policy: PreparePolicy,
+         restored: set[int], memo: Memo | None):
+    """The result of the window, fitted when even the last group alone is over the budget
+    (the trim engine, with the summaries shrunk into one before they give way). Returns
+    (messages, keys, tokens, dropped, truncated, total)."""
     kept, keys, out_tokens = _assemble(win)
-    dropped: list[AuditEntry] = []
-    truncated: list[AuditEntry] = []
-    if total > budget:  # even the last group alone is over: the trim engine fits it
-        fitted = _last_resort(win, kept, keys, out_tokens, budget, counter, policy,
-                              set(restored_at.values()), memo, may_shrink=True)
-        if fitted is None:  # the summaries would have given way: one smaller chunk instead
-            win.fit_summaries(budget, counter, policy)
-            total = win.total()
-            kept, keys, out_tokens = _assemble(win)
-            if total > budget:
-                fitted = _last_resort(win, kept, keys, out_tokens, budget, counter, policy,
-                                      set(restored_at.values()), memo)
-        if fitted is not None:
-            kept, keys, out_tokens, dropped, truncated = fitted
-            total = fmt.reply_priming + sum(out_tokens)
-
-    reuse = _reuse(previous, keys, common)
-    state = ConversationState(
-        messages=msgs, tokens=tokens, cum=cum, head=head, upto=win.upto, frontier=win.frontier,
-        chunks=tuple(win.chunks), verbatim=tuple(win.verbatim), rewrites=win.rewrites,
-        restored=restored_at, restored_audit=tuple(restored_audit), out_keys=keys,
-        out_tokens=out_tokens, dropped=tuple(dropped), total=total,
-        facts={i: f for i, f in win.facts.items() if i >= win.upto})
-    chunk = stepped.chunk if stepped is not None else None
-    new_summarized = list(chunk.audit) if chunk is not None else []
-    outlined = stepped.outlined if stepped is not None else []
-    # an outline a summary then took is audited as summarized only
-    taken = {e.index for e in new_summarized}
-    outlined = [e for e in outlined if e.index not in taken]
-    return Turn(
-        messages=kept, tokens=total, budget=budget, dropped=new_summarized + dropped,
-        truncated=outlined + truncated, restored=restored_audit[len(restored_audit) - len(newly):],
-        compacted=bool(win.chunks), cache_reuse_tokens=reuse,
-        breakpoints=_breakpoints(kept, keys, win.upto) if client_breakpoints == 0 else [],
-        notice=_notice(chunk.replaced if chunk else 0,
-                       chunk.replaced_tokens if chunk else 0, outlined, dropped, truncated,
-                       len(newly), budget),
-        state=state, stepped=stepped is not None)
+    total = win.total()
+    if total <= budget:
+        return kept, keys, out_tokens, [], [], total
+    fitted = _last_resort(win, kept, keys, out_tokens, budget, counter, policy, restored, memo,
+                          may_shrink=True)
+    if fitted is None:  # the summaries would have given way: one smaller chunk instead
+        win.fit_summaries(budget, counter, policy)
+        total = win.total()
+        kept, keys, out_tokens = _assemble(win)
+        if total <= budget:
+            return kept, keys, out_tokens, [], [], total
+        fitted = _last_resort(win, kept, keys, out_tokens, budget, counter, policy, restored,
+                              memo)
+    assert fitted is not None
+    kept, keys, out_tokens, dropped, truncated = fitted
+    return kept, keys, out_tokens, dropped, truncated, policy.fmt.reply_priming + sum(out_tokens)
 
 
 def warm(state: ConversationState, budget: int, policy: PreparePolicy = DEFAULT_POLICY,
@@ -217,101 +225,122 @@ def _assemble(win: Window) -> tuple[list[Message], list, list[int]]:
     return kept, keys, out
 
 
+class _Question:
+    """The newest user message at its place in a result (a summary chunk after it is a user
+    turn too, so the trim engine is not left to find it: it is pinned, and shortened here to
+    a cap when it must be), each shortening made once."""
+
+    def __init__(self, win: Window, kept: list[Message], keys: list, tokens: list[int],
+                 counter: Tokenizer, policy: PreparePolicy) -> None:
+        self.at = newest_user(win.messages)  # its index in the conversation
+        self.pos = next((k for k, key in enumerate(keys)
+                         if self.at >= 0 and _index(key) == self.at), -1)  # in the result
+        self.kept, self.tokens, self.counter, self.fmt = kept, tokens, counter, policy.fmt
+        self._short: dict[int, tuple[Message, int]] = {}
+
+    def within(self, cap: int | None) -> tuple[Message, int] | None:
+        """The question shortened to ``cap`` tokens; None when it fits already."""
+        if self.pos < 0 or cap is None or self.tokens[self.pos] <= cap:
+            return None
+        if cap not in self._short:
+            m = self.kept[self.pos]
+            overhead = self.tokens[self.pos] - self.counter.count(m.content)
+            short = shorten(m.content, max(1, cap - overhead), self.counter)
+            new = msgspec.structs.replace(m, content=short.text if short else m.content)
+            self._short[cap] = (new, message_tokens(new, self.counter, self.fmt))
+        return self._short[cap]
+
+    def keep_shortened(self, win: Window, cap: int | None) -> list[AuditEntry]:
+        """The shortening the fit used, said once and kept for later turns like a rewrite."""
+        short = self.within(cap)
+        if short is None:
+            return []
+        m = self.kept[self.pos]
+        entry = AuditEntry(action="truncated", reason=QUESTION_FIT, summary=describe(m),
+                           tokens_before=self.tokens[self.pos], tokens_after=short[1],
+                           message_id=m.id, index=self.at)
+        win.rewrites[self.at] = (short[0].content, short[1], entry)
+        return [entry]
+
+
 def _last_resort(win: Window, kept: list[Message], keys: list, tokens: list[int], budget: int,
                  counter: Tokenizer, policy: PreparePolicy, restored: set[int],
                  memo: Memo | None, may_shrink: bool = False):
     """Fit with the trim engine what the window alone could not (the newest exchange alone is
     over the budget), the messages at ``restored`` pinned, and the summary chunks too when
     they fit beside the system prompt and the question; what it shortens keeps its new text
-    on later turns."""
+    on later turns. None (``may_shrink``) when the summaries would have to give way: the
+    caller shrinks them first."""
+    memo = memo if memo is not None else Memo()  # the attempts shorten the same texts
+    question = _Question(win, kept, keys, tokens, counter, policy)
+    found = _attempts(win, kept, keys, tokens, budget, counter, policy, restored, memo,
+                      question, may_shrink)
+    if found is None:
+        return None
+    report, cap = found
+    return _take(win, report, kept, keys, counter, policy, question.keep_shortened(win, cap))
+
+
+def _attempts(win: Window, kept: list[Message], keys: list, tokens: list[int], budget: int,
+              counter: Tokenizer, policy: PreparePolicy, restored: set[int], memo: Memo,
+              question: _Question, may_shrink: bool):
+    """(the trim report, the question's cap) of the first attempt that keeps the newest
+    exchange: a summary stands for everything before it, so it is held, the question whole
+    beside it (at most half the budget), then with the question shorter (its head and tail);
+    only when even that leaves no room for the newest exchange, which the model answers, does
+    the summary give way."""
     options = TrimOptions(fmt=policy.fmt, name_cut_facts=True)  # a few messages: cheap
-    memo = memo if memo is not None else Memo()  # the attempts below shorten the same texts
     newest = f"ctx:fit:{len(kept) - 1}"
-    # the question by its place in the conversation: a summary chunk after it is a user turn
-    # too, so the trim engine is not left to find it: it is pinned, shortened by us if need be
-    question_at = newest_user(win.messages)
-    question = next((k for k, key in enumerate(keys)
-                     if question_at >= 0 and _index(key) == question_at), -1)
-    short_q: dict[int, tuple[Message, int]] = {}
 
-    def question_within(q_cap: int | None) -> Message | None:
-        if question < 0 or q_cap is None or tokens[question] <= q_cap:
-            return None
-        if q_cap not in short_q:
-            m = kept[question]
-            overhead = tokens[question] - counter.count(m.content)
-            short = shorten(m.content, max(1, q_cap - overhead), counter)
-            text = short.text if short is not None else m.content
-            new = msgspec.structs.replace(m, content=text)
-            short_q[q_cap] = (new, message_tokens(new, counter, policy.fmt))
-        return short_q[q_cap][0]
-
-    def inputs(summaries_held: bool, q_cap: int | None) -> list[Message]:
+    def inputs(summaries_held: bool, cap: int | None, pinned: set[int]) -> list[Message]:
         ins: list[Message] = []
         for k, (m, key) in enumerate(zip(kept, keys, strict=True)):
             i = _index(key)
-            if k == question:
-                m = question_within(q_cap) or m
-            m = msgspec.structs.replace(m, id=f"ctx:fit:{k}")
-            if (i is not None and (i in restored or i == question_at)) or (
-                    summaries_held and m.kind == "summary"):
+            short = question.within(cap) if k == question.pos else None
+            m = msgspec.structs.replace(short[0] if short else m, id=f"ctx:fit:{k}")
+            if (i is not None and i in pinned) or (summaries_held and m.kind == "summary"):
                 m = msgspec.structs.replace(m, pinned=True)
             ins.append(m)
         return ins
 
     held = policy.fmt.reply_priming + sum(
         t for k, (m, t) in enumerate(zip(kept, tokens, strict=True))
-        if m.role == "system" or m.kind == "summary" or k == question)
+        if m.role == "system" or m.kind == "summary" or k == question.pos)
     # the room the summaries and the question leave: the newest tool output is outlined to fit
-    cap = max(TOOL_CAP_MIN, (budget - held) * 3 // 4)
-    capped = msgspec.structs.replace(options, tool_output_cap=cap)
-    # a summary stands for everything before it: held, the question whole beside it (at most
-    # half the budget); then held with the question shorter (its head and tail); only when
-    # even that leaves no room for the newest exchange, which the model answers, does the
-    # summary give way
+    capped = msgspec.structs.replace(
+        options, tool_output_cap=max(TOOL_CAP_MIN, (budget - held) * 3 // 4))
     caps = [budget // 2, int(budget * policy.question_share), budget // 8, budget // 16]
+    pinned = restored | {question.at}
     report = None
-    used_cap: int | None = None
     attempts = [*((True, c, capped) for c in caps), *((False, c, options) for c in caps)]
-    for k, (summaries_held, q_cap, opts) in enumerate(attempts):
+    for k, (summaries_held, cap, opts) in enumerate(attempts):
         if k == len(caps) and may_shrink and win.chunks:
-            return None  # the summaries would give way: the caller shrinks them first
+            return None
         try:
-            report = trim(inputs(summaries_held, q_cap), budget, counter, memo=memo,
+            report = trim(inputs(summaries_held, cap, pinned), budget, counter, memo=memo,
                           options=opts)
         except ContextError as exc:
             if exc.kind != "pinned_over_budget":
                 raise
             report = None
         if report is not None and report.messages and report.messages[-1].id == newest:
-            used_cap = q_cap
-            break
+            return report, cap
     if report is None:  # the question alone at a sixteenth of the budget is over: unpinned
-        restored = set()
-        question_at = -1
-        report = trim(inputs(False, None), budget, counter, options=options, memo=memo)
-    q_short = question_within(used_cap)
-    if q_short is not None:  # said once, and kept for later turns like any rewrite
-        q_tokens = short_q[used_cap][1]  # type: ignore[index]
-        entry = AuditEntry(action="truncated", reason=QUESTION_FIT,
-                           summary=describe(kept[question]), tokens_before=tokens[question],
-                           tokens_after=q_tokens, message_id=kept[question].id,
-                           index=_index(keys[question]))
-        win.rewrites[question_at] = (q_short.content, q_tokens, entry)
-        pre_truncated = [entry]
-    else:
-        pre_truncated = []
+        return trim(inputs(False, None, set()), budget, counter, options=options,
+                    memo=memo), None
+    return report, caps[-1]
 
+
+def _take(win: Window, report, kept: list[Message], keys: list, counter: Tokenizer,
+          policy: PreparePolicy, truncated: list[AuditEntry]):
+    """The fitted result mapped back to the conversation: its audit by message, what it
+    shortened kept as rewrites for later turns."""
     def where(e: AuditEntry) -> tuple[int, AuditEntry]:
         k = int(e.message_id.rsplit(":", 1)[1]) if e.message_id else e.index
-        i = _index(keys[k])
-        return k, msgspec.structs.replace(e, message_id=kept[k].id, index=i)
+        return k, msgspec.structs.replace(e, message_id=kept[k].id, index=_index(keys[k]))
 
     dropped = [where(e)[1] for e in report.dropped]
-    truncated: list[AuditEntry] = pre_truncated
-    by_pos: dict[int, Message] = {}
-    for m in report.messages:
-        by_pos[int(m.id.rsplit(":", 1)[1])] = m  # type: ignore[union-attr]
+    by_pos: dict[int, Message] = {int(m.id.rsplit(":", 1)[1]): m for m in report.messages}
     for e in report.truncated:
         k, entry = where(e)
         truncated.append(entry)
