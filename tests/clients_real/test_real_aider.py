@@ -8,7 +8,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from conftest import (
+from real_clients import (
     README,
     assert_all_valid,
     client,

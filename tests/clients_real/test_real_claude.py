@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import (
+from real_clients import (
     assert_all_valid,
     client,
     client_env,

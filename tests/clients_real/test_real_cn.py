@@ -5,7 +5,7 @@ the stand-in agent's Read and Bash calls in a temporary git repository."""
 from __future__ import annotations
 
 import pytest
-from conftest import (
+from real_clients import (
     assert_all_valid,
     client,
     client_env,

@@ -5,7 +5,7 @@ running the stand-in agent's `exec_command` calls in a temporary git repository.
 from __future__ import annotations
 
 import pytest
-from conftest import (
+from real_clients import (
     assert_all_valid,
     client,
     client_env,
