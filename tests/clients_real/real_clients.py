@@ -1,4 +1,5 @@
-"""Helpers and fixtures of the real-client tests (conftest.py imports the fixtures): the real CLI clients (Claude Code, Codex CLI, aider, Continue's `cn`) run through a real
+"""Helpers and fixtures of the real-client tests (conftest.py imports the fixtures): the real
+CLI clients (Claude Code, Codex CLI, aider, Continue's `cn`) run through a real
 gateway to the stand-in provider playing an agent (tests/providers/standin.py `agent`).
 
 The clients are installed, pinned (versions.env) and cached, by ensure-clients.sh (`make
