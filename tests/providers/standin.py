@@ -14,8 +14,9 @@ strict as standin_responses.py says; it keeps every response it gave, for
 `reasoning.encrypted_content`). `agent(rounds, calls)` makes it play an agent, in every format
 (Messages and Chat Completions, streamed or not, and Responses): a request with tools gets a
 tool call until `rounds` were made (Responses: until it carries `rounds` outputs), then the text
-`stand-in answer after N tool results ...`. Round k calls `calls[k % len(calls)]` (`{"name", "arguments"}`, for a real client
-that runs it) when the request offers that tool, else its first tool with `{"round": k}`.
+`stand-in answer after N tool results ...`. Round k calls `calls[k % len(calls)]`
+(`{"name", "arguments"}`, for a real client that runs it) when the request offers that tool,
+else its first tool with `{"round": k}`.
 Every request is checked as the provider checks it (standin_checks.py) and measured against
 the model's window (tiktoken, offline); a refused one gets the provider's own 400. Answers
 carry usage: `cached_tokens` / `cache_read_input_tokens` are the tokens of the messages at the
@@ -31,7 +32,8 @@ sends its first event then never ends) or `{"mode": "slow_first_byte", "delay": 
 `{"mode": "hold"}` (the first event, then the rest after `POST /_standin/release`) or
 `{"mode": "cut"}` (the first event and half the next, then the connection drops),
 `POST /_standin/reply` `{"text": ...}` or `{"tool_name": ..., "tool_arguments": {...}}` (the
-next answers, in order), `POST /_standin/agent` `{"rounds": N, "calls": [...]}`. The stand-in is test code: it may use clocks and threads.
+next answers, in order), `POST /_standin/agent` `{"rounds": N, "calls": [...]}`. The stand-in
+is test code: it may use clocks and threads.
 """
 
 from __future__ import annotations
