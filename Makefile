@@ -23,9 +23,11 @@ lint: setup
 	$(BIN)/ruff check server clients/python tests bench
 
 # System tools the tests drive (Debian's chromium for the browser tests, node 24 and
-# code-server for the real VS Code test), installed once and cached; never used at run time.
+# code-server for the real VS Code test; the real CLI clients of tests/clients_real, pinned in
+# its versions.env), installed once and cached; never used at run time.
 tools:
 	bash editors/vscode/scripts/ensure-tools.sh >/dev/null || [ "$$CTXLAYER_REQUIRE_EDITORS" != 1 ]
+	bash tests/clients_real/ensure-clients.sh >/dev/null || [ "$$CTXLAYER_REQUIRE_EDITORS" != 1 ]
 
 test-python: setup
 	$(BIN)/lint-imports

@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/gateway_bench.py [--requests 300] [--stream]
     .venv/bin/python bench/gateway_bench.py --interleaved [--turns 60]
+    .venv/bin/python bench/gateway_bench.py --cold [--repeat 5]
 
 The stand-in provider (tests/providers/standin.py) and `ctxlayer gateway` run as their own
 processes on loopback, as they do for a user; this process sends the same small chat request
@@ -17,6 +18,12 @@ between theirs, so both meet the same load); each request is sent straight
 to the stand-in and through the gateway, and the added latency (gateway minus direct, per
 request) is reported as p50 for both, in the same run. Two chats cost no more per
 request than one when each turn recognizes its own chat's previous turn.
+
+`--cold`: what a freshly started gateway adds to its very first request (target <= 150 ms):
+`--repeat` times, a new stand-in and a new `ctxlayer gateway` process; once both announced
+their ports, one request straight to the stand-in (its own first), then the gateway's first
+request (a new connection; its first upstream connection included), then one more straight to
+the stand-in on a new connection. Added = the gateway's first minus that direct one.
 """
 
 from __future__ import annotations
@@ -116,6 +123,36 @@ def interleaved(direct, via, path_direct: str, path_via: str, turns: int) -> Non
           f"p90 {ms(pct(two, 0.9))}")
 
 
+def start_pair(work: Path, env: dict[str, str]) -> tuple[list[subprocess.Popen], dict, dict]:
+    standin, s = start([sys.executable, str(STANDIN), "--port", "0"], work, env)
+    gateway, g = start([sys.executable, "-m", "ctxlayer", "gateway", "--port", "0",
+                        "--upstream-openai", s["openai"], "--upstream-anthropic",
+                        s["anthropic"]], work / "project", env)
+    return [gateway, standin], s, g
+
+
+def cold(work: Path, env: dict[str, str], repeat: int, body: bytes) -> None:
+    added: list[float] = []
+    for k in range(repeat):
+        run_env = {**env, "CTXLAYER_STATE_DIR": str(work / f"state-{k}")}
+        procs, s, g = start_pair(work, run_env)
+        try:
+            path = urlsplit(s["openai"]).path + "/chat/completions"
+            first_byte(http.client.HTTPConnection("127.0.0.1", s["port"]), path, body)
+            via = first_byte(http.client.HTTPConnection("127.0.0.1", g["port"]),
+                             urlsplit(g["openai"]).path + "/chat/completions", body)
+            direct = first_byte(http.client.HTTPConnection("127.0.0.1", s["port"]), path, body)
+        finally:
+            for proc in procs:
+                proc.terminate()
+                proc.wait(timeout=30)
+        added.append(via - direct)
+        print(f"  run {k + 1}: gateway's first request {ms(via)}, direct {ms(direct)}, "
+              f"added {ms(via - direct)}")
+    print(f"first request of a fresh gateway, {repeat} fresh processes: added median "
+          f"{ms(statistics.median(added))}, max {ms(max(added))} (target <= 150 ms)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=300)
@@ -123,18 +160,21 @@ def main() -> None:
     parser.add_argument("--interleaved", action="store_true",
                         help="two growing chats with the same start, against one")
     parser.add_argument("--turns", type=int, default=60)
+    parser.add_argument("--cold", action="store_true",
+                        help="the first request of a freshly started gateway, --repeat times")
+    parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="ctxlayer-gateway-bench-"))
     (work / "project").mkdir()
     env = {**os.environ, "HOME": str(work), "XDG_CONFIG_HOME": str(work / "config"),
            "CTXLAYER_STATE_DIR": str(work / "state"), "PYTHONUNBUFFERED": "1"}
-    standin, s = start([sys.executable, str(STANDIN), "--port", "0"], work, env)
-    gateway, g = start([sys.executable, "-m", "ctxlayer", "gateway", "--port", "0",
-                        "--upstream-openai", s["openai"], "--upstream-anthropic",
-                        s["anthropic"]], work / "project", env)
+    body = json.dumps({"model": "gpt-4o", "stream": args.stream, "messages": [
+        {"role": "user", "content": "What does this function return?"}]}).encode()
+    if args.cold:
+        cold(work, env, args.repeat, body)
+        return
+    (gateway, standin), s, g = start_pair(work, env)
     try:
-        body = json.dumps({"model": "gpt-4o", "stream": args.stream, "messages": [
-            {"role": "user", "content": "What does this function return?"}]}).encode()
         direct = http.client.HTTPConnection("127.0.0.1", s["port"])
         via = http.client.HTTPConnection("127.0.0.1", g["port"])
         path_direct = urlsplit(s["openai"]).path + "/chat/completions"

@@ -11,8 +11,12 @@ Routes: `POST /v1/chat/completions`, `POST /v1/messages`, `POST /v1/messages/cou
 `GET /v1/models/{id}`, `POST /v1/embeddings`, and `POST /v1/responses` (the Responses API,
 strict as standin_responses.py says; it keeps every response it gave, for
 `previous_response_id`, and answers with a reasoning item when `include` asks for
-`reasoning.encrypted_content`). `agent(rounds)` makes it play an agent: a request with
-tools gets a call of its first tool until it carries `rounds` function call outputs, then text.
+`reasoning.encrypted_content`). `agent(rounds, calls)` makes it play an agent, in every format
+(Messages and Chat Completions, streamed or not, and Responses): a request with tools gets a
+tool call until `rounds` were made (Responses: until it carries `rounds` outputs), then the text
+`stand-in answer after N tool results ...`. Round k calls `calls[k % len(calls)]`
+(`{"name", "arguments"}`, for a real client that runs it) when the request offers that tool,
+else its first tool with `{"round": k}`.
 Every request is checked as the provider checks it (standin_checks.py) and measured against
 the model's window (tiktoken, offline); a refused one gets the provider's own 400. Answers
 carry usage: `cached_tokens` / `cache_read_input_tokens` are the tokens of the messages at the
@@ -28,7 +32,8 @@ sends its first event then never ends) or `{"mode": "slow_first_byte", "delay": 
 `{"mode": "hold"}` (the first event, then the rest after `POST /_standin/release`) or
 `{"mode": "cut"}` (the first event and half the next, then the connection drops),
 `POST /_standin/reply` `{"text": ...}` or `{"tool_name": ..., "tool_arguments": {...}}` (the
-next answers, in order). The stand-in is test code: it may use clocks and threads.
+next answers, in order), `POST /_standin/agent` `{"rounds": N, "calls": [...]}`. The stand-in
+is test code: it may use clocks and threads.
 """
 
 from __future__ import annotations
@@ -86,6 +91,8 @@ class Standin:
         self._count = 0
         self._responses: dict[str, list] = {}  # response id -> its whole history
         self.agent_rounds = 0
+        self.agent_calls: list[dict] = []
+        self._agent_made = 0  # tool calls made in Messages / Chat answers since agent()
 
     # ---- lifecycle ------------------------------------------------------------------------
 
@@ -115,6 +122,7 @@ class Standin:
         app.router.add_post("/_standin/fail", self._fail)
         app.router.add_post("/_standin/reply", self._reply)
         app.router.add_post("/_standin/release", self._release_hold)
+        app.router.add_post("/_standin/agent", self._agent_route)
         # a client that goes away cancels the handler, so a stalled stream sees it
         self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
         await self._runner.setup()
@@ -146,9 +154,12 @@ class Standin:
         """Script the next answer."""
         self._replies.append(Reply(text, tool_name, tool_arguments or {}))
 
-    def agent(self, rounds: int) -> None:
-        """Answer requests with tools by tool calls until `rounds` outputs came back."""
+    def agent(self, rounds: int, calls: list[dict] | None = None) -> None:
+        """Answer requests with tools by tool calls until `rounds` results came back; the calls
+        to make, in turn (`{"name": ..., "arguments": {...}}`), when the request offers them."""
         self.agent_rounds = rounds
+        self.agent_calls = list(calls or [])
+        self._agent_made = 0
 
     def release(self) -> None:
         """Let a held stream go on."""
@@ -161,6 +172,8 @@ class Standin:
         self._previous.clear()
         self._responses.clear()
         self.agent_rounds = 0
+        self.agent_calls = []
+        self._agent_made = 0
 
     def window(self, model: str, betas: list[str] | tuple = ()) -> int:
         """The model's window as the provider applies it: the one this stand-in was given,
@@ -261,12 +274,39 @@ class Standin:
             rid, body, created, output, usage), self._ids("openai"), None)
 
     def _agent_reply(self, body: dict, items: list) -> Reply:
-        tools = [t for t in body.get("tools") or () if t.get("type") == "function"]
+        names = [t["name"] for t in body.get("tools") or ()
+                 if isinstance(t, dict) and t.get("type") == "function" and "name" in t]
         done = sum(1 for i in items if isinstance(i, dict)
                    and i.get("type") == "function_call_output")
-        if tools and done < self.agent_rounds and body.get("tool_choice") != "none":
-            return Reply(tool_name=tools[0]["name"], tool_arguments={"round": done + 1})
+        if names and done < self.agent_rounds and body.get("tool_choice") != "none":
+            return self._agent_call(names, done)
         return Reply(text=f"stand-in answer after {done} tool results to {len(items)} items.")
+
+    def _agent_call(self, names: list[str], done: int) -> Reply:
+        """Round `done + 1`'s call: the scripted one when the request offers its tool."""
+        if self.agent_calls:
+            call = self.agent_calls[done % len(self.agent_calls)]
+            if call["name"] in names:
+                return Reply(tool_name=call["name"], tool_arguments=dict(call["arguments"]))
+        return Reply(tool_name=names[0], tool_arguments={"round": done + 1})
+
+    def _agent_messages_reply(self, fmt: str, body: dict) -> Reply | None:
+        """The agent's answer to a Messages or Chat Completions request, None when it has no
+        tools (a client's side request: a title, a summary) or the agent is off."""
+        tools = [t for t in body.get("tools") or () if isinstance(t, dict)]
+        names = [t.get("name") if fmt == "anthropic" else (t.get("function") or {}).get("name")
+                 for t in tools]
+        names = [n for n in names if isinstance(n, str)]
+        if not self.agent_rounds or not names or body.get("tool_choice") in ("none", {
+                "type": "none"}):
+            return None
+        # rounds are the calls it made: a fitted request may have dropped earlier results
+        done = self._agent_made
+        msgs = body.get("messages") or []
+        if done < self.agent_rounds:
+            self._agent_made += 1
+            return self._agent_call(names, done)
+        return Reply(text=f"stand-in answer after {done} tool results to {len(msgs)} messages.")
 
     def _responses_cache(self, body: dict, items: list) -> int:
         """Tokens of the items at the start identical to the previous request's."""
@@ -405,6 +445,9 @@ class Standin:
             forced = (body["tools"][0].get("function") or {}).get("name")
         if forced:
             return Reply(tool_name=forced, tool_arguments={"standin": True})
+        agent = self._agent_messages_reply(fmt, body)
+        if agent is not None:
+            return agent
         n = len(body.get("messages") or [])
         return Reply(text=f"stand-in answer to {n} messages.")
 
@@ -448,6 +491,11 @@ class Standin:
     async def _reply(self, request: web.Request) -> web.Response:
         spec = await request.json()
         self.reply(spec.get("text", ""), spec.get("tool_name"), spec.get("tool_arguments"))
+        return web.json_response({})
+
+    async def _agent_route(self, request: web.Request) -> web.Response:
+        spec = await request.json()
+        self.agent(int(spec.get("rounds", 0)), spec.get("calls"))
         return web.json_response({})
 
     async def _release_hold(self, request: web.Request) -> web.Response:
@@ -512,6 +560,11 @@ class StandinThread:
     def reply(self, *args: Any, **kw: Any) -> None:
         async def go() -> None:
             self.standin.reply(*args, **kw)  # type: ignore[union-attr]
+        self.call(go())
+
+    def agent(self, *args: Any, **kw: Any) -> None:
+        async def go() -> None:
+            self.standin.agent(*args, **kw)  # type: ignore[union-attr]
         self.call(go())
 
     def reset(self) -> None:

@@ -25,6 +25,9 @@ OPENAI_ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
 
 #: the beta that lets Anthropic messages hold `role: "system"` between turns
 MID_SYSTEM_BETA = "mid-conversation-system-"
+#: the betas that admit them: that one, and `per-turn-control-*`, which Claude Code 2.1.332
+#: sends (alone) with system messages between turns on its first try
+SYSTEM_BETAS = (MID_SYSTEM_BETA, "per-turn-control-")
 
 
 def betas_of(headers: Any) -> list[str]:
@@ -43,7 +46,7 @@ def problems(fmt: str, body: Any, betas: Any = ()) -> list[str]:
         own = _openai_problems(body)
         return own or (_rules_openai(body) if _rules_openai else [])
     msgs = body.get("messages")
-    if any(b.startswith(MID_SYSTEM_BETA) for b in betas) and isinstance(msgs, list):
+    if any(b.startswith(SYSTEM_BETAS) for b in betas) and isinstance(msgs, list):
         placed = mid_system_problems(msgs)
         if _cache_controls(body.get("system")) + _cache_controls(msgs) + _cache_controls(
                 body.get("tools")) > 4:

@@ -1,6 +1,7 @@
 """`ctxlayer chats`: the live conversations going through the running gateway (model, tokens
-against the budget, what the last turn kept in the provider's cache, what was cut), and with
-`--why ID` what its last turn dropped or shortened and why.
+against the budget, the cache: the gateway's estimate of what the last turn kept in the
+provider's cache next to what the provider said it read, the bill that makes, what was cut),
+and with `--why ID` what its last turn dropped or shortened and why.
 
 The gateway says where it listens in `gateway.json` of the state folder; `--url` names one.
 Reads over loopback HTTP with the standard library, sending the state folder's token (the
@@ -16,8 +17,33 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+#: What the provider charges for an input token read from its cache, and for one written to it,
+#: against a plain one (Anthropic's prices; OpenAI charges no write, so there the rest is 1x).
+CACHE_READ_PRICE = 0.1
+CACHE_WRITE_PRICE = 1.25
+
+BILL_HELP = (
+    "columns: `est. cache` is the gateway's estimate of the last request's prefix kept in the "
+    "provider's cache; `read` is what the provider said it read from its cache (its usage "
+    "report; - when it sent none); `bill` is what the last request's input cost against "
+    "sending everything uncached: (read x 0.1 + the rest x 1.25) / tokens for Claude models, "
+    "whose uncached rest the gateway's breakpoints write to the cache, (read x 0.1 + the rest) "
+    "/ tokens for the others.")
+
+
+def bill(conversation: dict) -> float | None:
+    """The last request's input cost as a fraction of sending it all uncached (BILL_HELP);
+    None when the provider reported no cache use."""
+    tokens, read = conversation.get("tokens") or 0, conversation.get("cachedTokens")
+    if read is None or tokens <= 0:
+        return None
+    read = min(read, tokens)
+    write = CACHE_WRITE_PRICE if str(conversation.get("model", "")).startswith("claude") else 1.0
+    return (read * CACHE_READ_PRICE + (tokens - read) * write) / tokens
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.epilog = BILL_HELP
     p.add_argument("--url", default=None,
                    help="the gateway's base URL (default: the one in the state folder's "
                         "gateway.json, written by a running gateway)")
@@ -107,10 +133,13 @@ def run(args: argparse.Namespace) -> int:
     if not rows:
         print("no live conversations yet")
         return 0
-    print(f"{'conversation':<20} {'model':<22} {'source':<8} {'tokens':>15} {'cached':>8} "
-          f"{'cut':>4}  updated")
+    print(f"{'conversation':<20} {'model':<22} {'source':<8} {'tokens':>15} {'est. cache':>10} "
+          f"{'read':>7} {'bill':>5} {'cut':>4}  updated")
     for c in rows:
         used = f"{k(c['tokens'])} / {k(c['budget'])}"
+        read = c.get("cachedTokens")
+        cost = bill(c)
         print(f"{c['conversationId']:<20} {c['model']:<22} {c['source']:<8} {used:>15} "
-              f"{k(c['cacheReuseTokens']):>8} {c['dropped']:>4}  {c['updatedAt']}")
+              f"{k(c['cacheReuseTokens']):>10} {'-' if read is None else k(read):>7} "
+              f"{'-' if cost is None else f'{cost:.0%}':>5} {c['dropped']:>4}  {c['updatedAt']}")
     return 0

@@ -1,0 +1,83 @@
+"""Claude Code (the npm package, pinned in versions.env) through the gateway: `claude -p` on its
+default model runs the stand-in agent's Bash and Read calls in a temporary git repository, and
+a long tool loop in a small `[gateway.models]` window is compacted by the gateway and still
+completes. Every request it sends must be one Anthropic accepts (the stand-in checks)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from real_clients import (
+    assert_all_valid,
+    client,
+    client_env,
+    conversations,
+    model_requests,
+    open_stack,
+    run,
+    tool_outputs,
+)
+
+pytestmark = [pytest.mark.client, pytest.mark.e2e]
+
+#: The model Claude Code uses when none is set (this release's default).
+DEFAULT_MODEL = "claude-opus-5-5"
+
+
+def claude(stack, repo: Path, home: Path, prompt: str, **env_extra: str) -> dict:
+    exe = client("claude", "CLAUDE_CODE", "node_modules/.bin/claude")
+    env = client_env(home, ANTHROPIC_BASE_URL=stack.anthropic_url,
+                     ANTHROPIC_API_KEY="sk-ant-test-not-a-key", **env_extra)
+    # as root Claude Code refuses --dangerously-skip-permissions: name the tools it may use
+    done = run([exe, "-p", prompt, "--output-format", "json", "--allowedTools", "Bash Read"],
+               env, repo)
+    return json.loads(done.stdout)
+
+
+def test_claude_code_runs_the_agents_tool_calls_and_ends_with_its_text(stack, repo, tmp_path):
+    stack.standin.agent(2, [
+        {"name": "Bash", "arguments": {"command": "cat README.md", "description": "Read it"}},
+        {"name": "Read", "arguments": {"file_path": str(repo / "README.md")}}])
+    answer = claude(stack, repo, tmp_path / "home", "What does this project do?")
+    assert answer["is_error"] is False and answer["subtype"] == "success"
+    assert answer["result"].startswith("stand-in answer after 2 tool results"), answer
+    requests = model_requests(stack)
+    assert_all_valid(requests)
+    assert {r["body"]["model"] for r in requests} == {DEFAULT_MODEL}
+    assert all(r["stream"] for r in requests)  # Claude Code streams
+    outputs = tool_outputs(requests)
+    assert sum("It adds numbers" in o for o in outputs) >= 2, outputs  # both tools really ran
+    (chat,) = conversations(stack)
+    assert chat["model"] == DEFAULT_MODEL and chat["tokens"] > 0
+
+
+def test_claude_code_long_tool_loop_compacts_in_a_small_window_and_completes(repo, tmp_path):
+    """A tool loop whose results outgrow a 40k window: the gateway fits each request (the
+    stand-in, given the same window, refuses anything larger) and Claude Code finishes. Its
+    answer reserve is lowered to 8k (its own variable): the 128k it asks by default leaves no
+    budget in a window this small, and the gateway says so with a 400."""
+    log = "\n".join(f"line {i}: step {i} of the build passed, {i * 7} checks" for i in range(200))
+    (repo / "build.log").write_text(log)
+    rounds = 12
+    with open_stack(tmp_path / "stack", {DEFAULT_MODEL: WINDOW}) as stack:
+        stack.standin.agent(rounds, [{"name": "Bash", "arguments": {
+            "command": "cat build.log", "description": "Read the build log"}}])
+        answer = claude(stack, repo, tmp_path / "home", "Check the build log, many times.",
+                        CLAUDE_CODE_MAX_OUTPUT_TOKENS="8000")
+        assert answer["result"].startswith(f"stand-in answer after {rounds} tool results"), \
+            answer
+        requests = model_requests(stack)
+        assert_all_valid(requests)
+        (chat,) = conversations(stack)
+        assert chat["dropped"] > 0, chat  # the gateway cut the loop to fit
+        assert chat["tokens"] <= chat["budget"]
+        sent = [r["prompt_tokens"] for r in requests]
+        assert max(sent) <= WINDOW and len(requests) == rounds + 1
+        # a later request carries fewer messages than the one before it: the loop was cut
+        counts = [len(r["body"]["messages"]) for r in requests]
+        assert any(b < a for a, b in zip(counts, counts[1:], strict=False)), counts
+
+
+WINDOW = 40_000

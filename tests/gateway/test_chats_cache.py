@@ -1,0 +1,67 @@
+"""`ctxlayer chats` shows the provider's own cache reads (the usage the gateway read from its
+answer) next to the gateway's estimate, and the bill against sending everything uncached
+(reads 0.1x, the rest written at 1.25x for Claude, 1x for the others; its help says so)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from ctxlayer.commands.chats import bill
+
+LONG = " ".join(f"fact {i}: the adder keeps its numbers in base ten" for i in range(300))
+
+
+def chats(stack, *flags: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "ctxlayer", "chats", "--url", stack.anthropic_url,
+                           "--state-dir", str(stack.state.state_dir), *flags],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_chats_shows_the_providers_cache_reads_and_the_bill(stack):
+    client = stack.anthropic()
+    history = [{"role": "user", "content": LONG}, {"role": "assistant", "content": "noted"}]
+    for question in ("what base?", "and why?"):
+        history.append({"role": "user", "content": question})
+        answer = client.messages.create(model="claude-sonnet-4-5", max_tokens=64,
+                                        system="You help with the adder.", messages=history,
+                                        extra_headers={"x-ctxlayer-conversation": "cache-bill"})
+        history.append({"role": "assistant", "content": answer.content[0].text})
+    last = stack.model_requests()[-1]
+    assert last["status"] == 200 and last["problems"] == []
+    (row,) = [c for c in json.loads(chats(stack, "--json"))["conversations"]
+              if c["conversationId"] == "cache-bill"]
+    assert row["cachedTokens"] > 1000  # the provider read the long first message from its cache
+    expected = bill(row)
+    assert expected is not None and 0.1 < expected < 1
+    table = chats(stack)
+    (line,) = [t for t in table.splitlines() if t.startswith("cache-bill")]
+    header = table.splitlines()[0]
+    assert "est. cache" in header and "read" in header and "bill" in header
+    assert f"{row['cachedTokens'] / 1000:.1f}k" in line and f"{expected:.0%}" in line
+
+
+@pytest.mark.parametrize("row,expected", [
+    ({"model": "claude-opus-4-8", "tokens": 1000, "cachedTokens": 1000}, 0.1),
+    ({"model": "claude-opus-4-8", "tokens": 1000, "cachedTokens": 0}, 1.25),
+    ({"model": "claude-opus-4-8", "tokens": 1000, "cachedTokens": 500}, 0.675),
+    ({"model": "gpt-4o", "tokens": 1000, "cachedTokens": 500}, 0.55),
+    ({"model": "gpt-4o", "tokens": 1000, "cachedTokens": 5000}, 0.1),  # never above tokens
+    ({"model": "gpt-4o", "tokens": 1000, "cachedTokens": None}, None),
+    ({"model": "gpt-4o", "tokens": 0, "cachedTokens": 0}, None),
+])
+def test_the_bill_is_reads_at_a_tenth_and_the_rest_written_or_plain(row, expected):
+    assert bill(row) == (None if expected is None else pytest.approx(expected))
+
+
+def test_the_help_defines_the_bill():
+    done = subprocess.run([sys.executable, "-m", "ctxlayer", "chats", "--help"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0
+    text = " ".join(done.stdout.split())
+    assert "x 0.1" in text and "x 1.25" in text and "uncached" in text
