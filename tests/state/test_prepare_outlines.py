@@ -219,3 +219,46 @@ async def test_a_restart_in_the_middle_of_a_conversation_keeps_its_prefix(tmp_pa
     finally:
         fresh.close()
     assert cold.request["messages"][:len(before)] != before
+
+
+def retry_chat() -> list[dict]:
+    """A long test run whose one failure an outline leaves out, then the user naming it."""
+    run = "\n".join([f"tests/test_net.py::test_case_{k} PASSED ({k % 7} ms)"
+                     for k in range(1500)]
+                    + ["tests/test_net.py::test_retry_budget FAILED",
+                       "E   AssertionError: retry budget 3 != 4 (src/retry.py:57)"]
+                    + [f"tests/test_io.py::test_io_{k} PASSED" for k in range(1500)])
+    call = {"id": "call_1", "type": "function",
+            "function": {"name": "run", "arguments": json.dumps({"command": "pytest"})}}
+    msgs = [{"role": "system", "content": "You are a careful coding assistant."},
+            {"role": "user", "content": "Run the tests."},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "call_1", "content": run},
+            {"role": "assistant", "content": "Most tests pass; a few fail."},
+            {"role": "user", "content": "And test_case_777, how long did it take?"}]
+    return msgs
+
+
+async def test_a_fact_named_again_comes_back_in_its_own_words(caller):
+    """A test outlined away from a long run, named again by the user later: its exact lines
+    come back with the newest message, and stay there, in place, on the next turn."""
+    msgs = retry_chat()
+    res = await chats.prepare(caller, protocol.PrepareParams(
+        format="openai", request={"model": MODEL, "messages": msgs}, budget=3000))
+    sent = res.request["messages"]
+    assert res.tokens <= 3000
+    outline = sent[3]["content"]
+    newest = sent[-1]["content"]
+    assert newest.startswith("And test_case_777, how long did it take?")
+    if "test_case_777" not in outline:  # outlined away: it comes back with the question
+        assert "tests/test_net.py::test_case_777 PASSED (0 ms)" in newest
+        assert any(e.action == "restored" and "recalled" in e.reason
+                   for e in (await chats.why(caller, protocol.WhyParams(
+                       conversation_id=res.conversation_id))).entries)
+    else:
+        raise AssertionError("the outline kept the test: make the run longer for this test")
+    again = await chats.prepare(caller, protocol.PrepareParams(
+        format="openai", request={"model": MODEL, "messages": [
+            *msgs, {"role": "assistant", "content": "It took no time."},
+            {"role": "user", "content": "Thanks."}]}, budget=3000))
+    assert again.request["messages"][:len(sent)] == sent  # the recall stays where it was

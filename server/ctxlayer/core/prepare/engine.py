@@ -15,7 +15,8 @@ from ctxlayer.core.errors import ContextError, require_tokens
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.prepare import summaries
 from ctxlayer.core.prepare.model import DEFAULT_POLICY, ConversationState, PreparePolicy, Turn
-from ctxlayer.core.prepare.window import Window, is_result, newest_user
+from ctxlayer.core.prepare.recall import recall
+from ctxlayer.core.prepare.window import Window, group_of, is_result, newest_user
 from ctxlayer.core.text import describe
 from ctxlayer.core.tokens import Tokenizer, message_tokens
 from ctxlayer.core.trim import TrimOptions, trim
@@ -46,6 +47,7 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
         at = set(restored_at.values())
         stepped = win.step(budget, counter, policy,
                            lambda i: i == q or msgs[i].pinned or i in at)
+    recalled = _recall(win, common, budget, counter, policy)
     kept, keys, out_tokens, dropped, truncated, total = _fit(
         win, budget, counter, policy, set(restored_at.values()), memo)
     state = ConversationState(
@@ -61,13 +63,40 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
     outlined = [e for e in (stepped.outlined if stepped else []) if e.index not in taken]
     return Turn(
         messages=kept, tokens=total, budget=budget, dropped=new_summarized + dropped,
-        truncated=outlined + truncated, restored=restored_audit[len(restored_audit) - len(newly):],
+        truncated=outlined + truncated,
+        restored=[*restored_audit[len(restored_audit) - len(newly):], *recalled],
         compacted=bool(win.chunks), cache_reuse_tokens=_reuse(previous, keys, common),
         breakpoints=_breakpoints(kept, keys, win.upto) if client_breakpoints == 0 else [],
         notice=_notice(chunk.replaced if chunk else 0,
                        chunk.replaced_tokens if chunk else 0, outlined, dropped, truncated,
-                       len(newly), budget),
+                       len(newly), budget, len(recalled)),
         state=state, stepped=stepped is not None)
+
+
+def _recall(win: Window, common: int, budget: int, counter: Tokenizer,
+            policy: PreparePolicy) -> list[AuditEntry]:
+    """Bring back, with the newest message, the exact lines of earlier summarized or outlined
+    messages it names (recall.py), when that fits the budget."""
+    msgs, last = win.messages, len(win.messages) - 1
+    if common > last or last in win.rewrites or not (win.chunks or win.rewrites):
+        return []
+    verbatim = set(win.verbatim)
+    shown: list[str | None] = []
+    for i in range(last):
+        if i in win.rewrites:
+            shown.append(win.rewrites[i][0])
+        elif win.head <= i < win.upto and i not in verbatim:
+            shown.append(None)
+        else:
+            shown.append(msgs[i].content)
+    # what names the facts: the newest exchange (on a first request, everything is new)
+    start = group_of(msgs, last).start if is_result(msgs[last]) else last
+    got = recall(msgs, shown, max(common, start), budget, counter, policy.recall_share,
+                 policy.fmt)
+    if got is None or win.total() + got[1] - win.tokens[last] > budget:
+        return []
+    win.rewrites[last] = got
+    return [got[2]]
 
 
 def _recognize(previous: ConversationState | None, msgs: list[Message], counter: Tokenizer,
@@ -412,7 +441,7 @@ def _k(tokens: int) -> str:
 
 def _notice(summarized: int, summarized_tokens: int, outlined: list[AuditEntry],
             dropped: list[AuditEntry], truncated: list[AuditEntry], restored: int,
-            budget: int) -> str | None:
+            budget: int, recalled: int = 0) -> str | None:
     """One line for the user when this turn summarized, cut or restored something."""
     did = []
     if summarized:
@@ -428,4 +457,6 @@ def _notice(summarized: int, summarized_tokens: int, outlined: list[AuditEntry],
     parts = [" and ".join(did) + f" to fit {_k(budget)}"] if did else []
     if restored:
         parts.append(f"restored {restored} message{'s' if restored > 1 else ''} whole")
+    if recalled:
+        parts.append("recalled the exact earlier lines the newest message names")
     return "ctxlayer: " + "; ".join(parts) if parts else None

@@ -53,6 +53,9 @@ class PreparePolicy(msgspec.Struct, frozen=True, kw_only=True):
     # once a request passes this share of its budget, the facts of what the next step will
     # summarize are read ahead of need (`warm`), so that step does not read them
     precompact_at: float = 0.7
+    # the exact earlier lines the newest message names, brought back with it, take at most
+    # this share of the budget
+    recall_share: float = 0.03
     fmt: MessageFormat = OPENAI_FORMAT
 
 

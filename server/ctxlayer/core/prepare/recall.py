@@ -1,0 +1,109 @@
+"""Facts that come back, come back: when this turn's new messages name something an earlier
+message said that the result now shows only summarized or outlined (an error, a test, a
+`file:line`, a command, or a path the user or the assistant names), the exact lines of the
+original that hold it are brought back.
+
+Where: appended to the newest message of the request, as a marked note. That message is new
+this turn (never cached), and the note is kept with it as a rewrite, so later turns repeat it
+unchanged: the prefix the provider cached never moves for a recall.
+Bounded: the originals are searched newest first within RECALL_SCAN_CHARS, at most
+RECALL_LINES lines come back, within `recall_share` of the budget.
+Must not: change any message but the newest one, or recall what the result shows already.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import msgspec
+
+from ctxlayer.core.compress.facts import extract_facts
+from ctxlayer.core.text import describe
+from ctxlayer.core.tokens import Tokenizer, message_tokens
+from ctxlayer.protocol import AuditEntry, Message
+
+RECALL_SCAN_CHARS = 200_000
+NAMED_CHARS = 8_000  # of a new message, its head and tail are read for what it names
+RECALL_LINES = 24
+RECALL_MIN_CHARS = 4  # shorter values ("a.c") name too much to look for
+HEADER = "[ctxlayer: earlier lines this names, exact, from messages shown summarized or outlined]"
+REASON = "recalled: this message names facts of earlier messages the result no longer shows"
+
+
+def named(messages: Iterable[Message]) -> list[str]:
+    """The facts this turn names that a later step looks up by their exact text: errors,
+    tests, `file:line` locations and commands anywhere; paths only in the user's or the
+    assistant's own words (a tool output lists paths by the hundred)."""
+    out: list[str] = []
+    for m in messages:
+        text = m.content
+        if len(text) > NAMED_CHARS:  # a long output names what matters at its ends
+            text = text[:NAMED_CHARS // 2] + "\n" + text[-NAMED_CHARS // 2:]
+        f = extract_facts(text)
+        out += [*f.error_codes, *f.tests, *f.line_numbers, *f.commands]
+        if m.role in ("user", "assistant") and m.tool_call_id is None:
+            out += f.paths
+    return [v for v in dict.fromkeys(out) if len(v) >= RECALL_MIN_CHARS]
+
+
+def _lines_with(text: str, value: str, room: int) -> list[str]:
+    lines = text.split("\n")
+    hits = [k for k, line in enumerate(lines) if value in line][:3]
+    out: list[str] = []
+    for k in hits:
+        for j in range(max(0, k - 1), min(len(lines), k + 2)):
+            if len(out) >= room:
+                return out
+            out.append(lines[j])
+    return out
+
+
+def recall(messages: list[Message], shown: list[str | None], new_from: int, budget: int,
+           counter: Tokenizer, share: float, fmt) -> tuple[str, int, AuditEntry] | None:
+    """A rewrite of the newest message (its text with the recalled lines appended, its
+    tokens, the audit entry), or None when it names nothing the result lost. ``shown``: for
+    each earlier message, the text the result shows for it (None when only a summary stands
+    for it: a ledger that lists a name does not show the line it was on); ``new_from``: the
+    first message that is new this turn."""
+    last = len(messages) - 1
+    if new_from > last or messages[last].role == "system":
+        return None
+    wanted = named(messages[max(new_from, 0):])
+    if not wanted:
+        return None
+    seen = "\n".join(s for s in shown if s is not None)
+    lost = [v for v in wanted if v not in seen]
+    notes: list[str] = []
+    lines_left, scanned = RECALL_LINES, 0
+    for i in range(min(last, len(shown)) - 1, -1, -1):
+        if not lost or lines_left <= 0 or scanned > RECALL_SCAN_CHARS:
+            break
+        original = messages[i].content
+        scanned += len(original)
+        if shown[i] is original:
+            continue
+        for value in [v for v in lost if v in original]:
+            got = _lines_with(original, value, lines_left)
+            if got:
+                notes.append(f"from {messages[i].id or f'message {i}'} ({value}):\n"
+                             + "\n".join(got))
+                lines_left -= len(got)
+                lost.remove(value)
+    if not notes:
+        return None
+    note = HEADER + "\n" + "\n\n".join(notes)
+    cap = int(budget * share)
+    if counter.count(note) > cap:  # whole excerpts, newest first, within the share
+        while notes and counter.count(HEADER + "\n" + "\n\n".join(notes)) > cap:
+            notes.pop()
+        if not notes:
+            return None
+        note = HEADER + "\n" + "\n\n".join(notes)
+    m = messages[last]
+    text = f"{m.content}\n\n{note}" if m.content else note
+    tokens = message_tokens(msgspec.structs.replace(m, content=text), counter, fmt)
+    before = message_tokens(m, counter, fmt)
+    entry = AuditEntry(action="restored", reason=REASON, summary=describe(m),
+                       tokens_before=before, tokens_after=tokens, message_id=m.id or f"#{last}",
+                       index=last)
+    return text, tokens, entry
