@@ -102,3 +102,17 @@ async def test_a_session_change_of_another_chat_does_not_take_the_status_bar(cal
     assert [b.live for b in heard] == [False]
     await assemble(caller, protocol.AssembleParams(session_id="b", budget=3000))
     assert heard[-1].live and heard[-1].session_id == "b"
+
+
+async def test_the_page_of_a_live_chat_shows_what_its_last_request_sent(caller):
+    from ctxlayer.state.requests.inspect import inspect
+
+    messages = [{"role": "system", "content": "You are careful."}, *history(40),
+                {"role": "user", "content": "Which rounding rule did we settle on, finally?"}]
+    result = await chats.prepare(caller, protocol.PrepareParams(
+        format="ctxlayer", request={"messages": messages}, budget=3000, context_window=4096))
+    html = (await inspect(caller, protocol.InspectParams(session_id=result.session_id))).html
+    assert f"prepare chat {result.conversation_id}" in html
+    assert "Which rounding rule did we settle on, finally?" in html
+    assert "history 0" not in html  # the chat's own history, not its empty session's
+    assert "4,096" in html or "4096" in html  # the window the chat was given

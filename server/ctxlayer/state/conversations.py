@@ -336,6 +336,10 @@ class Conversations:
                                f"conversation {conv.conversation_id!r}", field="messageId")
         conv.restored.add(message_id)
 
+    def of_session(self, workspace: str, session_id: str) -> Conversation:
+        """The live conversation backed by that session (ctx/inspect shows its last turn)."""
+        return self._find(workspace, None, session_id)
+
     def has_session(self, workspace: str, session_id: str) -> bool:
         """Whether a live conversation of this workspace is backed by that session."""
         return any(ws == workspace and c.session_id == session_id
