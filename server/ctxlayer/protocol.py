@@ -121,6 +121,14 @@ class Budget(Wire):
     source: Source | None = None
     #: tokens of the last request that the provider read from its cache (its usage report)
     cached_tokens: int | None = None
+    #: the model's whole context window (the budget is what of it the prompt may use)
+    window: int | None = None
+    #: the last request of this chat summarized older turns; `notice` says so in one line
+    compacted: bool | None = None
+    notice: str | None = None
+    #: true when this is the workspace's live chat (the one that last sent a request): status
+    #: bars follow these budgets and only these; a re-measure of that chat keeps it true
+    live: bool | None = None
 
 
 # --- ctx/segment ----------------------------------------------------------------------------
@@ -347,6 +355,8 @@ class AssembleResult(Wire):
     mode_suggestion: ModeSuggestion | None = None
     cache_reuse_tokens: int | None = None
     system: Any = None  # format anthropic: the system blocks (messages hold no system turn)
+    #: one line for the user when this assembly summarized, cut or shortened something
+    notice: str | None = None
 
 
 class SessionCompactParams(Wire):

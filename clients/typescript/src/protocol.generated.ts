@@ -90,6 +90,10 @@ export interface Budget {
   conversationId?: string | null;
   source?: ("gateway" | "prepare" | "session") | null;
   cachedTokens?: number | null;
+  window?: number | null;
+  compacted?: boolean | null;
+  notice?: string | null;
+  live?: boolean | null;
 }
 export interface ByLayer {
   system?: number;
@@ -279,6 +283,7 @@ export interface AssembleResult {
   system?: {
     [k: string]: unknown | undefined;
   };
+  notice?: string | null;
 }
 export interface AssembleTokens {
   total: number;

@@ -35,6 +35,7 @@ H.run(function()
   vim.cmd.edit("README.md")
   local client = H.client()
   H.must(client ~= nil, "the daemon started")
+  local status = require("ctxlayer.status")
   local workspace_figure = H.wait_figure()
   H.must(workspace_figure ~= nil, "before any chat, the status line shows the workspace figure")
   H.must(require("ctxlayer.client").supports(client, "ctx/prepare"), "the daemon has ctx/prepare")
@@ -53,7 +54,6 @@ H.run(function()
   H.ok(live.limit > live.used, "against the chat's limit", vim.inspect(live))
   H.ok(ctxlayer.statusline() ~= workspace_figure, "not the workspace figure", ctxlayer.statusline())
   H.ok(ctxlayer.statusline({ highlight = true }):match("^%%#Ctxlayer%a+#ctx chat ") ~= nil, "drawn in a ctxlayer colour")
-  local status = require("ctxlayer.status")
   H.eq(status.extras({ cached = 4100, band = 0.021 }), " (4.1k cached, ±2%)", "cached tokens and the error band read after the figure")
   H.eq(status.extras({ cached = 0, band = 0.004 }), "", "nothing to add when neither is known")
 
@@ -72,16 +72,23 @@ H.run(function()
   local why, cuts = H.why(long.conversationId)
   H.ok(#cuts > 0 and why[2]:find("): ", 1, true) ~= nil, "each with what it was and why", table.concat(why, "\n"))
 
-  local summarized = vim.tbl_filter(function(l)
-    return l:match("^%- summarized ") ~= nil
-  end, why)
-  local notice = H.wait(function()
-    return H.note("^ctxlayer: chat .- compacted: %d+ messages? %([%d.]+k? tokens%) summarized")
-  end, #summarized > 0 and H.TIMEOUT or 2000)
-  H.eq(notice ~= nil, #summarized > 0, "a compaction notice exactly when the turn summarized something")
-  H.eq(long.compacted, #summarized > 0, "which is when ctx/prepare says it compacted")
+  -- The compaction notice is the daemon's own line, sent with that request's budget: shown
+  -- once, with one "ctxlayer:" prefix, and no ctx/why asked to find out.
+  H.must(long.notice ~= nil and long.notice ~= vim.NIL, "the long turn cut or summarized something", vim.inspect(long))
+  local shown_notice = H.wait(function()
+    return H.note("^" .. vim.pesc(long.notice) .. "$")
+  end)
+  H.ok(shown_notice ~= nil, "the daemon's notice is shown as it came", long.notice)
+  H.ok(not long.notice:find("ctxlayer: ctxlayer:", 1, true), "with one prefix", long.notice)
+  local asked = {}
+  local rpc = require("ctxlayer.client")
+  local request = rpc.request
+  rpc.request = function(c, method, ...)
+    table.insert(asked, method)
+    return request(c, method, ...)
+  end
 
-  -- The same chat again, one turn longer: an earlier summary is not announced twice.
+  -- The same chat again, one turn longer: a turn that summarizes nothing new says nothing.
   local again_messages = chat(30, "You are a build assistant.")
   table.insert(again_messages, { role = "assistant", content = "Job 2903 was the slowest." })
   table.insert(again_messages, { role = "user", content = "Thanks. Which host ran it?" })
@@ -93,24 +100,51 @@ H.run(function()
     local b = ctxlayer.budget()
     return b and b.used == again.tokens
   end)
-  -- ctx/prepare's `compacted` says a summary stands in; a new step shows as summarized
-  -- entries the first turn did not have.
-  vim.cmd("Ctxlayer why")
-  local why2 = H.wait(function()
-    local lines = H.buffer_lines("ctxlayer://why")
-    return lines and not vim.deep_equal(lines, why) and lines
-  end, 3000) or why
-  local before = {}
-  for _, l in ipairs(summarized) do
-    before[l] = true
+  local notices = vim.tbl_filter(function(n)
+    return n.msg:match("^ctxlayer: [a-z]") and not n.msg:match("^ctxlayer: ctx ")
+  end, H.notes)
+  H.eq(#notices, (again.notice ~= nil and again.notice ~= vim.NIL) and 1 or 0, "a notice exactly when the daemon sent one")
+  H.eq(vim.tbl_filter(function(m) return m == "ctx/why" end, asked), {}, "no ctx/why asked after the budget updates")
+  rpc.request = request
+
+  -- A file created during the chat: the workspace is re-measured, the status line stays on
+  -- the chat (the daemon keeps the live chat's identity; a prepared chat carries no workspace).
+  local on_chat = ctxlayer.statusline()
+  local version = (status.get(client.id).segment or {}).version or 0
+  H.write_file("NOTES.md", { "# Notes", "", "A file created while the chat is live." })
+  H.ok(H.wait(function()
+    local seg = (status.get(client.id) or {}).segment
+    return seg and (seg.version or 0) > version
+  end), "the workspace segment changed")
+  local b = ctxlayer.budget()
+  H.ok(b and b.conversation == again.conversationId, "the status line is still on the chat", vim.inspect(b))
+  H.eq(ctxlayer.statusline(), on_chat, "with the chat's figure")
+
+  -- :Ctxlayer status: the live chat's figure, its layers and its window; :Ctxlayer inspect
+  -- opens the page of that chat's session; :Ctxlayer mode says the chat is not affected.
+  H.clear_notes()
+  vim.cmd("Ctxlayer status")
+  local st = H.note("^ctxlayer: ctx chat ")
+  local st_text = st and st.msg or ""
+  H.ok(st_text:find("used " .. again.tokens .. " of ", 1, true) ~= nil, ":Ctxlayer status shows the chat's use", st_text)
+  H.ok(st_text:find("session chat-", 1, true) ~= nil, "and the chat's session", st_text)
+  H.ok(st_text:find("model window 128k tokens", 1, true) ~= nil, "and the model's window", st_text)
+  local opened = {}
+  require("ctxlayer.config").current.open = function(path)
+    table.insert(opened, path)
   end
-  local new_steps = vim.tbl_filter(function(l)
-    return l:match("^%- summarized ") ~= nil and not before[l]
-  end, why2)
-  local renotice = H.wait(function()
-    return H.note("compacted:")
-  end, #new_steps > 0 and H.TIMEOUT or 2000)
-  H.eq(renotice ~= nil, #new_steps > 0, "a notice only for a new compaction step, not for the summary kept from before")
+  vim.cmd("Ctxlayer inspect")
+  local page = #opened == 1 and table.concat(vim.fn.readfile(opened[1]), "\n") or ""
+  H.ok(page:find("Job 2903 was the slowest.", 1, true) ~= nil, ":Ctxlayer inspect opens the live chat's page", #page)
+  if require("ctxlayer.client").supports(client, "ctx/session/setMode") then
+    H.clear_notes()
+    vim.cmd("Ctxlayer mode short")
+    local moded = H.wait(function()
+      return H.note("^ctxlayer: mode short for session ")
+    end)
+    H.ok(moded and moded.msg:find("the live chat " .. again.conversationId .. " is not affected", 1, true) ~= nil,
+      ":Ctxlayer mode says which session it changed, not the chat's figure", moded and moded.msg)
+  end
 
   -- :Ctxlayer chats lists both, the live one marked; picking the first makes it live.
   vim.cmd("Ctxlayer chats")

@@ -36,11 +36,8 @@ export function createApi(controller: BudgetController): CtxlayerApi {
     assemble: (params) => controller.assemble(params),
     trim: (params) => controller.trim(params),
     count: (params) => controller.count(params),
-    prepare: async (params) => {
-      const result = await controller.requireClient().prepare(params);
-      void controller.followPrepared(result).catch(() => undefined);
-      return result;
-    },
+    // the daemon publishes the prepared chat's budget (marked live): the status bar follows it
+    prepare: (params) => controller.requireClient().prepare(params),
     onBudgetChanged: (listener) => controller.onBudgetChanged(listener),
     get budget() {
       return controller.budget;

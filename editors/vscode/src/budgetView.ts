@@ -24,17 +24,12 @@ function trimZero(s: string): string {
   return s.replace(/\.0+$/, "").replace(/(\.\d*?)0+$/, "$1");
 }
 
-/** Percentage of the limit in use, from the counts themselves (0 when there is no limit). */
-export function percentOf(budget: Pick<Budget, "used" | "limit">): number {
-  return budget.limit > 0 ? (100 * budget.used) / budget.limit : 0;
-}
-
 export function statusText(budget: Budget): string {
-  return `ctx ${compact(budget.used)} / ${compact(budget.limit)} (${Math.round(percentOf(budget))}%)`;
+  return `ctx ${compact(budget.used)} / ${compact(budget.limit)} (${Math.round(budget.percent)}%)`;
 }
 
 export function severity(budget: Budget): Severity {
-  const p = percentOf(budget);
+  const p = budget.percent; // the daemon's: the editor computes no percentages
   if (p >= ERROR_PERCENT) return "error";
   if (p >= WARNING_PERCENT) return "warning";
   return "ok";

@@ -3,7 +3,7 @@
  * prompt, Restart, Show logs. Each failure ends in one message that says what to do.
  */
 import type { ModeInfo } from "@ctxlayer/client";
-import type { BudgetController } from "./controller";
+import type { BudgetController, LiveChat } from "./controller";
 import { errorText } from "./errors";
 import * as api from "./vscodeapi";
 
@@ -48,10 +48,38 @@ async function guarded(deps: CommandDeps, what: string, body: () => Promise<unkn
   }
 }
 
-export async function showContext(deps: CommandDeps): Promise<void> {
+/** The open inspector tabs, one per chat (key: conversation, else session, else workspace). */
+const panels = new Map<string, api.InspectorPanel>();
+
+function chatKey(chat: LiveChat | undefined): string {
+  return chat ? chat.conversationId || chat.sessionId || "workspace" : "workspace";
+}
+
+/** Open (or bring forward) the inspector tab of `chat` (default: the live chat). */
+export async function showContext(deps: CommandDeps, chat?: LiveChat): Promise<void> {
   await guarded(deps, "Show context", async () => {
-    const html = await deps.controller.inspectorHtml();
-    const panel = api.createInspectorPanel("ctxlayer context");
+    const target = chat ?? deps.controller.live;
+    const key = chatKey(target);
+    const html = await deps.controller.inspectorHtml(target);
+    let panel = panels.get(key);
+    if (panel) {
+      panel.reveal();
+    } else {
+      panel = api.createInspectorPanel(target ? `ctxlayer · chat ${key.slice(0, 12)}` : "ctxlayer context");
+      panels.set(key, panel);
+      const subscription = deps.controller.onLive((live) => {
+        // the tab refreshes while open, when its chat's figures change
+        if (chatKey(live) !== key) return;
+        deps.controller.inspectorHtml(live).then(
+          (fresh) => panel && (panel.webview.html = fresh),
+          (err) => deps.log.warn(`inspector refresh: ${errorText(err)}`),
+        );
+      });
+      panel.onDidDispose(() => {
+        subscription.dispose();
+        panels.delete(key);
+      });
+    }
     panel.webview.html = html;
   });
 }
@@ -100,9 +128,10 @@ export async function copyAssembled(deps: CommandDeps): Promise<void> {
 }
 
 /** Say that a chat's older turns were summarized; the button opens the inspector on it. */
-export async function compactionNotice(deps: CommandDeps, text: string): Promise<void> {
-  const choice = await api.showInfoWith(`ctxlayer: ${text}`, "Show context");
-  if (choice === "Show context") await showContext(deps);
+export async function compactionNotice(deps: CommandDeps, text: string, chat?: LiveChat): Promise<void> {
+  // the daemon's line already says "ctxlayer: ..."
+  const choice = await api.showInfoWith(text, "Show context");
+  if (choice === "Show context") await showContext(deps, chat);
 }
 
 export function register(deps: CommandDeps): api.Disposable[] {

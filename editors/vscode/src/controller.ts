@@ -15,7 +15,6 @@ import type {
   Disposable,
   Message,
   ModeSuggestion,
-  PrepareResult,
   ServerAnnouncement,
   TrimParams,
   TrimResult,
@@ -44,6 +43,7 @@ export interface ControllerSettings {
 }
 
 type Listener = (budget: Budget) => void;
+type NoticeListener = (chat: LiveChat, notice: string) => void;
 
 export class BudgetController {
   private client: CtxlayerClient | undefined;
@@ -58,8 +58,8 @@ export class BudgetController {
   live: LiveChat | undefined;
   /** What the daemon announced at initialize (modes, defaults, gateway), when it did. */
   announcement: Partial<ServerAnnouncement> = {};
-  /** Sessions of @ctxlayer chats: their budgets are live chats too. */
-  private chatSessions = new Set<string>();
+  private noticeListeners = new Set<NoticeListener>();
+  private liveListeners = new Set<(chat: LiveChat) => void>();
 
   constructor(
     private readonly sink: BudgetSink,
@@ -100,16 +100,20 @@ export class BudgetController {
     this.sessionId = undefined;
     this.subscriptions.push(
       client.onBudgetChanged((b) => {
-        if (b.conversationId) {
-          this.showLive({
-            conversationId: b.conversationId,
+        if (b.live && b.sessionId === this.sessionId && !b.conversationId) {
+          this.publish(b); // our own workspace session (Copy assembled prompt): its figure
+        } else if (b.live) {
+          // the daemon says which chat is live (the one that last sent a request) and keeps
+          // that identity when a file event re-measures it: the status bar just follows
+          const chat = {
+            conversationId: b.conversationId ?? b.sessionId ?? "",
             sessionId: b.sessionId ?? undefined,
-            source: b.source ?? "gateway",
+            source: b.source ?? "session",
             budget: b,
-          });
-        } else if (b.sessionId && this.chatSessions.has(b.sessionId)) {
-          this.showLive({ conversationId: b.sessionId, sessionId: b.sessionId, source: "session", budget: b });
-        } else if (!this.sessionId || !b.sessionId || b.sessionId === this.sessionId) {
+          };
+          this.showLive(chat);
+          if (b.notice) for (const l of this.noticeListeners) l(chat, b.notice);
+        } else if (!b.conversationId && (!b.sessionId || b.sessionId === this.sessionId)) {
           this.publish(b);
         }
       }),
@@ -124,10 +128,9 @@ export class BudgetController {
         mode: this.settings.mode,
         budget: this.settings.budget ?? undefined,
       });
+      // ctx/session/budget measures it against the workspace (no assembly: an assembly is a
+      // request, which would make the workspace session the daemon's live chat)
       this.sessionId = opened.sessionId;
-      // measure the session against the current workspace segment (a fresh session's budget
-      // holds no system layers until its first assembly or segment change)
-      if (this.methods.has("ctx/assemble")) await this.assemble().catch(() => undefined);
     }
     await this.refresh();
   }
@@ -146,32 +149,19 @@ export class BudgetController {
   private showLive(chat: LiveChat): void {
     this.live = chat;
     this.sink.showLive(chat);
+    for (const l of this.liveListeners) l(chat);
   }
 
-  /** A @ctxlayer chat sent a turn: follow its session on the status bar. */
-  async followChat(sessionId: string): Promise<void> {
-    this.chatSessions.add(sessionId);
-    const budget = await this.need().sessionBudget(sessionId);
-    this.showLive({ conversationId: sessionId, sessionId, source: "session", budget });
+  /** Every budget of the live chat (a request, a re-measure): the inspector tabs refresh. */
+  onLive(listener: (chat: LiveChat) => void): Disposable {
+    this.liveListeners.add(listener);
+    return { dispose: () => this.liveListeners.delete(listener) };
   }
 
-  /** A ctxlayer model's request was fitted: follow its conversation on the status bar. */
-  async followPrepared(result: PrepareResult): Promise<void> {
-    // the session's layers, with the figures of this very request
-    const budget = await this.need().sessionBudget(result.sessionId);
-    this.showLive({
-      conversationId: result.conversationId,
-      sessionId: result.sessionId,
-      source: "prepare",
-      budget: {
-        ...budget,
-        used: result.tokens,
-        limit: result.budget,
-        percent: result.budget > 0 ? result.tokens / result.budget : 0,
-        conversationId: result.conversationId,
-        source: "prepare",
-      },
-    });
+  /** The daemon's notice of a live chat's request (what it summarized or cut), once each. */
+  onNotice(listener: NoticeListener): Disposable {
+    this.noticeListeners.add(listener);
+    return { dispose: () => this.noticeListeners.delete(listener) };
   }
 
   onBudgetChanged(listener: Listener): Disposable {
@@ -183,9 +173,11 @@ export class BudgetController {
   async refresh(): Promise<Budget | undefined> {
     const client = this.need();
     try {
-      const budget = this.sessionId
-        ? await client.sessionBudget(this.sessionId)
-        : await this.fallbackBudget(client);
+      if (!this.sessionId) {
+        // a daemon older than ctx/session/*: its figures would not be the chat's
+        throw new Error("this ctxlayer daemon has no sessions (ctx/session/open): update it");
+      }
+      const budget = await client.sessionBudget(this.sessionId);
       this.publish(budget);
       return budget;
     } catch (err) {
@@ -193,31 +185,6 @@ export class BudgetController {
       this.sink.showProblem("ctx error", text);
       throw err;
     }
-  }
-
-  /** Before sessions: system prompt (with the workspace segment) plus the last trim. */
-  private async fallbackBudget(client: CtxlayerClient): Promise<Budget> {
-    const model = this.settings.model;
-    const [segment, prompt] = await Promise.all([
-      client.segment(),
-      client.systemPrompt({ model }),
-    ]);
-    const fit = await client.trim({
-      model,
-      messages: prompt.messages,
-      budget: this.settings.budget ?? undefined,
-    });
-    const history = this.lastTrim?.result.tokens ?? 0;
-    const system = Math.max(0, fit.tokens - segment.tokens);
-    const limit = this.settings.budget ?? this.lastTrim?.result.budget ?? fit.budget;
-    const used = fit.tokens + history;
-    return {
-      used,
-      limit,
-      percent: limit > 0 ? used / limit : 0,
-      byLayer: { system, workspace: segment.tokens, rules: 0, working: 0, history },
-      model,
-    };
   }
 
   private publish(budget: Budget): void {
@@ -273,9 +240,9 @@ export class BudgetController {
   }
 
   /** The inspector page for the live chat, else the session, else the last trimmed conversation. */
-  async inspectorHtml(): Promise<string> {
+  async inspectorHtml(chat: LiveChat | undefined = this.live): Promise<string> {
     const client = this.need();
-    const live = this.live && (this.live.sessionId ?? (await this.sessionOfConversation(this.live.conversationId)));
+    const live = chat && (chat.sessionId ?? (await this.sessionOfConversation(chat.conversationId)));
     if (live) return (await client.inspect({ sessionId: live })).html;
     if (this.sessionId) return (await client.inspect({ sessionId: this.sessionId })).html;
     const messages =

@@ -50,25 +50,21 @@ export async function activate(context: api.ExtensionContext): Promise<CtxlayerA
   const models = new CtxlayerModels({
     client,
     log,
-    onPrepared: (result, modelName) => {
-      controller.followPrepared(result).catch((err) => log.warn(`live chat: ${errorText(err)}`));
-      if (result.compacted) {
-        void commands.compactionNotice(
-          deps,
-          result.notice ?? `older turns of the chat with ${modelName} were summarized`,
-        );
-      }
-    },
+    // the status bar and the notice follow the daemon's ctx/budgetChanged of the chat
+    onPrepared: () => undefined,
   });
   const participant = new CtxlayerParticipant({
     client,
     log,
     modes: () => controller.modes,
-    onTurn: (sessionId) => {
-      controller.followChat(sessionId).catch((err) => log.warn(`live chat: ${errorText(err)}`));
-    },
+    onTurn: () => undefined, // the daemon publishes the assembled chat's budget, marked live
+  });
+  // the compaction notice comes once, from the daemon (a @ctxlayer chat says it in the chat)
+  const notices = controller.onNotice((chat, text) => {
+    if (chat.source !== "session") void commands.compactionNotice(deps, text, chat);
   });
   context.subscriptions.push(
+    notices,
     log,
     status,
     ...commands.register(deps),

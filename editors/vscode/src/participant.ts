@@ -146,18 +146,9 @@ export function whyMarkdown(entries: readonly AuditEntry[], messageId?: string):
   ].join("\n");
 }
 
-/** The notice shown in the chat when the assembly summarized or cut something. */
+/** The notice shown in the chat when the assembly summarized or cut something: the daemon's. */
 export function notice(result: AssembleResult): string | undefined {
-  const cut = result.dropped.length + result.truncated.length;
-  if (!result.compacted && cut === 0) return undefined;
-  const parts: string[] = [];
-  if (result.compacted) parts.push("older turns were summarized");
-  if (result.dropped.length) parts.push(`${result.dropped.length} dropped`);
-  if (result.truncated.length) parts.push(`${result.truncated.length} shortened`);
-  return (
-    `> ctxlayer: ${parts.join(", ")} to fit ${result.tokens.total.toLocaleString("en-US")} / ` +
-    `${result.budget.toLocaleString("en-US")} tokens (\`/why\` says what and why).\n\n`
-  );
+  return result.notice ? `> ${result.notice} (\`/why\` says what and why).\n\n` : undefined;
 }
 
 export class CtxlayerParticipant {
@@ -357,9 +348,10 @@ export class CtxlayerParticipant {
     });
     const m = modes[name]!;
     stream.markdown(
+      // one budget in the sentence: the chat's (the mode's cap only bounds the shares)
       `Mode **${name}**: rules up to ${Math.round(m.rulesShare * 100)}% and working memory up to ` +
-        `${Math.round(m.workingShare * 100)}% of ${m.cap.toLocaleString("en-US")} tokens. ` +
-        `The chat now uses ${budget.used.toLocaleString("en-US")} of ${budget.limit.toLocaleString("en-US")}.`,
+        `${Math.round(m.workingShare * 100)}% of this chat's budget. ` +
+        `The chat now uses ${budget.used.toLocaleString("en-US")} of ${budget.limit.toLocaleString("en-US")} tokens.`,
     );
     this.hooks.onTurn(sessionId);
   }

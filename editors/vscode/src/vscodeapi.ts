@@ -105,6 +105,8 @@ export function openExternal(url: string): Thenable<boolean> {
   return vscode.env.openExternal(vscode.Uri.parse(url));
 }
 
+export type InspectorPanel = Pick<vscode.WebviewPanel, "webview" | "reveal" | "onDidDispose">;
+
 export function createInspectorPanel(title: string): vscode.WebviewPanel {
   return vscode.window.createWebviewPanel("ctxlayer.inspector", title, vscode.ViewColumn.Active, {
     enableScripts: true,

@@ -80,6 +80,7 @@ class Conversation:
         self.dropped = 0
         self.updated_at = ""
         self.cached_tokens: int | None = None
+        self.window: int | None = None  # the model's whole context window (Budget.window)
         self.bias = 1.0  # billed / counted, from the session's calibration
         self.extra_audit: list[protocol.AuditEntry] = []  # the codec's repairs of the last turn
         self.session_open = False
@@ -94,8 +95,8 @@ class Conversation:
         """A copy under another id, for the chain this one is about to leave behind."""
         other = Conversation(self.workspace, conversation_id, self.model, self.source)
         for name in ("state", "budget", "tokens", "system_tokens", "cache_reuse", "dropped",
-                     "updated_at", "cached_tokens", "bias", "native_count", "tools_tokens",
-                     "chain", "family", "turn"):
+                     "updated_at", "cached_tokens", "window", "bias", "native_count",
+                     "tools_tokens", "chain", "family", "turn"):
             setattr(other, name, getattr(self, name))
         other.restored = set(self.restored)
         other.extra_audit = list(self.extra_audit)
@@ -117,7 +118,7 @@ class Conversation:
                                       history=max(0, self.tokens - self.system_tokens)),
             model=self.model, session_id=self.session_id, next_compaction_at=self.budget,
             conversation_id=self.conversation_id, source=self.source,
-            cached_tokens=self.cached_tokens)
+            cached_tokens=self.cached_tokens, window=self.window)
 
 
 class Conversations:
@@ -199,6 +200,7 @@ class Conversations:
         elif conv.model != model:  # another tokenizer: nothing counted before holds
             conv.model, conv.state, conv.kept = model, None, None
         conv.source = source
+        conv.window = p.context_window or _model_window(model)
         budget = nominal if conv.bias <= 1.0 else max(1, int(nominal / conv.bias))
         previous, restored, kept = conv.state, frozenset(conv.restored), conv.kept
         # a request whose history the provider keeps goes as it came: only counted
@@ -244,7 +246,8 @@ class Conversations:
         fresh = [*turn.dropped, *turn.truncated, *turn.restored, *encoded.audit]
         if fresh:  # the audit log grows only when a turn did something
             await state.work(state.sessions.record_audit, workspace, conv.session_id, fresh)
-        state.events.budget(workspace, conv.budget_report())
+        state.events.budget(workspace, msgspec.structs.replace(
+            conv.budget_report(), compacted=turn.compacted, notice=turn.notice), request=True)
         return protocol.PrepareResult(
             request=encoded.payload, conversation_id=cid, session_id=conv.session_id,
             tokens=conv.tokens, budget=budget,
@@ -381,6 +384,10 @@ class Conversations:
                                f"conversation {conv.conversation_id!r}", field="messageId")
         conv.restored.add(message_id)
 
+    def of_session(self, workspace: str, session_id: str) -> Conversation:
+        """The live conversation backed by that session (ctx/inspect shows its last turn)."""
+        return self._find(workspace, None, session_id)
+
     def has_session(self, workspace: str, session_id: str) -> bool:
         """Whether a live conversation of this workspace is backed by that session."""
         return any(ws == workspace and c.session_id == session_id
@@ -477,6 +484,11 @@ def _tools_tokens(request: dict, counter) -> int:
     if not tools:
         return 0
     return counter.count(msgspec.json.encode(tools).decode())
+
+
+def _model_window(model: str) -> int:
+    from ctxlayer.tokenizers import model_info
+    return model_info(model).context_window
 
 
 def _window_budget(model: str, window: int, reserve: int | None) -> int:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+import msgspec
+
 from ctxlayer.protocol import Budget
 
 log = logging.getLogger(__name__)
@@ -22,16 +24,44 @@ class Events:
     def __init__(self) -> None:
         self.budget_listeners: list[BudgetListener] = []
         self.message_listeners: list[MessageListener] = []
+        #: workspace -> (conversation id, session id, source) of the chat that last sent a
+        #: request there: the one the status bars follow
+        self.live: dict[str, tuple[str | None, str | None, str | None]] = {}
 
-    def budget(self, workspace: str, budget: Budget, caller: object = None) -> None:
+    def budget(self, workspace: str, budget: Budget, caller: object = None, *,
+               request: bool = False) -> Budget:
         """A budget changed. A session's concerns the caller that changed it (`caller`); a live
         chat's (prepare, the gateway) every editor of the workspace (`caller` None), since
-        their status bars show the chat that last went through."""
+        their status bars show the chat that last went through. `request`: a chat sent a
+        request (a prepared turn, an assembly), so it becomes the workspace's live chat.
+        Returns the budget as the listeners got it (`live` set)."""
+        budget = self.stamped(workspace, budget, request)
+        if budget.live:
+            caller = None  # every editor of the workspace follows the live chat
         for listener in list(self.budget_listeners):
             try:
                 listener(workspace, budget, caller)
             except Exception:
                 log.exception("a budget listener failed")
+        return budget
+
+    def stamped(self, workspace: str, budget: Budget, request: bool) -> Budget:
+        """The budget with `live` set, and the live chat's identity kept when something else
+        than a request re-measured that chat (a file event re-measures its session)."""
+        if request:
+            self.live[workspace] = (budget.conversation_id, budget.session_id, budget.source)
+            return msgspec.structs.replace(budget, live=True)
+        cid, sid, source = self.live.get(workspace, (None, None, None))
+        same = (budget.conversation_id == cid if budget.conversation_id is not None
+                else sid is not None and budget.session_id == sid)
+        if not same:
+            return msgspec.structs.replace(budget, live=False)
+        return msgspec.structs.replace(budget, live=True, conversation_id=cid,
+                                       source=budget.source or source)
+
+    def live_chat(self, workspace: str) -> tuple[str | None, str | None, str | None] | None:
+        """(conversation id, session id, source) of the workspace's live chat, if any."""
+        return self.live.get(workspace)
 
     def message(self, workspace: str, level: str, text: str) -> None:
         """Something the user should read (a recovered database, a config change)."""

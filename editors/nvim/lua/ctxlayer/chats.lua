@@ -1,78 +1,46 @@
 --- ctxlayer.chats: the live chats, those whose requests go through the daemon (its HTTP
 --- gateway or ctx/prepare), as the status line, `:Ctxlayer chats` and `:Ctxlayer why` see them.
 ---
---- Owns what a chat's ctx/budgetChanged does (it becomes the live chat of the status line), the
---- compaction notice, and the lines of the chats and why views. The compaction signal: after
---- each chat budget, the plugin asks ctx/why for that conversation's last result; when it holds
---- "summarized" entries that this conversation did not have before, one line is notified. (The
---- daemon keeps an earlier summary in later results, so only new entries mean a new step.)
+--- Owns what a chat's ctx/budgetChanged does (the daemon marks the live chat's, which becomes
+--- the status line's), the compaction notice (the daemon's own line, sent with the budget of
+--- the request that compacted), and the lines of the chats and why views.
 --- It never counts anything itself and keeps its state in status.lua's per-client table.
 
 local status = require("ctxlayer.status")
 
 local M = {}
 
-local function client_of(client_id)
-  return vim.lsp.get_client_by_id(client_id)
+--- The key of a live chat: its conversation, else (an assembled session) its session.
+function M.key(budget)
+  local cid = budget.conversationId
+  return (cid ~= nil and cid ~= vim.NIL) and cid or budget.sessionId
 end
 
-local function short(id)
-  id = tostring(id or "?")
-  return #id > 16 and (id:sub(1, 16) .. "…") or id
-end
-
---- The key of a summarized entry, stable across turns of a chat that resends its history.
-local function entry_key(e)
-  local id = e.messageId ~= vim.NIL and e.messageId or nil
-  local index = e.index ~= vim.NIL and e.index or nil
-  return tostring(id or index or "") .. "|" .. tostring(e.summary or "")
-end
-
---- Notify once per compaction step: the summarized entries not seen before in this chat.
-local function notice_compaction(client_id, conversation, entries)
+--- ctx/budgetChanged of a chat that is not the live one: kept for `:Ctxlayer chats`.
+function M.remember(client_id, budget)
   local state = status.get(client_id)
-  if not state then
-    return
-  end
-  state.summarized = state.summarized or {}
-  local seen = state.summarized[conversation] or {}
-  state.summarized[conversation] = seen
-  local new, tokens = 0, 0
-  for _, e in ipairs(entries) do
-    if e.action == "summarized" then
-      local key = entry_key(e)
-      if not seen[key] then
-        seen[key] = true
-        new = new + 1
-        tokens = tokens + (e.tokensBefore or 0)
-      end
-    end
-  end
-  if new > 0 then
-    vim.notify(("ctxlayer: chat %s compacted: %d message%s (%s tokens) summarized"):format(
-      short(conversation), new, new == 1 and "" or "s", status.human(tokens)
-    ), vim.log.levels.INFO)
+  if state then
+    local chats = state.chats or {}
+    chats[M.key(budget)] = budget
+    status.update(client_id, { chats = chats })
   end
 end
 
---- ctx/budgetChanged for a conversation: it is now the live chat; then look at what its last
---- turn summarized, for the compaction notice.
+--- ctx/budgetChanged of the live chat: it is the status line's chat; when its request
+--- summarized or cut something, the daemon's notice is shown once (a re-measure of the
+--- chat carries no notice).
 function M.on_budget(client_id, budget)
   local state = status.get(client_id)
   if not state then
     return
   end
   local chats = state.chats or {}
-  chats[budget.conversationId] = budget
+  chats[M.key(budget)] = budget
   status.update(client_id, { chat = budget, chats = chats })
-  local c = client_of(client_id)
-  local client = require("ctxlayer.client")
-  if not c or not client.supports(c, "ctx/why") or not require("ctxlayer.config").current.notify_compaction then
-    return
+  local notice = budget.notice ~= vim.NIL and budget.notice or nil
+  if notice and require("ctxlayer.config").current.notify_compaction then
+    vim.notify(notice, vim.log.levels.INFO)
   end
-  client.request(c, "ctx/why", { conversationId = budget.conversationId }, function(result)
-    notice_compaction(client_id, budget.conversationId, result.entries or {})
-  end, function() end)
 end
 
 --- A ConversationInfo of ctx/conversations as the Budget-like figure the status line shows.
@@ -159,8 +127,11 @@ end
 
 --- The params of ctx/why for the live chat, else the workspace's session: params, label.
 function M.why_target(state)
-  if state.chat then
-    return { conversationId = state.chat.conversationId }, "chat " .. state.chat.conversationId
+  local chat = state.chat
+  if chat and chat.conversationId and chat.conversationId ~= vim.NIL then
+    return { conversationId = chat.conversationId }, "chat " .. chat.conversationId
+  elseif chat and chat.sessionId then
+    return { sessionId = chat.sessionId }, "chat " .. chat.sessionId
   end
   if state.session_id then
     return { sessionId = state.session_id }, "session " .. state.session_id

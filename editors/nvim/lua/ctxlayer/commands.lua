@@ -70,19 +70,27 @@ function M.status_lines(c)
   if f and f.conversation then
     table.insert(lines, ("live chat %s%s (:Ctxlayer chats, :Ctxlayer why)"):format(f.conversation, status.extras(f)))
   end
+  -- Model, layers and compaction of the figure shown: the live chat's when there is one, so
+  -- the layers add up to the "used" above.
+  local b = f and f.budget
+  local own = not (f and f.conversation)
   table.insert(lines, ("model %s, mode %s%s"):format(
-    (state.budget and state.budget.model) or state.model or "default",
+    (b and b.model) or state.model or "default",
     state.mode or client.announcement(c).defaultMode or "default",
-    state.session_id and (", session " .. state.session_id) or ""
+    own and state.session_id and (", session " .. state.session_id)
+      or (b and b.sessionId and b.sessionId ~= vim.NIL and (", session " .. b.sessionId) or "")
   ))
-  if state.budget and state.budget.byLayer then
+  if b and b.byLayer then
     local parts = {}
     for _, layer in ipairs({ "system", "workspace", "rules", "working", "history" }) do
-      table.insert(parts, ("%s %s"):format(layer, status.human(state.budget.byLayer[layer] or 0)))
+      table.insert(parts, ("%s %s"):format(layer, status.human(b.byLayer[layer] or 0)))
     end
     table.insert(lines, "layers: " .. table.concat(parts, ", "))
-    if state.budget.nextCompactionAt then
-      table.insert(lines, ("next compaction at %s tokens"):format(status.human(state.budget.nextCompactionAt)))
+    if b.window and b.window ~= vim.NIL then
+      table.insert(lines, ("model window %s tokens"):format(status.human(b.window)))
+    end
+    if b.nextCompactionAt and b.nextCompactionAt ~= vim.NIL then
+      table.insert(lines, ("next compaction at %s tokens"):format(status.human(b.nextCompactionAt)))
     end
   end
   if state.segment then
@@ -205,10 +213,24 @@ M.subcommands.mode = {
     client.request(c, "ctx/session/setMode", { sessionId = session, mode = mode }, function(budget)
       config.current.mode = mode
       status.update(c.id, { mode = mode, budget = budget })
-      info(("mode %s: %s"):format(mode, status.text()))
+      info(M.mode_line(status.get(c.id) or {}, mode, session, budget))
     end)
   end,
 }
+
+--- What :Ctxlayer mode says once set: the figure of the session the mode applies to, and
+--- whether the live chat is that session (a gateway or ctx/prepare chat is fitted to its own
+--- budget, modes do not apply to it).
+function M.mode_line(state, mode, session, budget)
+  local line = ("mode %s for session %s: %s / %s tokens"):format(
+    mode, session, status.human(budget.used), status.human(budget.limit))
+  local chat = state.chat
+  if chat and chat.sessionId ~= session then
+    local cid = chat.conversationId ~= vim.NIL and chat.conversationId or chat.sessionId
+    line = line .. (" (the live chat %s is not affected)"):format(cid)
+  end
+  return line
+end
 
 M.subcommands.rule = {
   desc = "add a rule to the session: :Ctxlayer rule [weight=N] text",
@@ -259,8 +281,11 @@ M.subcommands.inspect = {
     end
     local method = client.supports(c, "ctx/inspect") and "ctx/inspect"
     local state = status.get(c.id) or {}
-    -- The page shows the session's assembled context, else the last trimmed chat.
-    local params = state.session_id and { sessionId = state.session_id }
+    -- The page shows the live chat (its session holds what it sent), else the workspace's
+    -- session, else the last trimmed chat.
+    local chat = state.chat and state.chat.sessionId ~= vim.NIL and state.chat.sessionId or nil
+    local params = chat and { sessionId = chat }
+      or state.session_id and { sessionId = state.session_id }
       or state.last_trim and { messages = state.last_trim.messages, budget = state.last_trim.budget }
     if method and params and args[1] ~= "text" then
       local result, err = client.request_sync(c, method, params)

@@ -32,9 +32,13 @@ local M = {
     if not state then
       return
     end
-    if params.conversationId and params.conversationId ~= vim.NIL then
-      -- A live chat (the gateway or ctx/prepare): it takes over the status line.
+    if params.live == true then
+      -- The chat that last sent a request (the gateway, ctx/prepare, an assembled session):
+      -- it takes over the status line. A re-measure of it (a file event) stays live.
       return require("ctxlayer.chats").on_budget(ctx.client_id, params)
+    end
+    if params.conversationId and params.conversationId ~= vim.NIL then
+      return require("ctxlayer.chats").remember(ctx.client_id, params) -- listed, not shown
     end
     if not state.session_id or (params.sessionId and params.sessionId ~= state.session_id) then
       return -- another editor's session on the same daemon

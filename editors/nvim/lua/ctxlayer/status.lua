@@ -90,20 +90,21 @@ function M.figures(state)
   if state.chat then
     -- A live chat is what the model really receives: it wins over the workspace's figure.
     local c = state.chat
-    local limit = c.limit or 0
+    local cid = c.conversationId ~= vim.NIL and c.conversationId or nil
     return {
       used = c.used,
-      limit = limit,
-      percent = c.percent or (limit > 0 and c.used * 100 / limit or 0),
-      source = c.source ~= vim.NIL and c.source or "gateway",
-      conversation = c.conversationId,
+      limit = c.limit,
+      percent = c.percent, -- the daemon's: the editor computes no percentages
+      source = c.source ~= vim.NIL and c.source or "session",
+      conversation = cid or c.sessionId,
+      budget = c,
       cached = c.cachedTokens ~= vim.NIL and c.cachedTokens or nil,
       band = c.errorBand ~= vim.NIL and c.errorBand or nil,
     }
   end
   if state.budget then
     local b = state.budget
-    return { used = b.used, limit = b.limit, percent = b.percent, source = "session" }
+    return { used = b.used, limit = b.limit, percent = b.percent, source = "session", budget = b }
   end
   if state.session_id and not state.error then
     return nil -- the session's budget is on its way: no other figure meanwhile

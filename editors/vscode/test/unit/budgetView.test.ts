@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { compact, percentOf, severity, statusText, tooltip } from "../../src/budgetView";
+import { compact, severity, statusText, tooltip } from "../../src/budgetView";
 import { budget } from "./fakeDaemon";
 
 describe("status text", () => {
@@ -20,9 +20,9 @@ describe("status text", () => {
     expect(compact(n)).toBe(text);
   });
 
-  it("computes the percentage from the counts", () => {
-    expect(percentOf({ used: 50, limit: 200 })).toBe(25);
-    expect(percentOf({ used: 50, limit: 0 })).toBe(0);
+  it("shows the daemon's percentage, computing none of its own", () => {
+    expect(statusText({ ...budget(50, 200), percent: 33 })).toBe("ctx 50 / 200 (33%)");
+    expect(severity({ ...budget(50, 200), percent: 95 })).toBe("error");
   });
 });
 

@@ -80,94 +80,43 @@ describe("with sessions", () => {
   });
 
   it("shows the chat that last sent a request, and inspects it on a click", async () => {
-    const gateway = { ...budget(40_000, 120_000, "gw:1"), conversationId: "conv-a", source: "gateway" as const, cachedTokens: 30_000 };
+    const gateway = { ...budget(40_000, 120_000, "gw:1"), conversationId: "conv-a", source: "gateway" as const, cachedTokens: 30_000, live: true };
     conn.notify("ctx/budgetChanged", gateway);
     expect(sink.live.at(-1)).toEqual({ conversationId: "conv-a", sessionId: "gw:1", source: "gateway", budget: gateway });
     expect(await controller.inspectorHtml()).toBe("<html>gw:1</html>");
-    // a @ctxlayer chat's session budget (no conversation id) becomes the live chat once followed
-    conn.notify("ctx/budgetChanged", budget(5000, 100_000, "vscode-chat:x"));
-    expect(sink.live).toHaveLength(1);
-    await controller.followChat("vscode-chat:x");
-    conn.notify("ctx/budgetChanged", budget(6000, 100_000, "vscode-chat:x"));
+    // a budget the daemon does not mark live (another chat re-measured) leaves the status bar
+    conn.notify("ctx/budgetChanged", { ...budget(290, 3000, "vscode-chat:x"), live: false });
+    conn.notify("ctx/budgetChanged", { ...budget(290, 3000, "gw:2"), conversationId: "conv-z", live: false });
+    expect(sink.live.at(-1)?.conversationId).toBe("conv-a");
+    // a @ctxlayer chat that assembled: the daemon marks its session budget live
+    conn.notify("ctx/budgetChanged", { ...budget(6000, 100_000, "vscode-chat:x"), source: "session", live: true });
     expect(sink.live.at(-1)).toMatchObject({ conversationId: "vscode-chat:x", source: "session", budget: { used: 6000 } });
-    // a ctxlayer model's fitted request: its own figures
-    await controller.followPrepared({
-      conversationId: "conv-b", sessionId: "prep:b", tokens: 3100, budget: 6000, dropped: [], truncated: [],
-      compacted: false, cacheReuseTokens: 0, request: {},
+    // a ctxlayer model's fitted request, with the daemon's notice: shown once, as it came
+    const notices: string[] = [];
+    controller.onNotice((_chat, text) => notices.push(text));
+    conn.notify("ctx/budgetChanged", {
+      ...budget(3100, 6000, "prep:b"), conversationId: "conv-b", source: "prepare", live: true,
+      compacted: true, notice: "ctxlayer: summarized 57 older messages (9k tokens) to fit 6k",
     });
     expect(sink.live.at(-1)).toMatchObject({
       conversationId: "conv-b", sessionId: "prep:b", source: "prepare",
       budget: { used: 3100, limit: 6000, conversationId: "conv-b", source: "prepare" },
     });
+    expect(notices).toEqual(["ctxlayer: summarized 57 older messages (9k tokens) to fit 6k"]);
     expect(await controller.inspectorHtml()).toBe("<html>prep:b</html>");
   });
 });
 
-describe("before sessions", () => {
-  let conn: FakeConnection;
-  let sink: Sink;
-  let controller: BudgetController;
-  let segmentTokens = 3000;
-
-  beforeEach(async () => {
-    segmentTokens = 3000;
-    conn = new FakeConnection({
-      "ctx/segment": () => ({ tokens: segmentTokens, text: "", hash: "h", version: 1 }),
-      "ctx/systemPrompt": () => ({ messages: [{ role: "system", content: "sys" }], tokens: 0 }),
-      "ctx/trim": (p) => {
-        const tokens = p.messages.length === 1 ? segmentTokens + 500 : 7000;
-        return { messages: p.messages, tokens, budget: p.budget ?? 111_616, dropped: [] };
-      },
-    });
-    sink = new Sink();
-    controller = new BudgetController(sink, settings, "abc");
-    await controller.attach(
-      new CtxlayerClient(conn),
-      new Set(["ctx/segment", "ctx/systemPrompt", "ctx/trim"]),
-    );
-  });
-
-  it("shows the system prompt with the workspace segment against the model's budget", () => {
-    const [b, source] = sink.shown.at(-1)!;
-    expect(source).toBe("workspace");
-    expect(b).toMatchObject({
-      used: 3500,
-      limit: 111_616,
-      byLayer: { system: 500, workspace: 3000, history: 0 },
-    });
-  });
-
-  it("refreshes itself when the segment changes (a save)", async () => {
-    segmentTokens = 4000;
-    conn.notify("ctx/segmentChanged", { hash: "h2", version: 2, tokens: 4000, changed: ["files"] });
-    await tick();
-    await tick();
-    expect(sink.shown.at(-1)?.[0].byLayer.workspace).toBe(4000);
-  });
-
-  it("adds the last trimmed conversation as history", async () => {
-    await controller.trim({
-      messages: [
-        { role: "user", content: "a" },
-        { role: "assistant", content: "b" },
-      ],
-    });
-    await tick();
-    await tick();
-    expect(sink.shown.at(-1)?.[0]).toMatchObject({ used: 10_500, byLayer: { history: 7000 } });
-    expect(conn.sent("ctx/trim").at(-2)).toMatchObject({ model: "gpt-4o" });
-  });
-
-  it("says that rules need sessions", async () => {
-    await expect(controller.addRule("Never use any")).rejects.toThrow(/sessions/);
-  });
-
-  it("reports a daemon error on the status bar", async () => {
-    conn = new FakeConnection({});
+describe("a daemon older than sessions", () => {
+  it("is named as too old on the status bar, with no figures of its own making", async () => {
+    const conn = new FakeConnection({});
+    const sink = new Sink();
+    const controller = new BudgetController(sink, settings, "abc");
     await expect(
-      controller.attach(new CtxlayerClient(conn), new Set(["ctx/segment"])),
-    ).rejects.toThrow(/Unhandled method/);
-    expect(sink.problems.at(-1)).toMatch(/ctx error/);
+      controller.attach(new CtxlayerClient(conn), new Set(["ctx/segment", "ctx/trim"])),
+    ).rejects.toThrow(/no sessions/);
+    expect(sink.shown).toEqual([]);
+    expect(sink.problems.at(-1)).toMatch(/update it/);
   });
 });
 

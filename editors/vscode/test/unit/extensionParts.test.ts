@@ -117,6 +117,31 @@ const sessionAnswers = {
 const sessionMethods = ["ctx/session/open", "ctx/session/budget", "ctx/inspect"];
 
 describe("commands", () => {
+  it("opens one inspector tab per chat, which refreshes while open", async () => {
+    let page = 0;
+    const d = deps(
+      { ...sessionAnswers, "ctx/inspect": (p: any) => ({ html: `<p>${p.sessionId} ${++page}</p>` }) },
+      sessionMethods,
+    );
+    await d.attach();
+    const live = (used: number, sid: string, cid: string) =>
+      d.conn.notify("ctx/budgetChanged", { ...budget(used, 8000, sid), conversationId: cid, source: "gateway", live: true });
+    live(1000, "chat-a", "a");
+    await commands.showContext(d.deps);
+    await commands.showContext(d.deps);
+    expect(recorded.panels).toHaveLength(1); // the same chat: its tab comes forward
+    expect(recorded.panels[0].revealed).toBe(1);
+    live(1500, "chat-a", "a"); // its next request: the open tab follows
+    await new Promise((r) => setTimeout(r, 0));
+    expect(recorded.panels[0].webview.html).toBe("<p>chat-a 3</p>");
+    live(900, "chat-b", "b");
+    await commands.showContext(d.deps);
+    expect(recorded.panels).toHaveLength(2); // another chat: its own tab
+    expect(recorded.panels[1].webview.html).toMatch(/^<p>chat-b /);
+    expect(recorded.panels[0].webview.html).toBe("<p>chat-a 3</p>"); // not b's figures
+    for (const panel of recorded.panels) panel.dispose();
+  });
+
   it("registers exactly the commands the manifest contributes", () => {
     const d = deps({}, []);
     commands.register(d.deps);
@@ -217,6 +242,10 @@ describe("exported API", () => {
     const request = { model: "gpt-4o", messages: [{ role: "user", content: "hi" }] };
     const result = await createApi(d.controller).prepare({ format: "openai", request });
     expect(result.request).toEqual(request);
+    // the figure is the daemon's ctx/budgetChanged of that chat, marked live
+    d.conn.notify("ctx/budgetChanged", {
+      ...budget(1200, 8000, "chat-their-chat"), conversationId: "their-chat", source: "prepare", live: true,
+    });
     await new Promise((r) => setTimeout(r, 0));
     expect(recorded.statusItems[0].text).toBe("ctx 1.2k / 8k (15%)");
   });

@@ -34,7 +34,7 @@ export class FakeConnection implements RpcConnection {
 export const budget = (used: number, limit: number, sessionId?: string) => ({
   used,
   limit,
-  percent: used / limit,
+  percent: (100 * used) / limit, // as the daemon sends it: a percentage
   byLayer: { system: 1000, workspace: used - 1000, rules: 0, working: 0, history: 0 },
   model: "gpt-4o",
   ...(sessionId ? { sessionId } : {}),

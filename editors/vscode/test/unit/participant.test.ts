@@ -68,6 +68,7 @@ beforeEach(() => {
       cacheBoundary: 1, tokens: { total: 1200 }, budget: p.budget,
       dropped: compacted ? [{ action: "dropped", reason: "old", summary: "x", tokensBefore: 5, tokensAfter: 0 }] : [],
       truncated: [], compacted,
+      notice: compacted ? "ctxlayer: summarized older turns and dropped 1 messages to fit 1,200 / 5,000 tokens" : null,
     }),
     "ctx/session/setMode": (p: any) => budget(1500, 5000, p.sessionId),
     "ctx/session/addRule": () => ({ ruleId: "rule-1", demoted: [] }),
@@ -116,7 +117,9 @@ describe("@ctxlayer", () => {
     compacted = true;
     const s = chatStream();
     await participant.handle(request("hi", model()), { history: [] }, s as any, noCancel);
-    expect(s.out[0]).toMatch(/^> ctxlayer: older turns were summarized, 1 dropped to fit 1,200 \/ 5,000 tokens/);
+    // the daemon's line, with one "ctxlayer:" prefix
+    expect(s.out[0]).toMatch(/^> ctxlayer: summarized older turns and dropped 1 messages to fit 1,200 \/ 5,000 tokens/);
+    expect(s.out[0]).not.toContain("ctxlayer: ctxlayer:");
   });
 
   it("rebuilds a session the daemon lost from the history and the metadata", async () => {
@@ -150,7 +153,9 @@ describe("@ctxlayer", () => {
     expect(conn.sent("ctx/session/addRule")).toEqual([{ sessionId: id, rule: { text: "Never use any", weight: 1 } }]);
     expect(conn.sent("ctx/why")).toEqual([{ sessionId: id }]);
     expect(conn.sent("ctx/restore")).toEqual([{ sessionId: id, messageId: "m3" }]);
-    expect(s.out[0]).toContain("Mode **deep**: rules up to 40% and working memory up to 80% of 8,000 tokens");
+    // one budget in the answer: the chat's
+    expect(s.out[0]).toContain("Mode **deep**: rules up to 40% and working memory up to 80% of this chat's budget. The chat now uses 1,500 of 5,000 tokens.");
+    expect(s.out[0]).not.toContain("8,000");
     expect(s.out[1]).toContain("Rule `rule-1` added");
     expect(s.out[2]).toContain("| `m3` | truncated | tool output over its cap | 900 → 120 | tool: ls |");
     expect(s.out[3]).toBe("`m3` comes back whole in the next turn.");

@@ -122,7 +122,13 @@ export const window = {
     return recorded.nextInput;
   },
   createWebviewPanel(viewType: string, title: string, column: unknown, options: unknown) {
-    const panel = { viewType, title, column, options, webview: { html: "" }, dispose() {} };
+    const disposed: Listener[] = [];
+    const panel = {
+      viewType, title, column, options, webview: { html: "" }, revealed: 0,
+      reveal() { panel.revealed++; },
+      onDidDispose(fn: Listener) { disposed.push(fn); return { dispose() {} }; },
+      dispose() { for (const fn of disposed) fn(); },
+    };
     recorded.panels.push(panel);
     return panel;
   },

@@ -118,7 +118,31 @@ async def assemble(caller: Caller, p: protocol.AssembleParams) -> protocol.Assem
     model = await state.work(state.sessions.model_of, caller.workspace, p.session_id)
     forms = await state.work(state.sessions.stored_for, caller.workspace, p.session_id,
                              result.messages)
+    result = msgspec.structs.replace(result, notice=assembly_notice(result))
+    # an assembly is a request of this chat: it becomes the workspace's live chat
+    from ctxlayer.state.requests.sessions import publish
+
+    budget = await state.work(state.sessions.budget, caller.workspace, p.session_id)
+    publish(caller, msgspec.structs.replace(
+        budget, used=result.tokens.total, limit=result.budget,
+        percent=round(100 * result.tokens.total / max(1, result.budget), 1), source="session",
+        compacted=result.compacted, notice=result.notice), request=True)
     return await in_format(caller, p.format, result, model, forms)
+
+
+def assembly_notice(result: protocol.AssembleResult) -> str | None:
+    """The one line an editor shows when an assembly summarized, dropped or shortened."""
+    did = []
+    if result.compacted:
+        did.append("summarized older turns")
+    if result.dropped:
+        did.append(f"dropped {len(result.dropped)} messages")
+    if result.truncated:
+        did.append(f"shortened {len(result.truncated)} messages")
+    if not did:
+        return None
+    return (f"ctxlayer: {' and '.join(did)} to fit {result.tokens.total:,} / "
+            f"{result.budget:,} tokens")
 
 
 async def in_format(caller: Caller, fmt: str, result: protocol.AssembleResult, model: str,

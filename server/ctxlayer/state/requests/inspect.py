@@ -17,7 +17,10 @@ async def inspect(caller: Caller, p: protocol.InspectParams) -> protocol.Inspect
 
     model = caller.model(p.model)
     require_tokens(p.budget)
-    if p.session_id is not None:
+    if p.session_id is not None and caller.state.conversations.has_session(caller.workspace,
+                                                                           p.session_id):
+        data = await _live_chat_data(caller, p.session_id)
+    elif p.session_id is not None:
         data = await _session_data(caller, p, model)
     elif p.messages is not None:
         data = await _conversation_data(caller, p, model)
@@ -73,3 +76,28 @@ async def _session_data(caller: Caller, p: protocol.InspectParams, model: str | 
         )
 
     return await caller.state.tokenizers.run(model, build, size=1 << 62)
+
+
+async def _live_chat_data(caller: Caller, session_id: str):
+    """A live chat's page (the gateway, ctx/prepare): the messages of its last request as the
+    engine read them, what that turn summarized, outlined, shortened and dropped, and the
+    figures the status bar shows (its budget, the model's window)."""
+    from ctxlayer.inspector import build_inspector_data
+
+    state = caller.state
+    conv = state.conversations.of_session(caller.workspace, session_id)
+    st = conv.state
+    if st is None:
+        raise ContextError("unknown_session", f"the live chat of session {session_id!r} has "
+                           "sent no request this daemon fitted", field="sessionId")
+    entries = state.conversations.why(caller.workspace, None, session_id)
+    dropped = [e for e in entries if e.action == "dropped"]
+    changed = [e for e in entries if e.action not in ("dropped", "restored")]
+    budget = max(1, conv.budget)
+    return build_inspector_data(
+        st.messages, st.tokens, model=conv.model, window=max(conv.window or budget, budget),
+        budget=budget, dropped=dropped, truncated=changed,
+        layers={"system": conv.system_tokens, "workspace": 0, "rules": 0, "working": 0,
+                "history": max(0, conv.tokens - conv.system_tokens)},
+        compaction_at=budget, session_id=session_id,
+        title=f"ctxlayer · {conv.source} chat {conv.conversation_id}")

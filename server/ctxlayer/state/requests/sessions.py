@@ -16,9 +16,16 @@ from ctxlayer.state.caller import Caller
 from ctxlayer.state.requests.messages import attachments, decode
 
 
-def publish(caller: Caller, budget: protocol.Budget) -> protocol.Budget:
-    caller.state.events.budget(caller.workspace, budget, caller)
-    return budget
+def publish(caller: Caller, budget: protocol.Budget, *,
+            request: bool = False) -> protocol.Budget:
+    """Push a session's budget to the editors (with the model's window); `request`: the
+    session's chat sent a request, so it is the workspace's live chat from now on."""
+    if budget.window is None:
+        from ctxlayer.tokenizers import model_info
+
+        budget = msgspec.structs.replace(budget,
+                                         window=model_info(budget.model).context_window)
+    return caller.state.events.budget(caller.workspace, budget, caller, request=request)
 
 
 async def ensure_layers(caller: Caller, session_id: str) -> None:
@@ -165,6 +172,8 @@ async def on_segment_changed(caller: Caller, segment: protocol.WorkspaceSegment)
         return
     svc = state.sessions
     for session_id in svc.open_sessions(caller.workspace):
+        if state.conversations.has_session(caller.workspace, session_id):
+            continue  # a live chat's request carries its own system: a file changes nothing
         try:
             async with state.lanes.turn(("session", caller.workspace, session_id)):
                 spec = state.system_specs.get((caller.workspace, session_id))
