@@ -28,7 +28,7 @@ from typing import Any
 import msgspec
 
 from ctxlayer import protocol
-from ctxlayer.core.errors import ContextError
+from ctxlayer.core.errors import ContextError, require_tokens
 from ctxlayer.core.prepare import (
     DEFAULT_POLICY,
     ConversationState,
@@ -177,21 +177,7 @@ class Conversations:
                        cid: str) -> protocol.PrepareResult:
         state = self.state
         model = caller.model(p.model or _str(p.request.get("model"))) or _default_model()
-        if p.reserve_output is not None and p.reserve_output < 0:
-            raise ContextError("invalid", "must not be negative", field="reserveOutput")
-        if p.budget is not None and p.budget <= 0:
-            raise ContextError("invalid", "must be a positive number of tokens", field="budget")
-        if p.context_window is not None and p.context_window <= 0:
-            raise ContextError("invalid", "must be a positive number of tokens",
-                               field="contextWindow")
-        reserve = (p.reserve_output if p.reserve_output is not None
-                   else client_reserve(p.request, p.format))
-        if p.budget is not None:
-            nominal = p.budget
-        elif p.context_window is not None:
-            nominal = _window_budget(model, p.context_window, reserve)
-        else:
-            nominal = caller.default_budget(model, reserve)
+        nominal = _nominal_budget(caller, p, model)
         source: protocol.Source = "gateway" if caller.source == "gateway" else "prepare"
         conv = self._get(workspace, cid)
         if conv is None:
@@ -232,13 +218,28 @@ class Conversations:
         turn, encoded, tools = out  # type: ignore[misc]
         conv.native_count = len(conversation_of(p.format, p.request))
         conv.chain = identity.turns(p.request)
+        await self._took(conv, turn, encoded, budget, nominal, tools)
+        return protocol.PrepareResult(
+            request=encoded.payload, conversation_id=cid, session_id=conv.session_id,
+            tokens=conv.tokens, budget=budget,
+            dropped=[*turn.dropped, *(e for e in encoded.audit if e.action == "dropped")],
+            truncated=[*turn.truncated, *(e for e in encoded.audit if e.action != "dropped")],
+            compacted=turn.compacted, cache_reuse_tokens=turn.cache_reuse_tokens,
+            cache_breakpoints=list(encoded.breakpoints), notice=turn.notice)
+
+    async def _took(self, conv: Conversation, turn: Turn, encoded: Any, budget: int,
+                    nominal: int, tools: int) -> None:
+        """What a turn leaves behind: the conversation's figures, its window kept, its
+        session opened, the calibration and the read-ahead set going, the audit, the budget
+        pushed to the editors (this chat is now the workspace's live one)."""
+        state, workspace = self.state, conv.workspace
         self._remember(conv, turn, budget, tools)
         conv.kept = None
         if turn.stepped or turn.restored or turn.truncated or turn.dropped:
             self._keep(conv)
         if not conv.session_open:
             await state.work(state.sessions.open, workspace, protocol.SessionOpenParams(
-                session_id=conv.session_id, model=model, budget=nominal))
+                session_id=conv.session_id, model=conv.model, budget=nominal))
             conv.session_open = True
         conv.extra_audit = list(encoded.audit)
         self._note_prompt(conv)
@@ -248,13 +249,6 @@ class Conversations:
             await state.work(state.sessions.record_audit, workspace, conv.session_id, fresh)
         state.events.budget(workspace, msgspec.structs.replace(
             conv.budget_report(), compacted=turn.compacted, notice=turn.notice), request=True)
-        return protocol.PrepareResult(
-            request=encoded.payload, conversation_id=cid, session_id=conv.session_id,
-            tokens=conv.tokens, budget=budget,
-            dropped=[*turn.dropped, *(e for e in encoded.audit if e.action == "dropped")],
-            truncated=[*turn.truncated, *(e for e in encoded.audit if e.action != "dropped")],
-            compacted=turn.compacted, cache_reuse_tokens=turn.cache_reuse_tokens,
-            cache_breakpoints=list(encoded.breakpoints), notice=turn.notice)
 
     def _note_prompt(self, conv: Conversation) -> None:
         """Tell the session what this turn sends, so that ctx/session/reportUsage without an
@@ -463,6 +457,22 @@ INLINE_NEW_CHARS = 32_000
 
 #: the budget of a turn that is not fitted (`previous_response_id`): nothing is cut
 UNFITTED_BUDGET = 1 << 60
+
+
+def _nominal_budget(caller: Caller, p: protocol.PrepareParams, model: str) -> int:
+    """The budget the request asks for: `budget`, else its `contextWindow` less the output
+    reserve, else the model's default (the client's own `max_tokens` as the reserve)."""
+    if p.reserve_output is not None and p.reserve_output < 0:
+        raise ContextError("invalid", "must not be negative", field="reserveOutput")
+    require_tokens(p.budget)
+    require_tokens(p.context_window, "contextWindow")
+    reserve = (p.reserve_output if p.reserve_output is not None
+               else client_reserve(p.request, p.format))
+    if p.budget is not None:
+        return p.budget
+    if p.context_window is not None:
+        return _window_budget(model, p.context_window, reserve)
+    return caller.default_budget(model, reserve)
 
 
 def _cheap(conv: Conversation, messages: list, budget: int, restored: frozenset[str]) -> bool:

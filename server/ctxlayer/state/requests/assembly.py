@@ -120,7 +120,7 @@ async def assemble(caller: Caller, p: protocol.AssembleParams) -> protocol.Assem
                              result.messages)
     result = msgspec.structs.replace(result, notice=assembly_notice(result))
     # an assembly is a request of this chat: it becomes the workspace's live chat
-    from ctxlayer.state.requests.sessions import publish
+    from ctxlayer.state.requests.budgets import publish
 
     budget = await state.work(state.sessions.budget, caller.workspace, p.session_id)
     publish(caller, msgspec.structs.replace(

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from ctxlayer import protocol
 from ctxlayer.state.caller import Caller
-from ctxlayer.state.requests.sessions import ensure_layers, publish
+from ctxlayer.state.requests.budgets import publish
+from ctxlayer.state.requests.sessions import ensure_layers
 
 
 async def prepare(caller: Caller, p: protocol.PrepareParams) -> protocol.PrepareResult:

@@ -13,19 +13,8 @@ from ctxlayer import protocol
 from ctxlayer.core.formats import stored
 from ctxlayer.core.trim import stages
 from ctxlayer.state.caller import Caller
+from ctxlayer.state.requests.budgets import publish
 from ctxlayer.state.requests.messages import attachments, decode
-
-
-def publish(caller: Caller, budget: protocol.Budget, *,
-            request: bool = False) -> protocol.Budget:
-    """Push a session's budget to the editors (with the model's window); `request`: the
-    session's chat sent a request, so it is the workspace's live chat from now on."""
-    if budget.window is None:
-        from ctxlayer.tokenizers import model_info
-
-        budget = msgspec.structs.replace(budget,
-                                         window=model_info(budget.model).context_window)
-    return caller.state.events.budget(caller.workspace, budget, caller, request=request)
 
 
 async def ensure_layers(caller: Caller, session_id: str) -> None:

@@ -1,0 +1,23 @@
+"""Budgets pushed to the editors from the request functions: one place, so that a session's
+budget always carries its model's window and says whether its chat is now the live one.
+Must not: measure anything (the session service does) or import another request module.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from ctxlayer import protocol
+from ctxlayer.state.caller import Caller
+
+
+def publish(caller: Caller, budget: protocol.Budget, *,
+            request: bool = False) -> protocol.Budget:
+    """Push a session's budget to the editors (with the model's window); `request`: the
+    session's chat sent a request, so it is the workspace's live chat from now on."""
+    if budget.window is None:
+        from ctxlayer.tokenizers import model_info
+
+        budget = msgspec.structs.replace(budget,
+                                         window=model_info(budget.model).context_window)
+    return caller.state.events.budget(caller.workspace, budget, caller, request=request)
