@@ -185,7 +185,7 @@ def main() -> None:
         print(f"set {args.set}: {len(chats)} transcripts of {', '.join(agents(args.set))}, "
               f"cut at {CUT:.0%} of their tokens; {n_needed} needed facts; o200k\n")
         replay.report(chats, [int(p) for p in args.budgets.split(",")], counter,
-                      (provider_valid, question_kept, ours_assemble),
+                      (provider_valid, question_kept, ours_assemble, newest_first),
                       lambda needs, window: len(kept(needs, window)))
         return
     by_kind = {k: sum(1 for c in chats for f in c[2] if f[0] == k) for k in KINDS}

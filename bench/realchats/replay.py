@@ -72,22 +72,9 @@ def bill(windows: list[tuple[list[Message], list[int]]]) -> float:
     return total
 
 
-def tail_window(history: list[Message], budget: int, counter) -> list[Message]:
-    system = [m for m in history if m.role == "system"]
-    used = 3 + sum(message_tokens(m, counter) for m in system)
-    out: list[Message] = []
-    for m in reversed([m for m in history if m.role != "system"]):
-        cost = message_tokens(m, counter)
-        if used + cost > budget:
-            break
-        out.append(m)
-        used += cost
-    return system + out[::-1]
-
-
-def replay(before: list[Message], budget: int, counter, checks) -> dict[str, tuple]:
+def replay(before: list[Message], budget: int, counter, tail_window) -> dict[str, tuple]:
     """Every request of one transcript through each method: {method: (windows, latencies,
-    over_budget_flags)}; ``checks`` = (provider_valid, question_kept)."""
+    over_budget_flags)}; ``tail_window(history, budget, counter)`` is the newest-first tail."""
     out: dict[str, tuple] = {}
     state = None
     prep, lat, over = [], [], []
@@ -143,7 +130,8 @@ def pct(values: list[float], q: float) -> float:
 
 def report(chats, budgets: list[int], counter, checks, facts_of) -> None:
     """Print the replay table for each budget. ``chats``: (name, before, needs, system, rest);
-    ``facts_of(method, before, window, budget)`` scores a final window."""
+    ``checks``: (provider_valid, question_kept, assemble, newest-first tail), bench.py's;
+    ``facts_of(needs, window)`` scores a final window."""
     for share in budgets:
         print(f"replay: every request of the agent loop, budget system prompt + {share}% of the"
               " rest\n")
@@ -157,7 +145,7 @@ def report(chats, budgets: list[int], counter, checks, facts_of) -> None:
         assemble_found = 0
         for _name, before, needs, system, rest in chats:
             budget = 3 + system + int(rest * share / 100)
-            runs = replay(before, budget, counter, checks)
+            runs = replay(before, budget, counter, checks[3])
             ends = requests_of(before)
             full_bill = bill(runs["sending everything"][0])
             for method, (windows, lat, over) in runs.items():

@@ -8,23 +8,11 @@ from __future__ import annotations
 import pytest
 
 from ctxlayer import protocol
-from ctxlayer.state import Caller, State
+from ctxlayer.state import Caller
 from ctxlayer.state.requests import chats, sessions
 from ctxlayer.state.requests.assembly import assemble
 
 MODEL = "gpt-4o"
-
-
-@pytest.fixture
-def state(tmp_path):
-    st = State(tmp_path / "state")
-    yield st
-    st.close()
-
-
-@pytest.fixture
-def caller(state):
-    return Caller(state, source="session", options=protocol.InitializationOptions(model=MODEL))
 
 
 @pytest.fixture

@@ -11,23 +11,11 @@ import pytest
 
 from ctxlayer import protocol
 from ctxlayer.core.errors import ContextError
-from ctxlayer.state import Caller, State
+from ctxlayer.state import Caller
 from ctxlayer.state.requests import REQUESTS, chats, sessions
 
 MODEL = "gpt-4o"
 SYSTEM = {"role": "system", "content": "You are a careful coding assistant."}
-
-
-@pytest.fixture
-def state(tmp_path):
-    st = State(tmp_path / "state")
-    yield st
-    st.close()
-
-
-@pytest.fixture
-def caller(state):
-    return Caller(state, source="session", options=protocol.InitializationOptions(model=MODEL))
 
 
 def words(r: random.Random, n: int) -> str:

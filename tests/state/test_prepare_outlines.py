@@ -5,25 +5,11 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from ctxlayer import protocol
 from ctxlayer.state import Caller, State
 from ctxlayer.state.requests import chats
 
 MODEL = "gpt-4o"
-
-
-@pytest.fixture
-def state(tmp_path):
-    st = State(tmp_path / "state")
-    yield st
-    st.close()
-
-
-@pytest.fixture
-def caller(state):
-    return Caller(state, source="prepare", options=protocol.InitializationOptions(model=MODEL))
 
 
 def worker_log(lines: int, bad_item: int, seed: int) -> str:
