@@ -1,11 +1,12 @@
-"""The window of a live conversation in one turn: which messages are shown whole, which stand
-in a summary, and the compaction step that moves the boundary by a chunk.
+"""The window of a live conversation in one turn: which messages are shown whole, which by
+their outline, which stand in a summary, and the compaction step: outlines from the frontier
+first, then a summary chunk that moves the boundary.
 
 `Window` is the turn's working copy of the state's lists (the state itself is never changed).
 Groups: an assistant message with tool calls and the tool results right after it are one
 group; the boundary never falls inside one, so no result is shown without its call.
-Must not: decide when a turn steps (engine.py does) or shorten a message (the trim engine
-does, as a last resort).
+Must not: decide when a turn steps (engine.py does) or fit what the step could not (the trim
+engine does, as a last resort).
 """
 
 from __future__ import annotations
@@ -219,8 +220,9 @@ class Window:
     def summarize(self, budget: int, counter: Tokenizer, policy: PreparePolicy,
                   keep: Callable[[int], bool]) -> Chunk | None:
         """Summarize the oldest verbatim messages, group by group, until the request is down to
-        ``target`` of the budget (or only the last group is left); messages that ``keep``
-        says stay whole (pinned, restored, the newest user message) are shown after the
+        ``summary_target`` of the budget (or only the last group is left, or the next group
+        would leave a fitting request under ``summary_floor``); messages that ``keep`` says
+        stay whole (pinned, restored, the newest user message) are shown apart from the
         summaries instead. Returns the new chunk, or None when nothing could be summarized."""
         msgs, n = self.messages, len(self.messages)
         stop = n - 1
