@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import msgspec
 
-__all__ = ["Facts", "extract_facts", "format_ledger"]
+__all__ = ["Facts", "extract_facts", "format_ledger", "prose_commands"]
 
 
 class Facts(msgspec.Struct, frozen=True):
@@ -670,3 +670,116 @@ def format_ledger(facts: Facts, max_chars: int = 1200) -> str:
                 break
         text = _render(chosen, totals)
     return text if len(text) <= max_chars else ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Commands named in prose: "Please look at pytest -k test_retry_5851", "then run make lint".
+# A program word alone is not enough (English says "make sure", "go to", "git gud"): each shape
+# names what must follow it, and the word must open a clause (a line, a sentence, a bracket, or
+# a lead-in such as "run" or "look at").
+
+_GIT_SUB = frozenset(
+    "add am apply bisect blame branch checkout cherry-pick clean clone commit config describe "
+    "diff fetch grep init log ls-files merge mv pull push rebase reflog remote reset restore "
+    "revert rev-parse rm show stash status submodule switch tag worktree".split())
+_CARGO_SUB = frozenset("add bench build check clippy doc fmt install run test tree update".split())
+_GO_SUB = frozenset("build fmt generate get install mod run test vet".split())
+_NPM_SUB = frozenset("ci exec i install run start test".split())
+#: make targets a project names in words; any other target must look like code (a digit, `-`,
+#: `_`, `:`, `/`, `.`), so "make things faster" is English
+_MAKE_TARGETS = frozenset(
+    "all bench build check ci clean compile coverage demo deps dev dist docs e2e fmt format "
+    "help install lint migrate release run serve setup start test tests typecheck watch".split())
+#: words before a program that say a command follows ("please run pytest", "look at git log")
+_LEAD_INS = frozenset(
+    "run runs ran running rerun re-run try use using with via execute type call see check at "
+    "then and also please first now just".split())
+#: English words that end a command's arguments ("pytest -k retry before you go on")
+_ARG_STOP = frozenset(
+    "a an and after again also as at because before breaks but crashes did does errors fails "
+    "failed first for from gives hangs if in is it its now of on once or passes please prints "
+    "returns said says shows since so than that the then this to too until was when which "
+    "while why with without works you yourself".split())
+_CLAUSE_PUNCT = ".!?;:(\"'"
+_PROSE_PROGRAM = re.compile(r"(?<![\w./`-])(pytest|python3?|npm|make|git|cargo|go)(?= )")
+_ARG = re.compile(r"'[^'\n]{0,200}'|\"[^\"\n]{0,200}\"|[^\s`]+")
+_CODE_CHARS = frozenset("0123456789-_:/.=*[]'\"")
+_ARG_MAX = 12
+
+
+def _opens_clause(text: str, start: int) -> bool:
+    """Whether a word at ``start`` opens a clause: a line (a bullet's too), a sentence, a
+    bracket or a quote, or follows a lead-in ("run", "look at")."""
+    before = text[max(0, start - 40):start].rstrip(" \t")
+    if before.endswith(("- ", "* ", "> ", "-", "*", ">")):
+        before = before.rstrip("-*> \t")
+        if not before or before.endswith("\n"):
+            return True
+    if not before or before[-1] in _CLAUSE_PUNCT or before[-1] in "\n,":
+        return True
+    return before.rsplit(None, 1)[-1].lstrip("(\"'").lower() in _LEAD_INS
+
+
+def _arguments(text: str, pos: int) -> list[str]:
+    """The words after a program, to the end of its clause: a sentence's punctuation, a line's
+    end, or an English word that cannot be an argument."""
+    end = text.find("\n", pos)
+    line = text[pos:end if end >= 0 else len(text)]
+    out: list[str] = []
+    for m in _ARG.finditer(line):
+        word = m.group(0)
+        if word.lower() in _ARG_STOP or (word[0].isupper() and not set(word) & _CODE_CHARS):
+            break
+        bare = word if word.endswith("...") else word.rstrip(".,;:!?)")
+        if bare:
+            out.append(bare)
+        if bare != word or len(out) >= _ARG_MAX:
+            break
+    return out
+
+
+def _code_like(word: str) -> bool:
+    return bool(set(word) & _CODE_CHARS)
+
+
+def _shape_ok(program: str, args: list[str]) -> bool:
+    """Whether the words after ``program`` are what that program takes."""
+    if not args:
+        return False
+    first = args[0]
+    if program == "pytest":
+        return True
+    if program.startswith("python"):
+        return first.startswith("-") or "/" in first or first.endswith(".py")
+    if program == "npm":
+        return first in _NPM_SUB and (first != "run" or len(args) > 1)
+    if program == "git":
+        return first in _GIT_SUB
+    if program == "cargo":
+        return first in _CARGO_SUB
+    if program == "go":
+        return first in _GO_SUB
+    # make: every word a known target, an option or code-like
+    return all(a in _MAKE_TARGETS or _code_like(a) for a in args)
+
+
+def prose_commands(text: str) -> list[str]:
+    """Commands a person names in their own words, outside code blocks and backticks (those are
+    read by ``extract_facts``): `pytest ...`, `python ...`, `npm run ...`, `make ...`, `git ...`,
+    `cargo ...`, `go test ...` opening a clause, with their arguments to its end."""
+    if not isinstance(text, str) or not _PROSE_PROGRAM.search(text):
+        return []
+    _, fences = _commands(text)
+    ticks = [m.span() for m in _TICKED.finditer(text)] if "`" in text else []
+    skip = _span_checker(sorted(fences + ticks))
+    out: list[str] = []
+    for m in _PROSE_PROGRAM.finditer(text):
+        if skip(m.start()) or not _opens_clause(text, m.start()):
+            continue
+        program = m.group(1)
+        args = _arguments(text, m.end())
+        if _shape_ok(program, args):
+            command = " ".join([program, *args])
+            if len(command) <= 200:
+                out.append(command)
+    return list(dict.fromkeys(out))

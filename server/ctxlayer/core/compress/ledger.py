@@ -3,7 +3,9 @@
 Owns ``Ledger`` (persisted with the compaction state), ``add_messages`` and ``render_ledger``.
 A fact's score grows with every message that mentions it, most when the user or the assistant
 says it in prose (outside code blocks): those are the facts the conversation reasons about; a
-value seen once in a tool output or a code block ranks last. Paths of installed libraries
+value seen once in a tool output or a code block ranks last. Commands come from an agent's
+shell calls, from code blocks and backticks, and from the user's own words
+(``prose_commands``: "please look at pytest -k retry"), which rank highest: they are asked for. Paths of installed libraries
 (site-packages, the interpreter's own frames) are left out: a traceback passes there, the work
 happens in the project. Within a kind, higher scores come
 first, then the most recently mentioned. Kinds are rendered in a fixed order (paths, commands,
@@ -20,7 +22,7 @@ import re
 
 import msgspec
 
-from ctxlayer.core.compress.facts import Facts, extract_facts, format_item
+from ctxlayer.core.compress.facts import Facts, extract_facts, format_item, prose_commands
 from ctxlayer.protocol import Message
 
 __all__ = ["KINDS", "Ledger", "add_messages", "facts_cut", "from_facts", "merge_ledgers",
@@ -38,6 +40,9 @@ KINDS = (
 )
 PROSE_SCORE = 3  # a mention in the user's or the assistant's own words
 MENTION_SCORE = 1  # any other mention (tool output, code block)
+#: a command the user names in their own words ("please look at pytest -k retry"): what they
+#: ask to be run outranks a command an agent ran once, not one it keeps running
+SAID_SCORE = PROSE_SCORE + 1
 MAX_PER_KIND = 300  # facts kept per kind in the state: the lowest-ranked give way
 # commands may hold spaces and commas: quoted; other kinds are single words (quoting each costs
 # tokens a small budget cannot spare)
@@ -157,13 +162,14 @@ def add_messages(ledger: Ledger | None, messages: list[Message],
     for n, msg in enumerate(messages):
         facts = extracted[n] if extracted is not None else extract_facts(text_of(msg))
         led.mentions += 1
+        speaker = msg.role in ("user", "assistant") and msg.kind not in ("toolOutput", "doc")
         ran = shell_commands(msg) if msg.tool_calls else []
-        if ran:
+        said = prose_commands(msg.content) if speaker and msg.role == "user" else []
+        if ran or said:
             facts = msgspec.structs.replace(
-                facts, commands=tuple(dict.fromkeys((*ran, *facts.commands))))
+                facts, commands=tuple(dict.fromkeys((*ran, *facts.commands, *said))))
         if facts.is_empty():
             continue
-        speaker = msg.role in ("user", "assistant") and msg.kind not in ("toolOutput", "doc")
         prose = _prose(msg.content) if speaker else ""
         for kind, _, _ in KINDS:
             values = getattr(facts, kind)
@@ -176,8 +182,12 @@ def add_messages(ledger: Ledger | None, messages: list[Message],
                     value = value[len("<string> "):]  # no file to name: the line alone
                 elif kind in _LOCATED and _LIBRARY.search(value):
                     continue
-                score = PROSE_SCORE if speaker and (value in prose or value in ran) \
-                    else MENTION_SCORE
+                if kind == "commands" and value in said:
+                    score = SAID_SCORE
+                elif speaker and (value in prose or value in ran):
+                    score = PROSE_SCORE
+                else:
+                    score = MENTION_SCORE
                 i = where.get(value)
                 if i is None:
                     where[value] = len(entries)

@@ -82,6 +82,7 @@ def _facts(messages: Sequence[Message], indices: Sequence[int], scan_chars: int,
     index), ahead of need."""
     read: list[Message] = []
     at: list[int] = []
+    limit = scan_chars
     for msg, i in zip(reversed(messages), reversed(indices), strict=True):
         if scan_chars <= 0:
             break
@@ -93,7 +94,17 @@ def _facts(messages: Sequence[Message], indices: Sequence[int], scan_chars: int,
     if not read:
         return None
     extracted = [known.get(i) or extract_facts(text_of(m)) for m, i in zip(read, at, strict=True)]
-    return add_messages(None, read, extracted)
+    # the commands a user named in the older turns ("please look at pytest -k retry") are
+    # asked for, however old: their words only, a bounded further read (no tool output)
+    older, budget = [], 4 * limit
+    for msg in reversed(messages[:len(messages) - len(read)]):
+        if budget <= 0:
+            break
+        if msg.role == "user" and msg.kind not in ("toolOutput", "doc"):
+            budget -= len(msg.content)
+            older.append(msg)
+    older.reverse()
+    return add_messages(None, [*older, *read], [Facts()] * len(older) + extracted)
 
 
 def warm(messages: Sequence[Message], indices: Sequence[int], known: Mapping[int, Facts],
