@@ -19,7 +19,6 @@ Must not: import a face, or write the whole history anywhere on a turn.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections import OrderedDict
 from datetime import UTC, datetime
@@ -36,7 +35,6 @@ from ctxlayer.core.prepare import (
     audit_of,
     persist,
     prepare_turn,
-    warm,
 )
 from ctxlayer.state import identity
 from ctxlayer.state.chatcodec import (
@@ -47,6 +45,7 @@ from ctxlayer.state.chatcodec import (
     encode,
     unfittable,
 )
+from ctxlayer.state.upkeep import Upkeep
 
 #: the State and the Caller (not imported: the State imports this module)
 State = Caller = Any
@@ -127,7 +126,7 @@ class Conversations:
         self.max_live = max_live
         self.clock = clock
         self._live: OrderedDict[tuple[str, str], Conversation] = OrderedDict()
-        self._background: set[asyncio.Future] = set()
+        self.upkeep = Upkeep(state)  # what a turn sets going after its answer
         self._forks = 0  # ids given to forks, so each is new
 
     # --- ctx/prepare ---------------------------------------------------------------------
@@ -182,7 +181,7 @@ class Conversations:
         conv = self._get(workspace, cid)
         if conv is None:
             conv = Conversation(workspace, cid, model, source)
-            await self._take_up(conv)
+            await self.upkeep.take_up(conv)
         elif conv.model != model:  # another tokenizer: nothing counted before holds
             conv.model, conv.state, conv.kept = model, None, None
         conv.source = source
@@ -236,105 +235,23 @@ class Conversations:
         self._remember(conv, turn, budget, tools)
         conv.kept = None
         if turn.stepped or turn.restored or turn.truncated or turn.dropped:
-            self._keep(conv)
+            self.upkeep.keep(conv, _now())
         if not conv.session_open:
             await state.work(state.sessions.open, workspace, protocol.SessionOpenParams(
                 session_id=conv.session_id, model=conv.model, budget=nominal))
             conv.session_open = True
         conv.extra_audit = list(encoded.audit)
-        self._note_prompt(conv)
-        self._read_ahead(conv)
+        self.upkeep.note_prompt(conv)
+        self.upkeep.read_ahead(conv)
         fresh = [*turn.dropped, *turn.truncated, *turn.restored, *encoded.audit]
         if fresh:  # the audit log grows only when a turn did something
             await state.work(state.sessions.record_audit, workspace, conv.session_id, fresh)
         state.events.budget(workspace, msgspec.structs.replace(
             conv.budget_report(), compacted=turn.compacted, notice=turn.notice), request=True)
 
-    def _note_prompt(self, conv: Conversation) -> None:
-        """Tell the session what this turn sends, so that ctx/session/reportUsage without an
-        estimate calibrates against it, and take its bias for the next turn. In the background
-        on the session threads: the service's lock may be held by a long assembly."""
-        task = asyncio.ensure_future(self.state.work(
-            self.state.sessions.note_prompt, conv.workspace, conv.session_id, conv.tokens))
-
-        def done(t: asyncio.Future) -> None:
-            self._background.discard(t)
-            if t.cancelled():
-                return
-            if t.exception() is not None:
-                log.warning("live chat %s: the session did not take the turn's size: %s",
-                            conv.conversation_id, t.exception())
-            else:
-                conv.bias = t.result()
-
-        self._background.add(task)
-        task.add_done_callback(done)
-
-    # --- kept across a restart --------------------------------------------------------------
-
-    async def _take_up(self, conv: Conversation) -> None:
-        """A conversation not in memory: its window as the state folder kept it, if any, for
-        its first turn to start from (core/prepare/persist.py); its restored ids with it."""
-        store = self.state.sessions.store
-        row = await self.state.work(store.conversation, conv.workspace, conv.conversation_id)
-        if row is None or row[0] != conv.model:
-            return
-        snap = persist.decode(row[2])
-        if snap is not None:
-            conv.kept, conv.turn = snap, row[1]
-            conv.restored = set(snap.restored)
-
-    def _keep(self, conv: Conversation) -> None:
-        """Write the window this turn made, on a session thread after the answer (a step, an
-        outline, a restore: what the next request after a restart must find again)."""
-        st, store = conv.state, self.state.sessions.store
-        if st is None:
-            return
-        conv.turn += 1
-
-        def write(workspace: str, cid: str, model: str, turn: int) -> None:
-            store.put_conversation(workspace, cid, model, turn,
-                                   persist.encode(persist.snapshot(st)), _now())
-
-        task = asyncio.ensure_future(self.state.work(
-            write, conv.workspace, conv.conversation_id, conv.model, conv.turn))
-
-        def done(t: asyncio.Future) -> None:
-            self._background.discard(t)
-            if not t.cancelled() and t.exception() is not None:
-                log.warning("live chat %s: its window was not kept: %s", conv.conversation_id,
-                            t.exception())
-
-        self._background.add(task)
-        task.add_done_callback(done)
-
-    def _read_ahead(self, conv: Conversation) -> None:
-        """Once a result passed `precompact_at` of its budget, read the facts its next step
-        will summarize on a worker, after the answer: that step then reads none on the
-        request path. A turn that came meanwhile keeps its own state (the read is dropped)."""
-        st = conv.state
-        budget = conv.budget - conv.tools_tokens
-        if st is None or st.total < DEFAULT_POLICY.precompact_at * budget:
-            return
-        task = asyncio.ensure_future(asyncio.to_thread(warm, st, budget))
-
-        def done(t: asyncio.Future) -> None:
-            self._background.discard(t)
-            if t.cancelled():
-                return
-            if t.exception() is not None:
-                log.warning("live chat %s: reading ahead failed: %s", conv.conversation_id,
-                            t.exception())
-            elif t.result() is not None and conv.state is st:
-                conv.state = t.result()
-
-        self._background.add(task)
-        task.add_done_callback(done)
-
     async def settled(self) -> None:
         """Wait for what the turns so far left running in the background."""
-        if self._background:
-            await asyncio.gather(*self._background, return_exceptions=True)
+        await self.upkeep.settled()
 
     def _remember(self, conv: Conversation, turn: Turn, budget: int, tools: int) -> None:
         st = turn.state

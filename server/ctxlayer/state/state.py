@@ -21,7 +21,7 @@ from ctxlayer.state.events import Events
 from ctxlayer.state.lanes import Lanes
 from ctxlayer.state.live import WorkspaceRegistry
 from ctxlayer.state.policy import WorkspacePolicy, policy_from_config
-from ctxlayer.state.tokens import Tokenizers
+from ctxlayer.state.tokens import Tokenizers, share_the_interpreter
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -32,6 +32,7 @@ class State:
 
     def __init__(self, state_dir: Path) -> None:
         self.state_dir = state_dir
+        share_the_interpreter()
         self.tokenizers = Tokenizers()
         self.workspaces = WorkspaceRegistry(self.tokenizers, on_config=self.reload_config)
         self.events = Events()

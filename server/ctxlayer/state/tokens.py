@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -20,6 +21,17 @@ T = TypeVar("T")
 
 #: Work on fewer characters than this runs on the event loop: a thread hop costs more.
 INLINE_CHARS = 4096
+
+
+#: how long a thread may hold the GIL while another waits (Python's default is 5 ms): a worker
+#: preparing a 10 MB request would otherwise make every small request of another chat, whose
+#: handling on the event loop asks for the GIL many times, wait 5 ms each time
+SWITCH_INTERVAL = 0.0005
+
+
+def share_the_interpreter() -> None:
+    """The process's GIL switch interval, set once by the State (the one place)."""
+    sys.setswitchinterval(SWITCH_INTERVAL)
 
 
 def keep_out_of_collections() -> None:

@@ -8,24 +8,17 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Collection, Sequence
 
-import msgspec
-
-from ctxlayer.core.compress.shorten import shorten
 from ctxlayer.core.errors import ContextError, require_tokens
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.prepare import summaries
+from ctxlayer.core.prepare.fit import last_resort, result_index
 from ctxlayer.core.prepare.model import DEFAULT_POLICY, ConversationState, PreparePolicy, Turn
 from ctxlayer.core.prepare.recall import recall
 from ctxlayer.core.prepare.window import Window, group_of, is_result, newest_user
 from ctxlayer.core.text import describe
 from ctxlayer.core.tokens import Tokenizer, message_tokens
-from ctxlayer.core.trim import TrimOptions, trim
 from ctxlayer.protocol import AuditEntry, Message
 
-#: the fewest tokens the last resort outlines a tool output to when it keeps the summaries
-TOOL_CAP_MIN = 48
-QUESTION_FIT = ("shortened to fit: the newest user message is never dropped, its head and tail "
-                "kept beside the summary and the newest exchange")
 RESTORED = "restored on request: shown whole and pinned for this conversation"
 
 
@@ -137,7 +130,7 @@ def _fit(win: Window, budget: int, counter: Tokenizer, policy: PreparePolicy,
     total = win.total()
     if total <= budget:
         return kept, keys, out_tokens, [], [], total
-    fitted = _last_resort(win, kept, keys, out_tokens, budget, counter, policy, restored, memo,
+    fitted = last_resort(win, kept, keys, out_tokens, budget, counter, policy, restored, memo,
                           may_shrink=True)
     if fitted is None:  # the summaries would have given way: one smaller chunk instead
         win.fit_summaries(budget, counter, policy)
@@ -145,7 +138,7 @@ def _fit(win: Window, budget: int, counter: Tokenizer, policy: PreparePolicy,
         kept, keys, out_tokens = _assemble(win)
         if total <= budget:
             return kept, keys, out_tokens, [], [], total
-        fitted = _last_resort(win, kept, keys, out_tokens, budget, counter, policy, restored,
+        fitted = last_resort(win, kept, keys, out_tokens, budget, counter, policy, restored,
                               memo)
     assert fitted is not None
     kept, keys, out_tokens, dropped, truncated = fitted
@@ -254,149 +247,6 @@ def _assemble(win: Window) -> tuple[list[Message], list, list[int]]:
     return kept, keys, out
 
 
-class _Question:
-    """The newest user message at its place in a result (a summary chunk after it is a user
-    turn too, so the trim engine is not left to find it: it is pinned, and shortened here to
-    a cap when it must be), each shortening made once."""
-
-    def __init__(self, win: Window, kept: list[Message], keys: list, tokens: list[int],
-                 counter: Tokenizer, policy: PreparePolicy) -> None:
-        self.at = newest_user(win.messages)  # its index in the conversation
-        self.pos = next((k for k, key in enumerate(keys)
-                         if self.at >= 0 and _index(key) == self.at), -1)  # in the result
-        self.kept, self.tokens, self.counter, self.fmt = kept, tokens, counter, policy.fmt
-        self._short: dict[int, tuple[Message, int]] = {}
-
-    def within(self, cap: int | None) -> tuple[Message, int] | None:
-        """The question shortened to ``cap`` tokens; None when it fits already."""
-        if self.pos < 0 or cap is None or self.tokens[self.pos] <= cap:
-            return None
-        if cap not in self._short:
-            m = self.kept[self.pos]
-            overhead = self.tokens[self.pos] - self.counter.count(m.content)
-            short = shorten(m.content, max(1, cap - overhead), self.counter)
-            new = msgspec.structs.replace(m, content=short.text if short else m.content)
-            self._short[cap] = (new, message_tokens(new, self.counter, self.fmt))
-        return self._short[cap]
-
-    def keep_shortened(self, win: Window, cap: int | None) -> list[AuditEntry]:
-        """The shortening the fit used, said once and kept for later turns like a rewrite."""
-        short = self.within(cap)
-        if short is None:
-            return []
-        m = self.kept[self.pos]
-        entry = AuditEntry(action="truncated", reason=QUESTION_FIT, summary=describe(m),
-                           tokens_before=self.tokens[self.pos], tokens_after=short[1],
-                           message_id=m.id, index=self.at)
-        win.rewrites[self.at] = (short[0].content, short[1], entry)
-        return [entry]
-
-
-def _last_resort(win: Window, kept: list[Message], keys: list, tokens: list[int], budget: int,
-                 counter: Tokenizer, policy: PreparePolicy, restored: set[int],
-                 memo: Memo | None, may_shrink: bool = False):
-    """Fit with the trim engine what the window alone could not (the newest exchange alone is
-    over the budget), the messages at ``restored`` pinned, and the summary chunks too when
-    they fit beside the system prompt and the question; what it shortens keeps its new text
-    on later turns. None (``may_shrink``) when the summaries would have to give way: the
-    caller shrinks them first."""
-    memo = memo if memo is not None else Memo()  # the attempts shorten the same texts
-    question = _Question(win, kept, keys, tokens, counter, policy)
-    found = _attempts(win, kept, keys, tokens, budget, counter, policy, restored, memo,
-                      question, may_shrink)
-    if found is None:
-        return None
-    report, cap = found
-    return _take(win, report, kept, keys, counter, policy, question.keep_shortened(win, cap))
-
-
-def _attempts(win: Window, kept: list[Message], keys: list, tokens: list[int], budget: int,
-              counter: Tokenizer, policy: PreparePolicy, restored: set[int], memo: Memo,
-              question: _Question, may_shrink: bool):
-    """(the trim report, the question's cap) of the first attempt that keeps the newest
-    exchange: a summary stands for everything before it, so it is held, the question whole
-    beside it (at most half the budget), then with the question shorter (its head and tail);
-    only when even that leaves no room for the newest exchange, which the model answers, does
-    the summary give way."""
-    options = TrimOptions(fmt=policy.fmt, name_cut_facts=True)  # a few messages: cheap
-    newest = f"ctx:fit:{len(kept) - 1}"
-
-    def inputs(summaries_held: bool, cap: int | None, pinned: set[int]) -> list[Message]:
-        ins: list[Message] = []
-        for k, (m, key) in enumerate(zip(kept, keys, strict=True)):
-            i = _index(key)
-            short = question.within(cap) if k == question.pos else None
-            m = msgspec.structs.replace(short[0] if short else m, id=f"ctx:fit:{k}")
-            if (i is not None and i in pinned) or (summaries_held and m.kind == "summary"):
-                m = msgspec.structs.replace(m, pinned=True)
-            ins.append(m)
-        return ins
-
-    held = policy.fmt.reply_priming + sum(
-        t for k, (m, t) in enumerate(zip(kept, tokens, strict=True))
-        if m.role == "system" or m.kind == "summary" or k == question.pos)
-    # the room the summaries and the question leave: the newest tool output is outlined to fit
-    capped = msgspec.structs.replace(
-        options, tool_output_cap=max(TOOL_CAP_MIN, (budget - held) * 3 // 4))
-    caps = [budget // 2, int(budget * policy.question_share), budget // 8, budget // 16]
-    pinned = restored | {question.at}
-    report = None
-    attempts = [*((True, c, capped) for c in caps), *((False, c, options) for c in caps)]
-    for k, (summaries_held, cap, opts) in enumerate(attempts):
-        if k == len(caps) and may_shrink and win.chunks:
-            return None
-        try:
-            report = trim(inputs(summaries_held, cap, pinned), budget, counter, memo=memo,
-                          options=opts)
-        except ContextError as exc:
-            if exc.kind != "pinned_over_budget":
-                raise
-            report = None
-        if report is not None and report.messages and report.messages[-1].id == newest:
-            return report, cap
-    if report is None:  # the question alone at a sixteenth of the budget is over: unpinned
-        return trim(inputs(False, None, set()), budget, counter, options=options,
-                    memo=memo), None
-    return report, caps[-1]
-
-
-def _take(win: Window, report, kept: list[Message], keys: list, counter: Tokenizer,
-          policy: PreparePolicy, truncated: list[AuditEntry]):
-    """The fitted result mapped back to the conversation: its audit by message, what it
-    shortened kept as rewrites for later turns."""
-    def where(e: AuditEntry) -> tuple[int, AuditEntry]:
-        k = int(e.message_id.rsplit(":", 1)[1]) if e.message_id else e.index
-        return k, msgspec.structs.replace(e, message_id=kept[k].id, index=_index(keys[k]))
-
-    dropped = [where(e)[1] for e in report.dropped]
-    by_pos: dict[int, Message] = {int(m.id.rsplit(":", 1)[1]): m for m in report.messages}
-    for e in report.truncated:
-        k, entry = where(e)
-        truncated.append(entry)
-        i = _index(keys[k])
-        if i is not None and k in by_pos:
-            text = by_pos[k].content
-            win.rewrites[i] = (text, message_tokens(
-                msgspec.structs.replace(win.messages[i], content=text), counter, policy.fmt),
-                entry)
-    out_kept, out_keys, out_tokens = [], [], []
-    for k in sorted(by_pos):
-        i = _index(keys[k])
-        m = kept[k] if by_pos[k].content is kept[k].content else msgspec.structs.replace(
-            kept[k], content=by_pos[k].content)
-        out_kept.append(m)
-        out_keys.append(keys[k] if i is None or i not in win.rewrites else (i, m.content))
-        out_tokens.append(message_tokens(m, counter, policy.fmt))
-    return out_kept, out_keys, out_tokens, dropped, truncated
-
-
-def _index(key) -> int | None:
-    """The conversation index a result key stands for (None for a summary)."""
-    if isinstance(key, int):
-        return key
-    return key[0] if isinstance(key[0], int) else None
-
-
 def _reuse(previous: ConversationState | None, keys: list, common: int) -> int:
     """Tokens at the start of this result identical to the previous result."""
     if previous is None:
@@ -406,7 +256,7 @@ def _reuse(previous: ConversationState | None, keys: list, common: int) -> int:
         return sum(previous.out_tokens)
     k, m = 0, min(len(pk), len(keys))
     while k < m and pk[k] == keys[k]:
-        i = _index(pk[k])
+        i = result_index(pk[k])
         if i is not None and i >= common:
             break
         k += 1
@@ -423,7 +273,7 @@ def _breakpoints(kept: list[Message], keys: list, upto: int) -> list[int]:
     if sys_end:
         points.append(sys_end - 1)
     stable = sys_end
-    while stable < len(keys) and (_index(keys[stable]) is None or _index(keys[stable]) < upto):
+    while stable < len(keys) and (result_index(keys[stable]) is None or result_index(keys[stable]) < upto):
         stable += 1
     if stable > sys_end:
         points.append(stable - 1)

@@ -1,0 +1,104 @@
+"""What a live chat's turn sets going after its answer, off the request path: the session told
+the turn's size (calibration), the facts of the next step read ahead of need, the window
+written to the state folder, and a conversation's kept window taken up after a restart.
+
+Owns `Upkeep`: the background tasks of the conversations and how each ends (a failure is
+logged, never raised into a turn; a result that came too late is dropped).
+Must not: decide anything about a turn (core/prepare does) or be waited on by a request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from ctxlayer.core.prepare import DEFAULT_POLICY, persist, warm
+
+log = logging.getLogger(__name__)
+
+#: the State and a Conversation (not imported: conversations.py imports this module)
+State = Conversation = Any
+
+
+class Upkeep:
+    def __init__(self, state: State) -> None:
+        self.state = state
+        self._tasks: set[asyncio.Future] = set()
+
+    def _after(self, conv: Conversation, task: asyncio.Future, what: str,
+               took: Callable[[Any], None] | None = None) -> None:
+        def done(t: asyncio.Future) -> None:
+            self._tasks.discard(t)
+            if t.cancelled():
+                return
+            if t.exception() is not None:
+                log.warning("live chat %s: %s failed: %s", conv.conversation_id, what,
+                            t.exception())
+            elif took is not None:
+                took(t.result())
+
+        self._tasks.add(task)
+        task.add_done_callback(done)
+
+    def note_prompt(self, conv: Conversation) -> None:
+        """Tell the session what this turn sends, so that ctx/session/reportUsage without an
+        estimate calibrates against it, and take its bias for the next turn. On the session
+        threads: the service's lock may be held by a long assembly."""
+        task = asyncio.ensure_future(self.state.work(
+            self.state.sessions.note_prompt, conv.workspace, conv.session_id, conv.tokens))
+
+        def took(bias: float) -> None:
+            conv.bias = bias
+
+        self._after(conv, task, "telling the session the turn's size", took)
+
+    def read_ahead(self, conv: Conversation) -> None:
+        """Once a result passed `precompact_at` of its budget, read the facts its next step
+        will summarize on a worker: that step then reads none on the request path. A turn
+        that came meanwhile keeps its own state (the read is dropped)."""
+        st = conv.state
+        budget = conv.budget - conv.tools_tokens
+        if st is None or st.total < DEFAULT_POLICY.precompact_at * budget:
+            return
+
+        def took(ahead: Any) -> None:
+            if ahead is not None and conv.state is st:
+                conv.state = ahead
+
+        self._after(conv, asyncio.ensure_future(asyncio.to_thread(warm, st, budget)),
+                    "reading ahead", took)
+
+    def keep(self, conv: Conversation, now: str) -> None:
+        """Write the window this turn made (a step, an outline, a restore: what the next
+        request after a restart must find again), on a session thread."""
+        st, store = conv.state, self.state.sessions.store
+        if st is None:
+            return
+        conv.turn += 1
+
+        def write(workspace: str, cid: str, model: str, turn: int) -> None:
+            store.put_conversation(workspace, cid, model, turn,
+                                   persist.encode(persist.snapshot(st)), now)
+
+        self._after(conv, asyncio.ensure_future(self.state.work(
+            write, conv.workspace, conv.conversation_id, conv.model, conv.turn)),
+            "keeping its window")
+
+    async def take_up(self, conv: Conversation) -> None:
+        """A conversation not in memory: its window as the state folder kept it, if any, for
+        its first turn to start from (core/prepare/persist.py); its restored ids with it."""
+        store = self.state.sessions.store
+        row = await self.state.work(store.conversation, conv.workspace, conv.conversation_id)
+        if row is None or row[0] != conv.model:
+            return
+        snap = persist.decode(row[2])
+        if snap is not None:
+            conv.kept, conv.turn = snap, row[1]
+            conv.restored = set(snap.restored)
+
+    async def settled(self) -> None:
+        """Wait for what the turns so far left running."""
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
