@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ctxlayer.core.formats import codec
 from ctxlayer.core.text import content_hash
 from ctxlayer.state.chatcodec import identity_text
 
@@ -25,12 +26,10 @@ def client_hint(fmt: str, request: dict, header: str | None) -> str | None:
     """The client's own id of its chat: the header the face read, else the body's."""
     if header:
         return header
-    if fmt == "anthropic":
-        meta = request.get("metadata")
-        found = meta.get("user_id") if isinstance(meta, dict) else None
-        return found if isinstance(found, str) and found else None
-    for key in ("prompt_cache_key", "user"):
-        found = request.get(key)
+    for path in codec(fmt).hints:  # where this format carries it
+        found: Any = request
+        for key in path.split("."):
+            found = found.get(key) if isinstance(found, dict) else None
         if isinstance(found, str) and found:
             return found
     return None

@@ -58,6 +58,9 @@ class Codec:
     unfittable: Callable[[dict], str | None] = lambda request: None
     #: the texts that name a conversation without an id (None: system + first user message)
     identity: Callable[[dict], list[str]] | None = None
+    #: where a request carries the client's own id of its chat, first found wins: dotted
+    #: paths into the body (Anthropic `metadata.user_id`; OpenAI `prompt_cache_key`, `user`)
+    hints: tuple[str, ...] = ("prompt_cache_key", "user")
 
 
 @dataclass(slots=True)
