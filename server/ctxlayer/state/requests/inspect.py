@@ -7,24 +7,33 @@ Owns the request's validation and the gathering of counts; the page is rendered 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from ctxlayer import protocol
 from ctxlayer.core.errors import ContextError, require_tokens
 from ctxlayer.state.caller import Caller
 
 
-async def inspect(caller: Caller, p: protocol.InspectParams) -> protocol.InspectResult:
+async def given(caller: Caller, p: protocol.InspectParams) -> protocol.WorkspaceSegment | None:
+    """What the loop gives first: the segment, for a session's page."""
+    return await caller.segment() if p.session_id is not None else None
+
+
+def inspect(caller: Caller, p: protocol.InspectParams,
+            segment: protocol.WorkspaceSegment | None) -> Any:
     from ctxlayer.inspector import render_inspector
 
     model = caller.model(p.model)
     require_tokens(p.budget)
     if p.session_id is not None:
-        data = await _session_data(caller, p, model)
-    elif p.messages is not None:
-        data = await _conversation_data(caller, p, model)
-    else:
+        assert segment is not None
+        return _session_data(caller, p, model, segment,
+                             lambda data: protocol.InspectResult(html=render_inspector(data)))
+    if p.messages is None:
         raise ContextError("invalid", "give `sessionId` or `messages` to inspect",
                            field="messages")
-    return protocol.InspectResult(html=render_inspector(data))
+    return protocol.InspectResult(html=render_inspector(_conversation_data(caller, p, model)))
 
 
 def _window(caller: Caller, model: str | None, budget: int) -> int:
@@ -33,43 +42,44 @@ def _window(caller: Caller, model: str | None, budget: int) -> int:
     return max(caller.options.context_window or model_info(model).context_window, budget)
 
 
-async def _conversation_data(caller: Caller, p: protocol.InspectParams, model: str | None):
+def _conversation_data(caller: Caller, p: protocol.InspectParams, model: str | None) -> Any:
     from ctxlayer.inspector import inspect_conversation
 
     budget = p.budget if p.budget is not None else caller.default_budget(model)
     messages = list(p.messages or [])  # Message structs, validated strictly by the params
-    return await caller.state.tokenizers.run(
-        model,
-        lambda c: inspect_conversation(messages, budget, c, model=model or "default",
-                                       window=_window(caller, model, budget)),
-        size=1 << 62,
-    )
+    return inspect_conversation(messages, budget, caller.state.tokenizers.guarded(model),
+                                model=model or "default", window=_window(caller, model, budget))
 
 
-async def _session_data(caller: Caller, p: protocol.InspectParams, model: str | None):
+def _session_data(caller: Caller, p: protocol.InspectParams, model: str | None,
+                  segment: protocol.WorkspaceSegment, then: Callable[[Any], Any]) -> Any:
     """A session's page: what ctx/assemble produces for it now (kept messages as bars, the
-    dropped ones in the audit table)."""
-    from ctxlayer.core.tokens import OPENAI_FORMAT, message_tokens
-    from ctxlayer.inspector import build_inspector_data
-    from ctxlayer.state.requests.assembly import run_assembly, session_layers
+    dropped ones in the audit table); an `Ask` first when the assembly needs a summary."""
+    from ctxlayer.state.requests.assembly import assembling, session_layers
 
     assert p.session_id is not None
-    system = await session_layers(caller, p.session_id)
-    result = (await run_assembly(caller, p.session_id, budget=p.budget, system=system)).result
+    system = session_layers(caller, p.session_id, segment)
+    return assembling(caller, p.session_id,
+                      lambda out: then(_session_page(caller, p, model, out.result)),
+                      budget=p.budget, system=system)
+
+
+def _session_page(caller: Caller, p: protocol.InspectParams, model: str | None,
+                  result: protocol.AssembleResult) -> Any:
+    from ctxlayer.core.tokens import OPENAI_FORMAT, message_tokens
+    from ctxlayer.inspector import build_inspector_data
+
     t = result.tokens
     layers = {"system": t.system, "workspace": t.workspace, "rules": t.rules,
               "working": t.working, "history": t.history}
     trigger = caller.policy.sessions.compaction.trigger
-
-    def build(counter):
-        tokens = [message_tokens(m, counter) for m in result.messages]
-        return build_inspector_data(
-            result.messages, tokens, model=model or "default",
-            window=_window(caller, model, result.budget), budget=result.budget,
-            dropped=result.dropped, truncated=result.truncated, layers=layers,
-            cache_boundary=result.cache_boundary, compaction_at=int(result.budget * trigger),
-            session_id=p.session_id, title=f"ctxlayer · session {p.session_id}",
-            overhead=OPENAI_FORMAT.reply_priming,
-        )
-
-    return await caller.state.tokenizers.run(model, build, size=1 << 62)
+    counter = caller.state.tokenizers.guarded(model)
+    tokens = [message_tokens(m, counter) for m in result.messages]
+    return build_inspector_data(
+        result.messages, tokens, model=model or "default",
+        window=_window(caller, model, result.budget), budget=result.budget,
+        dropped=result.dropped, truncated=result.truncated, layers=layers,
+        cache_boundary=result.cache_boundary, compaction_at=int(result.budget * trigger),
+        session_id=p.session_id, title=f"ctxlayer · session {p.session_id}",
+        overhead=OPENAI_FORMAT.reply_priming,
+    )
