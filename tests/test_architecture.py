@@ -101,12 +101,9 @@ def test_every_protocol_request_has_one_state_function() -> None:
 
 SERVER = Path(__file__).resolve().parents[1] / "server"
 MAX_FUNCTION_LINES = 80
-#: Functions still over the limit, with their length today, each owned by another part of
-#: issue 21 (assemble: part 3; the prepare engine: the lead). An entry fails the test when the
-#: function grows or once it is split (then delete the entry).
-KNOWN_LONG = {
-    "ctxlayer/core/assembly/assemble.py:assemble": 138,
-}
+#: Functions still over the limit, with their length today (none since `assemble` was split).
+#: An entry fails the test when the function grows or once it is split (then delete it).
+KNOWN_LONG: dict[str, int] = {}
 
 
 def long_functions(root: Path, limit: int) -> dict[str, int]:
