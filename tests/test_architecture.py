@@ -243,3 +243,11 @@ def test_the_hop_check_finds_a_hop(tmp_path: Path) -> None:
     (tmp_path / "ok.py").write_text("def g(caller):\n    return caller.state.sessions.run(1)\n")
     assert hops(tmp_path, set()) == ["a.py:2 asyncio.to_thread", "a.py:3 state.tokenizers.run",
                                      "a.py:4 caller.state.work"]
+
+
+def test_the_module_names_that_collided_name_one_module() -> None:
+    """`history.py`, `window.py` and `state.py` each named two or three modules (a reader
+    could not tell which a traceback meant); each names one now."""
+    names = [p.name for p in SERVER.rglob("*.py")]
+    assert {n: names.count(n) for n in ("history.py", "window.py", "state.py")} == {
+        "history.py": 1, "window.py": 1, "state.py": 1}

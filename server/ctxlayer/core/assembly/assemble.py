@@ -6,7 +6,7 @@ section, so that everything up to the newest history message can stay in the pro
 prefix. Layers and their precedence: layers.py.
 
 History: past ``trigger`` of its share it is compacted (compaction.py), then cleaned and fitted
-into the share (window.py). An assembly always answers with the best window it can: the only
+into the share (tail.py). An assembly always answers with the best window it can: the only
 error is pinned content that cannot fit (the system layers, the rules, or the newest user
 message even shortened), ContextError("pinned_over_budget"). ``measure`` never raises: it
 reports ``used`` over ``limit``, because it answers requests (append, setMode) whose change is
@@ -28,7 +28,7 @@ from __future__ import annotations
 import msgspec
 
 from ctxlayer.core.assembly import compaction as cp
-from ctxlayer.core.assembly import window
+from ctxlayer.core.assembly import tail
 from ctxlayer.core.assembly.history import History
 from ctxlayer.core.assembly.layers import AssemblyInput, Fingerprint, Layout, layout
 from ctxlayer.core.assembly.restore import Shown, restored_before
@@ -138,11 +138,11 @@ def assemble(history: History, state: cp.Compaction, inp: AssemblyInput,
     changed = changed or compacted
 
     # the history layer: the summary, then the verbatim tail cleaned and fitted
-    win = _tail(history, work, inp, counter)
+    win = _verbatim(history, work, inp, counter)
     head = _Head(dropped=list(lay.working_dropped))
     summ = cp.summary_message(work)
     if summ is None or not _summary_head(head, summ, win, history, work, inp, share, counter):
-        window.fit(win, share, counter, require_user=True, tool_cap=cp.tail_tool_cap(share))
+        tail.fit(win, share, counter, require_user=True, tool_cap=cp.tail_tool_cap(share))
     truncated = head.truncated + win.truncated
     dropped = head.dropped + win.dropped
     hist_tokens_list = head.tokens + win.tokens
@@ -184,21 +184,21 @@ class _Head(msgspec.Struct, kw_only=True):
     dropped: list[AuditEntry] = msgspec.field(default_factory=list)
 
 
-def _tail(history: History, work: cp.Compaction, inp: AssemblyInput,
-          counter: Tokenizer) -> window.Window:
+def _verbatim(history: History, work: cp.Compaction, inp: AssemblyInput,
+          counter: Tokenizer) -> tail.Window:
     """The verbatim tail after the summary, cleaned (not fitted yet); restored messages of it
     are kept whole."""
     start = cp.verbatim_start(history, work)
-    tail = [cp.shown_message(history, work, i) for i in range(start, len(history))]
+    shown = [cp.shown_message(history, work, i) for i in range(start, len(history))]
     if work.restored:
         whole = set(work.restored)
-        tail = [msgspec.structs.replace(m, pinned=True) if s in whole else m
-                for m, s in zip(tail, history.seqs[start:], strict=True)]
+        shown = [msgspec.structs.replace(m, pinned=True) if s in whole else m
+                 for m, s in zip(shown, history.seqs[start:], strict=True)]
     keys = [f"h{s}" + ("r" if s in work.rewrites else "") for s in history.seqs[start:]]
-    return window.clean(tail, keys, counter, inp.policy.dedup_min_tokens)
+    return tail.clean(shown, keys, counter, inp.policy.dedup_min_tokens)
 
 
-def _summary_head(head: _Head, summ: Message, win: window.Window, history: History,
+def _summary_head(head: _Head, summ: Message, win: tail.Window, history: History,
                   work: cp.Compaction, inp: AssemblyInput, share: int,
                   counter: Tokenizer) -> bool:
     """Put the summary (fitted to its room), its acknowledgement and the restored messages in
@@ -222,7 +222,7 @@ def _summary_head(head: _Head, summ: Message, win: window.Window, history: Histo
         summary=one_line(c), tokens_before=counter.count(c),
         tokens_after=counter.count(c), message_id=summ.id) for c in demoted]
     head.truncated += back.truncated
-    window.fit(win, share - s_tokens - ack_tokens - sum(back.tokens), counter,
+    tail.fit(win, share - s_tokens - ack_tokens - sum(back.tokens), counter,
                require_user=False, tool_cap=cp.tail_tool_cap(share))
     after = back.messages[0] if back.messages else (win.messages[0] if win.messages else None)
     if after is not None and after.role == "user":
@@ -299,7 +299,7 @@ def _prompt(inp: AssemblyInput, lay: Layout, hist_msgs: list[Message], hist_keys
     return messages, fingerprint, boundary
 
 
-def _newest_turn_tokens(win: window.Window) -> int:
+def _newest_turn_tokens(win: tail.Window) -> int:
     """Tokens from the newest user message to the end: what the summary must leave room for."""
     for i in range(len(win.messages) - 1, -1, -1):
         m = win.messages[i]

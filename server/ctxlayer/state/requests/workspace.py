@@ -30,6 +30,6 @@ def session_history(caller: Caller, p: protocol.SystemPromptParams,
     the database)."""
     if not p.session_history:
         return []
-    from ctxlayer.state.history import workspace_digests
+    from ctxlayer.state.digests import workspace_digests
 
     return workspace_digests(caller.state.sessions.store, caller.workspace, exclude)
