@@ -101,12 +101,9 @@ def test_every_protocol_request_has_one_state_function() -> None:
 
 SERVER = Path(__file__).resolve().parents[1] / "server"
 MAX_FUNCTION_LINES = 80
-#: Functions still over the limit, with their length today, each owned by another part of
-#: issue 21 (assemble: part 3; the prepare engine: the lead). An entry fails the test when the
-#: function grows or once it is split (then delete the entry).
-KNOWN_LONG = {
-    "ctxlayer/core/assembly/assemble.py:assemble": 138,
-}
+#: Functions still over the limit, with their length today (none since `assemble` was split).
+#: An entry fails the test when the function grows or once it is split (then delete it).
+KNOWN_LONG: dict[str, int] = {}
 
 
 def long_functions(root: Path, limit: int) -> dict[str, int]:
@@ -203,3 +200,54 @@ def test_pygls_private_parts_are_reached_from_one_module() -> None:
     private = {name for _, name, _ in PRIVATE if name.startswith("_")}
     uses = attribute_uses(SERVER / "ctxlayer" / "lsp", private)
     assert {p for paths in uses.values() for p in paths} == {"overrides.py"}
+
+
+#: Calls that move work off the event loop; only the dispatcher (state/requests/place.py) and
+#: the engines that place their own work (conversations) make them, never a request function.
+HOPS = {"to_thread", "run_in_executor", "on_worker", "run_inline", "work"}
+REQUEST_FUNCTIONS = SERVER / "ctxlayer" / "state" / "requests"
+DISPATCHER = {"__init__.py", "place.py"}
+
+
+def hops(root: Path, skip: set[str]) -> list[str]:
+    """Every call in `root`'s modules (but `skip`) that moves work off the loop itself:
+    the hops of `HOPS`, or `<...>tokenizers.run(...)`, as "module:line call"."""
+    found = []
+    for path in sorted(root.glob("*.py")):
+        if path.name in skip:
+            continue
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            name, receiver = node.func.attr, ast.unparse(node.func.value)
+            if name in HOPS or name == "run" and receiver.endswith("tokenizers"):
+                found.append(f"{path.name}:{node.lineno} {receiver}.{name}")
+    return found
+
+
+def test_the_requests_table_places_the_work() -> None:
+    """Each request says `loop`, `worker` or `lane` and the dispatcher runs it there: no
+    request function hops to a thread itself, and no size says "a worker, always"."""
+    assert hops(REQUEST_FUNCTIONS, DISPATCHER) == []
+    sentinels = [f"{p.relative_to(SERVER)}:{i}" for p in sorted(SERVER.rglob("*.py"))
+                 for i, line in enumerate(p.read_text("utf-8").splitlines(), 1)
+                 if "1 << 62" in line.replace("1<<62", "1 << 62")]
+    assert sentinels == []
+
+
+def test_the_hop_check_finds_a_hop(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("async def f(state):\n"
+                                   "    await asyncio.to_thread(g)\n"
+                                   "    await state.tokenizers.run(m, g, size=9)\n"
+                                   "    await caller.state.work(g)\n")
+    (tmp_path / "ok.py").write_text("def g(caller):\n    return caller.state.sessions.run(1)\n")
+    assert hops(tmp_path, set()) == ["a.py:2 asyncio.to_thread", "a.py:3 state.tokenizers.run",
+                                     "a.py:4 caller.state.work"]
+
+
+def test_the_module_names_that_collided_name_one_module() -> None:
+    """`history.py`, `window.py` and `state.py` each named two or three modules (a reader
+    could not tell which a traceback meant); each names one now."""
+    names = [p.name for p in SERVER.rglob("*.py")]
+    assert {n: names.count(n) for n in ("history.py", "window.py", "state.py")} == {
+        "history.py": 1, "window.py": 1, "state.py": 1}

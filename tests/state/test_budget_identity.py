@@ -9,8 +9,7 @@ import pytest
 
 from ctxlayer import protocol
 from ctxlayer.state import Caller
-from ctxlayer.state.requests import chats, sessions
-from ctxlayer.state.requests.assembly import assemble
+from ctxlayer.state.requests import call, chats, sessions
 
 MODEL = "gpt-4o"
 
@@ -34,17 +33,17 @@ def segment(text: str) -> protocol.WorkspaceSegment:
 
 
 async def open_chat(caller: Caller, session_id: str, n: int, budget: int = 3000) -> None:
-    await sessions.open_session(caller, protocol.SessionOpenParams(
+    await call(caller, "ctx/session/open", protocol.SessionOpenParams(
         session_id=session_id, model=MODEL, budget=budget))
-    await sessions.append(caller, protocol.SessionAppendParams(session_id=session_id,
-                                                               messages=history(n)))
+    await call(caller, "ctx/session/append", protocol.SessionAppendParams(
+        session_id=session_id, messages=history(n)))
 
 
 async def test_an_assembly_makes_its_chat_live_and_a_file_event_keeps_it(caller, heard):
     await open_chat(caller, "workspace", 0)
     await open_chat(caller, "chat", 30)
     heard.clear()
-    result = await assemble(caller, protocol.AssembleParams(session_id="chat", budget=3000))
+    result = await call(caller, "ctx/assemble", protocol.AssembleParams(session_id="chat", budget=3000))
     [live] = heard
     assert live.live and live.source == "session" and live.session_id == "chat"
     assert live.used == result.tokens.total and live.limit == 3000
@@ -83,23 +82,22 @@ async def test_a_file_event_leaves_a_prepared_chat_live_and_unmeasured(caller, s
 async def test_a_session_change_of_another_chat_does_not_take_the_status_bar(caller, heard):
     await open_chat(caller, "a", 10)
     await open_chat(caller, "b", 10)
-    await assemble(caller, protocol.AssembleParams(session_id="a", budget=3000))
+    await call(caller, "ctx/assemble", protocol.AssembleParams(session_id="a", budget=3000))
     heard.clear()
-    await sessions.append(caller, protocol.SessionAppendParams(session_id="b",
+    await call(caller, "ctx/session/append", protocol.SessionAppendParams(session_id="b",
                                                                messages=history(2)))
     assert [b.live for b in heard] == [False]
-    await assemble(caller, protocol.AssembleParams(session_id="b", budget=3000))
+    await call(caller, "ctx/assemble", protocol.AssembleParams(session_id="b", budget=3000))
     assert heard[-1].live and heard[-1].session_id == "b"
 
 
 async def test_the_page_of_a_live_chat_shows_what_its_last_request_sent(caller):
-    from ctxlayer.state.requests.inspect import inspect
-
     messages = [{"role": "system", "content": "You are careful."}, *history(40),
                 {"role": "user", "content": "Which rounding rule did we settle on, finally?"}]
     result = await chats.prepare(caller, protocol.PrepareParams(
         format="ctxlayer", request={"messages": messages}, budget=3000, context_window=4096))
-    html = (await inspect(caller, protocol.InspectParams(session_id=result.session_id))).html
+    html = (await call(caller, "ctx/inspect", protocol.InspectParams(
+        session_id=result.session_id))).html
     assert f"prepare chat {result.conversation_id}" in html
     assert "Which rounding rule did we settle on, finally?" in html
     assert "history 0" not in html  # the chat's own history, not its empty session's

@@ -12,7 +12,7 @@ import pytest
 from ctxlayer import protocol
 from ctxlayer.core.errors import ContextError
 from ctxlayer.state import Caller
-from ctxlayer.state.requests import REQUESTS, chats, sessions
+from ctxlayer.state.requests import REQUESTS, call, chats, sessions
 
 MODEL = "gpt-4o"
 SYSTEM = {"role": "system", "content": "You are a careful coding assistant."}
@@ -76,12 +76,12 @@ async def test_a_chat_is_prepared_turn_by_turn_within_its_budget(caller, state):
 async def test_why_restore_and_the_session_audit(caller, state):
     sent, results = await run_chat(caller, 60)
     last = results[-1][1]
-    why = await chats.why(caller, protocol.WhyParams(conversation_id=last.conversation_id))
+    why = await call(caller, "ctx/why", protocol.WhyParams(conversation_id=last.conversation_id))
     gone = next(e for e in why.entries if e.action == "summarized" and e.message_id == "u1")
-    one = await chats.why(caller, protocol.WhyParams(session_id=last.session_id,
+    one = await call(caller, "ctx/why", protocol.WhyParams(session_id=last.session_id,
                                                      message_id="u1"))
     assert one.entries == [gone]
-    await chats.restore(caller, protocol.RestoreParams(conversation_id=last.conversation_id,
+    await call(caller, "ctx/restore", protocol.RestoreParams(conversation_id=last.conversation_id,
                                                        message_id="u1"))
     again = await chats.prepare(caller, params(sent))
     original = next(m for m in sent if m.get("id") == "u1")
@@ -89,7 +89,7 @@ async def test_why_restore_and_the_session_audit(caller, state):
     # (the restored message may take the room of others: a step can come with it)
     assert again.notice.startswith("ctxlayer: ")
     assert again.notice.endswith("restored 1 message whole")
-    why = await chats.why(caller, protocol.WhyParams(conversation_id=last.conversation_id,
+    why = await call(caller, "ctx/why", protocol.WhyParams(conversation_id=last.conversation_id,
                                                      message_id="u1"))
     assert [e.action for e in why.entries] == ["restored"]  # shown whole again
     # the session keeps what the turns did
@@ -103,11 +103,11 @@ async def test_errors_name_the_field(caller):
     _, results = await run_chat(caller, 3)
     cid = results[-1][1].conversation_id
     with pytest.raises(ContextError) as err:
-        await chats.restore(caller, protocol.RestoreParams(conversation_id=cid,
+        await call(caller, "ctx/restore", protocol.RestoreParams(conversation_id=cid,
                                                            message_id="nope"))
     assert err.value.field == "messageId"
     with pytest.raises(ContextError) as err:
-        await chats.why(caller, protocol.WhyParams(conversation_id="unknown"))
+        await call(caller, "ctx/why", protocol.WhyParams(conversation_id="unknown"))
     assert (err.value.kind, err.value.field) == ("unknown_session", "conversationId")
     with pytest.raises(ContextError) as err:
         await chats.prepare(caller, params([SYSTEM, {"role": "user", "content": "hi",

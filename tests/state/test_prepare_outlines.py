@@ -7,7 +7,7 @@ import json
 
 from ctxlayer import protocol
 from ctxlayer.state import Caller, State
-from ctxlayer.state.requests import chats
+from ctxlayer.state.requests import call, chats
 
 MODEL = "gpt-4o"
 
@@ -239,7 +239,7 @@ async def test_a_fact_named_again_comes_back_in_its_own_words(caller):
     if "test_case_777" not in outline:  # outlined away: it comes back with the question
         assert "tests/test_net.py::test_case_777 PASSED (0 ms)" in newest
         assert any(e.action == "restored" and "recalled" in e.reason
-                   for e in (await chats.why(caller, protocol.WhyParams(
+                   for e in (await call(caller, "ctx/why", protocol.WhyParams(
                        conversation_id=res.conversation_id))).entries)
     else:
         raise AssertionError("the outline kept the test: make the run longer for this test")

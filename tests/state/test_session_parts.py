@@ -14,7 +14,7 @@ import pytest
 
 from ctxlayer import protocol
 from ctxlayer.state import Caller, State
-from ctxlayer.state.requests import assembly, sessions
+from ctxlayer.state.requests import call, sessions
 
 MODEL = "claude-sonnet-4"
 
@@ -86,13 +86,13 @@ def make_caller(folder) -> tuple[State, Caller]:
 
 
 async def append(caller: Caller, sid: str, fmt: str, messages: list[dict]) -> protocol.Budget:
-    await sessions.open_session(caller, protocol.SessionOpenParams(session_id=sid))
-    return await sessions.append(caller, protocol.SessionAppendParams(
+    await call(caller, "ctx/session/open", protocol.SessionOpenParams(session_id=sid))
+    return await call(caller, "ctx/session/append", protocol.SessionAppendParams(
         session_id=sid, messages=messages, format=fmt))
 
 
 async def assemble(caller: Caller, sid: str, fmt: str) -> protocol.AssembleResult:
-    return await assembly.assemble(caller, protocol.AssembleParams(session_id=sid, format=fmt))
+    return await call(caller, "ctx/assemble", protocol.AssembleParams(session_id=sid, format=fmt))
 
 
 def conversation(out: protocol.AssembleResult) -> list[dict]:
@@ -135,7 +135,7 @@ async def test_a_thinking_turn_keeps_its_thinking_among_later_turns(tmp_path):
                       "input": {"path": "a.py"}}]},
                  {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_2",
                                                "content": "edited"}]}]
-        await sessions.append(caller, protocol.SessionAppendParams(
+        await call(caller, "ctx/session/append", protocol.SessionAppendParams(
             session_id="loop", messages=later, format="anthropic"))
         out = await assemble(caller, "loop", "anthropic")
         assert conversation(out) == turns + later
@@ -209,9 +209,9 @@ async def test_a_tight_budget_shortens_text_and_keeps_every_thinking_block_whole
         turns = [{"role": "user", "content": "Refactor the steps."}]
         for k in range(12):
             turns += loop_turn(k)
-        await sessions.open_session(caller, protocol.SessionOpenParams(session_id="t",
+        await call(caller, "ctx/session/open", protocol.SessionOpenParams(session_id="t",
                                                                        budget=6000))
-        await sessions.append(caller, protocol.SessionAppendParams(
+        await call(caller, "ctx/session/append", protocol.SessionAppendParams(
             session_id="t", messages=turns, format="anthropic"))
         out = await assemble(caller, "t", "anthropic")
         assert out.tokens.total <= 6000 and (out.dropped or out.truncated or out.compacted)
@@ -243,9 +243,9 @@ async def test_the_audit_line_of_a_cut_message_names_its_parts(tmp_path):
         for k in range(14):
             turns += [{"role": "assistant", "content": f"Turn {k}: " + "words " * 200},
                       {"role": "user", "content": f"next {k}"}]
-        await sessions.open_session(caller, protocol.SessionOpenParams(session_id="cut",
+        await call(caller, "ctx/session/open", protocol.SessionOpenParams(session_id="cut",
                                                                        budget=2500))
-        await sessions.append(caller, protocol.SessionAppendParams(
+        await call(caller, "ctx/session/append", protocol.SessionAppendParams(
             session_id="cut", messages=turns, format="anthropic"))
         out = await assemble(caller, "cut", "anthropic")
         lines = {e.summary for e in [*out.dropped, *out.truncated]}

@@ -213,7 +213,7 @@ class Conversations:
                      if _cheap(conv, conversation_of(p.format, p.request), budget, restored)
                      else (False, None))
         if not done:
-            out = await state.tokenizers.run(model, work, size=1 << 62)
+            out = await state.tokenizers.on_worker(model, work)
         turn, encoded, tools = out  # type: ignore[misc]
         conv.native_count = len(conversation_of(p.format, p.request))
         conv.chain = identity.turns(p.request)

@@ -47,9 +47,16 @@ class Events:
 
     def stamped(self, workspace: str, budget: Budget, request: bool) -> Budget:
         """The budget with `live` set, and the live chat's identity kept when something else
-        than a request re-measured that chat (a file event re-measures its session)."""
+        than a request re-measured that chat (a file event re-measures its session); a
+        request's chat becomes the live one (on the loop: the only writer)."""
         if request:
             self.live[workspace] = (budget.conversation_id, budget.session_id, budget.source)
+        return self.as_seen(workspace, budget, request)
+
+    def as_seen(self, workspace: str, budget: Budget, request: bool) -> Budget:
+        """What `stamped` returns, changing nothing (a thread that publishes answers with it
+        while the loop sends the event)."""
+        if request:
             return msgspec.structs.replace(budget, live=True)
         cid, sid, source = self.live.get(workspace, (None, None, None))
         same = (budget.conversation_id == cid if budget.conversation_id is not None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -49,6 +50,8 @@ class State:
         #: sessions whose system layers this process has measured
         self.layered: set[tuple[str, str]] = set()
         self._sessions: Any = None
+        # the session service opens on first use, which may be on any session thread
+        self._sessions_lock = threading.Lock()
         self._conversations: Any = None
         self._closers: list[Callable[[], Any]] = []
         # the session service's own threads: its writes serialize on the database anyway, and
@@ -99,7 +102,13 @@ class State:
 
     @property
     def sessions(self) -> Any:
-        """The session service, opened on first use."""
+        """The session service, opened on first use (by one thread)."""
+        if self._sessions is None:
+            with self._sessions_lock:
+                return self._open_sessions()
+        return self._sessions
+
+    def _open_sessions(self) -> Any:
         if self._sessions is None:
             from ctxlayer.store import SessionStore
             from ctxlayer.store.sessions import SessionService

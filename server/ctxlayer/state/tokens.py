@@ -42,7 +42,10 @@ def keep_out_of_collections() -> None:
 
 
 class GuardedCounter:
-    """A Tokenizer that takes the counting lock for each count (for worker threads)."""
+    """A Tokenizer that takes the counting lock for each count. On a worker thread it waits
+    for the lock; on the event loop (a small request run inline) it never waits: while a
+    worker holds the cache it counts with the encoding itself (stateless, so safe beside it)
+    rather than stall the loop behind a long assembly."""
 
     __slots__ = ("cache", "lock", "name")
 
@@ -50,28 +53,51 @@ class GuardedCounter:
         self.cache, self.lock, self.name = cache, lock, cache.name
 
     def count(self, text: str) -> int:
-        with self.lock:
-            return self.cache.count(text)
+        if self.lock.acquire(blocking=False) or not _on_loop() and self.lock.acquire():
+            try:
+                return self.cache.count(text)
+            finally:
+                self.lock.release()
+        return self.cache.tokenizer.count(text)
+
+
+def _on_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 class Tokenizers:
     """Every count of the process goes through here, so the shared caches see one thread at a
-    time."""
+    time. Where a count runs is the requests table's to say (state/requests/place.py): this
+    only says whether a small one may run on the loop (`can_inline`)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self._loaded: set[str | None] = set()
 
     def guarded(self, model: str | None) -> GuardedCounter:
-        """A counter safe to use from any thread (loads the encoding on first use: slow)."""
+        """A counter safe to use from any thread. Off the loop, the first one of a model waits
+        for its encoding (the first count would), so later small requests can run inline."""
         from ctxlayer.tokenizers import counter_for
 
-        return GuardedCounter(counter_for(model), self.lock)
+        cache = counter_for(model)
+        if model not in self._loaded and not _on_loop():
+            cache.tokenizer.count("")  # waits for the encoding's build
+            self.loaded(model)
+        return GuardedCounter(cache, self.lock)
+
+    def can_inline(self, model: str | None, size: int) -> bool:
+        """Whether work on `size` characters may run on the loop: its encoding is loaded (a
+        build takes seconds) and it is small (a thread hop costs more)."""
+        return model in self._loaded and size <= INLINE_CHARS
 
     def run_inline(self, model: str | None, work: Callable[[Any], T], size: int) -> tuple[bool, T | None]:
         """Run small work on the calling thread when the encoding is loaded and the lock is
         free; (False, None) when it must go to a worker."""
-        if model not in self._loaded or size > INLINE_CHARS:
+        if not self.can_inline(model, size):
             return False, None
         from ctxlayer.tokenizers import counter_for
 
@@ -85,14 +111,10 @@ class Tokenizers:
         # (stateless, so safe beside it) rather than wait behind a long assembly.
         return True, work(cache.tokenizer)
 
-    async def run(self, model: str | None, work: Callable[[Any], T], *, size: int) -> T:
-        """Run `work(counter)`: inline when small and the lock is free, else on a thread."""
-        done, result = self.run_inline(model, work, size)
-        if done:
-            return result  # type: ignore[return-value]
-        result = await asyncio.to_thread(lambda: work(self.guarded(model)))
-        self.loaded(model)
-        return result
+    async def on_worker(self, model: str | None, work: Callable[[Any], T]) -> T:
+        """`work(counter)` on a worker thread: only for the conversations of ctx/prepare, which
+        place their own turns (state/conversations.py); requests are placed by their table."""
+        return await asyncio.to_thread(lambda: work(self.guarded(model)))
 
     def loaded(self, model: str | None) -> None:
         if model not in self._loaded:

@@ -6,7 +6,7 @@ section, so that everything up to the newest history message can stay in the pro
 prefix. Layers and their precedence: layers.py.
 
 History: past ``trigger`` of its share it is compacted (compaction.py), then cleaned and fitted
-into the share (window.py). An assembly always answers with the best window it can: the only
+into the share (tail.py). An assembly always answers with the best window it can: the only
 error is pinned content that cannot fit (the system layers, the rules, or the newest user
 message even shortened), ContextError("pinned_over_budget"). ``measure`` never raises: it
 reports ``used`` over ``limit``, because it answers requests (append, setMode) whose change is
@@ -28,7 +28,7 @@ from __future__ import annotations
 import msgspec
 
 from ctxlayer.core.assembly import compaction as cp
-from ctxlayer.core.assembly import window
+from ctxlayer.core.assembly import tail
 from ctxlayer.core.assembly.history import History
 from ctxlayer.core.assembly.layers import AssemblyInput, Fingerprint, Layout, layout
 from ctxlayer.core.assembly.restore import Shown, restored_before
@@ -138,106 +138,17 @@ def assemble(history: History, state: cp.Compaction, inp: AssemblyInput,
     changed = changed or compacted
 
     # the history layer: the summary, then the verbatim tail cleaned and fitted
-    start = cp.verbatim_start(history, work)
-    tail = [cp.shown_message(history, work, i) for i in range(start, len(history))]
-    if work.restored:  # restored messages of the tail: the window keeps them whole
-        whole = set(work.restored)
-        tail = [msgspec.structs.replace(m, pinned=True) if s in whole else m
-                for m, s in zip(tail, history.seqs[start:], strict=True)]
-    keys = [f"h{s}" + ("r" if s in work.rewrites else "") for s in history.seqs[start:]]
-    win = window.clean(tail, keys, counter, inp.policy.dedup_min_tokens)
+    win = _verbatim(history, work, inp, counter)
+    head = _Head(dropped=list(lay.working_dropped))
     summ = cp.summary_message(work)
-    head: list[Message] = []
-    head_keys: list[str] = []
-    head_tokens: list[int] = []
-    truncated: list[AuditEntry] = []
-    dropped: list[AuditEntry] = list(lay.working_dropped)
-    if summ is not None:
-        ack = Message(role="assistant", content=ACK_TEXT, id=f"{summ.id}:ack")
-        ack_tokens = message_tokens(ack, counter)
-        # the summary leaves the tail its newest turn (up to half the share), and at least
-        # TAIL_SHARE of the share when the tail has that much
-        tail_room = max(min(_newest_turn_tokens(win), share // 2),
-                        min(sum(win.tokens), int(share * TAIL_SHARE)))
-        back = restored_before(history, work, share, counter)
-        room = max(0, share - tail_room - ack_tokens - sum(back.tokens))
-        s_tokens, demoted = work.rendered_tokens, work.demoted
-        fits = s_tokens <= room
-        fitted = None if fits else cp.fitted_summary(work, room, inp.policy, counter)
-        if fitted is None and not fits and back.messages:
-            # the summary stands for everything before the tail: the restored messages give
-            # way to it, said in the audit
-            dropped += [AuditEntry(
-                action="dropped", reason="restored, but no room beside the summary in the "
-                f"history share ({share} tokens) for this assembly", summary=describe(m),
-                tokens_before=t, tokens_after=0, message_id=m.id)
-                for m, t in zip(back.messages, back.tokens, strict=True)]
-            back = Shown(messages=[], keys=[], tokens=[], truncated=[])
-            room = max(0, share - tail_room - ack_tokens)
-            fits = s_tokens <= room
-            fitted = None if fits else cp.fitted_summary(work, room, inp.policy, counter)
-        if not fits and fitted is None and work.request:
-            # the summary holds the newest user message: it takes the tail's room before the
-            # question would go (the tail then keeps what fits after it)
-            room = share
-            fitted = cp.fitted_summary(work, room, inp.policy, counter)
-        if not fits:
-            if fitted is None:
-                dropped.append(AuditEntry(
-                    action="dropped", reason=f"no room for the summary in the history share "
-                    f"({share} tokens)", summary=describe(summ), tokens_before=s_tokens,
-                    tokens_after=0, message_id=summ.id))
-                summ = None
-            else:
-                truncated.append(AuditEntry(
-                    action="truncated", reason=f"summary over its room in the history share "
-                    f"({room} tokens): its parts shortened for this assembly, least important "
-                    "first", summary=describe(summ), tokens_before=s_tokens,
-                    tokens_after=fitted[1], message_id=summ.id))
-                summ, s_tokens, demoted = fitted
-        if summ is not None:
-            s_key = f"s{work.upto_seq}:{content_hash(summ.content)}"
-            head, head_keys, head_tokens = [summ], [s_key], [s_tokens]
-            truncated += [AuditEntry(
-                action="demoted", reason="hard constraints over their share of the history "
-                "budget: the oldest moved to the summary's facts ledger",
-                summary=one_line(c), tokens_before=counter.count(c),
-                tokens_after=counter.count(c), message_id=summ.id) for c in demoted]
-            truncated += back.truncated
-            window.fit(win, share - s_tokens - ack_tokens - sum(back.tokens), counter,
-                       require_user=False, tool_cap=cp.tail_tool_cap(share))
-            after = back.messages[0] if back.messages else (
-                win.messages[0] if win.messages else None)
-            if after is not None and after.role == "user":
-                head.append(ack)  # roles alternate: summary (user), ack, the user's turn
-                head_keys.append(f"a{work.upto_seq}")
-                head_tokens.append(ack_tokens)
-            head += back.messages
-            head_keys += back.keys
-            head_tokens += back.tokens
-    if summ is None:
-        window.fit(win, share, counter, require_user=True, tool_cap=cp.tail_tool_cap(share))
-    truncated += win.truncated
-    dropped += win.dropped
-    hist_msgs = head + win.messages
-    hist_keys = head_keys + win.keys
-    hist_tokens_list = head_tokens + win.tokens
+    if summ is None or not _summary_head(head, summ, win, history, work, inp, share, counter):
+        tail.fit(win, share, counter, require_user=True, tool_cap=cp.tail_tool_cap(share))
+    truncated = head.truncated + win.truncated
+    dropped = head.dropped + win.dropped
+    hist_tokens_list = head.tokens + win.tokens
     hist_tokens = sum(hist_tokens_list)
-
-    # the whole prompt, its fingerprint and cache boundary
-    stable, dynamic = inp.stable_system, inp.dynamic_system
-    messages: list[Message] = list(stable)
-    fingerprint: Fingerprint = [(f"y{content_hash(m.content)}", message_tokens(m, counter))
-                                for m in stable]
-    for msg, tag in ((lay.rules_msg, "r"), (lay.working_msg, "w")):
-        if msg is not None:
-            messages.append(msg)
-            fingerprint.append((f"{tag}{content_hash(msg.content)}", message_tokens(msg, counter)))
-    boundary = len(stable) + (lay.rules_msg is not None) or None
-    messages += hist_msgs
-    fingerprint += list(zip(hist_keys, hist_tokens_list, strict=True))
-    messages += dynamic
-    fingerprint += [(f"y{content_hash(m.content)}", message_tokens(m, counter)) for m in dynamic]
+    messages, fingerprint, boundary = _prompt(inp, lay, head.messages + win.messages,
+                                              head.keys + win.keys, hist_tokens_list, counter)
 
     total = lay.system_tokens + lay.rules_tokens + lay.working_tokens + hist_tokens
     if total > inp.budget:
@@ -262,7 +173,133 @@ def assemble(history: History, state: cp.Compaction, inp: AssemblyInput,
                     next_compaction_at=next_at)
 
 
-def _newest_turn_tokens(win: window.Window) -> int:
+class _Head(msgspec.Struct, kw_only=True):
+    """The history layer before the verbatim tail (the summary, its acknowledgement, the
+    restored messages), with what placing them cut or shortened."""
+
+    messages: list[Message] = msgspec.field(default_factory=list)
+    keys: list[str] = msgspec.field(default_factory=list)
+    tokens: list[int] = msgspec.field(default_factory=list)
+    truncated: list[AuditEntry] = msgspec.field(default_factory=list)
+    dropped: list[AuditEntry] = msgspec.field(default_factory=list)
+
+
+def _verbatim(history: History, work: cp.Compaction, inp: AssemblyInput,
+          counter: Tokenizer) -> tail.Window:
+    """The verbatim tail after the summary, cleaned (not fitted yet); restored messages of it
+    are kept whole."""
+    start = cp.verbatim_start(history, work)
+    shown = [cp.shown_message(history, work, i) for i in range(start, len(history))]
+    if work.restored:
+        whole = set(work.restored)
+        shown = [msgspec.structs.replace(m, pinned=True) if s in whole else m
+                 for m, s in zip(shown, history.seqs[start:], strict=True)]
+    keys = [f"h{s}" + ("r" if s in work.rewrites else "") for s in history.seqs[start:]]
+    return tail.clean(shown, keys, counter, inp.policy.dedup_min_tokens)
+
+
+def _summary_head(head: _Head, summ: Message, win: tail.Window, history: History,
+                  work: cp.Compaction, inp: AssemblyInput, share: int,
+                  counter: Tokenizer) -> bool:
+    """Put the summary (fitted to its room), its acknowledgement and the restored messages in
+    `head` and fit the tail after them; False when the summary found no room at all."""
+    ack = Message(role="assistant", content=ACK_TEXT, id=f"{summ.id}:ack")
+    ack_tokens = message_tokens(ack, counter)
+    # the summary leaves the tail its newest turn (up to half the share), and at least
+    # TAIL_SHARE of the share when the tail has that much
+    tail_room = max(min(_newest_turn_tokens(win), share // 2),
+                    min(sum(win.tokens), int(share * TAIL_SHARE)))
+    back = restored_before(history, work, share, counter)
+    placed = _fitted_summary(head, summ, work, inp, share, tail_room + ack_tokens, back, counter)
+    if placed is None:
+        return False
+    summ, s_tokens, demoted, back = placed
+    s_key = f"s{work.upto_seq}:{content_hash(summ.content)}"
+    head.messages, head.keys, head.tokens = [summ], [s_key], [s_tokens]
+    head.truncated += [AuditEntry(
+        action="demoted", reason="hard constraints over their share of the history "
+        "budget: the oldest moved to the summary's facts ledger",
+        summary=one_line(c), tokens_before=counter.count(c),
+        tokens_after=counter.count(c), message_id=summ.id) for c in demoted]
+    head.truncated += back.truncated
+    tail.fit(win, share - s_tokens - ack_tokens - sum(back.tokens), counter,
+               require_user=False, tool_cap=cp.tail_tool_cap(share))
+    after = back.messages[0] if back.messages else (win.messages[0] if win.messages else None)
+    if after is not None and after.role == "user":
+        head.messages.append(ack)  # roles alternate: summary (user), ack, the user's turn
+        head.keys.append(f"a{work.upto_seq}")
+        head.tokens.append(ack_tokens)
+    head.messages += back.messages
+    head.keys += back.keys
+    head.tokens += back.tokens
+    return True
+
+
+def _fitted_summary(head: _Head, summ: Message, work: cp.Compaction, inp: AssemblyInput,
+                    share: int, reserved: int, back: Shown, counter: Tokenizer
+                    ) -> tuple[Message, int, list[str], Shown] | None:
+    """The summary in its room (`share` less the tail's and the ack's `reserved` tokens and
+    the restored messages): as it is, shortened (said in `head.truncated`), or None when
+    even shortened it cannot fit (said in `head.dropped`); with the restored messages that
+    keep their place beside it."""
+    room = max(0, share - reserved - sum(back.tokens))
+    s_tokens, demoted = work.rendered_tokens, work.demoted
+    fits = s_tokens <= room
+    fitted = None if fits else cp.fitted_summary(work, room, inp.policy, counter)
+    if fitted is None and not fits and back.messages:
+        # the summary stands for everything before the tail: the restored messages give
+        # way to it, said in the audit
+        head.dropped += [AuditEntry(
+            action="dropped", reason="restored, but no room beside the summary in the "
+            f"history share ({share} tokens) for this assembly", summary=describe(m),
+            tokens_before=t, tokens_after=0, message_id=m.id)
+            for m, t in zip(back.messages, back.tokens, strict=True)]
+        back = Shown(messages=[], keys=[], tokens=[], truncated=[])
+        room = max(0, share - reserved)
+        fits = s_tokens <= room
+        fitted = None if fits else cp.fitted_summary(work, room, inp.policy, counter)
+    if not fits and fitted is None and work.request:
+        # the summary holds the newest user message: it takes the tail's room before the
+        # question would go (the tail then keeps what fits after it)
+        room = share
+        fitted = cp.fitted_summary(work, room, inp.policy, counter)
+    if fits:
+        return summ, s_tokens, demoted, back
+    if fitted is None:
+        head.dropped.append(AuditEntry(
+            action="dropped", reason=f"no room for the summary in the history share "
+            f"({share} tokens)", summary=describe(summ), tokens_before=s_tokens,
+            tokens_after=0, message_id=summ.id))
+        return None
+    head.truncated.append(AuditEntry(
+        action="truncated", reason=f"summary over its room in the history share "
+        f"({room} tokens): its parts shortened for this assembly, least important "
+        "first", summary=describe(summ), tokens_before=s_tokens,
+        tokens_after=fitted[1], message_id=summ.id))
+    return (*fitted, back)
+
+
+def _prompt(inp: AssemblyInput, lay: Layout, hist_msgs: list[Message], hist_keys: list[str],
+            hist_tokens: list[int], counter: Tokenizer
+            ) -> tuple[list[Message], Fingerprint, int | None]:
+    """The whole prompt in its order, its fingerprint and its cache boundary."""
+    stable, dynamic = inp.stable_system, inp.dynamic_system
+    messages: list[Message] = list(stable)
+    fingerprint: Fingerprint = [(f"y{content_hash(m.content)}", message_tokens(m, counter))
+                                for m in stable]
+    for msg, tag in ((lay.rules_msg, "r"), (lay.working_msg, "w")):
+        if msg is not None:
+            messages.append(msg)
+            fingerprint.append((f"{tag}{content_hash(msg.content)}", message_tokens(msg, counter)))
+    boundary = len(stable) + (lay.rules_msg is not None) or None
+    messages += hist_msgs
+    fingerprint += list(zip(hist_keys, hist_tokens, strict=True))
+    messages += dynamic
+    fingerprint += [(f"y{content_hash(m.content)}", message_tokens(m, counter)) for m in dynamic]
+    return messages, fingerprint, boundary
+
+
+def _newest_turn_tokens(win: tail.Window) -> int:
     """Tokens from the newest user message to the end: what the summary must leave room for."""
     for i in range(len(win.messages) - 1, -1, -1):
         m = win.messages[i]

@@ -33,10 +33,7 @@ import msgspec
 
 from ctxlayer.core.assembly import actions as act
 from ctxlayer.core.assembly import constraints as hc
-from ctxlayer.core.assembly.history import History
-from ctxlayer.core.assembly.policy import CompactionPolicy
-from ctxlayer.core.assembly.stages import run_cheap_stages
-from ctxlayer.core.assembly.state import (
+from ctxlayer.core.assembly.compacted import (
     Compaction,
     Rewrite,
     history_tokens,
@@ -47,6 +44,9 @@ from ctxlayer.core.assembly.state import (
     tokens_of,
     verbatim_start,
 )
+from ctxlayer.core.assembly.history import History
+from ctxlayer.core.assembly.policy import CompactionPolicy
+from ctxlayer.core.assembly.stages import run_cheap_stages
 from ctxlayer.core.assembly.summary import off_topic, offline_summary, render_summary
 from ctxlayer.core.compress.facts import Facts, extract_facts
 from ctxlayer.core.compress.ledger import (

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import msgspec
 
+from ctxlayer.core.assembly.compacted import Compaction, is_tool_result, verbatim_start
 from ctxlayer.core.assembly.history import History
-from ctxlayer.core.assembly.state import Compaction, is_tool_result, verbatim_start
 from ctxlayer.core.compress.shorten import shorten
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.text import describe

@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from ctxlayer.core.assembly.history import History
-from ctxlayer.core.assembly.state import (
+from ctxlayer.core.assembly.compacted import (
     Compaction,
     Rewrite,
     history_tokens,
@@ -23,6 +22,7 @@ from ctxlayer.core.assembly.state import (
     tokens_of,
     verbatim_start,
 )
+from ctxlayer.core.assembly.history import History
 from ctxlayer.core.compress.extractive import KEEP_RATIO, classify_task, compress_prose
 from ctxlayer.core.compress.tool_output import compress_tool_output
 from ctxlayer.core.text import describe, normalized_hash

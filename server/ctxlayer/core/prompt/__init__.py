@@ -7,7 +7,7 @@ failing on it. See build.py for the layout and the choices made.
 """
 
 from .build import build_system_prompt
-from .history import render_digest, select_history
+from .earlier import render_digest, select_history
 from .spec import (
     ConversationDigest,
     ModelTraits,

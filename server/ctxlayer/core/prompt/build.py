@@ -1,7 +1,7 @@
 """build_system_prompt: the layered system prompt from a PromptSpec.
 
 Owns the order and the framing of the sections; the texts live in texts.py, the tool formats
-in tools.py, the history rule in history.py. Pure: it never reads files, the clock or the
+in tools.py, the history rule in earlier.py. Pure: it never reads files, the clock or the
 environment; the workspace parts, skills, context command output and history digests arrive
 already gathered.
 
@@ -31,7 +31,7 @@ from ctxlayer.core.tokens import OPENAI_FORMAT, MessageFormat, Tokenizer, messag
 from ctxlayer.protocol import Message, PromptSection
 
 from . import texts
-from .history import history_section
+from .earlier import history_section
 from .spec import (
     INCLUDE_NAMES,
     INCLUDE_PARTS,

@@ -1,13 +1,18 @@
 """Every request of the protocol, declared once: its state function and where it runs.
 
 A request's params and result structs are `protocol.REQUESTS[method]`; this table adds the
-function (`fn(caller, params) -> result`) and how it runs:
-- `runs="loop"`: an `async def` on the event loop, which hops to worker threads itself for
-  heavy work (counting through `state.tokenizers.run`, the session service through
-  `state.work`), so it can also wait for the workspace scan or the client's summary;
-- `runs="worker"`: a plain `def` (blocking: the database) the dispatch runs on a worker thread;
+function and its place (`place.py` says what each means):
+- `runs="loop"`: `async def fn(caller, params)` awaited on the event loop (cheap reads, and
+  ctx/prepare, whose conversations place their own turns: state/conversations.py);
+- `runs="worker"`: `def fn(caller, params[, given])` on a worker thread (counting, trimming);
+- `runs="lane"`: `def fn(caller, params[, given])` on a session thread, inside its lane;
 - `lane` (a function of the caller and the params) names the key whose requests apply in
-  arrival order: a session's writes and reads, one conversation's turns.
+  arrival order: a session's writes and reads, one conversation's turns;
+- `given`: what only the loop can give, awaited first and passed in as the third argument
+  (the workspace segment, `place.segment`; a live conversation's part);
+- `inline`: `(model, characters)` of a small request, run on the loop when its encoding is
+  loaded and it is under `state.tokens.INLINE_CHARS` (a thread hop costs more).
+No request function moves work off the loop itself (`tests/test_architecture.py`).
 Faces (lsp/, gateway/) parse the params with the method's struct, then `await call(caller,
 method, params)`, and map errors; they never call each other's handlers.
 To add a request: a struct pair in protocol.py, one function in a module below, one line here.
@@ -17,17 +22,20 @@ from __future__ import annotations
 
 import contextlib
 import inspect as _inspect
-from collections.abc import Callable, Hashable
-from typing import Any, Literal, NamedTuple
+from collections.abc import Awaitable, Callable, Hashable
+from typing import Any, NamedTuple
 
 from ctxlayer import protocol
-from ctxlayer.state.requests import assembly, chats, counting, inspect, sessions, workspace
+from ctxlayer.state.requests import assembly, chats, counting, inspect, place, sessions, workspace
+from ctxlayer.state.requests.place import Runs, segment
 
 
 class Request(NamedTuple):
     fn: Callable[..., Any]
-    runs: Literal["loop", "worker"]
+    runs: Runs
     lane: Callable[[Any, Any], Hashable] | None = None
+    given: Callable[[Any, Any], Awaitable[Any]] | None = None
+    inline: Callable[[Any, Any], tuple[str | None, int]] | None = None
 
 
 def by_session(caller: Any, p: Any) -> Hashable:
@@ -42,46 +50,69 @@ def by_session_or_chat(caller: Any, p: Any) -> Hashable:
     return ("conversation", caller.workspace, p.conversation_id)
 
 
+def in_session(fn: Callable[..., Any], *, given: Any = segment) -> Request:
+    """A request on one session: in its lane on a session thread, given the segment (a session
+    this process has not measured yet gets its system layers first)."""
+    return Request(fn, "lane", lane=by_session, given=given)
+
+
 REQUESTS: dict[str, Request] = {
     "ctx/segment": Request(workspace.segment, "loop"),
-    "ctx/systemPrompt": Request(workspace.system_prompt, "loop"),
-    "ctx/count": Request(counting.count, "loop"),
-    "ctx/trim": Request(counting.trim, "loop"),
-    "ctx/session/open": Request(sessions.open_session, "loop", lane=by_session),
-    "ctx/session/append": Request(sessions.append, "loop", lane=by_session),
-    "ctx/session/addItem": Request(sessions.add_item, "loop", lane=by_session),
-    "ctx/session/addRule": Request(sessions.add_rule, "loop", lane=by_session),
-    "ctx/session/removeRule": Request(sessions.remove_rule, "loop", lane=by_session),
-    "ctx/session/setMode": Request(sessions.set_mode, "loop", lane=by_session),
-    "ctx/assemble": Request(assembly.assemble, "loop", lane=by_session),
-    "ctx/session/compact": Request(assembly.compact, "loop", lane=by_session),
-    "ctx/session/reportUsage": Request(sessions.report_usage, "worker", lane=by_session),
-    "ctx/session/budget": Request(sessions.budget, "loop", lane=by_session),
-    "ctx/session/audit": Request(sessions.audit, "worker", lane=by_session),
+    "ctx/systemPrompt": Request(workspace.system_prompt, "worker", given=segment),
+    "ctx/count": Request(counting.count, "worker", inline=counting.inline),
+    "ctx/trim": Request(counting.trim, "worker"),
+    "ctx/session/open": in_session(sessions.open_session),
+    "ctx/session/append": in_session(sessions.append),
+    "ctx/session/addItem": in_session(sessions.add_item),
+    "ctx/session/addRule": in_session(sessions.add_rule),
+    "ctx/session/removeRule": in_session(sessions.remove_rule),
+    "ctx/session/setMode": in_session(sessions.set_mode),
+    "ctx/assemble": in_session(assembly.assemble),
+    "ctx/session/compact": in_session(assembly.compact),
+    "ctx/session/reportUsage": in_session(sessions.report_usage, given=None),
+    "ctx/session/budget": in_session(sessions.budget),
+    "ctx/session/audit": in_session(sessions.audit, given=None),
     "ctx/session/list": Request(sessions.list_sessions, "worker"),
-    "ctx/session/close": Request(sessions.close, "worker", lane=by_session),
-    "ctx/inspect": Request(inspect.inspect, "loop"),
+    "ctx/session/close": in_session(sessions.close, given=None),
+    "ctx/inspect": Request(inspect.inspect, "worker", given=inspect.given),
     # a conversation's turns are ordered by the conversations themselves (state/conversations.py),
     # so the gateway, which calls them directly, gets the same order
     "ctx/prepare": Request(chats.prepare, "loop"),
     "ctx/conversations": Request(chats.conversations, "loop"),
-    "ctx/why": Request(chats.why, "loop"),
-    "ctx/restore": Request(chats.restore, "loop", lane=by_session_or_chat),
+    # a live conversation's part is the loop's (given); a session's is read on its thread
+    "ctx/why": Request(chats.why, "worker", given=chats.live_why),
+    "ctx/restore": Request(chats.restore, "lane", lane=by_session_or_chat,
+                           given=chats.live_restore),
 }
 
 missing = set(protocol.REQUESTS) ^ set(REQUESTS)
 assert not missing, f"requests without a state function (or without a protocol entry): {missing}"
 wrong = [m for m, r in REQUESTS.items()
-         if _inspect.iscoroutinefunction(r.fn) != (r.runs == "loop")]
-assert not wrong, f"`runs` disagrees with the function (async def runs on the loop): {wrong}"
+         if _inspect.iscoroutinefunction(r.fn) != (r.runs == "loop")
+         or len(_inspect.signature(r.fn).parameters) != 2 + (r.given is not None)]
+assert not wrong, f"`runs` or `given` disagrees with the function (async def runs on the " \
+    f"loop, a plain def takes what it is given as its third argument): {wrong}"
 
 
 async def call(caller: Any, method: str, params: Any) -> Any:
     """Run one request where its declaration says: in its lane (the place is taken before the
-    first await, so call this as the face's first await), on the loop or a worker thread."""
+    first await, so call this as the face's first await), on the loop or a thread."""
     request = REQUESTS[method]
     lane = caller.state.lanes.turn(request.lane(caller, params)) if request.lane else None
     async with lane if lane is not None else contextlib.nullcontext():
         if request.runs == "loop":
             return await request.fn(caller, params)
-        return await caller.state.work(request.fn, caller, params)
+        args = (caller, params)
+        if request.given is not None:
+            args += (await request.given(caller, params),)
+        if request.inline is not None \
+                and caller.state.tokenizers.can_inline(*request.inline(caller, params)):
+            return request.fn(*args)
+        return await place.run(caller, request.runs, request.fn, *args)
+
+
+async def in_lane(caller: Any, key: Hashable, fn: Callable[..., Any], *args: Any) -> Any:
+    """Work that is not a request (a segment change re-measuring a session) in a lane, on a
+    session thread, as a request there would run."""
+    async with caller.state.lanes.turn(key):
+        return await place.run(caller, "lane", fn, caller, *args)

@@ -1,18 +1,20 @@
-"""ctx/assemble and ctx/session/compact; asking the client's model for a summary.
+"""ctx/assemble and ctx/session/compact; a session's system layers.
 
+Plain functions on a session thread, in the session's lane (the requests table places them).
 The core decides whether a compaction needs a summary. When it does and the caller can write
-one (a client that declared `capabilities.experimental.ctxlayer.summarize`), the caller is
-asked and given at most `[session] summarizer_timeout` seconds; a slow, failing or absent
-answer falls back to the offline summary, so the turn is never blocked longer than that.
-The workspace segment is read once at the start of an assembly: a change that lands during one
-applies to the next. The system prompt a session was last assembled with is remembered, so a
-workspace change re-measures the session with the same layers.
+one (a client that declared `capabilities.experimental.ctxlayer.summarize`), the function
+returns an `Ask`: the dispatcher asks the caller on the loop, giving it at most `[session]
+summarizer_timeout` seconds, and goes on with the answer; a slow, failing or absent answer
+falls back to the offline summary, so the turn is never blocked longer than that.
+The workspace segment is given by the loop at the start of an assembly: a change that lands
+during one applies to the next. The system prompt a session was last assembled with is
+remembered, so a workspace change re-measures the session with the same layers.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -20,47 +22,44 @@ import msgspec
 from ctxlayer import protocol
 from ctxlayer.core.errors import ContextError
 from ctxlayer.state.caller import Caller
+from ctxlayer.state.requests.budgets import publish
+from ctxlayer.state.requests.place import Ask
 
 log = logging.getLogger(__name__)
 
 
-async def segment_layers(caller: Caller, segment: protocol.WorkspaceSegment,
-                         spec: protocol.SystemPromptParams | None = None, *,
-                         model: str | None = None, session_id: str | None = None) -> Any:
+def segment_layers(caller: Caller, segment: protocol.WorkspaceSegment,
+                   spec: protocol.SystemPromptParams | None = None, *,
+                   model: str | None = None, session_id: str | None = None) -> Any:
     """The system layers of an assembly: the full layered prompt when asked, else the segment,
     counted with the session's model."""
     from ctxlayer.core.tokens import message_tokens
     from ctxlayer.store.sessions import SystemLayers
 
     model = model or caller.model(spec.model if spec is not None else None)
-    tokenizers = caller.state.tokenizers
+    counter = caller.state.tokenizers.guarded(model)
     if spec is None:
         if not segment.text:
             return SystemLayers()
         msg = protocol.Message(role="system", content=segment.text, id="ctx:workspace",
                                pinned=True, hide=True)
-        tokens = await tokenizers.run(model, lambda c: message_tokens(msg, c),
-                                      size=len(segment.text))
-        return SystemLayers(messages=[msg], cache_boundary=None, workspace_tokens=tokens)
+        return SystemLayers(messages=[msg], cache_boundary=None,
+                            workspace_tokens=message_tokens(msg, counter))
     from ctxlayer.core.prompt import build_system_prompt, spec_from_params
     from ctxlayer.state.requests.workspace import session_history
     from ctxlayer.tokenizers import prompt_traits
 
     built_spec = spec_from_params(spec, traits=prompt_traits(model),
                                   workspace_parts=[(p.name, p.text) for p in segment.parts],
-                                  history=await session_history(caller, spec, session_id))
-
-    def build(counter: Any) -> SystemLayers:
-        built = build_system_prompt(built_spec, counter)
-        ws = sum(message_tokens(m, counter) for m in built.messages if m.id == "ctx:workspace")
-        return SystemLayers(messages=built.messages, cache_boundary=built.cache_boundary,
-                            workspace_tokens=ws)
-
-    return await tokenizers.run(model, build, size=1 << 62)
+                                  history=session_history(caller, spec, session_id))
+    built = build_system_prompt(built_spec, counter)
+    ws = sum(message_tokens(m, counter) for m in built.messages if m.id == "ctx:workspace")
+    return SystemLayers(messages=built.messages, cache_boundary=built.cache_boundary,
+                        workspace_tokens=ws)
 
 
-async def session_layers(caller: Caller, session_id: str,
-                         spec: protocol.SystemPromptParams | None = None) -> Any:
+def session_layers(caller: Caller, session_id: str, segment: protocol.WorkspaceSegment,
+                   spec: protocol.SystemPromptParams | None = None) -> Any:
     """This session's layers now: with `spec`, remembered for the next workspace change."""
     state = caller.state
     key = (caller.workspace, session_id)
@@ -68,66 +67,52 @@ async def session_layers(caller: Caller, session_id: str,
         state.system_specs[key] = spec
     else:
         spec = state.system_specs.get(key)
-    model = await state.work(state.sessions.model_of, caller.workspace, session_id)
-    return await segment_layers(caller, await caller.segment(), spec, model=model,
-                                session_id=session_id)
+    model = state.sessions.model_of(caller.workspace, session_id)
+    return segment_layers(caller, segment, spec, model=model, session_id=session_id)
 
 
-async def ask_summary(caller: Caller, request: Any) -> str | None:
-    """The caller's summary, or None when it fails or is slower than the timeout."""
-    if caller.summarize is None:
-        return None
-    params = protocol.SummarizeParams(messages=request.messages,
-                                      instructions=request.instructions,
-                                      max_tokens=request.max_tokens)
-    timeout = caller.policy.summarizer_timeout
-    try:
-        text = await asyncio.wait_for(caller.summarize(params), timeout)
-        return text if text and text.strip() else None
-    except TimeoutError:
-        log.warning("ctx/summarize: no answer within %.1f s; offline summary used", timeout)
-    except Exception as exc:
-        log.warning("ctx/summarize failed (%s); offline summary used", exc)
-    return None
-
-
-async def run_assembly(caller: Caller, session_id: str, **kwargs: Any) -> Any:
-    """Assemble, asking the caller for a summary when the core needs one."""
-    state = caller.state
+def assembling(caller: Caller, session_id: str, then: Callable[[Any], Any],
+               **kwargs: Any) -> Any:
+    """Assemble, then `then(out)`; an `Ask` first when the core needs the caller's summary
+    (the dispatcher asks, then assembles again with its answer, or offline without one)."""
+    svc, workspace = caller.state.sessions, caller.workspace
     can = caller.summarize is not None
-    out = await state.work(state.sessions.assemble, caller.workspace, session_id,
-                           client_summarizer=can, **kwargs)
-    if out.needs_summary is not None:
-        text = await ask_summary(caller, out.needs_summary)
-        out = await state.work(state.sessions.assemble, caller.workspace, session_id,
-                               client_summarizer=can, summary_text=text, offline=text is None,
-                               **kwargs)
-    return out
+    out = svc.assemble(workspace, session_id, client_summarizer=can, **kwargs)
+    if out.needs_summary is None:
+        return then(out)
+
+    def with_summary(text: str | None) -> Any:
+        return then(svc.assemble(workspace, session_id, client_summarizer=can,
+                                 summary_text=text, offline=text is None, **kwargs))
+
+    return Ask(out.needs_summary, with_summary)
 
 
-async def assemble(caller: Caller, p: protocol.AssembleParams) -> protocol.AssembleResult:
-    system = await session_layers(caller, p.session_id, p.system_prompt)
-    out = await run_assembly(caller, p.session_id, budget=p.budget, system=system)
+def assemble(caller: Caller, p: protocol.AssembleParams,
+             segment: protocol.WorkspaceSegment) -> Any:
+    system = session_layers(caller, p.session_id, segment, p.system_prompt)
+    return assembling(caller, p.session_id, lambda out: _assembled(caller, p, out),
+                      budget=p.budget, system=system)
+
+
+def _assembled(caller: Caller, p: protocol.AssembleParams, out: Any) -> protocol.AssembleResult:
     result = out.result
     # everything this assembly did: what it cut, shortened and summarized
     caller.state.last_assembly_audit[(caller.workspace, p.session_id)] = list(
         out.audit or [*result.dropped, *result.truncated])
     log.info("assemble %s: %d messages, %d/%d tokens%s", p.session_id, len(result.messages),
              result.tokens.total, result.budget, ", compacted" if result.compacted else "")
-    state = caller.state
-    model = await state.work(state.sessions.model_of, caller.workspace, p.session_id)
-    forms = await state.work(state.sessions.stored_for, caller.workspace, p.session_id,
-                             result.messages)
+    svc = caller.state.sessions
+    model = svc.model_of(caller.workspace, p.session_id)
+    forms = svc.stored_for(caller.workspace, p.session_id, result.messages)
     result = msgspec.structs.replace(result, notice=assembly_notice(result))
     # an assembly is a request of this chat: it becomes the workspace's live chat
-    from ctxlayer.state.requests.budgets import publish
-
-    budget = await state.work(state.sessions.budget, caller.workspace, p.session_id)
+    budget = svc.budget(caller.workspace, p.session_id)
     publish(caller, msgspec.structs.replace(
         budget, used=result.tokens.total, limit=result.budget,
         percent=round(100 * result.tokens.total / max(1, result.budget), 1), source="session",
         compacted=result.compacted, notice=result.notice), request=True)
-    return await in_format(caller, p.format, result, model, forms)
+    return in_format(caller, p.format, result, model, forms)
 
 
 def assembly_notice(result: protocol.AssembleResult) -> str | None:
@@ -145,8 +130,8 @@ def assembly_notice(result: protocol.AssembleResult) -> str | None:
             f"{result.budget:,} tokens")
 
 
-async def in_format(caller: Caller, fmt: str, result: protocol.AssembleResult, model: str,
-                    forms: list | None = None) -> protocol.AssembleResult:
+def in_format(caller: Caller, fmt: str, result: protocol.AssembleResult, model: str,
+              forms: list | None = None) -> protocol.AssembleResult:
     """The assembled messages written in `fmt`, ready to send: the system layers as its
     system (anthropic) or system messages (openai), alternation repaired and every repair
     audited. A message stored in this format goes out as it came (`forms`: its stored
@@ -158,24 +143,18 @@ async def in_format(caller: Caller, fmt: str, result: protocol.AssembleResult, m
     forms = forms if forms is not None else [None] * len(result.messages)
     if fmt == "ctxlayer" and not any(forms):
         return result
-
-    def write(counter: Any) -> Any:
-        decoded, kept, back, lost = stored.rebuild(fmt, result.messages, forms, counter)
-        if fmt == "ctxlayer":
-            return None, [], lost
-        if fmt not in ("openai", "anthropic"):  # a format kept in no session: text as before
-            decoded = formats.decode(fmt, {formats.codec(fmt).conversation: []},  # type: ignore
-                                     counter)
-            kept = result.messages
-        out = formats.encode(decoded, kept)
-        return out, stored.mapped_back(out.audit, back), lost
-
-    # counted with the session's model
-    out, repairs, lost = await caller.state.tokenizers.run(model, write, size=1 << 62)
+    counter = caller.state.tokenizers.guarded(model)  # counted with the session's model
+    decoded, kept, back, lost = stored.rebuild(fmt, result.messages, forms, counter)
+    if fmt == "ctxlayer":
+        return msgspec.structs.replace(result, truncated=[*result.truncated, *lost])
+    if fmt not in ("openai", "anthropic"):  # a format kept in no session: text as before
+        decoded = formats.decode(fmt, {formats.codec(fmt).conversation: []},  # type: ignore
+                                 counter)
+        kept = result.messages
+    out = formats.encode(decoded, kept)
+    repairs = stored.mapped_back(out.audit, back)
     truncated = [*result.truncated, *lost, *[e for e in repairs if e.action != "dropped"]]
     dropped = [*result.dropped, *[e for e in repairs if e.action == "dropped"]]
-    if out is None:
-        return msgspec.structs.replace(result, truncated=truncated)
     from ctxlayer.state.requests.messages import unwrap
 
     messages, system = unwrap(fmt, out.payload)
@@ -183,16 +162,21 @@ async def in_format(caller: Caller, fmt: str, result: protocol.AssembleResult, m
                                    truncated=truncated)
 
 
-async def compact(caller: Caller, p: protocol.SessionCompactParams) -> protocol.SessionCompactResult:
+def compact(caller: Caller, p: protocol.SessionCompactParams,
+            segment: protocol.WorkspaceSegment) -> Any:
     if p.keep_recent is not None and p.keep_recent < 0:
         raise ContextError("invalid", "must not be negative", field="keepRecent")
-    state = caller.state
-    system = await session_layers(caller, p.session_id)
-    before, _ = await state.work(state.sessions.summary_of, caller.workspace, p.session_id)
-    await run_assembly(caller, p.session_id, system=system, force=True, keep_recent=p.keep_recent)
-    after, summary = await state.work(state.sessions.summary_of, caller.workspace, p.session_id)
-    if summary is None:
-        summary = protocol.Message(role="user", content="", id="ctx:summary:none", kind="summary")
-    budget = await state.work(state.sessions.budget, caller.workspace, p.session_id)
-    state.events.budget(caller.workspace, budget, caller)
-    return protocol.SessionCompactResult(summary=summary, replaced=after - before)
+    svc, workspace = caller.state.sessions, caller.workspace
+    system = session_layers(caller, p.session_id, segment)
+    before, _ = svc.summary_of(workspace, p.session_id)
+
+    def compacted(_: Any) -> protocol.SessionCompactResult:
+        after, summary = svc.summary_of(workspace, p.session_id)
+        if summary is None:
+            summary = protocol.Message(role="user", content="", id="ctx:summary:none",
+                                       kind="summary")
+        publish(caller, svc.budget(workspace, p.session_id))
+        return protocol.SessionCompactResult(summary=summary, replaced=after - before)
+
+    return assembling(caller, p.session_id, compacted, system=system, force=True,
+                      keep_recent=p.keep_recent)

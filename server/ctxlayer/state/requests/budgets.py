@@ -1,14 +1,17 @@
 """Budgets pushed to the editors from the request functions: one place, so that a session's
 budget always carries its model's window and says whether its chat is now the live one.
-Must not: measure anything (the session service does) or import another request module.
+Must not: measure anything (the session service does) or import a request module.
 """
 
 from __future__ import annotations
+
+import functools
 
 import msgspec
 
 from ctxlayer import protocol
 from ctxlayer.state.caller import Caller
+from ctxlayer.state.requests.place import on_loop
 
 
 def publish(caller: Caller, budget: protocol.Budget, *,
@@ -20,4 +23,8 @@ def publish(caller: Caller, budget: protocol.Budget, *,
 
         budget = msgspec.structs.replace(budget,
                                          window=model_info(budget.model).context_window)
-    return caller.state.events.budget(caller.workspace, budget, caller, request=request)
+    # from the loop, where the faces write to their connections (a lane or a worker calls
+    # this from a thread)
+    events = caller.state.events
+    on_loop(functools.partial(events.budget, caller.workspace, budget, caller, request=request))
+    return events.as_seen(caller.workspace, budget, request)

@@ -2,8 +2,9 @@
 and why / restore for the sessions of ctx/assemble too.
 
 The conversations live in `state/conversations.py` (which keeps one conversation's turns in
-arrival order itself, so these need no lane from the dispatch); these are the thin entry
-points the faces call. A prepared turn publishes the conversation's budget to the editors of
+arrival order itself, so ctx/prepare needs no lane from the dispatch); these are the thin
+entry points the faces call. What touches a live conversation runs on the loop (ctx/why's and
+ctx/restore's `given` part); a session of ctx/assemble is read on a thread. A prepared turn publishes the conversation's budget to the editors of
 the workspace (Conversations.prepare does it, for the gateway too).
 """
 
@@ -24,36 +25,54 @@ async def conversations(caller: Caller, p: protocol.Empty) -> protocol.Conversat
         conversations=caller.state.conversations.list(caller.workspace))
 
 
-async def why(caller: Caller, p: protocol.WhyParams) -> protocol.WhyResult:
-    state = caller.state
-    if p.conversation_id is None and p.session_id is not None \
-            and not state.conversations.has_session(caller.workspace, p.session_id):
-        # a session of ctx/assemble: what its last assembly cut (this process), else its log
-        entries = state.last_assembly_audit.get((caller.workspace, p.session_id))
-        if entries is None:
-            entries = await state.work(state.sessions.audit, caller.workspace, p.session_id,
-                                       None)
-        if p.message_id is not None:
-            entries = [e for e in entries if e.message_id == p.message_id]
-        return protocol.WhyResult(entries=list(entries))
-    return protocol.WhyResult(entries=state.conversations.why(
-        caller.workspace, p.conversation_id, p.session_id, p.message_id))
+async def live_why(caller: Caller, p: protocol.WhyParams) -> list | None:
+    """ctx/why's part on the loop: a live conversation's entries (None for a session of
+    ctx/assemble, whose entries its thread reads)."""
+    if _assembled_session(caller, p):
+        return None
+    return caller.state.conversations.why(caller.workspace, p.conversation_id, p.session_id, p.message_id)
 
 
-async def restore(caller: Caller, p: protocol.RestoreParams) -> protocol.Empty:
+def why(caller: Caller, p: protocol.WhyParams, live: list | None) -> protocol.WhyResult:
+    if live is not None:
+        return protocol.WhyResult(entries=live)
+    # a session of ctx/assemble: what its last assembly cut (this process), else its log
     state = caller.state
-    if p.conversation_id is None and p.session_id is not None \
-            and not state.conversations.has_session(caller.workspace, p.session_id):
-        # a session of ctx/assemble: the message comes back whole from its next assembly on
-        await ensure_layers(caller, p.session_id)
-        entry = await state.work(state.sessions.restore, caller.workspace, p.session_id,
-                                 p.message_id)
-        key = (caller.workspace, p.session_id)
-        if key in state.last_assembly_audit:  # ctx/why says so until the next assembly
-            state.last_assembly_audit[key] = [*state.last_assembly_audit[key], entry]
-        # the restored message counts in the session's budget from now on
-        publish(caller, await state.work(state.sessions.budget, caller.workspace, p.session_id))
+    entries = state.last_assembly_audit.get((caller.workspace, p.session_id))
+    if entries is None:
+        entries = state.sessions.audit(caller.workspace, p.session_id, None)
+    if p.message_id is not None:
+        entries = [e for e in entries if e.message_id == p.message_id]
+    return protocol.WhyResult(entries=list(entries))
+
+
+async def live_restore(caller: Caller, p: protocol.RestoreParams) -> protocol.WorkspaceSegment | None:
+    """ctx/restore's part on the loop: a live conversation shows the message whole from its
+    next turn on (None then); a session of ctx/assemble is given the segment instead."""
+    if _assembled_session(caller, p):
+        return await caller.segment()
+    caller.state.conversations.restore(caller.workspace, p.conversation_id, p.session_id,
+                                       p.message_id)
+    return None
+
+
+def restore(caller: Caller, p: protocol.RestoreParams,
+            segment: protocol.WorkspaceSegment | None) -> protocol.Empty:
+    if segment is None:  # a live conversation's: done on the loop
         return protocol.Empty()
-    state.conversations.restore(caller.workspace, p.conversation_id, p.session_id,
-                                p.message_id)
+    # a session of ctx/assemble: the message comes back whole from its next assembly on
+    state = caller.state
+    ensure_layers(caller, p.session_id, segment)  # type: ignore[arg-type]
+    entry = state.sessions.restore(caller.workspace, p.session_id, p.message_id)
+    key = (caller.workspace, p.session_id)
+    if key in state.last_assembly_audit:  # ctx/why says so until the next assembly
+        state.last_assembly_audit[key] = [*state.last_assembly_audit[key], entry]
+    # the restored message counts in the session's budget from now on
+    publish(caller, state.sessions.budget(caller.workspace, p.session_id))
     return protocol.Empty()
+
+
+def _assembled_session(caller: Caller, p: protocol.WhyParams | protocol.RestoreParams) -> bool:
+    """Whether the request names a session of ctx/assemble (not one backing a chat)."""
+    return p.conversation_id is None and p.session_id is not None \
+        and not caller.state.conversations.has_session(caller.workspace, p.session_id)

@@ -3,6 +3,7 @@
 `count`: `tokens` lists the texts' counts, then the messages' (each with its per-message
 overhead); `total` is their sum, plus the reply priming when messages were given.
 `trim`: the core's trim on a worker thread; going over budget is reported, not an error.
+Both are plain functions the requests table places (a small count runs on the loop).
 """
 
 from __future__ import annotations
@@ -17,33 +18,35 @@ from ctxlayer.state.requests.messages import attachments, decode, encode, unwrap
 log = logging.getLogger(__name__)
 
 
-async def count(caller: Caller, p: protocol.CountParams) -> protocol.CountResult:
-    """Small inputs on the loop, large ones on a worker thread."""
+def inline(caller: Caller, p: protocol.CountParams) -> tuple[str | None, int]:
+    """(the model, about how many characters): a small count runs on the loop."""
+    return caller.model(p.model), sum(map(len, p.texts or [])) + sum(map(_size, p.messages or []))
+
+
+def count(caller: Caller, p: protocol.CountParams) -> protocol.CountResult:
+    """Small inputs on the loop, large ones on a worker thread (the table's `inline`)."""
     from ctxlayer.core.tokens import OPENAI_FORMAT, message_tokens
 
-    model = caller.model(p.model)
+    counter = caller.state.tokenizers.guarded(caller.model(p.model))
     texts = p.texts or []
     raw = p.messages or []
-    size = sum(map(len, texts)) + sum(map(_size, raw))
-
-    def work(counter) -> protocol.CountResult:
-        messages = decode(p.format, raw, p.system, counter).messages if raw or p.system else []
-        tokens = [counter.count(t) for t in texts]
-        tokens += [message_tokens(m, counter) for m in messages]
-        priming = OPENAI_FORMAT.reply_priming if messages else 0
-        return protocol.CountResult(tokens=tokens, total=sum(tokens) + priming)
-
-    return await caller.state.tokenizers.run(model, work, size=size)
+    messages = decode(p.format, raw, p.system, counter).messages if raw or p.system else []
+    tokens = [counter.count(t) for t in texts]
+    tokens += [message_tokens(m, counter) for m in messages]
+    priming = OPENAI_FORMAT.reply_priming if messages else 0
+    return protocol.CountResult(tokens=tokens, total=sum(tokens) + priming)
 
 
 def _size(message: object) -> int:
-    """About how much a message costs to count, without rendering it: its text content, or
-    "large" for parts and anything else (they go to a worker thread)."""
+    """About how much a message costs to count, without rendering it: its text content; parts
+    and anything else are never small (they go to a worker thread)."""
+    from ctxlayer.state.tokens import INLINE_CHARS
+
     content = message.get("content") if isinstance(message, dict) else None
-    return len(content) if isinstance(content, str) else 1 << 20
+    return len(content) if isinstance(content, str) else INLINE_CHARS + 1
 
 
-async def trim(caller: Caller, p: protocol.TrimParams) -> protocol.TrimResult:
+def trim(caller: Caller, p: protocol.TrimParams) -> protocol.TrimResult:
     from ctxlayer.core.trim import trim as trim_messages
     from ctxlayer.tokenizers import memo_for
 
@@ -53,17 +56,12 @@ async def trim(caller: Caller, p: protocol.TrimParams) -> protocol.TrimResult:
     budget = p.budget if p.budget is not None else caller.default_budget(model, p.reserve_output)
     options = trim_options(caller, p.strategy, p.format)
     memo = memo_for(model)  # derived texts shared by every trim with this tokenizer
-    tokenizers = caller.state.tokenizers
-    decoded = await tokenizers.run(model, lambda c: decode(p.format, p.messages, p.system, c),
-                                   size=1 << 62)
-    files = await attachments(caller, decoded.messages)
-
-    def work(counter):
-        report = trim_messages(decoded.messages, budget, counter, options=options,
-                               docs=tuple(p.docs or ()), memo=memo, attachments=files)
-        return report, encode(decoded, report.messages)
-
-    report, out = await tokenizers.run(model, work, size=1 << 62)
+    counter = caller.state.tokenizers.guarded(model)
+    decoded = decode(p.format, p.messages, p.system, counter)
+    files = attachments(caller, decoded.messages)
+    report = trim_messages(decoded.messages, budget, counter, options=options,
+                           docs=tuple(p.docs or ()), memo=memo, attachments=files)
+    out = encode(decoded, report.messages)
     log.info("trim: %d messages in, %d kept, %d/%d tokens", len(p.messages),
              len(report.messages), report.tokens, budget)
     dropped, truncated = list(report.dropped), list(report.truncated)

@@ -7,27 +7,40 @@ Owns the request's validation and the gathering of counts; the page is rendered 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
 from ctxlayer import protocol
 from ctxlayer.core.errors import ContextError, require_tokens
 from ctxlayer.state.caller import Caller
 
 
-async def inspect(caller: Caller, p: protocol.InspectParams) -> protocol.InspectResult:
+async def given(caller: Caller, p: protocol.InspectParams) -> Any:
+    """What the loop gives first: a live chat's last turn (the gateway's, ctx/prepare's: its
+    conversation is the loop's), else the segment for a session's page."""
+    if p.session_id is None:
+        return None
+    if caller.state.conversations.has_session(caller.workspace, p.session_id):
+        return _live_chat(caller, p.session_id)
+    return await caller.segment()
+
+
+def inspect(caller: Caller, p: protocol.InspectParams,
+            segment: protocol.WorkspaceSegment | None) -> Any:
     from ctxlayer.inspector import render_inspector
 
     model = caller.model(p.model)
     require_tokens(p.budget)
-    if p.session_id is not None and caller.state.conversations.has_session(caller.workspace,
-                                                                           p.session_id):
-        data = await _live_chat_data(caller, p.session_id)
-    elif p.session_id is not None:
-        data = await _session_data(caller, p, model)
-    elif p.messages is not None:
-        data = await _conversation_data(caller, p, model)
-    else:
+    if isinstance(segment, LiveChat):  # a live chat's page, from what the loop gave
+        return protocol.InspectResult(html=render_inspector(_live_chat_data(segment)))
+    if p.session_id is not None:
+        assert segment is not None
+        return _session_data(caller, p, model, segment,
+                             lambda data: protocol.InspectResult(html=render_inspector(data)))
+    if p.messages is None:
         raise ContextError("invalid", "give `sessionId` or `messages` to inspect",
                            field="messages")
-    return protocol.InspectResult(html=render_inspector(data))
+    return protocol.InspectResult(html=render_inspector(_conversation_data(caller, p, model)))
 
 
 def _window(caller: Caller, model: str | None, budget: int) -> int:
@@ -36,68 +49,83 @@ def _window(caller: Caller, model: str | None, budget: int) -> int:
     return max(caller.options.context_window or model_info(model).context_window, budget)
 
 
-async def _conversation_data(caller: Caller, p: protocol.InspectParams, model: str | None):
+def _conversation_data(caller: Caller, p: protocol.InspectParams, model: str | None) -> Any:
     from ctxlayer.inspector import inspect_conversation
 
     budget = p.budget if p.budget is not None else caller.default_budget(model)
     messages = list(p.messages or [])  # Message structs, validated strictly by the params
-    return await caller.state.tokenizers.run(
-        model,
-        lambda c: inspect_conversation(messages, budget, c, model=model or "default",
-                                       window=_window(caller, model, budget)),
-        size=1 << 62,
-    )
+    return inspect_conversation(messages, budget, caller.state.tokenizers.guarded(model),
+                                model=model or "default", window=_window(caller, model, budget))
 
 
-async def _session_data(caller: Caller, p: protocol.InspectParams, model: str | None):
+def _session_data(caller: Caller, p: protocol.InspectParams, model: str | None,
+                  segment: protocol.WorkspaceSegment, then: Callable[[Any], Any]) -> Any:
     """A session's page: what ctx/assemble produces for it now (kept messages as bars, the
-    dropped ones in the audit table)."""
-    from ctxlayer.core.tokens import OPENAI_FORMAT, message_tokens
-    from ctxlayer.inspector import build_inspector_data
-    from ctxlayer.state.requests.assembly import run_assembly, session_layers
+    dropped ones in the audit table); an `Ask` first when the assembly needs a summary."""
+    from ctxlayer.state.requests.assembly import assembling, session_layers
 
     assert p.session_id is not None
-    system = await session_layers(caller, p.session_id)
-    result = (await run_assembly(caller, p.session_id, budget=p.budget, system=system)).result
+    system = session_layers(caller, p.session_id, segment)
+    return assembling(caller, p.session_id,
+                      lambda out: then(_session_page(caller, p, model, out.result)),
+                      budget=p.budget, system=system)
+
+
+def _session_page(caller: Caller, p: protocol.InspectParams, model: str | None,
+                  result: protocol.AssembleResult) -> Any:
+    from ctxlayer.core.tokens import OPENAI_FORMAT, message_tokens
+    from ctxlayer.inspector import build_inspector_data
+
     t = result.tokens
     layers = {"system": t.system, "workspace": t.workspace, "rules": t.rules,
               "working": t.working, "history": t.history}
     trigger = caller.policy.sessions.compaction.trigger
-
-    def build(counter):
-        tokens = [message_tokens(m, counter) for m in result.messages]
-        return build_inspector_data(
-            result.messages, tokens, model=model or "default",
-            window=_window(caller, model, result.budget), budget=result.budget,
-            dropped=result.dropped, truncated=result.truncated, layers=layers,
-            cache_boundary=result.cache_boundary, compaction_at=int(result.budget * trigger),
-            session_id=p.session_id, title=f"ctxlayer · session {p.session_id}",
-            overhead=OPENAI_FORMAT.reply_priming,
-        )
-
-    return await caller.state.tokenizers.run(model, build, size=1 << 62)
+    counter = caller.state.tokenizers.guarded(model)
+    tokens = [message_tokens(m, counter) for m in result.messages]
+    return build_inspector_data(
+        result.messages, tokens, model=model or "default",
+        window=_window(caller, model, result.budget), budget=result.budget,
+        dropped=result.dropped, truncated=result.truncated, layers=layers,
+        cache_boundary=result.cache_boundary, compaction_at=int(result.budget * trigger),
+        session_id=p.session_id, title=f"ctxlayer · session {p.session_id}",
+        overhead=OPENAI_FORMAT.reply_priming,
+    )
 
 
-async def _live_chat_data(caller: Caller, session_id: str):
-    """A live chat's page (the gateway, ctx/prepare): the messages of its last request as the
-    engine read them, what that turn summarized, outlined, shortened and dropped, and the
-    figures the status bar shows (its budget, the model's window)."""
-    from ctxlayer.inspector import build_inspector_data
+class LiveChat(NamedTuple):
+    """A live chat's last turn as the loop has it (its conversations are the loop's)."""
 
+    state: Any
+    entries: list
+    conv: Any
+    session_id: str
+
+
+def _live_chat(caller: Caller, session_id: str) -> LiveChat:
+    """On the loop: the live chat of ``session_id`` (the gateway, ctx/prepare)."""
     state = caller.state
     conv = state.conversations.of_session(caller.workspace, session_id)
-    st = conv.state
-    if st is None:
+    if conv.state is None:
         raise ContextError("unknown_session", f"the live chat of session {session_id!r} has "
                            "sent no request this daemon fitted", field="sessionId")
-    entries = state.conversations.why(caller.workspace, None, session_id)
-    dropped = [e for e in entries if e.action == "dropped"]
-    changed = [e for e in entries if e.action not in ("dropped", "restored")]
+    return LiveChat(conv.state, state.conversations.why(caller.workspace, None, session_id),
+                    conv, session_id)
+
+
+def _live_chat_data(live: LiveChat):
+    """A live chat's page: the messages of its last request as the engine read them, what that
+    turn summarized, outlined, shortened and dropped, and the figures the status bar shows
+    (its budget, the model's window)."""
+    from ctxlayer.inspector import build_inspector_data
+
+    st, conv = live.state, live.conv
+    dropped = [e for e in live.entries if e.action == "dropped"]
+    changed = [e for e in live.entries if e.action not in ("dropped", "restored")]
     budget = max(1, conv.budget)
     return build_inspector_data(
         st.messages, st.tokens, model=conv.model, window=max(conv.window or budget, budget),
         budget=budget, dropped=dropped, truncated=changed,
         layers={"system": conv.system_tokens, "workspace": 0, "rules": 0, "working": 0,
                 "history": max(0, conv.tokens - conv.system_tokens)},
-        compaction_at=budget, session_id=session_id,
+        compaction_at=budget, session_id=live.session_id,
         title=f"ctxlayer · {conv.source} chat {conv.conversation_id}")

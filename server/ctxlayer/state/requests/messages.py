@@ -7,7 +7,6 @@ Must not: trim or count (the callers do).
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -16,15 +15,16 @@ from ctxlayer.core.errors import ContextError
 from ctxlayer.state.caller import Caller
 
 
-async def attachments(caller: Caller, messages: list[protocol.Message]) -> dict[str, str]:
-    """The files attached to messages, read inside the workspace only (-32003 otherwise)."""
+def attachments(caller: Caller, messages: list[protocol.Message]) -> dict[str, str]:
+    """The files attached to messages, read inside the workspace only (-32003 otherwise);
+    blocking (the files), so from a worker thread."""
     from ctxlayer.workspace.attachments import attached_paths, read_attachments
 
     attached = attached_paths(messages)
     if not attached:
         return {}
     root = caller.root if caller.root is not None else Path.cwd()
-    return await asyncio.to_thread(read_attachments, root, attached)
+    return read_attachments(root, attached)
 
 
 def require_format(fmt: str, method: str) -> Any:

@@ -1,11 +1,13 @@
 """ctx/session/*: open, append, addItem, addRule, removeRule, setMode, budget, reportUsage,
-audit, list, close. Each is one call of the session service (store/sessions.py) on a worker
-thread; the dispatch runs the writes of one session in arrival order (its lane). A change
+audit, list, close. Plain functions over the session service (store/sessions.py), which the
+requests table runs on a session thread, a session's requests in arrival order (its lane). A change
 publishes the session's new budget (`State.events`), which the faces push to the editors of
 that workspace.
 """
 
 from __future__ import annotations
+
+import logging
 
 import msgspec
 
@@ -16,8 +18,10 @@ from ctxlayer.state.caller import Caller
 from ctxlayer.state.requests.budgets import publish
 from ctxlayer.state.requests.messages import attachments, decode
 
+log = logging.getLogger(__name__)
 
-async def ensure_layers(caller: Caller, session_id: str) -> None:
+
+def ensure_layers(caller: Caller, session_id: str, segment: protocol.WorkspaceSegment) -> None:
     """A session this process has not measured yet (opened before a restart, or by another
     connection) gets its system layers first, so its budget counts the workspace."""
     from ctxlayer.state.requests.assembly import session_layers
@@ -26,12 +30,13 @@ async def ensure_layers(caller: Caller, session_id: str) -> None:
     key = (caller.workspace, session_id)
     if key in state.layered:
         return
-    layers = await session_layers(caller, session_id)
-    await state.work(state.sessions.set_system, caller.workspace, session_id, layers)
+    layers = session_layers(caller, session_id, segment)
+    state.sessions.set_system(caller.workspace, session_id, layers)
     state.layered.add(key)
 
 
-async def open_session(caller: Caller, p: protocol.SessionOpenParams) -> protocol.SessionOpenResult:
+def open_session(caller: Caller, p: protocol.SessionOpenParams,
+                 segment: protocol.WorkspaceSegment) -> protocol.SessionOpenResult:
     from ctxlayer.state.requests.assembly import session_layers
 
     state = caller.state
@@ -39,21 +44,21 @@ async def open_session(caller: Caller, p: protocol.SessionOpenParams) -> protoco
         p.model = caller.model()
     if p.budget is None:
         p.budget = caller.default_budget(p.model)
-    result = await state.work(state.sessions.open, caller.workspace, p)
-    layers = await session_layers(caller, result.session_id)
-    await state.work(state.sessions.set_system, caller.workspace, result.session_id, layers)
+    result = state.sessions.open(caller.workspace, p)
+    layers = session_layers(caller, result.session_id, segment)
+    state.sessions.set_system(caller.workspace, result.session_id, layers)
     state.layered.add((caller.workspace, result.session_id))
     return result
 
 
-async def append(caller: Caller, p: protocol.SessionAppendParams) -> protocol.Budget:
-    state = caller.state
-    if p.format == "ctxlayer":  # nothing to count: validate on the loop
+def append(caller: Caller, p: protocol.SessionAppendParams,
+           segment: protocol.WorkspaceSegment) -> protocol.Budget:
+    svc, workspace = caller.state.sessions, caller.workspace
+    if p.format == "ctxlayer":  # nothing to count
         decoded = decode(p.format, p.messages, None, None)
     else:
-        model = await state.work(state.sessions.model_of, caller.workspace, p.session_id)
-        decoded = await state.tokenizers.run(
-            model, lambda c: decode(p.format, p.messages, None, c), size=1 << 62)
+        counter = caller.state.tokenizers.guarded(svc.model_of(workspace, p.session_id))
+        decoded = decode(p.format, p.messages, None, counter)
     # ids the codec made up give way to the session's own (ctx:msg:<seq>)
     messages = [msgspec.structs.replace(m, id=None) if m.id in decoded.derived_ids else m
                 for m in decoded.messages]
@@ -61,14 +66,12 @@ async def append(caller: Caller, p: protocol.SessionAppendParams) -> protocol.Bu
     raws = stored.raws(decoded) if p.format != "ctxlayer" else None
     messages, left_out = without_parts(messages, raws)
     if left_out:  # said in the session's audit, never dropped silently
-        await state.work(state.sessions.record_audit, caller.workspace, p.session_id, left_out)
-    files = await attachments(caller, messages)
+        svc.record_audit(workspace, p.session_id, left_out)
+    files = attachments(caller, messages)
     if files:  # embedded once, at append: the stored message is what the model will read
         messages = stages.enrich(messages, files)
-    await ensure_layers(caller, p.session_id)
-    budget = await state.work(state.sessions.append, caller.workspace, p.session_id, messages,
-                              raws)
-    return publish(caller, budget)
+    ensure_layers(caller, p.session_id, segment)
+    return publish(caller, svc.append(workspace, p.session_id, messages, raws))
 
 
 def without_parts(messages: list[protocol.Message], raws: list | None
@@ -91,41 +94,44 @@ def without_parts(messages: list[protocol.Message], raws: list | None
     return out, audit
 
 
-async def add_item(caller: Caller, p: protocol.SessionAddItemParams) -> protocol.SessionAddItemResult:
-    state = caller.state
-    await ensure_layers(caller, p.session_id)
-    item_id = await state.work(state.sessions.add_item, caller.workspace, p.session_id, p.item)
-    publish(caller, await state.work(state.sessions.budget, caller.workspace, p.session_id))
+def add_item(caller: Caller, p: protocol.SessionAddItemParams,
+             segment: protocol.WorkspaceSegment) -> protocol.SessionAddItemResult:
+    svc = caller.state.sessions
+    ensure_layers(caller, p.session_id, segment)
+    item_id = svc.add_item(caller.workspace, p.session_id, p.item)
+    publish(caller, svc.budget(caller.workspace, p.session_id))
     return protocol.SessionAddItemResult(item_id=item_id)
 
 
-async def add_rule(caller: Caller, p: protocol.SessionAddRuleParams) -> protocol.SessionAddRuleResult:
-    state = caller.state
-    await ensure_layers(caller, p.session_id)
-    result = await state.work(state.sessions.add_rule, caller.workspace, p.session_id, p.rule)
-    publish(caller, await state.work(state.sessions.budget, caller.workspace, p.session_id))
+def add_rule(caller: Caller, p: protocol.SessionAddRuleParams,
+             segment: protocol.WorkspaceSegment) -> protocol.SessionAddRuleResult:
+    svc = caller.state.sessions
+    ensure_layers(caller, p.session_id, segment)
+    result = svc.add_rule(caller.workspace, p.session_id, p.rule)
+    publish(caller, svc.budget(caller.workspace, p.session_id))
     return result
 
 
-async def remove_rule(caller: Caller, p: protocol.SessionRemoveRuleParams) -> protocol.Empty:
-    state = caller.state
-    await ensure_layers(caller, p.session_id)
-    await state.work(state.sessions.remove_rule, caller.workspace, p.session_id, p.rule_id)
-    publish(caller, await state.work(state.sessions.budget, caller.workspace, p.session_id))
+def remove_rule(caller: Caller, p: protocol.SessionRemoveRuleParams,
+                segment: protocol.WorkspaceSegment) -> protocol.Empty:
+    svc = caller.state.sessions
+    ensure_layers(caller, p.session_id, segment)
+    svc.remove_rule(caller.workspace, p.session_id, p.rule_id)
+    publish(caller, svc.budget(caller.workspace, p.session_id))
     return protocol.Empty()
 
 
-async def set_mode(caller: Caller, p: protocol.SessionSetModeParams) -> protocol.Budget:
-    state = caller.state
-    await ensure_layers(caller, p.session_id)
-    budget = await state.work(state.sessions.set_mode, caller.workspace, p.session_id, p.mode)
-    return publish(caller, budget)
+def set_mode(caller: Caller, p: protocol.SessionSetModeParams,
+             segment: protocol.WorkspaceSegment) -> protocol.Budget:
+    ensure_layers(caller, p.session_id, segment)
+    return publish(caller, caller.state.sessions.set_mode(caller.workspace, p.session_id,
+                                                          p.mode))
 
 
-async def budget(caller: Caller, p: protocol.SessionRef) -> protocol.Budget:
-    await ensure_layers(caller, p.session_id)
-    state = caller.state
-    return await state.work(state.sessions.budget, caller.workspace, p.session_id)
+def budget(caller: Caller, p: protocol.SessionRef,
+           segment: protocol.WorkspaceSegment) -> protocol.Budget:
+    ensure_layers(caller, p.session_id, segment)
+    return caller.state.sessions.budget(caller.workspace, p.session_id)
 
 
 def report_usage(caller: Caller, p: protocol.ReportUsageParams) -> protocol.ReportUsageResult:
@@ -151,26 +157,31 @@ def close(caller: Caller, p: protocol.SessionRef) -> protocol.Empty:
 
 
 async def on_segment_changed(caller: Caller, segment: protocol.WorkspaceSegment) -> None:
-    """Every open session of the workspace is measured against the new segment."""
-    import logging
-
-    from ctxlayer.state.requests.assembly import segment_layers
+    """Every open session of the workspace is measured against the new segment, each in its
+    lane on a session thread."""
+    from ctxlayer.state.requests import in_lane
 
     state = caller.state
     if not state.sessions_started:
         return
-    svc = state.sessions
-    for session_id in svc.open_sessions(caller.workspace):
+    for session_id in state.sessions.open_sessions(caller.workspace):
         if state.conversations.has_session(caller.workspace, session_id):
             continue  # a live chat's request carries its own system: a file changes nothing
         try:
-            async with state.lanes.turn(("session", caller.workspace, session_id)):
-                spec = state.system_specs.get((caller.workspace, session_id))
-                model = await state.work(svc.model_of, caller.workspace, session_id)
-                layers = await segment_layers(caller, segment, spec, model=model,
-                                              session_id=session_id)
-                await state.work(svc.set_system, caller.workspace, session_id, layers)
-                publish(caller, await state.work(svc.budget, caller.workspace, session_id))
+            await in_lane(caller, ("session", caller.workspace, session_id), remeasure,
+                          session_id, segment)
         except Exception:
-            logging.getLogger(__name__).exception(
-                "budget of session %s after a segment change", session_id)
+            log.exception("budget of session %s after a segment change", session_id)
+
+
+def remeasure(caller: Caller, session_id: str, segment: protocol.WorkspaceSegment) -> None:
+    """A session's system layers against `segment`, its new budget published."""
+    from ctxlayer.state.requests.assembly import segment_layers
+
+    svc = caller.state.sessions
+    spec = caller.state.system_specs.get((caller.workspace, session_id))
+    layers = segment_layers(caller, segment, spec, model=svc.model_of(caller.workspace,
+                                                                      session_id),
+                            session_id=session_id)
+    svc.set_system(caller.workspace, session_id, layers)
+    publish(caller, svc.budget(caller.workspace, session_id))

@@ -11,28 +11,25 @@ async def segment(caller: Caller, p: protocol.SegmentParams) -> protocol.Workspa
     return await caller.segment()
 
 
-async def system_prompt(caller: Caller,
-                        p: protocol.SystemPromptParams) -> protocol.SystemPromptResult:
-    """Segment parts in, the prompt built on a worker thread."""
+def system_prompt(caller: Caller, p: protocol.SystemPromptParams,
+                  seg: protocol.WorkspaceSegment) -> protocol.SystemPromptResult:
+    """Segment parts in (given by the loop), the prompt built on a worker thread."""
     from ctxlayer.core.prompt import build_system_prompt, spec_from_params
     from ctxlayer.tokenizers import prompt_traits
 
     model = caller.model(p.model)
-    seg = await caller.segment()
     spec = spec_from_params(p, traits=prompt_traits(model),
                             workspace_parts=[(part.name, part.text) for part in seg.parts],
-                            history=await session_history(caller, p))
-    built = await caller.state.tokenizers.run(model, lambda c: build_system_prompt(spec, c),
-                                              size=1 << 62)
-    return built.to_result()
+                            history=session_history(caller, p))
+    return build_system_prompt(spec, caller.state.tokenizers.guarded(model)).to_result()
 
 
-async def session_history(caller: Caller, p: protocol.SystemPromptParams,
-                          exclude: str | None = None) -> list:
-    """Digests of the workspace's earlier sessions, when the params ask for them."""
+def session_history(caller: Caller, p: protocol.SystemPromptParams,
+                    exclude: str | None = None) -> list:
+    """Digests of the workspace's earlier sessions, when the params ask for them (blocking:
+    the database)."""
     if not p.session_history:
         return []
-    from ctxlayer.state.history import workspace_digests
+    from ctxlayer.state.digests import workspace_digests
 
-    state = caller.state
-    return await state.work(workspace_digests, state.sessions.store, caller.workspace, exclude)
+    return workspace_digests(caller.state.sessions.store, caller.workspace, exclude)

@@ -1,0 +1,95 @@
+"""Where a request runs: the one module that moves work off the event loop.
+
+Owns the three places of the requests table and the two ways work and the loop meet:
+- `loop`: an `async def` awaited on the event loop; it awaits only what the loop gives (the
+  workspace scan, an event) and does no heavy work;
+- `worker`: a plain `def` on a thread of the default pool (counts, trims, prompts);
+- `lane`: a plain `def` on a session thread (the session service, the database), inside its
+  lane, so a session's requests apply in arrival order.
+What only the loop can give is awaited before the function runs and passed in (`given`: the
+workspace segment after its first scan, a live conversation's part). The client's summary,
+which the core may ask for half-way through an assembly, is an `Ask` the function returns:
+the dispatcher awaits the client on the loop, then runs `then(text)` in the same place.
+What a function on a thread tells the editors goes back through `on_loop` (budgets.publish).
+Must not: know any request (the table in `__init__.py` says which runs where).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import logging
+from collections.abc import Callable
+from typing import Any, Literal, NamedTuple
+
+log = logging.getLogger(__name__)
+
+Runs = Literal["loop", "worker", "lane"]
+
+#: the loop of the request a thread works for (set by `run`, copied into the thread's context)
+_LOOP: contextvars.ContextVar[asyncio.AbstractEventLoop] = contextvars.ContextVar("ctx_loop")
+
+
+class Ask(NamedTuple):
+    """A function on a thread needs the client's summary of `summary` (a SummarizeRequest of
+    the core) to go on; `then(text or None)` goes on, in the same place."""
+
+    summary: Any
+    then: Callable[[str | None], Any]
+
+
+async def run(caller: Any, runs: Runs, fn: Callable[..., Any], *args: Any) -> Any:
+    """`fn(*args)` in its place, then every `Ask` it returns answered on the loop."""
+    out = await _placed(caller, runs, fn, *args)
+    while isinstance(out, Ask):
+        text = await ask_summary(caller, out.summary)
+        out = await _placed(caller, runs, out.then, text)
+    return out
+
+
+async def _placed(caller: Any, runs: Runs, fn: Callable[..., Any], *args: Any) -> Any:
+    loop = asyncio.get_running_loop()
+    _LOOP.set(loop)
+    work = functools.partial(contextvars.copy_context().run, fn, *args)
+    if runs == "lane":
+        _ = caller.state.sessions  # opened on the loop (what it tells the user goes out from here)
+        return await caller.state.work(work)
+    return await loop.run_in_executor(None, work)
+
+
+def on_loop(fn: Callable[..., Any], *args: Any) -> None:
+    """Call `fn(*args)` on the event loop: directly from the loop, else as the next thing the
+    loop does (before the answer of the request this thread works for: it is queued first)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        _LOOP.get().call_soon_threadsafe(fn, *args)
+        return
+    fn(*args)
+
+
+async def ask_summary(caller: Any, request: Any) -> str | None:
+    """The caller's summary, or None when it fails or is slower than the timeout (the offline
+    summary is used then, so a turn never waits longer than `[session] summarizer_timeout`)."""
+    from ctxlayer import protocol
+
+    if caller.summarize is None:
+        return None
+    params = protocol.SummarizeParams(messages=request.messages,
+                                      instructions=request.instructions,
+                                      max_tokens=request.max_tokens)
+    timeout = caller.policy.summarizer_timeout
+    try:
+        text = await asyncio.wait_for(caller.summarize(params), timeout)
+        return text if text and text.strip() else None
+    except TimeoutError:
+        log.warning("ctx/summarize: no answer within %.1f s; offline summary used", timeout)
+    except Exception as exc:
+        log.warning("ctx/summarize failed (%s); offline summary used", exc)
+    return None
+
+
+async def segment(caller: Any, p: Any) -> Any:
+    """`given` of the requests that measure a session's layers: the workspace segment."""
+    return await caller.segment()
