@@ -4,7 +4,8 @@
         [--format ctxlayer|openai]
 
 For each synthetic chat size: the floor (encoding every message once with tiktoken, one
-thread), our cold trim (fresh count cache and memo), and warm re-trims after appending one small
+thread), our cold trim (fresh count cache, memo and TrimCache), and warm re-trims (the cold
+run's caches: a TrimCache keeps the previous trim's per-message work) after appending one small
 (~750 tokens) and one large (~8k tokens) message that were never counted before. All into a
 128k window. Medians over several runs; ratios against the floor measured in the same run.
 
