@@ -4,7 +4,8 @@
         [--format ctxlayer|openai]
 
 For each synthetic chat size: the floor (encoding every message once with tiktoken, one
-thread), our cold trim (fresh count cache and memo), and warm re-trims after appending one small
+thread), our cold trim (fresh count cache, memo and TrimCache), and warm re-trims (the cold
+run's caches: a TrimCache keeps the previous trim's per-message work) after appending one small
 (~750 tokens) and one large (~8k tokens) message that were never counted before. All into a
 128k window. Medians over several runs; ratios against the floor measured in the same run.
 
@@ -30,7 +31,7 @@ from synthetic import large_message, small_message, synthetic_chat
 from ctxlayer.core.formats import decode, encode
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.tokens import CountCache
-from ctxlayer.core.trim import TrimOptions, trim
+from ctxlayer.core.trim import TrimCache, TrimOptions, trim
 from ctxlayer.tokenizers import TiktokenCounter
 from ctxlayer.tokenizers.encodings import get_encoding
 
@@ -52,10 +53,11 @@ def floor(chat, enc) -> float:
 
 
 def cold(chat, encoding: str, strategy: str):
-    counter, memo = CountCache(TiktokenCounter(encoding)), Memo()
+    counter, memo, cache = CountCache(TiktokenCounter(encoding)), Memo(), TrimCache()
     t = time.perf_counter()
-    report = trim(chat, WINDOW, counter, options=TrimOptions(strategy=strategy), memo=memo)
-    return time.perf_counter() - t, counter, memo, report
+    report = trim(chat, WINDOW, counter, options=TrimOptions(strategy=strategy), memo=memo,
+                  cache=cache)
+    return time.perf_counter() - t, counter, (memo, cache), report
 
 
 def as_openai(m) -> dict:
@@ -70,17 +72,20 @@ def as_openai(m) -> dict:
 
 
 def cold_openai(chat: list[dict], encoding: str, strategy: str):
-    counter, memo = CountCache(TiktokenCounter(encoding)), Memo()
+    counter, memo, cache = CountCache(TiktokenCounter(encoding)), Memo(), TrimCache()
     t = time.perf_counter()
     d = decode("openai", {"model": "gpt-4o", "messages": chat}, counter)
-    report = trim(d.messages, WINDOW, counter, options=TrimOptions(strategy=strategy), memo=memo)
+    report = trim(d.messages, WINDOW, counter, options=TrimOptions(strategy=strategy), memo=memo,
+                  cache=cache)
     encode(d, report.messages)
-    return time.perf_counter() - t, counter, memo, report
+    return time.perf_counter() - t, counter, (memo, cache), report
 
 
-def warm_openai(chat: list[dict], counter, memo, make, runs: int, strategy: str) -> float:
+def warm_openai(chat: list[dict], counter, caches, make, runs: int, strategy: str) -> float:
     """Each turn arrives as fresh JSON (parsed outside the timing, as the daemon's framing
-    does); the previous turn's Decoded lets decode take over the messages they share."""
+    does); the previous turn's Decoded lets decode take over the messages they share, the
+    TrimCache the trim of the cold run."""
+    memo, cache = caches
     previous = decode("openai", {"model": "gpt-4o", "messages": chat}, counter)
     times = []
     for seed in range(runs):
@@ -90,18 +95,21 @@ def warm_openai(chat: list[dict], counter, memo, make, runs: int, strategy: str)
         t = time.perf_counter()
         d = decode("openai", payload, counter, previous=previous)
         report = trim(d.messages, WINDOW, counter, options=TrimOptions(strategy=strategy),
-                      memo=memo)
+                      memo=memo, cache=cache)
         encode(d, report.messages)
         times.append(time.perf_counter() - t)
     return statistics.median(times)
 
 
-def warm(chat, counter, memo, make, runs: int, strategy: str) -> float:
+def warm(chat, counter, caches, make, runs: int, strategy: str) -> float:
+    """Each turn is the chat plus one new message, re-trimmed with the cold run's caches."""
+    memo, cache = caches
     times = []
     for seed in range(runs):
         extra = make(1000 + seed)  # never counted before
         t = time.perf_counter()
-        trim([*chat, extra], WINDOW, counter, options=TrimOptions(strategy=strategy), memo=memo)
+        trim([*chat, extra], WINDOW, counter, options=TrimOptions(strategy=strategy), memo=memo,
+             cache=cache)
         times.append(time.perf_counter() - t)
     return statistics.median(times)
 
@@ -129,11 +137,11 @@ def main() -> None:
         floors, colds = [], []
         for _ in range(args.runs):
             floors.append(floor(chat, enc))
-            elapsed, counter, memo, report = run_cold(given, args.encoding, args.strategy)
+            elapsed, counter, caches, report = run_cold(given, args.encoding, args.strategy)
             colds.append(elapsed)
         f, c = statistics.median(floors), statistics.median(colds)
-        ws = run_warm(given, counter, memo, small_message, args.runs * 4, args.strategy)
-        wl = run_warm(given, counter, memo, large_message, args.runs * 4, args.strategy)
+        ws = run_warm(given, counter, caches, small_message, args.runs * 4, args.strategy)
+        wl = run_warm(given, counter, caches, large_message, args.runs * 4, args.strategy)
         print(f"| {tokens / 1000:,.0f}k tokens | {len(chat)} | {ms(f)} | {ms(c)} | {c / f:.2f}x "
               f"| {ms(ws)} | {ms(wl)} | {len(report.messages)} | {len(report.dropped)} "
               f"| {len(report.truncated)} |")

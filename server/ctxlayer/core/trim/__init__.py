@@ -49,10 +49,11 @@ from ctxlayer.core.errors import require_tokens
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.tokens import OPENAI_FORMAT, MessageFormat, Tokenizer
 from ctxlayer.core.trim import fit, priority, stages
+from ctxlayer.core.trim.warm import TrimCache
 from ctxlayer.core.trim.work import Work
 from ctxlayer.protocol import AuditEntry, Message, Strategy
 
-__all__ = ["TrimOptions", "TrimReport", "docs_as_messages", "trim"]
+__all__ = ["TrimCache", "TrimOptions", "TrimReport", "docs_as_messages", "trim"]
 
 
 class TrimOptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -111,12 +112,15 @@ def trim(
     docs: Sequence[str] = (),
     attachments: Mapping[str, str] | None = None,
     memo: Memo | None = None,
+    cache: TrimCache | None = None,
 ) -> TrimReport:
+    """`cache`, the TrimCache of this conversation's previous trims (one per conversation),
+    makes a re-trim redo only the messages added since; the result is the same without it."""
     require_tokens(budget)
     options = options or TrimOptions()
     memo = memo if memo is not None else Memo()
     msgs = stages.enrich(_with_docs(list(messages), docs), attachments or {})
-    w = Work(msgs, counter, options.fmt, memo)
+    w = Work(msgs, counter, options.fmt, memo, cache)
     if not options.keep_question:
         w.question = None
     w.link_tool_results()

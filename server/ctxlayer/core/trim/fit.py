@@ -34,9 +34,13 @@ def fixed_set(w: Work, every_system: bool = False) -> set[int]:
         if m.role != "system":
             break
         keep.add(i)
-    for i, m in enumerate(w.msgs):
-        if m.pinned or (every_system and (m.role == "system" or m.priority == 0)):
-            keep.update(w.group_of(i))
+    p0 = w.pinned.get(every_system)
+    if p0 is None:  # reduce and limit both ask: scan the messages once
+        p0 = w.pinned[every_system] = [
+            i for i, m in enumerate(w.msgs)
+            if m.pinned or (every_system and (m.role == "system" or m.priority == 0))]
+    for i in p0:
+        keep.update(w.group_of(i))
     if w.question is not None:
         keep.update(w.group_of(w.question))
     return {i for i in keep if w.alive[i]}
@@ -81,6 +85,11 @@ class Shortener:
         w = self.w
         if not truncatable(w, i):
             return w.tokens[i]
+        return w.fact(("estimate", self.tool_cap, self.head, self.tail, self.name_facts), i,
+                      lambda: self._estimate(i))
+
+    def _estimate(self, i: int) -> int:
+        w = self.w
         if self._is_big_output(i):
             out = self._outline(i)
             if out is not None:

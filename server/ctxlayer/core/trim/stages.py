@@ -67,8 +67,8 @@ def strip_old_reasoning(w: Work, memo: Memo) -> None:
         if m.role != "assistant" or i == latest or m.pinned or not w.alive[i]:
             continue
         text = w.content[i]
-        stripped = memo.get("strip", text, lambda t=text: (
-            strip_reasoning(t) if any(tag in t for tag in _REASONING_TAGS) else t))
+        stripped = w.fact("strip", i, lambda t=text: memo.get("strip", t, lambda: (
+            strip_reasoning(t) if any(tag in t for tag in _REASONING_TAGS) else t)))
         if stripped != text:
             w.replace(i, stripped, "compressed", "reasoning block of an earlier turn stripped")
 
@@ -87,7 +87,7 @@ def dedup(w: Work, min_tokens: int, memo: Memo) -> dict[int, int]:
         if w.tokens[i] - w.extra[i] < min_tokens:
             continue
         text = w.content[i]
-        key = memo.get("norm", text, lambda t=text: normalized_hash(t))
+        key = w.fact("norm", i, lambda t=text: memo.get("norm", t, lambda: normalized_hash(t)))
         j = first.setdefault(key, i)
         if j != i:
             ref = f"[identical to {w.msgs[j].role} output {w.msgs[j].id or f'#{j}'} above]"

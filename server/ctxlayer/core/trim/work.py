@@ -14,6 +14,7 @@ import msgspec
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.text import describe
 from ctxlayer.core.tokens import MessageFormat, Tokenizer
+from ctxlayer.core.trim.warm import TrimCache
 from ctxlayer.protocol import AuditAction, AuditEntry, Message
 
 
@@ -23,6 +24,7 @@ class Work:
 
     __slots__ = (
         "alive",
+        "cache",
         "changed",
         "content",
         "counter",
@@ -34,33 +36,41 @@ class Work:
         "memo",
         "msgs",
         "original",
+        "pinned",
         "question",
         "tokens",
         "total",
     )
 
     def __init__(
-        self, msgs: Sequence[Message], counter: Tokenizer, fmt: MessageFormat, memo: Memo
+        self, msgs: Sequence[Message], counter: Tokenizer, fmt: MessageFormat, memo: Memo,
+        cache: TrimCache | None = None,
     ) -> None:
         self.msgs = list(msgs)
         self.memo = memo
         self.counter = counter
         self.fmt = fmt
+        self.cache = cache
         n = len(self.msgs)
         self.content = [m.content for m in self.msgs]
         self.original = list(self.content)
+        same = cache.shared(self.msgs, counter, fmt) if cache is not None else 0
+        extra, tokens = (cache.extra[:same], cache.tokens[:same]) if same else ([], [])
         # tokens a message costs beyond its text: per-message overhead, tool calls and the
         # non-text parts (images, documents), which are never shortened
-        self.extra = [fmt.per_message + (m.parts_tokens or 0) for m in self.msgs]
-        for i, m in enumerate(self.msgs):
-            if m.tool_calls:
-                self.extra[i] += sum(
-                    fmt.per_tool_call + counter.count(c.name) + counter.count(c.arguments)
-                    for c in m.tool_calls
-                )
+        for m in self.msgs[same:]:
+            e = fmt.per_message + (m.parts_tokens or 0)
+            for c in m.tool_calls or ():
+                e += fmt.per_tool_call + counter.count(c.name) + counter.count(c.arguments)
+            extra.append(e)
+        texts = self.content[same:]
         many = getattr(counter, "count_many", None)
-        counts = many(self.content) if many else [counter.count(c) for c in self.content]
-        self.tokens = [c + e for c, e in zip(counts, self.extra, strict=True)]
+        counts = many(texts) if many else [counter.count(c) for c in texts]
+        tokens += [c + e for c, e in zip(counts, extra[same:], strict=True)]
+        if cache is not None:
+            cache.keep(self.msgs, same, counter, fmt, list(extra), list(tokens))
+        self.extra, self.tokens = extra, tokens
+        self.pinned: dict[bool, list[int]] = {}  # fixed_set's P0 indices, found once
         self.alive = [True] * n
         self.group = list(range(n))
         self.members: dict[int, list[int]] = {}
@@ -94,7 +104,17 @@ class Work:
         return self.members.get(self.group[i], [i])
 
     def group_tokens(self, g: int) -> int:
-        return sum(self.tokens[j] for j in self.members.get(g, [g]) if self.alive[j])
+        members = self.members.get(g)
+        if members is None:  # most messages are a group of their own
+            return self.tokens[g] if self.alive[g] else 0
+        return sum(self.tokens[j] for j in members if self.alive[j])
+
+    def fact(self, kind, i: int, compute):
+        """A fact derived from message i's current text: from the warm cache when the previous
+        trim derived it from the same string, else `compute()` (which may use the memo)."""
+        if self.cache is None:
+            return compute()
+        return self.cache.fact(kind, i, self.content[i], compute)
 
     # --- changes, each recorded once ----------------------------------------------------------
 
@@ -125,11 +145,18 @@ class Work:
 
     def _entry(self, i: int, action: AuditAction, reason: str, before: int, after: int):
         m = self.msgs[i]
-        key = (m.role, m.kind, m.tool_call_id, m.content,
-               tuple(c.name for c in m.tool_calls) if m.tool_calls else None)
-        summary = self.memo.get("describe", key, lambda: describe(m))
+
+        def summary() -> str:
+            key = (m.role, m.kind, m.tool_call_id, m.content,
+                   tuple(c.name for c in m.tool_calls) if m.tool_calls else None)
+            return self.memo.get("describe", key, lambda: describe(m))
+
+        if self.cache is None:
+            summary_text = summary()
+        else:  # keyed by the message's own text: a summary describes the message as it came
+            summary_text = self.cache.fact("describe", i, m.content, summary)
         return AuditEntry(
-            action=action, reason=reason, summary=summary, tokens_before=before,
+            action=action, reason=reason, summary=summary_text, tokens_before=before,
             tokens_after=after, message_id=m.id, index=i,
         )
 

@@ -1,0 +1,72 @@
+"""The trim engine's warm path: what the previous trim of a conversation worked out per message,
+kept by the caller in a TrimCache and taken over for the messages the new turn shares with it.
+
+A chat grows by a message or two a turn; counting, describing and outlining its 400 unchanged
+messages again is most of a re-trim. The cache holds, per position, the message and the facts
+derived from it; a fact is reused only while the message at that position is the same (by
+identity, else equal) and, for facts of its text, while the text is the very same string. The
+decisions themselves (what to drop, what to shorten) are always made again, so a warm trim
+returns exactly what a cold one would.
+
+Like Memo it is injected: one per conversation, owned by the caller; the core keeps no state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from ctxlayer.core.tokens import MessageFormat, Tokenizer
+from ctxlayer.protocol import Message
+
+#: kinds of facts kept at most; options that change every turn must not grow the cache forever
+MAX_KINDS = 16
+
+
+class TrimCache:
+    __slots__ = ("counter", "extra", "facts", "fmt", "msgs", "reused", "tokens")
+
+    def __init__(self) -> None:
+        self.msgs: list[Message] = []
+        self.counter: Tokenizer | None = None
+        self.fmt: MessageFormat | None = None
+        self.extra: list[int] = []  # tokens beyond the text, per message
+        self.tokens: list[int] = []  # tokens of the message as it came, per message
+        #: kind -> per position (the text it was derived from, the fact), or None
+        self.facts: dict[Hashable, list[tuple[str, Any] | None]] = {}
+        self.reused = 0  # messages taken over by the last trim (for tests and benchmarks)
+
+    def shared(self, msgs: list[Message], counter: Tokenizer, fmt: MessageFormat) -> int:
+        """How many leading messages are the same as in the previous trim. Only with the same
+        counter and format: the counts depend on them."""
+        if counter is not self.counter or fmt != self.fmt:
+            return 0
+        old = self.msgs
+        n, k = min(len(old), len(msgs)), 0
+        while k < n and (msgs[k] is old[k] or msgs[k] == old[k]):
+            k += 1
+        return k
+
+    def keep(self, msgs: list[Message], same: int, counter: Tokenizer, fmt: MessageFormat,
+             extra: list[int], tokens: list[int]) -> None:
+        """Remember this trim's messages; facts past the shared prefix are forgotten."""
+        self.msgs, self.counter, self.fmt = msgs, counter, fmt
+        self.extra, self.tokens, self.reused = extra, tokens, same
+        if len(self.facts) > MAX_KINDS:
+            self.facts.clear()
+        fresh = [None] * (len(msgs) - same)
+        for kind, facts in self.facts.items():
+            self.facts[kind] = facts[:same] + fresh
+
+    def fact(self, kind: Hashable, i: int, text: str, compute: Callable[[], Any]) -> Any:
+        """The fact `kind` of message i, whose current text is `text`: remembered from a
+        previous trim when derived from this very string at this position."""
+        facts = self.facts.get(kind)
+        if facts is None:
+            facts = self.facts[kind] = [None] * len(self.msgs)
+        hit = facts[i]
+        if hit is not None and hit[0] is text:
+            return hit[1]
+        value = compute()
+        facts[i] = (text, value)
+        return value

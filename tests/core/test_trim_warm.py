@@ -1,0 +1,73 @@
+"""The warm path (TrimCache): a re-trim that takes over the previous trim's per-message work
+returns exactly what a cold trim of the same input returns, message for message and audit entry
+for audit entry, whatever the previous turns were and whatever was appended, edited or cut."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_trim_properties import contents, conversations
+
+from ctxlayer.core.errors import ContextError
+from ctxlayer.core.memo import Memo
+from ctxlayer.core.tokens import CountCache, WordTokenizer
+from ctxlayer.core.trim import TrimCache, TrimOptions, trim
+from ctxlayer.protocol import Message
+
+COUNTER = CountCache(WordTokenizer())
+
+
+def _outcome(msgs, budget, options, **caches):
+    try:
+        r = trim(msgs, budget, COUNTER, options=options, **caches)
+    except ContextError as e:
+        return ("error", str(e))
+    return (r.messages, r.tokens, r.dropped, r.truncated)
+
+
+@st.composite
+def turns(draw) -> list[list[Message]]:
+    """A chat and the inputs of its next turns: appended messages mostly, sometimes an edit in
+    the middle or the oldest messages gone (a client that trims itself)."""
+    chat = draw(conversations())
+    out = [chat]
+    for t in range(draw(st.integers(1, 4))):
+        how = draw(st.sampled_from(["append", "append", "append", "edit", "cut"]))
+        if how == "append" or not chat:
+            role = draw(st.sampled_from(["user", "assistant"]))
+            chat = [*chat, Message(role=role, id=f"n{t}", content=draw(contents()))]
+        elif how == "edit":
+            k = draw(st.integers(0, len(chat) - 1))
+            chat = [*chat[:k], Message(**{**{f: getattr(chat[k], f) for f in chat[k].__struct_fields__},
+                                          "content": draw(contents())}), *chat[k + 1:]]
+        else:
+            chat = chat[draw(st.integers(1, len(chat))):]
+        out.append(chat)
+    return out
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(chats=turns(), budget=st.one_of(st.integers(1, 300), st.integers(1, 1500)),
+       strategy=st.sampled_from(["pipeline", "priority"]), rewrite=st.booleans())
+def test_warm_trim_equals_cold(chats, budget, strategy, rewrite):
+    options = TrimOptions(strategy=strategy, recent=4, rewrite_when_fits=rewrite)
+    memo, cache = Memo(), TrimCache()
+    for chat in chats:
+        warm = _outcome(chat, budget, options, memo=memo, cache=cache)
+        cold = _outcome(chat, budget, options)
+        assert warm == cold
+
+
+def test_warm_trim_takes_over_the_shared_prefix():
+    chat = [Message(role="user", id=f"u{k}", content=f"question {k} " * 30) for k in range(20)]
+    cache = TrimCache()
+    trim(chat, 200, COUNTER, cache=cache)
+    assert cache.reused == 0
+    grown = [*chat, Message(role="user", id="new", content="one more")]
+    trim(grown, 200, COUNTER, cache=cache)
+    assert cache.reused == 20
+    edited = [*grown[:5], Message(role="user", id="u5", content="changed"), *grown[6:]]
+    trim(edited, 200, COUNTER, cache=cache)
+    assert cache.reused == 5
+    trim(edited, 200, CountCache(WordTokenizer()), cache=cache)  # another counter: nothing
+    assert cache.reused == 0
