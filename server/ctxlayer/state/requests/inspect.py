@@ -81,8 +81,10 @@ async def _session_data(caller: Caller, p: protocol.InspectParams, model: str | 
 async def _live_chat_data(caller: Caller, session_id: str):
     """A live chat's page (the gateway, ctx/prepare): the messages of its last request as the
     engine read them, what that turn summarized, outlined, shortened and dropped, and the
-    figures the status bar shows (its budget, the model's window)."""
+    figures the status bar shows (its budget, the model's window). The slider's steps are
+    the next turn fitted by core.prepare from the chat's state at each budget (read only)."""
     from ctxlayer.inspector import build_inspector_data
+    from ctxlayer.inspector.steps import engine_steps, prepare_runner, split_audit, step_budgets
 
     state = caller.state
     conv = state.conversations.of_session(caller.workspace, session_id)
@@ -90,14 +92,22 @@ async def _live_chat_data(caller: Caller, session_id: str):
     if st is None:
         raise ContextError("unknown_session", f"the live chat of session {session_id!r} has "
                            "sent no request this daemon fitted", field="sessionId")
-    entries = state.conversations.why(caller.workspace, None, session_id)
-    dropped = [e for e in entries if e.action == "dropped"]
-    changed = [e for e in entries if e.action not in ("dropped", "restored")]
+    dropped, changed = split_audit(state.conversations.why(caller.workspace, None, session_id))
     budget = max(1, conv.budget)
-    return build_inspector_data(
-        st.messages, st.tokens, model=conv.model, window=max(conv.window or budget, budget),
-        budget=budget, dropped=dropped, truncated=changed,
-        layers={"system": conv.system_tokens, "workspace": 0, "rules": 0, "working": 0,
-                "history": max(0, conv.tokens - conv.system_tokens)},
-        compaction_at=budget, session_id=session_id,
-        title=f"ctxlayer · {conv.source} chat {conv.conversation_id}")
+    window = max(conv.window or budget, budget)
+    restored, tools = frozenset(conv.restored), conv.tools_tokens
+
+    def build(counter):
+        run = prepare_runner(st, counter, tools=tools, restored=restored)
+        steps = engine_steps(st.messages,
+                             [b for b in step_budgets(window, budget) if b != budget], run)
+        return build_inspector_data(
+            st.messages, st.tokens, model=conv.model, window=window, budget=budget,
+            dropped=dropped, truncated=changed,
+            layers={"system": conv.system_tokens, "workspace": 0, "rules": 0, "working": 0,
+                    "history": max(0, conv.tokens - conv.system_tokens)},
+            compaction_at=budget, session_id=session_id, steps=steps,
+            result_tokens=conv.tokens,
+            title=f"ctxlayer · {conv.source} chat {conv.conversation_id}")
+
+    return await state.tokenizers.run(conv.model, build, size=1 << 62)
