@@ -1,4 +1,5 @@
-"""Fixtures for the inspector tests: a sample conversation and a headless Debian Chromium.
+"""Fixtures for the inspector tests: a sample conversation, an agent chat with big tool
+results, and a headless Debian Chromium.
 
 The browser tests skip when Chromium or Playwright is missing, except when
 CTXLAYER_REQUIRE_EDITORS=1 (CI), where a missing tool is a failure.
@@ -35,6 +36,22 @@ def sample_conversation():
     msgs.append(Message(role="user", content="retrieved doc", id="doc", kind="doc"))
     toks.append(80)
     return msgs, toks
+
+
+@pytest.fixture
+def big_chat() -> list[Message]:
+    """An agent's chat whose tool results are each far over the trim's per-output cap."""
+    msgs = [Message(role="system", content="You are a coding agent.", id="sys")]
+    for i in range(12):
+        msgs.append(Message(role="user", content=f"step {i}: look at module {i}", id=f"u{i}"))
+        msgs.append(Message(role="assistant", content="", id=f"call{i}",
+                            tool_calls=[ToolCall(id=f"t{i}", name="read", arguments="{}")]))
+        body = "\n".join(f"def f{i}_{k}(x):  # helper {k} of module {i}\n    return x + {k}"
+                         for k in range(700))
+        msgs.append(Message(role="tool", content=body, id=f"res{i}", tool_call_id=f"t{i}"))
+        msgs.append(Message(role="assistant", content=f"module {i} is fine", id=f"a{i}"))
+    msgs.append(Message(role="user", content="what next?", id="question"))
+    return msgs
 
 
 @pytest.fixture

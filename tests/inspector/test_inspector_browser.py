@@ -1,17 +1,25 @@
-"""The inspector page in headless Chromium: the slider and the class order change what is
-marked dropped, the page's script agrees with `would_drop`, and it loads nothing."""
+"""The inspector page in headless Chromium: the slider shows the engine's verdicts at the
+nearest budget the daemon ran it at (never a verdict of its own), and it loads nothing."""
 
 from __future__ import annotations
 
 import pytest
 
-from ctxlayer.inspector import render_inspector, would_drop
+from ctxlayer.core.tokens import CountCache, WordTokenizer
+from ctxlayer.inspector import inspect_conversation, render_inspector
+
+WORD = {"k": "kept", "s": "shortened", "d": "dropped"}
 
 
 @pytest.fixture
-def page(chromium, sample_data, tmp_path):
+def chat_data(big_chat):
+    return inspect_conversation(big_chat, 32_000, CountCache(WordTokenizer()),
+                                model="test", window=128_000)
+
+
+def open_page(chromium, data, tmp_path):
     path = tmp_path / "inspector.html"
-    path.write_text(render_inspector(sample_data), encoding="utf-8")
+    path.write_text(render_inspector(data), encoding="utf-8")
     context = chromium.new_context()
     pg = context.new_page()
     requests, errors = [], []
@@ -19,15 +27,20 @@ def page(chromium, sample_data, tmp_path):
     pg.on("pageerror", lambda e: errors.append(str(e)))
     pg.goto(path.as_uri())
     pg.wait_for_selector("li.msg[data-would]")
+    return context, pg, requests, errors
+
+
+@pytest.fixture
+def page(chromium, chat_data, tmp_path):
+    context, pg, requests, errors = open_page(chromium, chat_data, tmp_path)
     yield pg
     assert errors == []
     assert all(u.startswith(("file:", "data:")) for u in requests), requests
     context.close()
 
 
-def marked_dropped(pg) -> set[int]:
-    return set(pg.eval_on_selector_all(
-        'li.msg[data-would="dropped"]', "els => els.map(e => Number(e.dataset.index))"))
+def marks(pg) -> list[str]:
+    return pg.eval_on_selector_all("li.msg", "els => els.map(e => e.dataset.would)")
 
 
 def set_budget(pg, value: int) -> None:
@@ -38,55 +51,45 @@ def set_budget(pg, value: int) -> None:
     )
 
 
-def test_slider_changes_what_is_marked_dropped(page, sample_data):
-    at_budget = marked_dropped(page)
-    assert at_budget == would_drop(sample_data.messages, 700)
-    set_budget(page, 400)
-    smaller = marked_dropped(page)
-    assert smaller > at_budget
-    assert "At 400 tokens" in page.inner_text("#slider-summary")
-    set_budget(page, 2000)
-    assert marked_dropped(page) == set()
-    # the system message is never marked, however small the budget
-    set_budget(page, 0)
-    system_rows = page.eval_on_selector_all(
-        'li.msg[data-class="0"]', "els => els.map(e => e.dataset.would)")
-    assert system_rows == ["kept"]
+def test_at_the_budget_the_slider_says_what_the_table_says(page, chat_data):
+    table = [{"truncated": "shortened"}.get(m.state, m.state) for m in chat_data.messages]
+    assert marks(page) == table
+    assert "shortened" in table  # the outlined tool results are shown kept, shortened
+    states = page.eval_on_selector_all(
+        'li.msg[data-state="truncated"]', "els => els.map(e => e.dataset.would)")
+    assert states and set(states) == {"shortened"}
 
 
-def test_script_agrees_with_python_at_every_budget(page, sample_data):
-    for budget in range(100, 1500, 37):
-        set_budget(page, budget)
-        assert marked_dropped(page) == would_drop(sample_data.messages, budget), budget
+def test_every_step_shows_the_engines_verdicts(page, chat_data):
+    for step in chat_data.steps:
+        set_budget(page, step.budget)
+        if step.error:
+            assert "cannot fit" in page.inner_text("#slider-summary")
+            continue
+        assert marks(page) == [WORD[c] for c in step.verdicts], step.budget
+        assert f"At {step.budget:,} tokens" in page.inner_text("#slider-summary")
 
 
-def test_reordering_priority_classes_changes_the_drop(page, sample_data):
-    index = {m.id: m.index for m in sample_data.messages}
-    assert index["doc"] not in marked_dropped(page)  # the pipeline keeps the newest document
-    # history before recent messages: one click on P1's "down" button switches to class order
-    page.click('#priority-order li[data-class="1"] button.down')
-    order = page.eval_on_selector_all("#priority-order li", "els => els.map(e => e.dataset.class)")
-    assert order == ["2", "1", "3"]
-    assert page.is_checked("#fill-by-class")
-    assert marked_dropped(page) == would_drop(sample_data.messages, 700, order=(2, 1, 3))
-    assert index["doc"] in marked_dropped(page) and index["m0"] not in marked_dropped(page)
-    page.check("#fill-newest")
-    assert marked_dropped(page) == would_drop(sample_data.messages, 700)
-    page.check("#fill-by-class")
+def test_between_steps_the_nearest_step_is_shown(page, chat_data):
+    steps = [s for s in chat_data.steps if not s.error]
+    a, b = steps[1], steps[2]
+    set_budget(page, a.budget + (b.budget - a.budget) // 4)
+    assert page.eval_on_selector("#budget-slider", "el => Number(el.value)") == a.budget
+    assert marks(page) == [WORD[c] for c in a.verdicts]
     page.click("#reset")
-    assert page.is_checked("#fill-newest")
-    assert index["doc"] not in marked_dropped(page)
+    assert page.inner_text("#budget-value") == f"{chat_data.budget:,}"
 
 
-def test_script_agrees_with_python_by_class(page, sample_data):
-    page.click('#priority-order li[data-class="3"] button.up')
-    for budget in range(150, 1400, 53):
-        set_budget(page, budget)
-        assert marked_dropped(page) == would_drop(sample_data.messages, budget, order=(1, 3, 2))
-
-
-def test_budget_marker_moves_with_the_slider(page):
+def test_budget_marker_moves_with_the_slider(page, chat_data):
     before = page.eval_on_selector("#budget-marker", "el => el.style.left")
-    set_budget(page, 1800)
+    set_budget(page, chat_data.window)
     after = page.eval_on_selector("#budget-marker", "el => el.style.left")
-    assert before != after and after.startswith("90")
+    assert before != after and after.startswith("100")
+
+
+def test_a_page_with_one_step_keeps_the_slider_still(chromium, sample_data, tmp_path):
+    context, pg, requests, errors = open_page(chromium, sample_data, tmp_path)
+    assert pg.is_disabled("#budget-slider")
+    assert marks(pg) == [m.state for m in sample_data.messages]
+    assert errors == [] and all(u.startswith(("file:", "data:")) for u in requests)
+    context.close()

@@ -1,4 +1,5 @@
-"""The inspector page as HTML: self-contained, escaped, and the drop order it replays."""
+"""The inspector page as HTML: self-contained, escaped, each layer in its own colour, and the
+slider's steps (the engine's outcomes) carried as data."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ import re
 
 import pytest
 
-from ctxlayer.inspector import build_inspector_data, render_inspector, would_drop
-from ctxlayer.protocol import Message, ToolCall
+from ctxlayer.inspector import InspectorStep, build_inspector_data, render_inspector
+from ctxlayer.protocol import Message
 
 
 def test_page_is_self_contained(sample_data):
@@ -35,13 +36,13 @@ def test_script_payload_cannot_close_the_script_tag():
 
 def test_rows_show_tokens_state_and_reason(sample_data):
     html = render_inspector(sample_data)
-    assert 'data-index="1" data-class="2" data-tokens="50" data-state="dropped"' in html
+    assert 'data-index="1" data-class="2" data-layer="history" data-tokens="50" data-state="dropped"' in html
     assert "dropped: over budget: oldest history first" in html
     assert 'id="cache-boundary"' in html
     assert "compaction at 1,400" in html
-    # one row per message, one button pair per droppable class
+    # one row per message; the page computes no order of its own to reorder
     assert html.count('<li class="msg"') == len(sample_data.messages)
-    assert html.count('class="up"') == 3
+    assert 'id="priority-order"' not in html
 
 
 def test_classes_follow_role_kind_and_age(sample_data):
@@ -52,38 +53,57 @@ def test_classes_follow_role_kind_and_age(sample_data):
     assert by_id["m4"] == 2 and by_id["m0"] == 2
 
 
-def test_would_drop_is_the_pipeline_limit_step(sample_data):
-    ids = {m.index: m.id for m in sample_data.messages}
-    # newest first by whole groups; m6 does not fit, the smaller, older m3 still does
-    dropped = {ids[i] for i in would_drop(sample_data.messages, 700)}
-    assert dropped == {"m0", "m1", "m2", "m4", "m5", "m6"}
-    assert "sys" not in {ids[i] for i in would_drop(sample_data.messages, 0)}
-    assert would_drop(sample_data.messages, 10**6) == set()
-    # the reply priming counts against the budget too
-    assert len(would_drop(sample_data.messages, 700, overhead=100)) > len(dropped)
+def test_the_current_step_is_the_table(sample_data):
+    """At the budget, the slider's verdicts are the table's states, however the steps were
+    made: the current step is built from the very audit the table shows."""
+    current = [s for s in sample_data.steps if s.budget == sample_data.budget]
+    assert len(current) == 1
+    letters = {"kept": "k", "truncated": "s", "dropped": "d"}
+    assert current[0].verdicts == "".join(letters[m.state] for m in sample_data.messages)
+    html = render_inspector(sample_data)
+    assert 'data-state="dropped" data-would="dropped"' in html
+    assert 'data-state="kept" data-would="dropped"' not in html
 
 
-def test_reordering_classes_changes_what_is_cut(sample_data):
-    ids = {m.index: m.id for m in sample_data.messages}
-    docs_last = {ids[i] for i in would_drop(sample_data.messages, 700, order=(1, 2, 3))}
-    assert "doc" in docs_last
-    docs_first = {ids[i] for i in would_drop(sample_data.messages, 700, order=(3, 1, 2))}
-    assert "doc" not in docs_first
-    history_first = {ids[i] for i in would_drop(sample_data.messages, 700, order=(2, 1, 3))}
-    assert "m0" not in history_first and "m9" in history_first
-    assert "m8" not in history_first  # the newest question is never dropped
+def test_steps_given_are_carried_sorted_and_the_budgets_step_replaced():
+    msgs = [Message(role="system", content="s"), Message(role="user", content="q")]
+    d = build_inspector_data(
+        msgs, [10, 10], model="m", window=100, budget=50,
+        steps=[InspectorStep(budget=90, verdicts="kk", tokens=20),
+               InspectorStep(budget=50, verdicts="dd", tokens=0),  # not the table: replaced
+               InspectorStep(budget=5, error="pinned over budget")])
+    assert [(s.budget, s.verdicts) for s in d.steps] == [(5, ""), (50, "kk"), (90, "kk")]
+    html = render_inspector(d)
+    assert 'min="5" max="90"' in html and "disabled" not in html.split('id="budget-slider"')[1][:80]
 
 
-def test_tool_result_goes_with_its_call():
-    msgs = [
-        Message(role="system", content="s", pinned=True),
-        Message(role="assistant", content="", tool_calls=[ToolCall(id="c1", name="ls")]),
-        Message(role="tool", content="out", tool_call_id="c1", priority=1),
-        Message(role="user", content="newest"),
-    ]
-    # the call (40) does not fit but its result (10) would: the result is dropped too
-    d = build_inspector_data(msgs, [10, 40, 10, 10], model="m", window=100, budget=35)
-    assert would_drop(d.messages, 35) == {1, 2}
+def test_a_page_with_one_step_says_so_and_disables_the_slider():
+    msgs = [Message(role="user", content="q")]
+    html = render_inspector(build_inspector_data(msgs, [5], model="m", window=100, budget=50))
+    assert "at this budget only" in html
+    assert " disabled>" in html
+
+
+def test_the_workspace_row_has_its_own_colour():
+    """The workspace block is a leading system message, but it is drawn as the workspace
+    layer, not in the system colour."""
+    msgs = [Message(role="system", content="You are terse.", id="sys"),
+            Message(role="system", content="# Project\nfiles", id="ctx:workspace"),
+            Message(role="user", content="q", id="q")]
+    d = build_inspector_data(msgs, [5, 40, 3], model="m", window=100, budget=80)
+    html = render_inspector(d)
+    row = html.split('data-index="1" ', 1)[1].split(">", 1)[0]
+    assert 'data-layer="workspace"' in row
+    assert 'data-layer="system"' in html.split('data-index="0" ', 1)[1].split(">", 1)[0]
+    css = {rule.split("{")[0].strip(): rule.split("{")[1]
+           for rule in html.split("<style>")[1].split("</style>")[0].split("}") if "{" in rule}
+    workspace = css['.msg[data-layer="workspace"] .bar']
+    system = css['.msg[data-layer="system"] .bar']
+    assert "var(--workspace)" in workspace and workspace != system
+    root = css[":root"]
+    colour = {name: root.split(f"--{name}:")[1].split(";")[0].strip()
+              for name in ("system", "workspace")}
+    assert colour["system"] != colour["workspace"]
 
 
 def test_token_counts_must_match_messages():

@@ -10,7 +10,6 @@ import { ORIGIN, fromOpenAI, toOpenAI, toolsToOpenAI, type OpenAIMessage } from 
 import * as api from "./vscodeapi";
 
 export const VENDOR = "ctxlayer";
-const DEFAULT_OUTPUT = 4096;
 
 /** A ctxlayer model: the information VS Code shows, plus which model it goes to. */
 export interface CtxlayerModelInfo extends api.LanguageModelChatInformation {
@@ -30,16 +29,23 @@ export function daemonModel(m: Pick<api.LanguageModelChat, "family" | "id">): st
   return m.family || m.id;
 }
 
+/**
+ * What a ctxlayer model reports is the window of the model underneath, never more: its
+ * maxInputTokens (the budget every request is fitted into) and its maxOutputTokens when the
+ * editor's model object carries one. VS Code's LanguageModelChat has no output figure of its
+ * own, and an allowance invented here would be added to the input by the model picker
+ * ("Max context 7K" for a 4K model), so without one the output is reported as 0.
+ */
 export function modelInfo(m: api.LanguageModelChat): CtxlayerModelInfo {
   const caps = (m as unknown as { capabilities?: Record<string, unknown> }).capabilities ?? {};
-  const maxOutput = (m as unknown as { maxOutputTokens?: number }).maxOutputTokens;
+  const maxOutput = (m as unknown as { maxOutputTokens?: unknown }).maxOutputTokens;
   return {
     id: `${m.vendor}/${m.id}`,
     name: `ctxlayer · ${m.name}`,
     family: m.family,
     version: m.version,
     maxInputTokens: m.maxInputTokens,
-    maxOutputTokens: maxOutput ?? DEFAULT_OUTPUT,
+    maxOutputTokens: typeof maxOutput === "number" && maxOutput > 0 ? maxOutput : 0,
     tooltip: `${m.name} (${m.vendor}) with its prompt fitted by ctxlayer into ${m.maxInputTokens.toLocaleString("en-US")} tokens`,
     detail: "ctxlayer",
     capabilities: {

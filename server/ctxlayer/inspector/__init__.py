@@ -1,9 +1,10 @@
 """The budget inspector: one self-contained HTML page showing what fills the window.
 
 Pure rendering: it turns an `InspectorData` (built by `build_inspector_data` from messages,
-token counts and a trim or assemble result) into one HTML string with every asset inline. It
-does no I/O and imports nothing of the daemon's runtime; the daemon's `ctx/inspect` handler
-and `ctxlayer inspect --html` gather the data and call it.
+token counts and a trim, assemble or prepare result, with the engine's outcome at the
+slider's budgets) into one HTML string with every asset inline. It does no I/O and imports
+nothing of the daemon's runtime; the daemon's `ctx/inspect` handler and
+`ctxlayer inspect --html` gather the data and call it.
 """
 
 from ctxlayer.inspector.conversation import inspect_conversation
@@ -12,20 +13,26 @@ from ctxlayer.inspector.data import (
     InspectorData,
     InspectorLayer,
     InspectorMessage,
+    InspectorStep,
     build_inspector_data,
     priority_class,
-    would_drop,
+    verdicts,
 )
 from ctxlayer.inspector.page import render_inspector
+from ctxlayer.inspector.steps import engine_steps, prepare_runner, step_budgets
 
 __all__ = [
     "PRIORITY_CLASSES",
     "InspectorData",
     "InspectorLayer",
     "InspectorMessage",
+    "InspectorStep",
     "build_inspector_data",
+    "engine_steps",
     "inspect_conversation",
+    "prepare_runner",
     "priority_class",
     "render_inspector",
-    "would_drop",
+    "step_budgets",
+    "verdicts",
 ]

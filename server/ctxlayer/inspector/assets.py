@@ -1,8 +1,8 @@
 """The inspector page's inline stylesheet and script (no network, no external files).
 
-The script mirrors `data.would_drop` (keep class 0 and its groups; fill whole groups newest
-first, skipping a group that does not fit; optionally class by class in the chosen order).
-Change both together: a browser test compares them at many budgets.
+The script decides nothing: for the slider's value it looks up the nearest of the budgets the
+daemon ran its engine at (`InspectorData.steps`) and shows that step's verdicts, so what it
+says at the current budget is what the table says.
 """
 
 CSS = r"""
@@ -36,23 +36,20 @@ h1 { font-size: 18px; margin: 0 0 2px; } h2 { font-size: 14px; margin: 18px 0 6p
   list-style: none; color: var(--muted); }
 .legend i { display: inline-block; width: 10px; height: 10px; border-radius: 2px;
   margin-right: 4px; vertical-align: -1px; }
-.controls { display: grid; grid-template-columns: minmax(240px, 1fr) minmax(220px, 320px);
-  gap: 16px 28px; align-items: start; }
+.controls { max-width: 640px; }
 input[type=range] { width: 100%; }
-#priority-order { margin: 0; padding: 0; list-style: none; }
-#priority-order li { display: flex; align-items: center; gap: 6px; padding: 3px 6px;
-  border: 1px solid var(--line); border-radius: 4px; margin-bottom: 4px; }
-#priority-order li span { flex: 1; }
+input[type=range]:disabled { opacity: .4; }
 button { font: inherit; color: inherit; background: transparent; border: 1px solid var(--line);
   border-radius: 3px; padding: 1px 7px; cursor: pointer; }
-button:disabled { opacity: .35; cursor: default; }
 ol.messages { list-style: none; margin: 0; padding: 0; }
 .msg { display: grid; grid-template-columns: 170px 180px 60px 1fr; gap: 8px; align-items: center;
   padding: 2px 0; border-bottom: 1px solid rgba(128,128,128,.12); }
 .msg .role { font-weight: 600; white-space: nowrap; } .msg .cls { color: var(--muted); font-size: 11px; }
 .msg .bar { height: 10px; background: var(--history); border-radius: 2px; min-width: 2px; }
-.msg[data-class="0"] .bar { background: var(--system); }
-.msg[data-class="3"] .bar { background: var(--workspace); }
+.msg[data-layer="system"] .bar { background: var(--system); }
+.msg[data-layer="workspace"] .bar { background: var(--workspace); }
+.msg[data-layer="rules"] .bar { background: var(--rules); }
+.msg[data-layer="working"] .bar { background: var(--working); }
 .msg .tokens { text-align: right; font-variant-numeric: tabular-nums; }
 .msg .summary { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
 .msg .reason { color: var(--dropped); font-size: 11px; grid-column: 2 / -1; }
@@ -63,7 +60,9 @@ ol.messages { list-style: none; margin: 0; padding: 0; }
 .badge { font-size: 10px; padding: 0 4px; border-radius: 3px; margin-left: 4px;
   border: 1px solid currentColor; }
 .msg .badge.would { display: none; color: var(--dropped); }
+.msg .badge.shorten { display: none; color: var(--rules); }
 .msg[data-would="dropped"] .badge.would { display: inline; }
+.msg[data-would="shortened"] .badge.shorten { display: inline; }
 .boundary { color: var(--cache); font-size: 11px; border-top: 2px dashed var(--cache);
   padding: 1px 0 3px; list-style: none; }
 table { border-collapse: collapse; width: 100%; }
@@ -80,117 +79,48 @@ JS = r"""
   var out = document.getElementById("budget-value");
   var summary = document.getElementById("slider-summary");
   var marker = document.getElementById("budget-marker");
-  var orderList = document.getElementById("priority-order");
   var rows = Array.prototype.slice.call(document.querySelectorAll("li.msg"));
-  var byIndex = {};
-  rows.forEach(function (row) { byIndex[row.dataset.index] = row; });
+  var WORD = { k: "kept", s: "shortened", d: "dropped" };
+  var steps = data.steps || [];
 
-  function currentOrder() {
-    return Array.prototype.map.call(orderList.querySelectorAll("li"), function (li) {
-      return Number(li.dataset.class);
+  // the budget the daemon ran its engine at that is nearest to `value` (ties: the smaller)
+  function nearest(value) {
+    var best = steps[0];
+    steps.forEach(function (s) {
+      if (Math.abs(s.budget - value) < Math.abs(best.budget - value)) best = s;
     });
-  }
-
-  // Mirror of ctxlayer.inspector.data.would_drop (order null: the pipeline's limit step).
-  function wouldDrop(messages, budget, order, overhead) {
-    var owner = {}, groups = {}, keys = [];
-    messages.forEach(function (m) {
-      var g = m.toolCallId && owner[m.toolCallId] !== undefined ? owner[m.toolCallId] : m.index;
-      if (!groups[g]) { groups[g] = []; keys.push(g); }
-      groups[g].push(m);
-      (m.toolCallIds || []).forEach(function (id) { owner[id] = m.index; });
-    });
-    var sum = function (k) { return groups[k].reduce(function (t, m) { return t + m.tokens; }, 0); };
-    var newest = function (k) { return Math.max.apply(null, groups[k].map(function (m) { return m.index; })); };
-    var question = -1;  // the newest user message is never dropped
-    messages.forEach(function (m) {
-      if (m.role === "user" && m.kind !== "doc") question = Math.max(question, m.index);
-    });
-    var isFixed = function (k) {
-      return groups[k].some(function (m) { return m.priorityClass === 0 || m.index === question; });
-    };
-    var room = budget - (overhead || 0);
-    keys.filter(isFixed).forEach(function (k) { room -= sum(k); });
-    var rest = keys.filter(function (k) { return !isFixed(k); })
-      .map(function (k, pos) { return { k: k, newest: newest(k) }; })
-      .sort(function (a, b) { return b.newest - a.newest; });
-    if (order) {
-      var rank = {};
-      order.forEach(function (cls, r) { rank[cls] = r; });
-      rest.forEach(function (e, pos) {
-        e.pos = pos;
-        e.rank = Math.min.apply(null, groups[e.k].map(function (m) {
-          return rank[m.priorityClass] === undefined ? order.length : rank[m.priorityClass];
-        }));
-      });
-      rest.sort(function (a, b) { return a.rank - b.rank || a.pos - b.pos; });
-    }
-    var dropped = [];
-    rest.forEach(function (e) {
-      var cost = sum(e.k);
-      if (cost <= room) room -= cost;
-      else groups[e.k].forEach(function (m) { dropped.push(m.index); });
-    });
-    return dropped.sort(function (a, b) { return a - b; });
+    return best;
   }
 
   function fmt(n) { return n.toLocaleString("en-US"); }
 
   function update() {
-    var budget = Number(slider.value);
-    var byClass = document.getElementById("fill-by-class").checked;
-    var dropped = wouldDrop(data.messages, budget, byClass ? currentOrder() : null, data.overhead);
-    var set = {}, keptTokens = 0;
-    dropped.forEach(function (i) { set[i] = true; });
-    data.messages.forEach(function (m) {
-      byIndex[m.index].dataset.would = set[m.index] ? "dropped" : "kept";
-      if (!set[m.index]) keptTokens += m.tokens;
+    var step = nearest(Number(slider.value));
+    slider.value = String(step.budget);  // the slider stops only where the engine ran
+    var counts = { kept: 0, shortened: 0, dropped: 0 }, shown = [];
+    rows.forEach(function (row, i) {
+      var would = step.error ? "kept" : WORD[step.verdicts.charAt(i)] || "kept";
+      row.dataset.would = would;
+      counts[would] += 1;
+      if (would === "dropped") shown.push(row.dataset.index);
     });
-    out.textContent = fmt(budget);
-    marker.style.left = Math.min(100, 100 * budget / data.window) + "%";
-    marker.firstChild.textContent = "budget " + fmt(budget);
-    summary.textContent = "At " + fmt(budget) + " tokens: " + dropped.length +
-      " of " + data.messages.length + " messages dropped, " + fmt(keptTokens) + " tokens kept.";
-    document.body.dataset.wouldDrop = dropped.join(",");
+    out.textContent = fmt(step.budget);
+    marker.style.left = Math.min(100, 100 * step.budget / data.window) + "%";
+    marker.firstChild.textContent = "budget " + fmt(step.budget);
+    summary.textContent = step.error
+      ? "At " + fmt(step.budget) + " tokens the engine cannot fit this chat: " + step.error
+      : "At " + fmt(step.budget) + " tokens the engine keeps " + counts.kept + ", shortens " +
+        counts.shortened + " and drops " + counts.dropped + " of " + rows.length +
+        " messages; its result is " + fmt(step.tokens || 0) + " tokens.";
+    document.body.dataset.wouldDrop = shown.join(",");
+    document.body.dataset.step = String(step.budget);
   }
 
-  function move(li, delta) {
-    var items = Array.prototype.slice.call(orderList.children);
-    var i = items.indexOf(li), j = i + delta;
-    if (j < 0 || j >= items.length) return;
-    if (delta < 0) orderList.insertBefore(li, items[j]);
-    else orderList.insertBefore(items[j], li);
-    document.getElementById("fill-by-class").checked = true;
-    refreshButtons();
-    update();
-  }
-
-  function refreshButtons() {
-    var items = orderList.children;
-    for (var k = 0; k < items.length; k++) {
-      items[k].querySelector("button.up").disabled = k === 0;
-      items[k].querySelector("button.down").disabled = k === items.length - 1;
-    }
-  }
-
-  orderList.addEventListener("click", function (ev) {
-    var b = ev.target.closest("button");
-    if (!b) return;
-    move(b.closest("li"), b.classList.contains("up") ? -1 : 1);
-  });
   slider.addEventListener("input", update);
-  document.getElementById("fill-newest").addEventListener("change", update);
-  document.getElementById("fill-by-class").addEventListener("change", update);
   document.getElementById("reset").addEventListener("click", function () {
     slider.value = String(data.budget);
-    document.getElementById("fill-newest").checked = true;
-    [1, 2, 3].forEach(function (cls) {
-      orderList.appendChild(orderList.querySelector('li[data-class="' + cls + '"]'));
-    });
-    refreshButtons();
     update();
   });
-  refreshButtons();
   update();
 })();
 """

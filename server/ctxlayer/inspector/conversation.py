@@ -1,6 +1,7 @@
 """The inspector's data for a conversation: trim it with the real engine (pipeline strategy)
-and join each message's count with what the trim did. Pure: the counter is injected, and
-the caller (the ctx/inspect handler, `ctxlayer inspect --html`) does the I/O.
+and join each message's count with what the trim did, and trim it again at the slider's
+budgets. Pure: the counter is injected, and the caller (the ctx/inspect handler,
+`ctxlayer inspect --html`) does the I/O.
 """
 
 from __future__ import annotations
@@ -8,9 +9,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ctxlayer.core.assembly.compaction import CompactionPolicy
+from ctxlayer.core.memo import Memo
 from ctxlayer.core.tokens import OPENAI_FORMAT, Tokenizer, message_tokens
 from ctxlayer.core.trim import TrimOptions, trim
 from ctxlayer.inspector.data import InspectorData, build_inspector_data
+from ctxlayer.inspector.steps import engine_steps, step_budgets
 from ctxlayer.protocol import Message
 
 #: where a session would start compacting this conversation: the default policy's trigger
@@ -27,8 +30,17 @@ def inspect_conversation(
     title: str = "ctxlayer context",
     cache_boundary: int | None = None,
 ) -> InspectorData:
-    """Trim `messages` into `budget` and describe the outcome for the page."""
-    report = trim(messages, budget, counter, options=TrimOptions(strategy="pipeline"))
+    """Trim `messages` into `budget` and describe the outcome for the page, with the trim's
+    outcome at each of the slider's budgets."""
+    memo = Memo()  # the trims at the other budgets shorten the same outputs again
+
+    def run(b: int):
+        r = trim(messages, b, counter, options=TrimOptions(strategy="pipeline"), memo=memo)
+        return r.dropped, r.truncated, r.tokens
+
+    report = trim(messages, budget, counter, options=TrimOptions(strategy="pipeline"),
+                  memo=memo)
+    steps = engine_steps(messages, [b for b in step_budgets(window, budget) if b != budget], run)
     tokens = [message_tokens(m, counter) for m in messages]
     if cache_boundary is None:
         cache_boundary = next((i for i, m in enumerate(messages) if m.role != "system"), None)
@@ -44,4 +56,6 @@ def inspect_conversation(
         compaction_at=int(budget * COMPACTION_SHARE),
         title=title,
         overhead=OPENAI_FORMAT.reply_priming,
+        steps=steps,
+        result_tokens=report.tokens,
     )

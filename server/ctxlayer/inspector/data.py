@@ -1,10 +1,9 @@
-"""What the inspector page shows, and the drop order its slider replays.
+"""What the inspector page shows.
 
 `build_inspector_data` joins a conversation, each message's token count and the daemon's
-trim/assemble outcome into an `InspectorData`. `would_drop` is the reference version of the
-page's client-side recomputation (the JavaScript in assets.py must agree with it; a browser
-test checks both): the pipeline strategy's limit step, leading system and pinned messages
-never dropped, the rest filled newest first, by priority class when classes are reordered.
+trim/assemble/prepare outcome into an `InspectorData`. The slider's verdicts are not worked out
+by the page: `steps.py` runs the engine at a set of budgets and the page looks up the nearest
+one, so what the slider says at the current budget is the table's outcome, letter for letter.
 No I/O here.
 """
 
@@ -23,8 +22,6 @@ PRIORITY_CLASSES: dict[int, str] = {
     2: "P2 older history",
     3: "P3 retrieved documents",
 }
-#: the class order the page starts from when the user switches to filling by class
-DEFAULT_ORDER = (1, 2, 3)
 #: how many trailing non-system messages count as recent (P1)
 RECENT_MESSAGES = 8  # as the trim engine's TrimOptions.recent
 
@@ -43,12 +40,26 @@ class InspectorMessage(msgspec.Struct, rename="camel", kw_only=True, omit_defaul
     summary: str
     priority_class: int
     state: str = "kept"  # kept | dropped | truncated
+    layer: str = "history"  # which layer of the budget it fills (LAYERS), its colour
     reason: str | None = None
     id: str | None = None
     kind: str | None = None
     pinned: bool = False
     tool_call_ids: list[str] | None = None
     tool_call_id: str | None = None
+
+
+class InspectorStep(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
+    """The engine's outcome at one budget: one letter per message (see VERDICTS)."""
+
+    budget: int
+    verdicts: str = ""
+    tokens: int = 0  # what the engine's result costs at this budget
+    error: str | None = None  # why the engine cannot fit the chat at this budget
+
+
+#: a step's letter for each state a message can be left in
+VERDICTS = {"kept": "k", "truncated": "s", "dropped": "d"}
 
 
 class InspectorData(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
@@ -65,6 +76,7 @@ class InspectorData(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=
     compaction_at: int | None = None
     session_id: str | None = None
     overhead: int = 0  # tokens the request costs besides its messages (reply priming)
+    steps: list[InspectorStep] = []  # the engine's outcome at other budgets, smallest first
 
 
 def priority_class(msg: Message, position_from_end: int, leading_system: bool = False) -> int:
@@ -118,53 +130,37 @@ def build_inspector_data(
     session_id: str | None = None,
     title: str = "ctxlayer context",
     overhead: int = 0,
+    steps: Sequence[InspectorStep] = (),
+    result_tokens: int | None = None,
 ) -> InspectorData:
     """The page's data for a conversation as given (before trimming) and what trimming did.
 
     `tokens[i]` is the count of `messages[i]`. Audit entries are matched to messages by
-    `messageId`, else by `index`.
+    `messageId`, else by `index`. `steps` are the engine's outcomes at other budgets; the
+    current budget's step is made here from `dropped` and `truncated`, the table's own audit,
+    so the slider at the budget cannot say anything else than the table. `result_tokens` is
+    what the engine's result costs (default: the layers' sum).
     """
     if len(tokens) != len(messages):
         raise ValueError("tokens: one count per message is required")
-    by_id = {m.id: i for i, m in enumerate(messages) if m.id}
-    outcome: dict[int, tuple[str, str]] = {}
-    for state, entries in (("truncated", truncated), ("dropped", dropped)):
-        for e in entries:
-            i = by_id.get(e.message_id) if e.message_id else e.index
-            if i is not None and 0 <= i < len(messages):
-                outcome[i] = (state, e.reason)
+    outcome = outcomes(messages, dropped, truncated)
     rows = []
-    non_system_seen = 0
-    classes = [0] * len(messages)
-    leading = next((i for i, m in enumerate(messages) if m.role != "system"), len(messages))
-    for i in range(len(messages) - 1, -1, -1):
-        m = messages[i]
-        classes[i] = priority_class(m, non_system_seen, leading_system=i < leading)
-        if m.role != "system":
-            non_system_seen += 1
+    classes = _classes(messages)
     for i, m in enumerate(messages):
         state, reason = outcome.get(i, ("kept", None))
-        rows.append(
-            InspectorMessage(
-                index=i,
-                id=m.id,
-                role=m.role,
-                kind=m.kind,
-                pinned=m.pinned,
-                tokens=tokens[i],
-                summary=_one_line(m),
-                priority_class=classes[i],
-                state=state,
-                reason=reason,
-                tool_call_ids=[c.id for c in m.tool_calls] if m.tool_calls else None,
-                tool_call_id=m.tool_call_id,
-            )
+        row = InspectorMessage(
+            index=i, id=m.id, role=m.role, kind=m.kind, pinned=m.pinned, tokens=tokens[i],
+            summary=_one_line(m), priority_class=classes[i], state=state, reason=reason,
+            tool_call_ids=[c.id for c in m.tool_calls] if m.tool_calls else None,
+            tool_call_id=m.tool_call_id,
         )
+        row.layer = _layer_of(row)
+        rows.append(row)
     if layers is None:
         layers = dict.fromkeys(LAYERS, 0)
         for r in rows:
             if r.state != "dropped":
-                layers[_layer_of(r)] += r.tokens
+                layers[r.layer] += r.tokens
     layer_rows = [InspectorLayer(name=n, tokens=layers.get(n, 0)) for n in LAYERS]
     used = sum(layer.tokens for layer in layer_rows)
     return InspectorData(
@@ -181,59 +177,42 @@ def build_inspector_data(
         compaction_at=compaction_at,
         session_id=session_id,
         overhead=overhead,
+        steps=sorted([*(s for s in steps if s.budget != budget),
+                      InspectorStep(budget=budget, verdicts=verdicts(messages, dropped, truncated),
+                                    tokens=used if result_tokens is None else result_tokens)],
+                     key=lambda s: s.budget),
     )
 
 
-def _groups(messages: Sequence[InspectorMessage]) -> dict[int, list[InspectorMessage]]:
-    """Keep-with groups: a tool call and its results, keyed by the call's index."""
-    owner: dict[str, int] = {}
-    groups: dict[int, list[InspectorMessage]] = {}
-    for m in messages:
-        g = owner.get(m.tool_call_id) if m.tool_call_id else None
-        key = m.index if g is None else g
-        groups.setdefault(key, []).append(m)
-        for cid in m.tool_call_ids or ():
-            owner[cid] = m.index
-    return groups
+def _classes(messages: Sequence[Message]) -> list[int]:
+    """Each message's priority class, counting recent messages from the end."""
+    non_system_seen = 0
+    classes = [0] * len(messages)
+    leading = next((i for i, m in enumerate(messages) if m.role != "system"), len(messages))
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        classes[i] = priority_class(m, non_system_seen, leading_system=i < leading)
+        if m.role != "system":
+            non_system_seen += 1
+    return classes
 
 
-def would_drop(
-    messages: Sequence[InspectorMessage],
-    budget: int,
-    order: Sequence[int] | None = None,
-    overhead: int = 0,
-) -> set[int]:
-    """Indices that a budget of `budget` tokens would drop.
+def outcomes(messages: Sequence[Message], dropped: Sequence[AuditEntry],
+             truncated: Sequence[AuditEntry]) -> dict[int, tuple[str, str]]:
+    """Message index -> (state, reason) for each message the audit names (by `messageId`,
+    else by `index`); a message both shortened and dropped counts as dropped."""
+    by_id = {m.id: i for i, m in enumerate(messages) if m.id}
+    outcome: dict[int, tuple[str, str]] = {}
+    for state, entries in (("truncated", truncated), ("dropped", dropped)):
+        for e in entries:
+            i = by_id.get(e.message_id) if e.message_id else e.index
+            if i is not None and 0 <= i < len(messages):
+                outcome[i] = (state, e.reason)
+    return outcome
 
-    Class 0 (the leading system block, pinned messages), the newest user message and their
-    groups are always kept. With
-    `order=None` the rest is filled like the pipeline strategy's limit step: newest to oldest
-    by whole groups (a tool call with its results), a group that does not fit is dropped and
-    older, smaller ones still get the room. With an `order` of classes, the groups of the
-    first class are filled first (newest first), then the next class, and so on. `overhead`
-    is what the request costs besides its messages (the reply priming).
-    """
-    groups = _groups(messages)
-    # the newest user message is never dropped: it is kept like the fixed block
-    question = max((m.index for m in messages if m.role == "user" and m.kind != "doc"),
-                   default=None)
-    fixed = {k for k, members in groups.items()
-             if any(m.priority_class == 0 or m.index == question for m in members)}
-    room = budget - overhead - sum(m.tokens for k in fixed for m in groups[k])
-    rest = sorted((k for k in groups if k not in fixed),
-                  key=lambda k: -max(m.index for m in groups[k]))
-    if order is not None:
-        rank = {cls: r for r, cls in enumerate(order)}
 
-        def group_rank(k: int) -> int:
-            return min(rank.get(m.priority_class, len(rank)) for m in groups[k])
-
-        rest.sort(key=group_rank)  # stable: newest first within a class
-    dropped: set[int] = set()
-    for k in rest:
-        cost = sum(m.tokens for m in groups[k])
-        if cost <= room:
-            room -= cost
-        else:
-            dropped.update(m.index for m in groups[k])
-    return dropped
+def verdicts(messages: Sequence[Message], dropped: Sequence[AuditEntry],
+             truncated: Sequence[AuditEntry]) -> str:
+    """One letter per message: k kept, s shortened (outlined, summarized, cut), d dropped."""
+    outcome = outcomes(messages, dropped, truncated)
+    return "".join(VERDICTS[outcome.get(i, ("kept", ""))[0]] for i in range(len(messages)))

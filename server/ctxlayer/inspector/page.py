@@ -12,7 +12,11 @@ from html import escape
 import msgspec
 
 from ctxlayer.inspector.assets import CSS, JS
-from ctxlayer.inspector.data import DEFAULT_ORDER, PRIORITY_CLASSES, InspectorData
+from ctxlayer.inspector.data import PRIORITY_CLASSES, VERDICTS, InspectorData
+
+#: a step's letter back to the word the rows carry in data-would
+WOULD = {letter: ("shortened" if state == "truncated" else state)
+         for state, letter in VERDICTS.items()}
 
 
 def _pct(part: int, whole: int) -> str:
@@ -54,10 +58,17 @@ def _window_bar(d: InspectorData) -> str:
     )
 
 
+def _current_step(d: InspectorData):
+    return next((s for s in d.steps if s.budget == d.budget), None)
+
+
 def _message_rows(d: InspectorData) -> str:
     biggest = max((m.tokens for m in d.messages), default=1) or 1
+    step = _current_step(d)
+    letters = step.verdicts if step is not None and not step.error else ""
     out = []
     for m in d.messages:
+        would = WOULD.get(letters[m.index:m.index + 1], "kept")
         if d.cache_boundary is not None and m.index == d.cache_boundary:
             out.append('<li class="boundary" id="cache-boundary">cache boundary: '
                        "the provider's cached prefix ends above</li>")
@@ -65,9 +76,11 @@ def _message_rows(d: InspectorData) -> str:
         pinned = '<span class="badge">pinned</span>' if m.pinned else ""
         out.append(
             f'<li class="msg" data-index="{m.index}" data-class="{m.priority_class}" '
-            f'data-tokens="{m.tokens}" data-state="{escape(m.state)}" data-would="kept">'
+            f'data-layer="{escape(m.layer)}" data-tokens="{m.tokens}" '
+            f'data-state="{escape(m.state)}" data-would="{would}">'
             f'<span class="role">{escape(m.role)}{pinned}'
-            f'<span class="badge would">would drop</span></span>'
+            f'<span class="badge would">would drop</span>'
+            f'<span class="badge shorten">would shorten</span></span>'
             f'<span class="bar" style="width:{_pct(m.tokens, biggest)}"></span>'
             f'<span class="tokens">{m.tokens:,}</span>'
             f'<span class="summary" title="{escape(m.summary)}">'
@@ -92,21 +105,23 @@ def _audit_table(d: InspectorData) -> str:
     )
 
 
-def _priority_controls() -> str:
-    items = "".join(
-        f'<li data-class="{c}"><span>{escape(PRIORITY_CLASSES[c])}</span>'
-        f'<button class="up" title="fill earlier">↑</button>'
-        f'<button class="down" title="fill later">↓</button></li>'
-        for c in DEFAULT_ORDER
-    )
+def _slider(d: InspectorData) -> str:
+    """The budget slider: it runs over the budgets the engine was run at, nothing between."""
+    budgets = [s.budget for s in d.steps] or [d.budget]
+    only = len(budgets) < 2
+    hint = ('<p class="hint" id="steps-hint">The engine\'s outcome is computed at this budget '
+            "only: assembling a session at another budget would compact it.</p>" if only else
+            f'<p class="hint" id="steps-hint">The daemon ran its engine at {len(budgets)} '
+            "budgets; the slider shows the outcome at the nearest one. "
+            f"{escape(PRIORITY_CLASSES[0])}: never dropped.</p>")
     return (
-        f"<div><h2>Priority classes</h2><p class=\"hint\">{escape(PRIORITY_CLASSES[0])}: never "
-        "dropped.</p>"
-        '<p><label><input type="radio" name="fill" id="fill-newest" checked> newest first, '
-        "as the daemon's pipeline</label><br>"
-        '<label><input type="radio" name="fill" id="fill-by-class"> by class, top to bottom '
-        "(the last class is cut first)</label></p>"
-        f'<ol id="priority-order">{items}</ol></div>'
+        "<div><h2>What if the budget were…</h2>"
+        f'<label for="budget-slider">Budget: <output id="budget-value">{d.budget:,}</output>'
+        " tokens</label>"
+        f'<input type="range" id="budget-slider" min="{budgets[0]}" max="{budgets[-1]}" '
+        f'step="1" value="{d.budget}"{" disabled" if only else ""}>'
+        f'<p class="hint" id="slider-summary"></p>{hint}'
+        '<button id="reset">Reset</button></div>'
     )
 
 
@@ -117,8 +132,6 @@ def render_inspector(data: InspectorData, *, nonce: str | None = None) -> str:
     payload = json.dumps(msgspec.to_builtins(d), separators=(",", ":"))
     # keep the JSON inert inside <script>: no "</script>" or "<!--" can end or open anything
     payload = payload.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-    floor = d.overhead + sum(m.tokens for m in d.messages if m.priority_class == 0)
-    top = max(d.window, d.budget, floor + 1)
     percent = 100.0 * d.used / d.budget if d.budget else 0.0
     session = f" · session {escape(d.session_id)}" if d.session_id else ""
     csp = (
@@ -136,14 +149,7 @@ def render_inspector(data: InspectorData, *, nonce: str | None = None) -> str:
 <p class="meta" id="summary">{escape(d.model)} · {d.used:,} / {d.budget:,} tokens
 ({percent:.0f}%) · window {d.window:,}{session}</p></header>
 <section id="window"><h2>Layers against the window</h2>{_window_bar(d)}</section>
-<section class="controls">
-<div><h2>What if the budget were…</h2>
-<label for="budget-slider">Budget: <output id="budget-value">{d.budget:,}</output> tokens</label>
-<input type="range" id="budget-slider" min="{floor}" max="{top}" step="1" value="{d.budget}">
-<p class="hint" id="slider-summary"></p>
-<button id="reset">Reset</button></div>
-{_priority_controls()}
-</section>
+<section class="controls">{_slider(d)}</section>
 <section id="messages-section"><h2>Messages ({len(d.messages)})</h2>
 <ol class="messages">{_message_rows(d)}</ol></section>
 <section id="dropped-section"><h2>Dropped and shortened by the daemon</h2>{_audit_table(d)}</section>

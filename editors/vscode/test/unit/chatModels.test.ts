@@ -75,6 +75,18 @@ describe("ctxlayer models", () => {
     });
   });
 
+  it("report the window of the model underneath, with no output allowance added", async () => {
+    // VS Code's model object has no output figure: the input alone, as the picker's context
+    chatModels.push({ ...upstream(), id: "small", maxInputTokens: 3000 });
+    // a model object that does carry one: the same figure, not a default, not a sum
+    chatModels.push({ ...upstream("other", "tiny"), maxInputTokens: 3500, maxOutputTokens: 500 });
+    await models.refresh();
+    const [small, tiny] = models.provideLanguageModelChatInformation();
+    expect(small).toMatchObject({ id: "acme/small", maxInputTokens: 3000, maxOutputTokens: 0 });
+    expect(tiny).toMatchObject({ id: "other/tiny", maxInputTokens: 3500, maxOutputTokens: 500 });
+    expect(tiny.maxInputTokens + tiny.maxOutputTokens).toBe(4000);
+  });
+
   it("tell VS Code when other vendors' models change, and only then", async () => {
     let fired = 0;
     models.onDidChangeLanguageModelChatInformation(() => fired++);

@@ -32,7 +32,7 @@ def inspect(caller: Caller, p: protocol.InspectParams,
     model = caller.model(p.model)
     require_tokens(p.budget)
     if isinstance(segment, LiveChat):  # a live chat's page, from what the loop gave
-        return protocol.InspectResult(html=render_inspector(_live_chat_data(segment)))
+        return protocol.InspectResult(html=render_inspector(_live_chat_data(caller, segment)))
     if p.session_id is not None:
         assert segment is not None
         return _session_data(caller, p, model, segment,
@@ -112,20 +112,26 @@ def _live_chat(caller: Caller, session_id: str) -> LiveChat:
                     conv, session_id)
 
 
-def _live_chat_data(live: LiveChat):
+def _live_chat_data(caller: Caller, live: LiveChat):
     """A live chat's page: the messages of its last request as the engine read them, what that
     turn summarized, outlined, shortened and dropped, and the figures the status bar shows
-    (its budget, the model's window)."""
+    (its budget, the model's window). The slider's steps are the next turn fitted by
+    core.prepare from the chat's state at each budget (read only)."""
     from ctxlayer.inspector import build_inspector_data
+    from ctxlayer.inspector.steps import engine_steps, prepare_runner, split_audit, step_budgets
 
     st, conv = live.state, live.conv
-    dropped = [e for e in live.entries if e.action == "dropped"]
-    changed = [e for e in live.entries if e.action not in ("dropped", "restored")]
+    dropped, changed = split_audit(live.entries)
     budget = max(1, conv.budget)
+    window = max(conv.window or budget, budget)
+    counter = caller.state.tokenizers.guarded(conv.model)
+    run = prepare_runner(st, counter, tools=conv.tools_tokens, restored=frozenset(conv.restored))
+    steps = engine_steps(st.messages, [b for b in step_budgets(window, budget) if b != budget],
+                         run)
     return build_inspector_data(
-        st.messages, st.tokens, model=conv.model, window=max(conv.window or budget, budget),
-        budget=budget, dropped=dropped, truncated=changed,
+        st.messages, st.tokens, model=conv.model, window=window, budget=budget,
+        dropped=dropped, truncated=changed,
         layers={"system": conv.system_tokens, "workspace": 0, "rules": 0, "working": 0,
                 "history": max(0, conv.tokens - conv.system_tokens)},
-        compaction_at=budget, session_id=live.session_id,
-        title=f"ctxlayer · {conv.source} chat {conv.conversation_id}")
+        compaction_at=budget, session_id=live.session_id, steps=steps,
+        result_tokens=conv.tokens, title=f"ctxlayer · {conv.source} chat {conv.conversation_id}")
