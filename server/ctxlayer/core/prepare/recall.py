@@ -13,6 +13,7 @@ Must not: change any message but the newest one, or recall what the result shows
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 import msgspec
@@ -22,10 +23,14 @@ from ctxlayer.core.text import describe
 from ctxlayer.core.tokens import Tokenizer, message_tokens
 from ctxlayer.protocol import AuditEntry, Message
 
-RECALL_SCAN_CHARS = 200_000
-NAMED_CHARS = 8_000  # of a new message, its head and tail are read for what it names
+RECALL_SCAN_CHARS = 100_000
+RECALL_ONE_CHARS = 1_000_000
+NAMED_CHARS = 2_000  # of a new message, its head and tail are read for what it names
 RECALL_LINES = 24
 RECALL_MIN_CHARS = 4  # shorter values ("a.c") name too much to look for
+RECALL_VALUES = 10  # values looked for, the first named first
+#: the lines of a tool output that name what a later step looks up: errors, failures, locations
+_SIGNAL = re.compile(r"Error|Exception|FAIL|Traceback|\bline \d|\.\w{1,5}:\d|\btest_")
 HEADER = "[ctxlayer: earlier lines this names, exact, from messages shown summarized or outlined]"
 REASON = "recalled: this message names facts of earlier messages the result no longer shows"
 
@@ -37,13 +42,15 @@ def named(messages: Iterable[Message]) -> list[str]:
     out: list[str] = []
     for m in messages:
         text = m.content
-        if len(text) > NAMED_CHARS:  # a long output names what matters at its ends
+        if m.role == "tool" or m.tool_call_id is not None:  # an output names in its signal lines
+            text = "\n".join(line for line in text.split("\n") if _SIGNAL.search(line))
+        if len(text) > NAMED_CHARS:  # a long text names what matters at its ends
             text = text[:NAMED_CHARS // 2] + "\n" + text[-NAMED_CHARS // 2:]
         f = extract_facts(text)
         out += [*f.error_codes, *f.tests, *f.line_numbers, *f.commands]
         if m.role in ("user", "assistant") and m.tool_call_id is None:
             out += f.paths
-    return [v for v in dict.fromkeys(out) if len(v) >= RECALL_MIN_CHARS]
+    return [v for v in dict.fromkeys(out) if len(v) >= RECALL_MIN_CHARS][:RECALL_VALUES]
 
 
 def _lines_with(text: str, value: str, room: int) -> list[str]:
@@ -62,33 +69,36 @@ def recall(messages: list[Message], shown: list[str | None], new_from: int, budg
            counter: Tokenizer, share: float, fmt) -> tuple[str, int, AuditEntry] | None:
     """A rewrite of the newest message (its text with the recalled lines appended, its
     tokens, the audit entry), or None when it names nothing the result lost. ``shown``: for
-    each earlier message, the text the result shows for it (None when only a summary stands
-    for it: a ledger that lists a name does not show the line it was on); ``new_from``: the
-    first message that is new this turn."""
+    each earlier message, the text the result shows for it (the very string when it is shown
+    whole; None when only a summary stands for it: a ledger that lists a name does not show
+    the line it was on); ``new_from``: the first message that is new this turn."""
     last = len(messages) - 1
     if new_from > last or messages[last].role == "system":
         return None
     wanted = named(messages[max(new_from, 0):])
     if not wanted:
         return None
-    seen = "\n".join(s for s in shown if s is not None)
-    lost = [v for v in wanted if v not in seen]
+    # where a value stood: a summarized or outlined original, newest first, whose shown form
+    # (its outline; nothing for a summarized one) lost it
     notes: list[str] = []
     lines_left, scanned = RECALL_LINES, 0
     for i in range(min(last, len(shown)) - 1, -1, -1):
-        if not lost or lines_left <= 0 or scanned > RECALL_SCAN_CHARS:
+        if not wanted or lines_left <= 0 or scanned > RECALL_SCAN_CHARS:
             break
-        original = messages[i].content
+        original, now = messages[i].content, shown[i]
+        if now is original:
+            continue  # shown whole
+        if scanned and scanned + len(original) > RECALL_SCAN_CHARS:
+            break  # within its bound (the newest one is always read, up to RECALL_ONE_CHARS)
+        original = original[:RECALL_ONE_CHARS]
         scanned += len(original)
-        if shown[i] is original:
-            continue
-        for value in [v for v in lost if v in original]:
+        for value in [v for v in wanted if v in original and (now is None or v not in now)]:
             got = _lines_with(original, value, lines_left)
             if got:
                 notes.append(f"from {messages[i].id or f'message {i}'} ({value}):\n"
                              + "\n".join(got))
                 lines_left -= len(got)
-                lost.remove(value)
+                wanted.remove(value)
     if not notes:
         return None
     note = HEADER + "\n" + "\n\n".join(notes)
