@@ -269,3 +269,17 @@ def test_keep_lines_caps_output_and_prefers_errors():
 )
 def test_looks_like_log(text, expected):
     assert looks_like_log(text) is expected
+
+
+def test_a_kept_line_is_quoted_as_it_was_its_own_empty_brackets_too():
+    """Noise goes with the brackets it leaves empty ("[pid 12]", "(3.2s)"), a line's own
+    brackets stay: the outline quotes `    do()`, not `    do`."""
+    from ctxlayer.core.compress.logs import sanitize_log
+
+    log = "\n".join(["INFO start"] * 5 + [
+        "Traceback (most recent call last):", '  File "/app/x.py", line 3, in run',
+        "    do()", "    items[]", "ValueError: boom"] + ["INFO tick 1"] * 50)
+    out = sanitize_log(log, 20).split("\n")
+    assert "    do()" in out and "    items[]" in out
+    noisy = sanitize_log("ERROR [pid 1234] worker failed (3.2s)\n" * 3, 10)
+    assert "ERROR worker failed" in noisy and "[]" not in noisy and "()" not in noisy

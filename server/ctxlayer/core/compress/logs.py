@@ -110,8 +110,11 @@ _PID_WORD = re.compile(r"\b(?:pid|PID)[\s=]?\d{1,8}\b")
 _DURATION = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:\s?(?:ms|us|µs|ns|sec|secs|seconds)|s)\b")
 _DANGLING = re.compile(r"\s(?:in|took|after|elapsed)(?=\s*$|\s+[=_-]{3})")
 _SPACES = re.compile(r"[ \t]{2,}")
-_EMPTY_BRACKETS = re.compile(r"\[\s*\]|\(\s*\)")
-_LEAD_JUNK = re.compile(r"^[\s\-|:,]+(?=\S)")
+#: what a removal leaves behind until the line is whole again: brackets that only held removed
+#: noise ("[pid 12]", "(3.2s)") go with it, a line's own empty brackets (`do()`) stay
+_GONE = "\x00"
+_EMPTY_BRACKETS = re.compile(r"\[[\s\x00]*\x00[\s\x00]*\]|\([\s\x00]*\x00[\s\x00]*\)")
+_LEAD_JUNK = re.compile(r"^[\s\-|:,\x00]+(?=[^\s\x00])")
 
 
 def _hex_id(m: re.Match[str]) -> str:
@@ -122,7 +125,7 @@ def _hex_id(m: re.Match[str]) -> str:
 
 
 def _noise_kv(m: re.Match[str]) -> str:
-    return "" if m.group(1).lower() in _NOISE_KEYS else m.group(0)
+    return _GONE if m.group(1).lower() in _NOISE_KEYS else m.group(0)
 
 
 def _denoise(line: str) -> str:
@@ -132,9 +135,11 @@ def _denoise(line: str) -> str:
     indent_len = len(line) - len(line.lstrip(" \t"))
     indent, body = line[:indent_len], line[indent_len:]
     head = body[:48]
-    body = _ISO_TS.sub("", _LEAD_TS.sub("", body, count=1))
+    if _GONE in body:  # the line's own NUL bytes are not our marks
+        body = body.replace(_GONE, "")
+    body = _ISO_TS.sub(_GONE, _LEAD_TS.sub(_GONE, body, count=1))
     if body[:48] != head:  # a timestamp left its separators behind: "- ", "| ", ": "
-        body = _LEAD_JUNK.sub("", _EMPTY_BRACKETS.sub("", body).lstrip())
+        body = _LEAD_JUNK.sub("", _EMPTY_BRACKETS.sub("", body).lstrip(" \t" + _GONE))
     if "-" in body:
         body = _UUID.sub("<uuid>", body)
     if "0x" in body:
@@ -143,11 +148,12 @@ def _denoise(line: str) -> str:
     if "=" in body or ":" in body:
         body = _KV.sub(_noise_kv, body)
     if "[" in body:
-        body = _PID_BRACKET.sub("", body)
+        body = _PID_BRACKET.sub(_GONE, body)
     if "pid" in body or "PID" in body:
-        body = _PID_WORD.sub("", body)
-    body = _DURATION.sub("", body)
-    body = _EMPTY_BRACKETS.sub("", body)
+        body = _PID_WORD.sub(_GONE, body)
+    body = _DURATION.sub(_GONE, body)
+    if _GONE in body:
+        body = _EMPTY_BRACKETS.sub("", body).replace(_GONE, "")
     body = _DANGLING.sub("", _SPACES.sub(" ", body).strip())
     return (indent + body) if body else ""
 
