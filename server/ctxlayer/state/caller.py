@@ -10,12 +10,14 @@ Must not: import a face.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ctxlayer import protocol
 from ctxlayer.core.text import content_hash
+from ctxlayer.core.trim import TrimCache
 
 if TYPE_CHECKING:
     from ctxlayer.state.live import LiveWorkspace
@@ -38,6 +40,10 @@ class Caller:
         #: set once the face decided on `live` (requests that arrive earlier wait for it)
         self.live_decided = asyncio.Event()
         self.summarize: Summarizer | None = None
+        #: this caller's last ctx/trim, so a re-trim of the same chat with a message more
+        #: counts only the new text (core/trim/warm.py); one trim uses it at a time
+        self.trim_cache = TrimCache()
+        self.trim_lock = threading.Lock()
 
     @property
     def workspace(self) -> str:

@@ -76,6 +76,7 @@ class Tokenizers:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
+        self._guarded: dict[int, GuardedCounter] = {}
         self._loaded: set[str | None] = set()
 
     def guarded(self, model: str | None) -> GuardedCounter:
@@ -87,7 +88,11 @@ class Tokenizers:
         if model not in self._loaded and not _on_loop():
             cache.tokenizer.count("")  # waits for the encoding's build
             self.loaded(model)
-        return GuardedCounter(cache, self.lock)
+        # one per count cache, so what remembers a counter (a trim's TrimCache) finds it again
+        guarded = self._guarded.get(id(cache))
+        if guarded is None or guarded.cache is not cache:
+            guarded = self._guarded[id(cache)] = GuardedCounter(cache, self.lock)
+        return guarded
 
     def can_inline(self, model: str | None, size: int) -> bool:
         """Whether work on `size` characters may run on the loop: its encoding is loaded (a

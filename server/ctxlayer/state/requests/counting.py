@@ -59,8 +59,15 @@ def trim(caller: Caller, p: protocol.TrimParams) -> protocol.TrimResult:
     counter = caller.state.tokenizers.guarded(model)
     decoded = decode(p.format, p.messages, p.system, counter)
     files = attachments(caller, decoded.messages)
-    report = trim_messages(decoded.messages, budget, counter, options=options,
-                           docs=tuple(p.docs or ()), memo=memo, attachments=files)
+    # the caller's last trim, when no other trim of it holds it: a warm re-trim
+    warm = caller.trim_lock.acquire(blocking=False)
+    try:
+        report = trim_messages(decoded.messages, budget, counter, options=options,
+                               docs=tuple(p.docs or ()), memo=memo, attachments=files,
+                               cache=caller.trim_cache if warm else None)
+    finally:
+        if warm:
+            caller.trim_lock.release()
     out = encode(decoded, report.messages)
     log.info("trim: %d messages in, %d kept, %d/%d tokens", len(p.messages),
              len(report.messages), report.tokens, budget)
