@@ -93,6 +93,9 @@ async def _through_state(chat: list[Message], budget: int, runs: int, encoding: 
             t = time.perf_counter()
             params = msgspec.json.decode(body, type=protocol.PrepareParams)
             json_times.append(time.perf_counter() - t)
+            # what the last turn set going after its answer (its read-ahead) is done, as it is
+            # while the model writes its answer
+            await state.conversations.settled()
             t = time.perf_counter()
             res = await chats.prepare(caller, params)
             request_times.append(time.perf_counter() - t)

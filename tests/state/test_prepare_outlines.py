@@ -167,7 +167,7 @@ async def test_a_restart_in_the_middle_of_a_conversation_keeps_its_prefix(tmp_pa
 
     async def turn(caller, k):
         return await chats.prepare(caller, protocol.PrepareParams(
-            format="openai", request={"model": MODEL, "messages": requests[k]}, budget=6000))
+            format="openai", request={"model": MODEL, "messages": requests[k]}, budget=9000))
 
     def caller_of(state):
         return Caller(state, source="prepare",

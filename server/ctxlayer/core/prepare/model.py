@@ -28,7 +28,7 @@ class PreparePolicy(msgspec.Struct, frozen=True, kw_only=True):
     """
 
     target: float = 0.8  # an outline step brings the request down to this share
-    summary_target: float = 0.7  # a summary step (rarer, it moves more of the prefix) to this
+    summary_target: float = 0.75  # a summary step (rarer, it moves more of the prefix) to this
     # nor does it take a group that would leave the request under this share (when it fits):
     # a file the user added is not summarized to make room nobody uses
     summary_floor: float = 0.5
