@@ -251,3 +251,20 @@ def test_the_module_names_that_collided_name_one_module() -> None:
     names = [p.name for p in SERVER.rglob("*.py")]
     assert {n: names.count(n) for n in ("history.py", "window.py", "state.py")} == {
         "history.py": 1, "window.py": 1, "state.py": 1}
+
+
+def test_tool_call_groups_are_one_structure_matched_by_id() -> None:
+    """A tool call and its results are grouped in one place (core/groups.py, by call id), and
+    trim, assembly, restore and prepare use it rather than a grouping of their own."""
+    core = SERVER / "ctxlayer" / "core"
+    users = ["trim/work.py", "assembly/tail.py", "assembly/restore.py", "prepare/window.py"]
+    for rel in users:
+        assert "ToolGroups" in (core / rel).read_text(), f"{rel} groups tool calls itself"
+    own = ("owner[call.id]", "tool_call_id in owner", "def group_end(messages",
+           "def group_of(messages")
+    for path in core.rglob("*.py"):
+        if path.name == "groups.py":
+            continue
+        text = path.read_text()
+        found = [s for s in own if s in text]
+        assert not found, f"{path.relative_to(core)} groups tool calls itself: {found}"

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import msgspec
 
-from ctxlayer.core.assembly.compacted import Compaction, is_tool_result, verbatim_start
+from ctxlayer.core.assembly.compacted import Compaction, verbatim_start
 from ctxlayer.core.assembly.history import History
 from ctxlayer.core.compress.shorten import shorten
 from ctxlayer.core.errors import ContextError
+from ctxlayer.core.groups import ToolGroups
 from ctxlayer.core.text import describe
 from ctxlayer.core.tokens import Tokenizer, message_tokens
 from ctxlayer.protocol import AuditEntry, Message
@@ -33,18 +34,7 @@ SHARE = 0.25
 
 def _group(messages: list[Message], i: int) -> list[int]:
     """Indices of the tool-call group message i belongs to (just i when it has none)."""
-    start = i
-    if is_tool_result(messages[i]):
-        wanted = messages[i].tool_call_id
-        start = next((k for k in range(i - 1, -1, -1)
-                      if any(c.id == wanted for c in messages[k].tool_calls or ())), i)
-    ids = {c.id for c in messages[start].tool_calls or ()}
-    out = [start]
-    k = start + 1
-    while k < len(messages) and is_tool_result(messages[k]) and messages[k].tool_call_id in ids:
-        out.append(k)
-        k += 1
-    return sorted({*out, i})
+    return ToolGroups(messages).of(i)
 
 
 def restore(history: History, state: Compaction, message_id: str) -> tuple[Compaction,

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 import msgspec
 
 from ctxlayer.core.compress.shorten import shorten
+from ctxlayer.core.groups import ToolGroups
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.text import describe
 from ctxlayer.core.tokens import OPENAI_FORMAT, Tokenizer, message_tokens
@@ -73,17 +74,8 @@ def clean(messages: Sequence[Message], keys: Sequence[str], counter: Tokenizer,
 
 
 def _groups(msgs: list[Message]) -> list[list[int]]:
-    """Indices in turn order, a tool call together with its results."""
-    owner: dict[str, int] = {}
-    groups: list[list[int]] = []
-    for i, m in enumerate(msgs):
-        if _is_result(m) and m.tool_call_id in owner:
-            groups[owner[m.tool_call_id]].append(i)
-            continue
-        groups.append([i])
-        for call in m.tool_calls or ():
-            owner[call.id] = len(groups) - 1
-    return groups
+    """Indices in turn order, a tool call together with its results (core/groups.py)."""
+    return ToolGroups(msgs).in_order()
 
 
 def _drop(win: Window, idx: set[int], reason: str) -> None:

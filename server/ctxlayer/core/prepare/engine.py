@@ -9,12 +9,13 @@ import dataclasses
 from collections.abc import Collection, Sequence
 
 from ctxlayer.core.errors import ContextError, require_tokens
+from ctxlayer.core.groups import ToolGroups
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.prepare import summaries
 from ctxlayer.core.prepare.fit import last_resort, result_index
 from ctxlayer.core.prepare.model import DEFAULT_POLICY, ConversationState, PreparePolicy, Turn
 from ctxlayer.core.prepare.recall import recall
-from ctxlayer.core.prepare.window import Window, group_of, is_result, newest_user
+from ctxlayer.core.prepare.window import Window, last_group, newest_user
 from ctxlayer.core.text import describe
 from ctxlayer.core.tokens import Tokenizer, message_tokens
 from ctxlayer.protocol import AuditEntry, Message
@@ -83,7 +84,7 @@ def _recall(win: Window, common: int, budget: int, counter: Tokenizer,
         else:
             shown.append(msgs[i].content)
     # what names the facts: the newest exchange (on a first request, everything is new)
-    start = group_of(msgs, last).start if is_result(msgs[last]) else last
+    start = win.groups.lead[last]
     got = recall(msgs, shown, max(common, start), budget, counter, policy.recall_share,
                  policy.fmt)
     if got is None or win.total() + got[1] - win.tokens[last] > budget:
@@ -153,10 +154,7 @@ def warm(state: ConversationState, budget: int, policy: PreparePolicy = DEFAULT_
     between requests: the step then finds the facts read."""
     if state.total < policy.precompact_at * budget:
         return None
-    n = len(state.messages)
-    stop = n - 1
-    while stop > state.upto and is_result(state.messages[stop]):
-        stop -= 1
+    stop = last_group(ToolGroups(state.messages), state.upto)
     todo = [i for i in range(state.upto, stop) if i not in state.facts]
     if not todo:
         return None

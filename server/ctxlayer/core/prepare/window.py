@@ -3,8 +3,9 @@ their outline, which stand in a summary, and the compaction step: outlines from 
 first, then a summary chunk that moves the boundary.
 
 `Window` is the turn's working copy of the state's lists (the state itself is never changed).
-Groups: an assistant message with tool calls and the tool results right after it are one
-group; the boundary never falls inside one, so no result is shown without its call.
+Groups: an assistant message with tool calls and the results that answer its call ids are one
+group (core/groups.py); the boundary never falls inside one, so no result is shown without its
+call.
 Must not: decide when a turn steps (engine.py does) or fit what the step could not (the trim
 engine does, as a last resort).
 """
@@ -18,6 +19,7 @@ import msgspec
 
 from ctxlayer.core.compress.facts import Facts
 from ctxlayer.core.compress.shorten import shorten
+from ctxlayer.core.groups import ToolGroups, is_result
 from ctxlayer.core.prepare import summaries
 from ctxlayer.core.prepare.model import Chunk, PreparePolicy
 from ctxlayer.core.text import describe
@@ -29,23 +31,10 @@ QUESTION_SHORTENED = ("shortened in a step: the newest user message, older than 
 OUTLINED = "outlined in a step: the conversation passed its budget (the original stays summarizable)"
 
 
-def is_result(m: Message) -> bool:
-    return m.role == "tool" or m.tool_call_id is not None
-
-
-def group_end(messages: list[Message], j: int) -> int:
-    """End (exclusive) of the group that starts at j."""
-    e, n = j + 1, len(messages)
-    while e < n and is_result(messages[e]):
-        e += 1
-    return e
-
-
-def group_of(messages: list[Message], i: int) -> range:
-    s = i
-    while s > 0 and is_result(messages[s]):
-        s -= 1
-    return range(s, group_end(messages, s))
+def last_group(groups: ToolGroups, upto: int) -> int:
+    """Where the last group starts (not before ``upto``): it always stays verbatim."""
+    n = len(groups.lead)
+    return max(upto, groups.lead[n - 1]) if n else upto
 
 
 def newest_user(messages: list[Message]) -> int:
@@ -70,7 +59,7 @@ class Window:
     long one among them is shown by its outline (a rewrite) until a summary takes it."""
 
     __slots__ = ("messages", "tokens", "cum", "head", "upto", "chunks", "verbatim", "rewrites",
-                 "fmt_priming", "frontier", "facts")
+                 "fmt_priming", "frontier", "facts", "_groups")
 
     def __init__(self, messages: list[Message], tokens: list[int], cum: list[int], head: int,
                  upto: int, chunks: list[Chunk], verbatim: list[int],
@@ -82,6 +71,14 @@ class Window:
         self.fmt_priming = priming
         self.frontier = upto if frontier is None else max(upto, frontier)
         self.facts = facts if facts is not None else {}  # read ahead of need, by index
+        self._groups: ToolGroups | None = None
+
+    @property
+    def groups(self) -> ToolGroups:
+        """The turn's tool-call groups, made the first time a step or a recall asks."""
+        if self._groups is None:
+            self._groups = ToolGroups(self.messages)
+        return self._groups
 
     def shown_tokens(self, i: int) -> int:
         rw = self.rewrites.get(i)
@@ -111,10 +108,10 @@ class Window:
         """Put the group of summarized message i back in the result, whole; returns the indices
         newly shown (empty when it was shown already or is in the tail)."""
         if i < self.head or i >= self.upto or i in self.verbatim:
-            for k in group_of(self.messages, i):
+            for k in self.groups.of(i):
                 self.rewrites.pop(k, None)
             return []
-        grp = [k for k in group_of(self.messages, i) if k not in self.verbatim]
+        grp = [k for k in self.groups.of(i) if k not in self.verbatim]
         for k in grp:
             self.rewrites.pop(k, None)
         self.verbatim = sorted({*self.verbatim, *grp})
@@ -124,10 +121,7 @@ class Window:
 
     def _stop(self) -> int:
         """The start of the last group, which always stays verbatim."""
-        msgs, stop = self.messages, len(self.messages) - 1
-        while stop > self.upto and is_result(msgs[stop]):
-            stop -= 1
-        return stop
+        return last_group(self.groups, self.upto)
 
     def step(self, budget: int, counter: Tokenizer, policy: PreparePolicy,
              keep: Callable[[int], bool]) -> Step | None:
@@ -161,7 +155,7 @@ class Window:
         out: list[AuditEntry] = []
         j = self.frontier
         while j < stop and total > target:
-            e = group_end(msgs, j)
+            e = self.groups.end(j)
             for i in range(j, e):
                 m = msgs[i]
                 if (m.role not in ("assistant", "tool") and not is_result(m)) or keep(i) \
@@ -224,16 +218,14 @@ class Window:
         would leave a fitting request under ``summary_floor``); messages that ``keep`` says
         stay whole (pinned, restored, the newest user message) are shown apart from the
         summaries instead. Returns the new chunk, or None when nothing could be summarized."""
-        msgs, n = self.messages, len(self.messages)
-        stop = n - 1
-        while stop > self.upto and is_result(msgs[stop]):
-            stop -= 1  # the last group always stays verbatim
+        msgs = self.messages
+        stop = self._stop()  # the last group always stays verbatim
         if stop <= self.upto:
             return None
         stay: set[int] = set()
         for i in self.verbatim:
             if keep(i):
-                stay.update(group_of(msgs, i))
+                stay.update(self.groups.of(i))
         stay &= set(self.verbatim)
         covered = [i for i in self.verbatim if i not in stay]
         # summaries are sized to the room the system prompt and the question leave: a chat
@@ -255,7 +247,7 @@ class Window:
         chunk: Chunk | None = None
         for _ in range(4):
             while j < stop and fixed + est + tail > target:
-                e = group_end(msgs, j)
+                e = self.groups.end(j)
                 grp = range(j, e)
                 cost = sum(self.shown_tokens(k) for k in grp)
                 if (covered and fixed + est + tail <= budget

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import msgspec
 
+from ctxlayer.core.groups import ToolGroups
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.text import describe
 from ctxlayer.core.tokens import MessageFormat, Tokenizer
@@ -85,20 +86,12 @@ class Work:
     # --- keep-with groups -------------------------------------------------------------------
 
     def link_tool_results(self) -> None:
-        """Tie every tool result to its call; a result whose call is absent is dropped."""
-        owner: dict[str, int] = {}
-        for i, m in enumerate(self.msgs):
-            if m.tool_calls:
-                for call in m.tool_calls:
-                    owner[call.id] = i
-            elif m.role == "tool" or m.tool_call_id is not None:
-                g = owner.get(m.tool_call_id) if m.tool_call_id is not None else None
-                if g is None:
-                    self.drop(i, "orphan: the tool call this result answers is not in the "
-                              "conversation")
-                    continue
-                self.group[i] = g
-                self.members.setdefault(g, [g]).append(i)
+        """Tie every tool result to its call (core/groups.py); a result whose call is absent
+        is dropped."""
+        groups = ToolGroups(self.msgs)
+        self.group, self.members = groups.lead, groups.members
+        for i in groups.orphans:
+            self.drop(i, "orphan: the tool call this result answers is not in the conversation")
 
     def group_of(self, i: int) -> list[int]:
         return self.members.get(self.group[i], [i])

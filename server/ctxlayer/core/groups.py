@@ -1,0 +1,59 @@
+"""A tool call and its results, the one structure trim, assembly, restore and prepare share:
+they live and die together, so every engine keeps or drops them as one group.
+
+Owns `ToolGroups`: the groups of a message list, matched by call id, never by position. A
+message with tool calls leads its group; each result joins the group of the call it answers; a
+result whose call is not in the list is an orphan (a group of its own, listed in `orphans`:
+trim drops it, the others never show it without its call).
+Pure: no counting, nothing but the messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ctxlayer.protocol import Message
+
+__all__ = ["ToolGroups", "is_result"]
+
+
+def is_result(m: Message) -> bool:
+    """A tool result (OpenAI's `tool` role, or any message answering a call id)."""
+    return m.role == "tool" or m.tool_call_id is not None
+
+
+class ToolGroups:
+    __slots__ = ("lead", "members", "orphans")
+
+    def __init__(self, messages: Sequence[Message]) -> None:
+        owner: dict[str, int] = {}
+        #: each message's group, by the index of the message that leads it
+        self.lead: list[int] = list(range(len(messages)))
+        #: a group with results: its lead and its results, in order (others are just [i])
+        self.members: dict[int, list[int]] = {}
+        self.orphans: list[int] = []  # results whose call is not in the list
+        for i, m in enumerate(messages):
+            if m.tool_calls:
+                for call in m.tool_calls:
+                    owner[call.id] = i
+            elif is_result(m):
+                g = owner.get(m.tool_call_id) if m.tool_call_id is not None else None
+                if g is None:
+                    self.orphans.append(i)
+                    continue
+                self.lead[i] = g
+                self.members.setdefault(g, [g]).append(i)
+
+    def of(self, i: int) -> list[int]:
+        """The indices of message i's group, in order."""
+        return self.members.get(self.lead[i], [i])
+
+    def end(self, j: int) -> int:
+        """The end (exclusive) of the group led by j, as a range of the list: its last
+        member plus one (a result the list holds further on widens the range to it)."""
+        members = self.members.get(self.lead[j])
+        return (members[-1] if members else j) + 1
+
+    def in_order(self) -> list[list[int]]:
+        """Every group, in the order of the messages that lead them (an orphan alone)."""
+        return [self.of(i) for i in range(len(self.lead)) if self.lead[i] == i]
