@@ -463,6 +463,7 @@ class ConversationInfo(Wire):
     dropped: int
     updated_at: str
     cached_tokens: int | None = None  # the provider's last usage report, when there was one
+    percent: float = 0.0  # tokens of budget, as the status bar shows it (editors compute none)
 
 
 class ConversationsResult(Wire):

@@ -388,6 +388,7 @@ export interface ConversationInfo {
   dropped: number;
   updatedAt: string;
   cachedTokens?: number | null;
+  percent?: number;
 }
 export interface WhyParams {
   conversationId?: string | null;

@@ -106,7 +106,8 @@ class Conversation:
             conversation_id=self.conversation_id, session_id=self.session_id, model=self.model,
             source=self.source, tokens=self.tokens, budget=self.budget,
             cache_reuse_tokens=self.cache_reuse, dropped=self.dropped,
-            updated_at=self.updated_at, cached_tokens=self.cached_tokens)
+            updated_at=self.updated_at, cached_tokens=self.cached_tokens,
+            percent=round(100 * self.tokens / max(1, self.budget), 1))
 
     def budget_report(self, used: int | None = None) -> protocol.Budget:
         used = self.tokens if used is None else used

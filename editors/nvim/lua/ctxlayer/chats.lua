@@ -51,7 +51,7 @@ local function as_budget(info)
     sessionId = info.sessionId,
     used = info.tokens,
     limit = limit,
-    percent = limit > 0 and info.tokens * 100 / limit or 0,
+    percent = info.percent or 0, -- the daemon's figure: the plugin computes none
     model = info.model,
     source = info.source,
     cachedTokens = info.cachedTokens,
