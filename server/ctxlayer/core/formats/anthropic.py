@@ -91,6 +91,14 @@ def _result_content(block: dict, where: str, counter: Tokenizer) -> tuple[str, i
         return content or "", 0, []
     if not isinstance(content, list):
         raise bad(f"{where}.content", "expected a string or a list of blocks")
+    return _texts_and_parts(content, where, counter)
+
+
+def _texts_and_parts(content: list, where: str, counter: Tokenizer
+                     ) -> tuple[str, int, list[str]]:
+    """A list of blocks as the engine reads it: the text blocks' text, and the tokens and
+    labels of the others (never shortened: the provider says what it thinks of them; they are
+    counted and passed on)."""
     texts, parts, labels = [], 0, []
     for k, b in enumerate(content):
         f = f"{where}.content[{k}]"
@@ -179,18 +187,7 @@ class _Reader:
         if isinstance(content, str):
             text, parts = content, 0
         elif isinstance(content, list):
-            texts, parts, labels = [], 0, []
-            for k, b in enumerate(content):
-                f = f"{where}.content[{k}]"
-                b = expect_dict(b, f)
-                expect_str(b.get("type"), f"{f}.type", "the block's type")
-                if b["type"] == "text":
-                    texts.append(expect_str(b.get("text"), f"{f}.text"))
-                else:  # the provider says what it thinks of it; we count it and pass it on
-                    tokens, name = _block(b, f, self.counter)
-                    parts += tokens
-                    labels.append(name)
-            text = "\n".join(texts)
+            text, parts, labels = _texts_and_parts(content, where, self.counter)
         else:
             raise bad(f"{where}.content", "expected a string or a list of blocks")
         self.add(Message(role="system", content=text, pinned=True, parts_tokens=parts or None,
