@@ -20,11 +20,11 @@ from collections.abc import Sequence
 
 import msgspec
 
-from ctxlayer.core.compress.shorten import shorten
+from ctxlayer.core.compress.shorten import shorten_message
 from ctxlayer.core.groups import ToolGroups
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.text import describe
-from ctxlayer.core.tokens import OPENAI_FORMAT, Tokenizer, message_tokens
+from ctxlayer.core.tokens import OPENAI_FORMAT, Tokenizer
 from ctxlayer.core.trim import stages as trim_stages
 from ctxlayer.core.trim.work import Work
 from ctxlayer.protocol import AuditEntry, Message
@@ -100,14 +100,10 @@ def start_with_user(win: Window) -> None:
 
 def _shorten(win: Window, i: int, cap: int, counter: Tokenizer, why: str) -> int:
     m = win.messages[i]
-    overhead = win.tokens[i] - counter.count(m.content)
-    short = shorten(m.content, max(1, cap - overhead), counter)
-    if short is None:
+    got = shorten_message(m, win.tokens[i], cap, counter)
+    if got is None:
         return 0
-    new = msgspec.structs.replace(m, content=short.text)
-    after = message_tokens(new, counter)
-    if after >= win.tokens[i]:
-        return 0
+    new, after = got
     win.truncated.append(AuditEntry(
         action="compressed" if _is_result(m) else "truncated", reason=why,
         summary=describe(m), tokens_before=win.tokens[i], tokens_after=after, message_id=m.id))

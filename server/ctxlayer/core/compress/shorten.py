@@ -9,10 +9,14 @@ Pure: the counter is injected.
 
 from __future__ import annotations
 
+import msgspec
+
 from ctxlayer.core.compress.ledger import facts_cut
 from ctxlayer.core.compress.tool_output import CompressedOutput, Counter, compress_tool_output
+from ctxlayer.core.tokens import OPENAI_FORMAT, MessageFormat, Tokenizer, message_tokens
+from ctxlayer.protocol import Message
 
-__all__ = ["NOTE_MIN", "NOTE_SHARE", "shorten"]
+__all__ = ["NOTE_MIN", "NOTE_SHARE", "shorten", "shorten_message"]
 
 #: the line naming the cut part's facts takes at most this share of the cap, and is written
 #: only when the cap is at least NOTE_MIN tokens (below, the head and tail say more than a list)
@@ -39,3 +43,17 @@ def shorten(text: str, cap: int, counter: Counter) -> CompressedOutput | None:
     if after > cap:  # a token more where the two join: the outline alone, as before
         return short
     return CompressedOutput(out, again.method, short.tokens_before, after)
+
+
+def shorten_message(m: Message, tokens: int, cap: int, counter: Tokenizer,
+                    fmt: MessageFormat = OPENAI_FORMAT) -> tuple[Message, int] | None:
+    """Message ``m`` (``tokens`` as counted whole) with its text shortened so the message
+    takes about ``cap`` tokens (its overheads left as they are), and its new count; None when
+    that makes it no shorter."""
+    overhead = tokens - counter.count(m.content)
+    short = shorten(m.content, max(1, cap - overhead), counter)
+    if short is None:
+        return None
+    new = msgspec.structs.replace(m, content=short.text)
+    after = message_tokens(new, counter, fmt)
+    return (new, after) if after < tokens else None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import msgspec
 
-from ctxlayer.core.compress.shorten import shorten
+from ctxlayer.core.compress.shorten import shorten_message
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.prepare.model import PreparePolicy
@@ -44,11 +44,9 @@ class _Question:
         if self.pos < 0 or cap is None or self.tokens[self.pos] <= cap:
             return None
         if cap not in self._short:
-            m = self.kept[self.pos]
-            overhead = self.tokens[self.pos] - self.counter.count(m.content)
-            short = shorten(m.content, max(1, cap - overhead), self.counter)
-            new = msgspec.structs.replace(m, content=short.text if short else m.content)
-            self._short[cap] = (new, message_tokens(new, self.counter, self.fmt))
+            m, tokens = self.kept[self.pos], self.tokens[self.pos]
+            self._short[cap] = shorten_message(m, tokens, cap, self.counter, self.fmt) or (
+                m, tokens)
         return self._short[cap]
 
     def keep_shortened(self, win: Window, cap: int | None) -> list[AuditEntry]:

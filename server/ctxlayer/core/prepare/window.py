@@ -18,12 +18,12 @@ from dataclasses import dataclass
 import msgspec
 
 from ctxlayer.core.compress.facts import Facts
-from ctxlayer.core.compress.shorten import shorten
+from ctxlayer.core.compress.shorten import shorten_message
 from ctxlayer.core.groups import ToolGroups, is_result
 from ctxlayer.core.prepare import summaries
 from ctxlayer.core.prepare.model import Chunk, PreparePolicy
 from ctxlayer.core.text import describe
-from ctxlayer.core.tokens import Tokenizer, message_tokens
+from ctxlayer.core.tokens import Tokenizer
 from ctxlayer.protocol import AuditEntry, Message
 
 QUESTION_SHORTENED = ("shortened in a step: the newest user message, older than the last turn, "
@@ -166,19 +166,15 @@ class Window:
                 this_cap = max(cap, self.tokens[i] - (total - target))
                 if this_cap >= self.tokens[i]:
                     continue
-                overhead = self.tokens[i] - counter.count(m.content)
-                short = shorten(m.content, max(1, this_cap - overhead), counter)
-                if short is None:
+                got = shorten_message(m, self.tokens[i], this_cap, counter, policy.fmt)
+                if got is None:
                     continue
-                new = msgspec.structs.replace(m, content=short.text)
-                after = message_tokens(new, counter, policy.fmt)
-                if after >= self.tokens[i]:
-                    continue
+                short, after = got
                 entry = AuditEntry(
                     action="compressed" if is_result(m) else "truncated", reason=OUTLINED,
                     summary=describe(m), tokens_before=self.tokens[i], tokens_after=after,
                     message_id=m.id or f"#{i}", index=i)
-                self.rewrites[i] = (short.text, after, entry)
+                self.rewrites[i] = (short.content, after, entry)
                 total -= self.tokens[i] - after
                 out.append(entry)
             j = e
@@ -198,15 +194,11 @@ class Window:
         if self.tokens[q] <= cap:
             return
         m = self.messages[q]
-        overhead = self.tokens[q] - counter.count(m.content)
-        short = shorten(m.content, max(1, cap - overhead), counter)
-        if short is None:
+        got = shorten_message(m, self.tokens[q], cap, counter, policy.fmt)
+        if got is None:
             return
-        after = message_tokens(msgspec.structs.replace(m, content=short.text), counter,
-                               policy.fmt)
-        if after >= self.tokens[q]:
-            return
-        self.rewrites[q] = (short.text, after, AuditEntry(
+        short, after = got
+        self.rewrites[q] = (short.content, after, AuditEntry(
             action="truncated", reason=QUESTION_SHORTENED, summary=describe(m),
             tokens_before=self.tokens[q], tokens_after=after, message_id=m.id or f"#{q}",
             index=q))
