@@ -14,12 +14,24 @@ from collections.abc import Sequence
 
 from ctxlayer.protocol import Message
 
-__all__ = ["ToolGroups", "is_result"]
+__all__ = ["ToolGroups", "is_result", "lead_of"]
 
 
 def is_result(m: Message) -> bool:
     """A tool result (OpenAI's `tool` role, or any message answering a call id)."""
     return m.role == "tool" or m.tool_call_id is not None
+
+
+def lead_of(messages: Sequence[Message], i: int) -> int:
+    """The message that leads message i's group (i itself unless it is a result whose call
+    comes before it), found by call id from i back, without making every group."""
+    m = messages[i]
+    if m.tool_calls or not is_result(m) or m.tool_call_id is None:
+        return i
+    for k in range(i - 1, -1, -1):
+        if any(c.id == m.tool_call_id for c in messages[k].tool_calls or ()):
+            return k
+    return i  # an orphan leads itself
 
 
 class ToolGroups:

@@ -6,10 +6,11 @@ prefix this one repeats. The semantics are stated in the package docstring.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Collection, Sequence
 
 from ctxlayer.core.errors import ContextError, require_tokens
-from ctxlayer.core.groups import ToolGroups
+from ctxlayer.core.groups import ToolGroups, lead_of
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.prepare import summaries
 from ctxlayer.core.prepare.fit import last_resort, result_index
@@ -75,18 +76,24 @@ def _recall(win: Window, common: int, budget: int, counter: Tokenizer,
     if common > last or last in win.rewrites or not (win.chunks or win.rewrites):
         return []
     verbatim = set(win.verbatim)
-    shown: list[str | None] = []
-    for i in range(last):
+
+    def shown(i: int) -> str | None:
         if i in win.rewrites:
-            shown.append(win.rewrites[i][0])
-        elif win.head <= i < win.upto and i not in verbatim:
-            shown.append(None)
-        else:
-            shown.append(msgs[i].content)
+            return win.rewrites[i][0]
+        if win.head <= i < win.upto and i not in verbatim:
+            return None
+        return msgs[i].content
+
+    # only what a step summarized or outlined (before the frontier) or the last resort
+    # shortened may be shown other than whole: those, newest first
+    edge = min(win.frontier, last)
+    candidates = itertools.chain(
+        sorted((i for i in win.rewrites if edge <= i < last), reverse=True),
+        range(edge - 1, -1, -1))
     # what names the facts: the newest exchange (on a first request, everything is new)
-    start = win.groups.lead[last]
-    got = recall(msgs, shown, max(common, start), budget, counter, policy.recall_share,
-                 policy.fmt)
+    start = lead_of(msgs, last)
+    got = recall(msgs, shown, candidates, max(common, start), budget, counter,
+                 policy.recall_share, policy.fmt)
     if got is None or win.total() + got[1] - win.tokens[last] > budget:
         return []
     win.rewrites[last] = got

@@ -14,7 +14,7 @@ Must not: change any message but the newest one, or recall what the result shows
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import msgspec
 
@@ -65,13 +65,15 @@ def _lines_with(text: str, value: str, room: int) -> list[str]:
     return out
 
 
-def recall(messages: list[Message], shown: list[str | None], new_from: int, budget: int,
-           counter: Tokenizer, share: float, fmt) -> tuple[str, int, AuditEntry] | None:
+def recall(messages: list[Message], shown: Callable[[int], str | None],
+           candidates: Iterable[int], new_from: int, budget: int, counter: Tokenizer,
+           share: float, fmt) -> tuple[str, int, AuditEntry] | None:
     """A rewrite of the newest message (its text with the recalled lines appended, its
-    tokens, the audit entry), or None when it names nothing the result lost. ``shown``: for
-    each earlier message, the text the result shows for it (the very string when it is shown
-    whole; None when only a summary stands for it: a ledger that lists a name does not show
-    the line it was on); ``new_from``: the first message that is new this turn."""
+    tokens, the audit entry), or None when it names nothing the result lost. ``shown(i)``:
+    the text the result shows for earlier message i (the very string when it is shown whole;
+    None when only a summary stands for it: a ledger that lists a name does not show the line
+    it was on); ``candidates``: the earlier messages that may not be shown whole, newest
+    first; ``new_from``: the first message that is new this turn."""
     last = len(messages) - 1
     if new_from > last or messages[last].role == "system":
         return None
@@ -82,10 +84,10 @@ def recall(messages: list[Message], shown: list[str | None], new_from: int, budg
     # (its outline; nothing for a summarized one) lost it
     notes: list[str] = []
     lines_left, scanned = RECALL_LINES, 0
-    for i in range(min(last, len(shown)) - 1, -1, -1):
+    for i in candidates:
         if not wanted or lines_left <= 0 or scanned > RECALL_SCAN_CHARS:
             break
-        original, now = messages[i].content, shown[i]
+        original, now = messages[i].content, shown(i)
         if now is original:
             continue  # shown whole
         if scanned and scanned + len(original) > RECALL_SCAN_CHARS:
