@@ -566,6 +566,19 @@ def _ordered(found: list[tuple[int, str]], limit: int = 500) -> tuple[str, ...]:
     return _dedup([v for _, v in found if v])[:limit]
 
 
+def named_facts(text: str) -> Facts:
+    """What `extract_facts` finds of the kinds a later step looks up by their exact text
+    (paths, commands, error codes, line numbers, tests), without identifiers and numbers,
+    which cost most to read: what a shortened message names of its cut part."""
+    if not isinstance(text, str) or not text:
+        return Facts()
+    commands, _ = _commands(text)
+    plain = _blank_urls(text)
+    return Facts(paths=_ordered(_paths(plain)), commands=_ordered(commands),
+                 error_codes=_ordered(_error_codes(text)),
+                 line_numbers=_ordered(_line_numbers(plain)), tests=_ordered(_tests(plain)))
+
+
 def extract_facts(text: str) -> Facts:
     """Paths, commands, error codes, line numbers, identifiers and numbers found in `text`."""
     if not isinstance(text, str) or not text:

@@ -22,7 +22,13 @@ import re
 
 import msgspec
 
-from ctxlayer.core.compress.facts import Facts, extract_facts, format_item, prose_commands
+from ctxlayer.core.compress.facts import (
+    Facts,
+    extract_facts,
+    format_item,
+    named_facts,
+    prose_commands,
+)
 from ctxlayer.protocol import Message
 
 __all__ = ["KINDS", "Ledger", "add_messages", "facts_cut", "from_facts", "merge_ledgers",
@@ -318,30 +324,32 @@ def _shows(text: str, kind: str, value: str) -> bool:
     return bool(m) and f'"{m.group(1)}", line {m.group(2)}' in text
 
 
-def facts_cut(original: str, kept: str, max_chars: int) -> str:
+def facts_cut(original: str, kept: str, max_chars: int, facts: Facts | None = None) -> str:
     """The facts of ``original`` that ``kept`` (a shortened copy) lost, as one line within
     ``max_chars`` (empty when none was lost): errors, tests, paths, lines and commands, in that
     order. A message shortened to fit loses the middle of a traceback or a listing; naming what
     was cut keeps the exception, the test and the file findable without its whole text."""
     if max_chars <= 0:
         return ""
-    facts = extract_facts(original)
+    if facts is None:  # ``facts``: named_facts(original), when the caller read them already
+        facts = named_facts(original)
+    head = "[cut from this message: "
     lost: list[str] = []
-    items: list[str] = []
+    out, size = [], len(head) + 1
     for kind in _CUT_KINDS:
         for value in getattr(facts, kind):
             if kind == "line_numbers" and value.startswith(_INLINE_SCRIPT):
                 continue
             if kind in _LOCATED and _LIBRARY.search(value):
                 continue
-            if not _shows(kept, kind, value) and not any(value in v for v in lost):
-                lost.append(value)
-                items.append(_item(kind, value))
-    head = "[cut from this message: "
-    out, size = [], len(head) + 1
-    for item in items:
-        if size + len(item) + 2 > max_chars:
-            break
-        out.append(item)
-        size += len(item) + 2
+            if _shows(kept, kind, value) or any(value in v for v in lost):
+                continue
+            item = _item(kind, value)
+            if size + len(item) + 2 > max_chars:
+                # the first that does not fit ends the line: a listing of thousands of paths
+                # is not read to its end for a note of a few names
+                return head + ", ".join(out) + "]" if out else ""
+            lost.append(value)
+            out.append(item)
+            size += len(item) + 2
     return head + ", ".join(out) + "]" if out else ""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import msgspec
 
+from ctxlayer.core.compress.facts import named_facts
 from ctxlayer.core.compress.ledger import facts_cut
 from ctxlayer.core.compress.tool_output import CompressedOutput, Counter, compress_tool_output
 from ctxlayer.core.tokens import OPENAI_FORMAT, MessageFormat, Tokenizer, message_tokens
@@ -30,14 +31,15 @@ def shorten(text: str, cap: int, counter: Counter) -> CompressedOutput | None:
     if short is None or cap < NOTE_MIN:
         return short
     chars_per_token = max(1.0, len(short.text) / max(1, short.tokens_after))
-    note = facts_cut(text, short.text, int(cap * NOTE_SHARE * chars_per_token))
+    named = named_facts(text)  # read once for both notes
+    note = facts_cut(text, short.text, int(cap * NOTE_SHARE * chars_per_token), named)
     if not note:
         return short
     room = cap - counter.count(note) - 1
     again = compress_tool_output(text, max(1, room), counter) if room >= NOTE_MIN // 2 else None
     if again is None:
         return short
-    note = facts_cut(text, again.text, len(note))
+    note = facts_cut(text, again.text, len(note), named)
     out = again.text + "\n" + note if note else again.text
     after = counter.count(out)
     if after > cap:  # a token more where the two join: the outline alone, as before
