@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass, field
 
 from ctxlayer.core.prepare import prepare_turn, warm
+from ctxlayer.core.prepare.fit import result_index
 from ctxlayer.core.tokens import message_tokens
 from ctxlayer.protocol import Message
 
@@ -72,12 +73,35 @@ def bill(windows: list[tuple[list[Message], list[int]]]) -> float:
     return total
 
 
+def oracle(windows: list[tuple[list[Message], list[int]]], new_tokens: list[int],
+           over: list[bool]) -> tuple[int, int, float]:
+    """What a request of the same size as each of ``windows`` could reuse at best: all of the
+    previous request but the room the new messages need (``new_tokens[k]``: what they take in
+    that request, as sent). Returns (reused, reusable over the requests once over budget, as the tally counts
+    them, and the bill of every request): no method
+    that sends requests of these sizes reuses more or bills less, so a target above it asks
+    for a smaller request, not a better step."""
+    reused = reusable = 0
+    total, prev = 0.0, None
+    for (_, toks), new, past in zip(windows, new_tokens, over, strict=True):
+        size = sum(toks)
+        if prev is None:
+            total += WRITE * size
+        else:
+            best = max(0, min(prev, size - min(new, size)))
+            if past:
+                reused, reusable = reused + best, reusable + prev
+            total += READ * best + WRITE * (size - best)
+        prev = size
+    return reused, reusable, total
+
+
 def replay(before: list[Message], budget: int, counter, tail_window) -> dict[str, tuple]:
     """Every request of one transcript through each method: {method: (windows, latencies,
     over_budget_flags)}; ``tail_window(history, budget, counter)`` is the newest-first tail."""
     out: dict[str, tuple] = {}
     state = None
-    prep, lat, over = [], [], []
+    prep, lat, over, sent_new, prev_end = [], [], [], [], 0
     for end in requests_of(before):
         history = before[:end]
         t0 = time.perf_counter()
@@ -86,8 +110,15 @@ def replay(before: list[Message], budget: int, counter, tail_window) -> dict[str
         # between requests, as the daemon does after answering: facts read ahead of need
         state = warm(turn.state, budget) or turn.state
         prep.append((turn.messages, list(turn.state.out_tokens)))
+        # the tokens the new messages take in the result, as sent (shortened or whole)
+        start = prev_end
+        sent_new.append(sum(t for key, t in zip(turn.state.out_keys, turn.state.out_tokens,
+                                                strict=True)
+                            if (i := result_index(key)) is not None and i >= start))
+        prev_end = end
         over.append(turn.state.cum[-1] + 3 > budget)
     out["ctxlayer ctx/prepare"] = (prep, lat, over)
+    out["new"] = sent_new
     tail = []
     full = []
     for end in requests_of(before):
@@ -143,11 +174,16 @@ def report(chats, budgets: list[int], counter, checks, facts_of) -> None:
         found: dict[str, int] = {}
         n_needed = sum(len(c[2]) for c in chats)
         assemble_found = 0
+        bound = Tally()  # the oracle at ctx/prepare's request sizes
         for _name, before, needs, system, rest in chats:
             budget = 3 + system + int(rest * share / 100)
             runs = replay(before, budget, counter, checks[3])
             ends = requests_of(before)
             full_bill = bill(runs["sending everything"][0])
+            prep, _, over = runs["ctxlayer ctx/prepare"]
+            r, r_of, b = oracle(prep, runs.pop("new"), over)
+            bound.reused, bound.reusable = bound.reused + r, bound.reusable + r_of
+            bound.bills.append(b / full_bill if full_bill else 1.0)
             for method, (windows, lat, over) in runs.items():
                 t = tallies.setdefault(method, Tally())
                 tally(t, windows, lat, over, budget, full_bill,
@@ -168,6 +204,11 @@ def report(chats, budgets: list[int], counter, checks, facts_of) -> None:
             print(f"| {method} | {found[method]}/{n_needed} = "
                   f"{100 * found[method] / max(1, n_needed):.1f}% | {used} | {reuse} | {bills} "
                   f"| {lat} | {t.over}/{t.requests} | {t.invalid} | {t.no_question} |")
+        above = sum(1 for b in bound.bills if b > 1.0 + 1e-9)
+        print(f"| (at best, at ctx/prepare's request sizes: all but the new messages' room "
+              f"reused) | | | {100 * bound.reused / max(1, bound.reusable):.1f}% | "
+              f"{100 * sum(bound.bills) / len(bound.bills):.1f}% / {above} of "
+              f"{len(bound.bills)} | | | | |")
         print(f"| (ctx/assemble on the final request) | {assemble_found}/{n_needed} = "
               f"{100 * assemble_found / max(1, n_needed):.1f}% | | | | | | | |")
         print()
