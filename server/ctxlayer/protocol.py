@@ -247,6 +247,7 @@ class TrimResult(Wire):
     dropped: list[AuditEntry]
     truncated: list[AuditEntry]
     system: Any = None  # anthropic: the fitted system; responses: the instructions
+    percent: float = 0.0  # tokens of budget, as a status line shows it (editors compute none)
 
 
 # --- sessions -----------------------------------------------------------------------------------

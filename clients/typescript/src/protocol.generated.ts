@@ -202,6 +202,7 @@ export interface TrimResult {
   system?: {
     [k: string]: unknown | undefined;
   };
+  percent?: number;
 }
 export interface SessionOpenParams {
   sessionId?: string | null;

@@ -81,11 +81,13 @@ end
 
 --- The status line text once it shows a figure such as `ctx 1.2k/128k 1%`.
 H.FIGURE = "^ctx [%d.]+[kM]?/[%d.]+[kM]? %d+%%$"
+-- the workspace segment alone, without a session or a chat: the daemon gives no percent
+H.SEGMENT_FIGURE = "^ctx [%d.]+[kM]?/[%d.]+[kM]?$"
 
 function H.wait_figure(different_from)
   return H.wait(function()
     local text = require("ctxlayer").statusline()
-    if text:match(H.FIGURE) and text ~= different_from then
+    if (text:match(H.FIGURE) or text:match(H.SEGMENT_FIGURE)) and text ~= different_from then
       return text
     end
   end)

@@ -1,5 +1,6 @@
 -- Without a session (session = false, or a daemon without sessions) the status line shows the
--- workspace segment plus the last trimmed chat against the model's budget.
+-- workspace segment's tokens (no percent: the daemon gives none), then the last trimmed chat's
+-- figure, the daemon's percent with it.
 local H = dofile(vim.fs.joinpath(vim.fs.dirname(vim.fn.fnamemodify(arg[0], ":p")), "helpers.lua"))
 
 H.run(function()
@@ -14,6 +15,8 @@ H.run(function()
   H.eq(b and b.state.session_id, nil, "no session was opened")
   local segment = ctxlayer.request("ctx/segment", {})
   H.eq(b and b.used, segment and segment.tokens, "used is the segment's tokens")
+  H.eq(b and b.percent, nil, "no percent before a chat: the editor computes none")
+  H.ok(not ctxlayer.statusline():find("%%"), "the statusline shows no percent", ctxlayer.statusline())
   local empty = ctxlayer.request("ctx/trim", { messages = {}, model = "gpt-4o" })
   H.eq(b and b.limit, empty and empty.budget, "the limit is the model's default budget")
 
@@ -46,9 +49,14 @@ H.run(function()
     { role = "system", content = "You are terse.", pinned = true },
     { role = "user", content = "What does src/app.py print?" },
   }
-  local trimmed = ctxlayer.trim(messages)
+  local trimmed = ctxlayer.trim(messages, { budget = 200 })
   H.ok(trimmed and trimmed.tokens > 0, "trim() answers")
-  H.eq(ctxlayer.budget().used, seg2.tokens + (trimmed and trimmed.tokens or 0), "used is segment + last trim")
+  H.eq(ctxlayer.budget().used, trimmed and trimmed.tokens, "used is the last trim's tokens")
+  H.eq(ctxlayer.budget().source, "trim", "the figure is the trim's")
+  H.ok(trimmed and trimmed.percent > 5, "the daemon gives the trim's percent", vim.inspect(trimmed))
+  H.eq(ctxlayer.budget().percent, trimmed and trimmed.percent, "the percent shown is the daemon's")
+  H.ok(ctxlayer.statusline():find(("%d%%%%"):format(math.floor(trimmed.percent + 0.5))) ~= nil,
+    "the statusline shows the daemon's percent", ctxlayer.statusline())
 
   -- Rules and modes need a session: the command says so.
   H.clear_notes()

@@ -65,7 +65,11 @@ function M.status_lines(c)
   local f = status.figures(state)
   table.insert(lines, ("%s (client %d, root %s)"):format(status.text(), c.id, state.root or c.root_dir or "?"))
   if f then
-    table.insert(lines, ("used %d of %d tokens (%.1f%%, %s)"):format(f.used, f.limit, f.percent, f.source))
+    if f.percent then
+      table.insert(lines, ("used %d of %d tokens (%.1f%%, %s)"):format(f.used, f.limit, f.percent, f.source))
+    else
+      table.insert(lines, ("used %d of %d tokens (%s)"):format(f.used, f.limit, f.source))
+    end
   end
   if f and f.conversation then
     table.insert(lines, ("live chat %s%s (:Ctxlayer chats, :Ctxlayer why)"):format(f.conversation, status.extras(f)))

@@ -95,7 +95,7 @@ function M.lualine()
     end,
     color = function()
       local f = status.figures(status.get(status.current_client_id()))
-      return f and status.highlights[status.level(f.percent)] or nil
+      return f and status.highlights[status.level(f.percent or 0)] or nil
     end,
   }
 end
@@ -143,7 +143,7 @@ function M.count(texts, model)
 end
 
 --- Trim a conversation to the budget (blocking). The result also feeds the status line
---- (until sessions, it shows the workspace segment plus the last trimmed chat).
+--- (without a session, it shows the last trimmed chat's figure).
 ---@param messages table[] PROTOCOL Message tables
 ---@param opts? {budget?: integer, model?: string, docs?: string[], strategy?: string}
 function M.trim(messages, opts)
@@ -165,6 +165,7 @@ function M.trim(messages, opts)
         budget = result.budget,
         dropped = result.dropped,
         truncated = result.truncated,
+        percent = result.percent,
         messages = messages,
       },
     })

@@ -81,8 +81,8 @@ function M.human(n)
 end
 
 --- The figures shown for one client: {used, limit, percent, source}.
---- With a session the daemon's Budget is the truth; without one, the workspace segment plus
---- the last trimmed chat, against the model's budget.
+--- With a session the daemon's Budget is the truth; without one, the last trimmed chat's
+--- figure (the daemon's), else the workspace segment's tokens with no percent.
 function M.figures(state)
   if not state then
     return nil
@@ -109,12 +109,16 @@ function M.figures(state)
   if state.session_id and not state.error then
     return nil -- the session's budget is on its way: no other figure meanwhile
   end
+  if state.last_trim then
+    -- The last trimmed chat is what the model receives: its figure, the daemon's percent.
+    local t = state.last_trim
+    return { used = t.tokens, limit = t.budget, percent = t.percent, source = "trim" }
+  end
   if not state.segment or not state.limit then
     return nil
   end
-  local used = state.segment.tokens + (state.last_trim and state.last_trim.tokens or 0)
-  local percent = state.limit > 0 and used * 100 / state.limit or 0
-  return { used = used, limit = state.limit, percent = percent, source = "segment" }
+  -- Before any chat: the workspace segment's tokens; no percent (the daemon gave none).
+  return { used = state.segment.tokens, limit = state.limit, source = "segment" }
 end
 
 --- What a live chat adds after its figure: " (4.1k cached, ±2%)", or "" when neither is known.
@@ -182,13 +186,14 @@ function M.text(opts)
   if not f then
     return "ctx …"
   end
-  local text = ("ctx %s%s/%s %d%%"):format(
-    f.conversation and "chat " or "", M.human(f.used), M.human(f.limit), math.floor(f.percent + 0.5)
-  )
+  local text = ("ctx %s%s/%s"):format(f.conversation and "chat " or "", M.human(f.used), M.human(f.limit))
+  if f.percent then
+    text = text .. (" %d%%"):format(math.floor(f.percent + 0.5))
+  end
   text = text .. M.extras(f)
   if opts.highlight then
     -- Statusline code: the percent sign of the figure must be doubled.
-    return ("%%#%s#%s%%*"):format(M.highlights[M.level(f.percent)], (text:gsub("%%", "%%%%")))
+    return ("%%#%s#%s%%*"):format(M.highlights[M.level(f.percent or 0)], (text:gsub("%%", "%%%%")))
   end
   return text
 end

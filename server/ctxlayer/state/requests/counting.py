@@ -76,7 +76,8 @@ def trim(caller: Caller, p: protocol.TrimParams) -> protocol.TrimResult:
         (dropped if entry.action == "dropped" else truncated).append(entry)
     messages, system = unwrap(p.format, out.payload)
     return protocol.TrimResult(messages=messages, system=system, tokens=report.tokens,
-                               budget=report.budget, dropped=dropped, truncated=truncated)
+                               budget=report.budget, dropped=dropped, truncated=truncated,
+                               percent=round(100 * report.tokens / max(1, report.budget), 1))
 
 
 def trim_options(caller: Caller, strategy: str | None, fmt: str):
