@@ -258,6 +258,16 @@ class GatewayConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         description="A model's context window in tokens, overriding the built-in table and "
         "the 1M beta: `\"claude-opus-4-8\" = 200000` (the longest matching prefix of the "
         "model name wins).")] = msgspec.field(default_factory=dict)
+    summarizer: Annotated[str, Meta(pattern="^(offline|upstream)$", description="Who writes "
+                                    "a live chat's next summary chunk, in the background once "
+                                    "the chat passes 70% of its budget: `offline` (ctxlayer "
+                                    "itself), or `upstream` (the chat's own provider, with the "
+                                    "key of its last request and `summarizer_model`; the "
+                                    "offline summary stands in when it is late, fails or "
+                                    "misreads).")] = "offline"
+    summarizer_model: Annotated[str, Meta(description="The model `summarizer = \"upstream\"` "
+                                          "asks (a small one of the same provider); empty: "
+                                          "the chat's own model.")] = ""
 
 
 class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

@@ -32,7 +32,8 @@ sends its first event then never ends) or `{"mode": "slow_first_byte", "delay": 
 `{"mode": "hold"}` (the first event, then the rest after `POST /_standin/release`) or
 `{"mode": "cut"}` (the first event and half the next, then the connection drops),
 `POST /_standin/reply` `{"text": ...}` or `{"tool_name": ..., "tool_arguments": {...}}` (the
-next answers, in order), `POST /_standin/agent` `{"rounds": N, "calls": [...]}`. The stand-in
+next answers, in order), `POST /_standin/agent` `{"rounds": N, "calls": [...]}`. In process, `for_model(model,
+text=, status=, hold=)` scripts every request for one model apart (held: `release_model`). The stand-in
 is test code: it may use clocks and threads.
 """
 
@@ -93,6 +94,8 @@ class Standin:
         self.agent_rounds = 0
         self.agent_calls: list[dict] = []
         self._agent_made = 0  # tool calls made in Messages / Chat answers since agent()
+        #: how requests for one model are answered, over everything else (`for_model`)
+        self.by_model: dict[str, dict[str, Any]] = {}
 
     # ---- lifecycle ------------------------------------------------------------------------
 
@@ -161,6 +164,19 @@ class Standin:
         self.agent_calls = list(calls or [])
         self._agent_made = 0
 
+    def for_model(self, model: str, *, text: str | None = None, status: int | None = None,
+                  hold: bool = False) -> None:
+        """Answer every request for ``model`` with ``text`` (or fail it with ``status``),
+        once `release_model` was called when ``hold``: a small model a gateway asks beside
+        the chat's, scripted apart from the chat."""
+        self.by_model[model] = {"text": text, "status": status,
+                                "hold": asyncio.Event() if hold else None}
+
+    def release_model(self, model: str) -> None:
+        held = self.by_model[model]["hold"]
+        if held is not None:
+            held.set()
+
     def release(self) -> None:
         """Let a held stream go on."""
         self._release.set()
@@ -174,6 +190,7 @@ class Standin:
         self.agent_rounds = 0
         self.agent_calls = []
         self._agent_made = 0
+        self.by_model.clear()
 
     def window(self, model: str, betas: list[str] | tuple = ()) -> int:
         """The model's window as the provider applies it: the one this stand-in was given,
@@ -350,6 +367,14 @@ class Standin:
         entry, body = await self._read(fmt, request)
         if body is None:
             return self._error(fmt, entry, 400, "We could not parse the JSON body of your request.")
+        script = self.by_model.get(body.get("model"))  # type: ignore[arg-type]
+        if script is not None:
+            if script["hold"] is not None:
+                entry["held"] = True
+                await script["hold"].wait()
+            if script["status"]:
+                return self._error(fmt, entry, script["status"], answers.FAILURE_MESSAGES.get(
+                    script["status"], "stand-in failure"))
         failure = self._failures.pop(0) if self._failures else None
         if failure and failure["mode"] == "status":
             status = failure["status"] or 500
@@ -385,7 +410,8 @@ class Standin:
                 param="messages", code="context_length_exceeded")
         self._count += 1
         rid = f"standin{self._count}"
-        reply = self._answer(fmt, body)
+        reply = (Reply(text=script["text"]) if script is not None and script["text"] is not None
+                 else self._answer(fmt, body))
         completion = checks.counter_for(model).count(reply.text or json.dumps(
             reply.tool_arguments)) + (8 if reply.tool_name else 0)
         usage = Usage(tokens, completion, *self._cache(fmt, body))
@@ -575,6 +601,16 @@ class StandinThread:
     def release(self) -> None:
         async def go() -> None:
             self.standin.release()  # type: ignore[union-attr]
+        self.call(go())
+
+    def for_model(self, *args: Any, **kw: Any) -> None:
+        async def go() -> None:
+            self.standin.for_model(*args, **kw)  # type: ignore[union-attr]
+        self.call(go())
+
+    def release_model(self, model: str) -> None:
+        async def go() -> None:
+            self.standin.release_model(model)  # type: ignore[union-attr]
         self.call(go())
 
 

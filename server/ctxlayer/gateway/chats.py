@@ -1,13 +1,17 @@
-"""The gateway's two calls into the state: prepare a provider request, report its usage.
+"""The gateway's calls into the state: prepare a provider request, report its usage, set
+a summary ahead of need going.
 
 Owns nothing but the seam: every request the gateway serves goes through `prepare` before it
-is forwarded and through `report` after the answer. `prepare` runs the state's own
+is forwarded and through `report` after the answer (and, with `[gateway] summarizer =
+"upstream"`, `summarize_ahead`). `prepare` runs the state's own
 `ctx/prepare` through `state.requests.call` (its lane, where it runs), as the JSON-RPC face
 does, so a conversation's turns apply in arrival order whichever face they came through.
 Must not touch HTTP.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import msgspec
 
@@ -44,3 +48,9 @@ async def report(caller: Caller, result: protocol.PrepareResult, usage: Usage) -
     if budget is not None:
         state.events.budget(caller.workspace, msgspec.structs.replace(
             budget, source="gateway", cached_tokens=usage.cache_read_tokens))
+
+
+def summarize_ahead(caller: Caller, conversation_id: str, ask: Any, writer: str) -> None:
+    """Have ``ask`` (the upstream's call, upsum.py) write the conversation's next summary in
+    the background, when it passed `precompact_at` of its budget; returns at once."""
+    caller.state.conversations.summarize_ahead(caller.workspace, conversation_id, ask, writer)

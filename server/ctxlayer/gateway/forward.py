@@ -80,6 +80,21 @@ class Upstream:
             await self._session.close()
             self._session = None
 
+    async def post(self, url: str, headers: dict[str, str], body: bytes,
+                   timeout: float) -> tuple[int, bytes]:
+        """(status, body) of a plain POST of our own (a summary ahead of need), within
+        ``timeout`` seconds in all; its errors are said without the headers."""
+        try:
+            sent = {k: v for k, v in headers.items() if k.lower() != "content-type"}
+            async with self.session.post(url, data=body, headers={
+                    **sent, "Content-Type": "application/json"},
+                    timeout=aiohttp.ClientTimeout(total=timeout)) as up:
+                return up.status, await up.read()
+        except TimeoutError as exc:
+            raise TimeoutError(f"no answer from {url} within {timeout:.0f} s") from exc
+        except aiohttp.ClientError as exc:
+            raise ConnectionError(f"cannot reach {url}: {type(exc).__name__}") from exc
+
     async def relay(self, request: web.Request, fmt: str, method: str, url: str,
                     body: bytes | None, ours: Mapping[str, str], stream: bool,
                     on_usage: UsageSink | None = None) -> web.StreamResponse:

@@ -29,9 +29,9 @@ from ctxlayer import protocol
 from ctxlayer.config import GatewayConfig
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.formats import codec
-from ctxlayer.gateway import chats, guard, limits
+from ctxlayer.gateway import chats, guard, limits, upsum
 from ctxlayer.gateway.errors import GatewayError, error_response
-from ctxlayer.gateway.forward import Upstream
+from ctxlayer.gateway.forward import Upstream, upstream_headers
 from ctxlayer.gateway.providers import PROVIDERS, Provider, family_of
 from ctxlayer.gateway.usage import Usage
 from ctxlayer.state import Caller, State
@@ -305,6 +305,8 @@ class GatewayServer:
         stream = bool(result.request.get("stream"))
         response = await self._forward(request, fmt, "POST", url, out, ours, stream=stream,
                                        result=result)
+        if self.config.summarizer == "upstream" and response.status < 300:
+            self._summarize_ahead(request, fmt, url, body["model"], result)
         log.info("%s %s -> %d: %d tokens, %d dropped%s", fmt, body["model"], response.status,
                  result.tokens, len(result.dropped), ", compacted" if result.compacted else "")
         return response
@@ -322,6 +324,18 @@ class GatewayServer:
         except GatewayError as err:
             log.warning("%s upstream: %s", fmt, err)
             return error_response(fmt, err, ours)
+
+    def _summarize_ahead(self, request: web.Request, fmt: str, url: str, model: str,
+                         result: protocol.PrepareResult) -> None:
+        """After the answer, never before it: the conversation's next summary, when it passed
+        `precompact_at`, asked of its own upstream with this request's key (upsum.py), in the
+        background."""
+        if not result.conversation_id:
+            return
+        name = self.config.summarizer_model or model
+        ask = upsum.asker(self.upstream, fmt, url, upstream_headers(request.headers), name)
+        chats.summarize_ahead(self.caller, result.conversation_id, ask,
+                              f"by the upstream's {ascii(name)}")
 
     def _keep(self, work: Any) -> asyncio.Future[None]:
         """A task that outlives a cancelled handler; close() waits for it."""

@@ -250,6 +250,14 @@ class Conversations:
         state.events.budget(workspace, msgspec.structs.replace(
             conv.budget_report(), compacted=turn.compacted, notice=turn.notice), request=True)
 
+    def summarize_ahead(self, workspace: str, conversation_id: str, ask: Any,
+                        writer: str) -> None:
+        """After an answer: ``ask`` (an async model call the face made, holding the request's
+        key) writes the next step's summary in the background (upkeep.py)."""
+        conv = self._get(workspace, conversation_id)
+        if conv is not None:
+            self.upkeep.summarize_ahead(conv, ask, writer)
+
     async def settled(self) -> None:
         """Wait for what the turns so far left running in the background."""
         await self.upkeep.settled()

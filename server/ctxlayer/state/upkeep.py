@@ -11,10 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ctxlayer.core.prepare import DEFAULT_POLICY, persist, warm
+from ctxlayer.core.prepare import (
+    DEFAULT_POLICY,
+    SummaryAsk,
+    persist,
+    summary_ahead,
+    take_summary,
+    warm,
+)
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +33,10 @@ class Upkeep:
     def __init__(self, state: State) -> None:
         self.state = state
         self._tasks: set[asyncio.Future] = set()
+        #: summaries a model is writing ahead of need, by conversation and messages covered
+        self._asking: set[tuple] = set()
+        #: the last answer of each conversation's model, with what it was asked
+        self._answers: dict[tuple[str, str], tuple[SummaryAsk, tuple]] = {}
 
     def _after(self, conv: Conversation, task: asyncio.Future, what: str,
                took: Callable[[Any], None] | None = None) -> None:
@@ -69,6 +80,45 @@ class Upkeep:
 
         self._after(conv, asyncio.ensure_future(asyncio.to_thread(warm, st, budget)),
                     "reading ahead", took)
+
+    def summarize_ahead(self, conv: Conversation,
+                        ask: Callable[[SummaryAsk], Awaitable[str]], writer: str) -> None:
+        """Once a result passed `precompact_at` of its budget, have ``ask`` (a model: the
+        gateway's call to the chat's own upstream, which alone holds its key) write the
+        decided / open part of the next step's chunk, once per range of messages; its answer
+        (or its failure: ``ask`` raises) is kept in the state for the step that takes exactly
+        those messages. It lands on the state the conversation has when it comes."""
+        st = conv.state
+        want = summary_ahead(st, conv.budget - conv.tools_tokens) if st is not None else None
+        key = (conv.workspace, conv.conversation_id, want.covered if want else None)
+        if want is None or key in self._asking:
+            return
+        last = self._answers.get(key[:2])
+        if last is not None and last[0] == want:  # a turn that ran meanwhile did not have it
+            conv.state = take_summary(st, want, *last[1]) or st
+            return
+        self._asking.add(key)
+
+        async def run() -> tuple[str | None, str | None]:
+            try:
+                return await ask(want), None
+            except Exception as exc:  # said in the audit; the offline summary stands in
+                log.warning("live chat %s: the summary %s failed (%s); the offline summary "
+                            "stands in", conv.conversation_id, writer, exc)
+                return None, str(exc)
+            finally:
+                self._asking.discard(key)
+
+        def took(answer: tuple[str | None, str | None]) -> None:
+            self._answers.pop(key[:2], None)
+            self._answers[key[:2]] = (want, (answer[0], writer, answer[1]))
+            while len(self._answers) > 64:  # as many as the live conversations, about
+                self._answers.pop(next(iter(self._answers)))
+            if conv.state is not None:
+                kept = take_summary(conv.state, want, answer[0], writer, answer[1])
+                conv.state = kept if kept is not None else conv.state
+
+        self._after(conv, asyncio.ensure_future(run()), "writing a summary ahead", took)
 
     def keep(self, conv: Conversation, now: str) -> None:
         """Write the window this turn made (a step, an outline, a restore: what the next

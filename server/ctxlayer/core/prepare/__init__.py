@@ -47,21 +47,39 @@ dropped, shortened), cache reuse and breakpoints, a one-line notice, and the nex
    `precompact_at` of its budget, reads the facts of the messages the next step will
    summarize into the state, so that step on the request path reads none (the text of a
    chunk is the same either way).
-9. The notice says what this turn summarized, outlined, cut or restored; None when it did
-   nothing new.
+9. Summaries ahead of need: `summary_ahead(state, budget)` says, past `precompact_at`, which
+   messages the next summary step is expected to take (its walk on the first request past the
+   budget, the conversation growing as its last turn did) and how long their decided / open
+   part may be; a model's answer,
+   kept by `take_summary` (an empty or off-topic one refused, as ctx/summarize answers are),
+   is that part of the chunk of a step that takes exactly those messages, unchanged; the
+   constraints, action log and ledger beside it are made as for any chunk, so a fact it left
+   out is still there. Any other step (or none kept) writes the offline text, and a chunk's
+   audit says who wrote it.
+10. The notice says what this turn summarized, outlined, cut or restored (and who wrote a
+   summary not written offline); None when it did nothing new.
 Pinned content alone over the budget raises ContextError("pinned_over_budget").
 """
 
 from __future__ import annotations
 
-from ctxlayer.core.prepare.engine import audit_of, prepare_turn, warm
+from ctxlayer.core.prepare.engine import (
+    SummaryAsk,
+    audit_of,
+    prepare_turn,
+    summary_ahead,
+    take_summary,
+    warm,
+)
 from ctxlayer.core.prepare.model import (
     DEFAULT_POLICY,
+    Ahead,
     Chunk,
     ConversationState,
     PreparePolicy,
     Turn,
 )
 
-__all__ = ["DEFAULT_POLICY", "Chunk", "ConversationState", "PreparePolicy", "Turn", "audit_of",
-           "prepare_turn", "warm"]
+__all__ = ["DEFAULT_POLICY", "Ahead", "Chunk", "ConversationState", "PreparePolicy",
+           "SummaryAsk", "Turn", "audit_of", "prepare_turn", "summary_ahead", "take_summary",
+           "warm"]

@@ -8,13 +8,21 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 
+from ctxlayer.core.assembly.summary import SUMMARY_INSTRUCTIONS, off_topic
 from ctxlayer.core.errors import ContextError, require_tokens
 from ctxlayer.core.groups import ToolGroups, lead_of
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.prepare import summaries
 from ctxlayer.core.prepare.fit import last_resort, result_index
-from ctxlayer.core.prepare.model import DEFAULT_POLICY, ConversationState, PreparePolicy, Turn
+from ctxlayer.core.prepare.model import (
+    DEFAULT_POLICY,
+    Ahead,
+    ConversationState,
+    PreparePolicy,
+    Turn,
+)
 from ctxlayer.core.prepare.recall import recall
 from ctxlayer.core.prepare.window import Window, last_group, newest_user
 from ctxlayer.core.text import describe
@@ -50,7 +58,9 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
         frontier=win.frontier, chunks=tuple(win.chunks), verbatim=tuple(win.verbatim),
         rewrites=win.rewrites, restored=restored_at, restored_audit=tuple(restored_audit),
         out_keys=keys, out_tokens=out_tokens, dropped=tuple(dropped), total=total,
-        facts={i: f for i, f in win.facts.items() if i >= win.upto})
+        facts={i: f for i, f in win.facts.items() if i >= win.upto},
+        # a step took its range (or another): what was written ahead is of no more use
+        ahead=win.ahead if stepped is None or stepped.chunk is None else None)
     chunk = stepped.chunk if stepped is not None else None
     new_summarized = list(chunk.audit) if chunk is not None else []
     # an outline a summary then took is audited as summarized only
@@ -64,7 +74,8 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
         breakpoints=_breakpoints(kept, keys, win.upto) if client_breakpoints == 0 else [],
         notice=_notice(chunk.replaced if chunk else 0,
                        chunk.replaced_tokens if chunk else 0, outlined, dropped, truncated,
-                       len(newly), budget, len(recalled)),
+                       len(newly), budget, len(recalled),
+                       chunk.writer if chunk else "offline"),
         state=state, stepped=stepped is not None)
 
 
@@ -126,7 +137,8 @@ def _recognize(previous: ConversationState | None, msgs: list[Message], counter:
                   list(previous.verbatim),
                   {i: r for i, r in previous.rewrites.items() if i < common},
                   fmt.reply_priming, min(previous.frontier, common),
-                  {i: f for i, f in previous.facts.items() if i < common}), common, True
+                  {i: f for i, f in previous.facts.items() if i < common},
+                  previous.ahead), common, True
 
 
 def _fit(win: Window, budget: int, counter: Tokenizer, policy: PreparePolicy,
@@ -167,6 +179,67 @@ def warm(state: ConversationState, budget: int, policy: PreparePolicy = DEFAULT_
         return None
     read = summaries.warm(state.messages, todo, state.facts, max_chars)
     return dataclasses.replace(state, facts={**state.facts, **read})
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryAsk:
+    """What a model is asked to summarize ahead of need: the messages the next step will
+    take (``covered``; ``shown`` as the result shows them), in at most ``max_tokens``."""
+
+    covered: tuple[int, ...]
+    messages: tuple[Message, ...]  # the client's, at ``covered``: what the answer is keyed by
+    shown: list[Message]
+    instructions: str
+    max_tokens: int
+
+
+def summary_ahead(state: ConversationState, budget: int,
+                  policy: PreparePolicy = DEFAULT_POLICY) -> SummaryAsk | None:
+    """What a model should summarize for the next step, once the result passed
+    ``precompact_at`` of ``budget``: the messages that step is expected to take when the
+    conversation grows as its last turn did (`Window.planned`); None when there is nothing
+    to take, or a summary of exactly those is in the state already. ``max_tokens``: the size of
+    the decided / open part that summary stands in."""
+    if state.total < policy.precompact_at * budget:
+        return None
+    msgs = state.messages
+    win = Window(msgs, state.tokens, state.cum, state.head, state.upto, list(state.chunks),
+                 list(state.verbatim), dict(state.rewrites), policy.fmt.reply_priming,
+                 state.frontier)
+    q = newest_user(msgs)
+    at = set(state.restored.values())
+    covered = tuple(win.planned(budget, policy, lambda i: i == q or msgs[i].pinned or i in at))
+    if not covered:
+        return None
+    originals = tuple(msgs[i] for i in covered)
+    a = state.ahead
+    if a is not None and a.covered == covered and a.messages == originals:
+        return None
+    size = summaries.sizes(policy, win.room(budget, q)).summary
+    return SummaryAsk(covered, originals, [win.shown(i) for i in covered], SUMMARY_INSTRUCTIONS,
+                      max(32, size // policy.chars_per_token))
+
+
+def take_summary(state: ConversationState, ask: SummaryAsk, text: str | None, writer: str,
+                 failed: str | None = None) -> ConversationState | None:
+    """``state`` keeping a model's answer to ``ask`` (``writer`` names the model) for the step
+    that takes exactly those messages, checked as a client's ctx/summarize answer is: an empty
+    or off-topic one is refused. A refused or ``failed`` one is kept as such, so the chunk's
+    audit says why the offline summary stands in, and it is not asked again. None when
+    ``state`` no longer has those messages there."""
+    msgs = state.messages
+    if any(i >= len(msgs) or msgs[i] != m for i, m in zip(ask.covered, ask.messages,
+                                                          strict=True)):
+        return None
+    why = f"failed: {failed}" if failed is not None else None
+    if why is None and (text is None or not text.strip()):
+        why = "was refused: empty"
+    elif why is None and (overlap := off_topic(text or "", ask.shown)) is not None:
+        why = (f"was refused: off-topic (only {overlap:.0%} of its words occur in the text "
+               "it replaces)")
+    ahead = Ahead(ask.covered, ask.messages, None if why else text,
+                  f"offline (the summary {writer} {why})" if why else writer)
+    return dataclasses.replace(state, ahead=ahead)
 
 
 def audit_of(state: ConversationState) -> list[AuditEntry]:
@@ -296,11 +369,12 @@ def _k(tokens: int) -> str:
 
 def _notice(summarized: int, summarized_tokens: int, outlined: list[AuditEntry],
             dropped: list[AuditEntry], truncated: list[AuditEntry], restored: int,
-            budget: int, recalled: int = 0) -> str | None:
+            budget: int, recalled: int = 0, writer: str = "offline") -> str | None:
     """One line for the user when this turn summarized, cut or restored something."""
     did = []
     if summarized:
-        did.append(f"summarized {summarized} older messages ({_k(summarized_tokens)} tokens)")
+        by = f"; summary written {writer}" if writer != "offline" else ""
+        did.append(f"summarized {summarized} older messages ({_k(summarized_tokens)} tokens{by})")
     if outlined:
         saved = sum(e.tokens_before - e.tokens_after for e in outlined)
         did.append(f"outlined {len(outlined)} older messages ({_k(saved)} tokens saved)")

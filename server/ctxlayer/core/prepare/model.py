@@ -77,6 +77,20 @@ class Chunk:
     replaced_tokens: int  # what those messages cost
     audit: tuple[AuditEntry, ...]  # one "summarized" entry per message it stands for
     actions: tuple[str, ...] = ()  # one line per tool call it stands for, oldest first
+    # who wrote its decided / open part: "offline", or what the audit says of a model's
+    writer: str = "offline"
+
+
+@dataclass(frozen=True, slots=True)
+class Ahead:
+    """A decided / open summary a model wrote between turns (`summary_ahead`), for exactly the
+    messages at ``covered`` as they were then: the step that summarizes exactly those takes
+    it; any other step writes its own offline."""
+
+    covered: tuple[int, ...]
+    messages: tuple[Message, ...]  # the client's messages at ``covered``, when it was asked
+    text: str | None  # None: the answer was refused (``writer`` says why)
+    writer: str  # what the chunk's audit says of who wrote it
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +114,8 @@ class ConversationState:
     total: int = 0  # tokens of the result
     # facts of messages the next step may summarize, read ahead of need (see `warm`)
     facts: dict[int, Facts] = field(default_factory=dict)
+    # a summary of what the next step will summarize, written ahead of need by a model
+    ahead: Ahead | None = None
 
 
 @dataclass(frozen=True, slots=True)

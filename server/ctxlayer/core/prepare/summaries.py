@@ -178,10 +178,14 @@ def injected(messages: Sequence[Message], indices: Sequence[int]
 def make_chunk(shown: Sequence[Message], originals: Sequence[Message], indices: Sequence[int],
                tokens: Sequence[int], start: int, upto: int, counter: Tokenizer,
                policy: PreparePolicy, room: int, want: int = 0,
-               known: Mapping[int, Facts] | None = None) -> Chunk:
+               known: Mapping[int, Facts] | None = None, written: str | None = None,
+               writer: str = "offline") -> Chunk:
     """A chunk standing for ``shown`` (the messages as the result showed them; ``originals``
     are the client's, for constraints and facts), at conversation ``indices``; its parts
-    scaled up to about ``want`` tokens when that is more than their shares of ``room``."""
+    scaled up to about ``want`` tokens when that is more than their shares of ``room``.
+    ``written``: a model's decided / open part (``writer`` names it), cut to that part's size;
+    the constraints, the action log and the ledger are made here all the same, so a fact it
+    left out is still beside it (as with a client's ctx/summarize answer)."""
     known = known or {}
     size = sizes(policy, room)
     usual = estimate(policy, room)
@@ -191,7 +195,8 @@ def make_chunk(shown: Sequence[Message], originals: Sequence[Message], indices: 
     # open items or rules; examples name no facts of the work either
     context, examples = injected(originals, indices)
     said = [m for k, m in enumerate(shown) if k not in context and k not in examples]
-    summary = offline_summary(said, "", size.summary)
+    summary = (offline_summary(said, "", size.summary) if written is None
+               else _cut(written.strip(), size.summary))
     constraints = bounded(detect([m for k, m in enumerate(originals)
                                   if k not in context and k not in examples])[0], size.summary)
     keep = [k for k in range(len(originals)) if k not in examples]
@@ -201,13 +206,18 @@ def make_chunk(shown: Sequence[Message], originals: Sequence[Message], indices: 
     message = _chunk_message(start, upto, _text(summary, list(constraints), facts, list(actions),
                                                 len(shown), size))
     audit = tuple(
-        AuditEntry(action="summarized", reason=REASON, summary=describe(m),
+        AuditEntry(action="summarized", reason=f"{REASON}; summary written {writer}",
+                   summary=describe(m),
                    tokens_before=t, tokens_after=0, message_id=m.id or f"#{i}", index=i)
         for m, i, t in zip(shown, indices, tokens, strict=True))
     return Chunk(start=start, upto=upto, message=message,
                  tokens=message_tokens(message, counter, policy.fmt), summary=summary,
                  constraints=constraints, facts=facts, replaced=len(shown),
-                 replaced_tokens=sum(tokens), audit=audit, actions=actions)
+                 replaced_tokens=sum(tokens), audit=audit, actions=actions, writer=writer)
+
+
+def _cut(text: str, max_chars: int) -> str:
+    return text if len(text) <= max_chars else text[:max_chars].rstrip() + "…"
 
 
 def merge_chunks(chunks: Sequence[Chunk], head: int, counter: Tokenizer, policy: PreparePolicy,

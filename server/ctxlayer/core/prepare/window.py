@@ -21,7 +21,7 @@ from ctxlayer.core.compress.facts import Facts
 from ctxlayer.core.compress.shorten import shorten_message
 from ctxlayer.core.groups import ToolGroups, is_result
 from ctxlayer.core.prepare import summaries
-from ctxlayer.core.prepare.model import Chunk, PreparePolicy
+from ctxlayer.core.prepare.model import Ahead, Chunk, PreparePolicy
 from ctxlayer.core.text import describe
 from ctxlayer.core.tokens import Tokenizer
 from ctxlayer.protocol import AuditEntry, Message
@@ -59,18 +59,20 @@ class Window:
     long one among them is shown by its outline (a rewrite) until a summary takes it."""
 
     __slots__ = ("messages", "tokens", "cum", "head", "upto", "chunks", "verbatim", "rewrites",
-                 "fmt_priming", "frontier", "facts", "_groups")
+                 "fmt_priming", "frontier", "facts", "ahead", "_groups")
 
     def __init__(self, messages: list[Message], tokens: list[int], cum: list[int], head: int,
                  upto: int, chunks: list[Chunk], verbatim: list[int],
                  rewrites: dict[int, tuple[str, int, AuditEntry]], priming: int,
-                 frontier: int | None = None, facts: dict[int, Facts] | None = None) -> None:
+                 frontier: int | None = None, facts: dict[int, Facts] | None = None,
+                 ahead: Ahead | None = None) -> None:
         self.messages, self.tokens, self.cum = messages, tokens, cum
         self.head, self.upto, self.chunks, self.verbatim = head, upto, chunks, verbatim
         self.rewrites = rewrites
         self.fmt_priming = priming
         self.frontier = upto if frontier is None else max(upto, frontier)
         self.facts = facts if facts is not None else {}  # read ahead of need, by index
+        self.ahead = ahead  # a model's summary of what the next step may take
         self._groups: ToolGroups | None = None
 
     @property
@@ -136,6 +138,60 @@ class Window:
         if chunk is None and not outlined:
             return None
         return Step(outlined, chunk)
+
+    def planned(self, budget: int, policy: PreparePolicy,
+                keep: Callable[[int], bool]) -> list[int]:
+        """The messages the summary step is expected to take when the conversation goes on
+        growing as its last turn did (the last group, with the user message before it): the
+        walk of `summarize` on the first request past the budget, as far as it stays within
+        the messages there are now; [] when it would go further."""
+        msgs, n = self.messages, len(self.messages)
+        lead = self.groups.lead[-1] if self.groups.lead else n
+        if lead > 0 and msgs[lead - 1].role == "user" and not is_result(msgs[lead - 1]):
+            lead -= 1
+        growth = max(1, self.cum[n] - self.cum[lead])
+        total = self.total()
+        tail = self.tail_tokens() + growth * max(1, -(-(budget + 1 - total) // growth))
+        stay: set[int] = set()
+        for i in self.verbatim:
+            if keep(i):
+                stay.update(self.groups.of(i))
+        out = [i for i in self.verbatim if i not in stay]
+        q = newest_user(msgs)
+        room = self.room(budget, q)
+        est = self.chunks[-1].tokens if self.chunks else summaries.estimate(policy, room)
+        fixed = (self.fmt_priming + self.cum[self.head] + sum(c.tokens for c in self.chunks)
+                 + sum(self.shown_tokens(i) for i in stay))
+        target = int(budget * policy.summary_target)
+        j = self.upto
+        while fixed + est + tail > target:
+            if j >= n:
+                return []
+            e = self.groups.end(j)
+            cost = sum(self.shown_tokens(k) for k in range(j, e))
+            tail -= cost
+            if any(keep(k) for k in range(j, e)):
+                fixed += cost
+            else:
+                out.extend(range(j, e))
+            j = e
+        return sorted(out)
+
+    def room(self, budget: int, q: int) -> int:
+        """The tokens the system prompt and the question (message ``q``) leave of the budget:
+        what a summary's parts are sized to."""
+        room = budget - self.fmt_priming - self.cum[self.head] - (
+            self.shown_tokens(q) if q >= self.head else 0)
+        return max(room, budget // 4)
+
+    def _ahead_for(self, covered: list[int]) -> tuple[str | None, str]:
+        """(text, writer) of the summary written ahead for exactly ``covered`` as they are now;
+        (None, "offline") for any other messages: the offline summary stands in."""
+        a = self.ahead
+        if a is None or a.covered != tuple(covered) or any(
+                self.messages[i] != m for i, m in zip(a.covered, a.messages, strict=True)):
+            return None, "offline"
+        return a.text, a.writer
 
     def outline_cap(self, budget: int, policy: PreparePolicy) -> int:
         """The tokens one message is outlined to: a share of the budget, so an outline grows
@@ -225,9 +281,7 @@ class Window:
         # summaries that crowd out the turn the model answers
         q = newest_user(msgs)
         self._shorten_question(q, stop, budget, counter, policy)
-        room = budget - self.fmt_priming - self.cum[self.head] - (
-            self.shown_tokens(q) if q >= self.head else 0)
-        room = max(room, budget // 4)
+        room = self.room(budget, q)
         # the last chunk's size is the best guess of the next one's
         est = self.chunks[-1].tokens if self.chunks else summaries.estimate(policy, room)
         fixed = (self.fmt_priming + self.cum[self.head] + sum(c.tokens for c in self.chunks)
@@ -259,10 +313,11 @@ class Window:
             # grows with its room, but not past what the chunks may take together
             chunks_room = int(policy.summaries_share * room) - sum(c.tokens for c in self.chunks)
             want = max(est, min(target - fixed - tail, chunks_room))
+            text, writer = self._ahead_for(covered)
             chunk = summaries.make_chunk(
                 [self.shown(i) for i in covered], [msgs[i] for i in covered], covered,
                 [self.shown_tokens(i) for i in covered], self.upto, j, counter, policy, room,
-                want, self.facts)
+                want, self.facts, text, writer)
             if fixed + chunk.tokens + tail <= budget or j >= stop:
                 break
             est = chunk.tokens  # the summary came out bigger than expected: walk on

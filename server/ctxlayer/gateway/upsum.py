@@ -1,0 +1,86 @@
+"""Summaries ahead of need written by the chat's own upstream (`[gateway] summarizer =
+"upstream"`): the model call the state's upkeep makes once a conversation passes
+`precompact_at` of its budget, after the answer that got it there.
+
+Owns the summarization request in each provider format (a plain, non-streamed request with the
+core's instructions and a transcript of the messages the next step takes, `max_tokens` the
+size of the part it stands in), reading its answer, and `asker`: the one closure that holds
+the client's headers (its API key) for that one call. They live in memory only while the
+call is under way, and are never stored nor logged.
+Must not log headers, bodies or the answer's text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import msgspec
+
+from ctxlayer.core.prepare import SummaryAsk
+from ctxlayer.gateway.forward import Upstream
+from ctxlayer.protocol import Message
+
+#: seconds the upstream has to answer a summary (the chat goes on meanwhile; past it, the
+#: offline summary stands in)
+TIMEOUT = 120.0
+
+
+class SummaryFailed(Exception):
+    """The upstream did not give a summary (said in the chunk's audit: no key, no body)."""
+
+
+def transcript(messages: list[Message]) -> str:
+    """The messages as one text to summarize: who said what, the tool calls and results."""
+    out = []
+    for m in messages:
+        who = "tool result" if m.role == "tool" or m.kind == "toolOutput" else m.role
+        lines = [f"{who}: {m.content}"] if m.content else []
+        lines += [f"{m.role} called {c.name}({c.arguments})" for c in m.tool_calls or ()]
+        out.append("\n".join(lines) or f"{who}: (empty)")
+    return "\n\n".join(out)
+
+
+def request_body(fmt: str, model: str, ask: SummaryAsk) -> dict:
+    """The summarization request in the chat's own format."""
+    text = transcript(ask.shown)
+    if fmt == "anthropic":
+        return {"model": model, "max_tokens": ask.max_tokens, "system": ask.instructions,
+                "messages": [{"role": "user", "content": text}]}
+    if fmt == "responses":
+        return {"model": model, "instructions": ask.instructions, "input": text,
+                "max_output_tokens": ask.max_tokens, "store": False}
+    return {"model": model, "max_tokens": ask.max_tokens, "stream": False,
+            "messages": [{"role": "system", "content": ask.instructions},
+                         {"role": "user", "content": text}]}
+
+
+def answer_text(fmt: str, raw: bytes) -> str:
+    """The text of a summarization answer, or SummaryFailed when it has none."""
+    try:
+        body = msgspec.json.decode(raw)
+        if fmt == "anthropic":
+            parts = [b["text"] for b in body["content"] if b.get("type") == "text"]
+        elif fmt == "responses":
+            parts = [c["text"] for item in body["output"] if item.get("type") == "message"
+                     for c in item["content"] if c.get("type") == "output_text"]
+        else:
+            parts = [body["choices"][0]["message"]["content"] or ""]
+    except (msgspec.DecodeError, KeyError, IndexError, TypeError, AttributeError) as exc:
+        raise SummaryFailed("the upstream's answer has no text where the provider puts "
+                            "it") from exc
+    return "".join(parts)
+
+
+def asker(upstream: Upstream, fmt: str, url: str, headers: dict[str, str],
+          model: str) -> Callable[[SummaryAsk], Awaitable[str]]:
+    """The call the state's upkeep makes: ``url`` (the chat's own route upstream) with the
+    chat request's own ``headers``, held by this closure alone."""
+
+    async def ask(want: SummaryAsk) -> str:
+        status, raw = await upstream.post(url, headers, msgspec.json.encode(
+            request_body(fmt, model, want)), TIMEOUT)
+        if status >= 300:
+            raise SummaryFailed(f"the upstream answered {status}")
+        return answer_text(fmt, raw)
+
+    return ask

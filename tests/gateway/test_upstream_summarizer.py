@@ -1,0 +1,172 @@
+"""`[gateway] summarizer = "upstream"`: an agent loop through the real gateway to the strict
+stand-in crosses `precompact_at`; the chat's own upstream, with the chat's key and
+`summarizer_model`, writes the next summary chunk in the background, and the offline one
+stands in when it fails or misreads."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from gateway_stack import Stack, start_stack, stop_stack
+from providers.standin import StandinThread
+
+CHAT, SMALL = "gpt-4o", "gpt-4o-mini"
+KEY = "sk-upsum-do-not-leak-7f3a9c"
+#: on the topic of the tool outputs below (the off-topic check reads their words)
+UPSTREAM_TEXT = ("Decided: the retry queue keeps item ordering; every case test passed. "
+                 "Open: the backoff of the retry queue.")
+TOOLS = [{"type": "function", "function": {
+    "name": "run", "description": "run a command",
+    "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}}}}]
+
+
+def _output(k: int) -> str:
+    lines = [f"ran pytest -k case_{k}: tests/test_queue.py::test_case_{k} PASSED "
+             f"(src/queue_{k}.py line {10 * k})"]
+    lines += [f"retry queue step {j} of case {k}: item ordering kept, backoff {j * k} ms"
+              for j in range(14)]
+    return "\n".join(lines)
+
+
+@pytest.fixture
+def make_stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    made: list = []
+
+    def make(name: str, **config) -> Stack:
+        root, state_dir = tmp_path / name / "workspace", tmp_path / name / "state"
+        root.mkdir(parents=True)
+        state_dir.mkdir()
+        thread = StandinThread().__enter__()
+        gateway, state = start_stack(thread, root, state_dir, models={CHAT: 8000}, **config)
+        made.append((thread, gateway, state))
+        return Stack(thread, gateway, state)
+
+    yield make
+    for thread, gateway, state in made:
+        stop_stack(thread, gateway, state)
+        thread.__exit__(None, None, None)
+
+
+def _turn(stack: Stack, messages: list, k: int) -> tuple[dict, str]:
+    """One round of the agent loop: the request, then the tool call and its output appended
+    (the same every run, whatever the stand-in answers). Returns (the stand-in's record of
+    the chat request, x-ctxlayer-compacted)."""
+    raw = stack.openai(key=KEY).chat.completions.with_raw_response.create(
+        model=CHAT, messages=messages, tools=TOOLS, max_tokens=1000,
+        extra_headers={"x-ctxlayer-conversation": "loop"})
+    raw.parse()
+    messages.append({"role": "assistant", "content": None, "tool_calls": [{
+        "id": f"call_{k}", "type": "function",
+        "function": {"name": "run", "arguments": f'{{"cmd": "pytest -k case_{k}"}}'}}]})
+    messages.append({"role": "tool", "tool_call_id": f"call_{k}", "content": _output(k)})
+    chat = [r for r in stack.standin.requests() if r["body"] and r["body"]["model"] == CHAT]
+    return chat[-1], raw.headers["x-ctxlayer-compacted"]
+
+
+def _start() -> list:
+    return [{"role": "system", "content": "You are a careful coding agent."},
+            {"role": "user", "content": "Make the retry queue keep item ordering; run the "
+                                        "case tests one by one."}]
+
+
+def _summary(request: dict) -> str | None:
+    got = [m["content"] for m in request["body"]["messages"]
+           if m["role"] == "user" and str(m["content"]).startswith("[Summary of")]
+    return got[0] if got else None
+
+
+def _summarizations(stack: Stack) -> list[dict]:
+    return [r for r in stack.standin.requests() if r["body"] and r["body"]["model"] == SMALL]
+
+
+def _loop_until_summary(stack: Stack, messages: list, start: int = 0) -> tuple[str, int]:
+    for k in range(start, 60):
+        request, _ = _turn(stack, messages, k)
+        text = _summary(request)
+        if text is not None:
+            return text, k
+    raise AssertionError("the loop never compacted")
+
+
+def _settle(stack: Stack) -> None:
+    stack.thread.call(stack.state.conversations.settled())
+
+
+def test_upstream_writes_the_next_chunk_in_the_background(make_stack, caplog) -> None:
+    caplog.set_level(logging.DEBUG)
+    stack = make_stack("up", summarizer="upstream", summarizer_model=SMALL)
+    stack.standin.for_model(SMALL, text=UPSTREAM_TEXT, hold=True)
+    messages = _start()
+    k = 0
+    while not _summarizations(stack):  # until the loop crosses precompact_at
+        _, compacted = _turn(stack, messages, k)
+        assert compacted == "false"
+        k += 1
+        assert k < 40, "never asked for a summary"
+    # the summary is held by the stand-in: the chat goes on, its answers do not wait for it
+    _, compacted = _turn(stack, messages, k)
+    k += 1
+    held = _summarizations(stack)
+    assert len(held) == 1 and held[0]["status"] is None  # still unanswered
+    stack.standin.release_model(SMALL)
+    stack.wait_for(lambda rs: any(r["body"] and r["body"]["model"] == SMALL and r["status"]
+                                  for r in rs), "the summary answered")
+    _settle(stack)
+    text, _ = _loop_until_summary(stack, messages, k)
+    asked = _summarizations(stack)
+    assert len(asked) == 1  # exactly one, for the one step
+    assert asked[0]["headers"]["authorization"] == f"Bearer {KEY}"
+    assert asked[0]["body"]["stream"] is False
+    assert 0 < asked[0]["body"]["max_tokens"] < 1000
+    assert UPSTREAM_TEXT in text
+    # the facts of what it stands for are beside it, made as for any chunk
+    assert "Facts ledger" in text or "Actions" in text
+    why = stack.thread.call(_why(stack))
+    assert any("summary written by the upstream's 'gpt-4o-mini'" in e.reason for e in why)
+    # the key is in no log line and no file of the state folder
+    assert all(KEY not in r.getMessage() for r in caplog.records)
+    for f in stack.state.state_dir.rglob("*"):
+        if f.is_file():
+            assert KEY.encode() not in f.read_bytes(), f
+
+
+async def _why(stack: Stack) -> list:
+    return stack.state.conversations.why(stack.gateway.caller.workspace, "loop")
+
+
+def _offline_chunk(make_stack, name: str, **config) -> tuple[str, Stack]:
+    stack = make_stack(name, **config)
+    messages = _start()
+    for k in range(60):
+        _turn(stack, messages, k)
+        _settle(stack)  # whatever is asked in the background has its answer before the next
+        if _summary(stack.model_requests()[-1]) is not None:
+            return _summary(stack.model_requests()[-1]), stack  # type: ignore[return-value]
+    raise AssertionError("never compacted")
+
+
+@pytest.mark.parametrize("script", [{"status": 500}, {"text": "Lorem ipsum dolor sit amet, "
+                                                       "consectetur adipiscing elit."}],
+                         ids=["fails", "off-topic"])
+def test_the_offline_chunk_stands_in(make_stack, script) -> None:
+    offline, plain = _offline_chunk(make_stack, "offline")
+    # offline (the default): no request but the chat's own
+    assert all(r["body"]["model"] == CHAT for r in plain.standin.requests())
+    stack = make_stack("up", summarizer="upstream", summarizer_model=SMALL)
+    stack.standin.for_model(SMALL, **script)
+    messages = _start()
+    for k in range(60):
+        _turn(stack, messages, k)
+        _settle(stack)
+        text = _summary(stack.model_requests()[-1])
+        if text is not None:
+            break
+    assert len(_summarizations(stack)) == 1
+    assert text == offline  # the same bytes
+    why = stack.thread.call(_why(stack))
+    said = "failed: the upstream answered 500" if "status" in script else "was refused: off-topic"
+    assert any(said in e.reason for e in why), [e.reason for e in why]
