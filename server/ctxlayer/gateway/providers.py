@@ -31,6 +31,35 @@ OPENAI = Family("openai", lambda c: c.openai_base_url.rstrip("/"))  # configured
 ANTHROPIC = Family("anthropic", lambda c: c.anthropic_base_url.rstrip("/") + "/v1")
 
 
+def _chat_summary(model: str, instructions: str, text: str, max_tokens: int) -> dict:
+    return {"model": model, "max_tokens": max_tokens, "stream": False,
+            "messages": [{"role": "system", "content": instructions},
+                         {"role": "user", "content": text}]}
+
+
+def _chat_text(body: dict) -> str:
+    return body["choices"][0]["message"]["content"] or ""
+
+
+def _messages_summary(model: str, instructions: str, text: str, max_tokens: int) -> dict:
+    return {"model": model, "max_tokens": max_tokens, "system": instructions,
+            "messages": [{"role": "user", "content": text}]}
+
+
+def _messages_text(body: dict) -> str:
+    return "".join(b["text"] for b in body["content"] if b.get("type") == "text")
+
+
+def _responses_summary(model: str, instructions: str, text: str, max_tokens: int) -> dict:
+    return {"model": model, "instructions": instructions, "input": text,
+            "max_output_tokens": max_tokens, "store": False}
+
+
+def _responses_text(body: dict) -> str:
+    return "".join(c["text"] for item in body["output"] if item.get("type") == "message"
+                   for c in item["content"] if c.get("type") == "output_text")
+
+
 @dataclass(frozen=True, slots=True)
 class Provider:
     """One model API: the request format (codec, usage shape), who serves it, and where."""
@@ -41,16 +70,25 @@ class Provider:
     route: str
     #: the path under the upstream's `/v1` base
     upstream: str
+    #: (model, instructions, text, max_tokens) -> a plain, non-streamed request asking for a
+    #: summary of ``text`` (`[gateway] summarizer = "upstream"`, upsum.py)
+    summary_request: Callable[[str, str, str, int], dict]
+    #: the text of that request's answer (KeyError / TypeError when it has none)
+    summary_text: Callable[[dict], str]
 
     def url(self, config: GatewayConfig) -> str:
         return f"{self.family.v1(config)}/{self.upstream}"
 
 
 PROVIDERS: tuple[Provider, ...] = (
-    Provider("openai", OPENAI, "/v1/chat/completions", "chat/completions"),
-    Provider("anthropic", ANTHROPIC, "/v1/messages", "messages"),
-    Provider("responses", OPENAI, "/v1/responses", "responses"),
+    Provider("openai", OPENAI, "/v1/chat/completions", "chat/completions", _chat_summary,
+             _chat_text),
+    Provider("anthropic", ANTHROPIC, "/v1/messages", "messages", _messages_summary,
+             _messages_text),
+    Provider("responses", OPENAI, "/v1/responses", "responses", _responses_summary,
+             _responses_text),
 )
+BY_FORMAT: dict[str, Provider] = {p.fmt: p for p in PROVIDERS}
 
 
 def family_of(headers: Mapping[str, str]) -> Family:

@@ -32,7 +32,7 @@ from ctxlayer.core.formats import codec
 from ctxlayer.gateway import chats, guard, limits, upsum
 from ctxlayer.gateway.errors import GatewayError, error_response
 from ctxlayer.gateway.forward import Upstream, upstream_headers
-from ctxlayer.gateway.providers import PROVIDERS, Provider, family_of
+from ctxlayer.gateway.providers import BY_FORMAT, PROVIDERS, Provider, family_of
 from ctxlayer.gateway.usage import Usage
 from ctxlayer.state import Caller, State
 from ctxlayer.state.requests import call
@@ -333,7 +333,8 @@ class GatewayServer:
         if not result.conversation_id:
             return
         name = self.config.summarizer_model or model
-        ask = upsum.asker(self.upstream, fmt, url, upstream_headers(request.headers), name)
+        ask = upsum.asker(self.upstream, BY_FORMAT[fmt], url, upstream_headers(request.headers),
+                          name)
         chats.summarize_ahead(self.caller, result.conversation_id, ask,
                               f"by the upstream's {ascii(name)}")
 

@@ -2,9 +2,9 @@
 "upstream"`): the model call the state's upkeep makes once a conversation passes
 `precompact_at` of its budget, after the answer that got it there.
 
-Owns the summarization request in each provider format (a plain, non-streamed request with the
-core's instructions and a transcript of the messages the next step takes, `max_tokens` the
-size of the part it stands in), reading its answer, and `asker`: the one closure that holds
+Owns the summarization call (each provider's request and answer shapes are its row in
+providers.py: a plain, non-streamed request with the core's instructions and a transcript of
+the messages the next step takes, `max_tokens` the size of the part it stands in), and `asker`: the one closure that holds
 the client's headers (its API key) for that one call. They live in memory only while the
 call is under way, and are never stored nor logged.
 Must not log headers, bodies or the answer's text.
@@ -18,6 +18,7 @@ import msgspec
 
 from ctxlayer.core.prepare import SummaryAsk
 from ctxlayer.gateway.forward import Upstream
+from ctxlayer.gateway.providers import Provider
 from ctxlayer.protocol import Message
 
 #: seconds the upstream has to answer a summary (the chat goes on meanwhile; past it, the
@@ -40,47 +41,26 @@ def transcript(messages: list[Message]) -> str:
     return "\n\n".join(out)
 
 
-def request_body(fmt: str, model: str, ask: SummaryAsk) -> dict:
-    """The summarization request in the chat's own format."""
-    text = transcript(ask.shown)
-    if fmt == "anthropic":
-        return {"model": model, "max_tokens": ask.max_tokens, "system": ask.instructions,
-                "messages": [{"role": "user", "content": text}]}
-    if fmt == "responses":
-        return {"model": model, "instructions": ask.instructions, "input": text,
-                "max_output_tokens": ask.max_tokens, "store": False}
-    return {"model": model, "max_tokens": ask.max_tokens, "stream": False,
-            "messages": [{"role": "system", "content": ask.instructions},
-                         {"role": "user", "content": text}]}
-
-
-def answer_text(fmt: str, raw: bytes) -> str:
+def answer_text(provider: Provider, raw: bytes) -> str:
     """The text of a summarization answer, or SummaryFailed when it has none."""
     try:
-        body = msgspec.json.decode(raw)
-        if fmt == "anthropic":
-            parts = [b["text"] for b in body["content"] if b.get("type") == "text"]
-        elif fmt == "responses":
-            parts = [c["text"] for item in body["output"] if item.get("type") == "message"
-                     for c in item["content"] if c.get("type") == "output_text"]
-        else:
-            parts = [body["choices"][0]["message"]["content"] or ""]
+        return provider.summary_text(msgspec.json.decode(raw))
     except (msgspec.DecodeError, KeyError, IndexError, TypeError, AttributeError) as exc:
         raise SummaryFailed("the upstream's answer has no text where the provider puts "
                             "it") from exc
-    return "".join(parts)
 
 
-def asker(upstream: Upstream, fmt: str, url: str, headers: dict[str, str],
+def asker(upstream: Upstream, provider: Provider, url: str, headers: dict[str, str],
           model: str) -> Callable[[SummaryAsk], Awaitable[str]]:
     """The call the state's upkeep makes: ``url`` (the chat's own route upstream) with the
     chat request's own ``headers``, held by this closure alone."""
 
     async def ask(want: SummaryAsk) -> str:
-        status, raw = await upstream.post(url, headers, msgspec.json.encode(
-            request_body(fmt, model, want)), TIMEOUT)
+        body = provider.summary_request(model, want.instructions, transcript(want.shown),
+                                        want.max_tokens)
+        status, raw = await upstream.post(url, headers, msgspec.json.encode(body), TIMEOUT)
         if status >= 300:
             raise SummaryFailed(f"the upstream answered {status}")
-        return answer_text(fmt, raw)
+        return answer_text(provider, raw)
 
     return ask
