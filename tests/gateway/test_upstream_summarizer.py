@@ -170,3 +170,31 @@ def test_the_offline_chunk_stands_in(make_stack, script) -> None:
     why = stack.thread.call(_why(stack))
     said = "failed: the upstream answered 500" if "status" in script else "was refused: off-topic"
     assert any(said in e.reason for e in why), [e.reason for e in why]
+
+
+@pytest.mark.parametrize("fmt", ["openai", "anthropic", "responses"])
+def test_each_providers_summary_request_is_valid_and_its_answer_read(fmt: str) -> None:
+    """Every provider row's summary request passes the strict stand-in as its provider's
+    request, and the text of the answer is read back from where that provider puts it."""
+    import json
+    import urllib.request
+
+    from ctxlayer.gateway.providers import BY_FORMAT
+
+    provider = BY_FORMAT[fmt]
+    body = provider.summary_request(SMALL, "Summarize the conversation.",
+                                    "user: fix the retry queue", 64)
+    with StandinThread() as thread:
+        standin = thread.standin
+        standin.for_model(SMALL, text=UPSTREAM_TEXT)
+        base = standin.anthropic + "/v1" if fmt == "anthropic" else standin.openai
+        headers = ({"x-api-key": KEY, "anthropic-version": "2023-06-01"}
+                   if fmt == "anthropic" else {"authorization": f"Bearer {KEY}"})
+        request = urllib.request.Request(f"{base}/{provider.upstream}",
+                                         data=json.dumps(body).encode(), method="POST",
+                                         headers={**headers,
+                                                  "content-type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as got:
+            status, answer = got.status, json.loads(got.read())
+    assert status == 200, answer
+    assert provider.summary_text(answer) == UPSTREAM_TEXT

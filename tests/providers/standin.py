@@ -254,6 +254,15 @@ class Standin:
         if body is None:
             return self._error("openai", entry, 400, "We could not parse the JSON body of "
                                "your request.")
+        script = self.by_model.get(body.get("model"))  # type: ignore[arg-type]
+        if script is not None:  # a small model asked beside the chat's, scripted apart
+            if script["hold"] is not None:
+                entry["held"] = True
+                await script["hold"].wait()
+            if script["status"]:
+                return self._error("openai", entry, script["status"],
+                                   answers.FAILURE_MESSAGES.get(script["status"],
+                                                                "stand-in failure"))
         prev = body.get("previous_response_id")
         history = self._responses.get(prev, None) if prev is not None else []
         entry["stream"] = bool(body.get("stream"))
@@ -274,7 +283,10 @@ class Standin:
         self._count += 1
         rid = f"standin{self._count}"
         items = [*history, *responses.items_of(body)]
-        reply = self._replies.pop(0) if self._replies else self._agent_reply(body, items)
+        if script is not None and script["text"] is not None:
+            reply = Reply(text=script["text"])
+        else:
+            reply = self._replies.pop(0) if self._replies else self._agent_reply(body, items)
         output = responses.output_items(rid, reply, "reasoning.encrypted_content" in (
             body.get("include") or ()))
         self._responses[f"resp_{rid}"] = [*items, *output]
