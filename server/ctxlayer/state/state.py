@@ -43,12 +43,6 @@ class State:
         #: async (caller) -> None: starts the HTTP face when the caller's workspace enables it
         #: (set by `ctxlayer serve`; the JSON-RPC face calls it at initialize)
         self.gateway_starter: Callable[[Any], Awaitable[None]] | None = None
-        #: the system prompt each session was last assembled with, by (workspace, session id)
-        self.system_specs: dict[tuple[str, str], Any] = {}
-        #: what the last assembly of each session dropped or shortened (ctx/why)
-        self.last_assembly_audit: dict[tuple[str, str], list[Any]] = {}
-        #: sessions whose system layers this process has measured
-        self.layered: set[tuple[str, str]] = set()
         self._sessions: Any = None
         # the session service opens on first use, which may be on any session thread
         self._sessions_lock = threading.Lock()
@@ -110,8 +104,8 @@ class State:
 
     def _open_sessions(self) -> Any:
         if self._sessions is None:
+            from ctxlayer.state.session_service import SessionService
             from ctxlayer.store import SessionStore
-            from ctxlayer.store.sessions import SessionService
             from ctxlayer.tokenizers import DEFAULT_MODEL, model_info
 
             durable = any(p.durability == "full" for p in self.policies.values())
