@@ -13,6 +13,7 @@ from typing import Any
 
 from ctxlayer.gateway.server import GatewayServer, start_gateway
 from ctxlayer.state import Caller, State
+from ctxlayer.state.opening import open_workspace
 
 log = logging.getLogger(__name__)
 
@@ -36,9 +37,7 @@ class DaemonGateway:
         caller = Caller(self.state, source="gateway", options=asking.options)
         caller.root, caller.config = asking.root, asking.config
         if asking.root is not None:
-            caller.live = self.state.workspaces.acquire(asking.root, asking.config,
-                                                        asking.model(), asking.options.config)
-            caller.live.start()
+            open_workspace(caller, asking.config, asking.options.config)
         caller.live_decided.set()
         try:
             self.server = await start_gateway(self.state, caller, config)

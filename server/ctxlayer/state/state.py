@@ -48,6 +48,7 @@ class State:
         self._sessions_lock = threading.Lock()
         self._conversations: Any = None
         self._closers: list[Callable[[], Any]] = []
+        self._tasks: set[asyncio.Future] = set()
         # the session service's own threads: its writes serialize on the database anyway, and
         # short counts and trims (the default executor) must not queue behind them
         self._session_threads = ThreadPoolExecutor(2, thread_name_prefix="sessions")
@@ -137,6 +138,19 @@ class State:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._session_threads,
                                           functools.partial(fn, *args, **kwargs))
+
+    def spawn(self, work: Awaitable[Any]) -> None:
+        """Run `work` on the loop in the background (the state's own reactions), kept alive
+        until it ends; a failure is logged."""
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+
+        def done(t: asyncio.Future) -> None:
+            self._tasks.discard(t)
+            if not t.cancelled() and t.exception() is not None:
+                log.error("the state's background work failed", exc_info=t.exception())
+
+        task.add_done_callback(done)
 
     def close(self) -> None:
         """Stop watchers and close services; safe to call twice."""

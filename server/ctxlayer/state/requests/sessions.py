@@ -152,7 +152,8 @@ def close(caller: Caller, p: protocol.SessionRef) -> protocol.Empty:
 
 async def on_segment_changed(caller: Caller, segment: protocol.WorkspaceSegment) -> None:
     """Every open session of the workspace is measured against the new segment, each in its
-    lane on a session thread."""
+    lane on a session thread (`caller`: the state's own on the workspace, state/opening.py),
+    its budget told to every editor of the workspace."""
     from ctxlayer.state.requests import in_lane
 
     state = caller.state
@@ -178,4 +179,4 @@ def remeasure(caller: Caller, session_id: str, segment: protocol.WorkspaceSegmen
                                                                       session_id),
                             session_id=session_id)
     svc.set_system(caller.workspace, session_id, layers)
-    publish(caller, svc.budget(caller.workspace, session_id))
+    publish(caller, svc.budget(caller.workspace, session_id), everyone=True)
