@@ -14,6 +14,7 @@ from typing import Any
 from ctxlayer.gateway.server import GatewayServer, start_gateway
 from ctxlayer.state import Caller, State
 from ctxlayer.state.opening import open_workspace
+from ctxlayer.state.seams import Asker
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +27,7 @@ class DaemonGateway:
         self.server: GatewayServer | None = None
         self.workspace: str | None = None
 
-    async def __call__(self, asking: Caller) -> None:
+    async def __call__(self, asking: Asker) -> None:
         """Start for `asking`'s workspace (its config enables the gateway: the caller checked)."""
         config = asking.policy.config.gateway
         if self.server is not None:

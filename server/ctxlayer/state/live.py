@@ -21,7 +21,9 @@ from ctxlayer.protocol import WorkspaceSegment
 from ctxlayer.state.tokens import keep_out_of_collections
 
 if TYPE_CHECKING:
+    from ctxlayer.config import Config
     from ctxlayer.state.tokens import Tokenizers
+    from ctxlayer.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -32,14 +34,15 @@ SegmentSubscriber = Callable[[WorkspaceSegment, list[str]], None]
 class LiveWorkspace:
     """One workspace root being watched; `segment` is always the latest scan."""
 
-    def __init__(self, tokenizers: Tokenizers, root: Path, config: Any, model: str | None, *,
+    def __init__(self, tokenizers: Tokenizers, root: Path, config: Config | None,
+                 model: str | None, *,
                  overrides: dict | None = None,
                  on_config: Callable[[LiveWorkspace], Any] | None = None) -> None:
         self.tokenizers, self.root, self.config, self.model = tokenizers, root, config, model
         #: the configuration given by the client that opened it, applied again on a reload
         self.overrides = overrides
         self.on_config = on_config
-        self.workspace: Any = None
+        self.workspace: Workspace | None = None
         self.segment: WorkspaceSegment | None = None
         self.subscribers: list[SegmentSubscriber] = []
         self.refs = 0
@@ -70,7 +73,7 @@ class LiveWorkspace:
             log.exception("scanning workspace %s failed", self.root)
             raise
 
-    def _create(self) -> Any:
+    def _create(self) -> Workspace:
         from ctxlayer.workspace import Workspace
 
         counter = self.tokenizers.guarded(self.model)
@@ -160,7 +163,7 @@ class WorkspaceRegistry:
             cfg = repr(config)
         return (str(root), model or "", cfg)
 
-    def acquire(self, root: Path, config: Any, model: str | None,
+    def acquire(self, root: Path, config: Config | None, model: str | None,
                 overrides: dict | None = None) -> LiveWorkspace:
         key = self._key(root, config, model)
         live = self._live.get(key)

@@ -19,11 +19,12 @@ from ctxlayer import protocol
 from ctxlayer.state.caller import Caller
 
 if TYPE_CHECKING:
+    from ctxlayer.config import Config
     from ctxlayer.state.live import LiveWorkspace
     from ctxlayer.state.state import State
 
 
-def open_workspace(caller: Caller, config: Any,
+def open_workspace(caller: Caller, config: Config | None,
                    overrides: dict[str, Any] | None = None) -> LiveWorkspace:
     """Open `caller`'s workspace (its `root`) with `config` (its loaded configuration) and
     the client's own `overrides`: `caller.live` is set and its first scan started."""
