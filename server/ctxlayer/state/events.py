@@ -2,7 +2,7 @@
 workspace's changed segment, and one-line messages for the user. Subscribers are plain
 callbacks called on the event loop.
 
-Must not: know who the subscribers are (a JSON-RPC connection subscribes for its workspace).
+Must not: know who the subscribers are (a JSON-RPC connection listens for its workspace).
 """
 
 from __future__ import annotations

@@ -1,12 +1,13 @@
 """Live workspaces: a watched `ctxlayer.workspace.Workspace` per root, shared by connections.
 
 Owns: the first scan (off the event loop), starting and stopping the watcher, hopping its
-callbacks from the watcher thread onto the event loop, and fanning a changed segment out to
-every subscribed connection. Subscribers are called on the loop, only when the segment's hash
-changed (the hash changes if and only if the text does), so a refresh that the watcher also
-reports is announced once.
+callbacks from the watcher thread onto the event loop, and handing a changed segment to its
+subscribers (the state's one, state/opening.py). Subscribers are called on the loop, only
+when the segment's hash changed (the hash changes if and only if the text does), so a refresh
+that the watcher also reports is announced once.
 
-Must not: know about JSON-RPC, HTTP or connections (subscribers are plain callbacks).
+Must not: know about JSON-RPC, HTTP or connections (subscribers are plain callbacks); be
+acquired but through `state/opening.py`.
 """
 
 from __future__ import annotations
