@@ -163,7 +163,7 @@ def test_every_default_has_one_source() -> None:
     from ctxlayer.core.trim import TrimOptions
     from ctxlayer.core.zones.modes import DEFAULT_MODE, DEFAULT_MODES
     from ctxlayer.state.policy import WorkspacePolicy, policy_from_config
-    from ctxlayer.store.sessions import SessionSettings
+    from ctxlayer.state.session_service import SessionSettings
 
     assert Config().trim.options() == TrimOptions()
     policy = policy_from_config(None)

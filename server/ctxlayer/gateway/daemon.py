@@ -13,6 +13,8 @@ from typing import Any
 
 from ctxlayer.gateway.server import GatewayServer, start_gateway
 from ctxlayer.state import Caller, State
+from ctxlayer.state.opening import open_workspace
+from ctxlayer.state.seams import Asker
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +27,7 @@ class DaemonGateway:
         self.server: GatewayServer | None = None
         self.workspace: str | None = None
 
-    async def __call__(self, asking: Caller) -> None:
+    async def __call__(self, asking: Asker) -> None:
         """Start for `asking`'s workspace (its config enables the gateway: the caller checked)."""
         config = asking.policy.config.gateway
         if self.server is not None:
@@ -36,9 +38,7 @@ class DaemonGateway:
         caller = Caller(self.state, source="gateway", options=asking.options)
         caller.root, caller.config = asking.root, asking.config
         if asking.root is not None:
-            caller.live = self.state.workspaces.acquire(asking.root, asking.config,
-                                                        asking.model(), asking.options.config)
-            caller.live.start()
+            open_workspace(caller, asking.config, asking.options.config)
         caller.live_decided.set()
         try:
             self.server = await start_gateway(self.state, caller, config)

@@ -22,6 +22,7 @@ import msgspec
 from ctxlayer.config import GatewayConfig, default_user_config_dir, load_config
 from ctxlayer.gateway.server import GatewayServer, check_loopback, start_gateway
 from ctxlayer.state import Caller, State
+from ctxlayer.state.opening import open_workspace
 
 log = logging.getLogger("ctxlayer.gateway")
 
@@ -43,10 +44,8 @@ async def open_caller(state: State, root: Path) -> Caller:
     for problem in problems:
         log.warning("%s", problem)
     caller.config = config
-    state.configure(caller.workspace, config)
     try:
-        caller.live = state.workspaces.acquire(root, config, caller.model())
-        caller.live.start()
+        open_workspace(caller, config)
     finally:
         caller.live_decided.set()
     return caller

@@ -20,6 +20,7 @@ from pygls.uris import to_fs_path
 from ctxlayer import protocol
 from ctxlayer.lsp.convert import field_error
 from ctxlayer.lsp.server import CtxServer
+from ctxlayer.state.opening import open_workspace
 
 log = logging.getLogger(__name__)
 
@@ -45,14 +46,10 @@ async def initialize(ls: CtxServer, params: types.InitializeParams) -> None:
     config, problems = load_config(caller.root, default_user_config_dir(), caller.options.config)
     caller.config = config
     ls.option_problems += problems
-    ls.state.configure(caller.workspace, config)
     if summarizes(params):
         caller.summarize = lambda request: ask_client_summary(ls, request)
     # the first scan starts now, while the client waits for the answer and sends `initialized`
-    caller.live = ls.state.workspaces.acquire(caller.root, config, caller.model(),
-                                              caller.options.config)
-    caller.live.subscribers.append(ls.segment_changed)
-    caller.live.start()
+    open_workspace(caller, config, caller.options.config)
     if ls.state.gateway_starter is not None:  # before the answer, which announces the URLs
         await ls.state.gateway_starter(caller)
 

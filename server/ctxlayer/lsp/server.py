@@ -13,7 +13,6 @@ Must not: do request logic (the state functions do) or CPU work on the event loo
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -28,6 +27,7 @@ from ctxlayer.lsp import errors
 from ctxlayer.lsp.convert import converter_factory, to_wire
 from ctxlayer.lsp.overrides import CtxProtocol
 from ctxlayer.state import Caller, State
+from ctxlayer.state.live import LiveWorkspace
 
 log = logging.getLogger(__name__)
 
@@ -51,9 +51,9 @@ class CtxServer(LanguageServer):
         self.option_problems: list[str] = []
         self._on_end = on_end
         self._ended = False
-        self._tasks: set[asyncio.Future] = set()
         state.events.budget_listeners.append(self._budget_changed)
         state.events.message_listeners.append(self._message)
+        state.events.segment_listeners.append(self._segment_changed)
 
     # -- errors and logs -----------------------------------------------------------------------
 
@@ -83,20 +83,6 @@ class CtxServer(LanguageServer):
         """Send a ctxlayer notification (a protocol struct or builtins)."""
         self.protocol.send_plain({"jsonrpc": "2.0", "method": method, "params": to_wire(params)})
 
-    def spawn(self, result: Any) -> None:
-        """Keep a listener's coroutine alive and log its failure."""
-        if not asyncio.iscoroutine(result) and not isinstance(result, asyncio.Future):
-            return
-        task = asyncio.ensure_future(result)
-        self._tasks.add(task)
-
-        def done(t: asyncio.Future) -> None:
-            self._tasks.discard(t)
-            if not t.cancelled() and t.exception() is not None:
-                log.error("listener failed", exc_info=t.exception())
-
-        task.add_done_callback(done)
-
     # -- the state's events, for this client ----------------------------------------------
 
     def _budget_changed(self, workspace: str, budget: protocol.Budget, caller: object) -> None:
@@ -108,15 +94,10 @@ class CtxServer(LanguageServer):
         if workspace in ("", self.caller.workspace) and not self._ended:
             self.tell(text, level, show=True)  # the state's messages are the user's to read
 
-    def segment_changed(self, segment: protocol.WorkspaceSegment, changed: list[str]) -> None:
-        """Subscriber of the live workspace: notify the client, then re-measure the sessions."""
-        from ctxlayer.state.requests.sessions import on_segment_changed
-
-        self.notify("ctx/segmentChanged", protocol.SegmentChanged(
-            hash=segment.hash, version=segment.version, tokens=segment.tokens,
-            changed=changed,  # type: ignore[arg-type]
-        ))
-        self.spawn(on_segment_changed(self.caller, segment))
+    def _segment_changed(self, live: LiveWorkspace, change: protocol.SegmentChanged) -> None:
+        # the state re-measures the sessions itself; the client is told of its workspace's
+        if live is self.caller.live and not self._ended:
+            self.notify("ctx/segmentChanged", change)
 
     # -- the end -------------------------------------------------------------------------------
 
@@ -127,13 +108,12 @@ class CtxServer(LanguageServer):
         self._ended = True
         events = self.state.events
         for listeners, mine in ((events.budget_listeners, self._budget_changed),
-                                (events.message_listeners, self._message)):
+                                (events.message_listeners, self._message),
+                                (events.segment_listeners, self._segment_changed)):
             if mine in listeners:
-                listeners.remove(mine)
+                listeners.remove(mine)  # type: ignore[arg-type]
         live = self.caller.live
         if live is not None:
-            if self.segment_changed in live.subscribers:
-                live.subscribers.remove(self.segment_changed)
             self.state.workspaces.release(live)
             self.caller.live = None
         if self._on_end is not None:

@@ -13,13 +13,14 @@ import asyncio
 import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ctxlayer import protocol
 from ctxlayer.core.text import content_hash
 from ctxlayer.core.trim import TrimCache
 
 if TYPE_CHECKING:
+    from ctxlayer.config import Config
     from ctxlayer.state.live import LiveWorkspace
     from ctxlayer.state.policy import WorkspacePolicy
     from ctxlayer.state.state import State
@@ -35,7 +36,7 @@ class Caller:
         self.source: protocol.Source = source
         self.options = options or protocol.InitializationOptions()
         self.root: Path | None = None
-        self.config: Any = None
+        self.config: Config | None = None
         self.live: LiveWorkspace | None = None
         #: set once the face decided on `live` (requests that arrive earlier wait for it)
         self.live_decided = asyncio.Event()

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -47,8 +47,9 @@ from ctxlayer.state.chatcodec import (
 )
 from ctxlayer.state.upkeep import Upkeep
 
-#: the State and the Caller (not imported: the State imports this module)
-State = Caller = Any
+if TYPE_CHECKING:  # protocols: the State imports this module, the Caller names the State
+    from ctxlayer.state.seams import Asker as Caller
+    from ctxlayer.state.seams import Host as State
 
 log = logging.getLogger(__name__)
 

@@ -1,29 +1,37 @@
-"""Events a face forwards to its clients: budgets (for the editors' status bars) and one-line
-messages for the user. Subscribers are plain callbacks called on the event loop.
+"""Events a face forwards to its clients: budgets (for the editors' status bars), a live
+workspace's changed segment, and one-line messages for the user. Subscribers are plain
+callbacks called on the event loop.
 
-Must not: know who the subscribers are (a JSON-RPC connection subscribes for its workspace).
+Must not: know who the subscribers are (a JSON-RPC connection listens for its workspace).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import msgspec
 
-from ctxlayer.protocol import Budget
+from ctxlayer.protocol import Budget, SegmentChanged
+
+if TYPE_CHECKING:
+    from ctxlayer.state.live import LiveWorkspace
 
 log = logging.getLogger(__name__)
 
 #: workspace, budget, the caller it concerns (None: every client of the workspace)
 BudgetListener = Callable[[str, Budget, object], None]
 MessageListener = Callable[[str, str, str], None]  # workspace, level, text
+#: the live workspace whose segment changed (its callers' clients are told), the change
+SegmentListener = Callable[["LiveWorkspace", SegmentChanged], None]
 
 
 class Events:
     def __init__(self) -> None:
         self.budget_listeners: list[BudgetListener] = []
         self.message_listeners: list[MessageListener] = []
+        self.segment_listeners: list[SegmentListener] = []
         #: workspace -> (conversation id, session id, source) of the chat that last sent a
         #: request there: the one the status bars follow
         self.live: dict[str, tuple[str | None, str | None, str | None]] = {}
@@ -78,3 +86,11 @@ class Events:
                 listener(workspace, level, text)
             except Exception:
                 log.exception("a message listener failed")
+
+    def segment(self, live: LiveWorkspace, change: SegmentChanged) -> None:
+        """A live workspace's segment changed (once per change, however many callers)."""
+        for listener in list(self.segment_listeners):
+            try:
+                listener(live, change)
+            except Exception:
+                log.exception("a segment listener failed")

@@ -1,12 +1,13 @@
 """Live workspaces: a watched `ctxlayer.workspace.Workspace` per root, shared by connections.
 
 Owns: the first scan (off the event loop), starting and stopping the watcher, hopping its
-callbacks from the watcher thread onto the event loop, and fanning a changed segment out to
-every subscribed connection. Subscribers are called on the loop, only when the segment's hash
-changed (the hash changes if and only if the text does), so a refresh that the watcher also
-reports is announced once.
+callbacks from the watcher thread onto the event loop, and handing a changed segment to its
+subscribers (the state's one, state/opening.py). Subscribers are called on the loop, only
+when the segment's hash changed (the hash changes if and only if the text does), so a refresh
+that the watcher also reports is announced once.
 
-Must not: know about JSON-RPC, HTTP or connections (subscribers are plain callbacks).
+Must not: know about JSON-RPC, HTTP or connections (subscribers are plain callbacks); be
+acquired but through `state/opening.py`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from ctxlayer.protocol import WorkspaceSegment
 from ctxlayer.state.tokens import keep_out_of_collections
 
 if TYPE_CHECKING:
+    from ctxlayer.config import Config
     from ctxlayer.state.tokens import Tokenizers
+    from ctxlayer.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -32,14 +35,15 @@ SegmentSubscriber = Callable[[WorkspaceSegment, list[str]], None]
 class LiveWorkspace:
     """One workspace root being watched; `segment` is always the latest scan."""
 
-    def __init__(self, tokenizers: Tokenizers, root: Path, config: Any, model: str | None, *,
+    def __init__(self, tokenizers: Tokenizers, root: Path, config: Config | None,
+                 model: str | None, *,
                  overrides: dict | None = None,
                  on_config: Callable[[LiveWorkspace], Any] | None = None) -> None:
         self.tokenizers, self.root, self.config, self.model = tokenizers, root, config, model
         #: the configuration given by the client that opened it, applied again on a reload
         self.overrides = overrides
         self.on_config = on_config
-        self.workspace: Any = None
+        self.workspace: Workspace | None = None
         self.segment: WorkspaceSegment | None = None
         self.subscribers: list[SegmentSubscriber] = []
         self.refs = 0
@@ -70,7 +74,7 @@ class LiveWorkspace:
             log.exception("scanning workspace %s failed", self.root)
             raise
 
-    def _create(self) -> Any:
+    def _create(self) -> Workspace:
         from ctxlayer.workspace import Workspace
 
         counter = self.tokenizers.guarded(self.model)
@@ -160,7 +164,7 @@ class WorkspaceRegistry:
             cfg = repr(config)
         return (str(root), model or "", cfg)
 
-    def acquire(self, root: Path, config: Any, model: str | None,
+    def acquire(self, root: Path, config: Config | None, model: str | None,
                 overrides: dict | None = None) -> LiveWorkspace:
         key = self._key(root, config, model)
         live = self._live.get(key)

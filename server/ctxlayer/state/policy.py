@@ -14,7 +14,7 @@ import msgspec
 from ctxlayer.core.assembly.compaction import CompactionPolicy
 from ctxlayer.core.assembly.policy import CLIENT_SUMMARY_TIMEOUT
 from ctxlayer.core.zones import DEFAULT_MODES, DecayPolicy, ModeSpec, RulePolicy
-from ctxlayer.store.sessions import SessionSettings
+from ctxlayer.state.session_service import SessionSettings
 
 
 class WorkspacePolicy(msgspec.Struct, kw_only=True):

@@ -16,13 +16,21 @@ import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ctxlayer.state.events import Events
 from ctxlayer.state.lanes import Lanes
 from ctxlayer.state.live import WorkspaceRegistry
 from ctxlayer.state.policy import WorkspacePolicy, policy_from_config
 from ctxlayer.state.tokens import Tokenizers, share_the_interpreter
+
+if TYPE_CHECKING:
+    from ctxlayer import protocol
+    from ctxlayer.config import Config
+    from ctxlayer.state.conversations import Conversations
+    from ctxlayer.state.live import LiveWorkspace
+    from ctxlayer.state.seams import GatewayStarter
+    from ctxlayer.state.session_service import SessionService
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -39,21 +47,16 @@ class State:
         self.events = Events()
         self.lanes = Lanes()
         self.policies: dict[str, WorkspacePolicy] = {}
-        self.gateway_urls: Any = None  # protocol.GatewayUrls once a gateway listens
-        #: async (caller) -> None: starts the HTTP face when the caller's workspace enables it
-        #: (set by `ctxlayer serve`; the JSON-RPC face calls it at initialize)
-        self.gateway_starter: Callable[[Any], Awaitable[None]] | None = None
-        #: the system prompt each session was last assembled with, by (workspace, session id)
-        self.system_specs: dict[tuple[str, str], Any] = {}
-        #: what the last assembly of each session dropped or shortened (ctx/why)
-        self.last_assembly_audit: dict[tuple[str, str], list[Any]] = {}
-        #: sessions whose system layers this process has measured
-        self.layered: set[tuple[str, str]] = set()
-        self._sessions: Any = None
+        self.gateway_urls: protocol.GatewayUrls | None = None  # once a gateway listens
+        #: starts the HTTP face when the caller's workspace enables it (set by `ctxlayer
+        #: serve`; the JSON-RPC face calls it at initialize)
+        self.gateway_starter: GatewayStarter | None = None
+        self._sessions: SessionService | None = None
         # the session service opens on first use, which may be on any session thread
         self._sessions_lock = threading.Lock()
-        self._conversations: Any = None
+        self._conversations: Conversations | None = None
         self._closers: list[Callable[[], Any]] = []
+        self._tasks: set[asyncio.Future] = set()
         # the session service's own threads: its writes serialize on the database anyway, and
         # short counts and trims (the default executor) must not queue behind them
         self._session_threads = ThreadPoolExecutor(2, thread_name_prefix="sessions")
@@ -68,7 +71,8 @@ class State:
             found = self.policies[workspace] = policy_from_config(None)
         return found
 
-    def configure(self, workspace: str, config: Any, *, replace: bool = False) -> WorkspacePolicy:
+    def configure(self, workspace: str, config: Config | None, *,
+                  replace: bool = False) -> WorkspacePolicy:
         """Set a workspace's policy from its configuration: the first opener's, or a reload."""
         if workspace in self.policies and not replace:
             return self.policies[workspace]
@@ -79,7 +83,7 @@ class State:
                 self._sessions.store.set_durability("full")
         return policy
 
-    async def reload_config(self, live: Any) -> None:
+    async def reload_config(self, live: LiveWorkspace) -> None:
         """A workspace's ctxlayer.toml changed: read it again, apply it to the workspace and
         its policy, and tell its clients in one message what changed or was rejected."""
         from ctxlayer.config import default_user_config_dir, reload_config
@@ -101,17 +105,17 @@ class State:
         return self._sessions is not None
 
     @property
-    def sessions(self) -> Any:
+    def sessions(self) -> SessionService:
         """The session service, opened on first use (by one thread)."""
         if self._sessions is None:
             with self._sessions_lock:
                 return self._open_sessions()
         return self._sessions
 
-    def _open_sessions(self) -> Any:
+    def _open_sessions(self) -> SessionService:
         if self._sessions is None:
+            from ctxlayer.state.session_service import SessionService
             from ctxlayer.store import SessionStore
-            from ctxlayer.store.sessions import SessionService
             from ctxlayer.tokenizers import DEFAULT_MODEL, model_info
 
             durable = any(p.durability == "full" for p in self.policies.values())
@@ -130,7 +134,7 @@ class State:
         return self._sessions
 
     @property
-    def conversations(self) -> Any:
+    def conversations(self) -> Conversations:
         """Live chats that resend their whole history (ctx/prepare and the gateway)."""
         if self._conversations is None:
             from ctxlayer.state.conversations import Conversations
@@ -143,6 +147,19 @@ class State:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._session_threads,
                                           functools.partial(fn, *args, **kwargs))
+
+    def spawn(self, work: Awaitable[Any]) -> None:
+        """Run `work` on the loop in the background (the state's own reactions), kept alive
+        until it ends; a failure is logged."""
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+
+        def done(t: asyncio.Future) -> None:
+            self._tasks.discard(t)
+            if not t.cancelled() and t.exception() is not None:
+                log.error("the state's background work failed", exc_info=t.exception())
+
+        task.add_done_callback(done)
 
     def close(self) -> None:
         """Stop watchers and close services; safe to call twice."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxlayer.core.prepare import (
     DEFAULT_POLICY,
@@ -25,8 +25,9 @@ from ctxlayer.core.prepare import (
 
 log = logging.getLogger(__name__)
 
-#: the State and a Conversation (not imported: conversations.py imports this module)
-State = Conversation = Any
+if TYPE_CHECKING:  # protocols: the State and conversations.py import this module
+    from ctxlayer.state.seams import Chat as Conversation
+    from ctxlayer.state.seams import Host as State
 
 
 class Upkeep:

@@ -1,7 +1,8 @@
-"""Persistence of sessions (SQLite, one file per user, sessions keyed by workspace) and the
-session service that keeps open sessions in memory and writes every change through.
+"""Persistence of sessions: SQLite, one file per user, sessions keyed by workspace.
 
-May import core and tokenizers; never pygls, lsp or cli.
+Owns: reading and writing the database (db.py), its schema (schema.py), where it lives
+(paths.py). Must not: hold live state (open sessions, prefix sums, calibration: the session
+service in state/session_service.py does), or import the state, a face or the cli.
 """
 
 from ctxlayer.store.db import SessionRow, SessionStore, StoreError

@@ -23,11 +23,14 @@ from __future__ import annotations
 import contextlib
 import inspect as _inspect
 from collections.abc import Awaitable, Callable, Hashable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ctxlayer import protocol
 from ctxlayer.state.requests import assembly, chats, counting, inspect, place, sessions, workspace
 from ctxlayer.state.requests.place import Runs, segment
+
+if TYPE_CHECKING:
+    from ctxlayer.state.caller import Caller
 
 
 class Request(NamedTuple):
@@ -38,11 +41,11 @@ class Request(NamedTuple):
     inline: Callable[[Any, Any], tuple[str | None, int]] | None = None
 
 
-def by_session(caller: Any, p: Any) -> Hashable:
+def by_session(caller: Caller, p: Any) -> Hashable:
     return ("session", caller.workspace, p.session_id)
 
 
-def by_session_or_chat(caller: Any, p: Any) -> Hashable:
+def by_session_or_chat(caller: Caller, p: Any) -> Hashable:
     """A request naming a session or a conversation: in the session's lane when it names one
     (a restore then lands between the appends and assemblies around it)."""
     if p.session_id is not None and p.conversation_id is None:
@@ -94,7 +97,7 @@ assert not wrong, f"`runs` or `given` disagrees with the function (async def run
     f"loop, a plain def takes what it is given as its third argument): {wrong}"
 
 
-async def call(caller: Any, method: str, params: Any) -> Any:
+async def call(caller: Caller, method: str, params: Any) -> Any:
     """Run one request where its declaration says: in its lane (the place is taken before the
     first await, so call this as the face's first await), on the loop or a thread."""
     request = REQUESTS[method]
@@ -111,7 +114,7 @@ async def call(caller: Any, method: str, params: Any) -> Any:
         return await place.run(caller, request.runs, request.fn, *args)
 
 
-async def in_lane(caller: Any, key: Hashable, fn: Callable[..., Any], *args: Any) -> Any:
+async def in_lane(caller: Caller, key: Hashable, fn: Callable[..., Any], *args: Any) -> Any:
     """Work that is not a request (a segment change re-measuring a session) in a lane, on a
     session thread, as a request there would run."""
     async with caller.state.lanes.turn(key):

@@ -34,7 +34,7 @@ def segment_layers(caller: Caller, segment: protocol.WorkspaceSegment,
     """The system layers of an assembly: the full layered prompt when asked, else the segment,
     counted with the session's model."""
     from ctxlayer.core.tokens import message_tokens
-    from ctxlayer.store.sessions import SystemLayers
+    from ctxlayer.state.session_service import SystemLayers
 
     model = model or caller.model(spec.model if spec is not None else None)
     counter = caller.state.tokenizers.guarded(model)
@@ -61,13 +61,9 @@ def segment_layers(caller: Caller, segment: protocol.WorkspaceSegment,
 def session_layers(caller: Caller, session_id: str, segment: protocol.WorkspaceSegment,
                    spec: protocol.SystemPromptParams | None = None) -> Any:
     """This session's layers now: with `spec`, remembered for the next workspace change."""
-    state = caller.state
-    key = (caller.workspace, session_id)
-    if spec is not None:
-        state.system_specs[key] = spec
-    else:
-        spec = state.system_specs.get(key)
-    model = state.sessions.model_of(caller.workspace, session_id)
+    svc = caller.state.sessions
+    spec = svc.system_spec(caller.workspace, session_id, spec)
+    model = svc.model_of(caller.workspace, session_id)
     return segment_layers(caller, segment, spec, model=model, session_id=session_id)
 
 
@@ -98,8 +94,8 @@ def assemble(caller: Caller, p: protocol.AssembleParams,
 def _assembled(caller: Caller, p: protocol.AssembleParams, out: Any) -> protocol.AssembleResult:
     result = out.result
     # everything this assembly did: what it cut, shortened and summarized
-    caller.state.last_assembly_audit[(caller.workspace, p.session_id)] = list(
-        out.audit or [*result.dropped, *result.truncated])
+    caller.state.sessions.keep_why(caller.workspace, p.session_id,
+                                   out.audit or [*result.dropped, *result.truncated])
     log.info("assemble %s: %d messages, %d/%d tokens%s", p.session_id, len(result.messages),
              result.tokens.total, result.budget, ", compacted" if result.compacted else "")
     svc = caller.state.sessions

@@ -14,10 +14,12 @@ from ctxlayer.state.caller import Caller
 from ctxlayer.state.requests.place import on_loop
 
 
-def publish(caller: Caller, budget: protocol.Budget, *,
-            request: bool = False) -> protocol.Budget:
+def publish(caller: Caller, budget: protocol.Budget, *, request: bool = False,
+            everyone: bool = False) -> protocol.Budget:
     """Push a session's budget to the editors (with the model's window); `request`: the
-    session's chat sent a request, so it is the workspace's live chat from now on."""
+    session's chat sent a request, so it is the workspace's live chat from now on;
+    `everyone`: every editor of the workspace hears it (the state re-measured the session),
+    not only the caller's."""
     if budget.window is None:
         from ctxlayer.tokenizers import model_info
 
@@ -26,5 +28,6 @@ def publish(caller: Caller, budget: protocol.Budget, *,
     # from the loop, where the faces write to their connections (a lane or a worker calls
     # this from a thread)
     events = caller.state.events
-    on_loop(functools.partial(events.budget, caller.workspace, budget, caller, request=request))
+    on_loop(functools.partial(events.budget, caller.workspace, budget,
+                              None if everyone else caller, request=request))
     return events.as_seen(caller.workspace, budget, request)

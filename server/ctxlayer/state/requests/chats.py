@@ -37,10 +37,7 @@ def why(caller: Caller, p: protocol.WhyParams, live: list | None) -> protocol.Wh
     if live is not None:
         return protocol.WhyResult(entries=live)
     # a session of ctx/assemble: what its last assembly cut (this process), else its log
-    state = caller.state
-    entries = state.last_assembly_audit.get((caller.workspace, p.session_id))
-    if entries is None:
-        entries = state.sessions.audit(caller.workspace, p.session_id, None)
+    entries = caller.state.sessions.why(caller.workspace, p.session_id)  # type: ignore[arg-type]
     if p.message_id is not None:
         entries = [e for e in entries if e.message_id == p.message_id]
     return protocol.WhyResult(entries=list(entries))
@@ -63,10 +60,8 @@ def restore(caller: Caller, p: protocol.RestoreParams,
     # a session of ctx/assemble: the message comes back whole from its next assembly on
     state = caller.state
     ensure_layers(caller, p.session_id, segment)  # type: ignore[arg-type]
-    entry = state.sessions.restore(caller.workspace, p.session_id, p.message_id)
-    key = (caller.workspace, p.session_id)
-    if key in state.last_assembly_audit:  # ctx/why says so until the next assembly
-        state.last_assembly_audit[key] = [*state.last_assembly_audit[key], entry]
+    # ctx/why shows the restore too, until the next assembly
+    state.sessions.restore(caller.workspace, p.session_id, p.message_id)
     # the restored message counts in the session's budget from now on
     publish(caller, state.sessions.budget(caller.workspace, p.session_id))
     return protocol.Empty()

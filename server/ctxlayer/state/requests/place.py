@@ -21,7 +21,10 @@ import contextvars
 import functools
 import logging
 from collections.abc import Callable
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+
+if TYPE_CHECKING:
+    from ctxlayer.state.caller import Caller
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +42,7 @@ class Ask(NamedTuple):
     then: Callable[[str | None], Any]
 
 
-async def run(caller: Any, runs: Runs, fn: Callable[..., Any], *args: Any) -> Any:
+async def run(caller: Caller, runs: Runs, fn: Callable[..., Any], *args: Any) -> Any:
     """`fn(*args)` in its place, then every `Ask` it returns answered on the loop."""
     out = await _placed(caller, runs, fn, *args)
     while isinstance(out, Ask):
@@ -48,7 +51,7 @@ async def run(caller: Any, runs: Runs, fn: Callable[..., Any], *args: Any) -> An
     return out
 
 
-async def _placed(caller: Any, runs: Runs, fn: Callable[..., Any], *args: Any) -> Any:
+async def _placed(caller: Caller, runs: Runs, fn: Callable[..., Any], *args: Any) -> Any:
     loop = asyncio.get_running_loop()
     _LOOP.set(loop)
     work = functools.partial(contextvars.copy_context().run, fn, *args)
@@ -69,7 +72,7 @@ def on_loop(fn: Callable[..., Any], *args: Any) -> None:
     fn(*args)
 
 
-async def ask_summary(caller: Any, request: Any) -> str | None:
+async def ask_summary(caller: Caller, request: Any) -> str | None:
     """The caller's summary, or None when it fails or is slower than the timeout (the offline
     summary is used then, so a turn never waits longer than `[session] summarizer_timeout`)."""
     from ctxlayer import protocol
@@ -90,6 +93,6 @@ async def ask_summary(caller: Any, request: Any) -> str | None:
     return None
 
 
-async def segment(caller: Any, p: Any) -> Any:
+async def segment(caller: Caller, p: Any) -> Any:
     """`given` of the requests that measure a session's layers: the workspace segment."""
     return await caller.segment()

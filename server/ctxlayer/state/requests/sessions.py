@@ -1,5 +1,5 @@
 """ctx/session/*: open, append, addItem, addRule, removeRule, setMode, budget, reportUsage,
-audit, list, close. Plain functions over the session service (store/sessions.py), which the
+audit, list, close. Plain functions over the session service (state/session_service.py), which the
 requests table runs on a session thread, a session's requests in arrival order (its lane). A change
 publishes the session's new budget (`State.events`), which the faces push to the editors of
 that workspace.
@@ -26,13 +26,10 @@ def ensure_layers(caller: Caller, session_id: str, segment: protocol.WorkspaceSe
     connection) gets its system layers first, so its budget counts the workspace."""
     from ctxlayer.state.requests.assembly import session_layers
 
-    state = caller.state
-    key = (caller.workspace, session_id)
-    if key in state.layered:
+    svc = caller.state.sessions
+    if svc.layered(caller.workspace, session_id):
         return
-    layers = session_layers(caller, session_id, segment)
-    state.sessions.set_system(caller.workspace, session_id, layers)
-    state.layered.add(key)
+    svc.set_system(caller.workspace, session_id, session_layers(caller, session_id, segment))
 
 
 def open_session(caller: Caller, p: protocol.SessionOpenParams,
@@ -47,7 +44,6 @@ def open_session(caller: Caller, p: protocol.SessionOpenParams,
     result = state.sessions.open(caller.workspace, p)
     layers = session_layers(caller, result.session_id, segment)
     state.sessions.set_system(caller.workspace, result.session_id, layers)
-    state.layered.add((caller.workspace, result.session_id))
     return result
 
 
@@ -150,15 +146,14 @@ def list_sessions(caller: Caller, p: protocol.Empty) -> protocol.SessionListResu
 
 
 def close(caller: Caller, p: protocol.SessionRef) -> protocol.Empty:
-    state = caller.state
-    state.sessions.close(caller.workspace, p.session_id)
-    state.layered.discard((caller.workspace, p.session_id))
+    caller.state.sessions.close(caller.workspace, p.session_id)  # forgets its memory too
     return protocol.Empty()
 
 
 async def on_segment_changed(caller: Caller, segment: protocol.WorkspaceSegment) -> None:
     """Every open session of the workspace is measured against the new segment, each in its
-    lane on a session thread."""
+    lane on a session thread (`caller`: the state's own on the workspace, state/opening.py),
+    its budget told to every editor of the workspace."""
     from ctxlayer.state.requests import in_lane
 
     state = caller.state
@@ -179,9 +174,9 @@ def remeasure(caller: Caller, session_id: str, segment: protocol.WorkspaceSegmen
     from ctxlayer.state.requests.assembly import segment_layers
 
     svc = caller.state.sessions
-    spec = caller.state.system_specs.get((caller.workspace, session_id))
+    spec = svc.system_spec(caller.workspace, session_id)
     layers = segment_layers(caller, segment, spec, model=svc.model_of(caller.workspace,
                                                                       session_id),
                             session_id=session_id)
     svc.set_system(caller.workspace, session_id, layers)
-    publish(caller, svc.budget(caller.workspace, session_id))
+    publish(caller, svc.budget(caller.workspace, session_id), everyone=True)

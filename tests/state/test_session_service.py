@@ -8,8 +8,8 @@ from ctxlayer import protocol
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.tokens import CountCache, WordTokenizer
 from ctxlayer.protocol import Message
+from ctxlayer.state.session_service import SessionService, SystemLayers
 from ctxlayer.store import SessionStore
-from ctxlayer.store.sessions import SessionService, SystemLayers
 
 WS = "/ws"
 

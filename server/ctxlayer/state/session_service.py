@@ -2,11 +2,15 @@
 
 Owns the per-session state an assembly needs without re-reading or re-counting the session
 (history with prefix sums, rules, working items, compaction state, calibration, the previous
-assembly's fingerprint), and the order of effects: a change is committed to the store before
-the method returns, so whatever a client was told survives a killed daemon.
-Sessions are isolated: each (workspace, session id) has its own everything.
+assembly's fingerprint), what this process remembers of each open session (the system prompt
+it was last assembled with, whether its system layers were measured, what its last assembly
+cut, for ctx/why), and the order of effects: a change is committed to the store before the
+method returns, so whatever a client was told survives a killed daemon. Closing a session
+forgets all of it.
+Sessions are isolated: each (workspace, session id) has its own everything; nothing outside
+this service keys by (workspace, session id).
 Thread safety: every public method holds the service lock (the daemon calls from threads).
-Must not: import pygls or the lsp layer; talk to clients (the handlers do).
+Must not: import a face; talk to clients (the request functions do); run SQL (store/ does).
 """
 
 from __future__ import annotations
@@ -87,6 +91,13 @@ class LiveSession:
         self.last_total = 0
         self.next_item = 0
         self.next_rule = 0
+        #: the system prompt params it was last assembled with: a workspace change re-measures
+        #: the session with the same layers
+        self.system_spec: protocol.SystemPromptParams | None = None
+        #: whether this process measured its system layers (set_system)
+        self.layered = False
+        #: what its last assembly dropped or shortened, a restore after it added (ctx/why)
+        self.last_audit: list[AuditEntry] | None = None
 
 
 def _table_band(model: str) -> float:
@@ -305,7 +316,38 @@ class SessionService:
     def set_system(self, workspace: str, session_id: str, system: SystemLayers) -> None:
         """Remember the system layers a session is measured against (segment changes)."""
         with self._lock:
-            self._get(workspace, session_id).system = system
+            live = self._get(workspace, session_id)
+            live.system = system
+            live.layered = True
+
+    def layered(self, workspace: str, session_id: str) -> bool:
+        """Whether this process measured the session's system layers since it was opened."""
+        with self._lock:
+            return self._get(workspace, session_id).layered
+
+    def system_spec(self, workspace: str, session_id: str,
+                    spec: protocol.SystemPromptParams | None = None
+                    ) -> protocol.SystemPromptParams | None:
+        """The system prompt params the session is assembled with: `spec` when given (then
+        remembered for the next workspace change), else the remembered ones."""
+        with self._lock:
+            live = self._get(workspace, session_id)
+            if spec is not None:
+                live.system_spec = spec
+            return live.system_spec
+
+    def keep_why(self, workspace: str, session_id: str, entries: list[AuditEntry]) -> None:
+        """What the session's last assembly cut, for ctx/why until the next one."""
+        with self._lock:
+            self._get(workspace, session_id).last_audit = list(entries)
+
+    def why(self, workspace: str, session_id: str) -> list[AuditEntry]:
+        """ctx/why of a session: what its last assembly in this process cut, else its log."""
+        with self._lock:
+            live = self._get(workspace, session_id)
+            if live.last_audit is not None:
+                return list(live.last_audit)
+            return self.store.audit(live.row.sid, None)
 
     def _input(self, live: LiveSession, settings: SessionSettings, budget: int | None,
                **extra: object) -> AssemblyInput:
@@ -407,6 +449,8 @@ class SessionService:
             live.compaction = state
             self.store.add_audit(live.row.sid, [entry], now)
             live.audited.add(_audit_key(entry))
+            if live.last_audit is not None:  # ctx/why says so until the next assembly
+                live.last_audit = [*live.last_audit, entry]
             return entry
 
     def summary_of(self, workspace: str, session_id: str) -> tuple[int, Message | None]:

@@ -1,0 +1,62 @@
+"""A caller's workspace opens here, and the state follows its changes itself.
+
+Owns: the one place a face opens a caller's workspace (the workspace's policy from the first
+opener's configuration, the live workspace the callers on the same root, model and
+configuration share, its first scan started), and the state's one subscription to each live
+workspace. A changed segment becomes an event (`Events.segment`) the faces forward to their
+clients, and the workspace's open sessions are re-measured once, each in its lane, however
+many connections are on the workspace.
+Must not: import a face or send anything itself. (Not a method of `State`: this module reaches
+the request functions, which import the caller, which names the State: a circle.)
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any
+
+from ctxlayer import protocol
+from ctxlayer.state.caller import Caller
+
+if TYPE_CHECKING:
+    from ctxlayer.config import Config
+    from ctxlayer.state.live import LiveWorkspace
+    from ctxlayer.state.state import State
+
+
+def open_workspace(caller: Caller, config: Config | None,
+                   overrides: dict[str, Any] | None = None) -> LiveWorkspace:
+    """Open `caller`'s workspace (its `root`) with `config` (its loaded configuration) and
+    the client's own `overrides`: `caller.live` is set and its first scan started."""
+    state = caller.state
+    assert caller.root is not None, "a caller without a root has no workspace to open"
+    state.configure(caller.workspace, config)
+    live = state.workspaces.acquire(caller.root, config, caller.model(), overrides)
+    if live.refs == 1:  # a new live workspace: the state follows it, once
+        live.subscribers.append(functools.partial(segment_changed, workspace_caller(state, live)))
+    caller.live = live
+    live.start()
+    return live
+
+
+def workspace_caller(state: State, live: LiveWorkspace) -> Caller:
+    """The state's own caller on a live workspace: who re-measures its sessions."""
+    own = Caller(state, source="session")
+    own.root, own.config, own.live = live.root, live.config, live
+    own.live_decided.set()
+    return own
+
+
+def segment_changed(own: Caller, segment: protocol.WorkspaceSegment, changed: list[str]) -> None:
+    """Subscriber of a live workspace (on the loop): the event for the faces, then its open
+    sessions re-measured against the new segment."""
+    from ctxlayer.state.requests.sessions import on_segment_changed
+
+    state, live = own.state, own.live
+    assert live is not None
+    state.events.segment(live, protocol.SegmentChanged(
+        hash=segment.hash, version=segment.version, tokens=segment.tokens,
+        changed=changed,  # type: ignore[arg-type]
+    ))
+    if state.sessions_started:
+        state.spawn(on_segment_changed(own, segment))

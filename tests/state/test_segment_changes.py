@@ -1,0 +1,93 @@
+"""A changed workspace segment is the state's to react to: it follows each live workspace
+once, re-measures every open session once per change however many connections are on the
+workspace, and emits one segment event that the faces forward. A real State, real callers
+on a real folder (its first scan and refresh), the request functions called directly."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from ctxlayer import protocol
+from ctxlayer.config import load_config
+from ctxlayer.state import Caller, State
+from ctxlayer.state.opening import open_workspace
+from ctxlayer.state.requests import call, sessions
+
+MODEL = "gpt-4o"
+
+
+def connection(state: State, root: Path) -> Caller:
+    caller = Caller(state, source="session", options=protocol.InitializationOptions(model=MODEL))
+    caller.root = root
+    config, _ = load_config(root, root / "no-user-config")
+    caller.config = config
+    open_workspace(caller, config)
+    caller.live_decided.set()
+    return caller
+
+
+async def settled(state: State) -> None:
+    while state._tasks:  # the state's re-measures, each in its session's lane
+        await asyncio.gather(*list(state._tasks))
+
+
+async def test_two_connections_re_measure_each_session_once_per_change(state, tmp_path,
+                                                                       monkeypatch):
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "AGENTS.md").write_text("Run the tests before a commit.\n")
+    first, second = connection(state, root), connection(state, root)
+    assert first.live is second.live and first.live.refs == 2
+    await first.segment()
+    for sid in ("a", "b"):
+        await call(first, "ctx/session/open", protocol.SessionOpenParams(
+            session_id=sid, model=MODEL, budget=50_000))
+    measured: list[str] = []
+    remeasure = sessions.remeasure
+
+    def counted(caller: Caller, session_id: str, segment: protocol.WorkspaceSegment) -> None:
+        measured.append(session_id)
+        remeasure(caller, session_id, segment)
+
+    monkeypatch.setattr(sessions, "remeasure", counted)
+    events: list[protocol.SegmentChanged] = []
+    state.events.segment_listeners.append(lambda live, change: events.append(change))
+    budgets: list[protocol.Budget] = []
+    state.events.budget_listeners.append(lambda ws, b, who: budgets.append(b) if who is None
+                                         else None)
+
+    (root / "AGENTS.md").write_text("Run the tests before a commit. Never push on Fridays.\n")
+    changed = await first.live.refresh(None)
+    await settled(state)
+    assert "agentFiles" in changed
+    assert sorted(measured) == ["a", "b"]  # once each, not once per connection
+    [event] = events
+    assert event.hash == first.live.segment.hash and "agentFiles" in event.changed
+    # every editor of the workspace hears each re-measured budget, the new segment counted
+    assert sorted(b.session_id for b in budgets) == ["a", "b"]
+
+    # the second connection goes: the state still follows the workspace the first keeps
+    state.workspaces.release(second.live)
+    measured.clear()
+    (root / "AGENTS.md").write_text("Run the tests. Never push on Fridays.\n")
+    await first.live.refresh(None)
+    await settled(state)
+    assert sorted(measured) == ["a", "b"]
+
+
+async def test_a_closed_session_forgets_what_the_process_remembered_of_it(caller, state):
+    spec = protocol.SystemPromptParams(identity="You review code.")
+    await call(caller, "ctx/session/open", protocol.SessionOpenParams(
+        session_id="s", model=MODEL, budget=50_000))
+    await call(caller, "ctx/session/append", protocol.SessionAppendParams(
+        session_id="s", messages=[{"role": "user", "content": "Look at parse()."}]))
+    await call(caller, "ctx/assemble", protocol.AssembleParams(session_id="s",
+                                                               system_prompt=spec))
+    svc = state.sessions
+    assert svc.system_spec("", "s") == spec and svc.layered("", "s")
+    await call(caller, "ctx/session/close", protocol.SessionRef(session_id="s"))
+    await call(caller, "ctx/session/open", protocol.SessionOpenParams(session_id="s",
+                                                                      model=MODEL))
+    assert svc.system_spec("", "s") is None  # the reopened session starts from its rows
+    assert svc.layered("", "s")  # measured again at open
