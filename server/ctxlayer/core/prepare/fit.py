@@ -102,16 +102,11 @@ def _attempts(win: Window, kept: list[Message], keys: list, tokens: list[int], b
             ins.append(m)
         return ins
 
-    held = policy.fmt.reply_priming + sum(
-        t for k, (m, t) in enumerate(zip(kept, tokens, strict=True))
-        if m.role == "system" or m.kind == "summary" or k == question.pos)
-    # the room the summaries and the question leave: the newest tool output is outlined to fit
-    capped = msgspec.structs.replace(
-        options, tool_output_cap=max(TOOL_CAP_MIN, (budget - held) * 3 // 4))
     caps = [budget // 2, int(budget * policy.question_share), budget // 8, budget // 16]
     pinned = restored | {question.at}
     report = None
-    attempts = [*((True, c, capped) for c in caps), *((False, c, options) for c in caps)]
+    attempts = [(held, c, _tool_cap(kept, tokens, budget, policy, question, c, held, options))
+                for held in (True, False) for c in caps]
     for k, (summaries_held, cap, opts) in enumerate(attempts):
         if k == len(caps) and may_shrink and win.chunks:
             return None
@@ -158,6 +153,29 @@ def _take(win: Window, report, kept: list[Message], keys: list, counter: Tokeniz
         out_keys.append(keys[k] if i is None or i not in win.rewrites else (i, m.content))
         out_tokens.append(message_tokens(m, counter, policy.fmt))
     return out_kept, out_keys, out_tokens, dropped, truncated
+
+
+def _tool_cap(kept: list[Message], tokens: list[int], budget: int, policy: PreparePolicy,
+              question: _Question, cap: int, summaries_held: bool,
+              options: TrimOptions) -> TrimOptions:
+    """The options of one attempt: the tool outputs after the question outlined to share the
+    room the system prompt, the question at ``cap``, the summaries (when held) and the other
+    messages after the question leave; the newest tool output is outlined to fit rather than
+    dropped with its call."""
+    held = policy.fmt.reply_priming
+    outputs = 0
+    for k, (m, t) in enumerate(zip(kept, tokens, strict=True)):
+        if m.role == "system" or (summaries_held and m.kind == "summary"):
+            held += t
+        elif k == question.pos:
+            held += min(t, cap)
+        elif k > question.pos and m.kind != "summary":
+            if m.role == "tool" or m.kind == "toolOutput":
+                outputs += 1
+            else:
+                held += t  # a call, an answer: not outlined
+    room = (budget - held) // max(1, outputs) - 8
+    return msgspec.structs.replace(options, tool_output_cap=max(TOOL_CAP_MIN, room))
 
 
 def result_index(key) -> int | None:

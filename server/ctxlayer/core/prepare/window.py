@@ -160,11 +160,11 @@ class Window:
         q = newest_user(msgs)
         room = self.room(budget, q)
         est = self.chunks[-1].tokens if self.chunks else summaries.estimate(policy, room)
-        fixed = (self.fmt_priming + self.cum[self.head] + sum(c.tokens for c in self.chunks)
+        fixed = (self.fmt_priming + self.cum[self.head] + self.chunks_after(est, room, policy)
                  + sum(self.shown_tokens(i) for i in stay))
         target = int(budget * policy.summary_target)
         j = self.upto
-        while fixed + est + tail > target:
+        while fixed + tail > target:
             if j >= n:
                 return []
             e = self.groups.end(j)
@@ -284,25 +284,26 @@ class Window:
         room = self.room(budget, q)
         # the last chunk's size is the best guess of the next one's
         est = self.chunks[-1].tokens if self.chunks else summaries.estimate(policy, room)
-        fixed = (self.fmt_priming + self.cum[self.head] + sum(c.tokens for c in self.chunks)
-                 + sum(self.shown_tokens(i) for i in stay))
+        base = self.fmt_priming + self.cum[self.head] + sum(self.shown_tokens(i) for i in stay)
+        fixed = base + sum(c.tokens for c in self.chunks)
         tail = self.tail_tokens()
         target = int(budget * policy.summary_target)
         floor = int(budget * policy.summary_floor)
         j, kept_whole = self.upto, sorted(stay)
         chunk: Chunk | None = None
         for _ in range(4):
-            while j < stop and fixed + est + tail > target:
+            # what the chunks will take once the new one joined them and they were merged
+            after = base + self.chunks_after(est, room, policy)
+            while j < stop and after + tail > target:
                 e = self.groups.end(j)
                 grp = range(j, e)
                 cost = sum(self.shown_tokens(k) for k in grp)
-                if (covered and fixed + est + tail <= budget
-                        and fixed + est + tail - cost < floor):
+                if covered and after + tail <= budget and after + tail - cost < floor:
                     break  # a big group (a file the user added) is not summarized to empty
                 tail -= cost
                 if any(keep(k) for k in grp):
                     kept_whole.extend(grp)
-                    fixed += cost
+                    fixed, base, after = fixed + cost, base + cost, after + cost
                 else:
                     covered.extend(grp)
                 j = e
@@ -318,7 +319,8 @@ class Window:
                 [self.shown(i) for i in covered], [msgs[i] for i in covered], covered,
                 [self.shown_tokens(i) for i in covered], self.upto, j, counter, policy, room,
                 want, self.facts, text, writer)
-            if fixed + chunk.tokens + tail <= budget or j >= stop:
+            if base + self.chunks_after(chunk.tokens, room, policy) + tail <= budget \
+                    or j >= stop:
                 break
             est = chunk.tokens  # the summary came out bigger than expected: walk on
         assert chunk is not None
@@ -354,6 +356,19 @@ class Window:
             return False
         self.chunks = [merged]
         return self.total() <= budget
+
+    def chunks_after(self, new: int, room: int, policy: PreparePolicy) -> int:
+        """The tokens the chunks are expected to take once a new one of ``new`` tokens joined
+        them and `_merge` ran: a merge shrinks them, so a step that counted them all added up
+        summarized far more than its target asked (and left the request half empty)."""
+        sizes = [*(c.tokens for c in self.chunks), new]
+        share = policy.summaries_share * room
+        merged = 2 * summaries.estimate(policy, room)  # what merge_chunks makes of any set
+        while len(sizes) > 1 and sum(sizes) > share:
+            if merged >= sizes[-2] + sizes[-1] or len(sizes) == 2:
+                return min(merged, sum(sizes))
+            sizes = [*sizes[:-2], merged]
+        return sum(sizes)
 
     def _merge(self, counter: Tokenizer, policy: PreparePolicy, room: int) -> None:
         """While the chunks together pass ``summaries_share`` of the room, the newest two
