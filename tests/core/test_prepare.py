@@ -359,3 +359,25 @@ def test_the_newest_exchange_outlives_a_summary_in_a_tiny_budget():
     ids = [m.id for m in turn.messages]
     assert ids[-2:] == ["a9", "t9"], ids
     assert "u" in ids and turn.tokens <= 400
+
+
+def test_a_tiny_budget_keeps_the_newest_call_and_its_outlined_result_beside_the_question():
+    """A task far over the budget, a summary, and a newest result too big for the room the
+    question leaves: the result is outlined to that room and sent with its call, never
+    dropped with it (the question shortened is not all the model gets)."""
+    system = Message(role="system", id="s", content="agent " * 20)
+    ask = Message(role="user", id="u", content="Fix the failing retry test. " + "detail " * 800)
+    sent = [system, ask]
+    state = None
+    for k in range(4):
+        call = ToolCall(id=f"c{k}", name="bash", arguments=f'{{"cmd": "pytest -k t{k}"}}')
+        sent = [*sent, Message(role="assistant", id=f"a{k}", content="", tool_calls=[call]),
+                Message(role="tool", id=f"t{k}", tool_call_id=f"c{k}",
+                        content="\n".join(f"line {j} of the run {k}" for j in range(40)))]
+        turn = prepare_turn(state, sent, 180, WordTokenizer())
+        check_turn(turn, sent, 180)
+        state = turn.state
+    ids = [m.id for m in turn.messages]
+    assert ids[-2:] == ["a3", "t3"], ids
+    assert "u" in ids
+
