@@ -102,7 +102,12 @@ def _attempts(win: Window, kept: list[Message], keys: list, tokens: list[int], b
             ins.append(m)
         return ins
 
+    # first the room everything else leaves it (a task alone with the system prompt may take
+    # it all), then at most half the budget, then shorter
+    rest = policy.fmt.reply_priming + sum(t for k, t in enumerate(tokens) if k != question.pos)
     caps = [budget // 2, int(budget * policy.question_share), budget // 8, budget // 16]
+    if budget - rest - 8 > caps[0]:
+        caps.insert(0, budget - rest - 8)
     pinned = restored | {question.at}
     report = None
     attempts = [(held, c, _tool_cap(kept, tokens, budget, policy, question, c, held, options))
