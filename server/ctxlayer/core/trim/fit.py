@@ -79,14 +79,29 @@ class Shortener:
         return self.memo.get(("tool", cap), text,
                              lambda: compress_tool_output(text, cap, counter))
 
-    def estimate(self, i: int) -> int:
-        """The tokens left once shortened, exact for outlines and estimated from the characters
-        kept for cut blocks (it only decides which messages are reachable)."""
+    def estimates(self):
+        """estimate(i): the tokens left once i is shortened, exact for outlines and estimated
+        from the characters kept for cut blocks (it only decides which messages are reachable).
+        It reads the warm cache's estimates itself: a call and a closure per message were most
+        of a warm re-trim's window walk."""
         w = self.w
-        if not truncatable(w, i):
-            return w.tokens[i]
-        return w.fact(("estimate", self.tool_cap, self.head, self.tail, self.name_facts), i,
-                      lambda: self._estimate(i))
+        kind = ("estimate", self.tool_cap, self.head, self.tail, self.name_facts)
+        facts = w.facts(kind)
+        content, tokens = w.content, w.tokens
+
+        def estimate(i: int) -> int:
+            if not truncatable(w, i):
+                return tokens[i]
+            if facts is None:
+                return self._estimate(i)
+            hit, text = facts[i], content[i]
+            if hit is not None and hit[0] is text:
+                return hit[1]
+            value = self._estimate(i)
+            facts[i] = (text, value)
+            return value
+
+        return estimate
 
     def _estimate(self, i: int) -> int:
         w = self.w
@@ -202,8 +217,9 @@ def reduce(w: Work, budget: int, sh: Shortener) -> None:
         window = rest
     else:
         window, acc = [], 0
+        estimate = sh.estimates()
         for i in rest:
-            low = sh.estimate(i)
+            low = estimate(i)
             if acc + low > room:
                 break
             acc += low
@@ -217,10 +233,18 @@ def limit(w: Work, budget: int) -> None:
     fixed = fixed_set(w)
     room = check_fixed(w, fixed, budget)
     decided: set[int] = set()
+    alive, group, members, tokens = w.alive, w.group, w.members, w.tokens
     for i in range(len(w.msgs) - 1, -1, -1):
-        if i in fixed or not w.alive[i]:
+        if not alive[i] or i in fixed:
             continue
-        g = w.group[i]
+        g = group[i]
+        if g not in members:  # a message alone (most are): its own cost, met once
+            cost = tokens[i]
+            if cost <= room:
+                room -= cost
+            else:
+                w.drop(i, f"over budget: {cost} tokens, {max(room, 0)} left")
+            continue
         if g in decided:
             continue
         decided.add(g)
