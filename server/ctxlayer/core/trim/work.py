@@ -123,10 +123,12 @@ class Work:
         for j in self.group_of(i):
             self.drop(j, reason if j == i else f"{reason} (kept with {self._label(i)})")
 
-    def replace(self, i: int, content: str, action: AuditAction, reason: str) -> int:
-        """Give message i new content; returns the tokens saved."""
+    def replace(self, i: int, content: str, action: AuditAction, reason: str,
+                body: int | None = None) -> int:
+        """Give message i new content (of `body` tokens, counted here when not given); returns
+        the tokens saved."""
         before = self.tokens[i]
-        after = self.extra[i] + self.counter.count(content)
+        after = self.extra[i] + (self.counter.count(content) if body is None else body)
         self.content[i] = content
         self.tokens[i] = after
         self.total += after - before
