@@ -224,3 +224,25 @@ async def test_count_is_the_gateway_count_and_tools_add_to_it(tmp_path, fmt, bod
         assert total == await prepared_tokens(tmp_path / str(n), fmt, each)
         totals.append(total)
     assert totals[0] < totals[1] < totals[2]
+
+
+@pytest.mark.parametrize("fmt,body,tools,auto,forced", [
+    ("openai", OPENAI_BODY, tools_openai, "auto", {"type": "function", "function": {"name": "tool_1"}}),
+    ("anthropic", ANTHROPIC_BODY, tools_anthropic, {"type": "auto"}, {"type": "tool", "name": "tool_1"}),
+])
+async def test_count_and_the_gateway_count_tool_choice_as_billed(tmp_path, fmt, body, tools, auto,
+                                                                 forced):
+    """OpenAI bills a named choice as more prompt; Anthropic's tool-use system prompt is 346
+    tokens with auto and 313 with a forced tool (Claude 4 models)."""
+    totals = []
+    for n, choice in enumerate((auto, forced)):
+        each = {**body, "tools": tools(5), "tool_choice": choice}
+        p = run("count", "--json", stdin=json.dumps(each))
+        assert p.returncode == 0, p.stderr
+        total = json.loads(p.stdout)["total"]
+        assert total == await prepared_tokens(tmp_path / str(n), fmt, each)
+        totals.append(total)
+    if fmt == "openai":
+        assert totals[1] > totals[0]
+    else:
+        assert totals[0] - totals[1] == 346 - 313

@@ -21,8 +21,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from ctxlayer.core.tokens import conversation_tokens, message_tokens
-    from ctxlayer.state.conversations import _tools_tokens as tools_tokens  # the gateway's count
+    from ctxlayer.core.tokens import conversation_tokens, message_tokens, tools_tokens
     from ctxlayer.tokenizers import counter_for, model_info
 
     text = read_input(args.file)
@@ -32,9 +31,10 @@ def run(args) -> int:
     model = chat_model(args.model, payload or {})
     info, counter = model_info(model), counter_for(model)
     if payload is not None:
-        messages = decode_chat(payload, args.file or "stdin", counter).messages
+        decoded = decode_chat(payload, args.file or "stdin", counter)
+        messages = decoded.messages
         per = [message_tokens(m, counter) for m in messages]
-        tools = tools_tokens(payload, counter)
+        tools = tools_tokens(payload, counter, decoded.fmt)  # the gateway's count
         # the same sum as a live chat's tokens (state.conversations: the turn plus its tools)
         total = conversation_tokens(messages, counter) + tools
     else:

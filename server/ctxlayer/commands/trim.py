@@ -56,9 +56,9 @@ def run(args) -> int:
     from pathlib import Path
 
     from ctxlayer.core.formats import encode, trim_options
+    from ctxlayer.core.tokens import tools_tokens  # the gateway's count
     from ctxlayer.core.trim import trim
     from ctxlayer.state.chatcodec import client_reserve
-    from ctxlayer.state.conversations import _tools_tokens as tools_tokens  # the gateway's count
     from ctxlayer.tokenizers import counter_for, model_info
     from ctxlayer.workspace.attachments import attached_paths, read_attachments
 
@@ -72,7 +72,7 @@ def run(args) -> int:
     reserve = args.reserve_output or client_reserve(payload, decoded.fmt)  # as the gateway
     budget = args.budget or (max(1, info.context_window - reserve) if reserve
                              else info.default_budget)
-    tools = tools_tokens(payload, counter)
+    tools = tools_tokens(payload, counter, decoded.fmt)
     if tools >= budget:
         raise UsageError(f"the tool definitions alone need {tools} tokens, over the budget of "
                          f"{budget}")

@@ -119,6 +119,42 @@ def message_tokens(msg: Message, counter: Tokenizer, fmt: MessageFormat = OPENAI
     return n
 
 
+#: Anthropic adds a system prompt to every request that carries tools, its size set by the model
+#: and by tool_choice (auto and none, else any and tool): the "tool use system prompt token
+#: count" table of Anthropic's tool-use pricing page. Current models share the first entry; the
+#: Claude 3 ones differ, found by their name's start.
+ANTHROPIC_TOOL_PROMPT: dict[str, tuple[int, int]] = {
+    "": (346, 313),
+    "claude-3-opus": (530, 281),
+    "claude-3-sonnet": (159, 235),
+    "claude-3-haiku": (264, 340),
+    "claude-3-5-haiku": (264, 340),
+}
+
+
+def anthropic_tool_prompt(model: str, choice: object) -> int:
+    """The tokens of Anthropic's tool-use system prompt for `model` and `tool_choice`."""
+    name = model if isinstance(model, str) else ""
+    auto, forced = max(((k, v) for k, v in ANTHROPIC_TOOL_PROMPT.items() if name.startswith(k)),
+                       key=lambda kv: len(kv[0]))[1]
+    kind = choice.get("type") if isinstance(choice, dict) else None
+    return forced if kind in ("any", "tool") else auto
+
+
+def tools_tokens(request: dict, counter: Tokenizer, fmt: str) -> int:
+    """Tokens a request's tools cost as the provider bills them: the definitions (as their
+    JSON), and tool_choice. OpenAI bills a named choice (`{"type": "function", ...}`) as more
+    prompt, counted here as its JSON; a plain "auto", "none" or "required" adds nothing.
+    Anthropic instead adds its tool-use system prompt, whose size depends on the choice."""
+    tools, choice = request.get("tools"), request.get("tool_choice")
+    n = counter.count(msgspec.json.encode(tools).decode()) if tools else 0
+    if fmt == "anthropic":
+        return n + anthropic_tool_prompt(request.get("model", ""), choice) if tools else n
+    if isinstance(choice, dict):
+        n += counter.count(msgspec.json.encode(choice).decode())
+    return n
+
+
 def conversation_tokens(
     messages: Iterable[Message], counter: Tokenizer, fmt: MessageFormat = OPENAI_FORMAT
 ) -> int:

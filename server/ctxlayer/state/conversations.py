@@ -36,6 +36,7 @@ from ctxlayer.core.prepare import (
     persist,
     prepare_turn,
 )
+from ctxlayer.core.tokens import tools_tokens
 from ctxlayer.state import identity
 from ctxlayer.state.chatcodec import (
     client_reserve,
@@ -200,7 +201,7 @@ class Conversations:
             if not decoded.messages:
                 raise ContextError("invalid", "a conversation needs at least one message",
                                    field=conversation_field(p.format))
-            tools = _tools_tokens(p.request, counter)
+            tools = tools_tokens(p.request, counter, p.format)  # tool_choice too
             start = previous
             if start is None and kept is not None and fit == budget:  # after a restart
                 start = persist.resume(kept, decoded.messages, counter, DEFAULT_POLICY)
@@ -413,14 +414,6 @@ def _cheap(conv: Conversation, messages: list, budget: int, restored: frozenset[
     # two characters a token is a safe upper bound for the new text's tokens
     return len(new) <= INLINE_NEW_CHARS and (
         st.total + conv.tools_tokens + len(new) // 2 <= budget)
-
-
-def _tools_tokens(request: dict, counter) -> int:
-    """Tokens of the tool definitions the request carries (they share the context window)."""
-    tools = request.get("tools")
-    if not tools:
-        return 0
-    return counter.count(msgspec.json.encode(tools).decode())
 
 
 def _model_window(model: str) -> int:

@@ -118,8 +118,11 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -
     raw = messages_of(payload)
     same = reusable_prefix(previous, "openai", raw, counter)
     msgs: list[Message] = previous.messages[:same] if previous else []
-    index: dict[str, int] = {m.id: k for k, m in enumerate(msgs)}  # type: ignore[misc]
-    derived = {m.id for m in msgs if m.id in previous.derived_ids} if previous else set()
+    if previous is not None and same == len(previous.messages):  # all of it: copies, in C
+        index, derived = dict(previous.index), set(previous.derived_ids)
+    else:
+        index = {m.id: k for k, m in enumerate(msgs)}  # type: ignore[misc]
+        derived = {m.id for m in msgs if m.id in previous.derived_ids} if previous else set()
     for i in range(same, len(raw)):
         native = raw[i]
         where = f"messages[{i}]"

@@ -19,6 +19,7 @@ from ctxlayer.core.errors import ContextError
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.trim.truncate import truncate_blocks
 from ctxlayer.core.trim.work import Work
+from ctxlayer.protocol import AuditAction
 
 #: the fewest tokens of text a shortened question keeps; a budget with less room than this for
 #: it is pinned_over_budget rather than a question cut to a word
@@ -61,6 +62,7 @@ class Shortener:
                  name_facts: bool = False) -> None:
         self.w, self.memo, self.head, self.tail, self.tool_cap = w, memo, head, tail, tool_cap
         self.name_facts = name_facts
+        self._done = w.facts(("shorten", tool_cap, head, tail, name_facts))
 
     def _is_big_output(self, i: int) -> bool:
         m, w = self.w.msgs[i], self.w
@@ -79,14 +81,29 @@ class Shortener:
         return self.memo.get(("tool", cap), text,
                              lambda: compress_tool_output(text, cap, counter))
 
-    def estimate(self, i: int) -> int:
-        """The tokens left once shortened, exact for outlines and estimated from the characters
-        kept for cut blocks (it only decides which messages are reachable)."""
+    def estimates(self):
+        """estimate(i): the tokens left once i is shortened, exact for outlines and estimated
+        from the characters kept for cut blocks (it only decides which messages are reachable).
+        It reads the warm cache's estimates itself: a call and a closure per message were most
+        of a warm re-trim's window walk."""
         w = self.w
-        if not truncatable(w, i):
-            return w.tokens[i]
-        return w.fact(("estimate", self.tool_cap, self.head, self.tail, self.name_facts), i,
-                      lambda: self._estimate(i))
+        kind = ("estimate", self.tool_cap, self.head, self.tail, self.name_facts)
+        facts = w.facts(kind)
+        content, tokens = w.content, w.tokens
+
+        def estimate(i: int) -> int:
+            if not truncatable(w, i):
+                return tokens[i]
+            if facts is None:
+                return self._estimate(i)
+            hit, text = facts[i], content[i]
+            if hit is not None and hit[0] is text:
+                return hit[1]
+            value = self._estimate(i)
+            facts[i] = (text, value)
+            return value
+
+        return estimate
 
     def _estimate(self, i: int) -> int:
         w = self.w
@@ -101,19 +118,35 @@ class Shortener:
         return w.extra[i] + body * len(cut) // max(1, len(w.content[i]))
 
     def shorten(self, i: int) -> int:
-        """Shorten message i once; returns the tokens saved (0 when it cannot be cut)."""
-        w = self.w
+        """Shorten message i once; returns the tokens saved (0 when it cannot be cut). How a
+        text is shortened is a warm fact: a re-trim gives it the previous turn's cut text, its
+        count and its reason without looking anything up again."""
+        w, done = self.w, self._done
+        text = w.content[i]
+        hit = done[i] if done is not None else None
+        if hit is not None and hit[0] is text:
+            how = hit[1]
+        else:
+            how = self._how(i)
+            if done is not None:
+                done[i] = (text, how)
+        if how is None:
+            return 0
+        return w.replace(i, how[0], how[2], how[3], body=how[1])
+
+    def _how(self, i: int) -> tuple[str, int, AuditAction, str] | None:
+        """(shortened text, its tokens, action, reason) for message i, or None: no cut."""
+        count = self.w.counter.count
         if self._is_big_output(i):
             out = self._outline(i)
             if out is not None:
-                return w.replace(i, out.text, "compressed", f"tool output over {self.tool_cap} "
-                                 f"tokens: kept its {out.method} outline")
+                return (out.text, count(out.text), "compressed", f"tool output over "
+                        f"{self.tool_cap} tokens: kept its {out.method} outline")
         cut = self._cut(i)
         if cut is None:
-            return 0
-        return w.replace(i, cut, "truncated", f"over budget: middle of long code/details blocks "
+            return None
+        return (cut, count(cut), "truncated", f"over budget: middle of long code/details blocks "
                                               f"cut to {self.head}+{self.tail} lines")
-
 
     def fit_question(self, i: int, body: int) -> int:
         """Cut the question to at most `body` tokens of text: an outline for JSON or a log,
@@ -202,8 +235,9 @@ def reduce(w: Work, budget: int, sh: Shortener) -> None:
         window = rest
     else:
         window, acc = [], 0
+        estimate = sh.estimates()
         for i in rest:
-            low = sh.estimate(i)
+            low = estimate(i)
             if acc + low > room:
                 break
             acc += low
@@ -217,10 +251,18 @@ def limit(w: Work, budget: int) -> None:
     fixed = fixed_set(w)
     room = check_fixed(w, fixed, budget)
     decided: set[int] = set()
+    alive, group, members, tokens = w.alive, w.group, w.members, w.tokens
     for i in range(len(w.msgs) - 1, -1, -1):
-        if i in fixed or not w.alive[i]:
+        if not alive[i] or i in fixed:
             continue
-        g = w.group[i]
+        g = group[i]
+        if g not in members:  # a message alone (most are): its own cost, met once
+            cost = tokens[i]
+            if cost <= room:
+                room -= cost
+            else:
+                w.drop(i, f"over budget: {cost} tokens, {max(room, 0)} left")
+            continue
         if g in decided:
             continue
         decided.add(g)

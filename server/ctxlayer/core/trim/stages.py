@@ -63,13 +63,20 @@ def strip_old_reasoning(w: Work, memo: Memo) -> None:
     """Reasoning blocks of earlier assistant turns are removed; the latest turn keeps its own."""
     latest = next((i for i in range(len(w.msgs) - 1, -1, -1) if w.msgs[i].role == "assistant"),
                   None)
+    facts, content, alive = w.facts("strip"), w.content, w.alive
     for i, m in enumerate(w.msgs):
-        if m.role != "assistant" or i == latest or m.pinned or not w.alive[i]:
+        if m.role != "assistant" or i == latest or m.pinned or not alive[i]:
             continue
-        text = w.content[i]
-        stripped = w.fact("strip", i, lambda t=text: memo.get("strip", t, lambda: (
-            strip_reasoning(t) if any(tag in t for tag in _REASONING_TAGS) else t)))
-        if stripped != text:
+        text = content[i]
+        hit = facts[i] if facts is not None else None
+        if hit is not None and hit[0] is text:  # the warm cache's, read inline: 400 messages
+            stripped = hit[1]
+        else:
+            stripped = memo.get("strip", text, lambda t=text: (
+                strip_reasoning(t) if any(tag in t for tag in _REASONING_TAGS) else t))
+            if facts is not None:
+                facts[i] = (text, stripped)
+        if stripped is not text and stripped != text:
             w.replace(i, stripped, "compressed", "reasoning block of an earlier turn stripped")
 
 
@@ -79,6 +86,7 @@ def dedup(w: Work, min_tokens: int, memo: Memo) -> dict[int, int]:
     restore a copy whose original it dropped."""
     first: dict[str, int] = {}
     refs: dict[int, int] = {}
+    facts = w.facts("norm")
     for i, m in enumerate(w.msgs):
         if not w.alive[i] or m.pinned or not (
             m.role == "tool" or m.kind in ("toolOutput", "doc")
@@ -87,7 +95,13 @@ def dedup(w: Work, min_tokens: int, memo: Memo) -> dict[int, int]:
         if w.tokens[i] - w.extra[i] < min_tokens:
             continue
         text = w.content[i]
-        key = w.fact("norm", i, lambda t=text: memo.get("norm", t, lambda: normalized_hash(t)))
+        hit = facts[i] if facts is not None else None
+        if hit is not None and hit[0] is text:  # read inline, as strip_old_reasoning does
+            key = hit[1]
+        else:
+            key = memo.get("norm", text, lambda t=text: normalized_hash(t))
+            if facts is not None:
+                facts[i] = (text, key)
         j = first.setdefault(key, i)
         if j != i:
             ref = f"[identical to {w.msgs[j].role} output {w.msgs[j].id or f'#{j}'} above]"

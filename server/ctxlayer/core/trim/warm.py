@@ -13,7 +13,7 @@ Like Memo it is injected: one per conversation, owned by the caller; the core ke
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from typing import Any
 
 from ctxlayer.core.tokens import MessageFormat, Tokenizer
@@ -58,15 +58,12 @@ class TrimCache:
         for kind, facts in self.facts.items():
             self.facts[kind] = facts[:same] + fresh
 
-    def fact(self, kind: Hashable, i: int, text: str, compute: Callable[[], Any]) -> Any:
-        """The fact `kind` of message i, whose current text is `text`: remembered from a
-        previous trim when derived from this very string at this position."""
+    def column(self, kind: Hashable) -> list[tuple[str, Any] | None]:
+        """The facts `kind` by position: entry i is (the text it was derived from, the fact)
+        or None. A loop over the messages reads and fills it itself, reusing a fact only while
+        message i's current text is that very string (a call and a closure per message were
+        most of a warm re-trim)."""
         facts = self.facts.get(kind)
         if facts is None:
             facts = self.facts[kind] = [None] * len(self.msgs)
-        hit = facts[i]
-        if hit is not None and hit[0] is text:
-            return hit[1]
-        value = compute()
-        facts[i] = (text, value)
-        return value
+        return facts

@@ -29,6 +29,7 @@ class Work:
         "changed",
         "content",
         "counter",
+        "described",
         "dropped",
         "extra",
         "fmt",
@@ -71,6 +72,7 @@ class Work:
         if cache is not None:
             cache.keep(self.msgs, same, counter, fmt, list(extra), list(tokens))
         self.extra, self.tokens = extra, tokens
+        self.described = cache.column("describe") if cache is not None else None
         self.pinned: dict[bool, list[int]] = {}  # fixed_set's P0 indices, found once
         self.alive = [True] * n
         self.group = list(range(n))
@@ -102,12 +104,10 @@ class Work:
             return self.tokens[g] if self.alive[g] else 0
         return sum(self.tokens[j] for j in members if self.alive[j])
 
-    def fact(self, kind, i: int, compute):
-        """A fact derived from message i's current text: from the warm cache when the previous
-        trim derived it from the same string, else `compute()` (which may use the memo)."""
-        if self.cache is None:
-            return compute()
-        return self.cache.fact(kind, i, self.content[i], compute)
+    def facts(self, kind):
+        """The warm cache's facts `kind` by position (see TrimCache.column), or None without a
+        cache: for loops over every message, which read and fill them inline."""
+        return None if self.cache is None else self.cache.column(kind)
 
     # --- changes, each recorded once ----------------------------------------------------------
 
@@ -123,10 +123,12 @@ class Work:
         for j in self.group_of(i):
             self.drop(j, reason if j == i else f"{reason} (kept with {self._label(i)})")
 
-    def replace(self, i: int, content: str, action: AuditAction, reason: str) -> int:
-        """Give message i new content; returns the tokens saved."""
+    def replace(self, i: int, content: str, action: AuditAction, reason: str,
+                body: int | None = None) -> int:
+        """Give message i new content (of `body` tokens, counted here when not given); returns
+        the tokens saved."""
         before = self.tokens[i]
-        after = self.extra[i] + self.counter.count(content)
+        after = self.extra[i] + (self.counter.count(content) if body is None else body)
         self.content[i] = content
         self.tokens[i] = after
         self.total += after - before
@@ -138,16 +140,17 @@ class Work:
 
     def _entry(self, i: int, action: AuditAction, reason: str, before: int, after: int):
         m = self.msgs[i]
-
-        def summary() -> str:
+        described = self.described
+        hit = described[i] if described is not None else None
+        # keyed by the message's own text: a summary describes the message as it came
+        if hit is not None and hit[0] is m.content:
+            summary_text = hit[1]
+        else:
             key = (m.role, m.kind, m.tool_call_id, m.content,
                    tuple(c.name for c in m.tool_calls) if m.tool_calls else None)
-            return self.memo.get("describe", key, lambda: describe(m))
-
-        if self.cache is None:
-            summary_text = summary()
-        else:  # keyed by the message's own text: a summary describes the message as it came
-            summary_text = self.cache.fact("describe", i, m.content, summary)
+            summary_text = self.memo.get("describe", key, lambda: describe(m))
+            if described is not None:
+                described[i] = (m.content, summary_text)
         return AuditEntry(
             action=action, reason=reason, summary=summary_text, tokens_before=before,
             tokens_after=after, message_id=m.id, index=i,

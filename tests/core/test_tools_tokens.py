@@ -1,0 +1,46 @@
+"""Tools cost what the provider bills: their definitions, and tool_choice (issue 19)."""
+
+from ctxlayer.core.tokens import WordTokenizer, anthropic_tool_prompt, tools_tokens
+
+OPENAI_TOOLS = [{"type": "function", "function": {"name": "add", "parameters": {}}}]
+ANTHROPIC_TOOLS = [{"name": "add", "input_schema": {"type": "object"}}]
+W = WordTokenizer()
+
+
+def test_openai_a_named_choice_costs_its_json_and_a_plain_one_nothing():
+    bare = tools_tokens({"tools": OPENAI_TOOLS}, W, "openai")
+    assert bare > 0
+    for plain in ("auto", "none", "required"):
+        assert tools_tokens({"tools": OPENAI_TOOLS, "tool_choice": plain}, W, "openai") == bare
+    named = {"type": "function", "function": {"name": "add"}}
+    assert tools_tokens({"tools": OPENAI_TOOLS, "tool_choice": named}, W, "openai") == (
+        bare + W.count('{"type":"function","function":{"name":"add"}}'))
+
+
+def test_responses_counts_a_named_choice_too():
+    body = {"tools": [{"type": "function", "name": "add"}],
+            "tool_choice": {"type": "function", "name": "add"}}
+    assert tools_tokens(body, W, "responses") > tools_tokens({**body, "tool_choice": "auto"},
+                                                             W, "responses")
+
+
+def test_anthropic_adds_its_tool_use_system_prompt_by_choice():
+    body = {"model": "claude-sonnet-4-5", "tools": ANTHROPIC_TOOLS}
+    schema = W.count('[{"name":"add","input_schema":{"type":"object"}}]')
+    assert tools_tokens(body, W, "anthropic") == schema + 346  # no choice: auto
+    for kind, extra in (("auto", 346), ("none", 346), ("any", 313), ("tool", 313)):
+        choice = {"type": kind, "name": "add"} if kind == "tool" else {"type": kind}
+        assert tools_tokens({**body, "tool_choice": choice}, W, "anthropic") == schema + extra
+
+
+def test_anthropic_claude_3_models_have_their_own_prompt_sizes():
+    assert anthropic_tool_prompt("claude-3-opus-20240229", {"type": "auto"}) == 530
+    assert anthropic_tool_prompt("claude-3-haiku-20240307", {"type": "any"}) == 340
+    assert anthropic_tool_prompt("claude-3-5-haiku-latest", None) == 264
+    assert anthropic_tool_prompt(None, None) == 346  # type: ignore[arg-type]
+
+
+def test_no_tools_no_tool_prompt():
+    assert tools_tokens({"model": "claude-sonnet-4-5", "tool_choice": {"type": "any"}}, W,
+                        "anthropic") == 0
+    assert tools_tokens({"tools": []}, W, "openai") == 0
