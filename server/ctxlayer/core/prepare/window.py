@@ -330,7 +330,7 @@ class Window:
         self.upto = j
         self.frontier = max(self.frontier, j)
         self.chunks = [*self.chunks, chunk]
-        self._merge(counter, policy, room)
+        self._merge(counter, policy, room, target - base - tail)
         return chunk
 
     def fit_summaries(self, budget: int, counter: Tokenizer, policy: PreparePolicy) -> bool:
@@ -370,10 +370,12 @@ class Window:
             sizes = [*sizes[:-2], merged]
         return sum(sizes)
 
-    def _merge(self, counter: Tokenizer, policy: PreparePolicy, room: int) -> None:
+    def _merge(self, counter: Tokenizer, policy: PreparePolicy, room: int, free: int) -> None:
         """While the chunks together pass ``summaries_share`` of the room, the newest two
         become one: the prefix up to the older chunks holds (a merge of every chunk, which
-        moves the prefix from the start, only when pairs no longer shrink)."""
+        moves the prefix from the start, only when pairs no longer shrink). ``free``: the
+        tokens the chunks may take below the step's target; a merge of every chunk grows into
+        them (more of the ledger), as a new chunk does, within the chunks' share."""
         share = policy.summaries_share * room
         while len(self.chunks) > 1 and sum(c.tokens for c in self.chunks) > share:
             pair = self.chunks[-2:]
@@ -382,6 +384,12 @@ class Window:
                 if len(self.chunks) > 2 or merged.tokens >= sum(c.tokens for c in pair):
                     merged = summaries.merge_chunks(self.chunks, self.head, counter, policy,
                                                     room)
+                want = min(free, int(share))
+                if want > merged.tokens * 5 // 4:
+                    grown = summaries.merge_chunks(self.chunks, self.head, counter, policy,
+                                                   room, want)
+                    if merged.tokens < grown.tokens <= want:
+                        merged = grown
                 self.chunks = [merged]
                 return
             self.chunks = [*self.chunks[:-2], merged]
