@@ -251,14 +251,21 @@ def _ranked(entries: list[Entry], shown: str, kind: str = "") -> list[str]:
     for a noisy kind, minus those mentioned once outside prose)."""
     out: list[str] = []
     noisy = kind in _NOISY
+    # the kept values in one text, so "contained in a kept one" is one search, not one a value
+    joined, fresh = "", True
     for e in sorted(entries, key=_rank):
         v = e.value
         if not v.strip() or (shown and v in shown) or (noisy and e.score <= MENTION_SCORE):
             continue
-        if any(v in kept for kept in out):
+        if not fresh:
+            joined, fresh = "\0".join(out), True
+        if v in joined and "\0" not in v:
+            continue
+        if "\0" in v and any(v in kept for kept in out):
             continue
         out = [kept for kept in out if kept not in v]
         out.append(v)
+        fresh = False
     return out
 
 
