@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from ctxlayer.core.compress.shorten import shorten_arguments, shorten_message
+from ctxlayer.core.compress.shorten import shorten, shorten_arguments, shorten_message
 from ctxlayer.core.tokens import WordTokenizer, message_tokens
 from ctxlayer.protocol import Message, ToolCall
 
@@ -51,6 +51,16 @@ def test_kept_lines_are_verbatim_and_the_cut_part_is_named():
     assert original[-1] in lines  # the tail, verbatim
     assert "raise KeyError" not in text  # the middle line was cut ...
     assert "[cut from this message: KeyError" in text  # ... and the error it named is said
+
+
+@pytest.mark.parametrize("lines", [120, 160, 400])
+def test_a_single_cut_fact_is_named(lines):
+    # the one error of a long file, cut with its middle, is named within the cap (the second
+    # pass of `shorten` once sized its note a separator too short, and said nothing)
+    text = module_text(lines, "nothing here")
+    short = shorten(text, 250, WORDS)
+    assert "raise KeyError" not in short.text and short.tokens_after <= 250
+    assert short.text.endswith("[cut from this message: KeyError]")
 
 
 def test_the_longer_value_gets_the_bigger_share():

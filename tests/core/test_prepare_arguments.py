@@ -67,7 +67,7 @@ def test_an_old_message_long_by_its_arguments_is_outlined_not_summarized():
     value = json.loads(written.tool_calls[0].arguments)
     assert value["path"] == "src/pipeline/steps.py" and value["command"] == "create"
     assert value["file_text"].startswith("def step_0(queue):")
-    # NOTE-ASSERT
+    assert "[cut from this message: KeyError]" in value["file_text"]
     assert [e.message_id for e in turn.truncated] == ["write"]
     # the next turn appends: the outline stays as it was, so the provider's prefix holds
     more = [*msgs, Message(role="assistant", id="done", content="All cases pass.")]

@@ -49,7 +49,9 @@ def shorten(text: str, cap: int, counter: Counter) -> CompressedOutput | None:
     again = compress_tool_output(text, max(1, room), counter) if room >= NOTE_MIN // 2 else None
     if again is None:
         return short
-    note = facts_cut(text, again.text, len(note), named)
+    # the same facts within the same length: facts_cut counts a separator and the closing
+    # bracket beyond the note's own characters (without them a lone fact never fitted again)
+    note = facts_cut(text, again.text, len(note) + 2, named)
     out = again.text + "\n" + note if note else again.text
     after = counter.count(out)
     if after > cap:  # a token more where the two join: the outline alone, as before
