@@ -4,10 +4,15 @@ Owns ``shorten``: the tool-output compression (a JSON outline, a log's errors, e
 tail) plus one line naming the errors, tests, paths and lines of the part that was cut, within a
 share of the cap (the text is cut shorter to make room for it). A shortened traceback or
 listing still says which exception, test or file it held, so a later step can find them.
-Pure: the counter is injected.
+``shorten_arguments`` does the same to a tool call's arguments (an agent writing a file through
+a call: a heredoc, an edit's old and new strings): the long string values of the JSON object,
+each shortened in proportion to its size, re-encoded as a JSON object, so every provider still
+reads an object. Pure: the counter is injected.
 """
 
 from __future__ import annotations
+
+import json
 
 import msgspec
 
@@ -15,14 +20,19 @@ from ctxlayer.core.compress.facts import named_facts
 from ctxlayer.core.compress.ledger import facts_cut
 from ctxlayer.core.compress.tool_output import CompressedOutput, Counter, compress_tool_output
 from ctxlayer.core.tokens import OPENAI_FORMAT, MessageFormat, Tokenizer, message_tokens
-from ctxlayer.protocol import Message
+from ctxlayer.protocol import Message, ToolCall
 
-__all__ = ["NOTE_MIN", "NOTE_SHARE", "shorten", "shorten_message"]
+__all__ = ["NOTE_MIN", "NOTE_SHARE", "shorten", "shorten_arguments", "shorten_message"]
 
 #: the line naming the cut part's facts takes at most this share of the cap, and is written
 #: only when the cap is at least NOTE_MIN tokens (below, the head and tail say more than a list)
 NOTE_SHARE = 0.3
 NOTE_MIN = 48
+#: a string value of a call's arguments up to this many tokens is a name, a flag, a short
+#: command: kept whole, only the longer ones (a file's text, an edit) are shortened
+VALUE_MIN = 24
+#: the fewest tokens one long value of a call's arguments is shortened to
+VALUE_CAP_MIN = 12
 
 
 def shorten(text: str, cap: int, counter: Counter) -> CompressedOutput | None:
@@ -39,7 +49,9 @@ def shorten(text: str, cap: int, counter: Counter) -> CompressedOutput | None:
     again = compress_tool_output(text, max(1, room), counter) if room >= NOTE_MIN // 2 else None
     if again is None:
         return short
-    note = facts_cut(text, again.text, len(note), named)
+    # the same facts within the same length: facts_cut counts a separator and the closing
+    # bracket beyond the note's own characters (without them a lone fact never fitted again)
+    note = facts_cut(text, again.text, len(note) + 2, named)
     out = again.text + "\n" + note if note else again.text
     after = counter.count(out)
     if after > cap:  # a token more where the two join: the outline alone, as before
@@ -47,15 +59,112 @@ def shorten(text: str, cap: int, counter: Counter) -> CompressedOutput | None:
     return CompressedOutput(out, again.method, short.tokens_before, after)
 
 
+def _long_values(value, out: list, counter: Counter) -> None:
+    """The long string values of a parsed JSON value, at any depth, as [container, key,
+    tokens] (the container is changed in place once they are shortened)."""
+    items = value.items() if isinstance(value, dict) else enumerate(value)
+    for key, v in items:
+        if isinstance(v, str):
+            t = counter.count(v)
+            if t > VALUE_MIN:
+                out.append([value, key, t])
+        elif isinstance(v, (dict, list)):
+            _long_values(v, out, counter)
+
+
+def _no_constant(name: str):
+    raise ValueError(name)  # NaN and Infinity are no JSON a provider reads
+
+
+def _encode(value) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _closer(after: int, best: int, cap: int) -> bool:
+    """Whether a count of ``after`` is a better outline than ``best``: within the cap beats
+    over it; within, the longer (the room is used); over, the shorter."""
+    if (after <= cap) != (best <= cap):
+        return after <= cap
+    return after > best if after <= cap else after < best
+
+
+def shorten_arguments(arguments: str, cap: int, counter: Counter) -> str | None:
+    """A call's ``arguments`` (JSON text) within about ``cap`` tokens: when it is a JSON
+    object, its long string values are shortened by `shorten` (head and tail lines, a note
+    naming the cut part's facts), each to a share of the room in proportion to its size, and
+    it is re-encoded as a JSON object. None when it is not an object, or comes out no shorter
+    (arguments that are not JSON are a tool's own input: left to the summary)."""
+    try:
+        parsed = json.loads(arguments, parse_constant=_no_constant)
+    except ValueError:
+        return None
+    if not isinstance(parsed, dict):
+        return None
+    before = counter.count(arguments)
+    values: list = []
+    _long_values(parsed, values, counter)
+    if not values or before <= cap:
+        return None
+    originals = [c[k] for c, k, _ in values]
+    long = sum(t for _, _, t in values)
+    for c, k, _ in values:
+        c[k] = ""
+    skeleton = counter.count(_encode(parsed))  # the keys, the short values, the syntax
+    # a value costs more once escaped (newlines, quotes): its share of the room, as text
+    escaped = max(1.0, (before - skeleton) / long)
+    room = (cap - skeleton) / escaped
+    best: tuple[int, str] | None = None
+    for _ in range(3):  # the escapes are a guess: a pass or two more to come out near the cap
+        for (c, k, t), text in zip(values, originals, strict=True):
+            short = shorten(text, max(VALUE_CAP_MIN, int(room * t / long)), counter)
+            c[k] = text if short is None else short.text
+        out = _encode(parsed)
+        after = counter.count(out)
+        if after < before and (best is None or _closer(after, best[0], cap)):
+            best = (after, out)
+        if 0.9 * cap <= after <= cap:
+            break
+        room *= cap / max(1, after)
+    return best[1] if best is not None else None
+
+
 def shorten_message(m: Message, tokens: int, cap: int, counter: Tokenizer,
                     fmt: MessageFormat = OPENAI_FORMAT) -> tuple[Message, int] | None:
     """Message ``m`` (``tokens`` as counted whole) with its text shortened so the message
     takes about ``cap`` tokens (its overheads left as they are), and its new count; None when
-    that makes it no shorter."""
-    overhead = tokens - counter.count(m.content)
-    short = shorten(m.content, max(1, cap - overhead), counter)
-    if short is None:
-        return None
-    new = msgspec.structs.replace(m, content=short.text)
+    that makes it no shorter. When its tool calls' arguments hold more than its text (an
+    agent writing a file through a call), they are shortened too (`shorten_arguments`)."""
+    text = counter.count(m.content)
+    args = [counter.count(c.arguments) for c in m.tool_calls or ()]
+    if sum(args) <= text:
+        short = shorten(m.content, max(1, cap - (tokens - text)), counter)
+        if short is None:
+            return None
+        new = msgspec.structs.replace(m, content=short.text)
+    else:
+        new = _shorten_calls(m, tokens, cap, counter, text, args)
+        if new is None:
+            return None
     after = message_tokens(new, counter, fmt)
     return (new, after) if after < tokens else None
+
+
+def _shorten_calls(m: Message, tokens: int, cap: int, counter: Tokenizer, text: int,
+                   args: list[int]) -> Message | None:
+    """``m`` with its calls' arguments shortened in proportion to their sizes, and its text
+    too when that is long (past a quarter of the room); None when nothing got shorter."""
+    room = max(1, cap - (tokens - text - sum(args)))
+    content = m.content
+    if text > max(NOTE_MIN, room // 4):
+        share = room * text // (text + sum(args))
+        short = shorten(content, max(1, share), counter)
+        content = content if short is None else short.text
+    left = max(len(args) * VALUE_CAP_MIN, room - counter.count(content))
+    calls: list[ToolCall] = []
+    for c, t in zip(m.tool_calls or (), args, strict=True):
+        got = shorten_arguments(c.arguments, max(VALUE_CAP_MIN, left * t // sum(args)), counter)
+        calls.append(c if got is None else msgspec.structs.replace(c, arguments=got))
+    if content is m.content and all(a is b for a, b in zip(calls, m.tool_calls or (),
+                                                           strict=True)):
+        return None
+    return msgspec.structs.replace(m, content=content, tool_calls=calls)

@@ -30,6 +30,7 @@ from ctxlayer.core.formats.common import (
     expect_dict,
     expect_str,
     messages_of,
+    new_arguments,
     replace_text,
     reusable_prefix,
 )
@@ -306,7 +307,8 @@ def _native(decoded: Decoded, i: int, pieces: list[tuple[int, Message]]) -> dict
     """Native message i from its kept pieces: the original dict when all of them are kept
     unchanged, else its blocks of the kept pieces with shortened text put back."""
     native = decoded.payload["messages"][i]
-    changed = [(pos, m) for pos, m in pieces if m.content != decoded.messages[pos].content]
+    changed = [(pos, m) for pos, m in pieces if m.content != decoded.messages[pos].content
+               or new_arguments(decoded.messages[pos], m) is not None]
     if len(pieces) == len(decoded.extra["pieces"][i]) and not changed:
         return _strip_own(native)
     content = native["content"]
@@ -315,7 +317,7 @@ def _native(decoded: Decoded, i: int, pieces: list[tuple[int, Message]]) -> dict
     blocks: list[tuple[int, dict]] = []
     for pos, m in pieces:
         ks = decoded.sources[pos][2]
-        own = [content[k] for k in ks]
+        own = _with_inputs([content[k] for k in ks], new_arguments(decoded.messages[pos], m))
         if m.content != decoded.messages[pos].content:
             if own and own[0].get("type") == "tool_result":
                 own = [_shortened_block(own[0], m.content)]
@@ -324,6 +326,35 @@ def _native(decoded: Decoded, i: int, pieces: list[tuple[int, Message]]) -> dict
         blocks += [(ks[0] if ks else 0, b) for b in own]
     blocks.sort(key=lambda kb: kb[0])
     return {**_strip_own(native), "content": [b for _, b in blocks]}
+
+
+def _with_inputs(blocks: list[dict], arguments: list[str | None] | None) -> list[dict]:
+    """An assistant turn's blocks with the outlined arguments of its calls as the `input` of
+    their `tool_use` blocks (an object, as the reader made the arguments from); every other
+    block (text, thinking and its signature) as it came."""
+    if arguments is None:
+        return blocks
+    todo = iter(arguments)
+    out = []
+    for b in blocks:
+        if b.get("type") == "tool_use":
+            a = _object(next(todo, None))
+            if a is not None:
+                b = {**b, "input": a}
+        out.append(b)
+    return out
+
+
+def _object(arguments: str | None) -> dict | None:
+    """Outlined arguments as the object `input` must be (the outline is always one; anything
+    else leaves the block as the client sent it)."""
+    if arguments is None:
+        return None
+    try:
+        value = msgspec.json.decode(arguments)
+    except msgspec.DecodeError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _synthesized(m: Message) -> dict:

@@ -1,5 +1,6 @@
 """What the format codecs share: the Decoded and Encoded shapes, stable message ids, errors
-that name the field, and putting shortened text back into a message's text parts.
+that name the field, and putting shortened text (and outlined tool-call arguments) back into a
+message's native form.
 
 No codec logic lives here; each format's reading and writing is in its own module.
 """
@@ -158,3 +159,15 @@ def audit(action: AuditAction, reason: str, summary: str, before: int = 0, after
           message_id: str | None = None, index: int | None = None) -> AuditEntry:
     return AuditEntry(action=action, reason=reason, summary=summary, tokens_before=before,
                       tokens_after=after, message_id=message_id, index=index)
+
+
+def new_arguments(original: Message, m: Message) -> list[str | None] | None:
+    """The arguments of ``m``'s calls where they differ from ``original``'s (the engine
+    outlined them), None at a call left as it was; None when none differ. A codec writes
+    them into the native calls, so that the request sends what was counted."""
+    before, now = original.tool_calls or [], m.tool_calls or []
+    if len(before) != len(now):
+        return None  # not a rewrite of the same calls: sent as the client's
+    out = [b.arguments if b.arguments != a.arguments else None
+           for a, b in zip(before, now, strict=True)]
+    return out if any(a is not None for a in out) else None

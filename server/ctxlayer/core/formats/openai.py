@@ -24,6 +24,7 @@ from ctxlayer.core.formats.common import (
     expect_dict,
     expect_str,
     messages_of,
+    new_arguments,
     replace_text,
     reusable_prefix,
 )
@@ -176,12 +177,26 @@ def _native_of(decoded: Decoded, m: Message) -> dict:
     if "ctxlayer" in native:
         native = {k: v for k, v in native.items() if k != "ctxlayer"}
     original = decoded.messages[pos].content
+    arguments = new_arguments(decoded.messages[pos], m)
+    if arguments is not None:
+        native = {**native, "tool_calls": [_with_arguments(c, a) for c, a in zip(
+            native["tool_calls"], arguments, strict=True)]}
     if m.content is original or m.content == original:
         return native
     content = native.get("content")
     if isinstance(content, list):
         return {**native, "content": replace_text(content, m.content, _is_text)}
     return {**native, "content": m.content}
+
+
+def _with_arguments(call: dict, arguments: str | None) -> dict:
+    """A native tool call with its outlined arguments (a custom tool's input); as it came
+    when they were not outlined."""
+    if arguments is None:
+        return call
+    if call.get("type") == "custom":
+        return {**call, "custom": {**call["custom"], "input": arguments}}
+    return {**call, "function": {**call["function"], "arguments": arguments}}
 
 
 def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequence[int] = ()

@@ -34,6 +34,7 @@ from ctxlayer.core.formats.common import (
     derive_id,
     expect_dict,
     expect_str,
+    new_arguments,
     replace_text,
 )
 from ctxlayer.core.tokens import Tokenizer
@@ -271,7 +272,8 @@ def _new_items(m: Message) -> list[dict]:
 
 def _items_of(decoded: Decoded, m: Message, pos: int) -> list[dict]:
     """The native items of kept message `m`, its new text (if any) in its text parts."""
-    items = [decoded.payload["input"][k] for k in decoded.sources[pos]]
+    items = _with_arguments([decoded.payload["input"][k] for k in decoded.sources[pos]],
+                            new_arguments(decoded.messages[pos], m))
     if m.content is decoded.messages[pos].content or m.content == decoded.messages[pos].content:
         return items
     out, placed = [], False
@@ -291,6 +293,28 @@ def _items_of(decoded: Decoded, m: Message, pos: int) -> list[dict]:
             out.append({**item, key: replace_text(value, m.content, _is_text)})
         else:
             out.append({**item, key: m.content})
+    return out
+
+
+def _with_arguments(items: list[dict], arguments: list[str | None] | None) -> list[dict]:
+    """A run's items with the outlined arguments in their calls: a `function_call`'s
+    `arguments` (a custom call's `input`) is that text; a call that carries objects (a
+    computer or shell call, whose arguments the reader made from its fields) gets the
+    outlined fields back. Every other item (reasoning, its encrypted content) as it came."""
+    if arguments is None:
+        return items
+    todo = iter(arguments)
+    out = []
+    for item in items:
+        if is_call(item) and (a := next(todo, None)) is not None:
+            if isinstance(item.get("arguments"), str):
+                item = {**item, "arguments": a}
+            elif isinstance(item.get("input"), str):
+                item = {**item, "input": a}
+            else:
+                fields = msgspec.json.decode(a)
+                item = {**item, **fields} if isinstance(fields, dict) else item
+        out.append(item)
     return out
 
 
@@ -332,6 +356,7 @@ def _untouched(decoded: Decoded, kept: Sequence[Message]) -> bool:
     if len(kept) != len(decoded.messages):
         return False
     return all(k.id == m.id and (k.content is m.content or k.content == m.content)
+               and new_arguments(m, k) is None
                for k, m in zip(kept, decoded.messages, strict=True))
 
 

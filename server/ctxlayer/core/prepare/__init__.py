@@ -18,9 +18,10 @@ dropped, shortened), cache reuse and breakpoints, a one-line notice, and the nex
    the provider's cached prefix holds. When it would not fit, a step first outlines: from the
    frontier (the first message no step looked at yet) on, oldest first, each long tool output
    or assistant message becomes its outline (the trim engine's shortening: a log's errors with
-   their traceback lines, a JSON outline, head and tail lines; as long as the room allows, at
-   least `outline_share` of the budget), only as short as bringing the request down to
-   `target` of the budget needs. The prefix before the frontier holds. User messages (the
+   their traceback lines, a JSON outline, head and tail lines; an assistant message long by its
+   tool calls' arguments gets their long string values outlined, still a JSON object, and the
+   codecs send those arguments; as long as the room allows, at least `outline_share` of the
+   budget), only as short as bringing the request down to `target` of the budget needs. The prefix before the frontier holds. User messages (the
    user's words, files they added) are not outlined. Only when the outlines are not enough
    does the step summarize the oldest verbatim messages, whole groups at a time (a tool call
    with its results), down to `summary_target`, never taking a group that would leave a

@@ -22,6 +22,7 @@ from ctxlayer.core.prepare.model import (
     ConversationState,
     PreparePolicy,
     Turn,
+    shown_text,
 )
 from ctxlayer.core.prepare.recall import recall
 from ctxlayer.core.prepare.window import Window, last_group, newest_user
@@ -90,7 +91,7 @@ def _recall(win: Window, common: int, budget: int, counter: Tokenizer,
 
     def shown(i: int) -> str | None:
         if i in win.rewrites:
-            return win.rewrites[i][0]
+            return shown_text(win.rewrites[i][0])
         if win.head <= i < win.upto and i not in verbatim:
             return None
         return msgs[i].content

@@ -13,7 +13,7 @@ import msgspec
 from ctxlayer.core.compress.shorten import shorten_message
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.memo import Memo
-from ctxlayer.core.prepare.model import PreparePolicy
+from ctxlayer.core.prepare.model import PreparePolicy, shown_of
 from ctxlayer.core.prepare.window import Window, newest_user
 from ctxlayer.core.text import describe
 from ctxlayer.core.tokens import Tokenizer, message_tokens
@@ -145,17 +145,19 @@ def _take(win: Window, report, kept: list[Message], keys: list, counter: Tokeniz
         truncated.append(entry)
         i = result_index(keys[k])
         if i is not None and k in by_pos:
-            text = by_pos[k].content
-            win.rewrites[i] = (text, message_tokens(
-                msgspec.structs.replace(win.messages[i], content=text), counter, policy.fmt),
-                entry)
+            # the message as the result showed it (its calls' arguments outlined, maybe),
+            # with the text the trim engine left
+            short = msgspec.structs.replace(kept[k], content=by_pos[k].content)
+            win.rewrites[i] = (shown_of(win.messages[i], short),
+                               message_tokens(short, counter, policy.fmt), entry)
     out_kept, out_keys, out_tokens = [], [], []
     for k in sorted(by_pos):
         i = result_index(keys[k])
         m = kept[k] if by_pos[k].content is kept[k].content else msgspec.structs.replace(
             kept[k], content=by_pos[k].content)
         out_kept.append(m)
-        out_keys.append(keys[k] if i is None or i not in win.rewrites else (i, m.content))
+        out_keys.append(keys[k] if i is None or i not in win.rewrites
+                        else (i, win.rewrites[i][0]))
         out_tokens.append(message_tokens(m, counter, policy.fmt))
     return out_kept, out_keys, out_tokens, dropped, truncated
 

@@ -16,6 +16,36 @@ from ctxlayer.core.compress.ledger import Ledger
 from ctxlayer.core.tokens import OPENAI_FORMAT, MessageFormat
 from ctxlayer.protocol import AuditEntry, Message
 
+#: what a rewrite shows of a message: its new text, or (its text, each tool call's arguments)
+#: when the calls were outlined too (plain strings and tuples: hashable as cache keys, and a
+#: snapshot written before arguments were outlined still reads)
+Shown = str | tuple[str, tuple[str, ...]]
+#: a message shown other than whole: (what is shown, its tokens, the audit entry saying why)
+Rewrite = tuple[Shown, int, AuditEntry]
+
+
+def shown_of(original: Message, short: Message) -> Shown:
+    """What ``short`` (``original`` shortened) shows: its text, its calls' arguments too when
+    they differ."""
+    calls = short.tool_calls or []
+    if calls == (original.tool_calls or []):
+        return short.content
+    return short.content, tuple(c.arguments for c in calls)
+
+
+def shown_text(shown: Shown) -> str:
+    return shown if isinstance(shown, str) else shown[0]
+
+
+def apply_shown(m: Message, shown: Shown) -> Message:
+    """Message ``m`` as a rewrite shows it."""
+    if isinstance(shown, str):
+        return msgspec.structs.replace(m, content=shown)
+    text, arguments = shown
+    calls = [msgspec.structs.replace(c, arguments=a)
+             for c, a in zip(m.tool_calls or (), arguments, strict=True)]
+    return msgspec.structs.replace(m, content=text, tool_calls=calls)
+
 
 class PreparePolicy(msgspec.Struct, frozen=True, kw_only=True):
     """How a live conversation is compacted.
@@ -105,7 +135,7 @@ class ConversationState:
     frontier: int = 0  # messages[upto:frontier] were looked at by an outline step
     chunks: tuple[Chunk, ...] = ()
     verbatim: tuple[int, ...] = ()  # indices below upto still shown whole, in order
-    rewrites: dict[int, tuple[str, int, AuditEntry]] = field(default_factory=dict)
+    rewrites: dict[int, Rewrite] = field(default_factory=dict)
     restored: dict[str, int] = field(default_factory=dict)  # restored id -> index
     restored_audit: tuple[AuditEntry, ...] = ()
     out_keys: list = field(default_factory=list)  # identity of each message of the result

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import msgspec
 
-from ctxlayer.core.prepare.model import Chunk, ConversationState, PreparePolicy
+from ctxlayer.core.prepare.model import Chunk, ConversationState, PreparePolicy, Rewrite
 from ctxlayer.core.text import content_hash
 from ctxlayer.core.tokens import Tokenizer, message_tokens
 from ctxlayer.protocol import AuditEntry, Message
@@ -30,7 +30,7 @@ class Snapshot(msgspec.Struct, kw_only=True):
     hashes: list[str]  # of every message of the turn it was taken at
     chunks: list[Chunk]
     verbatim: list[int]
-    rewrites: dict[int, tuple[str, int, AuditEntry]]
+    rewrites: dict[int, Rewrite]  # a snapshot from before arguments were outlined reads too
     restored: dict[str, int]
     restored_audit: list[AuditEntry]
     out_keys: list  # the identity of each message of that turn's result (cache reuse)
@@ -66,6 +66,12 @@ def decode(data: bytes) -> Snapshot | None:
     return snap if snap.version == VERSION else None
 
 
+def _tuples(key):
+    """A result key as JSON gave it back (lists) as the engine makes it (tuples, at any
+    depth: a rewrite of a call's arguments is a tuple within the key)."""
+    return tuple(_tuples(k) for k in key) if isinstance(key, list) else key
+
+
 def resume(snap: Snapshot, messages: list[Message], counter: Tokenizer,
            policy: PreparePolicy) -> ConversationState | None:
     """The state a turn takes as its previous one, when ``messages`` start with the messages
@@ -83,7 +89,7 @@ def resume(snap: Snapshot, messages: list[Message], counter: Tokenizer,
         cum.append(cum[-1] + t)
     keys: list = []
     for key in snap.out_keys:  # as far as the result stood for messages that still agree
-        key = tuple(key) if isinstance(key, list) else key
+        key = _tuples(key)
         i = key if isinstance(key, int) else (key[0] if isinstance(key[0], int) else None)
         if i is not None and i >= k:
             break

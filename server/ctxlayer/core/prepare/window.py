@@ -15,13 +15,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import msgspec
-
 from ctxlayer.core.compress.facts import Facts
 from ctxlayer.core.compress.shorten import shorten_message
 from ctxlayer.core.groups import ToolGroups, is_result
 from ctxlayer.core.prepare import summaries
-from ctxlayer.core.prepare.model import Ahead, Chunk, PreparePolicy
+from ctxlayer.core.prepare.model import (
+    Ahead,
+    Chunk,
+    PreparePolicy,
+    Rewrite,
+    apply_shown,
+    shown_of,
+)
 from ctxlayer.core.text import describe
 from ctxlayer.core.tokens import Tokenizer
 from ctxlayer.protocol import AuditEntry, Message
@@ -63,7 +68,7 @@ class Window:
 
     def __init__(self, messages: list[Message], tokens: list[int], cum: list[int], head: int,
                  upto: int, chunks: list[Chunk], verbatim: list[int],
-                 rewrites: dict[int, tuple[str, int, AuditEntry]], priming: int,
+                 rewrites: dict[int, Rewrite], priming: int,
                  frontier: int | None = None, facts: dict[int, Facts] | None = None,
                  ahead: Ahead | None = None) -> None:
         self.messages, self.tokens, self.cum = messages, tokens, cum
@@ -87,11 +92,10 @@ class Window:
         return self.tokens[i] if rw is None else rw[1]
 
     def shown(self, i: int) -> Message:
+        """Message i as the result shows it: its text and its calls' arguments as rewritten."""
         rw = self.rewrites.get(i)
         m = self.messages[i]
-        if rw is None:
-            return m
-        return msgspec.structs.replace(m, content=rw[0])
+        return m if rw is None else apply_shown(m, rw[0])
 
     def tail_tokens(self) -> int:
         n, upto = len(self.messages), self.upto
@@ -201,8 +205,9 @@ class Window:
     def outline(self, budget: int, counter: Tokenizer, policy: PreparePolicy,
                 keep: Callable[[int], bool]) -> list[AuditEntry]:
         """Outline the long tool outputs and assistant messages from the frontier on, oldest
-        first and group by group, until the request is down to ``target`` of the budget; user
-        messages (the user's words, files they attached) are left to the summary."""
+        first and group by group, until the request is down to ``target`` of the budget (an
+        assistant message long by its calls' arguments gets them outlined); user messages
+        (the user's words, files they attached) are left to the summary."""
         msgs = self.messages
         stop = self._stop()
         cap = self.outline_cap(budget, policy)
@@ -230,7 +235,7 @@ class Window:
                     action="compressed" if is_result(m) else "truncated", reason=OUTLINED,
                     summary=describe(m), tokens_before=self.tokens[i], tokens_after=after,
                     message_id=m.id or f"#{i}", index=i)
-                self.rewrites[i] = (short.content, after, entry)
+                self.rewrites[i] = (shown_of(m, short), after, entry)
                 total -= self.tokens[i] - after
                 out.append(entry)
             j = e
@@ -254,7 +259,7 @@ class Window:
         if got is None:
             return
         short, after = got
-        self.rewrites[q] = (short.content, after, AuditEntry(
+        self.rewrites[q] = (shown_of(m, short), after, AuditEntry(
             action="truncated", reason=QUESTION_SHORTENED, summary=describe(m),
             tokens_before=self.tokens[q], tokens_after=after, message_id=m.id or f"#{q}",
             index=q))

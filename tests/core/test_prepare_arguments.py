@@ -1,0 +1,215 @@
+"""ctx/prepare outlines an old assistant message whose size is in its tool calls' arguments (an
+agent that wrote a file through a call) instead of summarizing it and everything before it;
+each provider format then sends the outlined arguments it counted, and the request is one the
+official SDK's request types and the strict stand-in's rules accept."""
+
+from __future__ import annotations
+
+import json
+
+from providers.rules import anthropic_problems, openai_problems
+from providers.sdk import anthropic_sdk_accepts, openai_sdk_accepts
+from providers.standin_responses import encrypted, problems
+from test_formats_responses import SDK_INPUT
+
+from ctxlayer.core.formats import decode, encode
+from ctxlayer.core.prepare import persist, prepare_turn
+from ctxlayer.core.prepare.model import DEFAULT_POLICY, apply_shown, shown_of
+from ctxlayer.core.tokens import WordTokenizer, conversation_tokens
+from ctxlayer.protocol import Message, ToolCall
+
+WORDS = WordTokenizer()
+BUDGET = 1000
+
+
+def module_text(lines: int) -> str:
+    out = [f"def step_{k}(queue):  # moves batch {k} along" for k in range(lines)]
+    out[lines // 2] = "    raise KeyError('a missing batch')"
+    return "\n".join(out)
+
+
+def write_arguments() -> str:
+    """About 1,100 words of arguments: a file written through the editor tool."""
+    return json.dumps({"command": "create", "path": "src/pipeline/steps.py",
+                       "file_text": module_text(160)})
+
+
+def exchanges() -> list[tuple[str, str, str]]:
+    """(call id, command, output) of the short calls after the file was written."""
+    return [(f"call_{k}", f"pytest tests/test_steps.py -k case_{k}",
+             " ".join(f"case_{k} check {j} passed in {j}ms" for j in range(10)))
+            for k in range(5)]
+
+
+def engine_messages() -> list[Message]:
+    out = [Message(role="system", id="sys", content="You are a careful coding agent."),
+           Message(role="user", id="task", content="Write the steps module and test it."),
+           Message(role="assistant", id="write", content="Writing the module.", tool_calls=[
+               ToolCall(id="call_w", name="str_replace_editor", arguments=write_arguments())]),
+           Message(role="tool", id="written", tool_call_id="call_w",
+                   content="File created successfully at src/pipeline/steps.py")]
+    for cid, cmd, output in exchanges():
+        out += [Message(role="assistant", id=f"a_{cid}", content="", tool_calls=[
+                    ToolCall(id=cid, name="bash", arguments=json.dumps({"command": cmd}))]),
+                Message(role="tool", id=f"t_{cid}", tool_call_id=cid, content=output)]
+    return out
+
+
+def test_an_old_message_long_by_its_arguments_is_outlined_not_summarized():
+    msgs = engine_messages()
+    assert conversation_tokens(msgs, WORDS) > BUDGET
+    turn = prepare_turn(None, msgs, BUDGET, WORDS)
+    assert not turn.compacted and turn.state.chunks == ()  # nothing summarized
+    assert [m.id for m in turn.messages] == [m.id for m in msgs]  # every message kept
+    assert turn.tokens == conversation_tokens(turn.messages, WORDS) <= BUDGET
+    assert turn.tokens >= 0.7 * BUDGET  # the room the outline leaves is used
+    written = turn.messages[2]
+    value = json.loads(written.tool_calls[0].arguments)
+    assert value["path"] == "src/pipeline/steps.py" and value["command"] == "create"
+    assert value["file_text"].startswith("def step_0(queue):")
+    assert "[cut from this message: KeyError]" in value["file_text"]
+    assert [e.message_id for e in turn.truncated] == ["write"]
+    # the next turn appends: the outline stays as it was, so the provider's prefix holds
+    more = [*msgs, Message(role="assistant", id="done", content="All cases pass.")]
+    nxt = prepare_turn(turn.state, more, BUDGET, WORDS)
+    assert nxt.messages[:len(turn.messages)] == turn.messages
+    assert nxt.cache_reuse_tokens == sum(turn.state.out_tokens)
+
+
+def test_a_snapshot_keeps_outlined_arguments_and_an_older_one_still_reads():
+    msgs = engine_messages()
+    turn = prepare_turn(None, msgs, BUDGET, WORDS)
+    snap = persist.decode(persist.encode(persist.snapshot(turn.state)))
+    assert snap is not None
+    state = persist.resume(snap, msgs, WORDS, DEFAULT_POLICY)
+    assert state is not None and state.rewrites == turn.state.rewrites
+    assert state.out_keys == turn.state.out_keys  # keys as the engine makes them: tuples
+    more = [*msgs, Message(role="assistant", id="done", content="All cases pass.")]
+    again = prepare_turn(state, more, BUDGET, WORDS)
+    assert again.messages == prepare_turn(turn.state, more, BUDGET, WORDS).messages
+    assert again.cache_reuse_tokens == sum(turn.state.out_tokens)
+    # a snapshot from before arguments were outlined: a rewrite is the text alone
+    old = json.loads(persist.encode(persist.snapshot(turn.state)))
+    (i, rw), = old["rewrites"].items()
+    old["rewrites"] = {i: ["Writing the module.", 9, rw[2]]}
+    old["out_keys"] = [k if not isinstance(k, list) else [k[0], "Writing the module."]
+                       for k in old["out_keys"]]
+    snap = persist.decode(json.dumps(old).encode())
+    assert snap is not None and snap.rewrites[int(i)][0] == "Writing the module."
+    state = persist.resume(snap, msgs, WORDS, DEFAULT_POLICY)
+    assert state is not None and state.rewrites[int(i)][0] == "Writing the module."
+
+
+def test_a_rewrite_shows_the_text_and_the_arguments_it_names():
+    m = engine_messages()[2]
+    short = apply_shown(m, ("Writing.", ('{"path":"a.py"}',)))
+    assert short.content == "Writing." and short.tool_calls[0].arguments == '{"path":"a.py"}'
+    assert short.tool_calls[0].id == "call_w" and shown_of(m, short) == (
+        "Writing.", ('{"path":"a.py"}',))
+    assert shown_of(m, apply_shown(m, "Writing.")) == "Writing."  # calls unchanged: the text
+
+
+# --- each provider format sends what was counted ---------------------------------------------
+
+
+def openai_request() -> dict:
+    msgs: list[dict] = [
+        {"role": "system", "content": "You are a careful coding agent."},
+        {"role": "user", "content": "Write the steps module and test it."},
+        {"role": "assistant", "content": "Writing the module.", "tool_calls": [
+            {"id": "call_w", "type": "function", "function": {
+                "name": "str_replace_editor", "arguments": write_arguments()}}]},
+        {"role": "tool", "tool_call_id": "call_w",
+         "content": "File created successfully at src/pipeline/steps.py"}]
+    for cid, cmd, output in exchanges():
+        msgs += [{"role": "assistant", "content": None, "tool_calls": [
+                    {"id": cid, "type": "function", "function": {
+                        "name": "bash", "arguments": json.dumps({"command": cmd})}}]},
+                 {"role": "tool", "tool_call_id": cid, "content": output}]
+    return {"model": "gpt-4o", "temperature": 0.2, "messages": msgs}
+
+
+def anthropic_request() -> dict:
+    msgs: list[dict] = [
+        {"role": "user", "content": "Write the steps module and test it."},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "I write the module first.", "signature": "sig-1"},
+            {"type": "text", "text": "Writing the module."},
+            {"type": "tool_use", "id": "call_w", "name": "str_replace_editor",
+             "input": json.loads(write_arguments())}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_w",
+                                      "content": "File created successfully"}]}]
+    for cid, cmd, output in exchanges():
+        msgs += [{"role": "assistant", "content": [
+                    {"type": "tool_use", "id": cid, "name": "bash", "input": {"command": cmd}}]},
+                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": cid,
+                                               "content": output}]}]
+    return {"model": "claude-sonnet-4-5", "max_tokens": 1024,
+            "system": "You are a careful coding agent.", "messages": msgs}
+
+
+def responses_request() -> dict:
+    items: list[dict] = [
+        {"role": "user", "content": "Write the steps module and test it."},
+        {"type": "reasoning", "id": "rs_1", "summary": [
+            {"type": "summary_text", "text": "I write the module first."}],
+         "encrypted_content": encrypted("write")},
+        {"type": "function_call", "id": "fc_w", "call_id": "call_w",
+         "name": "str_replace_editor", "arguments": write_arguments()},
+        {"type": "function_call_output", "call_id": "call_w",
+         "output": "File created successfully at src/pipeline/steps.py"}]
+    for cid, cmd, output in exchanges():
+        items += [{"type": "function_call", "id": f"fc_{cid}", "call_id": cid, "name": "bash",
+                   "arguments": json.dumps({"command": cmd})},
+                  {"type": "function_call_output", "call_id": cid, "output": output}]
+    return {"model": "gpt-5", "instructions": "You are a careful coding agent.", "store": False,
+            "input": items}
+
+
+def fitted(fmt: str, body: dict):
+    """(the turn, the request sent, the outlined arguments): the request prepared and written
+    back, then read again to check it costs what the turn counted."""
+    d = decode(fmt, body, WORDS)
+    turn = prepare_turn(None, d.messages, BUDGET, WORDS)
+    assert not turn.compacted and len(turn.truncated) == 1
+    out = encode(d, turn.messages).payload
+    again = decode(fmt, out, WORDS)
+    assert conversation_tokens(again.messages, WORDS) == turn.tokens <= BUDGET
+    args = next(c.arguments for m in turn.messages for c in m.tool_calls or ()
+                if c.id == "call_w")
+    assert args != write_arguments()
+    return turn, out, args
+
+
+def test_openai_sends_the_outlined_arguments():
+    body = openai_request()
+    _, out, args = fitted("openai", body)
+    assert openai_problems(out) == []
+    openai_sdk_accepts(out)
+    call = out["messages"][2]["tool_calls"][0]
+    assert call == {**body["messages"][2]["tool_calls"][0],
+                    "function": {"name": "str_replace_editor", "arguments": args}}
+    assert out["messages"][2]["content"] == "Writing the module."
+    assert out["messages"][3:] == body["messages"][3:] and out["temperature"] == 0.2
+
+
+def test_anthropic_sends_the_outlined_arguments_as_the_input_object():
+    body = anthropic_request()
+    _, out, args = fitted("anthropic", body)
+    assert anthropic_problems(out) == []
+    anthropic_sdk_accepts(out)
+    blocks = out["messages"][1]["content"]
+    assert blocks[:2] == body["messages"][1]["content"][:2]  # thinking, signature, text
+    assert blocks[2] == {**body["messages"][1]["content"][2], "input": json.loads(args)}
+    assert isinstance(blocks[2]["input"], dict)
+    assert out["messages"][2:] == body["messages"][2:]
+
+
+def test_responses_sends_the_outlined_arguments():
+    body = responses_request()
+    _, out, args = fitted("responses", body)
+    assert problems(out, []) == []
+    SDK_INPUT.validate_python(out["input"])
+    assert out["input"][1] == body["input"][1]  # the reasoning item, byte for byte
+    assert out["input"][2] == {**body["input"][2], "arguments": args}
+    assert out["input"][3:] == body["input"][3:]
