@@ -29,7 +29,10 @@ dropped, shortened), cache reuse and breakpoints, a one-line notice, and the nex
    verbatim. A summary step adds a chunk and never rewrites an older one, so the prefix up to
    the older chunks holds too; when the chunks together pass `summaries_share` of the room
    (what the system prompt and the question leave of the budget) they are merged into one (a
-   rarer, bigger step).
+   rarer, bigger step). A step counts the chunks as that merge will leave them. A new or
+   merged chunk grows into the room its step leaves below the target, and the chunks together
+   to at least `summaries_min_share` of the room: once outlines keep the recent messages
+   cheap, the ledger is what keeps the facts of the history.
 4. The text of a chunk is the session engine's offline summary (decided / open, the user's hard
    constraints verbatim, an action log of the tool calls, a ranked facts ledger), its parts
    sized to that room; it never changes once made.

@@ -318,7 +318,10 @@ class Window:
             # a summary grows into the room the step leaves below its target, as an outline
             # grows with its room, but not past what the chunks may take together
             chunks_room = int(policy.summaries_share * room) - sum(c.tokens for c in self.chunks)
-            want = max(est, min(target - fixed - tail, chunks_room))
+            # and at least ``summaries_min_share`` of the room, all chunks together: the ledger of
+            # the history is what keeps its facts once outlines keep the recent messages cheap
+            floor_room = int(policy.summaries_min_share * room) - sum(c.tokens for c in self.chunks)
+            want = max(est, min(max(target - fixed - tail, floor_room), chunks_room))
             text, writer = self._ahead_for(covered)
             chunk = summaries.make_chunk(
                 [self.shown(i) for i in covered], [msgs[i] for i in covered], covered,
@@ -380,7 +383,8 @@ class Window:
         become one: the prefix up to the older chunks holds (a merge of every chunk, which
         moves the prefix from the start, only when pairs no longer shrink). ``free``: the
         tokens the chunks may take below the step's target; a merge of every chunk grows into
-        them (more of the ledger), as a new chunk does, within the chunks' share."""
+        them (more of the ledger), as a new chunk does, to at least ``summaries_min_share`` of
+        the room and within ``summaries_share``."""
         share = policy.summaries_share * room
         while len(self.chunks) > 1 and sum(c.tokens for c in self.chunks) > share:
             pair = self.chunks[-2:]
@@ -389,7 +393,7 @@ class Window:
                 if len(self.chunks) > 2 or merged.tokens >= sum(c.tokens for c in pair):
                     merged = summaries.merge_chunks(self.chunks, self.head, counter, policy,
                                                     room)
-                want = min(free, int(share))
+                want = min(max(free, int(policy.summaries_min_share * room)), int(share))
                 if want > merged.tokens * 5 // 4:
                     grown = summaries.merge_chunks(self.chunks, self.head, counter, policy,
                                                    room, want)
