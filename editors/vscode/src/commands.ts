@@ -87,14 +87,9 @@ export async function showContext(deps: CommandDeps, chat?: LiveChat): Promise<v
 export async function setMode(deps: CommandDeps): Promise<void> {
   await guarded(deps, "Set mode", async () => {
     const { controller } = deps;
-    const items = modeItems(
-      controller.modes,
-      controller.announcement.defaultMode,
-      controller.suggestion,
-    );
-    if (items.length === 0) {
-      throw new Error("the daemon announced no modes: update ctxlayer (`pip install -U ctxlayer`)");
-    }
+    const announcement = controller.announcement;
+    if (!announcement) throw new Error("the ctxlayer daemon is not running: run `ctxlayer: Restart`");
+    const items = modeItems(announcement.modes, announcement.defaultMode, controller.suggestion);
     const pick = await api.showQuickPick(items, "ctxlayer mode");
     if (!pick) return;
     // the session first, so the settings listener sees the mode already applied
