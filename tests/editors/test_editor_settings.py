@@ -1,5 +1,6 @@
 """The editors' settings that mirror the daemon's are the daemon's: VS Code's manifest is
-generated from them (stale fails here), and Neovim's options defer to the announcement."""
+generated from them (stale fails here), and Neovim's options defer to the announcement. And
+Neovim asks for the protocol of protocol.py (VS Code's list is typechecked against it)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from test_nvim import _nvim, _require
 from ctxlayer.config import GatewayConfig
 from ctxlayer.core.zones.modes import DEFAULT_MODE, DEFAULT_MODES
 from ctxlayer.editor_settings import MANIFEST, REGENERATE, render_manifest
-from ctxlayer.protocol import InitializationOptions
+from ctxlayer.protocol import PROTOCOL_VERSION, REQUESTS, InitializationOptions
 from ctxlayer.tokenizers.models import DEFAULT_MODEL
 
 REPO = MANIFEST.parents[2]
@@ -62,15 +63,28 @@ def test_the_extensions_own_settings_and_layout_are_kept():
     assert list(rendered) == list(props)
 
 
-def test_neovims_options_naming_a_daemon_setting_default_to_the_daemons():
-    """nil means "the daemon's" (its initialize announcement): a value here would drift."""
+def _lua(expression: str) -> object:
+    """`expression` evaluated in a headless Neovim with the plugin on its runtimepath, as JSON."""
     nvim = _require("Neovim >= 0.10", _nvim())
-    script = ("vim.opt.rtp:prepend(arg[1]); local d = require('ctxlayer.config').defaults;"
-              "local set = {}; for k in pairs(d) do table.insert(set, k) end;"
-              "io.stdout:write(vim.json.encode(set))")
+    script = f"vim.opt.rtp:prepend(arg[1]); io.stdout:write(vim.json.encode({expression}))"
     out = subprocess.run([nvim, "--headless", "-u", "NONE", "-l", "-", str(REPO / "editors" / "nvim")],
                          input=script, capture_output=True, text=True, check=True)
-    with_a_default = set(json.loads(out.stdout))
+    return json.loads(out.stdout)
+
+
+def test_neovim_asks_for_the_protocol_of_protocol_py():
+    """The plugin refuses a daemon of another protocol, or one lacking a request: it must name
+    this protocol and all its requests."""
+    client = "require('ctxlayer.client')"
+    assert _lua(f"{client}.PROTOCOL_VERSION") == PROTOCOL_VERSION
+    assert _lua(f"{client}.REQUESTS") == list(REQUESTS)
+
+
+def test_neovims_options_naming_a_daemon_setting_default_to_the_daemons():
+    """nil means "the daemon's" (its initialize announcement): a value here would drift."""
+    defaults = "(function() local set = {} for k in pairs(require('ctxlayer.config').defaults) " \
+        "do table.insert(set, k) end return set end)()"
+    with_a_default = set(_lua(defaults))
     daemon_settings = {f.name for f in msgspec.structs.fields(InitializationOptions)} | {"budget"}
     assert "model" in daemon_settings and "mode" in daemon_settings
     assert with_a_default & daemon_settings == set()
