@@ -3,7 +3,7 @@
  * prompt, Restart, Show logs. Each failure ends in one message that says what to do.
  */
 import type { ModeInfo } from "@ctxlayer/client";
-import type { BudgetController, LiveChat } from "./controller";
+import type { BudgetController, ControllerSettings, LiveChat } from "./controller";
 import { errorText } from "./errors";
 import * as api from "./vscodeapi";
 
@@ -93,7 +93,7 @@ export async function setMode(deps: CommandDeps): Promise<void> {
     const pick = await api.showQuickPick(items, "ctxlayer mode");
     if (!pick) return;
     // the session first, so the settings listener sees the mode already applied
-    await deps.controller.setMode(pick.label as "short" | "deep" | "debug");
+    await deps.controller.setMode(pick.label as ControllerSettings["mode"]);
     await api.updateSetting("mode", pick.label);
   });
 }

@@ -38,7 +38,8 @@ export interface LiveChat {
 export interface ControllerSettings {
   model: string;
   budget: number | null;
-  mode: "short" | "deep" | "debug";
+  /** One of the daemon's modes (the protocol's names; the manifest's enum is generated from them). */
+  mode: ServerAnnouncement["defaultMode"];
 }
 
 type Listener = (budget: Budget) => void;

@@ -17,6 +17,7 @@ import {
   type CtxlayerClient,
   type Message,
   type ModeInfo,
+  type SessionSetModeParams,
 } from "@ctxlayer/client";
 import { VENDOR, daemonModel } from "./chatModels";
 import { resultText } from "./chatConvert";
@@ -329,7 +330,7 @@ export class CtxlayerParticipant {
     }
     const budget = await client.request("ctx/session/setMode", {
       sessionId,
-      mode: name as "short" | "deep" | "debug",
+      mode: name as SessionSetModeParams["mode"],
     });
     const m = modes[name]!;
     stream.markdown(
