@@ -57,26 +57,20 @@ H.run(function()
 
   H.clear_notes()
   vim.cmd("Ctxlayer mode turbo")
-  -- Refused by the plugin when the daemon announced its modes (naming them), else by the daemon
-  -- (naming the field); never sent silently.
+  -- Refused by the plugin, naming the daemon's modes; never sent silently.
   H.ok(H.wait(function()
     return H.note('mode: expected one of ' .. table.concat(modes, ", ") .. ', got "turbo"')
-      or (#modes == 0 and H.note("setMode failed: invalid params: mode"))
-  end), "a bad mode is refused, naming the modes or the field")
+  end), "a bad mode is refused, naming the modes")
 
-  -- Live chats: listed when the daemon has them (none yet here), else the command says why not.
+  -- Live chats: none yet here.
   H.clear_notes()
   vim.cmd("Ctxlayer chats")
-  if require("ctxlayer.client").supports(client, "ctx/conversations") then
-    H.ok(H.wait(function()
-      local lines = H.buffer_lines("ctxlayer://chats")
-      return lines and lines[1]:match("^0 live chats")
-    end), ":Ctxlayer chats before any chat lists none")
-  else
-    H.ok(H.note("this daemon has no ctx/conversations") ~= nil, ":Ctxlayer chats on a daemon without live chats says so")
-  end
+  H.ok(H.wait(function()
+    local lines = H.buffer_lines("ctxlayer://chats")
+    return lines and lines[1]:match("^0 live chats")
+  end), ":Ctxlayer chats before any chat lists none")
 
-  -- assemble: the assembled prompt (or, without sessions, the system prompt) in a buffer.
+  -- assemble: the workspace session's assembled prompt in a buffer.
   vim.cmd("Ctxlayer assemble")
   local assembled = H.buffer_lines("ctxlayer://assembled")
   H.ok(assembled ~= nil, ":Ctxlayer assemble opens ctxlayer://assembled")
@@ -86,43 +80,32 @@ H.run(function()
   local result = ctxlayer.assemble()
   H.ok(result and #result.messages > 0, "assemble() returns messages")
 
-  -- inspect: the inspector page when the daemon has one, else a buffer with the breakdown.
+  -- inspect: the inspector page, or with `text` a buffer with the breakdown.
   vim.cmd("Ctxlayer inspect text")
   local inspected = H.buffer_lines("ctxlayer://inspect")
   H.ok(inspected and table.concat(inspected, "\n"):find("workspace segment") ~= nil, ":Ctxlayer inspect text shows the breakdown")
-  local has_page = false
-  for method in pairs(require("ctxlayer.client").methods(client)) do
-    has_page = has_page or method:match("^ctx/inspect") ~= nil
-  end
-  if has_page then
-    vim.cmd("Ctxlayer inspect")
-    H.ok(#opened == 1 and vim.fn.filereadable(opened[1]) == 1, ":Ctxlayer inspect writes the page and opens it")
-    local html = opened[1] and table.concat(vim.fn.readfile(opened[1]), "\n") or ""
-    H.ok(html:find("<html", 1, true) ~= nil or html:find("<!doctype", 1, true) ~= nil, "the inspector page is HTML")
-  end
+  vim.cmd("Ctxlayer inspect")
+  H.ok(#opened == 1 and vim.fn.filereadable(opened[1]) == 1, ":Ctxlayer inspect writes the page and opens it")
+  local html = opened[1] and table.concat(vim.fn.readfile(opened[1]), "\n") or ""
+  H.ok(html:find("<html", 1, true) ~= nil or html:find("<!doctype", 1, true) ~= nil, "the inspector page is HTML")
 
-  -- rule and mode need sessions; without them the command says so instead of failing silently.
-  local sessions = require("ctxlayer.client").supports(client, "ctx/session/open")
+  -- rule and mode, on the workspace's session.
   H.clear_notes()
   vim.cmd("Ctxlayer rule Answer in English")
-  if sessions then
-    H.ok(H.wait(function()
-      return H.note("^ctxlayer: rule .+ added")
-    end), ":Ctxlayer rule adds a rule")
-    H.ok(H.wait(function()
-      local b = ctxlayer.budget()
-      return b and b.state.budget.byLayer.rules and b.state.budget.byLayer.rules > 0
-    end), "the rule shows in the budget's rules layer (ctx/budgetChanged)")
-    vim.cmd("Ctxlayer mode short")
-    H.ok(H.wait(function()
-      return H.note("^ctxlayer: mode short for session %S+: [%d.]+k? / [%d.]+k? tokens$")
-    end), ":Ctxlayer mode short switches the session")
-    H.clear_notes()
-    vim.cmd("Ctxlayer mode")
-    H.ok(H.note("^ctxlayer: mode short") ~= nil, ":Ctxlayer mode shows the mode")
-  else
-    H.ok(H.note("no session support %(ctx/session/addRule%)") ~= nil, "without sessions :Ctxlayer rule explains why")
-  end
+  H.ok(H.wait(function()
+    return H.note("^ctxlayer: rule .+ added")
+  end), ":Ctxlayer rule adds a rule")
+  H.ok(H.wait(function()
+    local b = ctxlayer.budget()
+    return b and b.state.budget.byLayer.rules and b.state.budget.byLayer.rules > 0
+  end), "the rule shows in the budget's rules layer (ctx/budgetChanged)")
+  vim.cmd("Ctxlayer mode short")
+  H.ok(H.wait(function()
+    return H.note("^ctxlayer: mode short for session %S+: [%d.]+k? / [%d.]+k? tokens$")
+  end), ":Ctxlayer mode short switches the session")
+  H.clear_notes()
+  vim.cmd("Ctxlayer mode")
+  H.ok(H.note("^ctxlayer: mode short") ~= nil, ":Ctxlayer mode shows the mode")
 
   -- restart: a new client, and the figure comes back.
   local old_id = client.id

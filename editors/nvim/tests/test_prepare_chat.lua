@@ -38,7 +38,6 @@ H.run(function()
   local status = require("ctxlayer.status")
   local workspace_figure = H.wait_figure()
   H.must(workspace_figure ~= nil, "before any chat, the status line shows the workspace figure")
-  H.must(require("ctxlayer.client").supports(client, "ctx/prepare"), "the daemon has ctx/prepare")
 
   -- A first short chat.
   local first, err = ctxlayer.request("ctx/prepare", {
@@ -136,15 +135,13 @@ H.run(function()
   vim.cmd("Ctxlayer inspect")
   local page = #opened == 1 and table.concat(vim.fn.readfile(opened[1]), "\n") or ""
   H.ok(page:find("Job 2903 was the slowest.", 1, true) ~= nil, ":Ctxlayer inspect opens the live chat's page", #page)
-  if require("ctxlayer.client").supports(client, "ctx/session/setMode") then
-    H.clear_notes()
-    vim.cmd("Ctxlayer mode short")
-    local moded = H.wait(function()
-      return H.note("^ctxlayer: mode short for session ")
-    end)
-    H.ok(moded and moded.msg:find("the live chat " .. again.conversationId .. " is not affected", 1, true) ~= nil,
-      ":Ctxlayer mode says which session it changed, not the chat's figure", moded and moded.msg)
-  end
+  H.clear_notes()
+  vim.cmd("Ctxlayer mode short")
+  local moded = H.wait(function()
+    return H.note("^ctxlayer: mode short for session ")
+  end)
+  H.ok(moded and moded.msg:find("the live chat " .. again.conversationId .. " is not affected", 1, true) ~= nil,
+    ":Ctxlayer mode says which session it changed, not the chat's figure", moded and moded.msg)
 
   -- :Ctxlayer chats lists both, the live one marked; picking the first makes it live.
   vim.cmd("Ctxlayer chats")

@@ -1,4 +1,4 @@
--- Without a session (session = false, or a daemon without sessions) the status line shows the
+-- Without a session (setup with session = false) the status line shows the
 -- workspace segment's tokens (no percent: the daemon gives none), then the last trimmed chat's
 -- figure, the daemon's percent with it.
 local H = dofile(vim.fs.joinpath(vim.fs.dirname(vim.fn.fnamemodify(arg[0], ":p")), "helpers.lua"))
@@ -61,7 +61,7 @@ H.run(function()
   -- Rules and modes need a session: the command says so.
   H.clear_notes()
   vim.cmd("Ctxlayer rule Prefer small diffs")
-  H.ok(H.note("no session support") ~= nil, "without a session :Ctxlayer rule explains why")
+  H.ok(H.note("ctx/session/addRule needs the workspace's session; none is open %(setup with session = false") ~= nil, "without a session :Ctxlayer rule explains why")
 
   -- inspect without a session shows the last trimmed chat on the page.
   local opened

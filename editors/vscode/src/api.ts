@@ -25,7 +25,7 @@ export interface CtxlayerApi {
   count(params: CountParams): Promise<CountResult>;
   /** Fit the provider request a chat is about to send (ctx/prepare); the status bar follows it. */
   prepare(params: PrepareParams): Promise<PrepareResult>;
-  /** Called with every new budget of the workspace session (or the workspace, before sessions). */
+  /** Called with every new budget of the workspace session. */
   onBudgetChanged(listener: (budget: Budget) => void): Disposable;
   /** The latest budget, if one is known. */
   readonly budget: Budget | undefined;

@@ -3,7 +3,7 @@
  * prompt, Restart, Show logs. Each failure ends in one message that says what to do.
  */
 import type { ModeInfo } from "@ctxlayer/client";
-import type { BudgetController, LiveChat } from "./controller";
+import type { BudgetController, ControllerSettings, LiveChat } from "./controller";
 import { errorText } from "./errors";
 import * as api from "./vscodeapi";
 
@@ -87,18 +87,13 @@ export async function showContext(deps: CommandDeps, chat?: LiveChat): Promise<v
 export async function setMode(deps: CommandDeps): Promise<void> {
   await guarded(deps, "Set mode", async () => {
     const { controller } = deps;
-    const items = modeItems(
-      controller.modes,
-      controller.announcement.defaultMode,
-      controller.suggestion,
-    );
-    if (items.length === 0) {
-      throw new Error("the daemon announced no modes: update ctxlayer (`pip install -U ctxlayer`)");
-    }
+    const announcement = controller.announcement;
+    if (!announcement) throw new Error("the ctxlayer daemon is not running: run `ctxlayer: Restart`");
+    const items = modeItems(announcement.modes, announcement.defaultMode, controller.suggestion);
     const pick = await api.showQuickPick(items, "ctxlayer mode");
     if (!pick) return;
     // the session first, so the settings listener sees the mode already applied
-    await deps.controller.setMode(pick.label as "short" | "deep" | "debug");
+    await deps.controller.setMode(pick.label as ControllerSettings["mode"]);
     await api.updateSetting("mode", pick.label);
   });
 }

@@ -1,8 +1,7 @@
 /**
- * The extension's view of the context budget: which session it uses, the latest Budget, the
- * last trim, and how to refresh them from the daemon. When the daemon has sessions it opens
- * one per workspace and follows ctx/budgetChanged; before sessions, the budget is the system
- * prompt (workspace segment included) plus the last conversation trimmed through the API.
+ * The extension's view of the context budget: which session it uses, the latest Budget, and
+ * how to refresh them from the daemon. It opens one session per workspace and follows
+ * ctx/budgetChanged (server.ts starts only a daemon of this protocol, sessions and all).
  * No vscode import: the status bar is behind the BudgetSink interface.
  */
 import type {
@@ -39,7 +38,8 @@ export interface LiveChat {
 export interface ControllerSettings {
   model: string;
   budget: number | null;
-  mode: "short" | "deep" | "debug";
+  /** One of the daemon's modes (the protocol's names; the manifest's enum is generated from them). */
+  mode: ServerAnnouncement["defaultMode"];
 }
 
 type Listener = (budget: Budget) => void;
@@ -47,17 +47,15 @@ type NoticeListener = (chat: LiveChat, notice: string) => void;
 
 export class BudgetController {
   private client: CtxlayerClient | undefined;
-  private methods = new Set<string>();
   private subscriptions: Disposable[] = [];
   private listeners = new Set<Listener>();
   sessionId: string | undefined;
   budget: Budget | undefined;
-  lastTrim: { params: TrimParams; result: TrimResult } | undefined;
   suggestion: ModeSuggestion | undefined;
   /** The chat that last sent a request (models, @ctxlayer or the gateway). */
   live: LiveChat | undefined;
-  /** What the daemon announced at initialize (modes, defaults, gateway), when it did. */
-  announcement: Partial<ServerAnnouncement> = {};
+  /** What the daemon announced at initialize (modes, defaults, gateway), once it runs. */
+  announcement: ServerAnnouncement | undefined;
   private noticeListeners = new Set<NoticeListener>();
   private liveListeners = new Set<(chat: LiveChat) => void>();
 
@@ -71,14 +69,6 @@ export class BudgetController {
     return this.client !== undefined;
   }
 
-  get hasSessions(): boolean {
-    return this.methods.has("ctx/session/open");
-  }
-
-  has(method: string): boolean {
-    return this.methods.size === 0 || this.methods.has(method);
-  }
-
   get mode(): ControllerSettings["mode"] {
     return this.settings.mode;
   }
@@ -88,14 +78,9 @@ export class BudgetController {
   }
 
   /** Called when the daemon (re)started. */
-  async attach(
-    client: CtxlayerClient,
-    methods: Set<string>,
-    announcement: Partial<ServerAnnouncement> = {},
-  ): Promise<void> {
+  async attach(client: CtxlayerClient, announcement: ServerAnnouncement): Promise<void> {
     this.detach();
     this.client = client;
-    this.methods = methods;
     this.announcement = announcement;
     this.sessionId = undefined;
     this.subscriptions.push(
@@ -117,21 +102,16 @@ export class BudgetController {
           this.publish(b);
         }
       }),
-      client.onSegmentChanged(() => {
-        if (!this.hasSessions) void this.refresh();
-      }),
     );
-    if (this.hasSessions) {
-      const opened = await client.request("ctx/session/open", {
-        sessionId: `vscode:${this.workspaceKey}`,
-        model: this.settings.model,
-        mode: this.settings.mode,
-        budget: this.settings.budget ?? undefined,
-      });
-      // ctx/session/budget measures it against the workspace (no assembly: an assembly is a
-      // request, which would make the workspace session the daemon's live chat)
-      this.sessionId = opened.sessionId;
-    }
+    const opened = await client.request("ctx/session/open", {
+      sessionId: `vscode:${this.workspaceKey}`,
+      model: this.settings.model,
+      mode: this.settings.mode,
+      budget: this.settings.budget ?? undefined,
+    });
+    // ctx/session/budget measures it against the workspace (no assembly: an assembly is a
+    // request, which would make the workspace session the daemon's live chat)
+    this.sessionId = opened.sessionId;
     await this.refresh();
   }
 
@@ -141,9 +121,9 @@ export class BudgetController {
     this.client = undefined;
   }
 
-  /** The task modes the daemon announced; before it announced them, only their names. */
-  get modes(): NonNullable<ServerAnnouncement["modes"]> {
-    return this.announcement.modes ?? {};
+  /** The task modes the daemon announced; none before it runs. */
+  get modes(): ServerAnnouncement["modes"] {
+    return this.announcement?.modes ?? {};
   }
 
   private showLive(chat: LiveChat): void {
@@ -173,11 +153,7 @@ export class BudgetController {
   async refresh(): Promise<Budget | undefined> {
     const client = this.need();
     try {
-      if (!this.sessionId) {
-        // a daemon older than ctx/session/*: its figures would not be the chat's
-        throw new Error("this ctxlayer daemon has no sessions (ctx/session/open): update it");
-      }
-      const budget = await client.sessionBudget(this.sessionId);
+      const budget = await client.sessionBudget(this.session());
       this.publish(budget);
       return budget;
     } catch (err) {
@@ -189,15 +165,12 @@ export class BudgetController {
 
   private publish(budget: Budget): void {
     this.budget = budget;
-    this.sink.showBudget(budget, this.sessionId ? `session ${this.sessionId}` : "workspace");
+    this.sink.showBudget(budget, `session ${this.sessionId}`);
     for (const l of this.listeners) l(budget);
   }
 
   async trim(params: TrimParams): Promise<TrimResult> {
-    const result = await this.need().trim({ model: this.settings.model, ...params });
-    this.lastTrim = { params, result };
-    if (!this.sessionId) void this.refresh().catch(() => undefined);
-    return result;
+    return this.need().trim({ model: this.settings.model, ...params });
   }
 
   async count(params: CountParams): Promise<CountResult> {
@@ -205,55 +178,43 @@ export class BudgetController {
   }
 
   async assemble(params: Partial<AssembleParams> = {}): Promise<AssembleResult> {
-    const sessionId = params.sessionId ?? this.sessionId;
-    if (!sessionId) throw new Error("assemble needs a daemon with sessions (ctx/session/*)");
+    const sessionId = params.sessionId ?? this.session();
     const result = await this.need().assemble({ ...params, sessionId });
     this.suggestion = result.modeSuggestion ?? undefined;
     return result;
   }
 
-  /** The prompt as text: assembled when there are sessions, else the system prompt. */
+  /** The workspace session's assembled prompt as text. */
   async assembledText(): Promise<string> {
-    const messages: Message[] = this.sessionId
-      ? ((await this.assemble()).messages as Message[]) // format ctxlayer: Message objects
-      : (await this.need().systemPrompt({ model: this.settings.model })).messages;
+    // format ctxlayer: Message objects
+    const messages = (await this.assemble()).messages as Message[];
     return messages.map((m) => `## ${m.role}\n\n${m.content}`).join("\n\n");
   }
 
   async setMode(mode: ControllerSettings["mode"]): Promise<void> {
     this.settings = { ...this.settings, mode };
-    if (this.sessionId) {
-      const budget = await this.need().request("ctx/session/setMode", {
-        sessionId: this.sessionId,
-        mode,
-      });
-      this.publish(budget);
-    }
+    const budget = await this.need().request("ctx/session/setMode", {
+      sessionId: this.session(),
+      mode,
+    });
+    this.publish(budget);
   }
 
   async addRule(text: string, weight = 1): Promise<{ ruleId: string; warning?: string | null }> {
-    if (!this.sessionId) throw new Error("rules need a daemon with sessions (ctx/session/addRule)");
     return this.need().request("ctx/session/addRule", {
-      sessionId: this.sessionId,
+      sessionId: this.session(),
       rule: { text, weight },
     });
   }
 
-  /** The inspector page for the live chat, else the session, else the last trimmed conversation. */
+  /** The inspector page for the live chat, else the workspace session. */
   async inspectorHtml(chat: LiveChat | undefined = this.live): Promise<string> {
     const client = this.need();
     const live = chat && (chat.sessionId ?? (await this.sessionOfConversation(chat.conversationId)));
-    if (live) return (await client.inspect({ sessionId: live })).html;
-    if (this.sessionId) return (await client.inspect({ sessionId: this.sessionId })).html;
-    const messages =
-      (this.lastTrim?.params.messages as Message[] | undefined) ??
-      (await client.systemPrompt({ model: this.settings.model })).messages;
-    const budget = this.settings.budget ?? this.lastTrim?.result.budget ?? this.budget?.limit;
-    return (await client.inspect({ messages, budget, model: this.settings.model })).html;
+    return (await client.inspect({ sessionId: live ?? this.session() })).html;
   }
 
   private async sessionOfConversation(conversationId: string): Promise<string | undefined> {
-    if (!this.has("ctx/conversations")) return undefined;
     const { conversations } = await this.need().conversations();
     return conversations.find((c) => c.conversationId === conversationId)?.sessionId;
   }
@@ -261,6 +222,12 @@ export class BudgetController {
   /** The running daemon's client; throws saying how to get it back when there is none. */
   requireClient(): CtxlayerClient {
     return this.need();
+  }
+
+  /** The workspace session, open once attach() has run. */
+  private session(): string {
+    if (!this.sessionId) throw new Error("the workspace session is not open yet: the daemon is starting");
+    return this.sessionId;
   }
 
   private need(): CtxlayerClient {

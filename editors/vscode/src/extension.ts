@@ -30,7 +30,7 @@ export async function activate(context: api.ExtensionContext): Promise<CtxlayerA
     onStarted: async (running) => {
       status.gateway = running.announcement.gateway;
       try {
-        await controller.attach(running.client, running.methods, running.announcement);
+        await controller.attach(running.client, running.announcement);
       } catch (err) {
         log.error(`reading the budget: ${errorText(err)}`);
       }

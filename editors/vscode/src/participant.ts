@@ -17,6 +17,7 @@ import {
   type CtxlayerClient,
   type Message,
   type ModeInfo,
+  type SessionSetModeParams,
 } from "@ctxlayer/client";
 import { VENDOR, daemonModel } from "./chatModels";
 import { resultText } from "./chatConvert";
@@ -109,10 +110,6 @@ export function referencedFiles(request: Pick<api.ChatRequest, "references">): s
 }
 
 /** The daemon's answer for a session that no chat prepared (ctx/why and ctx/restore). */
-function isNotAConversation(err: unknown): boolean {
-  return err instanceof CtxlayerError && err.kind === "unknown_session";
-}
-
 function partition<T>(items: T[], test: (item: T) => boolean): [T[], T[]] {
   return [items.filter(test), items.filter((i) => !test(i))];
 }
@@ -196,10 +193,8 @@ export class CtxlayerParticipant {
         try {
           await client.restore({ sessionId, messageId: arg });
         } catch (err) {
-          // an id the session does not hold (or an older daemon that restores only what a
-          // live chat's turn cut): the daemon says why
-          if (!isNotAConversation(err) && !(err instanceof CtxlayerError && err.kind === "invalid"))
-            throw err;
+          // an id the session does not hold: the daemon says why
+          if (!(err instanceof CtxlayerError && err.kind === "invalid")) throw err;
           const why = err instanceof Error ? err.message.replace(/^ctx\/restore: /, "") : "";
           stream.markdown(`\`${arg}\` stays as the last turn left it: ${why}`);
           return { metadata: meta };
@@ -265,18 +260,9 @@ export class CtxlayerParticipant {
     return { metadata: meta };
   }
 
-  /**
-   * What the last turn cut: ctx/why where the daemon serves it for a session, else the
-   * session's audit log (the same entries, newest last).
-   */
+  /** What the last turn cut (the daemon's ctx/why of the session, its log after a restart). */
   private async why(client: CtxlayerClient, sessionId: string, messageId: string) {
-    try {
-      return (await client.why({ sessionId, messageId: messageId || undefined })).entries;
-    } catch (err) {
-      if (!isNotAConversation(err)) throw err;
-      const { entries } = await client.request("ctx/session/audit", { sessionId, limit: 50 });
-      return messageId ? entries.filter((e) => e.messageId === messageId) : entries;
-    }
+    return (await client.why({ sessionId, messageId: messageId || undefined })).entries;
   }
 
   /** The model to answer with: the picked one, or the one under a ctxlayer model. */
@@ -344,7 +330,7 @@ export class CtxlayerParticipant {
     }
     const budget = await client.request("ctx/session/setMode", {
       sessionId,
-      mode: name as "short" | "deep" | "debug",
+      mode: name as SessionSetModeParams["mode"],
     });
     const m = modes[name]!;
     stream.markdown(

@@ -17,6 +17,7 @@ import {
   type LanguageClientOptions,
   type ServerOptions,
 } from "vscode-languageclient/node";
+import { checkAnnouncement } from "./announcement";
 import { errorText } from "./errors";
 import { INSTALL_HINT, resolveServerCommand } from "./serverCommand";
 import type { LogOutputChannel, Settings } from "./vscodeapi";
@@ -24,11 +25,8 @@ import * as api from "./vscodeapi";
 
 export interface Running {
   client: CtxlayerClient;
-  /** Custom methods the daemon announced in capabilities.experimental.ctxlayer.methods. */
-  methods: Set<string>;
-  protocolVersion?: string;
-  /** capabilities.experimental.ctxlayer as the daemon sent it (older daemons: fewer fields). */
-  announcement: Partial<ServerAnnouncement>;
+  /** capabilities.experimental.ctxlayer, checked complete and of this protocol. */
+  announcement: ServerAnnouncement;
 }
 
 export interface ServerHooks {
@@ -129,18 +127,21 @@ export class DaemonServer {
       return false;
     }
     await lc.setTrace(Trace.fromString(settings.trace));
-    const experimental: Partial<ServerAnnouncement> =
-      (lc.initializeResult?.capabilities as any)?.experimental?.ctxlayer ?? {};
-    this.running = {
-      client,
-      methods: new Set<string>(experimental.methods ?? []),
-      protocolVersion: experimental.protocolVersion,
-      announcement: experimental,
-    };
+    const checked = checkAnnouncement((lc.initializeResult?.capabilities as any)?.experimental?.ctxlayer);
+    if (checked.problem !== undefined) {
+      // said once: the daemon is stopped, so nothing retries and repeats it
+      this.log.error(checked.problem);
+      this.languageClient = undefined;
+      await lc.stop(5000).catch(() => undefined);
+      this.hooks.onStopped("daemon too old");
+      void api.showError(checked.problem, "Show Logs").then((c) => c && this.log.show());
+      return false;
+    }
+    this.running = { client, announcement: checked.announcement };
     this.log.info(
       `daemon started: ${lc.initializeResult?.serverInfo?.name ?? "?"} ` +
         `${lc.initializeResult?.serverInfo?.version ?? ""}, ` +
-        `${this.running.methods.size} custom methods`,
+        `protocol ${checked.announcement.protocolVersion}`,
     );
     await this.hooks.onStarted(this.running);
     return true;

@@ -3,6 +3,7 @@
  * can replace the `vscode` module (vitest alias) and the rest stays plain TypeScript.
  */
 import * as vscode from "vscode";
+import type { ControllerSettings } from "./controller";
 
 export type { Disposable, ExtensionContext, LogOutputChannel, StatusBarItem } from "vscode";
 
@@ -40,25 +41,28 @@ export function executeCommand(id: string, ...args: unknown[]): Thenable<unknown
 export interface Settings {
   model: string;
   budget: number | null;
-  mode: "short" | "deep" | "debug";
+  mode: ControllerSettings["mode"];
   serverCommand: string[];
   trace: "off" | "messages" | "verbose";
   /** Run the daemon's HTTP gateway, so chat tools outside VS Code show up as live chats. */
   gateway: { enabled: boolean; port: number };
 }
 
+/**
+ * The settings, each defaulting to package.json's value (VS Code answers it for an unset one):
+ * the daemon's defaults are written there by `python -m ctxlayer.editor_settings`, so none is
+ * repeated here.
+ */
 export function readSettings(): Settings {
   const c = vscode.workspace.getConfiguration("ctxlayer");
+  const get = <T>(key: string): T => c.get<T>(key) as T;
   return {
-    model: c.get<string>("model", "gpt-4o"),
-    budget: c.get<number | null>("budget", null) ?? null,
-    mode: c.get<Settings["mode"]>("mode", "deep"),
-    serverCommand: c.get<string[]>("serverCommand", []),
-    trace: c.get<Settings["trace"]>("trace.server", "off"),
-    gateway: {
-      enabled: c.get<boolean>("gateway.enabled", false),
-      port: c.get<number>("gateway.port", 0),
-    },
+    model: get<string>("model"),
+    budget: get<number | null>("budget") ?? null,
+    mode: get<Settings["mode"]>("mode"),
+    serverCommand: get<string[]>("serverCommand"),
+    trace: get<Settings["trace"]>("trace.server"),
+    gateway: { enabled: get<boolean>("gateway.enabled"), port: get<number>("gateway.port") },
   };
 }
 

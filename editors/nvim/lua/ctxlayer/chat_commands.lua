@@ -14,16 +14,6 @@ local function fail(msg)
   vim.notify("ctxlayer: " .. msg, vim.log.levels.ERROR)
 end
 
---- The running client when its daemon has `method`, else nil after saying what is missing.
-local function running_with(method)
-  local c = commands().running()
-  if c and not client.supports(c, method) then
-    fail(("this daemon has no %s (it came before live chats); upgrade ctxlayer"):format(method))
-    return nil
-  end
-  return c
-end
-
 M.gateway = {
   desc = "show the gateway's URLs and copy them (or only `openai` / `anthropic`)",
   complete = function()
@@ -37,7 +27,7 @@ M.gateway = {
 M.chats = {
   desc = "list the live chats (ctx/conversations); `:Ctxlayer chats ID` shows that one",
   run = function(args)
-    local c = running_with("ctx/conversations")
+    local c = commands().running()
     if not c then
       return
     end
@@ -54,7 +44,7 @@ M.chats = {
 M.why = {
   desc = "what was cut from the live chat's last turn, and why (ctx/why); `:Ctxlayer why MESSAGE_ID`",
   run = function(args)
-    local c = running_with("ctx/why")
+    local c = commands().running()
     if not c then
       return
     end

@@ -2,7 +2,8 @@
 ---
 --- Owns the daemon command lookup, the workspace root, `vim.lsp.start` with the
 --- initialization options of PROTOCOL.md (the gateway switch included), reading the daemon's
---- announcement (modes, default budget and mode, gateway URLs), and the request helpers. The
+--- announcement (modes, default budget and mode, gateway URLs; a daemon of another protocol
+--- is refused once, saying to update it), and the request helpers. The
 --- notification handlers live in handlers.lua. It does not format anything (that is
 --- status.lua) and never blocks the editor except in the explicit `request_sync`.
 
@@ -90,14 +91,60 @@ function M.capabilities()
 end
 
 --- What the daemon announced in its initialize result (`capabilities.experimental.ctxlayer`):
---- methods, model, defaultBudget, defaultMode, modes, gateway. {} when it announced nothing.
+--- methods, model, defaultBudget, defaultMode, modes, gateway. {} when it announced nothing
+--- (such a daemon is refused at initialize: M.problem).
 function M.announcement(client)
   local exp = client and client.server_capabilities and client.server_capabilities.experimental
   local info = type(exp) == "table" and exp.ctxlayer
   return type(info) == "table" and info or {}
 end
 
---- The daemon's mode names, sorted; {} when it does not announce them.
+--- The protocol this plugin speaks, and every request of it (tests/editors checks both
+--- against server/ctxlayer/protocol.py).
+M.PROTOCOL_VERSION = "0.1"
+M.REQUESTS = {
+  "ctx/segment", "ctx/systemPrompt", "ctx/count", "ctx/trim",
+  "ctx/session/open", "ctx/session/append", "ctx/session/addItem", "ctx/session/addRule",
+  "ctx/session/removeRule", "ctx/session/setMode", "ctx/assemble", "ctx/session/compact",
+  "ctx/session/reportUsage", "ctx/session/budget", "ctx/session/audit", "ctx/session/list",
+  "ctx/session/close", "ctx/inspect", "ctx/prepare", "ctx/conversations", "ctx/why",
+  "ctx/restore",
+}
+--- The announcement's fields the plugin reads instead of guessing.
+local NEEDED_FIELDS = { "protocolVersion", "methods", "model", "defaultBudget", "defaultMode", "modes" }
+
+--- nil when the daemon speaks this protocol in full, else what to tell the user (one line).
+function M.problem(client)
+  local info = M.announcement(client)
+  local update = "update ctxlayer (`pip install -U ctxlayer` in the environment of opts.cmd)"
+  if info.protocolVersion ~= M.PROTOCOL_VERSION then
+    local theirs = type(info.protocolVersion) == "string" and ("protocol " .. info.protocolVersion)
+      or "no protocol version"
+    return ("ctxlayer: this daemon speaks %s; the plugin needs protocol %s: %s"):format(
+      theirs, M.PROTOCOL_VERSION, update)
+  end
+  local missing = {}
+  for _, field in ipairs(NEEDED_FIELDS) do
+    if info[field] == nil or info[field] == vim.NIL then
+      table.insert(missing, field)
+    end
+  end
+  local methods = {}
+  for _, m in ipairs(type(info.methods) == "table" and info.methods or {}) do
+    methods[m] = true
+  end
+  for _, m in ipairs(M.REQUESTS) do
+    if not methods[m] then
+      table.insert(missing, m)
+    end
+  end
+  if #missing > 0 then
+    return ("ctxlayer: this daemon is older than protocol %s as the plugin knows it (it lacks %s): %s"):format(
+      M.PROTOCOL_VERSION, table.concat(missing, ", "), update)
+  end
+end
+
+--- The daemon's mode names, sorted.
 function M.mode_names(client)
   local modes = M.announcement(client).modes
   local names = type(modes) == "table" and vim.tbl_keys(modes) or {}
@@ -105,29 +152,14 @@ function M.mode_names(client)
   return names
 end
 
---- The mode to open the session with: the configured one when the daemon knows it (or does
---- not list its modes), else nil, which lets the daemon use its default.
+--- The mode to open the session with: the configured one when the daemon knows it, else nil,
+--- which lets the daemon use its default.
 function M.requested_mode(client)
   local mode = config.current.mode
-  local names = M.mode_names(client)
-  if mode and #names > 0 and not vim.tbl_contains(names, mode) then
+  if mode and not vim.tbl_contains(M.mode_names(client), mode) then
     return nil
   end
   return mode
-end
-
---- The ctxlayer methods the daemon announced in initialize.
-function M.methods(client)
-  local info = M.announcement(client)
-  local set = {}
-  for _, m in ipairs(info.methods or {}) do
-    set[m] = true
-  end
-  return set
-end
-
-function M.supports(client, method)
-  return M.methods(client)[method] == true
 end
 
 --- The ctxlayer client serving a buffer (or the most recent one).
@@ -205,28 +237,10 @@ function M.refresh(client, done)
       return
     end
     if state.session_id then
-      local function finish(budget)
-        status.update(id, { budget = budget, limit = budget.limit })
-        if done then
-          done(status.get(id))
-        end
-      end
+      -- ctx/session/budget measures the session against the workspace as it is now (an
+      -- assembly would be a request, and make this session the live chat)
       M.request(client, "ctx/session/budget", { sessionId = state.session_id }, function(budget)
-        local workspace = budget.byLayer and budget.byLayer.workspace or 0
-        if workspace > 0 or (segment.tokens or 0) == 0 then
-          return finish(budget)
-        end
-        -- A session (re)opened after the first scan is measured against the segment only at
-        -- the next change or assembly (daemon 0.1.0): assemble once so the figure counts it.
-        M.request(client, "ctx/assemble", { sessionId = state.session_id }, function()
-          M.request(client, "ctx/session/budget", { sessionId = state.session_id }, finish, fail)
-        end, fail)
-      end, fail)
-    elseif not state.limit then
-      -- Without a configured budget, the daemon's default is what an empty trim reports
-      -- (PROTOCOL: budget defaults to the model's window minus reserveOutput).
-      M.request(client, "ctx/trim", { messages = {}, model = config.current.model }, function(result)
-        status.update(id, { limit = result.budget })
+        status.update(id, { budget = budget, limit = budget.limit })
         if done then
           done(status.get(id))
         end
@@ -242,10 +256,10 @@ function M.session_id(root)
   return "nvim-" .. vim.fn.sha256(root or ""):sub(1, 16)
 end
 
---- Open (or reopen) this workspace's session when the daemon has sessions, then refresh.
+--- Open (or reopen) this workspace's session (unless opts.session is false), then refresh.
 function M.open_session(client, done)
   local cfg = config.current
-  if not cfg.session or not M.supports(client, "ctx/session/open") then
+  if not cfg.session then
     return M.refresh(client, done)
   end
   M.request(client, "ctx/session/open", {
@@ -269,16 +283,29 @@ M.handlers = require("ctxlayer.handlers")
 local function check_mode(client)
   local mode = config.current.mode
   local names = M.mode_names(client)
-  if mode and #names > 0 and not vim.tbl_contains(names, mode) then
+  if mode and not vim.tbl_contains(names, mode) then
     vim.notify(("ctxlayer: opts.mode: %q is not one of the daemon's modes (%s); using its default %q"):format(
       mode, table.concat(names, ", "), tostring(M.announcement(client).defaultMode or "")
     ), vim.log.levels.ERROR)
   end
 end
 
+--- Workspace roots whose daemon was refused (another protocol): said once, not restarted
+--- for every buffer; :Ctxlayer restart tries again.
+local refused = {}
+
 local function on_init(client)
   local cfg = config.current
   local announced = M.announcement(client)
+  local problem = M.problem(client)
+  if problem then
+    refused[client.root_dir or ""] = true
+    vim.schedule(function()
+      vim.notify(problem, vim.log.levels.ERROR)
+      M.call(client, "stop")
+    end)
+    return
+  end
   status.ensure(client.id, client.root_dir)
   check_mode(client)
   status.update(client.id, {
@@ -312,7 +339,7 @@ function M.start(bufnr, opts)
   opts = opts or {}
   bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
   local root = opts.root or M.root(bufnr)
-  if not root then
+  if not root or refused[root] then
     return nil
   end
   local cmd = M.resolve_cmd(root)
@@ -359,6 +386,7 @@ end
 
 --- Restart: stop, then start again for every buffer that was attached (and the cwd root).
 function M.restart()
+  refused = {}
   local buffers = {}
   for _, c in ipairs(vim.lsp.get_clients({ name = M.NAME })) do
     for buf in pairs(c.attached_buffers) do

@@ -28,8 +28,8 @@ end
 
 local function need_session(c, method)
   local state = status.get(c.id)
-  if not client.supports(c, method) or not (state and state.session_id) then
-    fail(("this daemon has no session support (%s); upgrade ctxlayer"):format(method))
+  if not (state and state.session_id) then
+    fail(("%s needs the workspace's session; none is open (setup with session = false, or opening it failed: see :Ctxlayer status)"):format(method))
     return nil
   end
   return state.session_id
@@ -119,14 +119,15 @@ function M.status_lines(c)
   return lines
 end
 
---- The assembled prompt (sessions) or the system prompt: result, err.
+--- The assembled prompt of the workspace's session, or the system prompt when the plugin
+--- opened no session (opts.session = false): result, err.
 function M.assembled(opts)
   local c = client.get()
   if not c then
     return nil, "ctxlayer is not running for this buffer"
   end
   local state = status.get(c.id) or {}
-  if client.supports(c, "ctx/assemble") and state.session_id then
+  if state.session_id then
     local params = vim.tbl_extend("force", { sessionId = state.session_id, budget = config.current.budget }, opts or {})
     local result, err = client.request_sync(c, "ctx/assemble", params)
     if result and result.modeSuggestion then
@@ -283,7 +284,6 @@ M.subcommands.inspect = {
     if not c then
       return
     end
-    local method = client.supports(c, "ctx/inspect") and "ctx/inspect"
     local state = status.get(c.id) or {}
     -- The page shows the live chat (its session holds what it sent), else the workspace's
     -- session, else the last trimmed chat.
@@ -291,8 +291,8 @@ M.subcommands.inspect = {
     local params = chat and { sessionId = chat }
       or state.session_id and { sessionId = state.session_id }
       or state.last_trim and { messages = state.last_trim.messages, budget = state.last_trim.budget }
-    if method and params and args[1] ~= "text" then
-      local result, err = client.request_sync(c, method, params)
+    if params and args[1] ~= "text" then
+      local result, err = client.request_sync(c, "ctx/inspect", params)
       if not result then
         fail(err)
         return

@@ -17,7 +17,7 @@ local M = {}
 ---@field summarize? fun(messages: table[], instructions: string, max_tokens: integer): string
 ---@field root_markers? string[] files that mark a workspace root, tried in order
 ---@field autostart? boolean start the daemon when a file in a workspace is opened
----@field session? boolean open a session when the daemon supports sessions
+---@field session? boolean open a session for the workspace
 ---@field open? fun(path: string) opens the inspector page; default: vim.ui.open
 ---@field timeout_ms? integer timeout of synchronous requests
 ---@field gateway? boolean|table run the daemon's HTTP gateway (a table: its settings, e.g. openai_base_url)

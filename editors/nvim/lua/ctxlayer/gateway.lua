@@ -13,8 +13,7 @@ local M = {}
 M.OFF = "ctxlayer: the gateway is off. Turn it on with require('ctxlayer').setup({ gateway = true }) "
   .. "(or `[gateway] enabled = true` in the workspace's ctxlayer.toml), then :Ctxlayer restart"
 
-M.NOT_STARTED = "ctxlayer: the daemon did not start its gateway (an older ctxlayer without one, or it "
-  .. "failed to listen: see :Ctxlayer log); `ctxlayer gateway --help` tells whether yours has it"
+M.NOT_STARTED = "ctxlayer: the daemon did not start its gateway (it failed to listen: see :Ctxlayer log)"
 
 local function announced(c)
   local urls = client.announcement(c).gateway

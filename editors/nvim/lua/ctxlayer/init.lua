@@ -174,7 +174,7 @@ function M.trim(messages, opts)
 end
 
 --- The assembled prompt of this workspace's session (blocking), or the system prompt when
---- the daemon has no sessions: {messages, tokens, ...}, err.
+--- the plugin opened no session (opts.session = false): {messages, tokens, ...}, err.
 function M.assemble(opts)
   return require("ctxlayer.commands").assembled(opts)
 end

@@ -4,9 +4,10 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, writeFileSync, appendFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import type { Budget } from "@ctxlayer/client";
+import type { Budget, ServerAnnouncement } from "@ctxlayer/client";
 import { spawnDaemon, type SpawnedDaemon } from "@ctxlayer/client/src/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { checkAnnouncement } from "../../src/announcement";
 import { BudgetController, type BudgetSink, type LiveChat } from "../../src/controller";
 import { severity, statusText } from "../../src/budgetView";
 
@@ -78,6 +79,13 @@ function methods(): Set<string> {
   return new Set(daemon.initializeResult.capabilities.experimental.ctxlayer.methods);
 }
 
+/** The daemon's announcement, as the extension checks it before attaching. */
+function announced(): ServerAnnouncement {
+  const checked = checkAnnouncement(daemon.initializeResult.capabilities.experimental.ctxlayer);
+  if (checked.problem !== undefined) throw new Error(checked.problem);
+  return checked.announcement;
+}
+
 describe("the extension's controller on the real daemon", () => {
   const sink = new Sink();
   const controller = new BudgetController(
@@ -86,14 +94,15 @@ describe("the extension's controller on the real daemon", () => {
     "e2e",
   );
 
-  it("starts: the daemon announces ctxlayer and its methods", () => {
+  it("starts: the daemon announces ctxlayer and every method of the extension's protocol", () => {
     expect(daemon.initializeResult.serverInfo.name).toBe("ctxlayer");
     expect(methods()).toContain("ctx/trim");
     expect(methods()).toContain("ctx/inspect");
+    expect(checkAnnouncement(daemon.initializeResult.capabilities.experimental.ctxlayer).problem).toBeUndefined();
   });
 
   it("shows a budget for the workspace", async () => {
-    await controller.attach(daemon.client, methods());
+    await controller.attach(daemon.client, announced());
     const b = sink.shown.at(-1)!;
     expect(b.used).toBeGreaterThan(0);
     expect(b.limit).toBeGreaterThan(100_000); // gpt-4o's window minus its output reserve

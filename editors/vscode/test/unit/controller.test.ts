@@ -1,7 +1,7 @@
 import { CtxlayerClient, type Budget } from "@ctxlayer/client";
 import { beforeEach, describe, expect, it } from "vitest";
 import { BudgetController, type BudgetSink, type LiveChat } from "../../src/controller";
-import { budget, FakeConnection } from "./fakeDaemon";
+import { announcement, budget, FakeConnection } from "./fakeDaemon";
 
 class Sink implements BudgetSink {
   shown: [Budget, string][] = [];
@@ -21,7 +21,7 @@ class Sink implements BudgetSink {
 const settings = { model: "gpt-4o", budget: null, mode: "short" as const };
 const tick = () => new Promise((r) => setTimeout(r, 0));
 
-describe("with sessions", () => {
+describe("the workspace session", () => {
   let conn: FakeConnection;
   let sink: Sink;
   let controller: BudgetController;
@@ -39,10 +39,7 @@ describe("with sessions", () => {
     });
     sink = new Sink();
     controller = new BudgetController(sink, settings, "abc");
-    await controller.attach(
-      new CtxlayerClient(conn),
-      new Set(["ctx/session/open", "ctx/session/budget", "ctx/inspect"]),
-    );
+    await controller.attach(new CtxlayerClient(conn), announcement());
   });
 
   it("opens one session for the workspace and shows its budget", () => {
@@ -104,19 +101,6 @@ describe("with sessions", () => {
     });
     expect(notices).toEqual(["ctxlayer: summarized 57 older messages (9k tokens) to fit 6k"]);
     expect(await controller.inspectorHtml()).toBe("<html>prep:b</html>");
-  });
-});
-
-describe("a daemon older than sessions", () => {
-  it("is named as too old on the status bar, with no figures of its own making", async () => {
-    const conn = new FakeConnection({});
-    const sink = new Sink();
-    const controller = new BudgetController(sink, settings, "abc");
-    await expect(
-      controller.attach(new CtxlayerClient(conn), new Set(["ctx/segment", "ctx/trim"])),
-    ).rejects.toThrow(/no sessions/);
-    expect(sink.shown).toEqual([]);
-    expect(sink.problems.at(-1)).toMatch(/update it/);
   });
 });
 

@@ -10,7 +10,7 @@ import { createApi } from "../../src/api";
 import { settingsChange } from "../../src/settings";
 import * as api from "../../src/vscodeapi";
 import { recorded, resetMock } from "./vscode.mock";
-import { budget, FakeConnection } from "./fakeDaemon";
+import { announcement, budget, FakeConnection } from "./fakeDaemon";
 
 const manifest = JSON.parse(readFileSync(join(__dirname, "../../package.json"), "utf8"));
 
@@ -80,7 +80,7 @@ describe("settings", () => {
   });
 });
 
-function deps(answers: Record<string, (p: any) => unknown>, methods: string[]) {
+function deps(answers: Record<string, (p: any) => unknown>) {
   const conn = new FakeConnection(answers);
   const status = new BudgetStatusItem();
   const controller = new BudgetController(status, api.readSettings(), "k");
@@ -91,20 +91,10 @@ function deps(answers: Record<string, (p: any) => unknown>, methods: string[]) {
     controller,
     log,
     restarts: () => restarts,
-    attach: () => controller.attach(new CtxlayerClient(conn), new Set(methods), announcement),
+    attach: () => controller.attach(new CtxlayerClient(conn), announcement()),
     deps: { controller, log, restart: async () => restarts++ } as commands.CommandDeps,
   };
 }
-
-// what a daemon announces at initialize: its own mode table and default
-const announcement = {
-  defaultMode: "deep" as const,
-  modes: {
-    short: { rulesShare: 0.2, workingShare: 0.5, cap: 2000 },
-    deep: { rulesShare: 0.4, workingShare: 0.8, cap: 8000 },
-    debug: { rulesShare: 0.1, workingShare: 0.9, cap: 4000 },
-  },
-};
 
 const sessionAnswers = {
   "ctx/session/open": (p: any) => ({ ...p }),
@@ -114,14 +104,12 @@ const sessionAnswers = {
   "ctx/inspect": () => ({ html: "<!doctype html><p>page</p>" }),
   "ctx/assemble": () => ({ messages: [{ role: "user", content: "hello" }] }),
 };
-const sessionMethods = ["ctx/session/open", "ctx/session/budget", "ctx/inspect"];
 
 describe("commands", () => {
   it("opens one inspector tab per chat, which refreshes while open", async () => {
     let page = 0;
     const d = deps(
       { ...sessionAnswers, "ctx/inspect": (p: any) => ({ html: `<p>${p.sessionId} ${++page}</p>` }) },
-      sessionMethods,
     );
     await d.attach();
     const live = (used: number, sid: string, cid: string) =>
@@ -143,14 +131,14 @@ describe("commands", () => {
   });
 
   it("registers exactly the commands the manifest contributes", () => {
-    const d = deps({}, []);
+    const d = deps({});
     commands.register(d.deps);
     const contributed = manifest.contributes.commands.map((c: any) => c.command).sort();
     expect([...recorded.commands.keys()].sort()).toEqual(contributed);
   });
 
   it("Show context opens the inspector page in a webview with scripts", async () => {
-    const d = deps(sessionAnswers, sessionMethods);
+    const d = deps(sessionAnswers);
     await d.attach();
     await commands.showContext(d.deps);
     expect(recorded.panels).toHaveLength(1);
@@ -159,7 +147,7 @@ describe("commands", () => {
   });
 
   it("Set mode offers the daemon's modes, marks its default and the suggestion, applies the pick", async () => {
-    const d = deps(sessionAnswers, sessionMethods);
+    const d = deps(sessionAnswers);
     await d.attach();
     d.controller.suggestion = { mode: "debug", reason: "a stack trace in the last message" };
     recorded.nextQuickPick = "debug";
@@ -174,7 +162,7 @@ describe("commands", () => {
   });
 
   it("Add rule sends the rule and shows the daemon's warning", async () => {
-    const d = deps(sessionAnswers, sessionMethods);
+    const d = deps(sessionAnswers);
     await d.attach();
     recorded.nextInput = "  the project usually avoids any  ";
     await commands.addRule(d.deps);
@@ -185,14 +173,14 @@ describe("commands", () => {
   });
 
   it("Copy assembled prompt puts the prompt on the clipboard", async () => {
-    const d = deps(sessionAnswers, sessionMethods);
+    const d = deps(sessionAnswers);
     await d.attach();
     await commands.copyAssembled(d.deps);
     expect(recorded.clipboard).toBe("## user\n\nhello");
   });
 
   it("a failure shows one actionable message, and its button restarts", async () => {
-    const d = deps({}, []);
+    const d = deps({});
     recorded.nextErrorChoice = "Restart";
     await commands.refresh(d.deps);
     expect(recorded.errors).toHaveLength(1);
@@ -211,7 +199,6 @@ describe("exported API", () => {
         "ctx/trim": (p: any) => ({ messages: p.messages, tokens: 3, budget: 10, dropped: [] }),
         "ctx/count": (p: any) => ({ tokens: [1], total: 1, model: p.model }),
       },
-      sessionMethods,
     );
     await d.attach();
     const exported = createApi(d.controller);
@@ -236,7 +223,6 @@ describe("exported API", () => {
           budget: 8000, dropped: [], truncated: [], compacted: false, cacheReuseTokens: 0,
         }),
       },
-      sessionMethods,
     );
     await d.attach();
     const request = { model: "gpt-4o", messages: [{ role: "user", content: "hi" }] };

@@ -1,6 +1,7 @@
 // An in-memory RpcConnection for unit tests: answers requests from handlers and lets the
 // test push notifications. The e2e tests use the real daemon instead.
-import type { RpcConnection } from "@ctxlayer/client";
+import { PROTOCOL_VERSION, type RpcConnection, type ServerAnnouncement } from "@ctxlayer/client";
+import { NEEDED_METHODS } from "../../src/announcement";
 
 export class FakeConnection implements RpcConnection {
   requests: [string, any][] = [];
@@ -39,3 +40,21 @@ export const budget = (used: number, limit: number, sessionId?: string) => ({
   model: "gpt-4o",
   ...(sessionId ? { sessionId } : {}),
 });
+
+/** A complete announcement of this protocol, as the daemon sends it at initialize. */
+export function announcement(overrides: Partial<ServerAnnouncement> = {}): ServerAnnouncement {
+  return {
+    protocolVersion: PROTOCOL_VERSION,
+    methods: [...NEEDED_METHODS],
+    notifications: ["ctx/segmentChanged", "ctx/budgetChanged"],
+    model: "gpt-4o",
+    defaultBudget: 100_000,
+    defaultMode: "deep",
+    modes: {
+      short: { rulesShare: 0.2, workingShare: 0.5, cap: 2000 },
+      deep: { rulesShare: 0.4, workingShare: 0.8, cap: 8000 },
+      debug: { rulesShare: 0.1, workingShare: 0.9, cap: 4000 },
+    },
+    ...overrides,
+  };
+}

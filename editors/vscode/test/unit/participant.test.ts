@@ -164,21 +164,27 @@ describe("@ctxlayer", () => {
     expect(m.received).toEqual([]);
   });
 
-  it("says why from the session's audit, and says it cannot restore, where the daemon serves only conversations", async () => {
+  it("says the daemon's reason when a message cannot be restored, and asks no audit log", async () => {
+    (conn as any).answers["ctx/restore"] = () => {
+      throw Object.assign(new Error("messageId: this session holds no message with id 'm9'"), { code: -32602 });
+    };
+    const s = chatStream();
+    await participant.handle(request("m9", model(), "restore"), { history: [] }, s as any, noCancel);
+    expect(s.out[0]).toBe("`m9` stays as the last turn left it: messageId: this session holds no message with id 'm9'");
+    expect(conn.sent("ctx/session/audit")).toEqual([]);
+  });
+
+  it("lets any other failure of /why and /restore through as the chat's error", async () => {
     const gone = () => {
       throw Object.assign(new Error("sessionId: no live conversation"), { code: -32002 });
     };
     (conn as any).answers["ctx/why"] = gone;
     (conn as any).answers["ctx/restore"] = gone;
-    (conn as any).answers["ctx/session/audit"] = () => ({
-      entries: [{ messageId: "m9", action: "dropped", reason: "over budget", summary: "user: old", tokensBefore: 40, tokensAfter: 0 }],
-    });
-    const s = chatStream();
-    const m = model();
-    await participant.handle(request("", m, "why"), { history: [] }, s as any, noCancel);
-    await participant.handle(request("m9", m, "restore"), { history: [] }, s as any, noCancel);
-    expect(s.out[0]).toContain("| `m9` | dropped | over budget | 40 → 0 | user: old |");
-    expect(s.out[1]).toContain("`m9` stays as the last turn left it");
+    for (const command of ["why", "restore"]) {
+      const result = await participant.handler(request("m9", model(), command), { history: [] }, chatStream() as any, noCancel);
+      expect(result.errorDetails?.message).toMatch(/no live conversation/);
+    }
+    expect(conn.sent("ctx/session/audit")).toEqual([]);
   });
 
   it("answers a failure with one error in the chat", async () => {

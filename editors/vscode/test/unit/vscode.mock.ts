@@ -1,6 +1,14 @@
 // A stand-in for the `vscode` module (aliased in vitest.config.mts): records what the
 // extension asked of the editor, so its logic runs without VS Code.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+
 type Listener = (...args: any[]) => unknown;
+
+/** The manifest's setting defaults, which VS Code answers for settings the user left unset. */
+const contributed: Record<string, { default?: unknown }> = JSON.parse(
+  readFileSync(join(__dirname, "../../package.json"), "utf8"),
+).contributes.configuration.properties;
 
 export const recorded = {
   commands: new Map<string, Listener>(),
@@ -145,10 +153,12 @@ export const commands = {
 };
 
 export const workspace = {
-  getConfiguration(_section: string) {
+  getConfiguration(section: string) {
     return {
-      get: <T>(key: string, fallback: T): T =>
-        recorded.settings.has(key) ? (recorded.settings.get(key) as T) : fallback,
+      get: <T>(key: string, fallback?: T): T | undefined =>
+        recorded.settings.has(key)
+          ? (recorded.settings.get(key) as T)
+          : ((contributed[`${section}.${key}`]?.default as T | undefined) ?? fallback),
       async update(key: string, value: unknown) {
         recorded.updates.push([key, value]);
         recorded.settings.set(key, value);
