@@ -69,6 +69,14 @@ def sizes(policy: PreparePolicy, room: int) -> Sizes:
                  part(policy.actions_share, policy.actions_max_tokens, ACTIONS_MIN))
 
 
+def least_room(policy: PreparePolicy, room: int) -> int:
+    """The tokens the chunks together may grow to whatever room their step leaves:
+    ``summaries_min_share`` of ``room``, but not past what one chunk's parts may take at most
+    (a big budget keeps its room for the messages, and its chunks rarely merge)."""
+    most = policy.summary_max_tokens + policy.ledger_max_tokens + policy.actions_max_tokens
+    return min(int(policy.summaries_min_share * room), most)
+
+
 def estimate(policy: PreparePolicy, room: int) -> int:
     """Tokens a new chunk is expected to take, before it is made."""
     return sum(sizes(policy, room)) // policy.chars_per_token + 32

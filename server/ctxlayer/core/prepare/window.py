@@ -320,7 +320,7 @@ class Window:
             chunks_room = int(policy.summaries_share * room) - sum(c.tokens for c in self.chunks)
             # and at least ``summaries_min_share`` of the room, all chunks together: the ledger of
             # the history is what keeps its facts once outlines keep the recent messages cheap
-            floor_room = int(policy.summaries_min_share * room) - sum(c.tokens for c in self.chunks)
+            floor_room = summaries.least_room(policy, room) - sum(c.tokens for c in self.chunks)
             want = max(est, min(max(target - fixed - tail, floor_room), chunks_room))
             text, writer = self._ahead_for(covered)
             chunk = summaries.make_chunk(
@@ -393,7 +393,7 @@ class Window:
                 if len(self.chunks) > 2 or merged.tokens >= sum(c.tokens for c in pair):
                     merged = summaries.merge_chunks(self.chunks, self.head, counter, policy,
                                                     room)
-                want = min(max(free, int(policy.summaries_min_share * room)), int(share))
+                want = min(max(free, summaries.least_room(policy, room)), int(share))
                 if want > merged.tokens * 5 // 4:
                     grown = summaries.merge_chunks(self.chunks, self.head, counter, policy,
                                                    room, want)
