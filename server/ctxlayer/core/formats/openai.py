@@ -178,9 +178,11 @@ def _native_of(decoded: Decoded, m: Message) -> dict:
         native = {k: v for k, v in native.items() if k != "ctxlayer"}
     original = decoded.messages[pos].content
     arguments = new_arguments(decoded.messages[pos], m)
-    if arguments is not None:
+    calls = native.get("tool_calls")
+    # one native call a decoded one (a call the reader did not take leaves the calls as sent)
+    if arguments is not None and isinstance(calls, list) and len(calls) == len(arguments):
         native = {**native, "tool_calls": [_with_arguments(c, a) for c, a in zip(
-            native["tool_calls"], arguments, strict=True)]}
+            calls, arguments, strict=True)]}
     if m.content is original or m.content == original:
         return native
     content = native.get("content")
