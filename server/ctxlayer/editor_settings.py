@@ -61,13 +61,15 @@ def vscode_properties() -> dict[str, dict[str, Any]]:
             "description": "Model whose tokenizer and context window the budget uses.",
         },
         "ctxlayer.mode": {
-            "type": "string",
-            "enum": list(DEFAULT_MODES),
-            "enumDescriptions": [_mode_choice(name) for name in DEFAULT_MODES],
-            "default": DEFAULT_MODE,
-            "description": "Task mode of the workspace session when the daemon's default "
+            "type": ["string", "null"],
+            "enum": [None, *DEFAULT_MODES],
+            "enumDescriptions": [f"The workspace's `session.default_mode` in {CONFIG_FILE} "
+                                 f"(the daemon's default: {DEFAULT_MODE}).",
+                                 *(_mode_choice(name) for name in DEFAULT_MODES)],
+            "default": None,
+            "description": "Task mode of the workspace session when the workspace's default "
                            "(session.default_mode) is not what you want: how much of the "
-                           "budget rules and working memory may take.",
+                           "budget rules and working memory may take. Empty: that default.",
         },
         "ctxlayer.gateway.enabled": {
             "type": "boolean",

@@ -32,8 +32,10 @@ def test_the_vscode_manifest_is_up_to_date():
 def test_the_manifest_carries_the_daemons_values():
     props = _properties(MANIFEST.read_text())
     assert props["ctxlayer.model"]["default"] == DEFAULT_MODEL
-    assert props["ctxlayer.mode"]["enum"] == list(DEFAULT_MODES)
-    assert props["ctxlayer.mode"]["default"] == DEFAULT_MODE
+    assert props["ctxlayer.mode"]["enum"] == [None, *DEFAULT_MODES]
+    # unset, the workspace's session.default_mode decides (the daemon's default names it)
+    assert props["ctxlayer.mode"]["default"] is None
+    assert DEFAULT_MODE in props["ctxlayer.mode"]["enumDescriptions"][0]
     assert props["ctxlayer.gateway.enabled"]["default"] is GatewayConfig().enabled
     assert props["ctxlayer.gateway.port"]["default"] == GatewayConfig().port
 
@@ -43,7 +45,7 @@ def test_a_stale_default_is_found_and_put_right():
     stale = json.loads(text)
     stale_props = stale["contributes"]["configuration"]["properties"]
     stale_props["ctxlayer.model"]["default"] = "gpt-3.5-turbo"
-    stale_props["ctxlayer.mode"]["enum"] = ["short", "deep"]
+    stale_props["ctxlayer.mode"]["enum"] = [None, "short", "deep"]
     stale_text = json.dumps(stale, indent=2, ensure_ascii=False) + "\n"
     assert stale_text != text
     # what the staleness test compares: the stale copy does not survive a render

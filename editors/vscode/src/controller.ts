@@ -38,8 +38,9 @@ export interface LiveChat {
 export interface ControllerSettings {
   model: string;
   budget: number | null;
-  /** One of the daemon's modes (the protocol's names; the manifest's enum is generated from them). */
-  mode: ServerAnnouncement["defaultMode"];
+  /** One of the daemon's modes (the protocol's names; the manifest's enum is generated from
+   * them), or null: the workspace's own default (`session.default_mode`, announced). */
+  mode: ServerAnnouncement["defaultMode"] | null;
 }
 
 type Listener = (budget: Budget) => void;
@@ -69,8 +70,9 @@ export class BudgetController {
     return this.client !== undefined;
   }
 
-  get mode(): ControllerSettings["mode"] {
-    return this.settings.mode;
+  /** The mode the workspace session runs in: the setting, else the workspace's default. */
+  get mode(): ServerAnnouncement["defaultMode"] | undefined {
+    return this.settings.mode ?? this.announcement?.defaultMode;
   }
 
   updateSettings(settings: ControllerSettings): void {
@@ -106,7 +108,7 @@ export class BudgetController {
     const opened = await client.request("ctx/session/open", {
       sessionId: `vscode:${this.workspaceKey}`,
       model: this.settings.model,
-      mode: this.settings.mode,
+      mode: this.settings.mode ?? undefined, // unset: the workspace's session.default_mode
       budget: this.settings.budget ?? undefined,
     });
     // ctx/session/budget measures it against the workspace (no assembly: an assembly is a
@@ -193,9 +195,11 @@ export class BudgetController {
 
   async setMode(mode: ControllerSettings["mode"]): Promise<void> {
     this.settings = { ...this.settings, mode };
-    const budget = await this.need().request("ctx/session/setMode", {
+    const client = this.need();
+    const budget = await client.request("ctx/session/setMode", {
       sessionId: this.session(),
-      mode,
+      // the setting cleared: back to the workspace's default (announced once attached)
+      mode: mode ?? this.announcement!.defaultMode,
     });
     this.publish(budget);
   }

@@ -76,7 +76,7 @@ export class DaemonServer {
       traceOutputChannel: this.log,
       initializationOptions: {
         model: settings.model,
-        mode: settings.mode,
+        mode: settings.mode ?? undefined, // unset: the workspace's session.default_mode
         // only when asked: otherwise the workspace's ctxlayer.toml decides
         ...(settings.gateway.enabled
           ? { config: { gateway: { enabled: true, port: settings.gateway.port } } }

@@ -59,7 +59,7 @@ export function readSettings(): Settings {
   return {
     model: get<string>("model"),
     budget: get<number | null>("budget") ?? null,
-    mode: get<Settings["mode"]>("mode"),
+    mode: get<Settings["mode"]>("mode") ?? null, // unset: the workspace's default
     serverCommand: get<string[]>("serverCommand"),
     trace: get<Settings["trace"]>("trace.server"),
     gateway: { enabled: get<boolean>("gateway.enabled"), port: get<number>("gateway.port") },

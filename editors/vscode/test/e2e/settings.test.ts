@@ -36,10 +36,11 @@ function daemonSettings(): { defaults: any; modes: string[]; defaultModePattern:
 describe("settings shared with the daemon", () => {
   const daemon = daemonSettings();
 
-  it("ctxlayer.mode offers the daemon's modes and defaults to its default mode", () => {
-    expect(props["ctxlayer.mode"].enum).toEqual(daemon.modes);
-    expect(props["ctxlayer.mode"].default).toBe(daemon.defaults.session.default_mode);
-    for (const mode of props["ctxlayer.mode"].enum) {
+  it("ctxlayer.mode offers the daemon's modes, unset by default (the workspace's default mode)", () => {
+    expect(props["ctxlayer.mode"].enum).toEqual([null, ...daemon.modes]);
+    expect(props["ctxlayer.mode"].default).toBeNull();
+    expect(props["ctxlayer.mode"].enumDescriptions[0]).toContain(daemon.defaults.session.default_mode);
+    for (const mode of props["ctxlayer.mode"].enum.slice(1)) {
       expect(new RegExp(daemon.defaultModePattern).test(mode), mode).toBe(true);
     }
   });
@@ -64,8 +65,8 @@ describe("settings shared with the daemon", () => {
     });
     try {
       const announced = spawned.initializeResult.capabilities.experimental.ctxlayer;
-      expect(announced.defaultMode).toBe(props["ctxlayer.mode"].default);
-      expect(Object.keys(announced.modes)).toEqual(props["ctxlayer.mode"].enum);
+      expect(announced.defaultMode).toBe(daemon.defaults.session.default_mode);
+      expect(Object.keys(announced.modes)).toEqual(props["ctxlayer.mode"].enum.slice(1));
       expect(announced.modes.deep).toEqual({
         rulesShare: daemon.defaults.session.modes.deep.rules_share,
         workingShare: daemon.defaults.session.modes.deep.working_share,

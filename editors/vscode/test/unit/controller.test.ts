@@ -66,6 +66,28 @@ describe("the workspace session", () => {
     expect(sink.shown.at(-1)?.[0].used).toBe(25_000);
   });
 
+  it("without a mode setting, leaves the mode to the workspace's default", async () => {
+    const conn2 = new FakeConnection({
+      "ctx/session/open": (p) => ({ ...p, budget: 100_000, createdAt: "now", mode: "debug" }),
+      "ctx/session/budget": (p) => budget(20_000, 100_000, p.sessionId),
+      "ctx/session/setMode": (p) => budget(25_000, 100_000, p.sessionId),
+    });
+    const unset = new BudgetController(new Sink(), { ...settings, mode: null }, "abc");
+    const told = { ...announcement(), defaultMode: "debug" as const };
+    await unset.attach(new CtxlayerClient(conn2), told);
+    // the daemon opens it in the workspace's session.default_mode, not one the editor names
+    expect(conn2.sent("ctx/session/open")).toEqual([
+      { sessionId: "vscode:abc", model: "gpt-4o", mode: undefined, budget: undefined },
+    ]);
+    expect(unset.mode).toBe("debug");
+    await unset.setMode("short");
+    await unset.setMode(null); // the setting cleared: back to the workspace's default
+    expect(conn2.sent("ctx/session/setMode")).toEqual([
+      { sessionId: "vscode:abc", mode: "short" },
+      { sessionId: "vscode:abc", mode: "debug" },
+    ]);
+  });
+
   it("assembles the session and remembers the mode suggestion", async () => {
     const text = await controller.assembledText();
     expect(text).toBe("## system\n\nsys\n\n## user\n\nhi");
