@@ -156,10 +156,7 @@ class Window:
         growth = max(1, self.cum[n] - self.cum[lead])
         total = self.total()
         tail = self.tail_tokens() + growth * max(1, -(-(budget + 1 - total) // growth))
-        stay: set[int] = set()
-        for i in self.verbatim:
-            if keep(i):
-                stay.update(self.groups.of(i))
+        stay = self._stay(keep)
         out = [i for i in self.verbatim if i not in stay]
         q = newest_user(msgs)
         room = self.room(budget, q)
@@ -167,19 +164,45 @@ class Window:
         fixed = (self.fmt_priming + self.cum[self.head] + self.chunks_after(est, room, policy)
                  + sum(self.shown_tokens(i) for i in stay))
         target = int(budget * policy.summary_target)
-        j = self.upto
-        while fixed + tail > target:
-            if j >= n:
-                return []
+        j, taken, _, fixed, tail = self._walk(self.upto, n, fixed, tail, target, keep, budget,
+                                              int(budget * policy.summary_floor), bool(out))
+        if j >= n and fixed + tail > target:
+            return []  # the step would take more than there is now
+        return sorted([*out, *taken])
+
+    def _stay(self, keep: Callable[[int], bool]) -> set[int]:
+        """The verbatim messages a step shows apart from the summaries: the groups of those
+        ``keep`` says stay whole."""
+        stay: set[int] = set()
+        for i in self.verbatim:
+            if keep(i):
+                stay.update(self.groups.of(i))
+        return stay & set(self.verbatim)
+
+    def _walk(self, j: int, stop: int, fixed: int, tail: int, target: int,
+              keep: Callable[[int], bool], budget: int, floor: int, covering: bool
+              ) -> tuple[int, list[int], list[int], int, int]:
+        """The summary step's walk: whole groups from ``j`` on, oldest first, while ``fixed``
+        (what stays before the tail) and ``tail`` are over ``target``; a group ``keep`` names
+        stays whole (its cost joins ``fixed``), the others are taken. A group that would leave
+        a request which fits under ``floor`` is not taken once something is (``covering``: the
+        step takes something already). Returns (where it stopped, taken, kept whole, fixed,
+        tail)."""
+        taken: list[int] = []
+        kept: list[int] = []
+        while j < stop and fixed + tail > target:
             e = self.groups.end(j)
             cost = sum(self.shown_tokens(k) for k in range(j, e))
+            if (covering or taken) and fixed + tail <= budget and fixed + tail - cost < floor:
+                break  # a big group (a file the user added) is not summarized to empty
             tail -= cost
             if any(keep(k) for k in range(j, e)):
+                kept.extend(range(j, e))
                 fixed += cost
             else:
-                out.extend(range(j, e))
+                taken.extend(range(j, e))
             j = e
-        return sorted(out)
+        return j, taken, kept, fixed, tail
 
     def room(self, budget: int, q: int) -> int:
         """The tokens the system prompt and the question (message ``q``) leave of the budget:
@@ -275,11 +298,7 @@ class Window:
         stop = self._stop()  # the last group always stays verbatim
         if stop <= self.upto:
             return None
-        stay: set[int] = set()
-        for i in self.verbatim:
-            if keep(i):
-                stay.update(self.groups.of(i))
-        stay &= set(self.verbatim)
+        stay = self._stay(keep)
         covered = [i for i in self.verbatim if i not in stay]
         # summaries are sized to the room the system prompt and the question leave: a chat
         # whose system prompt and task take most of the budget gets smaller summaries, not
@@ -290,7 +309,6 @@ class Window:
         # the last chunk's size is the best guess of the next one's
         est = self.chunks[-1].tokens if self.chunks else summaries.estimate(policy, room)
         base = self.fmt_priming + self.cum[self.head] + sum(self.shown_tokens(i) for i in stay)
-        fixed = base + sum(c.tokens for c in self.chunks)
         tail = self.tail_tokens()
         target = int(budget * policy.summary_target)
         floor = int(budget * policy.summary_floor)
@@ -298,20 +316,12 @@ class Window:
         chunk: Chunk | None = None
         for _ in range(4):
             # what the chunks will take once the new one joined them and they were merged
-            after = base + self.chunks_after(est, room, policy)
-            while j < stop and after + tail > target:
-                e = self.groups.end(j)
-                grp = range(j, e)
-                cost = sum(self.shown_tokens(k) for k in grp)
-                if covered and after + tail <= budget and after + tail - cost < floor:
-                    break  # a big group (a file the user added) is not summarized to empty
-                tail -= cost
-                if any(keep(k) for k in grp):
-                    kept_whole.extend(grp)
-                    fixed, base, after = fixed + cost, base + cost, after + cost
-                else:
-                    covered.extend(grp)
-                j = e
+            chunks = self.chunks_after(est, room, policy)
+            j, taken, kept, after, tail = self._walk(j, stop, base + chunks, tail, target, keep,
+                                                     budget, floor, bool(covered))
+            base = after - chunks  # the groups kept whole joined it
+            covered.extend(taken)
+            kept_whole.extend(kept)
             if not covered:
                 return None
             covered.sort()
@@ -321,6 +331,7 @@ class Window:
             # and at least ``summaries_min_share`` of the room, all chunks together: the ledger of
             # the history is what keeps its facts once outlines keep the recent messages cheap
             floor_room = summaries.least_room(policy, room) - sum(c.tokens for c in self.chunks)
+            fixed = base + sum(c.tokens for c in self.chunks)
             want = max(est, min(max(target - fixed - tail, floor_room), chunks_room))
             text, writer = self._ahead_for(covered)
             chunk = summaries.make_chunk(
