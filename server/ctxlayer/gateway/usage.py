@@ -59,16 +59,21 @@ class Shape:
         return payload.get("usage")
 
 
-class ChatShape(Shape):
-    """OpenAI Chat Completions: `prompt_tokens` holds the cache reads."""
+class OpenAIShape(Shape):
+    """OpenAI's APIs: the prompt count holds the cache reads (its details' `cached_tokens`);
+    Chat Completions names them `prompt_tokens` / `completion_tokens`, Responses
+    `input_tokens` / `output_tokens`."""
+
+    def __init__(self, prompt: str, completion: str) -> None:
+        self.prompt, self.completion = prompt, completion
 
     def take(self, values: dict[str, int], usage: dict) -> None:
-        _copy(values, usage, ("prompt_tokens", "completion_tokens"))
-        _cached(values, usage.get("prompt_tokens_details"))
+        _copy(values, usage, (self.prompt, self.completion))
+        _cached(values, usage.get(f"{self.prompt}_details"))
 
     def usage(self, v: dict[str, int]) -> Usage:
-        return Usage(prompt_tokens=v.get("prompt_tokens", 0),
-                     completion_tokens=v.get("completion_tokens", 0),
+        return Usage(prompt_tokens=v.get(self.prompt, 0),
+                     completion_tokens=v.get(self.completion, 0),
                      cache_read_tokens=v.get("cached_tokens", 0))
 
 
@@ -94,19 +99,12 @@ class MessagesShape(Shape):
         return payload.get("usage") if payload.get("type") == "message_delta" else None
 
 
-class ResponsesShape(Shape):
-    """OpenAI Responses: `input_tokens` holds the cache reads
-    (`input_tokens_details.cached_tokens`); streamed in the final `response.completed` (or
-    `response.incomplete` / `response.failed`) event's `response.usage`."""
+class ResponsesShape(OpenAIShape):
+    """OpenAI Responses: streamed in the final `response.completed` (or `response.incomplete` /
+    `response.failed`) event's `response.usage`."""
 
-    def take(self, values: dict[str, int], usage: dict) -> None:
-        _copy(values, usage, ("input_tokens", "output_tokens"))
-        _cached(values, usage.get("input_tokens_details"))
-
-    def usage(self, v: dict[str, int]) -> Usage:
-        return Usage(prompt_tokens=v.get("input_tokens", 0),
-                     completion_tokens=v.get("output_tokens", 0),
-                     cache_read_tokens=v.get("cached_tokens", 0))
+    def __init__(self) -> None:
+        super().__init__("input_tokens", "output_tokens")
 
     def in_event(self, payload: dict) -> Any:
         response = payload.get("response")
@@ -117,8 +115,8 @@ class ResponsesShape(Shape):
 
 
 #: every provider's usage shape, by its format (gateway/providers.py names it)
-SHAPES: dict[str, Shape] = {"openai": ChatShape(), "anthropic": MessagesShape(),
-                            "responses": ResponsesShape()}
+SHAPES: dict[str, Shape] = {"openai": OpenAIShape("prompt_tokens", "completion_tokens"),
+                            "anthropic": MessagesShape(), "responses": ResponsesShape()}
 
 
 class _Fields:
