@@ -381,3 +381,30 @@ def test_a_tiny_budget_keeps_the_newest_call_and_its_outlined_result_beside_the_
     assert ids[-2:] == ["a3", "t3"], ids
     assert "u" in ids
 
+
+
+def test_an_agents_long_task_is_shortened_only_as_far_as_the_step_needs():
+    """A task over a quarter of the budget, its run just past the budget: the step cuts the
+    task by what the request is over (it used to cut it to the quarter and leave half the
+    budget empty), and later steps cut it further, never under the quarter."""
+    r = random.Random(3)
+    ask = Message(role="user", id="ask", content="Fix the failing test. " + words(r, 900, 900))
+    sent, state, budget = [SYSTEM, ask], None, 1300
+    policy = PreparePolicy()
+    shown: list[int] = []
+    for t in range(30):
+        call = ToolCall(id=f"c{t}", name="bash", arguments=f'{{"cmd": "pytest -k t{t}"}}')
+        sent = [*sent, Message(role="assistant", id=f"a{t}", content="", tool_calls=[call]),
+                Message(role="tool", id=f"r{t}", tool_call_id=f"c{t}", content=words(r, 30, 40))]
+        turn = prepare_turn(state, sent, budget, WordTokenizer(), policy=policy)
+        check_turn(turn, sent, budget)
+        state = turn.state
+        task = next(m for m in turn.messages if m.id == "ask")
+        shown.append(WordTokenizer().count(task.content))
+        if len(shown) > 1 and shown[-1] < shown[-2] and not state.chunks:
+            # the first step: only the task was cut, by what the request was over
+            assert turn.tokens >= int(budget * policy.summary_target) - 40, turn.tokens
+    cuts = [k for k in range(1, len(shown)) if shown[k] < shown[k - 1]]
+    assert len(cuts) >= 2, shown  # cut in steps, not at once
+    assert shown[cuts[0]] > budget * policy.question_share * 1.5, shown
+    assert min(shown) >= budget * policy.question_share * 0.8, shown

@@ -266,20 +266,27 @@ class Window:
         return out
 
     def _shorten_question(self, q: int, stop: int, budget: int, counter: Tokenizer,
-                          policy: PreparePolicy) -> None:
+                          policy: PreparePolicy, need: int) -> None:
         """The newest user message, when older than the last group (an agent's task) and over
         ``question_share`` of the budget, is shown by its head and tail (naming the facts of
         its cut part) from this summary step on: it stays, but does not crowd out the history
-        it asked for. The step moves the prefix at the chunks anyway, so this costs nothing
-        more."""
-        if q < self.head or q >= stop or q in self.rewrites or self.messages[q].pinned:
+        it asked for. Only as short as the step needs (``need`` tokens, at least down to that
+        share): a task cut to a quarter of the budget when the request was a few tokens over
+        left half the budget empty. A later step may shorten it further, down to the share.
+        The step moves the prefix at the chunks anyway, so this costs nothing more."""
+        if q < self.head or q >= stop or self.messages[q].pinned:
             return
-        cap = int(budget * policy.question_share)
-        if self.tokens[q] <= cap:
+        rw = self.rewrites.get(q)
+        if rw is not None and rw[2].reason != QUESTION_SHORTENED:
+            return
+        least = int(budget * policy.question_share)
+        shown = self.shown_tokens(q)
+        cap = max(least, shown - need)
+        if cap >= shown or self.tokens[q] <= least:
             return
         m = self.messages[q]
         got = shorten_message(m, self.tokens[q], cap, counter, policy.fmt)
-        if got is None:
+        if got is None or got[1] >= shown:
             return
         short, after = got
         self.rewrites[q] = (shown_of(m, short), after, AuditEntry(
@@ -304,13 +311,13 @@ class Window:
         # whose system prompt and task take most of the budget gets smaller summaries, not
         # summaries that crowd out the turn the model answers
         q = newest_user(msgs)
-        self._shorten_question(q, stop, budget, counter, policy)
+        target = int(budget * policy.summary_target)
+        self._shorten_question(q, stop, budget, counter, policy, self.total() - target)
         room = self.room(budget, q)
         # the last chunk's size is the best guess of the next one's
         est = self.chunks[-1].tokens if self.chunks else summaries.estimate(policy, room)
         base = self.fmt_priming + self.cum[self.head] + sum(self.shown_tokens(i) for i in stay)
         tail = self.tail_tokens()
-        target = int(budget * policy.summary_target)
         floor = int(budget * policy.summary_floor)
         j, kept_whole = self.upto, sorted(stay)
         chunk: Chunk | None = None
