@@ -338,6 +338,35 @@ def test_facts_read_ahead_of_need_change_nothing_but_the_work():
     assert hot.facts, "facts of what the next step summarizes are kept in the state"
 
 
+def test_a_chat_whose_turns_jump_is_read_ahead_before_it_passes_the_share():
+    """A request under precompact_at whose last turn added a long log: one more like it passes
+    the budget, so its facts are read ahead now (they were read on the request path of the
+    step that followed); a chat growing slowly at the same size is not read yet."""
+    from ctxlayer.core.prepare import near_budget, warm
+
+    r = random.Random(8)
+    ask = Message(role="user", id="ask", content="Why do the tests fail?")
+
+    def run(sizes: list[int]):
+        sent, state = [SYSTEM, ask], None
+        for t, size in enumerate(sizes):
+            call = ToolCall(id=f"c{t}", name="bash", arguments=f'{{"cmd": "pytest -k t{t}"}}')
+            sent = [*sent, Message(role="assistant", id=f"a{t}", content="", tool_calls=[call]),
+                    Message(role="tool", id=f"r{t}", tool_call_id=f"c{t}",
+                            content=words(r, size, size))]
+            state = prepare_turn(state, sent, 3000, WordTokenizer()).state
+        return state
+
+    jumpy = run([100] * 5 + [1200])  # ~1,800 words of 3,000: under 70%, the last turn 1,200
+    slow = run([100] * 15)  # about the same size, 100 words a turn
+    assert jumpy.total < 0.7 * 3000 and slow.total < 0.7 * 3000
+    assert abs(jumpy.total - slow.total) < 400
+    assert near_budget(jumpy, 3000) and not near_budget(slow, 3000)
+    assert warm(slow, 3000) is None
+    read = warm(jumpy, 3000)
+    assert read is not None and len(read.facts) > len(jumpy.facts)
+
+
 def test_the_newest_exchange_outlives_a_summary_in_a_tiny_budget():
     """When the newest tool call (its arguments cannot be cut) and result leave no room for
     the summary beside them, the summary gives way: the model answers the newest result, and a

@@ -52,5 +52,5 @@ async def report(caller: Caller, result: protocol.PrepareResult, usage: Usage) -
 
 def summarize_ahead(caller: Caller, conversation_id: str, ask: Any, writer: str) -> None:
     """Have ``ask`` (the upstream's call, upsum.py) write the conversation's next summary in
-    the background, when it passed `precompact_at` of its budget; returns at once."""
+    the background, once its next step is near (core.prepare.near_budget); returns at once."""
     caller.state.conversations.summarize_ahead(caller.workspace, conversation_id, ask, writer)

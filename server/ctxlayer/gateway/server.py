@@ -327,8 +327,8 @@ class GatewayServer:
 
     def _summarize_ahead(self, request: web.Request, fmt: str, url: str, model: str,
                          result: protocol.PrepareResult) -> None:
-        """After the answer, never before it: the conversation's next summary, when it passed
-        `precompact_at`, asked of its own upstream with this request's key (upsum.py), in the
+        """After the answer, never before it: the conversation's next summary, once its next step is
+        near (core.prepare.near_budget), asked of its own upstream with this request's key (upsum.py), in the
         background."""
         if not result.conversation_id:
             return

@@ -1,6 +1,7 @@
 """Summaries ahead of need written by the chat's own upstream (`[gateway] summarizer =
-"upstream"`): the model call the state's upkeep makes once a conversation passes
-`precompact_at` of its budget, after the answer that got it there.
+"upstream"`): the model call the state's upkeep makes once a conversation's next step is
+near (`precompact_at` of its budget passed, or one more request like its biggest recent one
+would pass the budget), after the answer that got it there.
 
 Owns the summarization call (each provider's request and answer shapes are its row in
 providers.py: a plain, non-streamed request with the core's instructions and a transcript of

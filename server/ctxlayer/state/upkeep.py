@@ -15,8 +15,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ctxlayer.core.prepare import (
-    DEFAULT_POLICY,
     SummaryAsk,
+    near_budget,
     persist,
     summary_ahead,
     take_summary,
@@ -67,12 +67,12 @@ class Upkeep:
         self._after(conv, task, "telling the session the turn's size", took)
 
     def read_ahead(self, conv: Conversation) -> None:
-        """Once a result passed `precompact_at` of its budget, read the facts its next step
-        will summarize on a worker: that step then reads none on the request path. A turn
+        """Once the next step is near (`near_budget`), read the facts it will summarize on a
+        worker: that step then reads none on the request path. A turn
         that came meanwhile keeps its own state (the read is dropped)."""
         st = conv.state
         budget = conv.budget - conv.tools_tokens
-        if st is None or st.total < DEFAULT_POLICY.precompact_at * budget:
+        if st is None or not near_budget(st, budget):
             return
 
         def took(ahead: Any) -> None:
@@ -84,7 +84,7 @@ class Upkeep:
 
     def summarize_ahead(self, conv: Conversation,
                         ask: Callable[[SummaryAsk], Awaitable[str]], writer: str) -> None:
-        """Once a result passed `precompact_at` of its budget, have ``ask`` (a model: the
+        """Once the next step is near (`near_budget`), have ``ask`` (a model: the
         gateway's call to the chat's own upstream, which alone holds its key) write the
         decided / open part of the next step's chunk, once per range of messages; its answer
         (or its failure: ``ask`` raises) is kept in the state for the step that takes exactly

@@ -47,11 +47,12 @@ dropped, shortened), cache reuse and breakpoints, a one-line notice, and the nex
 7. cache_reuse_tokens: the tokens of the leading messages identical to the previous result.
    Breakpoints (when the client set none): the end of the system messages, the end of the
    summaries and the messages shown whole after them, the end of the result.
-8. Facts ahead of need: `warm(state, budget)`, called between requests once a result passed
-   `precompact_at` of its budget, reads the facts of the messages the next step will
+8. Facts ahead of need: `warm(state, budget)`, called between requests once the next step is
+   near (`near_budget`: the result passed `precompact_at` of its budget, or one more request
+   as big as the biggest of its last few would pass the budget), reads the facts of the messages the next step will
    summarize into the state, so that step on the request path reads none (the text of a
    chunk is the same either way).
-9. Summaries ahead of need: `summary_ahead(state, budget)` says, past `precompact_at`, which
+9. Summaries ahead of need: `summary_ahead(state, budget)` says, once the step is near, which
    messages the next summary step is expected to take (its walk on the first request past the
    budget, the conversation growing as its last turn did) and how long their decided / open
    part may be; a model's answer,
@@ -70,6 +71,7 @@ from __future__ import annotations
 from ctxlayer.core.prepare.engine import (
     SummaryAsk,
     audit_of,
+    near_budget,
     prepare_turn,
     summary_ahead,
     take_summary,
@@ -85,5 +87,5 @@ from ctxlayer.core.prepare.model import (
 )
 
 __all__ = ["DEFAULT_POLICY", "Ahead", "Chunk", "ConversationState", "PreparePolicy",
-           "SummaryAsk", "Turn", "audit_of", "prepare_turn", "summary_ahead", "take_summary",
-           "warm"]
+           "SummaryAsk", "Turn", "audit_of", "near_budget", "prepare_turn", "summary_ahead",
+           "take_summary", "warm"]

@@ -166,13 +166,31 @@ def _fit(win: Window, budget: int, counter: Tokenizer, policy: PreparePolicy,
     return kept, keys, out_tokens, dropped, truncated, policy.fmt.reply_priming + sum(out_tokens)
 
 
+def near_budget(state: ConversationState, budget: int,
+                policy: PreparePolicy = DEFAULT_POLICY, turns: int = 4) -> bool:
+    """Whether the next step is near enough to prepare for: the result passed ``precompact_at``
+    of ``budget``, or one more request as big as the biggest of the last ``turns`` would pass
+    the budget (a turn that adds a long log jumps from well under the share to over the
+    budget, and its step read every fact on the request path). A request starts at an
+    assistant message: each brings one reply and what followed it."""
+    if state.total >= policy.precompact_at * budget:
+        return True
+    msgs, cum, end, biggest, seen = state.messages, state.cum, len(state.messages), 0, 0
+    for k in range(end - 1, state.head - 1, -1):
+        if msgs[k].role == "assistant":
+            biggest, end, seen = max(biggest, cum[end] - cum[k]), k, seen + 1
+            if seen == turns:
+                break
+    return state.total + biggest > budget
+
+
 def warm(state: ConversationState, budget: int, policy: PreparePolicy = DEFAULT_POLICY,
          max_chars: int = 200_000) -> ConversationState | None:
     """The same state with the facts of the messages its next step will summarize read ahead
-    of need (at most ``max_chars`` characters a call, oldest first), once its result passed
-    ``precompact_at`` of ``budget``; None when there is nothing to read. Pure, and meant to run
-    between requests: the step then finds the facts read."""
-    if state.total < policy.precompact_at * budget:
+    of need (at most ``max_chars`` characters a call, oldest first), once the step is near
+    (`near_budget`); None when there is nothing to read. Pure, and meant to run between
+    requests: the step then finds the facts read."""
+    if not near_budget(state, budget, policy):
         return None
     stop = last_group(ToolGroups(state.messages), state.upto)
     todo = [i for i in range(state.upto, stop) if i not in state.facts]
@@ -196,12 +214,12 @@ class SummaryAsk:
 
 def summary_ahead(state: ConversationState, budget: int,
                   policy: PreparePolicy = DEFAULT_POLICY) -> SummaryAsk | None:
-    """What a model should summarize for the next step, once the result passed
-    ``precompact_at`` of ``budget``: the messages that step is expected to take when the
-    conversation grows as its last turn did (`Window.planned`); None when there is nothing
+    """What a model should summarize for the next step, once it is near (`near_budget`): the
+    messages that step is expected to take when the conversation grows as its last turn did
+    (`Window.planned`); None when there is nothing
     to take, or a summary of exactly those is in the state already. ``max_tokens``: the size of
     the decided / open part that summary stands in."""
-    if state.total < policy.precompact_at * budget:
+    if not near_budget(state, budget, policy):
         return None
     msgs = state.messages
     win = Window(msgs, state.tokens, state.cum, state.head, state.upto, list(state.chunks),
