@@ -83,6 +83,17 @@ def test_head_tail_returns_short_text_unchanged():
     assert head_tail("a\nb", 100) == "a\nb"
 
 
+@pytest.mark.parametrize("cap", [3, 5, 8])
+def test_a_cap_about_the_markers_size_keeps_the_first_words(cap):
+    """With room for little more than the omission marker, the text keeps its first words
+    and an ellipsis: a bare marker (it was "[... 63 lines omitted ...", cut) said nothing of
+    the message, which was a question the model was to answer."""
+    text = "Please fix the parser so that it accepts trailing commas\n" + PLAIN
+    result = check(text, cap, "headtail")
+    assert result.text.startswith("Please") and result.text.endswith("…")
+    assert "omitted" not in result.text
+
+
 @pytest.mark.parametrize("cap", [60, 120, 400])
 def test_shorten_stays_within_its_cap_and_names_what_the_cut_part_held(cap):
     from ctxlayer.core.compress.shorten import shorten

@@ -76,6 +76,28 @@ def test_an_old_message_long_by_its_arguments_is_outlined_not_summarized():
     assert nxt.cache_reuse_tokens == sum(turn.state.out_tokens)
 
 
+def test_the_newest_call_long_by_its_arguments_is_outlined_not_dropped_with_its_result():
+    """In a budget the newest exchange passes by its call's arguments alone (an agent wrote a
+    file through the call), the arguments are outlined: the call and its result are kept, and
+    the audit says so. The trim engine cuts no call, so the exchange used to be dropped whole
+    and the model saw only the system prompt and the task."""
+    msgs = engine_messages()[:4]  # the task, the call writing the file, its result
+    budget = 300
+    assert WORDS.count(msgs[2].tool_calls[0].arguments) > budget
+    turn = prepare_turn(None, msgs, budget, WORDS)
+    assert turn.tokens == conversation_tokens(turn.messages, WORDS) <= budget
+    assert [m.id for m in turn.messages] == ["sys", "task", "write", "written"]
+    value = json.loads(turn.messages[2].tool_calls[0].arguments)
+    assert value["path"] == "src/pipeline/steps.py"
+    assert value["file_text"].startswith("def step_0(queue):")
+    assert [e.message_id for e in turn.truncated] == ["write"]
+    assert "arguments outlined" in turn.truncated[0].reason
+    # the next turn keeps the same outline: the prefix holds
+    more = [*msgs, Message(role="assistant", id="done", content="Written.")]
+    nxt = prepare_turn(turn.state, more, budget, WORDS)
+    assert nxt.messages[:4] == turn.messages
+
+
 def test_a_snapshot_keeps_outlined_arguments_and_an_older_one_still_reads():
     msgs = engine_messages()
     turn = prepare_turn(None, msgs, BUDGET, WORDS)

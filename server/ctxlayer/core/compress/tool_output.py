@@ -14,6 +14,7 @@ prefix), so the cost is linear in the input plus a logarithmic number of counts 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Literal, Protocol
 
@@ -107,13 +108,16 @@ def _fit_prefix(text: str, cap: int, counter: Counter) -> str:
 
 
 def _shrink(
-    make: Callable[[int], str | None], start_chars: int, cap: int, counter: Counter
+    make: Callable[[int], str | None], start_chars: int, cap: int, counter: Counter,
+    words: str | None = None,
 ) -> str | None:
     """make(max_chars) with a char budget adjusted until its text fits `cap` tokens.
 
     The budget starts from the input's chars-per-token; it shrinks in proportion while the text
     is over, and grows once when the first fitting text uses under 70% of the cap (outlines and
-    sanitized logs are denser than their input).
+    sanitized logs are denser than their input). When nothing made fits (a cap about the size
+    of the omission marker), ``words``, when given, gives the result: its first words and an
+    ellipsis (a marker alone said nothing of what was cut), else the last text's prefix.
     """
     chars = max(1, start_chars)
     last: str | None = None
@@ -133,7 +137,21 @@ def _shrink(
             return text
         last = text
         chars = max(1, int(chars * cap / max(n, 1) * 0.9))
-    return _fit_prefix(last or "", cap, counter)
+    return _first_words(words, cap, counter) or _fit_prefix(last or "", cap, counter)
+
+
+def _first_words(text: str | None, cap: int, counter: Counter) -> str | None:
+    """The start of ``text`` within ``cap`` tokens, an ellipsis after it."""
+    if text is None:
+        return None
+    start = _fit_prefix(text, max(0, cap - 1), counter).rstrip()
+    return start + "…" if start and counter.count(start + "…") <= cap else None
+
+
+def _mostly_marker(short: str) -> bool:
+    """Whether the omission marker is longer than what a head-and-tail text kept around it."""
+    marker = re.search(r"\[\.\.\. [\d,]+ (?:line|char)s? omitted \.\.\.\]", short)
+    return marker is not None and len(short) - len(marker.group(0)) < len(marker.group(0))
 
 
 #: a sanitized log under this share of its cap also shows the log's own first and last lines
@@ -190,7 +208,9 @@ def compress_tool_output(text: str, cap_tokens: int, counter: Counter) -> Compre
             result = _grown_log(text, result, cap, chars_per_token, counter)
     else:
         method = "headtail"
-        result = _shrink(lambda c: head_tail(text, c), budget_chars, cap, counter)
+        result = _shrink(lambda c: head_tail(text, c), budget_chars, cap, counter, text)
+        if result is not None and _mostly_marker(result):  # a cap about the marker's size
+            result = _first_words(text, cap, counter) or result
     if result is None:  # unreachable in practice: outline_json decoded once, it decodes again
         method = "headtail"
         result = _shrink(lambda c: head_tail(text, c), budget_chars, cap, counter)

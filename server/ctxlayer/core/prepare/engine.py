@@ -15,7 +15,7 @@ from ctxlayer.core.errors import ContextError, require_tokens
 from ctxlayer.core.groups import ToolGroups, lead_of
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.prepare import summaries
-from ctxlayer.core.prepare.fit import last_resort, result_index
+from ctxlayer.core.prepare.fit import fit_calls, last_resort, result_index
 from ctxlayer.core.prepare.model import (
     DEFAULT_POLICY,
     Ahead,
@@ -151,6 +151,10 @@ def _fit(win: Window, budget: int, counter: Tokenizer, policy: PreparePolicy,
     total = win.total()
     if total <= budget:
         return kept, keys, out_tokens, [], [], total
+    called = fit_calls(win, kept, keys, out_tokens, budget, counter, policy)
+    total = win.total()
+    if total <= budget:
+        return kept, keys, out_tokens, [], called, total
     fitted = last_resort(win, kept, keys, out_tokens, budget, counter, policy, restored, memo,
                           may_shrink=True)
     if fitted is None:  # the summaries would have given way: one smaller chunk instead
@@ -163,7 +167,8 @@ def _fit(win: Window, budget: int, counter: Tokenizer, policy: PreparePolicy,
                               memo)
     assert fitted is not None
     kept, keys, out_tokens, dropped, truncated = fitted
-    return kept, keys, out_tokens, dropped, truncated, policy.fmt.reply_priming + sum(out_tokens)
+    return (kept, keys, out_tokens, dropped, called + truncated,
+            policy.fmt.reply_priming + sum(out_tokens))
 
 
 def near_budget(state: ConversationState, budget: int,

@@ -18,10 +18,13 @@ from ctxlayer.core.prepare.window import Window, newest_user
 from ctxlayer.core.text import describe
 from ctxlayer.core.tokens import Tokenizer, message_tokens
 from ctxlayer.core.trim import TrimOptions, trim
+from ctxlayer.core.trim.fit import MIN_QUESTION
 from ctxlayer.protocol import AuditEntry, Message
 
 #: the fewest tokens the last resort outlines a tool output to when it keeps the summaries
 TOOL_CAP_MIN = 48
+CALL_FIT = ("shortened to fit: the newest tool call's arguments outlined, so the call and its "
+            "result are kept rather than dropped together")
 QUESTION_FIT = ("shortened to fit: the newest user message is never dropped, its head and tail "
                 "kept beside the summary and the newest exchange")
 
@@ -80,6 +83,48 @@ def last_resort(win: Window, kept: list[Message], keys: list, tokens: list[int],
     return _take(win, report, kept, keys, counter, policy, question.keep_shortened(win, cap))
 
 
+def fit_calls(win: Window, kept: list[Message], keys: list, tokens: list[int], budget: int,
+              counter: Tokenizer, policy: PreparePolicy) -> list[AuditEntry]:
+    """Before the last resort: the calls of the newest exchange (after the question) whose
+    arguments leave no room for their results beside the system prompt and the question at
+    its shortest (an agent writing a long file through a call) get their arguments outlined
+    to half that room, in proportion to their sizes, in ``kept`` / ``keys`` / ``tokens`` and
+    as rewrites for later turns. The trim engine cuts no call, so it dropped the exchange
+    whole, and the model was left with nothing of what it had just done. Returns their
+    audit."""
+    question = _Question(win, kept, keys, tokens, counter, policy)
+    after = range(question.pos + 1, len(kept))
+    calls = [k for k in after if kept[k].tool_calls and kept[k].kind != "summary"]
+    if not calls:
+        return []
+    outputs = sum(1 for k in after if kept[k].role == "tool" or kept[k].kind == "toolOutput")
+    fixed = policy.fmt.reply_priming + sum(t for m, t in zip(kept, tokens, strict=True)
+                                           if m.role == "system")
+    ask = min(tokens[question.pos], MIN_QUESTION) if question.pos >= 0 else 0
+    free = budget - fixed - ask - outputs * TOOL_CAP_MIN - 8
+    total = sum(tokens[k] for k in calls)
+    if total <= free or free <= 0:
+        return []
+    out: list[AuditEntry] = []
+    for k in calls:
+        i = result_index(keys[k])
+        if i is None:
+            continue
+        got = shorten_message(kept[k], tokens[k], max(1, free // 2 * tokens[k] // total),
+                              counter, policy.fmt)
+        if got is None:
+            continue
+        short, after_tokens = got
+        entry = AuditEntry(action="truncated", reason=CALL_FIT, summary=describe(kept[k]),
+                           tokens_before=tokens[k], tokens_after=after_tokens,
+                           message_id=kept[k].id, index=i)
+        shown = shown_of(win.messages[i], short)
+        win.rewrites[i] = (shown, after_tokens, entry)
+        kept[k], keys[k], tokens[k] = short, (i, shown), after_tokens
+        out.append(entry)
+    return out
+
+
 def _attempts(win: Window, kept: list[Message], keys: list, tokens: list[int], budget: int,
               counter: Tokenizer, policy: PreparePolicy, restored: set[int], memo: Memo,
               question: _Question, may_shrink: bool):
@@ -105,7 +150,9 @@ def _attempts(win: Window, kept: list[Message], keys: list, tokens: list[int], b
     # first the room everything else leaves it (a task alone with the system prompt may take
     # it all), then at most half the budget, then shorter
     rest = policy.fmt.reply_priming + sum(t for k, t in enumerate(tokens) if k != question.pos)
-    caps = [budget // 2, int(budget * policy.question_share), budget // 8, budget // 16]
+    # never under MIN_QUESTION: a question cut to its first word or two is as good as lost
+    caps = list(dict.fromkeys(max(MIN_QUESTION, c) for c in (
+        budget // 2, int(budget * policy.question_share), budget // 8, budget // 16)))
     if budget - rest - 8 > caps[0]:
         caps.insert(0, budget - rest - 8)
     pinned = restored | {question.at}
