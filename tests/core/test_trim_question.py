@@ -114,3 +114,28 @@ def test_priority_keeps_older_history_when_a_huge_recent_message_goes():
     assert "huge" not in [m.id for m in prio.messages]
     assert prio.tokens >= 0.95 * pipe.tokens, (prio.tokens, pipe.tokens)
     assert [m.id for m in prio.messages][-2:] == ["ok", "q"]
+
+
+def test_a_task_quoting_a_log_keeps_its_first_lines_before_the_logs_outline():
+    """A task that pastes a failing run reads as a log, and a log's outline starts at its
+    errors ("[... 33 lines]" first); the task's own first lines (what it asks) come first all
+    the same, in the trim engine's fit and in prepare's."""
+    from ctxlayer.core.compress.logs import looks_like_log
+    from ctxlayer.core.prepare import prepare_turn
+
+    steps = "\n".join(f"{k}. Step {k}: read the module, run the tests, note what fails."
+                      for k in range(1, 30))
+    frames = "\n".join(f'  File "/repo/pkg/mod{k}.py", line {k * 7}, in call_{k}\n'
+                       f"    result = call_{k + 1}(value)" for k in range(12))
+    task = ("<uploaded_files>\n/workspace/uploader\n</uploaded_files>\n"
+            "Fix the retry logic so that a timeout is retried.\n" + steps
+            + "\nTraceback (most recent call last):\n" + frames
+            + "\nTimeoutError: gave up after 1 attempt\n" + steps)
+    assert looks_like_log(task)
+    msgs = [Message(role="system", id="s", content="You are helpful."),
+            Message(role="user", id="q", content=task)]
+    for q in (trim(msgs, 170, WORDS).messages[-1].content,
+              prepare_turn(None, msgs, 170, WORDS).messages[-1].content):
+        assert q.startswith("<uploaded_files>\n/workspace/uploader"), q[:200]
+        assert "Fix the retry logic" in q and "Traceback" in q
+        assert WORDS.count(q) < WORDS.count(task)

@@ -18,7 +18,13 @@ import msgspec
 
 from ctxlayer.core.compress.facts import named_facts
 from ctxlayer.core.compress.ledger import facts_cut
-from ctxlayer.core.compress.tool_output import CompressedOutput, Counter, compress_tool_output
+from ctxlayer.core.compress.tool_output import (
+    CompressedOutput,
+    Counter,
+    compress_tool_output,
+    first_words,
+)
+from ctxlayer.core.groups import is_result
 from ctxlayer.core.tokens import OPENAI_FORMAT, MessageFormat, Tokenizer, message_tokens
 from ctxlayer.protocol import Message, ToolCall
 
@@ -35,8 +41,53 @@ VALUE_MIN = 24
 VALUE_CAP_MIN = 12
 
 
-def shorten(text: str, cap: int, counter: Counter) -> CompressedOutput | None:
-    """``text`` within ``cap`` tokens, None when it fits already."""
+#: the share of the cap a user's message keeps for its first lines when its outline (a log's
+#: errors, a JSON outline) would start further in
+HEAD_SHARE = 0.25
+
+
+def shorten(text: str, cap: int, counter: Counter, *, keep_head: bool = False
+            ) -> CompressedOutput | None:
+    """``text`` within ``cap`` tokens, None when it fits already. ``keep_head``: the text is a
+    user's (a question, a task): when its outline would not start with its first line (a task
+    quoting a traceback reads as a log), its first lines come first, within HEAD_SHARE of the
+    cap; what they ask is what the rest was pasted for."""
+    short = _noted(text, cap, counter)
+    if not keep_head or short is None or short.method == "headtail":  # that keeps the head
+        return short
+    head = _head_lines(text.lstrip(), int(cap * HEAD_SHARE), counter)
+    if not head or short.text.lstrip().startswith(head):
+        return short
+    rest = _noted(text, cap - counter.count(head) - 1, counter)
+    if rest is None:
+        return short
+    out = head + "\n" + rest.text
+    after = counter.count(out)
+    return short if after > cap else CompressedOutput(out, rest.method, short.tokens_before,
+                                                        after)
+
+
+def _head_lines(text: str, cap: int, counter: Counter) -> str:
+    """The first whole lines of ``text`` within ``cap`` tokens (the first one cut to its first
+    words when it alone is over)."""
+    lines = text.split("\n")
+    kept: list[str] = []
+    used = 0
+    for line in lines:  # each line counted alone, a token for its newline; checked once joined
+        used += counter.count(line) + 1
+        if used > cap:
+            break
+        kept.append(line)
+    while kept and counter.count("\n".join(kept)) > cap:
+        kept.pop()
+    if kept:
+        return "\n".join(kept)
+    return first_words(lines[0], cap, counter) or ""
+
+
+def _noted(text: str, cap: int, counter: Counter) -> CompressedOutput | None:
+    """The outline of ``text`` within ``cap`` tokens, with the line naming the facts of its cut
+    part; None when it fits already."""
     short = compress_tool_output(text, max(1, cap), counter)
     if short is None or cap < NOTE_MIN:
         return short
@@ -137,7 +188,8 @@ def shorten_message(m: Message, tokens: int, cap: int, counter: Tokenizer,
     text = counter.count(m.content)
     args = [counter.count(c.arguments) for c in m.tool_calls or ()]
     if sum(args) <= text:
-        short = shorten(m.content, max(1, cap - (tokens - text)), counter)
+        short = shorten(m.content, max(1, cap - (tokens - text)), counter,
+                        keep_head=m.role == "user" and not is_result(m))
         if short is None:
             return None
         new = msgspec.structs.replace(m, content=short.text)

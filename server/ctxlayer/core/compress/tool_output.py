@@ -23,7 +23,7 @@ import msgspec
 from ctxlayer.core.compress.json_outline import outline_json
 from ctxlayer.core.compress.logs import looks_like_log, sanitize_log
 
-__all__ = ["CompressedOutput", "Counter", "compress_tool_output", "head_tail"]
+__all__ = ["CompressedOutput", "Counter", "compress_tool_output", "first_words", "head_tail"]
 
 Method = Literal["json", "log", "headtail"]
 
@@ -137,10 +137,10 @@ def _shrink(
             return text
         last = text
         chars = max(1, int(chars * cap / max(n, 1) * 0.9))
-    return _first_words(words, cap, counter) or _fit_prefix(last or "", cap, counter)
+    return first_words(words, cap, counter) or _fit_prefix(last or "", cap, counter)
 
 
-def _first_words(text: str | None, cap: int, counter: Counter) -> str | None:
+def first_words(text: str | None, cap: int, counter: Counter) -> str | None:
     """The start of ``text`` within ``cap`` tokens, an ellipsis after it."""
     if text is None:
         return None
@@ -210,7 +210,7 @@ def compress_tool_output(text: str, cap_tokens: int, counter: Counter) -> Compre
         method = "headtail"
         result = _shrink(lambda c: head_tail(text, c), budget_chars, cap, counter, text)
         if result is not None and _mostly_marker(result):  # a cap about the marker's size
-            result = _first_words(text, cap, counter) or result
+            result = first_words(text, cap, counter) or result
     if result is None:  # unreachable in practice: outline_json decoded once, it decodes again
         method = "headtail"
         result = _shrink(lambda c: head_tail(text, c), budget_chars, cap, counter)

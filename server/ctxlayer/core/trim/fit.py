@@ -153,7 +153,7 @@ class Shortener:
         else its head and tail lines around an omission marker."""
         w = self.w
         text = w.content[i]
-        out = shorten(text, body, w.counter)
+        out = shorten(text, body, w.counter, keep_head=True)
         if out is None:
             return 0
         kept = {"json": "JSON outline", "log": "log outline"}.get(out.method, "head and tail")
