@@ -10,7 +10,7 @@ import pytest
 
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.prepare import PreparePolicy, Turn, audit_of, prepare_turn
-from ctxlayer.core.tokens import OPENAI_FORMAT, WordTokenizer
+from ctxlayer.core.tokens import OPENAI_FORMAT, WordTokenizer, conversation_tokens
 from ctxlayer.protocol import Message, ToolCall
 
 PRIMING = OPENAI_FORMAT.reply_priming
@@ -437,3 +437,55 @@ def test_an_agents_long_task_is_shortened_only_as_far_as_the_step_needs():
     assert len(cuts) >= 2, shown  # cut in steps, not at once
     assert shown[cuts[0]] > budget * policy.question_share * 1.5, shown
     assert min(shown) >= budget * policy.question_share * 0.8, shown
+
+
+def _agent_call(t: int, out: str, say: str = "") -> list[Message]:
+    call = ToolCall(id=f"c{t}", name="bash", arguments=f'{{"cmd": "pytest -k t{t}"}}')
+    return [Message(role="assistant", id=f"a{t}", content=say, tool_calls=[call]),
+            Message(role="tool", id=f"r{t}", tool_call_id=f"c{t}", content=out)]
+
+
+def test_a_step_a_few_tokens_over_a_small_budget_summarizes_only_what_it_must():
+    """The new chunk's size is guessed before the walk; in a small budget the guess (the
+    parts' least sizes) was most of the room, so the walk took everything and the chunk came
+    out at a fifth of the guess: 628 words over a 600 budget went out as 107. The walk is
+    made again with the chunk's real size."""
+    r = random.Random(1)
+    sent = [Message(role="system", id="s", content=words(r, 10, 10)),
+            Message(role="user", id="task", content="Task: " + words(r, 20, 20)),
+            *_agent_call(0, words(r, 68, 68), words(r, 16, 16)),
+            Message(role="assistant", id="a1", content=words(r, 166, 166)),
+            Message(role="user", id="u1", content=words(r, 98, 98)),
+            *_agent_call(2, words(r, 56, 56), words(r, 28, 28))]
+    turn = prepare_turn(None, sent, 600, WordTokenizer())
+    assert not turn.state.chunks  # it fits
+    sent = [*sent, Message(role="assistant", id="a3", content=words(r, 84, 84)),
+            Message(role="user", id="u3", content=words(r, 23, 23))]
+    assert conversation_tokens(sent, WordTokenizer()) + PRIMING > 600
+    nxt = prepare_turn(turn.state, sent, 600, WordTokenizer())
+    check_turn(nxt, sent, 600)
+    assert nxt.tokens >= 300, nxt.tokens  # it was 107
+    assert {"a2", "r2", "a3", "u3"} <= {m.id for m in nxt.messages}
+
+
+def test_a_long_result_fitted_by_the_last_resort_is_outlined_again_not_summarized_whole():
+    """A result the last resort cut to fit beside the summaries (3,400 of 3,918 words in a
+    4,000 budget) is still long when the next small exchange comes: the step outlines it again
+    from its original, so the request stays near its target; it was summarized whole, and the
+    request fell to a sixth of the budget."""
+    r = random.Random(6)
+    sent = [Message(role="system", id="s", content=words(r, 10, 10)),
+            Message(role="user", id="task", content="Task: " + words(r, 40, 40))]
+    state = None
+    for t in range(12):
+        sent = [*sent, *_agent_call(t, words(r, 150, 300), words(r, 5, 20))]
+        state = prepare_turn(state, sent, 4000, WordTokenizer()).state
+    sent = [*sent, *_agent_call(12, words(r, 3918, 3918))]
+    big = prepare_turn(state, sent, 4000, WordTokenizer())
+    check_turn(big, sent, 4000)
+    assert "r12" in {e.message_id for e in big.truncated}  # the last resort cut it
+    sent = [*sent, *_agent_call(13, words(r, 54, 54))]
+    nxt = prepare_turn(big.state, sent, 4000, WordTokenizer())
+    check_turn(nxt, sent, 4000)
+    assert "r12" in {m.id for m in nxt.messages}  # outlined, not summarized
+    assert nxt.tokens >= 0.6 * 4000, nxt.tokens

@@ -15,13 +15,15 @@ dropped, shortened), cache reuse and breakpoints, a one-line notice, and the nex
    message when it is older than the boundary), in order; then every message from the
    boundary on, verbatim.
 3. While that fits the budget nothing moves, so each result starts with the previous one and
-   the provider's cached prefix holds. When it would not fit, a step first outlines: from the
-   frontier (the first message no step looked at yet) on, oldest first, each long tool output
-   or assistant message becomes its outline (the trim engine's shortening: a log's errors with
+   the provider's cached prefix holds. When it would not fit, a step first outlines: oldest
+   first after the summaries (those shown whole beside them first), each long tool output
+   or assistant message becomes its outline (one outlined before, or cut by the last resort,
+   and still long is outlined again from its original) (the trim engine's shortening: a log's errors with
    their traceback lines, a JSON outline, head and tail lines; an assistant message long by its
    tool calls' arguments gets their long string values outlined, still a JSON object, and the
    codecs send those arguments; as long as the room allows, at least `outline_share` of the
-   budget), only as short as bringing the request down to `target` of the budget needs. The prefix before the frontier holds. User messages (the
+   budget), only as short as bringing the request down to `target` of the budget needs. The
+   prefix before the first message it outlines holds. User messages (the
    user's words, files they added) are not outlined. Only when the outlines are not enough
    does the step summarize the oldest verbatim messages, whole groups at a time (a tool call
    with its results), down to `summary_target`, never taking a group that would leave a
@@ -29,7 +31,8 @@ dropped, shortened), cache reuse and breakpoints, a one-line notice, and the nex
    verbatim. A summary step adds a chunk and never rewrites an older one, so the prefix up to
    the older chunks holds too; when the chunks together pass `summaries_share` of the room
    (what the system prompt and the question leave of the budget) they are merged into one (a
-   rarer, bigger step). A step counts the chunks as that merge will leave them. A new or
+   rarer, bigger step). A step counts the chunks as that merge will leave them, and walks
+   again with the new chunk's real size when it came out far smaller than guessed. A new or
    merged chunk grows into the room its step leaves below the target, and the chunks together
    to at least `summaries_min_share` of the room: once outlines keep the recent messages
    cheap, the ledger is what keeps the facts of the history.
@@ -40,8 +43,9 @@ dropped, shortened), cache reuse and breakpoints, a one-line notice, and the nex
    the result: the newest user message is kept (whole when it takes at most half the budget,
    else shortened by the trim engine, never dropped); restored and pinned messages are kept;
    the summaries are kept too (shortened at worst) unless that leaves no room for the newest
-   exchange; a shortened output names the errors, tests and files of its cut part; what it
-   shortens keeps the same text on later turns.
+   exchange; a newest call long by its arguments has them outlined first, so the call and
+   its result are kept; a shortened output names the errors, tests and files of its cut
+   part; what it shortens keeps the same text on later turns.
 6. Restored messages come back whole, after the summaries, and stay for the conversation;
    each restore is audited once.
 7. cache_reuse_tokens: the tokens of the leading messages identical to the previous result.

@@ -1,6 +1,7 @@
 """The window of a live conversation in one turn: which messages are shown whole, which by
-their outline, which stand in a summary, and the compaction step: outlines from the frontier
-first, then a summary chunk that moves the boundary.
+their outline, which stand in a summary, and the compaction step: outlines of the oldest long
+messages first, then a summary chunk that moves the boundary (its walk made again when the
+chunk came out far smaller than guessed).
 
 `Window` is the turn's working copy of the state's lists (the state itself is never changed).
 Groups: an assistant message with tool calls and the results that answer its call ids are one
@@ -227,40 +228,57 @@ class Window:
 
     def outline(self, budget: int, counter: Tokenizer, policy: PreparePolicy,
                 keep: Callable[[int], bool]) -> list[AuditEntry]:
-        """Outline the long tool outputs and assistant messages from the frontier on, oldest
-        first and group by group, until the request is down to ``target`` of the budget (an
-        assistant message long by its calls' arguments gets them outlined); user messages
-        (the user's words, files they attached) are left to the summary."""
+        """Outline the long tool outputs and assistant messages, oldest first: those shown
+        whole beside the summaries (a step kept their group with a message that stays), then
+        group by group after the summaries, until the request is down to ``target`` of the
+        budget (an assistant message long by its calls' arguments gets them outlined; one
+        outlined before, still long, again from its original); user messages (the user's
+        words, files they attached) are left to the summary."""
         msgs = self.messages
         stop = self._stop()
         cap = self.outline_cap(budget, policy)
         target = int(budget * policy.target)
         total = self.total()
         out: list[AuditEntry] = []
-        j = self.frontier
+
+        def one(i: int) -> None:
+            nonlocal total
+            m = msgs[i]
+            # a message shortened before (outlined only as far as an earlier step needed, or
+            # fitted by the last resort beside the summaries) is outlined again from its
+            # original while it is still long: a summary would take all of it
+            shown = self.shown_tokens(i)
+            if (m.role not in ("assistant", "tool") and not is_result(m)) or keep(i) \
+                    or shown <= cap * 3 // 2:
+                return
+            # only as short as the target needs, at least the outline's own size: the
+            # room a request has is used, not left empty
+            this_cap = max(cap, shown - (total - target))
+            if this_cap >= shown:
+                return
+            got = shorten_message(m, self.tokens[i], this_cap, counter, policy.fmt)
+            if got is None or got[1] >= shown:
+                return
+            short, after = got
+            entry = AuditEntry(
+                action="compressed" if is_result(m) else "truncated", reason=OUTLINED,
+                summary=describe(m), tokens_before=self.tokens[i], tokens_after=after,
+                message_id=m.id or f"#{i}", index=i)
+            self.rewrites[i] = (shown_of(m, short), after, entry)
+            total -= shown - after
+            out.append(entry)
+
+        for i in self.verbatim:
+            if total <= target:
+                return out
+            one(i)
+        # from the oldest message after the summaries: those before the frontier were looked
+        # at, but one outlined only as far as its step needed may still be long
+        j = self.upto
         while j < stop and total > target:
             e = self.groups.end(j)
             for i in range(j, e):
-                m = msgs[i]
-                if (m.role not in ("assistant", "tool") and not is_result(m)) or keep(i) \
-                        or i in self.rewrites or self.tokens[i] <= cap * 3 // 2:
-                    continue
-                # only as short as the target needs, at least the outline's own size: the
-                # room a request has is used, not left empty
-                this_cap = max(cap, self.tokens[i] - (total - target))
-                if this_cap >= self.tokens[i]:
-                    continue
-                got = shorten_message(m, self.tokens[i], this_cap, counter, policy.fmt)
-                if got is None:
-                    continue
-                short, after = got
-                entry = AuditEntry(
-                    action="compressed" if is_result(m) else "truncated", reason=OUTLINED,
-                    summary=describe(m), tokens_before=self.tokens[i], tokens_after=after,
-                    message_id=m.id or f"#{i}", index=i)
-                self.rewrites[i] = (shown_of(m, short), after, entry)
-                total -= self.tokens[i] - after
-                out.append(entry)
+                one(i)
             j = e
         self.frontier = max(self.frontier, j)
         return out
@@ -317,47 +335,24 @@ class Window:
         # the last chunk's size is the best guess of the next one's
         est = self.chunks[-1].tokens if self.chunks else summaries.estimate(policy, room)
         base = self.fmt_priming + self.cum[self.head] + sum(self.shown_tokens(i) for i in stay)
-        tail = self.tail_tokens()
-        floor = int(budget * policy.summary_floor)
-        j, kept_whole = self.upto, sorted(stay)
-        chunk: Chunk | None = None
-        for _ in range(4):
-            # what the chunks will take once the new one joined them and they were merged
-            chunks = self.chunks_after(est, room, policy)
-            j, taken, kept, after, tail = self._walk(j, stop, base + chunks, tail, target, keep,
-                                                     budget, floor, bool(covered))
-            base = after - chunks  # the groups kept whole joined it
-            covered.extend(taken)
-            kept_whole.extend(kept)
-            if not covered:
-                return None
-            covered.sort()
-            # a summary grows into the room the step leaves below its target, as an outline
-            # grows with its room, but not past what the chunks may take together
-            chunks_room = int(policy.summaries_share * room) - sum(c.tokens for c in self.chunks)
-            # and at least ``summaries_min_share`` of the room, all chunks together: the ledger of
-            # the history is what keeps its facts once outlines keep the recent messages cheap
-            floor_room = summaries.least_room(policy, room) - sum(c.tokens for c in self.chunks)
-            fixed = base + sum(c.tokens for c in self.chunks)
-            want = max(est, min(max(target - fixed - tail, floor_room), chunks_room))
-            text, writer = self._ahead_for(covered)
-            chunk = summaries.make_chunk(
-                [self.shown(i) for i in covered], [msgs[i] for i in covered], covered,
-                [self.shown_tokens(i) for i in covered], self.upto, j, counter, policy, room,
-                want, self.facts, text, writer)
-            if base + self.chunks_after(chunk.tokens, room, policy) + tail <= budget \
-                    or j >= stop:
-                break
-            est = chunk.tokens  # the summary came out bigger than expected: walk on
-        assert chunk is not None
-        for i in covered:
+        step = _SummaryStep(self, budget, counter, policy, keep, stop, room, target)
+        got = step.walk(est, base, covered, sorted(stay))
+        if got is None:
+            return None
+        if got.chunk.tokens * 10 < est * 7 and got.total < target - budget // 10:
+            # the chunk came out far smaller than guessed (little to summarize, a small room):
+            # the walk took more than the step needed; walk again with its size
+            again = step.walk(got.chunk.tokens, base, covered, sorted(stay))
+            if again is not None and got.total < again.total <= budget:
+                got = again
+        for i in got.covered:
             self.rewrites.pop(i, None)
-        self.verbatim = sorted(kept_whole)
-        self.upto = j
-        self.frontier = max(self.frontier, j)
-        self.chunks = [*self.chunks, chunk]
-        self._merge(counter, policy, room, target - base - tail)
-        return chunk
+        self.verbatim = sorted(got.kept_whole)
+        self.upto = got.upto
+        self.frontier = max(self.frontier, got.upto)
+        self.chunks = [*self.chunks, got.chunk]
+        self._merge(counter, policy, room, target - got.base - got.tail)
+        return got.chunk
 
     def fit_summaries(self, budget: int, counter: Tokenizer, policy: PreparePolicy) -> bool:
         """When the step left the request over the budget (the newest exchange is big), the
@@ -420,3 +415,68 @@ class Window:
                 self.chunks = [merged]
                 return
             self.chunks = [*self.chunks[:-2], merged]
+
+
+@dataclass(slots=True)
+class _Walked:
+    """Where one walk of a summary step got: the chunk it made and what stays beside it."""
+
+    upto: int
+    covered: list[int]
+    kept_whole: list[int]
+    base: int  # what stays before the chunks: priming, head, the groups kept whole
+    tail: int
+    chunk: Chunk
+    total: int  # the request's tokens once the chunk joined the others (merged, as expected)
+
+
+class _SummaryStep:
+    """One summary step's walk (`Window.summarize`), tried with a guess of the new chunk's
+    size: the groups it takes, and the chunk made of them."""
+
+    def __init__(self, win: Window, budget: int, counter: Tokenizer, policy: PreparePolicy,
+                 keep: Callable[[int], bool], stop: int, room: int, target: int) -> None:
+        self.win, self.budget, self.counter, self.policy = win, budget, counter, policy
+        self.keep, self.stop, self.room, self.target = keep, stop, room, target
+
+    def walk(self, est: int, base: int, covered: list[int], kept_whole: list[int]
+             ) -> _Walked | None:
+        win, policy, room, target, budget = self.win, self.policy, self.room, self.target, \
+            self.budget
+        msgs, stop = win.messages, self.stop
+        covered, kept_whole = list(covered), list(kept_whole)
+        tail = win.tail_tokens()
+        floor = int(budget * policy.summary_floor)
+        j = win.upto
+        chunk: Chunk | None = None
+        for _ in range(4):
+            # what the chunks will take once the new one joined them and they were merged
+            chunks = win.chunks_after(est, room, policy)
+            j, taken, kept, after, tail = win._walk(j, stop, base + chunks, tail, target,
+                                                    self.keep, budget, floor, bool(covered))
+            base = after - chunks  # the groups kept whole joined it
+            covered.extend(taken)
+            kept_whole.extend(kept)
+            if not covered:
+                return None
+            covered.sort()
+            # a summary grows into the room the step leaves below its target, as an outline
+            # grows with its room, but not past what the chunks may take together
+            chunks_room = int(policy.summaries_share * room) - sum(c.tokens for c in win.chunks)
+            # and at least ``summaries_min_share`` of the room, all chunks together: the ledger
+            # of the history is what keeps its facts once outlines keep the recent messages cheap
+            floor_room = summaries.least_room(policy, room) - sum(c.tokens for c in win.chunks)
+            fixed = base + sum(c.tokens for c in win.chunks)
+            want = max(est, min(max(target - fixed - tail, floor_room), chunks_room))
+            text, writer = win._ahead_for(covered)
+            chunk = summaries.make_chunk(
+                [win.shown(i) for i in covered], [msgs[i] for i in covered], covered,
+                [win.shown_tokens(i) for i in covered], win.upto, j, self.counter, policy,
+                room, want, win.facts, text, writer)
+            if base + win.chunks_after(chunk.tokens, room, policy) + tail <= budget \
+                    or j >= stop:
+                break
+            est = chunk.tokens  # the summary came out bigger than expected: walk on
+        assert chunk is not None
+        total = base + win.chunks_after(chunk.tokens, room, policy) + tail
+        return _Walked(j, covered, kept_whole, base, tail, chunk, total)
