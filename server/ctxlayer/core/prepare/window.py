@@ -228,12 +228,13 @@ class Window:
 
     def outline(self, budget: int, counter: Tokenizer, policy: PreparePolicy,
                 keep: Callable[[int], bool]) -> list[AuditEntry]:
-        """Outline the long tool outputs and assistant messages, oldest first: those shown
-        whole beside the summaries (a step kept their group with a message that stays), then
-        group by group after the summaries, until the request is down to ``target`` of the
-        budget (an assistant message long by its calls' arguments gets them outlined; one
-        outlined before, still long, again from its original); user messages (the user's
-        words, files they attached) are left to the summary."""
+        """Outline the long tool outputs and assistant messages from the frontier on, oldest
+        first and group by group, until the request is down to ``target`` of the budget (an
+        assistant message long by its calls' arguments gets them outlined); when that is not
+        enough, those an earlier step looked at and left long (outlined only as far as it
+        needed, cut by the last resort, shown whole beside the summaries), again from their
+        originals. User messages (the user's words, files they attached) are left to the
+        summary."""
         msgs = self.messages
         stop = self._stop()
         cap = self.outline_cap(budget, policy)
@@ -268,19 +269,21 @@ class Window:
             total -= shown - after
             out.append(entry)
 
-        for i in self.verbatim:
-            if total <= target:
-                return out
-            one(i)
-        # from the oldest message after the summaries: those before the frontier were looked
-        # at, but one outlined only as far as its step needed may still be long
-        j = self.upto
+        # the messages no step looked at yet first: the prefix before them holds
+        j = self.frontier
         while j < stop and total > target:
             e = self.groups.end(j)
             for i in range(j, e):
                 one(i)
             j = e
         self.frontier = max(self.frontier, j)
+        # then, rather than a summary (which moves the prefix from the summaries on), those
+        # looked at before and still long, oldest first: the ones shown whole beside the
+        # summaries, and those outlined only as far as their step needed
+        for i in [*self.verbatim, *range(self.upto, min(j, stop))]:
+            if total <= target:
+                break
+            one(i)
         return out
 
     def _shorten_question(self, q: int, stop: int, budget: int, counter: Tokenizer,
