@@ -185,3 +185,14 @@ def test_ledger_fits_its_cap_and_counts_what_it_left_out(cap):
 
 def test_empty_text_has_no_facts():
     assert extract_facts("").is_empty() and format_ledger(Facts(), 100) == ""
+
+
+@pytest.mark.parametrize("text", [REPORT, "", "no facts here at all",
+                                  "Traceback (most recent call last):\n  File \"a/b.py\", "
+                                  "line 3, in f\nKeyError: 'x'\nFAILED tests/test_a.py::test_b"])
+def test_named_part_of_extracted_facts_is_what_named_facts_reads(text):
+    """An outline step passes the facts read ahead of need (`extract_facts`) instead of reading
+    `named_facts` again: the two must name the same."""
+    from ctxlayer.core.compress.facts import named_facts, named_part
+
+    assert named_part(extract_facts(text)) == named_facts(text)

@@ -16,7 +16,7 @@ import json
 
 import msgspec
 
-from ctxlayer.core.compress.facts import named_facts
+from ctxlayer.core.compress.facts import Facts, named_facts
 from ctxlayer.core.compress.ledger import facts_cut
 from ctxlayer.core.compress.tool_output import (
     CompressedOutput,
@@ -46,19 +46,20 @@ VALUE_CAP_MIN = 12
 HEAD_SHARE = 0.25
 
 
-def shorten(text: str, cap: int, counter: Counter, *, keep_head: bool = False
-            ) -> CompressedOutput | None:
+def shorten(text: str, cap: int, counter: Counter, *, keep_head: bool = False,
+            named: Facts | None = None) -> CompressedOutput | None:
     """``text`` within ``cap`` tokens, None when it fits already. ``keep_head``: the text is a
     user's (a question, a task): when its outline would not start with its first line (a task
     quoting a traceback reads as a log), its first lines come first, within HEAD_SHARE of the
-    cap; what they ask is what the rest was pasted for."""
-    short = _noted(text, cap, counter)
+    cap; what they ask is what the rest was pasted for. ``named``: `named_facts` of the text,
+    when the caller read them already (reading them is most of the cost)."""
+    short = _noted(text, cap, counter, named)
     if not keep_head or short is None or short.method == "headtail":  # that keeps the head
         return short
     head = _head_lines(text.lstrip(), int(cap * HEAD_SHARE), counter)
     if not head or short.text.lstrip().startswith(head):
         return short
-    rest = _noted(text, cap - counter.count(head) - 1, counter)
+    rest = _noted(text, cap - counter.count(head) - 1, counter, named)
     if rest is None:
         return short
     out = head + "\n" + rest.text
@@ -85,14 +86,16 @@ def _head_lines(text: str, cap: int, counter: Counter) -> str:
     return first_words(lines[0], cap, counter) or ""
 
 
-def _noted(text: str, cap: int, counter: Counter) -> CompressedOutput | None:
+def _noted(text: str, cap: int, counter: Counter, named: Facts | None = None
+           ) -> CompressedOutput | None:
     """The outline of ``text`` within ``cap`` tokens, with the line naming the facts of its cut
     part; None when it fits already."""
     short = compress_tool_output(text, max(1, cap), counter)
     if short is None or cap < NOTE_MIN:
         return short
     chars_per_token = max(1.0, len(short.text) / max(1, short.tokens_after))
-    named = named_facts(text)  # read once for both notes
+    if named is None:
+        named = named_facts(text)  # read once for both notes
     note = facts_cut(text, short.text, int(cap * NOTE_SHARE * chars_per_token), named)
     if not note:
         return short
@@ -180,7 +183,8 @@ def shorten_arguments(arguments: str, cap: int, counter: Counter) -> str | None:
 
 
 def shorten_message(m: Message, tokens: int, cap: int, counter: Tokenizer,
-                    fmt: MessageFormat = OPENAI_FORMAT) -> tuple[Message, int] | None:
+                    fmt: MessageFormat = OPENAI_FORMAT, named: Facts | None = None
+                    ) -> tuple[Message, int] | None:
     """Message ``m`` (``tokens`` as counted whole) with its text shortened so the message
     takes about ``cap`` tokens (its overheads left as they are), and its new count; None when
     that makes it no shorter. When its tool calls' arguments hold more than its text (an
@@ -189,7 +193,8 @@ def shorten_message(m: Message, tokens: int, cap: int, counter: Tokenizer,
     args = [counter.count(c.arguments) for c in m.tool_calls or ()]
     if sum(args) <= text:
         short = shorten(m.content, max(1, cap - (tokens - text)), counter,
-                        keep_head=m.role == "user" and not is_result(m))
+                        keep_head=m.role == "user" and not is_result(m),
+                        named=named if not m.tool_calls else None)
         if short is None:
             return None
         new = msgspec.structs.replace(m, content=short.text)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ctxlayer.core.compress.facts import Facts
+from ctxlayer.core.compress.facts import Facts, named_part
 from ctxlayer.core.compress.shorten import shorten_message
 from ctxlayer.core.groups import ToolGroups, is_result
 from ctxlayer.core.prepare import summaries
@@ -257,7 +257,9 @@ class Window:
             this_cap = max(cap, shown - (total - target))
             if this_cap >= shown:
                 return
-            got = shorten_message(m, self.tokens[i], this_cap, counter, policy.fmt)
+            known = self.facts.get(i)  # read ahead of need: most of an outline's cost
+            got = shorten_message(m, self.tokens[i], this_cap, counter, policy.fmt,
+                                  named_part(known) if known is not None else None)
             if got is None or got[1] >= shown:
                 return
             short, after = got
