@@ -73,7 +73,7 @@ class PreparePolicy(msgspec.Struct, frozen=True, kw_only=True):
     # on which files, with which errors) more than decided / open sentences
     summary_share: float = 0.03  # decided / open
     summary_max_tokens: int = 1500
-    ledger_share: float = 0.05  # the facts ledger
+    ledger_share: float = 0.08  # the facts ledger
     ledger_max_tokens: int = 2000
     actions_share: float = 0.04  # the action log (one line per tool call, newest first)
     actions_max_tokens: int = 1500

@@ -1,7 +1,6 @@
 """The window of a live conversation in one turn: which messages are shown whole, which by
 their outline, which stand in a summary, and the compaction step: outlines of the oldest long
-messages first, then a summary chunk that moves the boundary (its walk made again when the
-chunk came out far smaller than guessed).
+messages first, then a summary chunk that moves the boundary.
 
 `Window` is the turn's working copy of the state's lists (the state itself is never changed).
 Groups: an assistant message with tool calls and the results that answer its call ids are one
@@ -32,6 +31,8 @@ from ctxlayer.core.text import describe
 from ctxlayer.core.tokens import Tokenizer
 from ctxlayer.protocol import AuditEntry, Message
 
+#: a new chunk is guessed at no more than this and a third of the tokens it stands for
+CHUNK_LEAST = 48
 QUESTION_SHORTENED = ("shortened in a step: the newest user message, older than the last turn, "
                       "keeps its head and tail so the history it asked for fits")
 OUTLINED = "outlined in a step: the conversation passed its budget (the original stays summarizable)"
@@ -144,6 +145,13 @@ class Window:
             return None
         return Step(outlined, chunk)
 
+    def chunks_for(self, est: int, room: int, policy: PreparePolicy) -> Callable[[int], int]:
+        """What the chunks take once a new one standing for ``t`` tokens joined them: a new
+        chunk is guessed at ``est``, but at most a third of what it stands for and a little
+        (a step a few tokens over a small budget guessed the parts' least sizes, took
+        everything to make room for them, and the chunk came out at a fifth of the guess)."""
+        return lambda t: self.chunks_after(min(est, CHUNK_LEAST + t // 3), room, policy)
+
     def planned(self, budget: int, policy: PreparePolicy,
                 keep: Callable[[int], bool]) -> list[int]:
         """The messages the summary step is expected to take when the conversation goes on
@@ -162,12 +170,12 @@ class Window:
         q = newest_user(msgs)
         room = self.room(budget, q)
         est = self.chunks[-1].tokens if self.chunks else summaries.estimate(policy, room)
-        fixed = (self.fmt_priming + self.cum[self.head] + self.chunks_after(est, room, policy)
-                 + sum(self.shown_tokens(i) for i in stay))
+        base = self.fmt_priming + self.cum[self.head] + sum(self.shown_tokens(i) for i in stay)
         target = int(budget * policy.summary_target)
-        j, taken, _, fixed, tail = self._walk(self.upto, n, fixed, tail, target, keep, budget,
-                                              int(budget * policy.summary_floor), bool(out))
-        if j >= n and fixed + tail > target:
+        j, taken, _, base, tail, chunks = self._walk(
+            self.upto, n, base, tail, target, keep, budget, int(budget * policy.summary_floor),
+            sum(self.shown_tokens(i) for i in out), self.chunks_for(est, room, policy))
+        if j >= n and base + chunks + tail > target:
             return []  # the step would take more than there is now
         return sorted([*out, *taken])
 
@@ -180,30 +188,36 @@ class Window:
                 stay.update(self.groups.of(i))
         return stay & set(self.verbatim)
 
-    def _walk(self, j: int, stop: int, fixed: int, tail: int, target: int,
-              keep: Callable[[int], bool], budget: int, floor: int, covering: bool
-              ) -> tuple[int, list[int], list[int], int, int]:
-        """The summary step's walk: whole groups from ``j`` on, oldest first, while ``fixed``
-        (what stays before the tail) and ``tail`` are over ``target``; a group ``keep`` names
-        stays whole (its cost joins ``fixed``), the others are taken. A group that would leave
-        a request which fits under ``floor`` is not taken once something is (``covering``: the
-        step takes something already). Returns (where it stopped, taken, kept whole, fixed,
-        tail)."""
+    def _walk(self, j: int, stop: int, base: int, tail: int, target: int,
+              keep: Callable[[int], bool], budget: int, floor: int, covering: int,
+              chunks: Callable[[int], int]) -> tuple[int, list[int], list[int], int, int, int]:
+        """The summary step's walk: whole groups from ``j`` on, oldest first, while what stays
+        before the tail (``base``, and the chunks: ``chunks(t)`` when the new one stands for
+        ``t`` tokens) and ``tail`` are over ``target``; a group ``keep`` names stays whole
+        (its cost joins ``base``), the others are taken. A group that would leave a request
+        which fits under ``floor`` is not taken once something is (``covering``: the tokens
+        the step takes already). Returns (where it stopped, taken, kept whole, base, tail,
+        chunks)."""
         taken: list[int] = []
         kept: list[int] = []
+        took = covering
+        fixed = base + chunks(took)
         while j < stop and fixed + tail > target:
             e = self.groups.end(j)
             cost = sum(self.shown_tokens(k) for k in range(j, e))
-            if (covering or taken) and fixed + tail <= budget and fixed + tail - cost < floor:
+            now = fixed + tail
+            if (covering or taken) and now <= budget and now - cost < floor:
                 break  # a big group (a file the user added) is not summarized to empty
             tail -= cost
             if any(keep(k) for k in range(j, e)):
                 kept.extend(range(j, e))
-                fixed += cost
+                base += cost
             else:
                 taken.extend(range(j, e))
+                took += cost
+            fixed = base + chunks(took)
             j = e
-        return j, taken, kept, fixed, tail
+        return j, taken, kept, base, tail, fixed - base
 
     def room(self, budget: int, q: int) -> int:
         """The tokens the system prompt and the question (message ``q``) leave of the budget:
@@ -340,24 +354,49 @@ class Window:
         # the last chunk's size is the best guess of the next one's
         est = self.chunks[-1].tokens if self.chunks else summaries.estimate(policy, room)
         base = self.fmt_priming + self.cum[self.head] + sum(self.shown_tokens(i) for i in stay)
-        step = _SummaryStep(self, budget, counter, policy, keep, stop, room, target)
-        got = step.walk(est, base, covered, sorted(stay))
-        if got is None:
-            return None
-        if got.chunk.tokens * 10 < est * 7 and got.total < target - budget // 10:
-            # the chunk came out far smaller than guessed (little to summarize, a small room):
-            # the walk took more than the step needed; walk again with its size
-            again = step.walk(got.chunk.tokens, base, covered, sorted(stay))
-            if again is not None and got.total < again.total <= budget:
-                got = again
-        for i in got.covered:
+        tail = self.tail_tokens()
+        floor = int(budget * policy.summary_floor)
+        j, kept_whole = self.upto, sorted(stay)
+        chunk: Chunk | None = None
+        chunks = self.chunks_for(est, room, policy)  # a guess, at first
+        for _ in range(4):
+            # what the chunks will take once the new one joined them and they were merged
+            j, taken, kept, base, tail, _ = self._walk(
+                j, stop, base, tail, target, keep, budget, floor,
+                sum(self.shown_tokens(i) for i in covered), chunks)
+            covered.extend(taken)
+            kept_whole.extend(kept)
+            if not covered:
+                return None
+            covered.sort()
+            # a summary grows into the room the step leaves below its target, as an outline
+            # grows with its room, but not past what the chunks may take together
+            chunks_room = int(policy.summaries_share * room) - sum(c.tokens for c in self.chunks)
+            # and at least ``summaries_min_share`` of the room, all chunks together: the ledger
+            # of the history is what keeps its facts once outlines keep the recent messages cheap
+            floor_room = summaries.least_room(policy, room) - sum(c.tokens for c in self.chunks)
+            fixed = base + sum(c.tokens for c in self.chunks)
+            want = max(est, min(max(target - fixed - tail, floor_room), chunks_room))
+            text, writer = self._ahead_for(covered)
+            chunk = summaries.make_chunk(
+                [self.shown(i) for i in covered], [msgs[i] for i in covered], covered,
+                [self.shown_tokens(i) for i in covered], self.upto, j, counter, policy, room,
+                want, self.facts, text, writer)
+            if base + self.chunks_after(chunk.tokens, room, policy) + tail <= budget \
+                    or j >= stop:
+                break
+            # the summary came out bigger than expected: walk on, with its size
+            est = chunk.tokens
+            chunks = (lambda size: lambda t: self.chunks_after(size, room, policy))(est)
+        assert chunk is not None
+        for i in covered:
             self.rewrites.pop(i, None)
-        self.verbatim = sorted(got.kept_whole)
-        self.upto = got.upto
-        self.frontier = max(self.frontier, got.upto)
-        self.chunks = [*self.chunks, got.chunk]
-        self._merge(counter, policy, room, target - got.base - got.tail)
-        return got.chunk
+        self.verbatim = sorted(kept_whole)
+        self.upto = j
+        self.frontier = max(self.frontier, j)
+        self.chunks = [*self.chunks, chunk]
+        self._merge(counter, policy, room, target - base - tail)
+        return chunk
 
     def fit_summaries(self, budget: int, counter: Tokenizer, policy: PreparePolicy) -> bool:
         """When the step left the request over the budget (the newest exchange is big), the
@@ -421,67 +460,3 @@ class Window:
                 return
             self.chunks = [*self.chunks[:-2], merged]
 
-
-@dataclass(slots=True)
-class _Walked:
-    """Where one walk of a summary step got: the chunk it made and what stays beside it."""
-
-    upto: int
-    covered: list[int]
-    kept_whole: list[int]
-    base: int  # what stays before the chunks: priming, head, the groups kept whole
-    tail: int
-    chunk: Chunk
-    total: int  # the request's tokens once the chunk joined the others (merged, as expected)
-
-
-class _SummaryStep:
-    """One summary step's walk (`Window.summarize`), tried with a guess of the new chunk's
-    size: the groups it takes, and the chunk made of them."""
-
-    def __init__(self, win: Window, budget: int, counter: Tokenizer, policy: PreparePolicy,
-                 keep: Callable[[int], bool], stop: int, room: int, target: int) -> None:
-        self.win, self.budget, self.counter, self.policy = win, budget, counter, policy
-        self.keep, self.stop, self.room, self.target = keep, stop, room, target
-
-    def walk(self, est: int, base: int, covered: list[int], kept_whole: list[int]
-             ) -> _Walked | None:
-        win, policy, room, target, budget = self.win, self.policy, self.room, self.target, \
-            self.budget
-        msgs, stop = win.messages, self.stop
-        covered, kept_whole = list(covered), list(kept_whole)
-        tail = win.tail_tokens()
-        floor = int(budget * policy.summary_floor)
-        j = win.upto
-        chunk: Chunk | None = None
-        for _ in range(4):
-            # what the chunks will take once the new one joined them and they were merged
-            chunks = win.chunks_after(est, room, policy)
-            j, taken, kept, after, tail = win._walk(j, stop, base + chunks, tail, target,
-                                                    self.keep, budget, floor, bool(covered))
-            base = after - chunks  # the groups kept whole joined it
-            covered.extend(taken)
-            kept_whole.extend(kept)
-            if not covered:
-                return None
-            covered.sort()
-            # a summary grows into the room the step leaves below its target, as an outline
-            # grows with its room, but not past what the chunks may take together
-            chunks_room = int(policy.summaries_share * room) - sum(c.tokens for c in win.chunks)
-            # and at least ``summaries_min_share`` of the room, all chunks together: the ledger
-            # of the history is what keeps its facts once outlines keep the recent messages cheap
-            floor_room = summaries.least_room(policy, room) - sum(c.tokens for c in win.chunks)
-            fixed = base + sum(c.tokens for c in win.chunks)
-            want = max(est, min(max(target - fixed - tail, floor_room), chunks_room))
-            text, writer = win._ahead_for(covered)
-            chunk = summaries.make_chunk(
-                [win.shown(i) for i in covered], [msgs[i] for i in covered], covered,
-                [win.shown_tokens(i) for i in covered], win.upto, j, self.counter, policy,
-                room, want, win.facts, text, writer)
-            if base + win.chunks_after(chunk.tokens, room, policy) + tail <= budget \
-                    or j >= stop:
-                break
-            est = chunk.tokens  # the summary came out bigger than expected: walk on
-        assert chunk is not None
-        total = base + win.chunks_after(chunk.tokens, room, policy) + tail
-        return _Walked(j, covered, kept_whole, base, tail, chunk, total)
