@@ -489,3 +489,35 @@ def test_a_long_result_fitted_by_the_last_resort_is_outlined_again_not_summarize
     check_turn(nxt, sent, 4000)
     assert "r12" in {m.id for m in nxt.messages}  # outlined, not summarized
     assert nxt.tokens >= 0.6 * 4000, nxt.tokens
+
+
+def test_in_a_small_room_the_merged_summary_stays_within_its_share():
+    """A system prompt of 60% of the budget leaves a small room: a merge of every chunk
+    doubled the parts' least sizes (ledger, action log, decided / open) past the chunks'
+    share of the room, so the one chunk grew at each merge and every step rewrote all of it.
+    It stays within the share now; and a new chunk is sized to the room, not to the last
+    chunk (a merge of all). Counted with a real tokenizer: a ledger's paths are many tokens."""
+    from ctxlayer.core.tokens import message_tokens
+    from ctxlayer.tokenizers import counter_for
+
+    counter = counter_for("gpt-4o")
+    r = random.Random(4)
+    system = Message(role="system", id="s", content=words(r, 1450, 1450))
+    ask = Message(role="user", id="task", content="Task: " + words(r, 300, 300))
+    sent, state, budget = [system, ask], None, 2450
+    policy = PreparePolicy()
+    sizes = []
+    for t in range(24):
+        out = "\n".join(f"tests/test_mod_{t}.py::test_case_{t}_{j} FAILED src/mod_{t}/part_{j}.py "
+                        f"line {10 * j + t}: KeyError('key_{t}_{j}')" for j in range(6))
+        sent = [*sent, *_agent_call(t, out, f"Checking module {t} with pytest -k case_{t}.")]
+        turn = prepare_turn(state, sent, budget, counter, policy=policy)
+        assert turn.tokens <= budget and turn.messages[-1].id == f"r{t}"
+        state = turn.state
+        if len(state.chunks) == 1 and turn.stepped:
+            q = next(m for m in turn.messages if m.id == "task")
+            room = max(budget - PRIMING - message_tokens(system, counter)
+                       - message_tokens(q, counter), budget // 4)
+            sizes.append((state.chunks[0].tokens, room))
+    assert sizes, "the chunks were merged"
+    assert all(tokens <= policy.summaries_share * room * 1.1 for tokens, room in sizes), sizes

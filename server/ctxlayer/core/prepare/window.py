@@ -376,7 +376,10 @@ class Window:
             # of the history is what keeps its facts once outlines keep the recent messages cheap
             floor_room = summaries.least_room(policy, room) - sum(c.tokens for c in self.chunks)
             fixed = base + sum(c.tokens for c in self.chunks)
-            want = max(est, min(max(target - fixed - tail, floor_room), chunks_room))
+            # at least what a chunk's parts take, not the last chunk's size: that one may be a
+            # merge of every chunk, and each new chunk grew to it
+            want = max(summaries.estimate(policy, room),
+                       min(max(target - fixed - tail, floor_room), chunks_room))
             text, writer = self._ahead_for(covered)
             chunk = summaries.make_chunk(
                 [self.shown(i) for i in covered], [msgs[i] for i in covered], covered,
@@ -456,6 +459,13 @@ class Window:
                                                    room, want)
                     if merged.tokens < grown.tokens <= want:
                         merged = grown
+                elif merged.tokens > share:
+                    # in a small room the parts' least sizes, doubled, passed the share: the
+                    # one chunk grew at each merge and every step rewrote it whole
+                    smaller = summaries.merge_chunks(self.chunks, self.head, counter, policy,
+                                                     room, int(share))
+                    if smaller.tokens < merged.tokens:
+                        merged = smaller
                 self.chunks = [merged]
                 return
             self.chunks = [*self.chunks[:-2], merged]
