@@ -169,7 +169,7 @@ class Window:
         out = [i for i in self.verbatim if i not in stay]
         q = newest_user(msgs)
         room = self.room(budget, q)
-        est = self.chunks[-1].tokens if self.chunks else summaries.estimate(policy, room)
+        est = max(summaries.estimate(policy, room), self.chunks[-1].tokens if self.chunks else 0)
         base = self.fmt_priming + self.cum[self.head] + sum(self.shown_tokens(i) for i in stay)
         target = int(budget * policy.summary_target)
         j, taken, _, base, tail, chunks = self._walk(
@@ -351,8 +351,11 @@ class Window:
         target = int(budget * policy.summary_target)
         self._shorten_question(q, stop, budget, counter, policy, self.total() - target)
         room = self.room(budget, q)
-        # the last chunk's size is the best guess of the next one's
-        est = self.chunks[-1].tokens if self.chunks else summaries.estimate(policy, room)
+        # the next chunk is guessed at the last one's size, but never under what a chunk's
+        # parts take in this room (a new chunk is made to at least that; `chunks_for` guesses
+        # at most a third of what it stands for): a tiny last chunk made the walk expect no
+        # merge, and the merge that came left the request at two fifths of its budget
+        est = max(summaries.estimate(policy, room), self.chunks[-1].tokens if self.chunks else 0)
         base = self.fmt_priming + self.cum[self.head] + sum(self.shown_tokens(i) for i in stay)
         tail = self.tail_tokens()
         floor = int(budget * policy.summary_floor)
