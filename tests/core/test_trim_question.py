@@ -139,3 +139,20 @@ def test_a_task_quoting_a_log_keeps_its_first_lines_before_the_logs_outline():
         assert q.startswith("<uploaded_files>\n/workspace/uploader"), q[:200]
         assert "Fix the retry logic" in q and "Traceback" in q
         assert WORDS.count(q) < WORDS.count(task)
+
+
+def test_a_task_cut_to_a_few_dozen_tokens_keeps_its_first_lines_not_a_log_outline():
+    """At a cap of a few dozen tokens a quarter is less than a line: the first lines take up
+    to half of it (a task cut to 30 tokens kept only "<uploaded_files>" before its log
+    outline, and not the workspace it names)."""
+    from ctxlayer.core.compress.shorten import shorten
+
+    frames = "\n".join(f'  File "/repo/pkg/mod{k}.py", line {k * 7}, in call_{k}'
+                       for k in range(40))
+    task = ("<uploaded_files>\n/workspace/django__django__3.0 is the checkout you work in\n"
+            "</uploaded_files>\nI've uploaded a python code repository.\n"
+            "Traceback (most recent call last):\n" + frames + "\nKeyError: 'name'")
+    out = shorten(task, 30, WORDS, keep_head=True)
+    assert out is not None and WORDS.count(out.text) <= 30
+    assert out.text.startswith("<uploaded_files>\n/workspace/django__django__3.0 is the "
+                               "checkout"), out.text

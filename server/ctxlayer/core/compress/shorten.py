@@ -44,6 +44,7 @@ VALUE_CAP_MIN = 12
 #: the share of the cap a user's message keeps for its first lines when its outline (a log's
 #: errors, a JSON outline) would start further in
 HEAD_SHARE = 0.25
+HEAD_LEAST = 24
 
 
 def shorten(text: str, cap: int, counter: Counter, *, keep_head: bool = False,
@@ -56,7 +57,9 @@ def shorten(text: str, cap: int, counter: Counter, *, keep_head: bool = False,
     short = _noted(text, cap, counter, named)
     if not keep_head or short is None or short.method == "headtail":  # that keeps the head
         return short
-    head = _head_lines(text.lstrip(), int(cap * HEAD_SHARE), counter)
+    # a small cap's share is a line or less: up to HEAD_LEAST tokens of it, within half
+    head = _head_lines(text.lstrip(), max(int(cap * HEAD_SHARE), min(cap // 2, HEAD_LEAST)),
+                       counter)
     if not head or short.text.lstrip().startswith(head):
         return short
     rest = _noted(text, cap - counter.count(head) - 1, counter, named)
