@@ -42,7 +42,7 @@ VALUE_CAP_MIN = 12
 
 
 #: the share of the cap a user's message keeps for its first lines when its outline (a log's
-#: errors, a JSON outline) would start further in
+#: errors, a JSON outline) would start further in; at least HEAD_LEAST tokens within half
 HEAD_SHARE = 0.25
 HEAD_LEAST = 24
 
@@ -52,7 +52,8 @@ def shorten(text: str, cap: int, counter: Counter, *, keep_head: bool = False,
     """``text`` within ``cap`` tokens, None when it fits already. ``keep_head``: the text is a
     user's (a question, a task): when its outline would not start with its first line (a task
     quoting a traceback reads as a log), its first lines come first, within HEAD_SHARE of the
-    cap; what they ask is what the rest was pasted for. ``named``: `named_facts` of the text,
+    cap (HEAD_LEAST tokens, within half, when that share is smaller); what they ask is what
+    the rest was pasted for. ``named``: `named_facts` of the text,
     when the caller read them already (reading them is most of the cost)."""
     short = _noted(text, cap, counter, named)
     if not keep_head or short is None or short.method == "headtail":  # that keeps the head
