@@ -108,3 +108,15 @@ def large_message(seed: int = 2) -> Message:
     r = random.Random(seed)
     return Message(role="user", id="new-large",
                    content=prose(r, 10) + "\n\n" + code_block(r, 540))  # about 8k tokens
+
+
+def as_openai(m: Message) -> dict:
+    """A Message as the Chat Completions dict a client would send (the benchmarks' and the
+    warm-path tests' OpenAI-format chats)."""
+    if m.role == "tool":
+        return {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content}
+    out: dict = {"role": m.role, "content": m.content}
+    if m.tool_calls:
+        out["tool_calls"] = [{"id": c.id, "type": "function", "function": {
+            "name": c.name, "arguments": c.arguments}} for c in m.tool_calls]
+    return out

@@ -26,7 +26,7 @@ import msgspec
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from synthetic import large_message, small_message, synthetic_chat
+from synthetic import as_openai, large_message, small_message, synthetic_chat
 
 from ctxlayer.core.formats import decode, encode
 from ctxlayer.core.memo import Memo
@@ -58,17 +58,6 @@ def cold(chat, encoding: str, strategy: str):
     report = trim(chat, WINDOW, counter, options=TrimOptions(strategy=strategy), memo=memo,
                   cache=cache)
     return time.perf_counter() - t, counter, (memo, cache), report
-
-
-def as_openai(m) -> dict:
-    """A Message as the Chat Completions dict a client would send."""
-    if m.role == "tool":
-        return {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content}
-    out: dict = {"role": m.role, "content": m.content}
-    if m.tool_calls:
-        out["tool_calls"] = [{"id": c.id, "type": "function", "function": {
-            "name": c.name, "arguments": c.arguments}} for c in m.tool_calls]
-    return out
 
 
 def cold_openai(chat: list[dict], encoding: str, strategy: str):

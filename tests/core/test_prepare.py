@@ -54,6 +54,12 @@ def question(r: random.Random, t: int) -> Message:
 SYSTEM = Message(role="system", id="sys", content="You are a careful coding assistant. " * 8)
 
 
+def _agent_call(t: int, out: str, say: str = "") -> list[Message]:
+    call = ToolCall(id=f"c{t}", name="bash", arguments=f'{{"cmd": "pytest -k t{t}"}}')
+    return [Message(role="assistant", id=f"a{t}", content=say, tool_calls=[call]),
+            Message(role="tool", id=f"r{t}", tool_call_id=f"c{t}", content=out)]
+
+
 def check_turn(turn: Turn, sent: list[Message], budget: int) -> None:
     """What every result must satisfy."""
     kept = turn.messages
@@ -240,10 +246,7 @@ def test_a_long_agent_run_after_one_question_keeps_the_question():
     sent = [SYSTEM, ask]
     state = None
     for t in range(120):
-        call = ToolCall(id=f"c{t}", name="bash", arguments=f'{{"cmd": "pytest -k t{t}"}}')
-        sent = [*sent, Message(role="assistant", id=f"a{t}", content="", tool_calls=[call]),
-                Message(role="tool", id=f"r{t}", tool_call_id=f"c{t}",
-                        content=words(r, 50, 200))]
+        sent = [*sent, *_agent_call(t, words(r, 50, 200))]
         turn = prepare_turn(state, sent, 3000, WordTokenizer())
         check_turn(turn, sent, 3000)
         assert turn.messages[-1].id == f"r{t}"
@@ -261,9 +264,7 @@ def test_the_summary_stays_when_the_newest_output_alone_is_over_the_budget():
     state = None
     for t in range(12):
         size = (50, 200) if t < 11 else (2500, 2600)  # the last output alone passes the budget
-        call = ToolCall(id=f"c{t}", name="bash", arguments=f'{{"cmd": "pytest -k t{t}"}}')
-        sent = [*sent, Message(role="assistant", id=f"a{t}", content="", tool_calls=[call]),
-                Message(role="tool", id=f"r{t}", tool_call_id=f"c{t}", content=words(r, *size))]
+        sent = [*sent, *_agent_call(t, words(r, *size))]
         turn = prepare_turn(state, sent, 1500, WordTokenizer())
         check_turn(turn, sent, 1500)
         state = turn.state
@@ -350,10 +351,7 @@ def test_a_chat_whose_turns_jump_is_read_ahead_before_it_passes_the_share():
     def run(sizes: list[int]):
         sent, state = [SYSTEM, ask], None
         for t, size in enumerate(sizes):
-            call = ToolCall(id=f"c{t}", name="bash", arguments=f'{{"cmd": "pytest -k t{t}"}}')
-            sent = [*sent, Message(role="assistant", id=f"a{t}", content="", tool_calls=[call]),
-                    Message(role="tool", id=f"r{t}", tool_call_id=f"c{t}",
-                            content=words(r, size, size))]
+            sent = [*sent, *_agent_call(t, words(r, size, size))]
             state = prepare_turn(state, sent, 3000, WordTokenizer()).state
         return state
 
@@ -422,9 +420,7 @@ def test_an_agents_long_task_is_shortened_only_as_far_as_the_step_needs():
     policy = PreparePolicy()
     shown: list[int] = []
     for t in range(30):
-        call = ToolCall(id=f"c{t}", name="bash", arguments=f'{{"cmd": "pytest -k t{t}"}}')
-        sent = [*sent, Message(role="assistant", id=f"a{t}", content="", tool_calls=[call]),
-                Message(role="tool", id=f"r{t}", tool_call_id=f"c{t}", content=words(r, 30, 40))]
+        sent = [*sent, *_agent_call(t, words(r, 30, 40))]
         turn = prepare_turn(state, sent, budget, WordTokenizer(), policy=policy)
         check_turn(turn, sent, budget)
         state = turn.state
@@ -437,12 +433,6 @@ def test_an_agents_long_task_is_shortened_only_as_far_as_the_step_needs():
     assert len(cuts) >= 2, shown  # cut in steps, not at once
     assert shown[cuts[0]] > budget * policy.question_share * 1.5, shown
     assert min(shown) >= budget * policy.question_share * 0.8, shown
-
-
-def _agent_call(t: int, out: str, say: str = "") -> list[Message]:
-    call = ToolCall(id=f"c{t}", name="bash", arguments=f'{{"cmd": "pytest -k t{t}"}}')
-    return [Message(role="assistant", id=f"a{t}", content=say, tool_calls=[call]),
-            Message(role="tool", id=f"r{t}", tool_call_id=f"c{t}", content=out)]
 
 
 def test_a_step_a_few_tokens_over_a_small_budget_does_not_summarize_everything():

@@ -6,10 +6,15 @@ tokens and every audit entry)."""
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_trim_warm import turns
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from synthetic import as_openai
 
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.formats import decode, encode
@@ -18,16 +23,6 @@ from ctxlayer.core.tokens import CountCache, WordTokenizer
 from ctxlayer.core.trim import TrimCache, TrimOptions, trim
 
 COUNTER = CountCache(WordTokenizer())
-
-
-def as_openai(m) -> dict:
-    if m.role == "tool":
-        return {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content}
-    out: dict = {"role": m.role, "content": m.content}
-    if m.tool_calls:
-        out["tool_calls"] = [{"id": c.id, "type": "function", "function": {
-            "name": c.name, "arguments": c.arguments}} for c in m.tool_calls]
-    return out
 
 
 def _turn(body: str, budget: int, options, previous=None, **caches):
