@@ -148,9 +148,12 @@ def first_words(text: str | None, cap: int, counter: Counter) -> str | None:
     return start + "…" if start and counter.count(start + "…") <= cap else None
 
 
+_MARKER = re.compile(r"\[\.\.\. [\d,]+ (?:line|char)s? omitted \.\.\.\]")  # as _omitted writes it
+
+
 def _mostly_marker(short: str) -> bool:
     """Whether the omission marker is longer than what a head-and-tail text kept around it."""
-    marker = re.search(r"\[\.\.\. [\d,]+ (?:line|char)s? omitted \.\.\.\]", short)
+    marker = _MARKER.search(short)
     return marker is not None and len(short) - len(marker.group(0)) < len(marker.group(0))
 
 

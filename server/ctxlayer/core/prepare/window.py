@@ -145,6 +145,14 @@ class Window:
             return None
         return Step(outlined, chunk)
 
+    def chunk_guess(self, room: int, policy: PreparePolicy) -> int:
+        """The next chunk's size, guessed (by `summarize` and `planned` alike): the last one's,
+        but never under what a chunk's parts take in this room (a new chunk is made to at least
+        that; `chunks_for` guesses at most a third of what it stands for): a tiny last chunk
+        made the walk expect no merge, and the merge that came left the request at two fifths
+        of its budget."""
+        return max(summaries.estimate(policy, room), self.chunks[-1].tokens if self.chunks else 0)
+
     def chunks_for(self, est: int, room: int, policy: PreparePolicy) -> Callable[[int], int]:
         """What the chunks take once a new one standing for ``t`` tokens joined them: a new
         chunk is guessed at ``est``, but at most a third of what it stands for and a little
@@ -169,7 +177,7 @@ class Window:
         out = [i for i in self.verbatim if i not in stay]
         q = newest_user(msgs)
         room = self.room(budget, q)
-        est = max(summaries.estimate(policy, room), self.chunks[-1].tokens if self.chunks else 0)
+        est = self.chunk_guess(room, policy)
         base = self.fmt_priming + self.cum[self.head] + sum(self.shown_tokens(i) for i in stay)
         target = int(budget * policy.summary_target)
         j, taken, _, base, tail, chunks = self._walk(
@@ -351,11 +359,7 @@ class Window:
         target = int(budget * policy.summary_target)
         self._shorten_question(q, stop, budget, counter, policy, self.total() - target)
         room = self.room(budget, q)
-        # the next chunk is guessed at the last one's size, but never under what a chunk's
-        # parts take in this room (a new chunk is made to at least that; `chunks_for` guesses
-        # at most a third of what it stands for): a tiny last chunk made the walk expect no
-        # merge, and the merge that came left the request at two fifths of its budget
-        est = max(summaries.estimate(policy, room), self.chunks[-1].tokens if self.chunks else 0)
+        est = self.chunk_guess(room, policy)
         base = self.fmt_priming + self.cum[self.head] + sum(self.shown_tokens(i) for i in stay)
         tail = self.tail_tokens()
         floor = int(budget * policy.summary_floor)
