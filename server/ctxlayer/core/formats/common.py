@@ -82,6 +82,8 @@ def reusable_prefix(previous: Decoded | None, fmt: str, raw: list, counter: Any)
         return 0
     old = previous.payload.get("messages") or []
     n, k = min(len(old), len(raw)), 0
+    if raw[:n] == old[:n]:  # the usual turn, a chat grown at its end: compared in C at once
+        return n
     while k < n and (raw[k] is old[k] or raw[k] == old[k]):
         k += 1
     return k
@@ -165,6 +167,8 @@ def new_arguments(original: Message, m: Message) -> list[str | None] | None:
     """The arguments of ``m``'s calls where they differ from ``original``'s (the engine
     outlined them), None at a call left as it was; None when none differ. A codec writes
     them into the native calls, so that the request sends what was counted."""
+    if m.tool_calls is original.tool_calls:  # the engine left the calls alone: no rewrite
+        return None
     before, now = original.tool_calls or [], m.tool_calls or []
     if len(before) != len(now):
         return None  # not a rewrite of the same calls: sent as the client's

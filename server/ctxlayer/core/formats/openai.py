@@ -176,6 +176,8 @@ def _native_of(decoded: Decoded, m: Message) -> dict:
     native = decoded.payload["messages"][decoded.sources[pos]]
     if "ctxlayer" in native:
         native = {k: v for k, v in native.items() if k != "ctxlayer"}
+    if m is decoded.messages[pos]:  # kept as it came (most of a long chat): nothing to write
+        return native
     original = decoded.messages[pos].content
     arguments = new_arguments(decoded.messages[pos], m)
     calls = native.get("tool_calls")
