@@ -14,8 +14,10 @@ to the stand-in and through the gateway, and the added latency is the difference
 - first: the first request of that conversation the gateway sees (everything counted);
 - next turn: the same chat one exchange later (what each turn of a live chat costs).
 Then a ``--big-mb`` MB body of a new conversation is sent on one connection while a small
-request of another chat is sent on another every 20 ms: the small requests' time (the
-stand-in's own taken out) while the big one is under way, against the same requests alone (p50 / max).
+request of another chat (Chat Completions, to a second stand-in: a provider does not make one
+customer's request wait behind another's body) is sent on another every 20 ms: the small
+requests' time (the stand-in's own taken out) while the big one is under way, against the same
+requests alone (p50 / max).
 """
 
 from __future__ import annotations
@@ -66,24 +68,24 @@ def body(msgs: list[dict]) -> bytes:
                        "system": "You are Claude Code.", "messages": msgs}).encode()
 
 
-def own_time(conn: http.client.HTTPConnection, path: str, payload: bytes) -> float:
+ANTHROPIC = {"x-api-key": "sk-bench", "anthropic-version": "2023-06-01"}
+OPENAI = {"authorization": "Bearer sk-bench"}
+
+
+def own_time(conn: http.client.HTTPConnection, path: str, payload: bytes,
+             auth: dict[str, str] = ANTHROPIC) -> float:
     """Seconds from sending to the whole answer, less the stand-in's own time on the request
     (its `x-standin-ms`): what the path to it costs. Sent straight, a body over the model's
     window gets the stand-in's 400 after it read and counted the body, as the provider does."""
     t = time.perf_counter()
     conn.request("POST", path, body=payload, headers={
-        "content-type": "application/json", "x-api-key": "sk-bench",
-        "anthropic-version": "2023-06-01"})
+        "content-type": "application/json", **auth})
     response = conn.getresponse()
     response.read()
     elapsed = time.perf_counter() - t
     if response.status not in (200, 400):
         raise SystemExit(f"{path}: HTTP {response.status}")
     return elapsed - float(response.headers.get("x-standin-ms", "0")) / 1000
-
-
-def first_byte(conn, path: str, payload: bytes) -> float:
-    return own_time(conn, path, payload)
 
 
 def added(direct, via, pd: str, pv: str, payload: bytes, runs: int) -> float:
@@ -106,8 +108,11 @@ def main() -> None:
     env = {**os.environ, "HOME": str(work), "XDG_CONFIG_HOME": str(work / "config"),
            "CTXLAYER_STATE_DIR": str(work / "state"), "PYTHONUNBUFFERED": "1"}
     standin, s = start([sys.executable, str(STANDIN), "--port", "0"], work, env)
+    # the small chat's provider: a stand-in of its own, as a provider serves two customers'
+    # requests side by side (one stand-in would make it wait behind the big body it reads)
+    standin2, s2 = start([sys.executable, str(STANDIN), "--port", "0"], work, env)
     gateway, g = start([sys.executable, "-m", "ctxlayer", "gateway", "--port", "0",
-                        "--upstream-openai", s["openai"], "--upstream-anthropic",
+                        "--upstream-openai", s2["openai"], "--upstream-anthropic",
                         s["anthropic"]], work / "project", env)
     try:
         pd = urlsplit(s["anthropic"]).path + "/v1/messages"
@@ -126,15 +131,17 @@ def main() -> None:
         print(f"  first request of the conversation: {ms(cold)}")
         print(f"  next turn (one more exchange), median of {args.runs}: {ms(warm)}")
 
-        # the other chat: one conversation, a short exchange more each time
+        # the other chat (Chat Completions, to its own stand-in): one conversation, a short
+        # exchange more each time
         chat: list[dict] = [{"role": "user", "content": "small question 0"}]
         small = []
         for i in range(400):
-            small.append(body(chat))
+            small.append(json.dumps({"model": "gpt-4o", "messages": chat}).encode())
             chat = [*chat, {"role": "assistant", "content": f"answer {i}"},
                     {"role": "user", "content": f"small question {i + 1}"}]
         side = http.client.HTTPConnection("127.0.0.1", g["port"], timeout=600)
-        alone = [first_byte(side, pv, small[i]) for i in range(25)]
+        ps = urlsplit(g["openai"]).path + "/chat/completions"
+        alone = [own_time(side, ps, small[i], OPENAI) for i in range(25)]
         big_msgs, _ = claude_chat(args.big_mb, "b")
         big = body(big_msgs)
         waits: list[float] = []
@@ -142,14 +149,14 @@ def main() -> None:
 
         def send_big() -> None:
             conn = http.client.HTTPConnection("127.0.0.1", g["port"], timeout=600)
-            first_byte(conn, pv, big)
+            own_time(conn, pv, big)
             done.set()
 
         thread = threading.Thread(target=send_big)
         thread.start()
         i = 25
         while not done.is_set() and i < len(small):
-            waits.append(first_byte(side, pv, small[i]))
+            waits.append(own_time(side, ps, small[i], OPENAI))
             i += 1
             time.sleep(0.02)
         thread.join()
@@ -158,7 +165,7 @@ def main() -> None:
               f"max {ms(max(waits))}; alone: p50 {ms(statistics.median(alone))}, "
               f"max {ms(max(alone))}")
     finally:
-        for proc in (gateway, standin):
+        for proc in (gateway, standin, standin2):
             proc.terminate()
             proc.wait(timeout=10)
 

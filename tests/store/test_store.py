@@ -184,6 +184,22 @@ def test_rules_items_and_audit_round_trip(tmp_path):
     assert reopened.delete_rule(row.sid, "r1") and reopened.rules(row.sid) == []
 
 
+def test_an_audit_batch_comes_back_whole_and_in_order(tmp_path):
+    """A turn's audit goes in as one JSON array (one statement): every entry comes back equal,
+    whatever its text holds, in the order it was written."""
+    store = SessionStore(tmp_path)
+    row, _ = store.create_or_get("/ws", "s", model="m", mode="deep", budget=None, now=NOW)
+    odd = ['quote " backslash \\ tab \t', "line\nbreak", "é中文🙂", "\u0000 nul", "[1, {}]", ""]
+    entries = [AuditEntry(action="truncated" if k % 2 else "dropped", reason=odd[k % len(odd)],
+                          summary=f"user: {odd[(k + 1) % len(odd)]}", tokens_before=k,
+                          tokens_after=k // 2, message_id=None if k % 3 else f"m{k}",
+                          index=k if k % 5 else None) for k in range(1000)]
+    store.add_audit(row.sid, entries[:400], NOW)
+    store.add_audit(row.sid, [], NOW)
+    store.add_audit(row.sid, entries[400:], NOW)
+    assert SessionStore(tmp_path).audit(row.sid) == entries[::-1]
+
+
 def test_concurrent_appends_to_50_sessions_do_not_cross(tmp_path):
     store = SessionStore(tmp_path)
     rows = [store.create_or_get("/ws", f"s{k}", model="m", mode="deep", budget=None,

@@ -248,7 +248,7 @@ class Conversations:
         self.upkeep.read_ahead(conv)
         fresh = [*turn.dropped, *turn.truncated, *turn.restored, *encoded.audit]
         if fresh:  # the audit log grows only when a turn did something
-            await state.work(state.sessions.record_audit, workspace, conv.session_id, fresh)
+            await state.keep(state.sessions.record_audit, workspace, conv.session_id, fresh)
         state.events.budget(workspace, msgspec.structs.replace(
             conv.budget_report(), compacted=turn.compacted, notice=turn.notice), request=True)
 

@@ -483,9 +483,11 @@ class SessionService:
     def record_audit(self, workspace: str, session_id: str, entries: list[AuditEntry]) -> None:
         """Keep entries made outside an assembly (a live chat's turns) in the session's log."""
         with self._lock:
-            live = self._get(workspace, session_id)
-            if entries:
-                self.store.add_audit(live.row.sid, entries, self.clock())
+            sid = self._get(workspace, session_id).row.sid
+        # written outside the service's lock: thousands of entries must not hold up the short
+        # requests of other sessions (the store serializes its own writes)
+        if entries:
+            self.store.add_audit(sid, entries, self.clock())
 
     def audit(self, workspace: str, session_id: str, limit: int | None) -> list[AuditEntry]:
         with self._lock:

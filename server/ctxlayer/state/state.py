@@ -61,6 +61,11 @@ class State:
         # short counts and trims (the default executor) must not queue behind them
         self._session_threads = ThreadPoolExecutor(2, thread_name_prefix="sessions")
         self._closers.append(lambda: self._session_threads.shutdown(wait=False))
+        # the bulk writes of a turn (its audit log, its window kept for a restart): one thread,
+        # so they land in order, and never in the way of another chat's short session work
+        # (a 10 MB chat's audit of thousands of cuts kept a small chat's answer waiting)
+        self._keeping_thread = ThreadPoolExecutor(1, thread_name_prefix="keeping")
+        self._closers.append(lambda: self._keeping_thread.shutdown(wait=False))
 
     # -- the workspaces' policies -----------------------------------------------------------
 
@@ -146,6 +151,12 @@ class State:
         """Run blocking work (the session service, the database) on a session thread."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._session_threads,
+                                          functools.partial(fn, *args, **kwargs))
+
+    async def keep(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a bulk write (an audit log, a kept window) on the keeping thread, in order."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._keeping_thread,
                                           functools.partial(fn, *args, **kwargs))
 
     def spawn(self, work: Awaitable[Any]) -> None:

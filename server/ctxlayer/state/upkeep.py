@@ -133,7 +133,7 @@ class Upkeep:
             store.put_conversation(workspace, cid, model, turn,
                                    persist.encode(persist.snapshot(st)), now)
 
-        self._after(conv, asyncio.ensure_future(self.state.work(
+        self._after(conv, asyncio.ensure_future(self.state.keep(
             write, conv.workspace, conv.conversation_id, conv.model, conv.turn)),
             "keeping its window")
 
