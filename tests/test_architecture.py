@@ -220,7 +220,8 @@ def hops(root: Path, skip: set[str]) -> list[str]:
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
                 continue
             name, receiver = node.func.attr, ast.unparse(node.func.value)
-            if name in HOPS or name == "run" and receiver.endswith("tokenizers"):
+            if name in HOPS or name == "run" and receiver.endswith("tokenizers") or (
+                    name == "keep" and receiver.endswith("state")):
                 found.append(f"{path.name}:{node.lineno} {receiver}.{name}")
     return found
 
@@ -239,10 +240,11 @@ def test_the_hop_check_finds_a_hop(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("async def f(state):\n"
                                    "    await asyncio.to_thread(g)\n"
                                    "    await state.tokenizers.run(m, g, size=9)\n"
-                                   "    await caller.state.work(g)\n")
+                                   "    await caller.state.work(g)\n"
+                                   "    await caller.state.keep(g)\n")
     (tmp_path / "ok.py").write_text("def g(caller):\n    return caller.state.sessions.run(1)\n")
     assert hops(tmp_path, set()) == ["a.py:2 asyncio.to_thread", "a.py:3 state.tokenizers.run",
-                                     "a.py:4 caller.state.work"]
+                                     "a.py:4 caller.state.work", "a.py:5 caller.state.keep"]
 
 
 def test_the_module_names_that_collided_name_one_module() -> None:
