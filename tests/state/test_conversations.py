@@ -263,3 +263,27 @@ async def test_the_window_given_sets_the_budget(caller):
     with pytest.raises(ContextError) as err:
         await go(0)
     assert err.value.field == "contextWindow"
+
+
+async def test_a_turn_takes_over_what_it_shares_with_the_last_one(caller, state):
+    """The next request of a live chat is not read again where it repeats the last one: its
+    messages are the very objects the last turn decoded (a 5 MB Claude Code history was read
+    whole on every turn), and the turn comes out as a cold read of the same request would."""
+    r = random.Random(3)
+    messages = [SYSTEM, {"role": "user", "content": "Where is the cache built?"}]
+    for t in range(6):
+        messages = grow(messages, r, t)
+    first = await chats.prepare(caller, protocol.PrepareParams(
+        format="openai", request={"messages": messages}, budget=3000))
+    conv = state.conversations._get(caller.workspace, first.conversation_id)
+    before = conv.decoded.messages
+    more = grow(messages, r, 6)
+    second = await chats.prepare(caller, protocol.PrepareParams(
+        format="openai", request={"messages": more}, budget=3000))
+    assert second.conversation_id == first.conversation_id
+    now = conv.decoded.messages
+    assert len(now) == len(before) + 2
+    assert all(a is b for a, b in zip(before, now, strict=False)), "the shared part is taken over"
+    cold = await chats.prepare(caller, protocol.PrepareParams(
+        format="openai", request={"messages": more}, budget=3000, conversation_id="cold"))
+    assert cold.request == second.request and cold.tokens == second.tokens

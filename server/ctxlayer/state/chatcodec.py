@@ -17,20 +17,22 @@ from ctxlayer.core import formats
 from ctxlayer.core.errors import ContextError
 
 
-def decode_payload(fmt: str, payload: dict, counter: Any, *, at: str = "") -> Any:
+def decode_payload(fmt: str, payload: dict, counter: Any, *, at: str = "",
+                   previous: Any = None) -> Any:
     """A payload decoded by its codec; a field the codec cannot read is named from the params'
-    root (`at` = "request": `request.messages[1].colour`)."""
+    root (`at` = "request": `request.messages[1].colour`). ``previous``, the decode of the
+    same chat's last turn, lets the messages it shares be taken over, not read again."""
     try:
-        return formats.decode(fmt, payload, counter)  # type: ignore[arg-type]
+        return formats.decode(fmt, payload, counter, previous=previous)  # type: ignore[arg-type]
     except ContextError as err:
         if at and err.field and err.field != "format" and not err.field.startswith(at):
             raise ContextError(err.kind, f"{at}.{err}", field=f"{at}.{err.field}") from None
         raise
 
 
-def decode(fmt: str, request: dict, counter: Any) -> Any:
+def decode(fmt: str, request: dict, counter: Any, previous: Any = None) -> Any:
     """The request's conversation for the engine (`.messages`), naming a bad field."""
-    return decode_payload(fmt, request, counter, at="request")
+    return decode_payload(fmt, request, counter, at="request", previous=previous)
 
 
 def encode(decoded: Any, kept: list[protocol.Message], breakpoints: list[int]) -> Any:

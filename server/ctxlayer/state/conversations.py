@@ -91,13 +91,16 @@ class Conversation:
         self.family: str | None = None  # set when the chain decides this conversation
         self.kept: persist.Snapshot | None = None  # the window kept before a restart
         self.turn = 0  # windows written to the state folder (newer writes win)
+        #: the last request as the codec read it: the next turn takes over what they share
+        #: (reading a 5 MB Claude Code history again was most of a turn)
+        self.decoded: Any = None
 
     def fork(self, conversation_id: str) -> Conversation:
         """A copy under another id, for the chain this one is about to leave behind."""
         other = Conversation(self.workspace, conversation_id, self.model, self.source)
         for name in ("state", "budget", "tokens", "system_tokens", "cache_reuse", "dropped",
                      "updated_at", "cached_tokens", "window", "bias", "native_count",
-                     "tools_tokens", "chain", "family", "turn"):
+                     "tools_tokens", "chain", "family", "turn", "decoded"):
             setattr(other, name, getattr(self, name))
         other.restored = set(self.restored)
         other.extra_audit = list(self.extra_audit)
@@ -186,7 +189,7 @@ class Conversations:
             conv = Conversation(workspace, cid, model, source)
             await self.upkeep.take_up(conv)
         elif conv.model != model:  # another tokenizer: nothing counted before holds
-            conv.model, conv.state, conv.kept = model, None, None
+            conv.model, conv.state, conv.kept, conv.decoded = model, None, None, None
         conv.source = source
         conv.window = p.context_window or _model_window(model)
         budget = nominal if conv.bias <= 1.0 else max(1, int(nominal / conv.bias))
@@ -196,8 +199,10 @@ class Conversations:
         if fit != budget:
             previous = None
 
-        def work(counter) -> tuple[Turn, Any, int]:
-            decoded = decode(p.format, p.request, counter)
+        last = conv.decoded
+
+        def work(counter) -> tuple[Turn, Any, int, Any]:
+            decoded = decode(p.format, p.request, counter, last)
             if not decoded.messages:
                 raise ContextError("invalid", "a conversation needs at least one message",
                                    field=conversation_field(p.format))
@@ -210,14 +215,14 @@ class Conversations:
                                    f"{tools} tokens, over the budget of {budget}", field="budget")
             turn = prepare_turn(start, decoded.messages, fit - tools, counter,
                                 restored=restored)
-            return turn, encode(decoded, turn.messages, turn.breakpoints), tools
+            return turn, encode(decoded, turn.messages, turn.breakpoints), tools, decoded
 
         done, out = (state.tokenizers.run_inline(model, work, 0)
                      if _cheap(conv, conversation_of(p.format, p.request), budget, restored)
                      else (False, None))
         if not done:
             out = await state.tokenizers.on_worker(model, work)
-        turn, encoded, tools = out  # type: ignore[misc]
+        turn, encoded, tools, conv.decoded = out  # type: ignore[misc]
         conv.native_count = len(conversation_of(p.format, p.request))
         conv.chain = identity.turns(p.request)
         await self._took(conv, turn, encoded, budget, nominal, tools)

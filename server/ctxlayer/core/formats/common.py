@@ -77,8 +77,8 @@ class Encoded:
 def reusable_prefix(previous: Decoded | None, fmt: str, raw: list, counter: Any) -> int:
     """How many leading native messages are the same as in `previous` (the decode of this
     conversation's previous turn): their engine messages are taken over instead of read again.
-    Only with the same counter (part costs depend on it)."""
-    if previous is None or previous.fmt != fmt or previous.counter is not counter:
+    Only with a counter that counts alike (part costs depend on it)."""
+    if previous is None or previous.fmt != fmt or not counts_alike(previous.counter, counter):
         return 0
     old = previous.payload.get("messages") or []
     n, k = min(len(old), len(raw)), 0
@@ -87,6 +87,15 @@ def reusable_prefix(previous: Decoded | None, fmt: str, raw: list, counter: Any)
     while k < n and (raw[k] is old[k] or raw[k] == old[k]):
         k += 1
     return k
+
+
+def counts_alike(a: Any, b: Any) -> bool:
+    """The same counter, or two faces of one encoding (a live chat's turn counts through a
+    guarded counter on a worker, through the bare cache on the loop): the same name."""
+    if a is b:
+        return True
+    name = getattr(a, "name", None)
+    return isinstance(name, str) and name == getattr(b, "name", None)
 
 
 def bad(where: str, what: str) -> ContextError:
