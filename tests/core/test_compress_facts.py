@@ -196,3 +196,13 @@ def test_named_part_of_extracted_facts_is_what_named_facts_reads(text):
     from ctxlayer.core.compress.facts import named_facts, named_part
 
     assert named_part(extract_facts(text)) == named_facts(text)
+
+
+@pytest.mark.parametrize("text", [REPORT, "", "no facts here at all", "see https://x.io/a/b.py "
+                                  "and port=8080, v1.2.3, FooBarError at pkg/mod.py:12"])
+def test_extracting_with_the_named_facts_read_before_finds_the_same(text):
+    """A summary of a message an outline read passes the outline's `named_facts`: only
+    identifiers and numbers are read again, and the facts are the same."""
+    from ctxlayer.core.compress.facts import named_facts
+
+    assert extract_facts(text, named_facts(text)) == extract_facts(text)

@@ -511,3 +511,39 @@ def test_in_a_small_room_the_merged_summary_stays_within_its_share():
             sizes.append((state.chunks[0].tokens, room))
     assert sizes, "the chunks were merged"
     assert all(tokens <= policy.summaries_share * room * 1.1 for tokens, room in sizes), sizes
+
+
+def test_what_an_outline_named_of_a_message_is_read_once(monkeypatch):
+    """A step that outlines a long output and summarizes it reads the output's named facts
+    (paths, errors, lines, tests: most of a facts read) once, not for the outline's note and
+    again for the summary's ledger; a later step summarizing an output an earlier one outlined
+    does not read them again either."""
+    import ctxlayer.core.compress.facts as facts
+
+    read: list[str] = []
+    paths = facts._paths
+    monkeypatch.setattr(facts, "_paths", lambda text: read.append(text) or paths(text))
+    log = "\n".join(f"INFO step {k} ok in src/pkg/mod_{k % 7}.py line {k}" for k in range(400))
+    log += "\nTraceback (most recent call last):\n  File \"src/pkg/mod_3.py\", line 88, in run\n"
+    log += "KeyError: 'bad item 4999'\nFAILED tests/test_mod.py::test_run_4999"
+    sent = [SYSTEM, Message(role="user", id="u0", content="Fix the failing run in src/pkg."),
+            *_agent_call(1, log, "Running the tests."),
+            Message(role="assistant", id="a1b", content="The run fails on item 4999."),
+            Message(role="user", id="u1", content="Why does item 4999 fail?")]
+    counter = WordTokenizer()
+    turn = prepare_turn(None, sent, 200, counter)
+    check_turn(turn, sent, 200)
+    assert "r1" in {e.message_id for e in turn.dropped}, "the step summarized the log"
+    assert read.count(log) == 1
+    # outlined by the first turn, summarized by a later one
+    read.clear()
+    state = prepare_turn(None, sent, 300, counter).state
+    assert read.count(log) == 1 and state.rewrites, "the first turn outlined the log"
+    for t in range(2, 5):
+        sent = [*sent, Message(role="assistant", id=f"a{t}", content="No key for 4999. " * 5),
+                Message(role="user", id=f"u{t}", content=f"Then add it {t}.")]
+        turn = prepare_turn(state, sent, 300, counter)
+        check_turn(turn, sent, 300)
+        state = turn.state
+    assert "r1" in {e.message_id for e in audit_of(state)} or state.upto > 3
+    assert read.count(log) == 1, "read again by the step that summarized it"

@@ -60,6 +60,7 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
         rewrites=win.rewrites, restored=restored_at, restored_audit=tuple(restored_audit),
         out_keys=keys, out_tokens=out_tokens, dropped=tuple(dropped), total=total,
         facts={i: f for i, f in win.facts.items() if i >= win.upto},
+        named={i: f for i, f in win.named.items() if i >= win.upto},
         # a step took its range (or another): what was written ahead is of no more use
         ahead=win.ahead if stepped is None or stepped.chunk is None else None)
     chunk = stepped.chunk if stepped is not None else None
@@ -139,7 +140,8 @@ def _recognize(previous: ConversationState | None, msgs: list[Message], counter:
                   {i: r for i, r in previous.rewrites.items() if i < common},
                   fmt.reply_priming, min(previous.frontier, common),
                   {i: f for i, f in previous.facts.items() if i < common},
-                  previous.ahead), common, True
+                  previous.ahead, {i: f for i, f in previous.named.items() if i < common}
+                  ), common, True
 
 
 def _fit(win: Window, budget: int, counter: Tokenizer, policy: PreparePolicy,
@@ -201,7 +203,7 @@ def warm(state: ConversationState, budget: int, policy: PreparePolicy = DEFAULT_
     todo = [i for i in range(state.upto, stop) if i not in state.facts]
     if not todo:
         return None
-    read = summaries.warm(state.messages, todo, state.facts, max_chars)
+    read = summaries.warm(state.messages, todo, state.facts, max_chars, state.named)
     return dataclasses.replace(state, facts={**state.facts, **read})
 
 

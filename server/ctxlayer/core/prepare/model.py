@@ -145,6 +145,8 @@ class ConversationState:
     total: int = 0  # tokens of the result
     # facts of messages the next step may summarize, read ahead of need (see `warm`)
     facts: dict[int, Facts] = field(default_factory=dict)
+    # `named_facts` an outline read, of messages a later step may outline again or summarize
+    named: dict[int, Facts] = field(default_factory=dict)
     # a summary of what the next step will summarize, written ahead of need by a model
     ahead: Ahead | None = None
 

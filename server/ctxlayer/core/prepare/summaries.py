@@ -83,11 +83,11 @@ def estimate(policy: PreparePolicy, room: int) -> int:
 
 
 def _facts(messages: Sequence[Message], indices: Sequence[int], scan_chars: int,
-           known: Mapping[int, Facts]) -> Ledger | None:
+           known: Mapping[int, Facts], named: Mapping[int, Facts]) -> Ledger | None:
     """The ranked ledger of the newest messages, reading at most ``scan_chars`` characters:
     the ledger shows a few hundred characters of them, so the oldest text of a huge first turn
     adds nothing but time. ``known``: facts already read from some of them (by conversation
-    index), ahead of need."""
+    index), ahead of need; ``named``: their `named_facts`, where an outline read those."""
     read: list[Message] = []
     at: list[int] = []
     limit = scan_chars
@@ -101,7 +101,7 @@ def _facts(messages: Sequence[Message], indices: Sequence[int], scan_chars: int,
     at.reverse()
     if not read:
         return None
-    extracted = [known.get(i) or extract_facts(text_of(m)) for m, i in zip(read, at, strict=True)]
+    extracted = [known.get(i) or read_facts(m, named.get(i)) for m, i in zip(read, at, strict=True)]
     # the commands a user named in the older turns ("please look at pytest -k retry") are
     # asked for, however old: their words only, a bounded further read (no tool output)
     older, budget = [], 4 * limit
@@ -115,8 +115,14 @@ def _facts(messages: Sequence[Message], indices: Sequence[int], scan_chars: int,
     return add_messages(None, [*older, *read], [Facts()] * len(older) + extracted)
 
 
+def read_facts(m: Message, named: Facts | None = None) -> Facts:
+    """`extract_facts` of a message; ``named``, the `named_facts` of its text when an outline
+    read them (a message without calls: its text is all they were read from)."""
+    return extract_facts(text_of(m), None if m.tool_calls else named)
+
+
 def warm(messages: Sequence[Message], indices: Sequence[int], known: Mapping[int, Facts],
-         max_chars: int) -> dict[int, Facts]:
+         max_chars: int, named: Mapping[int, Facts] | None = None) -> dict[int, Facts]:
     """Facts of the messages at ``indices`` not known yet, oldest first, reading at most
     ``max_chars`` characters: what the next step will summarize, read ahead of need."""
     out: dict[int, Facts] = {}
@@ -126,9 +132,8 @@ def warm(messages: Sequence[Message], indices: Sequence[int], known: Mapping[int
         if i in known:
             continue
         m = messages[i]
-        text = text_of(m)
-        out[i] = extract_facts(text)
-        max_chars -= len(text)
+        out[i] = read_facts(m, (named or {}).get(i))
+        max_chars -= len(text_of(m))
     return out
 
 
@@ -187,7 +192,7 @@ def make_chunk(shown: Sequence[Message], originals: Sequence[Message], indices: 
                tokens: Sequence[int], start: int, upto: int, counter: Tokenizer,
                policy: PreparePolicy, room: int, want: int = 0,
                known: Mapping[int, Facts] | None = None, written: str | None = None,
-               writer: str = "offline") -> Chunk:
+               writer: str = "offline", named: Mapping[int, Facts] | None = None) -> Chunk:
     """A chunk standing for ``shown`` (the messages as the result showed them; ``originals``
     are the client's, for constraints and facts), at conversation ``indices``; its parts
     scaled up to about ``want`` tokens when that is more than their shares of ``room``.
@@ -209,7 +214,7 @@ def make_chunk(shown: Sequence[Message], originals: Sequence[Message], indices: 
                                   if k not in context and k not in examples])[0], size.summary)
     keep = [k for k in range(len(originals)) if k not in examples]
     facts = _facts([originals[k] for k in keep], [indices[k] for k in keep],
-                   policy.facts_scan_factor * size.ledger, known)
+                   policy.facts_scan_factor * size.ledger, known, named or {})
     actions = tuple(log_lines(list(originals)))
     message = _chunk_message(start, upto, _text(summary, list(constraints), facts, list(actions),
                                                 len(shown), size))

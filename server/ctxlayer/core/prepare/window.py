@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ctxlayer.core.compress.facts import Facts, named_part
+from ctxlayer.core.compress.facts import Facts, named_facts, named_part
 from ctxlayer.core.compress.shorten import shorten_message
 from ctxlayer.core.groups import ToolGroups, is_result
 from ctxlayer.core.prepare import summaries
@@ -66,19 +66,22 @@ class Window:
     long one among them is shown by its outline (a rewrite) until a summary takes it."""
 
     __slots__ = ("messages", "tokens", "cum", "head", "upto", "chunks", "verbatim", "rewrites",
-                 "fmt_priming", "frontier", "facts", "ahead", "_groups")
+                 "fmt_priming", "frontier", "facts", "named", "ahead", "_groups")
 
     def __init__(self, messages: list[Message], tokens: list[int], cum: list[int], head: int,
                  upto: int, chunks: list[Chunk], verbatim: list[int],
                  rewrites: dict[int, Rewrite], priming: int,
                  frontier: int | None = None, facts: dict[int, Facts] | None = None,
-                 ahead: Ahead | None = None) -> None:
+                 ahead: Ahead | None = None, named: dict[int, Facts] | None = None) -> None:
         self.messages, self.tokens, self.cum = messages, tokens, cum
         self.head, self.upto, self.chunks, self.verbatim = head, upto, chunks, verbatim
         self.rewrites = rewrites
         self.fmt_priming = priming
         self.frontier = upto if frontier is None else max(upto, frontier)
         self.facts = facts if facts is not None else {}  # read ahead of need, by index
+        # `named_facts` an outline read (of a message without calls): a summary or a later
+        # outline of the same message reads only what they leave out
+        self.named = named if named is not None else {}
         self.ahead = ahead  # a model's summary of what the next step may take
         self._groups: ToolGroups | None = None
 
@@ -243,6 +246,18 @@ class Window:
             return None, "offline"
         return a.text, a.writer
 
+    def _named(self, i: int) -> Facts | Callable[[], Facts]:
+        """Message i's `named_facts`: as read before, else read (and kept) when asked."""
+        have = self.named.get(i)
+        if have is not None:
+            return have
+
+        def read() -> Facts:
+            got = self.named[i] = named_facts(self.messages[i].content)
+            return got
+
+        return read
+
     def outline_cap(self, budget: int, policy: PreparePolicy) -> int:
         """The tokens one message is outlined to: a share of the budget, so an outline grows
         with the room (more head and tail lines, every distinct error kept)."""
@@ -281,7 +296,7 @@ class Window:
                 return
             known = self.facts.get(i)  # read ahead of need: most of an outline's cost
             got = shorten_message(m, self.tokens[i], this_cap, counter, policy.fmt,
-                                  named_part(known) if known is not None else None)
+                                  named_part(known) if known is not None else self._named(i))
             if got is None or got[1] >= shown:
                 return
             short, after = got
@@ -391,7 +406,7 @@ class Window:
             chunk = summaries.make_chunk(
                 [self.shown(i) for i in covered], [msgs[i] for i in covered], covered,
                 [self.shown_tokens(i) for i in covered], self.upto, j, counter, policy, room,
-                want, self.facts, text, writer)
+                want, self.facts, text, writer, self.named)
             if base + self.chunks_after(chunk.tokens, room, policy) + tail <= budget \
                     or j >= stop:
                 break
