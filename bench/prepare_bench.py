@@ -33,7 +33,7 @@ from synthetic import code_block, log_output, prose, small_message, synthetic_ch
 
 from ctxlayer import protocol
 from ctxlayer.core.memo import Memo
-from ctxlayer.core.prepare import prepare_turn
+from ctxlayer.core.prepare import prepare_turn, warm
 from ctxlayer.core.tokens import CountCache, message_tokens
 from ctxlayer.core.trim import trim
 from ctxlayer.protocol import Message
@@ -152,6 +152,20 @@ def agent_chat(turns: int, seed: int = 5) -> list[Message]:
     return msgs
 
 
+def step_times(chat: list[Message], asks: list[int], budget: int, encoding: str,
+               ahead: bool) -> list[float]:
+    """Seconds of each turn that made a compaction step, with the facts the next step reads
+    read between turns (`warm`, as the daemon does after an answer) or not."""
+    counter, memo, state, out = CountCache(TiktokenCounter(encoding)), Memo(), None, []
+    for q in asks:
+        t = time.perf_counter()
+        turn = prepare_turn(state, chat[:q + 1], budget, counter, memo=memo)
+        if turn.stepped:
+            out.append(time.perf_counter() - t)
+        state = (warm(turn.state, budget) if ahead else None) or turn.state
+    return out
+
+
 def many_turns(encoding: str, budget: int, turns: int, kind: str) -> None:
     counter = CountCache(TiktokenCounter(encoding))
     chat = synthetic_chat(6_000_000, seed=11) if kind == "heavy" else agent_chat(turns)
@@ -192,6 +206,11 @@ def many_turns(encoding: str, budget: int, turns: int, kind: str) -> None:
     print(f"3. tokens sent vs budget: max {max(used) / budget:.1%} (never over); mean once "
           f"the chat is larger than the budget {statistics.mean(later) / budget:.1%} "
           f"(lowest {min(later) / budget:.1%})")
+    for ahead in (True, False):
+        took = step_times(chat, asks, budget, encoding, ahead)
+        print(f"4. a turn that makes a compaction step, facts "
+              f"{'read ahead between turns (as the daemon does)' if ahead else 'not read ahead'}"
+              f": median {ms(statistics.median(took))}, max {ms(max(took))} ({len(took)} steps)")
 
 
 def main() -> None:
