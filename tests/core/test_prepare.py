@@ -513,19 +513,28 @@ def test_in_a_small_room_the_merged_summary_stays_within_its_share():
     assert all(tokens <= policy.summaries_share * room * 1.1 for tokens, room in sizes), sizes
 
 
-def test_what_an_outline_named_of_a_message_is_read_once(monkeypatch):
-    """A step that outlines a long output and summarizes it reads the output's named facts
-    (paths, errors, lines, tests: most of a facts read) once, not for the outline's note and
-    again for the summary's ledger; a later step summarizing an output an earlier one outlined
-    does not read them again either."""
+def _counting_path_reads(monkeypatch) -> list[str]:
+    """The texts whose named facts are read (paths are read first of them), in order."""
     import ctxlayer.core.compress.facts as facts
 
     read: list[str] = []
     paths = facts._paths
     monkeypatch.setattr(facts, "_paths", lambda text: read.append(text) or paths(text))
+    return read
+
+
+def _failing_log() -> str:
     log = "\n".join(f"INFO step {k} ok in src/pkg/mod_{k % 7}.py line {k}" for k in range(400))
     log += "\nTraceback (most recent call last):\n  File \"src/pkg/mod_3.py\", line 88, in run\n"
-    log += "KeyError: 'bad item 4999'\nFAILED tests/test_mod.py::test_run_4999"
+    return log + "KeyError: 'bad item 4999'\nFAILED tests/test_mod.py::test_run_4999"
+
+
+def test_what_an_outline_named_of_a_message_is_read_once(monkeypatch):
+    """A step that outlines a long output and summarizes it reads the output's named facts
+    (paths, errors, lines, tests: most of a facts read) once, not for the outline's note and
+    again for the summary's ledger; a later step summarizing an output an earlier one outlined
+    does not read them again either."""
+    read, log = _counting_path_reads(monkeypatch), _failing_log()
     sent = [SYSTEM, Message(role="user", id="u0", content="Fix the failing run in src/pkg."),
             *_agent_call(1, log, "Running the tests."),
             Message(role="assistant", id="a1b", content="The run fails on item 4999."),
@@ -547,3 +556,25 @@ def test_what_an_outline_named_of_a_message_is_read_once(monkeypatch):
         state = turn.state
     assert "r1" in {e.message_id for e in audit_of(state)} or state.upto > 3
     assert read.count(log) == 1, "read again by the step that summarized it"
+
+
+@pytest.mark.parametrize("budget", [150, 250, 300])
+def test_what_the_last_resort_named_of_an_output_the_next_step_does_not_read(monkeypatch,
+                                                                               budget):
+    """A first request whose newest output alone is over the budget is fitted by the last
+    resort, which names the facts of the cut part; the next turn's step takes those, not a
+    second read of the output (a first request of 46 KB of outputs took 60-70 ms, reading
+    them again and again)."""
+    read, log = _counting_path_reads(monkeypatch), _failing_log()
+    sent = [SYSTEM, Message(role="user", id="u0", content="Fix the failing run in src/pkg."),
+            *_agent_call(1, log, "Running the tests.")]
+    counter = WordTokenizer()
+    turn = prepare_turn(None, sent, budget, counter)
+    check_turn(turn, sent, budget)
+    assert read.count(log) == 1 and "r1" in {e.message_id for e in turn.truncated}
+    more = [*sent, *_agent_call(2, "ok", "Again."),
+            Message(role="user", id="u2", content="And now?")]
+    turn = prepare_turn(turn.state, more, budget, counter)
+    check_turn(turn, more, budget)
+    assert turn.compacted, "the next turn's step summarized the log"
+    assert read.count(log) == 1, "the step read the log's named facts again"

@@ -32,5 +32,9 @@ class Memo:
         data.move_to_end(k)
         return value
 
+    def peek(self, kind: str, key: Any) -> Any:
+        """The value kept for (kind, key), or None; nothing is computed."""
+        return self._data.get((kind, key))
+
     def __len__(self) -> int:
         return len(self._data)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ctxlayer.core.assembly.summary import SUMMARY_INSTRUCTIONS, off_topic
 from ctxlayer.core.errors import ContextError, require_tokens
-from ctxlayer.core.groups import ToolGroups, lead_of
+from ctxlayer.core.groups import ToolGroups, is_result, lead_of
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.prepare import summaries
 from ctxlayer.core.prepare.fit import fit_calls, last_resort, result_index
@@ -28,6 +28,7 @@ from ctxlayer.core.prepare.recall import recall
 from ctxlayer.core.prepare.window import Window, last_group, newest_user
 from ctxlayer.core.text import describe
 from ctxlayer.core.tokens import Tokenizer, message_tokens
+from ctxlayer.core.trim.fit import NAMED
 from ctxlayer.protocol import AuditEntry, Message
 
 RESTORED = "restored on request: shown whole and pinned for this conversation"
@@ -157,6 +158,9 @@ def _fit(win: Window, budget: int, counter: Tokenizer, policy: PreparePolicy,
     total = win.total()
     if total <= budget:
         return kept, keys, out_tokens, [], called, total
+    memo = memo if memo is not None else Memo()  # the attempts shorten the same texts
+    for i, named in win.named.items():  # what the step's outlines read, the attempts need not
+        memo.get(NAMED, win.messages[i].content, lambda named=named: named)
     fitted = last_resort(win, kept, keys, out_tokens, budget, counter, policy, restored, memo,
                           may_shrink=True)
     if fitted is None:  # the summaries would have given way: one smaller chunk instead
@@ -168,6 +172,13 @@ def _fit(win: Window, budget: int, counter: Tokenizer, policy: PreparePolicy,
         fitted = last_resort(win, kept, keys, out_tokens, budget, counter, policy, restored,
                               memo)
     assert fitted is not None
+    # what the attempts read of the client's outputs, the next turn's step need not read again
+    for i in range(win.upto, len(win.messages)):
+        m = win.messages[i]
+        if is_result(m) and i not in win.named and i not in win.facts:
+            read = memo.peek(NAMED, m.content)
+            if read is not None:
+                win.named[i] = read
     kept, keys, out_tokens, dropped, truncated = fitted
     return (kept, keys, out_tokens, dropped, called + truncated,
             policy.fmt.reply_priming + sum(out_tokens))

@@ -13,6 +13,7 @@ import heapq
 from collections.abc import Iterable
 
 from ctxlayer.core.compress.extractive import compress_prose
+from ctxlayer.core.compress.facts import named_facts
 from ctxlayer.core.compress.shorten import shorten
 from ctxlayer.core.compress.tool_output import compress_tool_output
 from ctxlayer.core.errors import ContextError
@@ -20,6 +21,10 @@ from ctxlayer.core.memo import Memo
 from ctxlayer.core.trim.truncate import truncate_blocks
 from ctxlayer.core.trim.work import Work
 from ctxlayer.protocol import AuditAction
+
+#: the memo's kind for `named_facts` of a text: an outline at another cap names the same facts,
+#: and a caller that read them already (prepare's step) leaves them there
+NAMED = "named"
 
 #: the fewest tokens of text a shortened question keeps; a budget with less room than this for
 #: it is pinned_over_budget rather than a question cut to a word
@@ -77,7 +82,9 @@ class Shortener:
     def _outline(self, i: int):
         text, cap, counter = self.w.content[i], self.tool_cap, self.w.counter
         if self.name_facts:
-            return self.memo.get(("tool+facts", cap), text, lambda: shorten(text, cap, counter))
+            memo = self.memo
+            return memo.get(("tool+facts", cap), text, lambda: shorten(
+                text, cap, counter, named=lambda: memo.get(NAMED, text, lambda: named_facts(text))))
         return self.memo.get(("tool", cap), text,
                              lambda: compress_tool_output(text, cap, counter))
 
