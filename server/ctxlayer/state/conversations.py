@@ -12,8 +12,10 @@ family's conversation it extends or edits; a chat that forks off keeps a convers
 own, with its own summary chunks.
 A turn that only appends a little and cannot reach its budget runs on the event loop (about a
 millisecond for a 1M-token chat); any other turn runs on a worker thread.
-Memory: the last MAX_LIVE conversations keep their turn (the engine holds its messages);
-restored ids and the window are not persisted: after a restart a chat is summarized afresh.
+Memory: the last MAX_LIVE conversations keep their turn (the engine holds its messages) and
+their last request as the codec read it (the next turn takes over the messages it shares);
+after a step the window is written to the state folder, and the first turn after a restart
+starts from it (upkeep.py).
 Must not: import a face, or write the whole history anywhere on a turn.
 """
 
