@@ -10,7 +10,7 @@ and compares identical objects by identity).
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
 import msgspec
@@ -84,21 +84,31 @@ class CountCache:
     def count_many(self, texts: list[str]) -> list[int]:
         """Counts of many texts; the uncached ones are encoded in one batch when the
         tokenizer offers `count_batch` (tiktoken spreads it over threads)."""
+        out, missing = self.known(texts)
+        if not missing:
+            return out  # type: ignore[return-value]
+        return self.remember(texts, out, missing, encode_many(self.tokenizer, missing))
+
+    def known(self, texts: list[str]) -> tuple[list[int | None], list[str]]:
+        """The cached counts of ``texts`` (None where not cached) and the distinct texts that
+        are not: the first half of `count_many`, for a caller that encodes them elsewhere."""
         counts = self._counts
         out = [counts.get(t) if t else 0 for t in texts]
         missing = list(dict.fromkeys(t for t, n in zip(texts, out, strict=True) if n is None))
-        if not missing:
-            self.hits += len(texts)
-            return out  # type: ignore[return-value]
-        batch = getattr(self.tokenizer, "count_batch", None)
-        if batch is not None and len(missing) > 1:
-            fresh = dict(zip(missing, batch(missing), strict=True))
-            for text, n in fresh.items():
-                counts[text] = n
-                self._chars += len(text)
-            self.misses += len(missing)
-            self._evict()
-        return [self.count(t) if n is None else n for t, n in zip(texts, out, strict=True)]
+        self.hits += len(texts) - len(missing)
+        return out, missing
+
+    def remember(self, texts: list[str], out: list[int | None], missing: list[str],
+                 fresh: list[int]) -> list[int]:
+        """Keep the counts ``fresh`` of ``missing`` and return every count of ``texts``."""
+        counts = self._counts
+        new = dict(zip(missing, fresh, strict=True))
+        for text, n in new.items():
+            counts[text] = n
+            self._chars += len(text)
+        self.misses += len(missing)
+        self._evict()
+        return [new[t] if n is None else n for t, n in zip(texts, out, strict=True)]
 
     def _evict(self) -> None:
         counts = self._counts
@@ -108,6 +118,36 @@ class CountCache:
 
     def __len__(self) -> int:
         return len(self._counts)
+
+
+def encode_many(tokenizer: Tokenizer, texts: list[str]) -> list[int]:
+    """Counts of ``texts`` by a tokenizer itself: one batch where it offers `count_batch`."""
+    batch = getattr(tokenizer, "count_batch", None)
+    if batch is not None and len(texts) > 1:
+        return batch(texts)
+    return [tokenizer.count(t) for t in texts]
+
+
+def messages_tokens(msgs: Sequence[Message], counter: Tokenizer,
+                    fmt: MessageFormat = OPENAI_FORMAT) -> list[int]:
+    """`message_tokens` of each message, their texts counted in one batch where the counter
+    offers `count_many` (a 5 MB first request counted one text at a time took 0.5 s)."""
+    many = getattr(counter, "count_many", None)
+    if many is None or len(msgs) < 2:
+        return [message_tokens(m, counter, fmt) for m in msgs]
+    texts: list[str] = []
+    for m in msgs:
+        texts.append(m.content)
+        for call in m.tool_calls or ():
+            texts += (call.name, call.arguments)
+    counts = iter(many(texts))
+    out = []
+    for m in msgs:
+        n = fmt.per_message + next(counts) + (m.parts_tokens or 0)
+        for _ in m.tool_calls or ():
+            n += fmt.per_tool_call + next(counts) + next(counts)
+        out.append(n)
+    return out
 
 
 def message_tokens(msg: Message, counter: Tokenizer, fmt: MessageFormat = OPENAI_FORMAT) -> int:

@@ -60,25 +60,43 @@ def outcome_of(result: str | None) -> str:
     if result is None:
         return "no result"
     parts: list[str] = []
-    m = _EXIT.search(result)
+    # each pattern runs only where the words it needs are in the text (an agent's outputs are
+    # mostly file listings and reads without them; the case-blind exit pattern was most of the
+    # time of a compaction step of a 5 MB chat)
+    low = result.lower()
+    m = _EXIT.search(result) if "exit" in low or "return" in low else None
     if m:
         parts.append(f"exit {next(g for g in m.groups() if g is not None)}")
-    failed = list(dict.fromkeys(_FAILED.findall(result) + _FAILED_AFTER.findall(result)))
+    failed = (list(dict.fromkeys(_FAILED.findall(result) + _FAILED_AFTER.findall(result)))
+              if "FAILED" in result or "ERROR" in result else [])
     if failed:
         more = f" (+{len(failed) - 3} more)" if len(failed) > 3 else ""
         parts.append("failed: " + ", ".join(failed[:3]) + more)
-    summary = _SUMMARY_LINE.findall(result)
+    summary = (_SUMMARY_LINE.findall(result) if "=" in result and (
+        "passed" in result or "failed" in result or "error" in result) else [])
     if summary:
         parts.append(_flat(summary[-1].strip("= "), 80))
     errors = [e.strip() for e in _ERROR_LINE.findall(result)]
     errors = [e for e in errors if not e.startswith("Traceback")] or errors
     if errors:
         parts.append(_flat(errors[-1], 100))
-    first = next((ln.strip() for ln in result.splitlines()
-                  if ln.strip() and not _TAG_LINE.match(ln)), "")
     if len(parts) <= 1:  # no more than an exit status: say what it printed first
+        first = next((ln.strip() for ln in _lines(result)
+                      if ln.strip() and not _TAG_LINE.match(ln)), "")
         parts.append(_flat(first, 80) if first else "(empty output)")
     return "; ".join(parts)
+
+
+def _lines(text: str):
+    """The lines of ``text`` one by one, as ``splitlines`` gives them, without splitting all
+    of it (the first one that says something is all that is wanted)."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start)
+        if end < 0:
+            end = len(text)
+        yield from text[start:end].splitlines() or [""]
+        start = end + 1
 
 
 def log_lines(messages: list[Message]) -> list[str]:

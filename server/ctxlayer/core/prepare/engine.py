@@ -27,7 +27,7 @@ from ctxlayer.core.prepare.model import (
 from ctxlayer.core.prepare.recall import recall
 from ctxlayer.core.prepare.window import Window, last_group, newest_user
 from ctxlayer.core.text import describe
-from ctxlayer.core.tokens import Tokenizer, message_tokens
+from ctxlayer.core.tokens import Tokenizer, messages_tokens
 from ctxlayer.core.trim.fit import NAMED
 from ctxlayer.protocol import AuditEntry, Message
 
@@ -125,8 +125,7 @@ def _recognize(previous: ConversationState | None, msgs: list[Message], counter:
         tokens, cum = previous.tokens[:common], previous.cum[:common + 1]
     else:
         tokens, cum = [], [0]
-    for m in msgs[common:]:  # only the new text is counted
-        t = message_tokens(m, counter, fmt)
+    for t in messages_tokens(msgs[common:], counter, fmt):  # only the new text is counted
         tokens.append(t)
         cum.append(cum[-1] + t)
     head = 0
