@@ -287,3 +287,23 @@ async def test_a_turn_takes_over_what_it_shares_with_the_last_one(caller, state)
     cold = await chats.prepare(caller, protocol.PrepareParams(
         format="openai", request={"messages": more}, budget=3000, conversation_id="cold"))
     assert cold.request == second.request and cold.tokens == second.tokens
+
+
+async def test_a_live_chats_calibration_outlives_a_restart(caller, state, tmp_path):
+    """The provider's usage of a live chat is written on the keeping thread (the answer does not
+    wait for the database); closing the state lands it first, and a new state reads it back."""
+    from ctxlayer.state import State
+
+    _, results = await run_chat(caller, 5, budget=100_000)
+    res = results[-1][1]
+    await state.conversations.settled()
+    for _ in range(3):
+        state.conversations.report_usage(res.conversation_id, {"prompt_tokens": res.tokens * 2})
+    state.close()
+    again = State(tmp_path / "state")
+    try:
+        live = again.sessions.open(caller.workspace, protocol.SessionOpenParams(
+            session_id=res.session_id))
+        assert again.sessions.note_prompt(caller.workspace, res.session_id, 1) == 2.0, live
+    finally:
+        again.close()

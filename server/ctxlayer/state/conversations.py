@@ -348,8 +348,9 @@ class Conversations:
     def report_usage(self, conversation_id: str, usage: dict,
                      workspace: str | None = None) -> protocol.Budget | None:
         """Feed the provider's usage of the last request to the session's calibration; the
-        Budget to publish, or None when the conversation or the usage is unknown. Blocking
-        (one database row): from the event loop, call it through ``state.work``."""
+        Budget to publish, or None when the conversation or the usage is unknown. It takes the
+        session service's lock: from the event loop, call it through ``state.work``; the
+        calibration's row is written later, on the keeping thread."""
         conv = next((c for (ws, cid), c in reversed(self._live.items())
                      if cid == conversation_id and (workspace is None or ws == workspace)), None)
         read = read_usage(usage)
@@ -358,8 +359,11 @@ class Conversations:
         prompt, cached = read
         conv.cached_tokens = cached
         if conv.session_open and conv.tokens > 0:
+            # the calibration's row is written on the keeping thread: a chat's answer must not
+            # wait for the database while another chat's turn writes its audit
             conv.bias = self.state.sessions.report_usage(conv.workspace, conv.session_id,
-                                                         prompt, conv.tokens)
+                                                         prompt, conv.tokens,
+                                                         later=self.state.keep_later)
         return conv.budget_report(used=prompt)
 
 

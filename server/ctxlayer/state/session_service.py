@@ -460,16 +460,24 @@ class SessionService:
             return state.replaced, cp.summary_message(state)
 
     def report_usage(self, workspace: str, session_id: str, prompt_tokens: int,
-                     estimated: int | None) -> float:
+                     estimated: int | None,
+                     later: Callable[[Callable[[], None]], None] | None = None) -> float:
+        """Record the provider's count of the last prompt; returns the session's new bias.
+        ``later``: where the calibration's row is written, when the caller must not wait for
+        the database (a live chat's answer, while another chat's bulk writes hold it)."""
         with self._lock:
             live = self._get(workspace, session_id)
             if prompt_tokens < 0:
                 raise ContextError("invalid", "must not be negative", field="promptTokens")
             counted = estimated if estimated is not None else live.last_total
             bias = live.calibration.record(live.row.model, prompt_tokens, counted)
-            self.store.update(live.row.sid, self.clock(),
-                              calibration=msgspec.json.encode(live.calibration))
-            return bias
+            sid, now = live.row.sid, self.clock()
+            calibration = msgspec.json.encode(live.calibration)
+            if later is None:
+                self.store.update(sid, now, calibration=calibration)
+        if later is not None:
+            later(lambda: self.store.update(sid, now, calibration=calibration))
+        return bias
 
     def note_prompt(self, workspace: str, session_id: str, tokens: int) -> float:
         """Remember the tokens of a prompt prepared outside an assembly (a live chat's turn), so

@@ -65,7 +65,6 @@ class State:
         # so they land in order, and never in the way of another chat's short session work
         # (a 10 MB chat's audit of thousands of cuts kept a small chat's answer waiting)
         self._keeping_thread = ThreadPoolExecutor(1, thread_name_prefix="keeping")
-        self._closers.append(lambda: self._keeping_thread.shutdown(wait=False))
 
     # -- the workspaces' policies -----------------------------------------------------------
 
@@ -159,6 +158,17 @@ class State:
         return await loop.run_in_executor(self._keeping_thread,
                                           functools.partial(fn, *args, **kwargs))
 
+    def keep_later(self, fn: Callable[[], Any]) -> None:
+        """Queue a small write on the keeping thread from any thread, not waited for (a failure
+        is logged): after the bulk writes queued before it, in order."""
+        def run() -> None:
+            try:
+                fn()
+            except Exception:
+                log.exception("a write of the state failed")
+
+        self._keeping_thread.submit(run)
+
     def spawn(self, work: Awaitable[Any]) -> None:
         """Run `work` on the loop in the background (the state's own reactions), kept alive
         until it ends; a failure is logged."""
@@ -173,8 +183,10 @@ class State:
         task.add_done_callback(done)
 
     def close(self) -> None:
-        """Stop watchers and close services; safe to call twice."""
+        """Stop watchers and close services; safe to call twice. The writes queued on the
+        keeping thread land first: the database closes after them."""
         self.workspaces.close_all()
+        self._keeping_thread.shutdown(wait=True)
         while self._closers:
             try:
                 self._closers.pop()()

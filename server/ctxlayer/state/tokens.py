@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ctxlayer.core.tokens import CountCache, encode_many
+from ctxlayer.core.tokens import CountCache
 
 T = TypeVar("T")
 
@@ -53,37 +53,12 @@ class GuardedCounter:
         self.cache, self.lock, self.name = cache, lock, cache.name
 
     def count(self, text: str) -> int:
-        if self._hold():
+        if self.lock.acquire(blocking=False) or not _on_loop() and self.lock.acquire():
             try:
                 return self.cache.count(text)
             finally:
                 self.lock.release()
         return self.cache.tokenizer.count(text)
-
-    def count_many(self, texts: list[str]) -> list[int]:
-        """Counts of many texts: the cache is read and written under the lock, the texts it
-        does not have are encoded outside it, in one batch over threads, so that a first
-        request of 5 MB does not hold every other count of the process for its whole time."""
-        if not self._hold():
-            return encode_many(self.cache.tokenizer, texts)
-        try:
-            out, missing = self.cache.known(texts)
-        finally:
-            self.lock.release()
-        if not missing:
-            return out  # type: ignore[return-value]
-        fresh = encode_many(self.cache.tokenizer, missing)
-        if not self._hold():  # on the loop, a worker holds the cache now: not kept
-            new = dict(zip(missing, fresh, strict=True))
-            return [new[t] if n is None else n for t, n in zip(texts, out, strict=True)]
-        try:
-            return self.cache.remember(texts, out, missing, fresh)
-        finally:
-            self.lock.release()
-
-    def _hold(self) -> bool:
-        """Take the counting lock: at once on the event loop or not at all; off it, waiting."""
-        return self.lock.acquire(blocking=False) or not _on_loop() and self.lock.acquire()
 
 
 def _on_loop() -> bool:

@@ -47,6 +47,10 @@ _dec_item = msgspec.json.Decoder(WorkingItem)
 _dec_audit = msgspec.json.Decoder(AuditEntry)
 
 
+#: audit entries written in one transaction by add_audit
+AUDIT_CHUNK = 512
+
+
 def _audit_batch(entries: Iterable[AuditEntry]) -> str | None:
     """Audit entries as one JSON array (the rows of one INSERT), None when there are none."""
     entries = list(entries)
@@ -307,9 +311,13 @@ class SessionStore:
     # --- audit ---------------------------------------------------------------------------
 
     def add_audit(self, sid: int, entries: Iterable[AuditEntry], now: str) -> None:
-        batch = _audit_batch(entries)  # encoded before the lock is taken
-        with self._tx() as c:
-            self._add_audit(c, sid, batch, now)
+        """In transactions of AUDIT_CHUNK entries, each encoded before the lock is taken: a
+        10 MB chat's thousands of cuts let another session's one-row write in between."""
+        entries = list(entries)
+        for k in range(0, len(entries), AUDIT_CHUNK):
+            batch = _audit_batch(entries[k:k + AUDIT_CHUNK])
+            with self._tx() as c:
+                self._add_audit(c, sid, batch, now)
 
     @staticmethod
     def _add_audit(c: sqlite3.Connection, sid: int, batch: str | None, now: str) -> None:
