@@ -40,6 +40,45 @@ def test_outcome_is_one_line_with_what_matters(text, parts):
         assert part in line
 
 
+def _every_pattern(result: str) -> str:
+    """outcome_of as it reads with every pattern run on every text: what the word tests that
+    skip a pattern must never change."""
+    from ctxlayer.core.assembly import actions as a
+
+    parts: list[str] = []
+    m = a._EXIT.search(result)
+    if m:
+        parts.append(f"exit {next(g for g in m.groups() if g is not None)}")
+    failed = list(dict.fromkeys(a._FAILED.findall(result) + a._FAILED_AFTER.findall(result)))
+    if failed:
+        more = f" (+{len(failed) - 3} more)" if len(failed) > 3 else ""
+        parts.append("failed: " + ", ".join(failed[:3]) + more)
+    summary = a._SUMMARY_LINE.findall(result)
+    if summary:
+        parts.append(a._flat(summary[-1].strip("= "), 80))
+    errors = [e.strip() for e in a._ERROR_LINE.findall(result)]
+    errors = [e for e in errors if not e.startswith("Traceback")] or errors
+    if errors:
+        parts.append(a._flat(errors[-1], 100))
+    first = next((ln.strip() for ln in result.splitlines()
+                  if ln.strip() and not a._TAG_LINE.match(ln)), "")
+    if len(parts) <= 1:
+        parts.append(a._flat(first, 80) if first else "(empty output)")
+    return "; ".join(parts)
+
+
+@pytest.mark.parametrize("text", [
+    "", "\n\n", "   \n\t\n", "<returncode>1</returncode>\n<output>\nok\n</output>",
+    "Exit code: 2\nFAILED tests/a.py::test_b - assert 1\n==== 1 failed, 3 passed ====",
+    "tests/a.py::test_c ERROR\nE   assert 0 == 1\n", "x\r\ny", "\r\n\r\nabc\x0bdef",
+    "EXITED with 3", "ReturnCode=5", "E   assert 1\n", "  e\t\tfoo", "FATAL: x",
+    "EXİT 3", "exıt 4", "Traceback (moſt recent call last):\n  File \"a.py\", line 1\nKeyError: 1",
+    "ErrOr: bad", "Kelvin exceptionK", "def f():\n    return 1\n" * 50,
+    "12:00 INFO done in 3 ms\n" * 30 + "ValueError: bad item 4999"])
+def test_the_outcome_is_what_every_pattern_reads(text):
+    assert outcome_of(text) == _every_pattern(text)
+
+
 def test_one_line_per_call_with_its_target_and_result():
     msgs = [call("c1", "bash", command="pytest tests/test_a.py -x\n# second line"),
             result("c1", "FAILED tests/test_a.py::test_x\nexit code 1"),

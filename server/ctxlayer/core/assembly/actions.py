@@ -31,6 +31,12 @@ _ERROR_LINE = re.compile(
     r"Traceback \(most recent call last\)|fatal:[^\n]*|E\s{2,}[^\n]+)",
     re.MULTILINE | re.IGNORECASE)
 _SUMMARY_LINE = re.compile(r"^=+ .*(?:passed|failed|error)[^\n]*=+$", re.MULTILINE)
+#: the words one of _ERROR_LINE's alternatives needs, lower-cased; without any of them only
+#: its last alternative (pytest's `E   assert ...` lines) can match, at half the cost
+_ERROR_WORDS = ("error", "exception", "failure", "traceback (most recent call last)", "fatal:")
+_E_LINE = re.compile(r"^[ \t]*(?:E\s{2,}[^\n]+)", re.MULTILINE | re.IGNORECASE)
+#: letters a case-blind pattern matches as i, s or k that lower() does not turn into them
+_FOLDED = ("\u0130", "\u0131", "\u017f", "\u212a")
 
 
 def _flat(text: str, width: int) -> str:
@@ -64,7 +70,8 @@ def outcome_of(result: str | None) -> str:
     # mostly file listings and reads without them; the case-blind exit pattern was most of the
     # time of a compaction step of a 5 MB chat)
     low = result.lower()
-    m = _EXIT.search(result) if "exit" in low or "return" in low else None
+    every = any(c in result for c in _FOLDED)  # no word test holds for those: run them all
+    m = _EXIT.search(result) if every or "exit" in low or "return" in low else None
     if m:
         parts.append(f"exit {next(g for g in m.groups() if g is not None)}")
     failed = (list(dict.fromkeys(_FAILED.findall(result) + _FAILED_AFTER.findall(result)))
@@ -76,7 +83,8 @@ def outcome_of(result: str | None) -> str:
         "passed" in result or "failed" in result or "error" in result) else [])
     if summary:
         parts.append(_flat(summary[-1].strip("= "), 80))
-    errors = [e.strip() for e in _ERROR_LINE.findall(result)]
+    rx = _ERROR_LINE if every or any(w in low for w in _ERROR_WORDS) else _E_LINE
+    errors = [e.strip() for e in rx.findall(result)]
     errors = [e for e in errors if not e.startswith("Traceback")] or errors
     if errors:
         parts.append(_flat(errors[-1], 100))
