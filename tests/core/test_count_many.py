@@ -5,12 +5,12 @@ request waited twice as long while a 10 MB body was counted (bench/bigbody_bench
 
 from __future__ import annotations
 
-from ctxlayer.core.tokens import CountCache, message_tokens, messages_tokens
+from ctxlayer.core.tokens import BATCH_MIN_CHARS, CountCache, message_tokens, messages_tokens
 from ctxlayer.protocol import Message, ToolCall
 from ctxlayer.tokenizers import TiktokenCounter
 
 TEXTS = ["", "one", "def f(x):\n    return x * 2\n", "one", "é中文🙂 " * 50,
-         "a fairly long line of prose " * 300]
+         "a fairly long line of prose " * 300, "x = compute(y) + 1\n" * 16_000]
 MESSAGES = [Message(role="user", content=t) for t in TEXTS] + [
     Message(role="assistant", content="", tool_calls=[
         ToolCall(id="c1", name="read", arguments='{"path": "src/a.py"}'),
@@ -19,6 +19,7 @@ MESSAGES = [Message(role="user", content=t) for t in TEXTS] + [
 
 
 def test_a_batch_counts_what_one_by_one_counts_and_is_kept():
+    assert sum(map(len, TEXTS)) >= BATCH_MIN_CHARS, "long enough to be counted in a batch"
     one = TiktokenCounter("cl100k_base")
     expected = [one.count(t) for t in TEXTS]
     cache = CountCache(TiktokenCounter("cl100k_base"))

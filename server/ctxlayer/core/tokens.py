@@ -120,10 +120,16 @@ class CountCache:
         return len(self._counts)
 
 
+#: characters below which texts are counted one by one: a batch starts its threads each time,
+#: which costs more than it saves on a turn's few new messages (a millisecond a turn)
+BATCH_MIN_CHARS = 256 * 1024
+
+
 def encode_many(tokenizer: Tokenizer, texts: list[str]) -> list[int]:
-    """Counts of ``texts`` by a tokenizer itself: one batch where it offers `count_batch`."""
+    """Counts of ``texts`` by a tokenizer itself: one batch where it offers `count_batch` and
+    the texts are long enough to pay for its threads."""
     batch = getattr(tokenizer, "count_batch", None)
-    if batch is not None and len(texts) > 1:
+    if batch is not None and len(texts) > 1 and sum(map(len, texts)) >= BATCH_MIN_CHARS:
         return batch(texts)
     return [tokenizer.count(t) for t in texts]
 
