@@ -51,6 +51,7 @@ from ctxlayer.state.chatcodec import (
 from ctxlayer.state.upkeep import Upkeep
 
 if TYPE_CHECKING:  # protocols: the State imports this module, the Caller names the State
+    from ctxlayer.core.formats import Decoded
     from ctxlayer.state.seams import Asker as Caller
     from ctxlayer.state.seams import Host as State
 
@@ -95,7 +96,7 @@ class Conversation:
         self.turn = 0  # windows written to the state folder (newer writes win)
         #: the last request as the codec read it: the next turn takes over what they share
         #: (reading a 5 MB Claude Code history again was most of a turn)
-        self.decoded: Any = None
+        self.decoded: Decoded | None = None
 
     def fork(self, conversation_id: str) -> Conversation:
         """A copy under another id, for the chain this one is about to leave behind."""
