@@ -70,7 +70,8 @@ def shorten(text: str, cap: int, counter: Counter, *, keep_head: bool = False,
                        counter)
     if not head or short.text.lstrip().startswith(head):
         return short
-    rest = _noted(text, cap - counter.count(head) - 1, counter, named)
+    rest = _noted(text, cap - counter.count(head) - 1, counter, named,
+                  log=short.method == "log")
     if rest is None:
         return short
     out = head + "\n" + rest.text
@@ -111,11 +112,11 @@ def _once(text: str, named: Named) -> Callable[[], Facts]:
     return get
 
 
-def _noted(text: str, cap: int, counter: Counter, named: Callable[[], Facts]
-           ) -> CompressedOutput | None:
+def _noted(text: str, cap: int, counter: Counter, named: Callable[[], Facts], *,
+           log: bool | None = None) -> CompressedOutput | None:
     """The outline of ``text`` within ``cap`` tokens, with the line naming the facts of its cut
-    part; None when it fits already."""
-    short = compress_tool_output(text, max(1, cap), counter)
+    part; None when it fits already. ``log``: whether the text reads as a log, when known."""
+    short = compress_tool_output(text, max(1, cap), counter, log=log)
     if short is None or cap < NOTE_MIN:
         return short
     chars_per_token = max(1.0, len(short.text) / max(1, short.tokens_after))
@@ -124,7 +125,9 @@ def _noted(text: str, cap: int, counter: Counter, named: Callable[[], Facts]
     if not note:
         return short
     room = cap - counter.count(note) - 1
-    again = compress_tool_output(text, max(1, room), counter) if room >= NOTE_MIN // 2 else None
+    # the first outline's method says whether the text reads as a log: not tested again
+    again = (compress_tool_output(text, max(1, room), counter, log=short.method == "log")
+             if room >= NOTE_MIN // 2 else None)
     if again is None:
         return short
     # the same facts within the same length: facts_cut counts a separator and the closing

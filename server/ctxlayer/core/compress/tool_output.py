@@ -180,8 +180,11 @@ def _grown_log(text: str, sanitized: str, cap: int, chars_per_token: float,
     return sanitized
 
 
-def compress_tool_output(text: str, cap_tokens: int, counter: Counter) -> CompressedOutput | None:
-    """Fit a tool output into `cap_tokens`: JSON outline, sanitized log or head+tail; None if it fits."""
+def compress_tool_output(text: str, cap_tokens: int, counter: Counter, *,
+                         log: bool | None = None) -> CompressedOutput | None:
+    """Fit a tool output into `cap_tokens`: JSON outline, sanitized log or head+tail; None if it fits.
+    ``log``: whether `looks_like_log(text)`, when an outline of the same text at another cap
+    said so already (a long output's test is a few milliseconds)."""
     before = counter.count(text)
     cap = max(0, cap_tokens)
     if before <= cap:
@@ -195,7 +198,7 @@ def compress_tool_output(text: str, cap_tokens: int, counter: Counter) -> Compre
     if outline is not None:
         method = "json"
         result = _shrink(lambda c: outline_json(text, c), budget_chars, cap, counter)
-    elif looks_like_log(text):
+    elif looks_like_log(text) if log is None else log:
         method = "log"
         keep = 60
         result = sanitize_log(text, keep)
