@@ -1,7 +1,6 @@
 """Many texts counted at once by the count cache (one batch over threads): the same counts as
-one by one, and every text kept. The daemon's guarded counter has no batch on purpose: two
-encoding threads on a two-core machine left the event loop no core, and another chat's small
-request waited twice as long while a 10 MB body was counted (bench/bigbody_bench.py)."""
+one by one, and every text kept. (The daemon's guarded counter has no batch on purpose: see
+GuardedCounter in state/tokens.py.)"""
 
 from __future__ import annotations
 
