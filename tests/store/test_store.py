@@ -184,10 +184,14 @@ def test_rules_items_and_audit_round_trip(tmp_path):
     assert reopened.delete_rule(row.sid, "r1") and reopened.rules(row.sid) == []
 
 
-def test_an_audit_batch_comes_back_whole_and_in_order(tmp_path):
-    """A turn's audit goes in as one JSON array (one statement): every entry comes back equal,
-    whatever its text holds, in the order it was written."""
+@pytest.mark.parametrize("json_each", [True, False])
+def test_an_audit_batch_comes_back_whole_and_in_order(tmp_path, json_each):
+    """A turn's audit goes in as JSON arrays (a statement each), or row by row where SQLite
+    has no JSON functions: every entry comes back equal, whatever its text holds, in the order
+    it was written."""
     store = SessionStore(tmp_path)
+    assert store._json_each, "this SQLite has its JSON functions"
+    store._json_each = json_each  # an older SQLite without them: one row at a time
     row, _ = store.create_or_get("/ws", "s", model="m", mode="deep", budget=None, now=NOW)
     odd = ['quote " backslash \\ tab \t', "line\nbreak", "é中文🙂", "\u0000 nul", "[1, {}]", ""]
     entries = [AuditEntry(action="truncated" if k % 2 else "dropped", reason=odd[k % len(odd)],
