@@ -148,15 +148,11 @@ class State:
 
     async def work(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run blocking work (the session service, the database) on a session thread."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._session_threads,
-                                          functools.partial(fn, *args, **kwargs))
+        return await _run_on(self._session_threads, fn, *args, **kwargs)
 
     async def keep(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run a bulk write (an audit log, a kept window) on the keeping thread, in order."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._keeping_thread,
-                                          functools.partial(fn, *args, **kwargs))
+        return await _run_on(self._keeping_thread, fn, *args, **kwargs)
 
     def keep_later(self, fn: Callable[[], Any]) -> None:
         """Queue a small write on the keeping thread from any thread, not waited for (a failure
@@ -192,3 +188,9 @@ class State:
                 self._closers.pop()()
             except Exception:
                 log.exception("closing a service failed")
+
+
+async def _run_on(threads: ThreadPoolExecutor, fn: Callable[..., T], *args: Any,
+                  **kwargs: Any) -> T:
+    return await asyncio.get_running_loop().run_in_executor(
+        threads, functools.partial(fn, *args, **kwargs))
