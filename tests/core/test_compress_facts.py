@@ -206,3 +206,18 @@ def test_extracting_with_the_named_facts_read_before_finds_the_same(text):
     from ctxlayer.core.compress.facts import named_facts
 
     assert extract_facts(text, named_facts(text)) == extract_facts(text)
+
+
+@pytest.mark.parametrize("text", [REPORT, "", "no facts here at all", "see https://x.io/a/b.py "
+                                  "and port=8080, v1.2.3, FooBarError at pkg/mod.py:12"])
+def test_named_facts_read_kind_by_kind_are_the_same(text):
+    """`NamedFacts` reads each kind when asked, in any order: the same values as reading them
+    all at once, and `extract_facts` given it finds the same."""
+    from ctxlayer.core.compress.facts import NamedFacts, named_facts
+
+    lazy = NamedFacts(text)
+    whole = named_facts(text)
+    for kind in ("tests", "paths", "commands", "line_numbers", "error_codes"):
+        assert getattr(lazy, kind) == getattr(whole, kind)
+    assert lazy.read() == whole
+    assert extract_facts(text, NamedFacts(text)) == extract_facts(text)

@@ -128,3 +128,27 @@ def test_an_outline_with_its_note_tests_once_whether_a_text_is_a_log(monkeypatch
     out = shortening.shorten(text, 200, WordTokenizer(), keep_head=keep_head)
     assert out is not None and out.method == "log" and "bad item 4999" in out.text
     assert asked.count(text) == 1
+
+
+def test_a_note_full_after_the_errors_never_reads_the_paths(monkeypatch):
+    """A note names the cut part's errors first, then tests, paths, lines and commands, and
+    ends at the first that does not fit: each kind is read when the note comes to it, so a
+    note the errors fill never reads the paths of the output (a 30 KB listing took longer to
+    read for its paths than the note it named)."""
+    from ctxlayer.core.compress import facts
+    from ctxlayer.core.compress.shorten import shorten
+
+    read: list[str] = []
+    paths = facts._paths
+    monkeypatch.setattr(facts, "_paths", lambda text: read.append(text) or paths(text))
+    errors = [f"E{4000 + k}: check {k} failed in src/pkg/mod_{k}.py" for k in range(60)]
+    text = "\n".join(f"ok step {k}" for k in range(200)) + "\n" + "\n".join(errors)
+    out = shorten(text, 120, COUNTER)
+    assert out is not None and "[cut from this message: " in out.text
+    assert "E4000" in out.text.split("[cut from this message: ")[1]
+    assert read == [], "the paths were read although the errors filled the note"
+    # a note with room left after the errors does read them, and names them
+    few = "\n".join(f"ok step {k}" for k in range(200)) + "\nE4001 in src/pkg/mod_1.py\n" + \
+        "\n".join(f"ok step {k}" for k in range(200))
+    out = shorten(few, 120, COUNTER)
+    assert out is not None and "src/pkg/mod_1.py" in out.text and read == [few]

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import msgspec
 
-__all__ = ["Facts", "extract_facts", "format_ledger", "prose_commands"]
+__all__ = ["Facts", "Named", "NamedFacts", "extract_facts", "format_ledger", "prose_commands"]
 
 
 class Facts(msgspec.Struct, frozen=True):
@@ -576,10 +576,67 @@ def named_facts(text: str) -> Facts:
 
 
 def _named(text: str, plain: str) -> Facts:
-    commands, _ = _commands(text)
-    return Facts(paths=_ordered(_paths(plain)), commands=_ordered(commands),
-                 error_codes=_ordered(_error_codes(text)),
-                 line_numbers=_ordered(_line_numbers(plain)), tests=_ordered(_tests(plain)))
+    return NamedFacts(text, plain).read()
+
+
+class NamedFacts:
+    """`named_facts` of a text, each kind read when first asked and kept: a note of a few
+    names (`facts_cut`, errors first) that is full after the errors and tests never reads the
+    paths and lines of a 30 KB output. Reads as a Facts of the named kinds (the same
+    attributes, the same values); `read` gives the Facts itself."""
+
+    __slots__ = ("_kinds", "_plain", "text")
+
+    def __init__(self, text: str, plain: str | None = None) -> None:
+        self.text = text if isinstance(text, str) else ""
+        self._plain = plain
+        self._kinds: dict[str, tuple[str, ...]] = {}
+
+    def _kind(self, kind: str) -> tuple[str, ...]:
+        got = self._kinds.get(kind)
+        if got is None:
+            text = self.text
+            if kind == "commands":  # these two from the text as it came
+                found = _commands(text)[0]
+            elif kind == "error_codes":
+                found = _error_codes(text)
+            else:  # the others from the text with its URLs blanked
+                if self._plain is None:
+                    self._plain = _blank_urls(text)
+                plain = self._plain
+                found = (_paths(plain) if kind == "paths" else
+                         _line_numbers(plain) if kind == "line_numbers" else _tests(plain))
+            got = self._kinds[kind] = _ordered(found) if text else ()
+        return got
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return self._kind("paths")
+
+    @property
+    def commands(self) -> tuple[str, ...]:
+        return self._kind("commands")
+
+    @property
+    def error_codes(self) -> tuple[str, ...]:
+        return self._kind("error_codes")
+
+    @property
+    def line_numbers(self) -> tuple[str, ...]:
+        return self._kind("line_numbers")
+
+    @property
+    def tests(self) -> tuple[str, ...]:
+        return self._kind("tests")
+
+    def read(self) -> Facts:
+        """Every named kind, read now where not read yet."""
+        return Facts(paths=self.paths, commands=self.commands, error_codes=self.error_codes,
+                     line_numbers=self.line_numbers, tests=self.tests)
+
+
+#: what a caller holds of a text's named facts: read, or being read kind by kind
+Named = Facts | NamedFacts
 
 
 def named_part(facts: Facts) -> Facts:
@@ -588,7 +645,7 @@ def named_part(facts: Facts) -> Facts:
                  line_numbers=facts.line_numbers, tests=facts.tests)
 
 
-def extract_facts(text: str, named: Facts | None = None) -> Facts:
+def extract_facts(text: str, named: Named | None = None) -> Facts:
     """Paths, commands, error codes, line numbers, identifiers and numbers found in `text`.
     ``named``: `named_facts(text)`, when an outline read them already: only identifiers and
     numbers are read then (the same result, for a little more than half the time)."""

@@ -24,9 +24,10 @@ import msgspec
 
 from ctxlayer.core.compress.facts import (
     Facts,
+    Named,
+    NamedFacts,
     extract_facts,
     format_item,
-    named_facts,
     prose_commands,
 )
 from ctxlayer.protocol import Message
@@ -331,15 +332,15 @@ def _shows(text: str, kind: str, value: str) -> bool:
     return bool(m) and f'"{m.group(1)}", line {m.group(2)}' in text
 
 
-def facts_cut(original: str, kept: str, max_chars: int, facts: Facts | None = None) -> str:
+def facts_cut(original: str, kept: str, max_chars: int, facts: Named | None = None) -> str:
     """The facts of ``original`` that ``kept`` (a shortened copy) lost, as one line within
     ``max_chars`` (empty when none was lost): errors, tests, paths, lines and commands, in that
     order. A message shortened to fit loses the middle of a traceback or a listing; naming what
     was cut keeps the exception, the test and the file findable without its whole text."""
     if max_chars <= 0:
         return ""
-    if facts is None:  # ``facts``: named_facts(original), when the caller read them already
-        facts = named_facts(original)
+    if facts is None:  # ``facts``: named_facts(original), read or being read by the caller
+        facts = NamedFacts(original)  # each kind read when the line comes to it
     head = "[cut from this message: "
     lost: list[str] = []
     out, size = [], len(head) + 1

@@ -13,11 +13,10 @@ reads an object. Pure: the counter is injected.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 
 import msgspec
 
-from ctxlayer.core.compress.facts import Facts, named_facts
+from ctxlayer.core.compress.facts import Named, NamedFacts
 from ctxlayer.core.compress.ledger import facts_cut
 from ctxlayer.core.compress.tool_output import (
     CompressedOutput,
@@ -48,20 +47,17 @@ HEAD_SHARE = 0.25
 HEAD_LEAST = 24
 
 
-#: `named_facts` of a text as a caller has them: read already, to be read (and kept) by the
-#: caller when asked, or None (read here, once, if a note needs them)
-Named = Facts | Callable[[], Facts] | None
 
 
 def shorten(text: str, cap: int, counter: Counter, *, keep_head: bool = False,
-            named: Named = None) -> CompressedOutput | None:
+            named: Named | None = None) -> CompressedOutput | None:
     """``text`` within ``cap`` tokens, None when it fits already. ``keep_head``: the text is a
     user's (a question, a task): when its outline would not start with its first line (a task
     quoting a traceback reads as a log), its first lines come first, within HEAD_SHARE of the
     cap (HEAD_LEAST tokens, within half, when that share is smaller); what they ask is what
-    the rest was pasted for. ``named``: `named_facts` of the text, when the caller read them
-    already or keeps them (reading them is most of the cost)."""
-    named = _once(text, named)
+    the rest was pasted for. ``named``: `named_facts` of the text as the caller has them (read,
+    or a `NamedFacts` it keeps); read here, kind by kind as a note asks, when None."""
+    named = named if named is not None else NamedFacts(text)
     short = _noted(text, cap, counter, named)
     if not keep_head or short is None or short.method == "headtail":  # that keeps the head
         return short
@@ -98,21 +94,7 @@ def _head_lines(text: str, cap: int, counter: Counter) -> str:
     return first_words(lines[0], cap, counter) or ""
 
 
-def _once(text: str, named: Named) -> Callable[[], Facts]:
-    """`named_facts` of ``text``, read at most once and only when a note asks for them."""
-    if isinstance(named, Facts):
-        return lambda: named
-    box: list[Facts] = []
-
-    def get() -> Facts:
-        if not box:
-            box.append(named() if named is not None else named_facts(text))
-        return box[0]
-
-    return get
-
-
-def _noted(text: str, cap: int, counter: Counter, named: Callable[[], Facts], *,
+def _noted(text: str, cap: int, counter: Counter, named: Named, *,
            log: bool | None = None) -> CompressedOutput | None:
     """The outline of ``text`` within ``cap`` tokens, with the line naming the facts of its cut
     part; None when it fits already. ``log``: whether the text reads as a log, when known."""
@@ -120,8 +102,7 @@ def _noted(text: str, cap: int, counter: Counter, named: Callable[[], Facts], *,
     if short is None or cap < NOTE_MIN:
         return short
     chars_per_token = max(1.0, len(short.text) / max(1, short.tokens_after))
-    facts = named()  # read once for both notes
-    note = facts_cut(text, short.text, int(cap * NOTE_SHARE * chars_per_token), facts)
+    note = facts_cut(text, short.text, int(cap * NOTE_SHARE * chars_per_token), named)
     if not note:
         return short
     room = cap - counter.count(note) - 1
@@ -132,7 +113,7 @@ def _noted(text: str, cap: int, counter: Counter, named: Callable[[], Facts], *,
         return short
     # the same facts within the same length: facts_cut counts a separator and the closing
     # bracket beyond the note's own characters (without them a lone fact never fitted again)
-    note = facts_cut(text, again.text, len(note) + 2, facts)
+    note = facts_cut(text, again.text, len(note) + 2, named)
     out = again.text + "\n" + note if note else again.text
     after = counter.count(out)
     if after > cap:  # a token more where the two join: the outline alone, as before
@@ -210,7 +191,7 @@ def shorten_arguments(arguments: str, cap: int, counter: Counter) -> str | None:
 
 
 def shorten_message(m: Message, tokens: int, cap: int, counter: Tokenizer,
-                    fmt: MessageFormat = OPENAI_FORMAT, named: Named = None
+                    fmt: MessageFormat = OPENAI_FORMAT, named: Named | None = None
                     ) -> tuple[Message, int] | None:
     """Message ``m`` (``tokens`` as counted whole) with its text shortened so the message
     takes about ``cap`` tokens (its overheads left as they are), and its new count; None when

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from ctxlayer.core.compress.facts import Facts
+from ctxlayer.core.compress.facts import Facts, Named
 from ctxlayer.core.compress.ledger import Ledger
 from ctxlayer.core.tokens import OPENAI_FORMAT, MessageFormat
 from ctxlayer.protocol import AuditEntry, Message
@@ -146,7 +146,7 @@ class ConversationState:
     # facts of messages the next step may summarize, read ahead of need (see `warm`)
     facts: dict[int, Facts] = field(default_factory=dict)
     # `named_facts` an outline read, of messages a later step may outline again or summarize
-    named: dict[int, Facts] = field(default_factory=dict)
+    named: dict[int, Named] = field(default_factory=dict)
     # a summary of what the next step will summarize, written ahead of need by a model
     ahead: Ahead | None = None
 

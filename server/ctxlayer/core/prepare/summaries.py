@@ -16,7 +16,7 @@ from typing import NamedTuple
 from ctxlayer.core.assembly.actions import log_lines, render_actions
 from ctxlayer.core.assembly.constraints import detect
 from ctxlayer.core.assembly.summary import offline_summary, render_summary
-from ctxlayer.core.compress.facts import Facts, extract_facts
+from ctxlayer.core.compress.facts import Facts, Named, extract_facts
 from ctxlayer.core.compress.ledger import (
     Ledger,
     add_messages,
@@ -83,7 +83,7 @@ def estimate(policy: PreparePolicy, room: int) -> int:
 
 
 def _facts(messages: Sequence[Message], indices: Sequence[int], scan_chars: int,
-           known: Mapping[int, Facts], named: Mapping[int, Facts]) -> Ledger | None:
+           known: Mapping[int, Facts], named: Mapping[int, Named]) -> Ledger | None:
     """The ranked ledger of the newest messages, reading at most ``scan_chars`` characters:
     the ledger shows a few hundred characters of them, so the oldest text of a huge first turn
     adds nothing but time. ``known``: facts already read from some of them (by conversation
@@ -115,14 +115,14 @@ def _facts(messages: Sequence[Message], indices: Sequence[int], scan_chars: int,
     return add_messages(None, [*older, *read], [Facts()] * len(older) + extracted)
 
 
-def read_facts(m: Message, named: Facts | None = None) -> Facts:
+def read_facts(m: Message, named: Named | None = None) -> Facts:
     """`extract_facts` of a message; ``named``, the `named_facts` of its text when an outline
     read them (a message without calls: its text is all they were read from)."""
     return extract_facts(text_of(m), None if m.tool_calls else named)
 
 
 def warm(messages: Sequence[Message], indices: Sequence[int], known: Mapping[int, Facts],
-         max_chars: int, named: Mapping[int, Facts] | None = None) -> dict[int, Facts]:
+         max_chars: int, named: Mapping[int, Named] | None = None) -> dict[int, Facts]:
     """Facts of the messages at ``indices`` not known yet, oldest first, reading at most
     ``max_chars`` characters: what the next step will summarize, read ahead of need."""
     out: dict[int, Facts] = {}
@@ -192,7 +192,7 @@ def make_chunk(shown: Sequence[Message], originals: Sequence[Message], indices: 
                tokens: Sequence[int], start: int, upto: int, counter: Tokenizer,
                policy: PreparePolicy, room: int, want: int = 0,
                known: Mapping[int, Facts] | None = None, written: str | None = None,
-               writer: str = "offline", named: Mapping[int, Facts] | None = None) -> Chunk:
+               writer: str = "offline", named: Mapping[int, Named] | None = None) -> Chunk:
     """A chunk standing for ``shown`` (the messages as the result showed them; ``originals``
     are the client's, for constraints and facts), at conversation ``indices``; its parts
     scaled up to about ``want`` tokens when that is more than their shares of ``room``.

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ctxlayer.core.compress.facts import Facts, named_facts, named_part
+from ctxlayer.core.compress.facts import Facts, Named, NamedFacts, named_part
 from ctxlayer.core.compress.shorten import shorten_message
 from ctxlayer.core.groups import ToolGroups, is_result
 from ctxlayer.core.prepare import summaries
@@ -72,7 +72,7 @@ class Window:
                  upto: int, chunks: list[Chunk], verbatim: list[int],
                  rewrites: dict[int, Rewrite], priming: int,
                  frontier: int | None = None, facts: dict[int, Facts] | None = None,
-                 ahead: Ahead | None = None, named: dict[int, Facts] | None = None) -> None:
+                 ahead: Ahead | None = None, named: dict[int, Named] | None = None) -> None:
         self.messages, self.tokens, self.cum = messages, tokens, cum
         self.head, self.upto, self.chunks, self.verbatim = head, upto, chunks, verbatim
         self.rewrites = rewrites
@@ -246,17 +246,13 @@ class Window:
             return None, "offline"
         return a.text, a.writer
 
-    def _named(self, i: int) -> Facts | Callable[[], Facts]:
-        """Message i's `named_facts`: as read before, else read (and kept) when asked."""
+    def _named(self, i: int) -> Named:
+        """Message i's `named_facts`: as read before, else kept to be read kind by kind as
+        an outline's note (and later the summary) asks."""
         have = self.named.get(i)
-        if have is not None:
-            return have
-
-        def read() -> Facts:
-            got = self.named[i] = named_facts(self.messages[i].content)
-            return got
-
-        return read
+        if have is None:
+            have = self.named[i] = NamedFacts(self.messages[i].content)
+        return have
 
     def outline_cap(self, budget: int, policy: PreparePolicy) -> int:
         """The tokens one message is outlined to: a share of the budget, so an outline grows

@@ -13,7 +13,7 @@ import heapq
 from collections.abc import Iterable
 
 from ctxlayer.core.compress.extractive import compress_prose
-from ctxlayer.core.compress.facts import named_facts
+from ctxlayer.core.compress.facts import NamedFacts
 from ctxlayer.core.compress.shorten import shorten
 from ctxlayer.core.compress.tool_output import compress_tool_output
 from ctxlayer.core.errors import ContextError
@@ -84,7 +84,7 @@ class Shortener:
         if self.name_facts:
             memo = self.memo
             return memo.get(("tool+facts", cap), text, lambda: shorten(
-                text, cap, counter, named=lambda: memo.get(NAMED, text, lambda: named_facts(text))))
+                text, cap, counter, named=memo.get(NAMED, text, lambda: NamedFacts(text))))
         return self.memo.get(("tool", cap), text,
                              lambda: compress_tool_output(text, cap, counter))
 
