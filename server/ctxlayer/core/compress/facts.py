@@ -14,8 +14,11 @@ Every list is deduplicated in first-seen order.
 from __future__ import annotations
 
 import bisect
+import heapq
 import re
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from operator import itemgetter
 
 import msgspec
 
@@ -390,59 +393,64 @@ def _clean_path(raw: str) -> str | None:
     return None
 
 
-def _paths(text: str) -> list[tuple[int, str]]:
-    out: list[tuple[int, str]] = []
-    for m in _PATH.finditer(text) if _has_path(text) else ():
-        p = _clean_path(m.group(0))
-        if p:
-            out.append((m.start(), p))
-    for m in _PY_LOC.finditer(text):
-        out.append((m.start(1), m.group(1)))
-    return out
+# The named kinds are read as streams of (position, value) in position order, each pattern
+# run only as far as a reader takes it: a note of a few names stops reading a 30 KB output
+# where its names are. `_merged` orders them as a stable sort of all the matches would (ties
+# in the order the patterns are given).
+
+Found = Iterator[tuple[int, str]]
 
 
-def _line_numbers(text: str) -> list[tuple[int, str]]:
-    out: list[tuple[int, str]] = []
+def _merged(*found: Iterable[tuple[int, str]]) -> Found:
+    return heapq.merge(*found, key=itemgetter(0))
+
+
+def _paths(text: str) -> Found:
+    def cleaned() -> Found:
+        for m in _PATH.finditer(text) if _has_path(text) else ():
+            p = _clean_path(m.group(0))
+            if p:
+                yield m.start(), p
+
+    return _merged(cleaned(), ((m.start(1), m.group(1)) for m in _PY_LOC.finditer(text)))
+
+
+def _line_numbers(text: str) -> Found:
     if not _has_digit(text):
-        return out
-    for m in _PY_LOC.finditer(text):
-        out.append((m.start(), f"{m.group(1)} line {m.group(2)}"))
-    for m in _FILE_LOC.finditer(text):
-        if m.group(1).strip("./\\"):
-            out.append((m.start(), f"{m.group(1)}:{m.group(2)}"))
+        return iter(())
     in_py_loc = _span_checker([m.span() for m in _PY_LOC.finditer(text)])
-    for m in _LINE_WORD.finditer(text):
-        if in_py_loc(m.start()):
-            continue
-        if m.group(1):
-            out.append((m.start(), "line " + re.sub(r"\s", "", m.group(1)).replace("–", "-")))
-        else:
-            span = m.group(2) + (f"-{m.group(3)}" if m.group(3) else "")
-            out.append((m.start(), "line " + span))
-    for m in _LINE_ZH.finditer(text):
-        out.append((m.start(), "line " + m.group(1)))
-    return out
+
+    def words() -> Found:
+        for m in _LINE_WORD.finditer(text):
+            if in_py_loc(m.start()):
+                continue
+            if m.group(1):
+                yield m.start(), "line " + re.sub(r"\s", "", m.group(1)).replace("–", "-")
+            else:
+                yield m.start(), "line " + m.group(2) + (f"-{m.group(3)}" if m.group(3) else "")
+
+    return _merged(
+        ((m.start(), f"{m.group(1)} line {m.group(2)}") for m in _PY_LOC.finditer(text)),
+        ((m.start(), f"{m.group(1)}:{m.group(2)}") for m in _FILE_LOC.finditer(text)
+         if m.group(1).strip("./\\")),
+        words(),
+        ((m.start(), "line " + m.group(1)) for m in _LINE_ZH.finditer(text)))
 
 
-def _error_codes(text: str) -> list[tuple[int, str]]:
-    out: list[tuple[int, str]] = []
+def _error_codes(text: str) -> Found:
+    found: list[Iterable[tuple[int, str]]] = []
     if _ERRNO_START.search(text):
-        out.extend((m.start(), m.group(0)) for m in _ERRNO.finditer(text))
+        found.append((m.start(), m.group(0)) for m in _ERRNO.finditer(text))
     if any(w in text for w in _EXCEPTION_WORDS):
-        out.extend((m.start(), m.group(0)) for m in _EXCEPTION.finditer(text))
-    if not _has_digit(text):
-        return out
-    for m in _ERROR_CODE.finditer(text):
-        code = m.group(0)
-        letters = code.rstrip("0123456789")
-        if letters not in _ERROR_CODE_STOP:
-            out.append((m.start(), code))
-    for m in _HTTP.finditer(text):
-        out.append((m.start(), f"HTTP {m.group(1) or m.group(2)}"))
-    out.extend((m.start(), m.group(0)) for m in _ORA.finditer(text))
-    for m in _EXIT.finditer(text):
-        out.append((m.start(), f"exit {m.group(1)}"))
-    return out
+        found.append((m.start(), m.group(0)) for m in _EXCEPTION.finditer(text))
+    if _has_digit(text):
+        found += [
+            ((m.start(), m.group(0)) for m in _ERROR_CODE.finditer(text)
+             if m.group(0).rstrip("0123456789") not in _ERROR_CODE_STOP),
+            ((m.start(), f"HTTP {m.group(1) or m.group(2)}") for m in _HTTP.finditer(text)),
+            ((m.start(), m.group(0)) for m in _ORA.finditer(text)),
+            ((m.start(), f"exit {m.group(1)}") for m in _EXIT.finditer(text))]
+    return _merged(*found)
 
 
 def _looks_like_command(line: str) -> bool:
@@ -546,10 +554,10 @@ def _identifiers(text: str, exclude: set[str]) -> list[tuple[int, str]]:
     ]
 
 
-def _tests(text: str) -> list[tuple[int, str]]:
+def _tests(text: str) -> Found:
     if "test" not in text and "Test" not in text:
-        return []
-    return [(m.start(), m.group(0)) for m in _TEST.finditer(text)]
+        return iter(())
+    return ((m.start(), m.group(0)) for m in _TEST.finditer(text))
 
 
 def _numbers(text: str) -> list[tuple[int, str]]:
@@ -564,6 +572,17 @@ def _numbers(text: str) -> list[tuple[int, str]]:
 def _ordered(found: list[tuple[int, str]], limit: int = 500) -> tuple[str, ...]:
     found.sort(key=lambda pv: pv[0])
     return _dedup([v for _, v in found if v])[:limit]
+
+
+def _firsts(found: Found, limit: int = 500) -> Iterator[str]:
+    """`_ordered` of a stream in position order, value by value as a reader takes them."""
+    seen: set[str] = set()
+    for _, v in found:
+        if v and v not in seen:
+            seen.add(v)
+            yield v
+            if len(seen) == limit:
+                return
 
 
 def named_facts(text: str) -> Facts:
@@ -585,19 +604,24 @@ class NamedFacts:
     paths and lines of a 30 KB output. Reads as a Facts of the named kinds (the same
     attributes, the same values); `read` gives the Facts itself."""
 
-    __slots__ = ("_kinds", "_plain", "text")
+    __slots__ = ("_kinds", "_lock", "_plain", "_streams", "text")
 
     def __init__(self, text: str, plain: str | None = None) -> None:
         self.text = text if isinstance(text, str) else ""
         self._plain = plain
-        self._kinds: dict[str, tuple[str, ...]] = {}
+        self._kinds: dict[str, tuple[str, ...]] = {}  # kinds read to their end
+        # kinds being read: the values so far and the rest of the stream
+        self._streams: dict[str, tuple[list[str], Iterator[str]]] = {}
+        self._lock = threading.Lock()  # a conversation's state may move between threads
 
-    def _kind(self, kind: str) -> tuple[str, ...]:
-        got = self._kinds.get(kind)
+    def _stream(self, kind: str) -> tuple[list[str], Iterator[str]]:
+        got = self._streams.get(kind)
         if got is None:
             text = self.text
-            if kind == "commands":  # these two from the text as it came
-                found = _commands(text)[0]
+            if not text:
+                found: Found = iter(())
+            elif kind == "commands":  # these two from the text as it came
+                found = iter(sorted(_commands(text)[0], key=itemgetter(0)))
             elif kind == "error_codes":
                 found = _error_codes(text)
             else:  # the others from the text with its URLs blanked
@@ -606,7 +630,41 @@ class NamedFacts:
                 plain = self._plain
                 found = (_paths(plain) if kind == "paths" else
                          _line_numbers(plain) if kind == "line_numbers" else _tests(plain))
-            got = self._kinds[kind] = _ordered(found) if text else ()
+            got = self._streams[kind] = ([], _firsts(found))
+        return got
+
+    def __deepcopy__(self, memo: dict) -> NamedFacts:
+        """A copy with what is read so far (a stream in progress is read again by the copy)."""
+        copy = NamedFacts(self.text, self._plain)
+        copy._kinds = dict(self._kinds)
+        return copy
+
+    def values(self, kind: str) -> Iterator[str]:
+        """The values of ``kind`` in order, read only as far as the caller takes them."""
+        whole = self._kinds.get(kind)
+        if whole is not None:
+            yield from whole
+            return
+        k = 0
+        while True:
+            with self._lock:
+                seen, rest = self._stream(kind)
+                if k == len(seen):
+                    value = next(rest, None)
+                    if value is None:
+                        self._kinds[kind] = tuple(seen)
+                        return
+                    seen.append(value)
+                value = seen[k]
+            k += 1
+            yield value
+
+    def _kind(self, kind: str) -> tuple[str, ...]:
+        got = self._kinds.get(kind)
+        if got is None:
+            for _ in self.values(kind):
+                pass
+            got = self._kinds[kind]
         return got
 
     @property

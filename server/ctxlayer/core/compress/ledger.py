@@ -345,7 +345,9 @@ def facts_cut(original: str, kept: str, max_chars: int, facts: Named | None = No
     lost: list[str] = []
     out, size = [], len(head) + 1
     for kind in _CUT_KINDS:
-        for value in getattr(facts, kind):
+        # a NamedFacts reads a kind only as far as the line takes it
+        values = facts.values(kind) if isinstance(facts, NamedFacts) else getattr(facts, kind)
+        for value in values:
             if kind == "line_numbers" and value.startswith(_INLINE_SCRIPT):
                 continue
             if kind in _LOCATED and _LIBRARY.search(value):
