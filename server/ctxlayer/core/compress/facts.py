@@ -75,18 +75,23 @@ _PY_LOC = re.compile(r'File "([^"\n]{1,400})", line (\d+)')
 _FILE_LOC = re.compile(
     rf"(?<![\w/.-])((?:[A-Za-z]:)?[\w./\\@+-]*\.(?:{_EXT})):(\d+)(?::(\d+))?(?!\d)"
 )
-_LINE_WORD = re.compile(r"\b(?:[Ll]ines?|[Ll]n)\s?(\d+(?:\s?[-–]\s?\d+)?)\b|#L(\d+)(?:-L?(\d+))?")
+# `[Ll](?<!\w.)` is `\b[Ll]` written so the engine jumps to the letters (see _ERROR_CODE)
+_LINE_WORD = re.compile(r"[Ll](?<!\w.)(?:ines?|n)\s?(\d+(?:\s?[-–]\s?\d+)?)\b|#L(\d+)(?:-L?(\d+))?")
 _LINE_ZH = re.compile(r"第\s?(\d+)\s?行")
 
-_ERROR_CODE = re.compile(r"\b[A-Z]{1,4}\d{3,5}\b")
+# `\b[A-Z]{1,4}\d{3,5}\b`, the leading `\b` checked after the first letter as "no word
+# character before it" (`(?<!\w.)`): a pattern that starts with a character set or a literal
+# is searched for by the regex engine's fast scan; one that starts with an assertion is tried
+# at every position, three to twenty times slower on a long output
+_ERROR_CODE = re.compile(r"[A-Z](?<!\w.)[A-Z]{0,3}\d{3,5}\b")
 _ERROR_CODE_STOP = frozenset({"ISO", "UTF", "SHA", "MD", "CP", "RFC", "PEP", "X", "V", "Q", "W"})
 _HTTP = re.compile(
     r"\bHTTP(?:/\d(?:\.\d)?)?\s?([1-5]\d\d)\b"
     r"|\b(?:status(?:\s?code)?|returned|response)[\s:=]{1,3}([1-5]\d\d)\b",
     re.IGNORECASE,
 )
-_ERRNO = re.compile(
-    r"\bE(?:NOENT|ACCES|PERM|EXIST|NOTDIR|ISDIR|INVAL|AGAIN|WOULDBLOCK|PIPE|CONNREFUSED|"
+_ERRNO = re.compile(  # `\bE(?:...)`, the `\b` after the E (see _ERROR_CODE)
+    r"E(?<!\wE)(?:NOENT|ACCES|PERM|EXIST|NOTDIR|ISDIR|INVAL|AGAIN|WOULDBLOCK|PIPE|CONNREFUSED|"
     r"CONNRESET|CONNABORTED|TIMEDOUT|ADDRINUSE|ADDRNOTAVAIL|NOSPC|NOMEM|BADF|BUSY|MFILE|NFILE|"
     r"NOTEMPTY|HOSTUNREACH|NETUNREACH|NETDOWN|ROFS|XDEV|NOTCONN|INTR|NOTSUP|OPNOTSUPP|SRCH|"
     r"CHILD|DEADLK|LOOP|NAMETOOLONG|NOEXEC|NOSYS|PROTO|ILSEQ|DQUOT|FBIG|NOTTY|RANGE|DOM|"
@@ -348,6 +353,8 @@ _DIGIT = re.compile(r"\d")
 _DOT_NAME = re.compile(r"\.[A-Za-z_]")  # every dotted name and every file extension has one
 _ERRNO_START = re.compile(r"E[A-Z2]")
 _PROMPTS = ("$", "%", "PS", "❯", "➜")  # what every _PROMPT_LINE starts with
+_HTTP_WORDS = ("http", "status", "returned", "response")  # what every _HTTP match holds
+_ORA_WORDS = ("ORA", "PLS", "SQLSTATE")  # what every _ORA match holds
 _EXCEPTION_WORDS = ("Error", "Exception", "Warning", "Exit", "Interrupt", "Fault", "Failure",
                     "Iteration")
 
@@ -356,6 +363,35 @@ def _has_digit(text: str) -> bool:
     """Any ``\\d`` (ASCII digits by substring search, other Unicode digits by the regex)."""
     return any(d in text for d in "0123456789") or (
         not text.isascii() and _DIGIT.search(text) is not None)
+
+
+def _in_lines(rx: re.Pattern[str], text: str, needles: tuple[str, ...]) -> Iterator[re.Match[str]]:
+    """``rx.finditer(text)`` for a pattern whose every match lies within one line and holds one
+    of ``needles``, and whose lookarounds and ``\\b`` read a line break as they read either end
+    of the text: run on the lines that hold a needle only (the engine tries a pattern that
+    starts with an assertion at every character; finding a needle is a plain substring
+    search). A run from ``pos`` to ``endpos`` sees the character before ``pos`` and none after
+    ``endpos``, which are a line break and the end: the same matches."""
+    spans: set[tuple[int, int]] = set()
+    for needle in needles:
+        i = text.find(needle)
+        while i >= 0:
+            end = text.find("\n", i)
+            end = len(text) if end < 0 else end
+            spans.add((text.rfind("\n", 0, i) + 1, end))
+            i = text.find(needle, end)
+    for start, end in sorted(spans):
+        yield from rx.finditer(text, start, end)
+
+
+def _ascii_lacks(text: str, words: tuple[str, ...]) -> bool:
+    """Whether an ASCII ``text`` holds none of the lowercase ``words`` in any case: a
+    case-blind pattern that needs one of them cannot match. False for other text (a
+    case-blind `s` also matches `ſ`, an `i` the dotless `ı`), where the pattern runs."""
+    if not text.isascii():
+        return False
+    low = text.lower()
+    return not any(w in low for w in words)
 
 
 def _has_path(text: str) -> bool:
@@ -431,7 +467,7 @@ def _line_numbers(text: str) -> Found:
 
     return _merged(
         ((m.start(), f"{m.group(1)} line {m.group(2)}") for m in _PY_LOC.finditer(text)),
-        ((m.start(), f"{m.group(1)}:{m.group(2)}") for m in _FILE_LOC.finditer(text)
+        ((m.start(), f"{m.group(1)}:{m.group(2)}") for m in _in_lines(_FILE_LOC, text, (":",))
          if m.group(1).strip("./\\")),
         words(),
         ((m.start(), "line " + m.group(1)) for m in _LINE_ZH.finditer(text)))
@@ -441,15 +477,17 @@ def _error_codes(text: str) -> Found:
     found: list[Iterable[tuple[int, str]]] = []
     if _ERRNO_START.search(text):
         found.append((m.start(), m.group(0)) for m in _ERRNO.finditer(text))
-    if any(w in text for w in _EXCEPTION_WORDS):
-        found.append((m.start(), m.group(0)) for m in _EXCEPTION.finditer(text))
+    found.append((m.start(), m.group(0)) for m in _in_lines(_EXCEPTION, text, _EXCEPTION_WORDS))
     if _has_digit(text):
-        found += [
-            ((m.start(), m.group(0)) for m in _ERROR_CODE.finditer(text)
-             if m.group(0).rstrip("0123456789") not in _ERROR_CODE_STOP),
-            ((m.start(), f"HTTP {m.group(1) or m.group(2)}") for m in _HTTP.finditer(text)),
-            ((m.start(), m.group(0)) for m in _ORA.finditer(text)),
-            ((m.start(), f"exit {m.group(1)}") for m in _EXIT.finditer(text))]
+        found.append((m.start(), m.group(0)) for m in _ERROR_CODE.finditer(text)
+                     if m.group(0).rstrip("0123456789") not in _ERROR_CODE_STOP)
+        if not _ascii_lacks(text, _HTTP_WORDS):
+            found.append((m.start(), f"HTTP {m.group(1) or m.group(2)}")
+                         for m in _HTTP.finditer(text))
+        if any(w in text for w in _ORA_WORDS):
+            found.append((m.start(), m.group(0)) for m in _ORA.finditer(text))
+        if not _ascii_lacks(text, ("exit",)):
+            found.append((m.start(), f"exit {m.group(1)}") for m in _EXIT.finditer(text))
     return _merged(*found)
 
 
@@ -532,7 +570,7 @@ def _identifiers(text: str, exclude: set[str]) -> list[tuple[int, str]]:
         ):
             continue
         out.append((m.start(), name))
-    for m in _CALL.finditer(text) if "(" in text else ():
+    for m in _in_lines(_CALL, text, ("(",)):
         name = m.group(1)
         if name.lower() in _CALL_STOP or len(name) < 2:
             continue
@@ -540,7 +578,7 @@ def _identifiers(text: str, exclude: set[str]) -> list[tuple[int, str]]:
     for m in _CAMEL.finditer(text):
         if m.group(0) not in _CAMEL_STOP:
             out.append((m.start(), m.group(0)))
-    for m in _SNAKE.finditer(text) if "_" in text else ():
+    for m in _in_lines(_SNAKE, text, ("_",)):
         out.append((m.start(), m.group(0)))
     for m in _TICKED.finditer(text) if "`" in text else ():
         inner = m.group(1).strip()
@@ -557,7 +595,7 @@ def _identifiers(text: str, exclude: set[str]) -> list[tuple[int, str]]:
 def _tests(text: str) -> Found:
     if "test" not in text and "Test" not in text:
         return iter(())
-    return ((m.start(), m.group(0)) for m in _TEST.finditer(text))
+    return ((m.start(), m.group(0)) for m in _in_lines(_TEST, text, ("test_", ".py::", "Test")))
 
 
 def _numbers(text: str) -> list[tuple[int, str]]:

@@ -1,0 +1,59 @@
+"""The facts reader's patterns are written for speed (a leading ``\\b`` checked after the first
+character, a pattern run only on the lines that hold its words): each must find exactly what
+the plain spelling finds, on any text."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxlayer.core.compress import facts
+
+#: the plain spellings, as the patterns were first written
+PLAIN = {
+    "_ERROR_CODE": r"\b[A-Z]{1,4}\d{3,5}\b",
+    "_LINE_WORD": r"\b(?:[Ll]ines?|[Ll]n)\s?(\d+(?:\s?[-–]\s?\d+)?)\b|#L(\d+)(?:-L?(\d+))?",
+    "_ERRNO": r"\b" + facts._ERRNO.pattern.replace("(?<!\\wE)", "", 1),
+}
+
+# pieces that make the patterns match, miss by a character, and sit at line ends and word edges
+PIECES = ["E1234", "TS2345", "ISO9001", "line 42", "Line 3-7", "ln12", "#L5-L9", "lines 1 – 4",
+          "ENOENT", "EACCES", "xENOENT", "_E1234", "é", "ſ", "İ", "ı", "K", "\n", " ", "\t", ".",
+          "/", ":", "(", ")", "_", "-", "test_run", "tests/test_a.py::test_b[1-2]", "TestCase",
+          "TestFoo::test_bar", "a.py::Klass::meth", "ValueError", "pkg.mod.KeyError",
+          "StopIteration", "src/a.py:12:4", "C:\\x\\y.py:3", "exit code 2", "EXITED WITH 1",
+          "HTTP/1.1 404", "status: 500", "ORA-12345", "SQLSTATE 42000", "foo_bar", "x.foo_bar(",
+          "call(x)", "a.b(c, d)", "9", "x", "Ω", "٣"]
+texts = st.lists(st.sampled_from(PIECES), max_size=40).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(texts)
+def test_the_rewritten_patterns_find_what_their_plain_spelling_finds(text):
+    for name, plain in PLAIN.items():
+        rx = getattr(facts, name)
+        assert [m.span() for m in rx.finditer(text)] == \
+            [m.span() for m in re.compile(plain).finditer(text)], name
+
+
+@settings(max_examples=400, deadline=None)
+@given(texts)
+def test_a_pattern_run_on_the_lines_with_its_words_finds_what_a_whole_run_finds(text):
+    for rx, needles in ((facts._TEST, ("test_", ".py::", "Test")),
+                        (facts._EXCEPTION, facts._EXCEPTION_WORDS),
+                        (facts._FILE_LOC, (":",)), (facts._CALL, ("(",)),
+                        (facts._SNAKE, ("_",))):
+        assert [m.span() for m in facts._in_lines(rx, text, needles)] == \
+            [m.span() for m in rx.finditer(text)], rx.pattern[:40]
+
+
+@settings(max_examples=400, deadline=None)
+@given(texts)
+def test_a_case_blind_pattern_is_skipped_only_where_it_cannot_match(text):
+    for rx, words in ((facts._HTTP, facts._HTTP_WORDS), (facts._EXIT, ("exit",))):
+        if facts._ascii_lacks(text, words):
+            assert rx.search(text) is None
+    if not any(w in text for w in facts._ORA_WORDS):
+        assert facts._ORA.search(text) is None
