@@ -547,18 +547,32 @@ def sanitize_log(text: str, keep_lines: int = 60) -> str:
 # ---------------------------------------------------------------------------------------------
 # Detection
 
-_LOGLIKE = re.compile(
-    r"^\s*\[?(?:\d{4}[-/]\d{2}[-/]\d{2}[T ]\d{2}:\d{2}|\d{2}:\d{2}:\d{2}"
+# A line reads like a log line when it starts like one (a timestamp, a level, a stack frame, a
+# compiler location, pytest's markers) or holds a level word, a level field or a test outcome
+# anywhere. The two are apart so that the first is tried at the line's start only, and the
+# second starts with literals the regex engine scans for (`I(?<!\wI)NFO` is `\bINFO`) instead
+# of being tried at every character of every line.
+_LOG_START = re.compile(
+    r"\s*\[?(?:\d{4}[-/]\d{2}[-/]\d{2}[T ]\d{2}:\d{2}|\d{2}:\d{2}:\d{2}"
     r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d{2}:)"
-    r"|^\s*\[?(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|FATAL|CRITICAL)\b"
-    r"|\b(?:INFO|WARN|WARNING|ERROR|DEBUG|FATAL|CRITICAL)\b[\]:]?\s"
-    r"|level=\w+|\"(?:level|severity)\"\s*:"
-    r'|^\s*File "[^"]+", line \d+|^\s+at\s+\S+.*[:(]\d+|^\s*\w+\.\w{1,5}:\d+:\s'
-    r"|^(?:E|>)\s{3,}|PASSED|FAILED|^\s*\d+ (?:passed|failed)"
+    r"|\s*\[?(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|FATAL|CRITICAL)\b"
+    r'|\s*File "[^"]+", line \d+|\s+at\s+\S+.*[:(]\d+|\s*\w+\.\w{1,5}:\d+:\s'
+    r"|(?:E|>)\s{3,}|\s*\d+ (?:passed|failed)"
 )
+_LOG_ANYWHERE = re.compile(  # every alternative starts with a literal: the scan jumps to them
+    r"I(?<!\wI)NFO\b[\]:]?\s|W(?<!\wW)ARN(?:ING)?\b[\]:]?\s|E(?<!\wE)RROR\b[\]:]?\s"
+    r"|D(?<!\wD)EBUG\b[\]:]?\s|F(?<!\wF)ATAL\b[\]:]?\s|C(?<!\wC)RITICAL\b[\]:]?\s"
+    r"|level=\w+|\"(?:level|severity)\"\s*:|PASSED|FAILED"
+)
+
+
+def _log_line(line: str) -> bool:
+    return _LOG_START.match(line) is not None or _LOG_ANYWHERE.search(line) is not None
+# `=(?<![^\n]=)=*` is `^=+` (MULTILINE) with its first character first, for the fast scan
 _STRONG = re.compile(
-    r"Traceback \(most recent call last\):|^=+ test session starts =+$"
-    r"|^=+ (?:FAILURES|ERRORS|short test summary info) =+$|^goroutine \d+ \[",
+    r"Traceback \(most recent call last\):|=(?<![^\n]=)=* test session starts =+$"
+    r"|=(?<![^\n]=)=* (?:FAILURES|ERRORS|short test summary info) =+$"
+    r"|g(?<![^\n]g)oroutine \d+ \[",
     re.MULTILINE,
 )
 
@@ -573,5 +587,5 @@ def looks_like_log(text: str) -> bool:
     lines = [ln for ln in sample.splitlines()[:600] if ln.strip()]
     if not lines:
         return False
-    hits = sum(1 for ln in lines if _LOGLIKE.search(ln))
+    hits = sum(1 for ln in lines if _log_line(ln))
     return hits >= 3 and hits >= 0.3 * len(lines) or (len(lines) < 3 and hits == len(lines))

@@ -1,4 +1,4 @@
-"""The facts reader's patterns are written for speed (a leading ``\\b`` checked after the first
+"""The facts reader's and the log test's patterns are written for speed (a leading ``\\b`` checked after the first
 character, a pattern run only on the lines that hold its words): each must find exactly what
 the plain spelling finds, on any text."""
 
@@ -9,7 +9,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxlayer.core.compress import facts
+from ctxlayer.core.compress import facts, logs
 
 #: the plain spellings, as the patterns were first written
 PLAIN = {
@@ -25,7 +25,12 @@ PIECES = ["E1234", "TS2345", "ISO9001", "line 42", "Line 3-7", "ln12", "#L5-L9",
           "TestFoo::test_bar", "a.py::Klass::meth", "ValueError", "pkg.mod.KeyError",
           "StopIteration", "src/a.py:12:4", "C:\\x\\y.py:3", "exit code 2", "EXITED WITH 1",
           "HTTP/1.1 404", "status: 500", "ORA-12345", "SQLSTATE 42000", "foo_bar", "x.foo_bar(",
-          "call(x)", "a.b(c, d)", "9", "x", "Ω", "٣"]
+          "call(x)", "a.b(c, d)", "9", "x", "Ω", "٣", "INFO ", "xINFO ", "[WARNING]: ", "ERROR:",
+          "DEBUG\t", "FATAL", "CRITICAL ", "level=warn", '"severity": ', "PASSED", "FAILED",
+          "2026-01-02 03:04", "12:00:01", "Jan  2 03:", "  at foo (a.js:3)", "E    ", ">   ",
+          "3 passed", "  File \"a.py\", line 9", "mod.py:3: ", "Traceback (most recent call last):",
+          "==== test session starts ====", "== FAILURES ==", "x= FAILURES ==", "goroutine 7 [",
+          "agoroutine 7 [", "="]
 texts = st.lists(st.sampled_from(PIECES), max_size=40).map("".join)
 
 
@@ -57,3 +62,25 @@ def test_a_case_blind_pattern_is_skipped_only_where_it_cannot_match(text):
             assert rx.search(text) is None
     if not any(w in text for w in facts._ORA_WORDS):
         assert facts._ORA.search(text) is None
+
+
+#: how a log line was first told, in one pattern searched anywhere in the line
+LOGLIKE = re.compile(
+    r"^\s*\[?(?:\d{4}[-/]\d{2}[-/]\d{2}[T ]\d{2}:\d{2}|\d{2}:\d{2}:\d{2}"
+    r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d{2}:)"
+    r"|^\s*\[?(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|FATAL|CRITICAL)\b"
+    r"|\b(?:INFO|WARN|WARNING|ERROR|DEBUG|FATAL|CRITICAL)\b[\]:]?\s"
+    r"|level=\w+|\"(?:level|severity)\"\s*:"
+    r'|^\s*File "[^"]+", line \d+|^\s+at\s+\S+.*[:(]\d+|^\s*\w+\.\w{1,5}:\d+:\s'
+    r"|^(?:E|>)\s{3,}|PASSED|FAILED|^\s*\d+ (?:passed|failed)")
+STRONG = re.compile(
+    r"Traceback \(most recent call last\):|^=+ test session starts =+$"
+    r"|^=+ (?:FAILURES|ERRORS|short test summary info) =+$|^goroutine \d+ \[", re.MULTILINE)
+
+
+@settings(max_examples=400, deadline=None)
+@given(texts)
+def test_the_log_tests_patterns_tell_what_their_plain_spelling_tells(text):
+    for line in text.split("\n"):
+        assert logs._log_line(line) == (LOGLIKE.search(line) is not None), line
+    assert (logs._STRONG.search(text) is None) == (STRONG.search(text) is None)
