@@ -16,6 +16,8 @@ PLAIN = {
     "_ERROR_CODE": r"\b[A-Z]{1,4}\d{3,5}\b",
     "_LINE_WORD": r"\b(?:[Ll]ines?|[Ll]n)\s?(\d+(?:\s?[-–]\s?\d+)?)\b|#L(\d+)(?:-L?(\d+))?",
     "_ERRNO": r"\b" + facts._ERRNO.pattern.replace("(?<!\\wE)", "", 1),
+    "_CAMEL": r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+\b",
+    "_NUM_UNIT": rf"(?<![\w.])\d+(?:[.,]\d+)?\s?(?:{facts._UNITS})(?![\w/])",
 }
 
 # pieces that make the patterns match, miss by a character, and sit at line ends and word edges
@@ -30,7 +32,8 @@ PIECES = ["E1234", "TS2345", "ISO9001", "line 42", "Line 3-7", "ln12", "#L5-L9",
           "2026-01-02 03:04", "12:00:01", "Jan  2 03:", "  at foo (a.js:3)", "E    ", ">   ",
           "3 passed", "  File \"a.py\", line 9", "mod.py:3: ", "Traceback (most recent call last):",
           "==== test session starts ====", "== FAILURES ==", "x= FAILURES ==", "goroutine 7 [",
-          "agoroutine 7 [", "="]
+          "agoroutine 7 [", "=", "Port: 8080", "TIMEOUT = 30", "max of 5", "top_K=3", "xmax 4",
+          "12 ms", "3,5 MB", "x12ms", "Temperature\n0.7", "WorkspaceSegment", "aFooBar"]
 texts = st.lists(st.sampled_from(PIECES), max_size=40).map("".join)
 
 
@@ -84,3 +87,11 @@ def test_the_log_tests_patterns_tell_what_their_plain_spelling_tells(text):
     for line in text.split("\n"):
         assert logs._log_line(line) == (LOGLIKE.search(line) is not None), line
     assert (logs._STRONG.search(text) is None) == (STRONG.search(text) is None)
+
+
+@settings(max_examples=400, deadline=None)
+@given(texts)
+def test_the_lowered_context_pattern_finds_what_the_case_blind_one_finds_on_ascii(text):
+    if text.isascii():
+        assert [m.span() for m in facts._NUM_CONTEXT_LOWER.finditer(text.lower())] == \
+            [m.span() for m in facts._NUM_CONTEXT.finditer(text)]
