@@ -33,7 +33,9 @@ PIECES = ["E1234", "TS2345", "ISO9001", "line 42", "Line 3-7", "ln12", "#L5-L9",
           "3 passed", "  File \"a.py\", line 9", "mod.py:3: ", "Traceback (most recent call last):",
           "==== test session starts ====", "== FAILURES ==", "x= FAILURES ==", "goroutine 7 [",
           "agoroutine 7 [", "=", "Port: 8080", "TIMEOUT = 30", "max of 5", "top_K=3", "xmax 4",
-          "12 ms", "3,5 MB", "x12ms", "Temperature\n0.7", "WorkspaceSegment", "aFooBar"]
+          "12 ms", "3,5 MB", "x12ms", "Temperature\n0.7", "WorkspaceSegment", "aFooBar",
+          "Exited with code 3", "<returncode>1</returncode>", "Return code: -2", "xexit 1",
+          "FAIL", "line 9", "a.py:3", "Traceback", "Exception"]
 texts = st.lists(st.sampled_from(PIECES), max_size=40).map("".join)
 
 
@@ -95,3 +97,24 @@ def test_the_lowered_context_pattern_finds_what_the_case_blind_one_finds_on_asci
     if text.isascii():
         assert [m.span() for m in facts._NUM_CONTEXT_LOWER.finditer(text.lower())] == \
             [m.span() for m in facts._NUM_CONTEXT.finditer(text)]
+
+
+@settings(max_examples=400, deadline=None)
+@given(texts)
+def test_the_lowered_exit_pattern_finds_what_the_case_blind_one_finds_on_ascii(text):
+    from ctxlayer.core.assembly import actions
+
+    if text.isascii():
+        got = actions._EXIT_LOWER.search(text.lower())
+        want = actions._EXIT.search(text)
+        assert (got and (got.span(), got.groups())) == (want and (want.span(), want.groups()))
+
+
+@settings(max_examples=400, deadline=None)
+@given(texts)
+def test_the_signal_lines_are_the_lines_a_search_each_finds(text):
+    from ctxlayer.core.prepare import recall
+
+    plain = re.compile(r"Error|Exception|FAIL|Traceback|\bline \d|\.\w{1,5}:\d|\btest_")
+    assert recall._signal_lines(text) == "\n".join(
+        line for line in text.split("\n") if plain.search(line))

@@ -23,6 +23,12 @@ _TARGET_KEYS = ("command", "cmd", "path", "file_path", "filename", "file", "patt
 _EXIT = re.compile(r"\bexit(?:ed)?(?:\s(?:with|code|status)){0,3}[\s:=]{1,3}(-?\d{1,3})\b"
                    r"|<returncode>\s*(-?\d{1,3})\s*</returncode>|\breturn ?code[\s:=]{1,3}(-?\d{1,3})\b",
                    re.IGNORECASE)
+# The same on lowered ASCII text, case-sensitive, each alternative starting with a literal
+# the engine scans for (`e(?<!\we)xit` is `\bexit`): lowering ASCII keeps every position and
+# digit, and on ASCII a case-blind match is a match of the lowered text
+_EXIT_LOWER = re.compile(r"e(?<!\we)xit(?:ed)?(?:\s(?:with|code|status)){0,3}[\s:=]{1,3}(-?\d{1,3})\b"
+                         r"|<returncode>\s*(-?\d{1,3})\s*</returncode>"
+                         r"|r(?<!\wr)eturn ?code[\s:=]{1,3}(-?\d{1,3})\b")
 _TAG_LINE = re.compile(r"^\s*</?[\w-]+>\s*$|^\s*<returncode>.*</returncode>\s*$")
 _FAILED = re.compile(r"^(?:FAILED|ERROR)\s+(\S+)", re.MULTILINE)
 _FAILED_AFTER = re.compile(r"^(\S+::\S+)\s+(?:FAILED|ERROR)\b", re.MULTILINE)
@@ -71,7 +77,10 @@ def outcome_of(result: str | None) -> str:
     # time of a compaction step of a 5 MB chat)
     low = result.lower()
     every = any(c in result for c in _FOLDED)  # no word test holds for those: run them all
-    m = _EXIT.search(result) if every or "exit" in low or "return" in low else None
+    if not every and "exit" not in low and "return" not in low:
+        m = None
+    else:
+        m = _EXIT_LOWER.search(low) if result.isascii() else _EXIT.search(result)
     if m:
         parts.append(f"exit {next(g for g in m.groups() if g is not None)}")
     failed = (list(dict.fromkeys(_FAILED.findall(result) + _FAILED_AFTER.findall(result)))

@@ -30,7 +30,9 @@ RECALL_LINES = 24
 RECALL_MIN_CHARS = 4  # shorter values ("a.c") name too much to look for
 RECALL_VALUES = 10  # values looked for, the first named first
 #: the lines of a tool output that name what a later step looks up: errors, failures, locations
-_SIGNAL = re.compile(r"Error|Exception|FAIL|Traceback|\bline \d|\.\w{1,5}:\d|\btest_")
+#: (every alternative starts with a literal, so the engine scans for them: `l(?<!\wl)ine` is
+#: `\bline`; a match never spans lines)
+_SIGNAL = re.compile(r"Error|Exception|FAIL|Traceback|l(?<!\wl)ine \d|\.\w{1,5}:\d|t(?<!\wt)est_")
 HEADER = "[ctxlayer: earlier lines this names, exact, from messages shown summarized or outlined]"
 REASON = "recalled: this message names facts of earlier messages the result no longer shows"
 
@@ -43,7 +45,7 @@ def named(messages: Iterable[Message]) -> list[str]:
     for m in messages:
         text = m.content
         if m.role == "tool" or m.tool_call_id is not None:  # an output names in its signal lines
-            text = "\n".join(line for line in text.split("\n") if _SIGNAL.search(line))
+            text = _signal_lines(text)
         if len(text) > NAMED_CHARS:  # a long text names what matters at its ends
             text = text[:NAMED_CHARS // 2] + "\n" + text[-NAMED_CHARS // 2:]
         f = extract_facts(text)
@@ -51,6 +53,19 @@ def named(messages: Iterable[Message]) -> list[str]:
         if m.role in ("user", "assistant") and m.tool_call_id is None:
             out += f.paths
     return [v for v in dict.fromkeys(out) if len(v) >= RECALL_MIN_CHARS][:RECALL_VALUES]
+
+
+def _signal_lines(text: str) -> str:
+    """The lines of ``text`` that hold a _SIGNAL match, in order, found by searching the whole
+    text and skipping to the next line after each (not one search a line)."""
+    out: list[str] = []
+    pos = 0
+    while (m := _SIGNAL.search(text, pos)) is not None:
+        end = text.find("\n", m.end())
+        end = len(text) if end < 0 else end
+        out.append(text[text.rfind("\n", 0, m.start()) + 1:end])
+        pos = end + 1
+    return "\n".join(out)
 
 
 def _lines_with(text: str, value: str, room: int) -> list[str]:
