@@ -365,6 +365,32 @@ def test_a_chat_whose_turns_jump_is_read_ahead_before_it_passes_the_share():
     assert read is not None and len(read.facts) > len(jumpy.facts)
 
 
+def test_the_newest_output_is_read_ahead_for_the_step_after_the_next_request(monkeypatch):
+    """The newest exchange is never summarized by the step of its own request, but the next
+    request makes it older and its step may take it: read ahead with the rest, its facts are
+    not read on the next request's path (they were, for most of the slowest requests of the
+    replay: an agent's output, then a long one that summarizes everything before it)."""
+    from ctxlayer.core.prepare import summaries, warm
+
+    r = random.Random(9)
+    ask = Message(role="user", id="ask", content="Why do the tests fail?")
+    sent, state = [SYSTEM, ask], None
+    for t in range(10):  # past 70% of the budget: the next step is near
+        sent = [*sent, *_agent_call(t, words(r, 200, 200))]
+        state = prepare_turn(state, sent, 3000, WordTokenizer()).state
+    assert 0.7 * 3000 < state.total < 3000
+    state = warm(state, 3000) or state
+    read: list[str] = []
+    facts_of = summaries.read_facts
+    monkeypatch.setattr(summaries, "read_facts",
+                        lambda m, named=None: read.append(m.id) or facts_of(m, named))
+    sent = [*sent, *_agent_call(10, words(r, 2500, 2500))]
+    turn = prepare_turn(state, sent, 3000, WordTokenizer())
+    check_turn(turn, sent, 3000)
+    assert "r9" in {e.message_id for e in turn.dropped}, "the step took the last output"
+    assert read == []
+
+
 def test_the_newest_exchange_outlives_a_summary_in_a_tiny_budget():
     """When the newest tool call (its arguments cannot be cut) and result leave no room for
     the summary beside them, the summary gives way: the model answers the newest result, and a

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ctxlayer.core.assembly.summary import SUMMARY_INSTRUCTIONS, off_topic
 from ctxlayer.core.errors import ContextError, require_tokens
-from ctxlayer.core.groups import ToolGroups, is_result, lead_of
+from ctxlayer.core.groups import is_result, lead_of
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.prepare import summaries
 from ctxlayer.core.prepare.fit import fit_calls, last_resort, result_index
@@ -25,7 +25,7 @@ from ctxlayer.core.prepare.model import (
     shown_text,
 )
 from ctxlayer.core.prepare.recall import recall
-from ctxlayer.core.prepare.window import Window, last_group, newest_user
+from ctxlayer.core.prepare.window import Window, newest_user
 from ctxlayer.core.text import describe
 from ctxlayer.core.tokens import Tokenizer, messages_tokens
 from ctxlayer.core.trim.fit import NAMED
@@ -203,14 +203,16 @@ def near_budget(state: ConversationState, budget: int,
 
 def warm(state: ConversationState, budget: int, policy: PreparePolicy = DEFAULT_POLICY,
          max_chars: int = 200_000) -> ConversationState | None:
-    """The same state with the facts of the messages its next step will summarize read ahead
+    """The same state with the facts of the messages its next step may summarize read ahead
     of need (at most ``max_chars`` characters a call, oldest first), once the step is near
     (`near_budget`); None when there is nothing to read. Pure, and meant to run between
-    requests: the step then finds the facts read."""
+    requests: the step then finds the facts read. The newest exchange too: no step summarizes
+    it while it is the newest, but the next request makes it older, and a long output in that
+    request has its step summarize all before it (most of the slowest requests of the replay
+    read it on their path)."""
     if not near_budget(state, budget, policy):
         return None
-    stop = last_group(ToolGroups(state.messages), state.upto)
-    todo = [i for i in range(state.upto, stop) if i not in state.facts]
+    todo = [i for i in range(state.upto, len(state.messages)) if i not in state.facts]
     if not todo:
         return None
     read = summaries.warm(state.messages, todo, state.facts, max_chars, state.named)

@@ -101,7 +101,9 @@ def _facts(messages: Sequence[Message], indices: Sequence[int], scan_chars: int,
     at.reverse()
     if not read:
         return None
-    extracted = [known.get(i) or read_facts(m, named.get(i)) for m, i in zip(read, at, strict=True)]
+    # `in`, not `or`: a message read ahead that names nothing has empty (falsy) facts
+    extracted = [known[i] if i in known else read_facts(m, named.get(i))
+                 for m, i in zip(read, at, strict=True)]
     # the commands a user named in the older turns ("please look at pytest -k retry") are
     # asked for, however old: their words only, a bounded further read (no tool output)
     older, budget = [], 4 * limit
