@@ -283,3 +283,15 @@ def test_a_kept_line_is_quoted_as_it_was_its_own_empty_brackets_too():
     assert "    do()" in out and "    items[]" in out
     noisy = sanitize_log("ERROR [pid 1234] worker failed (3.2s)\n" * 3, 10)
     assert "ERROR worker failed" in noisy and "[]" not in noisy and "()" not in noisy
+
+
+def test_a_log_outline_read_once_renders_every_size_as_a_fresh_one():
+    """The tool-output outline tries one log at several sizes and reads it once (LogOutline):
+    each size is what sanitizing from scratch gives, in any order: a long stack cut for a
+    small size does not stay cut for the next."""
+    from ctxlayer.core.compress.logs import LogOutline
+
+    for text in (server_log(), PYTEST_FAILURE, server_log(20) + "\n" + PYTEST_FAILURE * 3):
+        outline = LogOutline(text)
+        for keep in (60, 3, 12, 2, 60, 1, 0, 400):
+            assert outline.render(keep) == sanitize_log(text, keep), keep

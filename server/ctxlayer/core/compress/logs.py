@@ -472,15 +472,17 @@ def _collapse(units: list[_Unit]) -> tuple[list[_Unit], int]:
     return out, repeats
 
 
-def _select(units: list[_Unit], keep_lines: int) -> list[_Unit]:
-    """Up to keep_lines output lines, best tier first; a tier that overflows keeps its ends."""
-    chosen: list[_Unit] = []
+def _select(units: list[_Unit], keep_lines: int) -> list[tuple[_Unit, list[str]]]:
+    """Up to keep_lines output lines, best tier first; a tier that overflows keeps its ends.
+    Each chosen unit with the lines it shows (a long stack cut to its head and message): the
+    units are left as they are, so one log's units serve outlines of several sizes."""
+    chosen: list[tuple[_Unit, list[str]]] = []
     room = keep_lines
     for tier in (3, 2, 0):
         members = [u for u in units if u.score == tier]
         size = sum(len(u.lines) for u in members)
         if size <= room:
-            chosen.extend(members)
+            chosen.extend((u, u.lines) for u in members)
             room -= size
             continue
         lo, hi = 0, len(members) - 1
@@ -493,15 +495,14 @@ def _select(units: list[_Unit], keep_lines: int) -> list[_Unit]:
                 hi -= 1
             take_low = not take_low
             if len(u.lines) <= room:
-                chosen.append(u)
+                chosen.append((u, u.lines))
                 room -= len(u.lines)
             elif len(u.lines) > 2 and room >= 2:  # a long stack: keep its head and message
-                u.lines = u.lines[: room - 1] + u.lines[-1:]
-                chosen.append(u)
+                chosen.append((u, u.lines[: room - 1] + u.lines[-1:]))
                 room = 0
         if room <= 0:
             break
-    chosen.sort(key=lambda u: u.start)
+    chosen.sort(key=lambda c: c[0].start)
     return chosen
 
 
@@ -509,39 +510,54 @@ def _gap(n: int) -> str:
     return f"[... {n:,} line{'' if n == 1 else 's'}]"
 
 
+class LogOutline:
+    """What `sanitize_log` works out of a log whatever the number of lines it keeps: its lines
+    with the noise out, its units (lines and stack traces) with repeats merged, and how many
+    non-blank lines come before each line. An outline tried at several sizes (the tool-output
+    outline shrinks the lines kept until it fits) reads and denoises the log once."""
+
+    __slots__ = ("lines", "nonblank", "repeats", "total", "units")
+
+    def __init__(self, text: str) -> None:
+        self.lines, self.total = _prepare(text)
+        self.units, self.repeats = _collapse(_units(self.lines))
+        # gaps count the non-blank lines skipped: blank lines are dropped silently
+        nonblank = [0]
+        for line in self.lines:
+            nonblank.append(nonblank[-1] + (1 if line else 0))
+        self.nonblank = nonblank
+
+    def render(self, keep_lines: int = 60) -> str:
+        """The sanitized log with at most ``keep_lines`` lines of it."""
+        nonblank = self.nonblank
+        out: list[str] = []
+        pos = 0
+        emitted = 0
+        for u, body in _select(self.units, max(0, keep_lines)):
+            gap = nonblank[u.start] - nonblank[pos] if u.start > pos else 0
+            if gap:
+                out.append(_gap(gap))
+            if u.count > 1:
+                body = body[:-1] + [f"{body[-1]} (x{u.count})"]
+            out.extend(body)
+            emitted += len(body)
+            pos = u.end
+        gap = nonblank[-1] - nonblank[pos]
+        if gap:
+            out.append(_gap(gap))
+        dropped = max(0, self.total - emitted)
+        summary = f"[log sanitized: {self.total:,} lines in, {emitted:,} kept, {dropped:,} dropped"
+        if self.repeats:
+            summary += f", {self.repeats:,} repeats collapsed"
+        out.append(summary + "]")
+        return "\n".join(out)
+
+
 def sanitize_log(text: str, keep_lines: int = 60) -> str:
     """A short version of a log: noise out, errors and key stack lines kept, repeats counted."""
     if not isinstance(text, str) or not text:
         return ""
-    lines, total = _prepare(text)
-    units, repeats = _collapse(_units(lines))
-    kept = _select(units, max(0, keep_lines))
-    # Gaps count the non-blank lines skipped: blank lines are dropped silently.
-    nonblank = [0]
-    for line in lines:
-        nonblank.append(nonblank[-1] + (1 if line else 0))
-    out: list[str] = []
-    pos = 0
-    emitted = 0
-    for u in kept:
-        gap = nonblank[u.start] - nonblank[pos] if u.start > pos else 0
-        if gap:
-            out.append(_gap(gap))
-        body = u.lines
-        if u.count > 1:
-            body = body[:-1] + [f"{body[-1]} (x{u.count})"]
-        out.extend(body)
-        emitted += len(body)
-        pos = u.end
-    gap = nonblank[-1] - nonblank[pos]
-    if gap:
-        out.append(_gap(gap))
-    dropped = max(0, total - emitted)
-    summary = f"[log sanitized: {total:,} lines in, {emitted:,} kept, {dropped:,} dropped"
-    if repeats:
-        summary += f", {repeats:,} repeats collapsed"
-    out.append(summary + "]")
-    return "\n".join(out)
+    return LogOutline(text).render(keep_lines)
 
 
 # ---------------------------------------------------------------------------------------------

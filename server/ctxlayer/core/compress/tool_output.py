@@ -21,7 +21,7 @@ from typing import Literal, Protocol
 import msgspec
 
 from ctxlayer.core.compress.json_outline import outline_json
-from ctxlayer.core.compress.logs import looks_like_log, sanitize_log
+from ctxlayer.core.compress.logs import LogOutline, looks_like_log
 
 __all__ = ["CompressedOutput", "Counter", "compress_tool_output", "first_words", "head_tail"]
 
@@ -201,11 +201,12 @@ def compress_tool_output(text: str, cap_tokens: int, counter: Counter, *,
     elif looks_like_log(text) if log is None else log:
         method = "log"
         keep = 60
-        result = sanitize_log(text, keep)
+        log_outline = LogOutline(text)  # read once for every size tried
+        result = log_outline.render(keep)
         n = counter.count(result)
         while n > cap and keep > 1:
             keep = max(1, min(keep - 1, int(keep * cap / n * 0.9)))
-            result = sanitize_log(text, keep)
+            result = log_outline.render(keep)
             n = counter.count(result)
         if counter.count(result) > cap:
             sanitized = result
