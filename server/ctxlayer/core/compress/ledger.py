@@ -342,7 +342,10 @@ def facts_cut(original: str, kept: str, max_chars: int, facts: Named | None = No
     if facts is None:  # ``facts``: named_facts(original), read or being read by the caller
         facts = NamedFacts(original)  # each kind read when the line comes to it
     head = "[cut from this message: "
+    # the values named so far, NUL-separated: "inside one of them" is one search, not one a
+    # value (most of a long note's time); a value holding a NUL is checked one by one
     lost: list[str] = []
+    lost_text = ""
     out, size = [], len(head) + 1
     for kind in _CUT_KINDS:
         # a NamedFacts reads a kind only as far as the line takes it
@@ -352,7 +355,8 @@ def facts_cut(original: str, kept: str, max_chars: int, facts: Named | None = No
                 continue
             if kind in _LOCATED and _LIBRARY.search(value):
                 continue
-            if _shows(kept, kind, value) or any(value in v for v in lost):
+            if _shows(kept, kind, value) or (
+                    value in lost_text if "\0" not in value else any(value in v for v in lost)):
                 continue
             item = _item(kind, value)
             if size + len(item) + 2 > max_chars:
@@ -360,6 +364,7 @@ def facts_cut(original: str, kept: str, max_chars: int, facts: Named | None = No
                 # is not read to its end for a note of a few names
                 return head + ", ".join(out) + "]" if out else ""
             lost.append(value)
+            lost_text += "\0" + value
             out.append(item)
             size += len(item) + 2
     return head + ", ".join(out) + "]" if out else ""
