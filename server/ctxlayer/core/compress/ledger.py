@@ -323,10 +323,17 @@ _CUT_KINDS = ("error_codes", "tests", "paths", "line_numbers", "commands")
 _TRACEBACK_LOCATION = re.compile(r"(.+) line (\d+)")
 
 
-def _shows(text: str, kind: str, value: str) -> bool:
+#: what separates the words of a kept text whose set answers "shown" at once for most values
+_WORD_GAP = re.compile(r"[\s,;()\[\]{}<>\"'`]+")
+
+
+def _shows(text: str, kind: str, value: str, words: set[str] | frozenset[str] = frozenset()
+           ) -> bool:
     """Whether ``text`` still shows the fact: verbatim, or a traceback's location as the
-    traceback writes it (``File "a.py", line 3`` is the fact ``a.py line 3``)."""
-    if value in text:
+    traceback writes it (``File "a.py", line 3`` is the fact ``a.py line 3``). ``words``: some
+    substrings of ``text`` (its words), looked up before the text is searched: most values an
+    outline keeps are whole words of it, a set lookup instead of a search of the text."""
+    if value in words or value in text:
         return True
     m = _TRACEBACK_LOCATION.fullmatch(value) if kind == "line_numbers" else None
     return bool(m) and f'"{m.group(1)}", line {m.group(2)}' in text
@@ -346,6 +353,7 @@ def facts_cut(original: str, kept: str, max_chars: int, facts: Named | None = No
     # value (most of a long note's time); a value holding a NUL is checked one by one
     lost: list[str] = []
     lost_text = ""
+    words = set(_WORD_GAP.split(kept))
     out, size = [], len(head) + 1
     for kind in _CUT_KINDS:
         # a NamedFacts reads a kind only as far as the line takes it
@@ -355,7 +363,7 @@ def facts_cut(original: str, kept: str, max_chars: int, facts: Named | None = No
                 continue
             if kind in _LOCATED and _LIBRARY.search(value):
                 continue
-            if _shows(kept, kind, value) or (
+            if _shows(kept, kind, value, words) or (
                     value in lost_text if "\0" not in value else any(value in v for v in lost)):
                 continue
             item = _item(kind, value)
