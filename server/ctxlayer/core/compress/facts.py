@@ -651,6 +651,21 @@ def _named(text: str, plain: str) -> Facts:
     return NamedFacts(text, plain).read()
 
 
+#: the kinds `named_facts` reads
+_NAMED_KINDS = ("paths", "commands", "error_codes", "line_numbers", "tests")
+
+
+class _Kind:
+    """One named kind of a `NamedFacts` as an attribute, like the Facts field of that name:
+    read to its end when asked."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: NamedFacts | None, owner: type | None = None):
+        return self if obj is None else obj._kind(self.name)
+
+
 class NamedFacts:
     """`named_facts` of a text, each kind read when first asked and kept: a note of a few
     names (`facts_cut`, errors first) that is full after the errors and tests never reads the
@@ -720,30 +735,15 @@ class NamedFacts:
             got = self._kinds[kind]
         return got
 
-    @property
-    def paths(self) -> tuple[str, ...]:
-        return self._kind("paths")
-
-    @property
-    def commands(self) -> tuple[str, ...]:
-        return self._kind("commands")
-
-    @property
-    def error_codes(self) -> tuple[str, ...]:
-        return self._kind("error_codes")
-
-    @property
-    def line_numbers(self) -> tuple[str, ...]:
-        return self._kind("line_numbers")
-
-    @property
-    def tests(self) -> tuple[str, ...]:
-        return self._kind("tests")
+    paths = _Kind()
+    commands = _Kind()
+    error_codes = _Kind()
+    line_numbers = _Kind()
+    tests = _Kind()
 
     def read(self) -> Facts:
         """Every named kind, read now where not read yet."""
-        return Facts(paths=self.paths, commands=self.commands, error_codes=self.error_codes,
-                     line_numbers=self.line_numbers, tests=self.tests)
+        return Facts(**{kind: self._kind(kind) for kind in _NAMED_KINDS})
 
 
 #: what a caller holds of a text's named facts: read, or being read kind by kind
