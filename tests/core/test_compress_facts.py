@@ -221,3 +221,30 @@ def test_named_facts_read_kind_by_kind_are_the_same(text):
         assert getattr(lazy, kind) == getattr(whole, kind)
     assert lazy.read() == whole
     assert extract_facts(text, NamedFacts(text)) == extract_facts(text)
+
+
+def test_a_kind_read_on_two_threads_at_once_gives_each_the_same_values(monkeypatch):
+    """A conversation's state is read on two threads at once (its facts read ahead on a worker
+    while its next request arrives): a reader that finds the stream being read elsewhere reads
+    one of its own past what it had, in the same order. Here the second reader comes from
+    inside the first one's read, the moment a thread switch would give it."""
+    from ctxlayer.core.compress import facts
+    from ctxlayer.core.compress.facts import NamedFacts, named_facts
+
+    text = "\n".join(f"see src/pkg/mod_{k}.py and lib/util_{k}.py at line {k}" for k in range(40))
+    whole = named_facts(text).paths
+    shared = NamedFacts(text)
+    meanwhile: list[list[str]] = []
+    paths = facts._paths
+
+    def interrupted(plain: str):
+        for n, found in enumerate(paths(plain)):
+            if n == 7 and not meanwhile:
+                meanwhile.append([])  # the second reader, once
+                meanwhile[0] = list(shared.values("paths"))
+            yield found
+
+    monkeypatch.setattr(facts, "_paths", interrupted)
+    first = list(shared.values("paths"))
+    assert meanwhile and meanwhile[0] == list(whole)
+    assert first == list(whole) and shared.paths == whole

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 import re
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from operator import itemgetter
 
@@ -672,33 +672,43 @@ class NamedFacts:
     paths and lines of a 30 KB output. Reads as a Facts of the named kinds (the same
     attributes, the same values); `read` gives the Facts itself."""
 
-    __slots__ = ("_kinds", "_lock", "_plain", "_streams", "text")
+    __slots__ = ("_kinds", "_plain", "_streams", "text")
 
     def __init__(self, text: str, plain: str | None = None) -> None:
         self.text = text if isinstance(text, str) else ""
         self._plain = plain
         self._kinds: dict[str, tuple[str, ...]] = {}  # kinds read to their end
-        # kinds being read: the values so far and the rest of the stream
-        self._streams: dict[str, tuple[list[str], Iterator[str]]] = {}
-        self._lock = threading.Lock()  # a conversation's state may move between threads
+        # kinds being read: the values so far, and the pump that reads one more into them
+        self._streams: dict[str, tuple[list[str], Iterator[None]]] = {}
 
-    def _stream(self, kind: str) -> tuple[list[str], Iterator[str]]:
+    def _found(self, kind: str) -> Iterator[str]:
+        """A stream of the values of ``kind`` of its own, from the start."""
+        text = self.text
+        if not text:
+            return iter(())
+        if kind == "commands":  # these two from the text as it came
+            return _firsts(iter(sorted(_commands(text)[0], key=itemgetter(0))))
+        if kind == "error_codes":
+            return _firsts(_error_codes(text))
+        if self._plain is None:  # the others from the text with its URLs blanked
+            self._plain = _blank_urls(text)
+        plain = self._plain
+        return _firsts(_paths(plain) if kind == "paths" else
+                       _line_numbers(plain) if kind == "line_numbers" else _tests(plain))
+
+    def _stream(self, kind: str) -> tuple[list[str], Iterator[None]]:
         got = self._streams.get(kind)
         if got is None:
-            text = self.text
-            if not text:
-                found: Found = iter(())
-            elif kind == "commands":  # these two from the text as it came
-                found = iter(sorted(_commands(text)[0], key=itemgetter(0)))
-            elif kind == "error_codes":
-                found = _error_codes(text)
-            else:  # the others from the text with its URLs blanked
-                if self._plain is None:
-                    self._plain = _blank_urls(text)
-                plain = self._plain
-                found = (_paths(plain) if kind == "paths" else
-                         _line_numbers(plain) if kind == "line_numbers" else _tests(plain))
-            got = self._streams[kind] = ([], _firsts(found))
+            seen: list[str] = []
+
+            def pump(found: Iterator[str]) -> Iterator[None]:
+                # the value is added inside the generator: while one thread runs it, another
+                # gets ValueError from next(), never the value after and a list out of order
+                for value in found:
+                    seen.append(value)
+                    yield
+
+            got = self._streams.setdefault(kind, (seen, pump(self._found(kind))))
         return got
 
     def __deepcopy__(self, memo: dict) -> NamedFacts:
@@ -708,24 +718,29 @@ class NamedFacts:
         return copy
 
     def values(self, kind: str) -> Iterator[str]:
-        """The values of ``kind`` in order, read only as far as the caller takes them."""
+        """The values of ``kind`` in order, read only as far as the caller takes them. The
+        core takes no locks: a conversation's state may be read on two threads at once (its
+        facts read ahead on a worker while its next request arrives), and the one that finds
+        the stream being read by the other reads a stream of its own past what it has."""
         whole = self._kinds.get(kind)
         if whole is not None:
             yield from whole
             return
+        seen, pump = self._stream(kind)
         k = 0
         while True:
-            with self._lock:
-                seen, rest = self._stream(kind)
-                if k == len(seen):
-                    value = next(rest, None)
-                    if value is None:
+            while k >= len(seen):
+                try:
+                    next(pump)
+                except StopIteration:
+                    if k >= len(seen):
                         self._kinds[kind] = tuple(seen)
                         return
-                    seen.append(value)
-                value = seen[k]
+                except ValueError:  # being read on another thread right now
+                    yield from itertools.islice(self._found(kind), k, None)
+                    return
+            yield seen[k]
             k += 1
-            yield value
 
     def _kind(self, kind: str) -> tuple[str, ...]:
         got = self._kinds.get(kind)
