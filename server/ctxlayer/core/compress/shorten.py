@@ -47,8 +47,6 @@ HEAD_SHARE = 0.25
 HEAD_LEAST = 24
 
 
-
-
 def shorten(text: str, cap: int, counter: Counter, *, keep_head: bool = False,
             named: Named | None = None) -> CompressedOutput | None:
     """``text`` within ``cap`` tokens, None when it fits already. ``keep_head``: the text is a
