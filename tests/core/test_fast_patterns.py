@@ -118,3 +118,33 @@ def test_the_signal_lines_are_the_lines_a_search_each_finds(text):
     plain = re.compile(r"Error|Exception|FAIL|Traceback|\bline \d|\.\w{1,5}:\d|\btest_")
     assert recall._signal_lines(text) == "\n".join(
         line for line in text.split("\n") if plain.search(line))
+
+
+def _ranked_pair_by_pair(entries, shown: str, noisy: bool) -> list[str]:
+    """The ledger's rule as first written: a value inside a kept one is left out, a kept one
+    inside a new value gives way to it, each pair tested in turn."""
+    from ctxlayer.core.compress.ledger import MENTION_SCORE, _rank
+
+    out: list[str] = []
+    for e in sorted(entries, key=_rank):
+        v = e.value
+        if not v.strip() or (shown and v in shown) or (noisy and e.score <= MENTION_SCORE):
+            continue
+        if any(v in kept for kept in out):
+            continue
+        out = [kept for kept in out if kept not in v]
+        out.append(v)
+    return out
+
+
+values = st.lists(st.text(alphabet="ab/.\0 c", max_size=6), max_size=30)
+
+
+@settings(max_examples=500, deadline=None)
+@given(values, st.sampled_from(["", "a/b", "c"]), st.booleans())
+def test_the_ledgers_merge_of_values_is_the_pair_by_pair_rule(vals, shown, noisy):
+    from ctxlayer.core.compress.ledger import Entry, _ranked
+
+    entries = [Entry(v, score=k % 3, last=k) for k, v in enumerate(vals)]
+    assert _ranked(entries, shown, "numbers" if noisy else "paths") == \
+        _ranked_pair_by_pair(entries, shown, noisy)

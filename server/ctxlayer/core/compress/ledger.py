@@ -249,24 +249,30 @@ _NOISY = frozenset({"numbers"})
 
 def _ranked(entries: list[Entry], shown: str, kind: str = "") -> list[str]:
     """Values best first, merged into longer values that contain them, minus those shown (and,
-    for a noisy kind, minus those mentioned once outside prose)."""
-    out: list[str] = []
+    for a noisy kind, minus those mentioned once outside prose). A value inside one taken
+    before it is left out; one taken before a value that contains it gives way to that value.
+    Inside is transitive, so both tests may look at every value taken, in one search over
+    their NUL-joined text (one search a value, not one a pair: most of a long ledger's time)."""
     noisy = kind in _NOISY
-    # the kept values in one text, so "contained in a kept one" is one search, not one a value
-    joined, fresh = "", True
+    taken: list[str] = []
+    joined = ""
     for e in sorted(entries, key=_rank):
         v = e.value
         if not v.strip() or (shown and v in shown) or (noisy and e.score <= MENTION_SCORE):
             continue
-        if not fresh:
-            joined, fresh = "\0".join(out), True
-        if v in joined and "\0" not in v:
+        if v in joined if "\0" not in v else any(v in t for t in taken):
             continue
-        if "\0" in v and any(v in kept for kept in out):
+        taken.append(v)
+        joined += "\0" + v
+    # from the last taken back: a value a later one contains gave way to it
+    out: list[str] = []
+    later = ""
+    for v in reversed(taken):
+        if v in later if "\0" not in v else any(v in t for t in out):
             continue
-        out = [kept for kept in out if kept not in v]
         out.append(v)
-        fresh = False
+        later += "\0" + v
+    out.reverse()
     return out
 
 
