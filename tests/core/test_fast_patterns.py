@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -48,9 +49,18 @@ def test_the_rewritten_patterns_find_what_their_plain_spelling_finds(text):
             [m.span() for m in re.compile(plain).finditer(text)], name
 
 
+@pytest.mark.parametrize("dense", [0, 10**9])  # by the line always / never
 @settings(max_examples=400, deadline=None)
-@given(texts)
-def test_a_pattern_run_on_the_lines_with_its_words_finds_what_a_whole_run_finds(text):
+@given(text=texts)
+def test_a_pattern_run_on_the_lines_with_its_words_finds_what_a_whole_run_finds(dense, text):
+    facts._DENSE_CHARS, before = dense, facts._DENSE_CHARS
+    try:
+        _same_by_lines(text)
+    finally:
+        facts._DENSE_CHARS = before
+
+
+def _same_by_lines(text: str) -> None:
     for rx, needles in ((facts._TEST, ("test_", ".py::", "Test")),
                         (facts._EXCEPTION, facts._EXCEPTION_WORDS),
                         (facts._FILE_LOC, (":",)), (facts._CALL, ("(",)),
