@@ -242,9 +242,10 @@ def test_a_kind_read_on_two_threads_at_once_gives_each_the_same_values(monkeypat
             if n == 7 and not meanwhile:
                 meanwhile.append([])  # the second reader, once
                 meanwhile[0] = list(shared.values("paths"))
+                meanwhile.append(list(shared.paths))  # and the whole kind, as extract_facts asks
             yield found
 
     monkeypatch.setattr(facts, "_paths", interrupted)
     first = list(shared.values("paths"))
-    assert meanwhile and meanwhile[0] == list(whole)
+    assert meanwhile and meanwhile[0] == list(whole) and meanwhile[1] == list(whole)
     assert first == list(whole) and shared.paths == whole

@@ -754,11 +754,9 @@ class NamedFacts:
 
     def _kind(self, kind: str) -> tuple[str, ...]:
         got = self._kinds.get(kind)
-        if got is None:
-            for _ in self.values(kind):
-                pass
-            got = self._kinds[kind]
-        return got
+        # the values as read, not the kept tuple: a reader that read a stream of its own (the
+        # shared one busy on another thread) may end before that one is kept
+        return got if got is not None else tuple(self.values(kind))
 
     paths = _Kind()
     commands = _Kind()
