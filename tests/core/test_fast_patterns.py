@@ -158,3 +158,19 @@ def test_the_ledgers_merge_of_values_is_the_pair_by_pair_rule(vals, shown, noisy
     entries = [Entry(v, score=k % 3, last=k) for k, v in enumerate(vals)]
     assert _ranked(entries, shown, "numbers" if noisy else "paths") == \
         _ranked_pair_by_pair(entries, shown, noisy)
+
+
+# path-like pieces and every kind of gap a word can end at: spaces str.split takes (a no-break
+# space, a record separator, a line separator) and the marks a path stops at
+PATH_PIECES = ["src/a.py", "./run.sh", "../x", "~/.cfg", "/usr/lib/", "a/b", "I/O", "x.py",
+               "a.tar.gz", "README.md:", "C:\\x\\y.py", "D:\\", "\\\\srv\\share", "@scope/pkg",
+               "a+b/c", "-", ".", "..", "/", "\\", ":", "@", "~", "+", "_", "x", "é", "9", "a.b",
+               "(", ")", "'", '"', ",", "`", " ", "\t", "\n", "\u00a0", "\x1c", "\u2028", "\u200b",
+               "https://e.com/a.py", "File \"a.py\", line 3", "foo.py-", "v1.2.3", "x.pyc"]
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.sampled_from(PATH_PIECES), max_size=30).map("".join))
+def test_paths_found_word_by_word_are_what_the_whole_run_finds(text):
+    assert list(facts._path_matches(text)) == \
+        [(m.start(), m.group(0)) for m in facts._PATH.finditer(text)]

@@ -63,11 +63,16 @@ _EXT = (
     r"dockerfile|tf|hcl|ipynb|r|jl|ex|exs|erl|hs|ml|dart|zig|nim|cmake|mk|gitignore|patch|diff"
 )
 _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,15}://[^\s<>\"'`)\]]+")
+#: a path: one with slashes, a file name with a known extension, a Windows path. No match holds
+#: a space, so `_path_matches` runs it word by word; a word without a slash or a backslash can
+#: only hold a file name, which `_FILE_NAME` alone finds.
+_FILE_NAME = rf"(?<![\w/.-])[\w-][\w.-]*\.(?:{_EXT})(?![\w-])"
 _PATH = re.compile(
     r"(?<![\w/:.@-])(?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]*"
-    rf"|(?<![\w/.-])[\w-][\w.-]*\.(?:{_EXT})(?![\w-])"
+    rf"|{_FILE_NAME}"
     r"|\b[A-Za-z]:\\(?:[\w.-]+\\)*[\w.-]+"
 )
+_PATH_IN_NAME = re.compile(_FILE_NAME)
 _EXT_RX = re.compile(rf"\.(?:{_EXT})$", re.IGNORECASE)
 _TRAIL = ".,;:!?)]}'\"`"
 
@@ -464,12 +469,34 @@ def _merged(*found: Iterable[tuple[int, str]]) -> Found:
 
 def _paths(text: str) -> Found:
     def cleaned() -> Found:
-        for m in _PATH.finditer(text) if _has_path(text) else ():
-            p = _clean_path(m.group(0))
+        for at, raw in _path_matches(text) if _has_path(text) else ():
+            p = _clean_path(raw)
             if p:
-                yield m.start(), p
+                yield at, p
 
     return _merged(cleaned(), ((m.start(1), m.group(1)) for m in _PY_LOC.finditer(text)))
+
+
+def _path_matches(text: str) -> Found:
+    """`_PATH`'s matches in ``text`` (start, text), found word by word: the words split at
+    whitespace in C, and the pattern run only on those with a slash, a backslash or a dot. A
+    pattern that starts with a look-behind is tried at every character (most of the facts' time
+    on a long output); a word's edges are whitespace, which no look-around of it accepts, so a
+    word alone matches as it does in the text (a property test holds it to the whole run)."""
+    at, find = 0, text.find
+    for word in text.split():
+        if "/" in word or "\\" in word:
+            rx = _PATH
+        elif "." in word:
+            rx = _PATH_IN_NAME
+        else:
+            continue
+        # the first occurrence past the last word with a dot is this one: an earlier word
+        # holding it would hold its dot or slash too
+        at = find(word, at)
+        for m in rx.finditer(word):
+            yield at + m.start(), m.group(0)
+        at += len(word)
 
 
 def _line_numbers(text: str) -> Found:
