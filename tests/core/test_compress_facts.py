@@ -237,8 +237,8 @@ def test_a_kind_read_on_two_threads_at_once_gives_each_the_same_values(monkeypat
     meanwhile: list[list[str]] = []
     paths = facts._paths
 
-    def interrupted(plain: str):
-        for n, found in enumerate(paths(plain)):
+    def interrupted(plain: str, words=None):
+        for n, found in enumerate(paths(plain, words)):
             if n == 7 and not meanwhile:
                 meanwhile.append([])  # the second reader, once
                 meanwhile[0] = list(shared.values("paths"))

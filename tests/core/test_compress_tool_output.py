@@ -140,7 +140,8 @@ def test_a_note_full_after_the_errors_never_reads_the_paths(monkeypatch):
 
     read: list[str] = []
     paths = facts._paths
-    monkeypatch.setattr(facts, "_paths", lambda text: read.append(text) or paths(text))
+    monkeypatch.setattr(facts, "_paths",
+                        lambda text, words=None: read.append(text) or paths(text, words))
     errors = [f"E{4000 + k}: check {k} failed in src/pkg/mod_{k}.py" for k in range(60)]
     text = "\n".join(f"ok step {k}" for k in range(200)) + "\n" + "\n".join(errors)
     out = shorten(text, 120, COUNTER)

@@ -36,7 +36,8 @@ PIECES = ["E1234", "TS2345", "ISO9001", "line 42", "Line 3-7", "ln12", "#L5-L9",
           "agoroutine 7 [", "=", "Port: 8080", "TIMEOUT = 30", "max of 5", "top_K=3", "xmax 4",
           "12 ms", "3,5 MB", "x12ms", "Temperature\n0.7", "WorkspaceSegment", "aFooBar",
           "Exited with code 3", "<returncode>1</returncode>", "Return code: -2", "xexit 1",
-          "FAIL", "line 9", "a.py:3", "Traceback", "Exception"]
+          "FAIL", "line 9", "a.py:3", "Traceback", "Exception", "returned 404", "RESPONSE: 503",
+          "Status code=201", "http 200", "x", "exit", "http", "status", "response"]
 texts = st.lists(st.sampled_from(PIECES), max_size=40).map("".join)
 
 
@@ -63,7 +64,7 @@ def test_a_pattern_run_on_the_lines_with_its_words_finds_what_a_whole_run_finds(
 def _same_by_lines(text: str) -> None:
     for rx, needles in ((facts._TEST, ("test_", ".py::", "Test")),
                         (facts._EXCEPTION, facts._EXCEPTION_WORDS),
-                        (facts._FILE_LOC, (":",)), (facts._CALL, ("(",)),
+                        (facts._CALL, ("(",)),
                         (facts._SNAKE, ("_",))):
         assert [m.span() for m in facts._in_lines(rx, text, needles)] == \
             [m.span() for m in rx.finditer(text)], rx.pattern[:40]
@@ -72,11 +73,21 @@ def _same_by_lines(text: str) -> None:
 @settings(max_examples=400, deadline=None)
 @given(texts)
 def test_a_case_blind_pattern_is_skipped_only_where_it_cannot_match(text):
+    low = text.lower()
     for rx, words in ((facts._HTTP, facts._HTTP_WORDS), (facts._EXIT, ("exit",))):
-        if facts._ascii_lacks(text, words):
+        if text.isascii() and not any(w in low for w in words):
             assert rx.search(text) is None
     if not any(w in text for w in facts._ORA_WORDS):
         assert facts._ORA.search(text) is None
+
+
+@settings(max_examples=400, deadline=None)
+@given(texts)
+def test_the_lowered_http_and_exit_patterns_find_what_the_case_blind_ones_find_on_ascii(text):
+    if text.isascii():
+        for lowered, blind in ((facts._HTTP_LOWER, facts._HTTP), (facts._EXIT_LOWER, facts._EXIT)):
+            assert [(m.span(), m.groups()) for m in lowered.finditer(text.lower())] == \
+                [(m.span(), m.groups()) for m in blind.finditer(text)], blind.pattern[:30]
 
 
 #: how a log line was first told, in one pattern searched anywhere in the line
@@ -166,11 +177,15 @@ PATH_PIECES = ["src/a.py", "./run.sh", "../x", "~/.cfg", "/usr/lib/", "a/b", "I/
                "a.tar.gz", "README.md:", "C:\\x\\y.py", "D:\\", "\\\\srv\\share", "@scope/pkg",
                "a+b/c", "-", ".", "..", "/", "\\", ":", "@", "~", "+", "_", "x", "é", "9", "a.b",
                "(", ")", "'", '"', ",", "`", " ", "\t", "\n", "\u00a0", "\x1c", "\u2028", "\u200b",
-               "https://e.com/a.py", "File \"a.py\", line 3", "foo.py-", "v1.2.3", "x.pyc"]
+               "https://e.com/a.py", "File \"a.py\", line 3", "foo.py-", "v1.2.3", "x.pyc",
+               "a.py:12", "src/b.ts:3:9", "C:\\w\\c.go:7", ":4", "x.md:1:", "12345"]
 
 
 @settings(max_examples=600, deadline=None)
 @given(st.lists(st.sampled_from(PATH_PIECES), max_size=30).map("".join))
-def test_paths_found_word_by_word_are_what_the_whole_run_finds(text):
+def test_paths_and_file_lines_found_word_by_word_are_what_the_whole_run_finds(text):
     assert list(facts._path_matches(text)) == \
         [(m.start(), m.group(0)) for m in facts._PATH.finditer(text)]
+    assert [(at + m.start(), m.groups())
+            for at, m in facts._word_matches(text, facts._file_loc_pattern)] == \
+        [(m.start(), m.groups()) for m in facts._FILE_LOC.finditer(text)]

@@ -545,7 +545,8 @@ def _counting_path_reads(monkeypatch) -> list[str]:
 
     read: list[str] = []
     paths = facts._paths
-    monkeypatch.setattr(facts, "_paths", lambda text: read.append(text) or paths(text))
+    monkeypatch.setattr(facts, "_paths",
+                        lambda text, words=None: read.append(text) or paths(text, words))
     return read
 
 

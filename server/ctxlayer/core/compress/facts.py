@@ -110,6 +110,12 @@ _ORA = re.compile(r"\b(?:ORA|PLS|SQLSTATE)[-\s]?\d{5}\b")
 _EXIT = re.compile(
     r"\bexit(?:ed)?(?:\s(?:with|code|status)){0,3}[\s:=]{1,3}(\d{1,3})\b", re.IGNORECASE
 )
+# the two above for ASCII text lowered: a literal first, the `\b` after it (see _ERROR_CODE),
+# so the engine jumps to the letters instead of trying a case-blind pattern at every character
+_HTTP_LOWER = re.compile(
+    r"h(?<!\wh)ttp(?:/\d(?:\.\d)?)?\s?([1-5]\d\d)\b"
+    r"|(?:s(?<!\ws)tatus(?:\s?code)?|r(?<!\wr)e(?:turned|sponse))[\s:=]{1,3}([1-5]\d\d)\b")
+_EXIT_LOWER = re.compile(r"e(?<!\we)xit(?:ed)?(?:\s(?:with|code|status)){0,3}[\s:=]{1,3}(\d{1,3})\b")
 
 _DOTTED = re.compile(r"(?<![\w.@/-])[a-z_][a-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+(?!\.?[\w(/-])")
 _DOMAIN_END = frozenset(
@@ -410,16 +416,6 @@ def _in_lines(rx: re.Pattern[str], text: str, needles: tuple[str, ...]) -> Itera
         yield from rx.finditer(text, start, end)
 
 
-def _ascii_lacks(text: str, words: tuple[str, ...]) -> bool:
-    """Whether an ASCII ``text`` holds none of the lowercase ``words`` in any case: a
-    case-blind pattern that needs one of them cannot match. False for other text (a
-    case-blind `s` also matches `ſ`, an `i` the dotless `ı`), where the pattern runs."""
-    if not text.isascii():
-        return False
-    low = text.lower()
-    return not any(w in low for w in words)
-
-
 def _has_path(text: str) -> bool:
     return "/" in text or "\\" in text or _DOT_NAME.search(text) is not None
 
@@ -467,9 +463,9 @@ def _merged(*found: Iterable[tuple[int, str]]) -> Found:
     return heapq.merge(*found, key=itemgetter(0))
 
 
-def _paths(text: str) -> Found:
+def _paths(text: str, words: list[str] | None = None) -> Found:
     def cleaned() -> Found:
-        for at, raw in _path_matches(text) if _has_path(text) else ():
+        for at, raw in _path_matches(text, words) if _has_path(text) else ():
             p = _clean_path(raw)
             if p:
                 yield at, p
@@ -477,34 +473,48 @@ def _paths(text: str) -> Found:
     return _merged(cleaned(), ((m.start(1), m.group(1)) for m in _PY_LOC.finditer(text)))
 
 
-def _path_matches(text: str) -> Found:
-    """`_PATH`'s matches in ``text`` (start, text), found word by word: the words split at
-    whitespace in C, and the pattern run only on those with a slash, a backslash or a dot. A
-    pattern that starts with a look-behind is tried at every character (most of the facts' time
-    on a long output); a word's edges are whitespace, which no look-around of it accepts, so a
-    word alone matches as it does in the text (a property test holds it to the whole run)."""
+def _path_matches(text: str, words: list[str] | None = None) -> Found:
+    """`_PATH`'s matches in ``text`` (start, text), found word by word (`_word_matches`): the
+    pattern run only on the words with a slash, a backslash or a dot."""
+    for at, m in _word_matches(text, _path_pattern, words):
+        yield at + m.start(), m.group(0)
+
+
+def _path_pattern(word: str) -> re.Pattern[str] | None:
+    if "/" in word or "\\" in word:
+        return _PATH
+    return _PATH_IN_NAME if "." in word else None
+
+
+def _word_matches(text: str, pattern_for: Callable[[str], re.Pattern[str] | None],
+                  words: list[str] | None = None) -> Iterator[tuple[int, re.Match[str]]]:
+    """(where the word starts, a match in the word) of a pattern none of whose matches holds
+    whitespace, run word by word: the words split at whitespace in C (``words``:
+    ``text.split()``, when the caller has them), the pattern each word needs, or None where a
+    word cannot hold a match. A pattern that starts with a look-behind is tried at every
+    character (most of the facts' time on a long output); a word's edges are whitespace, which
+    no look-around of these patterns accepts, so a word alone matches as it does in the text
+    (property tests hold each to the whole run). ``pattern_for`` must give a pattern to every
+    word that holds one it gives a pattern to (a test of the characters a word holds)."""
     at, find = 0, text.find
-    for word in text.split():
-        if "/" in word or "\\" in word:
-            rx = _PATH
-        elif "." in word:
-            rx = _PATH_IN_NAME
-        else:
+    for word in text.split() if words is None else words:
+        rx = pattern_for(word)
+        if rx is None:
             continue
-        # the first occurrence past the last word with a dot is this one: an earlier word
-        # holding it would hold its dot or slash too
+        # the first occurrence past the last word searched is this one: a word between them
+        # that held it would have been given a pattern too
         at = find(word, at)
         for m in rx.finditer(word):
-            yield at + m.start(), m.group(0)
+            yield at, m
         at += len(word)
 
 
-def _line_numbers(text: str) -> Found:
+def _line_numbers(text: str, words: list[str] | None = None) -> Found:
     if not _has_digit(text):
         return iter(())
     in_py_loc = _span_checker([m.span() for m in _PY_LOC.finditer(text)])
 
-    def words() -> Found:
+    def said() -> Found:
         for m in _LINE_WORD.finditer(text):
             if in_py_loc(m.start()):
                 continue
@@ -515,10 +525,15 @@ def _line_numbers(text: str) -> Found:
 
     return _merged(
         ((m.start(), f"{m.group(1)} line {m.group(2)}") for m in _PY_LOC.finditer(text)),
-        ((m.start(), f"{m.group(1)}:{m.group(2)}") for m in _in_lines(_FILE_LOC, text, (":",))
+        ((at + m.start(), f"{m.group(1)}:{m.group(2)}")
+         for at, m in _word_matches(text, _file_loc_pattern, words)
          if m.group(1).strip("./\\")),
-        words(),
+        said(),
         ((m.start(), "line " + m.group(1)) for m in _LINE_ZH.finditer(text)))
+
+
+def _file_loc_pattern(word: str) -> re.Pattern[str] | None:
+    return _FILE_LOC if ":" in word and "." in word else None
 
 
 def _error_codes(text: str) -> Found:
@@ -529,13 +544,17 @@ def _error_codes(text: str) -> Found:
     if _has_digit(text):
         found.append((m.start(), m.group(0)) for m in _ERROR_CODE.finditer(text)
                      if m.group(0).rstrip("0123456789") not in _ERROR_CODE_STOP)
-        if not _ascii_lacks(text, _HTTP_WORDS):
+        low = text.lower() if text.isascii() else None
+        if low is None or any(w in low for w in _HTTP_WORDS):
             found.append((m.start(), f"HTTP {m.group(1) or m.group(2)}")
-                         for m in _HTTP.finditer(text))
+                         for m in (_HTTP.finditer(text) if low is None else
+                                   _HTTP_LOWER.finditer(low)))
         if any(w in text for w in _ORA_WORDS):
             found.append((m.start(), m.group(0)) for m in _ORA.finditer(text))
-        if not _ascii_lacks(text, ("exit",)):
-            found.append((m.start(), f"exit {m.group(1)}") for m in _EXIT.finditer(text))
+        if low is None or "exit" in low:
+            found.append((m.start(), f"exit {m.group(1)}")
+                         for m in (_EXIT.finditer(text) if low is None else
+                                   _EXIT_LOWER.finditer(low)))
     return _merged(*found)
 
 
@@ -709,11 +728,12 @@ class NamedFacts:
     paths and lines of a 30 KB output. Reads as a Facts of the named kinds (the same
     attributes, the same values); `read` gives the Facts itself."""
 
-    __slots__ = ("_kinds", "_plain", "_streams", "text")
+    __slots__ = ("_kinds", "_plain", "_streams", "_words", "text")
 
     def __init__(self, text: str, plain: str | None = None) -> None:
         self.text = text if isinstance(text, str) else ""
         self._plain = plain
+        self._words: list[str] | None = None  # the plain text's words, once a kind needs them
         self._kinds: dict[str, tuple[str, ...]] = {}  # kinds read to their end
         # kinds being read: the values so far, and the pump that reads one more into them
         self._streams: dict[str, tuple[list[str], Iterator[None]]] = {}
@@ -730,8 +750,12 @@ class NamedFacts:
         if self._plain is None:  # the others from the text with its URLs blanked
             self._plain = _blank_urls(text)
         plain = self._plain
-        return _firsts(_paths(plain) if kind == "paths" else
-                       _line_numbers(plain) if kind == "line_numbers" else _tests(plain))
+        if kind == "tests":
+            return _firsts(_tests(plain))
+        words = self._words
+        if words is None:  # split once for the two kinds read word by word
+            words = self._words = plain.split()
+        return _firsts(_paths(plain, words) if kind == "paths" else _line_numbers(plain, words))
 
     def _stream(self, kind: str) -> tuple[list[str], Iterator[None]]:
         got = self._streams.get(kind)
@@ -772,6 +796,8 @@ class NamedFacts:
                 except StopIteration:
                     if k >= len(seen):
                         self._kinds[kind] = tuple(seen)
+                        if "paths" in self._kinds and "line_numbers" in self._kinds:
+                            self._words = None  # both read: not kept for as long as the facts
                         return
                 except ValueError:  # being read on another thread right now
                     yield from itertools.islice(self._found(kind), k, None)
