@@ -25,10 +25,13 @@ class Family:
     name: str
     #: the upstream's `/v1` base URL from the gateway's config
     v1: Callable[[GatewayConfig], str]
+    #: a model of the family: the gateway builds its encoding when it starts, so the first
+    #: request does not wait for the build (half a second of a cold start's first request)
+    model: str
 
 
-OPENAI = Family("openai", lambda c: c.openai_base_url.rstrip("/"))  # configured with its /v1
-ANTHROPIC = Family("anthropic", lambda c: c.anthropic_base_url.rstrip("/") + "/v1")
+OPENAI = Family("openai", lambda c: c.openai_base_url.rstrip("/"), "gpt-4o")  # its /v1 given
+ANTHROPIC = Family("anthropic", lambda c: c.anthropic_base_url.rstrip("/") + "/v1", "claude")
 
 
 def _chat_summary(model: str, instructions: str, text: str, max_tokens: int) -> dict:

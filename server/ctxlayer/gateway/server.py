@@ -361,4 +361,5 @@ async def start_gateway(state: State, caller: Caller, config: GatewayConfig) -> 
     Raises NotLoopback for a non-loopback host, OSError when the port is taken."""
     server = await GatewayServer(state, caller, config).start()
     state.gateway_urls = server.urls
+    state.tokenizers.preload(dict.fromkeys(p.family.model for p in PROVIDERS))
     return server

@@ -12,7 +12,7 @@ import asyncio
 import gc
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from ctxlayer.core.tokens import CountCache
@@ -95,6 +95,14 @@ class Tokenizers:
         if guarded is None or guarded.cache is not cache:
             guarded = self._guarded[id(cache)] = GuardedCounter(cache, self.lock)
         return guarded
+
+    def preload(self, models: Iterable[str | None]) -> None:
+        """Start building the encodings of ``models`` on threads of their own and return at
+        once: a server that will count with them builds them before its first request."""
+        from ctxlayer.tokenizers import preload
+
+        for model in models:
+            preload(model)
 
     def can_inline(self, model: str | None, size: int) -> bool:
         """Whether work on `size` characters may run on the loop: its encoding is loaded (a
