@@ -43,6 +43,8 @@ class TrimCache:
             return 0
         old = self.msgs
         n, k = min(len(old), len(msgs)), 0
+        if msgs[:n] == old[:n]:  # the usual turn, a chat grown at its end: compared in C
+            return n
         while k < n and (msgs[k] is old[k] or msgs[k] == old[k]):
             k += 1
         return k
