@@ -83,7 +83,7 @@ class CountCache:
 
     def count_many(self, texts: list[str]) -> list[int]:
         """Counts of many texts; the uncached ones are encoded in one batch when the
-        tokenizer offers `count_batch` (tiktoken spreads it over threads)."""
+        tokenizer offers `count_batch` (the tiktoken counter spreads it over two threads)."""
         out, missing = self.known(texts)
         if not missing:
             return out  # type: ignore[return-value]
