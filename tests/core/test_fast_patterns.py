@@ -189,3 +189,20 @@ def test_paths_and_file_lines_found_word_by_word_are_what_the_whole_run_finds(te
     assert [(at + m.start(), m.groups())
             for at, m in facts._word_matches(text, facts._file_loc_pattern)] == \
         [(m.start(), m.groups()) for m in facts._FILE_LOC.finditer(text)]
+
+
+#: the ledger's test of a library path as first written, one pattern searched
+LIBRARY = re.compile(r"site-packages|dist-packages|/lib/python\d|^/usr/(?:local/)?lib/|conda|"
+                     r"node_modules|^<|^/dev/|^/proc/|^/usr/(?:local/)?bin/|^/bin/|(?:^|/)path/to/"
+                     r"|^[^/]+/$|^\d*s/[^/]*/[^/]*/")
+LIBRARY_PIECES = ["site-packages", "dist-packages", "/lib/python3", "/lib/python", "/lib/pythonx",
+                  "/usr/", "local/", "lib/", "bin/", "conda", "node_modules", "<", "/dev/", "/proc",
+                  "/", "path/to/", "a", "12", "s/", "x/", "\n", "٣", " ", ".py", "src", "/path"]
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from(LIBRARY_PIECES), max_size=8).map("".join))
+def test_a_library_path_is_told_as_the_one_pattern_tells_it(value):
+    from ctxlayer.core.compress.ledger import _is_library
+
+    assert _is_library(value) == (LIBRARY.search(value) is not None)

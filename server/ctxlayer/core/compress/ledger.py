@@ -55,15 +55,26 @@ MAX_PER_KIND = 300  # facts kept per kind in the state: the lowest-ranked give w
 # tokens a small budget cannot spare)
 _CODE_KINDS = frozenset({"commands"})
 # paths of installed libraries and the interpreter's frames: where a traceback passes, not the
-# project's files; they would crowd the project's paths out of the ledger
-_LIBRARY = re.compile(r"site-packages|dist-packages|/lib/python\d|^/usr/(?:local/)?lib/|conda|"
-                      r"node_modules|^<"
-                      # the system's devices and programs (`> /dev/null`, `#!/usr/bin/env`) and
-                      # the placeholders of instructions (`/path/to/file`): never the work's files
-                      r"|^/dev/|^/proc/|^/usr/(?:local/)?bin/|^/bin/|(?:^|/)path/to/"
-                      # a bare `name/` (a diff's `a/`, a regex's `False/`) and a sed
-                      # substitution (`12s/old/new/`): slashes, not files
-                      r"|^[^/]+/$|^\d*s/[^/]*/[^/]*/")
+# project's files; they would crowd the project's paths out of the ledger. Also the system's
+# devices and programs (`> /dev/null`, `#!/usr/bin/env`), the placeholders of instructions
+# (`/path/to/file`), a bare `name/` (a diff's `a/`, a regex's `False/`) and a sed substitution
+# (`12s/old/new/`): never the work's files.
+_LIBRARY_WORDS = ("site-packages", "dist-packages", "conda", "node_modules", "/path/to/")
+_LIBRARY_STARTS = ("<", "/dev/", "/proc/", "/bin/", "/usr/lib/", "/usr/local/lib/", "/usr/bin/",
+                   "/usr/local/bin/", "path/to/")
+_LIB_PYTHON = re.compile(r"/lib/python\d")
+_NOT_A_FILE = re.compile(r"[^/]+/$|\d*s/[^/]*/[^/]*/")
+
+
+def _is_library(value: str) -> bool:
+    """Whether a path or location is one of those: substring and prefix tests first, the two
+    shapes by pattern (one search of a pattern of all of them a value was most of the
+    ledger's time on a listing of paths; a property test holds this to that pattern)."""
+    return (any(w in value for w in _LIBRARY_WORDS) or value.startswith(_LIBRARY_STARTS)
+            or ("/lib/python" in value and _LIB_PYTHON.search(value) is not None)
+            or _NOT_A_FILE.match(value) is not None)
+
+
 _LOCATED = frozenset({"paths", "line_numbers"})
 _INLINE_SCRIPT = "<string> line "  # a `python -c` script's traceback location
 _FENCED = re.compile(r"^[ \t]{0,3}(```+|~~~+)[^\n]*\n.*?(?:^[ \t]{0,3}\1[ \t]*$|\Z)",
@@ -187,7 +198,7 @@ def add_messages(ledger: Ledger | None, messages: list[Message],
             for value in values:
                 if kind == "line_numbers" and value.startswith(_INLINE_SCRIPT):
                     value = value[len("<string> "):]  # no file to name: the line alone
-                elif kind in _LOCATED and _LIBRARY.search(value):
+                elif kind in _LOCATED and _is_library(value):
                     continue
                 if kind == "commands" and value in said:
                     score = SAID_SCORE
@@ -367,7 +378,7 @@ def facts_cut(original: str, kept: str, max_chars: int, facts: Named | None = No
         for value in values:
             if kind == "line_numbers" and value.startswith(_INLINE_SCRIPT):
                 continue
-            if kind in _LOCATED and _LIBRARY.search(value):
+            if kind in _LOCATED and _is_library(value):
                 continue
             if _shows(kept, kind, value, words) or (
                     value in lost_text if "\0" not in value else any(value in v for v in lost)):
