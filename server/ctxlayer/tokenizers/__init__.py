@@ -91,7 +91,7 @@ def _length_of(encoding: tiktoken.Encoding) -> Callable[[str], int]:
 
     def length(text: str) -> int:
         try:
-            return memoryview(to_buffer(text, none)).nbytes >> 2
+            return memoryview(to_buffer(text, none)).nbytes >> 2  # four bytes a token
         except UnicodeEncodeError:  # lone surrogates: replaced, as encode_ordinary does
             return len(encoding.encode_ordinary(text))
 
