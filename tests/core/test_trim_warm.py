@@ -32,8 +32,11 @@ def turns(draw) -> list[list[Message]]:
     chat = draw(conversations())
     out = [chat]
     for t in range(draw(st.integers(1, 4))):
-        how = draw(st.sampled_from(["append", "append", "append", "edit", "cut"]))
-        if how == "append" or not chat:
+        how = draw(st.sampled_from(["append", "append", "append", "doc", "edit", "cut"]))
+        if how == "doc":  # a retrieved document (capped in number and size, deduplicated)
+            chat = [*chat, Message(role="user", kind="doc", id=f"d{t}", content=draw(contents()),
+                                   pinned=draw(st.integers(0, 4)) == 0)]
+        elif how == "append" or not chat:
             role = draw(st.sampled_from(["user", "assistant"]))
             chat = [*chat, Message(role=role, id=f"n{t}", content=draw(contents()))]
         elif how == "edit":

@@ -10,6 +10,7 @@ from ctxlayer.core.compress.extractive import KEEP_RATIO, TaskKind, classify_tas
 from ctxlayer.core.trim.fit import Shortener, fit_fixed, fixed_set, shorten_longest
 from ctxlayer.core.trim.truncate import cut_lines
 from ctxlayer.core.trim.work import Work
+from ctxlayer.protocol import Message
 
 
 def _task(w: Work) -> tuple[TaskKind, tuple[str, ...]]:
@@ -121,11 +122,15 @@ def _allocate(w: Work, budget: int, classes: list[tuple[list[int], str]]) -> Non
                                            f"{max(room, 0)} left")
 
 
+def _doc(m: Message) -> bool:
+    return m.kind == "doc"
+
+
 def cap_docs(w: Work, budget: int, max_count: int, item_share: float) -> None:
     """Retrieved documents are capped in number and in size per item, so retrieval never
     fills the pool before history."""
     cap = max(1, int(budget * item_share))
-    docs = [i for i, m in enumerate(w.msgs) if w.alive[i] and m.kind == "doc" and not m.pinned]
+    docs = [i for i in w.where("docs", _doc) if w.alive[i] and not w.msgs[i].pinned]
     for rank, i in enumerate(docs):
         if rank >= max_count:
             w.drop(i, f"retrieval cap: only {max_count} documents per request")

@@ -47,8 +47,22 @@ def enrich(messages: Sequence[Message], attachments: Mapping[str, str]) -> list[
     return out
 
 
+def _ephemeral(m: Message) -> bool:
+    return m.ephemeral_ttl is not None
+
+
+def _has_reasoning(m: Message) -> bool:
+    return m.role == "assistant" and any(tag in m.content for tag in _REASONING_TAGS)
+
+
+def _output(m: Message) -> bool:
+    return not m.pinned and (m.role == "tool" or m.kind in ("toolOutput", "doc"))
+
+
 def prune_ephemeral(w: Work) -> None:
     """Drop ephemeral messages once `ephemeral_ttl` assistant turns have passed after them."""
+    if not w.where("ephemeral", _ephemeral):  # most chats have none: no walk to count turns
+        return
     age = 0
     for i in range(len(w.msgs) - 1, -1, -1):
         m = w.msgs[i]
@@ -60,16 +74,22 @@ def prune_ephemeral(w: Work) -> None:
 
 
 def strip_old_reasoning(w: Work, memo: Memo) -> None:
-    """Reasoning blocks of earlier assistant turns are removed; the latest turn keeps its own."""
+    """Reasoning blocks of earlier assistant turns are removed; the latest turn keeps its own.
+    Only the assistant messages that hold a reasoning tag are looked at (found once a message
+    on the warm path); the others have nothing to strip."""
+    tagged = w.where("reasoning", _has_reasoning)
+    if not tagged:
+        return
     latest = next((i for i in range(len(w.msgs) - 1, -1, -1) if w.msgs[i].role == "assistant"),
                   None)
     facts, content, alive = w.facts("strip"), w.content, w.alive
-    for i, m in enumerate(w.msgs):
-        if m.role != "assistant" or i == latest or m.pinned or not alive[i]:
+    for i in tagged:
+        m = w.msgs[i]
+        if i == latest or m.pinned or not alive[i]:
             continue
         text = content[i]
         hit = facts[i] if facts is not None else None
-        if hit is not None and hit[0] is text:  # the warm cache's, read inline: 400 messages
+        if hit is not None and hit[0] is text:  # the warm cache's, read inline
             stripped = hit[1]
         else:
             stripped = memo.get("strip", text, lambda t=text: (
@@ -87,12 +107,8 @@ def dedup(w: Work, min_tokens: int, memo: Memo) -> dict[int, int]:
     first: dict[str, int] = {}
     refs: dict[int, int] = {}
     facts = w.facts("norm")
-    for i, m in enumerate(w.msgs):
-        if not w.alive[i] or m.pinned or not (
-            m.role == "tool" or m.kind in ("toolOutput", "doc")
-        ):
-            continue
-        if w.tokens[i] - w.extra[i] < min_tokens:
+    for i in w.where("outputs", _output):
+        if not w.alive[i] or w.tokens[i] - w.extra[i] < min_tokens:
             continue
         text = w.content[i]
         hit = facts[i] if facts is not None else None

@@ -13,7 +13,8 @@ Like Memo it is injected: one per conversation, owned by the caller; the core ke
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+import bisect
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from ctxlayer.core.tokens import MessageFormat, Tokenizer
@@ -24,7 +25,7 @@ MAX_KINDS = 16
 
 
 class TrimCache:
-    __slots__ = ("counter", "extra", "facts", "fmt", "msgs", "reused", "tokens")
+    __slots__ = ("counter", "extra", "facts", "fmt", "lists", "msgs", "reused", "tokens")
 
     def __init__(self) -> None:
         self.msgs: list[Message] = []
@@ -34,6 +35,8 @@ class TrimCache:
         self.tokens: list[int] = []  # tokens of the message as it came, per message
         #: kind -> per position (the text it was derived from, the fact), or None
         self.facts: dict[Hashable, list[tuple[str, Any] | None]] = {}
+        #: name -> (the positions whose message a test holds for, how many messages were tested)
+        self.lists: dict[Hashable, tuple[list[int], int]] = {}
         self.reused = 0  # messages taken over by the last trim (for tests and benchmarks)
 
     def shared(self, msgs: list[Message], counter: Tokenizer, fmt: MessageFormat) -> int:
@@ -59,6 +62,20 @@ class TrimCache:
         fresh = [None] * (len(msgs) - same)
         for kind, facts in self.facts.items():
             self.facts[kind] = facts[:same] + fresh
+        for name, (where, tested) in self.lists.items():
+            self.lists[name] = (where[:bisect.bisect_left(where, same)], min(tested, same))
+
+    def where(self, name: Hashable, test: Callable[[Message], bool]) -> list[int]:
+        """The positions of this trim's messages that ``test`` (a test of the message alone,
+        named ``name``) holds for, in order: the shared prefix's as the previous trims found
+        them, only the new messages tested. A stage that concerns a few messages (documents,
+        ephemeral ones, tool outputs) then looks at those, not at all 400."""
+        where, tested = self.lists.get(name, ([], 0))
+        msgs = self.msgs
+        if tested < len(msgs):
+            where = where + [i for i in range(tested, len(msgs)) if test(msgs[i])]
+            self.lists[name] = (where, len(msgs))
+        return where
 
     def column(self, kind: Hashable) -> list[tuple[str, Any] | None]:
         """The facts `kind` by position: entry i is (the text it was derived from, the fact)

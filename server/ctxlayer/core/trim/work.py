@@ -104,6 +104,13 @@ class Work:
             return self.tokens[g] if self.alive[g] else 0
         return sum(self.tokens[j] for j in members if self.alive[j])
 
+    def where(self, name, test) -> list[int]:
+        """The positions of the messages ``test`` (of a message alone, named ``name``) holds
+        for, in order; the warm cache's for the shared prefix (TrimCache.where)."""
+        if self.cache is None:
+            return [i for i, m in enumerate(self.msgs) if test(m)]
+        return self.cache.where(name, test)
+
     def facts(self, kind):
         """The warm cache's facts `kind` by position (see TrimCache.column), or None without a
         cache: for loops over every message, which read and fill them inline."""
