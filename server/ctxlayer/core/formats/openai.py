@@ -207,7 +207,16 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
            ) -> Encoded:
     """The payload with `messages` replaced by the kept ones; OpenAI has no cache markers, so
     `cache_breakpoints` is accepted and ignored."""
-    out = [_native_of(decoded, m) for m in kept]
+    # a message kept as it came (most of a long chat) is its native dict, looked up here
+    # without a call: a warm re-trim of 1M tokens writes 270 of them back every turn
+    index, sources, natives, msgs = (decoded.index, decoded.sources, decoded.payload["messages"],
+                                     decoded.messages)
+    out = []
+    for m in kept:
+        pos = index.get(m.id) if m.id is not None else None
+        native = natives[sources[pos]] if pos is not None and m is msgs[pos] else None
+        out.append(native if native is not None and "ctxlayer" not in native
+                   else _native_of(decoded, m))
     result = Encoded(payload={})
     out = _repair_tool_pairs(out, [m.id for m in kept], result, decoded)
     result.payload = {**decoded.payload, "messages": out}
