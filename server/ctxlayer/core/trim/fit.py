@@ -20,7 +20,7 @@ from ctxlayer.core.errors import ContextError
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.trim.truncate import truncate_blocks
 from ctxlayer.core.trim.work import Work
-from ctxlayer.protocol import AuditAction
+from ctxlayer.protocol import AuditAction, Message
 
 #: the memo's kind for `named_facts` of a text: an outline at another cap names the same facts,
 #: and a caller that read them already (prepare's step) leaves them there
@@ -41,15 +41,22 @@ def fixed_set(w: Work, every_system: bool = False) -> set[int]:
             break
         keep.add(i)
     p0 = w.pinned.get(every_system)
-    if p0 is None:  # reduce and limit both ask: scan the messages once
-        p0 = w.pinned[every_system] = [
-            i for i, m in enumerate(w.msgs)
-            if m.pinned or (every_system and (m.role == "system" or m.priority == 0))]
+    if p0 is None:  # reduce and limit both ask: found once (on the warm path, for new messages)
+        p0 = w.pinned[every_system] = w.where(("p0", every_system),
+                                              _p0_or_system if every_system else _pinned)
     for i in p0:
         keep.update(w.group_of(i))
     if w.question is not None:
         keep.update(w.group_of(w.question))
     return {i for i in keep if w.alive[i]}
+
+
+def _pinned(m: Message) -> bool:
+    return m.pinned
+
+
+def _p0_or_system(m: Message) -> bool:
+    return m.pinned or m.role == "system" or m.priority == 0
 
 
 def truncatable(w: Work, i: int) -> bool:
@@ -240,10 +247,11 @@ def reduce(w: Work, budget: int, sh: Shortener) -> None:
         return
     fixed = fixed_set(w)
     room = fit_fixed(w, fixed, budget, sh)
-    rest = [i for i in range(len(w.msgs) - 1, -1, -1) if i not in fixed and w.alive[i]]
+    alive = w.alive
+    rest = (i for i in range(len(w.msgs) - 1, -1, -1) if i not in fixed and alive[i])
     if w.total <= 2 * budget:  # little over: every message is a candidate, no need to estimate
-        window = rest
-    else:
+        window = list(rest)
+    else:  # newest first, as far as the room reaches: older messages are not even listed
         window, acc = [], 0
         estimate = sh.estimates()
         for i in rest:

@@ -69,7 +69,7 @@ class TrimCache:
         """The positions of this trim's messages that ``test`` (a test of the message alone,
         named ``name``) holds for, in order: the shared prefix's as the previous trims found
         them, only the new messages tested. A stage that concerns a few messages (documents,
-        ephemeral ones, tool outputs) then looks at those, not at all 400."""
+        ephemeral ones, tool outputs) then looks at those, not at all 400. Read, never changed."""
         where, tested = self.lists.get(name, ([], 0))
         msgs = self.msgs
         if tested < len(msgs):
