@@ -35,16 +35,24 @@ def lead_of(messages: Sequence[Message], i: int) -> int:
 
 
 class ToolGroups:
-    __slots__ = ("lead", "members", "orphans")
+    __slots__ = ("lead", "members", "orphans", "owner")
 
-    def __init__(self, messages: Sequence[Message]) -> None:
-        owner: dict[str, int] = {}
+    def __init__(self, messages: Sequence[Message], since: ToolGroups | None = None) -> None:
+        """``since``: the groups of the first messages of ``messages`` (a list grown at its
+        end since they were made, as a chat's turn is): only the messages after them are read.
+        A result can only join the group of a call before it, so theirs stay as they were."""
+        start = len(since.lead) if since is not None else 0
+        #: each call id's message, the lead of its group
+        owner: dict[str, int] = dict(since.owner) if since is not None else {}
         #: each message's group, by the index of the message that leads it
-        self.lead: list[int] = list(range(len(messages)))
-        #: a group with results: its lead and its results, in order (others are just [i])
-        self.members: dict[int, list[int]] = {}
-        self.orphans: list[int] = []  # results whose call is not in the list
-        for i, m in enumerate(messages):
+        self.lead: list[int] = [*since.lead, *range(start, len(messages))] if since is not None \
+            else list(range(len(messages)))
+        #: a group with results: its lead and its results, in order (others are just [i]);
+        #: a list is never changed once made (a later turn's groups share them)
+        members: dict[int, list[int]] = dict(since.members) if since is not None else {}
+        self.orphans: list[int] = list(since.orphans) if since is not None else []
+        for i in range(start, len(messages)):
+            m = messages[i]
             if m.tool_calls:
                 for call in m.tool_calls:
                     owner[call.id] = i
@@ -54,7 +62,8 @@ class ToolGroups:
                     self.orphans.append(i)
                     continue
                 self.lead[i] = g
-                self.members.setdefault(g, [g]).append(i)
+                members[g] = [*members.get(g, (g,)), i]
+        self.members, self.owner = members, owner
 
     def of(self, i: int) -> list[int]:
         """The indices of message i's group, in order."""

@@ -17,6 +17,7 @@ import bisect
 from collections.abc import Callable, Hashable
 from typing import Any
 
+from ctxlayer.core.groups import ToolGroups
 from ctxlayer.core.tokens import MessageFormat, Tokenizer
 from ctxlayer.protocol import Message
 
@@ -25,7 +26,8 @@ MAX_KINDS = 16
 
 
 class TrimCache:
-    __slots__ = ("counter", "extra", "facts", "fmt", "lists", "msgs", "reused", "tokens")
+    __slots__ = ("counter", "extra", "facts", "fmt", "groups", "lists", "msgs", "reused",
+                 "tokens")
 
     def __init__(self) -> None:
         self.msgs: list[Message] = []
@@ -35,6 +37,8 @@ class TrimCache:
         self.tokens: list[int] = []  # tokens of the message as it came, per message
         #: kind -> per position (the text it was derived from, the fact), or None
         self.facts: dict[Hashable, list[tuple[str, Any] | None]] = {}
+        #: the tool groups of the messages the last trim linked, while they lead this trim's
+        self.groups: ToolGroups | None = None
         #: name -> (the positions whose message a test holds for, how many messages were tested)
         self.lists: dict[Hashable, tuple[list[int], int]] = {}
         self.reused = 0  # messages taken over by the last trim (for tests and benchmarks)
@@ -62,6 +66,8 @@ class TrimCache:
         fresh = [None] * (len(msgs) - same)
         for kind, facts in self.facts.items():
             self.facts[kind] = facts[:same] + fresh
+        if self.groups is not None and len(self.groups.lead) > same:
+            self.groups = None  # a message they read changed: made again from the start
         for name, (where, tested) in self.lists.items():
             self.lists[name] = (where[:bisect.bisect_left(where, same)], min(tested, same))
 

@@ -90,7 +90,10 @@ class Work:
     def link_tool_results(self) -> None:
         """Tie every tool result to its call (core/groups.py); a result whose call is absent
         is dropped."""
-        groups = ToolGroups(self.msgs)
+        cache = self.cache
+        groups = ToolGroups(self.msgs, cache.groups if cache is not None else None)
+        if cache is not None:
+            cache.groups = groups  # read, never changed: the next turn's start from them
         self.group, self.members = groups.lead, groups.members
         for i in groups.orphans:
             self.drop(i, "orphan: the tool call this result answers is not in the conversation")
