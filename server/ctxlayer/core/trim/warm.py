@@ -4,9 +4,11 @@ kept by the caller in a TrimCache and taken over for the messages the new turn s
 A chat grows by a message or two a turn; counting, describing and outlining its 400 unchanged
 messages again is most of a re-trim. The cache holds, per position, the message and the facts
 derived from it; a fact is reused only while the message at that position is the same (by
-identity, else equal) and, for facts of its text, while the text is the very same string. The
-decisions themselves (what to drop, what to shorten) are always made again, so a warm trim
-returns exactly what a cold one would.
+identity, else equal) and, for facts of its text, while the text is the very same string. It
+also holds, for the shared prefix, the positions each test of a message alone holds for and the
+tool groups, so a stage about a few messages looks at those only and a re-trim reads only the
+new messages for them. The decisions themselves (what to drop, what to shorten) are always made
+again, so a warm trim returns exactly what a cold one would.
 
 Like Memo it is injected: one per conversation, owned by the caller; the core keeps no state.
 """
