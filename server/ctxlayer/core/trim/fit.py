@@ -103,11 +103,10 @@ class Shortener:
         w = self.w
         kind = ("estimate", self.tool_cap, self.head, self.tail, self.name_facts)
         facts = w.facts(kind)
-        content, tokens, alive, msgs = w.content, w.tokens, w.alive, w.msgs
+        content, tokens = w.content, w.tokens
 
         def estimate(i: int) -> int:
-            m = msgs[i]
-            if not alive[i] or m.pinned or m.tool_calls:  # not truncatable, inline
+            if not truncatable(w, i):
                 return tokens[i]
             if facts is None:
                 return self._estimate(i)
@@ -193,9 +192,7 @@ def shorten_longest(w: Work, candidates: Iterable[int], over: int, sh: Shortener
     """Shorten the longest candidates first until `over` tokens are saved. A message that cannot
     be cut is skipped and the next one tried (gptme stops there). Returns what is left of
     `over` (<= 0 when done)."""
-    alive, msgs, tokens = w.alive, w.msgs, w.tokens
-    heap = [(-tokens[i], i) for i in candidates  # the truncatable ones, tested inline
-            if alive[i] and not msgs[i].pinned and not msgs[i].tool_calls]
+    heap = [(-w.tokens[i], i) for i in candidates if truncatable(w, i)]
     heapq.heapify(heap)
     while over > 0 and heap:
         _, i = heapq.heappop(heap)
