@@ -584,6 +584,8 @@ _LOG_ANYWHERE = re.compile(  # every alternative starts with a literal: the scan
 
 def _log_line(line: str) -> bool:
     return _LOG_START.match(line) is not None or _LOG_ANYWHERE.search(line) is not None
+
+
 # `=(?<![^\n]=)=*` is `^=+` (MULTILINE) with its first character first, for the fast scan
 _STRONG = re.compile(
     r"Traceback \(most recent call last\):|=(?<![^\n]=)=* test session starts =+$"
