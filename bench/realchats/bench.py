@@ -152,6 +152,8 @@ def main() -> None:
     ap.add_argument("--budgets", default="25,10")
     ap.add_argument("--replay", action="store_true",
                     help="replay each transcript request by request (replay.py) instead")
+    ap.add_argument("--detail", action="store_true",
+                    help="with --replay: a row per transcript, highest bill first")
     ap.add_argument("--set", default="dev", choices=list(SETS),
                     help="dev: the transcripts the engine is tuned on; heldout: never tuned on")
     args = ap.parse_args()
@@ -186,7 +188,7 @@ def main() -> None:
               f"cut at {CUT:.0%} of their tokens; {n_needed} needed facts; o200k\n")
         replay.report(chats, [int(p) for p in args.budgets.split(",")], counter,
                       (provider_valid, question_kept, ours_assemble, newest_first),
-                      lambda needs, window: len(kept(needs, window)))
+                      lambda needs, window: len(kept(needs, window)), args.detail)
         return
     by_kind = {k: sum(1 for c in chats for f in c[2] if f[0] == k) for k in KINDS}
     print(f"set {args.set}: {len(chats)} transcripts of {', '.join(agents(args.set))}, cut at "

@@ -3,6 +3,7 @@ resends its whole history before each assistant turn, through ``ctx/prepare`` (c
 the gateway's path), beside a newest-first tail and sending everything, in one run.
 
     .venv/bin/python bench/realchats/bench.py --replay [--set dev|heldout|all] [--budgets 25,10]
+        [--detail]
 
 The budget of every request of a transcript is the one bench.py scores: the system prompt plus
 a share of the rest of the tokens before the cut. Per method and budget it reports:
@@ -21,6 +22,9 @@ a share of the rest of the tokens before the cut. Per method and budget it repor
   answered, outside the time);
 - requests over budget, windows a provider refuses (a user turn first, no call without its
   results, no result without its call), and windows without the newest user message.
+With ``--detail``, a row per transcript too, highest bill first: its budget, the system prompt's
+share of it, the requests over budget, what the new messages of such a request take of the
+budget as sent, and the bill of prepare, of the at-best bound and of the tail.
 """
 
 from __future__ import annotations
@@ -159,10 +163,46 @@ def pct(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(q * len(s)))] if s else 0.0
 
 
-def report(chats, budgets: list[int], counter, checks, facts_of) -> None:
+@dataclass
+class Row:
+    """One transcript at one budget, for ``--detail``: what its bill comes from."""
+
+    name: str
+    budget: int
+    system: int
+    requests: int
+    over: int
+    new_share: float  # the new messages of a request over budget, as sent, per budget token
+    bills: dict[str, float]  # method -> bill against sending everything
+
+    def line(self) -> str:
+        cells = " | ".join(f"{100 * b:.0f}%" for b in self.bills.values())
+        return (f"| {self.name} | {self.budget:,} | {100 * self.system / self.budget:.0f}% "
+                f"| {self.over} of {self.requests} | {100 * self.new_share:.1f}% | {cells} |")
+
+
+def row_of(name: str, budget: int, system: int, new: list[int], over: list[bool],
+           bills: dict[str, float]) -> Row:
+    past = [t for t, o in zip(new, over, strict=True) if o]
+    return Row(name, budget, system, len(over), len(past),
+               sum(past) / len(past) / budget if past else 0.0, bills)
+
+
+def print_detail(rows: list[Row]) -> None:
+    """Per transcript, those whose bill is highest first."""
+    methods = list(rows[0].bills) if rows else []
+    print("| transcript | budget | system prompt | requests over budget | new messages a "
+          "request (of the budget) | " + " | ".join(f"bill: {m}" for m in methods) + " |")
+    print("|---|---|---|---|---|" + "---|" * len(methods))
+    for r in sorted(rows, key=lambda r: -next(iter(r.bills.values()))):
+        print(r.line())
+    print()
+
+
+def report(chats, budgets: list[int], counter, checks, facts_of, detail: bool = False) -> None:
     """Print the replay table for each budget. ``chats``: (name, before, needs, system, rest);
     ``checks``: (provider_valid, question_kept, assemble, newest-first tail), bench.py's;
-    ``facts_of(needs, window)`` scores a final window."""
+    ``facts_of(needs, window)`` scores a final window; ``detail``: a row per transcript too."""
     for share in budgets:
         print(f"replay: every request of the agent loop, budget system prompt + {share}% of the"
               " rest\n")
@@ -175,15 +215,22 @@ def report(chats, budgets: list[int], counter, checks, facts_of) -> None:
         n_needed = sum(len(c[2]) for c in chats)
         assemble_found = 0
         bound = Tally()  # the oracle at ctx/prepare's request sizes
-        for _name, before, needs, system, rest in chats:
+        rows: list[Row] = []
+        for name, before, needs, system, rest in chats:
             budget = 3 + system + int(rest * share / 100)
             runs = replay(before, budget, counter, checks[3])
             ends = requests_of(before)
             full_bill = bill(runs["sending everything"][0])
             prep, _, over = runs["ctxlayer ctx/prepare"]
-            r, r_of, b = oracle(prep, runs.pop("new"), over)
+            new = runs.pop("new")
+            r, r_of, b = oracle(prep, new, over)
             bound.reused, bound.reusable = bound.reused + r, bound.reusable + r_of
             bound.bills.append(b / full_bill if full_bill else 1.0)
+            if full_bill:
+                rows.append(row_of(name, budget, system, new, over, {
+                    "ctx/prepare": bill(prep) / full_bill,
+                    "at best": b / full_bill,
+                    "newest-first tail": bill(runs["newest-first tail"][0]) / full_bill}))
             for method, (windows, lat, over) in runs.items():
                 t = tallies.setdefault(method, Tally())
                 tally(t, windows, lat, over, budget, full_bill,
@@ -212,3 +259,5 @@ def report(chats, budgets: list[int], counter, checks, facts_of) -> None:
         print(f"| (ctx/assemble on the final request) | {assemble_found}/{n_needed} = "
               f"{100 * assemble_found / max(1, n_needed):.1f}% | | | | | | | |")
         print()
+        if detail:
+            print_detail(rows)
