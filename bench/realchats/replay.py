@@ -24,7 +24,9 @@ a share of the rest of the tokens before the cut. Per method and budget it repor
   results, no result without its call), and windows without the newest user message.
 With ``--detail``, a row per transcript too, highest bill first: its budget, the system prompt's
 share of it, the requests over budget, what the new messages of such a request take of the
-budget as sent, and the bill of prepare, of the at-best bound and of the tail.
+budget as sent, and the bill of prepare, of the at-best bound and of the tail; then where
+prepare's reuse was lost: what the first message of the previous request that a request did
+not repeat became (a chunk rewritten, a new chunk, an outline, the question shortened).
 """
 
 from __future__ import annotations
@@ -188,6 +190,45 @@ def row_of(name: str, budget: int, system: int, new: list[int], over: list[bool]
                sum(past) / len(past) / budget if past else 0.0, bills)
 
 
+def break_of(prev: list[Message], cur: list[Message]) -> str:
+    """What the first message of ``prev`` that ``cur`` does not repeat became: where the
+    provider's cached prefix ended."""
+    k, m = 0, min(len(prev), len(cur))
+    while k < m and prev[k] == cur[k]:
+        k += 1
+    was = prev[k]
+    now = cur[k] if k < len(cur) else None
+    if was.kind == "summary":
+        return "a summary chunk rewritten (merged, or shrunk to fit)"
+    if now is not None and now.kind == "summary":
+        return "a new summary chunk before messages kept whole"
+    if now is not None and now.id == was.id:
+        if was.role == "user":
+            return "a user message shortened (the question, to make room)"
+        return f"{'a tool output' if was.role == 'tool' else 'an assistant message'} outlined"
+    return "a message dropped or moved"
+
+
+def losses(windows, over_flags) -> dict[str, int]:
+    """Tokens of the previous request not reused, by `break_of`, over the requests past the
+    budget (the reuse column's own sum)."""
+    out: dict[str, int] = {}
+    for (prev, toks), (cur, _), over in zip(windows, windows[1:], over_flags[1:], strict=False):
+        hit = prefix_tokens(prev, cur, toks)
+        if over and hit < sum(toks):
+            why = break_of(prev, cur)
+            out[why] = out.get(why, 0) + sum(toks) - hit
+    return out
+
+
+def print_losses(lost: dict[str, int], reusable: int) -> None:
+    print("| where the reuse of ctx/prepare was lost | of the previous requests' tokens |")
+    print("|---|---|")
+    for why, tokens in sorted(lost.items(), key=lambda kv: -kv[1]):
+        print(f"| {why} | {100 * tokens / max(1, reusable):.1f}% |")
+    print()
+
+
 def print_detail(rows: list[Row]) -> None:
     """Per transcript, those whose bill is highest first."""
     methods = list(rows[0].bills) if rows else []
@@ -216,6 +257,7 @@ def report(chats, budgets: list[int], counter, checks, facts_of, detail: bool = 
         assemble_found = 0
         bound = Tally()  # the oracle at ctx/prepare's request sizes
         rows: list[Row] = []
+        lost: dict[str, int] = {}
         for name, before, needs, system, rest in chats:
             budget = 3 + system + int(rest * share / 100)
             runs = replay(before, budget, counter, checks[3])
@@ -226,6 +268,8 @@ def report(chats, budgets: list[int], counter, checks, facts_of, detail: bool = 
             r, r_of, b = oracle(prep, new, over)
             bound.reused, bound.reusable = bound.reused + r, bound.reusable + r_of
             bound.bills.append(b / full_bill if full_bill else 1.0)
+            for why, tokens in losses(prep, over).items():
+                lost[why] = lost.get(why, 0) + tokens
             if full_bill:
                 rows.append(row_of(name, budget, system, new, over, {
                     "ctx/prepare": bill(prep) / full_bill,
@@ -261,3 +305,4 @@ def report(chats, budgets: list[int], counter, checks, facts_of, detail: bool = 
         print()
         if detail:
             print_detail(rows)
+            print_losses(lost, tallies["ctxlayer ctx/prepare"].reusable)
