@@ -14,8 +14,10 @@ from test_formats_responses import SDK_INPUT
 
 from ctxlayer.core.formats import decode, encode
 from ctxlayer.core.prepare import persist, prepare_turn
+from ctxlayer.core.prepare.fit import question_caps
 from ctxlayer.core.prepare.model import DEFAULT_POLICY, apply_shown, shown_of
 from ctxlayer.core.tokens import WordTokenizer, conversation_tokens
+from ctxlayer.core.trim.fit import MIN_QUESTION
 from ctxlayer.protocol import Message, ToolCall
 
 WORDS = WordTokenizer()
@@ -96,6 +98,40 @@ def test_the_newest_call_long_by_its_arguments_is_outlined_not_dropped_with_its_
     more = [*msgs, Message(role="assistant", id="done", content="Written.")]
     nxt = prepare_turn(turn.state, more, budget, WORDS)
     assert nxt.messages[:4] == turn.messages
+
+
+def test_the_newest_call_is_kept_beside_the_summaries_whatever_its_size():
+    """The last resort shortens the question to a sixteenth of the budget at the least. A
+    newest call was judged against a question of MIN_QUESTION tokens, so a call that fitted
+    only that way was left whole; it did not fit beside the question the attempts made and
+    the summaries, and the trim engine dropped it with its result: the request ended with the
+    summaries (a mini-swe-agent chat writing a 2.3k-token file through a heredoc, at a tenth of
+    its tokens). At every size the call and its result are now kept, the call outlined when
+    it must be."""
+    budget = 1600
+    assert question_caps(budget, DEFAULT_POLICY)[-1] > MIN_QUESTION
+    history = [Message(role="system", id="sys", content="You are a careful coding agent."),
+               Message(role="user", id="task", content=" ".join(f"need{k}" for k in range(300)))]
+    for k in range(20):
+        history += [Message(role="assistant", id=f"a{k}", content=f"Checking part {k}.",
+                            tool_calls=[ToolCall(id=f"c{k}", name="bash", arguments=json.dumps(
+                                {"command": f"pytest tests/test_part_{k}.py"}))]),
+                    Message(role="tool", id=f"t{k}", tool_call_id=f"c{k}", content=" ".join(
+                        f"tests/test_part_{k}.py::case_{j} passed" for j in range(12)))]
+    first = prepare_turn(None, history, budget, WORDS)
+    lost, summarized = [], 0
+    for words in range(1380, 1600, 4):  # around the budget: the sizes that were dropped
+        writing = Message(role="assistant", id="write", content="", tool_calls=[ToolCall(
+            id="call_w", name="bash", arguments=json.dumps(
+                {"command": "cat > f.py << EOF\n" + " ".join(["x=1"] * words)}))])
+        result = Message(role="tool", id="written", tool_call_id="call_w", content="done")
+        turn = prepare_turn(first.state, [*history, writing, result], budget, WORDS)
+        assert turn.tokens == conversation_tokens(turn.messages, WORDS) <= budget
+        summarized += any(m.kind == "summary" for m in turn.messages)
+        if [m.id for m in turn.messages][-2:] != ["write", "written"]:
+            lost.append(words)
+    assert summarized > 0  # the summaries were there to crowd the call out
+    assert lost == []
 
 
 def test_a_snapshot_keeps_outlined_arguments_and_an_older_one_still_reads():

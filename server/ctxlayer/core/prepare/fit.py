@@ -83,6 +83,15 @@ def last_resort(win: Window, kept: list[Message], keys: list, tokens: list[int],
     return _take(win, report, kept, keys, counter, policy, question.keep_shortened(win, cap))
 
 
+def question_caps(budget: int, policy: PreparePolicy) -> list[int]:
+    """The sizes the last resort tries the question at, longest first: at most half the
+    budget, then shorter; never under MIN_QUESTION, for a question cut to its first word or
+    two is as good as lost."""
+    return sorted(set(max(MIN_QUESTION, c) for c in (
+        budget // 2, int(budget * policy.question_share), budget // 8, budget // 16)),
+        reverse=True)
+
+
 def fit_calls(win: Window, kept: list[Message], keys: list, tokens: list[int], budget: int,
               counter: Tokenizer, policy: PreparePolicy) -> list[AuditEntry]:
     """Before the last resort: the calls of the newest exchange (after the question) whose
@@ -100,7 +109,10 @@ def fit_calls(win: Window, kept: list[Message], keys: list, tokens: list[int], b
     outputs = sum(1 for k in after if kept[k].role == "tool" or kept[k].kind == "toolOutput")
     fixed = policy.fmt.reply_priming + sum(t for m, t in zip(kept, tokens, strict=True)
                                            if m.role == "system")
-    ask = min(tokens[question.pos], MIN_QUESTION) if question.pos >= 0 else 0
+    # the question as short as an attempt of the last resort makes it, not shorter: judged
+    # beside a question of MIN_QUESTION, a call that fitted only that way was dropped whole
+    ask = min(tokens[question.pos], question_caps(budget, policy)[-1]) \
+        if question.pos >= 0 else 0
     free = budget - fixed - ask - outputs * TOOL_CAP_MIN - 8
     total = sum(tokens[k] for k in calls)
     if total <= free or free <= 0:
@@ -150,9 +162,7 @@ def _attempts(win: Window, kept: list[Message], keys: list, tokens: list[int], b
     # first the room everything else leaves it (a task alone with the system prompt may take
     # it all), then at most half the budget, then shorter
     rest = policy.fmt.reply_priming + sum(t for k, t in enumerate(tokens) if k != question.pos)
-    # never under MIN_QUESTION: a question cut to its first word or two is as good as lost
-    caps = list(dict.fromkeys(max(MIN_QUESTION, c) for c in (
-        budget // 2, int(budget * policy.question_share), budget // 8, budget // 16)))
+    caps = question_caps(budget, policy)
     if budget - rest - 8 > caps[0]:
         caps.insert(0, budget - rest - 8)
     pinned = restored | {question.at}
