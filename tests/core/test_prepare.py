@@ -605,3 +605,26 @@ def test_what_the_last_resort_named_of_an_output_the_next_step_does_not_read(mon
     check_turn(turn, more, budget)
     assert turn.compacted, "the next turn's step summarized the log"
     assert read.count(log) == 1, "the step read the log's named facts again"
+
+
+def test_beside_a_summary_the_question_keeps_more_than_its_first_words():
+    """A tiny budget and a long task (a SWE-agent demonstration: 940 tokens of task in 178 of
+    budget): the last resort cut the task to MIN_QUESTION tokens ("We're currently solving
+    th") and kept a summary of the steps taken on it beside it. While a summary is held the
+    question keeps more than that; the summary shrinks or gives way first."""
+    from ctxlayer.core.trim.fit import MIN_QUESTION
+
+    r = random.Random(7)
+    system = Message(role="system", id="s", content=words(r, 20, 20))
+    ask = Message(role="user", id="task", content="Task: " + words(r, 900, 900))
+    sent, state, budget, summarized = [system, ask], None, 180, 0
+    for t in range(12):
+        sent = [*sent, *_agent_call(t, words(r, 40, 60), f"Step {t}: run the tests.")]
+        turn = prepare_turn(state, sent, budget, WordTokenizer())
+        check_turn(turn, sent, budget)
+        state = turn.state
+        shown = {m.id: t for m, t in zip(turn.messages, state.out_tokens, strict=True)}
+        if any(m.kind == "summary" for m in turn.messages):
+            summarized += 1
+            assert shown["task"] > MIN_QUESTION, (t, shown)
+    assert summarized  # a summary was there beside the question

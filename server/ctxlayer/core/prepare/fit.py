@@ -167,10 +167,14 @@ def _attempts(win: Window, kept: list[Message], keys: list, tokens: list[int], b
         caps.insert(0, budget - rest - 8)
     pinned = restored | {question.at}
     report = None
+    # beside a summary the question keeps more than its first words: a 940-token task cut to
+    # 16 tokens ("We're currently solving th") next to a summary of the steps taken on it was
+    # a worse request than the summary shrunk or left out
+    beside = [c for c in caps if c > MIN_QUESTION] or caps
     attempts = [(held, c, _tool_cap(kept, tokens, budget, policy, question, c, held, options))
-                for held in (True, False) for c in caps]
+                for held, ladder in ((True, beside), (False, caps)) for c in ladder]
     for k, (summaries_held, cap, opts) in enumerate(attempts):
-        if k == len(caps) and may_shrink and win.chunks:
+        if k == len(beside) and may_shrink and win.chunks:
             return None
         try:
             report = trim(inputs(summaries_held, cap, pinned), budget, counter, memo=memo,
