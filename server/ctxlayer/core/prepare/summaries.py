@@ -29,10 +29,16 @@ from ctxlayer.core.text import describe
 from ctxlayer.core.tokens import Tokenizer, message_tokens
 from ctxlayer.protocol import AuditEntry, Message
 
-#: tokens the ledger and the action log of a chunk get at the least, however small the room:
-#: a few facts and the last few calls, what an agent needs to not run them again
-LEDGER_MIN = 96
-ACTIONS_MIN = 128
+#: tokens each part of a chunk gets at the least, however small the room (but never more than
+#: a quarter of the room each): the ledger most, as in a session's summary, for it is the
+#: densest in exact values; then the last few calls, so an agent does not run them again; then
+#: decided / open. With the action log's least above the ledger's, a small room's chunk was
+#: mostly calls and sentences, and what the rest of a chat needed was in its ledger, unshown
+#: (bench/realchats, dev, at 10%: 73 needed facts in assemble's summary and not in prepare's
+#: request, 65 of them in a chunk's ledger)
+LEDGER_MIN = 192
+ACTIONS_MIN = 64
+SUMMARY_MIN = 32
 REASON = "compacted in a step: the conversation passed its budget"
 
 
@@ -62,9 +68,9 @@ def sizes(policy: PreparePolicy, room: int) -> Sizes:
     """The characters of one chunk's parts: shares of ``room`` (the tokens the system prompt
     and the question leave of the budget), each within its bounds."""
     def part(share: float, most: int, least: int) -> int:
-        return max(least, min(most, int(room * share))) * policy.chars_per_token
+        return max(min(least, room // 4), min(most, int(room * share))) * policy.chars_per_token
 
-    return Sizes(part(policy.summary_share, policy.summary_max_tokens, 64),
+    return Sizes(part(policy.summary_share, policy.summary_max_tokens, SUMMARY_MIN),
                  part(policy.ledger_share, policy.ledger_max_tokens, LEDGER_MIN),
                  part(policy.actions_share, policy.actions_max_tokens, ACTIONS_MIN))
 

@@ -477,13 +477,20 @@ class Window:
                                                    room, want)
                     if merged.tokens < grown.tokens <= want:
                         merged = grown
-                elif merged.tokens > share:
+                else:
                     # in a small room the parts' least sizes, doubled, passed the share: the
-                    # one chunk grew at each merge and every step rewrote it whole
-                    smaller = summaries.merge_chunks(self.chunks, self.head, counter, policy,
-                                                     room, int(share))
-                    if smaller.tokens < merged.tokens:
-                        merged = smaller
+                    # one chunk grew at each merge and every step rewrote it whole. The parts
+                    # are sized in characters; a ledger of paths takes more tokens than they
+                    # guess, so the size is corrected by what came out, twice at most
+                    want = int(share)
+                    for _ in range(3):
+                        if merged.tokens <= share:
+                            break
+                        smaller = summaries.merge_chunks(self.chunks, self.head, counter,
+                                                         policy, room, want)
+                        if smaller.tokens < merged.tokens:
+                            merged = smaller
+                        want = int(want * share / max(1, smaller.tokens) * 0.95)
                 self.chunks = [merged]
                 return
             self.chunks = [*self.chunks[:-2], merged]
