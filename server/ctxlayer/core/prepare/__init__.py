@@ -38,14 +38,17 @@ dropped, shortened), cache reuse and breakpoints, a one-line notice, and the nex
    cheap, the ledger is what keeps the facts of the history.
 4. The text of a chunk is the session engine's offline summary (decided / open, the user's hard
    constraints verbatim, an action log of the tool calls, a ranked facts ledger), its parts
-   sized to that room; it never changes once made.
+   sized to that room, the ledger the most, as in a session's summary; it never changes once
+   made.
 5. Only when even that is over the budget (the newest exchange alone is) the trim engine fits
    the result: the newest user message is kept (whole when it takes at most half the budget,
    else shortened by the trim engine, never dropped); restored and pinned messages are kept;
    the summaries are kept too (shortened at worst) unless that leaves no room for the newest
-   exchange; a newest call long by its arguments has them outlined first, so the call and
-   its result are kept; a shortened output names the errors, tests and files of its cut
-   part; what it shortens keeps the same text on later turns.
+   exchange, or would leave the question no more than its first words (MIN_QUESTION tokens);
+   a newest call long by its arguments has them outlined first (judged beside the question
+   at the shortest the last resort makes it), so the call and its result are kept; a
+   shortened output names the errors, tests and files of its cut part; what it shortens
+   keeps the same text on later turns.
 6. Restored messages come back whole, after the summaries, and stay for the conversation;
    each restore is audited once.
 7. cache_reuse_tokens: the tokens of the leading messages identical to the previous result.
