@@ -628,32 +628,3 @@ def test_beside_a_summary_the_question_keeps_more_than_its_first_words():
             summarized += 1
             assert shown["task"] > MIN_QUESTION, (t, shown)
     assert summarized  # a summary was there beside the question
-
-
-def test_in_a_small_room_a_step_appends_a_lean_chunk():
-    """A system prompt of 60% of the budget: nearly every request steps, and a chunk of the
-    usual parts (decided / open, the action log and the ledger at their least, their "(none)"
-    lines) took about as many tokens as the group it stood for, then was merged and rewritten
-    at the next step. A step that stands for a few groups there makes a lean chunk, at most
-    half the tokens it stands for, appended after the older chunks."""
-    r = random.Random(1)
-    counter = WordTokenizer()
-    system = Message(role="system", id="s", content=words(r, 1450, 1450))
-    ask = Message(role="user", id="task", content="Task: " + words(r, 300, 300))
-    sent, state, budget, small, appended, rewritten = [system, ask], None, 2400, [], 0, 0
-    for t in range(14):
-        out = " ".join(f"src/m{t}/f{j}.py:{j} {words(r, 8, 14)}" for j in range(r.randint(8, 14)))
-        sent = [*sent, *_agent_call(t, out, f"Step {t}: look at module {t}.")]
-        before = [c.message for c in state.chunks] if state else []
-        turn = prepare_turn(state, sent, budget, counter)
-        check_turn(turn, sent, budget)
-        state = turn.state
-        now = [c.message for c in state.chunks]
-        appended += bool(before) and len(now) > len(before) and now[:len(before)] == before
-        rewritten += bool(before) and now[:len(before)] != before  # a merge: all after it
-        small += [c for c in state.chunks if c.replaced <= 6 and c not in small]
-    assert len(small) >= 3 and appended >= 3, (len(small), appended)
-    assert rewritten <= 1, rewritten
-    for c in small:
-        assert c.tokens <= c.replaced_tokens // 2, (c.tokens, c.replaced_tokens)
-        assert "(none)" not in c.message.content

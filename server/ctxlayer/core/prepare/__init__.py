@@ -35,10 +35,7 @@ dropped, shortened), cache reuse and breakpoints, a one-line notice, and the nex
    one guessed at most a third of what it stands for (and a little). A new or
    merged chunk grows into the room its step leaves below the target, and the chunks together
    to at least `summaries_min_share` of the room: once outlines keep the recent messages
-   cheap, the ledger is what keeps the facts of the history. In a small room (a chunk's
-   parts at their least take 40% of it: a system prompt of half the budget), where nearly
-   every request steps, a step that stands for a few groups makes a lean chunk (a third of
-   their tokens, no empty parts), and a merge leaves room for the next ones to be appended.
+   cheap, the ledger is what keeps the facts of the history.
 4. The text of a chunk is the session engine's offline summary (decided / open, the user's hard
    constraints verbatim, an action log of the tool calls, a ranked facts ledger), its parts
    sized to that room, the ledger the most, as in a session's summary; it never changes once

@@ -40,21 +40,6 @@ LEDGER_MIN = 192
 ACTIONS_MIN = 64
 SUMMARY_MIN = 32
 REASON = "compacted in a step: the conversation passed its budget"
-#: a room is small when a chunk's parts at their least take this share of it or more (a
-#: system prompt of half the budget, a long task): there nearly every request steps, and a
-#: chunk of the usual parts rewrote about as much as the one or two groups it stood for
-SMALL_ROOM = 0.4
-#: in a small room, a step that stands for fewer tokens than this many usual chunks makes a
-#: lean chunk (`lean_sizes`), appended after the older ones: the three SWE-agent
-#: demonstrations of the dev set whose system prompt takes half of a 2.3-2.8k budget billed
-#: 103-113% of sending everything, each step rewriting a merged chunk
-LEAN_COVER = 3
-#: what a merge of every chunk is sized to in a small room, as a share of what the chunks may
-#: take (at least what the request leaves below the step's target): room for lean chunks to
-#: be appended after it for a few steps before the next merge
-SMALL_MERGE = 0.35
-#: the "Decided: - (none)" parts of a summary, left out of a lean chunk
-_NONE_PART = re.compile(r"^[A-Za-z ]+:\n- \(none\)\n?", re.M)
 
 
 def _text(summary: str, constraints: list[str], facts: Ledger | None, actions: list[str],
@@ -101,21 +86,6 @@ def least_room(policy: PreparePolicy, room: int) -> int:
 def estimate(policy: PreparePolicy, room: int) -> int:
     """Tokens a new chunk is expected to take, before it is made."""
     return sum(sizes(policy, room)) // policy.chars_per_token + 32
-
-
-def small_room(policy: PreparePolicy, room: int) -> bool:
-    """Whether a chunk's parts at their least take SMALL_ROOM of ``room`` or more."""
-    return estimate(policy, room) >= SMALL_ROOM * room
-
-
-def lean_sizes(policy: PreparePolicy, room: int, tokens: int) -> Sizes | None:
-    """The parts of a lean chunk standing for ``tokens``: a third of them, half of it the
-    action log (a lean chunk stands for a few groups: what was run, and what came of it);
-    None when the chunk is to be a usual one."""
-    if not small_room(policy, room) or tokens >= LEAN_COVER * estimate(policy, room):
-        return None
-    chars = tokens * policy.chars_per_token // 3
-    return Sizes(max(32, chars // 4), max(32, chars // 4), max(32, chars // 2))
 
 
 def _facts(messages: Sequence[Message], indices: Sequence[int], scan_chars: int,
@@ -240,10 +210,7 @@ def make_chunk(shown: Sequence[Message], originals: Sequence[Message], indices: 
     known = known or {}
     size = sizes(policy, room)
     usual = estimate(policy, room)
-    lean = lean_sizes(policy, room, sum(tokens))
-    if lean is not None:
-        size = lean
-    elif want > usual:
+    if want > usual:
         size = Sizes(*(int(v * want / usual) for v in size))
     # what the client injected (examples, acknowledged context) is not the user's decisions,
     # open items or rules; examples name no facts of the work either
@@ -257,15 +224,8 @@ def make_chunk(shown: Sequence[Message], originals: Sequence[Message], indices: 
     facts = _facts([originals[k] for k in keep], [indices[k] for k in keep],
                    policy.facts_scan_factor * size.ledger, known, named or {})
     actions = tuple(log_lines(list(originals)))
-    if lean is not None:
-        # every call it stands for, by its command (and exit status), rather than the newest
-        # one with its output: a lean chunk of three runs named only the newest two
-        text = _text(summary, list(constraints), facts, [_called(a) for a in actions],
-                     len(shown), size)
-        text = re.sub(r"\n{3,}", "\n\n", _NONE_PART.sub("", text))
-    else:
-        text = _text(summary, list(constraints), facts, list(actions), len(shown), size)
-    message = _chunk_message(start, upto, text)
+    message = _chunk_message(start, upto, _text(summary, list(constraints), facts, list(actions),
+                                                len(shown), size))
     audit = tuple(
         AuditEntry(action="summarized", reason=f"{REASON}; summary written {writer}",
                    summary=describe(m),
@@ -275,13 +235,6 @@ def make_chunk(shown: Sequence[Message], originals: Sequence[Message], indices: 
                  tokens=message_tokens(message, counter, policy.fmt), summary=summary,
                  constraints=constraints, facts=facts, replaced=len(shown),
                  replaced_tokens=sum(tokens), audit=audit, actions=actions, writer=writer)
-
-
-def _called(line: str) -> str:
-    """An action log line without what came of the call, but its exit status."""
-    call, _, outcome = line.partition(" → ")
-    status = outcome.split(";", 1)[0]
-    return f"{call} → {status}" if status.startswith("exit ") else call
 
 
 def _cut(text: str, max_chars: int) -> str:

@@ -464,14 +464,6 @@ class Window:
         them (more of the ledger), as a new chunk does, to at least ``summaries_min_share`` of
         the room and within ``summaries_share``."""
         share = policy.summaries_share * room
-        if len(self.chunks) > 1 and sum(c.tokens for c in self.chunks) > share \
-                and summaries.small_room(policy, room):
-            # in a small room every step makes a chunk: one merge of all of them, smaller than
-            # the share, so that the next steps' lean chunks are appended after it
-            want = int(min(share, max(share * summaries.SMALL_MERGE, free)))
-            self.chunks = [summaries.merge_chunks(self.chunks, self.head, counter, policy,
-                                                  room, want)]
-            return
         while len(self.chunks) > 1 and sum(c.tokens for c in self.chunks) > share:
             pair = self.chunks[-2:]
             merged = summaries.merge_chunks(pair, pair[0].start, counter, policy, room)
