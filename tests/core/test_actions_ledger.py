@@ -109,26 +109,6 @@ def test_prose_and_repeated_facts_outrank_a_value_seen_once_in_a_tool_output():
     assert len(tight) <= 60 and "src/billing/core.py" in tight and "noise" not in tight
 
 
-def test_the_frame_a_traceback_failed_in_leads_its_locations_in_the_ledger():
-    # an OpenHands run's reproduction (astropy__astropy-7336 of the run the held-out set draws
-    # on, not one the set holds; MIT, heldout/SOURCE.md): a summary's ledger with room
-    # for one location kept the script's own `poc.py line 12` and lost the line that failed,
-    # which the next turns went to fix
-    trace = ('Traceback (most recent call last):\n'
-             '  File "/workspace/poc.py", line 12, in <module>\n    poc = PoC(1.*u.V)\n'
-             '  File "/testbed/astropy/utils/decorators.py", line 824, in __init__\n'
-             '    func = make_function_with_signature(func, name=name, **wrapped_args)\n'
-             '  File "/testbed/astropy/units/decorators.py", line 224, in wrapper\n'
-             '    return return_.to(wrapped_signature.return_annotation)\n'
-             "AttributeError: 'NoneType' object has no attribute 'to'")
-    ledger = add_messages(None, [result("c", trace)])
-    lines = [e.value for e in ledger.kinds["line_numbers"]]
-    assert lines[0] == "/testbed/astropy/units/decorators.py line 224"
-    assert lines[-1] == "/workspace/poc.py line 12"
-    shown = render_ledger(ledger, 300).split("- lines: ")[1]
-    assert shown.startswith("/testbed/astropy/units/decorators.py line 224"), shown
-
-
 def test_kinds_in_order_substrings_merged_library_paths_left_out():
     msgs = [Message(role="user", content=(
         "Run `pytest tests/test_x.py::test_one` on src/a.py; a.py fails with KeyError at "

@@ -195,10 +195,6 @@ def add_messages(ledger: Ledger | None, messages: list[Message],
                 continue
             entries = led.kinds.setdefault(kind, [])
             where = index[kind]
-            if kind == "line_numbers":
-                # a message's locations rank alike, by order of entry: last written first, as
-                # a traceback ends at the frame that failed and a test run at its failures
-                values = values[::-1]
             for value in values:
                 if kind == "line_numbers" and value.startswith(_INLINE_SCRIPT):
                     value = value[len("<string> "):]  # no file to name: the line alone
