@@ -628,3 +628,27 @@ def test_beside_a_summary_the_question_keeps_more_than_its_first_words():
             summarized += 1
             assert shown["task"] > MIN_QUESTION, (t, shown)
     assert summarized  # a summary was there beside the question
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_big_early_output_is_outlined_again_at_once_not_a_little_at_each_step(seed):
+    """An agent's first look at a 5,000-word log, then small exchanges in a 6,000 budget. Each
+    step outlined the log only as far as it needed, so it was outlined again at the next steps,
+    each time rewriting everything after it (4-5 versions of it in 40 turns; an OpenHands run
+    outlined its first 8k-token observation three times in four steps). Outlined again, it now
+    goes down to ``again_target`` at once: three versions at most."""
+    r = random.Random(seed)
+    log = "\n".join(f"step {k}: " + words(r, 8, 12) for k in range(500))
+    sent = [Message(role="system", id="s", content=words(r, 10, 10)),
+            Message(role="user", id="task", content="Task: " + words(r, 40, 40)),
+            *_agent_call(0, log, "Reading the log.")]
+    state, versions = None, []
+    for t in range(1, 40):
+        sent = [*sent, *_agent_call(t, words(r, 100, 300), words(r, 5, 20))]
+        turn = prepare_turn(state, sent, 6000, WordTokenizer())
+        check_turn(turn, sent, 6000)
+        state = turn.state
+        shown = next((m.content for m in turn.messages if m.id == "r0"), None)
+        if shown is not None and (not versions or versions[-1] != shown):
+            versions.append(shown)
+    assert 2 <= len(versions) <= 3, [len(v.split()) for v in versions]

@@ -22,7 +22,8 @@ dropped, shortened), cache reuse and breakpoints, a one-line notice, and the nex
    their traceback lines, a JSON outline, head and tail lines; an assistant message long by its
    tool calls' arguments gets their long string values outlined, still a JSON object, and the
    codecs send those arguments; as long as the room allows, at least `outline_share` of the
-   budget), only as short as bringing the request down to `target` of the budget needs. The
+   budget), only as short as bringing the request down to `target` of the budget needs (one
+   outlined before and still long, as far as `again_target` needs, at once). The
    prefix before the first message it outlines holds. User messages (the
    user's words, files they added) are not outlined. Only when the outlines are not enough
    does the step summarize the oldest verbatim messages, whole groups at a time (a tool call

@@ -58,6 +58,10 @@ class PreparePolicy(msgspec.Struct, frozen=True, kw_only=True):
     """
 
     target: float = 0.8  # an outline step brings the request down to this share
+    # a message an earlier step outlined (only as far as it needed) and still long is outlined
+    # again down to this share at once, not a little at each step: each time moves the prefix
+    # from that message on
+    again_target: float = 0.65
     summary_target: float = 0.75  # a summary step (rarer, it moves more of the prefix) to this
     # nor does it take a group that would leave the request under this share (when it fits):
     # a file the user added is not summarized to make room nobody uses

@@ -272,6 +272,7 @@ class Window:
         stop = self._stop()
         cap = self.outline_cap(budget, policy)
         target = int(budget * policy.target)
+        again_target = int(budget * policy.again_target)
         total = self.total()
         out: list[AuditEntry] = []
 
@@ -286,8 +287,13 @@ class Window:
                     or shown <= cap * 3 // 2:
                 return
             # only as short as the target needs, at least the outline's own size: the
-            # room a request has is used, not left empty
-            this_cap = max(cap, shown - (total - target))
+            # room a request has is used, not left empty. A message a step outlined before is
+            # outlined again as far as ``again_target`` needs: each partial outline of an
+            # early message rewrote all that came after it, and a big one was outlined three
+            # times in four steps
+            rw = self.rewrites.get(i)
+            again = rw is not None and rw[2].reason == OUTLINED
+            this_cap = max(cap, shown - (total - (again_target if again else target)))
             if this_cap >= shown:
                 return
             known = self.facts.get(i)  # read ahead of need: most of an outline's cost
