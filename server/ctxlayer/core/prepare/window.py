@@ -35,6 +35,8 @@ from ctxlayer.protocol import AuditEntry, Message
 CHUNK_LEAST = 48
 QUESTION_SHORTENED = ("shortened in a step: the newest user message, older than the last turn, "
                       "keeps its head and tail so the history it asked for fits")
+#: a chunk keeps less than this share of what the newest two keep of their messages: squeezed
+SQUEEZED = 0.3
 OUTLINED = "outlined in a step: the conversation passed its budget (the original stays summarizable)"
 
 
@@ -464,17 +466,19 @@ class Window:
 
     def _merge(self, counter: Tokenizer, policy: PreparePolicy, room: int, free: int) -> None:
         """While the chunks together pass ``summaries_share`` of the room, the newest two
-        become one: the prefix up to the older chunks holds (a merge of every chunk, which
+        become one (with an older chunk the last resort squeezed, and all after it:
+        `_merge_from`): the prefix up to the older chunks holds (a merge of every chunk, which
         moves the prefix from the start, only when pairs no longer shrink). ``free``: the
         tokens the chunks may take below the step's target; a merge of every chunk grows into
         them (more of the ledger), as a new chunk does, to at least ``summaries_min_share`` of
         the room and within ``summaries_share``."""
         share = policy.summaries_share * room
         while len(self.chunks) > 1 and sum(c.tokens for c in self.chunks) > share:
-            pair = self.chunks[-2:]
+            k = self._merge_from()
+            pair = self.chunks[k:]
             merged = summaries.merge_chunks(pair, pair[0].start, counter, policy, room)
-            if merged.tokens >= sum(c.tokens for c in pair) or len(self.chunks) == 2:
-                if len(self.chunks) > 2 or merged.tokens >= sum(c.tokens for c in pair):
+            if merged.tokens >= sum(c.tokens for c in pair) or k == 0:
+                if k > 0 or merged.tokens >= sum(c.tokens for c in pair):
                     merged = summaries.merge_chunks(self.chunks, self.head, counter, policy,
                                                     room)
                 want = min(max(free, summaries.least_room(policy, room)), int(share))
@@ -499,5 +503,19 @@ class Window:
                         want = int(want * share / max(1, smaller.tokens) * 0.95)
                 self.chunks = [merged]
                 return
-            self.chunks = [*self.chunks[:-2], merged]
+            self.chunks = [*self.chunks[:k], merged]
 
+    def _merge_from(self) -> int:
+        """Where a merge starts: the newest two chunks, or an older one the last resort
+        squeezed (a big exchange left it a hundred tokens for fifty messages: a tenth of what
+        the pair keeps of theirs) and all after it. Merged after it, pairs left it that small
+        for the rest of the conversation; folded into the next merge, its ledger is rendered
+        again at the room's size, and rewriting it costs only its few tokens more."""
+        chunks = self.chunks
+        k = len(chunks) - 2
+        kept = sum(c.tokens for c in chunks[k:]) / max(1, sum(c.replaced_tokens
+                                                              for c in chunks[k:]))
+        for j in range(k):
+            if chunks[j].tokens < SQUEEZED * kept * chunks[j].replaced_tokens:
+                return j
+        return k

@@ -1,0 +1,57 @@
+"""Regressions found on the dev set's real transcripts (bench/realchats/data/), replayed request
+by request through the live path as the benchmark does. Only dev transcripts: the held-out set
+stays unseen by the engine's tests."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+REALCHATS = Path(__file__).resolve().parents[2] / "bench" / "realchats"
+sys.path.insert(0, str(REALCHATS))
+
+import load  # noqa: E402
+from needed import kept, needed  # noqa: E402
+
+from ctxlayer.core.prepare import prepare_turn  # noqa: E402
+from ctxlayer.tokenizers import counter_for  # noqa: E402
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("realchats_bench", REALCHATS / "bench.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _replay(name: str, share: float):
+    """The benchmark's replay of one dev transcript at a budget of its system prompt and
+    ``share`` of the rest: the final turn and the facts the rest of the chat needs."""
+    bench, counter = _bench(), counter_for("gpt-4o")
+    msgs = load.load(next(p for p in load.paths("dev") if p.stem == name))
+    at = bench.cut(msgs, counter)
+    before, after = msgs[:at], msgs[at:]
+    system = sum(bench.message_tokens(m, counter) for m in before if m.role == "system")
+    rest = bench.conversation_tokens(before, counter) - system
+    budget = 3 + system + int(rest * share)
+    state, turn = None, None
+    for end in [k for k in range(1, at) if before[k].role == "assistant"] + [at]:
+        turn = prepare_turn(state, before[:end], budget, counter)
+        assert turn.tokens <= budget
+        state = turn.state
+    return turn, needed(before, after), budget
+
+
+def test_a_summary_squeezed_by_a_big_exchange_is_rendered_again_at_the_next_merge():
+    """mini-swe-agent on django__django-11049 at 8% of its tokens (2,069): a big exchange made
+    the last resort squeeze the summaries into one of 106 tokens for 50 messages, and pairs
+    merged after it for the rest of the chat, so the final request kept 12 of the 24 facts
+    the rest of the conversation needs (`ctx/assemble`: 20). Folded into the next merge, it
+    is rendered again at the room's size."""
+    turn, needs, budget = _replay("minisweagent-django__django-11049", 0.08)
+    assert budget == 2069
+    chunks = turn.state.chunks
+    rate = [c.tokens / c.replaced_tokens for c in chunks]
+    assert min(rate) >= 0.3 * rate[-1], [(c.tokens, c.replaced) for c in chunks]
+    assert len(kept(needs, turn.messages)) >= 20, len(needs)
