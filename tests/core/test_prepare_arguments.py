@@ -271,3 +271,31 @@ def test_responses_sends_the_outlined_arguments():
     assert out["input"][1] == body["input"][1]  # the reasoning item, byte for byte
     assert out["input"][2] == {**body["input"][2], "arguments": args}
     assert out["input"][3:] == body["input"][3:]
+
+
+def test_the_summaries_stay_beside_a_newest_call_long_by_the_script_it_wrote():
+    """A newest call whose arguments leave room for its result but not for the summaries
+    beside it (a mini-swe-agent chat writing a 1,200-token test script through a heredoc, at
+    8% of its tokens) was kept whole, and the summary of the hundred messages before it gave
+    way: the request was the system prompt, the task and that exchange. The call's arguments
+    are outlined to leave the summaries a quarter of the budget."""
+    budget = 1600
+    history = [Message(role="system", id="sys", content="You are a careful coding agent."),
+               Message(role="user", id="task", content=" ".join(f"need{k}" for k in range(120)))]
+    for k in range(40):
+        history += [Message(role="assistant", id=f"a{k}", content=f"Checking part {k}.",
+                            tool_calls=[ToolCall(id=f"c{k}", name="bash", arguments=json.dumps(
+                                {"command": f"pytest tests/test_part_{k}.py"}))]),
+                    Message(role="tool", id=f"t{k}", tool_call_id=f"c{k}", content=" ".join(
+                        f"tests/test_part_{k}.py::case_{j} passed" for j in range(12)))]
+    first = prepare_turn(None, history, budget, WORDS)
+    assert any(m.kind == "summary" for m in first.messages)
+    for words in range(1300, 1440, 20):  # leaves room for the result, not for the summaries
+        writing = Message(role="assistant", id="write", content="", tool_calls=[ToolCall(
+            id="call_w", name="bash", arguments=json.dumps(
+                {"command": "cat > f.py << EOF\n" + " ".join(["x=1"] * words)}))])
+        result = Message(role="tool", id="written", tool_call_id="call_w", content="done")
+        turn = prepare_turn(first.state, [*history, writing, result], budget, WORDS)
+        assert turn.tokens == conversation_tokens(turn.messages, WORDS) <= budget
+        assert [m.id for m in turn.messages][-2:] == ["write", "written"], words
+        assert any(m.kind == "summary" for m in turn.messages), words

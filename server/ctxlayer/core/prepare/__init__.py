@@ -47,7 +47,8 @@ dropped, shortened), cache reuse and breakpoints, a one-line notice, and the nex
    the summaries are kept too (shortened at worst) unless that leaves no room for the newest
    exchange, or would leave the question no more than its first words (MIN_QUESTION tokens);
    a newest call long by its arguments has them outlined first (judged beside the question
-   at the shortest the last resort makes it), so the call and its result are kept; a
+   at the shortest the last resort makes it and the summaries, at a quarter of the budget at
+   most), so the call, its result and the summaries are kept; a
    shortened output names the errors, tests and files of its cut part; what it shortens
    keeps the same text on later turns.
 6. Restored messages come back whole, after the summaries, and stay for the conversation;

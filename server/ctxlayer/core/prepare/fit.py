@@ -95,8 +95,9 @@ def question_caps(budget: int, policy: PreparePolicy) -> list[int]:
 def fit_calls(win: Window, kept: list[Message], keys: list, tokens: list[int], budget: int,
               counter: Tokenizer, policy: PreparePolicy) -> list[AuditEntry]:
     """Before the last resort: the calls of the newest exchange (after the question) whose
-    arguments leave no room for their results beside the system prompt and the question at
-    its shortest (an agent writing a long file through a call) get their arguments outlined
+    arguments leave no room for their results beside the system prompt, the question at
+    its shortest and the summaries (at most a quarter of the budget) (an agent writing a long
+    file through a call) get their arguments outlined
     to half that room, in proportion to their sizes, in ``kept`` / ``keys`` / ``tokens`` and
     as rewrites for later turns. The trim engine cuts no call, so it dropped the exchange
     whole, and the model was left with nothing of what it had just done. Returns their
@@ -113,7 +114,11 @@ def fit_calls(win: Window, kept: list[Message], keys: list, tokens: list[int], b
     # beside a question of MIN_QUESTION, a call that fitted only that way was dropped whole
     ask = min(tokens[question.pos], question_caps(budget, policy)[-1]) \
         if question.pos >= 0 else 0
-    free = budget - fixed - ask - outputs * TOOL_CAP_MIN - 8
+    # and the summaries, shrunk to a quarter of the budget at most: a call long by the script
+    # it wrote left no room for them, and the summary of a hundred messages gave way to it
+    held = min(budget // 4, sum(t for m, t in zip(kept, tokens, strict=True)
+                                if m.kind == "summary"))
+    free = budget - fixed - ask - held - outputs * TOOL_CAP_MIN - 8
     total = sum(tokens[k] for k in calls)
     if total <= free or free <= 0:
         return []
