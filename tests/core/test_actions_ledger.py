@@ -104,9 +104,31 @@ def test_prose_and_repeated_facts_outrank_a_value_seen_once_in_a_tool_output():
     text = render_ledger(ledger, 10_000)
     paths = text.split("- paths: ")[1].split("\n")[0].split(", ")
     assert paths.index("src/billing/core.py") < paths.index("src/noise_1.py")
-    assert paths.index("src/cache/store.py") < paths.index("src/noise_1.py")
+    # src/cache/store.py is named by its location, not listed again among the paths
+    assert "src/cache/store.py" not in paths and "- lines: src/cache/store.py:10" in text
     tight = render_ledger(ledger, 60)
     assert len(tight) <= 60 and "src/billing/core.py" in tight and "noise" not in tight
+
+
+@pytest.mark.parametrize("size", [300, 400, 600, 1000])
+def test_a_path_a_location_says_is_not_listed_again_and_its_room_goes_to_other_facts(size):
+    # a small summary listed a traceback's files among the paths and again in the lines
+    # that name them, and had no room left for the lines that failed
+    trace = ('Traceback (most recent call last):\n'
+             '  File "/workspace/poc.py", line 12, in <module>\n    poc = PoC(1.*u.V)\n'
+             '  File "/testbed/astropy/utils/decorators.py", line 824, in __init__\n'
+             '    func = make_function_with_signature(func, name=name, **wrapped_args)\n'
+             "AttributeError: 'NoneType' object has no attribute 'to'")
+    ledger = add_messages(None, [result("c", trace), result(
+        "d", "edited /testbed/astropy/units/core.py and /testbed/setup.cfg")])
+    text = render_ledger(ledger, size)
+    assert len(text) <= size
+    kinds = {line.split(": ", 1)[0]: line.split(": ", 1)[1].split(", ")
+             for line in text.splitlines()}
+    lines, paths = kinds.get("- lines", []), kinds.get("- paths", [])
+    assert not any(p in loc for loc in lines[:1] for p in paths), text
+    if lines:  # each file named still, by its location or as a path
+        assert "/workspace/poc.py" in text
 
 
 def test_kinds_in_order_substrings_merged_library_paths_left_out():
@@ -118,7 +140,8 @@ def test_kinds_in_order_substrings_merged_library_paths_left_out():
     order = ["- paths", "- commands", "- errors", "- tests", "- lines", "- numbers"]
     assert [lab for lab in labels if lab in order] == [o for o in order if o in labels]
     paths = text.split("- paths: ")[1].split("\n")[0].split(", ")
-    assert "src/a.py" in paths and "a.py" not in paths  # merged into the longer value
+    assert "a.py" not in paths  # merged into the longer value
+    assert "src/a.py:12" in text and "src/a.py" not in paths  # the location names it
     assert "decoder.py" not in text
 
 

@@ -297,9 +297,44 @@ def render_ledger(ledger: Ledger | None, max_chars: int, *, shown: str = "",
     """
     if max_chars <= 0:
         return ""
+    ranked = {kind: _ranked(ledger.kinds.get(kind, []), shown, kind) if ledger else []
+              for kind, _, _ in KINDS}
+    # a path that a location in the lines' own share says already ("src/a.py line 3" says
+    # src/a.py) is left out of the paths, and its room goes to the facts after it: a small
+    # summary listed a traceback's files twice and had no room left for the lines that failed
+    lines = [_item("line_numbers", v) for v in ranked["line_numbers"]]
+    located = _within(lines, "lines", int(max_chars * _SHARE["line_numbers"]), max_chars)
+    if located and ranked["paths"]:
+        said = "\0".join(located)
+        ranked["paths"] = [v for v in ranked["paths"] if v not in said]
+    return _render(ranked, max_chars, extra)
+
+
+_SHARE = {kind: share for kind, _, share in KINDS}
+
+
+def _within(items: list[str], label: str, own: int, room: int) -> list[str]:
+    """The leading ``items`` of one line of the ledger that fit ``own`` characters (and
+    ``room``), its label counted with the first: what the first pass of `_render` takes of
+    a kind, which never depends on the other kinds (their shares add up to the whole)."""
+    taken: list[str] = []
+    used = 0
+    for item in items:
+        c = len(item) + (2 if taken else len(label) + 5)
+        if used + c > own or used + c > room:
+            break
+        taken.append(item)
+        used += c
+    return taken
+
+
+def _render(ranked: dict[str, list[str]], max_chars: int,
+            extra: tuple[str, list[str]] | None) -> str:
+    """The ledger's lines: each kind first within its own share, then the space left, kinds
+    in order."""
     lines_of: list[tuple[str, list[str], int]] = []  # (label, candidate items, own share)
     for kind, label, share in KINDS:
-        values = _ranked(ledger.kinds.get(kind, []), shown, kind) if ledger else []
+        values = ranked[kind]
         if values:
             lines_of.append((label, [_item(kind, v) for v in values], int(max_chars * share)))
     if extra and extra[1]:
@@ -311,15 +346,10 @@ def render_ledger(ledger: Ledger | None, max_chars: int, *, shown: str = "",
         return len(item) + (2 if chosen[k] else len(lines_of[k][0]) + 5)
 
     # first pass: each kind within its own share; second: the space left, kinds in order
-    for k, (_, items, own) in enumerate(lines_of):
-        used = 0
-        for item in items:
-            c = cost(k, item)
-            if used + c > own or size + c > max_chars:
-                break
-            chosen[k].append(item)
-            used += c
-            size += c
+    for k, (label, items, own) in enumerate(lines_of):
+        chosen[k] = _within(items, label, own, max_chars - size)
+        if chosen[k]:
+            size += sum(map(len, chosen[k])) + 2 * (len(chosen[k]) - 1) + len(label) + 5
     for k, (_, items, _) in enumerate(lines_of):
         for item in items[len(chosen[k]):]:
             c = cost(k, item)
