@@ -100,6 +100,30 @@ def test_the_newest_call_long_by_its_arguments_is_outlined_not_dropped_with_its_
     assert nxt.messages[:4] == turn.messages
 
 
+def checking(task_words: int, parts: int) -> list[Message]:
+    """An agent's chat: the system prompt, a task of ``task_words`` words, then ``parts`` test
+    runs, each a call and its result."""
+    history = [Message(role="system", id="sys", content="You are a careful coding agent."),
+               Message(role="user", id="task",
+                       content=" ".join(f"need{k}" for k in range(task_words)))]
+    for k in range(parts):
+        history += [Message(role="assistant", id=f"a{k}", content=f"Checking part {k}.",
+                            tool_calls=[ToolCall(id=f"c{k}", name="bash", arguments=json.dumps(
+                                {"command": f"pytest tests/test_part_{k}.py"}))]),
+                    Message(role="tool", id=f"t{k}", tool_call_id=f"c{k}", content=" ".join(
+                        f"tests/test_part_{k}.py::case_{j} passed" for j in range(12)))]
+    return history
+
+
+def writing(words: int) -> list[Message]:
+    """The newest exchange: a file of ``words`` words written through a heredoc, and its
+    result."""
+    return [Message(role="assistant", id="write", content="", tool_calls=[ToolCall(
+                id="call_w", name="bash", arguments=json.dumps(
+                    {"command": "cat > f.py << EOF\n" + " ".join(["x=1"] * words)}))]),
+            Message(role="tool", id="written", tool_call_id="call_w", content="done")]
+
+
 def test_the_newest_call_is_kept_beside_the_summaries_whatever_its_size():
     """The last resort shortens the question to a sixteenth of the budget at the least. A
     newest call was judged against a question of MIN_QUESTION tokens, so a call that fitted
@@ -110,22 +134,11 @@ def test_the_newest_call_is_kept_beside_the_summaries_whatever_its_size():
     it must be."""
     budget = 1600
     assert question_caps(budget, DEFAULT_POLICY)[-1] > MIN_QUESTION
-    history = [Message(role="system", id="sys", content="You are a careful coding agent."),
-               Message(role="user", id="task", content=" ".join(f"need{k}" for k in range(300)))]
-    for k in range(20):
-        history += [Message(role="assistant", id=f"a{k}", content=f"Checking part {k}.",
-                            tool_calls=[ToolCall(id=f"c{k}", name="bash", arguments=json.dumps(
-                                {"command": f"pytest tests/test_part_{k}.py"}))]),
-                    Message(role="tool", id=f"t{k}", tool_call_id=f"c{k}", content=" ".join(
-                        f"tests/test_part_{k}.py::case_{j} passed" for j in range(12)))]
+    history = checking(task_words=300, parts=20)
     first = prepare_turn(None, history, budget, WORDS)
     lost, summarized = [], 0
     for words in range(1380, 1600, 4):  # around the budget: the sizes that were dropped
-        writing = Message(role="assistant", id="write", content="", tool_calls=[ToolCall(
-            id="call_w", name="bash", arguments=json.dumps(
-                {"command": "cat > f.py << EOF\n" + " ".join(["x=1"] * words)}))])
-        result = Message(role="tool", id="written", tool_call_id="call_w", content="done")
-        turn = prepare_turn(first.state, [*history, writing, result], budget, WORDS)
+        turn = prepare_turn(first.state, [*history, *writing(words)], budget, WORDS)
         assert turn.tokens == conversation_tokens(turn.messages, WORDS) <= budget
         summarized += any(m.kind == "summary" for m in turn.messages)
         if [m.id for m in turn.messages][-2:] != ["write", "written"]:
@@ -280,22 +293,11 @@ def test_the_summaries_stay_beside_a_newest_call_long_by_the_script_it_wrote():
     way: the request was the system prompt, the task and that exchange. The call's arguments
     are outlined to leave the summaries a quarter of the budget."""
     budget = 1600
-    history = [Message(role="system", id="sys", content="You are a careful coding agent."),
-               Message(role="user", id="task", content=" ".join(f"need{k}" for k in range(120)))]
-    for k in range(40):
-        history += [Message(role="assistant", id=f"a{k}", content=f"Checking part {k}.",
-                            tool_calls=[ToolCall(id=f"c{k}", name="bash", arguments=json.dumps(
-                                {"command": f"pytest tests/test_part_{k}.py"}))]),
-                    Message(role="tool", id=f"t{k}", tool_call_id=f"c{k}", content=" ".join(
-                        f"tests/test_part_{k}.py::case_{j} passed" for j in range(12)))]
+    history = checking(task_words=120, parts=40)
     first = prepare_turn(None, history, budget, WORDS)
     assert any(m.kind == "summary" for m in first.messages)
     for words in range(1300, 1440, 20):  # leaves room for the result, not for the summaries
-        writing = Message(role="assistant", id="write", content="", tool_calls=[ToolCall(
-            id="call_w", name="bash", arguments=json.dumps(
-                {"command": "cat > f.py << EOF\n" + " ".join(["x=1"] * words)}))])
-        result = Message(role="tool", id="written", tool_call_id="call_w", content="done")
-        turn = prepare_turn(first.state, [*history, writing, result], budget, WORDS)
+        turn = prepare_turn(first.state, [*history, *writing(words)], budget, WORDS)
         assert turn.tokens == conversation_tokens(turn.messages, WORDS) <= budget
         assert [m.id for m in turn.messages][-2:] == ["write", "written"], words
         assert any(m.kind == "summary" for m in turn.messages), words
