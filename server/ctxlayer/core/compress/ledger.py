@@ -45,6 +45,7 @@ KINDS = (
     ("numbers", "numbers", 0.08),
     ("identifiers", "identifiers", 0.12),
 )
+_SHARE = {kind: share for kind, _, share in KINDS}
 PROSE_SCORE = 3  # a mention in the user's or the assistant's own words
 MENTION_SCORE = 1  # any other mention (tool output, code block)
 #: a command the user names in their own words ("please look at pytest -k retry"): what they
@@ -308,9 +309,6 @@ def render_ledger(ledger: Ledger | None, max_chars: int, *, shown: str = "",
         said = "\0".join(located)
         ranked["paths"] = [v for v in ranked["paths"] if v not in said]
     return _render(ranked, max_chars, extra)
-
-
-_SHARE = {kind: share for kind, _, share in KINDS}
 
 
 def _within(items: list[str], label: str, own: int, room: int) -> list[str]:

@@ -96,8 +96,8 @@ def fit_calls(win: Window, kept: list[Message], keys: list, tokens: list[int], b
               counter: Tokenizer, policy: PreparePolicy) -> list[AuditEntry]:
     """Before the last resort: the calls of the newest exchange (after the question) whose
     arguments leave no room for their results beside the system prompt, the question at
-    its shortest and the summaries (at most a quarter of the budget) (an agent writing a long
-    file through a call) get their arguments outlined
+    its shortest and the summaries, up to a quarter of the budget (an agent writing a long
+    file through a call), get their arguments outlined
     to half that room, in proportion to their sizes, in ``kept`` / ``keys`` / ``tokens`` and
     as rewrites for later turns. The trim engine cuts no call, so it dropped the exchange
     whole, and the model was left with nothing of what it had just done. Returns their

@@ -506,11 +506,12 @@ class Window:
             self.chunks = [*self.chunks[:k], merged]
 
     def _merge_from(self) -> int:
-        """Where a merge starts: the newest two chunks, or an older one the last resort
-        squeezed (a big exchange left it a hundred tokens for fifty messages: a tenth of what
-        the pair keeps of theirs) and all after it. Merged after it, pairs left it that small
-        for the rest of the conversation; folded into the next merge, its ledger is rendered
-        again at the room's size, and rewriting it costs only its few tokens more."""
+        """Where a merge starts: the newest two chunks, or the oldest chunk the last resort
+        squeezed (one keeping of its messages less than ``SQUEEZED`` of what the newest two
+        keep of theirs: a big exchange left one a hundred tokens for fifty messages) and all
+        after it. Merged after it, pairs left it that small for the rest of the conversation;
+        folded into the next merge, its ledger is rendered again at the room's size, and
+        rewriting it costs only its few tokens more."""
         chunks = self.chunks
         k = len(chunks) - 2
         kept = sum(c.tokens for c in chunks[k:]) / max(1, sum(c.replaced_tokens
