@@ -268,8 +268,9 @@ def report(chats, budgets: list[int], counter, checks, facts_of, detail: bool = 
             r, r_of, b = oracle(prep, new, over)
             bound.reused, bound.reusable = bound.reused + r, bound.reusable + r_of
             bound.bills.append(b / full_bill if full_bill else 1.0)
-            for why, tokens in losses(prep, over).items():
-                lost[why] = lost.get(why, 0) + tokens
+            if detail:
+                for why, tokens in losses(prep, over).items():
+                    lost[why] = lost.get(why, 0) + tokens
             if full_bill:
                 rows.append(row_of(name, budget, system, new, over, {
                     "ctx/prepare": bill(prep) / full_bill,

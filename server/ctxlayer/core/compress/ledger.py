@@ -304,17 +304,18 @@ def render_ledger(ledger: Ledger | None, max_chars: int, *, shown: str = "",
     # src/a.py) is left out of the paths, and its room goes to the facts after it: a small
     # summary listed a traceback's files twice and had no room left for the lines that failed
     lines = [_item("line_numbers", v) for v in ranked["line_numbers"]]
-    located = _within(lines, "lines", int(max_chars * _SHARE["line_numbers"]), max_chars)
+    located, _ = _within(lines, "lines", int(max_chars * _SHARE["line_numbers"]), max_chars)
     if located and ranked["paths"]:
         said = "\0".join(located)
         ranked["paths"] = [v for v in ranked["paths"] if v not in said]
     return _render(ranked, max_chars, extra)
 
 
-def _within(items: list[str], label: str, own: int, room: int) -> list[str]:
+def _within(items: list[str], label: str, own: int, room: int) -> tuple[list[str], int]:
     """The leading ``items`` of one line of the ledger that fit ``own`` characters (and
-    ``room``), its label counted with the first: what the first pass of `_render` takes of
-    a kind, which never depends on the other kinds (their shares add up to the whole)."""
+    ``room``), its label counted with the first, and the characters they take: what the first
+    pass of `_render` takes of a kind, which never depends on the other kinds (their shares
+    add up to the whole)."""
     taken: list[str] = []
     used = 0
     for item in items:
@@ -323,7 +324,7 @@ def _within(items: list[str], label: str, own: int, room: int) -> list[str]:
             break
         taken.append(item)
         used += c
-    return taken
+    return taken, used
 
 
 def _render(ranked: dict[str, list[str]], max_chars: int,
@@ -345,9 +346,8 @@ def _render(ranked: dict[str, list[str]], max_chars: int,
 
     # first pass: each kind within its own share; second: the space left, kinds in order
     for k, (label, items, own) in enumerate(lines_of):
-        chosen[k] = _within(items, label, own, max_chars - size)
-        if chosen[k]:
-            size += sum(map(len, chosen[k])) + 2 * (len(chosen[k]) - 1) + len(label) + 5
+        chosen[k], used = _within(items, label, own, max_chars - size)
+        size += used
     for k, (_, items, _) in enumerate(lines_of):
         for item in items[len(chosen[k]):]:
             c = cost(k, item)
