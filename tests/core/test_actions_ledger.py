@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ctxlayer.core.assembly.actions import log_lines, outcome_of, render_actions
-from ctxlayer.core.compress.ledger import add_messages, facts_cut, render_ledger
+from ctxlayer.core.compress.ledger import PROSE_SCORE, add_messages, facts_cut, render_ledger
 from ctxlayer.protocol import Message, ToolCall
 
 
@@ -108,6 +108,30 @@ def test_prose_and_repeated_facts_outrank_a_value_seen_once_in_a_tool_output():
     assert "src/cache/store.py" not in paths and "- lines: src/cache/store.py:10" in text
     tight = render_ledger(ledger, 60)
     assert len(tight) <= 60 and "src/billing/core.py" in tight and "noise" not in tight
+
+
+def test_a_listing_read_last_does_not_crowd_a_tracebacks_files_out_of_a_small_ledger():
+    # a directory listing after a traceback: its 40 paths, each seen once like the
+    # traceback's, were the newer ones and filled a small summary's paths
+    trace = ('Traceback (most recent call last):\n'
+             '  File "/testbed/astropy/units/decorators.py", in wrapper\n'
+             "AttributeError: 'NoneType' object has no attribute 'to'\n"
+             "see also /testbed/astropy/utils/decorators.py")
+    listing = "\n".join(f"astropy/io/misc/file_{k}.py" for k in range(40))
+    ledger = add_messages(None, [result("c", trace), result("d", listing)])
+    text = render_ledger(ledger, 160)
+    assert "/testbed/astropy/units/decorators.py" in text, text
+    assert "/testbed/astropy/utils/decorators.py" in text, text
+    # the listing is still in the ledger, after them, where there is room
+    roomy = render_ledger(ledger, 10_000)
+    assert "astropy/io/misc/file_39.py" in roomy
+    paths = roomy.split("- paths: ")[1].split("\n")[0].split(", ")
+    assert paths.index("/testbed/astropy/utils/decorators.py") < paths.index(
+        "astropy/io/misc/file_39.py")
+    # a listing the user or the assistant writes out is theirs: every value ranks as said
+    said = Message(role="assistant", content="Files to change: " + listing.replace("\n", ", "))
+    ranked = add_messages(None, [result("c", trace), said]).kinds["paths"]
+    assert {e.score for e in ranked if "file_" in e.value} == {PROSE_SCORE}
 
 
 @pytest.mark.parametrize("size", [300, 400, 600, 1000])

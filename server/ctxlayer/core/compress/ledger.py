@@ -3,7 +3,8 @@
 Owns ``Ledger`` (persisted with the compaction state), ``add_messages`` and ``render_ledger``.
 A fact's score grows with every message that mentions it, most when the user or the assistant
 says it in prose (outside code blocks): those are the facts the conversation reasons about; a
-value seen once in a tool output or a code block ranks last. Commands come from an agent's
+value seen once in a tool output or a code block ranks below them, and one seen only in a
+listing (a tool output naming more than ``LISTING`` values of its kind) ranks last. Commands come from an agent's
 shell calls, from code blocks and backticks, and from the user's own words
 (``prose_commands``: "please look at pytest -k retry"), which rank highest: they are asked for. Paths of installed libraries
 (site-packages, the interpreter's own frames) are left out: a traceback passes there, the work
@@ -51,6 +52,12 @@ MENTION_SCORE = 1  # any other mention (tool output, code block)
 #: a command the user names in their own words ("please look at pytest -k retry"): what they
 #: ask to be run outranks a command an agent ran once, not one it keeps running
 SAID_SCORE = PROSE_SCORE + 1
+#: a tool output naming more values of one kind than this is a listing (a directory tree, a
+#: `find`, a grep over the repository): each of its values is one of many, so a mention there
+#: scores LISTED_SCORE, below a value a traceback or a diff names among a few. Ranked by score,
+#: a listing read last crowded a traceback's locations out of a small summary's ledger.
+LISTING = 20
+LISTED_SCORE = 0
 MAX_PER_KIND = 300  # facts kept per kind in the state: the lowest-ranked give way
 # commands may hold spaces and commas: quoted; other kinds are single words (quoting each costs
 # tokens a small budget cannot spare)
@@ -196,6 +203,7 @@ def add_messages(ledger: Ledger | None, messages: list[Message],
                 continue
             entries = led.kinds.setdefault(kind, [])
             where = index[kind]
+            plain = MENTION_SCORE if speaker or len(values) <= LISTING else LISTED_SCORE
             for value in values:
                 if kind == "line_numbers" and value.startswith(_INLINE_SCRIPT):
                     value = value[len("<string> "):]  # no file to name: the line alone
@@ -206,7 +214,7 @@ def add_messages(ledger: Ledger | None, messages: list[Message],
                 elif speaker and (value in prose or value in ran):
                     score = PROSE_SCORE
                 else:
-                    score = MENTION_SCORE
+                    score = plain
                 i = where.get(value)
                 if i is None:
                     where[value] = len(entries)
