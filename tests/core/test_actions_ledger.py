@@ -134,6 +134,24 @@ def test_a_listing_read_last_does_not_crowd_a_tracebacks_files_out_of_a_small_le
     assert {e.score for e in ranked if "file_" in e.value} == {PROSE_SCORE}
 
 
+def test_a_path_merged_into_a_longer_one_keeps_its_place_in_the_order():
+    # `astroid/manager.py`, named in many messages, gave way to `a/astroid/manager.py` of
+    # one diff and went with it to the end of the list, out of a small ledger
+    msgs = [result("d", "diff --git a/astroid/manager.py b/astroid/manager.py")]
+    msgs += [result(f"r{k}", f"touched src/other_{k}.py") for k in range(8)]
+    msgs += [Message(role="assistant", content=f"Checking astroid/manager.py again ({k}).")
+             for k in range(5)]
+    ledger = add_messages(None, msgs)
+    paths = render_ledger(ledger, 10_000).split("- paths: ")[1].split("\n")[0].split(", ")
+    assert paths[0] in ("a/astroid/manager.py", "b/astroid/manager.py"), paths
+    assert "astroid/manager.py" in render_ledger(ledger, 60)
+    # a bare name held by many paths passes its place to none of them
+    names = [Message(role="assistant", content="Every __init__.py matters.")] * 5 + [
+        result("x", "pkg/one/__init__.py"), result("y", "src/core.py")]
+    order = render_ledger(add_messages(None, names), 10_000).split("- paths: ")[1]
+    assert order.split("\n")[0].split(", ") == ["src/core.py", "pkg/one/__init__.py"]
+
+
 @pytest.mark.parametrize("size", [300, 400, 600, 1000])
 def test_a_path_a_location_says_is_not_listed_again_and_its_room_goes_to_other_facts(size):
     # a small summary listed a traceback's files among the paths and again in the lines

@@ -143,10 +143,14 @@ def test_the_signal_lines_are_the_lines_a_search_each_finds(text):
 
 def _ranked_pair_by_pair(entries, shown: str, noisy: bool) -> list[str]:
     """The ledger's rule as first written: a value inside a kept one is left out, a kept one
-    inside a new value gives way to it, each pair tested in turn."""
+    inside a new value gives way to it, each pair tested in turn; then each value that gave
+    way and names a path by its directories (a "/", no NUL) hands its rank to the best ranked
+    value left that holds it, and the values left go in the order of the best rank they
+    hold."""
     from ctxlayer.core.compress.ledger import MENTION_SCORE, _rank
 
     out: list[str] = []
+    taken: list[str] = []
     for e in sorted(entries, key=_rank):
         v = e.value
         if not v.strip() or (shown and v in shown) or (noisy and e.score <= MENTION_SCORE):
@@ -155,7 +159,15 @@ def _ranked_pair_by_pair(entries, shown: str, noisy: bool) -> list[str]:
             continue
         out = [kept for kept in out if kept not in v]
         out.append(v)
-    return out
+        taken.append(v)
+    rank = {v: k for k, v in enumerate(taken)}
+    best = dict(rank.items())
+    for k, v in enumerate(taken):
+        if v in out or "/" not in v or "\0" in v:
+            continue
+        holder = min((w for w in out if v in w), key=rank.__getitem__)
+        best[holder] = min(best[holder], k)
+    return sorted(out, key=best.__getitem__)
 
 
 values = st.lists(st.text(alphabet="ab/.\0 c", max_size=6), max_size=30)

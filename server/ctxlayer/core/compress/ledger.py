@@ -19,6 +19,7 @@ Pure: extraction is ``extract_facts``; sizes are characters.
 
 from __future__ import annotations
 
+import bisect
 import re
 
 import msgspec
@@ -270,7 +271,8 @@ _NOISY = frozenset({"numbers"})
 def _ranked(entries: list[Entry], shown: str, kind: str = "") -> list[str]:
     """Values best first, merged into longer values that contain them, minus those shown (and,
     for a noisy kind, minus those mentioned once outside prose). A value inside one taken
-    before it is left out; one taken before a value that contains it gives way to that value.
+    before it is left out; one taken before a value that contains it gives way to that value,
+    which takes its place in the order when it names a file by its directories.
     Inside is transitive, so both tests may look at every value taken, in one search over
     their NUL-joined text (one search a value, not one a pair: most of a long ledger's time)."""
     noisy = kind in _NOISY
@@ -284,16 +286,34 @@ def _ranked(entries: list[Entry], shown: str, kind: str = "") -> list[str]:
             continue
         taken.append(v)
         joined += "\0" + v
-    # from the last taken back: a value a later one contains gave way to it
+    # from the last taken back: a value a later one contains gave way to it, and that one
+    # takes its place in the order, the best ranked of the kept values holding it
+    # (`astroid/manager.py`, named in 13 messages, gave way to `a/astroid/manager.py` of one
+    # diff, and went with it to the end of a long list)
     out: list[str] = []
+    place: list[int] = []  # the best rank each value of ``out`` stands for
     later = ""
-    for v in reversed(taken):
-        if v in later if "\0" not in v else any(v in t for t in out):
-            continue
-        out.append(v)
-        later += "\0" + v
-    out.reverse()
-    return out
+    starts: list[int] = []  # where each value of ``out`` starts in ``later``, increasing
+    for k in range(len(taken) - 1, -1, -1):
+        v = taken[k]
+        # where the latest kept value holding it starts, the best ranked of them (None: one
+        # holds it, found one by one for a value holding a NUL); -1: none does
+        if "\0" not in v:
+            at: int | None = later.rfind(v)
+        else:
+            at = None if any(v in t for t in out) else -1
+        if at == -1:
+            out.append(v)
+            place.append(k)
+            starts.append(len(later) + 1)
+            later += "\0" + v
+        # a bare name (`__init__.py`, `test_a`, `line 3`) is held by many values and says
+        # nothing of which: it gives way without passing its place on
+        elif at is not None and "/" in v:
+            j = bisect.bisect_right(starts, at) - 1
+            place[j] = min(place[j], k)
+    order = sorted(range(len(out)), key=place.__getitem__)
+    return [out[j] for j in order]
 
 
 def render_ledger(ledger: Ledger | None, max_chars: int, *, shown: str = "",
