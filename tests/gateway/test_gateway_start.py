@@ -10,12 +10,14 @@ import ctxlayer.tokenizers as tokenizers
 
 
 def test_a_starting_gateway_builds_the_encodings_of_the_providers_it_serves(world, monkeypatch):
-    asked: list[str | None] = []
-    real = tokenizers.preload
-    monkeypatch.setattr(tokenizers, "preload",
-                        lambda model=None: asked.append(model) or real(model))
+    asked: list[list[str | None]] = []
+    real = tokenizers.preload_in_turn
+    monkeypatch.setattr(tokenizers, "preload_in_turn",
+                        lambda models: asked.append(list(models)) or real(models))
     with StandinThread() as thread:
         gateway, state = start_stack(thread, world / "workspace", world / "state-start")
         stop_stack(thread, gateway, state)
-    wanted = {tokenizers.model_info(m).encoding for m in ("gpt-4o", "claude-sonnet-4-5")}
-    assert {tokenizers.model_info(m).encoding for m in asked} == wanted
+    # in turn, the default model's first: built side by side, they slowed the first request
+    [models] = asked
+    encodings = list(dict.fromkeys(tokenizers.model_info(m).encoding for m in models))
+    assert encodings == [tokenizers.model_info(m).encoding for m in ("gpt-4o", "claude-sonnet-4-5")]

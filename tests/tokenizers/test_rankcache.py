@@ -116,6 +116,42 @@ def test_preload_is_shared_with_counter_for_on_every_thread(tmp_path: Path):
     only_entry(tmp_path / "state" / "tokenizers")
 
 
+def test_encodings_built_in_turn_start_one_at_a_time_and_at_once_when_asked_for(tmp_path: Path):
+    """In a fresh process: a server's encodings are built one after the other, the second
+    only after a pause (side by side they slowed its first request), and an encoding a
+    counter asks for before its turn starts building then, not after the pause."""
+    script = textwrap.dedent("""
+        import threading, time
+        from ctxlayer import tokenizers
+        from ctxlayer.tokenizers import encodings
+
+        tokenizers.LATER_BUILDS_AFTER = 120.0
+        started = []
+        real = encodings.get_encoding
+        def noted(name):
+            started.append(name)
+            return real(name)
+        tokenizers.get_encoding = noted
+        tokenizers.preload_in_turn(["gpt-4o", "gpt-4", "gpt-4o-mini"])
+        first = tokenizers.preload("gpt-4o")
+        first.result(timeout=60)
+        time.sleep(0.2)
+        assert started == ["o200k_base"], started  # the second waits for its turn
+        counted = []
+        asker = threading.Thread(
+            target=lambda: counted.append(tokenizers.counter_for("gpt-4").count("hello world")))
+        asker.start()
+        asker.join(timeout=60)
+        assert counted == [2], counted  # asked for: built at once, not 120 s on
+        assert started == ["o200k_base", "cl100k_base"], started
+        print("ok")
+    """)
+    env = {**os.environ, "CTXLAYER_STATE_DIR": str(tmp_path / "state")}
+    run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.split() == ["ok"], run.stderr
+
+
 def test_preload_of_an_unknown_model_counts_with_the_fallback_encoding():
     from ctxlayer.tokenizers import model_info, preload
 

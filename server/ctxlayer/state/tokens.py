@@ -97,12 +97,12 @@ class Tokenizers:
         return guarded
 
     def preload(self, models: Iterable[str | None]) -> None:
-        """Start building the encodings of ``models`` on threads of their own and return at
-        once: a server that will count with them builds them before its first request."""
-        from ctxlayer.tokenizers import preload
+        """Start building the encodings of ``models``, one after the other in their order, on
+        a thread of their own, and return at once: a server that will count with them builds
+        them before its first request."""
+        from ctxlayer.tokenizers import preload_in_turn
 
-        for model in models:
-            preload(model)
+        preload_in_turn(list(models))
 
     def can_inline(self, model: str | None, size: int) -> bool:
         """Whether work on `size` characters may run on the loop: its encoding is loaded (a

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -34,7 +35,8 @@ from ctxlayer.tokenizers.windows import LONG_CONTEXT, LONG_WINDOW, context_windo
 
 __all__ = [
     "DEFAULT_MODEL", "ENCODINGS", "LONG_CONTEXT", "LONG_WINDOW", "TABLE", "ModelInfo", "TiktokenCounter", "TokenizerUnavailable",
-    "built_from", "context_window", "counter_for", "memo_for", "model_info", "preload", "prompt_traits",
+    "built_from", "context_window", "counter_for", "memo_for", "model_info", "preload",
+    "preload_in_turn", "prompt_traits",
     "set_cache_dir",
 ]
 
@@ -140,6 +142,7 @@ def counter_for(model: str | None = None) -> CountCache:
 
 
 _preloads: dict[str, Future[tiktoken.Encoding]] = {}
+_building: set[str] = set()  # the encodings whose build has started (each starts once)
 _preload_lock = threading.Lock()
 
 
@@ -151,12 +154,49 @@ def preload(model: str | None = None) -> Future[tiktoken.Encoding]:
     return _preload_encoding(model_info(model).encoding)
 
 
-def _preload_encoding(name: str) -> Future[tiktoken.Encoding]:
+#: seconds between the first encoding a server builds and the others
+LATER_BUILDS_AFTER = 1.0
+
+
+def preload_in_turn(models: list[str | None]) -> None:
+    """Build the encodings of ``models`` on one background thread and return at once: the
+    first now, the others one after the other LATER_BUILDS_AFTER seconds on. A build is
+    Python reading a rank table: side by side, two builds each took longer than one alone,
+    and the server's first request, in the same interpreter, waited 100-190 ms instead of
+    45-75 for them. An encoding asked for (`counter_for`) before its turn starts building at
+    once."""
+    names = list(dict.fromkeys(model_info(m).encoding for m in models))
+    for name in names:
+        _preload_encoding(name, start=False)
+
+    def build_all() -> None:
+        for k, name in enumerate(names):
+            if k == 1:
+                time.sleep(LATER_BUILDS_AFTER)
+            _start(name, _preloads[name], here=True)
+
+    threading.Thread(target=build_all, name="ctxlayer-encodings", daemon=True).start()
+
+
+def _preload_encoding(name: str, *, start: bool = True) -> Future[tiktoken.Encoding]:
+    """The future of ``name``'s build, started now on a thread of its own unless ``start`` is
+    False (it is queued) or it has started already."""
     with _preload_lock:  # not `_lock`: counter_for holds that one while it calls this
         future = _preloads.get(name)
-        if future is not None:
-            return future
-        future = _preloads[name] = Future()
+        if future is None:
+            future = _preloads[name] = Future()
+    if start:
+        _start(name, future, here=False)
+    return future
+
+
+def _start(name: str, future: Future[tiktoken.Encoding], *, here: bool) -> None:
+    """Build ``name`` once: on this thread (``here``) or on a new one; nothing when its build
+    has started already."""
+    with _preload_lock:
+        if name in _building:
+            return
+        _building.add(name)
 
     def build() -> None:
         try:
@@ -164,8 +204,10 @@ def _preload_encoding(name: str) -> Future[tiktoken.Encoding]:
         except BaseException as exc:  # handed to whoever waits on the future
             future.set_exception(exc)
 
-    threading.Thread(target=build, name=f"ctxlayer-encoding-{name}", daemon=True).start()
-    return future
+    if here:
+        build()
+    else:
+        threading.Thread(target=build, name=f"ctxlayer-encoding-{name}", daemon=True).start()
 
 
 def memo_for(model: str | None = None) -> Memo:
