@@ -55,6 +55,7 @@ async def serve(root: Path, state_dir: Path, overrides: dict[str, Any],
                 announce: Callable[[dict[str, Any]], None]) -> None:
     """Serve until SIGINT or SIGTERM; `announce` gets the JSON line once listening."""
     state = State(state_dir)
+    state.serving()
     server: GatewayServer | None = None
     caller: Caller | None = None
     try:

@@ -84,6 +84,7 @@ async def serve(state: State, stdin: BinaryIO, stdout: BinaryIO) -> int:
     client_logs.servers.add(server)
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, on_end, 0)
+    state.serving()
     reader = await stdin_reader(stdin)
     connection = Connection(server, reader, PipeWriter(stdout))
     reading = asyncio.ensure_future(connection.run())

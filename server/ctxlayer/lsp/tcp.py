@@ -90,6 +90,7 @@ async def serve(state: State, host: str, port: int, token: str, token_file: Path
             writer.close()
             log.info("connection from %s closed", peer)
 
+    state.serving()
     tcp = await asyncio.start_server(connection, host, port, limit=LINE_LIMIT)
     bound = tcp.sockets[0].getsockname()
     print(json.dumps({"host": bound[0], "port": bound[1], "tokenFile": str(token_file),

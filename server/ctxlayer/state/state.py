@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ctxlayer.state import collecting
 from ctxlayer.state.events import Events
 from ctxlayer.state.lanes import Lanes
 from ctxlayer.state.live import WorkspaceRegistry
@@ -57,6 +58,7 @@ class State:
         self._conversations: Conversations | None = None
         self._closers: list[Callable[[], Any]] = []
         self._tasks: set[asyncio.Future] = set()
+        self._holding = False  # full collections held for quiet moments (`serving`)
         # the session service's own threads: its writes serialize on the database anyway, and
         # short counts and trims (the default executor) must not queue behind them
         self._session_threads = ThreadPoolExecutor(2, thread_name_prefix="sessions")
@@ -178,9 +180,19 @@ class State:
 
         task.add_done_callback(done)
 
+    def serving(self) -> None:
+        """From the face's event loop, once it serves: full garbage collections wait for its
+        quiet moments (collecting.py) until `close`."""
+        if not self._holding:
+            collecting.hold()
+            self._holding = True
+
     def close(self) -> None:
         """Stop watchers and close services; safe to call twice. The writes queued on the
         keeping thread land first: the database closes after them."""
+        if self._holding:
+            collecting.let_go()
+            self._holding = False
         self.workspaces.close_all()
         self._keeping_thread.shutdown(wait=True)
         while self._closers:
