@@ -4,16 +4,16 @@ Owns ``Ledger`` (persisted with the compaction state), ``add_messages`` and ``re
 A fact's score grows with every message that mentions it, most when the user or the assistant
 says it in prose (outside code blocks): those are the facts the conversation reasons about; a
 value seen once in a tool output or a code block ranks below them, and one seen only in a
-listing (a tool output naming more than ``LISTING`` values of its kind) ranks last. Commands come from an agent's
-shell calls, from code blocks and backticks, and from the user's own words
-(``prose_commands``: "please look at pytest -k retry"), which rank highest: they are asked for. Paths of installed libraries
-(site-packages, the interpreter's own frames) are left out: a traceback passes there, the work
-happens in the project. Within a kind, higher scores come
+listing (a tool output naming more than ``LISTING`` values of its kind) ranks last. Commands
+come from an agent's shell calls, from code blocks and backticks, and from the user's own words
+(``prose_commands``: "please look at pytest -k retry"), which rank highest: they are asked for.
+Paths of installed libraries (site-packages, the interpreter's own frames) are left out: a
+traceback passes there, the work happens in the project. Within a kind, higher scores come
 first, then the most recently mentioned. Kinds are rendered in a fixed order (paths, commands,
 errors, tests, lines, numbers, identifiers), each capped to a share of the space, the rest of
 the space then filled in the same order; duplicates and values contained in a longer value of
-the same kind are merged into it. Facts the caller says are already shown (a client summary
-that names them) are left out.
+the same kind are merged into it (a path keeping the better place of the two). Facts the caller
+says are already shown (a client summary that names them) are left out.
 Pure: extraction is ``extract_facts``; sizes are characters.
 """
 
