@@ -331,9 +331,9 @@ def render_ledger(ledger: Ledger | None, max_chars: int, *, shown: str = "",
     # a path that a location in the lines' own share says already ("src/a.py line 3" says
     # src/a.py) is left out of the paths, and its room goes to the facts after it: a small
     # summary listed a traceback's files twice and had no room left for the lines that failed
-    lines = [_item("line_numbers", v) for v in ranked["line_numbers"]]
-    located, _ = _within(lines, "lines", int(max_chars * _SHARE["line_numbers"]), max_chars)
-    if located and ranked["paths"]:
+    if ranked["paths"] and ranked["line_numbers"]:
+        lines = [_item("line_numbers", v) for v in ranked["line_numbers"]]
+        located, _ = _within(lines, "lines", int(max_chars * _SHARE["line_numbers"]), max_chars)
         said = "\0".join(located)
         ranked["paths"] = [v for v in ranked["paths"] if v not in said]
     return _render(ranked, max_chars, extra)

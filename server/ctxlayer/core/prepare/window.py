@@ -475,10 +475,11 @@ class Window:
         share = policy.summaries_share * room
         while len(self.chunks) > 1 and sum(c.tokens for c in self.chunks) > share:
             k = self._merge_from()
-            pair = self.chunks[k:]
-            merged = summaries.merge_chunks(pair, pair[0].start, counter, policy, room)
-            if merged.tokens >= sum(c.tokens for c in pair) or k == 0:
-                if k > 0 or merged.tokens >= sum(c.tokens for c in pair):
+            newest = self.chunks[k:]
+            merged = summaries.merge_chunks(newest, newest[0].start, counter, policy, room)
+            shrank = merged.tokens < sum(c.tokens for c in newest)
+            if not shrank or k == 0:
+                if not shrank:  # the newest no longer shrink: every chunk becomes one
                     merged = summaries.merge_chunks(self.chunks, self.head, counter, policy,
                                                     room)
                 want = min(max(free, summaries.least_room(policy, room)), int(share))
