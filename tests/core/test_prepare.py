@@ -107,9 +107,12 @@ def drive(turns: int, budget: int, seed: int = 7, policy: PreparePolicy | None =
     return results
 
 
-def test_200_turns_stay_in_budget_keep_the_question_and_the_prefix():
+# seeds 8 and 9: a step whose guess said merging the chunks alone was enough took nothing, and
+# the last resort dropped whole messages of a turn that did not step
+@pytest.mark.parametrize("seed", [7, 8, 9])
+def test_200_turns_stay_in_budget_keep_the_question_and_the_prefix(seed):
     budget = 6000
-    results = drive(200, budget)
+    results = drive(200, budget, seed)
     steps = [k for k, (_, t) in enumerate(results) if t.stepped]
     assert len(steps) >= 5, "the conversation should pass its budget several times"
     assert len(steps) < 60, "compaction happens in steps, not on every turn"

@@ -392,6 +392,14 @@ class Window:
                 sum(self.shown_tokens(i) for i in covered), chunks)
             covered.extend(taken)
             kept_whole.extend(kept)
+            # the guess said merging the chunks alone brings the request under its target, but
+            # a merge runs only beside a new chunk: the oldest group that may go is taken
+            # (with none, the last resort dropped whole messages of a request over budget)
+            while not covered and j < stop:
+                j, taken, kept, base, tail, _ = self._walk(
+                    j, self.groups.end(j), base, tail, -1, keep, budget, floor, 0, chunks)
+                covered.extend(taken)
+                kept_whole.extend(kept)
             if not covered:
                 return None
             covered.sort()
