@@ -8,6 +8,7 @@ import pytest
 
 from ctxlayer.core.assembly import Compaction, CompactionPolicy, History, assemble, measure
 from ctxlayer.core.assembly.assemble import AssemblyInput
+from ctxlayer.core.assembly.summary import offline_summary
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.tokens import CountCache, WordTokenizer, message_tokens
 from ctxlayer.core.zones import DEFAULT_MODES, Rule, new_item
@@ -478,3 +479,14 @@ def test_the_offline_summary_keeps_exact_details_without_cue_words():
     summary = summary_of(out)
     assert "Details:" in summary
     assert "GW-4107" in summary and "640 rows per batch" in summary
+
+
+def test_the_offline_summary_leaves_out_the_parts_it_found_nothing_for():
+    said = [Message(role="user", content="We decided to keep the retry queue ordered."),
+            Message(role="assistant", content="ok")]
+    text = offline_summary(said, "", 600)
+    assert text.startswith("Decided:\n- We decided to keep the retry queue ordered"), text
+    assert "Open:" not in text and "(none)" not in text
+    # nothing found anywhere: no part at all, and a previous summary's parts carry over
+    assert offline_summary([Message(role="assistant", content="ok")], "", 600) == ""
+    assert offline_summary([], text, 600) == text

@@ -73,7 +73,8 @@ def offline_summary(messages: list[Message], previous: str, max_chars: int) -> s
     Decided (sentences with decision cues), Open (questions, things still to do) and Details
     (sentences that name something exact: a position, a code, a command, a number), the
     first two within a third of ``max_chars`` each and the details in what they leave, the
-    newest kept when space runs out.
+    newest kept when space runs out. A part with nothing in it is left out ("Decided: -
+    (none)" three times was a small summary's tenth, and said nothing).
 
     Newest first: messages are read from the end and reading stops once every part is full or
     ``SCAN_FACTOR`` times ``max_chars`` of text have been read (a chat without cues would
@@ -116,7 +117,7 @@ def offline_summary(messages: list[Message], previous: str, max_chars: int) -> s
     left = max_chars - sum(len(x) + 3 for x in decided + open_)
     details = _newest_within(merged[2], max(third, left))
     return "\n".join(_section(t, items) for t, items in zip(_PARTS, (decided, open_, details),
-                                                           strict=True))
+                                                           strict=True) if items)
 
 
 def _split_previous(previous: str) -> tuple[list[str], list[str], list[str]]:
