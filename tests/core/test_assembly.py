@@ -490,3 +490,16 @@ def test_the_offline_summary_leaves_out_the_parts_it_found_nothing_for():
     # nothing found anywhere: no part at all, and a previous summary's parts carry over
     assert offline_summary([Message(role="assistant", content="ok")], "", 600) == ""
     assert offline_summary([], text, 600) == text
+
+
+def test_an_agent_narrating_its_next_move_is_neither_decided_nor_open():
+    said = [Message(role="assistant", content=(
+        "Let me run the tests using Django's test runner. Now let me check why it still fails? "
+        "Based on my analysis, using `re.DOTALL` is the cleanest fix. Let me edit src/app.py "
+        "line 40 next."))]
+    text = offline_summary(said, "", 900)
+    decided = text.split("Decided:\n")[1].split("\n")[0]
+    assert decided == "- Based on my analysis, using `re.DOTALL` is the cleanest fix.", text
+    assert "Open:" not in text and "test runner" not in text, text
+    # a plan naming something exact is still a detail
+    assert "Let me edit src/app.py line 40 next." in text.split("Details:\n")[1]

@@ -24,6 +24,13 @@ _DECIDED = re.compile(
     r"fixed|done|resolved|confirmed|switched to|implemented|merged)\b|决定|确认|已完成|采用",
     re.IGNORECASE,
 )
+#: an agent narrating its next move ("Let me use the test runner:", "Now I'll check why"):
+#: neither a decision nor an open question, whatever cue words it holds
+_PLAN = re.compile(
+    r"(?:(?:now|first|next|then|ok|okay|great|good|perfect|so)[,!.]?\s+)?"
+    r"(?:let me|let's|let us|i'll|i will|i'm going to|i am going to)\b",
+    re.IGNORECASE,
+)
 _OPEN = re.compile(
     r"\?|？|\b(todo|open question|not yet|still|pending|unclear|unknown|need to|next step|"
     r"to do|later|investigate|why)\b|待定|未决|还没|需要",
@@ -100,9 +107,10 @@ def offline_summary(messages: list[Message], previous: str, max_chars: int) -> s
             flat = " ".join(sentence.split())
             if len(flat) > 240:
                 flat = flat[:239] + "…"
-            if _OPEN.search(flat):
+            plan = _PLAN.match(flat) is not None
+            if not plan and _OPEN.search(flat):
                 part = 1
-            elif _DECIDED.search(flat):
+            elif not plan and _DECIDED.search(flat):
                 part = 0
             elif _maybe_specific(flat) and _SPECIFIC.search(flat):
                 part = 2
