@@ -249,3 +249,12 @@ def test_a_kind_read_on_two_threads_at_once_gives_each_the_same_values(monkeypat
     first = list(shared.values("paths"))
     assert meanwhile and meanwhile[0] == list(whole) and meanwhile[1] == list(whole)
     assert first == list(whole) and shared.paths == whole
+
+
+def test_pythons_builtins_are_not_identifiers_of_the_code_at_hand():
+    text = ("for i, seg in enumerate(segments):\n    if isinstance(seg, str) and len(seg) > 2:\n"
+            "        total = sum(map(abs, values)) + check_still_complete(seg)\n"
+            "        super().__init__()\n")
+    ids = extract_facts(text).identifiers
+    assert "check_still_complete()" in ids, ids
+    assert not {"enumerate()", "isinstance()", "len()", "sum()", "map()", "super()"} & set(ids)
