@@ -10,6 +10,7 @@ import pytest
 
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.prepare import PreparePolicy, Turn, audit_of, prepare_turn
+from ctxlayer.core.prepare.model import DEFAULT_POLICY
 from ctxlayer.core.tokens import OPENAI_FORMAT, WordTokenizer, conversation_tokens
 from ctxlayer.protocol import Message, ToolCall
 
@@ -655,3 +656,16 @@ def test_a_big_early_output_is_outlined_again_at_once_not_a_little_at_each_step(
         if shown is not None and (not versions or versions[-1] != shown):
             versions.append(shown)
     assert 2 <= len(versions) <= 3, [len(v.split()) for v in versions]
+
+
+def test_a_summary_step_of_a_prose_chat_ends_near_its_target():
+    # a chat of prose names few facts, so its summaries come out far smaller than a chunk's
+    # parts may take: the step took as much as a full-size chunk would have needed and left
+    # the request at two thirds of its budget; now it gives back its newest groups
+    budget = 6000
+    results = drive(60, budget)
+    summarized = [t for _, t in results if t.stepped and t.notice.startswith("ctxlayer: summ")]
+    assert summarized
+    target = DEFAULT_POLICY.summary_target * budget
+    for t in summarized:
+        assert target - budget * 0.05 <= t.tokens <= budget, t.tokens

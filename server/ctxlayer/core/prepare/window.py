@@ -426,6 +426,19 @@ class Window:
             est = chunk.tokens
             chunks = (lambda size: lambda t: self.chunks_after(size, room, policy))(est)
         assert chunk is not None
+        # or much smaller (a chat of prose names few facts, and its ledger stays short): the
+        # newest groups it took are given back, shown whole, while the request stays under
+        # its target (a step left a prose chat at two thirds of its budget, every time)
+        back, gained = self._give_back(covered, set(kept_whole), j, target - (
+            base + self.chunks_after(chunk.tokens, room, policy) + tail) - budget // 50)
+        if back < j:
+            covered = [i for i in covered if i < back]
+            j, tail = back, tail + gained
+            text, writer = self._ahead_for(covered)
+            chunk = summaries.make_chunk(
+                [self.shown(i) for i in covered], [msgs[i] for i in covered], covered,
+                [self.shown_tokens(i) for i in covered], self.upto, j, counter, policy, room,
+                want, self.facts, text, writer, self.named)
         for i in covered:
             self.rewrites.pop(i, None)
         self.verbatim = sorted(kept_whole)
@@ -434,6 +447,22 @@ class Window:
         self.chunks = [*self.chunks, chunk]
         self._merge(counter, policy, room, target - base - tail)
         return chunk
+
+    def _give_back(self, covered: list[int], kept: set[int], j: int, room: int
+                   ) -> tuple[int, int]:
+        """Where a summary step that took up to ``j`` may stop instead, giving its newest
+        whole groups back while they take at most ``room`` tokens (and one group stays taken);
+        returns (that index, the tokens given back)."""
+        first = covered[0] if covered else j
+        back, gained = j, 0
+        while back > self.upto:
+            start = self.groups.lead[back - 1]
+            cost = sum(self.shown_tokens(k) for k in range(start, back))
+            if start <= first or self.groups.end(start) != back \
+                    or any(k in kept for k in range(start, back)) or gained + cost > room:
+                break
+            back, gained = start, gained + cost
+        return back, gained
 
     def fit_summaries(self, budget: int, counter: Tokenizer, policy: PreparePolicy) -> bool:
         """When the step left the request over the budget (the newest exchange is big), the
