@@ -503,3 +503,12 @@ def test_an_agent_narrating_its_next_move_is_neither_decided_nor_open():
     assert "Open:" not in text and "test runner" not in text, text
     # a plan naming something exact is still a detail
     assert "Let me edit src/app.py line 40 next." in text.split("Details:\n")[1]
+
+
+def test_the_offline_summary_does_not_quote_ctxlayers_own_marks():
+    shown = [Message(role="assistant", content=(
+        "Accepts `header_rows` parameter.\n[... 52 lines omitted ...]\nPosition line kept.\n"
+        "[... 1,204 characters omitted ...]\n[cut from this message: ValueError, line 40]"))]
+    text = offline_summary(shown, "", 900)
+    assert "omitted" not in text and "cut from" not in text, text
+    assert "Accepts `header_rows` parameter." in text

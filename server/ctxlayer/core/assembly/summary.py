@@ -66,6 +66,10 @@ _SPECIFIC = re.compile(
     r"\d{2,}\b)|(?<!\w)--?[a-z][\w-]+"
 )
 _PARTS = ("Decided", "Open", "Details")
+#: what ctxlayer itself wrote into a shortened message: its omission markers ("[... 52 lines
+#: omitted ...]" was a summary's detail) and the line naming the facts of a cut part
+_OURS = re.compile(r"\[\.\.\. [\d,]+ (?:line|char|character)s? omitted \.\.\.\]"
+                   r"|^\[cut from this message: [^\n]*\]$", re.MULTILINE)
 _MARKS = frozenset("0123456789/_-#")
 _INNER_CAPITAL = re.compile(r"[a-z][A-Z]")
 
@@ -100,10 +104,12 @@ def offline_summary(messages: list[Message], previous: str, max_chars: int) -> s
         if msg.role not in ("user", "assistant") or msg.kind == "summary":
             continue
         unread -= len(msg.content)
-        if not (_maybe_specific(msg.content) or _OPEN.search(msg.content)
-                or _DECIDED.search(msg.content)):
+        text = msg.content
+        if "omitted ...]" in text or "[cut from this message: " in text:
+            text = _OURS.sub(" ", text)
+        if not (_maybe_specific(text) or _OPEN.search(text) or _DECIDED.search(text)):
             continue  # no sentence of it can be kept: not split
-        for sentence in reversed(sentences(msg.content)):
+        for sentence in reversed(sentences(text)):
             flat = " ".join(sentence.split())
             if len(flat) > 240:
                 flat = flat[:239] + "…"
