@@ -76,7 +76,7 @@ class PreparePolicy(msgspec.Struct, frozen=True, kw_only=True):
     # leave of the budget: an agent's chat needs the ledger (the files, commands, errors, tests
     # and lines it worked with) more than the action log or decided / open sentences. With a
     # ledger of 0.08, replayed to 60% and 70% of each dev transcript (the bench stops at 80%),
-    # prepare kept 5-9 points fewer facts than ctx/assemble at a 10% budget; with 0.25, 1-2
+    # prepare kept 7-9 points fewer facts than ctx/assemble at a 10% budget; with 0.25, 1-3
     summary_share: float = 0.02  # decided / open
     summary_max_tokens: int = 1500
     ledger_share: float = 0.25  # the facts ledger
