@@ -392,12 +392,9 @@ class Window:
                 sum(self.shown_tokens(i) for i in covered), chunks)
             covered.extend(taken)
             kept_whole.extend(kept)
-            # the guess said merging the chunks alone brings the request under its target, but
-            # a merge runs only beside a new chunk: the oldest group that may go is taken
-            # (with none, the last resort dropped whole messages of a request over budget)
-            while not covered and j < stop:
-                j, taken, kept, base, tail, _ = self._walk(
-                    j, self.groups.end(j), base, tail, -1, keep, budget, floor, 0, chunks)
+            if not covered:
+                j, taken, kept, base, tail = self._take_one(j, stop, base, tail, keep, budget,
+                                                           floor, chunks)
                 covered.extend(taken)
                 kept_whole.extend(kept)
             if not covered:
@@ -415,10 +412,7 @@ class Window:
             want = max(summaries.estimate(policy, room),
                        min(max(target - fixed - tail, floor_room), chunks_room))
             text, writer = self._ahead_for(covered)
-            chunk = summaries.make_chunk(
-                [self.shown(i) for i in covered], [msgs[i] for i in covered], covered,
-                [self.shown_tokens(i) for i in covered], self.upto, j, counter, policy, room,
-                want, self.facts, text, writer, self.named)
+            chunk = self._chunk(covered, j, counter, policy, room, want, text, writer)
             if base + self.chunks_after(chunk.tokens, room, policy) + tail <= budget \
                     or j >= stop:
                 break
@@ -431,14 +425,10 @@ class Window:
         # its target (a step left a prose chat at two thirds of its budget, every time)
         back, gained = self._give_back(covered, set(kept_whole), j, target - (
             base + self.chunks_after(chunk.tokens, room, policy) + tail) - budget // 50)
-        if back < j:
+        if back < j and text is None:  # never a summary a model wrote for these messages
             covered = [i for i in covered if i < back]
             j, tail = back, tail + gained
-            text, writer = self._ahead_for(covered)
-            chunk = summaries.make_chunk(
-                [self.shown(i) for i in covered], [msgs[i] for i in covered], covered,
-                [self.shown_tokens(i) for i in covered], self.upto, j, counter, policy, room,
-                want, self.facts, text, writer, self.named)
+            chunk = self._chunk(covered, j, counter, policy, room, want, text, writer)
         for i in covered:
             self.rewrites.pop(i, None)
         self.verbatim = sorted(kept_whole)
@@ -448,11 +438,37 @@ class Window:
         self._merge(counter, policy, room, target - base - tail)
         return chunk
 
+    def _take_one(self, j: int, stop: int, base: int, tail: int, keep: Callable[[int], bool],
+                  budget: int, floor: int, chunks: Callable[[int], int]
+                  ) -> tuple[int, list[int], list[int], int, int]:
+        """The oldest group from ``j`` on that may go, when the walk took none: its guess said
+        merging the chunks alone brings the request under its target, but a merge runs only
+        beside a new chunk (with none taken, the last resort dropped whole messages of a
+        request over budget). Returns (where it stopped, taken, kept whole, base, tail)."""
+        taken: list[int] = []
+        kept: list[int] = []
+        while not taken and j < stop:
+            j, more, whole, base, tail, _ = self._walk(
+                j, self.groups.end(j), base, tail, -1, keep, budget, floor, 0, chunks)
+            taken.extend(more)
+            kept.extend(whole)
+        return j, taken, kept, base, tail
+
+    def _chunk(self, covered: list[int], upto: int, counter: Tokenizer, policy: PreparePolicy,
+               room: int, want: int, text: str | None, writer: str) -> Chunk:
+        """The summary chunk standing for the messages at ``covered`` (`summaries.make_chunk`)."""
+        msgs = self.messages
+        return summaries.make_chunk(
+            [self.shown(i) for i in covered], [msgs[i] for i in covered], covered,
+            [self.shown_tokens(i) for i in covered], self.upto, upto, counter, policy, room,
+            want, self.facts, text, writer, self.named)
+
     def _give_back(self, covered: list[int], kept: set[int], j: int, room: int
                    ) -> tuple[int, int]:
         """Where a summary step that took up to ``j`` may stop instead, giving its newest
-        whole groups back while they take at most ``room`` tokens (and one group stays taken);
-        returns (that index, the tokens given back)."""
+        whole groups back while they take at most ``room`` tokens (never the group of the
+        first message it covers, nor one holding a message kept whole); returns (that index,
+        the tokens given back)."""
         first = covered[0] if covered else j
         back, gained = j, 0
         while back > self.upto:
