@@ -512,3 +512,15 @@ def test_the_offline_summary_does_not_quote_ctxlayers_own_marks():
     text = offline_summary(shown, "", 900)
     assert "omitted" not in text and "cut from" not in text, text
     assert "Accepts `header_rows` parameter." in text
+
+
+def test_the_offline_summary_reads_each_text_once_across_calls_given_what_it_read():
+    said = [Message(role="user", content="We decided to keep the retry queue ordered."),
+            Message(role="assistant", content="Open question: why does src/q.py line 9 fail?")]
+    read: dict[str, list[tuple[int, str]]] = {}
+    first = offline_summary(said, "", 600, read)
+    assert first == offline_summary(said, "", 600)  # the same summary with or without it
+    assert set(read) == {m.content for m in said}
+    # a later call takes a text's sentences from it instead of reading the text again
+    read[said[0].content] = [(0, "We decided on something else.")]
+    assert "We decided on something else." in offline_summary(said[:1], "", 600, read)

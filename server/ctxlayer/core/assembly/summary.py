@@ -79,7 +79,8 @@ def _maybe_specific(text: str) -> bool:
     return not _MARKS.isdisjoint(text) or _INNER_CAPITAL.search(text) is not None
 
 
-def offline_summary(messages: list[Message], previous: str, max_chars: int) -> str:
+def offline_summary(messages: list[Message], previous: str, max_chars: int,
+                    read: dict[str, list[tuple[int, str]]] | None = None) -> str:
     """An extractive summary of ``messages`` in three parts, merged with the previous one:
     Decided (sentences with decision cues), Open (questions, things still to do) and Details
     (sentences that name something exact: a position, a code, a command, a number), the
@@ -91,7 +92,9 @@ def offline_summary(messages: list[Message], previous: str, max_chars: int) -> s
     ``SCAN_FACTOR`` times ``max_chars`` of text have been read (a chat without cues would
     otherwise be read whole), so the cost is bounded by the summary's size, not by the
     history's. Tool outputs are not read (the action log and the ledger cover them); facts and
-    hard constraints are extracted elsewhere, from every replaced message.
+    hard constraints are extracted elsewhere, from every replaced message. ``read``: the
+    sentences each text kept, by text, from an earlier call; this call adds its own (a live
+    step that writes its chunk again over fewer messages reads none of them twice).
     """
     previous_parts = _split_previous(previous)
     third = max(80, max_chars // 3)
@@ -104,24 +107,12 @@ def offline_summary(messages: list[Message], previous: str, max_chars: int) -> s
         if msg.role not in ("user", "assistant") or msg.kind == "summary":
             continue
         unread -= len(msg.content)
-        text = msg.content
-        if "omitted ...]" in text or "[cut from this message: " in text:
-            text = _OURS.sub(" ", text)
-        if not (_maybe_specific(text) or _OPEN.search(text) or _DECIDED.search(text)):
-            continue  # no sentence of it can be kept: not split
-        for sentence in reversed(sentences(text)):
-            flat = " ".join(sentence.split())
-            if len(flat) > 240:
-                flat = flat[:239] + "…"
-            plan = _PLAN.match(flat) is not None
-            if not plan and _OPEN.search(flat):
-                part = 1
-            elif not plan and _DECIDED.search(flat):
-                part = 0
-            elif _maybe_specific(flat) and _SPECIFIC.search(flat):
-                part = 2
-            else:
-                continue
+        kept = read.get(msg.content) if read is not None else None
+        if kept is None:
+            kept = _kept_sentences(msg.content)
+            if read is not None:
+                read[msg.content] = kept
+        for part, flat in kept:
             found[part].append(flat)
             sizes[part] += len(flat) + 3
     merged = [_dedup(prev + new[::-1]) for prev, new in zip(previous_parts, found, strict=True)]
@@ -132,6 +123,29 @@ def offline_summary(messages: list[Message], previous: str, max_chars: int) -> s
     details = _newest_within(merged[2], max(third, left))
     return "\n".join(_section(t, items) for t, items in zip(_PARTS, (decided, open_, details),
                                                            strict=True) if items)
+
+
+def _kept_sentences(content: str) -> list[tuple[int, str]]:
+    """(part, sentence) of the sentences of one message a summary may keep, newest first:
+    part 0 decided, 1 open, 2 details."""
+    text = content
+    if "omitted ...]" in text or "[cut from this message: " in text:
+        text = _OURS.sub(" ", text)
+    if not (_maybe_specific(text) or _OPEN.search(text) or _DECIDED.search(text)):
+        return []  # no sentence of it can be kept: not split
+    out: list[tuple[int, str]] = []
+    for sentence in reversed(sentences(text)):
+        flat = " ".join(sentence.split())
+        if len(flat) > 240:
+            flat = flat[:239] + "…"
+        plan = _PLAN.match(flat) is not None
+        if not plan and _OPEN.search(flat):
+            out.append((1, flat))
+        elif not plan and _DECIDED.search(flat):
+            out.append((0, flat))
+        elif _maybe_specific(flat) and _SPECIFIC.search(flat):
+            out.append((2, flat))
+    return out
 
 
 def _split_previous(previous: str) -> tuple[list[str], list[str], list[str]]:

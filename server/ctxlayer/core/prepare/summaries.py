@@ -200,13 +200,15 @@ def make_chunk(shown: Sequence[Message], originals: Sequence[Message], indices: 
                tokens: Sequence[int], start: int, upto: int, counter: Tokenizer,
                policy: PreparePolicy, room: int, want: int = 0,
                known: Mapping[int, Facts] | None = None, written: str | None = None,
-               writer: str = "offline", named: Mapping[int, Named] | None = None) -> Chunk:
+               writer: str = "offline", named: Mapping[int, Named] | None = None,
+               read: dict[str, list[tuple[int, str]]] | None = None) -> Chunk:
     """A chunk standing for ``shown`` (the messages as the result showed them; ``originals``
     are the client's, for constraints and facts), at conversation ``indices``; its parts
     scaled up to about ``want`` tokens when that is more than their shares of ``room``.
     ``written``: a model's decided / open part (``writer`` names it), cut to that part's size;
     the constraints, the action log and the ledger are made here all the same, so a fact it
-    left out is still beside it (as with a client's ctx/summarize answer)."""
+    left out is still beside it (as with a client's ctx/summarize answer). ``read``: the
+    offline summary's sentences by text, kept across the chunks one step writes."""
     known = known or {}
     size = sizes(policy, room)
     usual = estimate(policy, room)
@@ -216,7 +218,7 @@ def make_chunk(shown: Sequence[Message], originals: Sequence[Message], indices: 
     # open items or rules; examples name no facts of the work either
     context, examples = injected(originals, indices)
     said = [m for k, m in enumerate(shown) if k not in context and k not in examples]
-    summary = (offline_summary(said, "", size.summary) if written is None
+    summary = (offline_summary(said, "", size.summary, read) if written is None
                else _cut(written.strip(), size.summary))
     constraints = bounded(detect([m for k, m in enumerate(originals)
                                   if k not in context and k not in examples])[0], size.summary)

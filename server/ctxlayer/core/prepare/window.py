@@ -68,7 +68,7 @@ class Window:
     long one among them is shown by its outline (a rewrite) until a summary takes it."""
 
     __slots__ = ("messages", "tokens", "cum", "head", "upto", "chunks", "verbatim", "rewrites",
-                 "fmt_priming", "frontier", "facts", "named", "ahead", "_groups")
+                 "fmt_priming", "frontier", "facts", "named", "ahead", "_groups", "_read")
 
     def __init__(self, messages: list[Message], tokens: list[int], cum: list[int], head: int,
                  upto: int, chunks: list[Chunk], verbatim: list[int],
@@ -86,6 +86,9 @@ class Window:
         self.named = named if named is not None else {}
         self.ahead = ahead  # a model's summary of what the next step may take
         self._groups: ToolGroups | None = None
+        # the offline summary's sentences by text, for this turn only: a step that writes its
+        # chunk again over fewer messages (`_give_back`) reads none of them twice
+        self._read: dict[str, list[tuple[int, str]]] = {}
 
     @property
     def groups(self) -> ToolGroups:
@@ -461,7 +464,7 @@ class Window:
         return summaries.make_chunk(
             [self.shown(i) for i in covered], [msgs[i] for i in covered], covered,
             [self.shown_tokens(i) for i in covered], self.upto, upto, counter, policy, room,
-            want, self.facts, text, writer, self.named)
+            want, self.facts, text, writer, self.named, self._read)
 
     def _give_back(self, covered: list[int], kept: set[int], j: int, room: int
                    ) -> tuple[int, int]:
