@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import re
 
+from ctxlayer.core.compress.ledger import CUT_HEAD
+from ctxlayer.core.compress.tool_output import OMITTED
 from ctxlayer.core.text import normalized_hash
 from ctxlayer.protocol import Message
 
@@ -68,8 +70,7 @@ _SPECIFIC = re.compile(
 _PARTS = ("Decided", "Open", "Details")
 #: what ctxlayer itself wrote into a shortened message: its omission markers ("[... 52 lines
 #: omitted ...]" was a summary's detail) and the line naming the facts of a cut part
-_OURS = re.compile(r"\[\.\.\. [\d,]+ (?:line|char|character)s? omitted \.\.\.\]"
-                   r"|^\[cut from this message: [^\n]*\]$", re.MULTILINE)
+_OURS = re.compile(f"{OMITTED.pattern}|^{re.escape(CUT_HEAD)}[^\\n]*\\]$", re.MULTILINE)
 _MARKS = frozenset("0123456789/_-#")
 _INNER_CAPITAL = re.compile(r"[a-z][A-Z]")
 
@@ -129,7 +130,7 @@ def _kept_sentences(content: str) -> list[tuple[int, str]]:
     """(part, sentence) of the sentences of one message a summary may keep, newest first:
     part 0 decided, 1 open, 2 details."""
     text = content
-    if "omitted ...]" in text or "[cut from this message: " in text:
+    if "omitted ...]" in text or CUT_HEAD in text:
         text = _OURS.sub(" ", text)
     if not (_maybe_specific(text) or _OPEN.search(text) or _DECIDED.search(text)):
         return []  # no sentence of it can be kept: not split

@@ -34,7 +34,7 @@ from ctxlayer.core.compress.facts import (
 )
 from ctxlayer.protocol import Message
 
-__all__ = ["KINDS", "Ledger", "add_messages", "facts_cut", "from_facts", "merge_ledgers",
+__all__ = ["CUT_HEAD", "KINDS", "Ledger", "add_messages", "facts_cut", "from_facts", "merge_ledgers",
            "render_ledger", "text_of"]
 
 #: (Facts field, label, share of the ledger it may take before the rest is shared out)
@@ -388,6 +388,8 @@ def _render(ranked: dict[str, list[str]], max_chars: int,
     return text[:max_chars]
 
 
+#: how the line naming a shortened message's cut part starts (`facts_cut`)
+CUT_HEAD = "[cut from this message: "
 #: kinds a shortened message names when its cut part held them: the ones a later step looks up
 #: by their exact text (identifiers and numbers are too many to list)
 _CUT_KINDS = ("error_codes", "tests", "paths", "line_numbers", "commands")
@@ -421,7 +423,7 @@ def facts_cut(original: str, kept: str, max_chars: int, facts: Named | None = No
         return ""
     if facts is None:  # ``facts``: named_facts(original), read or being read by the caller
         facts = NamedFacts(original)  # each kind read when the line comes to it
-    head = "[cut from this message: "
+    head = CUT_HEAD
     # the values named so far, NUL-separated: "inside one of them" is one search, not one a
     # value (most of a long note's time); a value holding a NUL is checked one by one
     lost: list[str] = []

@@ -23,7 +23,8 @@ import msgspec
 from ctxlayer.core.compress.json_outline import outline_json
 from ctxlayer.core.compress.logs import LogOutline, looks_like_log
 
-__all__ = ["CompressedOutput", "Counter", "compress_tool_output", "first_words", "head_tail"]
+__all__ = ["OMITTED", "CompressedOutput", "Counter", "compress_tool_output", "first_words",
+           "head_tail"]
 
 Method = Literal["json", "log", "headtail"]
 
@@ -148,12 +149,14 @@ def first_words(text: str | None, cap: int, counter: Counter) -> str | None:
     return start + "…" if start and counter.count(start + "…") <= cap else None
 
 
-_MARKER = re.compile(r"\[\.\.\. [\d,]+ (?:line|char)s? omitted \.\.\.\]")  # as _omitted writes it
+#: an omission mark as ctxlayer writes it (`_omitted` here, the trim engine's block cut, a
+#: session's long request): "[... 52 lines omitted ...]", "[... 1,204 characters omitted ...]"
+OMITTED = re.compile(r"\[\.\.\. [\d,]+ (?:line|char|character)s? omitted \.\.\.\]")
 
 
 def _mostly_marker(short: str) -> bool:
     """Whether the omission marker is longer than what a head-and-tail text kept around it."""
-    marker = _MARKER.search(short)
+    marker = OMITTED.search(short)
     return marker is not None and len(short) - len(marker.group(0)) < len(marker.group(0))
 
 
