@@ -7,6 +7,7 @@ import json
 import pytest
 
 from ctxlayer.core.compress import outline_json
+from ctxlayer.core.compress.json_outline import JsonOutline
 
 
 def api_response(n: int = 5000) -> str:
@@ -139,3 +140,13 @@ def test_deep_nesting_does_not_recurse_forever():
 def test_zero_cap_is_empty_for_json_none_for_text():
     assert outline_json('{"a": 1}', 0) == ""
     assert outline_json("plain", 0) is None
+
+
+def test_one_outline_renders_every_size_as_a_fresh_outline_would():
+    """The tool-output outline decodes and walks a document once and renders it at each size it
+    tries: a render must not depend on the sizes rendered before it."""
+    text = api_response(200)
+    outline = JsonOutline.of(text)
+    assert outline is not None and JsonOutline.of("plain text") is None
+    caps = [800, 60, 4000, 120, 0, 800, 400]
+    assert [outline.render(c) for c in caps] == [outline_json(text, c) for c in caps]

@@ -1,9 +1,9 @@
 """JSON outlines: a large JSON tool output becomes its key paths, counts and examples.
 
-Owns `outline_json`. It must stay pure, never raise, and stay near-linear in the input: the
-document is decoded once (msgspec), then a bounded walk merges the items of each list into one
-shape (a few dozen items sampled evenly, a global visit budget), so a 10 MB response costs about
-the decode. It never returns more than `cap_chars` characters.
+Owns `outline_json` and `JsonOutline` (the same outline rendered at several sizes). It must
+stay pure, never raise, and stay near-linear in the input: the document is decoded once
+(msgspec), then a bounded walk merges the items of each list into one shape (a few dozen items
+sampled evenly, a global visit budget), so a 10 MB response costs about the decode. It never returns more than `cap_chars` characters.
 
 Accepted input: one JSON object or array, optionally after ONE short prefix line (under 200
 characters, e.g. `HTTP/1.1 200 OK` or a `$ curl ...` echo) that is then shown as the first line.
@@ -29,7 +29,7 @@ import json
 
 import msgspec
 
-__all__ = ["outline_json"]
+__all__ = ["JsonOutline", "outline_json"]
 
 #: Items of one list merged into its item shape (spread evenly over the list, first and last in).
 SAMPLE_ITEMS = 64
@@ -302,21 +302,40 @@ def _decode(text: str) -> tuple[object, str] | None:
     return value, prefix
 
 
+class JsonOutline:
+    """A JSON document decoded, walked and shaped once, rendered at any size: the tool-output
+    outline tries several sizes until one fits its tokens, and each try then costs only the
+    render (the decode and the walk are most of an outline's time)."""
+
+    __slots__ = ("root",)
+
+    def __init__(self, root: _Line) -> None:
+        self.root = root
+
+    @classmethod
+    def of(cls, text: str) -> JsonOutline | None:
+        """The outline of the JSON in `text`, or None if it is not JSON."""
+        if not isinstance(text, str):
+            return None
+        decoded = _decode(text)
+        if decoded is None:
+            return None
+        value, prefix = decoded
+        shape = _Shape()
+        _Walk().merge(shape, value, 0)
+        root = _build(shape, "JSON ", 0, 1)
+        root.text += f", {len(text):,} chars"
+        if prefix:
+            head = prefix if len(prefix) <= SCALAR_CHARS else prefix[:SCALAR_CHARS] + "…"
+            root.text = f"{head}\n{root.text}"
+        return cls(root)
+
+    def render(self, cap_chars: int) -> str:
+        """The outline in at most `cap_chars` characters."""
+        return "" if cap_chars <= 0 else _render(self.root, cap_chars)
+
+
 def outline_json(text: str, cap_chars: int = 2000) -> str | None:
     """An outline of the JSON in `text` in at most `cap_chars` characters, or None if not JSON."""
-    if not isinstance(text, str):
-        return None
-    decoded = _decode(text)
-    if decoded is None:
-        return None
-    value, prefix = decoded
-    if cap_chars <= 0:
-        return ""
-    shape = _Shape()
-    _Walk().merge(shape, value, 0)
-    root = _build(shape, "JSON ", 0, 1)
-    root.text += f", {len(text):,} chars"
-    if prefix:
-        head = prefix if len(prefix) <= SCALAR_CHARS else prefix[:SCALAR_CHARS] + "…"
-        root.text = f"{head}\n{root.text}"
-    return _render(root, cap_chars)
+    outline = JsonOutline.of(text)
+    return None if outline is None else outline.render(cap_chars)

@@ -20,7 +20,7 @@ from typing import Literal, Protocol
 
 import msgspec
 
-from ctxlayer.core.compress.json_outline import outline_json
+from ctxlayer.core.compress.json_outline import JsonOutline
 from ctxlayer.core.compress.logs import LogOutline, looks_like_log
 
 __all__ = ["OMITTED", "CompressedOutput", "Counter", "compress_tool_output", "first_words",
@@ -197,10 +197,10 @@ def compress_tool_output(text: str, cap_tokens: int, counter: Counter, *,
 
     method: Method
     result: str | None = None
-    outline = outline_json(text, budget_chars)
+    outline = JsonOutline.of(text)  # decoded and walked once for every size tried
     if outline is not None:
         method = "json"
-        result = _shrink(lambda c: outline_json(text, c), budget_chars, cap, counter)
+        result = _shrink(outline.render, budget_chars, cap, counter)
     elif looks_like_log(text) if log is None else log:
         method = "log"
         keep = 60
@@ -221,8 +221,5 @@ def compress_tool_output(text: str, cap_tokens: int, counter: Counter, *,
         result = _shrink(lambda c: head_tail(text, c), budget_chars, cap, counter, text)
         if result is not None and _mostly_marker(result):  # a cap about the marker's size
             result = first_words(text, cap, counter) or result
-    if result is None:  # unreachable in practice: outline_json decoded once, it decodes again
-        method = "headtail"
-        result = _shrink(lambda c: head_tail(text, c), budget_chars, cap, counter)
     result = result or ""
     return CompressedOutput(result, method, before, counter.count(result))
