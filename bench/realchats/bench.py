@@ -147,10 +147,19 @@ def peer(driver: str):
     return run
 
 
+def percents(text: str) -> list[int] | None:
+    """"25,10" as [25, 10]; None unless every item is a whole percent from 1 to 100."""
+    items = [p.strip() for p in text.split(",")]
+    if not all(p.isdigit() and 1 <= int(p) <= 100 for p in items):
+        return None
+    return [int(p) for p in items]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--no-peers", action="store_true")
-    ap.add_argument("--budgets", default="25,10")
+    ap.add_argument("--budgets", default="25,10",
+                    help="percent of each transcript's tokens before the cut, comma-separated")
     ap.add_argument("--replay", action="store_true",
                     help="replay each transcript request by request (replay.py) instead")
     ap.add_argument("--detail", action="store_true",
@@ -163,6 +172,9 @@ def main() -> None:
     args = ap.parse_args()
     if not 0 < args.cut < 1:
         ap.error(f"--cut: a share between 0 and 1, not {args.cut}")
+    budgets = percents(args.budgets)
+    if budgets is None:
+        ap.error(f"--budgets: whole percents between 1 and 100 such as 25,10, not {args.budgets!r}")
     counter = counter_for("gpt-4o")
     methods = [("ctxlayer ctx/assemble (offline summary)", ours_assemble),
                ("ctxlayer ctx/prepare (live chat, turn by turn)", ours_prepare),
@@ -192,7 +204,7 @@ def main() -> None:
 
         print(f"set {args.set}: {len(chats)} transcripts of {', '.join(agents(args.set))}, "
               f"cut at {args.cut:.0%} of their tokens; {n_needed} needed facts; o200k\n")
-        replay.report(chats, [int(p) for p in args.budgets.split(",")], counter,
+        replay.report(chats, budgets, counter,
                       (provider_valid, question_kept, ours_assemble, newest_first),
                       lambda needs, window: len(kept(needs, window)), args.detail)
         return
@@ -200,7 +212,7 @@ def main() -> None:
     print(f"set {args.set}: {len(chats)} transcripts of {', '.join(agents(args.set))}, cut at "
           f"{args.cut:.0%} of their tokens; {n_needed} needed facts ("
           + ", ".join(f"{v} {k}s" for k, v in by_kind.items()) + "); o200k\n")
-    for pct in (int(p) for p in args.budgets.split(",")):
+    for pct in budgets:
         print(f"budget: system prompt + {pct}% of the rest of the tokens before the cut\n")
         print("| trimmer | needed facts kept | lines aside | " + " | ".join(KINDS)
               + " | budget used (median) | provider-valid windows | question kept "

@@ -54,3 +54,10 @@ def test_a_summary_squeezed_by_a_big_exchange_is_rendered_again_at_the_next_merg
     chunks = turn.state.chunks
     assert min(c.tokens for c in chunks) > 200, [(c.tokens, c.replaced) for c in chunks]
     assert len(kept(needs, turn.messages)) >= 18, len(needs)
+
+
+def test_budgets_that_are_not_whole_percents_get_a_line_saying_what_to_fix():
+    bench = _bench()
+    assert bench.percents("25,10") == [25, 10] and bench.percents(" 4 , 70") == [4, 70]
+    for bad in ("0.25,10", "25,", "0", "101", "ten"):
+        assert bench.percents(bad) is None, bad
