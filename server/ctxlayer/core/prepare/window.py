@@ -340,7 +340,10 @@ class Window:
         it asked for. Only as short as the step needs (``need`` tokens, at least down to that
         share): a task cut to a quarter of the budget when the request was a few tokens over
         left half the budget empty. A later step may shorten it further, down to the share.
-        The step moves the prefix at the chunks anyway, so this costs nothing more."""
+        An agent's task sits before every chunk, so each shortening moves the whole prefix
+        after the system prompt. Never shortening it billed 2-4 points less on the dev replay at
+        a 10% budget but kept 60 fewer facts (cuts 0.6 / 0.7 / 0.8, budgets 25 / 10%), and
+        shortening it once only saved at most half a point."""
         if q < self.head or q >= stop or self.messages[q].pinned:
             return
         rw = self.rewrites.get(q)
