@@ -3,7 +3,8 @@
 Owns `outline_json` and `JsonOutline` (the same outline rendered at several sizes). It must
 stay pure, never raise, and stay near-linear in the input: the document is decoded once
 (msgspec), then a bounded walk merges the items of each list into one shape (a few dozen items
-sampled evenly, a global visit budget), so a 10 MB response costs about the decode. It never returns more than `cap_chars` characters.
+sampled evenly, a global visit budget), so a 10 MB response costs about the decode. It never
+returns more than `cap_chars` characters.
 
 Accepted input: one JSON object or array, optionally after ONE short prefix line (under 200
 characters, e.g. `HTTP/1.1 200 OK` or a `$ curl ...` echo) that is then shown as the first line.
