@@ -18,6 +18,10 @@ request of another chat (Chat Completions, to a second stand-in: a provider does
 customer's request wait behind another's body) is sent on another every 20 ms: the small
 requests' time (the stand-in's own taken out) while the big one is under way, against the same
 requests alone (p50 / max).
+Last, the gateway is stopped and started again on the same state folder, a small Claude chat is
+sent first (the new process builds Claude's encoding), and the ``--mb`` chat two exchanges
+later is sent once: the first request after a restart, whose window and counts
+the state folder kept (it counts only what was added since).
 """
 
 from __future__ import annotations
@@ -111,9 +115,9 @@ def main() -> None:
     # the small chat's provider: a stand-in of its own, as a provider serves two customers'
     # requests side by side (one stand-in would make it wait behind the big body it reads)
     standin2, s2 = start([sys.executable, str(STANDIN), "--port", "0"], work, env)
-    gateway, g = start([sys.executable, "-m", "ctxlayer", "gateway", "--port", "0",
-                        "--upstream-openai", s2["openai"], "--upstream-anthropic",
-                        s["anthropic"]], work / "project", env)
+    command = [sys.executable, "-m", "ctxlayer", "gateway", "--port", "0",
+               "--upstream-openai", s2["openai"], "--upstream-anthropic", s["anthropic"]]
+    gateway, g = start(command, work / "project", env)
     try:
         pd = urlsplit(s["anthropic"]).path + "/v1/messages"
         pv = urlsplit(g["anthropic"]).path + "/v1/messages"
@@ -164,6 +168,22 @@ def main() -> None:
               f"prepared ({len(waits)} sent meanwhile): p50 {ms(statistics.median(waits))}, "
               f"max {ms(max(waits))}; alone: p50 {ms(statistics.median(alone))}, "
               f"max {ms(max(alone))}")
+
+        time.sleep(1.0)  # the window of the last turn is written on a thread of its own
+        gateway.terminate()
+        gateway.wait(timeout=30)
+        gateway, g = start(command, work / "project", env)
+        via = http.client.HTTPConnection("127.0.0.1", g["port"], timeout=600)
+        pv = urlsplit(g["anthropic"]).path + "/v1/messages"
+        own_time(via, pv, body(claude_chat(0.01, "warm")[0]))  # Claude's encoding built
+        later = body([*msgs, {"role": "assistant", "content": [
+            {"type": "text", "text": "Found it."}]},
+            {"role": "user", "content": [{"type": "text", "text": "Now run the tests."}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "They pass."}]},
+            {"role": "user", "content": [{"type": "text", "text": "Commit it."}]}])
+        after = own_time(via, pv, later) - own_time(direct, pd, later)
+        print(f"the same chat's first request after the gateway restarted (state folder kept): "
+              f"{ms(after)}")
     finally:
         for proc in (gateway, standin, standin2):
             proc.terminate()

@@ -301,3 +301,40 @@ def test_the_summaries_stay_beside_a_newest_call_long_by_the_script_it_wrote():
         assert turn.tokens == conversation_tokens(turn.messages, WORDS) <= budget
         assert [m.id for m in turn.messages][-2:] == ["write", "written"], words
         assert any(m.kind == "summary" for m in turn.messages), words
+
+
+class _Counting(WordTokenizer):
+    """Word counts that remember what was counted, under a name of one's choosing."""
+
+    def __init__(self, name: str = "words") -> None:
+        self.name, self.seen = name, []
+
+    def count(self, text: str) -> int:
+        self.seen.append(text)
+        return super().count(text)
+
+
+def test_a_snapshot_keeps_the_counts_so_the_first_turn_after_a_restart_counts_only_the_new():
+    """A 5 MB Claude Code history was counted again in full on the first request after a
+    restart (hundreds of milliseconds): the counts now come back with the window they made."""
+    msgs = engine_messages()
+    turn = prepare_turn(None, msgs, BUDGET, WORDS)
+    more = [*msgs, Message(role="assistant", id="done", content="All cases pass today.")]
+    expected = prepare_turn(turn.state, more, BUDGET, WORDS)
+
+    kept = persist.decode(persist.encode(persist.snapshot(turn.state, WORDS.name)))
+    assert kept is not None and kept.tokens == list(turn.state.tokens)
+    counter = _Counting()
+    state = persist.resume(kept, more, counter, DEFAULT_POLICY)
+    again = prepare_turn(state, more, BUDGET, counter)
+    assert again.messages == expected.messages and again.tokens == expected.tokens
+    assert counter.seen == ["All cases pass today."], "only the new message is counted"
+
+    # another counter (another encoding, or a new calibration) counts them all again, as does a
+    # snapshot that was written without its counts
+    unkept = persist.decode(persist.encode(persist.snapshot(turn.state)))
+    assert unkept is not None and unkept.tokens == []
+    for snap, counter in ((kept, _Counting("other")), (unkept, _Counting())):
+        state = persist.resume(snap, more, counter, DEFAULT_POLICY)
+        assert state is not None and state.tokens == turn.state.tokens
+        assert msgs[1].content in counter.seen

@@ -93,6 +93,7 @@ class Conversation:
         self.chain: list = []  # the last request's messages, as sent (which chat it is)
         self.family: str | None = None  # set when the chain decides this conversation
         self.kept: persist.Snapshot | None = None  # the window kept before a restart
+        self.counted_with = ""  # the name of the counter of the last turn (kept with it)
         self.turn = 0  # windows written to the state folder (newer writes win)
         #: the last request as the codec read it: the next turn takes over what they share
         #: (reading a 5 MB Claude Code history again was most of a turn)
@@ -103,7 +104,7 @@ class Conversation:
         other = Conversation(self.workspace, conversation_id, self.model, self.source)
         for name in ("state", "budget", "tokens", "system_tokens", "cache_reuse", "dropped",
                      "updated_at", "cached_tokens", "window", "bias", "native_count",
-                     "tools_tokens", "chain", "family", "turn", "decoded"):
+                     "tools_tokens", "chain", "family", "turn", "decoded", "counted_with"):
             setattr(other, name, getattr(self, name))
         other.restored = set(self.restored)
         other.extra_audit = list(self.extra_audit)
@@ -204,7 +205,7 @@ class Conversations:
 
         last = conv.decoded
 
-        def work(counter) -> tuple[Turn, Any, int, Any]:
+        def work(counter) -> tuple[Turn, Any, int, Any, str]:
             decoded = decode(p.format, p.request, counter, last)
             if not decoded.messages:
                 raise ContextError("invalid", "a conversation needs at least one message",
@@ -218,14 +219,15 @@ class Conversations:
                                    f"{tools} tokens, over the budget of {budget}", field="budget")
             turn = prepare_turn(start, decoded.messages, fit - tools, counter,
                                 restored=restored)
-            return turn, encode(decoded, turn.messages, turn.breakpoints), tools, decoded
+            return (turn, encode(decoded, turn.messages, turn.breakpoints), tools, decoded,
+                    counter.name)
 
         done, out = (state.tokenizers.run_inline(model, work, 0)
                      if _cheap(conv, conversation_of(p.format, p.request), budget, restored)
                      else (False, None))
         if not done:
             out = await state.tokenizers.on_worker(model, work)
-        turn, encoded, tools, conv.decoded = out  # type: ignore[misc]
+        turn, encoded, tools, conv.decoded, conv.counted_with = out  # type: ignore[misc]
         conv.native_count = len(conversation_of(p.format, p.request))
         conv.chain = identity.turns(p.request)
         await self._took(conv, turn, encoded, budget, nominal, tools)

@@ -124,14 +124,14 @@ class Upkeep:
     def keep(self, conv: Conversation, now: str) -> None:
         """Write the window this turn made (a step, an outline, a restore: what the next
         request after a restart must find again), on a session thread."""
-        st, store = conv.state, self.state.sessions.store
+        st, store, counted_with = conv.state, self.state.sessions.store, conv.counted_with
         if st is None:
             return
         conv.turn += 1
 
         def write(workspace: str, cid: str, model: str, turn: int) -> None:
             store.put_conversation(workspace, cid, model, turn,
-                                   persist.encode(persist.snapshot(st)), now)
+                                   persist.encode(persist.snapshot(st, counted_with)), now)
 
         self._after(conv, asyncio.ensure_future(self.state.keep(
             write, conv.workspace, conv.conversation_id, conv.model, conv.turn)),

@@ -4,9 +4,11 @@ first request after the restart, so that request starts with the same prefix as 
 
 A snapshot names the messages it was made from by their hashes (up to the frontier: what the
 window summarized or outlined); it is taken up again only when the request starts with those
-same messages, else the conversation starts afresh. Counts are not stored: the request's
-messages are counted again with the same counter (the daemon's count cache is empty after a
-restart anyway), and a rewrite keeps the tokens it was counted at.
+same messages, else the conversation starts afresh. Each message's count is kept with the
+name of the counter that made it (its encoding and calibration): the first request after a
+restart, a 5 MB history for Claude Code, then counts only what was added since, as the turn
+before the restart would have. Under another counter the messages are counted again. A rewrite
+keeps the tokens it was counted at.
 Pure: no I/O (the state stores the bytes).
 """
 
@@ -14,9 +16,15 @@ from __future__ import annotations
 
 import msgspec
 
-from ctxlayer.core.prepare.model import Chunk, ConversationState, PreparePolicy, Rewrite
+from ctxlayer.core.prepare.model import (
+    DEFAULT_POLICY,
+    Chunk,
+    ConversationState,
+    PreparePolicy,
+    Rewrite,
+)
 from ctxlayer.core.text import content_hash
-from ctxlayer.core.tokens import Tokenizer, message_tokens
+from ctxlayer.core.tokens import MessageFormat, Tokenizer, message_tokens
 from ctxlayer.protocol import AuditEntry, Message
 
 VERSION = 1
@@ -35,21 +43,35 @@ class Snapshot(msgspec.Struct, kw_only=True):
     restored_audit: list[AuditEntry]
     out_keys: list  # the identity of each message of that turn's result (cache reuse)
     out_tokens: list[int]
+    # each message's count (as `hashes`), by the counter named; a snapshot written before
+    # they were kept has none, and its messages are counted again
+    counted_with: str = ""
+    tokens: list[int] = msgspec.field(default_factory=list)
 
 
 def message_hash(m: Message) -> str:
     return content_hash(msgspec.json.encode(m).decode())
 
 
-def snapshot(state: ConversationState) -> Snapshot:
-    """What to keep of ``state`` (only what its window made: the rest is the client's)."""
+def counted_by(counter_name: str, fmt: MessageFormat) -> str:
+    """What a message's count depends on besides the message: the counter (its encoding and
+    calibration) and what the format adds around each message."""
+    return f"{counter_name} {fmt.per_message}/{fmt.per_tool_call}" if counter_name else ""
+
+
+def snapshot(state: ConversationState, counter_name: str = "",
+             fmt: MessageFormat = DEFAULT_POLICY.fmt) -> Snapshot:
+    """What to keep of ``state`` (only what its window made: the rest is the client's), and
+    its messages' counts when ``counter_name`` names the counter that made them."""
+    counted_with = counted_by(counter_name, fmt)
     return Snapshot(head=state.head, upto=state.upto,
                     frontier=max(state.frontier, state.upto),
                     hashes=[message_hash(m) for m in state.messages],
                     chunks=list(state.chunks), verbatim=list(state.verbatim),
                     rewrites=dict(state.rewrites), restored=dict(state.restored),
                     restored_audit=list(state.restored_audit), out_keys=list(state.out_keys),
-                    out_tokens=list(state.out_tokens))
+                    out_tokens=list(state.out_tokens), counted_with=counted_with,
+                    tokens=list(state.tokens) if counted_with else [])
 
 
 def encode(snap: Snapshot) -> bytes:
@@ -83,7 +105,11 @@ def resume(snap: Snapshot, messages: list[Message], counter: Tokenizer,
     if k < snap.frontier or snap.head > k:
         return None
     shown = messages[:k]
-    tokens = [message_tokens(m, counter, policy.fmt) for m in shown]
+    if snap.counted_with and snap.counted_with == counted_by(counter.name, policy.fmt) \
+            and len(snap.tokens) >= k:
+        tokens = snap.tokens[:k]  # the same messages (by hash), counted by the same counter
+    else:
+        tokens = [message_tokens(m, counter, policy.fmt) for m in shown]
     cum = [0]
     for t in tokens:
         cum.append(cum[-1] + t)
