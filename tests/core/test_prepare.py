@@ -669,3 +669,23 @@ def test_a_summary_step_of_a_prose_chat_ends_near_its_target():
     target = DEFAULT_POLICY.summary_target * budget
     for t in summarized:
         assert target - budget * 0.05 <= t.tokens <= budget, t.tokens
+
+
+def test_one_long_user_message_whose_summary_would_leave_the_budget_empty_is_shortened():
+    """SWE-agent opens with a demonstration bigger than a small budget: summarized, the first
+    request went out at 41% of its budget; shortened (head and tail), it uses the budget."""
+    demo = Message(role="user", id="demo", content="\n".join(
+        f"Example step {k}: run `pytest tests/test_case_{k}.py` and read the failure in "
+        f"src/module_{k}.py before editing it." for k in range(250)))
+    task = Message(role="user", id="task", content="Fix the failing parser test. " * 40)
+    budget = 3000
+    sent = [SYSTEM, demo, task]
+    assert conversation_tokens(sent, WordTokenizer()) > budget
+    turn = prepare_turn(None, sent, budget, WordTokenizer())
+    check_turn(turn, sent, budget)
+    assert [m.id for m in turn.messages] == ["sys", "demo", "task"]  # no summary took it
+    shown = turn.messages[1].content
+    assert shown.startswith("Example step 0:") and "Example step 249:" in shown
+    assert turn.tokens >= DEFAULT_POLICY.summary_target * budget * 0.9
+    assert [e.message_id for e in turn.truncated] == ["demo"]
+    assert "rather than summarized" in turn.truncated[0].reason
