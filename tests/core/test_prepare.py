@@ -689,3 +689,14 @@ def test_one_long_user_message_whose_summary_would_leave_the_budget_empty_is_sho
     assert turn.tokens >= DEFAULT_POLICY.summary_target * budget * 0.9
     assert [e.message_id for e in turn.truncated] == ["demo"]
     assert "rather than summarized" in turn.truncated[0].reason
+    # shortened once: each time moves the prefix from it, so once newer messages can fill the
+    # room, the next step summarizes it rather than cutting it a little more
+    r = random.Random(5)
+    state = turn.state
+    for t in range(12):
+        sent = [*sent, *chat_turn(r, t), question(r, t)]
+        turn = prepare_turn(state, sent, budget, WordTokenizer())
+        check_turn(turn, sent, budget)
+        assert "demo" not in [e.message_id for e in turn.truncated]
+        state = turn.state
+    assert "demo" not in [m.id for m in turn.messages] and turn.compacted

@@ -172,8 +172,9 @@ class Window:
         64.0% / 66.4% at 40% / 70%."""
         i = self.upto
         stop = self._stop()
-        if i >= stop or self.groups.end(i) != i + 1 or keep(i):
-            return None
+        if i >= stop or self.groups.end(i) != i + 1 or keep(i) or i in self.rewrites:
+            return None  # shortened once: each time moves the prefix from it, so the summary
+            # takes it next, when newer messages are there to fill the room
         m = self.messages[i]
         shown = self.shown_tokens(i)
         if m.role != "user" or m.kind == "summary" or shown <= self.outline_cap(budget, policy):
