@@ -61,3 +61,24 @@ def test_budgets_that_are_not_whole_percents_get_a_line_saying_what_to_fix():
     assert bench.percents("25,10") == [25, 10] and bench.percents(" 4 , 70") == [4, 70]
     for bad in ("0.25,10", "25,", "0", "101", "ten"):
         assert bench.percents(bad) is None, bad
+
+
+def test_a_newest_exchange_that_fits_in_no_way_leaves_the_question_the_room():
+    """SWE-agent's 940-token task in an 87-token budget (4% of the chat): the newest exchange
+    fits beside it in no way, and the last attempt at fitting it (the task cut to 16 tokens,
+    "We're currently solving th") was the one sent, 49% of the budget, without the task's
+    first words. Now the attempt that uses the budget is sent."""
+    bench, counter = _bench(), counter_for("gpt-4o")
+    msgs = load.load(next(p for p in load.paths("dev")
+                          if p.stem == "sweagent-function_calling_simple"))
+    before = msgs[:bench.cut(msgs, counter)]
+    system = sum(bench.message_tokens(m, counter) for m in before if m.role == "system")
+    budget = 3 + system + int((bench.conversation_tokens(before, counter) - system) * 0.04)
+    ends = [k for k in range(1, len(before)) if before[k].role == "assistant"] + [len(before)]
+    state = None
+    for end in ends[:4]:
+        turn = prepare_turn(state, before[:end], budget, counter)
+        state = turn.state
+        assert turn.tokens <= budget
+        assert bench.question_kept(before[:end], turn.messages), end
+        assert turn.tokens >= budget // 2, (end, turn.tokens, budget)

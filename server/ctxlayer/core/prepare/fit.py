@@ -172,6 +172,7 @@ def _attempts(win: Window, kept: list[Message], keys: list, tokens: list[int], b
         caps.insert(0, budget - rest - 8)
     pinned = restored | {question.at}
     report = None
+    fullest = None  # (report, cap) that used the most of the budget, if none keeps the newest
     # beside a summary the question keeps more than its first words: a 940-token task cut to
     # 16 tokens ("We're currently solving th") next to a summary of the steps taken on it was
     # a worse request than the summary shrunk or left out
@@ -190,10 +191,15 @@ def _attempts(win: Window, kept: list[Message], keys: list, tokens: list[int], b
             report = None
         if report is not None and report.messages and report.messages[-1].id == newest:
             return report, cap
-    if report is None:  # the question alone at a sixteenth of the budget is over: unpinned
+        if report is not None and (fullest is None or report.tokens > fullest[0].tokens):
+            fullest = (report, cap)
+    if fullest is None:  # the question alone at a sixteenth of the budget is over: unpinned
         return trim(inputs(False, None, set()), budget, counter, options=options,
                     memo=memo), None
-    return report, caps[-1]
+    # the newest exchange fits in no way: of what does fit, the request that uses the budget
+    # (a 940-token task went out cut to 16 tokens in an 87-token budget, 49% of it, when the
+    # first attempt kept 56 of its tokens)
+    return fullest
 
 
 def _take(win: Window, report, kept: list[Message], keys: list, counter: Tokenizer,
