@@ -11,6 +11,7 @@ from providers.rules import anthropic_problems, openai_problems
 from providers.sdk import anthropic_sdk_accepts, openai_sdk_accepts
 from providers.standin_responses import encrypted, problems
 from test_formats_responses import SDK_INPUT
+from test_prepare import CountingWords
 
 from ctxlayer.core.formats import decode, encode
 from ctxlayer.core.prepare import persist, prepare_turn
@@ -303,15 +304,11 @@ def test_the_summaries_stay_beside_a_newest_call_long_by_the_script_it_wrote():
         assert any(m.kind == "summary" for m in turn.messages), words
 
 
-class _Counting(WordTokenizer):
+def _counting(name: str = "words") -> CountingWords:
     """Word counts that remember what was counted, under a name of one's choosing."""
-
-    def __init__(self, name: str = "words") -> None:
-        self.name, self.seen = name, []
-
-    def count(self, text: str) -> int:
-        self.seen.append(text)
-        return super().count(text)
+    counter = CountingWords()
+    counter.name = name
+    return counter
 
 
 def test_a_snapshot_keeps_the_counts_so_the_first_turn_after_a_restart_counts_only_the_new():
@@ -324,7 +321,7 @@ def test_a_snapshot_keeps_the_counts_so_the_first_turn_after_a_restart_counts_on
 
     kept = persist.decode(persist.encode(persist.snapshot(turn.state, WORDS.name)))
     assert kept is not None and kept.tokens == list(turn.state.tokens)
-    counter = _Counting()
+    counter = _counting()
     state = persist.resume(kept, more, counter, DEFAULT_POLICY)
     again = prepare_turn(state, more, BUDGET, counter)
     assert again.messages == expected.messages and again.tokens == expected.tokens
@@ -334,7 +331,7 @@ def test_a_snapshot_keeps_the_counts_so_the_first_turn_after_a_restart_counts_on
     # snapshot that was written without its counts
     unkept = persist.decode(persist.encode(persist.snapshot(turn.state)))
     assert unkept is not None and unkept.tokens == []
-    for snap, counter in ((kept, _Counting("other")), (unkept, _Counting())):
+    for snap, counter in ((kept, _counting("other")), (unkept, _counting())):
         state = persist.resume(snap, more, counter, DEFAULT_POLICY)
         assert state is not None and state.tokens == turn.state.tokens
         assert msgs[1].content in counter.seen

@@ -29,7 +29,7 @@ from ctxlayer.core.prepare.model import (
 )
 from ctxlayer.core.text import describe
 from ctxlayer.core.tokens import Tokenizer
-from ctxlayer.protocol import AuditEntry, Message
+from ctxlayer.protocol import AuditAction, AuditEntry, Message
 
 #: a new chunk is guessed at no more than this and a third of the tokens it stands for
 CHUNK_LEAST = 48
@@ -160,6 +160,17 @@ class Window:
             return None
         return Step(outlined, chunk)
 
+    def _rewrite(self, i: int, short: Message, after: int, action: AuditAction,
+                 reason: str) -> AuditEntry:
+        """Show message i as ``short`` (``after`` tokens) from now on, audited: every
+        shortening a step makes (outline, question, a long user message) is kept this way."""
+        m = self.messages[i]
+        entry = AuditEntry(action=action, reason=reason, summary=describe(m),
+                           tokens_before=self.tokens[i], tokens_after=after,
+                           message_id=m.id or f"#{i}", index=i)
+        self.rewrites[i] = (shown_of(m, short), after, entry)
+        return entry
+
     def _shorten_instead(self, budget: int, counter: Tokenizer, policy: PreparePolicy,
                          keep: Callable[[int], bool]) -> AuditEntry | None:
         """The oldest message a summary would take, when it is one long user message (an
@@ -172,29 +183,25 @@ class Window:
         64.0% / 66.4% at 40% / 70%."""
         i = self.upto
         stop = self._stop()
+        # once only (``i in self.rewrites``): each time moves the prefix from it, so the
+        # summary takes it next, when newer messages are there to fill the room
         if i >= stop or self.groups.end(i) != i + 1 or keep(i) or i in self.rewrites:
-            return None  # shortened once: each time moves the prefix from it, so the summary
-            # takes it next, when newer messages are there to fill the room
-        m = self.messages[i]
-        shown = self.shown_tokens(i)
-        if m.role != "user" or m.kind == "summary" or shown <= self.outline_cap(budget, policy):
             return None
-        total = self.total()
+        m = self.messages[i]
+        shown, least = self.shown_tokens(i), self.outline_cap(budget, policy)
+        if m.role != "user" or m.kind == "summary" or shown <= least:
+            return None
+        total, target = self.total(), int(budget * policy.summary_target)
         room = self.room(budget, newest_user(self.messages))
-        if total - shown + self.chunk_guess(room, policy) >= int(budget * policy.summary_target):
+        if total - shown + self.chunk_guess(room, policy) >= target:
             return None  # a summary reaches the step's target: it is the better step
-        cap = shown - (total - int(budget * policy.summary_target))
-        if cap < self.outline_cap(budget, policy):
+        cap = shown - (total - target)
+        if cap < least:
             return None
         got = shorten_message(m, self.tokens[i], cap, counter, policy.fmt, self._named(i))
         if got is None or got[1] >= shown:
             return None
-        short, after = got
-        entry = AuditEntry(action="truncated", reason=KEPT_SHORT, summary=describe(m),
-                           tokens_before=self.tokens[i], tokens_after=after,
-                           message_id=m.id or f"#{i}", index=i)
-        self.rewrites[i] = (shown_of(m, short), after, entry)
-        return entry
+        return self._rewrite(i, got[0], got[1], "truncated", KEPT_SHORT)
 
     def chunk_guess(self, room: int, policy: PreparePolicy) -> int:
         """The next chunk's size, guessed (by `summarize` and `planned` alike): the last one's,
@@ -350,13 +357,9 @@ class Window:
             if got is None or got[1] >= shown:
                 return
             short, after = got
-            entry = AuditEntry(
-                action="compressed" if is_result(m) else "truncated", reason=OUTLINED,
-                summary=describe(m), tokens_before=self.tokens[i], tokens_after=after,
-                message_id=m.id or f"#{i}", index=i)
-            self.rewrites[i] = (shown_of(m, short), after, entry)
+            out.append(self._rewrite(i, short, after,
+                                     "compressed" if is_result(m) else "truncated", OUTLINED))
             total -= shown - after
-            out.append(entry)
 
         # the messages no step looked at yet first: the prefix before them holds
         j = self.frontier
@@ -401,11 +404,7 @@ class Window:
         got = shorten_message(m, self.tokens[q], cap, counter, policy.fmt)
         if got is None or got[1] >= shown:
             return
-        short, after = got
-        self.rewrites[q] = (shown_of(m, short), after, AuditEntry(
-            action="truncated", reason=QUESTION_SHORTENED, summary=describe(m),
-            tokens_before=self.tokens[q], tokens_after=after, message_id=m.id or f"#{q}",
-            index=q))
+        self._rewrite(q, got[0], got[1], "truncated", QUESTION_SHORTENED)
 
     def summarize(self, budget: int, counter: Tokenizer, policy: PreparePolicy,
                   keep: Callable[[int], bool]) -> Chunk | None:
