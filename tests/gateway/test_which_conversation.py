@@ -155,3 +155,12 @@ def test_prompt_cache_key_then_user_name_the_conversation(stack):
     assert three not in (one, two) and ask_openai(stack, user="u") == three
     plain = ask_openai(stack)
     assert plain not in (one, two, three)
+
+
+def test_the_warning_of_an_unknown_model_names_the_window_the_config_gave(small):
+    """`[gateway] models` gives `standin-small` 4096 tokens: the warning says that window,
+    not the 128k default a model nobody named would get."""
+    raw = small.openai().chat.completions.with_raw_response.create(
+        model="standin-small", max_tokens=16, messages=[{"role": "user", "content": "hi"}])
+    warning = raw.headers["x-ctxlayer-warning"]
+    assert "4096 tokens from [gateway] models" in warning and "default" not in warning

@@ -271,9 +271,13 @@ class GatewayServer:
             window = context_window(body["model"], hints.betas, self.config.models)
             info = model_info(body["model"])
             if info.family == "unknown":
+                # the window said is the one used: a user who named it in [gateway] models
+                # must not read that the default applied
+                used = (f"the default window of {window} tokens" if window == info.context_window
+                        else f"a window of {window} tokens from [gateway] models")
                 ours["x-ctxlayer-warning"] = (
-                    f"unknown model {ascii(body['model'])}: counted with {info.encoding} and the "
-                    f"default window of {info.context_window} tokens")
+                    f"unknown model {ascii(body['model'])}: counted with {info.encoding} and "
+                    f"{used}")
             # shielded: a client that goes away must not cut a prepare in half
             result = await asyncio.shield(chats.prepare(
                 self.caller, fmt, body, hints.conversation, client_session_id=hints.session,
