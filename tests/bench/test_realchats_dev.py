@@ -82,3 +82,60 @@ def test_a_newest_exchange_that_fits_in_no_way_leaves_the_question_the_room():
         assert turn.tokens <= budget
         assert bench.question_kept(before[:end], turn.messages), end
         assert turn.tokens >= budget // 2, (end, turn.tokens, budget)
+
+
+def test_no_method_reuses_more_than_the_any_method_bound():
+    """`replay.any_method` claims that no method whose requests stay within the budget and send
+    each request's new messages whole reuses more of the previous request. Random methods (each
+    request keeps a leading part of the one before, a summary of any size, then the new
+    messages whole, or cut when they cannot fit), on random histories: none passes the bound,
+    and the greediest come close to it (so the bound is not loose by construction)."""
+    import random
+
+    import replay
+
+    from ctxlayer.protocol import Message
+
+    def reuse_of(windows, over):
+        reused = reusable = 0
+        for k in range(1, len(windows)):
+            if over[k]:
+                reused += replay.prefix_tokens(windows[k - 1][0], windows[k][0],
+                                               windows[k - 1][1])
+                reusable += sum(windows[k - 1][1])
+        return reused, reusable
+
+    closest = 0.0
+    for seed in range(200):
+        rng = random.Random(seed)
+        budget = rng.randint(300, 3000)
+        sizes = [rng.randint(5, budget // 3) if rng.random() < 0.9 else 2 * budget
+                 for _ in range(rng.randint(6, 40))]
+        history = [Message(role="user" if i % 2 else "assistant", content=f"m{i}")
+                   for i in range(len(sizes))]
+        full = [(history[:k], sizes[:k]) for k in range(1, len(sizes) + 1)]
+        over = [3 + sum(sizes[:k]) > budget for k in range(1, len(sizes) + 1)]
+        greedy = rng.random() < 0.5
+        windows, prev = [], ([], [])
+        for k in range(1, len(sizes) + 1):
+            # a new message too big for the budget is cut to anything that fits
+            fits = sizes[k - 1] <= budget - 3
+            new_msgs = [history[k - 1] if fits else Message(role="user", content=f"cut {k}")]
+            new_toks = [sizes[k - 1] if fits else rng.randint(1, budget // 4)]
+            room = budget - 3 - sum(new_toks)
+            keep = len(prev[0]) if greedy else rng.randint(0, len(prev[0]))
+            while keep and sum(prev[1][:keep]) > room:
+                keep -= 1
+            msgs, toks = list(prev[0][:keep]), list(prev[1][:keep])
+            left = room - sum(toks)
+            if left > 0 and (not greedy or keep < len(prev[0])):
+                msgs.append(Message(role="user", content=f"summary {seed}.{k}", kind="summary"))
+                toks.append(rng.randint(1, left) if not greedy else left)
+            windows.append((msgs + new_msgs, toks + new_toks))
+            prev = windows[-1]
+        reused, reusable = reuse_of(windows, over)
+        most, of = replay.any_method(full, over, budget, 0)
+        if reusable and of:
+            assert reused / reusable <= most / of + 1e-9, (seed, reused / reusable, most / of)
+            closest = max(closest, reused / reusable / min(1.0, most / of))
+    assert closest > 0.85
