@@ -44,3 +44,14 @@ def test_no_tools_no_tool_prompt():
     assert tools_tokens({"model": "claude-sonnet-4-5", "tool_choice": {"type": "any"}}, W,
                         "anthropic") == 0
     assert tools_tokens({"tools": []}, W, "openai") == 0
+
+
+def test_openai_deprecated_functions_cost_as_tools_do():
+    """`functions` and a named `function_call` (deprecated, still taken) are billed like
+    `tools` and `tool_choice`: counted, not left out."""
+    functions = [{"name": "add", "parameters": {}}]
+    bare = tools_tokens({"functions": functions}, W, "openai")
+    assert bare == W.count('[{"name":"add","parameters":{}}]')
+    assert tools_tokens({"functions": functions, "function_call": "auto"}, W, "openai") == bare
+    assert tools_tokens({"functions": functions, "function_call": {"name": "add"}}, W,
+                        "openai") == bare + W.count('{"name":"add"}')

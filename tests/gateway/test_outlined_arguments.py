@@ -123,3 +123,49 @@ def test_anthropic_agent_loop_sends_the_outlined_input_object(small_claude):
     assert block["type"] == "tool_use" and block["id"] == "call_w"
     assert isinstance(block["input"], dict) and block["input"]["path"] == "src/pipeline/steps.py"
     outlined(block["input"]["file_text"])
+
+
+def legacy_loop() -> list[dict]:
+    """The same loop in the deprecated function calling: `function_call` and `function`."""
+    msgs: list[dict] = [
+        {"role": "system", "content": "You are a careful coding agent."},
+        {"role": "user", "content": "Write the steps module and test it."},
+        {"role": "assistant", "content": "Writing the module.", "function_call": {
+            "name": "str_replace_editor", "arguments": json.dumps(write_input())}},
+        {"role": "function", "name": "str_replace_editor",
+         "content": "File created successfully."}]
+    for _, cmd, output in exchanges():
+        msgs += [{"role": "assistant", "content": None, "function_call": {
+                    "name": "bash", "arguments": json.dumps({"command": cmd})}},
+                 {"role": "function", "name": "bash", "content": output}]
+    return msgs
+
+
+FUNCTIONS = [{"name": "bash", "description": "Run a shell command.", "parameters": {
+    "type": "object", "properties": {"command": {"type": "string"}}}},
+    {"name": "str_replace_editor", "description": "Create or edit a file.",
+     "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}]
+
+
+def test_deprecated_function_calling_is_fitted_and_sent_as_the_client_wrote_it(stack):
+    """An old client's `functions` and `function` messages (the SDK still sends them): read,
+    counted (the definitions too), fitted with the call's arguments outlined, and sent back in
+    the client's own shape, which the strict stand-in accepts within the window."""
+    msgs = legacy_loop()
+    raw = stack.openai().chat.completions.with_raw_response.create(
+        model="gpt-4", messages=msgs, max_tokens=500, functions=FUNCTIONS,
+        function_call="auto")
+    assert raw.parse().choices[0].message.content.startswith("stand-in answer")
+    (seen,) = stack.model_requests()
+    within_window([seen])
+    assert seen["prompt_tokens"] + 500 <= model_info("gpt-4").context_window
+    # the functions' ~60 tokens are counted as the stand-in bills them (4 apart, not 55)
+    assert abs(int(raw.headers["x-ctxlayer-tokens"]) - seen["prompt_tokens"]) <= 20
+    body = seen["body"]
+    assert body["functions"] == FUNCTIONS and body["function_call"] == "auto"
+    sent = body["messages"]
+    assert len(sent) == len(msgs)  # outlined, nothing summarized
+    call = sent[2]["function_call"]
+    assert call["name"] == "str_replace_editor"
+    outlined(json.loads(call["arguments"])["file_text"])
+    assert sent[3:] == msgs[3:]

@@ -5,6 +5,7 @@ provider accepts (the tests check that too, with rules.py and the SDK types)."""
 from __future__ import annotations
 
 import base64
+import json
 import struct
 
 from hypothesis import strategies as st
@@ -100,8 +101,15 @@ def openai_payloads(draw) -> dict:
     call = 0
     for _ in range(draw(st.integers(0, 6))):
         msgs.append(draw(openai_user()))
-        shape = draw(st.sampled_from(["text", "parts", "refusal", "tools"]))
-        if shape == "tools":
+        shape = draw(st.sampled_from(["text", "parts", "refusal", "tools", "legacy"]))
+        if shape == "legacy":  # deprecated function calling: one call, its answer just after
+            msgs.append({"role": "assistant", "content": draw(st.sampled_from([None, "Reading."])),
+                         "function_call": {"name": "read_file", "arguments": json.dumps(
+                             {"path": "b.py", "why": draw(texts(max_words=40))})}})
+            msgs.append({"role": "function", "name": "read_file",
+                         "content": draw(texts(max_words=300))})
+            msgs.append({"role": "assistant", "content": draw(texts())})
+        elif shape == "tools":
             ids = [f"call_{call + k}" for k in range(draw(st.integers(1, 3)))]
             call += len(ids)
             msgs.append({"role": "assistant", "content": draw(st.sampled_from([None, "Checking."])),

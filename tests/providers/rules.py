@@ -129,6 +129,12 @@ def openai_problems(body: dict) -> list[str]:
             out.append(f"{where}: must be an object")
             continue
         role = msg.get("role")
+        if role == "function":  # deprecated function calling, still taken
+            _openai_function(messages, i, out)
+            if pending:
+                out.append(f"messages[{min(pending.values())}]: tool calls without results")
+                pending, in_results = {}, False
+            continue
         if role not in _OPENAI_ROLES:
             out.append(f"{where}.role: {role!r} is not a role")
             continue
@@ -157,10 +163,33 @@ def openai_problems(body: dict) -> list[str]:
             in_results = True
         elif "tool_calls" in msg and role != "assistant":
             out.append(f"{where}.tool_calls: only an assistant message may carry tool calls")
+        if msg.get("function_call") is not None:
+            fc = msg["function_call"]
+            if role != "assistant" or msg.get("tool_calls") is not None:
+                out.append(f"{where}.function_call: only an assistant message without "
+                           "tool_calls may carry one")
+            elif not isinstance(fc, dict) or not isinstance(fc.get("name"), str) or \
+                    not isinstance(fc.get("arguments"), str):
+                out.append(f"{where}.function_call: needs a name and arguments (JSON text)")
     if pending:
         out.append(f"messages[{min(pending.values())}]: tool calls without results: "
                    f"{', '.join(sorted(pending))}")
     return out
+
+
+def _openai_function(messages: list, i: int, out: list[str]) -> None:
+    """A `function` message: a name, text content, right after the assistant message whose
+    `function_call` it answers."""
+    msg, where = messages[i], f"messages[{i}]"
+    if not isinstance(msg.get("name"), str):
+        out.append(f"{where}.name: a function message needs the function's name")
+    if msg.get("content") is not None and not isinstance(msg.get("content"), str):
+        out.append(f"{where}.content: a function message's content is text")
+    prev = messages[i - 1] if i else None
+    if not isinstance(prev, dict) or prev.get("role") != "assistant" or \
+            prev.get("function_call") is None:
+        out.append(f"{where}: function message answers no function_call of the assistant "
+                   "message before it")
 
 
 # --- Anthropic Messages ------------------------------------------------------------------------

@@ -220,9 +220,10 @@ def _texts(value: Any) -> list[str]:
         out += _texts(value.get(key))
     if "input" in value:
         out.append(json.dumps(value["input"]))
-    fn = value.get("function")
-    if isinstance(fn, dict):
-        out += [str(fn.get("name", "")), str(fn.get("arguments", ""))]
+    for key in ("function", "function_call"):  # a tool call's, or the deprecated call's
+        fn = value.get(key)
+        if isinstance(fn, dict):
+            out += [str(fn.get("name", "")), str(fn.get("arguments", ""))]
     for call in value.get("tool_calls") or []:
         out += _texts(call)
     if value.get("type") in ("image", "image_url", "document"):
@@ -238,8 +239,9 @@ def prompt_tokens(fmt: str, body: dict) -> int:
     texts: list[str] = _texts(body.get("system")) if fmt == "anthropic" else []
     for m in msgs:
         texts += _texts(m)
-    if body.get("tools"):
-        texts.append(json.dumps(body["tools"]))
+    for key in ("tools", "functions"):  # the deprecated `functions` are billed as tools are
+        if body.get(key):
+            texts.append(json.dumps(body[key]))
     return sum(counter.count(t) for t in texts) + 3 * len(msgs) + 3
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 
+import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -129,6 +130,53 @@ def test_encode_repairs_a_call_left_without_its_result():
     d2 = decode("openai", payload, WORDS)
     out2 = encode(d2, [m for m in d2.messages])
     assert any("without its call" in e.reason for e in out2.audit)
+
+
+LEGACY = [
+    {"role": "user", "content": "what is in a.py"},
+    {"role": "assistant", "content": None,
+     "function_call": {"name": "read", "arguments": '{"path": "a.py"}'}},
+    {"role": "function", "name": "read", "content": "x = 1"},
+    {"role": "assistant", "content": "a.py sets x"},
+    {"role": "user", "content": "and then?"}]
+
+
+def test_deprecated_function_calling_is_read_as_a_call_and_its_result():
+    """`function_call` and the `function` message after it (still taken by the API) pair up
+    as a call and its result; a `function` message with no call before it is refused."""
+    payload = {"model": "gpt-4o", "messages": copy.deepcopy(LEGACY),
+               "functions": [{"name": "read", "parameters": {"type": "object"}}]}
+    openai_sdk_accepts(payload)
+    assert openai_problems(payload) == []
+    d = decode("openai", payload, WORDS)
+    call, answer = d.messages[1], d.messages[2]
+    assert [(c.name, c.arguments) for c in call.tool_calls] == [("read", '{"path": "a.py"}')]
+    assert answer.role == "tool" and answer.tool_call_id == call.tool_calls[0].id
+    assert encode(d, d.messages).payload == payload
+    with pytest.raises(ContextError) as err:
+        decode("openai", {"messages": [LEGACY[0], LEGACY[2]]}, WORDS)
+    assert err.value.field == "messages[1]"
+
+
+def test_encode_repairs_a_function_call_left_without_its_result():
+    d = decode("openai", {"messages": copy.deepcopy(LEGACY)}, WORDS)
+    alone = encode(d, [m for k, m in enumerate(d.messages) if k != 2])  # the result lost
+    assert openai_problems(alone.payload) == []
+    assert [m.get("content") for m in alone.payload["messages"]] == \
+        ["what is in a.py", "a.py sets x", "and then?"]
+    assert "function_call lost its function result" in alone.audit[0].reason
+    lone = encode(d, [m for k, m in enumerate(d.messages) if k != 1])  # the call lost
+    assert openai_problems(lone.payload) == []
+    assert "function result without the function_call" in lone.audit[0].reason
+
+
+def test_outlined_function_call_arguments_are_what_is_sent():
+    d = decode("openai", {"messages": copy.deepcopy(LEGACY)}, WORDS)
+    call = d.messages[1]
+    short = msgspec.structs.replace(call, tool_calls=[msgspec.structs.replace(
+        call.tool_calls[0], arguments='{"path": "a"}')])
+    out = encode(d, [short if m is call else m for m in d.messages]).payload["messages"]
+    assert out[1]["function_call"] == {"name": "read", "arguments": '{"path": "a"}'}
 
 
 def test_a_request_that_fits_comes_back_as_sent_even_with_repeated_outputs():

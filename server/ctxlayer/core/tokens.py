@@ -186,8 +186,13 @@ def tools_tokens(request: dict, counter: Tokenizer, fmt: str) -> int:
     n = counter.count(msgspec.json.encode(tools).decode()) if tools else 0
     if fmt == "anthropic":
         return n + anthropic_tool_prompt(request.get("model", ""), choice) if tools else n
-    if isinstance(choice, dict):
-        n += counter.count(msgspec.json.encode(choice).decode())
+    # the deprecated `functions` and `function_call` are billed as tools and tool_choice are
+    functions, legacy_choice = request.get("functions"), request.get("function_call")
+    if functions:
+        n += counter.count(msgspec.json.encode(functions).decode())
+    for named in (choice, legacy_choice):
+        if isinstance(named, dict):
+            n += counter.count(msgspec.json.encode(named).decode())
     return n
 
 

@@ -31,8 +31,35 @@ from ctxlayer.core.formats.common import (
 from ctxlayer.core.tokens import Tokenizer
 from ctxlayer.protocol import Message, ToolCall
 
-ROLES = ("system", "developer", "user", "assistant", "tool")
-_ENGINE_ROLE = {"developer": "system"}
+# `function` and an assistant's `function_call`: the deprecated function calling the API still
+# takes (one call per assistant message, answered by the `function` message after it)
+ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+_ENGINE_ROLE = {"developer": "system", "function": "tool"}
+
+
+def legacy_call_id(position: int) -> str:
+    """The engine's id for the `function_call` of the assistant message at ``position``: the
+    legacy format has no ids, and the engine pairs calls and results by id."""
+    return f"function_call@{position}"
+
+
+def _legacy_call(native: dict, where: str, position: int) -> ToolCall:
+    fn = expect_dict(native["function_call"], f"{where}.function_call")
+    name = expect_str(fn.get("name"), f"{where}.function_call.name", "the function's name")
+    args = expect_str(fn.get("arguments", ""), f"{where}.function_call.arguments",
+                      "the arguments as JSON text")
+    return ToolCall(id=legacy_call_id(position), name=name, arguments=args)
+
+
+def _answered_call(raw: list, i: int, where: str) -> str:
+    """The id of the call a `function` message at ``i`` answers: the assistant message just
+    before it (the provider pairs them by place)."""
+    prev = raw[i - 1] if i > 0 else None
+    if isinstance(prev, dict) and prev.get("role") == "assistant" and \
+            prev.get("function_call") is not None:
+        return legacy_call_id(i - 1)
+    raise bad(where, "a function message answers the function_call of the assistant message "
+                     "just before it, and there is none")
 
 
 def _is_text(part: Any) -> bool:
@@ -141,10 +168,18 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -
             if role != "assistant":
                 raise bad(f"{where}.tool_calls", "only an assistant message makes tool calls")
             calls = _tool_calls(native["tool_calls"], f"{where}.tool_calls") or None
+        if native.get("function_call") is not None:
+            if role != "assistant" or calls:
+                raise bad(f"{where}.function_call", "only an assistant message without "
+                                                    "tool_calls makes a function_call")
+            calls = [_legacy_call(native, where, i)]
         call_id = None
         if role == "tool":
             call_id = expect_str(native.get("tool_call_id"), f"{where}.tool_call_id",
                                  "the id of the tool call this message answers")
+        elif role == "function":
+            expect_str(native.get("name"), f"{where}.name", "the function's name")
+            call_id = _answered_call(raw, i, where)
         if "name" in native:
             expect_str(native["name"], f"{where}.name")
         mid = client_id(native)
@@ -185,6 +220,10 @@ def _native_of(decoded: Decoded, m: Message) -> dict:
     if arguments is not None and isinstance(calls, list) and len(calls) == len(arguments):
         native = {**native, "tool_calls": [_with_arguments(c, a) for c, a in zip(
             calls, arguments, strict=True)]}
+    elif arguments is not None and isinstance(native.get("function_call"), dict) \
+            and len(arguments) == 1 and arguments[0] is not None:
+        native = {**native, "function_call": {**native["function_call"],
+                                              "arguments": arguments[0]}}
     if m.content is original or m.content == original:
         return native
     content = native.get("content")
@@ -226,7 +265,8 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
 def _repair_tool_pairs(out: list[dict], ids: list, result: Encoded, decoded: Decoded) -> list:
     """Every tool message answers a call of the assistant message just before its run of tool
     messages, and every call has its result: a lone result is dropped, a call left without
-    its result is removed from the assistant message (which goes too if nothing is left)."""
+    its result is removed from the assistant message (which goes too if nothing is left). The
+    same for the legacy `function_call` and the `function` message just after it."""
     fixed: list[dict] = []
     pending: dict[str, int] = {}  # call id -> index in fixed of its assistant message
     count = decoded.counter.count if decoded.counter else (lambda s: 0)
@@ -245,8 +285,32 @@ def _repair_tool_pairs(out: list[dict], ids: list, result: Encoded, decoded: Dec
                 fixed[j] = None  # type: ignore[call-overload]
         pending.clear()
 
+    legacy: int | None = None  # index in fixed of an assistant whose function_call waits
+
+    def close_legacy() -> None:
+        nonlocal legacy
+        if legacy is None:
+            return
+        msg = fixed[legacy]
+        result.audit.append(audit(
+            "dropped", "function_call lost its function result: removed so that the request "
+            "stays valid", f"assistant: function_call {msg['function_call'].get('name')}"))
+        msg = {k: v for k, v in msg.items() if k != "function_call"}
+        fixed[legacy] = msg if msg.get("content") else None  # type: ignore[call-overload]
+        legacy = None
+
     in_results = False
     for k, msg in enumerate(out):
+        if msg.get("role") == "function":  # answers the function_call just before it
+            if legacy is not None and legacy == len(fixed) - 1:
+                legacy = None
+                fixed.append(msg)
+            else:
+                text = msg.get("content") if isinstance(msg.get("content"), str) else ""
+                result.audit.append(audit(
+                    "dropped", "function result without the function_call before it",
+                    f"function {msg.get('name')}", count(text), 0, message_id=ids[k]))
+            continue
         if msg.get("role") == "tool":
             cid = msg.get("tool_call_id")
             if in_results and cid in pending:
@@ -260,12 +324,16 @@ def _repair_tool_pairs(out: list[dict], ids: list, result: Encoded, decoded: Dec
             continue
         if pending:
             close_calls()
+        close_legacy()
         in_results = False
         fixed.append(msg)
         if msg.get("role") == "assistant" and msg.get("tool_calls"):
             for c in msg["tool_calls"]:
                 pending[c.get("id")] = len(fixed) - 1
             in_results = True
+        elif msg.get("role") == "assistant" and msg.get("function_call") is not None:
+            legacy = len(fixed) - 1
     if pending:
         close_calls()
+    close_legacy()
     return [m for m in fixed if m is not None]
