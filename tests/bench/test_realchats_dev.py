@@ -25,12 +25,12 @@ def _bench():
     return module
 
 
-def _replay(name: str, share: float):
+def _replay(name: str, share: float, cut: float | None = None):
     """The benchmark's replay of one dev transcript at a budget of its system prompt and
     ``share`` of the rest: the final turn and the facts the rest of the chat needs."""
     bench, counter = _bench(), counter_for("gpt-4o")
     msgs = load.load(next(p for p in load.paths("dev") if p.stem == name))
-    at = bench.cut(msgs, counter)
+    at = bench.cut(msgs, counter) if cut is None else bench.cut(msgs, counter, cut)
     before, after = msgs[:at], msgs[at:]
     system = sum(bench.message_tokens(m, counter) for m in before if m.role == "system")
     rest = bench.conversation_tokens(before, counter) - system
@@ -54,6 +54,22 @@ def test_a_summary_squeezed_by_a_big_exchange_is_rendered_again_at_the_next_merg
     chunks = turn.state.chunks
     assert min(c.tokens for c in chunks) > 200, [(c.tokens, c.replaced) for c in chunks]
     assert len(kept(needs, turn.messages)) >= 18, len(needs)
+
+
+def test_a_long_newest_reasoning_gives_way_before_the_summary_of_everything_before_it():
+    """mini-swe-agent on django__django-10914, replayed to 60% of its tokens at 10% (1,206
+    tokens): the final request's newest reply reasons for 725 tokens, and the last resort
+    squeezed the summary of the 56 messages before it from 616 tokens to 111 for its room,
+    keeping 8 of the 24 facts the rest of the chat needs. The reply is shortened instead (its
+    head and tail, the command it ran whole)."""
+    turn, needs, budget = _replay("minisweagent-django__django-10914", 0.10, cut=0.6)
+    assert budget == 1206
+    (chunk,) = turn.state.chunks
+    assert chunk.tokens > 400, chunk.tokens
+    assert any(e.message_id == turn.messages[-2].id and "newest assistant" in e.reason
+               for e in turn.truncated)
+    assert turn.messages[-2].tool_calls and "FileNotFoundError" in chunk.message.content
+    assert len(kept(needs, turn.messages)) >= 14, len(needs)
 
 
 def test_budgets_that_are_not_whole_percents_get_a_line_saying_what_to_fix():

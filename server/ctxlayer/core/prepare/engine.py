@@ -15,7 +15,7 @@ from ctxlayer.core.errors import ContextError, require_tokens
 from ctxlayer.core.groups import is_result, lead_of
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.prepare import summaries
-from ctxlayer.core.prepare.fit import fit_calls, last_resort, result_index
+from ctxlayer.core.prepare.fit import fit_calls, fit_prose, last_resort, result_index
 from ctxlayer.core.prepare.model import (
     DEFAULT_POLICY,
     Ahead,
@@ -154,6 +154,7 @@ def _fit(win: Window, budget: int, counter: Tokenizer, policy: PreparePolicy,
     if total <= budget:
         return kept, keys, out_tokens, [], [], total
     called = fit_calls(win, kept, keys, out_tokens, budget, counter, policy)
+    called += fit_prose(win, kept, keys, out_tokens, budget, counter, policy)
     total = win.total()
     if total <= budget:
         return kept, keys, out_tokens, [], called, total

@@ -2,7 +2,9 @@
 (the newest exchange alone is over the budget). The newest user message is pinned at its
 place (a summary chunk after it is a user turn too, so the trim engine is not left to find
 it) and shortened in steps; the summaries are held beside it as long as the newest exchange
-still fits, then shrunk by the caller, and only then give way. What it shortens keeps its new
+still fits, then shrunk by the caller, and only then give way. Before it, the newest exchange
+gives what it can spare: a call's long arguments (`fit_calls`), a long reply's middle
+(`fit_prose`). What it shortens keeps its new
 text on later turns (a rewrite). Must not: move the window (window.py does).
 """
 
@@ -131,14 +133,54 @@ def fit_calls(win: Window, kept: list[Message], keys: list, tokens: list[int], b
                               counter, policy.fmt)
         if got is None:
             continue
-        short, after_tokens = got
-        entry = AuditEntry(action="truncated", reason=CALL_FIT, summary=describe(kept[k]),
-                           tokens_before=tokens[k], tokens_after=after_tokens,
-                           message_id=kept[k].id, index=i)
-        shown = shown_of(win.messages[i], short)
-        win.rewrites[i] = (shown, after_tokens, entry)
-        kept[k], keys[k], tokens[k] = short, (i, shown), after_tokens
-        out.append(entry)
+        out.append(_shortened(win, kept, keys, tokens, k, i, got, CALL_FIT))
+    return out
+
+
+def _shortened(win: Window, kept: list[Message], keys: list, tokens: list[int], k: int, i: int,
+               got: tuple[Message, int], reason: str) -> AuditEntry:
+    """Result message k (conversation index i) shown as ``got`` from now on: in ``kept`` /
+    ``keys`` / ``tokens`` and as a rewrite for later turns; its audit entry."""
+    short, after = got
+    entry = AuditEntry(action="truncated", reason=reason, summary=describe(kept[k]),
+                       tokens_before=tokens[k], tokens_after=after, message_id=kept[k].id,
+                       index=i)
+    shown = shown_of(win.messages[i], short)
+    win.rewrites[i] = (shown, after, entry)
+    kept[k], keys[k], tokens[k] = short, (i, shown), after
+    return entry
+
+
+PROSE_FIT = ("shortened to fit: the newest assistant message's head and tail, rather than the "
+             "summaries of everything before it")
+
+
+def fit_prose(win: Window, kept: list[Message], keys: list, tokens: list[int], budget: int,
+              counter: Tokenizer, policy: PreparePolicy) -> list[AuditEntry]:
+    """Before the last resort: an assistant message after the question (the newest exchange)
+    over ``prose_share`` of the budget is shortened (its head and tail, and its calls'
+    arguments when they are most of it) as far as the request needs, not below that share,
+    in ``kept`` / ``keys`` / ``tokens`` and as a rewrite for later turns. The last resort
+    would otherwise squeeze the summaries for its room: a mini-swe-agent's 725-token reasoning
+    left 111 tokens of a 1,206-token budget to the summary of 56 messages, which had taken 616
+    (django-10914 on the dev replay). Returns their audit."""
+    least = int(budget * policy.prose_share)
+    if least < policy.prose_min:  # a message cut that short keeps nothing worth its place
+        return []
+    question = _Question(win, kept, keys, tokens, counter, policy)
+    over = policy.fmt.reply_priming + sum(tokens) - budget
+    out: list[AuditEntry] = []
+    for k in range(question.pos + 1, len(kept)):
+        m, i = kept[k], result_index(keys[k])
+        if over <= 0:
+            break
+        if m.role != "assistant" or m.kind == "summary" or tokens[k] <= least or i is None:
+            continue
+        got = shorten_message(m, tokens[k], max(least, tokens[k] - over), counter, policy.fmt)
+        if got is None:
+            continue
+        over -= tokens[k] - got[1]
+        out.append(_shortened(win, kept, keys, tokens, k, i, got, PROSE_FIT))
     return out
 
 

@@ -68,6 +68,12 @@ class PreparePolicy(msgspec.Struct, frozen=True, kw_only=True):
     summary_floor: float = 0.5
     # the newest user message, once older than the last turn, is shortened to this share
     question_share: float = 0.25
+    # when even the newest exchange is over the budget, an assistant message of it over this
+    # share is shortened (down to it, as far as needed) before the summaries of everything
+    # before it are squeezed for its room; the summaries take up to 0.6 of the room, so this
+    # leaves the task and the newest output the rest. Not below ``prose_min`` tokens
+    prose_share: float = 0.33
+    prose_min: int = 100
     # a long tool output or assistant message is outlined to this share of the budget
     outline_share: float = 0.04
     outline_min: int = 160

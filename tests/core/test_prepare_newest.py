@@ -1,0 +1,78 @@
+"""When even the newest exchange is over the budget: what gives way first. An assistant
+message of it over a third of the budget is shortened (head and tail) before the summaries
+of everything before it are squeezed for its room."""
+
+from __future__ import annotations
+
+import random
+
+import msgspec
+from test_prepare import _agent_call, check_turn, words
+
+from ctxlayer.core.prepare import prepare_turn
+from ctxlayer.core.prepare.fit import PROSE_FIT
+from ctxlayer.core.prepare.model import DEFAULT_POLICY
+from ctxlayer.core.tokens import WordTokenizer
+from ctxlayer.protocol import Message, ToolCall
+
+BUDGET = 1200
+
+
+def agent_run(r: random.Random, reasoning: int) -> list[list[Message]]:
+    """The requests of an agent run: a task, 24 commands with their outputs, then a reply
+    that reasons at length (``reasoning`` words) before its last command."""
+    sent = [Message(role="system", id="sys", content="You are an agent. " * 10),
+            Message(role="user", id="task", content="Fix the failing parser test. "
+                    + words(r, 60, 60))]
+    requests = []
+    for t in range(24):
+        sent = [*sent, *_agent_call(t, f"FAILED tests/test_parser.py::test_case_{t} "
+                                    + words(r, 120, 160))]
+        requests.append(sent)
+    think = ("Plan: the parser drops the last token. " + words(r, reasoning, reasoning)
+             + "\nSo I will run the one test again.")
+    call = ToolCall(id="c-last", name="bash", arguments='{"cmd": "pytest -k test_case_23"}')
+    requests.append([*sent, Message(role="assistant", id="a-last", content=think,
+                                    tool_calls=[call]),
+                     Message(role="tool", id="r-last", tool_call_id="c-last",
+                             content="1 failed " + words(r, 150, 150))])
+    return requests
+
+
+def replay(requests: list[list[Message]], policy=DEFAULT_POLICY):
+    state = turn = None
+    for sent in requests:
+        turn = prepare_turn(state, sent, BUDGET, WordTokenizer(), policy=policy)
+        check_turn(turn, sent, BUDGET)
+        state = turn.state
+    return turn
+
+
+def test_a_long_newest_reasoning_is_shortened_before_the_summaries_are_squeezed():
+    requests = agent_run(random.Random(3), reasoning=700)
+    turn = replay(requests)
+    (entry,) = [e for e in turn.truncated if e.reason == PROSE_FIT]
+    assert entry.message_id == "a-last"
+    shown = next(m for m in turn.messages if m.id == "a-last")
+    least = int(BUDGET * DEFAULT_POLICY.prose_share)
+    assert least <= entry.tokens_after < entry.tokens_before
+    # its head and its tail (what it concluded, before the command it ran) are kept
+    assert shown.content.startswith("Plan: the parser drops the last token.")
+    assert shown.content.endswith("So I will run the one test again.")
+    assert shown.tool_calls == requests[-1][-2].tool_calls
+    kept = sum(len(m.content.split()) for m in turn.messages if m.kind == "summary")
+    # without it, the summary of the 24 runs gave its room to the reasoning
+    off = replay(requests, msgspec.structs.replace(DEFAULT_POLICY, prose_share=1.0))
+    assert not [e for e in off.truncated if e.reason == PROSE_FIT]
+    squeezed = sum(len(m.content.split()) for m in off.messages if m.kind == "summary")
+    assert kept > 2 * squeezed, (kept, squeezed)
+    summary = "\n".join(m.content for m in turn.messages if m.kind == "summary")
+    assert sum(f"test_case_{t}" in summary for t in range(23)) > \
+        2 * sum(f"test_case_{t}" in "\n".join(m.content for m in off.messages) for t in range(23))
+
+
+def test_a_reasoning_within_a_third_of_the_budget_is_left_whole():
+    requests = agent_run(random.Random(3), reasoning=300)
+    turn = replay(requests)
+    assert not [e for e in turn.truncated if e.reason == PROSE_FIT]
+    assert next(m for m in turn.messages if m.id == "a-last") == requests[-1][-2]
