@@ -301,37 +301,37 @@ def _repair_tool_pairs(out: list[dict], ids: list, result: Encoded, decoded: Dec
 
     in_results = False
     for k, msg in enumerate(out):
-        if msg.get("role") == "function":  # answers the function_call just before it
-            if legacy is not None and legacy == len(fixed) - 1:
-                legacy = None
+        role = msg.get("role")
+        if role in ("tool", "function"):
+            if role == "function":  # answers the function_call just before it
+                answers = legacy is not None and legacy == len(fixed) - 1
+                why, what = ("function result without the function_call before it",
+                             f"function {msg.get('name')}")
+                if answers:
+                    legacy = None
+            else:
+                cid = msg.get("tool_call_id")
+                answers = in_results and cid in pending
+                why, what = "tool result without its call: the provider refuses it", f"tool {cid}"
+                if answers:
+                    del pending[cid]
+            if answers:
                 fixed.append(msg)
             else:
                 text = msg.get("content") if isinstance(msg.get("content"), str) else ""
-                result.audit.append(audit(
-                    "dropped", "function result without the function_call before it",
-                    f"function {msg.get('name')}", count(text), 0, message_id=ids[k]))
-            continue
-        if msg.get("role") == "tool":
-            cid = msg.get("tool_call_id")
-            if in_results and cid in pending:
-                del pending[cid]
-                fixed.append(msg)
-            else:
-                text = msg.get("content") if isinstance(msg.get("content"), str) else ""
-                result.audit.append(audit(
-                    "dropped", "tool result without its call: the provider refuses it",
-                    f"tool {cid}", count(text), 0, message_id=ids[k]))
+                result.audit.append(audit("dropped", why, what, count(text), 0,
+                                          message_id=ids[k]))
             continue
         if pending:
             close_calls()
         close_legacy()
         in_results = False
         fixed.append(msg)
-        if msg.get("role") == "assistant" and msg.get("tool_calls"):
+        if role == "assistant" and msg.get("tool_calls"):
             for c in msg["tool_calls"]:
                 pending[c.get("id")] = len(fixed) - 1
             in_results = True
-        elif msg.get("role") == "assistant" and msg.get("function_call") is not None:
+        elif role == "assistant" and msg.get("function_call") is not None:
             legacy = len(fixed) - 1
     if pending:
         close_calls()
