@@ -70,8 +70,10 @@ class PreparePolicy(msgspec.Struct, frozen=True, kw_only=True):
     question_share: float = 0.25
     # when even the newest exchange is over the budget, an assistant message of it over this
     # share is shortened (down to it, as far as needed) before the summaries of everything
-    # before it are squeezed for its room; the summaries take up to 0.6 of the room, so this
-    # leaves the task and the newest output the rest. Not below ``prose_min`` tokens
+    # before it are squeezed for its room: beside summaries of up to 0.6 of the room, a third
+    # still leaves the task and the newest output theirs. On the dev replay's six cut and
+    # budget cells 0.25 / 0.33 / 0.45 kept 31 / 81 / 49 more facts than never shortening it
+    # (of 4,232). Not when a third is under ``prose_min`` tokens
     prose_share: float = 0.33
     prose_min: int = 100
     # a long tool output or assistant message is outlined to this share of the budget
