@@ -18,9 +18,10 @@ from ctxlayer.protocol import Message, ToolCall
 BUDGET = 1200
 
 
-def agent_run(r: random.Random, reasoning: int) -> list[list[Message]]:
+def agent_run(r: random.Random, reasoning: int, output: int = 150) -> list[list[Message]]:
     """The requests of an agent run: a task, 24 commands with their outputs, then a reply
-    that reasons at length (``reasoning`` words) before its last command."""
+    that reasons at length (``reasoning`` words) before its last command, and that command's
+    output (``output`` words)."""
     sent = [Message(role="system", id="sys", content="You are an agent. " * 10),
             Message(role="user", id="task", content="Fix the failing parser test. "
                     + words(r, 60, 60))]
@@ -35,7 +36,7 @@ def agent_run(r: random.Random, reasoning: int) -> list[list[Message]]:
     requests.append([*sent, Message(role="assistant", id="a-last", content=think,
                                     tool_calls=[call]),
                      Message(role="tool", id="r-last", tool_call_id="c-last",
-                             content="1 failed " + words(r, 150, 150))])
+                             content="1 failed " + words(r, output, output))])
     return requests
 
 
@@ -72,7 +73,10 @@ def test_a_long_newest_reasoning_is_shortened_before_the_summaries_are_squeezed(
 
 
 def test_a_reasoning_within_a_third_of_the_budget_is_left_whole():
-    requests = agent_run(random.Random(3), reasoning=300)
+    """The newest exchange is over the budget by its output, not by a reply under a third:
+    the reply is sent whole, and the output is what gives way."""
+    requests = agent_run(random.Random(3), reasoning=350, output=800)
     turn = replay(requests)
     assert not [e for e in turn.truncated if e.reason == PROSE_FIT]
     assert next(m for m in turn.messages if m.id == "a-last") == requests[-1][-2]
+    assert any(e.message_id == "r-last" for e in turn.truncated)  # the last resort ran
