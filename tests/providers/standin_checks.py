@@ -10,7 +10,14 @@ when that file is there, so the stand-in refuses everything either knows. Must n
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 from typing import Any
+
+if str(Path(__file__).parent) not in sys.path:  # imported as providers.standin_checks
+    sys.path.insert(0, str(Path(__file__).parent))
+
+from standin_images import media_tokens
 
 from ctxlayer.tokenizers import counter_for
 
@@ -226,8 +233,8 @@ def _texts(value: Any) -> list[str]:
             out += [str(fn.get("name", "")), str(fn.get("arguments", ""))]
     for call in value.get("tool_calls") or []:
         out += _texts(call)
-    if value.get("type") in ("image", "image_url", "document"):
-        out.append("x" * 340)  # about 85 tokens: a small image's published cost
+    if value.get("type") == "document":
+        out.append("x" * 340)  # about 85 tokens (images: standin_images.py)
     return out
 
 
@@ -242,10 +249,10 @@ def prompt_tokens(fmt: str, body: dict) -> int:
     for key in ("tools", "functions"):  # the deprecated `functions` are billed as tools are
         if body.get(key):
             texts.append(json.dumps(body[key]))
-    return sum(counter.count(t) for t in texts) + 3 * len(msgs) + 3
+    return sum(counter.count(t) for t in texts) + media_tokens(msgs) + 3 * len(msgs) + 3
 
 
 def message_tokens(fmt: str, model: str | None, message: Any) -> int:
     """One message's tokens, framing included (for the cache-read prefix)."""
     counter = counter_for(model)
-    return sum(counter.count(t) for t in _texts(message)) + 3
+    return sum(counter.count(t) for t in _texts(message)) + media_tokens(message) + 3

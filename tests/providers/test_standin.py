@@ -141,3 +141,27 @@ def test_runs_alone_and_prints_its_urls():
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_images_cost_what_the_published_rules_say():
+    """Read from the image's own header: Anthropic width * height / 750 (an 800 x 600 PNG is
+    640 tokens), OpenAI 85 + 170 a tile (765 at high detail, 85 at low); a URL it cannot read
+    costs a small image's 85."""
+    from providers.payloads import b64, jpeg, png
+    from providers.standin_images import media_tokens
+
+    def anthropic_image(data: bytes) -> dict:
+        return {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                            "data": b64(data)}}
+
+    def openai_image(data: bytes, detail: str) -> dict:
+        return {"type": "image_url", "image_url": {
+            "url": f"data:image/jpeg;base64,{b64(data)}", "detail": detail}}
+
+    message = {"role": "user", "content": [
+        {"type": "text", "text": "what is this"}, anthropic_image(png(800, 600)),
+        {"type": "tool_result", "tool_use_id": "t", "content": [anthropic_image(png(1, 1))]}]}
+    assert media_tokens(message) == 640 + 1
+    assert media_tokens([openai_image(jpeg(800, 600), "high"),
+                         openai_image(jpeg(800, 600), "low")]) == 765 + 85
+    assert media_tokens({"type": "image", "source": {"type": "url", "url": "https://x"}}) == 85

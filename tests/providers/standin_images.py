@@ -1,0 +1,92 @@
+"""What the stand-in charges for an image, by the providers' published rules, the size read
+from the image's own header (PNG, GIF, JPEG). Written apart from ctxlayer's media.py, so that
+the stand-in checks ctxlayer's image counts instead of repeating them. An image whose size
+cannot be read (a URL, another format) costs what a small image does, as before."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import struct
+from typing import Any
+
+SMALL = 85  # a small image: OpenAI's low detail, also what an unreadable image is taken for
+_SOF = {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF}
+
+
+def size_of(b64: str) -> tuple[int, int] | None:
+    """(width, height) from a base64 PNG, GIF or JPEG header; None otherwise."""
+    try:
+        data = base64.b64decode(b64)
+    except (binascii.Error, ValueError):
+        return None
+    if data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) >= 24:
+        return struct.unpack(">II", data[16:24])
+    if data[:6] in (b"GIF87a", b"GIF89a") and len(data) >= 10:
+        return struct.unpack("<HH", data[6:10])
+    if data[:2] == b"\xff\xd8":
+        i = 2
+        while i + 9 <= len(data):
+            if data[i] != 0xFF:
+                i += 1
+                continue
+            marker = data[i + 1]
+            if marker in _SOF:
+                h, w = struct.unpack(">HH", data[i + 5:i + 9])
+                return w, h
+            i += 2 + struct.unpack(">H", data[i + 2:i + 4])[0]
+    return None
+
+
+def anthropic_tokens(size: tuple[int, int] | None) -> int:
+    """Anthropic's published rule: width * height / 750 once the long edge is at most 1568
+    px, and about 1,600 tokens at most."""
+    if size is None:
+        return SMALL
+    w, h = size
+    scale = min(1.0, 1568 / max(w, h, 1))
+    return max(1, min(1600, math.ceil(w * scale * h * scale / 750)))
+
+
+def openai_tokens(size: tuple[int, int] | None, detail: str) -> int:
+    """OpenAI's published rule: 85 at low detail; else within 2048 x 2048, the short side at
+    most 768, 170 a 512-px tile plus 85."""
+    if size is None or detail == "low":
+        return SMALL
+    w, h = size
+    fit = min(1.0, 2048 / max(w, h, 1))
+    w, h = w * fit, h * fit
+    short = min(1.0, 768 / max(min(w, h), 1))
+    w, h = w * short, h * short
+    return 85 + 170 * math.ceil(w / 512) * math.ceil(h / 512)
+
+
+def image_tokens(block: dict) -> int | None:
+    """The tokens of an image block (Anthropic `image`, OpenAI `image_url`); None for any
+    other block."""
+    if block.get("type") == "image":
+        source = block.get("source")
+        data = source.get("data") if isinstance(source, dict) and \
+            source.get("type") == "base64" else None
+        return anthropic_tokens(size_of(data) if isinstance(data, str) else None)
+    if block.get("type") == "image_url":
+        image = block.get("image_url")
+        url = image.get("url") if isinstance(image, dict) else None
+        detail = image.get("detail") or "auto" if isinstance(image, dict) else "auto"
+        data = url.split(",", 1)[1] if isinstance(url, str) and url.startswith("data:") and \
+            "," in url else None
+        return openai_tokens(size_of(data) if data else None, detail)
+    return None
+
+
+def media_tokens(value: Any) -> int:
+    """The tokens of every image in a message, block or list of them."""
+    if isinstance(value, list):
+        return sum(media_tokens(v) for v in value)
+    if not isinstance(value, dict):
+        return 0
+    here = image_tokens(value)
+    if here is not None:
+        return here
+    return sum(media_tokens(v) for k, v in value.items() if k in ("content",))
