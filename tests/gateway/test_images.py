@@ -1,7 +1,8 @@
 """A chat of screenshots through the real gateway into a 4,096-token window: every image
 costs what the provider's published rule says (the stand-in reads the size from the image
 itself, apart from ctxlayer's own reading), so a chat of them is fitted by what they cost and
-every request the strict stand-in receives is within its window, the newest image in it."""
+every request the strict stand-in receives is within its window, the newest image in it:
+Anthropic, Chat Completions and Responses."""
 
 from __future__ import annotations
 
@@ -70,4 +71,23 @@ def test_openai_screenshots_are_fitted_by_what_they_cost(small):
         msgs.append({"role": "assistant", "content": answer.choices[0].message.content})
     seen = check(small, 8)
     assert seen[-1]["body"]["messages"][-1] == msgs[-2]
+    assert seen[-1]["prompt_tokens"] + 200 <= 4096
+
+
+def test_responses_screenshots_are_fitted_by_what_they_cost(small):
+    small.standin.reset()
+    client, items = small.openai(), []
+    for t in range(8):
+        items.append({"role": "user", "content": [
+            {"type": "input_image", "image_url": f"data:image/png;base64,{SHOT}",
+             "detail": "high"},
+            {"type": "input_text", "text": f"screenshot {t}: " + prose(t, 60)}]})
+        answer = client.responses.create(model="standin-small", max_output_tokens=200,
+                                         input=items, store=False)
+        items.append({"role": "assistant", "content": answer.output_text})
+    seen = [r for r in small.standin.requests() if r["path"] == "/v1/responses"]
+    assert len(seen) == 8
+    for r in seen:
+        assert r["status"] == 200 and r["problems"] == [], r["problems"]
+    assert seen[-1]["body"]["input"][-1] == items[-2]
     assert seen[-1]["prompt_tokens"] + 200 <= 4096

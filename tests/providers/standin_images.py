@@ -62,9 +62,20 @@ def openai_tokens(size: tuple[int, int] | None, detail: str) -> int:
     return 85 + 170 * math.ceil(w / 512) * math.ceil(h / 512)
 
 
+def _data_of(url: Any) -> str | None:
+    """The base64 of a data URL; None for any other URL."""
+    if isinstance(url, str) and url.startswith("data:") and "," in url:
+        return url.split(",", 1)[1]
+    return None
+
+
 def image_tokens(block: dict) -> int | None:
-    """The tokens of an image block (Anthropic `image`, OpenAI `image_url`); None for any
-    other block."""
+    """The tokens of an image block (Anthropic `image`, OpenAI `image_url`, a Responses
+    `input_image`); None for any other block."""
+    if block.get("type") == "input_image":
+        data = _data_of(block.get("image_url"))
+        detail = block.get("detail") if isinstance(block.get("detail"), str) else "auto"
+        return openai_tokens(size_of(data) if data else None, detail)
     if block.get("type") == "image":
         source = block.get("source")
         data = source.get("data") if isinstance(source, dict) and \
@@ -72,10 +83,8 @@ def image_tokens(block: dict) -> int | None:
         return anthropic_tokens(size_of(data) if isinstance(data, str) else None)
     if block.get("type") == "image_url":
         image = block.get("image_url")
-        url = image.get("url") if isinstance(image, dict) else None
         detail = image.get("detail") or "auto" if isinstance(image, dict) else "auto"
-        data = url.split(",", 1)[1] if isinstance(url, str) and url.startswith("data:") and \
-            "," in url else None
+        data = _data_of(image.get("url")) if isinstance(image, dict) else None
         return openai_tokens(size_of(data) if data else None, detail)
     return None
 
@@ -89,4 +98,4 @@ def media_tokens(value: Any) -> int:
     here = image_tokens(value)
     if here is not None:
         return here
-    return sum(media_tokens(v) for k, v in value.items() if k in ("content",))
+    return sum(media_tokens(v) for k, v in value.items() if k in ("content", "output"))

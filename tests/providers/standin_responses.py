@@ -22,6 +22,7 @@ if str(Path(__file__).parent) not in sys.path:  # imported as providers.standin_
     sys.path.insert(0, str(Path(__file__).parent))
 
 from standin_answers import Reply, Usage, _pieces
+from standin_images import media_tokens
 
 from ctxlayer.tokenizers import counter_for
 
@@ -156,9 +157,7 @@ def _texts(value: Any) -> list[str]:
     out: list[str] = []
     for key in ("content", "text", "output", "arguments", "name", "summary"):
         out += _texts(value.get(key))
-    if value.get("type") == "input_image":
-        out.append("x" * 340)
-    return out
+    return out  # images: standin_images.py
 
 
 def prompt_tokens(body: dict, history: list) -> int:
@@ -167,7 +166,7 @@ def prompt_tokens(body: dict, history: list) -> int:
     texts = _texts(body.get("instructions") or "") + [t for i in items for t in _texts(i)]
     if body.get("tools"):
         texts.append(json.dumps(body["tools"]))
-    return sum(counter.count(t) for t in texts) + 3 * len(items) + 3
+    return sum(counter.count(t) for t in texts) + media_tokens(items) + 3 * len(items) + 3
 
 
 # ---- answers -----------------------------------------------------------------------------
