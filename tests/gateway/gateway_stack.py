@@ -4,13 +4,16 @@ official synchronous SDKs, raw HTTP and subprocesses can all talk to it."""
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anthropic
 import msgspec
 import openai
+import pytest
 from providers.standin import StandinThread
 
 from ctxlayer.config import GatewayConfig
@@ -83,3 +86,21 @@ def stop_stack(thread: StandinThread, gateway: GatewayServer, state: State) -> N
         await state.work(state.close)
 
     thread.call(stop())
+
+
+@contextlib.contextmanager
+def small_stack(base: Path) -> Iterator[Stack]:
+    """A stack in ``base`` where `standin-small` has a 4096-token window on both sides (the
+    gateway told so by `[gateway] models`); the user's own config is never read."""
+    for sub in ("ws", "state", "config"):
+        (base / sub).mkdir(exist_ok=True)
+    mp = pytest.MonkeyPatch()
+    mp.setenv("XDG_CONFIG_HOME", str(base / "config"))
+    with StandinThread(windows={"standin-small": 4096}) as thread:
+        gateway, state = start_stack(thread, base / "ws", base / "state",
+                                     models={"standin-small": 4096})
+        try:
+            yield Stack(thread, gateway, state)
+        finally:
+            stop_stack(thread, gateway, state)
+            mp.undo()

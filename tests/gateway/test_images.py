@@ -6,88 +6,68 @@ Anthropic, Chat Completions and Responses."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator
 
 import pytest
-from gateway_stack import Stack, start_stack, stop_stack
+from gateway_stack import Stack, small_stack
 from providers.payloads import b64, png
-from providers.standin import StandinThread
 from test_fitting import prose
 
 #: an 800 x 600 screenshot: 640 tokens for Anthropic, 765 for OpenAI at high detail
 SHOT = b64(png(800, 600))
+TURNS = 8  # eight screenshots: over 5,000 tokens of images alone
 
 
 @pytest.fixture(scope="module")
-def small(world: Path) -> Iterator[Stack]:
-    mp = pytest.MonkeyPatch()
-    mp.setenv("XDG_CONFIG_HOME", str(world / "config"))
-    (world / "state-images").mkdir()
-    with StandinThread(windows={"standin-small": 4096}) as thread:
-        gateway, state = start_stack(thread, world / "workspace", world / "state-images",
-                                     models={"standin-small": 4096})
-        try:
-            yield Stack(thread, gateway, state)
-        finally:
-            stop_stack(thread, gateway, state)
-            mp.undo()
+def small(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    with small_stack(tmp_path_factory.mktemp("images")) as stack:
+        yield stack
 
 
-def check(small: Stack, turns: int) -> list[dict]:
-    seen = small.model_requests()
-    assert len(seen) == turns
+def converse(small: Stack, path: str, image: dict, text: str,
+             send: Callable[[list[dict]], str]) -> tuple[list[dict], dict]:
+    """TURNS user turns, each a screenshot and a question, each answered; returns the
+    conversation and the last request the stand-in received, after checking them all."""
+    small.standin.reset()
+    history: list[dict] = []
+    for t in range(TURNS):
+        history.append({"role": "user", "content": [
+            image, {"type": text, "text": f"screenshot {t}: " + prose(t, 60)}]})
+        history.append({"role": "assistant", "content": send(history)})
+    seen = [r for r in small.standin.requests() if r["path"] == path]
+    assert len(seen) == TURNS
     for r in seen:
         assert r["status"] == 200 and r["problems"] == [], r["problems"]
-    return seen
+    assert seen[-1]["prompt_tokens"] + 200 <= 4096
+    return history, seen[-1]["body"]
 
 
 def test_anthropic_screenshots_are_fitted_by_what_they_cost(small):
-    small.standin.reset()
-    client, msgs = small.anthropic(), []
-    for t in range(8):  # eight screenshots: 5,120 tokens of images alone
-        msgs.append({"role": "user", "content": [
-            {"type": "image", "source": {"type": "base64", "media_type": "image/png",
-                                         "data": SHOT}},
-            {"type": "text", "text": f"screenshot {t}: " + prose(t, 60)}]})
-        answer = client.messages.create(model="standin-small", max_tokens=200, messages=msgs)
-        msgs.append({"role": "assistant", "content": answer.content[0].text})
-    seen = check(small, 8)
-    last = seen[-1]["body"]["messages"][-1]["content"]
-    assert last[0]["source"]["data"] == SHOT and "screenshot 7" in last[1]["text"]
-    assert seen[-1]["prompt_tokens"] + 200 <= 4096
+    client = small.anthropic()
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                         "data": SHOT}}
+    history, last = converse(small, "/v1/messages", image, "text", lambda msgs: (
+        client.messages.create(model="standin-small", max_tokens=200, messages=msgs)
+        .content[0].text))
+    sent = last["messages"][-1]["content"]
+    assert sent[0] == image and f"screenshot {TURNS - 1}" in sent[1]["text"]
 
 
 def test_openai_screenshots_are_fitted_by_what_they_cost(small):
-    small.standin.reset()
-    client, msgs = small.openai(), []
-    for t in range(8):
-        msgs.append({"role": "user", "content": [
-            {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{SHOT}",
-                                                "detail": "high"}},
-            {"type": "text", "text": f"screenshot {t}: " + prose(t, 60)}]})
-        answer = client.chat.completions.create(model="standin-small", max_tokens=200,
-                                                messages=msgs)
-        msgs.append({"role": "assistant", "content": answer.choices[0].message.content})
-    seen = check(small, 8)
-    assert seen[-1]["body"]["messages"][-1] == msgs[-2]
-    assert seen[-1]["prompt_tokens"] + 200 <= 4096
+    client = small.openai()
+    image = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{SHOT}",
+                                                "detail": "high"}}
+    history, last = converse(small, "/v1/chat/completions", image, "text", lambda msgs: (
+        client.chat.completions.create(model="standin-small", max_tokens=200, messages=msgs)
+        .choices[0].message.content))
+    assert last["messages"][-1] == history[-2]
 
 
 def test_responses_screenshots_are_fitted_by_what_they_cost(small):
-    small.standin.reset()
-    client, items = small.openai(), []
-    for t in range(8):
-        items.append({"role": "user", "content": [
-            {"type": "input_image", "image_url": f"data:image/png;base64,{SHOT}",
-             "detail": "high"},
-            {"type": "input_text", "text": f"screenshot {t}: " + prose(t, 60)}]})
-        answer = client.responses.create(model="standin-small", max_output_tokens=200,
-                                         input=items, store=False)
-        items.append({"role": "assistant", "content": answer.output_text})
-    seen = [r for r in small.standin.requests() if r["path"] == "/v1/responses"]
-    assert len(seen) == 8
-    for r in seen:
-        assert r["status"] == 200 and r["problems"] == [], r["problems"]
-    assert seen[-1]["body"]["input"][-1] == items[-2]
-    assert seen[-1]["prompt_tokens"] + 200 <= 4096
+    client = small.openai()
+    image = {"type": "input_image", "image_url": f"data:image/png;base64,{SHOT}",
+             "detail": "high"}
+    history, last = converse(small, "/v1/responses", image, "input_text", lambda items: (
+        client.responses.create(model="standin-small", max_output_tokens=200, input=items,
+                                store=False).output_text))
+    assert last["input"][-1] == history[-2]

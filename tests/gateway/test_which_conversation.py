@@ -11,8 +11,7 @@ import random
 from collections.abc import Iterator
 
 import pytest
-from gateway_stack import Stack, start_stack, stop_stack
-from providers.standin import StandinThread
+from gateway_stack import Stack, small_stack
 
 WORDS = ("parser token budget window cache prefix session editor stream answer question "
          "function module import error result value change commit branch").split()
@@ -23,19 +22,8 @@ EXAMPLE = [{"role": "user", "content": "Change get_factorial() to use math.facto
 @pytest.fixture(scope="module")
 def small(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """A stack where `standin-small` has a 4096-token window on both sides."""
-    base = tmp_path_factory.mktemp("which")
-    (base / "ws").mkdir()
-    (base / "state").mkdir()
-    mp = pytest.MonkeyPatch()
-    mp.setenv("XDG_CONFIG_HOME", str(base / "config"))
-    with StandinThread(windows={"standin-small": 4096}) as thread:
-        gateway, state = start_stack(thread, base / "ws", base / "state",
-                                     models={"standin-small": 4096})
-        try:
-            yield Stack(thread, gateway, state)
-        finally:
-            stop_stack(thread, gateway, state)
-            mp.undo()
+    with small_stack(tmp_path_factory.mktemp("which")) as stack:
+        yield stack
 
 
 def prose(seed: str, words: int = 260) -> str:
