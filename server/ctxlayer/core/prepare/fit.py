@@ -142,12 +142,8 @@ def _shortened(win: Window, kept: list[Message], keys: list, tokens: list[int], 
     """Result message k (conversation index i) shown as ``got`` from now on: in ``kept`` /
     ``keys`` / ``tokens`` and as a rewrite for later turns; its audit entry."""
     short, after = got
-    entry = AuditEntry(action="truncated", reason=reason, summary=describe(kept[k]),
-                       tokens_before=tokens[k], tokens_after=after, message_id=kept[k].id,
-                       index=i)
-    shown = shown_of(win.messages[i], short)
-    win.rewrites[i] = (shown, after, entry)
-    kept[k], keys[k], tokens[k] = short, (i, shown), after
+    entry = win.rewrite(i, short, after, "truncated", reason)
+    kept[k], keys[k], tokens[k] = short, (i, win.rewrites[i][0]), after
     return entry
 
 

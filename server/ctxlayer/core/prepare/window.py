@@ -160,10 +160,11 @@ class Window:
             return None
         return Step(outlined, chunk)
 
-    def _rewrite(self, i: int, short: Message, after: int, action: AuditAction,
+    def rewrite(self, i: int, short: Message, after: int, action: AuditAction,
                  reason: str) -> AuditEntry:
         """Show message i as ``short`` (``after`` tokens) from now on, audited: every
-        shortening a step makes (outline, question, a long user message) is kept this way."""
+        shortening a step or the fit makes (outline, question, a long user message, the newest
+        exchange's calls and replies) is kept this way."""
         m = self.messages[i]
         entry = AuditEntry(action=action, reason=reason, summary=describe(m),
                            tokens_before=self.tokens[i], tokens_after=after,
@@ -201,7 +202,7 @@ class Window:
         got = shorten_message(m, self.tokens[i], cap, counter, policy.fmt, self._named(i))
         if got is None or got[1] >= shown:
             return None
-        return self._rewrite(i, got[0], got[1], "truncated", KEPT_SHORT)
+        return self.rewrite(i, got[0], got[1], "truncated", KEPT_SHORT)
 
     def chunk_guess(self, room: int, policy: PreparePolicy) -> int:
         """The next chunk's size, guessed (by `summarize` and `planned` alike): the last one's,
@@ -357,7 +358,7 @@ class Window:
             if got is None or got[1] >= shown:
                 return
             short, after = got
-            out.append(self._rewrite(i, short, after,
+            out.append(self.rewrite(i, short, after,
                                      "compressed" if is_result(m) else "truncated", OUTLINED))
             total -= shown - after
 
@@ -404,7 +405,7 @@ class Window:
         got = shorten_message(m, self.tokens[q], cap, counter, policy.fmt)
         if got is None or got[1] >= shown:
             return
-        self._rewrite(q, got[0], got[1], "truncated", QUESTION_SHORTENED)
+        self.rewrite(q, got[0], got[1], "truncated", QUESTION_SHORTENED)
 
     def summarize(self, budget: int, counter: Tokenizer, policy: PreparePolicy,
                   keep: Callable[[int], bool]) -> Chunk | None:
