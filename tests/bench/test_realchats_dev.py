@@ -64,11 +64,12 @@ def test_a_long_newest_reasoning_gives_way_before_the_summary_of_everything_befo
     head and tail, the command it ran whole)."""
     turn, needs, budget = _replay("minisweagent-django__django-10914", 0.10, cut=0.6)
     assert budget == 1206
-    (chunk,) = turn.state.chunks
-    assert chunk.tokens > 400, chunk.tokens
+    chunks = turn.state.chunks
+    assert sum(c.tokens for c in chunks) > 400, [c.tokens for c in chunks]
     assert any(e.message_id == turn.messages[-2].id and "newest assistant" in e.reason
                for e in turn.truncated)
-    assert turn.messages[-2].tool_calls and "FileNotFoundError" in chunk.message.content
+    assert turn.messages[-2].tool_calls
+    assert any("FileNotFoundError" in c.message.content for c in chunks)
     assert len(kept(needs, turn.messages)) >= 14, len(needs)
 
 

@@ -573,8 +573,10 @@ class Window:
         moves the prefix from the start, only when pairs no longer shrink). ``free``: the
         tokens the chunks may take below the step's target; a merge of every chunk grows into
         them (more of the ledger), as a new chunk does, to at least ``summaries_min_share`` of
-        the room and within ``summaries_share``."""
+        the room and within ``merge_share`` of ``summaries_share`` (the rest is the next
+        chunks' room)."""
         share = policy.summaries_share * room
+        merged_share = share * policy.merge_share
         while len(self.chunks) > 1 and sum(c.tokens for c in self.chunks) > share:
             k = self._merge_from()
             newest = self.chunks[k:]
@@ -584,7 +586,7 @@ class Window:
                 if not shrank:  # the newest no longer shrink: every chunk becomes one
                     merged = summaries.merge_chunks(self.chunks, self.head, counter, policy,
                                                     room)
-                want = min(max(free, summaries.least_room(policy, room)), int(share))
+                want = min(max(free, summaries.least_room(policy, room)), int(merged_share))
                 if want > merged.tokens * 5 // 4:
                     grown = summaries.merge_chunks(self.chunks, self.head, counter, policy,
                                                    room, want)
@@ -595,15 +597,15 @@ class Window:
                     # one chunk grew at each merge and every step rewrote it whole. The parts
                     # are sized in characters; a ledger of paths takes more tokens than they
                     # guess, so the size is corrected by what came out, twice at most
-                    want = int(share)
+                    want = int(merged_share)
                     for _ in range(3):
-                        if merged.tokens <= share:
+                        if merged.tokens <= merged_share:
                             break
                         smaller = summaries.merge_chunks(self.chunks, self.head, counter,
                                                          policy, room, want)
                         if smaller.tokens < merged.tokens:
                             merged = smaller
-                        want = int(want * share / max(1, smaller.tokens) * 0.95)
+                        want = int(want * merged_share / max(1, smaller.tokens) * 0.95)
                 self.chunks = [merged]
                 return
             self.chunks = [*self.chunks[:k], merged]
