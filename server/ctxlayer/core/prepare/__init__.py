@@ -32,9 +32,10 @@ dropped, shortened), cache reuse and breakpoints, a one-line notice, and the nex
    verbatim. A summary step adds a chunk and never rewrites an older one, so the prefix up to
    the older chunks holds too; when the chunks together pass `summaries_share` of the room
    (what the system prompt and the question leave of the budget) they are merged into one (a
-   rarer, bigger step), made to at most `merge_share` of that share: the rest is the room of
-   the next steps' chunks, so the step after a merge does not merge again. A step counts the chunks as that merge will leave them, the new
-   one guessed at most a third of what it stands for (and a little). A new or
+   rarer, bigger step), made to at most `merge_share` of that share: the rest is room for the
+   next steps' chunks (made to the whole share, the next chunk passed it at once). A step
+   counts the chunks as that merge will leave them, the new one guessed at most a third of
+   what it stands for (and a little). A new or
    merged chunk grows into the room its step leaves below the target, and the chunks together
    to at least `summaries_min_share` of the room: once outlines keep the recent messages
    cheap, the ledger is what keeps the facts of the history.
