@@ -15,6 +15,7 @@ import load  # noqa: E402
 from needed import kept, needed  # noqa: E402
 
 from ctxlayer.core.prepare import prepare_turn  # noqa: E402
+from ctxlayer.core.prepare.model import DEFAULT_POLICY, PreparePolicy  # noqa: E402
 from ctxlayer.tokenizers import counter_for  # noqa: E402
 
 
@@ -25,9 +26,11 @@ def _bench():
     return module
 
 
-def _replay(name: str, share: float, cut: float | None = None):
+def _replay(name: str, share: float, cut: float | None = None,
+            policy: PreparePolicy = DEFAULT_POLICY, turns: list | None = None):
     """The benchmark's replay of one dev transcript at a budget of its system prompt and
-    ``share`` of the rest: the final turn and the facts the rest of the chat needs."""
+    ``share`` of the rest: the final turn and the facts the rest of the chat needs (every
+    turn appended to ``turns`` when given)."""
     bench, counter = _bench(), counter_for("gpt-4o")
     msgs = load.load(next(p for p in load.paths("dev") if p.stem == name))
     at = bench.cut(msgs, counter) if cut is None else bench.cut(msgs, counter, cut)
@@ -37,9 +40,11 @@ def _replay(name: str, share: float, cut: float | None = None):
     budget = 3 + system + int(rest * share)
     state, turn = None, None
     for end in [k for k in range(1, at) if before[k].role == "assistant"] + [at]:
-        turn = prepare_turn(state, before[:end], budget, counter)
+        turn = prepare_turn(state, before[:end], budget, counter, policy=policy)
         assert turn.tokens <= budget
         state = turn.state
+        if turns is not None:
+            turns.append(turn)
     return turn, needed(before, after), budget
 
 
@@ -156,3 +161,25 @@ def test_no_method_reuses_more_than_the_any_method_bound():
             assert reused / reusable <= most / of + 1e-9, (seed, reused / reusable, most / of)
             closest = max(closest, reused / reusable / min(1.0, most / of))
     assert closest > 0.85
+
+
+def _first_chunk_rewrites(turns: list) -> int:
+    """Turns whose first summary chunk is not the one before: the request moved from it on."""
+    return sum(1 for a, b in zip(turns, turns[1:], strict=False)
+               if a.state.chunks and b.state.chunks and b.state.chunks[0] is not a.state.chunks[0])
+
+
+def test_a_new_chunk_takes_the_room_the_chunks_have_left_rather_than_merging_them_all():
+    """mini-swe-agent on django__django-11039 at 10%: after a merge of every chunk, a new
+    chunk at its usual size passed the chunks' share, and the step merged every chunk again
+    (11 of its 17 summary steps rewrote the first chunk). A new chunk is made to the room left,
+    down to `chunk_least` of its usual size."""
+    import msgspec
+
+    now: list = []
+    _, needs, _ = _replay("minisweagent-django__django-11039", 0.10, turns=now)
+    usual: list = []
+    _replay("minisweagent-django__django-11039", 0.10, turns=usual,
+            policy=msgspec.structs.replace(DEFAULT_POLICY, chunk_least=1.0))
+    assert _first_chunk_rewrites(now) <= _first_chunk_rewrites(usual) - 3
+    assert len(kept(needs, now[-1].messages)) >= len(kept(needs, usual[-1].messages)) - 1

@@ -204,7 +204,7 @@ def make_chunk(shown: Sequence[Message], originals: Sequence[Message], indices: 
                read: dict[str, list[tuple[int, str]]] | None = None) -> Chunk:
     """A chunk standing for ``shown`` (the messages as the result showed them; ``originals``
     are the client's, for constraints and facts), at conversation ``indices``; its parts
-    scaled up to about ``want`` tokens when that is more than their shares of ``room``.
+    scaled to about ``want`` tokens when that is given and not their shares of ``room``.
     ``written``: a model's decided / open part (``writer`` names it), cut to that part's size;
     the constraints, the action log and the ledger are made here all the same, so a fact it
     left out is still beside it (as with a client's ctx/summarize answer). ``read``: the
@@ -214,6 +214,8 @@ def make_chunk(shown: Sequence[Message], originals: Sequence[Message], indices: 
     usual = estimate(policy, room)
     if want > usual:
         size = Sizes(*(int(v * want / usual) for v in size))
+    elif 0 < want < usual:  # the chunks' room is almost taken (`chunk_least`)
+        size = Sizes(*(max(32, int(v * want / usual)) for v in size))
     # what the client injected (examples, acknowledged context) is not the user's decisions,
     # open items or rules; examples name no facts of the work either
     context, examples = injected(originals, indices)

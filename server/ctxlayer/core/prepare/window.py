@@ -456,10 +456,11 @@ class Window:
             # of the history is what keeps its facts once outlines keep the recent messages cheap
             floor_room = summaries.least_room(policy, room) - sum(c.tokens for c in self.chunks)
             fixed = base + sum(c.tokens for c in self.chunks)
-            # at least what a chunk's parts take, not the last chunk's size: that one may be a
-            # merge of every chunk, and each new chunk grew to it
-            want = max(summaries.estimate(policy, room),
-                       min(max(target - fixed - tail, floor_room), chunks_room))
+            # at least what a chunk's parts take (not the last chunk's size: a merge of every
+            # chunk), or the room the chunks have left when less, down to ``chunk_least``
+            usual = summaries.estimate(policy, room)
+            least = min(usual, max(chunks_room, int(usual * policy.chunk_least)))
+            want = max(least, min(max(target - fixed - tail, floor_room), chunks_room))
             text, writer = self._ahead_for(covered)
             chunk = self._chunk(covered, j, counter, policy, room, want, text, writer)
             if base + self.chunks_after(chunk.tokens, room, policy) + tail <= budget \
