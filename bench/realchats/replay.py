@@ -29,7 +29,8 @@ With ``--detail``, a row per transcript too, highest bill first: its budget, the
 share of it, the requests over budget, what the new messages of such a request take of the
 budget as sent, and the bill of prepare, of the at-best bound and of the tail; then where
 prepare's reuse was lost: what the first message of the previous request that a request did
-not repeat became (a chunk rewritten, a new chunk, an outline, the question shortened).
+not repeat became (a chunk rewritten, a new chunk, an outline, the question shortened), how
+many requests, the tokens not reused, and what writing them again cost of prepare's bill.
 """
 
 from __future__ import annotations
@@ -233,23 +234,30 @@ def break_of(prev: list[Message], cur: list[Message]) -> str:
     return "a message dropped or moved"
 
 
-def losses(windows, over_flags) -> dict[str, int]:
-    """Tokens of the previous request not reused, by `break_of`, over the requests past the
-    budget (the reuse column's own sum)."""
-    out: dict[str, int] = {}
-    for (prev, toks), (cur, _), over in zip(windows, windows[1:], over_flags[1:], strict=False):
+def losses(windows, over_flags, new_tokens: list[int]) -> dict[str, list[float]]:
+    """Per `break_of` kind, over the requests past the budget whose prefix moved: [how many,
+    tokens of the previous request not reused (the reuse column's own sum), what they cost
+    written again at WRITE beyond the new messages (``new_tokens[k]``, as sent)]."""
+    out: dict[str, list[float]] = {}
+    for k in range(1, len(windows)):
+        (prev, toks), (cur, now) = windows[k - 1], windows[k]
         hit = prefix_tokens(prev, cur, toks)
-        if over and hit < sum(toks):
-            why = break_of(prev, cur)
-            out[why] = out.get(why, 0) + sum(toks) - hit
+        if over_flags[k] and hit < sum(toks):
+            row = out.setdefault(break_of(prev, cur), [0, 0, 0.0])
+            row[0] += 1
+            row[1] += sum(toks) - hit
+            row[2] += WRITE * max(0, sum(now) - hit - new_tokens[k])
     return out
 
 
-def print_losses(lost: dict[str, int], reusable: int) -> None:
-    print("| where the reuse of ctx/prepare was lost | of the previous requests' tokens |")
-    print("|---|---|")
-    for why, tokens in sorted(lost.items(), key=lambda kv: -kv[1]):
-        print(f"| {why} | {100 * tokens / max(1, reusable):.1f}% |")
+def print_losses(lost: dict[str, list[float]], reusable: int, billed: float) -> None:
+    """``billed``: what ctx/prepare's requests cost in all, in the bill's units."""
+    print("| where the reuse of ctx/prepare was lost | requests | of the previous requests' "
+          "tokens | written again, beyond the new messages: of the bill |")
+    print("|---|---|---|---|")
+    for why, (n, tokens, cost) in sorted(lost.items(), key=lambda kv: -kv[1][2]):
+        print(f"| {why} | {n:.0f} | {100 * tokens / max(1, reusable):.1f}% "
+              f"| {100 * cost / max(1.0, billed):.1f}% |")
     print()
 
 
@@ -282,7 +290,8 @@ def report(chats, budgets: list[int], counter, checks, facts_of, detail: bool = 
         bound = Tally()  # the oracle at ctx/prepare's request sizes
         anyone = Tally()  # the bound at any request sizes (`any_method`)
         rows: list[Row] = []
-        lost: dict[str, int] = {}
+        lost: dict[str, list[float]] = {}
+        billed = 0.0
         for name, before, needs, system, rest in chats:
             budget = 3 + system + int(rest * share / 100)
             runs = replay(before, budget, counter, checks[3])
@@ -296,8 +305,10 @@ def report(chats, budgets: list[int], counter, checks, facts_of, detail: bool = 
             most, of = any_method(runs["sending everything"][0], over, budget, system)
             anyone.reused, anyone.reusable = anyone.reused + most, anyone.reusable + of
             if detail:
-                for why, tokens in losses(prep, over).items():
-                    lost[why] = lost.get(why, 0) + tokens
+                billed += bill(prep)
+                for why, row in losses(prep, over, new).items():
+                    have = lost.setdefault(why, [0, 0, 0.0])
+                    lost[why] = [a + b for a, b in zip(have, row, strict=True)]
             if full_bill:
                 rows.append(row_of(name, budget, system, new, over, {
                     "ctx/prepare": bill(prep) / full_bill,
@@ -336,4 +347,4 @@ def report(chats, budgets: list[int], counter, checks, facts_of, detail: bool = 
         print()
         if detail:
             print_detail(rows)
-            print_losses(lost, tallies["ctxlayer ctx/prepare"].reusable)
+            print_losses(lost, tallies["ctxlayer ctx/prepare"].reusable, billed)

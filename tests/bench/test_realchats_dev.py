@@ -183,3 +183,47 @@ def test_a_new_chunk_takes_the_room_the_chunks_have_left_rather_than_merging_the
             policy=msgspec.structs.replace(DEFAULT_POLICY, chunk_least=1.0))
     assert _first_chunk_rewrites(now) <= _first_chunk_rewrites(usual) - 3
     assert len(kept(needs, now[-1].messages)) >= len(kept(needs, usual[-1].messages)) - 1
+
+
+def test_the_losses_split_the_bill_of_what_was_written_again():
+    """`replay.losses` (`--detail`): per kind of break, the requests, the tokens of the previous
+    request not reused and the cost of writing again what was not new. Random requests that
+    each keep a leading part of the one before, summarize or outline the next message, and add
+    new messages: reads, new messages and the split add up to `replay.bill`."""
+    import random
+
+    import replay
+
+    from ctxlayer.protocol import Message
+
+    for seed in range(50):
+        rng = random.Random(seed)
+        history = [Message(role="assistant" if i % 2 else "user", content=f"m{i}", id=f"m{i}")
+                   for i in range(40)]
+        windows, news, prev, end = [], [], ([], []), 0
+        while end < len(history):
+            keep = rng.randint(0, len(prev[0])) if rng.random() < 0.3 else len(prev[0])
+            msgs, toks = list(prev[0][:keep]), list(prev[1][:keep])
+            if keep < len(prev[0]):  # what follows the break, as a summary or an outline
+                old = prev[0][keep]
+                msgs.append(Message(role=old.role, id=old.id, content=f"short {seed}.{end}")
+                            if rng.random() < 0.5 else
+                            Message(role="user", content=f"summary {end}", kind="summary"))
+                toks.append(rng.randint(1, 50))
+            added = history[end:end + rng.randint(1, 3)]
+            end += len(added)
+            msgs += added
+            toks += [rng.randint(1, 100) for _ in added]
+            windows.append((msgs, toks))
+            news.append(sum(toks[-len(added):]))
+            prev = windows[-1]
+        over = [True] * len(windows)
+        split = replay.losses(windows, over, news)
+        reads = sum(replay.READ * replay.prefix_tokens(a[0], b[0], a[1])
+                    for a, b in zip(windows, windows[1:], strict=False))
+        written_new = replay.WRITE * (sum(windows[0][1]) + sum(news[1:]))
+        again = sum(row[2] for row in split.values())
+        assert abs(reads + written_new + again - replay.bill(windows)) < 1e-6, seed
+        assert sum(row[0] for row in split.values()) == sum(
+            1 for a, b in zip(windows, windows[1:], strict=False)
+            if replay.prefix_tokens(a[0], b[0], a[1]) < sum(a[1]))
