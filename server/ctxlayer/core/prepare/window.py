@@ -626,6 +626,8 @@ class Window:
         while keep > 2 and merged.tokens + beside + chunks[keep - 1].tokens <= want:
             keep -= 1
             beside += chunks[keep].tokens
+        if keep == len(chunks):  # two chunks: nothing to keep beside a merge of one
+            return [merged]
         older = summaries.merge_chunks(chunks[:keep], self.head, counter, policy, room,
                                        want - beside)
         return [older, *chunks[keep:]]
