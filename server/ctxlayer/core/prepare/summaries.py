@@ -63,6 +63,11 @@ class Sizes(NamedTuple):
     def times(self, k: int) -> Sizes:
         return Sizes(*(k * v for v in self))
 
+    def scaled(self, want: int, usual: int) -> Sizes:
+        """The parts in proportion for ``want`` tokens where they make ``usual``, each at
+        least 32 characters."""
+        return Sizes(*(max(32, int(v * want / usual)) for v in self))
+
 
 def sizes(policy: PreparePolicy, room: int) -> Sizes:
     """The characters of one chunk's parts: shares of ``room`` (the tokens the system prompt
@@ -215,7 +220,7 @@ def make_chunk(shown: Sequence[Message], originals: Sequence[Message], indices: 
     if want > usual:
         size = Sizes(*(int(v * want / usual) for v in size))
     elif 0 < want < usual:  # the chunks' room is almost taken (`chunk_least`)
-        size = Sizes(*(max(32, int(v * want / usual)) for v in size))
+        size = size.scaled(want, usual)
     # what the client injected (examples, acknowledged context) is not the user's decisions,
     # open items or rules; examples name no facts of the work either
     context, examples = injected(originals, indices)
@@ -252,8 +257,7 @@ def merge_chunks(chunks: Sequence[Chunk], head: int, counter: Tokenizer, policy:
     merged."""
     size = sizes(policy, room).times(2)
     if want > 0:
-        usual = 2 * estimate(policy, room)
-        size = Sizes(*(max(32, int(v * want / usual)) for v in size))
+        size = size.scaled(want, 2 * estimate(policy, room))
     summary = offline_summary([], "\n".join(c.summary for c in chunks), size.summary)
     constraints = bounded(list(dict.fromkeys(s for c in chunks for s in c.constraints)),
                           size.summary)
