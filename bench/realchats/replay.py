@@ -304,14 +304,15 @@ def report(chats, budgets: list[int], counter, checks, facts_of, detail: bool = 
             bound.bills.append(b / full_bill if full_bill else 1.0)
             most, of = any_method(runs["sending everything"][0], over, budget, system)
             anyone.reused, anyone.reusable = anyone.reused + most, anyone.reusable + of
+            prep_bill = bill(prep)
             if detail:
-                billed += bill(prep)
+                billed += prep_bill
                 for why, row in losses(prep, over, new).items():
                     have = lost.setdefault(why, [0, 0, 0.0])
                     lost[why] = [a + b for a, b in zip(have, row, strict=True)]
             if full_bill:
                 rows.append(row_of(name, budget, system, new, over, {
-                    "ctx/prepare": bill(prep) / full_bill,
+                    "ctx/prepare": prep_bill / full_bill,
                     "at best": b / full_bill,
                     "newest-first tail": bill(runs["newest-first tail"][0]) / full_bill}))
             for method, (windows, lat, over) in runs.items():
