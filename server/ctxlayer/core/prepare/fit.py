@@ -17,7 +17,6 @@ from ctxlayer.core.errors import ContextError
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.prepare.model import PreparePolicy, shown_of
 from ctxlayer.core.prepare.window import Window, newest_user
-from ctxlayer.core.text import describe
 from ctxlayer.core.tokens import Tokenizer, message_tokens
 from ctxlayer.core.trim import TrimOptions, trim
 from ctxlayer.core.trim.fit import MIN_QUESTION
@@ -59,12 +58,7 @@ class _Question:
         short = self.within(cap)
         if short is None:
             return []
-        m = self.kept[self.pos]
-        entry = AuditEntry(action="truncated", reason=QUESTION_FIT, summary=describe(m),
-                           tokens_before=self.tokens[self.pos], tokens_after=short[1],
-                           message_id=m.id, index=self.at)
-        win.rewrites[self.at] = (short[0].content, short[1], entry)
-        return [entry]
+        return [win.rewrite(self.at, short[0], short[1], "truncated", QUESTION_FIT)]
 
 
 def last_resort(win: Window, kept: list[Message], keys: list, tokens: list[int], budget: int,
