@@ -94,6 +94,17 @@ def test_a_cap_about_the_markers_size_keeps_the_first_words(cap):
     assert "omitted" not in result.text
 
 
+@pytest.mark.parametrize("cap", [8, 10, 12, 14])
+def test_a_log_cut_to_about_its_marks_keeps_its_first_words(cap):
+    """A log's outline in a room about the size of its gap marks kept nothing but them
+    ("[... 113 lines]\n[... 3 lines omitted ...]" for a 1,491-token task cut to 16 tokens):
+    its first words say what it was."""
+    text = "Please support header rows in the table writer output\n" + server_log()
+    result = check(text, cap, "log")
+    assert result.text.startswith("Please support")
+    assert "lines]" not in result.text and "omitted" not in result.text
+
+
 @pytest.mark.parametrize("cap", [60, 120, 400])
 def test_shorten_stays_within_its_cap_and_names_what_the_cut_part_held(cap):
     from ctxlayer.core.compress.shorten import shorten

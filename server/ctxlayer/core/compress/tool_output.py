@@ -154,10 +154,15 @@ def first_words(text: str | None, cap: int, counter: Counter) -> str | None:
 OMITTED = re.compile(r"\[\.\.\. [\d,]+ (?:line|char|character)s? omitted \.\.\.\]")
 
 
+#: what an outline writes about what it cut: omission marks, a log's gaps ("[... 113 lines]")
+#: and its closing count
+MARKS = re.compile(rf"{OMITTED.pattern}|\[\.\.\. [\d,]+ lines?\]|\[log sanitized: [^\]\n]*\]")
+
+
 def _mostly_marker(short: str) -> bool:
-    """Whether the omission marker is longer than what a head-and-tail text kept around it."""
-    marker = OMITTED.search(short)
-    return marker is not None and len(short) - len(marker.group(0)) < len(marker.group(0))
+    """Whether the marks of what was cut are longer than what the text kept around them."""
+    marks = sum(len(m) for m in MARKS.findall(short))
+    return marks > 0 and len(short) - marks < marks
 
 
 #: a sanitized log under this share of its cap also shows the log's own first and last lines
@@ -216,6 +221,10 @@ def compress_tool_output(text: str, cap_tokens: int, counter: Counter, *,
             result = _shrink(lambda c: head_tail(sanitized, c), budget_chars, cap, counter)
         else:
             result = _grown_log(text, result, cap, chars_per_token, counter)
+        # a cap about the size of the marks: "[... 113 lines]\n[... 3 lines omitted ...]"
+        # quoted nothing of a 1,491-token task cut to 16 tokens; its first words say something
+        if result is not None and _mostly_marker(result):
+            result = first_words(text, cap, counter) or result
     else:
         method = "headtail"
         result = _shrink(lambda c: head_tail(text, c), budget_chars, cap, counter, text)
