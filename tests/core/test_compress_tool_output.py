@@ -124,14 +124,17 @@ def test_shorten_stays_within_its_cap_and_names_what_the_cut_part_held(cap):
 @pytest.mark.parametrize("keep_head", [False, True])
 def test_an_outline_with_its_note_tests_once_whether_a_text_is_a_log(monkeypatch, keep_head):
     """An outline is made again in the room its note leaves (and, for a user's text, beside its
-    first lines): whether the text reads as a log is asked once, not for each of them (a few
-    milliseconds a long output, several times a step)."""
+    first lines): whether the text reads as a log is asked once, and its lines are read once,
+    not for each of them (a few milliseconds a long output, several times a step)."""
     from ctxlayer.core.compress import shorten as shortening
     from ctxlayer.core.compress import tool_output
 
     asked: list[str] = []
     test = tool_output.looks_like_log
     monkeypatch.setattr(tool_output, "looks_like_log", lambda t: asked.append(t) or test(t))
+    read: list[str] = []
+    outline = tool_output.LogOutline
+    monkeypatch.setattr(tool_output, "LogOutline", lambda t: read.append(t) or outline(t))
     text = "please look at why the run fails\n" + "\n".join(
         f"2026-01-01 12:00:{k % 60:02d} INFO step {k} ok in src/m{k % 7}.py" for k in range(300))
     text += "\nTraceback (most recent call last):\n  File \"src/m3.py\", line 8, in run\n"
@@ -139,6 +142,7 @@ def test_an_outline_with_its_note_tests_once_whether_a_text_is_a_log(monkeypatch
     out = shortening.shorten(text, 200, WordTokenizer(), keep_head=keep_head)
     assert out is not None and out.method == "log" and "bad item 4999" in out.text
     assert asked.count(text) == 1
+    assert read == [text]
 
 
 def test_a_note_full_after_the_errors_never_reads_the_paths(monkeypatch):

@@ -21,6 +21,7 @@ from ctxlayer.core.compress.ledger import facts_cut
 from ctxlayer.core.compress.tool_output import (
     CompressedOutput,
     Counter,
+    Reading,
     compress_tool_output,
     first_words,
 )
@@ -48,15 +49,18 @@ HEAD_LEAST = 24
 
 
 def shorten(text: str, cap: int, counter: Counter, *, keep_head: bool = False,
-            named: Named | None = None) -> CompressedOutput | None:
+            named: Named | None = None, reading: Reading | None = None
+            ) -> CompressedOutput | None:
     """``text`` within ``cap`` tokens, None when it fits already. ``keep_head``: the text is a
     user's (a question, a task): when its outline would not start with its first line (a task
     quoting a traceback reads as a log), its first lines come first, within HEAD_SHARE of the
     cap (HEAD_LEAST tokens, within half, when that share is smaller); what they ask is what
     the rest was pasted for. ``named``: `named_facts` of the text as the caller has them (read,
-    or a `NamedFacts` it keeps); read here, kind by kind as a note asks, when None."""
+    or a `NamedFacts` it keeps); read here, kind by kind as a note asks, when None.
+    ``reading``: what outlines of the text at other sizes read of it (`Reading`), when kept."""
     named = named if named is not None else NamedFacts(text)
-    short = _noted(text, cap, counter, named)
+    read = reading if reading is not None and reading.text is text else Reading(text)
+    short = _noted(text, cap, counter, named, read)
     if not keep_head or short is None or short.method == "headtail":  # that keeps the head
         return short
     # a small cap's share is a line or less: up to HEAD_LEAST tokens of it, within half
@@ -64,8 +68,7 @@ def shorten(text: str, cap: int, counter: Counter, *, keep_head: bool = False,
                        counter)
     if not head or short.text.lstrip().startswith(head):
         return short
-    rest = _noted(text, cap - counter.count(head) - 1, counter, named,
-                  log=short.method == "log")
+    rest = _noted(text, cap - counter.count(head) - 1, counter, named, read)
     if rest is None:
         return short
     out = head + "\n" + rest.text
@@ -92,11 +95,11 @@ def _head_lines(text: str, cap: int, counter: Counter) -> str:
     return first_words(lines[0], cap, counter) or ""
 
 
-def _noted(text: str, cap: int, counter: Counter, named: Named, *,
-           log: bool | None = None) -> CompressedOutput | None:
+def _noted(text: str, cap: int, counter: Counter, named: Named, read: Reading
+           ) -> CompressedOutput | None:
     """The outline of ``text`` within ``cap`` tokens, with the line naming the facts of its cut
-    part; None when it fits already. ``log``: whether the text reads as a log, when known."""
-    short = compress_tool_output(text, max(1, cap), counter, log=log)
+    part; None when it fits already. ``read``: what the outlines of the text read of it."""
+    short = compress_tool_output(text, max(1, cap), counter, reading=read)
     if short is None or cap < NOTE_MIN:
         return short
     chars_per_token = max(1.0, len(short.text) / max(1, short.tokens_after))
@@ -104,8 +107,7 @@ def _noted(text: str, cap: int, counter: Counter, named: Named, *,
     if not note:
         return short
     room = cap - counter.count(note) - 1
-    # the first outline's method says whether the text reads as a log: not tested again
-    again = (compress_tool_output(text, max(1, room), counter, log=short.method == "log")
+    again = (compress_tool_output(text, max(1, room), counter, reading=read)
              if room >= NOTE_MIN // 2 else None)
     if again is None:
         return short
