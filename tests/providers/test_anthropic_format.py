@@ -294,3 +294,35 @@ def test_without_the_beta_the_stand_in_refuses_them():
     assert problems("anthropic", request({"role": "user", "content": "hi"},
                                          {"role": "assistant", "content": "ok"}, NOTE,
                                          {"role": "user", "content": "x"}), MID_BETA)
+
+
+def test_a_step_that_leaves_a_thinking_turn_no_room_for_its_words_sends_no_blank_block():
+    """An assistant turn of thinking, words and calls, outlined by a step whose cap its
+    thinking took all of: its words were cut to a newline, and Anthropic refuses a text block
+    of whitespace (found by sending generated chats through the gateway). The words go, the
+    thinking and the calls stay, and the client's cache marker on them moves to a call."""
+    from ctxlayer.core.prepare import prepare_turn
+    from ctxlayer.tokenizers import counter_for
+
+    counter = counter_for("gpt-4o")  # the word counter's one token is a word, not a newline
+    words = " ".join(f"w{k}" for k in range(120))
+    think = {"type": "thinking", "thinking": " ".join(f"t{k}" for k in range(400)),
+             "signature": "c2ln"}
+    said = {"type": "text", "text": words, "cache_control": {"type": "ephemeral"}}
+    result = {"type": "tool_result", "tool_use_id": "t1", "content": "\n".join(
+        f"file_{k}.py" for k in range(600))}
+    body = request({"role": "user", "content": "list the files"},
+                   {"role": "assistant", "content": [think, said, USE]},
+                   {"role": "user", "content": [result]},
+                   {"role": "assistant", "content": "done"},
+                   {"role": "user", "content": "and now?"}, system="be brief")
+    d = decode("anthropic", body, counter)
+    turn = prepare_turn(None, d.messages, 2000, counter)
+    out = encode(d, turn.messages, cache_breakpoints=turn.breakpoints).payload
+    assert anthropic_problems(out) == [], out
+    turns = [m for m in out["messages"] if m["role"] == "assistant" and
+             isinstance(m["content"], list)]
+    assert turns and turns[0]["content"][0] == think
+    blocks = turns[0]["content"]
+    assert [b["type"] for b in blocks] == ["thinking", "tool_use"]
+    assert blocks[-1]["cache_control"] == {"type": "ephemeral"}

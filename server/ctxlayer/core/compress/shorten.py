@@ -196,7 +196,10 @@ def shorten_message(m: Message, tokens: int, cap: int, counter: Tokenizer,
     """Message ``m`` (``tokens`` as counted whole) with its text shortened so the message
     takes about ``cap`` tokens (its overheads left as they are), and its new count; None when
     that makes it no shorter. When its tool calls' arguments hold more than its text (an
-    agent writing a file through a call), they are shortened too (`shorten_arguments`)."""
+    agent writing a file through a call), they are shortened too (`shorten_arguments`).
+    Where the cap leaves its text no room (its thinking or an image take it all), the text
+    goes, as "", when the message keeps something else (calls, parts), else it stays whole:
+    a text of whitespace said nothing, and Anthropic refused the block holding it."""
     text = counter.count(m.content)
     args = [counter.count(c.arguments) for c in m.tool_calls or ()]
     if sum(args) <= text:
@@ -210,6 +213,10 @@ def shorten_message(m: Message, tokens: int, cap: int, counter: Tokenizer,
         new = _shorten_calls(m, tokens, cap, counter, text, args)
         if new is None:
             return None
+    if not new.content.strip() and m.content.strip():
+        if not (m.tool_calls or m.parts):
+            return None
+        new = msgspec.structs.replace(new, content="")
     after = message_tokens(new, counter, fmt)
     return (new, after) if after < tokens else None
 

@@ -145,9 +145,17 @@ def client_id(native: dict) -> str | None:
     return native["id"] if isinstance(native.get("id"), str) else None
 
 
+#: parts a cache marker of a text part that goes may not move to
+_NO_MARKER = ("thinking", "redacted_thinking")
+
+
 def replace_text(parts: list, text: str, is_text: Callable[[Any], bool]) -> list:
     """The parts with `text` in the first text part and the other text parts removed; every
-    non-text part stays where it was."""
+    non-text part stays where it was. A blank `text` (the fit kept none of the words of a
+    message whose other parts it kept: its thinking and calls, an image) removes the text
+    parts: Anthropic refuses a text block of whitespace, and an empty one says nothing."""
+    if not text.strip() and any(not is_text(p) for p in parts):
+        return _without_text(parts, is_text)
     out, first = [], None
     marker = None  # a cache_control on a text part that goes moves to the one that stays
     for p in parts:
@@ -164,6 +172,27 @@ def replace_text(parts: list, text: str, is_text: Callable[[Any], bool]) -> list
     elif marker is not None and out[first].get("cache_control") is None:
         out[first]["cache_control"] = marker
     return out
+
+
+def _without_text(parts: list, is_text: Callable[[Any], bool]) -> list:
+    """``parts`` but their text parts (at least one other is there); a cache marker one of
+    them carried moves to the last part before it that may carry one (the client's breakpoint
+    stays where it was, or just before), else to the first after it."""
+    kept = [(k, p) for k, p in enumerate(parts) if not is_text(p)]
+    out = [p for _, p in kept]
+    for k, p in enumerate(parts):
+        if not is_text(p) or not isinstance(p, dict) or p.get("cache_control") is None:
+            continue
+        before = [j for j, (at, q) in enumerate(kept) if at < k and _may_mark(q)]
+        after = [j for j, (at, q) in enumerate(kept) if at > k and _may_mark(q)]
+        j = before[-1] if before else (after[0] if after else None)
+        if j is not None and out[j].get("cache_control") is None:
+            out[j] = {**out[j], "cache_control": p["cache_control"]}
+    return out
+
+
+def _may_mark(part: Any) -> bool:
+    return isinstance(part, dict) and part.get("type") not in _NO_MARKER
 
 
 def audit(action: AuditAction, reason: str, summary: str, before: int = 0, after: int = 0,
