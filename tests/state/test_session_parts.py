@@ -180,6 +180,30 @@ async def test_another_format_names_what_it_cannot_carry(tmp_path):
         state.close()
 
 
+async def test_an_openai_refusal_written_as_anthropic_leaves_no_empty_message(tmp_path):
+    """An OpenAI assistant turn that is only a refusal has no text Anthropic can carry: it was
+    written as an empty message, which Anthropic refuses (found by appending generated OpenAI
+    chats and assembling them as Anthropic). It is left out, audited, the user turns around
+    it merged, and the refusal named as not carried."""
+    from providers.rules import anthropic_problems
+
+    state, caller = make_caller(tmp_path / "state")
+    try:
+        turns = [{"role": "user", "content": "write the exploit"},
+                 {"role": "assistant", "content": None, "refusal": "I can't help with that."},
+                 {"role": "user", "content": "then explain the bug in a.py"}]
+        await append(caller, "r", "openai", turns)
+        out = await assemble(caller, "r", "anthropic")
+        sent = conversation(out)
+        assert anthropic_problems({"model": "m", "max_tokens": 8, "messages": sent}) == []
+        assert [m["role"] for m in sent] == ["user"]
+        assert "write the exploit" in str(sent) and "explain the bug" in str(sent)
+        assert any("empty message" in e.reason for e in out.dropped)
+        assert any("refusal" in e.reason and "not carried" in e.reason for e in out.truncated)
+    finally:
+        state.close()
+
+
 async def test_a_session_audit_says_nothing_was_left_out(tmp_path):
     state, caller = make_caller(tmp_path / "state")
     try:

@@ -364,7 +364,7 @@ def _synthesized(m: Message) -> dict:
                                              "tool_use_id": m.tool_call_id or "",
                                              "content": m.content}]}
     if m.role == "assistant" and m.tool_calls:
-        blocks: list[dict] = [{"type": "text", "text": m.content}] if m.content else []
+        blocks: list[dict] = [{"type": "text", "text": m.content}] if m.content.strip() else []
         for c in m.tool_calls:
             blocks.append({"type": "tool_use", "id": c.id, "name": c.name,
                            "input": msgspec.json.decode(c.arguments or "{}")})

@@ -129,6 +129,8 @@ def _repair_turns(out: list[Entry], kept: Sequence[Message], result: Encoded, co
                 "turn dropped", _summary(msg), _text_tokens(msg, counter), 0,
                 _first_id(ks, kept)))
             changed = True
+        out, emptied = _drop_empty(out, kept, result)
+        changed = changed or emptied
         merged: list[Entry] = []
         for msg, ks in out:
             if merged and merged[-1][0].get("role") == msg.get("role"):
@@ -146,6 +148,28 @@ def _repair_turns(out: list[Entry], kept: Sequence[Message], result: Encoded, co
         if not (changed or lone):
             break
     return [(_results_first(msg), ks) for msg, ks in out]
+
+
+def _empty(msg: dict) -> bool:
+    content = msg.get("content")
+    return not content.strip() if isinstance(content, str) else not content
+
+
+def _drop_empty(out: list[Entry], kept: Sequence[Message], result: Encoded
+                ) -> tuple[list[Entry], bool]:
+    """Messages with nothing Anthropic can carry (an OpenAI assistant turn that was only a
+    refusal, written from its empty text) are left out: Anthropic refuses an empty message
+    before the last. What they held is named by the audit of what the format does not carry."""
+    fixed = [(msg, ks) for n, (msg, ks) in enumerate(out)
+             if not _empty(msg) or (n == len(out) - 1 and msg.get("role") == "assistant")]
+    if len(fixed) == len(out):
+        return out, False
+    for n, (msg, ks) in enumerate(out):
+        if _empty(msg) and (n < len(out) - 1 or msg.get("role") != "assistant"):
+            result.audit.append(audit("dropped", "an empty message: Anthropic refuses one "
+                                      "before the last", _summary(msg), 0, 0,
+                                      _first_id(ks, kept)))
+    return fixed, True
 
 
 def _drop_lone_halves(out: list[Entry], kept: Sequence[Message], result: Encoded, counter: Any
