@@ -191,8 +191,9 @@ def _grown_log(text: str, sanitized: str, cap: int, chars_per_token: float,
 class Reading:
     """What an outline of one text reads of it whatever its size: its JSON outline, whether it
     reads as a log, its log outline; each read when first asked. A text outlined at several
-    sizes (again beside the note naming its cut part, after its first lines) is read once: a
-    30 KB log's lines took a task's shortening 17 ms, read four times."""
+    sizes (again beside the note naming its cut part, after its first lines) is read once: the
+    dev replay at a 25% budget read 77 logs' lines 160 times, and a task's shortening up to
+    four times."""
 
     __slots__ = ("_json", "_log", "_outline", "text")
 
