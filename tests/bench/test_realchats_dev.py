@@ -227,3 +227,21 @@ def test_the_losses_split_the_bill_of_what_was_written_again():
         assert sum(row[0] for row in split.values()) == sum(
             1 for a, b in zip(windows, windows[1:], strict=False)
             if replay.prefix_tokens(a[0], b[0], a[1]) < sum(a[1]))
+
+
+def test_a_request_sent_again_gets_the_same_result():
+    """A client that retries or regenerates sends the same request again. At a small budget
+    the last resort fits the newest exchange; its fit, worked out again from the turn's
+    rewrites, kept a summary the first had left out and cut the newest output to a quarter
+    (SWE-agent BabyEncryption at 10%, its sixth request, of 12 messages; found by sending each
+    replayed request twice): the prefix the provider cached moved with nothing new, and what
+    the first cut was audited again. The result as sent is kept with the state and sent
+    again."""
+    turns: list = []
+    _replay("sweagent-BabyEncryption", 0.10, turns=turns)
+    counter = counter_for("gpt-4o")
+    again = [prepare_turn(t.state, t.state.messages, t.budget, counter) for t in turns]
+    assert len(turns) > 10
+    assert [k for k, (t, a) in enumerate(zip(turns, again, strict=True))
+            if a.messages != t.messages or a.tokens != t.tokens] == []
+    assert not any(a.stepped or a.dropped or a.truncated for a in again)

@@ -44,6 +44,8 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
     if not msgs:
         raise ContextError("invalid", "a conversation needs at least one message",
                            field="messages")
+    if previous is not None and _sent_again(previous, msgs, budget, restored):
+        return _as_before(previous, client_breakpoints)
     win, common, carry = _recognize(previous, msgs, counter, policy)
     restored_at, restored_audit, newly = _restore(previous if carry else None, win, restored)
     stepped = None
@@ -63,7 +65,8 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
         facts={i: f for i, f in win.facts.items() if i >= win.upto},
         named={i: f for i, f in win.named.items() if i >= win.upto},
         # a step took its range (or another): what was written ahead is of no more use
-        ahead=win.ahead if stepped is None or stepped.chunk is None else None)
+        ahead=win.ahead if stepped is None or stepped.chunk is None else None,
+        sent=tuple(kept), budget=budget)
     chunk = stepped.chunk if stepped is not None else None
     new_summarized = list(chunk.audit) if chunk is not None else []
     # an outline a summary then took is audited as summarized only
@@ -80,6 +83,27 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
                        len(newly), budget, len(recalled),
                        chunk.writer if chunk else "offline"),
         state=state, stepped=stepped is not None)
+
+
+def _sent_again(previous: ConversationState, msgs: list[Message], budget: int,
+                restored: Collection[str]) -> bool:
+    """Whether this request is the previous one again: the same messages, budget and restored
+    ids (a client retrying, or regenerating its last answer)."""
+    return bool(previous.sent) and previous.budget == budget \
+        and len(previous.messages) == len(msgs) \
+        and _common_prefix(previous.messages, msgs) == len(msgs) \
+        and set(restored) == set(previous.restored)
+
+
+def _as_before(previous: ConversationState, client_breakpoints: int) -> Turn:
+    """The previous turn's result again; nothing new was done, so nothing new is audited."""
+    kept = list(previous.sent)
+    return Turn(messages=kept, tokens=previous.total, budget=previous.budget, dropped=[],
+                truncated=[], restored=[], compacted=bool(previous.chunks),
+                cache_reuse_tokens=sum(previous.out_tokens),
+                breakpoints=_breakpoints(kept, previous.out_keys, previous.upto)
+                if client_breakpoints == 0 else [],
+                notice=None, state=previous, stepped=False)
 
 
 def _recall(win: Window, common: int, budget: int, counter: Tokenizer,

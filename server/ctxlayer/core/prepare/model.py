@@ -181,6 +181,11 @@ class ConversationState:
     named: dict[int, Named] = field(default_factory=dict)
     # a summary of what the next step will summarize, written ahead of need by a model
     ahead: Ahead | None = None
+    # the result as sent and the budget it was fitted to: the same request sent again (a
+    # retry, a regenerate) gets the same result, not the last-resort fit worked out anew
+    # from this turn's rewrites (at a small budget it kept other messages than the first)
+    sent: tuple[Message, ...] = ()
+    budget: int = 0
 
 
 @dataclass(frozen=True, slots=True)
