@@ -8,6 +8,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import msgspec
+
 REALCHATS = Path(__file__).resolve().parents[2] / "bench" / "realchats"
 sys.path.insert(0, str(REALCHATS))
 
@@ -245,3 +247,31 @@ def test_a_request_sent_again_gets_the_same_result():
     assert [k for k, (t, a) in enumerate(zip(turns, again, strict=True))
             if a.messages != t.messages or a.tokens != t.tokens] == []
     assert not any(a.stepped or a.dropped or a.truncated for a in again)
+
+
+def test_after_an_edit_a_restarted_daemon_sends_what_an_unrestarted_one_does():
+    """A message the window had outlined, edited by the client (its hash changes), then the
+    daemon restarts: the snapshot was taken up only when every message up to the outlines
+    agreed, so the restarted daemon summarized the chat afresh while an unrestarted one kept
+    its summaries (`bench/fuzz.py live` found it 15 times in 4,175 requests). Now both keep
+    the summaries the edit leaves standing."""
+    from ctxlayer.core.prepare import persist
+    from ctxlayer.core.prepare.model import DEFAULT_POLICY
+
+    turns: list = []
+    _replay("minisweagent-django__django-11999", 0.25, turns=turns)
+    counter = counter_for("gpt-4o")
+    state = next(t.state for t in reversed(turns[:-1])
+                 if t.state.frontier > t.state.upto + 1 and t.state.chunks)
+    history = list(turns[-1].state.messages)
+    edited = next(i for i in range(state.upto, state.frontier)
+                  if history[i].role == "tool")
+    history[edited] = msgspec.structs.replace(history[edited],
+                                              content=history[edited].content + "\n(edited)")
+    budget = turns[-1].budget
+    unrestarted = prepare_turn(state, history, budget, counter)
+    snap = persist.decode(persist.encode(persist.snapshot(state, counter.name)))
+    restarted = prepare_turn(persist.resume(snap, history, counter, DEFAULT_POLICY), history,
+                             budget, counter)
+    assert unrestarted.state.chunks
+    assert restarted.messages == unrestarted.messages

@@ -2,9 +2,10 @@
 messages shown whole, restored ids), as data to store, and the state rebuilt from it on the
 first request after the restart, so that request starts with the same prefix as before.
 
-A snapshot names the messages it was made from by their hashes (up to the frontier: what the
-window summarized or outlined); it is taken up again only when the request starts with those
-same messages, else the conversation starts afresh. Each message's count is kept with the
+A snapshot names the messages it was made from by their hashes; it is taken up again when
+the request starts with the messages its summaries stand for, as far as they agree (an outline
+of a message changed since is dropped), else the conversation starts afresh: what an
+unrestarted turn would take over of its previous window. Each message's count is kept with the
 name of the counter that made it (its encoding and calibration): the first request after a
 restart, a 5 MB history for Claude Code, then counts only what was added since, as the turn
 before the restart would have. Under another counter the messages are counted again. A rewrite
@@ -97,12 +98,14 @@ def _tuples(key):
 def resume(snap: Snapshot, messages: list[Message], counter: Tokenizer,
            policy: PreparePolicy) -> ConversationState | None:
     """The state a turn takes as its previous one, when ``messages`` start with the messages
-    the snapshot's window stands in for (up to its frontier); None otherwise. The previous
-    result is known as far as the two agree."""
+    the snapshot's summaries stand in for (up to its ``upto``); None otherwise. The previous
+    result is known as far as the two agree, and a message outlined there that changed since
+    is no longer (as an unrestarted turn takes over its previous window: the same request
+    after an edit got another result once the daemon had restarted)."""
     k, n = 0, min(len(snap.hashes), len(messages))
     while k < n and message_hash(messages[k]) == snap.hashes[k]:
         k += 1
-    if k < snap.frontier or snap.head > k:
+    if k < snap.upto or snap.head > k:
         return None
     shown = messages[:k]
     if snap.counted_with and snap.counted_with == counted_by(counter.name, policy.fmt) \
@@ -122,7 +125,8 @@ def resume(snap: Snapshot, messages: list[Message], counter: Tokenizer,
         keys.append(key)
     return ConversationState(
         messages=list(shown), tokens=tokens, cum=cum, head=snap.head, upto=snap.upto,
-        frontier=snap.frontier, chunks=tuple(snap.chunks), verbatim=tuple(snap.verbatim),
+        frontier=max(snap.upto, min(snap.frontier, k)), chunks=tuple(snap.chunks),
+        verbatim=tuple(snap.verbatim),
         rewrites={i: rw for i, rw in snap.rewrites.items() if i < k},
         restored=dict(snap.restored), restored_audit=tuple(snap.restored_audit),
         out_keys=keys, out_tokens=list(snap.out_tokens[:len(keys)]))

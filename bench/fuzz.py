@@ -1,0 +1,251 @@
+"""Fuzzing the paths a live chat takes, to find requests that go out wrong. Not a test (it
+runs for minutes and draws new cases each run); what it finds becomes a test.
+
+    .venv/bin/python bench/fuzz.py live [--minutes 5] [--seed 1]
+    .venv/bin/python bench/fuzz.py gateway --format anthropic|openai [--examples 200]
+    .venv/bin/python bench/fuzz.py sessions --format anthropic|openai [--examples 200]
+
+- live: the dev transcripts (bench/realchats/data) through `ctx/prepare`'s engine request by
+  request, at budgets from 1% to 150% of a chat, with the turns perturbed (an early message
+  edited, a huge output or paste added, a message pinned); each result is checked: within its
+  budget, valid for a provider when its input was, the newest user message's first words
+  there, the same request sent again giving the same result, and the state kept across a
+  restart giving it too.
+- gateway: generated provider payloads (tests/providers/payloads.py) sent turn by turn through
+  the real gateway to the stand-in provider, whose checks are the providers' rules; any answer
+  but 200 or the gateway's own "over the budget" 400 is a problem.
+- sessions: generated payloads appended to sessions and assembled in the same and the other
+  format at random budgets; each result is checked against the providers' rules.
+Each problem is printed with what reproduces it; the last line counts them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import copy
+import importlib.util
+import json
+import random
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import msgspec
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE / "realchats"), str(HERE.parent / "tests"),
+                str(HERE.parent / "tests" / "providers"), str(HERE.parent / "tests" / "gateway")]
+
+import load  # noqa: E402
+import replay  # noqa: E402
+
+from ctxlayer.core.errors import ContextError  # noqa: E402
+from ctxlayer.core.prepare import persist, prepare_turn, warm  # noqa: E402
+from ctxlayer.core.prepare.model import DEFAULT_POLICY  # noqa: E402
+from ctxlayer.tokenizers import counter_for  # noqa: E402
+
+SHARES = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.8, 1.0, 1.5)
+
+
+def _realchats():
+    spec = importlib.util.spec_from_file_location("realchats_bench", HERE / "realchats" /
+                                                  "bench.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _perturbed(hist: list, rng: random.Random, pool: list[str]) -> list:
+    """The request with one change a client may make, one time in five."""
+    r, hist = rng.random(), list(hist)
+    users = [i for i, m in enumerate(hist) if m.role == "user"]
+    if r < 0.05 and len(hist) > 4:
+        k = rng.randrange(1, len(hist) // 2)
+        hist[k] = msgspec.structs.replace(hist[k], content=hist[k].content + " (edited)")
+    elif r < 0.10 and hist[-1].role in ("tool", "user"):
+        big = "\n".join(rng.choice(pool) for _ in range(rng.randint(1, 12)))
+        hist[-1] = msgspec.structs.replace(hist[-1], content=hist[-1].content + "\n" + big)
+    elif r < 0.15 and users:
+        big = "\n".join(rng.choice(pool) for _ in range(rng.randint(1, 20)))
+        k = users[-1]
+        hist[k] = msgspec.structs.replace(hist[k], content=hist[k].content + "\n" + big)
+    elif r < 0.20 and len(hist) > 3:
+        k = rng.randrange(1, len(hist))
+        hist[k] = msgspec.structs.replace(hist[k], pinned=True)
+    return hist
+
+
+def _live_problems(rc, hist, turn, budget, counter, state) -> list[str]:
+    out = turn.messages
+    problems = []
+    if 3 + sum(turn.state.out_tokens) > budget:
+        problems.append(f"over budget: {3 + sum(turn.state.out_tokens)} > {budget}")
+    if rc.provider_valid(hist) and not rc.provider_valid(out):
+        problems.append("a request a provider refuses")
+    if not rc.question_kept(hist, out):
+        problems.append("the newest user message's first words missing")
+    if prepare_turn(turn.state, hist, budget, counter).messages != out:
+        problems.append("sent again, another result")
+    if state is not None:
+        snap = persist.decode(persist.encode(persist.snapshot(state, counter.name)))
+        back = persist.resume(snap, hist, counter, DEFAULT_POLICY) if snap else None
+        if prepare_turn(back, hist, budget, counter).messages != out:
+            problems.append("after a restart, another result")
+    return problems
+
+
+def live(minutes: float, seed: int) -> int:
+    rc, counter, rng = _realchats(), counter_for("gpt-4o"), random.Random(seed)
+    chats = {p.stem: load.load(p) for p in load.paths("dev")}
+    pool = [m.content for msgs in chats.values() for m in msgs if len(m.content) > 2000]
+    end_at, found, turns = time.monotonic() + 60 * minutes, 0, 0
+    while time.monotonic() < end_at:
+        name = rng.choice(sorted(chats))
+        msgs = chats[name]
+        budget = max(200, int(rc.conversation_tokens(msgs, counter) * rng.choice(SHARES)
+                              * rng.uniform(0.3, 1.0)))
+        state = None
+        for end in replay.requests_of(msgs):
+            hist = _perturbed(msgs[:end], rng, pool)
+            turns += 1
+            try:
+                turn = prepare_turn(state, hist, budget, counter)
+            except ContextError as exc:
+                if exc.kind == "pinned_over_budget":
+                    state = None
+                    continue
+                raise
+            problems = _live_problems(rc, hist, turn, budget, counter, state)
+            if problems:
+                found += 1
+                print(f"{name} budget {budget} request {end}: {'; '.join(problems)}")
+                break
+            state = warm(turn.state, budget) or turn.state
+    print(f"live: {turns} requests, {found} problems (seed {seed})")
+    return found
+
+
+def _post(url: str, body: dict, headers: dict) -> tuple[int, str]:
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                 headers={**headers, "content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def gateway(fmt: str, examples: int) -> int:
+    from gateway_stack import small_stack
+    from hypothesis import HealthCheck, given, settings
+    from payloads import anthropic_payloads, openai_payloads
+    from rules import anthropic_problems, openai_problems
+
+    problems_of = anthropic_problems if fmt == "anthropic" else openai_problems
+    found: list[str] = []
+    with tempfile.TemporaryDirectory() as d, small_stack(Path(d)) as stack:
+        if fmt == "anthropic":
+            url = stack.anthropic_url.rstrip("/") + "/v1/messages"
+            headers = {"x-api-key": "sk-ant-fuzz", "anthropic-version": "2023-06-01"}
+        else:
+            url = stack.openai_url.rstrip("/") + "/chat/completions"
+            headers = {"authorization": "Bearer sk-fuzz"}
+
+        @settings(max_examples=examples, deadline=None, database=None,
+                  suppress_health_check=list(HealthCheck))
+        @given(body=anthropic_payloads() if fmt == "anthropic" else openai_payloads())
+        def run(body: dict) -> None:
+            msgs = body["messages"]
+            for end in [k + 1 for k, m in enumerate(msgs) if m["role"] == "user"]:
+                sent = {**body, "messages": copy.deepcopy(msgs[:end]), "model": "standin-small"}
+                sent.pop("stream", None)
+                if problems_of(sent):  # a prefix the provider would refuse as it is
+                    continue
+                code, text = _post(url, sent, headers)
+                if code != 200 and "over the budget" not in text:
+                    found.append(text)
+                    print(f"{code}: {text[:300]}\n  sent: {json.dumps(sent)[:2000]}")
+                    return
+        run()
+    print(f"gateway {fmt}: {examples} chats, {len(found)} problems")
+    return len(found)
+
+
+def sessions(fmt: str, examples: int) -> int:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+    from payloads import anthropic_payloads, openai_payloads
+    from rules import anthropic_problems, openai_problems
+
+    from ctxlayer import protocol
+    from ctxlayer.state import Caller, State
+    from ctxlayer.state.requests import call
+
+    found: list[str] = []
+    ids = iter(range(10**9))
+    with tempfile.TemporaryDirectory() as d:
+        state = State(Path(d))
+        model = "claude-sonnet-4" if fmt == "anthropic" else "gpt-4o"
+        caller = Caller(state, source="session",
+                        options=protocol.InitializationOptions(model=model))
+        loop = asyncio.new_event_loop()
+
+        async def assembled(sid: str, body: dict, budget: int, out_fmt: str):
+            await call(caller, "ctx/session/open",
+                       protocol.SessionOpenParams(session_id=sid, budget=budget))
+            await call(caller, "ctx/session/append", protocol.SessionAppendParams(
+                session_id=sid, messages=copy.deepcopy(body["messages"]), format=fmt))
+            return await call(caller, "ctx/assemble",
+                              protocol.AssembleParams(session_id=sid, format=out_fmt))
+
+        @settings(max_examples=examples, deadline=None, database=None,
+                  suppress_health_check=list(HealthCheck))
+        @given(body=anthropic_payloads() if fmt == "anthropic" else openai_payloads(),
+               budget=st.integers(300, 6000), other=st.booleans())
+        def run(body: dict, budget: int, other: bool) -> None:
+            out_fmt = ({"anthropic": "openai", "openai": "anthropic"}[fmt] if other else fmt)
+            try:
+                out = loop.run_until_complete(
+                    assembled(f"s{next(ids)}", body, budget, out_fmt))
+            except ContextError as exc:
+                if "over the budget" in str(exc) or exc.kind == "pinned_over_budget":
+                    return
+                raise
+            turns = [m for m in out.messages if m.get("role") != "system"]
+            if out_fmt == "anthropic":
+                problems = anthropic_problems({"model": "m", "max_tokens": 8, "messages": turns})
+            else:
+                problems = openai_problems({"model": "m", "messages": out.messages})
+            if problems:
+                found.append(problems[0])
+                print(f"{fmt} -> {out_fmt} at {budget}: {problems[:3]}\n"
+                      f"  appended: {json.dumps(body['messages'])[:2000]}")
+        run()
+        state.close()
+    print(f"sessions {fmt}: {examples} sessions, {len(found)} problems")
+    return len(found)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("mode", choices=["live", "gateway", "sessions"])
+    ap.add_argument("--format", choices=["anthropic", "openai"], default="anthropic")
+    ap.add_argument("--minutes", type=float, default=5.0)
+    ap.add_argument("--examples", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    if args.mode == "live":
+        found = live(args.minutes, args.seed)
+    elif args.mode == "gateway":
+        found = gateway(args.format, args.examples)
+    else:
+        found = sessions(args.format, args.examples)
+    sys.exit(1 if found else 0)
+
+
+if __name__ == "__main__":
+    main()
