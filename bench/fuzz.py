@@ -2,7 +2,7 @@
 runs for minutes and draws new cases each run); what it finds becomes a test.
 
     .venv/bin/python bench/fuzz.py live [--minutes 5] [--seed 1]
-    .venv/bin/python bench/fuzz.py gateway --format anthropic|openai [--examples 200]
+    .venv/bin/python bench/fuzz.py gateway --format anthropic|openai|responses [--examples 200]
     .venv/bin/python bench/fuzz.py sessions --format anthropic|openai [--examples 200]
 
 - live: the dev transcripts (bench/realchats/data) through `ctx/prepare`'s engine request by
@@ -13,7 +13,8 @@ runs for minutes and draws new cases each run); what it finds becomes a test.
   restart giving it too.
 - gateway: generated provider payloads (tests/providers/payloads.py) sent turn by turn through
   the real gateway to the stand-in provider, whose checks are the providers' rules; any answer
-  but 200 or the gateway's own "over the budget" 400 is a problem.
+  but 200 or the gateway's own "over the budget" 400 is a problem. `responses`: the OpenAI
+  payloads' text, images, calls and outputs as Responses API items.
 - sessions: generated payloads appended to sessions and assembled in the same and the other
   format at random budgets; each result is checked against the providers' rules.
 Each problem is printed with what reproduces it; the last line counts them.
@@ -139,21 +140,54 @@ def _post(url: str, body: dict, headers: dict) -> tuple[int, str]:
         return exc.code, exc.read().decode()
 
 
+def _as_items(messages: list[dict]) -> list[dict]:
+    """Chat Completions messages as Responses API input items (text, images, calls, outputs;
+    other parts are left out: the generator's audio and files have no place here)."""
+    items: list[dict] = []
+    for m in messages:
+        role, content = m["role"], m.get("content")
+        parts = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+        text = " ".join(p.get("text", "") for p in parts if p.get("type") == "text")
+        if role == "tool":
+            items.append({"type": "function_call_output", "call_id": m["tool_call_id"],
+                          "output": text})
+        elif role == "assistant":
+            if text:
+                items.append({"type": "message", "role": "assistant",
+                              "content": [{"type": "output_text", "text": text}]})
+            items += [{"type": "function_call", "call_id": c["id"], "name": c["function"]["name"],
+                       "arguments": c["function"]["arguments"]} for c in m.get("tool_calls") or []]
+        else:
+            got = [{"type": "input_text", "text": p["text"]} if p["type"] == "text" else
+                   {"type": "input_image", "image_url": p["image_url"]["url"],
+                    "detail": p["image_url"].get("detail", "auto")}
+                   for p in parts if p["type"] in ("text", "image_url")]
+            if got:
+                items.append({"type": "message", "role": "user" if role == "user" else "system",
+                              "content": got})
+    return items
+
+
+def _gateway_target(stack, fmt: str) -> tuple[str, dict]:
+    if fmt == "anthropic":
+        return (stack.anthropic_url.rstrip("/") + "/v1/messages",
+                {"x-api-key": "sk-ant-fuzz", "anthropic-version": "2023-06-01"})
+    path = "/chat/completions" if fmt == "openai" else "/responses"
+    return stack.openai_url.rstrip("/") + path, {"authorization": "Bearer sk-fuzz"}
+
+
 def gateway(fmt: str, examples: int) -> int:
     from gateway_stack import small_stack
     from hypothesis import HealthCheck, given, settings
     from payloads import anthropic_payloads, openai_payloads
     from rules import anthropic_problems, openai_problems
+    from standin_responses import problems as responses_problems
 
     problems_of = anthropic_problems if fmt == "anthropic" else openai_problems
     found: list[str] = []
+    requests = [0]
     with tempfile.TemporaryDirectory() as d, small_stack(Path(d)) as stack:
-        if fmt == "anthropic":
-            url = stack.anthropic_url.rstrip("/") + "/v1/messages"
-            headers = {"x-api-key": "sk-ant-fuzz", "anthropic-version": "2023-06-01"}
-        else:
-            url = stack.openai_url.rstrip("/") + "/chat/completions"
-            headers = {"authorization": "Bearer sk-fuzz"}
+        url, headers = _gateway_target(stack, fmt)
 
         @settings(max_examples=examples, deadline=None, database=None,
                   suppress_health_check=list(HealthCheck))
@@ -165,13 +199,19 @@ def gateway(fmt: str, examples: int) -> int:
                 sent.pop("stream", None)
                 if problems_of(sent):  # a prefix the provider would refuse as it is
                     continue
+                if fmt == "responses":
+                    sent = {"model": "standin-small", "input": _as_items(sent["messages"]),
+                            "max_output_tokens": 100}
+                    if responses_problems(sent, None):
+                        continue
+                requests[0] += 1
                 code, text = _post(url, sent, headers)
                 if code != 200 and "over the budget" not in text:
                     found.append(text)
                     print(f"{code}: {text[:300]}\n  sent: {json.dumps(sent)[:2000]}")
                     return
         run()
-    print(f"gateway {fmt}: {examples} chats, {len(found)} problems")
+    print(f"gateway {fmt}: {examples} chats, {requests[0]} requests, {len(found)} problems")
     return len(found)
 
 
@@ -233,11 +273,14 @@ def sessions(fmt: str, examples: int) -> int:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("mode", choices=["live", "gateway", "sessions"])
-    ap.add_argument("--format", choices=["anthropic", "openai"], default="anthropic")
+    ap.add_argument("--format", choices=["anthropic", "openai", "responses"],
+                    default="anthropic")
     ap.add_argument("--minutes", type=float, default=5.0)
     ap.add_argument("--examples", type=int, default=200)
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
+    if args.mode == "sessions" and args.format == "responses":
+        ap.error("sessions keep messages in the anthropic or openai format")
     if args.mode == "live":
         found = live(args.minutes, args.seed)
     elif args.mode == "gateway":
