@@ -18,12 +18,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ctxlayer.core.formats.common import Encoded, audit
+from ctxlayer.core.formats.common import NOT_CACHEABLE, Encoded, audit
 from ctxlayer.protocol import Message
 
 MAX_BREAKPOINTS = 4
 _EPHEMERAL = {"type": "ephemeral"}
-_NOT_CACHEABLE = ("thinking", "redacted_thinking")
 
 Entry = tuple[dict, list[int]]  # a native message and the kept engine indices it holds
 
@@ -160,16 +159,14 @@ def _drop_empty(out: list[Entry], kept: Sequence[Message], result: Encoded
     """Messages with nothing Anthropic can carry (an OpenAI assistant turn that was only a
     refusal, written from its empty text) are left out: Anthropic refuses an empty message
     before the last. What they held is named by the audit of what the format does not carry."""
-    fixed = [(msg, ks) for n, (msg, ks) in enumerate(out)
-             if not _empty(msg) or (n == len(out) - 1 and msg.get("role") == "assistant")]
-    if len(fixed) == len(out):
-        return out, False
+    fixed: list[Entry] = []
     for n, (msg, ks) in enumerate(out):
-        if _empty(msg) and (n < len(out) - 1 or msg.get("role") != "assistant"):
-            result.audit.append(audit("dropped", "an empty message: Anthropic refuses one "
-                                      "before the last", _summary(msg), 0, 0,
-                                      _first_id(ks, kept)))
-    return fixed, True
+        if not _empty(msg) or (n == len(out) - 1 and msg.get("role") == "assistant"):
+            fixed.append((msg, ks))
+            continue
+        result.audit.append(audit("dropped", "an empty message: Anthropic refuses one before "
+                                  "the last", _summary(msg), 0, 0, _first_id(ks, kept)))
+    return fixed, len(fixed) < len(out)
 
 
 def _drop_lone_halves(out: list[Entry], kept: Sequence[Message], result: Encoded, counter: Any
@@ -240,7 +237,7 @@ def _count_own(system: Any, messages: list[dict], tools: Any) -> int:
 def _mark_last(blocks: list) -> list | None:
     for k in range(len(blocks) - 1, -1, -1):
         b = blocks[k]
-        if isinstance(b, dict) and b.get("type") not in _NOT_CACHEABLE:
+        if isinstance(b, dict) and b.get("type") not in NOT_CACHEABLE:
             return [*blocks[:k], {**b, "cache_control": dict(_EPHEMERAL)}, *blocks[k + 1:]]
     return None
 

@@ -145,8 +145,8 @@ def client_id(native: dict) -> str | None:
     return native["id"] if isinstance(native.get("id"), str) else None
 
 
-#: parts a cache marker of a text part that goes may not move to
-_NO_MARKER = ("thinking", "redacted_thinking")
+#: Anthropic blocks that cannot carry a cache marker
+NOT_CACHEABLE = ("thinking", "redacted_thinking")
 
 
 def replace_text(parts: list, text: str, is_text: Callable[[Any], bool]) -> list:
@@ -192,7 +192,7 @@ def _without_text(parts: list, is_text: Callable[[Any], bool]) -> list:
 
 
 def _may_mark(part: Any) -> bool:
-    return isinstance(part, dict) and part.get("type") not in _NO_MARKER
+    return isinstance(part, dict) and part.get("type") not in NOT_CACHEABLE
 
 
 def audit(action: AuditAction, reason: str, summary: str, before: int = 0, after: int = 0,
