@@ -125,7 +125,7 @@ def resume(snap: Snapshot, messages: list[Message], counter: Tokenizer,
         keys.append(key)
     return ConversationState(
         messages=list(shown), tokens=tokens, cum=cum, head=snap.head, upto=snap.upto,
-        frontier=max(snap.upto, min(snap.frontier, k)), chunks=tuple(snap.chunks),
+        frontier=min(snap.frontier, k), chunks=tuple(snap.chunks),
         verbatim=tuple(snap.verbatim),
         rewrites={i: rw for i, rw in snap.rewrites.items() if i < k},
         restored=dict(snap.restored), restored_audit=tuple(snap.restored_audit),
