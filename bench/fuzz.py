@@ -142,9 +142,13 @@ def _post(url: str, body: dict, headers: dict) -> tuple[int, str]:
 
 def _as_items(messages: list[dict]) -> list[dict]:
     """Chat Completions messages as Responses API input items (text, images, calls, outputs;
-    other parts are left out: the generator's audio and files have no place here)."""
+    other parts are left out: the generator's audio and files have no place here). Two of
+    three assistant turns start with a reasoning item, as Codex sends them back (store=false:
+    encrypted content, sometimes a summary), which must stay before the item it led to."""
+    from standin_responses import encrypted
+
     items: list[dict] = []
-    for m in messages:
+    for k, m in enumerate(messages):
         role, content = m["role"], m.get("content")
         parts = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
         text = " ".join(p.get("text", "") for p in parts if p.get("type") == "text")
@@ -152,6 +156,11 @@ def _as_items(messages: list[dict]) -> list[dict]:
             items.append({"type": "function_call_output", "call_id": m["tool_call_id"],
                           "output": text})
         elif role == "assistant":
+            if k % 3 and (text or m.get("tool_calls")):
+                summary = [{"type": "summary_text", "text": f"thought {k} " * (k % 7)}] \
+                    if k % 2 else []
+                items.append({"type": "reasoning", "id": f"rs_{k}", "summary": summary,
+                              "encrypted_content": encrypted(f"reasoning {k} " * (5 + k % 40))})
             if text:
                 items.append({"type": "message", "role": "assistant",
                               "content": [{"type": "output_text", "text": text}]})
@@ -201,7 +210,8 @@ def gateway(fmt: str, examples: int) -> int:
                     continue
                 if fmt == "responses":
                     sent = {"model": "standin-small", "input": _as_items(sent["messages"]),
-                            "max_output_tokens": 100}
+                            "max_output_tokens": 100, "store": False,
+                            "include": ["reasoning.encrypted_content"]}
                     if responses_problems(sent, None):
                         continue
                 requests[0] += 1
