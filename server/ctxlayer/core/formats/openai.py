@@ -35,6 +35,8 @@ from ctxlayer.protocol import Message, ToolCall
 # takes (one call per assistant message, answered by the `function` message after it)
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 _ENGINE_ROLE = {"developer": "system", "function": "tool"}
+#: Decoded.extra's key: position -> (the text and calls encode wrote for it, the native dict)
+WRITTEN = "written"
 
 
 def legacy_call_id(position: int) -> str:
@@ -193,8 +195,11 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -
         msgs.append(Message(role=_ENGINE_ROLE.get(role, role), content=text, id=mid,
                             tool_calls=calls, tool_call_id=call_id, parts_tokens=parts or None,
                             parts=labels or None))
+    # what encode wrote for the shared messages the previous turn shortened, kept for this one
+    written = {pos: hit for pos, hit in previous.extra.get(WRITTEN, {}).items() if pos < same} \
+        if previous is not None else {}
     return Decoded(fmt="openai", messages=msgs, payload=payload, sources=list(range(len(raw))),
-                   index=index, derived_ids=derived, counter=counter)
+                   index=index, derived_ids=derived, counter=counter, extra={WRITTEN: written})
 
 
 def _native_of(decoded: Decoded, m: Message) -> dict:
@@ -250,12 +255,24 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
     # without a call: a warm re-trim of 1M tokens writes 270 of them back every turn
     index, sources, natives, msgs = (decoded.index, decoded.sources, decoded.payload["messages"],
                                      decoded.messages)
+    # a message shortened as the previous turn shortened it is written as it was then: a warm
+    # re-trim of 1M tokens shortens the same 140 messages every turn
+    written = decoded.extra.setdefault(WRITTEN, {})
     out = []
     for m in kept:
         pos = index.get(m.id) if m.id is not None else None
         native = natives[sources[pos]] if pos is not None and m is msgs[pos] else None
-        out.append(native if native is not None and "ctxlayer" not in native
-                   else _native_of(decoded, m))
+        if native is not None and "ctxlayer" not in native:
+            out.append(native)
+            continue
+        hit = written.get(pos) if pos is not None else None
+        if hit is not None and hit[0] is m.content and hit[1] is m.tool_calls:
+            out.append(hit[2])
+            continue
+        native = _native_of(decoded, m)
+        if pos is not None:
+            written[pos] = (m.content, m.tool_calls, native)
+        out.append(native)
     result = Encoded(payload={})
     out = _repair_tool_pairs(out, [m.id for m in kept], result, decoded)
     result.payload = {**decoded.payload, "messages": out}
