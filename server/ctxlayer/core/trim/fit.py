@@ -95,29 +95,35 @@ class Shortener:
         return self.memo.get(("tool", cap), text,
                              lambda: compress_tool_output(text, cap, counter))
 
-    def estimates(self):
-        """estimate(i): the tokens left once i is shortened, exact for outlines and estimated
-        from the characters kept for cut blocks (it only decides which messages are reachable).
-        It reads the warm cache's estimates itself: a call and a closure per message were most
-        of a warm re-trim's window walk."""
+    def reachable(self, order: Iterable[int], room: int) -> tuple[list[int], int]:
+        """The messages of `order` (newest first, alive) that fit in `room` once shortened, as
+        far as they reach, and their tokens as they are now. Once shortened is exact for
+        outlines and estimated from the characters kept for cut blocks (it only decides which
+        messages are reachable). Reads the warm cache's estimates inline: a call per message
+        was most of a warm re-trim's walk."""
         w = self.w
-        kind = ("estimate", self.tool_cap, self.head, self.tail, self.name_facts)
-        facts = w.facts(kind)
-        content, tokens = w.content, w.tokens
-
-        def estimate(i: int) -> int:
-            if not truncatable(w, i):
-                return tokens[i]
-            if facts is None:
-                return self._estimate(i)
-            hit, text = facts[i], content[i]
-            if hit is not None and hit[0] is text:
-                return hit[1]
-            value = self._estimate(i)
-            facts[i] = (text, value)
-            return value
-
-        return estimate
+        facts = w.facts(("estimate", self.tool_cap, self.head, self.tail, self.name_facts))
+        content, tokens, msgs = w.content, w.tokens, w.msgs
+        window: list[int] = []
+        acc = now = 0
+        for i in order:
+            m = msgs[i]
+            if m.pinned or m.tool_calls:  # not truncatable: as it is
+                low = tokens[i]
+            else:
+                hit, text = (facts[i] if facts is not None else None), content[i]
+                if hit is not None and hit[0] is text:
+                    low = hit[1]
+                else:
+                    low = self._estimate(i)
+                    if facts is not None:
+                        facts[i] = (text, low)
+            if acc + low > room:
+                break
+            acc += low
+            now += tokens[i]
+            window.append(i)
+        return window, now
 
     def _estimate(self, i: int) -> int:
         w = self.w
@@ -192,7 +198,9 @@ def shorten_longest(w: Work, candidates: Iterable[int], over: int, sh: Shortener
     """Shorten the longest candidates first until `over` tokens are saved. A message that cannot
     be cut is skipped and the next one tried (gptme stops there). Returns what is left of
     `over` (<= 0 when done)."""
-    heap = [(-w.tokens[i], i) for i in candidates if truncatable(w, i)]
+    tokens, alive, msgs = w.tokens, w.alive, w.msgs
+    heap = [(-tokens[i], i) for i in candidates  # truncatable(w, i), inline: warm re-trims
+            if alive[i] and not msgs[i].pinned and not msgs[i].tool_calls]
     heapq.heapify(heap)
     while over > 0 and heap:
         _, i = heapq.heappop(heap)
@@ -248,16 +256,10 @@ def reduce(w: Work, budget: int, sh: Shortener) -> None:
     rest = (i for i in range(len(w.msgs) - 1, -1, -1) if i not in fixed and alive[i])
     if w.total <= 2 * budget:  # little over: every message is a candidate, no need to estimate
         window = list(rest)
+        now = sum(w.tokens[i] for i in window)
     else:  # newest first, as far as the room reaches: older messages are not even listed
-        window, acc = [], 0
-        estimate = sh.estimates()
-        for i in rest:
-            low = estimate(i)
-            if acc + low > room:
-                break
-            acc += low
-            window.append(i)
-    shorten_longest(w, window, sum(w.tokens[i] for i in window) - room, sh)
+        window, now = sh.reachable(rest, room)
+    shorten_longest(w, window, now - room, sh)
 
 
 def limit(w: Work, budget: int) -> None:
