@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import msgspec
 from providers.rules import anthropic_problems, openai_problems
 from providers.sdk import anthropic_sdk_accepts, openai_sdk_accepts
 from providers.standin_responses import encrypted, problems
@@ -335,3 +336,14 @@ def test_a_snapshot_keeps_the_counts_so_the_first_turn_after_a_restart_counts_on
         state = persist.resume(snap, more, counter, DEFAULT_POLICY)
         assert state is not None and state.tokens == turn.state.tokens
         assert msgs[1].content in counter.seen
+
+
+def test_a_message_hash_is_what_snapshots_written_before_kept():
+    """message_hash hashes msgspec's bytes as they come; snapshots in state folders were
+    written with content_hash of the same JSON as text, and must still resume."""
+    from ctxlayer.core.text import content_hash
+
+    for m in (Message(role="user", content="plain"),
+              Message(role="assistant", content="naïve café — 東京 🚀\n\tdone", id="a1",
+                      tool_calls=[ToolCall(id="c", name="run", arguments='{"x": "ü"}')])):
+        assert persist.message_hash(m) == content_hash(msgspec.json.encode(m).decode())

@@ -132,7 +132,7 @@ class _Reader:
         self.index[mid] = len(self.msgs)  # type: ignore[index]
         if source[0] == "msg":
             self.pieces.setdefault(source[1], []).append(len(self.msgs))
-        self.msgs.append(msgspec.structs.replace(msg, id=mid))
+        self.msgs.append(msg if own_id is None else msgspec.structs.replace(msg, id=mid))
         self.sources.append(source)
 
     def system(self, system: Any) -> None:

@@ -15,6 +15,8 @@ Pure: no I/O (the state stores the bytes).
 
 from __future__ import annotations
 
+import hashlib
+
 import msgspec
 
 from ctxlayer.core.prepare.model import (
@@ -24,7 +26,6 @@ from ctxlayer.core.prepare.model import (
     PreparePolicy,
     Rewrite,
 )
-from ctxlayer.core.text import content_hash
 from ctxlayer.core.tokens import MessageFormat, Tokenizer, message_tokens
 from ctxlayer.protocol import AuditEntry, Message
 
@@ -51,7 +52,9 @@ class Snapshot(msgspec.Struct, kw_only=True):
 
 
 def message_hash(m: Message) -> str:
-    return content_hash(msgspec.json.encode(m).decode())
+    """content_hash of the message's JSON, hashed as msgspec writes it (UTF-8 already: the
+    same digest without a round trip through str)."""
+    return hashlib.sha256(msgspec.json.encode(m)).hexdigest()[:16]
 
 
 def counted_by(counter_name: str, fmt: MessageFormat) -> str:
