@@ -168,3 +168,46 @@ def test_restoring_more_than_the_history_share_shortens_never_breaks_the_session
     assert any(e.action == "truncated" and e.reason.startswith("restored, shortened")
                for e in out.result.truncated)
     assert out.result.messages[-1].id == "r29"  # the newest exchange still ends the request
+
+
+def test_compacting_everything_of_a_one_message_session_summarizes_it(tmp_path):
+    """keepRecent 0 on a session whose last message is its only one: an IndexError before."""
+    svc = service(tmp_path)
+    svc.open(WS, protocol.SessionOpenParams(session_id="s", budget=300))
+    svc.append(WS, "s", [Message(role="user", content="look into the flaky login test", id="u")])
+    out = svc.assemble(WS, "s", force=True, keep_recent=0, offline=True).result
+    assert out.compacted and "flaky login test" in out.messages[-1].content
+
+
+def test_a_restored_message_beside_a_long_newest_question_gives_way_never_the_session(
+        tmp_path):
+    """Both in the verbatim tail (a compaction asked to keep the newest four, so nothing to
+    summarize): neither the restored message nor the question alone could make the room, and
+    the assembly was pinned_over_budget. Now the restored one is shortened first, then the
+    question, both audited."""
+    svc = service(tmp_path)
+    svc.open(WS, protocol.SessionOpenParams(session_id="s", budget=300))
+    svc.append(WS, "s", [Message(role="user", content="old " * 287, id="u1")])
+    svc.restore(WS, "s", "u1")
+    svc.append(WS, "s", [Message(role="user", content="new " * 287, id="u2")])
+    out = svc.assemble(WS, "s", offline=True, force=True, keep_recent=4).result
+    assert out.tokens.total <= 300 and [m.id for m in out.messages][-2:] == ["u1", "u2"]
+    why = {e.message_id: e.reason for e in out.truncated}
+    assert why["u1"].startswith("shortened to fit beside the newest question")
+    assert why["u2"].startswith("shortened to fit: the newest question")
+    assert out.messages[-1].content.split().count("new") > 200  # the question keeps most
+
+
+def test_a_short_newest_question_stays_in_a_summary_shrunk_to_its_header(tmp_path):
+    """A summary squeezed to its room gave way to the bare header when the request it
+    replaced was under 12 characters ("go on"): the newest user message was lost."""
+    svc = service(tmp_path)
+    svc.open(WS, protocol.SessionOpenParams(session_id="s", budget=300))
+    svc.add_item(WS, "s", protocol.WorkingItemSpec(kind="log", content=" ".join(
+        f"i{k}" for k in range(47))))
+    svc.append(WS, "s", [Message(role="user", content="go on", id="u")])
+    svc.report_usage(WS, "s", 507, 256)  # the provider counts twice what we do
+    svc.assemble(WS, "s", budget=300, force=True, keep_recent=0, offline=True)
+    out = svc.assemble(WS, "s", budget=200, offline=True).result
+    assert out.messages[-1].content.endswith("go on")
+

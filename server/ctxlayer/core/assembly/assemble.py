@@ -93,7 +93,8 @@ def _compact(history: History, work: cp.Compaction, inp: AssemblyInput, share: i
         keep = policy.keep_recent  # asked to compact what fits anyway: the usual recent few
     if keep is not None:
         stop = max(start, len(history) - keep)
-        while stop > start and cp.is_tool_result(history.messages[stop]):
+        # not between a call and its results (keepRecent 0: everything, nothing to split)
+        while start < stop < len(history) and cp.is_tool_result(history.messages[stop]):
             stop -= 1
     else:
         reserve = min(sz.reserve, target_at // 2)

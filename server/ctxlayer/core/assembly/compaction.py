@@ -200,7 +200,7 @@ def fitted_summary(state: Compaction, room: int, policy: CompactionPolicy,
         # first words alone, as many as fit
         for head in (f"[{state.replaced} earlier messages summarized] ", ""):
             def stub(chars: int, head: str = head) -> tuple[Message, int, list[str]]:
-                text = f"{head}{ask[:chars].rstrip()}…"
+                text = f"{head}{ask[:chars].rstrip()}{'…' if chars < len(ask) else ''}"
                 msg = Message(role="user", content=text, id=summary_id(state), kind="summary")
                 return msg, message_tokens(msg, counter), []
 
@@ -211,7 +211,7 @@ def fitted_summary(state: Compaction, room: int, policy: CompactionPolicy,
                     lo = mid
                 else:
                     hi = mid - 1
-            if lo >= 12:
+            if lo >= min(12, len(ask)):  # a short request ("go on", "yes") whole
                 return stub(lo)
     return best if best[1] <= room else None
 

@@ -159,11 +159,24 @@ def fit(win: Window, room: int, counter: Tokenizer, *, require_user: bool,
             start_with_user(win)
         total = sum(win.tokens)
     if total > room:
-        # what is left is the newest question (and what followed it): shorten it to the room
-        for i in range(len(win.messages)):
-            if total <= room:
-                break
-            left = room - (total - win.tokens[i])
-            if left >= 8:
-                total -= _shorten(win, i, left, counter,
-                                  "shortened to fit: the newest question is never dropped")
+        _last_resort(win, room, total, counter)
+
+
+def _last_resort(win: Window, room: int, total: int, counter: Tokenizer) -> None:
+    """What is left is the newest question, what followed it and what is kept whole (restored,
+    pinned): those give way first, each to what the rest leaves it but at least MIN_SHORT,
+    then the question, to the room left. One at a time was not enough: a restored message
+    beside a long newest question, neither alone able to make the room, failed the session's
+    every assembly."""
+    q = next((i for i in range(len(win.messages) - 1, -1, -1)
+              if win.messages[i].role == "user" and not _is_result(win.messages[i])), None)
+    for i in [*(i for i in range(len(win.messages)) if i != q), *([q] if q is not None else [])]:
+        if total <= room:
+            return
+        left = room - (total - win.tokens[i])
+        cap = left if i == q else max(MIN_SHORT, left)
+        if cap >= 8 and cap < win.tokens[i]:
+            total -= _shorten(win, i, cap, counter,
+                              "shortened to fit: the newest question is never dropped"
+                              if i == q else "shortened to fit beside the newest question, "
+                              "which is never dropped")
