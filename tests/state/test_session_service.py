@@ -211,3 +211,22 @@ def test_a_short_newest_question_stays_in_a_summary_shrunk_to_its_header(tmp_pat
     out = svc.assemble(WS, "s", budget=200, offline=True).result
     assert out.messages[-1].content.endswith("go on")
 
+
+def test_working_notes_give_way_to_the_newest_question_at_a_small_budget(tmp_path):
+    """The working zone may take most of a small budget; beside it the summary, a restored
+    message and the question did not fit even shortened, and every assembly failed (no rule
+    to remove). Now the notes are left out of that assembly (audited, kept in the session)
+    and come back when the budget allows."""
+    svc = service(tmp_path)
+    svc.open(WS, protocol.SessionOpenParams(session_id="s", budget=2000, mode="debug"))
+    svc.append(WS, "s", [Message(role="user", content="first " * 400, id="u1"),
+                         Message(role="assistant", content="done " * 400, id="a1"),
+                         Message(role="user", content="second " * 150, id="u2")])
+    svc.assemble(WS, "s", budget=300, offline=True, force=True, keep_recent=1)
+    svc.restore(WS, "s", "u1")
+    svc.add_item(WS, "s", protocol.WorkingItemSpec(kind="note", content="note " * 80))
+    out = svc.assemble(WS, "s", budget=120, offline=True).result
+    assert out.tokens.total <= 120 and out.messages[-1].id == "u2" and out.tokens.working == 0
+    assert any(e.reason.startswith("working zone cut to 0 tokens: the newest user message")
+               for e in out.dropped)
+    assert svc.assemble(WS, "s", budget=200, offline=True).result.tokens.working > 80

@@ -152,6 +152,11 @@ def assemble(history: History, state: cp.Compaction, inp: AssemblyInput,
                                               head.keys + win.keys, hist_tokens_list, counter)
 
     total = lay.system_tokens + lay.rules_tokens + lay.working_tokens + hist_tokens
+    if total > inp.budget and lay.working_tokens and inp.working_cap != 0:
+        # optional working notes give way to the history's least (the newest question): less
+        # by what is over, then none, rather than a session that cannot answer
+        cap = 0 if inp.working_cap is not None else max(0, lay.working_tokens - (total - inp.budget))
+        return assemble(history, state, msgspec.structs.replace(inp, working_cap=cap), counter)
     if total > inp.budget:
         raise ContextError(
             "pinned_over_budget",

@@ -49,6 +49,9 @@ class AssemblyInput(msgspec.Struct, kw_only=True):
     offline: bool = False  # the client summarizer failed or timed out: use the offline one
     force_compaction: bool = False
     keep_recent: int | None = None
+    #: the working zone's tokens at most, below its share: set when the newest question needs
+    #: the room (assemble.py), so optional working notes give way before the session fails
+    working_cap: int | None = None
 
     @property
     def stable_system(self) -> list[Message]:
@@ -101,6 +104,11 @@ def layout(inp: AssemblyInput, counter: Tokenizer, *, strict: bool = True) -> La
             "remove rules or raise the budget",
         )
     working_limit = max(0, min(limits.working, limits.total - rules_tokens, room - rules_tokens))
+    why = f"working zone over its share of the mode ({working_limit} tokens); kept in the session"
+    if inp.working_cap is not None and inp.working_cap < working_limit:
+        working_limit = inp.working_cap
+        why = (f"working zone cut to {working_limit} tokens: the newest user message needs the "
+               "room; kept in the session")
     blocks: list[tuple[int, str, str, str]] = []  # (seq, id, text, summary)
     for k, rule in enumerate(placement.demoted):
         blocks.append((-len(placement.demoted) + k, rule.id, render_demoted(rule), rule.text))
@@ -117,8 +125,7 @@ def layout(inp: AssemblyInput, counter: Tokenizer, *, strict: bool = True) -> La
             used += cost
         else:
             dropped.append(AuditEntry(
-                action="dropped", reason="working zone over its share of the mode "
-                f"({working_limit} tokens); kept in the session",
+                action="dropped", reason=why,
                 summary=f"working item {item_id}: {describe(Message(role='user', content=what))}",
                 tokens_before=cost, tokens_after=0, message_id=item_id,
             ))
