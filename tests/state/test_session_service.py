@@ -230,3 +230,29 @@ def test_working_notes_give_way_to_the_newest_question_at_a_small_budget(tmp_pat
     assert any(e.reason.startswith("working zone cut to 0 tokens: the newest user message")
                for e in out.dropped)
     assert svc.assemble(WS, "s", budget=200, offline=True).result.tokens.working > 80
+
+
+def test_the_summary_holding_the_newest_question_is_never_dropped_silently(tmp_path):
+    """Rules and working notes left the history 3 tokens: the summary, which held the newest
+    user message, was dropped and the request went out without the question. Now the working
+    notes give way; with rules alone in the way, the assembly says so."""
+    svc = service(tmp_path)
+    svc.open(WS, protocol.SessionOpenParams(session_id="s", budget=3000))
+    for words in (91, 94):
+        svc.add_item(WS, "s", protocol.WorkingItemSpec(kind="note", content="i " * words))
+    for words in (1, 22, 25, 32):
+        svc.add_rule(WS, "s", protocol.RuleSpec(text="Always " + "r " * words))
+    svc.append(WS, "s", [Message(role="user", content="q7", id="u"),
+                         Message(role="assistant", content="a", id="a")])
+    out = svc.assemble(WS, "s", budget=315, offline=True).result
+    assert "q7" in " ".join(m.content for m in out.messages).split()
+    svc.open(WS, protocol.SessionOpenParams(session_id="t", budget=3000))  # rules alone
+    for words in (1, 22, 25, 32):
+        svc.add_rule(WS, "t", protocol.RuleSpec(text="Always " + "r " * words))
+    svc.append(WS, "t", [Message(role="user", content="q7", id="u"),
+                         Message(role="assistant", content="a", id="a")])
+    svc.assemble(WS, "t", force=True, keep_recent=0, offline=True)  # the question summarized
+    assert svc.assemble(WS, "t", budget=108, offline=True).result.messages[-1].content == "q7"
+    with pytest.raises(ContextError) as err:
+        svc.assemble(WS, "t", budget=106, offline=True)
+    assert err.value.kind == "pinned_over_budget" and "newest user message" in str(err.value)

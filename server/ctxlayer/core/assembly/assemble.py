@@ -142,8 +142,12 @@ def assemble(history: History, state: cp.Compaction, inp: AssemblyInput,
     win = _verbatim(history, work, inp, counter)
     head = _Head(dropped=list(lay.working_dropped))
     summ = cp.summary_message(work)
-    if summ is None or not _summary_head(head, summ, win, history, work, inp, share, counter):
+    placed = summ is not None and _summary_head(head, summ, win, history, work, inp, share,
+                                                 counter)
+    if not placed:
         tail.fit(win, share, counter, require_user=True, tool_cap=cp.tail_tool_cap(share))
+    # the newest user message stood in a summary that found no room: the request lacks it
+    lost = summ is not None and not placed and _question_summarized(history, work)
     truncated = head.truncated + win.truncated
     dropped = head.dropped + win.dropped
     hist_tokens_list = head.tokens + win.tokens
@@ -152,16 +156,19 @@ def assemble(history: History, state: cp.Compaction, inp: AssemblyInput,
                                               head.keys + win.keys, hist_tokens_list, counter)
 
     total = lay.system_tokens + lay.rules_tokens + lay.working_tokens + hist_tokens
-    if total > inp.budget and lay.working_tokens and inp.working_cap != 0:
+    if (total > inp.budget or lost) and lay.working_tokens and inp.working_cap != 0:
         # optional working notes give way to the history's least (the newest question): less
         # by what is over, then none, rather than a session that cannot answer
-        cap = 0 if inp.working_cap is not None else max(0, lay.working_tokens - (total - inp.budget))
+        cap = 0 if inp.working_cap is not None or lost else \
+            max(0, lay.working_tokens - (total - inp.budget))
         return assemble(history, state, msgspec.structs.replace(inp, working_cap=cap), counter)
-    if total > inp.budget:
+    if total > inp.budget or lost:
         raise ContextError(
             "pinned_over_budget",
             f"the system layers, rules and the newest user message, even shortened, take "
-            f"{total} tokens, over the budget of {inp.budget}")
+            f"{total} tokens, over the budget of {inp.budget}" if not lost else
+            f"the system layers and rules leave the history {share} tokens, no room for the "
+            "summary that holds the newest user message: remove rules or raise the budget")
     tokens = AssembleTokens(
         total=total, system=lay.system_tokens - inp.workspace_tokens,
         workspace=inp.workspace_tokens, rules=lay.rules_tokens, working=lay.working_tokens,
@@ -177,6 +184,14 @@ def assemble(history: History, state: cp.Compaction, inp: AssemblyInput,
     return Assembly(result=result, compaction=work if changed else None,
                     audit=audit + truncated + dropped, fingerprint=fingerprint,
                     next_compaction_at=next_at)
+
+
+def _question_summarized(history: History, work: cp.Compaction) -> bool:
+    """Whether the newest user message is one the summary replaced (not in the verbatim tail)."""
+    start = cp.verbatim_start(history, work)
+    newest = next((i for i in range(len(history) - 1, -1, -1)
+                   if history.messages[i].role == "user"), None)
+    return newest is not None and newest < start
 
 
 class _Head(msgspec.Struct, kw_only=True):
