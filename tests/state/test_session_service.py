@@ -256,3 +256,35 @@ def test_the_summary_holding_the_newest_question_is_never_dropped_silently(tmp_p
     with pytest.raises(ContextError) as err:
         svc.assemble(WS, "t", budget=106, offline=True)
     assert err.value.kind == "pinned_over_budget" and "newest user message" in str(err.value)
+
+
+@pytest.mark.parametrize("then", [None, "go on"])
+def test_no_user_message_is_compressed_to_nothing_by_the_cheap_stages(tmp_path, then):
+    """A long task without a sentence end (a pasted list, a log), followed by the agent's
+    turns (sizes where the extractive stage runs; the calls' arguments tip it): it kept none
+    of the task's one 'sentence' and the task came back empty, said nowhere in the result.
+    Now a compression that keeps nothing is not made: the task is summarized instead (the
+    summary shows it verbatim, head and tail), or, with a question after it, left whole."""
+    from ctxlayer.protocol import ToolCall
+
+    def turn(k: int, words: int, output: int, calls: int) -> list[Message]:
+        ids = [f"c{k}_{j}" for j in range(calls)]
+        return [Message(role="assistant", content=" ".join(f"a{n % 97}" for n in range(words)),
+                        id=f"a{k}", tool_calls=[ToolCall(id=c, name="run",
+                                                         arguments=f'{{"n": {j}}}')
+                                                for j, c in enumerate(ids)] or None),
+                *(Message(role="tool", content=" ".join(f"o{n % 97}" for n in range(output)) or "o",
+                          tool_call_id=c, id=f"t{c}") for c in ids)]
+
+    svc = service(tmp_path)
+    svc.open(WS, protocol.SessionOpenParams(session_id="s", budget=3000))
+    svc.append(WS, "s", [Message(role="user", content=" ".join(
+        f"step{k % 97}" for k in range(682)), id="u")])
+    for k, (words, output, calls) in enumerate(((1003, 0, 3), (9, 217, 3), (230, 0, 0),
+                                                (345, 0, 0))):
+        svc.append(WS, "s", turn(k, words, output, calls))
+    if then:
+        svc.append(WS, "s", [Message(role="user", content=then, id="q")])
+    out = svc.assemble(WS, "s", offline=True).result
+    assert out.tokens.total <= 3000 and "step0" in out.messages[0].content.split()
+    assert all(m.content.strip() for m in out.messages if m.role != "assistant")

@@ -89,7 +89,9 @@ def run_cheap_stages(
             rewrite(i, ref, "deduplicated", "already in context")
     if history_tokens(history, state) <= target_tokens:
         return audit
-    # 3. extractive compression of long prose, to the task's ratio
+    # 3. extractive compression of long prose, to the task's ratio; never to nothing: prose
+    # that is one long run without a sentence end kept no sentence, and the message (an
+    # agent's task) came back empty
     ratio = KEEP_RATIO[classify_task(task_text)]
     for i in range(start, stop):
         msg = history.messages[i]
@@ -97,7 +99,9 @@ def run_cheap_stages(
                 and msg.kind in (None, "chat") and history.seqs[i] not in state.rewrites
                 and history.tokens[i] >= policy.extractive_min_tokens):
             short = compress_prose(msg.content, ratio, ())
-            rewrite(i, short, "compressed", f"extractive compression to {ratio:.0%} of its prose")
+            if short.strip():
+                rewrite(i, short, "compressed",
+                        f"extractive compression to {ratio:.0%} of its prose")
         if history_tokens(history, state) <= target_tokens:
             break
     return audit
