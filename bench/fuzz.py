@@ -4,6 +4,7 @@ runs for minutes and draws new cases each run); what it finds becomes a test.
     .venv/bin/python bench/fuzz.py live [--minutes 5] [--seed 1]
     .venv/bin/python bench/fuzz.py gateway --format anthropic|openai|responses [--examples 200]
     .venv/bin/python bench/fuzz.py sessions --format anthropic|openai [--examples 200]
+    .venv/bin/python bench/fuzz.py sequences [--examples 3000]
 
 - live: the dev transcripts (bench/realchats/data) through `ctx/prepare`'s engine request by
   request, at budgets from 1% to 150% of a chat, with the turns perturbed (an early message
@@ -17,6 +18,10 @@ runs for minutes and draws new cases each run); what it finds becomes a test.
   payloads' text, images, calls and outputs as Responses API items.
 - sessions: generated payloads appended to sessions and assembled in the same and the other
   format at random budgets; each result is checked against the providers' rules.
+- sequences: random sequences of session requests (appends, rules, working items, modes,
+  compactions, restores, usage reports, closes, restarts) with an assembly after each, as
+  tests/state/test_session_sequences.py runs a fixed few: every assembly fits its budget and
+  shows the newest user message, and only the user's own rules may make it refuse.
 Each problem is printed with what reproduces it; the last line counts them.
 """
 
@@ -280,9 +285,27 @@ def sessions(fmt: str, examples: int) -> int:
     return len(found)
 
 
+def sequences(examples: int) -> int:
+    from hypothesis import HealthCheck, settings
+    from hypothesis.stateful import run_state_machine_as_test
+
+    sys.path.insert(0, str(HERE.parent / "tests" / "state"))
+    from test_session_sequences import Sessions
+
+    try:
+        run_state_machine_as_test(Sessions, settings=settings(
+            max_examples=examples, stateful_step_count=40, deadline=None, database=None,
+            suppress_health_check=list(HealthCheck)))
+    except AssertionError as exc:  # hypothesis printed the steps that reproduce it
+        print(f"sequences: a problem: {exc}"[:2000])
+        return 1
+    print(f"sequences: {examples} sequences of up to 40 requests, 0 problems")
+    return 0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("mode", choices=["live", "gateway", "sessions"])
+    ap.add_argument("mode", choices=["live", "gateway", "sessions", "sequences"])
     ap.add_argument("--format", choices=["anthropic", "openai", "responses"],
                     default="anthropic")
     ap.add_argument("--minutes", type=float, default=5.0)
@@ -295,6 +318,8 @@ def main() -> None:
         found = live(args.minutes, args.seed)
     elif args.mode == "gateway":
         found = gateway(args.format, args.examples)
+    elif args.mode == "sequences":
+        found = sequences(args.examples)
     else:
         found = sessions(args.format, args.examples)
     sys.exit(1 if found else 0)
