@@ -76,6 +76,14 @@ class Sessions(RuleBasedStateMachine):
                          id=f"t{k}_{j}") for j, c in enumerate(tool_calls)]
         self._append(msgs)
 
+    @precondition(lambda self: self.ids)
+    @rule(pick=st.integers(0, 10_000), words=WORDS)
+    def user_says_again(self, pick: int, words: int) -> None:
+        """A client's retry: a user message under an id already used."""
+        self.calls += 1
+        self._append([Message(role="user", content=text(words, f"q{self.calls}w"),
+                              id=self.ids[pick % len(self.ids)])])
+
     @rule(words=st.integers(1, 400), weight=st.floats(0.1, 3.0))
     def add_rule(self, words: int, weight: float) -> None:
         self.rules.append(self.svc.add_rule(
