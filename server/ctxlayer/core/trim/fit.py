@@ -19,6 +19,7 @@ from ctxlayer.core.compress.tool_output import compress_tool_output
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.trim.truncate import truncate_blocks
+from ctxlayer.core.trim.warm import remembered
 from ctxlayer.core.trim.work import Work
 from ctxlayer.protocol import AuditAction, Message
 
@@ -108,16 +109,9 @@ class Shortener:
         acc = now = 0
         for i in order:
             m = msgs[i]
-            if m.pinned or m.tool_calls:  # not truncatable: as it is
-                low = tokens[i]
-            else:
-                hit, text = (facts[i] if facts is not None else None), content[i]
-                if hit is not None and hit[0] is text:
-                    low = hit[1]
-                else:
-                    low = self._estimate(i)
-                    if facts is not None:
-                        facts[i] = (text, low)
+            # not truncatable (pinned, or making calls): as it is
+            low = tokens[i] if m.pinned or m.tool_calls else \
+                remembered(facts, i, content[i], self._estimate)
             if acc + low > room:
                 break
             acc += low
@@ -141,15 +135,8 @@ class Shortener:
         """Shorten message i once; returns the tokens saved (0 when it cannot be cut). How a
         text is shortened is a warm fact: a re-trim gives it the previous turn's cut text, its
         count and its reason without looking anything up again."""
-        w, done = self.w, self._done
-        text = w.content[i]
-        hit = done[i] if done is not None else None
-        if hit is not None and hit[0] is text:
-            how = hit[1]
-        else:
-            how = self._how(i)
-            if done is not None:
-                done[i] = (text, how)
+        w = self.w
+        how = remembered(self._done, i, w.content[i], self._how)
         if how is None:
             return 0
         return w.replace(i, how[0], how[2], how[3], body=how[1])

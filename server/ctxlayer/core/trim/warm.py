@@ -94,3 +94,16 @@ class TrimCache:
         if facts is None:
             facts = self.facts[kind] = [None] * len(self.msgs)
         return facts
+
+
+def remembered(facts: list[tuple[str, Any] | None] | None, i: int, text: str,
+               make: Callable[[int], Any]) -> Any:
+    """Fact i of a TrimCache column (None: no cache) while message i's text is that very
+    string, else ``make(i)``, kept for the next turn."""
+    hit = facts[i] if facts is not None else None
+    if hit is not None and hit[0] is text:
+        return hit[1]
+    value = make(i)
+    if facts is not None:
+        facts[i] = (text, value)
+    return value
