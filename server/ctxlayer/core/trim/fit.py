@@ -98,10 +98,10 @@ class Shortener:
 
     def reachable(self, order: Iterable[int], room: int) -> tuple[list[int], int]:
         """The messages of `order` (newest first, alive) that fit in `room` once shortened, as
-        far as they reach, and their tokens as they are now. Once shortened is exact for
-        outlines and estimated from the characters kept for cut blocks (it only decides which
-        messages are reachable). Reads the warm cache's estimates inline: a call per message
-        was most of a warm re-trim's walk."""
+        far as they reach, and their tokens as they are now (one walk for both). Once
+        shortened is exact for outlines and estimated from the characters kept for cut blocks
+        (it only decides which messages are reachable); a re-trim takes the estimates of the
+        messages it shares with the last one from the warm cache."""
         w = self.w
         facts = w.facts(("estimate", self.tool_cap, self.head, self.tail, self.name_facts))
         content, tokens, msgs = w.content, w.tokens, w.msgs
@@ -185,9 +185,7 @@ def shorten_longest(w: Work, candidates: Iterable[int], over: int, sh: Shortener
     """Shorten the longest candidates first until `over` tokens are saved. A message that cannot
     be cut is skipped and the next one tried (gptme stops there). Returns what is left of
     `over` (<= 0 when done)."""
-    tokens, alive, msgs = w.tokens, w.alive, w.msgs
-    heap = [(-tokens[i], i) for i in candidates  # truncatable(w, i), inline: warm re-trims
-            if alive[i] and not msgs[i].pinned and not msgs[i].tool_calls]
+    heap = [(-w.tokens[i], i) for i in candidates if truncatable(w, i)]
     heapq.heapify(heap)
     while over > 0 and heap:
         _, i = heapq.heappop(heap)
