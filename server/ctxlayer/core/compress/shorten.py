@@ -59,7 +59,7 @@ def shorten(text: str, cap: int, counter: Counter, *, keep_head: bool = False,
     or a `NamedFacts` it keeps); read here, kind by kind as a note asks, when None.
     ``reading``: what outlines of the text at other sizes read of it (`Reading`), when kept."""
     named = named if named is not None else NamedFacts(text)
-    read = reading if reading is not None and reading.text is text else Reading(text)
+    read = Reading.of(text, reading)
     short = _noted(text, cap, counter, named, read)
     if not keep_head or short is None or short.method == "headtail":  # that keeps the head
         return short

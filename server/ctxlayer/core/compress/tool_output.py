@@ -203,6 +203,11 @@ class Reading:
         self._log: bool | None = None
         self._outline: LogOutline | None = None
 
+    @staticmethod
+    def of(text: str, kept: Reading | None) -> Reading:
+        """``kept`` when it is a reading of this very text, else a new one."""
+        return kept if kept is not None and kept.text is text else Reading(text)
+
     def json(self) -> JsonOutline | None:
         if self._json is False:
             self._json = JsonOutline.of(self.text)
@@ -230,7 +235,7 @@ def compress_tool_output(text: str, cap_tokens: int, counter: Counter, *,
         return None
     chars_per_token = len(text) / max(before, 1)
     budget_chars = max(1, int(cap * chars_per_token))
-    read = reading if reading is not None and reading.text is text else Reading(text)
+    read = Reading.of(text, reading)
 
     method: Method
     result: str | None = None
