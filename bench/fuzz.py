@@ -10,8 +10,9 @@ runs for minutes and draws new cases each run); what it finds becomes a test.
   request, at budgets from 1% to 150% of a chat, with the turns perturbed (an early message
   edited, a huge output or paste added, a message pinned); each result is checked: within its
   budget, valid for a provider when its input was, the newest user message's first words
-  there, the same request sent again giving the same result, and the state kept across a
-  restart giving it too.
+  there, every message not sent as it came named in an audit of this turn or an earlier one,
+  the same request sent again giving the same result, and the state kept across a restart
+  giving it too.
 - gateway: generated provider payloads (tests/providers/payloads.py) sent turn by turn through
   the real gateway to the stand-in provider, whose checks are the providers' rules; any answer
   but 200 or the gateway's own "over the budget" 400 is a problem. `responses`: the OpenAI
@@ -85,9 +86,15 @@ def _perturbed(hist: list, rng: random.Random, pool: list[str]) -> list:
     return hist
 
 
-def _live_problems(rc, hist, turn, budget, counter, state) -> list[str]:
+def _live_problems(rc, hist, turn, budget, counter, state, told: set[int]) -> list[str]:
     out = turn.messages
     problems = []
+    told.update(e.index for e in (*turn.dropped, *turn.truncated, *turn.restored)
+                if e.index is not None)
+    whole = {k for k in turn.state.out_keys if isinstance(k, int)}
+    silent = [i for i in range(len(hist)) if i not in whole and i not in told]
+    if silent:
+        problems.append(f"not sent as it came and in no audit so far: {silent[:5]}")
     if 3 + sum(turn.state.out_tokens) > budget:
         problems.append(f"over budget: {3 + sum(turn.state.out_tokens)} > {budget}")
     if rc.provider_valid(hist) and not rc.provider_valid(out):
@@ -114,7 +121,7 @@ def live(minutes: float, seed: int) -> int:
         msgs = chats[name]
         budget = max(200, int(rc.conversation_tokens(msgs, counter) * rng.choice(SHARES)
                               * rng.uniform(0.3, 1.0)))
-        state = None
+        state, told = None, set()
         for end in replay.requests_of(msgs):
             hist = _perturbed(msgs[:end], rng, pool)
             turns += 1
@@ -122,10 +129,10 @@ def live(minutes: float, seed: int) -> int:
                 turn = prepare_turn(state, hist, budget, counter)
             except ContextError as exc:
                 if exc.kind == "pinned_over_budget":
-                    state = None
+                    state, told = None, set()
                     continue
                 raise
-            problems = _live_problems(rc, hist, turn, budget, counter, state)
+            problems = _live_problems(rc, hist, turn, budget, counter, state, told)
             if problems:
                 found += 1
                 print(f"{name} budget {budget} request {end}: {'; '.join(problems)}")

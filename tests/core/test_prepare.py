@@ -465,6 +465,28 @@ def test_an_agents_long_task_is_shortened_only_as_far_as_the_step_needs():
     assert min(shown) >= budget * policy.question_share * 0.8, shown
 
 
+def test_a_task_a_step_shortens_is_named_in_that_turns_audit():
+    """Each time a step cuts an agent's task further, the turn's `truncated` says so: the cut
+    was kept in the conversation's state, but the client was never told (found by replaying
+    the dev transcripts with every message not sent whole looked up in the audits so far)."""
+    r = random.Random(3)
+    ask = Message(role="user", id="ask", content="Fix the failing test. " + words(r, 900, 900))
+    sent, state, budget = [SYSTEM, ask], None, 1300
+    before, cuts = None, 0
+    for t in range(30):
+        sent = [*sent, *_agent_call(t, words(r, 30, 40))]
+        turn = prepare_turn(state, sent, budget, WordTokenizer())
+        state = turn.state
+        task = next(m for m in turn.messages if m.id == "ask").content
+        if before is not None and task != before:
+            cuts += 1
+            named = [e for e in turn.truncated if e.message_id == "ask"]
+            assert len(named) == 1 and named[0].index == 1, (t, turn.truncated)
+            assert named[0].tokens_after == WordTokenizer().count(task) + OPENAI_FORMAT.per_message
+        before = task
+    assert cuts >= 2
+
+
 def test_a_step_a_few_tokens_over_a_small_budget_does_not_summarize_everything():
     """The new chunk's size is guessed before the walk; in a small budget the guess (the
     parts' least sizes) was most of the room, so the walk took everything and the chunk came

@@ -12,7 +12,7 @@ from test_prepare import _agent_call, check_turn, words
 from ctxlayer.core.prepare import prepare_turn
 from ctxlayer.core.prepare.fit import PROSE_FIT
 from ctxlayer.core.prepare.model import DEFAULT_POLICY
-from ctxlayer.core.tokens import WordTokenizer
+from ctxlayer.core.tokens import OPENAI_FORMAT, WordTokenizer, message_tokens
 from ctxlayer.protocol import Message, ToolCall
 
 BUDGET = 1200
@@ -80,3 +80,32 @@ def test_a_reasoning_within_a_third_of_the_budget_is_left_whole():
     assert not [e for e in turn.truncated if e.reason == PROSE_FIT]
     assert next(m for m in turn.messages if m.id == "a-last") == requests[-1][-2]
     assert any(e.message_id == "r-last" for e in turn.truncated)  # the last resort ran
+
+
+def test_a_reasoning_shortened_before_the_summaries_shrank_is_still_audited():
+    """The reasoning was shortened, yet even then the newest exchange did not fit beside the
+    summaries, so they were shrunk into one and the request fitted: that turn's audit left the
+    shortening out (the shorter reasoning went out, kept for later turns, and nothing said
+    so). Found on the dev replay (sqlfluff-1625 at 2%)."""
+    r, budget = random.Random(1), 500
+    sent = [Message(role="system", id="sys", content="You are an agent. " * 5),
+            Message(role="user", id="task", content="Fix the failing parser test. "
+                    + words(r, 25, 25))]
+    state = None
+    for t in range(20):
+        sent = [*sent, *_agent_call(t, f"FAILED tests/test_parser.py::test_case_{t} "
+                                    + words(r, 20, 60))]
+        state = prepare_turn(state, sent, budget, WordTokenizer()).state
+    call = ToolCall(id="c-last", name="bash", arguments='{"cmd": "pytest -k test_case_19"}')
+    reasoning = Message(role="assistant", id="a-last", tool_calls=[call],
+                        content="Plan: the parser drops the last token. " + words(r, 220, 220))
+    sent = [*sent, reasoning, Message(role="tool", id="r-last", tool_call_id="c-last",
+                                      content="1 failed " + words(r, 20, 20))]
+    turn = prepare_turn(state, sent, budget, WordTokenizer())
+    check_turn(turn, sent, budget)
+    assert len(turn.state.chunks) == 1  # shrunk into one
+    shown = next(m for m in turn.messages if m.id == "a-last")
+    assert shown.content != reasoning.content
+    (entry,) = [e for e in turn.truncated if e.message_id == "a-last"]
+    assert entry.reason == PROSE_FIT
+    assert entry.tokens_after == message_tokens(shown, WordTokenizer(), OPENAI_FORMAT)

@@ -1,7 +1,8 @@
 """Properties of the live-conversation engine over random conversations and random turn
 sequences (append, regenerate the last reply, edit an early message, restore): every result
 fits or the pinned content alone is over; the newest question is there; tool pairs are
-whole; summaries sit right after the system prompt; a turn that only appended repeats the
+whole; summaries sit right after the system prompt; a message not sent as it came was named
+in an audit; a turn that only appended repeats the
 previous result when nothing stepped."""
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ def test_random_turns_keep_the_invariants(script, data):
     state = None
     before = None
     restored: set[str] = set()
+    told: set[str | None] = set()  # ids some turn's audit named
     t = 0
     for action in actions:
         appended = False
@@ -103,6 +105,12 @@ def test_random_turns_keep_the_invariants(script, data):
             assert err.kind == "pinned_over_budget"
             return
         check(turn, sent, budget)
+        # nothing lost silently: a message not sent as it came was named by this turn's audit
+        # or an earlier one's
+        told.update(e.message_id for e in (*turn.dropped, *turn.truncated, *turn.restored))
+        whole = {(m.id, m.content) for m in turn.messages}
+        assert all((m.id, m.content) in whole or m.id in told for m in sent), (
+            [m.id for m in sent if (m.id, m.content) not in whole and m.id not in told])
         if appended and before is not None and not turn.stepped and not turn.dropped \
                 and not turn.truncated and not turn.restored:
             assert turn.messages[:len(before.messages)] == before.messages

@@ -191,8 +191,8 @@ def _fit(win: Window, budget: int, counter: Tokenizer, policy: PreparePolicy,
         win.fit_summaries(budget, counter, policy)
         total = win.total()
         kept, keys, out_tokens = _assemble(win)
-        if total <= budget:
-            return kept, keys, out_tokens, [], [], total
+        if total <= budget:  # the calls and replies cut above stay cut: still told
+            return kept, keys, out_tokens, [], called, total
         fitted = last_resort(win, kept, keys, out_tokens, budget, counter, policy, restored,
                               memo)
     assert fitted is not None
