@@ -10,7 +10,8 @@ runs for minutes and draws new cases each run); what it finds becomes a test.
   request, at budgets from 1% to 150% of a chat, with the turns perturbed (an early message
   edited, a huge output or paste added, a message pinned); each result is checked: within its
   budget, valid for a provider when its input was, the newest user message's first words
-  there, every message not sent as it came named in an audit of this turn or an earlier one,
+  there, every message not sent as it came named in an audit of this turn or an earlier one
+  (and a shortened one's tokens there what it costs as sent),
   the same request sent again giving the same result, and the state kept across a restart
   giving it too.
 - gateway: generated provider payloads (tests/providers/payloads.py) sent turn by turn through
@@ -52,6 +53,7 @@ import replay  # noqa: E402
 
 from ctxlayer.core.errors import ContextError  # noqa: E402
 from ctxlayer.core.prepare import persist, prepare_turn, warm  # noqa: E402
+from ctxlayer.core.prepare.fit import result_index  # noqa: E402
 from ctxlayer.core.prepare.model import DEFAULT_POLICY  # noqa: E402
 from ctxlayer.tokenizers import counter_for  # noqa: E402
 
@@ -95,6 +97,14 @@ def _live_problems(rc, hist, turn, budget, counter, state, told: set[int]) -> li
     silent = [i for i in range(len(hist)) if i not in whole and i not in told]
     if silent:
         problems.append(f"not sent as it came and in no audit so far: {silent[:5]}")
+    # what the audit says a shortened message costs is what it costs as sent
+    sent = {result_index(k): t for k, t in zip(turn.state.out_keys, turn.state.out_tokens,
+                                               strict=True)
+            if not isinstance(k, int) and result_index(k) is not None}
+    last = {e.index: e for e in turn.truncated}
+    wrong = [i for i, e in last.items() if i in sent and sent[i] != e.tokens_after]
+    if wrong or any(e.index in whole for e in turn.dropped):
+        problems.append(f"an audit entry's tokens or action is not what was sent: {wrong[:5]}")
     if 3 + sum(turn.state.out_tokens) > budget:
         problems.append(f"over budget: {3 + sum(turn.state.out_tokens)} > {budget}")
     if rc.provider_valid(hist) and not rc.provider_valid(out):
