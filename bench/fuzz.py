@@ -19,7 +19,9 @@ runs for minutes and draws new cases each run); what it finds becomes a test.
   but 200 or the gateway's own "over the budget" 400 is a problem. `responses`: the OpenAI
   payloads' text, images, calls and outputs as Responses API items.
 - sessions: generated payloads appended to sessions and assembled in the same and the other
-  format at random budgets; each result is checked against the providers' rules.
+  format at random budgets, half of them after a daemon restart; each result is checked
+  against the providers' rules, and one in the same format that cut and summarized nothing
+  must give back every appended message as it came.
 - sequences: random sequences of session requests (appends, rules, working items, modes,
   compactions, restores, usage reports, closes, restarts) with an assembly after each, as
   tests/state/test_session_sequences.py runs a fixed few: every assembly fits its budget and
@@ -260,29 +262,39 @@ def sessions(fmt: str, examples: int) -> int:
     found: list[str] = []
     ids = iter(range(10**9))
     with tempfile.TemporaryDirectory() as d:
-        state = State(Path(d))
         model = "claude-sonnet-4" if fmt == "anthropic" else "gpt-4o"
-        caller = Caller(state, source="session",
-                        options=protocol.InitializationOptions(model=model))
+        daemon: list = []  # the State and its caller, replaced by a restart
+
+        def start() -> None:
+            state = State(Path(d))
+            daemon[:] = [state, Caller(state, source="session",
+                                       options=protocol.InitializationOptions(model=model))]
+
+        start()
         loop = asyncio.new_event_loop()
 
-        async def assembled(sid: str, body: dict, budget: int, out_fmt: str):
-            await call(caller, "ctx/session/open",
+        async def assembled(sid: str, body: dict, budget: int, out_fmt: str, restart: bool):
+            await call(daemon[1], "ctx/session/open",
                        protocol.SessionOpenParams(session_id=sid, budget=budget))
-            await call(caller, "ctx/session/append", protocol.SessionAppendParams(
+            await call(daemon[1], "ctx/session/append", protocol.SessionAppendParams(
                 session_id=sid, messages=copy.deepcopy(body["messages"]), format=fmt))
-            return await call(caller, "ctx/assemble",
+            if restart:  # what was appended comes back from the state folder
+                daemon[0].close()
+                start()
+                await call(daemon[1], "ctx/session/open", protocol.SessionOpenParams(
+                    session_id=sid))
+            return await call(daemon[1], "ctx/assemble",
                               protocol.AssembleParams(session_id=sid, format=out_fmt))
 
         @settings(max_examples=examples, deadline=None, database=None,
                   suppress_health_check=list(HealthCheck))
         @given(body=anthropic_payloads() if fmt == "anthropic" else openai_payloads(),
-               budget=st.integers(300, 6000), other=st.booleans())
-        def run(body: dict, budget: int, other: bool) -> None:
+               budget=st.integers(300, 6000), other=st.booleans(), restart=st.booleans())
+        def run(body: dict, budget: int, other: bool, restart: bool) -> None:
             out_fmt = ({"anthropic": "openai", "openai": "anthropic"}[fmt] if other else fmt)
             try:
                 out = loop.run_until_complete(
-                    assembled(f"s{next(ids)}", body, budget, out_fmt))
+                    assembled(f"s{next(ids)}", body, budget, out_fmt, restart))
             except ContextError as exc:
                 if "over the budget" in str(exc) or exc.kind == "pinned_over_budget":
                     return
@@ -292,12 +304,19 @@ def sessions(fmt: str, examples: int) -> int:
                 problems = anthropic_problems({"model": "m", "max_tokens": 8, "messages": turns})
             else:
                 problems = openai_problems({"model": "m", "messages": out.messages})
+            if out_fmt == fmt and not (out.dropped or out.truncated or out.compacted):
+                # nothing cut, nothing said: every message comes back as it was appended
+                back = [msgspec.json.encode(m) for m in turns]
+                gone = [k for k, m in enumerate(body["messages"])
+                        if msgspec.json.encode(m) not in back]
+                if gone:
+                    problems = [*problems, f"appended messages {gone[:5]} changed, unaudited"]
             if problems:
                 found.append(problems[0])
                 print(f"{fmt} -> {out_fmt} at {budget}: {problems[:3]}\n"
                       f"  appended: {json.dumps(body['messages'])[:2000]}")
         run()
-        state.close()
+        daemon[0].close()
     print(f"sessions {fmt}: {examples} sessions, {len(found)} problems")
     return len(found)
 
