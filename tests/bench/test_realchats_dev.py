@@ -275,3 +275,30 @@ def test_after_an_edit_a_restarted_daemon_sends_what_an_unrestarted_one_does():
                              budget, counter)
     assert unrestarted.state.chunks
     assert restarted.messages == unrestarted.messages
+
+
+def _silent(turns) -> list[tuple[int, int]]:
+    """(turn, message index) of each message a turn did not send as it came that no audit of
+    that turn or an earlier one named."""
+    told: set[int] = set()
+    out = []
+    for t, turn in enumerate(turns):
+        told.update(e.index for e in (*turn.dropped, *turn.truncated, *turn.restored)
+                    if e.index is not None)
+        whole = {k for k in turn.state.out_keys if isinstance(k, int)}
+        out += [(t, i) for i in range(len(turn.state.messages))
+                if i not in whole and i not in told]
+    return out
+
+
+def test_every_message_not_sent_as_it_came_is_named_in_an_audit():
+    """An agent's task a step shortened (marshmallow-1867 at 25%) and a reply cut before the
+    summaries shrank into one (sqlfluff-1625 at 2%) went out shorter with no audit entry; the
+    client was never told. Every message not sent as it came is named by the turn that cut
+    it."""
+    for name, share in (("sweagent-marshmallow-code__marshmallow-1867", 0.25),
+                        ("minisweagent-sqlfluff__sqlfluff-1625", 0.02)):
+        turns: list = []
+        _replay(name, share, turns=turns)
+        assert any(not isinstance(k, int) for t in turns for k in t.state.out_keys)
+        assert _silent(turns) == [], name
