@@ -380,7 +380,8 @@ class Window:
         return out
 
     def _shorten_question(self, q: int, stop: int, budget: int, counter: Tokenizer,
-                          policy: PreparePolicy, need: int) -> AuditEntry | None:
+                          policy: PreparePolicy, need: int,
+                          shortened: list[AuditEntry]) -> None:
         """The newest user message, when older than the last group (an agent's task) and over
         ``question_share`` of the budget, is shown by its head and tail (naming the facts of
         its cut part) from this summary step on: it stays, but does not crowd out the history
@@ -392,20 +393,21 @@ class Window:
         replay at a 10% budget (about 2 at 25%) but kept 60 fewer facts (cuts 0.6 / 0.7 / 0.8,
         budgets 25 / 10%), and shortening it once only saved at most half a point."""
         if q < self.head or q >= stop or self.messages[q].pinned:
-            return None
+            return
         rw = self.rewrites.get(q)
         if rw is not None and rw[2].reason != QUESTION_SHORTENED:
-            return None
+            return
         least = int(budget * policy.question_share)
         shown = self.shown_tokens(q)
         cap = max(least, shown - need)
         if cap >= shown or self.tokens[q] <= least:
-            return None
+            return
         m = self.messages[q]
         got = shorten_message(m, self.tokens[q], cap, counter, policy.fmt)
         if got is None or got[1] >= shown:
-            return None
-        return self.rewrite(q, got[0], got[1], "truncated", QUESTION_SHORTENED)
+            return
+        # told to the client with the step's outlines
+        shortened.append(self.rewrite(q, got[0], got[1], "truncated", QUESTION_SHORTENED))
 
     def summarize(self, budget: int, counter: Tokenizer, policy: PreparePolicy,
                   keep: Callable[[int], bool], shortened: list[AuditEntry]) -> Chunk | None:
@@ -413,8 +415,7 @@ class Window:
         ``summary_target`` of the budget (or only the last group is left, or the next group
         would leave a fitting request under ``summary_floor``); messages that ``keep`` says
         stay whole (pinned, restored, the newest user message) are shown apart from the
-        summaries instead. Returns the new chunk, or None when nothing could be summarized; an
-        agent's task it shortens (`_shorten_question`) is added to ``shortened``."""
+        summaries instead. The new chunk, or None; a task it shortens goes to ``shortened``."""
         msgs = self.messages
         stop = self._stop()  # the last group always stays verbatim
         if stop <= self.upto:
@@ -426,9 +427,7 @@ class Window:
         # summaries that crowd out the turn the model answers
         q = newest_user(msgs)
         target = int(budget * policy.summary_target)
-        cut = self._shorten_question(q, stop, budget, counter, policy, self.total() - target)
-        if cut is not None:  # told to the client with the step's outlines
-            shortened.append(cut)
+        self._shorten_question(q, stop, budget, counter, policy, self.total() - target, shortened)
         room = self.room(budget, q)
         est = self.chunk_guess(room, policy)
         base = self.fmt_priming + self.cum[self.head] + sum(self.shown_tokens(i) for i in stay)
