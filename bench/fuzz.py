@@ -24,8 +24,9 @@ runs for minutes and draws new cases each run); what it finds becomes a test.
   must give back every appended message as it came.
 - sequences: random sequences of session requests (appends, rules, working items, modes,
   compactions, restores, usage reports, closes, restarts) with an assembly after each, as
-  tests/state/test_session_sequences.py runs a fixed few: every assembly fits its budget and
-  shows the newest user message, and only the user's own rules may make it refuse.
+  tests/state/test_session_sequences.py runs a fixed few: every assembly fits its budget,
+  shows the newest user message and names what it does not show as it came (or the session's
+  audit does), and only the user's own rules may make it refuse.
 Each problem is printed with what reproduces it; the last line counts them.
 """
 

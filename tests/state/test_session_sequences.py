@@ -2,8 +2,9 @@
 (text, tool calls and their results, ephemeral messages, retries of a message id), rules,
 working items, modes, compactions, restores, usage reports, closes and daemon restarts, each
 followed by assemblies at random budgets. Every assembly fits its budget and shows the newest
-user message; the only refusal allowed is the user's own rules alone over the budget, and
-removing them always lets the session answer again."""
+user message, and names every message it does not show as it came (or the session's audit
+does); the only refusal allowed is the user's own rules alone over the budget, and removing
+them always lets the session answer again."""
 
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ class Sessions(RuleBasedStateMachine):
         self.svc.open(WS, protocol.SessionOpenParams(session_id=SID, budget=3000))
         self.rules: list[str] = []
         self.ids: list[str] = []
+        self.sent: dict[str, str] = {}  # id -> the text last appended under it
         self.question: str | None = None  # the newest user message's first word
         self.calls = 0
 
@@ -53,6 +55,7 @@ class Sessions(RuleBasedStateMachine):
     def _append(self, messages: list[Message]) -> None:
         self.svc.append(WS, SID, messages)
         self.ids += [m.id for m in messages if m.id]
+        self.sent.update((m.id, m.content) for m in messages if m.id)
         users = [m for m in messages if m.role == "user"]
         if users:
             self.question = users[-1].content.split()[0]
@@ -155,6 +158,13 @@ class Sessions(RuleBasedStateMachine):
         if self.question is not None:  # shown itself, or as the request a summary holds
             shown = " ".join(m.content for m in result.messages)
             assert self.question in shown.split(), f"the newest user message is missing: {shown}"
+        # nothing cut silently: a message not shown as it came is named by this result or,
+        # summarized, by the session's audit
+        whole = {(m.id, m.content) for m in result.messages}
+        told = {e.message_id for e in (*result.dropped, *result.truncated,
+                                       *self.svc.audit(WS, SID, None))}
+        silent = [i for i, text in self.sent.items() if (i, text) not in whole and i not in told]
+        assert not silent, f"not shown as appended and in no audit: {silent}"
 
 
 #: the same sequences on every run (CI stays what it was); `bench/fuzz.py sequences` draws
