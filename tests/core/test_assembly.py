@@ -524,3 +524,25 @@ def test_the_offline_summary_reads_each_text_once_across_calls_given_what_it_rea
     # a later call takes a text's sentences from it instead of reading the text again
     read[said[0].content] = [(0, "We decided on something else.")]
     assert "We decided on something else." in offline_summary(said[:1], "", 600, read)
+
+
+@pytest.mark.parametrize("shape", ["chat", "assistant first", "agent"])
+@pytest.mark.parametrize("budget", [300, 700, 1500, 4000, 20000])
+def test_every_message_not_shown_as_it_came_is_audited(shape, budget):
+    """Nothing is cut silently: a history message the result does not show as it came is named
+    in its dropped or truncated entries, or, summarized, in the assembly's audit (the session's
+    audit). Kept over three kinds of history and budgets from all of it to a sliver."""
+    history = agent_chat(25) if shape == "agent" else chat(40, first=shape.split()[0])
+    try:
+        out = assemble(history, Compaction(), inp(budget), COUNTER)
+    except ContextError as err:
+        assert err.kind == "pinned_over_budget"
+        return
+    check_fits(out, budget)
+    shown = {(m.id, m.content) for m in out.result.messages}
+    told = {e.message_id for e in (*out.result.dropped, *out.result.truncated, *out.audit)}
+    silent = [m.id for m in history.messages if (m.id, m.content) not in shown
+              and m.id not in told]
+    assert not silent, silent
+    if budget <= 1500:  # the check had something to check
+        assert any((m.id, m.content) not in shown for m in history.messages)
