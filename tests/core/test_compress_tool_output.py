@@ -79,6 +79,36 @@ def test_head_tail_cuts_one_huge_line_by_characters():
     assert "chars omitted" in out and out.endswith("tail-marker")
 
 
+def test_head_tail_marks_a_line_it_cuts():
+    """A first (or last) line too long for its room is cut, and the cut is marked: a path cut
+    to "raw_building.p" with nothing after it read as another file."""
+    first = "diff --git a/astroid/raw_building.py b/astroid/raw_building.py " * 3
+    last = "+    return getattr(sys.modules[modname], name, None)  # the warning's line " * 3
+    text = "\n".join([first, *(f"context line {k}" for k in range(30)), last])
+    out = head_tail(text, 200)
+    head, tail = out.split("\n")[0], out.split("\n")[-1]
+    assert head.endswith("…") and first.startswith(head[:-1]) and len(head) < len(first)
+    assert tail.startswith("…") and last.endswith(tail[1:]) and len(tail) < len(last)
+
+
+@pytest.mark.parametrize("cap", [20, 24])
+def test_a_users_text_cut_inside_its_first_line_keeps_its_first_words(cap):
+    """A task in a room too small for its first line kept a cut start of it and the omission
+    mark ("diff --git a/astroid/raw_building.p" and "[... 26 lines omitted ...]" in 20 tokens,
+    less than in 16): its first words alone keep more of what was asked."""
+    from ctxlayer.core.compress.shorten import shorten
+    from ctxlayer.tokenizers import counter_for
+
+    counter = counter_for("gpt-4o")
+    first = "diff --git a/astroid/raw_building.py b/astroid/raw_building.py"
+    text = "\n".join([first, "index cc3aa015..db9b5d19 100644",
+                     *(f"+    line {k} of the patch, with some words on it" for k in range(25))])
+    out = shorten(text, cap, counter, keep_head=True)
+    assert out is not None and out.tokens_after <= cap
+    assert out.text.startswith(first) and out.text.endswith("…")
+    assert "omitted" not in out.text
+
+
 def test_head_tail_returns_short_text_unchanged():
     assert head_tail("a\nb", 100) == "a\nb"
 

@@ -61,7 +61,9 @@ def shorten(text: str, cap: int, counter: Counter, *, keep_head: bool = False,
     named = named if named is not None else NamedFacts(text)
     read = Reading.of(text, reading)
     short = _noted(text, cap, counter, named, read)
-    if not keep_head or short is None or short.method == "headtail":  # that keeps the head
+    if keep_head and short is not None and short.method == "headtail":
+        return _more_of_the_start(text, short, cap, counter)
+    if not keep_head or short is None:
         return short
     # a small cap's share is a line or less: up to HEAD_LEAST tokens of it, within half
     head = _head_lines(text.lstrip(), max(int(cap * HEAD_SHARE), min(cap // 2, HEAD_LEAST)),
@@ -75,6 +77,21 @@ def shorten(text: str, cap: int, counter: Counter, *, keep_head: bool = False,
     after = counter.count(out)
     return short if after > cap else CompressedOutput(out, rest.method, short.tokens_before,
                                                         after)
+
+
+def _more_of_the_start(text: str, short: CompressedOutput, cap: int, counter: Counter
+                       ) -> CompressedOutput:
+    """A user's text cut to its head and tail: when the cap left it no tail and not even its
+    first line, only the start of that line and the omission mark, its first words alone say
+    more of what was asked (a task cut to 20 tokens kept "diff --git a/astroid/raw_building"
+    and a mark; its first words, the whole path and the next one)."""
+    head, mark, tail = short.text.partition("\n[... ")
+    if not mark or not head.endswith("…") or tail.partition("]")[2].strip():
+        return short
+    words = first_words(text, cap, counter)
+    if words is None or len(words) <= len(head):
+        return short
+    return CompressedOutput(words, short.method, short.tokens_before, counter.count(words))
 
 
 def _head_lines(text: str, cap: int, counter: Counter) -> str:

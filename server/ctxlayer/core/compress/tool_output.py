@@ -54,8 +54,9 @@ def _omitted(n: int, unit: str) -> str:
 def head_tail(text: str, max_chars: int) -> str:
     """The first and last lines of `text` within about `max_chars`, a marker between them.
 
-    Lines longer than the room left are cut by characters; a single huge line becomes its
-    head and tail characters around a "[... N chars omitted ...]" marker.
+    Lines longer than the room left are cut by characters, the cut marked by an ellipsis (a
+    path cut to "raw_building.p" read as another file); a single huge line becomes its head
+    and tail characters around a "[... N chars omitted ...]" marker.
     """
     if len(text) <= max_chars:
         return text
@@ -74,8 +75,8 @@ def head_tail(text: str, max_chars: int) -> str:
     used = 0
     for line in lines:
         if used + len(line) + 1 > head_room:
-            if not head:  # the first line alone is too long: keep its start
-                head.append(line[: max(0, head_room - 1)])
+            if not head and head_room > 2:  # the first line alone is too long: its start
+                head.append(line[: head_room - 2] + "…")
             break
         head.append(line)
         used += len(line) + 1
@@ -83,8 +84,8 @@ def head_tail(text: str, max_chars: int) -> str:
     used = 0
     for line in reversed(lines[len(head) :]):
         if used + len(line) + 1 > tail_room:
-            if not tail and tail_room > 1:
-                tail.append(line[len(line) - tail_room + 1 :])
+            if not tail and tail_room > 2:  # the last line alone is too long: its end
+                tail.append("…" + line[len(line) - tail_room + 2 :])
             break
         tail.append(line)
         used += len(line) + 1
