@@ -8,9 +8,11 @@ import json
 from ctxlayer.protocol import Message
 
 
-def content_hash(text: str) -> str:
-    """A short, stable content hash (sha256, 16 hex digits) for sections, parts and caches."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+def content_hash(text: str | bytes) -> str:
+    """A short, stable content hash (sha256, 16 hex digits) for sections, parts and caches;
+    bytes (already UTF-8, as msgspec writes JSON) are hashed as they are."""
+    data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+    return hashlib.sha256(data).hexdigest()[:16]
 
 
 def normalized_hash(text: str) -> str:

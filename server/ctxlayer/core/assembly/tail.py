@@ -123,9 +123,7 @@ def fit(win: Window, room: int, counter: Tokenizer, *, require_user: bool,
     total = sum(win.tokens)
     if total <= room:
         return
-    last_user = next((i for i in range(len(win.messages) - 1, -1, -1)
-                      if win.messages[i].role == "user" and not _is_result(win.messages[i])),
-                     None)
+    last_user = _newest_question(win)
     # tool outputs, then any other message, oldest first, each to a share of itself
     for tools_only in (True, False):
         for i in range(len(win.messages)):
@@ -162,14 +160,19 @@ def fit(win: Window, room: int, counter: Tokenizer, *, require_user: bool,
         _last_resort(win, room, total, counter)
 
 
+def _newest_question(win: Window) -> int | None:
+    """The index of the newest user message that is not a tool result."""
+    return next((i for i in range(len(win.messages) - 1, -1, -1)
+                 if win.messages[i].role == "user" and not _is_result(win.messages[i])), None)
+
+
 def _last_resort(win: Window, room: int, total: int, counter: Tokenizer) -> None:
     """What is left is the newest question, what followed it and what is kept whole (restored,
     pinned): those give way first, each to what the rest leaves it but at least MIN_SHORT,
     then the question, to the room left. One at a time was not enough: a restored message
     beside a long newest question, neither alone able to make the room, failed the session's
     every assembly."""
-    q = next((i for i in range(len(win.messages) - 1, -1, -1)
-              if win.messages[i].role == "user" and not _is_result(win.messages[i])), None)
+    q = _newest_question(win)  # found again: drops moved the indices
     for i in [*(i for i in range(len(win.messages)) if i != q), *([q] if q is not None else [])]:
         if total <= room:
             return

@@ -15,8 +15,6 @@ Pure: no I/O (the state stores the bytes).
 
 from __future__ import annotations
 
-import hashlib
-
 import msgspec
 
 from ctxlayer.core.prepare.model import (
@@ -26,6 +24,7 @@ from ctxlayer.core.prepare.model import (
     PreparePolicy,
     Rewrite,
 )
+from ctxlayer.core.text import content_hash
 from ctxlayer.core.tokens import MessageFormat, Tokenizer, message_tokens
 from ctxlayer.protocol import AuditEntry, Message
 
@@ -54,7 +53,7 @@ class Snapshot(msgspec.Struct, kw_only=True):
 def message_hash(m: Message) -> str:
     """content_hash of the message's JSON, hashed as msgspec writes it (UTF-8 already: the
     same digest without a round trip through str)."""
-    return hashlib.sha256(msgspec.json.encode(m)).hexdigest()[:16]
+    return content_hash(msgspec.json.encode(m))
 
 
 def counted_by(counter_name: str, fmt: MessageFormat) -> str:
