@@ -94,10 +94,8 @@ def _perturbed(hist: list, rng: random.Random, pool: list[str]) -> list:
 def _live_problems(rc, hist, turn, budget, counter, state, told: set[int]) -> list[str]:
     out = turn.messages
     problems = []
-    told.update(e.index for e in (*turn.dropped, *turn.truncated, *turn.restored)
-                if e.index is not None)
+    silent = replay.unaudited(turn, told)
     whole = {k for k in turn.state.out_keys if isinstance(k, int)}
-    silent = [i for i in range(len(hist)) if i not in whole and i not in told]
     if silent:
         problems.append(f"not sent as it came and in no audit so far: {silent[:5]}")
     # what the audit says a shortened message costs is what it costs as sent

@@ -66,6 +66,15 @@ def requests_of(before: list[Message]) -> list[int]:
     return [k for k in range(1, len(before)) if before[k].role == "assistant"] + [len(before)]
 
 
+def unaudited(turn, told: set[int]) -> list[int]:
+    """The messages (conversation indices) ``turn`` did not send as it came that no audit of it
+    or of an earlier turn named: ``told`` holds the earlier turns' and takes this one's."""
+    told.update(e.index for e in (*turn.dropped, *turn.truncated, *turn.restored)
+                if e.index is not None)
+    whole = {k for k in turn.state.out_keys if isinstance(k, int)}
+    return [i for i in range(len(turn.state.messages)) if i not in whole and i not in told]
+
+
 def prefix_tokens(prev: list[Message], cur: list[Message], tokens: list[int]) -> int:
     """Tokens of the leading messages of ``prev`` that ``cur`` repeats exactly."""
     k, m = 0, min(len(prev), len(cur))
