@@ -75,7 +75,10 @@ class TiktokenCounter:
         return n if self.correction == 1.0 else math.ceil(n * self.correction)
 
     def count_batch(self, texts: list[str]) -> list[int]:
-        lengths = list(_batch_pool().map(self.length, texts))
+        length = self.length
+        parts = _parts(texts, BATCH_PARTS)
+        lengths = [n for part in _batch_pool().map(lambda p: [length(t) for t in p], parts)
+                   for n in part]
         if self.correction == 1.0:
             return lengths
         return [math.ceil(n * self.correction) for n in lengths]
@@ -106,6 +109,25 @@ def _length_of(encoding: tiktoken.Encoding) -> Callable[[str], int]:
             return len(ordinary(text))
 
     return length
+
+
+#: a batch goes to the two counting threads in this many runs of about equal characters: one
+#: task per text cost about 50 microseconds each (2,700 texts of a 5 MB chat: 0.13 s), a
+#: few runs nothing, and more than two keeps both threads busy when the texts' speeds differ
+BATCH_PARTS = 8
+
+
+def _parts(texts: list[str], n: int) -> list[list[str]]:
+    """``texts`` in order, cut into at most ``n`` runs of about equal length."""
+    total = sum(map(len, texts))
+    parts, run, size = [], [], 0
+    for t in texts:
+        run.append(t)
+        size += len(t)
+        if size * n >= total * (len(parts) + 1) and len(parts) < n - 1:
+            parts.append(run)
+            run = []
+    return [*parts, run] if run else parts
 
 
 _pool: ThreadPoolExecutor | None = None
