@@ -208,9 +208,10 @@ def _gateway_target(stack, fmt: str) -> tuple[str, dict]:
     return stack.openai_url.rstrip("/") + path, {"authorization": "Bearer sk-fuzz"}
 
 
-def gateway(fmt: str, examples: int) -> int:
+def gateway(fmt: str, examples: int, seed: int) -> int:
     from gateway_stack import small_stack
     from hypothesis import HealthCheck, given, settings
+    from hypothesis import seed as seeded
     from payloads import anthropic_payloads, openai_payloads
     from rules import anthropic_problems, openai_problems
     from standin_responses import problems as responses_problems
@@ -221,6 +222,7 @@ def gateway(fmt: str, examples: int) -> int:
     with tempfile.TemporaryDirectory() as d, small_stack(Path(d)) as stack:
         url, headers = _gateway_target(stack, fmt)
 
+        @seeded(seed)
         @settings(max_examples=examples, deadline=None, database=None,
                   suppress_health_check=list(HealthCheck))
         @given(body=anthropic_payloads() if fmt == "anthropic" else openai_payloads())
@@ -241,7 +243,10 @@ def gateway(fmt: str, examples: int) -> int:
                 code, text = _post(url, sent, headers)
                 if code != 200 and "over the budget" not in text:
                     found.append(text)
-                    print(f"{code}: {text[:300]}\n  sent: {json.dumps(sent)[:2000]}")
+                    kept = Path(tempfile.gettempdir()) / f"fuzz-{fmt}-{seed}-{len(found)}.json"
+                    kept.write_text(json.dumps(sent))
+                    print(f"{code}: {text[:300]}\n  sent: {json.dumps(sent)[:300]}...\n"
+                          f"  whole body: {kept}")
                     return
         run()
     print(f"gateway {fmt}: {examples} chats, {requests[0]} requests, {len(found)} problems")
@@ -352,7 +357,7 @@ def main() -> None:
     if args.mode == "live":
         found = live(args.minutes, args.seed)
     elif args.mode == "gateway":
-        found = gateway(args.format, args.examples)
+        found = gateway(args.format, args.examples, args.seed)
     elif args.mode == "sequences":
         found = sequences(args.examples)
     else:

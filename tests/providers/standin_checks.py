@@ -233,8 +233,14 @@ def _texts(value: Any) -> list[str]:
             out += [str(fn.get("name", "")), str(fn.get("arguments", ""))]
     for call in value.get("tool_calls") or []:
         out += _texts(call)
-    if value.get("type") == "document":
-        out.append("x" * 340)  # about 85 tokens (images: standin_images.py)
+    if value.get("type") == "document":  # a text document is billed as its text
+        source = value.get("source") if isinstance(value.get("source"), dict) else {}
+        if source.get("type") == "text":
+            out.append(str(source.get("data", "")))
+        elif source.get("type") == "content":
+            out += _texts(source.get("content"))
+        else:
+            out.append("x" * 340)  # about 85 tokens (images: standin_images.py)
     return out
 
 

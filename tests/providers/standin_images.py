@@ -1,5 +1,5 @@
 """What the stand-in charges for an image, by the providers' published rules, the size read
-from the image's own header (PNG, GIF, JPEG). Written apart from ctxlayer's media.py, so that
+from the image's own header (PNG, GIF, JPEG, WebP). Written apart from ctxlayer's media.py, so that
 the stand-in checks ctxlayer's image counts instead of repeating them. An image whose size
 cannot be read (a URL, another format) costs what a small image does, as before."""
 
@@ -16,7 +16,7 @@ _SOF = {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 
 
 
 def size_of(b64: str) -> tuple[int, int] | None:
-    """(width, height) from a base64 PNG, GIF or JPEG header; None otherwise."""
+    """(width, height) from a base64 PNG, GIF, JPEG or WebP header; None otherwise."""
     try:
         data = base64.b64decode(b64)
     except (binascii.Error, ValueError):
@@ -25,6 +25,8 @@ def size_of(b64: str) -> tuple[int, int] | None:
         return struct.unpack(">II", data[16:24])
     if data[:6] in (b"GIF87a", b"GIF89a") and len(data) >= 10:
         return struct.unpack("<HH", data[6:10])
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return _webp(data)
     if data[:2] == b"\xff\xd8":
         i = 2
         while i + 9 <= len(data):
@@ -36,6 +38,23 @@ def size_of(b64: str) -> tuple[int, int] | None:
                 h, w = struct.unpack(">HH", data[i + 5:i + 9])
                 return w, h
             i += 2 + struct.unpack(">H", data[i + 2:i + 4])[0]
+    return None
+
+
+def _webp(data: bytes) -> tuple[int, int] | None:
+    """The canvas of a WebP file, by its first chunk: VP8X (extended: 24-bit sizes less one),
+    VP8 (lossy: 14-bit sizes after the frame's start code) or VP8L (lossless: 14-bit sizes
+    less one, packed after its signature byte)."""
+    chunk = data[12:16]
+    if chunk == b"VP8X" and len(data) >= 30:
+        return (int.from_bytes(data[24:27], "little") + 1,
+                int.from_bytes(data[27:30], "little") + 1)
+    if chunk == b"VP8 " and len(data) >= 30 and data[23:26] == b"\x9d\x01\x2a":
+        w, h = struct.unpack("<HH", data[26:30])
+        return w & 0x3FFF, h & 0x3FFF
+    if chunk == b"VP8L" and len(data) >= 25 and data[20] == 0x2F:
+        bits = int.from_bytes(data[21:25], "little")
+        return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
     return None
 
 

@@ -165,3 +165,32 @@ def test_images_cost_what_the_published_rules_say():
     assert media_tokens([openai_image(jpeg(800, 600), "high"),
                          openai_image(jpeg(800, 600), "low")]) == 765 + 85
     assert media_tokens({"type": "image", "source": {"type": "url", "url": "https://x"}}) == 85
+
+
+def test_webp_images_cost_their_size_and_a_text_document_its_text():
+    """The stand-in reads WebP canvases (extended, lossy and lossless headers), as the provider
+    does; before, a WebP cost a small image's 85 tokens whatever its size, and a text document
+    85 tokens whatever its text, so a request ctxlayer fitted to the token was refused."""
+    import struct
+
+    from providers.payloads import b64, webp_vp8x
+    from providers.standin_checks import prompt_tokens
+    from providers.standin_images import size_of
+
+    def riff(chunk: bytes, body: bytes) -> bytes:
+        data = chunk + struct.pack("<I", len(body)) + body
+        return b"RIFF" + struct.pack("<I", len(data) + 4) + b"WEBP" + data
+
+    lossy = riff(b"VP8 ", b"\x00\x00\x00\x9d\x01\x2a" + struct.pack("<HH", 1024, 768))
+    lossless = riff(b"VP8L", b"\x2f" + ((1024 - 1) | (768 - 1) << 14).to_bytes(4, "little"))
+    for data in (webp_vp8x(1024, 768), lossy, lossless):
+        assert size_of(b64(data)) == (1024, 768)
+
+    def tokens(block: dict) -> int:
+        return prompt_tokens("anthropic", {"model": "claude-sonnet-4-5", "messages": [
+            {"role": "user", "content": [block]}]})
+
+    short = {"type": "document", "source": {"type": "text", "media_type": "text/plain",
+                                            "data": "notes"}}
+    long = {**short, "source": {**short["source"], "data": "notes about the parser " * 200}}
+    assert tokens(long) - tokens(short) >= 800
