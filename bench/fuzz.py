@@ -1,9 +1,9 @@
 """Fuzzing the paths a live chat takes, to find requests that go out wrong. Not a test (it
 runs for minutes and draws new cases each run); what it finds becomes a test.
 
-    .venv/bin/python bench/fuzz.py live [--minutes 5] [--seed 1]
-    .venv/bin/python bench/fuzz.py gateway --format anthropic|openai|responses [--examples 200]
-    .venv/bin/python bench/fuzz.py sessions --format anthropic|openai [--examples 200]
+    .venv/bin/python bench/fuzz.py live [--minutes 5] [--seed N]
+    .venv/bin/python bench/fuzz.py gateway --format anthropic|openai|responses [--examples 200] [--seed N]
+    .venv/bin/python bench/fuzz.py sessions --format anthropic|openai [--examples 200] [--seed N]
     .venv/bin/python bench/fuzz.py sequences [--examples 3000]
 
 - live: the dev transcripts (bench/realchats/data) through `ctx/prepare`'s engine request by
@@ -208,6 +208,14 @@ def _gateway_target(stack, fmt: str) -> tuple[str, dict]:
     return stack.openai_url.rstrip("/") + path, {"authorization": "Bearer sk-fuzz"}
 
 
+def _kept(value: object, name: str) -> Path:
+    """``value`` written whole as JSON to a file of the temporary folder (a problem's input
+    is too long to print and is needed whole to make it a test)."""
+    path = Path(tempfile.gettempdir()) / f"fuzz-{name}.json"
+    path.write_text(json.dumps(value))
+    return path
+
+
 def gateway(fmt: str, examples: int, seed: int) -> int:
     from gateway_stack import small_stack
     from hypothesis import HealthCheck, given, settings
@@ -243,18 +251,18 @@ def gateway(fmt: str, examples: int, seed: int) -> int:
                 code, text = _post(url, sent, headers)
                 if code != 200 and "over the budget" not in text:
                     found.append(text)
-                    kept = Path(tempfile.gettempdir()) / f"fuzz-{fmt}-{seed}-{len(found)}.json"
-                    kept.write_text(json.dumps(sent))
                     print(f"{code}: {text[:300]}\n  sent: {json.dumps(sent)[:300]}...\n"
-                          f"  whole body: {kept}")
+                          f"  whole body: {_kept(sent, f'gateway-{fmt}-{seed}-{len(found)}')}")
                     return
         run()
-    print(f"gateway {fmt}: {examples} chats, {requests[0]} requests, {len(found)} problems")
+    print(f"gateway {fmt}: {examples} chats, {requests[0]} requests, {len(found)} problems "
+          f"(seed {seed})")
     return len(found)
 
 
-def sessions(fmt: str, examples: int) -> int:
+def sessions(fmt: str, examples: int, seed: int) -> int:
     from hypothesis import HealthCheck, given, settings
+    from hypothesis import seed as seeded
     from hypothesis import strategies as st
     from payloads import anthropic_payloads, openai_payloads
     from rules import anthropic_problems, openai_problems
@@ -290,6 +298,7 @@ def sessions(fmt: str, examples: int) -> int:
             return await call(daemon[1], "ctx/assemble",
                               protocol.AssembleParams(session_id=sid, format=out_fmt))
 
+        @seeded(seed)
         @settings(max_examples=examples, deadline=None, database=None,
                   suppress_health_check=list(HealthCheck))
         @given(body=anthropic_payloads() if fmt == "anthropic" else openai_payloads(),
@@ -318,10 +327,11 @@ def sessions(fmt: str, examples: int) -> int:
             if problems:
                 found.append(problems[0])
                 print(f"{fmt} -> {out_fmt} at {budget}: {problems[:3]}\n"
-                      f"  appended: {json.dumps(body['messages'])[:2000]}")
+                      f"  appended: {json.dumps(body['messages'])[:300]}...\n  whole: "
+                      f"{_kept(body['messages'], f'sessions-{fmt}-{seed}-{len(found)}')}")
         run()
         daemon[0].close()
-    print(f"sessions {fmt}: {examples} sessions, {len(found)} problems")
+    print(f"sessions {fmt}: {examples} sessions, {len(found)} problems (seed {seed})")
     return len(found)
 
 
@@ -350,8 +360,11 @@ def main() -> None:
                     default="anthropic")
     ap.add_argument("--minutes", type=float, default=5.0)
     ap.add_argument("--examples", type=int, default=200)
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=None,
+                    help="the cases drawn (default: new ones each run; the last line names it)")
     args = ap.parse_args()
+    if args.seed is None:
+        args.seed = random.randrange(10**6)
     if args.mode == "sessions" and args.format == "responses":
         ap.error("sessions keep messages in the anthropic or openai format")
     if args.mode == "live":
@@ -361,7 +374,7 @@ def main() -> None:
     elif args.mode == "sequences":
         found = sequences(args.examples)
     else:
-        found = sessions(args.format, args.examples)
+        found = sessions(args.format, args.examples, args.seed)
     sys.exit(1 if found else 0)
 
 
