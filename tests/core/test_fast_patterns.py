@@ -10,15 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ctxlayer.core.compress import fact_patterns as pat
 from ctxlayer.core.compress import facts, logs
 
 #: the plain spellings, as the patterns were first written
 PLAIN = {
-    "_ERROR_CODE": r"\b[A-Z]{1,4}\d{3,5}\b",
-    "_LINE_WORD": r"\b(?:[Ll]ines?|[Ll]n)\s?(\d+(?:\s?[-–]\s?\d+)?)\b|#L(\d+)(?:-L?(\d+))?",
-    "_ERRNO": r"\b" + facts._ERRNO.pattern.replace("(?<!\\wE)", "", 1),
-    "_CAMEL": r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+\b",
-    "_NUM_UNIT": rf"(?<![\w.])\d+(?:[.,]\d+)?\s?(?:{facts._UNITS})(?![\w/])",
+    "ERROR_CODE": r"\b[A-Z]{1,4}\d{3,5}\b",
+    "LINE_WORD": r"\b(?:[Ll]ines?|[Ll]n)\s?(\d+(?:\s?[-–]\s?\d+)?)\b|#L(\d+)(?:-L?(\d+))?",
+    "ERRNO": r"\b" + pat.ERRNO.pattern.replace("(?<!\\wE)", "", 1),
+    "CAMEL": r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+\b",
+    "NUM_UNIT": rf"(?<![\w.])\d+(?:[.,]\d+)?\s?(?:{pat.UNITS})(?![\w/])",
 }
 
 # pieces that make the patterns match, miss by a character, and sit at line ends and word edges
@@ -45,7 +46,7 @@ texts = st.lists(st.sampled_from(PIECES), max_size=40).map("".join)
 @given(texts)
 def test_the_rewritten_patterns_find_what_their_plain_spelling_finds(text):
     for name, plain in PLAIN.items():
-        rx = getattr(facts, name)
+        rx = getattr(pat, name)
         assert [m.span() for m in rx.finditer(text)] == \
             [m.span() for m in re.compile(plain).finditer(text)], name
 
@@ -54,19 +55,19 @@ def test_the_rewritten_patterns_find_what_their_plain_spelling_finds(text):
 @settings(max_examples=400, deadline=None)
 @given(text=texts)
 def test_a_pattern_run_on_the_lines_with_its_words_finds_what_a_whole_run_finds(dense, text):
-    facts._DENSE_CHARS, before = dense, facts._DENSE_CHARS
+    pat.DENSE_CHARS, before = dense, pat.DENSE_CHARS
     try:
         _same_by_lines(text)
     finally:
-        facts._DENSE_CHARS = before
+        pat.DENSE_CHARS = before
 
 
 def _same_by_lines(text: str) -> None:
-    for rx, needles in ((facts._TEST, ("test_", ".py::", "Test")),
-                        (facts._EXCEPTION, facts._EXCEPTION_WORDS),
-                        (facts._CALL, ("(",)),
-                        (facts._SNAKE, ("_",))):
-        assert [m.span() for m in facts._in_lines(rx, text, needles)] == \
+    for rx, needles in ((pat.TEST, ("test_", ".py::", "Test")),
+                        (pat.EXCEPTION, pat.EXCEPTION_WORDS),
+                        (pat.CALL, ("(",)),
+                        (pat.SNAKE, ("_",))):
+        assert [m.span() for m in pat.in_lines(rx, text, needles)] == \
             [m.span() for m in rx.finditer(text)], rx.pattern[:40]
 
 
@@ -74,18 +75,18 @@ def _same_by_lines(text: str) -> None:
 @given(texts)
 def test_a_case_blind_pattern_is_skipped_only_where_it_cannot_match(text):
     low = text.lower()
-    for rx, words in ((facts._HTTP, facts._HTTP_WORDS), (facts._EXIT, ("exit",))):
+    for rx, words in ((pat.HTTP, pat.HTTP_WORDS), (pat.EXIT, ("exit",))):
         if text.isascii() and not any(w in low for w in words):
             assert rx.search(text) is None
-    if not any(w in text for w in facts._ORA_WORDS):
-        assert facts._ORA.search(text) is None
+    if not any(w in text for w in pat.ORA_WORDS):
+        assert pat.ORA.search(text) is None
 
 
 @settings(max_examples=400, deadline=None)
 @given(texts)
 def test_the_lowered_http_and_exit_patterns_find_what_the_case_blind_ones_find_on_ascii(text):
     if text.isascii():
-        for lowered, blind in ((facts._HTTP_LOWER, facts._HTTP), (facts._EXIT_LOWER, facts._EXIT)):
+        for lowered, blind in ((pat.HTTP_LOWER, pat.HTTP), (pat.EXIT_LOWER, pat.EXIT)):
             assert [(m.span(), m.groups()) for m in lowered.finditer(text.lower())] == \
                 [(m.span(), m.groups()) for m in blind.finditer(text)], blind.pattern[:30]
 
@@ -116,8 +117,8 @@ def test_the_log_tests_patterns_tell_what_their_plain_spelling_tells(text):
 @given(texts)
 def test_the_lowered_context_pattern_finds_what_the_case_blind_one_finds_on_ascii(text):
     if text.isascii():
-        assert [m.span() for m in facts._NUM_CONTEXT_LOWER.finditer(text.lower())] == \
-            [m.span() for m in facts._NUM_CONTEXT.finditer(text)]
+        assert [m.span() for m in pat.NUM_CONTEXT_LOWER.finditer(text.lower())] == \
+            [m.span() for m in pat.NUM_CONTEXT.finditer(text)]
 
 
 @settings(max_examples=400, deadline=None)
@@ -197,10 +198,10 @@ PATH_PIECES = ["src/a.py", "./run.sh", "../x", "~/.cfg", "/usr/lib/", "a/b", "I/
 @given(st.lists(st.sampled_from(PATH_PIECES), max_size=30).map("".join))
 def test_paths_and_file_lines_found_word_by_word_are_what_the_whole_run_finds(text):
     assert list(facts._path_matches(text)) == \
-        [(m.start(), m.group(0)) for m in facts._PATH.finditer(text)]
+        [(m.start(), m.group(0)) for m in pat.PATH.finditer(text)]
     assert [(at + m.start(), m.groups())
             for at, m in facts._word_matches(text, facts._file_loc_pattern)] == \
-        [(m.start(), m.groups()) for m in facts._FILE_LOC.finditer(text)]
+        [(m.start(), m.groups()) for m in pat.FILE_LOC.finditer(text)]
 
 
 #: the ledger's test of a library path as first written, one pattern searched

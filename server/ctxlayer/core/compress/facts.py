@@ -22,6 +22,8 @@ from operator import itemgetter
 
 import msgspec
 
+from ctxlayer.core.compress import fact_patterns as pat
+
 __all__ = ["Facts", "Named", "NamedFacts", "extract_facts", "format_ledger", "prose_commands"]
 
 
@@ -54,390 +56,17 @@ def _dedup(items: tuple[str, ...] | list[str]) -> tuple[str, ...]:
 
 
 # ---------------------------------------------------------------------------------------------
-# Patterns
-
-_EXT = (
-    r"py|pyi|pyx|js|mjs|cjs|jsx|ts|tsx|json|jsonc|toml|yaml|yml|md|mdx|rst|txt|cfg|ini|conf|env|"
-    r"lock|rs|go|java|kt|kts|scala|c|h|cc|cpp|cxx|hpp|hh|cs|rb|php|swift|m|mm|sh|bash|zsh|fish|"
-    r"ps1|bat|lua|vim|sql|html|htm|css|scss|sass|less|vue|svelte|xml|csv|tsv|log|proto|gradle|"
-    r"dockerfile|tf|hcl|ipynb|r|jl|ex|exs|erl|hs|ml|dart|zig|nim|cmake|mk|gitignore|patch|diff"
-)
-_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,15}://[^\s<>\"'`)\]]+")
-#: a path: one with slashes, a file name with a known extension, a Windows path. No match holds
-#: a space, so `_path_matches` runs it word by word; a word without a slash or a backslash can
-#: only hold a file name, which `_FILE_NAME` alone finds.
-_FILE_NAME = rf"(?<![\w/.-])[\w-][\w.-]*\.(?:{_EXT})(?![\w-])"
-_PATH = re.compile(
-    r"(?<![\w/:.@-])(?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]*"
-    rf"|{_FILE_NAME}"
-    r"|\b[A-Za-z]:\\(?:[\w.-]+\\)*[\w.-]+"
-)
-_PATH_IN_NAME = re.compile(_FILE_NAME)
-_EXT_RX = re.compile(rf"\.(?:{_EXT})$", re.IGNORECASE)
-_TRAIL = ".,;:!?)]}'\"`"
-
-_PY_LOC = re.compile(r'File "([^"\n]{1,400})", line (\d+)')
-_FILE_LOC = re.compile(
-    rf"(?<![\w/.-])((?:[A-Za-z]:)?[\w./\\@+-]*\.(?:{_EXT})):(\d+)(?::(\d+))?(?!\d)"
-)
-# `[Ll](?<!\w.)` is `\b[Ll]` written so the engine jumps to the letters (see _ERROR_CODE)
-_LINE_WORD = re.compile(r"[Ll](?<!\w.)(?:ines?|n)\s?(\d+(?:\s?[-–]\s?\d+)?)\b|#L(\d+)(?:-L?(\d+))?")
-_LINE_ZH = re.compile(r"第\s?(\d+)\s?行")
-
-# `\b[A-Z]{1,4}\d{3,5}\b`, the leading `\b` checked after the first letter as "no word
-# character before it" (`(?<!\w.)`): a pattern that starts with a character set or a literal
-# is searched for by the regex engine's fast scan; one that starts with an assertion is tried
-# at every position, three to twenty times slower on a long output
-_ERROR_CODE = re.compile(r"[A-Z](?<!\w.)[A-Z]{0,3}\d{3,5}\b")
-_ERROR_CODE_STOP = frozenset({"ISO", "UTF", "SHA", "MD", "CP", "RFC", "PEP", "X", "V", "Q", "W"})
-_HTTP = re.compile(
-    r"\bHTTP(?:/\d(?:\.\d)?)?\s?([1-5]\d\d)\b"
-    r"|\b(?:status(?:\s?code)?|returned|response)[\s:=]{1,3}([1-5]\d\d)\b",
-    re.IGNORECASE,
-)
-_ERRNO = re.compile(  # `\bE(?:...)`, the `\b` after the E (see _ERROR_CODE)
-    r"E(?<!\wE)(?:NOENT|ACCES|PERM|EXIST|NOTDIR|ISDIR|INVAL|AGAIN|WOULDBLOCK|PIPE|CONNREFUSED|"
-    r"CONNRESET|CONNABORTED|TIMEDOUT|ADDRINUSE|ADDRNOTAVAIL|NOSPC|NOMEM|BADF|BUSY|MFILE|NFILE|"
-    r"NOTEMPTY|HOSTUNREACH|NETUNREACH|NETDOWN|ROFS|XDEV|NOTCONN|INTR|NOTSUP|OPNOTSUPP|SRCH|"
-    r"CHILD|DEADLK|LOOP|NAMETOOLONG|NOEXEC|NOSYS|PROTO|ILSEQ|DQUOT|FBIG|NOTTY|RANGE|DOM|"
-    r"OVERFLOW|CANCELED|ALREADY|INPROGRESS|MSGSIZE|NOTSOCK|SHUTDOWN|STALE|TXTBSY|2BIG)\b"
-)
-_EXCEPTION = re.compile(
-    r"\b(?:[a-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Fault|Failure)\b"
-    r"|\b(?:StopIteration|StopAsyncIteration|KeyboardInterrupt|SystemExit|GeneratorExit)\b"
-)
-_ORA = re.compile(r"\b(?:ORA|PLS|SQLSTATE)[-\s]?\d{5}\b")
-_EXIT = re.compile(
-    r"\bexit(?:ed)?(?:\s(?:with|code|status)){0,3}[\s:=]{1,3}(\d{1,3})\b", re.IGNORECASE
-)
-# the two above for ASCII text lowered: a literal first, the `\b` after it (see _ERROR_CODE),
-# so the engine jumps to the letters instead of trying a case-blind pattern at every character
-_HTTP_LOWER = re.compile(
-    r"h(?<!\wh)ttp(?:/\d(?:\.\d)?)?\s?([1-5]\d\d)\b"
-    r"|(?:s(?<!\ws)tatus(?:\s?code)?|r(?<!\wr)e(?:turned|sponse))[\s:=]{1,3}([1-5]\d\d)\b")
-_EXIT_LOWER = re.compile(r"e(?<!\we)xit(?:ed)?(?:\s(?:with|code|status)){0,3}[\s:=]{1,3}(\d{1,3})\b")
-
-_DOTTED = re.compile(r"(?<![\w.@/-])[a-z_][a-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+(?!\.?[\w(/-])")
-_DOMAIN_END = frozenset(
-    "com org net io dev edu gov co uk de fr cn jp ru app ai me info biz us ca eu local internal".split()
-)
-_DOTTED_STOP = frozenset({"e.g", "i.e", "etc.al", "vs.", "a.m", "p.m"})
-_CALL = re.compile(r"(?<![\w.])([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)\((?=[^\n]{0,200}\))")
-_CALL_STOP = frozenset(
-    [
-        "if",
-        "for",
-        "while",
-        "switch",
-        "return",
-        "print",
-        "e.g",
-        "i.e",
-        "and",
-        "or",
-        "not",
-        "in",
-        "is",
-        "with",
-        "elif",
-        "except",
-        "assert",
-        "yield",
-        "lambda",
-        "def",
-        "class",
-        "function",
-        "catch",
-        "see",
-        "fig",
-        "note",
-        "step",
-        "etc",
-        "s",
-        # Python's builtins: a ledger listed len(), enumerate(), isinstance() and super() of
-        # every file read, and they say nothing of which code the chat is about
-        *("abs all any bool bytes callable chr dict dir enumerate eval exec filter float format "
-          "frozenset getattr globals hasattr hash id int isinstance issubclass iter len list "
-          "locals map max min next object open ord range repr reversed round set setattr "
-          "sorted str sum super tuple type vars zip").split(),
-    ]
-)
-_CAMEL = re.compile(r"[A-Z](?<!\w.)[a-z0-9]+(?:[A-Z][a-z0-9]+)+\b")  # `\b[A-Z]...`
-_CAMEL_STOP = frozenset(
-    [
-        "JavaScript",
-        "TypeScript",
-        "GitHub",
-        "GitLab",
-        "BitBucket",
-        "PowerShell",
-        "YouTube",
-        "LinkedIn",
-        "WordPress",
-        "PayPal",
-        "DevOps",
-        "MacBook",
-        "WhatsApp",
-        "OpenAI",
-        "DeepSeek",
-        "ChatGpt",
-        "iPhone",
-        "FastApi",
-    ]
-)
-_SNAKE = re.compile(r"(?<![\w./-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?!\.?[\w(/-])")
-_TICKED = re.compile(r"`([^`\n]{1,300})`")
-_TEST = re.compile(
-    r"(?<![\w/.-])(?:[\w./-]+\.py::)?(?:Test\w+::)?test_\w+(?:\[[^\]\s]{1,80}\])?"
-    r"|(?<![\w/.-])[\w./-]+\.py::\w+(?:::\w+)?|\bTest[A-Z]\w+\b"
-)
-_TICKED_NAME = re.compile(r"[A-Za-z_][\w.]*(?:\(\))?")
-
-_FENCE = re.compile(
-    r"^[ \t]{0,3}(```+|~~~+)[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:^[ \t]{0,3}\1[ \t]*$|\Z)",
-    re.MULTILINE | re.DOTALL,
-)
-_SHELL_LANGS = frozenset(
-    [
-        "bash",
-        "sh",
-        "shell",
-        "console",
-        "zsh",
-        "fish",
-        "powershell",
-        "ps1",
-        "pwsh",
-        "cmd",
-        "bat",
-        "terminal",
-        "shell-session",
-        "shellsession",
-    ]
-)
-_PROMPT_LINE = re.compile(
-    r"^[ \t]*(?:\$|%|PS>|PS [^>\n]{0,80}>|❯|➜)\s+(\S[^\n]{0,500})", re.MULTILINE
-)
-_PROGRAMS = frozenset(
-    [
-        "git",
-        "python",
-        "python3",
-        "pip",
-        "pip3",
-        "pipx",
-        "pytest",
-        "npm",
-        "npx",
-        "yarn",
-        "pnpm",
-        "node",
-        "deno",
-        "bun",
-        "make",
-        "cmake",
-        "cargo",
-        "rustc",
-        "rustup",
-        "go",
-        "gofmt",
-        "docker",
-        "docker-compose",
-        "podman",
-        "kubectl",
-        "helm",
-        "curl",
-        "wget",
-        "ls",
-        "cd",
-        "cat",
-        "grep",
-        "rg",
-        "find",
-        "sed",
-        "awk",
-        "chmod",
-        "chown",
-        "mkdir",
-        "rm",
-        "mv",
-        "cp",
-        "ln",
-        "touch",
-        "uv",
-        "uvx",
-        "poetry",
-        "ruff",
-        "mypy",
-        "pyright",
-        "tox",
-        "nox",
-        "bash",
-        "sh",
-        "zsh",
-        "sudo",
-        "apt",
-        "apt-get",
-        "dnf",
-        "yum",
-        "brew",
-        "nvim",
-        "vim",
-        "code",
-        "ctxlayer",
-        "tsc",
-        "eslint",
-        "prettier",
-        "jest",
-        "vitest",
-        "java",
-        "javac",
-        "mvn",
-        "gradle",
-        "dotnet",
-        "terraform",
-        "ssh",
-        "scp",
-        "rsync",
-        "tar",
-        "unzip",
-        "zip",
-        "echo",
-        "export",
-        "source",
-        "systemctl",
-        "journalctl",
-        "psql",
-        "mysql",
-        "sqlite3",
-        "redis-cli",
-        "gh",
-        "hatch",
-        "pdm",
-        "pre-commit",
-        "black",
-        "isort",
-        "flake8",
-        "pylint",
-        "coverage",
-        "ps",
-        "kill",
-        "tail",
-        "head",
-        "less",
-        "diff",
-        "patch",
-        "env",
-        "which",
-        "openssl",
-        "nc",
-        "lsof",
-        "strace",
-        "gdb",
-        "valgrind",
-        "pnpx",
-        "webpack",
-        "vite",
-        "esbuild",
-        "playwright",
-    ]
-)
-
-_UNITS = (
-    r"%|ms|µs|us|ns|s|sec|secs|seconds?|minutes?|mins?|h|hrs?|hours?|days?|[KMGT]i?B|[kmg]b|bytes?"
-    r"|tokens?|lines?|chars?|characters?|files?|items?|messages?|requests?|rps|qps|req/s|MB/s|"
-    r"GB/s|px|em|rem|x|times|turns?|rounds?|retries|workers?|threads?|cores?|GHz|MHz|°C|"
-    r"个|次|秒|毫秒|分钟|字|条"
-)
-# `\d(?<![\w.]\d)\d*` is `(?<![\w.])\d+` with its first digit first (see _ERROR_CODE)
-_NUM_UNIT = re.compile(rf"\d(?<![\w.]\d)\d*(?:[.,]\d+)?\s?(?:{_UNITS})(?![\w/])")
-_VERSION = re.compile(
-    r"(?<![\w.])v?\d+\.\d+\.\d+(?:[-.][\w.]+)?\b|\b(?:[Pp]ython|[Nn]ode|[Vv]ersion|[Gg]o|Rust|Java)\s?v?\d+(?:\.\d+)+\b"
-)
-# no word is the start of another: at a position at most one of them matches, in any order
-_CONTEXT_WORDS = (
-    "port", "timeout", "budget", "limit", "max", "min", "size", "count", "retries", "workers",
-    "threads", "version", "batch", "depth", "width", "height", "cap", "ratio", "threshold",
-    "window", "context", "ttl", "weight", "priority", "factor", "rate", "top_k", "top_p",
-    "temperature")
-_CONTEXT_VALUE = r"(?:[\s:=]|\s(?:of|is|to|at)\s){1,3}\d+(?:\.\d+)?\b"
-_NUM_CONTEXT = re.compile(r"\b(?:" + "|".join(_CONTEXT_WORDS) + ")" + _CONTEXT_VALUE,
-                          re.IGNORECASE)
-# The same on lowered ASCII text, case-sensitive, the words grouped by their first letter
-# (`p(?<!\w.)(?:ort|riority)` is `\b(?:port|priority)`) so the engine scans for those letters:
-# four times faster than the case-blind pattern tried at every character. Lowering ASCII keeps
-# every position, and on ASCII a case-blind match is a match of the lowered text.
-_NUM_CONTEXT_LOWER = re.compile("(?:" + "|".join(
-    f"{c}(?<!\\w.)(?:" + "|".join(w[1:] for w in _CONTEXT_WORDS if w[0] == c) + ")"
-    for c in dict.fromkeys(w[0] for w in _CONTEXT_WORDS)) + ")" + _CONTEXT_VALUE)
-_ASSIGN_NUM = re.compile(r"(?<![\w.-])[A-Za-z_][\w.-]{0,60}=\d+(?:\.\d+)?(?![\w.])")
-
-
-# ---------------------------------------------------------------------------------------------
-# Triggers: cheap necessary conditions, so a pattern that cannot match is not run at all (most
-# chat prose has no digit, slash, underscore or parenthesis). Exact: skipping changes no result.
-
-_DIGIT = re.compile(r"\d")
-_DOT_NAME = re.compile(r"\.[A-Za-z_]")  # every dotted name and every file extension has one
-_ERRNO_START = re.compile(r"E[A-Z2]")
-_PROMPTS = ("$", "%", "PS", "❯", "➜")  # what every _PROMPT_LINE starts with
-_HTTP_WORDS = ("http", "status", "returned", "response")  # what every _HTTP match holds
-_ORA_WORDS = ("ORA", "PLS", "SQLSTATE")  # what every _ORA match holds
-_EXCEPTION_WORDS = ("Error", "Exception", "Warning", "Exit", "Interrupt", "Fault", "Failure",
-                    "Iteration")
-
-
-def _has_digit(text: str) -> bool:
-    """Any ``\\d`` (ASCII digits by substring search, other Unicode digits by the regex)."""
-    return any(d in text for d in "0123456789") or (
-        not text.isascii() and _DIGIT.search(text) is not None)
-
-
-#: a needle in fewer characters than this on average: the text is run over whole (a step a
-#: line costs about as much as the regex engine on 30 to 40 characters)
-_DENSE_CHARS = 32
-
-
-def _in_lines(rx: re.Pattern[str], text: str, needles: tuple[str, ...]) -> Iterator[re.Match[str]]:
-    """``rx.finditer(text)`` for a pattern whose every match lies within one line and holds one
-    of ``needles``, and whose lookarounds and ``\\b`` read a line break as they read either end
-    of the text: run on the lines that hold a needle only (the engine tries a pattern that
-    starts with an assertion at every character; finding a needle is a plain substring
-    search). A run from ``pos`` to ``endpos`` sees the character before ``pos`` and none after
-    ``endpos``, which are a line break and the end: the same matches. Where the needles are
-    dense (a log of short lines, each with a colon), one run over the text costs less than a
-    step a line, and gives the same."""
-    if sum(map(text.count, needles)) * _DENSE_CHARS > len(text):
-        yield from rx.finditer(text)
-        return
-    spans: set[tuple[int, int]] = set()
-    for needle in needles:
-        i = text.find(needle)
-        while i >= 0:
-            end = text.find("\n", i)
-            end = len(text) if end < 0 else end
-            spans.add((text.rfind("\n", 0, i) + 1, end))
-            i = text.find(needle, end)
-    for start, end in sorted(spans):
-        yield from rx.finditer(text, start, end)
-
-
-def _has_path(text: str) -> bool:
-    return "/" in text or "\\" in text or _DOT_NAME.search(text) is not None
-
-
-# ---------------------------------------------------------------------------------------------
 # Extraction
 
 
 def _blank_urls(text: str) -> str:
     if "://" not in text:
         return text
-    return _URL.sub(lambda m: " " * len(m.group(0)), text)
+    return pat.URL.sub(lambda m: " " * len(m.group(0)), text)
 
 
 def _clean_path(raw: str) -> str | None:
-    p = raw.rstrip(_TRAIL)
+    p = raw.rstrip(pat.TRAIL)
     if not p or p in (".", "..", "/", "~", "~/", "./", "../"):
         return None
     if not any(c.isalpha() for c in p):
@@ -446,11 +75,11 @@ def _clean_path(raw: str) -> str | None:
         return p
     segments = [s for s in p.split("/") if s]
     anchored = p.startswith(("/", "./", "../", "~/"))
-    has_ext = bool(_EXT_RX.search(p)) or (segments and "." in segments[-1][1:])
+    has_ext = bool(pat.EXT_RX.search(p)) or (segments and "." in segments[-1][1:])
     if anchored and (len(segments) >= 2 or has_ext or len(segments[0]) > 3):
         return p
     if "/" not in p:
-        return p if _EXT_RX.search(p) else None
+        return p if pat.EXT_RX.search(p) else None
     if has_ext or len(segments) >= 3 or (p.endswith("/") and len(segments) >= 1):
         # "and/or", "I/O", "TCP/IP", "km/h": two short segments without an extension are words.
         return p
@@ -471,16 +100,16 @@ def _merged(*found: Iterable[tuple[int, str]]) -> Found:
 
 def _paths(text: str, words: list[str] | None = None) -> Found:
     def cleaned() -> Found:
-        for at, raw in _path_matches(text, words) if _has_path(text) else ():
+        for at, raw in _path_matches(text, words) if pat.has_path(text) else ():
             p = _clean_path(raw)
             if p:
                 yield at, p
 
-    return _merged(cleaned(), ((m.start(1), m.group(1)) for m in _PY_LOC.finditer(text)))
+    return _merged(cleaned(), ((m.start(1), m.group(1)) for m in pat.PY_LOC.finditer(text)))
 
 
 def _path_matches(text: str, words: list[str] | None = None) -> Found:
-    """`_PATH`'s matches in ``text`` (start, text), found word by word (`_word_matches`): the
+    """`pat.PATH`'s matches in ``text`` (start, text), found word by word (`_word_matches`): the
     pattern run only on the words with a slash, a backslash or a dot."""
     for at, m in _word_matches(text, _path_pattern, words):
         yield at + m.start(), m.group(0)
@@ -488,8 +117,8 @@ def _path_matches(text: str, words: list[str] | None = None) -> Found:
 
 def _path_pattern(word: str) -> re.Pattern[str] | None:
     if "/" in word or "\\" in word:
-        return _PATH
-    return _PATH_IN_NAME if "." in word else None
+        return pat.PATH
+    return pat.PATH_IN_NAME if "." in word else None
 
 
 def _word_matches(text: str, pattern_for: Callable[[str], re.Pattern[str] | None],
@@ -516,12 +145,12 @@ def _word_matches(text: str, pattern_for: Callable[[str], re.Pattern[str] | None
 
 
 def _line_numbers(text: str, words: list[str] | None = None) -> Found:
-    if not _has_digit(text):
+    if not pat.has_digit(text):
         return iter(())
-    in_py_loc = _span_checker([m.span() for m in _PY_LOC.finditer(text)])
+    in_py_loc = _span_checker([m.span() for m in pat.PY_LOC.finditer(text)])
 
     def said() -> Found:
-        for m in _LINE_WORD.finditer(text):
+        for m in pat.LINE_WORD.finditer(text):
             if in_py_loc(m.start()):
                 continue
             if m.group(1):
@@ -530,37 +159,37 @@ def _line_numbers(text: str, words: list[str] | None = None) -> Found:
                 yield m.start(), "line " + m.group(2) + (f"-{m.group(3)}" if m.group(3) else "")
 
     return _merged(
-        ((m.start(), f"{m.group(1)} line {m.group(2)}") for m in _PY_LOC.finditer(text)),
+        ((m.start(), f"{m.group(1)} line {m.group(2)}") for m in pat.PY_LOC.finditer(text)),
         ((at + m.start(), f"{m.group(1)}:{m.group(2)}")
          for at, m in _word_matches(text, _file_loc_pattern, words)
          if m.group(1).strip("./\\")),
         said(),
-        ((m.start(), "line " + m.group(1)) for m in _LINE_ZH.finditer(text)))
+        ((m.start(), "line " + m.group(1)) for m in pat.LINE_ZH.finditer(text)))
 
 
 def _file_loc_pattern(word: str) -> re.Pattern[str] | None:
-    return _FILE_LOC if ":" in word and "." in word else None
+    return pat.FILE_LOC if ":" in word and "." in word else None
 
 
 def _error_codes(text: str) -> Found:
     found: list[Iterable[tuple[int, str]]] = []
-    if _ERRNO_START.search(text):
-        found.append((m.start(), m.group(0)) for m in _ERRNO.finditer(text))
-    found.append((m.start(), m.group(0)) for m in _in_lines(_EXCEPTION, text, _EXCEPTION_WORDS))
-    if _has_digit(text):
-        found.append((m.start(), m.group(0)) for m in _ERROR_CODE.finditer(text)
-                     if m.group(0).rstrip("0123456789") not in _ERROR_CODE_STOP)
+    if pat.ERRNO_START.search(text):
+        found.append((m.start(), m.group(0)) for m in pat.ERRNO.finditer(text))
+    found.append((m.start(), m.group(0)) for m in pat.in_lines(pat.EXCEPTION, text, pat.EXCEPTION_WORDS))
+    if pat.has_digit(text):
+        found.append((m.start(), m.group(0)) for m in pat.ERROR_CODE.finditer(text)
+                     if m.group(0).rstrip("0123456789") not in pat.ERROR_CODE_STOP)
         low = text.lower() if text.isascii() else None
-        if low is None or any(w in low for w in _HTTP_WORDS):
+        if low is None or any(w in low for w in pat.HTTP_WORDS):
             found.append((m.start(), f"HTTP {m.group(1) or m.group(2)}")
-                         for m in (_HTTP.finditer(text) if low is None else
-                                   _HTTP_LOWER.finditer(low)))
-        if any(w in text for w in _ORA_WORDS):
-            found.append((m.start(), m.group(0)) for m in _ORA.finditer(text))
+                         for m in (pat.HTTP.finditer(text) if low is None else
+                                   pat.HTTP_LOWER.finditer(low)))
+        if any(w in text for w in pat.ORA_WORDS):
+            found.append((m.start(), m.group(0)) for m in pat.ORA.finditer(text))
         if low is None or "exit" in low:
             found.append((m.start(), f"exit {m.group(1)}")
-                         for m in (_EXIT.finditer(text) if low is None else
-                                   _EXIT_LOWER.finditer(low)))
+                         for m in (pat.EXIT.finditer(text) if low is None else
+                                   pat.EXIT_LOWER.finditer(low)))
     return _merged(*found)
 
 
@@ -572,7 +201,7 @@ def _looks_like_command(line: str) -> bool:
     if first in ("sudo", "env", "time") and len(words) > 1:
         first = words[1]
     return (
-        first in _PROGRAMS
+        first in pat.PROGRAMS
         or first.startswith(("./", "bin/", ".venv/bin/"))
         or (
             len(words) > 1
@@ -587,32 +216,32 @@ def _commands(text: str) -> tuple[list[tuple[int, str]], list[tuple[int, int]]]:
     out: list[tuple[int, str]] = []
     fences: list[tuple[int, int]] = []
     has_fence = "```" in text or "~~~" in text
-    for m in _FENCE.finditer(text) if has_fence else ():
+    for m in pat.FENCE.finditer(text) if has_fence else ():
         fences.append((m.start(), m.end()))
         lang = m.group(2).lower()
         body = m.group(3)
         base = m.start(3)
-        has_prompts = any(pm for pm in _PROMPT_LINE.finditer(body))
-        if lang in _SHELL_LANGS or not lang:
+        has_prompts = any(pm for pm in pat.PROMPT_LINE.finditer(body))
+        if lang in pat.SHELL_LANGS or not lang:
             offset = 0
             for line in body.split("\n"):
                 stripped = line.strip()
                 if has_prompts:
-                    pm = _PROMPT_LINE.match(line)
+                    pm = pat.PROMPT_LINE.match(line)
                     if pm:
                         out.append((base + offset, pm.group(1).strip()))
                 elif (
                     stripped
                     and not stripped.startswith("#")
-                    and (lang in _SHELL_LANGS or _looks_like_command(stripped))
+                    and (lang in pat.SHELL_LANGS or _looks_like_command(stripped))
                 ):
                     out.append((base + offset, stripped))
                 offset += len(line) + 1
     in_fence = _span_checker(fences)
-    for m in _PROMPT_LINE.finditer(text) if any(p in text for p in _PROMPTS) else ():
+    for m in pat.PROMPT_LINE.finditer(text) if any(p in text for p in pat.PROMPTS) else ():
         if not in_fence(m.start()):
             out.append((m.start(), m.group(1).strip()))
-    for m in _TICKED.finditer(text) if "`" in text else ():
+    for m in pat.TICKED.finditer(text) if "`" in text else ():
         inner = m.group(1).strip()
         if not in_fence(m.start()) and _looks_like_command(inner):
             out.append((m.start(), inner))
@@ -631,31 +260,31 @@ def _span_checker(spans: list[tuple[int, int]]) -> Callable[[int], bool]:
 
 def _identifiers(text: str, exclude: set[str]) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
-    for m in _DOTTED.finditer(text) if _DOT_NAME.search(text) else ():
+    for m in pat.DOTTED.finditer(text) if pat.DOT_NAME.search(text) else ():
         name = m.group(0)
         last = name.rsplit(".", 1)[-1]
         segments = name.split(".")
         if (
-            name.lower() in _DOTTED_STOP
-            or last.lower() in _DOMAIN_END
-            or _EXT_RX.search(name)
+            name.lower() in pat.DOTTED_STOP
+            or last.lower() in pat.DOMAIN_END
+            or pat.EXT_RX.search(name)
             or any(len(s) < 2 for s in segments)
         ):
             continue
         out.append((m.start(), name))
-    for m in _in_lines(_CALL, text, ("(",)):
+    for m in pat.in_lines(pat.CALL, text, ("(",)):
         name = m.group(1)
-        if name.lower() in _CALL_STOP or len(name) < 2:
+        if name.lower() in pat.CALL_STOP or len(name) < 2:
             continue
         out.append((m.start(), name + "()"))
-    for m in _CAMEL.finditer(text):
-        if m.group(0) not in _CAMEL_STOP:
+    for m in pat.CAMEL.finditer(text):
+        if m.group(0) not in pat.CAMEL_STOP:
             out.append((m.start(), m.group(0)))
-    for m in _in_lines(_SNAKE, text, ("_",)):
+    for m in pat.in_lines(pat.SNAKE, text, ("_",)):
         out.append((m.start(), m.group(0)))
-    for m in _TICKED.finditer(text) if "`" in text else ():
+    for m in pat.TICKED.finditer(text) if "`" in text else ():
         inner = m.group(1).strip()
-        if _TICKED_NAME.fullmatch(inner) and not inner.isdigit():
+        if pat.TICKED_NAME.fullmatch(inner) and not inner.isdigit():
             out.append((m.start(), inner))
     called = {v[:-2] for _, v in out if v.endswith("()")}
     return [
@@ -668,19 +297,19 @@ def _identifiers(text: str, exclude: set[str]) -> list[tuple[int, str]]:
 def _tests(text: str) -> Found:
     if "test" not in text and "Test" not in text:
         return iter(())
-    return ((m.start(), m.group(0)) for m in _in_lines(_TEST, text, ("test_", ".py::", "Test")))
+    return ((m.start(), m.group(0)) for m in pat.in_lines(pat.TEST, text, ("test_", ".py::", "Test")))
 
 
 def _numbers(text: str) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
-    if not _has_digit(text):
+    if not pat.has_digit(text):
         return out
-    for rx in (_NUM_UNIT, _VERSION):
+    for rx in (pat.NUM_UNIT, pat.VERSION):
         out.extend((m.start(), " ".join(m.group(0).split())) for m in rx.finditer(text))
-    context = (_NUM_CONTEXT_LOWER.finditer(text.lower()) if text.isascii()
-               else _NUM_CONTEXT.finditer(text))
+    context = (pat.NUM_CONTEXT_LOWER.finditer(text.lower()) if text.isascii()
+               else pat.NUM_CONTEXT.finditer(text))
     out.extend((m.start(), " ".join(text[m.start():m.end()].split())) for m in context)
-    out.extend((m.start(), " ".join(m.group(0).split())) for m in _ASSIGN_NUM.finditer(text))
+    out.extend((m.start(), " ".join(m.group(0).split())) for m in pat.ASSIGN_NUM.finditer(text))
     return out
 
 
@@ -1041,7 +670,7 @@ def prose_commands(text: str) -> list[str]:
     if not isinstance(text, str) or not _PROSE_PROGRAM.search(text):
         return []
     _, fences = _commands(text)
-    ticks = [m.span() for m in _TICKED.finditer(text)] if "`" in text else []
+    ticks = [m.span() for m in pat.TICKED.finditer(text)] if "`" in text else []
     skip = _span_checker(sorted(fences + ticks))
     out: list[str] = []
     for m in _PROSE_PROGRAM.finditer(text):
