@@ -27,12 +27,19 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+#: what `ctxlayer -h` says first (the module docstring is for whoever reads this file)
+DESCRIPTION = ("A context engine for LLM chats: counts tokens exactly, fits chats into a budget "
+               "with an audit of every cut, builds a workspace's system prompt, and runs as a "
+               "daemon (JSON-RPC) or an OpenAI/Anthropic-compatible gateway.")
+
+
 class UsageError(Exception):
     """Input the user must fix; the message says how."""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ctxlayer", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="ctxlayer", description=DESCRIPTION,
+                                     epilog="`ctxlayer COMMAND -h` for a command's options.")
     parser.add_argument("--version", action="version", version=f"ctxlayer {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module, help_text) in COMMANDS.items():

@@ -43,3 +43,16 @@ def test_prompt_include_help_and_error_list_the_same_names(tmp_path):
     # each name the help lists is taken
     p = run("prompt", str(tmp_path), "--include", ",".join(listed), "--table-only")
     assert p.returncode == 0, p.stderr
+
+
+def test_the_top_help_says_what_ctxlayer_does_and_lists_every_command():
+    """`ctxlayer -h` once printed the module's note to its developers ("argument parsing and
+    error reporting only") as what the program is."""
+    from ctxlayer.cli import COMMANDS
+
+    p = run("-h")
+    assert p.returncode == 0, p.stderr
+    intro = p.stdout.split("positional arguments")[0]
+    assert "token" in intro and "gateway" in intro and "argument parsing" not in intro
+    for name, (_, help_text) in COMMANDS.items():
+        assert re.search(rf"^\s+{name}\s+{re.escape(help_text)}$", p.stdout, re.M), name
