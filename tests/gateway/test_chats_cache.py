@@ -44,6 +44,10 @@ def test_chats_shows_the_providers_cache_reads_and_the_bill(stack):
     header = table.splitlines()[0]
     assert "est. cache" in header and "read" in header and "bill" in header
     assert f"{row['cachedTokens'] / 1000:.1f}k" in line and f"{expected:.0%}" in line
+    # the column says what it counts: messages left out, not whatever was cut ("cut 0" read
+    # as nothing cut beside a log shortened from 106k to 39k tokens)
+    assert header.split()[-2:] == ["dropped", "updated"]
+    assert line.split()[-2] == str(row["dropped"])
 
 
 @pytest.mark.parametrize("row,expected", [

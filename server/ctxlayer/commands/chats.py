@@ -28,7 +28,8 @@ BILL_HELP = (
     "report; - when it sent none); `bill` is what the last request's input cost against "
     "sending everything uncached: (read x 0.1 + the rest x 1.25) / tokens for Claude models, "
     "whose uncached rest the gateway's breakpoints write to the cache, (read x 0.1 + the rest) "
-    "/ tokens for the others.")
+    "/ tokens for the others; `dropped` is how many messages of the history the last "
+    "request left out (summarized or dropped: `--why` lists them, and what it shortened).")
 
 
 def bill(conversation: dict) -> float | None:
@@ -134,12 +135,12 @@ def run(args: argparse.Namespace) -> int:
         print("no live conversations yet")
         return 0
     print(f"{'conversation':<20} {'model':<22} {'source':<8} {'tokens':>15} {'est. cache':>10} "
-          f"{'read':>7} {'bill':>5} {'cut':>4}  updated")
+          f"{'read':>7} {'bill':>5} {'dropped':>7}  updated")
     for c in rows:
         used = f"{k(c['tokens'])} / {k(c['budget'])}"
         read = c.get("cachedTokens")
         cost = bill(c)
         print(f"{c['conversationId']:<20} {c['model']:<22} {c['source']:<8} {used:>15} "
               f"{k(c['cacheReuseTokens']):>10} {'-' if read is None else k(read):>7} "
-              f"{'-' if cost is None else f'{cost:.0%}':>5} {c['dropped']:>4}  {c['updatedAt']}")
+              f"{'-' if cost is None else f'{cost:.0%}':>5} {c['dropped']:>7}  {c['updatedAt']}")
     return 0
