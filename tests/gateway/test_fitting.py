@@ -181,3 +181,34 @@ def wait_until(found, timeout: float = 15):
         assert time.monotonic() < deadline, "the event never came"
         time.sleep(0.02)
     return result
+
+
+def test_the_headers_count_the_messages_left_out_and_those_sent_shortened(stack):
+    """Two long tool logs over a 128k window: the older one goes out outlined, nothing is
+    left out, and the headers say so (`x-ctxlayer-dropped` alone said 0: nothing cut)."""
+    def log(n: int, bad: int) -> str:
+        lines = [f"12:{k // 60 % 60:02d}:{k % 60:02d} INFO worker-{k % 7} item {k} "
+                 f"queue={k * 3} took {k % 90} ms" for k in range(n)]
+        return "\n".join([*lines, f"ValueError: bad item {bad}"])
+
+    def call(cid: str) -> dict:
+        return {"role": "assistant", "content": None, "tool_calls": [{
+            "id": cid, "type": "function", "function": {"name": "logs", "arguments": "{}"}}]}
+
+    msgs = [{"role": "user", "content": "Why does the worker crash?"},
+            call("call_a"), {"role": "tool", "tool_call_id": "call_a", "content": log(5000, 17)},
+            call("call_b"), {"role": "tool", "tool_call_id": "call_b", "content": log(5000, 99)},
+            {"role": "user", "content": "Which items failed?"}]
+    assert tokens_of("gpt-4o", [m for m in msgs if m["content"]]) > 128_000
+    tools = [{"type": "function", "function": {"name": "logs", "parameters": {
+        "type": "object", "properties": {}}}}]
+    raw = stack.openai().chat.completions.with_raw_response.create(
+        model="gpt-4o", messages=msgs, tools=tools)
+    assert raw.parse().choices
+    (seen,) = stack.model_requests()
+    within_window([seen])
+    sent = seen["body"]["messages"]
+    changed = [m for m in sent if m not in msgs]
+    assert len(sent) == len(msgs) and len(changed) >= 1
+    assert raw.headers["x-ctxlayer-dropped"] == "0"
+    assert int(raw.headers["x-ctxlayer-shortened"]) == len(changed)

@@ -133,6 +133,7 @@ def test_a_long_conversation_is_fitted_pairs_whole_reasoning_byte_for_byte(stack
                 and json.dumps(i, sort_keys=True) not in {json.dumps(x, sort_keys=True)
                                                           for x in items}]
     assert int(raw.headers["x-ctxlayer-dropped"]) > 0 or outlined
+    assert int(raw.headers["x-ctxlayer-shortened"]) >= len(outlined)  # each one said
     assert seen["status"] == 200 and seen["problems"] == [], seen["problems"]
     assert seen["prompt_tokens"] + 500 <= 4096
     sent = seen["body"]["input"]

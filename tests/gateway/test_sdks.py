@@ -20,7 +20,8 @@ def test_openai_answer_comes_back_unchanged_with_our_headers(stack):
     done = raw.parse()
     assert done.choices[0].message.content == "stand-in answer to 1 messages."
     assert done.usage.prompt_tokens > 0
-    for header in ("x-ctxlayer-tokens", "x-ctxlayer-dropped", "x-ctxlayer-compacted"):
+    for header in ("x-ctxlayer-tokens", "x-ctxlayer-dropped", "x-ctxlayer-shortened",
+                   "x-ctxlayer-compacted"):
         assert raw.headers.get(header) is not None, header
     assert raw.headers["x-request-id"].startswith("req_standin_")  # the upstream's own header
     (seen,) = stack.model_requests()

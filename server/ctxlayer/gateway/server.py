@@ -300,6 +300,7 @@ class GatewayServer:
         ours.update({
             "x-ctxlayer-tokens": str(result.tokens),
             "x-ctxlayer-dropped": str(len(result.dropped)),
+            "x-ctxlayer-shortened": str(len(result.truncated)),
             "x-ctxlayer-compacted": "true" if result.compacted else "false",
         })
         if result.conversation_id:
