@@ -72,6 +72,7 @@ def test_count_text_and_chat():
     assert json.loads(p.stdout)["total"] == 2
     p = run("count", "--model", "claude-sonnet-4", stdin=json.dumps(OPENAI_CHAT))
     assert p.returncode == 0 and "5 messages" in p.stdout and "±10%" in p.stdout
+    assert "cl100k_base x 1.2" in p.stdout  # how the estimate was made, in words
 
 
 def test_schema_is_json_schema_for_every_method():

@@ -44,7 +44,10 @@ def run(args) -> int:
                "tools": tools, "exact": info.exact, "uncertainty": info.uncertainty}
         sys.stdout.write(msgspec.json.encode(out).decode() + "\n")
         return 0
-    band = "" if info.exact else f" (±{info.uncertainty:.0%}: {info.family} counted with {counter.name})"
+    # an estimate says how it was made (the counter's name, "cl100k_basex1.2", read as a typo)
+    band = "" if info.exact else (
+        f" (±{info.uncertainty:.0%}: an estimate for {info.family} models, {info.encoding} x "
+        f"{info.correction:g})")
     what = f"{len(per)} messages" if payload is not None else "text"
     if tools:
         what += f" and tool definitions ({tools})"
