@@ -219,3 +219,16 @@ def test_a_library_path_is_told_as_the_one_pattern_tells_it(value):
     from ctxlayer.core.compress.ledger import _is_library
 
     assert _is_library(value) == (LIBRARY.search(value) is not None)
+
+
+#: the prose-command finder's pattern as first written, tried at every character
+PROSE_PROGRAM = re.compile(r"(?<![\w./`-])(pytest|python3?|npm|make|git|cargo|go)(?= )")
+PROGRAM_PIECES = ["pytest", "python", "python3", "3", "npm", "make", "git", "cargo", "go",
+                  "gogo", "xgo", "_", ".", "/", "`", "-", " ", "\n", "\t", "é", "٣", "(", "x",
+                  "run ", "git status", "a-go ", "cargo test", "python3x"]
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.sampled_from(PROGRAM_PIECES), max_size=30).map("".join))
+def test_program_words_found_by_substring_are_what_the_pattern_finds(text):
+    assert facts.program_words(text) == [m.span() for m in PROSE_PROGRAM.finditer(text)]
