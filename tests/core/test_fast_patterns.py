@@ -232,3 +232,20 @@ PROGRAM_PIECES = ["pytest", "python", "python3", "3", "npm", "make", "git", "car
 @given(st.lists(st.sampled_from(PROGRAM_PIECES), max_size=30).map("".join))
 def test_program_words_found_by_substring_are_what_the_pattern_finds(text):
     assert facts.program_words(text) == [m.span() for m in PROSE_PROGRAM.finditer(text)]
+
+
+CUE_PIECES = ["todo", "TODO", "open question", "not yet", "still", "STILL", "pending", "why",
+              "need to", "next step", "to do", "later", "?", "？", "待定", "decided", "Decision",
+              "agreed", "we will", "we'll", "WE'LL", "going with", "chose", "chosen", "settled",
+              "use", "Using", "fixed", "done", "resolved", "confirmed", "switched to", "merged",
+              "implemented", "决定", "ſtill", "Kelvin", "K", "ı", "İ", "é", "_", "x", "9", " ",
+              "\n", ".", "-", "'", "abuse", "undone", "unused", "whys"]
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.sampled_from(CUE_PIECES), max_size=20).map("".join))
+def test_the_summary_cues_skipped_by_their_words_are_what_the_patterns_find(text):
+    from ctxlayer.core.assembly import summary
+
+    assert summary._is_open(text) == (summary._OPEN.search(text) is not None)
+    assert summary._is_decided(text) == (summary._DECIDED.search(text) is not None)

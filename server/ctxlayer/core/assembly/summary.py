@@ -67,6 +67,34 @@ _SPECIFIC = re.compile(
     r"\b(?:[A-Za-z]+[-_#./:=]?\d|\d+[-_#./:=]?[A-Za-z]|\w+/\w|[A-Za-z]\w*_\w|[a-z]+[A-Z]|"
     r"\d{2,}\b)|(?<!\w)--?[a-z][\w-]+"
 )
+#: what every match of _OPEN / _DECIDED holds, lowercased, when the text is ASCII (so a text
+#: without any is not searched: the patterns, case-blind and starting with ``\b``, are tried at
+#: every character, a sixth of the first assembly of a 1M-token session)
+_OPEN_WORDS = ("?", "todo", "open question", "not yet", "still", "pending", "unclear", "unknown",
+               "need to", "next step", "to do", "later", "investigate", "why")
+_DECIDED_WORDS = ("decided", "decision", "agreed", "we will", "we'll", "going with", "chose",
+                  "settled", "use", "using", "fixed", "done", "resolved", "confirmed",
+                  "switched to", "implemented", "merged")
+
+
+def _cued(rx: re.Pattern[str], words: tuple[str, ...], text: str) -> bool:
+    """Whether ``rx`` finds anything in ``text``; an ASCII text with none of ``words`` is not
+    searched (each is in every match, lowercased: the answer is the same)."""
+    if text.isascii():
+        lowered = text.lower()
+        if not any(w in lowered for w in words):
+            return False
+    return rx.search(text) is not None
+
+
+def _is_open(text: str) -> bool:
+    return _cued(_OPEN, _OPEN_WORDS, text)
+
+
+def _is_decided(text: str) -> bool:
+    return _cued(_DECIDED, _DECIDED_WORDS, text)
+
+
 _PARTS = ("Decided", "Open", "Details")
 #: what ctxlayer itself wrote into a shortened message: its omission markers ("[... 52 lines
 #: omitted ...]" was a summary's detail) and the line naming the facts of a cut part
@@ -132,7 +160,7 @@ def _kept_sentences(content: str) -> list[tuple[int, str]]:
     text = content
     if "omitted ...]" in text or CUT_HEAD in text:
         text = _OURS.sub(" ", text)
-    if not (_maybe_specific(text) or _OPEN.search(text) or _DECIDED.search(text)):
+    if not (_maybe_specific(text) or _is_open(text) or _is_decided(text)):
         return []  # no sentence of it can be kept: not split
     out: list[tuple[int, str]] = []
     for sentence in reversed(sentences(text)):
@@ -140,9 +168,9 @@ def _kept_sentences(content: str) -> list[tuple[int, str]]:
         if len(flat) > 240:
             flat = flat[:239] + "…"
         plan = _PLAN.match(flat) is not None
-        if not plan and _OPEN.search(flat):
+        if not plan and _is_open(flat):
             out.append((1, flat))
-        elif not plan and _DECIDED.search(flat):
+        elif not plan and _is_decided(flat):
             out.append((0, flat))
         elif _maybe_specific(flat) and _SPECIFIC.search(flat):
             out.append((2, flat))
