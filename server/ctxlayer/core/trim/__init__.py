@@ -31,6 +31,9 @@ before history. Then:
 - `priority`: cut P3 documents first, then
   P2 older history (truncate, then drop oldest first), then P1 recent messages; P0 (system and
   pinned) never.
+Last (both strategies), the room the fit left, when a cap's worth or more, goes back to the
+tool outputs it outlined, newest first: each is outlined again from its original at a cap grown
+by that room, so an outline grows with the room it has and nothing kept is dropped for it.
 The newest user message (the question) is always kept: when it alone does not fit beside the
 pinned content it is shortened (head and tail, an outline for JSON or a log) to what the rest
 of the history leaves of the room, at least half of it; only when even that is impossible is
@@ -138,6 +141,7 @@ def trim(
     else:
         fit.reduce(w, budget, sh)
         fit.limit(w, budget)
+    fit.regrow(w, budget, sh)
     fit.restore_orphaned_refs(w, refs, budget)
     return TrimReport(messages=w.kept(), tokens=w.total, budget=budget, dropped=w.dropped,
                       truncated=w.changed)
