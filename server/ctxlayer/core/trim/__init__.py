@@ -141,7 +141,7 @@ def trim(
     else:
         fit.reduce(w, budget, sh)
         fit.limit(w, budget)
-    fit.regrow(w, budget, sh)
     fit.restore_orphaned_refs(w, refs, budget)
+    fit.regrow(w, budget, sh)  # last: only the room nothing else needs
     return TrimReport(messages=w.kept(), tokens=w.total, budget=budget, dropped=w.dropped,
                       truncated=w.changed)
