@@ -214,6 +214,8 @@ def regrow(w: Work, budget: int, sh: Shortener) -> None:
         m = w.msgs[i]
         if not w.alive[i] or not (m.role == "tool" or m.kind == "toolOutput"):
             continue
+        if w.extra[i] + w.counter.count(w.original[i]) != w.changed[entries[i]].tokens_before:
+            continue  # an earlier stage changed it before its outline: not outlined from that
         now = w.tokens[i] - w.extra[i]
         found = _grown_outline(w, i, sh, now, left)
         if found is None:
