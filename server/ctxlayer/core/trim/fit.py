@@ -12,8 +12,6 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable
 
-import msgspec
-
 from ctxlayer.core.compress.extractive import compress_prose
 from ctxlayer.core.compress.facts import NamedFacts
 from ctxlayer.core.compress.shorten import shorten
@@ -67,6 +65,11 @@ def truncatable(w: Work, i: int) -> bool:
     return w.alive[i] and not m.pinned and not m.tool_calls
 
 
+#: caps a regrown outline tries, one cap apart (an outline comes out under its cap: a tenth
+#: under for a long log, so the first try often leaves a cap's worth of room)
+REGROW_TRIES = 3
+
+
 class Shortener:
     """How one message gets shorter: a tool output over its cap becomes its outline (JSON
     key paths and counts, a log's errors and key stack lines, or head and tail lines); any other
@@ -101,6 +104,28 @@ class Shortener:
                 text, cap, counter, named=memo.get(NAMED, text, lambda: NamedFacts(text))))
         return self.memo.get(("tool", cap), text,
                              lambda: compress_tool_output(text, cap, counter))
+
+    def regrown(self, i: int, now: int, left: int):
+        """(outline, its tokens, its cap) of tool output i from its original, the largest of a
+        few caps a multiple of the usual cap apart that fits in ``now + left`` tokens and is
+        longer than ``now``; None when none is."""
+        w, cap = self.w, self.tool_cap
+        grown, best = (now + left) // cap * cap, None
+        for _ in range(REGROW_TRIES):
+            if grown <= now:
+                break
+            out = self._outline(i, grown, w.original[i])
+            if out is None:
+                break
+            body = w.counter.count(out.text)
+            if body > now + left:
+                break
+            if body > now:
+                best = (out, body, grown)
+            if now + left - body < cap:
+                break
+            grown += cap
+        return best
 
     def reachable(self, order: Iterable[int], room: int) -> tuple[list[int], int]:
         """The messages of `order` (newest first, alive) that fit in `room` once shortened, as
@@ -216,49 +241,15 @@ def regrow(w: Work, budget: int, sh: Shortener) -> None:
             continue
         if w.extra[i] + w.counter.count(w.original[i]) != w.changed[entries[i]].tokens_before:
             continue  # an earlier stage changed it before its outline: not outlined from that
-        now = w.tokens[i] - w.extra[i]
-        found = _grown_outline(w, i, sh, now, left)
+        found = sh.regrown(i, w.tokens[i] - w.extra[i], left)
         if found is None:
             continue
         out, body, grown = found
-        w.content[i], w.tokens[i] = out.text, w.extra[i] + body
-        w.total += body - now
-        left -= body - now
-        k = entries[i]
-        w.changed[k] = msgspec.structs.replace(
-            w.changed[k], tokens_after=w.tokens[i],
-            reason=f"tool output over {cap} tokens: kept its {out.method} outline in "
-                   f"{grown} tokens, the room the fit left")
+        left -= w.redo(entries[i], out.text, body, f"tool output over {cap} tokens: kept its "
+                       f"{out.method} outline in {grown} tokens, the room the fit left")
         if left < cap:
             return
 
-
-#: caps a regrown outline tries, one cap apart (an outline comes out under its cap: a tenth
-#: under for a long log, so the first try often leaves a cap's worth of room)
-REGROW_TRIES = 3
-
-
-def _grown_outline(w: Work, i: int, sh: Shortener, now: int, left: int):
-    """(outline, its tokens, its cap) of tool output i from its original, the largest of a few
-    caps a multiple of the usual cap apart that fits in ``now + left`` tokens and is longer
-    than ``now``; None when none is."""
-    cap = sh.tool_cap
-    grown, best = (now + left) // cap * cap, None
-    for _ in range(REGROW_TRIES):
-        if grown <= now:
-            break
-        out = sh._outline(i, grown, w.original[i])
-        if out is None:
-            break
-        body = w.counter.count(out.text)
-        if body > now + left:
-            break
-        if body > now:
-            best = (out, body, grown)
-        if now + left - body < cap:
-            break
-        grown += cap
-    return best
 
 
 def check_fixed(w: Work, fixed: set[int], budget: int) -> int:

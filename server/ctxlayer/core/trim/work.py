@@ -145,6 +145,18 @@ class Work:
         self.changed.append(self._entry(i, action, reason, before, after))
         return before - after
 
+    def redo(self, k: int, content: str, body: int, reason: str) -> int:
+        """Change again the message of entry k of `changed` (to `content`, of `body` tokens of
+        text): its one entry says the new size and reason. Returns the tokens it grew by."""
+        entry = self.changed[k]
+        i = entry.index
+        after = self.extra[i] + body
+        grew = after - self.tokens[i]
+        self.content[i], self.tokens[i] = content, after
+        self.total += grew
+        self.changed[k] = msgspec.structs.replace(entry, tokens_after=after, reason=reason)
+        return grew
+
     def _label(self, i: int) -> str:
         return self.msgs[i].id or f"#{i}"
 
