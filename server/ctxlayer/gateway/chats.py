@@ -2,7 +2,7 @@
 a summary ahead of need going.
 
 Owns nothing but the seam: every request the gateway serves goes through `prepare` before it
-is forwarded and through `report` after the answer (and, with `[gateway] summarizer =
+is forwarded, `read_ahead` once its body went upstream, and `report` after the answer (and, with `[gateway] summarizer =
 "upstream"`, `summarize_ahead`). `prepare` runs the state's own
 `ctx/prepare` through `state.requests.call` (its lane, where it runs), as the JSON-RPC face
 does, so a conversation's turns apply in arrival order whichever face they came through.
@@ -32,6 +32,12 @@ async def prepare(caller: Caller, fmt: str, body: dict, conversation_id: str | N
                                     client_session_id=client_session_id,
                                     context_window=context_window)
     return await call(caller, "ctx/prepare", params)
+
+
+def read_ahead(caller: Caller, conversation_id: str) -> None:
+    """Read the facts of the conversation's next step on a worker, once its request has gone
+    upstream (the gateway's turns leave it to this call); returns at once."""
+    caller.state.conversations.read_ahead(caller.workspace, conversation_id)
 
 
 async def report(caller: Caller, result: protocol.PrepareResult, usage: Usage) -> None:

@@ -9,7 +9,9 @@ answer (JSON, errors) is relayed whole with its status. A stream is passed on ev
 `read_timeout` or cuts can end with the provider's own error event, never with half an event
 nor silently. Leaving the `async with` of a relay early (the client went away, so aiohttp
 cancelled the handler) closes the upstream request. No CORS header comes back: a browser
-page must not read an answer.
+page must not read an answer. A relay can say when the whole body has gone to the upstream
+(`on_sent`): work for the conversation's next turn starts then, while the provider thinks,
+not beside the request still being sent.
 
 Must not log headers or bodies: they carry the client's API keys and its conversation.
 """
@@ -31,6 +33,8 @@ log = logging.getLogger("ctxlayer.gateway")
 
 #: takes a finished answer's usage (reporting it to the state)
 UsageSink = Callable[[Usage], Awaitable[None]]
+#: called once the request's body has gone to the upstream
+Sent = Callable[[], None]
 
 #: RFC 9110 section 7.6.1 connection-specific headers, plus those the relay recomputes
 HOP_BY_HOP = frozenset({
@@ -61,6 +65,31 @@ def answer_headers(upstream: Mapping[str, str], ours: Mapping[str, str]) -> dict
     return out
 
 
+class _BodySent:
+    """Calls ``then`` once, when ``size`` bytes of the body have been handed to the connection
+    (aiohttp's trace of each chunk sent), or at the latest when the relay ends."""
+
+    def __init__(self, size: int, then: Sent) -> None:
+        self.left, self.then = size, then
+
+    def sent(self, n: int) -> None:
+        self.left -= n
+        if self.left <= 0:
+            self.done()
+
+    def done(self) -> None:
+        then, self.then = self.then, None
+        if then is not None:
+            then()
+
+
+async def _chunk_sent(_session: aiohttp.ClientSession, ctx,
+                      params: aiohttp.TraceRequestChunkSentParams) -> None:
+    watch = ctx.trace_request_ctx
+    if isinstance(watch, _BodySent):
+        watch.sent(len(params.chunk))
+
+
 class Upstream:
     """The HTTP client of the gateway: one connection pool for every upstream."""
 
@@ -72,7 +101,10 @@ class Upstream:
     @property
     def session(self) -> aiohttp.ClientSession:
         if self._session is None:  # made on first use, on the loop that serves
-            self._session = aiohttp.ClientSession(timeout=self.timeout, auto_decompress=False)
+            trace = aiohttp.TraceConfig()
+            trace.on_request_chunk_sent.append(_chunk_sent)
+            self._session = aiohttp.ClientSession(timeout=self.timeout, auto_decompress=False,
+                                                  trace_configs=[trace])
         return self._session
 
     async def close(self) -> None:
@@ -97,14 +129,18 @@ class Upstream:
 
     async def relay(self, request: web.Request, fmt: str, method: str, url: str,
                     body: bytes | None, ours: Mapping[str, str], stream: bool,
-                    on_usage: UsageSink | None = None) -> web.StreamResponse:
+                    on_usage: UsageSink | None = None,
+                    on_sent: Sent | None = None) -> web.StreamResponse:
         """Send the request upstream and answer the client with what comes back. The usage
         of a successful answer goes to `on_usage` as soon as the upstream has sent it all,
         before the client has read the end, so a client that hangs up on the last event still
-        has its turn reported."""
+        has its turn reported. `on_sent` is called once the body has gone (or the relay ended
+        without it: refused, cut)."""
+        watch = _BodySent(len(body or b""), on_sent) if on_sent is not None else None
         try:
             async with self.session.request(method, url, data=body,
-                                            headers=upstream_headers(request.headers)) as up:
+                                            headers=upstream_headers(request.headers),
+                                            trace_request_ctx=watch) as up:
                 headers = answer_headers(up.headers, ours)
                 is_sse = up.headers.get("content-type", "").startswith("text/event-stream")
                 if stream and is_sse:
@@ -121,6 +157,9 @@ class Upstream:
                 raise asyncio.CancelledError from exc  # the client is gone: nobody to tell
             raise GatewayError(502, f"cannot reach the upstream {url}: "
                                     f"{type(exc).__name__}") from exc
+        finally:
+            if watch is not None:
+                watch.done()
 
 
 def _gone(request: web.Request) -> bool:

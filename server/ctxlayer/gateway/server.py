@@ -20,6 +20,7 @@ import ipaddress
 import json
 import logging
 import sqlite3
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -308,8 +309,11 @@ class GatewayServer:
         out = (await asyncio.to_thread(msgspec.json.encode, result.request)
                if len(raw) >= OFF_LOOP_BYTES else msgspec.json.encode(result.request))
         stream = bool(result.request.get("stream"))
-        response = await self._forward(request, fmt, "POST", url, out, ours, stream=stream,
-                                       result=result)
+        # the facts of the conversation's next step are read while the provider thinks
+        cid = result.conversation_id
+        response = await self._forward(
+            request, fmt, "POST", url, out, ours, stream=stream, result=result,
+            on_sent=(lambda: chats.read_ahead(self.caller, cid)) if cid else None)
         if self.config.summarizer == "upstream" and response.status < 300:
             self._summarize_ahead(request, fmt, url, body["model"], result)
         log.info("%s %s -> %d: %d tokens, %d dropped%s", fmt, body["model"], response.status,
@@ -318,14 +322,15 @@ class GatewayServer:
 
     async def _forward(self, request: web.Request, fmt: str, method: str, url: str,
                        body: bytes | None, ours: dict[str, str], *, stream: bool,
-                       result: protocol.PrepareResult | None = None) -> web.StreamResponse:
+                       result: protocol.PrepareResult | None = None,
+                       on_sent: Callable[[], None] | None = None) -> web.StreamResponse:
         sink = None
         if result is not None:
             def sink(usage: Usage) -> asyncio.Future[None]:
                 return self._keep(self._report(result, usage))
         try:
             return await self.upstream.relay(request, fmt, method, url, body, ours, stream,
-                                             sink)
+                                             sink, on_sent)
         except GatewayError as err:
             log.warning("%s upstream: %s", fmt, err)
             return error_response(fmt, err, ours)

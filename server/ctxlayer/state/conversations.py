@@ -255,12 +255,22 @@ class Conversations:
             conv.session_open = True
         conv.extra_audit = list(encoded.audit)
         self.upkeep.note_prompt(conv)
-        self.upkeep.read_ahead(conv)
+        if conv.source != "gateway":  # the gateway's once the request went upstream
+            self.upkeep.read_ahead(conv)
         fresh = [*turn.dropped, *turn.truncated, *turn.restored, *encoded.audit]
         if fresh:  # the audit log grows only when a turn did something
             await state.keep(state.sessions.record_audit, workspace, conv.session_id, fresh)
         state.events.budget(workspace, msgspec.structs.replace(
             conv.budget_report(), compacted=turn.compacted, notice=turn.notice), request=True)
+
+    def read_ahead(self, workspace: str, conversation_id: str) -> None:
+        """The facts of the conversation's next step read on a worker, when it is near: the
+        gateway asks once a turn's request went upstream, so that the read runs while the
+        provider thinks, not beside the request on its way out (on the 5 MB restart bench the
+        read beside it added 13-17 ms)."""
+        conv = self._get(workspace, conversation_id)
+        if conv is not None:
+            self.upkeep.read_ahead(conv)
 
     def summarize_ahead(self, workspace: str, conversation_id: str, ask: Any,
                         writer: str) -> None:
