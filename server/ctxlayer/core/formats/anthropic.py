@@ -173,9 +173,13 @@ class _Reader:
             return
         if not isinstance(content, list):
             raise bad(f"{where}.content", "expected a string or a list of blocks")
-        blocks = [expect_dict(b, f"{where}.content[{k}]") for k, b in enumerate(content)]
-        for k, b in enumerate(blocks):
-            expect_str(b.get("type"), f"{where}.content[{k}].type", "the block's type")
+        blocks = content
+        # checked at once; each field named only for the error (a 5 MB chat has 3,600 blocks)
+        if not all(isinstance(b, dict) and isinstance(b.get("type"), str) for b in blocks):
+            for k, b in enumerate(blocks):
+                expect_dict(b, f"{where}.content[{k}]")
+            for k, b in enumerate(blocks):
+                expect_str(b.get("type"), f"{where}.content[{k}].type", "the block's type")
         if role == "assistant":
             self._assistant(i, blocks, own, where)
         else:
@@ -199,16 +203,21 @@ class _Reader:
     def _assistant(self, i: int, blocks: list[dict], own: str | None, where: str) -> None:
         texts, parts, calls, labels = [], 0, [], []
         for k, b in enumerate(blocks):
-            f = f"{where}.content[{k}]"
-            if b["type"] == "text":
-                texts.append(expect_str(b.get("text"), f"{f}.text"))
-            elif b["type"] == "tool_use":
-                cid = expect_str(b.get("id"), f"{f}.id", "the tool_use id")
-                name = expect_str(b.get("name"), f"{f}.name", "the tool's name")
+            kind = b["type"]
+            if kind == "text":
+                text = b.get("text")
+                texts.append(text if isinstance(text, str)
+                             else expect_str(text, f"{where}.content[{k}].text"))
+            elif kind == "tool_use":
+                cid, name = b.get("id"), b.get("name")
+                if not (isinstance(cid, str) and isinstance(name, str)):
+                    f = f"{where}.content[{k}]"
+                    expect_str(cid, f"{f}.id", "the tool_use id")
+                    expect_str(name, f"{f}.name", "the tool's name")
                 calls.append(ToolCall(id=cid, name=name,
                                       arguments=_json.encode(b.get("input", {})).decode()))
             else:
-                tokens, name = _block(b, f, self.counter)
+                tokens, name = _block(b, f"{where}.content[{k}]", self.counter)
                 parts += tokens
                 labels.append(name)
         text = "\n".join(texts)
@@ -221,7 +230,6 @@ class _Reader:
         rest = [k for k, b in enumerate(blocks) if b["type"] != "tool_result"]
         rest_at = rest[0] if rest else None
         for k, b in enumerate(blocks):
-            f = f"{where}.content[{k}]"
             if k == rest_at:
                 texts, parts, labels = [], 0, []
                 for j in rest:
@@ -238,13 +246,18 @@ class _Reader:
                                  id=derive_id("an", str(i), "user", text)),
                          ("msg", i, tuple(rest)), own, where)
             elif b["type"] == "tool_result":
-                cid = expect_str(b.get("tool_use_id"), f"{f}.tool_use_id",
-                                 "the id of the tool_use it answers")
-                text, parts, labels = _result_content(b, f, self.counter)
+                cid, content = b.get("tool_use_id"), b.get("content")
+                if isinstance(cid, str) and (content is None or isinstance(content, str)):
+                    text, parts, labels = content or "", 0, []  # the usual: plain text
+                else:
+                    f = f"{where}.content[{k}]"
+                    cid = expect_str(cid, f"{f}.tool_use_id",
+                                     "the id of the tool_use it answers")
+                    text, parts, labels = _result_content(b, f, self.counter)
                 self.add(Message(role="tool", content=text, tool_call_id=cid,
                                  parts_tokens=parts or None, parts=labels or None,
                                  id=derive_id("an", f"{i}.{k}", "tool", cid, text)),
-                         ("msg", i, (k,)), None, f)
+                         ("msg", i, (k,)), None, f"{where}.content[{k}]")
 
 
 def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -> Decoded:
