@@ -88,6 +88,9 @@ def test_a_reasoning_shortened_before_the_summaries_shrank_is_still_audited():
     shortening out (the shorter reasoning went out, kept for later turns, and nothing said
     so). Found on the dev replay (sqlfluff-1625 at 2%)."""
     r, budget = random.Random(1), 500
+    # steps not paced (`pace_most` 0), as when it was found: paced, that turn makes a fourth
+    # chunk instead of shrinking the three into one (and still audits the reasoning)
+    policy = msgspec.structs.replace(DEFAULT_POLICY, pace_most=0.0)
     sent = [Message(role="system", id="sys", content="You are an agent. " * 5),
             Message(role="user", id="task", content="Fix the failing parser test. "
                     + words(r, 25, 25))]
@@ -95,13 +98,13 @@ def test_a_reasoning_shortened_before_the_summaries_shrank_is_still_audited():
     for t in range(20):
         sent = [*sent, *_agent_call(t, f"FAILED tests/test_parser.py::test_case_{t} "
                                     + words(r, 20, 60))]
-        state = prepare_turn(state, sent, budget, WordTokenizer()).state
+        state = prepare_turn(state, sent, budget, WordTokenizer(), policy=policy).state
     call = ToolCall(id="c-last", name="bash", arguments='{"cmd": "pytest -k test_case_19"}')
     reasoning = Message(role="assistant", id="a-last", tool_calls=[call],
                         content="Plan: the parser drops the last token. " + words(r, 220, 220))
     sent = [*sent, reasoning, Message(role="tool", id="r-last", tool_call_id="c-last",
                                       content="1 failed " + words(r, 20, 20))]
-    turn = prepare_turn(state, sent, budget, WordTokenizer())
+    turn = prepare_turn(state, sent, budget, WordTokenizer(), policy=policy)
     check_turn(turn, sent, budget)
     assert len(turn.state.chunks) == 1  # shrunk into one
     shown = next(m for m in turn.messages if m.id == "a-last")

@@ -10,6 +10,8 @@ import itertools
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+import msgspec
+
 from ctxlayer.core.assembly.summary import SUMMARY_INSTRUCTIONS, off_topic
 from ctxlayer.core.errors import ContextError, require_tokens
 from ctxlayer.core.groups import is_result, lead_of
@@ -52,7 +54,8 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
     if win.total() > budget:
         q = newest_user(msgs)
         at = set(restored_at.values())
-        stepped = win.step(budget, counter, policy,
+        stepped = win.step(budget, counter, paced(policy, win.messages, win.cum, win.head,
+                                                  budget),
                            lambda i: i == q or msgs[i].pinned or i in at)
     recalled = _recall(win, common, budget, counter, policy)
     kept, keys, out_tokens, dropped, truncated, total = _fit(
@@ -217,13 +220,35 @@ def near_budget(state: ConversationState, budget: int,
     assistant message: each brings one reply and what followed it."""
     if state.total >= policy.precompact_at * budget:
         return True
-    msgs, cum, end, biggest, seen = state.messages, state.cum, len(state.messages), 0, 0
-    for k in range(end - 1, state.head - 1, -1):
+    added = recent_turns(state.messages, state.cum, state.head, turns)
+    return state.total + max(added, default=0) > budget
+
+
+def recent_turns(msgs: Sequence[Message], cum: Sequence[int], head: int,
+                 turns: int = 4) -> list[int]:
+    """The tokens each of the last ``turns`` turns added, newest first. A turn starts at an
+    assistant message: its reply and what followed it."""
+    out, end = [], len(msgs)
+    for k in range(end - 1, head - 1, -1):
         if msgs[k].role == "assistant":
-            biggest, end, seen = max(biggest, cum[end] - cum[k]), k, seen + 1
-            if seen == turns:
+            out.append(cum[end] - cum[k])
+            end = k
+            if len(out) == turns:
                 break
-    return state.total + biggest > budget
+    return out
+
+
+def paced(policy: PreparePolicy, msgs: Sequence[Message], cum: Sequence[int], head: int,
+          budget: int) -> PreparePolicy:
+    """``policy`` for a step of a conversation at its pace: the step's targets lowered by what
+    its last turns added a turn beyond ``pace_from`` of the budget, by at most ``pace_most``."""
+    added = recent_turns(msgs, cum, head)
+    pace = sum(added) / len(added) / budget if added else 0.0
+    cut = min(policy.pace_most, pace - policy.pace_from)
+    if cut <= 0:
+        return policy
+    return msgspec.structs.replace(policy, target=policy.target - cut,
+                                   summary_target=policy.summary_target - cut)
 
 
 def warm(state: ConversationState, budget: int, policy: PreparePolicy = DEFAULT_POLICY,
@@ -271,7 +296,8 @@ def summary_ahead(state: ConversationState, budget: int,
                  state.frontier)
     q = newest_user(msgs)
     at = set(state.restored.values())
-    covered = tuple(win.planned(budget, policy, lambda i: i == q or msgs[i].pinned or i in at))
+    covered = tuple(win.planned(budget, paced(policy, msgs, state.cum, state.head, budget),
+                                lambda i: i == q or msgs[i].pinned or i in at))
     if not covered:
         return None
     originals = tuple(msgs[i] for i in covered)
