@@ -164,6 +164,7 @@ def test_every_default_has_one_source() -> None:
     from ctxlayer.core.zones.modes import DEFAULT_MODE, DEFAULT_MODES
     from ctxlayer.state.policy import WorkspacePolicy, policy_from_config
     from ctxlayer.state.session_service import SessionSettings
+    from ctxlayer.statefiles import KEEP_DAYS
 
     assert Config().trim.options() == TrimOptions()
     policy = policy_from_config(None)
@@ -173,6 +174,8 @@ def test_every_default_has_one_source() -> None:
     names = [f.name for f in msgspec.structs.fields(ModesConfig)]
     assert names == list(DEFAULT_MODES) and set(names) == set(typing.get_args(protocol.Mode))
     assert Config().session.default_mode == DEFAULT_MODE == SessionSettings().default_mode
+    assert Config().session.keep_days == KEEP_DAYS == policy.keep_days == WorkspacePolicy(
+        config=None, sessions=SessionSettings()).keep_days
 
 
 def attribute_uses(root: Path, names: set[str]) -> dict[str, list[str]]:

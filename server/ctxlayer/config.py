@@ -29,6 +29,7 @@ from ctxlayer.core.zones.modes import DEFAULT_MODE, DEFAULT_MODES
 from ctxlayer.core.zones.rules import RulePolicy
 from ctxlayer.core.zones.working import DecayPolicy
 from ctxlayer.protocol import MAX_MESSAGE_MB, Strategy
+from ctxlayer.statefiles import KEEP_DAYS
 
 CONFIG_FILE = "ctxlayer.toml"
 
@@ -223,6 +224,11 @@ class SessionConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     durability: Annotated[str, Meta(pattern="^(normal|full)$", description="SQLite "
                                     "synchronous mode: normal survives a killed daemon, full "
                                     "also a power cut (slower appends).")] = "normal"
+    keep_days: Annotated[int, Meta(ge=0, description="Days the state folder keeps a "
+                                   "workspace's audit entries and the windows of its live "
+                                   "conversations; older ones are removed once a day (0 keeps "
+                                   "them all). Sessions, their messages and rules are never "
+                                   "removed.")] = KEEP_DAYS
 
 
 class GatewayConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

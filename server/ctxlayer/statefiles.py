@@ -16,6 +16,10 @@ import secrets
 import stat
 from pathlib import Path
 
+#: days the state folder keeps a workspace's audit entries and conversation windows (the
+#: default of `[session] keep_days`; state/expiry.py removes what is older)
+KEEP_DAYS = 30
+
 #: the token's file name in the state folder
 TOKEN_NAME = "token"
 

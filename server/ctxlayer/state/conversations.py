@@ -245,6 +245,7 @@ class Conversations:
         session opened, the calibration and the read-ahead set going, the audit, the budget
         pushed to the editors (this chat is now the workspace's live one)."""
         state, workspace = self.state, conv.workspace
+        state.expire(workspace)  # at most once a day
         self._remember(conv, turn, budget, tools)
         conv.kept = None
         if turn.stepped or turn.restored or turn.truncated or turn.dropped:

@@ -15,6 +15,7 @@ from ctxlayer.core.assembly.compaction import CompactionPolicy
 from ctxlayer.core.assembly.policy import CLIENT_SUMMARY_TIMEOUT
 from ctxlayer.core.zones import DEFAULT_MODES, DecayPolicy, ModeSpec, RulePolicy
 from ctxlayer.state.session_service import SessionSettings
+from ctxlayer.statefiles import KEEP_DAYS
 
 
 class WorkspacePolicy(msgspec.Struct, kw_only=True):
@@ -22,6 +23,7 @@ class WorkspacePolicy(msgspec.Struct, kw_only=True):
     sessions: SessionSettings
     durability: str = "normal"
     summarizer_timeout: float = CLIENT_SUMMARY_TIMEOUT
+    keep_days: int = KEEP_DAYS
 
 
 def policy_from_config(config: Any) -> WorkspacePolicy:
@@ -44,4 +46,4 @@ def policy_from_config(config: Any) -> WorkspacePolicy:
         calibration_window=cfg.calibration_window,
     )
     return WorkspacePolicy(config=config, sessions=sessions, durability=cfg.durability,
-                           summarizer_timeout=cfg.summarizer_timeout)
+                           summarizer_timeout=cfg.summarizer_timeout, keep_days=cfg.keep_days)

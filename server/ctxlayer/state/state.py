@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ctxlayer.state import collecting
+from ctxlayer.state import collecting, expiry
 from ctxlayer.state.events import Events
 from ctxlayer.state.lanes import Lanes
 from ctxlayer.state.live import WorkspaceRegistry
@@ -56,6 +56,7 @@ class State:
         # the session service opens on first use, which may be on any session thread
         self._sessions_lock = threading.Lock()
         self._conversations: Conversations | None = None
+        self._expiry = expiry.Expiry()
         self._closers: list[Callable[[], Any]] = []
         self._tasks: set[asyncio.Future] = set()
         self._holding = False  # full collections held for quiet moments (`serving`)
@@ -87,7 +88,27 @@ class State:
             self._sessions.configure(workspace, policy.sessions)
             if policy.durability == "full":
                 self._sessions.store.set_durability("full")
+        self._expiry.reset(workspace)
+        self.expire(workspace)
         return policy
+
+    def expire(self, workspace: str) -> None:
+        """Forget the workspace's rows older than its `keep_days` (state/expiry.py), on the
+        keeping thread, at most once a day; nothing before the session database is open."""
+        policy = self.policies.get(workspace)
+        svc = self._sessions
+        if svc is None or policy is None or policy.keep_days <= 0 \
+                or not self._expiry.due(workspace):
+            return
+        store, days, before = svc.store, policy.keep_days, expiry.cutoff(policy.keep_days)
+
+        def forget() -> None:
+            audit, windows = store.forget(workspace, before)
+            if audit or windows:
+                log.info("%s: removed %d audit entries and %d conversation windows older than "
+                         "%d days ([session] keep_days)", workspace, audit, windows, days)
+
+        self.keep_later(forget)
 
     async def reload_config(self, live: LiveWorkspace) -> None:
         """A workspace's ctxlayer.toml changed: read it again, apply it to the workspace and
@@ -137,6 +158,8 @@ class State:
                 svc.configure(workspace, policy.sessions)
             self._sessions = svc
             self._closers.append(store.close)
+            for workspace in list(self.policies):
+                self.expire(workspace)
         return self._sessions
 
     @property

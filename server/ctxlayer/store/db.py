@@ -372,6 +372,20 @@ class SessionStore:
         return (row[0], row[1], row[2]) if row else None
 
 
+    # --- forgetting (state/expiry.py) -----------------------------------------------------
+
+    def forget(self, workspace: str, before: str) -> tuple[int, int]:
+        """Remove the workspace's audit entries written before ``before`` (an ISO time, as the
+        rows keep it) and the windows of its conversations last kept before it; (audit entries,
+        windows) removed. Sessions, their messages, rules and working items stay."""
+        with self._tx() as c:
+            audit = c.execute("DELETE FROM audit WHERE at < ? AND sid IN (SELECT sid FROM "
+                              "sessions WHERE workspace = ?)", (before, workspace)).rowcount
+            windows = c.execute("DELETE FROM conversations WHERE workspace = ? AND "
+                                "updated_at < ?", (workspace, before)).rowcount
+        return audit, windows
+
+
 def _statements(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
 

@@ -1,0 +1,50 @@
+"""The state folder forgets (state/expiry.py): a workspace's audit entries and conversation
+windows older than a time go; its sessions, messages and rules, and other workspaces, stay."""
+
+from __future__ import annotations
+
+from ctxlayer.core.zones import Rule
+from ctxlayer.protocol import AuditEntry, Message
+from ctxlayer.store import SessionStore
+
+OLD, CUT, NEW = "2026-01-01T00:00:00.000+00:00", "2026-02-01T00:00:00.000+00:00", \
+    "2026-03-01T00:00:00.000+00:00"
+
+
+def _entry(k: int) -> AuditEntry:
+    return AuditEntry(action="dropped", reason="older history", summary=f"message {k}",
+                      tokens_before=10, tokens_after=0, message_id=f"m{k}", index=k)
+
+
+def _count(store: SessionStore, sql: str, *args) -> int:
+    with store._tx() as c:
+        return c.execute(sql, args).fetchone()[0]
+
+
+def test_old_audit_entries_and_windows_go_sessions_and_other_workspaces_stay(tmp_path) -> None:
+    store = SessionStore(tmp_path)
+    rows = {}
+    for ws in ("/ws/a", "/ws/b"):
+        row, _ = store.create_or_get(ws, "chat", model="gpt-4o", mode="deep", budget=None,
+                                     now=OLD)
+        rows[ws] = row
+        store.append(row.sid, [(0, Message(role="user", content="keep me"), 3)], OLD)
+        store.put_rule(row.sid, Rule(id="r1", text="always run the tests", weight=1.0), OLD)
+        store.add_audit(row.sid, [_entry(k) for k in range(3)], OLD)
+        store.add_audit(row.sid, [_entry(k) for k in range(3, 5)], NEW)
+        store.put_conversation(ws, "old-chat", "gpt-4o", 1, b"{}", OLD)
+        store.put_conversation(ws, "new-chat", "gpt-4o", 1, b"{}", NEW)
+
+    assert store.forget("/ws/a", CUT) == (3, 1)
+    assert store.forget("/ws/a", CUT) == (0, 0)  # nothing left to forget
+    a, b = rows["/ws/a"].sid, rows["/ws/b"].sid
+    assert [e.message_id for e in store.audit(a)] == ["m4", "m3"]
+    assert len(store.audit(b)) == 5
+    assert store.conversation("/ws/a", "old-chat") is None
+    assert store.conversation("/ws/a", "new-chat") is not None
+    assert store.conversation("/ws/b", "old-chat") is not None
+    assert [m.content for _, m, _ in store.messages(a)] == ["keep me"]
+    assert [r.id for r in store.rules(a)] == ["r1"]
+    assert store.get("/ws/a", "chat") is not None
+    assert _count(store, "SELECT count(*) FROM sessions") == 2
+    store.close()
