@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ctxlayer.core.zones import Rule
 from ctxlayer.protocol import AuditEntry, Message
-from ctxlayer.store import SessionStore
+from ctxlayer.store import SessionStore, db
 
 OLD, CUT, NEW = "2026-01-01T00:00:00.000+00:00", "2026-02-01T00:00:00.000+00:00", \
     "2026-03-01T00:00:00.000+00:00"
@@ -21,7 +21,9 @@ def _count(store: SessionStore, sql: str, *args) -> int:
         return c.execute(sql, args).fetchone()[0]
 
 
-def test_old_audit_entries_and_windows_go_sessions_and_other_workspaces_stay(tmp_path) -> None:
+def test_old_audit_entries_and_windows_go_sessions_and_other_workspaces_stay(
+        tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(db, "FORGET_CHUNK", 2)  # three entries to go: two transactions
     store = SessionStore(tmp_path)
     rows = {}
     for ws in ("/ws/a", "/ws/b"):

@@ -49,6 +49,8 @@ _dec_audit = msgspec.json.Decoder(AuditEntry)
 
 #: audit entries written in one transaction by add_audit
 AUDIT_CHUNK = 512
+#: audit entries `forget` removes in one transaction
+FORGET_CHUNK = 5000
 
 
 def _audit_batch(entries: Iterable[AuditEntry]) -> list[bytes]:
@@ -378,9 +380,20 @@ class SessionStore:
         """Remove the workspace's audit entries written before ``before`` (an ISO time, as the
         rows keep it) and the windows of its conversations last kept before it; (audit entries,
         windows) removed. Sessions, their messages, rules and working items stay."""
+        audit = 0
+        while True:  # a transaction a batch: a first run after months lets other writes in
+            with self._tx() as c:
+                # by time, not by session: SQLite's own plan walked every entry of the
+                # workspace's sessions to find the few (most days none) that are old: 13.9 ms
+                # for 100,000 entries and none to remove, 0.1 ms by time
+                n = c.execute("DELETE FROM audit WHERE id IN (SELECT id FROM audit INDEXED BY "
+                              "audit_by_time WHERE at < ? AND sid IN (SELECT sid FROM sessions "
+                              "WHERE workspace = ?) LIMIT ?)",
+                              (before, workspace, FORGET_CHUNK)).rowcount
+            audit += n
+            if n < FORGET_CHUNK:
+                break
         with self._tx() as c:
-            audit = c.execute("DELETE FROM audit WHERE at < ? AND sid IN (SELECT sid FROM "
-                              "sessions WHERE workspace = ?)", (before, workspace)).rowcount
             windows = c.execute("DELETE FROM conversations WHERE workspace = ? AND "
                                 "updated_at < ?", (workspace, before)).rowcount
         return audit, windows

@@ -75,6 +75,11 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (workspace, conversation_id)
     ) WITHOUT ROWID;
     """,
+    # 4 -> 5: the audit entries older than `[session] keep_days` found without a scan (most
+    # days there are none: state/expiry.py asks once a day)
+    """
+    CREATE INDEX audit_by_time ON audit (at);
+    """,
 ]
 
 VERSION = len(MIGRATIONS)
