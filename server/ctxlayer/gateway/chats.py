@@ -2,8 +2,8 @@
 a summary ahead of need going.
 
 Owns nothing but the seam: every request the gateway serves goes through `prepare` before it
-is forwarded, `read_ahead` once its body went upstream, and `report` after the answer (and, with `[gateway] summarizer =
-"upstream"`, `summarize_ahead`). `prepare` runs the state's own
+is forwarded, `read_ahead` once its body went upstream, and `report` after the answer (and,
+with `[gateway] summarizer = "upstream"`, `summarize_ahead`). `prepare` runs the state's own
 `ctx/prepare` through `state.requests.call` (its lane, where it runs), as the JSON-RPC face
 does, so a conversation's turns apply in arrival order whichever face they came through.
 Must not touch HTTP.

@@ -80,7 +80,10 @@ class _BodySent:
     def done(self) -> None:
         then, self.then = self.then, None
         if then is not None:
-            then()
+            try:
+                then()
+            except Exception:  # work for a later turn: never the reason this one fails
+                log.exception("starting the work after a request went upstream failed")
 
 
 async def _chunk_sent(_session: aiohttp.ClientSession, ctx,

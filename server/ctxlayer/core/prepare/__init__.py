@@ -31,7 +31,8 @@ dropped, shortened), cache reuse and breakpoints, a one-line notice, and the nex
    request that fits under `summary_floor` of the budget; the last group always stays
    verbatim. Both targets follow the conversation's pace (`paced`): when its last four
    turns added more than `pace_from` of the budget a turn, they are lowered by the excess
-   (by at most `pace_most`), so a fast chat is not stepped again at the next turn. A summary step adds a chunk and never rewrites an older one, so the prefix up to
+   (by at most `pace_most`), so a fast chat is not stepped again at the next turn. A
+   summary step adds a chunk and never rewrites an older one, so the prefix up to
    the older chunks holds too; when the chunks together pass `summaries_share` of the room
    (what the system prompt and the question leave of the budget) they are merged into one (a
    rarer, bigger step), made to at most `merge_share` of that share: the rest is room for the
