@@ -1,5 +1,6 @@
 """Steps sized from the conversation's pace (`paced`): a chat whose turns each add much of its
-budget has each step go further down, so it steps less often; a slow chat steps as before."""
+budget has each step go further down than the usual targets, so the next step is further off;
+a slow chat steps as before."""
 
 from __future__ import annotations
 
