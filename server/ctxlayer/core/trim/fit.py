@@ -251,7 +251,6 @@ def regrow(w: Work, budget: int, sh: Shortener) -> None:
             return
 
 
-
 def check_fixed(w: Work, fixed: set[int], budget: int) -> int:
     cost = w.fmt.reply_priming + sum(w.tokens[i] for i in fixed)
     if cost > budget:
