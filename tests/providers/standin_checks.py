@@ -111,6 +111,11 @@ def _openai_problems(body: dict) -> list[str]:
     out: list[str] = []
     if not isinstance(body.get("model"), str) or not body["model"]:
         out.append("model: you must provide a model parameter")
+    for key in ("max_tokens", "max_completion_tokens"):
+        value = body.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value < 1:
+            out.append(f"Invalid '{key}': integer below minimum value. Expected a value >= 1, "
+                       f"but got {value} instead.")
     msgs = body.get("messages")
     if not isinstance(msgs, list) or not msgs:
         return [*out, "messages: must be a non-empty array"]
@@ -157,6 +162,8 @@ def _anthropic_problems(body: dict) -> list[str]:
         out.append("model: Field required")
     if not isinstance(body.get("max_tokens"), int) or isinstance(body.get("max_tokens"), bool):
         out.append("max_tokens: Field required")
+    elif body["max_tokens"] < 1:
+        out.append("max_tokens: Input should be greater than or equal to 1")
     system = body.get("system")
     if system is not None and not isinstance(system, (str, list)):
         out.append("system: Input should be a valid string or list of text blocks")

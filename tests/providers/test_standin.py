@@ -90,6 +90,14 @@ def test_openai_refusals(standin, messages, needle):
     assert standin.requests()[-1]["status"] == 400
 
 
+@pytest.mark.parametrize("limit", [{"max_tokens": 0}, {"max_completion_tokens": -5}])
+def test_openai_refuses_an_output_limit_under_one(standin, limit):
+    with pytest.raises(openai.BadRequestError) as err:
+        oa(standin).chat.completions.create(
+            model="gpt-4o", messages=[{"role": "user", "content": "q"}], **limit)
+    assert "below minimum value" in err.value.body["message"]
+
+
 @pytest.mark.parametrize("body, needle", [
     ({"messages": [{"role": "assistant", "content": "a"}]}, "first message"),
     ({"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]},
@@ -103,6 +111,7 @@ def test_openai_refusals(standin, messages, needle):
         for i in range(5)]}]}, "maximum of 4"),
     ({"messages": [{"role": "user", "content": "word " * 400}], "model": "tiny"},
      "prompt is too long"),
+    ({"messages": [{"role": "user", "content": "q"}], "max_tokens": 0}, "greater than or equal"),
 ])
 def test_anthropic_refusals(standin, body, needle):
     body = {"model": "claude-sonnet-4", "max_tokens": 10, **body}
