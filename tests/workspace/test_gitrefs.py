@@ -4,6 +4,7 @@ events that touch only HEAD or local refs answered without running git."""
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 from ws_helpers import Recorder, git, make_ws, write
@@ -21,6 +22,44 @@ def test_find_repo_at_the_top_in_a_subfolder_and_outside(repo, tmp_path):
     assert gitrefs.find_repo(plain) is None
     assert gitrefs.find_repo(repo / ".git") is None
     assert gitrefs.find_repo(tmp_path / "missing") is None
+
+
+def test_under_git_at_the_top_in_a_subfolder_a_worktree_and_outside(repo, tmp_path):
+    assert gitrefs.under_git(repo) and gitrefs.under_git(repo / "src")
+    linked = tmp_path / "linked"
+    git(repo, "worktree", "add", "-q", str(linked), "-b", "side")
+    assert (linked / ".git").is_file() and gitrefs.under_git(linked / "src")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert not gitrefs.under_git(plain) and not gitrefs.under_git(tmp_path / "missing")
+
+
+def test_a_folder_outside_any_repository_is_scanned_without_gitpython_or_git(tmp_path):
+    """GitPython takes a tenth of a second to import and git two processes: a folder no
+    repository can hold needs neither (a fresh interpreter, as the first scan runs)."""
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "notes.md").write_text("# notes\n")
+    probe = (
+        "import subprocess, sys\n"
+        "from pathlib import Path\n"
+        "ran = []\n"
+        "real = subprocess.Popen.__init__\n"
+        "def spy(self, args, *a, **k):\n"
+        "    ran.append(args)\n"
+        "    real(self, args, *a, **k)\n"
+        "subprocess.Popen.__init__ = spy\n"
+        "from ctxlayer.config import WorkspaceConfig\n"
+        "from ctxlayer.core.tokens import WordTokenizer\n"
+        "from ctxlayer.workspace import Workspace\n"
+        f"root = Path({str(plain)!r})\n"
+        "seg = Workspace(root, WorkspaceConfig(), WordTokenizer().count, home=root,\n"
+        "                user_config_dir=root / 'config').scan()\n"
+        "assert 'notes.md' in seg.text, seg.text\n"
+        "print('git' in sys.modules, [a for a in ran if a and a[0] == 'git'])\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "False []"
 
 
 def test_find_repo_agrees_with_git_rev_parse_in_a_linked_worktree(repo, tmp_path):

@@ -7,7 +7,8 @@ the config). Status and the file list stay with the git CLI (gitstate.py): GitPy
 run the same processes for them (ARCHITECTURE.md, "Git", has the figures).
 
 GitPython is imported on first use, not at module import: it costs about a tenth of a second,
-which the first scan hides behind the git processes it has already started. Never raises: a
+which the first scan hides behind the git processes it has already started; in a folder with no
+`.git` in it or above it (`under_git`) neither GitPython nor git runs at all. Never raises: a
 folder that is not in a repository, or a repository GitPython cannot read, gives None.
 """
 
@@ -36,7 +37,17 @@ def _git():
     return git
 
 
+def under_git(root: Path) -> bool:
+    """Whether `root` or a folder above it holds a `.git` (a folder, or the file of a worktree
+    or submodule): GitPython's discovery finds a work tree only there, so in any other folder
+    neither GitPython (a tenth of a second to import, on the first scan) nor git need run."""
+    here = Path(os.path.abspath(root))
+    return any(os.path.lexists(p / ".git") for p in (here, *here.parents))
+
+
 def _open(root: Path):
+    if not under_git(root):
+        return None
     git = _git()
     try:
         return git.Repo(root, search_parent_directories=True)

@@ -266,6 +266,8 @@ class Workspace(EventMap):
     # --- computing parts ----------------------------------------------------------------------
 
     def _read_git(self) -> tuple[gitstate.Repo | None, gitstate.GitState | None]:
+        if not gitrefs.under_git(self.root):  # no repository can hold it: nothing to run
+            return None, None
         reading = gitstate.Reading(self.root)  # git runs while GitPython finds the repository
         repo = gitrefs.find_repo(self.root)
         if repo is None:
