@@ -22,8 +22,8 @@ Last, the gateway is stopped and started again on the same state folder, a small
 sent first (the new process builds Claude's encoding), and the ``--mb`` chat two exchanges
 later is sent once: the first request after a restart, whose window and counts
 the state folder kept (it counts only what was added since). Twice: sent at once, while the
-new process is still starting (its workspace's first scan imports GitPython and starts the
-watcher, its second encoding builds), and, after another restart, once that start has settled
+new process is still starting (its second encoding builds), and, after another restart, once
+that start has settled
 (SETTLE seconds on): the restart's own cost. A freshly started gateway's very first request has
 its own bench (`bench/gateway_bench.py --cold`).
 """

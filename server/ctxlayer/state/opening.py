@@ -2,7 +2,8 @@
 
 Owns: the one place a face opens a caller's workspace (the workspace's policy from the first
 opener's configuration, the live workspace the callers on the same root, model and
-configuration share, its first scan started), and the state's one subscription to each live
+configuration share, its first scan started; or the policy alone, `open_settings`, for a face
+that shows no workspace segment), and the state's one subscription to each live
 workspace. A changed segment becomes an event (`Events.segment`) the faces forward to their
 clients, and the workspace's open sessions are re-measured once, each in its lane, however
 many connections are on the workspace.
@@ -37,6 +38,16 @@ def open_workspace(caller: Caller, config: Config | None,
     caller.live = live
     live.start()
     return live
+
+
+def open_settings(caller: Caller, config: Config | None) -> None:
+    """Give `caller` its workspace's settings (its policy, from `config`) and no live
+    workspace: for a face that shows no workspace segment (the gateway alone), which then
+    neither scans nor watches the workspace."""
+    assert caller.root is not None, "a caller without a root has no workspace to configure"
+    caller.state.configure(caller.workspace, config)
+    caller.live = None
+    caller.live_decided.set()
 
 
 def workspace_caller(state: State, live: LiveWorkspace) -> Caller:
