@@ -28,6 +28,9 @@ LANG = {".py": "python", ".toml": "toml", ".json": "json", ".md": "markdown", ".
         ".yml": "yaml", ".yaml": "yaml", ".js": "javascript", ".ts": "typescript",
         ".rs": "rust", ".rst": "rst", ".txt": "text", ".cfg": "ini", ".ini": "ini"}
 GLOB_CHARS = re.compile(r"[*?\[]")
+#: what separates the plain runs of a glob's part before any bracket expression: wildcards,
+#: escapes, negation and folder separators (`**/` may match no folder: a run never spans a `/`)
+NOT_PLAIN = re.compile(r"[*?\\/!]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +81,13 @@ def select_paths(patterns: list[str], files: list[str]) -> tuple[list[str], list
             continue
         if GLOB_CHARS.search(clean):
             regex = compile_globs([clean])
-            chosen += [f for f in files if regex.match(f)]
+            if regex is None:  # not a pattern git can read: matches nothing
+                continue
+            plain = max(NOT_PLAIN.split(clean.split("[", 1)[0]), key=len)
+            # every match holds the glob's longest plain run: the list is narrowed by a
+            # substring test first (the glob itself on each of 20k files took 18 ms a save)
+            pool = [f for f in files if plain in f] if plain else files
+            chosen += [f for f in pool if regex.match(f)]
         else:
             chosen.append(clean)
     chosen = list(dict.fromkeys(chosen))
