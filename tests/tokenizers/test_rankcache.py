@@ -14,7 +14,7 @@ import pytest
 import tiktoken
 
 from ctxlayer.tokenizers import rankcache
-from ctxlayer.tokenizers.encodings import load_encoding
+from ctxlayer.tokenizers.encodings import _definition, _ranks, load_encoding
 
 SAMPLE = "def preload(model):\n    return 'ünïcode ✓ and tabs\t' * 3  # 2026-12-01\n"
 NAME = "cl100k_base"  # the smaller table: the same code path as o200k, half the time
@@ -34,9 +34,25 @@ def test_the_first_build_parses_and_writes_the_next_reads_it_back(tmp_path: Path
     again, source = load_encoding(NAME, tmp_path)
     assert source == "cache"
     assert again.encode_ordinary(SAMPLE) == enc.encode_ordinary(SAMPLE)
-    assert again._mergeable_ranks == enc._mergeable_ranks
+    # every rank read back: each token's bytes at its rank in the packaged file
+    assert all(again.decode_single_token_bytes(rank) == token
+               for token, rank in _ranks(NAME).items())
     assert again.n_vocab == enc.n_vocab and again.special_tokens_set == enc.special_tokens_set
     assert not list(tmp_path.glob("*.tmp"))  # the atomic write left no temporary file
+
+
+def test_an_encoding_keeps_no_python_copy_of_its_ranks_and_encodes_as_with_it(tmp_path: Path):
+    """tiktoken's Rust core has the ranks; the Python dict beside it (11-23 MB) only serves
+    pickling, so it is released, and nothing else changes."""
+    enc, _ = load_encoding(NAME, tmp_path)
+    assert enc._mergeable_ranks == {}
+    ranks = _ranks(NAME)
+    whole = tiktoken.Encoding(**_definition(NAME, ranks))
+    texts = [SAMPLE, "", " " * 300, "\x00\xff 🎉" * 50, "".join(map(chr, range(32, 2000)))]
+    assert [enc.encode_ordinary(t) for t in texts] == [whole.encode_ordinary(t) for t in texts]
+    assert enc.encode(SAMPLE + "<|endoftext|>", allowed_special="all") == whole.encode(
+        SAMPLE + "<|endoftext|>", allowed_special="all")
+    assert all(enc.decode_single_token_bytes(rank) == token for token, rank in ranks.items())
 
 
 @pytest.mark.parametrize("damage", ["flip a payload byte", "truncate", "wrong magic",
