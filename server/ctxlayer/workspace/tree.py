@@ -69,15 +69,18 @@ def _build(files: list[str]) -> tuple[_Node, list[_Node]]:
 def _folder(folder: str, folders: dict[str, _Node], nodes: list[_Node]) -> _Node:
     """The node of ``folder`` (a path without its trailing slash), made with the folders
     above it that are not there yet, from the top down."""
-    parent_path, _, name = folder.rpartition("/")
-    parent = folders.get(parent_path)
-    if parent is None:
-        parent = _folder(parent_path, folders, nodes)
-    node = _Node(name, f"{parent.path}{name}/", parent.depth + 1, parent)
-    parent.dirs[name] = node
-    folders[folder] = node
-    nodes.append(node)
-    return node
+    missing = [folder]
+    while (up := missing[-1].rpartition("/")[0]) not in folders:
+        missing.append(up)
+    parent = folders[up]
+    for path in reversed(missing):
+        name = path.rpartition("/")[2]
+        node = _Node(name, f"{parent.path}{name}/", parent.depth + 1, parent)
+        parent.dirs[name] = node
+        folders[path] = node
+        nodes.append(node)
+        parent = node
+    return parent
 
 
 def _header_len(node: _Node) -> int:
