@@ -8,6 +8,7 @@ handler returns builtins).
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, TypeVar
 
@@ -28,8 +29,12 @@ _AT = re.compile(r"^(?P<msg>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
 _MISSING = re.compile(r"^Object missing required field `(?P<name>[^`]+)`$")
 
 
+@functools.cache
 def converter_factory() -> cattrs.Converter:
-    """pygls' converter, but generic JSON-RPC messages keep their params/result as dicts."""
+    """pygls' converter, but generic JSON-RPC messages keep their params/result as dicts. One
+    per process, shared by its connections (pygls asks for one per connection): cattrs writes
+    and compiles a function per type the first time a converter meets it, about 100 of them
+    per connection, and the converter is only read once made."""
     converter = default_converter()
 
     def request(obj: dict, cls: type) -> Any:
