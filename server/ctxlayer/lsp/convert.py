@@ -33,8 +33,8 @@ _MISSING = re.compile(r"^Object missing required field `(?P<name>[^`]+)`$")
 def converter_factory() -> cattrs.Converter:
     """pygls' converter, but generic JSON-RPC messages keep their params/result as dicts. One
     per process, shared by its connections (pygls asks for one per connection): cattrs writes
-    and compiles a function per type the first time a converter meets it, about 100 of them
-    per connection, and the converter is only read once made."""
+    and compiles a function per type the first time a converter meets it (about 35 for a
+    connection's first requests, 15 ms), and the converter is only read once made."""
     converter = default_converter()
 
     def request(obj: dict, cls: type) -> Any:
