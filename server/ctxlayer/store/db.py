@@ -373,7 +373,6 @@ class SessionStore:
                             "conversation_id=?", (workspace, conversation_id)).fetchone()
         return (row[0], row[1], row[2]) if row else None
 
-
     # --- forgetting (state/expiry.py) -----------------------------------------------------
 
     def forget(self, workspace: str, before: str) -> tuple[int, int]:
