@@ -13,7 +13,8 @@ def test_a_starting_gateway_builds_the_encodings_of_the_providers_it_serves(worl
     asked: list[list[str | None]] = []
     real = tokenizers.preload_in_turn
     monkeypatch.setattr(tokenizers, "preload_in_turn",
-                        lambda models: asked.append(list(models)) or real(models))
+                        lambda models, quiet=None: asked.append(list(models))
+                        or real(models, quiet=quiet))
     with StandinThread() as thread:
         gateway, state = start_stack(thread, world / "workspace", world / "state-start")
         stop_stack(thread, gateway, state)

@@ -168,6 +168,43 @@ def test_encodings_built_in_turn_start_one_at_a_time_and_at_once_when_asked_for(
     assert run.returncode == 0 and run.stdout.split() == ["ok"], run.stderr
 
 
+def test_a_later_encoding_waits_for_a_quiet_server(tmp_path: Path):
+    """In a fresh process: the first encoding is built at once; a later one, whose build
+    would stop the event loop for tens of milliseconds, only once the server says it is
+    quiet (no request under way), however long the pause before it has been."""
+    script = textwrap.dedent("""
+        import threading, time
+        from ctxlayer import tokenizers
+        from ctxlayer.tokenizers import encodings
+
+        tokenizers.LATER_BUILDS_AFTER = 0.0
+        started = []
+        real = encodings.get_encoding
+        def noted(name):
+            started.append(name)
+            return real(name)
+        tokenizers.get_encoding = noted
+        quiet = threading.Event()
+        asked = []
+        def is_quiet():
+            asked.append(time.monotonic())
+            return quiet.is_set()
+        tokenizers.preload_in_turn(["gpt-4o", "gpt-4"], quiet=is_quiet)
+        tokenizers.preload("gpt-4o").result(timeout=60)
+        time.sleep(0.5)
+        assert started == ["o200k_base"], started  # the server is busy: not yet
+        assert len(asked) >= 3, asked  # it keeps looking
+        quiet.set()
+        tokenizers.preload("gpt-4").result(timeout=60)
+        assert started == ["o200k_base", "cl100k_base"], started
+        print("ok")
+    """)
+    env = {**os.environ, "CTXLAYER_STATE_DIR": str(tmp_path / "state")}
+    run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.split() == ["ok"], run.stderr
+
+
 def test_preload_of_an_unknown_model_counts_with_the_fallback_encoding():
     from ctxlayer.tokenizers import model_info, preload
 

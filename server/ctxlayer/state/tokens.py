@@ -9,10 +9,12 @@ Must not: know about connections or sessions.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import sys
 import threading
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from ctxlayer.core.tokens import CountCache
@@ -21,6 +23,12 @@ T = TypeVar("T")
 
 #: Work on fewer characters than this runs on the event loop: a thread hop costs more.
 INLINE_CHARS = 4096
+
+
+#: seconds without a request before an encoding no request has asked for is built: the build
+#: holds the interpreter for 40-120 ms in one call, and a request that came meanwhile waited
+#: for all of it
+QUIET_FOR = 0.5
 
 
 #: how long a thread may hold the GIL while another waits (Python's default is 5 ms): a worker
@@ -78,6 +86,8 @@ class Tokenizers:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
+        self._answering = 0  # requests under way (`answering`)
+        self._answered_at = time.monotonic()  # when the last one ended
         self._guarded: dict[int, GuardedCounter] = {}
         self._loaded: set[str | None] = set()
 
@@ -99,10 +109,26 @@ class Tokenizers:
     def preload(self, models: Iterable[str | None]) -> None:
         """Start building the encodings of ``models``, one after the other in their order, on
         a thread of their own, and return at once: a server that will count with them builds
-        them before its first request."""
+        them before its first request. The first now; the others once the server is quiet
+        (`quiet`), since a build stops the event loop for tens of milliseconds."""
         from ctxlayer.tokenizers import preload_in_turn
 
-        preload_in_turn(list(models))
+        preload_in_turn(list(models), quiet=self.quiet)
+
+    @contextlib.contextmanager
+    def answering(self) -> Iterator[None]:
+        """Around a request (on the loop): while one is under way the server is not quiet."""
+        self._answering += 1
+        try:
+            yield
+        finally:
+            self._answering -= 1
+            self._answered_at = time.monotonic()
+
+    def quiet(self) -> bool:
+        """No request under way, and none ended within QUIET_FOR seconds (read from the
+        encodings' thread: two plain values, each read whole)."""
+        return self._answering == 0 and time.monotonic() - self._answered_at >= QUIET_FOR
 
     def can_inline(self, model: str | None, size: int) -> bool:
         """Whether work on `size` characters may run on the loop: its encoding is loaded (a

@@ -102,16 +102,17 @@ async def call(caller: Caller, method: str, params: Any) -> Any:
     first await, so call this as the face's first await), on the loop or a thread."""
     request = REQUESTS[method]
     lane = caller.state.lanes.turn(request.lane(caller, params)) if request.lane else None
-    async with lane if lane is not None else contextlib.nullcontext():
-        if request.runs == "loop":
-            return await request.fn(caller, params)
-        args = (caller, params)
-        if request.given is not None:
-            args += (await request.given(caller, params),)
-        if request.inline is not None \
-                and caller.state.tokenizers.can_inline(*request.inline(caller, params)):
-            return request.fn(*args)
-        return await place.run(caller, request.runs, request.fn, *args)
+    with caller.state.tokenizers.answering():  # no encoding is built for later meanwhile
+        async with lane if lane is not None else contextlib.nullcontext():
+            if request.runs == "loop":
+                return await request.fn(caller, params)
+            args = (caller, params)
+            if request.given is not None:
+                args += (await request.given(caller, params),)
+            if request.inline is not None \
+                    and caller.state.tokenizers.can_inline(*request.inline(caller, params)):
+                return request.fn(*args)
+            return await place.run(caller, request.runs, request.fn, *args)
 
 
 async def in_lane(caller: Caller, key: Hashable, fn: Callable[..., Any], *args: Any) -> Any:
