@@ -371,5 +371,10 @@ async def start_gateway(state: State, caller: Caller, config: GatewayConfig) -> 
     Raises NotLoopback for a non-loopback host, OSError when the port is taken."""
     server = await GatewayServer(state, caller, config).start()
     state.gateway_urls = server.urls
-    state.tokenizers.preload(dict.fromkeys(p.family.model for p in PROVIDERS))
+    # the encoding of the model its chats used last first (a restarted gateway of a Claude-only
+    # user builds Claude's first); the others once no request is under way
+    kept = state.models_in_use()
+    state.tokenizers.preload(dict.fromkeys([*kept, *(p.family.model for p in PROVIDERS)]))
+    # after the caller announced the gateway (the opening's thread would compete with it)
+    asyncio.get_running_loop().call_soon(state.open_sessions_soon)
     return server

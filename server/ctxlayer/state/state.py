@@ -10,6 +10,7 @@ Must not: import a face (pygls, lsprotocol, aiohttp) or send anything itself.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import threading
@@ -55,6 +56,7 @@ class State:
         self._sessions: SessionService | None = None
         # the session service opens on first use, which may be on any session thread
         self._sessions_lock = threading.Lock()
+        self._closed = False  # `close` ran: an early opening (open_sessions_soon) does nothing
         self._conversations: Conversations | None = None
         self._expiry = expiry.Expiry()
         self._closers: list[Callable[[], Any]] = []
@@ -83,11 +85,16 @@ class State:
         """Set a workspace's policy from its configuration: the first opener's, or a reload."""
         if workspace in self.policies and not replace:
             return self.policies[workspace]
-        policy = self.policies[workspace] = policy_from_config(config)
-        if self._sessions is not None:
-            self._sessions.configure(workspace, policy.sessions)
+        policy = policy_from_config(config)
+        # an opening of the session service on a session thread reads the policies: it ends
+        # first, and configures this one if it opened, else the service applies it below
+        with self._sessions_lock:
+            self.policies[workspace] = policy
+            sessions = self._sessions
+        if sessions is not None:
+            sessions.configure(workspace, policy.sessions)
             if policy.durability == "full":
-                self._sessions.store.set_durability("full")
+                sessions.store.set_durability("full")
         self._expiry.reset(workspace)
         self.expire(workspace)
         return policy
@@ -139,22 +146,57 @@ class State:
                 return self._open_sessions()
         return self._sessions
 
-    def _open_sessions(self) -> SessionService:
+    def models_in_use(self) -> list[str]:
+        """The models of the state folder's sessions, the most recently used first: a quick
+        read at a start, before the store is opened (store.models_in_use)."""
+        from ctxlayer.store import models_in_use
+
+        return models_in_use(self.state_dir)
+
+    def open_sessions_soon(self) -> None:
+        """Open the session service on a session thread now, not on the first request that
+        needs it: opening checks the whole database file (a 253 MB one took 60 ms), and the
+        gateway's first request after a restart opened it on the event loop. Called on the
+        loop; a failure is logged, and the first request opens it again (and says why).
+        Nothing once the state is closed."""
+        if self._closed:
+            return
+        loop = asyncio.get_running_loop()
+
+        def tell(text: str) -> None:  # the state's messages go out on the loop
+            loop.call_soon_threadsafe(self.events.message, "", "warning", text)
+
+        def open_now() -> None:
+            try:
+                with self._sessions_lock:
+                    if not self._closed:
+                        self._open_sessions(tell)
+            except Exception:
+                log.exception("opening the sessions database ahead of the first request")
+
+        with contextlib.suppress(RuntimeError):  # closed meanwhile: its threads are gone
+            self._session_threads.submit(open_now)
+
+    def _open_sessions(self, tell: Callable[[str], None] | None = None) -> SessionService:
         if self._sessions is None:
             from ctxlayer.state.session_service import SessionService
             from ctxlayer.store import SessionStore
             from ctxlayer.tokenizers import DEFAULT_MODEL, model_info
 
-            durable = any(p.durability == "full" for p in self.policies.values())
+            # a list: `policy` may add a default one on the loop meanwhile
+            durable = any(p.durability == "full" for p in list(self.policies.values()))
             store = SessionStore(self.state_dir, durability="full" if durable else "normal")
             if store.recovered_from is not None:
-                self.events.message("", "warning",
-                                    f"ctxlayer: the sessions database was unreadable; moved it "
-                                    f"to {store.recovered_from} and started a fresh one")
+                text = (f"ctxlayer: the sessions database was unreadable; moved it to "
+                        f"{store.recovered_from} and started a fresh one")
+                if tell is not None:
+                    tell(text)
+                else:
+                    self.events.message("", "warning", text)
             svc = SessionService(store, self.tokenizers.guarded,
                                  default_model=lambda: DEFAULT_MODEL,
                                  default_budget=lambda m: model_info(m).default_budget())
-            for workspace, policy in self.policies.items():
+            for workspace, policy in list(self.policies.items()):
                 svc.configure(workspace, policy.sessions)
             self._sessions = svc
             self._closers.append(store.close)
@@ -213,6 +255,8 @@ class State:
     def close(self) -> None:
         """Stop watchers and close services; safe to call twice. The writes queued on the
         keeping thread land first: the database closes after them."""
+        with self._sessions_lock:  # an early opening under way ends first (its store closes)
+            self._closed = True
         if self._holding:
             collecting.let_go()
             self._holding = False

@@ -5,7 +5,7 @@ Owns: reading and writing the database (db.py), its schema (schema.py), where it
 service in state/session_service.py does), or import the state, a face or the cli.
 """
 
-from ctxlayer.store.db import SessionRow, SessionStore, StoreError
+from ctxlayer.store.db import SessionRow, SessionStore, StoreError, models_in_use
 from ctxlayer.store.paths import DB_NAME, state_dir
 
-__all__ = ["DB_NAME", "SessionRow", "SessionStore", "StoreError", "state_dir"]
+__all__ = ["DB_NAME", "SessionRow", "SessionStore", "StoreError", "models_in_use", "state_dir"]

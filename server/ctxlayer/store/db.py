@@ -398,6 +398,25 @@ class SessionStore:
         return audit, windows
 
 
+def models_in_use(directory: str | Path | None = None) -> list[str]:
+    """The models of the state folder's sessions (the gateway's chats open one each), the most
+    recently updated first, read without opening the store (no check, no migration: a quick
+    read-only look; [] when there is no database or it cannot be read)."""
+    path = state_dir(directory) / DB_NAME
+    if not path.exists():
+        return []
+    try:
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+        try:
+            rows = conn.execute("SELECT model FROM sessions ORDER BY updated_at DESC "
+                                "LIMIT 100").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return []
+    return list(dict.fromkeys(r[0] for r in rows if isinstance(r[0], str)))
+
+
 def _statements(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
 
