@@ -25,7 +25,10 @@ their ports, one request straight to the stand-in (its own first), then the gate
 request (a new connection; its first upstream connection included), then one more straight to
 the stand-in on a new connection. Added = the gateway's first minus that direct one. Also
 reported: the gateway's start, from its spawn to its announcement (its workspace's first
-scan goes on after it, beside the first requests).
+scan goes on after it, beside the first requests). With `--claude`: a Claude request
+instead, each time to a gateway started a second time on a state folder whose first run
+served one Claude chat (a Claude Code user's gateway restarted): it builds Claude's encoding
+first.
 """
 
 from __future__ import annotations
@@ -52,11 +55,15 @@ def start(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[subprocess.Po
     return proc, json.loads(proc.stdout.readline())  # type: ignore[union-attr]
 
 
-def first_byte(conn: http.client.HTTPConnection, path: str, body: bytes) -> float:
+OPENAI = {"authorization": "Bearer sk-bench"}
+ANTHROPIC = {"x-api-key": "sk-bench", "anthropic-version": "2023-06-01"}
+
+
+def first_byte(conn: http.client.HTTPConnection, path: str, body: bytes,
+               auth: dict[str, str] = OPENAI) -> float:
     """Seconds from sending the request to the first byte of the answer's body."""
     t = time.perf_counter()
-    conn.request("POST", path, body=body, headers={
-        "content-type": "application/json", "authorization": "Bearer sk-bench"})
+    conn.request("POST", path, body=body, headers={"content-type": "application/json", **auth})
     response = conn.getresponse()
     response.read(1)
     elapsed = time.perf_counter() - t
@@ -137,18 +144,35 @@ def start_pair(work: Path, env: dict[str, str]) -> tuple[list[subprocess.Popen],
     return [gateway, standin], s, g
 
 
-def cold(work: Path, env: dict[str, str], repeat: int, body: bytes) -> None:
+#: a Claude chat's first request (--claude)
+CLAUDE = json.dumps({"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": [
+    {"role": "user", "content": "What does this function return?"}]}).encode()
+
+
+def cold(work: Path, env: dict[str, str], repeat: int, body: bytes, claude: bool) -> None:
     added: list[float] = []
     starts: list[float] = []
+    provider, auth, route = (("anthropic", ANTHROPIC, "/v1/messages") if claude
+                             else ("openai", OPENAI, "/chat/completions"))
+    if claude:
+        body = CLAUDE
     for k in range(repeat):
         run_env = {**env, "CTXLAYER_STATE_DIR": str(work / f"state-{k}")}
+        if claude:  # the same user's gateway ran before: a Claude chat went through it
+            procs, s, g = start_pair(work, run_env)
+            first_byte(http.client.HTTPConnection("127.0.0.1", g["port"]),
+                       urlsplit(g[provider]).path + route, body, auth)
+            for proc in procs:
+                proc.terminate()
+                proc.wait(timeout=30)
         procs, s, g = start_pair(work, run_env)
         try:
-            path = urlsplit(s["openai"]).path + "/chat/completions"
-            first_byte(http.client.HTTPConnection("127.0.0.1", s["port"]), path, body)
+            path = urlsplit(s[provider]).path + route
+            first_byte(http.client.HTTPConnection("127.0.0.1", s["port"]), path, body, auth)
             via = first_byte(http.client.HTTPConnection("127.0.0.1", g["port"]),
-                             urlsplit(g["openai"]).path + "/chat/completions", body)
-            direct = first_byte(http.client.HTTPConnection("127.0.0.1", s["port"]), path, body)
+                             urlsplit(g[provider]).path + route, body, auth)
+            direct = first_byte(http.client.HTTPConnection("127.0.0.1", s["port"]), path, body,
+                                auth)
         finally:
             for proc in procs:
                 proc.terminate()
@@ -157,7 +181,8 @@ def cold(work: Path, env: dict[str, str], repeat: int, body: bytes) -> None:
         starts.append(g["started"])
         print(f"  run {k + 1}: started in {ms(g['started'])}; gateway's first request "
               f"{ms(via)}, direct {ms(direct)}, added {ms(via - direct)}")
-    print(f"first request of a fresh gateway, {repeat} fresh processes: added median "
+    which = "a restarted gateway whose last chat was Claude's" if claude else "a fresh gateway"
+    print(f"first request of {which}, {repeat} fresh processes: added median "
           f"{ms(statistics.median(added))}, max {ms(max(added))} (target <= 150 ms); spawn to "
           f"announcement median {ms(statistics.median(starts))}")
 
@@ -172,6 +197,9 @@ def main() -> None:
     parser.add_argument("--cold", action="store_true",
                         help="the first request of a freshly started gateway, --repeat times")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--claude", action="store_true",
+                        help="with --cold: a Claude request, to a gateway restarted on a state "
+                             "folder a Claude chat used")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="ctxlayer-gateway-bench-"))
     (work / "project").mkdir()
@@ -180,7 +208,7 @@ def main() -> None:
     body = json.dumps({"model": "gpt-4o", "stream": args.stream, "messages": [
         {"role": "user", "content": "What does this function return?"}]}).encode()
     if args.cold:
-        cold(work, env, args.repeat, body)
+        cold(work, env, args.repeat, body, args.claude)
         return
     (gateway, standin), s, g = start_pair(work, env)
     try:
