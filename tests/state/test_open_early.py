@@ -5,9 +5,12 @@ open."""
 from __future__ import annotations
 
 import asyncio
+import threading
 
+from ctxlayer import protocol
 from ctxlayer.config import Config, SessionConfig
-from ctxlayer.state import State
+from ctxlayer.state import Caller, State
+from ctxlayer.state.requests import call
 
 
 async def opened(state: State) -> None:
@@ -38,3 +41,31 @@ async def test_a_state_closed_before_the_opening_ran_opens_nothing(tmp_path):
     state.open_sessions_soon()  # a session thread no longer runs it, or runs it closed
     await asyncio.sleep(0.2)
     assert not state.sessions_started
+
+
+async def test_a_conversations_first_request_opens_the_database_off_the_event_loop(
+        tmp_path, monkeypatch):
+    """Opening checks the whole database file (seconds for a big one read from disk): the
+    first ctx/prepare after a start, when nothing opened it ahead, does it on a session
+    thread, so the event loop answers other requests meanwhile."""
+    from ctxlayer.store import db
+
+    threads: list[threading.Thread] = []
+    real = db.SessionStore.__init__
+
+    def noted(self, *args, **kwargs):
+        threads.append(threading.current_thread())
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(db.SessionStore, "__init__", noted)
+    state = State(tmp_path / "state")
+    caller = Caller(state, source="prepare",
+                    options=protocol.InitializationOptions(model="gpt-4o"))
+    try:
+        result = await call(caller, "ctx/prepare", protocol.PrepareParams(
+            format="openai", budget=3000,
+            request={"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}))
+        assert result.request["messages"] == [{"role": "user", "content": "hi"}]
+        assert threads and threads[0] is not threading.current_thread()
+    finally:
+        await state.work(state.close)

@@ -140,14 +140,21 @@ class Upkeep:
     async def take_up(self, conv: Conversation) -> None:
         """A conversation not in memory: its window as the state folder kept it, if any, for
         its first turn to start from (core/prepare/persist.py); its restored ids with it."""
-        store = self.state.sessions.store
-        row = await self.state.work(store.conversation, conv.workspace, conv.conversation_id)
-        if row is None or row[0] != conv.model:
-            return
-        snap = persist.decode(row[2])
-        if snap is not None:
-            conv.kept, conv.turn = snap, row[1]
-            conv.restored = set(snap.restored)
+        state = self.state
+
+        def read(workspace: str, cid: str, model: str) -> tuple[persist.Snapshot, int] | None:
+            # on a session thread: the first request after a start may be the one that opens
+            # the database (its whole file checked), which the event loop must not wait for
+            row = state.sessions.store.conversation(workspace, cid)
+            if row is None or row[0] != model:
+                return None
+            snap = persist.decode(row[2])
+            return (snap, row[1]) if snap is not None else None
+
+        kept = await state.work(read, conv.workspace, conv.conversation_id, conv.model)
+        if kept is not None:
+            conv.kept, conv.turn = kept
+            conv.restored = set(kept[0].restored)
 
     async def settled(self) -> None:
         """Wait for what the turns so far left running."""
