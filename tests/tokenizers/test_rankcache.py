@@ -132,22 +132,36 @@ def test_preload_is_shared_with_counter_for_on_every_thread(tmp_path: Path):
     only_entry(tmp_path / "state" / "tokenizers")
 
 
-def test_encodings_built_in_turn_start_one_at_a_time_and_at_once_when_asked_for(tmp_path: Path):
-    """In a fresh process: a server's encodings are built one after the other, the second
-    only after a pause (side by side they slowed its first request), and an encoding a
-    counter asks for before its turn starts building then, not after the pause."""
-    script = textwrap.dedent("""
-        import threading, time
-        from ctxlayer import tokenizers
-        from ctxlayer.tokenizers import encodings
+#: the start of a fresh process's script: `started` lists the encodings as their builds begin
+NOTING_BUILDS = """
+import threading, time
+from ctxlayer import tokenizers
+from ctxlayer.tokenizers import encodings
 
+started = []
+real = encodings.get_encoding
+def noted(name):
+    started.append(name)
+    return real(name)
+tokenizers.get_encoding = noted
+"""
+
+
+def in_fresh_process(tmp_path: Path, script: str) -> None:
+    """Run NOTING_BUILDS + ``script`` in a new interpreter (the built encodings are per
+    process), on its own state folder; it prints "ok" when its assertions held."""
+    env = {**os.environ, "CTXLAYER_STATE_DIR": str(tmp_path / "state")}
+    run = subprocess.run([sys.executable, "-c", NOTING_BUILDS + textwrap.dedent(script)],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.split() == ["ok"], run.stderr
+
+
+def test_encodings_built_in_turn_start_one_at_a_time_and_at_once_when_asked_for(tmp_path: Path):
+    """A server's encodings are built one after the other, the second only after a pause (side
+    by side they slowed its first request), and an encoding a counter asks for before its turn
+    starts building then, not after the pause."""
+    in_fresh_process(tmp_path, """
         tokenizers.LATER_BUILDS_AFTER = 120.0
-        started = []
-        real = encodings.get_encoding
-        def noted(name):
-            started.append(name)
-            return real(name)
-        tokenizers.get_encoding = noted
         tokenizers.preload_in_turn(["gpt-4o", "gpt-4", "gpt-4o-mini"])
         first = tokenizers.preload("gpt-4o")
         first.result(timeout=60)
@@ -162,28 +176,14 @@ def test_encodings_built_in_turn_start_one_at_a_time_and_at_once_when_asked_for(
         assert started == ["o200k_base", "cl100k_base"], started
         print("ok")
     """)
-    env = {**os.environ, "CTXLAYER_STATE_DIR": str(tmp_path / "state")}
-    run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                         text=True, timeout=120)
-    assert run.returncode == 0 and run.stdout.split() == ["ok"], run.stderr
 
 
 def test_a_later_encoding_waits_for_a_quiet_server(tmp_path: Path):
-    """In a fresh process: the first encoding is built at once; a later one, whose build
-    would stop the event loop for tens of milliseconds, only once the server says it is
-    quiet (no request under way), however long the pause before it has been."""
-    script = textwrap.dedent("""
-        import threading, time
-        from ctxlayer import tokenizers
-        from ctxlayer.tokenizers import encodings
-
+    """The first encoding is built at once; a later one, whose build would stop the event loop
+    for tens of milliseconds, only once the server says it is quiet (no request under way),
+    however long the pause before it has been."""
+    in_fresh_process(tmp_path, """
         tokenizers.LATER_BUILDS_AFTER = 0.0
-        started = []
-        real = encodings.get_encoding
-        def noted(name):
-            started.append(name)
-            return real(name)
-        tokenizers.get_encoding = noted
         quiet = threading.Event()
         asked = []
         def is_quiet():
@@ -199,10 +199,6 @@ def test_a_later_encoding_waits_for_a_quiet_server(tmp_path: Path):
         assert started == ["o200k_base", "cl100k_base"], started
         print("ok")
     """)
-    env = {**os.environ, "CTXLAYER_STATE_DIR": str(tmp_path / "state")}
-    run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                         text=True, timeout=120)
-    assert run.returncode == 0 and run.stdout.split() == ["ok"], run.stderr
 
 
 def test_preload_of_an_unknown_model_counts_with_the_fallback_encoding():
