@@ -15,7 +15,8 @@ from ctxlayer.store import SessionStore
 
 
 def started(world, monkeypatch, state_dir):
-    """The models a gateway started on ``state_dir`` preloaded, in order, and its state."""
+    """The encodings a gateway started on ``state_dir`` preloaded, in order, and whether it
+    opened the sessions database before any request."""
     asked: list[tuple[list[str | None], object]] = []
     real = tokenizers.preload_in_turn
 
