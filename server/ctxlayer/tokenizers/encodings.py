@@ -10,7 +10,7 @@ kept in the state folder between processes (rankcache.py), so a later start skip
 
 from __future__ import annotations
 
-import base64
+import binascii
 import gzip
 import hashlib
 import importlib.resources
@@ -54,12 +54,13 @@ def _ranks(name: str) -> dict[bytes, int]:
         ) from exc
     if hashlib.sha256(raw).hexdigest() != _EXPECTED_SHA256[name]:
         raise TokenizerUnavailable(f"{name}: packaged rank file does not match tiktoken's hash")
-    ranks: dict[bytes, int] = {}
-    for line in raw.splitlines():
-        if line:
-            token, rank = line.split()
-            ranks[base64.b64decode(token)] = int(rank)
-    return ranks
+    # "token rank" lines: one split, then the tokens decoded and the ranks read by `map`, in C
+    # (a loop over the lines took 164 ms for o200k, this 112, gunzip and checksum included)
+    fields = raw.split()
+    if len(fields) % 2:
+        raise TokenizerUnavailable(f"{name}: packaged rank file has a line without a rank")
+    return dict(zip(map(binascii.a2b_base64, fields[0::2]), map(int, fields[1::2]),
+                    strict=True))
 
 
 def _definition(name: str, ranks: dict[bytes, int]) -> dict:

@@ -1,7 +1,7 @@
 """The parsed rank tables of the tiktoken encodings, cached on disk between runs.
 
-Parsing a packaged rank file (gunzip, then 200k base64 lines) costs about a third of a second
-for o200k; loading the parsed table back with `marshal` costs about a tenth of that. So the
+Parsing a packaged rank file (gunzip, checksum, then 200k base64 lines) costs about 120 ms for
+o200k; loading the parsed table back with `marshal` about 48 ms, its checksum included. So the
 first process that parses a file writes the table into the state folder and later processes
 read it back.
 
