@@ -21,16 +21,29 @@ async def opened(state: State) -> None:
     raise AssertionError("the session service was not opened")
 
 
-async def test_opened_on_a_session_thread_with_the_workspaces_settings(tmp_path):
+async def test_opened_on_a_session_thread_with_the_workspaces_settings(tmp_path, monkeypatch):
+    from ctxlayer.store import db
+
+    threads: list[threading.Thread] = []
+    real = db.SessionStore.__init__
+
+    def noted(self, *args, **kwargs):
+        threads.append(threading.current_thread())
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(db.SessionStore, "__init__", noted)
     state = State(tmp_path / "state")
     try:
-        state.configure("/ws", Config(session=SessionConfig(durability="full")))
+        state.configure("/ws", Config(session=SessionConfig(durability="full",
+                                                            calibration_window=7)))
         state.open_sessions_soon()
         await opened(state)
+        assert threads and threads[0] is not threading.current_thread()
         assert state.sessions.store.durability == "full"
-        # configured while it is open: applied to it too
-        state.configure("/other", Config(session=SessionConfig(durability="full")), replace=True)
-        assert state.sessions.store.durability == "full"
+        assert state.sessions.settings["/ws"].calibration_window == 7
+        # configured once it is open: applied to it too
+        state.configure("/other", Config(session=SessionConfig(calibration_window=3)))
+        assert state.sessions.settings["/other"].calibration_window == 3
     finally:
         await state.work(state.close)
 
