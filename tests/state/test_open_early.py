@@ -7,10 +7,27 @@ from __future__ import annotations
 import asyncio
 import threading
 
+import pytest
+
 from ctxlayer import protocol
 from ctxlayer.config import Config, SessionConfig
 from ctxlayer.state import Caller, State
 from ctxlayer.state.requests import call
+from ctxlayer.store import db
+
+
+@pytest.fixture
+def opened_on(monkeypatch) -> list[threading.Thread]:
+    """The threads the sessions database is opened on, as it is opened."""
+    threads: list[threading.Thread] = []
+    real = db.SessionStore.__init__
+
+    def noted(self, *args, **kwargs):
+        threads.append(threading.current_thread())
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(db.SessionStore, "__init__", noted)
+    return threads
 
 
 async def opened(state: State) -> None:
@@ -21,24 +38,14 @@ async def opened(state: State) -> None:
     raise AssertionError("the session service was not opened")
 
 
-async def test_opened_on_a_session_thread_with_the_workspaces_settings(tmp_path, monkeypatch):
-    from ctxlayer.store import db
-
-    threads: list[threading.Thread] = []
-    real = db.SessionStore.__init__
-
-    def noted(self, *args, **kwargs):
-        threads.append(threading.current_thread())
-        real(self, *args, **kwargs)
-
-    monkeypatch.setattr(db.SessionStore, "__init__", noted)
+async def test_opened_on_a_session_thread_with_the_workspaces_settings(tmp_path, opened_on):
     state = State(tmp_path / "state")
     try:
         state.configure("/ws", Config(session=SessionConfig(durability="full",
                                                             calibration_window=7)))
         state.open_sessions_soon()
         await opened(state)
-        assert threads and threads[0] is not threading.current_thread()
+        assert opened_on and opened_on[0] is not threading.current_thread()
         assert state.sessions.store.durability == "full"
         assert state.sessions.settings["/ws"].calibration_window == 7
         # configured once it is open: applied to it too
@@ -57,20 +64,10 @@ async def test_a_state_closed_before_the_opening_ran_opens_nothing(tmp_path):
 
 
 async def test_a_conversations_first_request_opens_the_database_off_the_event_loop(
-        tmp_path, monkeypatch):
+        tmp_path, opened_on):
     """Opening checks the whole database file (seconds for a big one read from disk): the
     first ctx/prepare after a start, when nothing opened it ahead, does it on a session
     thread, so the event loop answers other requests meanwhile."""
-    from ctxlayer.store import db
-
-    threads: list[threading.Thread] = []
-    real = db.SessionStore.__init__
-
-    def noted(self, *args, **kwargs):
-        threads.append(threading.current_thread())
-        real(self, *args, **kwargs)
-
-    monkeypatch.setattr(db.SessionStore, "__init__", noted)
     state = State(tmp_path / "state")
     caller = Caller(state, source="prepare",
                     options=protocol.InitializationOptions(model="gpt-4o"))
@@ -79,6 +76,6 @@ async def test_a_conversations_first_request_opens_the_database_off_the_event_lo
             format="openai", budget=3000,
             request={"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}))
         assert result.request["messages"] == [{"role": "user", "content": "hi"}]
-        assert threads and threads[0] is not threading.current_thread()
+        assert opened_on and opened_on[0] is not threading.current_thread()
     finally:
         await state.work(state.close)
