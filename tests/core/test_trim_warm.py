@@ -12,7 +12,7 @@ from ctxlayer.core.errors import ContextError
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.tokens import CountCache, WordTokenizer
 from ctxlayer.core.trim import TrimCache, TrimOptions, trim
-from ctxlayer.protocol import Message
+from ctxlayer.protocol import Message, ToolCall
 
 COUNTER = CountCache(WordTokenizer())
 
@@ -28,12 +28,24 @@ def _outcome(msgs, budget, options, **caches):
 @st.composite
 def turns(draw) -> list[list[Message]]:
     """A chat and the inputs of its next turns: appended messages mostly, sometimes an edit in
-    the middle or the oldest messages gone (a client that trims itself)."""
+    the middle, the oldest messages gone (a client that trims itself) or the last message
+    another (a regenerated answer, an edited question)."""
     chat = draw(conversations())
     out = [chat]
     for t in range(draw(st.integers(1, 4))):
-        how = draw(st.sampled_from(["append", "append", "append", "doc", "edit", "cut"]))
-        if how == "doc":  # a retrieved document (capped in number and size, deduplicated)
+        how = draw(st.sampled_from(["append", "append", "append", "doc", "edit", "cut", "tool",
+                                    "another"]))
+        if how == "tool":  # a call and its result, a tool group the next turns may cut
+            out_id = f"x{t}"
+            chat = [*chat, Message(role="assistant", id=f"call{t}", content="calling",
+                                   tool_calls=[ToolCall(id=out_id, name="sh", arguments="ls")]),
+                    Message(role="tool", id=f"res{t}", tool_call_id=out_id,
+                            content=draw(contents()))]
+        elif how == "another" and chat:
+            last = chat[-1]
+            chat = [*chat[:-1], Message(**{**{f: getattr(last, f) for f in last.__struct_fields__},
+                                           "content": draw(contents())})]
+        elif how == "doc":  # a retrieved document (capped in number and size, deduplicated)
             chat = [*chat, Message(role="user", kind="doc", id=f"d{t}", content=draw(contents()),
                                    pinned=draw(st.integers(0, 4)) == 0)]
         elif how == "append" or not chat:
@@ -59,6 +71,26 @@ def test_warm_trim_equals_cold(chats, budget, strategy, rewrite):
         warm = _outcome(chat, budget, options, memo=memo, cache=cache)
         cold = _outcome(chat, budget, options)
         assert warm == cold
+
+
+def test_the_same_chat_with_another_last_message_takes_its_tool_groups_over():
+    """A re-trim of the chat with another last message (as the trim bench's turns are) starts
+    from the tool groups of the messages it shares, not from nothing."""
+    chat = []
+    for k in range(10):
+        chat += [Message(role="assistant", id=f"a{k}", content="calling",
+                         tool_calls=[ToolCall(id=f"c{k}", name="sh", arguments="ls")]),
+                 Message(role="tool", id=f"t{k}", tool_call_id=f"c{k}", content=f"out {k} " * 20)]
+    cache = TrimCache()
+    trim(chat, 150, COUNTER, cache=cache)
+    first = cache.groups
+    for k in range(3):
+        trim([*chat, Message(role="user", id="q", content=f"question {k}")], 150, COUNTER,
+             cache=cache)
+        assert cache.reused == len(chat)
+        # the prefix's groups are the very lists the first trim made (a list is never changed
+        # once made), so they were taken over
+        assert all(cache.groups.members[g] is first.members[g] for g in first.members)
 
 
 def test_warm_trim_takes_over_the_shared_prefix():

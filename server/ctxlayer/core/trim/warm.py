@@ -28,8 +28,8 @@ MAX_KINDS = 16
 
 
 class TrimCache:
-    __slots__ = ("counter", "extra", "facts", "fmt", "groups", "lists", "msgs", "reused",
-                 "tokens")
+    __slots__ = ("base", "counter", "extra", "facts", "fmt", "groups", "lists", "msgs",
+                 "reused", "tokens")
 
     def __init__(self) -> None:
         self.msgs: list[Message] = []
@@ -41,6 +41,9 @@ class TrimCache:
         self.facts: dict[Hashable, list[tuple[str, Any] | None]] = {}
         #: the tool groups of the messages the last trim linked, while they lead this trim's
         self.groups: ToolGroups | None = None
+        #: the groups those grew from (of the messages the last trim shared with the one before):
+        #: the same chat with another last message starts from them, not from nothing
+        self.base: ToolGroups | None = None
         #: name -> (the positions whose message a test holds for, how many messages were tested)
         self.lists: dict[Hashable, tuple[list[int], int]] = {}
         self.reused = 0  # messages taken over by the last trim (for tests and benchmarks)
@@ -69,7 +72,11 @@ class TrimCache:
         for kind, facts in self.facts.items():
             self.facts[kind] = facts[:same] + fresh
         if self.groups is not None and len(self.groups.lead) > same:
-            self.groups = None  # a message they read changed: made again from the start
+            # a message they read changed: made again from the groups they grew from, when
+            # those still lead, else from the start
+            base = self.base
+            self.groups = base if base is not None and len(base.lead) <= same else None
+            self.base = None
         for name, (where, tested) in self.lists.items():
             self.lists[name] = (where[:bisect.bisect_left(where, same)], min(tested, same))
 

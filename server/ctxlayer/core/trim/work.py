@@ -91,8 +91,11 @@ class Work:
         """Tie every tool result to its call (core/groups.py); a result whose call is absent
         is dropped."""
         cache = self.cache
-        groups = ToolGroups(self.msgs, cache.groups if cache is not None else None)
+        since = cache.groups if cache is not None else None
+        groups = ToolGroups(self.msgs, since)
         if cache is not None:
+            if since is not None and len(since.lead) < len(groups.lead):
+                cache.base = since
             cache.groups = groups  # read, never changed: the next turn's start from them
         self.group, self.members = groups.lead, groups.members
         for i in groups.orphans:
