@@ -47,10 +47,10 @@ async def test_opened_on_a_session_thread_with_the_workspaces_settings(tmp_path,
         await opened(state)
         assert opened_on and opened_on[0] is not threading.current_thread()
         assert state.sessions.store.durability == "full"
-        assert state.sessions.settings["/ws"].calibration_window == 7
+        assert state.sessions.settings_of("/ws").calibration_window == 7
         # configured once it is open: applied to it too
         state.configure("/other", Config(session=SessionConfig(calibration_window=3)))
-        assert state.sessions.settings["/other"].calibration_window == 3
+        assert state.sessions.settings_of("/other").calibration_window == 3
     finally:
         await state.work(state.close)
 

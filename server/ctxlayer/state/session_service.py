@@ -115,13 +115,22 @@ def unknown_session(session_id: str) -> ContextError:
                         field="sessionId")
 
 
+#: the settings of a workspace nobody configured
+DEFAULT_SETTINGS = SessionSettings()
+
+
+def _default_settings(workspace: str) -> SessionSettings:
+    return DEFAULT_SETTINGS
+
+
 class SessionService:
     """Sessions of every workspace of one daemon over one SessionStore."""
 
     def __init__(self, store: SessionStore, counters: Callable[[str], Tokenizer], *,
                  default_model: Callable[[], str], default_budget: Callable[[str], int],
                  clock: Callable[[], str] = _now,
-                 prior_band: Callable[[str], float] | None = None) -> None:
+                 prior_band: Callable[[str], float] | None = None,
+                 settings_of: Callable[[str], SessionSettings] | None = None) -> None:
         self.store = store
         self.counters = counters
         self.default_model = default_model
@@ -129,16 +138,14 @@ class SessionService:
         self.clock = clock
         # the model table's error band, shown until usage reports calibrate it
         self.prior_band = prior_band or _table_band
-        self.settings: dict[str, SessionSettings] = {}
+        #: a workspace's settings, read where they live (the state's policies) each time: a
+        #: workspace configured while the service opened on another thread is not missed
+        self.settings_of = settings_of or _default_settings
         self._live: dict[tuple[str, str], LiveSession] = {}
         self._lock = threading.RLock()
 
-    def configure(self, workspace: str, settings: SessionSettings) -> None:
-        with self._lock:
-            self.settings[workspace] = settings
-
     def _settings(self, workspace: str) -> SessionSettings:
-        return self.settings.get(workspace) or SessionSettings()
+        return self.settings_of(workspace)
 
     # --- loading -------------------------------------------------------------------------
 

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ctxlayer.state.conversations import Conversations
     from ctxlayer.state.live import LiveWorkspace
     from ctxlayer.state.seams import GatewayStarter
-    from ctxlayer.state.session_service import SessionService
+    from ctxlayer.state.session_service import SessionService, SessionSettings
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -85,16 +85,11 @@ class State:
         """Set a workspace's policy from its configuration: the first opener's, or a reload."""
         if workspace in self.policies and not replace:
             return self.policies[workspace]
-        policy = policy_from_config(config)
-        # an opening of the session service on a session thread reads the policies: it ends
-        # first, and configures this one if it opened, else the service applies it below
-        with self._sessions_lock:
-            self.policies[workspace] = policy
-            sessions = self._sessions
-        if sessions is not None:
-            sessions.configure(workspace, policy.sessions)
-            if policy.durability == "full":
-                sessions.store.set_durability("full")
+        policy = self.policies[workspace] = policy_from_config(config)
+        # the service reads its settings from the policies; an opening on a session thread
+        # that has not set `_sessions` yet checks the durabilities again once it has
+        if self._sessions is not None and policy.durability == "full":
+            self._sessions.store.set_durability("full")
         self._expiry.reset(workspace)
         self.expire(workspace)
         return policy
@@ -146,6 +141,13 @@ class State:
                 return self._open_sessions()
         return self._sessions
 
+    def _session_settings(self, workspace: str) -> SessionSettings:
+        """A workspace's session settings, as its policy says (any thread: one read)."""
+        from ctxlayer.state.session_service import DEFAULT_SETTINGS
+
+        found = self.policies.get(workspace)
+        return found.sessions if found is not None else DEFAULT_SETTINGS
+
     def models_in_use(self) -> list[str]:
         """The models of the state folder's sessions, the most recently used first: a quick
         read at a start, before the store is opened (store.models_in_use)."""
@@ -195,10 +197,13 @@ class State:
                     self.events.message("", "warning", text)
             svc = SessionService(store, self.tokenizers.guarded,
                                  default_model=lambda: DEFAULT_MODEL,
-                                 default_budget=lambda m: model_info(m).default_budget())
-            for workspace, policy in list(self.policies.items()):
-                svc.configure(workspace, policy.sessions)
+                                 default_budget=lambda m: model_info(m).default_budget(),
+                                 settings_of=self._session_settings)
             self._sessions = svc
+            # a workspace made durable on the loop since the store was made, while `_sessions`
+            # was still None (it set nothing then)
+            if not durable and any(p.durability == "full" for p in list(self.policies.values())):
+                store.set_durability("full")
             self._closers.append(store.close)
             for workspace in list(self.policies):
                 self.expire(workspace)
