@@ -1,6 +1,6 @@
 """Many texts counted at once by the count cache (one batch over threads): the same counts as
-one by one, and every text kept. (The daemon's guarded counter has no batch on purpose: see
-GuardedCounter in state/tokens.py.)"""
+one by one, and every text kept. (The daemon's guarded counter takes a second thread only while
+no other request is under way: see GuardedCounter in state/tokens.py.)"""
 
 from __future__ import annotations
 

@@ -5,12 +5,13 @@ surrogates as tiktoken replaces them, one by one and in a batch."""
 from __future__ import annotations
 
 import math
+import threading
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxlayer.tokenizers import TiktokenCounter, _parts
+from ctxlayer.tokenizers import TiktokenCounter, _runs
 
 SPECIAL = ["<|endoftext|>", "<|fim_prefix|>", "<|im_start|>", "<|endofprompt|>"]
 texts = st.lists(st.one_of(st.text(max_size=200), st.sampled_from(SPECIAL),
@@ -35,12 +36,45 @@ def test_a_correction_rounds_up_one_by_one_and_in_a_batch():
     assert counter.count(text) == counter.count_batch([text])[0] == math.ceil(n * 1.1)
 
 
-@given(lengths=st.lists(st.integers(0, 5000), max_size=60), n=st.integers(1, 9))
-def test_a_batch_is_cut_into_at_most_n_runs_in_order_none_much_over_its_share(lengths, n):
+@given(lengths=st.lists(st.integers(0, 5000), max_size=60), chars=st.integers(1, 9000))
+def test_a_batch_is_cut_into_runs_in_order_each_closed_by_the_text_reaching_its_size(lengths,
+                                                                                    chars):
     texts = [f"{i}:" + "x" * k for i, k in enumerate(lengths)]
-    parts = _parts(texts, n)
-    assert [t for part in parts for t in part] == texts
-    assert len(parts) <= n and all(parts)
-    share = sum(map(len, texts)) / n
-    for part in parts[:-1]:  # each run closes at the text that takes it past its share
-        assert sum(map(len, part[:-1])) < share + 1 or len(part) == 1
+    runs = _runs(texts, chars)
+    assert [t for run in runs for t in run] == texts
+    assert all(runs)
+    for run in runs[:-1]:
+        assert sum(map(len, run[:-1])) < chars <= sum(map(len, run))
+
+
+def _noting_threads(counter: TiktokenCounter) -> list[str]:
+    """The name of the thread that counts each text, in the order counted."""
+    length, seen = counter.length, []
+
+    def noted(text: str) -> int:
+        seen.append(threading.current_thread().name)
+        return length(text)
+
+    counter._length = noted
+    return seen
+
+
+def test_the_second_thread_of_a_batch_counts_only_while_it_is_helped(monkeypatch):
+    monkeypatch.setattr("ctxlayer.tokenizers.BATCH_RUN_CHARS", 1000)
+    counter = TiktokenCounter("cl100k_base")
+    texts = [f"def f_{i}(x):\n    return x * {i}\n" * 40 for i in range(60)]  # 60 runs
+    expected = [len(counter.encoding.encode_ordinary(t)) for t in texts]
+    threads = _noting_threads(counter)
+    assert counter.count_batch(texts, helped=lambda: False) == expected
+    assert len(threads) == 60 and len(set(threads)) == 1, "never helped: one thread counted"
+
+    asked = []
+
+    def helped_three_times() -> bool:
+        asked.append(True)
+        return len(asked) <= 3
+
+    threads.clear()
+    assert counter.count_batch(texts, helped=helped_three_times) == expected
+    assert max(map(threads.count, threads)) >= 57, "the helper took at most the three runs it was let"
+    assert len(asked) <= 4, "it asks before each run, and stops at the first no"

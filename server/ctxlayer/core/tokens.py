@@ -10,7 +10,7 @@ and compares identical objects by identity).
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
 import msgspec
@@ -104,8 +104,9 @@ class CountCache:
         counts = self._counts
         new = dict(zip(missing, fresh, strict=True))
         for text, n in new.items():
+            if text not in counts:  # another thread may have counted it meanwhile
+                self._chars += len(text)
             counts[text] = n
-            self._chars += len(text)
         self.misses += len(missing)
         self._evict()
         return [new[t] if n is None else n for t, n in zip(texts, out, strict=True)]
@@ -125,12 +126,14 @@ class CountCache:
 BATCH_MIN_CHARS = 256 * 1024
 
 
-def encode_many(tokenizer: Tokenizer, texts: list[str]) -> list[int]:
+def encode_many(tokenizer: Tokenizer, texts: list[str],
+                helped: Callable[[], bool] | None = None) -> list[int]:
     """Counts of ``texts`` by a tokenizer itself: one batch where it offers `count_batch` and
-    the texts are long enough to pay for its threads."""
+    the texts are long enough to pay for its threads (``helped``: while a helper thread may
+    count beside this one; always when None)."""
     batch = getattr(tokenizer, "count_batch", None)
     if batch is not None and len(texts) > 1 and sum(map(len, texts)) >= BATCH_MIN_CHARS:
-        return batch(texts)
+        return batch(texts) if helped is None else batch(texts, helped)
     return [tokenizer.count(t) for t in texts]
 
 
