@@ -12,7 +12,9 @@ and that request plus one more exchange (the next turn of the same chat) are eac
 to the stand-in and through the gateway, and the added latency is the difference, median of
 ``--runs`` alternations in one run:
 - first: the first request of that conversation the gateway sees (everything counted);
-- next turn: the same chat one exchange later (what each turn of a live chat costs).
+- next turn: the same chat one exchange later (what each turn of a live chat costs);
+- another conversation's first request, ``--runs`` times, each SETTLE seconds after the last
+  request: what a chat the gateway has not seen costs once the gateway is up and idle.
 Then a ``--big-mb`` MB body of a new conversation is sent on one connection while a small
 request of another chat (Chat Completions, to a second stand-in: a provider does not make one
 customer's request wait behind another's body) is sent on another every 20 ms: the small
@@ -50,13 +52,15 @@ SETTLE = 2.0
 WORDS = "parser token budget window cache prefix session editor stream answer".split()
 
 
-def file_text(k: int, lines: int = 120) -> str:
-    return "\n".join(f"{i + 1:5}\tdef handler_{k}_{i}(request):  # {WORDS[(k + i) % 10]}"
+def file_text(k: int, lines: int = 120, project: str = "") -> str:
+    return "\n".join(f"{i + 1:5}\tdef {project}handler_{k}_{i}(request):  # {WORDS[(k + i) % 10]}"
                      for i in range(lines))
 
 
-def claude_chat(mb: float, tag: str) -> tuple[list[dict], int]:
-    """Messages of an agent loop reading files, until the body passes ``mb`` MB."""
+def claude_chat(mb: float, tag: str, own_files: bool = False) -> tuple[list[dict], int]:
+    """Messages of an agent loop reading files, until the body passes ``mb`` MB; with
+    ``own_files``, files of a project of its own (no text another chat's count cached)."""
+    project = f"{tag}_" if own_files else ""
     msgs: list[dict] = [{"role": "user", "content": [
         {"type": "text", "text": f"{tag}: fix the failing handler tests"}]}]
     size, k = 0, 0
@@ -67,8 +71,9 @@ def claude_chat(mb: float, tag: str) -> tuple[list[dict], int]:
                      {"type": "tool_use", "id": call, "name": "Read",
                       "input": {"file_path": f"/repo/src/h{k}.py"}}]},
                  {"role": "user", "content": [
-                     {"type": "tool_result", "tool_use_id": call, "content": file_text(k)}]}]
-        size += len(file_text(k)) + 200
+                     {"type": "tool_result", "tool_use_id": call,
+                      "content": file_text(k, project=project)}]}]
+        size += len(file_text(k, project=project)) + 200
         k += 1
     return msgs, k
 
@@ -140,6 +145,14 @@ def main() -> None:
               f"added to the first byte:")
         print(f"  first request of the conversation: {ms(cold)}")
         print(f"  next turn (one more exchange), median of {args.runs}: {ms(warm)}")
+        fresh = []
+        for r in range(args.runs):  # the start and the last turn's read-ahead over first
+            time.sleep(SETTLE)
+            other = body(claude_chat(args.mb, f"n{r}", own_files=True)[0])
+            fresh.append(own_time(via, pv, other) - own_time(direct, pd, other))
+        print(f"  first request of another such conversation, {SETTLE:g} s after the last, "
+              f"median of {args.runs}: {ms(statistics.median(fresh))} "
+              f"(min {ms(min(fresh))}, max {ms(max(fresh))})")
 
         # the other chat (Chat Completions, to its own stand-in): one conversation, a short
         # exchange more each time
@@ -152,7 +165,7 @@ def main() -> None:
         side = http.client.HTTPConnection("127.0.0.1", g["port"], timeout=600)
         ps = urlsplit(g["openai"]).path + "/chat/completions"
         alone = [own_time(side, ps, small[i], OPENAI) for i in range(25)]
-        big_msgs, _ = claude_chat(args.big_mb, "b")
+        big_msgs, _ = claude_chat(args.big_mb, "b", own_files=True)  # all of it counted
         big = body(big_msgs)
         waits: list[float] = []
         done = threading.Event()
