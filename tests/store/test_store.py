@@ -52,6 +52,7 @@ def test_every_acknowledged_append_survives_kill_9(tmp_path, durability):
     assert proc.returncode == -signal.SIGKILL
     store = SessionStore(tmp_path)
     assert store.recovered_from is None
+    assert store.checked_at_open, "killed: no clean close, so the whole file is checked"
     row = store.get("/ws", "s1")
     stored = store.messages(row.sid)
     seqs = {seq for seq, _, _ in stored}
@@ -90,6 +91,7 @@ def test_a_damaged_page_is_detected(tmp_path):
         data[page * 4096 + 10: page * 4096 + 400] = b"\xff" * 390
     (tmp_path / DB_NAME).write_bytes(bytes(data))
     again = SessionStore(tmp_path)
+    assert again.checked_at_open, "closed cleanly, then written to: checked again"
     assert again.recovered_from is not None
     assert again.list("/ws") == []
 

@@ -11,7 +11,8 @@ NORMAL 0.03 ms p50, FULL 0.6 ms p50 and 4 ms p90. The default is "normal", becau
 requirement is surviving a killed daemon; ``durability="full"`` (``[session] durability`` in
 ctxlayer.toml) fsyncs every commit for power-loss safety.
 
-A database that SQLite cannot read (not a database, malformed, failed quick_check) is moved
+A database that SQLite cannot read (not a database, malformed, failed quick_check, which is
+left out only when the file is as the last clean close left it: store/closed.py) is moved
 aside as ``sessions.sqlite3.corrupt-<n>`` (with its -wal and -shm) with one warning naming both
 paths, and a fresh one is created; no other file is touched.
 Thread safety: one connection guarded by a lock; every public method is one transaction.
@@ -34,6 +35,7 @@ from ctxlayer.core.zones.working import WorkingItem
 from ctxlayer.protocol import AuditEntry, Message
 from ctxlayer.statefiles import make_private_dir, make_private_file
 from ctxlayer.store import schema
+from ctxlayer.store.closed import closed_cleanly, note_clean_close
 from ctxlayer.store.paths import DB_NAME, state_dir
 
 log = logging.getLogger("ctxlayer.store")
@@ -124,6 +126,7 @@ class SessionStore:
         self.path = self.directory / DB_NAME
         self.durability = durability
         self.recovered_from: Path | None = None
+        self.checked_at_open = True  # False: closed cleanly and untouched since (closed.py)
         self._lock = threading.Lock()
         try:
             self._conn = self._connect()
@@ -141,6 +144,7 @@ class SessionStore:
     # --- opening -------------------------------------------------------------------------
 
     def _connect(self) -> sqlite3.Connection:
+        unchanged = closed_cleanly(self.path)  # taken away first: a crash from now on checks
         # 0600 before SQLite opens it: the conversations are the user's alone (SQLite gives
         # the -wal and -shm it creates the same mode; ones left by an older ctxlayer are set)
         for path in (self.path, *(self.path.with_name(DB_NAME + s) for s in ("-wal", "-shm"))):
@@ -152,9 +156,12 @@ class SessionStore:
             conn.execute(f"PRAGMA synchronous={self.durability.upper()}")
             conn.execute("PRAGMA foreign_keys=ON")
             conn.execute("PRAGMA busy_timeout=5000")
-            check = conn.execute("PRAGMA quick_check").fetchone()
-            if not check or check[0] != "ok":
-                raise sqlite3.DatabaseError(f"quick_check: {check[0] if check else 'no answer'}")
+            self.checked_at_open = not unchanged
+            if self.checked_at_open:  # reads the whole file (store/closed.py)
+                check = conn.execute("PRAGMA quick_check").fetchone()
+                if not check or check[0] != "ok":
+                    raise sqlite3.DatabaseError(
+                        f"quick_check: {check[0] if check else 'no answer'}")
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version > schema.VERSION:
                 conn.close()
@@ -189,6 +196,7 @@ class SessionStore:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+            note_clean_close(self.path)
 
     @property
     def schema_version(self) -> int:
