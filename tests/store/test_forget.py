@@ -50,3 +50,20 @@ def test_old_audit_entries_and_windows_go_sessions_and_other_workspaces_stay(
     assert store.get("/ws/a", "chat") is not None
     assert _count(store, "SELECT count(*) FROM sessions") == 2
     store.close()
+
+
+def test_old_windows_are_found_by_time_without_reading_any_window(tmp_path) -> None:
+    store = SessionStore(tmp_path)
+    for k in range(3):
+        store.put_conversation("/ws", f"c{k}", "gpt-4o", 1, b"w" * 50_000, OLD if k else NEW)
+    with store._tx() as c:
+        plan = " ".join(str(r) for r in c.execute(
+            "EXPLAIN QUERY PLAN SELECT 1 FROM conversations INDEXED BY conversations_by_time "
+            "WHERE workspace = ? AND updated_at < ?", ("/ws", CUT)))
+    assert "conversations_by_time" in plan and "updated_at<?" in plan.replace(" ", "")
+    reads = []
+    store._conn.set_trace_callback(reads.append)
+    assert store.forget("/ws", CUT) == (0, 2)
+    store._conn.set_trace_callback(None)
+    assert any("INDEXED BY conversations_by_time" in sql for sql in reads)
+    assert _count(store, "SELECT count(*) FROM conversations") == 1

@@ -104,11 +104,11 @@ def test_schema_is_versioned_and_migrations_run_in_order(tmp_path):
     conn.commit()
     conn.close()
     store = SessionStore(tmp_path)
-    assert store.schema_version == schema.VERSION == 5
+    assert store.schema_version == schema.VERSION == 6
     assert store.get("/ws", "old") is not None  # data kept across the migration
     indexes = {r[0] for r in store._conn.execute("SELECT name FROM sqlite_master "
                                                   "WHERE type='index'")}
-    assert {"sessions_by_workspace", "audit_by_time"} <= indexes
+    assert {"sessions_by_workspace", "audit_by_time", "conversations_by_time"} <= indexes
 
 
 def test_rows_written_before_raw_messages_existed_still_load(tmp_path):

@@ -401,8 +401,10 @@ class SessionStore:
             if n < FORGET_CHUNK:
                 break
         with self._tx() as c:
-            windows = c.execute("DELETE FROM conversations WHERE workspace = ? AND "
-                                "updated_at < ?", (workspace, before)).rowcount
+            # by the time index: the rows keep their time after the body (schema 6)
+            windows = c.execute("DELETE FROM conversations INDEXED BY conversations_by_time "
+                                "WHERE workspace = ? AND updated_at < ?",
+                                (workspace, before)).rowcount
         return audit, windows
 
 
