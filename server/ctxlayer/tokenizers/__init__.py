@@ -92,8 +92,9 @@ class TiktokenCounter:
                     return
                 counts[i] = [length(t) for t in runs[i]]
 
-        # Both on the pool, this thread waiting: it counting beside one helper took 1.3-2.4x
-        # as long as two pool threads on the 5 MB chat's texts (measured; cause not found).
+        # Both on the pool, this thread waiting: this thread counting beside one helper took
+        # 1.3-3.8x as long as two pool threads on the 5 MB chat's texts (measured in one
+        # script, the same counts; the cause was not found).
         pool = _batch_pool()
         counting = pool.submit(count_runs, False)
         helping = pool.submit(count_runs, True) if len(runs) > 1 else None
@@ -154,8 +155,9 @@ _pool: ThreadPoolExecutor | None = None
 
 
 def _batch_pool() -> ThreadPoolExecutor:
-    """The threads that help count a batch (`count_batch`), kept for the process: tiktoken's
-    own batch starts a pool each call. Two, so that two batches at once each have a helper."""
+    """The two threads that count a batch (`count_batch`: one that counts, one that helps),
+    kept for the process: tiktoken's own batch starts a pool each call. A second batch at the
+    same time waits for a thread, as the texts of one cannot count faster on two cores."""
     global _pool
     if _pool is None:
         with _lock:
