@@ -157,7 +157,7 @@ _pool: ThreadPoolExecutor | None = None
 def _batch_pool() -> ThreadPoolExecutor:
     """The two threads that count a batch (`count_batch`: one that counts, one that helps),
     kept for the process: tiktoken's own batch starts a pool each call. A second batch at the
-    same time waits for a thread, as the texts of one cannot count faster on two cores."""
+    same time waits for a free thread (two cores count no faster shared by four threads)."""
     global _pool
     if _pool is None:
         with _lock:
