@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 
 import pytest
 from hypothesis import given, settings
@@ -47,25 +48,29 @@ def test_a_batch_is_cut_into_runs_in_order_each_closed_by_the_text_reaching_its_
         assert sum(map(len, run[:-1])) < chars <= sum(map(len, run))
 
 
-def _noting_threads(counter: TiktokenCounter) -> list[str]:
-    """The name of the thread that counts each text, in the order counted."""
+def _noting_threads(counter: TiktokenCounter, pause: float = 0.0) -> list[str]:
+    """The name of the thread that counts each text, in the order counted (each count taking
+    ``pause`` seconds more)."""
     length, seen = counter.length, []
 
     def noted(text: str) -> int:
         seen.append(threading.current_thread().name)
+        time.sleep(pause)
         return length(text)
 
     counter._length = noted
     return seen
 
 
+TEXTS = [f"def f_{i}(x):\n    return x * {i}\n" * 40 for i in range(60)]  # 60 runs of 1,000
+
+
 def test_the_second_thread_of_a_batch_counts_only_while_it_is_helped(monkeypatch):
     monkeypatch.setattr("ctxlayer.tokenizers.BATCH_RUN_CHARS", 1000)
     counter = TiktokenCounter("cl100k_base")
-    texts = [f"def f_{i}(x):\n    return x * {i}\n" * 40 for i in range(60)]  # 60 runs
-    expected = [len(counter.encoding.encode_ordinary(t)) for t in texts]
+    expected = [len(counter.encoding.encode_ordinary(t)) for t in TEXTS]
     threads = _noting_threads(counter)
-    assert counter.count_batch(texts, helped=lambda: False) == expected
+    assert counter.count_batch(TEXTS, helped=lambda: False) == expected
     assert len(threads) == 60 and len(set(threads)) == 1, "never helped: one thread counted"
 
     asked = []
@@ -75,6 +80,17 @@ def test_the_second_thread_of_a_batch_counts_only_while_it_is_helped(monkeypatch
         return len(asked) <= 3
 
     threads.clear()
-    assert counter.count_batch(texts, helped=helped_three_times) == expected
+    assert counter.count_batch(TEXTS, helped=helped_three_times) == expected
     assert max(map(threads.count, threads)) >= 57, "the helper took at most the three runs it was let"
-    assert len(asked) <= 4, "it asks before each run, and stops at the first no"
+
+
+def test_a_helper_told_no_asks_again_and_helps_once_it_may(monkeypatch):
+    monkeypatch.setattr("ctxlayer.tokenizers.BATCH_RUN_CHARS", 1000)
+    counter = TiktokenCounter("cl100k_base")
+    expected = [len(counter.encoding.encode_ordinary(t)) for t in TEXTS]
+    threads = _noting_threads(counter, pause=0.002)  # 60 runs: 120 ms on one thread
+    # another request under way until a third of the runs are counted, then none
+    assert counter.count_batch(TEXTS, helped=lambda: len(threads) >= 20) == expected
+    first = threads[0]
+    assert threads[:20] == [first] * 20, "no help while told no"
+    assert {t for t in threads[20:] if t != first}, "the helper came back once it might"

@@ -78,17 +78,23 @@ class TiktokenCounter:
     def count_batch(self, texts: list[str], helped: Callable[[], bool] | None = None) -> list[int]:
         """Counts of ``texts``, in order. Two threads of the counting pool share them, a run
         of about BATCH_RUN_CHARS characters at a time (tiktoken lets go of the GIL while
-        it encodes). The second takes its next run only while ``helped()`` says so: a server
-        answering another request wants the second core back, and gets it within one run."""
+        it encodes). The second takes its next run only while ``helped()`` says so, and asks
+        again every HELPER_PAUSE seconds meanwhile: a server answering another request wants
+        the second core back, gets it within one run, and lends it again once that is over."""
         length = self.length
         runs = _runs(texts, BATCH_RUN_CHARS)
         counts: list[list[int]] = [[] for _ in runs]
         taken = itertools.count()  # each run once: next() on it is one step under the GIL
+        finished = threading.Event()  # every run taken: the helper stops waiting
 
         def count_runs(helper: bool) -> None:
-            while not helper or helped is None or helped():
+            while not finished.is_set():
+                if helper and helped is not None and not helped():
+                    finished.wait(HELPER_PAUSE)  # and asks again: the other request may end
+                    continue
                 i = next(taken)
                 if i >= len(runs):
+                    finished.set()
                     return
                 counts[i] = [length(t) for t in runs[i]]
 
@@ -133,6 +139,9 @@ def _length_of(encoding: tiktoken.Encoding) -> Callable[[str], int]:
 
     return length
 
+
+#: seconds a batch's helper waits before it asks again whether it may count (a run's time)
+HELPER_PAUSE = 0.005
 
 #: characters of a batch's run: about 5 ms of counting, so a helper that must stop (another
 #: request came) stops within that; a run costs a few microseconds to hand out
