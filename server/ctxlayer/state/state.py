@@ -157,8 +157,9 @@ class State:
 
     def open_sessions_soon(self) -> None:
         """Open the session service on a session thread now, not on the first request that
-        needs it: opening checks the whole database file (a 253 MB one took 60 ms), and the
-        gateway's first request after a restart opened it on the event loop. Called on the
+        needs it: opening may check the whole database file (unless it was closed cleanly:
+        a 253 MB one took 60 ms, 0.5-2.8 s from the disk), and the gateway's first request
+        after a restart opened it on the event loop. Called on the
         loop; a failure is logged, and the first request opens it again (and says why).
         Nothing once the state is closed."""
         if self._closed:

@@ -144,7 +144,8 @@ class Upkeep:
 
         def read(workspace: str, cid: str, model: str) -> tuple[persist.Snapshot, int] | None:
             # on a session thread: the first request after a start may be the one that opens
-            # the database (its whole file checked), which the event loop must not wait for
+            # the database (its whole file checked, unless it was closed cleanly), which the
+            # event loop must not wait for
             row = state.sessions.store.conversation(workspace, cid)
             if row is None or row[0] != model:
                 return None
