@@ -9,7 +9,11 @@ A conversation is known by `conversationId` (the gateway's `x-ctxlayer-conversat
 the client's own session id, else by its message chain (identity.py): requests that start with
 the same system text and first user message are a family, and each request goes to the
 family's conversation it extends or edits; a chat that forks off keeps a conversation of its
-own, with its own summary chunks.
+own, with its own summary chunks. A conversation new here (no turn in memory, no window kept)
+whose request starts as a live chat's last request did (a chat forked under a new session id:
+Claude Code's `--fork-session` or `/branch`) starts from that chat's window, as its next turn
+would: its request starts with the prefix the provider cached, and nothing they share is
+counted or summarized again.
 A turn that only appends a little and cannot reach its budget runs on the event loop (about a
 millisecond for a 1M-token chat); any other turn runs on a worker thread.
 Memory: the last MAX_LIVE conversations keep their turn (the engine holds its messages) and
@@ -37,6 +41,7 @@ from ctxlayer.core.prepare import (
     audit_of,
     persist,
     prepare_turn,
+    told_anew,
 )
 from ctxlayer.core.tokens import tools_tokens
 from ctxlayer.state import identity
@@ -95,6 +100,9 @@ class Conversation:
         self.kept: persist.Snapshot | None = None  # the window kept before a restart
         self.counted_with = ""  # the name of the counter of the last turn (kept with it)
         self.turn = 0  # windows written to the state folder (newer writes win)
+        #: the conversation whose window this one's first turn starts from (a branch), until
+        #: that turn is done: it tells the client, and keeps, the window it took over
+        self.branched_from: str | None = None
         #: the last request as the codec read it: the next turn takes over what they share
         #: (reading a 5 MB Claude Code history again was most of a turn)
         self.decoded: Decoded | None = None
@@ -108,6 +116,19 @@ class Conversation:
             setattr(other, name, getattr(self, name))
         other.restored = set(self.restored)
         other.extra_audit = list(self.extra_audit)
+        return other
+
+    def branch(self, conversation_id: str, source: protocol.Source) -> Conversation:
+        """A new conversation that starts from this one's window (a state is a value: neither
+        changes it). Not the codec's read of the last request: the branch's turns run beside
+        this one's, in a lane of their own, and each turn adds to what that read keeps of the
+        messages it wrote."""
+        other = Conversation(self.workspace, conversation_id, self.model, source)
+        for name in ("state", "window", "bias", "native_count", "tools_tokens", "chain",
+                     "counted_with"):
+            setattr(other, name, getattr(self, name))
+        other.restored = set(self.restored)
+        other.branched_from = self.conversation_id
         return other
 
     def info(self) -> protocol.ConversationInfo:
@@ -192,6 +213,8 @@ class Conversations:
         if conv is None:
             conv = Conversation(workspace, cid, model, source)
             await self.upkeep.take_up(conv)
+            if conv.kept is None:
+                conv = self._branch_of(conv, identity.turns(p.request))
         elif conv.model != model:  # another tokenizer: nothing counted before holds
             conv.model, conv.state, conv.kept, conv.decoded = model, None, None, None
         conv.source = source
@@ -228,6 +251,8 @@ class Conversations:
         if not done:
             out = await state.tokenizers.on_worker(model, work)
         turn, encoded, tools, conv.decoded, conv.counted_with = out  # type: ignore[misc]
+        if conv.branched_from is not None:
+            turn = told_anew(turn)
         conv.native_count = len(conversation_of(p.format, p.request))
         conv.chain = identity.turns(p.request)
         await self._took(conv, turn, encoded, budget, nominal, tools)
@@ -239,6 +264,22 @@ class Conversations:
             compacted=turn.compacted, cache_reuse_tokens=turn.cache_reuse_tokens,
             cache_breakpoints=list(encoded.breakpoints), notice=turn.notice)
 
+    def _branch_of(self, conv: Conversation, now: list) -> Conversation:
+        """``conv`` (new here, nothing kept) as a branch of the live conversation of its
+        workspace and model whose last request shares the most leading messages with ``now``;
+        ``conv`` itself when none shares one. The engine takes that window over only as far
+        as the messages it summarized are the same: a chat that merely opens alike starts
+        afresh, with the counts of the messages they share."""
+        best: Conversation | None = None
+        most = 0
+        for (ws, _), c in self._live.items():
+            if ws != conv.workspace or c.model != conv.model or c.state is None:
+                continue
+            n = identity.shared(c.chain, now)
+            if n > most:
+                best, most = c, n
+        return best.branch(conv.conversation_id, conv.source) if best is not None else conv
+
     async def _took(self, conv: Conversation, turn: Turn, encoded: Any, budget: int,
                     nominal: int, tools: int) -> None:
         """What a turn leaves behind: the conversation's figures, its window kept, its
@@ -249,7 +290,11 @@ class Conversations:
         self._remember(conv, turn, budget, tools)
         conv.kept = None
         if turn.stepped or turn.restored or turn.truncated or turn.dropped:
-            self.upkeep.keep(conv, _now())
+            self.upkeep.keep(conv, _now())  # a branch's first turn says its window: kept
+        if conv.branched_from is not None:
+            log.info("live chat %s starts from the window of %s", conv.conversation_id,
+                     conv.branched_from)
+            conv.branched_from = None
         if not conv.session_open:
             await state.work(state.sessions.open, workspace, protocol.SessionOpenParams(
                 session_id=conv.session_id, model=conv.model, budget=nominal))

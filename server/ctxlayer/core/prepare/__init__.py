@@ -89,6 +89,7 @@ from ctxlayer.core.prepare.engine import (
     prepare_turn,
     summary_ahead,
     take_summary,
+    told_anew,
     warm,
 )
 from ctxlayer.core.prepare.model import (
@@ -102,4 +103,4 @@ from ctxlayer.core.prepare.model import (
 
 __all__ = ["DEFAULT_POLICY", "Ahead", "Chunk", "ConversationState", "PreparePolicy",
            "SummaryAsk", "Turn", "audit_of", "near_budget", "prepare_turn", "summary_ahead",
-           "take_summary", "warm"]
+           "take_summary", "told_anew", "warm"]

@@ -334,13 +334,25 @@ def take_summary(state: ConversationState, ask: SummaryAsk, text: str | None, wr
 def audit_of(state: ConversationState) -> list[AuditEntry]:
     """Every entry that explains the last result: messages summarized, shortened, restored and
     dropped, oldest first."""
+    return [*_summarized(state), *_shortened(state), *state.restored_audit, *state.dropped]
+
+
+def told_anew(turn: Turn) -> Turn:
+    """``turn`` as the first of a conversation that started from another one's window (a
+    branch): everything that window summarized, shortened, restored or cut is new to this
+    conversation's client, and said in the turn as a step of its own would say it."""
+    st = turn.state
+    return dataclasses.replace(turn, dropped=[*_summarized(st), *st.dropped],
+                               truncated=_shortened(st), restored=list(st.restored_audit))
+
+
+def _summarized(state: ConversationState) -> list[AuditEntry]:
     shown = set(state.verbatim)
-    out = [e for c in state.chunks for e in c.audit
-           if e.index is None or e.index not in shown]
-    out += [rw[2] for _, rw in sorted(state.rewrites.items())]
-    out += state.restored_audit
-    out += state.dropped
-    return out
+    return [e for c in state.chunks for e in c.audit if e.index is None or e.index not in shown]
+
+
+def _shortened(state: ConversationState) -> list[AuditEntry]:
+    return [rw[2] for _, rw in sorted(state.rewrites.items())]
 
 
 # --- helpers --------------------------------------------------------------------------------

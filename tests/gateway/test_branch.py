@@ -1,0 +1,98 @@
+"""A chat forked under a new session id (Claude Code's `--fork-session` or `/branch`: the same
+history, another `metadata.user_id`) starts from the window of the chat it forked from, as that
+chat's next turn would: its first request starts with the prefix the provider cached for the
+other, not with a summary of its own written afresh; its client is told what that window
+summarized; a chat that merely opens alike keeps nothing of the other's summaries. Real gateway,
+official Anthropic SDK, the strict stand-in with a 4096-token window."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+
+import pytest
+from gateway_stack import Stack, small_stack
+
+WORDS = ("parser token budget window cache prefix session editor stream answer question "
+         "function module import error result value change commit branch").split()
+SYSTEM = "You are Claude Code."
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    with small_stack(tmp_path_factory.mktemp("branch")) as stack:
+        yield stack
+
+
+def prose(seed: str, words: int = 200) -> str:
+    rng = random.Random(seed)
+    return f"{seed}: " + " ".join(rng.choice(WORDS) + str(rng.randint(0, 99))
+                                  for _ in range(words))
+
+
+def send(stack: Stack, messages: list[dict], session: str) -> tuple[dict, list[dict]]:
+    """(the answer's x-ctxlayer headers, the messages the stand-in received)."""
+    raw = stack.anthropic().messages.with_raw_response.create(
+        model="standin-small", max_tokens=128, system=SYSTEM, messages=messages,
+        metadata={"user_id": f"user_x_account_y_session_{session}"})
+    raw.parse()
+    sent = stack.model_requests()[-1]["body"]["messages"]
+    return {k: v for k, v in raw.headers.items() if k.startswith("x-ctxlayer-")}, sent
+
+
+def long_chat(stack: Stack, session: str, turns: int = 12) -> list[dict]:
+    """A chat long enough to have been summarized in steps; its messages so far."""
+    messages: list[dict] = []
+    for k in range(turns):
+        messages.append({"role": "user", "content": prose(f"{session} asks {k}")})
+        send(stack, messages, session)
+        messages.append({"role": "assistant", "content": prose(f"{session} says {k}")})
+    return messages
+
+
+def text(message: dict) -> str:
+    content = message["content"]
+    return content if isinstance(content, str) else " ".join(
+        b.get("text", "") for b in content if isinstance(b, dict))
+
+
+def is_summary(message: dict) -> bool:
+    return "[Summary of" in text(message)
+
+
+def test_a_fork_under_a_new_session_sends_what_its_chat_would_have_sent(small):
+    history = long_chat(small, "parent")
+    parent_before = small.model_requests()[-1]["body"]["messages"]
+    assert any(is_summary(m) for m in parent_before)  # the chat was summarized
+
+    forked = [*history, {"role": "user", "content": "fork: now try the other approach"}]
+    fork_headers, fork_sent = send(small, forked, "fork")
+    # the parent's own next turn with the very same messages, from the same window
+    parent_headers, parent_sent = send(small, forked, "parent")
+    assert fork_headers["x-ctxlayer-conversation"] != parent_headers["x-ctxlayer-conversation"]
+    assert fork_sent == parent_sent
+    # the prefix the provider cached for the parent's last request leads the fork's request
+    shared = next((i for i, (a, b) in enumerate(zip(parent_before, fork_sent, strict=False))
+                   if a != b), len(parent_before))
+    assert shared >= 1 and is_summary(fork_sent[0])
+    # its client is told what the window it took over summarized (its own first turn)
+    assert int(fork_headers["x-ctxlayer-dropped"]) > 0
+    assert fork_headers["x-ctxlayer-compacted"] == "true"
+    fork_id = fork_headers["x-ctxlayer-conversation"]
+    ws = small.gateway.caller.workspace
+    assert any(e.action == "summarized"
+               for e in small.state.conversations.why(ws, conversation_id=fork_id))
+
+
+def test_a_chat_that_opens_alike_keeps_nothing_of_the_others_summaries(small):
+    history = long_chat(small, "first")
+    assert any(is_summary(m) for m in small.model_requests()[-1]["body"]["messages"])
+    # another chat: the same first question, then its own short history
+    other = [history[0], {"role": "assistant", "content": "a different answer"},
+             {"role": "user", "content": "and a different follow-up"}]
+    headers, sent = send(small, other, "other")
+    # within its budget: sent as it came (the gateway's cache markers aside), no summary of
+    # the first chat
+    assert [(m["role"], text(m)) for m in sent] == [(m["role"], m["content"]) for m in other]
+    assert headers["x-ctxlayer-dropped"] == "0"
+    assert headers["x-ctxlayer-compacted"] == "false"
