@@ -26,13 +26,13 @@ pytestmark = [pytest.mark.client, pytest.mark.e2e]
 DEFAULT_MODEL = "claude-opus-5-5"
 
 
-def claude(stack, repo: Path, home: Path, prompt: str, **env_extra: str) -> dict:
+def claude(stack, repo: Path, home: Path, prompt: str, *args: str, **env_extra: str) -> dict:
     exe = client("claude", "CLAUDE_CODE", "node_modules/.bin/claude")
     env = client_env(home, ANTHROPIC_BASE_URL=stack.anthropic_url,
                      ANTHROPIC_API_KEY="sk-ant-test-not-a-key", **env_extra)
     # as root Claude Code refuses --dangerously-skip-permissions: name the tools it may use
-    done = run([exe, "-p", prompt, "--output-format", "json", "--allowedTools", "Bash Read"],
-               env, repo)
+    done = run([exe, "-p", prompt, "--output-format", "json", "--allowedTools", "Bash Read",
+                *args], env, repo)
     return json.loads(done.stdout)
 
 
@@ -85,3 +85,49 @@ def test_claude_code_long_tool_loop_compacts_in_a_small_window_and_completes(rep
 
 
 WINDOW = 40_000
+
+
+def plain(message: dict) -> dict:
+    """A message without its cache markers (a client moves them from request to request)."""
+    content = message.get("content")
+    if isinstance(content, list):
+        content = [{k: v for k, v in b.items() if k != "cache_control"}
+                   if isinstance(b, dict) else b for b in content]
+    return {**message, "content": content}
+
+
+def compacted(message: dict) -> bool:
+    """A summary chunk the gateway wrote, or the build log outlined (its middle cut)."""
+    text = json.dumps(message.get("content"))
+    return "[Summary of" in text or ("line 0: step 0" in text and "line 100: step 100" not in text)
+
+
+def test_claude_code_fork_session_starts_from_the_window_of_its_chat(repo, tmp_path):
+    """`claude --resume <id> --fork-session` after a tool loop the gateway compacted: the fork
+    comes with a session id of its own, and its first request starts as the last request of
+    the chat it forked from did, compacted part and all (the prefix the provider cached for
+    that chat), not with a compaction of its own."""
+    log = "\n".join(f"line {i}: step {i} of the build passed, {i * 7} checks" for i in range(200))
+    (repo / "build.log").write_text(log)
+    rounds, home = 12, tmp_path / "home"
+    with open_stack(tmp_path / "stack", {DEFAULT_MODEL: WINDOW}) as stack:
+        stack.standin.agent(rounds, [{"name": "Bash", "arguments": {
+            "command": "cat build.log", "description": "Read the build log"}}])
+        first = claude(stack, repo, home, "Check the build log, many times.",
+                       CLAUDE_CODE_MAX_OUTPUT_TOKENS="8000")
+        before = model_requests(stack)
+        last = [plain(m) for m in before[-1]["body"]["messages"]]
+        cut = next(i for i, m in enumerate(last) if compacted(m))  # the chat was compacted
+
+        stack.standin.agent(0)
+        fork = claude(stack, repo, home, "Which step took the most checks?", "--resume",
+                      first["session_id"], "--fork-session", CLAUDE_CODE_MAX_OUTPUT_TOKENS="8000")
+        assert fork["session_id"] != first["session_id"] and fork["is_error"] is False, fork
+        after = [r for r in model_requests(stack)[len(before):]
+                 if r["body"]["model"] == DEFAULT_MODEL]
+        assert_all_valid(after)
+        sent = [plain(m) for m in after[0]["body"]["messages"]]
+        shared = next((i for i, (a, b) in enumerate(zip(last, sent, strict=False)) if a != b),
+                      min(len(last), len(sent)))
+        assert shared > cut, (shared, cut, len(last), len(sent))
+        assert len(conversations(stack)) == 2
