@@ -267,12 +267,13 @@ class Conversations:
     def _branch_of(self, conv: Conversation, now: list) -> Conversation:
         """``conv`` (new here, nothing kept) as a branch of the live conversation of its
         workspace and model whose last request shares the most leading messages with ``now``;
-        ``conv`` itself when none shares one. The engine takes that window over only as far
-        as the messages it summarized are the same: a chat that merely opens alike starts
-        afresh, with the counts of the messages they share."""
+        ``conv`` itself when none shares one (of two alike, the more recent: the provider more
+        likely still holds its prefix). The engine takes that window over only as far as the
+        messages it summarized are the same: a chat that merely opens alike starts afresh,
+        with the counts of the messages they share."""
         best: Conversation | None = None
         most = 0
-        for (ws, _), c in self._live.items():
+        for (ws, _), c in reversed(self._live.items()):
             if ws != conv.workspace or c.model != conv.model or c.state is None:
                 continue
             n = identity.shared(c.chain, now)
