@@ -13,6 +13,9 @@ to the stand-in and through the gateway, and the added latency is the difference
 ``--runs`` alternations in one run:
 - first: the first request of that conversation the gateway sees (everything counted);
 - next turn: the same chat one exchange later (what each turn of a live chat costs);
+- a fork: that chat one exchange later again under a session id of its own (Claude Code's
+  ``--fork-session``: Anthropic ``metadata.user_id``), ``--runs`` forks, each a new id: its
+  first request starts from the window of the chat it forked from;
 - another conversation's first request, ``--runs`` times, each SETTLE seconds after the last
   request: what a chat the gateway has not seen costs once the gateway is up and idle.
 Then a ``--big-mb`` MB body of a new conversation is sent on one connection while a small
@@ -78,9 +81,12 @@ def claude_chat(mb: float, tag: str, own_files: bool = False) -> tuple[list[dict
     return msgs, k
 
 
-def body(msgs: list[dict]) -> bytes:
+def body(msgs: list[dict], session: str | None = None) -> bytes:
+    """A Claude Code request; ``session``: its session id, as Claude Code sends it."""
+    extra = {"metadata": {"user_id": f"user_bench_account_x_session_{session}"}} \
+        if session else {}
     return json.dumps({"model": "claude-sonnet-4-5", "max_tokens": 1024,
-                       "system": "You are Claude Code.", "messages": msgs}).encode()
+                       "system": "You are Claude Code.", "messages": msgs, **extra}).encode()
 
 
 ANTHROPIC = {"x-api-key": "sk-bench", "anthropic-version": "2023-06-01"}
@@ -145,6 +151,13 @@ def main() -> None:
               f"added to the first byte:")
         print(f"  first request of the conversation: {ms(cold)}")
         print(f"  next turn (one more exchange), median of {args.runs}: {ms(warm)}")
+        forked = [*json.loads(nxt)["messages"], {"role": "assistant", "content": [
+            {"type": "text", "text": "The tests pass."}]},
+            {"role": "user", "content": [{"type": "text", "text": "Try the other way."}]}]
+        forks = [own_time(via, pv, body(forked, f"fork{r}"))
+                 - own_time(direct, pd, body(forked, f"fork{r}")) for r in range(args.runs)]
+        print(f"  a fork of it under a session id of its own (--fork-session), first request, "
+              f"median of {args.runs}: {ms(statistics.median(forks))}")
         fresh = []
         for r in range(args.runs):  # the start and the last turn's read-ahead over first
             time.sleep(SETTLE)
