@@ -30,10 +30,11 @@ def prose(seed: str, words: int = 200) -> str:
                                   for _ in range(words))
 
 
-def send(stack: Stack, messages: list[dict], session: str) -> tuple[dict, list[dict]]:
+def send(stack: Stack, messages: list[dict], session: str,
+         model: str = "standin-small") -> tuple[dict, list[dict]]:
     """(the answer's x-ctxlayer headers, the messages the stand-in received)."""
     raw = stack.anthropic().messages.with_raw_response.create(
-        model="standin-small", max_tokens=128, system=SYSTEM, messages=messages,
+        model=model, max_tokens=128, system=SYSTEM, messages=messages,
         metadata={"user_id": f"user_x_account_y_session_{session}"})
     raw.parse()
     sent = stack.model_requests()[-1]["body"]["messages"]
@@ -96,3 +97,37 @@ def test_a_chat_that_opens_alike_keeps_nothing_of_the_others_summaries(small):
     assert [(m["role"], text(m)) for m in sent] == [(m["role"], m["content"]) for m in other]
     assert headers["x-ctxlayer-dropped"] == "0"
     assert headers["x-ctxlayer-compacted"] == "false"
+
+
+def test_a_side_request_on_another_model_leaves_the_chats_window_alone(small):
+    """Claude Code asks a small model beside its chat, under the same session id (a title, a
+    command's prefix): the chat's next turn still continues its own window."""
+    history = long_chat(small, "main")
+    before = small.model_requests()[-1]["body"]["messages"]
+    assert any(is_summary(m) for m in before)
+    small.anthropic().messages.create(
+        model="claude-haiku-4-5", max_tokens=32, system="Answer with a title.",
+        messages=[{"role": "user", "content": "a title for: " + history[0]["content"][:80]}],
+        metadata={"user_id": "user_x_account_y_session_main"})
+    _, sent = send(small, [*history, {"role": "user", "content": "main asks again"}], "main")
+    shared = next((i for i, (a, b) in enumerate(zip(before, sent, strict=False)) if a != b),
+                  len(before))
+    assert is_summary(sent[0]) and shared >= 1, (shared, len(before))
+    assert text(sent[0]) == text(before[0])  # the same summary chunk: no compaction afresh
+
+
+def test_a_model_switch_starts_from_the_chats_window_and_switching_back_goes_on(small):
+    """`/model` in the middle of a chat (another model counted alike, the same session id):
+    the other model's first request starts with the chat's compacted prefix, not a compaction
+    of its own; back on the first model, the chat's own window goes on."""
+    history = long_chat(small, "switch")
+    before = small.model_requests()[-1]["body"]["messages"]
+    assert is_summary(before[0])
+    asked = [*history, {"role": "user", "content": "switch asks the other model"}]
+    headers, other = send(small, asked, "switch", model="standin-other")
+    assert text(other[0]) == text(before[0])
+    assert headers["x-ctxlayer-compacted"] == "true"
+    back = [*asked, {"role": "assistant", "content": "the other model answers"},
+            {"role": "user", "content": "switch asks the first model again"}]
+    _, again = send(small, back, "switch")
+    assert text(again[0]) == text(before[0])

@@ -6,14 +6,15 @@ counts and decides only what is new), its session in the session service (id
 only when a turn summarized, cut or restored something), the ids the user restored, and the
 order of one conversation's turns (its lane, taken before the first await).
 A conversation is known by `conversationId` (the gateway's `x-ctxlayer-conversation`), else by
-the client's own session id, else by its message chain (identity.py): requests that start with
-the same system text and first user message are a family, and each request goes to the
-family's conversation it extends or edits; a chat that forks off keeps a conversation of its
-own, with its own summary chunks. A conversation new here (no turn in memory, no window kept)
-whose request starts as a live chat's last request did (a chat forked under a new session id:
-Claude Code's `--fork-session` or `/branch`) starts from that chat's window, as its next turn
-would: its request starts with the prefix the provider cached, and nothing they share is
-counted or summarized again.
+the client's own session id (one conversation per model), else by its message chain
+(identity.py): requests that start with the same system text and first user message are a
+family, and each request goes to the family's conversation it extends or edits; a chat that
+forks off keeps a conversation of its own, with its own summary chunks. A conversation new
+here (no turn in memory, no window kept) whose request starts as a live chat's last request
+did, on a model counted alike (a chat forked under a new session id: Claude Code's
+`--fork-session` or `/branch`; its `/model` to another Claude), starts from that chat's window,
+as its next turn would: its request starts with the prefix the provider cached, and nothing
+they share is counted or summarized again.
 A turn that only appends a little and cannot reach its budget runs on the event loop (about a
 millisecond for a 1M-token chat); any other turn runs on a worker thread.
 Memory: the last MAX_LIVE conversations keep their turn (the engine holds its messages) and
@@ -169,7 +170,8 @@ class Conversations:
                                field="request")
         workspace = caller.workspace
         hint = identity.client_hint(p.format, p.request, p.client_session_id)
-        cid = p.conversation_id or (identity.hinted_id(p.format, hint) if hint else None)
+        cid = p.conversation_id or (identity.hinted_id(p.format, hint, _model(caller, p))
+                                    if hint else None)
         if cid is not None:
             async with self.state.lanes.turn(("chat", workspace, cid)):
                 return await self._prepare(caller, p, workspace, cid)
@@ -206,7 +208,7 @@ class Conversations:
     async def _prepare(self, caller: Caller, p: protocol.PrepareParams, workspace: str,
                        cid: str) -> protocol.PrepareResult:
         state = self.state
-        model = caller.model(p.model or _str(p.request.get("model"))) or _default_model()
+        model = _model(caller, p)
         nominal = _nominal_budget(caller, p, model)
         source: protocol.Source = "gateway" if caller.source == "gateway" else "prepare"
         conv = self._get(workspace, cid)
@@ -274,7 +276,7 @@ class Conversations:
         best: Conversation | None = None
         most = 0
         for (ws, _), c in reversed(self._live.items()):
-            if ws != conv.workspace or c.model != conv.model or c.state is None:
+            if ws != conv.workspace or c.state is None or not _counted_alike(c.model, conv.model):
                 continue
             n = identity.shared(c.chain, now)
             if n > most:
@@ -485,6 +487,21 @@ def _cheap(conv: Conversation, messages: list, budget: int, restored: frozenset[
     # two characters a token is a safe upper bound for the new text's tokens
     return len(new) <= INLINE_NEW_CHARS and (
         st.total + conv.tools_tokens + len(new) // 2 <= budget)
+
+
+def _model(caller: Caller, p: protocol.PrepareParams) -> str:
+    return caller.model(p.model or _str(p.request.get("model"))) or _default_model()
+
+
+def _counted_alike(a: str, b: str) -> bool:
+    """Whether two models' messages are counted alike (the same encoding and correction): a
+    window's counts hold for the other (Claude Code's `/model` from one Claude to another)."""
+    from ctxlayer.tokenizers import model_info
+
+    if a == b:
+        return True
+    x, y = model_info(a), model_info(b)
+    return (x.encoding, x.correction) == (y.encoding, y.correction)
 
 
 def _model_window(model: str) -> int:

@@ -2,7 +2,9 @@
 
 First match wins: the client's own session id (the gateway passes Claude Code's
 `x-claude-code-session-id`; a body's Anthropic `metadata.user_id`, OpenAI `prompt_cache_key`,
-then `user`); else the message chain. Requests that share their first messages (system text
+then `user`), one conversation per model: Claude Code asks a small model beside its chat under
+the same session id (a title, a command's prefix), and that request must not take the chat's
+window; else the message chain. Requests that share their first messages (system text
 and first user message, text only) form a family; within it a request belongs to the
 conversation whose last request it extends, else to the one whose tail it replaces the
 furthest along (an edit, a regenerated answer, a rewind). The caller then keeps the chain
@@ -35,9 +37,10 @@ def client_hint(fmt: str, request: dict, header: str | None) -> str | None:
     return None
 
 
-def hinted_id(fmt: str, hint: str) -> str:
-    """The conversation id of a client session id (never the id itself: it may be long)."""
-    return "s" + content_hash(f"{fmt}\x00{hint}")
+def hinted_id(fmt: str, hint: str, model: str) -> str:
+    """The conversation id of a client session id on ``model`` (never the id itself: it may
+    be long)."""
+    return "s" + content_hash(f"{fmt}\x00{hint}\x00{model}")
 
 
 def family_id(fmt: str, request: dict) -> str:
