@@ -131,3 +131,39 @@ def test_claude_code_fork_session_starts_from_the_window_of_its_chat(repo, tmp_p
                       min(len(last), len(sent)))
         assert shared > cut, (shared, cut, len(last), len(sent))
         assert len(conversations(stack)) == 2
+
+
+def test_claude_code_sub_agent_leaves_its_chats_window_alone(repo, tmp_path):
+    """A sub-agent (the `Agent` tool) runs in the middle of a chat the gateway compacted: its
+    requests come under the chat's session id with a chat of their own, and the chat's next
+    request starts as its request before the sub-agent did, compacted part and all."""
+    log = "\n".join(f"line {i}: step {i} of the build passed, {i * 7} checks" for i in range(200))
+    (repo / "build.log").write_text(log)
+    bash = {"name": "Bash", "arguments": {"command": "cat build.log",
+                                          "description": "Read the build log"}}
+    task = "Count the lines of build.log that say passed."
+    agent = {"name": "Agent", "arguments": {"description": "Count passed lines", "prompt": task,
+                                            "subagent_type": "general-purpose",
+                                            "run_in_background": False}}
+    rounds = 13  # 11 reads by the chat, its sub-agent, one read by the sub-agent
+    with open_stack(tmp_path / "stack", {DEFAULT_MODEL: WINDOW}) as stack:
+        stack.standin.agent(rounds, [*[bash] * 11, agent, bash])
+        answer = claude(stack, repo, tmp_path / "home", "Check the build log, many times.",
+                        "--allowedTools", "Agent", CLAUDE_CODE_MAX_OUTPUT_TOKENS="8000")
+        assert answer["is_error"] is False, answer
+        requests = [r for r in model_requests(stack) if r["body"]["model"] == DEFAULT_MODEL]
+        assert_all_valid(requests)
+        worker = [r for r in requests if task in json.dumps(r["body"]["messages"][0])]
+        chat = [r for r in requests if r not in worker]
+        assert worker, "the sub-agent sent no request"
+        # the chat's last request before the sub-agent's first, and its first one after
+        start = requests.index(worker[0])
+        before = [plain(m) for m in [r for r in chat if requests.index(r) < start][-1]
+                  ["body"]["messages"]]
+        after = [plain(m) for m in [r for r in chat if requests.index(r) > start][0]
+                 ["body"]["messages"]]
+        cut = next(i for i, m in enumerate(before) if compacted(m))
+        shared = next((i for i, (a, b) in enumerate(zip(before, after, strict=False))
+                       if a != b), min(len(before), len(after)))
+        assert shared > cut, (shared, cut, len(before), len(after))
+        assert len(conversations(stack)) == 2  # the chat's and the sub-agent's

@@ -131,3 +131,19 @@ def test_a_model_switch_starts_from_the_chats_window_and_switching_back_goes_on(
             {"role": "user", "content": "switch asks the first model again"}]
     _, again = send(small, back, "switch")
     assert text(again[0]) == text(before[0])
+
+
+def test_a_sub_agents_chat_under_the_session_id_leaves_the_chats_window_alone(small):
+    """Claude Code's sub-agents send chats of their own under its session id, between two
+    turns of its chat: the chat's next turn goes on in its own conversation and window."""
+    history = long_chat(small, "lead")
+    before = small.model_requests()[-1]["body"]["messages"]
+    assert is_summary(before[0])
+    lead = send(small, history + [{"role": "user", "content": "lead asks"}], "lead")[0]
+    worker, _ = send(small, [{"role": "user", "content": "Read README.md and report."}], "lead")
+    assert worker["x-ctxlayer-conversation"] != lead["x-ctxlayer-conversation"]
+    headers, sent = send(small, [*history, {"role": "user", "content": "lead asks"},
+                                 {"role": "assistant", "content": "the sub-agent reported"},
+                                 {"role": "user", "content": "lead asks again"}], "lead")
+    assert headers["x-ctxlayer-conversation"] == lead["x-ctxlayer-conversation"]
+    assert text(sent[0]) == text(before[0])  # the same summary chunk: no compaction afresh

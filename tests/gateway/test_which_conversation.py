@@ -115,13 +115,32 @@ def ask_anthropic(stack: Stack, content: str = "the same first question", **kw) 
     return raw.headers["x-ctxlayer-conversation"]
 
 
+def ask_chat(stack: Stack, messages: list[dict], **kw) -> str:
+    raw = stack.anthropic().messages.with_raw_response.create(
+        model="claude-sonnet-4-5", max_tokens=64, system="You are Claude Code.",
+        messages=messages, **kw)
+    return raw.headers["x-ctxlayer-conversation"]
+
+
+FIRST = [{"role": "user", "content": "the same first question"}]
+LATER = [*FIRST, {"role": "assistant", "content": "an answer"},
+         {"role": "user", "content": "a follow-up"}]
+
+
 def test_claude_code_session_header_names_the_conversation(stack):
+    """The session id names the family of a Claude Code run's requests: its chat goes on in
+    one conversation, and a chat that shares no message with it under the same id (a
+    sub-agent's) is a conversation of its own, which the chat's next turn leaves alone."""
     one = ask_anthropic(stack, extra_headers={"x-claude-code-session-id": "sess-1"})
     two = ask_anthropic(stack, extra_headers={"x-claude-code-session-id": "sess-2"})
     assert one != two  # two parallel runs with the same prompt
-    other = ask_anthropic(stack, "something else entirely",
-                          extra_headers={"x-claude-code-session-id": "sess-1"})
-    assert other == one
+    assert ask_chat(stack, LATER, extra_headers={"x-claude-code-session-id": "sess-1"}) == one
+    side = ask_anthropic(stack, "something else entirely",
+                         extra_headers={"x-claude-code-session-id": "sess-1"})
+    assert side not in (one, two)
+    assert ask_chat(stack, [*LATER, {"role": "assistant", "content": "done"},
+                            {"role": "user", "content": "and then?"}],
+                    extra_headers={"x-claude-code-session-id": "sess-1"}) == one
     named = ask_anthropic(stack, extra_headers={"x-claude-code-session-id": "sess-1",
                                                 "x-ctxlayer-conversation": "mine"})
     assert named == "mine"  # the header wins
@@ -131,7 +150,7 @@ def test_metadata_user_id_names_the_conversation(stack):
     one = ask_anthropic(stack, metadata={"user_id": "user_x_session_a"})
     two = ask_anthropic(stack, metadata={"user_id": "user_x_session_b"})
     assert one != two
-    assert ask_anthropic(stack, "again", metadata={"user_id": "user_x_session_a"}) == one
+    assert ask_chat(stack, LATER, metadata={"user_id": "user_x_session_a"}) == one
 
 
 def test_prompt_cache_key_then_user_name_the_conversation(stack):

@@ -26,6 +26,22 @@ def test_a_moved_cache_marker_is_the_same_message():
     assert shared([], [U1]) == 0
 
 
+def test_a_text_as_a_string_or_as_one_text_block_is_the_same_message():
+    """Claude Code sends a system message between turns as a marked block, then as a
+    string: not an edit (each was one, and left a fork of the chat in the listing)."""
+    note = "The user hasn't heard from you in a while."
+    marked = {"role": "system", "content": [{"type": "text", "text": note,
+                                             "cache_control": {"type": "ephemeral"}}]}
+    assert shared([U1, marked, A1], [U1, {"role": "system", "content": note}, A1, U2]) == 3
+    assert shared([U1, A1, U2], [U1, {"role": "assistant", "content": [
+        {"type": "text", "text": "ok"}]}, {"role": "user", "content": "two"}]) == 3
+    # two blocks are not one string, nor is another text
+    two = {"role": "assistant", "content": [{"type": "text", "text": "o"},
+                                            {"type": "text", "text": "k"}]}
+    assert shared([U1, A1], [U1, two]) == 1
+    assert shared([U1, A1], [U1, {"role": "assistant", "content": "OK"}]) == 1
+
+
 def test_extending_wins_over_editing_and_the_furthest_edit_wins():
     chains = [("short", [U1]), ("long", [U1, A1, U2])]
     assert best_match(chains, [U1, A1, U2, A1]) == ("long", True)

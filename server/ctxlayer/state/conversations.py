@@ -169,14 +169,16 @@ class Conversations:
             raise ContextError("invalid", "expected the provider request as an object",
                                field="request")
         workspace = caller.workspace
+        if p.conversation_id:
+            async with self.state.lanes.turn(("chat", workspace, p.conversation_id)):
+                return await self._prepare(caller, p, workspace, p.conversation_id)
+        # the requests of one client session on one model, else those that start alike, are a
+        # family; within it, by the chain: Claude Code's sub-agents send their own chats under
+        # its session id, and each took the window of the chat it interrupted. The family's
+        # requests take one lane, so each sees the others' last
         hint = identity.client_hint(p.format, p.request, p.client_session_id)
-        cid = p.conversation_id or (identity.hinted_id(p.format, hint, _model(caller, p))
-                                    if hint else None)
-        if cid is not None:
-            async with self.state.lanes.turn(("chat", workspace, cid)):
-                return await self._prepare(caller, p, workspace, cid)
-        # by its chain: the family's requests take one lane, so each sees the others' last
-        family = identity.family_id(p.format, p.request)
+        family = (identity.hinted_id(p.format, hint, _model(caller, p)) if hint
+                  else identity.family_id(p.format, p.request))
         async with self.state.lanes.turn(("chats", workspace, family)):
             cid = self._by_chain(workspace, family, identity.turns(p.request))
             result = await self._prepare(caller, p, workspace, cid)

@@ -1,15 +1,15 @@
 """Which conversation a request belongs to, when the client did not name it.
 
-First match wins: the client's own session id (the gateway passes Claude Code's
-`x-claude-code-session-id`; a body's Anthropic `metadata.user_id`, OpenAI `prompt_cache_key`,
-then `user`), one conversation per model: Claude Code asks a small model beside its chat under
-the same session id (a title, a command's prefix), and that request must not take the chat's
-window; else the message chain. Requests that share their first messages (system text
-and first user message, text only) form a family; within it a request belongs to the
-conversation whose last request it extends, else to the one whose tail it replaces the
-furthest along (an edit, a regenerated answer, a rewind). The caller then keeps the chain
-that was replaced as a conversation of its own (a fork): if that chat goes on, its next
-request extends it and lands there, with its own summary chunks.
+Requests form a family: those of one client session id on one model (the gateway passes
+Claude Code's `x-claude-code-session-id`; a body's Anthropic `metadata.user_id`, OpenAI
+`prompt_cache_key`, then `user`: Claude Code asks a small model beside its chat, and its
+sub-agents send chats of their own, all under its session id), else those that share their
+first messages (system text and first user message, text only). Within a family a request
+belongs to the conversation whose last request it extends, else to the one whose tail it
+replaces the furthest along (an edit, a regenerated answer, a rewind), else (it shares no
+message with any) to one of its own. The caller then keeps the chain that was replaced as a
+conversation of its own (a fork): if that chat goes on, its next request extends it and lands
+there, with its own summary chunks.
 
 Owns the pure parts of that decision: the hints, the ids, how far two chains agree.
 Must not: keep state (Conversations does), or import a face.
@@ -38,8 +38,8 @@ def client_hint(fmt: str, request: dict, header: str | None) -> str | None:
 
 
 def hinted_id(fmt: str, hint: str, model: str) -> str:
-    """The conversation id of a client session id on ``model`` (never the id itself: it may
-    be long)."""
+    """The family of a client session id on ``model``, the id of its first conversation (never
+    the session id itself: it may be long)."""
     return "s" + content_hash(f"{fmt}\x00{hint}\x00{model}")
 
 
@@ -66,15 +66,26 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _message(value: Any) -> Any:
+    """A message as `shared` compares it: cache_control aside, and a text content given as a
+    string the same as one text block (Claude Code sends a message of an earlier turn, a
+    system message between turns, as blocks with a marker, then as a string)."""
+    plain = _plain(value)
+    if isinstance(plain, dict) and isinstance(plain.get("content"), str):
+        plain["content"] = [{"type": "text", "text": plain["content"]}]
+    return plain
+
+
 def shared(before: list, now: list) -> int:
-    """How many leading messages two chains share, cache_control aside. Most compare equal
-    as they are (C speed); only the few a marker moved on are compared without it."""
+    """How many leading messages two chains share, cache_control and the form of a text
+    aside. Most compare equal as they are (C speed); only the few a marker moved on are
+    compared without it."""
     n = min(len(before), len(now))
     if before[:n] == now[:n]:
         return n
     for i in range(n):
         a, b = before[i], now[i]
-        if a is not b and a != b and _plain(a) != _plain(b):
+        if a is not b and a != b and _message(a) != _message(b):
             return i
     return n
 
