@@ -307,3 +307,46 @@ async def test_a_live_chats_calibration_outlives_a_restart(caller, state, tmp_pa
         assert again.sessions.note_prompt(caller.workspace, res.session_id, 1) == 2.0, live
     finally:
         again.close()
+
+
+async def test_after_a_restart_a_chat_that_went_on_under_a_fork_finds_its_window(tmp_path):
+    """Two chats start alike: the second's first request takes the family's conversation (it
+    may be an edit) and the first goes on under a fork's id. After a restart nothing of the
+    family is in memory, and the first chat's next request arrives under the family's id: it
+    starts from its own kept window (the one its messages agree with the furthest), not from
+    the other chat's, nor afresh."""
+    from ctxlayer.state import State
+
+    def caller_of(st):
+        return Caller(st, source="prepare", options=protocol.InitializationOptions(model=MODEL))
+
+    def chat(seed: int, turns: int) -> list[list[dict]]:
+        r = random.Random(seed)
+        messages = [SYSTEM, {"role": "user", "id": "u0", "content": "Where is the cache built?"}]
+        out = []
+        for t in range(turns):
+            out.append(messages)
+            messages = grow(messages, r, t)
+        return out
+
+    first, second = chat(11, 40), chat(12, 40)
+    st = State(tmp_path / "state")
+    try:
+        a = [await chats.prepare(caller_of(st), params(first[t])) for t in range(2)]
+        b = await chats.prepare(caller_of(st), params(second[2]))  # starts alike, then differs
+        for t in range(2, 39):
+            a.append(await chats.prepare(caller_of(st), params(first[t])))
+        assert a[-1].conversation_id not in (a[0].conversation_id, b.conversation_id)
+        assert a[-1].compacted and a[-1].request["messages"][1]["content"].startswith(
+            "[Summary of")
+        await st.conversations.settled()
+    finally:
+        st.close()
+    again = State(tmp_path / "state")
+    try:
+        after = await chats.prepare(caller_of(again), params(first[39]))
+    finally:
+        again.close()
+    before = a[-1].request["messages"]
+    assert after.request["messages"][1] == before[1]  # the same summary chunk
+    assert after.cache_reuse_tokens > 0

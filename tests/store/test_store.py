@@ -242,3 +242,22 @@ def test_a_conversation_window_is_kept_and_an_older_write_never_wins(tmp_path):
     again = SessionStore(tmp_path)
     assert again.conversation("/ws", "c1") == ("gpt-4o", 4, b"turn four")
     assert again.conversation("/other", "c1") is None
+
+
+def test_a_familys_kept_windows_are_its_own_and_its_forks_most_recent_first(tmp_path):
+    store = SessionStore(tmp_path)
+    for cid, model, at in [("cab", "gpt-4o", "2026-01-01T00:00:01"),
+                           ("cab-1", "gpt-4o", "2026-01-01T00:00:03"),
+                           ("cab-12", "gpt-4o", "2026-01-01T00:00:02"),
+                           ("cab-2", "claude-sonnet-4-5", "2026-01-01T00:00:04"),
+                           ("cabc", "gpt-4o", "2026-01-01T00:00:05"),  # another family
+                           ("ca", "gpt-4o", "2026-01-01T00:00:06")]:
+        store.put_conversation("/ws", cid, model, 1, cid.encode(), at)
+    store.put_conversation("/other", "cab-3", "gpt-4o", 1, b"elsewhere", NOW)
+    got = store.family_conversations("/ws", "cab", "gpt-4o")
+    assert [r[0] for r in got] == ["cab-1", "cab-12", "cab"]
+    assert got[0] == ("cab-1", 1, b"cab-1")
+    assert [r[0] for r in store.family_conversations("/ws", "cab", "gpt-4o", most=2)] == \
+        ["cab-1", "cab-12"]
+    assert store.family_conversations("/ws", "cx", "gpt-4o") == []
+    store.close()

@@ -98,7 +98,9 @@ class Conversation:
         self.tools_tokens = 0
         self.chain: list = []  # the last request's messages, as sent (which chat it is)
         self.family: str | None = None  # set when the chain decides this conversation
-        self.kept: persist.Snapshot | None = None  # the window kept before a restart
+        #: the windows kept before a restart its first turn may start from (its own, its
+        #: family's): the one its messages agree with the furthest
+        self.kept: list[persist.Snapshot] = []
         self.counted_with = ""  # the name of the counter of the last turn (kept with it)
         self.turn = 0  # windows written to the state folder (newer writes win)
         #: the conversation whose window this one's first turn starts from (a branch), until
@@ -180,24 +182,27 @@ class Conversations:
         family = (identity.hinted_id(p.format, hint, _model(caller, p)) if hint
                   else identity.family_id(p.format, p.request))
         async with self.state.lanes.turn(("chats", workspace, family)):
-            cid = self._by_chain(workspace, family, identity.turns(p.request))
-            result = await self._prepare(caller, p, workspace, cid)
+            cid, known = self._by_chain(workspace, family, identity.turns(p.request))
+            # a family nothing of which is in memory (a restart): its kept windows tell
+            result = await self._prepare(caller, p, workspace, cid,
+                                         None if known else family)
             conv = self._get(workspace, cid)
             if conv is not None:
                 conv.family = family
             return result
 
-    def _by_chain(self, workspace: str, family: str, now: list) -> str:
-        """The family's conversation ``now`` extends or edits; an edit leaves the replaced
-        chain behind as a fork of its own (if that chat goes on, it lands there)."""
+    def _by_chain(self, workspace: str, family: str, now: list) -> tuple[str, bool]:
+        """The family's conversation ``now`` extends or edits, and whether any of the family
+        is in memory; an edit leaves the replaced chain behind as a fork of its own (if that
+        chat goes on, it lands there)."""
         members = [(cid, c.chain) for (ws, cid), c in self._live.items()
                    if ws == workspace and c.family == family]
         found = identity.best_match(members, now)
         if found is None:
             if not members:
-                return family
+                return family, False
             self._forks += 1
-            return f"{family}-{self._forks}"
+            return f"{family}-{self._forks}", True
         cid, extends = found
         if not extends:
             conv = self._live[(workspace, cid)]
@@ -205,10 +210,11 @@ class Conversations:
             fork = conv.fork(f"{family}-{self._forks}")
             self._live[(workspace, fork.conversation_id)] = fork
             self._live.move_to_end((workspace, cid))
-        return cid
+        return cid, True
 
     async def _prepare(self, caller: Caller, p: protocol.PrepareParams, workspace: str,
-                       cid: str) -> protocol.PrepareResult:
+                       cid: str, family: str | None = None) -> protocol.PrepareResult:
+        """``family``: the family to look in for a kept window (none of it in memory)."""
         state = self.state
         model = _model(caller, p)
         nominal = _nominal_budget(caller, p, model)
@@ -216,11 +222,11 @@ class Conversations:
         conv = self._get(workspace, cid)
         if conv is None:
             conv = Conversation(workspace, cid, model, source)
-            await self.upkeep.take_up(conv)
-            if conv.kept is None:
+            await self.upkeep.take_up(conv, family)
+            if not conv.kept:
                 conv = self._branch_of(conv, identity.turns(p.request))
         elif conv.model != model:  # another tokenizer: nothing counted before holds
-            conv.model, conv.state, conv.kept, conv.decoded = model, None, None, None
+            conv.model, conv.state, conv.kept, conv.decoded = model, None, [], None
         conv.source = source
         conv.window = p.context_window or _model_window(model)
         budget = nominal if conv.bias <= 1.0 else max(1, int(nominal / conv.bias))
@@ -239,8 +245,8 @@ class Conversations:
                                    field=conversation_field(p.format))
             tools = tools_tokens(p.request, counter, p.format)  # tool_choice too
             start = previous
-            if start is None and kept is not None and fit == budget:  # after a restart
-                start = persist.resume(kept, decoded.messages, counter, DEFAULT_POLICY)
+            if start is None and kept and fit == budget:  # after a restart
+                start = persist.resume_best(kept, decoded.messages, counter, DEFAULT_POLICY)
             if tools >= fit:
                 raise ContextError("pinned_over_budget", f"the tool definitions alone need "
                                    f"{tools} tokens, over the budget of {budget}", field="budget")
@@ -293,7 +299,7 @@ class Conversations:
         state, workspace = self.state, conv.workspace
         state.expire(workspace)  # at most once a day
         self._remember(conv, turn, budget, tools)
-        conv.kept = None
+        conv.kept = []
         if turn.stepped or turn.restored or turn.truncated or turn.dropped:
             self.upkeep.keep(conv, _now())  # a branch's first turn says its window: kept
         if conv.branched_from is not None:

@@ -73,7 +73,7 @@ class Chat(Protocol):
     tokens: int
     tools_tokens: int
     bias: float
-    kept: persist.Snapshot | None
+    kept: list[persist.Snapshot]
     turn: int
 
 

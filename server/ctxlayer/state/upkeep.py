@@ -137,25 +137,37 @@ class Upkeep:
             write, conv.workspace, conv.conversation_id, conv.model, conv.turn)),
             "keeping its window")
 
-    async def take_up(self, conv: Conversation) -> None:
+    async def take_up(self, conv: Conversation, family: str | None = None) -> None:
         """A conversation not in memory: its window as the state folder kept it, if any, for
-        its first turn to start from (core/prepare/persist.py); its restored ids with it."""
+        its first turn to start from (core/prepare/persist.py); its restored ids with it. With
+        its ``family``, the windows of the family's other conversations too: the turn starts
+        from the one its messages agree with the furthest (after a restart, a chat that went
+        on under a fork's id, `<family>-<n>`, arrives under the family's id: nothing of the
+        family is in memory to tell them apart)."""
         state = self.state
 
-        def read(workspace: str, cid: str, model: str) -> tuple[persist.Snapshot, int] | None:
+        def read(workspace: str, cid: str, model: str,
+                 family: str | None) -> tuple[list[persist.Snapshot], int]:
             # on a session thread: the first request after a start may be the one that opens
             # the database (its whole file checked, unless it was closed cleanly), which the
             # event loop must not wait for
-            row = state.sessions.store.conversation(workspace, cid)
-            if row is None or row[0] != model:
-                return None
-            snap = persist.decode(row[2])
-            return (snap, row[1]) if snap is not None else None
+            store = state.sessions.store
+            own = store.conversation(workspace, cid)
+            rows = [(cid, own[1], own[2])] if own is not None and own[0] == model else []
+            if family is not None:
+                rows += [r for r in store.family_conversations(workspace, family, model)
+                         if r[0] != cid]
+            kept, turn = [], 0
+            for rid, t, body in rows:
+                snap = persist.decode(body)
+                if snap is not None:
+                    kept.append(snap)
+                    turn = t if rid == cid else turn
+            return kept, turn
 
-        kept = await state.work(read, conv.workspace, conv.conversation_id, conv.model)
-        if kept is not None:
-            conv.kept, conv.turn = kept
-            conv.restored = set(kept[0].restored)
+        conv.kept, conv.turn = await state.work(read, conv.workspace, conv.conversation_id,
+                                                conv.model, family)
+        conv.restored = {r for snap in conv.kept for r in snap.restored}
 
     async def settled(self) -> None:
         """Wait for what the turns so far left running."""

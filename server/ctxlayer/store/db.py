@@ -53,6 +53,9 @@ _dec_audit = msgspec.json.Decoder(AuditEntry)
 AUDIT_CHUNK = 512
 #: audit entries `forget` removes in one transaction
 FORGET_CHUNK = 5000
+#: kept windows of one family read when its first request after a restart looks for its own
+#: (a chat, its sub-agents' and forks', most recent first)
+FAMILY_MOST = 8
 
 
 def _audit_batch(entries: Iterable[AuditEntry]) -> list[bytes]:
@@ -380,6 +383,20 @@ class SessionStore:
             row = c.execute("SELECT model, turn, body FROM conversations WHERE workspace=? AND "
                             "conversation_id=?", (workspace, conversation_id)).fetchone()
         return (row[0], row[1], row[2]) if row else None
+
+    def family_conversations(self, workspace: str, family: str, model: str,
+                             most: int = FAMILY_MOST) -> list[tuple[str, int, bytes]]:
+        """(conversation id, turn, body) of the kept conversations of a family on ``model``:
+        the family's id and its forks' (``<family>-<n>``), the most recently kept first, at
+        most ``most``. A range of the table's key, not a scan."""
+        with self._tx() as c:
+            rows = c.execute(
+                "SELECT conversation_id, turn, body FROM conversations WHERE workspace=? AND "
+                "conversation_id >= ? AND conversation_id < ? AND model=? AND (conversation_id=? "
+                "OR substr(conversation_id, 1, ?)=?) ORDER BY updated_at DESC LIMIT ?",
+                (workspace, family, family + ".", model, family, len(family) + 1, family + "-",
+                 most)).fetchall()
+        return [(r[0], r[1], r[2]) for r in rows]
 
     # --- forgetting (state/expiry.py) -----------------------------------------------------
 

@@ -91,6 +91,33 @@ def decode(data: bytes) -> Snapshot | None:
     return snap if snap.version == VERSION else None
 
 
+def resume_best(snaps: list[Snapshot], messages: list[Message], counter: Tokenizer,
+                policy: PreparePolicy) -> ConversationState | None:
+    """`resume` from the snapshot that agrees with ``messages`` the furthest (of a family's
+    kept windows: a chat's, its sub-agents', its forks'), the first of them on a tie; each
+    message hashed once."""
+    hashes: list[str] = []
+    best, most = None, -1
+    for snap in snaps:
+        k = _agreement(snap, messages, hashes)
+        if k > most and k >= snap.upto and snap.head <= k:
+            best, most = snap, k
+    return resume(best, messages, counter, policy, hashes) if best is not None else None
+
+
+def _agreement(snap: Snapshot, messages: list[Message], hashes: list[str]) -> int:
+    """How many leading messages agree with the snapshot's; ``hashes`` holds the messages'
+    hashes taken so far, and grows as far as this look needs."""
+    k, n = 0, min(len(snap.hashes), len(messages))
+    while k < n:
+        if k == len(hashes):
+            hashes.append(message_hash(messages[k]))
+        if hashes[k] != snap.hashes[k]:
+            break
+        k += 1
+    return k
+
+
 def _tuples(key):
     """A result key as JSON gave it back (lists) as the engine makes it (tuples, at any
     depth: a rewrite of a call's arguments is a tuple within the key)."""
@@ -98,15 +125,14 @@ def _tuples(key):
 
 
 def resume(snap: Snapshot, messages: list[Message], counter: Tokenizer,
-           policy: PreparePolicy) -> ConversationState | None:
+           policy: PreparePolicy, hashes: list[str] | None = None) -> ConversationState | None:
     """The state a turn takes as its previous one, when ``messages`` start with the messages
     the snapshot's summaries stand in for (up to its ``upto``); None otherwise. The previous
     result is known as far as the two agree, and a message outlined there that changed since
     is no longer (as an unrestarted turn takes over its previous window: the same request
-    after an edit got another result once the daemon had restarted)."""
-    k, n = 0, min(len(snap.hashes), len(messages))
-    while k < n and message_hash(messages[k]) == snap.hashes[k]:
-        k += 1
+    after an edit got another result once the daemon had restarted). ``hashes``: the leading
+    messages' `message_hash`, as far as an earlier look took them (extended here)."""
+    k = _agreement(snap, messages, [] if hashes is None else hashes)
     if k < snap.upto or snap.head > k:
         return None
     shown = messages[:k]
