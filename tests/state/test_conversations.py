@@ -309,44 +309,54 @@ async def test_a_live_chats_calibration_outlives_a_restart(caller, state, tmp_pa
         again.close()
 
 
-async def test_after_a_restart_a_chat_that_went_on_under_a_fork_finds_its_window(tmp_path):
-    """Two chats start alike: the second's first request takes the family's conversation (it
-    may be an edit) and the first goes on under a fork's id. After a restart nothing of the
-    family is in memory, and the first chat's next request arrives under the family's id: it
-    starts from its own kept window (the one its messages agree with the furthest), not from
-    the other chat's, nor afresh."""
+@pytest.mark.parametrize("other_first", [False, True])
+async def test_after_a_restart_a_chat_that_went_on_under_a_fork_finds_its_window(tmp_path,
+                                                                               other_first):
+    """One client session, two chats (a Claude Code chat and its sub-agent's): the one that
+    came first has the family's id, the other a fork's. After a restart nothing of the family
+    is in memory, and the ids go out again in the order the chats come back: the chat that went
+    on under the fork's id starts from its own kept window (the one its messages agree with
+    the furthest), not from the other chat's, nor afresh, whichever comes back first."""
     from ctxlayer.state import State
 
     def caller_of(st):
         return Caller(st, source="prepare", options=protocol.InitializationOptions(model=MODEL))
 
-    def chat(seed: int, turns: int) -> list[list[dict]]:
-        r = random.Random(seed)
-        messages = [SYSTEM, {"role": "user", "id": "u0", "content": "Where is the cache built?"}]
+    def chat(seed: int, opening: str, turns: int) -> list[list[dict]]:
+        r = random.Random(seed)  # no system message: the chats share no message
+        messages = [{"role": "user", "id": "u0", "content": opening}]
         out = []
         for t in range(turns):
             out.append(messages)
             messages = grow(messages, r, t)
         return out
 
-    first, second = chat(11, 40), chat(12, 40)
+    def ask(st, messages):
+        return chats.prepare(caller_of(st), protocol.PrepareParams(
+            format="ctxlayer", request={"messages": messages}, budget=3000,
+            client_session_id="sess"))
+
+    lead = chat(11, "Where is the cache built?", 40)
+    worker = chat(12, "Count the cache's entries.", 4)
+    other = chat(13, "List the cache's files.", 4)
     st = State(tmp_path / "state")
     try:
-        a = [await chats.prepare(caller_of(st), params(first[t])) for t in range(2)]
-        b = await chats.prepare(caller_of(st), params(second[2]))  # starts alike, then differs
-        for t in range(2, 39):
-            a.append(await chats.prepare(caller_of(st), params(first[t])))
-        assert a[-1].conversation_id not in (a[0].conversation_id, b.conversation_id)
-        assert a[-1].compacted and a[-1].request["messages"][1]["content"].startswith(
+        w = await ask(st, worker[0])  # the family's id
+        o = await ask(st, other[0])  # a fork's, and the lead chat another fork's
+        a = [await ask(st, lead[t]) for t in range(39)]
+        assert len({a[-1].conversation_id, w.conversation_id, o.conversation_id}) == 3
+        assert a[-1].compacted and a[-1].request["messages"][0]["content"].startswith(
             "[Summary of")
         await st.conversations.settled()
     finally:
         st.close()
     again = State(tmp_path / "state")
     try:
-        after = await chats.prepare(caller_of(again), params(first[39]))
+        if other_first:
+            await ask(again, worker[1])
+        after = await ask(again, lead[39])
     finally:
         again.close()
     before = a[-1].request["messages"]
-    assert after.request["messages"][1] == before[1]  # the same summary chunk
+    assert after.request["messages"][0] == before[0]  # the same summary chunk
     assert after.cache_reuse_tokens > 0

@@ -182,27 +182,24 @@ class Conversations:
         family = (identity.hinted_id(p.format, hint, _model(caller, p)) if hint
                   else identity.family_id(p.format, p.request))
         async with self.state.lanes.turn(("chats", workspace, family)):
-            cid, known = self._by_chain(workspace, family, identity.turns(p.request))
-            # a family nothing of which is in memory (a restart): its kept windows tell
-            result = await self._prepare(caller, p, workspace, cid,
-                                         None if known else family)
+            cid = self._by_chain(workspace, family, identity.turns(p.request))
+            result = await self._prepare(caller, p, workspace, cid, family)
             conv = self._get(workspace, cid)
             if conv is not None:
                 conv.family = family
             return result
 
-    def _by_chain(self, workspace: str, family: str, now: list) -> tuple[str, bool]:
-        """The family's conversation ``now`` extends or edits, and whether any of the family
-        is in memory; an edit leaves the replaced chain behind as a fork of its own (if that
-        chat goes on, it lands there)."""
+    def _by_chain(self, workspace: str, family: str, now: list) -> str:
+        """The family's conversation ``now`` extends or edits; an edit leaves the replaced
+        chain behind as a fork of its own (if that chat goes on, it lands there)."""
         members = [(cid, c.chain) for (ws, cid), c in self._live.items()
                    if ws == workspace and c.family == family]
         found = identity.best_match(members, now)
         if found is None:
             if not members:
-                return family, False
+                return family
             self._forks += 1
-            return f"{family}-{self._forks}", True
+            return f"{family}-{self._forks}"
         cid, extends = found
         if not extends:
             conv = self._live[(workspace, cid)]
@@ -210,11 +207,12 @@ class Conversations:
             fork = conv.fork(f"{family}-{self._forks}")
             self._live[(workspace, fork.conversation_id)] = fork
             self._live.move_to_end((workspace, cid))
-        return cid, True
+        return cid
 
     async def _prepare(self, caller: Caller, p: protocol.PrepareParams, workspace: str,
                        cid: str, family: str | None = None) -> protocol.PrepareResult:
-        """``family``: the family to look in for a kept window (none of it in memory)."""
+        """``family``: the family whose kept windows a conversation not in memory may start
+        from (after a restart, the order of a family's requests gives out its ids anew)."""
         state = self.state
         model = _model(caller, p)
         nominal = _nominal_budget(caller, p, model)
