@@ -155,8 +155,7 @@ class Upkeep:
             own = store.conversation(workspace, cid)
             rows = [(cid, own[1], own[2])] if own is not None and own[0] == model else []
             if family is not None:
-                rows += [r for r in store.family_conversations(workspace, family, model)
-                         if r[0] != cid]
+                rows += store.family_conversations(workspace, family, model, but=cid)
             kept, turn = [], 0
             for rid, t, body in rows:
                 snap = persist.decode(body)

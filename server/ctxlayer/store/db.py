@@ -384,18 +384,19 @@ class SessionStore:
                             "conversation_id=?", (workspace, conversation_id)).fetchone()
         return (row[0], row[1], row[2]) if row else None
 
-    def family_conversations(self, workspace: str, family: str, model: str,
+    def family_conversations(self, workspace: str, family: str, model: str, but: str = "",
                              most: int = FAMILY_MOST) -> list[tuple[str, int, bytes]]:
         """(conversation id, turn, body) of the kept conversations of a family on ``model``:
-        the family's id and its forks' (``<family>-<n>``), the most recently kept first, at
-        most ``most``. A range of the table's key, not a scan."""
+        the family's id and its forks' (``<family>-<n>``), but ``but``, the most recently kept
+        first, at most ``most``. A range of the table's key, not a scan."""
         with self._tx() as c:
             rows = c.execute(
                 "SELECT conversation_id, turn, body FROM conversations WHERE workspace=? AND "
                 "conversation_id >= ? AND conversation_id < ? AND model=? AND (conversation_id=? "
-                "OR substr(conversation_id, 1, ?)=?) ORDER BY updated_at DESC LIMIT ?",
+                "OR substr(conversation_id, 1, ?)=?) AND conversation_id != ? "
+                "ORDER BY updated_at DESC LIMIT ?",
                 (workspace, family, family + ".", model, family, len(family) + 1, family + "-",
-                 most)).fetchall()
+                 but, most)).fetchall()
         return [(r[0], r[1], r[2]) for r in rows]
 
     # --- forgetting (state/expiry.py) -----------------------------------------------------
