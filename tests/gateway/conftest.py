@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from gateway_stack import SMALL_WINDOW, Stack, start_stack, stop_stack
+from gateway_stack import SMALL_WINDOW, Stack, small_stack, start_stack, stop_stack
 from providers.standin import StandinThread
 
 
@@ -35,6 +35,13 @@ def stack(world: Path) -> Iterator[Stack]:
         finally:
             stop_stack(thread, gateway, state)
             mp.undo()
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """A stack where `standin-small` has a 4096-token window on both sides."""
+    with small_stack(tmp_path_factory.mktemp("small")) as stack:
+        yield stack
 
 
 @pytest.fixture(autouse=True)

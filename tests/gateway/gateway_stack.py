@@ -5,6 +5,7 @@ official synchronous SDKs, raw HTTP and subprocesses can all talk to it."""
 from __future__ import annotations
 
 import contextlib
+import random
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -104,3 +105,14 @@ def small_stack(base: Path) -> Iterator[Stack]:
         finally:
             stop_stack(thread, gateway, state)
             mp.undo()
+
+
+WORDS = ("parser token budget window cache prefix session editor stream answer question "
+         "function module import error result value change commit branch").split()
+
+
+def prose(seed: str, words: int = 260) -> str:
+    """``words`` random words, the same for the same seed: a chat's turn of some size."""
+    rng = random.Random(seed)
+    return f"{seed}: " + " ".join(rng.choice(WORDS) + str(rng.randint(0, 99))
+                                  for _ in range(words))

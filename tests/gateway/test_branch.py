@@ -7,27 +7,9 @@ official Anthropic SDK, the strict stand-in with a 4096-token window."""
 
 from __future__ import annotations
 
-import random
-from collections.abc import Iterator
+from gateway_stack import Stack, prose
 
-import pytest
-from gateway_stack import Stack, small_stack
-
-WORDS = ("parser token budget window cache prefix session editor stream answer question "
-         "function module import error result value change commit branch").split()
 SYSTEM = "You are Claude Code."
-
-
-@pytest.fixture(scope="module")
-def small(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    with small_stack(tmp_path_factory.mktemp("branch")) as stack:
-        yield stack
-
-
-def prose(seed: str, words: int = 200) -> str:
-    rng = random.Random(seed)
-    return f"{seed}: " + " ".join(rng.choice(WORDS) + str(rng.randint(0, 99))
-                                  for _ in range(words))
 
 
 def send(stack: Stack, messages: list[dict], session: str,
@@ -45,9 +27,9 @@ def long_chat(stack: Stack, session: str, turns: int = 12) -> list[dict]:
     """A chat long enough to have been summarized in steps; its messages so far."""
     messages: list[dict] = []
     for k in range(turns):
-        messages.append({"role": "user", "content": prose(f"{session} asks {k}")})
+        messages.append({"role": "user", "content": prose(f"{session} asks {k}", 200)})
         send(stack, messages, session)
-        messages.append({"role": "assistant", "content": prose(f"{session} says {k}")})
+        messages.append({"role": "assistant", "content": prose(f"{session} says {k}", 200)})
     return messages
 
 

@@ -7,29 +7,10 @@ edits. Real gateway, official SDKs, the strict stand-in."""
 
 from __future__ import annotations
 
-import random
-from collections.abc import Iterator
+from gateway_stack import Stack, prose
 
-import pytest
-from gateway_stack import Stack, small_stack
-
-WORDS = ("parser token budget window cache prefix session editor stream answer question "
-         "function module import error result value change commit branch").split()
 EXAMPLE = [{"role": "user", "content": "Change get_factorial() to use math.factorial"},
            {"role": "assistant", "content": "Ok, I will edit mathweb/flask/app.py."}]
-
-
-@pytest.fixture(scope="module")
-def small(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    """A stack where `standin-small` has a 4096-token window on both sides."""
-    with small_stack(tmp_path_factory.mktemp("which")) as stack:
-        yield stack
-
-
-def prose(seed: str, words: int = 260) -> str:
-    rng = random.Random(seed)
-    return f"{seed}: " + " ".join(rng.choice(WORDS) + str(rng.randint(0, 99))
-                                  for _ in range(words))
 
 
 class Chat:
