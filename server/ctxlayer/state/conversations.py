@@ -6,10 +6,11 @@ counts and decides only what is new), its session in the session service (id
 only when a turn summarized, cut or restored something), the ids the user restored, and the
 order of one conversation's turns (its lane, taken before the first await).
 A conversation is known by `conversationId` (the gateway's `x-ctxlayer-conversation`), else by
-the client's own session id (one conversation per model), else by its message chain
-(identity.py): requests that start with the same system text and first user message are a
-family, and each request goes to the family's conversation it extends or edits; a chat that
-forks off keeps a conversation of its own, with its own summary chunks. A conversation new
+its message chain within its family (identity.py): the requests of one client session id on
+one model, else those that start with the same system text and first user message. Each
+request goes to the family's conversation it extends or edits, else (a sub-agent's chat under
+its session id) to one of its own; a chat that forks off keeps a conversation of its own, with
+its own summary chunks. A conversation new
 here (no turn in memory, no window kept) whose request starts as a live chat's last request
 did, on a model counted alike (a chat forked under a new session id: Claude Code's
 `--fork-session` or `/branch`; its `/model` to another Claude), starts from that chat's window,
