@@ -360,3 +360,33 @@ async def test_after_a_restart_a_chat_that_went_on_under_a_fork_finds_its_window
     before = a[-1].request["messages"]
     assert after.request["messages"][0] == before[0]  # the same summary chunk
     assert after.cache_reuse_tokens > 0
+
+
+async def test_a_sub_agent_does_not_take_the_status_bar_from_its_chat(caller, state):
+    """The editors' status bars show the workspace's live chat. A Claude Code run's sub-agent
+    (a chat of its own under the run's session id) or its request on a small model goes to a
+    conversation of its own, but the bar stays on the chat that started it while that chat is
+    the bigger; another client's chat takes it as before."""
+    published: list[protocol.Budget] = []
+    state.events.budget_listeners.append(lambda ws, b, who: published.append(b))
+
+    def ask(messages, session="run", model=MODEL):
+        return chats.prepare(caller, protocol.PrepareParams(
+            format="ctxlayer", request={"model": model, "messages": messages}, budget=100_000,
+            client_session_id=session))
+
+    r = random.Random(5)
+    lead = [{"role": "user", "id": "u0", "content": "Where is the cache built?"}]
+    for t in range(6):
+        lead = grow(lead, r, t)
+    main = await ask(lead)
+    sub = await ask([{"role": "user", "content": "Count the cache's entries."}])
+    side = await ask([{"role": "user", "content": "A title for this chat."}],
+                     model="gpt-4o-mini")
+    assert len({main.conversation_id, sub.conversation_id, side.conversation_id}) == 3
+    assert [b.live for b in published] == [True, False, False]
+    assert state.events.live_chat(caller.workspace)[0] == main.conversation_id
+    # the chat's next turn, then a chat of another run: that one is live
+    await ask(grow(lead, r, 6))
+    other = await ask([{"role": "user", "content": "Another run's question."}], session="b")
+    assert published[-1].live and published[-1].conversation_id == other.conversation_id

@@ -99,6 +99,8 @@ class Conversation:
         self.tools_tokens = 0
         self.chain: list = []  # the last request's messages, as sent (which chat it is)
         self.family: str | None = None  # set when the chain decides this conversation
+        #: the client session it came under (its families on every model), else its family
+        self.client: str | None = None
         #: the windows kept before a restart its first turn may start from (its own, its
         #: family's): the one its messages agree with the furthest
         self.kept: list[persist.Snapshot] = []
@@ -116,7 +118,8 @@ class Conversation:
         other = Conversation(self.workspace, conversation_id, self.model, self.source)
         for name in ("state", "budget", "tokens", "system_tokens", "cache_reuse", "dropped",
                      "updated_at", "cached_tokens", "window", "bias", "native_count",
-                     "tools_tokens", "chain", "family", "turn", "decoded", "counted_with"):
+                     "tools_tokens", "chain", "family", "client", "turn", "decoded",
+                     "counted_with"):
             setattr(other, name, getattr(self, name))
         other.restored = set(self.restored)
         other.extra_audit = list(self.extra_audit)
@@ -184,11 +187,8 @@ class Conversations:
                   else identity.family_id(p.format, p.request))
         async with self.state.lanes.turn(("chats", workspace, family)):
             cid = self._by_chain(workspace, family, identity.turns(p.request))
-            result = await self._prepare(caller, p, workspace, cid, family)
-            conv = self._get(workspace, cid)
-            if conv is not None:
-                conv.family = family
-            return result
+            return await self._prepare(caller, p, workspace, cid, family,
+                                       identity.hinted_id(p.format, hint, "") if hint else family)
 
     def _by_chain(self, workspace: str, family: str, now: list) -> str:
         """The family's conversation ``now`` extends or edits; an edit leaves the replaced
@@ -211,9 +211,12 @@ class Conversations:
         return cid
 
     async def _prepare(self, caller: Caller, p: protocol.PrepareParams, workspace: str,
-                       cid: str, family: str | None = None) -> protocol.PrepareResult:
-        """``family``: the family whose kept windows a conversation not in memory may start
-        from (after a restart, the order of a family's requests gives out its ids anew)."""
+                       cid: str, family: str | None = None,
+                       client: str | None = None) -> protocol.PrepareResult:
+        """``family``: the family the chain placed the request in (None: a named one); a
+        conversation not in memory may start from its kept windows (after a restart, the order
+        of a family's requests gives out its ids anew). ``client``: the client session it
+        came under, on any model."""
         state = self.state
         model = _model(caller, p)
         nominal = _nominal_budget(caller, p, model)
@@ -227,6 +230,8 @@ class Conversations:
         elif conv.model != model:  # another tokenizer: nothing counted before holds
             conv.model, conv.state, conv.kept, conv.decoded = model, None, [], None
         conv.source = source
+        if family is not None:
+            conv.family, conv.client = family, client
         conv.window = p.context_window or _model_window(model)
         budget = nominal if conv.bias <= 1.0 else max(1, int(nominal / conv.bias))
         previous, restored, kept = conv.state, frozenset(conv.restored), conv.kept
@@ -317,7 +322,18 @@ class Conversations:
         if fresh:  # the audit log grows only when a turn did something
             await state.keep(state.sessions.record_audit, workspace, conv.session_id, fresh)
         state.events.budget(workspace, msgspec.structs.replace(
-            conv.budget_report(), compacted=turn.compacted, notice=turn.notice), request=True)
+            conv.budget_report(), compacted=turn.compacted, notice=turn.notice),
+            request=self._leads(conv))
+
+    def _leads(self, conv: Conversation) -> bool:
+        """Whether this turn makes ``conv`` the workspace's live chat, the one the editors'
+        status bars show: yes, but not while a bigger chat of the same client session is the
+        live one (a Claude Code run's sub-agent, or its side request on a small model, beside
+        the chat that started it: the status bar follows that chat)."""
+        live = self.state.events.live_chat(conv.workspace)
+        other = self._get(conv.workspace, live[0]) if live is not None and live[0] else None
+        return (other is None or other is conv or conv.client is None
+                or other.client != conv.client or other.tokens <= conv.tokens)
 
     def read_ahead(self, workspace: str, conversation_id: str) -> None:
         """The facts of the conversation's next step read on a worker, when it is near: the
