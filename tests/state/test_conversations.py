@@ -390,3 +390,27 @@ async def test_a_sub_agent_does_not_take_the_status_bar_from_its_chat(caller, st
     await ask(grow(lead, r, 6))
     other = await ask([{"role": "user", "content": "Another run's question."}], session="b")
     assert published[-1].live and published[-1].conversation_id == other.conversation_id
+
+
+async def test_a_new_chat_without_a_run_id_takes_the_status_bar_however_small(caller, state):
+    """Chats without a run's session id, or that share only OpenAI's `user` (a person, across
+    chats), are not one run: a new small chat takes the bar from a bigger one."""
+    published: list[protocol.Budget] = []
+    state.events.budget_listeners.append(lambda ws, b, who: published.append(b))
+    r = random.Random(6)
+    big = [SYSTEM, {"role": "user", "content": "Where is the cache built?"}]
+    for t in range(6):
+        big = grow(big, r, t)
+    big = [{k: v for k, v in m.items() if k != "id"} for m in big]
+
+    def ask(messages, extra):
+        return chats.prepare(caller, protocol.PrepareParams(
+            format="openai", request={"model": MODEL, "messages": messages, **extra},
+            budget=100_000))
+
+    for extra in ({}, {"user": "someone"}):
+        await ask(big, extra)
+        # another chat: it shares no message with the big one
+        small = await ask([{"role": "system", "content": "You review pull requests."},
+                           {"role": "user", "content": "Is the queue bounded?"}], extra)
+        assert published[-1].live and published[-1].conversation_id == small.conversation_id

@@ -99,7 +99,7 @@ class Conversation:
         self.tools_tokens = 0
         self.chain: list = []  # the last request's messages, as sent (which chat it is)
         self.family: str | None = None  # set when the chain decides this conversation
-        #: the client session it came under (its families on every model), else its family
+        #: the client's run it came under (a Claude Code session: its families on every model)
         self.client: str | None = None
         #: the windows kept before a restart its first turn may start from (its own, its
         #: family's): the one its messages agree with the furthest
@@ -188,7 +188,7 @@ class Conversations:
         async with self.state.lanes.turn(("chats", workspace, family)):
             cid = self._by_chain(workspace, family, identity.turns(p.request))
             return await self._prepare(caller, p, workspace, cid, family,
-                                       identity.hinted_id(p.format, hint, "") if hint else family)
+                                       _run_of(p, hint))
 
     def _by_chain(self, workspace: str, family: str, now: list) -> str:
         """The family's conversation ``now`` extends or edits; an edit leaves the replaced
@@ -215,8 +215,8 @@ class Conversations:
                        client: str | None = None) -> protocol.PrepareResult:
         """``family``: the family the chain placed the request in (None: a named one); a
         conversation not in memory may start from its kept windows (after a restart, the order
-        of a family's requests gives out its ids anew). ``client``: the client session it
-        came under, on any model."""
+        of a family's requests gives out its ids anew). ``client``: the client's run it came
+        under (`_run_of`)."""
         state = self.state
         model = _model(caller, p)
         nominal = _nominal_budget(caller, p, model)
@@ -510,6 +510,16 @@ def _cheap(conv: Conversation, messages: list, budget: int, restored: frozenset[
     # two characters a token is a safe upper bound for the new text's tokens
     return len(new) <= INLINE_NEW_CHARS and (
         st.total + conv.tools_tokens + len(new) // 2 <= budget)
+
+
+def _run_of(p: protocol.PrepareParams, hint: str | None) -> str | None:
+    """The client run a request came under, on any model: a session id the client sends with
+    every request of one run (Claude Code's header, Anthropic `metadata.user_id`), the chat and
+    its sub-agents alike. Not OpenAI's `user` or `prompt_cache_key`: one names a person across
+    chats, the other one chat."""
+    if hint is None or not (p.client_session_id or p.format == "anthropic"):
+        return None
+    return identity.hinted_id(p.format, hint, "")
 
 
 def _model(caller: Caller, p: protocol.PrepareParams) -> str:
