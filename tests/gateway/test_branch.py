@@ -82,8 +82,9 @@ def test_a_chat_that_opens_alike_keeps_nothing_of_the_others_summaries(small):
 
 
 def test_a_side_request_on_another_model_leaves_the_chats_window_alone(small):
-    """Claude Code asks a small model beside its chat, under the same session id (a title, a
-    command's prefix): the chat's next turn still continues its own window."""
+    """A request on another model beside the chat, under the same session id (a Claude Code
+    sub-agent on haiku: the Agent tool's `model`): the chat's next turn still continues its
+    own window."""
     history = long_chat(small, "main")
     before = small.model_requests()[-1]["body"]["messages"]
     assert any(is_summary(m) for m in before)

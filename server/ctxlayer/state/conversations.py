@@ -328,7 +328,7 @@ class Conversations:
     def _leads(self, conv: Conversation) -> bool:
         """Whether this turn makes ``conv`` the workspace's live chat, the one the editors'
         status bars show: yes, but not while a bigger chat of the same client session is the
-        live one (a Claude Code run's sub-agent, or its side request on a small model, beside
+        live one (a Claude Code run's sub-agent, on its model or a small one, beside
         the chat that started it: the status bar follows that chat)."""
         live = self.state.events.live_chat(conv.workspace)
         other = self._get(conv.workspace, live[0]) if live is not None and live[0] else None

@@ -2,8 +2,8 @@
 
 Requests form a family: those of one client session id on one model (the gateway passes
 Claude Code's `x-claude-code-session-id`; a body's Anthropic `metadata.user_id`, OpenAI
-`prompt_cache_key`, then `user`: Claude Code asks a small model beside its chat, and its
-sub-agents send chats of their own, all under its session id), else those that share their
+`prompt_cache_key`, then `user`: Claude Code's sub-agents send chats of their own under its
+session id, on its model or another (the Agent tool's `model`)), else those that share their
 first messages (system text and first user message, text only). Within a family a request
 belongs to the conversation whose last request it extends, else to the one whose tail it
 replaces the furthest along (an edit, a regenerated answer, a rewind), else (it shares no
