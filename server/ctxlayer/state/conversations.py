@@ -529,12 +529,9 @@ def _model(caller: Caller, p: protocol.PrepareParams) -> str:
 def _counted_alike(a: str, b: str) -> bool:
     """Whether two models' messages are counted alike (the same encoding and correction): a
     window's counts hold for the other (Claude Code's `/model` from one Claude to another)."""
-    from ctxlayer.tokenizers import model_info
+    from ctxlayer.tokenizers import counted_as
 
-    if a == b:
-        return True
-    x, y = model_info(a), model_info(b)
-    return (x.encoding, x.correction) == (y.encoding, y.correction)
+    return a == b or counted_as(a) == counted_as(b)
 
 
 def _model_window(model: str) -> int:

@@ -36,7 +36,7 @@ from ctxlayer.tokenizers.windows import LONG_CONTEXT, LONG_WINDOW, context_windo
 
 __all__ = [
     "DEFAULT_MODEL", "ENCODINGS", "LONG_CONTEXT", "LONG_WINDOW", "TABLE", "ModelInfo", "TiktokenCounter", "TokenizerUnavailable",
-    "built_from", "context_window", "counter_for", "memo_for", "model_info", "preload",
+    "built_from", "context_window", "counted_as", "counter_for", "memo_for", "model_info", "preload",
     "preload_in_turn", "prompt_traits",
     "set_cache_dir",
 ]
@@ -180,16 +180,22 @@ _counters: dict[tuple[str, float], CountCache] = {}
 _memos: dict[tuple[str, float], Memo] = {}
 
 
+def counted_as(model: str | None = None) -> tuple[str, float]:
+    """What a model's counts depend on (its encoding and correction): two models alike here
+    share a counter, and a count made for one holds for the other."""
+    info = model_info(model)
+    return info.encoding, info.correction
+
+
 def counter_for(model: str | None = None) -> CountCache:
     """The shared, cached counter for a model (default gpt-4o)."""
-    info = model_info(model)
-    key = (info.encoding, info.correction)
+    key = counted_as(model)
     cache = _counters.get(key)
     if cache is None:
         with _lock:
             cache = _counters.get(key)
             if cache is None:
-                cache = CountCache(TiktokenCounter(info.encoding, info.correction))
+                cache = CountCache(TiktokenCounter(*key))
                 _counters[key] = cache
     return cache
 
@@ -272,8 +278,7 @@ def _start(name: str, future: Future[tiktoken.Encoding], *, here: bool) -> None:
 def memo_for(model: str | None = None) -> Memo:
     """The shared memo of derived texts (truncations, outlines) for a model's counter: some
     entries depend on token counts, so there is one per counter. Same thread rules as it."""
-    info = model_info(model)
-    key = (info.encoding, info.correction)
+    key = counted_as(model)
     with _lock:
         return _memos.setdefault(key, Memo())
 
