@@ -100,9 +100,15 @@ def resume_best(snaps: list[Snapshot], messages: list[Message], counter: Tokeniz
     best, most = None, -1
     for snap in snaps:
         k = _agreement(snap, messages, hashes)
-        if k > most and k >= snap.upto and snap.head <= k:
+        if k > most and _holds(snap, k):
             best, most = snap, k
     return resume(best, messages, counter, policy, hashes) if best is not None else None
+
+
+def _holds(snap: Snapshot, k: int) -> bool:
+    """Whether a window can be taken up by a turn whose first ``k`` messages agree with it:
+    every message its summaries stand for is among them."""
+    return k >= snap.upto and k >= snap.head
 
 
 def _agreement(snap: Snapshot, messages: list[Message], hashes: list[str]) -> int:
@@ -133,7 +139,7 @@ def resume(snap: Snapshot, messages: list[Message], counter: Tokenizer,
     after an edit got another result once the daemon had restarted). ``hashes``: the leading
     messages' `message_hash`, as far as an earlier look took them (extended here)."""
     k = _agreement(snap, messages, [] if hashes is None else hashes)
-    if k < snap.upto or snap.head > k:
+    if not _holds(snap, k):
         return None
     shown = messages[:k]
     if snap.counted_with and snap.counted_with == counted_by(counter.name, policy.fmt) \
