@@ -21,13 +21,16 @@ millisecond for a 1M-token chat); any other turn runs on a worker thread.
 Memory: the last MAX_LIVE conversations keep their turn (the engine holds its messages) and
 their last request as the codec read it (the next turn takes over the messages it shares);
 after a step the window is written to the state folder, and the first turn after a restart
-starts from it (upkeep.py).
+starts from it (upkeep.py): from the kept window of its family its messages agree with the
+furthest, under that window's id (the ids go out anew after a restart, in the order the chats
+come back; fork ids carry the run's own mark, so a new chat never writes over a kept window).
 Must not: import a face, or write the whole history anywhere on a turn.
 """
 
 from __future__ import annotations
 
 import logging
+import secrets
 from collections import OrderedDict
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -55,7 +58,7 @@ from ctxlayer.state.chatcodec import (
     encode,
     unfittable,
 )
-from ctxlayer.state.upkeep import Upkeep
+from ctxlayer.state.upkeep import Kept, Upkeep
 
 if TYPE_CHECKING:  # protocols: the State imports this module, the Caller names the State
     from ctxlayer.core.formats import Decoded
@@ -101,9 +104,9 @@ class Conversation:
         self.family: str | None = None  # set when the chain decides this conversation
         #: the client's run it came under (a Claude Code session: its families on every model)
         self.client: str | None = None
-        #: the windows kept before a restart its first turn may start from (its own, its
-        #: family's): the one its messages agree with the furthest
-        self.kept: list[persist.Snapshot] = []
+        #: (id, turn, window) of the windows kept before a restart its first turn may start
+        #: from (its own, its family's): the one its messages agree with the furthest
+        self.kept: list[Kept] = []
         self.counted_with = ""  # the name of the counter of the last turn (kept with it)
         self.turn = 0  # windows written to the state folder (newer writes win)
         #: the conversation whose window this one's first turn starts from (a branch), until
@@ -166,6 +169,7 @@ class Conversations:
         self._live: OrderedDict[tuple[str, str], Conversation] = OrderedDict()
         self.upkeep = Upkeep(state)  # what a turn sets going after its answer
         self._forks = 0  # ids given to forks, so each is new
+        self._run = secrets.token_hex(2)  # and new beside those of the runs before
 
     # --- ctx/prepare ---------------------------------------------------------------------
 
@@ -186,49 +190,50 @@ class Conversations:
         family = (identity.hinted_id(p.format, hint, _model(caller, p)) if hint
                   else identity.family_id(p.format, p.request))
         async with self.state.lanes.turn(("chats", workspace, family)):
-            cid = self._by_chain(workspace, family, identity.turns(p.request))
+            cid, edits = self._by_chain(workspace, family, identity.turns(p.request))
             return await self._prepare(caller, p, workspace, cid, family,
-                                       _run_of(p, hint))
+                                       _run_of(p, hint), edits)
 
-    def _by_chain(self, workspace: str, family: str, now: list) -> str:
-        """The family's conversation ``now`` extends or edits; an edit leaves the replaced
-        chain behind as a fork of its own (if that chat goes on, it lands there)."""
+    def _by_chain(self, workspace: str, family: str, now: list) -> tuple[str, bool]:
+        """(the family's conversation ``now`` extends or edits, whether it edits it); a new
+        id when it shares no message with any. An edit leaves the replaced chain behind as a
+        fork of its own once the turn is done (`_fork`): if that chat goes on, it lands there."""
         members = [(cid, c.chain) for (ws, cid), c in self._live.items()
                    if ws == workspace and c.family == family]
         found = identity.best_match(members, now)
         if found is None:
-            if not members:
-                return family
-            self._forks += 1
-            return f"{family}-{self._forks}"
+            return (self._fork_id(family) if members else family), False
         cid, extends = found
-        if not extends:
-            conv = self._live[(workspace, cid)]
-            self._forks += 1
-            fork = conv.fork(f"{family}-{self._forks}")
-            self._live[(workspace, fork.conversation_id)] = fork
-            self._live.move_to_end((workspace, cid))
-        return cid
+        return cid, not extends
+
+    def _fork_id(self, family: str) -> str:
+        """A new id in ``family``, never one given before this start: the state folder may
+        keep a window under any id a run before it gave out."""
+        self._forks += 1
+        return f"{family}-{self._run}{self._forks}"
+
+    def _fork(self, conv: Conversation) -> None:
+        """Keep ``conv`` as it was before this turn, the chain its request edits, under a fork's
+        id (the request goes on in ``conv``)."""
+        fork = conv.fork(self._fork_id(conv.family or conv.conversation_id))
+        self._live[(conv.workspace, fork.conversation_id)] = fork
+        self._live.move_to_end((conv.workspace, conv.conversation_id))
 
     async def _prepare(self, caller: Caller, p: protocol.PrepareParams, workspace: str,
-                       cid: str, family: str | None = None,
-                       client: str | None = None) -> protocol.PrepareResult:
+                       cid: str, family: str | None = None, client: str | None = None,
+                       edits: bool = False) -> protocol.PrepareResult:
         """``family``: the family the chain placed the request in (None: a named one); a
-        conversation not in memory may start from its kept windows (after a restart, the order
-        of a family's requests gives out its ids anew). ``client``: the client's run it came
-        under (`_run_of`)."""
+        conversation not in memory may start from its kept windows, and its family's (after a
+        restart the order of a family's requests gives out its ids anew), and goes on under
+        the id of the one it starts from. ``client``: the client's run it came under
+        (`_run_of`). ``edits``: the request edits the live conversation ``cid``, whose chain
+        as it was is kept as a fork."""
         state = self.state
         model = _model(caller, p)
         nominal = _nominal_budget(caller, p, model)
         source: protocol.Source = "gateway" if caller.source == "gateway" else "prepare"
-        conv = self._get(workspace, cid)
-        if conv is None:
-            conv = Conversation(workspace, cid, model, source)
-            await self.upkeep.take_up(conv, family)
-            if not conv.kept:
-                conv = self._branch_of(conv, identity.turns(p.request))
-        elif conv.model != model:  # another tokenizer: nothing counted before holds
-            conv.model, conv.state, conv.kept, conv.decoded = model, None, [], None
+        conv, edited, edits = await self._conversation(workspace, cid, model, source, family,
+                                                       edits, identity.turns(p.request))
         conv.source = source
         if family is not None:
             conv.family, conv.client = family, client
@@ -242,41 +247,103 @@ class Conversations:
 
         last = conv.decoded
 
-        def work(counter) -> tuple[Turn, Any, int, Any, str]:
+        def work(counter) -> tuple[Turn, Any, int, Any, str, Kept | None]:
             decoded = decode(p.format, p.request, counter, last)
             if not decoded.messages:
                 raise ContextError("invalid", "a conversation needs at least one message",
                                    field=conversation_field(p.format))
             tools = tools_tokens(p.request, counter, p.format)  # tool_choice too
-            start = previous
-            if start is None and kept and fit == budget:  # after a restart
-                start = persist.resume_best(kept, decoded.messages, counter, DEFAULT_POLICY)
+            start, took, shown = previous, None, restored
+            if kept and fit == budget:  # after a restart
+                found = persist.resume_best([k[2] for k in kept], decoded.messages, counter,
+                                            DEFAULT_POLICY, beyond=previous)
+                if found is not None:
+                    took, start = kept[found[0]], found[1]
+                    shown = frozenset(took[2].restored)  # the ids restored in that chat
             if tools >= fit:
                 raise ContextError("pinned_over_budget", f"the tool definitions alone need "
                                    f"{tools} tokens, over the budget of {budget}", field="budget")
-            turn = prepare_turn(start, decoded.messages, fit - tools, counter,
-                                restored=restored)
+            turn = prepare_turn(start, decoded.messages, fit - tools, counter, restored=shown)
             return (turn, encode(decoded, turn.messages, turn.breakpoints), tools, decoded,
-                    counter.name)
+                    counter.name, took)
 
         done, out = (state.tokenizers.run_inline(model, work, 0)
                      if _cheap(conv, conversation_of(p.format, p.request), budget, restored)
                      else (False, None))
         if not done:
             out = await state.tokenizers.on_worker(model, work)
-        turn, encoded, tools, conv.decoded, conv.counted_with = out  # type: ignore[misc]
+        turn, encoded, tools, decoded, counted_with, took = out  # type: ignore[misc]
+        conv = self._settle(conv, took, edited, edits)
+        conv.decoded, conv.counted_with = decoded, counted_with
         if conv.branched_from is not None:
             turn = told_anew(turn)
         conv.native_count = len(conversation_of(p.format, p.request))
         conv.chain = identity.turns(p.request)
         await self._took(conv, turn, encoded, budget, nominal, tools)
         return protocol.PrepareResult(
-            request=encoded.payload, conversation_id=cid, session_id=conv.session_id,
-            tokens=conv.tokens, budget=budget,
+            request=encoded.payload, conversation_id=conv.conversation_id,
+            session_id=conv.session_id, tokens=conv.tokens, budget=budget,
             dropped=[*turn.dropped, *(e for e in encoded.audit if e.action == "dropped")],
             truncated=[*turn.truncated, *(e for e in encoded.audit if e.action != "dropped")],
             compacted=turn.compacted, cache_reuse_tokens=turn.cache_reuse_tokens,
             cache_breakpoints=list(encoded.breakpoints), notice=turn.notice)
+
+    async def _conversation(self, workspace: str, cid: str, model: str,
+                            source: protocol.Source, family: str | None, edits: bool,
+                            now: list) -> tuple[Conversation, Conversation | None, bool]:
+        """(the conversation the turn runs on, the live chat the request edits when a kept
+        window may be the better start, whether the request still edits ``cid``). A
+        conversation not in memory takes up its kept windows (`Upkeep.take_up`), else starts
+        as a branch of a live chat (`_branch_of`)."""
+        conv = self._get(workspace, cid)
+        live = {c for (ws, c), v in self._live.items() if ws == workspace and v.family == family}
+        if conv is None:
+            conv = Conversation(workspace, cid, model, source)
+            await self.upkeep.take_up(conv, family, live)
+            return (conv if conv.kept else self._branch_of(conv, now)), None, False
+        if conv.model != model:  # another tokenizer: nothing counted before holds
+            if edits:  # the chain it replaces, as it was
+                self._fork(conv)
+            conv.model, conv.state, conv.kept, conv.decoded = model, None, [], None
+            return conv, None, False
+        if not edits:
+            return conv, None, False
+        # since a restart, the request may be another chat of the family coming back, whose
+        # window was kept and not taken up yet (two chats that open alike): the turn starts
+        # from it if it agrees with the request further than this one's state
+        conv.kept = await self.upkeep.kept(workspace, family or cid, model, family, live)
+        return conv, conv, True
+
+    def _settle(self, conv: Conversation, took: Kept | None, edited: Conversation | None,
+                edits: bool) -> Conversation:
+        """The conversation a turn goes on in, once it is known which window it started
+        from: the one kept under that window's id (`_taken_up`); ``conv`` with the chain its
+        request edits left as a fork; or, new here with another chat's window kept under
+        its id, ``conv`` under a new id (not written over it)."""
+        if took is not None:
+            return self._taken_up(conv, took, edited)
+        if edits:
+            self._fork(conv)
+        elif conv.state is None and any(k[0] == conv.conversation_id for k in conv.kept):
+            conv.conversation_id = self._fork_id(conv.family or conv.conversation_id)
+            conv.session_id, conv.turn = f"chat-{conv.conversation_id}", 0
+        return conv
+
+    def _taken_up(self, conv: Conversation, took: Kept, edited: Conversation | None
+                  ) -> Conversation:
+        """The conversation a turn that started from the window ``took`` goes on in: the
+        one kept under that id (so it keeps its window there, not over another chat's), with
+        that window's turn. ``edited``: the live chat the request seemed to edit, which stays
+        as it was."""
+        cid, turn, snap = took
+        if edited is not None:
+            conv.kept = []
+            conv = Conversation(conv.workspace, cid, conv.model, conv.source)
+            conv.family, conv.client, conv.window = edited.family, edited.client, edited.window
+        elif cid != conv.conversation_id:
+            conv.conversation_id, conv.session_id = cid, f"chat-{cid}"
+        conv.turn, conv.restored = turn, set(snap.restored)
+        return conv
 
     def _branch_of(self, conv: Conversation, now: list) -> Conversation:
         """``conv`` (new here, nothing kept) as a branch of the live conversation of its

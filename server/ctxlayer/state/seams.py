@@ -68,12 +68,11 @@ class Chat(Protocol):
     session_id: str
     model: str
     state: ConversationState | None
-    restored: set[str]
     budget: int
     tokens: int
     tools_tokens: int
     bias: float
-    kept: list[persist.Snapshot]
+    kept: list[tuple[str, int, persist.Snapshot]]  # (id, turn, window): upkeep.Kept
     turn: int
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from ctxlayer.core.prepare import (
@@ -24,6 +24,9 @@ from ctxlayer.core.prepare import (
 )
 
 log = logging.getLogger(__name__)
+
+#: a window kept in the state folder: (its conversation's id, the turn it was written at, it)
+Kept = tuple[str, int, persist.Snapshot]
 
 if TYPE_CHECKING:  # protocols: the State and conversations.py import this module
     from ctxlayer.state.seams import Chat as Conversation
@@ -137,36 +140,43 @@ class Upkeep:
             write, conv.workspace, conv.conversation_id, conv.model, conv.turn)),
             "keeping its window")
 
-    async def take_up(self, conv: Conversation, family: str | None = None) -> None:
+    async def take_up(self, conv: Conversation, family: str | None = None,
+                      live: Collection[str] = ()) -> None:
         """A conversation not in memory: its window as the state folder kept it, if any, for
-        its first turn to start from (core/prepare/persist.py); its restored ids with it. With
-        its ``family``, the windows of the family's other conversations too: the turn starts
-        from the one its messages agree with the furthest (after a restart, a chat that went
-        on under a fork's id, `<family>-<n>`, arrives under the family's id: nothing of the
-        family is in memory to tell them apart)."""
+        its first turn to start from (core/prepare/persist.py). With its ``family``, the
+        windows of the family's conversations not in memory (not in ``live``) too: the turn
+        starts from the one its messages agree with the furthest, and the conversation takes
+        that window's id (after a restart the ids go out in the order the chats come back:
+        a chat that went on under a fork's id, `<family>-<run><n>`, may arrive under the family's,
+        and writing its window there lost the window of the chat kept under that id)."""
+        conv.kept = await self.kept(conv.workspace, conv.conversation_id, conv.model, family,
+                                    live)
+        conv.turn = next((turn for rid, turn, _ in conv.kept
+                          if rid == conv.conversation_id), 0)
+
+    async def kept(self, workspace: str, cid: str, model: str, family: str | None,
+                   live: Collection[str] = ()) -> list[Kept]:
+        """(id, turn, window) of the windows kept under ``cid`` and, with ``family``, its
+        family's, but those of the conversations in ``live`` (in memory: their own turns are
+        newer); read on a session thread (the first request after a start may be the one that
+        opens the database, its whole file checked unless it was closed cleanly, which the
+        event loop must not wait for)."""
         state = self.state
 
-        def read(workspace: str, cid: str, model: str,
-                 family: str | None) -> tuple[list[persist.Snapshot], int]:
-            # on a session thread: the first request after a start may be the one that opens
-            # the database (its whole file checked, unless it was closed cleanly), which the
-            # event loop must not wait for
-            store = state.sessions.store
+        def read() -> list[Kept]:
+            store = state.sessions.store  # the first use opens the database: here
             own = store.conversation(workspace, cid)
             rows = [(cid, own[1], own[2])] if own is not None and own[0] == model else []
             if family is not None:
                 rows += store.family_conversations(workspace, family, model, but=cid)
-            kept, turn = [], 0
-            for rid, t, body in rows:
+            out = []
+            for rid, turn, body in rows:
                 snap = persist.decode(body)
-                if snap is not None:
-                    kept.append(snap)
-                    turn = t if rid == cid else turn
-            return kept, turn
+                if snap is not None and rid not in live:
+                    out.append((rid, turn, snap))
+            return out
 
-        conv.kept, conv.turn = await state.work(read, conv.workspace, conv.conversation_id,
-                                                conv.model, family)
-        conv.restored = {r for snap in conv.kept for r in snap.restored}
+        return await self.state.work(read)
 
     async def settled(self) -> None:
         """Wait for what the turns so far left running."""

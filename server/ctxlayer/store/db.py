@@ -387,7 +387,7 @@ class SessionStore:
     def family_conversations(self, workspace: str, family: str, model: str, but: str = "",
                              most: int = FAMILY_MOST) -> list[tuple[str, int, bytes]]:
         """(conversation id, turn, body) of the kept conversations of a family on ``model``:
-        the family's id and its forks' (``<family>-<n>``), but ``but``, the most recently kept
+        the family's id and its forks' (``<family>-<run><n>``), but ``but``, the most recently kept
         first, at most ``most``. A range of the table's key, not a scan."""
         with self._tx() as c:
             rows = c.execute(

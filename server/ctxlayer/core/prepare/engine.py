@@ -24,6 +24,7 @@ from ctxlayer.core.prepare.model import (
     ConversationState,
     PreparePolicy,
     Turn,
+    common_prefix,
     shown_text,
 )
 from ctxlayer.core.prepare.recall import recall
@@ -94,7 +95,7 @@ def _sent_again(previous: ConversationState, msgs: list[Message], budget: int,
     ids (a client retrying, or regenerating its last answer)."""
     return bool(previous.sent) and previous.budget == budget \
         and len(previous.messages) == len(msgs) \
-        and _common_prefix(previous.messages, msgs) == len(msgs) \
+        and common_prefix(previous.messages, msgs) == len(msgs) \
         and set(restored) == set(previous.restored)
 
 
@@ -147,7 +148,7 @@ def _recognize(previous: ConversationState | None, msgs: list[Message], counter:
     (only the rest is counted), and its window carries over when nothing it summarized
     changed. Returns (window, messages in common, carried over)."""
     fmt = policy.fmt
-    common = _common_prefix(previous.messages, msgs) if previous is not None else 0
+    common = common_prefix(previous.messages, msgs) if previous is not None else 0
     if previous is not None and common:
         tokens, cum = previous.tokens[:common], previous.cum[:common + 1]
     else:
@@ -356,17 +357,6 @@ def _shortened(state: ConversationState) -> list[AuditEntry]:
 
 
 # --- helpers --------------------------------------------------------------------------------
-
-
-def _common_prefix(before: list[Message], now: list[Message]) -> int:
-    """How many leading messages two turns share (C-speed when the turn only appends)."""
-    p = len(before)
-    if len(now) >= p and now[:p] == before:
-        return p
-    k, m = 0, min(p, len(now))
-    while k < m and now[k] == before[k]:
-        k += 1
-    return k
 
 
 def _find(msgs: list[Message], message_id: str) -> int | None:

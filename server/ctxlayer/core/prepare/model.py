@@ -33,6 +33,17 @@ def shown_of(original: Message, short: Message) -> Shown:
     return short.content, tuple(c.arguments for c in calls)
 
 
+def common_prefix(before: list[Message], now: list[Message]) -> int:
+    """How many leading messages two turns share (C-speed when the turn only appends)."""
+    p = len(before)
+    if len(now) >= p and now[:p] == before:
+        return p
+    k, m = 0, min(p, len(now))
+    while k < m and now[k] == before[k]:
+        k += 1
+    return k
+
+
 def shown_text(shown: Shown) -> str:
     return shown if isinstance(shown, str) else shown[0]
 

@@ -23,6 +23,7 @@ from ctxlayer.core.prepare.model import (
     ConversationState,
     PreparePolicy,
     Rewrite,
+    common_prefix,
 )
 from ctxlayer.core.text import content_hash
 from ctxlayer.core.tokens import MessageFormat, Tokenizer, message_tokens
@@ -92,17 +93,24 @@ def decode(data: bytes) -> Snapshot | None:
 
 
 def resume_best(snaps: list[Snapshot], messages: list[Message], counter: Tokenizer,
-                policy: PreparePolicy) -> ConversationState | None:
-    """`resume` from the snapshot that agrees with ``messages`` the furthest (of a family's
-    kept windows: a chat's, its sub-agents', its forks'), the first of them on a tie; each
-    message hashed once."""
+                policy: PreparePolicy, beyond: ConversationState | None = None
+                ) -> tuple[int, ConversationState] | None:
+    """(which snapshot, the state `resume` makes of it) for the snapshot that agrees with
+    ``messages`` the furthest (of a family's kept windows: a chat's, its sub-agents', its
+    forks'), the first of them on a tie; with ``beyond`` (the state of the live chat this
+    request edits), only one that agrees with them further than that state does. None when
+    none can be taken up. Each message hashed once."""
     hashes: list[str] = []
-    best, most = None, -1
-    for snap in snaps:
+    best = -1
+    most = common_prefix(beyond.messages, messages) if beyond is not None else -1
+    for n, snap in enumerate(snaps):
         k = _agreement(snap, messages, hashes)
         if k > most and _holds(snap, k):
-            best, most = snap, k
-    return resume(best, messages, counter, policy, hashes) if best is not None else None
+            best, most = n, k
+    if best < 0:
+        return None
+    state = resume(snaps[best], messages, counter, policy, hashes)
+    return (best, state) if state is not None else None
 
 
 def _holds(snap: Snapshot, k: int) -> bool:

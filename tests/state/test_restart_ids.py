@@ -1,0 +1,103 @@
+"""After a restart, every chat of a family finds its own kept window, whatever order the chats
+come back in: a real State on a temporary state folder, closed and opened again, the real
+tokenizer and SQLite. Before a restart the family's ids go out in the order its chats first
+came; after it, in the order they come back, so a chat's window must be found by its messages,
+and no chat may write its window over another's."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from test_conversations import MODEL, SYSTEM, grow
+
+from ctxlayer import protocol
+from ctxlayer.state import Caller, State
+from ctxlayer.state.requests import chats
+
+
+def caller_of(st: State) -> Caller:
+    return Caller(st, source="prepare", options=protocol.InitializationOptions(model=MODEL))
+
+
+def chat(seed: int, opening: list[dict], turns: int) -> list[list[dict]]:
+    """The requests of one chat, turn by turn."""
+    r = random.Random(seed)
+    messages, out = list(opening), []
+    for t in range(turns):
+        out.append(messages)
+        messages = grow(messages, r, t)
+    return out
+
+
+def ask(st: State, messages: list[dict], session: str | None):
+    return chats.prepare(caller_of(st), protocol.PrepareParams(
+        format="ctxlayer", request={"messages": messages}, budget=3000,
+        client_session_id=session))
+
+
+def same_window(before: protocol.PrepareResult, after: protocol.PrepareResult) -> bool:
+    """The request after the restart starts as the chat's last one did, up to its first
+    summary chunk, and the provider's cached prefix is reused."""
+    sent, now = before.request["messages"], after.request["messages"]
+    k = next(k for k, m in enumerate(sent) if m["content"].startswith("[Summary of"))
+    return now[:k + 1] == sent[:k + 1] and after.cache_reuse_tokens > 0
+
+
+async def run(tmp_path, chats_: dict[str, list[list[dict]]], before: list[str],
+              after: list[str], session: str | None) -> dict[str, bool]:
+    """Each chat's requests up to its last turn but one, in the order ``before`` names them
+    (a name once per turn, round robin until each chat is done); a restart; then each chat's
+    last request in the order ``after`` names them. Whether each chat started again from its
+    own window."""
+    st = State(tmp_path / "state")
+    last: dict[str, protocol.PrepareResult] = {}
+    try:
+        turn = dict.fromkeys(chats_, 0)
+        while any(turn[n] < len(chats_[n]) - 1 for n in before):
+            for n in before:
+                if turn[n] < len(chats_[n]) - 1:
+                    last[n] = await ask(st, chats_[n][turn[n]], session)
+                    turn[n] += 1
+        assert len({res.conversation_id for res in last.values()}) == len(chats_)
+        await st.conversations.settled()
+    finally:
+        st.close()
+    again = State(tmp_path / "state")
+    try:
+        now = {n: await ask(again, chats_[n][-1], session) for n in after}
+        assert len({res.conversation_id for res in now.values()}) == len(chats_)
+        await again.conversations.settled()
+    finally:
+        again.close()
+    return {n: same_window(last[n], now[n]) for n in chats_ if last[n].compacted}
+
+
+@pytest.mark.parametrize("after", [["worker", "lead", "other"], ["other", "worker", "lead"],
+                                   ["lead", "other", "worker"]])
+async def test_every_chat_of_a_client_session_finds_its_window_in_any_order(tmp_path, after):
+    """A Claude Code run and two sub-agents' chats under its session id (they share no
+    message): whichever comes back first takes the family's first id, and the chat that comes
+    back last still finds its own window (before: the chat that came back second wrote its
+    window over the third's, which then started afresh)."""
+    def opening(text: str) -> list[dict]:
+        return [{"role": "user", "id": "u0", "content": text}]
+
+    chats_ = {"worker": chat(12, opening("Count the cache's entries."), 3),
+              "other": chat(13, opening("List the cache's files."), 40),
+              "lead": chat(11, opening("Where is the cache built?"), 40)}
+    found = await run(tmp_path, chats_, ["worker", "other", "lead"], after, "run")
+    assert found == {"other": True, "lead": True}
+
+
+@pytest.mark.parametrize("after", [["a", "b"], ["b", "a"]])
+async def test_two_chats_that_open_alike_each_find_their_window(tmp_path, after):
+    """Two chats without any id that open alike (the same system prompt and first question,
+    as two aider chats in one repository do) are one family, told apart by their messages.
+    After a restart the second to come back is an edit of the first one's live conversation
+    by its messages, yet it starts from its own kept window (before: afresh, and the first
+    one had written its window over it)."""
+    opening = [SYSTEM, {"role": "user", "id": "u0", "content": "Where is the cache built?"}]
+    chats_ = {"a": chat(21, opening, 40), "b": chat(22, opening, 40)}
+    found = await run(tmp_path, chats_, ["a", "b"], after, None)
+    assert found == {"a": True, "b": True}
