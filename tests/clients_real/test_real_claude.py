@@ -167,3 +167,43 @@ def test_claude_code_sub_agent_leaves_its_chats_window_alone(repo, tmp_path):
                        if a != b), min(len(before), len(after)))
         assert shared > cut, (shared, cut, len(before), len(after))
         assert len(conversations(stack)) == 2  # the chat's and the sub-agent's
+
+
+def test_claude_code_resumed_after_a_gateway_restart_reuses_its_prefix(repo, tmp_path):
+    """A chat the gateway compacted, with a sub-agent's chat under the same session id; the
+    gateway stops and starts again on the same state folder; `claude --resume <id>` goes on.
+    Its first request after the restart starts as its last request before did, compacted
+    part and all, under the chat's own conversation id: the window kept in the state folder,
+    taken up, not a compaction of its own."""
+    log = "\n".join(f"line {i}: step {i} of the build passed, {i * 7} checks" for i in range(200))
+    (repo / "build.log").write_text(log)
+    bash = {"name": "Bash", "arguments": {"command": "cat build.log",
+                                          "description": "Read the build log"}}
+    agent = {"name": "Agent", "arguments": {
+        "description": "Count passed lines", "prompt": "Count the lines that say passed.",
+        "subagent_type": "general-purpose", "run_in_background": False}}
+    home, rounds = tmp_path / "home", 13
+    with open_stack(tmp_path / "stack", {DEFAULT_MODEL: WINDOW}) as stack:
+        stack.standin.agent(rounds, [*[bash] * 6, agent, bash, *[bash] * 5])
+        first = claude(stack, repo, home, "Check the build log, many times.",
+                       "--allowedTools", "Agent", CLAUDE_CODE_MAX_OUTPUT_TOKENS="8000")
+        assert first["is_error"] is False, first
+        requests = [r for r in model_requests(stack) if r["body"]["model"] == DEFAULT_MODEL]
+        last = [plain(m) for m in requests[-1]["body"]["messages"]]
+        cut = next(i for i, m in enumerate(last) if compacted(m))  # the chat was compacted
+        chats = {c["conversationId"]: c for c in conversations(stack)}
+        assert len(chats) == 2  # the chat's and the sub-agent's
+        chat_id = max(chats, key=lambda c: chats[c]["tokens"])
+    with open_stack(tmp_path / "stack", {DEFAULT_MODEL: WINDOW}) as stack:
+        stack.standin.agent(0)
+        again = claude(stack, repo, home, "Which step took the most checks?", "--resume",
+                       first["session_id"], CLAUDE_CODE_MAX_OUTPUT_TOKENS="8000")
+        assert again["is_error"] is False and again["session_id"] == first["session_id"], again
+        after = [r for r in model_requests(stack) if r["body"]["model"] == DEFAULT_MODEL]
+        assert_all_valid(after)
+        sent = [plain(m) for m in after[0]["body"]["messages"]]
+        shared = next((i for i, (a, b) in enumerate(zip(last, sent, strict=False)) if a != b),
+                      min(len(last), len(sent)))
+        assert shared > cut, (shared, cut, len(last), len(sent))
+        (chat,) = conversations(stack)
+        assert chat["conversationId"] == chat_id and chat["cacheReuseTokens"] > 0, chat
