@@ -101,3 +101,33 @@ async def test_two_chats_that_open_alike_each_find_their_window(tmp_path, after)
     chats_ = {"a": chat(21, opening, 40), "b": chat(22, opening, 40)}
     found = await run(tmp_path, chats_, ["a", "b"], after, None)
     assert found == {"a": True, "b": True}
+
+
+async def test_a_named_conversation_keeps_its_name_after_a_restart_whatever_it_sends(tmp_path):
+    """A conversation the client names (`conversationId`, the gateway's
+    `x-ctxlayer-conversation`) goes on under that name after a restart, also when its request
+    no longer agrees with the window kept (rewound to before its summaries): it starts afresh
+    there, under its name."""
+    turns = chat(31, [SYSTEM, {"role": "user", "id": "u0", "content": "Where is it built?"}], 40)
+
+    def ask_named(st: State, messages: list[dict]):
+        return chats.prepare(caller_of(st), protocol.PrepareParams(
+            format="ctxlayer", request={"messages": messages}, budget=3000,
+            conversation_id="mine"))
+
+    st = State(tmp_path / "state")
+    try:
+        for messages in turns[:39]:
+            res = await ask_named(st, messages)
+        assert res.compacted
+        await st.conversations.settled()
+    finally:
+        st.close()
+    again = State(tmp_path / "state")
+    try:
+        rewound = await ask_named(again, turns[3])
+        later = await ask_named(again, turns[39])
+    finally:
+        again.close()
+    assert rewound.conversation_id == later.conversation_id == "mine"
+    assert not rewound.compacted

@@ -318,13 +318,15 @@ class Conversations:
                 edits: bool) -> Conversation:
         """The conversation a turn goes on in, once it is known which window it started
         from: the one kept under that window's id (`_taken_up`); ``conv`` with the chain its
-        request edits left as a fork; or, new here with another chat's window kept under
-        its id, ``conv`` under a new id (not written over it)."""
+        request edits left as a fork; or, new here in a family with another chat's window
+        kept under its id, ``conv`` under a new id (not written over it). A conversation the
+        client named keeps its name."""
         if took is not None:
             return self._taken_up(conv, took, edited)
         if edits:
             self._fork(conv)
-        elif conv.state is None and any(k[0] == conv.conversation_id for k in conv.kept):
+        elif conv.family is not None and conv.state is None \
+                and any(k[0] == conv.conversation_id for k in conv.kept):
             conv.conversation_id = self._fork_id(conv.family or conv.conversation_id)
             conv.session_id, conv.turn = f"chat-{conv.conversation_id}", 0
         return conv
