@@ -569,9 +569,11 @@ def _nominal_budget(caller: Caller, p: protocol.PrepareParams, model: str) -> in
 
 
 def _cheap(conv: Conversation, messages: list, budget: int, restored: frozenset[str]) -> bool:
-    """Whether this turn only appends a little to the last one and will not step."""
+    """Whether this turn only appends a little to the last one and will not step (nor look
+    at kept windows: an edit may be another chat of the family coming back)."""
     st = conv.state
-    if st is None or not isinstance(messages, list) or len(messages) < conv.native_count:
+    if st is None or conv.kept or not isinstance(messages, list) \
+            or len(messages) < conv.native_count:
         return False
     if restored != frozenset(st.restored):
         return False
