@@ -4,6 +4,8 @@ running the stand-in agent's `exec_command` calls in a temporary git repository.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from real_clients import (
     assert_all_valid,
@@ -11,6 +13,7 @@ from real_clients import (
     client_env,
     conversations,
     model_requests,
+    open_stack,
     run,
     tool_outputs,
 )
@@ -20,11 +23,9 @@ pytestmark = [pytest.mark.client, pytest.mark.e2e]
 MODEL = "gpt-5-codex"
 
 
-def test_codex_exec_runs_the_agents_shell_calls_and_ends_with_its_text(stack, repo, tmp_path):
-    exe = client("codex", "CODEX", "node_modules/.bin/codex")
-    codex_home = tmp_path / "codex-home"
-    codex_home.mkdir()
-    (codex_home / "config.toml").write_text(f'''model = "{MODEL}"
+def config(stack) -> str:
+    """Codex's config.toml for the gateway of ``stack`` (the README's)."""
+    return f'''model = "{MODEL}"
 model_provider = "ctxlayer"
 approval_policy = "never"
 sandbox_mode = "danger-full-access"
@@ -34,7 +35,14 @@ name = "ctxlayer"
 base_url = "{stack.openai_url}"
 env_key = "OPENAI_API_KEY"
 wire_api = "responses"
-''')
+'''
+
+
+def test_codex_exec_runs_the_agents_shell_calls_and_ends_with_its_text(stack, repo, tmp_path):
+    exe = client("codex", "CODEX", "node_modules/.bin/codex")
+    codex_home = tmp_path / "codex-home"
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text(config(stack))
     stack.standin.agent(2, [{"name": "exec_command", "arguments": {"cmd": "cat README.md"}}])
     env = client_env(tmp_path / "home", CODEX_HOME=str(codex_home),
                      OPENAI_API_KEY="sk-test-not-a-key")
@@ -48,3 +56,37 @@ wire_api = "responses"
     assert sum("It adds numbers" in o for o in outputs) >= 2, outputs  # the shell really ran
     (chat,) = conversations(stack)
     assert chat["model"] == MODEL and chat["tokens"] > 0
+
+
+WINDOW = 40_000
+
+
+def test_codex_long_shell_loop_compacts_in_a_small_window_and_completes(repo, tmp_path):
+    """A shell loop whose outputs outgrow a 40k window (`[gateway.models]`; the stand-in,
+    given the same window, refuses anything larger): the gateway fits each Responses request
+    Codex sends, the build log outlined or the oldest turns summarized, and Codex finishes."""
+    log = "\n".join(f"line {i}: step {i} of the build passed, {i * 7} checks" for i in range(200))
+    (repo / "build.log").write_text(log)
+    rounds = 12
+    exe = client("codex", "CODEX", "node_modules/.bin/codex")
+    with open_stack(tmp_path / "stack", {MODEL: WINDOW}) as stack:
+        codex_home = tmp_path / "codex-home"
+        codex_home.mkdir()
+        (codex_home / "config.toml").write_text(config(stack))
+        stack.standin.agent(rounds, [{"name": "exec_command",
+                                      "arguments": {"cmd": "cat build.log"}}])
+        env = client_env(tmp_path / "home", CODEX_HOME=str(codex_home),
+                         OPENAI_API_KEY="sk-test-not-a-key")
+        done = run([exe, "exec", "--skip-git-repo-check", "Check the build log, many times."],
+                   env, repo)
+        assert f"stand-in answer after {rounds} tool results" in done.stdout, done.stdout
+        requests = model_requests(stack)
+        assert_all_valid(requests)
+        assert len(requests) == rounds + 1
+        assert max(r["prompt_tokens"] for r in requests) <= WINDOW
+        (chat,) = conversations(stack)
+        assert chat["tokens"] <= chat["budget"]
+        logs = [o for o in tool_outputs(requests) if "line 0: step 0" in o]
+        outlined = [o for o in logs if "line 100: step 100" not in o]
+        summarized = any("[Summary of" in json.dumps(r["body"]["input"]) for r in requests)
+        assert chat["dropped"] > 0 or outlined or summarized, chat
