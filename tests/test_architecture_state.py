@@ -122,7 +122,7 @@ def test_the_seams_protocols_name_what_exists(tmp_path: Path) -> None:
     """Each attribute the protocols of state/seams.py name exists on what they stand for."""
     from ctxlayer import protocol
     from ctxlayer.state import Caller, State, seams
-    from ctxlayer.state.conversations import Conversation
+    from ctxlayer.state.chat import Conversation
 
     state = State(tmp_path)
     try:

@@ -41,7 +41,6 @@ from ctxlayer import protocol
 from ctxlayer.core.errors import ContextError, require_tokens
 from ctxlayer.core.prepare import (
     DEFAULT_POLICY,
-    ConversationState,
     Turn,
     audit_of,
     persist,
@@ -50,6 +49,7 @@ from ctxlayer.core.prepare import (
 )
 from ctxlayer.core.tokens import tools_tokens
 from ctxlayer.state import identity
+from ctxlayer.state.chat import Conversation
 from ctxlayer.state.chatcodec import (
     client_reserve,
     conversation_field,
@@ -61,7 +61,6 @@ from ctxlayer.state.chatcodec import (
 from ctxlayer.state.upkeep import Kept, Upkeep
 
 if TYPE_CHECKING:  # protocols: the State imports this module, the Caller names the State
-    from ctxlayer.core.formats import Decoded
     from ctxlayer.state.seams import Asker as Caller
     from ctxlayer.state.seams import Host as State
 
@@ -73,92 +72,6 @@ MAX_LIVE = 64
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
-
-
-class Conversation:
-    """One live chat: its last turn and what the listing and the status bar show."""
-
-    def __init__(self, workspace: str, conversation_id: str, model: str,
-                 source: protocol.Source) -> None:
-        self.workspace = workspace
-        self.conversation_id = conversation_id
-        self.session_id = f"chat-{conversation_id}"
-        self.model = model
-        self.source: protocol.Source = source
-        self.state: ConversationState | None = None
-        self.restored: set[str] = set()
-        self.budget = 0
-        self.tokens = 0
-        self.system_tokens = 0
-        self.cache_reuse = 0
-        self.dropped = 0
-        self.updated_at = ""
-        self.cached_tokens: int | None = None
-        self.window: int | None = None  # the model's whole context window (Budget.window)
-        self.bias = 1.0  # billed / counted, from the session's calibration
-        self.extra_audit: list[protocol.AuditEntry] = []  # the codec's repairs of the last turn
-        self.session_open = False
-        self.native_count = 0  # messages of the last request, as the client sent them
-        self.tools_tokens = 0
-        self.chain: list = []  # the last request's messages, as sent (which chat it is)
-        self.family: str | None = None  # set when the chain decides this conversation
-        #: the client's run it came under (a Claude Code session: its families on every model)
-        self.client: str | None = None
-        #: (id, turn, window) of the windows kept before a restart its first turn may start
-        #: from (its own, its family's): the one its messages agree with the furthest
-        self.kept: list[Kept] = []
-        self.counted_with = ""  # the name of the counter of the last turn (kept with it)
-        self.turn = 0  # windows written to the state folder (newer writes win)
-        #: the conversation whose window this one's first turn starts from (a branch), until
-        #: that turn is done: it tells the client, and keeps, the window it took over
-        self.branched_from: str | None = None
-        #: the last request as the codec read it: the next turn takes over what they share
-        #: (reading a 5 MB Claude Code history again was most of a turn)
-        self.decoded: Decoded | None = None
-
-    def fork(self, conversation_id: str) -> Conversation:
-        """A copy under another id, for the chain this one is about to leave behind."""
-        other = Conversation(self.workspace, conversation_id, self.model, self.source)
-        for name in ("state", "budget", "tokens", "system_tokens", "cache_reuse", "dropped",
-                     "updated_at", "cached_tokens", "window", "bias", "native_count",
-                     "tools_tokens", "chain", "family", "client", "turn", "decoded",
-                     "counted_with"):
-            setattr(other, name, getattr(self, name))
-        other.restored = set(self.restored)
-        other.extra_audit = list(self.extra_audit)
-        return other
-
-    def branch(self, conversation_id: str, source: protocol.Source) -> Conversation:
-        """A new conversation that starts from this one's window (a state is a value: neither
-        changes it). Not the codec's read of the last request: the branch's turns run beside
-        this one's, in a lane of their own, and each turn adds to what that read keeps of the
-        messages it wrote."""
-        other = Conversation(self.workspace, conversation_id, self.model, source)
-        for name in ("state", "window", "bias", "native_count", "tools_tokens", "chain",
-                     "counted_with"):
-            setattr(other, name, getattr(self, name))
-        other.restored = set(self.restored)
-        other.branched_from = self.conversation_id
-        return other
-
-    def info(self) -> protocol.ConversationInfo:
-        return protocol.ConversationInfo(
-            conversation_id=self.conversation_id, session_id=self.session_id, model=self.model,
-            source=self.source, tokens=self.tokens, budget=self.budget,
-            cache_reuse_tokens=self.cache_reuse, dropped=self.dropped,
-            updated_at=self.updated_at, cached_tokens=self.cached_tokens,
-            percent=round(100 * self.tokens / max(1, self.budget), 1))
-
-    def budget_report(self, used: int | None = None) -> protocol.Budget:
-        used = self.tokens if used is None else used
-        limit = max(1, self.budget)
-        return protocol.Budget(
-            used=used, limit=limit, percent=round(100 * used / limit, 1),
-            by_layer=protocol.ByLayer(system=self.system_tokens,
-                                      history=max(0, self.tokens - self.system_tokens)),
-            model=self.model, session_id=self.session_id, next_compaction_at=self.budget,
-            conversation_id=self.conversation_id, source=self.source,
-            cached_tokens=self.cached_tokens, window=self.window)
 
 
 class Conversations:
