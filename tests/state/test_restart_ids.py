@@ -131,3 +131,65 @@ async def test_a_named_conversation_keeps_its_name_after_a_restart_whatever_it_s
         again.close()
     assert rewound.conversation_id == later.conversation_id == "mine"
     assert not rewound.compacted
+
+
+async def replay(tmp_path, name: str, order: list[tuple[str, int]],
+                 chats_: dict[str, list[list[dict]]], sessions: dict[str, str | None],
+                 restart_at: int | None) -> list[dict]:
+    """The requests ``order`` names ((chat, turn) pairs) on a fresh state folder, a restart
+    before the request at ``restart_at`` (None: none); the bodies sent, in order."""
+    st = State(tmp_path / name)
+    sent = []
+    try:
+        for k, (n, t) in enumerate(order):
+            if k == restart_at:
+                await st.conversations.settled()
+                st.close()
+                st = State(tmp_path / name)
+            sent.append((await ask(st, chats_[n][t], sessions[n])).request)
+        await st.conversations.settled()
+    finally:
+        st.close()
+    return sent
+
+
+@pytest.mark.parametrize("seed", range(1, 9))
+async def test_after_a_restart_every_chat_sends_what_it_would_have_sent(tmp_path, seed):
+    """Five chats, two pairs of them one family each (two that open alike, without any id;
+    two under one client session id) and one of its own, their turns interleaved at random;
+    a restart at a random point once every chat went past its budget, the chats' turns after
+    it in another random order. Every request after the restart is the request the same
+    requests would have got without it (ARCHITECTURE.md: a live chat's cached prefix never
+    moves on a restart)."""
+    r = random.Random(seed)
+    alike = [SYSTEM, {"role": "user", "id": "u0", "content": "Where is the cache built?"}]
+
+    def alone(text: str) -> list[dict]:
+        return [{"role": "user", "id": "u0", "content": text}]
+
+    turns = 44
+    chats_ = {"a": chat(100 + seed, alike, turns), "b": chat(200 + seed, alike, turns),
+              "c": chat(300 + seed, alone("Count the cache's entries."), turns),
+              "d": chat(400 + seed, alone("List the cache's files."), turns),
+              "e": chat(500 + seed, alone("Why is the index slow?"), turns)}
+    sessions = {"a": None, "b": None, "c": "run", "d": "run", "e": None}
+    cut = r.randint(28, 32)  # every chat is past its 3,000-token budget by then
+
+    def shuffled(lo: int, hi: int) -> list[tuple[str, int]]:
+        left = {n: lo for n in chats_}
+        out = []
+        while any(left[n] < hi for n in chats_):
+            n = r.choice([n for n in chats_ if left[n] < hi])
+            out.append((n, left[n]))
+            left[n] += 1
+        return out
+
+    order = shuffled(0, cut) + shuffled(cut, turns)
+    at = len(chats_) * cut
+    restarted = await replay(tmp_path, "restarted", order, chats_, sessions, at)
+    straight = await replay(tmp_path, "straight", order, chats_, sessions, None)
+    last = {n: straight[k] for k, (n, _) in enumerate(order[:at])}
+    assert all(any(m["content"].startswith("[Summary of") for m in body["messages"])
+               for body in last.values())
+    for k in range(at, len(order)):
+        assert restarted[k] == straight[k], (k, order[k])
