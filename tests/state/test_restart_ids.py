@@ -135,9 +135,10 @@ async def test_a_named_conversation_keeps_its_name_after_a_restart_whatever_it_s
 
 async def replay(tmp_path, name: str, order: list[tuple[str, int]],
                  chats_: dict[str, list[list[dict]]], sessions: dict[str, str | None],
-                 restart_at: int | None) -> list[dict]:
+                 restart_at: int | None, max_live: int | None = None) -> list[dict]:
     """The requests ``order`` names ((chat, turn) pairs) on a fresh state folder, a restart
-    before the request at ``restart_at`` (None: none); the bodies sent, in order."""
+    before the request at ``restart_at`` (None: none), at most ``max_live`` conversations in
+    memory; the bodies sent, in order."""
     st = State(tmp_path / name)
     sent = []
     try:
@@ -146,6 +147,8 @@ async def replay(tmp_path, name: str, order: list[tuple[str, int]],
                 await st.conversations.settled()
                 st.close()
                 st = State(tmp_path / name)
+            if max_live is not None:
+                st.conversations.max_live = max_live
             sent.append((await ask(st, chats_[n][t], sessions[n])).request)
         await st.conversations.settled()
     finally:
@@ -153,38 +156,44 @@ async def replay(tmp_path, name: str, order: list[tuple[str, int]],
     return sent
 
 
-@pytest.mark.parametrize("seed", range(1, 9))
-async def test_after_a_restart_every_chat_sends_what_it_would_have_sent(tmp_path, seed):
-    """Five chats, two pairs of them one family each (two that open alike, without any id;
-    two under one client session id) and one of its own, their turns interleaved at random;
-    a restart at a random point once every chat went past its budget, the chats' turns after
-    it in another random order. Every request after the restart is the request the same
-    requests would have got without it (ARCHITECTURE.md: a live chat's cached prefix never
-    moves on a restart)."""
-    r = random.Random(seed)
+def five_chats(seed: int, turns: int) -> tuple[dict[str, list[list[dict]]],
+                                               dict[str, str | None]]:
+    """Two chats that open alike, without any id; two under one client session id (they
+    share no message); one alone: each chat's requests, and its session id."""
     alike = [SYSTEM, {"role": "user", "id": "u0", "content": "Where is the cache built?"}]
 
     def alone(text: str) -> list[dict]:
         return [{"role": "user", "id": "u0", "content": text}]
 
-    turns = 44
     chats_ = {"a": chat(100 + seed, alike, turns), "b": chat(200 + seed, alike, turns),
               "c": chat(300 + seed, alone("Count the cache's entries."), turns),
               "d": chat(400 + seed, alone("List the cache's files."), turns),
               "e": chat(500 + seed, alone("Why is the index slow?"), turns)}
-    sessions = {"a": None, "b": None, "c": "run", "d": "run", "e": None}
+    return chats_, {"a": None, "b": None, "c": "run", "d": "run", "e": None}
+
+
+def interleaved(r: random.Random, names, lo: int, hi: int) -> list[tuple[str, int]]:
+    """Turns ``lo`` to ``hi`` of each chat, in a random order (each chat's in its own)."""
+    left = dict.fromkeys(names, lo)
+    out = []
+    while any(left[n] < hi for n in names):
+        n = r.choice([n for n in names if left[n] < hi])
+        out.append((n, left[n]))
+        left[n] += 1
+    return out
+
+
+@pytest.mark.parametrize("seed", range(1, 9))
+async def test_after_a_restart_every_chat_sends_what_it_would_have_sent(tmp_path, seed):
+    """The five chats' turns interleaved at random; a restart at a random point once every
+    chat went past its budget, the chats' turns after it in another random order. Every
+    request after the restart is the request the same requests would have got without it
+    (ARCHITECTURE.md: a live chat's cached prefix never moves on a restart)."""
+    r = random.Random(seed)
+    turns = 44
+    chats_, sessions = five_chats(seed, turns)
     cut = r.randint(28, 32)  # every chat is past its 3,000-token budget by then
-
-    def shuffled(lo: int, hi: int) -> list[tuple[str, int]]:
-        left = {n: lo for n in chats_}
-        out = []
-        while any(left[n] < hi for n in chats_):
-            n = r.choice([n for n in chats_ if left[n] < hi])
-            out.append((n, left[n]))
-            left[n] += 1
-        return out
-
-    order = shuffled(0, cut) + shuffled(cut, turns)
+    order = interleaved(r, chats_, 0, cut) + interleaved(r, chats_, cut, turns)
     at = len(chats_) * cut
     restarted = await replay(tmp_path, "restarted", order, chats_, sessions, at)
     straight = await replay(tmp_path, "straight", order, chats_, sessions, None)
@@ -193,3 +202,19 @@ async def test_after_a_restart_every_chat_sends_what_it_would_have_sent(tmp_path
                for body in last.values())
     for k in range(at, len(order)):
         assert restarted[k] == straight[k], (k, order[k])
+
+
+@pytest.mark.parametrize("seed", range(1, 9))
+async def test_a_chat_forgotten_from_memory_sends_what_it_would_have_sent(tmp_path, seed):
+    """The five chats' turns interleaved at random with two conversations kept in memory
+    (MAX_LIVE is 64: a Claude Code run's sub-agents reach it), so that each comes back from
+    its kept window again and again: every request is the one it gets with all of them in
+    memory (before: the two that open alike took turns under one id, each turn writing its
+    window over the other's, and a chat whose window was gone started afresh)."""
+    r = random.Random(seed)
+    chats_, sessions = five_chats(seed, 40)
+    order = interleaved(r, chats_, 0, 40)
+    forgetful = await replay(tmp_path, "forgetful", order, chats_, sessions, None, 2)
+    straight = await replay(tmp_path, "straight", order, chats_, sessions, None)
+    for k in range(len(order)):
+        assert forgetful[k] == straight[k], (k, order[k])

@@ -127,10 +127,15 @@ class Conversations:
 
     def _fork(self, conv: Conversation) -> None:
         """Keep ``conv`` as it was before this turn, the chain its request edits, under a fork's
-        id (the request goes on in ``conv``)."""
+        id (the request goes on in ``conv``), its window written there too: the request's turn
+        writes its own over the window kept under ``conv``'s id, and a fork forgotten from
+        memory (the least recent of MAX_LIVE) whose chat comes back finds its window only
+        under its own id (two chats that open alike took turns under one id)."""
         fork = conv.fork(self._fork_id(conv.family or conv.conversation_id))
         self._live[(conv.workspace, fork.conversation_id)] = fork
         self._live.move_to_end((conv.workspace, conv.conversation_id))
+        if fork.state is not None:
+            self.upkeep.keep(fork, _now())
 
     async def _prepare(self, caller: Caller, p: protocol.PrepareParams, workspace: str,
                        cid: str, family: str | None = None, client: str | None = None,
