@@ -22,7 +22,7 @@ from ctxlayer.gateway import GatewayServer, start_gateway
 from ctxlayer.gateway.standalone import open_caller
 from ctxlayer.state import State
 
-SMALL_WINDOW = {"standin-small": 4096}
+SMALL_WINDOW = {"standin-small": 4096, "standin-twin": 4096}
 
 
 class Stack:
@@ -91,15 +91,15 @@ def stop_stack(thread: StandinThread, gateway: GatewayServer, state: State) -> N
 
 @contextlib.contextmanager
 def small_stack(base: Path) -> Iterator[Stack]:
-    """A stack in ``base`` where `standin-small` has a 4096-token window on both sides (the
-    gateway told so by `[gateway] models`); the user's own config is never read."""
+    """A stack in ``base`` where `standin-small` (and `standin-twin`, another model counted
+    alike) has a 4096-token window on both sides (the gateway told so by `[gateway] models`);
+    the user's own config is never read."""
     for sub in ("ws", "state", "config"):
         (base / sub).mkdir(exist_ok=True)
     mp = pytest.MonkeyPatch()
     mp.setenv("XDG_CONFIG_HOME", str(base / "config"))
-    with StandinThread(windows={"standin-small": 4096}) as thread:
-        gateway, state = start_stack(thread, base / "ws", base / "state",
-                                     models={"standin-small": 4096})
+    with StandinThread(windows=SMALL_WINDOW) as thread:
+        gateway, state = start_stack(thread, base / "ws", base / "state", models=SMALL_WINDOW)
         try:
             yield Stack(thread, gateway, state)
         finally:

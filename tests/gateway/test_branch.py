@@ -107,12 +107,30 @@ def test_a_model_switch_starts_from_the_chats_window_and_switching_back_goes_on(
     before = small.model_requests()[-1]["body"]["messages"]
     assert is_summary(before[0])
     asked = [*history, {"role": "user", "content": "switch asks the other model"}]
-    headers, other = send(small, asked, "switch", model="standin-other")
+    headers, other = send(small, asked, "switch", model="standin-twin")
     assert text(other[0]) == text(before[0])
     assert headers["x-ctxlayer-compacted"] == "true"
     back = [*asked, {"role": "assistant", "content": "the other model answers"},
             {"role": "user", "content": "switch asks the first model again"}]
     _, again = send(small, back, "switch")
+    assert text(again[0]) == text(before[0])
+
+
+def test_a_switch_to_a_model_the_whole_chat_fits_sends_it_whole(small):
+    """`/model` to a model whose window holds the whole chat (the stand-in's default): its
+    request carries every message as the client sent it, none summarized (the provider
+    caches each model's prefixes apart, so the chat's compacted prefix saves nothing there);
+    back on the small model, the chat's own window goes on."""
+    history = long_chat(small, "grow")
+    before = small.model_requests()[-1]["body"]["messages"]
+    assert is_summary(before[0])
+    asked = [*history, {"role": "user", "content": "grow asks the big model"}]
+    headers, big = send(small, asked, "grow", model="standin-other")
+    assert [(m["role"], text(m)) for m in big] == [(m["role"], text(m)) for m in asked]
+    assert headers["x-ctxlayer-compacted"] == "false"
+    back = [*asked, {"role": "assistant", "content": "the big model answers"},
+            {"role": "user", "content": "grow asks the small model again"}]
+    _, again = send(small, back, "grow")
     assert text(again[0]) == text(before[0])
 
 

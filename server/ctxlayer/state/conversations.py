@@ -41,6 +41,7 @@ from ctxlayer import protocol
 from ctxlayer.core.errors import ContextError, require_tokens
 from ctxlayer.core.prepare import (
     DEFAULT_POLICY,
+    ConversationState,
     Turn,
     audit_of,
     persist,
@@ -163,7 +164,7 @@ class Conversations:
         if fit != budget:
             previous = None
 
-        last = conv.decoded
+        last, branched = conv.decoded, conv.branched_from is not None
 
         def work(counter) -> tuple[Turn, Any, int, Any, str, Kept | None]:
             decoded = decode(p.format, p.request, counter, last)
@@ -182,6 +183,13 @@ class Conversations:
                 raise ContextError("pinned_over_budget", f"the tool definitions alone need "
                                    f"{tools} tokens, over the budget of {budget}", field="budget")
             turn = prepare_turn(start, decoded.messages, fit - tools, counter, restored=shown)
+            if branched and _fits_whole(turn.state, fit - tools):
+                # a chat's window is taken over for a history past its budget (a fork of a
+                # long chat); one that fits goes whole, as a new chat's would (a chat
+                # forgotten from memory before its first step took the summaries of a fork
+                # of it, for a history under its budget)
+                turn = prepare_turn(None, decoded.messages, fit - tools, counter,
+                                    restored=shown)
             return (turn, encode(decoded, turn.messages, turn.breakpoints), tools, decoded,
                     counter.name, took)
 
@@ -193,8 +201,10 @@ class Conversations:
         turn, encoded, tools, decoded, counted_with, took = out  # type: ignore[misc]
         conv = self._settle(conv, took, edited, edits)
         conv.decoded, conv.counted_with = decoded, counted_with
-        if conv.branched_from is not None:
+        if conv.branched_from is not None and not _fits_whole(turn.state, fit - tools):
             turn = told_anew(turn)
+        else:  # not a branch, or one that went whole (work)
+            conv.branched_from = None
         conv.native_count = len(conversation_of(p.format, p.request))
         conv.chain = identity.turns(p.request)
         await self._took(conv, turn, encoded, budget, nominal, tools)
@@ -499,6 +509,11 @@ def _cheap(conv: Conversation, messages: list, budget: int, restored: frozenset[
     # two characters a token is a safe upper bound for the new text's tokens
     return len(new) <= INLINE_NEW_CHARS and (
         st.total + conv.tools_tokens + len(new) // 2 <= budget)
+
+
+def _fits_whole(st: ConversationState, budget: int) -> bool:
+    """Whether a turn's whole history, nothing shortened, fits ``budget``."""
+    return DEFAULT_POLICY.fmt.reply_priming + st.cum[-1] <= budget
 
 
 def _run_of(p: protocol.PrepareParams, hint: str | None) -> str | None:
