@@ -14,8 +14,9 @@ its own summary chunks. A conversation new
 here (no turn in memory, no window kept) whose request starts as a live chat's last request
 did, on a model counted alike (a chat forked under a new session id: Claude Code's
 `--fork-session` or `/branch`; its `/model` to another Claude), starts from that chat's window,
-as its next turn would: its request starts with the prefix the provider cached, and nothing
-they share is counted or summarized again.
+as its next turn would, when its history passes its budget (one that fits goes whole): its
+request starts with the prefix the provider cached, and nothing they share is counted or
+summarized again.
 A turn that only appends a little and cannot reach its budget runs on the event loop (about a
 millisecond for a 1M-token chat); any other turn runs on a worker thread.
 Memory: the last MAX_LIVE conversations keep their turn (the engine holds its messages) and
