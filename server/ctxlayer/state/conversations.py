@@ -167,7 +167,7 @@ class Conversations:
 
         last, branched = conv.decoded, conv.branched_from is not None
 
-        def work(counter) -> tuple[Turn, Any, int, Any, str, Kept | None]:
+        def work(counter) -> tuple[Turn, Any, int, Any, str, Kept | None, bool]:
             decoded = decode(p.format, p.request, counter, last)
             if not decoded.messages:
                 raise ContextError("invalid", "a conversation needs at least one message",
@@ -184,27 +184,28 @@ class Conversations:
                 raise ContextError("pinned_over_budget", f"the tool definitions alone need "
                                    f"{tools} tokens, over the budget of {budget}", field="budget")
             turn = prepare_turn(start, decoded.messages, fit - tools, counter, restored=shown)
-            if branched and _fits_whole(turn.state, fit - tools):
+            branch = branched and start is not None
+            if branch and _fits_whole(turn.state, fit - tools):
                 # a chat's window is taken over for a history past its budget (a fork of a
                 # long chat); one that fits goes whole, as a new chat's would (a chat
                 # forgotten from memory before its first step took the summaries of a fork
                 # of it, for a history under its budget)
-                turn = prepare_turn(None, decoded.messages, fit - tools, counter,
-                                    restored=shown)
+                turn, branch = prepare_turn(None, decoded.messages, fit - tools, counter,
+                                            restored=shown), False
             return (turn, encode(decoded, turn.messages, turn.breakpoints), tools, decoded,
-                    counter.name, took)
+                    counter.name, took, branch)
 
         done, out = (state.tokenizers.run_inline(model, work, 0)
                      if _cheap(conv, conversation_of(p.format, p.request), budget, restored)
                      else (False, None))
         if not done:
             out = await state.tokenizers.on_worker(model, work)
-        turn, encoded, tools, decoded, counted_with, took = out  # type: ignore[misc]
+        turn, encoded, tools, decoded, counted_with, took, branch = out  # type: ignore[misc]
         conv = self._settle(conv, took, edited, edits)
         conv.decoded, conv.counted_with = decoded, counted_with
-        if conv.branched_from is not None and not _fits_whole(turn.state, fit - tools):
+        if branch:  # the turn started from another chat's window: the client is told it
             turn = told_anew(turn)
-        else:  # not a branch, or one that went whole (work)
+        else:
             conv.branched_from = None
         conv.native_count = len(conversation_of(p.format, p.request))
         conv.chain = identity.turns(p.request)
