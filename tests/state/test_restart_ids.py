@@ -149,7 +149,7 @@ async def replay(tmp_path, name: str, order: list[tuple[str, int]],
                 st = State(tmp_path / name)
             if max_live is not None:
                 st.conversations.max_live = max_live
-            sent.append((await ask(st, chats_[n][t], sessions[n])).request)
+            sent.append((await ask(st, chats_[n][t], sessions[n.rstrip("'")])).request)
         await st.conversations.settled()
     finally:
         st.close()
@@ -169,15 +169,31 @@ def five_chats(seed: int, turns: int) -> tuple[dict[str, list[list[dict]]],
               "c": chat(300 + seed, alone("Count the cache's entries."), turns),
               "d": chat(400 + seed, alone("List the cache's files."), turns),
               "e": chat(500 + seed, alone("Why is the index slow?"), turns)}
+    for n in list(chats_):  # "a'": chat a's requests with their last answer regenerated
+        chats_[n + "'"] = [regenerated(req) for req in chats_[n]]
     return chats_, {"a": None, "b": None, "c": "run", "d": "run", "e": None}
 
 
-def interleaved(r: random.Random, names, lo: int, hi: int) -> list[tuple[str, int]]:
-    """Turns ``lo`` to ``hi`` of each chat, in a random order (each chat's in its own)."""
+def regenerated(request: list[dict]) -> list[dict]:
+    """The request with its last assistant message another answer (an edit of the chat)."""
+    out = [dict(m) for m in request]
+    k = max((i for i, m in enumerate(out) if m["role"] == "assistant"), default=None)
+    if k is not None:
+        out[k]["content"] = "Regenerated: " + out[k]["content"][::-1]
+    return out
+
+
+def interleaved(r: random.Random, lo: int, hi: int) -> list[tuple[str, int]]:
+    """Turns ``lo`` to ``hi`` of each of the five chats, in a random order (each chat's in its
+    own), a turn now and then sent first with its last answer regenerated: the chat goes on
+    from the answer it had (its next request extends the chain the edit left behind)."""
+    names = "abcde"
     left = dict.fromkeys(names, lo)
     out = []
     while any(left[n] < hi for n in names):
         n = r.choice([n for n in names if left[n] < hi])
+        if r.random() < 0.05:
+            out.append((n + "'", left[n]))
         out.append((n, left[n]))
         left[n] += 1
     return out
@@ -185,19 +201,19 @@ def interleaved(r: random.Random, names, lo: int, hi: int) -> list[tuple[str, in
 
 @pytest.mark.parametrize("seed", range(1, 9))
 async def test_after_a_restart_every_chat_sends_what_it_would_have_sent(tmp_path, seed):
-    """The five chats' turns interleaved at random; a restart at a random point once every
-    chat went past its budget, the chats' turns after it in another random order. Every
+    """The five chats' turns interleaved at random (now and then a regenerated answer); a
+    restart at a random point once every chat went past its budget, the chats' turns after it in another random order. Every
     request after the restart is the request the same requests would have got without it
     (ARCHITECTURE.md: a live chat's cached prefix never moves on a restart)."""
     r = random.Random(seed)
     turns = 44
     chats_, sessions = five_chats(seed, turns)
     cut = r.randint(28, 32)  # every chat is past its 3,000-token budget by then
-    order = interleaved(r, chats_, 0, cut) + interleaved(r, chats_, cut, turns)
-    at = len(chats_) * cut
+    order = interleaved(r, 0, cut) + interleaved(r, cut, turns)
+    at = next(k for k, (_, t) in enumerate(order) if t >= cut)
     restarted = await replay(tmp_path, "restarted", order, chats_, sessions, at)
     straight = await replay(tmp_path, "straight", order, chats_, sessions, None)
-    last = {n: straight[k] for k, (n, _) in enumerate(order[:at])}
+    last = {n: straight[k] for k, (n, _) in enumerate(order[:at]) if "'" not in n}
     assert all(any(m["content"].startswith("[Summary of") for m in body["messages"])
                for body in last.values())
     for k in range(at, len(order)):
@@ -206,14 +222,15 @@ async def test_after_a_restart_every_chat_sends_what_it_would_have_sent(tmp_path
 
 @pytest.mark.parametrize("seed", range(1, 9))
 async def test_a_chat_forgotten_from_memory_sends_what_it_would_have_sent(tmp_path, seed):
-    """The five chats' turns interleaved at random with two conversations kept in memory
+    """The five chats' turns interleaved at random (now and then a regenerated answer) with
+    two conversations kept in memory
     (MAX_LIVE is 64: a Claude Code run's sub-agents reach it), so that each comes back from
     its kept window again and again: every request is the one it gets with all of them in
     memory (before: the two that open alike took turns under one id, each turn writing its
     window over the other's, and a chat whose window was gone started afresh)."""
     r = random.Random(seed)
     chats_, sessions = five_chats(seed, 40)
-    order = interleaved(r, chats_, 0, 40)
+    order = interleaved(r, 0, 40)
     forgetful = await replay(tmp_path, "forgetful", order, chats_, sessions, None, 2)
     straight = await replay(tmp_path, "straight", order, chats_, sessions, None)
     for k in range(len(order)):
