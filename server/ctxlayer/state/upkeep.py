@@ -171,8 +171,8 @@ class Upkeep:
                 rows += store.family_conversations(workspace, family, model, but=cid)
             out = []
             for rid, turn, body in rows:
-                snap = persist.decode(body)
-                if snap is not None and rid not in live:
+                snap = persist.decode(body) if rid not in live else None
+                if snap is not None:
                     out.append((rid, turn, snap))
             return out
 
