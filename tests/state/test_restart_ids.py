@@ -156,10 +156,12 @@ async def replay(tmp_path, name: str, order: list[tuple[str, int]],
     return sent
 
 
-def five_chats(seed: int, turns: int) -> tuple[dict[str, list[list[dict]]],
+def some_chats(seed: int, turns: int) -> tuple[dict[str, list[list[dict]]],
                                                dict[str, str | None]]:
-    """Two chats that open alike, without any id; two under one client session id (they
-    share no message); one alone: each chat's requests, and its session id."""
+    """Two chats that open alike, without any id (a, b); two under one client session id
+    (c, d: they share no message); one alone (e); and two that start as others did (f: chat
+    c forked at its 20th turn under a session id of its own; g: chat a's very requests under
+    another session id): each chat's requests, and its session id."""
     alike = [SYSTEM, {"role": "user", "id": "u0", "content": "Where is the cache built?"}]
 
     def alone(text: str) -> list[dict]:
@@ -169,9 +171,15 @@ def five_chats(seed: int, turns: int) -> tuple[dict[str, list[list[dict]]],
               "c": chat(300 + seed, alone("Count the cache's entries."), turns),
               "d": chat(400 + seed, alone("List the cache's files."), turns),
               "e": chat(500 + seed, alone("Why is the index slow?"), turns)}
+    fork = random.Random(seed)
+    chats_["f"] = [chats_["c"][20]]
+    for t in range(turns - 1):
+        chats_["f"].append(grow(chats_["f"][-1], fork, 900 + t))
+    chats_["g"] = chats_["a"]
     for n in list(chats_):  # "a'": chat a's requests with their last answer regenerated
         chats_[n + "'"] = [regenerated(req) for req in chats_[n]]
-    return chats_, {"a": None, "b": None, "c": "run", "d": "run", "e": None}
+    return chats_, {"a": None, "b": None, "c": "run", "d": "run", "e": None, "f": "fork",
+                    "g": "copy"}
 
 
 def regenerated(request: list[dict]) -> list[dict]:
@@ -184,10 +192,10 @@ def regenerated(request: list[dict]) -> list[dict]:
 
 
 def interleaved(r: random.Random, lo: int, hi: int) -> list[tuple[str, int]]:
-    """Turns ``lo`` to ``hi`` of each of the five chats, in a random order (each chat's in its
+    """Turns ``lo`` to ``hi`` of each of the chats, in a random order (each chat's in its
     own), a turn now and then sent first with its last answer regenerated: the chat goes on
     from the answer it had (its next request extends the chain the edit left behind)."""
-    names = "abcde"
+    names = "abcdefg"
     left = dict.fromkeys(names, lo)
     out = []
     while any(left[n] < hi for n in names):
@@ -201,13 +209,13 @@ def interleaved(r: random.Random, lo: int, hi: int) -> list[tuple[str, int]]:
 
 @pytest.mark.parametrize("seed", range(1, 9))
 async def test_after_a_restart_every_chat_sends_what_it_would_have_sent(tmp_path, seed):
-    """The five chats' turns interleaved at random (now and then a regenerated answer); a
+    """The chats' turns interleaved at random (now and then a regenerated answer); a
     restart at a random point once every chat went past its budget, the chats' turns after it in another random order. Every
     request after the restart is the request the same requests would have got without it
     (ARCHITECTURE.md: a live chat's cached prefix never moves on a restart)."""
     r = random.Random(seed)
     turns = 44
-    chats_, sessions = five_chats(seed, turns)
+    chats_, sessions = some_chats(seed, turns)
     cut = r.randint(28, 32)  # every chat is past its 3,000-token budget by then
     order = interleaved(r, 0, cut) + interleaved(r, cut, turns)
     at = next(k for k, (_, t) in enumerate(order) if t >= cut)
@@ -222,14 +230,14 @@ async def test_after_a_restart_every_chat_sends_what_it_would_have_sent(tmp_path
 
 @pytest.mark.parametrize("seed", range(1, 9))
 async def test_a_chat_forgotten_from_memory_sends_what_it_would_have_sent(tmp_path, seed):
-    """The five chats' turns interleaved at random (now and then a regenerated answer) with
+    """The chats' turns interleaved at random (now and then a regenerated answer) with
     two conversations kept in memory
     (MAX_LIVE is 64: a Claude Code run's sub-agents reach it), so that each comes back from
     its kept window again and again: every request is the one it gets with all of them in
     memory (before: the two that open alike took turns under one id, each turn writing its
     window over the other's, and a chat whose window was gone started afresh)."""
     r = random.Random(seed)
-    chats_, sessions = five_chats(seed, 40)
+    chats_, sessions = some_chats(seed, 40)
     order = interleaved(r, 0, 40)
     forgetful = await replay(tmp_path, "forgetful", order, chats_, sessions, None, 2)
     straight = await replay(tmp_path, "straight", order, chats_, sessions, None)

@@ -52,6 +52,9 @@ class Conversation:
         self.kept: list[Kept] = []
         self.counted_with = ""  # the name of the counter of the last turn (kept with it)
         self.turn = 0  # windows written to the state folder (newer writes win)
+        #: the state whose window was written last: a conversation forgotten from memory
+        #: with a newer one is written as it goes (its chat finds it when it comes back)
+        self.written: ConversationState | None = None
         #: the conversation whose window this one's first turn starts from (a branch), until
         #: that turn is done: it tells the client, and keeps, the window it took over
         self.branched_from: str | None = None

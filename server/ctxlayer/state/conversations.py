@@ -369,7 +369,11 @@ class Conversations:
         self._live[key] = conv
         self._live.move_to_end(key)
         while len(self._live) > self.max_live:
-            self._live.popitem(last=False)
+            _, gone = self._live.popitem(last=False)
+            if gone.state is not None and gone.written is not gone.state:
+                # its chat may come back: from its own window, not afresh, nor as a branch
+                # of another chat that shares its first messages
+                self.upkeep.keep(gone, _now())
 
     # --- listing, why, restore -------------------------------------------------------------
 

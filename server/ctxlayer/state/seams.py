@@ -40,6 +40,8 @@ class Host(Protocol):
 
     async def work(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T: ...
 
+    def keep(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> Awaitable[T]: ...
+
 
 class Asker(Protocol):
     """What the live chats and the daemon's gateway use of a Caller (caller.py)."""
@@ -74,6 +76,7 @@ class Chat(Protocol):
     bias: float
     kept: list[tuple[str, int, persist.Snapshot]]  # (id, turn, window): upkeep.Kept
     turn: int
+    written: ConversationState | None
 
 
 #: starts the HTTP face for a caller whose workspace enables it (`State.gateway_starter`)

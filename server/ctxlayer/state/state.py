@@ -223,9 +223,13 @@ class State:
         """Run blocking work (the session service, the database) on a session thread."""
         return await _run_on(self._session_threads, fn, *args, **kwargs)
 
-    async def keep(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run a bulk write (an audit log, a kept window) on the keeping thread, in order."""
-        return await _run_on(self._keeping_thread, fn, *args, **kwargs)
+    def keep(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> asyncio.Future[T]:
+        """Run a bulk write (an audit log, a kept window) on the keeping thread, in the order
+        of the calls: queued now, awaited or not (queued when a task first ran, a window
+        written as a chat was forgotten from memory landed after the read of its chat coming
+        back, and its next window, of the same turn number, was ignored)."""
+        return asyncio.get_running_loop().run_in_executor(
+            self._keeping_thread, functools.partial(fn, *args, **kwargs))
 
     def keep_later(self, fn: Callable[[], Any]) -> None:
         """Queue a small write on the keeping thread from any thread, not waited for (a failure

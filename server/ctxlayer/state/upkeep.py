@@ -131,6 +131,7 @@ class Upkeep:
         if st is None:
             return
         conv.turn += 1
+        conv.written = st
 
         def write(workspace: str, cid: str, model: str, turn: int) -> None:
             store.put_conversation(workspace, cid, model, turn,
@@ -158,9 +159,10 @@ class Upkeep:
                    live: Collection[str] = ()) -> list[Kept]:
         """(id, turn, window) of the windows kept under ``cid`` and, with ``family``, its
         family's, but those of the conversations in ``live`` (in memory: their own turns are
-        newer); read on a session thread (the first request after a start may be the one that
-        opens the database, its whole file checked unless it was closed cleanly, which the
-        event loop must not wait for)."""
+        newer); read on the keeping thread, after the windows queued there before (a chat
+        forgotten from memory comes back before the write of its window landed, else), and
+        off the event loop (the first request after a start may be the one that opens the
+        database, its whole file checked unless it was closed cleanly)."""
         state = self.state
 
         def read() -> list[Kept]:
@@ -176,7 +178,7 @@ class Upkeep:
                     out.append((rid, turn, snap))
             return out
 
-        return await self.state.work(read)
+        return await self.state.keep(read)
 
     async def settled(self) -> None:
         """Wait for what the turns so far left running."""
