@@ -1,8 +1,8 @@
-"""After a restart, every chat of a family finds its own kept window, whatever order the chats
-come back in: a real State on a temporary state folder, closed and opened again, the real
-tokenizer and SQLite. Before a restart the family's ids go out in the order its chats first
-came; after it, in the order they come back, so a chat's window must be found by its messages,
-and no chat may write its window over another's."""
+"""After a restart, or once memory forgot its conversation, every chat of a family finds its own
+kept window, whatever order the chats come back in: a real State on a temporary state folder,
+closed and opened again, the real tokenizer and SQLite. Before a restart the family's ids go
+out in the order its chats first came; after it, in the order they come back, so a chat's
+window must be found by its messages, and no chat may write its window over another's."""
 
 from __future__ import annotations
 
