@@ -29,8 +29,10 @@ later is sent once: the first request after a restart, whose window and counts
 the state folder kept (it counts only what was added since). Twice: sent at once, while the
 new process is still starting (its second encoding builds), and, after another restart, once
 that start has settled
-(SETTLE seconds on): the restart's own cost. A freshly started gateway's very first request has
-its own bench (`bench/gateway_bench.py --cold`).
+(SETTLE seconds on): the restart's own cost. After each, a UNDER_MB MB chat under its budget,
+sent once before the restarts and never compacted, sends its next turn: its window is written
+when the gateway closes. A freshly started gateway's very first request has its own bench
+(`bench/gateway_bench.py --cold`).
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ from gateway_bench import STANDIN, ms, start
 
 #: seconds the second restart waits before its request: the new process's start settled
 SETTLE = 2.0
+#: a chat this big (about 135k tokens, o200k) stays under a Claude model's budget
+UNDER_MB = 0.4
 WORDS = "parser token budget window cache prefix session editor stream answer".split()
 
 
@@ -204,6 +208,9 @@ def main() -> None:
         later = [*msgs, {"role": "assistant", "content": [
             {"type": "text", "text": "Found it."}]},
             {"role": "user", "content": [{"type": "text", "text": "Now run the tests."}]}]
+        # a chat under its budget (never compacted: no step made a window to keep)
+        under, _ = claude_chat(UNDER_MB, "u", own_files=True)
+        own_time(via, pv, body(under, "under"))
         for settle in (0.0, SETTLE):
             time.sleep(1.0)  # the window of the last turn is written on a thread of its own
             gateway.terminate()
@@ -222,6 +229,12 @@ def main() -> None:
                     else f"{settle:g} s after its start")
             print(f"the same chat's first request after the gateway restarted (state folder "
                   f"kept), {when}: {ms(after)}")
+            under = [*under, {"role": "assistant", "content": [{"type": "text", "text": "Ok."}]},
+                     {"role": "user", "content": [{"type": "text", "text": "Go on."}]}]
+            payload = body(under, "under")
+            after = own_time(via, pv, payload) - own_time(direct, pd, payload)
+            print(f"  a {UNDER_MB:g} MB chat under its budget (never compacted), its first "
+                  f"request after that restart: {ms(after)}")
     finally:
         for proc in (gateway, standin, standin2):
             proc.terminate()

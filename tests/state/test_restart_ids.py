@@ -12,6 +12,7 @@ import pytest
 from test_conversations import MODEL, SYSTEM, grow
 
 from ctxlayer import protocol
+from ctxlayer.core.prepare import persist
 from ctxlayer.state import Caller, State
 from ctxlayer.state.requests import chats
 
@@ -243,3 +244,29 @@ async def test_a_chat_forgotten_from_memory_sends_what_it_would_have_sent(tmp_pa
     straight = await replay(tmp_path, "straight", order, chats_, sessions, None)
     for k in range(len(order)):
         assert forgetful[k] == straight[k], (k, order[k])
+
+
+async def test_a_chat_that_never_stepped_is_kept_when_the_state_closes(tmp_path):
+    """A chat under its budget never made a window to keep: when the state closes its
+    window is written anyway, with its messages' counts, so that after a restart it starts
+    from it rather than counting its history again."""
+    turns = chat(41, [SYSTEM, {"role": "user", "id": "u0", "content": "Where is it built?"}], 6)
+    st = State(tmp_path / "state")
+    try:
+        for messages in turns:
+            res = await ask(st, messages, None)
+        assert not res.compacted and not res.dropped and not res.truncated
+        await st.conversations.settled()
+        workspace = caller_of(st).workspace
+    finally:
+        st.close()
+    again = State(tmp_path / "state")
+    try:
+        kept = again.sessions.store.conversation(workspace, res.conversation_id)
+        assert kept is not None
+        snap = persist.decode(kept[2])
+        assert snap is not None and len(snap.tokens) == len(turns[-1]) == len(snap.hashes)
+        later = await ask(again, grow(turns[-1], random.Random(1), 99), None)
+        assert later.conversation_id == res.conversation_id
+    finally:
+        again.close()

@@ -33,6 +33,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections import OrderedDict
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -374,6 +375,13 @@ class Conversations:
                 # its chat may come back: from its own window, not afresh, nor as a branch
                 # of another chat that shares its first messages
                 self.upkeep.keep(gone, _now())
+
+    def closing(self) -> Callable[[], None]:
+        """The write of every live conversation's window not written since its last turn,
+        for the keeping thread when the state closes: after a restart each chat starts from
+        its own window and counts, as the property tests of tests/state/test_restart_ids.py
+        say, also a chat that never stepped."""
+        return self.upkeep.keep_unwritten(list(self._live.values()), _now())
 
     # --- listing, why, restore -------------------------------------------------------------
 

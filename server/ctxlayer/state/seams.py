@@ -77,6 +77,7 @@ class Chat(Protocol):
     kept: list[tuple[str, int, persist.Snapshot]]  # (id, turn, window): upkeep.Kept
     turn: int
     written: ConversationState | None
+    counted_with: str
 
 
 #: starts the HTTP face for a caller whose workspace enables it (`State.gateway_starter`)

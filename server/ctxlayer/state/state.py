@@ -234,13 +234,7 @@ class State:
     def keep_later(self, fn: Callable[[], Any]) -> None:
         """Queue a small write on the keeping thread from any thread, not waited for (a failure
         is logged): after the bulk writes queued before it, in order."""
-        def run() -> None:
-            try:
-                fn()
-            except Exception:
-                log.exception("a write of the state failed")
-
-        self._keeping_thread.submit(run)
+        self._keeping_thread.submit(_logged(fn))
 
     def spawn(self, work: Awaitable[Any]) -> None:
         """Run `work` on the loop in the background (the state's own reactions), kept alive
@@ -271,12 +265,28 @@ class State:
             collecting.let_go()
             self._holding = False
         self.workspaces.close_all()
+        if self._conversations is not None:  # the live chats' windows, before the database
+            try:
+                self._keeping_thread.submit(_logged(self._conversations.closing()))
+            except RuntimeError:  # closed before: the thread takes no more
+                pass
         self._keeping_thread.shutdown(wait=True)
         while self._closers:
             try:
                 self._closers.pop()()
             except Exception:
                 log.exception("closing a service failed")
+
+
+def _logged(fn: Callable[[], Any]) -> Callable[[], None]:
+    """``fn``, its failure logged, not raised (a write nobody waits for)."""
+    def run() -> None:
+        try:
+            fn()
+        except Exception:
+            log.exception("a write of the state failed")
+
+    return run
 
 
 async def _run_on(threads: ThreadPoolExecutor, fn: Callable[..., T], *args: Any,

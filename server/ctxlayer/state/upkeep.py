@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ctxlayer.core.prepare import (
@@ -140,6 +140,25 @@ class Upkeep:
         self._after(conv, asyncio.ensure_future(self.state.keep(
             write, conv.workspace, conv.conversation_id, conv.model, conv.turn)),
             "keeping its window")
+
+    def keep_unwritten(self, convs: Iterable[Conversation], now: str) -> Callable[[], None]:
+        """The write, for the keeping thread, of the windows of ``convs`` that changed since
+        they were last written (a chat under its budget has never been: after a restart it
+        would be counted again, a 190k-token Claude Code chat about as long as the whole
+        first request may take). For the state's close."""
+        todo = [(c.workspace, c.conversation_id, c.model, c.turn + 1, c.state, c.counted_with)
+                for c in convs if c.state is not None and c.written is not c.state]
+        state = self.state
+
+        def write() -> None:
+            if not todo:
+                return
+            store = state.sessions.store
+            for workspace, cid, model, turn, st, counted_with in todo:
+                store.put_conversation(workspace, cid, model, turn,
+                                       persist.encode(persist.snapshot(st, counted_with)), now)
+
+        return write
 
     async def take_up(self, conv: Conversation, family: str | None = None,
                       live: Collection[str] = ()) -> None:
