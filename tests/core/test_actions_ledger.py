@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxlayer.core.assembly.actions import log_lines, outcome_of, render_actions
 from ctxlayer.core.compress.ledger import PROSE_SCORE, add_messages, facts_cut, render_ledger
@@ -77,6 +79,23 @@ def _every_pattern(result: str) -> str:
     "12:00 INFO done in 3 ms\n" * 30 + "ValueError: bad item 4999"])
 def test_the_outcome_is_what_every_pattern_reads(text):
     assert outcome_of(text) == _every_pattern(text)
+
+
+_PIECES = ["E", "e", " ", "  ", "\t", "\n", "\r", "\x0b", "x", "ValueError", "error:", "error[E1]:",
+           "Exception", "Failure", "fatal:", "Traceback (most recent call last)", "İ", "ſ", ".",
+           "assert 1", "E   assert 0"]
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=40).map("".join))
+def test_the_line_patterns_find_after_newlines_what_they_find_in_multiline(text):
+    """outcome_of finds pytest's `E   ...` lines and error lines past the first line with
+    patterns that start at a newline (much faster on long outputs); they find what the
+    MULTILINE patterns themselves find, in order."""
+    from ctxlayer.core.assembly import actions as a
+
+    assert a.line_matches(a._E_LINE, a._E_AFTER, text) == a._E_LINE.findall(text)
+    assert a.line_matches(a._ERROR_LINE, a._ERROR_AFTER, text) == a._ERROR_LINE.findall(text)
 
 
 def test_one_line_per_call_with_its_target_and_result():

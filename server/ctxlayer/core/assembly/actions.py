@@ -43,6 +43,12 @@ _ERROR_WORDS = ("error", "exception", "failure", "traceback (most recent call la
 _E_LINE = re.compile(r"^[ \t]*(?:E\s{2,}[^\n]+)", re.MULTILINE | re.IGNORECASE)
 #: letters a case-blind pattern matches as i, s or k that lower() does not turn into them
 _FOLDED = ("\u0130", "\u0131", "\u017f", "\u212a")
+#: the two line patterns as they match after a newline: the engine then skips from newline to
+#: newline, where `^` in MULTILINE is tried at every character; with the pattern itself at
+#: the text's start they find the same lines (tests/core/test_actions_ledger.py). Over the
+#: 830 file reads of a 5.3 MB Claude Code chat: 4.1 ms instead of 18.9
+_ERROR_AFTER = re.compile(rf"\n({_ERROR_LINE.pattern.removeprefix('^')})", re.IGNORECASE)
+_E_AFTER = re.compile(rf"\n({_E_LINE.pattern.removeprefix('^')})", re.IGNORECASE)
 
 
 def _flat(text: str, width: int) -> str:
@@ -76,7 +82,8 @@ def outcome_of(result: str | None) -> str:
     # mostly file listings and reads without them; the case-blind exit pattern was most of the
     # time of a compaction step of a 5 MB chat)
     low = result.lower()
-    every = any(c in result for c in _FOLDED)  # no word test holds for those: run them all
+    # no word test holds for those: run them all (never in ASCII text, known without a scan)
+    every = not result.isascii() and any(c in result for c in _FOLDED)
     if not every and "exit" not in low and "return" not in low:
         m = None
     else:
@@ -92,8 +99,10 @@ def outcome_of(result: str | None) -> str:
         "passed" in result or "failed" in result or "error" in result) else [])
     if summary:
         parts.append(_flat(summary[-1].strip("= "), 80))
-    rx = _ERROR_LINE if every or any(w in low for w in _ERROR_WORDS) else _E_LINE
-    errors = [e.strip() for e in rx.findall(result)]
+    errors = [e.strip() for e in (
+        line_matches(_ERROR_LINE, _ERROR_AFTER, result)
+        if every or any(w in low for w in _ERROR_WORDS) else
+        line_matches(_E_LINE, _E_AFTER, result))]
     errors = [e for e in errors if not e.startswith("Traceback")] or errors
     if errors:
         parts.append(_flat(errors[-1], 100))
@@ -102,6 +111,15 @@ def outcome_of(result: str | None) -> str:
                       if ln.strip() and not _TAG_LINE.match(ln)), "")
         parts.append(_flat(first, 80) if first else "(empty output)")
     return "; ".join(parts)
+
+
+def line_matches(first: re.Pattern[str], after: re.Pattern[str], text: str) -> list[str]:
+    """What ``first`` (a MULTILINE pattern starting with ``^``) finds in ``text``, found with
+    ``after`` (the same after a newline, one group) past the text's first line."""
+    m = first.match(text)
+    if m is None:
+        return after.findall(text)
+    return [m.group(0), *after.findall(text, m.end())]
 
 
 def _lines(text: str):
