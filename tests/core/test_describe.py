@@ -7,9 +7,11 @@ import base64
 import struct
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxlayer.core.formats import decode
-from ctxlayer.core.text import describe
+from ctxlayer.core.text import describe, lines_of, one_line
 from ctxlayer.core.tokens import WordTokenizer
 from ctxlayer.protocol import Message, ToolCall
 
@@ -71,3 +73,19 @@ def test_a_line_stays_short():
                    tool_calls=[ToolCall(id="c", name="write", arguments='{"text": "' +
                                         "y" * 500 + '"}')])
     assert len(describe(long)) < 140
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(["a", "b c", " ", "\t", "\n", "\r", "\r\n", "\x0b", "\x0c",
+                                 "\x1c", "\x85", "\u2028", "\u2029", "é", "x" * 90]),
+                max_size=30).map("".join))
+def test_lines_of_gives_what_splitlines_gives(text):
+    """An audit line reads only the first lines of a text, one by one: the lines that say
+    something are those splitlines gives (empty ones may differ in number), and the line it
+    shows the same."""
+    assert [ln for ln in lines_of(text) if ln.strip()] == [
+        ln for ln in text.splitlines() if ln.strip()]
+    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), None)
+    shown = one_line(text, 80)
+    assert shown == ("(empty)" if first is None else
+                     first if len(first) <= 80 else first[:79] + "…")

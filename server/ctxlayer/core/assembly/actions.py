@@ -14,6 +14,7 @@ import re
 
 import msgspec
 
+from ctxlayer.core.text import lines_of
 from ctxlayer.protocol import Message
 
 MAX_LINES = 400  # lines kept in the compaction state; the oldest give way
@@ -107,7 +108,7 @@ def outcome_of(result: str | None) -> str:
     if errors:
         parts.append(_flat(errors[-1], 100))
     if len(parts) <= 1:  # no more than an exit status: say what it printed first
-        first = next((ln.strip() for ln in _lines(result)
+        first = next((ln.strip() for ln in lines_of(result)
                       if ln.strip() and not _TAG_LINE.match(ln)), "")
         parts.append(_flat(first, 80) if first else "(empty output)")
     return "; ".join(parts)
@@ -120,18 +121,6 @@ def line_matches(first: re.Pattern[str], after: re.Pattern[str], text: str) -> l
     if m is None:
         return after.findall(text)
     return [m.group(0), *after.findall(text, m.end())]
-
-
-def _lines(text: str):
-    """The lines of ``text`` one by one, as ``splitlines`` gives them, without splitting all
-    of it (the first one that says something is all that is wanted)."""
-    start = 0
-    while start < len(text):
-        end = text.find("\n", start)
-        if end < 0:
-            end = len(text)
-        yield from text[start:end].splitlines() or [""]
-        start = end + 1
 
 
 def log_lines(messages: list[Message]) -> list[str]:
