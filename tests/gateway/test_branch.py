@@ -7,6 +7,7 @@ official Anthropic SDK, the strict stand-in with a 4096-token window."""
 
 from __future__ import annotations
 
+import pytest
 from gateway_stack import Stack, prose
 
 SYSTEM = "You are Claude Code."
@@ -99,38 +100,28 @@ def test_a_side_request_on_another_model_leaves_the_chats_window_alone(small):
     assert text(sent[0]) == text(before[0])  # the same summary chunk: no compaction afresh
 
 
-def test_a_model_switch_starts_from_the_chats_window_and_switching_back_goes_on(small):
+@pytest.mark.parametrize(("model", "whole"), [("standin-twin", False), ("standin-other", True)])
+def test_a_model_switch_starts_from_the_chats_window_and_switching_back_goes_on(small, model,
+                                                                              whole):
     """`/model` in the middle of a chat (another model counted alike, the same session id):
     the other model's first request starts with the chat's compacted prefix, not a compaction
-    of its own; back on the first model, the chat's own window goes on."""
-    history = long_chat(small, "switch")
+    of its own; or, on a model whose window holds the whole chat (the stand-in's default),
+    carries every message as the client sent it, none summarized (the provider caches each
+    model's prefixes apart, so the compacted prefix saves nothing there). Back on the first
+    model, the chat's own window goes on."""
+    history = long_chat(small, model)
     before = small.model_requests()[-1]["body"]["messages"]
     assert is_summary(before[0])
-    asked = [*history, {"role": "user", "content": "switch asks the other model"}]
-    headers, other = send(small, asked, "switch", model="standin-twin")
-    assert text(other[0]) == text(before[0])
-    assert headers["x-ctxlayer-compacted"] == "true"
+    asked = [*history, {"role": "user", "content": f"{model} asks the other model"}]
+    headers, other = send(small, asked, model, model=model)
+    if whole:
+        assert [(m["role"], text(m)) for m in other] == [(m["role"], text(m)) for m in asked]
+    else:
+        assert text(other[0]) == text(before[0])
+    assert headers["x-ctxlayer-compacted"] == ("false" if whole else "true")
     back = [*asked, {"role": "assistant", "content": "the other model answers"},
-            {"role": "user", "content": "switch asks the first model again"}]
-    _, again = send(small, back, "switch")
-    assert text(again[0]) == text(before[0])
-
-
-def test_a_switch_to_a_model_the_whole_chat_fits_sends_it_whole(small):
-    """`/model` to a model whose window holds the whole chat (the stand-in's default): its
-    request carries every message as the client sent it, none summarized (the provider
-    caches each model's prefixes apart, so the chat's compacted prefix saves nothing there);
-    back on the small model, the chat's own window goes on."""
-    history = long_chat(small, "grow")
-    before = small.model_requests()[-1]["body"]["messages"]
-    assert is_summary(before[0])
-    asked = [*history, {"role": "user", "content": "grow asks the big model"}]
-    headers, big = send(small, asked, "grow", model="standin-other")
-    assert [(m["role"], text(m)) for m in big] == [(m["role"], text(m)) for m in asked]
-    assert headers["x-ctxlayer-compacted"] == "false"
-    back = [*asked, {"role": "assistant", "content": "the big model answers"},
-            {"role": "user", "content": "grow asks the small model again"}]
-    _, again = send(small, back, "grow")
+            {"role": "user", "content": f"{model} asks the first model again"}]
+    _, again = send(small, back, model)
     assert text(again[0]) == text(before[0])
 
 

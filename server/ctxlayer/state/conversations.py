@@ -227,10 +227,9 @@ class Conversations:
         conversation not in memory takes up its kept windows (`Upkeep.take_up`), else starts
         as a branch of a live chat (`_branch_of`)."""
         conv = self._get(workspace, cid)
-        live = {c for (ws, c), v in self._live.items() if ws == workspace and v.family == family}
         if conv is None:
             conv = Conversation(workspace, cid, model, source)
-            await self.upkeep.take_up(conv, family, live)
+            await self.upkeep.take_up(conv, family, self._ids(workspace, family))
             return (conv if conv.kept else self._branch_of(conv, now)), None, False
         if conv.model != model:  # another tokenizer: nothing counted before holds
             if edits:  # the chain it replaces, as it was
@@ -242,8 +241,13 @@ class Conversations:
         # since a restart, the request may be another chat of the family coming back, whose
         # window was kept and not taken up yet (two chats that open alike): the turn starts
         # from it if it agrees with the request further than this one's state
-        conv.kept = await self.upkeep.kept(workspace, family or cid, model, family, live)
+        conv.kept = await self.upkeep.kept(workspace, family or cid, model, family,
+                                           self._ids(workspace, family))
         return conv, conv, True
+
+    def _ids(self, workspace: str, family: str | None) -> set[str]:
+        """The ids of the family's conversations in memory (their kept windows are older)."""
+        return {c for (ws, c), v in self._live.items() if ws == workspace and v.family == family}
 
     def _settle(self, conv: Conversation, took: Kept | None, edited: Conversation | None,
                 edits: bool) -> Conversation:
@@ -258,7 +262,7 @@ class Conversations:
             self._fork(conv)
         elif conv.family is not None and conv.state is None \
                 and any(k[0] == conv.conversation_id for k in conv.kept):
-            conv.conversation_id = self._fork_id(conv.family or conv.conversation_id)
+            conv.conversation_id = self._fork_id(conv.family)
             conv.session_id, conv.turn = f"chat-{conv.conversation_id}", 0
         return conv
 
