@@ -104,6 +104,45 @@ async def test_two_chats_that_open_alike_each_find_their_window(tmp_path, after)
     assert found == {"a": True, "b": True}
 
 
+async def test_chats_kept_under_the_ids_of_before_the_model_was_in_them_are_found(
+        tmp_path, monkeypatch):
+    """A state folder an earlier version wrote, when a client session's family id did not name
+    the model (before `ce5022b`): after the upgrade each chat of the session still starts from
+    its own window (before: every one compacted afresh, once)."""
+    from ctxlayer.core.text import content_hash
+    from ctxlayer.state import identity
+
+    def opening(text: str) -> list[dict]:
+        return [{"role": "user", "id": "u0", "content": text}]
+
+    chats_ = {"lead": chat(41, opening("Where is the cache built?"), 41),
+              "worker": chat(42, opening("List the cache's files."), 41)}
+    new_ids = identity.hinted_id
+    monkeypatch.setattr(identity, "hinted_id",
+                        lambda fmt, hint, model: "s" + content_hash(f"{fmt}\x00{hint}"))
+    st = State(tmp_path / "state")
+    try:
+        last = {n: [await ask(st, turns[t], "run") for t in range(39)][-1]
+                for n, turns in chats_.items()}
+        await st.conversations.settled()
+    finally:
+        st.close()
+    monkeypatch.setattr(identity, "hinted_id", new_ids)
+    found = []
+    for turn in (39, 40):  # and once more: a chat goes on under its window's id
+        again = State(tmp_path / "state")
+        try:
+            now = {n: await ask(again, chats_[n][turn], "run") for n in ("worker", "lead")}
+            await again.conversations.settled()
+        finally:
+            again.close()
+        found.append({n: same_window(last[n], now[n]) for n in chats_})
+        assert len({res.conversation_id for res in now.values()}) == 2
+        last = now
+    assert all(res.compacted for res in last.values())
+    assert found == [{"lead": True, "worker": True}] * 2
+
+
 async def test_a_named_conversation_keeps_its_name_after_a_restart_whatever_it_sends(tmp_path):
     """A conversation the client names (`conversationId`, the gateway's
     `x-ctxlayer-conversation`) goes on under that name after a restart, also when its request

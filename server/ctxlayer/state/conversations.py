@@ -105,10 +105,11 @@ class Conversations:
         hint = identity.client_hint(p.format, p.request, p.client_session_id)
         family = (identity.hinted_id(p.format, hint, _model(caller, p)) if hint
                   else identity.family_id(p.format, p.request))
+        older = identity.older_hinted_id(p.format, hint) if hint else None
         async with self.state.lanes.turn(("chats", workspace, family)):
             cid, edits = self._by_chain(workspace, family, identity.turns(p.request))
             return await self._prepare(caller, p, workspace, cid, family,
-                                       _run_of(p, hint), edits)
+                                       _run_of(p, hint), edits, older)
 
     def _by_chain(self, workspace: str, family: str, now: list) -> tuple[str, bool]:
         """(the family's conversation ``now`` extends or edits, whether it edits it); a new
@@ -142,19 +143,21 @@ class Conversations:
 
     async def _prepare(self, caller: Caller, p: protocol.PrepareParams, workspace: str,
                        cid: str, family: str | None = None, client: str | None = None,
-                       edits: bool = False) -> protocol.PrepareResult:
+                       edits: bool = False, older: str | None = None
+                       ) -> protocol.PrepareResult:
         """``family``: the family the chain placed the request in (None: a named one); a
         conversation not in memory may start from its kept windows, and its family's (after a
         restart the order of a family's requests gives out its ids anew), and goes on under
         the id of the one it starts from. ``client``: the client's run it came under
         (`_run_of`). ``edits``: the request edits the live conversation ``cid``, whose chain
-        as it was is kept as a fork."""
+        as it was is kept as a fork. ``older``: the family's id before ids named the model,
+        whose windows are read when the family has none (`identity.older_hinted_id`)."""
         state = self.state
         model = _model(caller, p)
         nominal = _nominal_budget(caller, p, model)
         source: protocol.Source = "gateway" if caller.source == "gateway" else "prepare"
         conv, edited, edits = await self._conversation(workspace, cid, model, source, family,
-                                                       edits, identity.turns(p.request))
+                                                       edits, identity.turns(p.request), older)
         conv.source = source
         if family is not None:
             conv.family, conv.client = family, client
@@ -221,7 +224,8 @@ class Conversations:
 
     async def _conversation(self, workspace: str, cid: str, model: str,
                             source: protocol.Source, family: str | None, edits: bool,
-                            now: list) -> tuple[Conversation, Conversation | None, bool]:
+                            now: list, older: str | None = None
+                            ) -> tuple[Conversation, Conversation | None, bool]:
         """(the conversation the turn runs on, the live chat the request edits when a kept
         window may be the better start, whether the request still edits ``cid``). A
         conversation not in memory takes up its kept windows (`Upkeep.take_up`), else starts
@@ -229,7 +233,7 @@ class Conversations:
         conv = self._get(workspace, cid)
         if conv is None:
             conv = Conversation(workspace, cid, model, source)
-            await self.upkeep.take_up(conv, family, self._ids(workspace, family))
+            await self.upkeep.take_up(conv, family, self._ids(workspace, family), older)
             return (conv if conv.kept else self._branch_of(conv, now)), None, False
         if conv.model != model:  # another tokenizer: nothing counted before holds
             if edits:  # the chain it replaces, as it was
@@ -242,7 +246,7 @@ class Conversations:
         # window was kept and not taken up yet (two chats that open alike): the turn starts
         # from it if it agrees with the request further than this one's state
         conv.kept = await self.upkeep.kept(workspace, family or cid, model, family,
-                                           self._ids(workspace, family))
+                                           self._ids(workspace, family), older)
         return conv, conv, True
 
     def _ids(self, workspace: str, family: str | None) -> set[str]:

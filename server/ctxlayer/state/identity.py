@@ -43,6 +43,13 @@ def hinted_id(fmt: str, hint: str, model: str) -> str:
     return "s" + content_hash(f"{fmt}\x00{hint}\x00{model}")
 
 
+def older_hinted_id(fmt: str, hint: str) -> str:
+    """The family a client session id had before ids named the model (stop 44, `ce5022b`):
+    windows a state folder kept under it are still read, when the family has none of its own,
+    so a chat going on after an upgrade starts from its window, not afresh."""
+    return "s" + content_hash(f"{fmt}\x00{hint}")
+
+
 def family_id(fmt: str, request: dict) -> str:
     """The id of the first conversation of the requests that start this way."""
     return "c" + content_hash(identity_text(fmt, request))

@@ -162,27 +162,30 @@ class Upkeep:
         return write
 
     async def take_up(self, conv: Conversation, family: str | None = None,
-                      live: Collection[str] = ()) -> None:
+                      live: Collection[str] = (), older: str | None = None) -> None:
         """A conversation not in memory: its window as the state folder kept it, if any, for
         its first turn to start from (core/prepare/persist.py). With its ``family``, the
         windows of the family's conversations not in memory (not in ``live``) too: the turn
         starts from the one its messages agree with the furthest, and the conversation takes
         that window's id (after a restart the ids go out in the order the chats come back:
         a chat that went on under a fork's id, `<family>-<run><n>`, may arrive under the family's,
-        and writing its window there lost the window of the chat kept under that id)."""
+        and writing its window there lost the window of the chat kept under that id).
+        ``older``: the family's id in an earlier version (`kept`)."""
         conv.kept = await self.kept(conv.workspace, conv.conversation_id, conv.model, family,
-                                    live)
+                                    live, older)
         conv.turn = next((turn for rid, turn, _ in conv.kept
                           if rid == conv.conversation_id), 0)
 
     async def kept(self, workspace: str, cid: str, model: str, family: str | None,
-                   live: Collection[str] = ()) -> list[Kept]:
+                   live: Collection[str] = (), older: str | None = None) -> list[Kept]:
         """(id, turn, window) of the windows kept under ``cid`` and, with ``family``, its
         family's, but those of the conversations in ``live`` (in memory: their own turns are
         newer); read on the keeping thread, after the windows queued there before (a chat
         forgotten from memory comes back before the write of its window landed, else), and
         off the event loop (the first request after a start may be the one that opens the
-        database, its whole file checked unless it was closed cleanly)."""
+        database, its whole file checked unless it was closed cleanly). When the family
+        has no window, those kept under ``older`` (its id in an earlier version) are read,
+        and the one a turn starts from goes on under its old id."""
         state = self.state
 
         def read() -> list[Kept]:
@@ -191,6 +194,8 @@ class Upkeep:
             rows = [(cid, own[1], own[2])] if own is not None and own[0] == model else []
             if family is not None:
                 rows += store.family_conversations(workspace, family, model, but=cid)
+            if not rows and older is not None:
+                rows = store.family_conversations(workspace, older, model, but=cid)
             out = []
             for rid, turn, body in rows:
                 snap = persist.decode(body) if rid not in live else None
