@@ -175,10 +175,11 @@ async def test_a_named_conversation_keeps_its_name_after_a_restart_whatever_it_s
 
 async def replay(tmp_path, name: str, order: list[tuple[str, int]],
                  chats_: dict[str, list[list[dict]]], sessions: dict[str, str | None],
-                 restart_at: int | None, max_live: int | None = None) -> list[dict]:
+                 restart_at: int | None, max_live: int | None = None,
+                 max_tokens: int | None = None) -> list[dict]:
     """The requests ``order`` names ((chat, turn) pairs) on a fresh state folder, a restart
     before the request at ``restart_at`` (None: none), at most ``max_live`` conversations in
-    memory; the bodies sent, in order."""
+    memory, of ``max_tokens`` together; the bodies sent, in order."""
     st = State(tmp_path / name)
     sent = []
     try:
@@ -189,7 +190,12 @@ async def replay(tmp_path, name: str, order: list[tuple[str, int]],
                 st = State(tmp_path / name)
             if max_live is not None:
                 st.conversations.max_live = max_live
+            if max_tokens is not None:
+                st.conversations.max_tokens = max_tokens
             sent.append((await ask(st, chats_[n][t], sessions[n.rstrip("'")])).request)
+            if max_tokens is not None:  # the turn's own conversation stays, whatever its size
+                live = list(st.conversations._live.values())
+                assert len(live) == 1 or sum(c.held() for c in live) <= max_tokens
         await st.conversations.settled()
     finally:
         st.close()
@@ -280,6 +286,22 @@ async def test_a_chat_forgotten_from_memory_sends_what_it_would_have_sent(tmp_pa
     chats_, sessions = some_chats(seed, 40)
     order = interleaved(r, 0, 40)
     forgetful = await replay(tmp_path, "forgetful", order, chats_, sessions, None, 2)
+    straight = await replay(tmp_path, "straight", order, chats_, sessions, None)
+    for k in range(len(order)):
+        assert forgetful[k] == straight[k], (k, order[k])
+
+
+@pytest.mark.parametrize("seed", range(1, 5))
+async def test_a_chat_forgotten_for_the_size_of_memory_sends_what_it_would_have_sent(
+        tmp_path, seed):
+    """As above, the conversations forgotten for the tokens of history memory holds
+    (MAX_LIVE_TOKENS; here 12,000, about two of these chats past their budget): memory stays
+    within it, but for the turn's own conversation, and every request is the one it gets with
+    all of them in memory."""
+    r = random.Random(seed)
+    chats_, sessions = some_chats(seed, 40)
+    order = interleaved(r, 0, 40)
+    forgetful = await replay(tmp_path, "forgetful", order, chats_, sessions, None, None, 12_000)
     straight = await replay(tmp_path, "straight", order, chats_, sessions, None)
     for k in range(len(order)):
         assert forgetful[k] == straight[k], (k, order[k])

@@ -87,6 +87,10 @@ class Conversation:
         other.branched_from = self.conversation_id
         return other
 
+    def held(self) -> int:
+        """The tokens of the history its last turn holds in memory (0 before any turn)."""
+        return self.state.cum[-1] if self.state is not None else 0
+
     def info(self) -> protocol.ConversationInfo:
         return protocol.ConversationInfo(
             conversation_id=self.conversation_id, session_id=self.session_id, model=self.model,

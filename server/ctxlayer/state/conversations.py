@@ -19,8 +19,9 @@ request starts with the prefix the provider cached, and nothing they share is co
 summarized again.
 A turn that only appends a little and cannot reach its budget runs on the event loop (about a
 millisecond for a 1M-token chat); any other turn runs on a worker thread.
-Memory: the last MAX_LIVE conversations keep their turn (the engine holds its messages) and
-their last request as the codec read it (the next turn takes over the messages it shares);
+Memory: the last MAX_LIVE conversations, MAX_LIVE_TOKENS of history together at most, keep
+their turn (the engine holds its messages) and their last request as the codec read it (the
+next turn takes over the messages it shares);
 after a step the window is written to the state folder, and the first turn after a restart
 starts from it (upkeep.py): from the kept window of its family its messages agree with the
 furthest, under that window's id (the ids go out anew after a restart, in the order the chats
@@ -71,6 +72,11 @@ log = logging.getLogger(__name__)
 
 #: conversations kept in memory; the least recently used one is forgotten (its session stays)
 MAX_LIVE = 64
+#: and the tokens of their histories together, the turn's own aside: a 5.3 MB Claude Code chat
+#: (2.0M tokens as counted for Claude) holds about 9 MB, so 64 of them would hold 600 MB. 21 of
+#: them in one process held 109 MB with this bound, 200 MB and growing without it. One
+#: forgotten comes back from its kept window (that chat's next turn 39 ms, 24 ms in memory)
+MAX_LIVE_TOKENS = 16_000_000
 
 
 def _now() -> str:
@@ -78,9 +84,10 @@ def _now() -> str:
 
 
 class Conversations:
-    def __init__(self, state: State, *, max_live: int = MAX_LIVE, clock=_now) -> None:
+    def __init__(self, state: State, *, max_live: int = MAX_LIVE,
+                 max_tokens: int = MAX_LIVE_TOKENS, clock=_now) -> None:
         self.state = state
-        self.max_live = max_live
+        self.max_live, self.max_tokens = max_live, max_tokens
         self.clock = clock
         self._live: OrderedDict[tuple[str, str], Conversation] = OrderedDict()
         self.upkeep = Upkeep(state)  # what a turn sets going after its answer
@@ -377,8 +384,10 @@ class Conversations:
         key = (conv.workspace, conv.conversation_id)
         self._live[key] = conv
         self._live.move_to_end(key)
-        while len(self._live) > self.max_live:
+        held = sum(c.held() for c in self._live.values())
+        while len(self._live) > self.max_live or (held > self.max_tokens and len(self._live) > 1):
             _, gone = self._live.popitem(last=False)
+            held -= gone.held()
             if gone.state is not None and gone.written is not gone.state:
                 # its chat may come back: from its own window, not afresh, nor as a branch
                 # of another chat that shares its first messages
