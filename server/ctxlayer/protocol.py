@@ -451,6 +451,10 @@ class PrepareResult(Wire):
     cache_reuse_tokens: int
     cache_breakpoints: list[int] = []
     notice: str | None = None
+    #: what failed beside the request, which is ready all the same: the state folder could not
+    #: be read or written (a full disk, a lock held past its timeout), so this turn's window,
+    #: audit or session was not kept
+    warning: str | None = None
 
 
 class ConversationInfo(Wire):

@@ -374,6 +374,7 @@ export interface PrepareResult {
   cacheReuseTokens: number;
   cacheBreakpoints?: number[];
   notice?: string | null;
+  warning?: string | null;
 }
 export interface ConversationsResult {
   conversations: ConversationInfo[];

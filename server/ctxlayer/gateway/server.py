@@ -306,6 +306,10 @@ class GatewayServer:
         })
         if result.conversation_id:
             ours["x-ctxlayer-conversation"] = result.conversation_id
+        if result.warning:  # the state folder failed beside the request: it goes all the same
+            said = result.warning.encode("ascii", "backslashreplace").decode()
+            ours["x-ctxlayer-warning"] = "; ".join(
+                w for w in (ours.get("x-ctxlayer-warning"), said) if w)
         out = (await asyncio.to_thread(msgspec.json.encode, result.request)
                if len(raw) >= OFF_LOOP_BYTES else msgspec.json.encode(result.request))
         stream = bool(result.request.get("stream"))

@@ -33,10 +33,11 @@ from __future__ import annotations
 
 import logging
 import secrets
+import sqlite3
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
@@ -63,12 +64,14 @@ from ctxlayer.state.chatcodec import (
     unfittable,
 )
 from ctxlayer.state.upkeep import Kept, Upkeep
+from ctxlayer.store.db import StoreError, describe_store_error
 
 if TYPE_CHECKING:  # protocols: the State imports this module, the Caller names the State
     from ctxlayer.state.seams import Asker as Caller
     from ctxlayer.state.seams import Host as State
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 #: conversations kept in memory; the least recently used one is forgotten (its session stays)
 MAX_LIVE = 64
@@ -163,8 +166,10 @@ class Conversations:
         model = _model(caller, p)
         nominal = _nominal_budget(caller, p, model)
         source: protocol.Source = "gateway" if caller.source == "gateway" else "prepare"
+        trouble: list[str] = []  # what the state folder failed this turn (the result says it)
         conv, edited, edits = await self._conversation(workspace, cid, model, source, family,
-                                                       edits, identity.turns(p.request), older)
+                                                       edits, identity.turns(p.request), older,
+                                                       trouble)
         conv.source = source
         if family is not None:
             conv.family, conv.client = family, client
@@ -220,18 +225,12 @@ class Conversations:
             conv.branched_from = None
         conv.native_count = len(conversation_of(p.format, p.request))
         conv.chain = identity.turns(p.request)
-        await self._took(conv, turn, encoded, budget, nominal, tools)
-        return protocol.PrepareResult(
-            request=encoded.payload, conversation_id=conv.conversation_id,
-            session_id=conv.session_id, tokens=conv.tokens, budget=budget,
-            dropped=[*turn.dropped, *(e for e in encoded.audit if e.action == "dropped")],
-            truncated=[*turn.truncated, *(e for e in encoded.audit if e.action != "dropped")],
-            compacted=turn.compacted, cache_reuse_tokens=turn.cache_reuse_tokens,
-            cache_breakpoints=list(encoded.breakpoints), notice=turn.notice)
+        await self._took(conv, turn, encoded, budget, nominal, tools, trouble)
+        return _result(conv, turn, encoded, budget, trouble)
 
     async def _conversation(self, workspace: str, cid: str, model: str,
                             source: protocol.Source, family: str | None, edits: bool,
-                            now: list, older: str | None = None
+                            now: list, older: str | None = None, trouble: list[str] | None = None
                             ) -> tuple[Conversation, Conversation | None, bool]:
         """(the conversation the turn runs on, the live chat the request edits when a kept
         window may be the better start, whether the request still edits ``cid``). A
@@ -240,7 +239,8 @@ class Conversations:
         conv = self._get(workspace, cid)
         if conv is None:
             conv = Conversation(workspace, cid, model, source)
-            await self.upkeep.take_up(conv, family, self._ids(workspace, family), older)
+            await _or_said(self.upkeep.take_up(conv, family, self._ids(workspace, family), older),
+                           "read the kept windows (the chat starts afresh)", trouble, None)
             return (conv if conv.kept else self._branch_of(conv, now)), None, False
         if conv.model != model:  # another tokenizer: nothing counted before holds
             if edits:  # the chain it replaces, as it was
@@ -252,8 +252,9 @@ class Conversations:
         # since a restart, the request may be another chat of the family coming back, whose
         # window was kept and not taken up yet (two chats that open alike): the turn starts
         # from it if it agrees with the request further than this one's state
-        conv.kept = await self.upkeep.kept(workspace, family or cid, model, family,
-                                           self._ids(workspace, family), older)
+        conv.kept = await _or_said(self.upkeep.kept(workspace, family or cid, model, family,
+                                                    self._ids(workspace, family), older),
+                                   "read the kept windows", trouble, [])
         return conv, conv, True
 
     def _ids(self, workspace: str, family: str | None) -> set[str]:
@@ -311,10 +312,11 @@ class Conversations:
         return best.branch(conv.conversation_id, conv.source) if best is not None else conv
 
     async def _took(self, conv: Conversation, turn: Turn, encoded: Any, budget: int,
-                    nominal: int, tools: int) -> None:
+                    nominal: int, tools: int, trouble: list[str]) -> None:
         """What a turn leaves behind: the conversation's figures, its window kept, its
         session opened, the calibration and the read-ahead set going, the audit, the budget
-        pushed to the editors (this chat is now the workspace's live one)."""
+        pushed to the editors (this chat is now the workspace's live one). What the state
+        folder fails of it goes into ``trouble``: the request is ready all the same."""
         state, workspace = self.state, conv.workspace
         state.expire(workspace)  # at most once a day
         self._remember(conv, turn, budget, tools)
@@ -326,16 +328,23 @@ class Conversations:
                      conv.branched_from)
             conv.branched_from = None
         if not conv.session_open:
-            await state.work(state.sessions.open, workspace, protocol.SessionOpenParams(
-                session_id=conv.session_id, model=conv.model, budget=nominal))
-            conv.session_open = True
+            async def open_session() -> bool:
+                await state.work(state.sessions.open, workspace, protocol.SessionOpenParams(
+                    session_id=conv.session_id, model=conv.model, budget=nominal))
+                return True
+
+            conv.session_open = await _or_said(
+                open_session(), "open this chat's session (its audit and calibration are not "
+                "kept)", trouble, False)
         conv.extra_audit = list(encoded.audit)
-        self.upkeep.note_prompt(conv)
+        if conv.session_open:  # else tried again next turn
+            self.upkeep.note_prompt(conv)
         if conv.source != "gateway":  # the gateway's once the request went upstream
             self.upkeep.read_ahead(conv)
         fresh = [*turn.dropped, *turn.truncated, *turn.restored, *encoded.audit]
-        if fresh:  # the audit log grows only when a turn did something
-            await state.keep(state.sessions.record_audit, workspace, conv.session_id, fresh)
+        if fresh and conv.session_open:  # the audit log grows only when a turn did something
+            await _or_said(state.keep(state.sessions.record_audit, workspace, conv.session_id,
+                                      fresh), "keep this turn's audit", trouble, None)
         state.events.budget(workspace, msgspec.structs.replace(
             conv.budget_report(), compacted=turn.compacted, notice=turn.notice),
             request=self._leads(conv))
@@ -509,6 +518,35 @@ INLINE_NEW_CHARS = 32_000
 
 #: the budget of a turn that is not fitted (`previous_response_id`): nothing is cut
 UNFITTED_BUDGET = 1 << 60
+
+
+def _result(conv: Conversation, turn: Turn, encoded: Any, budget: int,
+            trouble: list[str]) -> protocol.PrepareResult:
+    """What ctx/prepare answers for a turn: the request, what the engine and the codec cut,
+    and what the state folder failed (``trouble``)."""
+    return protocol.PrepareResult(
+        request=encoded.payload, conversation_id=conv.conversation_id,
+        session_id=conv.session_id, tokens=conv.tokens, budget=budget,
+        dropped=[*turn.dropped, *(e for e in encoded.audit if e.action == "dropped")],
+        truncated=[*turn.truncated, *(e for e in encoded.audit if e.action != "dropped")],
+        compacted=turn.compacted, cache_reuse_tokens=turn.cache_reuse_tokens,
+        cache_breakpoints=list(encoded.breakpoints), notice=turn.notice,
+        warning="; ".join(trouble) or None)
+
+
+async def _or_said(work: Awaitable[T], what: str, trouble: list[str] | None, instead: T) -> T:
+    """``work``, or ``instead`` when the sessions database fails it (a full disk, a lock held
+    past its timeout, a damaged file): a live chat's request is ready without the state folder,
+    so the chat goes on, and the result's warning and the log say what was not kept (a full
+    disk answered every turn that cut something with an error)."""
+    try:
+        return await work
+    except (StoreError, sqlite3.Error) as exc:
+        said = f"the state folder could not {what}: {describe_store_error(exc)}"
+        log.error("live chat: %s", said)
+        if trouble is not None:
+            trouble.append(said)
+        return instead
 
 
 def _nominal_budget(caller: Caller, p: protocol.PrepareParams, model: str) -> int:
