@@ -90,6 +90,10 @@ export function showInfo(message: string): Thenable<string | undefined> {
   return vscode.window.showInformationMessage(message);
 }
 
+export function showWarning(message: string): Thenable<string | undefined> {
+  return vscode.window.showWarningMessage(message);
+}
+
 export function showQuickPick<T extends vscode.QuickPickItem>(
   items: T[],
   placeHolder: string,

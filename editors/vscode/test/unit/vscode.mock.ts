@@ -15,6 +15,7 @@ export const recorded = {
   executed: [] as unknown[][],
   errors: [] as { message: string; actions: string[] }[],
   infos: [] as string[],
+  warnings: [] as string[],
   statusItems: [] as any[],
   panels: [] as any[],
   clipboard: "",
@@ -32,6 +33,7 @@ export function resetMock(): void {
   recorded.executed = [];
   recorded.errors = [];
   recorded.infos = [];
+  recorded.warnings = [];
   recorded.statusItems = [];
   recorded.panels = [];
   recorded.clipboard = "";
@@ -120,6 +122,10 @@ export const window = {
   },
   async showInformationMessage(message: string) {
     recorded.infos.push(message);
+    return undefined;
+  },
+  async showWarningMessage(message: string) {
+    recorded.warnings.push(message);
     return undefined;
   },
   async showQuickPick(items: any[]) {
