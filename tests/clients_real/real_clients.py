@@ -1,5 +1,5 @@
 """Helpers and fixtures of the real-client tests (conftest.py imports the fixtures): the real
-CLI clients (Claude Code, Codex CLI, aider, Continue's `cn`) run through a real
+CLI clients (Claude Code, Codex CLI, aider, Continue's `cn`, OpenCode) run through a real
 gateway to the stand-in provider playing an agent (tests/providers/standin.py `agent`).
 
 The clients are installed, pinned (versions.env) and cached, by ensure-clients.sh (`make
@@ -71,6 +71,10 @@ def client_env(home: Path, **extra: str) -> dict[str, str]:
            "DISABLE_BUG_COMMAND": "1",
            # Continue's cn
            "CONTINUE_TELEMETRY_ENABLED": "0",
+           # OpenCode: no model list, plugin, language server or update from the network
+           "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+           "OPENCODE_DISABLE_LSP_DOWNLOAD": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
+           "OPENCODE_DISABLE_SHARE": "1",
            # aider's litellm: its bundled model table, no download
            "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     home.mkdir(parents=True, exist_ok=True)

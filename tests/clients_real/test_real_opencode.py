@@ -1,0 +1,95 @@
+"""OpenCode (the npm package `opencode-ai`, pinned in versions.env) through the gateway: `opencode
+run` with its `anthropic` provider's base URL on the gateway (Messages API), and with its
+`openai` provider's (which sends the Responses API), running the stand-in agent's `bash` calls
+in a temporary git repository; a long loop in a small `[gateway.models]` window is compacted by
+the gateway and still completes. OpenCode also asks a small model for the session's title: a
+chat of its own. Every request must be one the provider accepts (the stand-in checks)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from real_clients import (
+    assert_all_valid,
+    client,
+    client_env,
+    conversations,
+    model_requests,
+    open_stack,
+    run,
+    tool_outputs,
+)
+
+pytestmark = [pytest.mark.client, pytest.mark.e2e]
+
+CLAUDE, GPT = "claude-sonnet-4-5", "gpt-4.1"
+
+
+def opencode(stack, repo: Path, home: Path, provider: str, model: str, prompt: str) -> str:
+    """`opencode run` on ``provider``/``model``, its base URL the gateway's (the README's
+    opencode.json); its standard output."""
+    exe = client("opencode", "OPENCODE", "node_modules/.bin/opencode")
+    url = stack.anthropic_url + "/v1" if provider == "anthropic" else stack.openai_url
+    (repo / "opencode.json").write_text(json.dumps({
+        "$schema": "https://opencode.ai/config.json", "autoupdate": False, "share": "disabled",
+        "permission": {"bash": "allow"},
+        "provider": {provider: {"options": {"baseURL": url, "apiKey": "sk-test-not-a-key"}}}}))
+    done = run([exe, "run", "--model", f"{provider}/{model}", prompt], client_env(home), repo)
+    return done.stdout
+
+
+def main_chat(stack, model: str) -> dict:
+    """The conversation of the agent's loop (beside it, the title OpenCode asks a small model
+    for is a conversation of its own)."""
+    chats = [c for c in conversations(stack) if c["model"] == model]
+    assert len(chats) == 1, conversations(stack)
+    return chats[0]
+
+
+def test_opencode_runs_the_agents_bash_calls_on_the_messages_api(stack, repo, tmp_path):
+    stack.standin.agent(2, [{"name": "bash", "arguments": {
+        "command": "cat README.md", "description": "Read it"}}])
+    out = opencode(stack, repo, tmp_path / "home", "anthropic", CLAUDE,
+                   "What does this project do?")
+    assert "stand-in answer after 2 tool results" in out, out
+    requests = model_requests(stack)
+    assert_all_valid(requests)
+    assert {r["path"] for r in requests} == {"/v1/messages"}
+    loop = [r for r in requests if r["body"]["model"] == CLAUDE]
+    assert len(loop) == 3 and all(r["stream"] for r in loop)
+    outputs = tool_outputs(requests)
+    assert sum("It adds numbers" in o for o in outputs) >= 2, outputs  # bash really ran
+    assert main_chat(stack, CLAUDE)["tokens"] > 0
+
+
+WINDOW = 60_000
+
+
+def test_opencode_long_loop_on_the_responses_api_compacts_in_a_small_window(repo, tmp_path):
+    """A loop whose outputs outgrow a 60k window (the stand-in, given the same window, refuses
+    anything larger; OpenCode's answer reserve leaves about half of it): the gateway fits each
+    Responses request, the build log outlined or the oldest turns summarized, and OpenCode
+    finishes."""
+    log = "\n".join(f"line {i}: step {i} of the build passed, {i * 7} checks" for i in range(300))
+    (repo / "build.log").write_text(log)
+    rounds = 12
+    with open_stack(tmp_path / "stack", {GPT: WINDOW}) as stack:
+        stack.standin.agent(rounds, [{"name": "bash", "arguments": {
+            "command": "cat build.log", "description": "Read the build log"}}])
+        out = opencode(stack, repo, tmp_path / "home", "openai", GPT,
+                       "Check the build log, many times.")
+        assert f"stand-in answer after {rounds} tool results" in out, out
+        requests = model_requests(stack)
+        assert_all_valid(requests)
+        assert {r["path"] for r in requests} == {"/v1/responses"}
+        loop = [r for r in requests if r["body"]["model"] == GPT]
+        assert len(loop) == rounds + 1
+        assert max(r["prompt_tokens"] for r in loop) <= WINDOW
+        chat = main_chat(stack, GPT)
+        assert chat["tokens"] <= chat["budget"]
+        logs = [o for o in tool_outputs(loop) if "line 0: step 0" in o]
+        outlined = [o for o in logs if "line 150: step 150" not in o]
+        summarized = any("[Summary of" in json.dumps(r["body"]["input"]) for r in loop)
+        assert chat["dropped"] > 0 or outlined or summarized, chat
