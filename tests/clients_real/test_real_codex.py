@@ -90,3 +90,31 @@ def test_codex_long_shell_loop_compacts_in_a_small_window_and_completes(repo, tm
         outlined = [o for o in logs if "line 100: step 100" not in o]
         summarized = any("[Summary of" in json.dumps(r["body"]["input"]) for r in requests)
         assert chat["dropped"] > 0 or outlined or summarized, chat
+
+
+def test_codex_resumes_a_session_through_a_restarted_gateway_from_its_kept_window(repo, tmp_path):
+    """`codex exec resume --last` after the gateway restarted on the same state folder: the
+    resumed history (Codex's own rollout, sent whole) goes on in the conversation it was, from
+    the window kept before the restart: its prefix is reused, not compacted afresh."""
+    log = "\n".join(f"line {i}: step {i} of the build passed, {i * 7} checks" for i in range(200))
+    (repo / "build.log").write_text(log)
+    exe = client("codex", "CODEX", "node_modules/.bin/codex")
+    codex_home = tmp_path / "codex-home"
+    codex_home.mkdir()
+    env = client_env(tmp_path / "home", CODEX_HOME=str(codex_home),
+                     OPENAI_API_KEY="sk-test-not-a-key")
+    seen = []
+    for argv in (["Check the build log, many times."],
+                 ["resume", "--last", "Check it once more."]):
+        with open_stack(tmp_path / "stack", {MODEL: WINDOW}) as stack:  # one state folder
+            (codex_home / "config.toml").write_text(config(stack))
+            stack.standin.agent(8, [{"name": "exec_command",
+                                     "arguments": {"cmd": "cat build.log"}}])
+            done = run([exe, "exec", "--skip-git-repo-check", *argv], env, repo)
+            assert "stand-in answer after 8 tool results" in done.stdout, done.stdout
+            assert_all_valid(model_requests(stack))
+            (chat,) = conversations(stack)
+            seen.append(chat)
+    first, resumed = seen
+    assert resumed["conversationId"] == first["conversationId"]
+    assert resumed["cacheReuseTokens"] > 0, resumed
