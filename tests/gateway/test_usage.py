@@ -15,7 +15,7 @@ from providers.standin_answers import (
     openai_completion,
 )
 
-from ctxlayer.gateway.usage import StreamUsage, from_answer
+from ctxlayer.gateway.usage import StreamUsage, from_answer, refused_count
 from ctxlayer.gateway.usage import Usage as Read
 
 SENT = Usage(prompt=1200, completion=40, cache_read=1000, cache_write=150)
@@ -59,3 +59,32 @@ def test_streams_read_across_any_chunk_boundaries(size):
         got = reader.usage()
         assert got is not None and got.prompt_tokens == 1200 and got.completion_tokens == 40
         assert got.cache_read_tokens == 1000
+
+
+# the providers' refusals of a prompt over the window, as they word them
+TOO_LONG = [
+    ("anthropic", {"type": "error", "error": {"type": "invalid_request_error",
+     "message": "prompt is too long: 201234 tokens > 200000 maximum"}}, 201234),
+    ("anthropic", {"type": "error", "error": {"type": "invalid_request_error",
+     "message": "input length and `max_tokens` exceed context limit: 190000 + 21333 > 200000, "
+                "decrease input length or `max_tokens` and try again"}}, 190000),
+    ("openai", {"error": {"message": "This model's maximum context length is 128000 tokens. "
+     "However, you requested 130500 tokens (129500 in the messages, 1000 in the completion). "
+     "Please reduce the length of the messages or completion.", "type": "invalid_request_error",
+     "param": "messages", "code": "context_length_exceeded"}}, 129500),
+    ("openai", {"error": {"message": "This model's maximum context length is 128000 tokens. "
+     "However, your messages resulted in 130000 tokens. Please reduce the length of the "
+     "messages.", "code": "context_length_exceeded"}}, 130000),
+    # the Responses API does not say its count: nothing to calibrate with
+    ("responses", {"error": {"message": "Your input exceeds the context window of this model. "
+     "Please adjust your input and try again.", "code": "context_length_exceeded"}}, None),
+    ("openai", {"error": {"message": "Rate limit reached", "code": "rate_limit_exceeded"}}, None),
+]
+
+
+@pytest.mark.parametrize(("fmt", "answer", "count"), TOO_LONG)
+def test_a_refusal_as_over_the_window_says_the_providers_count(fmt, answer, count):
+    body = json.dumps(answer).encode()
+    assert refused_count(fmt, 400, body) == count
+    assert refused_count(fmt, 429, body) is None  # only a 400 refuses a prompt
+    assert refused_count(fmt, 400, b"<html>bad gateway</html>") is None

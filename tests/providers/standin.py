@@ -18,7 +18,9 @@ tool call until `rounds` were made (Responses: until it carries `rounds` outputs
 (`{"name", "arguments"}`, for a real client that runs it) when the request offers that tool,
 else its first tool with `{"round": k}`.
 Every request is checked as the provider checks it (standin_checks.py) and measured against
-the model's window (tiktoken, offline); a refused one gets the provider's own 400. Answers
+the model's window (tiktoken, offline; `Standin(counts={model: 1.15})` counts a model's prompts
+above that, as a provider whose tokenizer is not the gateway's); a refused one gets the
+provider's own 400. Answers
 carry usage: `cached_tokens` / `cache_read_input_tokens` are the tokens of the messages at the
 start of the request identical to the previous request of the same conversation (same model,
 system and first message), so cache reuse is observable. `stream: true` answers in the
@@ -78,11 +80,15 @@ async def _timed(request: web.Request, handler):
 class Standin:
     """The stand-in provider, served on the running loop."""
 
-    def __init__(self, *, windows: dict[str, int] | None = None, host: str = "127.0.0.1"):
+    def __init__(self, *, windows: dict[str, int] | None = None, host: str = "127.0.0.1",
+                 counts: dict[str, float] | None = None):
         self.host = host
         self.port = 0
         #: context windows by model name prefix, over the model table's (e.g. a small model)
         self.windows = dict(windows or {})
+        #: the provider's count of a model's prompts as a multiple of the tiktoken count, by
+        #: model name prefix: a tokenizer that counts more than the gateway's estimate
+        self.counts = dict(counts or {})
         self.received: list[dict[str, Any]] = []
         self._failures: list[dict[str, Any]] = []
         self._replies: list[Reply] = []
@@ -192,6 +198,11 @@ class Standin:
         self._agent_made = 0
         self.by_model.clear()
 
+    def counted(self, model: str, tokens: int) -> int:
+        """``tokens`` (tiktoken's count of a prompt) as this provider counts them."""
+        matches = [p for p in self.counts if model.startswith(p)]
+        return int(tokens * self.counts[max(matches, key=len)]) if matches else tokens
+
     def window(self, model: str, betas: list[str] | tuple = ()) -> int:
         """The model's window as the provider applies it: the one this stand-in was given,
         else the published one (1M with a `context-1m-*` beta where the model has it)."""
@@ -272,7 +283,7 @@ class Standin:
             return self._error("openai", entry, 400, "; ".join(probs), param="input")
         history = history or []
         model = body["model"]
-        tokens = responses.prompt_tokens(body, history)
+        tokens = self.counted(model, responses.prompt_tokens(body, history))
         entry["prompt_tokens"] = tokens
         asked = body.get("max_output_tokens") or 0
         if tokens + asked > self.window(model):
@@ -402,7 +413,7 @@ class Standin:
             entry["problems"] = probs
             return self._error(fmt, entry, 400, "; ".join(probs), param="messages")
         model = body["model"]
-        tokens = checks.prompt_tokens(fmt, body)
+        tokens = self.counted(model, checks.prompt_tokens(fmt, body))
         entry["prompt_tokens"] = tokens
         window = self.window(model, betas)
         asked = body.get("max_tokens") or body.get("max_completion_tokens") or 0

@@ -34,7 +34,7 @@ from ctxlayer.gateway import chats, guard, limits, upsum
 from ctxlayer.gateway.errors import GatewayError, error_response
 from ctxlayer.gateway.forward import Upstream, upstream_headers
 from ctxlayer.gateway.providers import BY_FORMAT, PROVIDERS, Provider, family_of
-from ctxlayer.gateway.usage import Usage
+from ctxlayer.gateway.usage import Usage, refused_count
 from ctxlayer.state import Caller, State
 from ctxlayer.state.requests import call
 from ctxlayer.statefiles import make_private_dir, read_or_create_token, token_file, write_private
@@ -279,10 +279,13 @@ class GatewayServer:
                 ours["x-ctxlayer-warning"] = (
                     f"unknown model {ascii(body['model'])}: counted with {info.encoding} and "
                     f"{used}")
-            # shielded: a client that goes away must not cut a prepare in half
-            result = await asyncio.shield(chats.prepare(
-                self.caller, fmt, body, hints.conversation, client_session_id=hints.session,
-                context_window=window if window != info.context_window else None))
+
+            def prepare() -> Any:  # shielded: a client that goes away must not cut it in half
+                return asyncio.shield(chats.prepare(
+                    self.caller, fmt, body, hints.conversation, client_session_id=hints.session,
+                    context_window=window if window != info.context_window else None))
+
+            result = await prepare()
         except GatewayError as err:
             log.info("%s request refused: %s", fmt, err)
             return error_response(fmt, err, ours)
@@ -298,6 +301,31 @@ class GatewayServer:
             return error_response(fmt, GatewayError(
                 500, "preparing the request failed (a bug; the gateway's log has the details)"),
                 ours)
+        response = await self._send(request, fmt, url, len(raw), dict(ours), result)
+        counted = (refused_count(fmt, response.status, response.body)
+                   if isinstance(response, web.Response) and result.conversation_id else None)
+        if counted is not None and counted > result.tokens:
+            # the provider counts this prompt above our count of it (its tokenizer is not
+            # ours, the model table's correction a guess): its count calibrates the chat, and
+            # the request is fitted again, once. Else the client's every retry is refused
+            # alike: nothing calibrates a chat whose requests are all refused
+            log.info("%s prompt refused as over the window: %d tokens by the provider's count, "
+                     "%d by ours; fitted again", fmt, counted, result.tokens)
+            await self._report(result, Usage(prompt_tokens=counted))
+            try:
+                again = await prepare()
+            except Exception:  # the refusal stands, as the provider said it
+                log.exception("fitting a refused %s request again failed", fmt)
+                return response
+            if again.tokens < result.tokens:
+                response = await self._send(request, fmt, url, len(raw), dict(ours), again)
+        return response
+
+    async def _send(self, request: web.Request, fmt: str, url: str, size: int,
+                    ours: dict[str, str], result: protocol.PrepareResult
+                    ) -> web.StreamResponse:
+        """Forward the fitted request of ``result``, its figures in our headers (``ours``
+        holds those said before it was fitted); ``size``: the body's as it came."""
         ours.update({
             "x-ctxlayer-tokens": str(result.tokens),
             "x-ctxlayer-dropped": str(len(result.dropped)),
@@ -311,16 +339,17 @@ class GatewayServer:
             ours["x-ctxlayer-warning"] = "; ".join(
                 w for w in (ours.get("x-ctxlayer-warning"), said) if w)
         out = (await asyncio.to_thread(msgspec.json.encode, result.request)
-               if len(raw) >= OFF_LOOP_BYTES else msgspec.json.encode(result.request))
+               if size >= OFF_LOOP_BYTES else msgspec.json.encode(result.request))
         stream = bool(result.request.get("stream"))
         # the facts of the conversation's next step are read while the provider thinks
         cid = result.conversation_id
         response = await self._forward(
             request, fmt, "POST", url, out, ours, stream=stream, result=result,
             on_sent=(lambda: chats.read_ahead(self.caller, cid)) if cid else None)
+        model = result.request.get("model")
         if self.config.summarizer == "upstream" and response.status < 300:
-            self._summarize_ahead(request, fmt, url, body["model"], result)
-        log.info("%s %s -> %d: %d tokens, %d dropped%s", fmt, body["model"], response.status,
+            self._summarize_ahead(request, fmt, url, model, result)
+        log.info("%s %s -> %d: %d tokens, %d dropped%s", fmt, model, response.status,
                  result.tokens, len(result.dropped), ", compacted" if result.compacted else "")
         return response
 

@@ -11,11 +11,14 @@ cache, so the prompt is `input_tokens + cache_read_input_tokens + cache_creation
 streamed in message_start (input) and message_delta (output, sometimes input again).
 OpenAI Responses: `usage.input_tokens` (cache reads included, in
 `input_tokens_details.cached_tokens`), `output_tokens`; streamed in `response.completed`.
+A refusal of a prompt over the window says the provider's count of it too (`refused_count`):
+Anthropic's and Chat Completions' messages; the Responses API's does not.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import msgspec
@@ -134,6 +137,31 @@ class _Fields:
 
     def usage(self) -> Usage | None:
         return self.shape.usage(self.values) if self.seen else None
+
+
+#: a provider's words when a prompt is over the model's window, with its count of the prompt
+_TOO_LONG = {
+    "anthropic": re.compile(r"prompt is too long: (\d+) tokens > \d+ maximum"
+                            r"|exceed context limit: (\d+) \+ \d+ > \d+"),
+    "openai": re.compile(r"However, you requested \d+ tokens \((\d+) in the messages"
+                         r"|However, your messages resulted in (\d+) tokens"),
+}
+
+
+def refused_count(fmt: str, status: int, body: bytes) -> int | None:
+    """The provider's count of a prompt it refused as over the model's window (a 400 that
+    says it), or None."""
+    pattern = _TOO_LONG.get(fmt)
+    if status != 400 or pattern is None:
+        return None
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return None
+    error = answer.get("error") if isinstance(answer, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    found = pattern.search(message) if isinstance(message, str) else None
+    return int(next(g for g in found.groups() if g)) if found else None
 
 
 def from_answer(fmt: str, body: bytes) -> Usage | None:

@@ -1,0 +1,60 @@
+"""A provider whose tokenizer counts a prompt above the gateway's estimate (Claude's is not
+public: the model table's x1.2 is a guess) refuses a request fitted to the full budget as over
+the window. The gateway takes the count the refusal states as a usage report (the chat's
+calibration) and fits the request again, once: the client gets its answer, and the chat's
+later requests fit. Before, the refusal went back to the client, and a retry was refused alike.
+The stand-in counts every prompt of the model 15% above tiktoken here."""
+
+from __future__ import annotations
+
+import pytest
+from gateway_stack import Stack, prose, start_stack, stop_stack
+from providers.standin import StandinThread
+
+MODEL = "claude-sonnet-4-5"
+WINDOW = 8000
+
+
+def history(fill: float) -> list[dict]:
+    """A chat whose history takes about ``fill`` of the budget by the gateway's count."""
+    from ctxlayer.tokenizers import counter_for
+
+    counter, budget = counter_for(MODEL), WINDOW - ANSWER
+    messages: list[dict] = []
+    turn = 0
+    while sum(counter.count(m["content"]) + 8 for m in messages) < fill * budget:
+        messages += [{"role": "user", "content": prose(f"question {turn}", 60)},
+                     {"role": "assistant", "content": prose(f"answer {turn}", 60)}]
+        turn += 1
+    return messages
+
+
+ANSWER = 256
+
+
+def test_a_prompt_refused_as_too_long_is_fitted_again_with_the_providers_count(tmp_path):
+    """The chat's first request (a resumed one: nothing calibrated it) is fitted whole at 92%
+    of the budget by our count, 106% by the provider's."""
+    for sub in ("ws", "state", "config"):
+        (tmp_path / sub).mkdir()
+    messages = history(0.92)
+    with pytest.MonkeyPatch.context() as mp, StandinThread(
+            windows={MODEL: WINDOW}, counts={MODEL: 1.15}) as thread:
+        mp.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+        gateway, state = start_stack(thread, tmp_path / "ws", tmp_path / "state",
+                                     models={MODEL: WINDOW})
+        try:
+            client = Stack(thread, gateway, state).anthropic()
+            for turn in range(6):
+                messages.append({"role": "user", "content": prose(f"now {turn}", 60)})
+                answer = client.messages.create(model=MODEL, max_tokens=ANSWER,
+                                                messages=messages)
+                messages.append({"role": "assistant", "content": answer.content[0].text})
+            sent = [r for r in thread.requests() if r["path"] == "/v1/messages"]
+        finally:
+            stop_stack(thread, gateway, state)
+    assert [r["status"] for r in sent] == [400] + [200] * 6
+    assert "prompt is too long" in str(sent[0]["problems"]) or "over the window" in str(
+        sent[0]["problems"])
+    assert sent[1]["prompt_tokens"] < sent[0]["prompt_tokens"]  # fitted again, smaller
+    assert all(r["prompt_tokens"] + ANSWER <= WINDOW for r in sent[1:])
