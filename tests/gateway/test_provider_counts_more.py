@@ -32,9 +32,11 @@ def history(fill: float) -> list[dict]:
 ANSWER = 256
 
 
-def test_a_prompt_refused_as_too_long_is_fitted_again_with_the_providers_count(tmp_path):
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_prompt_refused_as_too_long_is_fitted_again_with_the_providers_count(tmp_path, stream):
     """The chat's first request (a resumed one: nothing calibrated it) is fitted whole at 92%
-    of the budget by our count, 106% by the provider's."""
+    of the budget by our count, 106% by the provider's. Streamed, the refusal is a plain 400
+    too: nothing went to the client before the request went again."""
     for sub in ("ws", "state", "config"):
         (tmp_path / sub).mkdir()
     messages = history(0.92)
@@ -48,8 +50,11 @@ def test_a_prompt_refused_as_too_long_is_fitted_again_with_the_providers_count(t
             for turn in range(6):
                 messages.append({"role": "user", "content": prose(f"now {turn}", 60)})
                 answer = client.messages.create(model=MODEL, max_tokens=ANSWER,
-                                                messages=messages)
-                messages.append({"role": "assistant", "content": answer.content[0].text})
+                                                messages=messages, stream=stream)
+                text = ("".join(e.delta.text for e in answer if e.type == "content_block_delta")
+                        if stream else answer.content[0].text)
+                assert text.startswith("stand-in")
+                messages.append({"role": "assistant", "content": text})
             sent = [r for r in thread.requests() if r["path"] == "/v1/messages"]
         finally:
             stop_stack(thread, gateway, state)
