@@ -11,16 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from real_clients import (
-    assert_all_valid,
-    client,
-    client_env,
-    conversations,
-    model_requests,
-    open_stack,
-    run,
-    tool_outputs,
-)
+import real_clients as rc
 
 pytestmark = [pytest.mark.client, pytest.mark.e2e]
 
@@ -30,21 +21,22 @@ CLAUDE, GPT = "claude-sonnet-4-5", "gpt-4.1"
 def opencode(stack, repo: Path, home: Path, provider: str, model: str, prompt: str) -> str:
     """`opencode run` on ``provider``/``model``, its base URL the gateway's (the README's
     opencode.json); its standard output."""
-    exe = client("opencode", "OPENCODE", "node_modules/.bin/opencode")
+    exe = rc.client("opencode", "OPENCODE", "node_modules/.bin/opencode")
     url = stack.anthropic_url + "/v1" if provider == "anthropic" else stack.openai_url
     (repo / "opencode.json").write_text(json.dumps({
         "$schema": "https://opencode.ai/config.json", "autoupdate": False, "share": "disabled",
         "permission": {"bash": "allow"},
         "provider": {provider: {"options": {"baseURL": url, "apiKey": "sk-test-not-a-key"}}}}))
-    done = run([exe, "run", "--model", f"{provider}/{model}", prompt], client_env(home), repo)
+    done = rc.run([exe, "run", "--model", f"{provider}/{model}", prompt], rc.client_env(home),
+                  repo)
     return done.stdout
 
 
 def main_chat(stack, model: str) -> dict:
     """The conversation of the agent's loop (beside it, the title OpenCode asks a small model
     for is a conversation of its own)."""
-    chats = [c for c in conversations(stack) if c["model"] == model]
-    assert len(chats) == 1, conversations(stack)
+    chats = [c for c in rc.conversations(stack) if c["model"] == model]
+    assert len(chats) == 1, rc.conversations(stack)
     return chats[0]
 
 
@@ -54,12 +46,12 @@ def test_opencode_runs_the_agents_bash_calls_on_the_messages_api(stack, repo, tm
     out = opencode(stack, repo, tmp_path / "home", "anthropic", CLAUDE,
                    "What does this project do?")
     assert "stand-in answer after 2 tool results" in out, out
-    requests = model_requests(stack)
-    assert_all_valid(requests)
+    requests = rc.model_requests(stack)
+    rc.assert_all_valid(requests)
     assert {r["path"] for r in requests} == {"/v1/messages"}
     loop = [r for r in requests if r["body"]["model"] == CLAUDE]
     assert len(loop) == 3 and all(r["stream"] for r in loop)
-    outputs = tool_outputs(requests)
+    outputs = rc.tool_outputs(requests)
     assert sum("It adds numbers" in o for o in outputs) >= 2, outputs  # bash really ran
     assert main_chat(stack, CLAUDE)["tokens"] > 0
 
@@ -75,21 +67,21 @@ def test_opencode_long_loop_on_the_responses_api_compacts_in_a_small_window(repo
     log = "\n".join(f"line {i}: step {i} of the build passed, {i * 7} checks" for i in range(300))
     (repo / "build.log").write_text(log)
     rounds = 12
-    with open_stack(tmp_path / "stack", {GPT: WINDOW}) as stack:
+    with rc.open_stack(tmp_path / "stack", {GPT: WINDOW}) as stack:
         stack.standin.agent(rounds, [{"name": "bash", "arguments": {
             "command": "cat build.log", "description": "Read the build log"}}])
         out = opencode(stack, repo, tmp_path / "home", "openai", GPT,
                        "Check the build log, many times.")
         assert f"stand-in answer after {rounds} tool results" in out, out
-        requests = model_requests(stack)
-        assert_all_valid(requests)
+        requests = rc.model_requests(stack)
+        rc.assert_all_valid(requests)
         assert {r["path"] for r in requests} == {"/v1/responses"}
         loop = [r for r in requests if r["body"]["model"] == GPT]
         assert len(loop) == rounds + 1
         assert max(r["prompt_tokens"] for r in loop) <= WINDOW
         chat = main_chat(stack, GPT)
         assert chat["tokens"] <= chat["budget"]
-        logs = [o for o in tool_outputs(loop) if "line 0: step 0" in o]
+        logs = [o for o in rc.tool_outputs(loop) if "line 0: step 0" in o]
         outlined = [o for o in logs if "line 150: step 150" not in o]
         summarized = any("[Summary of" in json.dumps(r["body"]["input"]) for r in loop)
         assert chat["dropped"] > 0 or outlined or summarized, chat

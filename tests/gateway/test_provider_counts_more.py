@@ -11,7 +11,7 @@ import pytest
 from gateway_stack import Stack, prose, start_stack, stop_stack
 from providers.standin import StandinThread
 
-MODEL = "claude-sonnet-4-5"
+MODEL = "claude-opus-5-5"  # Claude Code's default (an older name warns in the SDK as retired)
 WINDOW = 8000
 
 
