@@ -145,6 +145,39 @@ async def test_usage_feeds_the_sessions_calibration(caller, state):
     assert nxt.budget < 100_000
 
 
+async def test_a_usage_report_is_not_undone_by_the_turns_older_note_of_its_prompt(
+        caller, state, monkeypatch):
+    """A turn tells the session its prompt in the background and takes the session's bias
+    back. When the provider's usage report (the gateway's report of a refused prompt) lands
+    while that note is under way, the note's bias is the older one: it must not replace the
+    report's (it did, and the request fitted again to the report's bias came out unchanged)."""
+    import threading
+
+    _, results = await run_chat(caller, 3, budget=100_000)
+    await state.conversations.settled()
+    read, reported = threading.Event(), threading.Event()
+    noted = state.sessions.note_prompt
+
+    def note_prompt(*args):
+        bias = noted(*args)  # the session's bias before the report
+        read.set()
+        reported.wait(10)
+        return bias
+
+    monkeypatch.setattr(state.sessions, "note_prompt", note_prompt)
+    messages = grow(results[-1][0], random.Random(9), 9)
+    res = await chats.prepare(caller, params(messages, budget=100_000))  # its note under way
+    assert await asyncio.to_thread(read.wait, 10)
+    await state.work(state.conversations.report_usage, res.conversation_id,
+                     {"prompt_tokens": res.tokens * 2})
+    reported.set()
+    await state.conversations.settled()
+    bias = noted(caller.workspace, res.session_id, res.tokens)
+    assert bias > 1.5
+    nxt = await chats.prepare(caller, params(messages, budget=100_000))
+    assert nxt.budget == int(100_000 / bias)
+
+
 async def test_one_conversations_turns_apply_in_arrival_order(caller):
     r = random.Random(4)
     first = [SYSTEM, {"role": "user", "id": "u0", "content": "hello there"}]

@@ -483,6 +483,7 @@ class Conversations:
         if conv.session_open and conv.tokens > 0:
             # the calibration's row is written on the keeping thread: a chat's answer must not
             # wait for the database while another chat's turn writes its audit
+            conv.reports += 1  # first: a note of the prompt ending meanwhile is older
             conv.bias = self.state.sessions.report_usage(conv.workspace, conv.session_id,
                                                          prompt, conv.tokens,
                                                          later=self.state.keep_later)

@@ -63,9 +63,13 @@ class Upkeep:
         threads: the service's lock may be held by a long assembly."""
         task = asyncio.ensure_future(self.state.work(
             self.state.sessions.note_prompt, conv.workspace, conv.session_id, conv.tokens))
+        reports = conv.reports
 
         def took(bias: float) -> None:
-            conv.bias = bias
+            # a usage report that came meanwhile set a newer bias (the gateway's report of a
+            # refusal, read before this note ended its turn on another session thread)
+            if conv.reports == reports:
+                conv.bias = bias
 
         self._after(conv, task, "telling the session the turn's size", took)
 
