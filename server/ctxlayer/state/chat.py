@@ -39,7 +39,7 @@ class Conversation:
         self.cached_tokens: int | None = None
         self.window: int | None = None  # the model's whole context window (Budget.window)
         self.bias = 1.0  # billed / counted, from the session's calibration
-        self.reports = 0  # usage reports taken (a bias read before one is older than its)
+        self.reports = 0  # usage reports taken: a bias read before the last one is older
         self.extra_audit: list[protocol.AuditEntry] = []  # the codec's repairs of the last turn
         self.session_open = False
         self.native_count = 0  # messages of the last request, as the client sent them

@@ -66,8 +66,8 @@ class Upkeep:
         reports = conv.reports
 
         def took(bias: float) -> None:
-            # a usage report that came meanwhile set a newer bias (the gateway's report of a
-            # refusal, read before this note ended its turn on another session thread)
+            # a usage report taken since this note read the session's bias set a newer one
+            # (the gateway reports a refused prompt at once, on the other session thread)
             if conv.reports == reports:
                 conv.bias = bias
 
