@@ -129,6 +129,9 @@ class Budget(Wire):
     #: true when this is the workspace's live chat (the one that last sent a request): status
     #: bars follow these budgets and only these; a re-measure of that chat keeps it true
     live: bool | None = None
+    #: what the state folder failed beside this chat's last request (PrepareResult.warning):
+    #: editors say it once, whichever client sent the request (a gateway chat's too)
+    warning: str | None = None
 
 
 # --- ctx/segment ----------------------------------------------------------------------------

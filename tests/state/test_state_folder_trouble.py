@@ -32,9 +32,10 @@ def fail_store(st: State, mp: pytest.MonkeyPatch) -> None:
 async def test_a_chat_goes_on_with_the_state_folder_failing_and_is_told(tmp_path, fails_from):
     turns = chat(random.randrange(1000), [SYSTEM, {"role": "user", "id": "u0",
                                                   "content": "Where is the cache built?"}], 40)
-    sent, straight = [], []
+    sent, straight, published = [], [], []
     with pytest.MonkeyPatch.context() as mp:
         st = State(tmp_path / "failing")
+        st.events.budget_listeners.append(lambda ws, b, who: published.append(b))
         try:
             for k, messages in enumerate(turns):
                 if k == fails_from:
@@ -56,3 +57,6 @@ async def test_a_chat_goes_on_with_the_state_folder_failing_and_is_told(tmp_path
     if fails_from == 0:  # its session could not be opened
         assert all("open this chat's session" in (r.warning or "") for r in sent)
     assert all(r.warning is None for r in sent[:fails_from])
+    # the editors hear it with the chat's budget (a gateway chat's client does not show it)
+    told = [b.warning for b in published if b.conversation_id]
+    assert [w for w in told if w] == [r.warning for r in sent if r.warning]

@@ -94,6 +94,7 @@ export interface Budget {
   compacted?: boolean | null;
   notice?: string | null;
   live?: boolean | null;
+  warning?: string | null;
 }
 export interface ByLayer {
   system?: number;

@@ -168,4 +168,20 @@ H.run(function()
   vim.cmd("Ctxlayer status")
   local shown = H.note("^ctxlayer: ctx chat ")
   H.ok(shown and shown.msg:find("live chat " .. first.conversationId, 1, true) ~= nil, ":Ctxlayer status names the live chat", shown and shown.msg)
+
+  -- The daemon's warning beside a request (its state folder failed; the request went all the
+  -- same) comes with a chat's budget, live or not: shown once per text, as a warning.
+  H.clear_notes()
+  local handler = require("ctxlayer.handlers")["ctx/budgetChanged"]
+  local client = vim.lsp.get_clients({ name = "ctxlayer" })[1]
+  local full = "the state folder could not keep this turn's audit: the disk is full"
+  for _, live in ipairs({ false, true, false }) do
+    handler(nil, { used = 10, limit = 100, percent = 10, model = "gpt-4o", conversationId = "c-w",
+      live = live, warning = full, byLayer = { system = 0, history = 10 } }, { client_id = client.id })
+  end
+  local warned = vim.tbl_filter(function(n)
+    return n.msg == "ctxlayer: " .. full
+  end, H.notes)
+  H.eq(#warned, 1, "the warning is shown once")
+  H.eq(warned[1] and warned[1].level, vim.log.levels.WARN, "as a warning")
 end)

@@ -76,7 +76,6 @@ export class CtxlayerModels implements api.LanguageModelChatProvider<CtxlayerMod
   readonly onDidChangeLanguageModelChatInformation = this.changed.event;
   private models: CtxlayerModelInfo[] = [];
   private upstreamKey = "";
-  private readonly warned = new Set<string>();
 
   constructor(private readonly hooks: ModelHooks) {}
 
@@ -134,7 +133,8 @@ export class CtxlayerModels implements api.LanguageModelChatProvider<CtxlayerMod
         (prepared.compacted ? ", compacted" : ""),
     );
     this.hooks.onPrepared(prepared, upstream.name);
-    if (prepared.warning) this.warn(prepared.warning);
+    // shown by the status bar's controller, with the budget of the turn (any chat's)
+    if (prepared.warning) this.hooks.log.warn(`ctx/prepare: ${prepared.warning}`);
     const response = await upstream.sendRequest(
       fitted,
       { tools: options.tools ? [...options.tools] : undefined, toolMode: options.toolMode, modelOptions: options.modelOptions },
@@ -153,17 +153,6 @@ export class CtxlayerModels implements api.LanguageModelChatProvider<CtxlayerMod
       }
       progress.report(part as api.LanguageModelResponsePart);
     }
-  }
-
-  /**
-   * The daemon's warning: its state folder failed beside the request (a full disk), which
-   * goes all the same. Logged each time, shown once per text: every turn says it again.
-   */
-  private warn(text: string): void {
-    this.hooks.log.warn(`ctx/prepare: ${text}`);
-    if (this.warned.has(text)) return;
-    this.warned.add(text);
-    void api.showWarning(`ctxlayer: ${text}`);
   }
 
   async provideTokenCount(

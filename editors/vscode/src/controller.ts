@@ -45,6 +45,7 @@ export interface ControllerSettings {
 
 type Listener = (budget: Budget) => void;
 type NoticeListener = (chat: LiveChat, notice: string) => void;
+type WarningListener = (warning: string) => void;
 
 export class BudgetController {
   private client: CtxlayerClient | undefined;
@@ -58,6 +59,8 @@ export class BudgetController {
   /** What the daemon announced at initialize (modes, defaults, gateway), once it runs. */
   announcement: ServerAnnouncement | undefined;
   private noticeListeners = new Set<NoticeListener>();
+  private warningListeners = new Set<WarningListener>();
+  private warned = new Set<string>();
   private liveListeners = new Set<(chat: LiveChat) => void>();
 
   constructor(
@@ -87,6 +90,11 @@ export class BudgetController {
     this.sessionId = undefined;
     this.subscriptions.push(
       client.onBudgetChanged((b) => {
+        if (b.warning && !this.warned.has(b.warning)) {
+          // any chat's, live or not: every turn of a failing state folder says it again
+          this.warned.add(b.warning);
+          for (const l of this.warningListeners) l(b.warning);
+        }
         if (b.live && b.sessionId === this.sessionId && !b.conversationId) {
           this.publish(b); // our own workspace session (Copy assembled prompt): its figure
         } else if (b.live) {
@@ -144,6 +152,15 @@ export class BudgetController {
   onNotice(listener: NoticeListener): Disposable {
     this.noticeListeners.add(listener);
     return { dispose: () => this.noticeListeners.delete(listener) };
+  }
+
+  /**
+   * The daemon's warning beside a chat's request (its state folder failed: the request went
+   * all the same), once per text.
+   */
+  onWarning(listener: WarningListener): Disposable {
+    this.warningListeners.add(listener);
+    return { dispose: () => this.warningListeners.delete(listener) };
   }
 
   onBudgetChanged(listener: Listener): Disposable {

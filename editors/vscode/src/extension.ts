@@ -63,8 +63,11 @@ export async function activate(context: api.ExtensionContext): Promise<CtxlayerA
   const notices = controller.onNotice((chat, text) => {
     if (chat.source !== "session") void commands.compactionNotice(deps, text, chat);
   });
+  // the daemon's state folder failed beside a request (a full disk): said once per text
+  const warnings = controller.onWarning((text) => void api.showWarning(`ctxlayer: ${text}`));
   context.subscriptions.push(
     notices,
+    warnings,
     log,
     status,
     ...commands.register(deps),

@@ -346,8 +346,8 @@ class Conversations:
             await _or_said(state.keep(state.sessions.record_audit, workspace, conv.session_id,
                                       fresh), "keep this turn's audit", trouble, None)
         state.events.budget(workspace, msgspec.structs.replace(
-            conv.budget_report(), compacted=turn.compacted, notice=turn.notice),
-            request=self._leads(conv))
+            conv.budget_report(), compacted=turn.compacted, notice=turn.notice,
+            warning="; ".join(trouble) or None), request=self._leads(conv))
 
     def _leads(self, conv: Conversation) -> bool:
         """Whether this turn makes ``conv`` the workspace's live chat, the one the editors'

@@ -43,6 +43,24 @@ function M.on_budget(client_id, budget)
   end
 end
 
+--- The daemon's warning beside a chat's request (its state folder failed: the request went
+--- all the same), with the budget of any chat, live or not: shown once per text (every turn
+--- of a failing state folder says it again).
+function M.warn(client_id, budget)
+  local warning = budget.warning ~= vim.NIL and budget.warning or nil
+  local state = status.get(client_id)
+  if not warning or not state then
+    return
+  end
+  local warned = state.warned or {}
+  if warned[warning] then
+    return
+  end
+  warned[warning] = true
+  status.update(client_id, { warned = warned })
+  vim.notify("ctxlayer: " .. warning, vim.log.levels.WARN)
+end
+
 --- A ConversationInfo of ctx/conversations as the Budget-like figure the status line shows.
 local function as_budget(info)
   local limit = info.budget or 0

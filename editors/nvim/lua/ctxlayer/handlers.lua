@@ -32,6 +32,7 @@ local M = {
     if not state then
       return
     end
+    require("ctxlayer.chats").warn(ctx.client_id, params)
     if params.live == true then
       -- The chat that last sent a request (the gateway, ctx/prepare, an assembled session):
       -- it takes over the status line. A re-measure of it (a file event) stays live.

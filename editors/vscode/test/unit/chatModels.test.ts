@@ -12,7 +12,6 @@ import {
   LanguageModelTextPart as Text,
   LanguageModelToolCallPart as Call,
   chatModels,
-  recorded,
   resetMock,
 } from "./vscode.mock";
 import { FakeConnection } from "./fakeDaemon";
@@ -137,30 +136,6 @@ describe("ctxlayer models", () => {
     expect(conn.sent("ctx/session/reportUsage")).toEqual([
       { sessionId: "prep:conv-7", promptTokens: 812, estimatedTokens: 900 },
     ]);
-  });
-
-  it("show the daemon's warning once, and still send the fitted prompt each time", async () => {
-    const acme = upstream();
-    chatModels.push(acme);
-    const full = "the state folder could not keep this turn's audit: the disk is full";
-    const failing = new FakeConnection({
-      "ctx/prepare": (p: any) => ({
-        request: p.request, conversationId: "conv-8", sessionId: "prep:conv-8", tokens: 50,
-        budget: p.budget, dropped: [], truncated: [], compacted: false, cacheReuseTokens: 0,
-        warning: full,
-      }),
-      "ctx/session/reportUsage": () => ({ bias: 1.0 }),
-    });
-    const told = new CtxlayerModels({ client: () => new CtxlayerClient(failing), onPrepared: () => undefined, log });
-    await told.refresh();
-    const [info] = told.provideLanguageModelChatInformation();
-    for (const q of ["first", "second"]) {
-      await told.provideLanguageModelChatResponse(
-        info, [new LanguageModelChatMessage(Role.User, q)] as any, {} as any, { report: () => undefined }, {} as any,
-      );
-    }
-    expect(acme.received).toHaveLength(2);
-    expect(recorded.warnings).toEqual([`ctxlayer: ${full}`]);
   });
 
   it("count tokens with the daemon, texts and messages alike", async () => {

@@ -124,6 +124,20 @@ describe("the workspace session", () => {
     expect(notices).toEqual(["ctxlayer: summarized 57 older messages (9k tokens) to fit 6k"]);
     expect(await controller.inspectorHtml()).toBe("<html>prep:b</html>");
   });
+
+  it("says the daemon's warning once per text, whichever chat's budget carries it", () => {
+    const warnings: string[] = [];
+    controller.onWarning((text) => warnings.push(text));
+    const full = "the state folder could not keep this turn's audit: the disk is full";
+    for (const live of [true, false, true]) {
+      conn.notify("ctx/budgetChanged", {
+        ...budget(3100, 6000, "gw:w"), conversationId: "conv-w", source: "gateway", live,
+        warning: full,
+      });
+    }
+    conn.notify("ctx/budgetChanged", { ...budget(3200, 6000, "gw:w"), conversationId: "conv-w", live: true });
+    expect(warnings).toEqual([full]);
+  });
 });
 
 describe("not connected", () => {
