@@ -228,7 +228,8 @@ class Standin:
         if probs:
             return self._error("anthropic", entry, 400, "; ".join(probs))
         entry["status"] = 200
-        return web.json_response({"input_tokens": checks.prompt_tokens("anthropic", body)})
+        return web.json_response({"input_tokens": self.counted(
+            str(body.get("model", "")), checks.prompt_tokens("anthropic", body))})
 
     async def _models(self, request: web.Request) -> web.Response:
         if "anthropic-version" in request.headers:

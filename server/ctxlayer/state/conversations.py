@@ -230,7 +230,7 @@ class Conversations:
 
     async def _conversation(self, workspace: str, cid: str, model: str,
                             source: protocol.Source, family: str | None, edits: bool,
-                            now: list, older: str | None = None, trouble: list[str] | None = None
+                            now: list, older: str | None, trouble: list[str]
                             ) -> tuple[Conversation, Conversation | None, bool]:
         """(the conversation the turn runs on, the live chat the request edits when a kept
         window may be the better start, whether the request still edits ``cid``). A
@@ -535,7 +535,7 @@ def _result(conv: Conversation, turn: Turn, encoded: Any, budget: int,
         warning="; ".join(trouble) or None)
 
 
-async def _or_said(work: Awaitable[T], what: str, trouble: list[str] | None, instead: T) -> T:
+async def _or_said(work: Awaitable[T], what: str, trouble: list[str], instead: T) -> T:
     """``work``, or ``instead`` when the sessions database fails it (a full disk, a lock held
     past its timeout, a damaged file): a live chat's request is ready without the state folder,
     so the chat goes on, and the result's warning and the log say what was not kept (a full
@@ -545,8 +545,7 @@ async def _or_said(work: Awaitable[T], what: str, trouble: list[str] | None, ins
     except (StoreError, sqlite3.Error) as exc:
         said = f"the state folder could not {what}: {describe_store_error(exc)}"
         log.error("live chat: %s", said)
-        if trouble is not None:
-            trouble.append(said)
+        trouble.append(said)
         return instead
 
 

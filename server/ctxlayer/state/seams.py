@@ -74,6 +74,7 @@ class Chat(Protocol):
     tokens: int
     tools_tokens: int
     bias: float
+    reports: int  # usage reports taken (a bias read before the last one is older)
     kept: list[tuple[str, int, persist.Snapshot]]  # (id, turn, window): upkeep.Kept
     turn: int
     written: ConversationState | None

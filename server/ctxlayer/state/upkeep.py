@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 Kept = tuple[str, int, persist.Snapshot]
 
 if TYPE_CHECKING:  # protocols: the State and conversations.py import this module
+    from ctxlayer.core.prepare import ConversationState
     from ctxlayer.state.seams import Chat as Conversation
     from ctxlayer.state.seams import Host as State
 
@@ -137,13 +138,9 @@ class Upkeep:
         conv.turn += 1
         conv.written = st
 
-        def write(workspace: str, cid: str, model: str, turn: int) -> None:
-            store.put_conversation(workspace, cid, model, turn,
-                                   persist.encode(persist.snapshot(st, counted_with)), now)
-
         self._after(conv, asyncio.ensure_future(self.state.keep(
-            write, conv.workspace, conv.conversation_id, conv.model, conv.turn)),
-            "keeping its window")
+            _put, store, conv.workspace, conv.conversation_id, conv.model, conv.turn, st,
+            counted_with, now)), "keeping its window")
 
     def keep_unwritten(self, convs: Iterable[Conversation], now: str) -> Callable[[], None]:
         """The write, for the keeping thread, of the windows of ``convs`` that changed since
@@ -159,9 +156,8 @@ class Upkeep:
             if not todo:
                 return
             store = state.sessions.store
-            for workspace, cid, model, turn, st, counted_with in todo:
-                store.put_conversation(workspace, cid, model, turn,
-                                       persist.encode(persist.snapshot(st, counted_with)), now)
+            for row in todo:
+                _put(store, *row, now)
 
         return write
 
@@ -213,3 +209,11 @@ class Upkeep:
         """Wait for what the turns so far left running."""
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def _put(store: Any, workspace: str, cid: str, model: str, turn: int, st: ConversationState,
+         counted_with: str, now: str) -> None:
+    """Write one conversation's window (its snapshot, counts and all) under its id and turn,
+    on the keeping thread."""
+    store.put_conversation(workspace, cid, model, turn,
+                           persist.encode(persist.snapshot(st, counted_with)), now)
