@@ -44,12 +44,14 @@ HOP_BY_HOP = frozenset({
 
 
 def upstream_headers(client: Mapping[str, str]) -> dict[str, str]:
-    """The client's headers that go upstream: everything end to end but ours. The upstream
-    is asked for an uncompressed answer so that its usage can be read as it passes; should it
-    compress anyway, the bytes and their content-encoding still go back unchanged."""
+    """The client's headers that go upstream: everything end to end but ours. The body goes
+    plain (the gateway decoded it: `encodings`), so without the client's Content-Encoding.
+    The upstream is asked for an uncompressed answer so that its usage can be read as it
+    passes; should it compress anyway, the bytes and their content-encoding still go back
+    unchanged."""
     out = {k: v for k, v in client.items()
            if k.lower() not in HOP_BY_HOP and not k.lower().startswith("x-ctxlayer-")
-           and k.lower() != "accept-encoding"}
+           and k.lower() not in ("accept-encoding", "content-encoding")}
     out["Accept-Encoding"] = "identity"
     return out
 

@@ -36,7 +36,10 @@ def server_options(config: GatewayConfig) -> dict[str, Any]:
     """The aiohttp runner options for `[gateway]`'s limits."""
     # a refused body is drained at most this long before the connection closes, so that the
     # client still reads its 408 / 413 (aiohttp's lingering close)
-    return {"keepalive_timeout": config.header_timeout, "lingering_time": config.header_timeout}
+    # a compressed body is read as it came and decoded by `encodings` (aiohttp's own decoding
+    # answers a coding it cannot read with a plain-text 400, not in the provider's shape)
+    return {"keepalive_timeout": config.header_timeout, "lingering_time": config.header_timeout,
+            "auto_decompress": False}
 
 
 def too_large(limits: BodyLimits) -> GatewayError:

@@ -1,0 +1,99 @@
+"""A request body sent compressed (`Content-Encoding`), made plain before anything reads it.
+
+Codex CLI signed in with ChatGPT sends its Responses requests as zstd; other clients gzip
+theirs. The gateway reads every body plain (it fits the conversation in it) and forwards what
+it read without the client's `Content-Encoding`: the fitted body is new JSON, and a
+passed-through one is the same bytes decoded.
+
+Owns: the codings read (`gzip`, `x-gzip`, `deflate`, `zstd`, `identity`, several applied in
+the order the header lists them), and their refusals, said as GatewayErrors: 415 for a coding
+not read here, 400 for bytes that are not what the header says, 413 for a body that
+decompresses past `[gateway] max_body_mb` (the decoders stop there: a small body that would
+expand to gigabytes is never expanded). Must not do I/O.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+
+from ctxlayer.gateway.errors import GatewayError
+
+try:  # the standard library's from Python 3.14, the same module as a package before it
+    from compression import zstd  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - which one depends on the Python
+    from backports import zstd  # type: ignore[import-not-found,no-redef]
+
+#: the codings this module reads, as the 415 lists them
+READ = ("gzip", "deflate", "zstd")
+
+
+def plain(raw: bytes, header: str | None, max_bytes: int) -> bytes:
+    """``raw`` decoded by the codings ``header`` lists (the last applied first), or
+    GatewayError. A body without the header comes back as it is."""
+    codings = [c.strip().lower() for c in (header or "").split(",") if c.strip()]
+    for coding in reversed(codings):
+        decode = _DECODERS.get(coding)
+        if decode is None:
+            raise GatewayError(415, f"the body's Content-Encoding {coding!r} cannot be read "
+                                    f"here (send it plain, or as {', '.join(READ)})",
+                               field="Content-Encoding")
+        try:
+            raw = decode(raw, max_bytes)
+        except (zlib.error, zstd.ZstdError, EOFError) as exc:
+            raise GatewayError(400, f"the body is not the {coding} its Content-Encoding says "
+                                    f"({exc})", field="Content-Encoding") from exc
+        if len(raw) > max_bytes:
+            raise GatewayError(413, f"the body decompresses to more than "
+                                    f"{max_bytes // (1024 * 1024)} MiB ([gateway] max_body_mb)",
+                               field="body")
+    return bytes(raw)
+
+
+def _zlib(raw: bytes, max_bytes: int, wbits: int) -> bytes:
+    """Every member of a zlib-family stream (gzip allows several, one after another), stopping
+    one byte past ``max_bytes``."""
+    out = bytearray()
+    data = raw
+    while data:
+        inflate = zlib.decompressobj(wbits)
+        out += inflate.decompress(data, max_bytes + 1 - len(out))
+        if len(out) > max_bytes:
+            return bytes(out)
+        if not inflate.eof:
+            raise EOFError("the stream ends before its end")
+        data = inflate.unused_data
+    return bytes(out)
+
+
+def _gzip(raw: bytes, max_bytes: int) -> bytes:
+    return _zlib(raw, max_bytes, 16 + zlib.MAX_WBITS)
+
+
+def _deflate(raw: bytes, max_bytes: int) -> bytes:
+    # RFC 9110 says zlib-wrapped; some clients send the bare deflate stream
+    try:
+        return _zlib(raw, max_bytes, zlib.MAX_WBITS)
+    except zlib.error:
+        return _zlib(raw, max_bytes, -zlib.MAX_WBITS)
+
+
+def _zstd(raw: bytes, max_bytes: int) -> bytes:
+    """Every frame, stopping one byte past ``max_bytes``."""
+    out = bytearray()
+    data = raw
+    while data:
+        frame = zstd.ZstdDecompressor()
+        out += frame.decompress(data, max_bytes + 1 - len(out))
+        if len(out) > max_bytes:
+            return bytes(out)
+        if not frame.eof:
+            raise EOFError("the stream ends before its end")
+        data = frame.unused_data
+    return bytes(out)
+
+
+_DECODERS: dict[str, Callable[[bytes, int], bytes]] = {
+    "identity": lambda raw, _max: raw, "gzip": _gzip, "x-gzip": _gzip, "deflate": _deflate,
+    "zstd": _zstd,
+}
