@@ -241,7 +241,9 @@ class GatewayConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     port: Annotated[int, Meta(ge=0, le=65535, description="Port to listen on; 0 picks a free "
                               "one (announced at initialize).")] = 0
     openai_base_url: Annotated[str, Meta(pattern="^https?://", description="Where OpenAI "
-                                         "requests are forwarded (ends in /v1).")] = (
+                                         "requests are forwarded: the upstream's /v1 base "
+                                         "(ChatGPT's for Codex signed in with it: "
+                                         "https://chatgpt.com/backend-api/codex).")] = (
         "https://api.openai.com/v1")
     anthropic_base_url: Annotated[str, Meta(pattern="^https?://", description="Where "
                                             "Anthropic requests are forwarded.")] = (

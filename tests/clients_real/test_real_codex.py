@@ -4,6 +4,7 @@ running the stand-in agent's `exec_command` calls in a temporary git repository.
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
@@ -118,3 +119,51 @@ def test_codex_resumes_a_session_through_a_restarted_gateway_from_its_kept_windo
     first, resumed = seen
     assert resumed["conversationId"] == first["conversationId"]
     assert resumed["cacheReuseTokens"] > 0, resumed
+
+
+
+def _token(claims: dict) -> str:
+    """A JWT of ``claims`` as Codex reads one (it reads the claims; the provider checks the
+    signature, which the stand-in does not)."""
+    def part(value: dict) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+    return f"{part({'alg': 'RS256', 'typ': 'JWT'})}.{part(claims)}.c2lnbmF0dXJl"
+
+
+def test_codex_signed_in_with_chatgpt_sends_zstd_and_tries_a_websocket_first(stack, repo,
+                                                                             tmp_path):
+    """Codex signed in with ChatGPT, OpenAI's own provider pointed at the gateway
+    (`openai_base_url`): it asks for the Responses API as a WebSocket first, then sends each
+    request compressed with zstd. The gateway refuses the WebSocket with the 426 on which
+    Codex goes over to HTTPS at once, and reads the zstd bodies (before: a 400 or a 500 on
+    every request, and Codex gave up after 33 s of retries)."""
+    exe = client("codex", "CODEX", "node_modules/.bin/codex")
+    codex_home = tmp_path / "codex-home"
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text(f'''model = "{MODEL}"
+openai_base_url = "{stack.openai_url}"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+''')
+    claims = {"https://api.openai.com/auth": {"chatgpt_plan_type": "plus",
+                                              "chatgpt_account_id": "acc-test",
+                                              "chatgpt_user_id": "user-test"},
+              "email": "t@example.invalid", "exp": 4102444800, "iat": 1764900000}
+    (codex_home / "auth.json").write_text(json.dumps({
+        "auth_mode": "chatgpt", "OPENAI_API_KEY": None,
+        "tokens": {"id_token": _token(claims), "access_token": _token(claims),
+                   "refresh_token": "rt-test", "account_id": "acc-test"},
+        "last_refresh": "2026-12-01T00:00:00Z"}))
+    stack.standin.agent(2, [{"name": "exec_command", "arguments": {"cmd": "cat README.md"}}])
+    env = client_env(tmp_path / "home", CODEX_HOME=str(codex_home))
+    done = run([exe, "exec", "--skip-git-repo-check", "What does this project do?"], env, repo)
+    assert "stand-in answer after 2 tool results" in done.stdout, done.stdout
+    assert "Reconnecting" not in done.stderr, done.stderr[-3000:]  # one try, then HTTPS
+    requests = model_requests(stack)
+    assert_all_valid(requests)
+    assert len(requests) == 3 and all(r["stream"] for r in requests)
+    assert all("content-encoding" not in r["headers"] for r in requests)  # plain upstream
+    assert {r["headers"].get("chatgpt-account-id") for r in requests} == {"acc-test"}
+    assert sum("It adds numbers" in o for o in tool_outputs(requests)) >= 2
+    (chat,) = conversations(stack)
+    assert chat["model"] == MODEL and chat["tokens"] > 0

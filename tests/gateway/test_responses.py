@@ -308,3 +308,22 @@ def test_a_session_takes_and_gives_the_responses_format(stack):
     calls = [i["call_id"] for i in written if i.get("type") == "function_call"]
     assert calls == ["call_0", "call_1", "call_2"]
     assert [i["call_id"] for i in written if i.get("type") == "function_call_output"] == calls
+
+
+@pytest.mark.parametrize("path, family", [("/v1/responses", "openai"),
+                                          ("/v1/realtime?model=gpt-4o", "openai"),
+                                          ("/v1/messages", "anthropic")])
+def test_a_websocket_is_refused_with_the_426_that_sends_a_client_over_to_https(stack, path,
+                                                                               family):
+    """Codex asks for the Responses API as a WebSocket first on OpenAI's own provider; on a
+    426 it goes over to HTTPS at once, on any other refusal only after five retries."""
+    answer = httpx.get(stack.anthropic_url + path, headers={
+        "connection": "Upgrade", "upgrade": "websocket", "sec-websocket-version": "13",
+        "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
+        **({"anthropic-version": "2023-06-01"} if family == "anthropic" else {})})
+    assert answer.status_code == 426
+    body = answer.json()
+    message = body["error"]["message"]
+    assert "over HTTPS only" in message and "WebSocket" in message
+    assert (body.get("type") == "error") == (family == "anthropic")
+    assert stack.standin.requests() == []  # never forwarded

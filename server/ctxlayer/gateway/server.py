@@ -202,8 +202,14 @@ class GatewayServer:
     async def _passthrough(self, request: web.Request) -> web.StreamResponse:
         """Any other `/v1` path (embeddings, completions, one model, files, batches...):
         forwarded unchanged to its family's upstream with the client's keys, nothing
-        prepared or counted."""
+        prepared or counted. A WebSocket is not: the Responses API's WebSocket mode (Codex
+        tries it first on OpenAI's own provider) is refused with the 426 on which a client
+        goes over to HTTPS at once (Codex retries any other refusal five times first)."""
         family = family_of(request.headers)
+        if request.headers.get("Upgrade", "").lower() == "websocket":
+            return error_response(family.name, GatewayError(
+                426, f"{request.path} is served over HTTPS only here, not as a WebSocket",
+                code="websocket_not_served"))
         try:
             raw = await _read(request) if request.body_exists else None
         except GatewayError as err:
