@@ -27,6 +27,7 @@ import aiohttp
 from aiohttp import web
 
 from ctxlayer.gateway.errors import GatewayError, sse_error
+from ctxlayer.gateway.proxies import Proxies
 from ctxlayer.gateway.usage import StreamUsage, Usage, from_answer
 
 log = logging.getLogger("ctxlayer.gateway")
@@ -96,11 +97,13 @@ async def _chunk_sent(_session: aiohttp.ClientSession, ctx,
 
 
 class Upstream:
-    """The HTTP client of the gateway: one connection pool for every upstream."""
+    """The HTTP client of the gateway: one connection pool for every upstream, each reached
+    through the environment's proxy for it (`proxies.py`)."""
 
     def __init__(self, connect_timeout: float, read_timeout: float) -> None:
         self.timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout,
                                              sock_read=read_timeout)
+        self.proxies = Proxies()
         self._session: aiohttp.ClientSession | None = None
 
     @property
@@ -125,7 +128,8 @@ class Upstream:
             sent = {k: v for k, v in headers.items() if k.lower() != "content-type"}
             async with self.session.post(url, data=body, headers={
                     **sent, "Content-Type": "application/json"},
-                    timeout=aiohttp.ClientTimeout(total=timeout)) as up:
+                    timeout=aiohttp.ClientTimeout(total=timeout),
+                    proxy=self.proxies.for_url(url)) as up:
                 return up.status, await up.read()
         except TimeoutError as exc:
             raise TimeoutError(f"no answer from {url} within {timeout:.0f} s") from exc
@@ -145,6 +149,7 @@ class Upstream:
         try:
             async with self.session.request(method, url, data=body,
                                             headers=upstream_headers(request.headers),
+                                            proxy=self.proxies.for_url(url),
                                             trace_request_ctx=watch) as up:
                 headers = answer_headers(up.headers, ours)
                 is_sse = up.headers.get("content-type", "").startswith("text/event-stream")

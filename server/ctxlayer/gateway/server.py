@@ -34,6 +34,7 @@ from ctxlayer.gateway import chats, encodings, guard, limits, upsum
 from ctxlayer.gateway.errors import GatewayError, error_response
 from ctxlayer.gateway.forward import Upstream, upstream_headers
 from ctxlayer.gateway.providers import BY_FORMAT, PROVIDERS, Provider, family_of
+from ctxlayer.gateway.proxies import named
 from ctxlayer.gateway.usage import Usage, refused_count
 from ctxlayer.state import Caller, State
 from ctxlayer.state.requests import call
@@ -158,6 +159,12 @@ class GatewayServer:
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         log.info("gateway listening on %s (openai %s, anthropic %s)", self.host,
                  self.urls.openai, self.urls.anthropic)
+        proxies = self.upstream.proxies
+        for base in (self.config.openai_base_url, self.config.anthropic_base_url):
+            log.info("upstream %s: through %s", base, proxies.said(base))
+        for unusable in proxies.unusable:
+            log.warning("a proxy the environment names is not used (only http and https "
+                        "proxies are): %s", named(unusable))
         self._write_announcement()
         return self
 
