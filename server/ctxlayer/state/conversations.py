@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import msgspec
 
 from ctxlayer import protocol
-from ctxlayer.core.errors import ContextError, require_tokens
+from ctxlayer.core.errors import ContextError
 from ctxlayer.core.prepare import (
     DEFAULT_POLICY,
     ConversationState,
@@ -53,10 +53,9 @@ from ctxlayer.core.prepare import (
     told_anew,
 )
 from ctxlayer.core.tokens import tools_tokens
-from ctxlayer.state import identity
+from ctxlayer.state import asked, identity
 from ctxlayer.state.chat import Conversation
 from ctxlayer.state.chatcodec import (
-    client_reserve,
     conversation_field,
     conversation_of,
     decode,
@@ -113,13 +112,13 @@ class Conversations:
         # its session id, and each took the window of the chat it interrupted. The family's
         # requests take one lane, so each sees the others' last
         hint = identity.client_hint(p.format, p.request, p.client_session_id)
-        family = (identity.hinted_id(p.format, hint, _model(caller, p)) if hint
+        family = (identity.hinted_id(p.format, hint, asked.model_of(caller, p)) if hint
                   else identity.family_id(p.format, p.request))
         older = identity.older_hinted_id(p.format, hint) if hint else None
         async with self.state.lanes.turn(("chats", workspace, family)):
             cid, edits = self._by_chain(workspace, family, identity.turns(p.request))
             return await self._prepare(caller, p, workspace, cid, family,
-                                       _run_of(p, hint), edits, older)
+                                       asked.run_of(p, hint), edits, older)
 
     def _by_chain(self, workspace: str, family: str, now: list) -> tuple[str, bool]:
         """(the family's conversation ``now`` extends or edits, whether it edits it); a new
@@ -159,12 +158,12 @@ class Conversations:
         conversation not in memory may start from its kept windows, and its family's (after a
         restart the order of a family's requests gives out its ids anew), and goes on under
         the id of the one it starts from. ``client``: the client's run it came under
-        (`_run_of`). ``edits``: the request edits the live conversation ``cid``, whose chain
+        (`asked.run_of`). ``edits``: the request edits the live conversation ``cid``, whose chain
         as it was is kept as a fork. ``older``: the family's id before ids named the model,
         whose windows are read when the family has none (`identity.older_hinted_id`)."""
         state = self.state
-        model = _model(caller, p)
-        nominal = _nominal_budget(caller, p, model)
+        model = asked.model_of(caller, p)
+        nominal = asked.nominal_budget(caller, p, model)
         source: protocol.Source = "gateway" if caller.source == "gateway" else "prepare"
         trouble: list[str] = []  # what the state folder failed this turn (the result says it)
         conv, edited, edits = await self._conversation(workspace, cid, model, source, family,
@@ -173,7 +172,7 @@ class Conversations:
         conv.source = source
         if family is not None:
             conv.family, conv.client = family, client
-        conv.window = p.context_window or _model_window(model)
+        conv.window = p.context_window or asked.model_window(model)
         budget = nominal if conv.bias <= 1.0 else max(1, int(nominal / conv.bias))
         previous, restored, kept = conv.state, frozenset(conv.restored), conv.kept
         # a request whose history the provider keeps goes as it came: only counted
@@ -304,7 +303,7 @@ class Conversations:
         best: Conversation | None = None
         most = 0
         for (ws, _), c in reversed(self._live.items()):
-            if ws != conv.workspace or c.state is None or not _counted_alike(c.model, conv.model):
+            if ws != conv.workspace or c.state is None or not asked.counted_alike(c.model, conv.model):
                 continue
             n = identity.shared(c.chain, now)
             if n > most:
@@ -475,7 +474,7 @@ class Conversations:
         calibration's row is written later, on the keeping thread."""
         conv = next((c for (ws, cid), c in reversed(self._live.items())
                      if cid == conversation_id and (workspace is None or ws == workspace)), None)
-        read = read_usage(usage)
+        read = asked.read_usage(usage)
         if conv is None or read is None:
             return None
         prompt, cached = read
@@ -488,27 +487,6 @@ class Conversations:
                                                          prompt, conv.tokens,
                                                          later=self.state.keep_later)
         return conv.budget_report(used=prompt)
-
-
-def read_usage(usage: Any) -> tuple[int, int | None] | None:
-    """(prompt tokens, tokens read from the provider's cache) of an OpenAI or Anthropic usage
-    object; None when it is neither."""
-    if not isinstance(usage, dict):
-        return None
-
-    def num(value: Any) -> int | None:
-        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 \
-            else None
-
-    if num(usage.get("prompt_tokens")) is not None:  # openai
-        details = usage.get("prompt_tokens_details")
-        cached = num(details.get("cached_tokens")) if isinstance(details, dict) else None
-        return usage["prompt_tokens"], cached
-    if num(usage.get("input_tokens")) is not None:  # anthropic: input is the uncached part
-        read = num(usage.get("cache_read_input_tokens")) or 0
-        written = num(usage.get("cache_creation_input_tokens")) or 0
-        return usage["input_tokens"] + read + written, read
-    return None
 
 
 #: a turn that adds at most this many characters, and cannot reach its budget, runs on the
@@ -549,22 +527,6 @@ async def _or_said(work: Awaitable[T], what: str, trouble: list[str], instead: T
         return instead
 
 
-def _nominal_budget(caller: Caller, p: protocol.PrepareParams, model: str) -> int:
-    """The budget the request asks for: `budget`, else its `contextWindow` less the output
-    reserve, else the model's default (the client's own `max_tokens` as the reserve)."""
-    if p.reserve_output is not None and p.reserve_output < 0:
-        raise ContextError("invalid", "must not be negative", field="reserveOutput")
-    require_tokens(p.budget)
-    require_tokens(p.context_window, "contextWindow")
-    reserve = (p.reserve_output if p.reserve_output is not None
-               else client_reserve(p.request, p.format))
-    if p.budget is not None:
-        return p.budget
-    if p.context_window is not None:
-        return _window_budget(model, p.context_window, reserve)
-    return caller.default_budget(model, reserve)
-
-
 def _cheap(conv: Conversation, messages: list, budget: int, restored: frozenset[str]) -> bool:
     """Whether this turn only appends a little to the last one and will not step (nor look
     at kept windows: an edit may be another chat of the family coming back)."""
@@ -583,48 +545,3 @@ def _cheap(conv: Conversation, messages: list, budget: int, restored: frozenset[
 def _fits_whole(st: ConversationState, budget: int) -> bool:
     """Whether a turn's whole history, nothing shortened, fits ``budget``."""
     return DEFAULT_POLICY.fmt.reply_priming + st.cum[-1] <= budget
-
-
-def _run_of(p: protocol.PrepareParams, hint: str | None) -> str | None:
-    """The client run a request came under, on any model: a session id the client sends with
-    every request of one run (Claude Code's header, Anthropic `metadata.user_id`), the chat and
-    its sub-agents alike. Not OpenAI's `user` or `prompt_cache_key`: one names a person across
-    chats, the other one chat."""
-    if hint is None or not (p.client_session_id or p.format == "anthropic"):
-        return None
-    return identity.hinted_id(p.format, hint, "")
-
-
-def _model(caller: Caller, p: protocol.PrepareParams) -> str:
-    return caller.model(p.model or _str(p.request.get("model"))) or _default_model()
-
-
-def _counted_alike(a: str, b: str) -> bool:
-    """Whether two models' messages are counted alike (the same encoding and correction): a
-    window's counts hold for the other (Claude Code's `/model` from one Claude to another)."""
-    from ctxlayer.tokenizers import counted_as
-
-    return a == b or counted_as(a) == counted_as(b)
-
-
-def _model_window(model: str) -> int:
-    from ctxlayer.tokenizers import model_info
-    return model_info(model).context_window
-
-
-def _window_budget(model: str, window: int, reserve: int | None) -> int:
-    """The window the request was given, minus its output room (else the model's usual)."""
-    from ctxlayer.tokenizers import model_info
-
-    return max(1, window - (reserve if reserve is not None else
-                            min(model_info(model).output_allowance, window // 2)))
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-def _default_model() -> str:
-    from ctxlayer.tokenizers import DEFAULT_MODEL
-
-    return DEFAULT_MODEL
