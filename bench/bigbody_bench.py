@@ -12,7 +12,9 @@ and that request plus one more exchange (the next turn of the same chat) are eac
 to the stand-in and through the gateway, and the added latency is the difference, median of
 ``--runs`` alternations in one run:
 - first: the first request of that conversation the gateway sees (everything counted);
-- next turn: the same chat one exchange later (what each turn of a live chat costs);
+- next turn: the same chat one exchange later (what each turn of a live chat costs), and the
+  same request again sent compressed with zstd (as Codex signed in with ChatGPT sends its
+  bodies; the direct one plain): what reading a compressed body adds;
 - a fork: that chat one exchange later again under a session id of its own (Claude Code's
   ``--fork-session``: Anthropic ``metadata.user_id``), ``--runs`` forks, each a new id: its
   first request starts from the window of the chat it forked from;
@@ -51,6 +53,8 @@ from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).parent))
 from gateway_bench import STANDIN, ms, start
+
+from ctxlayer.gateway.encodings import zstd
 
 #: seconds the second restart waits before its request: the new process's start settled
 SETTLE = 2.0
@@ -98,13 +102,14 @@ OPENAI = {"authorization": "Bearer sk-bench"}
 
 
 def own_time(conn: http.client.HTTPConnection, path: str, payload: bytes,
-             auth: dict[str, str] = ANTHROPIC) -> float:
+             auth: dict[str, str] = ANTHROPIC, coding: str | None = None) -> float:
     """Seconds from sending to the whole answer, less the stand-in's own time on the request
     (its `x-standin-ms`): what the path to it costs. Sent straight, a body over the model's
     window gets the stand-in's 400 after it read and counted the body, as the provider does."""
     t = time.perf_counter()
     conn.request("POST", path, body=payload, headers={
-        "content-type": "application/json", **auth})
+        "content-type": "application/json", **auth,
+        **({"content-encoding": coding} if coding else {})})
     response = conn.getresponse()
     response.read()
     elapsed = time.perf_counter() - t
@@ -155,6 +160,12 @@ def main() -> None:
               f"added to the first byte:")
         print(f"  first request of the conversation: {ms(cold)}")
         print(f"  next turn (one more exchange), median of {args.runs}: {ms(warm)}")
+        squeezed = zstd.compress(nxt, 3)  # as Codex signed in with ChatGPT sends its bodies
+        zstd_added = statistics.median(
+            own_time(via, pv, squeezed, coding="zstd") - own_time(direct, pd, nxt)
+            for _ in range(args.runs))
+        print(f"  the same turn again, sent as zstd ({len(squeezed) / 1e6:.2f} MB), median of "
+              f"{args.runs}: {ms(zstd_added)}")
         forked = [*json.loads(nxt)["messages"], {"role": "assistant", "content": [
             {"type": "text", "text": "The tests pass."}]},
             {"role": "user", "content": [{"type": "text", "text": "Try the other way."}]}]
