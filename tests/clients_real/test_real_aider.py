@@ -1,5 +1,5 @@
 """aider (aider-chat from PyPI, pinned in versions.env, in its own venv: it pins openai==2.20.0,
-the project pins 3.57.0) through the gateway's Chat Completions. aider edits with
+the project pins 3.63.0) through the gateway's Chat Completions. aider edits with
 SEARCH/REPLACE blocks in its answer text, not tool calls: the stand-in answers with one, and
 aider must apply it to the file in the temporary git repository."""
 

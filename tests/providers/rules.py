@@ -29,6 +29,9 @@ _ANTHROPIC_USER_BLOCKS = {"text", "image", "document", "tool_result", "search_re
 _ANTHROPIC_ASSISTANT_BLOCKS = {"text", "tool_use", "thinking", "redacted_thinking",
                                "server_tool_use", "web_search_tool_result",
                                "web_fetch_tool_result", "code_execution_tool_result",
+                               "bash_code_execution_tool_result",
+                               "text_editor_code_execution_tool_result",
+                               "tool_search_tool_result",
                                "mcp_tool_use", "mcp_tool_result", "container_upload"}
 _ANTHROPIC_RESULT_PARTS = {"text", "image", "document", "search_result"}
 

@@ -3,6 +3,11 @@ ordinary shapes (the codec tests lean on both directions)."""
 
 from __future__ import annotations
 
+import typing
+
+from anthropic.types import ContentBlockParam
+from openai.types.chat import ChatCompletionContentPartParam
+from providers import rules
 from providers.rules import anthropic_problems, openai_problems
 
 CALL = {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
@@ -57,3 +62,27 @@ def test_anthropic_accepts_tools_and_refuses_bad_shapes():
     assert "5 breakpoints" in anthropic_problems(many)[-1]
     empty = {"messages": [{"role": "user", "content": [{"type": "text", "text": " "}]}]}
     assert "non-whitespace" in anthropic_problems(empty)[0]
+
+
+def _kinds(union: typing.Any) -> set[str]:
+    """The `type` values of a union of an SDK's request TypedDicts."""
+    out: set[str] = set()
+    for member in typing.get_args(union):
+        kind = typing.get_type_hints(member)["type"]
+        while typing.get_origin(kind) is not typing.Literal:  # Required[Literal[...]]
+            kind = typing.get_args(kind)[0]
+        out.update(typing.get_args(kind))
+    return out
+
+
+def test_the_rules_take_every_block_and_part_the_pinned_sdks_name():
+    """Strict, never stricter than the provider: a content kind the official SDK sends is one
+    the stand-in takes in some role (a newer SDK adds kinds: bumping its pin runs this)."""
+    anthropic_kinds = _kinds(ContentBlockParam)
+    assert {"tool_result", "server_tool_use", "web_search_tool_result"} <= anthropic_kinds
+    assert anthropic_kinds - (rules._ANTHROPIC_USER_BLOCKS | rules._ANTHROPIC_ASSISTANT_BLOCKS) \
+        == set()
+    openai_kinds = _kinds(ChatCompletionContentPartParam)
+    assert {"text", "image_url"} <= openai_kinds
+    assert openai_kinds - set().union(*rules._OPENAI_PARTS.values()) == set()
+
