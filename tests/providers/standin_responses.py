@@ -26,8 +26,20 @@ from standin_images import media_tokens
 
 from ctxlayer.tokenizers import counter_for
 
-ITEM_TYPES = ("message", "reasoning", "function_call", "function_call_output", "item_reference",
-              "web_search_call")
+#: a tool call the client runs, and the output that answers it by `call_id` (a
+#: `local_shell_call_output` by its `id`): an output needs its call, a call its output
+CALL_OUTPUTS = {"function_call": "function_call_output",
+                "custom_tool_call": "custom_tool_call_output",
+                "local_shell_call": "local_shell_call_output", "shell_call": "shell_call_output",
+                "apply_patch_call": "apply_patch_call_output",
+                "computer_call": "computer_call_output"}
+#: the input items the Responses API takes (the official SDK's `ResponseInputItemParam`)
+ITEM_TYPES = ("message", "reasoning", "item_reference", *CALL_OUTPUTS, *CALL_OUTPUTS.values(),
+              "web_search_call", "file_search_call", "code_interpreter_call",
+              "image_generation_call", "mcp_call", "mcp_list_tools", "mcp_approval_request",
+              "mcp_approval_response", "tool_search_call", "tool_search_output", "compaction",
+              "compaction_trigger", "additional_tools", "configuration_update", "program",
+              "program_output")
 ROLES = ("user", "system", "developer", "assistant")
 INPUT_PARTS = ("input_text", "input_image", "input_file", "input_audio")
 OUTPUT_PARTS = ("output_text", "refusal")
@@ -69,7 +81,7 @@ def problems(body: Any, history: list | None) -> list[str]:
     raw = body.get("input")
     if not isinstance(raw, (str, list)):
         return [*out, "input: Invalid type: expected a string or an array of items."]
-    called: set[str] = {i["call_id"] for i in history or () if i.get("type") == "function_call"}
+    called: set[str] = {i["call_id"] for i in history or () if i.get("type") in CALL_OUTPUTS}
     answered: set[str] = set()
     items = items_of(body)
     for k, item in enumerate(items):
@@ -80,7 +92,7 @@ def problems(body: Any, history: list | None) -> list[str]:
                 out.append(f"Item '{item.get('id')}' of type 'reasoning' was provided without "
                            "its required following item.")
     current = {i.get("call_id") for i in items
-               if isinstance(i, dict) and i.get("type") == "function_call"}
+               if isinstance(i, dict) and i.get("type") in CALL_OUTPUTS}
     for cid in sorted(str(c) for c in current - answered):
         out.append(f"No tool output found for function call {cid}.")
     tools = body.get("tools")
@@ -112,17 +124,24 @@ def _item_problems(item: Any, where: str, called: set, answered: set) -> list[st
     if kind == "function_call":
         if not all(isinstance(item.get(k), str) for k in ("call_id", "name", "arguments")):
             return [f"{where}: a function_call needs 'call_id', 'name' and 'arguments'."]
+    if kind in CALL_OUTPUTS:
+        if not isinstance(item.get("call_id"), str):
+            return [f"{where}.call_id: Missing required parameter."]
         called.add(item["call_id"])
         return []
-    if kind == "function_call_output":
-        cid = item.get("call_id")
+    if kind in CALL_OUTPUTS.values():
+        cid = item.get("call_id", item.get("id") if kind == "local_shell_call_output" else None)
         if cid not in called:
-            return [f"{where}: No tool call found for function call output with call_id "
-                    f"{cid}."]
+            return [f"{where}: No tool call found for {kind.removesuffix('_output')} output "
+                    f"with call_id {cid}."]
         answered.add(cid)
         out = item.get("output")
-        return [] if isinstance(out, (str, list)) else [f"{where}.output: Invalid type."]
-    return []  # item_reference, web_search_call
+        if kind in ("function_call_output", "custom_tool_call_output"):
+            return [] if isinstance(out, (str, list)) else [f"{where}.output: Invalid type."]
+        return []
+    if kind == "compaction" and not isinstance(item.get("encrypted_content"), str):
+        return [f"{where}.encrypted_content: Missing required parameter."]
+    return []  # item_reference, web_search_call, mcp_call, ...
 
 
 def _message_problems(item: dict, where: str) -> list[str]:

@@ -7,7 +7,8 @@ import typing
 
 from anthropic.types import ContentBlockParam
 from openai.types.chat import ChatCompletionContentPartParam
-from providers import rules
+from openai.types.responses import ResponseInputItemParam
+from providers import rules, standin_responses
 from providers.rules import anthropic_problems, openai_problems
 
 CALL = {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
@@ -85,4 +86,6 @@ def test_the_rules_take_every_block_and_part_the_pinned_sdks_name():
     openai_kinds = _kinds(ChatCompletionContentPartParam)
     assert {"text", "image_url"} <= openai_kinds
     assert openai_kinds - set().union(*rules._OPENAI_PARTS.values()) == set()
-
+    responses_kinds = _kinds(ResponseInputItemParam)
+    assert {"function_call", "custom_tool_call_output", "compaction"} <= responses_kinds
+    assert responses_kinds - set(standin_responses.ITEM_TYPES) == set()

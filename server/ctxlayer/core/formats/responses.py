@@ -74,6 +74,14 @@ def is_output(item: dict) -> bool:
                                and "call_id" in item)
 
 
+def answered_call(item: dict) -> Any:
+    """The `call_id` an output answers. A `local_shell_call_output` names it by its `id` (the
+    API's shape); the Agents SDK sends it as `call_id`, as every other output does."""
+    if "call_id" in item or item.get("type") != "local_shell_call_output":
+        return item.get("call_id")
+    return item.get("id")
+
+
 def is_call(item: dict) -> bool:
     """A call the model made that an output answers (`function_call`, `custom_tool_call`...)."""
     kind = item.get("type")
@@ -122,6 +130,31 @@ def _content(value: Any, where: str, counter: Tokenizer) -> tuple[str, int]:
         else:
             parts += _part_tokens(part, f, counter)
     return "\n".join(texts), parts
+
+
+def _output(item: dict, where: str, counter: Tokenizer) -> tuple[str, int]:
+    """(the text the engine may shorten, tokens of the rest) of a call's output. Besides text
+    and content parts: a shell call's output is a list of runs (`stdout`, `stderr`, `outcome`;
+    one run's `stdout` is its text, several runs are kept as they came), a computer call's
+    is one screenshot, costed as an image."""
+    value = item.get("output", "")
+    if item.get("type") == "shell_call_output" and isinstance(value, list):
+        runs = [expect_dict(run, f"{where}[{k}]") for k, run in enumerate(value)]
+        if len(runs) == 1 and isinstance(runs[0].get("stdout"), str):
+            rest = {k: v for k, v in runs[0].items() if k != "stdout"}
+            return runs[0]["stdout"], counter.count(_json.encode(rest).decode())
+        return "", counter.count(_json.encode(value).decode())
+    if isinstance(value, dict):
+        shot = value.get("type") == "computer_screenshot"
+        return "", _part_tokens({**value, "type": "input_image"} if shot else value, where,
+                                counter)
+    return _content(value, where, counter)
+
+
+def _one_run(value: Any) -> bool:
+    """Whether a shell call's output is one run whose `stdout` is its text (`_output`)."""
+    return isinstance(value, list) and len(value) == 1 and isinstance(value[0], dict) \
+        and isinstance(value[0].get("stdout"), str)
 
 
 def _reasoning_tokens(item: dict, where: str, counter: Tokenizer) -> int:
@@ -174,8 +207,8 @@ def _read_item(item: dict, i: int, group: _Group, counter: Tokenizer) -> None:
     elif kind == "reasoning":
         group.parts += _reasoning_tokens(item, where, counter)
     elif is_output(item):
-        group.call_id = expect_str(item["call_id"], f"{where}.call_id", "the call's id")
-        text, parts = _content(item.get("output", ""), f"{where}.output", counter)
+        group.call_id = expect_str(answered_call(item), f"{where}.call_id", "the call's id")
+        text, parts = _output(item, f"{where}.output", counter)
         group.texts.append(text)
         group.parts += parts
     elif is_call(item):
@@ -289,7 +322,9 @@ def _items_of(decoded: Decoded, m: Message, pos: int) -> list[dict]:
                 out.append({**item, key: rest})
             continue
         placed = True
-        if isinstance(value, list):
+        if item.get("type") == "shell_call_output" and _one_run(value):
+            out.append({**item, key: [{**value[0], "stdout": m.content}]})
+        elif isinstance(value, list):
             out.append({**item, key: replace_text(value, m.content, _is_text)})
         else:
             out.append({**item, key: m.content})
@@ -365,7 +400,7 @@ def _repair(items: list[dict], ids: list, result: Encoded, counter: Any) -> list
     reasoning item left without the call or answer it led to goes too."""
     count = counter.count if counter is not None else (lambda s: 0)
     called = {it["call_id"] for it in items if is_call(it)}
-    answered = {it["call_id"] for it in items if is_output(it)}
+    answered = {answered_call(it) for it in items if is_output(it)}
     seen: set = set()
     keep = [True] * len(items)
     for k, it in enumerate(items):
@@ -377,12 +412,12 @@ def _repair(items: list[dict], ids: list, result: Encoded, counter: Any) -> list
                     "dropped", f"call {it['call_id']} lost its output: removed so that the "
                     "request stays valid", f"{it.get('type')} {it.get('name', '')}".strip(),
                     message_id=ids[k]))
-        elif is_output(it) and (it["call_id"] not in seen or it["call_id"] not in called):
+        elif is_output(it) and ((cid := answered_call(it)) not in seen or cid not in called):
             keep[k] = False
             text = it.get("output") if isinstance(it.get("output"), str) else ""
             result.audit.append(audit(
                 "dropped", "call output without its call: the provider refuses it",
-                f"output of {it['call_id']}", count(text), 0, message_id=ids[k]))
+                f"output of {cid}", count(text), 0, message_id=ids[k]))
     # a reasoning item needs the item it led to, next in the same run
     for k, it in enumerate(items):
         if it.get("type") != "reasoning" or not keep[k]:
