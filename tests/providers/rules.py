@@ -33,7 +33,8 @@ _ANTHROPIC_ASSISTANT_BLOCKS = {"text", "tool_use", "thinking", "redacted_thinkin
                                "text_editor_code_execution_tool_result",
                                "tool_search_tool_result",
                                "mcp_tool_use", "mcp_tool_result", "container_upload"}
-_ANTHROPIC_RESULT_PARTS = {"text", "image", "document", "search_result"}
+_ANTHROPIC_RESULT_PARTS = {"text", "image", "document", "search_result", "tool_reference",
+                           "browser_state"}
 
 
 # --- OpenAI Chat Completions ---------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typing
 
-from anthropic.types import ContentBlockParam
+from anthropic.types import ContentBlockParam, ToolResultBlockParam
 from openai.types.chat import ChatCompletionContentPartParam
 from openai.types.responses import ResponseInputItemParam
 from providers import rules, standin_responses
@@ -83,6 +83,11 @@ def test_the_rules_take_every_block_and_part_the_pinned_sdks_name():
     assert {"tool_result", "server_tool_use", "web_search_tool_result"} <= anthropic_kinds
     assert anthropic_kinds - (rules._ANTHROPIC_USER_BLOCKS | rules._ANTHROPIC_ASSISTANT_BLOCKS) \
         == set()
+    content = typing.get_type_hints(ToolResultBlockParam)["content"]  # str | Iterable[...]
+    result_kinds = _kinds(next(typing.get_args(a)[0] for a in typing.get_args(content)
+                               if typing.get_args(a)))
+    assert {"text", "image"} <= result_kinds
+    assert result_kinds - rules._ANTHROPIC_RESULT_PARTS == set()
     openai_kinds = _kinds(ChatCompletionContentPartParam)
     assert {"text", "image_url"} <= openai_kinds
     assert openai_kinds - set().union(*rules._OPENAI_PARTS.values()) == set()
