@@ -15,11 +15,11 @@ MODEL = "claude-opus-5-5"  # Claude Code's default (an older name warns in the S
 WINDOW = 8000
 
 
-def history(fill: float) -> list[dict]:
+def history(fill: float, model: str = MODEL) -> list[dict]:
     """A chat whose history takes about ``fill`` of the budget by the gateway's count."""
     from ctxlayer.tokenizers import counter_for
 
-    counter, budget = counter_for(MODEL), WINDOW - ANSWER
+    counter, budget = counter_for(model), WINDOW - ANSWER
     messages: list[dict] = []
     turn = 0
     while sum(counter.count(m["content"]) + 8 for m in messages) < fill * budget:
@@ -61,5 +61,41 @@ def test_a_prompt_refused_as_too_long_is_fitted_again_with_the_providers_count(t
     assert [r["status"] for r in sent] == [400] + [200] * 6
     assert "prompt is too long" in str(sent[0]["problems"]) or "over the window" in str(
         sent[0]["problems"])
+    assert sent[1]["prompt_tokens"] < sent[0]["prompt_tokens"]  # fitted again, smaller
+    assert all(r["prompt_tokens"] + ANSWER <= WINDOW for r in sent[1:])
+
+
+RESPONSES_MODEL = "gpt-4o"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_responses_refusal_without_a_count_is_fitted_again_smaller(tmp_path, stream):
+    """The Responses API refuses a prompt over the window without saying its count: the
+    gateway takes it as UNSTATED_OVER above the budget and fits the request again, once. The
+    provider counts 10% above us here (encrypted reasoning or images estimated low)."""
+    for sub in ("ws", "state", "config"):
+        (tmp_path / sub).mkdir()
+    items = history(0.95, RESPONSES_MODEL)
+    with pytest.MonkeyPatch.context() as mp, StandinThread(
+            windows={RESPONSES_MODEL: WINDOW}, counts={RESPONSES_MODEL: 1.10}) as thread:
+        mp.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+        gateway, state = start_stack(thread, tmp_path / "ws", tmp_path / "state",
+                                     models={RESPONSES_MODEL: WINDOW})
+        try:
+            client = Stack(thread, gateway, state).openai()
+            for turn in range(6):
+                items.append({"role": "user", "content": prose(f"now {turn}", 60)})
+                answer = client.responses.create(model=RESPONSES_MODEL, input=items,
+                                                 max_output_tokens=ANSWER, store=False,
+                                                 stream=stream)
+                text = ("".join(e.delta for e in answer if e.type == "response.output_text.delta")
+                        if stream else answer.output_text)
+                assert text.startswith("stand-in")
+                items.append({"role": "assistant", "content": text})
+            sent = [r for r in thread.requests() if r["path"] == "/v1/responses"]
+        finally:
+            stop_stack(thread, gateway, state)
+    assert sent[0]["status"] == 400 and "over the window" in str(sent[0]["problems"])
+    assert [r["status"] for r in sent[1:]] == [200] * 6
     assert sent[1]["prompt_tokens"] < sent[0]["prompt_tokens"]  # fitted again, smaller
     assert all(r["prompt_tokens"] + ANSWER <= WINDOW for r in sent[1:])

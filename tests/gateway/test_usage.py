@@ -15,7 +15,7 @@ from providers.standin_answers import (
     openai_completion,
 )
 
-from ctxlayer.gateway.usage import StreamUsage, from_answer, refused_count
+from ctxlayer.gateway.usage import StreamUsage, from_answer, over_window, refused_count
 from ctxlayer.gateway.usage import Usage as Read
 
 SENT = Usage(prompt=1200, completion=40, cache_read=1000, cache_write=150)
@@ -88,3 +88,6 @@ def test_a_refusal_as_over_the_window_says_the_providers_count(fmt, answer, coun
     assert refused_count(fmt, 400, body) == count
     assert refused_count(fmt, 429, body) is None  # only a 400 refuses a prompt
     assert refused_count(fmt, 400, b"<html>bad gateway</html>") is None
+    # OpenAI's code says it whether or not the message counts (Anthropic's type does not)
+    assert over_window(400, body) == (answer["error"].get("code") == "context_length_exceeded")
+    assert not over_window(429, body)

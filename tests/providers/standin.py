@@ -289,8 +289,9 @@ class Standin:
         asked = body.get("max_output_tokens") or 0
         if tokens + asked > self.window(model):
             entry["problems"] = [f"over the window: {tokens} + {asked} > {self.window(model)}"]
-            return self._error("openai", entry, 400, f"Your input exceeds the context window "
-                               f"of this model ({tokens} + {asked} > {self.window(model)}).",
+            # as the Responses API words it: no count (the problem above has it)
+            return self._error("openai", entry, 400, "Your input exceeds the context window "
+                               "of this model. Please adjust your input and try again.",
                                param="input", code="context_length_exceeded")
         self._count += 1
         rid = f"standin{self._count}"

@@ -19,6 +19,7 @@ import asyncio
 import ipaddress
 import json
 import logging
+import math
 import sqlite3
 from collections.abc import Callable
 from typing import Any
@@ -35,7 +36,7 @@ from ctxlayer.gateway.errors import GatewayError, error_response
 from ctxlayer.gateway.forward import Upstream, upstream_headers
 from ctxlayer.gateway.providers import BY_FORMAT, PROVIDERS, Provider, family_of
 from ctxlayer.gateway.proxies import named
-from ctxlayer.gateway.usage import Usage, refused_count
+from ctxlayer.gateway.usage import UNSTATED_OVER, Usage, over_window, refused_count
 from ctxlayer.state import Caller, State
 from ctxlayer.state.requests import call
 from ctxlayer.statefiles import make_private_dir, read_or_create_token, token_file, write_private
@@ -315,15 +316,15 @@ class GatewayServer:
                 500, "preparing the request failed (a bug; the gateway's log has the details)"),
                 ours)
         response = await self._send(request, fmt, url, len(raw), dict(ours), result)
-        counted = (refused_count(fmt, response.status, response.body)
-                   if isinstance(response, web.Response) and result.conversation_id else None)
+        counted = _refused_count(fmt, response, result)
         if counted is not None and counted > result.tokens:
             # the provider counts this prompt above our count of it (its tokenizer is not
             # ours, the model table's correction a guess): its count calibrates the chat, and
             # the request is fitted again, once. Else the client's every retry is refused
             # alike: nothing calibrates a chat whose requests are all refused
-            log.info("%s prompt refused as over the window: %d tokens by the provider's count, "
-                     "%d by ours; fitted again", fmt, counted, result.tokens)
+            log.info("%s prompt refused as over the window: %d tokens for the provider (its "
+                     "count, else taken above the budget), %d by ours; fitted again", fmt,
+                     counted, result.tokens)
             await self._report(result, Usage(prompt_tokens=counted))
             try:
                 again = await prepare()
@@ -406,6 +407,20 @@ class GatewayServer:
             await chats.report(self.caller, result, usage)
         except Exception:  # a failed report must not fail an answer already given
             log.exception("reporting usage failed")
+
+
+def _refused_count(fmt: str, response: web.StreamResponse,
+                   result: protocol.PrepareResult) -> int | None:
+    """The provider's count of the fitted prompt it refused as over the window; when the
+    refusal says none (the Responses API), the larger of our count and the budget,
+    UNSTATED_OVER above it. None: not such a refusal, or not a conversation's."""
+    if not isinstance(response, web.Response) or not result.conversation_id:
+        return None
+    body = response.body if isinstance(response.body, bytes) else b""
+    counted = refused_count(fmt, response.status, body)
+    if counted is None and over_window(response.status, body):
+        counted = math.ceil(max(result.tokens, result.budget) * UNSTATED_OVER)
+    return counted
 
 
 async def _read(request: web.Request) -> bytes:

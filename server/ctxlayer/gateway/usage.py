@@ -148,20 +148,40 @@ _TOO_LONG = {
 }
 
 
+#: how far above the budget a prompt refused as over the window without a count (the
+#: Responses API says none) is taken to be: the request fitted again is that much smaller
+UNSTATED_OVER = 1.15
+
+
 def refused_count(fmt: str, status: int, body: bytes) -> int | None:
     """The provider's count of a prompt it refused as over the model's window (a 400 that
     says it), or None."""
     pattern = _TOO_LONG.get(fmt)
-    if status != 400 or pattern is None:
-        return None
+    message = _refusal(status, body)[0] if pattern is not None else None
+    found = pattern.search(message) if pattern is not None and message is not None else None
+    return int(next(g for g in found.groups() if g)) if found else None
+
+
+def over_window(status: int, body: bytes) -> bool:
+    """Whether a provider's answer refuses the prompt as over the model's window, whether
+    or not it says its count (OpenAI's `context_length_exceeded`)."""
+    return _refusal(status, body)[1] == "context_length_exceeded"
+
+
+def _refusal(status: int, body: bytes) -> tuple[str | None, str | None]:
+    """(message, code) of a 400's error body, else Nones."""
+    if status != 400:
+        return None, None
     try:
         answer = json.loads(body)
     except ValueError:
-        return None
+        return None, None
     error = answer.get("error") if isinstance(answer, dict) else None
-    message = error.get("message") if isinstance(error, dict) else None
-    found = pattern.search(message) if isinstance(message, str) else None
-    return int(next(g for g in found.groups() if g)) if found else None
+    if not isinstance(error, dict):
+        return None, None
+    message, code = error.get("message"), error.get("code")
+    return (message if isinstance(message, str) else None,
+            code if isinstance(code, str) else None)
 
 
 def from_answer(fmt: str, body: bytes) -> Usage | None:
