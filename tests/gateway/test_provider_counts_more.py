@@ -99,3 +99,41 @@ def test_a_responses_refusal_without_a_count_is_fitted_again_smaller(tmp_path, s
     assert [r["status"] for r in sent[1:]] == [200] * 6
     assert sent[1]["prompt_tokens"] < sent[0]["prompt_tokens"]  # fitted again, smaller
     assert all(r["prompt_tokens"] + ANSWER <= WINDOW for r in sent[1:])
+
+
+LOCAL_MODEL = "qwen2.5-coder:7b"  # 131,072 tokens in the model table
+LOCAL_WINDOW = 6000  # the context the local server was started with
+
+
+@pytest.mark.parametrize("llama_cpp", [False, True])
+def test_a_window_the_provider_states_smaller_than_the_tables_is_used_from_then_on(
+        tmp_path, llama_cpp):
+    """A local server started with a small context (llama.cpp's `-c`, vLLM's
+    `--max-model-len`), which the gateway was not told: the chat goes whole into the table's
+    window and is refused; the refusal states the window (OpenAI's "maximum context length",
+    llama.cpp's `n_ctx`), and the gateway fits this request and the chat's next ones to it,
+    saying so. Before, every request was refused."""
+    for sub in ("ws", "state", "config"):
+        (tmp_path / sub).mkdir()
+    messages = history(3.0, LOCAL_MODEL)  # three times the local window's budget
+    with pytest.MonkeyPatch.context() as mp, StandinThread(
+            windows={LOCAL_MODEL: LOCAL_WINDOW},
+            llama_cpp=(LOCAL_MODEL,) if llama_cpp else ()) as thread:
+        mp.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+        gateway, state = start_stack(thread, tmp_path / "ws", tmp_path / "state")
+        try:
+            client = Stack(thread, gateway, state).openai()
+            warnings = []
+            for turn in range(4):
+                messages.append({"role": "user", "content": prose(f"now {turn}", 60)})
+                raw = client.chat.completions.with_raw_response.create(
+                    model=LOCAL_MODEL, messages=messages, max_tokens=ANSWER)
+                warnings.append(raw.headers.get("x-ctxlayer-warning", ""))
+                messages.append({"role": "assistant",
+                                 "content": raw.parse().choices[0].message.content})
+            sent = [r for r in thread.requests() if r["path"] == "/v1/chat/completions"]
+        finally:
+            stop_stack(thread, gateway, state)
+    assert [r["status"] for r in sent] == [400] + [200] * 4
+    assert all(r["prompt_tokens"] + ANSWER <= LOCAL_WINDOW for r in sent[1:])
+    assert all(f"stated a window of {LOCAL_WINDOW} tokens" in w for w in warnings), warnings

@@ -15,7 +15,13 @@ from providers.standin_answers import (
     openai_completion,
 )
 
-from ctxlayer.gateway.usage import StreamUsage, from_answer, over_window, refused_count
+from ctxlayer.gateway.usage import (
+    StreamUsage,
+    from_answer,
+    over_window,
+    refused_count,
+    refused_window,
+)
 from ctxlayer.gateway.usage import Usage as Read
 
 SENT = Usage(prompt=1200, completion=40, cache_read=1000, cache_write=150)
@@ -79,7 +85,13 @@ TOO_LONG = [
     ("responses", {"error": {"message": "Your input exceeds the context window of this model. "
      "Please adjust your input and try again.", "code": "context_length_exceeded"}}, None),
     ("openai", {"error": {"message": "Rate limit reached", "code": "rate_limit_exceeded"}}, None),
+    # llama.cpp's server, an OpenAI-compatible upstream: the count and its context as fields
+    ("openai", {"error": {"code": 400, "message": "the request exceeds the available context "
+     "size, try increasing it", "type": "exceed_context_size_error", "n_prompt_tokens": 14429,
+     "n_ctx": 8192}}, 14429),
 ]
+#: the window each of those states, in order
+WINDOWS = [200000, 200000, 128000, 128000, None, None, 8192]
 
 
 @pytest.mark.parametrize(("fmt", "answer", "count"), TOO_LONG)
@@ -88,6 +100,10 @@ def test_a_refusal_as_over_the_window_says_the_providers_count(fmt, answer, coun
     assert refused_count(fmt, 400, body) == count
     assert refused_count(fmt, 429, body) is None  # only a 400 refuses a prompt
     assert refused_count(fmt, 400, b"<html>bad gateway</html>") is None
-    # OpenAI's code says it whether or not the message counts (Anthropic's type does not)
-    assert over_window(400, body) == (answer["error"].get("code") == "context_length_exceeded")
+    # OpenAI's code and llama.cpp's type say it whether or not the message counts
+    # (Anthropic's type does not)
+    assert over_window(400, body) == (answer["error"].get("code") == "context_length_exceeded"
+                                      or answer["error"].get("type") == "exceed_context_size_error")
     assert not over_window(429, body)
+    assert refused_window(fmt, 400, body) == WINDOWS[TOO_LONG.index((fmt, answer, count))]
+    assert refused_window(fmt, 429, body) is None

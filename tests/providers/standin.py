@@ -20,7 +20,7 @@ else its first tool with `{"round": k}`.
 Every request is checked as the provider checks it (standin_checks.py) and measured against
 the model's window (tiktoken, offline; `Standin(counts={model: 1.15})` counts a model's prompts
 above that, as a provider whose tokenizer is not the gateway's); a refused one gets the
-provider's own 400. Answers
+provider's own 400 (`llama_cpp=(model,)`: as llama.cpp's server words it). Answers
 carry usage: `cached_tokens` / `cache_read_input_tokens` are the tokens of the messages at the
 start of the request identical to the previous request of the same conversation (same model,
 system and first message), so cache reuse is observable. `stream: true` answers in the
@@ -81,7 +81,7 @@ class Standin:
     """The stand-in provider, served on the running loop."""
 
     def __init__(self, *, windows: dict[str, int] | None = None, host: str = "127.0.0.1",
-                 counts: dict[str, float] | None = None):
+                 counts: dict[str, float] | None = None, llama_cpp: tuple[str, ...] = ()):
         self.host = host
         self.port = 0
         #: context windows by model name prefix, over the model table's (e.g. a small model)
@@ -89,6 +89,9 @@ class Standin:
         #: the provider's count of a model's prompts as a multiple of the tiktoken count, by
         #: model name prefix: a tokenizer that counts more than the gateway's estimate
         self.counts = dict(counts or {})
+        #: model name prefixes served as llama.cpp's server serves them: a prompt over the
+        #: window is refused with its `exceed_context_size_error` (the count and n_ctx as fields)
+        self.llama_cpp = tuple(llama_cpp)
         self.received: list[dict[str, Any]] = []
         self._failures: list[dict[str, Any]] = []
         self._replies: list[Reply] = []
@@ -427,6 +430,12 @@ class Standin:
                             f"{asked} > {window}, decrease input length or `max_tokens` and "
                             "try again")
                 return self._error(fmt, entry, 400, msg)
+            if model.startswith(self.llama_cpp) and self.llama_cpp:
+                entry["status"] = 400
+                return web.json_response({"error": {
+                    "code": 400, "message": "the request exceeds the available context size, "
+                    "try increasing it", "type": "exceed_context_size_error",
+                    "n_prompt_tokens": tokens, "n_ctx": window}}, status=400)
             return self._error(
                 fmt, entry, 400,
                 f"This model's maximum context length is {window} tokens. However, you requested "

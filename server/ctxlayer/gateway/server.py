@@ -36,7 +36,13 @@ from ctxlayer.gateway.errors import GatewayError, error_response
 from ctxlayer.gateway.forward import Upstream, upstream_headers
 from ctxlayer.gateway.providers import BY_FORMAT, PROVIDERS, Provider, family_of
 from ctxlayer.gateway.proxies import named
-from ctxlayer.gateway.usage import UNSTATED_OVER, Usage, over_window, refused_count
+from ctxlayer.gateway.usage import (
+    UNSTATED_OVER,
+    Usage,
+    over_window,
+    refused_count,
+    refused_window,
+)
 from ctxlayer.state import Caller, State
 from ctxlayer.state.requests import call
 from ctxlayer.statefiles import make_private_dir, read_or_create_token, token_file, write_private
@@ -125,6 +131,9 @@ class GatewayServer:
         self.upstream = Upstream(config.connect_timeout, config.read_timeout)
         self._runner: web.AppRunner | None = None
         self._tasks: set[asyncio.Future[None]] = set()
+        #: the windows providers stated when they refused a prompt as over it, by model,
+        #: where smaller than the table's or the config's (kept while the gateway runs)
+        self.stated_windows: dict[str, int] = {}
 
     @property
     def urls(self) -> protocol.GatewayUrls:
@@ -283,16 +292,11 @@ class GatewayServer:
             body = (await asyncio.to_thread(read_request, fmt, raw)
                     if len(raw) >= OFF_LOOP_BYTES else read_request(fmt, raw))
             hints = read_hints(request.headers)
-            window = context_window(body["model"], hints.betas, self.config.models)
-            info = model_info(body["model"])
-            if info.family == "unknown":
-                # the window said is the one used: a user who named it in [gateway] models
-                # must not read that the default applied
-                used = (f"the default window of {window} tokens" if window == info.context_window
-                        else f"a window of {window} tokens from [gateway] models")
-                ours["x-ctxlayer-warning"] = (
-                    f"unknown model {ascii(body['model'])}: counted with {info.encoding} and "
-                    f"{used}")
+            model = body["model"]
+            window, said = self._window(model, hints.betas)
+            info = model_info(model)
+            if said is not None:
+                ours["x-ctxlayer-warning"] = said
 
             def prepare() -> Any:  # shielded: a client that goes away must not cut it in half
                 return asyncio.shield(chats.prepare(
@@ -317,15 +321,26 @@ class GatewayServer:
                 ours)
         response = await self._send(request, fmt, url, len(raw), dict(ours), result)
         counted = _refused_count(fmt, response, result)
-        if counted is not None and counted > result.tokens:
+        stated = (refused_window(fmt, response.status, response.body)
+                  if isinstance(response, web.Response) and isinstance(response.body, bytes)
+                  else None)
+        smaller = stated is not None and stated < window
+        if smaller:
+            # the provider's window is smaller than the table's or the config's (a local
+            # server's context size, a model the table does not know): its requests are
+            # fitted to it from now on, this one again at once
+            self.stated_windows[model] = window = stated
+            ours["x-ctxlayer-warning"] = self._window(model, hints.betas)[1] or ""
+        if (counted is not None and counted > result.tokens) or smaller:
             # the provider counts this prompt above our count of it (its tokenizer is not
             # ours, the model table's correction a guess): its count calibrates the chat, and
             # the request is fitted again, once. Else the client's every retry is refused
             # alike: nothing calibrates a chat whose requests are all refused
-            log.info("%s prompt refused as over the window: %d tokens for the provider (its "
-                     "count, else taken above the budget), %d by ours; fitted again", fmt,
-                     counted, result.tokens)
-            await self._report(result, Usage(prompt_tokens=counted))
+            log.info("%s prompt refused as over the window: %s tokens for the provider (its "
+                     "count, else taken above the budget), %d by ours, window %d; fitted "
+                     "again", fmt, counted, result.tokens, window)
+            if counted is not None and counted > result.tokens:
+                await self._report(result, Usage(prompt_tokens=counted))
             try:
                 again = await prepare()
             except Exception:  # the refusal stands, as the provider said it
@@ -334,6 +349,25 @@ class GatewayServer:
             if again.tokens < result.tokens:
                 response = await self._send(request, fmt, url, len(raw), dict(ours), again)
         return response
+
+    def _window(self, model: str, betas: tuple[str, ...]) -> tuple[int, str | None]:
+        """The window a model's requests are fitted to, and what a warning says of it: the
+        table's or `[gateway] models`', or the smaller one its provider stated when it
+        refused a prompt as over the window."""
+        window = context_window(model, betas, self.config.models)
+        stated = self.stated_windows.get(model)
+        if stated is not None and stated < window:
+            return stated, (f"the provider stated a window of {stated} tokens for "
+                            f"{ascii(model)} when it refused a prompt: requests are fitted to it "
+                            "(set it in [gateway] models to keep it after a restart)")
+        info = model_info(model)
+        if info.family != "unknown":
+            return window, None
+        # the window said is the one used: a user who named it in [gateway] models must not
+        # read that the default applied
+        used = (f"the default window of {window} tokens" if window == info.context_window
+                else f"a window of {window} tokens from [gateway] models")
+        return window, f"unknown model {ascii(model)}: counted with {info.encoding} and {used}"
 
     async def _send(self, request: web.Request, fmt: str, url: str, size: int,
                     ours: dict[str, str], result: protocol.PrepareResult

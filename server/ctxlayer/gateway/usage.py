@@ -146,7 +146,13 @@ _TOO_LONG = {
     "openai": re.compile(r"However, you requested \d+ tokens \((\d+) in the messages"
                          r"|However, your messages resulted in (\d+) tokens"),
 }
-
+#: ... and the window they state
+_WINDOW_IS = {
+    "anthropic": re.compile(r"tokens > (\d+) maximum|exceed context limit: \d+ \+ \d+ > (\d+)"),
+    "openai": re.compile(r"maximum context length is (\d+) tokens"),
+}
+#: llama.cpp's server (an OpenAI-compatible upstream) says both as fields of its error
+_LLAMA_CPP = "exceed_context_size_error"
 
 #: how far above the budget a prompt refused as over the window without a count (the
 #: Responses API says none) is taken to be: the request fitted again is that much smaller
@@ -156,32 +162,48 @@ UNSTATED_OVER = 1.15
 def refused_count(fmt: str, status: int, body: bytes) -> int | None:
     """The provider's count of a prompt it refused as over the model's window (a 400 that
     says it), or None."""
-    pattern = _TOO_LONG.get(fmt)
-    message = _refusal(status, body)[0] if pattern is not None else None
-    found = pattern.search(message) if pattern is not None and message is not None else None
-    return int(next(g for g in found.groups() if g)) if found else None
+    error = _error(status, body)
+    if error.get("type") == _LLAMA_CPP:
+        return _count(error.get("n_prompt_tokens"))
+    return _stated(_TOO_LONG.get(fmt), error)
+
+
+def refused_window(fmt: str, status: int, body: bytes) -> int | None:
+    """The window a provider states when it refuses a prompt as over it, or None."""
+    error = _error(status, body)
+    if error.get("type") == _LLAMA_CPP:
+        return _count(error.get("n_ctx"))
+    return _stated(_WINDOW_IS.get(fmt), error)
 
 
 def over_window(status: int, body: bytes) -> bool:
     """Whether a provider's answer refuses the prompt as over the model's window, whether
-    or not it says its count (OpenAI's `context_length_exceeded`)."""
-    return _refusal(status, body)[1] == "context_length_exceeded"
+    or not it says its count (OpenAI's `context_length_exceeded`, llama.cpp's type)."""
+    error = _error(status, body)
+    return error.get("code") == "context_length_exceeded" or error.get("type") == _LLAMA_CPP
 
 
-def _refusal(status: int, body: bytes) -> tuple[str | None, str | None]:
-    """(message, code) of a 400's error body, else Nones."""
+def _error(status: int, body: bytes) -> dict:
+    """The `error` object of a 400's JSON body, else empty."""
     if status != 400:
-        return None, None
+        return {}
     try:
         answer = json.loads(body)
     except ValueError:
-        return None, None
+        return {}
     error = answer.get("error") if isinstance(answer, dict) else None
-    if not isinstance(error, dict):
-        return None, None
-    message, code = error.get("message"), error.get("code")
-    return (message if isinstance(message, str) else None,
-            code if isinstance(code, str) else None)
+    return error if isinstance(error, dict) else {}
+
+
+def _stated(pattern: re.Pattern[str] | None, error: dict) -> int | None:
+    message = error.get("message")
+    found = pattern.search(message) if pattern is not None and isinstance(message, str) else None
+    return int(next(g for g in found.groups() if g)) if found else None
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 \
+        else None
 
 
 def from_answer(fmt: str, body: bytes) -> Usage | None:
