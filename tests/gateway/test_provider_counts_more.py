@@ -7,6 +7,11 @@ The stand-in counts every prompt of the model 15% above tiktoken here."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
 import pytest
 from gateway_stack import Stack, prose, start_stack, stop_stack
 from providers.standin import StandinThread
@@ -32,32 +37,40 @@ def history(fill: float, model: str = MODEL) -> list[dict]:
 ANSWER = 256
 
 
+@contextlib.contextmanager
+def provider(tmp_path: Path, models: dict[str, int] | None = None,
+             **standin: Any) -> Iterator[Stack]:
+    """A gateway (told ``models``' windows) before a stand-in made with ``standin``."""
+    for sub in ("ws", "state", "config"):
+        (tmp_path / sub).mkdir()
+    with pytest.MonkeyPatch.context() as mp, StandinThread(**standin) as thread:
+        mp.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+        gateway, state = start_stack(thread, tmp_path / "ws", tmp_path / "state",
+                                     models=models or {})
+        try:
+            yield Stack(thread, gateway, state)
+        finally:
+            stop_stack(thread, gateway, state)
+
+
 @pytest.mark.parametrize("stream", [False, True])
 def test_a_prompt_refused_as_too_long_is_fitted_again_with_the_providers_count(tmp_path, stream):
     """The chat's first request (a resumed one: nothing calibrated it) is fitted whole at 92%
     of the budget by our count, 106% by the provider's. Streamed, the refusal is a plain 400
     too: nothing went to the client before the request went again."""
-    for sub in ("ws", "state", "config"):
-        (tmp_path / sub).mkdir()
     messages = history(0.92)
-    with pytest.MonkeyPatch.context() as mp, StandinThread(
-            windows={MODEL: WINDOW}, counts={MODEL: 1.15}) as thread:
-        mp.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-        gateway, state = start_stack(thread, tmp_path / "ws", tmp_path / "state",
-                                     models={MODEL: WINDOW})
-        try:
-            client = Stack(thread, gateway, state).anthropic()
-            for turn in range(6):
-                messages.append({"role": "user", "content": prose(f"now {turn}", 60)})
-                answer = client.messages.create(model=MODEL, max_tokens=ANSWER,
-                                                messages=messages, stream=stream)
-                text = ("".join(e.delta.text for e in answer if e.type == "content_block_delta")
-                        if stream else answer.content[0].text)
-                assert text.startswith("stand-in")
-                messages.append({"role": "assistant", "content": text})
-            sent = [r for r in thread.requests() if r["path"] == "/v1/messages"]
-        finally:
-            stop_stack(thread, gateway, state)
+    with provider(tmp_path, {MODEL: WINDOW}, windows={MODEL: WINDOW},
+                  counts={MODEL: 1.15}) as stack:
+        client = stack.anthropic()
+        for turn in range(6):
+            messages.append({"role": "user", "content": prose(f"now {turn}", 60)})
+            answer = client.messages.create(model=MODEL, max_tokens=ANSWER,
+                                            messages=messages, stream=stream)
+            text = ("".join(e.delta.text for e in answer if e.type == "content_block_delta")
+                    if stream else answer.content[0].text)
+            assert text.startswith("stand-in")
+            messages.append({"role": "assistant", "content": text})
+        sent = [r for r in stack.standin.requests() if r["path"] == "/v1/messages"]
     assert [r["status"] for r in sent] == [400] + [200] * 6
     assert "prompt is too long" in str(sent[0]["problems"]) or "over the window" in str(
         sent[0]["problems"])
@@ -73,28 +86,20 @@ def test_a_responses_refusal_without_a_count_is_fitted_again_smaller(tmp_path, s
     """The Responses API refuses a prompt over the window without saying its count: the
     gateway takes it as UNSTATED_OVER above the budget and fits the request again, once. The
     provider counts 10% above us here (encrypted reasoning or images estimated low)."""
-    for sub in ("ws", "state", "config"):
-        (tmp_path / sub).mkdir()
     items = history(0.95, RESPONSES_MODEL)
-    with pytest.MonkeyPatch.context() as mp, StandinThread(
-            windows={RESPONSES_MODEL: WINDOW}, counts={RESPONSES_MODEL: 1.10}) as thread:
-        mp.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-        gateway, state = start_stack(thread, tmp_path / "ws", tmp_path / "state",
-                                     models={RESPONSES_MODEL: WINDOW})
-        try:
-            client = Stack(thread, gateway, state).openai()
-            for turn in range(6):
-                items.append({"role": "user", "content": prose(f"now {turn}", 60)})
-                answer = client.responses.create(model=RESPONSES_MODEL, input=items,
-                                                 max_output_tokens=ANSWER, store=False,
-                                                 stream=stream)
-                text = ("".join(e.delta for e in answer if e.type == "response.output_text.delta")
-                        if stream else answer.output_text)
-                assert text.startswith("stand-in")
-                items.append({"role": "assistant", "content": text})
-            sent = [r for r in thread.requests() if r["path"] == "/v1/responses"]
-        finally:
-            stop_stack(thread, gateway, state)
+    with provider(tmp_path, {RESPONSES_MODEL: WINDOW}, windows={RESPONSES_MODEL: WINDOW},
+                  counts={RESPONSES_MODEL: 1.10}) as stack:
+        client = stack.openai()
+        for turn in range(6):
+            items.append({"role": "user", "content": prose(f"now {turn}", 60)})
+            answer = client.responses.create(model=RESPONSES_MODEL, input=items,
+                                             max_output_tokens=ANSWER, store=False,
+                                             stream=stream)
+            text = ("".join(e.delta for e in answer if e.type == "response.output_text.delta")
+                    if stream else answer.output_text)
+            assert text.startswith("stand-in")
+            items.append({"role": "assistant", "content": text})
+        sent = [r for r in stack.standin.requests() if r["path"] == "/v1/responses"]
     assert sent[0]["status"] == 400 and "over the window" in str(sent[0]["problems"])
     assert [r["status"] for r in sent[1:]] == [200] * 6
     assert sent[1]["prompt_tokens"] < sent[0]["prompt_tokens"]  # fitted again, smaller
@@ -113,27 +118,19 @@ def test_a_window_the_provider_states_smaller_than_the_tables_is_used_from_then_
     window and is refused; the refusal states the window (OpenAI's "maximum context length",
     llama.cpp's `n_ctx`), and the gateway fits this request and the chat's next ones to it,
     saying so. Before, every request was refused."""
-    for sub in ("ws", "state", "config"):
-        (tmp_path / sub).mkdir()
     messages = history(3.0, LOCAL_MODEL)  # three times the local window's budget
-    with pytest.MonkeyPatch.context() as mp, StandinThread(
-            windows={LOCAL_MODEL: LOCAL_WINDOW},
-            llama_cpp=(LOCAL_MODEL,) if llama_cpp else ()) as thread:
-        mp.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-        gateway, state = start_stack(thread, tmp_path / "ws", tmp_path / "state")
-        try:
-            client = Stack(thread, gateway, state).openai()
-            warnings = []
-            for turn in range(4):
-                messages.append({"role": "user", "content": prose(f"now {turn}", 60)})
-                raw = client.chat.completions.with_raw_response.create(
-                    model=LOCAL_MODEL, messages=messages, max_tokens=ANSWER)
-                warnings.append(raw.headers.get("x-ctxlayer-warning", ""))
-                messages.append({"role": "assistant",
-                                 "content": raw.parse().choices[0].message.content})
-            sent = [r for r in thread.requests() if r["path"] == "/v1/chat/completions"]
-        finally:
-            stop_stack(thread, gateway, state)
+    with provider(tmp_path, windows={LOCAL_MODEL: LOCAL_WINDOW},
+                  llama_cpp=(LOCAL_MODEL,) if llama_cpp else ()) as stack:
+        client = stack.openai()
+        warnings = []
+        for turn in range(4):
+            messages.append({"role": "user", "content": prose(f"now {turn}", 60)})
+            raw = client.chat.completions.with_raw_response.create(
+                model=LOCAL_MODEL, messages=messages, max_tokens=ANSWER)
+            warnings.append(raw.headers.get("x-ctxlayer-warning", ""))
+            messages.append({"role": "assistant",
+                             "content": raw.parse().choices[0].message.content})
+        sent = [r for r in stack.standin.requests() if r["path"] == "/v1/chat/completions"]
     assert [r["status"] for r in sent] == [400] + [200] * 4
     assert all(r["prompt_tokens"] + ANSWER <= LOCAL_WINDOW for r in sent[1:])
     assert all(f"stated a window of {LOCAL_WINDOW} tokens" in w for w in warnings), warnings

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
+from typing import Any
 
 from ctxlayer.gateway.errors import GatewayError
 
@@ -50,40 +51,14 @@ def plain(raw: bytes, header: str | None, max_bytes: int) -> bytes:
     return bytes(raw)
 
 
-def _zlib(raw: bytes, max_bytes: int, wbits: int) -> bytes:
-    """Every member of a zlib-family stream (gzip allows several, one after another), stopping
-    one byte past ``max_bytes``."""
+def _frames(raw: bytes, max_bytes: int, decoder: Callable[[], Any]) -> bytes:
+    """Every frame of a stream, one after another (gzip members, zstd frames), each read by
+    a new ``decoder()`` (zlib's and zstd's decompressors alike), stopping one byte past
+    ``max_bytes``."""
     out = bytearray()
     data = raw
     while data:
-        inflate = zlib.decompressobj(wbits)
-        out += inflate.decompress(data, max_bytes + 1 - len(out))
-        if len(out) > max_bytes:
-            return bytes(out)
-        if not inflate.eof:
-            raise EOFError("the stream ends before its end")
-        data = inflate.unused_data
-    return bytes(out)
-
-
-def _gzip(raw: bytes, max_bytes: int) -> bytes:
-    return _zlib(raw, max_bytes, 16 + zlib.MAX_WBITS)
-
-
-def _deflate(raw: bytes, max_bytes: int) -> bytes:
-    # RFC 9110 says zlib-wrapped; some clients send the bare deflate stream
-    try:
-        return _zlib(raw, max_bytes, zlib.MAX_WBITS)
-    except zlib.error:
-        return _zlib(raw, max_bytes, -zlib.MAX_WBITS)
-
-
-def _zstd(raw: bytes, max_bytes: int) -> bytes:
-    """Every frame, stopping one byte past ``max_bytes``."""
-    out = bytearray()
-    data = raw
-    while data:
-        frame = zstd.ZstdDecompressor()
+        frame = decoder()
         out += frame.decompress(data, max_bytes + 1 - len(out))
         if len(out) > max_bytes:
             return bytes(out)
@@ -91,6 +66,22 @@ def _zstd(raw: bytes, max_bytes: int) -> bytes:
             raise EOFError("the stream ends before its end")
         data = frame.unused_data
     return bytes(out)
+
+
+def _gzip(raw: bytes, max_bytes: int) -> bytes:
+    return _frames(raw, max_bytes, lambda: zlib.decompressobj(16 + zlib.MAX_WBITS))
+
+
+def _deflate(raw: bytes, max_bytes: int) -> bytes:
+    # RFC 9110 says zlib-wrapped; some clients send the bare deflate stream
+    try:
+        return _frames(raw, max_bytes, lambda: zlib.decompressobj(zlib.MAX_WBITS))
+    except zlib.error:
+        return _frames(raw, max_bytes, lambda: zlib.decompressobj(-zlib.MAX_WBITS))
+
+
+def _zstd(raw: bytes, max_bytes: int) -> bytes:
+    return _frames(raw, max_bytes, zstd.ZstdDecompressor)
 
 
 _DECODERS: dict[str, Callable[[bytes, int], bytes]] = {
