@@ -8,7 +8,7 @@ The stand-in counts every prompt of the model 15% above tiktoken here."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,15 @@ def history(fill: float, model: str = MODEL) -> list[dict]:
 ANSWER = 256
 
 
+def converse(messages: list[dict], turns: int, ask: Callable[[list[dict]], str]) -> None:
+    """``turns`` more exchanges: a user message, then the answer ``ask`` gets for the chat."""
+    for turn in range(turns):
+        messages.append({"role": "user", "content": prose(f"now {turn}", 60)})
+        text = ask(messages)
+        assert text.startswith("stand-in")
+        messages.append({"role": "assistant", "content": text})
+
+
 @contextlib.contextmanager
 def provider(tmp_path: Path, models: dict[str, int] | None = None,
              **standin: Any) -> Iterator[Stack]:
@@ -62,14 +71,13 @@ def test_a_prompt_refused_as_too_long_is_fitted_again_with_the_providers_count(t
     with provider(tmp_path, {MODEL: WINDOW}, windows={MODEL: WINDOW},
                   counts={MODEL: 1.15}) as stack:
         client = stack.anthropic()
-        for turn in range(6):
-            messages.append({"role": "user", "content": prose(f"now {turn}", 60)})
-            answer = client.messages.create(model=MODEL, max_tokens=ANSWER,
-                                            messages=messages, stream=stream)
-            text = ("".join(e.delta.text for e in answer if e.type == "content_block_delta")
+
+        def ask(chat: list[dict]) -> str:
+            answer = client.messages.create(model=MODEL, max_tokens=ANSWER, messages=chat,
+                                            stream=stream)
+            return ("".join(e.delta.text for e in answer if e.type == "content_block_delta")
                     if stream else answer.content[0].text)
-            assert text.startswith("stand-in")
-            messages.append({"role": "assistant", "content": text})
+        converse(messages, 6, ask)
         sent = [r for r in stack.standin.requests() if r["path"] == "/v1/messages"]
     assert [r["status"] for r in sent] == [400] + [200] * 6
     assert "prompt is too long" in str(sent[0]["problems"]) or "over the window" in str(
@@ -90,15 +98,13 @@ def test_a_responses_refusal_without_a_count_is_fitted_again_smaller(tmp_path, s
     with provider(tmp_path, {RESPONSES_MODEL: WINDOW}, windows={RESPONSES_MODEL: WINDOW},
                   counts={RESPONSES_MODEL: 1.10}) as stack:
         client = stack.openai()
-        for turn in range(6):
-            items.append({"role": "user", "content": prose(f"now {turn}", 60)})
-            answer = client.responses.create(model=RESPONSES_MODEL, input=items,
-                                             max_output_tokens=ANSWER, store=False,
-                                             stream=stream)
-            text = ("".join(e.delta for e in answer if e.type == "response.output_text.delta")
+
+        def ask(chat: list[dict]) -> str:
+            answer = client.responses.create(model=RESPONSES_MODEL, input=chat, store=False,
+                                             max_output_tokens=ANSWER, stream=stream)
+            return ("".join(e.delta for e in answer if e.type == "response.output_text.delta")
                     if stream else answer.output_text)
-            assert text.startswith("stand-in")
-            items.append({"role": "assistant", "content": text})
+        converse(items, 6, ask)
         sent = [r for r in stack.standin.requests() if r["path"] == "/v1/responses"]
     assert sent[0]["status"] == 400 and "over the window" in str(sent[0]["problems"])
     assert [r["status"] for r in sent[1:]] == [200] * 6
@@ -123,13 +129,13 @@ def test_a_window_the_provider_states_smaller_than_the_tables_is_used_from_then_
                   llama_cpp=(LOCAL_MODEL,) if llama_cpp else ()) as stack:
         client = stack.openai()
         warnings = []
-        for turn in range(4):
-            messages.append({"role": "user", "content": prose(f"now {turn}", 60)})
+
+        def ask(chat: list[dict]) -> str:
             raw = client.chat.completions.with_raw_response.create(
-                model=LOCAL_MODEL, messages=messages, max_tokens=ANSWER)
+                model=LOCAL_MODEL, messages=chat, max_tokens=ANSWER)
             warnings.append(raw.headers.get("x-ctxlayer-warning", ""))
-            messages.append({"role": "assistant",
-                             "content": raw.parse().choices[0].message.content})
+            return raw.parse().choices[0].message.content or ""
+        converse(messages, 4, ask)
         sent = [r for r in stack.standin.requests() if r["path"] == "/v1/chat/completions"]
     assert [r["status"] for r in sent] == [400] + [200] * 4
     assert all(r["prompt_tokens"] + ANSWER <= LOCAL_WINDOW for r in sent[1:])
