@@ -85,13 +85,28 @@ TOO_LONG = [
     ("responses", {"error": {"message": "Your input exceeds the context window of this model. "
      "Please adjust your input and try again.", "code": "context_length_exceeded"}}, None),
     ("openai", {"error": {"message": "Rate limit reached", "code": "rate_limit_exceeded"}}, None),
+    # OpenRouter, vLLM and OpenAI's older wording
+    ("openai", {"error": {"message": "This endpoint's maximum context length is 16384 tokens. "
+     "However, you requested about 94307 tokens (94307 of text input). Please reduce the length "
+     "of either one, or use the \"middle-out\" transform to compress your prompt "
+     "automatically.", "code": 400}}, 94307),
+    ("openai", {"error": {"message": "This model's maximum context length is 32768 tokens. "
+     "However, your request has 32836 input tokens. Please reduce the length of the input "
+     "messages.", "type": "BadRequestError", "code": 400}}, 32836),
+    ("openai", {"error": {"message": "This model's maximum context length is 8191 tokens, however "
+     "you requested 8238 tokens (8238 in your prompt; 0 for the completion). Please reduce your "
+     "prompt; or completion length.", "code": None}}, 8238),
+    # vLLM without a breakdown: the total asked is not the prompt's count
+    ("openai", {"error": {"message": "This model's maximum context length is 131072 tokens. "
+     "However, you requested 351430 tokens. Please reduce the length of the messages or "
+     "completion.", "code": 400}}, None),
     # llama.cpp's server, an OpenAI-compatible upstream: the count and its context as fields
     ("openai", {"error": {"code": 400, "message": "the request exceeds the available context "
      "size, try increasing it", "type": "exceed_context_size_error", "n_prompt_tokens": 14429,
      "n_ctx": 8192}}, 14429),
 ]
 #: the window each of those states, in order
-WINDOWS = [200000, 200000, 128000, 128000, None, None, 8192]
+WINDOWS = [200000, 200000, 128000, 128000, None, None, 16384, 32768, 8191, 131072, 8192]
 
 
 @pytest.mark.parametrize(("fmt", "answer", "count"), TOO_LONG)

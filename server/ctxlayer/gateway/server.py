@@ -446,13 +446,15 @@ class GatewayServer:
 def _refused_count(fmt: str, response: web.StreamResponse,
                    result: protocol.PrepareResult) -> int | None:
     """The provider's count of the fitted prompt it refused as over the window; when the
-    refusal says none (the Responses API), the larger of our count and the budget,
-    UNSTATED_OVER above it. None: not such a refusal, or not a conversation's."""
+    refusal says none (the Responses API; a server that states only its window or the total
+    asked), the larger of our count and the budget, UNSTATED_OVER above it. None: not such a
+    refusal, or not a conversation's."""
     if not isinstance(response, web.Response) or not result.conversation_id:
         return None
     body = response.body if isinstance(response.body, bytes) else b""
     counted = refused_count(fmt, response.status, body)
-    if counted is None and over_window(response.status, body):
+    if counted is None and (over_window(response.status, body)
+                            or refused_window(fmt, response.status, body) is not None):
         counted = math.ceil(max(result.tokens, result.budget) * UNSTATED_OVER)
     return counted
 

@@ -143,13 +143,16 @@ class _Fields:
 _TOO_LONG = {
     "anthropic": re.compile(r"prompt is too long: (\d+) tokens > \d+ maximum"
                             r"|exceed context limit: (\d+) \+ \d+ > \d+"),
-    "openai": re.compile(r"However, you requested \d+ tokens \((\d+) in the messages"
-                         r"|However, your messages resulted in (\d+) tokens"),
+    # OpenAI; OpenRouter ("about N tokens (M of text input"); vLLM ("your request has N
+    # input tokens"); OpenAI's older wording ("(N in your prompt; ...")
+    "openai": re.compile(r"you requested (?:about )?\d+ tokens \((\d+) (?:in the messages|of "
+                         r"text input|in your prompt)|your messages resulted in (\d+) tokens"
+                         r"|your request has (\d+) input tokens", re.IGNORECASE),
 }
 #: ... and the window they state
 _WINDOW_IS = {
     "anthropic": re.compile(r"tokens > (\d+) maximum|exceed context limit: \d+ \+ \d+ > (\d+)"),
-    "openai": re.compile(r"maximum context length is (\d+) tokens"),
+    "openai": re.compile(r"maximum context length is (\d+) tokens", re.IGNORECASE),
 }
 #: llama.cpp's server (an OpenAI-compatible upstream) says both as fields of its error
 _LLAMA_CPP = "exceed_context_size_error"
