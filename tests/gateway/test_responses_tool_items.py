@@ -123,3 +123,20 @@ def test_codex_and_agents_sdk_tool_items_are_fitted_valid(small):
     kinds = {i["type"] for r in sent for i in r["body"]["input"]}
     assert {"custom_tool_call", "local_shell_call_output", "shell_call_output",
             "apply_patch_call", "computer_call_output", "mcp_call"} <= kinds
+
+
+def test_codex_compaction_trigger_stays_the_last_item(small):
+    """Codex's remote compaction (v2) is an ordinary request whose input ends with
+    `{"type": "compaction_trigger"}`: fitted into a small window, it still ends with it, after
+    the newest user message."""
+    items = [i for turn in _history(10) for i in turn]
+    items.append({"type": "compaction_trigger"})
+    _SDK.validate_python([i for i in items if not (
+        i["type"] == "local_shell_call_output" and "id" not in i)])
+    small.openai().responses.create(model="standin-small", input=items, store=False,
+                                    max_output_tokens=200)
+    (sent,) = [r for r in small.standin.requests() if r["path"] == "/v1/responses"][-1:]
+    assert sent["status"] == 200 and sent["problems"] == []
+    assert sent["body"]["input"][-1] == {"type": "compaction_trigger"}
+    assert {"type": "message", "role": "user", "content": "Step 9: go on."} in \
+        sent["body"]["input"]
