@@ -125,11 +125,13 @@ def test_codex_and_agents_sdk_tool_items_are_fitted_valid(small):
             "apply_patch_call", "computer_call_output", "mcp_call"} <= kinds
 
 
-def test_codex_compaction_trigger_stays_the_last_item(small):
+def test_codex_compaction_stays_whole_and_its_trigger_last(small):
     """Codex's remote compaction (v2) is an ordinary request whose input ends with
-    `{"type": "compaction_trigger"}`: fitted into a small window, it still ends with it, after
-    the newest user message."""
-    items = [i for turn in _history(10) for i in turn]
+    `{"type": "compaction_trigger"}`, and its answer a `compaction` item (the earlier history,
+    encrypted) that starts the requests after it. Fitted into a small window with a summary,
+    the compaction item stays first and whole (no summary of ours can read it: before, it was
+    summarized away with the rest), the trigger last, after the newest user message."""
+    items = [i for turn in _history(30) for i in turn]
     items.append({"type": "compaction_trigger"})
     _SDK.validate_python([i for i in items if not (
         i["type"] == "local_shell_call_output" and "id" not in i)])
@@ -138,5 +140,7 @@ def test_codex_compaction_trigger_stays_the_last_item(small):
     (sent,) = [r for r in small.standin.requests() if r["path"] == "/v1/responses"][-1:]
     assert sent["status"] == 200 and sent["problems"] == []
     assert sent["body"]["input"][-1] == {"type": "compaction_trigger"}
-    assert {"type": "message", "role": "user", "content": "Step 9: go on."} in \
+    assert sent["body"]["input"][0] == items[0] and items[0]["type"] == "compaction"
+    assert "[Summary of" in json.dumps(sent["body"]["input"][1:3])  # the rest was summarized
+    assert {"type": "message", "role": "user", "content": "Step 29: go on."} in \
         sent["body"]["input"]

@@ -187,8 +187,8 @@ def _call(item: dict, where: str) -> ToolCall:
 class _Group:
     """The items of one engine message while it is being read."""
 
-    def __init__(self, role: str, first: int) -> None:
-        self.role, self.items = role, [first]
+    def __init__(self, role: str, first: int, pinned: bool = False) -> None:
+        self.role, self.items, self.pinned = role, [first], pinned
         self.texts: list[str] = []
         self.parts = 0
         self.calls: list[ToolCall] = []
@@ -235,6 +235,11 @@ def _groups(items: list, counter: Tokenizer) -> list[_Group]:
         elif is_output(item):
             run = None
             group = _Group("tool", i)
+        elif kind == "compaction":
+            # the client's own summary of its earlier history (Codex's remote compaction),
+            # encrypted: no summary of ours can stand in for it, so it stays as it came
+            run = None
+            group = _Group("assistant", i, pinned=True)
         elif run is not None:
             run.items.append(i)
             _read_item(item, i, run, counter)
@@ -281,7 +286,7 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -
             text = "\n".join(g.texts)
             own = client_id(first)
             m = Message(role=g.role, content=text, tool_calls=g.calls or None,  # type: ignore
-                        tool_call_id=g.call_id, parts_tokens=g.parts or None,
+                        tool_call_id=g.call_id, parts_tokens=g.parts or None, pinned=g.pinned,
                         id=own or derive_id("rs", str(g.items[0]), g.role, text, g.call_id or "",
                                             *(c.id for c in g.calls)))
             add(m, g.items, own, f"input[{g.items[0]}]")
