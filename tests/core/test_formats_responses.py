@@ -97,6 +97,19 @@ def test_previous_response_id_is_audited_as_not_fitted():
     assert out.payload is body and [e.action for e in out.audit] == ["notFitted"]
 
 
+def test_a_compaction_item_is_pinned_and_costed_as_encrypted_content():
+    """Codex's compaction item is the client's own summary of the earlier history: kept
+    whole, its cost estimated from its size as encrypted reasoning's is."""
+    secret = encrypted("the history so far") * 20
+    d = decode("responses", {"model": "gpt-5", "input": [
+        {"type": "compaction", "id": "cmp_1", "encrypted_content": secret},
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+        {"role": "user", "content": "go on"}]}, WORDS)
+    compaction, run, user = d.messages
+    assert compaction.pinned and not run.pinned and not user.pinned
+    assert compaction.parts_tokens == len(secret) * 3 // 16 + 1
+
+
 @pytest.mark.parametrize(("body", "field"), [
     ({"input": 3}, "input"),
     ({"input": [{"role": "robot", "content": "x"}]}, "input[0].role"),
@@ -105,6 +118,8 @@ def test_previous_response_id_is_audited_as_not_fitted():
     ({"input": [{"type": "reasoning", "id": "r", "summary": [], "encrypted_content": 1},
                 {"role": "user", "content": "x"}]}, "input[0].encrypted_content"),
     ({"instructions": ["no"], "input": "x"}, "instructions"),
+    ({"input": [{"type": "compaction", "encrypted_content": None},
+                {"role": "user", "content": "x"}]}, "input[0].encrypted_content"),
     ({"input": [{"role": "user", "content": "a", "id": "m"},
                 {"role": "user", "content": "b", "id": "m"}]}, "input[1].id"),
 ])

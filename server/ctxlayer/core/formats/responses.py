@@ -206,6 +206,9 @@ def _read_item(item: dict, i: int, group: _Group, counter: Tokenizer) -> None:
         group.parts += parts
     elif kind == "reasoning":
         group.parts += _reasoning_tokens(item, where, counter)
+    elif kind == "compaction":  # encrypted as reasoning is: costed by its size alike
+        group.parts += len(expect_str(item.get("encrypted_content", ""),
+                                      f"{where}.encrypted_content")) * 3 // 16 + 1
     elif is_output(item):
         group.call_id = expect_str(answered_call(item), f"{where}.call_id", "the call's id")
         text, parts = _output(item, f"{where}.output", counter)
