@@ -7,6 +7,7 @@ question kept."""
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pydantic
@@ -20,6 +21,7 @@ from ctxlayer.core.errors import ContextError
 from ctxlayer.core.formats import decode, detect, encode
 from ctxlayer.core.tokens import WordTokenizer, conversation_tokens
 from ctxlayer.core.trim import TrimOptions, trim
+from ctxlayer.tokenizers import counter_for
 
 WORDS = WordTokenizer()
 AS_SENT = TrimOptions(rewrite_when_fits=False)
@@ -108,6 +110,17 @@ def test_a_compaction_item_is_pinned_and_costed_as_encrypted_content():
     compaction, run, user = d.messages
     assert compaction.pinned and not run.pinned and not user.pinned
     assert compaction.parts_tokens == len(secret) * 3 // 16 + 1
+
+
+def test_a_generated_image_is_costed_as_an_image_not_as_its_base64():
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(60000)).decode()
+    item = {"type": "image_generation_call", "id": "ig_1", "status": "completed", "result": png}
+    d = decode("responses", {"model": "gpt-5", "input": [
+        {"role": "user", "content": "draw it"}, item,
+        {"role": "user", "content": "again"}]}, counter_for("gpt-5"))
+    made = d.messages[1].parts_tokens
+    assert 0 < made < 2000 < counter_for("gpt-5").count(png)  # an image, not 80 KB of text
+    assert encode(d, d.messages).payload["input"][1] is item
 
 
 @pytest.mark.parametrize(("body", "field"), [

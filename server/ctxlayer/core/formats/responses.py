@@ -216,6 +216,12 @@ def _read_item(item: dict, i: int, group: _Group, counter: Tokenizer) -> None:
         group.parts += parts
     elif is_call(item):
         group.calls.append(_call(item, where))
+    elif kind == "image_generation_call" and isinstance(item.get("result"), str):
+        # the image it made (base64): costed as an image, its other fields by their JSON
+        group.parts += _part_tokens({"type": "input_image", "image_url":
+                                     f"data:image/png;base64,{item['result']}"}, where, counter)
+        group.parts += counter.count(_json.encode(
+            {k: v for k, v in item.items() if k != "result"}).decode())
     else:  # an item this version does not know: costed by its JSON, kept as it is
         group.parts += counter.count(_json.encode(item).decode())
 
