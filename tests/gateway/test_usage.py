@@ -100,13 +100,16 @@ TOO_LONG = [
     ("openai", {"error": {"message": "This model's maximum context length is 131072 tokens. "
      "However, you requested 351430 tokens. Please reduce the length of the messages or "
      "completion.", "code": 400}}, None),
+    # an OpenAI-compatible server's Responses route, worded as its Chat Completions
+    ("responses", {"error": {"message": "This model's maximum context length is 32768 tokens. "
+     "However, your request has 32836 input tokens.", "code": 400}}, 32836),
     # llama.cpp's server, an OpenAI-compatible upstream: the count and its context as fields
     ("openai", {"error": {"code": 400, "message": "the request exceeds the available context "
      "size, try increasing it", "type": "exceed_context_size_error", "n_prompt_tokens": 14429,
      "n_ctx": 8192}}, 14429),
 ]
 #: the window each of those states, in order
-WINDOWS = [200000, 200000, 128000, 128000, None, None, 16384, 32768, 8191, 131072, 8192]
+WINDOWS = [200000, 200000, 128000, 128000, None, None, 16384, 32768, 8191, 131072, 32768, 8192]
 
 
 @pytest.mark.parametrize(("fmt", "answer", "count"), TOO_LONG)

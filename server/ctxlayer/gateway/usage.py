@@ -154,6 +154,8 @@ _WINDOW_IS = {
     "anthropic": re.compile(r"tokens > (\d+) maximum|exceed context limit: \d+ \+ \d+ > (\d+)"),
     "openai": re.compile(r"maximum context length is (\d+) tokens", re.IGNORECASE),
 }
+# an OpenAI-compatible server serving the Responses API words its refusals alike
+_TOO_LONG["responses"], _WINDOW_IS["responses"] = _TOO_LONG["openai"], _WINDOW_IS["openai"]
 #: llama.cpp's server (an OpenAI-compatible upstream) says both as fields of its error
 _LLAMA_CPP = "exceed_context_size_error"
 
