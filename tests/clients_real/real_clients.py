@@ -24,8 +24,7 @@ import pytest
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent / "gateway"))
 
-from gateway_stack import Stack, start_stack, stop_stack  # noqa: E402
-from providers.standin import StandinThread  # noqa: E402
+from gateway_stack import Stack, fresh_stack  # noqa: E402
 
 VERSIONS = dict(line.split("=", 1) for line in (HERE / "versions.env").read_text().splitlines()
                 if line and not line.startswith("#"))
@@ -102,22 +101,11 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
-@contextlib.contextmanager
-def open_stack(tmp_path: Path, windows: dict[str, int] | None = None) -> Iterator[Stack]:
+def open_stack(tmp_path: Path, windows: dict[str, int] | None = None
+               ) -> contextlib.AbstractContextManager[Stack]:
     """A fresh stand-in and gateway (so the conversations listed are this test's alone);
     `windows` is given to both (`[gateway.models]`, and the window the stand-in enforces)."""
-    mp = pytest.MonkeyPatch()
-    for sub in ("config", "state", "workspace"):
-        (tmp_path / sub).mkdir(parents=True, exist_ok=True)
-    mp.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    with StandinThread(windows=windows or {}) as thread:
-        gateway, state = start_stack(thread, tmp_path / "workspace", tmp_path / "state",
-                                     models=windows or {})
-        try:
-            yield Stack(thread, gateway, state)
-        finally:
-            stop_stack(thread, gateway, state)
-            mp.undo()
+    return fresh_stack(tmp_path, windows, windows=windows or {})
 
 
 @pytest.fixture

@@ -90,21 +90,26 @@ def stop_stack(thread: StandinThread, gateway: GatewayServer, state: State) -> N
 
 
 @contextlib.contextmanager
-def small_stack(base: Path) -> Iterator[Stack]:
-    """A stack in ``base`` where `standin-small` (and `standin-twin`, another model counted
-    alike) has a 4096-token window on both sides (the gateway told so by `[gateway] models`);
-    the user's own config is never read."""
+def fresh_stack(base: Path, models: dict[str, int] | None = None,
+                **standin: Any) -> Iterator[Stack]:
+    """A stand-in made with ``standin`` and a gateway before it, told ``models``' windows
+    (`[gateway] models`), their workspace, state and config folders in ``base``: the user's own
+    config is never read."""
     for sub in ("ws", "state", "config"):
-        (base / sub).mkdir(exist_ok=True)
-    mp = pytest.MonkeyPatch()
-    mp.setenv("XDG_CONFIG_HOME", str(base / "config"))
-    with StandinThread(windows=SMALL_WINDOW) as thread:
-        gateway, state = start_stack(thread, base / "ws", base / "state", models=SMALL_WINDOW)
+        (base / sub).mkdir(parents=True, exist_ok=True)
+    with pytest.MonkeyPatch.context() as mp, StandinThread(**standin) as thread:
+        mp.setenv("XDG_CONFIG_HOME", str(base / "config"))
+        gateway, state = start_stack(thread, base / "ws", base / "state", models=models or {})
         try:
             yield Stack(thread, gateway, state)
         finally:
             stop_stack(thread, gateway, state)
-            mp.undo()
+
+
+def small_stack(base: Path) -> contextlib.AbstractContextManager[Stack]:
+    """A stack in ``base`` where `standin-small` (and `standin-twin`, another model counted
+    alike) has a 4096-token window on both sides."""
+    return fresh_stack(base, SMALL_WINDOW, windows=SMALL_WINDOW)
 
 
 WORDS = ("parser token budget window cache prefix session editor stream answer question "

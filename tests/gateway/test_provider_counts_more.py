@@ -7,14 +7,10 @@ The stand-in counts every prompt of the model 15% above tiktoken here."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable
 
 import pytest
-from gateway_stack import Stack, prose, start_stack, stop_stack
-from providers.standin import StandinThread
+from gateway_stack import fresh_stack, prose
 
 MODEL = "claude-opus-5-5"  # Claude Code's default (an older name warns in the SDK as retired)
 WINDOW = 8000
@@ -46,29 +42,13 @@ def converse(messages: list[dict], turns: int, ask: Callable[[list[dict]], str])
         messages.append({"role": "assistant", "content": text})
 
 
-@contextlib.contextmanager
-def provider(tmp_path: Path, models: dict[str, int] | None = None,
-             **standin: Any) -> Iterator[Stack]:
-    """A gateway (told ``models``' windows) before a stand-in made with ``standin``."""
-    for sub in ("ws", "state", "config"):
-        (tmp_path / sub).mkdir()
-    with pytest.MonkeyPatch.context() as mp, StandinThread(**standin) as thread:
-        mp.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-        gateway, state = start_stack(thread, tmp_path / "ws", tmp_path / "state",
-                                     models=models or {})
-        try:
-            yield Stack(thread, gateway, state)
-        finally:
-            stop_stack(thread, gateway, state)
-
-
 @pytest.mark.parametrize("stream", [False, True])
 def test_a_prompt_refused_as_too_long_is_fitted_again_with_the_providers_count(tmp_path, stream):
     """The chat's first request (a resumed one: nothing calibrated it) is fitted whole at 92%
     of the budget by our count, 106% by the provider's. Streamed, the refusal is a plain 400
     too: nothing went to the client before the request went again."""
     messages = history(0.92)
-    with provider(tmp_path, {MODEL: WINDOW}, windows={MODEL: WINDOW},
+    with fresh_stack(tmp_path, {MODEL: WINDOW}, windows={MODEL: WINDOW},
                   counts={MODEL: 1.15}) as stack:
         client = stack.anthropic()
 
@@ -95,7 +75,7 @@ def test_a_responses_refusal_without_a_count_is_fitted_again_smaller(tmp_path, s
     gateway takes it as UNSTATED_OVER above the budget and fits the request again, once. The
     provider counts 10% above us here (encrypted reasoning or images estimated low)."""
     items = history(0.95, RESPONSES_MODEL)
-    with provider(tmp_path, {RESPONSES_MODEL: WINDOW}, windows={RESPONSES_MODEL: WINDOW},
+    with fresh_stack(tmp_path, {RESPONSES_MODEL: WINDOW}, windows={RESPONSES_MODEL: WINDOW},
                   counts={RESPONSES_MODEL: 1.10}) as stack:
         client = stack.openai()
 
@@ -125,7 +105,7 @@ def test_a_window_the_provider_states_smaller_than_the_tables_is_used_from_then_
     llama.cpp's `n_ctx`), and the gateway fits this request and the chat's next ones to it,
     saying so. Before, every request was refused."""
     messages = history(3.0, LOCAL_MODEL)  # three times the local window's budget
-    with provider(tmp_path, windows={LOCAL_MODEL: LOCAL_WINDOW},
+    with fresh_stack(tmp_path, windows={LOCAL_MODEL: LOCAL_WINDOW},
                   llama_cpp=(LOCAL_MODEL,) if llama_cpp else ()) as stack:
         client = stack.openai()
         warnings = []
