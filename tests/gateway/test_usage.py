@@ -15,13 +15,7 @@ from providers.standin_answers import (
     openai_completion,
 )
 
-from ctxlayer.gateway.usage import (
-    StreamUsage,
-    from_answer,
-    over_window,
-    refused_count,
-    refused_window,
-)
+from ctxlayer.gateway.usage import StreamUsage, from_answer, refusal
 from ctxlayer.gateway.usage import Usage as Read
 
 SENT = Usage(prompt=1200, completion=40, cache_read=1000, cache_write=150)
@@ -115,13 +109,13 @@ WINDOWS = [200000, 200000, 128000, 128000, None, None, 16384, 32768, 8191, 13107
 @pytest.mark.parametrize(("fmt", "answer", "count"), TOO_LONG)
 def test_a_refusal_as_over_the_window_says_the_providers_count(fmt, answer, count):
     body = json.dumps(answer).encode()
-    assert refused_count(fmt, 400, body) == count
-    assert refused_count(fmt, 429, body) is None  # only a 400 refuses a prompt
-    assert refused_count(fmt, 400, b"<html>bad gateway</html>") is None
-    # OpenAI's code and llama.cpp's type say it whether or not the message counts
-    # (Anthropic's type does not)
-    assert over_window(400, body) == (answer["error"].get("code") == "context_length_exceeded"
-                                      or answer["error"].get("type") == "exceed_context_size_error")
-    assert not over_window(429, body)
-    assert refused_window(fmt, 400, body) == WINDOWS[TOO_LONG.index((fmt, answer, count))]
-    assert refused_window(fmt, 429, body) is None
+    said = refusal(fmt, 400, body)
+    window = WINDOWS[TOO_LONG.index((fmt, answer, count))]
+    assert (said.count if said else None) == count
+    assert (said.window if said else None) == window
+    assert refusal(fmt, 429, body) is None  # only a 400 refuses a prompt
+    assert refusal(fmt, 400, b"<html>bad gateway</html>") is None
+    # OpenAI's code and llama.cpp's type say it whether or not the message counts (Anthropic's
+    # type does not): a refusal with neither count nor window nor such a code is none
+    assert (said is not None) == (count is not None or window is not None
+                                  or answer["error"].get("code") == "context_length_exceeded")

@@ -36,13 +36,7 @@ from ctxlayer.gateway.errors import GatewayError, error_response
 from ctxlayer.gateway.forward import Upstream, upstream_headers
 from ctxlayer.gateway.providers import BY_FORMAT, PROVIDERS, Provider, family_of
 from ctxlayer.gateway.proxies import named
-from ctxlayer.gateway.usage import (
-    UNSTATED_OVER,
-    Usage,
-    over_window,
-    refused_count,
-    refused_window,
-)
+from ctxlayer.gateway.usage import UNSTATED_OVER, Refusal, Usage, refusal
 from ctxlayer.state import Caller, State
 from ctxlayer.state.requests import call
 from ctxlayer.statefiles import make_private_dir, read_or_create_token, token_file, write_private
@@ -320,10 +314,11 @@ class GatewayServer:
                 500, "preparing the request failed (a bug; the gateway's log has the details)"),
                 ours)
         response = await self._send(request, fmt, url, len(raw), dict(ours), result)
-        counted = _refused_count(fmt, response, result)
-        stated = (refused_window(fmt, response.status, response.body)
-                  if isinstance(response, web.Response) and isinstance(response.body, bytes)
-                  else None)
+        refused = (refusal(fmt, response.status, response.body)
+                   if isinstance(response, web.Response) and isinstance(response.body, bytes)
+                   else None)
+        counted = _refused_count(refused, result)
+        stated = refused.window if refused is not None else None
         smaller = stated is not None and stated < window
         if smaller:
             # the provider's window is smaller than the table's or the config's (a local
@@ -443,20 +438,16 @@ class GatewayServer:
             log.exception("reporting usage failed")
 
 
-def _refused_count(fmt: str, response: web.StreamResponse,
-                   result: protocol.PrepareResult) -> int | None:
+def _refused_count(refused: Refusal | None, result: protocol.PrepareResult) -> int | None:
     """The provider's count of the fitted prompt it refused as over the window; when the
     refusal says none (the Responses API; a server that states only its window or the total
     asked), the larger of our count and the budget, UNSTATED_OVER above it. None: not such a
     refusal, or not a conversation's."""
-    if not isinstance(response, web.Response) or not result.conversation_id:
+    if refused is None or not result.conversation_id:
         return None
-    body = response.body if isinstance(response.body, bytes) else b""
-    counted = refused_count(fmt, response.status, body)
-    if counted is None and (over_window(response.status, body)
-                            or refused_window(fmt, response.status, body) is not None):
-        counted = math.ceil(max(result.tokens, result.budget) * UNSTATED_OVER)
-    return counted
+    if refused.count is not None:
+        return refused.count
+    return math.ceil(max(result.tokens, result.budget) * UNSTATED_OVER)
 
 
 async def _read(request: web.Request) -> bytes:

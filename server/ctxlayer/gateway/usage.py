@@ -11,8 +11,9 @@ cache, so the prompt is `input_tokens + cache_read_input_tokens + cache_creation
 streamed in message_start (input) and message_delta (output, sometimes input again).
 OpenAI Responses: `usage.input_tokens` (cache reads included, in
 `input_tokens_details.cached_tokens`), `output_tokens`; streamed in `response.completed`.
-A refusal of a prompt over the window says the provider's count of it too (`refused_count`):
-Anthropic's and Chat Completions' messages; the Responses API's does not.
+A refusal of a prompt over the window says the provider's count of it and its window too
+(`refusal`): Anthropic's and Chat Completions' messages, llama.cpp's fields; the Responses
+API's says neither.
 """
 
 from __future__ import annotations
@@ -164,28 +165,25 @@ _LLAMA_CPP = "exceed_context_size_error"
 UNSTATED_OVER = 1.15
 
 
-def refused_count(fmt: str, status: int, body: bytes) -> int | None:
-    """The provider's count of a prompt it refused as over the model's window (a 400 that
-    says it), or None."""
+class Refusal(msgspec.Struct, frozen=True):
+    """A provider's 400 refusing a prompt as over the model's window."""
+
+    count: int | None  # its count of the prompt, when it says it
+    window: int | None  # the window it states, when it does
+
+
+def refusal(fmt: str, status: int, body: bytes) -> Refusal | None:
+    """The refusal of a prompt as over the model's window that a provider's answer is, or
+    None: by its count or window in the words of `fmt`'s family, llama.cpp's fields, or
+    OpenAI's `context_length_exceeded` alone."""
     error = _error(status, body)
     if error.get("type") == _LLAMA_CPP:
-        return _count(error.get("n_prompt_tokens"))
-    return _stated(_TOO_LONG.get(fmt), error)
-
-
-def refused_window(fmt: str, status: int, body: bytes) -> int | None:
-    """The window a provider states when it refuses a prompt as over it, or None."""
-    error = _error(status, body)
-    if error.get("type") == _LLAMA_CPP:
-        return _count(error.get("n_ctx"))
-    return _stated(_WINDOW_IS.get(fmt), error)
-
-
-def over_window(status: int, body: bytes) -> bool:
-    """Whether a provider's answer refuses the prompt as over the model's window, whether
-    or not it says its count (OpenAI's `context_length_exceeded`, llama.cpp's type)."""
-    error = _error(status, body)
-    return error.get("code") == "context_length_exceeded" or error.get("type") == _LLAMA_CPP
+        return Refusal(_count(error.get("n_prompt_tokens")), _count(error.get("n_ctx")))
+    said = Refusal(_stated(_TOO_LONG.get(fmt), error), _stated(_WINDOW_IS.get(fmt), error))
+    if said.count is None and said.window is None and \
+            error.get("code") != "context_length_exceeded":
+        return None
+    return said
 
 
 def _error(status: int, body: bytes) -> dict:
