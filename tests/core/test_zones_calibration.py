@@ -74,3 +74,21 @@ def test_error_band_is_the_model_table_prior_until_reports_say_more():
     cal.record("m", 1900, 1000)  # an outlier does not widen the band
     cal.record("m", 1100, 1000)
     assert cal.error_band("m", prior=0.0) == pytest.approx(0.1, abs=1e-3)
+
+
+def test_a_refusal_outvotes_the_reports_before_it():
+    """A provider's refusal states its count of the very prompt the median fitted: the chat's
+    next prompts are fitted by it, not by twenty earlier reports; later reports count again,
+    and a refusal below the bias changes nothing more than a report does."""
+    c = Calibration()
+    for _ in range(20):
+        c.record("m", 1000, 1000)
+    assert c.record("m", 1000, 1000) == 1.0
+    assert c.record("m", 1600, 1000, refused=True) == 1.6
+    assert c.effective_limit("m", 16_000) == 10_000
+    assert c.record("m", 1400, 1000) == pytest.approx(1.5)  # a median of what came after
+    c.record("m", 1000, 1000, refused=True)
+    assert len(c.ratios["m"]) == 3
+    # the bound of a report (another prompt's, maybe) is not a refusal's, which is exact
+    assert c.record("m", 2600, 1000, refused=True) == 2.6
+    assert c.record("m", 9000, 1000, refused=True) == 8.0  # an absurd count is cut

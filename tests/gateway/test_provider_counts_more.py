@@ -66,6 +66,27 @@ def test_a_prompt_refused_as_too_long_is_fitted_again_with_the_providers_count(t
     assert all(r["prompt_tokens"] + ANSWER <= WINDOW for r in sent[1:])
 
 
+def test_a_refusal_outvotes_a_calibration_many_reports_made(tmp_path):
+    """Twelve turns the provider counted as we did, then it counts 30% more (the chat's mix
+    changed: thinking the gateway could not see, images it costed low). The first prompt
+    refused is fitted again by the refusal's count, not by the median of the twelve reports
+    before it (which barely moves, so the request went again as large, and its refusal went
+    back to the client), and the turns after it fit."""
+    messages = history(0.92)
+    with fresh_stack(tmp_path, {MODEL: WINDOW}, windows={MODEL: WINDOW}) as stack:
+        client = stack.anthropic()
+
+        def ask(chat: list[dict]) -> str:
+            return client.messages.create(model=MODEL, max_tokens=ANSWER,
+                                          messages=chat).content[0].text
+        converse(messages, 12, ask)
+        stack.standin.counts[MODEL] = 1.3
+        converse(messages, 4, ask)
+        sent = [r for r in stack.standin.requests() if r["path"] == "/v1/messages"]
+    assert [r["status"] for r in sent] == [200] * 12 + [400] + [200] * 4
+    assert all(r["prompt_tokens"] + ANSWER <= WINDOW for r in sent[13:])
+
+
 RESPONSES_MODEL = "gpt-4o"
 
 

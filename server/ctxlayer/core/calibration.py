@@ -11,7 +11,11 @@ session:
   overhead alone moves their ratio far from the truth;
 - each ratio is clamped to [1 / ``max_ratio``, ``max_ratio``];
 - the bias is the median of the model's last ``window`` ratios, so one outlier among correct
-  reports changes nothing, and correct reports outvote a wrong one.
+  reports changes nothing, and correct reports outvote a wrong one;
+- but a refusal (the provider's count of a prompt it refused as over the window) outvotes the
+  reports before it: a median of them fitted a prompt the provider would not take, so the
+  chat's mix has changed (its hidden thinking grew, its images are costed low), and fitting
+  again by that median would be refused alike. Its ratio starts the model's list anew.
 Before any report the error band is the model table's own uncertainty (passed in by the
 caller); after two or more, the standard deviation of the ratios without the outliers, never
 below it.
@@ -37,12 +41,19 @@ class Calibration(msgspec.Struct, kw_only=True):
     ratios: dict[str, list[float]] = msgspec.field(default_factory=dict)
     min_counted: int = 256
     max_ratio: float = 2.0
+    #: a refusal's own bound: it states the count of the very prompt, not a report that may
+    #: be another prompt's, so only an absurd ratio is cut
+    max_refused_ratio: float = 8.0
 
-    def record(self, model: str, billed: int, counted: int) -> float:
-        """Add one report; return the model's new bias. Reports with a tiny count are ignored."""
+    def record(self, model: str, billed: int, counted: int, *, refused: bool = False) -> float:
+        """Add one report (``refused``: a refusal's count, see the module's docstring); return
+        the model's new bias. Reports with a tiny count are ignored."""
         if billed > 0 and counted >= max(1, self.min_counted):
-            ratio = min(self.max_ratio, max(1.0 / self.max_ratio, billed / counted))
+            most = self.max_refused_ratio if refused else self.max_ratio
+            ratio = min(most, max(1.0 / self.max_ratio, billed / counted))
             samples = self.ratios.setdefault(model, [])
+            if refused and ratio > self.bias(model):
+                samples.clear()
             samples.append(ratio)
             del samples[: max(0, len(samples) - self.window)]
         return self.bias(model)

@@ -40,9 +40,11 @@ def read_ahead(caller: Caller, conversation_id: str) -> None:
     caller.state.conversations.read_ahead(caller.workspace, conversation_id)
 
 
-async def report(caller: Caller, result: protocol.PrepareResult, usage: Usage) -> None:
-    """Tell the conversation's session what the provider counted (its calibration), and the
-    editors of the workspace the budget with the provider's cache reads."""
+async def report(caller: Caller, result: protocol.PrepareResult, usage: Usage,
+                 refused: bool = False) -> None:
+    """Tell the conversation's session what the provider counted (its calibration;
+    ``refused``: a refusal's count of the prompt), and the editors of the workspace the
+    budget with the provider's cache reads."""
     if not result.conversation_id:
         return
     state = caller.state
@@ -50,7 +52,7 @@ async def report(caller: Caller, result: protocol.PrepareResult, usage: Usage) -
     counted = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
                "prompt_tokens_details": {"cached_tokens": usage.cache_read_tokens}}
     budget = await state.work(state.conversations.report_usage, result.conversation_id,
-                              counted, caller.workspace)
+                              counted, caller.workspace, refused)
     if budget is not None:
         state.events.budget(caller.workspace, msgspec.structs.replace(
             budget, source="gateway", cached_tokens=usage.cache_read_tokens))

@@ -335,7 +335,7 @@ class GatewayServer:
                      "count, else taken above the budget), %d by ours, window %d; fitted "
                      "again", fmt, counted, result.tokens, window)
             if counted is not None and counted > result.tokens:
-                await self._report(result, Usage(prompt_tokens=counted))
+                await self._report(result, Usage(prompt_tokens=counted), refused=True)
             try:
                 again = await prepare()
             except Exception:  # the refusal stands, as the provider said it
@@ -431,9 +431,10 @@ class GatewayServer:
         task.add_done_callback(self._tasks.discard)
         return task
 
-    async def _report(self, result: protocol.PrepareResult, usage: Usage) -> None:
+    async def _report(self, result: protocol.PrepareResult, usage: Usage,
+                      refused: bool = False) -> None:
         try:
-            await chats.report(self.caller, result, usage)
+            await chats.report(self.caller, result, usage, refused)
         except Exception:  # a failed report must not fail an answer already given
             log.exception("reporting usage failed")
 

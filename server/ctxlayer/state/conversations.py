@@ -466,9 +466,10 @@ class Conversations:
 
     # --- the provider's usage --------------------------------------------------------------
 
-    def report_usage(self, conversation_id: str, usage: dict,
-                     workspace: str | None = None) -> protocol.Budget | None:
-        """Feed the provider's usage of the last request to the session's calibration; the
+    def report_usage(self, conversation_id: str, usage: dict, workspace: str | None = None,
+                     refused: bool = False) -> protocol.Budget | None:
+        """Feed the provider's usage of the last request to the session's calibration
+        (``refused``: its count of a prompt it refused as over the window); the
         Budget to publish, or None when the conversation or the usage is unknown. It takes the
         session service's lock: from the event loop, call it through ``state.work``; the
         calibration's row is written later, on the keeping thread."""
@@ -485,7 +486,8 @@ class Conversations:
             conv.reports += 1  # first: a note of the prompt ending meanwhile is older
             conv.bias = self.state.sessions.report_usage(conv.workspace, conv.session_id,
                                                          prompt, conv.tokens,
-                                                         later=self.state.keep_later)
+                                                         later=self.state.keep_later,
+                                                         refused=refused)
         return conv.budget_report(used=prompt)
 
 

@@ -468,16 +468,19 @@ class SessionService:
 
     def report_usage(self, workspace: str, session_id: str, prompt_tokens: int,
                      estimated: int | None,
-                     later: Callable[[Callable[[], None]], None] | None = None) -> float:
+                     later: Callable[[Callable[[], None]], None] | None = None, *,
+                     refused: bool = False) -> float:
         """Record the provider's count of the last prompt; returns the session's new bias.
         ``later``: where the calibration's row is written, when the caller must not wait for
-        the database (a live chat's answer, while another chat's bulk writes hold it)."""
+        the database (a live chat's answer, while another chat's bulk writes hold it).
+        ``refused``: the count of a prompt the provider refused as over the window."""
         with self._lock:
             live = self._get(workspace, session_id)
             if prompt_tokens < 0:
                 raise ContextError("invalid", "must not be negative", field="promptTokens")
             counted = estimated if estimated is not None else live.last_total
-            bias = live.calibration.record(live.row.model, prompt_tokens, counted)
+            bias = live.calibration.record(live.row.model, prompt_tokens, counted,
+                                           refused=refused)
             sid, now = live.row.sid, self.clock()
             calibration = msgspec.json.encode(live.calibration)
             if later is None:
