@@ -18,6 +18,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -101,11 +102,12 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
-def open_stack(tmp_path: Path, windows: dict[str, int] | None = None
+def open_stack(tmp_path: Path, windows: dict[str, int] | None = None, **standin: Any
                ) -> contextlib.AbstractContextManager[Stack]:
-    """A fresh stand-in and gateway (so the conversations listed are this test's alone);
-    `windows` is given to both (`[gateway.models]`, and the window the stand-in enforces)."""
-    return fresh_stack(tmp_path, windows, windows=windows or {})
+    """A fresh stand-in (made with ``standin``) and gateway (so the conversations listed are
+    this test's alone); `windows` is given to both (`[gateway.models]`, and the window the
+    stand-in enforces)."""
+    return fresh_stack(tmp_path, windows, windows=windows or {}, **standin)
 
 
 @pytest.fixture

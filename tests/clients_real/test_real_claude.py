@@ -87,6 +87,35 @@ def test_claude_code_long_tool_loop_compacts_in_a_small_window_and_completes(rep
 WINDOW = 40_000
 
 
+def test_claude_code_thinking_hidden_in_signatures_is_costed_and_kept(repo, tmp_path):
+    """Claude Code asks for adaptive thinking with `display: "omitted"` and keeps every turn's
+    thinking: each answer's thinking block comes back with no text, its thinking (here 900
+    words a turn, about 1,600 tokens) sealed in the signature, which the provider counts. The
+    gateway costs each block by its signature, so a 12-round loop in a 40k window never sends
+    a prompt the provider refuses, and the latest turn's thinking goes back as it came. By the
+    text alone the gateway saw none of that thinking: six prompts were refused, fitting again
+    by the chat's calibration did not bring them under the window, and Claude Code gave up
+    ("Prompt is too long · automatic compaction failed")."""
+    log = "\n".join(f"line {i}: step {i} of the build passed, {i * 7} checks" for i in range(80))
+    (repo / "build.log").write_text(log)
+    rounds = 12
+    with open_stack(tmp_path / "stack", {DEFAULT_MODEL: WINDOW}, thinking_words=900) as stack:
+        stack.standin.agent(rounds, [{"name": "Bash", "arguments": {
+            "command": "cat build.log", "description": "Read the build log"}}])
+        answer = claude(stack, repo, tmp_path / "home", "Check the build log, many times.",
+                        CLAUDE_CODE_MAX_OUTPUT_TOKENS="8000")
+        assert answer["result"].startswith(f"stand-in answer after {rounds} tool results"), \
+            answer
+        requests = [r for r in model_requests(stack) if r["body"]["model"] == DEFAULT_MODEL]
+        assert_all_valid(requests)  # the stand-in checks each signature, and the window
+        assert requests[-1]["body"]["thinking"]["display"] == "omitted"
+        thinking = [b for m in requests[-1]["body"]["messages"] if m["role"] == "assistant"
+                    and isinstance(m["content"], list) for b in m["content"]
+                    if b["type"] == "thinking"]
+        assert thinking and all(b["thinking"] == "" for b in thinking)
+        assert max(r["prompt_tokens"] for r in requests) > WINDOW // 2
+
+
 def plain(message: dict) -> dict:
     """A message without its cache markers (a client moves them from request to request)."""
     content = message.get("content")

@@ -41,7 +41,23 @@ CASES = [
      "assistant: thinking (212 tokens) + read(a.py)"),
     ("anthropic", {"role": "assistant", "content": [
         {"type": "redacted_thinking", "data": "x" * 400}, READ]},
-     "assistant: redacted thinking (101 tokens) + read(a.py)"),
+     "assistant: redacted thinking (76 tokens) + read(a.py)"),
+    # `display: "omitted"`: no text, the whole thinking in the signature (3/4 of a byte a
+    # character, about 4 bytes a token)
+    ("anthropic", {"role": "assistant", "content": [
+        {"type": "thinking", "thinking": "", "signature": "A" * 1600}, READ]},
+     "assistant: thinking (300 tokens) + read(a.py)"),
+    # reasoning sent back on a Chat Completions turn: DeepSeek's text; OpenRouter's text twice
+    # (in `reasoning` and its details) counted once, its encrypted details by their size
+    ("openai", {"role": "assistant", "content": "done",
+                "reasoning_content": " ".join(["why"] * 40)},
+     "assistant: reasoning (40 tokens) + 'done'"),
+    ("openai", {"role": "assistant", "content": "done", "reasoning": " ".join(["why"] * 40),
+                "reasoning_details": [
+                    {"type": "reasoning.text", "text": " ".join(["why"] * 40),
+                     "signature": "A" * 80},
+                    {"type": "reasoning.encrypted", "data": "B" * 1600}]},
+     "assistant: reasoning (340 tokens) + 'done'"),
     ("openai", {"role": "user", "content": [
         {"type": "file", "file": {"filename": "report.pdf", "file_data": "JVBERi0="}},
         {"type": "text", "text": "summarize it"}]},

@@ -20,7 +20,9 @@ else its first tool with `{"round": k}`.
 Every request is checked as the provider checks it (standin_checks.py) and measured against
 the model's window (tiktoken, offline; `Standin(counts={model: 1.15})` counts a model's prompts
 above that, as a provider whose tokenizer is not the gateway's); a refused one gets the
-provider's own 400 (`llama_cpp=(model,)`: as llama.cpp's server words it). Answers
+provider's own 400 (`llama_cpp=(model,)`: as llama.cpp's server words it). A Messages request
+with `thinking` on is answered after a thinking block of `thinking_words` words, whose
+signature the stand-in checks when it comes back (standin_thinking.py). Answers
 carry usage: `cached_tokens` / `cache_read_input_tokens` are the tokens of the messages at the
 start of the request identical to the previous request of the same conversation (same model,
 system and first message), so cache reuse is observable. `stream: true` answers in the
@@ -51,6 +53,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from aiohttp import web
 
 if str(Path(__file__).parent) not in sys.path:  # run as a script or imported as providers.*
@@ -59,6 +62,7 @@ if str(Path(__file__).parent) not in sys.path:  # run as a script or imported as
 import standin_answers as answers
 import standin_checks as checks
 import standin_responses as responses
+import standin_thinking as thinking
 from standin_answers import Reply, Usage
 
 from ctxlayer.tokenizers import context_window
@@ -81,7 +85,8 @@ class Standin:
     """The stand-in provider, served on the running loop."""
 
     def __init__(self, *, windows: dict[str, int] | None = None, host: str = "127.0.0.1",
-                 counts: dict[str, float] | None = None, llama_cpp: tuple[str, ...] = ()):
+                 counts: dict[str, float] | None = None, llama_cpp: tuple[str, ...] = (),
+                 thinking_words: int = 40):
         self.host = host
         self.port = 0
         #: context windows by model name prefix, over the model table's (e.g. a small model)
@@ -92,6 +97,9 @@ class Standin:
         #: model name prefixes served as llama.cpp's server serves them: a prompt over the
         #: window is refused with its `exceed_context_size_error` (the count and n_ctx as fields)
         self.llama_cpp = tuple(llama_cpp)
+        #: how long the thinking is that opens an answer to a request with `thinking` on
+        self.thinking_words = thinking_words
+        self.thought: set[str] = set()  # ids of the tool calls it answered after thinking
         self.received: list[dict[str, Any]] = []
         self._failures: list[dict[str, Any]] = []
         self._replies: list[Reply] = []
@@ -200,6 +208,7 @@ class Standin:
         self.agent_calls = []
         self._agent_made = 0
         self.by_model.clear()
+        self.thought.clear()
 
     def counted(self, model: str, tokens: int) -> int:
         """``tokens`` (tiktoken's count of a prompt) as this provider counts them."""
@@ -306,9 +315,7 @@ class Standin:
         output = responses.output_items(rid, reply, "reasoning.encrypted_content" in (
             body.get("include") or ()))
         self._responses[f"resp_{rid}"] = [*items, *output]
-        completion = checks.counter_for(model).count(reply.text or json.dumps(
-            reply.tool_arguments)) + (8 if reply.tool_name else 0)
-        usage = Usage(tokens, completion, self._responses_cache(body, items))
+        usage = Usage(tokens, self._completion(model, reply), self._responses_cache(body, items))
         created = int(time.time())
         if not entry["stream"]:
             entry["status"] = 200
@@ -414,6 +421,8 @@ class Standin:
         entry["stream"] = bool(body.get("stream"))
         betas = checks.betas_of(request.headers) if fmt == "anthropic" else []
         probs = checks.problems(fmt, body, betas)
+        if fmt == "anthropic" and not probs:
+            probs = thinking.problems(body, self.thought)
         if probs:
             entry["problems"] = probs
             return self._error(fmt, entry, 400, "; ".join(probs), param="messages")
@@ -446,9 +455,12 @@ class Standin:
         rid = f"standin{self._count}"
         reply = (Reply(text=script["text"]) if script is not None and script["text"] is not None
                  else self._answer(fmt, body))
-        completion = checks.counter_for(model).count(reply.text or json.dumps(
-            reply.tool_arguments)) + (8 if reply.tool_name else 0)
-        usage = Usage(tokens, completion, *self._cache(fmt, body))
+        if fmt == "anthropic" and thinking.thinking_on(body):
+            reply = msgspec.structs.replace(reply, thinking=thinking.block(
+                body, self.thinking_words, self._count))
+            if reply.tool_name:
+                self.thought.add(f"toolu_{rid}")
+        usage = Usage(tokens, self._completion(model, reply), *self._cache(fmt, body))
         headers = self._ids(fmt)
         if not entry["stream"]:
             entry["status"] = 200
@@ -490,6 +502,12 @@ class Standin:
         entry["completed"] = True
         await resp.write_eof()
         return resp
+
+    def _completion(self, model: str, reply: Reply) -> int:
+        """The answer's output tokens: its text or call, and its thinking."""
+        return checks.counter_for(model).count(reply.text or json.dumps(
+            reply.tool_arguments)) + (8 if reply.tool_name else 0) + (
+            self.thinking_words if reply.thinking else 0)
 
     def _answer(self, fmt: str, body: dict) -> Reply:
         if self._replies:

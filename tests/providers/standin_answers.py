@@ -14,11 +14,13 @@ import msgspec
 
 
 class Reply(msgspec.Struct):
-    """What the model says: a text, or a call to a tool (name and arguments)."""
+    """What the model says: a text, or a call to a tool (name and arguments), after its
+    thinking block when it thought (Anthropic only)."""
 
     text: str = ""
     tool_name: str | None = None
     tool_arguments: dict = msgspec.field(default_factory=dict)
+    thinking: dict | None = None
 
 
 class Usage(msgspec.Struct):
@@ -124,10 +126,11 @@ def _anthropic_usage(u: Usage, output: int) -> dict:
 
 
 def _anthropic_content(reply: Reply, rid: str) -> list[dict]:
+    thought = [reply.thinking] if reply.thinking else []
     if reply.tool_name:
-        return [{"type": "tool_use", "id": f"toolu_{rid}", "name": reply.tool_name,
-                 "input": reply.tool_arguments}]
-    return [{"type": "text", "text": reply.text}]
+        return [*thought, {"type": "tool_use", "id": f"toolu_{rid}", "name": reply.tool_name,
+                           "input": reply.tool_arguments}]
+    return [*thought, {"type": "text", "text": reply.text}]
 
 
 def anthropic_message(rid: str, model: str, reply: Reply, usage: Usage) -> dict:
@@ -144,19 +147,28 @@ def anthropic_events(rid: str, model: str, reply: Reply, usage: Usage) -> list[b
              "usage": _anthropic_usage(usage, 1)}
     events: list[tuple[str, dict]] = [("message_start", {"type": "message_start",
                                                          "message": start})]
+    blocks = []
+    if reply.thinking:
+        shown = reply.thinking["thinking"]
+        blocks.append(({"type": "thinking", "thinking": "", "signature": ""},
+                       [{"type": "thinking_delta", "thinking": p} for p in _pieces(shown)
+                        if p] + [{"type": "signature_delta",
+                                  "signature": reply.thinking["signature"]}]))
     if reply.tool_name:
-        block = {**_anthropic_content(reply, rid)[0], "input": {}}
-        deltas = [{"type": "input_json_delta", "partial_json": p}
-                  for p in _pieces(json.dumps(reply.tool_arguments))]
+        blocks.append(({**_anthropic_content(reply, rid)[-1], "input": {}},
+                       [{"type": "input_json_delta", "partial_json": p}
+                        for p in _pieces(json.dumps(reply.tool_arguments))]))
     else:
-        block = {"type": "text", "text": ""}
-        deltas = [{"type": "text_delta", "text": p} for p in _pieces(reply.text)]
-    events.append(("content_block_start", {"type": "content_block_start", "index": 0,
-                                           "content_block": block}))
-    events.append(("ping", {"type": "ping"}))
-    events += [("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": d})
-               for d in deltas]
-    events.append(("content_block_stop", {"type": "content_block_stop", "index": 0}))
+        blocks.append(({"type": "text", "text": ""},
+                       [{"type": "text_delta", "text": p} for p in _pieces(reply.text)]))
+    for index, (block, deltas) in enumerate(blocks):
+        events.append(("content_block_start", {"type": "content_block_start", "index": index,
+                                               "content_block": block}))
+        if index == 0:
+            events.append(("ping", {"type": "ping"}))
+        events += [("content_block_delta", {"type": "content_block_delta", "index": index,
+                                            "delta": d}) for d in deltas]
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
     events.append(("message_delta", {
         "type": "message_delta",
         "delta": {"stop_reason": "tool_use" if reply.tool_name else "end_turn",

@@ -17,6 +17,7 @@ from typing import Any
 if str(Path(__file__).parent) not in sys.path:  # imported as providers.standin_checks
     sys.path.insert(0, str(Path(__file__).parent))
 
+import standin_thinking as thinking
 from standin_images import media_tokens
 
 from ctxlayer.tokenizers import counter_for
@@ -229,8 +230,12 @@ def _texts(value: Any) -> list[str]:
         return [t for v in value for t in _texts(v)]
     if not isinstance(value, dict):
         return []
+    if value.get("type") == "thinking":  # the whole thinking, whatever its text shows
+        full = thinking.full_text(value)
+        return [full if full is not None else str(value.get("thinking", ""))]
     out: list[str] = []
-    for key in ("content", "text", "thinking"):
+    # reasoning sent back on a Chat Completions turn (DeepSeek's, OpenRouter's) is read again
+    for key in ("content", "text", "thinking", "reasoning_content", "reasoning"):
         out += _texts(value.get(key))
     if "input" in value:
         out.append(json.dumps(value["input"]))

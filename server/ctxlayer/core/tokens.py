@@ -44,6 +44,14 @@ OPENAI_FORMAT = MessageFormat()
 CONTENT_ONLY = MessageFormat(per_message=0, per_tool_call=0, reply_priming=0)
 
 
+def correction_of(counter: Tokenizer) -> float:
+    """The factor a counter multiplies its encoding's counts by (a model family's correction;
+    1.0 without one): an estimate made in the encoding's tokens without the encoding (what an
+    encrypted block holds, from its size) is multiplied by it too, to be in the counter's units."""
+    correction = getattr(counter, "correction", 1.0)
+    return float(correction) if isinstance(correction, int | float) else 1.0
+
+
 class CountCache:
     """Counts texts with a tokenizer, remembering results in a bounded LRU keyed by content.
 
@@ -64,6 +72,10 @@ class CountCache:
     @property
     def name(self) -> str:
         return self.tokenizer.name
+
+    @property
+    def correction(self) -> float:
+        return correction_of(self.tokenizer)
 
     def count(self, text: str) -> int:
         if not text:

@@ -71,6 +71,10 @@ class GuardedCounter:
                  alone: Callable[[], bool] = lambda: False) -> None:
         self.cache, self.lock, self.name, self.alone = cache, lock, cache.name, alone
 
+    @property
+    def correction(self) -> float:
+        return self.cache.correction
+
     def count(self, text: str) -> int:
         if self.lock.acquire(blocking=False) or not _on_loop() and self.lock.acquire():
             try:

@@ -77,9 +77,14 @@ def _block(block: dict, where: str, counter: Tokenizer) -> tuple[int, str]:
         title = block.get("title") if kind == "document" else None
         return tokens, media.label(kind, tokens, size, title if isinstance(title, str) else "")
     elif kind == "thinking":
-        tokens = counter.count(expect_str(block.get("thinking"), f"{where}.thinking"))
-    elif kind == "redacted_thinking":  # encrypted: about 4 characters per token
-        tokens = len(expect_str(block.get("data"), f"{where}.data")) // 4 + 1
+        # the signature carries the whole thinking, encrypted: with `display: "omitted"` the
+        # text is empty, and a summary is shorter than what the model reads back
+        text = counter.count(expect_str(block.get("thinking"), f"{where}.thinking"))
+        sig = block.get("signature")
+        tokens = max(text, media.encrypted_tokens(sig, counter) if isinstance(sig, str) else 0)
+    elif kind == "redacted_thinking":
+        data = expect_str(block.get("data"), f"{where}.data")
+        tokens = media.encrypted_tokens(data, counter) + 1
         return tokens, media.label("redacted thinking", tokens)
     else:
         tokens = counter.count(_json.encode(block).decode())

@@ -11,6 +11,8 @@ import binascii
 import math
 import re
 
+from ctxlayer.core.tokens import Tokenizer, correction_of
+
 #: An image of unknown size (a URL): costed as a 16:9 screenshot of 1920x1080.
 DEFAULT_IMAGE_SIZE = (1920, 1080)
 #: OpenAI's fixed cost of a `detail: low` image, and the base and per-tile cost otherwise.
@@ -150,6 +152,14 @@ def pdf_tokens(b64: str | None) -> int:
 def audio_tokens(b64: str, fmt: str) -> int:
     seconds = len(b64) * 3 / 4 / AUDIO_BYTES_PER_SECOND.get(fmt, 16_000)
     return max(1, math.ceil(seconds * AUDIO_TOKENS_PER_SECOND))
+
+
+def encrypted_tokens(b64: str, counter: Tokenizer) -> int:
+    """What encrypted content (a reasoning item's, a thinking block's signature, redacted
+    thinking) costs, in ``counter``'s units, from its size: base64 (3 bytes every 4 characters)
+    of what the model read, about 4 bytes an encoding's token. The providers do not publish the
+    rule; usage reports calibrate what it misses."""
+    return math.ceil(len(b64) * 3 // 16 * correction_of(counter))
 
 
 def label(kind: str, tokens: int, size: tuple[int, int] | None = None, name: str = "") -> str:

@@ -144,6 +144,27 @@ def _tool_calls(value: Any, where: str) -> list[ToolCall]:
     return calls
 
 
+def _reasoning_tokens(native: dict, counter: Tokenizer) -> int:
+    """What an assistant message's reasoning costs, sent back for the model to read again (a
+    tool loop's thinking): `reasoning_content` (DeepSeek, vLLM), `reasoning` (OpenRouter's text)
+    and `reasoning_details` (OpenRouter's blocks: texts and summaries, encrypted data and
+    signatures by their size, as Anthropic's thinking blocks are). OpenRouter sends the text
+    twice, in `reasoning` and in the details: the larger of the two is the cost."""
+    said = sum(counter.count(native[key]) for key in ("reasoning_content", "reasoning")
+               if isinstance(native.get(key), str))
+    details = native.get("reasoning_details")
+    blocks = 0
+    for d in details if isinstance(details, list) else ():
+        if not isinstance(d, dict):
+            continue
+        texts = sum(counter.count(d[key]) for key in ("text", "summary")
+                    if isinstance(d.get(key), str))
+        sealed = max((media.encrypted_tokens(d[key], counter) for key in ("data", "signature")
+                      if isinstance(d.get(key), str)), default=0)
+        blocks += max(texts, sealed)
+    return max(said, blocks)
+
+
 def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -> Decoded:
     raw = messages_of(payload)
     same = reusable_prefix(previous, "openai", raw, counter)
@@ -165,6 +186,10 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -
             refusal = counter.count(native["refusal"])
             parts += refusal
             labels.append(media.label("refusal", refusal))
+        thought = _reasoning_tokens(native, counter) if role == "assistant" else 0
+        if thought:
+            parts += thought
+            labels.append(media.label("reasoning", thought))
         calls = None
         if native.get("tool_calls") is not None:
             if role != "assistant":

@@ -169,13 +169,14 @@ def _reasoning_tokens(item: dict, where: str, counter: Tokenizer) -> int:
         if isinstance(part, dict) and isinstance(part.get("text"), str):
             n += counter.count(part["text"])
     if item.get("encrypted_content") is not None:
-        n += _encrypted_tokens(item, where)
+        n += _encrypted_tokens(item, where, counter)
     return n
 
 
-def _encrypted_tokens(item: dict, where: str) -> int:
-    """An item's encrypted content, costed from its size (base64 of about four bytes a token)."""
-    return len(expect_str(item.get("encrypted_content"), f"{where}.encrypted_content")) * 3 // 16
+def _encrypted_tokens(item: dict, where: str, counter: Tokenizer) -> int:
+    """An item's encrypted content, costed from its size."""
+    return media.encrypted_tokens(expect_str(item.get("encrypted_content"),
+                                             f"{where}.encrypted_content"), counter)
 
 
 def _call(item: dict, where: str) -> ToolCall:
@@ -211,7 +212,7 @@ def _read_item(item: dict, i: int, group: _Group, counter: Tokenizer) -> None:
     elif kind == "reasoning":
         group.parts += _reasoning_tokens(item, where, counter)
     elif kind == "compaction":  # encrypted as reasoning is: costed by its size alike
-        group.parts += _encrypted_tokens(item, where) + 1
+        group.parts += _encrypted_tokens(item, where, counter) + 1
     elif is_output(item):
         group.call_id = expect_str(answered_call(item), f"{where}.call_id", "the call's id")
         text, parts = _output(item, f"{where}.output", counter)

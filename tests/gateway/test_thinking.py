@@ -1,0 +1,88 @@
+"""A chat with extended thinking, as Claude Code runs it (`thinking: {type: "adaptive", display:
+"omitted"}`, every turn's thinking kept): each thinking block comes back with no text, the
+whole thinking sealed in its signature, and the provider counts all of it. The gateway costs a
+block by its signature, so its fitted requests stay in the window on the first try, and it
+sends the latest assistant message's thinking as it came (the provider refuses it changed or
+gone)."""
+
+from __future__ import annotations
+
+import anthropic
+import pytest
+from gateway_stack import fresh_stack, prose
+
+MODEL = "claude-opus-5-5"
+WINDOW = 16_000
+THINKING = {"type": "adaptive", "display": "omitted"}
+TOOLS = [{"name": "read", "description": "Read a file.",
+          "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}]
+
+
+@pytest.fixture
+def thinking_stack(tmp_path):
+    # 600 words of thinking a turn: about 1,000 tokens the text of the block never shows
+    with fresh_stack(tmp_path, {MODEL: WINDOW}, windows={MODEL: WINDOW},
+                     thinking_words=600) as stack:
+        yield stack
+
+
+def test_hidden_thinking_is_costed_and_the_latest_goes_back_as_it_came(thinking_stack):
+    stack = thinking_stack
+    rounds = 24
+    stack.standin.agent(rounds, [{"name": "read", "arguments": {"path": "a.py"}}])
+    client = stack.anthropic()
+    history: list[dict] = [{"role": "user", "content": "Read a.py again and again."}]
+    for k in range(rounds + 1):
+        raw = client.beta.messages.with_raw_response.create(
+            model=MODEL, max_tokens=2000, messages=history, tools=TOOLS, thinking=THINKING,
+            context_management={"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]},
+            betas=["context-management-2025-06-27", "interleaved-thinking-2025-05-14"])
+        answer = raw.parse()
+        blocks = [b.model_dump(exclude_none=True) for b in answer.content]
+        assert blocks[0]["type"] == "thinking" and blocks[0]["thinking"] == ""
+        history.append({"role": "assistant", "content": blocks})
+        if answer.stop_reason != "tool_use":
+            break
+        history.append({"role": "user", "content": [{
+            "type": "tool_result", "tool_use_id": blocks[-1]["id"],
+            "content": prose(f"a.py, read {k}", 250)}]})
+    assert answer.content[-1].text.startswith(f"stand-in answer after {rounds} tool results")
+    sent = stack.model_requests()
+    # every request fitted on its first try: none refused as over the window (or otherwise)
+    assert len(sent) == rounds + 1 and all(r["status"] == 200 for r in sent), \
+        [r["problems"] for r in sent if r["problems"]]
+    hidden = sum(len(b.get("signature", "")) for m in history for b in m["content"]
+                 if isinstance(b, dict) and b["type"] == "thinking")
+    assert hidden > 3 * WINDOW, "the chat's thinking alone is far past the window"
+    assert max(r["prompt_tokens"] for r in sent) > WINDOW // 2, "the budget is used"
+    for request in sent[1:]:
+        latest = [m for m in request["body"]["messages"] if m["role"] == "assistant"][-1]
+        (original,) = [m for m in history if m["role"] == "assistant" and
+                       m["content"][-1] == latest["content"][-1]]
+        assert latest["content"] == original["content"]  # its thinking byte for byte
+    with pytest.raises(anthropic.BadRequestError, match="Invalid `signature`"):
+        changed = history[-3:-1]  # the last call and its result, its thinking edited
+        changed[0] = {**changed[0], "content": [{**changed[0]["content"][0], "thinking": "x"},
+                                                *changed[0]["content"][1:]]}
+        client.messages.create(model=MODEL, max_tokens=100, thinking=THINKING, tools=TOOLS,
+                               messages=[history[0], *changed])
+
+
+def test_reasoning_sent_back_on_chat_completions_is_costed(tmp_path):
+    """A Chat Completions chat through a reasoning model (DeepSeek's `reasoning_content`, which
+    its tool loops send back): each assistant turn carries about 700 tokens of reasoning the
+    provider reads again. The gateway costs it, so the chat fits its window on every first
+    try; by the content alone the provider refused its prompts as over the window."""
+    model, window = "deepseek-reasoner", 6000
+    with fresh_stack(tmp_path, {model: window}, windows={model: window}) as stack:
+        client = stack.openai()
+        messages: list[dict] = []
+        for k in range(14):
+            messages.append({"role": "user", "content": prose(f"question {k}", 60)})
+            answer = client.chat.completions.create(model=model, messages=messages,
+                                                    max_tokens=500)
+            messages.append({"role": "assistant", "content": answer.choices[0].message.content,
+                             "reasoning_content": prose(f"reasoning {k}", 400)})
+        sent = stack.model_requests()
+    assert [r["status"] for r in sent] == [200] * 14, [r["problems"] for r in sent]
+    assert max(r["prompt_tokens"] for r in sent) > window // 2

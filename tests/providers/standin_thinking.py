@@ -1,0 +1,91 @@
+"""Extended thinking as Anthropic serves it, for the stand-in.
+
+A request with `thinking` on (`enabled`, or `adaptive` as Claude Code sends it) is answered
+with a thinking block first. Its `signature` carries the whole thinking, sealed (here: base64
+of a keyed tag and the text; the provider encrypts it), and its `thinking` shows a summary, or
+nothing with `display: "omitted"`. As the provider does, the stand-in then:
+- refuses a thinking block whose text or signature was changed;
+- refuses a tool loop whose latest assistant message lost the thinking it was answered with;
+- counts the whole thinking of every block sent back in the prompt, whatever the text shows
+  (Claude Code keeps every turn's thinking: `clear_thinking` with `keep: "all"`).
+
+Owns these rules and the block's shape; the stand-in decides when to answer with one.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+from typing import Any
+
+_KEY = b"stand-in thinking"
+_TAG = 16
+
+
+def thinking_on(body: dict) -> bool:
+    thinking = body.get("thinking")
+    return isinstance(thinking, dict) and thinking.get("type") in ("enabled", "adaptive")
+
+
+def _tag(shown: str, full: bytes) -> bytes:
+    return hmac.new(_KEY, shown.encode() + b"\0" + full, hashlib.sha256).digest()[:_TAG]
+
+
+def block(body: dict, words: int, round_: int) -> dict:
+    """The thinking block an answer to `body` opens with: `words` words of thinking."""
+    full = " ".join(f"step{round_}.{k} checks what the tool said" for k in range(
+        max(1, words // 6)))
+    shown = "" if body["thinking"].get("display") == "omitted" else \
+        f"Thinking about round {round_}."
+    sealed = _tag(shown, full.encode()) + full.encode()
+    return {"type": "thinking", "thinking": shown,
+            "signature": base64.b64encode(sealed).decode()}
+
+
+def full_text(value: Any) -> str | None:
+    """The whole thinking a thinking block carries, or None when its text or signature was
+    changed (or it is not one of the stand-in's)."""
+    if not isinstance(value, dict) or not isinstance(value.get("signature"), str) or \
+            not isinstance(value.get("thinking"), str):
+        return None
+    try:
+        sealed = base64.b64decode(value["signature"], validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    full = sealed[_TAG:]
+    if len(sealed) <= _TAG or not hmac.compare_digest(sealed[:_TAG],
+                                                      _tag(value["thinking"], full)):
+        return None
+    try:
+        return full.decode()
+    except UnicodeDecodeError:
+        return None
+
+
+def problems(body: dict, thought: set[str]) -> list[str]:
+    """What the provider refuses about the thinking blocks of `body`; `thought`: the ids of the
+    tool calls the stand-in answered with a thinking block first."""
+    msgs = body.get("messages") if isinstance(body.get("messages"), list) else []
+    out = []
+    for i, m in enumerate(msgs):
+        content = m.get("content") if isinstance(m, dict) else None
+        for k, b in enumerate(content if isinstance(content, list) else ()):
+            if isinstance(b, dict) and b.get("type") == "thinking" and full_text(b) is None:
+                out.append(f"messages.{i}.content.{k}: Invalid `signature` in `thinking` block")
+    latest = [i for i, m in enumerate(msgs) if isinstance(m, dict) and m.get("role") == "assistant"]
+    if not thinking_on(body) or not latest:
+        return out
+    last = msgs[latest[-1]].get("content")
+    blocks = [b for b in last if isinstance(b, dict)] if isinstance(last, list) else []
+    calls = {b.get("id") for b in blocks if b.get("type") == "tool_use"}
+    first = blocks[0].get("type") if blocks else None
+    if calls & thought and first not in ("thinking", "redacted_thinking"):
+        out.append(f"messages.{latest[-1]}.content.0.type: Expected `thinking` or "
+                   f"`redacted_thinking`, but found `{first}`. When `thinking` is enabled, a "
+                   "final `assistant` message must start with a thinking block (preceeding the "
+                   "lastmost set of `tool_use` and `tool_result` blocks). We recommend you "
+                   "include thinking blocks from previous turns. To avoid this requirement, "
+                   "disable `thinking`.")
+    return out
