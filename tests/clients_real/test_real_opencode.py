@@ -18,17 +18,18 @@ pytestmark = [pytest.mark.client, pytest.mark.e2e]
 CLAUDE, GPT = "claude-sonnet-4-5", "gpt-4.1"
 
 
-def opencode(stack, repo: Path, home: Path, provider: str, model: str, prompt: str) -> str:
-    """`opencode run` on ``provider``/``model``, its base URL the gateway's (the README's
-    opencode.json); its standard output."""
+def opencode(stack, repo: Path, home: Path, provider: str, model: str, prompt: str,
+             *args: str) -> str:
+    """`opencode run` on ``provider``/``model`` (and ``args``), its base URL the gateway's (the
+    README's opencode.json); its standard output."""
     exe = rc.client("opencode", "OPENCODE", "node_modules/.bin/opencode")
     url = stack.anthropic_url + "/v1" if provider == "anthropic" else stack.openai_url
     (repo / "opencode.json").write_text(json.dumps({
         "$schema": "https://opencode.ai/config.json", "autoupdate": False, "share": "disabled",
         "permission": {"bash": "allow"},
         "provider": {provider: {"options": {"baseURL": url, "apiKey": "sk-test-not-a-key"}}}}))
-    done = rc.run([exe, "run", "--model", f"{provider}/{model}", prompt], rc.client_env(home),
-                  repo)
+    done = rc.run([exe, "run", "--model", f"{provider}/{model}", *args, prompt],
+                  rc.client_env(home), repo)
     return done.stdout
 
 
@@ -40,17 +41,24 @@ def main_chat(stack, model: str) -> dict:
     return chats[0]
 
 
-def test_opencode_runs_the_agents_bash_calls_on_the_messages_api(stack, repo, tmp_path):
+@pytest.mark.parametrize("variant", [(), ("--variant", "high")], ids=["plain", "thinking"])
+def test_opencode_runs_the_agents_bash_calls_on_the_messages_api(stack, repo, tmp_path, variant):
+    """With `--variant high`, OpenCode asks for extended thinking: each answer's signed thinking
+    block goes back through the gateway as it came (the stand-in checks each signature, and
+    that the tool loop's latest assistant message starts with its thinking)."""
     stack.standin.agent(2, [{"name": "bash", "arguments": {
         "command": "cat README.md", "description": "Read it"}}])
     out = opencode(stack, repo, tmp_path / "home", "anthropic", CLAUDE,
-                   "What does this project do?")
+                   "What does this project do?", *variant)
     assert "stand-in answer after 2 tool results" in out, out
     requests = rc.model_requests(stack)
     rc.assert_all_valid(requests)
     assert {r["path"] for r in requests} == {"/v1/messages"}
     loop = [r for r in requests if r["body"]["model"] == CLAUDE]
     assert len(loop) == 3 and all(r["stream"] for r in loop)
+    sent_back = [b for m in loop[-1]["body"]["messages"] if m["role"] == "assistant"
+                 for b in m["content"] if b["type"] == "thinking"]
+    assert len(sent_back) == (2 if variant else 0)
     outputs = rc.tool_outputs(requests)
     assert sum("It adds numbers" in o for o in outputs) >= 2, outputs  # bash really ran
     assert main_chat(stack, CLAUDE)["tokens"] > 0

@@ -3,7 +3,7 @@
 A request with `thinking` on (`enabled`, or `adaptive` as Claude Code sends it) is answered
 with a thinking block first. Its `signature` carries the whole thinking, sealed (here: base64
 of a keyed tag and the text; the provider encrypts it), and its `thinking` shows a summary, or
-nothing with `display: "omitted"`. As the provider does, the stand-in then:
+nothing with `display: "omitted"`. As the provider does, the stand-in then (with thinking on; without, a block is passed):
 - refuses a thinking block whose text or signature was changed;
 - refuses a tool loop whose latest assistant message lost the thinking it was answered with;
 - counts the whole thinking of every block sent back in the prompt, whatever the text shows
@@ -68,14 +68,16 @@ def problems(body: dict, thought: set[str]) -> list[str]:
     """What the provider refuses about the thinking blocks of `body`; `thought`: the ids of the
     tool calls the stand-in answered with a thinking block first."""
     msgs = body.get("messages") if isinstance(body.get("messages"), list) else []
-    out = []
+    out: list[str] = []
+    if not thinking_on(body):  # what the provider does with them then is not known: passed
+        return out
     for i, m in enumerate(msgs):
         content = m.get("content") if isinstance(m, dict) else None
         for k, b in enumerate(content if isinstance(content, list) else ()):
             if isinstance(b, dict) and b.get("type") == "thinking" and full_text(b) is None:
                 out.append(f"messages.{i}.content.{k}: Invalid `signature` in `thinking` block")
     latest = [i for i, m in enumerate(msgs) if isinstance(m, dict) and m.get("role") == "assistant"]
-    if not thinking_on(body) or not latest:
+    if not latest:
         return out
     last = msgs[latest[-1]].get("content")
     blocks = [b for b in last if isinstance(b, dict)] if isinstance(last, list) else []
