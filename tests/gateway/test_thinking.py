@@ -86,3 +86,27 @@ def test_reasoning_sent_back_on_chat_completions_is_costed(tmp_path):
         sent = stack.model_requests()
     assert [r["status"] for r in sent] == [200] * 14, [r["problems"] for r in sent]
     assert max(r["prompt_tokens"] for r in sent) > window // 2
+
+
+def test_thinking_the_provider_drops_is_not_costed_whole(tmp_path):
+    """Claude Sonnet 4.5 keeps only the last turn's thinking unless asked otherwise: each
+    earlier turn's thinking (here about 1,000 tokens a turn, sealed in its signature) is
+    dropped before the model reads the prompt. Costed whole, it would take the room of the
+    history the provider reads: the gateway costs it by its text there, and the chat's
+    requests fill their budget as the provider counts them."""
+    model, window, answer = "claude-sonnet-4-5", 16_000, 1000
+    with fresh_stack(tmp_path, {model: window}, windows={model: window},
+                     thinking_words=600) as stack:
+        client = stack.anthropic()
+        history: list[dict] = []
+        for k in range(30):
+            history.append({"role": "user", "content": prose(f"question {k}", 500)})
+            reply = client.messages.create(
+                model=model, max_tokens=answer, messages=history,
+                thinking={"type": "enabled", "budget_tokens": 1024})
+            history.append({"role": "assistant",
+                            "content": [b.model_dump(exclude_none=True) for b in reply.content]})
+        sent = stack.model_requests()
+    assert all(r["status"] == 200 for r in sent), [r["problems"] for r in sent if r["problems"]]
+    late = [r["prompt_tokens"] for r in sent[-10:]]  # between compaction steps, rising
+    assert sum(late) / len(late) > 0.65 * (window - answer), late  # costed whole: 0.48

@@ -262,7 +262,11 @@ def prompt_tokens(fmt: str, body: dict) -> int:
     counter = counter_for(body.get("model") if isinstance(body.get("model"), str) else None)
     msgs = body.get("messages") if isinstance(body.get("messages"), list) else []
     texts: list[str] = _texts(body.get("system")) if fmt == "anthropic" else []
-    for m in msgs:
+    dropped = thinking.stripped(body) if fmt == "anthropic" else set()
+    for i, m in enumerate(msgs):
+        if i in dropped and isinstance(m.get("content"), list):  # its thinking is not read
+            m = {**m, "content": [b for b in m["content"] if not (
+                isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking"))]}
         texts += _texts(m)
     for key in ("tools", "functions"):  # the deprecated `functions` are billed as tools are
         if body.get(key):

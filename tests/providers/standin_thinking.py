@@ -6,8 +6,10 @@ of a keyed tag and the text; the provider encrypts it), and its `thinking` shows
 nothing with `display: "omitted"`. As the provider does, the stand-in then (with thinking on; without, a block is passed):
 - refuses a thinking block whose text or signature was changed;
 - refuses a tool loop whose latest assistant message lost the thinking it was answered with;
-- counts the whole thinking of every block sent back in the prompt, whatever the text shows
-  (Claude Code keeps every turn's thinking: `clear_thinking` with `keep: "all"`).
+- counts the whole thinking of the blocks it reads again, whatever the text shows: every
+  turn's where `clear_thinking` says `keep: "all"` (Claude Code's) or, without that edit, the
+  model keeps every turn's (Opus 4.5, Sonnet 4.6 and later, as Anthropic's documentation
+  says); else only the last turn's (the rest is dropped before reading: it costs nothing).
 
 Owns these rules and the block's shape; the stand-in decides when to answer with one.
 """
@@ -18,10 +20,47 @@ import base64
 import binascii
 import hashlib
 import hmac
+import re
 from typing import Any
 
 _KEY = b"stand-in thinking"
 _TAG = 16
+
+
+#: (family, first version) that keeps every turn's thinking without a `clear_thinking` edit
+_KEEPS_ALL = {"opus": (4, 5), "sonnet": (4, 6), "haiku": (5, 0)}
+
+
+def _every_turn(body: dict) -> bool:
+    edits = (body.get("context_management") or {}).get("edits") or []
+    for edit in edits:
+        if str(edit.get("type", "")).startswith("clear_thinking"):
+            return edit.get("keep") == "all"
+    model = str(body.get("model", ""))
+    if re.search(r"claude-3(-\d)?-(opus|sonnet|haiku)", model):
+        return False
+    found = re.search(r"claude-(opus|sonnet|haiku)-(\d+)(?:-(\d{1,2}))?(?!\d)", model)
+    if found is None:
+        return True
+    return (int(found.group(2)), int(found.group(3) or 0)) >= _KEEPS_ALL[found.group(1)]
+
+
+def stripped(body: dict) -> set[int]:
+    """The messages whose thinking the provider drops before reading: where it keeps only the
+    last turn's, the assistant messages before the last user message that is not all tool
+    results."""
+    msgs = body.get("messages") if isinstance(body.get("messages"), list) else []
+    if _every_turn(body):
+        return set()
+    turn = max((i for i, m in enumerate(msgs) if isinstance(m, dict) and m.get("role") == "user"
+                and not _results_only(m.get("content"))), default=-1)
+    return {i for i, m in enumerate(msgs[:turn]) if isinstance(m, dict)
+            and m.get("role") == "assistant"}
+
+
+def _results_only(content: Any) -> bool:
+    return isinstance(content, list) and bool(content) and all(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
 
 
 def thinking_on(body: dict) -> bool:

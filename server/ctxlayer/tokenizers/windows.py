@@ -10,9 +10,9 @@ the legacy form `claude-3-5-sonnet-...` has no 1M window.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 
+from ctxlayer.core.formats.anthropic_thinking import claude_version
 from ctxlayer.tokenizers.models import model_info
 
 #: the window a `context-1m-*` beta opens
@@ -26,18 +26,6 @@ LONG_CONTEXT: tuple[tuple[str, tuple[int, int]], ...] = (
     ("sonnet", (4, 0)),
     ("opus", (4, 6)),
 )
-
-# claude-<family>-<major>[-<minor>]; a part of 8 digits is a date, not a minor version
-_NAME = re.compile(r"claude-(opus|sonnet|haiku)-(\d+)(?:-(\d{1,2}))?(?!\d)")
-
-
-def claude_version(model: str) -> tuple[str, tuple[int, int]] | None:
-    """(family, (major, minor)) of a Claude model name, or None for another name."""
-    found = _NAME.search(model.lower())
-    if found is None:
-        return None
-    return found.group(1), (int(found.group(2)), int(found.group(3) or 0))
-
 
 def has_long_window(model: str) -> bool:
     """Whether the model opens a 1M window when a request asks for it."""

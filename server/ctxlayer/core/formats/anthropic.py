@@ -21,6 +21,7 @@ import msgspec
 
 from ctxlayer.core.formats import media
 from ctxlayer.core.formats.anthropic_repair import place_breakpoints, repair
+from ctxlayer.core.formats.anthropic_thinking import every_turn_read
 from ctxlayer.core.formats.common import (
     Decoded,
     Encoded,
@@ -77,11 +78,7 @@ def _block(block: dict, where: str, counter: Tokenizer) -> tuple[int, str]:
         title = block.get("title") if kind == "document" else None
         return tokens, media.label(kind, tokens, size, title if isinstance(title, str) else "")
     elif kind == "thinking":
-        # the signature carries the whole thinking, encrypted: with `display: "omitted"` the
-        # text is empty, and a summary is shorter than what the model reads back
-        text = counter.count(expect_str(block.get("thinking"), f"{where}.thinking"))
-        sig = block.get("signature")
-        tokens = max(text, media.encrypted_tokens(sig, counter) if isinstance(sig, str) else 0)
+        return _thinking(block, where, counter, every_turn=True)
     elif kind == "redacted_thinking":
         data = expect_str(block.get("data"), f"{where}.data")
         tokens = media.encrypted_tokens(data, counter) + 1
@@ -89,6 +86,19 @@ def _block(block: dict, where: str, counter: Tokenizer) -> tuple[int, str]:
     else:
         tokens = counter.count(_json.encode(block).decode())
     return tokens, media.label(str(kind), tokens)
+
+
+def _thinking(block: dict, where: str, counter: Tokenizer, every_turn: bool
+              ) -> tuple[int, str]:
+    """A thinking block's cost and label: where the provider reads every turn's thinking
+    again (anthropic_thinking.py), the larger of its text and what its signature seals (the
+    whole thinking: with `display: "omitted"` the text is empty, a summary is shorter), else
+    its text."""
+    tokens = counter.count(expect_str(block.get("thinking"), f"{where}.thinking"))
+    sig = block.get("signature")
+    if every_turn and isinstance(sig, str):
+        tokens = max(tokens, media.encrypted_tokens(sig, counter))
+    return tokens, media.label("thinking", tokens)
 
 
 def _result_content(block: dict, where: str, counter: Tokenizer) -> tuple[str, int, list[str]]:
@@ -122,6 +132,7 @@ def _texts_and_parts(content: list, where: str, counter: Tokenizer
 class _Reader:
     def __init__(self, payload: dict, counter: Tokenizer) -> None:
         self.counter = counter
+        self.every_turn = every_turn_read(payload)
         self.msgs: list[Message] = []
         self.sources: list[tuple] = []
         self.index: dict[str, int] = {}
@@ -222,7 +233,9 @@ class _Reader:
                 calls.append(ToolCall(id=cid, name=name,
                                       arguments=_json.encode(b.get("input", {})).decode()))
             else:
-                tokens, name = _block(b, f"{where}.content[{k}]", self.counter)
+                f = f"{where}.content[{k}]"
+                tokens, name = (_thinking(b, f, self.counter, self.every_turn)
+                                if kind == "thinking" else _block(b, f, self.counter))
                 parts += tokens
                 labels.append(name)
         text = "\n".join(texts)
@@ -269,7 +282,8 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -
     raw = messages_of(payload)
     r = _Reader(payload, counter)
     same = reusable_prefix(previous, "anthropic", raw, counter)
-    if previous is not None and same and payload.get("system") == previous.payload.get("system"):
+    if previous is not None and same and payload.get("system") == previous.payload.get(
+            "system") and previous.extra.get("every_turn") == r.every_turn:
         pieces = previous.extra["pieces"]
         upto = sum(1 for s in previous.sources if s[0] == "system") + \
             sum(len(pieces[i]) for i in range(same))
@@ -284,7 +298,7 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -
         r.message(i, raw[i])
     return Decoded(fmt="anthropic", messages=r.msgs, payload=payload, sources=r.sources,
                    index=r.index, derived_ids=r.derived, counter=counter,
-                   extra={"pieces": r.pieces})
+                   extra={"pieces": r.pieces, "every_turn": r.every_turn})
 
 
 # --- writing back ---------------------------------------------------------------------------

@@ -1,0 +1,60 @@
+"""Which Anthropic thinking blocks the provider reads again, and so what they cost.
+
+A thinking block sent back carries the whole thinking sealed in its `signature` (with
+`display: "omitted"` its text is empty; a summary is shorter than what was thought). Whether
+the provider reads it again depends on the request and the model: `context_management`'s
+`clear_thinking_*` edit says how many turns keep their thinking (`keep: "all"`, Claude Code's,
+or a number of turns); without one, Claude Opus 4.5 and later, Sonnet 4.6 and later (and
+names this table does not know) keep every turn's thinking, the models before them only the
+last turn's. Where every turn's thinking is read, a block costs its sealed size; elsewhere its
+text (the thinking of the turn under way is then counted low; a refusal's count corrects it),
+since a block costed whole long after the provider stopped reading it would take the room of
+history the provider does read.
+
+Owns the model names' reading (`claude_version`) too, which the windows table shares.
+"""
+
+from __future__ import annotations
+
+import re
+
+# claude-<family>-<major>[-<minor>]; a part of 8 digits is a date, not a minor version
+_NAME = re.compile(r"claude-(opus|sonnet|haiku)-(\d+)(?:-(\d{1,2}))?(?!\d)")
+
+# the names before Claude 4: claude-<major>[-<minor>]-<family>
+_LEGACY = re.compile(r"claude-\d(?:-\d)?-(?:opus|sonnet|haiku)")
+
+#: (family, the first (major, minor) that keeps every turn's thinking by default)
+KEEPS_EVERY_TURN: tuple[tuple[str, tuple[int, int]], ...] = (
+    ("opus", (4, 5)),
+    ("sonnet", (4, 6)),
+    ("haiku", (5, 0)),
+)
+
+
+def claude_version(model: str) -> tuple[str, tuple[int, int]] | None:
+    """(family, (major, minor)) of a Claude model name, or None for another name."""
+    found = _NAME.search(model.lower())
+    if found is None:
+        return None
+    return found.group(1), (int(found.group(2)), int(found.group(3) or 0))
+
+
+def every_turn_read(payload: dict) -> bool:
+    """Whether the provider reads the thinking of every earlier turn of this request."""
+    management = payload.get("context_management")
+    edits = management.get("edits") if isinstance(management, dict) else None
+    for edit in edits if isinstance(edits, list) else ():
+        if isinstance(edit, dict) and str(edit.get("type", "")).startswith("clear_thinking"):
+            return edit.get("keep") == "all"  # else a number of turns (one by default)
+    model = payload.get("model")
+    if not isinstance(model, str):
+        return True
+    if _LEGACY.search(model.lower()):  # claude-3-7-sonnet and its elders: the last turn's
+        return False
+    version = claude_version(model)
+    if version is None:
+        return True
+    return any(version[0] == family and version[1] >= since
+               for family, since in KEEPS_EVERY_TURN)
+
