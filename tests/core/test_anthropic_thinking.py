@@ -38,13 +38,37 @@ def test_which_turns_keep_their_thinking(model, management, every):
 
 
 def test_a_block_costs_its_seal_only_where_it_is_read():
-    block = {"type": "thinking", "thinking": "short summary here", "signature": "A" * 1600}
-    msgs = [{"role": "user", "content": "go"}, {"role": "assistant", "content": [
-        block, {"type": "text", "text": "done"}]}]
+    """Two turns: the first answered after thinking, the second a tool loop under way. Where
+    every turn's thinking is read, both blocks cost their seal; where only the last turn's,
+    the first costs its text (the provider drops it), the loop's its seal."""
+    def thought(k: int) -> dict:
+        return {"type": "thinking", "thinking": "short summary here", "signature": "A" * 1600}
 
-    def cost(model: str) -> int | None:
+    call = {"type": "tool_use", "id": "t1", "name": "read", "input": {}}
+    msgs = [{"role": "user", "content": "go"},
+            {"role": "assistant", "content": [thought(1), {"type": "text", "text": "done"}]},
+            {"role": "user", "content": "again"},
+            {"role": "assistant", "content": [thought(2), call]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                          "content": "ok"}]}]
+
+    def costs(model: str) -> list[int | None]:
         decoded = decode("anthropic", {"model": model, "messages": msgs}, WordTokenizer())
-        return decoded.messages[1].parts_tokens
+        return [m.parts_tokens for m in decoded.messages if m.role == "assistant"]
 
-    assert cost("claude-opus-4-5") == 300  # 1,600 base64 characters: 1,200 bytes
-    assert cost("claude-sonnet-4-5") == 3  # its text's words
+    assert costs("claude-opus-4-5") == [300, 300]  # 1,600 base64 characters: 1,200 bytes
+    assert costs("claude-sonnet-4-5") == [3, 300]  # the first: its text's words
+
+
+def test_a_new_turn_makes_the_last_ones_thinking_cheap_on_the_next_decode():
+    """Decoded against the previous turn (its messages taken over), the thinking of the turn
+    that just ended is costed again: no longer read, it costs its text."""
+    sealed = {"type": "thinking", "thinking": "short summary here", "signature": "A" * 1600}
+    first = [{"role": "user", "content": "go"},
+             {"role": "assistant", "content": [sealed, {"type": "text", "text": "done"}]}]
+    payload = {"model": "claude-sonnet-4-5", "messages": first}
+    before = decode("anthropic", payload, WordTokenizer())
+    after = decode("anthropic", {**payload, "messages": [
+        *first, {"role": "user", "content": "and now?"}]}, WordTokenizer(), previous=before)
+    assert [m.parts_tokens for m in before.messages] == [None, 300]
+    assert [m.parts_tokens for m in after.messages] == [None, 3, None]

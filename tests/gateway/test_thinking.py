@@ -3,7 +3,9 @@
 whole thinking sealed in its signature, and the provider counts all of it. The gateway costs a
 block by its signature, so its fitted requests stay in the window on the first try, and it
 sends the latest assistant message's thinking as it came (the provider refuses it changed or
-gone)."""
+gone). An older model (Sonnet 4.5) reads only the last turn's thinking: the tool loop under
+way costs its signatures, an earlier turn's thinking its text. Chat Completions reasoning sent
+back (DeepSeek's `reasoning_content`) is costed too."""
 
 from __future__ import annotations
 
@@ -18,36 +20,47 @@ TOOLS = [{"name": "read", "description": "Read a file.",
           "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}]
 
 
-@pytest.fixture
-def thinking_stack(tmp_path):
-    # 600 words of thinking a turn: about 1,000 tokens the text of the block never shows
-    with fresh_stack(tmp_path, {MODEL: WINDOW}, windows={MODEL: WINDOW},
-                     thinking_words=600) as stack:
-        yield stack
+KEEP_ALL = {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]}
+#: Claude Code's way (every turn's thinking kept, none shown), and an older model's (Sonnet
+#: 4.5 keeps the last turn's thinking, here the whole tool loop, and shows a summary)
+WAYS = {"claude-code": (MODEL, THINKING, KEEP_ALL),
+        "sonnet-4-5": ("claude-sonnet-4-5", {"type": "enabled", "budget_tokens": 1024}, None)}
 
 
-def test_hidden_thinking_is_costed_and_the_latest_goes_back_as_it_came(thinking_stack):
-    stack = thinking_stack
+@pytest.mark.parametrize("way", WAYS)
+def test_hidden_thinking_is_costed_and_the_latest_goes_back_as_it_came(tmp_path, way):
+    model, thinking, management = WAYS[way]
     rounds = 24
-    stack.standin.agent(rounds, [{"name": "read", "arguments": {"path": "a.py"}}])
-    client = stack.anthropic()
-    history: list[dict] = [{"role": "user", "content": "Read a.py again and again."}]
-    for k in range(rounds + 1):
-        raw = client.beta.messages.with_raw_response.create(
-            model=MODEL, max_tokens=2000, messages=history, tools=TOOLS, thinking=THINKING,
-            context_management={"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]},
-            betas=["context-management-2025-06-27", "interleaved-thinking-2025-05-14"])
-        answer = raw.parse()
-        blocks = [b.model_dump(exclude_none=True) for b in answer.content]
-        assert blocks[0]["type"] == "thinking" and blocks[0]["thinking"] == ""
-        history.append({"role": "assistant", "content": blocks})
-        if answer.stop_reason != "tool_use":
-            break
-        history.append({"role": "user", "content": [{
-            "type": "tool_result", "tool_use_id": blocks[-1]["id"],
-            "content": prose(f"a.py, read {k}", 250)}]})
+    extra = {"context_management": management} if management else {}
+    # 600 words of thinking a turn: about 1,000 tokens its text never shows
+    with fresh_stack(tmp_path, {model: WINDOW}, windows={model: WINDOW},
+                     thinking_words=600) as stack:
+        stack.standin.agent(rounds, [{"name": "read", "arguments": {"path": "a.py"}}])
+        client = stack.anthropic()
+        history: list[dict] = [{"role": "user", "content": "Read a.py again and again."}]
+        for k in range(rounds + 1):
+            raw = client.beta.messages.with_raw_response.create(
+                model=model, max_tokens=2000, messages=history, tools=TOOLS, thinking=thinking,
+                betas=["context-management-2025-06-27", "interleaved-thinking-2025-05-14"],
+                **extra)
+            answer = raw.parse()
+            blocks = [b.model_dump(exclude_none=True) for b in answer.content]
+            assert blocks[0]["type"] == "thinking"
+            assert len(blocks[0]["signature"]) > 4 * len(blocks[0]["thinking"])
+            history.append({"role": "assistant", "content": blocks})
+            if answer.stop_reason != "tool_use":
+                break
+            history.append({"role": "user", "content": [{
+                "type": "tool_result", "tool_use_id": blocks[-1]["id"],
+                "content": prose(f"a.py, read {k}", 250)}]})
+        sent = stack.model_requests()
+        with pytest.raises(anthropic.BadRequestError, match="Invalid `signature`"):
+            changed = history[-3:-1]  # the last call and its result, its thinking edited
+            changed[0] = {**changed[0], "content": [
+                {**changed[0]["content"][0], "thinking": "x"}, *changed[0]["content"][1:]]}
+            client.messages.create(model=model, max_tokens=100, thinking=thinking, tools=TOOLS,
+                                   messages=[history[0], *changed])
     assert answer.content[-1].text.startswith(f"stand-in answer after {rounds} tool results")
-    sent = stack.model_requests()
     # every request fitted on its first try: none refused as over the window (or otherwise)
     assert len(sent) == rounds + 1 and all(r["status"] == 200 for r in sent), \
         [r["problems"] for r in sent if r["problems"]]
@@ -60,13 +73,6 @@ def test_hidden_thinking_is_costed_and_the_latest_goes_back_as_it_came(thinking_
         (original,) = [m for m in history if m["role"] == "assistant" and
                        m["content"][-1] == latest["content"][-1]]
         assert latest["content"] == original["content"]  # its thinking byte for byte
-    with pytest.raises(anthropic.BadRequestError, match="Invalid `signature`"):
-        changed = history[-3:-1]  # the last call and its result, its thinking edited
-        changed[0] = {**changed[0], "content": [{**changed[0]["content"][0], "thinking": "x"},
-                                                *changed[0]["content"][1:]]}
-        client.messages.create(model=MODEL, max_tokens=100, thinking=THINKING, tools=TOOLS,
-                               messages=[history[0], *changed])
-
 
 def test_reasoning_sent_back_on_chat_completions_is_costed(tmp_path):
     """A Chat Completions chat through a reasoning model (DeepSeek's `reasoning_content`, which

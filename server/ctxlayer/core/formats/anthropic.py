@@ -21,7 +21,7 @@ import msgspec
 
 from ctxlayer.core.formats import media
 from ctxlayer.core.formats.anthropic_repair import place_breakpoints, repair
-from ctxlayer.core.formats.anthropic_thinking import every_turn_read
+from ctxlayer.core.formats.anthropic_thinking import every_turn_read, last_turn_start
 from ctxlayer.core.formats.common import (
     Decoded,
     Encoded,
@@ -78,7 +78,7 @@ def _block(block: dict, where: str, counter: Tokenizer) -> tuple[int, str]:
         title = block.get("title") if kind == "document" else None
         return tokens, media.label(kind, tokens, size, title if isinstance(title, str) else "")
     elif kind == "thinking":
-        return _thinking(block, where, counter, every_turn=True)
+        return _thinking(block, where, counter, read=True)
     elif kind == "redacted_thinking":
         data = expect_str(block.get("data"), f"{where}.data")
         tokens = media.encrypted_tokens(data, counter) + 1
@@ -88,15 +88,14 @@ def _block(block: dict, where: str, counter: Tokenizer) -> tuple[int, str]:
     return tokens, media.label(str(kind), tokens)
 
 
-def _thinking(block: dict, where: str, counter: Tokenizer, every_turn: bool
-              ) -> tuple[int, str]:
-    """A thinking block's cost and label: where the provider reads every turn's thinking
-    again (anthropic_thinking.py), the larger of its text and what its signature seals (the
-    whole thinking: with `display: "omitted"` the text is empty, a summary is shorter), else
-    its text."""
+def _thinking(block: dict, where: str, counter: Tokenizer, read: bool) -> tuple[int, str]:
+    """A thinking block's cost and label: where the provider reads it again (every turn's
+    thinking, or the turn under way: anthropic_thinking.py), the larger of its text and what
+    its signature seals (the whole thinking: with `display: "omitted"` the text is empty, a
+    summary is shorter), else its text."""
     tokens = counter.count(expect_str(block.get("thinking"), f"{where}.thinking"))
     sig = block.get("signature")
-    if every_turn and isinstance(sig, str):
+    if read and isinstance(sig, str):
         tokens = max(tokens, media.encrypted_tokens(sig, counter))
     return tokens, media.label("thinking", tokens)
 
@@ -132,7 +131,10 @@ def _texts_and_parts(content: list, where: str, counter: Tokenizer
 class _Reader:
     def __init__(self, payload: dict, counter: Tokenizer) -> None:
         self.counter = counter
+        #: thinking read again: every turn's, else only the turn under way, after the last
+        #: user message that is not all tool results (anthropic_thinking.py)
         self.every_turn = every_turn_read(payload)
+        self.turn_start = -1 if self.every_turn else last_turn_start(messages_of(payload))
         self.msgs: list[Message] = []
         self.sources: list[tuple] = []
         self.index: dict[str, int] = {}
@@ -234,7 +236,7 @@ class _Reader:
                                       arguments=_json.encode(b.get("input", {})).decode()))
             else:
                 f = f"{where}.content[{k}]"
-                tokens, name = (_thinking(b, f, self.counter, self.every_turn)
+                tokens, name = (_thinking(b, f, self.counter, i > self.turn_start)
                                 if kind == "thinking" else _block(b, f, self.counter))
                 parts += tokens
                 labels.append(name)
@@ -282,6 +284,9 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -
     raw = messages_of(payload)
     r = _Reader(payload, counter)
     same = reusable_prefix(previous, "anthropic", raw, counter)
+    if previous is not None and previous.extra.get("turn_start") != r.turn_start:
+        # a new turn began: the thinking of the one before it is no longer read again
+        same = min(same, previous.extra.get("turn_start", -1) + 1)
     if previous is not None and same and payload.get("system") == previous.payload.get(
             "system") and previous.extra.get("every_turn") == r.every_turn:
         pieces = previous.extra["pieces"]
@@ -298,7 +303,8 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -
         r.message(i, raw[i])
     return Decoded(fmt="anthropic", messages=r.msgs, payload=payload, sources=r.sources,
                    index=r.index, derived_ids=r.derived, counter=counter,
-                   extra={"pieces": r.pieces, "every_turn": r.every_turn})
+                   extra={"pieces": r.pieces, "every_turn": r.every_turn,
+                          "turn_start": r.turn_start})
 
 
 # --- writing back ---------------------------------------------------------------------------

@@ -6,10 +6,10 @@ the provider reads it again depends on the request and the model: `context_manag
 `clear_thinking_*` edit says how many turns keep their thinking (`keep: "all"`, Claude Code's,
 or a number of turns); without one, Claude Opus 4.5 and later, Sonnet 4.6 and later (and
 names this table does not know) keep every turn's thinking, the models before them only the
-last turn's. Where every turn's thinking is read, a block costs its sealed size; elsewhere its
-text (the thinking of the turn under way is then counted low; a refusal's count corrects it),
-since a block costed whole long after the provider stopped reading it would take the room of
-history the provider does read.
+last turn's: the turn under way, the assistant messages after the last user message that is
+not all tool results (an agent's whole tool loop). A block the provider reads costs its sealed
+size; one it drops costs its text, since a block costed whole long after the provider stopped
+reading it would take the room of history the provider does read.
 
 Owns the model names' reading (`claude_version`) too, which the windows table shares.
 """
@@ -58,3 +58,15 @@ def every_turn_read(payload: dict) -> bool:
     return any(version[0] == family and version[1] >= since
                for family, since in KEEPS_EVERY_TURN)
 
+
+def last_turn_start(messages: list) -> int:
+    """The index of the last user message that is not all tool results (-1: none): the
+    thinking of the assistant messages after it is the turn's, read again."""
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if isinstance(m, dict) and m.get("role") == "user":
+            content = m.get("content")
+            if not (isinstance(content, list) and content and all(
+                    isinstance(b, dict) and b.get("type") == "tool_result" for b in content)):
+                return i
+    return -1
