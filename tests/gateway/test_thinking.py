@@ -9,6 +9,8 @@ back (DeepSeek's `reasoning_content`) is costed too."""
 
 from __future__ import annotations
 
+import json
+
 import anthropic
 import pytest
 from gateway_stack import fresh_stack, prose
@@ -116,3 +118,35 @@ def test_thinking_the_provider_drops_is_not_costed_whole(tmp_path):
     assert all(r["status"] == 200 for r in sent), [r["problems"] for r in sent if r["problems"]]
     late = [r["prompt_tokens"] for r in sent[-10:]]  # between compaction steps, rising
     assert sum(late) / len(late) > 0.65 * (window - answer), late  # costed whole: 0.48
+
+
+def test_a_new_turn_keeps_the_compacted_prefix_of_an_older_models_loop(tmp_path):
+    """Sonnet 4.5 stops reading a tool loop's thinking once the user writes again, so those
+    blocks cost less from then on; the messages show as before, so the gateway's window
+    carries over: the next request starts as the last one did, summary and all (when the
+    cheaper costs made the loop's messages look new, it was compacted from scratch: the next
+    request shared not one leading message with the last)."""
+    model, thinking = WAYS["sonnet-4-5"][:2]
+    rounds = 16
+    with fresh_stack(tmp_path, {model: WINDOW}, windows={model: WINDOW},
+                     thinking_words=600) as stack:
+        stack.standin.agent(rounds, [{"name": "read", "arguments": {"path": "a.py"}}])
+        client = stack.anthropic()
+        history: list[dict] = [{"role": "user", "content": "Read a.py again and again."}]
+        for k in range(rounds + 2):
+            if k == rounds + 1:
+                history.append({"role": "user", "content": "Now sum it up for me."})
+            answer = client.messages.create(model=model, max_tokens=2000, messages=history,
+                                            tools=TOOLS, thinking=thinking)
+            blocks = [b.model_dump(exclude_none=True) for b in answer.content]
+            history.append({"role": "assistant", "content": blocks})
+            if answer.stop_reason == "tool_use":
+                history.append({"role": "user", "content": [{
+                    "type": "tool_result", "tool_use_id": blocks[-1]["id"],
+                    "content": prose(f"a.py, read {k}", 250)}]})
+        sent = stack.model_requests()
+    assert all(r["status"] == 200 for r in sent), [r["problems"] for r in sent if r["problems"]]
+    loop, after = sent[-2]["body"]["messages"], sent[-1]["body"]["messages"]
+    assert "[Summary of" in json.dumps(loop[:2])  # the loop was compacted
+    shared = next(i for i, (a, b) in enumerate(zip(loop, after, strict=False)) if a != b)
+    assert shared >= len(loop) - 2, (shared, len(loop))

@@ -24,6 +24,7 @@ from ctxlayer.core.prepare.model import (
     ConversationState,
     PreparePolicy,
     Turn,
+    alike_prefix,
     common_prefix,
     shown_text,
 )
@@ -148,14 +149,16 @@ def _recognize(previous: ConversationState | None, msgs: list[Message], counter:
     (only the rest is counted), and its window carries over when nothing it summarized
     changed. Returns (window, messages in common, carried over)."""
     fmt = policy.fmt
-    common = common_prefix(previous.messages, msgs) if previous is not None else 0
-    if previous is not None and common:
-        tokens, cum = previous.tokens[:common], previous.cum[:common + 1]
+    same = common_prefix(previous.messages, msgs) if previous is not None else 0
+    if previous is not None and same:
+        tokens, cum = previous.tokens[:same], previous.cum[:same + 1]
     else:
         tokens, cum = [], [0]
-    for t in messages_tokens(msgs[common:], counter, fmt):  # only the new text is counted
+    for t in messages_tokens(msgs[same:], counter, fmt):  # only the new text is counted
         tokens.append(t)
         cum.append(cum[-1] + t)
+    # messages costed anew but shown as before (a turn's thinking no longer read) are shared
+    common = alike_prefix(previous.messages, msgs, same) if previous is not None else 0
     head = 0
     while head < len(msgs) and msgs[head].role == "system":
         head += 1
@@ -165,7 +168,8 @@ def _recognize(previous: ConversationState | None, msgs: list[Message], counter:
     assert previous is not None
     return Window(msgs, tokens, cum, head, previous.upto, list(previous.chunks),
                   list(previous.verbatim),
-                  {i: r for i, r in previous.rewrites.items() if i < common},
+                  {i: r if i < same else (r[0], r[1] + tokens[i] - previous.tokens[i], r[2])
+                   for i, r in previous.rewrites.items() if i < common},
                   fmt.reply_priming, min(previous.frontier, common),
                   {i: f for i, f in previous.facts.items() if i < common},
                   previous.ahead, {i: f for i, f in previous.named.items() if i < common}

@@ -44,6 +44,18 @@ def common_prefix(before: list[Message], now: list[Message]) -> int:
     return k
 
 
+def alike_prefix(before: list[Message], now: list[Message], common: int) -> int:
+    """How many leading messages two turns share once those that differ only in what their
+    non-text parts cost count as shared (``common``: those identical): a thinking block an
+    earlier turn costed whole costs its text once a new turn began (the provider no longer
+    reads it), and the message shows the same as before."""
+    k, m = common, min(len(before), len(now))
+    while k < m and msgspec.structs.replace(before[k], parts_tokens=now[k].parts_tokens,
+                                            parts=now[k].parts) == now[k]:
+        k += 1
+    return k
+
+
 def shown_text(shown: Shown) -> str:
     return shown if isinstance(shown, str) else shown[0]
 
