@@ -36,6 +36,21 @@ def claude(stack, repo: Path, home: Path, prompt: str, *args: str, **env_extra: 
     return json.loads(done.stdout)
 
 
+def read_the_build_log(stack, repo: Path, tmp_path: Path, rounds: int, lines: int) -> dict:
+    """Claude Code reads a build log of ``lines`` lines ``rounds`` times (the stand-in agent's
+    Bash calls), with its answer reserve lowered to 8k (its own variable: the 128k it asks by
+    default leaves no budget in a small window), and ends with the agent's text."""
+    log = "\n".join(f"line {i}: step {i} of the build passed, {i * 7} checks"
+                    for i in range(lines))
+    (repo / "build.log").write_text(log)
+    stack.standin.agent(rounds, [{"name": "Bash", "arguments": {
+        "command": "cat build.log", "description": "Read the build log"}}])
+    answer = claude(stack, repo, tmp_path / "home", "Check the build log, many times.",
+                    CLAUDE_CODE_MAX_OUTPUT_TOKENS="8000")
+    assert answer["result"].startswith(f"stand-in answer after {rounds} tool results"), answer
+    return answer
+
+
 def test_claude_code_runs_the_agents_tool_calls_and_ends_with_its_text(stack, repo, tmp_path):
     stack.standin.agent(2, [
         {"name": "Bash", "arguments": {"command": "cat README.md", "description": "Read it"}},
@@ -59,16 +74,9 @@ def test_claude_code_long_tool_loop_compacts_in_a_small_window_and_completes(rep
     summarizes anything, and Claude Code finishes. Its
     answer reserve is lowered to 8k (its own variable): the 128k it asks by default leaves no
     budget in a window this small, and the gateway says so with a 400."""
-    log = "\n".join(f"line {i}: step {i} of the build passed, {i * 7} checks" for i in range(200))
-    (repo / "build.log").write_text(log)
     rounds = 12
     with open_stack(tmp_path / "stack", {DEFAULT_MODEL: WINDOW}) as stack:
-        stack.standin.agent(rounds, [{"name": "Bash", "arguments": {
-            "command": "cat build.log", "description": "Read the build log"}}])
-        answer = claude(stack, repo, tmp_path / "home", "Check the build log, many times.",
-                        CLAUDE_CODE_MAX_OUTPUT_TOKENS="8000")
-        assert answer["result"].startswith(f"stand-in answer after {rounds} tool results"), \
-            answer
+        read_the_build_log(stack, repo, tmp_path, rounds, lines=200)
         requests = model_requests(stack)
         assert_all_valid(requests)
         (chat,) = conversations(stack)
@@ -96,16 +104,9 @@ def test_claude_code_thinking_hidden_in_signatures_is_costed_and_kept(repo, tmp_
     text alone the gateway saw none of that thinking: six prompts were refused, fitting again
     by the chat's calibration did not bring them under the window, and Claude Code gave up
     ("Prompt is too long · automatic compaction failed")."""
-    log = "\n".join(f"line {i}: step {i} of the build passed, {i * 7} checks" for i in range(80))
-    (repo / "build.log").write_text(log)
     rounds = 12
     with open_stack(tmp_path / "stack", {DEFAULT_MODEL: WINDOW}, thinking_words=900) as stack:
-        stack.standin.agent(rounds, [{"name": "Bash", "arguments": {
-            "command": "cat build.log", "description": "Read the build log"}}])
-        answer = claude(stack, repo, tmp_path / "home", "Check the build log, many times.",
-                        CLAUDE_CODE_MAX_OUTPUT_TOKENS="8000")
-        assert answer["result"].startswith(f"stand-in answer after {rounds} tool results"), \
-            answer
+        read_the_build_log(stack, repo, tmp_path, rounds, lines=80)
         requests = [r for r in model_requests(stack) if r["body"]["model"] == DEFAULT_MODEL]
         assert_all_valid(requests)  # the stand-in checks each signature, and the window
         assert requests[-1]["body"]["thinking"]["display"] == "omitted"

@@ -22,6 +22,30 @@ TOOLS = [{"name": "read", "description": "Read a file.",
           "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}]
 
 
+BETAS = ["context-management-2025-06-27", "interleaved-thinking-2025-05-14"]
+
+
+def read_again_and_again(stack, messages, model: str, thinking: dict, rounds: int,
+                         **extra) -> list[dict]:
+    """The stand-in agent's `rounds` reads of a.py and its answer, each answer after its
+    thinking, sent back as it came (the SDK's blocks); the chat's history."""
+    stack.standin.agent(rounds, [{"name": "read", "arguments": {"path": "a.py"}}])
+    history: list[dict] = [{"role": "user", "content": "Read a.py again and again."}]
+    for k in range(rounds + 1):
+        answer = messages.create(model=model, max_tokens=2000, messages=history, tools=TOOLS,
+                                 thinking=thinking, **extra)
+        blocks = [b.model_dump(exclude_none=True) for b in answer.content]
+        assert blocks[0]["type"] == "thinking"
+        assert len(blocks[0]["signature"]) > 4 * len(blocks[0]["thinking"])
+        history.append({"role": "assistant", "content": blocks})
+        if answer.stop_reason != "tool_use":
+            break
+        history.append({"role": "user", "content": [{
+            "type": "tool_result", "tool_use_id": blocks[-1]["id"],
+            "content": prose(f"a.py, read {k}", 250)}]})
+    return history
+
+
 KEEP_ALL = {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]}
 #: Claude Code's way (every turn's thinking kept, none shown), and an older model's (Sonnet
 #: 4.5 keeps the last turn's thinking, here the whole tool loop, and shows a summary)
@@ -37,24 +61,10 @@ def test_hidden_thinking_is_costed_and_the_latest_goes_back_as_it_came(tmp_path,
     # 600 words of thinking a turn: about 1,000 tokens its text never shows
     with fresh_stack(tmp_path, {model: WINDOW}, windows={model: WINDOW},
                      thinking_words=600) as stack:
-        stack.standin.agent(rounds, [{"name": "read", "arguments": {"path": "a.py"}}])
         client = stack.anthropic()
-        history: list[dict] = [{"role": "user", "content": "Read a.py again and again."}]
-        for k in range(rounds + 1):
-            raw = client.beta.messages.with_raw_response.create(
-                model=model, max_tokens=2000, messages=history, tools=TOOLS, thinking=thinking,
-                betas=["context-management-2025-06-27", "interleaved-thinking-2025-05-14"],
-                **extra)
-            answer = raw.parse()
-            blocks = [b.model_dump(exclude_none=True) for b in answer.content]
-            assert blocks[0]["type"] == "thinking"
-            assert len(blocks[0]["signature"]) > 4 * len(blocks[0]["thinking"])
-            history.append({"role": "assistant", "content": blocks})
-            if answer.stop_reason != "tool_use":
-                break
-            history.append({"role": "user", "content": [{
-                "type": "tool_result", "tool_use_id": blocks[-1]["id"],
-                "content": prose(f"a.py, read {k}", 250)}]})
+        history = read_again_and_again(stack, client.beta.messages, model, thinking, rounds,
+                                       betas=BETAS, **extra)
+        answer = history[-1]["content"]
         sent = stack.model_requests()
         with pytest.raises(anthropic.BadRequestError, match="Invalid `signature`"):
             changed = history[-3:-1]  # the last call and its result, its thinking edited
@@ -62,7 +72,7 @@ def test_hidden_thinking_is_costed_and_the_latest_goes_back_as_it_came(tmp_path,
                 {**changed[0]["content"][0], "thinking": "x"}, *changed[0]["content"][1:]]}
             client.messages.create(model=model, max_tokens=100, thinking=thinking, tools=TOOLS,
                                    messages=[history[0], *changed])
-    assert answer.content[-1].text.startswith(f"stand-in answer after {rounds} tool results")
+    assert answer[-1]["text"].startswith(f"stand-in answer after {rounds} tool results")
     # every request fitted on its first try: none refused as over the window (or otherwise)
     assert len(sent) == rounds + 1 and all(r["status"] == 200 for r in sent), \
         [r["problems"] for r in sent if r["problems"]]
@@ -75,6 +85,7 @@ def test_hidden_thinking_is_costed_and_the_latest_goes_back_as_it_came(tmp_path,
         (original,) = [m for m in history if m["role"] == "assistant" and
                        m["content"][-1] == latest["content"][-1]]
         assert latest["content"] == original["content"]  # its thinking byte for byte
+
 
 def test_reasoning_sent_back_on_chat_completions_is_costed(tmp_path):
     """A Chat Completions chat through a reasoning model (DeepSeek's `reasoning_content`, which
@@ -130,20 +141,11 @@ def test_a_new_turn_keeps_the_compacted_prefix_of_an_older_models_loop(tmp_path)
     rounds = 16
     with fresh_stack(tmp_path, {model: WINDOW}, windows={model: WINDOW},
                      thinking_words=600) as stack:
-        stack.standin.agent(rounds, [{"name": "read", "arguments": {"path": "a.py"}}])
-        client = stack.anthropic()
-        history: list[dict] = [{"role": "user", "content": "Read a.py again and again."}]
-        for k in range(rounds + 2):
-            if k == rounds + 1:
-                history.append({"role": "user", "content": "Now sum it up for me."})
-            answer = client.messages.create(model=model, max_tokens=2000, messages=history,
-                                            tools=TOOLS, thinking=thinking)
-            blocks = [b.model_dump(exclude_none=True) for b in answer.content]
-            history.append({"role": "assistant", "content": blocks})
-            if answer.stop_reason == "tool_use":
-                history.append({"role": "user", "content": [{
-                    "type": "tool_result", "tool_use_id": blocks[-1]["id"],
-                    "content": prose(f"a.py, read {k}", 250)}]})
+        messages = stack.anthropic().messages
+        history = read_again_and_again(stack, messages, model, thinking, rounds)
+        history.append({"role": "user", "content": "Now sum it up for me."})
+        messages.create(model=model, max_tokens=2000, messages=history, tools=TOOLS,
+                        thinking=thinking)
         sent = stack.model_requests()
     assert all(r["status"] == 200 for r in sent), [r["problems"] for r in sent if r["problems"]]
     loop, after = sent[-2]["body"]["messages"], sent[-1]["body"]["messages"]
