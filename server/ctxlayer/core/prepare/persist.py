@@ -9,7 +9,9 @@ unrestarted turn would take over of its previous window. Each message's count is
 name of the counter that made it (its encoding and calibration): the first request after a
 restart, a 5 MB history for Claude Code, then counts only what was added since, as the turn
 before the restart would have. Under another counter the messages are counted again. A rewrite
-keeps the tokens it was counted at.
+keeps the tokens it was counted at. A message that differs from the snapshot's only in what its
+parts cost (an older model's thinking, no longer read once the user writes again) agrees with
+it by its `shapes` hash: it is counted again, its outline's count moved alike.
 Pure: no I/O (the state stores the bytes).
 """
 
@@ -49,12 +51,22 @@ class Snapshot(msgspec.Struct, kw_only=True):
     # they were kept has none, and its messages are counted again
     counted_with: str = ""
     tokens: list[int] = msgspec.field(default_factory=list)
+    #: each message's hash without what its parts cost, "" where that is its hash (no parts)
+    shapes: list[str] = msgspec.field(default_factory=list)
 
 
 def message_hash(m: Message) -> str:
     """content_hash of the message's JSON, hashed as msgspec writes it (UTF-8 already: the
     same digest without a round trip through str)."""
     return content_hash(msgspec.json.encode(m))
+
+
+def shape_hash(m: Message) -> str:
+    """`message_hash` of the message without what its non-text parts cost, "" when it has
+    none (its shape is then its hash)."""
+    if m.parts_tokens is None and m.parts is None:
+        return ""
+    return message_hash(msgspec.structs.replace(m, parts_tokens=None, parts=None))
 
 
 def counted_by(counter_name: str, fmt: MessageFormat) -> str:
@@ -75,7 +87,8 @@ def snapshot(state: ConversationState, counter_name: str = "",
                     rewrites=dict(state.rewrites), restored=dict(state.restored),
                     restored_audit=list(state.restored_audit), out_keys=list(state.out_keys),
                     out_tokens=list(state.out_tokens), counted_with=counted_with,
-                    tokens=list(state.tokens) if counted_with else [])
+                    tokens=list(state.tokens) if counted_with else [],
+                    shapes=[shape_hash(m) for m in state.messages])
 
 
 def encode(snap: Snapshot) -> bytes:
@@ -104,7 +117,7 @@ def resume_best(snaps: list[Snapshot], messages: list[Message], counter: Tokeniz
     best = -1
     most = common_prefix(beyond.messages, messages) if beyond is not None else -1
     for n, snap in enumerate(snaps):
-        k = _agreement(snap, messages, hashes)
+        k = _alike(snap, messages, _agreement(snap, messages, hashes))
         if k > most and _holds(snap, k):
             best, most = n, k
     if best < 0:
@@ -132,6 +145,16 @@ def _agreement(snap: Snapshot, messages: list[Message], hashes: list[str]) -> in
     return k
 
 
+def _alike(snap: Snapshot, messages: list[Message], k: int) -> int:
+    """How far the messages agree with the snapshot's past the first ``k`` (equal), counting
+    those that differ only in what their parts cost."""
+    n = min(len(snap.shapes), len(messages))
+    while k < n and (snap.shapes[k] or snap.hashes[k]) == (shape_hash(messages[k]) or
+                                                           message_hash(messages[k])):
+        k += 1
+    return k
+
+
 def _tuples(key):
     """A result key as JSON gave it back (lists) as the engine makes it (tuples, at any
     depth: a rewrite of a call's arguments is a tuple within the key)."""
@@ -146,15 +169,21 @@ def resume(snap: Snapshot, messages: list[Message], counter: Tokenizer,
     is no longer (as an unrestarted turn takes over its previous window: the same request
     after an edit got another result once the daemon had restarted). ``hashes``: the leading
     messages' `message_hash`, as far as an earlier look took them (extended here)."""
-    k = _agreement(snap, messages, [] if hashes is None else hashes)
+    same = _agreement(snap, messages, [] if hashes is None else hashes)
+    k = _alike(snap, messages, same)
     if not _holds(snap, k):
         return None
     shown = messages[:k]
-    if snap.counted_with and snap.counted_with == counted_by(counter.name, policy.fmt) \
-            and len(snap.tokens) >= k:
-        tokens = snap.tokens[:k]  # the same messages (by hash), counted by the same counter
+    kept = bool(snap.counted_with) and snap.counted_with == counted_by(counter.name, policy.fmt) \
+        and len(snap.tokens) >= k
+    if kept:  # the same messages (by hash), counted by the same counter; the alike counted
+        tokens = snap.tokens[:same] + [message_tokens(m, counter, policy.fmt)
+                                       for m in shown[same:]]
     else:
         tokens = [message_tokens(m, counter, policy.fmt) for m in shown]
+    # an outline of a message costed anew moves with it (where the old count is known)
+    rewrites = {i: rw if i < same else (rw[0], rw[1] + tokens[i] - snap.tokens[i], rw[2])
+                for i, rw in snap.rewrites.items() if i < (k if kept else same)}
     cum = [0]
     for t in tokens:
         cum.append(cum[-1] + t)
@@ -169,6 +198,6 @@ def resume(snap: Snapshot, messages: list[Message], counter: Tokenizer,
         messages=list(shown), tokens=tokens, cum=cum, head=snap.head, upto=snap.upto,
         frontier=min(snap.frontier, k), chunks=tuple(snap.chunks),
         verbatim=tuple(snap.verbatim),
-        rewrites={i: rw for i, rw in snap.rewrites.items() if i < k},
+        rewrites=rewrites,
         restored=dict(snap.restored), restored_audit=tuple(snap.restored_audit),
         out_keys=keys, out_tokens=list(snap.out_tokens[:len(keys)]))
