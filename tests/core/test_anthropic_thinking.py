@@ -25,6 +25,8 @@ KEEP_ONE = {"edits": [{"type": "clear_thinking_20251015",
     ("claude-haiku-4-5", None, False),
     ("claude-3-7-sonnet-20250219", None, False),
     ("claude-opus-5-5", None, True),
+    ("anthropic/claude-opus-4.5", None, True),  # OpenRouter's spelling
+    ("anthropic/claude-sonnet-4.5", None, False),
     ("a-model-the-table-does-not-know", None, True),
     ("claude-sonnet-4-5", KEEP_ALL, True),
     ("claude-opus-5-5", KEEP_ONE, False),

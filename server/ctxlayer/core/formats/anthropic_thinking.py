@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import re
 
-# claude-<family>-<major>[-<minor>]; a part of 8 digits is a date, not a minor version
-_NAME = re.compile(r"claude-(opus|sonnet|haiku)-(\d+)(?:-(\d{1,2}))?(?!\d)")
+# claude-<family>-<major>[-<minor>] (OpenRouter writes `claude-opus-4.5`); a part of 8 digits
+# is a date, not a minor version
+_NAME = re.compile(r"claude-(opus|sonnet|haiku)-(\d+)(?:[-.](\d{1,2}))?(?!\d)")
 
 # the names before Claude 4: claude-<major>[-<minor>]-<family>
 _LEGACY = re.compile(r"claude-\d(?:-\d)?-(?:opus|sonnet|haiku)")
