@@ -10,6 +10,8 @@ gptme's soft limits are: a budget overshoot costs a failed request, an undershoo
 
 from __future__ import annotations
 
+import re
+
 import msgspec
 
 
@@ -74,13 +76,20 @@ _UNKNOWN = ModelInfo("unknown", "unknown", O2, 128_000, 8_192, correction=1.15,
                      uncertainty=0.2, exact=False)
 
 
+#: how Amazon Bedrock names Claude: `anthropic.claude-...`, with a region's inference profile
+#: before it (`us.`, `eu.`, `apac.`, `global.`)
+_BEDROCK = re.compile(r"^(?:[a-z]{2,6}\.)?anthropic\.")
+
+
 def model_info(model: str | None) -> ModelInfo:
-    """The table row for a model name (provider prefixes such as `openai/` are ignored)."""
+    """The table row for a model name (provider prefixes such as `openai/` and Bedrock's
+    `us.anthropic.` are ignored)."""
     name = (model or DEFAULT_MODEL).strip().lower()
     bare = name.rsplit("/", 1)[-1]
+    key = _BEDROCK.sub("", bare)
     best: ModelInfo | None = None
     for row in TABLE:
-        if bare.startswith(row.name) and (best is None or len(row.name) > len(best.name)):
+        if key.startswith(row.name) and (best is None or len(row.name) > len(best.name)):
             best = row
     if best is None:
         return msgspec.structs.replace(_UNKNOWN, name=bare or "unknown")
