@@ -32,7 +32,15 @@ _ANTHROPIC_ASSISTANT_BLOCKS = {"text", "tool_use", "thinking", "redacted_thinkin
                                "bash_code_execution_tool_result",
                                "text_editor_code_execution_tool_result",
                                "tool_search_tool_result",
-                               "mcp_tool_use", "mcp_tool_result", "container_upload"}
+                               "mcp_tool_use", "mcp_tool_result", "container_upload",
+                               # betas: an advisor's result, the provider's own compaction
+                               # (what came before it is not read), a fallback hop's marker,
+                               # an MCP server's tool listing, each echoed back as it came
+                               "advisor_tool_result", "compaction", "fallback",
+                               "mcp_tool_listing"}
+#: what a system message between turns holds (the mid-conversation-system and -tool-changes
+#: betas): instructions, and the tools offered from there on
+_ANTHROPIC_SYSTEM_TURN_BLOCKS = {"text", "tool_addition", "tool_removal"}
 _ANTHROPIC_RESULT_PARTS = {"text", "image", "document", "search_result", "tool_reference",
                            "browser_state"}
 

@@ -23,10 +23,12 @@ from standin_images import media_tokens
 from ctxlayer.tokenizers import counter_for
 
 try:  # the strict checkers
+    from rules import _ANTHROPIC_SYSTEM_TURN_BLOCKS as SYSTEM_TURN_BLOCKS
     from rules import anthropic_problems as _rules_anthropic  # type: ignore[import-not-found]
     from rules import openai_problems as _rules_openai  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover - depends on what is merged
     _rules_openai = _rules_anthropic = None
+    SYSTEM_TURN_BLOCKS = {"text"}
 
 OPENAI_ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
 
@@ -64,7 +66,7 @@ def problems(fmt: str, body: Any, betas: Any = ()) -> list[str]:
             isinstance(m, dict) and m.get("role") == "system")]}
         if placed:
             return placed
-    own = _anthropic_problems(body)
+    own = _anthropic_problems(body) + compaction_problems(body.get("messages") or [])
     return own or (_rules_anthropic(body) if _rules_anthropic else [])
 
 
@@ -94,11 +96,14 @@ def mid_system_problems(msgs: list) -> list[str]:
                 out.append(f"{where}.content: must be non-empty")
         elif isinstance(content, list) and content:
             for k, b in enumerate(content):
-                if not isinstance(b, dict) or b.get("type") != "text" or \
-                        not isinstance(b.get("text"), str):
-                    out.append(f"{where}.content.{k}: system messages hold text blocks only")
+                kind = b.get("type") if isinstance(b, dict) else None
+                if kind not in SYSTEM_TURN_BLOCKS or (
+                        kind == "text" and not isinstance(b.get("text"), str)) or (
+                        kind != "text" and not isinstance(b.get("tool"), dict)):
+                    out.append(f"{where}.content.{k}: system messages hold text blocks and "
+                               "tool changes only")
         else:
-            out.append(f"{where}.content: must be a non-empty string or list of text blocks")
+            out.append(f"{where}.content: must be a non-empty string or list of blocks")
     return out
 
 
@@ -261,6 +266,8 @@ def prompt_tokens(fmt: str, body: dict) -> int:
     tool definitions, 3 tokens of framing per message and 3 to prime the reply."""
     counter = counter_for(body.get("model") if isinstance(body.get("model"), str) else None)
     msgs = body.get("messages") if isinstance(body.get("messages"), list) else []
+    if fmt == "anthropic":
+        msgs = after_compaction(msgs)
     texts: list[str] = _texts(body.get("system")) if fmt == "anthropic" else []
     dropped = thinking.stripped(body) if fmt == "anthropic" else set()
     for i, m in enumerate(msgs):
@@ -272,6 +279,30 @@ def prompt_tokens(fmt: str, body: dict) -> int:
         if body.get(key):
             texts.append(json.dumps(body[key]))
     return sum(counter.count(t) for t in texts) + media_tokens(msgs) + 3 * len(msgs) + 3
+
+
+def _compactions(msgs: list) -> list[tuple[int, int]]:
+    """(message, block) of each `compaction` block with content (the provider's summary)."""
+    return [(i, k) for i, m in enumerate(msgs) if isinstance(m, dict)
+            and isinstance(m.get("content"), list) for k, b in enumerate(m["content"])
+            if isinstance(b, dict) and b.get("type") == "compaction" and b.get("content")]
+
+
+def after_compaction(msgs: list) -> list:
+    """What the provider reads of the messages: from the last compaction block on (it drops
+    every block before it: the compact_* edit's beta)."""
+    found = _compactions(msgs)
+    if not found:
+        return msgs
+    i, k = found[-1]
+    return [{**msgs[i], "content": msgs[i]["content"][k:]}, *msgs[i + 1:]]
+
+
+def compaction_problems(msgs: list) -> list[str]:
+    if len(_compactions(msgs)) > 1:
+        return ["messages: holds more than one `compaction` block with content; send only the "
+                "block the conversation returned last (compaction_block_ambiguous)"]
+    return []
 
 
 def message_tokens(fmt: str, model: str | None, message: Any) -> int:

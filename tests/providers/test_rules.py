@@ -6,6 +6,7 @@ from __future__ import annotations
 import typing
 
 from anthropic.types import ContentBlockParam, ToolResultBlockParam
+from anthropic.types.beta.beta_content_block_param import BetaContentBlockParam
 from openai.types.chat import ChatCompletionContentPartParam
 from openai.types.responses import ResponseInputItemParam
 from providers import rules, standin_responses
@@ -66,9 +67,12 @@ def test_anthropic_accepts_tools_and_refuses_bad_shapes():
 
 
 def _kinds(union: typing.Any) -> set[str]:
-    """The `type` values of a union of an SDK's request TypedDicts."""
+    """The `type` values of a union of an SDK's request TypedDicts (the beta union also takes
+    the response's blocks as they came: those are the same kinds, left out here)."""
     out: set[str] = set()
     for member in typing.get_args(union):
+        if typing.get_origin(member) is typing.Annotated:  # the response's blocks
+            continue
         kind = typing.get_type_hints(member)["type"]
         while typing.get_origin(kind) is not typing.Literal:  # Required[Literal[...]]
             kind = typing.get_args(kind)[0]
@@ -79,10 +83,10 @@ def _kinds(union: typing.Any) -> set[str]:
 def test_the_rules_take_every_block_and_part_the_pinned_sdks_name():
     """Strict, never stricter than the provider: a content kind the official SDK sends is one
     the stand-in takes in some role (a newer SDK adds kinds: bumping its pin runs this)."""
-    anthropic_kinds = _kinds(ContentBlockParam)
-    assert {"tool_result", "server_tool_use", "web_search_tool_result"} <= anthropic_kinds
-    assert anthropic_kinds - (rules._ANTHROPIC_USER_BLOCKS | rules._ANTHROPIC_ASSISTANT_BLOCKS) \
-        == set()
+    anthropic_kinds = _kinds(ContentBlockParam) | _kinds(BetaContentBlockParam)
+    assert {"tool_result", "server_tool_use", "compaction", "tool_addition"} <= anthropic_kinds
+    assert anthropic_kinds - (rules._ANTHROPIC_USER_BLOCKS | rules._ANTHROPIC_ASSISTANT_BLOCKS
+                              | rules._ANTHROPIC_SYSTEM_TURN_BLOCKS) == set()
     content = typing.get_type_hints(ToolResultBlockParam)["content"]  # str | Iterable[...]
     result_kinds = _kinds(next(typing.get_args(a)[0] for a in typing.get_args(content)
                                if typing.get_args(a)))

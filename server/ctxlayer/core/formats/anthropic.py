@@ -83,6 +83,10 @@ def _block(block: dict, where: str, counter: Tokenizer) -> tuple[int, str]:
         data = expect_str(block.get("data"), f"{where}.data")
         tokens = media.encrypted_tokens(data, counter) + 1
         return tokens, media.label("redacted thinking", tokens)
+    elif kind == "compaction":  # the provider's summary, and what it keeps sealed beside it
+        text, sealed = block.get("content"), block.get("encrypted_content")
+        tokens = (counter.count(text) if isinstance(text, str) else 0) + (
+            media.encrypted_tokens(sealed, counter) if isinstance(sealed, str) else 0)
     else:
         tokens = counter.count(_json.encode(block).decode())
     return tokens, media.label(str(kind), tokens)
@@ -241,8 +245,11 @@ class _Reader:
                 parts += tokens
                 labels.append(name)
         text = "\n".join(texts)
+        # the provider's own compaction (the compact_* edit): it reads nothing before it, and
+        # no summary of ours can stand in for it, so it stays whole where it is
+        compacted = any(b["type"] == "compaction" for b in blocks)
         self.add(Message(role="assistant", content=text, tool_calls=calls or None,
-                         parts_tokens=parts or None, parts=labels or None,
+                         parts_tokens=parts or None, parts=labels or None, pinned=compacted,
                          id=derive_id("an", str(i), "assistant", text, *(c.id for c in calls))),
                  ("msg", i, tuple(range(len(blocks)))), own, where)
 
