@@ -60,6 +60,9 @@ def test_a_block_costs_its_seal_only_where_it_is_read():
 
     assert costs("claude-opus-4-5") == [300, 300]  # 1,600 base64 characters: 1,200 bytes
     assert costs("claude-sonnet-4-5") == [3, 300]  # the first: its text's words
+    msgs[1]["content"][0] = {"type": "redacted_thinking", "data": "B" * 1600}
+    assert costs("claude-opus-4-5") == [301, 300]  # all sealed: what its data holds
+    assert costs("claude-sonnet-4-5") == [None, 300]  # not read: nothing
 
 
 def test_a_new_turn_makes_the_last_ones_thinking_cheap_on_the_next_decode():

@@ -77,12 +77,8 @@ def _block(block: dict, where: str, counter: Tokenizer) -> tuple[int, str]:
         tokens, size = _source_tokens(block, where, counter)
         title = block.get("title") if kind == "document" else None
         return tokens, media.label(kind, tokens, size, title if isinstance(title, str) else "")
-    elif kind == "thinking":
+    elif kind in ("thinking", "redacted_thinking"):
         return _thinking(block, where, counter, read=True)
-    elif kind == "redacted_thinking":
-        data = expect_str(block.get("data"), f"{where}.data")
-        tokens = media.encrypted_tokens(data, counter) + 1
-        return tokens, media.label("redacted thinking", tokens)
     elif kind == "compaction":  # the provider's summary, and what it keeps sealed beside it
         text, sealed = block.get("content"), block.get("encrypted_content")
         tokens = (counter.count(text) if isinstance(text, str) else 0) + (
@@ -96,7 +92,12 @@ def _thinking(block: dict, where: str, counter: Tokenizer, read: bool) -> tuple[
     """A thinking block's cost and label: where the provider reads it again (every turn's
     thinking, or the turn under way: anthropic_thinking.py), the larger of its text and what
     its signature seals (the whole thinking: with `display: "omitted"` the text is empty, a
-    summary is shorter), else its text."""
+    summary is shorter), else its text; redacted thinking, all sealed, what its data holds
+    where it is read, else nothing."""
+    if block["type"] == "redacted_thinking":
+        data = expect_str(block.get("data"), f"{where}.data")
+        tokens = media.encrypted_tokens(data, counter) + 1 if read else 0
+        return tokens, media.label("redacted thinking", tokens)
     tokens = counter.count(expect_str(block.get("thinking"), f"{where}.thinking"))
     sig = block.get("signature")
     if read and isinstance(sig, str):
@@ -241,7 +242,8 @@ class _Reader:
             else:
                 f = f"{where}.content[{k}]"
                 tokens, name = (_thinking(b, f, self.counter, i > self.turn_start)
-                                if kind == "thinking" else _block(b, f, self.counter))
+                                if kind in ("thinking", "redacted_thinking")
+                                else _block(b, f, self.counter))
                 parts += tokens
                 labels.append(name)
         text = "\n".join(texts)
