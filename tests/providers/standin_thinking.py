@@ -3,7 +3,8 @@
 A request with `thinking` on (`enabled`, or `adaptive` as Claude Code sends it) is answered
 with a thinking block first. Its `signature` carries the whole thinking, sealed (here: base64
 of a keyed tag and the text; the provider encrypts it), and its `thinking` shows a summary, or
-nothing with `display: "omitted"`. As the provider does, the stand-in then (with thinking on; without, a block is passed):
+nothing with `display: "omitted"`. As the provider does, the stand-in then (with thinking on;
+without, a block is passed as it came):
 - refuses a thinking block whose text or signature was changed;
 - refuses a tool loop whose latest assistant message lost the thinking it was answered with;
 - counts the whole thinking of the blocks it reads again, whatever the text shows: every
@@ -39,7 +40,7 @@ def _every_turn(body: dict) -> bool:
     model = str(body.get("model", ""))
     if re.search(r"claude-3(-\d)?-(opus|sonnet|haiku)", model):
         return False
-    found = re.search(r"claude-(opus|sonnet|haiku)-(\d+)(?:-(\d{1,2}))?(?!\d)", model)
+    found = re.search(r"claude-(opus|sonnet|haiku)-(\d+)(?:[-.](\d{1,2}))?(?!\d)", model)
     if found is None:
         return True
     return (int(found.group(2)), int(found.group(3) or 0)) >= _KEEPS_ALL[found.group(1)]
