@@ -167,3 +167,35 @@ sandbox_mode = "danger-full-access"
     assert sum("It adds numbers" in o for o in tool_outputs(requests)) >= 2
     (chat,) = conversations(stack)
     assert chat["model"] == MODEL and chat["tokens"] > 0
+
+
+def test_codex_earlier_turns_reasoning_is_not_costed_where_the_model_drops_it(repo, tmp_path):
+    """Codex sends every turn's reasoning back, sealed; gpt-5-codex renders only the current
+    turn's. Three turns (`codex exec`, then `resume --last` twice), about 2,300 tokens of
+    reasoning an answer, in a budget of 24k (a 48k window, half kept for the answer): the
+    gateway counts the last request as the provider does, and sends every turn whole (costed
+    every turn's reasoning, it counted twice the provider's and compacted the chat)."""
+    exe = client("codex", "CODEX", "node_modules/.bin/codex")
+    codex_home = tmp_path / "codex-home"
+    codex_home.mkdir()
+    env = client_env(tmp_path / "home", CODEX_HOME=str(codex_home),
+                     OPENAI_API_KEY="sk-test-not-a-key")
+    with open_stack(tmp_path / "stack", {MODEL: 48_000}, thinking_words=1500) as stack:
+        (codex_home / "config.toml").write_text(config(stack))
+        for k, argv in enumerate((["Check the build, three times."],
+                                  ["resume", "--last", "Check it again."],
+                                  ["resume", "--last", "And once more."])):
+            stack.standin.agent(3 * (k + 1), [{"name": "exec_command",
+                                              "arguments": {"cmd": "git status"}}])
+            done = run([exe, "exec", "--skip-git-repo-check", *argv], env, repo)
+            assert f"stand-in answer after {3 * (k + 1)} tool results" in done.stdout, \
+                done.stdout
+        requests = model_requests(stack)
+        assert_all_valid(requests)
+        (chat,) = conversations(stack)
+    assert len(requests) == 12
+    sealed = [i for i in requests[-1]["body"]["input"] if i.get("type") == "reasoning"]
+    assert len(sealed) == 11  # every answer's reasoning went back
+    assert chat["budget"] == 24_000 and chat["dropped"] == 0
+    assert not any("[Summary of" in json.dumps(r["body"]["input"]) for r in requests)
+    assert requests[-1]["prompt_tokens"] <= chat["tokens"] < 1.15 * requests[-1]["prompt_tokens"]

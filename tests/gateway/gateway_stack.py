@@ -51,7 +51,7 @@ class Stack:
     def model_requests(self) -> list[dict]:
         """What the stand-in received on its model routes."""
         return [r for r in self.standin.requests() if r["path"] in (
-            "/v1/chat/completions", "/v1/messages")]
+            "/v1/chat/completions", "/v1/messages", "/v1/responses")]
 
     def wait_for(self, predicate: Any, what: str, timeout: float = 15) -> list[dict]:
         """The stand-in's requests once `predicate(requests)` holds (an event, not a timing)."""

@@ -10,8 +10,8 @@ Routes: `POST /v1/chat/completions`, `POST /v1/messages`, `POST /v1/messages/cou
 `GET /v1/models` (the OpenAI list, or Anthropic's when the request has `anthropic-version`),
 `GET /v1/models/{id}`, `POST /v1/embeddings`, and `POST /v1/responses` (the Responses API,
 strict as standin_responses.py says; it keeps every response it gave, for
-`previous_response_id`, and answers with a reasoning item when `include` asks for
-`reasoning.encrypted_content`). `agent(rounds, calls)` makes it play an agent, in every format
+`previous_response_id`, and answers with a reasoning item of `thinking_words` words sealed when
+`include` asks for `reasoning.encrypted_content`). `agent(rounds, calls)` makes it play an agent, in every format
 (Messages and Chat Completions, streamed or not, and Responses): a request with tools gets a
 tool call until `rounds` were made (Responses: until it carries `rounds` outputs), then the text
 `stand-in answer after N tool results ...`. Round k calls `calls[k % len(calls)]`
@@ -313,7 +313,7 @@ class Standin:
         else:
             reply = self._replies.pop(0) if self._replies else self._agent_reply(body, items)
         output = responses.output_items(rid, reply, "reasoning.encrypted_content" in (
-            body.get("include") or ()))
+            body.get("include") or ()), self.thinking_words)
         self._responses[f"resp_{rid}"] = [*items, *output]
         usage = Usage(tokens, self._completion(model, reply), self._responses_cache(body, items))
         created = int(time.time())

@@ -5,7 +5,11 @@ Strict: every item has a known type and the fields of that type; every `function
 answers a `function_call` before it with the same `call_id`, every call has its output; a
 `reasoning` item is followed by the item it led to, and its `encrypted_content` is intact
 (the stand-in's own: a payload and its digest, see `encrypted`). `previous_response_id` must
-name a response the stand-in gave; its history then counts as input.
+name a response the stand-in gave; its history then counts as input. A reasoning item counts
+its sealed reasoning (not its summary) where the provider renders it again: every turn's with
+`reasoning.context: "all_turns"` or, left to the model, on the gpt-5.6 family and later (and
+names not of OpenAI's); else only those after the last user message, as the official SDK's
+reference for `reasoning.context` says (the rest costs nothing).
 Owns the shapes only; standin.py decides what to answer. Must not do I/O.
 """
 
@@ -14,6 +18,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -166,6 +171,33 @@ def _message_problems(item: dict, where: str) -> list[str]:
     return out
 
 
+def sealed(item: Any) -> str | None:
+    """The reasoning a reasoning item of the stand-in's seals (None: not one, or changed)."""
+    if not isinstance(item, dict) or not intact(item.get("encrypted_content")):
+        return None
+    return base64.b64decode(item["encrypted_content"]).decode().rsplit("|", 1)[0]
+
+
+def _all_turns(body: dict) -> bool:
+    context = (body.get("reasoning") or {}).get("context")
+    if context in ("all_turns", "current_turn"):
+        return context == "all_turns"
+    model = str(body.get("model", "")).lower()
+    gpt = re.search(r"gpt-(\d+)(?:\.(\d+))?", model)
+    if gpt:
+        return (int(gpt.group(1)), int(gpt.group(2) or 0)) >= (5, 6)
+    return re.search(r"(^|[/-])(o[1-4]|codex-mini)($|-)", model) is None
+
+
+def _reasoning_read(body: dict, items: list, counter: Any) -> int:
+    """The tokens of the reasoning the provider renders again (see the module's note)."""
+    start = -1 if _all_turns(body) else max(
+        (k for k, i in enumerate(items) if isinstance(i, dict) and i.get("role") == "user"
+         and i.get("type") in (None, "message")), default=-1)
+    return sum(counter.count(sealed(i) or "") for k, i in enumerate(items)
+               if k > start and isinstance(i, dict) and i.get("type") == "reasoning")
+
+
 def _texts(value: Any) -> list[str]:
     if isinstance(value, str):
         return [value]
@@ -182,21 +214,26 @@ def _texts(value: Any) -> list[str]:
 def prompt_tokens(body: dict, history: list) -> int:
     counter = counter_for(body.get("model") if isinstance(body.get("model"), str) else None)
     items = [*history, *items_of(body)]
-    texts = _texts(body.get("instructions") or "") + [t for i in items for t in _texts(i)]
+    texts = _texts(body.get("instructions") or "") + [
+        t for i in items if not (isinstance(i, dict) and i.get("type") == "reasoning")
+        for t in _texts(i)]
     if body.get("tools"):
         texts.append(json.dumps(body["tools"]))
-    return sum(counter.count(t) for t in texts) + media_tokens(items) + 3 * len(items) + 3
+    return sum(counter.count(t) for t in texts) + _reasoning_read(body, items, counter) + \
+        media_tokens(items) + 3 * len(items) + 3
 
 
 # ---- answers -----------------------------------------------------------------------------
 
-def output_items(rid: str, reply: Reply, reasoning: bool) -> list[dict]:
-    """What the model answers: a reasoning item (when asked for its encrypted content), then
-    a function call or a message."""
+def output_items(rid: str, reply: Reply, reasoning: bool, words: int = 6) -> list[dict]:
+    """What the model answers: a reasoning item of `words` words sealed (when asked for its
+    encrypted content), then a function call or a message."""
     out: list[dict] = []
     if reasoning:
+        thought = " ".join([f"thought of {rid}:"] + [f"step{k} weighs what came back" for k in
+                                                      range(max(0, (words - 3) // 4))])
         out.append({"id": f"rs_{rid}", "type": "reasoning", "summary": [],
-                    "encrypted_content": encrypted(f"thought of {rid}")})
+                    "encrypted_content": encrypted(thought)})
     if reply.tool_name:
         out.append({"id": f"fc_{rid}", "type": "function_call", "status": "completed",
                     "call_id": f"call_{rid}", "name": reply.tool_name,
@@ -221,8 +258,9 @@ def response(rid: str, body: dict, created: int, output: list[dict], usage: Usag
             "instructions": body.get("instructions"), "max_output_tokens":
                 body.get("max_output_tokens"), "model": body["model"], "output": output,
             "parallel_tool_calls": True, "previous_response_id":
-                body.get("previous_response_id"), "reasoning": {"effort": None,
-                                                                "summary": None},
+                body.get("previous_response_id"), "reasoning": {
+                "effort": None, "summary": None,  # the mode used, as the provider says it
+                "context": "all_turns" if _all_turns(body) else "current_turn"},
             "store": body.get("store", True), "temperature": 1.0,
             "text": {"format": {"type": "text"}}, "tool_choice": body.get("tool_choice", "auto"),
             "tools": body.get("tools") or [], "top_p": 1.0, "truncation": "disabled",

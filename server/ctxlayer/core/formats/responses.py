@@ -37,6 +37,7 @@ from ctxlayer.core.formats.common import (
     new_arguments,
     replace_text,
 )
+from ctxlayer.core.formats.responses_reasoning import every_turn_read, last_turn_start
 from ctxlayer.core.tokens import Tokenizer
 from ctxlayer.protocol import Message, ToolCall
 
@@ -157,9 +158,10 @@ def _one_run(value: Any) -> bool:
         and isinstance(value[0].get("stdout"), str)
 
 
-def _reasoning_tokens(item: dict, where: str, counter: Tokenizer) -> int:
-    """A reasoning item's cost: its summary's text, and its encrypted content estimated from
-    its size (base64 of about four bytes a token; the provider does not publish the rule)."""
+def _reasoning_tokens(item: dict, where: str, counter: Tokenizer, read: bool) -> int:
+    """A reasoning item's cost: its summary's text, and, where the provider reads it again
+    (`read`: responses_reasoning.py), its encrypted content estimated from its size (base64 of
+    about four bytes a token; the provider does not publish the rule)."""
     n = 0
     for k, part in enumerate(item.get("summary") or ()):
         part = expect_dict(part, f"{where}.summary[{k}]")
@@ -168,8 +170,10 @@ def _reasoning_tokens(item: dict, where: str, counter: Tokenizer) -> int:
     for part in item.get("content") or ():
         if isinstance(part, dict) and isinstance(part.get("text"), str):
             n += counter.count(part["text"])
-    if item.get("encrypted_content") is not None:
-        n += _encrypted_tokens(item, where, counter)
+    sealed = item.get("encrypted_content")
+    if sealed is not None:
+        expect_str(sealed, f"{where}.encrypted_content")
+        n += _encrypted_tokens(item, where, counter) if read else 0
     return n
 
 
@@ -200,8 +204,9 @@ class _Group:
         self.call_id: str | None = None
 
 
-def _read_item(item: dict, i: int, group: _Group, counter: Tokenizer) -> None:
-    """Add item `i` to `group` (its text, the tokens of the rest, its call)."""
+def _read_item(item: dict, i: int, group: _Group, counter: Tokenizer, turn_start: int) -> None:
+    """Add item `i` to `group` (its text, the tokens of the rest, its call); the reasoning
+    before `turn_start` is not read again."""
     where = f"input[{i}]"
     kind = item.get("type")
     if "role" in item and kind in (None, "message"):
@@ -210,7 +215,7 @@ def _read_item(item: dict, i: int, group: _Group, counter: Tokenizer) -> None:
             group.texts.append(text)
         group.parts += parts
     elif kind == "reasoning":
-        group.parts += _reasoning_tokens(item, where, counter)
+        group.parts += _reasoning_tokens(item, where, counter, i > turn_start)
     elif kind == "compaction":  # encrypted as reasoning is: costed by its size alike
         group.parts += _encrypted_tokens(item, where, counter) + 1
     elif is_output(item):
@@ -230,7 +235,7 @@ def _read_item(item: dict, i: int, group: _Group, counter: Tokenizer) -> None:
         group.parts += counter.count(_json.encode(item).decode())
 
 
-def _groups(items: list, counter: Tokenizer) -> list[_Group]:
+def _groups(items: list, counter: Tokenizer, turn_start: int) -> list[_Group]:
     out: list[_Group] = []
     run: _Group | None = None  # the model's current run of items
     for i, item in enumerate(items):
@@ -255,11 +260,11 @@ def _groups(items: list, counter: Tokenizer) -> list[_Group]:
             group = _Group("assistant", i, pinned=True)
         elif run is not None:
             run.items.append(i)
-            _read_item(item, i, run, counter)
+            _read_item(item, i, run, counter, turn_start)
             continue
         else:
             run = group = _Group("assistant", i)
-        _read_item(item, i, group, counter)
+        _read_item(item, i, group, counter, turn_start)
         out.append(group)
     return out
 
@@ -294,7 +299,8 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -
     elif raw is not None:
         if not isinstance(raw, list):
             raise bad("input", f"expected a string or a list of items, got {type(raw).__name__}")
-        for g in _groups(raw, counter):
+        turn_start = -1 if every_turn_read(payload) else last_turn_start(raw)
+        for g in _groups(raw, counter, turn_start):
             first = raw[g.items[0]]
             text = "\n".join(g.texts)
             own = client_id(first)
