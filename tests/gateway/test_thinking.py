@@ -5,7 +5,7 @@ block by its signature, so its fitted requests stay in the window on the first t
 sends the latest assistant message's thinking as it came (the provider refuses it changed or
 gone). An older model (Sonnet 4.5) reads only the last turn's thinking: the tool loop under
 way costs its signatures, an earlier turn's thinking its text. Chat Completions reasoning sent
-back (DeepSeek's `reasoning_content`) is costed too."""
+back (DeepSeek's `reasoning_content`) is costed too, where DeepSeek reads it."""
 
 from __future__ import annotations
 
@@ -88,23 +88,50 @@ def test_hidden_thinking_is_costed_and_the_latest_goes_back_as_it_came(tmp_path,
 
 
 def test_reasoning_sent_back_on_chat_completions_is_costed(tmp_path):
-    """A Chat Completions chat through a reasoning model (DeepSeek's `reasoning_content`, which
-    its tool loops send back): each assistant turn carries about 700 tokens of reasoning the
-    provider reads again. The gateway costs it, so the chat fits its window on every first
-    try; by the content alone the provider refused its prompts as over the window."""
-    model, window = "deepseek-reasoner", 6000
+    """A DeepSeek tool loop on Chat Completions: each assistant turn carries about 700 tokens of
+    `reasoning_content`, which the provider reads again in a turn that calls tools. The gateway
+    costs it, so the loop fits its window on every first try; by the content alone the provider
+    refused its prompts as over the window."""
+    model, window, rounds = "deepseek-v4-pro", 6000, 14
+    tools = [{"type": "function", "function": {"name": "read", "parameters": {
+        "type": "object", "properties": {"path": {"type": "string"}}}}}]
+    with fresh_stack(tmp_path, {model: window}, windows={model: window}) as stack:
+        stack.standin.agent(rounds, [{"name": "read", "arguments": {"path": "a.py"}}])
+        client = stack.openai()
+        messages: list[dict] = [{"role": "user", "content": "Read a.py again and again."}]
+        for k in range(rounds + 1):
+            answer = client.chat.completions.create(model=model, messages=messages,
+                                                    tools=tools, max_tokens=500)
+            reply = answer.choices[0].message.model_dump(exclude_none=True)
+            messages.append({**reply, "reasoning_content": prose(f"reasoning {k}", 400)})
+            if not reply.get("tool_calls"):
+                break
+            messages.append({"role": "tool", "tool_call_id": reply["tool_calls"][0]["id"],
+                             "content": prose(f"a.py, read {k}", 60)})
+        sent = stack.model_requests()
+    assert [r["status"] for r in sent] == [200] * (rounds + 1), [r["problems"] for r in sent]
+    assert max(r["prompt_tokens"] for r in sent) > window // 2
+
+
+def test_reasoning_deepseek_ignores_is_not_costed(tmp_path):
+    """DeepSeek ignores the `reasoning_content` of a turn without tool calls once the user has
+    written again. Thirty such turns, about 700 tokens of reasoning each: the gateway costs
+    only what the provider reads, so the requests fill their budget as the provider counts
+    them (85% on average for the last ten; costed whole, 38%)."""
+    model, window, answer = "deepseek-v4-pro", 12_000, 500
     with fresh_stack(tmp_path, {model: window}, windows={model: window}) as stack:
         client = stack.openai()
         messages: list[dict] = []
-        for k in range(14):
-            messages.append({"role": "user", "content": prose(f"question {k}", 60)})
-            answer = client.chat.completions.create(model=model, messages=messages,
-                                                    max_tokens=500)
-            messages.append({"role": "assistant", "content": answer.choices[0].message.content,
+        for k in range(30):
+            messages.append({"role": "user", "content": prose(f"question {k}", 200)})
+            reply = client.chat.completions.create(model=model, messages=messages,
+                                                   max_tokens=answer)
+            messages.append({"role": "assistant", "content": reply.choices[0].message.content,
                              "reasoning_content": prose(f"reasoning {k}", 400)})
         sent = stack.model_requests()
-    assert [r["status"] for r in sent] == [200] * 14, [r["problems"] for r in sent]
-    assert max(r["prompt_tokens"] for r in sent) > window // 2
+    assert all(r["status"] == 200 for r in sent), [r["problems"] for r in sent if r["problems"]]
+    late = [r["prompt_tokens"] for r in sent[-10:]]
+    assert sum(late) / len(late) > 0.65 * (window - answer), late
 
 
 def test_thinking_the_provider_drops_is_not_costed_whole(tmp_path):

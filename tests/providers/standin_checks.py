@@ -269,16 +269,33 @@ def prompt_tokens(fmt: str, body: dict) -> int:
     if fmt == "anthropic":
         msgs = after_compaction(msgs)
     texts: list[str] = _texts(body.get("system")) if fmt == "anthropic" else []
-    dropped = thinking.stripped(body) if fmt == "anthropic" else set()
+    dropped = thinking.stripped(body) if fmt == "anthropic" else _deepseek_ignored(body, msgs)
     for i, m in enumerate(msgs):
         if i in dropped and isinstance(m.get("content"), list):  # its thinking is not read
             m = {**m, "content": [b for b in m["content"] if not (
                 isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking"))]}
+        elif i in dropped:  # DeepSeek: an earlier turn's reasoning, no tool called in it
+            m = {k: v for k, v in m.items() if k != "reasoning_content"}
         texts += _texts(m)
     for key in ("tools", "functions"):  # the deprecated `functions` are billed as tools are
         if body.get(key):
             texts.append(json.dumps(body[key]))
     return sum(counter.count(t) for t in texts) + media_tokens(msgs) + 3 * len(msgs) + 3
+
+
+def _deepseek_ignored(body: dict, msgs: list) -> set[int]:
+    """The assistant messages whose `reasoning_content` DeepSeek ignores, as its thinking-mode
+    guide says: those of a turn between two user messages in which no tool was called."""
+    if "deepseek" not in str(body.get("model", "")).lower():
+        return set()
+    users = [i for i, m in enumerate(msgs) if isinstance(m, dict) and m.get("role") == "user"]
+    out: set[int] = set()
+    for start, end in zip(users, users[1:], strict=False):
+        turn = [i for i in range(start + 1, end)
+                if isinstance(msgs[i], dict) and msgs[i].get("role") == "assistant"]
+        if not any(msgs[i].get("tool_calls") for i in turn):
+            out.update(turn)
+    return out
 
 
 def _compactions(msgs: list) -> list[tuple[int, int]]:

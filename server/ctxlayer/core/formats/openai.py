@@ -3,7 +3,8 @@ ones back as the very dicts the client sent (shortened text in their text parts)
 that every tool message still follows the call it answers.
 
 Owns the reading and writing of this one format; counting rules for images and files are in
-media.py; it never decides what to keep (the trim engine does).
+media.py, for the reasoning sent back in openai_reasoning.py; it never decides what to keep
+(the trim engine does).
 """
 
 from __future__ import annotations
@@ -28,6 +29,12 @@ from ctxlayer.core.formats.common import (
     replace_text,
     reusable_prefix,
 )
+from ctxlayer.core.formats.openai_reasoning import (
+    ignored,
+    ignores_earlier_turns,
+    last_user,
+    reasoning_tokens,
+)
 from ctxlayer.core.tokens import Tokenizer
 from ctxlayer.protocol import Message, ToolCall
 
@@ -37,6 +44,9 @@ ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 _ENGINE_ROLE = {"developer": "system", "function": "tool"}
 #: Decoded.extra's key: position -> (the text and calls encode wrote for it, the native dict)
 WRITTEN = "written"
+#: Decoded.extra's key: the last user message, where a model that ignores earlier turns'
+#: reasoning (openai_reasoning.py) reads the reasoning before it no more
+TURN = "turn"
 
 
 def legacy_call_id(position: int) -> str:
@@ -144,30 +154,14 @@ def _tool_calls(value: Any, where: str) -> list[ToolCall]:
     return calls
 
 
-def _reasoning_tokens(native: dict, counter: Tokenizer) -> int:
-    """What an assistant message's reasoning costs, sent back for the model to read again (a
-    tool loop's thinking): `reasoning_content` (DeepSeek, vLLM), `reasoning` (OpenRouter's text)
-    and `reasoning_details` (OpenRouter's blocks: texts and summaries, encrypted data and
-    signatures by their size, as Anthropic's thinking blocks are). OpenRouter sends the text
-    twice, in `reasoning` and in the details: the larger of the two is the cost."""
-    said = sum(counter.count(native[key]) for key in ("reasoning_content", "reasoning")
-               if isinstance(native.get(key), str))
-    details = native.get("reasoning_details")
-    blocks = 0
-    for d in details if isinstance(details, list) else ():
-        if not isinstance(d, dict):
-            continue
-        texts = sum(counter.count(d[key]) for key in ("text", "summary")
-                    if isinstance(d.get(key), str))
-        sealed = max((media.encrypted_tokens(d[key], counter) for key in ("data", "signature")
-                      if isinstance(d.get(key), str)), default=0)
-        blocks += max(texts, sealed)
-    return max(said, blocks)
-
-
 def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -> Decoded:
     raw = messages_of(payload)
     same = reusable_prefix(previous, "openai", raw, counter)
+    turn = last_user(raw) if ignores_earlier_turns(payload) else -1
+    if previous is not None and previous.extra.get(TURN, -1) != turn:
+        # a new turn began: the reasoning of the one before it may be read no more
+        same = min(same, previous.extra.get(TURN, -1) + 1)
+    unread = ignored(raw, turn) if turn > 0 else frozenset()
     msgs: list[Message] = previous.messages[:same] if previous else []
     if previous is not None and same == len(previous.messages):  # all of it: copies, in C
         index, derived = dict(previous.index), set(previous.derived_ids)
@@ -186,7 +180,8 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -
             refusal = counter.count(native["refusal"])
             parts += refusal
             labels.append(media.label("refusal", refusal))
-        thought = _reasoning_tokens(native, counter) if role == "assistant" else 0
+        thought = reasoning_tokens(native, counter) \
+            if role == "assistant" and i not in unread else 0
         if thought:
             parts += thought
             labels.append(media.label("reasoning", thought))
@@ -224,7 +219,8 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -
     written = {pos: hit for pos, hit in previous.extra.get(WRITTEN, {}).items() if pos < same} \
         if previous is not None else {}
     return Decoded(fmt="openai", messages=msgs, payload=payload, sources=list(range(len(raw))),
-                   index=index, derived_ids=derived, counter=counter, extra={WRITTEN: written})
+                   index=index, derived_ids=derived, counter=counter,
+                   extra={WRITTEN: written, TURN: turn})
 
 
 def _native_of(decoded: Decoded, m: Message) -> dict:

@@ -1,0 +1,80 @@
+"""Which reasoning sent back the provider reads again: DeepSeek's `reasoning_content` on Chat
+Completions (a turn's is read later only when the turn called tools), and the Responses API's
+reasoning items (`reasoning.context`, else the model)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxlayer.core.formats import decode
+from ctxlayer.core.formats.openai_reasoning import ignored, last_user
+from ctxlayer.core.formats.responses_reasoning import every_turn_read
+from ctxlayer.core.tokens import WordTokenizer
+
+WORDS = WordTokenizer()
+THOUGHT = "weigh " * 50  # 50 words of reasoning
+
+
+def chat(turns: int, tools_every: int = 0) -> list[dict]:
+    """`turns` questions, each answered after 50 words of reasoning; every `tools_every`-th
+    turn (0: none) goes through a tool call first."""
+    out: list[dict] = []
+    for k in range(turns):
+        out.append({"role": "user", "content": f"question {k}"})
+        if tools_every and k % tools_every == 0:
+            out.append({"role": "assistant", "content": None, "reasoning_content": THOUGHT,
+                        "tool_calls": [{"id": f"c{k}", "type": "function", "function": {
+                            "name": "read", "arguments": "{}"}}]})
+            out.append({"role": "tool", "tool_call_id": f"c{k}", "content": "text"})
+        out.append({"role": "assistant", "content": f"answer {k}", "reasoning_content": THOUGHT})
+    return out
+
+
+def test_a_turn_without_tool_calls_is_not_read_again():
+    msgs = [*chat(4, tools_every=2), {"role": "user", "content": "and now?"}]
+    turn = last_user(msgs)
+    assert turn == len(msgs) - 1
+    skipped = ignored(msgs, turn)
+    # turns 0 and 2 called a tool: both their assistant messages are read; 1 and 3 are not
+    assert sorted(msgs[i]["content"] for i in skipped) == ["answer 1", "answer 3"]
+
+
+def costs(payload: dict, previous=None) -> list[int]:
+    d = decode("openai", payload, WORDS, previous=previous)
+    return [m.parts_tokens or 0 for m in d.messages if m.role == "assistant"]
+
+
+def test_deepseek_costs_only_what_it_reads_and_other_models_all():
+    msgs = [*chat(3), {"role": "user", "content": "and now?"}]
+    assert costs({"model": "deepseek-v4-pro", "messages": msgs}) == [0, 0, 0]
+    assert costs({"model": "qwen3-coder", "messages": msgs}) == [50, 50, 50]
+    # the turn under way: its reasoning is read
+    assert costs({"model": "deepseek-v4-pro", "messages": msgs[:-1]}) == [0, 0, 50]
+
+
+@pytest.mark.parametrize("tools_every", [0, 2])
+def test_a_decode_that_reuses_the_previous_one_costs_as_a_fresh_one(tools_every):
+    """Turn by turn, the decode that starts from the previous request's gives each message the
+    cost a decode from nothing gives it, though a new user message changes what came before."""
+    msgs = chat(6, tools_every)
+    previous = None
+    for end in range(1, len(msgs) + 1):
+        payload = {"model": "deepseek-v4-pro", "messages": msgs[:end]}
+        warm = decode("openai", payload, WORDS, previous=previous)
+        cold = decode("openai", payload, WORDS)
+        assert warm.messages == cold.messages, end
+        previous = warm
+
+
+@pytest.mark.parametrize(("model", "context", "every"), [
+    ("gpt-5.4", None, False), ("gpt-5-codex", None, False), ("o4-mini", None, False),
+    ("gpt-5.6", None, True), ("gpt-5.6-codex", None, True), ("gpt-6", None, True),
+    ("grok-4", None, True), ("gpt-5.6", "current_turn", False), ("gpt-5.4", "all_turns", True),
+    ("gpt-5.4", "auto", False), ("openai/gpt-5.2", None, False),
+])
+def test_the_responses_reasoning_context_follows_the_request_then_the_model(model, context,
+                                                                             every):
+    payload: dict = {"model": model, "input": []}
+    if context:
+        payload["reasoning"] = {"effort": "high", "context": context}
+    assert every_turn_read(payload) is every
