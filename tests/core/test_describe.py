@@ -74,6 +74,35 @@ def test_a_line_names_the_parts(fmt, native, line):
     assert describe(msg) == line
 
 
+SEALED = "A" * 1600  # about 300 tokens sealed (3/4 of a byte a character, 4 bytes a token)
+RESPONSES = [
+    ([{"role": "user", "content": [
+        {"type": "input_image", "image_url": "data:image/png;base64," + png(1024, 768)},
+        {"type": "input_text", "text": "look at this screenshot"}]}],
+     "user: image 1024x768 (765 tokens) + 'look at this screenshot'"),
+    ([{"role": "user", "content": "read it"},
+      {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": SEALED},
+      {"type": "function_call", "call_id": "c1", "name": "read",
+       "arguments": '{"path": "a.py"}'}],
+     "assistant: reasoning (300 tokens) + read(a.py)"),
+    ([{"type": "compaction", "encrypted_content": SEALED}], "assistant: compaction (301 tokens)"),
+    ([{"type": "function_call", "call_id": "c1", "name": "shot", "arguments": "{}"},
+      {"type": "computer_call_output", "call_id": "c1", "output": {
+          "type": "computer_screenshot", "image_url": "data:image/png;base64," + png(1024, 768)}}],
+     "tool result of c1: image 1024x768 (765 tokens)"),
+    ([{"type": "web_search_call", "id": "ws_1", "status": "completed"}],
+     "assistant: web_search_call (1 tokens)"),  # its JSON, one word to this counter
+]
+
+
+@pytest.mark.parametrize(("items", "line"), RESPONSES, ids=[c[1][:30] for c in RESPONSES])
+def test_a_responses_line_names_the_parts(items, line):
+    """The Responses API's parts and items, named as the other formats name theirs (the
+    reasoning of the turn under way, read again: costed by what it seals)."""
+    msgs = decode("responses", {"model": "gpt-5.4", "input": items}, WORDS).messages
+    assert describe(msgs[-1]) == line
+
+
 def test_plain_text_and_calls_without_parts():
     assert describe(Message(role="user", content="Fix the parser\nplease")) == \
         "user (2 lines): Fix the parser"

@@ -90,38 +90,46 @@ def is_call(item: dict) -> bool:
                              and "role" not in item)
 
 
-def _part_tokens(part: dict, where: str, counter: Tokenizer) -> int:
-    """Tokens of one non-text content part by OpenAI's rules, or a stated estimate."""
+def _part_tokens(part: dict, where: str, counter: Tokenizer) -> tuple[int, str]:
+    """Tokens of one non-text content part by OpenAI's rules, or a stated estimate, and the
+    part as an audit line names it."""
     kind = part.get("type")
     if kind == "input_image":
         url = part.get("image_url")
         data = media.split_data_url(url) if isinstance(url, str) else None
         size = media.size_of_base64(data[1]) if data else None
         detail = part.get("detail")
-        return media.openai_image_tokens(size, detail if isinstance(detail, str) else "auto")
+        tokens = media.openai_image_tokens(size, detail if isinstance(detail, str) else "auto")
+        return tokens, media.label("image", tokens, size)
     if kind == "input_file":
         data = part.get("file_data")
         if isinstance(data, str):
             split = media.split_data_url(data)
             data = split[1] if split else data
-        return media.pdf_tokens(data if isinstance(data, str) else None)
+        tokens = media.pdf_tokens(data if isinstance(data, str) else None)
+        name = part.get("filename")
+        return tokens, media.label("file", tokens, name=name if isinstance(name, str) else "")
     if kind == "input_audio":
         audio = expect_dict(part.get("input_audio"), f"{where}.input_audio")
-        return media.audio_tokens(expect_str(audio.get("data"), f"{where}.input_audio.data",
-                                             "base64 audio"), str(audio.get("format", "")))
+        tokens = media.audio_tokens(expect_str(audio.get("data"), f"{where}.input_audio.data",
+                                               "base64 audio"), str(audio.get("format", "")))
+        return tokens, media.label("audio", tokens)
     if kind == "refusal":
-        return counter.count(expect_str(part.get("refusal"), f"{where}.refusal"))
-    return counter.count(_json.encode(part).decode())  # a part this version does not know
+        tokens = counter.count(expect_str(part.get("refusal"), f"{where}.refusal"))
+        return tokens, media.label("refusal", tokens)
+    tokens = counter.count(_json.encode(part).decode())  # a part this version does not know
+    return tokens, media.label(str(kind), tokens)
 
 
-def _content(value: Any, where: str, counter: Tokenizer) -> tuple[str, int]:
-    """(the text the engine may shorten, tokens of the other parts) of a content or output."""
+def _content(value: Any, where: str, counter: Tokenizer) -> tuple[str, int, list[str]]:
+    """(the text the engine may shorten, tokens of the other parts, what they are) of a
+    content or output."""
     if isinstance(value, str):
-        return value, 0
+        return value, 0, []
     if not isinstance(value, list):
         raise bad(where, f"expected a string or a list of content parts, got "
                          f"{type(value).__name__}")
-    texts, parts = [], 0
+    texts, parts, labels = [], 0, []
     for k, part in enumerate(value):
         f = f"{where}[{k}]"
         part = expect_dict(part, f)
@@ -129,12 +137,15 @@ def _content(value: Any, where: str, counter: Tokenizer) -> tuple[str, int]:
         if _is_text(part):
             texts.append(expect_str(part.get("text"), f"{f}.text"))
         else:
-            parts += _part_tokens(part, f, counter)
-    return "\n".join(texts), parts
+            tokens, name = _part_tokens(part, f, counter)
+            parts += tokens
+            labels.append(name)
+    return "\n".join(texts), parts, labels
 
 
-def _output(item: dict, where: str, counter: Tokenizer) -> tuple[str, int]:
-    """(the text the engine may shorten, tokens of the rest) of a call's output. Besides text
+def _output(item: dict, where: str, counter: Tokenizer) -> tuple[str, int, list[str]]:
+    """(the text the engine may shorten, tokens of the rest, what it is) of a call's output.
+    Besides text
     and content parts: a shell call's output is a list of runs (`stdout`, `stderr`, `outcome`;
     one run's `stdout` is its text, several runs are kept as they came), a computer call's
     is one screenshot, costed as an image."""
@@ -143,12 +154,15 @@ def _output(item: dict, where: str, counter: Tokenizer) -> tuple[str, int]:
         runs = [expect_dict(run, f"{where}[{k}]") for k, run in enumerate(value)]
         if len(runs) == 1 and isinstance(runs[0].get("stdout"), str):
             rest = {k: v for k, v in runs[0].items() if k != "stdout"}
-            return runs[0]["stdout"], counter.count(_json.encode(rest).decode())
-        return "", counter.count(_json.encode(value).decode())
+            tokens = counter.count(_json.encode(rest).decode())
+            return runs[0]["stdout"], tokens, [media.label("outcome", tokens)]
+        tokens = counter.count(_json.encode(value).decode())
+        return "", tokens, [media.label(f"{len(runs)} shell runs", tokens)]
     if isinstance(value, dict):
         shot = value.get("type") == "computer_screenshot"
-        return "", _part_tokens({**value, "type": "input_image"} if shot else value, where,
-                                counter)
+        tokens, name = _part_tokens({**value, "type": "input_image"} if shot else value, where,
+                                    counter)
+        return "", tokens, [name]
     return _content(value, where, counter)
 
 
@@ -200,8 +214,13 @@ class _Group:
         self.role, self.items, self.pinned = role, [first], pinned
         self.texts: list[str] = []
         self.parts = 0
+        self.labels: list[str] = []  # what the parts are, as an audit line names them
         self.calls: list[ToolCall] = []
         self.call_id: str | None = None
+
+    def cost(self, tokens: int, labels: list[str]) -> None:
+        self.parts += tokens
+        self.labels += labels
 
 
 def _read_item(item: dict, i: int, group: _Group, counter: Tokenizer, turn_start: int) -> None:
@@ -210,29 +229,33 @@ def _read_item(item: dict, i: int, group: _Group, counter: Tokenizer, turn_start
     where = f"input[{i}]"
     kind = item.get("type")
     if "role" in item and kind in (None, "message"):
-        text, parts = _content(item.get("content"), f"{where}.content", counter)
+        text, parts, labels = _content(item.get("content"), f"{where}.content", counter)
         if text:
             group.texts.append(text)
-        group.parts += parts
+        group.cost(parts, labels)
     elif kind == "reasoning":
-        group.parts += _reasoning_tokens(item, where, counter, i > turn_start)
+        tokens = _reasoning_tokens(item, where, counter, i > turn_start)
+        group.cost(tokens, [media.label("reasoning", tokens)] if tokens else [])
     elif kind == "compaction":  # encrypted as reasoning is: costed by its size alike
-        group.parts += _encrypted_tokens(item, where, counter) + 1
+        tokens = _encrypted_tokens(item, where, counter) + 1
+        group.cost(tokens, [media.label("compaction", tokens)])
     elif is_output(item):
         group.call_id = expect_str(answered_call(item), f"{where}.call_id", "the call's id")
-        text, parts = _output(item, f"{where}.output", counter)
+        text, parts, labels = _output(item, f"{where}.output", counter)
         group.texts.append(text)
-        group.parts += parts
+        group.cost(parts, labels)
     elif is_call(item):
         group.calls.append(_call(item, where))
     elif kind == "image_generation_call" and isinstance(item.get("result"), str):
         # the image it made (base64): costed as an image, its other fields by their JSON
-        group.parts += _part_tokens({"type": "input_image", "image_url":
-                                     f"data:image/png;base64,{item['result']}"}, where, counter)
-        group.parts += counter.count(_json.encode(
+        tokens, _ = _part_tokens({"type": "input_image", "image_url":
+                                  f"data:image/png;base64,{item['result']}"}, where, counter)
+        tokens += counter.count(_json.encode(
             {k: v for k, v in item.items() if k != "result"}).decode())
+        group.cost(tokens, [media.label("generated image", tokens)])
     else:  # an item this version does not know: costed by its JSON, kept as it is
-        group.parts += counter.count(_json.encode(item).decode())
+        tokens = counter.count(_json.encode(item).decode())
+        group.cost(tokens, [media.label(str(kind or "item"), tokens)])
 
 
 def _groups(items: list, counter: Tokenizer, turn_start: int) -> list[_Group]:
@@ -306,6 +329,7 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -
             own = client_id(first)
             m = Message(role=g.role, content=text, tool_calls=g.calls or None,  # type: ignore
                         tool_call_id=g.call_id, parts_tokens=g.parts or None, pinned=g.pinned,
+                        parts=g.labels or None,
                         id=own or derive_id("rs", str(g.items[0]), g.role, text, g.call_id or "",
                                             *(c.id for c in g.calls)))
             add(m, g.items, own, f"input[{g.items[0]}]")
