@@ -3,7 +3,7 @@ runs for minutes and draws new cases each run); what it finds becomes a test.
 
     .venv/bin/python bench/fuzz.py live [--minutes 5] [--seed N]
     .venv/bin/python bench/fuzz.py gateway --format anthropic|openai|responses [--examples 200] [--seed N]
-    .venv/bin/python bench/fuzz.py sessions --format anthropic|openai [--examples 200] [--seed N]
+    .venv/bin/python bench/fuzz.py sessions --format anthropic|openai|responses [--examples 200] [--seed N]
     .venv/bin/python bench/fuzz.py sequences [--examples 3000]
 
 - live: the dev transcripts (bench/realchats/data) through `ctx/prepare`'s engine request by
@@ -21,7 +21,8 @@ runs for minutes and draws new cases each run); what it finds becomes a test.
 - sessions: generated payloads appended to sessions and assembled in the same and the other
   format at random budgets, half of them after a daemon restart; each result is checked
   against the providers' rules, and one in the same format that cut and summarized nothing
-  must give back every appended message as it came.
+  must give back every appended message as it came (`responses`: the items above, assembled
+  as Responses items or Anthropic messages).
 - sequences: random sequences of session requests (appends, rules, working items, modes,
   compactions, restores, usage reports, closes, restarts) with an assembly after each, as
   tests/state/test_session_sequences.py runs a fixed few: every assembly fits its budget,
@@ -266,6 +267,7 @@ def sessions(fmt: str, examples: int, seed: int) -> int:
     from hypothesis import strategies as st
     from payloads import anthropic_payloads, openai_payloads
     from rules import anthropic_problems, openai_problems
+    from standin_responses import problems as responses_problems
 
     from ctxlayer import protocol
     from ctxlayer.state import Caller, State
@@ -285,11 +287,12 @@ def sessions(fmt: str, examples: int, seed: int) -> int:
         start()
         loop = asyncio.new_event_loop()
 
-        async def assembled(sid: str, body: dict, budget: int, out_fmt: str, restart: bool):
+        async def assembled(sid: str, appended: list, budget: int, out_fmt: str,
+                            restart: bool):
             await call(daemon[1], "ctx/session/open",
                        protocol.SessionOpenParams(session_id=sid, budget=budget))
             await call(daemon[1], "ctx/session/append", protocol.SessionAppendParams(
-                session_id=sid, messages=copy.deepcopy(body["messages"]), format=fmt))
+                session_id=sid, messages=copy.deepcopy(appended), format=fmt))
             if restart:  # what was appended comes back from the state folder
                 daemon[0].close()
                 start()
@@ -304,10 +307,12 @@ def sessions(fmt: str, examples: int, seed: int) -> int:
         @given(body=anthropic_payloads() if fmt == "anthropic" else openai_payloads(),
                budget=st.integers(300, 6000), other=st.booleans(), restart=st.booleans())
         def run(body: dict, budget: int, other: bool, restart: bool) -> None:
-            out_fmt = ({"anthropic": "openai", "openai": "anthropic"}[fmt] if other else fmt)
+            out_fmt = ({"anthropic": "openai", "openai": "anthropic", "responses": "anthropic"}[
+                fmt] if other else fmt)
+            appended = _as_items(body["messages"]) if fmt == "responses" else body["messages"]
             try:
                 out = loop.run_until_complete(
-                    assembled(f"s{next(ids)}", body, budget, out_fmt, restart))
+                    assembled(f"s{next(ids)}", appended, budget, out_fmt, restart))
             except ContextError as exc:
                 if "over the budget" in str(exc) or exc.kind == "pinned_over_budget":
                     return
@@ -315,20 +320,21 @@ def sessions(fmt: str, examples: int, seed: int) -> int:
             turns = [m for m in out.messages if m.get("role") != "system"]
             if out_fmt == "anthropic":
                 problems = anthropic_problems({"model": "m", "max_tokens": 8, "messages": turns})
+            elif out_fmt == "responses":
+                problems = responses_problems({"model": "m", "input": out.messages}, None)
             else:
                 problems = openai_problems({"model": "m", "messages": out.messages})
             if out_fmt == fmt and not (out.dropped or out.truncated or out.compacted):
                 # nothing cut, nothing said: every message comes back as it was appended
-                back = [msgspec.json.encode(m) for m in turns]
-                gone = [k for k, m in enumerate(body["messages"])
-                        if msgspec.json.encode(m) not in back]
+                back = [msgspec.json.encode(m) for m in out.messages]  # a system one too
+                gone = [k for k, m in enumerate(appended) if msgspec.json.encode(m) not in back]
                 if gone:
                     problems = [*problems, f"appended messages {gone[:5]} changed, unaudited"]
             if problems:
                 found.append(problems[0])
                 print(f"{fmt} -> {out_fmt} at {budget}: {problems[:3]}\n"
-                      f"  appended: {json.dumps(body['messages'])[:300]}...\n  whole: "
-                      f"{_kept(body['messages'], f'sessions-{fmt}-{seed}-{len(found)}')}")
+                      f"  appended: {json.dumps(appended)[:300]}...\n  whole: "
+                      f"{_kept(appended, f'sessions-{fmt}-{seed}-{len(found)}')}")
         run()
         daemon[0].close()
     print(f"sessions {fmt}: {examples} sessions, {len(found)} problems (seed {seed})")
@@ -365,8 +371,6 @@ def main() -> None:
     args = ap.parse_args()
     if args.seed is None:
         args.seed = random.randrange(10**6)
-    if args.mode == "sessions" and args.format == "responses":
-        ap.error("sessions keep messages in the anthropic or openai format")
     if args.mode == "live":
         found = live(args.minutes, args.seed)
     elif args.mode == "gateway":

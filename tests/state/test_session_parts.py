@@ -79,6 +79,35 @@ OPENAI_TURNS = {
 }
 
 
+SEALED = base64.b64encode(b"sealed reasoning " * 40).decode()
+RESPONSES_TURNS = {
+    "reasoning+call": [
+        {"role": "user", "content": "Fix the bug in a.py"},
+        {"type": "reasoning", "id": "rs_1", "summary": [
+            {"type": "summary_text", "text": "read a.py first"}], "encrypted_content": SEALED},
+        {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "read",
+         "arguments": "{\"path\": \"a.py\"}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "def f(): ..."}],
+    "image": [{"role": "user", "content": [
+        {"type": "input_text", "text": "look at this screenshot"},
+        {"type": "input_image", "image_url": "data:image/png;base64," + png(1024, 768),
+         "detail": "high"}]}],
+    "document": [{"role": "user", "content": [
+        {"type": "input_file", "filename": "c.pdf",
+         "file_data": "data:application/pdf;base64,JVBERi0xLjQK"},
+        {"type": "input_text", "text": "summarize"}]}],
+    "unknown item": [{"role": "user", "content": "search it"},
+                     {"type": "web_search_call", "id": "ws_1", "status": "completed",
+                      "action": {"type": "search", "query": "ctxlayer"}},
+                     {"type": "message", "role": "assistant", "id": "msg_1", "content": [
+                         {"type": "output_text", "text": "found it", "annotations": []}]}],
+    # Codex's remote compaction: the user's messages, then the provider's sealed summary
+    "compaction": [{"role": "user", "content": "Fix the bug in a.py"},
+                   {"type": "compaction", "id": "cmp_1", "encrypted_content": SEALED},
+                   {"role": "user", "content": "go on"}],
+}
+
+
 def make_caller(folder) -> tuple[State, Caller]:
     state = State(folder)
     return state, Caller(state, source="session",
@@ -101,7 +130,8 @@ def conversation(out: protocol.AssembleResult) -> list[dict]:
 
 
 CASES = [("anthropic", name, turns) for name, turns in ANTHROPIC_TURNS.items()] + \
-    [("openai", name, turns) for name, turns in OPENAI_TURNS.items()]
+    [("openai", name, turns) for name, turns in OPENAI_TURNS.items()] + \
+    [("responses", name, turns) for name, turns in RESPONSES_TURNS.items()]
 
 
 @pytest.mark.parametrize(("fmt", "name", "turns"), CASES, ids=[f"{f}-{n}" for f, n, _ in CASES])
@@ -176,6 +206,36 @@ async def test_another_format_names_what_it_cannot_carry(tmp_path):
         assert {"type": "text", "text": "look at this screenshot"} in blocks
         assert {e.message_id for e in out.truncated} <= {
             m.id for m in (await assemble(caller, "y", "ctxlayer")).messages}
+    finally:
+        state.close()
+
+
+async def test_responses_items_across_formats_go_along_or_are_named(tmp_path):
+    """A Responses session assembled as Chat Completions or Anthropic: the calls and outputs
+    go as tool calls and results, the screenshot as the target's image, and the reasoning and
+    the hosted search, which neither format carries, are named in `truncated`; the other way,
+    an OpenAI screenshot goes out as an `input_image`."""
+    state, caller = make_caller(tmp_path / "state")
+    try:
+        turns = RESPONSES_TURNS["reasoning+call"] + RESPONSES_TURNS["unknown item"][1:]
+        await append(caller, "r", "responses", turns + RESPONSES_TURNS["image"])
+        for fmt in ("openai", "anthropic"):
+            out = await assemble(caller, "r", fmt)
+            reasons = " ".join(e.reason for e in out.truncated if "not carried" in e.reason)
+            assert "reasoning" in reasons and "web_search_call" in reasons, fmt
+            assert "image" not in reasons, fmt
+            text = str(conversation(out))
+            assert "read" in text and "def f(): ..." in text and png(1024, 768) in text, fmt
+        back = await assemble(caller, "r", "responses")
+        assert conversation(back) == turns + RESPONSES_TURNS["image"]
+        assert not back.truncated
+
+        await append(caller, "o", "openai", OPENAI_TURNS["image"])
+        (shot,) = conversation(await assemble(caller, "o", "responses"))
+        assert shot["content"] == [
+            {"type": "input_text", "text": "look at this screenshot"},
+            {"type": "input_image", "image_url": "data:image/png;base64," + png(1024, 768),
+             "detail": "auto"}]
     finally:
         state.close()
 

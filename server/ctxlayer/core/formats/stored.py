@@ -6,7 +6,9 @@ redacted thinking, images, documents, audio and part types this version does not
 back out byte for byte when the session is assembled in the format they came in.
 
 - `raws(decoded)`: what to keep beside each engine message of an append, one dict (or None)
-  each: ``{"format", "message"}`` for OpenAI; for Anthropic, where one native message may be
+  each: ``{"format", "message"}`` for OpenAI; ``{"format", "items"}`` for the Responses API
+  (a run of the model's items is one engine message: its reasoning, calls and messages); for
+  Anthropic, where one native message may be
   several engine messages (each tool_result its own), ``{"format", "blocks", "piece": [j, n]}``
   with the whole native ``message`` on the first piece only (never copied n times). A system
   block is text only (a session takes no Anthropic `system`): nothing is stored for it.
@@ -14,8 +16,8 @@ back out byte for byte when the session is assembled in the format they came in.
   assembled messages, so that the format's own encoder writes them back (shortened text put
   into their text parts, pieces left out removed, repairs audited) exactly as ctx/prepare
   does. A message stored in another format, or in none, is written from its text and tool
-  calls (a user message's images rewritten in the target's shape: both carry them), and what
-  the target format does not get of it is named in one audit entry.
+  calls (a user message's images rewritten in the target's shape: every format carries
+  them), and what the target format does not get of it is named in one audit entry.
 
 Reasoning: nothing here strips thinking blocks. In a provider format the trim engine sends
 what fits as it came (`trim_options`: no rewrite when it fits) and never shortens a non-text
@@ -44,6 +46,10 @@ _KEY = "ctx:stored:"
 _OPENAI_FIELDS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name", "id",
                             "ctxlayer"})
 _ANTHROPIC_CARRIED = frozenset({"text", "tool_use", "tool_result"})
+#: the Responses items another format carries (as text, tool calls and their results)
+_RESPONSES_CARRIED = frozenset({"message", "function_call", "function_call_output",
+                                "custom_tool_call", "custom_tool_call_output"})
+_TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
 
 
 @dataclass(slots=True, frozen=True)
@@ -63,6 +69,10 @@ def raws(decoded: Decoded) -> list[dict | None]:
     if decoded.fmt == "openai":
         native = decoded.payload["messages"]
         return [{"format": "openai", "message": native[s]} for s in decoded.sources]
+    if decoded.fmt == "responses":  # the instructions, or a string input: text only
+        items = decoded.payload.get("input")
+        return [{"format": "responses", "items": [items[k] for k in s]}
+                if isinstance(s, list) else None for s in decoded.sources]
     if decoded.fmt != "anthropic":
         return [None] * len(decoded.messages)
     out: list[dict | None] = []
@@ -94,8 +104,19 @@ class _Builder:
         self.pieces: dict[int, list[int]] = {}
         self.groups: dict[int, int] = {}  # group key -> native index
 
+    def items(self, key: str, items: list[dict], message: Message) -> None:
+        """The Responses items of one engine message."""
+        start = len(self.natives)
+        self.natives += items
+        self.index[key] = len(self.msgs)
+        self.sources.append(list(range(start, len(self.natives))))
+        self.msgs.append(msgspec.structs.replace(message, id=key))
+
     def single(self, key: str, native: dict, message: Message) -> None:
         """A native message that is one engine message."""
+        if self.fmt == "responses":
+            self.items(key, [native], message)
+            return
         i = len(self.natives)
         self.natives.append(native)
         self.index[key] = len(self.msgs)
@@ -130,8 +151,9 @@ class _Builder:
         self.index[key] = pos
 
     def decoded(self, counter: Any) -> Decoded:
+        where = "input" if self.fmt == "responses" else "messages"
         return Decoded(fmt=self.fmt, messages=self.msgs,  # type: ignore[arg-type]
-                       payload={"messages": self.natives}, sources=self.sources,
+                       payload={where: self.natives}, sources=self.sources,
                        index=self.index, counter=counter, extra={"pieces": self.pieces})
 
 
@@ -149,12 +171,14 @@ def rebuild(fmt: str, assembled: list[Message], stored: list[Stored | None], cou
         if s is not None and s.raw.get("format") == fmt and _whole(s):
             if "piece" in s.raw:
                 b.piece(key, s)
+            elif "items" in s.raw:
+                b.items(key, s.raw["items"], s.message)
             else:
                 b.single(key, s.raw["message"], s.message)
-        elif s is not None and fmt in ("openai", "anthropic") and \
+        elif s is not None and fmt in ("openai", "anthropic", "responses") and \
                 (converted := _with_images(s, fmt)) is not None:
             b.single(key, converted, s.message)  # its images go along, in the target's shape
-            lost += _lost(s, fmt, m, counter, k, skip=("image", "image_url"))
+            lost += _lost(s, fmt, m, counter, k, skip=("image", "image_url", "input_image"))
         else:
             if s is not None:
                 lost += _lost(s, fmt, m, counter, k)
@@ -166,13 +190,16 @@ def rebuild(fmt: str, assembled: list[Message], stored: list[Stored | None], cou
 
 
 def _with_images(s: Stored, fmt: str) -> dict | None:
-    """A user message stored in the other provider format, rewritten in `fmt` with its text
-    and its images (both formats carry them); None when it has no image to carry."""
+    """A user message stored in another provider format, rewritten in `fmt` with its text
+    and its images (every format carries them); None when it has no image to carry."""
     if s.message.role != "user":
         return None
     raw = s.raw
     if raw.get("format") == "openai":
         content = raw["message"].get("content")
+    elif raw.get("format") == "responses":
+        first = raw["items"][0] if raw.get("items") else {}
+        content = first.get("content") if isinstance(first, dict) else None
     else:
         content = piece_blocks(raw, s.group) if _whole(s) else None
     if not isinstance(content, list):
@@ -181,38 +208,45 @@ def _with_images(s: Stored, fmt: str) -> dict | None:
     for part in content:
         if not isinstance(part, dict):
             continue
-        if part.get("type") == "text" and isinstance(part.get("text"), str):
-            out.append({"type": "text", "text": part["text"]})
+        if part.get("type") in _TEXT_PARTS and isinstance(part.get("text"), str):
+            kind = "input_text" if fmt == "responses" else "text"
+            out.append({"type": kind, "text": part["text"]})
             continue
-        image = _image_in(fmt, part)
-        if image is not None:
-            out.append(image)
+        url = _image_url(part)
+        if url is not None:
+            out.append(_image_part(fmt, url))
             images += 1
     return {"role": "user", "content": out} if images else None
 
 
-def _image_in(fmt: str, part: dict) -> dict | None:
-    """An image part written in `fmt`: a base64 image as a data URL and back, a URL as a
-    URL; None when `part` is no image."""
-    if fmt == "openai" and part.get("type") == "image":
+def _image_url(part: dict) -> str | None:
+    """The image a part holds, as a URL (base64 as a data URL); None when it is no image, or
+    one only its provider can read (a file id)."""
+    kind = part.get("type")
+    if kind == "image":  # Anthropic's
         src = part.get("source") if isinstance(part.get("source"), dict) else {}
         if src.get("type") == "base64":
-            url = f"data:{src.get('media_type')};base64,{src.get('data')}"
-        elif src.get("type") == "url" and isinstance(src.get("url"), str):
-            url = src["url"]
-        else:
-            return None
-        return {"type": "image_url", "image_url": {"url": url}}
-    if fmt == "anthropic" and part.get("type") == "image_url":
+            return f"data:{src.get('media_type')};base64,{src.get('data')}"
+        return src["url"] if src.get("type") == "url" and isinstance(src.get("url"), str) \
+            else None
+    if kind == "image_url":  # Chat Completions'
         img = part.get("image_url") if isinstance(part.get("image_url"), dict) else {}
-        url = img.get("url")
-        if not isinstance(url, str):
-            return None
-        data = media.split_data_url(url)
-        source = {"type": "base64", "media_type": data[0], "data": data[1]} if data else \
-            {"type": "url", "url": url}
-        return {"type": "image", "source": source}
+        return img["url"] if isinstance(img.get("url"), str) else None
+    if kind == "input_image":  # the Responses API's
+        return part["image_url"] if isinstance(part.get("image_url"), str) else None
     return None
+
+
+def _image_part(fmt: str, url: str) -> dict:
+    """An image part of `fmt` showing `url`."""
+    if fmt == "openai":
+        return {"type": "image_url", "image_url": {"url": url}}
+    if fmt == "responses":
+        return {"type": "input_image", "image_url": url, "detail": "auto"}
+    data = media.split_data_url(url)
+    source = {"type": "base64", "media_type": data[0], "data": data[1]} if data else \
+        {"type": "url", "url": url}
+    return {"type": "image", "source": source}
 
 
 def mapped_back(entries: list[AuditEntry], back: dict[str, str | None]) -> list[AuditEntry]:
@@ -231,6 +265,8 @@ def not_carried(raw: dict, fmt: str) -> list[str]:
                  and p.get("type") != "text"] if isinstance(content, list) else []
         kinds += [f"field {k}" for k in native if k not in _OPENAI_FIELDS]
         return kinds
+    if raw.get("format") == "responses":
+        return _responses_not_carried(raw.get("items") or [])
     if raw.get("format") != "anthropic":
         return []
     content = raw.get("content_of_piece")
@@ -245,6 +281,23 @@ def not_carried(raw: dict, fmt: str) -> list[str]:
         elif b.get("type") == "tool_result" and isinstance(b.get("content"), list):
             kinds += [str(p.get("type")) for p in b["content"]
                       if isinstance(p, dict) and p.get("type") != "text"]
+    return kinds
+
+
+def _responses_not_carried(items: list) -> list[str]:
+    """The Responses items another format does not get (reasoning, compaction, hosted tools'
+    calls...), and the parts of its messages and outputs that are not text."""
+    kinds: list[str] = []
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type", "message")
+        if kind not in _RESPONSES_CARRIED:
+            kinds.append(str(kind))
+            continue
+        value = item.get("content", item.get("output"))
+        kinds += [str(p.get("type")) for p in value if isinstance(p, dict)
+                  and p.get("type") not in _TEXT_PARTS] if isinstance(value, list) else []
     return kinds
 
 

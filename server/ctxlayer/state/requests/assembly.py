@@ -143,10 +143,6 @@ def in_format(caller: Caller, fmt: str, result: protocol.AssembleResult, model: 
     decoded, kept, back, lost = stored.rebuild(fmt, result.messages, forms, counter)
     if fmt == "ctxlayer":
         return msgspec.structs.replace(result, truncated=[*result.truncated, *lost])
-    if fmt not in ("openai", "anthropic"):  # a format kept in no session: text as before
-        decoded = formats.decode(fmt, {formats.codec(fmt).conversation: []},  # type: ignore
-                                 counter)
-        kept = result.messages
     out = formats.encode(decoded, kept)
     repairs = stored.mapped_back(out.audit, back)
     truncated = [*result.truncated, *lost, *[e for e in repairs if e.action != "dropped"]]
