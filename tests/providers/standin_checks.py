@@ -159,7 +159,19 @@ def _openai_problems(body: dict) -> list[str]:
     if pending:
         out.append("messages: an assistant message with 'tool_calls' must be followed by tool "
                    f"messages responding to each 'tool_call_id'. Missing: {', '.join(pending)}")
-    return out
+    return out + _deepseek_problems(body, msgs)
+
+
+def _deepseek_problems(body: dict, msgs: list) -> list[str]:
+    """DeepSeek in thinking mode (the chat sends reasoning back) refuses a tool call whose
+    assistant message lost its `reasoning_content`: a turn that called tools is read whole."""
+    if "deepseek" not in str(body.get("model", "")).lower() or not any(
+            isinstance(m, dict) and m.get("reasoning_content") for m in msgs):
+        return []
+    return [f"messages[{i}]: The `reasoning_content` in the thinking mode must be passed back "
+            "to the API." for i, m in enumerate(msgs) if isinstance(m, dict)
+            and m.get("role") == "assistant" and m.get("tool_calls")
+            and not m.get("reasoning_content")]
 
 
 def _anthropic_problems(body: dict) -> list[str]:

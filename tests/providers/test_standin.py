@@ -90,6 +90,23 @@ def test_openai_refusals(standin, messages, needle):
     assert standin.requests()[-1]["status"] == 400
 
 
+def test_deepseek_refuses_a_tool_call_that_lost_its_reasoning(standin):
+    """In thinking mode a DeepSeek turn that called tools is read whole: its reasoning must come
+    back with the call (the API's 400 otherwise); a turn without calls needs none."""
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    msgs = [{"role": "user", "content": "q"},
+            {"role": "assistant", "content": "a", "reasoning_content": "thought"},
+            {"role": "user", "content": "q2"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": "r"}]
+    with pytest.raises(openai.BadRequestError) as err:
+        oa(standin).chat.completions.create(model="deepseek-v4-pro", messages=msgs)
+    assert "must be passed back" in err.value.body["message"]
+    msgs[3]["reasoning_content"] = "call f"
+    msgs[1].pop("reasoning_content")
+    oa(standin).chat.completions.create(model="deepseek-v4-pro", messages=msgs)
+
+
 @pytest.mark.parametrize("limit", [{"max_tokens": 0}, {"max_completion_tokens": -5}])
 def test_openai_refuses_an_output_limit_under_one(standin, limit):
     with pytest.raises(openai.BadRequestError) as err:
