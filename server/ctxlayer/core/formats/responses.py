@@ -145,17 +145,16 @@ def _content(value: Any, where: str, counter: Tokenizer) -> tuple[str, int, list
 
 def _output(item: dict, where: str, counter: Tokenizer) -> tuple[str, int, list[str]]:
     """(the text the engine may shorten, tokens of the rest, what it is) of a call's output.
-    Besides text
-    and content parts: a shell call's output is a list of runs (`stdout`, `stderr`, `outcome`;
-    one run's `stdout` is its text, several runs are kept as they came), a computer call's
-    is one screenshot, costed as an image."""
+    Besides text and content parts: a shell call's output is a list of runs (`stdout`,
+    `stderr`, `outcome`; one run's `stdout` is its text, several runs are kept as they came),
+    a computer call's is one screenshot, costed as an image."""
     value = item.get("output", "")
     if item.get("type") == "shell_call_output" and isinstance(value, list):
         runs = [expect_dict(run, f"{where}[{k}]") for k, run in enumerate(value)]
         if len(runs) == 1 and isinstance(runs[0].get("stdout"), str):
             rest = {k: v for k, v in runs[0].items() if k != "stdout"}
-            tokens = counter.count(_json.encode(rest).decode())
-            return runs[0]["stdout"], tokens, [media.label("outcome", tokens)]
+            tokens = counter.count(_json.encode(rest).decode()) if rest else 0
+            return runs[0]["stdout"], tokens, [media.label("outcome", tokens)] if rest else []
         tokens = counter.count(_json.encode(value).decode())
         return "", tokens, [media.label(f"{len(runs)} shell runs", tokens)]
     if isinstance(value, dict):

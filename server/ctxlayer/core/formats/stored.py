@@ -8,10 +8,11 @@ back out byte for byte when the session is assembled in the format they came in.
 - `raws(decoded)`: what to keep beside each engine message of an append, one dict (or None)
   each: ``{"format", "message"}`` for OpenAI; ``{"format", "items"}`` for the Responses API
   (a run of the model's items is one engine message: its reasoning, calls and messages); for
-  Anthropic, where one native message may be
-  several engine messages (each tool_result its own), ``{"format", "blocks", "piece": [j, n]}``
-  with the whole native ``message`` on the first piece only (never copied n times). A system
-  block is text only (a session takes no Anthropic `system`): nothing is stored for it.
+  Anthropic, where one native message may be several engine messages (each tool_result its
+  own), ``{"format", "blocks", "piece": [j, n]}`` with the whole native ``message`` on the
+  first piece only (never copied n times). A system block is text only (a session takes no
+  Anthropic `system`), as are the Responses instructions and a string input: nothing is
+  stored for them.
 - `rebuild(fmt, assembled, stored, counter)`: a Decoded made of the stored natives of the
   assembled messages, so that the format's own encoder writes them back (shortened text put
   into their text parts, pieces left out removed, repairs audited) exactly as ctx/prepare
@@ -69,7 +70,7 @@ def raws(decoded: Decoded) -> list[dict | None]:
     if decoded.fmt == "openai":
         native = decoded.payload["messages"]
         return [{"format": "openai", "message": native[s]} for s in decoded.sources]
-    if decoded.fmt == "responses":  # the instructions, or a string input: text only
+    if decoded.fmt == "responses":
         items = decoded.payload.get("input")
         return [{"format": "responses", "items": [items[k] for k in s]}
                 if isinstance(s, list) else None for s in decoded.sources]
