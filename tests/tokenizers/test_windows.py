@@ -33,3 +33,21 @@ def test_the_1m_beta_opens_the_1m_window_where_the_model_has_it(model, window):
                                    "global.anthropic.claude-haiku-4-5-20251001-v1:0"])
 def test_bedrock_names_read_as_claude(model):
     assert model_info(model).family == model_info("claude-sonnet-4-5").family == "anthropic"
+
+
+@pytest.mark.parametrize(("model", "window"), [
+    ("anthropic/claude-sonnet-4.5", 12_000),  # the key as the client sends the name
+    ("Anthropic/Claude-Sonnet-4.5:beta", 12_000),
+    ("claude-sonnet-4.5", 200_000),  # that key names OpenRouter's model only
+    ("claude-opus-4-5", 30_000),  # a bare key: the bare name, behind any prefix
+    ("bedrock/claude-opus-4-5-v1", 30_000),
+    ("openai/gpt-4o", 64_000),  # the longer key wins
+    ("azure/gpt-4o", 50_000),
+])
+def test_a_window_set_by_the_user_is_found_by_the_name_as_sent_or_bare(model, window):
+    """`[gateway.models]` keys: a key with a provider's prefix (OpenRouter's `anthropic/...`)
+    matched nothing before, since only the bare name was compared, and the window the user
+    set was left unused."""
+    overrides = {"anthropic/claude-sonnet-4.5": 12_000, "claude-opus-4-5": 30_000,
+                 "gpt-4o": 50_000, "openai/gpt-4o": 64_000}
+    assert context_window(model, (), overrides) == window

@@ -40,12 +40,15 @@ def wants_long_window(betas: Iterable[str]) -> bool:
 
 def context_window(model: str | None, betas: Iterable[str] = (),
                    overrides: Mapping[str, int] | None = None) -> int:
-    """The window a request to ``model`` gets: an override (longest matching prefix of the
-    bare model name), else 1M when ``betas`` ask for it and the model has it, else the
-    table's."""
-    bare = (model or "").strip().lower().rsplit("/", 1)[-1]
+    """The window a request to ``model`` gets: an override (the longest key that starts the
+    name as the client sent it, `anthropic/claude-sonnet-4.5`, or a key without a provider's
+    prefix that starts the bare name, `claude-sonnet-4.5`), else 1M when ``betas`` ask for it
+    and the model has it, else the table's."""
+    name = (model or "").strip().lower()
+    bare = name.rsplit("/", 1)[-1]
     if overrides:
-        keys = [k for k in overrides if bare.startswith(k.strip().lower())]
+        keys = [k for k in overrides if name.startswith(k.strip().lower()) or
+                ("/" not in k and bare.startswith(k.strip().lower()))]
         if keys:
             return overrides[max(keys, key=len)]
     if model and wants_long_window(betas) and has_long_window(bare):
