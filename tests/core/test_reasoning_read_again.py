@@ -1,6 +1,7 @@
-"""Which reasoning sent back the provider reads again: DeepSeek's `reasoning_content` on Chat
-Completions (a turn's is read later only when the turn called tools), and the Responses API's
-reasoning items (`reasoning.context`, else the model)."""
+"""Which reasoning sent back the provider reads again: on Chat Completions DeepSeek's
+`reasoning_content` (a turn's is read later only when the turn called tools) and Claude's behind
+OpenRouter (Anthropic's rule), and the Responses API's reasoning items (`reasoning.context`,
+else the model)."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def test_a_turn_without_tool_calls_is_not_read_again():
     msgs = [*chat(4, tools_every=2), {"role": "user", "content": "and now?"}]
     turn = last_user(msgs)
     assert turn == len(msgs) - 1
-    skipped = ignored(msgs, turn)
+    skipped = ignored(msgs, turn, "deepseek")
     # turns 0 and 2 called a tool: both their assistant messages are read; 1 and 3 are not
     assert sorted(msgs[i]["content"] for i in skipped) == ["answer 1", "answer 3"]
 
@@ -52,14 +53,30 @@ def test_deepseek_costs_only_what_it_reads_and_other_models_all():
     assert costs({"model": "deepseek-v4-pro", "messages": msgs[:-1]}) == [0, 0, 50]
 
 
+def test_claude_behind_openrouter_follows_anthropics_rule():
+    """Sonnet 4.5 reads only the turn under way's thinking, tool loop or not; Opus 4.5 every
+    turn's; a name the rule does not know, every turn's."""
+    msgs = [*chat(3, tools_every=1), {"role": "user", "content": "and now?"}]
+    assert costs({"model": "anthropic/claude-sonnet-4.5", "messages": msgs}) == [0] * 6
+    assert costs({"model": "anthropic/claude-opus-4.5", "messages": msgs}) == [50] * 6
+    assert costs({"model": "claude-3-7-sonnet-latest", "messages": msgs}) == [0] * 6
+    assert costs({"model": "anthropic/claude-next", "messages": msgs}) == [50] * 6
+    # the turn under way: its whole tool loop is read
+    assert costs({"model": "anthropic/claude-sonnet-4.5", "messages": msgs[:-1]}) == \
+        [0, 0, 0, 0, 50, 50]
+
+
 @pytest.mark.parametrize("tools_every", [0, 2])
-def test_a_decode_that_reuses_the_previous_one_costs_as_a_fresh_one(tools_every):
+@pytest.mark.parametrize("models", [("deepseek-v4-pro",), ("anthropic/claude-sonnet-4.5",),
+                                    ("deepseek-v4-pro", "anthropic/claude-sonnet-4.5", "gpt-4o")])
+def test_a_decode_that_reuses_the_previous_one_costs_as_a_fresh_one(tools_every, models):
     """Turn by turn, the decode that starts from the previous request's gives each message the
-    cost a decode from nothing gives it, though a new user message changes what came before."""
+    cost a decode from nothing gives it, though a new user message changes what came before
+    (and so does another model, taken in turns in the last case)."""
     msgs = chat(6, tools_every)
     previous = None
     for end in range(1, len(msgs) + 1):
-        payload = {"model": "deepseek-v4-pro", "messages": msgs[:end]}
+        payload = {"model": models[end % len(models)], "messages": msgs[:end]}
         warm = decode("openai", payload, WORDS, previous=previous)
         cold = decode("openai", payload, WORDS)
         assert warm.messages == cold.messages, end

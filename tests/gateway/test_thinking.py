@@ -134,6 +134,39 @@ def test_reasoning_deepseek_ignores_is_not_costed(tmp_path):
     assert sum(late) / len(late) > 0.65 * (window - answer), late
 
 
+@pytest.mark.parametrize(("model", "every_turn"), [("anthropic/claude-sonnet-4.5", False),
+                                                   ("anthropic/claude-opus-4.5", True)])
+def test_claudes_reasoning_behind_openrouter_is_costed_as_anthropic_reads_it(tmp_path, model,
+                                                                             every_turn):
+    """Claude on Chat Completions through OpenRouter: its thinking comes back as `reasoning`
+    and `reasoning_details` (the text, and the signature sealing it), which OpenRouter sends to
+    Anthropic as thinking blocks. Sonnet 4.5 reads only the turn under way's, so thirty turns of
+    about 700 tokens of it fill the budget as the provider counts them (86% on average for the
+    last ten requests; costed whole, 38%); Opus 4.5 reads every turn's, and the chat still fits
+    on every first try, compacted. The window is set under the name as OpenRouter sends it."""
+    window, answer = 12_000, 500
+    with fresh_stack(tmp_path, {model: window}, windows={model: window}) as stack:
+        client = stack.openai()
+        messages: list[dict] = []
+        for k in range(30):
+            messages.append({"role": "user", "content": prose(f"question {k}", 200)})
+            reply = client.chat.completions.create(model=model, messages=messages,
+                                                   max_tokens=answer)
+            thought = prose(f"reasoning {k}", 400)
+            messages.append({"role": "assistant", "content": reply.choices[0].message.content,
+                             "reasoning": thought, "reasoning_details": [
+                                 {"type": "reasoning.text", "text": thought,
+                                  "signature": "c2lnbmVk" * 20, "format": "anthropic-claude-v1",
+                                  "index": 0}]})
+        sent = stack.model_requests()
+    assert all(r["status"] == 200 for r in sent), [r["problems"] for r in sent if r["problems"]]
+    late = [r["prompt_tokens"] for r in sent[-10:]]
+    if every_turn:
+        assert any("[Summary of" in json.dumps(r["body"]["messages"]) for r in sent[-10:])
+    else:
+        assert sum(late) / len(late) > 0.65 * (window - answer), late
+
+
 def test_thinking_the_provider_drops_is_not_costed_whole(tmp_path):
     """Claude Sonnet 4.5 keeps only the last turn's thinking unless asked otherwise: each
     earlier turn's thinking (here about 1,000 tokens a turn, sealed in its signature) is

@@ -281,13 +281,14 @@ def prompt_tokens(fmt: str, body: dict) -> int:
     if fmt == "anthropic":
         msgs = after_compaction(msgs)
     texts: list[str] = _texts(body.get("system")) if fmt == "anthropic" else []
-    dropped = thinking.stripped(body) if fmt == "anthropic" else _deepseek_ignored(body, msgs)
+    dropped = thinking.stripped(body) if fmt == "anthropic" else _reasoning_ignored(body, msgs)
     for i, m in enumerate(msgs):
         if i in dropped and isinstance(m.get("content"), list):  # its thinking is not read
             m = {**m, "content": [b for b in m["content"] if not (
                 isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking"))]}
-        elif i in dropped:  # DeepSeek: an earlier turn's reasoning, no tool called in it
-            m = {k: v for k, v in m.items() if k != "reasoning_content"}
+        elif i in dropped:  # an earlier turn's reasoning the model does not read again
+            m = {k: v for k, v in m.items()
+                 if k not in ("reasoning_content", "reasoning", "reasoning_details")}
         texts += _texts(m)
     for key in ("tools", "functions"):  # the deprecated `functions` are billed as tools are
         if body.get(key):
@@ -295,12 +296,18 @@ def prompt_tokens(fmt: str, body: dict) -> int:
     return sum(counter.count(t) for t in texts) + media_tokens(msgs) + 3 * len(msgs) + 3
 
 
-def _deepseek_ignored(body: dict, msgs: list) -> set[int]:
-    """The assistant messages whose `reasoning_content` DeepSeek ignores, as its thinking-mode
-    guide says: those of a turn between two user messages in which no tool was called."""
-    if "deepseek" not in str(body.get("model", "")).lower():
-        return set()
+def _reasoning_ignored(body: dict, msgs: list) -> set[int]:
+    """The assistant messages whose reasoning (`reasoning_content`, OpenRouter's `reasoning` and
+    `reasoning_details`) the model ignores: DeepSeek, as its thinking-mode guide says, those of
+    a turn between two user messages in which no tool was called; Claude behind OpenRouter, on
+    the models that keep only the last turn's thinking, all before the last user message."""
+    model = str(body.get("model", "")).lower()
     users = [i for i, m in enumerate(msgs) if isinstance(m, dict) and m.get("role") == "user"]
+    if "claude" in model and not thinking.every_turn({"model": model}):
+        return {i for i in range(users[-1] if users else 0)
+                if isinstance(msgs[i], dict) and msgs[i].get("role") == "assistant"}
+    if "deepseek" not in model:
+        return set()
     out: set[int] = set()
     for start, end in zip(users, users[1:], strict=False):
         turn = [i for i in range(start + 1, end)

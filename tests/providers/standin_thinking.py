@@ -32,7 +32,7 @@ _TAG = 16
 _KEEPS_ALL = {"opus": (4, 5), "sonnet": (4, 6), "haiku": (5, 0)}
 
 
-def _every_turn(body: dict) -> bool:
+def every_turn(body: dict) -> bool:
     edits = (body.get("context_management") or {}).get("edits") or []
     for edit in edits:
         if str(edit.get("type", "")).startswith("clear_thinking"):
@@ -51,7 +51,7 @@ def stripped(body: dict) -> set[int]:
     last turn's, the assistant messages before the last user message that is not all tool
     results."""
     msgs = body.get("messages") if isinstance(body.get("messages"), list) else []
-    if _every_turn(body):
+    if every_turn(body):
         return set()
     turn = max((i for i, m in enumerate(msgs) if isinstance(m, dict) and m.get("role") == "user"
                 and not _results_only(m.get("content"))), default=-1)

@@ -31,9 +31,9 @@ from ctxlayer.core.formats.common import (
 )
 from ctxlayer.core.formats.openai_reasoning import (
     ignored,
-    ignores_earlier_turns,
     last_user,
     reasoning_tokens,
+    rule_of,
 )
 from ctxlayer.core.tokens import Tokenizer
 from ctxlayer.protocol import Message, ToolCall
@@ -44,8 +44,8 @@ ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 _ENGINE_ROLE = {"developer": "system", "function": "tool"}
 #: Decoded.extra's key: position -> (the text and calls encode wrote for it, the native dict)
 WRITTEN = "written"
-#: Decoded.extra's key: the last user message, where a model that ignores earlier turns'
-#: reasoning (openai_reasoning.py) reads the reasoning before it no more
+#: Decoded.extra's key: (the rule by which the model ignores earlier turns' reasoning, the
+#: last user message, before which it applies), openai_reasoning.py
 TURN = "turn"
 
 
@@ -157,11 +157,14 @@ def _tool_calls(value: Any, where: str) -> list[ToolCall]:
 def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -> Decoded:
     raw = messages_of(payload)
     same = reusable_prefix(previous, "openai", raw, counter)
-    turn = last_user(raw) if ignores_earlier_turns(payload) else -1
-    if previous is not None and previous.extra.get(TURN, -1) != turn:
-        # a new turn began: the reasoning of the one before it may be read no more
-        same = min(same, previous.extra.get(TURN, -1) + 1)
-    unread = ignored(raw, turn) if turn > 0 else frozenset()
+    rule = rule_of(payload)
+    turn = last_user(raw) if rule else -1
+    if previous is not None and previous.extra.get(TURN, (None, -1)) != (rule, turn):
+        # a new turn began: the reasoning of the one before it may be read no more (another
+        # model's rule: none of it is known)
+        was, before = previous.extra.get(TURN, (None, -1))
+        same = min(same, before + 1) if was == rule else 0
+    unread = ignored(raw, turn, rule) if rule and turn > 0 else frozenset()
     msgs: list[Message] = previous.messages[:same] if previous else []
     if previous is not None and same == len(previous.messages):  # all of it: copies, in C
         index, derived = dict(previous.index), set(previous.derived_ids)
@@ -220,7 +223,7 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -
         if previous is not None else {}
     return Decoded(fmt="openai", messages=msgs, payload=payload, sources=list(range(len(raw))),
                    index=index, derived_ids=derived, counter=counter,
-                   extra={WRITTEN: written, TURN: turn})
+                   extra={WRITTEN: written, TURN: (rule, turn)})
 
 
 def _native_of(decoded: Decoded, m: Message) -> dict:

@@ -3,17 +3,26 @@
 An assistant message may carry the thinking it was answered with: `reasoning_content`
 (DeepSeek, vLLM), `reasoning` (OpenRouter's text) and `reasoning_details` (OpenRouter's blocks:
 texts and summaries, encrypted data and signatures by their size, as Anthropic's thinking
-blocks are). DeepSeek's documentation (thinking mode) says which of it the model reads again:
-between two user messages, the reasoning of a turn in which the model called tools is read in
-every later request; that of a turn without tool calls is ignored once the user has written
-again. Other servers are taken to read all of it: counting what a provider ignores only fits
-the request tighter, while leaving out what it reads has it refused.
+blocks are). Which of it the model reads again:
+- DeepSeek (its thinking-mode guide): between two user messages, the reasoning of a turn in
+  which the model called tools is read in every later request; that of a turn without tool
+  calls is ignored once the user has written again;
+- Claude behind OpenRouter (whose `reasoning_details` go to Anthropic as thinking blocks):
+  Anthropic's rule for its models (anthropic_thinking.py), so on the models that keep only
+  the last turn's thinking (Sonnet 4.5, Opus 4.1, Haiku 4.5, Claude 3) the reasoning before
+  the last user message is dropped, tool loop or not.
+Other servers are taken to read all of it: counting what a provider ignores only fits the
+request tighter, while leaving out what it reads has it refused.
 """
 
 from __future__ import annotations
 
 from ctxlayer.core.formats import media
+from ctxlayer.core.formats.anthropic_thinking import claude_version, every_turn_read
 from ctxlayer.core.tokens import Tokenizer
+
+#: the rules by which a model ignores earlier turns' reasoning (`rule_of`)
+DEEPSEEK, CLAUDE = "deepseek", "claude"
 
 
 def reasoning_tokens(native: dict, counter: Tokenizer) -> int:
@@ -34,10 +43,17 @@ def reasoning_tokens(native: dict, counter: Tokenizer) -> int:
     return max(said, blocks)
 
 
-def ignores_earlier_turns(payload: dict) -> bool:
-    """Whether the request's model ignores the reasoning of earlier turns without tool calls."""
+def rule_of(payload: dict) -> str | None:
+    """By which rule the request's model ignores earlier turns' reasoning (None: it reads all)."""
     model = payload.get("model")
-    return isinstance(model, str) and "deepseek" in model.lower()
+    if not isinstance(model, str):
+        return None
+    name = model.lower()
+    if "deepseek" in name:
+        return DEEPSEEK
+    if "claude" in name and (claude_version(name) is not None or "claude-3" in name):
+        return None if every_turn_read({"model": name}) else CLAUDE
+    return None
 
 
 def last_user(messages: list) -> int:
@@ -49,9 +65,13 @@ def last_user(messages: list) -> int:
     return -1
 
 
-def ignored(messages: list, turn: int) -> frozenset[int]:
+def ignored(messages: list, turn: int, rule: str) -> frozenset[int]:
     """The assistant messages before `turn` (the last user message) whose reasoning is not read
-    again: those of a turn, between two user messages, in which no tool was called."""
+    again: all of them by Claude's rule; by DeepSeek's, those of a turn, between two user
+    messages, in which no tool was called."""
+    if rule == CLAUDE:
+        return frozenset(i for i in range(turn) if isinstance(messages[i], dict)
+                         and messages[i].get("role") == "assistant")
     out: set[int] = set()
     answers: list[int] = []
     called = False
