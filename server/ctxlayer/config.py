@@ -265,7 +265,9 @@ class GatewayConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     models: Annotated[dict[str, Annotated[int, Meta(gt=0)]], Meta(
         description="A model's context window in tokens, overriding the built-in table and "
         "the 1M beta: `\"claude-opus-4-8\" = 200000` (the longest matching prefix of the "
-        "model name wins).")] = msgspec.field(default_factory=dict)
+        "model name wins; a key with a provider's prefix, `\"anthropic/claude-sonnet-4.5\"`, "
+        "matches the name as the client sends it, one without matches behind any prefix)."
+        )] = msgspec.field(default_factory=dict)
     summarizer: Annotated[str, Meta(pattern="^(offline|upstream)$", description="Who writes "
                                     "a live chat's next summary chunk, in the background once "
                                     "the chat passes 70% of its budget: `offline` (ctxlayer "
