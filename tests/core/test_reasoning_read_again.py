@@ -60,6 +60,7 @@ def test_claude_behind_openrouter_follows_anthropics_rule():
     assert costs({"model": "anthropic/claude-sonnet-4.5", "messages": msgs}) == [0] * 6
     assert costs({"model": "anthropic/claude-opus-4.5", "messages": msgs}) == [50] * 6
     assert costs({"model": "claude-3-7-sonnet-latest", "messages": msgs}) == [0] * 6
+    assert costs({"model": "anthropic/claude-3.7-sonnet", "messages": msgs}) == [0] * 6
     assert costs({"model": "anthropic/claude-next", "messages": msgs}) == [50] * 6
     # the turn under way: its whole tool loop is read
     assert costs({"model": "anthropic/claude-sonnet-4.5", "messages": msgs[:-1]}) == \

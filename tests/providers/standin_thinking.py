@@ -38,7 +38,7 @@ def every_turn(body: dict) -> bool:
         if str(edit.get("type", "")).startswith("clear_thinking"):
             return edit.get("keep") == "all"
     model = str(body.get("model", ""))
-    if re.search(r"claude-3(-\d)?-(opus|sonnet|haiku)", model):
+    if re.search(r"claude-3([-.]\d)?-(opus|sonnet|haiku)", model):
         return False
     found = re.search(r"claude-(opus|sonnet|haiku)-(\d+)(?:[-.](\d{1,2}))?(?!\d)", model)
     if found is None:

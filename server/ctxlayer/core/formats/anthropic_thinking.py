@@ -23,7 +23,7 @@ import re
 _NAME = re.compile(r"claude-(opus|sonnet|haiku)-(\d+)(?:[-.](\d{1,2}))?(?!\d)")
 
 # the names before Claude 4: claude-<major>[-<minor>]-<family>
-_LEGACY = re.compile(r"claude-\d(?:-\d)?-(?:opus|sonnet|haiku)")
+_LEGACY = re.compile(r"claude-\d(?:[-.]\d)?-(?:opus|sonnet|haiku)")
 
 #: (family, the first (major, minor) that keeps every turn's thinking by default)
 KEEPS_EVERY_TURN: tuple[tuple[str, tuple[int, int]], ...] = (
