@@ -1,7 +1,8 @@
 """The OpenAI Responses API through the gateway: the official SDK's `responses.create`
 (streamed and not) against the strict stand-in, tool loops of several rounds, a long
 conversation fitted with its call pairs whole and its reasoning byte for byte, a
-`previous_response_id` sent as it came, and every other `/v1` path forwarded unchanged."""
+`previous_response_id` or a provider's `conversation` sent as it came, and every other `/v1`
+path forwarded unchanged."""
 
 from __future__ import annotations
 
@@ -165,6 +166,45 @@ def test_previous_response_id_is_forwarded_as_sent_and_audited(stack, small_wind
     assert int(raw.headers["x-ctxlayer-tokens"]) > 3000  # its new input, counted
     entries = why(stack, "chained")
     assert any(e.action == "notFitted" and "previous_response_id" in e.reason
+               for e in entries), entries
+
+
+def test_a_conversation_the_provider_keeps_is_forwarded_as_sent(stack, small_window):
+    """The Agents SDK on a conversation the provider keeps (`conversation_id`: the Conversations
+    API, whose items the provider puts before each request's input): the request holds only
+    the new input, so there is nothing to fit. It goes as the client sent it, and `ctx/why`
+    says why (before, its new input alone was fitted to the budget: here the gateway refused
+    it, 400, as the question alone over the budget)."""
+    import asyncio
+
+    import openai
+    from agents import Agent, OpenAIResponsesModel, Runner, set_tracing_disabled
+
+    set_tracing_disabled(True)
+    question = "Which number? " + "pad " * 5000
+
+    async def run() -> tuple[str, str]:
+        client = openai.AsyncOpenAI(base_url=stack.openai_url, api_key="sk-agents",
+                                    max_retries=0,
+                                    default_headers={"x-ctxlayer-conversation": "kept"})
+        conversation = await client.conversations.create()
+        agent = Agent(name="helper", instructions="Answer briefly.",
+                      model=OpenAIResponsesModel(model="gpt-4o", openai_client=client))
+        await Runner.run(agent, "Remember the number 7.", conversation_id=conversation.id)
+        result = await Runner.run(agent, question, conversation_id=conversation.id)
+        await client.close()
+        return conversation.id, result.final_output
+
+    conversation, final = asyncio.run(run())
+    assert final.startswith("stand-in answer")
+    first, second = responses_requests(stack)[-2:]
+    assert first["status"] == second["status"] == 200
+    assert second["body"]["conversation"] == conversation
+    (item,) = second["body"]["input"]
+    assert item["content"] == question  # as it came, though past the budget
+    assert second["prompt_tokens"] > first["prompt_tokens"] + 5000  # the provider's history
+    entries = why(stack, "kept")
+    assert any(e.action == "notFitted" and e.reason.startswith("conversation:")
                for e in entries), entries
 
 

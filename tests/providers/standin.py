@@ -108,6 +108,7 @@ class Standin:
         self._runner: web.AppRunner | None = None
         self._count = 0
         self._responses: dict[str, list] = {}  # response id -> its whole history
+        self._conversations: dict[str, list] = {}  # conversation id -> its items
         self.agent_rounds = 0
         self.agent_calls: list[dict] = []
         self._agent_made = 0  # tool calls made in Messages / Chat answers since agent()
@@ -137,6 +138,7 @@ class Standin:
         app.router.add_get("/v1/models/{model}", self._model)
         app.router.add_post("/v1/embeddings", self._embeddings)
         app.router.add_post("/v1/responses", self._responses_route)
+        app.router.add_post("/v1/conversations", self._conversation_create)
         app.router.add_get("/_standin/requests", self._requests)
         app.router.add_post("/_standin/reset", self._reset)
         app.router.add_post("/_standin/fail", self._fail)
@@ -204,6 +206,7 @@ class Standin:
         self._replies.clear()
         self._previous.clear()
         self._responses.clear()
+        self._conversations.clear()
         self.agent_rounds = 0
         self.agent_calls = []
         self._agent_made = 0
@@ -287,8 +290,9 @@ class Standin:
                 return self._error("openai", entry, script["status"],
                                    answers.FAILURE_MESSAGES.get(script["status"],
                                                                 "stand-in failure"))
-        prev = body.get("previous_response_id")
-        history = self._responses.get(prev, None) if prev is not None else []
+        prev, conv = body.get("previous_response_id"), responses.conversation_of(body)
+        history = self._responses.get(prev, None) if prev is not None else \
+            self._conversations.get(conv, None) if conv is not None else []
         entry["stream"] = bool(body.get("stream"))
         probs = responses.problems(body, history)
         if probs:
@@ -315,6 +319,8 @@ class Standin:
         output = responses.output_items(rid, reply, "reasoning.encrypted_content" in (
             body.get("include") or ()), self.thinking_words)
         self._responses[f"resp_{rid}"] = [*items, *output]
+        if conv is not None:  # the conversation goes on with this turn's input and output
+            self._conversations[conv] = [*items, *output]
         usage = Usage(tokens, self._completion(model, reply), self._responses_cache(body, items))
         created = int(time.time())
         if not entry["stream"]:
@@ -555,6 +561,16 @@ class Standin:
 
     async def _requests(self, request: web.Request) -> web.Response:
         return web.json_response(self.received)
+
+    async def _conversation_create(self, request: web.Request) -> web.Response:
+        """The Conversations API's create: a conversation, with the items it starts with."""
+        entry, body = await self._read("conversations", request)
+        items = body.get("items") if isinstance(body, dict) else None
+        cid = f"conv_standin{len(self._conversations) + 1}"
+        self._conversations[cid] = list(items) if isinstance(items, list) else []
+        entry["status"] = 200
+        return web.json_response({"id": cid, "object": "conversation",
+                                  "created_at": int(time.time()), "metadata": {}})
 
     async def _reset(self, request: web.Request) -> web.Response:
         self.reset()

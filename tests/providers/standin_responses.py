@@ -5,7 +5,8 @@ Strict: every item has a known type and the fields of that type; every `function
 answers a `function_call` before it with the same `call_id`, every call has its output; a
 `reasoning` item is followed by the item it led to, and its `encrypted_content` is intact
 (the stand-in's own: a payload and its digest, see `encrypted`). `previous_response_id` must
-name a response the stand-in gave; its history then counts as input. A reasoning item counts
+name a response the stand-in gave, `conversation` one made with `POST /v1/conversations`;
+its history then counts as input. A reasoning item counts
 its sealed reasoning (not its summary) where the provider renders it again: every turn's with
 `reasoning.context: "all_turns"` or, left to the model, on the gpt-5.6 family and later (and
 names not of OpenAI's); else only those after the last user message, as the official SDK's
@@ -70,9 +71,16 @@ def items_of(body: dict) -> list:
         else raw if isinstance(raw, list) else []
 
 
+def conversation_of(body: dict) -> str | None:
+    """The id of the conversation a request continues (`conversation`: its id, or {id})."""
+    conv = body.get("conversation")
+    conv = conv.get("id") if isinstance(conv, dict) else conv
+    return conv if isinstance(conv, str) else None
+
+
 def problems(body: Any, history: list | None) -> list[str]:
     """Every reason the Responses API would refuse `body`; `history` is what
-    `previous_response_id` names (None: it names nothing the stand-in gave)."""
+    `previous_response_id` or `conversation` names (None: nothing the stand-in gave)."""
     if not isinstance(body, dict):
         return ["body: expected a JSON object"]
     out: list[str] = []
@@ -81,8 +89,12 @@ def problems(body: Any, history: list | None) -> list[str]:
     if "instructions" in body and body["instructions"] is not None and \
             not isinstance(body["instructions"], str):
         out.append("instructions: Invalid type: expected a string.")
-    if body.get("previous_response_id") is not None and history is None:
+    if body.get("previous_response_id") is not None and conversation_of(body) is not None:
+        out.append("previous_response_id: Cannot be used in conjunction with conversation.")
+    elif body.get("previous_response_id") is not None and history is None:
         out.append(f"Previous response with id '{body['previous_response_id']}' not found.")
+    elif conversation_of(body) is not None and history is None:
+        out.append(f"Conversation with id '{conversation_of(body)}' not found.")
     raw = body.get("input")
     if not isinstance(raw, (str, list)):
         return [*out, "input: Invalid type: expected a string or an array of items."]

@@ -497,7 +497,7 @@ class Conversations:
 INLINE_NEW_CHARS = 32_000
 
 
-#: the budget of a turn that is not fitted (`previous_response_id`): nothing is cut
+#: the budget of a turn that is not fitted (`previous_response_id`, `conversation`): nothing is cut
 UNFITTED_BUDGET = 1 << 60
 
 

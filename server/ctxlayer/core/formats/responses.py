@@ -46,9 +46,10 @@ _json = msgspec.json.Encoder()
 #: roles of a `message` item; the model's own (assistant) messages join the model's run
 ROLES = ("user", "system", "developer", "assistant")
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
-#: why a request with `previous_response_id` is sent as it came
-NOT_FITTABLE = ("previous_response_id: the earlier turns are kept by the provider, not in the "
-                "request; sent as it came, its new input counted")
+#: why a request with `previous_response_id`, or `conversation` (whose items the provider
+#: puts before the input), is sent as it came
+NOT_FITTABLE = ("{}: the earlier turns are kept by the provider, not in the request; sent as "
+                "it came, its new input counted")
 
 
 def _is_text(part: Any) -> bool:
@@ -57,8 +58,12 @@ def _is_text(part: Any) -> bool:
 
 def unfittable(request: dict) -> str | None:
     """Why this request cannot be fitted (its history lives on the provider), else None."""
-    prev = request.get("previous_response_id")
-    return NOT_FITTABLE if isinstance(prev, str) and prev else None
+    prev, conv = request.get("previous_response_id"), request.get("conversation")
+    if isinstance(prev, str) and prev:
+        return NOT_FITTABLE.format("previous_response_id")
+    if (isinstance(conv, str) and conv) or (isinstance(conv, dict) and conv.get("id")):
+        return NOT_FITTABLE.format("conversation")
+    return None
 
 
 #: the calls and outputs this version knows; an unknown item with a `call_id` is one too
@@ -405,8 +410,9 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
     """The payload with `input` replaced by the kept items (`instructions` is kept as it is);
     OpenAI has no cache markers, so `cache_breakpoints` is ignored."""
     result = Encoded(payload=decoded.payload)
-    if unfittable(decoded.payload):
-        result.audit.append(audit("notFitted", NOT_FITTABLE, "the whole request"))
+    why = unfittable(decoded.payload)
+    if why:
+        result.audit.append(audit("notFitted", why, "the whole request"))
     if _untouched(decoded, kept):
         return result
     raw = decoded.payload.get("input")
