@@ -292,8 +292,37 @@ def prompt_tokens(fmt: str, body: dict) -> int:
         texts += _texts(m)
     for key in ("tools", "functions"):  # the deprecated `functions` are billed as tools are
         if body.get(key):
-            texts.append(json.dumps(body[key]))
+            texts.append(json.dumps(shown_tools(body[key])))
+    texts += loaded_by_references(body, msgs)
     return sum(counter.count(t) for t in texts) + media_tokens(msgs) + 3 * len(msgs) + 3
+
+
+def shown_tools(tools: Any) -> Any:
+    """The tools the provider puts in the prompt: not those deferred to a tool search (tool
+    search in both APIs: `defer_loading`)."""
+    return [t for t in tools if not (isinstance(t, dict) and t.get("defer_loading") is True)] \
+        if isinstance(tools, list) else tools
+
+
+def loaded_by_references(body: dict, msgs: list) -> list[str]:
+    """The definitions of the deferred tools that `tool_reference` blocks load, once per
+    reference, as the provider expands them where they stand."""
+    deferred = {t.get("name"): t for t in body.get("tools") or ()
+                if isinstance(t, dict) and t.get("defer_loading") is True}
+    out: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            if value.get("type") == "tool_reference" and value.get("tool_name") in deferred:
+                out.append(json.dumps(deferred[value["tool_name"]]))
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+    if deferred:
+        walk(msgs)
+    return out
 
 
 def _reasoning_ignored(body: dict, msgs: list) -> set[int]:

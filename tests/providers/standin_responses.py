@@ -229,8 +229,11 @@ def prompt_tokens(body: dict, history: list) -> int:
     texts = _texts(body.get("instructions") or "") + [
         t for i in items if not (isinstance(i, dict) and i.get("type") == "reasoning")
         for t in _texts(i)]
-    if body.get("tools"):
-        texts.append(json.dumps(body["tools"]))
+    if body.get("tools"):  # not those deferred to a tool search: a search's output loads them
+        texts.append(json.dumps([t for t in body["tools"] if not (
+            isinstance(t, dict) and t.get("defer_loading") is True)]))
+    texts += [json.dumps(i["tools"]) for i in items if isinstance(i, dict)
+              and i.get("type") == "tool_search_output" and i.get("tools")]
     return sum(counter.count(t) for t in texts) + _reasoning_read(body, items, counter) + \
         media_tokens(items) + 3 * len(items) + 3
 

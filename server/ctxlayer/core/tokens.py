@@ -192,13 +192,32 @@ def anthropic_tool_prompt(model: str, choice: object) -> int:
     return forced if kind in ("any", "tool") else auto
 
 
+def loaded(tools: object) -> list:
+    """The tool definitions the provider puts in the prompt: not those with `defer_loading`
+    (tool search, in both APIs), which cost what a reference to them loads, where it does."""
+    if not isinstance(tools, list):
+        return []
+    return [t for t in tools if not (isinstance(t, dict) and t.get("defer_loading") is True)]
+
+
+def deferred_tools(tools: object, counter: Tokenizer) -> dict[str, int]:
+    """{name: the tokens of its definition} of the tools loaded only by a reference."""
+    if not isinstance(tools, list):
+        return {}
+    return {t["name"]: counter.count(msgspec.json.encode(t).decode()) for t in tools
+            if isinstance(t, dict) and t.get("defer_loading") is True
+            and isinstance(t.get("name"), str)}
+
+
 def tools_tokens(request: dict, counter: Tokenizer, fmt: str) -> int:
     """Tokens a request's tools cost as the provider bills them: the definitions (as their
-    JSON), and tool_choice. OpenAI bills a named choice (`{"type": "function", ...}`) as more
-    prompt, counted here as its JSON; a plain "auto", "none" or "required" adds nothing.
-    Anthropic instead adds its tool-use system prompt, whose size depends on the choice."""
+    JSON; not those deferred to a tool search, `loaded`), and tool_choice. OpenAI bills a
+    named choice (`{"type": "function", ...}`) as more prompt, counted here as its JSON; a
+    plain "auto", "none" or "required" adds nothing. Anthropic instead adds its tool-use
+    system prompt, whose size depends on the choice."""
     tools, choice = request.get("tools"), request.get("tool_choice")
-    n = counter.count(msgspec.json.encode(tools).decode()) if tools else 0
+    shown = loaded(tools)
+    n = counter.count(msgspec.json.encode(shown).decode()) if shown else 0
     if fmt == "anthropic":
         return n + anthropic_tool_prompt(request.get("model", ""), choice) if tools else n
     # the deprecated `functions` and `function_call` are billed as tools and tool_choice are

@@ -14,7 +14,7 @@ Owns this format's reading and writing; it never decides what to keep.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import msgspec
@@ -35,7 +35,7 @@ from ctxlayer.core.formats.common import (
     replace_text,
     reusable_prefix,
 )
-from ctxlayer.core.tokens import Tokenizer
+from ctxlayer.core.tokens import Tokenizer, deferred_tools
 from ctxlayer.protocol import Message, ToolCall
 
 _json = msgspec.json.Encoder()
@@ -105,6 +105,20 @@ def _thinking(block: dict, where: str, counter: Tokenizer, read: bool) -> tuple[
     return tokens, media.label("thinking", tokens)
 
 
+def _references(value: Any) -> Iterator[str]:
+    """The tool names the `tool_reference` blocks in `value` name (a tool search's results, a
+    tool_result's content), at any depth."""
+    if isinstance(value, dict):
+        if value.get("type") == "tool_reference" and isinstance(value.get("tool_name"), str):
+            yield value["tool_name"]
+        for v in value.values():
+            if isinstance(v, (dict, list)):
+                yield from _references(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _references(v)
+
+
 def _result_content(block: dict, where: str, counter: Tokenizer) -> tuple[str, int, list[str]]:
     content = block.get("content")
     if content is None or isinstance(content, str):
@@ -145,8 +159,13 @@ class _Reader:
         self.index: dict[str, int] = {}
         self.derived: set[str] = set()
         self.pieces: dict[int, list[int]] = {}
+        #: the tools deferred to a tool search, loaded where a `tool_reference` names them
+        self.deferred = deferred_tools(payload.get("tools"), counter)
+        self.raw = messages_of(payload)
 
     def add(self, msg: Message, source: tuple, own_id: str | None, where: str) -> None:
+        if self.deferred and source[0] == "msg":
+            msg = self._with_loaded(msg, source)
         mid = own_id if own_id is not None else msg.id
         if own_id is None:
             self.derived.add(mid)  # type: ignore[arg-type]
@@ -157,6 +176,22 @@ class _Reader:
             self.pieces.setdefault(source[1], []).append(len(self.msgs))
         self.msgs.append(msg if own_id is None else msgspec.structs.replace(msg, id=mid))
         self.sources.append(source)
+
+    def _with_loaded(self, msg: Message, source: tuple) -> Message:
+        """`msg` with the definitions its blocks' tool references load costed beside it."""
+        content = self.raw[source[1]].get("content")
+        if not isinstance(content, list) or source[2] is None:
+            return msg
+        # references come in results (a tool_result's content, a tool search's result)
+        names = [n for k in source[2] if isinstance(content[k], dict) and
+                 str(content[k].get("type", "")).endswith(("tool_result", "tool_reference"))
+                 for n in _references(content[k])]
+        tokens = sum(self.deferred.get(n, 0) for n in names)
+        if not tokens:
+            return msg
+        return msgspec.structs.replace(
+            msg, parts_tokens=(msg.parts_tokens or 0) + tokens,
+            parts=[*(msg.parts or ()), media.label(f"{len(names)} tools loaded", tokens)])
 
     def system(self, system: Any) -> None:
         if system is None:
@@ -297,7 +332,8 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -
         # a new turn began: the thinking of the one before it is no longer read again
         same = min(same, previous.extra.get("turn_start", -1) + 1)
     if previous is not None and same and payload.get("system") == previous.payload.get(
-            "system") and previous.extra.get("every_turn") == r.every_turn:
+            "system") and previous.extra.get("every_turn") == r.every_turn and \
+            previous.extra.get("deferred", {}) == r.deferred:
         pieces = previous.extra["pieces"]
         upto = sum(1 for s in previous.sources if s[0] == "system") + \
             sum(len(pieces[i]) for i in range(same))
@@ -313,7 +349,7 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -
     return Decoded(fmt="anthropic", messages=r.msgs, payload=payload, sources=r.sources,
                    index=r.index, derived_ids=r.derived, counter=counter,
                    extra={"pieces": r.pieces, "every_turn": r.every_turn,
-                          "turn_start": r.turn_start})
+                          "turn_start": r.turn_start, "deferred": r.deferred})
 
 
 # --- writing back ---------------------------------------------------------------------------

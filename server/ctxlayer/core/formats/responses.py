@@ -248,6 +248,10 @@ def _read_item(item: dict, i: int, group: _Group, counter: Tokenizer, turn_start
         text, parts, labels = _output(item, f"{where}.output", counter)
         group.texts.append(text)
         group.cost(parts, labels)
+        loads = item.get("tools")
+        if isinstance(loads, list) and loads:  # a tool search's output: what it loads
+            tokens = counter.count(_json.encode(loads).decode())
+            group.cost(tokens, [media.label(f"{len(loads)} tools loaded", tokens)])
     elif is_call(item):
         group.calls.append(_call(item, where))
     elif kind == "image_generation_call" and isinstance(item.get("result"), str):
