@@ -10,6 +10,7 @@ back (DeepSeek's `reasoning_content`) is costed too, where DeepSeek reads it."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import anthropic
 import pytest
@@ -113,6 +114,21 @@ def test_reasoning_sent_back_on_chat_completions_is_costed(tmp_path):
     assert max(r["prompt_tokens"] for r in sent) > window // 2
 
 
+def questions_with_reasoning(stack, model: str, answer: int,
+                             reasoning: Callable[[str], dict]) -> list[dict]:
+    """Thirty questions on Chat Completions, each answer sent back with the fields
+    `reasoning` makes of about 700 tokens of its reasoning; the requests the stand-in got."""
+    client = stack.openai()
+    messages: list[dict] = []
+    for k in range(30):
+        messages.append({"role": "user", "content": prose(f"question {k}", 200)})
+        reply = client.chat.completions.create(model=model, messages=messages,
+                                               max_tokens=answer)
+        messages.append({"role": "assistant", "content": reply.choices[0].message.content,
+                         **reasoning(prose(f"reasoning {k}", 400))})
+    return stack.model_requests()
+
+
 def test_reasoning_deepseek_ignores_is_not_costed(tmp_path):
     """DeepSeek ignores the `reasoning_content` of a turn without tool calls once the user has
     written again. Thirty such turns, about 700 tokens of reasoning each: the gateway costs
@@ -120,15 +136,8 @@ def test_reasoning_deepseek_ignores_is_not_costed(tmp_path):
     them (85% on average for the last ten; costed whole, 38%)."""
     model, window, answer = "deepseek-v4-pro", 12_000, 500
     with fresh_stack(tmp_path, {model: window}, windows={model: window}) as stack:
-        client = stack.openai()
-        messages: list[dict] = []
-        for k in range(30):
-            messages.append({"role": "user", "content": prose(f"question {k}", 200)})
-            reply = client.chat.completions.create(model=model, messages=messages,
-                                                   max_tokens=answer)
-            messages.append({"role": "assistant", "content": reply.choices[0].message.content,
-                             "reasoning_content": prose(f"reasoning {k}", 400)})
-        sent = stack.model_requests()
+        sent = questions_with_reasoning(stack, model, answer,
+                                        lambda text: {"reasoning_content": text})
     assert all(r["status"] == 200 for r in sent), [r["problems"] for r in sent if r["problems"]]
     late = [r["prompt_tokens"] for r in sent[-10:]]
     assert sum(late) / len(late) > 0.65 * (window - answer), late
@@ -146,19 +155,10 @@ def test_claudes_reasoning_behind_openrouter_is_costed_as_anthropic_reads_it(tmp
     on every first try, compacted. The window is set under the name as OpenRouter sends it."""
     window, answer = 12_000, 500
     with fresh_stack(tmp_path, {model: window}, windows={model: window}) as stack:
-        client = stack.openai()
-        messages: list[dict] = []
-        for k in range(30):
-            messages.append({"role": "user", "content": prose(f"question {k}", 200)})
-            reply = client.chat.completions.create(model=model, messages=messages,
-                                                   max_tokens=answer)
-            thought = prose(f"reasoning {k}", 400)
-            messages.append({"role": "assistant", "content": reply.choices[0].message.content,
-                             "reasoning": thought, "reasoning_details": [
-                                 {"type": "reasoning.text", "text": thought,
-                                  "signature": "c2lnbmVk" * 20, "format": "anthropic-claude-v1",
-                                  "index": 0}]})
-        sent = stack.model_requests()
+        sent = questions_with_reasoning(stack, model, answer, lambda text: {
+            "reasoning": text, "reasoning_details": [
+                {"type": "reasoning.text", "text": text, "signature": "c2lnbmVk" * 20,
+                 "format": "anthropic-claude-v1", "index": 0}]})
     assert all(r["status"] == 200 for r in sent), [r["problems"] for r in sent if r["problems"]]
     late = [r["prompt_tokens"] for r in sent[-10:]]
     if every_turn:
