@@ -10,8 +10,9 @@ Routes: `POST /v1/chat/completions`, `POST /v1/messages`, `POST /v1/messages/cou
 `GET /v1/models` (the OpenAI list, or Anthropic's when the request has `anthropic-version`),
 `GET /v1/models/{id}`, `POST /v1/embeddings`, and `POST /v1/responses` (the Responses API,
 strict as standin_responses.py says; it keeps every response it gave, for
-`previous_response_id`, and answers with a reasoning item of `thinking_words` words sealed when
-`include` asks for `reasoning.encrypted_content`). `agent(rounds, calls)` makes it play an agent, in every format
+`previous_response_id`, and every conversation made by `POST /v1/conversations`, and answers
+with a reasoning item of `thinking_words` words sealed when `include` asks for
+`reasoning.encrypted_content`). `agent(rounds, calls)` makes it play an agent, in every format
 (Messages and Chat Completions, streamed or not, and Responses): a request with tools gets a
 tool call until `rounds` were made (Responses: until it carries `rounds` outputs), then the text
 `stand-in answer after N tool results ...`. Round k calls `calls[k % len(calls)]`

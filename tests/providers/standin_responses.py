@@ -6,11 +6,12 @@ answers a `function_call` before it with the same `call_id`, every call has its 
 `reasoning` item is followed by the item it led to, and its `encrypted_content` is intact
 (the stand-in's own: a payload and its digest, see `encrypted`). `previous_response_id` must
 name a response the stand-in gave, `conversation` one made with `POST /v1/conversations`;
-its history then counts as input. A reasoning item counts
-its sealed reasoning (not its summary) where the provider renders it again: every turn's with
-`reasoning.context: "all_turns"` or, left to the model, on the gpt-5.6 family and later (and
-names not of OpenAI's); else only those after the last user message, as the official SDK's
-reference for `reasoning.context` says (the rest costs nothing).
+its history then counts as input. A reasoning item counts its sealed reasoning (not its
+summary) where the provider renders it again: every turn's with `reasoning.context:
+"all_turns"` or, left to the model, on the gpt-5.6 family and later (and names not of
+OpenAI's); else only those after the last user message, as the official SDK's reference for
+`reasoning.context` says (the rest costs nothing). Tools with `defer_loading` count only as a
+`tool_search_output` loads them.
 Owns the shapes only; standin.py decides what to answer. Must not do I/O.
 """
 
