@@ -152,8 +152,9 @@ class _Reader:
         self.counter = counter
         #: thinking read again: every turn's, else only the turn under way, after the last
         #: user message that is not all tool results (anthropic_thinking.py)
+        self.raw = messages_of(payload)
         self.every_turn = every_turn_read(payload)
-        self.turn_start = -1 if self.every_turn else last_turn_start(messages_of(payload))
+        self.turn_start = -1 if self.every_turn else last_turn_start(self.raw)
         self.msgs: list[Message] = []
         self.sources: list[tuple] = []
         self.index: dict[str, int] = {}
@@ -161,7 +162,6 @@ class _Reader:
         self.pieces: dict[int, list[int]] = {}
         #: the tools deferred to a tool search, loaded where a `tool_reference` names them
         self.deferred = deferred_tools(payload.get("tools"), counter)
-        self.raw = messages_of(payload)
 
     def add(self, msg: Message, source: tuple, own_id: str | None, where: str) -> None:
         if self.deferred and source[0] == "msg":
@@ -325,8 +325,8 @@ class _Reader:
 
 
 def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -> Decoded:
-    raw = messages_of(payload)
     r = _Reader(payload, counter)
+    raw = r.raw
     same = reusable_prefix(previous, "anthropic", raw, counter)
     if previous is not None and previous.extra.get("turn_start") != r.turn_start:
         # a new turn began: the thinking of the one before it is no longer read again

@@ -18,7 +18,7 @@ request tighter, while leaving out what it reads has it refused.
 from __future__ import annotations
 
 from ctxlayer.core.formats import media
-from ctxlayer.core.formats.anthropic_thinking import claude_version, every_turn_read
+from ctxlayer.core.formats.anthropic_thinking import every_turn_read
 from ctxlayer.core.tokens import Tokenizer
 
 #: the rules by which a model ignores earlier turns' reasoning (`rule_of`)
@@ -51,13 +51,14 @@ def rule_of(payload: dict) -> str | None:
     name = model.lower()
     if "deepseek" in name:
         return DEEPSEEK
-    if "claude" in name and (claude_version(name) is not None or "claude-3" in name):
+    if "claude" in name:  # a name Anthropic's rule does not know reads every turn
         return None if every_turn_read({"model": name}) else CLAUDE
     return None
 
 
 def last_user(messages: list) -> int:
-    """The index of the last user message (-1: none)."""
+    """The index of the last user message (-1: none): a Chat Completions message or a
+    Responses item of role user (a call's output has none)."""
     for i in range(len(messages) - 1, -1, -1):
         m = messages[i]
         if isinstance(m, dict) and m.get("role") == "user":

@@ -37,7 +37,8 @@ from ctxlayer.core.formats.common import (
     new_arguments,
     replace_text,
 )
-from ctxlayer.core.formats.responses_reasoning import every_turn_read, last_turn_start
+from ctxlayer.core.formats.openai_reasoning import last_user
+from ctxlayer.core.formats.responses_reasoning import every_turn_read
 from ctxlayer.core.tokens import Tokenizer
 from ctxlayer.protocol import Message, ToolCall
 
@@ -330,7 +331,8 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -
     elif raw is not None:
         if not isinstance(raw, list):
             raise bad("input", f"expected a string or a list of items, got {type(raw).__name__}")
-        turn_start = -1 if every_turn_read(payload) else last_turn_start(raw)
+        # the reasoning items after the last user message are the turn's, read again
+        turn_start = -1 if every_turn_read(payload) else last_user(raw)
         for g in _groups(raw, counter, turn_start):
             first = raw[g.items[0]]
             text = "\n".join(g.texts)

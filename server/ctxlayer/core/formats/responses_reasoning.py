@@ -41,14 +41,3 @@ def every_turn_read(payload: dict) -> bool:
     if found is not None:
         return (int(found.group(1)), int(found.group(2) or 0)) >= KEEPS_EVERY_TURN
     return _O_SERIES.search(name) is None
-
-
-def last_turn_start(items: list) -> int:
-    """The index of the last user message of `items` (-1: none): the reasoning items after it
-    are the turn's, read again."""
-    for i in range(len(items) - 1, -1, -1):
-        item = items[i]
-        if isinstance(item, dict) and item.get("role") == "user" and \
-                item.get("type") in (None, "message"):
-            return i
-    return -1
