@@ -7,7 +7,11 @@ kept or dropped together, one result at a time), the rest stays one user message
 back merges the pieces into their native message again; repairs (see anthropic_repair.py)
 keep the result valid. A `role: "system"` message between turns (the mid-conversation-system
 beta Claude Code sends) is a pinned system message that stays where it was: written back as
-the very dict the client sent, never moved into the top-level `system`.
+the very dict the client sent, never moved into the top-level `system`. The provider's own
+compaction (a `compaction` block, the compact_* edit) drops every block before it: those are
+not the engine's (they cost nothing and are written back as they came, ahead of the rest),
+and the block is a pinned system message of the engine's, so that what the engine adds (a
+summary) is written after it, where the provider reads it.
 
 Owns this format's reading and writing; it never decides what to keep.
 """
@@ -162,6 +166,8 @@ class _Reader:
         self.pieces: dict[int, list[int]] = {}
         #: the tools deferred to a tool search, loaded where a `tool_reference` names them
         self.deferred = deferred_tools(payload.get("tools"), counter)
+        #: (message, block) of the provider's last compaction: it reads nothing before it
+        self.unread: tuple[int, int] | None = None
 
     def add(self, msg: Message, source: tuple, own_id: str | None, where: str) -> None:
         if self.deferred and source[0] == "msg":
@@ -215,6 +221,9 @@ class _Reader:
 
     def message(self, i: int, native: Any) -> None:
         where = f"messages[{i}]"
+        if self.unread is not None and i < self.unread[0]:
+            self.pieces[i] = []  # before the provider's compaction: sent on, never read
+            return
         native = expect_dict(native, where)
         role = native.get("role")
         if role not in ("user", "assistant", "system"):
@@ -259,8 +268,14 @@ class _Reader:
                  own, where)
 
     def _assistant(self, i: int, blocks: list[dict], own: str | None, where: str) -> None:
+        start = 0
+        if self.unread is not None and self.unread[0] == i:
+            start = self._compaction(i, blocks, where)
+            if start == len(blocks):
+                return
         texts, parts, calls, labels = [], 0, [], []
-        for k, b in enumerate(blocks):
+        for k in range(start, len(blocks)):
+            b = blocks[k]
             kind = b["type"]
             if kind == "text":
                 text = b.get("text")
@@ -284,11 +299,23 @@ class _Reader:
         text = "\n".join(texts)
         # the provider's own compaction (the compact_* edit): it reads nothing before it, and
         # no summary of ours can stand in for it, so it stays whole where it is
-        compacted = any(b["type"] == "compaction" for b in blocks)
+        compacted = any(blocks[k]["type"] == "compaction" for k in range(start, len(blocks)))
         self.add(Message(role="assistant", content=text, tool_calls=calls or None,
                          parts_tokens=parts or None, parts=labels or None, pinned=compacted,
                          id=derive_id("an", str(i), "assistant", text, *(c.id for c in calls))),
-                 ("msg", i, tuple(range(len(blocks)))), own, where)
+                 ("msg", i, tuple(range(start, len(blocks)))), own, where)
+
+    def _compaction(self, i: int, blocks: list[dict], where: str) -> int:
+        """The provider's last compaction block, as the conversation's head: a pinned system
+        message of the engine's (so the summaries of ours come after it, where the provider
+        reads them) written back where it came, with the blocks before it in its message
+        (unread, costing nothing). Returns where the rest of the message starts."""
+        k = self.unread[1]  # type: ignore[index]
+        tokens, label = _block(blocks[k], f"{where}.content[{k}]", self.counter)
+        self.add(Message(role="system", content="", pinned=True, parts_tokens=tokens,
+                         parts=[label], id=derive_id("an", str(i), "compaction", label)),
+                 ("msg", i, tuple(range(k + 1))), None, where)
+        return k + 1
 
     def _user(self, i: int, blocks: list[dict], own: str | None, where: str) -> None:
         rest = [k for k, b in enumerate(blocks) if b["type"] != "tool_result"]
@@ -324,16 +351,36 @@ class _Reader:
                          ("msg", i, (k,)), None, f"{where}.content[{k}]")
 
 
+def last_compaction(raw: list, start: int = 0, earlier: tuple[int, int] | None = None
+                    ) -> tuple[int, int] | None:
+    """(message, block) of the last `compaction` block holding a summary (the compact_* edit's
+    beta): the provider drops every block before it, so those are sent as they came and
+    cost nothing. Looked for from message `start` on, else `earlier` (found before it)."""
+    for i in range(len(raw) - 1, start - 1, -1):
+        m = raw[i]
+        content = m.get("content") if isinstance(m, dict) and m.get("role") == "assistant" \
+            else None
+        if isinstance(content, list):
+            for k in range(len(content) - 1, -1, -1):
+                b = content[k]
+                if isinstance(b, dict) and b.get("type") == "compaction" and b.get("content"):
+                    return i, k
+    return earlier
+
+
 def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -> Decoded:
     r = _Reader(payload, counter)
     raw = r.raw
     same = reusable_prefix(previous, "anthropic", raw, counter)
+    earlier = previous.extra.get("unread") if previous is not None else None
+    r.unread = last_compaction(raw, same, earlier if earlier and earlier[0] < same else None)
     if previous is not None and previous.extra.get("turn_start") != r.turn_start:
         # a new turn began: the thinking of the one before it is no longer read again
         same = min(same, previous.extra.get("turn_start", -1) + 1)
     if previous is not None and same and payload.get("system") == previous.payload.get(
             "system") and previous.extra.get("every_turn") == r.every_turn and \
-            previous.extra.get("deferred", {}) == r.deferred:
+            previous.extra.get("deferred", {}) == r.deferred and \
+            previous.extra.get("unread") == r.unread:
         pieces = previous.extra["pieces"]
         upto = sum(1 for s in previous.sources if s[0] == "system") + \
             sum(len(pieces[i]) for i in range(same))
@@ -349,7 +396,8 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -
     return Decoded(fmt="anthropic", messages=r.msgs, payload=payload, sources=r.sources,
                    index=r.index, derived_ids=r.derived, counter=counter,
                    extra={"pieces": r.pieces, "every_turn": r.every_turn,
-                          "turn_start": r.turn_start, "deferred": r.deferred})
+                          "turn_start": r.turn_start, "deferred": r.deferred,
+                          "unread": r.unread})
 
 
 # --- writing back ---------------------------------------------------------------------------
@@ -483,7 +531,11 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
     out = [(_synthesized(ps[0][1]) if i is None else _native(decoded, i, ps), ks)
            for i, ps, ks in groups]
     result = Encoded(payload={})
-    out = repair(out, kept, result, decoded.counter)
+    unread = decoded.extra.get("unread")
+    # what the provider drops before its compaction goes on as it came, ahead of the rest
+    head = [(_strip_own(m), []) for m in decoded.payload["messages"][:unread[0]]] \
+        if unread else []
+    out = head + repair(out, kept, result, decoded.counter, opened=bool(head))
     sys_value = _system(decoded, system)
     sys_kept = [k for k, m in enumerate(kept) if m.role == "system" and not _in_messages(
         decoded, m)]

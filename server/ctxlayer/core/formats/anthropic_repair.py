@@ -54,18 +54,20 @@ def _first_id(ks: list[int], kept: Sequence[Message]) -> str | None:
     return kept[ks[0]].id if ks else None
 
 
-def repair(out: list[Entry], kept: Sequence[Message], result: Encoded, counter: Any
-           ) -> list[Entry]:
+def repair(out: list[Entry], kept: Sequence[Message], result: Encoded, counter: Any,
+           opened: bool = False) -> list[Entry]:
+    """``opened``: messages the provider does not read (those before its compaction) go
+    ahead of these, so the request starts with them, and these may start with its turn."""
     turns = [e for e in out if e[0].get("role") != "system"]
     asides = [(n, e) for n, e in enumerate(out) if e[0].get("role") == "system"]
     if not asides:
-        return _repair_turns(turns, kept, result, counter)
+        return _repair_turns(turns, kept, result, counter, opened)
     # each system message remembers the kept indices of the turn it followed
     after: list[tuple[list[int], Entry]] = []
     for n, entry in asides:
         before = [k for m, ks in out[:n] if m.get("role") != "system" for k in ks]
         after.append((before, entry))
-    return _put_back(_repair_turns(turns, kept, result, counter), after, kept, result)
+    return _put_back(_repair_turns(turns, kept, result, counter, opened), after, kept, result)
 
 
 def _put_back(turns: list[Entry], asides: list[tuple[list[int], Entry]],
@@ -117,11 +119,11 @@ def _put_back(turns: list[Entry], asides: list[tuple[list[int], Entry]],
     return out
 
 
-def _repair_turns(out: list[Entry], kept: Sequence[Message], result: Encoded, counter: Any
-                  ) -> list[Entry]:
+def _repair_turns(out: list[Entry], kept: Sequence[Message], result: Encoded, counter: Any,
+                  opened: bool = False) -> list[Entry]:
     for _ in range(8):  # each pass only removes or merges, so this settles in a few passes
         changed = False
-        while out and out[0][0].get("role") != "user":
+        while out and out[0][0].get("role") != "user" and not opened:
             msg, ks = out.pop(0)
             result.audit.append(audit(
                 "dropped", "the request must start with a user message: leading assistant "
