@@ -11,7 +11,9 @@ summary) where the provider renders it again: every turn's with `reasoning.conte
 "all_turns"` or, left to the model, on the gpt-5.6 family and later (and names not of
 OpenAI's); else only those after the last user message, as the official SDK's reference for
 `reasoning.context` says (the rest costs nothing). Tools with `defer_loading` count only as a
-`tool_search_output` loads them.
+`tool_search_output` loads them. A `compaction` item (server-side compaction) carries what
+came before it: nothing before the last one is rendered or counted (the provider's guide has
+stateless clients append items as usual and says those before it may be dropped).
 Owns the shapes only; standin.py decides what to answer. Must not do I/O.
 """
 
@@ -227,6 +229,9 @@ def _texts(value: Any) -> list[str]:
 def prompt_tokens(body: dict, history: list) -> int:
     counter = counter_for(body.get("model") if isinstance(body.get("model"), str) else None)
     items = [*history, *items_of(body)]
+    last = max((k for k, i in enumerate(items) if isinstance(i, dict)
+                and i.get("type") == "compaction"), default=0)
+    items = items[last:]  # the compaction carries what came before it
     texts = _texts(body.get("instructions") or "") + [
         t for i in items if not (isinstance(i, dict) and i.get("type") == "reasoning")
         for t in _texts(i)]

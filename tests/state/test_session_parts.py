@@ -53,6 +53,12 @@ ANTHROPIC_TURNS = {
     "document": [{"role": "user", "content": [DOCUMENT, {"type": "text",
                                                          "text": "When must we pay?"}]}],
     "unknown part": [{"role": "user", "content": [{"type": "text", "text": "hi"}, UNKNOWN_AN]}],
+    # the provider's compaction: a session keeps what came before it too
+    "compaction": [{"role": "user", "content": "Fix the bug in a.py"},
+                   {"role": "assistant", "content": [
+                       {"type": "compaction", "content": "a.py read; f returns 1",
+                        "signature": "c2VhbGVk"}, {"type": "text", "text": "On it."}]},
+                   {"role": "user", "content": "go on"}],
 }
 
 OPENAI_IMAGE = {"type": "image_url", "image_url": {

@@ -18,12 +18,13 @@ from ctxlayer.core.errors import ContextError
 
 
 def decode_payload(fmt: str, payload: dict, counter: Any, *, at: str = "",
-                   previous: Any = None) -> Any:
+                   previous: Any = None, whole: bool = False) -> Any:
     """A payload decoded by its codec; a field the codec cannot read is named from the params'
     root (`at` = "request": `request.messages[1].colour`). ``previous``, the decode of the
     same chat's last turn, lets the messages it shares be taken over, not read again."""
     try:
-        return formats.decode(fmt, payload, counter, previous=previous)  # type: ignore[arg-type]
+        return formats.decode(fmt, payload, counter, previous=previous,  # type: ignore[arg-type]
+                              whole=whole)
     except ContextError as err:
         if at and err.field and err.field != "format" and not err.field.startswith(at):
             raise ContextError(err.kind, f"{at}.{err}", field=f"{at}.{err.field}") from None

@@ -368,12 +368,14 @@ def last_compaction(raw: list, start: int = 0, earlier: tuple[int, int] | None =
     return earlier
 
 
-def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -> Decoded:
+def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None,
+           whole: bool = False) -> Decoded:
     r = _Reader(payload, counter)
     raw = r.raw
     same = reusable_prefix(previous, "anthropic", raw, counter)
     earlier = previous.extra.get("unread") if previous is not None else None
-    r.unread = last_compaction(raw, same, earlier if earlier and earlier[0] < same else None)
+    r.unread = None if whole else last_compaction(
+        raw, same, earlier if earlier and earlier[0] < same else None)
     if previous is not None and previous.extra.get("turn_start") != r.turn_start:
         # a new turn began: the thinking of the one before it is no longer read again
         same = min(same, previous.extra.get("turn_start", -1) + 1)

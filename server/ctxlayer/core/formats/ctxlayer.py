@@ -18,7 +18,8 @@ from ctxlayer.protocol import Message
 FIELDS = frozenset(f.encode_name for f in msgspec.structs.fields(Message))
 
 
-def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -> Decoded:
+def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None,
+           whole: bool = False) -> Decoded:  # whole: no provider compaction here
     raw = messages_of(payload)
     msgs: list[Message] = []
     index: dict[str, int] = {}

@@ -154,7 +154,8 @@ def _tool_calls(value: Any, where: str) -> list[ToolCall]:
     return calls
 
 
-def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -> Decoded:
+def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None,
+           whole: bool = False) -> Decoded:  # whole: no provider compaction here
     raw = messages_of(payload)
     same = reusable_prefix(previous, "openai", raw, counter)
     rule = rule_of(payload)

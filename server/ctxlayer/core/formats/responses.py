@@ -267,10 +267,24 @@ def _read_item(item: dict, i: int, group: _Group, counter: Tokenizer, turn_start
         group.cost(tokens, [media.label(str(kind or "item"), tokens)])
 
 
-def _groups(items: list, counter: Tokenizer, turn_start: int) -> list[_Group]:
+def last_compaction(items: list) -> int:
+    """Where the last `compaction` item is (0 without one): the provider renders nothing
+    before it (it carries what came before; stateless clients append items as usual)."""
+    for i in range(len(items) - 1, -1, -1):
+        if isinstance(items[i], dict) and items[i].get("type") == "compaction":
+            return i
+    return 0
+
+
+def _groups(items: list, counter: Tokenizer, turn_start: int, start: int | None
+            ) -> list[_Group]:
+    """The engine messages of items[start:] (those before are not read; None: every item,
+    a compaction among them the model's as it came)."""
+    head, start = start is not None, start or 0
     out: list[_Group] = []
     run: _Group | None = None  # the model's current run of items
-    for i, item in enumerate(items):
+    for i in range(start, len(items)):
+        item = items[i]
         where = f"input[{i}]"
         item = expect_dict(item, where)
         kind = item.get("type")
@@ -286,10 +300,12 @@ def _groups(items: list, counter: Tokenizer, turn_start: int) -> list[_Group]:
             run = None
             group = _Group("tool", i)
         elif kind == "compaction":
-            # the client's own summary of its earlier history (Codex's remote compaction),
-            # encrypted: no summary of ours can stand in for it, so it stays as it came
+            # the provider's summary of the earlier history (server-side, or Codex's remote
+            # compaction), encrypted: no summary of ours can stand in for it, so it stays as
+            # it came, at the conversation's head (a summary of ours goes after it, where the
+            # provider reads it)
             run = None
-            group = _Group("assistant", i, pinned=True)
+            group = _Group("system" if head else "assistant", i, pinned=True)
         elif run is not None:
             run.items.append(i)
             _read_item(item, i, run, counter, turn_start)
@@ -301,7 +317,8 @@ def _groups(items: list, counter: Tokenizer, turn_start: int) -> list[_Group]:
     return out
 
 
-def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -> Decoded:
+def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None,
+           whole: bool = False) -> Decoded:
     if not isinstance(payload, dict):
         raise bad("input", "expected a Responses request object")
     instructions = payload.get("instructions")
@@ -321,6 +338,7 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -
         msgs.append(msgspec.structs.replace(m, id=mid))
         sources.append(source)
 
+    unread = 0  # items before the provider's compaction: sent on as they came, not read
     if instructions is not None:
         text = expect_str(instructions, "instructions")
         add(Message(role="system", content=text, id=derive_id("rs", "i", text)),
@@ -333,7 +351,8 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -
             raise bad("input", f"expected a string or a list of items, got {type(raw).__name__}")
         # the reasoning items after the last user message are the turn's, read again
         turn_start = -1 if every_turn_read(payload) else last_user(raw)
-        for g in _groups(raw, counter, turn_start):
+        unread = 0 if whole else last_compaction(raw)
+        for g in _groups(raw, counter, turn_start, None if whole else unread):
             first = raw[g.items[0]]
             text = "\n".join(g.texts)
             own = client_id(first)
@@ -344,7 +363,8 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None) -
                                             *(c.id for c in g.calls)))
             add(m, g.items, own, f"input[{g.items[0]}]")
     return Decoded(fmt="responses", messages=msgs, payload=payload, sources=sources,  # type: ignore
-                   index=index, derived_ids=derived, counter=counter)
+                   index=index, derived_ids=derived, counter=counter,
+                   extra={"unread": unread} if unread else {})
 
 
 def _new_items(m: Message) -> list[dict]:
@@ -440,7 +460,9 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
             decoded.sources[decoded.index[ids[0]]] == "string":
         out: Any = items[0]["content"]  # the string the client sent, shortened or not
     else:
-        out = _repair(items, ids, result, decoded.counter)
+        # what the provider does not read (before its compaction) goes on as it came
+        out = raw[:decoded.extra.get("unread", 0)] + _repair(items, ids, result,
+                                                               decoded.counter)
     result.payload = {**decoded.payload, "input": out}
     return result
 

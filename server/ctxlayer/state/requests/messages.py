@@ -36,9 +36,11 @@ def require_format(fmt: str, method: str) -> Any:
     return CODECS[fmt]
 
 
-def decode(fmt: str, raw: Any, system: Any, counter: Any, *, at: str = "") -> Any:
+def decode(fmt: str, raw: Any, system: Any, counter: Any, *, at: str = "",
+           whole: bool = False) -> Any:
     """The request's messages for the engine, by the format's codec (`.messages`); `system`
-    goes where the format keeps it (anthropic `system`, responses `instructions`)."""
+    goes where the format keeps it (anthropic `system`, responses `instructions`). `whole`:
+    also those before a provider's compaction (a session's history)."""
     codec = require_format(fmt, "messages")
     if system is not None and codec.system is None:
         raise ContextError("invalid", f"the {fmt} format has no separate system",
@@ -48,7 +50,7 @@ def decode(fmt: str, raw: Any, system: Any, counter: Any, *, at: str = "") -> An
         payload[codec.system] = system
     from ctxlayer.state.chatcodec import decode_payload
 
-    return decode_payload(fmt, payload, counter, at=at)
+    return decode_payload(fmt, payload, counter, at=at, whole=whole)
 
 
 def encode(decoded: Any, kept: list[protocol.Message]) -> Any:

@@ -54,7 +54,8 @@ def append(caller: Caller, p: protocol.SessionAppendParams,
         decoded = decode(p.format, p.messages, None, None)
     else:
         counter = caller.state.tokenizers.guarded(svc.model_of(workspace, p.session_id))
-        decoded = decode(p.format, p.messages, None, counter)
+        # a session keeps every message, also those before a provider's compaction
+        decoded = decode(p.format, p.messages, None, counter, whole=True)
     # ids the codec made up give way to the session's own (ctx:msg:<seq>)
     messages = [msgspec.structs.replace(m, id=None) if m.id in decoded.derived_ids else m
                 for m in decoded.messages]
