@@ -21,7 +21,9 @@ else its first tool with `{"round": k}`.
 Every request is checked as the provider checks it (standin_checks.py) and measured against
 the model's window (tiktoken, offline; `Standin(counts={model: 1.15})` counts a model's prompts
 above that, as a provider whose tokenizer is not the gateway's); a refused one gets the
-provider's own 400 (`llama_cpp=(model,)`: as llama.cpp's server words it). A Messages request
+provider's own 400 (`llama_cpp=(model,)`: as llama.cpp's server words it;
+`truncating=(model,)`: none, as Ollama does, which reads the prompt's last `window` tokens only
+and answers 200, its usage that count: the request's entry says `truncated_from`). A Messages request
 with `thinking` on is answered after a thinking block of `thinking_words` words, whose
 signature the stand-in checks when it comes back (standin_thinking.py). Answers
 carry usage: `cached_tokens` / `cache_read_input_tokens` are the tokens of the messages at the
@@ -87,7 +89,7 @@ class Standin:
 
     def __init__(self, *, windows: dict[str, int] | None = None, host: str = "127.0.0.1",
                  counts: dict[str, float] | None = None, llama_cpp: tuple[str, ...] = (),
-                 thinking_words: int = 40):
+                 truncating: tuple[str, ...] = (), thinking_words: int = 40):
         self.host = host
         self.port = 0
         #: context windows by model name prefix, over the model table's (e.g. a small model)
@@ -98,6 +100,9 @@ class Standin:
         #: model name prefixes served as llama.cpp's server serves them: a prompt over the
         #: window is refused with its `exceed_context_size_error` (the count and n_ctx as fields)
         self.llama_cpp = tuple(llama_cpp)
+        #: model name prefixes served as Ollama serves them: a prompt over the window is cut
+        #: to its last `window` tokens without a word (its num_ctx)
+        self.truncating = tuple(truncating)
         #: how long the thinking is that opens an answer to a request with `thinking` on
         self.thinking_words = thinking_words
         self.thought: set[str] = set()  # ids of the tool calls it answered after thinking
@@ -438,7 +443,11 @@ class Standin:
         entry["prompt_tokens"] = tokens
         window = self.window(model, betas)
         asked = body.get("max_tokens") or body.get("max_completion_tokens") or 0
-        if tokens + (asked if isinstance(asked, int) else 0) > window:
+        if self.truncating and model.startswith(self.truncating):
+            if tokens > window:  # the model reads the end, and says nothing; never refused
+                entry["truncated_from"] = tokens
+                entry["prompt_tokens"] = tokens = window
+        elif tokens + (asked if isinstance(asked, int) else 0) > window:
             entry["problems"] = [f"over the window: {tokens} + {asked} > {window}"]
             if fmt == "anthropic":
                 msg = (f"prompt is too long: {tokens} tokens > {window} maximum" if tokens > window

@@ -34,6 +34,7 @@ from ctxlayer.core.formats import codec
 from ctxlayer.gateway import chats, encodings, guard, limits, upsum
 from ctxlayer.gateway.errors import GatewayError, error_response
 from ctxlayer.gateway.forward import Upstream, upstream_headers
+from ctxlayer.gateway.learned import LearnedWindows
 from ctxlayer.gateway.providers import BY_FORMAT, PROVIDERS, Provider, family_of
 from ctxlayer.gateway.proxies import named
 from ctxlayer.gateway.usage import UNSTATED_OVER, Refusal, Usage, refusal
@@ -125,9 +126,10 @@ class GatewayServer:
         self.upstream = Upstream(config.connect_timeout, config.read_timeout)
         self._runner: web.AppRunner | None = None
         self._tasks: set[asyncio.Future[None]] = set()
-        #: the windows providers stated when they refused a prompt as over it, by model,
-        #: where smaller than the table's or the config's (kept while the gateway runs)
-        self.stated_windows: dict[str, int] = {}
+        #: the windows providers stated when they refused a prompt as over it, or showed by
+        #: cutting prompts, by model, where smaller than the table's or the config's (kept
+        #: while the gateway runs)
+        self.learned = LearnedWindows()
 
     @property
     def urls(self) -> protocol.GatewayUrls:
@@ -324,7 +326,8 @@ class GatewayServer:
             # the provider's window is smaller than the table's or the config's (a local
             # server's context size, a model the table does not know): its requests are
             # fitted to it from now on, this one again at once
-            self.stated_windows[model] = window = stated
+            self.learned.stated(model, stated)
+            window = stated
             ours["x-ctxlayer-warning"] = self._window(model, hints.betas)[1] or ""
         if (counted is not None and counted > result.tokens) or smaller:
             # the provider counts this prompt above our count of it (its tokenizer is not
@@ -348,13 +351,12 @@ class GatewayServer:
     def _window(self, model: str, betas: tuple[str, ...]) -> tuple[int, str | None]:
         """The window a model's requests are fitted to, and what a warning says of it: the
         table's or `[gateway] models`', or the smaller one its provider stated when it
-        refused a prompt as over the window."""
+        refused a prompt as over the window, or showed by cutting prompts (learned.py)."""
         window = context_window(model, betas, self.config.models)
-        stated = self.stated_windows.get(model)
-        if stated is not None and stated < window:
-            return stated, (f"the provider stated a window of {stated} tokens for "
-                            f"{ascii(model)} when it refused a prompt: requests are fitted to it "
-                            "(set it in [gateway] models to keep it after a restart)")
+        learned = self.learned.get(model)
+        if learned is not None and learned[0] < window:
+            return learned[0], (f"{learned[1]}: requests are fitted to it (set it in "
+                                "[gateway] models to keep it after a restart)")
         info = model_info(model)
         if info.family != "unknown":
             return window, None
@@ -403,6 +405,7 @@ class GatewayServer:
         sink = None
         if result is not None:
             def sink(usage: Usage) -> asyncio.Future[None]:
+                self._learn(result, usage)
                 return self._keep(self._report(result, usage))
         try:
             return await self.upstream.relay(request, fmt, method, url, body, ours, stream,
@@ -410,6 +413,16 @@ class GatewayServer:
         except GatewayError as err:
             log.warning("%s upstream: %s", fmt, err)
             return error_response(fmt, err, ours)
+
+    def _learn(self, result: protocol.PrepareResult, usage: Usage) -> None:
+        """A provider that read less than it was sent, twice alike, cut the prompt: its
+        window is what it read (learned.py)."""
+        model = result.request.get("model")
+        if not isinstance(model, str):
+            return
+        window = self._window(model, ())[0]
+        if self.learned.read(model, usage.prompt_tokens, result.tokens, window) is not None:
+            log.warning("%s", self._window(model, ())[1])
 
     def _summarize_ahead(self, request: web.Request, fmt: str, url: str, model: str,
                          result: protocol.PrepareResult) -> None:

@@ -1,0 +1,88 @@
+"""A local server that cuts a prompt over its context without a word (Ollama at its num_ctx,
+which its OpenAI-compatible endpoint does not take from the request): it answers 200, the model
+having read only the prompt's end, the system prompt and the oldest turns gone. The gateway
+sees it in the usage (the reported prompt stops growing while the prompts it sends grow), and
+fits the chat's later requests to what the server reads, saying so. Before, every request
+past the server's context was cut, for the whole chat."""
+
+from __future__ import annotations
+
+import pytest
+from gateway_stack import fresh_stack, prose
+
+from ctxlayer.gateway.learned import LearnedWindows
+
+MODEL = "qwen2.5-coder:7b"  # 131,072 tokens in the model table
+NUM_CTX = 4096  # what the server reads of a prompt
+SYSTEM = "You are a careful coding assistant. " + prose("the repository map", 700)
+
+
+def _openai(stack, messages: list[dict], stream: bool) -> tuple[str, str]:
+    """(the answer's text, the gateway's warning) of one Chat Completions request."""
+    extra = {"stream_options": {"include_usage": True}} if stream else {}
+    raw = stack.openai().chat.completions.with_raw_response.create(
+        model=MODEL, messages=[{"role": "system", "content": SYSTEM}, *messages],
+        stream=stream, **extra)
+    answer = raw.parse()
+    text = ("".join(c.choices[0].delta.content or "" for c in answer if c.choices)
+            if stream else answer.choices[0].message.content)
+    return text, raw.headers.get("x-ctxlayer-warning", "")
+
+
+def _anthropic(stack, messages: list[dict], stream: bool) -> tuple[str, str]:
+    """The same on the Messages API (Ollama serves it too: Claude Code on a local model)."""
+    raw = stack.anthropic().messages.with_raw_response.create(
+        model=MODEL, system=SYSTEM, messages=messages, max_tokens=1024, stream=stream)
+    answer = raw.parse()
+    text = ("".join(e.delta.text for e in answer if e.type == "content_block_delta")
+            if stream else answer.content[0].text)
+    return text, raw.headers.get("x-ctxlayer-warning", "")
+
+
+def _system(body: dict) -> str:
+    system = body.get("system", body["messages"][0]["content"])
+    return system if isinstance(system, str) else "".join(b["text"] for b in system)
+
+
+@pytest.mark.parametrize(("ask", "stream"), [(_openai, False), (_openai, True),
+                                             (_anthropic, True)])
+def test_a_server_that_cuts_prompts_is_found_and_fitted_to(tmp_path, ask, stream):
+    with fresh_stack(tmp_path, windows={MODEL: NUM_CTX}, truncating=(MODEL,)) as stack:
+        messages: list[dict] = []
+        warnings = []
+        for turn in range(14):
+            messages.append({"role": "user", "content": prose(f"question {turn}", 150)})
+            text, warning = ask(stack, messages, stream)
+            warnings.append(warning)
+            messages.append({"role": "assistant", "content": text})
+        sent = [r for r in stack.standin.requests() if r["path"] in (
+            "/v1/chat/completions", "/v1/messages")]
+    cut = [n for n, r in enumerate(sent) if "truncated_from" in r]
+    assert len(sent) == 14 and all(r["status"] == 200 for r in sent)
+    # the chat outgrew the server's context: two answers were cut, then none
+    assert len(cut) == 2 and cut[1] == cut[0] + 1, cut
+    assert cut[1] < 13
+    after = sent[cut[1] + 1:]
+    assert all(r["prompt_tokens"] < NUM_CTX for r in after)
+    # the system prompt is read again, whole, and the question in every request
+    assert all(_system(r["body"]) == SYSTEM for r in after)
+    said = "cut them at its context size without a word"
+    assert all(said in w and f"taken as {NUM_CTX} tokens" in w for w in warnings[cut[1] + 1:])
+    assert not any(said in w for w in warnings[:cut[1] + 1])
+
+
+def test_a_count_that_keeps_growing_is_no_cut():
+    """A provider that reads less than it was sent for another reason (earlier reasoning it
+    drops) reports a prompt that still grows: no window is learned. Two alike reports of
+    prompts sent alike (a retry) are none either."""
+    learned = LearnedWindows()
+    assert [learned.read("m", billed, counted, 100_000) for billed, counted in
+            [(3000, 8000), (3500, 9000), (4000, 10_000), (4000, 10_000)]] == [None] * 4
+    assert learned.get("m") is None
+    assert learned.read("m", 4096, 12_000, 100_000) is None  # the first of a new size
+    assert learned.read("m", 4096, 13_000, 100_000) == 4096
+    assert learned.get("m")[0] == 4096  # type: ignore[index]
+    # never above the window requests are already fitted to
+    other = LearnedWindows()
+    other.read("n", 4096, 12_000, 4000)
+    assert other.read("n", 4096, 13_000, 4000) is None
