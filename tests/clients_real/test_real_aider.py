@@ -57,3 +57,6 @@ def test_aider_applies_the_stand_ins_edit_through_the_gateway(stack, repo, tmp_p
     assert README.strip().splitlines()[-1] in str(requests[0]["body"]["messages"])
     (chat,) = conversations(stack)
     assert chat["model"] == "gpt-4o" and chat["tokens"] > 0
+    # aider streams without asking for the usage: the gateway asked it upstream and read it
+    assert requests[0]["body"]["stream_options"] == {"include_usage": True}
+    assert chat.get("cachedTokens") is not None, chat

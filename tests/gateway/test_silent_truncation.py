@@ -18,11 +18,11 @@ SYSTEM = "You are a careful coding assistant. " + prose("the repository map", 70
 
 
 def _openai(stack, messages: list[dict], stream: bool) -> tuple[str, str]:
-    """(the answer's text, the gateway's warning) of one Chat Completions request."""
-    extra = {"stream_options": {"include_usage": True}} if stream else {}
+    """(the answer's text, the gateway's warning) of one Chat Completions request; streamed
+    as aider streams, without asking for the usage (the gateway asks it)."""
     raw = stack.openai().chat.completions.with_raw_response.create(
         model=MODEL, messages=[{"role": "system", "content": SYSTEM}, *messages],
-        stream=stream, **extra)
+        stream=stream)
     answer = raw.parse()
     text = ("".join(c.choices[0].delta.content or "" for c in answer if c.choices)
             if stream else answer.choices[0].message.content)

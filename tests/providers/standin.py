@@ -23,7 +23,9 @@ the model's window (tiktoken, offline; `Standin(counts={model: 1.15})` counts a 
 above that, as a provider whose tokenizer is not the gateway's); a refused one gets the
 provider's own 400 (`llama_cpp=(model,)`: as llama.cpp's server words it;
 `truncating=(model,)`: none, as Ollama does, which reads the prompt's last `window` tokens only
-and answers 200, its usage that count: the request's entry says `truncated_from`). A Messages request
+and answers 200, its usage that count: the request's entry says `truncated_from`;
+`old_azure=(model,)`: a request with `stream_options` is refused, as Azure's older API versions
+do). A Messages request
 with `thinking` on is answered after a thinking block of `thinking_words` words, whose
 signature the stand-in checks when it comes back (standin_thinking.py). Answers
 carry usage: `cached_tokens` / `cache_read_input_tokens` are the tokens of the messages at the
@@ -89,7 +91,8 @@ class Standin:
 
     def __init__(self, *, windows: dict[str, int] | None = None, host: str = "127.0.0.1",
                  counts: dict[str, float] | None = None, llama_cpp: tuple[str, ...] = (),
-                 truncating: tuple[str, ...] = (), thinking_words: int = 40):
+                 truncating: tuple[str, ...] = (), old_azure: tuple[str, ...] = (),
+                 thinking_words: int = 40):
         self.host = host
         self.port = 0
         #: context windows by model name prefix, over the model table's (e.g. a small model)
@@ -103,6 +106,9 @@ class Standin:
         #: model name prefixes served as Ollama serves them: a prompt over the window is cut
         #: to its last `window` tokens without a word (its num_ctx)
         self.truncating = tuple(truncating)
+        #: model name prefixes served as Azure's older API versions serve them: a request
+        #: with `stream_options` is refused, "Unrecognized request argument supplied"
+        self.old_azure = tuple(old_azure)
         #: how long the thinking is that opens an answer to a request with `thinking` on
         self.thinking_words = thinking_words
         self.thought: set[str] = set()  # ids of the tool calls it answered after thinking
@@ -433,6 +439,8 @@ class Standin:
         entry["stream"] = bool(body.get("stream"))
         betas = checks.betas_of(request.headers) if fmt == "anthropic" else []
         probs = checks.problems(fmt, body, betas)
+        if "stream_options" in body and body["model"].startswith(self.old_azure or ("\0",)):
+            probs = ["Unrecognized request argument supplied: stream_options"]
         if fmt == "anthropic" and not probs:
             probs = thinking.problems(body, self.thought)
         if probs:

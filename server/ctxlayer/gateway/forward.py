@@ -11,7 +11,9 @@ nor silently. Leaving the `async with` of a relay early (the client went away, s
 cancelled the handler) closes the upstream request. No CORS header comes back: a browser
 page must not read an answer. A relay can say when the whole body has gone to the upstream
 (`on_sent`): work for the conversation's next turn starts then, while the provider thinks,
-not beside the request still being sent.
+not beside the request still being sent. One change to a stream: a Chat Completions stream
+whose client did not ask for its usage is asked for it (`usage_asked`), and the usage is read
+but not passed on (`without_usage`), so that the client gets the stream it asked for.
 
 Must not log headers or bodies: they carry the client's API keys and its conversation.
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 from collections.abc import Awaitable, Callable, Mapping
 
 import aiohttp
@@ -139,12 +142,14 @@ class Upstream:
     async def relay(self, request: web.Request, fmt: str, method: str, url: str,
                     body: bytes | None, ours: Mapping[str, str], stream: bool,
                     on_usage: UsageSink | None = None,
-                    on_sent: Sent | None = None) -> web.StreamResponse:
+                    on_sent: Sent | None = None, hide_usage: bool = False
+                    ) -> web.StreamResponse:
         """Send the request upstream and answer the client with what comes back. The usage
         of a successful answer goes to `on_usage` as soon as the upstream has sent it all,
         before the client has read the end, so a client that hangs up on the last event still
         has its turn reported. `on_sent` is called once the body has gone (or the relay ended
-        without it: refused, cut)."""
+        without it: refused, cut). `hide_usage`: the gateway asked for a stream's usage the
+        client did not ask for (`stream_options.include_usage`); it is read, not passed on."""
         watch = _BodySent(len(body or b""), on_sent) if on_sent is not None else None
         try:
             async with self.session.request(method, url, data=body,
@@ -154,7 +159,8 @@ class Upstream:
                 headers = answer_headers(up.headers, ours)
                 is_sse = up.headers.get("content-type", "").startswith("text/event-stream")
                 if stream and is_sse:
-                    return await _relay_stream(request, fmt, url, up, headers, on_usage)
+                    return await _relay_stream(request, fmt, url, up, headers, on_usage,
+                                               hide_usage)
                 raw = await up.read()
                 usage = from_answer(fmt, raw) if up.status < 300 else None
                 if usage is not None and on_usage is not None:
@@ -182,9 +188,55 @@ def _event_end(buf: bytes) -> int:
     return max(ends, default=0)
 
 
+def usage_asked(fmt: str, request: dict, refused: bool) -> tuple[dict, bool]:
+    """The request to send, and whether the gateway asked for the usage of its stream: a
+    Chat Completions stream without `stream_options.include_usage` gets it (the chat's
+    calibration, and a server that cuts prompts, learned.py, need the usage), and the relay
+    hides it from the client, which did not ask (aider does not). ``refused``: its upstream
+    refused `stream_options` before."""
+    if fmt != "openai" or request.get("stream") is not True or refused:
+        return request, False
+    options = request.get("stream_options")
+    if options is not None and not isinstance(options, dict) or \
+            isinstance(options, dict) and options.get("include_usage") is not None:
+        return request, False
+    return {**request, "stream_options": {**(options or {}), "include_usage": True}}, True
+
+
+def refuses_stream_options(response: web.StreamResponse) -> bool:
+    """Whether an answer is a 400 (or 422) that names `stream_options` (Azure's older API
+    versions: "Unrecognized request argument supplied: stream_options")."""
+    return isinstance(response, web.Response) and response.status in (400, 422) and \
+        isinstance(response.body, bytes) and b"stream_options" in response.body
+
+
+#: a Chat Completions chunk that holds the usage alone (no choices), and the `usage: null`
+#: of the others, as a stream asked for its usage has them (a quote in a text is escaped, so
+#: these never match inside one)
+_USAGE_ONLY = re.compile(rb'"choices"\s*:\s*\[\s*\]')
+_NULL_USAGE = re.compile(rb',\s*"usage"\s*:\s*null|"usage"\s*:\s*null\s*,')
+
+
+def without_usage(events: bytes) -> bytes:
+    """Whole SSE events of a Chat Completions stream as they come when its usage is not asked
+    for: no usage-only chunk, no `usage: null` in the others."""
+    if b'"usage"' not in events:
+        return events
+    parts = re.split(rb"(\r?\n\r?\n)", events)
+    out = []
+    for k in range(0, len(parts), 2):
+        event, end = parts[k], parts[k + 1] if k + 1 < len(parts) else b""
+        if b'"usage"' in event:
+            if _USAGE_ONLY.search(event):
+                continue
+            event = _NULL_USAGE.sub(b"", event)
+        out += (event, end)
+    return b"".join(out)
+
+
 async def _relay_stream(request: web.Request, fmt: str, url: str, up: aiohttp.ClientResponse,
-                        headers: dict[str, str],
-                        on_usage: UsageSink | None) -> web.StreamResponse:
+                        headers: dict[str, str], on_usage: UsageSink | None,
+                        hide_usage: bool = False) -> web.StreamResponse:
     reader = StreamUsage(fmt)
     response = web.StreamResponse(status=up.status, headers=headers)
     await response.prepare(request)
@@ -195,7 +247,8 @@ async def _relay_stream(request: web.Request, fmt: str, url: str, up: aiohttp.Cl
             pending += chunk
             cut = len(pending) if len(pending) > MAX_PENDING else _event_end(pending)
             if cut:
-                await response.write(pending[:cut])
+                whole = pending[:cut]
+                await response.write(without_usage(whole) if hide_usage else whole)
                 pending = pending[cut:]
     except (TimeoutError, aiohttp.ClientError) as exc:
         if _gone(request):
@@ -215,7 +268,7 @@ async def _relay_stream(request: web.Request, fmt: str, url: str, up: aiohttp.Cl
             await response.write_eof()
         return response
     if pending:
-        await response.write(pending)
+        await response.write(without_usage(pending) if hide_usage else pending)
     reported = _report(reader, up, on_usage)
     try:
         await response.write_eof()

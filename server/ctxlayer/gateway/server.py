@@ -33,7 +33,12 @@ from ctxlayer.core.errors import ContextError
 from ctxlayer.core.formats import codec
 from ctxlayer.gateway import chats, encodings, guard, limits, upsum
 from ctxlayer.gateway.errors import GatewayError, error_response
-from ctxlayer.gateway.forward import Upstream, upstream_headers
+from ctxlayer.gateway.forward import (
+    Upstream,
+    refuses_stream_options,
+    upstream_headers,
+    usage_asked,
+)
 from ctxlayer.gateway.learned import LearnedWindows
 from ctxlayer.gateway.providers import BY_FORMAT, PROVIDERS, Provider, family_of
 from ctxlayer.gateway.proxies import named
@@ -130,6 +135,8 @@ class GatewayServer:
         #: cutting prompts, by model, where smaller than the table's or the config's (kept
         #: while the gateway runs)
         self.learned = LearnedWindows()
+        #: upstreams that refused `stream_options` (the gateway asks a stream's usage)
+        self.no_stream_options: set[str] = set()
 
     @property
     def urls(self) -> protocol.GatewayUrls:
@@ -383,14 +390,25 @@ class GatewayServer:
             said = result.warning.encode("ascii", "backslashreplace").decode()
             ours["x-ctxlayer-warning"] = "; ".join(
                 w for w in (ours.get("x-ctxlayer-warning"), said) if w)
-        out = (await asyncio.to_thread(msgspec.json.encode, result.request)
-               if size >= OFF_LOOP_BYTES else msgspec.json.encode(result.request))
+        body, hide = usage_asked(fmt, result.request, url in self.no_stream_options)
+        out = (await asyncio.to_thread(msgspec.json.encode, body)
+               if size >= OFF_LOOP_BYTES else msgspec.json.encode(body))
         stream = bool(result.request.get("stream"))
         # the facts of the conversation's next step are read while the provider thinks
         cid = result.conversation_id
         response = await self._forward(
             request, fmt, "POST", url, out, ours, stream=stream, result=result,
-            on_sent=(lambda: chats.read_ahead(self.caller, cid)) if cid else None)
+            on_sent=(lambda: chats.read_ahead(self.caller, cid)) if cid else None,
+            hide_usage=hide)
+        if hide and refuses_stream_options(response):
+            # a server that takes no stream_options (Azure's older API versions): the request
+            # goes as the client sent it, now and from then on
+            self.no_stream_options.add(url)
+            log.info("%s upstream %s refused stream_options: its streams' usage is not asked "
+                     "for again", fmt, url)
+            response = await self._forward(
+                request, fmt, "POST", url, msgspec.json.encode(result.request), ours,
+                stream=stream, result=result)
         model = result.request.get("model")
         if self.config.summarizer == "upstream" and response.status < 300:
             self._summarize_ahead(request, fmt, url, model, result)
@@ -401,7 +419,8 @@ class GatewayServer:
     async def _forward(self, request: web.Request, fmt: str, method: str, url: str,
                        body: bytes | None, ours: dict[str, str], *, stream: bool,
                        result: protocol.PrepareResult | None = None,
-                       on_sent: Callable[[], None] | None = None) -> web.StreamResponse:
+                       on_sent: Callable[[], None] | None = None,
+                       hide_usage: bool = False) -> web.StreamResponse:
         sink = None
         if result is not None:
             def sink(usage: Usage) -> asyncio.Future[None]:
@@ -409,7 +428,7 @@ class GatewayServer:
                 return self._keep(self._report(result, usage))
         try:
             return await self.upstream.relay(request, fmt, method, url, body, ours, stream,
-                                             sink, on_sent)
+                                             sink, on_sent, hide_usage)
         except GatewayError as err:
             log.warning("%s upstream: %s", fmt, err)
             return error_response(fmt, err, ours)

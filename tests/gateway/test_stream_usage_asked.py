@@ -1,0 +1,50 @@
+"""A Chat Completions client that streams without `stream_options.include_usage` (aider does)
+gives the gateway no usage: no calibration for its chat, no sight of a server that cuts
+prompts. The gateway asks for it upstream and reads it, and the client gets its stream as it
+asked for it: no usage-only chunk, no `usage: null`. A server that refuses `stream_options`
+(Azure's older API versions) gets the request as the client sent it, then and from then on."""
+
+from __future__ import annotations
+
+import json
+
+import httpx2 as httpx
+from gateway_stack import fresh_stack
+
+MODEL = "gpt-4o"
+QUESTION = [{"role": "user", "content": "What does add(2, 3) return?"}]
+
+
+def _stream(stack, **extra) -> tuple[int, list[dict]]:
+    """(status, the data of every event) of a raw streamed request through the gateway."""
+    answer = httpx.post(stack.openai_url + "/chat/completions", json={
+        "model": MODEL, "messages": QUESTION, "stream": True, **extra},
+        headers={"Authorization": "Bearer sk-test"}, timeout=30)
+    events = [line[len("data: "):] for line in answer.text.splitlines()
+              if line.startswith("data: ")]
+    return answer.status_code, [json.loads(e) for e in events if e != "[DONE]"]
+
+
+def test_the_usage_is_asked_for_and_hidden_from_a_client_that_did_not_ask(tmp_path):
+    with fresh_stack(tmp_path) as stack:
+        status, chunks = _stream(stack)
+        asked = stack.model_requests()[-1]["body"]
+        _, with_usage = _stream(stack, stream_options={"include_usage": True})
+        client_asked = stack.model_requests()[-1]["body"]
+    assert status == 200 and asked["stream_options"] == {"include_usage": True}
+    assert chunks and all(c["choices"] and "usage" not in c for c in chunks), chunks
+    assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks)
+    # a client that asked gets it as the provider sent it
+    assert client_asked["stream_options"] == {"include_usage": True}
+    assert with_usage[-1]["choices"] == [] and with_usage[-1]["usage"]["prompt_tokens"] > 0
+
+
+def test_a_server_that_refuses_stream_options_gets_the_request_as_it_came(tmp_path):
+    with fresh_stack(tmp_path, old_azure=(MODEL,)) as stack:
+        first = _stream(stack)
+        second = _stream(stack)
+        sent = stack.model_requests()
+    assert first[0] == 200 and second[0] == 200 and first[1] and second[1]
+    # asked once, refused, sent again as it came; the next request is not asked again
+    assert [r["status"] for r in sent] == [400, 200, 200]
+    assert ["stream_options" in r["body"] for r in sent] == [True, False, False]
