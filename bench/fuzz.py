@@ -16,7 +16,8 @@ runs for minutes and draws new cases each run); what it finds becomes a test.
   giving it too.
 - gateway: generated provider payloads (tests/providers/payloads.py) sent turn by turn through
   the real gateway to the stand-in provider, whose checks are the providers' rules; any answer
-  but 200 or the gateway's own "over the budget" 400 is a problem. `responses`: the OpenAI
+  but 200 or the gateway's own "over the budget" 400 is a problem, and so is a window the
+  gateway learned (the stand-in states none and cuts no prompt). `responses`: the OpenAI
   payloads' text, images, calls and outputs as Responses API items.
 - sessions: generated payloads appended to sessions and assembled in the same and the other
   format at random budgets, half of them after a daemon restart; each result is checked
@@ -256,6 +257,11 @@ def gateway(fmt: str, examples: int, seed: int) -> int:
                           f"  whole body: {_kept(sent, f'gateway-{fmt}-{seed}-{len(found)}')}")
                     return
         run()
+        # the stand-in states no window and cuts no prompt: the gateway must have learned none
+        for model, (window, why) in stack.gateway.learned.windows.items():
+            found.append(why)
+            print(f"learned a window of {window} for {model} from a provider that has none: "
+                  f"{why}")
     print(f"gateway {fmt}: {examples} chats, {requests[0]} requests, {len(found)} problems "
           f"(seed {seed})")
     return len(found)

@@ -22,8 +22,9 @@ Every request is checked as the provider checks it (standin_checks.py) and measu
 the model's window (tiktoken, offline; `Standin(counts={model: 1.15})` counts a model's prompts
 above that, as a provider whose tokenizer is not the gateway's); a refused one gets the
 provider's own 400 (`llama_cpp=(model,)`: as llama.cpp's server words it;
-`truncating=(model,)`: none, as Ollama does, which reads the prompt's last `window` tokens only
-and answers 200, its usage that count: the request's entry says `truncated_from`;
+`truncating=(model,)`: none, as Ollama does, which drops the oldest turns until the prompt
+fits (the system messages and the newest kept; the newest alone over it, its end) and answers
+200, its usage what it read: the request's entry says `truncated_from`;
 `old_azure=(model,)`: a request with `stream_options` is refused, as Azure's older API versions
 do). A Messages request
 with `thinking` on is answered after a thinking block of `thinking_words` words, whose
@@ -452,9 +453,9 @@ class Standin:
         window = self.window(model, betas)
         asked = body.get("max_tokens") or body.get("max_completion_tokens") or 0
         if self.truncating and model.startswith(self.truncating):
-            if tokens > window:  # the model reads the end, and says nothing; never refused
+            if tokens > window:  # the model reads what fits, and says nothing; never refused
                 entry["truncated_from"] = tokens
-                entry["prompt_tokens"] = tokens = window
+                entry["prompt_tokens"] = tokens = self._what_fits(fmt, body, window)
         elif tokens + (asked if isinstance(asked, int) else 0) > window:
             entry["problems"] = [f"over the window: {tokens} + {asked} > {window}"]
             if fmt == "anthropic":
@@ -498,6 +499,20 @@ class Standin:
             include = bool((body.get("stream_options") or {}).get("include_usage"))
             events = answers.openai_chunks(rid, model, int(time.time()), reply, usage, include)
         return await self._stream(request, entry, events, headers, failure)
+
+    def _what_fits(self, fmt: str, body: dict, window: int) -> int:
+        """What Ollama reads of a prompt over its context: the system messages and the newest
+        ones that fit, the oldest turns dropped; the newest message alone over it, its end."""
+        msgs = body.get("messages") or []
+        system = [m for m in msgs if m.get("role") == "system"]
+        rest = [m for m in msgs if m.get("role") != "system"]
+        while len(rest) > 1:
+            rest = rest[1:]
+            tokens = self.counted(body["model"], checks.prompt_tokens(
+                fmt, {**body, "messages": system + rest}))
+            if tokens <= window:
+                return tokens
+        return window
 
     async def _stream(self, request: web.Request, entry: dict, events: list[bytes],
                       headers: dict, failure: dict | None) -> web.StreamResponse:

@@ -4,13 +4,17 @@ the one a provider shows by reading less than it was sent.
 
 A server that cuts a prompt over its context without a word (Ollama at its `num_ctx`, which its
 OpenAI-compatible endpoint does not take from the request; its default is 2k-4k tokens whatever
-the model's own window) answers as if nothing happened: the model read the prompt's end, the
-system prompt and the oldest turns gone. Its usage says so: the prompt tokens it reports stop
-growing. Two answers whose reported prompts are the same size while the gateway sent prompts of
-clearly different sizes, both above that, are taken as the cut: the window is what it
-read, and the chat's later requests are fitted to it. One answer alone is not (a provider that
-reads less than it is sent for another reason, earlier reasoning it drops, reports a count that
-still grows with the chat).
+the model's own window) answers as if nothing happened: the model read part of the prompt,
+the oldest turns (Ollama keeps the system messages and the newest) or all but the prompt's end
+gone. Its usage says so: the prompt it reports stops growing while the prompts sent grow. A
+"short read" is a report of at least LEAST_WINDOW tokens, well below the gateway's count of
+the prompt, but not below half of it (a server that reports only the tokens it had not cached
+reports far less). Two short
+reads of the same size for prompts sent at sizes 5% or more apart (a cut to a fixed count), or
+three for growing prompts whose last reports no more than the two before (turns dropped to
+fit), are taken as the cut: the window is the most it read, and the chat's later requests are
+fitted to it. A provider that reads less than it is sent for another reason (earlier reasoning
+it drops) reports a prompt that still grows with the chat, and is never taken for one.
 
 Must not: do I/O; the gateway says what it learned (its log, a header).
 """
@@ -21,20 +25,28 @@ from dataclasses import dataclass, field
 
 #: a report below this share of the gateway's count of the prompt may be a short read (a
 #: prompt just over the server's context is cut by little; what tells is that the reports stop
-#: growing, below)
+#: growing, below) ...
 SHORT_READ = 0.95
+#: ... and one below this share is none (a count of the uncached tokens only, not a cut)
+LEAST_READ = 0.5
 #: two short reads this close (relative; at least EQUAL_TOKENS) are the same size
 EQUAL_SHARE, EQUAL_TOKENS = 0.01, 8
 #: ... while the gateway's counts of the two prompts differ by at least this share
 DIFFERENT_SHARE = 0.05
+#: three growing prompts grew by at least this share each
+GROWN_SHARE = 0.02
+#: reports of fewer tokens tell nothing: no server's context is this small (Ollama's least
+#: default is 2048), and a small prompt's framing alone moves its count by a tenth
+LEAST_WINDOW = 1024
 
 
 @dataclass
 class LearnedWindows:
-    """By model: the window learned and why, and the last short read seen."""
+    """By model: the window learned and why, and the last short reads seen (billed, counted),
+    oldest first, in a row (a full read starts them again)."""
 
     windows: dict[str, tuple[int, str]] = field(default_factory=dict)
-    short: dict[str, tuple[int, int]] = field(default_factory=dict)
+    short: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
 
     def get(self, model: str) -> tuple[int, str] | None:
         return self.windows.get(model)
@@ -47,22 +59,34 @@ class LearnedWindows:
     def read(self, model: str, billed: int, counted: int, window: int) -> int | None:
         """A usage report: the provider read `billed` tokens of a prompt the gateway counted
         `counted`, fitted to `window`. Returns the window learned when this shows a cut."""
-        if counted <= 0 or billed <= 0 or billed >= SHORT_READ * counted:
+        if billed < LEAST_WINDOW or not LEAST_READ * counted <= billed < SHORT_READ * counted:
+            self.short.pop(model, None)
             return None
-        before = self.short.get(model)
-        self.short[model] = (billed, counted)
-        if before is None:
+        reads = self.short.setdefault(model, [])
+        reads.append((billed, counted))
+        del reads[:-3]
+        learned = _cut(reads)
+        if learned is None or learned >= window:
             return None
-        then, sent = before
-        same = abs(billed - then) <= max(EQUAL_TOKENS, EQUAL_SHARE * billed)
-        if not same or abs(counted - sent) < DIFFERENT_SHARE * max(counted, sent):
-            return None
-        learned = min(billed, then)
-        if learned >= window:
-            return None
+        sent = " and ".join(str(c) for _, c in reads)
         self.windows[model] = (learned, (
-            f"the provider read only {billed} tokens of prompts of {sent} and {counted} by our "
-            f"count, the same each time: it cut them at its context size without a word (a "
-            f"local server's, such as Ollama's num_ctx), so the window of {ascii(model)} is "
-            f"taken as {learned} tokens"))
+            f"the provider read no more than {learned} tokens of prompts of {sent} by our "
+            f"count: it cut them at its context size without a word (a local server's, such "
+            f"as Ollama's num_ctx), so the window of {ascii(model)} is taken as {learned} "
+            "tokens"))
+        self.short.pop(model, None)
         return learned
+
+
+def _cut(reads: list[tuple[int, int]]) -> int | None:
+    """The most the provider read, when these short reads show it cut the prompts."""
+    (b2, c2), (b3, c3) = reads[-2:] if len(reads) >= 2 else ((0, 0), reads[-1])
+    if b2 and abs(b3 - b2) <= max(EQUAL_TOKENS, EQUAL_SHARE * b3) and \
+            abs(c3 - c2) >= DIFFERENT_SHARE * max(c2, c3):
+        return max(b2, b3)
+    if len(reads) == 3:
+        b1, c1 = reads[0]
+        grew = c2 >= c1 * (1 + GROWN_SHARE) and c3 >= c2 * (1 + GROWN_SHARE)
+        if grew and b3 <= max(b1, b2):
+            return max(b1, b2, b3)
+    return None
