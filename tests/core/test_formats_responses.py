@@ -236,3 +236,21 @@ def test_messages_the_engine_made_are_written_as_items():
         "message", "message", "function_call", "function_call_output", "message", "message"]
     assert problems(out, []) == []
     SDK_INPUT.validate_python(out["input"])
+
+
+def test_an_output_of_a_referenced_call_goes_with_the_reference():
+    """The call behind an `item_reference` is not in the request: its output is paired with
+    the reference (one message of the engine's calls it), so they are kept or dropped
+    together; a reference left without the output goes, said."""
+    items = [{"role": "user", "content": "read it"},
+             {"type": "item_reference", "id": "fc_1"},
+             {"type": "function_call_output", "call_id": "call_1", "output": "def f(): ..."},
+             {"role": "user", "content": "and now?"}]
+    decoded = decode("responses", {"model": "gpt-5.4", "input": items}, WORDS)
+    ref, out = decoded.messages[1], decoded.messages[2]
+    assert [c.id for c in ref.tool_calls or ()] == ["call_1"] and out.tool_call_id == "call_1"
+    kept = trim(decoded.messages, 1000, WORDS, options=AS_SENT).messages
+    assert encode(decoded, kept).payload["input"] == items
+    lost = encode(decoded, [decoded.messages[0], ref, decoded.messages[3]])
+    assert lost.payload["input"] == [items[0], items[3]]
+    assert [e.summary for e in lost.audit] == ["item_reference fc_1"]

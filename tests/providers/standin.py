@@ -122,6 +122,7 @@ class Standin:
         self._count = 0
         self._responses: dict[str, list] = {}  # response id -> its whole history
         self._conversations: dict[str, list] = {}  # conversation id -> its items
+        self._stored_items: dict[str, dict] = {}  # item id -> an output item it stored
         self.agent_rounds = 0
         self.agent_calls: list[dict] = []
         self._agent_made = 0  # tool calls made in Messages / Chat answers since agent()
@@ -307,7 +308,8 @@ class Standin:
         history = self._responses.get(prev, None) if prev is not None else \
             self._conversations.get(conv, None) if conv is not None else []
         entry["stream"] = bool(body.get("stream"))
-        probs = responses.problems(body, history)
+        body, probs = responses.resolved(body, self._stored_items)
+        probs += responses.problems(body, history)
         if probs:
             entry["problems"] = probs
             return self._error("openai", entry, 400, "; ".join(probs), param="input")
@@ -332,6 +334,8 @@ class Standin:
         output = responses.output_items(rid, reply, "reasoning.encrypted_content" in (
             body.get("include") or ()), self.thinking_words)
         self._responses[f"resp_{rid}"] = [*items, *output]
+        if body.get("store") is not False:  # what an item_reference may name
+            self._stored_items.update({o["id"]: o for o in output if "id" in o})
         if conv is not None:  # the conversation goes on with this turn's input and output
             self._conversations[conv] = [*items, *output]
         usage = Usage(tokens, self._completion(model, reply), self._responses_cache(body, items))

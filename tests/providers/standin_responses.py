@@ -11,7 +11,9 @@ summary) where the provider renders it again: every turn's with `reasoning.conte
 "all_turns"` or, left to the model, on the gpt-5.6 family and later (and names not of
 OpenAI's); else only those after the last user message, as the official SDK's reference for
 `reasoning.context` says (the rest costs nothing). Tools with `defer_loading` count only as a
-`tool_search_output` loads them. A `compaction` item (server-side compaction) carries what
+`tool_search_output` loads them. An `item_reference` stands for the item of that id the
+stand-in gave in a response it stored (`store` not false), read and counted as that item; one
+it cannot find is refused. A `compaction` item (server-side compaction) carries what
 came before it: nothing before the last one is rendered or counted (the provider's guide has
 stateless clients append items as usual and says those before it may be dropped).
 Owns the shapes only; standin.py decides what to answer. Must not do I/O.
@@ -79,6 +81,26 @@ def conversation_of(body: dict) -> str | None:
     conv = body.get("conversation")
     conv = conv.get("id") if isinstance(conv, dict) else conv
     return conv if isinstance(conv, str) else None
+
+
+def resolved(body: dict, stored: dict[str, dict]) -> tuple[dict, list[str]]:
+    """The request with each `item_reference` replaced by the item it names (one the stand-in
+    gave in a stored response: `store` not false), and the references it cannot resolve."""
+    raw = body.get("input")
+    if not isinstance(raw, list) or not any(
+            isinstance(i, dict) and i.get("type") == "item_reference" for i in raw):
+        return body, []
+    out, missing = [], []
+    for k, item in enumerate(raw):
+        if isinstance(item, dict) and item.get("type") == "item_reference":
+            found = stored.get(item.get("id"))  # type: ignore[arg-type]
+            if found is None:
+                missing.append(f"input[{k}]: Item with id '{item.get('id')}' not found. Items "
+                               "are not persisted when `store` is set to false.")
+                continue
+            item = found
+        out.append(item)
+    return {**body, "input": out}, missing
 
 
 def problems(body: Any, history: list | None) -> list[str]:

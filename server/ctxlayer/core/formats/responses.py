@@ -8,7 +8,11 @@ a user, system or developer `message` is one message; a run of the model's own i
 not know) is one assistant message whose tool calls are the run's calls, by `call_id`; each
 `function_call_output` (any item with a `call_id` whose type ends in `_output`) is a tool
 message. So a call and its output live and die together, and a reasoning item goes with the
-call or answer it led to (the provider refuses one without the other). Writing back emits the
+call or answer it led to (the provider refuses one without the other). An output whose call is
+not in the input answers one an `item_reference` before it stands for (a stored item the
+provider puts in its place): the reference's message calls it, so the two go together too.
+Items before the last `compaction` item are not read by the provider: they are sent on as they
+came and cost nothing, and the compaction item heads the conversation. Writing back emits the
 kept groups' items untouched (a `reasoning` item's `encrypted_content` byte for byte); a
 shortened message gets its new text in its text parts. Repairs keep the result valid (an
 output without its call, or a call without its output, goes; reasoning left alone goes with
@@ -314,7 +318,27 @@ def _groups(items: list, counter: Tokenizer, turn_start: int, start: int | None
             run = group = _Group("assistant", i)
         _read_item(item, i, group, counter, turn_start)
         out.append(group)
+    _pair_references(items, out)
     return out
+
+
+def _pair_references(items: list, groups: list[_Group]) -> None:
+    """An output whose call is not in the input answers one an `item_reference` before it
+    names (a stored item the provider puts in its place): the reference's run gets that call,
+    so the engine keeps or drops the two together (an output alone is refused, and so is a
+    call without its output)."""
+    called = {c.id for g in groups for c in g.calls}
+    for n, g in enumerate(groups):
+        if g.role != "tool" or g.call_id in called:
+            continue
+        run = next((r for r in reversed(groups[:n]) if r.role == "assistant" and any(
+            items[k].get("type") == "item_reference" for k in r.items)), None)
+        if run is not None:
+            ref = next(items[k] for k in reversed(run.items)
+                       if items[k].get("type") == "item_reference")
+            run.calls.append(ToolCall(id=g.call_id, name="item_reference",  # type: ignore[arg-type]
+                                      arguments=_json.encode({"id": ref.get("id")}).decode()))
+            called.add(g.call_id)  # type: ignore[arg-type]
 
 
 def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None,
@@ -444,7 +468,8 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
     raw = decoded.payload.get("input")
     items: list[dict] = []
     ids: list[str | None] = []
-    for m in kept:
+    at: list[int] = []  # the kept message each item is of
+    for n, m in enumerate(kept):
         pos = decoded.index.get(m.id) if m.id is not None else None
         if pos is not None and decoded.sources[pos] == "instructions":
             continue
@@ -456,13 +481,16 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
             new = _items_of(decoded, m, pos)
         items += new
         ids += [m.id] * len(new)
+        at += [n] * len(new)
     if isinstance(raw, str) and len(items) == 1 and ids[0] in decoded.index and \
             decoded.sources[decoded.index[ids[0]]] == "string":
         out: Any = items[0]["content"]  # the string the client sent, shortened or not
     else:
         # what the provider does not read (before its compaction) goes on as it came
+        refs = {k: [c for c in kept[at[k]].tool_calls or () if c.name == "item_reference"]
+                for k, it in enumerate(items) if it.get("type") == "item_reference"}
         out = raw[:decoded.extra.get("unread", 0)] + _repair(items, ids, result,
-                                                               decoded.counter)
+                                                               decoded.counter, refs)
     result.payload = {**decoded.payload, "input": out}
     return result
 
@@ -476,15 +504,28 @@ def _untouched(decoded: Decoded, kept: Sequence[Message]) -> bool:
                for k, m in zip(kept, decoded.messages, strict=True))
 
 
-def _repair(items: list[dict], ids: list, result: Encoded, counter: Any) -> list[dict]:
-    """Every output follows its call and every call has its output, by `call_id`; a
+def _repair(items: list[dict], ids: list, result: Encoded, counter: Any,
+            referenced: dict[int, list[ToolCall]]) -> list[dict]:
+    """Every output follows its call and every call has its output, by `call_id` (a call an
+    `item_reference` stands for, `referenced` by the item's place, counts as one); a
     reasoning item left without the call or answer it led to goes too."""
     count = counter.count if counter is not None else (lambda s: 0)
-    called = {it["call_id"] for it in items if is_call(it)}
+    # the calls an item_reference stands for: those its message (the engine's) made
+    refs = {k: {c.id for c in decoded_calls} for k, decoded_calls in referenced.items()}
+    called = {it["call_id"] for it in items if is_call(it)} | {
+        c for k, it in enumerate(items) if k in refs for c in refs[k]}
     answered = {answered_call(it) for it in items if is_output(it)}
     seen: set = set()
     keep = [True] * len(items)
     for k, it in enumerate(items):
+        if k in refs:
+            seen |= refs[k]
+            if refs[k] and not refs[k] & answered:
+                keep[k] = False
+                result.audit.append(audit(
+                    "dropped", "a reference to a call that lost its output: removed so that "
+                    "the request stays valid", f"item_reference {it.get('id', '')}".strip(),
+                    message_id=ids[k]))
         if is_call(it):
             seen.add(it["call_id"])
             if it["call_id"] not in answered:
