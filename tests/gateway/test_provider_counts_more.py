@@ -117,17 +117,19 @@ LOCAL_MODEL = "qwen2.5-coder:7b"  # 131,072 tokens in the model table
 LOCAL_WINDOW = 6000  # the context the local server was started with
 
 
-@pytest.mark.parametrize("llama_cpp", [False, True])
+@pytest.mark.parametrize("server", ["vllm", "llama.cpp", "lm studio"])
 def test_a_window_the_provider_states_smaller_than_the_tables_is_used_from_then_on(
-        tmp_path, llama_cpp):
+        tmp_path, server):
     """A local server started with a small context (llama.cpp's `-c`, vLLM's
-    `--max-model-len`), which the gateway was not told: the chat goes whole into the table's
-    window and is refused; the refusal states the window (OpenAI's "maximum context length",
-    llama.cpp's `n_ctx`), and the gateway fits this request and the chat's next ones to it,
-    saying so. Before, every request was refused."""
+    `--max-model-len`, the context LM Studio loaded the model with), which the gateway was not
+    told: the chat goes whole into the table's window and is refused; the refusal states the
+    window (OpenAI's "maximum context length", llama.cpp's `n_ctx`, LM Studio's "n_keep: N>=
+    n_ctx: W" as its `error`, a string), and the gateway fits this request and the chat's next
+    ones to it, saying so. Before, every request was refused."""
     messages = history(3.0, LOCAL_MODEL)  # three times the local window's budget
+    kind = {"llama.cpp": "llama_cpp", "lm studio": "lm_studio"}
     with fresh_stack(tmp_path, windows={LOCAL_MODEL: LOCAL_WINDOW},
-                  llama_cpp=(LOCAL_MODEL,) if llama_cpp else ()) as stack:
+                     **({kind[server]: (LOCAL_MODEL,)} if server in kind else {})) as stack:
         client = stack.openai()
         warnings = []
 

@@ -101,9 +101,20 @@ TOO_LONG = [
     ("openai", {"error": {"code": 400, "message": "the request exceeds the available context "
      "size, try increasing it", "type": "exceed_context_size_error", "n_prompt_tokens": 14429,
      "n_ctx": 8192}}, 14429),
+    # LM Studio's server: its `error` is the words alone, in three wordings over its versions
+    ("openai", {"error": "The number of tokens to keep from the initial prompt is greater than "
+     "the context length (n_keep: 13055>= n_ctx: 4096). Try to load the model with a larger "
+     "context length, or provide a shorter input."}, 13055),
+    ("openai", {"error": "Trying to keep the first 15857 tokens when context the overflows. "
+     "However, the model is loaded with context length of only 7866 tokens, which is not "
+     "enough. Try to load the model with a larger context length, or provide a shorter "
+     "input."}, 15857),
+    ("openai", {"error": "Error: Input length 6491 exceeds context length 1500"}, 6491),
+    ("openai", {"error": "Model not loaded"}, None),
 ]
 #: the window each of those states, in order
-WINDOWS = [200000, 200000, 128000, 128000, None, None, 16384, 32768, 8191, 131072, 32768, 8192]
+WINDOWS = [200000, 200000, 128000, 128000, None, None, 16384, 32768, 8191, 131072, 32768, 8192,
+           4096, 7866, 1500, None]
 
 
 @pytest.mark.parametrize(("fmt", "answer", "count"), TOO_LONG)
@@ -117,5 +128,6 @@ def test_a_refusal_as_over_the_window_says_the_providers_count(fmt, answer, coun
     assert refusal(fmt, 400, b"<html>bad gateway</html>") is None
     # OpenAI's code and llama.cpp's type say it whether or not the message counts (Anthropic's
     # type does not): a refusal with neither count nor window nor such a code is none
-    assert (said is not None) == (count is not None or window is not None
-                                  or answer["error"].get("code") == "context_length_exceeded")
+    error = answer["error"]
+    assert (said is not None) == (count is not None or window is not None or (
+        isinstance(error, dict) and error.get("code") == "context_length_exceeded"))

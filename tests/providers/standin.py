@@ -26,7 +26,7 @@ provider's own 400 (`llama_cpp=(model,)`: as llama.cpp's server words it;
 fits (the system messages and the newest kept; the newest alone over it, its end) and answers
 200, its usage what it read: the request's entry says `truncated_from`;
 `old_azure=(model,)`: a request with `stream_options` is refused, as Azure's older API versions
-do). A Messages request
+do; `lm_studio=(model,)`: refused as LM Studio words it, its `error` a string). A Messages request
 with `thinking` on is answered after a thinking block of `thinking_words` words, whose
 signature the stand-in checks when it comes back (standin_thinking.py). Answers
 carry usage: `cached_tokens` / `cache_read_input_tokens` are the tokens of the messages at the
@@ -93,7 +93,7 @@ class Standin:
     def __init__(self, *, windows: dict[str, int] | None = None, host: str = "127.0.0.1",
                  counts: dict[str, float] | None = None, llama_cpp: tuple[str, ...] = (),
                  truncating: tuple[str, ...] = (), old_azure: tuple[str, ...] = (),
-                 thinking_words: int = 40):
+                 lm_studio: tuple[str, ...] = (), thinking_words: int = 40):
         self.host = host
         self.port = 0
         #: context windows by model name prefix, over the model table's (e.g. a small model)
@@ -110,6 +110,9 @@ class Standin:
         #: model name prefixes served as Azure's older API versions serve them: a request
         #: with `stream_options` is refused, "Unrecognized request argument supplied"
         self.old_azure = tuple(old_azure)
+        #: model name prefixes served as LM Studio serves them: a prompt over the window is
+        #: refused with a 400 whose `error` is its words alone (n_keep, n_ctx)
+        self.lm_studio = tuple(lm_studio)
         #: how long the thinking is that opens an answer to a request with `thinking` on
         self.thinking_words = thinking_words
         self.thought: set[str] = set()  # ids of the tool calls it answered after thinking
@@ -468,6 +471,13 @@ class Standin:
                             f"{asked} > {window}, decrease input length or `max_tokens` and "
                             "try again")
                 return self._error(fmt, entry, 400, msg)
+            if self.lm_studio and model.startswith(self.lm_studio):
+                entry["status"] = 400  # its `error` is the words alone
+                return web.json_response({"error": (
+                    "The number of tokens to keep from the initial prompt is greater than the "
+                    f"context length (n_keep: {tokens}>= n_ctx: {window}). Try to load the "
+                    "model with a larger context length, or provide a shorter input.")},
+                    status=400)
             if model.startswith(self.llama_cpp) and self.llama_cpp:
                 entry["status"] = 400
                 return web.json_response({"error": {

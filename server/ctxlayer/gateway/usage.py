@@ -159,6 +159,14 @@ _WINDOW_IS = {
 _TOO_LONG["responses"], _WINDOW_IS["responses"] = _TOO_LONG["openai"], _WINDOW_IS["openai"]
 #: llama.cpp's server (an OpenAI-compatible upstream) says both as fields of its error
 _LLAMA_CPP = "exceed_context_size_error"
+#: LM Studio's server says both in its words, its `error` a string, not an object: the tokens
+#: it would have to keep (the prompt) and the context the model is loaded with
+_LM_STUDIO = re.compile(r"n_keep: (\d+) ?>= ?n_ctx: (\d+)"
+                        r"|Trying to keep the first (\d+) tokens when context the overflows\. "
+                        r"However, the model is loaded with context length of only (\d+) tokens"
+                        r"|Input length (\d+) exceeds context length (\d+)")
+#: where `_error` puts an `error` that is a string (no provider's key)
+_WORDS_ALONE = "\x00words"
 
 #: how far above the budget a prompt refused as over the window without a count (the
 #: Responses API says none) is taken to be: the request fitted again is that much smaller
@@ -174,11 +182,18 @@ class Refusal(msgspec.Struct, frozen=True):
 
 def refusal(fmt: str, status: int, body: bytes) -> Refusal | None:
     """The refusal of a prompt as over the model's window that a provider's answer is, or
-    None: by its count or window in the words of `fmt`'s family, llama.cpp's fields, or
-    OpenAI's `context_length_exceeded` alone."""
+    None: by its count or window in the words of `fmt`'s family, llama.cpp's fields, LM
+    Studio's words, or OpenAI's `context_length_exceeded` alone."""
     error = _error(status, body)
     if error.get("type") == _LLAMA_CPP:
         return Refusal(_count(error.get("n_prompt_tokens")), _count(error.get("n_ctx")))
+    said_alone = error.get(_WORDS_ALONE)
+    if isinstance(said_alone, str):
+        found = _LM_STUDIO.search(said_alone)
+        if found is None:
+            return None
+        count, window = [int(g) for g in found.groups() if g]
+        return Refusal(count, window)
     said = Refusal(_stated(_TOO_LONG.get(fmt), error), _stated(_WINDOW_IS.get(fmt), error))
     if said.count is None and said.window is None and \
             error.get("code") != "context_length_exceeded":
@@ -195,6 +210,8 @@ def _error(status: int, body: bytes) -> dict:
     except ValueError:
         return {}
     error = answer.get("error") if isinstance(answer, dict) else None
+    if isinstance(error, str):  # LM Studio's: the words alone
+        return {_WORDS_ALONE: error}
     return error if isinstance(error, dict) else {}
 
 
