@@ -21,6 +21,7 @@ from ctxlayer.core.errors import ContextError
 from ctxlayer.core.formats import decode, detect, encode
 from ctxlayer.core.tokens import WordTokenizer, conversation_tokens
 from ctxlayer.core.trim import TrimOptions, trim
+from ctxlayer.protocol import Message
 from ctxlayer.tokenizers import counter_for
 
 WORDS = WordTokenizer()
@@ -254,3 +255,13 @@ def test_an_output_of_a_referenced_call_goes_with_the_reference():
     lost = encode(decoded, [decoded.messages[0], ref, decoded.messages[3]])
     assert lost.payload["input"] == [items[0], items[3]]
     assert [e.summary for e in lost.audit] == ["item_reference fc_1"]
+
+
+def test_a_string_input_with_a_message_added_is_written_as_items():
+    """A string `input` with a message the engine added before it (a summary, a document):
+    both go as items (on 4a98baf this crashed, a string joined to a list)."""
+    decoded = decode("responses", {"model": "gpt-5.4", "input": "hello there"}, WORDS)
+    added = Message(role="user", content="[Summary of 2 earlier messages]")
+    assert encode(decoded, [added, *decoded.messages]).payload["input"] == [
+        {"type": "message", "role": "user", "content": added.content},
+        {"type": "message", "role": "user", "content": "hello there"}]

@@ -486,11 +486,12 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
             decoded.sources[decoded.index[ids[0]]] == "string":
         out: Any = items[0]["content"]  # the string the client sent, shortened or not
     else:
-        # what the provider does not read (before its compaction) goes on as it came
         refs = {k: [c for c in kept[at[k]].tool_calls or () if c.name == "item_reference"]
                 for k, it in enumerate(items) if it.get("type") == "item_reference"}
-        out = raw[:decoded.extra.get("unread", 0)] + _repair(items, ids, result,
-                                                               decoded.counter, refs)
+        # what the provider does not read (before its compaction) goes on as it came
+        unread = decoded.extra.get("unread", 0)
+        out = (raw[:unread] if unread else []) + _repair(items, ids, result, decoded.counter,
+                                                         refs)
     result.payload = {**decoded.payload, "input": out}
     return result
 
