@@ -9,10 +9,9 @@ the oldest turns (Ollama keeps the system messages and the newest) or all but th
 gone. Its usage says so: the prompt it reports stops growing while the prompts sent grow. A
 "short read" is a report of at least LEAST_WINDOW tokens, well below the gateway's count of
 the prompt, but not below half of it (a server that reports only the tokens it had not cached
-reports far less). Two short
-reads of the same size for prompts sent at sizes 5% or more apart (a cut to a fixed count), or
-three for growing prompts whose last reports no more than the two before (turns dropped to
-fit), are taken as the cut: the window is the most it read, and the chat's later requests are
+reports far less). Two short reads in a row of the same size for prompts sent at sizes 5% or
+more apart (a cut to a fixed count), or three for growing prompts whose last reports no more
+than the two before (turns dropped to fit), are taken as the cut: the window is the most it read, and the chat's later requests are
 fitted to it. A provider that reads less than it is sent for another reason (earlier reasoning
 it drops) reports a prompt that still grows with the chat, and is never taken for one.
 

@@ -434,8 +434,8 @@ class GatewayServer:
             return error_response(fmt, err, ours)
 
     def _learn(self, result: protocol.PrepareResult, usage: Usage) -> None:
-        """A provider that read less than it was sent, twice alike, cut the prompt: its
-        window is what it read (learned.py)."""
+        """A provider whose reports show it cut the prompts (learned.py says when): its
+        window is the most it read, said in the log once and in the headers from then on."""
         model = result.request.get("model")
         if not isinstance(model, str):
             return
