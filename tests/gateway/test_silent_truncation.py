@@ -7,6 +7,7 @@ past the server's context was cut, for the whole chat."""
 
 from __future__ import annotations
 
+import openai
 import pytest
 from gateway_stack import fresh_stack, prose
 
@@ -98,3 +99,29 @@ def test_prompts_cut_at_one_size_or_by_turns_are_found():
     other = LearnedWindows()
     other.read("n", 4096, 4400, 4000)
     assert other.read("n", 4096, 4700, 4000) is None
+
+
+def test_a_system_prompt_over_what_the_server_reads_is_said_with_why(tmp_path):
+    """Claude Code's or aider's system prompt alone is over what the server reads: once the
+    cut is found, the request is refused by the gateway, and its error says why the budget is
+    that small and what to change (before, every answer came from a prompt cut short)."""
+    system = prose("a long system prompt", 2600)
+    with fresh_stack(tmp_path, windows={MODEL: NUM_CTX}, truncating=(MODEL,)) as stack:
+        client = stack.openai()
+        messages = [{"role": "system", "content": system}]
+        said = []
+        for turn in range(6):
+            messages.append({"role": "user", "content": prose(f"question {turn}", 100)})
+            try:
+                answer = client.chat.completions.create(model=MODEL, messages=messages)
+            except openai.BadRequestError as err:
+                said.append(str(err))
+                continue
+            said.append("")
+            messages.append({"role": "assistant", "content": answer.choices[0].message.content})
+        cut = sum("truncated_from" in r for r in stack.standin.requests())
+    # a few answers read a cut prompt, then the gateway refuses each request, saying why
+    answered = said.index(next(e for e in said if e))
+    assert 2 <= answered == cut <= 3 and all(said[answered:]), said
+    assert all("cut them at its context size" in e and "OLLAMA_CONTEXT_LENGTH" in e
+               for e in said[answered:]), said

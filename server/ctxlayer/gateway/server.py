@@ -290,6 +290,7 @@ class GatewayServer:
     async def _model_request(self, request: web.Request, fmt: str,
                              url: str) -> web.StreamResponse:
         ours: dict[str, str] = {}
+        model = ""
         try:
             raw = await _read(request)
             body = (await asyncio.to_thread(read_request, fmt, raw)
@@ -312,7 +313,14 @@ class GatewayServer:
             return error_response(fmt, err, ours)
         except ContextError as exc:
             log.info("%s request refused (%s): %s", fmt, exc.kind, exc)
-            return error_response(fmt, GatewayError.from_context(exc), ours)
+            err = GatewayError.from_context(exc)
+            learned = self.learned.get(model) if exc.kind == "pinned_over_budget" else None
+            if learned is not None:  # why the budget is that small, where the user reads it
+                err = GatewayError(err.status, f"{err}; {learned[1]}: raise the server's "
+                                   "context for this model (Ollama: OLLAMA_CONTEXT_LENGTH, or "
+                                   "num_ctx in its Modelfile), or name its window in [gateway] "
+                                   "models", field=err.field, code=err.code)
+            return error_response(fmt, err, ours)
         except (StoreError, sqlite3.Error) as exc:
             log.error("sessions database: %s", exc)
             return error_response(fmt, GatewayError(
