@@ -85,6 +85,11 @@ def test_a_count_that_keeps_growing_is_no_cut():
                (1200, 6000), (1100, 6600), (1200, 7200)]
     assert [learned.read("m", b, c, 100_000) for b, c in reports] == [None] * len(reports)
     assert learned.get("m") is None
+    # near the window: a provider dropping thinking a rule of ours takes as read reports
+    # less at a new turn while our count grows; a chat there is never shrunk for it
+    near = LearnedWindows()
+    assert [near.read("c", b, c, 200_000) for b, c in
+            [(150_000, 170_000), (140_000, 175_000), (145_000, 180_000)]] == [None] * 3
 
 
 def test_prompts_cut_at_one_size_or_by_turns_are_found():

@@ -11,9 +11,11 @@ gone. Its usage says so: the prompt it reports stops growing while the prompts s
 the prompt, but not below half of it (a server that reports only the tokens it had not cached
 reports far less). Two short reads in a row of the same size for prompts sent at sizes 5% or
 more apart (a cut to a fixed count), or three for growing prompts whose last reports no more
-than the two before (turns dropped to fit), are taken as the cut: the window is the most it read, and the chat's later requests are
+than the two before (turns dropped to fit), are taken as the cut when the most it read is at
+most half the window used: that is the window from then on, and the chat's later requests are
 fitted to it. A provider that reads less than it is sent for another reason (earlier reasoning
-it drops) reports a prompt that still grows with the chat, and is never taken for one.
+it drops) reports a prompt that still grows with the chat, and is never taken for one; nor,
+near the window, one whose reasoning a rule of ours misjudges.
 
 Must not: do I/O; the gateway says what it learned (its log, a header).
 """
@@ -34,6 +36,11 @@ EQUAL_SHARE, EQUAL_TOKENS = 0.01, 8
 DIFFERENT_SHARE = 0.05
 #: three growing prompts grew by at least this share each
 GROWN_SHARE = 0.02
+#: a cut is taken only where it lies this far below the window requests are fitted to (a
+#: server's context is a fraction of the model's window, Ollama's 2k-32k of 128k and more);
+#: so reports a rule of ours misjudges (thinking the provider drops) never shrink a chat's
+#: window, nor shrink it twice, step by step
+FAR_BELOW = 0.5
 #: reports of fewer tokens tell nothing: no server's context is this small (Ollama's least
 #: default is 2048), and a small prompt's framing alone moves its count by a tenth
 LEAST_WINDOW = 1024
@@ -65,7 +72,7 @@ class LearnedWindows:
         reads.append((billed, counted))
         del reads[:-3]
         learned = _cut(reads)
-        if learned is None or learned >= window:
+        if learned is None or learned > FAR_BELOW * window:
             return None
         sent = " and ".join(str(c) for _, c in reads)
         self.windows[model] = (learned, (
