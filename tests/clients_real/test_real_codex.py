@@ -8,6 +8,7 @@ import base64
 import json
 
 import pytest
+from providers.standin_responses import intact
 from real_clients import (
     assert_all_valid,
     client,
@@ -130,6 +131,18 @@ def _token(claims: dict) -> str:
     return f"{part({'alg': 'RS256', 'typ': 'JWT'})}.{part(claims)}.c2lnbmF0dXJl"
 
 
+def _chatgpt_auth() -> dict:
+    """Codex's auth.json when signed in with ChatGPT (a plus plan, tokens that never expire)."""
+    claims = {"https://api.openai.com/auth": {"chatgpt_plan_type": "plus",
+                                              "chatgpt_account_id": "acc-test",
+                                              "chatgpt_user_id": "user-test"},
+              "email": "t@example.invalid", "exp": 4102444800, "iat": 1764900000}
+    return {"auth_mode": "chatgpt", "OPENAI_API_KEY": None,
+            "tokens": {"id_token": _token(claims), "access_token": _token(claims),
+                       "refresh_token": "rt-test", "account_id": "acc-test"},
+            "last_refresh": "2026-12-01T00:00:00Z"}
+
+
 def test_codex_signed_in_with_chatgpt_sends_zstd_and_tries_a_websocket_first(stack, repo,
                                                                              tmp_path):
     """Codex signed in with ChatGPT, OpenAI's own provider pointed at the gateway
@@ -145,15 +158,7 @@ openai_base_url = "{stack.openai_url}"
 approval_policy = "never"
 sandbox_mode = "danger-full-access"
 ''')
-    claims = {"https://api.openai.com/auth": {"chatgpt_plan_type": "plus",
-                                              "chatgpt_account_id": "acc-test",
-                                              "chatgpt_user_id": "user-test"},
-              "email": "t@example.invalid", "exp": 4102444800, "iat": 1764900000}
-    (codex_home / "auth.json").write_text(json.dumps({
-        "auth_mode": "chatgpt", "OPENAI_API_KEY": None,
-        "tokens": {"id_token": _token(claims), "access_token": _token(claims),
-                   "refresh_token": "rt-test", "account_id": "acc-test"},
-        "last_refresh": "2026-12-01T00:00:00Z"}))
+    (codex_home / "auth.json").write_text(json.dumps(_chatgpt_auth()))
     stack.standin.agent(2, [{"name": "exec_command", "arguments": {"cmd": "cat README.md"}}])
     env = client_env(tmp_path / "home", CODEX_HOME=str(codex_home))
     done = run([exe, "exec", "--skip-git-repo-check", "What does this project do?"], env, repo)
@@ -199,3 +204,38 @@ def test_codex_earlier_turns_reasoning_is_not_costed_where_the_model_drops_it(re
     assert chat["budget"] == 24_000 and chat["dropped"] == 0
     assert not any("[Summary of" in json.dumps(r["body"]["input"]) for r in requests)
     assert requests[-1]["prompt_tokens"] <= chat["tokens"] < 1.15 * requests[-1]["prompt_tokens"]
+
+
+def test_codex_remote_compaction_goes_through_and_its_item_comes_back_whole(repo, tmp_path):
+    """Codex on OpenAI's own provider compacts remotely (`model_auto_compact_token_limit`,
+    low here): a request whose input ends with `compaction_trigger`, answered with a
+    `compaction` item, which follows the instructions and the user's messages in the requests
+    after it. Through the gateway every such request is valid, the item goes back intact (the
+    stand-in's seal checks), and the agent's loop ends (the stand-in's agent had counted only
+    the outputs a request carries: once Codex compacted them away it called again until the
+    300 s limit, as seen with Codex's local compaction on a custom provider)."""
+    log = "\n".join(f"line {i}: step {i} of the build passed, {i * 7} checks" for i in range(200))
+    (repo / "build.log").write_text(log)
+    exe = client("codex", "CODEX", "node_modules/.bin/codex")
+    codex_home = tmp_path / "codex-home"
+    codex_home.mkdir()
+    with open_stack(tmp_path / "stack", {MODEL: 48_000}) as stack:
+        (codex_home / "config.toml").write_text(f'''model = "{MODEL}"
+openai_base_url = "{stack.openai_url}"
+model_auto_compact_token_limit = 6000
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+''')
+        (codex_home / "auth.json").write_text(json.dumps(_chatgpt_auth()))
+        stack.standin.agent(6, [{"name": "exec_command", "arguments": {"cmd": "cat build.log"}}])
+        env = client_env(tmp_path / "home", CODEX_HOME=str(codex_home))
+        done = run([exe, "exec", "--skip-git-repo-check", "Check the build."], env, repo)
+        requests = model_requests(stack)
+    assert "stand-in answer after 6 tool results" in done.stdout, done.stdout
+    assert_all_valid(requests)
+    triggers = [n for n, r in enumerate(requests)
+                if r["body"]["input"][-1] == {"type": "compaction_trigger"}]
+    assert len(triggers) >= 2, [r["body"]["input"][-1] for r in requests]
+    for n in triggers:  # the item the stand-in answered, in the next request as it came
+        (item,) = [i for i in requests[n + 1]["body"]["input"] if i.get("type") == "compaction"]
+        assert item["id"].startswith("cmp_") and intact(item["encrypted_content"])

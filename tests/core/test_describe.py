@@ -85,8 +85,7 @@ RESPONSES = [
       {"type": "function_call", "call_id": "c1", "name": "read",
        "arguments": '{"path": "a.py"}'}],
      "assistant: reasoning (300 tokens) + read(a.py)"),
-    # the provider's compaction heads the conversation, as a system prompt does
-    ([{"type": "compaction", "encrypted_content": SEALED}], "system: compaction (301 tokens)"),
+    ([{"type": "compaction", "encrypted_content": SEALED}], "assistant: compaction (301 tokens)"),
     ([{"type": "function_call", "call_id": "c1", "name": "shot", "arguments": "{}"},
       {"type": "computer_call_output", "call_id": "c1", "output": {
           "type": "computer_screenshot", "image_url": "data:image/png;base64," + png(1024, 768)}}],

@@ -12,9 +12,11 @@ Routes: `POST /v1/chat/completions`, `POST /v1/messages`, `POST /v1/messages/cou
 strict as standin_responses.py says; it keeps every response it gave, for
 `previous_response_id`, and every conversation made by `POST /v1/conversations`, and answers
 with a reasoning item of `thinking_words` words sealed when `include` asks for
-`reasoning.encrypted_content`). `agent(rounds, calls)` makes it play an agent, in every format
+`reasoning.encrypted_content`; a request whose input ends with `compaction_trigger`, Codex's
+remote compaction, with a `compaction` item alone). `agent(rounds, calls)` makes it play an agent, in every format
 (Messages and Chat Completions, streamed or not, and Responses): a request with tools gets a
-tool call until `rounds` were made (Responses: until it carries `rounds` outputs), then the text
+tool call until `rounds` were made (Responses: until it carries `rounds` outputs, or made
+`rounds` calls since `agent` where the history carries fewer), then the text
 `stand-in answer after N tool results ...`. Round k calls `calls[k % len(calls)]`
 (`{"name", "arguments"}`, for a real client that runs it) when the request offers that tool,
 else its first tool with `{"round": k}`.
@@ -129,6 +131,7 @@ class Standin:
         self.agent_rounds = 0
         self.agent_calls: list[dict] = []
         self._agent_made = 0  # tool calls made in Messages / Chat answers since agent()
+        self._responses_made = 0  # ... and in Responses answers
         #: how requests for one model are answered, over everything else (`for_model`)
         self.by_model: dict[str, dict[str, Any]] = {}
 
@@ -199,6 +202,7 @@ class Standin:
         self.agent_rounds = rounds
         self.agent_calls = list(calls or [])
         self._agent_made = 0
+        self._responses_made = 0
 
     def for_model(self, model: str, *, text: str | None = None, status: int | None = None,
                   hold: bool = False) -> None:
@@ -227,6 +231,7 @@ class Standin:
         self.agent_rounds = 0
         self.agent_calls = []
         self._agent_made = 0
+        self._responses_made = 0
         self.by_model.clear()
         self.thought.clear()
 
@@ -330,12 +335,18 @@ class Standin:
         self._count += 1
         rid = f"standin{self._count}"
         items = [*history, *responses.items_of(body)]
-        if script is not None and script["text"] is not None:
-            reply = Reply(text=script["text"])
+        if items and isinstance(items[-1], dict) and items[-1].get("type") == \
+                "compaction_trigger":  # Codex's remote compaction: the history, sealed
+            reply, output = Reply(text=""), [responses.compaction_item(rid, items)]
         else:
-            reply = self._replies.pop(0) if self._replies else self._agent_reply(body, items)
-        output = responses.output_items(rid, reply, "reasoning.encrypted_content" in (
-            body.get("include") or ()), self.thinking_words)
+            if script is not None and script["text"] is not None:
+                reply = Reply(text=script["text"])
+            else:
+                reply = self._replies.pop(0) if self._replies else self._agent_reply(body,
+                                                                                     items)
+            output = responses.output_items(rid, reply, "reasoning.encrypted_content" in (
+                body.get("include") or ()), self.thinking_words)
+            self._responses_made += bool(reply.tool_name)
         self._responses[f"resp_{rid}"] = [*items, *output]
         if body.get("store") is not False:  # what an item_reference may name
             self._stored_items.update({o["id"]: o for o in output if "id" in o})
@@ -354,8 +365,10 @@ class Standin:
     def _agent_reply(self, body: dict, items: list) -> Reply:
         names = [t["name"] for t in body.get("tools") or ()
                  if isinstance(t, dict) and t.get("type") == "function" and "name" in t]
-        done = sum(1 for i in items if isinstance(i, dict)
-                   and i.get("type") == "function_call_output")
+        # the outputs it carries, or the calls made since agent() where fewer are carried
+        # (the client compacted its history, or the gateway summarized them)
+        done = max(self._responses_made, sum(1 for i in items if isinstance(i, dict)
+                                             and i.get("type") == "function_call_output"))
         if names and done < self.agent_rounds and body.get("tool_choice") != "none":
             return self._agent_call(names, done)
         return Reply(text=f"stand-in answer after {done} tool results to {len(items)} items.")

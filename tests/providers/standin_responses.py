@@ -13,9 +13,9 @@ OpenAI's); else only those after the last user message, as the official SDK's re
 `reasoning.context` says (the rest costs nothing). Tools with `defer_loading` count only as a
 `tool_search_output` loads them. An `item_reference` stands for the item of that id the
 stand-in gave in a response it stored (`store` not false), read and counted as that item; one
-it cannot find is refused. A `compaction` item (server-side compaction) carries what
-came before it: nothing before the last one is rendered or counted (the provider's guide has
-stateless clients append items as usual and says those before it may be dropped).
+it cannot find is refused. Items before a `compaction` item count as any other (the API
+reads the user messages a compaction window keeps before it; what it does with the rest is not
+said, so the stand-in takes the count that can only be higher).
 Owns the shapes only; standin.py decides what to answer. Must not do I/O.
 """
 
@@ -251,9 +251,6 @@ def _texts(value: Any) -> list[str]:
 def prompt_tokens(body: dict, history: list) -> int:
     counter = counter_for(body.get("model") if isinstance(body.get("model"), str) else None)
     items = [*history, *items_of(body)]
-    last = max((k for k, i in enumerate(items) if isinstance(i, dict)
-                and i.get("type") == "compaction"), default=0)
-    items = items[last:]  # the compaction carries what came before it
     texts = _texts(body.get("instructions") or "") + [
         t for i in items if not (isinstance(i, dict) and i.get("type") == "reasoning")
         for t in _texts(i)]
@@ -286,6 +283,13 @@ def output_items(rid: str, reply: Reply, reasoning: bool, words: int = 6) -> lis
                     "status": "completed", "content": [
                         {"type": "output_text", "text": reply.text, "annotations": []}]})
     return out
+
+
+def compaction_item(rid: str, items: list) -> dict:
+    """The answer to a request that ends with `compaction_trigger` (Codex's remote
+    compaction): a `compaction` item, the history sealed (here: how many items it held)."""
+    return {"id": f"cmp_{rid}", "type": "compaction",
+            "encrypted_content": encrypted(f"the {len(items) - 1} items before, compacted")}
 
 
 def _usage(u: Usage) -> dict:

@@ -11,8 +11,7 @@ message. So a call and its output live and die together, and a reasoning item go
 call or answer it led to (the provider refuses one without the other). An output whose call is
 not in the input answers one an `item_reference` before it stands for (a stored item the
 provider puts in its place): the reference's message calls it, so the two go together too.
-Items before the last `compaction` item are not read by the provider: they are sent on as they
-came and cost nothing, and the compaction item heads the conversation. Writing back emits the
+A `compaction` item (the provider's, encrypted) stays whole where it is. Writing back emits the
 kept groups' items untouched (a `reasoning` item's `encrypted_content` byte for byte); a
 shortened message gets its new text in its text parts. Repairs keep the result valid (an
 output without its call, or a call without its output, goes; reasoning left alone goes with
@@ -271,24 +270,10 @@ def _read_item(item: dict, i: int, group: _Group, counter: Tokenizer, turn_start
         group.cost(tokens, [media.label(str(kind or "item"), tokens)])
 
 
-def last_compaction(items: list) -> int:
-    """Where the last `compaction` item is (0 without one): the provider renders nothing
-    before it (it carries what came before; stateless clients append items as usual)."""
-    for i in range(len(items) - 1, -1, -1):
-        if isinstance(items[i], dict) and items[i].get("type") == "compaction":
-            return i
-    return 0
-
-
-def _groups(items: list, counter: Tokenizer, turn_start: int, start: int | None
-            ) -> list[_Group]:
-    """The engine messages of items[start:] (those before are not read; None: every item,
-    a compaction among them the model's as it came)."""
-    head, start = start is not None, start or 0
+def _groups(items: list, counter: Tokenizer, turn_start: int) -> list[_Group]:
     out: list[_Group] = []
     run: _Group | None = None  # the model's current run of items
-    for i in range(start, len(items)):
-        item = items[i]
+    for i, item in enumerate(items):
         where = f"input[{i}]"
         item = expect_dict(item, where)
         kind = item.get("type")
@@ -306,10 +291,11 @@ def _groups(items: list, counter: Tokenizer, turn_start: int, start: int | None
         elif kind == "compaction":
             # the provider's summary of the earlier history (server-side, or Codex's remote
             # compaction), encrypted: no summary of ours can stand in for it, so it stays as
-            # it came, at the conversation's head (a summary of ours goes after it, where the
-            # provider reads it)
+            # it came. What comes before it is costed and fitted as any item: the API reads
+            # the user messages a compaction window keeps before it (Codex sends its
+            # instructions there too), and says nothing of the rest
             run = None
-            group = _Group("system" if head else "assistant", i, pinned=True)
+            group = _Group("assistant", i, pinned=True)
         elif run is not None:
             run.items.append(i)
             _read_item(item, i, run, counter, turn_start)
@@ -342,7 +328,7 @@ def _pair_references(items: list, groups: list[_Group]) -> None:
 
 
 def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None,
-           whole: bool = False) -> Decoded:
+           whole: bool = False) -> Decoded:  # whole: every item is read here
     if not isinstance(payload, dict):
         raise bad("input", "expected a Responses request object")
     instructions = payload.get("instructions")
@@ -362,7 +348,6 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None,
         msgs.append(msgspec.structs.replace(m, id=mid))
         sources.append(source)
 
-    unread = 0  # items before the provider's compaction: sent on as they came, not read
     if instructions is not None:
         text = expect_str(instructions, "instructions")
         add(Message(role="system", content=text, id=derive_id("rs", "i", text)),
@@ -375,8 +360,7 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None,
             raise bad("input", f"expected a string or a list of items, got {type(raw).__name__}")
         # the reasoning items after the last user message are the turn's, read again
         turn_start = -1 if every_turn_read(payload) else last_user(raw)
-        unread = 0 if whole else last_compaction(raw)
-        for g in _groups(raw, counter, turn_start, None if whole else unread):
+        for g in _groups(raw, counter, turn_start):
             first = raw[g.items[0]]
             text = "\n".join(g.texts)
             own = client_id(first)
@@ -387,8 +371,7 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None,
                                             *(c.id for c in g.calls)))
             add(m, g.items, own, f"input[{g.items[0]}]")
     return Decoded(fmt="responses", messages=msgs, payload=payload, sources=sources,  # type: ignore
-                   index=index, derived_ids=derived, counter=counter,
-                   extra={"unread": unread} if unread else {})
+                   index=index, derived_ids=derived, counter=counter)
 
 
 def _new_items(m: Message) -> list[dict]:
@@ -488,10 +471,7 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
     else:
         refs = {k: [c for c in kept[at[k]].tool_calls or () if c.name == "item_reference"]
                 for k, it in enumerate(items) if it.get("type") == "item_reference"}
-        # what the provider does not read (before its compaction) goes on as it came
-        unread = decoded.extra.get("unread", 0)
-        out = (raw[:unread] if unread else []) + _repair(items, ids, result, decoded.counter,
-                                                         refs)
+        out = _repair(items, ids, result, decoded.counter, refs)
     result.payload = {**decoded.payload, "input": out}
     return result
 
