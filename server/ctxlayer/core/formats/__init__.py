@@ -81,8 +81,9 @@ def decode(fmt: Format, payload: dict, counter: Tokenizer, *, previous: Decoded 
     """The engine's view of `payload` in format `fmt`. `previous`, the Decoded of the same
     conversation's previous turn, lets the messages it shares with this one be taken over
     instead of read again (the result is the same either way). A request's messages before
-    the provider's own compaction are not the engine's (the provider does not read them);
-    `whole` reads them too (a session's history: kept, not sent as it is)."""
+    the provider's own compaction (Anthropic's `compaction` block) are not the engine's (the
+    provider does not read them); `whole` reads them too (a session's history: kept, not sent
+    as it is)."""
     return _codec(fmt).decode(payload, counter, previous, whole)
 
 

@@ -40,7 +40,7 @@ def decode(fmt: str, raw: Any, system: Any, counter: Any, *, at: str = "",
            whole: bool = False) -> Any:
     """The request's messages for the engine, by the format's codec (`.messages`); `system`
     goes where the format keeps it (anthropic `system`, responses `instructions`). `whole`:
-    also those before a provider's compaction (a session's history)."""
+    also those before a provider's compaction block (a session's history)."""
     codec = require_format(fmt, "messages")
     if system is not None and codec.system is None:
         raise ContextError("invalid", f"the {fmt} format has no separate system",
