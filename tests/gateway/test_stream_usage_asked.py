@@ -48,3 +48,18 @@ def test_a_server_that_refuses_stream_options_gets_the_request_as_it_came(tmp_pa
     # asked once, refused, sent again as it came; the next request is not asked again
     assert [r["status"] for r in sent] == [400, 200, 200]
     assert ["stream_options" in r["body"] for r in sent] == [True, False, False]
+
+
+def test_the_usage_is_left_out_whatever_the_servers_spacing():
+    """vLLM writes `"usage": null` with spaces and may end events with CRLF; a text that
+    quotes the words is left alone (its quotes are escaped)."""
+    from ctxlayer.gateway.forward import without_usage
+
+    chunk = (b'data: {"id": "c1", "choices": [{"index": 0, "delta": {"content": '
+             b'"say \\"usage\\": null, ok"}}], "usage": null}\r\n\r\n')
+    last = b'data: {"id": "c1", "choices": [], "usage": {"prompt_tokens": 9}}\r\n\r\n'
+    done = b"data: [DONE]\r\n\r\n"
+    out = without_usage(chunk + last + done)
+    assert out == chunk.replace(b', "usage": null', b"") + done
+    assert json.loads(out.split(b"\r\n")[0][len(b"data: "):])["choices"][0]["delta"][
+        "content"] == 'say "usage": null, ok'
