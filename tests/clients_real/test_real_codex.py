@@ -131,16 +131,27 @@ def _token(claims: dict) -> str:
     return f"{part({'alg': 'RS256', 'typ': 'JWT'})}.{part(claims)}.c2lnbmF0dXJl"
 
 
-def _chatgpt_auth() -> dict:
-    """Codex's auth.json when signed in with ChatGPT (a plus plan, tokens that never expire)."""
+def _signed_in(tmp_path, stack, extra: str = ""):
+    """A CODEX_HOME signed in with ChatGPT (a plus plan, tokens that never expire), OpenAI's
+    own provider pointed at the gateway of ``stack`` (`openai_base_url`); ``extra``: more of
+    config.toml."""
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    (home / "config.toml").write_text(f'''model = "{MODEL}"
+openai_base_url = "{stack.openai_url}"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+{extra}''')
     claims = {"https://api.openai.com/auth": {"chatgpt_plan_type": "plus",
                                               "chatgpt_account_id": "acc-test",
                                               "chatgpt_user_id": "user-test"},
               "email": "t@example.invalid", "exp": 4102444800, "iat": 1764900000}
-    return {"auth_mode": "chatgpt", "OPENAI_API_KEY": None,
-            "tokens": {"id_token": _token(claims), "access_token": _token(claims),
-                       "refresh_token": "rt-test", "account_id": "acc-test"},
-            "last_refresh": "2026-12-01T00:00:00Z"}
+    (home / "auth.json").write_text(json.dumps({
+        "auth_mode": "chatgpt", "OPENAI_API_KEY": None,
+        "tokens": {"id_token": _token(claims), "access_token": _token(claims),
+                   "refresh_token": "rt-test", "account_id": "acc-test"},
+        "last_refresh": "2026-12-01T00:00:00Z"}))
+    return home
 
 
 def test_codex_signed_in_with_chatgpt_sends_zstd_and_tries_a_websocket_first(stack, repo,
@@ -151,14 +162,7 @@ def test_codex_signed_in_with_chatgpt_sends_zstd_and_tries_a_websocket_first(sta
     Codex goes over to HTTPS at once, and reads the zstd bodies (before: a 400 or a 500 on
     every request, and Codex gave up after 33 s of retries)."""
     exe = client("codex", "CODEX", "node_modules/.bin/codex")
-    codex_home = tmp_path / "codex-home"
-    codex_home.mkdir()
-    (codex_home / "config.toml").write_text(f'''model = "{MODEL}"
-openai_base_url = "{stack.openai_url}"
-approval_policy = "never"
-sandbox_mode = "danger-full-access"
-''')
-    (codex_home / "auth.json").write_text(json.dumps(_chatgpt_auth()))
+    codex_home = _signed_in(tmp_path, stack)
     stack.standin.agent(2, [{"name": "exec_command", "arguments": {"cmd": "cat README.md"}}])
     env = client_env(tmp_path / "home", CODEX_HOME=str(codex_home))
     done = run([exe, "exec", "--skip-git-repo-check", "What does this project do?"], env, repo)
@@ -217,16 +221,8 @@ def test_codex_remote_compaction_goes_through_and_its_item_comes_back_whole(repo
     log = "\n".join(f"line {i}: step {i} of the build passed, {i * 7} checks" for i in range(200))
     (repo / "build.log").write_text(log)
     exe = client("codex", "CODEX", "node_modules/.bin/codex")
-    codex_home = tmp_path / "codex-home"
-    codex_home.mkdir()
     with open_stack(tmp_path / "stack", {MODEL: 48_000}) as stack:
-        (codex_home / "config.toml").write_text(f'''model = "{MODEL}"
-openai_base_url = "{stack.openai_url}"
-model_auto_compact_token_limit = 6000
-approval_policy = "never"
-sandbox_mode = "danger-full-access"
-''')
-        (codex_home / "auth.json").write_text(json.dumps(_chatgpt_auth()))
+        codex_home = _signed_in(tmp_path, stack, "model_auto_compact_token_limit = 6000\n")
         stack.standin.agent(6, [{"name": "exec_command", "arguments": {"cmd": "cat build.log"}}])
         env = client_env(tmp_path / "home", CODEX_HOME=str(codex_home))
         done = run([exe, "exec", "--skip-git-repo-check", "Check the build."], env, repo)
