@@ -312,18 +312,18 @@ def _pair_references(items: list, groups: list[_Group]) -> None:
     """An output whose call is not in the input answers one an `item_reference` before it
     names (a stored item the provider puts in its place): the reference's run gets that call,
     so the engine keeps or drops the two together (an output alone is refused, and so is a
-    call without its output)."""
+    call without its output). One pass, the nearest reference before each such output."""
     called = {c.id for g in groups for c in g.calls}
-    for n, g in enumerate(groups):
-        if g.role != "tool" or g.call_id in called:
-            continue
-        run = next((r for r in reversed(groups[:n]) if r.role == "assistant" and any(
-            items[k].get("type") == "item_reference" for k in r.items)), None)
-        if run is not None:
-            ref = next(items[k] for k in reversed(run.items)
-                       if items[k].get("type") == "item_reference")
+    ref: tuple[_Group, Any] | None = None  # the last run with a reference, and that item
+    for g in groups:
+        if g.role == "assistant":
+            found = [items[k] for k in g.items if items[k].get("type") == "item_reference"]
+            if found:
+                ref = (g, found[-1])
+        elif g.role == "tool" and g.call_id not in called and ref is not None:
+            run, item = ref
             run.calls.append(ToolCall(id=g.call_id, name="item_reference",  # type: ignore[arg-type]
-                                      arguments=_json.encode({"id": ref.get("id")}).decode()))
+                                      arguments=_json.encode({"id": item.get("id")}).decode()))
             called.add(g.call_id)  # type: ignore[arg-type]
 
 
