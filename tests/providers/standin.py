@@ -13,8 +13,9 @@ strict as standin_responses.py says; it keeps every response it gave, for
 `previous_response_id`, and every conversation made by `POST /v1/conversations`, and answers
 with a reasoning item of `thinking_words` words sealed when `include` asks for
 `reasoning.encrypted_content`; a request whose input ends with `compaction_trigger`, Codex's
-remote compaction, with a `compaction` item alone). `agent(rounds, calls)` makes it play an agent, in every format
-(Messages and Chat Completions, streamed or not, and Responses): a request with tools gets a
+remote compaction, with a `compaction` item alone). `agent(rounds, calls)` makes it play an
+agent, in every format (Messages and Chat Completions, streamed or not, and Responses): a
+request with tools gets a
 tool call until `rounds` were made (Responses: until it carries `rounds` outputs, or made
 `rounds` calls since `agent` where the history carries fewer), then the text
 `stand-in answer after N tool results ...`. Round k calls `calls[k % len(calls)]`
@@ -28,8 +29,8 @@ provider's own 400 (`llama_cpp=(model,)`: as llama.cpp's server words it;
 fits (the system messages and the newest kept; the newest alone over it, its end) and answers
 200, its usage what it read: the request's entry says `truncated_from`;
 `old_azure=(model,)`: a request with `stream_options` is refused, as Azure's older API versions
-do; `lm_studio=(model,)`: refused as LM Studio words it, its `error` a string). A Messages request
-with `thinking` on is answered after a thinking block of `thinking_words` words, whose
+do; `lm_studio=(model,)`: refused as LM Studio words it, its `error` a string). A Messages
+request with `thinking` on is answered after a thinking block of `thinking_words` words, whose
 signature the stand-in checks when it comes back (standin_thinking.py). Answers
 carry usage: `cached_tokens` / `cache_read_input_tokens` are the tokens of the messages at the
 start of the request identical to the previous request of the same conversation (same model,
@@ -106,8 +107,8 @@ class Standin:
         #: model name prefixes served as llama.cpp's server serves them: a prompt over the
         #: window is refused with its `exceed_context_size_error` (the count and n_ctx as fields)
         self.llama_cpp = tuple(llama_cpp)
-        #: model name prefixes served as Ollama serves them: a prompt over the window is cut
-        #: to its last `window` tokens without a word (its num_ctx)
+        #: model name prefixes served as Ollama serves them: a prompt over the window (its
+        #: num_ctx) loses its oldest turns until it fits, without a word
         self.truncating = tuple(truncating)
         #: model name prefixes served as Azure's older API versions serve them: a request
         #: with `stream_options` is refused, "Unrecognized request argument supplied"
@@ -460,7 +461,8 @@ class Standin:
         entry["stream"] = bool(body.get("stream"))
         betas = checks.betas_of(request.headers) if fmt == "anthropic" else []
         probs = checks.problems(fmt, body, betas)
-        if "stream_options" in body and body["model"].startswith(self.old_azure or ("\0",)):
+        if self.old_azure and "stream_options" in body and \
+                body["model"].startswith(self.old_azure):
             probs = ["Unrecognized request argument supplied: stream_options"]
         if fmt == "anthropic" and not probs:
             probs = thinking.problems(body, self.thought)
