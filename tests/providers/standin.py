@@ -15,9 +15,9 @@ with a reasoning item of `thinking_words` words sealed when `include` asks for
 `reasoning.encrypted_content`; a request whose input ends with `compaction_trigger`, Codex's
 remote compaction, with a `compaction` item alone). `agent(rounds, calls)` makes it play an
 agent, in every format (Messages and Chat Completions, streamed or not, and Responses): a
-request with tools gets a
-tool call until `rounds` were made (Responses: until it carries `rounds` outputs, or made
-`rounds` calls since `agent` where the history carries fewer), then the text
+request with tools gets a tool call until `rounds` were made (Responses: until it carries
+`rounds` outputs, or made `rounds` calls since `agent` where the history carries fewer), then
+the text
 `stand-in answer after N tool results ...`. Round k calls `calls[k % len(calls)]`
 (`{"name", "arguments"}`, for a real client that runs it) when the request offers that tool,
 else its first tool with `{"round": k}`.
