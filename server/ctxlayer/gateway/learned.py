@@ -79,7 +79,8 @@ class LearnedWindows:
             f"the provider read no more than {learned} tokens of prompts of {sent} by our "
             f"count: it cut them at its context size without a word (a local server's, such "
             f"as Ollama's num_ctx), so the window of {ascii(model)} is taken as {learned} "
-            "tokens"))
+            "tokens until the gateway restarts (it cannot see a larger context the server is "
+            "given later)"))
         self.short.pop(model, None)
         return learned
 
