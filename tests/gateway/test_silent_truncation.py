@@ -1,9 +1,9 @@
 """A local server that cuts a prompt over its context without a word (Ollama at its num_ctx,
 which its OpenAI-compatible endpoint does not take from the request): it answers 200, the model
-having read what fit, the oldest turns gone (a system prompt alone over it, all but its end). The gateway
-sees it in the usage (the reported prompt stops growing while the prompts it sends grow), and
-fits the chat's later requests to what the server reads, saying so. Before, every request
-past the server's context was cut, for the whole chat."""
+having read what fit, the oldest turns gone (a system prompt alone over it, all but its end).
+The gateway sees it in the usage (the reported prompt stops growing while the prompts it sends
+grow), and fits the chat's later requests to what the server reads, saying so. Before, every
+request past the server's context was cut, for the whole chat."""
 
 from __future__ import annotations
 
