@@ -235,3 +235,34 @@ def test_codex_remote_compaction_goes_through_and_its_item_comes_back_whole(repo
     for n in triggers:  # the item the stand-in answered, in the next request as it came
         (item,) = [i for i in requests[n + 1]["body"]["input"] if i.get("type") == "compaction"]
         assert item["id"].startswith("cmp_") and intact(item["encrypted_content"])
+
+
+
+def test_codex_local_compaction_goes_on_in_one_chat(repo, tmp_path):
+    """Codex on a custom provider compacts locally (`model_auto_compact_token_limit`): it asks
+    the model for a summary, then sends its history replaced by its first messages and that
+    summary. Through the gateway every request is valid and the run ends; `ctxlayer chats`
+    lists one chat, the one going on, with the last request's figures (each replaced history
+    was kept as an edited chat's fork, and listed: 7 chats for 6 compactions)."""
+    log = "\n".join(f"line {i}: step {i} of the build passed, {i * 7} checks" for i in range(200))
+    (repo / "build.log").write_text(log)
+    exe = client("codex", "CODEX", "node_modules/.bin/codex")
+    with open_stack(tmp_path / "stack", {MODEL: 48_000}) as stack:
+        codex_home = tmp_path / "codex-home"
+        codex_home.mkdir()
+        (codex_home / "config.toml").write_text("model_auto_compact_token_limit = 6000\n"
+                                                + config(stack))
+        stack.standin.agent(6, [{"name": "exec_command", "arguments": {"cmd": "cat build.log"}}])
+        env = client_env(tmp_path / "home", CODEX_HOME=str(codex_home),
+                         OPENAI_API_KEY="sk-test-not-a-key")
+        done = run([exe, "exec", "--skip-git-repo-check", "Check the build."], env, repo)
+        requests = model_requests(stack)
+        chats = conversations(stack)
+    assert "stand-in answer after 6 tool results" in done.stdout, done.stdout
+    assert_all_valid(requests)
+    summary = "Another language model started to solve this problem"
+    compacted = [r for r in requests if summary in json.dumps(r["body"]["input"])]
+    assert len(compacted) >= 4, len(compacted)  # the history was replaced, again and again
+    (chat,) = chats
+    last = requests[-1]["prompt_tokens"]  # as the provider counted it
+    assert abs(chat["tokens"] - last) < 0.15 * last, (chat, last)

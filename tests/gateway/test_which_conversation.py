@@ -17,6 +17,7 @@ class Chat:
     """An aider-like chat: a fixed system prompt and example, then its own turns."""
 
     def __init__(self, stack: Stack, name: str, system: str) -> None:
+        self.stack = stack
         self.client = stack.openai()
         self.name = name
         self.messages: list[dict] = [{"role": "system", "content": system}, *EXAMPLE]
@@ -58,9 +59,14 @@ def test_two_interleaved_chats_keep_their_own_summaries(small):
     # (re-summarizing from the start would step on nearly every turn)
     assert b.stepped <= alone.stepped + 1, (b.stepped, alone.stepped)
     assert a.stepped <= alone.stepped + 1, (a.stepped, alone.stepped)
-    listing = {c.conversation_id for c in small.state.conversations.list(
-        small.gateway.caller.workspace)}
-    assert {a.ids[-1], b.ids[-1]} <= listing
+    # both are listed: a's fork since a's own turn went on in it
+    assert {a.ids[-1], b.ids[-1]} <= listed(small)
+
+
+def listed(stack: Stack) -> set[str]:
+    """The conversations `ctx/conversations` (and `ctxlayer chats`) lists."""
+    return {c.conversation_id for c in stack.state.conversations.list(
+        stack.gateway.caller.workspace)}
 
 
 def test_an_edit_or_a_regenerated_answer_lands_in_the_same_conversation(small):
@@ -81,6 +87,17 @@ def test_an_edit_or_a_regenerated_answer_lands_in_the_same_conversation(small):
     raw = chat.client.chat.completions.with_raw_response.create(
         model="standin-small", max_tokens=256, messages=rewound)
     assert raw.headers["x-ctxlayer-conversation"] == first[0]
+    # the chains the edits left behind are kept as forks (ids of the family's), and not
+    # listed: one chat is shown (each was listed, as a chat of its own)
+    def ours() -> set[str]:
+        return {c for c in listed(chat.stack) if c.startswith(first[0])}
+    assert ours() == {first[0]}
+    # until a request goes on in one: the chat before the rewind, one turn further
+    chat.messages.append({"role": "user", "content": "and one more thing"})
+    on = chat.client.chat.completions.with_raw_response.create(
+        model="standin-small", max_tokens=256, messages=chat.messages)
+    assert on.headers["x-ctxlayer-conversation"] != first[0]
+    assert ours() == {first[0], on.headers["x-ctxlayer-conversation"]}
 
 
 def ask_openai(stack: Stack, **kw) -> str:

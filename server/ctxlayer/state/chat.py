@@ -62,6 +62,10 @@ class Conversation:
         #: the last request as the codec read it: the next turn takes over what they share
         #: (reading a 5 MB Claude Code history again was most of a turn)
         self.decoded: Decoded | None = None
+        #: the chain an edit left behind (`fork`), until a request goes on in it: not listed, so
+        #: a client that replaces its history (Codex's compaction, an edited message) shows one
+        #: chat, and a chat that opens like another shows as soon as it takes its own turn
+        self.left_behind = False
 
     def fork(self, conversation_id: str) -> Conversation:
         """A copy under another id, for the chain this one is about to leave behind."""
@@ -73,6 +77,7 @@ class Conversation:
             setattr(other, name, getattr(self, name))
         other.restored = set(self.restored)
         other.extra_audit = list(self.extra_audit)
+        other.left_behind = True
         return other
 
     def branch(self, conversation_id: str, source: protocol.Source) -> Conversation:

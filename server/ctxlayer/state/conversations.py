@@ -389,6 +389,7 @@ class Conversations:
         conv.cache_reuse = turn.cache_reuse_tokens
         conv.dropped = len(st.messages) - (len(turn.messages) - len(st.chunks))
         conv.updated_at = self.clock()
+        conv.left_behind = False
         key = (conv.workspace, conv.conversation_id)
         self._live[key] = conv
         self._live.move_to_end(key)
@@ -411,8 +412,10 @@ class Conversations:
     # --- listing, why, restore -------------------------------------------------------------
 
     def list(self, workspace: str) -> list[protocol.ConversationInfo]:
-        """This workspace's live conversations, the most recent first."""
-        return [c.info() for (ws, _), c in reversed(self._live.items()) if ws == workspace]
+        """This workspace's live conversations, the most recent first; not a chain an edit
+        left behind that no request went on in (`Conversation.left_behind`)."""
+        return [c.info() for (ws, _), c in reversed(self._live.items())
+                if ws == workspace and not c.left_behind]
 
     def why(self, workspace: str, conversation_id: str | None = None,
             session_id: str | None = None,
