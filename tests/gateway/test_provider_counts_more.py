@@ -90,24 +90,29 @@ def test_a_refusal_outvotes_a_calibration_many_reports_made(tmp_path):
 RESPONSES_MODEL = "gpt-4o"
 
 
-@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("stream", [False, True, "failed in the stream"])
 def test_a_responses_refusal_without_a_count_is_fitted_again_smaller(tmp_path, stream):
     """The Responses API refuses a prompt over the window without saying its count: the
     gateway takes it as UNSTATED_OVER above the budget and fits the request again, once. The
-    provider counts 10% above us here (encrypted reasoning or images estimated low)."""
+    provider counts 10% above us here (encrypted reasoning or images estimated low). Streamed,
+    it may refuse in the stream, a 200 then `response.failed` (as Codex's tests have it): the
+    gateway reads the stream's opening events before it answers, and takes that as the same
+    refusal (before, the failed stream went to the client)."""
     items = history(0.95, RESPONSES_MODEL)
+    in_stream = (RESPONSES_MODEL,) if stream == "failed in the stream" else ()
     with fresh_stack(tmp_path, {RESPONSES_MODEL: WINDOW}, windows={RESPONSES_MODEL: WINDOW},
-                  counts={RESPONSES_MODEL: 1.10}) as stack:
+                  counts={RESPONSES_MODEL: 1.10}, failed_in_stream=in_stream) as stack:
         client = stack.openai()
 
         def ask(chat: list[dict]) -> str:
             answer = client.responses.create(model=RESPONSES_MODEL, input=chat, store=False,
-                                             max_output_tokens=ANSWER, stream=stream)
+                                             max_output_tokens=ANSWER, stream=bool(stream))
             return ("".join(e.delta for e in answer if e.type == "response.output_text.delta")
                     if stream else answer.output_text)
         converse(items, 6, ask)
         sent = [r for r in stack.standin.requests() if r["path"] == "/v1/responses"]
-    assert sent[0]["status"] == 400 and "over the window" in str(sent[0]["problems"])
+    assert sent[0]["status"] == (200 if in_stream else 400)  # the stream's status: a 200
+    assert "over the window" in str(sent[0]["problems"])
     assert [r["status"] for r in sent[1:]] == [200] * 6
     assert sent[1]["prompt_tokens"] < sent[0]["prompt_tokens"]  # fitted again, smaller
     assert all(r["prompt_tokens"] + ANSWER <= WINDOW for r in sent[1:])
@@ -143,3 +148,28 @@ def test_a_window_the_provider_states_smaller_than_the_tables_is_used_from_then_
     assert [r["status"] for r in sent] == [400] + [200] * 4
     assert all(r["prompt_tokens"] + ANSWER <= LOCAL_WINDOW for r in sent[1:])
     assert all(f"stated a window of {LOCAL_WINDOW} tokens" in w for w in warnings), warnings
+
+
+def test_lm_studio_refusing_a_stream_in_an_error_event_is_fitted_again(tmp_path):
+    """LM Studio answers a streamed prompt over the context it loaded the model with by a 200
+    and an `error` event whose words give no count (thane-ai-agent's pull request 1395). The
+    gateway, told a window a little larger than that context, reads the event before it
+    answers, takes it as a refusal without a count (UNSTATED_OVER) and fits the request
+    again: the client gets its answer, and the next requests fit. Before, the client got the
+    200 and the error event on every request (the OpenAI SDK raises on it)."""
+    # a chat between what LM Studio takes and what the gateway was told: sent whole
+    messages = history(1.04 * (LOCAL_WINDOW - ANSWER) / (WINDOW - ANSWER), LOCAL_MODEL)
+    told = int(LOCAL_WINDOW * 1.08)  # [gateway] models says more than LM Studio loaded
+    with fresh_stack(tmp_path, {LOCAL_MODEL: told}, windows={LOCAL_MODEL: LOCAL_WINDOW},
+                     lm_studio=(LOCAL_MODEL,)) as stack:
+        client = stack.openai()
+
+        def ask(chat: list[dict]) -> str:
+            chunks = client.chat.completions.create(model=LOCAL_MODEL, messages=chat,
+                                                    max_tokens=ANSWER, stream=True)
+            return "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+        converse(messages, 4, ask)
+        sent = [r for r in stack.standin.requests() if r["path"] == "/v1/chat/completions"]
+    assert sent[0]["status"] == 200 and sent[0]["problems"]  # refused in the stream
+    assert [(r["status"], r["problems"]) for r in sent[1:]] == [(200, [])] * 4
+    assert sent[1]["prompt_tokens"] < sent[0]["prompt_tokens"]  # fitted again, smaller

@@ -15,7 +15,7 @@ from providers.standin_answers import (
     openai_completion,
 )
 
-from ctxlayer.gateway.usage import StreamUsage, from_answer, refusal
+from ctxlayer.gateway.usage import Refusal, StreamUsage, from_answer, refusal
 from ctxlayer.gateway.usage import Usage as Read
 
 SENT = Usage(prompt=1200, completion=40, cache_read=1000, cache_write=150)
@@ -131,3 +131,29 @@ def test_a_refusal_as_over_the_window_says_the_providers_count(fmt, answer, coun
     error = answer["error"]
     assert (said is not None) == (count is not None or window is not None or (
         isinstance(error, dict) and error.get("code") == "context_length_exceeded"))
+
+
+#: LM Studio's refusals that say neither the count nor the window: the words of a stream's
+#: error event (thane-ai-agent's pull request 1395), as an `error` string or object, and of its
+#: MLX engine (its bug tracker, issue 2339)
+UNSAID = [
+    {"error": {"message": "The number of tokens to keep from the initial prompt is greater than "
+               "the context length. Try to load the model with a larger context length, or "
+               "provide a shorter input"}, "message": "The number of tokens to keep ..."},
+    {"error": "The number of tokens to keep from the initial prompt is greater than the context "
+              "length. Try to load the model with a larger context length."},
+    {"error": {"message": "Context size has been exceeded."}},
+]
+
+
+@pytest.mark.parametrize("answer", UNSAID)
+def test_lm_studio_refusals_that_say_no_count_are_refusals_all_the_same(answer):
+    """Taken as over the window by an unsaid amount (the request fitted again UNSTATED_OVER
+    smaller), also from a 200 whose body is the error alone (LM Studio 0.4.21 answers so: its
+    bug tracker, issue 2322); never from a 200 that answers."""
+    body = json.dumps(answer).encode()
+    assert refusal("openai", 400, body) == Refusal(None, None)
+    assert refusal("openai", 200, body) == Refusal(None, None)
+    answered = json.dumps({**answer, "choices": []}).encode()
+    assert refusal("openai", 200, answered) is None
+    assert refusal("openai", 200, json.dumps({"error": "Model not loaded"}).encode()) is None

@@ -96,7 +96,8 @@ class Standin:
     def __init__(self, *, windows: dict[str, int] | None = None, host: str = "127.0.0.1",
                  counts: dict[str, float] | None = None, llama_cpp: tuple[str, ...] = (),
                  truncating: tuple[str, ...] = (), old_azure: tuple[str, ...] = (),
-                 lm_studio: tuple[str, ...] = (), thinking_words: int = 40):
+                 lm_studio: tuple[str, ...] = (), failed_in_stream: tuple[str, ...] = (),
+                 thinking_words: int = 40):
         self.host = host
         self.port = 0
         #: context windows by model name prefix, over the model table's (e.g. a small model)
@@ -114,8 +115,13 @@ class Standin:
         #: with `stream_options` is refused, "Unrecognized request argument supplied"
         self.old_azure = tuple(old_azure)
         #: model name prefixes served as LM Studio serves them: a prompt over the window is
-        #: refused with a 400 whose `error` is its words alone (n_keep, n_ctx)
+        #: refused with a 400 whose `error` is its words alone (n_keep, n_ctx); streamed, with
+        #: a 200 and an `error` event whose words say no count (thane-ai-agent's pull request
+        #: 1395 saw LM Studio answer so)
         self.lm_studio = tuple(lm_studio)
+        #: model name prefixes whose streamed Responses over the window fail in the stream, as
+        #: Codex's tests have the API do it: a 200, then `response.failed` with the error
+        self.failed_in_stream = tuple(failed_in_stream)
         #: how long the thinking is that opens an answer to a request with `thinking` on
         self.thinking_words = thinking_words
         self.thought: set[str] = set()  # ids of the tool calls it answered after thinking
@@ -330,9 +336,16 @@ class Standin:
         if tokens + asked > self.window(model):
             entry["problems"] = [f"over the window: {tokens} + {asked} > {self.window(model)}"]
             # as the Responses API words it: no count (the problem above has it)
-            return self._error("openai", entry, 400, "Your input exceeds the context window "
-                               "of this model. Please adjust your input and try again.",
-                               param="input", code="context_length_exceeded")
+            words = ("Your input exceeds the context window of this model. Please adjust your "
+                     "input and try again.")
+            if entry["stream"] and self.failed_in_stream and \
+                    model.startswith(self.failed_in_stream):
+                return await self._stream(request, entry, responses.failed_events(
+                    f"standin{self._count}x", body, int(time.time()),
+                    {"code": "context_length_exceeded", "message": words}),
+                    self._ids("openai"), None)
+            return self._error("openai", entry, 400, words, param="input",
+                               code="context_length_exceeded")
         self._count += 1
         rid = f"standin{self._count}"
         items = [*history, *responses.items_of(body)]
@@ -486,6 +499,13 @@ class Standin:
                             f"{asked} > {window}, decrease input length or `max_tokens` and "
                             "try again")
                 return self._error(fmt, entry, 400, msg)
+            if self.lm_studio and model.startswith(self.lm_studio) and entry["stream"]:
+                words = ("The number of tokens to keep from the initial prompt is greater than "
+                         "the context length. Try to load the model with a larger context "
+                         "length, or provide a shorter input")
+                return await self._stream(request, entry, [b"event: error\ndata: " + json.dumps(
+                    {"error": {"message": words}, "message": words}).encode() + b"\n\n"],
+                    {}, None)
             if self.lm_studio and model.startswith(self.lm_studio):
                 entry["status"] = 400  # its `error` is the words alone
                 return web.json_response({"error": (

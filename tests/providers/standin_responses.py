@@ -314,6 +314,16 @@ def response(rid: str, body: dict, created: int, output: list[dict], usage: Usag
             "usage": _usage(usage) if usage else None, "user": None, "metadata": {}}
 
 
+def failed_events(rid: str, body: dict, created: int, error: dict) -> list[bytes]:
+    """The SSE events of a streamed response that fails before any output: created, in
+    progress, then `response.failed` with ``error`` (its code and message)."""
+    start = response(rid, body, created, [], None, "in_progress")
+    failed = {**response(rid, body, created, [], None, "failed"), "error": error}
+    return _sse([("response.created", {"response": start}),
+                 ("response.in_progress", {"response": start}),
+                 ("response.failed", {"response": failed})])
+
+
 def events(rid: str, body: dict, created: int, output: list[dict], usage: Usage) -> list[bytes]:
     """The SSE events of a streamed response, as the provider sends them."""
     seq: list[tuple[str, dict]] = []
@@ -346,6 +356,10 @@ def events(rid: str, body: dict, created: int, output: list[dict], usage: Usage)
         seq.append(("response.output_item.done", {"output_index": n, "item": item}))
     seq.append(("response.completed", {"response": response(rid, body, created, output,
                                                              usage)}))
+    return _sse(seq)
+
+
+def _sse(seq: list[tuple[str, dict]]) -> list[bytes]:
     return [f"event: {name}\ndata: "
             f"{json.dumps({'type': name, 'sequence_number': k, **data})}\n\n".encode()
             for k, (name, data) in enumerate(seq)]

@@ -22,16 +22,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 
 import aiohttp
 from aiohttp import web
 
 from ctxlayer.gateway.errors import GatewayError, sse_error
 from ctxlayer.gateway.proxies import Proxies
-from ctxlayer.gateway.usage import StreamUsage, Usage, from_answer
+from ctxlayer.gateway.usage import StreamUsage, Usage, from_answer, refusal
 
 log = logging.getLogger("ctxlayer.gateway")
 
@@ -238,18 +239,31 @@ async def _relay_stream(request: web.Request, fmt: str, url: str, up: aiohttp.Cl
                         headers: dict[str, str], on_usage: UsageSink | None,
                         hide_usage: bool = False) -> web.StreamResponse:
     reader = StreamUsage(fmt)
+    chunks = up.content.iter_any()
+    pending = await _first_event(url, chunks, reader)  # before the status goes out
+    refused = first_refusal(fmt, pending[:_event_end(pending)])
+    if refused is not None:  # answered as the refusal it is: server.py fits the request again
+        log.info("%s stream opened with a refusal as over the window: answered as a 400", fmt)
+        return web.Response(status=400, body=refused, headers={
+            **{k: v for k, v in headers.items() if k.lower() != "content-type"},
+            "Content-Type": "application/json"})
     response = web.StreamResponse(status=up.status, headers=headers)
     await response.prepare(request)
-    pending = b""  # the start of an event whose end has not come yet
+
+    async def write(whole: bytes) -> None:
+        await response.write(without_usage(whole) if hide_usage else whole)
+
     try:
-        async for chunk in up.content.iter_any():
-            reader.feed(chunk)
-            pending += chunk
+        while True:
             cut = len(pending) if len(pending) > MAX_PENDING else _event_end(pending)
             if cut:
-                whole = pending[:cut]
-                await response.write(without_usage(whole) if hide_usage else whole)
+                await write(pending[:cut])
                 pending = pending[cut:]
+            chunk = await anext(chunks, None)
+            if chunk is None:
+                break
+            reader.feed(chunk)
+            pending += chunk
     except (TimeoutError, aiohttp.ClientError) as exc:
         if _gone(request):
             if up.content.at_eof():  # all of it arrived: only the client's end was missed
@@ -268,7 +282,7 @@ async def _relay_stream(request: web.Request, fmt: str, url: str, up: aiohttp.Cl
             await response.write_eof()
         return response
     if pending:
-        await response.write(without_usage(pending) if hide_usage else pending)
+        await write(pending)
     reported = _report(reader, up, on_usage)
     try:
         await response.write_eof()
@@ -276,6 +290,62 @@ async def _relay_stream(request: web.Request, fmt: str, url: str, up: aiohttp.Cl
         if reported is not None:
             await asyncio.shield(reported)
     return response
+
+
+async def _first_event(url: str, chunks: AsyncIterator[bytes], reader: StreamUsage) -> bytes:
+    """What the stream sent up to the end of its first whole event after a Responses stream's
+    opening ones (`_OPENING`), or its end, or MAX_PENDING; the upstream failing before it is
+    a 502, the client not answered yet."""
+    pending = b""
+    try:
+        while len(pending) <= MAX_PENDING:
+            end = _event_end(pending)
+            if end and not all(_OPENING.search(e) for e in _events(pending[:end])):
+                break
+            chunk = await anext(chunks, None)
+            if chunk is None:
+                break
+            reader.feed(chunk)
+            pending += chunk
+    except aiohttp.ClientPayloadError as exc:
+        raise GatewayError(502, f"the upstream {url} closed the stream before its first "
+                                f"event ({type(exc).__name__})") from exc
+    return pending
+
+
+#: the events a Responses stream opens with, before the one that says whether the prompt was
+#: read (a prompt over the window fails there: `response.failed`)
+_OPENING = re.compile(rb'^data:\s*\{"type"\s*:\s*"response\.(?:created|in_progress|queued)"',
+                      re.MULTILINE)
+
+
+def _events(whole: bytes) -> list[bytes]:
+    return [e for e in re.split(rb"\r?\n\r?\n", whole) if e.strip()]
+
+
+def first_refusal(fmt: str, events: bytes) -> bytes | None:
+    """The error a stream's first events hold, as a JSON body, when it refuses the prompt as
+    over the window (LM Studio answers a stream so with a 200 and an `error` event, where it
+    answers a request not streamed with a 400: thane-ai-agent's pull request 1395; the
+    Responses API with `response.failed`, as Codex's tests have it); else None, and the
+    stream goes on to the client as it came."""
+    if b'"error"' not in events:
+        return None
+    for event in _events(events):
+        data = b"\n".join(line[5:].lstrip() for line in event.splitlines()
+                          if line.startswith(b"data:"))
+        try:
+            said = json.loads(data)
+        except ValueError:
+            continue
+        if not isinstance(said, dict):
+            continue
+        failed = said.get("response") if said.get("type") == "response.failed" else None
+        if isinstance(failed, dict) and isinstance(failed.get("error"), dict):
+            data = json.dumps({"error": failed["error"]}).encode()
+        if refusal(fmt, 400 if failed else 200, data) is not None:
+            return data
+    return None
 
 
 def _report(reader: StreamUsage, up: aiohttp.ClientResponse,

@@ -165,6 +165,11 @@ _LM_STUDIO = re.compile(r"n_keep: (\d+) ?>= ?n_ctx: (\d+)"
                         r"|Trying to keep the first (\d+) tokens when context the overflows\. "
                         r"However, the model is loaded with context length of only (\d+) tokens"
                         r"|Input length (\d+) exceeds context length (\d+)")
+#: ... or, in a stream's error event (an `error` object) and in its MLX engine's words, neither
+#: (the words of thane-ai-agent's test of the frame LM Studio sent it, and of LM Studio's bug
+#: tracker, issue 2339): the prompt is over the window, by how much unsaid
+_LM_STUDIO_UNSAID = re.compile(r"tokens to keep from the initial prompt is greater than the "
+                               r"context length|Context size has been exceeded")
 #: where `_error` puts an `error` that is a string (no provider's key)
 _WORDS_ALONE = "\x00words"
 
@@ -183,17 +188,20 @@ class Refusal(msgspec.Struct, frozen=True):
 def refusal(fmt: str, status: int, body: bytes) -> Refusal | None:
     """The refusal of a prompt as over the model's window that a provider's answer is, or
     None: by its count or window in the words of `fmt`'s family, llama.cpp's fields, LM
-    Studio's words, or OpenAI's `context_length_exceeded` alone."""
+    Studio's words, or OpenAI's `context_length_exceeded` alone. ``status``: a 400, or a 200
+    whose body is an error alone (LM Studio's, and a stream's error event, `first_refusal`)."""
     error = _error(status, body)
     if error.get("type") == _LLAMA_CPP:
         return Refusal(_count(error.get("n_prompt_tokens")), _count(error.get("n_ctx")))
-    said_alone = error.get(_WORDS_ALONE)
-    if isinstance(said_alone, str):
-        found = _LM_STUDIO.search(said_alone)
-        if found is None:
-            return None
+    words = error.get(_WORDS_ALONE, error.get("message"))
+    found = _LM_STUDIO.search(words) if isinstance(words, str) else None
+    if found is not None:
         count, window = [int(g) for g in found.groups() if g]
         return Refusal(count, window)
+    if isinstance(words, str) and _LM_STUDIO_UNSAID.search(words):
+        return Refusal(None, None)
+    if _WORDS_ALONE in error:
+        return None
     said = Refusal(_stated(_TOO_LONG.get(fmt), error), _stated(_WINDOW_IS.get(fmt), error))
     if said.count is None and said.window is None and \
             error.get("code") != "context_length_exceeded":
@@ -202,14 +210,18 @@ def refusal(fmt: str, status: int, body: bytes) -> Refusal | None:
 
 
 def _error(status: int, body: bytes) -> dict:
-    """The `error` object of a 400's JSON body, else empty."""
-    if status != 400:
+    """The `error` object of a 400's JSON body (or a 200's that holds an error alone, as LM
+    Studio's may: its bug tracker, issue 2322), else empty."""
+    if status not in (200, 400) or status == 200 and b'"error"' not in body:
         return {}
     try:
         answer = json.loads(body)
     except ValueError:
         return {}
-    error = answer.get("error") if isinstance(answer, dict) else None
+    if not isinstance(answer, dict) or \
+            status == 200 and any(k in answer for k in ("choices", "content", "output")):
+        return {}  # a 200 that answers is never a refusal
+    error = answer.get("error")
     if isinstance(error, str):  # LM Studio's: the words alone
         return {_WORDS_ALONE: error}
     return error if isinstance(error, dict) else {}

@@ -1,0 +1,56 @@
+"""A stream that opens with a refusal of the prompt as over the window (`first_refusal`): LM
+Studio's 200 and `error` event, the Responses API's `response.failed` after its opening
+events. Read before the client gets a status, so that the gateway can fit the request again
+(tests/gateway/test_provider_counts_more.py drives it end to end); any other stream goes to
+the client as it came."""
+
+from __future__ import annotations
+
+import json
+
+from ctxlayer.gateway.forward import first_refusal
+
+LM_STUDIO = ("The number of tokens to keep from the initial prompt is greater than the context "
+             "length. Try to load the model with a larger context length, or provide a shorter "
+             "input")
+OVER = {"code": "context_length_exceeded",
+        "message": "Your input exceeds the context window of this model. Please adjust your "
+                   "input and try again."}
+
+
+def sse(*events: tuple[str | None, dict]) -> bytes:
+    return b"".join((f"event: {name}\n" if name else "").encode()
+                    + b"data: " + json.dumps(data).encode() + b"\n\n" for name, data in events)
+
+
+def responses(last: dict) -> bytes:
+    opening = {"id": "resp_1", "status": "in_progress", "error": None, "output": []}
+    return sse(("response.created", {"type": "response.created", "response": opening}),
+               ("response.in_progress", {"type": "response.in_progress", "response": opening}),
+               (last["type"], last))
+
+
+def test_lm_studio_error_event_is_a_refusal_as_its_body():
+    for data in ({"error": {"message": LM_STUDIO}, "message": LM_STUDIO}, {"error": LM_STUDIO}):
+        events = sse(("error", data))
+        assert json.loads(first_refusal("openai", events)) == data
+
+
+def test_a_responses_stream_failed_as_over_the_window_is_a_refusal_as_its_error():
+    failed = {"type": "response.failed", "response": {"id": "resp_1", "status": "failed",
+                                                      "error": OVER}}
+    assert json.loads(first_refusal("responses", responses(failed))) == {"error": OVER}
+
+
+def test_other_streams_go_on_as_they_came():
+    other = {"code": "server_error", "message": "The server had an error."}
+    failed = {"type": "response.failed", "response": {"id": "r", "error": other}}
+    text = {"type": "response.output_text.delta", "delta": "an error, said in a text"}
+    chunk = {"id": "c", "object": "chat.completion.chunk",
+             "choices": [{"index": 0, "delta": {"content": '"error": over the window'}}]}
+    for fmt, events in (("responses", responses(failed)), ("responses", responses(text)),
+                        ("openai", sse((None, chunk))),
+                        ("openai", sse(("error", {"error": {"message": "Model not loaded"}}))),
+                        ("anthropic", sse(("error", {"type": "error", "error": {
+                            "type": "overloaded_error", "message": "Overloaded"}})))):
+        assert first_refusal(fmt, events) is None, events
