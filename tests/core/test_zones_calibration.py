@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
-from ctxlayer.core.calibration import Calibration
+from ctxlayer.core.calibration import REFUSED_STEP, Calibration
 
 # (reports as (billed, counted), expected bias)
 CASES = [
@@ -79,7 +81,9 @@ def test_error_band_is_the_model_table_prior_until_reports_say_more():
 def test_a_refusal_outvotes_the_reports_before_it():
     """A provider's refusal states its count of the very prompt the median fitted: the chat's
     next prompts are fitted by it, not by twenty earlier reports; later reports count again,
-    and a refusal below the bias changes nothing more than a report does."""
+    and a refusal at or below the bias (a count the provider did not state, taken from the
+    budget the bias made) is taken REFUSED_STEP above it: the prompt was refused all the
+    same."""
     c = Calibration()
     for _ in range(20):
         c.record("m", 1000, 1000)
@@ -87,8 +91,23 @@ def test_a_refusal_outvotes_the_reports_before_it():
     assert c.record("m", 1600, 1000, refused=True) == 1.6
     assert c.effective_limit("m", 16_000) == 10_000
     assert c.record("m", 1400, 1000) == pytest.approx(1.5)  # a median of what came after
-    c.record("m", 1000, 1000, refused=True)
-    assert len(c.ratios["m"]) == 3
+    assert c.record("m", 1000, 1000, refused=True) == pytest.approx(1.5 * REFUSED_STEP)
+    assert len(c.ratios["m"]) == 1
     # the bound of a report (another prompt's, maybe) is not a refusal's, which is exact
     assert c.record("m", 2600, 1000, refused=True) == 2.6
     assert c.record("m", 9000, 1000, refused=True) == 8.0  # an absurd count is cut
+
+
+def test_refusals_in_a_row_shrink_the_budget_step_by_step():
+    """A provider that counts 2.2 times ours and refuses without a count: each refusal's count
+    is taken from the budget the bias made, UNSTATED_OVER (1.15) above it, so its ratio is the
+    bias's. Each refusal still takes the bias REFUSED_STEP further, until the budget fits
+    (before, the bias stayed at 1.15 and every prompt was refused)."""
+    c = Calibration()
+    nominal, provider = 10_000, 2.2
+    refused = 0
+    while (limit := c.effective_limit("m", nominal)) * provider > nominal:
+        c.record("m", math.ceil(limit * 1.15), limit, refused=True)
+        refused += 1
+        assert refused < 10
+    assert refused == 6 and c.bias("m") == pytest.approx(REFUSED_STEP ** 6)

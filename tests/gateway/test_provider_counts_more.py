@@ -173,3 +173,30 @@ def test_lm_studio_refusing_a_stream_in_an_error_event_is_fitted_again(tmp_path)
     assert sent[0]["status"] == 200 and sent[0]["problems"]  # refused in the stream
     assert [(r["status"], r["problems"]) for r in sent[1:]] == [(200, [])] * 4
     assert sent[1]["prompt_tokens"] < sent[0]["prompt_tokens"]  # fitted again, smaller
+
+
+def test_a_provider_refusing_without_a_count_far_above_ours_is_fitted_in_the_end(tmp_path):
+    """A Responses provider that counts 2.2 times the gateway (a chat of images costed low, a
+    server with another tokenizer) and refuses without a count, on a resumed chat nothing
+    calibrated: each refusal takes the chat's bias a step further (REFUSED_STEP), so after a
+    few refused requests the chat answers again. Before, the bias stayed at UNSTATED_OVER and
+    every request was refused, for good."""
+    import openai
+
+    items = history(0.95, RESPONSES_MODEL)
+    with fresh_stack(tmp_path, {RESPONSES_MODEL: WINDOW}, windows={RESPONSES_MODEL: WINDOW},
+                     counts={RESPONSES_MODEL: 2.2}) as stack:
+        client = stack.openai()
+        answered = []
+        for turn in range(6):
+            items.append({"role": "user", "content": prose(f"now {turn}", 60)})
+            try:
+                answer = client.responses.create(model=RESPONSES_MODEL, input=items,
+                                                 store=False, max_output_tokens=ANSWER)
+            except openai.BadRequestError as exc:
+                assert "context window" in str(exc)  # the provider's refusal, as it said it
+                answered.append(False)
+                continue
+            items.append({"role": "assistant", "content": answer.output_text})
+            answered.append(True)
+    assert answered[-3:] == [True] * 3 and sum(answered) >= 3, answered

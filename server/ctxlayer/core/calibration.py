@@ -15,7 +15,11 @@ session:
 - but a refusal (the provider's count of a prompt it refused as over the window) outvotes the
   reports before it: a median of them fitted a prompt the provider would not take, so the
   chat's mix has changed (its hidden thinking grew, its images are costed low), and fitting
-  again by that median would be refused alike. Its ratio starts the model's list anew.
+  again by that median would be refused alike. Its ratio starts the model's list anew, and is
+  at least ``REFUSED_STEP`` above the bias that fitted the prompt: a provider that states no
+  count (the gateway then takes one from the budget, which the bias made) refused a prompt
+  the bias said would fit, so refusals in a row shrink the budget step by step (before, a
+  provider counting twice ours refused every request of the chat, the bias stuck at 1.15).
 Before any report the error band is the model table's own uncertainty (passed in by the
 caller); after two or more, the standard deviation of the ratios without the outliers, never
 below it.
@@ -28,6 +32,9 @@ from __future__ import annotations
 import math
 
 import msgspec
+
+#: how far above the bias that fitted a refused prompt the refusal's ratio is taken, at least
+REFUSED_STEP = 1.15
 
 #: ratios farther than this many median absolute deviations from the median are left out of
 #: the error band (one wrong report must not widen it for the next 50)
@@ -52,7 +59,8 @@ class Calibration(msgspec.Struct, kw_only=True):
             most = self.max_refused_ratio if refused else self.max_ratio
             ratio = min(most, max(1.0 / self.max_ratio, billed / counted))
             samples = self.ratios.setdefault(model, [])
-            if refused and ratio > self.bias(model):
+            if refused:
+                ratio = max(ratio, min(most, self.bias(model) * REFUSED_STEP))
                 samples.clear()
             samples.append(ratio)
             del samples[: max(0, len(samples) - self.window)]
