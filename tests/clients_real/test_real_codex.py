@@ -237,13 +237,12 @@ def test_codex_remote_compaction_goes_through_and_its_item_comes_back_whole(repo
         assert item["id"].startswith("cmp_") and intact(item["encrypted_content"])
 
 
-
 def test_codex_local_compaction_goes_on_in_one_chat(repo, tmp_path):
     """Codex on a custom provider compacts locally (`model_auto_compact_token_limit`): it asks
     the model for a summary, then sends its history replaced by its first messages and that
     summary. Through the gateway every request is valid and the run ends; `ctxlayer chats`
     lists one chat, the one going on, with the last request's figures (each replaced history
-    was kept as an edited chat's fork, and listed: 7 chats for 6 compactions)."""
+    was kept as an edited chat's fork, and listed: one chat more per compaction)."""
     log = "\n".join(f"line {i}: step {i} of the build passed, {i * 7} checks" for i in range(200))
     (repo / "build.log").write_text(log)
     exe = client("codex", "CODEX", "node_modules/.bin/codex")
