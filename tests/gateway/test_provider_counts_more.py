@@ -200,3 +200,31 @@ def test_a_provider_refusing_without_a_count_far_above_ours_is_fitted_in_the_end
             items.append({"role": "assistant", "content": answer.output_text})
             answered.append(True)
     assert answered[-3:] == [True] * 3 and sum(answered) >= 3, answered
+
+
+def test_lm_studio_refusing_a_stream_without_a_count_is_fitted_to_the_context_it_loaded(
+        tmp_path):
+    """The same error event, the gateway told nothing (the table's 131k for the model, LM
+    Studio's loaded context 6,000): a 15% step could never reach it, so the gateway asks LM
+    Studio's own API for the context it loaded the model with (`GET /api/v0/models`,
+    `loaded_context_length`) and fits this request and the chat's next ones to it, saying so
+    (the client's key goes with the question, as with the request). Before, every request of
+    the chat got the error event."""
+    messages = history(3.0, LOCAL_MODEL)
+    with fresh_stack(tmp_path, windows={LOCAL_MODEL: LOCAL_WINDOW},
+                     lm_studio=(LOCAL_MODEL,)) as stack:
+        client = stack.openai()
+        warnings = []
+
+        def ask(chat: list[dict]) -> str:
+            raw = client.chat.completions.with_raw_response.create(
+                model=LOCAL_MODEL, messages=chat, max_tokens=ANSWER, stream=True)
+            warnings.append(raw.headers.get("x-ctxlayer-warning", ""))
+            return "".join(c.choices[0].delta.content or "" for c in raw.parse() if c.choices)
+        converse(messages, 4, ask)
+        asked = [r for r in stack.standin.requests() if r["path"] == "/api/v0/models"]
+        sent = [r for r in stack.standin.requests() if r["path"] == "/v1/chat/completions"]
+    assert len(asked) == 1 and asked[0]["headers"]["authorization"].startswith("Bearer ")
+    assert sent[0]["problems"] and [r["problems"] for r in sent[1:]] == [[]] * 4
+    assert all(r["prompt_tokens"] + ANSWER <= LOCAL_WINDOW for r in sent[1:])
+    assert all(f"stated a window of {LOCAL_WINDOW} tokens" in w for w in warnings), warnings

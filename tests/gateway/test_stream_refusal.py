@@ -54,3 +54,29 @@ def test_other_streams_go_on_as_they_came():
                         ("anthropic", sse(("error", {"type": "error", "error": {
                             "type": "overloaded_error", "message": "Overloaded"}})))):
         assert first_refusal(fmt, events) is None, events
+
+
+
+def test_the_loaded_context_is_asked_of_lm_studio_and_none_where_it_says_none(tmp_path):
+    """`Upstream.loaded_context` reads LM Studio's list of its models at the origin of the
+    upstream URL: the context it loaded the model with; None for a model it does not list, a
+    server without that API (here the gateway itself: a 404) or none at all."""
+    from gateway_stack import fresh_stack
+
+    from ctxlayer.gateway.forward import Upstream
+
+    with fresh_stack(tmp_path, windows={"qwen-local": 6000}, lm_studio=("qwen-local",)) as stack:
+        standin = f"http://127.0.0.1:{stack.standin.standin.port}"
+
+        async def ask(where: str, model: str = "qwen-local") -> int | None:
+            upstream = Upstream(2.0, 5.0)
+            try:
+                return await upstream.loaded_context(where, model, {"Authorization": "Bearer k"})
+            finally:
+                await upstream.close()
+        call = stack.standin.call
+        assert call(ask(f"{standin}/v1/chat/completions")) == 6000
+        assert call(ask(f"{standin}/v1")) == 6000  # the origin's API, whatever the path
+        assert call(ask(f"{standin}/v1/chat/completions", "gpt-4o")) is None
+        assert call(ask(f"{stack.openai_url}/chat/completions")) is None
+        assert call(ask("http://127.0.0.1:9/v1/chat/completions")) is None

@@ -164,6 +164,7 @@ class Standin:
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/v1/models/{model}", self._model)
         app.router.add_post("/v1/embeddings", self._embeddings)
+        app.router.add_get("/api/v0/models", self._lm_studio_models)
         app.router.add_post("/v1/responses", self._responses_route)
         app.router.add_post("/v1/conversations", self._conversation_create)
         app.router.add_get("/_standin/requests", self._requests)
@@ -284,6 +285,20 @@ class Standin:
         return web.json_response({"object": "list", "data": [
             {"id": m, "object": "model", "created": 1_700_000_000, "owned_by": "standin"}
             for m in MODELS]})
+
+    async def _lm_studio_models(self, request: web.Request) -> web.Response:
+        """LM Studio's own list of its models (REST API v0): those served as LM Studio serves
+        them, loaded with their window as the context (`loaded_context_length`)."""
+        self.received.append({
+            "path": request.path, "method": request.method, "format": "lm studio",
+            "headers": {k.lower(): v for k, v in request.headers.items()}, "body": None,
+            "status": 200, "problems": [], "stream": False, "cancelled": False,
+            "completed": True, "prompt_tokens": None})
+        return web.json_response({"object": "list", "data": [
+            {"id": m, "object": "model", "type": "llm", "publisher": "standin",
+             "arch": "qwen2", "compatibility_type": "gguf", "quantization": "Q4_K_M",
+             "state": "loaded", "max_context_length": 131072,
+             "loaded_context_length": self.window(m)} for m in self.lm_studio]})
 
     async def _model(self, request: web.Request) -> web.Response:
         name = request.match_info["model"]

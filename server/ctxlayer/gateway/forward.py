@@ -26,6 +26,7 @@ import json
 import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from urllib.parse import urlsplit
 
 import aiohttp
 from aiohttp import web
@@ -63,6 +64,8 @@ def upstream_headers(client: Mapping[str, str]) -> dict[str, str]:
 
 #: an incomplete event held back longer than this is passed on anyway (not SSE after all)
 MAX_PENDING = 1024 * 1024
+#: seconds the gateway waits for LM Studio to say the context it loaded a model with
+ASK_TIMEOUT = 5.0
 
 
 def answer_headers(upstream: Mapping[str, str], ours: Mapping[str, str]) -> dict[str, str]:
@@ -139,6 +142,28 @@ class Upstream:
             raise TimeoutError(f"no answer from {url} within {timeout:.0f} s") from exc
         except aiohttp.ClientError as exc:
             raise ConnectionError(f"cannot reach {url}: {type(exc).__name__}") from exc
+
+    async def loaded_context(self, url: str, model: str, headers: Mapping[str, str]
+                             ) -> int | None:
+        """The context LM Studio loaded ``model`` with, as its own API beside the upstream
+        ``url`` lists it (`GET /api/v0/models`, its `loaded_context_length`); None when it
+        says none, or cannot be asked within ASK_TIMEOUT seconds (not LM Studio after all)."""
+        where = urlsplit(url)
+        ask = f"{where.scheme}://{where.netloc}/api/v0/models"
+        sent = {k: v for k, v in headers.items() if k.lower() == "authorization"}
+        try:
+            async with self.session.get(ask, headers=sent, proxy=self.proxies.for_url(ask),
+                                        timeout=aiohttp.ClientTimeout(total=ASK_TIMEOUT)) as up:
+                listed = await up.json(content_type=None) if up.status == 200 else None
+        except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
+            log.info("asking %s for the context of %s: %s", ask, ascii(model),
+                     type(exc).__name__)
+            return None
+        data = listed.get("data") if isinstance(listed, dict) else None
+        found = [m.get("loaded_context_length") for m in data or ()
+                 if isinstance(m, dict) and m.get("id") == model]
+        n = found[0] if found else None
+        return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
 
     async def relay(self, request: web.Request, fmt: str, method: str, url: str,
                     body: bytes | None, ours: Mapping[str, str], stream: bool,

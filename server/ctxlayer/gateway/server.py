@@ -334,9 +334,9 @@ class GatewayServer:
         refused = (refusal(fmt, response.status, response.body)
                    if isinstance(response, web.Response) and isinstance(response.body, bytes)
                    else None)
-        counted = _refused_count(refused, result)
-        stated = refused.window if refused is not None else None
+        stated = await self._stated_window(refused, url, model, request)
         smaller = stated is not None and stated < window
+        counted = _refused_count(refused, result, explained=smaller)
         if smaller:
             # the provider's window is smaller than the table's or the config's (a local
             # server's context size, a model the table does not know): its requests are
@@ -362,6 +362,14 @@ class GatewayServer:
             if again.tokens < result.tokens:
                 response = await self._send(request, fmt, url, len(raw), dict(ours), again)
         return response
+
+    async def _stated_window(self, refused: Refusal | None, url: str, model: str,
+                             request: web.Request) -> int | None:
+        """The window a refusal states; for LM Studio's that says none (a stream's error
+        event), the context it loaded the model with, as its own API says it."""
+        if refused is not None and refused.window is None and refused.lm_studio:
+            return await self.upstream.loaded_context(url, model, request.headers)
+        return refused.window if refused is not None else None
 
     def _window(self, model: str, betas: tuple[str, ...]) -> tuple[int, str | None]:
         """The window a model's requests are fitted to, and what a warning says of it: the
@@ -479,15 +487,19 @@ class GatewayServer:
             log.exception("reporting usage failed")
 
 
-def _refused_count(refused: Refusal | None, result: protocol.PrepareResult) -> int | None:
+def _refused_count(refused: Refusal | None, result: protocol.PrepareResult,
+                   explained: bool = False) -> int | None:
     """The provider's count of the fitted prompt it refused as over the window; when the
     refusal says none (the Responses API; a server that states only its window or the total
     asked), the larger of our count and the budget, UNSTATED_OVER above it. None: not such a
-    refusal, or not a conversation's."""
+    refusal, not a conversation's, or one without a count that a smaller window it stated
+    explains (``explained``: nothing says the provider counts above us)."""
     if refused is None or not result.conversation_id:
         return None
     if refused.count is not None:
         return refused.count
+    if explained:
+        return None
     return math.ceil(max(result.tokens, result.budget) * UNSTATED_OVER)
 
 

@@ -183,6 +183,8 @@ class Refusal(msgspec.Struct, frozen=True):
 
     count: int | None  # its count of the prompt, when it says it
     window: int | None  # the window it states, when it does
+    #: in LM Studio's words: its own API says the context it loaded the model with
+    lm_studio: bool = False
 
 
 def refusal(fmt: str, status: int, body: bytes) -> Refusal | None:
@@ -197,9 +199,9 @@ def refusal(fmt: str, status: int, body: bytes) -> Refusal | None:
     found = _LM_STUDIO.search(words) if isinstance(words, str) else None
     if found is not None:
         count, window = [int(g) for g in found.groups() if g]
-        return Refusal(count, window)
+        return Refusal(count, window, lm_studio=True)
     if isinstance(words, str) and _LM_STUDIO_UNSAID.search(words):
-        return Refusal(None, None)
+        return Refusal(None, None, lm_studio=True)
     if _WORDS_ALONE in error:
         return None
     said = Refusal(_stated(_TOO_LONG.get(fmt), error), _stated(_WINDOW_IS.get(fmt), error))
