@@ -237,3 +237,33 @@ def test_claude_code_resumed_after_a_gateway_restart_reuses_its_prefix(repo, tmp
         assert shared > cut, (shared, cut, len(last), len(sent))
         (chat,) = conversations(stack)
         assert chat["conversationId"] == chat_id and chat["cacheReuseTokens"] > 0, chat
+
+
+def test_claude_code_goes_on_after_its_own_compact(stack, repo, tmp_path):
+    """`/compact` (Claude Code's own compaction, resumed in print mode), then one more turn:
+    Claude Code replaces the history by its summary and sends, between it and the turn after,
+    a system message with no content (`[]`), which the provider refuses as every message but
+    a final assistant one needs content. The gateway leaves the empty one out (audited), so
+    every request is valid and the chat goes on (before, every request after the compaction
+    was refused: "messages.1.content: must be a non-empty string or list of blocks", and the
+    chat could not go on)."""
+    first = read_the_build_log(stack, repo, tmp_path, 3, 50)
+    stack.standin.agent(0, [])
+    compacted = claude(stack, repo, tmp_path / "home", "/compact", "--resume",
+                       first["session_id"])
+    assert compacted["is_error"] is False, compacted
+    stack.standin.agent(1, [{"name": "Bash", "arguments": {"command": "ls",
+                                                           "description": "List the files"}}])
+    after = claude(stack, repo, tmp_path / "home", "One more check.", "--resume",
+                   compacted["session_id"])
+    assert after["is_error"] is False and after["result"].startswith(
+        "stand-in answer after 1 tool results"), after
+    requests = model_requests(stack)
+    assert_all_valid(requests)
+    summary = "This session is being continued from a previous conversation"
+    assert summary in json.dumps(requests[-1]["body"]["messages"][0])  # it did compact
+    # the chat going on after the summary is listed first (the status line's); the one
+    # before it shares no message with it, so it stays listed as a chat of its own
+    going_on = conversations(stack)[0]
+    last = requests[-1]["prompt_tokens"]
+    assert abs(going_on["tokens"] - last) < 0.15 * last, (going_on, last)

@@ -284,6 +284,27 @@ def test_trimmed_system_messages_between_turns_stay_valid_and_are_audited_when_m
     assert moved, enc.audit  # the first one lost the user turn it followed: said so
 
 
+def test_an_empty_system_message_between_turns_is_left_out_and_said():
+    """Claude Code sends one after its own `/compact` (content `[]`, between its summary and
+    the turn after); the provider refuses it as every message but a final assistant one
+    needs content. Left out, with an audit entry; the rest goes as it came."""
+    from standin_checks import problems
+
+    empty = {"role": "system", "content": []}
+    body = request({"role": "user", "content": "the summary"}, empty,
+                   {"role": "assistant", "content": "ok"},
+                   {"role": "user", "content": "go on"}, NOTE,
+                   {"role": "assistant", "content": "d'accord"},
+                   {"role": "user", "content": "the question"})
+    assert problems("anthropic", body, MID_BETA)  # as it came: refused
+    d = decode("anthropic", body, WORDS)
+    enc = encode(d, d.messages)
+    assert enc.payload["messages"] == [m for m in body["messages"] if m is not empty]
+    assert problems("anthropic", enc.payload, MID_BETA) == []
+    (said,) = enc.audit
+    assert said.action == "dropped" and "empty system message" in said.reason
+
+
 def test_without_the_beta_the_stand_in_refuses_them():
     from standin_checks import problems
 

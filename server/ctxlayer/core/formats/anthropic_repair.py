@@ -8,7 +8,7 @@ System messages between turns (the mid-conversation-system beta) are set aside w
 turns are repaired, then put back after the user message they followed (the provider wants
 one right after a user message, followed by an assistant turn or nothing, never two in a row):
 unchanged when that user message is still there, else after the next user message kept (the
-move audited), two that meet merged into one (audited).
+move audited), two that meet merged into one (audited); an empty one is left out (audited).
 
 Works on native dicts only; it never copies a client dict it does not change.
 """
@@ -59,7 +59,15 @@ def repair(out: list[Entry], kept: Sequence[Message], result: Encoded, counter: 
     """``opened``: messages the provider does not read (those before its compaction) go
     ahead of these, so the request starts with them, and these may start with its turn."""
     turns = [e for e in out if e[0].get("role") != "system"]
-    asides = [(n, e) for n, e in enumerate(out) if e[0].get("role") == "system"]
+    asides: list[tuple[int, Entry]] = []
+    for n, (msg, ks) in enumerate(out):
+        if msg.get("role") != "system":
+            continue
+        if _empty(msg):  # Claude Code sends one after its `/compact`: content []
+            result.audit.append(audit("dropped", "an empty system message: the provider "
+                                      "refuses one", _summary(msg), 0, 0, _first_id(ks, kept)))
+            continue
+        asides.append((n, (msg, ks)))
     if not asides:
         return _repair_turns(turns, kept, result, counter, opened)
     # each system message remembers the kept indices of the turn it followed
