@@ -246,8 +246,9 @@ def test_claude_code_goes_on_after_its_own_compact(stack, repo, tmp_path):
     a final assistant one needs content. The gateway leaves the empty one out (audited), so
     every request is valid and the chat goes on (before, every request after the compaction
     was refused: "messages.1.content: must be a non-empty string or list of blocks", and the
-    chat could not go on)."""
+    chat could not go on), in the conversation it was."""
     first = read_the_build_log(stack, repo, tmp_path, 3, 50)
+    (first_chat,) = conversations(stack)
     stack.standin.agent(0, [])
     compacted = claude(stack, repo, tmp_path / "home", "/compact", "--resume",
                        first["session_id"])
@@ -262,8 +263,9 @@ def test_claude_code_goes_on_after_its_own_compact(stack, repo, tmp_path):
     assert_all_valid(requests)
     summary = "This session is being continued from a previous conversation"
     assert summary in json.dumps(requests[-1]["body"]["messages"][0])  # it did compact
-    # the chat going on after the summary is listed first (the status line's); the one
-    # before it shares no message with it, so it stays listed as a chat of its own
-    going_on = conversations(stack)[0]
+    # the chat goes on under its id, one chat listed (before, the history after the summary,
+    # which shares no message with the one before, was listed as a chat of its own)
+    (going_on,) = conversations(stack)
+    assert going_on["conversationId"] == first_chat["conversationId"]
     last = requests[-1]["prompt_tokens"]
     assert abs(going_on["tokens"] - last) < 0.15 * last, (going_on, last)

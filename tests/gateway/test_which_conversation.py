@@ -144,6 +144,28 @@ def test_claude_code_session_header_names_the_conversation(stack):
     assert named == "mine"  # the header wins
 
 
+def test_a_history_claude_codes_compaction_wrote_goes_on_in_its_chat(stack):
+    """After Claude Code's own compaction its history opens with its summary and shares no
+    message with the chain before: it goes on in the chat it compacted (one chat listed, the
+    same id for the status line and the why view), not in a new one beside it as a
+    sub-agent's chat would; the chain it replaced is kept, unlisted, as an edit's is."""
+    session = {"x-claude-code-session-id": "sess-compact"}
+    chat = ask_chat(stack, LATER, extra_headers=session)
+    side = ask_anthropic(stack, "a sub-agent's task", extra_headers=session)
+    assert side != chat
+    ask_chat(stack, [*LATER, {"role": "assistant", "content": "an answer"},
+                     {"role": "user", "content": "more"}], extra_headers=session)
+    summary = ("This session is being continued from a previous conversation that ran out of "
+               "context. The summary below covers the earlier portion of the conversation.")
+    after = ask_chat(stack, [{"role": "user", "content": [{"type": "text", "text": summary}]},
+                             {"role": "assistant", "content": "ok"},
+                             {"role": "user", "content": "go on"}], extra_headers=session)
+    assert after == chat
+    assert {chat, side} <= listed(stack)
+    # the fork (an id of the family's, as the sub-agent's is): unlisted
+    assert [c for c in listed(stack) if c.startswith(chat + "-")] == [side]
+
+
 def test_metadata_user_id_names_the_conversation(stack):
     one = ask_anthropic(stack, metadata={"user_id": "user_x_session_a"})
     two = ask_anthropic(stack, metadata={"user_id": "user_x_session_b"})

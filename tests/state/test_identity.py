@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ctxlayer.state import identity
 from ctxlayer.state.identity import best_match, client_hint, shared
 
 U1 = {"role": "user", "content": [{"type": "text", "text": "one"}]}
@@ -48,3 +49,13 @@ def test_extending_wins_over_editing_and_the_furthest_edit_wins():
     assert best_match(chains, [U1, A1, U1]) == ("short", True)  # it extends [U1]
     assert best_match([("short", [U1, U2]), *chains[1:]], [U1, A1, U1]) == ("long", False)
     assert best_match([("x", [U1, A1])], [U2]) is None
+
+
+def test_a_history_a_client_compaction_wrote_is_known_by_its_opening():
+    summary = "This session is being continued from a previous conversation that ran out of x"
+    assert identity.compacted([{"role": "user", "content": summary}])
+    assert identity.compacted([{"role": "user", "content": [{"type": "text", "text": summary}]},
+                               {"role": "assistant", "content": "ok"}])
+    assert not identity.compacted([{"role": "assistant", "content": summary}])
+    assert not identity.compacted([{"role": "user", "content": "Summarize: " + summary}])
+    assert not identity.compacted([])

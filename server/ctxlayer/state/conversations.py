@@ -127,6 +127,8 @@ class Conversations:
         members = [(cid, c.chain) for (ws, cid), c in self._live.items()
                    if ws == workspace and c.family == family]
         found = identity.best_match(members, now)
+        if found is None and members and identity.compacted(now):
+            return members[-1][0], True  # the client compacted its most recent chat
         if found is None:
             return (self._fork_id(family) if members else family), False
         cid, extends = found

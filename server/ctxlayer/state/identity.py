@@ -9,7 +9,9 @@ belongs to the conversation whose last request it extends, else to the one whose
 replaces the furthest along (an edit, a regenerated answer, a rewind), else (it shares no
 message with any) to one of its own. The caller then keeps the chain that was replaced as a
 conversation of its own (a fork): if that chat goes on, its next request extends it and lands
-there, with its own summary chunks.
+there, with its own summary chunks. One exception to "one of its own": a history a client's
+own compaction wrote (`compacted`: Claude Code's opens with its summary, sharing no message
+with the chain it replaces) goes on in the family's most recent conversation, as an edit.
 
 Owns the pure parts of that decision: the hints, the ids, how far two chains agree.
 Must not: keep state (Conversations does), or import a face.
@@ -115,3 +117,18 @@ def best_match(chains: list[tuple[str, list]], now: list) -> tuple[str, bool] | 
     if best is not None:
         return best[2], False
     return None
+
+
+#: how the history a client's own compaction writes opens: Claude Code's (`/compact`, and its
+#: automatic compaction) and the Agent SDK's, a user message starting with these words
+COMPACTED_OPENINGS = ("This session is being continued from a previous conversation",)
+
+
+def compacted(now: list) -> bool:
+    """Whether ``now`` is a history a client's own compaction wrote (`COMPACTED_OPENINGS`)."""
+    first = now[0] if now else None
+    content = first.get("content") if isinstance(first, dict) else None
+    if isinstance(content, list) and content and isinstance(content[0], dict):
+        content = content[0].get("text")
+    return first is not None and first.get("role") == "user" and isinstance(content, str) \
+        and content.startswith(COMPACTED_OPENINGS)
