@@ -120,7 +120,7 @@ def best_match(chains: list[tuple[str, list]], now: list) -> tuple[str, bool] | 
 
 
 #: how the history a client's own compaction writes opens: Claude Code's (`/compact`, and its
-#: automatic compaction) and the Agent SDK's, a user message starting with these words
+#: automatic compaction), a user message starting with these words
 COMPACTED_OPENINGS = ("This session is being continued from a previous conversation",)
 
 
