@@ -166,6 +166,25 @@ def test_a_history_claude_codes_compaction_wrote_goes_on_in_its_chat(stack):
     assert [c for c in listed(stack) if c.startswith(chat + "-")] == [side]
 
 
+def test_a_compacted_history_goes_on_in_the_chat_with_its_system_prompt(stack):
+    """A sub-agent's request (a system prompt of its own) may come last before the history the
+    compaction wrote (an agent run in the background): that history goes on in the chat whose
+    system prompt it has, not in the sub-agent's."""
+    session = {"x-claude-code-session-id": "sess-compact-2"}
+    chat = ask_chat(stack, LATER, extra_headers=session)
+    side = stack.anthropic().messages.with_raw_response.create(
+        model="claude-sonnet-4-5", max_tokens=64, system="You are a sub-agent.",
+        messages=[{"role": "user", "content": "a task"}], extra_headers=session,
+    ).headers["x-ctxlayer-conversation"]
+    assert side != chat
+    summary = ("This session is being continued from a previous conversation that ran out of "
+               "context.")
+    after = ask_chat(stack, [{"role": "user", "content": summary},
+                             {"role": "assistant", "content": "ok"},
+                             {"role": "user", "content": "go on"}], extra_headers=session)
+    assert after == chat
+
+
 def test_metadata_user_id_names_the_conversation(stack):
     one = ask_anthropic(stack, metadata={"user_id": "user_x_session_a"})
     two = ask_anthropic(stack, metadata={"user_id": "user_x_session_b"})

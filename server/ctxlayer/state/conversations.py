@@ -116,19 +116,26 @@ class Conversations:
                   else identity.family_id(p.format, p.request))
         older = identity.older_hinted_id(p.format, hint) if hint else None
         async with self.state.lanes.turn(("chats", workspace, family)):
-            cid, edits = self._by_chain(workspace, family, identity.turns(p.request))
+            cid, edits = self._by_chain(workspace, family, p.request)
             return await self._prepare(caller, p, workspace, cid, family,
                                        asked.run_of(p, hint), edits, older)
 
-    def _by_chain(self, workspace: str, family: str, now: list) -> tuple[str, bool]:
-        """(the family's conversation ``now`` extends or edits, whether it edits it); a new
-        id when it shares no message with any. An edit leaves the replaced chain behind as a
-        fork of its own once the turn is done (`_fork`): if that chat goes on, it lands there."""
-        members = [(cid, c.chain) for (ws, cid), c in self._live.items()
-                   if ws == workspace and c.family == family]
+    def _by_chain(self, workspace: str, family: str, request: dict) -> tuple[str, bool]:
+        """(the family's conversation ``request`` extends or edits, whether it edits it); a
+        new id when it shares no message with any. An edit leaves the replaced chain behind as
+        a fork of its own once the turn is done (`_fork`): if that chat goes on, it lands
+        there. A history the client's own compaction wrote edits the most recent chat of the
+        family with the same system prompt (a sub-agent's has its own), else the most recent."""
+        now = identity.turns(request)
+        live = [(cid, c) for (ws, cid), c in self._live.items()
+                if ws == workspace and c.family == family]
+        members = [(cid, c.chain) for cid, c in live]
         found = identity.best_match(members, now)
         if found is None and members and identity.compacted(now):
-            return members[-1][0], True  # the client compacted its most recent chat
+            alike = [cid for cid, c in live if c.decoded is not None
+                     and identity.same_system(c.decoded.payload.get("system"),
+                                              request.get("system"))]
+            return (alike or [members[-1][0]])[-1], True
         if found is None:
             return (self._fork_id(family) if members else family), False
         cid, extends = found

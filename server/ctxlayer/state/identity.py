@@ -132,3 +132,8 @@ def compacted(now: list) -> bool:
         content = content[0].get("text")
     return first is not None and first.get("role") == "user" and isinstance(content, str) \
         and content.startswith(COMPACTED_OPENINGS)
+
+
+def same_system(a: Any, b: Any) -> bool:
+    """Whether two requests' `system` are the same, cache_control aside."""
+    return a is b or a == b or _plain(a) == _plain(b)
