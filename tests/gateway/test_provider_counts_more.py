@@ -150,18 +150,20 @@ def test_a_window_the_provider_states_smaller_than_the_tables_is_used_from_then_
     assert all(f"stated a window of {LOCAL_WINDOW} tokens" in w for w in warnings), warnings
 
 
-def test_lm_studio_refusing_a_stream_in_an_error_event_is_fitted_again(tmp_path):
+@pytest.mark.parametrize("server", ["lm_studio", "old_llama_cpp"])
+def test_a_local_server_refusing_a_stream_in_it_is_fitted_again(tmp_path, server):
     """LM Studio answers a streamed prompt over the context it loaded the model with by a 200
-    and an `error` event whose words give no count (thane-ai-agent's pull request 1395). The
-    gateway, told a window a little larger than that context, reads the event before it
-    answers, takes it as a refusal without a count (UNSTATED_OVER) and fits the request
-    again: the client gets its answer, and the next requests fit. Before, the client got the
-    200 and the error event on every request (the OpenAI SDK raises on it)."""
+    and an `error` event whose words give no count (thane-ai-agent's pull request 1395);
+    llama.cpp's 2025 builds by a 200 and an `error:` line (its issue 16104; the OpenAI SDK
+    reads an empty answer). The gateway, told a window a little larger than that context,
+    reads the stream's first event before it answers, takes it as a refusal without a count
+    (UNSTATED_OVER) and fits the request again: the client gets its answer, and the next
+    requests fit. Before, every request got the refusal in its stream."""
     # a chat between what LM Studio takes and what the gateway was told: sent whole
     messages = history(1.04 * (LOCAL_WINDOW - ANSWER) / (WINDOW - ANSWER), LOCAL_MODEL)
     told = int(LOCAL_WINDOW * 1.08)  # [gateway] models says more than LM Studio loaded
     with fresh_stack(tmp_path, {LOCAL_MODEL: told}, windows={LOCAL_MODEL: LOCAL_WINDOW},
-                     lm_studio=(LOCAL_MODEL,)) as stack:
+                     **{server: (LOCAL_MODEL,)}) as stack:
         client = stack.openai()
 
         def ask(chat: list[dict]) -> str:

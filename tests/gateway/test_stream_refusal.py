@@ -42,6 +42,35 @@ def test_a_responses_stream_failed_as_over_the_window_is_a_refusal_as_its_error(
     assert json.loads(first_refusal("responses", responses(failed))) == {"error": OVER}
 
 
+LLAMA_CPP = {"code": 400, "message": "the request exceeds the available context size. try "
+             "increasing the context size or enable context shift",
+             "type": "invalid_request_error"}
+VLLM = {"object": "error", "message": "This model's maximum context length is 32768 tokens. "
+        "However, you requested 33000 tokens (32000 in the messages, 1000 in the completion). "
+        "Please reduce the length of the messages or completion.", "type": "BadRequestError",
+        "param": None, "code": 400}
+LEMONADE = {"error": {"code": 400, "message": "request (6009 tokens) exceeds the available "
+                      "context size (4096 tokens), try increasing it",
+                      "type": "exceed_context_size_error", "n_prompt_tokens": 6009,
+                      "n_ctx": 4096}}
+
+
+def test_the_local_servers_in_stream_refusals_are_refusals():
+    """llama.cpp's 2025 builds: an `error:` line, then `data: [DONE]`; vLLM: its error object
+    as the data; lemonade's: the error body with no field name. Each becomes a body that
+    `refusal` reads, with the count and window where the server says them."""
+    from ctxlayer.gateway.usage import Refusal, refusal
+
+    old_llama = b"error: " + json.dumps(LLAMA_CPP).encode() + b"\n\ndata: [DONE]\n\n"
+    vllm = sse((None, VLLM))
+    lemonade = json.dumps(LEMONADE).encode() + b"\n\n"
+    found = {name: refusal("openai", 400, first_refusal("openai", events))
+             for name, events in (("llama.cpp", old_llama), ("vllm", vllm),
+                                  ("lemonade", lemonade))}
+    assert found == {"llama.cpp": Refusal(None, None), "vllm": Refusal(32000, 32768),
+                     "lemonade": Refusal(6009, 4096)}
+
+
 def test_other_streams_go_on_as_they_came():
     other = {"code": "server_error", "message": "The server had an error."}
     failed = {"type": "response.failed", "response": {"id": "r", "error": other}}
@@ -51,6 +80,8 @@ def test_other_streams_go_on_as_they_came():
     for fmt, events in (("responses", responses(failed)), ("responses", responses(text)),
                         ("openai", sse((None, chunk))),
                         ("openai", sse(("error", {"error": {"message": "Model not loaded"}}))),
+                        ("openai", b"error: " + json.dumps({"code": 500, "message": "Slot "
+                                                            "unavailable"}).encode() + b"\n\n"),
                         ("anthropic", sse(("error", {"type": "error", "error": {
                             "type": "overloaded_error", "message": "Overloaded"}})))):
         assert first_refusal(fmt, events) is None, events

@@ -97,7 +97,7 @@ class Standin:
                  counts: dict[str, float] | None = None, llama_cpp: tuple[str, ...] = (),
                  truncating: tuple[str, ...] = (), old_azure: tuple[str, ...] = (),
                  lm_studio: tuple[str, ...] = (), failed_in_stream: tuple[str, ...] = (),
-                 thinking_words: int = 40):
+                 old_llama_cpp: tuple[str, ...] = (), thinking_words: int = 40):
         self.host = host
         self.port = 0
         #: context windows by model name prefix, over the model table's (e.g. a small model)
@@ -122,6 +122,10 @@ class Standin:
         #: model name prefixes whose streamed Responses over the window fail in the stream, as
         #: Codex's tests have the API do it: a 200, then `response.failed` with the error
         self.failed_in_stream = tuple(failed_in_stream)
+        #: model name prefixes served as llama.cpp's 2025 builds serve them: a streamed prompt
+        #: over the window gets a 200 and an `error:` line (not `data:`) without counts, then
+        #: `data: [DONE]` (llama.cpp issue 16104)
+        self.old_llama_cpp = tuple(old_llama_cpp)
         #: how long the thinking is that opens an answer to a request with `thinking` on
         self.thinking_words = thinking_words
         self.thought: set[str] = set()  # ids of the tool calls it answered after thinking
@@ -514,6 +518,12 @@ class Standin:
                             f"{asked} > {window}, decrease input length or `max_tokens` and "
                             "try again")
                 return self._error(fmt, entry, 400, msg)
+            if self.old_llama_cpp and model.startswith(self.old_llama_cpp) and entry["stream"]:
+                return await self._stream(request, entry, [b"error: " + json.dumps({
+                    "code": 400, "message": "the request exceeds the available context size. "
+                    "try increasing the context size or enable context shift",
+                    "type": "invalid_request_error"}).encode() + b"\n\n", b"data: [DONE]\n\n"],
+                    {}, None)
             if self.lm_studio and model.startswith(self.lm_studio) and entry["stream"]:
                 words = ("The number of tokens to keep from the initial prompt is greater than "
                          "the context length. Try to load the model with a larger context "

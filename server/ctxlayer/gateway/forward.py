@@ -350,27 +350,41 @@ def _events(whole: bytes) -> list[bytes]:
 
 def first_refusal(fmt: str, events: bytes) -> bytes | None:
     """The error a stream's first events hold, as a JSON body, when it refuses the prompt as
-    over the window (LM Studio answers a stream so with a 200 and an `error` event, where it
-    answers a request not streamed with a 400: thane-ai-agent's pull request 1395; the
-    Responses API with `response.failed`, as Codex's tests have it); else None, and the
-    stream goes on to the client as it came."""
-    if b'"error"' not in events:
+    over the window; else None, and the stream goes on to the client as it came. Servers
+    that answer a stream so, with a 200: LM Studio (an `error` event, where it answers a
+    request not streamed with a 400: thane-ai-agent's pull request 1395), the Responses API
+    (`response.failed`, as Codex's tests have it), vLLM (`{"object": "error", ...}`: goose's
+    pull request 8031), llama.cpp's 2025 builds (an `error:` line, not `data:`: its issue
+    16104) and lemonade's (the error body with no field name: its pull request 2975)."""
+    if b"error" not in events:
         return None
     for event in _events(events):
-        data = b"\n".join(line[5:].lstrip() for line in event.splitlines()
-                          if line.startswith(b"data:"))
-        try:
-            said = json.loads(data)
-        except ValueError:
-            continue
-        if not isinstance(said, dict):
+        said = _said(event)
+        if said is None:
             continue
         failed = said.get("response") if said.get("type") == "response.failed" else None
         if isinstance(failed, dict) and isinstance(failed.get("error"), dict):
-            data = json.dumps({"error": failed["error"]}).encode()
-        if refusal(fmt, 400 if failed else 200, data) is not None:
-            return data
+            said = {"error": failed["error"]}
+        elif "error" not in said and (said.get("object") == "error" or (
+                isinstance(said.get("message"), str) and "code" in said)):
+            said = {"error": said}  # vLLM's, llama.cpp's `error:` line: the error alone
+        body = json.dumps(said).encode()
+        if refusal(fmt, 200, body) is not None:
+            return body
     return None
+
+
+def _said(event: bytes) -> dict | None:
+    """The JSON object an SSE event carries in its `data:` lines, or in an `error:` line, or
+    as the whole event when it has no field name; None when it carries none."""
+    lines = [line for line in event.splitlines() if not line.startswith(b":")]
+    data = b"\n".join(line.split(b":", 1)[1].lstrip() for line in lines
+                      if line.startswith((b"data:", b"error:")))
+    try:
+        said = json.loads(data or b"\n".join(lines))
+    except ValueError:
+        return None
+    return said if isinstance(said, dict) else None
 
 
 def _report(reader: StreamUsage, up: aiohttp.ClientResponse,

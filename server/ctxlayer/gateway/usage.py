@@ -170,6 +170,10 @@ _LM_STUDIO = re.compile(r"n_keep: (\d+) ?>= ?n_ctx: (\d+)"
 #: tracker, issue 2339): the prompt is over the window, by how much unsaid
 _LM_STUDIO_UNSAID = re.compile(r"tokens to keep from the initial prompt is greater than the "
                                r"context length|Context size has been exceeded")
+#: llama.cpp's server words it without a count where its error has no fields for one: in a
+#: stream of a 2025 build (its `error:` line, llama.cpp issue 16104; coddy-agent's pull
+#: request 106 quotes it), "the request exceeds the available context size"
+_LLAMA_CPP_UNSAID = re.compile(r"the request exceeds the available context size")
 #: where `_error` puts an `error` that is a string (no provider's key)
 _WORDS_ALONE = "\x00words"
 
@@ -202,6 +206,8 @@ def refusal(fmt: str, status: int, body: bytes) -> Refusal | None:
         return Refusal(count, window, lm_studio=True)
     if isinstance(words, str) and _LM_STUDIO_UNSAID.search(words):
         return Refusal(None, None, lm_studio=True)
+    if isinstance(words, str) and _LLAMA_CPP_UNSAID.search(words):
+        return Refusal(None, None)
     if _WORDS_ALONE in error:
         return None
     said = Refusal(_stated(_TOO_LONG.get(fmt), error), _stated(_WINDOW_IS.get(fmt), error))
