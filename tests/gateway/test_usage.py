@@ -94,6 +94,11 @@ TOO_LONG = [
     ("openai", {"error": {"message": "This model's maximum context length is 131072 tokens. "
      "However, you requested 351430 tokens. Please reduce the length of the messages or "
      "completion.", "code": 400}}, None),
+    # vLLM's older builds: the error object not nested under `error`
+    ("openai", {"object": "error", "message": "This model's maximum context length is 4096 "
+     "tokens. However, you requested 5000 tokens (4800 in the messages, 200 in the "
+     "completion). Please reduce the length of the messages or completion.",
+     "type": "BadRequestError", "param": None, "code": 400}, 4800),
     # an OpenAI-compatible server's Responses route, worded as its Chat Completions
     ("responses", {"error": {"message": "This model's maximum context length is 32768 tokens. "
      "However, your request has 32836 input tokens.", "code": 400}}, 32836),
@@ -113,8 +118,8 @@ TOO_LONG = [
     ("openai", {"error": "Model not loaded"}, None),
 ]
 #: the window each of those states, in order
-WINDOWS = [200000, 200000, 128000, 128000, None, None, 16384, 32768, 8191, 131072, 32768, 8192,
-           4096, 7866, 1500, None]
+WINDOWS = [200000, 200000, 128000, 128000, None, None, 16384, 32768, 8191, 131072, 4096, 32768,
+           8192, 4096, 7866, 1500, None]
 
 
 @pytest.mark.parametrize(("fmt", "answer", "count"), TOO_LONG)
@@ -128,7 +133,7 @@ def test_a_refusal_as_over_the_window_says_the_providers_count(fmt, answer, coun
     assert refusal(fmt, 400, b"<html>bad gateway</html>") is None
     # OpenAI's code and llama.cpp's type say it whether or not the message counts (Anthropic's
     # type does not): a refusal with neither count nor window nor such a code is none
-    error = answer["error"]
+    error = answer.get("error", answer)
     assert (said is not None) == (count is not None or window is not None or (
         isinstance(error, dict) and error.get("code") == "context_length_exceeded"))
 

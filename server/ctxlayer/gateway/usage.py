@@ -232,6 +232,8 @@ def _error(status: int, body: bytes) -> dict:
     error = answer.get("error")
     if isinstance(error, str):  # LM Studio's: the words alone
         return {_WORDS_ALONE: error}
+    if error is None and answer.get("object") == "error":  # vLLM's older builds: not nested
+        return answer
     return error if isinstance(error, dict) else {}
 
 
