@@ -94,6 +94,10 @@ TOO_LONG = [
     ("openai", {"error": {"message": "This model's maximum context length is 131072 tokens. "
      "However, you requested 351430 tokens. Please reduce the length of the messages or "
      "completion.", "code": 400}}, None),
+    # llama.cpp's Anthropic-compatible route: its current words, in Anthropic's error shape
+    ("anthropic", {"type": "error", "error": {"type": "invalid_request_error", "message":
+     "request (6009 tokens) exceeds the available context size (4096 tokens), try increasing "
+     "it"}}, 6009),
     # vLLM's older builds: the error object not nested under `error`
     ("openai", {"object": "error", "message": "This model's maximum context length is 4096 "
      "tokens. However, you requested 5000 tokens (4800 in the messages, 200 in the "
@@ -118,8 +122,8 @@ TOO_LONG = [
     ("openai", {"error": "Model not loaded"}, None),
 ]
 #: the window each of those states, in order
-WINDOWS = [200000, 200000, 128000, 128000, None, None, 16384, 32768, 8191, 131072, 4096, 32768,
-           8192, 4096, 7866, 1500, None]
+WINDOWS = [200000, 200000, 128000, 128000, None, None, 16384, 32768, 8191, 131072, 4096, 4096,
+           32768, 8192, 4096, 7866, 1500, None]
 
 
 @pytest.mark.parametrize(("fmt", "answer", "count"), TOO_LONG)

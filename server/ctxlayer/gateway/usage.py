@@ -174,6 +174,11 @@ _LM_STUDIO_UNSAID = re.compile(r"tokens to keep from the initial prompt is great
 #: stream of a 2025 build (its `error:` line, llama.cpp issue 16104; coddy-agent's pull
 #: request 106 quotes it), "the request exceeds the available context size"
 _LLAMA_CPP_UNSAID = re.compile(r"the request exceeds the available context size")
+#: ... and with both in its current words, which its Anthropic-compatible route may carry
+#: without the fields ("request (6009 tokens) exceeds the available context size (4096
+#: tokens)", as lemonade's pull request 2975 quotes it)
+_LLAMA_CPP_SAID = re.compile(r"request \((\d+) tokens\) exceeds the available context size "
+                             r"\((\d+) tokens\)")
 #: where `_error` puts an `error` that is a string (no provider's key)
 _WORDS_ALONE = "\x00words"
 
@@ -206,6 +211,9 @@ def refusal(fmt: str, status: int, body: bytes) -> Refusal | None:
         return Refusal(count, window, lm_studio=True)
     if isinstance(words, str) and _LM_STUDIO_UNSAID.search(words):
         return Refusal(None, None, lm_studio=True)
+    said_both = _LLAMA_CPP_SAID.search(words) if isinstance(words, str) else None
+    if said_both is not None:
+        return Refusal(int(said_both.group(1)), int(said_both.group(2)))
     if isinstance(words, str) and _LLAMA_CPP_UNSAID.search(words):
         return Refusal(None, None)
     if _WORDS_ALONE in error:
