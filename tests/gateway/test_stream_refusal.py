@@ -57,18 +57,22 @@ LEMONADE = {"error": {"code": 400, "message": "request (6009 tokens) exceeds the
 
 def test_the_local_servers_in_stream_refusals_are_refusals():
     """llama.cpp's 2025 builds: an `error:` line, then `data: [DONE]`; vLLM: its error object
-    as the data; lemonade's: the error body with no field name. Each becomes a body that
-    `refusal` reads, with the count and window where the server says them."""
+    as the data; lemonade's: the error body with no field name; a hosted vLLM (DeepInfra,
+    Venice): a chunk whose choices are null and `error_message` says it. Each becomes a body
+    that `refusal` reads, with the count and window where the server says them."""
     from ctxlayer.gateway.usage import Refusal, refusal
 
     old_llama = b"error: " + json.dumps(LLAMA_CPP).encode() + b"\n\ndata: [DONE]\n\n"
+    hosted = sse((None, {"id": "c1", "object": "chat.completion.chunk", "choices": None,
+                         "error_type": "invalid_request_error",
+                         "error_message": VLLM["message"]}))
     vllm = sse((None, VLLM))
     lemonade = json.dumps(LEMONADE).encode() + b"\n\n"
     found = {name: refusal("openai", 400, first_refusal("openai", events))
              for name, events in (("llama.cpp", old_llama), ("vllm", vllm),
-                                  ("lemonade", lemonade))}
+                                  ("lemonade", lemonade), ("hosted", hosted))}
     assert found == {"llama.cpp": Refusal(None, None), "vllm": Refusal(32000, 32768),
-                     "lemonade": Refusal(6009, 4096)}
+                     "lemonade": Refusal(6009, 4096), "hosted": Refusal(32000, 32768)}
 
 
 def test_other_streams_go_on_as_they_came():

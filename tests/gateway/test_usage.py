@@ -164,6 +164,7 @@ def test_lm_studio_refusals_that_say_no_count_are_refusals_all_the_same(answer):
     unsaid = Refusal(None, None, lm_studio=True)  # LM Studio's API says its loaded context
     assert refusal("openai", 400, body) == unsaid
     assert refusal("openai", 200, body) == unsaid
-    answered = json.dumps({**answer, "choices": []}).encode()
+    answered = json.dumps({**answer, "choices": [{"index": 0, "message": {
+        "role": "assistant", "content": "the error, quoted"}}]}).encode()
     assert refusal("openai", 200, answered) is None
     assert refusal("openai", 200, json.dumps({"error": "Model not loaded"}).encode()) is None

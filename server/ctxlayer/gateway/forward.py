@@ -355,7 +355,9 @@ def first_refusal(fmt: str, events: bytes) -> bytes | None:
     request not streamed with a 400: thane-ai-agent's pull request 1395), the Responses API
     (`response.failed`, as Codex's tests have it), vLLM (`{"object": "error", ...}`: goose's
     pull request 8031), llama.cpp's 2025 builds (an `error:` line, not `data:`: its issue
-    16104) and lemonade's (the error body with no field name: its pull request 2975)."""
+    16104), lemonade's (the error body with no field name: its pull request 2975), DeepInfra
+    and Venice (a chunk with `error_message`, its choices null: hermes-agent's issues 65631
+    and 68451)."""
     if b"error" not in events:
         return None
     for event in _events(events):
@@ -365,6 +367,10 @@ def first_refusal(fmt: str, events: bytes) -> bytes | None:
         failed = said.get("response") if said.get("type") == "response.failed" else None
         if isinstance(failed, dict) and isinstance(failed.get("error"), dict):
             said = {"error": failed["error"]}
+        elif "error" not in said and isinstance(said.get("error_message"), str):
+            # DeepInfra's and Venice's: a chunk without choices that says the error
+            said = {"error": {"message": said["error_message"], "type": said.get("error_type"),
+                              "code": said.get("code")}}
         elif "error" not in said and (said.get("object") == "error" or (
                 isinstance(said.get("message"), str) and "code" in said)):
             said = {"error": said}  # vLLM's, llama.cpp's `error:` line: the error alone

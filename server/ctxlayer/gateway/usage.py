@@ -235,7 +235,7 @@ def _error(status: int, body: bytes) -> dict:
     except ValueError:
         return {}
     if not isinstance(answer, dict) or \
-            status == 200 and any(k in answer for k in ("choices", "content", "output")):
+            status == 200 and any(answer.get(k) for k in ("choices", "content", "output")):
         return {}  # a 200 that answers is never a refusal
     error = answer.get("error")
     if isinstance(error, str):  # LM Studio's: the words alone
