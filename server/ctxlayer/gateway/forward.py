@@ -361,7 +361,7 @@ def first_refusal(fmt: str, events: bytes) -> bytes | None:
     if b"error" not in events:
         return None
     for event in _events(events):
-        said = _said(event)
+        said = None if _OPENING.search(event) else _said(event)  # an opening one says nothing
         if said is None:
             continue
         failed = said.get("response") if said.get("type") == "response.failed" else None
