@@ -33,7 +33,7 @@ from aiohttp import web
 
 from ctxlayer.gateway.errors import GatewayError, sse_error
 from ctxlayer.gateway.proxies import Proxies
-from ctxlayer.gateway.usage import StreamUsage, Usage, from_answer, refusal
+from ctxlayer.gateway.usage import StreamUsage, Usage, from_answer, refused_error
 
 log = logging.getLogger("ctxlayer.gateway")
 
@@ -362,21 +362,9 @@ def first_refusal(fmt: str, events: bytes) -> bytes | None:
         return None
     for event in _events(events):
         said = None if _OPENING.search(event) else _said(event)  # an opening one says nothing
-        if said is None:
-            continue
-        failed = said.get("response") if said.get("type") == "response.failed" else None
-        if isinstance(failed, dict) and isinstance(failed.get("error"), dict):
-            said = {"error": failed["error"]}
-        elif "error" not in said and isinstance(said.get("error_message"), str):
-            # DeepInfra's and Venice's: a chunk without choices that says the error
-            said = {"error": {"message": said["error_message"], "type": said.get("error_type"),
-                              "code": said.get("code")}}
-        elif "error" not in said and (said.get("object") == "error" or (
-                isinstance(said.get("message"), str) and "code" in said)):
-            said = {"error": said}  # vLLM's, llama.cpp's `error:` line: the error alone
-        body = json.dumps(said).encode()
-        if refusal(fmt, 200, body) is not None:
-            return body
+        found = refused_error(fmt, said) if said is not None else None
+        if found is not None:
+            return json.dumps(found).encode()
     return None
 
 

@@ -179,7 +179,7 @@ _LLAMA_CPP_UNSAID = re.compile(r"the request exceeds the available context size"
 #: tokens)", as lemonade's pull request 2975 quotes it)
 _LLAMA_CPP_SAID = re.compile(r"request \((\d+) tokens\) exceeds the available context size "
                              r"\((\d+) tokens\)")
-#: where `_error` puts an `error` that is a string (no provider's key)
+#: where `_error_of` puts an `error` that is a string (no provider's key)
 _WORDS_ALONE = "\x00words"
 
 #: how far above the budget a prompt refused as over the window without a count (the
@@ -198,24 +198,78 @@ class Refusal(msgspec.Struct, frozen=True):
 
 def refusal(fmt: str, status: int, body: bytes) -> Refusal | None:
     """The refusal of a prompt as over the model's window that a provider's answer is, or
-    None: by its count or window in the words of `fmt`'s family, llama.cpp's fields, LM
-    Studio's words, or OpenAI's `context_length_exceeded` alone. ``status``: a 400, or a 200
-    whose body is an error alone (LM Studio's, and a stream's error event, `first_refusal`)."""
-    error = _error(status, body)
+    None: by its count or window in the words of `fmt`'s family, llama.cpp's fields or words,
+    LM Studio's words, or OpenAI's `context_length_exceeded` alone. ``status``: a 400, or a
+    200 whose body is an error alone (LM Studio's: its bug tracker, issue 2322)."""
+    if status not in (200, 400) or status == 200 and b'"error"' not in body:
+        return None
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(answer, dict) or status == 200 and _answers(answer):
+        return None
+    return _refusal_in(fmt, _error_of(answer))
+
+
+def refused_error(fmt: str, answer: dict) -> dict | None:
+    """``answer`` (an event of a stream, read: `forward.first_refusal`) as an error body when
+    it refuses the prompt as over the window: as it came where its `error` is one, else
+    `{"error": ...}`; None when it does not."""
+    if _answers(answer):
+        return None
+    error = _error_of(answer)
+    if _refusal_in(fmt, error) is None:
+        return None
+    return answer if isinstance(answer.get("error"), (str, dict)) else {"error": error}
+
+
+def _answers(answer: dict) -> bool:
+    """Whether a 200's body (or a stream's chunk) answers: never a refusal."""
+    return any(answer.get(k) for k in ("choices", "content", "output"))
+
+
+def _error_of(answer: dict) -> dict:
+    """The error an answer holds, in each provider's shape: an `error` object (a string for
+    LM Studio's: the words alone); the error of a failed Responses stream (`response.failed`,
+    as Codex's tests have it); the error itself, not nested (vLLM's older builds, `"object":
+    "error"`; the `error:` line of llama.cpp's 2025 builds: a message and a code); a chunk
+    whose `error_message` says it (a hosted vLLM: DeepInfra, Venice; hermes-agent's issues
+    65631 and 68451). Empty when it holds none."""
+    error = answer.get("error")
+    if isinstance(error, str):
+        return {_WORDS_ALONE: error}
+    if isinstance(error, dict):
+        return error
+    failed = answer.get("response") if answer.get("type") == "response.failed" else None
+    if isinstance(failed, dict) and isinstance(failed.get("error"), dict):
+        return failed["error"]
+    if isinstance(answer.get("error_message"), str):
+        return {"message": answer["error_message"], "type": answer.get("error_type"),
+                "code": answer.get("code")}
+    if answer.get("object") == "error" or (isinstance(answer.get("message"), str)
+                                           and "code" in answer):
+        return answer
+    return {}
+
+
+def _refusal_in(fmt: str, error: dict) -> Refusal | None:
+    """The refusal an error (`_error_of`) is, or None."""
     if error.get("type") == _LLAMA_CPP:
         return Refusal(_count(error.get("n_prompt_tokens")), _count(error.get("n_ctx")))
     words = error.get(_WORDS_ALONE, error.get("message"))
-    found = _LM_STUDIO.search(words) if isinstance(words, str) else None
-    if found is not None:
-        count, window = [int(g) for g in found.groups() if g]
-        return Refusal(count, window, lm_studio=True)
-    if isinstance(words, str) and _LM_STUDIO_UNSAID.search(words):
-        return Refusal(None, None, lm_studio=True)
-    said_both = _LLAMA_CPP_SAID.search(words) if isinstance(words, str) else None
-    if said_both is not None:
-        return Refusal(int(said_both.group(1)), int(said_both.group(2)))
-    if isinstance(words, str) and _LLAMA_CPP_UNSAID.search(words):
-        return Refusal(None, None)
+    if isinstance(words, str):
+        found = _LM_STUDIO.search(words)
+        if found is not None:
+            count, window = [int(g) for g in found.groups() if g]
+            return Refusal(count, window, lm_studio=True)
+        if _LM_STUDIO_UNSAID.search(words):
+            return Refusal(None, None, lm_studio=True)
+        found = _LLAMA_CPP_SAID.search(words)
+        if found is not None:
+            return Refusal(int(found.group(1)), int(found.group(2)))
+        if _LLAMA_CPP_UNSAID.search(words):
+            return Refusal(None, None)
     if _WORDS_ALONE in error:
         return None
     said = Refusal(_stated(_TOO_LONG.get(fmt), error), _stated(_WINDOW_IS.get(fmt), error))
@@ -223,26 +277,6 @@ def refusal(fmt: str, status: int, body: bytes) -> Refusal | None:
             error.get("code") != "context_length_exceeded":
         return None
     return said
-
-
-def _error(status: int, body: bytes) -> dict:
-    """The `error` object of a 400's JSON body (or a 200's that holds an error alone, as LM
-    Studio's may: its bug tracker, issue 2322), else empty."""
-    if status not in (200, 400) or status == 200 and b'"error"' not in body:
-        return {}
-    try:
-        answer = json.loads(body)
-    except ValueError:
-        return {}
-    if not isinstance(answer, dict) or \
-            status == 200 and any(answer.get(k) for k in ("choices", "content", "output")):
-        return {}  # a 200 that answers is never a refusal
-    error = answer.get("error")
-    if isinstance(error, str):  # LM Studio's: the words alone
-        return {_WORDS_ALONE: error}
-    if error is None and answer.get("object") == "error":  # vLLM's older builds: not nested
-        return answer
-    return error if isinstance(error, dict) else {}
 
 
 def _stated(pattern: re.Pattern[str] | None, error: dict) -> int | None:
