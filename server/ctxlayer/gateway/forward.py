@@ -350,14 +350,10 @@ def _events(whole: bytes) -> list[bytes]:
 
 def first_refusal(fmt: str, events: bytes) -> bytes | None:
     """The error a stream's first events hold, as a JSON body, when it refuses the prompt as
-    over the window; else None, and the stream goes on to the client as it came. Servers
-    that answer a stream so, with a 200: LM Studio (an `error` event, where it answers a
-    request not streamed with a 400: thane-ai-agent's pull request 1395), the Responses API
-    (`response.failed`, as Codex's tests have it), vLLM (`{"object": "error", ...}`: goose's
-    pull request 8031), llama.cpp's 2025 builds (an `error:` line, not `data:`: its issue
-    16104), lemonade's (the error body with no field name: its pull request 2975), DeepInfra
-    and Venice (a chunk with `error_message`, its choices null: hermes-agent's issues 65631
-    and 68451)."""
+    over the window; else None, and the stream goes on to the client as it came. Some
+    servers refuse so inside a 200 stream (LM Studio, the Responses API, vLLM, llama.cpp's
+    2025 builds, lemonade: the shapes `usage._error_of` reads); the event may have no `data:`
+    field, `_said`."""
     if b"error" not in events:
         return None
     for event in _events(events):
