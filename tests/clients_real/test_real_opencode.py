@@ -19,15 +19,18 @@ CLAUDE, GPT = "claude-sonnet-4-5", "gpt-4.1"
 
 
 def opencode(stack, repo: Path, home: Path, provider: str, model: str, prompt: str,
-             *args: str) -> str:
+             *args: str, limit: dict | None = None) -> str:
     """`opencode run` on ``provider``/``model`` (and ``args``), its base URL the gateway's (the
-    README's opencode.json); its standard output."""
+    README's opencode.json), the model's ``limit`` (its window) when given; its standard
+    output."""
     exe = rc.client("opencode", "OPENCODE", "node_modules/.bin/opencode")
     url = stack.anthropic_url + "/v1" if provider == "anthropic" else stack.openai_url
+    options: dict = {"options": {"baseURL": url, "apiKey": "sk-test-not-a-key"}}
+    if limit:
+        options["models"] = {model: {"limit": limit}}
     (repo / "opencode.json").write_text(json.dumps({
         "$schema": "https://opencode.ai/config.json", "autoupdate": False, "share": "disabled",
-        "permission": {"bash": "allow"},
-        "provider": {provider: {"options": {"baseURL": url, "apiKey": "sk-test-not-a-key"}}}}))
+        "permission": {"bash": "allow"}, "provider": {provider: options}}))
     done = rc.run([exe, "run", "--model", f"{provider}/{model}", *args, prompt],
                   rc.client_env(home), repo)
     return done.stdout
@@ -93,3 +96,31 @@ def test_opencode_long_loop_on_the_responses_api_compacts_in_a_small_window(repo
         outlined = [o for o in logs if "line 150: step 150" not in o]
         summarized = any("[Summary of" in json.dumps(r["body"]["input"]) for r in loop)
         assert chat["dropped"] > 0 or outlined or summarized, chat
+
+
+def test_opencodes_own_compaction_on_the_messages_api_goes_on_in_its_chat(repo, tmp_path):
+    """OpenCode told its model's window is 40k (`limit.context`) compacts its history itself:
+    it asks its summarization agent (a system prompt of its own) for a summary, then sends
+    the history from "What did we do so far?" and the summary's answer on. On the Messages
+    API it names no session, so that history starts like no chat: it goes on in the chat it
+    compacted. Listed on the model: that chat and each summarization aside (before, the
+    chain before each compaction was listed too, as a chat of its own)."""
+    log = "\n".join(f"line {i}: step {i} of the build passed, {i * 7} checks" for i in range(300))
+    (repo / "build.log").write_text(log)
+    rounds = 8
+    with rc.open_stack(tmp_path / "stack", {CLAUDE: 128_000}) as stack:
+        stack.standin.agent(rounds, [{"name": "bash", "arguments": {
+            "command": "cat build.log", "description": "Read the build log"}}])
+        opencode(stack, repo, tmp_path / "home", "anthropic", CLAUDE,
+                 "Check the build log, many times.", limit={"context": 40_000, "output": 4_000})
+        requests = rc.model_requests(stack)
+        chats = [c for c in rc.conversations(stack) if c["model"] == CLAUDE]
+    rc.assert_all_valid(requests)
+    loop = [r for r in requests if r["body"]["model"] == CLAUDE]
+    asides = [r for r in loop if not r["body"].get("tools")]
+    after = [r for r in loop if json.dumps(r["body"]["messages"][0]).count("What did we do")]
+    assert asides and len(after) >= 2, [len(r["body"]["messages"]) for r in loop]
+    assert len(chats) == 1 + len(asides), chats
+    last = after[-1]["prompt_tokens"]
+    going_on = [c for c in chats if abs(c["tokens"] - last) < 0.15 * last]
+    assert len(going_on) == 1, (chats, last)

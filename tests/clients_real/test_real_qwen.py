@@ -17,14 +17,17 @@ pytestmark = [pytest.mark.client, pytest.mark.e2e]
 MODEL = "qwen3-coder-plus"
 
 
-def qwen(stack, repo: Path, home: Path, prompt: str) -> str:
+def qwen(stack, repo: Path, home: Path, prompt: str, window: int | None = None) -> str:
     """`qwen -p` on the gateway (the README's variables); its standard output. Its settings
-    turn off usage statistics and the update check."""
+    turn off usage statistics and the update check, and tell it the model's ``window``."""
     exe = rc.client("qwen", "QWEN_CODE", "node_modules/.bin/qwen")
     (home / ".qwen").mkdir(parents=True, exist_ok=True)
-    (home / ".qwen" / "settings.json").write_text(json.dumps({
+    settings: dict = {
         "privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False},
-        "general": {"disableAutoUpdate": True, "disableUpdateNag": True}}))
+        "general": {"disableAutoUpdate": True, "disableUpdateNag": True}}
+    if window:
+        settings["model"] = {"generationConfig": {"contextWindowSize": window}}
+    (home / ".qwen" / "settings.json").write_text(json.dumps(settings))
     env = rc.client_env(home, OPENAI_BASE_URL=stack.openai_url, OPENAI_MODEL=MODEL,
                         OPENAI_API_KEY="sk-test-not-a-key")
     return rc.run([exe, "-p", prompt, "--yolo"], env, repo).stdout
@@ -73,3 +76,34 @@ def test_qwen_code_long_shell_loop_compacts_in_a_small_window_and_completes(repo
         outlined = [o for o in logs if "line 100: step 100" not in o]
         summarized = any("[Summary of" in json.dumps(r["body"]["messages"]) for r in requests)
         assert any(c["dropped"] for c in chats) or outlined or summarized, chats
+
+
+def test_qwen_codes_own_compression_goes_on_in_one_chat(repo, tmp_path):
+    """Qwen Code told its window is 50k (`contextWindowSize`) compresses its history itself:
+    it asks its summarizer (a system prompt of its own) for a summary, then sends the history
+    replaced by that summary and its order to resume. It names no session, and that history
+    starts like no chat: it goes on in the chat it compacted. Listed: that chat and one of the
+    summarizer's asides (each is an edit of the one before), where every compression made
+    one chat more (15 listed for this run before)."""
+    log = "\n".join(f"line {i}: step {i} of the build passed, {i * 7} checks" for i in range(200))
+    (repo / "build.log").write_text(log)
+    rounds = 10
+    with rc.open_stack(tmp_path / "stack", {MODEL: 128_000}) as stack:
+        stack.standin.agent(rounds, [{"name": "run_shell_command",
+                                      "arguments": {"command": f"cat build.log  # pass {k}"}}
+                                     for k in range(rounds)])
+        out = qwen(stack, repo, tmp_path / "home", "Check the build log, many times.",
+                   window=50_000)
+        requests = rc.model_requests(stack)
+        chats = rc.conversations(stack)
+    assert f"stand-in answer after {rounds} tool results" in out, out
+    rc.assert_all_valid(requests)
+    resumed = [r for r in requests if "Resume the prior task using the summary above"
+               in json.dumps(r["body"]["messages"][1])]
+    assert len(resumed) >= 4, len(resumed)  # it compressed, again and again
+    assert len(chats) == 2, chats
+    going_on, last = chats[0], requests[-1]  # the most recent first
+    assert abs(going_on["tokens"] - last["prompt_tokens"]) < 0.15 * last["prompt_tokens"]
+    summarizer = [r for r in requests if r["body"]["messages"][0]["content"].startswith(
+        "You are the component that summarizes")]
+    assert summarizer and chats[1]["tokens"] < going_on["tokens"]

@@ -119,6 +119,17 @@ def test_a_model_switch_starts_from_the_chats_window_and_switching_back_goes_on(
     else:
         assert text(other[0]) == text(before[0])
     assert headers["x-ctxlayer-compacted"] == ("false" if whole else "true")
+    # listed on the model it goes on with (a branch kept the other's name), and its next
+    # request goes on from its window (its own turn on the other name started afresh)
+    cid = headers["x-ctxlayer-conversation"]
+    (info,) = [c for c in small.state.conversations.list(small.gateway.caller.workspace)
+               if c.conversation_id == cid]
+    assert info.model == model
+    on = [*asked, {"role": "assistant", "content": "the other model answers"},
+          {"role": "user", "content": f"{model} asks the other model again"}]
+    headers, going_on = send(small, on, model, model=model)
+    assert headers["x-ctxlayer-conversation"] == cid
+    assert text(going_on[0]) == text(other[0])
     back = [*asked, {"role": "assistant", "content": "the other model answers"},
             {"role": "user", "content": f"{model} asks the first model again"}]
     _, again = send(small, back, model)

@@ -18,7 +18,8 @@ agent, in every format (Messages and Chat Completions, streamed or not, and Resp
 request with tools gets a tool call until `rounds` were made (Responses: until it carries
 `rounds` outputs, or made `rounds` calls since `agent` where the history carries fewer), then
 the text
-`stand-in answer after N tool results ...`. Round k calls `calls[k % len(calls)]`
+`stand-in answer after N tool results ...`; one without tools (a client's aside: a title, a
+summary) gets `stand-in answer to N messages, aside K.`, K counting them. Round k calls `calls[k % len(calls)]`
 (`{"name", "arguments"}`, for a real client that runs it) when the request offers that tool,
 else its first tool with `{"round": k}`.
 Every request is checked as the provider checks it (standin_checks.py) and measured against
@@ -142,6 +143,7 @@ class Standin:
         self.agent_rounds = 0
         self.agent_calls: list[dict] = []
         self._agent_made = 0  # tool calls made in Messages / Chat answers since agent()
+        self._asides = 0  # answers without tools while an agent (a title, a summary)
         self._responses_made = 0  # ... and in Responses answers
         #: how requests for one model are answered, over everything else (`for_model`)
         self.by_model: dict[str, dict[str, Any]] = {}
@@ -415,15 +417,18 @@ class Standin:
         return Reply(tool_name=names[0], tool_arguments={"round": done + 1})
 
     def _agent_messages_reply(self, fmt: str, body: dict) -> Reply | None:
-        """The agent's answer to a Messages or Chat Completions request, None when it has no
-        tools (a client's side request: a title, a summary) or the agent is off."""
+        """The agent's answer to a Messages or Chat Completions request (to one with no tools,
+        a client's aside: a title, a summary, words of its own), None when the agent is off."""
         tools = [t for t in body.get("tools") or () if isinstance(t, dict)]
         names = [t.get("name") if fmt == "anthropic" else (t.get("function") or {}).get("name")
                  for t in tools]
         names = [n for n in names if isinstance(n, str)]
-        if not self.agent_rounds or not names or body.get("tool_choice") in ("none", {
-                "type": "none"}):
+        if not self.agent_rounds or body.get("tool_choice") in ("none", {"type": "none"}):
             return None
+        if not names:  # each aside its own words, as a model's summaries differ
+            self._asides += 1
+            n = len(body.get("messages") or [])
+            return Reply(text=f"stand-in answer to {n} messages, aside {self._asides}.")
         # rounds are the calls it made: a fitted request may have dropped earlier results
         done = self._agent_made
         msgs = body.get("messages") or []

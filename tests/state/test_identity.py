@@ -59,3 +59,35 @@ def test_a_history_a_client_compaction_wrote_is_known_by_its_opening():
     assert not identity.compacted([{"role": "assistant", "content": summary}])
     assert not identity.compacted([{"role": "user", "content": "Summarize: " + summary}])
     assert not identity.compacted([])
+
+
+def test_qwen_codes_and_opencodes_compacted_histories_are_known_after_the_system_prompt():
+    system = {"role": "system", "content": "You are Qwen Code."}
+    resume = ("the build passed\n\nResume the prior task using the summary above. Continue "
+              "from the last in-flight step.")
+    # Qwen Code merges its reminder into the summary's message on the turns after
+    merged = {"role": "user", "content": [{"type": "text", "text": "<system-reminder>x"},
+                                          {"type": "text", "text": resume}]}
+    assert identity.compacted([system, merged])
+    assert identity.compacted([{"role": "user", "content": "<state_snapshot>a</state_snapshot>"}])
+    assert not identity.compacted([system, {"role": "user", "content": "Resume the prior task"
+                                            " using the summary above."}])  # the user's own
+    asked = {"role": "user", "content": [{"type": "input_text",
+                                          "text": "What did we do so far?"}]}
+    answer = {"role": "assistant", "content": "We read the log."}
+    assert identity.compacted([{"role": "developer", "content": "x"}, asked, answer])
+    assert not identity.compacted([asked])  # a chat's first question, no answer yet
+    assert not identity.compacted([system, answer, asked])
+
+
+def test_the_system_prompt_is_read_where_each_format_keeps_it():
+    chat = {"messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "u"}]}
+    assert identity.system_of(chat) == identity.system_of(
+        {"messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "v"}]})
+    assert identity.system_of(chat) != identity.system_of(
+        {"messages": [{"role": "system", "content": "T"}, {"role": "user", "content": "u"}]})
+    marked = [{"type": "text", "text": "S", "cache_control": {"type": "ephemeral"}}]
+    assert identity.system_of({"system": marked, "messages": []}) == identity.system_of(
+        {"system": [{"type": "text", "text": "S"}], "messages": [{"role": "user"}]})
+    assert identity.system_of({"instructions": "S", "input": []}) != identity.system_of(
+        {"instructions": "T", "input": []})

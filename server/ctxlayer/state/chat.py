@@ -80,12 +80,14 @@ class Conversation:
         other.left_behind = True
         return other
 
-    def branch(self, conversation_id: str, source: protocol.Source) -> Conversation:
-        """A new conversation that starts from this one's window (a state is a value: neither
+    def branch(self, conversation_id: str, source: protocol.Source, model: str
+               ) -> Conversation:
+        """A new conversation on ``model`` (one counted alike: Claude Code's `/model` from one
+        Claude to another) that starts from this one's window (a state is a value: neither
         changes it). Not the codec's read of the last request: the branch's turns run beside
         this one's, in a lane of their own, and each turn adds to what that read keeps of the
         messages it wrote."""
-        other = Conversation(self.workspace, conversation_id, self.model, source)
+        other = Conversation(self.workspace, conversation_id, model, source)
         for name in ("state", "window", "bias", "native_count", "tools_tokens", "chain",
                      "counted_with"):
             setattr(other, name, getattr(self, name))

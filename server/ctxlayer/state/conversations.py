@@ -113,7 +113,7 @@ class Conversations:
         # requests take one lane, so each sees the others' last
         hint = identity.client_hint(p.format, p.request, p.client_session_id)
         family = (identity.hinted_id(p.format, hint, asked.model_of(caller, p)) if hint
-                  else identity.family_id(p.format, p.request))
+                  else self._unhinted_family(workspace, p, asked.model_of(caller, p)))
         older = identity.older_hinted_id(p.format, hint) if hint else None
         async with self.state.lanes.turn(("chats", workspace, family)):
             cid, edits = self._by_chain(workspace, family, p.request)
@@ -132,14 +132,32 @@ class Conversations:
         members = [(cid, c.chain) for cid, c in live]
         found = identity.best_match(members, now)
         if found is None and members and identity.compacted(now):
+            system = identity.system_of(request)
             alike = [cid for cid, c in live if c.decoded is not None
-                     and identity.same_system(c.decoded.payload.get("system"),
-                                              request.get("system"))]
+                     and identity.system_of(c.decoded.payload) == system]
             return (alike or [members[-1][0]])[-1], True
         if found is None:
             return (self._fork_id(family) if members else family), False
         cid, extends = found
         return cid, not extends
+
+    def _unhinted_family(self, workspace: str, p: protocol.PrepareParams, model: str) -> str:
+        """The family of a request no client session id names: those that start like it; but
+        a history the client's own compaction wrote (it opens with its summary, like no chat)
+        goes on in the family of the workspace's most recent chat on ``model`` with the same
+        system prompt (Qwen Code's, OpenCode's on the Messages API: each compaction made a chat
+        more, and the one going on started uncalibrated)."""
+        family = identity.family_id(p.format, p.request)
+        if not identity.compacted(identity.turns(p.request)):
+            return family
+        live = [c for (ws, _), c in self._live.items() if ws == workspace]
+        if any(c.family == family for c in live):
+            return family
+        system = identity.system_of(p.request)
+        going_on = [c.family for c in live if c.client is None and c.model == model
+                    and c.family is not None and c.decoded is not None
+                    and identity.system_of(c.decoded.payload) == system]
+        return going_on[-1] if going_on else family
 
     def _fork_id(self, family: str) -> str:
         """A new id in ``family``, never one given before this start: the state folder may
@@ -250,11 +268,12 @@ class Conversations:
             await _or_said(self.upkeep.take_up(conv, family, self._ids(workspace, family), older),
                            "read the kept windows (the chat starts afresh)", trouble, None)
             return (conv if conv.kept else self._branch_of(conv, now)), None, False
-        if conv.model != model:  # another tokenizer: nothing counted before holds
+        if not asked.counted_alike(conv.model, model):  # nothing counted before holds
             if edits:  # the chain it replaces, as it was
                 self._fork(conv)
             conv.model, conv.state, conv.kept, conv.decoded = model, None, [], None
             return conv, None, False
+        conv.model = model  # a model counted alike (aider's `/model`): its window goes on
         if not edits:
             return conv, None, False
         # since a restart, the request may be another chat of the family coming back, whose
@@ -317,7 +336,7 @@ class Conversations:
             n = identity.shared(c.chain, now)
             if n > most:
                 best, most = c, n
-        return best.branch(conv.conversation_id, conv.source) if best is not None else conv
+        return best.branch(conv.conversation_id, conv.source, conv.model) if best is not None else conv
 
     async def _took(self, conv: Conversation, turn: Turn, encoded: Any, budget: int,
                     nominal: int, tools: int, trouble: list[str]) -> None:

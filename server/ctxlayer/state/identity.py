@@ -10,8 +10,11 @@ replaces the furthest along (an edit, a regenerated answer, a rewind), else (it 
 message with any) to one of its own. The caller then keeps the chain that was replaced as a
 conversation of its own (a fork): if that chat goes on, its next request extends it and lands
 there, with its own summary chunks. One exception to "one of its own": a history a client's
-own compaction wrote (`compacted`: Claude Code's opens with its summary, sharing no message
-with the chain it replaces) goes on in the family's most recent conversation, as an edit.
+own compaction wrote (`compacted`: Claude Code's, Qwen Code's and OpenCode's open with its
+summary, sharing no message with the chain it replaces) goes on in the family's most recent
+conversation with the same system prompt, as an edit; with no session id to name the family,
+in the workspace's most recent one on the model with that system prompt (the summary opens
+it, so it starts like no chat).
 
 Owns the pure parts of that decision: the hints, the ids, how far two chains agree.
 Must not: keep state (Conversations does), or import a face.
@@ -119,21 +122,58 @@ def best_match(chains: list[tuple[str, list]], now: list) -> tuple[str, bool] | 
     return None
 
 
-#: how the history a client's own compaction writes opens: Claude Code's (`/compact`, and its
-#: automatic compaction), a user message starting with these words
-COMPACTED_OPENINGS = ("This session is being continued from a previous conversation",)
+#: how the history a client's own compaction writes opens, its first user message: Claude Code's
+#: (`/compact`, and its automatic compaction) starts with these words
+COMPACTED_OPENINGS = ("This session is being continued from a previous conversation",
+                      "<state_snapshot>")  # Qwen Code's summary (as Gemini CLI's)
+#: Qwen Code's ends with its order to resume (0.24: "Resume the prior task using the summary
+#: above. Continue from the last in-flight step; ..."), a paragraph of its own
+COMPACTED_ENDINGS = ("\n\nResume the prior task using the summary above.",)
+#: OpenCode's is this question alone, its summary the assistant's answer after it
+COMPACTED_QUESTIONS = ("What did we do so far?",)
+#: roles of the messages a chat's system prompt is given as (Chat Completions, Responses)
+SYSTEM_ROLES = ("system", "developer")
 
 
 def compacted(now: list) -> bool:
-    """Whether ``now`` is a history a client's own compaction wrote (`COMPACTED_OPENINGS`)."""
-    first = now[0] if now else None
-    content = first.get("content") if isinstance(first, dict) else None
-    if isinstance(content, list) and content and isinstance(content[0], dict):
-        content = content[0].get("text")
-    return first is not None and first.get("role") == "user" and isinstance(content, str) \
-        and content.startswith(COMPACTED_OPENINGS)
+    """Whether ``now`` is a history a client's own compaction wrote: its first message after
+    its system prompt is a user message that opens as one (`COMPACTED_OPENINGS`), holds the
+    order to resume after the summary (`COMPACTED_ENDINGS`), or asks what was done
+    (`COMPACTED_QUESTIONS`) with an answer after it."""
+    start = _after_system(now)
+    first = now[start] if start < len(now) else None
+    if not isinstance(first, dict) or first.get("role") != "user":
+        return False
+    text = _text_of(first.get("content"))
+    if text.startswith(COMPACTED_OPENINGS) or any(e in text for e in COMPACTED_ENDINGS):
+        return True
+    answer = now[start + 1] if start + 1 < len(now) else None
+    return text.strip() in COMPACTED_QUESTIONS and isinstance(answer, dict) \
+        and answer.get("role") == "assistant"
 
 
-def same_system(a: Any, b: Any) -> bool:
-    """Whether two requests' `system` are the same, cache_control aside."""
-    return a is b or a == b or _plain(a) == _plain(b)
+def system_of(request: dict) -> list:
+    """A request's system prompt, wherever its format keeps it (`system`, `instructions`, its
+    first messages), cache_control aside: what tells a chat's requests from its client's
+    side requests (a summary, a title) and a sub-agent's."""
+    head = turns(request)
+    return _plain([request.get("system"), request.get("instructions"),
+                   head[:_after_system(head)]])
+
+
+def _after_system(now: list) -> int:
+    """The index of the first message that is not the system prompt's."""
+    n = 0
+    while n < len(now) and isinstance(now[n], dict) and now[n].get("role") in SYSTEM_ROLES:
+        n += 1
+    return n
+
+
+def _text_of(content: Any) -> str:
+    """A message content's text: the string, or its text blocks' (`text`, `input_text`)."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "".join(b["text"] for b in content
+                   if isinstance(b, dict) and isinstance(b.get("text"), str))

@@ -1,0 +1,98 @@
+"""A history a client's own compaction wrote, from a client that names no session (Qwen Code,
+OpenCode on the Messages API): it opens with the client's summary, so it starts like no chat
+the gateway has seen. It goes on in the chat it compacted, the workspace's most recent on the
+same model with the same system prompt; a chat with another system prompt (the client's
+summarizer, asked just before) or on another model is left alone. Real gateway, official
+SDKs, the strict stand-in."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from gateway_stack import Stack, fresh_stack
+
+QWEN = "You are Qwen Code, an interactive CLI agent."
+SUMMARIZER = "You are the component that summarizes a conversation."
+#: Qwen Code 0.24's summary as it sends it on: the model's words, then its order to resume
+QWEN_SUMMARY = ("<state_snapshot>\nThe user asked to check the build log; it passed.\n"
+                "</state_snapshot>\n\nResume the prior task using the summary above. Continue "
+                "from the last in-flight step; do not acknowledge the summary.")
+
+
+@pytest.fixture
+def stack(tmp_path) -> Iterator[Stack]:
+    """A stack of the test's own: the chats listed are its alone."""
+    with fresh_stack(tmp_path) as fresh:
+        yield fresh
+
+
+def chat_completion(stack: Stack, system: str, messages: list[dict],
+                    model: str = "gpt-4o") -> str:
+    raw = stack.openai().chat.completions.with_raw_response.create(
+        model=model, messages=[{"role": "system", "content": system}, *messages])
+    return raw.headers["x-ctxlayer-conversation"]
+
+
+def listed(stack: Stack) -> list[str]:
+    return [c.conversation_id for c in stack.state.conversations.list(
+        stack.gateway.caller.workspace)]
+
+
+def turns(first: str, n: int) -> list[dict]:
+    out: list[dict] = [{"role": "user", "content": first}]
+    for k in range(n):
+        out += [{"role": "assistant", "content": f"answer {k}"},
+                {"role": "user", "content": f"question {k}"}]
+    return out
+
+
+def test_qwen_codes_compacted_history_goes_on_in_the_chat_it_compacted(stack):
+    chat = chat_completion(stack, QWEN, turns("Check the build log.", 2))
+    other_model = chat_completion(stack, QWEN, turns("Something else.", 0), model="gpt-4.1")
+    aside = chat_completion(stack, SUMMARIZER, [*turns("Check the build log.", 2), {
+        "role": "user", "content": "Produce the <state_snapshot> XML."}])
+    assert len({chat, other_model, aside}) == 3
+    compacted = [{"role": "user", "content": [{"type": "text", "text": QWEN_SUMMARY}]},
+                 {"role": "assistant", "content": "Got it. Thanks for the additional context!"},
+                 {"role": "user", "content": "question 3"}]
+    assert chat_completion(stack, QWEN, compacted) == chat
+    # the next request opens alike: the same chat; the chain before the summary is not listed
+    going_on = [*compacted, {"role": "assistant", "content": "answer 3"},
+                {"role": "user", "content": "question 4"}]
+    assert chat_completion(stack, QWEN, going_on) == chat
+    assert sorted(listed(stack)) == sorted([chat, other_model, aside])
+    # a second compaction: its summary differs, and it too goes on there
+    again = [{"role": "user", "content": QWEN_SUMMARY.replace("it passed", "it passed twice")},
+             {"role": "assistant", "content": "Got it. Thanks for the additional context!"},
+             {"role": "user", "content": "question 5"}]
+    assert chat_completion(stack, QWEN, again) == chat
+    assert len(listed(stack)) == 3
+
+
+def test_a_compacted_history_with_no_chat_of_its_system_prompt_is_a_chat_of_its_own(stack):
+    chat = chat_completion(stack, QWEN, turns("Check the build log.", 1))
+    compacted = [{"role": "user", "content": QWEN_SUMMARY},
+                 {"role": "assistant", "content": "Got it."}, {"role": "user", "content": "go"}]
+    elsewhere = chat_completion(stack, "You are another agent.", compacted)
+    on_another_model = chat_completion(stack, QWEN, compacted, model="gpt-4.1")
+    assert len({chat, elsewhere, on_another_model}) == 3
+
+
+def test_opencodes_compacted_history_on_the_messages_api_goes_on_in_its_chat(stack):
+    """OpenCode's compacted history asks what was done and its summary answers; the question
+    alone, a chat's first, is a chat of its own."""
+    def ask(messages: list[dict], system: str = "You are OpenCode.") -> str:
+        return stack.anthropic().messages.with_raw_response.create(
+            model="claude-sonnet-4-5", max_tokens=64, system=system, messages=messages,
+        ).headers["x-ctxlayer-conversation"]
+
+    chat = ask(turns("Check the build log.", 2))
+    aside = ask([{"role": "user", "content": "Here is the conversation so far: ..."}],
+                system="You are a context summarization agent.")
+    question = {"role": "user", "content": "What did we do so far?"}  # its words, 1.18
+    after = [question, {"role": "assistant", "content": "We checked the build log."},
+             {"role": "user", "content": "Continue if you have next steps."}]
+    assert ask(after) == chat
+    assert sorted(listed(stack)) == sorted([chat, aside])
+    assert ask([question]) not in (chat, aside)
