@@ -80,8 +80,7 @@ def test_a_compacted_history_with_no_chat_of_its_system_prompt_is_a_chat_of_its_
 
 
 def test_opencodes_compacted_history_on_the_messages_api_goes_on_in_its_chat(stack):
-    """OpenCode's compacted history asks what was done and its summary answers; the question
-    alone, a chat's first, is a chat of its own."""
+    """OpenCode's compacted history asks what was done and its summary answers."""
     def ask(messages: list[dict], system: str = "You are OpenCode.") -> str:
         return stack.anthropic().messages.with_raw_response.create(
             model="claude-sonnet-4-5", max_tokens=64, system=system, messages=messages,
@@ -95,4 +94,29 @@ def test_opencodes_compacted_history_on_the_messages_api_goes_on_in_its_chat(sta
              {"role": "user", "content": "Continue if you have next steps."}]
     assert ask(after) == chat
     assert sorted(listed(stack)) == sorted([chat, aside])
-    assert ask([question]) not in (chat, aside)
+
+
+def test_cns_history_opening_with_the_assistants_summary_goes_on_in_its_chat(stack):
+    """Continue's `cn` asks its chat for a summary, then sends the system prompt and the
+    assistant's summary alone, and the turns after it: that history, which grows from an
+    assistant message, goes on in the chat, each request (the name of a chat no longer takes
+    in the assistant messages before its first user message). A chat that opens with a
+    greeting is taken for one too, as two chats that open alike are: an edit of the other,
+    until each goes on in its own."""
+    cn = "You are an agent in the Continue CLI."
+    chat = chat_completion(stack, cn, turns("Check the build log.", 2))
+    chat_completion(stack, cn, [*turns("Check the build log.", 2), {
+        "role": "user", "content": "Please provide a concise summary of our conversation so far,"
+                                   " capturing the key context."}])
+    summary = {"role": "assistant", "content": "We checked the build log twice."}
+    assert chat_completion(stack, cn, [summary]) == chat
+    on = [summary, {"role": "assistant", "content": "It passed."},
+          {"role": "user", "content": "continue"}]
+    assert chat_completion(stack, cn, on) == chat
+    assert listed(stack) == [chat]
+    greeting = [{"role": "assistant", "content": "Hello! Ask me."},
+                {"role": "user", "content": "hi"}]
+    assert chat_completion(stack, cn, greeting) == chat
+    going_on = chat_completion(stack, cn, [*on, {"role": "assistant", "content": "Done."},
+                                           {"role": "user", "content": "thanks"}])
+    assert going_on != chat and sorted(listed(stack)) == sorted([chat, going_on])

@@ -52,8 +52,10 @@ def _text(content: Any) -> str:
 
 
 def identity_text(fmt: str, request: dict) -> str:
-    """What names a conversation without an id: its system text and first user message, text
-    only, so markers a client moves between turns (cache_control) do not change it."""
+    """What names a conversation without an id: its system text and first message after it
+    (its first user message; a history a client's compaction wrote may open with the
+    assistant's summary, and the name must not change as that history grows), text only, so
+    markers a client moves between turns (cache_control) do not change it."""
     own = formats.codec(fmt).identity
     if own is not None:
         return "\x01".join([fmt, *own(request)])
@@ -64,7 +66,7 @@ def identity_text(fmt: str, request: dict) -> str:
             break
         role = m.get("role")
         parts.append(f"{role}\x00{_text(m.get('content'))}")
-        if role == "user":
+        if role not in ("system", "developer"):
             break
     return "\x01".join(parts)
 

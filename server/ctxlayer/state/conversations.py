@@ -94,6 +94,9 @@ class Conversations:
         self._live: OrderedDict[tuple[str, str], Conversation] = OrderedDict()
         self.upkeep = Upkeep(state)  # what a turn sets going after its answer
         self._forks = 0  # ids given to forks, so each is new
+        #: (workspace, family) a client's compaction opened -> the family of the chat it went
+        #: on in (`_unhinted_family`), the last MAX_LIVE
+        self._moved: dict[tuple[str, str], str] = {}
         self._run = secrets.token_hex(2)  # and new beside those of the runs before
 
     # --- ctx/prepare ---------------------------------------------------------------------
@@ -143,21 +146,27 @@ class Conversations:
 
     def _unhinted_family(self, workspace: str, p: protocol.PrepareParams, model: str) -> str:
         """The family of a request no client session id names: those that start like it; but
-        a history the client's own compaction wrote (it opens with its summary, like no chat)
+        a history the client's own compaction wrote opens with its summary, like no chat: it
         goes on in the family of the workspace's most recent chat on ``model`` with the same
-        system prompt (Qwen Code's, OpenCode's on the Messages API: each compaction made a chat
-        more, and the one going on started uncalibrated)."""
+        system prompt (Qwen Code's, OpenCode's on the Messages API, `cn`'s), and so do the
+        requests that open like it after it (`_moved`). Before, each compaction made a chat
+        more, and the one going on started uncalibrated."""
         family = identity.family_id(p.format, p.request)
-        if not identity.compacted(identity.turns(p.request)):
-            return family
+        moved = self._moved.get((workspace, family))
         live = [c for (ws, _), c in self._live.items() if ws == workspace]
-        if any(c.family == family for c in live):
-            return family
+        if moved is not None or any(c.family == family for c in live) \
+                or not identity.compacted(identity.turns(p.request)):
+            return moved or family
         system = identity.system_of(p.request)
-        going_on = [c.family for c in live if c.client is None and c.model == model
-                    and c.family is not None and c.decoded is not None
-                    and identity.system_of(c.decoded.payload) == system]
-        return going_on[-1] if going_on else family
+        alike = [c.family for c in live if c.client is None and c.model == model and c.family
+                 and not c.left_behind and c.decoded is not None
+                 and identity.system_of(c.decoded.payload) == system]
+        if not alike:
+            return family
+        self._moved[(workspace, family)] = alike[-1]
+        while len(self._moved) > self.max_live:
+            self._moved.pop(next(iter(self._moved)))
+        return alike[-1]
 
     def _fork_id(self, family: str) -> str:
         """A new id in ``family``, never one given before this start: the state folder may

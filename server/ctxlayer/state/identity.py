@@ -4,14 +4,14 @@ Requests form a family: those of one client session id on one model (the gateway
 Claude Code's `x-claude-code-session-id`; a body's Anthropic `metadata.user_id`, OpenAI
 `prompt_cache_key`, then `user`: Claude Code's sub-agents send chats of their own under its
 session id, on its model or another (the Agent tool's `model`)), else those that share their
-first messages (system text and first user message, text only). Within a family a request
-belongs to the conversation whose last request it extends, else to the one whose tail it
+first messages (system text and the first message after it, text only). Within a family a
+request belongs to the conversation whose last request it extends, else to the one whose tail it
 replaces the furthest along (an edit, a regenerated answer, a rewind), else (it shares no
 message with any) to one of its own. The caller then keeps the chain that was replaced as a
 conversation of its own (a fork): if that chat goes on, its next request extends it and lands
 there, with its own summary chunks. One exception to "one of its own": a history a client's
 own compaction wrote (`compacted`: Claude Code's, Qwen Code's and OpenCode's open with its
-summary, sharing no message with the chain it replaces) goes on in the family's most recent
+summary, `cn`'s with the assistant's, sharing no message with the chain it replaces) goes on in the family's most recent
 conversation with the same system prompt, as an edit; with no session id to name the family,
 in the workspace's most recent one on the model with that system prompt (the summary opens
 it, so it starts like no chat).
@@ -137,11 +137,16 @@ SYSTEM_ROLES = ("system", "developer")
 
 def compacted(now: list) -> bool:
     """Whether ``now`` is a history a client's own compaction wrote: its first message after
-    its system prompt is a user message that opens as one (`COMPACTED_OPENINGS`), holds the
-    order to resume after the summary (`COMPACTED_ENDINGS`), or asks what was done
-    (`COMPACTED_QUESTIONS`) with an answer after it."""
+    its system prompt is the assistant's (Continue's `cn` sends its summary so, then the
+    turns after it; a chat that opens with a greeting is taken for one too, which is what
+    two chats that open alike are: an edit of the other, until each goes on in its own), or
+    a user message that opens as one (`COMPACTED_OPENINGS`), holds the order to resume after
+    the summary (`COMPACTED_ENDINGS`), or asks what was done (`COMPACTED_QUESTIONS`) with an
+    answer after it."""
     start = _after_system(now)
     first = now[start] if start < len(now) else None
+    if isinstance(first, dict) and first.get("role") == "assistant":
+        return True
     if not isinstance(first, dict) or first.get("role") != "user":
         return False
     text = _text_of(first.get("content"))
