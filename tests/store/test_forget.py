@@ -1,5 +1,5 @@
-"""The state folder forgets (state/expiry.py): a workspace's audit entries and conversation
-windows older than a time go; its sessions, messages and rules, and other workspaces, stay."""
+"""The state folder forgets (state/expiry.py): a workspace's audit entries, conversation
+windows and moved families older than a time go; its sessions, messages and rules, and other workspaces, stay."""
 
 from __future__ import annotations
 
@@ -36,6 +36,8 @@ def test_old_audit_entries_and_windows_go_sessions_and_other_workspaces_stay(
         store.add_audit(row.sid, [_entry(k) for k in range(3, 5)], NEW)
         store.put_conversation(ws, "old-chat", "gpt-4o", 1, b"{}", OLD)
         store.put_conversation(ws, "new-chat", "gpt-4o", 1, b"{}", NEW)
+        store.put_moved(ws, "c-old-summary", "c-chat", OLD)
+        store.put_moved(ws, "c-new-summary", "c-chat", NEW)
 
     assert store.forget("/ws/a", CUT) == (3, 1)
     assert store.forget("/ws/a", CUT) == (0, 0)  # nothing left to forget
@@ -45,6 +47,9 @@ def test_old_audit_entries_and_windows_go_sessions_and_other_workspaces_stay(
     assert store.conversation("/ws/a", "old-chat") is None
     assert store.conversation("/ws/a", "new-chat") is not None
     assert store.conversation("/ws/b", "old-chat") is not None
+    assert store.moved("/ws/a", "c-old-summary") is None
+    assert store.moved("/ws/a", "c-new-summary") == store.moved("/ws/b", "c-old-summary") \
+        == "c-chat"
     assert [m.content for _, m, _ in store.messages(a)] == ["keep me"]
     assert [r.id for r in store.rules(a)] == ["r1"]
     assert store.get("/ws/a", "chat") is not None

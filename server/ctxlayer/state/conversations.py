@@ -116,7 +116,7 @@ class Conversations:
         # requests take one lane, so each sees the others' last
         hint = identity.client_hint(p.format, p.request, p.client_session_id)
         family = (identity.hinted_id(p.format, hint, asked.model_of(caller, p)) if hint
-                  else self._unhinted_family(workspace, p, asked.model_of(caller, p)))
+                  else await self._unhinted_family(workspace, p, asked.model_of(caller, p)))
         older = identity.older_hinted_id(p.format, hint) if hint else None
         async with self.state.lanes.turn(("chats", workspace, family)):
             cid, edits = self._by_chain(workspace, family, p.request)
@@ -144,13 +144,15 @@ class Conversations:
         cid, extends = found
         return cid, not extends
 
-    def _unhinted_family(self, workspace: str, p: protocol.PrepareParams, model: str) -> str:
+    async def _unhinted_family(self, workspace: str, p: protocol.PrepareParams,
+                               model: str) -> str:
         """The family of a request no client session id names: those that start like it; but
         a history the client's own compaction wrote opens with its summary, like no chat: it
         goes on in the family of the workspace's most recent chat on ``model`` with the same
         system prompt (Qwen Code's, OpenCode's on the Messages API, `cn`'s), and so do the
-        requests that open like it after it (`_moved`). Before, each compaction made a chat
-        more, and the one going on started uncalibrated."""
+        requests that open like it after it (`_moved`, kept in the state folder for the first
+        request after a restart). Before, each compaction made a chat more, and the one going
+        on started uncalibrated."""
         family = identity.family_id(p.format, p.request)
         moved = self._moved.get((workspace, family))
         live = [c for (ws, _), c in self._live.items() if ws == workspace]
@@ -161,6 +163,13 @@ class Conversations:
         alike = [c.family for c in live if c.client is None and c.model == model and c.family
                  and not c.left_behind and c.decoded is not None
                  and identity.system_of(c.decoded.payload) == system]
+        if alike:
+            self.upkeep.keep_moved(workspace, family, alike[-1], _now())
+        else:  # after a restart: where it went on before, if it did
+            sessions = self.state.sessions
+            went = await _or_said(self.state.keep(lambda: sessions.store.moved(
+                workspace, family)), "read where the chat went on", [], None)
+            alike = [went] if went is not None else []
         if not alike:
             return family
         self._moved[(workspace, family)] = alike[-1]

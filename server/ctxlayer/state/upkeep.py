@@ -142,6 +142,21 @@ class Upkeep:
             _put, store, conv.workspace, conv.conversation_id, conv.model, conv.turn, st,
             counted_with, now)), "keeping its window")
 
+    def keep_moved(self, workspace: str, family: str, target: str, now: str) -> None:
+        """Keep, on the keeping thread, that requests of ``family`` go on in ``target``'s
+        (a history a client's compaction wrote: after a restart its chat is found)."""
+        sessions = self.state.sessions
+        task = asyncio.ensure_future(self.state.keep(lambda: sessions.store.put_moved(
+            workspace, family, target, now)))
+        self._tasks.add(task)
+        task.add_done_callback(lambda t: self._moved_kept(t, family))
+
+    def _moved_kept(self, task: asyncio.Future, family: str) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("family %s: keeping where it went on failed: %s", family,
+                        task.exception())
+
     def keep_unwritten(self, convs: Iterable[Conversation], now: str) -> Callable[[], None]:
         """The write, for the keeping thread, of the windows of ``convs`` that changed since
         they were last written (a chat under its budget has never been: after a restart it

@@ -399,12 +399,27 @@ class SessionStore:
                  but, most)).fetchall()
         return [(r[0], r[1], r[2]) for r in rows]
 
+    def put_moved(self, workspace: str, family: str, target: str, now: str) -> None:
+        """Keep that requests of ``family`` go on in the family ``target``."""
+        with self._tx() as c:
+            c.execute("INSERT INTO moved_families (workspace, family, target, updated_at) "
+                      "VALUES (?,?,?,?) ON CONFLICT (workspace, family) DO UPDATE SET "
+                      "target=excluded.target, updated_at=excluded.updated_at",
+                      (workspace, family, target, now))
+
+    def moved(self, workspace: str, family: str) -> str | None:
+        """The family requests of ``family`` go on in, None when it was not moved."""
+        with self._tx() as c:
+            row = c.execute("SELECT target FROM moved_families WHERE workspace=? AND family=?",
+                            (workspace, family)).fetchone()
+        return row[0] if row else None
+
     # --- forgetting (state/expiry.py) -----------------------------------------------------
 
     def forget(self, workspace: str, before: str) -> tuple[int, int]:
         """Remove the workspace's audit entries written before ``before`` (an ISO time, as the
-        rows keep it) and the windows of its conversations last kept before it; (audit entries,
-        windows) removed. Sessions, their messages, rules and working items stay."""
+        rows keep it) and the windows of its conversations last kept before it, and its moved
+        families; (audit entries, windows) removed. Sessions, their messages, rules and working items stay."""
         audit = 0
         while True:  # a transaction a batch: a first run after months lets other writes in
             with self._tx() as c:
@@ -423,6 +438,8 @@ class SessionStore:
             windows = c.execute("DELETE FROM conversations INDEXED BY conversations_by_time "
                                 "WHERE workspace = ? AND updated_at < ?",
                                 (workspace, before)).rowcount
+            c.execute("DELETE FROM moved_families WHERE workspace = ? AND updated_at < ?",
+                      (workspace, before))  # a few rows a workspace: no index
         return audit, windows
 
 

@@ -86,6 +86,18 @@ MIGRATIONS: list[str] = [
     """
     CREATE INDEX conversations_by_time ON conversations (workspace, updated_at);
     """,
+    # 6 -> 7: a family a client's own compaction opened, moved to the family of the chat it
+    # went on in (state/conversations.py `_unhinted_family`): after a restart its next request
+    # finds that chat's window, not none
+    """
+    CREATE TABLE moved_families (
+        workspace TEXT NOT NULL,
+        family TEXT NOT NULL,
+        target TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (workspace, family)
+    ) WITHOUT ROWID;
+    """,
 ]
 
 VERSION = len(MIGRATIONS)
