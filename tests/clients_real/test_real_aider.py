@@ -1,11 +1,14 @@
 """aider (aider-chat from PyPI, pinned in versions.env, in its own venv: it pins openai==2.20.0,
 the project pins 3.63.0) through the gateway's Chat Completions. aider edits with
 SEARCH/REPLACE blocks in its answer text, not tool calls: the stand-in answers with one, and
-aider must apply it to the file in the temporary git repository."""
+aider must apply it to the file in the temporary git repository; in its chat loop, with files
+added and dropped, it is one chat."""
 
 from __future__ import annotations
 
 import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 from real_clients import (
@@ -33,9 +36,15 @@ It adds and multiplies numbers: `add(2, 3)` is 5.
 """
 
 
-def test_aider_applies_the_stand_ins_edit_through_the_gateway(stack, repo, tmp_path):
+#: aider's flags for a run with no question of its own, nothing asked of the network
+QUIET = ["--model", "openai/gpt-4o", "--yes-always", "--no-check-update",
+         "--no-show-release-notes", "--analytics-disable", "--no-show-model-warnings",
+         "--no-pretty", "--no-fancy-input"]
+
+
+def aider(stack, home: Path) -> tuple[Path, dict[str, str]]:
+    """aider's executable and its environment on the gateway."""
     exe = client("aider", "AIDER", "bin/aider")
-    home = tmp_path / "home"
     env = client_env(home, OPENAI_API_KEY="sk-test-not-a-key", OPENAI_API_BASE=stack.openai_url)
     # aider fetches litellm's model table once a day unless its cache is fresh: seed the cache
     # from the copy litellm ships, so it never tries the network
@@ -43,11 +52,14 @@ def test_aider_applies_the_stand_ins_edit_through_the_gateway(stack, repo, tmp_p
         "lib/python*/site-packages/litellm/model_prices_and_context_window_backup.json"))
     (home / ".aider" / "caches").mkdir(parents=True)
     shutil.copy(shipped, home / ".aider" / "caches" / "model_prices_and_context_window.json")
+    return exe, env
+
+
+def test_aider_applies_the_stand_ins_edit_through_the_gateway(stack, repo, tmp_path):
+    exe, env = aider(stack, tmp_path / "home")
     stack.standin.reply(EDIT)
-    done = run([exe, "--model", "openai/gpt-4o", "--message", "Say it multiplies too.",
-                "--yes-always", "--no-git", "--no-check-update", "--no-show-release-notes",
-                "--analytics-disable", "--no-show-model-warnings", "--no-pretty",
-                "--no-fancy-input", "README.md"], env, repo)
+    done = run([exe, *QUIET, "--message", "Say it multiplies too.", "--no-git", "README.md"],
+               env, repo)
     assert "Applied edit to README.md" in done.stdout, done.stdout
     assert (repo / "README.md").read_text() == README.replace("It adds", "It adds and multiplies")
     requests = model_requests(stack)
@@ -60,3 +72,28 @@ def test_aider_applies_the_stand_ins_edit_through_the_gateway(stack, repo, tmp_p
     # aider streams without asking for the usage: the gateway asked it upstream and read it
     assert requests[0]["body"]["stream_options"] == {"include_usage": True}
     assert chat.get("cachedTokens") is not None, chat
+
+
+def test_aiders_chat_is_one_chat_as_files_come_and_go(stack, repo, tmp_path):
+    """aider in its chat loop (questions on its standard input), in a git repository: it opens
+    each request with its repo map and the chat's files, written anew as `/add` and `/drop`
+    change them, then the chat's turns. Each request carries the last one's question,
+    answered: one chat listed, with the last request's figures (3 before, one per turn)."""
+    for k in range(5):
+        (repo / f"mod{k}.py").write_text(f"def f{k}(x):\n    return x + {k}\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    subprocess.run([*git, "add", "."], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "modules"], cwd=repo, check=True)
+    exe, env = aider(stack, tmp_path / "home")
+    asked = "What does f1 do?\n/add mod2.py\nAnd f2?\n/drop README.md\nAnd f3?\n/exit\n"
+    done = subprocess.run([str(exe), *QUIET, "README.md"], env=env, cwd=repo, input=asked,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    requests = model_requests(stack)
+    assert_all_valid(requests)
+    assert len(requests) == 3
+    openings = {r["body"]["messages"][3]["content"] for r in requests}
+    assert len(openings) >= 2, openings  # the chat's files, written anew
+    (chat,) = conversations(stack)
+    last = requests[-1]["prompt_tokens"]
+    assert abs(chat["tokens"] - last) < 0.15 * last, (chat, last)

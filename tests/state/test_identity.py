@@ -91,3 +91,16 @@ def test_the_system_prompt_is_read_where_each_format_keeps_it():
         {"system": [{"type": "text", "text": "S"}], "messages": [{"role": "user"}]})
     assert identity.system_of({"instructions": "S", "input": []}) != identity.system_of(
         {"instructions": "T", "input": []})
+
+
+def test_a_request_that_carries_a_chats_last_question_answered_goes_on_in_it():
+    chain = [{"role": "system", "content": "S"}, {"role": "user", "content": "map v1"},
+             {"role": "user", "content": "What does f1 do?"}]
+    later = [{"role": "system", "content": "S"}, {"role": "user", "content": "map v2"},
+             {"role": "user", "content": [{"type": "text", "text": "What does f1 do?"}]},
+             {"role": "assistant", "content": "It adds one."},
+             {"role": "user", "content": "And f2?"}]
+    assert identity.goes_on(chain, later)
+    assert not identity.goes_on(chain, later[:3])  # not answered
+    assert not identity.goes_on(chain, [later[0], later[1], later[3], later[2]])
+    assert not identity.goes_on([{"role": "system", "content": "S"}], later)

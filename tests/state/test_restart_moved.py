@@ -21,9 +21,9 @@ def ask(st: State, messages: list[dict]) -> protocol.PrepareResult:
         format="ctxlayer", request={"messages": messages}, budget=3000))
 
 
-def turns(opening: list[dict], n: int, seed: int) -> list[list[dict]]:
+def turns(opening: list[dict], n: int, seed: int, start: int = 0) -> list[list[dict]]:
     r, out = random.Random(seed), [opening]
-    for t in range(n):
+    for t in range(start, start + n):
         out.append(grow(out[-1], r, t))
     return out
 
@@ -46,6 +46,34 @@ async def test_a_compacted_chat_goes_on_in_its_chat_after_a_restart(tmp_path):
     again = State(tmp_path / "state")
     try:
         last = await ask(again, after[-1])
+        await again.conversations.settled()
+    finally:
+        again.close()
+    assert last.conversation_id == chat
+    assert same_window(went[-1], last)
+
+
+async def test_a_chat_whose_opening_was_written_anew_goes_on_after_a_restart(tmp_path):
+    """aider's: its repo map, first, changes as the chat's files do; each request carries the
+    last one's question, answered."""
+    def opening(files: str) -> list[dict]:
+        return [SYSTEM, {"role": "user", "id": f"map-{files}", "content": f"Files: {files}"},
+                {"role": "assistant", "id": f"ok-{files}", "content": "Ok."}]
+
+    first = turns([*opening("a b"), {"role": "user", "id": "q", "content": "What?"}], 24, 3)
+    rest = [*opening("a"), *first[-1][3:]]  # a file dropped: the map written anew
+    then = turns(rest, 4, 4, start=100)[1:]  # the last question answered, a new one
+    st = State(tmp_path / "state")
+    try:
+        chat = [await ask(st, m) for m in first][-1].conversation_id
+        went = [await ask(st, m) for m in then[:-1]]
+        assert {r.conversation_id for r in went} == {chat}
+        await st.conversations.settled()
+    finally:
+        st.close()
+    again = State(tmp_path / "state")
+    try:
+        last = await ask(again, then[-1])
         await again.conversations.settled()
     finally:
         again.close()

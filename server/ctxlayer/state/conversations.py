@@ -146,36 +146,39 @@ class Conversations:
 
     async def _unhinted_family(self, workspace: str, p: protocol.PrepareParams,
                                model: str) -> str:
-        """The family of a request no client session id names: those that start like it; but
-        a history the client's own compaction wrote opens with its summary, like no chat: it
-        goes on in the family of the workspace's most recent chat on ``model`` with the same
-        system prompt (Qwen Code's, OpenCode's on the Messages API, `cn`'s), and so do the
-        requests that open like it after it (`_moved`, kept in the state folder for the first
-        request after a restart). Before, each compaction made a chat more, and the one going
-        on started uncalibrated."""
+        """The family of a request no client session id names: those that start like it. But
+        a chat whose opening its client writes anew goes on in its own family: a history the
+        client's compaction wrote opens with its summary (Qwen Code's, OpenCode's on the
+        Messages API, `cn`'s: the workspace's most recent chat on ``model`` with the same
+        system prompt), aider's opens with its repo map, written anew as the chat's files
+        change (the chat whose last question it carries, answered). So do the requests that
+        open like it after it (`_moved`, kept in the state folder for the first request after
+        a restart). Before, each compaction, each aider turn that changed the map, made a chat
+        more, and the one going on started uncalibrated."""
         family = identity.family_id(p.format, p.request)
         moved = self._moved.get((workspace, family))
         live = [c for (ws, _), c in self._live.items() if ws == workspace]
-        if moved is not None or any(c.family == family for c in live) \
-                or not identity.compacted(identity.turns(p.request)):
+        if moved is not None or any(c.family == family for c in live):
             return moved or family
-        system = identity.system_of(p.request)
-        alike = [c.family for c in live if c.client is None and c.model == model and c.family
+        now = identity.turns(p.request)
+        compacted, system = identity.compacted(now), identity.system_of(p.request)
+        alike = [c for c in live if c.client is None and c.model == model and c.family
                  and not c.left_behind and c.decoded is not None
-                 and identity.system_of(c.decoded.payload) == system]
-        if alike:
-            self.upkeep.keep_moved(workspace, family, alike[-1], _now())
+                 and identity.system_of(c.decoded.payload) == system
+                 and (compacted or identity.goes_on(c.chain, now))]
+        went: str | None = alike[-1].family if alike else None
+        if went is not None:
+            self.upkeep.keep_moved(workspace, family, went, _now())
         else:  # after a restart: where it went on before, if it did
-            sessions = self.state.sessions
-            went = await _or_said(self.state.keep(lambda: sessions.store.moved(
+            state = self.state  # its sessions opened on the keeping thread, not here
+            went = await _or_said(state.keep(lambda: state.sessions.store.moved(
                 workspace, family)), "read where the chat went on", [], None)
-            alike = [went] if went is not None else []
-        if not alike:
+        if went is None:
             return family
-        self._moved[(workspace, family)] = alike[-1]
+        self._moved[(workspace, family)] = went
         while len(self._moved) > self.max_live:
             self._moved.pop(next(iter(self._moved)))
-        return alike[-1]
+        return went
 
     def _fork_id(self, family: str) -> str:
         """A new id in ``family``, never one given before this start: the state folder may

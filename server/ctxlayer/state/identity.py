@@ -14,7 +14,9 @@ own compaction wrote (`compacted`: Claude Code's, Qwen Code's and OpenCode's ope
 summary, `cn`'s with the assistant's, sharing no message with the chain it replaces) goes on
 in the family's most recent conversation with the same system prompt, as an edit; with no
 session id to name the family, in the workspace's most recent one on the model with that
-system prompt (the summary opens it, so it starts like no chat).
+system prompt (the summary opens it, so it starts like no chat). Likewise a request that
+carries a chat's last question, answered, goes on in it (`goes_on`: aider writes its repo map
+and files, its opening, anew as the chat's files change).
 
 Owns the pure parts of that decision: the hints, the ids, how far two chains agree.
 Must not: keep state (Conversations does), or import a face.
@@ -155,6 +157,22 @@ def compacted(now: list) -> bool:
     answer = now[start + 1] if start + 1 < len(now) else None
     return text.strip() in COMPACTED_QUESTIONS and isinstance(answer, dict) \
         and answer.get("role") == "assistant"
+
+
+def goes_on(chain: list, now: list) -> bool:
+    """Whether ``now`` carries the last user message of ``chain`` (a chat's last request),
+    answered: that chat going on, its opening written anew (aider's repo map and files)."""
+    last = next((m for m in reversed(chain) if isinstance(m, dict) and m.get("role") == "user"),
+                None)
+    if last is None:
+        return False
+    want = _message(last)
+    for m, after in zip(now, now[1:], strict=False):
+        if isinstance(after, dict) and after.get("role") == "assistant" and (
+                m == last or (isinstance(m, dict) and m.get("role") == "user"
+                              and _message(m) == want)):
+            return True
+    return False
 
 
 def system_of(request: dict) -> list:

@@ -145,8 +145,8 @@ class Upkeep:
     def keep_moved(self, workspace: str, family: str, target: str, now: str) -> None:
         """Keep, on the keeping thread, that requests of ``family`` go on in ``target``'s
         (a history a client's compaction wrote: after a restart its chat is found)."""
-        sessions = self.state.sessions
-        task = asyncio.ensure_future(self.state.keep(lambda: sessions.store.put_moved(
+        state = self.state  # its sessions opened on the keeping thread, not here
+        task = asyncio.ensure_future(state.keep(lambda: state.sessions.store.put_moved(
             workspace, family, target, now)))
         self._tasks.add(task)
         task.add_done_callback(lambda t: self._moved_kept(t, family))

@@ -1,7 +1,9 @@
-"""A history a client's own compaction wrote, from a client that names no session (Qwen Code,
-OpenCode on the Messages API): it opens with the client's summary, so it starts like no chat
-the gateway has seen. It goes on in the chat it compacted, the workspace's most recent on the
-same model with the same system prompt; a chat with another system prompt (the client's
+"""A chat whose client writes its opening anew, from a client that names no session, starts
+like no chat the gateway has seen: a history the client's own compaction wrote opens with its
+summary (Qwen Code, OpenCode on the Messages API, Continue's `cn`), aider's with its repo map
+and files, written anew as the chat's files change. It goes on in its chat: the workspace's
+most recent on the same model with the same system prompt (a compaction), the one whose last
+question it carries, answered (aider); a chat with another system prompt (the client's
 summarizer, asked just before) or on another model is left alone. Real gateway, official
 SDKs, the strict stand-in."""
 
@@ -120,3 +122,28 @@ def test_cns_history_opening_with_the_assistants_summary_goes_on_in_its_chat(sta
     going_on = chat_completion(stack, cn, [*on, {"role": "assistant", "content": "Done."},
                                            {"role": "user", "content": "thanks"}])
     assert going_on != chat and sorted(listed(stack)) == sorted([chat, going_on])
+
+
+def test_aiders_chat_goes_on_as_its_repo_map_and_files_are_written_anew(stack):
+    """aider sends its repo map and the chat's files first, then the chat's turns: a file
+    added to the chat changes both. Each turn carries the last one's question, answered: one
+    chat. Another aider chat (no question of the first's in it) is a chat of its own."""
+    aider = "Act as an expert software developer."
+
+    def opening(files: str) -> list[dict]:
+        return [{"role": "user", "content": f"Here are summaries of some files: {files}"},
+                {"role": "assistant", "content": "Ok."}]
+
+    first = [*opening("a.py b.py c.py"), {"role": "user", "content": "What does f1 do?"}]
+    chat = chat_completion(stack, aider, first)
+    second = [*opening("a.py c.py"), {"role": "user", "content": "What does f1 do?"},
+              {"role": "assistant", "content": "It adds one."},
+              {"role": "user", "content": "And f2?"}]
+    assert chat_completion(stack, aider, second) == chat
+    third = [*opening("c.py"), *second[2:], {"role": "assistant", "content": "It adds two."},
+             {"role": "user", "content": "And C3?"}]
+    assert chat_completion(stack, aider, third) == chat
+    assert listed(stack) == [chat]
+    other = chat_completion(stack, aider, [*opening("b.py"),
+                                           {"role": "user", "content": "What does f1 do?"}])
+    assert other != chat  # asked again, never answered in it: a new chat
