@@ -17,11 +17,10 @@ remote compaction, with a `compaction` item alone). `agent(rounds, calls)` makes
 agent, in every format (Messages and Chat Completions, streamed or not, and Responses): a
 request with tools gets a tool call until `rounds` were made (Responses: until it carries
 `rounds` outputs, or made `rounds` calls since `agent` where the history carries fewer), then
-the text
-`stand-in answer after N tool results ...`; one without tools (a client's aside: a title, a
-summary) gets `stand-in answer to N messages, aside K.`, K counting them. Round k calls `calls[k % len(calls)]`
-(`{"name", "arguments"}`, for a real client that runs it) when the request offers that tool,
-else its first tool with `{"round": k}`.
+the text `stand-in answer after N tool results ...`; one without tools (a client's aside: a
+title, a summary) gets `stand-in answer to N messages, aside K.`, K counting them. Round k
+calls `calls[k % len(calls)]` (`{"name", "arguments"}`, for a real client that runs it) when
+the request offers that tool, else its first tool with `{"round": k}`.
 Every request is checked as the provider checks it (standin_checks.py) and measured against
 the model's window (tiktoken, offline; `Standin(counts={model: 1.15})` counts a model's prompts
 above that, as a provider whose tokenizer is not the gateway's); a refused one gets the

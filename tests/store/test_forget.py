@@ -1,5 +1,6 @@
 """The state folder forgets (state/expiry.py): a workspace's audit entries, conversation
-windows and moved families older than a time go; its sessions, messages and rules, and other workspaces, stay."""
+windows and moved families older than a time go; its sessions, messages and rules, and other
+workspaces, stay."""
 
 from __future__ import annotations
 

@@ -94,8 +94,8 @@ class Conversations:
         self._live: OrderedDict[tuple[str, str], Conversation] = OrderedDict()
         self.upkeep = Upkeep(state)  # what a turn sets going after its answer
         self._forks = 0  # ids given to forks, so each is new
-        #: (workspace, family) a client's compaction opened -> the family of the chat it went
-        #: on in (`_unhinted_family`), the last MAX_LIVE
+        #: (workspace, family) a client wrote anew (its compaction, aider's repo map) -> the
+        #: family of the chat it went on in (`_unhinted_family`), the last MAX_LIVE
         self._moved: dict[tuple[str, str], str] = {}
         self._run = secrets.token_hex(2)  # and new beside those of the runs before
 
@@ -357,7 +357,9 @@ class Conversations:
             n = identity.shared(c.chain, now)
             if n > most:
                 best, most = c, n
-        return best.branch(conv.conversation_id, conv.source, conv.model) if best is not None else conv
+        if best is None:
+            return conv
+        return best.branch(conv.conversation_id, conv.source, conv.model)
 
     async def _took(self, conv: Conversation, turn: Turn, encoded: Any, budget: int,
                     nominal: int, tools: int, trouble: list[str]) -> None:
