@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from ctxlayer import protocol
 from ctxlayer.core.prepare import ConversationState
+from ctxlayer.state import identity
 
 if TYPE_CHECKING:
     from ctxlayer.core.formats import Decoded
@@ -66,6 +67,17 @@ class Conversation:
         #: a client that replaces its history (Codex's compaction, an edited message) shows one
         #: chat, and a chat that opens like another shows as soon as it takes its own turn
         self.left_behind = False
+        #: (the read it is of, its system prompt): a new chat is compared with every chat of
+        #: its workspace's (`system`), each read once a request
+        self._system: tuple[Decoded | None, list | None] = (None, None)
+
+    def system(self) -> list | None:
+        """Its last request's system prompt (`identity.system_of`), None before a request."""
+        if self.decoded is None:
+            return None
+        if self._system[0] is not self.decoded:
+            self._system = (self.decoded, identity.system_of(self.decoded.payload))
+        return self._system[1]
 
     def fork(self, conversation_id: str) -> Conversation:
         """A copy under another id, for the chain this one is about to leave behind."""

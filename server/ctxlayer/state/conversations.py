@@ -136,8 +136,7 @@ class Conversations:
         found = identity.best_match(members, now)
         if found is None and members and identity.compacted(now):
             system = identity.system_of(request)
-            alike = [cid for cid, c in live if c.decoded is not None
-                     and identity.system_of(c.decoded.payload) == system]
+            alike = [cid for cid, c in live if c.system() == system]
             return (alike or [members[-1][0]])[-1], True
         if found is None:
             return (self._fork_id(family) if members else family), False
@@ -163,8 +162,7 @@ class Conversations:
         now = identity.turns(p.request)
         compacted, system = identity.compacted(now), identity.system_of(p.request)
         alike = [c for c in live if c.client is None and c.model == model and c.family
-                 and not c.left_behind and c.decoded is not None
-                 and identity.system_of(c.decoded.payload) == system
+                 and not c.left_behind and c.system() == system
                  and (compacted or identity.goes_on(c.chain, now))]
         went: str | None = alike[-1].family if alike else None
         if went is not None:

@@ -162,17 +162,15 @@ def compacted(now: list) -> bool:
 def goes_on(chain: list, now: list) -> bool:
     """Whether ``now`` carries the last user message of ``chain`` (a chat's last request),
     answered: that chat going on, its opening written anew (aider's repo map and files)."""
+    answered = [m for m, after in zip(now, now[1:], strict=False)
+                if isinstance(m, dict) and m.get("role") == "user"
+                and isinstance(after, dict) and after.get("role") == "assistant"]
     last = next((m for m in reversed(chain) if isinstance(m, dict) and m.get("role") == "user"),
-                None)
+                None) if answered else None  # a new chat's first request has none: no read
     if last is None:
         return False
     want = _message(last)
-    for m, after in zip(now, now[1:], strict=False):
-        if isinstance(after, dict) and after.get("role") == "assistant" and (
-                m == last or (isinstance(m, dict) and m.get("role") == "user"
-                              and _message(m) == want)):
-            return True
-    return False
+    return any(m == last or _message(m) == want for m in answered)
 
 
 def system_of(request: dict) -> list:
