@@ -19,12 +19,13 @@ FAILING = ("create_or_get", "add_audit", "put_conversation", "conversation",
            "family_conversations")
 
 
-def fail_store(st: State, mp: pytest.MonkeyPatch) -> None:
-    def full(*_args, **_kwargs):
-        raise sqlite3.OperationalError("database or disk is full")
+def full(*_args, **_kwargs):
+    raise sqlite3.OperationalError("database or disk is full")
 
+
+def fail_store(st: State, mp: pytest.MonkeyPatch, also: tuple[str, ...] = ()) -> None:
     store = st.sessions.store
-    for name in FAILING:
+    for name in (*FAILING, *also):
         mp.setattr(store, name, full)
 
 
@@ -60,3 +61,29 @@ async def test_a_chat_goes_on_with_the_state_folder_failing_and_is_told(tmp_path
     # the editors hear it with the chat's budget (a gateway chat's client does not show it)
     told = [b.warning for b in published if b.conversation_id]
     assert [w for w in told if w] == [r.warning for r in sent if r.warning]
+
+
+async def test_a_chat_no_session_id_names_goes_on_with_the_state_folder_failing(tmp_path):
+    """With no session id, a new chat's first request reads where a chat that opens like it
+    went on (`moved`), and a chat whose opening was written anew keeps where it went on
+    (`put_moved`): both failing, each request is fitted as it would be, and the first says
+    what was not read."""
+    first = chat(7, [SYSTEM, {"role": "user", "id": "u0", "content": "Why is it slow?"}], 12)
+    anew = [{**SYSTEM}, {"role": "assistant", "id": "s0", "content": "We profiled it."},
+            *first[-1][1:]]  # the client's compaction: its summary opens the history
+    with pytest.MonkeyPatch.context() as mp:
+        st = State(tmp_path / "failing")
+        try:
+            fail_store(st, mp, also=("moved", "put_moved"))
+            sent = [await ask(st, m, None) for m in [*first, anew]]
+        finally:
+            mp.undo()
+            st.close()
+    st = State(tmp_path / "straight")
+    try:
+        straight = [await ask(st, m, None) for m in [*first, anew]]
+    finally:
+        st.close()
+    assert [r.request for r in sent] == [r.request for r in straight]
+    assert len({r.conversation_id for r in sent}) == 1  # the compacted history went on in it
+    assert "read where the chat went on" in (sent[0].warning or "")

@@ -115,13 +115,15 @@ class Conversations:
         # its session id, and each took the window of the chat it interrupted. The family's
         # requests take one lane, so each sees the others' last
         hint = identity.client_hint(p.format, p.request, p.client_session_id)
+        trouble: list[str] = []  # what the state folder failed (the result says it)
         family = (identity.hinted_id(p.format, hint, asked.model_of(caller, p)) if hint
-                  else await self._unhinted_family(workspace, p, asked.model_of(caller, p)))
+                  else await self._unhinted_family(workspace, p, asked.model_of(caller, p),
+                                                   trouble))
         older = identity.older_hinted_id(p.format, hint) if hint else None
         async with self.state.lanes.turn(("chats", workspace, family)):
             cid, edits = self._by_chain(workspace, family, p.request)
             return await self._prepare(caller, p, workspace, cid, family,
-                                       asked.run_of(p, hint), edits, older)
+                                       asked.run_of(p, hint), edits, older, trouble)
 
     def _by_chain(self, workspace: str, family: str, request: dict) -> tuple[str, bool]:
         """(the family's conversation ``request`` extends or edits, whether it edits it); a
@@ -144,7 +146,7 @@ class Conversations:
         return cid, not extends
 
     async def _unhinted_family(self, workspace: str, p: protocol.PrepareParams,
-                               model: str) -> str:
+                               model: str, trouble: list[str]) -> str:
         """The family of a request no client session id names: those that start like it. But
         a chat whose opening its client writes anew goes on in its own family: a history the
         client's compaction wrote opens with its summary (Qwen Code's, OpenCode's on the
@@ -170,7 +172,8 @@ class Conversations:
         else:  # after a restart: where it went on before, if it did
             state = self.state  # its sessions opened on the keeping thread, not here
             went = await _or_said(state.keep(lambda: state.sessions.store.moved(
-                workspace, family)), "read where the chat went on", [], None)
+                workspace, family)), "read where the chat went on (it may start afresh)",
+                trouble, None)
         if went is None:
             return family
         self._moved[(workspace, family)] = went
@@ -198,20 +201,21 @@ class Conversations:
 
     async def _prepare(self, caller: Caller, p: protocol.PrepareParams, workspace: str,
                        cid: str, family: str | None = None, client: str | None = None,
-                       edits: bool = False, older: str | None = None
-                       ) -> protocol.PrepareResult:
+                       edits: bool = False, older: str | None = None,
+                       trouble: list[str] | None = None) -> protocol.PrepareResult:
         """``family``: the family the chain placed the request in (None: a named one); a
         conversation not in memory may start from its kept windows, and its family's (after a
         restart the order of a family's requests gives out its ids anew), and goes on under
         the id of the one it starts from. ``client``: the client's run it came under
         (`asked.run_of`). ``edits``: the request edits the live conversation ``cid``, whose chain
         as it was is kept as a fork. ``older``: the family's id before ids named the model,
-        whose windows are read when the family has none (`identity.older_hinted_id`)."""
+        whose windows are read when the family has none (`identity.older_hinted_id`).
+        ``trouble``: what the state folder failed before the turn (the result says it too)."""
         state = self.state
         model = asked.model_of(caller, p)
         nominal = asked.nominal_budget(caller, p, model)
         source: protocol.Source = "gateway" if caller.source == "gateway" else "prepare"
-        trouble: list[str] = []  # what the state folder failed this turn (the result says it)
+        trouble = [] if trouble is None else trouble  # the state folder's failures: said
         conv, edited, edits = await self._conversation(workspace, cid, model, source, family,
                                                        edits, identity.turns(p.request), older,
                                                        trouble)
