@@ -82,9 +82,9 @@ def test_qwen_codes_own_compression_goes_on_in_one_chat(repo, tmp_path):
     """Qwen Code told its window is 50k (`contextWindowSize`) compresses its history itself:
     it asks its summarizer (a system prompt of its own) for a summary, then sends the history
     replaced by that summary and its order to resume. It names no session, and that history
-    starts like no chat: it goes on in the chat it compacted. Listed: that chat and one of the
-    summarizer's asides (each is an edit of the one before), where every compression made
-    one chat more (15 listed for this run before)."""
+    starts like no chat: it goes on in the chat it compacted. Listed: that chat alone (the
+    summarizer's asides, since the chat's last turn, no tools, are set aside), where every
+    compression made one chat more (15 listed for this run before)."""
     log = "\n".join(f"line {i}: step {i} of the build passed, {i * 7} checks" for i in range(200))
     (repo / "build.log").write_text(log)
     rounds = 10
@@ -101,9 +101,9 @@ def test_qwen_codes_own_compression_goes_on_in_one_chat(repo, tmp_path):
     resumed = [r for r in requests if "Resume the prior task using the summary above"
                in json.dumps(r["body"]["messages"][1])]
     assert len(resumed) >= 4, len(resumed)  # it compressed, again and again
-    assert len(chats) == 2, chats
-    going_on, last = chats[0], requests[-1]  # the most recent first
-    assert abs(going_on["tokens"] - last["prompt_tokens"]) < 0.15 * last["prompt_tokens"]
     summarizer = [r for r in requests if r["body"]["messages"][0]["content"].startswith(
         "You are the component that summarizes")]
-    assert summarizer and chats[1]["tokens"] < going_on["tokens"]
+    assert summarizer, [r["body"]["messages"][0]["content"][:60] for r in requests]
+    (going_on,) = chats
+    last = requests[-1]["prompt_tokens"]
+    assert abs(going_on["tokens"] - last) < 0.15 * last, (going_on, last)

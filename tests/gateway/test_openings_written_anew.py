@@ -59,17 +59,24 @@ def test_qwen_codes_compacted_history_goes_on_in_the_chat_it_compacted(stack):
                  {"role": "assistant", "content": "Got it. Thanks for the additional context!"},
                  {"role": "user", "content": "question 3"}]
     assert chat_completion(stack, QWEN, compacted) == chat
-    # the next request opens alike: the same chat; the chain before the summary is not listed
+    # the next request opens alike: the same chat; the chain before the summary is not listed,
+    # nor the summarizer's aside (another system prompt, no tools, since the chat's last turn),
+    # but the chat on another model is
     going_on = [*compacted, {"role": "assistant", "content": "answer 3"},
                 {"role": "user", "content": "question 4"}]
     assert chat_completion(stack, QWEN, going_on) == chat
-    assert sorted(listed(stack)) == sorted([chat, other_model, aside])
+    assert sorted(listed(stack)) == sorted([chat, other_model])
     # a second compaction: its summary differs, and it too goes on there
     again = [{"role": "user", "content": QWEN_SUMMARY.replace("it passed", "it passed twice")},
              {"role": "assistant", "content": "Got it. Thanks for the additional context!"},
              {"role": "user", "content": "question 5"}]
     assert chat_completion(stack, QWEN, again) == chat
-    assert len(listed(stack)) == 3
+    assert len(listed(stack)) == 2
+    # the aside, going on, is listed again
+    chat_completion(stack, SUMMARIZER, [*turns("Check the build log.", 2), {
+        "role": "user", "content": "Produce the <state_snapshot> XML."},
+        {"role": "assistant", "content": "<state_snapshot/>"}, {"role": "user", "content": "More."}])
+    assert aside in listed(stack)
 
 
 def test_a_compacted_history_with_no_chat_of_its_system_prompt_is_a_chat_of_its_own(stack):
@@ -95,7 +102,7 @@ def test_opencodes_compacted_history_on_the_messages_api_goes_on_in_its_chat(sta
     after = [question, {"role": "assistant", "content": "We checked the build log."},
              {"role": "user", "content": "Continue if you have next steps."}]
     assert ask(after) == chat
-    assert sorted(listed(stack)) == sorted([chat, aside])
+    assert listed(stack) == [chat] and aside != chat  # the summarization aside set aside
 
 
 def test_cns_history_opening_with_the_assistants_summary_goes_on_in_its_chat(stack):

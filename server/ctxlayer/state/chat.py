@@ -63,9 +63,10 @@ class Conversation:
         #: the last request as the codec read it: the next turn takes over what they share
         #: (reading a 5 MB Claude Code history again was most of a turn)
         self.decoded: Decoded | None = None
-        #: the chain an edit left behind (`fork`), until a request goes on in it: not listed, so
-        #: a client that replaces its history (Codex's compaction, an edited message) shows one
-        #: chat, and a chat that opens like another shows as soon as it takes its own turn
+        #: the chain an edit left behind (`fork`), or a client's aside before its compaction
+        #: (`conversations._set_aside`), until a request goes on in it: not listed, so a client
+        #: that replaces its history (Codex's compaction, an edited message) shows one chat,
+        #: and a chat that opens like another shows as soon as it takes its own turn
         self.left_behind = False
         #: (the read it is of, its system prompt): a new chat is compared with every chat of
         #: its workspace's (`system`), each read once a request

@@ -151,8 +151,9 @@ class Conversations:
         a chat whose opening its client writes anew goes on in its own family: a history the
         client's compaction wrote opens with its summary (Qwen Code's, OpenCode's on the
         Messages API, `cn`'s: the workspace's most recent chat on ``model`` with the same
-        system prompt), aider's opens with its repo map, written anew as the chat's files
-        change (the chat whose last question it carries, answered). So do the requests that
+        system prompt, its asides since set aside, `_set_aside`), aider's opens with its repo
+        map, written anew as the chat's files change (the chat whose last question it carries,
+        answered). So do the requests that
         open like it after it (`_moved`, kept in the state folder for the first request after
         a restart). Before, each compaction, each aider turn that changed the map, made a chat
         more, and the one going on started uncalibrated."""
@@ -168,6 +169,8 @@ class Conversations:
                  and (compacted or identity.goes_on(c.chain, now))]
         went: str | None = alike[-1].family if alike else None
         if went is not None:
+            if compacted:
+                _set_aside(live, alike[-1])
             self.upkeep.keep_moved(workspace, family, went, _now())
         else:  # after a restart: where it went on before, if it did
             state = self.state  # its sessions opened on the keeping thread, not here
@@ -583,6 +586,16 @@ async def _or_said(work: Awaitable[T], what: str, trouble: list[str], instead: T
         log.error("live chat: %s", said)
         trouble.append(said)
         return instead
+
+
+def _set_aside(live: list[Conversation], chat: Conversation) -> None:
+    """What the client asked beside ``chat`` since its last turn, before its compaction (its
+    summary, a title: no tools, a system prompt of their own; ``live`` oldest first) is not
+    listed: `ctxlayer chats` shows the chat, not one more per compaction. One that goes on is
+    listed again (`Conversation.left_behind`)."""
+    for c in live[live.index(chat) + 1:]:
+        if c.client is None and c.tools_tokens == 0 and c.system() != chat.system():
+            c.left_behind = True
 
 
 def _cheap(conv: Conversation, messages: list, budget: int, restored: frozenset[str]) -> bool:
