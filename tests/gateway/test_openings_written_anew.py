@@ -30,9 +30,9 @@ def stack(tmp_path) -> Iterator[Stack]:
 
 
 def chat_completion(stack: Stack, system: str, messages: list[dict],
-                    model: str = "gpt-4o") -> str:
+                    model: str = "gpt-4o", **kw) -> str:
     raw = stack.openai().chat.completions.with_raw_response.create(
-        model=model, messages=[{"role": "system", "content": system}, *messages])
+        model=model, messages=[{"role": "system", "content": system}, *messages], **kw)
     return raw.headers["x-ctxlayer-conversation"]
 
 
@@ -54,24 +54,27 @@ def test_qwen_codes_compacted_history_goes_on_in_the_chat_it_compacted(stack):
     other_model = chat_completion(stack, QWEN, turns("Something else.", 0), model="gpt-4.1")
     aside = chat_completion(stack, SUMMARIZER, [*turns("Check the build log.", 2), {
         "role": "user", "content": "Produce the <state_snapshot> XML."}])
-    assert len({chat, other_model, aside}) == 3
+    agent = chat_completion(stack, "You are another agent.", turns("Fix the tests.", 0),
+                            tools=[{"type": "function", "function": {
+                                "name": "run", "parameters": {"type": "object"}}}])
+    assert len({chat, other_model, aside, agent}) == 4
     compacted = [{"role": "user", "content": [{"type": "text", "text": QWEN_SUMMARY}]},
                  {"role": "assistant", "content": "Got it. Thanks for the additional context!"},
                  {"role": "user", "content": "question 3"}]
     assert chat_completion(stack, QWEN, compacted) == chat
     # the next request opens alike: the same chat; the chain before the summary is not listed,
     # nor the summarizer's aside (another system prompt, no tools, since the chat's last turn),
-    # but the chat on another model is
+    # but the chat on another model with its system prompt is, and another agent's with tools
     going_on = [*compacted, {"role": "assistant", "content": "answer 3"},
                 {"role": "user", "content": "question 4"}]
     assert chat_completion(stack, QWEN, going_on) == chat
-    assert sorted(listed(stack)) == sorted([chat, other_model])
+    assert sorted(listed(stack)) == sorted([chat, other_model, agent])
     # a second compaction: its summary differs, and it too goes on there
     again = [{"role": "user", "content": QWEN_SUMMARY.replace("it passed", "it passed twice")},
              {"role": "assistant", "content": "Got it. Thanks for the additional context!"},
              {"role": "user", "content": "question 5"}]
     assert chat_completion(stack, QWEN, again) == chat
-    assert len(listed(stack)) == 2
+    assert len(listed(stack)) == 3
     # the aside, going on, is listed again
     chat_completion(stack, SUMMARIZER, [*turns("Check the build log.", 2), {
         "role": "user", "content": "Produce the <state_snapshot> XML."},
