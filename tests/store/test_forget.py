@@ -37,8 +37,11 @@ def test_old_audit_entries_and_windows_go_sessions_and_other_workspaces_stay(
         store.add_audit(row.sid, [_entry(k) for k in range(3, 5)], NEW)
         store.put_conversation(ws, "old-chat", "gpt-4o", 1, b"{}", OLD)
         store.put_conversation(ws, "new-chat", "gpt-4o", 1, b"{}", NEW)
-        store.put_moved(ws, "c-old-summary", "c-chat", OLD)
+        store.put_moved(ws, "c-old-summary", "c-chat", OLD)  # its chat has no window
         store.put_moved(ws, "c-new-summary", "c-chat", NEW)
+        store.put_moved(ws, "c-old-map", "new-chat", OLD)  # its chat's window is kept
+        store.put_conversation(ws, "c-x-1f2a3", "gpt-4o", 1, b"{}", NEW)  # a fork of c-x
+        store.put_moved(ws, "c-old-fork", "c-x", OLD)
 
     assert store.forget("/ws/a", CUT) == (3, 1)
     assert store.forget("/ws/a", CUT) == (0, 0)  # nothing left to forget
@@ -51,6 +54,8 @@ def test_old_audit_entries_and_windows_go_sessions_and_other_workspaces_stay(
     assert store.moved("/ws/a", "c-old-summary") is None
     assert store.moved("/ws/a", "c-new-summary") == store.moved("/ws/b", "c-old-summary") \
         == "c-chat"
+    assert store.moved("/ws/a", "c-old-map") == "new-chat"
+    assert store.moved("/ws/a", "c-old-fork") == "c-x"
     assert [m.content for _, m, _ in store.messages(a)] == ["keep me"]
     assert [r.id for r in store.rules(a)] == ["r1"]
     assert store.get("/ws/a", "chat") is not None

@@ -419,7 +419,7 @@ class SessionStore:
     def forget(self, workspace: str, before: str) -> tuple[int, int]:
         """Remove the workspace's audit entries written before ``before`` (an ISO time, as the
         rows keep it) and the windows of its conversations last kept before it, and its moved
-        families; (audit entries, windows) removed. Sessions, their messages, rules and
+        families older than it whose chat has no window left; (audit entries, windows) removed. Sessions, their messages, rules and
         working items stay."""
         audit = 0
         while True:  # a transaction a batch: a first run after months lets other writes in
@@ -439,8 +439,14 @@ class SessionStore:
             windows = c.execute("DELETE FROM conversations INDEXED BY conversations_by_time "
                                 "WHERE workspace = ? AND updated_at < ?",
                                 (workspace, before)).rowcount
-            c.execute("DELETE FROM moved_families WHERE workspace = ? AND updated_at < ?",
-                      (workspace, before))  # a few rows a workspace: no index
+            # a moved family goes with the last window of the family it went on in: moved long
+            # ago, its chat may still go on (a few rows a workspace: no index)
+            c.execute("DELETE FROM moved_families WHERE workspace = ? AND updated_at < ? AND "
+                      "NOT EXISTS (SELECT 1 FROM conversations k WHERE k.workspace = "
+                      "moved_families.workspace AND k.conversation_id >= target AND "
+                      "k.conversation_id < target || '.' AND (k.conversation_id = target OR "
+                      "substr(k.conversation_id, 1, length(target) + 1) = target || '-'))",
+                      (workspace, before))
         return audit, windows
 
 
