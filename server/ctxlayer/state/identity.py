@@ -127,7 +127,7 @@ def best_match(chains: list[tuple[str, list]], now: list) -> tuple[str, bool] | 
 #: how the history a client's own compaction writes opens, its first user message: Claude Code's
 #: (`/compact`, and its automatic compaction) starts with these words
 COMPACTED_OPENINGS = ("This session is being continued from a previous conversation",
-                      "<state_snapshot>")  # Qwen Code's summary (as Gemini CLI's)
+                      "<state_snapshot>")  # Qwen Code's summary
 #: Qwen Code's ends with its order to resume (0.24: "Resume the prior task using the summary
 #: above. Continue from the last in-flight step; ..."), a paragraph of its own
 COMPACTED_ENDINGS = ("\n\nResume the prior task using the summary above.",)

@@ -143,8 +143,9 @@ class Upkeep:
             counted_with, now)), "keeping its window")
 
     def keep_moved(self, workspace: str, family: str, target: str, now: str) -> None:
-        """Keep, on the keeping thread, that requests of ``family`` go on in ``target``'s
-        (a history a client's compaction wrote: after a restart its chat is found)."""
+        """Keep, on the keeping thread, that requests of ``family`` go on in ``target``'s (a
+        history a client's compaction wrote, aider's new repo map: after a restart its chat
+        is found)."""
         state = self.state  # its sessions opened on the keeping thread, not here
         task = asyncio.ensure_future(state.keep(lambda: state.sessions.store.put_moved(
             workspace, family, target, now)))
