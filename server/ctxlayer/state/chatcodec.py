@@ -42,7 +42,8 @@ def encode(decoded: Any, kept: list[protocol.Message], breakpoints: list[int]) -
     return formats.encode(decoded, kept, cache_breakpoints=breakpoints)
 
 
-def _text(content: Any) -> str:
+def text_of(content: Any) -> str:
+    """A message content's text: the string, or its text blocks' (`text`, `input_text`)."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -59,13 +60,13 @@ def identity_text(fmt: str, request: dict) -> str:
     own = formats.codec(fmt).identity
     if own is not None:
         return "\x01".join([fmt, *own(request)])
-    parts = [f"{fmt}\x00{_text(request.get('system'))}"]
+    parts = [f"{fmt}\x00{text_of(request.get('system'))}"]
     messages = request.get("messages")
     for m in messages if isinstance(messages, list) else ():
         if not isinstance(m, dict):
             break
         role = m.get("role")
-        parts.append(f"{role}\x00{_text(m.get('content'))}")
+        parts.append(f"{role}\x00{text_of(m.get('content'))}")
         if role not in ("system", "developer"):
             break
     return "\x01".join(parts)

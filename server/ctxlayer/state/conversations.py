@@ -159,9 +159,9 @@ class Conversations:
         uncalibrated."""
         family = identity.family_id(p.format, p.request)
         moved = self._moved.get((workspace, family))
-        live = [c for (ws, _), c in self._live.items() if ws == workspace]
-        if moved is not None or any(c.family == family for c in live):
+        if moved is not None or self._ids(workspace, family):
             return moved or family
+        live = [c for (ws, _), c in self._live.items() if ws == workspace]
         now = identity.turns(p.request)
         compacted, system = identity.compacted(now), identity.system_of(p.request)
         alike = [c for c in live if c.client is None and c.model == model and c.family

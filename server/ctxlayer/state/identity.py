@@ -28,7 +28,7 @@ from typing import Any
 
 from ctxlayer.core.formats import codec
 from ctxlayer.core.text import content_hash
-from ctxlayer.state.chatcodec import identity_text
+from ctxlayer.state.chatcodec import identity_text, text_of
 
 
 def client_hint(fmt: str, request: dict, header: str | None) -> str | None:
@@ -151,7 +151,7 @@ def compacted(now: list) -> bool:
         return True
     if not isinstance(first, dict) or first.get("role") != "user":
         return False
-    text = _text_of(first.get("content"))
+    text = text_of(first.get("content"))
     if text.startswith(COMPACTED_OPENINGS) or any(e in text for e in COMPACTED_ENDINGS):
         return True
     answer = now[start + 1] if start + 1 < len(now) else None
@@ -188,13 +188,3 @@ def _after_system(now: list) -> int:
     while n < len(now) and isinstance(now[n], dict) and now[n].get("role") in SYSTEM_ROLES:
         n += 1
     return n
-
-
-def _text_of(content: Any) -> str:
-    """A message content's text: the string, or its text blocks' (`text`, `input_text`)."""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return ""
-    return "".join(b["text"] for b in content
-                   if isinstance(b, dict) and isinstance(b.get("text"), str))

@@ -43,15 +43,18 @@ class Upkeep:
         #: the last answer of each conversation's model, with what it was asked
         self._answers: dict[tuple[str, str], tuple[SummaryAsk, tuple]] = {}
 
-    def _after(self, conv: Conversation, task: asyncio.Future, what: str,
+    def _after(self, conv: Conversation | str, task: asyncio.Future, what: str,
                took: Callable[[Any], None] | None = None) -> None:
+        """Keep ``task`` until it ends; log its failure as ``conv``'s (a conversation, or the
+        words that name what it is for), hand its result to ``took``."""
+        who = conv if isinstance(conv, str) else f"live chat {conv.conversation_id}"
+
         def done(t: asyncio.Future) -> None:
             self._tasks.discard(t)
             if t.cancelled():
                 return
             if t.exception() is not None:
-                log.warning("live chat %s: %s failed: %s", conv.conversation_id, what,
-                            t.exception())
+                log.warning("%s: %s failed: %s", who, what, t.exception())
             elif took is not None:
                 took(t.result())
 
@@ -147,16 +150,9 @@ class Upkeep:
         history a client's compaction wrote, aider's new repo map: after a restart its chat
         is found)."""
         state = self.state  # its sessions opened on the keeping thread, not here
-        task = asyncio.ensure_future(state.keep(lambda: state.sessions.store.put_moved(
-            workspace, family, target, now)))
-        self._tasks.add(task)
-        task.add_done_callback(lambda t: self._moved_kept(t, family))
-
-    def _moved_kept(self, task: asyncio.Future, family: str) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.warning("family %s: keeping where it went on failed: %s", family,
-                        task.exception())
+        self._after(f"family {family}", asyncio.ensure_future(state.keep(
+            lambda: state.sessions.store.put_moved(workspace, family, target, now))),
+            "keeping where it went on")
 
     def keep_unwritten(self, convs: Iterable[Conversation], now: str) -> Callable[[], None]:
         """The write, for the keeping thread, of the windows of ``convs`` that changed since
