@@ -2,7 +2,7 @@
 the project pins 3.63.0) through the gateway's Chat Completions. aider edits with
 SEARCH/REPLACE blocks in its answer text, not tool calls: the stand-in answers with one, and
 aider must apply it to the file in the temporary git repository; in its chat loop, with files
-added and dropped, it is one chat."""
+added and dropped, it is one chat, and the commit message it asks for each edit is not one."""
 
 from __future__ import annotations
 
@@ -72,6 +72,28 @@ def test_aider_applies_the_stand_ins_edit_through_the_gateway(stack, repo, tmp_p
     # aider streams without asking for the usage: the gateway asked it upstream and read it
     assert requests[0]["body"]["stream_options"] == {"include_usage": True}
     assert chat.get("cachedTokens") is not None, chat
+
+
+def test_aiders_commit_message_is_not_a_chat_beside_its_chat(stack, repo, tmp_path):
+    """In a git repository aider commits each edit it applies, with a message its weak model
+    writes from the chat's turns (a system prompt of its own, no tools): asked beside the
+    chat, it is neither listed as a chat nor the live one the status bars follow (before:
+    one more chat per edit, and the status bar on its 0.3% until the next question)."""
+    exe, env = aider(stack, tmp_path / "home")
+    stack.standin.reply(EDIT)
+    done = subprocess.run([str(exe), *QUIET, "README.md"], env=env, cwd=repo,
+                          input="Say it multiplies too.\n/exit\n", capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Commit " in done.stdout, done.stdout[-2000:]
+    requests = model_requests(stack)
+    assert_all_valid(requests)
+    assert [r["body"]["model"] for r in requests] == ["gpt-4o", "gpt-4o-mini"]
+    assert "Say it multiplies too." in str(requests[1]["body"]["messages"])
+    (chat,) = conversations(stack)
+    assert chat["model"] == "gpt-4o"
+    live = stack.state.events.live_chat(stack.gateway.caller.workspace)
+    assert live is not None and live[0] == chat["conversationId"]
 
 
 def test_aiders_chat_is_one_chat_as_files_come_and_go(stack, repo, tmp_path):

@@ -2,8 +2,8 @@
 run` with its `anthropic` provider's base URL on the gateway (Messages API), and with its
 `openai` provider's (which sends the Responses API), running the stand-in agent's `bash` calls
 in a temporary git repository; a long loop in a small `[gateway.models]` window is compacted by
-the gateway and still completes. OpenCode also asks a small model for the session's title: a
-chat of its own. Every request must be one the provider accepts (the stand-in checks)."""
+the gateway and still completes. OpenCode also asks a small model for the session's title,
+beside its chat: not a chat of its own. Every request must be one the provider accepts (the stand-in checks)."""
 
 from __future__ import annotations
 
@@ -37,11 +37,14 @@ def opencode(stack, repo: Path, home: Path, provider: str, model: str, prompt: s
 
 
 def main_chat(stack, model: str) -> dict:
-    """The conversation of the agent's loop (beside it, the title OpenCode asks a small model
-    for is a conversation of its own)."""
-    chats = [c for c in rc.conversations(stack) if c["model"] == model]
-    assert len(chats) == 1, rc.conversations(stack)
-    return chats[0]
+    """The conversation of the agent's loop: the one listed (the title OpenCode asks a small
+    model for beside it, before the loop's first request, is not a chat of its own), and the
+    live one the status bars follow."""
+    listed = rc.conversations(stack)
+    assert [c["model"] for c in listed] == [model], listed
+    live = stack.state.events.live_chat(stack.gateway.caller.workspace)
+    assert live is not None and live[0] == listed[0]["conversationId"], (live, listed)
+    return listed[0]
 
 
 @pytest.mark.parametrize("variant", [(), ("--variant", "high")], ids=["plain", "thinking"])
@@ -64,6 +67,8 @@ def test_opencode_runs_the_agents_bash_calls_on_the_messages_api(stack, repo, tm
     assert len(sent_back) == (2 if variant else 0)
     outputs = rc.tool_outputs(requests)
     assert sum("It adds numbers" in o for o in outputs) >= 2, outputs  # bash really ran
+    titles = [r for r in requests if r["body"]["model"] != CLAUDE]
+    assert titles and "What does this project do?" in json.dumps(titles[0]["body"]["messages"])
     assert main_chat(stack, CLAUDE)["tokens"] > 0
 
 
@@ -103,9 +108,9 @@ def test_opencodes_own_compaction_on_the_messages_api_goes_on_in_its_chat(repo, 
     it asks its summarization agent (a system prompt of its own) for a summary, then sends
     the history from "What did we do so far?" and the summary's answer on. On the Messages
     API it names no session, so that history starts like no chat: it goes on in the chat it
-    compacted. Listed on the model: that chat alone (the summarization aside, no tools, set
-    aside; before, it and the chain before each compaction were listed as chats of their
-    own)."""
+    compacted. Listed: that chat alone (the summarization aside, no tools, and the title
+    asked on a small model, set aside; before, they and the chain before each compaction
+    were listed as chats of their own)."""
     log = "\n".join(f"line {i}: step {i} of the build passed, {i * 7} checks" for i in range(300))
     (repo / "build.log").write_text(log)
     rounds = 8
@@ -115,7 +120,7 @@ def test_opencodes_own_compaction_on_the_messages_api_goes_on_in_its_chat(repo, 
         opencode(stack, repo, tmp_path / "home", "anthropic", CLAUDE,
                  "Check the build log, many times.", limit={"context": 40_000, "output": 4_000})
         requests = rc.model_requests(stack)
-        chats = [c for c in rc.conversations(stack) if c["model"] == CLAUDE]
+        chats = rc.conversations(stack)
     rc.assert_all_valid(requests)
     loop = [r for r in requests if r["body"]["model"] == CLAUDE]
     asides = [r for r in loop if not r["body"].get("tools")]

@@ -104,3 +104,36 @@ def test_a_request_that_carries_a_chats_last_question_answered_goes_on_in_it():
     assert not identity.goes_on(chain, later[:3])  # not answered
     assert not identity.goes_on(chain, [later[0], later[1], later[3], later[2]])
     assert not identity.goes_on([{"role": "system", "content": "S"}], later)
+
+
+def test_a_request_asks_once_with_only_user_messages_after_its_system_prompt_and_no_tools():
+    title = {"input": [{"role": "developer", "content": "You are a title generator."},
+                       {"role": "user", "content": [{"type": "input_text", "text": "Title:"}]},
+                       {"role": "user", "content": "\"What does it do?\""}]}
+    assert identity.asks_once(title) == "Title:\n\"What does it do?\""
+    assert identity.asks_once({"instructions": "S", "input": "one string"}) == "one string"
+    assert identity.asks_once({"system": "S", "messages": [U1]}) == "one"
+    tools = [{"type": "function", "name": "run"}]
+    assert identity.asks_once({**title, "tools": tools}) is None
+    assert identity.asks_once({"messages": [U1], "functions": [{"name": "f"}]}) is None
+    assert identity.asks_once({"messages": [U1, A1, U2]}) is None  # an answer in it
+    assert identity.asks_once({"messages": [{"role": "system", "content": "S"}]}) is None
+    assert identity.asks_once({"input": [{"type": "function_call_output", "output": "x"}]}) is None
+
+
+def test_a_quote_holds_one_of_the_chats_last_questions_and_more():
+    question = {"role": "user", "content": "Say it multiplies too."}
+    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t",
+                                           "content": "done"}]}
+    chain = [{"role": "system", "content": "S"}, question, A1, *[result, A1] * 6]
+    commit = "Write a commit message.\nUSER: Say it multiplies too.\nASSISTANT: ok"
+    assert identity.quotes(commit, chain)  # tool results are not what the chat asked
+    assert not identity.quotes("Say it multiplies too.", chain)  # the same text: no quote
+    assert not identity.quotes("Write a commit message.", chain)
+    short = [{"role": "user", "content": "Fix it"}]  # a word or two could be anyone's
+    assert not identity.quotes("Title for: Fix it", short)
+    later = [question]
+    for k in range(4):
+        later += [A1, {"role": "user", "content": f"and then step {k}?"}]
+    assert not identity.quotes(commit, later)  # only the last four questions are compared
+    assert identity.quotes(commit, later[:-2])

@@ -63,11 +63,16 @@ class Conversation:
         #: the last request as the codec read it: the next turn takes over what they share
         #: (reading a 5 MB Claude Code history again was most of a turn)
         self.decoded: Decoded | None = None
-        #: the chain an edit left behind (`fork`), or a client's aside before its compaction
-        #: (`conversations._set_aside`), until a request goes on in it: not listed, so a client
-        #: that replaces its history (Codex's compaction, an edited message) shows one chat,
-        #: and a chat that opens like another shows as soon as it takes its own turn
+        #: the chain an edit left behind (`fork`), or a client's request beside its chat
+        #: (state/asides.py: a title, a summary), until a request goes on in it: not listed,
+        #: so a client that replaces its history (Codex's compaction, an edited message)
+        #: shows one chat, and a chat that opens like another shows as soon as it takes its
+        #: own turn
         self.left_behind = False
+        #: what its last request asked, when it asked once beside a chat, no session id
+        #: naming it (`identity.asks_once`: a title, a commit message), else None
+        self.asked_once: str | None = None
+        self.turned_at = 0.0  # monotonic seconds of its last turn (`asides`)
         #: (the read it is of, its system prompt): a new chat is compared with every chat of
         #: its workspace's (`system`), each read once a request
         self._system: tuple[Decoded | None, list | None] = (None, None)

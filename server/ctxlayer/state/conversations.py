@@ -34,6 +34,7 @@ from __future__ import annotations
 import logging
 import secrets
 import sqlite3
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -53,7 +54,7 @@ from ctxlayer.core.prepare import (
     told_anew,
 )
 from ctxlayer.core.tokens import tools_tokens
-from ctxlayer.state import asked, identity
+from ctxlayer.state import asides, asked, identity
 from ctxlayer.state.chat import Conversation
 from ctxlayer.state.chatcodec import (
     conversation_field,
@@ -87,10 +88,11 @@ def _now() -> str:
 
 class Conversations:
     def __init__(self, state: State, *, max_live: int = MAX_LIVE,
-                 max_tokens: int = MAX_LIVE_TOKENS, clock=_now) -> None:
+                 max_tokens: int = MAX_LIVE_TOKENS, clock=_now, ticks=time.monotonic) -> None:
         self.state = state
         self.max_live, self.max_tokens = max_live, max_tokens
-        self.clock = clock
+        self.clock = clock  # the time a conversation is listed with
+        self.ticks = ticks  # the seconds between turns are measured by (`asides`)
         self._live: OrderedDict[tuple[str, str], Conversation] = OrderedDict()
         self.upkeep = Upkeep(state)  # what a turn sets going after its answer
         self._forks = 0  # ids given to forks, so each is new
@@ -151,7 +153,7 @@ class Conversations:
         a chat whose opening its client writes anew goes on in its own family: a history the
         client's compaction wrote opens with its summary (Qwen Code's, OpenCode's on the
         Messages API, `cn`'s: the workspace's most recent chat on ``model`` with the same
-        system prompt, its asides since set aside, `_set_aside`), aider's opens with its repo
+        system prompt, its asides since set aside, `asides.before_compaction`), aider's opens with its repo
         map, written anew as the chat's files change (the chat whose last question it carries,
         answered). So do the requests that open like it after it (`_moved`, kept in the state
         folder for the first request after a restart). Before, each compaction, each aider
@@ -170,7 +172,7 @@ class Conversations:
         went: str | None = alike[-1].family if alike else None
         if went is not None:
             if compacted:
-                _set_aside(live, alike[-1])
+                asides.before_compaction(live, alike[-1])
             self.upkeep.keep_moved(workspace, family, went, _now())
         else:  # after a restart: where it went on before, if it did
             state = self.state  # its sessions opened on the keeping thread, not here
@@ -277,6 +279,8 @@ class Conversations:
             conv.branched_from = None
         conv.native_count = len(conversation_of(p.format, p.request))
         conv.chain = identity.turns(p.request)
+        # a request no session id names may be asked beside a chat (a title): `asides`
+        conv.asked_once = identity.asks_once(p.request) if family and client is None else None
         await self._took(conv, turn, encoded, budget, nominal, tools, trouble)
         return _result(conv, turn, encoded, budget, trouble)
 
@@ -375,6 +379,8 @@ class Conversations:
         state, workspace = self.state, conv.workspace
         state.expire(workspace)  # at most once a day
         self._remember(conv, turn, budget, tools)
+        asides.settle((c for (ws, _), c in reversed(self._live.items()) if ws == workspace),
+                      conv, conv.turned_at)
         conv.kept = []
         if turn.stepped or turn.restored or turn.truncated or turn.dropped:
             self.upkeep.keep(conv, _now())  # a branch's first turn says its window: kept
@@ -408,7 +414,10 @@ class Conversations:
         """Whether this turn makes ``conv`` the workspace's live chat, the one the editors'
         status bars show: yes, but not while a bigger chat of the same client session is the
         live one (a Claude Code run's sub-agent, on its model or a small one, beside
-        the chat that started it: the status bar follows that chat)."""
+        the chat that started it: the status bar follows that chat), nor when ``conv`` was
+        asked beside a chat (`asides`)."""
+        if conv.left_behind:  # asked beside a chat (`asides`): the status bars stay on it
+            return False
         live = self.state.events.live_chat(conv.workspace)
         other = self._get(conv.workspace, live[0]) if live is not None and live[0] else None
         return (other is None or other is conv or conv.client is None
@@ -445,6 +454,7 @@ class Conversations:
         conv.cache_reuse = turn.cache_reuse_tokens
         conv.dropped = len(st.messages) - (len(turn.messages) - len(st.chunks))
         conv.updated_at = self.clock()
+        conv.turned_at = self.ticks()
         conv.left_behind = False
         key = (conv.workspace, conv.conversation_id)
         self._live[key] = conv
@@ -586,16 +596,6 @@ async def _or_said(work: Awaitable[T], what: str, trouble: list[str], instead: T
         log.error("live chat: %s", said)
         trouble.append(said)
         return instead
-
-
-def _set_aside(live: list[Conversation], chat: Conversation) -> None:
-    """What the client asked beside ``chat`` since its last turn, before its compaction (its
-    summary, a title: no tools, a system prompt of their own; ``live`` oldest first) is not
-    listed: `ctxlayer chats` shows the chat, not one more per compaction. One that goes on is
-    listed again (`Conversation.left_behind`)."""
-    for c in live[live.index(chat) + 1:]:
-        if c.client is None and c.tools_tokens == 0 and c.system() != chat.system():
-            c.left_behind = True
 
 
 def _cheap(conv: Conversation, messages: list, budget: int, restored: frozenset[str]) -> bool:

@@ -173,6 +173,51 @@ def goes_on(chain: list, now: list) -> bool:
     return any(m == last or _message(m) == want for m in answered)
 
 
+#: characters a chat's message holds at least for a side request that holds it to be taken for
+#: a quote of it (a word or two, "Fix it", could be anyone's)
+QUOTED_FROM = 12
+#: a chat's last user messages (with text) a side request is compared with: a title quotes
+#: the question, a commit message the turns since the last commit, a summary all of them
+QUOTED_LAST = 4
+
+
+def asks_once(request: dict) -> str | None:
+    """The text of a request that asks something once, beside a chat: no tools offered, and
+    only user messages after its system prompt (OpenCode's title, aider's commit message and
+    summary, a client's summarizer); None for any other (a chat with tools, one with an
+    answer in it)."""
+    if request.get("tools") or request.get("functions"):
+        return None
+    value = request.get("input")
+    if isinstance(value, str):  # a Responses request's one message
+        return value
+    now = turns(request)
+    rest = now[_after_system(now):]
+    if not rest or any(not isinstance(m, dict) or m.get("role") != "user" for m in rest):
+        return None
+    return "\n".join(text_of(m.get("content")) for m in rest)
+
+
+def quotes(text: str, chain: list) -> bool:
+    """Whether ``text`` (a request that `asks_once`) holds one of the last user messages of
+    ``chain`` (a chat's last request) word for word, and more beside it: the title of that
+    chat's question, the commit message of its turns. Two requests of the same text do not
+    quote each other."""
+    seen = 0
+    for m in reversed(chain):
+        if not isinstance(m, dict) or m.get("role") != "user":
+            continue
+        said = text_of(m.get("content")).strip()
+        if not said:  # tool results (Anthropic's come as user messages): not what was asked
+            continue
+        if QUOTED_FROM <= len(said) < len(text.strip()) and said in text:
+            return True
+        seen += 1
+        if seen == QUOTED_LAST:
+            return False
+    return False
+
+
 def system_of(request: dict) -> list:
     """A request's system prompt, wherever its format keeps it (`system`, `instructions`, its
     first messages), cache_control aside: what tells a chat's requests from its client's

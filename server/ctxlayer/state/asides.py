@@ -1,0 +1,60 @@
+"""What a client asks beside its chat, with no session id to tie it to the chat: a title
+(OpenCode's, on a small model, as the chat starts), a commit message (aider's, after each edit
+it applies), a summary (aider's of its older turns; Qwen Code's and OpenCode's before their own
+compaction). Each comes as a request of its own, so each was a conversation of its own: listed
+by `ctx/conversations` (`ctxlayer chats`, `:Ctxlayer chats`) one more every time, and the live
+chat the editors' status bars followed (after every aider edit: its commit message's 0.3% on
+a small model) until the chat's next request. An aside is set aside
+(`Conversation.left_behind`): not listed and not the live chat, until a request goes on in it.
+
+Owns which conversation is an aside of which chat. Must not: keep state (Conversations does)
+or import a face.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from itertools import islice
+from typing import TYPE_CHECKING
+
+from ctxlayer.state import identity
+
+if TYPE_CHECKING:
+    from ctxlayer.state.chat import Conversation
+
+#: seconds after a chat's last turn within which a request that quotes it is its aside (titles,
+#: commit messages and summaries are asked beside the turn they are of; a chat started later
+#: with a question that another chat asked is a chat)
+ASIDE_SECONDS = 120.0
+
+
+#: the workspace's most recent chats a request is compared with: what it is asked beside took
+#: a turn just before (a new chat compared with all 64 in memory took 0.2 ms more)
+ASIDE_CHATS = 8
+
+
+def settle(live: Iterable[Conversation], conv: Conversation, now: float) -> None:
+    """After ``conv``'s turn, at ``now`` (monotonic seconds; ``live``: the conversations of its
+    workspace, the most recent first): ``conv`` is set aside when it asks once
+    (`identity.asks_once`, no client session id) and quotes one of the ASIDE_CHATS most recent
+    chats that took a turn within ASIDE_SECONDS; otherwise each such request among them that
+    quotes ``conv`` is (OpenCode asks for the title before the chat's first request reaches
+    the gateway)."""
+    recent = list(islice((c for c in live if c is not conv and not c.left_behind
+                          and now - c.turned_at <= ASIDE_SECONDS), ASIDE_CHATS))
+    if conv.asked_once is not None and any(identity.quotes(conv.asked_once, c.chain)
+                                           for c in recent):
+        conv.left_behind = True
+        return
+    for c in recent:
+        if c.asked_once is not None and identity.quotes(c.asked_once, conv.chain):
+            c.left_behind = True
+
+
+def before_compaction(live: list[Conversation], chat: Conversation) -> None:
+    """What the client asked beside ``chat`` since its last turn, before its compaction (its
+    summary, a title: no tools, a system prompt of their own; ``live`` oldest first) is set
+    aside: `ctxlayer chats` shows the chat, not one more per compaction."""
+    for c in live[live.index(chat) + 1:]:
+        if c.client is None and c.tools_tokens == 0 and c.system() != chat.system():
+            c.left_behind = True
