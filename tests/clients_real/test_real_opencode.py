@@ -3,7 +3,8 @@ run` with its `anthropic` provider's base URL on the gateway (Messages API), and
 `openai` provider's (which sends the Responses API), running the stand-in agent's `bash` calls
 in a temporary git repository; a long loop in a small `[gateway.models]` window is compacted by
 the gateway and still completes. OpenCode also asks a small model for the session's title,
-beside its chat: not a chat of its own. Every request must be one the provider accepts (the stand-in checks)."""
+beside its chat: not a chat of its own. Every request must be one the provider accepts (the
+stand-in checks)."""
 
 from __future__ import annotations
 
