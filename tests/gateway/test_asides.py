@@ -1,15 +1,17 @@
 """What a client asks beside its chat, naming no session: a title before the chat's first
 request (OpenCode), a commit message after its answer (aider), on a small model, a system
-prompt of their own, no tools, quoting the chat's question. Neither is listed as a chat, nor
-becomes the live chat the editors' status bars follow; one that goes on is a chat again. Real
-gateway, official SDKs, the strict stand-in."""
+prompt of their own, no tools, quoting the chat's question; or a title asked of a model counted
+otherwise with the chat's whole history. None is listed as a chat, nor stays the live chat the
+editors' status bars follow, nor takes the chat's window; one that goes on is a chat again.
+Real gateway, official SDKs, the strict stand-in."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import pytest
-from gateway_stack import Stack, fresh_stack
+from gateway_stack import Stack, fresh_stack, prose, small_stack
+from test_branch import long_chat, send
 
 from ctxlayer.state.asides import ASIDE_SECONDS
 
@@ -132,3 +134,94 @@ def test_a_summary_asked_beside_an_anthropic_agent_loop_is_set_aside(stack):
     ).headers["x-ctxlayer-conversation"]
     assert summary != chat
     assert listed(stack) == [chat] and live(stack) == chat
+
+
+# --- with the chat's history, on a model counted otherwise ---------------------------------
+
+
+def chat_turns(stack: Stack, n: int) -> list[dict]:
+    """An aider-like chat on `standin-small` (a 4096-token window) long enough to have been
+    summarized in steps; its messages so far."""
+    messages: list[dict] = [{"role": "system", "content": AIDER}, *aider_chat()[:2]]
+    for k in range(n):
+        messages.append({"role": "user", "content": prose(f"asks {k}", 200)})
+        ask_small(stack, messages)
+        messages.append({"role": "assistant", "content": prose(f"says {k}", 200)})
+    return messages
+
+
+def ask_small(stack: Stack, messages: list[dict], model: str = "standin-small"
+              ) -> tuple[str, int, list[dict]]:
+    """(the conversation, the tokens the provider read from its cache, what it was sent)."""
+    raw = stack.openai().chat.completions.with_raw_response.create(
+        model=model, max_tokens=128, messages=messages)
+    raw.parse()
+    sent = stack.model_requests()[-1]["body"]["messages"]
+    return raw.headers["x-ctxlayer-conversation"], int(raw.headers["x-ctxlayer-tokens"]), sent
+
+
+def summary(sent: list[dict]) -> str | None:
+    """The summary chunk the request opens with, after its system prompt."""
+    found = str(sent[1]["content"])
+    return found if found.startswith("[Summary of") else None
+
+
+@pytest.fixture
+def small(tmp_path) -> Iterator[Stack]:
+    with small_stack(tmp_path) as stack:
+        yield stack
+
+
+def test_a_title_asked_of_a_model_counted_otherwise_leaves_the_chats_window_alone(small):
+    """A title asked of another model with the chat's whole history, no session id (the
+    history opens like the chat: the same family): before, it took the chat's conversation
+    over, its window dropped (counts of another encoding), and the chat's next request
+    started afresh: its summaries written again, the provider's cached prefix lost."""
+    history = chat_turns(small, 10)
+    chat, _, before = ask_small(small, history)
+    assert summary(before) is not None
+    title, _, _ = ask_small(small, [*history, {"role": "user", "content": "A title, please."}],
+                            model="gpt-3.5-turbo")
+    assert title != chat
+    going_on = [*history, {"role": "assistant", "content": "answered"},
+                {"role": "user", "content": prose("asks again", 40)}]
+    again, _, sent = ask_small(small, going_on)
+    assert again == chat
+    assert summary(sent) == summary(before)  # its summary chunk: no compaction afresh
+    assert listed(small) == [chat] and live(small) == chat
+
+
+def test_after_a_switch_to_a_model_counted_otherwise_and_back_each_keeps_its_window(small):
+    """A `/model` to a model counted otherwise is a conversation of its own, listed beside the
+    chat; back on the first model, the chat goes on from its own window, and the other
+    model's turns, part of its history now, are not an aside."""
+    history = chat_turns(small, 10)
+    chat, _, before = ask_small(small, history)
+    assert summary(before) is not None
+    switched = [*history, {"role": "assistant", "content": "answered"},
+                {"role": "user", "content": "The other model asks."}]
+    other, _, _ = ask_small(small, switched, model="gpt-3.5-turbo")
+    on = [*switched, {"role": "assistant", "content": "the other model answers"},
+          {"role": "user", "content": "The other model asks again."}]
+    assert ask_small(small, on, model="gpt-3.5-turbo")[0] == other
+    back = [*on, {"role": "assistant", "content": "answered again"},
+            {"role": "user", "content": "The first model asks."}]
+    again, _, sent = ask_small(small, back)
+    assert again == chat and summary(sent) == summary(before)
+    assert sorted(listed(small)) == sorted([chat, other]) and live(small) == chat
+
+
+def test_a_title_under_the_chats_session_id_on_a_small_model_is_not_listed(small):
+    """Under a session id (Claude Code's, in `metadata.user_id`) a small model's request is a
+    family of its own; asked with the chat's history and a question of its own, it is set
+    aside once the chat goes on without it (a sub-agent's own chat is not: test_branch)."""
+    history = long_chat(small, "main")
+    main, _ = send(small, [*history, {"role": "user", "content": "main asks"}], "main")
+    asked = [*history, {"role": "user", "content": "main asks"},
+             {"role": "assistant", "content": "main answers"},
+             {"role": "user", "content": "Write a five-word title for this chat."}]
+    title, _ = send(small, asked, "main", model="claude-haiku-4-5")
+    assert title["x-ctxlayer-conversation"] != main["x-ctxlayer-conversation"]
+    assert len(listed(small)) == 2
+    send(small, [*asked[:-1], {"role": "user", "content": "main asks again"}], "main")
+    assert listed(small) == [main["x-ctxlayer-conversation"]]

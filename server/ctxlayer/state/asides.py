@@ -51,6 +51,29 @@ def settle(live: Iterable[Conversation], conv: Conversation, now: float) -> None
             c.left_behind = True
 
 
+def went_on_without(live: Iterable[Conversation], conv: Conversation, before: list,
+                    since: float) -> None:
+    """After a request of ``conv`` (``before``: its chain until then, its last turn at
+    ``since``; ``live``: its workspace's conversations, the most recent first): a request of
+    its family or client run since its last turn, on a model counted otherwise, that took
+    ``conv``'s history further and that ``conv`` went on without (a title asked of a small
+    model with the chat's history: Claude Code's under its session id; none: a conversation
+    of its own, `Conversations._by_chain`) is set aside. After a `/model` the chat goes on in
+    the other model's conversation, and back on the first model, the other's chain is part
+    of the chat's: neither is set aside."""
+    if not before:  # its first request
+        return
+    beside = [c for c in islice(live, ASIDE_CHATS) if c is not conv and not c.left_behind
+              and c.turned_at > since
+              and (c.family == conv.family or (c.client is not None and c.client == conv.client))]
+    if not beside or identity.shared(before, conv.chain) < len(before):
+        return  # nothing asked beside it, or this request edits the chat: it did not go on
+    for c in beside:
+        if identity.shared(before, c.chain) == len(before) \
+                and identity.shared(c.chain, conv.chain) < len(c.chain):
+            c.left_behind = True
+
+
 def before_compaction(live: list[Conversation], chat: Conversation) -> None:
     """What the client asked beside ``chat`` since its last turn, before its compaction (its
     summary, a title: no tools, a system prompt of their own; ``live`` oldest first) is set

@@ -36,7 +36,7 @@ import secrets
 import sqlite3
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -123,19 +123,26 @@ class Conversations:
                                                    trouble))
         older = identity.older_hinted_id(p.format, hint) if hint else None
         async with self.state.lanes.turn(("chats", workspace, family)):
-            cid, edits = self._by_chain(workspace, family, p.request)
+            cid, edits = self._by_chain(workspace, family, p.request,
+                                        asked.model_of(caller, p))
             return await self._prepare(caller, p, workspace, cid, family,
                                        asked.run_of(p, hint), edits, older, trouble)
 
-    def _by_chain(self, workspace: str, family: str, request: dict) -> tuple[str, bool]:
-        """(the family's conversation ``request`` extends or edits, whether it edits it); a
-        new id when it shares no message with any. An edit leaves the replaced chain behind as
-        a fork of its own once the turn is done (`_fork`): if that chat goes on, it lands
-        there. A history the client's own compaction wrote edits the most recent chat of the
-        family with the same system prompt (a sub-agent's has its own), else the most recent."""
+    def _by_chain(self, workspace: str, family: str, request: dict, model: str
+                  ) -> tuple[str, bool]:
+        """(the family's conversation on ``model`` or one counted alike that ``request``
+        extends or edits, whether it edits it); a new id when it shares no message with any.
+        An edit leaves the replaced chain behind as a fork of its own once the turn is done
+        (`_fork`): if that chat goes on, it lands there. A history the client's own
+        compaction wrote edits the most recent chat of the family with the same system
+        prompt (a sub-agent's has its own), else the most recent. A request on a model
+        counted otherwise (a title asked of another model with the chat's history) is a
+        conversation of its own: the chat's window stays the chat's (it was started afresh,
+        its summaries written again, and again once the chat came back)."""
         now = identity.turns(request)
-        live = [(cid, c) for (ws, cid), c in self._live.items()
-                if ws == workspace and c.family == family]
+        family_live = [(cid, c) for (ws, cid), c in self._live.items()
+                       if ws == workspace and c.family == family]
+        live = [(cid, c) for cid, c in family_live if asked.counted_alike(c.model, model)]
         members = [(cid, c.chain) for cid, c in live]
         found = identity.best_match(members, now)
         if found is None and members and identity.compacted(now):
@@ -143,7 +150,7 @@ class Conversations:
             alike = [cid for cid, c in live if c.system() == system]
             return (alike or [members[-1][0]])[-1], True
         if found is None:
-            return (self._fork_id(family) if members else family), False
+            return (self._fork_id(family) if family_live else family), False
         cid, extends = found
         return cid, not extends
 
@@ -278,11 +285,18 @@ class Conversations:
         else:
             conv.branched_from = None
         conv.native_count = len(conversation_of(p.format, p.request))
-        conv.chain = identity.turns(p.request)
-        # a request no session id names may be asked beside a chat (a title): `asides`
-        conv.asked_once = identity.asks_once(p.request) if family and client is None else None
+        self._asked(conv, p.request, unhinted=bool(family) and client is None)
         await self._took(conv, turn, encoded, budget, nominal, tools, trouble)
         return _result(conv, turn, encoded, budget, trouble)
+
+    def _asked(self, conv: Conversation, request: dict, unhinted: bool) -> None:
+        """``conv``'s chain is now ``request``'s: what the client asked beside it since its
+        last turn and it went on without is set aside, and the request, when no session id
+        named it, may be one asked beside a chat (`asides`: a title, a commit message)."""
+        before, since = conv.chain, conv.turned_at
+        conv.chain = identity.turns(request)
+        asides.went_on_without(self._recent(conv.workspace), conv, before, since)
+        conv.asked_once = identity.asks_once(request) if unhinted else None
 
     async def _conversation(self, workspace: str, cid: str, model: str,
                             source: protocol.Source, family: str | None, edits: bool,
@@ -313,6 +327,10 @@ class Conversations:
                                                     self._ids(workspace, family), older),
                                    "read the kept windows", trouble, [])
         return conv, conv, True
+
+    def _recent(self, workspace: str) -> Iterator[Conversation]:
+        """The workspace's conversations in memory, the most recent turn first."""
+        return (c for (ws, _), c in reversed(self._live.items()) if ws == workspace)
 
     def _ids(self, workspace: str, family: str | None) -> set[str]:
         """The ids of the family's conversations in memory (their kept windows are older)."""
@@ -379,8 +397,7 @@ class Conversations:
         state, workspace = self.state, conv.workspace
         state.expire(workspace)  # at most once a day
         self._remember(conv, turn, budget, tools)
-        asides.settle((c for (ws, _), c in reversed(self._live.items()) if ws == workspace),
-                      conv, conv.turned_at)
+        asides.settle(self._recent(workspace), conv, conv.turned_at)
         conv.kept = []
         if turn.stepped or turn.restored or turn.truncated or turn.dropped:
             self.upkeep.keep(conv, _now())  # a branch's first turn says its window: kept
