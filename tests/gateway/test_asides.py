@@ -136,6 +136,18 @@ def test_a_summary_asked_beside_an_anthropic_agent_loop_is_set_aside(stack):
     assert listed(stack) == [chat] and live(stack) == chat
 
 
+def test_what_was_asked_beside_a_chat_leaves_memory_before_any_chat(stack):
+    """Memory holds the most recent conversations (64 by default): a commit message asked
+    after each of aider's edits took a place each, and pushed the other chats out (each
+    then read back from the state folder when it went on)."""
+    stack.state.conversations.max_live = 3
+    chat = ask(stack, AIDER, aider_chat())
+    ask(stack, COMMIT, commit_message(), model="gpt-4o-mini")
+    others = [ask(stack, f"You are agent {k}.", [{"role": "user", "content": f"Task {k}."}],
+                  tools=TOOLS) for k in range(2)]
+    assert sorted(listed(stack)) == sorted([chat, *others])
+
+
 # --- with the chat's history, on a model counted otherwise ---------------------------------
 
 

@@ -44,11 +44,11 @@ def settle(live: Iterable[Conversation], conv: Conversation, now: float) -> None
                           and now - c.turned_at <= ASIDE_SECONDS), ASIDE_CHATS))
     if conv.asked_once is not None and any(identity.quotes(conv.asked_once, c.chain)
                                            for c in recent):
-        conv.left_behind = True
+        set_aside(conv)
         return
     for c in recent:
         if c.asked_once is not None and identity.quotes(c.asked_once, conv.chain):
-            c.left_behind = True
+            set_aside(c)
 
 
 def went_on_without(live: Iterable[Conversation], conv: Conversation, before: list,
@@ -71,7 +71,7 @@ def went_on_without(live: Iterable[Conversation], conv: Conversation, before: li
     for c in beside:
         if identity.shared(before, c.chain) == len(before) \
                 and identity.shared(c.chain, conv.chain) < len(c.chain):
-            c.left_behind = True
+            set_aside(c)
 
 
 def before_compaction(live: list[Conversation], chat: Conversation) -> None:
@@ -80,4 +80,10 @@ def before_compaction(live: list[Conversation], chat: Conversation) -> None:
     aside: `ctxlayer chats` shows the chat, not one more per compaction."""
     for c in live[live.index(chat) + 1:]:
         if c.client is None and c.tools_tokens == 0 and c.system() != chat.system():
-            c.left_behind = True
+            set_aside(c)
+
+
+def set_aside(c: Conversation) -> None:
+    """Not listed, not the live chat, and the first to leave memory when it is full (a chat
+    of aider's leaves a commit message's conversation after each edit)."""
+    c.left_behind = c.aside = True

@@ -72,6 +72,7 @@ class Conversation:
         #: what its last request asked, when it asked once beside a chat, no session id
         #: naming it (`identity.asks_once`: a title, a commit message), else None
         self.asked_once: str | None = None
+        self.aside = False  # set aside as asked beside a chat (`asides.set_aside`)
         self.turned_at = 0.0  # monotonic seconds of its last turn (`asides`)
         #: (the read it is of, its system prompt): a new chat is compared with every chat of
         #: its workspace's (`system`), each read once a request

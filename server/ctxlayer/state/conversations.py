@@ -472,13 +472,15 @@ class Conversations:
         conv.dropped = len(st.messages) - (len(turn.messages) - len(st.chunks))
         conv.updated_at = self.clock()
         conv.turned_at = self.ticks()
-        conv.left_behind = False
+        conv.left_behind = conv.aside = False
         key = (conv.workspace, conv.conversation_id)
         self._live[key] = conv
         self._live.move_to_end(key)
         held = sum(c.held() for c in self._live.values())
         while len(self._live) > self.max_live or (held > self.max_tokens and len(self._live) > 1):
-            _, gone = self._live.popitem(last=False)
+            # what a client asked beside its chats leaves first, then the least recent chat
+            aside = next((k for k, c in self._live.items() if c.aside), None)
+            gone = self._live.pop(aside) if aside else self._live.popitem(last=False)[1]
             held -= gone.held()
             if gone.state is not None and gone.written is not gone.state:
                 # its chat may come back: from its own window, not afresh, nor as a branch
