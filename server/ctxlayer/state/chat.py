@@ -92,7 +92,7 @@ class Conversation:
         for name in ("state", "budget", "tokens", "system_tokens", "cache_reuse", "dropped",
                      "updated_at", "cached_tokens", "window", "bias", "native_count",
                      "tools_tokens", "chain", "family", "client", "turn", "decoded",
-                     "counted_with"):
+                     "counted_with", "turned_at"):
             setattr(other, name, getattr(self, name))
         other.restored = set(self.restored)
         other.extra_audit = list(self.extra_audit)
