@@ -1,10 +1,10 @@
-"""What a client asks beside its chat, with no session id to tie it to the chat: a title
-(OpenCode's, on a small model, as the chat starts), a commit message (aider's, after each edit
-it applies), a summary (aider's of its older turns; Qwen Code's and OpenCode's before their own
-compaction). Each comes as a request of its own, so each was a conversation of its own: listed
-by `ctx/conversations` (`ctxlayer chats`, `:Ctxlayer chats`) one more every time, and the live
-chat the editors' status bars followed (after every aider edit: its commit message's 0.3% on
-a small model) until the chat's next request. An aside is set aside
+"""What a client asks beside its chat: a title (OpenCode's, on a small model, as the chat
+starts), a commit message (aider's, after each edit it applies), a summary (aider's of its older
+turns; Qwen Code's and OpenCode's before their own compaction), a title asked of another model
+with the chat's whole history. Each comes as a request of its own, so each was a conversation of
+its own: listed by `ctx/conversations` (`ctxlayer chats`, `:Ctxlayer chats`) one more every
+time, and the live chat the editors' status bars followed (after every aider edit: its commit
+message's 0.3% on a small model) until the chat's next request. An aside is set aside
 (`Conversation.left_behind`): not listed and not the live chat, until a request goes on in it.
 
 Owns which conversation is an aside of which chat. Must not: keep state (Conversations does)
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 #: commit messages and summaries are asked beside the turn they are of; a chat started later
 #: with a question that another chat asked is a chat)
 ASIDE_SECONDS = 120.0
-
 
 #: the workspace's most recent chats a request is compared with: what it is asked beside took
 #: a turn just before (a new chat compared with all 64 in memory took 0.2 ms more)
@@ -54,13 +53,14 @@ def settle(live: Iterable[Conversation], conv: Conversation, now: float) -> None
 def went_on_without(live: Iterable[Conversation], conv: Conversation, before: list,
                     since: float) -> None:
     """After a request of ``conv`` (``before``: its chain until then, its last turn at
-    ``since``; ``live``: its workspace's conversations, the most recent first): a request of
-    its family or client run since its last turn, on a model counted otherwise, that took
-    ``conv``'s history further and that ``conv`` went on without (a title asked of a small
-    model with the chat's history: Claude Code's under its session id; none: a conversation
-    of its own, `Conversations._by_chain`) is set aside. After a `/model` the chat goes on in
-    the other model's conversation, and back on the first model, the other's chain is part
-    of the chat's: neither is set aside."""
+    ``since``; ``live``: its workspace's conversations, the most recent first): a
+    conversation of its family or client run that took ``conv``'s history further since that
+    turn, and that ``conv`` now went on without, is set aside. Such a request is on a model
+    counted otherwise (on one counted alike it would have gone on in ``conv``): a title asked
+    of a small model with the chat's whole history, under the chat's session id (a family per
+    model) or none (`Conversations._by_chain`). After a `/model` the chat goes on in the other
+    model's conversation, and back on the first model the other's chain is part of the
+    chat's: neither is set aside."""
     if not before:  # its first request
         return
     beside = [c for c in islice(live, ASIDE_CHATS) if c is not conv and not c.left_behind
