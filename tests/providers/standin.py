@@ -651,20 +651,27 @@ class Standin:
         previous request, and for Anthropic what its last cache_control newly covers."""
         model = body["model"]
         system = body.get("system") if fmt == "anthropic" else None
-        raw = [{"system": system}] if system else []
+        # the cached prefix starts with the tools, then the system prompt (Anthropic's order;
+        # OpenAI's prefix holds the tools too): a change there reads nothing from the cache
+        tools = body.get("tools")
+        lead = [{"tools": tools}] if tools else []
+        raw = [{"content": system}] if system else []
         raw += body["messages"]
         msgs = [_cached_form(m) for m in raw]
         key = json.dumps([fmt, model, msgs[:2] if system else msgs[:1]], sort_keys=True)
+        msgs = [*lead, *msgs]
         previous = self._previous.get(key, [])
         self._previous[key] = msgs
         same = 0
         while same < min(len(msgs), len(previous)) and msgs[same] == previous[same]:
             same += 1
-        per = [checks.message_tokens(fmt, model, m) for m in msgs]
+        counter = checks.counter_for(model)
+        per = [counter.count(json.dumps(tools))] if tools else []
+        per += [checks.message_tokens(fmt, model, m) for m in msgs[len(lead):]]
         read = sum(per[:same])
         if fmt != "anthropic":
             return read, 0
-        marked = [i for i, m in enumerate(raw) if checks._cache_controls(m)]
+        marked = [len(lead) + i for i, m in enumerate(raw) if checks._cache_controls(m)]
         write = max(0, sum(per[:marked[-1] + 1]) - read) if marked else 0
         return read, write
 
