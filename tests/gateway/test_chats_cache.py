@@ -69,3 +69,33 @@ def test_the_help_defines_the_bill():
     assert done.returncode == 0
     text = " ".join(done.stdout.split())
     assert "x 0.1" in text and "x 1.25" in text and "uncached" in text
+
+
+def test_the_estimated_reuse_counts_the_tools_while_they_stay_the_same(stack):
+    """The tool definitions open the prompt the provider caches: the gateway's estimate of
+    what a request reuses counts them while they are the previous request's (OpenCode's 6k
+    were left out: "2.4k" beside the provider's 8.4k read from its cache)."""
+    client = stack.anthropic()
+    tools = [{"name": f"tool_{k}", "description": LONG[:2000], "input_schema": {
+        "type": "object", "properties": {"path": {"type": "string"}}}} for k in range(4)]
+    history: list[dict] = []
+
+    def ask(question: str, with_tools: list[dict]) -> dict:
+        history.append({"role": "user", "content": question})
+        answer = client.messages.create(model="claude-sonnet-4-5", max_tokens=64,
+                                        system="You help with the adder.", messages=history,
+                                        tools=with_tools,
+                                        extra_headers={"x-ctxlayer-conversation": "tools-reuse"})
+        history.append({"role": "assistant", "content": answer.content[0].text})
+        (row,) = [c for c in json.loads(chats(stack, "--json"))["conversations"]
+                  if c["conversationId"] == "tools-reuse"]
+        return row
+
+    first = ask("what base?", tools)
+    assert first["cacheReuseTokens"] == 0
+    same = ask("and why?", tools)
+    assert same["cacheReuseTokens"] > 2000  # the tools, then the messages they share
+    # near what the stand-in read from its cache (it leaves out Anthropic's tool-use prompt)
+    assert abs(same["cacheReuseTokens"] - same["cachedTokens"]) < 0.15 * same["cachedTokens"]
+    changed = ask("and now?", [*tools[:3], {**tools[3], "description": "another"}])
+    assert changed["cacheReuseTokens"] < 200 < changed["tokens"] - 2000

@@ -31,6 +31,7 @@ Must not: import a face, or write the whole history anywhere on a turn.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import secrets
 import sqlite3
@@ -278,6 +279,7 @@ class Conversations:
         if not done:
             out = await state.tokenizers.on_worker(model, work)
         turn, encoded, tools, decoded, counted_with, took, branch = out  # type: ignore[misc]
+        turn = _tools_reused(turn, tools, last, p.request)
         conv = self._settle(conv, took, edited, edits)
         conv.decoded, conv.counted_with = decoded, counted_with
         if branch:  # the turn started from another chat's window: the client is told it
@@ -615,6 +617,18 @@ async def _or_said(work: Awaitable[T], what: str, trouble: list[str], instead: T
         log.error("live chat: %s", said)
         trouble.append(said)
         return instead
+
+
+def _tools_reused(turn: Turn, tools: int, last: Any, request: dict) -> Turn:
+    """``turn``, its cache reuse counting the tool definitions when they (and the tool
+    choice) are the previous request's: they open the prompt the provider caches. OpenCode's
+    take 6k tokens, Claude Code's more: its chats showed a reuse of 2.4k for requests whose
+    8.4k the provider read from its cache."""
+    previous = last.payload if last is not None else None
+    if not tools or not isinstance(previous, dict) \
+            or any(previous.get(k) != request.get(k) for k in ("tools", "tool_choice")):
+        return turn
+    return dataclasses.replace(turn, cache_reuse_tokens=turn.cache_reuse_tokens + tools)
 
 
 def _cheap(conv: Conversation, messages: list, budget: int, restored: frozenset[str]) -> bool:
