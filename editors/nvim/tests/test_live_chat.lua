@@ -140,6 +140,29 @@ H.run(function()
   H.eq(drawn.str, ctxlayer.statusline(), "the highlighted status line draws the chat's figure")
   H.ok(drawn.highlights[1] and drawn.highlights[1].group:match("^Ctxlayer") ~= nil, "in today's ctxlayer colours")
 
+  -- What a plugin asks beside that chat (a title of its question, a small model, no session
+  -- id): the status line stays on the chat, and it is not listed.
+  local tcode = post(endpoint, { "Authorization: Bearer test-key" }, {
+    model = "gpt-4o-mini",
+    messages = {
+      { role = "system", content = "You write short titles." },
+      { role = "user", content = "A title for this question: And what does main() return?" },
+    },
+  })
+  H.eq(tcode, 200, "the title went through the gateway")
+  local models -- asked after the title's budget came: the daemon sends in order
+  require("ctxlayer.client").request(client, "ctx/conversations", {}, function(result)
+    models = vim.tbl_map(function(c)
+      return c.model
+    end, result.conversations or {})
+  end, function(e)
+    models = { vim.inspect(e) }
+  end)
+  H.eq(H.wait(function()
+    return models
+  end), { "gpt-4o" }, "the title is not listed as a chat")
+  H.eq(ctxlayer.budget().conversation, first.conversation, "the status line stays on the chat")
+
   -- avante's table, and a non-streaming Anthropic-shaped request: the live chat is now that one.
   local av = setups.avante({ format = "anthropic", model = "claude-sonnet-4" })
   H.eq(docs.check(av, docs.avante), {}, "avante: every key is a documented option")
