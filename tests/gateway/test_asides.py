@@ -146,6 +146,12 @@ def test_what_was_asked_beside_a_chat_leaves_memory_before_any_chat(stack):
     others = [ask(stack, f"You are agent {k}.", [{"role": "user", "content": f"Task {k}."}],
                   tools=TOOLS) for k in range(2)]
     assert sorted(listed(stack)) == sorted([chat, *others])
+    # memory full of chats: the next aside takes the place of none of them
+    going_on = [*aider_chat(), {"role": "assistant", "content": "Done."},
+                {"role": "user", "content": "Make the adder subtract."}]
+    assert ask(stack, AIDER, going_on) == chat
+    ask(stack, COMMIT, commit_message("Make the adder subtract."), model="gpt-4o-mini")
+    assert sorted(listed(stack)) == sorted([chat, *others])
 
 
 # --- with the chat's history, on a model counted otherwise ---------------------------------

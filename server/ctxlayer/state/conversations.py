@@ -399,7 +399,6 @@ class Conversations:
         state, workspace = self.state, conv.workspace
         state.expire(workspace)  # at most once a day
         self._remember(conv, turn, budget, tools)
-        asides.settle(self._recent(workspace), conv, conv.turned_at)
         conv.kept = []
         if turn.stepped or turn.restored or turn.truncated or turn.dropped:
             self.upkeep.keep(conv, _now())  # a branch's first turn says its window: kept
@@ -478,6 +477,8 @@ class Conversations:
         key = (conv.workspace, conv.conversation_id)
         self._live[key] = conv
         self._live.move_to_end(key)
+        # asked beside a chat (`asides`): known before memory makes room, so it leaves first
+        asides.settle(self._recent(conv.workspace), conv, conv.turned_at)
         held = sum(c.held() for c in self._live.values())
         while len(self._live) > self.max_live or (held > self.max_tokens and len(self._live) > 1):
             # what a client asked beside its chats leaves first, then the least recent chat
