@@ -89,6 +89,12 @@ def test_a_request_that_quotes_no_chat_is_a_chat_of_its_own(stack):
     other = ask(stack, COMMIT, commit_message("Make the parser strict."), model="gpt-4o-mini")
     assert sorted(listed(stack)) == sorted([chat, other])
     assert live(stack) == other
+    # nor a new chat of the same client (its system prompt) that quotes the last one
+    plain = "You are a helpful assistant."
+    first = ask(stack, plain, [{"role": "user", "content": "How do I run the adder's tests?"}])
+    again = ask(stack, plain, [{"role": "user", "content": "About 'How do I run the adder's "
+                                                           "tests?': and with coverage?"}])
+    assert {first, again} <= set(listed(stack)) and live(stack) == again
     # nor does a question of a word or two make a quote
     short = ask(stack, AIDER, aider_chat("Fix it."))
     title = ask(stack, TITLE, [{"role": "user", "content": "Title for: Fix it."}])

@@ -36,17 +36,22 @@ def settle(live: Iterable[Conversation], conv: Conversation, now: float) -> None
     """After ``conv``'s turn, at ``now`` (monotonic seconds; ``live``: the conversations of its
     workspace, the most recent first): ``conv`` is set aside when it asks once
     (`identity.asks_once`, no client session id) and quotes one of the ASIDE_CHATS most recent
-    chats that took a turn within ASIDE_SECONDS; otherwise each such request among them that
-    quotes ``conv`` is (OpenCode asks for the title before the chat's first request reaches
-    the gateway)."""
+    chats that took a turn within ASIDE_SECONDS, with another system prompt than that chat's
+    (a new chat of the same client that quotes the last one is a chat); otherwise each such
+    request among them that quotes ``conv`` is (OpenCode asks for the title before the chat's
+    first request reaches the gateway)."""
     recent = list(islice((c for c in live if c is not conv and not c.left_behind
                           and now - c.turned_at <= ASIDE_SECONDS), ASIDE_CHATS))
-    if conv.asked_once is not None and any(identity.quotes(conv.asked_once, c.chain)
-                                           for c in recent):
+    if not recent:
+        return
+    system = conv.system()  # an aside has its own; a new chat of the same client has the chat's
+    if conv.asked_once is not None and any(
+            c.system() != system and identity.quotes(conv.asked_once, c.chain) for c in recent):
         set_aside(conv)
         return
     for c in recent:
-        if c.asked_once is not None and identity.quotes(c.asked_once, conv.chain):
+        if c.asked_once is not None and c.system() != system \
+                and identity.quotes(c.asked_once, conv.chain):
             set_aside(c)
 
 
