@@ -163,10 +163,10 @@ class Conversations:
         Messages API, `cn`'s: the workspace's most recent chat on ``model`` with the same
         system prompt, its asides since set aside, `asides.before_compaction`), aider's opens
         with its repo map, written anew as the chat's files change (the chat whose last
-        question it carries, answered). So do the requests that open like it after it (`_moved`, kept in the state
-        folder for the first request after a restart). Before, each compaction, each aider
-        turn that changed the map, made a chat more, and the one going on started
-        uncalibrated."""
+        question it carries, answered). So do the requests that open like it after it
+        (`_moved`, kept in the state folder for the first request after a restart).
+        Before, each compaction, each aider turn that changed the map, made a chat more, and
+        the one going on started uncalibrated."""
         family = identity.family_id(p.format, p.request)
         moved = self._moved.get((workspace, family))
         if moved is not None or self._ids(workspace, family):
@@ -623,8 +623,8 @@ async def _or_said(work: Awaitable[T], what: str, trouble: list[str], instead: T
 def _tools_reused(turn: Turn, tools: int, last: Any, request: dict) -> Turn:
     """``turn``, its cache reuse counting the tool definitions when they (and the tool
     choice) are the previous request's: they open the prompt the provider caches. OpenCode's
-    take 6k tokens, Claude Code's more: its chats showed a reuse of 2.4k for requests whose
-    8.4k the provider read from its cache."""
+    take 6k tokens: its chats showed a reuse of 2.4k for requests the provider read 8.4k of
+    from its cache."""
     previous = last.payload if last is not None else None
     if not tools or not isinstance(previous, dict) \
             or any(previous.get(k) != request.get(k) for k in ("tools", "tool_choice")):

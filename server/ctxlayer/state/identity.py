@@ -203,14 +203,14 @@ def quotes(text: str, chain: list) -> bool:
     ``chain`` (a chat's last request) word for word, and more beside it: the title of that
     chat's question, the commit message of its turns. Two requests of the same text do not
     quote each other."""
-    seen = 0
+    seen, longest = 0, len(text.strip())
     for m in reversed(chain):
         if not isinstance(m, dict) or m.get("role") != "user":
             continue
         said = text_of(m.get("content")).strip()
         if not said:  # tool results (Anthropic's come as user messages): not what was asked
             continue
-        if QUOTED_FROM <= len(said) < len(text.strip()) and said in text:
+        if QUOTED_FROM <= len(said) < longest and said in text:
             return True
         seen += 1
         if seen == QUOTED_LAST:
