@@ -380,8 +380,8 @@ class Conversations:
         with the counts of the messages they share."""
         best: Conversation | None = None
         most = 0
-        for (ws, _), c in reversed(self._live.items()):
-            if ws != conv.workspace or c.state is None or not asked.counted_alike(c.model, conv.model):
+        for c in self._recent(conv.workspace):
+            if c.state is None or not asked.counted_alike(c.model, conv.model):
                 continue
             n = identity.shared(c.chain, now)
             if n > most:
