@@ -78,7 +78,8 @@ def test_qwen_codes_compacted_history_goes_on_in_the_chat_it_compacted(stack):
     # the aside, going on, is listed again
     chat_completion(stack, SUMMARIZER, [*turns("Check the build log.", 2), {
         "role": "user", "content": "Produce the <state_snapshot> XML."},
-        {"role": "assistant", "content": "<state_snapshot/>"}, {"role": "user", "content": "More."}])
+        {"role": "assistant", "content": "<state_snapshot/>"},
+        {"role": "user", "content": "More."}])
     assert aside in listed(stack)
 
 

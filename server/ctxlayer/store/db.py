@@ -419,8 +419,8 @@ class SessionStore:
     def forget(self, workspace: str, before: str) -> tuple[int, int]:
         """Remove the workspace's audit entries written before ``before`` (an ISO time, as the
         rows keep it) and the windows of its conversations last kept before it, and its moved
-        families older than it whose chat has no window left; (audit entries, windows) removed. Sessions, their messages, rules and
-        working items stay."""
+        families older than it whose chat has no window left; (audit entries, windows)
+        removed. Sessions, their messages, rules and working items stay."""
         audit = 0
         while True:  # a transaction a batch: a first run after months lets other writes in
             with self._tx() as c:

@@ -87,8 +87,8 @@ MIGRATIONS: list[str] = [
     CREATE INDEX conversations_by_time ON conversations (workspace, updated_at);
     """,
     # 6 -> 7: a family a client opened anew (its own compaction, aider's repo map), moved to
-    # the family of the chat it went on in (state/conversations.py `_unhinted_family`): after a restart its next request
-    # finds that chat's window, not none
+    # the family of the chat it went on in (state/conversations.py `_unhinted_family`): after
+    # a restart its next request finds that chat's window, not none
     """
     CREATE TABLE moved_families (
         workspace TEXT NOT NULL,
