@@ -1,7 +1,7 @@
 """Claude Code on every model: `role: "system"` messages between turns (the
 `mid-conversation-system` beta) are passed through the gateway byte for byte and counted, the
-`context-1m-*` beta opens the 1M window where the model has one, and `[gateway.models]`
-overrides a model's window. The official Anthropic SDK drives the real gateway; the strict
+`context-1m-*` beta opens the 1M window where the model has one (Claude Code's default model
+has it with no beta), and `[gateway.models]` overrides a model's window. The official Anthropic SDK drives the real gateway; the strict
 stand-in refuses what Anthropic refuses (a system message between turns without the beta)."""
 
 from __future__ import annotations
@@ -89,6 +89,8 @@ def gateway_url(stack):
 @pytest.mark.parametrize("model,betas,window", [
     ("claude-sonnet-4-5-20250929", [LONG], 1_000_000),
     ("claude-opus-4-6", [LONG], 1_000_000),
+    ("claude-opus-5-5", [], 1_000_000),  # its own window: 1M with no beta (it was 200k)
+    ("claude-sonnet-4-6", [], 1_000_000),
     ("claude-sonnet-4-5-20250929", [], 200_000),
     ("claude-opus-4-5", [LONG], 200_000),  # no 1M window: the beta changes nothing
     ("claude-haiku-4-5", [LONG], 200_000),

@@ -14,6 +14,8 @@ import re
 
 import msgspec
 
+from ctxlayer.tokenizers.long_windows import LONG_WINDOW, has_native_long_window
+
 
 class ModelInfo(msgspec.Struct, frozen=True):
     name: str
@@ -44,6 +46,14 @@ O2, CL = "o200k_base", "cl100k_base"
 TABLE: tuple[ModelInfo, ...] = (
     _m("gpt-5", "openai", O2, 400_000, 128_000, native_reasoning=True, reasoning_model=True,
        enforce_tool_use=True),
+    # GPT-5.4 on: 1,050,000 (5.4's mini and nano keep 400k; 5.6's Terra and Luna have it
+    # too); the chat-latest snapshots 128k
+    *(_m(name, "openai", O2, window, 128_000, native_reasoning=True, reasoning_model=True,
+         enforce_tool_use=True) for name, window in (
+        ("gpt-5.4", 1_050_000), ("gpt-5.4-mini", 400_000), ("gpt-5.4-nano", 400_000),
+        ("gpt-5.5", 1_050_000), ("gpt-5.6", 1_050_000))),
+    *(_m(name, "openai", O2, 128_000, 16_384, enforce_tool_use=True)
+      for name in ("gpt-5-chat", "gpt-5.1-chat")),
     _m("gpt-4.1", "openai", O2, 1_047_576, 32_768, enforce_tool_use=True),
     _m("gpt-4o", "openai", O2, 128_000, 16_384, enforce_tool_use=True),
     _m("gpt-4-turbo", "openai", CL, 128_000, 4_096, enforce_tool_use=True),
@@ -53,7 +63,8 @@ TABLE: tuple[ModelInfo, ...] = (
     _m("o1", "openai", O2, 200_000, 100_000, native_reasoning=True, reasoning_model=True),
     _m("o3", "openai", O2, 200_000, 100_000, native_reasoning=True, reasoning_model=True),
     _m("o4", "openai", O2, 200_000, 100_000, native_reasoning=True, reasoning_model=True),
-    # Claude's tokenizer yields more tokens than cl100k on code and prose alike.
+    # Claude's tokenizer yields more tokens than cl100k on code and prose alike. Its window
+    # is 1M for the models long_windows.py names.
     _m("claude", "anthropic", CL, 200_000, 16_000, correction=1.2, uncertainty=0.1,
        native_reasoning=True, exact=False),
     _m("gemini", "google", O2, 1_048_576, 65_536, correction=1.1, uncertainty=0.15,
@@ -93,4 +104,8 @@ def model_info(model: str | None) -> ModelInfo:
             best = row
     if best is None:
         return msgspec.structs.replace(_UNKNOWN, name=bare or "unknown")
+    if best.family == "anthropic" and has_native_long_window(key):
+        # the one `claude` row holds 200k; Opus and Sonnet 4.6 on (and the models since)
+        # have 1M with no beta asked
+        return msgspec.structs.replace(best, name=bare, context_window=LONG_WINDOW)
     return msgspec.structs.replace(best, name=bare)

@@ -4,12 +4,12 @@ A thinking block sent back carries the whole thinking sealed in its `signature` 
 `display: "omitted"` its text is empty; a summary is shorter than what was thought). Whether
 the provider reads it again depends on the request and the model: `context_management`'s
 `clear_thinking_*` edit says how many turns keep their thinking (`keep: "all"`, Claude Code's,
-or a number of turns); without one, Claude Opus 4.5 and later, Sonnet 4.6 and later (and
-names this table does not know) keep every turn's thinking, the models before them only the
-last turn's: the turn under way, the assistant messages after the last user message that is
-not all tool results (an agent's whole tool loop). A block the provider reads costs its sealed
-size; one it drops costs its text, since a block costed whole long after the provider stopped
-reading it would take the room of history the provider does read.
+or a number of turns); without one, Claude Opus 4.5 and later, Sonnet 4.6 and later, every
+Fable (and names this table does not know) keep every turn's thinking, the models before them
+only the last turn's: the turn under way, the assistant messages after the last user message
+that is not all tool results (an agent's whole tool loop). A block the provider reads costs its
+sealed size; one it drops costs its text, since a block costed whole long after the provider
+stopped reading it would take the room of history the provider does read.
 
 Owns the model names' reading (`claude_version`) too, which the windows table shares.
 """
@@ -20,7 +20,7 @@ import re
 
 # claude-<family>-<major>[-<minor>] (OpenRouter writes `claude-opus-4.5`); a part of 8 digits
 # is a date, not a minor version
-_NAME = re.compile(r"claude-(opus|sonnet|haiku)-(\d+)(?:[-.](\d{1,2}))?(?!\d)")
+_NAME = re.compile(r"claude-(opus|sonnet|haiku|fable)-(\d+)(?:[-.](\d{1,2}))?(?!\d)")
 
 # the names before Claude 4: claude-<major>[-<minor>]-<family>
 _LEGACY = re.compile(r"claude-\d(?:[-.]\d)?-(?:opus|sonnet|haiku)")
@@ -30,6 +30,7 @@ KEEPS_EVERY_TURN: tuple[tuple[str, tuple[int, int]], ...] = (
     ("opus", (4, 5)),
     ("sonnet", (4, 6)),
     ("haiku", (5, 0)),
+    ("fable", (0, 0)),
 )
 
 
