@@ -1,8 +1,9 @@
 """Claude Code on every model: `role: "system"` messages between turns (the
 `mid-conversation-system` beta) are passed through the gateway byte for byte and counted, the
 `context-1m-*` beta opens the 1M window where the model has one (Claude Code's default model
-has it with no beta), and `[gateway.models]` overrides a model's window. The official Anthropic SDK drives the real gateway; the strict
-stand-in refuses what Anthropic refuses (a system message between turns without the beta)."""
+has it with no beta), and `[gateway.models]` overrides a model's window. The official Anthropic
+SDK drives the real gateway; the strict stand-in refuses what Anthropic refuses (a system
+message between turns without the beta)."""
 
 from __future__ import annotations
 
