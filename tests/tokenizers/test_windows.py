@@ -80,3 +80,8 @@ def test_gpt_5_windows_as_openai_publishes_them(model, window):
     """GPT-5.4 and later hold 1,050,000 (fitted to 400k before, compacted at 272k); the
     chat-latest snapshots hold 128k (given 400k before, so the provider refused what was sent)."""
     assert context_window(model) == model_info(model).context_window == window
+
+
+def test_qwen_codes_model_has_its_1m_window_and_a_local_qwen_the_tables():
+    assert context_window("qwen3-coder-plus") == 1_000_000
+    assert context_window("qwen3-coder:30b") == context_window("qwen2.5-coder") == 131_072

@@ -74,6 +74,9 @@ TABLE: tuple[ModelInfo, ...] = (
     # Llama 3 extends a cl100k-like BPE: counts land within a few percent of cl100k.
     _m("llama", "meta", CL, 128_000, 4_096, correction=1.05, uncertainty=0.05, exact=False),
     _m("qwen", "alibaba", CL, 131_072, 8_192, correction=1.1, uncertainty=0.1, exact=False),
+    # Qwen Code's model on Alibaba's API (a local server's Qwen states its own, learned.py)
+    _m("qwen3-coder-plus", "alibaba", CL, 1_000_000, 65_536, correction=1.1, uncertainty=0.1,
+       exact=False),
     _m("mistral", "mistral", O2, 128_000, 8_192, correction=1.15, uncertainty=0.15,
        exact=False),
     _m("codestral", "mistral", O2, 256_000, 8_192, correction=1.15, uncertainty=0.15,
