@@ -12,6 +12,9 @@ H.run(function()
   H.ok(note and note.msg:find("opts.gateway: expected true, false or a table") ~= nil, "the bad gateway switch is named")
   H.ok(note and note.msg:find("opts.colour: unknown option") ~= nil, "an unknown option is named")
   H.eq(ctxlayer.statusline(), "", "no daemon yet: the status line is empty")
+  local human = require("ctxlayer.status").human
+  H.eq({ human(950), human(42100), human(128000), human(872000), human(999600), human(1050000) },
+    { "950", "42.1k", "128k", "872k", "1M", "1.05M" }, "tokens read as people read them")
 
   -- The real setup: opening a file of the workspace starts the daemon and attaches it.
   H.clear_notes()

@@ -74,7 +74,7 @@ function M.human(n)
     return tostring(math.floor(n))
   elseif n < 100000 then
     return (("%.1f"):format(n / 1000):gsub("%.0$", "")) .. "k"
-  elseif n < 1000000 then
+  elseif math.floor(n / 1000 + 0.5) < 1000 then -- 999,600 reads 1M, not 1000k
     return ("%dk"):format(math.floor(n / 1000 + 0.5))
   end
   return (("%.2f"):format(n / 1000000):gsub("0+$", ""):gsub("%.$", "")) .. "M"
