@@ -119,3 +119,38 @@ def test_aiders_chat_is_one_chat_as_files_come_and_go(stack, repo, tmp_path):
     (chat,) = conversations(stack)
     last = requests[-1]["prompt_tokens"]
     assert abs(chat["tokens"] - last) < 0.15 * last, (chat, last)
+
+
+def test_aiders_summary_of_its_history_leaves_one_chat(stack, repo, tmp_path):
+    """Once its chat's turns pass `--max-chat-history-tokens`, aider has its weak model
+    summarize them after each edit ("*Briefly* summarize this partial conversation", the turns
+    quoted as `# USER` / `# ASSISTANT`), and when it restores a chat's history, it sends the
+    summary in place of the turns (a summary after an edit it throws away): the summaries are
+    not chats, and the restored chat is still the one chat, the live one."""
+    prose = " ".join(f"Step {i}: the helper keeps its arguments and returns their sum."
+                     for i in range(25))
+    exe, env = aider(stack, tmp_path / "home")
+    for k in range(1, 3):  # per question: the edit, its commit message, the summary
+        stack.standin.reply(f"{prose}\n\nnew{k}.py\n```\n<<<<<<< SEARCH\n=======\n"
+                            f"def g{k}(x):\n    return x * {k}\n>>>>>>> REPLACE\n```\n")
+        stack.standin.reply(f"Add g{k}")
+        stack.standin.reply(f"The user asked for g1 to g{k}, each added in its own file.")
+    stack.standin.reply("The user asked for g1 and g2, each added in its own file.")
+    flags = [*QUIET, "--max-chat-history-tokens", "100", "README.md"]
+    for asked in ("Add g1 in new1.py please.\nNow g2 in new2.py.\n/exit\n",
+                  "Which files did you add?\n/exit\n"):
+        done = subprocess.run([str(exe), *flags, "--restore-chat-history"], env=env, cwd=repo,
+                              input=asked, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+    requests = model_requests(stack)
+    assert_all_valid(requests)
+    summaries = [r for r in requests if "summarize" in r["body"]["messages"][0]["content"]]
+    assert len(summaries) == 3, [r["body"]["messages"][0]["content"][:40] for r in requests]
+    # the second run's question goes with the summary in place of the first run's turns
+    last = str(requests[-1]["body"]["messages"])
+    assert "Which files did you add?" in last and "I spoke to you previously" in last
+    assert "Add g1 in new1.py" not in last
+    (chat,) = conversations(stack)  # before: the first run's chat and the second's
+    assert chat["model"] == "gpt-4o"
+    live = stack.state.events.live_chat(stack.gateway.caller.workspace)
+    assert live is not None and live[0] == chat["conversationId"]

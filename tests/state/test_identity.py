@@ -80,6 +80,21 @@ def test_qwen_codes_opencodes_and_cns_compacted_histories_are_known_after_the_sy
     assert identity.compacted([system, answer, asked])  # cn's: the assistant's summary first
 
 
+
+def test_aiders_restored_history_with_its_summary_after_the_repo_map_is_compacted():
+    system = {"role": "system", "content": "Act as an expert software developer."}
+    repo_map = [{"role": "user", "content": "Here are summaries of some files present in my "
+                 "git repository."}, {"role": "assistant", "content": "Ok, I won't try."}]
+    summary = [{"role": "user", "content": "I spoke to you previously about a number of "
+                "things.\nThe user asked for g1."}, {"role": "assistant", "content": "Ok."}]
+    question = {"role": "user", "content": "Which files did you add?"}
+    assert identity.compacted([system, *repo_map, *summary, question])
+    assert not identity.compacted([system, *repo_map, question])
+    turns = [{"role": r, "content": f"turn {i}"} for i in range(8)
+             for r in ("user", "assistant")]
+    # a user who writes those words late in a chat did not compact it
+    assert not identity.compacted([system, *repo_map, *turns, *summary, question])
+
 def test_the_system_prompt_is_read_where_each_format_keeps_it():
     chat = {"messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "u"}]}
     assert identity.system_of(chat) == identity.system_of(

@@ -133,6 +133,11 @@ COMPACTED_OPENINGS = ("This session is being continued from a previous conversat
 COMPACTED_ENDINGS = ("\n\nResume the prior task using the summary above.",)
 #: OpenCode's is this question alone, its summary the assistant's answer after it
 COMPACTED_QUESTIONS = ("What did we do so far?",)
+#: aider's summary of the turns it restored (its `summary_prefix`; a summary it asks after an
+#: edit it throws away) comes after what it writes anew first, its repo map answered
+SUMMARY_OPENINGS = ("I spoke to you previously about a number of things.",)
+#: how many messages after the system prompt such a summary is looked for in
+SUMMARY_WITHIN = 8
 #: roles of the messages a chat's system prompt is given as (Chat Completions, Responses)
 SYSTEM_ROLES = ("system", "developer")
 
@@ -144,10 +149,15 @@ def compacted(now: list) -> bool:
     two chats that open alike are: an edit of the other, until each goes on in its own), or
     a user message that opens as one (`COMPACTED_OPENINGS`), holds the order to resume after
     the summary (`COMPACTED_ENDINGS`), or asks what was done (`COMPACTED_QUESTIONS`) with an
-    answer after it."""
+    answer after it; or one of its first user messages is aider's summary
+    (`SUMMARY_OPENINGS`)."""
     start = _after_system(now)
     first = now[start] if start < len(now) else None
     if isinstance(first, dict) and first.get("role") == "assistant":
+        return True
+    if any(isinstance(m, dict) and m.get("role") == "user"
+           and text_of(m.get("content")).startswith(SUMMARY_OPENINGS)
+           for m in now[start:start + SUMMARY_WITHIN]):
         return True
     if not isinstance(first, dict) or first.get("role") != "user":
         return False
