@@ -163,8 +163,9 @@ class Conversations:
         Messages API, `cn`'s, aider's restored with its summary: the workspace's most recent
         chat on ``model`` with the same system prompt, its asides since set aside,
         `asides.before_compaction`), aider's opens with its repo map, written anew as the
-        chat's files change (the chat whose last question it carries, answered). So do the requests that open like it after it
-        (`_moved`, kept in the state folder for the first request after a restart).
+        chat's files change (the chat whose last question it carries, answered). So do the
+        requests that open like it after it (`_moved`, kept in the state folder for the first
+        request after a restart).
         Before, each compaction, each aider turn that changed the map, made a chat more, and
         the one going on started uncalibrated."""
         family = identity.family_id(p.format, p.request)
