@@ -19,6 +19,7 @@ from real_clients import (
     run,
     tool_outputs,
 )
+from terminal import Terminal
 
 pytestmark = [pytest.mark.client, pytest.mark.e2e]
 
@@ -273,3 +274,50 @@ def test_claude_code_goes_on_after_its_own_compact(stack, repo, tmp_path):
     assert going_on["conversationId"] == first_chat["conversationId"]
     last = requests[-1]["prompt_tokens"]
     assert abs(going_on["tokens"] - last) < 0.15 * last, (going_on, last)
+
+
+def test_claude_code_in_its_terminal_asks_titles_beside_its_one_chat(stack, repo, tmp_path):
+    """Claude Code as people run it: its terminal UI, its nonessential traffic on. As each
+    question is asked it asks its model, under the chat's session id, for the session's title
+    (no tools, a system prompt of its own, the question quoted in `<session>`). The titles are
+    not chats: one chat is listed, the live one the status bars follow (before: one chat more
+    per title, the first title under the id of the session's chat, which took a fork's)."""
+    exe = client("claude", "CLAUDE_CODE", "node_modules/.bin/claude")
+    key = "sk-ant-test-not-a-key-0123456789"
+    home = tmp_path / "home"
+    env = client_env(home, ANTHROPIC_BASE_URL=stack.anthropic_url, ANTHROPIC_API_KEY=key,
+                     TERM="xterm-256color")
+    for quiet in ("CI", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"):  # as a person runs it
+        env.pop(quiet)
+    # what a person's first run asks once: the theme, trust in the folder, the key from the
+    # environment
+    (home / ".claude.json").write_text(json.dumps({
+        "hasCompletedOnboarding": True, "theme": "dark",
+        "customApiKeyResponses": {"approved": [key[-20:]], "rejected": []},
+        "projects": {str(repo): {"hasTrustDialogAccepted": True,
+                                 "hasCompletedProjectOnboarding": True}}}))
+    questions = ["What does this project do?", "Now tell me more about add, in detail."]
+
+    def answered(question: str) -> bool:
+        chat = [r for r in model_requests(stack) if r["body"].get("tools")]
+        return any(question in json.dumps(r["body"]["messages"][-2:]) for r in chat) \
+            and any(c["tokens"] > 0 for c in conversations(stack))
+
+    term = Terminal([str(exe)], env, repo)
+    try:
+        term.wait(lambda: "\u276f" in term.shown(), "showed its prompt")
+        for n, question in enumerate(questions, 1):
+            term.type(question + "\r")
+            term.wait(lambda q=question: answered(q), f"sent {question!r}")
+            term.wait(lambda n=n: term.text().count("stand-in answer") >= n,
+                      f"showed answer {n}")
+    finally:
+        term.close()
+    requests = model_requests(stack)
+    assert_all_valid(requests)
+    titles = [r for r in requests if not r["body"].get("tools")]
+    assert titles and all("<session>" in json.dumps(r["body"]["messages"]) for r in titles)
+    assert {r["body"]["model"] for r in requests} == {DEFAULT_MODEL}
+    (chat,) = conversations(stack)
+    live = stack.state.events.live_chat(stack.gateway.caller.workspace)
+    assert live is not None and live[0] == chat["conversationId"]

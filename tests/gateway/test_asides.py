@@ -1,9 +1,10 @@
-"""What a client asks beside its chat, naming no session: a title before the chat's first
-request (OpenCode), a commit message after its answer (aider), on a small model, a system
-prompt of their own, no tools, quoting the chat's question; or a title asked of a model counted
-otherwise with the chat's whole history. None is listed as a chat, nor stays the live chat the
-editors' status bars follow, nor takes the chat's window; one that goes on is a chat again.
-Real gateway, official SDKs, the strict stand-in."""
+"""What a client asks beside its chat, naming no session or under the chat's (Claude Code's
+titles): a title before the chat's first request (OpenCode), a commit message after its answer
+(aider), on a small model or the chat's, a system prompt of their own, no tools, quoting the
+chat's question; or a title asked of a model counted otherwise with the chat's whole history.
+None is listed as a chat, nor stays the live chat the editors' status bars follow, nor takes
+the chat's window; one that goes on is a chat again. Real gateway, official SDKs, the strict
+stand-in."""
 
 from __future__ import annotations
 
@@ -83,6 +84,41 @@ def test_a_title_asked_before_the_chats_first_request_is_set_aside_when_it_comes
     assert listed(stack) == [chat]
     assert live(stack) == chat
 
+
+def test_claude_codes_titles_under_its_session_id_are_set_aside(stack):
+    """Claude Code in its terminal asks its own model for the session's title under the chat's
+    session id, with a system prompt of its own and no tools, the question quoted: before the
+    chat's first request and beside each question after it. Its question comes as one text
+    block of several, beside its reminders. Before: one chat more per title, and the first
+    title held the chat's own id."""
+    client = stack.anthropic()
+    session = {"x-claude-code-session-id": "5e5510a1-0000-4000-8000-00000000c0de"}
+    tool = [{"name": "Bash", "description": "Run it.", "input_schema": {"type": "object"}}]
+
+    def title(question: str) -> str:
+        return client.messages.with_raw_response.create(
+            model="claude-opus-5-5", max_tokens=100, system="Write the session's title.",
+            messages=[{"role": "user", "content": f"<session>\n{question}\n</session>\n\n"
+                       "Write the title in the language of the session."}],
+            extra_headers=session).headers["x-ctxlayer-conversation"]
+
+    def chat(messages: list[dict]) -> str:
+        return client.messages.with_raw_response.create(
+            model="claude-opus-5-5", max_tokens=100, system="You are Claude Code.", tools=tool,
+            messages=messages, extra_headers=session).headers["x-ctxlayer-conversation"]
+
+    first = [{"role": "user", "content": [
+        {"type": "text", "text": "<system-reminder>Today is 2026-12-06.</system-reminder>"},
+        {"type": "text", "text": QUESTION}]}]
+    titled = title(QUESTION)
+    going = chat(first)
+    assert going != titled and listed(stack) == [going] and live(stack) == going
+    later = "And now make it subtract, please."
+    second = [*first, {"role": "assistant", "content": "Done."},
+              {"role": "user", "content": later}]
+    assert chat(second) == going
+    title(later)
+    assert listed(stack) == [going] and live(stack) == going
 
 def test_a_request_that_quotes_no_chat_is_a_chat_of_its_own(stack):
     chat = ask(stack, AIDER, aider_chat())

@@ -1,7 +1,8 @@
 """What a client asks beside its chat: a title (OpenCode's, on a small model, as the chat
-starts), a commit message (aider's, after each edit it applies), a summary (aider's of its older
-turns; Qwen Code's and OpenCode's before their own compaction), a title asked of another model
-with the chat's whole history. Each comes as a request of its own, so each was a conversation of
+starts; Claude Code's in its terminal, on the chat's model, under its session id), a commit
+message (aider's, after each edit it applies), a summary (aider's of its older turns; Qwen
+Code's and OpenCode's before their own compaction), a title asked of another model with the
+chat's whole history. Each comes as a request of its own, so each was a conversation of
 its own: listed by `ctx/conversations` (`ctxlayer chats`, `:Ctxlayer chats`) one more every
 time, and the live chat the editors' status bars followed (after every aider edit: its commit
 message's 0.3% on a small model) until the chat's next request. An aside is set aside
@@ -35,11 +36,12 @@ ASIDE_CHATS = 8
 def settle(live: Iterable[Conversation], conv: Conversation, now: float) -> None:
     """After ``conv``'s turn, at ``now`` (monotonic seconds; ``live``: the conversations of its
     workspace, the most recent first): ``conv`` is set aside when it asks once
-    (`identity.asks_once`, no client session id) and quotes one of the ASIDE_CHATS most recent
-    chats that took a turn within ASIDE_SECONDS, with another system prompt than that chat's
-    (a new chat of the same client that quotes the last one is a chat); otherwise each such
-    request among them that quotes ``conv`` is (OpenCode asks for the title before the chat's
-    first request reaches the gateway)."""
+    (`identity.asks_once`; Claude Code asks its titles under the chat's session id, on the
+    chat's model) and quotes one of the ASIDE_CHATS most recent chats that took a turn within
+    ASIDE_SECONDS, with another system prompt than that chat's (a new chat of the same client
+    that quotes the last one is a chat); otherwise each such request among them that quotes
+    ``conv`` is (OpenCode and Claude Code ask for the title before the chat's first request
+    reaches the gateway)."""
     recent = list(islice((c for c in live if c is not conv and not c.left_behind
                           and now - c.turned_at <= ASIDE_SECONDS), ASIDE_CHATS))
     if not recent:

@@ -288,18 +288,19 @@ class Conversations:
         else:
             conv.branched_from = None
         conv.native_count = len(conversation_of(p.format, p.request))
-        self._asked(conv, p.request, unhinted=bool(family) and client is None)
+        self._asked(conv, p.request)
         await self._took(conv, turn, encoded, budget, nominal, tools, trouble)
         return _result(conv, turn, encoded, budget, trouble)
 
-    def _asked(self, conv: Conversation, request: dict, unhinted: bool) -> None:
+    def _asked(self, conv: Conversation, request: dict) -> None:
         """``conv``'s chain is now ``request``'s: what the client asked beside it since its
-        last turn and it went on without is set aside, and the request, when no session id
-        named it, may be one asked beside a chat (`asides`: a title, a commit message)."""
+        last turn and it went on without is set aside, and the request may be one asked
+        beside a chat (`asides`: a title, a commit message; Claude Code asks its titles
+        under the chat's session id)."""
         before, since = conv.chain, conv.turned_at
         conv.chain = identity.turns(request)
         asides.went_on_without(self._recent(conv.workspace), conv, before, since)
-        conv.asked_once = identity.asks_once(request) if unhinted else None
+        conv.asked_once = identity.asks_once(request)
 
     async def _conversation(self, workspace: str, cid: str, model: str,
                             source: protocol.Source, family: str | None, edits: bool,

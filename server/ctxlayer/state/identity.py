@@ -220,7 +220,11 @@ def quotes(text: str, chain: list) -> bool:
         said = text_of(m.get("content")).strip()
         if not said:  # tool results (Anthropic's come as user messages): not what was asked
             continue
-        if QUOTED_FROM <= len(said) < longest and said in text:
+        # the question may be one text block of several (Claude Code sends its reminders
+        # beside it, in the same message)
+        blocks = m["content"] if isinstance(m.get("content"), list) else ()
+        if any(QUOTED_FROM <= len(t) < longest and t in text for t in (said, *(
+                text_of([b]).strip() for b in blocks if len(blocks) > 1))):
             return True
         seen += 1
         if seen == QUOTED_LAST:
