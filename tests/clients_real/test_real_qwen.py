@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import real_clients as rc
+from terminal import Terminal
 
 pytestmark = [pytest.mark.client, pytest.mark.e2e]
 
@@ -107,3 +108,45 @@ def test_qwen_codes_own_compression_goes_on_in_one_chat(repo, tmp_path):
     (going_on,) = chats
     last = requests[-1]["prompt_tokens"]
     assert abs(going_on["tokens"] - last) < 0.15 * last, (going_on, last)
+
+
+def test_qwen_code_in_its_terminal_is_one_chat_beside_its_memory_agent(stack, repo, tmp_path):
+    """Qwen Code as people run it, in its terminal UI: after its answers it asks the chat's
+    model what the user might type next (the chat's history and one question more), and
+    sends its memory agent over the chat's turns (a system prompt and tools of its own, the
+    turns, its instruction). One chat is listed, the live one the status bars follow (before:
+    the memory agent was a chat too, and the live one: its 1.1% for the chat's 2.3%)."""
+    exe = rc.client("qwen", "QWEN_CODE", "node_modules/.bin/qwen")
+    home = tmp_path / "home"
+    (home / ".qwen").mkdir(parents=True)
+    (home / ".qwen" / "settings.json").write_text(json.dumps({
+        "privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False},
+        "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+        "security": {"auth": {"selectedType": "openai"}}}))
+    env = rc.client_env(home, OPENAI_BASE_URL=stack.openai_url, OPENAI_MODEL=MODEL,
+                        OPENAI_API_KEY="sk-test-not-a-key", TERM="xterm-256color")
+    env.pop("CI")  # as a person runs it
+    stack.standin.agent(1, [{"name": "run_shell_command",
+                             "arguments": {"command": "cat README.md"}}])
+
+    def memory() -> list[dict]:
+        return [r for r in rc.model_requests(stack)
+                if "memory extraction" in str(r["body"]["messages"][0]["content"])]
+
+    term = Terminal([str(exe), "--yolo"], env, repo)
+    try:
+        term.wait(lambda: "YOLO mode" in term.text(), "showed its prompt")
+        for n, question in enumerate(["What does this project do?",
+                                      "Now tell me more about add, in detail."], 1):
+            term.type(question + "\r")
+            term.wait(lambda n=n: term.text().count("stand-in answer") >= n,
+                      f"showed answer {n}")
+        term.wait(memory, "sent its memory agent")
+    finally:
+        term.close()
+    requests = rc.model_requests(stack)
+    rc.assert_all_valid(requests)
+    (chat,) = rc.conversations(stack)
+    assert chat["model"] == MODEL
+    live = stack.state.events.live_chat(stack.gateway.caller.workspace)
+    assert live is not None and live[0] == chat["conversationId"]

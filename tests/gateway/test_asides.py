@@ -120,6 +120,44 @@ def test_claude_codes_titles_under_its_session_id_are_set_aside(stack):
     title(later)
     assert listed(stack) == [going] and live(stack) == going
 
+QWEN = "You are Qwen Code, an interactive CLI agent."
+MEMORY = "You are now acting as the managed memory extraction subagent."
+
+
+def qwen_turn(question: str = QUESTION) -> list[dict]:
+    return [{"role": "user", "content": question},
+            {"role": "assistant", "content": "It adds and multiplies now."}]
+
+
+def test_a_helper_that_goes_over_the_chats_history_is_neither_listed_nor_live(stack):
+    """Qwen Code in its terminal sends, as each turn ends, its memory agent over the chat's
+    history: a system prompt and tools of its own, the chat's turns, its instruction after
+    them; the agent runs its own tool loop. Before: a chat more, and the live one the status
+    bars showed (its 1.1% for the chat's 2.3%) until the chat's next request."""
+    chat = ask(stack, QWEN, qwen_turn()[:1], tools=TOOLS)
+    memory = [*qwen_turn(), {"role": "user", "content": "Update the managed memory."}]
+    helper = ask(stack, MEMORY, memory, tools=TOOLS[:1])
+    assert helper != chat and listed(stack) == [chat] and live(stack) == chat
+    stack.now[0] += 30  # its tool loop goes on, the chat's turn further back
+    looped = [*memory, {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "no memory yet"}]
+    assert ask(stack, MEMORY, looped, tools=TOOLS[:1]) == helper
+    assert listed(stack) == [chat] and live(stack) == chat
+    going_on = [*qwen_turn(), {"role": "user", "content": "And now make it subtract."}]
+    assert ask(stack, QWEN, going_on, tools=TOOLS) == chat
+    assert listed(stack) == [chat] and live(stack) == chat
+
+
+def test_a_chat_that_changes_its_system_prompt_and_asks_on_later_is_a_chat(stack):
+    """A person who switches the chat's mode (another system prompt, the same history) and
+    asks on is not a helper of the chat it left: it is listed and live."""
+    chat = ask(stack, QWEN, qwen_turn()[:1], tools=TOOLS)
+    stack.now[0] += 30
+    switched = [*qwen_turn(), {"role": "user", "content": "Plan the next change."}]
+    planned = ask(stack, "You are in plan mode.", switched, tools=TOOLS)
+    assert planned in listed(stack) and chat in listed(stack) and live(stack) == planned
+
 def test_a_request_that_quotes_no_chat_is_a_chat_of_its_own(stack):
     chat = ask(stack, AIDER, aider_chat())
     other = ask(stack, COMMIT, commit_message("Make the parser strict."), model="gpt-4o-mini")

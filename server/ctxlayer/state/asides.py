@@ -2,7 +2,8 @@
 starts; Claude Code's in its terminal, on the chat's model, under its session id), a commit
 message (aider's, after each edit it applies), a summary (aider's of its older turns; Qwen
 Code's and OpenCode's before their own compaction), a title asked of another model with the
-chat's whole history. Each comes as a request of its own, so each was a conversation of
+chat's whole history, a helper sent over the chat's turns as they end (Qwen Code's memory
+agent). Each comes as a request of its own, so each was a conversation of
 its own: listed by `ctx/conversations` (`ctxlayer chats`, `:Ctxlayer chats`) one more every
 time, and the live chat the editors' status bars followed (after every aider edit: its commit
 message's 0.3% on a small model) until the chat's next request. An aside is set aside
@@ -27,6 +28,11 @@ if TYPE_CHECKING:
 #: commit messages and summaries are asked beside the turn they are of; a chat started later
 #: with a question that another chat asked is a chat)
 ASIDE_SECONDS = 120.0
+
+#: seconds after a chat's last turn within which a request that carries its history under a
+#: system prompt of its own is its helper (`helps`): a client's agent that goes over the turn
+#: as it ends, not a person who changed the chat's mode and asked on
+HELPER_SECONDS = 10.0
 
 #: the workspace's most recent chats a request is compared with: what it is asked beside took
 #: a turn just before (a new chat compared with all 64 in memory took 0.2 ms more)
@@ -55,6 +61,28 @@ def settle(live: Iterable[Conversation], conv: Conversation, now: float) -> None
         if c.asked_once is not None and c.system() != system \
                 and identity.quotes(c.asked_once, conv.chain):
             set_aside(c)
+
+
+def helps(live: Iterable[Conversation], conv: Conversation, now: float) -> None:
+    """After ``conv``'s turn (``live`` as for `settle`): ``conv`` is set aside, as the chat's
+    helper, when no session id names it and its request carries the history of a chat
+    (`identity.repeats`) under a system prompt of its own: a chat that took a turn within
+    HELPER_SECONDS, or the one it helped before while that one took a turn within
+    ASIDE_SECONDS (Qwen Code's memory agent goes over each turn, tools and all, as the turn
+    ends). A chat whose client changes its system prompt and goes on with a question is
+    asked later than that."""
+    if conv.client is not None:
+        conv.beside = None
+        return
+    system = conv.system()
+    helped = [c for c in islice(live, ASIDE_CHATS) if c is not conv and not c.left_behind
+              and now - c.turned_at <= (ASIDE_SECONDS if c.conversation_id == conv.beside
+                                        else HELPER_SECONDS)
+              and c.client is None and c.beside is None and c.system() != system
+              and identity.repeats(c.chain, conv.chain)]
+    conv.beside = helped[0].conversation_id if helped else None
+    if helped:
+        set_aside(conv)
 
 
 def went_on_without(live: Iterable[Conversation], conv: Conversation, before: list,

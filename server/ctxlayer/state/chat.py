@@ -73,6 +73,9 @@ class Conversation:
         #: naming it (`identity.asks_once`: a title, a commit message), else None
         self.asked_once: str | None = None
         self.aside = False  # set aside as asked beside a chat (`asides.set_aside`)
+        #: the chat whose history this one's requests carry under a system prompt of their own,
+        #: asked by its client beside it (`asides.helps`: Qwen Code's memory agent), else None
+        self.beside: str | None = None
         self.turned_at = 0.0  # monotonic seconds of its last turn (`asides`)
         #: (the read it is of, its system prompt): a new chat is compared with every chat of
         #: its workspace's (`system`), each read once a request

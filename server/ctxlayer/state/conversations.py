@@ -481,6 +481,7 @@ class Conversations:
         self._live.move_to_end(key)
         # asked beside a chat (`asides`): known before memory makes room, so it leaves first
         asides.settle(self._recent(conv.workspace), conv, conv.turned_at)
+        asides.helps(self._recent(conv.workspace), conv, conv.turned_at)
         held = sum(c.held() for c in self._live.values())
         while len(self._live) > self.max_live or (held > self.max_tokens and len(self._live) > 1):
             # what a client asked beside its chats leaves first, then the least recent chat

@@ -232,6 +232,16 @@ def quotes(text: str, chain: list) -> bool:
     return False
 
 
+def repeats(chat: list, now: list) -> bool:
+    """Whether ``now`` carries the history of ``chat`` (a chat's last request) after its own
+    system prompt: all of it but at most its last message (a question the client asked of
+    the chat beside it), then more, an answer among it."""
+    history, rest = chat[_after_system(chat):], now[_after_system(now):]
+    same = shared(history, rest)
+    return same >= max(1, len(history) - 1) and len(rest) > same and any(
+        isinstance(m, dict) and m.get("role") == "assistant" for m in rest[same - 1:])
+
+
 def system_of(request: dict) -> list:
     """A request's system prompt, wherever its format keeps it (`system`, `instructions`, its
     first messages), cache_control aside: what tells a chat's requests from its client's
