@@ -154,3 +154,33 @@ def test_aiders_summary_of_its_history_leaves_one_chat(stack, repo, tmp_path):
     assert chat["model"] == "gpt-4o"
     live = stack.state.events.live_chat(stack.gateway.caller.workspace)
     assert live is not None and live[0] == chat["conversationId"]
+
+
+def test_aiders_architect_and_its_editor_are_one_chat(stack, repo, tmp_path):
+    """`--architect`: the architect (the main model) answers each question with a plan, and
+    aider asks its editor model that plan, under the editor's system prompt, with the files
+    but not the architect's chat; then the commit message. One chat is listed, the
+    architect's, and it is the live one (before: one chat more per editor request, the live
+    one the status bars showed until the next question)."""
+    exe, env = aider(stack, tmp_path / "home")
+    plan = "Change README.md to say that it multiplies too; nothing else in it changes."
+    subtracts = EDIT.replace("It adds numbers", "It adds and multiplies numbers").replace(
+        "It adds and multiplies numbers: `add(2, 3)` is 5.\n>>>",
+        "It adds, subtracts and multiplies numbers: `add(2, 3)` is 5.\n>>>")
+    for answer in (plan, EDIT, "Say it multiplies", plan.replace("multiplies", "subtracts"),
+                   subtracts, "Say it subtracts"):  # architect, editor, commit message
+        stack.standin.reply(answer)
+    done = subprocess.run([str(exe), *QUIET, "--architect", "README.md"], env=env, cwd=repo,
+                          input="Say it multiplies too.\nAnd say it subtracts.\n/exit\n",
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.count("Applied edit to README.md") == 2, done.stdout[-2000:]
+    requests = model_requests(stack)
+    assert_all_valid(requests)
+    editors = [r for r in requests if "who edits source code" in
+               r["body"]["messages"][0]["content"]]
+    assert len(editors) == 2 and plan in str(editors[0]["body"]["messages"])
+    (chat,) = conversations(stack)
+    assert chat["model"] == "gpt-4o"
+    live = stack.state.events.live_chat(stack.gateway.caller.workspace)
+    assert live is not None and live[0] == chat["conversationId"]

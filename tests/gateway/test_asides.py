@@ -149,6 +149,43 @@ def test_a_helper_that_goes_over_the_chats_history_is_neither_listed_nor_live(st
     assert listed(stack) == [chat] and live(stack) == chat
 
 
+ARCHITECT = "Act as an expert architect engineer and provide direction to your editor."
+EDITOR = "Act as an expert software developer who edits source code."
+PLAN = "Change README.md to say that it multiplies too; nothing else in the file changes."
+
+
+def test_an_editor_asked_the_chats_answer_is_neither_listed_nor_live(stack):
+    """aider's architect mode: the architect chat answers with a plan, and aider asks its
+    editor that plan, under the editor's system prompt, the chat's files before it; the
+    editor may go on (a failed edit is sent back to it). Before: each editor's request was a
+    chat more, and the live one the status bars showed until the architect's next question."""
+    stack.standin.reply(PLAN)
+    files = {"role": "user", "content": "I have added these files to the chat: README.md"}
+    shown = [files, {"role": "assistant", "content": "Ok, I will use that as the contents."}]
+    chat = ask(stack, ARCHITECT, [*shown, {"role": "user", "content": QUESTION}])
+    to_edit = [files, {"role": "assistant", "content": "Ok, any changes will be to those."},
+               {"role": "user", "content": PLAN}]
+    editor = ask(stack, EDITOR, to_edit)
+    assert editor != chat and listed(stack) == [chat] and live(stack) == chat
+    stack.now[0] += 30  # its edit failed, and it is told so
+    retried = [*to_edit, {"role": "assistant", "content": "README.md\n<<<<<<< SEARCH"},
+               {"role": "user", "content": "The SEARCH section must match exactly."}]
+    assert ask(stack, EDITOR, retried) == editor
+    assert listed(stack) == [chat] and live(stack) == chat
+    going_on = [*shown, {"role": "user", "content": QUESTION},
+                {"role": "assistant", "content": PLAN},
+                {"role": "user", "content": "And say it subtracts."}]
+    assert ask(stack, ARCHITECT, going_on) == chat
+    assert listed(stack) == [chat] and live(stack) == chat
+
+
+def test_a_chat_that_quotes_an_answer_given_long_before_is_a_chat(stack):
+    stack.standin.reply(PLAN)
+    chat = ask(stack, ARCHITECT, [{"role": "user", "content": QUESTION}])
+    stack.now[0] += 30
+    other = ask(stack, EDITOR, [{"role": "user", "content": PLAN}])
+    assert sorted(listed(stack)) == sorted([chat, other]) and live(stack) == other
+
 def test_a_chat_that_changes_its_system_prompt_and_asks_on_later_is_a_chat(stack):
     """A person who switches the chat's mode (another system prompt, the same history) and
     asks on is not a helper of the chat it left: it is listed and live."""

@@ -291,7 +291,8 @@ def test_usage_is_read_from_the_json_and_from_any_chunking_of_the_stream():
     sent = Usage(prompt=900, completion=12, cache_read=700)
     body = {"model": "gpt-4o", "input": "hi"}
     output = output_items("r1", Reply("hello there"), reasoning=True)
-    want = Read(prompt_tokens=900, completion_tokens=12, cache_read_tokens=700)
+    want = Read(prompt_tokens=900, completion_tokens=12, cache_read_tokens=700,
+                answer="hello there")  # the answer's head, streamed or whole
     assert from_answer("responses", json.dumps(response("r1", body, 0, output, sent)).encode()) \
         == want
     stream = b"".join(events("r1", body, 0, output, sent))

@@ -24,14 +24,14 @@ SENT = Usage(prompt=1200, completion=40, cache_read=1000, cache_write=150)
 def test_openai_answer():
     body = json.dumps(openai_completion("r1", "gpt-4o", 0, Reply("hi"), SENT)).encode()
     assert from_answer("openai", body) == Read(prompt_tokens=1200, completion_tokens=40,
-                                               cache_read_tokens=1000)
+                                               cache_read_tokens=1000, answer="hi")
 
 
 def test_anthropic_answer_counts_the_cache_into_the_prompt():
     body = json.dumps(anthropic_message("r1", "claude-sonnet-4", Reply("hi"), SENT)).encode()
     assert from_answer("anthropic", body) == Read(
         prompt_tokens=1200, completion_tokens=40, cache_read_tokens=1000,
-        cache_write_tokens=150)
+        cache_write_tokens=150, answer="hi")
 
 
 def test_no_usage_is_none():
@@ -59,6 +59,22 @@ def test_streams_read_across_any_chunk_boundaries(size):
         got = reader.usage()
         assert got is not None and got.prompt_tokens == 1200 and got.completion_tokens == 40
         assert got.cache_read_tokens == 1000
+        assert got.answer == ("hello there" if fmt == "openai" else "")  # a tool call: no text
+
+
+def test_a_streams_answer_is_read_for_its_first_words_only():
+    """The head a helper of the chat may quote (aider's editor is asked its architect's
+    answer): HEAD characters, the text deltas after it left unparsed."""
+    from ctxlayer.gateway.answers import HEAD
+    long = " ".join(f"Step {i}: change the adder." for i in range(200))
+    for fmt, events in (
+            ("openai", openai_chunks("r", "gpt-4o", 0, Reply(long), SENT, True)),
+            ("anthropic", anthropic_events("r", "claude-sonnet-4", Reply(long), SENT))):
+        reader = StreamUsage(fmt)
+        for event in events:
+            reader.feed(event)
+        got = reader.usage()
+        assert got is not None and got.answer == long[:HEAD] and got.completion_tokens == 40
 
 
 # the providers' refusals of a prompt over the window, as they word them

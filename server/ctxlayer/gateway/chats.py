@@ -52,7 +52,7 @@ async def report(caller: Caller, result: protocol.PrepareResult, usage: Usage,
     counted = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
                "prompt_tokens_details": {"cached_tokens": usage.cache_read_tokens}}
     budget = await state.work(state.conversations.report_usage, result.conversation_id,
-                              counted, caller.workspace, refused)
+                              counted, caller.workspace, refused, usage.answer)
     if budget is not None:
         state.events.budget(caller.workspace, msgspec.structs.replace(
             budget, source="gateway", cached_tokens=usage.cache_read_tokens))

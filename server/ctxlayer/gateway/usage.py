@@ -24,6 +24,8 @@ from typing import Any
 
 import msgspec
 
+from ctxlayer.gateway.answers import AnswerHead, whole_text
+
 
 class Usage(msgspec.Struct, kw_only=True):
     """One answer's tokens as the provider counted them."""
@@ -32,6 +34,8 @@ class Usage(msgspec.Struct, kw_only=True):
     completion_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    #: the answer's first characters (answers.py: what a helper of the chat may be asked)
+    answer: str = ""
 
 
 def _int(value: Any) -> int:
@@ -299,7 +303,10 @@ def from_answer(fmt: str, body: bytes) -> Usage | None:
     fields = _Fields(fmt)
     if isinstance(answer, dict):
         fields.take(answer.get("usage"))
-    return fields.usage()
+    usage = fields.usage()
+    if usage is None or not isinstance(answer, dict):
+        return usage
+    return msgspec.structs.replace(usage, answer=whole_text(fmt, answer))
 
 
 class StreamUsage:
@@ -308,6 +315,7 @@ class StreamUsage:
     def __init__(self, fmt: str) -> None:
         self.fmt = fmt
         self._fields = _Fields(fmt)
+        self._answer = AnswerHead(fmt)
         self._tail = b""
 
     def feed(self, chunk: bytes) -> None:
@@ -315,7 +323,8 @@ class StreamUsage:
         events = data.replace(b"\r\n", b"\n").split(b"\n\n")
         self._tail = events.pop()  # an unfinished event waits for the next chunk
         for event in events:
-            if b"usage" in event:  # most events are content deltas: skip them unparsed
+            # most events are content deltas: once the answer's head is in, skip them unparsed
+            if b"usage" in event or not self._answer.full():
                 self._event(event)
 
     def _event(self, event: bytes) -> None:
@@ -326,9 +335,14 @@ class StreamUsage:
             return
         if isinstance(payload, dict):
             self._fields.take(self._fields.shape.in_event(payload))
+            if not self._answer.full():
+                self._answer.take(payload)
 
     def usage(self) -> Usage | None:
-        """The usage reported so far (None when the stream carried none)."""
+        """The usage reported so far, with the answer's head (None when the stream carried
+        no usage)."""
         if self._tail.strip():
             self.feed(b"\n\n")
-        return self._fields.usage()
+        usage = self._fields.usage()
+        return None if usage is None else msgspec.structs.replace(
+            usage, answer=self._answer.text())

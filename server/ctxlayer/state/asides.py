@@ -34,6 +34,9 @@ ASIDE_SECONDS = 120.0
 #: as it ends, not a person who changed the chat's mode and asked on
 HELPER_SECONDS = 10.0
 
+#: the fewest characters of a chat's answer a helper must carry to be taken for its helper
+ANSWER_FROM = 40
+
 #: the workspace's most recent chats a request is compared with: what it is asked beside took
 #: a turn just before (a new chat compared with all 64 in memory took 0.2 ms more)
 ASIDE_CHATS = 8
@@ -65,23 +68,31 @@ def settle(live: Iterable[Conversation], conv: Conversation, now: float) -> None
 
 def helps(live: Iterable[Conversation], conv: Conversation, now: float) -> None:
     """After ``conv``'s turn (``live`` as for `settle`): ``conv`` is set aside, as the chat's
-    helper, when no session id names it and its request carries the history of a chat
-    (`identity.repeats`) under a system prompt of its own: a chat that took a turn within
-    HELPER_SECONDS, or the one it helped before while that one took a turn within
-    ASIDE_SECONDS (Qwen Code's memory agent goes over each turn, tools and all, as the turn
-    ends). A chat whose client changes its system prompt and goes on with a question is
-    asked later than that."""
+    helper, when no session id names it and its request carries, under a system prompt of its
+    own, the history of a chat that took a turn within HELPER_SECONDS (`identity.repeats`:
+    Qwen Code's memory agent goes over each turn, tools and all, as it ends), or that chat's
+    last answer, given within HELPER_SECONDS (`identity.carries`: aider's editor is asked its
+    architect's answer); for the chat it helped before, ASIDE_SECONDS, as its own loop goes
+    on. A chat whose client changes its system prompt and goes on with a question is asked
+    later than that."""
     if conv.client is not None:
         conv.beside = None
         return
     system = conv.system()
-    helped = [c for c in islice(live, ASIDE_CHATS) if c is not conv and not c.left_behind
-              and now - c.turned_at <= (ASIDE_SECONDS if c.conversation_id == conv.beside
-                                        else HELPER_SECONDS)
-              and c.client is None and c.beside is None and c.system() != system
-              and identity.repeats(c.chain, conv.chain)]
-    conv.beside = helped[0].conversation_id if helped else None
-    if helped:
+
+    def helped(c: Conversation) -> bool:
+        within = ASIDE_SECONDS if c.conversation_id == conv.beside else HELPER_SECONDS
+        if c is conv or c.left_behind or c.client is not None or c.beside is not None:
+            return False
+        history = now - c.turned_at <= within
+        answer = len(c.answer.strip()) >= ANSWER_FROM and now - c.answered_at <= within
+        return (history or answer) and c.system() != system and (
+            (history and identity.repeats(c.chain, conv.chain))
+            or (answer and identity.carries(c.answer.strip(), conv.chain)))
+
+    chat = next((c for c in islice(live, ASIDE_CHATS) if helped(c)), None)
+    conv.beside = chat.conversation_id if chat is not None else None
+    if chat is not None:
         set_aside(conv)
 
 

@@ -73,9 +73,13 @@ class Conversation:
         #: naming it (`identity.asks_once`: a title, a commit message), else None
         self.asked_once: str | None = None
         self.aside = False  # set aside as asked beside a chat (`asides.set_aside`)
-        #: the chat whose history this one's requests carry under a system prompt of their own,
-        #: asked by its client beside it (`asides.helps`: Qwen Code's memory agent), else None
+        #: the chat this one helps (`asides.helps`): its requests carry that chat's history or
+        #: last answer under a system prompt of their own (Qwen Code's memory agent, aider's
+        #: editor), else None
         self.beside: str | None = None
+        #: its last answer's first words (gateway/answers.py), and when it was reported
+        self.answer = ""
+        self.answered_at = 0.0
         self.turned_at = 0.0  # monotonic seconds of its last turn (`asides`)
         #: (the read it is of, its system prompt): a new chat is compared with every chat of
         #: its workspace's (`system`), each read once a request

@@ -561,9 +561,10 @@ class Conversations:
     # --- the provider's usage --------------------------------------------------------------
 
     def report_usage(self, conversation_id: str, usage: dict, workspace: str | None = None,
-                     refused: bool = False) -> protocol.Budget | None:
+                     refused: bool = False, answer: str = "") -> protocol.Budget | None:
         """Feed the provider's usage of the last request to the session's calibration
-        (``refused``: its count of a prompt it refused as over the window); the
+        (``refused``: its count of a prompt it refused as over the window; ``answer``: the
+        answer's first words, which a helper of the chat may be asked, `asides.helps`); the
         Budget to publish, or None when the conversation or the usage is unknown. It takes the
         session service's lock: from the event loop, call it through ``state.work``; the
         calibration's row is written later, on the keeping thread."""
@@ -572,6 +573,8 @@ class Conversations:
         read = asked.read_usage(usage)
         if conv is None or read is None:
             return None
+        if not refused:
+            conv.answer, conv.answered_at = answer, self.ticks()
         prompt, cached = read
         conv.cached_tokens = cached
         if conv.session_open and conv.tokens > 0:

@@ -242,6 +242,13 @@ def repeats(chat: list, now: list) -> bool:
         isinstance(m, dict) and m.get("role") == "assistant" for m in rest[same - 1:])
 
 
+def carries(text: str, now: list) -> bool:
+    """Whether a user message of ``now`` (or one of its text blocks) holds ``text`` word for
+    word: a chat's answer its client passed on to a helper."""
+    return any(isinstance(m, dict) and m.get("role") == "user"
+               and text in text_of(m.get("content")) for m in now)
+
+
 def system_of(request: dict) -> list:
     """A request's system prompt, wherever its format keeps it (`system`, `instructions`, its
     first messages), cache_control aside: what tells a chat's requests from its client's
