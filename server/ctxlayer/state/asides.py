@@ -3,9 +3,9 @@ starts; Claude Code's in its terminal, on the chat's model, under its session id
 message (aider's, after each edit it applies), a summary (aider's of its older turns; Qwen
 Code's and OpenCode's before their own compaction), a title asked of another model with the
 chat's whole history, a helper sent over the chat's turns as they end (Qwen Code's memory
-agent). Each comes as a request of its own, so each was a conversation of
-its own: listed by `ctx/conversations` (`ctxlayer chats`, `:Ctxlayer chats`) one more every
-time, and the live chat the editors' status bars followed (after every aider edit: its commit
+agent) or asked the chat's answer (aider's editor, its architect's plan). Each comes as a
+request of its own, so each was a conversation of its own: listed by `ctx/conversations`
+(`ctxlayer chats`, `:Ctxlayer chats`) one more every time, and the live chat the editors' status bars followed (after every aider edit: its commit
 message's 0.3% on a small model) until the chat's next request. An aside is set aside
 (`Conversation.left_behind`): not listed and not the live chat, until a request goes on in it.
 
