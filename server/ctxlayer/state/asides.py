@@ -5,8 +5,9 @@ Code's and OpenCode's before their own compaction), a title asked of another mod
 chat's whole history, a helper sent over the chat's turns as they end (Qwen Code's memory
 agent) or asked the chat's answer (aider's editor, its architect's plan). Each comes as a
 request of its own, so each was a conversation of its own: listed by `ctx/conversations`
-(`ctxlayer chats`, `:Ctxlayer chats`) one more every time, and the live chat the editors' status bars followed (after every aider edit: its commit
-message's 0.3% on a small model) until the chat's next request. An aside is set aside
+(`ctxlayer chats`, `:Ctxlayer chats`) one more every time, and the live chat the editors'
+status bars followed (after every aider edit: its commit message's 0.3% on a small model)
+until the chat's next request. An aside is set aside
 (`Conversation.left_behind`): not listed and not the live chat, until a request goes on in it.
 
 Owns which conversation is an aside of which chat. Must not: keep state (Conversations does)
