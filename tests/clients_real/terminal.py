@@ -71,9 +71,15 @@ class Terminal:
             time.sleep(0.2)
 
     def close(self) -> None:
-        try:
-            os.kill(self.pid, signal.SIGKILL)
+        try:  # the client and what it started: the terminal made it a session of its own
+            os.killpg(self.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
         os.waitpid(self.pid, 0)
-        os.close(self.fd)
+        # the reader ends once the terminal's other end is gone (its read fails); only then is
+        # the descriptor closed: closed under a read, its number goes to the next file this
+        # process opens, and the reader takes that file's bytes (the CA bundle once, which
+        # TLS then read cut short). Left open if the reader is still there.
+        self._reader.join(30)
+        if not self._reader.is_alive():
+            os.close(self.fd)
