@@ -6,6 +6,7 @@ completes. Every request it sends must be one Anthropic accepts (the stand-in ch
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -276,41 +277,53 @@ def test_claude_code_goes_on_after_its_own_compact(stack, repo, tmp_path):
     assert abs(going_on["tokens"] - last) < 0.15 * last, (going_on, last)
 
 
-def test_claude_code_in_its_terminal_asks_titles_beside_its_one_chat(stack, repo, tmp_path):
-    """Claude Code as people run it: its terminal UI, its nonessential traffic on. As each
-    question is asked it asks its model, under the chat's session id, for the session's title
-    (no tools, a system prompt of its own, the question quoted in `<session>`). The titles are
-    not chats: one chat is listed, the live one the status bars follow (before: one chat more
-    per title, the first title under the id of the session's chat, which took a fork's)."""
+def in_its_terminal(stack, repo: Path, home: Path) -> Terminal:
+    """Claude Code as people run it: its terminal UI, its nonessential traffic on, showing its
+    prompt. Its config holds what a person's first run asks once: the theme, trust in the
+    folder, the key from the environment."""
     exe = client("claude", "CLAUDE_CODE", "node_modules/.bin/claude")
     key = "sk-ant-test-not-a-key-0123456789"
-    home = tmp_path / "home"
     env = client_env(home, ANTHROPIC_BASE_URL=stack.anthropic_url, ANTHROPIC_API_KEY=key,
                      TERM="xterm-256color")
-    for quiet in ("CI", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"):  # as a person runs it
+    for quiet in ("CI", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"):
         env.pop(quiet)
-    # what a person's first run asks once: the theme, trust in the folder, the key from the
-    # environment
     (home / ".claude.json").write_text(json.dumps({
         "hasCompletedOnboarding": True, "theme": "dark",
         "customApiKeyResponses": {"approved": [key[-20:]], "rejected": []},
         "projects": {str(repo): {"hasTrustDialogAccepted": True,
                                  "hasCompletedProjectOnboarding": True}}}))
-    questions = ["What does this project do?", "Now tell me more about add, in detail."]
-
-    def answered(question: str) -> bool:
-        chat = [r for r in model_requests(stack) if r["body"].get("tools")]
-        return any(question in json.dumps(r["body"]["messages"][-2:]) for r in chat) \
-            and any(c["tokens"] > 0 for c in conversations(stack))
-
     term = Terminal([str(exe)], env, repo)
+    term.wait(lambda: "\u276f" in term.shown(), "showed its prompt")
+    return term
+
+
+def ask_in(term: Terminal, stack, question: str) -> None:
+    """Type ``question`` and wait until the gateway sent it on and the answer is shown."""
+    shown = term.text().count("stand-in answer")
+    term.type(question + "\r")
+    term.wait(lambda: any(question in json.dumps(r["body"]["messages"][-2:])
+                          for r in model_requests(stack) if r["body"].get("tools")),
+              f"sent {question!r}")
+    term.wait(lambda: term.text().count("stand-in answer") > shown, f"answered {question!r}")
+
+
+def one_live_chat(stack) -> dict:
+    (chat,) = conversations(stack)
+    live = stack.state.events.live_chat(stack.gateway.caller.workspace)
+    assert live is not None and live[0] == chat["conversationId"], (live, chat)
+    return chat
+
+
+def test_claude_code_in_its_terminal_asks_titles_beside_its_one_chat(stack, repo, tmp_path):
+    """As each question is asked in its terminal, Claude Code asks its model, under the chat's
+    session id, for the session's title (no tools, a system prompt of its own, the question
+    quoted in `<session>`). The titles are not chats: one chat is listed, the live one the
+    status bars follow (before: one chat more per title, the first title under the id of the
+    session's chat, which took a fork's)."""
+    term = in_its_terminal(stack, repo, tmp_path / "home")
     try:
-        term.wait(lambda: "\u276f" in term.shown(), "showed its prompt")
-        for n, question in enumerate(questions, 1):
-            term.type(question + "\r")
-            term.wait(lambda q=question: answered(q), f"sent {question!r}")
-            term.wait(lambda n=n: term.text().count("stand-in answer") >= n,
-                      f"showed answer {n}")
+        for question in ["What does this project do?", "Now tell me more about add, in detail."]:
+            ask_in(term, stack, question)
     finally:
         term.close()
     requests = model_requests(stack)
@@ -318,6 +331,29 @@ def test_claude_code_in_its_terminal_asks_titles_beside_its_one_chat(stack, repo
     titles = [r for r in requests if not r["body"].get("tools")]
     assert titles and all("<session>" in json.dumps(r["body"]["messages"]) for r in titles)
     assert {r["body"]["model"] for r in requests} == {DEFAULT_MODEL}
-    (chat,) = conversations(stack)
-    live = stack.state.events.live_chat(stack.gateway.caller.workspace)
-    assert live is not None and live[0] == chat["conversationId"]
+    one_live_chat(stack)
+
+
+def test_claude_code_goes_on_after_its_compact_in_its_terminal(stack, repo, tmp_path):
+    """`/compact` in its terminal: the history after it opens with Claude Code's reminders,
+    its summary in a block after them, and its billing header's version suffix changed. The
+    chat goes on in the conversation it was, the one listed and live (before: a chat more,
+    first the title's, and the status bars stayed on the chat before the compaction)."""
+    term = in_its_terminal(stack, repo, tmp_path / "home")
+    try:
+        ask_in(term, stack, "What does this project do?")
+        first = one_live_chat(stack)
+        term.type("/compact")
+        time.sleep(1)  # the command list it opens is closed (Esc), then the command goes;
+        term.type("\x1b")  # an Esc and Enter typed at once read as Alt+Enter, a new line
+        time.sleep(0.5)
+        term.type("\r")
+        term.wait(lambda: "Compacted" in term.text(), "compacted")
+        ask_in(term, stack, "And what about subtraction?")
+    finally:
+        term.close()
+    requests = model_requests(stack)
+    assert_all_valid(requests)
+    summary = "This session is being continued from a previous conversation"
+    assert summary in json.dumps(requests[-1]["body"]["messages"][0])  # it did compact
+    assert one_live_chat(stack)["conversationId"] == first["conversationId"]

@@ -120,6 +120,17 @@ def test_claude_codes_titles_under_its_session_id_are_set_aside(stack):
     title(later)
     assert listed(stack) == [going] and live(stack) == going
 
+def test_a_request_under_a_session_id_is_beside_that_sessions_chats_only(stack):
+    """A client that names its session (an app on the Anthropic SDK, no tools) and asks a
+    question another chat just asked is a chat: its titles are asked under its own id."""
+    chat = ask(stack, AIDER, aider_chat())
+    other = stack.anthropic().messages.with_raw_response.create(
+        model="claude-opus-5-5", max_tokens=100, system="You explain code.",
+        messages=[{"role": "user", "content": f"In one line: {QUESTION} What does it mean?"}],
+        extra_headers={"x-claude-code-session-id": "an-app-of-its-own"},
+    ).headers["x-ctxlayer-conversation"]
+    assert sorted(listed(stack)) == sorted([chat, other]) and live(stack) == other
+
 QWEN = "You are Qwen Code, an interactive CLI agent."
 MEMORY = "You are now acting as the managed memory extraction subagent."
 

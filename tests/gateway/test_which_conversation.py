@@ -185,6 +185,43 @@ def test_a_compacted_history_goes_on_in_the_chat_with_its_system_prompt(stack):
     assert after == chat
 
 
+def test_claude_codes_compaction_in_its_terminal_goes_on_in_its_chat(stack):
+    """In its terminal Claude Code's history after `/compact` (or its automatic compaction)
+    opens with its reminders, the summary in a block after them, and the version suffix of
+    its billing header (its first system block) changed; a title was asked beside it just
+    before. Before: a chat more, and the status bars stayed on the chat before the
+    compaction, the bigger one of the session."""
+    session = {"x-claude-code-session-id": "sess-terminal"}
+
+    def system(suffix: str, *more: str) -> list[dict]:
+        return [{"type": "text", "text": "x-anthropic-billing-header: cc_version=2.1.332."
+                 f"{suffix}; cc_entrypoint=cli;"},
+                {"type": "text", "text": "You are Claude Code."},
+                *({"type": "text", "text": m} for m in more)]
+
+    def ask(suffix: str, messages: list[dict], *more: str) -> str:
+        return stack.anthropic().messages.with_raw_response.create(
+            model="claude-opus-5-5", max_tokens=64, system=system(suffix, *more),
+            messages=messages, extra_headers=session).headers["x-ctxlayer-conversation"]
+
+    reminder = {"type": "text", "text": "<system-reminder>git status: clean</system-reminder>"}
+    question = {"type": "text", "text": "What does this project do?"}
+    first = [{"role": "user", "content": [reminder, question]}]
+    chat = ask("8d3", first)
+    ask("8d3", [*first, {"role": "assistant", "content": "It adds numbers."},
+                {"role": "user", "content": "And the tests?"}])
+    title = ask("4e9", [{"role": "user", "content": "<session>\nAnd subtraction?\n</session>"
+                         "\n\nWrite the title."}], "Write the session's title.")
+    summary = ("This session is being continued from a previous conversation that ran out of "
+               "context. The summary below covers the earlier portion of the conversation.")
+    after = ask("cf6", [{"role": "user", "content": [
+        reminder, {"type": "text", "text": summary},
+        {"type": "text", "text": "And subtraction?"}]}])
+    assert after == chat and title != chat
+    assert {c for c in listed(stack) if c.startswith(chat)} == {chat}
+    live = stack.state.events.live_chat(stack.gateway.caller.workspace)
+    assert live is not None and live[0] == chat
+
 def test_metadata_user_id_names_the_conversation(stack):
     one = ask_anthropic(stack, metadata={"user_id": "user_x_session_a"})
     two = ask_anthropic(stack, metadata={"user_id": "user_x_session_b"})

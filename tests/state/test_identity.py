@@ -95,6 +95,25 @@ def test_aiders_restored_history_with_its_summary_after_the_repo_map_is_compacte
     # a user who writes those words late in a chat did not compact it
     assert not identity.compacted([system, *repo_map, *turns, *summary, question])
 
+def test_claude_codes_summary_after_its_reminders_is_a_compacted_history():
+    """In its terminal Claude Code sends its reminders first, the summary in a block of the
+    same message after them; the summary's words inside another block's text are not one."""
+    reminder = {"type": "text", "text": "<system-reminder>git status</system-reminder>"}
+    summary = {"type": "text", "text": "This session is being continued from a previous "
+               "conversation that ran out of context."}
+    assert identity.compacted([{"role": "user", "content": [reminder, summary]}])
+    quoted = {"type": "text", "text": "Why did it say: " + summary["text"]}
+    assert not identity.compacted([{"role": "user", "content": [reminder, quoted]}])
+
+
+def test_claude_codes_billing_header_is_no_part_of_the_system_prompt_compared():
+    def request(suffix: str, prompt: str = "You are Claude Code.") -> dict:
+        return {"system": [{"type": "text", "text": "x-anthropic-billing-header: "
+                            f"cc_version=2.1.332.{suffix}; cc_entrypoint=cli;"},
+                           {"type": "text", "text": prompt}], "messages": []}
+    assert identity.system_of(request("8d3")) == identity.system_of(request("cf6"))
+    assert identity.system_of(request("8d3")) != identity.system_of(request("8d3", "Title."))
+
 def test_the_system_prompt_is_read_where_each_format_keeps_it():
     chat = {"messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "u"}]}
     assert identity.system_of(chat) == identity.system_of(

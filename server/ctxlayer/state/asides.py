@@ -51,19 +51,21 @@ def settle(live: Iterable[Conversation], conv: Conversation, now: float) -> None
     ASIDE_SECONDS, with another system prompt than that chat's (a new chat of the same client
     that quotes the last one is a chat); otherwise each such request among them that quotes
     ``conv`` is (OpenCode and Claude Code ask for the title before the chat's first request
-    reaches the gateway)."""
+    reaches the gateway). A request a session id names is beside a chat of that session only:
+    another client's chat that asks a question a chat asked is a chat."""
     recent = list(islice((c for c in live if c is not conv and not c.left_behind
                           and now - c.turned_at <= ASIDE_SECONDS), ASIDE_CHATS))
     if not recent:
         return
     system = conv.system()  # an aside has its own; a new chat of the same client has the chat's
     if conv.asked_once is not None and any(
-            c.system() != system and identity.quotes(conv.asked_once, c.chain) for c in recent):
+            conv.client in (None, c.client) and c.system() != system
+            and identity.quotes(conv.asked_once, c.chain) for c in recent):
         set_aside(conv)
         return
     for c in recent:
-        if c.asked_once is not None and c.system() != system \
-                and identity.quotes(c.asked_once, conv.chain):
+        if c.asked_once is not None and c.client in (None, conv.client) \
+                and c.system() != system and identity.quotes(c.asked_once, conv.chain):
             set_aside(c)
 
 

@@ -147,7 +147,8 @@ def compacted(now: list) -> bool:
     its system prompt is the assistant's (Continue's `cn` sends its summary so, then the
     turns after it; a chat that opens with a greeting is taken for one too, which is what
     two chats that open alike are: an edit of the other, until each goes on in its own), or
-    a user message that opens as one (`COMPACTED_OPENINGS`), holds the order to resume after
+    a user message that opens as one, or one of its text blocks does (`COMPACTED_OPENINGS`),
+    holds the order to resume after
     the summary (`COMPACTED_ENDINGS`), or asks what was done (`COMPACTED_QUESTIONS`) with an
     answer after it; or one of its first user messages is aider's summary
     (`SUMMARY_OPENINGS`)."""
@@ -162,7 +163,11 @@ def compacted(now: list) -> bool:
     if not isinstance(first, dict) or first.get("role") != "user":
         return False
     text = text_of(first.get("content"))
-    if text.startswith(COMPACTED_OPENINGS) or any(e in text for e in COMPACTED_ENDINGS):
+    # in its terminal Claude Code puts its reminders first, the summary in a block after them
+    blocks = first["content"] if isinstance(first.get("content"), list) else ()
+    if any(t.startswith(COMPACTED_OPENINGS) for t in (text, *(
+            text_of([b]) for b in blocks if len(blocks) > 1))) \
+            or any(e in text for e in COMPACTED_ENDINGS):
         return True
     answer = now[start + 1] if start + 1 < len(now) else None
     return text.strip() in COMPACTED_QUESTIONS and isinstance(answer, dict) \
@@ -249,13 +254,23 @@ def carries(text: str, now: list) -> bool:
                and text in text_of(m.get("content")) for m in now)
 
 
+#: how Claude Code's first system block starts: its billing header, whose version suffix
+#: changes within a chat (`cc_version=2.1.332.8d3` before its `/compact` in its terminal,
+#: `.cf6` after), so it is left out of the system prompt compared
+BILLING_HEADER = "x-anthropic-billing-header:"
+
+
 def system_of(request: dict) -> list:
     """A request's system prompt, wherever its format keeps it (`system`, `instructions`, its
-    first messages), cache_control aside: what tells a chat's requests from its client's
-    side requests (a summary, a title) and a sub-agent's."""
+    first messages), cache_control and Claude Code's billing header aside: what tells a
+    chat's requests from its client's side requests (a summary, a title) and a
+    sub-agent's."""
     head = turns(request)
-    return _plain([request.get("system"), request.get("instructions"),
-                   head[:_after_system(head)]])
+    system = request.get("system")
+    if isinstance(system, list):
+        system = [b for b in system if not (isinstance(b, dict) and isinstance(
+            b.get("text"), str) and b["text"].startswith(BILLING_HEADER))]
+    return _plain([system, request.get("instructions"), head[:_after_system(head)]])
 
 
 def _after_system(now: list) -> int:
