@@ -7,8 +7,8 @@ agent) or asked the chat's answer (aider's editor, its architect's plan). Each c
 request of its own, so each was a conversation of its own: listed by `ctx/conversations`
 (`ctxlayer chats`, `:Ctxlayer chats`) one more every time, and the live chat the editors'
 status bars followed (after every aider edit: its commit message's 0.3% on a small model)
-until the chat's next request. An aside is set aside
-(`Conversation.left_behind`): not listed and not the live chat, until a request goes on in it.
+until the chat's next request. An aside is set aside (`Conversation.left_behind`): not
+listed and not the live chat, until a request goes on in it.
 
 Owns which conversation is an aside of which chat. Must not: keep state (Conversations does)
 or import a face.

@@ -69,8 +69,8 @@ class Conversation:
         #: shows one chat, and a chat that opens like another shows as soon as it takes its
         #: own turn
         self.left_behind = False
-        #: what its last request asked, when it asked once beside a chat, no session id
-        #: naming it (`identity.asks_once`: a title, a commit message), else None
+        #: what its last request asked, when it may have asked once beside a chat
+        #: (`identity.asks_once`: a title, a commit message), else None
         self.asked_once: str | None = None
         self.aside = False  # set aside as asked beside a chat (`asides.set_aside`)
         #: the chat this one helps (`asides.helps`): its requests carry that chat's history or

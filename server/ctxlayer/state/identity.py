@@ -148,10 +148,9 @@ def compacted(now: list) -> bool:
     turns after it; a chat that opens with a greeting is taken for one too, which is what
     two chats that open alike are: an edit of the other, until each goes on in its own), or
     a user message that opens as one, or one of its text blocks does (`COMPACTED_OPENINGS`),
-    holds the order to resume after
-    the summary (`COMPACTED_ENDINGS`), or asks what was done (`COMPACTED_QUESTIONS`) with an
-    answer after it; or one of its first user messages is aider's summary
-    (`SUMMARY_OPENINGS`)."""
+    holds the order to resume after the summary (`COMPACTED_ENDINGS`), or asks what was done
+    (`COMPACTED_QUESTIONS`) with an answer after it; or one of its first user messages is
+    aider's summary (`SUMMARY_OPENINGS`)."""
     start = _after_system(now)
     first = now[start] if start < len(now) else None
     if isinstance(first, dict) and first.get("role") == "assistant":
@@ -162,11 +161,9 @@ def compacted(now: list) -> bool:
         return True
     if not isinstance(first, dict) or first.get("role") != "user":
         return False
-    text = text_of(first.get("content"))
+    text, *blocks = _texts(first)
     # in its terminal Claude Code puts its reminders first, the summary in a block after them
-    blocks = first["content"] if isinstance(first.get("content"), list) else ()
-    if any(t.startswith(COMPACTED_OPENINGS) for t in (text, *(
-            text_of([b]) for b in blocks if len(blocks) > 1))) \
+    if any(t.startswith(COMPACTED_OPENINGS) for t in (text, *blocks)) \
             or any(e in text for e in COMPACTED_ENDINGS):
         return True
     answer = now[start + 1] if start + 1 < len(now) else None
@@ -222,14 +219,12 @@ def quotes(text: str, chain: list) -> bool:
     for m in reversed(chain):
         if not isinstance(m, dict) or m.get("role") != "user":
             continue
-        said = text_of(m.get("content")).strip()
-        if not said:  # tool results (Anthropic's come as user messages): not what was asked
+        said = [t.strip() for t in _texts(m)]
+        if not said[0]:  # tool results (Anthropic's come as user messages): not what was asked
             continue
         # the question may be one text block of several (Claude Code sends its reminders
         # beside it, in the same message)
-        blocks = m["content"] if isinstance(m.get("content"), list) else ()
-        if any(QUOTED_FROM <= len(t) < longest and t in text for t in (said, *(
-                text_of([b]).strip() for b in blocks if len(blocks) > 1))):
+        if any(QUOTED_FROM <= len(t) < longest and t in text for t in said):
             return True
         seen += 1
         if seen == QUOTED_LAST:
@@ -271,6 +266,13 @@ def system_of(request: dict) -> list:
         system = [b for b in system if not (isinstance(b, dict) and isinstance(
             b.get("text"), str) and b["text"].startswith(BILLING_HEADER))]
     return _plain([system, request.get("instructions"), head[:_after_system(head)]])
+
+
+def _texts(message: dict) -> list[str]:
+    """A message's text, then, when it has several text blocks, each block's."""
+    content = message.get("content")
+    blocks = [text_of([b]) for b in content] if isinstance(content, list) else []
+    return [text_of(content), *(blocks if len(blocks) > 1 else ())]
 
 
 def _after_system(now: list) -> int:
