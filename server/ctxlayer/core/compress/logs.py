@@ -116,6 +116,8 @@ _DIGIT = re.compile(r"\d").search
 _GONE = "\x00"
 _EMPTY_BRACKETS = re.compile(r"\[[\s\x00]*\x00[\s\x00]*\]|\([\s\x00]*\x00[\s\x00]*\)")
 _LEAD_JUNK = re.compile(r"^[\s\-|:,\x00]+(?=[^\s\x00])")
+#: the characters but white space a leading run of junk starts with (`_LEAD_JUNK`)
+_JUNK_FIRST = frozenset("-|:," + _GONE)
 
 
 def _hex_id(m: re.Match[str]) -> str:
@@ -144,7 +146,11 @@ def _denoise(line: str) -> str:
     if digits:
         body = _ISO_TS.sub(_GONE, _LEAD_TS.sub(_GONE, body, count=1))
     if body[:48] != head:  # a timestamp left its separators behind: "- ", "| ", ": "
-        body = _LEAD_JUNK.sub("", _EMPTY_BRACKETS.sub("", body).lstrip(" \t" + _GONE))
+        if "[" in body or "(" in body:
+            body = _EMPTY_BRACKETS.sub("", body)
+        body = body.lstrip(" \t" + _GONE)
+        if body[:1] in _JUNK_FIRST or body[:1].isspace():
+            body = _LEAD_JUNK.sub("", body)
     if "-" in body:
         body = _UUID.sub("<uuid>", body)
     if "0x" in body:
@@ -160,8 +166,14 @@ def _denoise(line: str) -> str:
     if digits:
         body = _DURATION.sub(_GONE, body)
     if _GONE in body:
-        body = _EMPTY_BRACKETS.sub("", body).replace(_GONE, "")
-    body = _DANGLING.sub("", _SPACES.sub(" ", body).strip())
+        if "[" in body or "(" in body:
+            body = _EMPTY_BRACKETS.sub("", body)
+        body = body.replace(_GONE, "")
+    if "  " in body or "\t" in body:
+        body = _SPACES.sub(" ", body)
+    body = body.strip()
+    if "in" in body or "took" in body or "after" in body or "elapsed" in body:
+        body = _DANGLING.sub("", body)
     return (indent + body) if body else ""
 
 
