@@ -153,6 +153,17 @@ def test_repeated_tool_output_becomes_a_reference_to_the_first():
     assert r.messages[3].content.startswith("[identical to tool output t1")
 
 
+def test_outputs_alike_at_their_ends_are_copies_only_when_alike_throughout():
+    """Outputs are compared whole only when their first and last words agree: one that
+    differs in its middle is no copy, and a later copy of it refers to it, not to the first."""
+    ends = " ".join(f"word{k}" for k in range(20))
+    first, other = f"{ends} MIDDLE {ends}", f"{ends} CENTRE {ends}"
+    rows = [*_tool_pair(1, first), *_tool_pair(2, other), *_tool_pair(3, "\n".join(other.split())),
+            ("u", "user", 2)]
+    r = check(rows, 1000, ["a1", "t1", "a2", "t2", "a3", "t3", "u"], {"t3": "deduplicated"})
+    assert r.messages[5].content.startswith("[identical to tool output t2")
+
+
 def test_dedup_restores_the_copy_when_the_original_is_dropped():
     out = " ".join(f"line{k}" for k in range(60))
     rows = [*_tool_pair(1, out), ("big", "user", 100), *_tool_pair(2, out), ("u", "user", 2)]
