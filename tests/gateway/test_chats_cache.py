@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from ctxlayer.commands.chats import bill
+from ctxlayer.commands.chats import bill, k
 
 LONG = " ".join(f"fact {i}: the adder keeps its numbers in base ten" for i in range(300))
 
@@ -61,6 +61,13 @@ def test_chats_shows_the_providers_cache_reads_and_the_bill(stack):
 ])
 def test_the_bill_is_reads_at_a_tenth_and_the_rest_written_or_plain(row, expected):
     assert bill(row) == (None if expected is None else pytest.approx(expected))
+
+
+@pytest.mark.parametrize("n,text", [(0, "0"), (999, "999"), (15_188, "15.2k"),
+                                    (839_491, "839.5k"), (999_949, "999.9k"), (999_950, "1M"),
+                                    (1_000_000, "1M"), (1_048_576, "1.05M"), (2_500_000, "2.5M")])
+def test_token_figures_read_in_thousands_then_millions(n, text):
+    assert k(n) == text
 
 
 def test_the_help_defines_the_bill():

@@ -10,13 +10,14 @@ export const ERROR_PERCENT = 90;
 
 export type Severity = "ok" | "warning" | "error";
 
-/** 950 -> "950", 42_100 -> "42.1k", 128_000 -> "128k", 1_048_576 -> "1.05M". */
+/** 950 -> "950", 42_100 -> "42.1k", 128_000 -> "128k", 1_048_576 -> "1.05M". A figure
+ * that rounds up to the next unit takes it: 999_600 reads "1M", not "1000k" (a 1M window less
+ * a small answer reserve is such a budget), 999.6 reads "1k". */
 export function compact(n: number): string {
-  if (n < 1000) return String(Math.round(n));
-  if (n < 1_000_000) {
-    const k = n / 1000;
-    return (k >= 100 ? Math.round(k).toString() : trimZero(k.toFixed(1))) + "k";
-  }
+  if (Math.round(n) < 1000) return String(Math.round(n));
+  const k = n / 1000;
+  const thousands = k >= 100 ? Math.round(k).toString() : trimZero(k.toFixed(1));
+  if (Number(thousands) < 1000) return thousands + "k";
   return trimZero((n / 1_000_000).toFixed(2)) + "M";
 }
 

@@ -104,7 +104,13 @@ def fetch(url: str, bearer: str) -> dict:
 
 
 def k(n: int) -> str:
-    return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
+    """15,188 -> "15.2k"; from 999,950 on in millions, as the editors' status bars read it:
+    "1M" (a 1M window less a small answer reserve), 1,048,576 -> "1.05M" (not "1048.6k")."""
+    if n < 1000:
+        return str(n)
+    if round(n / 1000, 1) < 1000:
+        return f"{n / 1000:.1f}k"
+    return f"{n / 1_000_000:.2f}".rstrip("0").rstrip(".") + "M"
 
 
 def run(args: argparse.Namespace) -> int:

@@ -16,6 +16,9 @@ describe("status text", () => {
     [128_000, "128k"],
     [1_048_576, "1.05M"],
     [2_000_000, "2M"],
+    [999.6, "1k"],
+    [999_499, "999k"],
+    [999_600, "1M"],
   ])("compacts %d as %s", (n, text) => {
     expect(compact(n)).toBe(text);
   });
