@@ -96,6 +96,9 @@ def gateway_url(stack):
     ("claude-opus-4-5", [LONG], 200_000),  # no 1M window: the beta changes nothing
     ("claude-haiku-4-5", [LONG], 200_000),
 ])
+# the SDK says Opus 4.5 is deprecated (its end of life 2027-01-22): a window, not a warning, is
+# what this test reads
+@pytest.mark.filterwarnings("ignore:The model 'claude-opus-4-5' is deprecated")
 def test_the_1m_beta_opens_the_1m_window(stack, gateway_url, model, betas, window):
     raw = stack.anthropic().beta.messages.with_raw_response.create(
         model=model, max_tokens=32_000, messages=[{"role": "user", "content": "hi"}],
