@@ -21,6 +21,10 @@ OPENAI_BAD = [
     (b'{"model": "gpt-4o", "messages": ["hello"]}', "messages[0]"),
     (b'{"model": "gpt-4o", "messages": [], "stream": "yes"}', "stream"),
     (b'\xff\xfe{"model": 1}', "body"),
+    # nested past what a reader follows (a JSON decoder stops at some depth): no chat is
+    # that deep, and the answer is a 400 as for any body it cannot read, never a 500
+    (b'{"model": "gpt-4o", "messages": [{"role": "user", "content": "q", "x": '
+     + b"[" * 100_000 + b"]" * 100_000 + b"}]}", "body"),
 ]
 
 
@@ -37,6 +41,8 @@ def test_openai_bad_bodies_are_refused_naming_the_field(stack, body, field):
 
 @pytest.mark.parametrize("body, field", [
     (b"{", "body"),
+    (b'{"model": "claude-sonnet-4", "max_tokens": 5, "messages": ' + b"[" * 100_000
+     + b"]" * 100_000 + b"}", "body"),
     (b'{"model": "claude-sonnet-4", "max_tokens": 5, "messages": {}}', "messages"),
     (b'{"model": "claude-sonnet-4", "max_tokens": 5, "system": 3, "messages": []}', "system"),
 ])

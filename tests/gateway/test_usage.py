@@ -43,6 +43,20 @@ def test_no_usage_is_none():
     assert reader.usage() is None  # usage only with stream_options.include_usage
 
 
+def test_an_answer_nested_past_the_decoders_depth_reads_as_none():
+    """What an upstream sends is read for its usage and refusals, never trusted to be
+    shallow: nested past the JSON decoder's depth it reads as no usage, no refusal, and the
+    stream it was in goes on being read."""
+    deep = b'{"error": {"x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}"
+    assert from_answer("openai", deep) is None
+    assert refusal("openai", 400, deep) is None
+    reader = StreamUsage("openai")
+    reader.feed(b"data: " + deep + b"\n\n")
+    for event in openai_chunks("r", "gpt-4o", 0, Reply("hello there"), SENT, True):
+        reader.feed(event)
+    assert reader.usage() is not None
+
+
 @pytest.mark.parametrize("size", [1, 7, 64, 100_000])
 def test_streams_read_across_any_chunk_boundaries(size):
     streams = {

@@ -372,7 +372,7 @@ def _said(event: bytes) -> dict | None:
                       if line.startswith((b"data:", b"error:")))
     try:
         said = json.loads(data or b"\n".join(lines))
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the decoder's depth
         return None
     return said if isinstance(said, dict) else None
 

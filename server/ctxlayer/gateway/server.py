@@ -84,6 +84,9 @@ def read_request(fmt: str, raw: bytes) -> dict:
         except UnicodeDecodeError:
             raise GatewayError(400, "the body is not UTF-8 text", field="body") from exc
         raise GatewayError(400, f"the body is not JSON ({exc})", field="body") from exc
+    except RecursionError:  # the decoder's depth limit: before, a 500 that said "a bug"
+        raise GatewayError(400, "the body is JSON nested deeper than the gateway reads (a "
+                           "request's messages are a few levels deep)", field="body") from None
     if not isinstance(body, dict):
         raise GatewayError(400, "the body must be a JSON object", field="body")
     if not isinstance(body.get("model"), str) or not body["model"].strip():

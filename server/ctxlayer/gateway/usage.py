@@ -209,7 +209,7 @@ def refusal(fmt: str, status: int, body: bytes) -> Refusal | None:
         return None
     try:
         answer = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the decoder's depth
         return None
     if not isinstance(answer, dict) or status == 200 and _answers(answer):
         return None
@@ -298,7 +298,7 @@ def from_answer(fmt: str, body: bytes) -> Usage | None:
     """The usage of a whole (non-streamed) JSON answer, or None when it has none."""
     try:
         answer = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the decoder's depth
         return None
     fields = _Fields(fmt)
     if isinstance(answer, dict):
@@ -331,7 +331,7 @@ class StreamUsage:
         lines = [line[5:].lstrip() for line in event.split(b"\n") if line.startswith(b"data:")]
         try:
             payload = json.loads(b"\n".join(lines))
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the decoder's depth
             return
         if isinstance(payload, dict):
             self._fields.take(self._fields.shape.in_event(payload))
