@@ -86,7 +86,8 @@ def _is_library(value: str) -> bool:
 
 _LOCATED = frozenset({"paths", "line_numbers"})
 _INLINE_SCRIPT = "<string> line "  # a `python -c` script's traceback location
-_FENCED = re.compile(r"^[ \t]{0,3}(```+|~~~+)[^\n]*\n.*?(?:^[ \t]{0,3}\1[ \t]*$|\Z)",
+# the opening line's runs possessive, as in fact_patterns.FENCE (a long line of backticks)
+_FENCED = re.compile(r"^[ \t]{0,3}(```++|~~~++)[^\n]*+\n.*?(?:^[ \t]{0,3}\1[ \t]*$|\Z)",
                      re.MULTILINE | re.DOTALL)
 
 
