@@ -73,7 +73,7 @@ def test_fences_file_names_and_failed_tests_are_found_as_before(text):
 def test_paths_and_file_names_in_words_apart_are_the_same_reference_keys(text):
     """Words apart, the same keys. Glued to a file name before it (`a.py-b.py`), a name was
     also read from the dash on (`-b.py`); it now starts at its first word character (a
-    difference found on drawn strings only: the dev and held-out transcripts' 22,088 texts
+    difference found on drawn strings only: the dev transcripts' 22,088 texts
     give the same keys)."""
     found = []
     for m in PATH.finditer(text):
