@@ -200,4 +200,4 @@ def test_each_providers_summary_request_is_valid_and_its_answer_read(fmt: str) -
         with urllib.request.urlopen(request, timeout=30) as got:
             status, answer = got.status, json.loads(got.read())
     assert status == 200, answer
-    assert provider.summary_text(answer) == UPSTREAM_TEXT
+    assert provider.answer_text(answer) == UPSTREAM_TEXT

@@ -34,6 +34,22 @@ def test_anthropic_answer_counts_the_cache_into_the_prompt():
         cache_write_tokens=150, answer="hi")
 
 
+def test_a_whole_answers_head_is_its_text_in_each_format_and_empty_in_an_odd_shape():
+    """The first words of a non-streamed answer, read as the providers' table reads an
+    answer's text (`Provider.answer_text`); a shape it cannot read gives no words, and the
+    usage is still read."""
+    usage = {"input_tokens": 10, "output_tokens": 2}
+    responses = {"output": [{"type": "reasoning", "summary": []}, {"type": "message", "content": [
+        {"type": "output_text", "text": "done."}]}], "usage": usage}
+    assert from_answer("responses", json.dumps(responses).encode()).answer == "done."
+    odd = {"choices": ["not an object"], "usage": {"prompt_tokens": 10, "completion_tokens": 2}}
+    got = from_answer("openai", json.dumps(odd).encode())
+    assert got is not None and got.prompt_tokens == 10 and got.answer == ""
+    odd = {"content": "not a list of blocks", "usage": usage}
+    got = from_answer("anthropic", json.dumps(odd).encode())
+    assert got is not None and got.answer == ""
+
+
 def test_no_usage_is_none():
     assert from_answer("openai", b'{"choices": []}') is None
     assert from_answer("openai", b"not json") is None

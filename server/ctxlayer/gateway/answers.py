@@ -9,7 +9,7 @@ Must not log the answer's text.
 
 from __future__ import annotations
 
-from typing import Any
+from ctxlayer.gateway.providers import BY_FORMAT
 
 #: how much of an answer is kept: enough to know it where a helper quotes it
 HEAD = 400
@@ -33,18 +33,13 @@ def delta_text(fmt: str, payload: dict) -> str | None:
 
 
 def whole_text(fmt: str, answer: dict) -> str:
-    """The text of a whole (non-streamed) answer, its first HEAD characters."""
-    if fmt == "openai":
-        choices = answer.get("choices")
-        first = choices[0] if isinstance(choices, list) and choices else None
-        message = first.get("message") if isinstance(first, dict) else None
-        text = message.get("content") if isinstance(message, dict) else None
-        return text[:HEAD] if isinstance(text, str) else ""
-    blocks: Any = answer.get("content") if fmt == "anthropic" else [
-        part for item in answer.get("output") or () if isinstance(item, dict)
-        and item.get("type") == "message" for part in item.get("content") or ()]
-    return "".join(b["text"] for b in blocks if isinstance(b, dict) and b.get("type") in (
-        "text", "output_text") and isinstance(b.get("text"), str))[:HEAD]
+    """The first HEAD characters of a whole (non-streamed) answer's text, as the provider's
+    row reads it (`Provider.answer_text`); empty when it holds none in that shape."""
+    try:
+        text = BY_FORMAT[fmt].answer_text(answer)
+    except (KeyError, TypeError, IndexError, AttributeError):
+        return ""
+    return text[:HEAD] if isinstance(text, str) else ""
 
 
 class AnswerHead:

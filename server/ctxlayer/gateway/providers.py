@@ -76,8 +76,9 @@ class Provider:
     #: (model, instructions, text, max_tokens) -> a plain, non-streamed request asking for a
     #: summary of ``text`` (`[gateway] summarizer = "upstream"`, upsum.py)
     summary_request: Callable[[str, str, str, int], dict]
-    #: the text of that request's answer (KeyError / TypeError when it has none)
-    summary_text: Callable[[dict], str]
+    #: the text of a whole (non-streamed) answer in this format: that request's summary, or
+    #: any answer's first words (answers.py) (KeyError / TypeError when it has none)
+    answer_text: Callable[[dict], str]
 
     def url(self, config: GatewayConfig) -> str:
         return f"{self.family.v1(config)}/{self.upstream}"

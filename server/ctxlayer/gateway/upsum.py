@@ -45,7 +45,7 @@ def transcript(messages: list[Message]) -> str:
 def answer_text(provider: Provider, raw: bytes) -> str:
     """The text of a summarization answer, or SummaryFailed when it has none."""
     try:
-        return provider.summary_text(msgspec.json.decode(raw))
+        return provider.answer_text(msgspec.json.decode(raw))
     except (msgspec.DecodeError, KeyError, IndexError, TypeError, AttributeError) as exc:
         raise SummaryFailed("the upstream's answer has no text where the provider puts "
                             "it") from exc
