@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ctxlayer.core.formats.anthropic_thinking import claude_version
+from ctxlayer.core.formats.anthropic_thinking import claude_version, from_version
 
 #: the window of those models
 LONG_WINDOW = 1_000_000
@@ -35,20 +35,15 @@ LONG_CONTEXT: tuple[tuple[str, tuple[int, int]], ...] = (
 )
 
 
-def _from(model: str, table: tuple[tuple[str, tuple[int, int]], ...]) -> bool:
-    version = claude_version(model)
-    return version is not None and any(
-        version[0] == family and version[1] >= since for family, since in table)
-
-
 def has_native_long_window(model: str) -> bool:
     """Whether the model's own window is 1M."""
-    return _from(model, NATIVE_LONG)
+    return from_version(claude_version(model), NATIVE_LONG)
 
 
 def has_long_window(model: str) -> bool:
     """Whether the model opens a 1M window when a request asks for it."""
-    return _from(model, NATIVE_LONG) or _from(model, LONG_CONTEXT)
+    version = claude_version(model)
+    return from_version(version, NATIVE_LONG) or from_version(version, LONG_CONTEXT)
 
 
 def wants_long_window(betas: Iterable[str]) -> bool:

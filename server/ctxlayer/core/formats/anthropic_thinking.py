@@ -42,6 +42,14 @@ def claude_version(model: str) -> tuple[str, tuple[int, int]] | None:
     return found.group(1), (int(found.group(2)), int(found.group(3) or 0))
 
 
+def from_version(version: tuple[str, tuple[int, int]] | None,
+                 table: tuple[tuple[str, tuple[int, int]], ...]) -> bool:
+    """Whether a Claude model's (family, (major, minor)) is, in ``table``, one of a family's
+    from its first (major, minor) on (what keeps every turn's thinking, which window is 1M)."""
+    return version is not None and any(
+        version[0] == family and version[1] >= since for family, since in table)
+
+
 def every_turn_read(payload: dict) -> bool:
     """Whether the provider reads the thinking of every earlier turn of this request."""
     management = payload.get("context_management")
@@ -55,10 +63,7 @@ def every_turn_read(payload: dict) -> bool:
     if _LEGACY.search(model.lower()):  # claude-3-7-sonnet and its elders: the last turn's
         return False
     version = claude_version(model)
-    if version is None:
-        return True
-    return any(version[0] == family and version[1] >= since
-               for family, since in KEEPS_EVERY_TURN)
+    return version is None or from_version(version, KEEPS_EVERY_TURN)
 
 
 def last_turn_start(messages: list) -> int:
