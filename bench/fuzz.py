@@ -8,12 +8,12 @@ runs for minutes and draws new cases each run); what it finds becomes a test.
 
 - live: the dev transcripts (bench/realchats/data) through `ctx/prepare`'s engine request by
   request, at budgets from 1% to 150% of a chat, with the turns perturbed (an early message
-  edited, a huge output or paste added, a message pinned); each result is checked: within its
-  budget, valid for a provider when its input was, the newest user message's first words
-  there, every message not sent as it came named in an audit of this turn or an earlier one
-  (and a shortened one's tokens there what it costs as sent),
-  the same request sent again giving the same result, and the state kept across a restart
-  giving it too.
+  edited, a huge output or paste added, a message pinned, a long run of one odd piece added);
+  each result is checked: within its budget, valid for a provider when its input was, the
+  newest user message's first words there, every message not sent as it came named in an
+  audit of this turn or an earlier one (and a shortened one's tokens there what it costs as
+  sent), the same request sent again giving the same result, and the state kept across a
+  restart giving it too.
 - gateway: generated provider payloads (tests/providers/payloads.py) sent turn by turn through
   the real gateway to the stand-in provider, whose checks are the providers' rules; any answer
   but 200 or the gateway's own "over the budget" 400 is a problem, and so is a window the
@@ -74,7 +74,7 @@ def _realchats():
 
 
 def _perturbed(hist: list, rng: random.Random, pool: list[str]) -> list:
-    """The request with one change a client may make, one time in five."""
+    """The request with one change a client may make, one time in four."""
     r, hist = rng.random(), list(hist)
     users = [i for i, m in enumerate(hist) if m.role == "user"]
     if r < 0.05 and len(hist) > 4:
@@ -90,6 +90,10 @@ def _perturbed(hist: list, rng: random.Random, pool: list[str]) -> list:
     elif r < 0.20 and len(hist) > 3:
         k = rng.randrange(1, len(hist))
         hist[k] = msgspec.structs.replace(hist[k], pinned=True)
+    elif r < 0.25:  # a long run of one odd piece (a rule of "=", backticks, a path's "../")
+        from payloads import ODD
+        run = rng.choice(ODD) * rng.randint(1, 3000)
+        hist[-1] = msgspec.structs.replace(hist[-1], content=f"{hist[-1].content}\n{run} end")
     return hist
 
 

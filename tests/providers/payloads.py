@@ -45,9 +45,23 @@ def b64(data: bytes) -> str:
 WORDS = ["alpha", "beta", "gamma", "delta", "file.py", "error", "the", "run", "tests", "fix"]
 
 
+#: what real texts hold beside words: runs a pattern may read slowly, markup left open, other
+#: scripts and marks, log and test lines, blank lines
+ODD = ["=" * 40, "`" * 7, "```", "```py\n", "~~~", "\n\n\n", "   ", "\t", "a-" * 60,
+       "../" * 30, "é", "中文", "🙂", "e\u0301", "\u200b", "<think>", "</think>", "{\"a\": [",
+       "Traceback (most recent call last):\n", "  File \"a.py\", line 3, in f\n",
+       "FAILED tests/test_a.py::test_b - AssertionError", "ERROR ", "pid=7 took 12ms ",
+       "2026-12-06T04:04:47Z INFO ", "$ pytest -k test_retry_5851\n", "| a | b |\n", "> "]
+
+
 @st.composite
 def texts(draw, min_words: int = 1, max_words: int = 120) -> str:
     n = draw(st.integers(min_words, max_words))
+    if draw(st.integers(0, 7)) == 0:  # words among odd pieces, a piece repeated into a run
+        pieces = [WORDS[draw(st.integers(0, len(WORDS) - 1))] if draw(st.booleans())
+                  else ODD[draw(st.integers(0, len(ODD) - 1))] * draw(st.sampled_from([1, 3, 50]))
+                  for _ in range(max(1, n // 4))]
+        return draw(st.sampled_from([" ", "", "\n"])).join(pieces) + " end"
     words = [WORDS[draw(st.integers(0, len(WORDS) - 1))] + str(k % 7) for k in range(n)]
     if draw(st.integers(0, 4)) == 0 and n > 20:  # a code block the engine may cut
         body = "\n".join(f"line{k} = {k}" for k in range(n))
