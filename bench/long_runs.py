@@ -14,7 +14,9 @@ budget that makes it shorten and summarize:
 - prepare: two turns of `ctx/prepare`'s engine, the second one message longer;
 - session: a session over SQLite (`ctx/session/append`, working items of kinds "log" and "note"
   and a rule made of the run, `ctx/assemble`), as the daemon runs it, minus the JSON-RPC face;
-- formats: the chat as OpenAI and Anthropic bodies, read and written back, and counted.
+- formats: the chat as OpenAI and Anthropic bodies, read and written back, and counted;
+- workspace: a git repository whose AGENTS.md, skill, .gitignore and one file's name hold the
+  run, scanned and built into the system prompt (`ctxlayer prompt`).
 A size that takes longer than --stop-at seconds ends its piece's doubling. Reported per path
 and piece: the largest size timed, its time, and how much the last doubling multiplied the
 time (about 2 for a linear path); a line is marked when that is over 3 and the time over 20 ms
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import tempfile
 import time
@@ -119,8 +122,36 @@ def via_formats(msgs: list[Message], counter) -> None:
     counter.count(openai[-1]["content"])
 
 
+def via_workspace(msgs: list[Message], counter) -> float:
+    """A repository whose agent files, skill, ignore rules and one file's name hold the run,
+    scanned and built into the system prompt (`ctxlayer prompt`)."""
+    from ctxlayer.config import load_config
+    from ctxlayer.core.prompt import PromptSpec, build_system_prompt
+    from ctxlayer.workspace import Workspace
+
+    run = msgs[1].content.removeprefix("Please fix this: ")
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
+        (root / "AGENTS.md").write_text(f"# Rules\n{run}\n")
+        (root / ".gitignore").write_text(f"{run}\n*.log\n")
+        (root / ".claude" / "skills" / "s").mkdir(parents=True)
+        (root / ".claude" / "skills" / "s" / "SKILL.md").write_text(
+            f"---\nname: s\ndescription: {run}\n---\n{run}\n")
+        name = "".join(c for c in run if c not in "/\0\n").encode()[:200].decode(
+            errors="ignore") or "x"  # a file name is at most 255 bytes
+        (root / f"{name}.md").write_text(run)
+        config, _ = load_config(root, None, None)
+        t = time.perf_counter()  # the repository's making is not the path's time
+        segment = Workspace(root, config, counter.count).scan()
+        build_system_prompt(PromptSpec(workspace_parts=[(p.name, p.text) for p in segment.parts
+                                                        if p.text]), counter)
+        return time.perf_counter() - t
+
+
 PATHS: dict[str, Callable] = {"trim": via_trim, "prepare": via_prepare,
-                              "session": via_session, "formats": via_formats}
+                              "session": via_session, "formats": via_formats,
+                              "workspace": via_workspace}
 
 
 def grow(path: Callable, piece: str, upto: int, stop_at: float) -> tuple[int, float, float]:
@@ -129,12 +160,12 @@ def grow(path: Callable, piece: str, upto: int, stop_at: float) -> tuple[int, fl
     while size <= upto:
         run = piece * max(1, size // len(piece))
         counter = CountCache(counter_for("gpt-4o"))  # nothing counted before
-        t = time.perf_counter()
+        t, took = time.perf_counter(), None
         try:
-            path(chat(run), counter)
+            took = path(chat(run), counter)  # a path that times itself says so
         except ContextError:
             pass  # a refusal is an answer: its time counts
-        times.append(time.perf_counter() - t)
+        times.append(took if took is not None else time.perf_counter() - t)
         if times[-1] > stop_at:
             break
         size *= 2
