@@ -196,6 +196,22 @@ def test_gc_freeze_is_called_in_one_place() -> None:
     assert attribute_uses(SERVER, {"freeze"}) == {"freeze": ["ctxlayer/state/tokens.py"]}
 
 
+def test_the_users_files_are_read_in_one_place() -> None:
+    """The workspace scan and the config read a file of the user's through `userfiles.read`,
+    which never waits on a named pipe (tests/workspace/test_not_regular_files.py): no
+    `open`, `read_bytes` or `read_text` of their own."""
+    pkg = SERVER / "ctxlayer"
+    found = []
+    for path in [*sorted((pkg / "workspace").rglob("*.py")), pkg / "config.py"]:
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr in ("open", "read_bytes",
+                                                                  "read_text") \
+                    or isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                    and node.func.id == "open":
+                found.append(f"{path.relative_to(pkg).as_posix()}:{node.lineno}")
+    assert found == []
+
+
 def test_pygls_private_parts_are_reached_from_one_module() -> None:
     from ctxlayer.lsp.overrides import PRIVATE
 

@@ -21,6 +21,7 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import Meta
 
+from ctxlayer import userfiles
 from ctxlayer.core.assembly.compaction import CompactionPolicy
 from ctxlayer.core.assembly.policy import CLIENT_SUMMARY_TIMEOUT
 from ctxlayer.core.calibration import Calibration
@@ -371,7 +372,7 @@ def _show(value: Any) -> str:
 
 def _read_toml(path: Path, messages: list[str]) -> dict | None:
     try:
-        raw = path.read_bytes()
+        raw = userfiles.read(path)
     except FileNotFoundError:
         return None
     except OSError as e:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ctxlayer import userfiles
 from ctxlayer.protocol import LeftOut
 
 HEADER = "# Agent instructions"
@@ -114,7 +115,7 @@ def render_agents(root: Path, home: Path | None, user_config_dir: Path | None,
                                         reason=f"resolves outside the workspace ({real})"))
                 continue
             try:
-                data = real.read_bytes()
+                data = userfiles.read(real)
             except OSError as e:
                 left_out.append(LeftOut(part="agentFiles", path=shown,
                                         reason=f"cannot be read ({e.strerror})"))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from ctxlayer import userfiles
 from ctxlayer.core.errors import ContextError
 from ctxlayer.workspace.agents import is_inside
 
@@ -47,8 +48,7 @@ def read_attachments(
         if not real.is_file():
             continue
         try:
-            with real.open("rb") as f:
-                data = f.read(max_bytes + 1)
+            data = userfiles.read(real, max_bytes + 1)
         except OSError:
             continue
         if b"\0" in data[:8192]:

@@ -17,6 +17,8 @@ from pathspec import GitIgnoreSpec
 from pathspec.patterns.gitignore import GitIgnorePatternError
 from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
+from ctxlayer import userfiles
+
 #: One compiled line of a .gitignore file (`include` False for a `!` negation).
 Rule = GitIgnoreSpecPattern
 
@@ -94,7 +96,7 @@ class IgnoreRules:
 
     def read(self, root: Path, folder: str, name: str = ".gitignore") -> None:
         try:
-            text = (root / folder / name).read_text("utf-8", errors="replace")
+            text = userfiles.text(root / folder / name)
         except OSError:
             return
         self.add(folder, parse_rules(text))

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
+from ctxlayer import userfiles
 from ctxlayer.workspace.ignore import IgnoreRules, parse_rules
 
 
@@ -69,7 +70,7 @@ class KeptFolders:
             git_dir = self._git_dir
         if git_dir is not None:
             try:
-                text = Path(git_dir, "info", "exclude").read_text("utf-8", errors="replace")
+                text = userfiles.text(Path(git_dir, "info", "exclude"))
                 rules.add("", parse_rules(text))
             except OSError:
                 pass

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from ctxlayer import userfiles
 from ctxlayer.protocol import LeftOut
 from ctxlayer.workspace.ignore import IgnoreRules, compile_globs
 
@@ -142,7 +143,7 @@ def render_files(root: Path, patterns: list[str], files: list[str], char_budget:
                 leave(rel, f"over the character budget ({size:,} bytes, {remaining:,} "
                       "characters left)")
                 continue
-            data = real.read_bytes()
+            data = userfiles.read(real)
         except OSError as e:
             leave(rel, f"cannot be read ({e.strerror})")
             continue

@@ -16,6 +16,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ctxlayer import userfiles
 from ctxlayer.core.prompt import Skill
 from ctxlayer.core.prompt.texts import SKILLS
 from ctxlayer.protocol import LeftOut
@@ -102,8 +103,7 @@ def find_skills(root: Path, home: Path | None,
             shown = shown_path(path, root, home)
             try:
                 real = path.resolve(strict=True)
-                with open(real, "rb") as f:
-                    head = f.read(HEAD_BYTES)
+                head = userfiles.read(real, HEAD_BYTES)
             except FileNotFoundError:
                 continue
             except (OSError, RuntimeError) as e:

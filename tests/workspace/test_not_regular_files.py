@@ -1,0 +1,91 @@
+"""Files the workspace scan and the config read that are not regular files. A named pipe where a
+skill's SKILL.md, a folder's .gitignore or ctxlayer.toml would be is left out and said, never
+waited on: before, opening one for reading waited for a writer, and the scan (and every request
+waiting for the segment) with it, forever. Each pipe here gets a writer that comes and goes
+after a moment, so that code which waits on it reads nothing and fails the assertions instead
+of holding the test."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from ws_helpers import make_ws, write
+
+from ctxlayer import userfiles
+from ctxlayer.config import load_config
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+
+
+@pytest.fixture
+def pipes() -> Iterator[list[Path]]:
+    """Paths to make named pipes at; each is released by a writer that opens and closes it
+    once a reader waits on it (or the test ends)."""
+    made: list[Path] = []
+    done = threading.Event()
+
+    def release() -> None:
+        while not done.is_set():
+            for path in list(made):
+                try:  # succeeds only while something has it open for reading
+                    os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+                except OSError:
+                    pass
+            time.sleep(0.2)
+
+    writer = threading.Thread(target=release, daemon=True)
+    writer.start()
+    yield made
+    done.set()
+    writer.join()
+
+
+def pipe(made: list[Path], path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(path)
+    made.append(path)
+    return path
+
+
+def test_only_a_regular_file_is_read(tmp_path, pipes):
+    fifo = pipe(pipes, tmp_path / "fifo")
+    with pytest.raises(OSError) as err:
+        userfiles.read(fifo)
+    assert err.value.strerror == userfiles.NOT_A_FILE and err.value.filename == str(fifo)
+    with pytest.raises(OSError) as err:
+        userfiles.read(tmp_path)  # a folder opens for reading on Linux: refused as well
+    assert err.value.strerror == userfiles.NOT_A_FILE
+    with pytest.raises(FileNotFoundError):
+        userfiles.read(tmp_path / "missing")
+    data = os.urandom(3 << 20)  # more than one read's worth
+    (tmp_path / "big").write_bytes(data)
+    os.symlink(tmp_path / "big", tmp_path / "link")
+    assert userfiles.read(tmp_path / "link") == data
+    assert userfiles.read(tmp_path / "big", 5) == data[:5]
+    assert userfiles.read(tmp_path / "big", (1 << 20) + 3) == data[:(1 << 20) + 3]
+    (tmp_path / "latin1").write_bytes(b"caf\xe9\n")
+    assert userfiles.text(tmp_path / "latin1") == "caf\ufffd\n"
+
+
+def test_pipes_for_a_skill_an_ignore_file_and_the_config_are_left_out_and_said(
+        tmp_path, pipes):
+    root, home = tmp_path / "ws", tmp_path / "home"
+    write(root, "src/app.py", "print('hi')\n")
+    write(root, "skills/ok/SKILL.md", "---\ndescription: a skill that is a file\n---\n")
+    pipe(pipes, root / "skills" / "piped" / "SKILL.md")
+    pipe(pipes, root / "src" / ".gitignore")
+    pipe(pipes, root / "ctxlayer.toml")
+    config, problems = load_config(root, None, None)
+    assert problems == [f"{root / 'ctxlayer.toml'}: cannot be read (not a regular file); ignored"]
+    seg = make_ws(root, home).scan()
+    reasons = {lo.path: lo.reason for lo in seg.left_out if lo.part == "skills"}
+    assert reasons == {"skills/piped/SKILL.md": "cannot be read (not a regular file)"}
+    skills = next(p for p in seg.parts if p.name == "skills").text
+    assert "a skill that is a file" in skills
+    tree = next(p for p in seg.parts if p.name == "tree").text
+    assert "app.py" in tree  # the folder whose ignore file is a pipe is listed, unfiltered
