@@ -3,6 +3,7 @@ tool call by its name and arguments, then the text; a plain text message as befo
 
 from __future__ import annotations
 
+import ast
 import base64
 import struct
 
@@ -11,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxlayer.core.formats import decode
-from ctxlayer.core.text import describe, lines_of, one_line
+from ctxlayer.core.text import describe, lines_of, one_line, path_line
 from ctxlayer.core.tokens import WordTokenizer
 from ctxlayer.protocol import Message, ToolCall
 
@@ -134,3 +135,14 @@ def test_lines_of_gives_what_splitlines_gives(text):
     shown = one_line(text, 80)
     assert shown == ("(empty)" if first is None else
                      first if len(first) <= 80 else first[:79] + "…")
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(max_size=20))
+def test_a_path_shows_as_one_line_that_reads_back_as_it_was(path):
+    shown = path_line(path)
+    assert "\n" not in shown and "\r" not in shown and shown == shown.strip(" ")
+    assert (ast.literal_eval(shown) if shown != path else shown) == path
+    assert shown.isprintable()  # nothing invisible inside but spaces
+    if path.isprintable() and path == path.strip(" ") and not path.startswith('"'):
+        assert shown == path  # a plain name is left as it is

@@ -5,10 +5,14 @@ first is the same list)."""
 
 from __future__ import annotations
 
+import ast
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxlayer.workspace import tree
+from ctxlayer.workspace.gitpart import render_git
+from ctxlayer.workspace.gitstate import Entry, GitState
 from ctxlayer.workspace.ignore import compile_globs
 from ctxlayer.workspace.selected import select_paths
 
@@ -50,3 +54,37 @@ def test_a_glob_selects_every_file_it_matches(paths, glob):
     readme = [f for f in matched if f.rsplit("/", 1)[-1].lower().startswith("readme")]
     assert sorted(chosen) == sorted(matched)
     assert chosen[:len(readme)] == sorted(readme, key=lambda p: (p.count("/"), p))
+
+
+# names a line could misread: a newline made one file two entries, a leading space read as
+# indentation, a quote, a tab, an invisible character
+ODD = st.sampled_from(["a", "src", "ok.py", "new\nline.py", " lead.txt", "trail ", '"q"', "t\tab",
+                       "\u200b", "é", "back\\slash", "cr\r"])
+
+
+def _entry(line: str) -> str:
+    """A tree line's name as written: quoted names read back as Python reads a literal."""
+    entry = line.lstrip(" ").removesuffix("/")
+    return ast.literal_eval(entry) if entry.startswith('"') else entry
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(ODD, min_size=1, max_size=3).map("/".join), min_size=1, max_size=30))
+def test_every_file_and_folder_is_one_line_of_the_tree_and_reads_back(paths):
+    files = sorted(set(paths))
+    root, nodes = tree._build(files)
+    lines = tree._render(root, None, False).split("\n")[1:]
+    names = [f.rpartition("/")[2] for f in files] + [n.path[:-1].rpartition("/")[2]
+                                                    for n in nodes]
+    assert sorted(_entry(line) for line in lines) == sorted(names)
+
+
+def test_the_git_part_lists_each_odd_path_on_one_line():
+    state = GitState(entries=(Entry("new\nline.py", ".M"), Entry(" lead.txt", "A."),
+                              Entry("to\tab", "R.", orig="from\nhere"), Entry("ok.py", "??")),
+                     untracked=("ok.py", "un\ntracked/x.py"), oid="0" * 40, branch="main")
+    text = render_git(state, 10)
+    assert text.split("\n")[3:] == [
+        "Staged (2):", '  A " lead.txt"', '  R "from\\nhere" -> "to\\tab"',
+        "Changed (1):", '  M "new\\nline.py"',
+        "Untracked (2):", "  ok.py", '  "un\\ntracked/" (1 file)']

@@ -35,6 +35,25 @@ def lines_of(text: str):
         start = end + 1
 
 
+def path_line(path: str) -> str:
+    """A file's path as one entry of a list shows it: as it is, unless it holds a control
+    character (a newline made one file two entries), starts or ends with a space (read as
+    indentation) or starts with a double quote; then quoted with escapes, as git quotes such
+    names (`"new\\nline.py"`)."""
+    if path.isprintable() and path == path.strip(" ") and not path.startswith('"'):
+        return path
+    return '"' + "".join(_ESCAPES.get(c) or (c if c.isprintable() else _code(c))
+                         for c in path) + '"'
+
+
+_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
+
+
+def _code(c: str) -> str:
+    n = ord(c)
+    return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}"
+
+
 def one_line(text: str, width: int = 80) -> str:
     """The first non-empty line of a text, cut to `width` characters."""
     for line in lines_of(text):

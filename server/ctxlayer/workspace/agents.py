@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ctxlayer import userfiles
+from ctxlayer.core.text import path_line
 from ctxlayer.protocol import LeftOut
 
 HEADER = "# Agent instructions"
@@ -132,7 +133,7 @@ def render_agents(root: Path, home: Path | None, user_config_dir: Path | None,
                 continue
             if not content.strip():
                 continue
-            title = f"## {shown}"
+            title = f"## {path_line(shown)}"
             tool = WRITTEN_FOR.get(name)
             if tool:
                 title += (f" (written for {tool}; follow it where it applies to you, and "

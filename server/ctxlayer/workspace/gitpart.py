@@ -2,13 +2,15 @@
 
 Owns: rendering a `GitState` as short, stable text. Untracked files inside a folder that holds
 no tracked file are shown as that folder (`build/ (120 files)`), like `git status` does; each
-group lists at most `max_files` paths and counts the rest. Pure: no I/O.
+group lists at most `max_files` paths and counts the rest; a path that would not read as one
+entry is quoted (`core.text.path_line`). Pure: no I/O.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 
+from ctxlayer.core.text import path_line
 from ctxlayer.workspace.gitstate import GitState
 
 HEADER = "# Git"
@@ -40,7 +42,8 @@ def _untracked_groups(untracked: tuple[str, ...], tracked: tuple[str, ...]) -> l
     out = []
     for key in sorted(groups):
         n = groups[key]
-        out.append(f"{key} ({n:,} file{'s' if n != 1 else ''})" if key.endswith("/") else key)
+        out.append(f"{path_line(key)} ({n:,} file{'s' if n != 1 else ''})" if key.endswith("/")
+                   else path_line(key))
     return out
 
 
@@ -70,14 +73,15 @@ def render_git(state: GitState | None, max_files: int) -> str:
         if e.xy == "??":
             continue
         x, y = e.xy[0], e.xy[1]
-        shown = f"{e.orig} -> {e.path}" if e.orig else e.path
+        path = path_line(e.path)
+        shown = f"{path_line(e.orig)} -> {path}" if e.orig else path
         if e.xy in ("DD", "AU", "UD", "UA", "DU", "AA", "UU"):
-            conflicts.append(f"{e.xy} {e.path}")
+            conflicts.append(f"{e.xy} {path}")
             continue
         if x != ".":
             staged.append(f"{x} {shown}")
         if y != ".":
-            changed.append(f"{y} {e.path}")
+            changed.append(f"{y} {path}")
     untracked = _untracked_groups(state.untracked, state.tracked) if state.untracked else []
     body = (_group("Conflicts", conflicts, max_files) + _group("Staged", staged, max_files)
             + _group("Changed", changed, max_files)

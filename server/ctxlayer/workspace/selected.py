@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ctxlayer import userfiles
+from ctxlayer.core.text import path_line
 from ctxlayer.protocol import LeftOut
 from ctxlayer.workspace.ignore import IgnoreRules, compile_globs
 
@@ -165,7 +166,7 @@ def render_files(root: Path, patterns: list[str], files: list[str], char_budget:
         remaining -= len(content)
         fence = _fence(content)
         body = content if content.endswith("\n") else content + "\n"
-        sections.append(f"## {rel}\n\n{fence}{_lang(name)}\n{body}{fence}")
+        sections.append(f"## {path_line(rel)}\n\n{fence}{_lang(name)}\n{body}{fence}")
         used.append(rel)
     if not sections:
         return FilesText("", left_out, ())

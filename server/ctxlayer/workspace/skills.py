@@ -19,6 +19,7 @@ from pathlib import Path
 from ctxlayer import userfiles
 from ctxlayer.core.prompt import Skill
 from ctxlayer.core.prompt.texts import SKILLS
+from ctxlayer.core.text import path_line
 from ctxlayer.protocol import LeftOut
 from ctxlayer.workspace.agents import is_inside, shown_path
 
@@ -138,6 +139,6 @@ def render_skills(root: Path, home: Path | None, user_config_dir: Path | None) -
     skills, left_out = find_skills(root, home, user_config_dir)
     if not skills:
         return SkillsText("", (), left_out)
-    lines = [f"- {s.name}: {s.description or '(no description)'} (read `{s.path}`)"
+    lines = [f"- {s.name}: {s.description or '(no description)'} (read `{path_line(s.path)}`)"
              for s in skills]
     return SkillsText(SKILLS.full + "\n\n" + "\n".join(lines), tuple(skills), left_out)

@@ -1,6 +1,7 @@
 """The `tree` part: the file list drawn as an indented tree, folded to fit a token budget.
 
-Owns: building the folder tree from a sorted file list, folding folders with more than
+Owns: building the folder tree from a sorted file list (a name that would not read as one
+entry quoted, `core.text.path_line`), folding folders with more than
 `fold_threshold` entries up front (`gen/ (1,234 files)`), then folding the deepest folders
 first (largest first within a depth) until the text fits `tree_token_budget`, and reporting
 what was folded. Costs are estimated from characters (calibrated with the real counter on a
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ctxlayer.core.text import path_line
 from ctxlayer.protocol import LeftOut
 
 INDENT = "  "
@@ -58,7 +60,7 @@ def _build(files: list[str]) -> tuple[_Node, list[_Node]]:
         node = folders.get(folder)
         if node is None:
             node = _folder(folder, folders, nodes)
-        node.files.append(name)
+        node.files.append(path_line(name))
     for node in sorted(nodes, key=lambda n: -n.depth):
         node.total += len(node.files)
         node.parent.total += node.total  # type: ignore[union-attr]
@@ -75,7 +77,7 @@ def _folder(folder: str, folders: dict[str, _Node], nodes: list[_Node]) -> _Node
     parent = folders[up]
     for path in reversed(missing):
         name = path.rpartition("/")[2]
-        node = _Node(name, f"{parent.path}{name}/", parent.depth + 1, parent)
+        node = _Node(path_line(name), f"{parent.path}{name}/", parent.depth + 1, parent)
         parent.dirs[name] = node
         folders[path] = node
         nodes.append(node)
@@ -144,9 +146,9 @@ def _render(root: _Node, root_limit: int | None, any_folded: bool,
                 break
             child = node.dirs[name]
             if child.folded:
-                add(f"{pad}{name}/ ({_plural(child.total)})")
+                add(f"{pad}{child.name}/ ({_plural(child.total)})")
             else:
-                add(f"{pad}{name}/")
+                add(f"{pad}{child.name}/")
                 emit(child, None)
             shown += 1
         for name in sorted(node.files):

@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Literal, NamedTuple
 
 from ctxlayer.core.errors import ContextError
-from ctxlayer.core.text import content_hash
+from ctxlayer.core.text import content_hash, path_line
 from ctxlayer.core.tokens import OPENAI_FORMAT, MessageFormat, Tokenizer, message_tokens
 from ctxlayer.protocol import Message, PromptSection
 
@@ -143,7 +143,7 @@ def _sections(spec: PromptSpec, warnings: list[str]) -> list[Section]:
 
     if (spec.skills or skills_part) and _wanted(spec, "skills"):
         if spec.tools and spec.skills:  # given one by one, they win over the segment's part
-            lines = [f"- {s.name}: {_one_line(s.description)} (read `{s.path}`)"
+            lines = [f"- {s.name}: {_one_line(s.description)} (read `{path_line(s.path)}`)"
                      for s in spec.skills]
             out.append(Section("skills", texts.SKILLS.pick(compact) + "\n\n" + "\n".join(lines),
                                "cacheable"))
