@@ -209,5 +209,20 @@ def test_agent_files_chain_order_dedup_and_flags(repo, home, tmp_path):
     assert "already included as an agent file" in reasons(seg2, "files")["AGENTS.md"]
 
 
+def test_an_agent_file_over_its_characters_is_left_out_reading_no_more_than_it_may_hold(
+        repo, home):
+    """A character is at most 4 bytes: a file of more bytes than 4 per character allowed is
+    left out from its first bytes (a 2 GB AGENTS.md took 17 s and 4.2 GB to refuse, read
+    whole), one within them is read whole and measured in characters."""
+    for name, text in (("AGENTS.md", "😀" * 10), ("CLAUDE.md", "é" * 11),
+                       ("GEMINI.md", "x" * 41)):
+        write(repo, name, text)
+    seg = make_ws(repo, home, agent_file_max_chars=10).scan()
+    assert "😀" * 10 in part(seg, "agentFiles").text  # 40 bytes, 10 characters: kept
+    why = reasons(seg, "agentFiles")
+    assert why["CLAUDE.md"] == "too long: 11 characters, agent_file_max_chars 10"
+    assert why["GEMINI.md"] == "too long: over 40 bytes, agent_file_max_chars 10"
+
+
 def test_no_agent_files_means_empty_part(repo, home):
     assert part(make_ws(repo, home).scan(), "agentFiles").text == ""

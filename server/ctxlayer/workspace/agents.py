@@ -115,21 +115,22 @@ def render_agents(root: Path, home: Path | None, user_config_dir: Path | None,
                 left_out.append(LeftOut(part="agentFiles", path=shown,
                                         reason=f"resolves outside the workspace ({real})"))
                 continue
-            try:
-                data = userfiles.read(real)
+            try:  # a character is at most 4 bytes: more bytes than that are too many characters
+                data = userfiles.read(real, 4 * max_chars + 1)
             except OSError as e:
                 left_out.append(LeftOut(part="agentFiles", path=shown,
                                         reason=f"cannot be read ({e.strerror})"))
                 continue
             try:
-                content = data.decode("utf-8")
+                content = data.decode("utf-8") if len(data) <= 4 * max_chars else None
             except UnicodeDecodeError:
                 left_out.append(LeftOut(part="agentFiles", path=shown, reason="not UTF-8 text"))
                 continue
-            if len(content) > max_chars:
+            if content is None or len(content) > max_chars:
+                size = (f"{len(content):,} characters" if content is not None
+                        else f"over {4 * max_chars:,} bytes")
                 left_out.append(LeftOut(part="agentFiles", path=shown, reason=(
-                    f"too long: {len(content):,} characters, agent_file_max_chars "
-                    f"{max_chars:,}")))
+                    f"too long: {size}, agent_file_max_chars {max_chars:,}")))
                 continue
             if not content.strip():
                 continue
