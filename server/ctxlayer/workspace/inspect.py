@@ -1,11 +1,13 @@
 """`ctxlayer inspect`: a workspace segment as a readable table.
 
 Owns: rendering a `WorkspaceSegment` for people: the parts with tokens, characters and hash,
-then what the scan left out and why. Pure text; the CLI prints it.
+then what the scan left out and why, a path that would break its row quoted
+(`core.text.path_line`). Pure text; the CLI prints it.
 """
 
 from __future__ import annotations
 
+from ctxlayer.core.text import path_line
 from ctxlayer.protocol import WorkspaceSegment
 
 
@@ -26,7 +28,7 @@ def render_inspect(segment: WorkspaceSegment) -> str:
     lines += ["", f"Left out ({len(left)}):" if left else "Left out: nothing."]
     if left:
         lines += _table([("part", "path", "why")]
-                        + [(item.part, item.path, item.reason) for item in left])
+                        + [(item.part, path_line(item.path), item.reason) for item in left])
     return "\n".join(lines) + "\n"
 
 
