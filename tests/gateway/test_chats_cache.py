@@ -106,3 +106,24 @@ def test_the_estimated_reuse_counts_the_tools_while_they_stay_the_same(stack):
     assert abs(same["cacheReuseTokens"] - same["cachedTokens"]) < 0.15 * same["cachedTokens"]
     changed = ask("and now?", [*tools[:3], {**tools[3], "description": "another"}])
     assert changed["cacheReuseTokens"] < 200 < changed["tokens"] - 2000
+
+
+def test_what_a_tool_wrote_cannot_drive_the_terminal_that_lists_the_chats(small):
+    """A tool's output with terminal escape sequences (clear the screen, retitle the window)
+    is shortened, and `chats --why` prints its summary line with them escaped: the listing
+    shows them, the terminal does not obey them."""
+    escapes = "\x1b[2J\x1b]0;pwned\x07 build output"
+    client = small.openai()
+    tool_call = {"id": "c1", "type": "function",
+                 "function": {"name": "run", "arguments": "{}"}}
+    messages = [
+        {"role": "user", "content": "Run the build."},
+        {"role": "assistant", "content": None, "tool_calls": [tool_call]},
+        {"role": "tool", "tool_call_id": "c1", "content": escapes + "\n" + LONG * 2},
+        {"role": "user", "content": "Did it pass?"}]
+    client.chat.completions.create(model="standin-small", messages=messages,
+                                   extra_headers={"x-ctxlayer-conversation": "escapes"})
+    assert small.model_requests()[-1]["status"] == 200
+    why = chats(small, "--why", "escapes")
+    assert "\x1b" not in why and "\x07" not in why
+    assert "\\x1b[2J\\x1b]0;pwned\\x07 build output" in why, why

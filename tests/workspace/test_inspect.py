@@ -24,12 +24,13 @@ def test_render_inspect_lists_parts_and_reasons(repo, home):
     assert f"version {seg.version}" in table and seg.hash in table
 
 
-def test_a_left_out_path_with_a_newline_is_one_row(repo, home, tmp_path):
-    write(tmp_path, "elsewhere/SKILL.md", "---\ndescription: outside\n---\n")
-    for folder in ("plain", "new\nline"):  # each refused: it resolves outside the workspace
-        (repo / "skills" / folder).mkdir(parents=True)
-        os.symlink(tmp_path / "elsewhere" / "SKILL.md", repo / "skills" / folder / "SKILL.md")
+def test_a_left_out_path_or_reason_with_a_newline_is_one_row(repo, home, tmp_path):
+    write(tmp_path, "else\nwhere/SKILL.md", "---\ndescription: outside\n---\n")
+    for folder in ("plain", "new\nline"):  # each refused: it resolves outside the workspace,
+        (repo / "skills" / folder).mkdir(parents=True)  # the reason naming where
+        os.symlink(tmp_path / "else\nwhere" / "SKILL.md", repo / "skills" / folder / "SKILL.md")
     rows = render_inspect(make_ws(repo, home).scan()).split("Left out (2):\n")[1].splitlines()
+    assert len(rows) == 4 and all("else\\nwhere" in row for row in rows[2:])
     assert [r.split()[1] for r in rows[2:]] == ['"skills/new\\nline/SKILL.md"',
                                                 "skills/plain/SKILL.md"]
 

@@ -5,7 +5,9 @@ and with `--why ID` what its last turn dropped or shortened and why.
 
 The gateway says where it listens in `gateway.json` of the state folder; `--url` names one.
 Reads over loopback HTTP with the standard library, sending the state folder's token (the
-gateway's `/ctxlayer/*` routes need it); no provider key is sent or needed.
+gateway's `/ctxlayer/*` routes need it); no provider key is sent or needed. What a client or a
+tool wrote (model names, ids, the summaries of messages) is printed with its control
+characters escaped (`core.text.visible`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
+
+from ctxlayer.core.text import visible
 
 #: What the provider charges for an input token read from its cache, and for one written to it,
 #: against a plain one (Anthropic's prices; OpenAI charges no write, so there the rest is 1x).
@@ -129,8 +133,8 @@ def run(args: argparse.Namespace) -> int:
             print("nothing was dropped or shortened")
         for e in entries:
             who = e.get("messageId") or f"#{e.get('index')}"
-            print(f"{e['action']:<12} {who:<24} {e['tokensBefore']:>7} -> {e['tokensAfter']:<7} "
-                  f"{e['reason']}: {e['summary']}")
+            print(visible(f"{e['action']:<12} {who:<24} {e['tokensBefore']:>7} -> "
+                          f"{e['tokensAfter']:<7} {e['reason']}: {e['summary']}"))
         return 0
     data = fetch(f"{base}/ctxlayer/conversations", bearer)
     if args.json:
@@ -146,7 +150,8 @@ def run(args: argparse.Namespace) -> int:
         used = f"{k(c['tokens'])} / {k(c['budget'])}"
         read = c.get("cachedTokens")
         cost = bill(c)
-        print(f"{c['conversationId']:<20} {c['model']:<22} {c['source']:<8} {used:>15} "
-              f"{k(c['cacheReuseTokens']):>10} {'-' if read is None else k(read):>7} "
-              f"{'-' if cost is None else f'{cost:.0%}':>5} {c['dropped']:>7}  {c['updatedAt']}")
+        print(visible(f"{c['conversationId']:<20} {c['model']:<22} {c['source']:<8} {used:>15} "
+                      f"{k(c['cacheReuseTokens']):>10} {'-' if read is None else k(read):>7} "
+                      f"{'-' if cost is None else f'{cost:.0%}':>5} {c['dropped']:>7}  "
+                      f"{c['updatedAt']}"))
     return 0

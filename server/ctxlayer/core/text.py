@@ -46,6 +46,16 @@ def path_line(path: str) -> str:
                          for c in path) + '"'
 
 
+def visible(text: str) -> str:
+    """``text`` for a terminal: every character that is not printable written as its escape
+    (`\\x1b`, `\\n`), so that what a client or a tool wrote (an escape sequence in a tool's
+    output, a model name) cannot move the cursor, clear the screen or retitle the window of
+    whoever lists the chats."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else _ESCAPES.get(c) or _code(c) for c in text)
+
+
 _ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
 
 

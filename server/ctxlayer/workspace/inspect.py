@@ -7,7 +7,7 @@ then what the scan left out and why, a path that would break its row quoted
 
 from __future__ import annotations
 
-from ctxlayer.core.text import path_line
+from ctxlayer.core.text import path_line, visible
 from ctxlayer.protocol import WorkspaceSegment
 
 
@@ -28,7 +28,8 @@ def render_inspect(segment: WorkspaceSegment) -> str:
     lines += ["", f"Left out ({len(left)}):" if left else "Left out: nothing."]
     if left:
         lines += _table([("part", "path", "why")]
-                        + [(item.part, path_line(item.path), item.reason) for item in left])
+                        + [(item.part, path_line(item.path), visible(item.reason))
+                           for item in left])
     return "\n".join(lines) + "\n"
 
 
