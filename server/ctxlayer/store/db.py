@@ -14,7 +14,10 @@ ctxlayer.toml) fsyncs every commit for power-loss safety.
 A database that SQLite cannot read (not a database, malformed, failed quick_check, which is
 left out only when the file is as the last clean close left it: store/closed.py) is moved
 aside as ``sessions.sqlite3.corrupt-<n>`` (with its -wal and -shm) with one warning naming both
-paths, and a fresh one is created; no other file is touched.
+paths, and a fresh one is created; no other file is touched. Any other failure to open it
+(busy beyond BUSY_TIMEOUT_MS, a full disk, a read-only folder) is a StoreError and the file
+stays: several daemons share the state folder (an editor window each), and opening a new one
+together, or while another writes, is their usual start.
 Thread safety: one connection guarded by a lock; every public method is one transaction.
 Must not: know about the wire or pygls; decide policy (the service does).
 """
@@ -24,6 +27,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Literal
@@ -76,6 +80,23 @@ class StoreError(Exception):
     """The database cannot be used (e.g. written by a newer ctxlayer)."""
 
 
+#: how long an open or a write waits for another connection (another daemon) to let go
+BUSY_TIMEOUT_MS = 5000
+
+
+class _Damaged(sqlite3.DatabaseError):
+    """The database failed its integrity check."""
+
+
+def _damaged(err: sqlite3.DatabaseError) -> bool:
+    """Whether ``err`` says the file is not a database SQLite can read (moved aside then):
+    malformed, not a database, a failed check. Not a busy or locked one, a full disk or a
+    read-only folder: the file is fine, and moving it aside lost another daemon's sessions
+    (it went on writing the file it had open, under the new name)."""
+    name = getattr(err, "sqlite_errorname", None) or ""
+    return isinstance(err, _Damaged) or name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB"))
+
+
 def describe_store_error(exc: Exception) -> str:
     """What failed, in words a user can act on."""
     text = str(exc)
@@ -90,6 +111,22 @@ def describe_store_error(exc: Exception) -> str:
         return (f"the database file is damaged ({text}); restart the daemon to move it aside "
                 "and start a fresh one")
     return text
+
+
+def _write_ahead(conn: sqlite3.Connection) -> None:
+    """WAL journal mode. Turning a new file to it takes the file alone, and SQLite answers
+    busy at once there, without waiting (two opening one new file could wait on each other
+    forever): tried again until BUSY_TIMEOUT_MS have passed."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL").fetchone()
+            return
+        except sqlite3.OperationalError as err:
+            if getattr(err, "sqlite_errorname", "") != "SQLITE_BUSY" \
+                    or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 class SessionRow(msgspec.Struct, kw_only=True):
@@ -134,6 +171,9 @@ class SessionStore:
         try:
             self._conn = self._connect()
         except sqlite3.DatabaseError as err:
+            if not _damaged(err):  # busy, locked, a full disk: the file is fine, left alone
+                raise StoreError(f"{self.path} could not be opened: "
+                                 f"{describe_store_error(err)}") from err
             self.recovered_from = self._move_aside(err)
             self._conn = self._connect()
         self._json_each = _has_json_each(self._conn)
@@ -155,33 +195,46 @@ class SessionStore:
                 make_private_file(path)
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         try:
-            conn.execute("PRAGMA journal_mode=WAL").fetchone()
+            # first: another daemon on this state folder (a second editor window) may be
+            # opening or writing it, and every step below waits for it rather than failing
+            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            _write_ahead(conn)
             conn.execute(f"PRAGMA synchronous={self.durability.upper()}")
             conn.execute("PRAGMA foreign_keys=ON")
-            conn.execute("PRAGMA busy_timeout=5000")
             self.checked_at_open = not unchanged
             if self.checked_at_open:  # reads the whole file (store/closed.py)
                 check = conn.execute("PRAGMA quick_check").fetchone()
                 if not check or check[0] != "ok":
-                    raise sqlite3.DatabaseError(
-                        f"quick_check: {check[0] if check else 'no answer'}")
+                    raise _Damaged(f"quick_check: {check[0] if check else 'no answer'}")
+            self._migrate(conn)
+        except (sqlite3.DatabaseError, StoreError):
+            conn.close()
+            raise
+        return conn
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        """Bring the schema to this version, one step a transaction; the version is read
+        again inside each (another process opening the same new folder may have taken the
+        step meanwhile: both creating the tables was an error, and the file moved aside)."""
+        while True:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version > schema.VERSION:
-                conn.close()
                 raise StoreError(
                     f"{self.path} has schema version {version}, newer than this ctxlayer "
                     f"understands ({schema.VERSION}); upgrade ctxlayer or set CTXLAYER_STATE_DIR"
                 )
-            for target in range(version, schema.VERSION):
-                conn.execute("BEGIN IMMEDIATE")
-                for statement in _statements(schema.MIGRATIONS[target]):
-                    conn.execute(statement)
-                conn.execute(f"PRAGMA user_version={target + 1}")
+            if version == schema.VERSION:
+                return
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if conn.execute("PRAGMA user_version").fetchone()[0] == version:
+                    for statement in _statements(schema.MIGRATIONS[version]):
+                        conn.execute(statement)
+                    conn.execute(f"PRAGMA user_version={version + 1}")
                 conn.execute("COMMIT")
-        except sqlite3.DatabaseError:
-            conn.close()
-            raise
-        return conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
 
     def _move_aside(self, err: Exception) -> Path:
         n = 1

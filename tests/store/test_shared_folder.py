@@ -1,0 +1,81 @@
+"""Several daemons share one state folder (an editor window each, all started at once when the
+editor restores its windows). Opening the database while another process opens or writes it
+waits for it; only a damaged file is moved aside. Before, any error at the open moved the file
+aside: two processes opening a new folder together did so in 24 of 30 tries ("database is
+locked" while turning it to WAL, "table sessions already exists" when both created the tables),
+and the daemon that had it open went on writing its sessions into the file moved aside."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from ctxlayer.protocol import Message
+from ctxlayer.store import DB_NAME, SessionStore, StoreError, db
+
+NOW = "2026-01-01T00:00:00.000+00:00"
+
+#: a process that opens the store at an agreed moment, writes a session and says how it went
+OPEN_AT = """
+import sys, time
+from ctxlayer.protocol import Message
+from ctxlayer.store import SessionStore
+folder, at, name = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+while time.time() < at:
+    pass
+store = SessionStore(folder)
+row, _ = store.create_or_get("/ws", name, model="m", mode="deep", budget=None, now="t")
+store.append(row.sid, [(0, Message(role="user", content=name), 1)], "t")
+print(store.recovered_from)
+store.close()
+"""
+
+
+def test_processes_opening_a_new_folder_together_keep_one_database(tmp_path):
+    for attempt in range(5):
+        folder = tmp_path / f"state{attempt}"
+        at = time.time() + 1.0  # both past their imports, then both at once
+        procs = [subprocess.Popen([sys.executable, "-c", OPEN_AT, str(folder), str(at), name],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for name in ("a", "b")]
+        outs = [p.communicate(timeout=60) for p in procs]
+        assert [p.returncode for p in procs] == [0, 0], [err[-800:] for _, err in outs]
+        assert [out.strip() for out, _ in outs] == ["None", "None"]  # nothing moved aside
+        assert sorted(f.name for f in folder.iterdir() if ".corrupt" in f.name) == []
+        store = SessionStore(folder)
+        assert {store.get("/ws", n) is not None for n in ("a", "b")} == {True}
+        store.close()
+
+
+def test_a_database_busy_past_the_wait_is_an_error_and_stays_where_it_is(tmp_path, monkeypatch):
+    """A new file another process holds (it is writing it, not yet in WAL mode): the open
+    waits, then says so; the file is left where it is, and the next open uses it."""
+    holder = sqlite3.connect(tmp_path / DB_NAME, isolation_level=None)
+    holder.execute("CREATE TABLE theirs (x)")
+    holder.execute("BEGIN EXCLUSIVE")
+    holder.execute("INSERT INTO theirs VALUES (1)")
+    monkeypatch.setattr(db, "BUSY_TIMEOUT_MS", 200)
+    with pytest.raises(StoreError, match="locked by another process"):
+        SessionStore(tmp_path)
+    holder.execute("COMMIT")
+    holder.close()
+    assert sorted(p.name for p in tmp_path.iterdir() if ".corrupt" in p.name) == []
+    again = SessionStore(tmp_path)  # once it is free, the same file, with what it holds
+    assert again.recovered_from is None
+    row, _ = again.create_or_get("/ws", "s", model="m", mode="deep", budget=None, now=NOW)
+    again.append(row.sid, [(0, Message(role="user", content="kept"), 1)], NOW)
+    again.close()
+    check = sqlite3.connect(tmp_path / DB_NAME)
+    assert check.execute("SELECT x FROM theirs").fetchall() == [(1,)]
+    check.close()
+
+
+def test_a_damaged_file_is_still_moved_aside(tmp_path):
+    (tmp_path / DB_NAME).write_bytes(b"this is no database " * 512)
+    store = SessionStore(tmp_path)
+    assert store.recovered_from == tmp_path / f"{DB_NAME}.corrupt-1"
+    assert store.recovered_from.read_bytes().startswith(b"this is no database")
