@@ -3,6 +3,7 @@ PyPI) configured against the gateway, both as subprocesses."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -70,11 +71,17 @@ def test_the_command_announces_serves_and_never_logs_keys(tmp_path: Path):
                                   listed[0]["conversationId"]], env=env, capture_output=True,
                                  text=True, timeout=60)
             assert why.returncode == 0 and "nothing was dropped" in why.stdout
+            # a model name with a line break is one line of the log, not a forged second one
+            with contextlib.suppress(openai.APIStatusError):
+                oa.chat.completions.create(model="gpt-4o\nERROR forged line",
+                                           messages=[{"role": "user", "content": "hi"}])
         finally:
             proc.terminate()
             _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 0, stderr
     assert "gateway listening" in stderr and "openai gpt-4o -> 200" in stderr
+    assert "openai gpt-4o\\nERROR forged line -> " in stderr
+    assert not any(line.startswith("ERROR forged") for line in stderr.splitlines())
     for secret in (SECRET_OPENAI, SECRET_ANTHROPIC):
         assert secret not in stderr
         for path in (tmp_path / "state").rglob("*"):
