@@ -61,10 +61,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _logging(verbosity: int, log_file: str | None) -> None:
+    from ctxlayer.loglines import OneLine
+
     level = logging.DEBUG if verbosity > 1 else logging.INFO if verbosity else logging.WARNING
     handler: logging.Handler = (logging.FileHandler(log_file, encoding="utf-8") if log_file
                                 else logging.StreamHandler(sys.stderr))
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(OneLine())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)

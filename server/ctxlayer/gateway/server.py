@@ -31,7 +31,6 @@ from ctxlayer import protocol
 from ctxlayer.config import GatewayConfig
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.formats import codec
-from ctxlayer.core.text import visible
 from ctxlayer.gateway import chats, encodings, guard, limits, upsum
 from ctxlayer.gateway.errors import GatewayError, error_response
 from ctxlayer.gateway.forward import (
@@ -432,10 +431,8 @@ class GatewayServer:
         model = result.request.get("model")
         if self.config.summarizer == "upstream" and response.status < 300:
             self._summarize_ahead(request, fmt, url, model, result)
-        # the client's model name, a line of the log whatever it holds
-        log.info("%s %s -> %d: %d tokens, %d dropped%s", fmt, visible(str(model)),
-                 response.status, result.tokens, len(result.dropped),
-                 ", compacted" if result.compacted else "")
+        log.info("%s %s -> %d: %d tokens, %d dropped%s", fmt, model, response.status,
+                 result.tokens, len(result.dropped), ", compacted" if result.compacted else "")
         return response
 
     async def _forward(self, request: web.Request, fmt: str, method: str, url: str,

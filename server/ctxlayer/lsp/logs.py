@@ -13,7 +13,7 @@ import sys
 import threading
 from typing import Any
 
-_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+from ctxlayer.loglines import OneLine
 
 
 class ClientLogHandler(logging.Handler):
@@ -54,7 +54,7 @@ def setup(verbosity: int = 0, log_file: str | None = None) -> None:
         root.removeHandler(handler)
     out: logging.Handler = (logging.FileHandler(log_file, encoding="utf-8") if log_file
                             else logging.StreamHandler(sys.stderr))
-    out.setFormatter(logging.Formatter(_FORMAT))
+    out.setFormatter(OneLine())
     root.addHandler(out)
     client_logs.setFormatter(logging.Formatter("%(name)s: %(message)s"))
     logging.getLogger("ctxlayer").addHandler(client_logs)

@@ -1,0 +1,24 @@
+"""One log record, one line: the format of the daemon's and the gateway's logs.
+
+A record's message often carries what a client wrote (a model name, a field it got wrong, a
+path): a line break in it forged a log line of its own, an escape sequence drove the terminal
+that showed the log. The message is written with its control characters escaped
+(`core.text.visible`); a traceback follows on its own lines as usual.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ctxlayer.core.text import visible
+
+FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+class OneLine(logging.Formatter):
+    def __init__(self, fmt: str = FORMAT) -> None:
+        super().__init__(fmt)
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = visible(record.message)
+        return super().formatMessage(record)
