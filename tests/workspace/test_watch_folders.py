@@ -5,6 +5,7 @@ changes is followed. Counts the kernel's own watches (/proc/self/fdinfo)."""
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -166,5 +167,29 @@ def test_a_workspace_opened_through_a_symlink_is_watched(repo, home, tmp_path):
         assert str(link) in ws.watched_folders()
         write(link, "through_link.py", "T = 1\n")
         rec.wait_for(has("tree", "through_link.py"))
+    finally:
+        ws.stop()
+
+
+def test_a_workspace_deleted_and_made_again_is_watched_again(home, tmp_path):
+    """The folder removed and cloned anew (`rm -rf proj && git clone ...`): its watch went
+    with it and nothing said it came back, so the segment stayed empty until a restart. The
+    root is looked for once a second while it is gone, and watched and read again. (Outside
+    the home folder, whose own watch, for its agent files, would see it come back.)"""
+    repo = tmp_path / "elsewhere" / "proj"
+    write(repo, "a.py", "A = 1\n")
+    ws = make_ws(repo, home)
+    ws.scan()
+    rec = Recorder()
+    ws.start_watching(rec)
+    try:
+        shutil.rmtree(repo)
+        rec.wait_for(has("tree", "(no files)"))
+        write(repo, "AGENTS.md", "Always run the tests.\n")
+        git(repo, "init", "-q", "-b", "main")
+        rec.wait_for(has("agentFiles", "Always run the tests."))
+        rec.wait_for(lambda c: str(repo) in ws.watched_folders())
+        write(repo, "later.py", "L = 1\n")  # watched again: a file after it is seen
+        rec.wait_for(has("tree", "later.py"))
     finally:
         ws.stop()

@@ -4,7 +4,9 @@ A recursive watch (watchdog's) puts an inotify watch on every folder below the r
 ones included, so one large node_modules can use up the user's watches
 (`fs.inotify.max_user_watches`) and flood the queue. Here each folder is watched on its own,
 and a folder is descended into only when `keep(path)` says so; a folder created (or moved in)
-later is watched as it appears, with the same question asked.
+later is watched as it appears, with the same question asked. A root or a folder watched alone
+that is not there (deleted, or not made yet) is looked for once a second and watched when it
+comes.
 
 Owns: the inotify file descriptor (through libc, by ctypes), the map between watch
 descriptors and folders, the reader thread, turning kernel events into `(path, structural)`
@@ -45,6 +47,8 @@ IN_CLOEXEC = 0o2000000
 
 MASK = (IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE
         | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK)
+#: how often a root or folder watched alone that is not there is looked for
+LOOK_AGAIN_MS = 1000
 _HEADER = struct.Struct("iIII")  # wd, mask, cookie, len (then len bytes of name)
 _READ_SIZE = 1 << 20
 
@@ -219,17 +223,46 @@ class FolderWatch:
 
     # --- events -------------------------------------------------------------------------------
 
+    def _unwatched_tops(self) -> list[str]:
+        with self._lock:
+            return [f for f in (*self._alone, *self._trees) if f not in self._wds]
+
+    def _look_for_tops(self) -> None:
+        """A root or a folder watched alone that is not there (deleted and made again: a
+        workspace cloned anew, `~/.claude` made after the start) has no watch, so nothing
+        would say it came back: looked for once a second, watched again when it is there,
+        and announced."""
+        back: Items = []
+        for top in self._unwatched_tops():
+            if not os.path.isdir(top):
+                continue
+            if top in self._trees:
+                self._add_tree(top)
+            else:
+                self._add(top)
+            with self._lock:
+                if top in self._wds:  # not when it cannot be watched (no access)
+                    back.append((top, True))
+        if back:
+            self._on_items(back)
+
     def _run(self) -> None:
         poller = select.poll()
         poller.register(self.fd, select.POLLIN)
         poller.register(self._stop_r, select.POLLIN)
         while True:
             try:
-                ready = poller.poll()
+                ready = poller.poll(LOOK_AGAIN_MS if self._unwatched_tops() else None)
             except InterruptedError:
                 continue
             if any(fd == self._stop_r for fd, _ in ready):
                 return
+            if not ready:
+                try:
+                    self._look_for_tops()
+                except Exception:  # the reader must survive anything a callback raises
+                    log.exception("watching a folder that came back failed")
+                continue
             try:
                 data = os.read(self.fd, _READ_SIZE)
             except BlockingIOError:
