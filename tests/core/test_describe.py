@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxlayer.core.formats import decode
-from ctxlayer.core.text import describe, lines_of, one_line, path_line
+from ctxlayer.core.text import describe, lines_of, one_line, path_line, sound
 from ctxlayer.core.tokens import WordTokenizer
 from ctxlayer.protocol import Message, ToolCall
 
@@ -146,3 +146,12 @@ def test_a_path_shows_as_one_line_that_reads_back_as_it_was(path):
     assert shown.isprintable()  # nothing invisible inside but spaces
     if path.isprintable() and path == path.strip(" ") and not path.startswith('"'):
         assert shown == path  # a plain name is left as it is
+
+
+def test_a_file_names_bytes_that_are_not_utf8_are_written_as_escapes():
+    name = b"caf\xe9-\xff.py".decode("utf-8", "surrogateescape")  # as os.listdir gives it
+    assert sound(name) == "caf\\xe9-\\xff.py" and sound("café.py") == "café.py"
+    assert sound("lone \ud800 high") == "lone \\ud800 high"
+    assert path_line(name) == '"caf\\xe9-\\xff.py"'
+    for text in (sound(name), path_line(name)):
+        text.encode("utf-8")  # what JSON and the tokenizer need

@@ -59,8 +59,22 @@ def visible(text: str) -> str:
 _ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
 
 
+def sound(text: str) -> str:
+    """``text`` as valid UTF-8: a byte of a file name that is not UTF-8 (Python holds it as a
+    lone surrogate, U+DC80-U+DCFF) written as its escape, `\\xff`, any other lone surrogate as
+    `\\udXXX`. JSON and the tokenizer refuse lone surrogates: a file so named in a workspace
+    without git made every `ctx/segment` an internal error."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return "".join(_code(c) if "\ud800" <= c <= "\udfff" else c for c in text)
+
+
 def _code(c: str) -> str:
     n = ord(c)
+    if 0xDC80 <= n <= 0xDCFF:  # the byte a file name held (os.fsdecode's surrogateescape)
+        return f"\\x{n - 0xDC00:02x}"
     return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}"
 
 

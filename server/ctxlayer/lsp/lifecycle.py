@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import os
+import urllib.parse
 from pathlib import Path
 
 import msgspec
@@ -86,10 +88,22 @@ async def ask_client_summary(ls: CtxServer, request: protocol.SummarizeParams) -
     return msgspec.convert(raw, protocol.SummarizeResult).text
 
 
+def fs_path(uri: str) -> str | None:
+    """The path a file URI names. pygls reads its escaped bytes as UTF-8, so a folder whose
+    name is not (Neovim escapes such bytes as they are, `ws%FF`) was not found: then they are
+    read as the file system holds them."""
+    path = to_fs_path(uri)
+    if os.name == "posix" and uri.startswith("file:") and not (path and os.path.exists(path)):
+        raw = urllib.parse.unquote(urllib.parse.urlsplit(uri).path, errors="surrogateescape")
+        if os.path.exists(raw):
+            return raw
+    return path
+
+
 def workspace_root(params: types.InitializeParams) -> Path | None:
     """The first workspace folder, else rootUri, else rootPath; None if it is not a folder."""
     uri = params.workspace_folders[0].uri if params.workspace_folders else params.root_uri
-    path = to_fs_path(uri) if uri else params.root_path
+    path = fs_path(uri) if uri else params.root_path
     if not path:
         return None
     root = Path(path)
@@ -142,7 +156,7 @@ async def did_save(ls: CtxServer, params: types.DidSaveTextDocumentParams) -> No
     live, root = ls.caller.live, ls.caller.root
     if live is None or root is None:
         return
-    path = Path(to_fs_path(params.text_document.uri) or "")
+    path = Path(fs_path(params.text_document.uri) or "")
     if path.is_absolute() and path.is_relative_to(root):
         await live.refresh([path])
 

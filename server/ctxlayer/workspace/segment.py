@@ -1,7 +1,8 @@
 """Parts into one `WorkspaceSegment`: order, text, hash, version.
 
 Owns: the part order (most stable first: agentFiles, skills, files, tree, git), joining the
-non-empty texts, the hash of the joined text, and the version rule (it increments exactly when
+non-empty texts (a file name's bytes that are not UTF-8 escaped, `core.text.sound`), the hash
+of the joined text, and the version rule (it increments exactly when
 the hash changes; `updatedAt` is when that happened). Pure but for the clock.
 
 The skills summary comes right after the agent files: both change only when the user edits
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from ctxlayer.core.text import content_hash
+from ctxlayer.core.text import content_hash, sound
 from ctxlayer.protocol import LeftOut, SegmentPart, WorkspaceSegment
 
 PART_ORDER = ("agentFiles", "skills", "files", "tree", "git")
@@ -21,6 +22,7 @@ SEPARATOR = "\n\n"
 
 
 def make_part(name: str, text: str, count: Callable[[str], int]) -> SegmentPart:
+    text = sound(text)  # a file name's bytes that are not UTF-8, escaped
     return SegmentPart(name=name, text=text, tokens=count(text) if text else 0,
                        hash=content_hash(text))
 
@@ -43,4 +45,11 @@ def assemble(parts: list[SegmentPart], left_out: list[LeftOut],
         tokens = count(text) if text else 0
     return WorkspaceSegment(text=text, tokens=tokens, hash=digest, version=version,
                             updated_at=updated_at, parts=list(parts),
-                            left_out=list(left_out))
+                            left_out=[_sound(item) for item in left_out])
+
+
+def _sound(item: LeftOut) -> LeftOut:
+    path, reason = sound(item.path), sound(item.reason)
+    if path is item.path and reason is item.reason:
+        return item
+    return LeftOut(part=item.part, path=path, reason=reason)
