@@ -80,6 +80,22 @@ def test_git_part_states(repo, home, tmp_path):
     assert "Branch: (detached HEAD)" in part(ws.segment, "git").text
 
 
+def test_git_paths_with_bytes_not_utf8_are_the_files_they_name(repo, home):
+    """git writes a name's bytes as they are; read as the file system's names are, a tracked
+    file so named is the file the tree lists and the selected files read (it was a name with
+    U+FFFD that matched no file), and its byte is written as its escape."""
+    name = os.fsdecode(b"caf\xe9.md")
+    (repo / name).write_text("tracked, not UTF-8 in its name\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "latin-1 name")
+    (repo / name).write_text("changed\n")
+    seg = make_ws(repo, home, files=["*.md"]).scan()
+    assert 'M "caf\\xe9.md"' in part(seg, "git").text
+    assert part(seg, "tree").text.count("caf\\xe9.md") == 1
+    assert "## \"caf\\xe9.md\"" in part(seg, "files").text
+    assert "changed" in part(seg, "files").text
+
+
 def test_git_max_files_and_no_repo(repo, home, tmp_path):
     for i in range(5):
         write(repo, f"src/n{i}.py")

@@ -71,6 +71,13 @@ def _decode(b: bytes) -> str:
     return b.decode("utf-8", errors="replace")
 
 
+def _path(b: bytes) -> str:
+    """A path as git wrote it, decoded as the file system's names are (`os.fsdecode`): a byte
+    that is not UTF-8 kept (it was replaced, so the name matched no file the watcher or the
+    listing saw; the segment writes it as its escape)."""
+    return b.decode("utf-8", errors="surrogateescape")
+
+
 class Reading:
     """ls-files and status running for one workspace folder (see `start`)."""
 
@@ -114,7 +121,7 @@ class Reading:
         if previous is not None and previous.tracked_raw == ls_out and not previous.error:
             tracked = previous.tracked
         else:
-            tracked = tuple(_decode(p) for p in ls_out.split(b"\0") if p)
+            tracked = tuple(_path(p) for p in ls_out.split(b"\0") if p)
         state = parse_status(st_out, repo.prefix, tracked)
         return replace(state, tracked_raw=ls_out)
 
@@ -134,7 +141,7 @@ def parse_status(out: bytes, prefix: str, tracked: tuple[str, ...] = ()) -> GitS
     i = 0
 
     def rel(p: bytes) -> str:
-        s = _decode(p)
+        s = _path(p)
         return s[len(prefix):] if prefix and s.startswith(prefix) else s
 
     while i < len(fields):
