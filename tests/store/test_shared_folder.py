@@ -79,3 +79,15 @@ def test_a_damaged_file_is_still_moved_aside(tmp_path):
     store = SessionStore(tmp_path)
     assert store.recovered_from == tmp_path / f"{DB_NAME}.corrupt-1"
     assert store.recovered_from.read_bytes().startswith(b"this is no database")
+
+
+def test_a_state_folder_that_cannot_be_made_is_a_store_error_naming_it(tmp_path):
+    """A file where the folder should be (or no permission): a StoreError saying which folder
+    and what to do, which the daemon answers as -32005; it was an internal error with a
+    FileExistsError traceback on every session request."""
+    (tmp_path / "state").write_text("not a folder")
+    with pytest.raises(StoreError) as err:
+        SessionStore(tmp_path / "state")
+    said = str(err.value)
+    assert f"the state folder {tmp_path / 'state'} cannot be used (a file is there)" in said
+    assert "CTXLAYER_STATE_DIR" in said

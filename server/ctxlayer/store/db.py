@@ -162,7 +162,13 @@ class SessionStore:
 
     def __init__(self, directory: str | Path | None = None, *,
                  durability: Durability = "normal") -> None:
-        self.directory = make_private_dir(state_dir(directory))
+        folder = state_dir(directory)
+        try:
+            self.directory = make_private_dir(folder)
+        except OSError as err:  # a file in its place, no permission, a read-only disk
+            why = "a file is there" if folder.is_file() else err.strerror
+            raise StoreError(f"the state folder {folder} cannot be used ({why}); set "
+                             "CTXLAYER_STATE_DIR to a folder ctxlayer may write") from err
         self.path = self.directory / DB_NAME
         self.durability = durability
         self.recovered_from: Path | None = None
@@ -170,6 +176,8 @@ class SessionStore:
         self._lock = threading.Lock()
         try:
             self._conn = self._connect()
+        except OSError as err:  # its file cannot be made or set private
+            raise StoreError(f"{self.path} cannot be opened ({err.strerror})") from err
         except sqlite3.DatabaseError as err:
             if not _damaged(err):  # busy, locked, a full disk: the file is fine, left alone
                 raise StoreError(f"{self.path} could not be opened: "
