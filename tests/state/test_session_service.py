@@ -288,3 +288,21 @@ def test_no_user_message_is_compressed_to_nothing_by_the_cheap_stages(tmp_path, 
     out = svc.assemble(WS, "s", offline=True).result
     assert out.tokens.total <= 3000 and "step0" in out.messages[0].content.split()
     assert all(m.content.strip() for m in out.messages if m.role != "assistant")
+
+
+def test_two_daemons_on_one_session_both_append_and_see_each_other(tmp_path):
+    """Two editors on one workspace share its session (Neovim's is named by the folder), each
+    with a daemon of its own over the same state folder. An append meeting the other's rows
+    reads the session again and goes after them (it was an error, `UNIQUE constraint failed`,
+    its turn lost); an assembly finds the other's rows too."""
+    a, b = service(tmp_path), service(tmp_path)
+    for svc in (a, b):
+        svc.open(WS, protocol.SessionOpenParams(session_id="s", budget=100_000))
+    a.append(WS, "s", [Message(role="user", content="from a", id="a1")])
+    b.append(WS, "s", [Message(role="user", content="from b", id="b1")])  # read a's first
+    a.append(WS, "s", [Message(role="assistant", content="a again", id="a2")])  # b's taken
+    for svc in (a, b):
+        ids = [m.id for m in svc.assemble(WS, "s").result.messages if m.id in ("a1", "b1", "a2")]
+        assert ids == ["a1", "b1", "a2"]
+    assert [m.id for _, m, _ in service(tmp_path).store.messages(
+        a.store.get(WS, "s").sid)] == ["a1", "b1", "a2"]

@@ -45,8 +45,10 @@ from ctxlayer.core.zones.working import (
     new_item,
 )
 from ctxlayer.protocol import AuditEntry, Message
-from ctxlayer.store.db import SessionRow, SessionStore
+from ctxlayer.store.db import SeqTaken, SessionRow, SessionStore
 
+#: tries of an append while another daemon appends to the same session
+APPEND_TRIES = 5
 #: item kinds whose logs are sanitized before they enter zone B
 LOG_KINDS = frozenset({"log", "toolOutput", "error", "trace", "stackTrace", "output"})
 
@@ -220,37 +222,59 @@ class SessionService:
         """Append messages; `raws[k]`, when given, is the provider message messages[k] came
         from (core/formats/stored.py), kept beside it as it came."""
         with self._lock:
-            live = self._get(workspace, session_id)
-            settings = self._settings(workspace)
-            seq = live.history.seqs[-1] + 1 if len(live.history) else max(0, live.row.next_seq)
-            rows: list[tuple[int, Message, int]] = []
-            kept_raws: dict[int, bytes] = {}
-            events: list[ItemEvent] = []
-            for k, msg in enumerate(messages):
-                if raws is not None and raws[k] is not None:
-                    kept_raws[seq] = msgspec.json.encode(raws[k])
-                if msg.id is None:
-                    msg = msgspec.structs.replace(msg, id=f"ctx:msg:{seq}")
-                tokens = message_tokens(msg, live.counter)
-                rows.append((seq, msg, tokens))
-                if msg.role == "assistant":
-                    reply = msg.content + "".join(
-                        f" {c.name} {c.arguments}" for c in msg.tool_calls or ())
-                    live.items, turn = decay_turn(live.items, reply, compress_item,
-                                                  settings.decay)
-                    events += turn
-                seq += 1
-            removed = [e.item_id for e in events if e.action == "removed"]
-            self.store.append(live.row.sid, rows, self.clock(), items=live.items,
-                              removed_items=removed, raws=kept_raws, audit=[_item_audit(e, live.counter)
-                                                            for e in events
-                                                            if e.action in ("compressed",
-                                                                            "removed")])
-            for s, m, t in rows:
-                live.history.append(m, s, t)
-            live.raws.update(kept_raws)
-            live.row.next_seq = seq
-            return self._measure(live, settings)
+            for _ in range(APPEND_TRIES - 1):
+                try:
+                    return self._append(workspace, session_id, messages, raws)
+                except SeqTaken:
+                    # another daemon on the state folder appended to this session (two
+                    # editors on one workspace share it): read it again, append after it
+                    self._reload(workspace, session_id)
+            return self._append(workspace, session_id, messages, raws)
+
+    def _reload(self, workspace: str, session_id: str) -> None:
+        """Read the session again from the store, keeping what only this process knows of it
+        (its system layers, its last assembly)."""
+        old = self._live.pop((workspace, session_id), None)
+        row = self.store.get(workspace, session_id)
+        if old is None or row is None:
+            return
+        new = self._load(row)
+        for name in ("system", "system_spec", "layered", "fingerprint", "audited",
+                     "last_audit"):
+            setattr(new, name, getattr(old, name))
+
+    def _append(self, workspace: str, session_id: str, messages: list[Message],
+                raws: list[dict | None] | None) -> protocol.Budget:
+        live = self._get(workspace, session_id)
+        settings = self._settings(workspace)
+        seq = live.history.seqs[-1] + 1 if len(live.history) else max(0, live.row.next_seq)
+        rows: list[tuple[int, Message, int]] = []
+        kept_raws: dict[int, bytes] = {}
+        events: list[ItemEvent] = []
+        items = live.items  # the session's own only once the store took the turn
+        for k, msg in enumerate(messages):
+            if raws is not None and raws[k] is not None:
+                kept_raws[seq] = msgspec.json.encode(raws[k])
+            if msg.id is None:
+                msg = msgspec.structs.replace(msg, id=f"ctx:msg:{seq}")
+            tokens = message_tokens(msg, live.counter)
+            rows.append((seq, msg, tokens))
+            if msg.role == "assistant":
+                reply = msg.content + "".join(
+                    f" {c.name} {c.arguments}" for c in msg.tool_calls or ())
+                items, turn = decay_turn(items, reply, compress_item, settings.decay)
+                events += turn
+            seq += 1
+        removed = [e.item_id for e in events if e.action == "removed"]
+        self.store.append(live.row.sid, rows, self.clock(), items=items, removed_items=removed,
+                          raws=kept_raws, audit=[_item_audit(e, live.counter) for e in events
+                                                 if e.action in ("compressed", "removed")])
+        live.items = items
+        for s, m, t in rows:
+            live.history.append(m, s, t)
+        live.raws.update(kept_raws)
+        live.row.next_seq = seq
+        return self._measure(live, settings)
 
     def add_item(self, workspace: str, session_id: str, spec: protocol.WorkingItemSpec) -> str:
         with self._lock:
@@ -383,6 +407,9 @@ class SessionService:
         """
         with self._lock:
             live = self._get(workspace, session_id)
+            if self.store.next_seq(live.row.sid) != live.row.next_seq:  # another daemon's rows
+                self._reload(workspace, session_id)
+                live = self._get(workspace, session_id)
             settings = self._settings(workspace)
             require_tokens(budget)
             if system is not None:

@@ -80,6 +80,11 @@ class StoreError(Exception):
     """The database cannot be used (e.g. written by a newer ctxlayer)."""
 
 
+class SeqTaken(StoreError):
+    """Another process (a second daemon on the state folder) appended to the session since it
+    was read: the rows' positions are taken, nothing was written."""
+
+
 #: how long an open or a write waits for another connection (another daemon) to let go
 BUSY_TIMEOUT_MS = 5000
 
@@ -327,8 +332,11 @@ class SessionStore:
         batch = _audit_batch(audit)
         with self._tx() as c:
             rows = [(sid, seq, _enc.encode(m), t, raws.get(seq)) for seq, m, t in messages]
-            c.executemany("INSERT INTO messages (sid, seq, body, tokens, raw) "
-                          "VALUES (?,?,?,?,?)", rows)
+            try:
+                c.executemany("INSERT INTO messages (sid, seq, body, tokens, raw) "
+                              "VALUES (?,?,?,?,?)", rows)
+            except sqlite3.IntegrityError as err:  # the transaction is rolled back
+                raise SeqTaken(f"another process appended to session {sid} ({err})") from err
             if rows:
                 c.execute("UPDATE sessions SET next_seq=?, updated_at=? WHERE sid=?",
                           (rows[-1][1] + 1, now, sid))
@@ -336,6 +344,14 @@ class SessionStore:
             c.executemany("DELETE FROM items WHERE sid=? AND item_id=?",
                           [(sid, i) for i in removed_items])
             self._add_audit(c, sid, batch, now)
+
+    def next_seq(self, sid: int) -> int | None:
+        """The position the session's next message takes as stored: another daemon on the
+        state folder may have appended since this one read it. A read alone, no write lock."""
+        with self._lock:
+            row = self._conn.execute("SELECT next_seq FROM sessions WHERE sid=?",
+                                     (sid,)).fetchone()
+        return row[0] if row else None
 
     def messages(self, sid: int) -> list[tuple[int, Message, int]]:
         with self._tx() as c:
