@@ -73,6 +73,9 @@ def test_count_text_and_chat():
     p = run("count", "--model", "claude-sonnet-4", stdin=json.dumps(OPENAI_CHAT))
     assert p.returncode == 0 and "5 messages" in p.stdout and "±10%" in p.stdout
     assert "cl100k_base x 1.2" in p.stdout  # how the estimate was made, in words
+    one = json.dumps([{"role": "user", "content": "hi"}])
+    assert ", 1 message, " in run("count", stdin=one).stdout  # not "1 messages"
+    assert "trim: 1 message in, 1 kept" in run("trim", stdin=one).stderr
 
 
 def test_schema_is_json_schema_for_every_method():

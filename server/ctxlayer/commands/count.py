@@ -48,7 +48,8 @@ def run(args) -> int:
     band = "" if info.exact else (
         f" (±{info.uncertainty:.0%}: an estimate for {info.family} models, {info.encoding} x "
         f"{info.correction:g})")
-    what = f"{len(per)} messages" if payload is not None else "text"
+    what = (f"{len(per)} message{'' if len(per) == 1 else 's'}" if payload is not None
+            else "text")
     if tools:
         what += f" and tool definitions ({tools})"
     print(f"{total} tokens, {what}, {info.name}{band}")

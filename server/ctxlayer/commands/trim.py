@@ -93,7 +93,8 @@ def run(args) -> int:
         result = {"messages": encoded.payload["messages"], **audit}
     sys.stdout.write(msgspec.json.encode(result).decode() + "\n")
     if not args.quiet:
-        print(f"trim: {len(messages)} messages in, {len(report.messages)} kept, "
+        n = len(messages)
+        print(f"trim: {n} message{'' if n == 1 else 's'} in, {len(report.messages)} kept, "
               f"{audit['tokens']}/{budget} tokens ({info.name}, {args.strategy}, {decoded.fmt}); "
               f"{len(dropped)} dropped, {len(truncated)} shortened", file=sys.stderr)
     return 0
