@@ -285,7 +285,7 @@ def test_a_question_alone_over_the_budget_is_shortened_never_dropped():
     assert turn.tokens <= 800
     assert [m.id for m in turn.messages] == ["sys", "q"]
     assert [e.message_id for e in turn.truncated] == ["q"]
-    assert turn.notice == "ctxlayer: shortened 1 messages to fit 800"
+    assert turn.notice == "ctxlayer: shortened 1 message to fit 800"
     # the same shortened text on the next turn: the prefix holds
     reply = Message(role="assistant", id="a", content="Because of line 3.")
     nxt = prepare_turn(turn.state, [*sent, reply, Message(role="user", id="q2", content="ok")],

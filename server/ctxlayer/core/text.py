@@ -35,6 +35,11 @@ def lines_of(text: str):
         start = end + 1
 
 
+def counted(n: int, noun: str) -> str:
+    """`1 message`, `2 messages`: a count and its noun, as a user reads it."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
 def path_line(path: str) -> str:
     """A file's path as one entry of a list shows it: as it is, unless it holds a control
     character (a newline made one file two entries), starts or ends with a space (read as

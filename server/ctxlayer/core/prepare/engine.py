@@ -30,7 +30,7 @@ from ctxlayer.core.prepare.model import (
 )
 from ctxlayer.core.prepare.recall import recall
 from ctxlayer.core.prepare.window import Window, newest_user
-from ctxlayer.core.text import describe
+from ctxlayer.core.text import counted, describe
 from ctxlayer.core.tokens import Tokenizer, messages_tokens
 from ctxlayer.core.trim.fit import NAMED
 from ctxlayer.protocol import AuditEntry, Message
@@ -469,18 +469,20 @@ def _notice(summarized: int, summarized_tokens: int, outlined: list[AuditEntry],
     did = []
     if summarized:
         by = f"; summary written {writer}" if writer != "offline" else ""
-        did.append(f"summarized {summarized} older messages ({_k(summarized_tokens)} tokens{by})")
+        did.append(f"summarized {counted(summarized, 'older message')} "
+                   f"({_k(summarized_tokens)} tokens{by})")
     if outlined:
         saved = sum(e.tokens_before - e.tokens_after for e in outlined)
-        did.append(f"outlined {len(outlined)} older messages ({_k(saved)} tokens saved)")
+        did.append(f"outlined {counted(len(outlined), 'older message')} ({_k(saved)} tokens "
+                   "saved)")
     if dropped:
-        did.append(f"dropped {len(dropped)} messages "
+        did.append(f"dropped {counted(len(dropped), 'message')} "
                    f"({_k(sum(e.tokens_before for e in dropped))} tokens)")
     if truncated:
-        did.append(f"shortened {len(truncated)} messages")
+        did.append(f"shortened {counted(len(truncated), 'message')}")
     parts = [" and ".join(did) + f" to fit {_k(budget)}"] if did else []
     if restored:
-        parts.append(f"restored {restored} message{'s' if restored > 1 else ''} whole")
+        parts.append(f"restored {counted(restored, 'message')} whole")
     if recalled:
         parts.append("recalled the exact earlier lines the newest message names")
     return "ctxlayer: " + "; ".join(parts) if parts else None

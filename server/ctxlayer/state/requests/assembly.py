@@ -21,6 +21,7 @@ import msgspec
 
 from ctxlayer import protocol
 from ctxlayer.core.errors import ContextError
+from ctxlayer.core.text import counted
 from ctxlayer.state.caller import Caller
 from ctxlayer.state.requests.budgets import publish
 from ctxlayer.state.requests.place import Ask
@@ -117,9 +118,9 @@ def assembly_notice(result: protocol.AssembleResult) -> str | None:
     if result.compacted:
         did.append("summarized older turns")
     if result.dropped:
-        did.append(f"dropped {len(result.dropped)} messages")
+        did.append(f"dropped {counted(len(result.dropped), 'message')}")
     if result.truncated:
-        did.append(f"shortened {len(result.truncated)} messages")
+        did.append(f"shortened {counted(len(result.truncated), 'message')}")
     if not did:
         return None
     return (f"ctxlayer: {' and '.join(did)} to fit {result.tokens.total:,} / "
