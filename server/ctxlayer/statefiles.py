@@ -11,9 +11,11 @@ On Windows (no POSIX modes) the folder is made and nothing is checked.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import stat
+import tempfile
 from pathlib import Path
 
 #: days the state folder keeps a workspace's audit entries and conversation windows (the
@@ -54,14 +56,21 @@ def make_private_file(path: Path) -> Path:
 
 
 def write_private(path: Path, text: str) -> None:
-    """Write `text` to `path` atomically (readers see the old file or the new one), 0600."""
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        if _POSIX:
-            os.fchmod(f.fileno(), 0o600)
-        f.write(text)
-    tmp.replace(path)
+    """Write `text` to `path` atomically (readers see the old file or the new one), 0600. The
+    temporary file's name is this write's own: two processes writing one file (two daemons
+    closing together write the clean-close note) shared one, and the second wrote into the
+    file the first had just put in place."""
+    fd, name = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            if _POSIX:
+                os.fchmod(f.fileno(), 0o600)
+            f.write(text)
+        os.replace(name, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+        raise
 
 
 def token_file(state_dir: Path) -> Path:
