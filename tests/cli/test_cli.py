@@ -59,6 +59,10 @@ def test_trim_drops_old_history_under_a_small_budget():
     ("[]", ["trim", "--budget", "lots"], "128k"),
     ('[{"role": "system", "content": "' + "x " * 500 + '", "pinned": true}]',
      ["trim", "--budget", "50"], "pinned system content alone"),
+    ("", ["serve", "--log-file", "/nonexistent/folder/x.log"],
+     "--log-file /nonexistent/folder/x.log: cannot be written"),
+    ("", ["gateway", "--log-file", "/nonexistent/folder/x.log"],
+     "--log-file /nonexistent/folder/x.log: cannot be written"),
 ])
 def test_bad_input_is_one_line_and_exit_2(stdin, args, expect):
     p = run(*args, stdin=stdin)

@@ -43,7 +43,11 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"{flag} {url}: expected an http:// or https:// URL")
     if args.port is not None and not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port}: expected 0 to 65535")
-    _logging(args.verbose, args.log_file)
+    try:
+        _logging(args.verbose, args.log_file)
+    except OSError as exc:
+        raise UsageError(f"--log-file {args.log_file}: cannot be written ({exc.strerror})") \
+            from None
     overrides = {"host": args.host, "port": args.port, "openai_base_url": args.upstream_openai,
                  "anthropic_base_url": args.upstream_anthropic}
 

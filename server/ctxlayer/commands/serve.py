@@ -31,11 +31,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ctxlayer import tokenizers
+    from ctxlayer.cli import UsageError
     from ctxlayer.lsp import logs
     from ctxlayer.paths import state_dir as default_state_dir
     from ctxlayer.state import State
 
-    logs.setup(args.verbose, args.log_file)
+    try:
+        logs.setup(args.verbose, args.log_file)
+    except OSError as exc:
+        raise UsageError(f"--log-file {args.log_file}: cannot be written ({exc.strerror})") \
+            from None
     state_dir = args.state_dir or default_state_dir()
     tokenizers.set_cache_dir(state_dir / "tokenizers")  # parsed rank tables, built once
     state = State(state_dir)
