@@ -21,6 +21,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    from ctxlayer.core.text import counted
     from ctxlayer.core.tokens import conversation_tokens, message_tokens, tools_tokens
     from ctxlayer.tokenizers import counter_for, model_info
 
@@ -48,8 +49,7 @@ def run(args) -> int:
     band = "" if info.exact else (
         f" (±{info.uncertainty:.0%}: an estimate for {info.family} models, {info.encoding} x "
         f"{info.correction:g})")
-    what = (f"{len(per)} message{'' if len(per) == 1 else 's'}" if payload is not None
-            else "text")
+    what = counted(len(per), "message") if payload is not None else "text"
     if tools:
         what += f" and tool definitions ({tools})"
     print(f"{total} tokens, {what}, {info.name}{band}")

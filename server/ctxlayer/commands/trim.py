@@ -56,6 +56,7 @@ def run(args) -> int:
     from pathlib import Path
 
     from ctxlayer.core.formats import encode, trim_options
+    from ctxlayer.core.text import counted
     from ctxlayer.core.tokens import tools_tokens  # the gateway's count
     from ctxlayer.core.trim import trim
     from ctxlayer.state.chatcodec import client_reserve
@@ -93,8 +94,7 @@ def run(args) -> int:
         result = {"messages": encoded.payload["messages"], **audit}
     sys.stdout.write(msgspec.json.encode(result).decode() + "\n")
     if not args.quiet:
-        n = len(messages)
-        print(f"trim: {n} message{'' if n == 1 else 's'} in, {len(report.messages)} kept, "
+        print(f"trim: {counted(len(messages), 'message')} in, {len(report.messages)} kept, "
               f"{audit['tokens']}/{budget} tokens ({info.name}, {args.strategy}, {decoded.fmt}); "
               f"{len(dropped)} dropped, {len(truncated)} shortened", file=sys.stderr)
     return 0
