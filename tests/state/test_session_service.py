@@ -306,3 +306,16 @@ def test_two_daemons_on_one_session_both_append_and_see_each_other(tmp_path):
         assert ids == ["a1", "b1", "a2"]
     assert [m.id for _, m, _ in service(tmp_path).store.messages(
         a.store.get(WS, "s").sid)] == ["a1", "b1", "a2"]
+
+
+def test_two_daemons_adding_rules_to_one_session_keep_both(tmp_path):
+    """Each daemon named its next rule `rule-N` from what it had read: the two were the same
+    id, and the second write replaced the first daemon's rule."""
+    a, b = service(tmp_path), service(tmp_path)
+    for svc in (a, b):
+        svc.open(WS, protocol.SessionOpenParams(session_id="s", budget=100_000))
+    first = a.add_rule(WS, "s", protocol.RuleSpec(text="Always run the tests.", weight=5))
+    second = b.add_rule(WS, "s", protocol.RuleSpec(text="Never touch the lock file.", weight=5))
+    assert first.rule_id != second.rule_id
+    texts = {r.text for r in service(tmp_path).store.rules(a.store.get(WS, "s").sid)}
+    assert texts == {"Always run the tests.", "Never touch the lock file."}

@@ -299,6 +299,12 @@ class SessionService:
             settings = self._settings(workspace)
             if not spec.text.strip():
                 raise ContextError("invalid", "a rule needs text", field="rule.text")
+            stored = self.store.rules(live.row.sid)
+            if {r.id for r in stored} != {r.id for r in live.rules}:
+                # another daemon on the state folder added or removed one: its `rule-N` was
+                # this one's next, and the second write replaced the first's rule
+                live.rules = sorted(stored, key=lambda r: r.seq)
+                live.next_rule = max([live.next_rule, *(r.seq + 1 for r in stored)])
             before = {r.id for r in place_rules(live.rules, settings.rules).demoted}
             rule_id = spec.id or f"rule-{live.next_rule}"
             rule = Rule(id=rule_id, text=spec.text, weight=spec.weight, seq=live.next_rule)
