@@ -319,3 +319,14 @@ def test_two_daemons_adding_rules_to_one_session_keep_both(tmp_path):
     assert first.rule_id != second.rule_id
     texts = {r.text for r in service(tmp_path).store.rules(a.store.get(WS, "s").sid)}
     assert texts == {"Always run the tests.", "Never touch the lock file."}
+
+
+def test_two_daemons_adding_working_items_to_one_session_keep_both(tmp_path):
+    a, b = service(tmp_path), service(tmp_path)
+    for svc in (a, b):
+        svc.open(WS, protocol.SessionOpenParams(session_id="s", budget=100_000))
+    first = a.add_item(WS, "s", protocol.WorkingItemSpec(kind="note", content="the port is 8080"))
+    second = b.add_item(WS, "s", protocol.WorkingItemSpec(kind="note", content="use uv, not pip"))
+    assert first != second
+    stored = service(tmp_path).store.items(a.store.get(WS, "s").sid)
+    assert {it.content for it in stored} == {"the port is 8080", "use uv, not pip"}

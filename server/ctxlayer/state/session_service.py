@@ -276,9 +276,22 @@ class SessionService:
         live.row.next_seq = seq
         return self._measure(live, settings)
 
+    def _catch_up(self, live: LiveSession) -> None:
+        """The rules and working items as the store holds them, when another daemon on the
+        state folder changed them: a new one is named after those (each daemon named its next
+        `rule-N` or `item-N` from what it had read, and the second write replaced the first's)."""
+        rules, items = self.store.rules(live.row.sid), self.store.items(live.row.sid)
+        if {r.id for r in rules} != {r.id for r in live.rules}:
+            live.rules = sorted(rules, key=lambda r: r.seq)
+            live.next_rule = max([live.next_rule, *(r.seq + 1 for r in rules)])
+        if {it.id for it in items} != {it.id for it in live.items}:
+            live.items = items
+            live.next_item = max([live.next_item, *(it.seq + 1 for it in items)])
+
     def add_item(self, workspace: str, session_id: str, spec: protocol.WorkingItemSpec) -> str:
         with self._lock:
             live = self._get(workspace, session_id)
+            self._catch_up(live)
             content = spec.content
             if spec.kind in LOG_KINDS:
                 content = sanitize_log(content)
@@ -299,12 +312,7 @@ class SessionService:
             settings = self._settings(workspace)
             if not spec.text.strip():
                 raise ContextError("invalid", "a rule needs text", field="rule.text")
-            stored = self.store.rules(live.row.sid)
-            if {r.id for r in stored} != {r.id for r in live.rules}:
-                # another daemon on the state folder added or removed one: its `rule-N` was
-                # this one's next, and the second write replaced the first's rule
-                live.rules = sorted(stored, key=lambda r: r.seq)
-                live.next_rule = max([live.next_rule, *(r.seq + 1 for r in stored)])
+            self._catch_up(live)
             before = {r.id for r in place_rules(live.rules, settings.rules).demoted}
             rule_id = spec.id or f"rule-{live.next_rule}"
             rule = Rule(id=rule_id, text=spec.text, weight=spec.weight, seq=live.next_rule)
