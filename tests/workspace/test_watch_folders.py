@@ -191,5 +191,10 @@ def test_a_workspace_deleted_and_made_again_is_watched_again(home, tmp_path):
         rec.wait_for(lambda c: str(repo) in ws.watched_folders())
         write(repo, "later.py", "L = 1\n")  # watched again: a file after it is seen
         rec.wait_for(has("tree", "later.py"))
+        shutil.rmtree(repo)  # and made again at once, before anything looked
+        write(repo, "again.py", "A = 2\n")
+        rec.wait_for(has("tree", "again.py"))
+        write(repo, "after.py", "B = 3\n")
+        rec.wait_for(has("tree", "after.py"))
     finally:
         ws.stop()

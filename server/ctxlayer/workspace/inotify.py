@@ -97,6 +97,8 @@ class FolderWatch:
         self._wds: dict[str, int] = {}  # folder -> wd
         self._trees: list[str] = [os.fsdecode(os.path.abspath(t)) for t in trees]
         self._alone: set[str] = {os.fsdecode(os.path.abspath(f)) for f in folders}
+        #: roots and folders watched alone seen gone, looked for until they come back
+        self._gone: set[str] = set()
         self.fd = libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
         if self.fd < 0:
             e = ctypes.get_errno()
@@ -231,11 +233,16 @@ class FolderWatch:
         """A root or a folder watched alone that is not there (deleted and made again: a
         workspace cloned anew, `~/.claude` made after the start) has no watch, so nothing
         would say it came back: looked for once a second, watched again when it is there,
-        and announced."""
+        and announced. Only one seen gone: one that is there and cannot be watched (no
+        access, the watch limit reached) is not walked again every second."""
         back: Items = []
         for top in self._unwatched_tops():
             if not os.path.isdir(top):
+                self._gone.add(top)
                 continue
+            if top not in self._gone:
+                continue
+            self._gone.discard(top)
             if top in self._trees:
                 self._add_tree(top)
             else:
@@ -300,6 +307,7 @@ class FolderWatch:
             if mask & (IN_DELETE_SELF | IN_MOVE_SELF):
                 if folder in self._alone or folder in self._trees:
                     items.append((folder, True))
+                    self._gone.add(folder)  # made again at once, it is still looked for
                 continue
             path = os.path.join(folder, os.fsdecode(name)) if name else folder
             is_dir = bool(mask & IN_ISDIR)
