@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from ctxlayer.core.text import path_line
+from ctxlayer.core.text import counted, path_line
 from ctxlayer.workspace.gitstate import GitState
 
 HEADER = "# Git"
@@ -42,7 +42,7 @@ def _untracked_groups(untracked: tuple[str, ...], tracked: tuple[str, ...]) -> l
     out = []
     for key in sorted(groups):
         n = groups[key]
-        out.append(f"{path_line(key)} ({n:,} file{'s' if n != 1 else ''})" if key.endswith("/")
+        out.append(f"{path_line(key)} ({counted(n, 'file')})" if key.endswith("/")
                    else path_line(key))
     return out
 

@@ -30,6 +30,8 @@ import json
 
 import msgspec
 
+from ctxlayer.core.text import counted
+
 __all__ = ["JsonOutline", "outline_json"]
 
 #: Items of one list merged into its item shape (spread evenly over the list, first and last in).
@@ -148,10 +150,6 @@ def _scalar(value: object) -> str:
     return text if len(text) <= SCALAR_CHARS else text[:SCALAR_CHARS] + "…"
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}" + ("" if n == 1 else "s")
-
-
 def _range(lo: int, hi: int) -> str:
     return f"{lo:,}" if lo == hi else f"{lo:,}..{hi:,}"
 
@@ -250,9 +248,9 @@ def _note(line: _Line, keys_missing: int, item_missing: bool) -> str:
     """The elision note under a line that lost children ("" when none were lost)."""
     pad = "  " * (line.depth + 1)
     if keys_missing and item_missing:
-        return f"{pad}... {_plural(keys_missing, 'more key')}, item shape elided"
+        return f"{pad}... {counted(keys_missing, 'more key')}, item shape elided"
     if keys_missing:
-        return f"{pad}... {_plural(keys_missing, 'more key')}"
+        return f"{pad}... {counted(keys_missing, 'more key')}"
     if item_missing:
         return f"{pad}... item shape elided"
     return ""

@@ -22,6 +22,7 @@ import msgspec
 
 from ctxlayer.core.compress.json_outline import JsonOutline
 from ctxlayer.core.compress.logs import LogOutline, looks_like_log
+from ctxlayer.core.text import counted
 
 __all__ = ["OMITTED", "CompressedOutput", "Counter", "Reading", "compress_tool_output",
            "first_words", "head_tail"]
@@ -48,7 +49,7 @@ class CompressedOutput(msgspec.Struct, frozen=True):
 
 
 def _omitted(n: int, unit: str) -> str:
-    return f"[... {n:,} {unit}{'' if n == 1 else 's'} omitted ...]"
+    return f"[... {counted(n, unit)} omitted ...]"
 
 
 def head_tail(text: str, max_chars: int) -> str:
