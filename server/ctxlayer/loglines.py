@@ -9,6 +9,7 @@ that showed the log. The message is written with its control characters escaped
 from __future__ import annotations
 
 import logging
+import sys
 
 from ctxlayer.core.text import visible
 
@@ -22,3 +23,12 @@ class OneLine(logging.Formatter):
     def formatMessage(self, record: logging.LogRecord) -> str:
         record.message = visible(record.message)
         return super().formatMessage(record)
+
+
+def handler(log_file: str | None) -> logging.Handler:
+    """Where a process logs (`--log-file`, else stderr: never stdout, the JSON-RPC channel in
+    stdio mode), one line a record; OSError when the file cannot be opened."""
+    out: logging.Handler = (logging.FileHandler(log_file, encoding="utf-8") if log_file
+                            else logging.StreamHandler(sys.stderr))
+    out.setFormatter(OneLine())
+    return out

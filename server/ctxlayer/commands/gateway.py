@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import sys
 from pathlib import Path
 
 
@@ -65,14 +64,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _logging(verbosity: int, log_file: str | None) -> None:
-    from ctxlayer.loglines import OneLine
+    from ctxlayer import loglines
 
     level = logging.DEBUG if verbosity > 1 else logging.INFO if verbosity else logging.WARNING
-    handler: logging.Handler = (logging.FileHandler(log_file, encoding="utf-8") if log_file
-                                else logging.StreamHandler(sys.stderr))
-    handler.setFormatter(OneLine())
     root = logging.getLogger()
-    root.handlers[:] = [handler]
+    root.handlers[:] = [loglines.handler(log_file)]
     root.setLevel(level)
     if verbosity < 3:  # aiohttp's own loggers stay at warnings
         logging.getLogger("aiohttp").setLevel(logging.WARNING)

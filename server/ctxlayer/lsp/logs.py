@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sys
 import threading
 from typing import Any
 
-from ctxlayer.loglines import OneLine
+from ctxlayer import loglines
 
 
 class ClientLogHandler(logging.Handler):
@@ -50,11 +49,9 @@ client_logs = ClientLogHandler()
 def setup(verbosity: int = 0, log_file: str | None = None) -> None:
     """-v: INFO, -vv: DEBUG, -vvv: pygls too. Replaces any handler on the root logger."""
     root = logging.getLogger()
-    for handler in list(root.handlers):
-        root.removeHandler(handler)
-    out: logging.Handler = (logging.FileHandler(log_file, encoding="utf-8") if log_file
-                            else logging.StreamHandler(sys.stderr))
-    out.setFormatter(OneLine())
+    out = loglines.handler(log_file)  # first: a file that cannot be opened changes nothing
+    for old in list(root.handlers):
+        root.removeHandler(old)
     root.addHandler(out)
     client_logs.setFormatter(logging.Formatter("%(name)s: %(message)s"))
     logging.getLogger("ctxlayer").addHandler(client_logs)
