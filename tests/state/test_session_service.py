@@ -330,3 +330,70 @@ def test_two_daemons_adding_working_items_to_one_session_keep_both(tmp_path):
     assert first != second
     stored = service(tmp_path).store.items(a.store.get(WS, "s").sid)
     assert {it.content for it in stored} == {"the port is 8080", "use uv, not pip"}
+
+
+def _two(tmp_path) -> tuple[SessionService, SessionService]:
+    a, b = service(tmp_path), service(tmp_path)
+    for svc in (a, b):
+        svc.open(WS, protocol.SessionOpenParams(session_id="s", budget=100_000))
+        svc.append(WS, "s", [Message(role="user", content="what next?", id=f"q-{id(svc)}")])
+    return a, b
+
+
+def _assembled(svc: SessionService) -> str:
+    return "\n".join(m.content for m in svc.assemble(WS, "s").result.messages)
+
+
+def test_a_rule_another_daemon_adds_or_removes_is_in_the_next_assembly(tmp_path):
+    """A rule added in one editor (its daemon) was left out of the other's assemblies, and
+    its removal there said "no rule", until that daemon happened to read the session again."""
+    a, b = _two(tmp_path)
+    _assembled(b)
+    rule = a.add_rule(WS, "s", protocol.RuleSpec(text="Never touch the lock file.", weight=5))
+    assert "Never touch the lock file." in _assembled(b)
+    assert b.budget(WS, "s").by_layer.rules > 0
+    b.remove_rule(WS, "s", rule.rule_id)
+    assert "Never touch the lock file." not in _assembled(a)
+
+
+def test_a_mode_and_a_working_item_another_daemon_sets_are_in_the_next_assembly(tmp_path):
+    a, b = _two(tmp_path)
+    notes = " ".join(f"note{k}" for k in range(3000))  # within deep's working cap, not short's
+    a.add_item(WS, "s", protocol.WorkingItemSpec(kind="note", content=notes))
+    assert notes in _assembled(b)
+    a.set_mode(WS, "s", "short")
+    assert notes not in _assembled(b)
+
+
+def test_a_daemon_reads_a_session_again_only_when_another_changed_it(tmp_path, monkeypatch):
+    a, b = _two(tmp_path)
+    loads: list[SessionService] = []
+    real = SessionService._load
+    monkeypatch.setattr(SessionService, "_load",
+                        lambda self, row: loads.append(self) or real(self, row))
+    for k in range(3):  # its own writes are not another's change
+        b.append(WS, "s", [Message(role="user", content=f"more {k}", id=f"m{k}")])
+        b.add_rule(WS, "s", protocol.RuleSpec(text=f"rule {k}", weight=1))
+        _assembled(b)
+    assert loads == []
+    a.add_item(WS, "s", protocol.WorkingItemSpec(kind="note", content="from a"))
+    assert loads == [a]  # b had written since a read it
+    _assembled(b)
+    _assembled(b)
+    assert loads == [a, b]
+
+
+def test_a_change_between_a_daemons_look_and_its_write_is_read_at_its_next_request(tmp_path):
+    a, b = _two(tmp_path)
+    _assembled(b)
+    put_rule = b.store.put_rule
+
+    def racing(*args, **kw):  # a's rule lands between b's look at the session and its write
+        a.add_rule(WS, "s", protocol.RuleSpec(text="Always run the tests.", weight=5,
+                                              id="from-a"))
+        return put_rule(*args, **kw)
+
+    b.store.put_rule = racing  # type: ignore[method-assign]
+    b.add_rule(WS, "s", protocol.RuleSpec(text="Never touch the lock file.", weight=5))
+    text = _assembled(b)
+    assert "Always run the tests." in text and "Never touch the lock file." in text

@@ -104,8 +104,9 @@ def test_schema_is_versioned_and_migrations_run_in_order(tmp_path):
     conn.commit()
     conn.close()
     store = SessionStore(tmp_path)
-    assert store.schema_version == schema.VERSION == 7
-    assert store.get("/ws", "old") is not None  # data kept across the migration
+    assert store.schema_version == schema.VERSION == 8
+    old = store.get("/ws", "old")
+    assert old is not None and old.revision == 0  # data kept across the migration
     indexes = {r[0] for r in store._conn.execute("SELECT name FROM sqlite_master "
                                                   "WHERE type='index'")}
     assert {"sessions_by_workspace", "audit_by_time", "conversations_by_time"} <= indexes

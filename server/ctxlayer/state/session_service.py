@@ -100,6 +100,8 @@ class LiveSession:
         self.layered = False
         #: what its last assembly dropped or shortened, a restore after it added (ctx/why)
         self.last_audit: list[AuditEntry] | None = None
+        #: another daemon changed it just before this one's last write: read it again
+        self.stale = False
 
 
 def _table_band(model: str) -> float:
@@ -231,6 +233,26 @@ class SessionService:
                     self._reload(workspace, session_id)
             return self._append(workspace, session_id, messages, raws)
 
+    def _fresh(self, workspace: str, session_id: str) -> LiveSession:
+        """The session as the store holds it: read again when another daemon on the state
+        folder (two editors on one workspace share a session) changed what it assembles from
+        (its messages, rules, working items, mode, window) since this one last did. One read
+        of the session's revision a request."""
+        live = self._get(workspace, session_id)
+        if live.stale or self.store.revision(live.row.sid) != live.row.revision:
+            self._reload(workspace, session_id)
+            live = self._get(workspace, session_id)
+        return live
+
+    def _wrote(self, live: LiveSession, revision: int | None) -> None:
+        """After this daemon's write: one change more than it knew of is its own; any other
+        difference is another daemon's change, read at the next request."""
+        if revision is None:
+            return
+        if revision != live.row.revision + 1:
+            live.stale = True
+        live.row.revision = revision
+
     def _reload(self, workspace: str, session_id: str) -> None:
         """Read the session again from the store, keeping what only this process knows of it
         (its system layers, its last assembly)."""
@@ -245,7 +267,7 @@ class SessionService:
 
     def _append(self, workspace: str, session_id: str, messages: list[Message],
                 raws: list[dict | None] | None) -> protocol.Budget:
-        live = self._get(workspace, session_id)
+        live = self._fresh(workspace, session_id)
         settings = self._settings(workspace)
         seq = live.history.seqs[-1] + 1 if len(live.history) else max(0, live.row.next_seq)
         rows: list[tuple[int, Message, int]] = []
@@ -266,9 +288,10 @@ class SessionService:
                 events += turn
             seq += 1
         removed = [e.item_id for e in events if e.action == "removed"]
-        self.store.append(live.row.sid, rows, self.clock(), items=items, removed_items=removed,
-                          raws=kept_raws, audit=[_item_audit(e, live.counter) for e in events
-                                                 if e.action in ("compressed", "removed")])
+        self._wrote(live, self.store.append(
+            live.row.sid, rows, self.clock(), items=items, removed_items=removed, raws=kept_raws,
+            audit=[_item_audit(e, live.counter) for e in events
+                   if e.action in ("compressed", "removed")]))
         live.items = items
         for s, m, t in rows:
             live.history.append(m, s, t)
@@ -276,22 +299,9 @@ class SessionService:
         live.row.next_seq = seq
         return self._measure(live, settings)
 
-    def _catch_up(self, live: LiveSession) -> None:
-        """The rules and working items as the store holds them, when another daemon on the
-        state folder changed them: a new one is named after those (each daemon named its next
-        `rule-N` or `item-N` from what it had read, and the second write replaced the first's)."""
-        rules, items = self.store.rules(live.row.sid), self.store.items(live.row.sid)
-        if {r.id for r in rules} != {r.id for r in live.rules}:
-            live.rules = sorted(rules, key=lambda r: r.seq)
-            live.next_rule = max([live.next_rule, *(r.seq + 1 for r in rules)])
-        if {it.id for it in items} != {it.id for it in live.items}:
-            live.items = items
-            live.next_item = max([live.next_item, *(it.seq + 1 for it in items)])
-
     def add_item(self, workspace: str, session_id: str, spec: protocol.WorkingItemSpec) -> str:
         with self._lock:
-            live = self._get(workspace, session_id)
-            self._catch_up(live)
+            live = self._fresh(workspace, session_id)
             content = spec.content
             if spec.kind in LOG_KINDS:
                 content = sanitize_log(content)
@@ -302,17 +312,16 @@ class SessionService:
                             source=spec.source, seq=seq)
             live.items.append(item)
             live.next_item += 1
-            self.store.put_items(live.row.sid, [item])
+            self._wrote(live, self.store.put_items(live.row.sid, [item]))
             return item_id
 
     def add_rule(self, workspace: str, session_id: str,
                  spec: protocol.RuleSpec) -> protocol.SessionAddRuleResult:
         with self._lock:
-            live = self._get(workspace, session_id)
+            live = self._fresh(workspace, session_id)
             settings = self._settings(workspace)
             if not spec.text.strip():
                 raise ContextError("invalid", "a rule needs text", field="rule.text")
-            self._catch_up(live)
             before = {r.id for r in place_rules(live.rules, settings.rules).demoted}
             rule_id = spec.id or f"rule-{live.next_rule}"
             rule = Rule(id=rule_id, text=spec.text, weight=spec.weight, seq=live.next_rule)
@@ -325,32 +334,32 @@ class SessionService:
                 "lowest weight moves to the working zone", summary=one_line(r.text),
                 tokens_before=live.counter.count(r.text), tokens_after=live.counter.count(r.text),
                 message_id=r.id) for r in newly]
-            self.store.put_rule(live.row.sid, rule, self.clock(), audit)
+            self._wrote(live, self.store.put_rule(live.row.sid, rule, self.clock(), audit))
             return protocol.SessionAddRuleResult(rule_id=rule_id, demoted=[r.id for r in demoted],
                                                  warning=imperative_warning(spec.text))
 
     def remove_rule(self, workspace: str, session_id: str, rule_id: str) -> None:
         with self._lock:
-            live = self._get(workspace, session_id)
+            live = self._fresh(workspace, session_id)
             if not any(r.id == rule_id for r in live.rules):
                 raise ContextError("invalid", f"no rule {rule_id!r} in this session",
                                    field="ruleId")
-            self.store.delete_rule(live.row.sid, rule_id)
+            self._wrote(live, self.store.delete_rule(live.row.sid, rule_id))
             live.rules = [r for r in live.rules if r.id != rule_id]
 
     def set_mode(self, workspace: str, session_id: str, mode: str) -> protocol.Budget:
         with self._lock:
-            live = self._get(workspace, session_id)
+            live = self._fresh(workspace, session_id)
             settings = self._settings(workspace)
             if mode not in settings.modes:
                 raise ContextError("invalid", f"unknown mode {mode!r}", field="mode")
-            self.store.update(live.row.sid, self.clock(), mode=mode)
+            self._wrote(live, self.store.update(live.row.sid, self.clock(), mode=mode))
             live.row.mode = mode
             return self._measure(live, settings)
 
     def budget(self, workspace: str, session_id: str) -> protocol.Budget:
         with self._lock:
-            live = self._get(workspace, session_id)
+            live = self._fresh(workspace, session_id)
             return self._measure(live, self._settings(workspace))
 
     def model_of(self, workspace: str, session_id: str) -> str:
@@ -420,10 +429,7 @@ class SessionService:
         Returns ``needs_summary`` (and changes nothing) when a client summary is wanted.
         """
         with self._lock:
-            live = self._get(workspace, session_id)
-            if self.store.next_seq(live.row.sid) != live.row.next_seq:  # another daemon's rows
-                self._reload(workspace, session_id)
-                live = self._get(workspace, session_id)
+            live = self._fresh(workspace, session_id)
             settings = self._settings(workspace)
             require_tokens(budget)
             if system is not None:
@@ -436,8 +442,8 @@ class SessionService:
                 return out
             now = self.clock()
             if out.compaction is not None:
-                self.store.update(live.row.sid, now,
-                                  compaction=msgspec.json.encode(out.compaction))
+                self._wrote(live, self.store.update(
+                    live.row.sid, now, compaction=msgspec.json.encode(out.compaction)))
                 live.compaction = out.compaction
             fresh = [e for e in out.audit if _audit_key(e) not in live.audited]
             if fresh:
@@ -490,10 +496,11 @@ class SessionService:
     def restore(self, workspace: str, session_id: str, message_id: str) -> AuditEntry:
         """Bring a message back whole from the next assembly on (ctx/restore); audited once."""
         with self._lock:
-            live = self._get(workspace, session_id)
+            live = self._fresh(workspace, session_id)
             state, entry = restore_message(live.history, live.compaction, message_id)
             now = self.clock()
-            self.store.update(live.row.sid, now, compaction=msgspec.json.encode(state))
+            self._wrote(live, self.store.update(live.row.sid, now,
+                                                compaction=msgspec.json.encode(state)))
             live.compaction = state
             self.store.add_audit(live.row.sid, [entry], now)
             live.audited.add(_audit_key(entry))
@@ -504,7 +511,7 @@ class SessionService:
     def summary_of(self, workspace: str, session_id: str) -> tuple[int, Message | None]:
         """(messages replaced so far, the summary message) of a session."""
         with self._lock:
-            state = self._get(workspace, session_id).compaction
+            state = self._fresh(workspace, session_id).compaction
             return state.replaced, cp.summary_message(state)
 
     def report_usage(self, workspace: str, session_id: str, prompt_tokens: int,

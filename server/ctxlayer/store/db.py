@@ -148,18 +148,20 @@ class SessionRow(msgspec.Struct, kw_only=True):
     counter: str | None
     compaction: bytes | None
     calibration: bytes | None
+    #: counts the changes to what the session assembles from (`SessionStore._bump`)
+    revision: int = 0
     messages: int = 0
 
 
 _ROW = ("sid, workspace, session_id, model, mode, budget, created_at, updated_at, closed, "
-        "next_seq, counter, compaction, calibration")
+        "next_seq, counter, compaction, calibration, revision")
 
 
 def _row(r: tuple, messages: int = 0) -> SessionRow:
     return SessionRow(sid=r[0], workspace=r[1], session_id=r[2], model=r[3], mode=r[4],
                       budget=r[5], created_at=r[6], updated_at=r[7], closed=bool(r[8]),
                       next_seq=r[9], counter=r[10], compaction=r[11], calibration=r[12],
-                      messages=messages)
+                      revision=r[13], messages=messages)
 
 
 class SessionStore:
@@ -284,9 +286,11 @@ class SessionStore:
             found = c.execute(f"SELECT {_ROW} FROM sessions WHERE workspace=? AND session_id=?",
                               (workspace, session_id)).fetchone()
             if found:
-                if found[8]:
-                    c.execute("UPDATE sessions SET closed=0 WHERE sid=?", (found[0],))
-                return _row(found, self._count(c, found[0])), False
+                row = _row(found, self._count(c, found[0]))
+                if row.closed:
+                    c.execute("UPDATE sessions SET closed=0 WHERE sid=?", (row.sid,))
+                    row.revision = self._bump(c, row.sid)
+                return row, False
             c.execute("INSERT INTO sessions (workspace, session_id, model, mode, budget, "
                       "created_at, updated_at) VALUES (?,?,?,?,?,?,?)",
                       (workspace, session_id, model, mode, budget, now, now))
@@ -310,7 +314,24 @@ class SessionStore:
     def _count(c: sqlite3.Connection, sid: int) -> int:
         return c.execute("SELECT count(*) FROM messages WHERE sid=?", (sid,)).fetchone()[0]
 
-    def update(self, sid: int, now: str, **fields: object) -> None:
+    @staticmethod
+    def _bump(c: sqlite3.Connection, sid: int) -> int:
+        """Count one change to what the session assembles from; its revision after it. A
+        daemon that knew the revision before its own write finds one more after: any other
+        difference is another daemon's change (state/session_service.py `_wrote`)."""
+        return c.execute("UPDATE sessions SET revision=revision+1 WHERE sid=? RETURNING revision",
+                         (sid,)).fetchone()[0]
+
+    def revision(self, sid: int) -> int | None:
+        """The session's revision as stored. A read alone, no write lock."""
+        with self._lock:
+            row = self._conn.execute("SELECT revision FROM sessions WHERE sid=?",
+                                     (sid,)).fetchone()
+        return row[0] if row else None
+
+    def update(self, sid: int, now: str, **fields: object) -> int:
+        """Set the fields; the session's revision after (the counter and the calibration
+        are each daemon's own measure of the same messages: not a change to them)."""
         allowed = {"model", "mode", "budget", "closed", "counter", "compaction", "calibration"}
         bad = set(fields) - allowed
         if bad:
@@ -319,15 +340,19 @@ class SessionStore:
         with self._tx() as c:
             c.execute(f"UPDATE sessions SET {sets}{', ' if sets else ''}updated_at=? WHERE sid=?",
                       (*fields.values(), now, sid))
+            if set(fields) - {"counter", "calibration"}:
+                return self._bump(c, sid)
+            return c.execute("SELECT revision FROM sessions WHERE sid=?", (sid,)).fetchone()[0]
 
     # --- messages ------------------------------------------------------------------------
 
     def append(self, sid: int, messages: Iterable[tuple[int, Message, int]], now: str, *,
                items: Iterable[WorkingItem] = (), removed_items: Iterable[str] = (),
                audit: Iterable[AuditEntry] = (), raws: Mapping[int, bytes] | None = None
-               ) -> None:
-        """Append (seq, message, tokens) rows and the turn's zone-B changes in one commit.
-        `raws` holds, by seq, the provider message a row came from (JSON), kept as it came."""
+               ) -> int:
+        """Append (seq, message, tokens) rows and the turn's zone-B changes in one commit;
+        the session's revision after. `raws` holds, by seq, the provider message a row came
+        from (JSON), kept as it came."""
         raws = raws or {}
         batch = _audit_batch(audit)
         with self._tx() as c:
@@ -344,14 +369,7 @@ class SessionStore:
             c.executemany("DELETE FROM items WHERE sid=? AND item_id=?",
                           [(sid, i) for i in removed_items])
             self._add_audit(c, sid, batch, now)
-
-    def next_seq(self, sid: int) -> int | None:
-        """The position the session's next message takes as stored: another daemon on the
-        state folder may have appended since this one read it. A read alone, no write lock."""
-        with self._lock:
-            row = self._conn.execute("SELECT next_seq FROM sessions WHERE sid=?",
-                                     (sid,)).fetchone()
-        return row[0] if row else None
+            return self._bump(c, sid)
 
     def messages(self, sid: int) -> list[tuple[int, Message, int]]:
         with self._tx() as c:
@@ -375,27 +393,34 @@ class SessionStore:
 
     # --- rules and items -----------------------------------------------------------------
 
-    def put_rule(self, sid: int, rule: Rule, now: str, audit: Iterable[AuditEntry] = ()) -> None:
+    def put_rule(self, sid: int, rule: Rule, now: str, audit: Iterable[AuditEntry] = ()) -> int:
+        """Add or replace a rule; the session's revision after."""
         batch = _audit_batch(audit)
         with self._tx() as c:
             c.execute("INSERT OR REPLACE INTO rules (sid, rule_id, body) VALUES (?,?,?)",
                       (sid, rule.id, _enc.encode(rule)))
             self._add_audit(c, sid, batch, now)
             c.execute("UPDATE sessions SET updated_at=? WHERE sid=?", (now, sid))
+            return self._bump(c, sid)
 
-    def delete_rule(self, sid: int, rule_id: str) -> bool:
+    def delete_rule(self, sid: int, rule_id: str) -> int | None:
+        """The session's revision after, None when it had no such rule."""
         with self._tx() as c:
-            return c.execute("DELETE FROM rules WHERE sid=? AND rule_id=?",
-                             (sid, rule_id)).rowcount > 0
+            if not c.execute("DELETE FROM rules WHERE sid=? AND rule_id=?",
+                             (sid, rule_id)).rowcount:
+                return None
+            return self._bump(c, sid)
 
     def rules(self, sid: int) -> list[Rule]:
         with self._tx() as c:
             rows = c.execute("SELECT body FROM rules WHERE sid=?", (sid,)).fetchall()
         return [_dec_rule.decode(r[0]) for r in rows]
 
-    def put_items(self, sid: int, items: Iterable[WorkingItem]) -> None:
+    def put_items(self, sid: int, items: Iterable[WorkingItem]) -> int:
+        """Add or replace working items; the session's revision after."""
         with self._tx() as c:
             self._put_items(c, sid, items)
+            return self._bump(c, sid)
 
     @staticmethod
     def _put_items(c: sqlite3.Connection, sid: int, items: Iterable[WorkingItem]) -> None:

@@ -98,6 +98,12 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (workspace, family)
     ) WITHOUT ROWID;
     """,
+    # 7 -> 8: a count of the changes to what a session assembles from (its messages, rules,
+    # working items, mode, budget, window), so a daemon sees at its next request that another
+    # daemon on the state folder changed the session, with one read
+    """
+    ALTER TABLE sessions ADD COLUMN revision INTEGER NOT NULL DEFAULT 0;
+    """,
 ]
 
 VERSION = len(MIGRATIONS)
