@@ -21,9 +21,18 @@ class ContextError(Exception):
         self.field = field
 
 
+#: the most tokens a client may name: the largest integer a JSON number keeps exactly in
+#: every client (JavaScript's), far above any window; a larger one overflowed SQLite's
+#: integers when a session kept it (an internal error)
+MAX_TOKENS = 2**53 - 1
+
+
 def require_tokens(value: int | None, field: str = "budget") -> None:
-    """The one check of a number of tokens a client gives (a budget, a window): positive, or
-    not given (None)."""
+    """The one check of a number of tokens a client gives (a budget, a window): positive and
+    at most MAX_TOKENS, or not given (None)."""
     if value is not None and value <= 0:
         raise ContextError("invalid", f"must be a positive number of tokens, got {value}",
+                           field=field)
+    if value is not None and value > MAX_TOKENS:
+        raise ContextError("invalid", f"must be at most {MAX_TOKENS:,} tokens, got {value:,}",
                            field=field)

@@ -85,6 +85,9 @@ class SeqTaken(StoreError):
     was read: the rows' positions are taken, nothing was written."""
 
 
+#: a LIMIT above any count: a larger one overflows SQLite's integers
+_ALL = 2**63 - 1
+
 #: how long an open or a write waits for another connection (another daemon) to let go
 BUSY_TIMEOUT_MS = 5000
 
@@ -461,7 +464,7 @@ class SessionStore:
         """Audit entries, newest first."""
         with self._tx() as c:
             rows = c.execute("SELECT body FROM audit WHERE sid=? ORDER BY id DESC LIMIT ?",
-                             (sid, -1 if limit is None else limit)).fetchall()
+                             (sid, -1 if limit is None else min(limit, _ALL))).fetchall()
         return [_dec_audit.decode(r[0]) for r in rows]
 
 
