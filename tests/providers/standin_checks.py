@@ -226,6 +226,11 @@ def _anthropic_problems(body: dict) -> list[str]:
                 out.append(f"{where}.content: tool_result blocks are only allowed in user messages")
             previous_uses = {b.get("id") for b in blocks
                              if isinstance(b, dict) and b.get("type") == "tool_use"}
+            for j, b in enumerate(blocks):
+                if isinstance(b, dict) and b.get("type") == "tool_use" \
+                        and not isinstance(b.get("input"), dict):
+                    out.append(f"{where}.content.{j}.tool_use.input: Input should be a valid "
+                               "dictionary")
     return out
 
 

@@ -29,6 +29,7 @@ from ctxlayer.core.formats.anthropic_thinking import every_turn_read, last_turn_
 from ctxlayer.core.formats.common import (
     Decoded,
     Encoded,
+    audit,
     bad,
     client_id,
     derive_id,
@@ -39,6 +40,7 @@ from ctxlayer.core.formats.common import (
     replace_text,
     reusable_prefix,
 )
+from ctxlayer.core.text import one_line
 from ctxlayer.core.tokens import Tokenizer, deferred_tools
 from ctxlayer.protocol import Message, ToolCall
 
@@ -490,8 +492,30 @@ def _object(arguments: str | None) -> dict | None:
     return value if isinstance(value, dict) else None
 
 
-def _synthesized(m: Message) -> dict:
-    """A message the engine added (a summary, a document): a plain text turn."""
+def _tool_input(m: Message, call: ToolCall, result: Encoded) -> dict:
+    """A call's arguments as the object a `tool_use` block's `input` must be. Arguments that
+    are not one (a model's broken JSON, a list, a bare string, kept in another format that
+    takes any text) go whole as `{"arguments": <the text>}`, said in the audit: the provider
+    refuses any other `input`."""
+    text = call.arguments or ""
+    if not text.strip():
+        return {}
+    try:
+        value = msgspec.json.decode(text)
+    except msgspec.DecodeError:
+        value = None
+    if isinstance(value, dict):
+        return value
+    result.audit.append(audit(
+        "compressed", "tool call arguments that are not a JSON object: sent whole as "
+        '{"arguments": <the text>}, the object Anthropic\'s tool input must be',
+        f"{call.name}({one_line(text, 60)})", message_id=m.id))
+    return {"arguments": text}
+
+
+def _synthesized(m: Message, result: Encoded) -> dict:
+    """A message the engine added (a summary, a document), or one kept in another format: a
+    plain text turn, its calls as `tool_use` blocks."""
     if m.role == "tool":
         return {"role": "user", "content": [{"type": "tool_result",
                                              "tool_use_id": m.tool_call_id or "",
@@ -500,7 +524,7 @@ def _synthesized(m: Message) -> dict:
         blocks: list[dict] = [{"type": "text", "text": m.content}] if m.content.strip() else []
         for c in m.tool_calls:
             blocks.append({"type": "tool_use", "id": c.id, "name": c.name,
-                           "input": msgspec.json.decode(c.arguments or "{}")})
+                           "input": _tool_input(m, c, result)})
         return {"role": "assistant", "content": blocks}
     return {"role": "user" if m.role == "user" else "assistant", "content": m.content}
 
@@ -530,9 +554,9 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
             groups[-1][2].append(k)
         else:
             groups.append((i, [(pos, m)], [k]))
-    out = [(_synthesized(ps[0][1]) if i is None else _native(decoded, i, ps), ks)
-           for i, ps, ks in groups]
     result = Encoded(payload={})
+    out = [(_synthesized(ps[0][1], result) if i is None else _native(decoded, i, ps), ks)
+           for i, ps, ks in groups]
     unread = decoded.extra.get("unread")
     # what the provider drops before its compaction goes on as it came, ahead of the rest
     head = [(_strip_own(m), []) for m in decoded.payload["messages"][:unread[0]]] \
