@@ -75,3 +75,31 @@ async def test_tool_arguments_that_are_not_an_object_go_whole_into_anthropic_inp
     sent = [c["function"]["arguments"] for m in result["messages"]
             for c in m.get("tool_calls") or ()]
     assert sent == ARGUMENTS and not result["truncated"], json.dumps(result)[:500]
+
+
+async def test_a_system_or_developer_message_before_the_first_user_turn_is_kept(
+        raw_daemon: RawDaemon):
+    """A client's own instruction appended first to a session (OpenAI's `developer` message,
+    a system prompt) was dropped from every assembly as "the history must start with a user
+    turn", with all the room in the world."""
+    chat = [{"role": "developer", "content": "Answer in one line."},
+            {"role": "user", "content": "What does make test run?"}]
+    await raw_daemon.request(1, "ctx/session/open", {"sessionId": "dev"})
+    out = await raw_daemon.request(2, "ctx/session/append", {"sessionId": "dev",
+                                                              "format": "openai",
+                                                              "messages": chat})
+    assert "result" in out, out
+    out = (await raw_daemon.request(3, "ctx/assemble", {"sessionId": "dev",
+                                                        "format": "openai"}))["result"]
+    assert out["messages"][-2:] == chat and not out["dropped"], out
+    out = (await raw_daemon.request(4, "ctx/assemble", {"sessionId": "dev",
+                                                        "format": "anthropic"}))["result"]
+    assert "Answer in one line." in json.dumps(out["system"]) and not out["dropped"], out
+    assert out["messages"] == [{"role": "user", "content": "What does make test run?"}]
+    # a turn before the first user turn still goes (Anthropic refuses one), and says so
+    await raw_daemon.request(5, "ctx/session/open", {"sessionId": "greeting"})
+    await raw_daemon.request(6, "ctx/session/append", {"sessionId": "greeting", "messages": [
+        {"role": "assistant", "content": "Hello! How can I help?"},
+        {"role": "user", "content": "What does make test run?"}]})
+    out = (await raw_daemon.request(7, "ctx/assemble", {"sessionId": "greeting"}))["result"]
+    assert [e["reason"] for e in out["dropped"]] == ["the history must start with a user turn"]

@@ -6,7 +6,7 @@ In order:
    dropped, reasoning blocks of earlier assistant turns are stripped, later copies of the same
    tool output become references;
 2. a window without a summary starts with a user turn (providers such as Anthropic reject
-   anything else): leading assistant and tool messages are dropped;
+   anything else): leading assistant and tool messages are dropped, system messages kept;
 3. while over the room, oldest first: tool outputs become their outline, then other messages
    are shortened (head and tail kept), and only then are the oldest whole turns dropped (a tool
    call and its results together). The newest user message is never dropped: at worst it is
@@ -91,11 +91,15 @@ def _drop(win: Window, idx: set[int], reason: str) -> None:
 
 
 def start_with_user(win: Window) -> None:
-    """Step 2: drop what comes before the first user turn."""
+    """Step 2: drop the turns that come before the first user turn. A system message there
+    stays: it is no turn but the client's instruction (its own system prompt, OpenAI's
+    `developer` message), which each format places where it may stand (Anthropic's in its
+    `system`); it was dropped from every assembly, however much room there was."""
     first = next((i for i, m in enumerate(win.messages)
                   if m.role == "user" and not _is_result(m)), len(win.messages))
-    if first:
-        _drop(win, set(range(first)), "the history must start with a user turn")
+    turns = {i for i in range(first) if win.messages[i].role != "system"}
+    if turns:
+        _drop(win, turns, "the history must start with a user turn")
 
 
 def _shorten(win: Window, i: int, cap: int, counter: Tokenizer, why: str) -> int:
