@@ -264,7 +264,7 @@ def not_carried(raw: dict, fmt: str) -> list[str]:
         content = native.get("content")
         kinds = [p.get("type", "?") for p in content if isinstance(p, dict)
                  and p.get("type") != "text"] if isinstance(content, list) else []
-        kinds += [f"field {k}" for k in native if k not in _OPENAI_FIELDS]
+        kinds += [f"{k} field" for k in native if k not in _OPENAI_FIELDS]
         return kinds
     if raw.get("format") == "responses":
         return _responses_not_carried(raw.get("items") or [])
@@ -330,6 +330,6 @@ def _lost(s: Stored, fmt: str, m: Message, counter: Any, k: int, skip: tuple = (
     text = counter.count(m.content) if counter is not None else 0
     parts = m.parts_tokens or 0
     names = ", ".join(dict.fromkeys(kinds))
-    return [audit("truncated", f"written as {fmt}: its {names} ({raw.get('format')} parts) "
-                  "are not carried across formats", describe(m),
+    return [audit("truncated", f"written as {fmt}, not carried across formats: the "
+                  f"{raw.get('format')} message's {names}", describe(m),
                   text + parts, text, message_id=m.id, index=k)]
