@@ -315,8 +315,11 @@ def sessions(fmt: str, examples: int, seed: int) -> int:
         @settings(max_examples=examples, deadline=None, database=None,
                   suppress_health_check=list(HealthCheck))
         @given(body=anthropic_payloads() if fmt == "anthropic" else openai_payloads(),
-               budget=st.integers(300, 6000), other=st.booleans(), restart=st.booleans())
+               budget=st.one_of(st.integers(300, 6000), st.integers(20_000, 200_000)),
+               other=st.booleans(), restart=st.booleans())
         def run(body: dict, budget: int, other: bool, restart: bool) -> None:
+            # a small budget cuts most of a session: a large one sends all of it, so that
+            # what each message becomes in the other format is seen too
             out_fmt = ({"anthropic": "openai", "openai": "anthropic", "responses": "anthropic"}[
                 fmt] if other else fmt)
             appended = _as_items(body["messages"]) if fmt == "responses" else body["messages"]
@@ -334,6 +337,12 @@ def sessions(fmt: str, examples: int, seed: int) -> int:
                 problems = responses_problems({"model": "m", "input": out.messages}, None)
             else:
                 problems = openai_problems({"model": "m", "messages": out.messages})
+            spare = budget >= 20_000 and 4 * out.tokens.total < budget
+            if out_fmt == fmt and out.dropped and spare:
+                # room to spare: nothing a client appended in this format goes (a developer
+                # message before the first user turn did)
+                problems = [*problems, "dropped with room to spare: "
+                            f"{sorted({e.reason for e in out.dropped})}"]
             if out_fmt == fmt and not (out.dropped or out.truncated or out.compacted):
                 # nothing cut, nothing said: every message comes back as it was appended
                 back = [msgspec.json.encode(m) for m in out.messages]  # a system one too

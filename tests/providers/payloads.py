@@ -104,6 +104,13 @@ def openai_user(draw) -> dict:
     return msg | draw(_extra)
 
 
+def arguments() -> st.SearchStrategy[str]:
+    """A call's arguments as a model writes them: a JSON object, and now and then what is
+    not one (cut short, a list, a bare string, nothing), which OpenAI takes as any text."""
+    return st.one_of(st.just('{"path": "a.py"}'), st.just('{"path": "a.py"}'),
+                     st.sampled_from(['{"path": "a.py"', '["a.py"]', '"a.py"', "", "null"]))
+
+
 @st.composite
 def openai_payloads(draw) -> dict:
     msgs: list[dict] = []
@@ -128,7 +135,7 @@ def openai_payloads(draw) -> dict:
             call += len(ids)
             msgs.append({"role": "assistant", "content": draw(st.sampled_from([None, "Checking."])),
                          "tool_calls": [{"id": i, "type": "function", "function": {
-                             "name": "read_file", "arguments": '{"path": "a.py"}'}} for i in ids]})
+                             "name": "read_file", "arguments": draw(arguments())}} for i in ids]})
             for i in ids:
                 content = draw(texts(max_words=300))
                 if draw(st.booleans()):
