@@ -6,7 +6,10 @@ first is the same list)."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -88,3 +91,35 @@ def test_the_git_part_lists_each_odd_path_on_one_line():
         "Staged (2):", '  A " lead.txt"', '  R "from\\nhere" -> "to\\tab"',
         "Changed (1):", '  M "new\\nline.py"',
         "Untracked (2):", "  ok.py", '  "un\\ntracked/" (1 file)']
+
+
+FILES = ["README.md", "docs/a.md", "docs/deep/b.md", "src/x.py", "src/sub/y.py", "[q].txt"]
+
+
+@pytest.mark.parametrize(("glob", "expected"), [
+    # globs ending in `**` matched no file at all: pathspec reads them as "everything below"
+    # and its match stops where that starts
+    ("**", FILES),
+    ("**/*", FILES),
+    ("docs/**", ["docs/a.md", "docs/deep/b.md"]),
+    ("docs/**/", ["docs/a.md", "docs/deep/b.md"]),
+    ("docs/**/*", ["docs/a.md", "docs/deep/b.md"]),
+    ("src/**/*.py", ["src/x.py", "src/sub/y.py"]),
+    ("docs/*", ["docs/a.md"]),
+    ("*", ["README.md", "[q].txt"]),
+    ("[[]q].txt", ["[q].txt"]),
+])
+def test_a_glob_selects_the_files_a_shell_glob_names(glob, expected):
+    chosen, _ = select_paths([glob], FILES)
+    assert sorted(chosen) == sorted(expected)
+
+
+def test_a_bracket_class_that_opens_with_a_bracket_prints_no_python_warning():
+    """`[[]` (a literal `[`, as git reads it) printed Python's "FutureWarning: Possible nested
+    set" with pathspec's file and line on the CLI's stderr."""
+    code = ("from ctxlayer.workspace.ignore import compile_globs, parse_rules\n"
+            "assert compile_globs(['sub/[[]a].txt']).match('sub/[a].txt')\n"
+            "assert parse_rules('[[]b].log\\n')\n")
+    done = subprocess.run([sys.executable, "-W", "default", "-c", code], capture_output=True,
+                          text=True, check=False)
+    assert done.returncode == 0 and done.stderr == "", done.stderr

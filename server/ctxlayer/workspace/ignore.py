@@ -11,6 +11,7 @@ classifying watcher events. Checked against `git ls-files -o --exclude-standard`
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 from pathspec import GitIgnoreSpec
@@ -23,10 +24,20 @@ from ctxlayer import userfiles
 Rule = GitIgnoreSpecPattern
 
 
+def _rule(line: str) -> Rule:
+    """One pattern compiled. A class that opens with a bracket (`[[]`, a literal `[` as git
+    reads it) makes Python's `re` warn of a possible nested set, on the CLI's stderr with
+    pathspec's file and line: the pattern is read as git reads it, the warning says nothing
+    to the user."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        return Rule(line)
+
+
 def _anchored(pattern: str) -> Rule | None:
     """A glob of the `files` setting as a gitignore pattern anchored at the root."""
     try:
-        return Rule("/" + pattern.strip("/"))
+        return _rule("/" + pattern.strip("/"))
     except GitIgnorePatternError:
         return None
 
@@ -41,24 +52,34 @@ def glob_regex(pattern: str) -> str:
 
 class Globs:
     """The selected-file globs of the config: `match(path)` is true when one glob matches the
-    whole path (a gitignore pattern also matches what lies below a folder; a glob does not)."""
+    whole path (a gitignore pattern also matches what lies below a folder; a glob does not),
+    or, for a glob ending in `**` (`**`, `docs/**`, `**/*`), any path below where it starts:
+    pathspec reads those as "everything below" and its match stops there (`docs/`), so they
+    matched no file at all."""
 
     __slots__ = ("_rules",)
 
-    def __init__(self, rules: list[Rule]) -> None:
+    def __init__(self, rules: list[tuple[Rule, bool]]) -> None:
         self._rules = rules
 
     def match(self, path: str) -> bool:
-        for rule in self._rules:
+        for rule, below in self._rules:
             found = rule.match_file(path)
-            if found is not None and found.match.end() == len(path):
+            if found is not None and (below or found.match.end() == len(path)):
                 return True
         return False
 
 
+def _everything_below(pattern: str) -> bool:
+    """Whether a glob takes every file below where it starts (`**`, `docs/**`, `**/*`)."""
+    clean = pattern.strip("/")
+    return clean == "**" or clean.endswith("/**") or clean in ("**/*", "**/**")
+
+
 def compile_globs(patterns: list[str]) -> Globs | None:
     """A matcher of a relative path against any of the globs (None when no globs)."""
-    rules = [r for r in map(_anchored, patterns) if r is not None and r.include is not None]
+    rules = [(r, _everything_below(p)) for p, r in ((p, _anchored(p)) for p in patterns)
+             if r is not None and r.include is not None]
     return Globs(rules) if rules else None
 
 
@@ -68,7 +89,7 @@ def parse_rules(text: str) -> list[Rule]:
     rules = []
     for line in text.splitlines():
         try:
-            rule = Rule(line)
+            rule = _rule(line)
         except GitIgnorePatternError:
             continue
         if rule.include is not None:
