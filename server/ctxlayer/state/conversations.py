@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import msgspec
 
 from ctxlayer import protocol
-from ctxlayer.core.errors import ContextError
+from ctxlayer.core.errors import MAX_TOKENS, ContextError
 from ctxlayer.core.prepare import (
     DEFAULT_POLICY,
     ConversationState,
@@ -594,8 +594,9 @@ class Conversations:
 INLINE_NEW_CHARS = 32_000
 
 
-#: the budget of a turn that is not fitted (`previous_response_id`, `conversation`): nothing is cut
-UNFITTED_BUDGET = 1 << 60
+#: the budget of a turn that is not fitted (`previous_response_id`, `conversation`): nothing is
+#: cut (the most a budget may be)
+UNFITTED_BUDGET = MAX_TOKENS
 
 
 def _result(conv: Conversation, turn: Turn, encoded: Any, budget: int,
