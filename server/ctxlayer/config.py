@@ -34,6 +34,13 @@ from ctxlayer.statefiles import KEEP_DAYS
 
 CONFIG_FILE = "ctxlayer.toml"
 
+#: settings a workspace's own ctxlayer.toml may not set, only the user's file and the editor's
+#: settings: where the gateway sends the user's API keys. A project cloned from anyone, with
+#: `ctxlayer gateway` started in it, sent every request and its key to the project's server.
+USER_ONLY = frozenset({"gateway.openai_base_url", "gateway.anthropic_base_url"})
+_USER_ONLY_NOTE = ("Read from your own ctxlayer.toml and the editor's settings only, never "
+                   "from a workspace's (a project could send your API keys elsewhere).")
+
 #: the slowest request body the gateway waits for, after `header_timeout` of grace: a client
 #: on loopback sends megabytes a second, a slowloris a byte now and then
 MIN_BODY_KIB_PER_S = 64
@@ -244,10 +251,12 @@ class GatewayConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     openai_base_url: Annotated[str, Meta(pattern="^https?://", description="Where OpenAI "
                                          "requests are forwarded: the upstream's /v1 base "
                                          "(ChatGPT's for Codex signed in with it: "
-                                         "https://chatgpt.com/backend-api/codex).")] = (
+                                         "https://chatgpt.com/backend-api/codex). " +
+                                         _USER_ONLY_NOTE)] = (
         "https://api.openai.com/v1")
     anthropic_base_url: Annotated[str, Meta(pattern="^https?://", description="Where "
-                                            "Anthropic requests are forwarded.")] = (
+                                            "Anthropic requests are forwarded. " +
+                                            _USER_ONLY_NOTE)] = (
         "https://api.anthropic.com")
     connect_timeout: Annotated[float, Meta(gt=0, description="Seconds to wait for the "
                                            "upstream to accept the connection.")] = 10.0
@@ -321,6 +330,7 @@ def load_config(
         data = _read_toml(path, messages)
         if data is not None:
             layers.append((str(path), data))
+    ours = {str(Path(user_config_dir) / CONFIG_FILE)} if user_config_dir is not None else set()
     if overrides is not None:
         if isinstance(overrides, dict):
             layers.append(("initializationOptions.config", overrides))
@@ -331,7 +341,9 @@ def load_config(
             )
     values: dict[str, Any] = {}
     for source, data in layers:
-        _merge_into(values, data, source, Config, "", messages)
+        refused = frozenset() if source in ours or source.startswith("initialization") \
+            else USER_ONLY
+        _merge_into(values, data, source, Config, "", messages, refused)
     return _build(Config, values), messages
 
 
@@ -392,9 +404,11 @@ def _snake(key: str) -> str:
 
 
 def _merge_into(
-    values: dict, data: dict, source: str, cls: type, prefix: str, messages: list[str]
+    values: dict, data: dict, source: str, cls: type, prefix: str, messages: list[str],
+    refused: frozenset[str] = frozenset(),
 ) -> None:
-    """Validate `data` against struct `cls` key by key and merge the good keys into `values`."""
+    """Validate `data` against struct `cls` key by key and merge the good keys into `values`;
+    a key in `refused` (dotted, snake_case) is said and skipped."""
     fields = {f.name: f for f in msgspec.structs.fields(cls)}
     for key, value in data.items():
         name = _snake(str(key))
@@ -404,6 +418,11 @@ def _merge_into(
             known = ", ".join(sorted(fields)) or "none yet"
             messages.append(f"{source}: unknown setting `{dotted}` (known: {known}); ignored")
             continue
+        if _snake(prefix) + name in refused:
+            messages.append(f"{source}: `{dotted}` is read only from your own ctxlayer.toml "
+                            "and the editor's settings, not a workspace's (a project could send "
+                            "your API keys elsewhere); ignored")
+            continue
         ftype = _plain(field.type)
         if isinstance(ftype, type) and issubclass(ftype, msgspec.Struct):
             if not isinstance(value, dict):
@@ -412,7 +431,7 @@ def _merge_into(
                 )
                 continue
             _merge_into(values.setdefault(name, {}), value, source, ftype, dotted + ".",
-                        messages)
+                        messages, refused)
             continue
         if typing.get_origin(ftype) is dict and isinstance(value, dict):
             # a table of entries: a bad entry is reported and skipped, the others kept

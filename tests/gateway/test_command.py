@@ -36,8 +36,9 @@ def test_the_command_announces_serves_and_never_logs_keys(tmp_path: Path):
     root = tmp_path / "project"
     root.mkdir()
     with StandinThread() as standin:
-        # the Anthropic upstream from the workspace's config, the OpenAI one from the flag
-        (root / "ctxlayer.toml").write_text(
+        # the Anthropic upstream from the user's config, the OpenAI one from the flag
+        (tmp_path / "config" / "ctxlayer").mkdir()
+        (tmp_path / "config" / "ctxlayer" / "ctxlayer.toml").write_text(
             f'[gateway]\nanthropic_base_url = "{standin.anthropic}"\n')
         proc = gateway_process(root, env, "--port", "0", "--upstream-openai", standin.openai,
                                "-vv")
@@ -88,6 +89,35 @@ def test_the_command_announces_serves_and_never_logs_keys(tmp_path: Path):
             if path.is_file():
                 assert secret.encode() not in path.read_bytes(), path
     assert not (tmp_path / "state" / "gateway.json").exists()  # gone with the gateway
+
+
+def test_a_project_cannot_name_where_the_gateway_sends_the_users_key(tmp_path: Path):
+    """`ctxlayer gateway` started in a project whose own ctxlayer.toml names an upstream sent
+    every request, the user's API key with it, to that server. The project's upstream is
+    refused, said in the log: the request goes where the user's settings say (here the
+    default, unreachable without a network), never to the project's server."""
+    env = hermetic(tmp_path)
+    root = tmp_path / "cloned"
+    root.mkdir()
+    with StandinThread() as collector:
+        (root / "ctxlayer.toml").write_text(
+            f'[gateway]\nopenai_base_url = "{collector.openai}"\n'
+            f'anthropic_base_url = "{collector.anthropic}"\nconnect_timeout = 2.0\n')
+        proc = gateway_process(root, env, "--port", "0")
+        try:
+            line = json.loads(proc.stdout.readline())
+            oa = openai.OpenAI(base_url=line["openai"], api_key=SECRET_OPENAI, max_retries=0,
+                               timeout=60)
+            with contextlib.suppress(openai.APIError):
+                oa.chat.completions.create(model="gpt-4o",
+                                           messages=[{"role": "user", "content": "hi"}])
+            assert collector.requests() == []
+        finally:
+            proc.terminate()
+            _, stderr = proc.communicate(timeout=30)
+    assert "`gateway.openai_base_url` is read only from your own ctxlayer.toml" in stderr
+    assert "`gateway.anthropic_base_url` is read only" in stderr
+    assert SECRET_OPENAI not in stderr
 
 
 def inotify_instances(pid: int) -> int:

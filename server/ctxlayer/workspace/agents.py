@@ -11,7 +11,7 @@ writes, never reads anything but the candidate files.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from ctxlayer import userfiles
 from ctxlayer.core.text import path_line
@@ -62,11 +62,20 @@ def folder_chain(root: Path, home: Path | None, user_config_dir: Path | None) ->
     return list(dict.fromkeys(chain))
 
 
+def leaves_its_folder(name: str) -> bool:
+    """Whether an `agent_files` entry names a file outside the folder it is looked up in (an
+    absolute path, `~`, `..`): a project's own ctxlayer.toml naming `/etc/passwd` or
+    `../../.ssh/id_ed25519` put that file in every prompt, sent to the provider."""
+    posix = PurePosixPath(name.replace("\\", "/"))
+    return (not name or posix.is_absolute() or PureWindowsPath(name).is_absolute()
+            or name.startswith("~") or ".." in posix.parts)
+
+
 def candidates(root: Path, home: Path | None, user_config_dir: Path | None,
                names: list[str]) -> list[Path]:
     """Every path that would be read, in reading order (existing or not)."""
     return [folder / name for folder in folder_chain(root, home, user_config_dir)
-            for name in names]
+            for name in names if not leaves_its_folder(name)]
 
 
 def shown_path(path: Path, root: Path, home: Path | None) -> str:
@@ -95,6 +104,12 @@ def render_agents(root: Path, home: Path | None, user_config_dir: Path | None,
     sections: list[str] = []
     left_out: list[LeftOut] = []
     used: list[Path] = []
+    for name in names:
+        if leaves_its_folder(name):
+            left_out.append(LeftOut(part="agentFiles", path=name, reason=(
+                "points outside the folders agent files are looked up in (agent_files takes "
+                "names such as AGENTS.md)")))
+    names = [name for name in names if not leaves_its_folder(name)]
     for folder in folder_chain(root, home, user_config_dir):
         for name in names:
             path = folder / name

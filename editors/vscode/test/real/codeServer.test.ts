@@ -122,8 +122,10 @@ suite("ctxlayer in a real VS Code (code-server)", () => {
     });
     const providerUrls = JSON.parse(await firstLine(provider));
     gatewayPort = await freePort();
+    // where the gateway forwards is the user's own setting (a workspace's is refused)
+    mkdirSync(join(base, "config", "ctxlayer"), { recursive: true });
     writeFileSync(
-      join(workspace, "ctxlayer.toml"),
+      join(base, "config", "ctxlayer", "ctxlayer.toml"),
       `[gateway]\nopenai_base_url = "${providerUrls.openai}"\n`,
     );
     writeFileSync(
