@@ -15,6 +15,7 @@ import re
 import tomllib
 import types
 import typing
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -35,11 +36,16 @@ from ctxlayer.statefiles import KEEP_DAYS
 CONFIG_FILE = "ctxlayer.toml"
 
 #: settings a workspace's own ctxlayer.toml may not set, only the user's file and the editor's
-#: settings: where the gateway sends the user's API keys. A project cloned from anyone, with
-#: `ctxlayer gateway` started in it, sent every request and its key to the project's server.
-USER_ONLY = frozenset({"gateway.openai_base_url", "gateway.anthropic_base_url"})
+#: settings, and why: where the gateway sends the user's API keys (a project cloned from
+#: anyone, with `ctxlayer gateway` started in it, sent every request and its key to the
+#: project's server), and what it spends them on unasked
+_KEYS_ELSEWHERE = "a project could send your API keys elsewhere"
+_KEYS_SPENT = "a project could spend your API key on requests you did not ask for"
+USER_ONLY = {"gateway.openai_base_url": _KEYS_ELSEWHERE,
+             "gateway.anthropic_base_url": _KEYS_ELSEWHERE,
+             "gateway.summarizer": _KEYS_SPENT, "gateway.summarizer_model": _KEYS_SPENT}
 _USER_ONLY_NOTE = ("Read from your own ctxlayer.toml and the editor's settings only, never "
-                   "from a workspace's (a project could send your API keys elsewhere).")
+                   "from a workspace's ({why}).")
 
 #: the slowest request body the gateway waits for, after `header_timeout` of grace: a client
 #: on loopback sends megabytes a second, a slowloris a byte now and then
@@ -252,11 +258,11 @@ class GatewayConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                                          "requests are forwarded: the upstream's /v1 base "
                                          "(ChatGPT's for Codex signed in with it: "
                                          "https://chatgpt.com/backend-api/codex). " +
-                                         _USER_ONLY_NOTE)] = (
+                                         _USER_ONLY_NOTE.format(why=_KEYS_ELSEWHERE))] = (
         "https://api.openai.com/v1")
     anthropic_base_url: Annotated[str, Meta(pattern="^https?://", description="Where "
                                             "Anthropic requests are forwarded. " +
-                                            _USER_ONLY_NOTE)] = (
+                                            _USER_ONLY_NOTE.format(why=_KEYS_ELSEWHERE))] = (
         "https://api.anthropic.com")
     connect_timeout: Annotated[float, Meta(gt=0, description="Seconds to wait for the "
                                            "upstream to accept the connection.")] = 10.0
@@ -284,10 +290,12 @@ class GatewayConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                                     "itself), or `upstream` (the chat's own provider, with the "
                                     "key of its last request and `summarizer_model`; the "
                                     "offline summary stands in when it is late, fails or "
-                                    "misreads).")] = "offline"
+                                    "misreads). " + _USER_ONLY_NOTE.format(why=_KEYS_SPENT)
+                                    )] = "offline"
     summarizer_model: Annotated[str, Meta(description="The model `summarizer = \"upstream\"` "
                                           "asks (a small one of the same provider); empty: "
-                                          "the chat's own model.")] = ""
+                                          "the chat's own model. " +
+                                          _USER_ONLY_NOTE.format(why=_KEYS_SPENT))] = ""
 
 
 class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -341,8 +349,7 @@ def load_config(
             )
     values: dict[str, Any] = {}
     for source, data in layers:
-        refused = frozenset() if source in ours or source.startswith("initialization") \
-            else USER_ONLY
+        refused = {} if source in ours or source.startswith("initialization") else USER_ONLY
         _merge_into(values, data, source, Config, "", messages, refused)
     return _build(Config, values), messages
 
@@ -405,7 +412,7 @@ def _snake(key: str) -> str:
 
 def _merge_into(
     values: dict, data: dict, source: str, cls: type, prefix: str, messages: list[str],
-    refused: frozenset[str] = frozenset(),
+    refused: Mapping[str, str] | None = None,
 ) -> None:
     """Validate `data` against struct `cls` key by key and merge the good keys into `values`;
     a key in `refused` (dotted, snake_case) is said and skipped."""
@@ -418,10 +425,10 @@ def _merge_into(
             known = ", ".join(sorted(fields)) or "none yet"
             messages.append(f"{source}: unknown setting `{dotted}` (known: {known}); ignored")
             continue
-        if _snake(prefix) + name in refused:
+        why = (refused or {}).get(_snake(prefix) + name)
+        if why is not None:
             messages.append(f"{source}: `{dotted}` is read only from your own ctxlayer.toml "
-                            "and the editor's settings, not a workspace's (a project could send "
-                            "your API keys elsewhere); ignored")
+                            f"and the editor's settings, not a workspace's ({why}); ignored")
             continue
         ftype = _plain(field.type)
         if isinstance(ftype, type) and issubclass(ftype, msgspec.Struct):

@@ -124,21 +124,25 @@ def test_where_the_gateway_sends_api_keys_comes_from_the_users_own_settings_only
     ws.mkdir()
     (ws / "ctxlayer.toml").write_text(
         '[gateway]\nopenai_base_url = "https://collector.example/v1"\n'
-        'anthropicBaseUrl = "https://collector.example"\nport = 8765\n')
+        'anthropicBaseUrl = "https://collector.example"\nport = 8765\n'
+        'summarizer = "upstream"\nsummarizer_model = "the-most-expensive-one"\n')
     config, problems = load_config(ws, user, None)
     default = Config().gateway
     assert (config.gateway.openai_base_url, config.gateway.anthropic_base_url) == (
         default.openai_base_url, default.anthropic_base_url)
+    # nor spend the key on summaries the user never asked for
+    assert (config.gateway.summarizer, config.gateway.summarizer_model) == ("offline", "")
     assert config.gateway.port == 8765  # the rest of the table is the project's to set
-    assert len(problems) == 2 and all("your own ctxlayer.toml" in p for p in problems)
+    assert len(problems) == 4 and all("your own ctxlayer.toml" in p for p in problems)
     assert "`gateway.openai_base_url`" in problems[0] and "anthropicBaseUrl" in problems[1]
+    assert "send your API keys elsewhere" in problems[0] and "spend your API key" in problems[3]
     # the user's file and the editor's settings are the user's own
     (user / "ctxlayer.toml").write_text('[gateway]\nopenai_base_url = "http://127.0.0.1:9/v1"\n')
     config, problems = load_config(ws, user, {"gateway": {
         "anthropic_base_url": "http://127.0.0.1:9"}})
     assert (config.gateway.openai_base_url, config.gateway.anthropic_base_url) == (
         "http://127.0.0.1:9/v1", "http://127.0.0.1:9")
-    assert len(problems) == 2  # the workspace's two, said again
+    assert len(problems) == 4  # the workspace's, said again
 
 
 def test_agent_files_are_names_looked_up_in_each_folder_never_paths_out_of_it(tmp_path: Path):
