@@ -16,8 +16,20 @@ M.NAME = "ctxlayer"
 
 local uv = vim.uv or vim.loop
 
---- The daemon command: opts.cmd, else the workspace venv's ctxlayer, else the active venv's,
---- else ctxlayer on PATH. nil when none is found.
+--- Workspace programs the user has not trusted: their paths, for the not-found message.
+M.untrusted = {}
+
+--- Whether the user trusts a program the workspace holds. A repository may ship its own
+--- `.venv/bin/ctxlayer`: opening any file of a project cloned from anyone ran it. Neovim asks
+--- once, as for an exrc file (vim.secure: allow, deny, view; `:trust` later), and remembers
+--- the answer by the file's content.
+local function trusted(path)
+  local ok, contents = pcall(vim.secure.read, path)
+  return ok and contents ~= nil
+end
+
+--- The daemon command: opts.cmd, else the workspace venv's ctxlayer (once trusted), else the
+--- active venv's, else ctxlayer on PATH. nil when none is found.
 ---@param root? string
 ---@return string[]|nil
 function M.resolve_cmd(root)
@@ -27,15 +39,20 @@ function M.resolve_cmd(root)
   end
   local candidates = {}
   if root then
-    table.insert(candidates, vim.fs.joinpath(root, ".venv", "bin", "ctxlayer"))
-    table.insert(candidates, vim.fs.joinpath(root, "venv", "bin", "ctxlayer"))
+    table.insert(candidates, { vim.fs.joinpath(root, ".venv", "bin", "ctxlayer"), true })
+    table.insert(candidates, { vim.fs.joinpath(root, "venv", "bin", "ctxlayer"), true })
   end
-  if vim.env.VIRTUAL_ENV then
-    table.insert(candidates, vim.fs.joinpath(vim.env.VIRTUAL_ENV, "bin", "ctxlayer"))
+  if vim.env.VIRTUAL_ENV then  -- the user activated it
+    table.insert(candidates, { vim.fs.joinpath(vim.env.VIRTUAL_ENV, "bin", "ctxlayer"), false })
   end
-  for _, path in ipairs(candidates) do
+  for _, c in ipairs(candidates) do
+    local path, workspace = c[1], c[2]
     if vim.fn.executable(path) == 1 then
-      return { path, "serve" }
+      if not workspace or trusted(path) then
+        M.untrusted[path] = nil
+        return { path, "serve" }
+      end
+      M.untrusted[path] = true
     end
   end
   if vim.fn.executable("ctxlayer") == 1 then
@@ -46,6 +63,17 @@ end
 
 M.NOT_FOUND = "ctxlayer: daemon not found. Install it (`pip install ctxlayer`, or `make setup` "
   .. "in the workspace) or set `cmd` in require('ctxlayer').setup({ cmd = { '/path/to/ctxlayer', 'serve' } })"
+
+--- The not-found message, naming the workspace programs left unrun because not trusted.
+function M.not_found()
+  local paths = vim.tbl_keys(M.untrusted)
+  table.sort(paths)
+  if #paths == 0 then
+    return M.NOT_FOUND
+  end
+  return M.NOT_FOUND .. ". Not run, as the workspace ships it and you have not trusted it: "
+    .. table.concat(paths, ", ") .. " (`:edit` it and `:trust` it to run it from then on)"
+end
 
 --- The workspace root of a buffer (a file under a root marker), or nil.
 function M.root(bufnr)
@@ -346,7 +374,7 @@ function M.start(bufnr, opts)
   if not cmd then
     if not warned_not_found then
       warned_not_found = true
-      vim.notify(M.NOT_FOUND, vim.log.levels.ERROR)
+      vim.notify(M.not_found(), vim.log.levels.ERROR)
     end
     return nil
   end
