@@ -26,6 +26,7 @@ from ctxlayer import userfiles
 from ctxlayer.core.assembly.compaction import CompactionPolicy
 from ctxlayer.core.assembly.policy import CLIENT_SUMMARY_TIMEOUT
 from ctxlayer.core.calibration import Calibration
+from ctxlayer.core.errors import MAX_TOKENS
 from ctxlayer.core.trim import TrimOptions
 from ctxlayer.core.zones.modes import DEFAULT_MODE, DEFAULT_MODES
 from ctxlayer.core.zones.rules import RulePolicy
@@ -278,7 +279,7 @@ class GatewayConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     max_body_mb: Annotated[int, Meta(ge=1, description="Largest request body, in MiB (the "
                                      "daemon's JSON-RPC frame limit); a larger one gets 413.")
                            ] = MAX_MESSAGE_MB
-    models: Annotated[dict[str, Annotated[int, Meta(gt=0)]], Meta(
+    models: Annotated[dict[str, Annotated[int, Meta(gt=0, le=MAX_TOKENS)]], Meta(
         description="A model's context window in tokens, overriding the built-in table and "
         "the 1M beta: `\"claude-opus-4-8\" = 200000` (the longest matching prefix of the "
         "model name wins; a key with a provider's prefix, `\"anthropic/claude-sonnet-4.5\"`, "

@@ -166,3 +166,13 @@ def test_agent_files_are_names_looked_up_in_each_folder_never_paths_out_of_it(tm
     assert "Run the tests." in out.text and "Use tabs." in out.text
     assert [o.path for o in out.left_out] == names[:4]
     assert all("points outside the folders" in o.reason for o in out.left_out)
+
+
+def test_a_models_window_past_any_budget_is_refused_here_not_at_each_request(tmp_path: Path):
+    """A window past the largest budget a request may name (2^53-1 tokens) was taken, then
+    every request to that model was refused naming `contextWindow`."""
+    (tmp_path / "ctxlayer.toml").write_text(
+        '[gateway]\nmodels = {"big" = 10000000000000000, "ok" = 5000}\n')
+    config, problems = load_config(tmp_path, None, None)
+    assert config.gateway.models == {"ok": 5000}
+    assert len(problems) == 1 and "`gateway.models.big`" in problems[0]
