@@ -362,6 +362,7 @@ def test_a_mode_and_a_working_item_another_daemon_sets_are_in_the_next_assembly(
     a.add_item(WS, "s", protocol.WorkingItemSpec(kind="note", content=notes))
     assert notes in _assembled(b)
     a.set_mode(WS, "s", "short")
+    assert b.open(WS, protocol.SessionOpenParams(session_id="s")).mode == "short"
     assert notes not in _assembled(b)
 
 

@@ -211,6 +211,8 @@ class SessionService:
                     self.store.update(row.sid, row.updated_at, counter=self.counters(model).name)
                     row.counter = self.counters(model).name
                 live = self._load(row)
+            else:  # the mode another daemon set is the one this open answers
+                live = self._fresh(workspace, sid)
             row = live.row
             return protocol.SessionOpenResult(
                 session_id=sid, model=row.model, mode=row.mode,  # type: ignore[arg-type]
