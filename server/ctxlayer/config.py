@@ -39,10 +39,14 @@ CONFIG_FILE = "ctxlayer.toml"
 #: settings a workspace's own ctxlayer.toml may not set, only the user's file and the editor's
 #: settings, and why: where the gateway sends the user's API keys (a project cloned from
 #: anyone, with `ctxlayer gateway` started in it, sent every request and its key to the
-#: project's server), and what it spends them on unasked
+#: project's server), what it spends them on unasked, and which files of the user's own folders
+#: go into every prompt (names are looked up in the home folder too: `.aws/credentials`)
 _KEYS_ELSEWHERE = "a project could send your API keys elsewhere"
 _KEYS_SPENT = "a project could spend your API key on requests you did not ask for"
-USER_ONLY = {"gateway.openai_base_url": _KEYS_ELSEWHERE,
+_HOME_FILES = ("a project could put files of your home folder, such as .aws/credentials, in "
+               "every prompt; its own instructions are found by the default names")
+USER_ONLY = {"workspace.agent_files": _HOME_FILES,
+             "gateway.openai_base_url": _KEYS_ELSEWHERE,
              "gateway.anthropic_base_url": _KEYS_ELSEWHERE,
              "gateway.summarizer": _KEYS_SPENT, "gateway.summarizer_model": _KEYS_SPENT}
 _USER_ONLY_NOTE = ("Read from your own ctxlayer.toml and the editor's settings only, never "
@@ -99,7 +103,8 @@ class WorkspaceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     agent_files: Annotated[
         list[str],
         Meta(description="Agent instruction file names looked up in the user's config folder, "
-             "then from the home folder down to the workspace, in this order per folder."),
+             "then from the home folder down to the workspace, in this order per folder. " +
+             _USER_ONLY_NOTE.format(why=_HOME_FILES)),
     ] = msgspec.field(default_factory=lambda: list(AGENT_FILES))
     agent_file_max_chars: Annotated[
         int, Meta(ge=0, description="An agent file longer than this is left out.")
