@@ -4,6 +4,7 @@ Bad input must end with one line saying what to fix and exit code 2, never a tra
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -123,6 +124,23 @@ def test_prompt_describes_the_tools_of_a_file_in_either_shape(tmp_path):
     p = run("prompt", str(tmp_path), "--tools", str(bad))
     assert p.returncode == 2 and "--tools" in p.stderr and "tool [0]" in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_prompt_reads_the_users_settings_as_the_daemon_does(tmp_path):
+    """`ctxlayer prompt` read only the workspace's ctxlayer.toml: the files the user selected
+    in their own settings were missing from the prompt it showed, not from the daemon's."""
+    ws, config = tmp_path / "ws", tmp_path / "config"
+    ws.mkdir()
+    (config / "ctxlayer").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    (ws / "NOTES.md").write_text("The deploy script lives in ops/.\n")
+    (config / "ctxlayer" / "ctxlayer.toml").write_text('[workspace]\nfiles = ["NOTES.md"]\n')
+    env = {**os.environ, "XDG_CONFIG_HOME": str(config), "HOME": str(tmp_path)}
+    p = subprocess.run([*CLI, "prompt", str(ws), "--json"], capture_output=True, text=True,
+                       timeout=120, env=env)
+    assert p.returncode == 0, p.stderr
+    content = "\n".join(m["content"] for m in json.loads(p.stdout)["messages"])
+    assert "The deploy script lives in ops/." in content
 
 
 def test_prompt_on_a_missing_folder_says_so(tmp_path):

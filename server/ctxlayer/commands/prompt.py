@@ -29,7 +29,7 @@ def add_arguments(parser) -> None:
 
 def build(path: Path, model: str | None, **spec_fields):
     """The SystemPrompt for a workspace folder (also used by `ctxlayer demo`)."""
-    from ctxlayer.config import load_config
+    from ctxlayer.config import default_user_config_dir, load_config
     from ctxlayer.core.prompt import PromptSpec, build_system_prompt
     from ctxlayer.tokenizers import counter_for, prompt_traits
     from ctxlayer.workspace import Workspace
@@ -37,7 +37,8 @@ def build(path: Path, model: str | None, **spec_fields):
     if not path.is_dir():
         raise UsageError(f"{path}: not a folder; name the workspace folder to describe")
     counter = counter_for(model)
-    config, problems = load_config(path.resolve(), None, None)
+    # the user's settings as the editor's daemon reads them: what this shows is what it builds
+    config, problems = load_config(path.resolve(), default_user_config_dir(), None)
     for problem in problems:
         print(f"ctxlayer: config: {problem}", file=sys.stderr)
     segment = Workspace(path.resolve(), config, counter.count).scan()
