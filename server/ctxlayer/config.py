@@ -154,12 +154,15 @@ class TrimConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     tail_lines: Annotated[int, Meta(ge=0, description="Lines kept at the end of a "
                                     "truncated block.")] = _TRIM.tail_lines
 
-    def options(self, strategy: str | None = None):
-        """The core's `TrimOptions` for these settings; `strategy` (a request's own) wins
-        over the default."""
-        return TrimOptions(strategy=strategy or self.strategy,  # type: ignore[arg-type]
-                           tool_output_cap=self.tool_output_cap,
-                           head_lines=self.head_lines, tail_lines=self.tail_lines)
+    def options(self, strategy: str | None = None, fmt: str = "ctxlayer"):
+        """The core's `TrimOptions` for these settings and a conversation in `fmt` (in a
+        provider's format one that fits goes as it came); `strategy` (a request's own) wins
+        over the default. The daemon's ctx/trim and `ctxlayer trim` both take them here."""
+        from ctxlayer.core.formats import trim_options
+
+        return trim_options(fmt, strategy=strategy or self.strategy,  # type: ignore[arg-type]
+                            tool_output_cap=self.tool_output_cap,
+                            head_lines=self.head_lines, tail_lines=self.tail_lines)
 
 
 _MODES = DEFAULT_MODES

@@ -143,6 +143,33 @@ def test_prompt_reads_the_users_settings_as_the_daemon_does(tmp_path):
     assert "The deploy script lives in ops/." in content
 
 
+def test_trim_takes_the_trim_settings_the_daemon_takes(tmp_path):
+    """`[trim]` of ctxlayer.toml (the user's, then the folder's) is what ctx/trim runs with;
+    `ctxlayer trim` ran the built-in defaults whatever the user had set."""
+    ws, config = tmp_path / "ws", tmp_path / "config"
+    ws.mkdir()
+    (config / "ctxlayer").mkdir(parents=True)
+    (config / "ctxlayer" / "ctxlayer.toml").write_text('[trim]\nstrategy = "priority"\n')
+    log = "\n".join(f"step {k}: ok" for k in range(400))
+    chat = json.dumps([{"role": "user", "content": "run it"},
+                       {"role": "assistant", "content": f"It printed:\n```\n{log}\n```\n"},
+                       {"role": "user", "content": "?"}])
+    env = {**os.environ, "XDG_CONFIG_HOME": str(config), "HOME": str(tmp_path)}
+
+    def trimmed(*flags: str) -> subprocess.CompletedProcess:
+        return subprocess.run([*CLI, "trim", "--budget", "800", "--workspace", str(ws), *flags],
+                              input=chat, capture_output=True, text=True, timeout=120, env=env)
+
+    p = trimmed()
+    assert p.returncode == 0 and ", priority, ctxlayer)" in p.stderr, p.stderr
+    assert ", pipeline, ctxlayer)" in trimmed("--strategy", "pipeline").stderr  # the flag wins
+    (ws / "ctxlayer.toml").write_text("[trim]\nhead_lines = 2\ntail_lines = 2\n")
+    few = json.loads(trimmed("--strategy", "pipeline").stdout)["messages"][1]["content"]
+    (ws / "ctxlayer.toml").write_text("[trim]\nhead_lines = 30\ntail_lines = 30\n")
+    many = json.loads(trimmed("--strategy", "pipeline").stdout)["messages"][1]["content"]
+    assert "step 1: ok" in few and "step 5: ok" not in few and "step 25: ok" in many
+
+
 def test_prompt_on_a_missing_folder_says_so(tmp_path):
     p = run("prompt", str(tmp_path / "nope"))
     assert p.returncode == 2 and "not a folder" in p.stderr

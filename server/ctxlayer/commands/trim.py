@@ -43,7 +43,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--reserve-output", type=positive, default=None,
                         help="tokens kept free for the reply when --budget is absent (default: "
                         "the body's max_completion_tokens or max_tokens, else the model's usual)")
-    parser.add_argument("--strategy", choices=("pipeline", "priority"), default="pipeline")
+    parser.add_argument("--strategy", choices=("pipeline", "priority"), default=None,
+                        help="default: [trim] strategy of ctxlayer.toml (the user's, then the "
+                        "--workspace folder's), else pipeline")
     parser.add_argument("--doc", action="append", default=[], metavar="FILE",
                         help="a retrieved document to include (P3); repeatable")
     parser.add_argument("--workspace", default=".", metavar="PATH",
@@ -55,7 +57,8 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from pathlib import Path
 
-    from ctxlayer.core.formats import encode, trim_options
+    from ctxlayer.config import default_user_config_dir, load_config
+    from ctxlayer.core.formats import encode
     from ctxlayer.core.text import counted
     from ctxlayer.core.tokens import tools_tokens  # the gateway's count
     from ctxlayer.core.trim import trim
@@ -79,8 +82,13 @@ def run(args) -> int:
                          f"{budget}")
     docs = [read_input(d) for d in args.doc]
     attachments = read_attachments(Path(args.workspace), attached_paths(messages))
+    # `[trim]` as the daemon's ctx/trim reads it: the user's settings, then the folder's
+    config, problems = load_config(Path(args.workspace).resolve(), default_user_config_dir())
+    for problem in problems:
+        print(f"ctxlayer: config: {problem}", file=sys.stderr)
+    options = config.trim.options(args.strategy, decoded.fmt)
     report = trim(messages, budget - tools, counter, docs=docs, attachments=attachments,
-                  options=trim_options(decoded.fmt, strategy=args.strategy))
+                  options=options)
     encoded = encode(decoded, report.messages)
     dropped = [*report.dropped, *(e for e in encoded.audit if e.action == "dropped")]
     truncated = [*report.truncated, *(e for e in encoded.audit if e.action != "dropped")]
@@ -95,6 +103,6 @@ def run(args) -> int:
     sys.stdout.write(msgspec.json.encode(result).decode() + "\n")
     if not args.quiet:
         print(f"trim: {counted(len(messages), 'message')} in, {len(report.messages)} kept, "
-              f"{audit['tokens']}/{budget} tokens ({info.name}, {args.strategy}, {decoded.fmt}); "
+              f"{audit['tokens']}/{budget} tokens ({info.name}, {options.strategy}, {decoded.fmt}); "
               f"{len(dropped)} dropped, {len(truncated)} shortened", file=sys.stderr)
     return 0

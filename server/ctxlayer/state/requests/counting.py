@@ -83,14 +83,7 @@ def trim(caller: Caller, p: protocol.TrimParams) -> protocol.TrimResult:
 def trim_options(caller: Caller, strategy: str | None, fmt: str):
     """The trim options of this workspace's `[trim]` settings for a conversation in `fmt`
     (the request's strategy first)."""
-    from ctxlayer.core import formats
+    from ctxlayer.config import TrimConfig
 
-    cfg = getattr(caller.policy.config, "trim", None)
-    fields = {}
-    for name in ("strategy", "tool_output_cap", "head_lines", "tail_lines"):
-        value = getattr(cfg, name, None)
-        if value is not None:
-            fields[name] = value
-    if strategy is not None:
-        fields["strategy"] = strategy
-    return formats.trim_options(fmt, **fields)  # type: ignore[arg-type]
+    cfg = getattr(caller.policy.config, "trim", None) or TrimConfig()
+    return cfg.options(strategy, fmt)
