@@ -230,3 +230,34 @@ def test_priority_leaves_new_information_whole():
             ("a1", "assistant", _prose(40, "router")), ("u2", "user", 3), ("a2", "assistant", 3)]
     r = check(rows, 200, ["s", "u2", "a2"], strategy="priority", recent=2)
     assert not any(e.action == "compressed" for e in r.truncated)
+
+
+LOG = "\n".join(f"step {k}: queue drained" for k in range(400))
+
+
+@pytest.mark.parametrize("who", ["user", "assistant"])
+def test_a_long_plain_message_comes_back_shortened_in_the_room_the_fit_left(who):
+    """A message with no code block to cut and no outline (a pasted log, long prose) went
+    whole: a 2,400-token message from a budget of 800 with 793 left, and the request went out
+    with 12 tokens."""
+    other = "assistant" if who == "user" else "user"
+    rows = [("u1", "user", "run it"), ("m", who, LOG), ("a", other, "ok"), ("q", "user", "?")]
+    if who == "user":
+        rows = [("m", who, LOG), ("a", other, "ok"), ("q", "user", "?")]
+    report = trim(conv(*rows), 800, WORDS, options=TrimOptions(fmt=CONTENT_ONLY))
+    kept = {m.id: m.content for m in report.messages}
+    assert "m" in kept and report.tokens >= 0.85 * 800, report.tokens
+    assert kept["m"].startswith("step 0: queue drained") and "step 399" in kept["m"]
+    assert not report.dropped
+    (entry,) = [e for e in report.truncated if e.message_id == "m"]
+    assert entry.action == "truncated" and entry.tokens_before > 800 >= entry.tokens_after
+    # trimmed again, it stays as it is
+    again = trim(report.messages, 800, WORDS, options=TrimOptions(fmt=CONTENT_ONLY))
+    assert [m.content for m in again.messages] == [m.content for m in report.messages]
+
+
+def test_a_message_dropped_with_its_tool_call_does_not_come_back_alone():
+    rows = [("u1", "user", "run it"), ("c", "assistant", LOG, {"calls": ["t1"]}),
+            ("r", "tool", "done", {"tool_call_id": "t1"}), ("q", "user", "?")]
+    report = trim(conv(*rows), 800, WORDS, options=TrimOptions(fmt=CONTENT_ONLY))
+    assert [m.id for m in report.messages] == ["u1", "q"]

@@ -31,6 +31,9 @@ before history. Then:
 - `priority`: cut P3 documents first, then
   P2 older history (truncate, then drop oldest first), then P1 recent messages; P0 (system and
   pinned) never.
+Then (pipeline) the room the fit left brings back the messages it dropped whole that
+stand alone (no tool call, not a result, not a document), newest first, each as its head and
+tail (an outline for JSON or a log) in the room left, when at least MIN_RECLAIM tokens.
 Last (both strategies), the room the fit left, when a cap's worth or more, goes back to the
 tool outputs it outlined, newest first: each is outlined again from its original at a cap grown
 by that room, so an outline grows with the room it has and nothing kept is dropped for it.
@@ -79,6 +82,9 @@ class TrimOptions(msgspec.Struct, frozen=True, kw_only=True):
     #: its cut part; off by default: a cold trim of a long chat outlines hundreds of outputs
     #: and reading the facts of each would triple its time
     name_cut_facts: bool = False
+    #: the room the fit left brings back, shortened, the lone messages it dropped whole; off
+    #: for a caller that decides itself what a message becomes (ctx/prepare's window)
+    reclaim: bool = True
 
 
 class TrimReport(msgspec.Struct, kw_only=True):
@@ -142,6 +148,8 @@ def trim(
         fit.reduce(w, budget, sh)
         fit.limit(w, budget)
     fit.restore_orphaned_refs(w, refs, budget)
+    if options.reclaim and options.strategy == "pipeline":  # priority decided its own drops
+        fit.reclaim(w, budget, sh)
     fit.regrow(w, budget, sh)  # last: only the room nothing else needs
     return TrimReport(messages=w.kept(), tokens=w.total, budget=budget, dropped=w.dropped,
                       truncated=w.changed)

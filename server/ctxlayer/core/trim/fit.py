@@ -251,6 +251,39 @@ def regrow(w: Work, budget: int, sh: Shortener) -> None:
             return
 
 
+#: the fewest tokens of text a dropped message comes back in: less of it says too little
+MIN_RECLAIM = 64
+
+
+def reclaim(w: Work, budget: int, sh: Shortener) -> None:
+    """The room the fit left goes to the messages it dropped whole that stand alone (no tool
+    call, not a result, not a document: a long message of prose or a pasted log, with no code
+    block to cut), newest first: each comes back as its head and tail (an outline for JSON or
+    a log) in the room left. A 2,400-token message went whole from a budget of 800 with 793
+    tokens left, and the request went out with 12 of them."""
+    left = budget - w.total
+    if left < MIN_RECLAIM:
+        return
+    gone = sorted((e.index for e in w.dropped if e.index is not None
+                   and e.reason.startswith("over budget: ")), reverse=True)
+    for i in gone:
+        m = w.msgs[i]
+        if m.tool_calls or m.role in ("tool", "system") or m.tool_call_id is not None \
+                or m.kind == "doc" or w.group[i] in w.members:
+            continue
+        body = left - w.extra[i]
+        if body < MIN_RECLAIM:
+            return
+        text = w.content[i]
+        out = sh.memo.get(("reclaim", body), text, lambda t=text, b=body: shorten(
+            t, b, w.counter, keep_head=True))
+        if out is None:
+            continue
+        kept = {"json": "JSON outline", "log": "log outline"}.get(out.method, "head and tail")
+        left -= w.revive(i, out.text, w.counter.count(out.text), f"over budget: kept its {kept} "
+                         f"in the {left} tokens the fit left")
+
+
 def check_fixed(w: Work, fixed: set[int], budget: int) -> int:
     cost = w.fmt.reply_priming + sum(w.tokens[i] for i in fixed)
     if cost > budget:

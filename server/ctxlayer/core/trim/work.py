@@ -148,6 +148,18 @@ class Work:
         self.changed.append(self._entry(i, action, reason, before, after))
         return before - after
 
+    def revive(self, i: int, content: str, body: int, reason: str) -> int:
+        """Bring back message i, dropped, as `content` (of `body` tokens of text): its drop
+        entry becomes one `truncated` entry. Returns the tokens it takes."""
+        k = next(k for k, e in enumerate(self.dropped) if e.index == i)
+        before = self.dropped.pop(k).tokens_before
+        after = self.extra[i] + body
+        self.alive[i] = True
+        self.content[i], self.tokens[i] = content, after
+        self.total += after
+        self.changed.append(self._entry(i, "truncated", reason, before, after))
+        return after
+
     def redo(self, k: int, content: str, body: int, reason: str) -> int:
         """Change again the message of entry k of `changed` (to `content`, of `body` tokens of
         text): its one entry says the new size and reason. Returns the tokens it grew by."""
