@@ -163,11 +163,9 @@ def test_trim_takes_the_trim_settings_the_daemon_takes(tmp_path):
     p = trimmed()
     assert p.returncode == 0 and ", priority, ctxlayer)" in p.stderr, p.stderr
     assert ", pipeline, ctxlayer)" in trimmed("--strategy", "pipeline").stderr  # the flag wins
-    (ws / "ctxlayer.toml").write_text("[trim]\nhead_lines = 2\ntail_lines = 2\n")
-    few = json.loads(trimmed("--strategy", "pipeline").stdout)["messages"][1]["content"]
-    (ws / "ctxlayer.toml").write_text("[trim]\nhead_lines = 30\ntail_lines = 30\n")
-    many = json.loads(trimmed("--strategy", "pipeline").stdout)["messages"][1]["content"]
-    assert "step 1: ok" in few and "step 5: ok" not in few and "step 25: ok" in many
+    # the folder's file over the user's
+    (ws / "ctxlayer.toml").write_text('[trim]\nstrategy = "pipeline"\n')
+    assert ", pipeline, ctxlayer)" in trimmed().stderr
 
 
 def test_prompt_on_a_missing_folder_says_so(tmp_path):

@@ -261,3 +261,17 @@ def test_a_message_dropped_with_its_tool_call_does_not_come_back_alone():
             ("r", "tool", "done", {"tool_call_id": "t1"}), ("q", "user", "?")]
     report = trim(conv(*rows), 800, WORDS, options=TrimOptions(fmt=CONTENT_ONLY))
     assert [m.id for m in report.messages] == ["u1", "q"]
+
+
+def test_a_cut_code_block_keeps_as_many_lines_as_the_room_left_holds():
+    """A 400-line block was cut to 10+10 lines whatever the room: 146 of an 800-token
+    budget used."""
+    rows = [("u1", "user", "run it"), ("a", "assistant", code(400)), ("q", "user", "?")]
+    report = trim(conv(*rows), 800, WORDS, options=TrimOptions(fmt=CONTENT_ONLY))
+    (kept,) = [m.content for m in report.messages if m.id == "a"]
+    assert report.tokens >= 0.85 * 800, report.tokens
+    assert "x0 = 0" in kept and "x399 = 399" in kept and "x30 = 30" in kept
+    (entry,) = [e for e in report.truncated if e.message_id == "a"]
+    assert "the room the fit left" in entry.reason
+    again = trim(report.messages, 800, WORDS, options=TrimOptions(fmt=CONTENT_ONLY))
+    assert [m.content for m in again.messages] == [m.content for m in report.messages]

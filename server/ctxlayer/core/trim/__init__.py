@@ -34,9 +34,11 @@ before history. Then:
 Then (pipeline) the room the fit left brings back the messages it dropped whole that
 stand alone (no tool call, not a result, not a document), newest first, each as its head and
 tail (an outline for JSON or a log) in the room left, when at least MIN_RECLAIM tokens.
-Last (both strategies), the room the fit left, when a cap's worth or more, goes back to the
+Then (both strategies), the room the fit left, when a cap's worth or more, goes back to the
 tool outputs it outlined, newest first: each is outlined again from its original at a cap grown
 by that room, so an outline grows with the room it has and nothing kept is dropped for it.
+Last, what they left goes to the code and details blocks cut to head+tail lines, newest first:
+each is cut again from its original keeping as many lines at each end as the room holds.
 The newest user message (the question) is always kept: when it alone does not fit beside the
 pinned content it is shortened (head and tail, an outline for JSON or a log) to what the rest
 of the history leaves of the room, at least half of it; only when even that is impossible is
@@ -150,6 +152,8 @@ def trim(
     fit.restore_orphaned_refs(w, refs, budget)
     if options.reclaim and options.strategy == "pipeline":  # priority decided its own drops
         fit.reclaim(w, budget, sh)
-    fit.regrow(w, budget, sh)  # last: only the room nothing else needs
+    fit.regrow(w, budget, sh)  # only the room nothing else needs
+    if options.reclaim:
+        fit.regrow_blocks(w, budget, sh)  # what the tool outputs left of it
     return TrimReport(messages=w.kept(), tokens=w.total, budget=budget, dropped=w.dropped,
                       truncated=w.changed)

@@ -284,6 +284,63 @@ def reclaim(w: Work, budget: int, sh: Shortener) -> None:
                          f"in the {left} tokens the fit left")
 
 
+#: tries of a regrown block cut (a few halvings between what fits and what does not)
+REGROW_BLOCK_TRIES = 8
+
+
+def regrow_blocks(w: Work, budget: int, sh: Shortener) -> None:
+    """The room left goes back to the code and details blocks the fit cut to `head`+`tail`
+    lines, newest first: each is cut again from its original keeping as many lines at each
+    end as the room holds (a 400-line block cut to 10+10 lines left 650 of an 800-token
+    budget empty). When the whole text fits it comes back whole."""
+    left = budget - w.total
+    if left < MIN_RECLAIM:
+        return
+    entries = {e.index: k for k, e in enumerate(w.changed) if e.action == "truncated"
+               and e.reason.startswith("over budget: middle of long code")}
+    for i in sorted(entries, reverse=True):
+        if not w.alive[i]:
+            continue
+        original, count = w.original[i], w.counter.count
+        if w.extra[i] + count(original) != w.changed[entries[i]].tokens_before:
+            continue  # an earlier stage changed it before its cut: not cut from that
+        room = w.tokens[i] - w.extra[i] + left
+        best = _most_lines(original, room, sh.head, count)
+        if best is None:
+            continue
+        text, body, n = best
+        reason = ("over budget: kept whole in the room the fit left" if n is None else
+                  f"over budget: middle of long code/details blocks cut to {n}+{n} lines, "
+                  "the room the fit left")
+        left -= w.redo(entries[i], text, body, reason)
+        if left < MIN_RECLAIM:
+            return
+
+
+def _most_lines(original: str, room: int, head: int, count) -> tuple[str, int, int | None] | None:
+    """(text, its tokens, lines kept at each end or None when whole) of `original` with its
+    long blocks cut to the most lines at each end that fit in `room` tokens, more than
+    `head`; None when no more fit."""
+    whole = count(original)
+    if whole <= room:
+        return original, whole, None
+    lo, hi, best = head, None, None  # lo fits (the fit's own cut), hi does not
+    n = head * 2
+    for _ in range(REGROW_BLOCK_TRIES):
+        cut = truncate_blocks(original, n, n)
+        if cut is None:
+            break
+        body = count(cut)
+        if body <= room:
+            lo, best = n, (cut, body, n)
+        else:
+            hi = n
+        if hi is not None and hi - lo <= max(1, lo // 8):
+            break
+        n = lo * 2 if hi is None else (lo + hi) // 2
+    return best
+
+
 def check_fixed(w: Work, fixed: set[int], budget: int) -> int:
     cost = w.fmt.reply_priming + sum(w.tokens[i] for i in fixed)
     if cost > budget:
