@@ -275,3 +275,11 @@ def test_a_cut_code_block_keeps_as_many_lines_as_the_room_left_holds():
     assert "the room the fit left" in entry.reason
     again = trim(report.messages, 800, WORDS, options=TrimOptions(fmt=CONTENT_ONLY))
     assert [m.content for m in again.messages] == [m.content for m in report.messages]
+
+
+def test_a_cut_block_regrows_from_no_lines_kept_at_its_ends_too():
+    rows = [("u1", "user", "run it"), ("a", "assistant", code(400)), ("q", "user", "?")]
+    report = trim(conv(*rows), 800, WORDS, options=TrimOptions(fmt=CONTENT_ONLY, head_lines=0,
+                                                                tail_lines=0))
+    (kept,) = [m.content for m in report.messages if m.id == "a"]
+    assert report.tokens >= 0.85 * 800 and "x0 = 0" in kept and "x399 = 399" in kept

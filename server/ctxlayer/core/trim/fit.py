@@ -325,7 +325,7 @@ def _most_lines(original: str, room: int, head: int, count) -> tuple[str, int, i
     if whole <= room:
         return original, whole, None
     lo, hi, best = head, None, None  # lo fits (the fit's own cut), hi does not
-    n = head * 2
+    n = max(1, head) * 2  # head_lines may be 0
     for _ in range(REGROW_BLOCK_TRIES):
         cut = truncate_blocks(original, n, n)
         if cut is None:
@@ -337,7 +337,7 @@ def _most_lines(original: str, room: int, head: int, count) -> tuple[str, int, i
             hi = n
         if hi is not None and hi - lo <= max(1, lo // 8):
             break
-        n = lo * 2 if hi is None else (lo + hi) // 2
+        n = max(1, lo) * 2 if hi is None else (lo + hi) // 2
     return best
 
 
