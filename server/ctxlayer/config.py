@@ -338,27 +338,27 @@ def load_config(
     table is ignored as a whole. Never raises.
     """
     messages: list[str] = []
-    layers: list[tuple[str, dict]] = []
-    files = []
+    # (source, its settings, what it may not set): the user's own file and the editor's
+    # settings may set anything, the workspace's file not USER_ONLY
+    layers: list[tuple[str, dict, Mapping[str, str]]] = []
+    files: list[tuple[Path, Mapping[str, str]]] = []
     if user_config_dir is not None:
-        files.append(Path(user_config_dir) / CONFIG_FILE)
-    files.append(Path(workspace) / CONFIG_FILE)
-    for path in files:
+        files.append((Path(user_config_dir) / CONFIG_FILE, {}))
+    files.append((Path(workspace) / CONFIG_FILE, USER_ONLY))
+    for path, refused in files:
         data = _read_toml(path, messages)
         if data is not None:
-            layers.append((str(path), data))
-    ours = {str(Path(user_config_dir) / CONFIG_FILE)} if user_config_dir is not None else set()
+            layers.append((str(path), data, refused))
     if overrides is not None:
         if isinstance(overrides, dict):
-            layers.append(("initializationOptions.config", overrides))
+            layers.append(("initializationOptions.config", overrides, {}))
         else:
             messages.append(
                 f"initializationOptions.config: expected an object, got "
                 f"{type(overrides).__name__}; ignored"
             )
     values: dict[str, Any] = {}
-    for source, data in layers:
-        refused = {} if source in ours or source.startswith("initialization") else USER_ONLY
+    for source, data, refused in layers:
         _merge_into(values, data, source, Config, "", messages, refused)
     return _build(Config, values), messages
 
