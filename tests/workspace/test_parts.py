@@ -196,6 +196,23 @@ def test_selected_files_order_refusals_and_budget(repo, home, tmp_path):
     assert make_ws(repo, home, files=[]).scan().parts[1].text == ""
 
 
+def test_files_that_hold_secrets_are_never_selected(repo, home):
+    """A project's ctxlayer.toml naming `.env` (git-ignored, so the user's own) sent the keys
+    in it to the provider with every prompt."""
+    write(repo, ".env", "OPENAI_API_KEY=sk-live-123\n")
+    write(repo, ".env.production", "DB_PASSWORD=hunter2\n")
+    write(repo, ".env.example", "OPENAI_API_KEY=\n")
+    write(repo, "deploy/server.pem", "-----BEGIN PRIVATE KEY-----\n")
+    write(repo, "config/credentials", "[default]\naws_secret_access_key = abc\n")
+    seg = make_ws(repo, home, files=[".env", ".env.*", "deploy/*", "config/credentials"]).scan()
+    assert "sk-live-123" not in seg.text and "hunter2" not in seg.text
+    assert "PRIVATE KEY" not in seg.text and "aws_secret" not in seg.text
+    assert "## .env.example" in part(seg, "files").text  # a template holds no values
+    why = reasons(seg, "files")
+    for name in (".env", ".env.production", "deploy/server.pem", "config/credentials"):
+        assert why[name].startswith("may hold secrets"), why
+
+
 # --- agent files -------------------------------------------------------------------------------
 
 

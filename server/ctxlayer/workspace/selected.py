@@ -3,8 +3,8 @@
 Owns: matching the config globs against the workspace's file list (a glob-free pattern may also
 name an ignored file directly), the order (README first, then pattern order), refusing any path
 that leaves the workspace (`..`, absolute, or a symlink resolving outside; loops too), never
-including lockfiles, minified or binary files, and the character budget. Reads the chosen files
-only.
+including lockfiles, minified or binary files, or files that hold secrets (`.env`, keys), and
+the character budget. Reads the chosen files only.
 """
 
 from __future__ import annotations
@@ -40,6 +40,23 @@ class FilesText:
     text: str
     left_out: list[LeftOut]
     used: tuple[str, ...]  # workspace-relative paths included
+
+
+#: file names that hold secrets (keys, tokens, passwords): never sent, whatever selects them
+#: (a project's ctxlayer.toml naming `.env` sent the user's keys to the provider)
+SECRET_NAMES = {".env", ".netrc", ".npmrc", ".pypirc", ".pgpass", ".git-credentials",
+                "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "credentials", ".htpasswd"}
+SECRET_SUFFIXES = (".pem", ".key", ".p12", ".pfx", ".keystore", ".jks")
+#: `.env.<x>` files that are templates, without the values
+ENV_TEMPLATES = {".env.example", ".env.sample", ".env.template", ".env.dist"}
+
+
+def may_hold_secrets(name: str) -> bool:
+    lower = name.lower()
+    if lower in ENV_TEMPLATES:
+        return False
+    return (lower in SECRET_NAMES or lower.startswith(".env.") or lower.endswith(".env")
+            or lower.endswith(SECRET_SUFFIXES))
 
 
 def is_lockfile(name: str) -> bool:
@@ -137,6 +154,9 @@ def render_files(root: Path, patterns: list[str], files: list[str], char_budget:
             continue
         if is_lockfile(name):
             leave(rel, "lockfile")
+            continue
+        if may_hold_secrets(name):
+            leave(rel, "may hold secrets (keys, tokens, passwords): never sent")
             continue
         try:
             size = real.stat().st_size
