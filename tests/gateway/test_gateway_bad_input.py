@@ -118,3 +118,14 @@ def test_an_unreachable_upstream_is_a_502(world):
     assert answer.status_code == 502
     error = answer.json()["error"]
     assert error["type"] == "server_error" and "cannot reach the upstream" in error["message"]
+
+
+def test_an_output_room_as_large_as_the_window_is_refused_naming_it(stack):
+    """`max_tokens` at or past the model's window left the prompt a budget of one token, and
+    the answer said the newest message alone was over it."""
+    with pytest.raises(openai.BadRequestError) as raised:
+        stack.openai().chat.completions.create(
+            model="gpt-4o", max_tokens=128_000, messages=[{"role": "user", "content": "hi"}])
+    assert raised.value.param == "max_tokens"
+    assert "leave no room for the prompt in the 128,000-token window" in str(raised.value)
+    assert stack.standin.requests() == []

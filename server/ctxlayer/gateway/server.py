@@ -124,6 +124,10 @@ def read_hints(headers: Any) -> Hints:
                  session=headers.get("x-claude-code-session-id") or None, betas=betas)
 
 
+#: the body keys that ask for the output room: too large a one leaves a window no room
+OUTPUT_ROOM = frozenset({"max_tokens", "max_completion_tokens", "max_output_tokens"})
+
+
 class GatewayServer:
     """The gateway of one workspace (the caller's), listening on loopback."""
 
@@ -317,7 +321,9 @@ class GatewayServer:
         except ContextError as exc:
             log.info("%s request refused (%s): %s", fmt, exc.kind, exc)
             err = GatewayError.from_context(exc)
-            learned = self.learned.get(model) if exc.kind == "pinned_over_budget" else None
+            # a window too small for the request: its own content, or the output it asks for
+            small = exc.kind == "pinned_over_budget" or exc.field in OUTPUT_ROOM
+            learned = self.learned.get(model) if small else None
             if learned is not None:  # why the budget is that small, where the user reads it
                 err = GatewayError(err.status, f"{err}; {learned[1]}: raise the server's "
                                    "context for this model (Ollama: OLLAMA_CONTEXT_LENGTH, or "
