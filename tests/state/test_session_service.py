@@ -398,3 +398,40 @@ def test_a_change_between_a_daemons_look_and_its_write_is_read_at_its_next_reque
     b.add_rule(WS, "s", protocol.RuleSpec(text="Never touch the lock file.", weight=5))
     text = _assembled(b)
     assert "Always run the tests." in text and "Never touch the lock file." in text
+
+
+def test_a_rule_another_daemon_names_alike_at_the_same_instant_keeps_both(tmp_path):
+    """Both daemons name their next rule `rule-N` from what they read; the second write
+    replaced the first's rule (INSERT OR REPLACE) when it landed between the other's look and
+    its write. Now the second finds the id taken, reads the session again and takes the next."""
+    a, b = _two(tmp_path)
+    _assembled(b)
+    put_rule = b.store.put_rule
+
+    def racing(*args, **kw):  # a's rule, named as b's will be, lands first
+        a.add_rule(WS, "s", protocol.RuleSpec(text="Always run the tests.", weight=5))
+        b.store.put_rule = put_rule  # once
+        return put_rule(*args, **kw)
+
+    b.store.put_rule = racing  # type: ignore[method-assign]
+    mine = b.add_rule(WS, "s", protocol.RuleSpec(text="Never touch the lock file.", weight=5))
+    texts = {r.text: r.id for r in service(tmp_path).store.rules(a.store.get(WS, "s").sid)}
+    assert set(texts) == {"Always run the tests.", "Never touch the lock file."}
+    assert texts["Never touch the lock file."] == mine.rule_id
+    assert "Always run the tests." in _assembled(b)
+
+
+def test_a_working_item_another_daemon_names_alike_at_the_same_instant_keeps_both(tmp_path):
+    a, b = _two(tmp_path)
+    _assembled(b)
+    put_items = b.store.put_items
+
+    def racing(*args, **kw):
+        a.add_item(WS, "s", protocol.WorkingItemSpec(kind="note", content="the port is 8080"))
+        b.store.put_items = put_items  # once
+        return put_items(*args, **kw)
+
+    b.store.put_items = racing  # type: ignore[method-assign]
+    b.add_item(WS, "s", protocol.WorkingItemSpec(kind="note", content="use uv, not pip"))
+    stored = service(tmp_path).store.items(a.store.get(WS, "s").sid)
+    assert {it.content for it in stored} == {"the port is 8080", "use uv, not pip"}

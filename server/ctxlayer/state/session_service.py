@@ -20,6 +20,7 @@ import threading
 from bisect import bisect_left
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import TypeVar
 
 import msgspec
 
@@ -102,6 +103,9 @@ class LiveSession:
         self.last_audit: list[AuditEntry] | None = None
         #: another daemon changed it just before this one's last write: read it again
         self.stale = False
+
+
+T = TypeVar("T")
 
 
 def _table_band(model: str) -> float:
@@ -226,14 +230,19 @@ class SessionService:
         """Append messages; `raws[k]`, when given, is the provider message messages[k] came
         from (core/formats/stored.py), kept beside it as it came."""
         with self._lock:
-            for _ in range(APPEND_TRIES - 1):
-                try:
-                    return self._append(workspace, session_id, messages, raws)
-                except SeqTaken:
-                    # another daemon on the state folder appended to this session (two
-                    # editors on one workspace share it): read it again, append after it
-                    self._reload(workspace, session_id)
-            return self._append(workspace, session_id, messages, raws)
+            return self._retried(workspace, session_id,
+                                 lambda: self._append(workspace, session_id, messages, raws))
+
+    def _retried(self, workspace: str, session_id: str, write: Callable[[], T]) -> T:
+        """`write`, again after reading the session anew when another daemon on the state
+        folder (two editors on one workspace share it) took the positions or the id it chose
+        from what it had read: it goes after the other's."""
+        for _ in range(APPEND_TRIES - 1):
+            try:
+                return write()
+            except SeqTaken:  # IdTaken too
+                self._reload(workspace, session_id)
+        return write()
 
     def _fresh(self, workspace: str, session_id: str) -> LiveSession:
         """The session as the store holds it: read again when another daemon on the state
@@ -303,42 +312,52 @@ class SessionService:
 
     def add_item(self, workspace: str, session_id: str, spec: protocol.WorkingItemSpec) -> str:
         with self._lock:
-            live = self._fresh(workspace, session_id)
-            content = spec.content
-            if spec.kind in LOG_KINDS:
-                content = sanitize_log(content)
-            seq = live.next_item
-            item_id = spec.id or f"item-{seq}"
-            live.items = [it for it in live.items if it.id != item_id]
-            item = new_item(item_id, spec.kind, content, optional=spec.optional,
-                            source=spec.source, seq=seq)
-            live.items.append(item)
-            live.next_item += 1
-            self._wrote(live, self.store.put_items(live.row.sid, [item]))
-            return item_id
+            return self._retried(workspace, session_id,
+                                 lambda: self._add_item(workspace, session_id, spec))
+
+    def _add_item(self, workspace: str, session_id: str, spec: protocol.WorkingItemSpec) -> str:
+        live = self._fresh(workspace, session_id)
+        content = spec.content
+        if spec.kind in LOG_KINDS:
+            content = sanitize_log(content)
+        seq = live.next_item
+        item_id = spec.id or f"item-{seq}"
+        live.items = [it for it in live.items if it.id != item_id]
+        item = new_item(item_id, spec.kind, content, optional=spec.optional,
+                        source=spec.source, seq=seq)
+        live.items.append(item)
+        live.next_item += 1
+        self._wrote(live, self.store.put_items(live.row.sid, [item], new=spec.id is None))
+        return item_id
 
     def add_rule(self, workspace: str, session_id: str,
                  spec: protocol.RuleSpec) -> protocol.SessionAddRuleResult:
         with self._lock:
-            live = self._fresh(workspace, session_id)
-            settings = self._settings(workspace)
-            if not spec.text.strip():
-                raise ContextError("invalid", "a rule needs text", field="rule.text")
-            before = {r.id for r in place_rules(live.rules, settings.rules).demoted}
-            rule_id = spec.id or f"rule-{live.next_rule}"
-            rule = Rule(id=rule_id, text=spec.text, weight=spec.weight, seq=live.next_rule)
-            live.rules = [r for r in live.rules if r.id != rule_id] + [rule]
-            live.next_rule += 1
-            demoted = place_rules(live.rules, settings.rules).demoted
-            newly = [r for r in demoted if r.id not in before]
-            audit = [AuditEntry(
-                action="demoted", reason=f"more than {settings.rules.max_rules} rules: the "
-                "lowest weight moves to the working zone", summary=one_line(r.text),
-                tokens_before=live.counter.count(r.text), tokens_after=live.counter.count(r.text),
-                message_id=r.id) for r in newly]
-            self._wrote(live, self.store.put_rule(live.row.sid, rule, self.clock(), audit))
-            return protocol.SessionAddRuleResult(rule_id=rule_id, demoted=[r.id for r in demoted],
-                                                 warning=imperative_warning(spec.text))
+            return self._retried(workspace, session_id,
+                                 lambda: self._add_rule(workspace, session_id, spec))
+
+    def _add_rule(self, workspace: str, session_id: str,
+                  spec: protocol.RuleSpec) -> protocol.SessionAddRuleResult:
+        live = self._fresh(workspace, session_id)
+        settings = self._settings(workspace)
+        if not spec.text.strip():
+            raise ContextError("invalid", "a rule needs text", field="rule.text")
+        before = {r.id for r in place_rules(live.rules, settings.rules).demoted}
+        rule_id = spec.id or f"rule-{live.next_rule}"
+        rule = Rule(id=rule_id, text=spec.text, weight=spec.weight, seq=live.next_rule)
+        live.rules = [r for r in live.rules if r.id != rule_id] + [rule]
+        live.next_rule += 1
+        demoted = place_rules(live.rules, settings.rules).demoted
+        newly = [r for r in demoted if r.id not in before]
+        audit = [AuditEntry(
+            action="demoted", reason=f"more than {settings.rules.max_rules} rules: the "
+            "lowest weight moves to the working zone", summary=one_line(r.text),
+            tokens_before=live.counter.count(r.text), tokens_after=live.counter.count(r.text),
+            message_id=r.id) for r in newly]
+        self._wrote(live, self.store.put_rule(live.row.sid, rule, self.clock(), audit,
+                                              new=spec.id is None))
+        return protocol.SessionAddRuleResult(rule_id=rule_id, demoted=[r.id for r in demoted],
+                                             warning=imperative_warning(spec.text))
 
     def remove_rule(self, workspace: str, session_id: str, rule_id: str) -> None:
         with self._lock:

@@ -85,6 +85,11 @@ class SeqTaken(StoreError):
     was read: the rows' positions are taken, nothing was written."""
 
 
+class IdTaken(SeqTaken):
+    """Another process gave a new rule or working item the id this one named from what it had
+    read (`rule-N`, `item-N`): nothing was written."""
+
+
 #: a LIMIT above any count: a larger one overflows SQLite's integers
 _ALL = 2**63 - 1
 
@@ -396,12 +401,17 @@ class SessionStore:
 
     # --- rules and items -----------------------------------------------------------------
 
-    def put_rule(self, sid: int, rule: Rule, now: str, audit: Iterable[AuditEntry] = ()) -> int:
-        """Add or replace a rule; the session's revision after."""
+    def put_rule(self, sid: int, rule: Rule, now: str, audit: Iterable[AuditEntry] = (), *,
+                 new: bool = False) -> int:
+        """Add or replace a rule; the session's revision after. `new`: an id this process
+        named, which another may have taken since (IdTaken, nothing written)."""
         batch = _audit_batch(audit)
         with self._tx() as c:
-            c.execute("INSERT OR REPLACE INTO rules (sid, rule_id, body) VALUES (?,?,?)",
-                      (sid, rule.id, _enc.encode(rule)))
+            try:
+                c.execute(f"INSERT {'' if new else 'OR REPLACE '}INTO rules (sid, rule_id, body) "
+                          "VALUES (?,?,?)", (sid, rule.id, _enc.encode(rule)))
+            except sqlite3.IntegrityError as err:  # the transaction is rolled back
+                raise IdTaken(f"rule {rule.id} of session {sid} was taken ({err})") from err
             self._add_audit(c, sid, batch, now)
             c.execute("UPDATE sessions SET updated_at=? WHERE sid=?", (now, sid))
             return self._bump(c, sid)
@@ -419,10 +429,19 @@ class SessionStore:
             rows = c.execute("SELECT body FROM rules WHERE sid=?", (sid,)).fetchall()
         return [_dec_rule.decode(r[0]) for r in rows]
 
-    def put_items(self, sid: int, items: Iterable[WorkingItem]) -> int:
-        """Add or replace working items; the session's revision after."""
+    def put_items(self, sid: int, items: Iterable[WorkingItem], *, new: bool = False) -> int:
+        """Add or replace working items; the session's revision after. `new`: ids this
+        process named, which another may have taken since (IdTaken, nothing written)."""
         with self._tx() as c:
-            self._put_items(c, sid, items)
+            if new:
+                try:
+                    c.executemany("INSERT INTO items (sid, item_id, body) VALUES (?,?,?)",
+                                  [(sid, it.id, _enc.encode(it)) for it in items])
+                except sqlite3.IntegrityError as err:  # the transaction is rolled back
+                    raise IdTaken(f"a working item id of session {sid} was taken ({err})") \
+                        from err
+            else:
+                self._put_items(c, sid, items)
             return self._bump(c, sid)
 
     @staticmethod
