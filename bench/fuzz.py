@@ -316,12 +316,11 @@ def sessions(fmt: str, examples: int, seed: int) -> int:
                   suppress_health_check=list(HealthCheck))
         @given(body=anthropic_payloads() if fmt == "anthropic" else openai_payloads(),
                budget=st.one_of(st.integers(300, 6000), st.integers(20_000, 200_000)),
-               other=st.booleans(), restart=st.booleans())
-        def run(body: dict, budget: int, other: bool, restart: bool) -> None:
+               out_fmt=st.sampled_from(["anthropic", "openai", "responses"]),
+               restart=st.booleans())
+        def run(body: dict, budget: int, out_fmt: str, restart: bool) -> None:
             # a small budget cuts most of a session: a large one sends all of it, so that
-            # what each message becomes in the other format is seen too
-            out_fmt = ({"anthropic": "openai", "openai": "anthropic", "responses": "anthropic"}[
-                fmt] if other else fmt)
+            # what each message becomes in each other format is seen too
             appended = _as_items(body["messages"]) if fmt == "responses" else body["messages"]
             try:
                 out = loop.run_until_complete(
