@@ -124,8 +124,10 @@ def read_hints(headers: Any) -> Hints:
                  session=headers.get("x-claude-code-session-id") or None, betas=betas)
 
 
-#: the body keys that ask for the output room: too large a one leaves a window no room
-OUTPUT_ROOM = frozenset({"max_tokens", "max_completion_tokens", "max_output_tokens"})
+#: the body keys that ask for the output room (each format's codec names its own): too large
+#: a one leaves a window no room
+OUTPUT_ROOM = frozenset(k for fmt in ("openai", "anthropic", "responses")
+                        for k in codec(fmt).reserve)
 
 
 class GatewayServer:

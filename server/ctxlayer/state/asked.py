@@ -56,7 +56,7 @@ def nominal_budget(caller: Caller, p: protocol.PrepareParams, model: str) -> int
         # the prompt would get no room at all: said of the field, not as a budget of 1 token
         # that the newest message alone is over
         field = "reserveOutput" if p.reserve_output is not None else next(
-            k for k in formats_reserve(p.format) if p.request.get(k) == reserve)
+            k for k in _reserve_keys(p.format) if p.request.get(k) == reserve)
         raise ContextError("invalid", f"{reserve:,} tokens of output leave no room for the "
                            f"prompt in the {window:,}-token window of {model}", field=field)
     if p.context_window is not None:
@@ -64,7 +64,7 @@ def nominal_budget(caller: Caller, p: protocol.PrepareParams, model: str) -> int
     return caller.default_budget(model, reserve)
 
 
-def formats_reserve(fmt: str) -> tuple[str, ...]:
+def _reserve_keys(fmt: str) -> tuple[str, ...]:
     """The request keys that ask for the output room, in the order they are read."""
     from ctxlayer.core import formats
 
