@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ctxlayer import protocol
 from ctxlayer.core.errors import ContextError, require_tokens
 from ctxlayer.state import identity
-from ctxlayer.state.chatcodec import client_reserve
+from ctxlayer.state.chatcodec import reserve_field
 
 if TYPE_CHECKING:  # a protocol: the Caller names the State, which imports the conversations
     from ctxlayer.state.seams import Asker as Caller
@@ -47,28 +47,19 @@ def nominal_budget(caller: Caller, p: protocol.PrepareParams, model: str) -> int
         raise ContextError("invalid", "must not be negative", field="reserveOutput")
     require_tokens(p.budget)
     require_tokens(p.context_window, "contextWindow")
-    reserve = (p.reserve_output if p.reserve_output is not None
-               else client_reserve(p.request, p.format))
+    field, reserve = (("reserveOutput", p.reserve_output) if p.reserve_output is not None
+                      else reserve_field(p.request, p.format) or ("", None))
     if p.budget is not None:
         return p.budget
     window = p.context_window or caller.options.context_window or model_window(model)
     if reserve is not None and reserve >= window:
         # the prompt would get no room at all: said of the field, not as a budget of 1 token
         # that the newest message alone is over
-        field = "reserveOutput" if p.reserve_output is not None else next(
-            k for k in _reserve_keys(p.format) if p.request.get(k) == reserve)
         raise ContextError("invalid", f"{reserve:,} tokens of output leave no room for the "
                            f"prompt in the {window:,}-token window of {model}", field=field)
     if p.context_window is not None:
         return _window_budget(model, p.context_window, reserve)
     return caller.default_budget(model, reserve)
-
-
-def _reserve_keys(fmt: str) -> tuple[str, ...]:
-    """The request keys that ask for the output room, in the order they are read."""
-    from ctxlayer.core import formats
-
-    return tuple(formats.codec(fmt).reserve)
 
 
 

@@ -93,8 +93,15 @@ def unfittable(fmt: str, request: dict) -> str | None:
 def client_reserve(request: dict, fmt: str = "openai") -> int | None:
     """The output room the request itself asks for (`max_completion_tokens`, `max_tokens`;
     `max_output_tokens` for responses)."""
+    found = reserve_field(request, fmt)
+    return found[1] if found is not None else None
+
+
+def reserve_field(request: dict, fmt: str = "openai") -> tuple[str, int] | None:
+    """(the key, the output room) the request itself asks for, the first key its format
+    reads that holds a positive number."""
     for key in formats.codec(fmt).reserve:
         value = request.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
+            return key, value
     return None

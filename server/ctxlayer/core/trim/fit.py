@@ -302,10 +302,11 @@ def regrow_blocks(w: Work, budget: int, sh: Shortener) -> None:
         if not w.alive[i]:
             continue
         original, count = w.original[i], w.counter.count
-        if w.extra[i] + count(original) != w.changed[entries[i]].tokens_before:
+        whole = count(original)
+        if w.extra[i] + whole != w.changed[entries[i]].tokens_before:
             continue  # an earlier stage changed it before its cut: not cut from that
         room = w.tokens[i] - w.extra[i] + left
-        best = _most_lines(original, room, sh.head, count)
+        best = _most_lines(original, whole, room, sh.head, count)
         if best is None:
             continue
         text, body, n = best
@@ -317,11 +318,11 @@ def regrow_blocks(w: Work, budget: int, sh: Shortener) -> None:
             return
 
 
-def _most_lines(original: str, room: int, head: int, count) -> tuple[str, int, int | None] | None:
-    """(text, its tokens, lines kept at each end or None when whole) of `original` with its
-    long blocks cut to the most lines at each end that fit in `room` tokens, more than
-    `head`; None when no more fit."""
-    whole = count(original)
+def _most_lines(original: str, whole: int, room: int, head: int, count
+                ) -> tuple[str, int, int | None] | None:
+    """(text, its tokens, lines kept at each end or None when whole) of `original` (of
+    `whole` tokens) with its long blocks cut to the most lines at each end that fit in `room`
+    tokens, more than `head`; None when no more fit."""
     if whole <= room:
         return original, whole, None
     lo, hi, best = head, None, None  # lo fits (the fit's own cut), hi does not
