@@ -57,6 +57,43 @@ def test_anthropic_bad_bodies_are_refused_in_anthropics_shape(stack, body, field
     assert stack.standin.requests() == []
 
 
+NEWEST_TURN_BROKEN = [
+    # the newest turn answers no call of the message before it: the provider refuses it, and
+    # leaving the result out (as for a pair the fit split) answered the first question again
+    (b'{"model": "gpt-4o", "messages": [{"role": "user", "content": "q"}, {"role": "assistant",'
+     b' "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name":'
+     b' "f", "arguments": "{}"}}]}, {"role": "tool", "tool_call_id": "c2", "content": "r"}]}',
+     "messages[2].tool_call_id", "openai"),
+    (b'{"model": "gpt-4o", "messages": [{"role": "tool", "tool_call_id": "c1", "content": "r"}]}',
+     "messages[0].tool_call_id", "openai"),
+    # the newest turn as the client sent it: never repaired into another request
+    (b'{"model": "claude-sonnet-4", "max_tokens": 5, "messages": [{"role": "user", "content":'
+     b' "q"}, {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": '
+     b'"f", "input": {}}]}, {"role": "user", "content": [{"type": "tool_result", "tool_use_id":'
+     b' "toolu_2", "content": "r"}]}]}', "messages[2].content[0].tool_use_id", "anthropic"),
+    (b'{"model": "claude-sonnet-4", "max_tokens": 5, "messages": [{"role": "user", "content":'
+     b' "q"}, {"role": "assistant", "content": "Paris is"}, {"role": "user", "content": ""}]}',
+     "messages[2].content", "anthropic"),
+]
+
+
+@pytest.mark.parametrize("body, field, fmt", NEWEST_TURN_BROKEN)
+def test_a_newest_turn_sent_broken_is_refused_never_repaired_into_another_request(
+        stack, body, field, fmt):
+    """The repairs a fitted request gets (a result whose call the fit dropped goes, an empty
+    message goes) answered, applied to the newest turn, another request with a 200."""
+    url = f"{stack.openai_url}/chat/completions" if fmt == "openai" else \
+        f"{stack.anthropic_url}/v1/messages"
+    answer = httpx.post(url, content=body, headers={"content-type": "application/json"})
+    assert answer.status_code == 400
+    error = answer.json()["error"]
+    assert error["type"] == "invalid_request_error"
+    assert error["message"].startswith(f"ctxlayer gateway: {field}: ")
+    if fmt == "openai":
+        assert error["param"] == field
+    assert stack.standin.requests() == []
+
+
 def test_the_sdk_sees_a_bad_request_error_naming_the_field(stack):
     with pytest.raises(openai.BadRequestError) as raised:
         stack.openai().chat.completions.create(model="gpt-4o", messages="not a list")

@@ -19,6 +19,9 @@ from ctxlayer.core.errors import ContextError
 _STATUS_OF_KIND = {"invalid": 400, "pinned_over_budget": 400, "unknown_session": 400,
                    "outside_workspace": 400}
 
+#: the params' key ctx/prepare's request sits under
+_REQUEST = "request."
+
 _ANTHROPIC_TYPES = {400: "invalid_request_error", 401: "authentication_error",
                     403: "permission_error", 404: "not_found_error", 408: "timeout_error",
                     413: "request_too_large", 500: "api_error", 502: "api_error",
@@ -35,8 +38,12 @@ class GatewayError(Exception):
 
     @classmethod
     def from_context(cls, exc: ContextError) -> GatewayError:
-        return cls(_STATUS_OF_KIND.get(exc.kind, 400), str(exc), field=exc.field,
-                   code=exc.kind)
+        # the state names a field from ctx/prepare's params (`request.messages[2]`); here the
+        # body is the request, and the client looks for the field where it wrote it
+        field = exc.field[len(_REQUEST):] if exc.field and exc.field.startswith(_REQUEST) \
+            else exc.field
+        return cls(_STATUS_OF_KIND.get(exc.kind, 400), str(exc).removeprefix(_REQUEST),
+                   field=field, code=exc.kind)
 
 
 def error_body(fmt: str, err: GatewayError) -> dict[str, Any]:

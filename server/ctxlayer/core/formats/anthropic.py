@@ -40,6 +40,7 @@ from ctxlayer.core.formats.common import (
     replace_text,
     reusable_prefix,
 )
+from ctxlayer.core.formats.newest_turn import check_anthropic
 from ctxlayer.core.text import one_line
 from ctxlayer.core.tokens import Tokenizer, deferred_tools
 from ctxlayer.protocol import Message, ToolCall
@@ -397,6 +398,7 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None,
         r.system(payload.get("system"))
     for i in range(same, len(raw)):
         r.message(i, raw[i])
+    check_anthropic(raw)
     return Decoded(fmt="anthropic", messages=r.msgs, payload=payload, sources=r.sources,
                    index=r.index, derived_ids=r.derived, counter=counter,
                    extra={"pieces": r.pieces, "every_turn": r.every_turn,

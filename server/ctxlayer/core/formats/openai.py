@@ -29,6 +29,7 @@ from ctxlayer.core.formats.common import (
     replace_text,
     reusable_prefix,
 )
+from ctxlayer.core.formats.newest_turn import check_openai
 from ctxlayer.core.formats.openai_reasoning import (
     ignored,
     last_user,
@@ -219,6 +220,7 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None,
         msgs.append(Message(role=_ENGINE_ROLE.get(role, role), content=text, id=mid,
                             tool_calls=calls, tool_call_id=call_id, parts_tokens=parts or None,
                             parts=labels or None))
+    check_openai(raw)
     # what encode wrote for the shared messages the previous turn shortened, kept for this one
     written = {pos: hit for pos, hit in previous.extra.get(WRITTEN, {}).items() if pos < same} \
         if previous is not None else {}
