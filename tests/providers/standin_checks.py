@@ -235,12 +235,17 @@ def _anthropic_problems(body: dict) -> list[str]:
 
 
 def _cache_controls(value: Any) -> int:
-    if isinstance(value, dict):
-        here = 1 if isinstance(value.get("cache_control"), dict) else 0
-        return here + sum(_cache_controls(v) for k, v in value.items() if k != "cache_control")
-    if isinstance(value, list):
-        return sum(_cache_controls(v) for v in value)
-    return 0
+    """The cache_control markers at any depth (a walk without recursion: a tool's input may be
+    nested deeper than Python recurses, and the provider takes it)."""
+    found, todo = 0, [value]
+    while todo:
+        v = todo.pop()
+        if isinstance(v, dict):
+            found += isinstance(v.get("cache_control"), dict)
+            todo.extend(x for k, x in v.items() if k != "cache_control")
+        elif isinstance(v, list):
+            todo.extend(v)
+    return found
 
 
 def _texts(value: Any) -> list[str]:

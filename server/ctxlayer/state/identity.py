@@ -72,11 +72,20 @@ def turns(request: dict) -> list:
 
 
 def _plain(value: Any) -> Any:
-    """`value` without its cache_control markers (clients move them from turn to turn)."""
+    """`value` without its cache_control markers (clients move them from turn to turn); as it
+    is when nested deeper than a walk goes (a tool's input 900 levels deep was a 500 on every
+    turn of its chat): compared with its markers, as sent."""
+    try:
+        return _unmarked(value)
+    except RecursionError:
+        return value
+
+
+def _unmarked(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items() if k != "cache_control"}
+        return {k: _unmarked(v) for k, v in value.items() if k != "cache_control"}
     if isinstance(value, list):
-        return [_plain(v) for v in value]
+        return [_unmarked(v) for v in value]
     return value
 
 

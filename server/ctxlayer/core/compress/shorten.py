@@ -174,9 +174,13 @@ def shorten_arguments(arguments: str, cap: int, counter: Counter) -> str | None:
     it is re-encoded as a JSON object. None when it is not an object, or comes out no shorter
     (arguments that are not JSON are a tool's own input: left to the summary)."""
     try:
-        parsed = json.loads(arguments, parse_constant=_no_constant)
-    except ValueError:
+        return _shorten_object(arguments, cap, counter)
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than a walk goes
         return None
+
+
+def _shorten_object(arguments: str, cap: int, counter: Counter) -> str | None:
+    parsed = json.loads(arguments, parse_constant=_no_constant)
     if not isinstance(parsed, dict):
         return None
     before = counter.count(arguments)
