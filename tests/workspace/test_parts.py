@@ -108,6 +108,18 @@ def test_git_max_files_and_no_repo(repo, home, tmp_path):
     assert part(seg, "git").text == "" and "a.txt" in part(seg, "tree").text
 
 
+def test_git_refusing_the_repository_still_lists_the_files_on_disk(repo, home):
+    """A broken index (or a repository another user owns: git's "dubious ownership", common on
+    Docker volumes) made the tree "(no files)" and took the selected files with it: the model
+    was told the project is empty. The files come from the folders, the git part says why."""
+    write(repo, "build/out.js")  # ignored by the .gitignore, as git would
+    (repo / ".git" / "index").write_bytes(b"not an index")
+    seg = make_ws(repo, home, files=["README.md"]).scan()
+    tree_text = part(seg, "tree").text
+    assert "app.py" in tree_text and "README.md" in tree_text and "out.js" not in tree_text
+    assert "A test project." in part(seg, "files").text
+    assert "index" in part(seg, "git").text and reasons(seg, "git")
+
 def test_workspace_in_a_repo_subfolder(repo, home):
     write(repo, "src/new.py")
     write(repo, "outside.txt")

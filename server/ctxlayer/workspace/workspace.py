@@ -298,13 +298,13 @@ class Workspace(EventMap):
             self._repo = repo
             prev = self._git_state
             complete = True
-            if state is not None and state.error:
-                files = []
-            elif state is not None:
+            if state is not None and not state.error:
                 same = (prev is not None and prev.tracked is state.tracked
                         and prev.untracked == state.untracked and prev.deleted == state.deleted)
                 files = self._files if same else filelist.from_git(state, self._extra)
-            else:
+            else:  # no repository, or git refused it (a broken index, "dubious ownership" of
+                # a volume another user owns): the files are still on disk, the git part
+                # says what went wrong
                 files, complete = filelist.walk(self.root, cfg.ignore)
             self._git_state = state
             if files != self._files:
