@@ -37,3 +37,38 @@ async def test_one_bad_option_does_not_drop_the_others(tmp_path):
         assert "initializationOptions.mode" in text and "initializationOptions.contextWindow" in text
     finally:
         assert await daemon.close() == 0
+
+
+async def test_an_output_reserve_leaving_no_room_is_said_and_never_becomes_a_sessions_budget(
+        tmp_path):
+    """`reserveOutput` as large as the window was taken silently: every session opened under
+    it was stored with a budget of one token, and stayed unable to assemble once the setting
+    was fixed. A 4k `contextWindow` beside a model whose usual output is 8k did the same."""
+    root = make_repo(WORLD / f"reserve-{tmp_path.name}")
+    env = hermetic_env(tmp_path / "world")
+    for n, options in enumerate(({"model": "claude-sonnet-4", "reserveOutput": 200_000},
+                                 {"model": "claude-sonnet-4", "contextWindow": 4096},
+                                 {"contextWindow": -1, "reserveOutput": -5})):
+        daemon = await RawDaemon.start(env=env)
+        try:
+            await daemon.request(0, "initialize", {
+                "processId": None, "capabilities": {}, "rootUri": root.as_uri(),
+                "initializationOptions": options})
+            await daemon.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+            opened = await daemon.request(1, "ctx/session/open", {"sessionId": f"s{n}"})
+            budget = opened["result"]["budget"]
+            assert budget >= 2048, options
+            await daemon.request(2, "ctx/session/append", {"sessionId": f"s{n}", "messages": [
+                {"role": "user", "content": "hello"}]})
+            assembled = await daemon.request(3, "ctx/assemble", {"sessionId": f"s{n}"})
+            assert "result" in assembled, assembled
+            trimmed = await daemon.request(4, "ctx/trim", {
+                "messages": [{"role": "user", "content": "hi"}], "reserveOutput": 10**6})
+            assert trimmed["error"]["code"] == -32602
+            assert "reserveOutput" in trimmed["error"]["message"]
+        finally:
+            assert await daemon.close() == 0
+        said = [(m.get("params") or {}).get("message", "") for m in daemon.notifications
+                if m.get("method") == "window/showMessage"]
+        if "reserveOutput" in options:
+            assert any("initializationOptions.reserveOutput" in text for text in said), said

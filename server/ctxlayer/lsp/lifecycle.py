@@ -36,7 +36,7 @@ async def initialize(ls: CtxServer, params: types.InitializeParams) -> None:
     raw = params.initialization_options
     if isinstance(raw, dict):
         raw = {k: v for k, v in raw.items() if k != "token"}
-    caller.options = read_options(raw, ls.option_problems)
+    caller.take_options(read_options(raw, ls.option_problems), ls.option_problems)
     caller.root = workspace_root(params)
     if caller.root is None:
         log.info("no workspace folder: the segment stays empty")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ctxlayer import protocol
 from ctxlayer.core.errors import ContextError, require_tokens
 from ctxlayer.state import identity
-from ctxlayer.state.chatcodec import reserve_field
+from ctxlayer.state.chatcodec import no_room, reserve_field
 
 if TYPE_CHECKING:  # a protocol: the Caller names the State, which imports the conversations
     from ctxlayer.state.seams import Asker as Caller
@@ -55,8 +55,7 @@ def nominal_budget(caller: Caller, p: protocol.PrepareParams, model: str) -> int
     if reserve is not None and reserve >= window:
         # the prompt would get no room at all: said of the field, not as a budget of 1 token
         # that the newest message alone is over
-        raise ContextError("invalid", f"{reserve:,} tokens of output leave no room for the "
-                           f"prompt in the {window:,}-token window of {model}", field=field)
+        raise ContextError("invalid", no_room(reserve, window, model), field=field)
     if p.context_window is not None:
         return _window_budget(model, p.context_window, reserve)
     return caller.default_budget(model, reserve)

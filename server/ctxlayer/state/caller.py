@@ -15,9 +15,13 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from ctxlayer import protocol
+from ctxlayer.core.errors import MAX_TOKENS, ContextError
 from ctxlayer.core.text import content_hash
 from ctxlayer.core.trim import TrimCache
+from ctxlayer.state.chatcodec import no_room
 
 if TYPE_CHECKING:
     from ctxlayer.config import Config
@@ -60,15 +64,44 @@ class Caller:
         return requested or self.options.model
 
     def default_budget(self, model: str | None, reserve_output: int | None = None) -> int:
-        """Context window minus the output reserve (request, then initialize, then model)."""
+        """Context window (initialize's, else the model's) minus the output reserve: the
+        request's (refused naming it when it leaves no room), else initialize's, else the
+        model's usual, at most half the window (a local model given a 4k window kept
+        the 8k allowance of its name: a budget of one token, stored with every session)."""
         from ctxlayer.tokenizers import model_info
 
         info = model_info(model)
         window = self.options.context_window or info.context_window
-        reserve = reserve_output if reserve_output is not None else self.options.reserve_output
-        if reserve is None:
-            reserve = info.output_allowance
-        return max(1, window - reserve)
+        if reserve_output is not None:
+            if reserve_output >= window:
+                raise ContextError("invalid", no_room(reserve_output, window, model),
+                                   field="reserveOutput")
+            return window - reserve_output
+        reserve = self.options.reserve_output
+        if reserve is None or reserve >= window:  # initialize's, said there, fits its model
+            reserve = min(info.output_allowance, window // 2)
+        return window - reserve
+
+    def take_options(self, options: protocol.InitializationOptions, problems: list[str]) -> None:
+        """The options initialize gave; an output reserve that leaves its model's window no
+        room is said once in ``problems`` and left out (its default is used)."""
+        from ctxlayer.tokenizers import DEFAULT_MODEL, model_info
+
+        for field, name, least in (("context_window", "contextWindow", 1),
+                                   ("reserve_output", "reserveOutput", 0)):
+            value = getattr(options, field)
+            if value is not None and not least <= value <= MAX_TOKENS:
+                problems.append(f"initializationOptions.{name}: {value:,} is not a count of "
+                                "tokens; its default is used")
+                options = msgspec.structs.replace(options, **{field: None})
+        reserve = options.reserve_output
+        model = options.model or DEFAULT_MODEL
+        window = options.context_window or model_info(model).context_window
+        if reserve is not None and reserve >= window:
+            problems.append(f"initializationOptions.reserveOutput: {no_room(reserve, window, model)};"
+                            " its default is used")
+            options = msgspec.structs.replace(options, reserve_output=None)
+        self.options = options
 
     async def segment(self) -> protocol.WorkspaceSegment:
         """The current workspace segment; an empty one when there is no workspace."""

@@ -97,6 +97,12 @@ def client_reserve(request: dict, fmt: str = "openai") -> int | None:
     return found[1] if found is not None else None
 
 
+def no_room(reserve: int, window: int, model: str | None) -> str:
+    """Why an output reserve is refused: it leaves the prompt nothing."""
+    return f"{reserve:,} tokens of output leave no room for the prompt in the {window:,}-token " \
+        f"window of {model or 'the default model'}"
+
+
 def reserve_field(request: dict, fmt: str = "openai") -> tuple[str, int] | None:
     """(the key, the output room) the request itself asks for, the first key its format
     reads that holds a positive number."""
