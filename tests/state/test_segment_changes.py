@@ -89,5 +89,6 @@ async def test_a_closed_session_forgets_what_the_process_remembered_of_it(caller
     await call(caller, "ctx/session/close", protocol.SessionRef(session_id="s"))
     await call(caller, "ctx/session/open", protocol.SessionOpenParams(session_id="s",
                                                                       model=MODEL))
-    assert svc.system_spec("", "s") is None  # the reopened session starts from its rows
+    # the reopened session starts from its rows, which keep the params (a restart reads them)
+    assert svc.system_spec("", "s") == spec
     assert svc.layered("", "s")  # measured again at open

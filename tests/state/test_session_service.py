@@ -435,3 +435,18 @@ def test_a_working_item_another_daemon_names_alike_at_the_same_instant_keeps_bot
     b.add_item(WS, "s", protocol.WorkingItemSpec(kind="note", content="use uv, not pip"))
     stored = service(tmp_path).store.items(a.store.get(WS, "s").sid)
     assert {it.content for it in stored} == {"the port is 8080", "use uv, not pip"}
+
+
+def test_the_system_prompt_params_a_session_was_assembled_with_outlive_a_restart(tmp_path):
+    """ctx/assemble's `systemPrompt` is used again when a later request gives none; it was
+    kept in memory only, and a restarted daemon (or the other editor's) went on with a bare
+    system prompt, saying nothing."""
+    spec = protocol.SystemPromptParams(identity="You are BIGBOT.")
+    a, b = _two(tmp_path)
+    assert a.system_spec(WS, "s", spec) == spec
+    assert a.system_spec(WS, "s") == spec
+    b.budget(WS, "s")  # its next request reads the session anew
+    assert b.system_spec(WS, "s") == spec
+    restarted = service(tmp_path)
+    restarted.open(WS, protocol.SessionOpenParams(session_id="s"))
+    assert restarted.system_spec(WS, "s") == spec

@@ -104,9 +104,10 @@ def test_schema_is_versioned_and_migrations_run_in_order(tmp_path):
     conn.commit()
     conn.close()
     store = SessionStore(tmp_path)
-    assert store.schema_version == schema.VERSION == 8
+    assert store.schema_version == schema.VERSION == 9
     old = store.get("/ws", "old")
     assert old is not None and old.revision == 0  # data kept across the migration
+    assert old.system_spec is None
     indexes = {r[0] for r in store._conn.execute("SELECT name FROM sqlite_master "
                                                   "WHERE type='index'")}
     assert {"sessions_by_workspace", "audit_by_time", "conversations_by_time"} <= indexes

@@ -15,6 +15,7 @@ Must not: import a face; talk to clients (the request functions do); run SQL (st
 
 from __future__ import annotations
 
+import logging
 import secrets
 import threading
 from bisect import bisect_left
@@ -105,6 +106,7 @@ class LiveSession:
         self.stale = False
 
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
@@ -188,6 +190,8 @@ class SessionService:
         live.next_item = max((it.seq for it in live.items), default=-1) + 1
         if row.compaction:
             live.compaction = msgspec.json.decode(row.compaction, type=cp.Compaction)
+        if row.system_spec:
+            live.system_spec = stored_spec(row.system_spec)
         settings = self._settings(row.workspace)
         live.calibration = (msgspec.json.decode(row.calibration, type=Calibration)
                             if row.calibration else
@@ -272,8 +276,7 @@ class SessionService:
         if old is None or row is None:
             return
         new = self._load(row)
-        for name in ("system", "system_spec", "layered", "fingerprint", "audited",
-                     "last_audit"):
+        for name in ("system", "layered", "fingerprint", "audited", "last_audit"):
             setattr(new, name, getattr(old, name))
 
     def _append(self, workspace: str, session_id: str, messages: list[Message],
@@ -407,8 +410,12 @@ class SessionService:
         remembered for the next workspace change), else the remembered ones."""
         with self._lock:
             live = self._get(workspace, session_id)
-            if spec is not None:
+            if spec is not None and spec != live.system_spec:  # kept: a restart uses it too
                 live.system_spec = spec
+                stored = msgspec.json.encode(spec)
+                self._wrote(live, self.store.update(live.row.sid, self.clock(),
+                                                    system_spec=stored))
+                live.row.system_spec = stored
             return live.system_spec
 
     def keep_why(self, workspace: str, session_id: str, entries: list[AuditEntry]) -> None:
@@ -597,6 +604,16 @@ class SessionService:
     def open_sessions(self, workspace: str) -> list[str]:
         with self._lock:
             return [sid for (ws, sid) in self._live if ws == workspace]
+
+
+def stored_spec(data: bytes) -> protocol.SystemPromptParams | None:
+    """The system prompt params a session kept; None when they no longer read (written by
+    another version of ctxlayer): the next request's own, or the defaults, stand in."""
+    try:
+        return msgspec.json.decode(data, type=protocol.SystemPromptParams)
+    except msgspec.DecodeError:
+        log.warning("a session's kept system prompt params no longer read: left out")
+        return None
 
 
 def _audit_key(e: AuditEntry) -> tuple:

@@ -159,17 +159,19 @@ class SessionRow(msgspec.Struct, kw_only=True):
     #: counts the changes to what the session assembles from (`SessionStore._bump`)
     revision: int = 0
     messages: int = 0
+    #: the system prompt params it was last assembled with (JSON), None: none given yet
+    system_spec: bytes | None = None
 
 
 _ROW = ("sid, workspace, session_id, model, mode, budget, created_at, updated_at, closed, "
-        "next_seq, counter, compaction, calibration, revision")
+        "next_seq, counter, compaction, calibration, revision, system_spec")
 
 
 def _row(r: tuple, messages: int = 0) -> SessionRow:
     return SessionRow(sid=r[0], workspace=r[1], session_id=r[2], model=r[3], mode=r[4],
                       budget=r[5], created_at=r[6], updated_at=r[7], closed=bool(r[8]),
                       next_seq=r[9], counter=r[10], compaction=r[11], calibration=r[12],
-                      revision=r[13], messages=messages)
+                      revision=r[13], messages=messages, system_spec=r[14])
 
 
 class SessionStore:
@@ -340,7 +342,8 @@ class SessionStore:
     def update(self, sid: int, now: str, **fields: object) -> int:
         """Set the fields; the session's revision after (the counter and the calibration
         are each daemon's own measure of the same messages: not a change to them)."""
-        allowed = {"model", "mode", "budget", "closed", "counter", "compaction", "calibration"}
+        allowed = {"model", "mode", "budget", "closed", "counter", "compaction", "calibration",
+                   "system_spec"}
         bad = set(fields) - allowed
         if bad:
             raise ValueError(f"cannot update {sorted(bad)}")

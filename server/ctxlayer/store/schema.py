@@ -104,6 +104,12 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE sessions ADD COLUMN revision INTEGER NOT NULL DEFAULT 0;
     """,
+    # 8 -> 9: the system prompt params a session was last assembled with (ctx/assemble's
+    # `systemPrompt`), used again when a request gives none: kept only in memory, they were
+    # lost at a restart and the session went on with a bare system prompt
+    """
+    ALTER TABLE sessions ADD COLUMN system_spec BLOB;
+    """,
 ]
 
 VERSION = len(MIGRATIONS)
