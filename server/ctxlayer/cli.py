@@ -74,6 +74,11 @@ def main(argv: list[str] | None = None) -> int:
         where = f" (field {field})" if field and field not in str(exc) else ""
         print(f"ctxlayer {args.command}: {exc}{where}", file=sys.stderr)
         return 2
+    except RecursionError:  # a value read whole, then walked deeper in the stack
+        from ctxlayer.core.errors import TOO_DEEP
+
+        print(f"ctxlayer {args.command}: the input {TOO_DEEP}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

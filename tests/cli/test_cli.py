@@ -177,3 +177,18 @@ def test_demo_runs_offline():
     p = run("demo")
     assert p.returncode == 0, p.stderr
     assert "Trimming the bundled sample chat" in p.stdout and "kept" in p.stdout
+
+
+def test_a_value_too_deep_to_walk_is_one_line_and_exit_2(monkeypatch, capsys, tmp_path):
+    """Read whole, then walked deeper in the stack (an audit line of a call whose arguments
+    nest 985 levels), it was a traceback and exit 1."""
+    from ctxlayer import cli
+    from ctxlayer.commands import count
+
+    def too_deep(args):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(count, "run", too_deep)
+    assert cli.main(["count", str(tmp_path / "chat.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nested deeper than ctxlayer follows" in err

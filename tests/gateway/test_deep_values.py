@@ -68,3 +68,20 @@ def test_deeply_nested_arguments_and_outputs_are_sent_on_every_turn(tmp_path, de
         assert answer.status_code == 200, answer.text
         sent = stack.model_requests()
         assert len(sent) == 4 and all(r["problems"] == [] for r in sent)
+
+
+def test_a_value_walked_past_the_stack_deeper_in_the_gateway_is_a_400(tmp_path, monkeypatch):
+    """Read whole at the door, a tool's input 978 levels deep was written again deeper in the
+    stack and failed there: a 500 that said "a bug"."""
+    from ctxlayer.gateway import chats
+
+    async def too_deep(*args, **kwargs):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(chats, "prepare", too_deep)
+    with small_stack(tmp_path) as stack:
+        answer = httpx.post(f"{stack.anthropic_url}/v1/messages", timeout=60, json={
+            "model": MODEL, "max_tokens": 10, "messages": [{"role": "user", "content": "q"}]})
+        assert answer.status_code == 400
+        assert "nested deeper than ctxlayer follows" in answer.json()["error"]["message"]
+        assert stack.model_requests() == []

@@ -46,3 +46,10 @@ def test_database_failures_say_what_failed(exc, says):
     error = raised(exc)
     assert error.code == protocol.ERROR_STORE
     assert says in error.message
+
+
+def test_a_value_too_deep_to_walk_is_the_clients_params_not_an_internal_error():
+    """A value read whole at the frame, then walked or written again deeper in the stack
+    (a tool's input 980 levels deep), was an internal error."""
+    error = raised(RecursionError("maximum recursion depth exceeded"))
+    assert error.code == INVALID_PARAMS and "nested deeper than ctxlayer follows" in error.message

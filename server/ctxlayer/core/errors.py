@@ -26,6 +26,11 @@ class ContextError(Exception):
 #: integers when a session kept it (an internal error)
 MAX_TOKENS = 2**53 - 1
 
+#: why a request holding a value nested about 1,000 levels deep is refused, whichever face it
+#: came through: past that, a decoder and a walk of the value both raise RecursionError (a
+#: tool's input read fine, then written again deeper in the stack, was an internal error)
+TOO_DEEP = "holds JSON nested deeper than ctxlayer follows (about 1,000 levels)"
+
 
 def require_tokens(value: int | None, field: str = "budget") -> None:
     """The one check of a number of tokens a client gives (a budget, a window): positive and

@@ -119,11 +119,11 @@ def _call(name: str, arguments: str) -> str:
     """A tool call as `name(its argument values)`, cut short: `read(a.py)`."""
     try:
         args = json.loads(arguments) if arguments.strip() else {}
-    except ValueError:
-        args = arguments
-    if isinstance(args, dict):
-        text = ", ".join(v if isinstance(v, str) else json.dumps(v) for v in args.values())
-    else:
-        text = args if isinstance(args, str) else json.dumps(args)
+        if isinstance(args, dict):
+            text = ", ".join(v if isinstance(v, str) else json.dumps(v) for v in args.values())
+        else:
+            text = args if isinstance(args, str) else json.dumps(args)
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than a reader follows
+        text = arguments
     text = one_line(text, 40) if text.strip() else ""
     return f"{name}({text})"

@@ -29,7 +29,7 @@ from aiohttp import web
 
 from ctxlayer import protocol
 from ctxlayer.config import GatewayConfig
-from ctxlayer.core.errors import ContextError
+from ctxlayer.core.errors import TOO_DEEP, ContextError
 from ctxlayer.core.formats import codec
 from ctxlayer.gateway import chats, encodings, guard, limits, upsum
 from ctxlayer.gateway.errors import GatewayError, error_response
@@ -336,6 +336,10 @@ class GatewayServer:
             log.error("sessions database: %s", exc)
             return error_response(fmt, GatewayError(
                 500, f"sessions database: {describe_store_error(exc)}"), ours)
+        except RecursionError:  # a value read whole, then walked deeper in the stack
+            log.warning("a %s request %s", fmt, TOO_DEEP)
+            return error_response(fmt, GatewayError(400, f"the request {TOO_DEEP}",
+                                                    field="body"), ours)
         except Exception:  # our bug: said in the provider's shape, not as a bare 500 page
             log.exception("preparing a %s request failed", fmt)
             return error_response(fmt, GatewayError(

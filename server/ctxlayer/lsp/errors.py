@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pygls.exceptions import JsonRpcException
 
 from ctxlayer import protocol
-from ctxlayer.core.errors import ContextError
+from ctxlayer.core.errors import TOO_DEEP, ContextError
 from ctxlayer.store.db import StoreError, describe_store_error
 
 log = logging.getLogger(__name__)
@@ -82,3 +82,6 @@ def mapped() -> Iterator[None]:
     except (StoreError, sqlite3.Error) as exc:
         log.error("sessions database: %s", exc)
         raise from_store_error(exc) from None
+    except RecursionError:  # a value read whole, then walked deeper in the stack
+        log.warning("a request %s", TOO_DEEP)
+        raise invalid_params(None, TOO_DEEP) from None

@@ -63,7 +63,7 @@ def target_of(arguments: str) -> str:
     """The call's path or command: the first of the usual argument keys, else the raw text."""
     try:
         args = msgspec.json.decode(arguments)
-    except (msgspec.DecodeError, TypeError):
+    except (msgspec.DecodeError, TypeError, RecursionError):  # nested past a decoder: text
         return _flat(arguments, 120)
     if isinstance(args, dict):
         for key in _TARGET_KEYS:

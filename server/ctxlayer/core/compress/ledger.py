@@ -129,7 +129,7 @@ def arguments_text(arguments: str) -> str:
         return arguments or ""
     try:
         value = msgspec.json.decode(arguments)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):  # RecursionError: nested past a decoder
         return arguments
     out: list[str] = []
     stack = [value]
@@ -159,7 +159,7 @@ def shell_commands(msg: Message) -> list[str]:
     for call in msg.tool_calls or ():
         try:
             args = msgspec.json.decode(call.arguments or "{}")
-        except (msgspec.DecodeError, TypeError):
+        except (msgspec.DecodeError, TypeError, RecursionError):
             continue
         if not isinstance(args, dict):
             continue

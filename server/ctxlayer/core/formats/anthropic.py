@@ -489,7 +489,7 @@ def _object(arguments: str | None) -> dict | None:
         return None
     try:
         value = msgspec.json.decode(arguments)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 
@@ -504,7 +504,7 @@ def _tool_input(m: Message, call: ToolCall, result: Encoded) -> dict:
         return {}
     try:
         value = msgspec.json.decode(text)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):  # nested past a decoder: as text, too
         value = None
     if isinstance(value, dict):
         return value
