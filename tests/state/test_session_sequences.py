@@ -1,10 +1,10 @@
 """No sequence of requests leaves a session unable to answer: random sequences of appends
-(text, tool calls and their results, ephemeral messages, retries of a message id), rules,
-working items, modes, compactions, restores, usage reports, closes and daemon restarts, each
-followed by assemblies at random budgets. Every assembly fits its budget and shows the newest
-user message, and names every message it does not show as it came (or the session's audit
-does); the only refusal allowed is the user's own rules alone over the budget, and removing
-them always lets the session answer again."""
+(text, tool calls and their results, ephemeral messages, a client's retries, another message
+under an id already used), rules, working items, modes, compactions, restores, usage reports,
+closes and daemon restarts, each followed by assemblies at random budgets. Every assembly fits
+its budget and shows the newest user message, and names every message it does not show as it
+came (or the session's audit does); the only refusal allowed is the user's own rules alone over
+the budget, and removing them always lets the session answer again."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 import hypothesis.strategies as st
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
@@ -41,6 +42,7 @@ class Sessions(RuleBasedStateMachine):
         self.rules: list[str] = []
         self.ids: list[str] = []
         self.sent: dict[str, str] = {}  # id -> the text last appended under it
+        self.held: dict[str, Message] = {}  # id -> the message appended under it
         self.question: str | None = None  # the newest user message's first word
         self.calls = 0
 
@@ -55,6 +57,7 @@ class Sessions(RuleBasedStateMachine):
     def _append(self, messages: list[Message]) -> None:
         self.svc.append(WS, SID, messages)
         self.ids += [m.id for m in messages if m.id]
+        self.held.update((m.id, m) for m in messages if m.id)
         self.sent.update((m.id, m.content) for m in messages if m.id)
         users = [m for m in messages if m.role == "user"]
         if users:
@@ -80,12 +83,24 @@ class Sessions(RuleBasedStateMachine):
         self._append(msgs)
 
     @precondition(lambda self: self.ids)
+    @rule(pick=st.integers(0, 10_000))
+    def client_retries(self, pick: int) -> None:
+        """A client's retry of an append that landed: held once, the session as it was."""
+        held = self.held[self.ids[pick % len(self.ids)]]
+        before = self.svc.budget(WS, SID)
+        self.svc.append(WS, SID, [held])
+        assert self.svc.budget(WS, SID) == before
+
+    @precondition(lambda self: self.ids)
     @rule(pick=st.integers(0, 10_000), words=WORDS)
     def user_says_again(self, pick: int, words: int) -> None:
-        """A client's retry: a user message under an id already used."""
+        """Another message under an id already used: refused naming it, nothing changed."""
         self.calls += 1
-        self._append([Message(role="user", content=text(words, f"q{self.calls}w"),
-                              id=self.ids[pick % len(self.ids)])])
+        taken = self.ids[pick % len(self.ids)]
+        with pytest.raises(ContextError) as raised:
+            self.svc.append(WS, SID, [Message(role="user", id=taken,
+                                              content=text(words, f"q{self.calls}w"))])
+        assert raised.value.field == "messages[0].id"
 
     @rule(words=st.integers(1, 400), weight=st.floats(0.1, 3.0))
     def add_rule(self, words: int, weight: float) -> None:

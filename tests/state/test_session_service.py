@@ -450,3 +450,28 @@ def test_the_system_prompt_params_a_session_was_assembled_with_outlive_a_restart
     restarted = service(tmp_path)
     restarted.open(WS, protocol.SessionOpenParams(session_id="s"))
     assert restarted.system_spec(WS, "s") == spec
+
+
+def test_an_id_names_one_message_of_a_session_across_appends(tmp_path):
+    """Refused within one append, another message under the same id in a later one was
+    taken: ctx/restore and ctx/why found the first message only. An id of the session's own naming (`ctx:msg:N`)
+    given by a client would have named a later message alike."""
+    svc = service(tmp_path)
+    svc.open(WS, protocol.SessionOpenParams(session_id="s", budget=100_000))
+    svc.append(WS, "s", [Message(role="user", content="first", id="k")])
+    for taken in ("k", "ctx:msg:1"):
+        with pytest.raises(ContextError) as raised:
+            svc.append(WS, "s", [Message(role="assistant", content="ok"),
+                                 Message(role="user", content="again", id=taken)])
+        assert raised.value.field == "messages[1].id"
+    # a retry of an append that landed is held once
+    svc.append(WS, "s", [Message(role="user", content="first", id="k")])
+    svc.append(WS, "s", [Message(role="user", content="second", id="k2")])
+    assert [m.content for m in svc.assemble(WS, "s").result.messages] == ["first", "second"]
+
+
+def test_an_empty_session_id_is_refused_not_replaced_by_a_new_one(tmp_path):
+    """The open answered a random id and the client's next call, on "", found no session."""
+    with pytest.raises(ContextError) as raised:
+        service(tmp_path).open(WS, protocol.SessionOpenParams(session_id=""))
+    assert raised.value.field == "sessionId"

@@ -204,7 +204,10 @@ class SessionService:
     def open(self, workspace: str, p: protocol.SessionOpenParams) -> protocol.SessionOpenResult:
         with self._lock:
             settings = self._settings(workspace)
-            sid = p.session_id or secrets.token_hex(8)
+            if p.session_id == "":  # a new id would answer, and the client's next call fail
+                raise ContextError("invalid", "must not be empty (leave it out for a new "
+                                   "session with an id of ctxlayer's)", field="sessionId")
+            sid = p.session_id if p.session_id is not None else secrets.token_hex(8)
             if p.mode is not None and p.mode not in settings.modes:
                 raise ContextError("invalid", f"unknown mode {p.mode!r}", field="mode")
             require_tokens(p.budget)
@@ -288,11 +291,17 @@ class SessionService:
         kept_raws: dict[int, bytes] = {}
         events: list[ItemEvent] = []
         items = live.items  # the session's own only once the store took the turn
+        retried = _retried_ids(messages, live.history)
+        if retried:  # a client's retry of an append that landed: held once
+            messages = [m for k, m in enumerate(messages) if k not in retried]
+            raws = [r for k, r in enumerate(raws) if k not in retried] if raws else raws
+            if not messages:
+                return self._measure(live, settings)
         for k, msg in enumerate(messages):
             if raws is not None and raws[k] is not None:
                 kept_raws[seq] = msgspec.json.encode(raws[k])
             if msg.id is None:
-                msg = msgspec.structs.replace(msg, id=f"ctx:msg:{seq}")
+                msg = msgspec.structs.replace(msg, id=f"{OWN_ID}{seq}")
             tokens = message_tokens(msg, live.counter)
             rows.append((seq, msg, tokens))
             if msg.role == "assistant":
@@ -604,6 +613,32 @@ class SessionService:
     def open_sessions(self, workspace: str) -> list[str]:
         with self._lock:
             return [sid for (ws, sid) in self._live if ws == workspace]
+
+
+#: the ids a session gives the messages a client sent without one: `ctx:msg:<seq>`
+OWN_ID = "ctx:msg:"
+
+
+def _retried_ids(messages: list[Message], history: History) -> set[int]:
+    """The positions of ``messages`` the session holds already, under their id and as they
+    are: a client's retry of an append that landed, held once. A client's id names one
+    message: one the session holds as another message, or one of the session's own naming
+    (its later message would be named alike), is refused naming it. Taken twice, ctx/restore
+    and ctx/why found the first only."""
+    retried: set[int] = set()
+    for k, msg in enumerate(messages):
+        if msg.id is None:
+            continue
+        at = history.ids.get(msg.id)
+        if at is not None and history.messages[at] == msg:
+            retried.add(k)
+        elif at is not None:
+            raise ContextError("invalid", f"the session holds another message under the id "
+                               f"{msg.id!r}", field=f"messages[{k}].id")
+        elif msg.id.startswith(OWN_ID):
+            raise ContextError("invalid", f"ids starting {OWN_ID!r} are the ones the session "
+                               "gives messages sent without one", field=f"messages[{k}].id")
+    return retried
 
 
 def stored_spec(data: bytes) -> protocol.SystemPromptParams | None:

@@ -16,13 +16,15 @@ from ctxlayer.protocol import Message
 class History:
     """Messages in conversation order with ``seqs``, per-message ``tokens`` and prefix sums."""
 
-    __slots__ = ("messages", "seqs", "tokens", "_cum")
+    __slots__ = ("ids", "messages", "seqs", "tokens", "_cum")
 
     def __init__(self) -> None:
         self.messages: list[Message] = []
         self.seqs: list[int] = []
         self.tokens: list[int] = []
         self._cum: list[int] = [0]
+        #: id -> position: one id names one message (ctx/restore and ctx/why find it by it)
+        self.ids: dict[str, int] = {}
 
     def __len__(self) -> int:
         return len(self.messages)
@@ -31,6 +33,8 @@ class History:
         if self.seqs and seq <= self.seqs[-1]:
             raise ValueError(f"seq {seq} is not after {self.seqs[-1]}")
         self.messages.append(message)
+        if message.id is not None:
+            self.ids[message.id] = len(self.messages) - 1
         self.seqs.append(seq)
         self.tokens.append(tokens)
         self._cum.append(self._cum[-1] + tokens)
