@@ -8,6 +8,7 @@ import pytest
 
 from ctxlayer.core.assembly import Compaction, CompactionPolicy, History, assemble, measure
 from ctxlayer.core.assembly.assemble import AssemblyInput
+from ctxlayer.core.assembly.compaction import ACK_TEXT
 from ctxlayer.core.assembly.summary import offline_summary
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.tokens import CountCache, WordTokenizer, message_tokens
@@ -368,6 +369,14 @@ def test_next_compaction_point_is_never_below_used():
     assert over.used > over.limit and over.next_compaction_at == over.used
     out = assemble(chat(200), Compaction(), inp(2000), COUNTER)
     assert out.next_compaction_at >= out.result.tokens.total
+    # after a compaction the budget says what the assembly sends, the summary's
+    # acknowledgement too (it said 13 tokens less)
+    history = chat(60)
+    out = assemble(history, Compaction(), inp(20_000, force_compaction=True), COUNTER)
+    after = measure(history, out.compaction, inp(20_000), COUNTER, model="m", session_id="s",
+                    error_band=None)
+    assert any(m.content == ACK_TEXT for m in out.result.messages)
+    assert after.used == out.result.tokens.total
 
 
 def test_working_items_beyond_the_mode_share_are_reported_not_deleted():

@@ -47,7 +47,6 @@ __all__ = ["Assembly", "AssemblyInput", "Layout", "SummaryRequest", "assemble", 
 CHEAP_REACH = 1.25
 #: of the history share, what the verbatim tail keeps at least when the summary is over its room
 TAIL_SHARE = 0.5
-ACK_TEXT = "Understood. I will continue from this summary."
 
 
 class SummaryRequest(msgspec.Struct, kw_only=True):
@@ -224,7 +223,7 @@ def _summary_head(head: _Head, summ: Message, win: tail.Window, history: History
                   counter: Tokenizer) -> bool:
     """Put the summary (fitted to its room), its acknowledgement and the restored messages in
     `head` and fit the tail after them; False when the summary found no room at all."""
-    ack = Message(role="assistant", content=ACK_TEXT, id=f"{summ.id}:ack")
+    ack = Message(role="assistant", content=cp.ACK_TEXT, id=f"{summ.id}:ack")
     ack_tokens = message_tokens(ack, counter)
     # the summary leaves the tail its newest turn (up to half the share), and at least
     # TAIL_SHARE of the share when the tail has that much

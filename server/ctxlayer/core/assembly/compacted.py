@@ -21,6 +21,10 @@ class Rewrite(msgspec.Struct, kw_only=True):
     tokens: int  # message tokens after the rewrite
 
 
+#: what the assistant answers the summary with: the history after it then reads as a dialogue
+ACK_TEXT = "Understood. I will continue from this summary."
+
+
 class Compaction(msgspec.Struct, kw_only=True):
     upto_seq: int = 0
     replaced: int = 0
@@ -35,6 +39,9 @@ class Compaction(msgspec.Struct, kw_only=True):
     # the rendered summary message and its tokens, kept with the share they were sized for
     rendered: str = ""
     rendered_tokens: int = 0
+    #: the tokens of the assistant's acknowledgement after the summary (`ACK_TEXT`): part of
+    #: the history layer as sent, so the session's budget says what an assembly sends
+    ack_tokens: int = 0
     sized_for: int = 0
     demoted: list[str] = msgspec.field(default_factory=list)  # constraints moved to the ledger
     # seqs brought back whole by ctx/restore (restore.py): never shortened, shown even when
@@ -68,10 +75,12 @@ def tokens_of(history: History, state: Compaction, i: int) -> int:
 
 
 def history_tokens(history: History, state: Compaction) -> int:
-    """Tokens of the history layer: the summary message, the restored messages it replaced,
-    and every verbatim message."""
+    """Tokens of the history layer: the summary message and its acknowledgement, the restored
+    messages it replaced, and every verbatim message."""
     start = verbatim_start(history, state)
     total = history.tokens_between(start, len(history)) + state.rendered_tokens
+    if state.rendered:
+        total += state.ack_tokens
     for seq in state.restored:
         i = history.index_of_seq(seq)
         if i < start and history.seqs[i] == seq:

@@ -34,6 +34,7 @@ import msgspec
 from ctxlayer.core.assembly import actions as act
 from ctxlayer.core.assembly import constraints as hc
 from ctxlayer.core.assembly.compacted import (
+    ACK_TEXT,
     Compaction,
     Rewrite,
     history_tokens,
@@ -61,10 +62,10 @@ from ctxlayer.core.tokens import Tokenizer, message_tokens
 from ctxlayer.protocol import AuditEntry, Message
 
 __all__ = [
-    "Compaction", "CompactionPolicy", "Rewrite", "Sizes", "apply_summary", "covered_messages",
-    "fitted_summary", "history_tokens", "is_tool_result", "plan_stop", "rerender", "tail_tool_cap",
-    "run_cheap_stages", "shown_message", "sizes", "summary_id", "summary_message", "tokens_of",
-    "verbatim_start",
+    "ACK_TEXT", "Compaction", "CompactionPolicy", "Rewrite", "Sizes", "apply_summary",
+    "covered_messages", "fitted_summary", "history_tokens", "is_tool_result", "plan_stop",
+    "rerender", "tail_tool_cap", "run_cheap_stages", "shown_message", "sizes", "summary_id",
+    "summary_message", "tokens_of", "verbatim_start",
 ]
 
 
@@ -150,6 +151,7 @@ def rerender(state: Compaction, share: int, policy: CompactionPolicy, counter: T
         return
     state.rendered, state.demoted = _render(state, sizes(policy, share), counter)
     state.rendered_tokens = message_tokens(summary_message(state), counter)
+    state.ack_tokens = message_tokens(Message(role="assistant", content=ACK_TEXT), counter)
 
 
 def fitted_summary(state: Compaction, room: int, policy: CompactionPolicy,
