@@ -75,3 +75,29 @@ async def test_the_workspace_layer_is_counted_after_a_restart(tmp_path):
                 assert layers == before
         finally:
             assert await daemon.close() == 0
+
+
+async def test_a_request_after_a_save_reads_what_was_saved(tmp_path):
+    """An editor saves AGENTS.md, says so, and sends its chat turn: the turn carried the
+    instructions from before the save, 20 times in 20 (the save's refresh ran beside it)."""
+    env = hermetic_env(tmp_path / "world")
+    root = make_repo(WORLD / "save-repo")
+    daemon = await RawDaemon.start(env=env)
+    try:
+        await daemon.initialize(root)
+        await daemon.request("open", "ctx/session/open", {"sessionId": "s"})
+        await daemon.request("hi", "ctx/session/append", {"sessionId": "s", "messages": [
+            {"role": "user", "content": "hi"}]})
+        for i in range(5):
+            (root / "AGENTS.md").write_text(f"Rule version {i}.\n")
+            await daemon.send_raw(frame({
+                "jsonrpc": "2.0", "method": "textDocument/didSave",
+                "params": {"textDocument": {"uri": (root / "AGENTS.md").as_uri()}},
+            }) + frame({"jsonrpc": "2.0", "id": f"asm{i}", "method": "ctx/assemble",
+                        "params": {"sessionId": "s"}}))
+            answer = await daemon.response(f"asm{i}")
+            system = " ".join(m["content"] for m in answer["result"]["messages"]
+                              if m["role"] == "system")
+            assert f"Rule version {i}." in system, system[-300:]
+    finally:
+        assert await daemon.close() == 0

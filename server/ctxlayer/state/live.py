@@ -28,6 +28,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: seconds a read of the segment waits for the refreshes asked before it (a git that hangs on
+#: a broken repository must not hold every request)
+REFRESH_WAIT = 5.0
+
 #: subscriber(segment, changed part names), called on the event loop
 SegmentSubscriber = Callable[[WorkspaceSegment, list[str]], None]
 
@@ -50,6 +54,8 @@ class LiveWorkspace:
         self.error: BaseException | None = None
         self._ready: asyncio.Future[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        #: refreshes under way (`refresh`), which a read of the segment waits for
+        self._refreshing: set[asyncio.Future[list[str]]] = set()
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -93,8 +99,12 @@ class LiveWorkspace:
         return self._ready is not None and self._ready.done() and self.segment is not None
 
     async def current(self) -> WorkspaceSegment:
-        """The latest segment, waiting for the first scan if it is still running."""
+        """The latest segment, waiting for the first scan if it is still running, and for
+        the refreshes asked before (an editor's save, then its chat turn: the turn read the
+        AGENTS.md it had just saved over, 20 times in 20), at most REFRESH_WAIT seconds."""
         await self.start()
+        if self._refreshing:
+            await asyncio.wait(list(self._refreshing), timeout=REFRESH_WAIT)
         assert self.segment is not None
         return self.segment
 
@@ -119,7 +129,14 @@ class LiveWorkspace:
             log.exception("reloading the configuration of %s failed", self.root)
 
     async def refresh(self, paths: list[Path] | None) -> list[str]:
-        """Recompute the parts these paths affect (all when None); announce a change."""
+        """Recompute the parts these paths affect (all when None); announce a change. A
+        request that reads the segment meanwhile waits for it (`current`)."""
+        job = asyncio.ensure_future(self._refresh(paths))
+        self._refreshing.add(job)
+        job.add_done_callback(self._refreshing.discard)
+        return await job
+
+    async def _refresh(self, paths: list[Path] | None) -> list[str]:
         await self.start()
         ws = self.workspace
         if ws is None:
