@@ -260,3 +260,15 @@ def test_facts_cut_names_what_a_shortened_copy_lost_within_its_room():
         assert fact in note
     assert facts_cut(original, original, 200) == ""  # nothing lost, nothing said
     assert len(facts_cut(original, kept, 40)) <= 40
+
+
+def test_a_line_the_shortened_copy_still_names_is_not_said_cut_however_written():
+    """"Line 7", "#L12" and "line<TAB>0" read as "line N": the note compared that form with the
+    kept text as written, and told the model lines it could read were gone."""
+    original = ("The crash is on Line 7 of app.py (see #L12 too).\nline\t0 start\n"
+                + "filler words to take room\n" * 50 + "and line 40 is where it ends\n")
+    kept = "The crash is on Line 7 of app.py (see #L12 too).\nline\t0 start\n[... cut ...]\n"
+    note = facts_cut(original, kept, 200)
+    assert "line 40" in note
+    for said in ("line 7", "line 12", "line 0"):
+        assert said not in note.replace("line 40", ""), note

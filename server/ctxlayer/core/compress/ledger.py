@@ -430,6 +430,7 @@ def facts_cut(original: str, kept: str, max_chars: int, facts: Named | None = No
     lost: list[str] = []
     lost_text = ""
     words = set(_WORD_GAP.split(kept))
+    kept_lines: set[str] | None = None
     out, size = [], len(head) + 1
     for kind in _CUT_KINDS:
         # a NamedFacts reads a kind only as far as the line takes it
@@ -439,7 +440,12 @@ def facts_cut(original: str, kept: str, max_chars: int, facts: Named | None = No
                 continue
             if kind in _LOCATED and _is_library(value):
                 continue
-            if _shows(kept, kind, value, words) or (
+            if kind == "line_numbers" and kept_lines is None:
+                # said alike, written otherwise ("Line 7", "#L12", "line\t0" are "line N"):
+                # compared as read, so a line the shortened text still names is not called cut
+                kept_lines = set(NamedFacts(kept).values("line_numbers"))
+            if _shows(kept, kind, value, words) or (kind == "line_numbers" and value in
+                                                    kept_lines) or (  # type: ignore[operator]
                     value in lost_text if "\0" not in value else any(value in v for v in lost)):
                 continue
             item = _item(kind, value)
