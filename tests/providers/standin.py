@@ -39,7 +39,8 @@ providers' SSE shapes (OpenAI honours `stream_options.include_usage`). A forced 
 a scripted reply, makes it answer with a tool call.
 
 Control routes (for tests): `GET /_standin/requests` (every request received, in order: path,
-headers, body, status, problems, stream, cancelled, prompt_tokens), `POST /_standin/reset`,
+query (as sent, still percent-encoded), headers, body, status, problems, stream, cancelled,
+prompt_tokens), `POST /_standin/reset`,
 `POST /_standin/fail` `{"status": 429|500, "count": 1}` or `{"mode": "stall"}` (the stream
 sends its first event then never ends) or `{"mode": "slow_first_byte", "delay": s}` or
 `{"mode": "hold"}` (the first event, then the rest after `POST /_standin/release`) or
@@ -451,7 +452,8 @@ class Standin:
     async def _read(self, fmt: str, request: web.Request) -> tuple[dict, dict | None]:
         raw = await request.read()
         entry: dict[str, Any] = {
-            "path": request.path, "method": request.method, "format": fmt,
+            "path": request.path, "query": request.rel_url.raw_query_string,
+            "method": request.method, "format": fmt,
             "headers": {k.lower(): v for k, v in request.headers.items()}, "body": None,
             "status": None, "problems": [], "stream": False, "cancelled": False,
             "completed": False, "prompt_tokens": None}

@@ -225,7 +225,8 @@ class GatewayServer:
 
     def _model_route(self, provider: Provider) -> Any:
         async def handle(request: web.Request) -> web.StreamResponse:
-            return await self._model_request(request, provider.fmt, provider.url(self.config))
+            return await self._model_request(request, provider.fmt,
+                                             with_query(provider.url(self.config), request))
         return handle
 
     async def _passthrough(self, request: web.Request) -> web.StreamResponse:
@@ -243,9 +244,7 @@ class GatewayServer:
             raw = await _read(request) if request.body_exists else None
         except GatewayError as err:
             return error_response(family.name, err)
-        url = f"{family.v1(self.config)}/{request.match_info['tail']}"
-        if request.query_string:
-            url += "?" + request.query_string
+        url = with_query(f"{family.v1(self.config)}/{request.match_info['tail']}", request)
         return await self._forward(request, family.name, request.method, url, raw, {},
                                    stream=True)
 
@@ -263,14 +262,12 @@ class GatewayServer:
             read_request("anthropic", raw)
         except GatewayError as err:
             return error_response("anthropic", err)
-        url = self.config.anthropic_base_url.rstrip("/") + "/v1/messages/count_tokens"
+        url = with_query(f"{BY_FORMAT['anthropic'].url(self.config)}/count_tokens", request)
         return await self._forward(request, "anthropic", "POST", url, raw, {}, stream=False)
 
     async def _models(self, request: web.Request) -> web.StreamResponse:
         family = family_of(request.headers)
-        url = f"{family.v1(self.config)}/models"
-        if request.query_string:
-            url += "?" + request.query_string
+        url = with_query(f"{family.v1(self.config)}/models", request)
         return await self._forward(request, family.name, "GET", url, None, {}, stream=False)
 
     async def _health(self, request: web.Request) -> web.Response:
@@ -516,6 +513,14 @@ def _refused_count(refused: Refusal | None, result: protocol.PrepareResult,
     if explained:
         return None
     return math.ceil(max(result.tokens, result.budget) * UNSTATED_OVER)
+
+
+def with_query(url: str, request: web.Request) -> str:
+    """The upstream ``url`` with the client's query string as the client sent it (still
+    percent-encoded): Azure OpenAI needs its `api-version`, the Anthropic SDK's beta client
+    sends `beta=true`. Every route forwards it; before, the model routes dropped it."""
+    query = request.rel_url.raw_query_string
+    return f"{url}?{query}" if query else url
 
 
 async def _read(request: web.Request) -> bytes:
