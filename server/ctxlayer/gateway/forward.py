@@ -32,7 +32,7 @@ import aiohttp
 from aiohttp import web
 
 from ctxlayer.gateway.errors import GatewayError, sse_error
-from ctxlayer.gateway.proxies import Proxies
+from ctxlayer.gateway.proxies import Proxies, named
 from ctxlayer.gateway.usage import StreamUsage, Usage, from_answer, refused_error
 
 log = logging.getLogger("ctxlayer.gateway")
@@ -139,9 +139,9 @@ class Upstream:
                     proxy=self.proxies.for_url(url)) as up:
                 return up.status, await up.read()
         except TimeoutError as exc:
-            raise TimeoutError(f"no answer from {url} within {timeout:.0f} s") from exc
+            raise TimeoutError(f"no answer from {named(url)} within {timeout:.0f} s") from exc
         except aiohttp.ClientError as exc:
-            raise ConnectionError(f"cannot reach {url}: {type(exc).__name__}") from exc
+            raise ConnectionError(f"cannot reach {named(url)}: {type(exc).__name__}") from exc
 
     async def loaded_context(self, url: str, model: str, headers: Mapping[str, str]
                              ) -> int | None:
@@ -156,7 +156,7 @@ class Upstream:
                                         timeout=aiohttp.ClientTimeout(total=ASK_TIMEOUT)) as up:
                 listed = await up.json(content_type=None) if up.status == 200 else None
         except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
-            log.info("asking %s for the context of %s: %s", ask, ascii(model),
+            log.info("asking %s for the context of %s: %s", named(ask), ascii(model),
                      type(exc).__name__)
             return None
         data = listed.get("data") if isinstance(listed, dict) else None
@@ -193,11 +193,12 @@ class Upstream:
                     await asyncio.shield(on_usage(usage))
                 return web.Response(status=up.status, body=raw, headers=headers)
         except TimeoutError as exc:
-            raise GatewayError(504, f"the upstream {url} did not answer in time") from exc
+            raise GatewayError(504, f"the upstream {named(url)} did not answer in time"
+                               ) from exc
         except aiohttp.ClientConnectionError as exc:
             if _gone(request):
                 raise asyncio.CancelledError from exc  # the client is gone: nobody to tell
-            raise GatewayError(502, f"cannot reach the upstream {url}: "
+            raise GatewayError(502, f"cannot reach the upstream {named(url)}: "
                                     f"{type(exc).__name__}") from exc
         finally:
             if watch is not None:
@@ -297,10 +298,10 @@ async def _relay_stream(request: web.Request, fmt: str, url: str, up: aiohttp.Cl
         # The status went out already: the provider's error event says the answer is cut
         # (the incomplete event held back is dropped, it could not be read).
         log.warning("%s stream from the upstream ended early: %s", fmt, type(exc).__name__)
-        err = (GatewayError(504, f"the upstream {url} sent nothing for longer than the read "
+        err = (GatewayError(504, f"the upstream {named(url)} sent nothing for longer than the read "
                                  "timeout ([gateway] read_timeout): the answer is cut short")
                if isinstance(exc, TimeoutError) else
-               GatewayError(502, f"the upstream {url} closed the stream before its end "
+               GatewayError(502, f"the upstream {named(url)} closed the stream before its end "
                                  f"({type(exc).__name__}): the answer is cut short"))
         with contextlib.suppress(ConnectionError, aiohttp.ClientError):
             await response.write(sse_error(fmt, err))
@@ -333,7 +334,7 @@ async def _first_event(url: str, chunks: AsyncIterator[bytes], reader: StreamUsa
             reader.feed(chunk)
             pending += chunk
     except aiohttp.ClientPayloadError as exc:
-        raise GatewayError(502, f"the upstream {url} closed the stream before its first "
+        raise GatewayError(502, f"the upstream {named(url)} closed the stream before its first "
                                 f"event ({type(exc).__name__})") from exc
     return pending
 

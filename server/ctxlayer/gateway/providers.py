@@ -23,15 +23,25 @@ class Family:
     (`errors.error_body` takes the family's name)."""
 
     name: str
-    #: the upstream's `/v1` base URL from the gateway's config
-    v1: Callable[[GatewayConfig], str]
+    #: the `[gateway]` setting that says where the upstream is
+    setting: str
+    #: what the setting's URL needs after it to be the upstream's `/v1` base
+    to_v1: str
     #: a model of the family: the gateway builds its encoding when it starts, so the first
     #: request does not wait for the build (half a second of a cold start's first request)
     model: str
 
+    def base(self, config: GatewayConfig) -> str:
+        """The upstream's URL as the config says it."""
+        return getattr(config, self.setting)
 
-OPENAI = Family("openai", lambda c: c.openai_base_url.rstrip("/"), "gpt-4o")  # its /v1 given
-ANTHROPIC = Family("anthropic", lambda c: c.anthropic_base_url.rstrip("/") + "/v1", "claude")
+    def v1(self, config: GatewayConfig) -> str:
+        """The upstream's `/v1` base URL."""
+        return self.base(config).rstrip("/") + self.to_v1
+
+
+OPENAI = Family("openai", "openai_base_url", "", "gpt-4o")  # the setting names its /v1
+ANTHROPIC = Family("anthropic", "anthropic_base_url", "/v1", "claude")
 
 
 def _chat_summary(model: str, instructions: str, text: str, max_tokens: int) -> dict:

@@ -3,8 +3,9 @@
 gateway started behind a company proxy reaches the provider as its clients would. A loopback
 upstream (a local model server, the tests' stand-in) never goes through one.
 
-Owns: which proxy, if any, serves an upstream URL, and how a proxy is named in the log (its
-address without the user and password it may carry). Reads the environment once, when made.
+Owns: which proxy, if any, serves an upstream URL, and how a proxy or an upstream URL is named
+in the log and in the gateway's errors (`named`: without the user and password it may carry).
+Reads the environment once, when made.
 """
 
 from __future__ import annotations
@@ -44,10 +45,17 @@ class Proxies:
         return "no proxy" if proxy is None else f"the proxy {named(proxy)}"
 
 
-def named(proxy: str) -> str:
-    """A proxy's scheme, host and port: never the user and password its URL may carry."""
-    parts = urlsplit(proxy)
-    return f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+def named(url: str) -> str:
+    """A proxy's or an upstream's URL as the log and the gateway's errors say it: scheme, host,
+    port and path, never the user and password it may carry, nor its query (a key may ride
+    there too)."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
+
+
+def carries_credentials(url: str) -> bool:
+    """Whether ``url`` holds a user (and password) before its host."""
+    return "@" in urlsplit(url).netloc
 
 
 def _loopback(host: str) -> bool:

@@ -40,8 +40,16 @@ from ctxlayer.gateway.forward import (
     usage_asked,
 )
 from ctxlayer.gateway.learned import LearnedWindows
-from ctxlayer.gateway.providers import BY_FORMAT, PROVIDERS, Provider, family_of
-from ctxlayer.gateway.proxies import named
+from ctxlayer.gateway.providers import (
+    ANTHROPIC,
+    BY_FORMAT,
+    OPENAI,
+    PROVIDERS,
+    Family,
+    Provider,
+    family_of,
+)
+from ctxlayer.gateway.proxies import carries_credentials, named
 from ctxlayer.gateway.usage import UNSTATED_OVER, Refusal, Usage, refusal
 from ctxlayer.state import Caller, State
 from ctxlayer.state.requests import call
@@ -182,8 +190,11 @@ class GatewayServer:
         log.info("gateway listening on %s (openai %s, anthropic %s)", self.host,
                  self.urls.openai, self.urls.anthropic)
         proxies = self.upstream.proxies
-        for base in (self.config.openai_base_url, self.config.anthropic_base_url):
-            log.info("upstream %s: through %s", base, proxies.said(base))
+        for family in (OPENAI, ANTHROPIC):
+            base = family.base(self.config)
+            log.info("upstream %s: through %s", named(base), proxies.said(base))
+            if carries_credentials(base):
+                log.warning("%s", credentials_refused(family, self.config))
         for unusable in proxies.unusable:
             log.warning("a proxy the environment names is not used (only http and https "
                         "proxies are): %s", named(unusable))
@@ -433,7 +444,7 @@ class GatewayServer:
             # goes as the client sent it, now and from then on
             self.no_stream_options.add(url)
             log.info("%s upstream %s refused stream_options: its streams' usage is not asked "
-                     "for again", fmt, url)
+                     "for again", fmt, named(url))
             response = await self._forward(
                 request, fmt, "POST", url, msgspec.json.encode(result.request), ours,
                 stream=stream, result=result)
@@ -449,6 +460,9 @@ class GatewayServer:
                        result: protocol.PrepareResult | None = None,
                        on_sent: Callable[[], None] | None = None,
                        hide_usage: bool = False) -> web.StreamResponse:
+        family = BY_FORMAT[fmt].family  # a pass-through's `fmt` is its family's name
+        if carries_credentials(family.base(self.config)):
+            return error_response(fmt, credentials_refused(family, self.config), ours)
         sink = None
         if result is not None:
             def sink(usage: Usage) -> asyncio.Future[None]:
@@ -513,6 +527,17 @@ def _refused_count(refused: Refusal | None, result: protocol.PrepareResult,
     if explained:
         return None
     return math.ceil(max(result.tokens, result.budget) * UNSTATED_OVER)
+
+
+def credentials_refused(family: Family, config: GatewayConfig) -> GatewayError:
+    """The answer to every request for an upstream whose configured URL holds a user and
+    password: never sent (aiohttp refuses them beside the client's Authorization header, and
+    the URL would put them in logs and errors), the key belongs in the client's header."""
+    return GatewayError(502, f"[gateway] {family.setting} has a user and password in its URL "
+                        f"({named(family.base(config))}), which the gateway does not send: "
+                        "remove them there and give the key in the client's own header "
+                        "(Authorization, or x-api-key) instead",
+                        code="credentials_in_upstream_url")
 
 
 def with_query(url: str, request: web.Request) -> str:
