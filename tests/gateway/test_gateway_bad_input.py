@@ -94,6 +94,33 @@ def test_a_newest_turn_sent_broken_is_refused_never_repaired_into_another_reques
     assert stack.standin.requests() == []
 
 
+HINT_HEADERS = ("x-ctxlayer-conversation", "x-claude-code-session-id", "anthropic-beta")
+
+
+@pytest.mark.parametrize("header", HINT_HEADERS)
+@pytest.mark.parametrize("route", ["/v1/chat/completions", "/v1/messages", "/v1/responses"])
+def test_a_hint_header_that_is_not_utf8_is_refused_naming_it(stack, header, route):
+    """Before, the conversation's name in bytes that are not UTF-8 got a 500 "a bug" (the
+    sessions database cannot store it)."""
+    body = {"model": "claude-sonnet-4", "max_tokens": 5,
+            "messages": [{"role": "user", "content": "q"}]} if route == "/v1/messages" else \
+        {"model": "gpt-4o", "input": "q"} if route == "/v1/responses" else \
+        {"model": "gpt-4o", "messages": [{"role": "user", "content": "q"}]}
+    answer = httpx.post(stack.anthropic_url + route, json=body,
+                        headers={header: b"conv-\xff\xfe", "anthropic-version": "2023-06-01"})
+    assert answer.status_code == 400, answer.text
+    said = answer.json()["error"]
+    assert said["type"] == "invalid_request_error"
+    assert f"the header {header} is not UTF-8 text" in said["message"]
+    if route != "/v1/messages":
+        assert said["param"] == header
+    assert stack.standin.requests() == []
+    # the same header in plain UTF-8 (not only ASCII) is read as before
+    answer = httpx.post(stack.anthropic_url + route, json=body, headers={
+        header: "conv-é".encode(), "anthropic-version": "2023-06-01"})
+    assert answer.status_code == 200, answer.text
+
+
 def test_the_sdk_sees_a_bad_request_error_naming_the_field(stack):
     with pytest.raises(openai.BadRequestError) as raised:
         stack.openai().chat.completions.create(model="gpt-4o", messages="not a list")

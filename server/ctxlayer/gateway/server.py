@@ -126,10 +126,27 @@ class Hints(msgspec.Struct, frozen=True):
 
 
 def read_hints(headers: Any) -> Hints:
-    betas = tuple(b.strip() for v in headers.getall("anthropic-beta", [])
+    """The hints of a request's headers, or GatewayError naming one that is not UTF-8."""
+    betas = tuple(b.strip() for v in _text_headers(headers, "anthropic-beta")
                   for b in v.split(",") if b.strip())
-    return Hints(conversation=headers.get("x-ctxlayer-conversation") or None,
-                 session=headers.get("x-claude-code-session-id") or None, betas=betas)
+    conversation = _text_headers(headers, "x-ctxlayer-conversation")
+    session = _text_headers(headers, "x-claude-code-session-id")
+    return Hints(conversation=conversation[0] if conversation else None,
+                 session=session[0] if session else None, betas=betas)
+
+
+def _text_headers(headers: Any, name: str) -> list[str]:
+    """The non-empty values of the header ``name``. aiohttp hands bytes that are not UTF-8 on
+    as lone surrogates, which no database, log or JSON can store: such a value is the
+    client's error (a 400 naming the header), not a 500 further in."""
+    values = [v for v in headers.getall(name, []) if v]
+    for value in values:
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            raise GatewayError(400, f"the header {name} is not UTF-8 text",
+                               field=name) from None
+    return values
 
 
 #: the body keys that ask for the output room (each format's codec names its own): too large
