@@ -347,16 +347,7 @@ class GatewayServer:
             return error_response(fmt, err, ours)
         except ContextError as exc:
             log.info("%s request refused (%s): %s", fmt, exc.kind, exc)
-            err = GatewayError.from_context(exc)
-            # a window too small for the request: its own content, or the output it asks for
-            small = exc.kind == "pinned_over_budget" or exc.field in OUTPUT_ROOM
-            learned = self.learned.get(model) if small else None
-            if learned is not None:  # why the budget is that small, where the user reads it
-                err = GatewayError(err.status, f"{err}; {learned[1]}: raise the server's "
-                                   "context for this model (Ollama: OLLAMA_CONTEXT_LENGTH, or "
-                                   "num_ctx in its Modelfile), or name its window in [gateway] "
-                                   "models", field=err.field, code=err.code)
-            return error_response(fmt, err, ours)
+            return error_response(fmt, self._refused(exc, model), ours)
         except (StoreError, sqlite3.Error) as exc:
             log.error("sessions database: %s", exc)
             return error_response(fmt, GatewayError(
@@ -402,6 +393,20 @@ class GatewayServer:
             if again.tokens < result.tokens:
                 response = await self._send(request, fmt, url, len(raw), dict(ours), again)
         return response
+
+    def _refused(self, exc: ContextError, model: str) -> GatewayError:
+        """The state's refusal of a request; one a window too small for it explains (its own
+        content, or the output it asks for), with why the window is that small, where the
+        user reads it."""
+        err = GatewayError.from_context(exc)
+        small = exc.kind == "pinned_over_budget" or exc.field in OUTPUT_ROOM
+        learned = self.learned.get(model) if small else None
+        if learned is None:
+            return err
+        return GatewayError(err.status, f"{err}; {learned[1]}: raise the server's context for "
+                            "this model (Ollama: OLLAMA_CONTEXT_LENGTH, or num_ctx in its "
+                            "Modelfile), or name its window in [gateway] models",
+                            field=err.field, code=err.code)
 
     async def _stated_window(self, refused: Refusal | None, url: str, model: str,
                              request: web.Request) -> int | None:
