@@ -159,6 +159,17 @@ def test_models_are_the_upstreams(stack):
                                                                "claude-haiku-4"]
 
 
+def test_another_method_on_a_model_route_is_the_upstreams(stack):
+    """A GET on `/v1/chat/completions` is OpenAI's list of stored completions: it goes to the
+    upstream like any other `/v1` request, never answered by the gateway as a wrong method."""
+    page = stack.openai().chat.completions.list(limit=2)
+    assert page.data == [] and page.has_more is False
+    (seen,) = stack.standin.requests()
+    assert (seen["method"], seen["path"], seen["query"]) == ("GET", "/v1/chat/completions",
+                                                             "limit=2")
+    assert seen["headers"]["authorization"] == "Bearer sk-test-openai"
+
+
 def test_count_tokens_is_the_providers(stack):
     counted = stack.anthropic().messages.count_tokens(model="claude-sonnet-4",
                                                       messages=QUESTION)

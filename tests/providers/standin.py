@@ -8,7 +8,8 @@ until it is killed. In pytest: `async with Standin() as s:` on the test's loop, 
 
 Routes: `POST /v1/chat/completions`, `POST /v1/messages`, `POST /v1/messages/count_tokens`,
 `GET /v1/models` (the OpenAI list, or Anthropic's when the request has `anthropic-version`),
-`GET /v1/models/{id}`, `POST /v1/embeddings`, and `POST /v1/responses` (the Responses API,
+`GET /v1/models/{id}`, `GET /v1/chat/completions` (the stored completions, of which it keeps
+none: an empty page), `POST /v1/embeddings`, and `POST /v1/responses` (the Responses API,
 strict as standin_responses.py says; it keeps every response it gave, for
 `previous_response_id`, and every conversation made by `POST /v1/conversations`, and answers
 with a reasoning item of `thinking_words` words sealed when `include` asks for
@@ -165,6 +166,7 @@ class Standin:
     async def start(self, port: int = 0) -> Standin:
         app = web.Application(client_max_size=256 * 1024 * 1024, middlewares=[_timed])
         app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_get("/v1/chat/completions", self._stored_chats)
         app.router.add_post("/v1/messages", self._messages)
         app.router.add_post("/v1/messages/count_tokens", self._count_tokens)
         app.router.add_get("/v1/models", self._models)
@@ -305,6 +307,17 @@ class Standin:
              "arch": "qwen2", "compatibility_type": "gguf", "quantization": "Q4_K_M",
              "state": "loaded", "max_context_length": 131072,
              "loaded_context_length": self.window(m)} for m in self.lm_studio]})
+
+    async def _stored_chats(self, request: web.Request) -> web.Response:
+        """OpenAI's list of stored Chat Completions (`chat.completions.list()`): none here."""
+        self.received.append({
+            "path": request.path, "query": request.rel_url.raw_query_string,
+            "method": request.method, "format": "openai",
+            "headers": {k.lower(): v for k, v in request.headers.items()}, "body": None,
+            "status": 200, "problems": [], "stream": False, "cancelled": False,
+            "completed": True, "prompt_tokens": None})
+        return web.json_response({"object": "list", "data": [], "first_id": None,
+                                  "last_id": None, "has_more": False})
 
     async def _model(self, request: web.Request) -> web.Response:
         name = request.match_info["model"]
