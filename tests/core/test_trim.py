@@ -185,6 +185,39 @@ def test_priority_drops_older_history_before_recent():
     check(rows, 30, ["s", "h4", "h5", "u"], strategy="priority", recent=3)
 
 
+def test_priority_shortens_a_call_output_that_sits_older_than_its_recent_result():
+    """The recent window ended between a call's two results: the group took P1, its long
+    output was put in no class, never shortened, and the whole group dropped from a budget it
+    fitted once outlined; its later copy, restored, went too (47 of 10,000 tokens used)."""
+    log = "\n".join(f"INFO step {k} ok" for k in range(700))
+    rows = [("s", "system", 3), ("u1", "user", 5),
+            ("a1", "assistant", "", {"calls": ["c1", "c2"]}),
+            ("t1", "tool", log, {"tool_call_id": "c1"}), ("t2", "tool", 2, {"tool_call_id": "c2"}),
+            ("a2", "assistant", 3), ("u2", "user", 5),
+            ("a3", "assistant", "", {"calls": ["c3", "c4"]}),
+            ("t3", "tool", log, {"tool_call_id": "c3"}), ("t4", "tool", 2, {"tool_call_id": "c4"}),
+            ("a4", "assistant", 3), ("u3", "user", 5)]
+    for strategy in ("priority", "pipeline"):
+        r = check(rows, 1500, [row[0] for row in rows], strategy=strategy)
+        assert r.tokens > 750 and not r.dropped, strategy
+
+@pytest.mark.parametrize("strategy", ["pipeline", "priority"])
+def test_a_restored_copy_is_shortened_before_anything_is_dropped_for_it(strategy):
+    """The newest tool output, a copy of an old one (deduplicated to a reference), got its
+    content back when the old one was dropped, and went whole from a budget its outline fitted
+    with 1,492 tokens left."""
+    log = "\n".join(f"INFO step {k} ok" for k in range(700))
+    rows = [("s", "system", 3), ("u0", "user", 5), ("a0", "assistant", "", {"calls": ["c0"]}),
+            ("t0", "tool", log, {"tool_call_id": "c0"})]
+    rows += [row for k in range(30) for row in ((f"u{k + 1}", "user", 40),
+                                                  (f"r{k + 1}", "assistant", 40))]
+    rows += [("a9", "assistant", "", {"calls": ["c9"]}), ("t9", "tool", log,
+                                                          {"tool_call_id": "c9"}), ("q", "user", 5)]
+    r = trim(conv(*rows), 1500, WORDS, options=TrimOptions(strategy=strategy, fmt=CONTENT_ONLY))
+    kept = {m.id: m for m in r.messages}
+    assert "t9" in kept and "t0" not in kept and r.tokens <= 1500
+    assert "INFO step 0 ok" in kept["t9"].content  # its outline, not a reference
+
 def test_priority_caps_documents_in_number_and_size():
     docs = [f"doc{k} " + " ".join(f"word{j}\n" for j in range(100)) for k in range(4)]
     msgs = conv(("u", "user", 3))

@@ -149,7 +149,7 @@ def trim(
     else:
         fit.reduce(w, budget, sh)
         fit.limit(w, budget)
-    fit.restore_orphaned_refs(w, refs, budget)
+    fit.restore_orphaned_refs(w, refs, budget, sh)
     if options.reclaim and options.strategy == "pipeline":  # priority decided its own drops
         fit.reclaim(w, budget, sh)
     fit.regrow(w, budget, sh)  # only the room nothing else needs

@@ -424,10 +424,12 @@ def limit(w: Work, budget: int) -> None:
             w.drop_group(i, f"over budget: {cost} tokens, {max(room, 0)} left")
 
 
-def restore_orphaned_refs(w: Work, refs: dict[int, int], budget: int) -> None:
+def restore_orphaned_refs(w: Work, refs: dict[int, int], budget: int, sh: Shortener) -> None:
     """A deduplicated copy whose original was dropped gets its content back (the first such copy
-    becomes the original of the later ones); if that overflows, the oldest history goes, and
-    the check runs again until every kept reference points at a kept message."""
+    becomes the original of the later ones), shortened as any message is when that overflows
+    (the newest tool output, a copy of an old one, went whole from a budget its outline fitted
+    with room to spare); if it still does, the oldest history goes, and the check runs again
+    until every kept reference points at a kept message."""
     refs = dict(refs)
     while True:
         restored: dict[int, int] = {}
@@ -446,5 +448,7 @@ def restore_orphaned_refs(w: Work, refs: dict[int, int], budget: int) -> None:
                       "restored: the copy it referred to was dropped")
         if not restored:
             return
+        if w.total > budget:
+            shorten_longest(w, list(restored.values()), w.total - budget, sh)
         if w.total > budget:
             limit(w, budget)

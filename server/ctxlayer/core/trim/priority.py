@@ -68,13 +68,16 @@ def priority_fit(w: Work, budget: int, sh: Shortener, recent: int) -> None:
             cls = 1 if seen_recent < recent else 2
             seen_recent += 1
         classes[cls].append(i)
-    # a group takes the most important class of its members
+    # a group takes the most important class of its members, and every member goes with it
+    # (a call's output placed in P2 beside its P1 result was in no class: never shortened,
+    # its 12k-token group dropped whole from a 10k budget)
     best: dict[int, int] = {}
     for cls in (1, 2, 3):
         for i in classes[cls]:
             best.setdefault(w.group[i], cls)
+    members = [i for cls in (1, 2, 3) for i in classes[cls]]
     for cls in (1, 2, 3):
-        classes[cls] = sorted(i for i in classes[cls] if best[w.group[i]] == cls)
+        classes[cls] = sorted(i for i in members if best[w.group[i]] == cls)
 
     def over() -> int:
         return w.total - budget
