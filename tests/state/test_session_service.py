@@ -475,3 +475,17 @@ def test_an_empty_session_id_is_refused_not_replaced_by_a_new_one(tmp_path):
     with pytest.raises(ContextError) as raised:
         service(tmp_path).open(WS, protocol.SessionOpenParams(session_id=""))
     assert raised.value.field == "sessionId"
+
+
+def test_negative_counts_a_client_gives_are_refused_naming_them(tmp_path):
+    """`limit: -1` listed every entry (SQLite's "no limit"), a negative `estimatedTokens` was
+    taken into the calibration; `keepRecent` and `promptTokens` were refused already."""
+    svc = service(tmp_path)
+    svc.open(WS, protocol.SessionOpenParams(session_id="s", budget=100_000))
+    with pytest.raises(ContextError) as raised:
+        svc.audit(WS, "s", -1)
+    assert raised.value.field == "limit"
+    with pytest.raises(ContextError) as raised:
+        svc.report_usage(WS, "s", 100, -5)
+    assert raised.value.field == "estimatedTokens"
+    assert svc.audit(WS, "s", 0) == [] and svc.report_usage(WS, "s", 100, 90) > 0

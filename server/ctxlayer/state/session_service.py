@@ -563,6 +563,8 @@ class SessionService:
             live = self._get(workspace, session_id)
             if prompt_tokens < 0:
                 raise ContextError("invalid", "must not be negative", field="promptTokens")
+            if estimated is not None and estimated < 0:  # a ratio against it would flip sign
+                raise ContextError("invalid", "must not be negative", field="estimatedTokens")
             counted = estimated if estimated is not None else live.last_total
             bias = live.calibration.record(live.row.model, prompt_tokens, counted,
                                            refused=refused)
@@ -593,6 +595,9 @@ class SessionService:
             self.store.add_audit(sid, entries, self.clock())
 
     def audit(self, workspace: str, session_id: str, limit: int | None) -> list[AuditEntry]:
+        if limit is not None and limit < 0:  # SQLite reads LIMIT -1 as "no limit"
+            raise ContextError("invalid", "must not be negative (leave it out for every "
+                               "entry)", field="limit")
         with self._lock:
             live = self._get(workspace, session_id)
             return self.store.audit(live.row.sid, limit)
