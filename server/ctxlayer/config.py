@@ -33,6 +33,7 @@ from ctxlayer.core.zones.rules import RulePolicy
 from ctxlayer.core.zones.working import DecayPolicy
 from ctxlayer.protocol import MAX_MESSAGE_MB, Strategy
 from ctxlayer.statefiles import KEEP_DAYS
+from ctxlayer.urls import said
 
 CONFIG_FILE = "ctxlayer.toml"
 
@@ -395,7 +396,7 @@ def _differences(old: Any, new: Any, prefix: str) -> list[tuple[str, Any, Any]]:
 
 
 def _show(value: Any) -> str:
-    return "unset" if value is None else msgspec.json.encode(value).decode()
+    return "unset" if value is None else msgspec.json.encode(said(value)).decode()
 
 
 def _read_toml(path: Path, messages: list[str]) -> dict | None:
@@ -458,7 +459,7 @@ def _merge_into(
                     table[str(k)] = msgspec.convert(v, entry_type)
                 except msgspec.ValidationError as e:
                     messages.append(f"{source}: `{dotted}.{k}`: {str(e)[:1].lower()}"
-                                    f"{str(e)[1:]} (value {v!r}); ignored")
+                                    f"{str(e)[1:]} (value {said(v)!r}); ignored")
             continue
         try:
             values[name] = msgspec.convert(value, field.type)
@@ -467,7 +468,8 @@ def _merge_into(
             why = re.sub(r" - at `\$(.*)`$", r" (at item \1)", str(e)).replace(" (at item )", "")
             why = why[:1].lower() + why[1:]
             messages.append(
-                f"{source}: `{dotted}`: {why} (value {value!r}); using the default {default!r}"
+                f"{source}: `{dotted}`: {why} (value {said(value)!r}); using the default "
+                f"{default!r}"
             )
 
 

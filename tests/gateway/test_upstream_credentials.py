@@ -14,7 +14,7 @@ import pytest
 from gateway_stack import start_stack, stop_stack
 from providers.standin import StandinThread
 
-from ctxlayer.gateway.proxies import carries_credentials, named
+from ctxlayer.urls import carries_credentials, named
 
 SECRET = "sk-SECRET-in-the-url"
 

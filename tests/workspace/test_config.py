@@ -6,7 +6,14 @@ from pathlib import Path
 
 import msgspec
 
-from ctxlayer.config import AGENT_FILES, SELECTED_FILES, Config, load_config, settings_doc
+from ctxlayer.config import (
+    AGENT_FILES,
+    SELECTED_FILES,
+    Config,
+    load_config,
+    reload_config,
+    settings_doc,
+)
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "settings.md"
 
@@ -186,3 +193,22 @@ def test_a_models_window_past_any_budget_is_refused_here_not_at_each_request(tmp
     config, problems = load_config(tmp_path, None, None)
     assert config.gateway.models == {"ok": 5000}
     assert len(problems) == 1 and "`gateway.models.big`" in problems[0]
+
+
+def test_a_key_in_a_configured_url_is_never_said_in_a_settings_message(tmp_path: Path):
+    """The gateway never logs a user and password an upstream URL carries, but the message
+    the editor shows when ctxlayer.toml is reloaded said the old and new URLs whole."""
+    user = tmp_path / "user"
+    user.mkdir()
+    (tmp_path / "ws").mkdir()
+    before, _ = load_config(tmp_path / "ws", user, None)
+    (user / "ctxlayer.toml").write_text(
+        '[gateway]\nopenai_base_url = "http://alice:sk-SECRET1@127.0.0.1:9/v1"\n'
+        'anthropic_base_url = "http://127.0.0.1:9/v1?key=sk-SECRET2"\nport = "no"\n')
+    config, message = reload_config(tmp_path / "ws", user, None, before)
+    assert config.gateway.openai_base_url.endswith("@127.0.0.1:9/v1")  # used as written
+    assert "http://127.0.0.1:9/v1" in message and "SECRET" not in message, message
+    (user / "ctxlayer.toml").write_text('[gateway]\nopenai_base_url = 5\n'
+                                        '[gateway.models]\n"m" = "http://u:sk-SECRET3@h/v1"\n')
+    _, problems = load_config(tmp_path / "ws", user, None)
+    assert problems and not any("SECRET" in p for p in problems), problems

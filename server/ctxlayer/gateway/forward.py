@@ -32,8 +32,9 @@ import aiohttp
 from aiohttp import web
 
 from ctxlayer.gateway.errors import GatewayError, sse_error
-from ctxlayer.gateway.proxies import Proxies, named
+from ctxlayer.gateway.proxies import Proxies
 from ctxlayer.gateway.usage import StreamUsage, Usage, from_answer, refused_error
+from ctxlayer.urls import named
 
 log = logging.getLogger("ctxlayer.gateway")
 

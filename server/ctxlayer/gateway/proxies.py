@@ -3,8 +3,8 @@
 gateway started behind a company proxy reaches the provider as its clients would. A loopback
 upstream (a local model server, the tests' stand-in) never goes through one.
 
-Owns: which proxy, if any, serves an upstream URL, and how a proxy or an upstream URL is named
-in the log and in the gateway's errors (`named`: without the user and password it may carry).
+Owns: which proxy, if any, serves an upstream URL (a URL is named in the log and the errors
+by `ctxlayer.urls.named`: without the user and password it may carry).
 Reads the environment once, when made.
 """
 
@@ -13,6 +13,8 @@ from __future__ import annotations
 import ipaddress
 import urllib.request
 from urllib.parse import urlsplit
+
+from ctxlayer.urls import named
 
 #: the proxy schemes aiohttp can speak (a SOCKS proxy needs a package it does not have)
 SPOKEN = ("http", "https")
@@ -43,19 +45,6 @@ class Proxies:
         """How the log names the way to ``url``: its proxy without user and password."""
         proxy = self.for_url(url)
         return "no proxy" if proxy is None else f"the proxy {named(proxy)}"
-
-
-def named(url: str) -> str:
-    """A proxy's or an upstream's URL as the log and the gateway's errors say it: scheme, host,
-    port and path, never the user and password it may carry, nor its query (a key may ride
-    there too)."""
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
-
-
-def carries_credentials(url: str) -> bool:
-    """Whether ``url`` holds a user (and password) before its host."""
-    return "@" in urlsplit(url).netloc
 
 
 def _loopback(host: str) -> bool:

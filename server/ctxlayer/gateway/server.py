@@ -49,13 +49,13 @@ from ctxlayer.gateway.providers import (
     Provider,
     family_of,
 )
-from ctxlayer.gateway.proxies import carries_credentials, named
 from ctxlayer.gateway.usage import UNSTATED_OVER, Refusal, Usage, refusal
 from ctxlayer.state import Caller, State
 from ctxlayer.state.requests import call
 from ctxlayer.statefiles import make_private_dir, read_or_create_token, token_file, write_private
 from ctxlayer.store.db import StoreError, describe_store_error
 from ctxlayer.tokenizers import context_window, model_info
+from ctxlayer.urls import carries_credentials, named
 
 log = logging.getLogger("ctxlayer.gateway")
 
