@@ -230,6 +230,14 @@ def test_priority_caps_documents_in_number_and_size():
     assert r.messages[-1].id == "u"  # documents sit before the latest user message
 
 
+def test_a_document_already_in_the_conversation_is_not_added_again():
+    msgs = [Message(role="user", content="doc text\nsecond line\nhello", id="u")]
+    r = trim(msgs, 1000, WORDS, docs=["doc text\nsecond line", "other doc"])
+    assert [m.id for m in r.messages] == ["ctx:doc:1", "u"]
+    [entry] = r.dropped
+    assert entry.message_id == "ctx:doc:0" and "word for word" in entry.reason
+
+
 # --- enrich -----------------------------------------------------------------------------------
 
 def test_enrich_embeds_files_and_references_an_unchanged_second_attachment():

@@ -2,7 +2,9 @@
 formats are lenient: an unknown field is an error naming it, since it is ours to define.
 
 Owns reading and writing this one format; ids the engine needs are made up for messages
-without one and never written back.
+without one and never written back. A message the engine added (a retrieved document) is
+written as its role and content only: a body in this format may be sent to a provider as it
+is, and OpenAI refuses a message with a field it does not know.
 """
 
 from __future__ import annotations
@@ -54,6 +56,14 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None,
 
 def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequence[int] = ()
            ) -> Encoded:
-    out = [msgspec.structs.replace(m, id=None) if m.id in decoded.derived_ids else m
-           for m in kept]
+    out = [_as_written(m, decoded) for m in kept]
     return Encoded(payload={**decoded.payload, "messages": msgspec.to_builtins(out)})
+
+
+def _as_written(m: Message, decoded: Decoded) -> Message:
+    """A kept message as it goes out: with the fields the input gave it, no more."""
+    if m.id in decoded.derived_ids:
+        return msgspec.structs.replace(m, id=None)
+    if m.id not in decoded.index:  # added by the engine: its id, kind and priority are ours
+        return Message(role=m.role, content=m.content)
+    return m

@@ -44,7 +44,8 @@ pinned content it is shortened (head and tail, an outline for JSON or a log) to 
 of the history leaves of the room, at least half of it; only when even that is impossible is
 it ContextError("pinned_over_budget").
 Pinned content alone over the budget raises ContextError("pinned_over_budget"). Trimming a
-trimmed result changes nothing. Shortened messages keep their ids.
+trimmed result changes nothing: a document already in the conversation word for word is not
+added again (its audit entry says so). Shortened messages keep their ids.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ import msgspec
 
 from ctxlayer.core.errors import require_tokens
 from ctxlayer.core.memo import Memo
+from ctxlayer.core.text import describe
 from ctxlayer.core.tokens import OPENAI_FORMAT, MessageFormat, Tokenizer
 from ctxlayer.core.trim import fit, priority, stages
 from ctxlayer.core.trim.warm import TrimCache
@@ -105,13 +107,34 @@ def docs_as_messages(docs: Sequence[str]) -> list[Message]:
     ]
 
 
-def _with_docs(messages: list[Message], docs: Sequence[str]) -> list[Message]:
-    """Documents go just before the latest user message: volatile, so late in the prompt."""
+def _with_docs(messages: list[Message], docs: Sequence[str]
+               ) -> tuple[list[Message], list[AuditEntry]]:
+    """Documents go just before the latest user message: volatile, so late in the prompt. A
+    document already in the conversation word for word (a trimmed result trimmed again with
+    the same documents) is not added twice; its entry says so."""
     if not docs:
-        return messages
+        return messages, []
+    added, repeated = [], []
+    for doc in docs_as_messages(docs):
+        if not _already_in(messages, doc.content):
+            added.append(doc)
+        else:
+            repeated.append(AuditEntry(
+                action="dropped", reason="already in the conversation word for word: not added "
+                "again", summary=describe(doc), tokens_before=0, tokens_after=0,
+                message_id=doc.id))
     last_user = next((i for i in range(len(messages) - 1, -1, -1)
                       if messages[i].role == "user"), len(messages))
-    return [*messages[:last_user], *docs_as_messages(docs), *messages[last_user:]]
+    return [*messages[:last_user], *added, *messages[last_user:]], repeated
+
+
+def _already_in(messages: Sequence[Message], text: str) -> bool:
+    """Whether a user message holds `text` as its whole text or as whole lines of it: a
+    provider format may have merged a document with the question that followed it into
+    one message, whose text blocks read back joined by newlines."""
+    needle = f"\n{text}\n"
+    return bool(text.strip()) and any(m.role == "user" and (m.content == text or needle in f"\n{m.content}\n")
+               for m in messages)
 
 
 def trim(
@@ -130,8 +153,10 @@ def trim(
     require_tokens(budget)
     options = options or TrimOptions()
     memo = memo if memo is not None else Memo()
-    msgs = stages.enrich(_with_docs(list(messages), docs), attachments or {})
+    with_docs, repeated = _with_docs(list(messages), docs)
+    msgs = stages.enrich(with_docs, attachments or {})
     w = Work(msgs, counter, options.fmt, memo, cache)
+    w.dropped.extend(repeated)
     if not options.keep_question:
         w.question = None
     w.link_tool_results()

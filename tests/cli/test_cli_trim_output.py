@@ -1,0 +1,57 @@
+"""What `ctxlayer trim` writes, as a user runs it (real processes, the real tokenizers): a body
+ready to send as it is, with nothing of the engine's in it; trimmed again it stays the same;
+its audit counts what goes out."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from providers.rules import anthropic_problems, openai_problems
+
+CLI = [sys.executable, "-m", "ctxlayer"]
+
+DOC = "Design doc\nThe cache must be flushed every hour.\n"
+
+
+def run(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
+    return subprocess.run([*CLI, *args], input=stdin, capture_output=True, text=True,
+                          timeout=120)
+
+
+def sent(out: dict) -> dict:
+    """The body as it goes to the provider: the audit removed."""
+    return {k: v for k, v in out.items() if k != "ctxlayer"}
+
+
+@pytest.mark.parametrize("fmt", [[], ["--format", "openai"]])
+def test_a_document_goes_out_as_role_and_content_and_is_added_once(tmp_path, fmt):
+    doc = tmp_path / "doc.txt"
+    doc.write_text(DOC)
+    body = {"model": "gpt-4o", "messages": [{"role": "system", "content": "s"},
+                                            {"role": "user", "content": "hello"}]}
+    first = run("trim", "-q", *fmt, "--doc", str(doc), stdin=json.dumps(body))
+    assert first.returncode == 0, first.stderr
+    out = json.loads(first.stdout)
+    assert out["messages"][1] == {"role": "user", "content": DOC}  # no id, kind, priority
+    assert openai_problems(sent(out)) == []
+    again = run("trim", "-q", *fmt, "--doc", str(doc), stdin=first.stdout)
+    assert again.returncode == 0, again.stderr
+    redone = json.loads(again.stdout)
+    assert redone["messages"] == out["messages"]
+    [entry] = redone["ctxlayer"]["dropped"]
+    assert "already in the conversation word for word" in entry["reason"]
+
+
+def test_a_document_merged_into_an_anthropic_question_is_not_added_again(tmp_path):
+    doc = tmp_path / "doc.txt"
+    doc.write_text(DOC)
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 100, "system": "s",
+            "messages": [{"role": "user", "content": "hello"}]}
+    first = run("trim", "-q", "--doc", str(doc), stdin=json.dumps(body))
+    out = json.loads(first.stdout)
+    assert anthropic_problems(sent(out)) == []
+    again = json.loads(run("trim", "-q", "--doc", str(doc), stdin=first.stdout).stdout)
+    assert again["messages"] == out["messages"]
