@@ -55,3 +55,28 @@ def test_a_document_merged_into_an_anthropic_question_is_not_added_again(tmp_pat
     assert anthropic_problems(sent(out)) == []
     again = json.loads(run("trim", "-q", "--doc", str(doc), stdin=first.stdout).stdout)
     assert again["messages"] == out["messages"]
+
+
+UNANSWERED_CALL = {"model": "gpt-4o", "messages": [
+    {"role": "user", "content": "q"},
+    {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+    {"role": "user", "content": "final"}]}
+
+CONSECUTIVE_USERS = {"model": "claude-sonnet-4-5", "max_tokens": 100, "system": "s",
+                     "messages": [{"role": "user", "content": "first question"},
+                                  {"role": "user", "content": "second question"}]}
+
+
+@pytest.mark.parametrize("body,repair", [(UNANSWERED_CALL, "lost their results"),
+                                         (CONSECUTIVE_USERS, "merged")])
+def test_the_audit_counts_what_goes_out_after_the_encoders_repairs(body, repair):
+    p = run("trim", stdin=json.dumps(body))
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    audit = out["ctxlayer"]
+    assert any(repair in e["reason"] for e in audit["dropped"] + audit["truncated"])
+    counted = run("count", "--json", stdin=json.dumps(sent(out)))
+    assert audit["tokens"] == json.loads(counted.stdout)["total"]
+    assert f"{len(json.loads(counted.stdout)['tokens'])} kept" in p.stderr
+    assert f" {audit['tokens']}/{audit['budget']} tokens" in p.stderr

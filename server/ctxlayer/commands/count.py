@@ -9,6 +9,7 @@ import sys
 import msgspec
 
 from ctxlayer.commands.io import chat_model, decode_chat, load_chat, read_input
+from ctxlayer.core.formats import Decoded
 
 
 def add_arguments(parser) -> None:
@@ -20,9 +21,21 @@ def add_arguments(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print a JSON object")
 
 
+def chat_tokens(decoded: Decoded) -> tuple[list[int], int, int]:
+    """A chat's tokens as the gateway counts its request: each message's, the tool
+    definitions', and the total (the messages with the reply priming, plus the tools). `trim`
+    counts what it writes with it too, so that its audit and `count` of its output agree."""
+    from ctxlayer.core.tokens import conversation_tokens, message_tokens, tools_tokens
+
+    counter = decoded.counter
+    per = [message_tokens(m, counter) for m in decoded.messages]
+    tools = tools_tokens(decoded.payload, counter, decoded.fmt)  # the gateway's count
+    # the same sum as a live chat's tokens (state.conversations: the turn plus its tools)
+    return per, tools, conversation_tokens(decoded.messages, counter) + tools
+
+
 def run(args) -> int:
     from ctxlayer.core.text import counted
-    from ctxlayer.core.tokens import conversation_tokens, message_tokens, tools_tokens
     from ctxlayer.tokenizers import counter_for, model_info
 
     text = read_input(args.file)
@@ -32,12 +45,7 @@ def run(args) -> int:
     model = chat_model(args.model, payload or {})
     info, counter = model_info(model), counter_for(model)
     if payload is not None:
-        decoded = decode_chat(payload, args.file or "stdin", counter)
-        messages = decoded.messages
-        per = [message_tokens(m, counter) for m in messages]
-        tools = tools_tokens(payload, counter, decoded.fmt)  # the gateway's count
-        # the same sum as a live chat's tokens (state.conversations: the turn plus its tools)
-        total = conversation_tokens(messages, counter) + tools
+        per, tools, total = chat_tokens(decode_chat(payload, args.file or "stdin", counter))
     else:
         per, tools, total = [], 0, counter.count(text)
     if args.json:

@@ -57,6 +57,7 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from pathlib import Path
 
+    from ctxlayer.commands.count import chat_tokens
     from ctxlayer.config import default_user_config_dir, load_config
     from ctxlayer.core.formats import encode
     from ctxlayer.core.text import counted
@@ -92,7 +93,11 @@ def run(args) -> int:
     encoded = encode(decoded, report.messages)
     dropped = [*report.dropped, *(e for e in encoded.audit if e.action == "dropped")]
     truncated = [*report.truncated, *(e for e in encoded.audit if e.action != "dropped")]
-    audit = {"tokens": report.tokens + tools, "budget": budget,
+    # counted from what goes out: the encoder's repairs (a call left without its result
+    # removed, Anthropic turns merged) change it after the fit, and `count` of the output
+    # must say the same number
+    written = decode_chat(encoded.payload, source, counter, decoded.fmt)
+    audit = {"tokens": chat_tokens(written)[2], "budget": budget,
              "dropped": msgspec.to_builtins(dropped), "truncated": msgspec.to_builtins(truncated)}
     if is_body:
         result = {**encoded.payload, AUDIT_KEY: audit}
@@ -102,7 +107,7 @@ def run(args) -> int:
         result = {"messages": encoded.payload["messages"], **audit}
     sys.stdout.write(msgspec.json.encode(result).decode() + "\n")
     if not args.quiet:
-        print(f"trim: {counted(len(messages), 'message')} in, {len(report.messages)} kept, "
+        print(f"trim: {counted(len(messages), 'message')} in, {len(written.messages)} kept, "
               f"{audit['tokens']}/{budget} tokens ({info.name}, {options.strategy}, {decoded.fmt}); "
               f"{len(dropped)} dropped, {len(truncated)} shortened", file=sys.stderr)
     return 0
