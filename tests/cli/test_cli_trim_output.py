@@ -80,3 +80,12 @@ def test_the_audit_counts_what_goes_out_after_the_encoders_repairs(body, repair)
     assert audit["tokens"] == json.loads(counted.stdout)["total"]
     assert f"{len(json.loads(counted.stdout)['tokens'])} kept" in p.stderr
     assert f" {audit['tokens']}/{audit['budget']} tokens" in p.stderr
+
+
+def test_an_anthropic_request_without_a_user_message_is_refused_in_one_line():
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 100, "system": "s",
+            "messages": [{"role": "assistant", "content": "Once upon a time"}]}
+    p = run("trim", stdin=json.dumps(body))
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
+    assert "an Anthropic request needs a user message first" in p.stderr

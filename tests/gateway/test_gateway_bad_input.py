@@ -74,6 +74,10 @@ NEWEST_TURN_BROKEN = [
     (b'{"model": "claude-sonnet-4", "max_tokens": 5, "messages": [{"role": "user", "content":'
      b' "q"}, {"role": "assistant", "content": "Paris is"}, {"role": "user", "content": ""}]}',
      "messages[2].content", "anthropic"),
+    # no user turn at all (a system prompt and a prefill): dropping the leading assistant
+    # turn, as for a request that starts with one, sent `messages: []`
+    (b'{"model": "claude-sonnet-4", "max_tokens": 5, "system": "s", "messages": [{"role": '
+     b'"assistant", "content": "Once upon a time"}]}', "messages", "anthropic"),
 ]
 
 

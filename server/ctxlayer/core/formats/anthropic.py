@@ -24,7 +24,7 @@ from typing import Any
 import msgspec
 
 from ctxlayer.core.formats import media
-from ctxlayer.core.formats.anthropic_repair import place_breakpoints, repair
+from ctxlayer.core.formats.anthropic_repair import place_breakpoints, repair, require_user_turn
 from ctxlayer.core.formats.anthropic_thinking import every_turn_read, last_turn_start
 from ctxlayer.core.formats.common import (
     Decoded,
@@ -563,6 +563,8 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
     # what the provider drops before its compaction goes on as it came, ahead of the rest
     head = [(_strip_own(m), []) for m in decoded.payload["messages"][:unread[0]]] \
         if unread else []
+    if not head:
+        require_user_turn(decoded.payload["messages"])
     out = head + repair(out, kept, result, decoded.counter, opened=bool(head))
     sys_value = _system(decoded, system)
     sys_kept = [k for k, m in enumerate(kept) if m.role == "system" and not _in_messages(

@@ -1,5 +1,6 @@
 """Keeping a fitted Anthropic request valid, the least lossy way, every change audited: the
-first message is from the user (leading assistant turns are dropped), roles alternate
+first message is from the user (leading assistant turns are dropped; a request with no user
+turn at all is refused, require_user_turn), roles alternate
 (neighbours of the same role are merged, nothing lost), every tool_result answers a tool_use
 of the message just before it and every tool_use keeps its result (a lone half is removed),
 tool_result blocks come first in their message; and cache_control breakpoints, at most 4.
@@ -18,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ctxlayer.core.formats.common import NOT_CACHEABLE, Encoded, audit
+from ctxlayer.core.formats.common import NOT_CACHEABLE, Encoded, audit, bad
 from ctxlayer.protocol import Message
 
 MAX_BREAKPOINTS = 4
@@ -52,6 +53,19 @@ def _text_tokens(msg: dict, counter: Any) -> int:
 
 def _first_id(ks: list[int], kept: Sequence[Message]) -> str | None:
     return kept[ks[0]].id if ks else None
+
+
+def require_user_turn(raw: list) -> None:
+    """A request with turns but no user message (a system prompt and an assistant prefill) is
+    refused, naming the field. Dropping its leading assistant turns, as the repair does for
+    one that starts with them, would send `messages: []` with a 200 from us and a refusal from
+    Anthropic; sending it unchanged would hand the user the provider's refusal after a round
+    trip. Nothing in it can be repaired: the user must add the question."""
+    turns = [m for m in raw if isinstance(m, dict) and m.get("role") != "system"]
+    if turns and not any(m.get("role") == "user" for m in turns):
+        raise bad("messages", "an Anthropic request needs a user message first, and this one "
+                  "has only assistant turns (Anthropic refuses it too); add the user's message "
+                  "before them")
 
 
 def repair(out: list[Entry], kept: Sequence[Message], result: Encoded, counter: Any,
