@@ -89,3 +89,19 @@ def test_an_anthropic_request_without_a_user_message_is_refused_in_one_line():
     assert p.returncode == 2 and p.stdout == ""
     assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
     assert "an Anthropic request needs a user message first" in p.stderr
+
+
+@pytest.mark.parametrize("body,args,field", [
+    ({"model": "gpt-4o", "max_tokens": 128_000, "messages": [{"role": "user", "content": "q"}]},
+     [], "max_tokens"),
+    ([{"role": "user", "content": "q"}], ["--reserve-output", "200k"], "--reserve-output"),
+])
+def test_an_output_reserve_that_fills_the_window_is_refused_naming_it(body, args, field):
+    """It made a budget of one token, which the question alone was then said to be over."""
+    p = run("trim", *args, stdin=json.dumps(body))
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert p.stderr.startswith(f"ctxlayer trim: {field}: ")
+    assert "leave no room for the prompt in the 128,000-token window of gpt-4o" in p.stderr
+    assert p.stderr.rstrip().endswith(f"pass --budget or a smaller {field}")
+    # a budget given makes the reserve irrelevant, as in the daemon
+    assert run("trim", "--budget", "500", *args, stdin=json.dumps(body)).returncode == 0

@@ -54,6 +54,24 @@ def add_arguments(parser) -> None:
     parser.add_argument("--quiet", "-q", action="store_true", help="no summary on stderr")
 
 
+def _budget(reserve_output: int | None, payload: dict, fmt: str, info) -> int:
+    """The window less the output reserve: --reserve-output, else the body's own field (as the
+    gateway reads it), else the model's usual. A reserve that leaves the prompt nothing is
+    refused naming where it came from, as the daemon refuses it, not made a budget of one
+    token that the question alone is then over."""
+    from ctxlayer.state.chatcodec import no_room, reserve_field
+
+    found = (("--reserve-output", reserve_output) if reserve_output
+             else reserve_field(payload, fmt))
+    if found is None:
+        return info.default_budget
+    field, reserve = found
+    if reserve >= info.context_window:
+        raise UsageError(f"{field}: {no_room(reserve, info.context_window, info.name)}; pass "
+                         f"--budget or a smaller {field}")
+    return info.context_window - reserve
+
+
 def run(args) -> int:
     from pathlib import Path
 
@@ -63,7 +81,6 @@ def run(args) -> int:
     from ctxlayer.core.text import counted
     from ctxlayer.core.tokens import tools_tokens  # the gateway's count
     from ctxlayer.core.trim import trim
-    from ctxlayer.state.chatcodec import client_reserve
     from ctxlayer.tokenizers import counter_for, model_info
     from ctxlayer.workspace.attachments import attached_paths, read_attachments
 
@@ -74,9 +91,7 @@ def run(args) -> int:
     counter, info = counter_for(model), model_info(model)
     decoded = decode_chat(payload, source, counter, args.format)
     messages = decoded.messages
-    reserve = args.reserve_output or client_reserve(payload, decoded.fmt)  # as the gateway
-    budget = args.budget or (max(1, info.context_window - reserve) if reserve
-                             else info.default_budget)
+    budget = args.budget or _budget(args.reserve_output, payload, decoded.fmt, info)
     tools = tools_tokens(payload, counter, decoded.fmt)
     if tools >= budget:
         raise UsageError(f"the tool definitions alone need {tools} tokens, over the budget of "
