@@ -39,6 +39,17 @@ def test_openai_bad_bodies_are_refused_naming_the_field(stack, body, field):
     assert stack.standin.requests() == []  # nothing forwarded
 
 
+def test_a_text_cut_inside_a_surrogate_pair_is_named_not_called_truncated(stack):
+    body = b'{"model": "gpt-4o", "messages": [{"role": "user", "content": "a\\ud83d"}]}'
+    answer = httpx.post(f"{stack.openai_url}/chat/completions", content=body,
+                        headers={"content-type": "application/json"})
+    assert answer.status_code == 400
+    error = answer.json()["error"]
+    assert error["param"] == "body" and "truncated" not in error["message"]
+    assert "a lone UTF-16 surrogate \\ud83d at byte 63: the text was cut" in error["message"]
+    assert stack.standin.requests() == []
+
+
 @pytest.mark.parametrize("body, field", [
     (b"{", "body"),
     (b'{"model": "claude-sonnet-4", "max_tokens": 5, "messages": ' + b"[" * 100_000

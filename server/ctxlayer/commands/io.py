@@ -9,6 +9,7 @@ from pathlib import Path
 import msgspec
 
 from ctxlayer.cli import UsageError
+from ctxlayer.core.errors import lone_surrogate
 from ctxlayer.core.formats import Decoded, Format, decode, detect
 from ctxlayer.core.tokens import Tokenizer, WordTokenizer
 from ctxlayer.protocol import Message
@@ -40,13 +41,15 @@ def decode_utf8(data: bytes, source: str) -> str:
 
 def load_json(text: str, source: str = "stdin"):
     """JSON data from text; a UTF-8 byte-order mark is accepted (Windows editors write one)."""
-    text = text.removeprefix("\ufeff")
-    if not text.strip():
+    read = text.removeprefix("\ufeff")
+    if not read.strip():
         raise UsageError(f"{source} is empty: expected a JSON list of messages or a request")
     try:
-        return msgspec.json.decode(text)
+        return msgspec.json.decode(read)
     except msgspec.DecodeError as exc:
-        raise UsageError(f"{source} is not valid JSON ({exc}); expected a list of messages"
+        why = lone_surrogate(text.encode())  # bytes as in the file, its mark included
+        raise UsageError(f"{source} is not valid JSON: {why}" if why else
+                         f"{source} is not valid JSON ({exc}); expected a list of messages"
                          ) from None
     except RecursionError:
         raise UsageError(f"{source}: JSON nested too deeply to read; a chat is a list of "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 ErrorKind = Literal[
@@ -30,6 +31,32 @@ MAX_TOKENS = 2**53 - 1
 #: came through: past that, a decoder and a walk of the value both raise RecursionError (a
 #: tool's input read fine, then written again deeper in the stack, was an internal error)
 TOO_DEEP = "holds JSON nested deeper than ctxlayer follows (about 1,000 levels)"
+
+
+#: a \uXXXX escape of a UTF-16 surrogate, with the backslashes before it (an even run is an
+#: escaped backslash followed by the letter u, no escape at all)
+_SURROGATE = re.compile(rb"(\\+)u([dD][89a-fA-F][0-9a-fA-F]{2})")
+_LOW = re.compile(rb"\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+
+
+def lone_surrogate(data: bytes) -> str | None:
+    """Why JSON the decoder refused cannot be read, when the cause is a \\uD800-\\uDFFF escape
+    without its other half (msgspec says only "Input data was truncated"): a client cut a
+    string in the middle of a character. Refused, not replaced by U+FFFD: that would change
+    the user's text unasked in a request otherwise sent as it came, the providers refuse it
+    too, and the fix (not cutting inside a character) belongs where the text was cut. Every
+    face that reads JSON (the CLI, the gateway, the daemon) says it with this one line."""
+    skip = -1
+    for m in _SURROGATE.finditer(data):
+        at = m.start(2) - 2  # the backslash of the escape
+        if len(m.group(1)) % 2 == 0 or at < skip:
+            continue
+        if m.group(2)[1:2].lower() in b"89ab" and _LOW.match(data, m.end()):
+            skip = m.end() + 1  # a whole pair: its low half is no lone one
+            continue
+        return (f"a lone UTF-16 surrogate \\u{m.group(2).decode().lower()} at byte {at}: the "
+                "text was cut in the middle of a character (half of a surrogate pair)")
+    return None
 
 
 def require_tokens(value: int | None, field: str = "budget") -> None:

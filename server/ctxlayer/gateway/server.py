@@ -29,7 +29,7 @@ from aiohttp import web
 
 from ctxlayer import protocol
 from ctxlayer.config import GatewayConfig
-from ctxlayer.core.errors import TOO_DEEP, ContextError
+from ctxlayer.core.errors import TOO_DEEP, ContextError, lone_surrogate
 from ctxlayer.core.formats import codec
 from ctxlayer.gateway import chats, encodings, guard, limits, upsum
 from ctxlayer.gateway.errors import GatewayError, error_response
@@ -91,7 +91,9 @@ def read_request(fmt: str, raw: bytes) -> dict:
             raw.decode()
         except UnicodeDecodeError:
             raise GatewayError(400, "the body is not UTF-8 text", field="body") from exc
-        raise GatewayError(400, f"the body is not JSON ({exc})", field="body") from exc
+        why = lone_surrogate(raw)
+        raise GatewayError(400, f"the body is not JSON: {why}" if why else
+                           f"the body is not JSON ({exc})", field="body") from exc
     except RecursionError:  # the decoder's depth limit: before, a 500 that said "a bug"
         raise GatewayError(400, "the body is JSON nested deeper than the gateway reads (a "
                            "request's messages are a few levels deep)", field="body") from None
