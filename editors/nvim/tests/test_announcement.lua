@@ -42,4 +42,10 @@ H.run(function()
     return f and f.source == "segment" and f
   end)
   H.eq(plain and plain.limit, ann.defaultBudget, "without a session the limit is the announced default budget")
+
+  -- no option set: sent as an object, not the `[]` of an empty Lua table, which the daemon
+  -- warned of ("initializationOptions: expected an object") at every start
+  ctxlayer.stop()
+  ctxlayer.setup({ cmd = H.cmd, session = false, gateway = false })
+  H.eq(vim.json.encode(require("ctxlayer.client").init_options()), "{}", "no option set is an empty object")
 end)

@@ -103,12 +103,14 @@ end
 --- session gets the mode instead.
 function M.init_options()
   local cfg = config.current
-  return {
+  local opts = {
     model = cfg.model,
     contextWindow = cfg.context_window,
     reserveOutput = cfg.reserve_output,
     config = M.config_overrides(),
   }
+  -- none set: an empty Lua table goes out as `[]`, which the daemon warned of at every start
+  return next(opts) and opts or vim.empty_dict()
 end
 
 function M.capabilities()
