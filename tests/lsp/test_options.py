@@ -72,3 +72,33 @@ async def test_an_output_reserve_leaving_no_room_is_said_and_never_becomes_a_ses
                 if m.get("method") == "window/showMessage"]
         if "reserveOutput" in options:
             assert any("initializationOptions.reserveOutput" in text for text in said), said
+
+
+async def test_the_folder_followed_leaving_the_workspace_is_said(tmp_path):
+    """The daemon announced folder change notifications and ignored them: a client that
+    removed the folder it follows saw its segment go on as if nothing had changed."""
+    root = make_repo(WORLD / f"folders-{tmp_path.name}")
+    other = make_repo(WORLD / f"folders-other-{tmp_path.name}")
+    daemon = await RawDaemon.start(env=hermetic_env(tmp_path / "world"))
+    try:
+        await daemon.initialize(root)
+        await daemon.send({"jsonrpc": "2.0", "method": "workspace/didChangeWorkspaceFolders",
+                           "params": {"event": {
+                               "added": [{"uri": other.as_uri(), "name": "other"}],
+                               "removed": [{"uri": root.as_uri(), "name": "root"}]}}})
+
+        async def shown() -> str:
+            while True:
+                for msg in daemon.notifications:
+                    text = (msg.get("params") or {}).get("message", "")
+                    if msg.get("method") == "window/showMessage" and "left the" in text:
+                        return text
+                daemon._arrived.clear()
+                await daemon._arrived.wait()
+
+        text = await asyncio.wait_for(shown(), 20)
+        assert str(root.resolve()) in text and "restarted" in text
+        segment = await daemon.request(1, "ctx/segment", {})
+        assert "result" in segment, segment
+    finally:
+        assert await daemon.close() == 0

@@ -161,7 +161,25 @@ async def did_save(ls: CtxServer, params: types.DidSaveTextDocumentParams) -> No
         await live.refresh([path])
 
 
+def folders_changed(ls: CtxServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+    """The daemon follows the folder it was started in: its segment and its sessions belong to
+    it (VS Code restarts its extensions when the first folder changes; Neovim starts a client a
+    root). A client that removes that folder, or adds one to a daemon started without any,
+    is told so, instead of the segment going on as if nothing had changed."""
+    root = ls.caller.root
+    removed = [Path(fs_path(f.uri) or "") for f in params.event.removed or ()]
+    added = [fs_path(f.uri) for f in params.event.added or ()]
+    if root is not None and any(p.is_absolute() and p.resolve() == root for p in removed):
+        ls.tell(f"ctxlayer: the folder {root} left the workspace; ctxlayer goes on following "
+                "it (its sessions belong to it) until it is restarted in another folder",
+                "warning", show=True)
+    elif root is None and added:
+        ls.tell(f"ctxlayer: started without a folder, it does not follow {added[0]}: restart "
+                "it to have that folder's workspace segment", "warning", show=True)
+
+
 def register(server: CtxServer) -> None:
     server.feature(types.INITIALIZE)(initialize)
     server.feature(types.INITIALIZED)(initialized)
+    server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)(folders_changed)
     server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))(did_save)
