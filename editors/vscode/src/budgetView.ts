@@ -44,13 +44,12 @@ const LAYER_NAMES: [keyof Budget["byLayer"], string][] = [
   ["history", "History"],
 ];
 
-/** Markdown tooltip: one row per layer, the model, and where the next compaction happens. */
+/** Markdown tooltip: one row per layer, the model, and where the next compaction happens
+ * when the daemon says so. */
 export function tooltip(budget: Budget, source: string): string {
   const rows = LAYER_NAMES.map(
     ([key, label]) => `| ${label} | ${(budget.byLayer[key] ?? 0).toLocaleString("en-US")} |`,
   );
-  const next = budget.nextCompactionAt ?? Math.round(budget.limit * 0.7);
-  const left = Math.max(0, next - budget.used);
   return [
     `**ctxlayer** · ${budget.model} · ${source}`,
     "",
@@ -59,12 +58,23 @@ export function tooltip(budget: Budget, source: string): string {
     ...rows,
     `| **Total** | **${budget.used.toLocaleString("en-US")} / ${budget.limit.toLocaleString("en-US")}** |`,
     "",
+    ...compactionLines(budget),
+    "Click to show the context.",
+  ].join("\n");
+}
+
+/** The daemon's compaction threshold, or nothing: a budget without one (null or absent) has
+ * no threshold the editor could honestly name, so it guesses none. */
+function compactionLines(budget: Budget): string[] {
+  const next = budget.nextCompactionAt;
+  if (next == null) return [];
+  const left = Math.max(0, next - budget.used);
+  return [
     budget.used >= next
       ? `History compaction is due (threshold ${next.toLocaleString("en-US")} tokens).`
       : `Next compaction at ${next.toLocaleString("en-US")} tokens (${left.toLocaleString("en-US")} to go).`,
     "",
-    "Click to show the context.",
-  ].join("\n");
+  ];
 }
 
 /** The status text of a live chat: `ctx 12.3k / 128k (9%)`, then the last turn's cache hit. */

@@ -51,7 +51,17 @@ describe("tooltip", () => {
     expect(text).toContain("gpt-4o");
   });
 
-  it("says compaction is due past the threshold", () => {
-    expect(tooltip(budget(80_000, 100_000), "s")).toContain("compaction is due");
+  it("says compaction is due past the daemon's threshold", () => {
+    const text = tooltip({ ...budget(80_000, 100_000), nextCompactionAt: 70_000 }, "s");
+    expect(text).toContain("History compaction is due (threshold 70,000 tokens).");
+  });
+
+  it("names no threshold when the daemon gives none", () => {
+    for (const b of [{ ...budget(80_000, 128_000), nextCompactionAt: null }, budget(95_000, 128_000)]) {
+      const text = tooltip(b, "s");
+      expect(text).not.toMatch(/compaction/i);
+      expect(text).not.toContain("89,600"); // 70% of the limit: not the daemon's figure
+      expect(text).toMatch(/\*\* \|\n\nClick to show the context\.$/); // one blank line
+    }
   });
 });
