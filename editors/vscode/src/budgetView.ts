@@ -77,6 +77,14 @@ function compactionLines(budget: Budget): string[] {
   ];
 }
 
+/** The daemon's error band (a fraction of the count: 0.02 is ±2%) as whole percents, as the
+ * Neovim plugin shows it; undefined when there is none or it rounds to 0%. */
+export function errorBandText(band: number | null | undefined): string | undefined {
+  if (band == null) return undefined;
+  const percent = Math.round(band * 100);
+  return percent > 0 ? `±${percent}%` : undefined;
+}
+
 /** The status text of a live chat: `ctx 12.3k / 128k (9%)`, then the last turn's cache hit. */
 export function liveText(budget: Budget): string {
   const cached = budget.cachedTokens ? ` · ${compact(budget.cachedTokens)} cached` : "";
@@ -107,9 +115,8 @@ export function liveTooltip(chat: {
       ? `Cached by the provider on the last turn: ${b.cachedTokens.toLocaleString("en-US")} tokens.`
       : "The provider has not reported cached tokens for this chat yet.",
   );
-  if (b.errorBand != null) {
-    extra.push(`Counts are within ±${b.errorBand.toLocaleString("en-US")} tokens of the provider's.`);
-  }
+  const band = errorBandText(b.errorBand);
+  if (band) extra.push(`Counts are within ${band} of the provider's.`);
   return [...lines, ...extra, "", "Click to inspect this chat."].join("\n");
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { compact, severity, statusText, tooltip } from "../../src/budgetView";
+import { compact, liveTooltip, severity, statusText, tooltip } from "../../src/budgetView";
 import { budget } from "./fakeDaemon";
 
 describe("status text", () => {
@@ -63,5 +63,24 @@ describe("tooltip", () => {
       expect(text).not.toContain("89,600"); // 70% of the limit: not the daemon's figure
       expect(text).toMatch(/\*\* \|\n\nClick to show the context\.$/); // one blank line
     }
+  });
+});
+
+describe("live tooltip", () => {
+  const chat = (errorBand: number | null) => ({
+    conversationId: "c1",
+    source: "gateway",
+    budget: { ...budget(12_300, 128_000), errorBand },
+  });
+
+  it("shows the daemon's error band, a fraction, as a percentage", () => {
+    expect(liveTooltip(chat(0.0213))).toContain("Counts are within ±2% of the provider's.");
+    expect(liveTooltip(chat(0.15))).toContain("±15%");
+    expect(liveTooltip(chat(0.0213))).not.toContain("tokens of the provider's");
+  });
+
+  it("leaves the band out when there is none or it rounds to 0%", () => {
+    expect(liveTooltip(chat(null))).not.toContain("Counts are within");
+    expect(liveTooltip(chat(0.001))).not.toContain("Counts are within");
   });
 });

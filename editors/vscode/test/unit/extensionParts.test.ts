@@ -41,14 +41,14 @@ describe("status bar item", () => {
     const item = recorded.statusItems[0];
     expect(item.visible).toBe(true);
     expect(item.command).toBe("ctxlayer.showContext");
-    status.showLive(live(42_100, 128_000, { cachedTokens: 30_500, errorBand: 420, nextCompactionAt: 89_600 }));
+    status.showLive(live(42_100, 128_000, { cachedTokens: 30_500, errorBand: 0.042, nextCompactionAt: 89_600 }));
     expect(item.text).toBe("ctx 42.1k / 128k (33%) · 30.5k cached");
     expect(item.backgroundColor).toBeUndefined();
     const tip = item.tooltip.value;
     expect(tip).toContain("| Workspace | 41,100 |");
     expect(tip).toContain("the gateway, conversation `conv-1`");
     expect(tip).toContain("Cached by the provider on the last turn: 30,500 tokens.");
-    expect(tip).toContain("±420 tokens");
+    expect(tip).toContain("Counts are within ±4% of the provider's.");
     expect(tip).toContain("Next compaction at 89,600 tokens (47,500 to go).");
     // a workspace figure arriving later does not hide the live chat
     status.showBudget(budget(1000, 128_000), "workspace");
