@@ -12,6 +12,7 @@ import {
 import {
   CloseAction,
   ErrorAction,
+  type CloseHandlerResult,
   LanguageClient,
   Trace,
   type LanguageClientOptions,
@@ -35,12 +36,17 @@ export interface ServerHooks {
   onStopped(reason: string): void;
 }
 
+/** A daemon that exits by itself is started again, up to MAX_RESTARTS times within
+ * RESTART_WINDOW_MS: one that keeps exiting is left stopped with one message, while one that
+ * exits now and then (days apart) is still restarted each time. */
 const MAX_RESTARTS = 3;
+const RESTART_WINDOW_MS = 3 * 60_000;
 
 export class DaemonServer {
   private languageClient: LanguageClient | undefined;
   private running: Running | undefined;
-  private restarts = 0;
+  /** When the recent automatic restarts happened (Date.now()), within RESTART_WINDOW_MS. */
+  private restarts: number[] = [];
 
   constructor(
     private readonly log: LogOutputChannel,
@@ -84,19 +90,7 @@ export class DaemonServer {
       },
       errorHandler: {
         error: () => ({ action: ErrorAction.Continue, handled: true }),
-        closed: () => {
-          this.hooks.onStopped("daemon exited");
-          if (++this.restarts <= MAX_RESTARTS) {
-            this.log.warn(`the daemon exited; restart ${this.restarts} of ${MAX_RESTARTS}`);
-            return { action: CloseAction.Restart, handled: true };
-          }
-          return {
-            action: CloseAction.DoNotRestart,
-            message:
-              "ctxlayer: the daemon keeps exiting. Run `ctxlayer: Show logs` to see why, then " +
-              "`ctxlayer: Restart`.",
-          };
-        },
+        closed: () => this.closed(lc, settings),
       },
     };
     const lc = new LanguageClient("ctxlayer", "ctxlayer", serverOptions, clientOptions);
@@ -147,6 +141,40 @@ export class DaemonServer {
     return true;
   }
 
+  /**
+   * The daemon's process ended without stop(). It is started again through start(), never by
+   * vscode-languageclient's own restart (CloseAction.Restart): that one skips start()'s
+   * reading of the new daemon's announcement and onStarted, so the controller would stay
+   * detached from a daemon that runs.
+   */
+  private closed(lc: LanguageClient, settings: Settings): CloseHandlerResult {
+    if (this.languageClient !== lc || this.running === undefined) {
+      // a client we already replaced, or a daemon that exited before it started: start()
+      // says why (its lc.start() fails)
+      return { action: CloseAction.DoNotRestart, handled: true };
+    }
+    this.languageClient = undefined;
+    this.running = undefined;
+    this.hooks.onStopped("daemon exited");
+    const now = Date.now();
+    this.restarts = this.restarts.filter((at) => now - at < RESTART_WINDOW_MS);
+    if (this.restarts.length >= MAX_RESTARTS) {
+      return {
+        action: CloseAction.DoNotRestart,
+        message:
+          "ctxlayer: the daemon keeps exiting. Run `ctxlayer: Show logs` to see why, then " +
+          "`ctxlayer: Restart`.",
+      };
+    }
+    this.restarts.push(now);
+    const message =
+      `the daemon exited; starting it again (${this.restarts.length} of ${MAX_RESTARTS} ` +
+      `restarts within ${RESTART_WINDOW_MS / 60_000} minutes)`;
+    this.log.warn(message);
+    void this.start(settings);
+    return { action: CloseAction.DoNotRestart, message, handled: true };
+  }
+
   async stop(): Promise<void> {
     const lc = this.languageClient;
     this.languageClient = undefined;
@@ -161,7 +189,7 @@ export class DaemonServer {
   }
 
   async restart(settings: Settings): Promise<boolean> {
-    this.restarts = 0;
+    this.restarts = [];
     await this.stop();
     return this.start(settings);
   }

@@ -58,3 +58,49 @@ export function announcement(overrides: Partial<ServerAnnouncement> = {}): Serve
     ...overrides,
   };
 }
+
+/**
+ * A stand-in for vscode-languageclient's LanguageClient (vi.mock of "vscode-languageclient/node"):
+ * answers like FakeConnection, announces `announcement()` at start, and on `exit()` does what
+ * vscode-languageclient 11 does when the daemon's process ends (handleConnectionClosed): asks
+ * the error handler, and on CloseAction.Restart calls its own start() again.
+ */
+export const CloseAction = { DoNotRestart: 1, Restart: 2 } as const;
+export class FakeLanguageClient extends FakeConnection {
+  static made: FakeLanguageClient[] = [];
+  static answers: Record<string, (params: any) => unknown> = {};
+  initializeResult: any;
+  state: "stopped" | "running" = "stopped";
+  starts = 0;
+  closedResults: { action: number; message?: string; handled?: boolean }[] = [];
+
+  constructor(
+    readonly id: string,
+    readonly name: string,
+    readonly serverOptions: any,
+    readonly clientOptions: any,
+  ) {
+    super(FakeLanguageClient.answers);
+    FakeLanguageClient.made.push(this);
+  }
+  registerFeature() {}
+  async setTrace() {}
+  async start() {
+    this.starts++;
+    this.state = "running";
+    this.initializeResult = {
+      serverInfo: { name: "ctxlayer", version: "test" },
+      capabilities: { experimental: { ctxlayer: announcement() } },
+    };
+  }
+  async stop() {
+    this.state = "stopped";
+  }
+  /** The daemon's process ended by itself (a crash). */
+  async exit() {
+    this.state = "stopped";
+    const result = await this.clientOptions.errorHandler.closed();
+    this.closedResults.push(result);
+    if (result.action === CloseAction.Restart) await this.start();
+  }
+}
