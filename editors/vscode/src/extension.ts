@@ -10,7 +10,7 @@ import { BudgetController } from "./controller";
 import { errorText } from "./errors";
 import { DaemonServer } from "./server";
 import { CtxlayerParticipant, PARTICIPANT_ID } from "./participant";
-import { settingsChange } from "./settings";
+import { settingsChange, settingsWarning } from "./settings";
 import { BudgetStatusItem } from "./statusBar";
 import { summarize } from "./summarize";
 import * as api from "./vscodeapi";
@@ -23,7 +23,21 @@ export async function activate(context: api.ExtensionContext): Promise<CtxlayerA
   const status = new BudgetStatusItem();
   const workspace = api.workspaceFolder() ?? "no-workspace";
   const key = createHash("sha256").update(workspace).digest("hex").slice(0, 12);
-  let settings = api.readSettings();
+  // a setting of the wrong kind is replaced by its default, said once (again only when the
+  // problems change: a restart or a settings change reads them again)
+  let saidSettings: string | undefined;
+  const readSettings = (): api.Settings => {
+    const problems: string[] = [];
+    const read = api.readSettings(problems);
+    const warning = settingsWarning(problems);
+    if (warning !== undefined && warning !== saidSettings) {
+      log.warn(warning);
+      void api.showWarning(warning);
+    }
+    saidSettings = warning;
+    return read;
+  };
+  let settings = readSettings();
   const controller = new BudgetController(status, settings, key);
   const daemon = new DaemonServer(log, {
     summarize: (params) => summarize(params, (prompt) => api.summarizeWithEditorModel(prompt)),
@@ -32,7 +46,13 @@ export async function activate(context: api.ExtensionContext): Promise<CtxlayerA
       try {
         await controller.attach(running.client, running.announcement);
       } catch (err) {
+        // e.g. the daemon refused a setting (-32602 naming it): said where the spinner was
         log.error(`reading the budget: ${errorText(err)}`);
+        status.showProblem(
+          "ctx error",
+          `reading the budget failed: ${errorText(err)}. Check the ctxlayer settings, then run ` +
+            '"ctxlayer: Restart".',
+        );
       }
     },
     onStopped: (reason) => {
@@ -42,8 +62,9 @@ export async function activate(context: api.ExtensionContext): Promise<CtxlayerA
   });
   server = daemon;
   const restart = () => {
-    controller.updateSettings(api.readSettings());
-    return daemon.restart(api.readSettings());
+    const next = readSettings();
+    controller.updateSettings(next);
+    return daemon.restart(next);
   };
   const deps = { controller, restart, log };
   const client = () => controller.requireClient();
@@ -78,7 +99,7 @@ export async function activate(context: api.ExtensionContext): Promise<CtxlayerA
     api.createChatParticipant(PARTICIPANT_ID, participant.handler, "layers"),
     registerWorkspaceTool(client),
     api.onSettingsChanged(() => {
-      const next = api.readSettings();
+      const next = readSettings();
       const change = settingsChange(settings, next);
       settings = next;
       if (change === "restart") {
@@ -89,7 +110,10 @@ export async function activate(context: api.ExtensionContext): Promise<CtxlayerA
       }
     }),
   );
-  void daemon.start(api.readSettings());
+  daemon.start(settings).catch((err) => {
+    log.error(`starting the daemon: ${errorText(err)}`);
+    status.showProblem("ctx off", `the daemon did not start: ${errorText(err)}. Run "ctxlayer: Show logs".`);
+  });
   models.refresh().catch((err) => log.warn(`listing the chat models: ${errorText(err)}`));
   return createApi(controller);
 }

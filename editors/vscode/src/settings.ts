@@ -1,4 +1,11 @@
-/** What a settings change asks for: a daemon restart, only a new mode, or nothing. */
+/**
+ * The settings as the extension uses them: each value checked against what package.json
+ * contributes for it (its type, choices and bounds; the daemon-owned ones are written there by
+ * `python -m ctxlayer.editor_settings`), a wrong one replaced by the manifest's default and
+ * named in one warning; and what a settings change asks for (a daemon restart, a new mode, or
+ * nothing). No vscode here: vscodeapi.ts hands in the raw values.
+ */
+import manifest from "../package.json";
 import type { Settings } from "./vscodeapi";
 
 export type SettingsChange = "restart" | "mode" | "none";
@@ -9,4 +16,89 @@ export function settingsChange(before: Settings, after: Settings): SettingsChang
     return "restart";
   }
   return before.mode !== after.mode ? "mode" : "none";
+}
+
+/** The part of JSON Schema that the manifest's settings use. */
+interface SettingSchema {
+  type?: string | string[];
+  enum?: unknown[];
+  minimum?: number;
+  maximum?: number;
+  items?: SettingSchema;
+  default?: unknown;
+}
+
+const SECTION = "ctxlayer";
+const contributed = manifest.contributes.configuration.properties as Record<string, SettingSchema>;
+
+function hasType(value: unknown, type: string, schema: SettingSchema): boolean {
+  switch (type) {
+    case "null":
+      return value === null;
+    case "string":
+      return typeof value === "string";
+    case "boolean":
+      return typeof value === "boolean";
+    case "integer":
+    case "number": {
+      if (typeof value !== "number" || !Number.isFinite(value)) return false;
+      if (type === "integer" && !Number.isInteger(value)) return false;
+      return (
+        (schema.minimum === undefined || value >= schema.minimum) &&
+        (schema.maximum === undefined || value <= schema.maximum)
+      );
+    }
+    case "array":
+      return Array.isArray(value) && (!schema.items || value.every((v) => fits(v, schema.items!)));
+    default:
+      return true; // a kind the manifest does not use: VS Code's own editor checks it
+  }
+}
+
+function fits(value: unknown, schema: SettingSchema): boolean {
+  if (schema.enum && !schema.enum.some((choice) => choice === value)) return false;
+  const types = schema.type === undefined ? [] : ([] as string[]).concat(schema.type);
+  return types.length === 0 || types.some((t) => hasType(value, t, schema));
+}
+
+/** What a setting takes, in words: `an integer from 0 to 65535`, `one of null, "short"`. */
+function expected(schema: SettingSchema): string {
+  if (schema.enum) return "one of " + schema.enum.map((v) => JSON.stringify(v)).join(", ");
+  const types = schema.type === undefined ? [] : ([] as string[]).concat(schema.type);
+  const bounds =
+    schema.minimum !== undefined && schema.maximum !== undefined
+      ? ` from ${schema.minimum} to ${schema.maximum}`
+      : schema.minimum !== undefined
+        ? ` of at least ${schema.minimum}`
+        : schema.maximum !== undefined
+          ? ` of at most ${schema.maximum}`
+          : "";
+  const words: Record<string, string> = {
+    null: "null",
+    string: "a string",
+    boolean: "true or false",
+    integer: `an integer${bounds}`,
+    number: `a number${bounds}`,
+    array: schema.items?.type === "string" ? "a list of strings" : "a list",
+  };
+  return types.map((t) => words[t] ?? t).join(" or ");
+}
+
+/**
+ * The value of `ctxlayer.<key>`: the one `get` answers (the user's, else the manifest's
+ * default) when it is of the contributed kind; else the manifest's default, with the problem
+ * added to `problems` naming the setting.
+ */
+export function checkedSetting<T>(key: string, get: (key: string) => unknown, problems: string[]): T {
+  const schema = contributed[`${SECTION}.${key}`];
+  const value = get(key);
+  if (!schema || fits(value, schema)) return value as T;
+  problems.push(`\`${SECTION}.${key}\` must be ${expected(schema)}, not ${JSON.stringify(value)}`);
+  return schema.default as T;
+}
+
+/** The one message for the settings that were replaced by their defaults; undefined if none. */
+export function settingsWarning(problems: string[]): string | undefined {
+  if (problems.length === 0) return undefined;
+  return `ctxlayer: ${problems.join("; ")}. Using the default instead until the setting is fixed.`;
 }

@@ -4,6 +4,7 @@
  */
 import * as vscode from "vscode";
 import type { ControllerSettings } from "./controller";
+import { checkedSetting } from "./settings";
 
 export type { Disposable, ExtensionContext, LogOutputChannel, StatusBarItem } from "vscode";
 
@@ -51,11 +52,13 @@ export interface Settings {
 /**
  * The settings, each defaulting to package.json's value (VS Code answers it for an unset one):
  * the daemon's defaults are written there by `python -m ctxlayer.editor_settings`, so none is
- * repeated here.
+ * repeated here. VS Code hands over a hand-edited settings.json as it is (a budget of "64000",
+ * a command as one string): such a value is replaced by the default and its problem added to
+ * `problems` (settings.ts says it in one message).
  */
-export function readSettings(): Settings {
+export function readSettings(problems: string[] = []): Settings {
   const c = vscode.workspace.getConfiguration("ctxlayer");
-  const get = <T>(key: string): T => c.get<T>(key) as T;
+  const get = <T>(key: string): T => checkedSetting<T>(key, (k) => c.get(k), problems);
   return {
     model: get<string>("model"),
     budget: get<number | null>("budget") ?? null,

@@ -7,7 +7,7 @@ import { BudgetController } from "../../src/controller";
 import { BudgetStatusItem } from "../../src/statusBar";
 import { summarize, summaryPrompt } from "../../src/summarize";
 import { createApi } from "../../src/api";
-import { settingsChange } from "../../src/settings";
+import { settingsChange, settingsWarning } from "../../src/settings";
 import * as api from "../../src/vscodeapi";
 import { recorded, resetMock } from "./vscode.mock";
 import { announcement, budget, FakeConnection } from "./fakeDaemon";
@@ -76,7 +76,53 @@ describe("settings", () => {
     });
     recorded.settings.set("model", "claude-sonnet-4");
     recorded.settings.set("budget", 50_000);
-    expect(api.readSettings()).toMatchObject({ model: "claude-sonnet-4", budget: 50_000 });
+    recorded.settings.set("mode", "debug");
+    recorded.settings.set("serverCommand", ["/venv/bin/ctxlayer", "serve"]);
+    const problems: string[] = [];
+    expect(api.readSettings(problems)).toMatchObject({
+      model: "claude-sonnet-4", budget: 50_000, mode: "debug", serverCommand: ["/venv/bin/ctxlayer", "serve"],
+    });
+    expect(problems).toEqual([]);
+  });
+
+  it("of the wrong kind are replaced by the manifest's defaults, each problem naming its setting", () => {
+    const props = manifest.contributes.configuration.properties;
+    const wrong: Record<string, unknown> = {
+      model: 4,
+      budget: "64000",
+      mode: "turbo",
+      serverCommand: "/venv/bin/ctxlayer serve",
+      "trace.server": "loud",
+      "gateway.enabled": "yes",
+      "gateway.port": 70_000,
+    };
+    for (const [key, value] of Object.entries(wrong)) recorded.settings.set(key, value);
+    const problems: string[] = [];
+    expect(api.readSettings(problems)).toEqual({
+      model: props["ctxlayer.model"].default,
+      budget: null,
+      mode: null,
+      serverCommand: [],
+      trace: "off",
+      gateway: { enabled: false, port: 0 },
+    });
+    expect(problems).toEqual([
+      "`ctxlayer.model` must be a string, not 4",
+      '`ctxlayer.budget` must be an integer of at least 1 or null, not "64000"',
+      '`ctxlayer.mode` must be one of null, "short", "deep", "debug", not "turbo"',
+      '`ctxlayer.serverCommand` must be a list of strings, not "/venv/bin/ctxlayer serve"',
+      '`ctxlayer.trace.server` must be one of "off", "messages", "verbose", not "loud"',
+      '`ctxlayer.gateway.enabled` must be true or false, not "yes"',
+      "`ctxlayer.gateway.port` must be an integer from 0 to 65535, not 70000",
+    ]);
+    expect(settingsWarning(problems)).toMatch(/^ctxlayer: `ctxlayer.model` must be .*; `ctxlayer.budget` must be .*Using the default/);
+    expect(settingsWarning([])).toBeUndefined();
+    for (const [key, value] of [["budget", 0], ["budget", 1.5], ["serverCommand", ["ctxlayer", 2]]] as const) {
+      recorded.settings.set(key, value);
+      const more: string[] = [];
+      api.readSettings(more);
+      expect(more.some((p) => p.startsWith(`\`ctxlayer.${key}\``)), `${key} ${JSON.stringify(value)}`).toBe(true);
+    }
   });
 });
 

@@ -26,7 +26,14 @@ export const recorded = {
   nextInput: undefined as string | undefined,
   nextErrorChoice: undefined as string | undefined,
   workspaceFolder: "/work/project" as string | undefined,
+  settingsListeners: [] as Listener[],
 };
+
+/** The user edited ctxlayer settings: VS Code's onDidChangeConfiguration for them. */
+export function changeSettings(values: Record<string, unknown>): void {
+  for (const [key, value] of Object.entries(values)) recorded.settings.set(key, value);
+  for (const l of recorded.settingsListeners) l({ affectsConfiguration: (s: string) => s === "ctxlayer" });
+}
 
 export function resetMock(): void {
   recorded.commands.clear();
@@ -44,6 +51,7 @@ export function resetMock(): void {
   recorded.nextInput = undefined;
   recorded.nextErrorChoice = undefined;
   recorded.workspaceFolder = "/work/project";
+  recorded.settingsListeners = [];
   chatModels.length = 0;
 }
 
@@ -176,7 +184,10 @@ export const workspace = {
       ? [{ uri: new Uri(recorded.workspaceFolder), name: "project", index: 0 }]
       : undefined;
   },
-  onDidChangeConfiguration: (_l: Listener) => ({ dispose() {} }),
+  onDidChangeConfiguration(l: Listener) {
+    recorded.settingsListeners.push(l);
+    return { dispose() {} };
+  },
 };
 
 export const env = {
@@ -263,7 +274,12 @@ export const lm = {
     );
   },
   onDidChangeChatModels: (_l: Listener) => ({ dispose() {} }),
+  registerLanguageModelChatProvider: (_vendor: string, _provider: unknown) => ({ dispose() {} }),
+  registerTool: (_name: string, _tool: unknown) => ({ dispose() {} }),
   tools: [] as any[],
+};
+export const chat = {
+  createChatParticipant: (id: string, handler: unknown) => ({ id, handler, iconPath: undefined, dispose() {} }),
 };
 export class CancellationTokenSource {
   token = { isCancellationRequested: false };

@@ -1,0 +1,95 @@
+// activate() with the vscode mock and a stand-in LanguageClient (fakeDaemon.ts): what the user
+// sees of settings of the wrong kind and of a daemon that refuses to open the session.
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { activate, deactivate } from "../../src/extension";
+import { budget, FakeLanguageClient } from "./fakeDaemon";
+import { changeSettings, recorded, resetMock } from "./vscode.mock";
+
+vi.mock("vscode-languageclient/node", async () => {
+  const fake = await vi.importActual<typeof import("./fakeDaemon")>("./fakeDaemon");
+  return {
+    LanguageClient: fake.FakeLanguageClient,
+    CloseAction: fake.CloseAction,
+    ErrorAction: { Continue: 1, Shutdown: 2 },
+    Trace: { fromString: (s: string) => s },
+  };
+});
+
+const settle = async () => {
+  for (let i = 0; i < 5; i++) await new Promise((r) => setTimeout(r, 0));
+};
+const item = () => recorded.statusItems[0];
+
+beforeEach(() => {
+  resetMock();
+  FakeLanguageClient.made = [];
+  FakeLanguageClient.answers = {
+    "ctx/session/open": (p: any) => ({ ...p }),
+    "ctx/session/budget": (p: any) => budget(5000, 100_000, p.sessionId),
+  };
+  vi.stubEnv("PATH", "/nonexistent"); // no ctxlayer found by itself: only the setting's
+});
+
+afterEach(async () => {
+  await deactivate();
+  vi.unstubAllEnvs();
+});
+
+describe("activate", () => {
+  it("starts the daemon with defaults in place of wrong settings, said in one warning", async () => {
+    recorded.settings.set("serverCommand", ["/venv/bin/ctxlayer", "serve"]);
+    recorded.settings.set("budget", "64000");
+    recorded.settings.set("model", 4);
+    recorded.settings.set("mode", "turbo");
+    await activate({ subscriptions: [] } as any);
+    await settle();
+    expect(recorded.warnings).toHaveLength(1);
+    for (const name of ["ctxlayer.budget", "ctxlayer.model", "ctxlayer.mode"]) {
+      expect(recorded.warnings[0]).toContain(name);
+    }
+    expect(recorded.warnings[0]).not.toContain("ctxlayer.serverCommand");
+    const lc = FakeLanguageClient.made[0];
+    expect(lc.clientOptions.initializationOptions).toMatchObject({ model: "gpt-4o", mode: undefined });
+    expect(lc.sent("ctx/session/open")).toEqual([
+      { sessionId: expect.any(String), model: "gpt-4o", mode: undefined, budget: undefined },
+    ]);
+    expect(item().text).toBe("ctx · no live chat");
+    // another settings change with the same problems says nothing again
+    changeSettings({ "trace.server": "verbose" });
+    await settle();
+    expect(recorded.warnings).toHaveLength(1);
+    changeSettings({ budget: 64_000 }); // fixed: the rest is still said, once
+    await settle();
+    expect(recorded.warnings).toHaveLength(2);
+    expect(recorded.warnings[1]).not.toContain("ctxlayer.budget");
+  });
+
+  it("a command given as one string does not throw: the default search runs", async () => {
+    recorded.settings.set("serverCommand", "/venv/bin/ctxlayer serve");
+    const rejections: unknown[] = [];
+    const onRejection = (err: unknown) => rejections.push(err);
+    process.on("unhandledRejection", onRejection);
+    try {
+      await activate({ subscriptions: [] } as any);
+      await settle();
+    } finally {
+      process.off("unhandledRejection", onRejection);
+    }
+    expect(rejections).toEqual([]);
+    expect(recorded.warnings).toEqual([expect.stringContaining("`ctxlayer.serverCommand` must be a list of strings")]);
+    expect(item().text).toBe("$(warning) ctx off"); // nothing on PATH: the install hint
+    expect(recorded.errors[0].message).toMatch(/daemon was not found/);
+  });
+
+  it("shows the daemon's refusal of the session in the status bar instead of spinning", async () => {
+    recorded.settings.set("serverCommand", ["/venv/bin/ctxlayer", "serve"]);
+    FakeLanguageClient.answers["ctx/session/open"] = () => {
+      throw Object.assign(new Error("invalid params: budget: Expected `int | null`, got `str`"), { code: -32602 });
+    };
+    await activate({ subscriptions: [] } as any);
+    await settle();
+    expect(item().text).toBe("$(warning) ctx error");
+    expect(item().tooltip).toContain("budget: Expected `int | null`, got `str`");
+    expect(item().tooltip).toContain("ctxlayer: Restart");
+  });
+});
