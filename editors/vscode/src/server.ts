@@ -170,8 +170,9 @@ export class DaemonServer {
     const message =
       `the daemon exited; starting it again (${this.restarts.length} of ${MAX_RESTARTS} ` +
       `restarts within ${RESTART_WINDOW_MS / 60_000} minutes)`;
-    this.log.warn(message);
     void this.start(settings);
+    // vscode-languageclient logs this message (handled: no notification); without one it
+    // would log that the server will not be restarted
     return { action: CloseAction.DoNotRestart, message, handled: true };
   }
 
