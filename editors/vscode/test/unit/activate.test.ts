@@ -5,15 +5,8 @@ import { activate, deactivate } from "../../src/extension";
 import { budget, FakeLanguageClient } from "./fakeDaemon";
 import { changeSettings, recorded, resetMock } from "./vscode.mock";
 
-vi.mock("vscode-languageclient/node", async () => {
-  const fake = await vi.importActual<typeof import("./fakeDaemon")>("./fakeDaemon");
-  return {
-    LanguageClient: fake.FakeLanguageClient,
-    CloseAction: fake.CloseAction,
-    ErrorAction: { Continue: 1, Shutdown: 2 },
-    Trace: { fromString: (s: string) => s },
-  };
-});
+vi.mock("vscode-languageclient/node", async () =>
+  (await vi.importActual<typeof import("./fakeDaemon")>("./fakeDaemon")).languageClientModule);
 
 const settle = async () => {
   for (let i = 0; i < 5; i++) await new Promise((r) => setTimeout(r, 0));

@@ -104,3 +104,12 @@ export class FakeLanguageClient extends FakeConnection {
     if (result.action === CloseAction.Restart) await this.start();
   }
 }
+
+/** What the tests mock `vscode-languageclient/node` with: this stand-in client and the enums
+ * the extension reads from the module. */
+export const languageClientModule = {
+  LanguageClient: FakeLanguageClient,
+  CloseAction,
+  ErrorAction: { Continue: 1, Shutdown: 2 },
+  Trace: { fromString: (s: string) => s },
+};

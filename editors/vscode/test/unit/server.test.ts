@@ -8,15 +8,8 @@ import * as api from "../../src/vscodeapi";
 import { budget, CloseAction, FakeLanguageClient } from "./fakeDaemon";
 import { recorded, resetMock } from "./vscode.mock";
 
-vi.mock("vscode-languageclient/node", async () => {
-  const fake = await vi.importActual<typeof import("./fakeDaemon")>("./fakeDaemon");
-  return {
-    LanguageClient: fake.FakeLanguageClient,
-    CloseAction: fake.CloseAction,
-    ErrorAction: { Continue: 1, Shutdown: 2 },
-    Trace: { fromString: (s: string) => s },
-  };
-});
+vi.mock("vscode-languageclient/node", async () =>
+  (await vi.importActual<typeof import("./fakeDaemon")>("./fakeDaemon")).languageClientModule);
 
 const tick = () => new Promise((r) => setTimeout(r, 0));
 
