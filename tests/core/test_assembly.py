@@ -371,12 +371,15 @@ def test_next_compaction_point_is_never_below_used():
     assert out.next_compaction_at >= out.result.tokens.total
     # after a compaction the budget says what the assembly sends, the summary's
     # acknowledgement too (it said 13 tokens less)
+    # (only before a user turn: a tail that starts with the assistant's has none)
     history = chat(60)
-    out = assemble(history, Compaction(), inp(20_000, force_compaction=True), COUNTER)
-    after = measure(history, out.compaction, inp(20_000), COUNTER, model="m", session_id="s",
-                    error_band=None)
-    assert any(m.content == ACK_TEXT for m in out.result.messages)
-    assert after.used == out.result.tokens.total
+    for keep, acked in ((4, True), (3, False)):
+        out = assemble(history, Compaction(), inp(20_000, force_compaction=True,
+                                                  keep_recent=keep), COUNTER)
+        after = measure(history, out.compaction, inp(20_000), COUNTER, model="m",
+                        session_id="s", error_band=None)
+        assert any(m.content == ACK_TEXT for m in out.result.messages) == acked
+        assert after.used == out.result.tokens.total, keep
 
 
 def test_working_items_beyond_the_mode_share_are_reported_not_deleted():

@@ -75,16 +75,19 @@ def tokens_of(history: History, state: Compaction, i: int) -> int:
 
 
 def history_tokens(history: History, state: Compaction) -> int:
-    """Tokens of the history layer: the summary message and its acknowledgement, the restored
-    messages it replaced, and every verbatim message."""
+    """Tokens of the history layer: the summary message and its acknowledgement (before a user
+    turn), the restored messages it replaced, and every verbatim message."""
     start = verbatim_start(history, state)
     total = history.tokens_between(start, len(history)) + state.rendered_tokens
-    if state.rendered:
-        total += state.ack_tokens
+    after = start if start < len(history) else None  # the first message after the summary
     for seq in state.restored:
         i = history.index_of_seq(seq)
         if i < start and history.seqs[i] == seq:
             total += history.tokens[i]
+            after = i if after is None or i < after else after
+    # the acknowledgement goes between the summary and a user turn only (roles alternate)
+    if state.rendered and after is not None and history.messages[after].role == "user":
+        total += state.ack_tokens
     if state.rewrites:
         seqs = history.seqs
         for i in range(start, len(history)):
