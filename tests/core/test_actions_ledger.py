@@ -272,3 +272,17 @@ def test_a_line_the_shortened_copy_still_names_is_not_said_cut_however_written()
     assert "line 40" in note
     for said in ("line 7", "line 12", "line 0"):
         assert said not in note.replace("line 40", ""), note
+
+
+def test_a_value_that_starts_a_longer_one_is_its_own_fact():
+    """`test_parse_1` was merged into `test_parse_10` and `pytest -k case1` into
+    `pytest -k case12` (a substring test): 40 summarized turns lost cases 1-3 of each, with
+    room left in the ledger. A path held by a longer path still merges into it."""
+    from ctxlayer.core.compress.ledger import Entry, _ranked
+
+    values = ["test_parse_10", "test_parse_1", "pytest -k case12", "pytest -k case1",
+              "a/astroid/manager.py", "astroid/manager.py", "line 30", "line 3"]
+    kept = _ranked([Entry(v, score=1, last=k) for k, v in enumerate(values)], "")
+    assert sorted(kept) == sorted(set(values) - {"astroid/manager.py"})
+    assert _ranked([Entry("test_parse_1", score=1, last=0)], "ran test_parse_10") == \
+        ["test_parse_1"]  # not shown by a longer name

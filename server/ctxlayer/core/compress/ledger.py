@@ -269,6 +269,27 @@ def _item(kind: str, value: str) -> str:
 _NOISY = frozenset({"numbers"})
 
 
+def holds(text: str, value: str) -> int:
+    """Where the last place ``text`` holds ``value`` whole starts, -1 when it does not: not
+    as the start or the end of a longer name or number (`test_parse_1` is not held by
+    `test_parse_10`, `pytest -k case1` not by `pytest -k case12`, `line 3` not by `line 30`;
+    `astroid/manager.py` is held by `a/astroid/manager.py`). A substring test merged the
+    first into the second, and the summary lost them."""
+    at = text.rfind(value)
+    while at >= 0:
+        end = at + len(value)
+        if not (at and _joins(text[at - 1], value[0])) and not (
+                end < len(text) and _joins(value[-1], text[end])):
+            return at
+        at = text.rfind(value, 0, end - 1)
+    return -1
+
+
+def _joins(a: str, b: str) -> bool:
+    """Whether two characters side by side belong to one name or number."""
+    return (a.isalnum() or a == "_") and (b.isalnum() or b == "_")
+
+
 def _ranked(entries: list[Entry], shown: str, kind: str = "") -> list[str]:
     """Values best first, merged into longer values that contain them, minus those shown (and,
     for a noisy kind, minus those mentioned once outside prose). A value inside one taken
@@ -281,9 +302,10 @@ def _ranked(entries: list[Entry], shown: str, kind: str = "") -> list[str]:
     joined = ""
     for e in sorted(entries, key=_rank):
         v = e.value
-        if not v.strip() or (shown and v in shown) or (noisy and e.score <= MENTION_SCORE):
+        if not v.strip() or (shown and holds(shown, v) >= 0) or (
+                noisy and e.score <= MENTION_SCORE):
             continue
-        if v in joined if "\0" not in v else any(v in t for t in taken):
+        if holds(joined, v) >= 0 if "\0" not in v else any(holds(t, v) >= 0 for t in taken):
             continue
         taken.append(v)
         joined += "\0" + v
@@ -300,9 +322,9 @@ def _ranked(entries: list[Entry], shown: str, kind: str = "") -> list[str]:
         # where the latest kept value holding it starts, the best ranked of them (None: one
         # holds it, found one by one for a value holding a NUL); -1: none does
         if "\0" not in v:
-            at: int | None = later.rfind(v)
+            at: int | None = holds(later, v)
         else:
-            at = None if any(v in t for t in out) else -1
+            at = None if any(holds(t, v) >= 0 for t in out) else -1
         if at == -1:
             out.append(v)
             place.append(k)
@@ -446,7 +468,8 @@ def facts_cut(original: str, kept: str, max_chars: int, facts: Named | None = No
                 kept_lines = set(NamedFacts(kept).values("line_numbers"))
             if _shows(kept, kind, value, words) or (kind == "line_numbers" and value in
                                                     kept_lines) or (  # type: ignore[operator]
-                    value in lost_text if "\0" not in value else any(value in v for v in lost)):
+                    holds(lost_text, value) >= 0 if "\0" not in value
+                    else any(holds(v, value) >= 0 for v in lost)):
                 continue
             item = _item(kind, value)
             if size + len(item) + 2 > max_chars:
