@@ -137,7 +137,7 @@ class Upstream:
             async with self.session.post(url, data=body, headers={
                     **sent, "Content-Type": "application/json"},
                     timeout=aiohttp.ClientTimeout(total=timeout),
-                    proxy=self.proxies.for_url(url)) as up:
+                    proxy=self.proxies.for_url(url), allow_redirects=False) as up:
                 return up.status, await up.read()
         except TimeoutError as exc:
             raise TimeoutError(f"no answer from {named(url)} within {timeout:.0f} s") from exc
@@ -154,7 +154,8 @@ class Upstream:
         sent = {k: v for k, v in headers.items() if k.lower() == "authorization"}
         try:
             async with self.session.get(ask, headers=sent, proxy=self.proxies.for_url(ask),
-                                        timeout=aiohttp.ClientTimeout(total=ASK_TIMEOUT)) as up:
+                                        timeout=aiohttp.ClientTimeout(total=ASK_TIMEOUT),
+                                        allow_redirects=False) as up:
                 listed = await up.json(content_type=None) if up.status == 200 else None
         except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
             log.info("asking %s for the context of %s: %s", named(ask), ascii(model),
@@ -179,10 +180,14 @@ class Upstream:
         client did not ask for (`stream_options.include_usage`); it is read, not passed on."""
         watch = _BodySent(len(body or b""), on_sent) if on_sent is not None else None
         try:
+            # a redirect goes back to the client as the upstream sent it, never followed:
+            # aiohttp keeps x-api-key, api-key and a 307's body on a hop to another origin,
+            # and the SDKs themselves follow none
             async with self.session.request(method, url, data=body,
                                             headers=upstream_headers(request.headers),
                                             proxy=self.proxies.for_url(url),
-                                            trace_request_ctx=watch) as up:
+                                            trace_request_ctx=watch,
+                                            allow_redirects=False) as up:
                 headers = answer_headers(up.headers, ours)
                 is_sse = up.headers.get("content-type", "").startswith("text/event-stream")
                 if stream and is_sse:
