@@ -65,6 +65,14 @@ def test_the_command_announces_serves_and_never_logs_keys(tmp_path: Path):
             listed = json.loads(chats.stdout)["conversations"]
             assert {c["model"] for c in listed} == {"gpt-4o", "claude-sonnet-4"}
             assert all(c["source"] == "gateway" and c["tokens"] > 0 for c in listed)
+            # never through the environment's proxy (nothing listens on port 9): urllib sent
+            # the request for 127.0.0.1, and the state folder's token, to HTTP_PROXY
+            proxy = "http://127.0.0.1:9"
+            proxied = subprocess.run(
+                [sys.executable, "-m", "ctxlayer", "chats", "--json"], capture_output=True,
+                env={**env, "HTTP_PROXY": proxy, "http_proxy": proxy, "ALL_PROXY": proxy},
+                text=True, timeout=60)
+            assert proxied.returncode == 0, proxied.stderr
             table = subprocess.run([sys.executable, "-m", "ctxlayer", "chats"], env=env,
                                    capture_output=True, text=True, timeout=60)
             assert "gpt-4o" in table.stdout and "claude-sonnet-4" in table.stdout
@@ -165,6 +173,17 @@ def test_the_gateway_neither_scans_nor_watches_its_workspace(tmp_path: Path):
     assert proc.returncode == 0, stderr
     # what a live workspace logs once its first scan is done, and on each change
     assert " tokens, hash " not in stderr and "segment changed" not in stderr
+
+
+@pytest.mark.parametrize("command", [
+    ["chats", "--url", "http://example.com:8787"],  # it would send the token there
+    ["serve", "--tcp", "--host", "0.0.0.0", "--port", "0"],  # the token would cross the net
+])
+def test_the_token_goes_to_loopback_only(tmp_path: Path, command):
+    p = subprocess.run([sys.executable, "-m", "ctxlayer", *command], env=hermetic(tmp_path),
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "loopback only" in p.stderr, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
 
 
 def test_chats_without_a_gateway_says_how_to_start_one(tmp_path: Path):

@@ -60,12 +60,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def gateway_url(args: argparse.Namespace) -> str:
+    """The gateway's base URL: --url, else the one `gateway.json` names; on loopback only, as
+    the gateway listens, since the state folder's token is sent to it."""
     from ctxlayer.cli import UsageError
     from ctxlayer.paths import state_dir
+    from ctxlayer.urls import is_loopback
 
     if args.url:
-        return args.url.rstrip("/").removesuffix("/v1")
-    found = (args.state_dir or state_dir()) / "gateway.json"
+        url = args.url.rstrip("/").removesuffix("/v1")
+    else:
+        url = _announced(state_dir(args.state_dir))
+    if not is_loopback(urllib.parse.urlsplit(url).hostname or ""):
+        raise UsageError(f"{url}: the gateway listens on loopback only (127.0.0.1, ::1, "
+                         "localhost); the state folder's token is sent nowhere else")
+    return url
+
+
+def _announced(folder: Path) -> str:
+    from ctxlayer.cli import UsageError
+
+    found = folder / "gateway.json"
     try:
         return json.loads(found.read_text())["anthropic"].rstrip("/")
     except FileNotFoundError:
@@ -90,11 +104,15 @@ def token(args: argparse.Namespace) -> str:
 
 
 def fetch(url: str, bearer: str) -> dict:
+    """The gateway's answer at ``url``, asked with the state folder's token: only over
+    loopback, and never through the environment's proxy (urllib sends a request for
+    127.0.0.1 to `HTTP_PROXY` too, and the token, which also opens `serve --tcp`, with it)."""
     from ctxlayer.cli import UsageError
 
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {bearer}"})
+    straight = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
-        with urllib.request.urlopen(request, timeout=10) as answer:  # loopback only
+        with straight.open(request, timeout=10) as answer:
             return json.loads(answer.read())
     except urllib.error.HTTPError as exc:
         body = exc.read().decode(errors="replace")

@@ -48,6 +48,11 @@ def run(args: argparse.Namespace) -> int:
     if args.tcp:
         from ctxlayer.lsp import tcp
         from ctxlayer.statefiles import token_file
+        from ctxlayer.urls import is_loopback
+
+        if not is_loopback(args.host):  # the token and every conversation cross it in clear
+            raise UsageError(f"--host {args.host}: the daemon listens on loopback only "
+                             "(127.0.0.1, ::1, localhost)")
 
         return tcp.run(state, args.host, args.port, args.token_file or token_file(state_dir))
     from ctxlayer.lsp import stdio

@@ -16,7 +16,6 @@ not listen beyond loopback.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import json
 import logging
 import math
@@ -55,7 +54,7 @@ from ctxlayer.state.requests import call
 from ctxlayer.statefiles import make_private_dir, read_or_create_token, token_file, write_private
 from ctxlayer.store.db import StoreError, describe_store_error
 from ctxlayer.tokenizers import context_window, model_info
-from ctxlayer.urls import carries_credentials, named
+from ctxlayer.urls import carries_credentials, is_loopback, named
 
 log = logging.getLogger("ctxlayer.gateway")
 
@@ -65,13 +64,8 @@ class NotLoopback(ValueError):
 
 def check_loopback(host: str) -> str:
     """`host` when it is a loopback address (or `localhost`), else NotLoopback."""
-    if host == "localhost":
+    if is_loopback(host):
         return host
-    try:
-        if ipaddress.ip_address(host).is_loopback:
-            return host
-    except ValueError:
-        pass
     raise NotLoopback(f"the gateway listens on loopback only (127.0.0.1, ::1, localhost), "
                       f"not {host!r}: it forwards the clients' API keys")
 
