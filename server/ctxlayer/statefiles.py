@@ -101,13 +101,17 @@ def read_or_create_token(path: Path) -> str:
     """The token in `path`, creating the file (0600, a random token) when it does not exist."""
     # made when absent, never tightened: `--token-file` may name a folder of the user's
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        pass
-    else:
-        with os.fdopen(fd, "w") as f:
-            if _POSIX:
-                os.fchmod(f.fileno(), 0o600)
-            f.write(secrets.token_urlsafe(32) + "\n")
+    if not os.path.lexists(path):
+        # written whole beside it, then linked into place: a process starting at the same
+        # instant finds no file or the whole token, never the empty file between a create and
+        # its write (two gateways started together on a new state folder: one failed); a link
+        # neither replaces nor writes through what is there, a planted symlink included
+        fd, written = tempfile.mkstemp(dir=path.parent, prefix=".token-")  # 0600
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(secrets.token_urlsafe(32) + "\n")
+            with contextlib.suppress(FileExistsError):  # the other process's link won
+                os.link(written, path)
+        finally:
+            os.unlink(written)
     return read_token(path)

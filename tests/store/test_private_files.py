@@ -6,11 +6,13 @@ place."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import stat
 import threading
+from pathlib import Path
 
-from ctxlayer.statefiles import write_private
+from ctxlayer.statefiles import TokenFileError, read_or_create_token, token_file, write_private
 
 
 def test_two_writers_of_one_file_never_leave_a_mix(tmp_path):
@@ -42,3 +44,32 @@ def test_two_writers_of_one_file_never_leave_a_mix(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["note"]  # no temporary file left
     if os.name == "posix":
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def _race(context, folder) -> list[str]:
+    """read_or_create_token called by three processes at one instant on a new folder."""
+    start, answers = context.Barrier(3), context.Queue()
+    procs = [context.Process(target=_token_after, args=(str(token_file(folder)), start, answers))
+             for _ in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    return [answers.get(timeout=5) for _ in procs]
+
+
+def _token_after(path: str, start, answers) -> None:
+    start.wait()
+    try:
+        answers.put(read_or_create_token(Path(path)))
+    except TokenFileError as exc:
+        answers.put(f"refused: {exc}")
+
+
+def test_processes_starting_together_on_a_new_folder_share_one_token(tmp_path):
+    """The file was created empty, then written: a process starting at the same instant read
+    it empty ("holds no token of at least 16 characters"; 170 races in 200 with two)."""
+    for k in range(20):
+        tokens = _race(multiprocessing.get_context("fork"), tmp_path / f"s{k}")
+        assert len(set(tokens)) == 1 and not tokens[0].startswith("refused"), tokens
+        assert [p.name for p in (tmp_path / f"s{k}").iterdir()] == ["token"]  # nothing left
