@@ -33,9 +33,14 @@ class TokenFileError(OSError):
 
 
 def make_private_dir(path: Path) -> Path:
-    """`path` made (parents too) and set to 0700 when it is ours; an existing folder that
-    group or others could open is tightened (an older ctxlayer made it 0755)."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    """`path` made (the parents it lacks too, each 0700) and set to 0700 when it is ours; an
+    existing folder that group or others could open is tightened (an older ctxlayer made it
+    0755). `mkdir(parents=True)` gave the parents the umask's mode: 0777 under umask 000, and
+    another user could then rename the state folder away and plant one of theirs."""
+    missing = [p for p in (path, *path.parents) if not p.exists()]
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # another process made it meanwhile
+            folder.mkdir(mode=0o700)
     if _POSIX:
         info = path.stat()
         if info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) != 0o700:

@@ -73,3 +73,19 @@ def test_processes_starting_together_on_a_new_folder_share_one_token(tmp_path):
         tokens = _race(multiprocessing.get_context("fork"), tmp_path / f"s{k}")
         assert len(set(tokens)) == 1 and not tokens[0].startswith("refused"), tokens
         assert [p.name for p in (tmp_path / f"s{k}").iterdir()] == ["token"]  # nothing left
+
+
+def test_folders_made_for_the_state_are_private_whatever_the_umask(tmp_path):
+    """Under umask 000 the parents `mkdir(parents=True)` made (the state folder's, the
+    tokenizers folder) were 0777: another user could rename the state folder away."""
+    from ctxlayer.statefiles import make_private_dir
+    from ctxlayer.tokenizers import rankcache
+
+    old = os.umask(0)
+    try:
+        made = make_private_dir(tmp_path / "state" / "home" / "ctxlayer")
+        assert rankcache.write(made / "tokenizers" / "x.ranks", {b"a": 0})
+    finally:
+        os.umask(old)
+    for folder in (tmp_path / "state", tmp_path / "state" / "home", made, made / "tokenizers"):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder

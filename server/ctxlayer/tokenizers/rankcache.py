@@ -26,6 +26,8 @@ from pathlib import Path
 
 import tiktoken
 
+from ctxlayer.statefiles import make_private_dir
+
 log = logging.getLogger(__name__)
 
 MAGIC = b"ctxlayer-ranks 1\n"
@@ -70,7 +72,7 @@ def write(path: Path, ranks: dict[bytes, int]) -> bool:
     digest = hashlib.sha256(payload).hexdigest().encode()
     tmp = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(path.parent)  # in the state folder: 0700 whatever the umask
         fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "wb") as f:
             f.write(MAGIC + digest + b"\n" + payload)
