@@ -39,8 +39,12 @@ def make_private_dir(path: Path) -> Path:
     another user could then rename the state folder away and plant one of theirs."""
     missing = [p for p in (path, *path.parents) if not p.exists()]
     for folder in reversed(missing):
-        with contextlib.suppress(FileExistsError):  # another process made it meanwhile
+        try:
             folder.mkdir(mode=0o700)
+        except FileExistsError:
+            if not folder.is_dir():  # a file where the folder goes: the caller says so
+                raise
+    path.mkdir(exist_ok=True)  # there, or a file there (FileExistsError), as before
     if _POSIX:
         info = path.stat()
         if info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) != 0o700:
