@@ -30,6 +30,7 @@ from ctxlayer.core.assembly import compaction as cp
 from ctxlayer.core.assembly.assemble import Assembly, AssemblyInput, assemble, measure
 from ctxlayer.core.assembly.history import History
 from ctxlayer.core.assembly.restore import restore as restore_message
+from ctxlayer.core.assembly.why import why_of
 from ctxlayer.core.calibration import Calibration
 from ctxlayer.core.compress.logs import sanitize_log
 from ctxlayer.core.errors import ContextError, require_tokens
@@ -100,7 +101,7 @@ class LiveSession:
         self.system_spec: protocol.SystemPromptParams | None = None
         #: whether this process measured its system layers (set_system)
         self.layered = False
-        #: what its last assembly dropped or shortened, a restore after it added (ctx/why)
+        #: what its last assembly did (ctx/why adds it to what the compaction state says)
         self.last_audit: list[AuditEntry] | None = None
         #: another daemon changed it just before this one's last write: read it again
         self.stale = False
@@ -428,17 +429,18 @@ class SessionService:
             return live.system_spec
 
     def keep_why(self, workspace: str, session_id: str, entries: list[AuditEntry]) -> None:
-        """What the session's last assembly cut, for ctx/why until the next one."""
+        """What the session's last assembly did (its audit), for ctx/why until the next one."""
         with self._lock:
             self._get(workspace, session_id).last_audit = list(entries)
 
     def why(self, workspace: str, session_id: str) -> list[AuditEntry]:
-        """ctx/why of a session: what its last assembly in this process cut, else its log."""
+        """ctx/why of a session: what explains its last result, rebuilt from its compaction
+        state (what the summary replaces, what a stage shortened, what was restored since),
+        with what its last assembly in this process cut. After a restart, before an
+        assembly, the kept state alone: what the last one cut was never kept."""
         with self._lock:
             live = self._get(workspace, session_id)
-            if live.last_audit is not None:
-                return list(live.last_audit)
-            return self.store.audit(live.row.sid, None)
+            return why_of(live.history, live.compaction, live.last_audit or ())
 
     def _input(self, live: LiveSession, settings: SessionSettings, budget: int | None,
                **extra: object) -> AssemblyInput:
@@ -540,9 +542,7 @@ class SessionService:
                                                 compaction=msgspec.json.encode(state)))
             live.compaction = state
             self.store.add_audit(live.row.sid, [entry], now)
-            live.audited.add(_audit_key(entry))
-            if live.last_audit is not None:  # ctx/why says so until the next assembly
-                live.last_audit = [*live.last_audit, entry]
+            live.audited.add(_audit_key(entry))  # ctx/why reads it from the state
             return entry
 
     def summary_of(self, workspace: str, session_id: str) -> tuple[int, Message | None]:

@@ -19,6 +19,10 @@ from ctxlayer.protocol import Message
 class Rewrite(msgspec.Struct, kw_only=True):
     content: str
     tokens: int  # message tokens after the rewrite
+    #: what the stage did and why (its audit entry's): ctx/why says it for every assembly that
+    #: shows the rewrite, not only the one that made it (a state kept before has neither)
+    action: str = "compressed"
+    reason: str = ""
 
 
 #: what the assistant answers the summary with: the history after it then reads as a dialogue

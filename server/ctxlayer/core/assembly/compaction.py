@@ -282,6 +282,10 @@ def plan_stop(history: History, state: Compaction, room: int, tool_cap: int | No
     return stop
 
 
+#: why a message is replaced by the summary (ctx/why says it of every assembly that sends it)
+SUMMARIZED = "rolling compaction: history passed its trigger"
+
+
 def covered_messages(history: History, state: Compaction, stop: int) -> list[Message]:
     """The messages the summary stage would replace, as shown (rewrites applied)."""
     return [shown_message(history, state, i) for i in range(verbatim_start(history, state), stop)]
@@ -352,8 +356,7 @@ def apply_summary(
     )
     rerender(new, share, policy, counter)
     audit += [
-        _audit(msg, start + k, "summarized", "rolling compaction: history passed its trigger",
-               tokens_of(history, state, start + k), 0)
+        _audit(msg, start + k, "summarized", SUMMARIZED, tokens_of(history, state, start + k), 0)
         for k, msg in enumerate(covered)
     ]
     return new, audit

@@ -60,7 +60,8 @@ def run_cheap_stages(
         new_msg = msgspec.structs.replace(msg, content=content)
         after = message_tokens(new_msg, counter)
         if after < before:
-            state.rewrites[history.seqs[i]] = Rewrite(content=content, tokens=after)
+            state.rewrites[history.seqs[i]] = Rewrite(content=content, tokens=after,
+                                                      action=action, reason=reason)
             audit.append(_audit(msg, i, action, reason, before, after))
 
     # 1. tool outputs over their cap

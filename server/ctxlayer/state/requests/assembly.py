@@ -94,7 +94,8 @@ def assemble(caller: Caller, p: protocol.AssembleParams,
 
 def _assembled(caller: Caller, p: protocol.AssembleParams, out: Any) -> protocol.AssembleResult:
     result = out.result
-    # everything this assembly did: what it cut, shortened and summarized
+    # everything this assembly did: what it cut, shortened and summarized (ctx/why adds it to
+    # what the session's compaction state says of the result: summaries made before it too)
     caller.state.sessions.keep_why(caller.workspace, p.session_id,
                                    out.audit or [*result.dropped, *result.truncated])
     log.info("assemble %s: %d messages, %d/%d tokens%s", p.session_id, len(result.messages),

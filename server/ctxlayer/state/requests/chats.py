@@ -36,7 +36,7 @@ async def live_why(caller: Caller, p: protocol.WhyParams) -> list | None:
 def why(caller: Caller, p: protocol.WhyParams, live: list | None) -> protocol.WhyResult:
     if live is not None:
         return protocol.WhyResult(entries=live)
-    # a session of ctx/assemble: what its last assembly cut (this process), else its log
+    # a session of ctx/assemble: what explains its last result (session_service.py)
     entries = caller.state.sessions.why(caller.workspace, p.session_id)  # type: ignore[arg-type]
     if p.message_id is not None:
         entries = [e for e in entries if e.message_id == p.message_id]
@@ -60,7 +60,7 @@ def restore(caller: Caller, p: protocol.RestoreParams,
     # a session of ctx/assemble: the message comes back whole from its next assembly on
     state = caller.state
     ensure_layers(caller, p.session_id, segment)  # type: ignore[arg-type]
-    # ctx/why shows the restore too, until the next assembly
+    # ctx/why shows the restore from now on (it is in the session's compaction state)
     state.sessions.restore(caller.workspace, p.session_id, p.message_id)
     # the restored message counts in the session's budget from now on
     publish(caller, state.sessions.budget(caller.workspace, p.session_id))
