@@ -508,6 +508,41 @@ class Conversations:
         return [c.info() for (ws, _), c in reversed(self._live.items())
                 if ws == workspace and not c.left_behind]
 
+    async def listed(self, workspace: str) -> list[protocol.ConversationInfo]:
+        """ctx/conversations: this workspace's live conversations (`list`) and those the state
+        folder keeps that are not in memory (after a restart, until their chat comes back: as
+        listed when their window was last written), the most recent first, MAX_LIVE at most.
+        A kept one that is in memory under its id is listed as it is there."""
+        live = self.list(workspace)
+        known = {cid for ws, cid in self._live if ws == workspace}
+        store = self.state.sessions.store  # opened on the keeping thread, not here
+        rows = await _or_said(self.state.keep(lambda: store.recent_conversations(
+            workspace, self.max_live + len(known))), "read the kept conversations", [], [])
+        kept = [info for cid, body in rows if cid not in known
+                and (info := persist.listed(body)) is not None]
+        both = sorted([*live, *kept], key=lambda c: c.updated_at, reverse=True)
+        return both[:self.max_live]
+
+    async def kept_why(self, workspace: str, conversation_id: str | None = None,
+                       session_id: str | None = None, message_id: str | None = None
+                       ) -> list[protocol.AuditEntry] | None:
+        """ctx/why of a conversation not in memory whose window the state folder keeps (after
+        a restart, before its chat's next turn), named by its id or its session's
+        (`chat-<id>`): what explains its last result as that window says it; None when it is
+        in memory or nothing is kept under it."""
+        cid = conversation_id if conversation_id is not None else \
+            _chat_of(session_id) if session_id is not None else None
+        if cid is None or self._get(workspace, cid) is not None:
+            return None
+        store = self.state.sessions.store
+        row = await _or_said(self.state.keep(lambda: store.conversation(workspace, cid)),
+                             "read the kept conversation", [], None)
+        snap = persist.decode(row[2]) if row is not None else None
+        if snap is None:
+            return None
+        entries = persist.kept_audit(snap)
+        return [e for e in entries if message_id is None or e.message_id == message_id]
+
     def why(self, workspace: str, conversation_id: str | None = None,
             session_id: str | None = None,
             message_id: str | None = None) -> list[protocol.AuditEntry]:
@@ -586,6 +621,11 @@ class Conversations:
                                                          later=self.state.keep_later,
                                                          refused=refused)
         return conv.budget_report(used=prompt)
+
+
+def _chat_of(session_id: str) -> str | None:
+    """The conversation a chat's session backs (`Conversation.session_id`), else None."""
+    return session_id.removeprefix("chat-") if session_id.startswith("chat-") else None
 
 
 #: a turn that adds at most this many characters, and cannot reach its budget, runs on the

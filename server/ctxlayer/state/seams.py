@@ -79,6 +79,9 @@ class Chat(Protocol):
     turn: int
     written: ConversationState | None
     counted_with: str
+    left_behind: bool  # not listed (an edit's chain left behind, a request beside a chat)
+
+    def info(self) -> protocol.ConversationInfo: ...
 
 
 #: starts the HTTP face for a caller whose workspace enables it (`State.gateway_starter`)

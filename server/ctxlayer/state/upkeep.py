@@ -14,6 +14,8 @@ import logging
 from collections.abc import Awaitable, Callable, Collection, Iterable
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from ctxlayer.core.prepare import (
     SummaryAsk,
     near_budget,
@@ -30,6 +32,7 @@ Kept = tuple[str, int, persist.Snapshot]
 
 if TYPE_CHECKING:  # protocols: the State and conversations.py import this module
     from ctxlayer.core.prepare import ConversationState
+    from ctxlayer.protocol import ConversationInfo
     from ctxlayer.state.seams import Chat as Conversation
     from ctxlayer.state.seams import Host as State
 
@@ -143,7 +146,7 @@ class Upkeep:
 
         self._after(conv, asyncio.ensure_future(self.state.keep(
             _put, store, conv.workspace, conv.conversation_id, conv.model, conv.turn, st,
-            counted_with, now)), "keeping its window")
+            counted_with, now, _listed(conv))), "keeping its window")
 
     def keep_moved(self, workspace: str, family: str, target: str, now: str) -> None:
         """Keep, on the keeping thread, that requests of ``family`` go on in ``target``'s (a
@@ -160,7 +163,8 @@ class Upkeep:
         was counted again, a 0.4 MB Claude Code chat's first request 35-51 ms through the
         gateway against 9-12 ms from its window, bench/bigbody_bench.py). For the state's
         close."""
-        todo = [(c.workspace, c.conversation_id, c.model, c.turn + 1, c.state, c.counted_with)
+        todo = [(c.workspace, c.conversation_id, c.model, c.turn + 1, c.state, c.counted_with,
+                 now, _listed(c))
                 for c in convs if c.state is not None and c.written is not c.state]
         state = self.state
 
@@ -169,7 +173,7 @@ class Upkeep:
                 return
             store = state.sessions.store
             for row in todo:
-                _put(store, *row, now)
+                _put(store, *row)
 
         return write
 
@@ -223,9 +227,15 @@ class Upkeep:
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
+def _listed(conv: Conversation) -> ConversationInfo | None:
+    """How ``conv`` is listed (ctx/conversations), kept with its window for after a restart;
+    None for one not listed (`Conversations.list`)."""
+    return None if conv.left_behind else conv.info()
+
+
 def _put(store: Any, workspace: str, cid: str, model: str, turn: int, st: ConversationState,
-         counted_with: str, now: str) -> None:
-    """Write one conversation's window (its snapshot, counts and all) under its id and turn,
-    on the keeping thread."""
-    store.put_conversation(workspace, cid, model, turn,
-                           persist.encode(persist.snapshot(st, counted_with)), now)
+         counted_with: str, now: str, info: ConversationInfo | None = None) -> None:
+    """Write one conversation's window (its snapshot, counts and all, and its listing) under
+    its id and turn, on the keeping thread."""
+    snap = msgspec.structs.replace(persist.snapshot(st, counted_with), info=info)
+    store.put_conversation(workspace, cid, model, turn, persist.encode(snap), now)

@@ -511,6 +511,15 @@ class SessionStore:
                             "conversation_id=?", (workspace, conversation_id)).fetchone()
         return (row[0], row[1], row[2]) if row else None
 
+    def recent_conversations(self, workspace: str, most: int) -> list[tuple[str, bytes]]:
+        """(conversation id, body) of the workspace's kept conversations, the most recently
+        kept first, at most ``most`` (the time index, not a scan)."""
+        with self._tx() as c:
+            rows = c.execute("SELECT conversation_id, body FROM conversations INDEXED BY "
+                             "conversations_by_time WHERE workspace=? ORDER BY updated_at DESC "
+                             "LIMIT ?", (workspace, most)).fetchall()
+        return [(r[0], r[1]) for r in rows]
+
     def family_conversations(self, workspace: str, family: str, model: str, but: str = "",
                              most: int = FAMILY_MOST) -> list[tuple[str, int, bytes]]:
         """(conversation id, turn, body) of the kept conversations of a family on ``model``:

@@ -26,7 +26,9 @@ from ctxlayer.core.prepare.model import (
     Turn,
     alike_prefix,
     common_prefix,
+    shortened_audit,
     shown_text,
+    summarized_audit,
 )
 from ctxlayer.core.prepare.recall import recall
 from ctxlayer.core.prepare.window import Window, newest_user
@@ -352,12 +354,11 @@ def told_anew(turn: Turn) -> Turn:
 
 
 def _summarized(state: ConversationState) -> list[AuditEntry]:
-    shown = set(state.verbatim)
-    return [e for c in state.chunks for e in c.audit if e.index is None or e.index not in shown]
+    return summarized_audit(state.chunks, state.verbatim)
 
 
 def _shortened(state: ConversationState) -> list[AuditEntry]:
-    return [rw[2] for _, rw in sorted(state.rewrites.items())]
+    return shortened_audit(state.rewrites)
 
 
 # --- helpers --------------------------------------------------------------------------------

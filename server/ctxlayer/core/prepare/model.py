@@ -7,6 +7,7 @@ is returned; the next turn builds a new one that may share its (never mutated) l
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import msgspec
@@ -54,6 +55,18 @@ def alike_prefix(before: list[Message], now: list[Message], common: int) -> int:
                                             parts=now[k].parts) == now[k]:
         k += 1
     return k
+
+
+def summarized_audit(chunks: Iterable[Chunk], verbatim: Iterable[int]) -> list[AuditEntry]:
+    """The entries of the messages the summary chunks stand for, but those still shown whole
+    (``verbatim``): of a turn's state, or of the window kept of it (persist.py)."""
+    shown = set(verbatim)
+    return [e for c in chunks for e in c.audit if e.index is None or e.index not in shown]
+
+
+def shortened_audit(rewrites: dict[int, Rewrite]) -> list[AuditEntry]:
+    """The entries of the messages shown shortened, in conversation order."""
+    return [rw[2] for _, rw in sorted(rewrites.items())]
 
 
 def shown_text(shown: Shown) -> str:

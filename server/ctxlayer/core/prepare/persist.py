@@ -11,7 +11,9 @@ restart, a 5 MB history for Claude Code, then counts only what was added since, 
 before the restart would have. Under another counter the messages are counted again. A rewrite
 keeps the tokens it was counted at. A message that differs from the snapshot's only in what its
 parts cost (an older model's thinking, no longer read once the user writes again) agrees with
-it by its `shapes` hash: it is counted again, its outline's count moved alike.
+it by its `shapes` hash: it is counted again, its outline's count moved alike. A snapshot
+also keeps how the conversation was listed and what explains its result (`kept_audit`): after a
+restart ctx/conversations and ctx/why answer for it before its chat comes back.
 Pure: no I/O (the state stores the bytes).
 """
 
@@ -26,10 +28,12 @@ from ctxlayer.core.prepare.model import (
     PreparePolicy,
     Rewrite,
     common_prefix,
+    shortened_audit,
+    summarized_audit,
 )
 from ctxlayer.core.text import content_hash
 from ctxlayer.core.tokens import MessageFormat, Tokenizer, message_tokens
-from ctxlayer.protocol import AuditEntry, Message
+from ctxlayer.protocol import AuditEntry, ConversationInfo, Message
 
 VERSION = 1
 
@@ -53,6 +57,17 @@ class Snapshot(msgspec.Struct, kw_only=True):
     tokens: list[int] = msgspec.field(default_factory=list)
     #: each message's hash without what its parts cost, "" where that is its hash (no parts)
     shapes: list[str] = msgspec.field(default_factory=list)
+    #: the conversation as ctx/conversations listed it when this window was written, None for
+    #: one not listed (an edit's chain left behind, a request beside a chat) and in a window
+    #: written before it was kept: after a restart it is listed from here until it comes back
+    info: ConversationInfo | None = None
+
+
+class _Listed(msgspec.Struct):
+    """A kept window read for its listing only (the rest of it is skipped, not decoded)."""
+
+    version: int = 0
+    info: ConversationInfo | None = None
 
 
 def message_hash(m: Message) -> str:
@@ -103,6 +118,23 @@ def decode(data: bytes) -> Snapshot | None:
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
     return snap if snap.version == VERSION else None
+
+
+def listed(data: bytes) -> ConversationInfo | None:
+    """The listing kept in a window's bytes, None when it has none or does not read."""
+    try:
+        got = msgspec.json.decode(data, type=_Listed)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    return got.info if got.version == VERSION else None
+
+
+def kept_audit(snap: Snapshot) -> list[AuditEntry]:
+    """What explains the result of the turn ``snap`` was taken at, as `audit_of` says it of
+    that turn's state: what was summarized, shortened and restored; not what its last-resort
+    fit dropped (a window does not keep it: the next turn fits anew)."""
+    return [*summarized_audit(snap.chunks, snap.verbatim), *shortened_audit(snap.rewrites),
+            *snap.restored_audit]
 
 
 def resume_best(snaps: list[Snapshot], messages: list[Message], counter: Tokenizer,

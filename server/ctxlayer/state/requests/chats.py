@@ -21,16 +21,23 @@ async def prepare(caller: Caller, p: protocol.PrepareParams) -> protocol.Prepare
 
 
 async def conversations(caller: Caller, p: protocol.Empty) -> protocol.ConversationsResult:
+    # the live ones and, after a restart, those the state folder keeps
     return protocol.ConversationsResult(
-        conversations=caller.state.conversations.list(caller.workspace))
+        conversations=await caller.state.conversations.listed(caller.workspace))
 
 
 async def live_why(caller: Caller, p: protocol.WhyParams) -> list | None:
-    """ctx/why's part on the loop: a live conversation's entries (None for a session of
-    ctx/assemble, whose entries its thread reads)."""
+    """ctx/why's part on the loop: a live conversation's entries, or a kept one's not in
+    memory (after a restart, before its chat's next turn); None for a session of
+    ctx/assemble, whose entries its thread reads."""
+    convs = caller.state.conversations
+    kept = await convs.kept_why(caller.workspace, p.conversation_id, p.session_id,
+                                p.message_id)
+    if kept is not None:
+        return kept
     if _assembled_session(caller, p):
         return None
-    return caller.state.conversations.why(caller.workspace, p.conversation_id, p.session_id, p.message_id)
+    return convs.why(caller.workspace, p.conversation_id, p.session_id, p.message_id)
 
 
 def why(caller: Caller, p: protocol.WhyParams, live: list | None) -> protocol.WhyResult:

@@ -1,0 +1,76 @@
+"""The conversations the state folder keeps are listed and explained after a restart, before
+their chat sends another turn (`ctxlayer chats` reads ctx/conversations and ctx/why): a real
+State on a temporary folder, closed and opened again, the real tokenizer and SQLite."""
+
+from __future__ import annotations
+
+import random
+
+import msgspec
+import pytest
+from test_conversations import MODEL, SYSTEM, grow, params
+
+from ctxlayer import protocol
+from ctxlayer.core.errors import ContextError
+from ctxlayer.state import Caller, State
+from ctxlayer.state.requests import call, chats
+
+
+def turn(messages: list[dict], cid: str) -> protocol.PrepareParams:
+    return msgspec.structs.replace(params(messages), conversation_id=cid)
+
+
+def caller_of(st: State) -> Caller:
+    return Caller(st, source="prepare", options=protocol.InitializationOptions(model=MODEL))
+
+
+async def a_chat(caller: Caller, cid: str, turns: int, seed: int) -> list[dict]:
+    r = random.Random(seed)
+    messages = [SYSTEM, {"role": "user", "id": "u0", "content": f"Where is {cid} built?"}]
+    for t in range(turns):
+        await chats.prepare(caller, turn(messages, cid))
+        messages = grow(messages, r, t)
+    return messages
+
+
+def summarized(entries: list[protocol.AuditEntry]) -> set[str | None]:
+    return {e.message_id for e in entries if e.action == "summarized"}
+
+
+async def why(caller: Caller, **ids) -> list[protocol.AuditEntry]:
+    return (await call(caller, "ctx/why", protocol.WhyParams(**ids))).entries
+
+
+async def test_kept_conversations_are_listed_and_explained_after_a_restart(tmp_path):
+    st = State(tmp_path / "state")
+    caller = caller_of(st)
+    try:
+        await a_chat(caller, "c1", 40, 1)
+        messages = await a_chat(caller, "c2", 40, 2)
+        listed = (await chats.conversations(caller, protocol.Empty())).conversations
+        before = await why(caller, conversation_id="c1")
+        assert [c.conversation_id for c in listed] == ["c2", "c1"]
+        assert "u1" in summarized(before)
+        await st.conversations.settled()
+    finally:
+        st.close()
+    again = State(tmp_path / "state")
+    caller = caller_of(again)
+    try:
+        kept = (await chats.conversations(caller, protocol.Empty())).conversations
+        assert kept == listed, "as they were listed before the restart, most recent first"
+        after = await why(caller, conversation_id="c1")
+        assert summarized(after) == summarized(before)
+        one = await why(caller, conversation_id="c1", message_id="u1")
+        assert [(e.action, e.message_id) for e in one] == [("summarized", "u1")]
+        by_session = await why(caller, session_id="chat-c1")
+        assert summarized(by_session) == summarized(before)
+        with pytest.raises(ContextError) as err:
+            await why(caller, conversation_id="never")
+        assert err.value.kind == "unknown_session"
+        # its next turn takes it up again; listed once
+        await chats.prepare(caller, turn(messages, "c2"))
+        now = (await chats.conversations(caller, protocol.Empty())).conversations
+        assert [c.conversation_id for c in now] == ["c2", "c1"]
+    finally:
+        again.close()
