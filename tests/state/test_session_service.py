@@ -454,8 +454,8 @@ def test_the_system_prompt_params_a_session_was_assembled_with_outlive_a_restart
 
 def test_an_id_names_one_message_of_a_session_across_appends(tmp_path):
     """Refused within one append, another message under the same id in a later one was
-    taken: ctx/restore and ctx/why found the first message only. An id of the session's own naming (`ctx:msg:N`)
-    given by a client would have named a later message alike."""
+    taken: ctx/restore and ctx/why found the first message only. An id of the session's own
+    naming (`ctx:msg:N`) given by a client would have named a later message alike."""
     svc = service(tmp_path)
     svc.open(WS, protocol.SessionOpenParams(session_id="s", budget=100_000))
     svc.append(WS, "s", [Message(role="user", content="first", id="k")])

@@ -98,8 +98,8 @@ class Caller:
         model = options.model or DEFAULT_MODEL
         window = options.context_window or model_info(model).context_window
         if reserve is not None and reserve >= window:
-            problems.append(f"initializationOptions.reserveOutput: {no_room(reserve, window, model)};"
-                            " its default is used")
+            problems.append("initializationOptions.reserveOutput: "
+                            f"{no_room(reserve, window, model)}; its default is used")
             options = msgspec.structs.replace(options, reserve_output=None)
         self.options = options
 

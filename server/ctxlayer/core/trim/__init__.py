@@ -132,9 +132,20 @@ def _already_in(messages: Sequence[Message], text: str) -> bool:
     """Whether a user message holds `text` as its whole text or as whole lines of it: a
     provider format may have merged a document with the question that followed it into
     one message, whose text blocks read back joined by newlines."""
-    needle = f"\n{text}\n"
-    return bool(text.strip()) and any(m.role == "user" and (m.content == text or needle in f"\n{m.content}\n")
-               for m in messages)
+    if not text.strip():
+        return False
+    return any(m.role == "user" and _holds_lines(m.content, text) for m in messages)
+
+
+def _holds_lines(content: str, text: str) -> bool:
+    """Whether `text` is `content`, or whole lines of it (found without copying `content`)."""
+    at = content.find(text)
+    while at >= 0:
+        end = at + len(text)
+        if (at == 0 or content[at - 1] == "\n") and (end == len(content) or content[end] == "\n"):
+            return True
+        at = content.find(text, at + 1)
+    return False
 
 
 def trim(
