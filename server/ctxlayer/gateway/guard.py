@@ -16,13 +16,13 @@ a page read an answer.
 from __future__ import annotations
 
 import hmac
-import ipaddress
 from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
 from aiohttp import web
 
 from ctxlayer.gateway.errors import GatewayError, error_response
+from ctxlayer.urls import is_loopback
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -48,14 +48,8 @@ def is_loopback_origin(origin: str) -> bool:
         host = urlsplit(origin).hostname
     except ValueError:
         return False
-    if not host:  # "null" (a sandboxed frame, a file:// page) or nonsense
-        return False
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    # no host: "null" (a sandboxed frame, a file:// page) or nonsense
+    return bool(host) and is_loopback(host)
 
 
 def format_of(request: web.Request) -> str:

@@ -10,11 +10,10 @@ Reads the environment once, when made.
 
 from __future__ import annotations
 
-import ipaddress
 import urllib.request
 from urllib.parse import urlsplit
 
-from ctxlayer.urls import named
+from ctxlayer.urls import is_loopback, named
 
 #: the proxy schemes aiohttp can speak (a SOCKS proxy needs a package it does not have)
 SPOKEN = ("http", "https")
@@ -48,9 +47,5 @@ class Proxies:
 
 
 def _loopback(host: str) -> bool:
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    """A loopback host, or a name under `localhost` (which resolves there): no proxy."""
+    return host.endswith(".localhost") or is_loopback(host)
