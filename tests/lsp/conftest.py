@@ -114,6 +114,20 @@ class RawDaemon:
         await self.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
         return result
 
+    async def shown(self, needle: str, timeout: float = 20.0) -> str:
+        """The first message the daemon showed the user (window/showMessage) holding
+        ``needle``, waited for."""
+        async def wait() -> str:
+            while True:
+                for msg in self.notifications:
+                    text = (msg.get("params") or {}).get("message", "")
+                    if msg.get("method") == "window/showMessage" and needle in text:
+                        return text
+                self._arrived.clear()
+                await self._arrived.wait()
+
+        return await asyncio.wait_for(wait(), timeout)
+
     async def close(self) -> int:
         if self.proc.returncode is None:
             try:

@@ -3,25 +3,10 @@ one message what changed or was rejected, and the workspace's policy follows it.
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 from conftest import WORLD, RawDaemon, hermetic_env, make_repo, write
 
 pytestmark = pytest.mark.e2e
-
-
-async def shown(daemon: RawDaemon, needle: str, timeout: float = 20.0) -> str:
-    async def wait() -> str:
-        while True:
-            for msg in daemon.notifications:
-                text = (msg.get("params") or {}).get("message", "")
-                if msg.get("method") == "window/showMessage" and needle in text:
-                    return text
-            daemon._arrived.clear()
-            await daemon._arrived.wait()
-
-    return await asyncio.wait_for(wait(), timeout)
 
 
 async def test_an_edited_config_is_reloaded_and_reported(tmp_path):
@@ -36,7 +21,7 @@ async def test_an_edited_config_is_reloaded_and_reported(tmp_path):
         assert first["result"]["mode"] == "short"
 
         write(root, "ctxlayer.toml", '[session]\ndefault_mode = "debug"\nmax_rules = -4\n')
-        text = await shown(daemon, "reloaded")
+        text = await daemon.shown("reloaded")
         assert "session.default_mode \"short\" -> \"debug\"" in text
         assert "Rejected" in text and "max_rules" in text
         second = await daemon.request("o2", "ctx/session/open", {})

@@ -2,23 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 from conftest import WORLD, RawDaemon, hermetic_env, make_repo
 
 pytestmark = pytest.mark.e2e
-
-
-async def shown(daemon: RawDaemon, words: str) -> str:
-    """The first message the daemon showed the user holding ``words`` (waits for it)."""
-    while True:
-        for msg in daemon.notifications:
-            text = (msg.get("params") or {}).get("message", "")
-            if msg.get("method") == "window/showMessage" and words in text:
-                return text
-        daemon._arrived.clear()
-        await daemon._arrived.wait()
 
 
 async def test_one_bad_option_does_not_drop_the_others(tmp_path):
@@ -35,7 +22,7 @@ async def test_one_bad_option_does_not_drop_the_others(tmp_path):
         assert ours["model"] == "claude-sonnet-4"  # kept beside the two bad ones
         assert ours["defaultMode"] == "short"  # and so was the config
 
-        text = await asyncio.wait_for(shown(daemon, "initializationOptions"), 20)
+        text = await daemon.shown("initializationOptions")
         assert "initializationOptions.mode" in text and "initializationOptions.contextWindow" in text
     finally:
         assert await daemon.close() == 0
@@ -88,7 +75,7 @@ async def test_the_folder_followed_leaving_the_workspace_is_said(tmp_path):
                            "params": {"event": {
                                "added": [{"uri": other.as_uri(), "name": "other"}],
                                "removed": [{"uri": root.as_uri(), "name": "root"}]}}})
-        text = await asyncio.wait_for(shown(daemon, "left the"), 20)
+        text = await daemon.shown("left the")
         assert str(root.resolve()) in text and "restarted" in text
         segment = await daemon.request(1, "ctx/segment", {})
         assert "result" in segment, segment
