@@ -105,3 +105,33 @@ def test_an_output_reserve_that_fills_the_window_is_refused_naming_it(body, args
     assert p.stderr.rstrip().endswith(f"pass --budget or a smaller {field}")
     # a budget given makes the reserve irrelevant, as in the daemon
     assert run("trim", "--budget", "500", *args, stdin=json.dumps(body)).returncode == 0
+
+
+def test_a_long_text_document_the_user_attached_is_outlined_to_the_room_never_dropped_whole():
+    """It was a part of its message, never shortened: a 3,000-line file attached earlier in an
+    Anthropic chat went whole with the question beside it, and the answer after it (a leading
+    assistant turn) too, leaving 14 of 8,000 tokens used."""
+    lines = [f"def handler_{i}(x):  # step {i} of the pipeline" for i in range(3000)]
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 1000, "messages": [
+        {"role": "user", "content": [
+            {"type": "document", "title": "handlers.py", "context": "the service's handlers",
+             "source": {"type": "text", "media_type": "text/plain", "data": "\n".join(lines)}},
+            {"type": "text", "text": "What does handler_12 do?"}]},
+        {"role": "assistant", "content": "It runs step 12."},
+        {"role": "user", "content": "And the last one?"}]}
+    p = run("trim", "--budget", "8000", stdin=json.dumps(body))
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert anthropic_problems(sent(out)) == []
+    first, answer, question = out["messages"]
+    document, asked = first["content"]
+    assert asked == body["messages"][0]["content"][1] and answer == body["messages"][1]
+    assert {k: v for k, v in document.items() if k != "source"} == {
+        "type": "document", "title": "handlers.py", "context": "the service's handlers"}
+    kept = document["source"]["data"].split("\n")
+    assert kept[:3] == lines[:3] and kept[-1] == lines[-1]  # quoted as they were
+    assert any("lines omitted" in line for line in kept)
+    audit = out["ctxlayer"]
+    assert audit["dropped"] == [] and audit["tokens"] > 8000 * 0.85
+    [entry] = audit["truncated"]
+    assert entry["tokensBefore"] > 8000 > entry["tokensAfter"]

@@ -212,3 +212,28 @@ def test_the_headers_count_the_messages_left_out_and_those_sent_shortened(stack)
     assert len(sent) == len(msgs) and len(changed) >= 1
     assert raw.headers["x-ctxlayer-dropped"] == "0"
     assert int(raw.headers["x-ctxlayer-shortened"]) == len(changed)
+
+
+def test_a_text_document_attached_earlier_goes_out_outlined_never_summarized_whole(small):
+    """It was a part of its message: the live path summarized the message to one line of
+    identifiers (68 of the 4,096-token window's tokens sent), the user's file gone."""
+    lines = [f"def handler_{i}(x):  # step {i} of the pipeline" for i in range(400)]
+    document = {"type": "document", "title": "handlers.py", "source": {
+        "type": "text", "media_type": "text/plain", "data": "\n".join(lines)}}
+    msgs = [{"role": "user", "content": [document, {"type": "text", "text": "What is it?"}]},
+            {"role": "assistant", "content": "A pipeline of 400 handlers."},
+            {"role": "user", "content": "What does the last one do?"}]
+    raw = small.anthropic().messages.with_raw_response.create(
+        model="standin-small", max_tokens=512, messages=msgs)
+    assert raw.parse().content
+    (seen,) = small.model_requests()
+    assert seen["status"] == 200 and seen["problems"] == []
+    first, answer, question = seen["body"]["messages"]
+    sent, asked = first["content"]
+    assert text_of(asked["text"]) == "What is it?" and text_of(answer["content"]) == msgs[1]["content"]
+    assert text_of(question["content"]) == msgs[2]["content"]
+    assert {k: v for k, v in sent.items() if k != "source"} == {
+        "type": "document", "title": "handlers.py"}
+    kept = sent["source"]["data"].split("\n")
+    assert kept[:3] == lines[:3] and lines[-1] in kept and len(kept) < len(lines)
+    assert raw.headers["x-ctxlayer-shortened"] == "1" and raw.headers["x-ctxlayer-dropped"] == "0"

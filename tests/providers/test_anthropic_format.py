@@ -81,6 +81,28 @@ def test_documents_and_thinking_are_counted_never_shortened():
     assert d.messages[1].parts_tokens == 5 and d.messages[1].content == "done"
 
 
+def test_a_text_document_attached_before_the_question_is_a_piece_of_its_own():
+    """Read as a tool output is (outlined when long, never the user's own words); the
+    question's own documents stay with it (above), so a turn's file is never dropped apart
+    from it. Read alike when the chat's previous turn, where it was the question, is reused."""
+    first = {"role": "user", "content": [
+        {"type": "text", "text": "read this"},
+        {"type": "document", "title": "notes", "source": {
+            "type": "text", "media_type": "text/plain", "data": "five words of plain text"}},
+        {"type": "document", "source": {"type": "base64", "media_type": "application/pdf",
+                                        "data": b64(pdf(2))}}]}
+    asked = decode("anthropic", request(first), WORDS)
+    body = request(first, {"role": "assistant", "content": "read"},
+                   {"role": "user", "content": "what does it say?"})
+    for d in (decode("anthropic", body, WORDS), decode("anthropic", body, WORDS, previous=asked)):
+        question, document, answer, _ = d.messages
+        assert (document.role, document.kind) == ("user", "toolOutput")
+        assert document.content == "five words of plain text" and not document.parts_tokens
+        assert (question.content, question.parts_tokens) == ("read this", 2 * 3000)
+        assert answer.content == "read"
+        assert encode(d, d.messages).payload == body
+
+
 @pytest.mark.parametrize("body,field", [
     ({"messages": [{"role": "tool", "content": "x"}]}, "messages[0].role"),
     ({"messages": [{"role": "user", "content": 3}]}, "messages[0].content"),

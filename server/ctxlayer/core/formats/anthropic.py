@@ -161,7 +161,10 @@ class _Reader:
         #: user message that is not all tool results (anthropic_thinking.py)
         self.raw = messages_of(payload)
         self.every_turn = every_turn_read(payload)
-        self.turn_start = -1 if self.every_turn else last_turn_start(self.raw)
+        #: the message asking this turn's question: its documents stay parts of it (kept whole
+        #: with the question); those attached earlier are pieces of their own, shortened
+        self.question_at = last_turn_start(self.raw)
+        self.turn_start = -1 if self.every_turn else self.question_at
         self.msgs: list[Message] = []
         self.sources: list[tuple] = []
         self.index: dict[str, int] = {}
@@ -321,10 +324,21 @@ class _Reader:
         return k + 1
 
     def _user(self, i: int, blocks: list[dict], own: str | None, where: str) -> None:
-        rest = [k for k, b in enumerate(blocks) if b["type"] != "tool_result"]
+        split = i != self.question_at
+        rest = [k for k, b in enumerate(blocks) if b["type"] != "tool_result"
+                and not (split and _text_document(b))]
         rest_at = rest[0] if rest else None
         for k, b in enumerate(blocks):
-            if k == rest_at:
+            if split and _text_document(b):
+                # a file the user attached as text earlier in the chat: a piece of its own, read
+                # as a tool output is (outlined to the room it has, its lines quoted as they
+                # are, never taken for the user's words), where as a part of its message it
+                # went whole or was summarized with it
+                data = b["source"]["data"]
+                self.add(Message(role="user", content=data, kind="toolOutput",
+                                 id=derive_id("an", f"{i}.{k}", "document", data)),
+                         ("msg", i, (k,)), None, f"{where}.content[{k}]")
+            elif k == rest_at:
                 texts, parts, labels = [], 0, []
                 for j in rest:
                     if blocks[j]["type"] == "text":
@@ -382,6 +396,10 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None,
     if previous is not None and previous.extra.get("turn_start") != r.turn_start:
         # a new turn began: the thinking of the one before it is no longer read again
         same = min(same, previous.extra.get("turn_start", -1) + 1)
+    if previous is not None and previous.extra.get("question_at", -1) != r.question_at:
+        # the message that asked the last question is read again: its documents were parts of
+        # the question then, pieces of their own now
+        same = min(same, max(previous.extra.get("question_at", -1), 0))
     if previous is not None and same and payload.get("system") == previous.payload.get(
             "system") and previous.extra.get("every_turn") == r.every_turn and \
             previous.extra.get("deferred", {}) == r.deferred and \
@@ -402,14 +420,27 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None,
     return Decoded(fmt="anthropic", messages=r.msgs, payload=payload, sources=r.sources,
                    index=r.index, derived_ids=r.derived, counter=counter,
                    extra={"pieces": r.pieces, "every_turn": r.every_turn,
-                          "turn_start": r.turn_start, "deferred": r.deferred,
+                          "turn_start": r.turn_start, "question_at": r.question_at,
+                          "deferred": r.deferred,
                           "unread": r.unread})
 
 
 # --- writing back ---------------------------------------------------------------------------
 
 
+def _text_document(block: dict) -> bool:
+    """A `document` block whose source is plain text the engine can shorten (a PDF, an
+    image or a list of content blocks is a part: counted and passed on)."""
+    if block["type"] != "document":
+        return False
+    source = block.get("source")
+    return isinstance(source, dict) and source.get("type") == "text" and \
+        isinstance(source.get("data"), str)
+
+
 def _shortened_block(block: dict, text: str) -> dict:
+    if block.get("type") == "document":
+        return {**block, "source": {**block["source"], "data": text}}
     if block.get("type") == "tool_result":
         content = block.get("content")
         if isinstance(content, list):
@@ -456,7 +487,7 @@ def _native(decoded: Decoded, i: int, pieces: list[tuple[int, Message]]) -> dict
         ks = decoded.sources[pos][2]
         own = _with_inputs([content[k] for k in ks], new_arguments(decoded.messages[pos], m))
         if m.content != decoded.messages[pos].content:
-            if own and own[0].get("type") == "tool_result":
+            if own and own[0].get("type") in ("tool_result", "document"):
                 own = [_shortened_block(own[0], m.content)]
             else:
                 own = replace_text(own, m.content, _is_text)
