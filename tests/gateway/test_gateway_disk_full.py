@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import sqlite3
 
+import httpx2 as httpx
 import pytest
 from gateway_stack import prose, small_stack
+
+from ctxlayer.statefiles import read_token, token_file
 
 
 def test_a_chat_is_served_with_the_state_folder_full_and_told(tmp_path):
@@ -34,3 +37,25 @@ def test_a_chat_is_served_with_the_state_folder_full_and_told(tmp_path):
     assert len(sent) == 12 and cut > 0  # the chat passed its window: steps cut it
     assert all("the state folder could not open this chat's session" in w
                and "the disk is full" in w for w in warnings), warnings
+
+
+def test_a_state_folder_of_a_newer_ctxlayer_is_said_in_one_line_where_chats_are_listed(
+        tmp_path):
+    """`ctxlayer chats` got "500: Internal Server Error / Server got itself in trouble" (and the
+    gateway's log a traceback): the listing and ctx/why let the store's error through."""
+    (tmp_path / "state").mkdir()
+    db = sqlite3.connect(tmp_path / "state" / "sessions.sqlite3")
+    db.execute("PRAGMA user_version=99")
+    db.commit()
+    db.close()
+    with small_stack(tmp_path) as stack:
+        answer = stack.openai().chat.completions.create(
+            model="standin-small", max_tokens=16, messages=[{"role": "user", "content": "hi"}])
+        assert answer.choices  # the chat itself is served
+        auth = {"Authorization": f"Bearer {read_token(token_file(stack.state.state_dir))}"}
+        for route in ("/ctxlayer/conversations", "/ctxlayer/why?conversationId=x"):
+            got = httpx.get(stack.anthropic_url + route, headers=auth, timeout=30)
+            assert got.status_code == 503, (route, got.text)
+            message = got.json()["error"]["message"]
+            assert message.startswith("sessions database: ") and "newer" in message, message
+            assert message.count("upgrade ctxlayer") == 1, message

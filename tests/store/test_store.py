@@ -16,6 +16,7 @@ import pytest
 from ctxlayer.core.zones import Rule, new_item
 from ctxlayer.protocol import AuditEntry, Message
 from ctxlayer.store import DB_NAME, SessionStore, StoreError, schema, state_dir
+from ctxlayer.store.db import describe_store_error
 
 NOW = "2026-01-01T00:00:00.000+00:00"
 
@@ -265,3 +266,17 @@ def test_a_familys_kept_windows_are_its_own_and_its_forks_most_recent_first(tmp_
         == ["cab-1", "cab"]
     assert store.family_conversations("/ws", "cx", "gpt-4o") == []
     store.close()
+
+
+def test_a_store_error_is_described_once(tmp_path, monkeypatch):
+    """A database that cannot be written said its advice twice, one inside the other: the
+    open's own StoreError, described again where it was answered."""
+    def readonly(*_args, **_kwargs):
+        raise sqlite3.OperationalError("attempt to write a readonly database")
+
+    monkeypatch.setattr(SessionStore, "_connect", readonly)
+    with pytest.raises(StoreError) as err:
+        SessionStore(tmp_path / DB_NAME)
+    said = describe_store_error(err.value)
+    assert said.count("check the state folder's permissions") == 1, said
+    assert "attempt to write a readonly database" in said

@@ -58,6 +58,16 @@ from ctxlayer.urls import carries_credentials, is_loopback, named
 
 log = logging.getLogger("ctxlayer.gateway")
 
+
+def _store_failed(exc: Exception) -> web.Response:
+    """A listing the state folder could not give (a newer schema, a folder where the
+    database should be): what to fix in one line, as `ctxlayer chats` shows it, never a bare
+    500 page. Chats are still served: the gateway keeps them in memory."""
+    log.error("sessions database: %s", exc)
+    return web.json_response({"error": {"message": f"sessions database: "
+                                                   f"{describe_store_error(exc)}",
+                                        "kind": "store"}}, status=503)
+
 class NotLoopback(ValueError):
     """The gateway was asked to listen on an address other machines could reach."""
 
@@ -300,7 +310,10 @@ class GatewayServer:
                                   "openai": urls.openai, "anthropic": urls.anthropic})
 
     async def _conversations(self, request: web.Request) -> web.Response:
-        result = await call(self.caller, "ctx/conversations", protocol.Empty())
+        try:
+            result = await call(self.caller, "ctx/conversations", protocol.Empty())
+        except (StoreError, sqlite3.Error) as exc:
+            return _store_failed(exc)
         return web.json_response(msgspec.to_builtins(result))
 
     async def _why(self, request: web.Request) -> web.Response:
@@ -313,6 +326,8 @@ class GatewayServer:
         except ContextError as exc:
             return web.json_response({"error": {"message": str(exc), "field": exc.field,
                                                 "kind": exc.kind}}, status=400)
+        except (StoreError, sqlite3.Error) as exc:
+            return _store_failed(exc)
         return web.json_response(msgspec.to_builtins(result))
 
     # ---- one model request ----------------------------------------------------------------

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import sqlite3
 import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +26,7 @@ from ctxlayer.state.lanes import Lanes
 from ctxlayer.state.live import WorkspaceRegistry
 from ctxlayer.state.policy import WorkspacePolicy, policy_from_config
 from ctxlayer.state.tokens import Tokenizers, share_the_interpreter
+from ctxlayer.store.db import StoreError, describe_store_error
 
 if TYPE_CHECKING:
     from ctxlayer import protocol
@@ -283,6 +285,9 @@ def _logged(fn: Callable[[], Any]) -> Callable[[], None]:
     def run() -> None:
         try:
             fn()
+        except (StoreError, sqlite3.Error) as exc:  # the folder's fault, said in one line
+            log.error("a write of the state failed: sessions database: %s",
+                      describe_store_error(exc))
         except Exception:
             log.exception("a write of the state failed")
 

@@ -113,6 +113,8 @@ def _damaged(err: sqlite3.DatabaseError) -> bool:
 def describe_store_error(exc: Exception) -> str:
     """What failed, in words a user can act on."""
     text = str(exc)
+    if isinstance(exc, StoreError):  # said so where it was raised: once is enough
+        return text
     low = text.lower()
     if "locked" in low or "busy" in low:
         return f"the database is locked by another process ({text}); try again"
