@@ -225,6 +225,33 @@ def test_files_that_hold_secrets_are_never_selected(repo, home):
         assert why[name].startswith("may hold secrets"), why
 
 
+def test_a_link_the_project_ships_to_the_users_secrets_is_never_followed(repo, home):
+    """A cloned repo committing `README.txt -> .env` and `CLAUDE.md -> config/id_rsa` (both
+    git-ignored, written by the user after cloning) sent the keys with every prompt, by
+    default: the secret check read the link's own name."""
+    write(repo, ".gitignore", ".env\nconfig/id_rsa\n")
+    write(repo, ".env", "OPENAI_API_KEY=sk-live-123\n")
+    write(repo, "config/id_rsa", "-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    os.symlink(".env", repo / "README.txt")
+    os.symlink("config/id_rsa", repo / "CLAUDE.md")
+    write(repo, ".claude/skills/deploy/.env", "TOKEN=sk-skill-456\n")
+    os.symlink(".env", repo / ".claude/skills/deploy/SKILL.md")
+    seg = make_ws(repo, home, files=["README*"]).scan()
+    assert "sk-live-123" not in seg.text and "PRIVATE KEY" not in seg.text
+    assert "sk-skill-456" not in seg.text
+    assert reasons(seg, "files")["README.txt"] == (
+        "a link to .env, which may hold secrets (keys, tokens, passwords): never sent")
+    assert "a link to id_rsa" in reasons(seg, "agentFiles")["CLAUDE.md"]
+    assert "a link to .env" in reasons(seg, "skills")[".claude/skills/deploy/SKILL.md"]
+
+
+def test_a_file_selected_twice_through_a_link_is_included_once(repo, home):
+    os.symlink(".", repo / "self")
+    seg = make_ws(repo, home, files=["README.md", "self/README.md"]).scan()
+    assert part(seg, "files").text.count("A test project.") == 1
+    assert reasons(seg, "files")["self/README.md"] == "the same file as README.md"
+
+
 # --- agent files -------------------------------------------------------------------------------
 
 
@@ -252,6 +279,15 @@ def test_agent_files_chain_order_dedup_and_flags(repo, home, tmp_path):
     # agent files are not repeated among the selected files
     seg2 = make_ws(repo, home, files=["*.md"]).scan()
     assert "already included as an agent file" in reasons(seg2, "files")["AGENTS.md"]
+
+
+def test_a_broken_or_looping_agent_file_link_is_said(repo, home):
+    """Both were skipped without a word: the check for a file came before the one that says
+    why a link cannot be followed."""
+    os.symlink("docs/missing.md", repo / "AGENTS.md")
+    os.symlink("CLAUDE.md", repo / "CLAUDE.md")
+    why = reasons(make_ws(repo, home).scan(), "agentFiles")
+    assert why["AGENTS.md"] == why["CLAUDE.md"] == "broken symlink or symlink loop"
 
 
 def test_an_agent_file_over_its_characters_is_left_out_reading_no_more_than_it_may_hold(

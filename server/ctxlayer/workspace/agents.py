@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from ctxlayer import userfiles
 from ctxlayer.core.text import path_line
 from ctxlayer.protocol import LeftOut
+from ctxlayer.workspace.selected import secret_link
 
 HEADER = "# Agent instructions"
 INTRO = (
@@ -114,13 +115,13 @@ def render_agents(root: Path, home: Path | None, user_config_dir: Path | None,
         for name in names:
             path = folder / name
             try:
-                if not path.is_file():
-                    continue
                 real = path.resolve(strict=True)
-            except (OSError, RuntimeError):
+            except (OSError, RuntimeError):  # absent, or a link to nothing or to itself
                 if path.is_symlink():
                     left_out.append(LeftOut(part="agentFiles", path=shown_path(path, root, home),
                                             reason="broken symlink or symlink loop"))
+                continue
+            if not real.is_file():
                 continue
             shown = shown_path(path, root, home)
             if real in seen:
@@ -129,6 +130,9 @@ def render_agents(root: Path, home: Path | None, user_config_dir: Path | None,
             if is_inside(path, root) and not is_inside(real, root_real):
                 left_out.append(LeftOut(part="agentFiles", path=shown,
                                         reason=f"resolves outside the workspace ({real})"))
+                continue
+            if (secret := secret_link(real)) is not None:
+                left_out.append(LeftOut(part="agentFiles", path=shown, reason=secret))
                 continue
             try:  # a character is at most 4 bytes: more bytes than that are too many characters
                 data = userfiles.read(real, 4 * max_chars + 1)

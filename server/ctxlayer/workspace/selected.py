@@ -51,6 +51,16 @@ SECRET_SUFFIXES = (".pem", ".key", ".p12", ".pfx", ".keystore", ".jks")
 ENV_TEMPLATES = {".env.example", ".env.sample", ".env.template", ".env.dist"}
 
 
+#: why a file that may hold secrets is left out
+SECRETS = "may hold secrets (keys, tokens, passwords): never sent"
+
+
+def secret_link(real: Path) -> str | None:
+    """Why a file that resolves to ``real`` is never sent, if it is not (a link a cloned
+    repo ships, README.txt -> .env or CLAUDE.md -> id_rsa, to the user's own secrets)."""
+    return f"a link to {real.name}, which {SECRETS}" if may_hold_secrets(real.name) else None
+
+
 def may_hold_secrets(name: str) -> bool:
     lower = name.lower()
     if lower in ENV_TEMPLATES:
@@ -116,6 +126,20 @@ def select_paths(patterns: list[str], files: list[str]) -> tuple[list[str], list
     return sorted(readme, key=lambda p: (p.count("/"), p)) + rest, left_out
 
 
+def _never_read(name: str, real: Path, skip: frozenset[Path], included: dict[Path, str]
+                ) -> str | None:
+    """Why the selected file ``name`` (resolving to ``real``) is left out unread, if it is."""
+    if real in skip:
+        return "already included as an agent file"
+    if real in included:  # `self/README.md` through a `self -> .` link
+        return f"the same file as {included[real]}"
+    if is_lockfile(name):
+        return "lockfile"
+    if may_hold_secrets(name):
+        return SECRETS
+    return secret_link(real)
+
+
 def render_files(root: Path, patterns: list[str], files: list[str], char_budget: int,
                  extra: IgnoreRules | None, skip: frozenset[Path] = frozenset()) -> FilesText:
     """The files part's text ('' when nothing is selected). `skip`: resolved paths already
@@ -125,6 +149,7 @@ def render_files(root: Path, patterns: list[str], files: list[str], char_budget:
     remaining = char_budget
     sections: list[str] = []
     used: list[str] = []
+    included: dict[Path, str] = {}  # resolved path -> the path it was included as
 
     def leave(path: str, reason: str) -> None:
         left_out.append(LeftOut(part="files", path=path, reason=reason))
@@ -149,14 +174,9 @@ def render_files(root: Path, patterns: list[str], files: list[str], char_budget:
             continue
         if not real.is_file():
             continue
-        if real in skip:
-            leave(rel, "already included as an agent file")
-            continue
-        if is_lockfile(name):
-            leave(rel, "lockfile")
-            continue
-        if may_hold_secrets(name):
-            leave(rel, "may hold secrets (keys, tokens, passwords): never sent")
+        refused = _never_read(name, real, skip, included)
+        if refused is not None:
+            leave(rel, refused)
             continue
         try:
             size = real.stat().st_size
@@ -184,6 +204,7 @@ def render_files(root: Path, patterns: list[str], files: list[str], char_budget:
                   f"{remaining:,} left of files_char_budget {char_budget:,})")
             continue
         remaining -= len(content)
+        included[real] = rel
         fence = _fence(content)
         body = content if content.endswith("\n") else content + "\n"
         sections.append(f"## {path_line(rel)}\n\n{fence}{_lang(name)}\n{body}{fence}")

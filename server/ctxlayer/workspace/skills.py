@@ -22,6 +22,7 @@ from ctxlayer.core.prompt.texts import SKILLS
 from ctxlayer.core.text import path_line
 from ctxlayer.protocol import LeftOut
 from ctxlayer.workspace.agents import is_inside, shown_path
+from ctxlayer.workspace.selected import secret_link
 
 SKILL_FILE = "SKILL.md"
 #: skill roots inside the workspace, relative to it
@@ -114,6 +115,9 @@ def find_skills(root: Path, home: Path | None,
             if is_inside(path, root) and not is_inside(real, root_real):
                 left_out.append(LeftOut(part="skills", path=shown,
                                         reason=f"resolves outside the workspace ({real})"))
+                continue
+            if (secret := secret_link(real)) is not None:
+                left_out.append(LeftOut(part="skills", path=shown, reason=secret))
                 continue
             try:
                 text = head.decode("utf-8")
