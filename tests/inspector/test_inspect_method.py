@@ -3,6 +3,7 @@ input, and the page agrees with ctx/trim about what is dropped."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -89,3 +90,25 @@ def test_inspect_a_session_shows_its_assembled_context(daemon):
     assert "session inspect-test" in html
     assert "message 5" in html
     assert html.count('<li class="msg"') >= 6
+
+
+def test_inspecting_a_session_at_a_smaller_budget_changes_nothing(daemon):
+    """The reported bug: ctx/inspect with a `budget` under the session's own assembled the
+    session at it for good (3 messages / 1,788 tokens sent after, instead of 21 / 12,181, and
+    19 `summarized` audit entries). The page is a preview: the session is as it was."""
+    sid = "inspect-preview"
+    daemon.request("ctx/session/open", {"sessionId": sid})
+    long_chat = [{"role": "user" if k % 2 == 0 else "assistant", "id": f"p{k}",
+                  "content": " ".join(f"w{k}x{i}" for i in range(150))} for k in range(20)]
+    daemon.request("ctx/session/append", {"sessionId": sid, "messages": long_chat})
+    before = daemon.request("ctx/assemble", {"sessionId": sid})
+    audit_before = daemon.request("ctx/session/audit", {"sessionId": sid})["entries"]
+    assert before["tokens"]["total"] > 10_000 and not before["compacted"]
+    html = daemon.request("ctx/inspect", {"sessionId": sid, "budget": 1500})["html"]
+    data = json.loads(html.split('id="ctx-data">', 1)[1].split("</script>", 1)[0])
+    assert data["budget"] == 1500 and data["used"] <= 1500  # the page is at the budget asked
+    assert len(data["messages"]) < len(before["messages"])  # ... which summarizes the chat
+    after = daemon.request("ctx/assemble", {"sessionId": sid})
+    assert [m["content"] for m in after["messages"]] == [m["content"] for m in before["messages"]]
+    assert after["tokens"]["total"] == before["tokens"]["total"] and not after["compacted"]
+    assert daemon.request("ctx/session/audit", {"sessionId": sid})["entries"] == audit_before

@@ -339,7 +339,9 @@ export interface SessionInfo {
   updatedAt: string;
 }
 /**
- * ctx/inspect: the inspector page for a session, or for `messages` trimmed into `budget`.
+ * ctx/inspect: the page of a session (a preview: it changes nothing) or of `messages` trimmed.
+ * A session's page is what ctx/assemble would send it at `budget` (default: its own), a
+ * summary it needs written offline; `messages` are trimmed into `budget` as ctx/trim does.
  */
 export interface InspectParams {
   sessionId?: string | null;

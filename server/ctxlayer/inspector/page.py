@@ -110,7 +110,8 @@ def _slider(d: InspectorData) -> str:
     budgets = [s.budget for s in d.steps] or [d.budget]
     only = len(budgets) < 2
     hint = ('<p class="hint" id="steps-hint">The engine\'s outcome is computed at this budget '
-            "only: assembling a session at another budget would compact it.</p>" if only else
+            "only: a session's page previews one assembly and changes nothing; inspect it "
+            "with another budget to see that one.</p>" if only else
             f'<p class="hint" id="steps-hint">The daemon ran its engine at {len(budgets)} '
             "budgets; the slider shows the outcome at the nearest one. "
             f"{escape(PRIORITY_CLASSES[0])}: never dropped.</p>")

@@ -443,13 +443,14 @@ class SessionService:
             return why_of(live.history, live.compaction, live.last_audit or ())
 
     def _input(self, live: LiveSession, settings: SessionSettings, budget: int | None,
-               **extra: object) -> AssemblyInput:
+               system: SystemLayers | None = None, **extra: object) -> AssemblyInput:
         nominal = self._budget_of(live, budget)
         limit = live.calibration.effective_limit(live.row.model, nominal)
+        layers = live.system if system is None else system
         return AssemblyInput(
             budget=limit, mode=live.row.mode, mode_spec=settings.modes[live.row.mode],
-            system=live.system.messages, system_cache_boundary=live.system.cache_boundary,
-            workspace_tokens=live.system.workspace_tokens, rules=live.rules, items=live.items,
+            system=layers.messages, system_cache_boundary=layers.cache_boundary,
+            workspace_tokens=layers.workspace_tokens, rules=live.rules, items=live.items,
             rule_policy=settings.rules, policy=settings.compaction, previous=live.fingerprint,
             **extra)  # type: ignore[arg-type]
 
@@ -491,6 +492,17 @@ class SessionService:
             live.fingerprint = out.fingerprint
             live.last_total = out.result.tokens.total
             return out
+
+    def preview(self, workspace: str, session_id: str, *, budget: int | None = None,
+                system: SystemLayers | None = None) -> Assembly:
+        """What an assembly at `budget` would send, changing nothing: no compaction state,
+        audit, fingerprint or system layers kept, and a summary it needs written offline (no
+        client is asked). The inspector's page of a session: looking must not compact it."""
+        with self._lock:
+            live = self._fresh(workspace, session_id)
+            require_tokens(budget)
+            inp = self._input(live, self._settings(workspace), budget, system, offline=True)
+            return assemble(live.history, live.compaction, inp, live.counter)
 
     def stored_for(self, workspace: str, session_id: str, messages: list[Message]
                    ) -> list[Stored | None]:

@@ -7,7 +7,6 @@ Owns the request's validation and the gathering of counts; the page is rendered 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from ctxlayer import protocol
@@ -35,8 +34,8 @@ def inspect(caller: Caller, p: protocol.InspectParams,
         return protocol.InspectResult(html=render_inspector(_live_chat_data(caller, segment)))
     if p.session_id is not None:
         assert segment is not None
-        return _session_data(caller, p, model, segment,
-                             lambda data: protocol.InspectResult(html=render_inspector(data)))
+        return protocol.InspectResult(html=render_inspector(
+            _session_data(caller, p, model, segment)))
     if p.messages is None:
         raise ContextError("invalid", "give `sessionId` or `messages` to inspect",
                            field="messages")
@@ -59,16 +58,18 @@ def _conversation_data(caller: Caller, p: protocol.InspectParams, model: str | N
 
 
 def _session_data(caller: Caller, p: protocol.InspectParams, model: str | None,
-                  segment: protocol.WorkspaceSegment, then: Callable[[Any], Any]) -> Any:
-    """A session's page: what ctx/assemble produces for it now (kept messages as bars, the
-    dropped ones in the audit table); an `Ask` first when the assembly needs a summary."""
-    from ctxlayer.state.requests.assembly import assembling, session_layers
+                  segment: protocol.WorkspaceSegment) -> Any:
+    """A session's page: what ctx/assemble would send it at `budget` (default: its own), kept
+    messages as bars, the dropped ones in the audit table. Only a preview: inspecting never
+    changes a session (an assembly at a smaller budget would compact it for good), so a summary
+    it needs is written offline and nothing is kept."""
+    from ctxlayer.state.requests.assembly import session_layers
 
     assert p.session_id is not None
     system = session_layers(caller, p.session_id, segment)
-    return assembling(caller, p.session_id,
-                      lambda out: then(_session_page(caller, p, model, out.result)),
-                      budget=p.budget, system=system)
+    out = caller.state.sessions.preview(caller.workspace, p.session_id, budget=p.budget,
+                                        system=system)
+    return _session_page(caller, p, model, out.result)
 
 
 def _session_page(caller: Caller, p: protocol.InspectParams, model: str | None,
