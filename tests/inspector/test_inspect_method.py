@@ -112,3 +112,46 @@ def test_inspecting_a_session_at_a_smaller_budget_changes_nothing(daemon):
     assert [m["content"] for m in after["messages"]] == [m["content"] for m in before["messages"]]
     assert after["tokens"]["total"] == before["tokens"]["total"] and not after["compacted"]
     assert daemon.request("ctx/session/audit", {"sessionId": sid})["entries"] == audit_before
+
+
+def page_data(html: str) -> dict:
+    return json.loads(html.split('id="ctx-data">', 1)[1].split("</script>", 1)[0])
+
+
+def header(html: str) -> str:
+    return " ".join(html.split('id="summary">', 1)[1].split("</p>", 1)[0].split())
+
+
+def test_the_page_counts_a_shortened_message_as_sent(daemon):
+    """The reported bug: ctx/trim fitted the chat in 2,987 / 3,000 tokens, shortening one
+    message 603 -> 572, but the page's header said 3,015 / 3,000 (its layers counted that
+    message at 603): over budget, for a chat that fits."""
+    msgs = [{"role": "user" if k % 2 == 0 else "assistant",
+             "content": " ".join(f"w{k}x{i}" for i in range(150))} for k in range(20)]
+    trimmed = daemon.request("ctx/trim", {"messages": msgs, "budget": 3000})
+    assert trimmed["truncated"] and trimmed["tokens"] <= 3000
+    html = daemon.request("ctx/inspect", {"messages": msgs, "budget": 3000})["html"]
+    data = page_data(html)
+    assert data["used"] == trimmed["tokens"]
+    assert f"{trimmed['tokens']:,} / 3,000 tokens" in header(html)
+    # the layers are the messages the result keeps, at their size in it
+    layers = sum(layer["tokens"] for layer in data["layers"])
+    assert layers + data["overhead"] == trimmed["tokens"]
+    shortened = [m for m in data["messages"] if m.get("state") == "truncated"]
+    assert [(m["tokens"], m["tokensAfter"]) for m in shortened] == [
+        (e["tokensBefore"], e["tokensAfter"]) for e in trimmed["truncated"]]
+    assert f"{shortened[0]['tokens']:,} → {shortened[0]['tokensAfter']:,}" in html
+
+
+def test_the_page_names_the_model_it_counted_with(tmp_path):
+    """With no model given (none at initialize, none in the request), the header said
+    `default`; the counts are the default tokenizer's, gpt-4o's."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config"),
+           "CTXLAYER_STATE_DIR": str(tmp_path / "state"), "GIT_CONFIG_NOSYSTEM": "1",
+           "GIT_CONFIG_GLOBAL": os.devnull}
+    with Client.spawn(SERVE, ws, env=env, timeout=60) as client:
+        html = client.request("ctx/inspect", {"messages": chat(3), "budget": 3000})["html"]
+    assert header(html).startswith("gpt-4o · "), header(html)
+    assert page_data(html)["model"] == "gpt-4o"

@@ -42,7 +42,7 @@ input[type=range]:disabled { opacity: .4; }
 button { font: inherit; color: inherit; background: transparent; border: 1px solid var(--line);
   border-radius: 3px; padding: 1px 7px; cursor: pointer; }
 ol.messages { list-style: none; margin: 0; padding: 0; }
-.msg { display: grid; grid-template-columns: 170px 180px 60px 1fr; gap: 8px; align-items: center;
+.msg { display: grid; grid-template-columns: 170px 180px 120px 1fr; gap: 8px; align-items: center;
   padding: 2px 0; border-bottom: 1px solid rgba(128,128,128,.12); }
 .msg .role { font-weight: 600; white-space: nowrap; } .msg .cls { color: var(--muted); font-size: 11px; }
 .msg .bar { height: 10px; background: var(--history); border-radius: 2px; min-width: 2px; }

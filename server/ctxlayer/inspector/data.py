@@ -40,6 +40,7 @@ class InspectorMessage(msgspec.Struct, rename="camel", kw_only=True, omit_defaul
     summary: str
     priority_class: int
     state: str = "kept"  # kept | dropped | truncated
+    tokens_after: int | None = None  # a shortened message's count as sent (`tokens` before)
     layer: str = "history"  # which layer of the budget it fills (LAYERS), its colour
     reason: str | None = None
     id: str | None = None
@@ -139,11 +140,15 @@ def build_inspector_data(
     `messageId`, else by `index`. `steps` are the engine's outcomes at other budgets; the
     current budget's step is made here from `dropped` and `truncated`, the table's own audit,
     so the slider at the budget cannot say anything else than the table. `result_tokens` is
-    what the engine's result costs (default: the layers' sum).
+    what the engine's result costs (default: the layers' sum); it is the page's `used`.
+    Without `layers`, each layer is the messages in it as the result has them: a shortened
+    one at its size after shortening (its audit's tokens before and after), a dropped one
+    not at all.
     """
     if len(tokens) != len(messages):
         raise ValueError("tokens: one count per message is required")
     outcome = outcomes(messages, dropped, truncated)
+    after = sizes_after(messages, tokens, truncated)
     rows = []
     classes = _classes(messages)
     for i, m in enumerate(messages):
@@ -153,6 +158,7 @@ def build_inspector_data(
             summary=_one_line(m), priority_class=classes[i], state=state, reason=reason,
             tool_call_ids=[c.id for c in m.tool_calls] if m.tool_calls else None,
             tool_call_id=m.tool_call_id,
+            tokens_after=after.get(i) if state == "truncated" else None,
         )
         row.layer = _layer_of(row)
         rows.append(row)
@@ -160,9 +166,10 @@ def build_inspector_data(
         layers = dict.fromkeys(LAYERS, 0)
         for r in rows:
             if r.state != "dropped":
-                layers[r.layer] += r.tokens
+                layers[r.layer] += sent_tokens(r)
     layer_rows = [InspectorLayer(name=n, tokens=layers.get(n, 0)) for n in LAYERS]
-    used = sum(layer.tokens for layer in layer_rows)
+    used = (sum(layer.tokens for layer in layer_rows) if result_tokens is None
+            else result_tokens)
     return InspectorData(
         title=title,
         model=model,
@@ -179,7 +186,7 @@ def build_inspector_data(
         overhead=overhead,
         steps=sorted([*(s for s in steps if s.budget != budget),
                       InspectorStep(budget=budget, verdicts=verdicts(messages, dropped, truncated),
-                                    tokens=used if result_tokens is None else result_tokens)],
+                                    tokens=used)],
                      key=lambda s: s.budget),
     )
 
@@ -197,18 +204,45 @@ def _classes(messages: Sequence[Message]) -> list[int]:
     return classes
 
 
+def _named(messages: Sequence[Message], entries: Sequence[AuditEntry]
+           ) -> list[tuple[int, AuditEntry]]:
+    """(message index, entry) for each entry that names a message (by `messageId`, else by
+    `index`)."""
+    by_id = {m.id: i for i, m in enumerate(messages) if m.id}
+    named = []
+    for e in entries:
+        i = by_id.get(e.message_id) if e.message_id else e.index
+        if i is not None and 0 <= i < len(messages):
+            named.append((i, e))
+    return named
+
+
 def outcomes(messages: Sequence[Message], dropped: Sequence[AuditEntry],
              truncated: Sequence[AuditEntry]) -> dict[int, tuple[str, str]]:
-    """Message index -> (state, reason) for each message the audit names (by `messageId`,
-    else by `index`); a message both shortened and dropped counts as dropped."""
-    by_id = {m.id: i for i, m in enumerate(messages) if m.id}
+    """Message index -> (state, reason) for each message the audit names; a message both
+    shortened and dropped counts as dropped."""
     outcome: dict[int, tuple[str, str]] = {}
     for state, entries in (("truncated", truncated), ("dropped", dropped)):
-        for e in entries:
-            i = by_id.get(e.message_id) if e.message_id else e.index
-            if i is not None and 0 <= i < len(messages):
-                outcome[i] = (state, e.reason)
+        for i, e in _named(messages, entries):
+            outcome[i] = (state, e.reason)
     return outcome
+
+
+def sizes_after(messages: Sequence[Message], tokens: Sequence[int],
+                truncated: Sequence[AuditEntry]) -> dict[int, int]:
+    """Message index -> its tokens after shortening, for each message the audit shortened.
+    Each entry takes off what it saved, so stages that shortened one message in turn, or
+    one part of it, add up."""
+    after: dict[int, int] = {}
+    for i, e in _named(messages, truncated):
+        saved = max(0, e.tokens_before - e.tokens_after)
+        after[i] = max(0, after.get(i, tokens[i]) - saved)
+    return after
+
+
+def sent_tokens(row: InspectorMessage) -> int:
+    """What a message the result keeps costs in it: after shortening when it was shortened."""
+    return row.tokens if row.tokens_after is None else row.tokens_after
 
 
 def verdicts(messages: Sequence[Message], dropped: Sequence[AuditEntry],

@@ -12,7 +12,13 @@ from html import escape
 import msgspec
 
 from ctxlayer.inspector.assets import CSS, JS
-from ctxlayer.inspector.data import PRIORITY_CLASSES, VERDICTS, InspectorData
+from ctxlayer.inspector.data import (
+    PRIORITY_CLASSES,
+    VERDICTS,
+    InspectorData,
+    InspectorMessage,
+    sent_tokens,
+)
 
 #: a step's letter back to the word the rows carry in data-would
 WOULD = {letter: ("shortened" if state == "truncated" else state)
@@ -36,7 +42,8 @@ def _window_bar(d: InspectorData) -> str:
         + "</span></div>"
     ]
     if d.cache_boundary is not None:
-        before = sum(m.tokens for m in d.messages[: d.cache_boundary] if m.state != "dropped")
+        before = sum(sent_tokens(m) for m in d.messages[: d.cache_boundary]
+                     if m.state != "dropped")
         markers.append(
             f'<div class="marker cache" id="cache-marker" style="left:{_pct(before, d.window)}">'
             f"cache boundary ({before:,})</div>"
@@ -62,6 +69,13 @@ def _current_step(d: InspectorData):
     return next((s for s in d.steps if s.budget == d.budget), None)
 
 
+def _tokens_label(m: InspectorMessage) -> str:
+    """A row's tokens: a shortened message's before and after, as the audit table says."""
+    if m.tokens_after is None:
+        return f"{m.tokens:,}"
+    return f"{m.tokens:,} → {m.tokens_after:,}"
+
+
 def _message_rows(d: InspectorData) -> str:
     biggest = max((m.tokens for m in d.messages), default=1) or 1
     step = _current_step(d)
@@ -82,7 +96,7 @@ def _message_rows(d: InspectorData) -> str:
             f'<span class="badge would">would drop</span>'
             f'<span class="badge shorten">would shorten</span></span>'
             f'<span class="bar" style="width:{_pct(m.tokens, biggest)}"></span>'
-            f'<span class="tokens">{m.tokens:,}</span>'
+            f'<span class="tokens">{_tokens_label(m)}</span>'
             f'<span class="summary" title="{escape(m.summary)}">'
             f'<span class="cls">P{m.priority_class}</span> {escape(m.summary)}</span>'
             f"{reason}</li>"

@@ -48,13 +48,21 @@ def _window(caller: Caller, model: str | None, budget: int) -> int:
     return max(caller.options.context_window or model_info(model).context_window, budget)
 
 
+def _named(model: str | None) -> str:
+    """The model the page's counts were made with, by name: with none given, the tokenizers'
+    default, not a word that names no model."""
+    from ctxlayer.tokenizers import model_info
+
+    return model or model_info(model).name
+
+
 def _conversation_data(caller: Caller, p: protocol.InspectParams, model: str | None) -> Any:
     from ctxlayer.inspector import inspect_conversation
 
     budget = p.budget if p.budget is not None else caller.default_budget(model)
     messages = list(p.messages or [])  # Message structs, validated strictly by the params
     return inspect_conversation(messages, budget, caller.state.tokenizers.guarded(model),
-                                model=model or "default", window=_window(caller, model, budget))
+                                model=_named(model), window=_window(caller, model, budget))
 
 
 def _session_data(caller: Caller, p: protocol.InspectParams, model: str | None,
@@ -84,7 +92,7 @@ def _session_page(caller: Caller, p: protocol.InspectParams, model: str | None,
     counter = caller.state.tokenizers.guarded(model)
     tokens = [message_tokens(m, counter) for m in result.messages]
     return build_inspector_data(
-        result.messages, tokens, model=model or "default",
+        result.messages, tokens, model=_named(model),
         window=_window(caller, model, result.budget), budget=result.budget,
         dropped=result.dropped, truncated=result.truncated, layers=layers,
         cache_boundary=result.cache_boundary, compaction_at=int(result.budget * trigger),
