@@ -139,3 +139,49 @@ def test_live_chat_steps_are_what_prepare_does_from_its_state(big_chat):
     small = verdicts(msgs, *run(6_000)[:2])
     big = verdicts(msgs, *run(90_000)[:2])
     assert small.count("k") < big.count("k")
+
+
+def test_cli_page_of_a_request_body_fits_it_as_trim_does(tmp_path):
+    """The reported bug: `inspect --html --chat BODY` ignored the body's `model` (it counted
+    with gpt-4o and a 128k window), its `max_tokens` and its tool definitions, so at the same
+    budget the page dropped other messages than `ctxlayer trim BODY` did. Now both take the
+    model, the budget and the tools' share of it alike (an empty workspace adds only the
+    page's own system prompt)."""
+    from ctxlayer.core.tokens import tools_tokens
+    from ctxlayer.tokenizers import counter_for
+
+    def words(n, k):
+        return " ".join(f"w{k}x{i}" for i in range(n))
+
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 1000, "system": "Be brief.",
+            "tools": [{"name": f"tool{i}", "description": words(80, 100 + i),
+                       "input_schema": {"type": "object"}} for i in range(5)],
+            "messages": [{"role": "user" if k % 2 == 0 else "assistant", "content": words(150, k)}
+                         for k in range(20)]}
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    chat = tmp_path / "body.json"
+    chat.write_text(json.dumps(body))
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config"),
+           "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+
+    def ctxlayer(*args):
+        done = subprocess.run([sys.executable, "-m", "ctxlayer", *args], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    tools = tools_tokens(body, counter_for("claude-sonnet-4-5"), "anthropic")
+    for budget in ([], ["--budget", "4000"]):
+        audit = json.loads(ctxlayer("trim", str(chat), *budget))["ctxlayer"]
+        html = ctxlayer("inspect", str(ws), "--html", "--chat", str(chat), *budget)
+        data = json.loads(html.split('id="ctx-data">', 1)[1].split("</script>", 1)[0])
+        assert data["model"] == "claude-sonnet-4-5" and data["window"] == 200_000
+        assert data["budget"] == audit["budget"] == (4000 if budget else 199_000)
+        page_chat = [m for m in data["messages"] if m["role"] != "system"]
+        states = [m.get("state", "kept") for m in page_chat]
+        # what is cut, not how far: the page's own system prompt takes a little of the room
+        assert states.count("dropped") == len(audit["dropped"]), budget
+        system = next(layer["tokens"] for layer in data["layers"] if layer["name"] == "system")
+        assert system > tools  # the tool definitions share the budget, in the system layer
+        assert data["used"] <= data["budget"]

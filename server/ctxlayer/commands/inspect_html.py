@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 
 def add_arguments(parser) -> None:
@@ -17,29 +18,31 @@ def add_arguments(parser) -> None:
     parser.add_argument("--html", action="store_true",
                         help="write the budget inspector page (self-contained HTML)")
     parser.add_argument("--chat", default=None,
-                        help="with --html: a JSON list of messages to show after the system prompt")
+                        help="with --html: a chat to show after the system prompt: a JSON list "
+                             "of messages or a request body, as `ctxlayer trim` reads it (its "
+                             "`model`, output reserve and tools count as there)")
     parser.add_argument("--budget", type=positive, default=None,
-                        help="with --html: token budget (default: the model's window minus its "
-                             "output allowance)")
+                        help="with --html: token budget (default: the model's window minus the "
+                             "--chat body's max_tokens, else minus the model's output allowance)")
     parser.add_argument("--out", default=None, help="with --html: write to this file, not stdout")
 
 
 def run_html(args) -> int:
     from ctxlayer.cli import UsageError
-    from ctxlayer.commands.io import parse_chat, read_input
     from ctxlayer.commands.prompt import build
     from ctxlayer.inspector import inspect_conversation, render_inspector
     from ctxlayer.tokenizers import counter_for, model_info
 
-    prompt, _segment = build(Path(args.path).expanduser(), args.model)
-    chat = parse_chat(read_input(args.chat), args.chat) if args.chat else []
-    info = model_info(args.model)
-    budget = args.budget or info.default_budget
+    chat = _chat(args.chat, args.model, args.budget) if args.chat else None
+    model = chat.model if chat else args.model
+    info = model_info(model)
+    prompt, _segment = build(Path(args.path).expanduser(), model)
+    budget, tools = (chat.budget, chat.tools) if chat else (args.budget or info.default_budget, 0)
     data = inspect_conversation(
-        [*prompt.messages, *chat], budget, counter_for(args.model),
-        model=args.model or info.name, window=max(info.context_window, budget),
+        [*prompt.messages, *(chat.messages if chat else [])], budget, counter_for(model),
+        model=model or info.name, window=max(info.context_window, budget),
         title=f"ctxlayer · {Path(args.path).expanduser().resolve().name}",
-        cache_boundary=prompt.cache_boundary,
+        cache_boundary=prompt.cache_boundary, tools=tools,
     )
     html = render_inspector(data)
     if args.out:
@@ -51,3 +54,29 @@ def run_html(args) -> int:
     else:
         sys.stdout.write(html)
     return 0
+
+
+class _Chat(NamedTuple):
+    messages: list
+    model: str | None
+    budget: int
+    tools: int
+
+
+def _chat(source: str, requested_model: str | None, budget: int | None) -> _Chat:
+    """The chat of `--chat`, with the model, budget and tool tokens `ctxlayer trim` takes for
+    it (its functions, so the page and `trim` fit a request body alike): `--model`, else the
+    body's `model`; `--budget`, else the window less the body's output reserve
+    (`max_tokens`, ...); its tool definitions sharing the budget."""
+    from ctxlayer.commands.io import chat_model, decode_chat, engine_messages, load_chat, read_input
+    from ctxlayer.commands.trim import AUDIT_KEY, budget_and_tools
+    from ctxlayer.tokenizers import counter_for, model_info
+
+    payload, _is_body = load_chat(read_input(source), source)
+    payload.pop(AUDIT_KEY, None)  # a previous trim's audit: never part of the request
+    model = chat_model(requested_model, payload)
+    counter = counter_for(model)
+    decoded = decode_chat(payload, source, counter)
+    fitted, tools = budget_and_tools(budget, None, payload, decoded.fmt, model_info(model),
+                                     counter)
+    return _Chat(engine_messages(decoded), model, fitted, tools)

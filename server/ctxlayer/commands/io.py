@@ -94,7 +94,12 @@ def read_chat(text: str, source: str, counter: Tokenizer, fmt: Format | None = N
 def parse_chat(text: str, source: str = "stdin", counter: Tokenizer | None = None
                ) -> list[Message]:
     """The engine's messages of a chat in any format, without the ids the codec made up."""
-    d = read_chat(text, source, counter or WordTokenizer())
+    return engine_messages(read_chat(text, source, counter or WordTokenizer()))
+
+
+def engine_messages(d: Decoded) -> list[Message]:
+    """A decoded chat's messages without the ids the codec made up (they name nothing the
+    user sent)."""
     return [msgspec.structs.replace(m, id=None) if m.id in d.derived_ids else m
             for m in d.messages]
 

@@ -72,6 +72,22 @@ def _budget(reserve_output: int | None, payload: dict, fmt: str, info) -> int:
     return info.context_window - reserve
 
 
+def budget_and_tools(budget: int | None, reserve_output: int | None, payload: dict, fmt: str,
+                     info, counter) -> tuple[int, int]:
+    """(the budget a chat is fitted into, its tool definitions' tokens, which share it):
+    `budget` when given, else the window less the output reserve (_budget). Tools that fill
+    the budget alone are refused. `ctxlayer inspect --html --chat` takes them here too, so
+    its page and `trim` fit a body alike."""
+    from ctxlayer.core.tokens import tools_tokens  # the gateway's count
+
+    budget = budget or _budget(reserve_output, payload, fmt, info)
+    tools = tools_tokens(payload, counter, fmt)
+    if tools >= budget:
+        raise UsageError(f"the tool definitions alone need {tools} tokens, over the budget of "
+                         f"{budget}")
+    return budget, tools
+
+
 def run(args) -> int:
     from pathlib import Path
 
@@ -79,7 +95,6 @@ def run(args) -> int:
     from ctxlayer.config import default_user_config_dir, load_config
     from ctxlayer.core.formats import encode
     from ctxlayer.core.text import counted
-    from ctxlayer.core.tokens import tools_tokens  # the gateway's count
     from ctxlayer.core.trim import trim
     from ctxlayer.tokenizers import counter_for, model_info
     from ctxlayer.workspace.attachments import attached_paths, read_attachments
@@ -91,11 +106,8 @@ def run(args) -> int:
     counter, info = counter_for(model), model_info(model)
     decoded = decode_chat(payload, source, counter, args.format)
     messages = decoded.messages
-    budget = args.budget or _budget(args.reserve_output, payload, decoded.fmt, info)
-    tools = tools_tokens(payload, counter, decoded.fmt)
-    if tools >= budget:
-        raise UsageError(f"the tool definitions alone need {tools} tokens, over the budget of "
-                         f"{budget}")
+    budget, tools = budget_and_tools(args.budget, args.reserve_output, payload, decoded.fmt,
+                                     info, counter)
     docs = [read_input(d) for d in args.doc]
     attachments = read_attachments(Path(args.workspace), attached_paths(messages))
     # `[trim]` as the daemon's ctx/trim reads it: the user's settings, then the folder's

@@ -13,7 +13,7 @@ from ctxlayer.core.memo import Memo
 from ctxlayer.core.tokens import OPENAI_FORMAT, Tokenizer, message_tokens
 from ctxlayer.core.trim import TrimOptions, trim
 from ctxlayer.inspector.data import InspectorData, build_inspector_data
-from ctxlayer.inspector.steps import engine_steps, step_budgets
+from ctxlayer.inspector.steps import after_tools, engine_steps, step_budgets
 from ctxlayer.protocol import Message
 
 #: where a session would start compacting this conversation: the default policy's trigger
@@ -29,17 +29,20 @@ def inspect_conversation(
     window: int,
     title: str = "ctxlayer context",
     cache_boundary: int | None = None,
+    tools: int = 0,
 ) -> InspectorData:
     """Trim `messages` into `budget` and describe the outcome for the page, with the trim's
-    outcome at each of the slider's budgets."""
+    outcome at each of the slider's budgets. `tools` is what the request's tool definitions
+    cost: they share every budget (the messages are trimmed into what they leave, as
+    `ctxlayer trim` and the gateway do) and count in the system layer."""
     memo = Memo()  # the trims at the other budgets shorten the same outputs again
 
     def run(b: int):
-        r = trim(messages, b, counter, options=TrimOptions(strategy="pipeline"), memo=memo)
-        return r.dropped, r.truncated, r.tokens
+        r = trim(messages, after_tools(b, tools), counter,
+                 options=TrimOptions(strategy="pipeline"), memo=memo)
+        return r.dropped, r.truncated, r.tokens + tools
 
-    report = trim(messages, budget, counter, options=TrimOptions(strategy="pipeline"),
-                  memo=memo)
+    dropped, truncated, result_tokens = run(budget)
     steps = engine_steps(messages, [b for b in step_budgets(window, budget) if b != budget], run)
     tokens = [message_tokens(m, counter) for m in messages]
     if cache_boundary is None:
@@ -50,12 +53,13 @@ def inspect_conversation(
         model=model,
         window=window,
         budget=budget,
-        dropped=report.dropped,
-        truncated=report.truncated,
+        dropped=dropped,
+        truncated=truncated,
         cache_boundary=cache_boundary,
         compaction_at=int(budget * COMPACTION_SHARE),
         title=title,
         overhead=OPENAI_FORMAT.reply_priming,
         steps=steps,
-        result_tokens=report.tokens,
+        result_tokens=result_tokens,
+        tools=tools,
     )

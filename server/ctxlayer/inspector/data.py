@@ -133,6 +133,7 @@ def build_inspector_data(
     overhead: int = 0,
     steps: Sequence[InspectorStep] = (),
     result_tokens: int | None = None,
+    tools: int = 0,
 ) -> InspectorData:
     """The page's data for a conversation as given (before trimming) and what trimming did.
 
@@ -143,7 +144,8 @@ def build_inspector_data(
     what the engine's result costs (default: the layers' sum); it is the page's `used`.
     Without `layers`, each layer is the messages in it as the result has them: a shortened
     one at its size after shortening (its audit's tokens before and after), a dropped one
-    not at all.
+    not at all; the request's tool definitions (`tools` tokens) are in the system layer, as
+    a live chat's page counts them.
     """
     if len(tokens) != len(messages):
         raise ValueError("tokens: one count per message is required")
@@ -164,6 +166,7 @@ def build_inspector_data(
         rows.append(row)
     if layers is None:
         layers = dict.fromkeys(LAYERS, 0)
+        layers["system"] = tools
         for r in rows:
             if r.state != "dropped":
                 layers[r.layer] += sent_tokens(r)

@@ -54,6 +54,15 @@ def split_audit(entries: Sequence[AuditEntry]) -> tuple[list[AuditEntry], list[A
             [e for e in entries if e.action not in ("dropped", "restored")])
 
 
+def after_tools(budget: int, tools: int) -> int:
+    """What a budget leaves the messages once the tool definitions (sent with every request)
+    have theirs; the engine's refusal, in its words, when they fill it alone."""
+    if tools >= budget:
+        raise ContextError("pinned_over_budget", f"the tool definitions alone need "
+                           f"{tools} tokens, over the budget of {budget}", field="budget")
+    return budget - tools
+
+
 def prepare_runner(state: ConversationState, counter: Tokenizer, *, tools: int = 0,
                    restored: Collection[str] = ()) -> Callable[[int], Outcome]:
     """The next turn of a live chat at budget b, as ctx/prepare would fit it: the same
@@ -62,11 +71,8 @@ def prepare_runner(state: ConversationState, counter: Tokenizer, *, tools: int =
     memo = Memo()
 
     def run(b: int) -> Outcome:
-        if tools >= b:
-            raise ContextError("pinned_over_budget", f"the tool definitions alone need "
-                               f"{tools} tokens, over the budget of {b}", field="budget")
-        turn = prepare_turn(state, state.messages, b - tools, counter, restored=restored,
-                            memo=memo)
+        turn = prepare_turn(state, state.messages, after_tools(b, tools), counter,
+                            restored=restored, memo=memo)
         dropped, shortened = split_audit(audit_of(turn.state))
         return dropped, shortened, turn.tokens + tools
 
