@@ -14,8 +14,9 @@ import msgspec
 
 def add_arguments(parser) -> None:
     parser.add_argument("path", nargs="?", default=".", help="workspace folder (default: .)")
-    parser.add_argument("--model", default=None, help="model whose tokenizer counts (default: the --chat body's "
-                        "model, else gpt-4o)")
+    parser.add_argument("--model", default=None,
+                        help="model whose tokenizer counts (default: the --chat body's model, "
+                        "else gpt-4o)")
     parser.add_argument("--text", action="store_true", help="also print the segment's text")
     parser.add_argument("--json", action="store_true", help="print the segment as JSON")
     from ctxlayer.commands import inspect_html
