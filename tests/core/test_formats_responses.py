@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 
+import msgspec
 import pydantic
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -180,11 +181,18 @@ def requests(draw) -> dict:
             for cid in calls:
                 items.append({"type": "function_call_output", "call_id": cid,
                               "output": draw(_words)})
-        if draw(st.booleans()):
-            n += 1
+        for phase in draw(st.sampled_from([(), ("final_answer",), ("commentary",
+                                                                 "final_answer")])):
+            n += 1  # the model's messages: a final answer, after a commentary (gpt-5, Codex)
+            if draw(st.booleans()):
+                items.append({"type": "reasoning", "id": f"rm_{n}", "summary": [],
+                              "encrypted_content": encrypted(f"m{n}")})
+            parts = [{"type": "output_text", "text": draw(_words), "annotations": []}]
+            if draw(st.booleans()):  # a refusal: alone, or after the text
+                parts = draw(st.sampled_from([[], parts])) + [
+                    {"type": "refusal", "refusal": "I can't share that part."}]
             items.append({"type": "message", "role": "assistant", "id": f"msg_{n}",
-                          "status": "completed", "content": [{"type": "output_text", "text": draw(_words),
-                                       "annotations": []}]})
+                          "status": "completed", "phase": phase, "content": parts})
     items.append({"role": "user", "content": "the question " + draw(_words)})
     body = {"model": "gpt-4o", "input": items, "store": False}
     if draw(st.booleans()):
@@ -221,6 +229,21 @@ def test_under_any_budget_the_result_is_valid(body, budget):
     for item in out["input"]:
         if item.get("type") in ("reasoning", "function_call"):
             assert json.dumps(item) in originals  # byte for byte
+    # each of the model's messages is sent with its own phase, or its run was dropped (the
+    # trim's audit names the run), or the writer's audit names it
+    group = {body["input"][k].get("id"): m.id for m, source in zip(d.messages, d.sources,
+                                                                   strict=True)
+             if isinstance(source, list) for k in source}
+    kept = {m.id for m in report.messages}
+    named = {e.summary for e in encode(d, report.messages).audit}
+    came = {i.get("id"): i for i in out["input"]}
+    for item in body["input"]:
+        if item.get("type") != "message":
+            continue
+        if item["id"] in came:
+            assert came[item["id"]]["phase"] == item["phase"]
+        else:
+            assert group[item["id"]] not in kept or f"message {item['id']}" in named
 
 
 def test_messages_the_engine_made_are_written_as_items():
@@ -265,3 +288,74 @@ def test_a_string_input_with_a_message_added_is_written_as_items():
     assert encode(decoded, [added, *decoded.messages]).payload["input"] == [
         {"type": "message", "role": "user", "content": added.content},
         {"type": "message", "role": "user", "content": "hello there"}]
+
+
+# ---- a run of several messages of the model's, shortened ---------------------------------
+
+def _said(mid: str, text: str, phase: str | None = None, refusal: bool = False) -> dict:
+    parts = [{"type": "output_text", "text": text, "annotations": []}] if text else []
+    if refusal:
+        parts.append({"type": "refusal", "refusal": "I can't share that part."})
+    return {"type": "message", "role": "assistant", "id": mid, "status": "completed",
+            **({"phase": phase} if phase else {}), "content": parts}
+
+
+def _shortened(items: list[dict], new: str):
+    """The request of `items` (a user, the model's run, a question), written back with the
+    run's text replaced by `new`, as a fit that shortened it would."""
+    body = {"model": "gpt-5", "store": False, "input": [
+        {"role": "user", "content": "go"}, *items, {"role": "user", "content": "and now?"}]}
+    d = decode("responses", body, WORDS)
+    user, run, question = d.messages
+    out = encode(d, [user, msgspec.structs.replace(run, content=new), question])
+    assert problems(out.payload, []) == []
+    SDK_INPUT.validate_python(out.payload["input"])
+    return out.payload["input"][1:-1], out.audit
+
+
+def test_a_commentary_and_a_final_answer_each_keep_their_own_text_and_phase():
+    """gpt-5 and Codex send a commentary message then the final answer, one run: shortened,
+    the commentary stays as it was and the final answer gets the rest (before, both texts
+    went into the commentary and the final answer was removed, unsaid)."""
+    items = [_said("msg_c", "Let me look.", "commentary"),
+             _said("msg_f", "the answer " * 50, "final_answer")]
+    sent, audit_ = _shortened(items, "Let me look.\nthe answer [... cut]")
+    assert sent[0] == items[0]
+    assert sent[1] == {**items[1], "content": [{**items[1]["content"][0],
+                                                 "text": "the answer [... cut]"}]}
+    assert audit_ == []
+
+
+def test_a_refusal_then_an_answer_writes_no_part_the_api_refuses():
+    """A message holding only a refusal, then the answer: the answer's message gets the new
+    text (before, it went into the refusal's message as a `text` part, which the Responses
+    API refuses: 400 on every later turn)."""
+    items = [_said("msg_r", "", refusal=True), _said("msg_f", "the answer " * 50)]
+    sent, _ = _shortened(items, "the answer [... cut]")
+    assert sent[0] == items[0]
+    assert sent[1]["content"][0]["text"] == "the answer [... cut]"
+    assert sent[1]["content"][0]["type"] == "output_text"
+
+
+def test_a_message_whose_text_went_into_a_later_one_goes_with_its_reasoning_said():
+    """Neither message's text is whole in the shortened one: it goes to the last (the final
+    answer); the commentary, left with nothing, goes with the reasoning that led to it, and
+    the audit names both."""
+    items = [{"type": "reasoning", "id": "rs_c", "summary": [],
+              "encrypted_content": encrypted("c")},
+             _said("msg_c", "Let me look " * 40, "commentary"),
+             {"type": "reasoning", "id": "rs_f", "summary": [],
+              "encrypted_content": encrypted("f")},
+             _said("msg_f", "the answer " * 50, "final_answer")]
+    sent, audit_ = _shortened(items, "Let me look [... cut] the answer")
+    assert [i["id"] for i in sent] == ["rs_f", "msg_f"]
+    assert sent[1]["phase"] == "final_answer"
+    assert sent[1]["content"][0]["text"] == "Let me look [... cut] the answer"
+    assert [(e.action, e.summary) for e in audit_] == [("dropped", "reasoning rs_c"),
+                                                       ("dropped", "message msg_c")]
+
+
+def test_a_text_written_where_there_was_none_is_the_items_own_kind():
+    items = [_said("msg_r", "", refusal=True)]
+    sent, _ = _shortened(items, "a note")
+    assert sent[0]["content"][0] == {"type": "output_text", "annotations": [], "text": "a note"}

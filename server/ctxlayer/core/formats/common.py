@@ -149,9 +149,12 @@ def client_id(native: dict) -> str | None:
 NOT_CACHEABLE = ("thinking", "redacted_thinking")
 
 
-def replace_text(parts: list, text: str, is_text: Callable[[Any], bool]) -> list:
+def replace_text(parts: list, text: str, is_text: Callable[[Any], bool],
+                 part: dict | None = None) -> list:
     """The parts with `text` in the first text part and the other text parts removed; every
-    non-text part stays where it was. A blank `text` (the fit kept none of the words of a
+    non-text part stays where it was. With no text part, a new one comes first: `part` with
+    the text (Chat Completions' and Anthropic's `{"type": "text"}` by default; a Responses
+    item takes only its own kinds). A blank `text` (the fit kept none of the words of a
     message whose other parts it kept: its thinking and calls, an image) removes the text
     parts: Anthropic refuses a text block of whitespace, and an empty one says nothing."""
     if not text.strip() and any(not is_text(p) for p in parts):
@@ -168,7 +171,7 @@ def replace_text(parts: list, text: str, is_text: Callable[[Any], bool]) -> list
             continue
         out.append(p)
     if first is None:
-        out.insert(0, {"type": "text", "text": text})
+        out.insert(0, {**(part or {"type": "text"}), "text": text})
     elif marker is not None and out[first].get("cache_control") is None:
         out[first]["cache_control"] = marker
     return out

@@ -13,7 +13,8 @@ not in the input answers one an `item_reference` before it stands for (a stored 
 provider puts in its place): the reference's message calls it, so the two go together too.
 A `compaction` item (the provider's, encrypted) stays whole where it is. Writing back emits the
 kept groups' items untouched (a `reasoning` item's `encrypted_content` byte for byte); a
-shortened message gets its new text in its text parts. Repairs keep the result valid (an
+shortened message gets its new text in its text parts, each `message` item of a run its own
+share of it (a commentary and its final answer stay two). Repairs keep the result valid (an
 output without its call, or a call without its output, goes; reasoning left alone goes with
 it), each one audited.
 
@@ -388,32 +389,97 @@ def _new_items(m: Message) -> list[dict]:
     return out
 
 
-def _items_of(decoded: Decoded, m: Message, pos: int) -> list[dict]:
+def _items_of(decoded: Decoded, m: Message, pos: int, result: Encoded) -> list[dict]:
     """The native items of kept message `m`, its new text (if any) in its text parts."""
     items = _with_arguments([decoded.payload["input"][k] for k in decoded.sources[pos]],
                             new_arguments(decoded.messages[pos], m))
     if m.content is decoded.messages[pos].content or m.content == decoded.messages[pos].content:
         return items
-    out, placed = [], False
-    for item in items:
-        key = "output" if is_output(item) else "content"
-        value = item.get(key)
-        if key == "content" and ("role" not in item or item.get("type") not in (None, "message")):
-            out.append(item)  # a reasoning item or a call: never rewritten
-            continue
-        if placed:  # the new text is in an earlier item: this one keeps its other parts only
-            rest = [p for p in value if not _is_text(p)] if isinstance(value, list) else []
-            if rest:
-                out.append({**item, key: rest})
-            continue
-        placed = True
+    if m.role == "tool":  # a call's output: one item
+        item, value = items[0], items[0].get("output")
         if item.get("type") == "shell_call_output" and _one_run(value):
-            out.append({**item, key: [{**value[0], "stdout": m.content}]})
-        elif isinstance(value, list):
-            out.append({**item, key: replace_text(value, m.content, _is_text)})
-        else:
-            out.append({**item, key: m.content})
+            return [{**item, "output": [{**value[0], "stdout": m.content}]}]
+        if isinstance(value, list):
+            return [{**item, "output": replace_text(value, m.content, _is_text,
+                                                      {"type": "input_text"})}]
+        return [{**item, "output": m.content}]
+    return _with_text(items, m, decoded.counter, result)
+
+
+def _is_message(item: dict) -> bool:
+    return "role" in item and item.get("type") in (None, "message")
+
+
+def _text_of(item: dict) -> str:
+    """A message item's text as the reader joined it."""
+    content = item.get("content")
+    if isinstance(content, str):
+        return content
+    return "\n".join(p["text"] for p in content or () if _is_text(p))
+
+
+def _shares(texts: list[str], new: str) -> list[str | None]:
+    """`new`, the shortened text of a run's messages (their `texts` joined by newlines), told
+    back out to them: the messages at either end whose text it still holds whole keep it; the
+    rest goes to the last of the others (a final answer after its commentary), and those
+    before that one lose their text (None): it is in the rest, shortened."""
+    lo, hi, rest = 0, len(texts), new
+    while hi - lo > 1 and rest.startswith(texts[lo] + "\n"):
+        rest, lo = rest[len(texts[lo]) + 1:], lo + 1
+    while hi - lo > 1 and rest.endswith("\n" + texts[hi - 1]):
+        rest, hi = rest[:len(rest) - len(texts[hi - 1]) - 1], hi - 1
+    return [*texts[:lo], *[None] * (hi - lo - 1), rest, *texts[hi:]]
+
+
+def _with_text(items: list[dict], m: Message, counter: Any, result: Encoded) -> list[dict]:
+    """The items of a user, system or assistant message with `m`'s new text: each `message`
+    item keeps its own text (`_shares`), its part types and its fields (a `phase`, its `id`),
+    so a commentary stays a commentary and a final answer a final answer. A message left with
+    nothing goes with the reasoning that led to it, each one audited."""
+    part = {"type": "output_text", "annotations": []} if m.role == "assistant" else \
+        {"type": "input_text"}
+    texts = {k: _text_of(it) for k, it in enumerate(items) if _is_message(it) and _text_of(it)}
+    if not texts:  # no text to shorten was there: the new one goes in the last message
+        last = [k for k, it in enumerate(items) if _is_message(it)][-1:]
+        texts = {k: "" for k in last}
+    shares = dict(zip(texts, _shares(list(texts.values()), m.content), strict=True))
+    out: list[dict] = []
+    for k, item in enumerate(items):
+        share = shares.get(k, texts.get(k))
+        if share == texts.get(k):
+            out.append(item)
+            continue
+        content = item.get("content")
+        if share is not None:
+            out.append({**item, "content": replace_text(content, share, _is_text, part)
+                        if isinstance(content, list) else share})
+            continue
+        rest = [p for p in content if not _is_text(p)] if isinstance(content, list) else []
+        if rest:
+            out.append({**item, "content": rest})
+            continue
+        _drop(out, item, texts[k], m, counter, result)
     return out
+
+
+def _drop(out: list[dict], item: dict, text: str, m: Message, counter: Any,
+          result: Encoded) -> None:
+    """Message `item` of `m` goes, its `text` now in a shortened message after it, and the
+    reasoning items just before it (`out`'s last) with it: the provider refuses reasoning
+    without the item it led to. Each one audited."""
+    gone = []
+    while out and out[-1].get("type") == "reasoning":
+        gone.append(out.pop())
+    for it in reversed(gone):
+        result.audit.append(audit(
+            "dropped", "reasoning without the message it led to, whose text went into a "
+            "shortened one after it: the provider refuses it",
+            f"reasoning {it.get('id', '')}".strip(), message_id=m.id))
+    count = counter.count if counter is not None else (lambda s: 0)
+    result.audit.append(audit(
+        "dropped", "its text went into the shortened text of a message after it, and it had "
+        "nothing else", f"message {item.get('id', '')}".strip(), count(text), 0,
+        message_id=m.id))
 
 
 def _with_arguments(items: list[dict], arguments: list[str | None] | None) -> list[dict]:
@@ -461,7 +527,7 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
         elif decoded.sources[pos] == "string":
             new = [{"type": "message", "role": "user", "content": m.content}]
         else:
-            new = _items_of(decoded, m, pos)
+            new = _items_of(decoded, m, pos, result)
         items += new
         ids += [m.id] * len(new)
         at += [n] * len(new)
