@@ -134,6 +134,8 @@ def test_a_generated_image_is_costed_as_an_image_not_as_its_base64():
     ({"input": [{"role": "robot", "content": "x"}]}, "input[0].role"),
     ({"input": [{"role": "user", "content": 5}]}, "input[0].content"),
     ({"input": [{"type": "function_call", "name": "f", "arguments": "{}"}]}, "input[0].call_id"),
+    ({"input": [{"type": "function_call", "call_id": None, "name": "f", "arguments": "{}"}]},
+     "input[0].call_id"),
     ({"input": [{"type": "reasoning", "id": "r", "summary": [], "encrypted_content": 1},
                 {"role": "user", "content": "x"}]}, "input[0].encrypted_content"),
     ({"instructions": ["no"], "input": "x"}, "instructions"),

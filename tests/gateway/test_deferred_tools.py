@@ -92,3 +92,32 @@ def test_responses_deferred_tools_and_the_tools_a_search_loaded(tmp_path):
     for ours, r in zip(tokens, sent, strict=True):
         assert abs(ours - r["prompt_tokens"]) <= 0.02 * r["prompt_tokens"], (ours, r)
     assert max(r["prompt_tokens"] for r in sent) > WINDOW // 2
+
+
+def test_a_search_the_provider_ran_comes_back_with_a_null_call_id(stack):
+    """A tool search the provider ran has no `call_id`: the SDK's types say None, and a client
+    that dumps the output items it got sends them with `"call_id": null`. Forwarded as items
+    the gateway does not know, as without the key (before: 400, `input[1].call_id: expected
+    the call's id, got NoneType`)."""
+    from openai.types.responses import ResponseToolSearchCall, ResponseToolSearchOutputItem
+
+    tool = {"type": "function", "name": "get_weather", "parameters": {"type": "object"},
+            "defer_loading": True}
+    search = ResponseToolSearchCall(id="ts_1", arguments={"query": "weather"},
+                                    execution="server", status="completed",
+                                    type="tool_search_call")
+    loaded = ResponseToolSearchOutputItem.model_validate(
+        {"id": "tso_1", "execution": "server", "status": "completed", "tools": [tool],
+         "type": "tool_search_output"})
+    items = [{"role": "user", "content": "find the weather tool"},
+             search.model_dump(), loaded.model_dump(),
+             {"role": "user", "content": "now use it"}]
+    assert items[1]["call_id"] is None and items[2]["call_id"] is None
+    raw = stack.openai().responses.with_raw_response.create(
+        model="gpt-5.4", input=items, tools=[tool, {"type": "tool_search"}])
+    assert raw.parse().status == "completed"
+    seen = stack.model_requests()[-1]
+    assert seen["status"] == 200 and seen["problems"] == []
+    assert seen["body"]["input"] == items
+    # the tools it loaded are counted (their definition's words)
+    assert int(raw.headers["x-ctxlayer-tokens"]) >= 20

@@ -78,17 +78,25 @@ OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "compute
                      "local_shell_call_output", "shell_call_output", "apply_patch_call_output"})
 
 
+def _has_call_id(item: dict) -> bool:
+    """Whether an item names a call: a `call_id` that is not null. The SDK's types make it
+    optional on some items (a tool search the provider ran has none), and a client that dumps
+    the output items it got sends those as null: an item the gateway does not know, as when
+    the key is absent."""
+    return item.get("call_id") is not None
+
+
 def is_output(item: dict) -> bool:
     """A tool's answer to a call: `function_call_output` and the like (by `call_id`)."""
     kind = item.get("type")
     return kind in OUTPUTS or (isinstance(kind, str) and kind.endswith("_output")
-                               and "call_id" in item)
+                               and _has_call_id(item))
 
 
 def answered_call(item: dict) -> Any:
     """The `call_id` an output answers. A `local_shell_call_output` names it by its `id` (the
     API's shape); the Agents SDK sends it as `call_id`, as every other output does."""
-    if "call_id" in item or item.get("type") != "local_shell_call_output":
+    if _has_call_id(item) or item.get("type") != "local_shell_call_output":
         return item.get("call_id")
     return item.get("id")
 
@@ -96,7 +104,7 @@ def answered_call(item: dict) -> Any:
 def is_call(item: dict) -> bool:
     """A call the model made that an output answers (`function_call`, `custom_tool_call`...)."""
     kind = item.get("type")
-    return kind in CALLS or ("call_id" in item and not is_output(item) and kind != "message"
+    return kind in CALLS or (_has_call_id(item) and not is_output(item) and kind != "message"
                              and "role" not in item)
 
 
