@@ -208,6 +208,35 @@ def test_a_conversation_the_provider_keeps_is_forwarded_as_sent(stack, small_win
                for e in entries), entries
 
 
+def test_a_request_without_input_is_forwarded_as_sent(stack):
+    """`input` is optional: a stored `prompt`, or an earlier response, is the provider's. Such
+    a request holds nothing to fit and nothing for a conversation to keep: it goes as it came,
+    its tools counted (before, a 400: "`input` must be a string or a list of items", and for
+    `input: []` "a conversation needs at least one message")."""
+    client = stack.openai()
+    first = client.responses.create(model="gpt-4o", input="Remember the number 7.")
+    for asked in [{"prompt": {"id": "pmpt_abc", "variables": {"city": "Paris"}}},
+                  {"prompt": {"id": "pmpt_abc"}, "input": []},
+                  {"previous_response_id": first.id},
+                  {"previous_response_id": first.id, "input": [], "tools": TOOLS}]:
+        raw = client.responses.with_raw_response.create(model="gpt-4o", **asked)
+        assert raw.parse().status == "completed", asked
+        seen = responses_requests(stack)[-1]
+        assert seen["status"] == 200 and seen["body"] == {"model": "gpt-4o", **asked}
+        assert raw.headers["x-ctxlayer-shortened"] == "0"
+        assert "x-ctxlayer-conversation" not in raw.headers  # none keeps it
+        assert (int(raw.headers["x-ctxlayer-tokens"]) > 0) == ("tools" in asked)
+    # its output room is read all the same
+    too_much = httpx.post(f"{stack.openai_url}/responses", json={
+        "model": "gpt-4o", "prompt": {"id": "pmpt_abc"}, "max_output_tokens": 10**7})
+    assert too_much.status_code == 400
+    assert too_much.json()["error"]["param"] == "max_output_tokens"
+    # and a chat after them goes on as ever
+    raw = client.responses.with_raw_response.create(
+        model="gpt-4o", input="Which number?", extra_headers={"x-ctxlayer-conversation": "after"})
+    assert raw.parse().status == "completed" and raw.headers["x-ctxlayer-conversation"]
+
+
 def test_a_bad_input_is_a_400_in_openais_shape(stack):
     answer = httpx.post(f"{stack.openai_url}/responses", json={"model": "gpt-4o", "input": 5})
     assert answer.status_code == 400

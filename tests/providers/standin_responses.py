@@ -121,6 +121,8 @@ def problems(body: Any, history: list | None) -> list[str]:
     elif conversation_of(body) is not None and history is None:
         out.append(f"Conversation with id '{conversation_of(body)}' not found.")
     raw = body.get("input")
+    if "input" not in body:  # optional: a stored prompt, or an earlier response, is the input
+        return out
     if not isinstance(raw, (str, list)):
         return [*out, "input: Invalid type: expected a string or an array of items."]
     called: set[str] = {i["call_id"] for i in history or () if i.get("type") in CALL_OUTPUTS}

@@ -107,7 +107,9 @@ def read_request(fmt: str, raw: bytes) -> dict:
         raise GatewayError(400, "`model` must be a non-empty string", field="model")
     key = codec(fmt).conversation
     value = body.get(key)
-    if not isinstance(value, list) and not (key == "input" and isinstance(value, str)):
+    optional = value is None and codec(fmt).empty is not None  # Responses' `input`
+    if not optional and not isinstance(value, list) and \
+            not (key == "input" and isinstance(value, str)):
         what = "a string or a list of items" if key == "input" else "a list"
         raise GatewayError(400, f"`{key}` must be {what}", field=key)
     for i, m in enumerate(value if isinstance(value, list) else ()):

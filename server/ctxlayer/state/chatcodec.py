@@ -85,6 +85,16 @@ def conversation_field(fmt: str) -> str:
     return f"request.{formats.codec(fmt).conversation}"
 
 
+def nothing_to_fit(fmt: str, request: dict) -> str | None:
+    """Why a request that holds no message (no conversation, no system prompt) goes as it
+    came, in a format where that is a request (a Responses one whose prompt is the
+    provider's); None when it holds one, or its format needs one."""
+    codec = formats.codec(fmt)
+    if codec.empty is None or conversation_of(fmt, request):
+        return None
+    return codec.empty if codec.system is None or request.get(codec.system) is None else None
+
+
 def unfittable(fmt: str, request: dict) -> str | None:
     """Why this request must go as it came (its history kept by the provider), else None."""
     return formats.codec(fmt).unfittable(request)

@@ -62,6 +62,7 @@ from ctxlayer.state.chatcodec import (
     conversation_of,
     decode,
     encode,
+    nothing_to_fit,
     unfittable,
 )
 from ctxlayer.state.upkeep import Kept, Upkeep
@@ -109,6 +110,9 @@ class Conversations:
         if not isinstance(p.request, dict):
             raise ContextError("invalid", "expected the provider request as an object",
                                field="request")
+        empty = nothing_to_fit(p.format, p.request)
+        if empty is not None:
+            return await self._as_sent(caller, p, empty)
         workspace = caller.workspace
         if p.conversation_id:
             async with self.state.lanes.turn(("chat", workspace, p.conversation_id)):
@@ -128,6 +132,20 @@ class Conversations:
                                         asked.model_of(caller, p))
             return await self._prepare(caller, p, workspace, cid, family,
                                        asked.run_of(p, hint), edits, older, trouble)
+
+    async def _as_sent(self, caller: Caller, p: protocol.PrepareParams, why: str
+                       ) -> protocol.PrepareResult:
+        """A request that holds no message (a Responses one with no input, its prompt the
+        provider's: a stored `prompt`, an earlier response): nothing to fit and nothing for a
+        conversation to keep, so it goes as it came, in none, its tools counted, ``why`` in
+        its notice (before, a 400: "a conversation needs at least one message")."""
+        model = asked.model_of(caller, p)
+        budget = asked.nominal_budget(caller, p, model)  # a bad output room is said all the same
+        tools = await self.state.tokenizers.on_worker(
+            model, lambda counter: tools_tokens(p.request, counter, p.format))
+        return protocol.PrepareResult(
+            request=p.request, conversation_id="", session_id="", tokens=tools, budget=budget,
+            dropped=[], truncated=[], compacted=False, cache_reuse_tokens=0, notice=why)
 
     def _by_chain(self, workspace: str, family: str, request: dict, model: str
                   ) -> tuple[str, bool]:

@@ -29,7 +29,8 @@ CODECS: dict[str, Codec] = {c.name: c for c in (
           hints=("metadata.user_id",)),
     Codec("responses", responses.decode, responses.encode, conversation="input",
           system="instructions", reserve=("max_output_tokens",),
-          unfittable=responses.unfittable, identity=responses.identity_text),
+          unfittable=responses.unfittable, identity=responses.identity_text,
+          empty=responses.NO_INPUT),
 )}
 assert tuple(CODECS) == FORMATS
 

@@ -57,6 +57,9 @@ class Codec:
     reserve: tuple[str, ...] = ("max_completion_tokens", "max_tokens")
     #: why a request cannot be fitted (sent as it came), else None
     unfittable: Callable[[dict], str | None] = lambda request: None
+    #: why a request with no conversation and no system prompt goes as it came (its prompt is
+    #: the provider's); None: the format needs a message, and such a request is refused
+    empty: str | None = None
     #: the texts that name a conversation without an id (None: system + first user message)
     identity: Callable[[dict], list[str]] | None = None
     #: where a request carries the client's own id of its chat, first found wins: dotted

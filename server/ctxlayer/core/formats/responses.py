@@ -55,6 +55,9 @@ _TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
 #: puts before the input), is sent as it came
 NOT_FITTABLE = ("{}: the earlier turns are kept by the provider, not in the request; sent as "
                 "it came, its new input counted")
+#: why a request with no `input` (it is optional) and no `instructions` is sent as it came
+NO_INPUT = ("no input to fit: the prompt is the provider's (a stored `prompt`, an earlier "
+            "response); sent as it came, its tools counted")
 
 
 def _is_text(part: Any) -> bool:
