@@ -164,6 +164,7 @@ def test_previous_response_id_is_forwarded_as_sent_and_audited(stack, small_wind
     seen = responses_requests(stack)[-1]
     assert seen["body"]["input"] == follow and seen["body"]["previous_response_id"] == first.id
     assert int(raw.headers["x-ctxlayer-tokens"]) > 3000  # its new input, counted
+    assert raw.headers["x-ctxlayer-shortened"] == "0"  # before, 1: the entry below counted
     entries = why(stack, "chained")
     assert any(e.action == "notFitted" and "previous_response_id" in e.reason
                for e in entries), entries

@@ -660,12 +660,15 @@ UNFITTED_BUDGET = MAX_TOKENS
 def _result(conv: Conversation, turn: Turn, encoded: Any, budget: int,
             trouble: list[str]) -> protocol.PrepareResult:
     """What ctx/prepare answers for a turn: the request, what the engine and the codec cut,
-    and what the state folder failed (``trouble``)."""
+    and what the state folder failed (``trouble``). A request sent as it came (`notFitted`:
+    its history is the provider's) shortened nothing: that entry is the chat's audit only
+    (ctx/why), not one of the messages sent shortened (the gateway's header counted it)."""
     return protocol.PrepareResult(
         request=encoded.payload, conversation_id=conv.conversation_id,
         session_id=conv.session_id, tokens=conv.tokens, budget=budget,
         dropped=[*turn.dropped, *(e for e in encoded.audit if e.action == "dropped")],
-        truncated=[*turn.truncated, *(e for e in encoded.audit if e.action != "dropped")],
+        truncated=[*turn.truncated, *(e for e in encoded.audit
+                                      if e.action not in ("dropped", "notFitted"))],
         compacted=turn.compacted, cache_reuse_tokens=turn.cache_reuse_tokens,
         cache_breakpoints=list(encoded.breakpoints), notice=turn.notice,
         warning="; ".join(trouble) or None)
