@@ -444,7 +444,7 @@ class PrepareParams(Wire):
     context_window: int | None = None
 
 
-class PrepareResult(Wire):
+class PrepareResult(Wire, weakref=True):  # a live chat knows its last (state/chat.py)
     request: dict  # every field the client set, with messages (and system) fitted
     conversation_id: str
     session_id: str

@@ -53,6 +53,10 @@ class Stack:
         return [r for r in self.standin.requests() if r["path"] in (
             "/v1/chat/completions", "/v1/messages", "/v1/responses")]
 
+    def reported(self) -> None:
+        """Once the usage of every answer given so far is reported (after its end went out)."""
+        self.thread.call(self.gateway.reported())
+
     def wait_for(self, predicate: Any, what: str, timeout: float = 15) -> list[dict]:
         """The stand-in's requests once `predicate(requests)` holds (an event, not a timing)."""
         deadline = time.monotonic() + timeout

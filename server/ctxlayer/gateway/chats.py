@@ -42,20 +42,21 @@ def read_ahead(caller: Caller, conversation_id: str) -> None:
 
 async def report(caller: Caller, result: protocol.PrepareResult, usage: Usage,
                  refused: bool = False) -> None:
-    """Tell the conversation's session what the provider counted (its calibration;
-    ``refused``: a refusal's count of the prompt), and the editors of the workspace the
-    budget with the provider's cache reads."""
+    """Tell the conversation's session what the provider counted of ``result``'s request
+    (its calibration; ``refused``: a refusal's count of the prompt), and the editors of the
+    workspace the budget with the provider's cache reads."""
     if not result.conversation_id:
         return
     state = caller.state
     # the provider-neutral form the conversations read: the whole prompt, and its cached part
     counted = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
                "prompt_tokens_details": {"cached_tokens": usage.cache_read_tokens}}
+    # compared with this request's own count: another of the chat may have been prepared
+    # since (its report says nothing then: the chat's figures are the newer turn's)
     budget = await state.work(state.conversations.report_usage, result.conversation_id,
-                              counted, caller.workspace, refused, usage.answer)
+                              counted, caller.workspace, refused, usage.answer, result)
     if budget is not None:
-        state.events.budget(caller.workspace, msgspec.structs.replace(
-            budget, source="gateway", cached_tokens=usage.cache_read_tokens))
+        state.events.budget(caller.workspace, msgspec.structs.replace(budget, source="gateway"))
 
 
 def summarize_ahead(caller: Caller, conversation_id: str, ask: Any, writer: str) -> None:

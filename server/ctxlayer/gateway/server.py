@@ -253,9 +253,14 @@ class GatewayServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
-        if self._tasks:  # usage reports under way
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.reported()
         await self.upstream.close()
+
+    async def reported(self) -> None:
+        """Wait for the usage reports under way (an answer's report is started before its
+        end goes to the client, and runs on after it)."""
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
 
     # ---- routes ---------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ Must not: decide anything, or import a face.
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING
 
 from ctxlayer import protocol
@@ -80,6 +81,10 @@ class Conversation:
         #: its last answer's first words (gateway/answers.py), and when it was reported
         self.answer = ""
         self.answered_at = 0.0
+        #: the result of its last turn, once prepared (None while a turn is under way): a
+        #: usage report of another result is of an older request, still in flight when this
+        #: turn was prepared, and must not set what this turn's own answer will
+        self.sent: weakref.ref[protocol.PrepareResult] | None = None
         self.turned_at = 0.0  # monotonic seconds of its last turn (`asides`)
         #: (the read it is of, its system prompt): a new chat is compared with every chat of
         #: its workspace's (`system`), each read once a request

@@ -36,6 +36,7 @@ import logging
 import secrets
 import sqlite3
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime
@@ -308,7 +309,9 @@ class Conversations:
         conv.native_count = len(conversation_of(p.format, p.request))
         self._asked(conv, p.request)
         await self._took(conv, turn, encoded, budget, nominal, tools, trouble)
-        return _result(conv, turn, encoded, budget, trouble)
+        result = _result(conv, turn, encoded, budget, trouble)
+        conv.sent = weakref.ref(result)
+        return result
 
     def _asked(self, conv: Conversation, request: dict) -> None:
         """``conv``'s chain is now ``request``'s: what the client asked beside it since its
@@ -493,6 +496,7 @@ class Conversations:
         conv.dropped = len(st.messages) - (len(turn.messages) - len(st.chunks))
         conv.updated_at = self.clock()
         conv.turned_at = self.ticks()
+        conv.sent = None  # a report from now on is of an older request, until its result
         conv.left_behind = conv.aside = False
         key = (conv.workspace, conv.conversation_id)
         self._live[key] = conv
@@ -614,30 +618,41 @@ class Conversations:
     # --- the provider's usage --------------------------------------------------------------
 
     def report_usage(self, conversation_id: str, usage: dict, workspace: str | None = None,
-                     refused: bool = False, answer: str = "") -> protocol.Budget | None:
-        """Feed the provider's usage of the last request to the session's calibration
-        (``refused``: its count of a prompt it refused as over the window; ``answer``: the
-        answer's first words, which a helper of the chat may be asked, `asides.helps`); the
-        Budget to publish, or None when the conversation or the usage is unknown. It takes the
-        session service's lock: from the event loop, call it through ``state.work``; the
-        calibration's row is written later, on the keeping thread."""
+                     refused: bool = False, answer: str = "",
+                     sent: protocol.PrepareResult | None = None) -> protocol.Budget | None:
+        """Feed the provider's usage of a request to the session's calibration (``refused``:
+        its count of a prompt it refused as over the window; ``answer``: the answer's first
+        words, which a helper of the chat may be asked, `asides.helps`; ``sent``: the
+        request's prepared result, whose own count the usage is compared with, else the last
+        turn's); the Budget to publish, or None when the conversation or the usage is unknown,
+        or the request is older than the chat's last turn. It takes the session service's
+        lock: from the event loop, call it through ``state.work``; the calibration's row is
+        written later, on the keeping thread."""
         conv = next((c for (ws, cid), c in reversed(self._live.items())
                      if cid == conversation_id and (workspace is None or ws == workspace)), None)
         read = asked.read_usage(usage)
         if conv is None or read is None:
             return None
-        if not refused:
-            conv.answer, conv.answered_at = answer, self.ticks()
+        # two requests of a chat in flight (a client that does not wait, a retry): the older
+        # one's answer may come last. Its usage is of its own prompt (compared with the last
+        # turn's, a prompt of 21.6k tokens billed as counted recorded a ratio of 2.0, and the
+        # chat's next budget fell by a third); the figures of the chat are the last turn's
+        newest = sent is None or (conv.sent is not None and conv.sent() is sent)
+        tokens = conv.tokens if sent is None else sent.tokens
         prompt, cached = read
-        conv.cached_tokens = cached
-        if conv.session_open and conv.tokens > 0:
+        if conv.session_open and tokens > 0:
             # the calibration's row is written on the keeping thread: a chat's answer must not
             # wait for the database while another chat's turn writes its audit
             conv.reports += 1  # first: a note of the prompt ending meanwhile is older
             conv.bias = self.state.sessions.report_usage(conv.workspace, conv.session_id,
-                                                         prompt, conv.tokens,
+                                                         prompt, tokens,
                                                          later=self.state.keep_later,
                                                          refused=refused)
+        if not newest:
+            return None
+        if not refused:
+            conv.answer, conv.answered_at = answer, self.ticks()
+        conv.cached_tokens = cached
         return conv.budget_report(used=prompt)
 
 

@@ -1,0 +1,71 @@
+"""What a provider's usage report does to a chat, end to end: each report is measured against
+the count of its own request (two of one chat may be in flight)."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx2 as httpx
+from gateway_stack import Stack, fresh_stack, prose
+
+MODEL = "claude-sonnet-4-5"
+
+
+def ask(stack: Stack, messages: list[dict], chat: str | None = None) -> httpx.Response:
+    """A streamed Messages request, in the chat named ``chat`` when given."""
+    headers = {"x-api-key": "sk-ant-test", "anthropic-version": "2023-06-01"}
+    if chat:
+        headers["x-ctxlayer-conversation"] = chat
+    answer = httpx.post(f"{stack.anthropic_url}/v1/messages", headers=headers, timeout=30,
+                        json={"model": MODEL, "max_tokens": 100, "messages": messages,
+                              "stream": True})
+    assert answer.status_code == 200, answer.text
+    return answer
+
+
+def published(stack: Stack) -> list[Any]:
+    """The budgets the gateway publishes to the editors from now on."""
+    budgets: list[Any] = []
+    stack.state.events.budget_listeners.append(
+        lambda workspace, budget, caller=None: budgets.append(budget))
+    return budgets
+
+
+def test_an_older_request_answered_last_is_measured_against_its_own_prompt(tmp_path):
+    """A chat sends a long request, then a short one before the first is answered (a client
+    that does not wait; a retry); the long one's answer comes last. The provider counts
+    each prompt as it is: the chat's calibration must stay where it was. Before, the long
+    one's count was compared with the short one's (the chat's last turn): a ratio of 2.0 that
+    cut the chat's next budget by a third, and the status bar showed the long prompt's
+    count as the chat's."""
+    chat = "two-in-flight"
+    opening = [{"role": "user", "content": prose("opening", 2500)}]
+    with fresh_stack(tmp_path) as stack:
+        budgets = published(stack)
+        ask(stack, opening, chat)
+        stack.reported()
+        first = budgets[-1].limit
+        big = [*opening, {"role": "assistant", "content": "ok"},
+               {"role": "user", "content": prose("the long one", 5000)}]
+        small = [*opening, {"role": "assistant", "content": "ok"},
+                 {"role": "user", "content": "a quick question"}]
+        stack.standin.fail(mode="hold")  # the long one's first event, then the rest later
+        with ThreadPoolExecutor(1) as pool:
+            held = pool.submit(ask, stack, big, chat)
+            stack.wait_for(lambda seen: len(seen) == 2, "the long request at the provider")
+            ask(stack, small, chat)
+            stack.reported()
+            after_small = len(budgets)
+            stack.standin.release()
+            held.result()
+        stack.reported()
+        _, long, short = stack.model_requests()  # as the provider counted them
+        counted = {True: long["prompt_tokens"], False: short["prompt_tokens"]}
+        ask(stack, [*small, {"role": "assistant", "content": "sure"},
+                    {"role": "user", "content": "and then?"}], chat)
+    # the long request's answer left the chat's figures as the short one's turn set them
+    assert budgets[after_small - 1].used == counted[False]
+    assert all(b.used < counted[True] for b in budgets[after_small:])
+    # ... and its calibration where it was: the provider counts as we do, within a tenth
+    assert budgets[-1].limit >= 0.9 * first, (first, budgets[-1].limit)
