@@ -214,3 +214,21 @@ def test_lm_studio_refusals_that_say_no_count_are_refusals_all_the_same(answer):
         "role": "assistant", "content": "the error, quoted"}}]}).encode()
     assert refusal("openai", 200, answered) is None
     assert refusal("openai", 200, json.dumps({"error": "Model not loaded"}).encode()) is None
+
+
+def test_a_zero_after_a_count_keeps_the_count_and_a_count_after_a_zero_replaces_it():
+    """A stream's closing `input_tokens: 0` (envoyproxy/ai-gateway PR 1631) is no count of
+    the prompt; a server that says 0 first and the count at the close is read alike."""
+    def read(start: dict, close: dict) -> Read | None:
+        reader = StreamUsage("anthropic")
+        reader.feed(b"event: message_start\ndata: " + json.dumps(
+            {"type": "message_start", "message": {"usage": start}}).encode() + b"\n\n")
+        reader.feed(b"event: message_delta\ndata: " + json.dumps(
+            {"type": "message_delta", "usage": close}).encode() + b"\n\n")
+        return reader.usage()
+
+    for start, close in (({"input_tokens": 3000, "output_tokens": 1},
+                          {"input_tokens": 0, "output_tokens": 5}),
+                         ({"input_tokens": 0}, {"input_tokens": 3000, "output_tokens": 5})):
+        got = read(start, close)
+        assert got is not None and (got.prompt_tokens, got.completion_tokens) == (3000, 5)

@@ -1,5 +1,7 @@
 """What a provider's usage report does to a chat, end to end: each report is measured against
-the count of its own request (two of one chat may be in flight)."""
+the count of its own request (two of one chat may be in flight), a number a stream says again
+as 0 at its close keeps the count it said first, and an absurd count is taken only as far as
+the calibration takes it."""
 
 from __future__ import annotations
 
@@ -69,3 +71,33 @@ def test_an_older_request_answered_last_is_measured_against_its_own_prompt(tmp_p
     assert all(b.used < counted[True] for b in budgets[after_small:])
     # ... and its calibration where it was: the provider counts as we do, within a tenth
     assert budgets[-1].limit >= 0.9 * first, (first, budgets[-1].limit)
+
+
+def test_a_closing_input_of_zero_keeps_the_count_said_at_the_start(tmp_path):
+    """An Anthropic-compatible server that says `input_tokens: 0` in its closing
+    message_delta (envoyproxy/ai-gateway fixed its own in PR 1631): the prompt's count is the
+    one message_start said. Before, the 0 replaced it: the editors were told the chat used 0
+    tokens, and nothing calibrated it."""
+    with fresh_stack(tmp_path, zero_input_at_close=(MODEL,)) as stack:
+        budgets = published(stack)
+        ask(stack, [{"role": "user", "content": prose("zero at the close", 800)}])
+        stack.reported()
+        (sent,) = stack.model_requests()
+    assert budgets[-1].used == sent["prompt_tokens"] > 0
+
+
+def test_an_absurd_count_is_taken_as_far_as_the_calibration_takes_it(tmp_path):
+    """A provider that says a prompt of some thousand tokens was 10**10: no count of that
+    prompt. The editors are told the most the calibration believes (twice our count), as the
+    calibration records it, and the log says what the provider said. Before, they were told
+    10**10 tokens used, millions of percent of the budget."""
+    # the stand-in counts 3 million times tiktoken, its window large enough to take that
+    with fresh_stack(tmp_path, windows={MODEL: 10**13}, counts={MODEL: 3e6}) as stack:
+        budgets = published(stack)
+        answer = ask(stack, [{"role": "user", "content": prose("absurd", 800)}])
+        stack.reported()
+        (sent,) = stack.model_requests()
+    ours = int(answer.headers["x-ctxlayer-tokens"])
+    assert sent["prompt_tokens"] > 10**9
+    assert budgets[-1].used == 2 * ours
+    assert budgets[-1].percent < 100

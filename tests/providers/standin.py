@@ -30,7 +30,8 @@ provider's own 400 (`llama_cpp=(model,)`: as llama.cpp's server words it;
 fits (the system messages and the newest kept; the newest alone over it, its end) and answers
 200, its usage what it read: the request's entry says `truncated_from`;
 `old_azure=(model,)`: a request with `stream_options` is refused, as Azure's older API versions
-do; `lm_studio=(model,)`: refused as LM Studio words it, its `error` a string). A Messages
+do; `lm_studio=(model,)`: refused as LM Studio words it, its `error` a string; `zero_input_at_close=(model,)`: its
+Messages streams close with a message_delta saying `input_tokens: 0`). A Messages
 request with `thinking` on is answered after a thinking block of `thinking_words` words, whose
 signature the stand-in checks when it comes back (standin_thinking.py). Answers
 carry usage: `cached_tokens` / `cache_read_input_tokens` are the tokens of the messages at the
@@ -99,7 +100,8 @@ class Standin:
                  counts: dict[str, float] | None = None, llama_cpp: tuple[str, ...] = (),
                  truncating: tuple[str, ...] = (), old_azure: tuple[str, ...] = (),
                  lm_studio: tuple[str, ...] = (), failed_in_stream: tuple[str, ...] = (),
-                 old_llama_cpp: tuple[str, ...] = (), thinking_words: int = 40):
+                 old_llama_cpp: tuple[str, ...] = (), thinking_words: int = 40,
+                 zero_input_at_close: tuple[str, ...] = ()):
         self.host = host
         self.port = 0
         #: context windows by model name prefix, over the model table's (e.g. a small model)
@@ -128,6 +130,10 @@ class Standin:
         #: over the window gets a 200 and an `error:` line (not `data:`) without counts, then
         #: `data: [DONE]` (llama.cpp issue 16104)
         self.old_llama_cpp = tuple(old_llama_cpp)
+        #: model name prefixes whose Messages streams close with a message_delta saying
+        #: `input_tokens: 0`, the input counted in message_start only (envoyproxy/ai-gateway
+        #: PR 1631 fixed its own server's doing so)
+        self.zero_input_at_close = tuple(zero_input_at_close)
         #: how long the thinking is that opens an answer to a request with `thinking` on
         self.thinking_words = thinking_words
         self.thought: set[str] = set()  # ids of the tool calls it answered after thinking
@@ -587,7 +593,9 @@ class Standin:
                        else answers.openai_completion(rid, model, int(time.time()), reply, usage))
             return web.json_response(payload, headers=headers)
         if fmt == "anthropic":
-            events = answers.anthropic_events(rid, model, reply, usage)
+            events = answers.anthropic_events(
+                rid, model, reply, usage,
+                bool(self.zero_input_at_close) and model.startswith(self.zero_input_at_close))
         else:
             include = bool((body.get("stream_options") or {}).get("include_usage"))
             events = answers.openai_chunks(rid, model, int(time.time()), reply, usage, include)

@@ -140,8 +140,11 @@ def anthropic_message(rid: str, model: str, reply: Reply, usage: Usage) -> dict:
             "usage": _anthropic_usage(usage, usage.completion)}
 
 
-def anthropic_events(rid: str, model: str, reply: Reply, usage: Usage) -> list[bytes]:
-    """The SSE events of a streamed message, `event:` and `data:` lines each."""
+def anthropic_events(rid: str, model: str, reply: Reply, usage: Usage,
+                     zero_input_at_close: bool = False) -> list[bytes]:
+    """The SSE events of a streamed message, `event:` and `data:` lines each
+    (``zero_input_at_close``: its message_delta says `input_tokens: 0`, as Anthropic-compatible
+    servers do that count the input in message_start only: envoyproxy/ai-gateway PR 1631)."""
     start = {"id": f"msg_{rid}", "type": "message", "role": "assistant", "model": model,
              "content": [], "stop_reason": None, "stop_sequence": None,
              "usage": _anthropic_usage(usage, 1)}
@@ -173,7 +176,8 @@ def anthropic_events(rid: str, model: str, reply: Reply, usage: Usage) -> list[b
         "type": "message_delta",
         "delta": {"stop_reason": "tool_use" if reply.tool_name else "end_turn",
                   "stop_sequence": None},
-        "usage": {"output_tokens": usage.completion}}))
+        "usage": {**({"input_tokens": 0} if zero_input_at_close else {}),
+                  "output_tokens": usage.completion}}))
     events.append(("message_stop", {"type": "message_stop"}))
     return [_sse(name, data) for name, data in events]
 

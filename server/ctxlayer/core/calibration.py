@@ -33,6 +33,14 @@ import math
 
 import msgspec
 
+#: a report's ratio is taken within [1 / MAX_RATIO, MAX_RATIO] ...
+MAX_RATIO = 2.0
+#: ... a refusal's up to this one: it states the count of the very prompt, not a report that
+#: may be another prompt's, so only an absurd ratio is cut
+MAX_REFUSED_RATIO = 8.0
+#: reports of a prompt counted below this many tokens calibrate nothing
+MIN_COUNTED = 256
+
 #: how far above the bias that fitted a refused prompt the refusal's ratio is taken, at least
 REFUSED_STEP = 1.15
 
@@ -46,11 +54,9 @@ class Calibration(msgspec.Struct, kw_only=True):
 
     window: int = 50
     ratios: dict[str, list[float]] = msgspec.field(default_factory=dict)
-    min_counted: int = 256
-    max_ratio: float = 2.0
-    #: a refusal's own bound: it states the count of the very prompt, not a report that may
-    #: be another prompt's, so only an absurd ratio is cut
-    max_refused_ratio: float = 8.0
+    min_counted: int = MIN_COUNTED
+    max_ratio: float = MAX_RATIO
+    max_refused_ratio: float = MAX_REFUSED_RATIO  # a refusal's own bound
 
     def record(self, model: str, billed: int, counted: int, *, refused: bool = False) -> float:
         """Add one report (``refused``: a refusal's count, see the module's docstring); return
@@ -95,6 +101,16 @@ class Calibration(msgspec.Struct, kw_only=True):
         """
         bias = self.bias(model)
         return limit if bias <= 1.0 else max(1, int(limit / bias))
+
+
+def most_believed(counted: int, *, refused: bool = False) -> int:
+    """The largest count a provider may report of a prompt we counted ``counted`` that is
+    taken as it is, bounded as `Calibration.record` bounds its ratio (a tiny prompt's as one
+    of MIN_COUNTED tokens: a fixed overhead moves its ratio far). Above it a report is no count
+    of the prompt (a provider said 10**12 tokens of a 3.6k prompt, published as 500 million
+    percent of the budget): it is taken as this."""
+    most = MAX_REFUSED_RATIO if refused else MAX_RATIO
+    return math.ceil(most * max(counted, MIN_COUNTED))
 
 
 def _median(values: list[float]) -> float:

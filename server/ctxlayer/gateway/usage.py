@@ -45,12 +45,21 @@ def _int(value: Any) -> int:
 def _copy(values: dict[str, int], usage: dict, keys: tuple[str, ...]) -> None:
     for key in keys:
         if key in usage and usage[key] is not None:
-            values[key] = _int(usage[key])
+            _put(values, key, _int(usage[key]))
+
+
+def _put(values: dict[str, int], key: str, value: int) -> None:
+    """A later report of a number replaces the earlier one, but for a 0 after a count: an
+    Anthropic-compatible server may close a stream with `input_tokens: 0` after message_start
+    said the count (envoyproxy/ai-gateway PR 1631 fixed its own); taken, it told the editors
+    that the chat used no tokens, and left the chat uncalibrated."""
+    if value or not values.get(key):
+        values[key] = value
 
 
 def _cached(values: dict[str, int], details: Any) -> None:
     if isinstance(details, dict) and "cached_tokens" in details:
-        values["cached_tokens"] = _int(details["cached_tokens"])
+        _put(values, "cached_tokens", _int(details["cached_tokens"]))
 
 
 class Shape:
@@ -128,7 +137,8 @@ SHAPES: dict[str, Shape] = {"openai": OpenAIShape("prompt_tokens", "completion_t
 
 
 class _Fields:
-    """The usage numbers seen so far; a later report of a number replaces the earlier one."""
+    """The usage numbers seen so far; a later report of a number replaces the earlier one
+    (not a 0 after a count, `_put`)."""
 
     def __init__(self, fmt: str) -> None:
         self.shape = SHAPES[fmt]

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import msgspec
 
 from ctxlayer import protocol
+from ctxlayer.core.calibration import most_believed
 from ctxlayer.core.errors import MAX_TOKENS, ContextError
 from ctxlayer.core.prepare import (
     DEFAULT_POLICY,
@@ -640,6 +641,12 @@ class Conversations:
         newest = sent is None or (conv.sent is not None and conv.sent() is sent)
         tokens = conv.tokens if sent is None else sent.tokens
         prompt, cached = read
+        most = most_believed(tokens, refused=refused)
+        if prompt > most:
+            log.warning("live chat %s: the provider reported %d prompt tokens for a prompt of "
+                        "%d by our count, taken as %d", conv.conversation_id, prompt, tokens,
+                        most)
+            prompt = most
         if conv.session_open and tokens > 0:
             # the calibration's row is written on the keeping thread: a chat's answer must not
             # wait for the database while another chat's turn writes its audit
@@ -652,7 +659,7 @@ class Conversations:
             return None
         if not refused:
             conv.answer, conv.answered_at = answer, self.ticks()
-        conv.cached_tokens = cached
+        conv.cached_tokens = None if cached is None else min(cached, prompt)
         return conv.budget_report(used=prompt)
 
 
