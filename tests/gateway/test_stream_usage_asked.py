@@ -50,6 +50,32 @@ def test_a_server_that_refuses_stream_options_gets_the_request_as_it_came(tmp_pa
     assert ["stream_options" in r["body"] for r in sent] == [True, False, False]
 
 
+def test_an_answer_compressed_although_asked_plain_is_read_and_goes_as_asked(tmp_path):
+    """A proxy before the provider gzips every answer, `Accept-Encoding: identity` or not.
+    The gateway decodes it: the stream's usage is read (the chat's budget says the provider's
+    count), the client that did not ask for it gets none, and answers come plain, without
+    the Content-Encoding. Before, the bytes went on compressed: the usage was never read and
+    the usage chunk reached the client."""
+    budgets: list = []
+    # the provider counts above us: its count, published, is told from ours
+    with fresh_stack(tmp_path, compressing=(MODEL,), counts={MODEL: 1.5}) as stack:
+        stack.state.events.budget_listeners.append(
+            lambda workspace, budget, caller=None: budgets.append(budget))
+        status, chunks = _stream(stack)
+        stack.reported()
+        streamed = stack.model_requests()[-1]
+        whole = httpx.post(stack.openai_url + "/chat/completions", json={
+            "model": MODEL, "messages": QUESTION + [{"role": "user", "content": "Again?"}]},
+            headers={"Authorization": "Bearer sk-test"}, timeout=30)
+        stack.reported()
+        answered = stack.model_requests()[-1]
+    assert status == 200 and chunks and all(c["choices"] and "usage" not in c for c in chunks)
+    assert any(b.used == streamed["prompt_tokens"] for b in budgets)
+    assert whole.status_code == 200 and "content-encoding" not in whole.headers
+    assert whole.json()["usage"]["prompt_tokens"] == answered["prompt_tokens"]
+    assert budgets[-1].used == answered["prompt_tokens"]
+
+
 def test_the_usage_is_left_out_whatever_the_servers_spacing():
     """vLLM writes `"usage": null` with spaces and may end events with CRLF; a text that
     quotes the words is left alone (its quotes are escaped)."""

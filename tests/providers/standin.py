@@ -31,7 +31,8 @@ fits (the system messages and the newest kept; the newest alone over it, its end
 200, its usage what it read: the request's entry says `truncated_from`;
 `old_azure=(model,)`: a request with `stream_options` is refused, as Azure's older API versions
 do; `lm_studio=(model,)`: refused as LM Studio words it, its `error` a string; `zero_input_at_close=(model,)`: its
-Messages streams close with a message_delta saying `input_tokens: 0`). A Messages
+Messages streams close with a message_delta saying `input_tokens: 0`; `compressing=(model,)`:
+its Messages and Chat Completions answers come gzipped whatever was asked). A Messages
 request with `thinking` on is answered after a thinking block of `thinking_words` words, whose
 signature the stand-in checks when it comes back (standin_thinking.py). Answers
 carry usage: `cached_tokens` / `cache_read_input_tokens` are the tokens of the messages at the
@@ -101,7 +102,8 @@ class Standin:
                  truncating: tuple[str, ...] = (), old_azure: tuple[str, ...] = (),
                  lm_studio: tuple[str, ...] = (), failed_in_stream: tuple[str, ...] = (),
                  old_llama_cpp: tuple[str, ...] = (), thinking_words: int = 40,
-                 zero_input_at_close: tuple[str, ...] = ()):
+                 zero_input_at_close: tuple[str, ...] = (),
+                 compressing: tuple[str, ...] = ()):
         self.host = host
         self.port = 0
         #: context windows by model name prefix, over the model table's (e.g. a small model)
@@ -134,6 +136,10 @@ class Standin:
         #: `input_tokens: 0`, the input counted in message_start only (envoyproxy/ai-gateway
         #: PR 1631 fixed its own server's doing so)
         self.zero_input_at_close = tuple(zero_input_at_close)
+        #: model name prefixes whose Messages and Chat Completions answers come gzipped
+        #: whatever the request's Accept-Encoding says (a proxy before the provider that
+        #: compresses every answer)
+        self.compressing = tuple(compressing)
         #: how long the thinking is that opens an answer to a request with `thinking` on
         self.thinking_words = thinking_words
         self.thought: set[str] = set()  # ids of the tool calls it answered after thinking
@@ -591,7 +597,7 @@ class Standin:
             entry["completed"] = True
             payload = (answers.anthropic_message(rid, model, reply, usage) if fmt == "anthropic"
                        else answers.openai_completion(rid, model, int(time.time()), reply, usage))
-            return web.json_response(payload, headers=headers)
+            return self._compressed(entry, web.json_response(payload, headers=headers))
         if fmt == "anthropic":
             events = answers.anthropic_events(
                 rid, model, reply, usage,
@@ -600,6 +606,13 @@ class Standin:
             include = bool((body.get("stream_options") or {}).get("include_usage"))
             events = answers.openai_chunks(rid, model, int(time.time()), reply, usage, include)
         return await self._stream(request, entry, events, headers, failure)
+
+    def _compressed(self, entry: dict, resp: web.StreamResponse) -> web.StreamResponse:
+        """``resp``, gzipped whatever was asked when its model is one of `compressing`."""
+        model = (entry.get("body") or {}).get("model")
+        if self.compressing and isinstance(model, str) and model.startswith(self.compressing):
+            resp.enable_compression(web.ContentCoding.gzip)
+        return resp
 
     def _what_fits(self, fmt: str, body: dict, window: int) -> int:
         """What Ollama reads of a prompt over its context: the system messages and the newest
@@ -617,8 +630,8 @@ class Standin:
 
     async def _stream(self, request: web.Request, entry: dict, events: list[bytes],
                       headers: dict, failure: dict | None) -> web.StreamResponse:
-        resp = web.StreamResponse(headers={**headers, "content-type": "text/event-stream",
-                                           "cache-control": "no-cache"})
+        resp = self._compressed(entry, web.StreamResponse(headers={
+            **headers, "content-type": "text/event-stream", "cache-control": "no-cache"}))
         entry["status"] = 200
         await resp.prepare(request)
         try:

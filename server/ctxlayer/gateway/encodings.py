@@ -1,4 +1,5 @@
-"""A request body sent compressed (`Content-Encoding`), made plain before anything reads it.
+"""A request body sent compressed (`Content-Encoding`), made plain before anything reads it;
+and an upstream's answer compressed although asked for plain (`answer_decoder`).
 
 Codex CLI signed in with ChatGPT sends its Responses requests as zstd; other clients gzip
 theirs. The gateway reads every body plain (it fits the conversation in it) and forwards what
@@ -82,6 +83,70 @@ def _deflate(raw: bytes, max_bytes: int) -> bytes:
 
 def _zstd(raw: bytes, max_bytes: int) -> bytes:
     return _frames(raw, max_bytes, zstd.ZstdDecompressor)
+
+
+class NotAsSaid(ValueError):
+    """An answer's bytes are not what its Content-Encoding says."""
+
+
+class AnswerDecoder:
+    """An upstream's answer compressed although the gateway asked for it plain (a proxy or
+    a server that ignores `Accept-Encoding: identity`), decoded as its chunks come: its usage
+    is read, and the client gets the stream it asked for (`forward.without_usage` works on
+    plain events only). Frames follow one another (gzip members, zstd frames); a `deflate`
+    answer may be zlib-wrapped, as RFC 9110 says, or the bare stream."""
+
+    def __init__(self, coding: str) -> None:
+        self.coding = coding
+        self._frame: Any = None
+        self._bare = False  # a deflate answer without the zlib wrapper
+        self._decoded = False  # some bytes decoded: the coding's form is known
+        self._unread = b""  # a deflate answer's first bytes, until some decode
+
+    def feed(self, data: bytes) -> bytes:
+        """The plain bytes ``data`` completes; NotAsSaid when they cannot be decoded."""
+        out = bytearray()
+        while data:
+            if self._frame is None:
+                self._frame = self._new()
+            try:
+                got = self._frame.decompress(data)
+            except (zlib.error, zstd.ZstdError) as exc:
+                if self.coding != "deflate" or self._bare or self._decoded:
+                    raise NotAsSaid(f"not the {self.coding} its Content-Encoding says "
+                                    f"({exc})") from exc
+                # the bare deflate stream: read again from its first byte
+                data, self._unread, self._bare, self._frame = self._unread + data, b"", True, None
+                continue
+            if not self._decoded and self.coding == "deflate" and not self._bare:
+                self._unread += data
+            self._decoded = self._decoded or bool(got)
+            out += got
+            if not self._frame.eof:
+                break
+            data, self._frame = self._frame.unused_data, None
+        return bytes(out)
+
+    def end(self) -> None:
+        """NotAsSaid when the answer ended inside a frame."""
+        if self._frame is not None:
+            raise NotAsSaid(f"the {self.coding} answer ends before its end")
+
+    def _new(self) -> Any:
+        if self.coding == "zstd":
+            return zstd.ZstdDecompressor()
+        if self.coding == "deflate":
+            return zlib.decompressobj(-zlib.MAX_WBITS if self._bare else zlib.MAX_WBITS)
+        return zlib.decompressobj(16 + zlib.MAX_WBITS)
+
+
+def answer_decoder(header: str | None) -> AnswerDecoder | None:
+    """The decoder of an answer whose Content-Encoding is ``header``: None for a plain one,
+    and for codings not read here or several at once (passed on as they came, unread)."""
+    coding = (header or "").strip().lower()
+    if coding in ("", "identity") or coding not in _DECODERS:
+        return None
+    return AnswerDecoder("gzip" if coding == "x-gzip" else coding)
 
 
 _DECODERS: dict[str, Callable[[bytes, int], bytes]] = {
