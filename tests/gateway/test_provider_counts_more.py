@@ -90,18 +90,23 @@ def test_a_refusal_outvotes_a_calibration_many_reports_made(tmp_path):
 RESPONSES_MODEL = "gpt-4o"
 
 
-@pytest.mark.parametrize("stream", [False, True, "failed in the stream"])
+@pytest.mark.parametrize("stream", [False, True, "failed in the stream",
+                                    "failed after a comment"])
 def test_a_responses_refusal_without_a_count_is_fitted_again_smaller(tmp_path, stream):
     """The Responses API refuses a prompt over the window without saying its count: the
     gateway takes it as UNSTATED_OVER above the budget and fits the request again, once. The
     provider counts 10% above us here (encrypted reasoning or images estimated low). Streamed,
     it may refuse in the stream, a 200 then `response.failed` (as Codex's tests have it): the
     gateway reads the stream's opening events before it answers, and takes that as the same
-    refusal (before, the failed stream went to the client)."""
+    refusal (before, the failed stream went to the client). A comment before it (OpenRouter's
+    `: OPENROUTER PROCESSING`) says nothing: the refusal is still read (before, the comment
+    was taken for the first event, and the failed stream went to the client)."""
     items = history(0.95, RESPONSES_MODEL)
-    in_stream = (RESPONSES_MODEL,) if stream == "failed in the stream" else ()
+    in_stream = (RESPONSES_MODEL,) if str(stream).startswith("failed") else ()
+    comment = (RESPONSES_MODEL,) if stream == "failed after a comment" else ()
     with fresh_stack(tmp_path, {RESPONSES_MODEL: WINDOW}, windows={RESPONSES_MODEL: WINDOW},
-                  counts={RESPONSES_MODEL: 1.10}, failed_in_stream=in_stream) as stack:
+                     counts={RESPONSES_MODEL: 1.10}, failed_in_stream=in_stream,
+                     processing=comment) as stack:
         client = stack.openai()
 
         def ask(chat: list[dict]) -> str:

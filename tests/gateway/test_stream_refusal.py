@@ -91,6 +91,29 @@ def test_other_streams_go_on_as_they_came():
         assert first_refusal(fmt, events) is None, events
 
 
+def test_a_refusal_after_a_comment_or_a_ping_is_read_before_the_status_goes_out():
+    """The events read before the client gets a status (`_first_event`) go past the ones
+    that say nothing: comments (OpenRouter's `: OPENROUTER PROCESSING`) and pings, each in a
+    chunk of its own as a provider that takes its time sends them. Before, the first of them
+    ended the read: the refusal after it went to the client as a 200 stream."""
+    import asyncio
+
+    from ctxlayer.gateway.forward import _first_event
+    from ctxlayer.gateway.usage import StreamUsage
+
+    refusal = sse(("error", {"type": "error", "error": {
+        "type": "invalid_request_error", "message": "prompt is too long: 9000 tokens > 4096 "
+                                                    "maximum"}}))
+    for before in (b": OPENROUTER PROCESSING\n\n", sse(("ping", {"type": "ping"})),
+                   b": OPENROUTER PROCESSING\n\n" + sse(("ping", {"type": "ping"}))):
+        async def chunks(before: bytes = before):
+            yield before
+            yield refusal
+
+        read = asyncio.run(_first_event("http://up", chunks(), StreamUsage("anthropic")))
+        assert read == before + refusal
+        assert first_refusal("anthropic", read) is not None
+
 
 def test_the_loaded_context_is_asked_of_lm_studio_and_none_where_it_says_none(tmp_path):
     """`Upstream.loaded_context` reads LM Studio's list of its models at the origin of the

@@ -32,7 +32,8 @@ fits (the system messages and the newest kept; the newest alone over it, its end
 `old_azure=(model,)`: a request with `stream_options` is refused, as Azure's older API versions
 do; `lm_studio=(model,)`: refused as LM Studio words it, its `error` a string; `zero_input_at_close=(model,)`: its
 Messages streams close with a message_delta saying `input_tokens: 0`; `compressing=(model,)`:
-its Messages and Chat Completions answers come gzipped whatever was asked). A Messages
+its Messages and Chat Completions answers come gzipped whatever was asked;
+`processing=(model,)`: its streams open with OpenRouter's `: OPENROUTER PROCESSING`). A Messages
 request with `thinking` on is answered after a thinking block of `thinking_words` words, whose
 signature the stand-in checks when it comes back (standin_thinking.py). Answers
 carry usage: `cached_tokens` / `cache_read_input_tokens` are the tokens of the messages at the
@@ -94,6 +95,10 @@ async def _timed(request: web.Request, handler):
     return response
 
 
+#: seconds a `processing` stream waits after its comment before its events
+PROCESSING = 0.2
+
+
 class Standin:
     """The stand-in provider, served on the running loop."""
 
@@ -103,7 +108,7 @@ class Standin:
                  lm_studio: tuple[str, ...] = (), failed_in_stream: tuple[str, ...] = (),
                  old_llama_cpp: tuple[str, ...] = (), thinking_words: int = 40,
                  zero_input_at_close: tuple[str, ...] = (),
-                 compressing: tuple[str, ...] = ()):
+                 compressing: tuple[str, ...] = (), processing: tuple[str, ...] = ()):
         self.host = host
         self.port = 0
         #: context windows by model name prefix, over the model table's (e.g. a small model)
@@ -140,6 +145,9 @@ class Standin:
         #: whatever the request's Accept-Encoding says (a proxy before the provider that
         #: compresses every answer)
         self.compressing = tuple(compressing)
+        #: model name prefixes whose streams open with OpenRouter's `: OPENROUTER PROCESSING`
+        #: comment (it sends them while a request waits for a provider)
+        self.processing = tuple(processing)
         #: how long the thinking is that opens an answer to a request with `thinking` on
         self.thinking_words = thinking_words
         self.thought: set[str] = set()  # ids of the tool calls it answered after thinking
@@ -634,6 +642,10 @@ class Standin:
             **headers, "content-type": "text/event-stream", "cache-control": "no-cache"}))
         entry["status"] = 200
         await resp.prepare(request)
+        model = (entry.get("body") or {}).get("model")
+        if self.processing and isinstance(model, str) and model.startswith(self.processing):
+            await resp.write(b": OPENROUTER PROCESSING\n\n")
+            await asyncio.sleep(PROCESSING)  # the provider takes its time: a chunk of its own
         try:
             for i, event in enumerate(events):
                 await resp.write(event)

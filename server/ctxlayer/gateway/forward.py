@@ -377,14 +377,16 @@ async def _relay_stream(request: web.Request, fmt: str, url: str, up: aiohttp.Cl
 
 
 async def _first_event(url: str, chunks: AsyncIterator[bytes], reader: StreamUsage) -> bytes:
-    """What the stream sent up to the end of its first whole event after a Responses stream's
-    opening ones (`_OPENING`), or its end, or MAX_PENDING; the upstream failing before it is
-    a 502, the client not answered yet."""
+    """What the stream sent up to the end of its first whole event that says something: after
+    a Responses stream's opening ones (`_OPENING`), comments and pings (`_says_nothing`); or
+    its end, or MAX_PENDING. The upstream failing before it is a 502, the client not answered
+    yet."""
     pending = b""
     try:
         while len(pending) <= MAX_PENDING:
             end = _event_end(pending)
-            if end and not all(_OPENING.search(e) for e in _events(pending[:end])):
+            if end and not all(_OPENING.search(e) or _says_nothing(e)
+                               for e in _events(pending[:end])):
                 break
             chunk = await anext(chunks, None)
             if chunk is None:
@@ -401,6 +403,15 @@ async def _first_event(url: str, chunks: AsyncIterator[bytes], reader: StreamUsa
 #: read (a prompt over the window fails there: `response.failed`)
 _OPENING = re.compile(rb'^data:\s*\{"type"\s*:\s*"response\.(?:created|in_progress|queued)"',
                       re.MULTILINE)
+
+
+def _says_nothing(event: bytes) -> bool:
+    """Whether an SSE event says nothing of the answer: comments alone (OpenRouter sends
+    `: OPENROUTER PROCESSING` while a request waits), or a ping (Anthropic's `ping` event).
+    A refusal after one was relayed as a 200 stream: no window learned, no request fitted
+    again."""
+    lines = [line for line in event.splitlines() if line.strip() and not line.startswith(b":")]
+    return not lines or _said(event) == {"type": "ping"}
 
 
 def _events(whole: bytes) -> list[bytes]:
