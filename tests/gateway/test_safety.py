@@ -152,6 +152,24 @@ def test_no_cors_header_of_the_upstream_comes_back():
     assert relayed == {"Content-Type": "application/json", "x-ctxlayer-tokens": "3"}
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_upstreams_own_ctxlayer_headers_never_come_back(tmp_path, stream):
+    """A provider behind another gateway answers with its own x-ctxlayer-* headers, in any
+    case: the client reads the figures of this gateway alone. Before, both came back: two
+    x-ctxlayer-tokens, and a warning this gateway never said."""
+    from gateway_stack import fresh_stack
+
+    theirs = {"X-Ctxlayer-Tokens": "999999", "x-ctxlayer-warning": "said upstream",
+              "X-CTXLAYER-DROPPED": "42"}
+    with fresh_stack(tmp_path, headers=theirs) as stack:
+        answer = httpx.post(f"{stack.openai_url}/chat/completions", timeout=30, json={
+            "model": "gpt-4o", "messages": QUESTION, "stream": stream})
+    assert answer.status_code == 200
+    ours = {k: answer.headers.get_list(k) for k in answer.headers if k.startswith("x-ctxlayer")}
+    assert len(ours["x-ctxlayer-tokens"]) == 1 and ours["x-ctxlayer-tokens"] != ["999999"]
+    assert ours["x-ctxlayer-dropped"] == ["0"] and "x-ctxlayer-warning" not in ours
+
+
 # ---- the token of /ctxlayer/* ---------------------------------------------------------------
 
 @pytest.mark.parametrize("route", ["/ctxlayer/conversations", "/ctxlayer/why?conversationId=x"])

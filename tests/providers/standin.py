@@ -33,7 +33,8 @@ fits (the system messages and the newest kept; the newest alone over it, its end
 do; `lm_studio=(model,)`: refused as LM Studio words it, its `error` a string; `zero_input_at_close=(model,)`: its
 Messages streams close with a message_delta saying `input_tokens: 0`; `compressing=(model,)`:
 its Messages and Chat Completions answers come gzipped whatever was asked;
-`processing=(model,)`: its streams open with OpenRouter's `: OPENROUTER PROCESSING`). A Messages
+`processing=(model,)`: its streams open with OpenRouter's `: OPENROUTER PROCESSING`;
+`headers={...}`: headers its answers carry beside their own). A Messages
 request with `thinking` on is answered after a thinking block of `thinking_words` words, whose
 signature the stand-in checks when it comes back (standin_thinking.py). Answers
 carry usage: `cached_tokens` / `cache_read_input_tokens` are the tokens of the messages at the
@@ -108,7 +109,8 @@ class Standin:
                  lm_studio: tuple[str, ...] = (), failed_in_stream: tuple[str, ...] = (),
                  old_llama_cpp: tuple[str, ...] = (), thinking_words: int = 40,
                  zero_input_at_close: tuple[str, ...] = (),
-                 compressing: tuple[str, ...] = (), processing: tuple[str, ...] = ()):
+                 compressing: tuple[str, ...] = (), processing: tuple[str, ...] = (),
+                 headers: dict[str, str] | None = None):
         self.host = host
         self.port = 0
         #: context windows by model name prefix, over the model table's (e.g. a small model)
@@ -148,6 +150,8 @@ class Standin:
         #: model name prefixes whose streams open with OpenRouter's `: OPENROUTER PROCESSING`
         #: comment (it sends them while a request waits for a provider)
         self.processing = tuple(processing)
+        #: headers every answer carries beside its own (a provider behind another gateway)
+        self.headers = dict(headers or {})
         #: how long the thinking is that opens an answer to a request with `thinking` on
         self.thinking_words = thinking_words
         self.thought: set[str] = set()  # ids of the tool calls it answered after thinking
@@ -507,7 +511,8 @@ class Standin:
 
     def _ids(self, fmt: str) -> dict[str, str]:
         rid = f"req_standin_{self._count}"
-        return {"request-id": rid} if fmt == "anthropic" else {"x-request-id": rid}
+        return {**self.headers, **({"request-id": rid} if fmt == "anthropic"
+                                   else {"x-request-id": rid})}
 
     async def _serve(self, fmt: str, request: web.Request) -> web.StreamResponse:
         entry, body = await self._read(fmt, request)

@@ -73,9 +73,11 @@ ASK_TIMEOUT = 5.0
 def answer_headers(upstream: Mapping[str, str], ours: Mapping[str, str],
                    decoded: bool = False) -> dict[str, str]:
     """The upstream's answer headers that go to the client, with ours; ``decoded``: the
-    relay decodes the answer, which goes plain (without its Content-Encoding)."""
+    relay decodes the answer, which goes plain (without its Content-Encoding). Never the
+    upstream's own `x-ctxlayer-*` (another gateway before the provider, any case): they
+    went beside ours, two x-ctxlayer-tokens and a warning the gateway never said."""
     out = {k: v for k, v in upstream.items() if k.lower() not in HOP_BY_HOP
-           and not k.lower().startswith("access-control-")
+           and not k.lower().startswith(("access-control-", "x-ctxlayer-"))
            and not (decoded and k.lower() == "content-encoding")}
     out.update(ours)
     return out
