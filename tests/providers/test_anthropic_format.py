@@ -103,6 +103,23 @@ def test_a_text_document_attached_before_the_question_is_a_piece_of_its_own():
         assert encode(d, d.messages).payload == body
 
 
+def test_a_shortened_question_leaves_its_document_as_it_came():
+    """The question's text, cut to fit, was written into its document's source (a property
+    test found it: the writer took a question that opens with a document for a document
+    piece)."""
+    code = "\n".join(f"line{i} = {i}" for i in range(40))
+    body = request({"role": "user", "content": [
+        {"type": "document", "title": "notes", "source": {
+            "type": "text", "media_type": "text/plain", "data": "a plain text document"}},
+        {"type": "text", "text": f"why?\n```py\n{code}\n```\nplease"}]})
+    d = decode("anthropic", body, WORDS)
+    report = trim(d.messages, 40, WORDS, options=TrimOptions(rewrite_when_fits=False))
+    assert report.truncated  # the question was cut
+    document, text = encode(d, report.messages).payload["messages"][0]["content"]
+    assert document == body["messages"][0]["content"][0]
+    assert "omitted" in text["text"]
+
+
 @pytest.mark.parametrize("body,field", [
     ({"messages": [{"role": "tool", "content": "x"}]}, "messages[0].role"),
     ({"messages": [{"role": "user", "content": 3}]}, "messages[0].content"),

@@ -487,7 +487,11 @@ def _native(decoded: Decoded, i: int, pieces: list[tuple[int, Message]]) -> dict
         ks = decoded.sources[pos][2]
         own = _with_inputs([content[k] for k in ks], new_arguments(decoded.messages[pos], m))
         if m.content != decoded.messages[pos].content:
-            if own and own[0].get("type") in ("tool_result", "document"):
+            # a result, or a document that is a piece of its own (a question's documents are
+            # parts of it, never rewritten)
+            lone = own[0].get("type") if len(own) == 1 else None
+            if lone == "tool_result" or (lone == "document" and
+                                         decoded.messages[pos].kind == "toolOutput"):
                 own = [_shortened_block(own[0], m.content)]
             else:
                 own = replace_text(own, m.content, _is_text)
