@@ -235,3 +235,28 @@ def test_lm_studio_refusing_a_stream_without_a_count_is_fitted_to_the_context_it
     assert sent[0]["problems"] and [r["problems"] for r in sent[1:]] == [[]] * 4
     assert all(r["prompt_tokens"] + ANSWER <= LOCAL_WINDOW for r in sent[1:])
     assert all(f"stated a window of {LOCAL_WINDOW} tokens" in w for w in warnings), warnings
+
+
+def test_after_a_restart_a_chat_is_fitted_with_the_calibration_it_kept(tmp_path):
+    """The calibration of a chat is kept in the state folder, but a chat taken up after a
+    restart was fitted as if our counts were exact until its first answer: a provider that
+    counts 30% more refused that first request as over the window (and the gateway fitted it
+    again: a round trip more, and another cached prefix)."""
+    messages = history(0.92)
+
+    def ask_all(stack, turns: int) -> list[dict]:
+        client = stack.anthropic()
+        converse(messages, turns, lambda chat: client.messages.create(
+            model=MODEL, max_tokens=ANSWER, messages=chat).content[0].text)
+        stack.reported()
+        return [r for r in stack.standin.requests() if r["path"] == "/v1/messages"]
+
+    with fresh_stack(tmp_path, {MODEL: WINDOW}, windows={MODEL: WINDOW},
+                     counts={MODEL: 1.3}) as stack:
+        before = ask_all(stack, 11)
+    assert [r["status"] for r in before] == [400] + [200] * 11  # the refusal calibrated it
+    with fresh_stack(tmp_path, {MODEL: WINDOW}, windows={MODEL: WINDOW},
+                     counts={MODEL: 1.3}) as stack:
+        after = ask_all(stack, 3)
+    assert [r["status"] for r in after] == [200] * 3, [r["problems"] for r in after]
+    assert all(r["prompt_tokens"] + ANSWER <= WINDOW for r in after)

@@ -28,6 +28,14 @@ def small_window(stack):
     caller.options = before
 
 
+async def conversations(stack) -> list:
+    from ctxlayer import protocol
+    from ctxlayer.state.requests import call
+
+    listed = await call(stack.gateway.caller, "ctx/conversations", protocol.Empty())
+    return listed.conversations
+
+
 def why(stack, conversation_id: str) -> list:
     async def read() -> list:
         return stack.state.conversations.why(stack.gateway.caller.workspace, conversation_id)
@@ -209,6 +217,47 @@ def test_a_conversation_the_provider_keeps_is_forwarded_as_sent(stack, small_win
                for e in entries), entries
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_chain_of_previous_response_ids_is_one_conversation(stack, stream):
+    """Each turn of a chain the provider keeps (`previous_response_id`: its input only the new
+    items) was a conversation of its own: a chat of four turns was listed as four, its
+    budget and `ctx/why` split among them. The answer each names is the conversation's. The
+    provider's counts of a history it keeps calibrate nothing (its whole chain against our
+    count of the new items)."""
+    client = stack.openai()
+    previous, seen = None, []
+    for question in ("Remember the number 7.", "And also 9.", "Which numbers?", "Add them."):
+        asked = {"previous_response_id": previous} if previous else {}
+        if stream:
+            with client.responses.with_streaming_response.create(
+                    model="gpt-4o", input=question, stream=True, **asked) as raw:
+                done = [e for e in raw.parse() if e.type == "response.completed"]
+                previous = done[0].response.id
+        else:
+            raw = client.responses.with_raw_response.create(model="gpt-4o", input=question,
+                                                            **asked)
+            previous = raw.parse().id
+        seen.append(raw.headers["x-ctxlayer-conversation"])
+    assert len(set(seen)) == 1, seen
+    entries = why(stack, seen[0])
+    assert any(e.action == "notFitted" for e in entries), entries
+    listed = [c for c in stack.standin.call(conversations(stack)) if c.conversation_id in seen]
+    assert len(listed) == 1
+    sessions = stack.state.sessions
+    stack.reported()
+    assert sessions.kept_bias(stack.gateway.caller.workspace, [f"chat-{seen[0]}"],
+                              "gpt-4o") == 1.0
+
+
+def test_the_turns_of_a_conversation_the_provider_keeps_are_one_conversation(stack):
+    client = stack.openai()
+    kept = client.conversations.create()
+    seen = {client.responses.with_raw_response.create(
+        model="gpt-4o", input=question, conversation=kept.id).headers["x-ctxlayer-conversation"]
+        for question in ("Remember the number 7.", "Which number?")}
+    assert len(seen) == 1, seen
+
+
 def test_a_request_without_input_is_forwarded_as_sent(stack):
     """`input` is optional: a stored `prompt`, or an earlier response, is the provider's. Such
     a request holds nothing to fit and nothing for a conversation to keep: it goes as it came,
@@ -322,7 +371,8 @@ def test_usage_is_read_from_the_json_and_from_any_chunking_of_the_stream():
     body = {"model": "gpt-4o", "input": "hi"}
     output = output_items("r1", Reply("hello there"), reasoning=True)
     want = Read(prompt_tokens=900, completion_tokens=12, cache_read_tokens=700,
-                answer="hello there")  # the answer's head, streamed or whole
+                answer="hello there",  # the answer's head, streamed or whole
+                answer_id="resp_r1")  # what a later request names it by
     assert from_answer("responses", json.dumps(response("r1", body, 0, output, sent)).encode()) \
         == want
     stream = b"".join(events("r1", body, 0, output, sent))

@@ -59,6 +59,15 @@ async def report(caller: Caller, result: protocol.PrepareResult, usage: Usage,
         state.events.budget(caller.workspace, msgspec.structs.replace(budget, source="gateway"))
 
 
+def answered(caller: Caller, result: protocol.PrepareResult, usage: Usage) -> None:
+    """A request that names this answer by its id (a Responses `previous_response_id`) goes
+    on in ``result``'s conversation. At once, as the answer ends: the client's next request
+    may name it before the usage is reported."""
+    if usage.answer_id and result.conversation_id:
+        caller.state.conversations.answered_as(caller.workspace, result.conversation_id,
+                                               usage.answer_id)
+
+
 def summarize_ahead(caller: Caller, conversation_id: str, ask: Any, writer: str) -> None:
     """Have ``ask`` (the upstream's call, upsum.py) write the conversation's next summary in
     the background, once its next step is near (core.prepare.near_budget); returns at once."""

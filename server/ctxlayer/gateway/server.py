@@ -507,6 +507,7 @@ class GatewayServer:
         if result is not None:
             def sink(usage: Usage) -> asyncio.Future[None]:
                 self._learn(result, usage)
+                chats.answered(self.caller, result, usage)
                 return self._keep(self._report(result, usage))
         try:
             return await self.upstream.relay(request, fmt, method, url, body, ours, stream,

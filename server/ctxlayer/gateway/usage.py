@@ -36,6 +36,9 @@ class Usage(msgspec.Struct, kw_only=True):
     cache_write_tokens: int = 0
     #: the answer's first characters (answers.py: what a helper of the chat may be asked)
     answer: str = ""
+    #: the provider's id of the answer, where a later request may name it (a Responses
+    #: request's `previous_response_id`): the chat it goes on
+    answer_id: str = ""
 
 
 def _int(value: Any) -> int:
@@ -74,6 +77,11 @@ class Shape:
 
     def in_event(self, payload: dict) -> Any:
         return payload.get("usage")
+
+    def answer_id(self, payload: dict) -> str | None:
+        """The id a later request may name this answer by, in a whole answer or an SSE
+        event's payload (None: this API names none)."""
+        return None
 
 
 class OpenAIShape(Shape):
@@ -129,6 +137,13 @@ class ResponsesShape(OpenAIShape):
                                    "response.failed") and isinstance(response, dict):
             return response.get("usage")
         return None
+
+    def answer_id(self, payload: dict) -> str | None:
+        # a whole answer is the response; a stream's events carry it under `response`
+        response = payload.get("response") if str(payload.get("type", "")).startswith(
+            "response.") else payload
+        found = response.get("id") if isinstance(response, dict) else None
+        return found if isinstance(found, str) and found else None
 
 
 #: every provider's usage shape, by its format (gateway/providers.py names it)
@@ -316,7 +331,8 @@ def from_answer(fmt: str, body: bytes) -> Usage | None:
     usage = fields.usage()
     if usage is None or not isinstance(answer, dict):
         return usage
-    return msgspec.structs.replace(usage, answer=whole_text(fmt, answer))
+    return msgspec.structs.replace(usage, answer=whole_text(fmt, answer),
+                                   answer_id=fields.shape.answer_id(answer) or "")
 
 
 class StreamUsage:
@@ -327,6 +343,7 @@ class StreamUsage:
         self._fields = _Fields(fmt)
         self._answer = AnswerHead(fmt)
         self._tail = b""
+        self._answer_id = ""
 
     def feed(self, chunk: bytes) -> None:
         data = self._tail + chunk
@@ -345,6 +362,7 @@ class StreamUsage:
             return
         if isinstance(payload, dict):
             self._fields.take(self._fields.shape.in_event(payload))
+            self._answer_id = self._fields.shape.answer_id(payload) or self._answer_id
             if not self._answer.full():
                 self._answer.take(payload)
 
@@ -355,4 +373,4 @@ class StreamUsage:
             self.feed(b"\n\n")
         usage = self._fields.usage()
         return None if usage is None else msgspec.structs.replace(
-            usage, answer=self._answer.text())
+            usage, answer=self._answer.text(), answer_id=self._answer_id)

@@ -42,6 +42,9 @@ class Conversation:
         self.window: int | None = None  # the model's whole context window (Budget.window)
         self.bias = 1.0  # billed / counted, from the session's calibration
         self.reports = 0  # usage reports taken: a bias read before the last one is older
+        #: its last turn went as it came, its history the provider's (`previous_response_id`):
+        #: the provider's count of it says nothing of our counts
+        self.provider_history = False
         self.extra_audit: list[protocol.AuditEntry] = []  # the codec's repairs of the last turn
         self.session_open = False
         self.native_count = 0  # messages of the last request, as the client sent them

@@ -104,6 +104,11 @@ class Conversations:
         #: family of the chat it went on in (`_unhinted_family`), the last MAX_LIVE
         self._moved: dict[tuple[str, str], str] = {}
         self._run = secrets.token_hex(2)  # and new beside those of the runs before
+        #: (workspace, the provider's id of an answer) -> the conversation it answered, the
+        #: last MAX_ANSWERS: a Responses request naming it (`previous_response_id`) goes on
+        #: in that conversation (each such turn, its input only the new items, was one of
+        #: its own: a chat of four turns was listed as four)
+        self._answered: OrderedDict[tuple[str, str], str] = OrderedDict()
 
     # --- ctx/prepare ---------------------------------------------------------------------
 
@@ -116,9 +121,10 @@ class Conversations:
         if empty is not None:
             return await self._as_sent(caller, p, empty)
         workspace = caller.workspace
-        if p.conversation_id:
-            async with self.state.lanes.turn(("chat", workspace, p.conversation_id)):
-                return await self._prepare(caller, p, workspace, p.conversation_id)
+        named = p.conversation_id or self._provider_chat(workspace, p)
+        if named:
+            async with self.state.lanes.turn(("chat", workspace, named)):
+                return await self._prepare(caller, p, workspace, named)
         # the requests of one client session on one model, else those that start alike, are a
         # family; within it, by the chain: Claude Code's sub-agents send their own chats under
         # its session id, and each took the window of the chat it interrupted. The family's
@@ -134,6 +140,33 @@ class Conversations:
                                         asked.model_of(caller, p))
             return await self._prepare(caller, p, workspace, cid, family,
                                        asked.run_of(p, hint), edits, older, trouble)
+
+    async def _kept_bias(self, conv: Conversation, model: str) -> float:
+        """The bias the calibration of ``conv``'s session, or of a window it may take up,
+        kept in the state folder (`SessionService.kept_bias`)."""
+        ids = dict.fromkeys([conv.conversation_id, *(k[0] for k in conv.kept)])
+        return await self.state.work(lambda: self.state.sessions.kept_bias(
+            conv.workspace, [f"chat-{cid}" for cid in ids], model))
+
+    def _provider_chat(self, workspace: str, p: protocol.PrepareParams) -> str | None:
+        """The conversation a request whose history the provider keeps goes on in: the one
+        the answer it names (`previous_response_id`) was of, or the one of the provider's
+        `conversation` it names; None: found by its family, as any request."""
+        kept = identity.provider_history(p.format, p.request)
+        if kept is None:
+            return None
+        kind, name = kept
+        if kind == "conversation":
+            return identity.provider_chat_id(p.format, name)
+        return self._answered.get((workspace, name))
+
+    def answered_as(self, workspace: str, conversation_id: str, answer_id: str) -> None:
+        """The provider named its answer to a request of ``conversation_id`` so: a request
+        naming it goes on in that conversation."""
+        self._answered[(workspace, answer_id)] = conversation_id
+        self._answered.move_to_end((workspace, answer_id))
+        while len(self._answered) > MAX_ANSWERS:
+            self._answered.popitem(last=False)
 
     async def _as_sent(self, caller: Caller, p: protocol.PrepareParams, why: str
                        ) -> protocol.PrepareResult:
@@ -257,10 +290,15 @@ class Conversations:
         if family is not None:
             conv.family, conv.client = family, client
         conv.window = p.context_window or asked.model_window(model)
+        if conv.reports == 0 and not conv.session_open:  # new here: after a restart too
+            conv.bias = await _or_said(self._kept_bias(conv, model),
+                                       "read this chat's calibration", trouble, 1.0)
         budget = nominal if conv.bias <= 1.0 else max(1, int(nominal / conv.bias))
         previous, restored, kept = conv.state, frozenset(conv.restored), conv.kept
         # a request whose history the provider keeps goes as it came: only counted
         fit = UNFITTED_BUDGET if unfittable(p.format, p.request) else budget
+        # the provider counts the history it keeps and we never see: no calibration
+        conv.provider_history = fit != budget
         if fit != budget:
             previous = None
 
@@ -647,7 +685,7 @@ class Conversations:
                         "%d by our count, taken as %d", conv.conversation_id, prompt, tokens,
                         most)
             prompt = most
-        if conv.session_open and tokens > 0:
+        if conv.session_open and tokens > 0 and not conv.provider_history:
             # the calibration's row is written on the keeping thread: a chat's answer must not
             # wait for the database while another chat's turn writes its audit
             conv.reports += 1  # first: a note of the prompt ending meanwhile is older
@@ -672,6 +710,10 @@ def _chat_of(session_id: str) -> str | None:
 #: event loop: it costs about a millisecond for a 1M-token chat (decode, compare, count the
 #: new text), less than the hop to a worker thread on a busy machine
 INLINE_NEW_CHARS = 32_000
+
+
+#: the answers whose conversation is remembered (`Conversations.answered_as`)
+MAX_ANSWERS = 4096
 
 
 #: the budget of a turn that is not fitted (`previous_response_id`, `conversation`): nothing is

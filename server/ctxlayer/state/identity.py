@@ -57,6 +57,25 @@ def older_hinted_id(fmt: str, hint: str) -> str:
     return "s" + content_hash(f"{fmt}\x00{hint}")
 
 
+def provider_history(fmt: str, request: dict) -> tuple[str, str] | None:
+    """(what names it, its id) of the history the provider keeps for a Responses request:
+    its `conversation` (`conversation`), else the answer it goes on from
+    (`previous_response_id`: `response`); None for any other request."""
+    if fmt != "responses":
+        return None
+    conv = request.get("conversation")
+    conv = conv.get("id") if isinstance(conv, dict) else conv
+    if isinstance(conv, str) and conv:
+        return "conversation", conv
+    previous = request.get("previous_response_id")
+    return ("response", previous) if isinstance(previous, str) and previous else None
+
+
+def provider_chat_id(fmt: str, name: str) -> str:
+    """The conversation of the provider's conversation ``name`` (never the id itself)."""
+    return "p" + content_hash(f"{fmt}\x00{name}")
+
+
 def family_id(fmt: str, request: dict) -> str:
     """The id of the first conversation of the requests that start this way."""
     return "c" + content_hash(identity_text(fmt, request))

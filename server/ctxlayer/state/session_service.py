@@ -588,6 +588,21 @@ class SessionService:
             later(lambda: self.store.update(sid, now, calibration=calibration))
         return bias
 
+    def kept_bias(self, workspace: str, session_ids: list[str], model: str) -> float:
+        """The bias for ``model`` the calibration of the first of ``session_ids`` that exists
+        kept (1.0: none does), read without opening the session: a live chat taken up after
+        a restart fits its first turn with it (it was fitted as if counts were exact, and a
+        provider counting 1.3x ours refused it as over the window)."""
+        with self._lock:
+            for sid in session_ids:
+                live = self._live.get((workspace, sid))
+                if live is not None:
+                    return live.calibration.bias(model)
+                row = self.store.get(workspace, sid)
+                if row is not None and row.calibration:
+                    return msgspec.json.decode(row.calibration, type=Calibration).bias(model)
+            return 1.0
+
     def note_prompt(self, workspace: str, session_id: str, tokens: int) -> float:
         """Remember the tokens of a prompt prepared outside an assembly (a live chat's turn), so
         that a usage report without an estimate calibrates against it; returns the session's
