@@ -208,3 +208,37 @@ def test_refresh_from_threads_while_watching_and_stop(repo, home):
     ws.refresh()  # refresh still works; no callback once stopped
     assert "after_stop.txt" in part(ws.segment, "tree").text
     assert len(rec.snapshot()) == n
+
+
+def test_an_edit_of_the_file_a_symlink_points_to_is_seen(repo, home):
+    """AGENTS.md -> docs/agents.md, README.md -> docs/body.md: an edit lands on the target,
+    never on the link. The segment kept the old text for good while the git part changed,
+    and a save of the target (refresh) did not help either; a link in the home folder that
+    points into a folder nobody watched (~/dotfiles) is followed too."""
+    write(repo, "docs/agents.md", "RULES V1\n")
+    write(repo, "docs/body.md", "README BODY V1\n")
+    (repo / "README.md").unlink()
+    os.symlink("docs/body.md", repo / "README.md")
+    os.symlink("docs/agents.md", repo / "AGENTS.md")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "links")
+    write(home, "dotfiles/AGENTS.md", "HOME V1\n")
+    os.symlink(home / "dotfiles" / "AGENTS.md", home / "AGENTS.md")
+    ws = make_ws(repo, home)
+    assert "RULES V1" in part(ws.scan(), "agentFiles").text
+    assert ws.refresh([repo / "docs" / "agents.md"]) == []
+    write(repo, "docs/agents.md", "RULES V2\n")  # as a save would report it
+    assert "agentFiles" in ws.refresh([repo / "docs" / "agents.md"])
+    assert "RULES V2" in part(ws.segment, "agentFiles").text
+    rec = Recorder()
+    ws.start_watching(rec)
+    try:
+        write(repo, "docs/agents.md", "RULES V3\n")
+        rec.wait_for(latest_has("agentFiles", "RULES V3"))
+        write(repo, "docs/body.md", "README BODY V2\n")
+        rec.wait_for(latest_has("files", "README BODY V2"))
+        write(home, "dotfiles/AGENTS.md", "HOME V2\n")
+        rec.wait_for(latest_has("agentFiles", "HOME V2"))
+        assert "README BODY V1" not in part(ws.segment, "files").text
+    finally:
+        ws.stop()

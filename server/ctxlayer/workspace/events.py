@@ -4,8 +4,8 @@ Owns STYLE.md section 5's cache table for the workspace, as a mixin of `Workspac
 the workspace's live fields: root, repo, file set, agent / config / skill paths, selected
 files): .git/HEAD, index, refs -> git (+ tree); .git/info/exclude and .gitignore -> tree, git,
 files; agent files -> agentFiles (+ files); anything at, below or above a skill root -> skills;
-a selected file -> files; create / delete / move -> tree + git (+ files); a content write of a
-listed file -> git. Also the cheap filter the watcher applies to every event, and which events
+a selected file -> files; the file an agent or selected symlink points to -> as the link;
+create / delete / move -> tree + git (+ files); a content write of a listed file -> git. Also the cheap filter the watcher applies to every event, and which events
 touch only HEAD and local refs (read without running git). Pure decisions on paths: no I/O.
 """
 
@@ -27,6 +27,10 @@ class EventMap:
     _selected_used: frozenset[str]
     _files_regex: Globs | None
     _agent_paths: frozenset[str]
+    #: the files the agent and selected symlinks in use point to, as the watcher names them
+    #: (AGENTS.md -> docs/agents.md: an edit lands on the target, never on the link)
+    _agent_targets: frozenset[str]
+    _selected_targets: frozenset[str]
     _config_paths: frozenset[str]
     _skill_roots: tuple[str, ...]
 
@@ -44,6 +48,7 @@ class EventMap:
         if path.startswith(root + os.sep) or path == root:
             return True
         return (path in self._agent_paths or path in self._config_paths
+                or path in self._agent_targets or path in self._selected_targets
                 or self._skill_root_of(path) is not None)
 
     def _head_only(self, path: str) -> bool:
@@ -71,8 +76,10 @@ class EventMap:
             path = str(self.root / path)
         path = os.path.normpath(path)
         parts: set[str] = set()
-        if path in self._agent_paths:
+        if path in self._agent_paths or path in self._agent_targets:
             parts |= {"agentFiles", "files"}
+        if path in self._selected_targets:
+            parts.add("files")
         if self._skill_root_of(path) is not None:
             parts.add("skills")
         repo = self._repo

@@ -74,6 +74,8 @@ class Workspace(EventMap):
         self._file_set: frozenset[str] = frozenset()
         self._tree_key: tuple | None = None
         self._agent_used: frozenset[Path] = frozenset()
+        self._agent_targets: frozenset[str] = frozenset()
+        self._selected_targets: frozenset[str] = frozenset()
         self._agent_paths = frozenset(str(p) for p in agents.candidates(
             self.root, self.home, self.user_config_dir, self.config.agent_files))
         self._files_regex = compile_globs([p for p in self.config.files if ".." not in p])
@@ -91,6 +93,7 @@ class Workspace(EventMap):
         self._watched_git: Path | None = None
         self._watched_skills: set[str] = set()
         self._watched_extra: set[Path] = set()
+        self._targets_looked_at: frozenset[str] = frozenset()
         self._on_change: OnChange | None = None
         self._on_config: OnConfig | None = None
         self._pf_lock = threading.Lock()
@@ -165,6 +168,7 @@ class Workspace(EventMap):
                                     cfg.debounce_max_ms / 1000, self._on_activity,
                                     keep_folder=self._kept.keep)
             self._watched_git = git_dir
+            self._watch_targets(self._watcher)
 
     def watch_count(self) -> int | None:
         """inotify watches the watcher holds (None when not watching, or on a platform
@@ -334,6 +338,7 @@ class Workspace(EventMap):
             if frozenset(a.used) != self._agent_used:
                 parts.add("files")
             self._agent_used = frozenset(a.used)
+            self._agent_targets = self._as_watched(a.used)
         if "skills" in parts:
             sk = skills.render_skills(self.root, self.home, self.user_config_dir)
             new["skills"] = make_part("skills", sk.text, count)
@@ -345,6 +350,8 @@ class Workspace(EventMap):
             new["files"] = make_part("files", f.text, count)
             self._left["files"] = list(f.left_out)
             self._selected_used = frozenset(f.used)
+            self._selected_targets = self._as_watched(
+                Path(os.path.realpath(self.root / rel)) for rel in f.used)
         changed = [n for n in PART_ORDER if n in new and (
             n not in self._parts or self._parts[n].hash != new[n].hash)]
         self._parts.update(new)
@@ -353,6 +360,37 @@ class Workspace(EventMap):
                                  left_out, self._segment, count)
         return changed
 
+    def _as_watched(self, reals: Iterable[Path]) -> frozenset[str]:
+        """Resolved paths as the watcher names them: below the workspace, under the name it
+        was opened by (a workspace opened through a symlink is watched under the link's)."""
+        root_real = Path(os.path.realpath(self.root))
+        names = set()
+        for real in reals:
+            try:
+                names.add(str(self.root / real.relative_to(root_real)))
+            except ValueError:
+                names.add(str(real))
+        return frozenset(names)
+
+    def _watch_targets(self, watcher: Watcher) -> None:
+        """The folder of a symlink's target that no watch covers (~/AGENTS.md pointing into
+        ~/dotfiles, a selected file pointing into an ignored folder) is watched alone, so an
+        edit of the target is seen."""
+        targets = self._agent_targets | self._selected_targets
+        if targets == self._targets_looked_at:  # asked after every flush: mostly no change
+            return
+        self._targets_looked_at = targets
+        watched = watcher.watched_folders()
+        root = str(self.root) + os.sep
+        for target in sorted(targets):
+            folder = Path(os.path.dirname(target))
+            if folder in self._watched_extra:
+                continue
+            # without the folder list (watchdog), everything below the workspace is watched
+            if (str(folder) not in watched) if watched is not None else (
+                    not target.startswith(root)):
+                watcher.add_folders([], [folder])
+                self._watched_extra.add(folder)
 
     def _follow_repository(self, rules_changed: bool) -> bool:
         """After a flush: watch a repository that appeared; True when the watcher must be
@@ -361,6 +399,7 @@ class Workspace(EventMap):
         if watcher is None or kept is None:
             return False
         git_dir = self._repo.git_dir if self._repo is not None else None
+        self._watch_targets(watcher)
         for r in self._skill_roots:  # a skill root outside the workspace that appeared
             if r not in self._watched_skills and os.path.isdir(r):
                 watcher.add_folders([Path(r)], [])
