@@ -198,3 +198,40 @@ def test_a_workspace_deleted_and_made_again_is_watched_again(home, tmp_path):
         rec.wait_for(has("tree", "after.py"))
     finally:
         ws.stop()
+
+
+def test_a_workspace_swapped_by_rename_is_watched_again(home, tmp_path):
+    """`mv proj proj.old && mv proj.new proj` (an atomic checkout): the watches followed the
+    old folder to its new name, so no change in the new folder was ever seen again, and
+    an edit in the old one was taken for the workspace's."""
+    repo = tmp_path / "elsewhere" / "proj"
+    write(repo, "a.py", "A = 1\n")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "old")
+    new = tmp_path / "elsewhere" / "proj.new"
+    write(new, "AGENTS.md", "New checkout rules.\n")
+    git(new, "init", "-q", "-b", "main")
+    git(new, "add", "-A")
+    git(new, "commit", "-qm", "new")
+    ws = make_ws(repo, home)
+    ws.scan()
+    rec = Recorder()
+    ws.start_watching(rec)
+    try:
+        os.rename(repo, tmp_path / "elsewhere" / "proj.old")
+        os.rename(new, repo)
+        rec.wait_for(has("agentFiles", "New checkout rules."))
+        write(repo, "AGENTS.md", "Edited after the swap.\n")
+        rec.wait_for(has("agentFiles", "Edited after the swap."))
+        write(repo, "added.py", "B = 2\n")
+        rec.wait_for(has("git", "added.py"))
+        git(repo, "add", "added.py")
+        rec.wait_for(has("git", "Staged (1)"))
+        write(tmp_path / "elsewhere" / "proj.old", "ghost.py", "G = 1\n")
+        write(repo, "marker.py", "M = 1\n")
+        rec.wait_for(has("tree", "marker.py"))
+        assert "ghost.py" not in part(ws.segment, "tree").text
+        rec.wait_for(lambda c: kernel_watches(ws) == ws.watch_count())
+    finally:
+        ws.stop()

@@ -220,6 +220,17 @@ class FolderWatch:
         for f in gone:
             self._remove(f)
 
+    def _forget_moved_top(self, top: str) -> None:
+        """A root or a folder watched alone moved away (`mv ws ws.old && mv ws.new ws`, an
+        atomic checkout): its watches follow the old folder to its new name, so what now has
+        the name would never be seen. They are dropped, with those below it, and every root
+        or folder watched alone below it (the repository's) is looked for like a deleted one."""
+        self._forget_below(top)
+        prefix = top + os.sep
+        for other in (*self._alone, *self._trees):
+            if other.startswith(prefix):
+                self._gone.add(other)
+
     def _inside_tree(self, path: str) -> bool:
         return any(path == t or path.startswith(t + os.sep) for t in self._trees)
 
@@ -308,6 +319,8 @@ class FolderWatch:
                 if folder in self._alone or folder in self._trees:
                     items.append((folder, True))
                     self._gone.add(folder)  # made again at once, it is still looked for
+                    if mask & IN_MOVE_SELF:
+                        self._forget_moved_top(folder)
                 continue
             path = os.path.join(folder, os.fsdecode(name)) if name else folder
             is_dir = bool(mask & IN_ISDIR)
