@@ -235,3 +235,33 @@ def test_a_workspace_swapped_by_rename_is_watched_again(home, tmp_path):
         rec.wait_for(lambda c: kernel_watches(ws) == ws.watch_count())
     finally:
         ws.stop()
+
+
+def test_what_git_writes_while_a_new_repository_gets_its_watches_is_seen(home, tmp_path):
+    """`git init`, then `git add -A && git commit` 80 ms later: the commit landed after the
+    flush read git and before the repository was watched, so nothing said it happened and
+    the git part stayed at "(no commits yet)" until an unrelated edit. Here the commit is
+    made at that very moment, by the reading itself."""
+    root = tmp_path / "plain"
+    write(root, "a.py", "A = 1\n")
+    ws = make_ws(root, home)
+    ws.scan()
+    read_git, committed = ws._read_git, []
+
+    def read_then_commit():
+        result = read_git()
+        if result[0] is not None and not committed:  # the first reading to find it
+            committed.append(True)
+            git(root, "add", "-A")
+            git(root, "commit", "-qm", "first")
+        return result
+
+    ws._read_git = read_then_commit
+    rec = Recorder()
+    ws.start_watching(rec)
+    try:
+        git(root, "init", "-q", "-b", "main")
+        rec.wait_for(has("git", "Working tree clean"))
+        assert "(no commits yet)" not in part(ws.segment, "git").text
+    finally:
+        ws.stop()

@@ -251,7 +251,14 @@ class Workspace(EventMap):
                     and all(self._head_only(p) for p in batch)):
                 prefetched = self._read_head()
             changed = self._recompute(parts, prefetched) if parts else []
+            watches = self._git_watches()
             resync = self._follow_repository(rules_changed)
+            if watches != self._git_watches():
+                # a repository (or a .git being made) watched only now: what git wrote since
+                # the reading above (`git init`, then `git add` and `git commit` 80 ms later)
+                # raised no event, so git is read again, now that the next write would
+                again = set(self._recompute({"tree", "git"}))
+                changed = [n for n in PART_ORDER if n in again or n in changed]
             callback, segment = self._on_change, self._segment
             on_config, watcher = self._on_config, self._watcher
         if resync and watcher is not None:
@@ -391,6 +398,10 @@ class Workspace(EventMap):
                     not target.startswith(root)):
                 watcher.add_folders([], [folder])
                 self._watched_extra.add(folder)
+
+    def _git_watches(self) -> tuple[Path | None, bool]:
+        """The repository watched, and whether a .git being made is."""
+        return self._watched_git, self.root / ".git" in self._watched_extra
 
     def _follow_repository(self, rules_changed: bool) -> bool:
         """After a flush: watch a repository that appeared; True when the watcher must be
