@@ -242,3 +242,21 @@ def test_an_edit_of_the_file_a_symlink_points_to_is_seen(repo, home):
         assert "README BODY V1" not in part(ws.segment, "files").text
     finally:
         ws.stop()
+
+
+def test_an_upstream_set_later_is_shown(repo, home, tmp_path):
+    """`git branch -u origin/main` writes .git/config alone, which was not watched: the
+    Upstream line never came until another git event."""
+    origin = tmp_path / "origin.git"
+    git(repo, "clone", "-q", "--bare", str(repo), str(origin))
+    git(repo, "remote", "add", "origin", str(origin))
+    git(repo, "fetch", "-q", "origin")
+    ws = make_ws(repo, home)
+    assert "Upstream" not in part(ws.scan(), "git").text
+    rec = Recorder()
+    ws.start_watching(rec)
+    try:
+        git(repo, "branch", "-u", "origin/main")
+        rec.wait_for(latest_has("git", "Upstream: origin/main"))
+    finally:
+        ws.stop()

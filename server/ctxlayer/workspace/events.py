@@ -2,11 +2,12 @@
 
 Owns STYLE.md section 5's cache table for the workspace, as a mixin of `Workspace` (it reads
 the workspace's live fields: root, repo, file set, agent / config / skill paths, selected
-files): .git/HEAD, index, refs -> git (+ tree); .git/info/exclude and .gitignore -> tree, git,
-files; agent files -> agentFiles (+ files); anything at, below or above a skill root -> skills;
-a selected file -> files; the file an agent or selected symlink points to -> as the link;
-create / delete / move -> tree + git (+ files); a content write of a listed file -> git. Also the cheap filter the watcher applies to every event, and which events
-touch only HEAD and local refs (read without running git). Pure decisions on paths: no I/O.
+files): .git/HEAD, index, refs, config -> git (+ tree); .git/info/exclude and .gitignore ->
+tree, git, files; agent files -> agentFiles (+ files); anything at, below or above a skill root
+-> skills; a selected file -> files; the file an agent or selected symlink points to -> as the
+link; create / delete / move -> tree + git (+ files); a content write of a listed file -> git.
+Also the cheap filter the watcher applies to every event, and which events touch only HEAD and
+local refs (read without running git). Pure decisions on paths: no I/O.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from pathlib import Path
 from ctxlayer.workspace.gitstate import Repo
 from ctxlayer.workspace.ignore import Globs
 
-GIT_WATCHED = ("HEAD", "index", "packed-refs", "info/exclude")
+#: config: a branch's upstream (`git branch -u`), remotes, core.excludesFile
+GIT_WATCHED = ("HEAD", "index", "packed-refs", "config", "info/exclude")
 
 
 class EventMap:

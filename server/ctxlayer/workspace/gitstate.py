@@ -188,7 +188,7 @@ def parse_status(out: bytes, prefix: str, tracked: tuple[str, ...] = ()) -> GitS
 
 def watched_parts(git_dir: Path | None) -> tuple[list[Path], list[Path]]:
     """What of a repository is watched: refs/ whole, the folder itself and info/ alone (HEAD,
-    index, packed-refs, info/exclude); never objects/ or logs/."""
+    index, packed-refs, config, info/exclude); never objects/ or logs/."""
     if git_dir is None:
         return [], []
     return [git_dir / "refs"], [git_dir, git_dir / "info"]
