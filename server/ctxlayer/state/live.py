@@ -142,8 +142,9 @@ class LiveWorkspace:
         if ws is None:
             return []
         changed = await asyncio.to_thread(ws.refresh, paths)
-        if changed:
-            self._publish(ws.segment, list(changed))
+        segment, previous = ws.segment, self.segment
+        if changed or previous is None or segment.left_out != previous.left_out:
+            self._publish(segment, list(changed))
         return list(changed)
 
     def _publish(self, segment: WorkspaceSegment, changed: list[str]) -> None:
@@ -152,7 +153,7 @@ class LiveWorkspace:
             return  # an older snapshot arriving late
         self.segment = segment
         if previous is not None and previous.hash == segment.hash:
-            return
+            return  # only what was left out changed: kept for readers, nothing to announce
         log.info("segment changed: %s (hash %s, %d tokens)", ",".join(changed), segment.hash,
                  segment.tokens)
         for subscriber in list(self.subscribers):

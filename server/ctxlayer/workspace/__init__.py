@@ -33,7 +33,7 @@ Semantics:
 - `segment.hash` = content_hash(segment.text); `segment.version` starts at 1 and increments
   exactly when the hash changes; `updated_at` (ISO 8601, UTC) is when it last changed.
 - `refresh()` and the watcher call `on_change(segment, changed)` only when some part's text
-  changed; `changed` lists those parts. Both hold one lock, so calls from any thread are safe.
+  changed (`changed` lists those parts) or `segment.left_out` did (`changed` may be empty). Both hold one lock, so calls from any thread are safe.
   `on_change` runs on the thread that did the refresh (the watcher's worker, or the caller
   of `refresh()`): keep it short (hop onto the event loop) and do not call `stop()` from it.
 - The watcher holds one inotify watch per folder the tree keeps (not ignored, or holding a

@@ -50,6 +50,15 @@ OnConfig = Callable[[list[Path]], None]
 PREFETCH_DELAY_S = 0.03
 
 
+def is_news(before: WorkspaceSegment | None, after: WorkspaceSegment | None,
+            changed: list[str]) -> bool:
+    """Whether a recomputed segment is worth telling: a part's text changed, or only what was
+    left out (AGENTS.md no longer 'not UTF-8 text' but 'too long': the text is the same empty
+    part, and the daemon kept the old reason)."""
+    return after is not None and (bool(changed) or before is None
+                                  or before.left_out != after.left_out)
+
+
 class Workspace(EventMap):
     """One workspace folder's segment, kept fresh.
 
@@ -116,8 +125,10 @@ class Workspace(EventMap):
 
     def refresh(self, paths: Iterable[Path | str] | None = None) -> list[str]:
         """Recompute the parts `paths` can affect (None: all); return the names of the parts
-        whose text changed, in segment order. Calls `on_change` (if watching) when any did."""
+        whose text changed, in segment order. Calls `on_change` (if watching) when any did, or
+        when what was left out changed."""
         with self._lock:
+            before = self._segment
             if paths is None:
                 parts = set(PART_ORDER)
             else:
@@ -127,7 +138,7 @@ class Workspace(EventMap):
             changed = self._recompute(parts)
             callback = self._on_change
             segment = self._segment
-        if changed and callback is not None and segment is not None:
+        if callback is not None and is_news(before, segment, changed):
             try:
                 callback(segment, changed)
             except Exception:
@@ -239,6 +250,7 @@ class Workspace(EventMap):
         with self._lock:
             if self._watcher is None:
                 return
+            before = self._segment
             configs = [Path(p) for p in batch if p in self._config_paths]
             if full:
                 parts = set(PART_ORDER)
@@ -268,7 +280,7 @@ class Workspace(EventMap):
                 on_config(configs or list(self.config_files))
             except Exception:
                 log.exception("config change callback failed")
-        if changed and callback is not None and segment is not None:
+        if callback is not None and is_news(before, segment, changed):
             try:
                 callback(segment, changed)
             except Exception:

@@ -1,0 +1,76 @@
+"""The daemon's segment follows what its watcher sees, over stdio: the file a symlinked
+AGENTS.md points to, and why a file is left out. Each waits for the condition with a
+deadline; nothing here asserts elapsed time."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+from collections.abc import Callable
+
+from conftest import RawDaemon, hermetic_env, make_repo
+from gitrepo import git, write
+
+_ids = itertools.count(100)
+
+
+async def until(daemon: RawDaemon, method: str, check: Callable[[dict], bool],
+                timeout: float = 30.0) -> dict:
+    """The first answer to `method` that passes `check`, asked again until the deadline."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        result = (await daemon.request(next(_ids), method, {}))["result"]
+        if check(result):
+            return result
+        assert loop.time() < deadline, f"{method} never passed the check: {result}"
+        await asyncio.sleep(0.1)
+
+
+def agent_reasons(segment: dict) -> list[str]:
+    return [x["reason"] for x in segment.get("leftOut") or [] if x["part"] == "agentFiles"]
+
+
+async def test_an_edit_of_a_symlinked_agent_file_reaches_the_prompt(tmp_path):
+    """AGENTS.md -> docs/agents.md: the segment and ctx/systemPrompt kept RULES V1 for good
+    after the target was edited and saved, while the git part changed."""
+    root = make_repo(tmp_path / "ws")
+    write(root, "docs/agents.md", "RULES V1\n")
+    (root / "AGENTS.md").unlink()
+    os.symlink("docs/agents.md", root / "AGENTS.md")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "link")
+    daemon = await RawDaemon.start(env=hermetic_env(tmp_path))
+    try:
+        await daemon.initialize(root)
+        await until(daemon, "ctx/segment", lambda s: "RULES V1" in s["text"])
+        target = write(root, "docs/agents.md", "RULES V2\n")
+        await daemon.send({"jsonrpc": "2.0", "method": "textDocument/didSave", "params": {
+            "textDocument": {"uri": target.as_uri()}}})
+        await until(daemon, "ctx/systemPrompt", lambda p: any(
+            "RULES V2" in m["content"] for m in p["messages"]))
+        segment = await until(daemon, "ctx/segment", lambda s: "RULES V2" in s["text"])
+        assert "RULES V1" not in segment["text"]
+    finally:
+        await daemon.close()
+
+
+async def test_left_out_says_the_current_reason(tmp_path):
+    """AGENTS.md not UTF-8, then 300,000 characters: the text stays the same (no agent
+    file), and the daemon went on saying 'not UTF-8 text'."""
+    root = make_repo(tmp_path / "ws")
+    (root / "AGENTS.md").write_bytes(b"caf\xe9 rules\n")
+    daemon = await RawDaemon.start(env=hermetic_env(tmp_path))
+    try:
+        await daemon.initialize(root)
+        await until(daemon, "ctx/segment", lambda s: agent_reasons(s) == ["not UTF-8 text"])
+        (root / "AGENTS.md").write_text("x" * 300_000)
+        segment = await until(daemon, "ctx/segment", lambda s: any(
+            r.startswith("too long") for r in agent_reasons(s)))
+        assert agent_reasons(segment) == [
+            "too long: over 240,000 bytes, agent_file_max_chars 60,000"]
+        (root / "AGENTS.md").unlink()
+        await until(daemon, "ctx/segment", lambda s: agent_reasons(s) == [])
+    finally:
+        await daemon.close()
