@@ -211,6 +211,7 @@ def test_a_workspace_swapped_by_rename_is_watched_again(home, tmp_path):
     git(repo, "commit", "-qm", "old")
     new = tmp_path / "elsewhere" / "proj.new"
     write(new, "AGENTS.md", "New checkout rules.\n")
+    write(new, "src/deep/mod.py", "D = 1\n")
     git(new, "init", "-q", "-b", "main")
     git(new, "add", "-A")
     git(new, "commit", "-qm", "new")
@@ -226,6 +227,10 @@ def test_a_workspace_swapped_by_rename_is_watched_again(home, tmp_path):
         rec.wait_for(has("agentFiles", "Edited after the swap."))
         write(repo, "added.py", "B = 2\n")
         rec.wait_for(has("git", "added.py"))
+        # its folders walked again (not the root alone): a change below the root is seen
+        rec.wait_for(lambda c: str(repo / "src" / "deep") in ws.watched_folders())
+        write(repo, "src/deep/mod.py", "D = 2\n")
+        rec.wait_for(has("git", "src/deep/mod.py"))
         git(repo, "add", "added.py")
         rec.wait_for(has("git", "Staged (1)"))
         write(tmp_path / "elsewhere" / "proj.old", "ghost.py", "G = 1\n")

@@ -392,24 +392,23 @@ class Workspace(EventMap):
         return frozenset(names)
 
     def _watch_targets(self, watcher: Watcher) -> None:
-        """The folder of a symlink's target that no watch covers (~/AGENTS.md pointing into
-        ~/dotfiles, a selected file pointing into an ignored folder) is watched alone, so an
-        edit of the target is seen."""
+        """The folder of a symlink's target outside the workspace that no watch covers
+        (~/AGENTS.md pointing into ~/dotfiles) is watched alone, so an edit of the target is
+        seen. Never a folder below the workspace: its tree watches it, and a watch alone
+        there (on the root itself, while it is looked for after a move) walks nothing below."""
         targets = self._agent_targets | self._selected_targets
         if targets == self._targets_looked_at:  # asked after every flush: mostly no change
             return
         self._targets_looked_at = targets
-        watched = watcher.watched_folders()
-        root = str(self.root) + os.sep
+        watched = watcher.watched_folders() or set()
+        root = str(self.root)
         for target in sorted(targets):
             folder = Path(os.path.dirname(target))
-            if folder in self._watched_extra:
+            if (target.startswith(root + os.sep) or folder in self._watched_extra
+                    or str(folder) in watched):
                 continue
-            # without the folder list (watchdog), everything below the workspace is watched
-            if (str(folder) not in watched) if watched is not None else (
-                    not target.startswith(root)):
-                watcher.add_folders([], [folder])
-                self._watched_extra.add(folder)
+            watcher.add_folders([], [folder])
+            self._watched_extra.add(folder)
 
     def _git_watches(self) -> tuple[Path | None, bool]:
         """The repository watched, and whether a .git being made is."""
