@@ -201,3 +201,115 @@ def test_each_providers_summary_request_is_valid_and_its_answer_read(fmt: str) -
             status, answer = got.status, json.loads(got.read())
     assert status == 200, answer
     assert provider.answer_text(answer) == UPSTREAM_TEXT
+
+
+#: an answer's `content` that is no text: a number, an object, a list of parts none of them
+#: holding a string
+NOT_TEXT = {"int": 12345, "dict": {"text": UPSTREAM_TEXT},
+            "list of non-text": [{"type": "text", "text": 7}]}
+
+
+def _loop_settled(stack: Stack, messages: list) -> tuple[str, int]:
+    """Turns, each with what it set going in the background settled, until one compacts."""
+    for k in range(60):
+        request, _ = _turn(stack, messages, k)  # a 500 raises here
+        _settle(stack)
+        text = _summary(request)
+        if text is not None:
+            return text, k
+    raise AssertionError("the loop never compacted")
+
+
+def test_an_answer_of_text_parts_is_read_as_its_text(make_stack) -> None:
+    """Chat Completions' `content` as a list of parts (Mistral's Magistral answers its thinking
+    and its text so): the text parts are the summary, the thinking is not."""
+    stack = make_stack("parts", summarizer="upstream", summarizer_model=SMALL)
+    stack.standin.for_model(SMALL, content=[
+        {"type": "thinking", "thinking": [{"type": "text", "text": "Let me think it over."}]},
+        {"type": "text", "text": UPSTREAM_TEXT[:60]}, {"type": "text", "text": UPSTREAM_TEXT[60:]}])
+    text, _ = _loop_settled(stack, _start())
+    assert UPSTREAM_TEXT in text and "think it over" not in text
+    why = stack.thread.call(_why(stack))
+    assert any(e.reason.endswith("summary written by the upstream's 'gpt-4o-mini'")
+               for e in why), [e.reason for e in why]
+
+
+@pytest.mark.parametrize("content", list(NOT_TEXT.values()), ids=list(NOT_TEXT))
+def test_an_answer_that_is_no_text_leaves_the_offline_chunk(make_stack, content) -> None:
+    """A summary whose `content` is no text: every chat turn is answered as the provider
+    answered it (the answer kept for the step made each later turn a 500, 19 of 40), the
+    offline summary stands in and the audit says why."""
+    offline, _ = _offline_chunk(make_stack, "offline")
+    stack = make_stack("up", summarizer="upstream", summarizer_model=SMALL)
+    stack.standin.for_model(SMALL, content=content)
+    messages = _start()
+    text, k = _loop_settled(stack, messages)
+    assert text == offline
+    for j in range(k + 1, k + 12):  # and on past the step, while the answer is kept
+        _turn(stack, messages, j)
+        _settle(stack)
+    assert all(r["status"] == 200 for r in stack.standin.requests())
+    why = stack.thread.call(_why(stack))
+    said = "failed: the upstream's answer has no text where the provider puts it"
+    assert any(said in e.reason for e in why), [e.reason for e in why]
+
+
+def test_a_failure_keeping_the_summary_never_fails_the_answered_turn(
+        make_stack, monkeypatch, caplog) -> None:
+    """Whatever fails on the summarizer's path after a turn's answer is logged: the client
+    has the answer the provider gave (and billed), the offline summary stands in."""
+    import ctxlayer.state.upkeep as upkeep
+
+    def broken(*args, **kw):
+        raise RuntimeError("a bug in keeping the summary")
+
+    monkeypatch.setattr(upkeep, "take_summary", broken)
+    offline, _ = _offline_chunk(make_stack, "offline")
+    stack = make_stack("up", summarizer="upstream", summarizer_model=SMALL)
+    stack.standin.for_model(SMALL, text=UPSTREAM_TEXT)
+    messages = _start()
+    text, k = _loop_settled(stack, messages)
+    for j in range(k + 1, k + 8):
+        _turn(stack, messages, j)
+        _settle(stack)
+    assert text == offline
+    assert any("a bug in keeping the summary" in (r.exc_text or "") or
+               (r.exc_info and "a bug in keeping" in str(r.exc_info[1]))
+               for r in caplog.records)
+
+
+@pytest.mark.parametrize(("fmt", "answer"), [
+    ("openai", {"choices": [{"message": {"content": 12345}}]}),
+    ("openai", {"choices": [{"message": {"content": [{"type": "text", "text": None}]}}]}),
+    ("anthropic", {"content": [{"type": "text", "text": {"t": "x"}}]}),
+    ("anthropic", {"content": "Decided: a string where the blocks go"}),
+    ("responses", {"output": [{"type": "message", "content": [
+        {"type": "output_text", "text": 3}]}]}),
+    ("responses", {"output": {"type": "message"}}),
+    ("responses", {"output": [{"type": "message", "content": "not a list"}]}),
+])
+def test_each_providers_reader_says_an_answer_of_no_text_failed(fmt: str, answer: dict) -> None:
+    import json
+
+    from ctxlayer.gateway.providers import BY_FORMAT
+    from ctxlayer.gateway.upsum import SummaryFailed, answer_text
+
+    with pytest.raises(SummaryFailed, match="no text where the provider puts it"):
+        answer_text(BY_FORMAT[fmt], json.dumps(answer).encode())
+
+
+@pytest.mark.parametrize(("fmt", "answer"), [
+    ("openai", {"choices": [{"message": {"content": [
+        {"type": "thinking", "thinking": "hm"}, {"type": "text", "text": "Decided: x."}]}}]}),
+    ("anthropic", {"content": [{"type": "thinking", "thinking": "hm", "signature": "s"},
+                               {"type": "text", "text": "Decided: x."}]}),
+    ("responses", {"output": [{"type": "reasoning", "summary": []}, {
+        "type": "message", "content": [{"type": "output_text", "text": "Decided: x."}]}]}),
+])
+def test_each_providers_reader_takes_the_text_blocks(fmt: str, answer: dict) -> None:
+    import json
+
+    from ctxlayer.gateway.providers import BY_FORMAT
+    from ctxlayer.gateway.upsum import answer_text
+
+    assert answer_text(BY_FORMAT[fmt], json.dumps(answer).encode()) == "Decided: x."

@@ -245,11 +245,13 @@ class Standin:
         self._responses_made = 0
 
     def for_model(self, model: str, *, text: str | None = None, status: int | None = None,
-                  hold: bool = False) -> None:
+                  hold: bool = False, content: Any = None) -> None:
         """Answer every request for ``model`` with ``text`` (or fail it with ``status``),
         once `release_model` was called when ``hold``: a small model a gateway asks beside
-        the chat's, scripted apart from the chat."""
-        self.by_model[model] = {"text": text, "status": status,
+        the chat's, scripted apart from the chat. ``content``: what a whole answer's
+        `content` holds instead (a list of parts, as Mistral's Magistral answers on Chat
+        Completions; or a shape no provider uses, a number)."""
+        self.by_model[model] = {"text": text, "status": status, "content": content,
                                 "hold": asyncio.Event() if hold else None}
 
     def release_model(self, model: str) -> None:
@@ -610,6 +612,9 @@ class Standin:
             entry["completed"] = True
             payload = (answers.anthropic_message(rid, model, reply, usage) if fmt == "anthropic"
                        else answers.openai_completion(rid, model, int(time.time()), reply, usage))
+            if script is not None and script["content"] is not None:
+                holder = payload if fmt == "anthropic" else payload["choices"][0]["message"]
+                holder["content"] = script["content"]
             return self._compressed(entry, web.json_response(payload, headers=headers))
         if fmt == "anthropic":
             events = answers.anthropic_events(

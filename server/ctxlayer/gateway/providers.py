@@ -50,8 +50,24 @@ def _chat_summary(model: str, instructions: str, text: str, max_tokens: int) -> 
                          {"role": "user", "content": text}]}
 
 
+def _texts(blocks: object, kind: str) -> str:
+    """The text of the ``kind`` blocks of a list of content blocks (the others, such as a
+    model's thinking, are not the answer); TypeError when it is no list or a text no string."""
+    if not isinstance(blocks, list):
+        raise TypeError(f"the content is a {type(blocks).__name__}, not a list of blocks")
+    texts = [b.get("text") for b in blocks if isinstance(b, dict) and b.get("type") == kind]
+    if not all(isinstance(t, str) for t in texts):
+        raise TypeError(f"a {kind!r} block holds no string")
+    return "".join(texts)
+
+
 def _chat_text(body: dict) -> str:
-    return body["choices"][0]["message"]["content"] or ""
+    content = body["choices"][0]["message"]["content"]
+    if content is None or isinstance(content, str):
+        return content or ""
+    # a list of parts is a valid answer too (Mistral's Magistral answers its thinking and its
+    # text as parts): its text parts are the answer; a number or an object is no text
+    return _texts(content, "text")
 
 
 def _messages_summary(model: str, instructions: str, text: str, max_tokens: int) -> dict:
@@ -60,7 +76,7 @@ def _messages_summary(model: str, instructions: str, text: str, max_tokens: int)
 
 
 def _messages_text(body: dict) -> str:
-    return "".join(b["text"] for b in body["content"] if b.get("type") == "text")
+    return _texts(body["content"], "text")
 
 
 def _responses_summary(model: str, instructions: str, text: str, max_tokens: int) -> dict:
@@ -69,8 +85,11 @@ def _responses_summary(model: str, instructions: str, text: str, max_tokens: int
 
 
 def _responses_text(body: dict) -> str:
-    return "".join(c["text"] for item in body["output"] if item.get("type") == "message"
-                   for c in item["content"] if c.get("type") == "output_text")
+    output = body["output"]
+    if not isinstance(output, list):
+        raise TypeError(f"the output is a {type(output).__name__}, not a list of items")
+    return "".join(_texts(item["content"], "output_text") for item in output
+                   if isinstance(item, dict) and item.get("type") == "message")
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +106,8 @@ class Provider:
     #: summary of ``text`` (`[gateway] summarizer = "upstream"`, upsum.py)
     summary_request: Callable[[str, str, str, int], dict]
     #: the text of a whole (non-streamed) answer in this format: that request's summary, or
-    #: any answer's first words (answers.py) (KeyError / TypeError when it has none)
+    #: any answer's first words (answers.py) (KeyError / TypeError when it has none, or
+    #: something that is no text where the text goes)
     answer_text: Callable[[dict], str]
 
     def url(self, config: GatewayConfig) -> str:

@@ -536,8 +536,12 @@ class GatewayServer:
         name = self.config.summarizer_model or model
         ask = upsum.asker(self.upstream, BY_FORMAT[fmt], url, upstream_headers(request.headers),
                           name)
-        chats.summarize_ahead(self.caller, result.conversation_id, ask,
-                              f"by the upstream's {ascii(name)}")
+        try:
+            chats.summarize_ahead(self.caller, result.conversation_id, ask,
+                                  f"by the upstream's {ascii(name)}")
+        except Exception:  # the client's answer is there already: it must not become a 500
+            log.exception("%s %s: summarizing ahead failed; the offline summary stands in",
+                          fmt, result.conversation_id)
 
     def _keep(self, work: Any) -> asyncio.Future[None]:
         """A task that outlives a cancelled handler; close() waits for it."""

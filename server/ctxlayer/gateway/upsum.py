@@ -45,10 +45,14 @@ def transcript(messages: list[Message]) -> str:
 def answer_text(provider: Provider, raw: bytes) -> str:
     """The text of a summarization answer, or SummaryFailed when it has none."""
     try:
-        return provider.answer_text(msgspec.json.decode(raw))
+        text = provider.answer_text(msgspec.json.decode(raw))
     except (msgspec.DecodeError, KeyError, IndexError, TypeError, AttributeError) as exc:
-        raise SummaryFailed("the upstream's answer has no text where the provider puts "
-                            "it") from exc
+        why = f" ({exc})" if isinstance(exc, TypeError) else ""
+        raise SummaryFailed(f"the upstream's answer has no text where the provider puts "
+                            f"it{why}") from exc
+    if not isinstance(text, str):  # a reader that let something else through
+        raise SummaryFailed(f"the upstream's answer holds a {type(text).__name__}, not text")
+    return text
 
 
 def asker(upstream: Upstream, provider: Provider, url: str, headers: dict[str, str],

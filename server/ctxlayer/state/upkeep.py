@@ -110,7 +110,7 @@ class Upkeep:
             return
         last = self._answers.get(key[:2])
         if last is not None and last[0] == want:  # a turn that ran meanwhile did not have it
-            conv.state = take_summary(st, want, *last[1]) or st
+            self._take(conv, want, last[1])
             return
         self._asking.add(key)
 
@@ -125,15 +125,31 @@ class Upkeep:
                 self._asking.discard(key)
 
         def took(answer: tuple[str | None, str | None]) -> None:
+            text, failed = answer
+            if text is not None and not isinstance(text, str):  # an asker that let it by
+                text, failed = None, f"its answer is a {type(text).__name__}, not text"
             self._answers.pop(key[:2], None)
-            self._answers[key[:2]] = (want, (answer[0], writer, answer[1]))
+            self._answers[key[:2]] = (want, (text, writer, failed))
             while len(self._answers) > 64:  # as many as the live conversations, about
                 self._answers.pop(next(iter(self._answers)))
-            if conv.state is not None:
-                kept = take_summary(conv.state, want, answer[0], writer, answer[1])
-                conv.state = kept if kept is not None else conv.state
+            self._take(conv, want, (text, writer, failed))
 
         self._after(conv, asyncio.ensure_future(run()), "writing a summary ahead", took)
+
+    def _take(self, conv: Conversation, want: SummaryAsk, answer: tuple) -> None:
+        """Keep a model's ``answer`` (text, writer, failed) to ``want`` in ``conv``'s state.
+        Never raises: it runs after the turn's answer went to the client (a failure here made
+        the answered request a 500, every turn after while the answer was kept); what fails
+        is logged and the offline summary stands in."""
+        if conv.state is None:
+            return
+        try:
+            kept = take_summary(conv.state, want, *answer)
+        except Exception:
+            log.exception("live chat %s: keeping the summary %s failed; the offline summary "
+                          "stands in", conv.conversation_id, answer[1])
+            return
+        conv.state = kept if kept is not None else conv.state
 
     def keep(self, conv: Conversation, now: str) -> None:
         """Write the window this turn made (a step, an outline, a restore: what the next

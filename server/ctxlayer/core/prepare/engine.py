@@ -328,7 +328,9 @@ def take_summary(state: ConversationState, ask: SummaryAsk, text: str | None, wr
                                                           strict=True)):
         return None
     why = f"failed: {failed}" if failed is not None else None
-    if why is None and (text is None or not text.strip()):
+    if why is None and text is not None and not isinstance(text, str):
+        why = f"was refused: a {type(text).__name__}, not text"
+    elif why is None and (text is None or not text.strip()):
         why = "was refused: empty"
     elif why is None and (overlap := off_topic(text or "", ask.shown)) is not None:
         why = (f"was refused: off-topic (only {overlap:.0%} of its words occur in the text "
