@@ -36,12 +36,14 @@ def make_stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     made: list = []
 
-    def make(name: str, **config) -> Stack:
+    def make(name: str, models: dict | None = None, windows: dict | None = None,
+             **config) -> Stack:
         root, state_dir = tmp_path / name / "workspace", tmp_path / name / "state"
         root.mkdir(parents=True)
         state_dir.mkdir()
-        thread = StandinThread().__enter__()
-        gateway, state = start_stack(thread, root, state_dir, models={CHAT: 8000}, **config)
+        thread = StandinThread(windows=windows or {}).__enter__()
+        gateway, state = start_stack(thread, root, state_dir, models=models or {CHAT: 8000},
+                                     **config)
         made.append((thread, gateway, state))
         return Stack(thread, gateway, state)
 
@@ -313,3 +315,31 @@ def test_each_providers_reader_takes_the_text_blocks(fmt: str, answer: dict) -> 
     from ctxlayer.gateway.upsum import answer_text
 
     assert answer_text(BY_FORMAT[fmt], json.dumps(answer).encode()) == "Decided: x."
+
+
+@pytest.mark.parametrize("model", ["gpt-5", "o3"])
+def test_a_reasoning_models_summary_asks_max_completion_tokens(make_stack, model) -> None:
+    """OpenAI's reasoning models refuse `max_tokens` (the stand-in too): the summary request
+    asks `max_completion_tokens`, the summary's size and room for the model's thinking."""
+    from ctxlayer.gateway.providers import REASONING_ROOM
+
+    stack = make_stack("reasoning", models={model: 8000}, summarizer="upstream")
+    messages = _start()
+    asked: list = []
+    for k in range(40):
+        stack.openai(key=KEY).chat.completions.create(
+            model=model, messages=messages, tools=TOOLS, max_completion_tokens=1000,
+            extra_headers={"x-ctxlayer-conversation": "loop"})
+        messages += [{"role": "assistant", "content": None, "tool_calls": [{
+            "id": f"call_{k}", "type": "function",
+            "function": {"name": "run", "arguments": f'{{"cmd": "pytest -k case_{k}"}}'}}]},
+            {"role": "tool", "tool_call_id": f"call_{k}", "content": _output(k)}]
+        _settle(stack)
+        asked = [r for r in stack.standin.requests() if "tools" not in r["body"]]
+        if asked:
+            break
+    assert asked, "never asked for a summary"
+    body = asked[0]["body"]
+    assert "max_tokens" not in body
+    assert REASONING_ROOM < body["max_completion_tokens"] < REASONING_ROOM + 1000
+    assert asked[0]["status"] == 200, asked[0]["problems"]

@@ -113,10 +113,21 @@ def _ends_in_server_tool(msg: dict) -> bool:
         and isinstance(content[-1], dict) and content[-1].get("type") == "server_tool_use"
 
 
+#: OpenAI's reasoning models (o-series, gpt-5 but its chat snapshots) refuse `max_tokens`
+REASONING = ("o1", "o3", "o4", "gpt-5")
+
+
+def _reasoning(model: str) -> bool:
+    return model.startswith(REASONING) and not model.startswith(("gpt-5-chat", "gpt-5.1-chat"))
+
+
 def _openai_problems(body: dict) -> list[str]:
     out: list[str] = []
     if not isinstance(body.get("model"), str) or not body["model"]:
         out.append("model: you must provide a model parameter")
+    elif "max_tokens" in body and _reasoning(body["model"]):
+        out.append("Unsupported parameter: 'max_tokens' is not supported with this model. "
+                   "Use 'max_completion_tokens' instead.")
     for key in ("max_tokens", "max_completion_tokens"):
         value = body.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value < 1:

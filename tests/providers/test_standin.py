@@ -115,6 +115,16 @@ def test_openai_refuses_an_output_limit_under_one(standin, limit):
     assert "below minimum value" in err.value.body["message"]
 
 
+@pytest.mark.parametrize("model", ["o3", "o4-mini", "gpt-5", "gpt-5.4-mini"])
+def test_openai_reasoning_models_refuse_max_tokens(standin, model):
+    msgs = [{"role": "user", "content": "q"}]
+    with pytest.raises(openai.BadRequestError) as err:
+        oa(standin).chat.completions.create(model=model, messages=msgs, max_tokens=50)
+    assert "Use 'max_completion_tokens' instead" in err.value.body["message"]
+    oa(standin).chat.completions.create(model=model, messages=msgs, max_completion_tokens=50)
+    oa(standin).chat.completions.create(model="gpt-5-chat-latest", messages=msgs, max_tokens=50)
+
+
 @pytest.mark.parametrize("body, needle", [
     ({"messages": [{"role": "assistant", "content": "a"}]}, "first message"),
     ({"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]},

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ctxlayer.config import GatewayConfig
+from ctxlayer.tokenizers import model_info
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,8 +45,27 @@ OPENAI = Family("openai", "openai_base_url", "", "gpt-4o")  # the setting names 
 ANTHROPIC = Family("anthropic", "anthropic_base_url", "/v1", "claude")
 
 
+#: output tokens a reasoning model's summary request has beyond the summary's own, for its
+#: thinking: its output cap counts the reasoning too, and with the summary's size alone
+#: (a few hundred tokens) the reasoning took all of it and the answer came back empty. A cap,
+#: not a cost: what is billed is what it thinks. A summary is a plain task: OpenAI's advice of
+#: 25k "when starting" is for hard problems; 16k leaves a 128k-window summarizer most of it.
+REASONING_ROOM = 16_384
+
+
+def reasoning_room(model: str) -> int:
+    """The output a summary request for ``model`` asks beyond the summary's (`REASONING_ROOM`
+    for the reasoning models the table knows, o-series and gpt-5; 0 for any other)."""
+    return REASONING_ROOM if model_info(model).reasoning_model else 0
+
+
 def _chat_summary(model: str, instructions: str, text: str, max_tokens: int) -> dict:
-    return {"model": model, "max_tokens": max_tokens, "stream": False,
+    # OpenAI refuses `max_tokens` for its reasoning models ("Unsupported parameter: use
+    # 'max_completion_tokens'"); other servers of the format may not know the newer name
+    room = reasoning_room(model)
+    cap = ({"max_completion_tokens": max_tokens + room} if room
+           else {"max_tokens": max_tokens})
+    return {"model": model, **cap, "stream": False,
             "messages": [{"role": "system", "content": instructions},
                          {"role": "user", "content": text}]}
 
@@ -81,7 +101,7 @@ def _messages_text(body: dict) -> str:
 
 def _responses_summary(model: str, instructions: str, text: str, max_tokens: int) -> dict:
     return {"model": model, "instructions": instructions, "input": text,
-            "max_output_tokens": max_tokens, "store": False}
+            "max_output_tokens": max_tokens + reasoning_room(model), "store": False}
 
 
 def _responses_text(body: dict) -> str:
