@@ -343,3 +343,37 @@ def test_a_reasoning_models_summary_asks_max_completion_tokens(make_stack, model
     assert "max_tokens" not in body
     assert REASONING_ROOM < body["max_completion_tokens"] < REASONING_ROOM + 1000
     assert asked[0]["status"] == 200, asked[0]["problems"]
+
+
+@pytest.mark.parametrize("known", [True, False], ids=["configured", "stated by its refusal"])
+def test_the_transcript_is_fitted_to_the_summarizers_window(make_stack, known) -> None:
+    """A summarizer whose window is smaller than what a step takes (a 1M-window Sonnet chat,
+    Haiku's 200k, scaled down): what it is shown is fitted to its window, the oldest messages
+    as their offline summary, and the audit says so. Its window known from `[gateway] models`
+    (or the table), or stated by the provider when it refused a first summary as over it."""
+    models = {CHAT: 24000, SMALL: 5000} if known else {CHAT: 24000}
+    stack = make_stack("fit", models=models, windows={SMALL: 5000}, summarizer="upstream",
+                       summarizer_model=SMALL)
+    stack.standin.for_model(SMALL, text=UPSTREAM_TEXT)
+    messages = _start()
+    upstream = "summary written by the upstream's 'gpt-4o-mini' (shown the oldest "
+    for k in range(200):
+        request, _ = _turn(stack, messages, k)
+        _settle(stack)
+        # every chunk (the step a refused summary left to the offline one is one of them)
+        text = "\n".join(m["content"] for m in request["body"]["messages"]
+                         if m["role"] == "user" and str(m["content"]).startswith("[Summary of"))
+        reasons = [e.reason for e in stack.thread.call(_why(stack))]
+        if any(upstream in r for r in reasons):
+            break
+    else:
+        raise AssertionError(f"no summary by the upstream: {_summarizations(stack)}")
+    asked = _summarizations(stack)
+    refused = [r for r in asked if r["status"] != 200]
+    assert len(refused) == (0 if known else 1), [r["problems"] for r in refused]
+    fitted = [r for r in asked if r["status"] == 200]
+    assert fitted and all(r["prompt_tokens"] + r["body"]["max_tokens"] <= 5000 for r in fitted)
+    shown = fitted[-1]["body"]["messages"][1]["content"]
+    assert shown.startswith("[The ") and "earlier messages, as their extractive summary" in shown
+    assert UPSTREAM_TEXT in text and "Facts ledger" in text
+    assert any("to fit its window of 5000 tokens)" in r for r in reasons), reasons

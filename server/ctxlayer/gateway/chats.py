@@ -68,7 +68,10 @@ def answered(caller: Caller, result: protocol.PrepareResult, usage: Usage) -> No
                                                usage.answer_id)
 
 
-def summarize_ahead(caller: Caller, conversation_id: str, ask: Any, writer: str) -> None:
+def summarize_ahead(caller: Caller, conversation_id: str, ask: Any, writer: str,
+                    window: int | None = None) -> None:
     """Have ``ask`` (the upstream's call, upsum.py) write the conversation's next summary in
-    the background, once its next step is near (core.prepare.near_budget); returns at once."""
-    caller.state.conversations.summarize_ahead(caller.workspace, conversation_id, ask, writer)
+    the background, once its next step is near (core.prepare.near_budget), what it is shown
+    fitted to ``window`` (its model's); returns at once."""
+    caller.state.conversations.summarize_ahead(caller.workspace, conversation_id, ask, writer,
+                                               window)

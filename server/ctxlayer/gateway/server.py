@@ -47,6 +47,7 @@ from ctxlayer.gateway.providers import (
     Family,
     Provider,
     family_of,
+    reasoning_room,
 )
 from ctxlayer.gateway.usage import UNSTATED_OVER, Refusal, Usage, refusal
 from ctxlayer.state import Caller, State
@@ -528,17 +529,29 @@ class GatewayServer:
 
     def _summarize_ahead(self, request: web.Request, fmt: str, url: str, model: str,
                          result: protocol.PrepareResult) -> None:
-        """After the answer, never before it: the conversation's next summary, once its next step is
-        near (core.prepare.near_budget), asked of its own upstream with this request's key (upsum.py), in the
-        background."""
+        """After the answer, never before it: the conversation's next summary, once its next
+        step is near (core.prepare.near_budget), asked of its own upstream with this
+        request's key (upsum.py), in the background, what it is shown fitted to the
+        summarizing model's window. Never raises: the client has its answer."""
         if not result.conversation_id:
             return
         name = self.config.summarizer_model or model
+        betas = read_hints(request.headers).betas  # read before: it cannot fail here
+
+        def stated(window: int) -> None:
+            if window < self._window(name, betas)[0]:
+                self.learned.stated(name, window)
+                log.warning("%s", self._window(name, betas)[1])
+
         ask = upsum.asker(self.upstream, BY_FORMAT[fmt], url, upstream_headers(request.headers),
-                          name)
+                          name, stated)
         try:
+            # the summarizer's window as the chat's is known (the table, [gateway] models,
+            # learned), with the chat's betas (its request carries the chat's headers); less
+            # the room a reasoning model is given to think
+            window = self._window(name, betas)[0] - reasoning_room(name)
             chats.summarize_ahead(self.caller, result.conversation_id, ask,
-                                  f"by the upstream's {ascii(name)}")
+                                  f"by the upstream's {ascii(name)}", window)
         except Exception:  # the client's answer is there already: it must not become a 500
             log.exception("%s %s: summarizing ahead failed; the offline summary stands in",
                           fmt, result.conversation_id)

@@ -5,8 +5,10 @@ would pass the budget), after the answer that got it there.
 
 Owns the summarization call (each provider's request and answer shapes are its row in
 providers.py: a plain, non-streamed request with the core's instructions and a transcript of
-the messages the next step takes, `max_tokens` the size of the part it stands in), and `asker`: the one closure that holds
-the client's headers (its API key) for that one call. They live in memory only while the
+the messages the next step takes, fitted to the summarizing model's window by the core,
+`max_tokens` the size of the part it stands in, plus room to think for a reasoning model),
+and `asker`: the one closure that holds the client's headers (its API key) for that one
+call. They live in memory only while the
 call is under way, and are never stored nor logged.
 Must not log headers, bodies or the answer's text.
 """
@@ -20,6 +22,7 @@ import msgspec
 from ctxlayer.core.prepare import SummaryAsk
 from ctxlayer.gateway.forward import Upstream
 from ctxlayer.gateway.providers import Provider
+from ctxlayer.gateway.usage import refusal
 from ctxlayer.protocol import Message
 
 #: seconds the upstream has to answer a summary (the chat goes on meanwhile; past it, the
@@ -35,6 +38,9 @@ def transcript(messages: list[Message]) -> str:
     """The messages as one text to summarize: who said what, the tool calls and results."""
     out = []
     for m in messages:
+        if m.kind == "summary":  # the older messages' own summary, when they did not fit
+            out.append(m.content)
+            continue
         who = "tool result" if m.role == "tool" or m.kind == "toolOutput" else m.role
         lines = [f"{who}: {m.content}"] if m.content else []
         lines += [f"{m.role} called {c.name}({c.arguments})" for c in m.tool_calls or ()]
@@ -56,16 +62,24 @@ def answer_text(provider: Provider, raw: bytes) -> str:
 
 
 def asker(upstream: Upstream, provider: Provider, url: str, headers: dict[str, str],
-          model: str) -> Callable[[SummaryAsk], Awaitable[str]]:
+          model: str, stated: Callable[[int], None] | None = None
+          ) -> Callable[[SummaryAsk], Awaitable[str]]:
     """The call the state's upkeep makes: ``url`` (the chat's own route upstream) with the
-    chat request's own ``headers``, held by this closure alone."""
+    chat request's own ``headers``, held by this closure alone. ``stated``: told the window
+    the upstream states when it refuses the request as over it (a summarizing model whose
+    window the gateway did not know: the next summary is fitted to it)."""
 
     async def ask(want: SummaryAsk) -> str:
         body = provider.summary_request(model, want.instructions, transcript(want.shown),
                                         want.max_tokens)
         status, raw = await upstream.post(url, headers, msgspec.json.encode(body), TIMEOUT)
         if status >= 300:
-            raise SummaryFailed(f"the upstream answered {status}")
+            refused = refusal(provider.fmt, status, raw)
+            if refused is None or refused.window is None or stated is None:
+                raise SummaryFailed(f"the upstream answered {status}")
+            stated(refused.window)
+            raise SummaryFailed(f"the upstream answered {status}: over its window of "
+                                f"{refused.window} tokens, the next summary is fitted to it")
         return answer_text(provider, raw)
 
     return ask

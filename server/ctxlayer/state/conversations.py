@@ -513,12 +513,13 @@ class Conversations:
             self.upkeep.read_ahead(conv)
 
     def summarize_ahead(self, workspace: str, conversation_id: str, ask: Any,
-                        writer: str) -> None:
+                        writer: str, window: int | None = None) -> None:
         """After an answer: ``ask`` (an async model call the face made, holding the request's
-        key) writes the next step's summary in the background (upkeep.py)."""
+        key) writes the next step's summary in the background (upkeep.py), what it is shown
+        fitted to its model's ``window``."""
         conv = self._get(workspace, conversation_id)
         if conv is not None:
-            self.upkeep.summarize_ahead(conv, ask, writer)
+            self.upkeep.summarize_ahead(conv, ask, writer, window)
 
     async def settled(self) -> None:
         """Wait for what the turns so far left running in the background."""

@@ -97,14 +97,17 @@ class Upkeep:
                     "reading ahead", took)
 
     def summarize_ahead(self, conv: Conversation,
-                        ask: Callable[[SummaryAsk], Awaitable[str]], writer: str) -> None:
+                        ask: Callable[[SummaryAsk], Awaitable[str]], writer: str,
+                        window: int | None = None) -> None:
         """Once the next step is near (`near_budget`), have ``ask`` (a model: the
         gateway's call to the chat's own upstream, which alone holds its key) write the
         decided / open part of the next step's chunk, once per range of messages; its answer
         (or its failure: ``ask`` raises) is kept in the state for the step that takes exactly
-        those messages. It lands on the state the conversation has when it comes."""
+        those messages. It lands on the state the conversation has when it comes.
+        ``window``: the model's, what it is shown is fitted to (`summary_ahead`)."""
         st = conv.state
-        want = summary_ahead(st, conv.budget - conv.tools_tokens) if st is not None else None
+        want = (summary_ahead(st, conv.budget - conv.tools_tokens, window=window)
+                if st is not None else None)
         key = (conv.workspace, conv.conversation_id, want.covered if want else None)
         if want is None or key in self._asking:
             return

@@ -73,7 +73,8 @@ dropped, shortened), cache reuse and breakpoints, a one-line notice, and the nex
    kept by `take_summary` (an empty or off-topic one refused, as ctx/summarize answers are),
    is that part of the chunk of a step that takes exactly those messages, unchanged; the
    constraints, action log and ledger beside it are made as for any chunk, so a fact it left
-   out is still there. Any other step (or none kept) writes the offline text, and a chunk's
+   out is still there. Given the summarizing model's window, what it is shown is fitted to it
+   (the oldest messages as their offline summary: `summaries.fit_shown`). Any other step (or none kept) writes the offline text, and a chunk's
    audit says who wrote it.
 10. The notice says what this turn summarized, outlined, cut or restored (and who wrote a
    summary not written offline); None when it did nothing new.

@@ -286,15 +286,27 @@ class SummaryAsk:
     shown: list[Message]
     instructions: str
     max_tokens: int
+    #: how many of the oldest messages ``shown`` gives as their offline summary, to fit the
+    #: summarizing model's ``window`` (`summaries.fit_shown`)
+    left_out: int = 0
+    window: int | None = None
+
+
+#: the share of the summarizing model's window its transcript is fitted to: the messages
+#: were counted with the chat model's tokenizer, and another model's may count more
+SUMMARIZER_WINDOW_SHARE = 0.85
 
 
 def summary_ahead(state: ConversationState, budget: int,
-                  policy: PreparePolicy = DEFAULT_POLICY) -> SummaryAsk | None:
+                  policy: PreparePolicy = DEFAULT_POLICY,
+                  window: int | None = None) -> SummaryAsk | None:
     """What a model should summarize for the next step, once it is near (`near_budget`): the
     messages that step is expected to take when the conversation grows as its last turn did
     (`Window.planned`); None when there is nothing
     to take, or a summary of exactly those is in the state already. ``max_tokens``: the size of
-    the decided / open part that summary stands in."""
+    the decided / open part that summary stands in. ``window``: the summarizing model's (less
+    what its request asks beyond ``max_tokens``), when it may be smaller than the chat's:
+    what is shown to it is fitted to it, its answer and its instructions."""
     if not near_budget(state, budget, policy):
         return None
     msgs = state.messages
@@ -312,8 +324,15 @@ def summary_ahead(state: ConversationState, budget: int,
     if a is not None and a.covered == covered and a.messages == originals:
         return None
     size = summaries.sizes(policy, win.room(budget, q)).summary
-    return SummaryAsk(covered, originals, [win.shown(i) for i in covered], SUMMARY_INSTRUCTIONS,
-                      max(32, size // policy.chars_per_token))
+    out = max(32, size // policy.chars_per_token)
+    shown, left_out = [win.shown(i) for i in covered], 0
+    if window is not None:
+        room = (int(window * SUMMARIZER_WINDOW_SHARE) - out
+                - len(SUMMARY_INSTRUCTIONS) // policy.chars_per_token)
+        shown, left_out = summaries.fit_shown(shown, [win.shown_tokens(i) for i in covered],
+                                              room, policy)
+    return SummaryAsk(covered, originals, shown, SUMMARY_INSTRUCTIONS, out, left_out,
+                      window if left_out else None)
 
 
 def take_summary(state: ConversationState, ask: SummaryAsk, text: str | None, writer: str,
@@ -335,6 +354,10 @@ def take_summary(state: ConversationState, ask: SummaryAsk, text: str | None, wr
     elif why is None and (overlap := off_topic(text or "", ask.shown)) is not None:
         why = (f"was refused: off-topic (only {overlap:.0%} of its words occur in the text "
                "it replaces)")
+    if ask.left_out:  # what it was shown is said, whoever wrote the chunk in the end
+        writer = (f"{writer} (shown the oldest {ask.left_out} of the {len(ask.covered)} "
+                  f"messages as their offline summary, to fit its window of {ask.window} "
+                  "tokens)")
     ahead = Ahead(ask.covered, ask.messages, None if why else text,
                   f"offline (the summary {writer} {why})" if why else writer)
     return dataclasses.replace(state, ahead=ahead)

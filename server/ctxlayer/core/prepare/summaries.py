@@ -246,6 +246,33 @@ def make_chunk(shown: Sequence[Message], originals: Sequence[Message], indices: 
                  replaced_tokens=sum(tokens), audit=audit, actions=actions, writer=writer)
 
 
+#: tokens of a message's label and separators in a summary's transcript
+TRANSCRIPT_LABEL = 8
+
+
+def fit_shown(shown: Sequence[Message], tokens: Sequence[int], room: int,
+              policy: PreparePolicy) -> tuple[list[Message], int]:
+    """``shown`` (what a model is asked to summarize, ``tokens`` each) within ``room`` tokens,
+    for a summarizing model whose window is smaller than the part of the chat a step takes
+    (a 1M-window chat summarized by a 200k model): the newest messages whole while they fit
+    in what a quarter of the room, kept for the older ones' offline summary, leaves; the
+    older ones as that summary, one message before them (their facts and calls are in the
+    chunk's ledger and action log all the same). Returns (the messages, how many of the
+    oldest that summary stands for: 0 when all fit)."""
+    if sum(tokens) + TRANSCRIPT_LABEL * len(shown) <= room:
+        return list(shown), 0
+    part = max(64, room // 4)
+    left, k = room - part, len(shown)
+    while k > 0 and tokens[k - 1] + TRANSCRIPT_LABEL <= left:
+        left -= tokens[k - 1] + TRANSCRIPT_LABEL
+        k -= 1
+    text = offline_summary(list(shown[:k]), "", part * policy.chars_per_token)
+    note = Message(role="user", kind="summary", content=(
+        f"[The {k} earlier messages, as their extractive summary: the whole of them does not "
+        f"fit your window]\n{text or '(nothing decided or open in them)'}"))
+    return [note, *shown[k:]], k
+
+
 def _cut(text: str, max_chars: int) -> str:
     return text if len(text) <= max_chars else text[:max_chars].rstrip() + "…"
 
