@@ -216,6 +216,35 @@ async def test_a_client_summarizer_that_never_answers_falls_back_offline():
         await daemon.close()
 
 
+async def test_a_summary_answered_after_the_timeout_is_dropped_quietly():
+    """The client's ctx/summarize answer that comes after the wait for it ended: the offline
+    summary stood in, the answer is dropped with at most one line, never an ERROR with a
+    traceback (pygls set the result of the future the timeout had cancelled)."""
+    root = make_repo(WORLD / f"late-{next(_repos)}")
+    log = WORLD / f"late-{next(_repos)}.log"
+    daemon = await RawDaemon.start("--log-file", str(log))
+    try:
+        await _raw_initialize(daemon, root, {"config": {"session": {"summarizerTimeout": 0.5}}},
+                              summarize=True)
+        await daemon.request(1, "ctx/session/open", {"sessionId": "late"})
+        await daemon.request(2, "ctx/session/append", {"sessionId": "late",
+                                                       "messages": chat(40)})
+        out = await daemon.request(3, "ctx/assemble", {"sessionId": "late", "budget": 2500})
+        assert out["result"]["compacted"]
+        (asked,) = [n for n in daemon.notifications if n.get("method") == "ctx/summarize"]
+        await daemon.send({"jsonrpc": "2.0", "id": asked["id"],
+                           "result": {"text": "We discussed the invoice module's rounding."}})
+        # read after the late answer (stdin is read in order): the daemon goes on
+        listed = await daemon.request(4, "ctx/session/list", {})
+        assert [s["sessionId"] for s in listed["result"]["sessions"]] == ["late"]
+    finally:
+        await daemon.close()
+    lines = log.read_text().splitlines()
+    assert not [line for line in lines if "ERROR" in line or "Traceback" in line], lines
+    late = [line for line in lines if "after" in line and "summarize" in line]
+    assert len(late) <= 1, late
+
+
 async def test_kill_9_then_restart_keeps_every_acknowledged_message():
     root = make_repo(WORLD / f"restart-{next(_repos)}")
     daemon = await RawDaemon.start()

@@ -84,8 +84,25 @@ def summarizes(params: types.InitializeParams) -> bool:
 
 async def ask_client_summary(ls: CtxServer, request: protocol.SummarizeParams) -> str | None:
     """ctx/summarize to this client (the state bounds the wait)."""
-    raw = await ls.protocol.send_request_async("ctx/summarize", msgspec.to_builtins(request))
+    answer = ls.protocol.send_request_async("ctx/summarize", msgspec.to_builtins(request))
+    try:
+        # shielded: when the state stops waiting (its timeout), the request's own future is
+        # not cancelled, for pygls sets the result of the answer that comes later on it (a
+        # cancelled one raised InvalidStateError: an ERROR and a traceback in the log)
+        raw = await asyncio.shield(answer)
+    except asyncio.CancelledError:
+        answer.add_done_callback(_answered_late)
+        raise
     return msgspec.convert(raw, protocol.SummarizeResult).text
+
+
+def _answered_late(answer: asyncio.Future) -> None:
+    """The client's ctx/summarize answer after the wait for it ended: the offline summary
+    stood in; one quiet line, its error read (else asyncio logs it as never retrieved)."""
+    if not answer.cancelled():
+        failed = answer.exception()
+        log.info("ctx/summarize: the client answered after the wait ended%s; dropped",
+                 f" with an error ({failed})" if failed else "")
 
 
 def fs_path(uri: str) -> str | None:
