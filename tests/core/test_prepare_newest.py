@@ -112,3 +112,19 @@ def test_a_reasoning_shortened_before_the_summaries_shrank_is_still_audited():
     (entry,) = [e for e in turn.truncated if e.message_id == "a-last"]
     assert entry.reason == PROSE_FIT
     assert entry.tokens_after == message_tokens(shown, WordTokenizer(), OPENAI_FORMAT)
+
+
+def test_a_system_note_after_the_newest_result_leaves_that_result_whole():
+    """Claude Code ends some requests with a `system` reminder after the newest tool result
+    ("The user hasn't heard from you in a while"): the note became the last group, the one
+    always kept verbatim, and the result the agent had just asked for was outlined though it
+    fitted (found with the real client in a 40k window)."""
+    requests = agent_run(random.Random(5), reasoning=20, output=300)
+    note = Message(role="system", id="note", content="The user has not heard from you in a "
+                   "while: say what you are doing.")
+    *before, last = requests
+    for sent in ([*last, note], last):
+        turn = replay([*before, sent])
+        shown = next(m for m in turn.messages if m.id == "r-last")
+        assert shown == last[-1], [e.reason for e in turn.truncated if e.message_id == "r-last"]
+        assert not [e for e in turn.truncated if e.message_id == "r-last"]

@@ -42,10 +42,18 @@ KEPT_SHORT = ("shortened in a step rather than summarized: a summary of this lon
               "have left most of the request's budget unused (the original stays summarizable)")
 
 
-def last_group(groups: ToolGroups, upto: int) -> int:
-    """Where the last group starts (not before ``upto``): it always stays verbatim."""
+def last_group(groups: ToolGroups, upto: int, messages: list[Message]) -> int:
+    """Where the last group starts (not before ``upto``): it always stays verbatim. System
+    notes a client puts after the turn belong to it: the group before them is the last one
+    too (Claude Code's reminder after the newest tool result left that result to be
+    outlined, the output the agent had just asked for never seen whole)."""
     n = len(groups.lead)
-    return max(upto, groups.lead[n - 1]) if n else upto
+    if not n:
+        return upto
+    start = groups.lead[n - 1]
+    while start > upto and all(messages[j].role == "system" for j in range(start, n)):
+        start = groups.lead[start - 1]
+    return max(upto, start)
 
 
 def newest_user(messages: list[Message]) -> int:
@@ -139,7 +147,7 @@ class Window:
 
     def _stop(self) -> int:
         """The start of the last group, which always stays verbatim."""
-        return last_group(self.groups, self.upto)
+        return last_group(self.groups, self.upto, self.messages)
 
     def step(self, budget: int, counter: Tokenizer, policy: PreparePolicy,
              keep: Callable[[int], bool]) -> Step | None:
