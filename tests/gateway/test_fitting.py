@@ -237,3 +237,30 @@ def test_a_text_document_attached_earlier_goes_out_outlined_never_summarized_who
     kept = sent["source"]["data"].split("\n")
     assert kept[:3] == lines[:3] and lines[-1] in kept and len(kept) < len(lines)
     assert raw.headers["x-ctxlayer-shortened"] == "1" and raw.headers["x-ctxlayer-dropped"] == "0"
+
+
+def test_a_chat_switched_to_a_model_with_room_for_all_of_it_goes_whole(tmp_path):
+    """`/model` from a small window to a bigger one counted alike: the chat went on with the
+    summaries of the small window (3 of 11 messages, 233 tokens sent where the window held
+    all 16k), as README says it does not."""
+    from gateway_stack import fresh_stack
+
+    messages: list[dict] = []
+    for turn in range(4):
+        messages += [{"role": "user", "content": prose(turn, 1800)},
+                     {"role": "assistant", "content": f"fixed file{turn}.py"}]
+    messages.append({"role": "user", "content": "next?"})
+    with fresh_stack(tmp_path, {"claude-haiku-4-5": 6000}) as stack:
+        client = stack.anthropic()
+        for model, extra in (("claude-haiku-4-5", []), ("claude-sonnet-4-5", [
+                {"role": "assistant", "content": "ok"}, {"role": "user", "content": "and?"}])):
+            messages += extra
+            raw = client.messages.with_raw_response.create(model=model, max_tokens=500,
+                                                           messages=messages)
+            assert raw.parse().content
+            seen = stack.model_requests()[-1]
+            assert seen["status"] == 200 and seen["problems"] == []
+            compacted = raw.headers["x-ctxlayer-compacted"] == "true"
+            assert compacted == (model == "claude-haiku-4-5"), model
+        assert [text_of(m["content"]) for m in seen["body"]["messages"]] == \
+            [text_of(m["content"]) for m in messages]

@@ -329,6 +329,14 @@ class Conversations:
                 # of it, for a history under its budget)
                 turn, branch = prepare_turn(None, decoded.messages, fit - tools, counter,
                                             restored=shown), False
+            elif start is not None and fit - tools > start.budget and \
+                    _whole_again(turn.state, fit - tools):
+                # the budget grew past the whole history (`/model` to a model with a bigger
+                # window, whose prefixes the provider caches apart): sent whole, as a new
+                # chat's would be (its summaries of a 6,000-token window went on in 200,000).
+                # Never while the budget holds: the cached prefix, summaries and all, stays
+                turn = prepare_turn(None, decoded.messages, fit - tools, counter,
+                                    restored=shown)
             return (turn, encode(decoded, turn.messages, turn.breakpoints), tools, decoded,
                     counter.name, took, branch)
 
@@ -778,6 +786,16 @@ def _cheap(conv: Conversation, messages: list, budget: int, restored: frozenset[
     # two characters a token is a safe upper bound for the new text's tokens
     return len(new) <= INLINE_NEW_CHARS and (
         st.total + conv.tools_tokens + len(new) // 2 <= budget)
+
+
+def _whole_again(st: ConversationState, budget: int) -> bool:
+    """Whether a turn that shortened its history (summaries, outlines, a last-resort cut)
+    would send it whole within what a step brings a request down to (`target` of the
+    budget): so far under the budget that it goes whole, and grows a while before the next
+    step (a chat near its budget is not sent whole and summarized again turn by turn)."""
+    shortened = st.chunks or st.rewrites or st.dropped
+    return bool(shortened) and (DEFAULT_POLICY.fmt.reply_priming + st.cum[-1]
+                                <= int(budget * DEFAULT_POLICY.target))
 
 
 def _fits_whole(st: ConversationState, budget: int) -> bool:
