@@ -249,6 +249,24 @@ def test_a_chain_of_previous_response_ids_is_one_conversation(stack, stream):
                               "gpt-4o") == 1.0
 
 
+def test_a_string_input_is_one_user_message_of_its_conversation(stack):
+    """A string `input` was no message to the chain: the same request sent again (a retry)
+    was a new conversation each time, and the list that extends it (the next turn, the
+    SDK's way: the first item the question, as a plain or a `message` item) another."""
+    client = stack.openai()
+    seen = [client.responses.with_raw_response.create(model="gpt-4o", input="Hello there.")
+            for _ in range(3)]
+    answer = seen[-1].parse()
+    for first in ({"role": "user", "content": "Hello there."},
+                  {"type": "message", "role": "user",
+                   "content": [{"type": "input_text", "text": "Hello there."}]}):
+        grown = [first, *(item.model_dump(exclude_none=True) for item in answer.output),
+                 {"role": "user", "content": "And then?"}]
+        seen.append(client.responses.with_raw_response.create(model="gpt-4o", input=grown))
+    ids = {raw.headers["x-ctxlayer-conversation"] for raw in seen}
+    assert len(ids) == 1, ids
+
+
 def test_the_turns_of_a_conversation_the_provider_keeps_are_one_conversation(stack):
     client = stack.openai()
     kept = client.conversations.create()

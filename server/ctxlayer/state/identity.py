@@ -82,11 +82,15 @@ def family_id(fmt: str, request: dict) -> str:
 
 
 def turns(request: dict) -> list:
-    """The request's conversation as the client sent it (`messages`, or a Responses `input`)."""
+    """The request's conversation as the client sent it (`messages`, or a Responses `input`:
+    a string is one user message; as none, the same request sent again shared nothing with
+    the last and was made a conversation of its own each time)."""
     for key in ("messages", "input"):
         value = request.get(key)
         if isinstance(value, list):
             return value
+        if key == "input" and isinstance(value, str):
+            return [{"role": "user", "content": value}]
     return []
 
 
@@ -113,8 +117,16 @@ def _message(value: Any) -> Any:
     string the same as one text block (Claude Code sends a message of an earlier turn, a
     system message between turns, as blocks with a marker, then as a string)."""
     plain = _plain(value)
-    if isinstance(plain, dict) and isinstance(plain.get("content"), str):
-        plain["content"] = [{"type": "text", "text": plain["content"]}]
+    if not isinstance(plain, dict):
+        return plain
+    if plain.get("type") == "message":  # a Responses message item: as the plain form
+        plain = {k: v for k, v in plain.items() if k != "type"}
+    content = plain.get("content")
+    if isinstance(content, str):
+        plain["content"] = [{"type": "text", "text": content}]
+    elif isinstance(content, list):  # Responses' text parts read as any text part
+        plain["content"] = [{**p, "type": "text"} if isinstance(p, dict) and p.get("type") in
+                            ("input_text", "output_text") else p for p in content]
     return plain
 
 
