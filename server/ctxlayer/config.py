@@ -27,6 +27,7 @@ from ctxlayer.core.assembly.compaction import CompactionPolicy
 from ctxlayer.core.assembly.policy import CLIENT_SUMMARY_TIMEOUT
 from ctxlayer.core.calibration import Calibration
 from ctxlayer.core.errors import MAX_TOKENS
+from ctxlayer.core.prepare.model import DEFAULT_POLICY as _LIVE
 from ctxlayer.core.trim import TrimOptions
 from ctxlayer.core.zones.modes import DEFAULT_MODE, DEFAULT_MODES
 from ctxlayer.core.zones.rules import RulePolicy
@@ -294,9 +295,16 @@ class GatewayConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         "model name wins; a key with a provider's prefix, `\"anthropic/claude-sonnet-4.5\"`, "
         "matches the name as the client sends it, one without matches behind any prefix)."
         )] = msgspec.field(default_factory=dict)
+    precompact_at: Annotated[float, Meta(gt=0, le=1, description="The share of its budget a "
+                                         "live chat (the gateway's, any `ctx/prepare`) passes "
+                                         "before its next summary chunk is prepared in the "
+                                         "background (its facts read, with `summarizer = "
+                                         "\"upstream\"` the chunk written), so no request "
+                                         "waits for it.")] = _LIVE.precompact_at
     summarizer: Annotated[str, Meta(pattern="^(offline|upstream)$", description="Who writes "
                                     "a live chat's next summary chunk, in the background once "
-                                    "the chat passes 70% of its budget: `offline` (ctxlayer "
+                                    "the chat passes `precompact_at` of its budget: `offline` "
+                                    "(ctxlayer "
                                     "itself), or `upstream` (the chat's own provider, with the "
                                     "key of its last request and `summarizer_model`; the "
                                     "offline summary stands in when it is late, fails or "

@@ -377,3 +377,25 @@ def test_the_transcript_is_fitted_to_the_summarizers_window(make_stack, known) -
     assert shown.startswith("[The ") and "earlier messages, as their extractive summary" in shown
     assert UPSTREAM_TEXT in text and "Facts ledger" in text
     assert any("to fit its window of 5000 tokens)" in r for r in reasons), reasons
+
+
+def _first_asked(stack: Stack) -> int:
+    """The turn of the loop whose answer set the summary ahead of need going."""
+    messages = _start()
+    for k in range(40):
+        _turn(stack, messages, k)
+        _settle(stack)
+        if _summarizations(stack):
+            return k
+    raise AssertionError("never asked for a summary")
+
+
+def test_precompact_at_says_when_the_next_summary_is_set_going(make_stack, tmp_path) -> None:
+    """PROTOCOL.md names it as a setting; it was a constant (`[gateway] precompact_at` was an
+    unknown setting, ignored)."""
+    usual = _first_asked(make_stack("usual", summarizer="upstream", summarizer_model=SMALL))
+    config = tmp_path / "config" / "ctxlayer"
+    config.mkdir(parents=True)
+    (config / "ctxlayer.toml").write_text("[gateway]\nprecompact_at = 0.3\n")
+    early = _first_asked(make_stack("early", summarizer="upstream", summarizer_model=SMALL))
+    assert early < usual, (early, usual)

@@ -13,6 +13,7 @@ import msgspec
 
 from ctxlayer.core.assembly.compaction import CompactionPolicy
 from ctxlayer.core.assembly.policy import CLIENT_SUMMARY_TIMEOUT
+from ctxlayer.core.prepare.model import DEFAULT_POLICY, PreparePolicy
 from ctxlayer.core.zones import DEFAULT_MODES, DecayPolicy, ModeSpec, RulePolicy
 from ctxlayer.state.session_service import SessionSettings
 from ctxlayer.statefiles import KEEP_DAYS
@@ -24,6 +25,8 @@ class WorkspacePolicy(msgspec.Struct, kw_only=True):
     durability: str = "normal"
     summarizer_timeout: float = CLIENT_SUMMARY_TIMEOUT
     keep_days: int = KEEP_DAYS
+    #: a live chat's next summary is prepared once it passes this share of its budget
+    live: PreparePolicy = DEFAULT_POLICY
 
 
 def policy_from_config(config: Any) -> WorkspacePolicy:
@@ -45,5 +48,7 @@ def policy_from_config(config: Any) -> WorkspacePolicy:
                                     summary_max_tokens=cfg.summary_max_tokens),
         calibration_window=cfg.calibration_window,
     )
+    live = msgspec.structs.replace(DEFAULT_POLICY, precompact_at=config.gateway.precompact_at)
     return WorkspacePolicy(config=config, sessions=sessions, durability=cfg.durability,
-                           summarizer_timeout=cfg.summarizer_timeout, keep_days=cfg.keep_days)
+                           summarizer_timeout=cfg.summarizer_timeout, keep_days=cfg.keep_days,
+                           live=live)

@@ -86,14 +86,15 @@ class Upkeep:
         that came meanwhile keeps its own state (the read is dropped)."""
         st = conv.state
         budget = conv.budget - conv.tools_tokens
-        if st is None or not near_budget(st, budget):
+        policy = self.state.policy(conv.workspace).live  # `[gateway] precompact_at`
+        if st is None or not near_budget(st, budget, policy):
             return
 
         def took(ahead: Any) -> None:
             if ahead is not None and conv.state is st:
                 conv.state = ahead
 
-        self._after(conv, asyncio.ensure_future(asyncio.to_thread(warm, st, budget)),
+        self._after(conv, asyncio.ensure_future(asyncio.to_thread(warm, st, budget, policy)),
                     "reading ahead", took)
 
     def summarize_ahead(self, conv: Conversation,
@@ -106,7 +107,8 @@ class Upkeep:
         those messages. It lands on the state the conversation has when it comes.
         ``window``: the model's, what it is shown is fitted to (`summary_ahead`)."""
         st = conv.state
-        want = (summary_ahead(st, conv.budget - conv.tools_tokens, window=window)
+        want = (summary_ahead(st, conv.budget - conv.tools_tokens,
+                              self.state.policy(conv.workspace).live, window=window)
                 if st is not None else None)
         key = (conv.workspace, conv.conversation_id, want.covered if want else None)
         if want is None or key in self._asking:
