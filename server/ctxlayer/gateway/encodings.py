@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from ctxlayer.gateway.errors import GatewayError
 
@@ -28,6 +28,15 @@ except ImportError:  # pragma: no cover - which one depends on the Python
 
 #: the codings this module reads, as the 415 lists them
 READ = ("gzip", "deflate", "zstd")
+
+
+class Frame(Protocol):
+    """One frame's decompressor: zlib's and zstd's alike."""
+
+    eof: bool
+    unused_data: bytes
+
+    def decompress(self, data: bytes) -> bytes: ...
 
 
 def plain(raw: bytes, header: str | None, max_bytes: int) -> bytes:
@@ -98,7 +107,7 @@ class AnswerDecoder:
 
     def __init__(self, coding: str) -> None:
         self.coding = coding
-        self._frame: Any = None
+        self._frame: Frame | None = None
         self._bare = False  # a deflate answer without the zlib wrapper
         self._decoded = False  # some bytes decoded: the coding's form is known
         self._unread = b""  # a deflate answer's first bytes, until some decode
@@ -132,7 +141,7 @@ class AnswerDecoder:
         if self._frame is not None:
             raise NotAsSaid(f"the {self.coding} answer ends before its end")
 
-    def _new(self) -> Any:
+    def _new(self) -> Frame:
         if self.coding == "zstd":
             return zstd.ZstdDecompressor()
         if self.coding == "deflate":

@@ -321,22 +321,8 @@ class Conversations:
                 raise ContextError("pinned_over_budget", f"the tool definitions alone need "
                                    f"{tools} tokens, over the budget of {budget}", field="budget")
             turn = prepare_turn(start, decoded.messages, fit - tools, counter, restored=shown)
-            branch = branched and start is not None
-            if branch and _fits_whole(turn.state, fit - tools):
-                # a chat's window is taken over for a history past its budget (a fork of a
-                # long chat); one that fits goes whole, as a new chat's would (a chat
-                # forgotten from memory before its first step took the summaries of a fork
-                # of it, for a history under its budget)
-                turn, branch = prepare_turn(None, decoded.messages, fit - tools, counter,
-                                            restored=shown), False
-            elif start is not None and fit - tools > start.budget and \
-                    _whole_again(turn.state, fit - tools):
-                # the budget grew past the whole history (`/model` to a model with a bigger
-                # window, whose prefixes the provider caches apart): sent whole, as a new
-                # chat's would be (its summaries of a 6,000-token window went on in 200,000).
-                # Never while the budget holds: the cached prefix, summaries and all, stays
-                turn = prepare_turn(None, decoded.messages, fit - tools, counter,
-                                    restored=shown)
+            turn, branch = _anew(turn, start, branched and start is not None,
+                                 decoded.messages, fit - tools, counter, shown)
             return (turn, encode(decoded, turn.messages, turn.breakpoints), tools, decoded,
                     counter.name, took, branch)
 
@@ -786,6 +772,23 @@ def _cheap(conv: Conversation, messages: list, budget: int, restored: frozenset[
     # two characters a token is a safe upper bound for the new text's tokens
     return len(new) <= INLINE_NEW_CHARS and (
         st.total + conv.tools_tokens + len(new) // 2 <= budget)
+
+
+def _anew(turn: Turn, start: ConversationState | None, branch: bool, messages: list,
+          budget: int, counter: Any, shown: frozenset[str]) -> tuple[Turn, bool]:
+    """(the turn, whether it still starts from another chat's window): made again from
+    nothing where a window it started from shortened a history that goes whole. A chat's
+    window is taken over for a history past its budget (a fork of a long chat); one that fits
+    goes whole, as a new chat's would (a chat forgotten from memory before its first step
+    took the summaries of a fork of it, for a history under its budget). And where the budget
+    grew past the whole history (`/model` to a model with a bigger window, whose prefixes the
+    provider caches apart: its summaries of a 6,000-token window went on in 200,000); never
+    while the budget holds: the cached prefix, summaries and all, stays."""
+    if branch and _fits_whole(turn.state, budget):
+        return prepare_turn(None, messages, budget, counter, restored=shown), False
+    if start is not None and budget > start.budget and _whole_again(turn.state, budget):
+        return prepare_turn(None, messages, budget, counter, restored=shown), branch
+    return turn, branch
 
 
 def _whole_again(st: ConversationState, budget: int) -> bool:
