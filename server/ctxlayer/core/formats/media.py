@@ -1,7 +1,8 @@
 """What non-text parts cost, by the providers' published rules: image sizes read from the
 headers of base64 data (PNG, JPEG, GIF, WebP), OpenAI's tile rule, Anthropic's pixel rule,
-and stated estimates for PDFs and audio. Pure code: bytes in, numbers out; a URL is never
-fetched, so an image known only by its URL costs a stated default.
+PDFs by the pages their page tree states (pdf.py), and stated estimates for audio and for a
+PDF whose tree cannot be read. Pure code: bytes in, numbers out; a URL is never fetched, so
+an image known only by its URL costs a stated default.
 """
 
 from __future__ import annotations
@@ -9,8 +10,8 @@ from __future__ import annotations
 import base64
 import binascii
 import math
-import re
 
+from ctxlayer.core.formats import pdf
 from ctxlayer.core.tokens import Tokenizer, correction_of
 
 #: An image of unknown size (a URL): costed as a 16:9 screenshot of 1920x1080.
@@ -26,6 +27,13 @@ ANTHROPIC_MAX_IMAGE = 1600
 PDF_PAGE_TOKENS = 3000
 #: A PDF whose pages cannot be read (a URL, a file id): costed as this many pages.
 PDF_DEFAULT_PAGES = 5
+#: A PDF whose page tree cannot be read (its objects encrypted or packed with a filter not
+#: read here): its pages estimated from its size. A typeset page with its share of the fonts
+#: is some tens of KB, a scanned one more, so the estimate leans to more pages, the side on
+#: which a request still fits; never more than Claude's documented limit of 100 pages a PDF
+#: (https://docs.aws.amazon.com/bedrock/latest/userguide/inference-api-restrictions.html).
+PDF_BYTES_PER_PAGE = 30_000
+PDF_ESTIMATE_MAX_PAGES = 100
 #: Audio: about 10 tokens per second of speech; seconds estimated from the encoded size.
 AUDIO_TOKENS_PER_SECOND = 10
 AUDIO_BYTES_PER_SECOND = {"wav": 32_000, "mp3": 16_000}  # 16 kHz 16-bit mono, 128 kbit/s
@@ -134,12 +142,13 @@ def anthropic_image_tokens(size: tuple[int, int] | None) -> int:
     return max(1, min(ANTHROPIC_MAX_IMAGE, math.ceil(w * scale * h * scale / 750)))
 
 
-_PAGE = re.compile(rb"/Type\s*/Page(?![a-zA-Z])")
-
-
 def pdf_pages(data: bytes) -> int:
-    """Pages of a PDF, counted by its page objects; at least 1."""
-    return max(1, len(_PAGE.findall(data)))
+    """Pages of a PDF: what its page tree says (pdf.py); when that cannot be read, an estimate
+    from the file's size, at least 1 and at most PDF_ESTIMATE_MAX_PAGES."""
+    pages = pdf.page_count(data)
+    if pages is not None:
+        return max(1, pages)
+    return min(PDF_ESTIMATE_MAX_PAGES, max(1, math.ceil(len(data) / PDF_BYTES_PER_PAGE)))
 
 
 def pdf_tokens(b64: str | None) -> int:
