@@ -55,14 +55,37 @@ TABLE: tuple[ModelInfo, ...] = (
     *(_m(name, "openai", O2, 128_000, 16_384, enforce_tool_use=True)
       for name in ("gpt-5-chat", "gpt-5.1-chat")),
     _m("gpt-4.1", "openai", O2, 1_047_576, 32_768, enforce_tool_use=True),
+    # GPT-4.5 Preview: 128,000 and 16,384 (litellm's table, as
+    # https://futureagi.com/llm-cost-calculator/openai/gpt-4-5-preview gives it; OpenAI's page
+    # is gone with the model); o200k, as tiktoken maps `gpt-4.5-`
+    _m("gpt-4.5", "openai", O2, 128_000, 16_384, enforce_tool_use=True),
     _m("gpt-4o", "openai", O2, 128_000, 16_384, enforce_tool_use=True),
-    _m("gpt-4-turbo", "openai", CL, 128_000, 4_096, enforce_tool_use=True),
+    # ChatGPT's GPT-4o: 128,000 and 16,384, as OpenAI's model page says it (quoted in
+    # https://rageagainstthepixel.github.io/OpenAI-DotNet/api/OpenAI.Models.Model.html)
+    _m("chatgpt-4o", "openai", O2, 128_000, 16_384, enforce_tool_use=True),
+    # GPT-4 Turbo under every name it had: 128,000 and 4,096
+    # (https://developers.openai.com/api/docs/models/gpt-4-turbo lists the 1106 and vision
+    # previews as its snapshots; .../gpt-4-turbo-preview has gpt-4-0125-preview). Without
+    # these rows the `gpt-4` row's 8,192 took them.
+    *(_m(name, "openai", CL, 128_000, 4_096, enforce_tool_use=True)
+      for name in ("gpt-4-turbo", "gpt-4-1106", "gpt-4-0125", "gpt-4-vision")),
     _m("gpt-4-32k", "openai", CL, 32_768, 4_096, enforce_tool_use=True),
     _m("gpt-4", "openai", CL, 8_192, 4_096, enforce_tool_use=True),
     _m("gpt-3.5-turbo", "openai", CL, 16_385, 4_096, enforce_tool_use=True),
     _m("o1", "openai", O2, 200_000, 100_000, native_reasoning=True, reasoning_model=True),
     _m("o3", "openai", O2, 200_000, 100_000, native_reasoning=True, reasoning_model=True),
     _m("o4", "openai", O2, 200_000, 100_000, native_reasoning=True, reasoning_model=True),
+    # o4-mini fine-tuned for the Codex CLI: 200,000 and 100,000
+    # (https://developers.openai.com/api/docs/models/codex-mini-latest)
+    _m("codex-mini", "openai", O2, 200_000, 100_000, native_reasoning=True,
+       reasoning_model=True),
+    # The open-weight reasoning models: 131,072, output up to all of it
+    # (https://developers.openai.com/api/docs/models/gpt-oss-120b, .../gpt-oss-20b), so the
+    # usual allowance is 32,768, as Vercel's gateway caps it
+    # (https://vercel.com/ai-gateway/models/gpt-oss-20b.md). Their encoding, o200k_harmony, is
+    # o200k_base's ranks with more special tokens (tiktoken_ext/openai_public.py): o200k_base
+    # counts their text the same. Matches `gpt-oss:20b` (Ollama) and `openai/gpt-oss-120b`.
+    _m("gpt-oss", "openai", O2, 131_072, 32_768, native_reasoning=True, reasoning_model=True),
     # Claude's tokenizer yields more tokens than cl100k on code and prose alike. Its window
     # is 1M for the models long_windows.py names.
     _m("claude", "anthropic", CL, 200_000, 16_000, correction=1.2, uncertainty=0.1,
