@@ -1,5 +1,7 @@
 """Tools cost what the provider bills: their definitions, and tool_choice (issue 19)."""
 
+import pytest
+
 from ctxlayer.core.tokens import WordTokenizer, anthropic_tool_prompt, tools_tokens
 
 OPENAI_TOOLS = [{"type": "function", "function": {"name": "add", "parameters": {}}}]
@@ -38,6 +40,23 @@ def test_anthropic_claude_3_models_have_their_own_prompt_sizes():
     assert anthropic_tool_prompt("claude-3-haiku-20240307", {"type": "any"}) == 340
     assert anthropic_tool_prompt("claude-3-5-haiku-latest", None) == 264
     assert anthropic_tool_prompt(None, None) == 346  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("model", [
+    "us.anthropic.claude-3-5-haiku-20241022-v1:0",  # Bedrock, a region's inference profile
+    "anthropic.claude-3-5-haiku-20241022-v1:0",
+    "arn:aws:bedrock:us-east-1:123456789012:inference-profile/"
+    "us.anthropic.claude-3-5-haiku-20241022-v1:0",
+    "anthropic/claude-3.5-haiku",  # OpenRouter
+    "Anthropic/Claude-3-5-Haiku-Latest",
+    "claude-3-5-haiku@20241022",  # Vertex AI
+])
+def test_claude_3_prompt_sizes_whoever_names_the_model(model):
+    """They fell back to the current models' 346 (and 313 forced) instead of 264 and 340."""
+    assert anthropic_tool_prompt(model, None) == 264
+    assert anthropic_tool_prompt(model, {"type": "any"}) == 340
+    assert anthropic_tool_prompt("anthropic/claude-3-opus", None) == 530
+    assert anthropic_tool_prompt("anthropic/claude-sonnet-4.5", None) == 346
 
 
 def test_no_tools_no_tool_prompt():

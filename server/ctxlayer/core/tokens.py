@@ -15,6 +15,7 @@ from typing import Protocol, runtime_checkable
 
 import msgspec
 
+from ctxlayer.core.model_names import model_key
 from ctxlayer.protocol import Message
 
 
@@ -184,8 +185,9 @@ ANTHROPIC_TOOL_PROMPT: dict[str, tuple[int, int]] = {
 
 
 def anthropic_tool_prompt(model: str, choice: object) -> int:
-    """The tokens of Anthropic's tool-use system prompt for `model` and `tool_choice`."""
-    name = model if isinstance(model, str) else ""
+    """The tokens of Anthropic's tool-use system prompt for `model` (as Bedrock, OpenRouter or
+    Anthropic names it: model_names.py) and `tool_choice`."""
+    name = model_key(model) if isinstance(model, str) else ""
     auto, forced = max(((k, v) for k, v in ANTHROPIC_TOOL_PROMPT.items() if name.startswith(k)),
                        key=lambda kv: len(kv[0]))[1]
     kind = choice.get("type") if isinstance(choice, dict) else None

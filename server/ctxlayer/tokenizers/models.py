@@ -10,10 +10,9 @@ gptme's soft limits are: a budget overshoot costs a failed request, an undershoo
 
 from __future__ import annotations
 
-import re
-
 import msgspec
 
+from ctxlayer.core.model_names import bare_name, model_key
 from ctxlayer.tokenizers.long_windows import LONG_WINDOW, has_native_long_window
 
 
@@ -113,17 +112,11 @@ _UNKNOWN = ModelInfo("unknown", "unknown", O2, 128_000, 8_192, correction=1.15,
                      uncertainty=0.2, exact=False)
 
 
-#: how Amazon Bedrock names Claude: `anthropic.claude-...`, with a region's inference profile
-#: before it (`us.`, `eu.`, `apac.`, `global.`)
-_BEDROCK = re.compile(r"^(?:[a-z]{2,6}\.)?anthropic\.")
-
-
 def model_info(model: str | None) -> ModelInfo:
     """The table row for a model name (provider prefixes such as `openai/` and Bedrock's
-    `us.anthropic.` are ignored)."""
-    name = (model or DEFAULT_MODEL).strip().lower()
-    bare = name.rsplit("/", 1)[-1]
-    key = _BEDROCK.sub("", bare)
+    `us.anthropic.` are ignored: core/model_names.py)."""
+    name = model or DEFAULT_MODEL
+    bare, key = bare_name(name), model_key(name)
     best: ModelInfo | None = None
     for row in TABLE:
         if key.startswith(row.name) and (best is None or len(row.name) > len(best.name)):
