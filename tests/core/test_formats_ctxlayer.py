@@ -53,6 +53,23 @@ def test_unknown_format_is_refused_by_name():
     ({"system": "s", "messages": []}, "anthropic"),
     ({"messages": [{"role": "user", "content": [{"type": "tool_result",
                                                  "tool_use_id": "t"}]}]}, "anthropic"),
+    # Anthropic's tools, without a system field (they read as OpenAI's, without its prompt)
+    ({"model": "x", "tools": [{"name": "f", "input_schema": {"type": "object"}}],
+      "messages": [{"role": "user", "content": "x"}]}, "anthropic"),
+    # a Claude model on what both formats read alike, however the provider names it
+    *(({"model": m, "messages": [{"role": "user", "content": c}]}, "anthropic")
+      for m in ("claude-sonnet-4-5", "us.anthropic.claude-3-5-haiku-20241022-v1:0",
+                "anthropic/claude-3.5-haiku")
+      for c in ("x", [{"type": "text", "text": "x"}])),
+    # ... but not where Anthropic could not read it, nor with OpenAI's tools
+    ({"model": "claude-sonnet-4-5", "messages": [{"role": "system", "content": "s"},
+                                                 {"role": "user", "content": "x"}]}, "ctxlayer"),
+    ({"model": "anthropic/claude-sonnet-4.5", "messages": [
+        {"role": "user", "content": "x"},
+        {"role": "assistant", "content": None, "tool_calls": []}]}, "openai"),
+    ({"model": "claude-sonnet-4-5", "tools": [{"type": "function", "function": {"name": "f"}}],
+      "messages": [{"role": "user", "content": "x"}]}, "ctxlayer"),
+    ({"model": "gpt-4o", "messages": [{"role": "user", "content": "x"}]}, "ctxlayer"),
 ])
 def test_detect(payload, fmt):
     assert detect(payload) == fmt

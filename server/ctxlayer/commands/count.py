@@ -1,6 +1,7 @@
 """`ctxlayer count`: tokens of a text, or of a chat (a list of messages or a request body) as
 the gateway counts the request: every message (the system included) with its overheads, the
-reply priming, and the tool definitions. The model is `--model`, else the body's `model`."""
+reply priming, and the tool definitions. The model is `--model`, else the body's `model`; the
+format `--format`, else detected as `trim` detects it."""
 
 from __future__ import annotations
 
@@ -8,12 +9,21 @@ import sys
 
 import msgspec
 
-from ctxlayer.commands.io import chat_model, decode_chat, load_chat, read_input
-from ctxlayer.core.formats import Decoded
+from ctxlayer.commands.io import (
+    DETECTED,
+    FORMATS_NAMED,
+    chat_model,
+    decode_chat,
+    load_chat,
+    read_input,
+)
+from ctxlayer.core.formats import FORMATS, Decoded
 
 
 def add_arguments(parser) -> None:
     parser.add_argument("file", nargs="?", help="input file (default: stdin)")
+    parser.add_argument("--format", choices=FORMATS, default=None,
+                        help="format of a chat: " + FORMATS_NAMED + DETECTED)
     parser.add_argument("--model", default=None,
                         help="model name (default: the body's `model`, else gpt-4o)")
     parser.add_argument("--text", action="store_true",
@@ -41,11 +51,12 @@ def run(args) -> int:
     text = read_input(args.file)
     payload = None
     if not args.text and text.lstrip().removeprefix("\ufeff")[:1] in ("[", "{"):
-        payload, _ = load_chat(text, args.file or "stdin")
+        payload, _ = load_chat(text, args.file or "stdin", args.format)
     model = chat_model(args.model, payload or {})
     info, counter = model_info(model), counter_for(model)
     if payload is not None:
-        per, tools, total = chat_tokens(decode_chat(payload, args.file or "stdin", counter))
+        per, tools, total = chat_tokens(decode_chat(payload, args.file or "stdin", counter,
+                                                    args.format))
     else:
         per, tools, total = [], 0, counter.count(text)
     if args.json:

@@ -14,6 +14,16 @@ from ctxlayer.core.formats import Decoded, Format, decode, detect
 from ctxlayer.core.tokens import Tokenizer, WordTokenizer
 from ctxlayer.protocol import Message
 
+#: how `--format` is detected when absent (formats.detect), said once for trim and count
+DETECTED = ("Default: detected; anthropic when there is a system field, a tool with an "
+            "input_schema, Anthropic blocks, or a body for a Claude model with user and "
+            "assistant turns only and no OpenAI tools; openai when a message has anything a "
+            "ctxlayer Message has not (developer role, tool_calls, tool_call_id, name, null or "
+            "list content), else ctxlayer")
+FORMATS_NAMED = ("ctxlayer (Message objects), openai (Chat Completions messages or request), "
+                 "anthropic (Messages request) or responses (a Responses request: instructions "
+                 "and input items). ")
+
 
 def read_input(path: str | None) -> str:
     """The text of a file, or of stdin for None or "-", read as bytes and decoded strictly:

@@ -15,7 +15,15 @@ import sys
 import msgspec
 
 from ctxlayer.cli import UsageError
-from ctxlayer.commands.io import chat_model, decode_chat, load_chat, positive, read_input
+from ctxlayer.commands.io import (
+    DETECTED,
+    FORMATS_NAMED,
+    chat_model,
+    decode_chat,
+    load_chat,
+    positive,
+    read_input,
+)
 from ctxlayer.core.formats.common import FORMATS
 
 #: where a request body's result carries the audit ({tokens, budget, dropped, truncated}). No
@@ -24,12 +32,7 @@ from ctxlayer.core.formats.common import FORMATS
 #: trimmed again) has it replaced, never sent on.
 AUDIT_KEY = "ctxlayer"
 
-FORMAT_HELP = ("format of the input and the output: ctxlayer (Message objects), openai (Chat "
-               "Completions messages or request), anthropic (Messages request with system) or "
-               "responses (a Responses request: instructions and input items). "
-               "Default: detected; anthropic when there is a system field or Anthropic blocks, "
-               "openai when a message has anything a ctxlayer Message has not (developer role, "
-               "tool_calls, tool_call_id, name, null or list content), else ctxlayer")
+FORMAT_HELP = "format of the input and the output: " + FORMATS_NAMED + DETECTED
 
 
 def add_arguments(parser) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from ctxlayer.core.formats import anthropic, ctxlayer, openai, responses
 from ctxlayer.core.formats.common import FORMATS, Codec, Decoded, Encoded, Format, bad
+from ctxlayer.core.model_names import is_claude
 from ctxlayer.core.tokens import Tokenizer
 from ctxlayer.core.trim import TrimOptions
 from ctxlayer.protocol import Message
@@ -52,29 +53,52 @@ _ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_
 
 def detect(payload: dict) -> Format:
     """The format a payload is most likely in, for callers that were not told: responses when
-    it has `input` and no `messages`; anthropic when
-    it has `system` or Anthropic-only blocks; openai when a message has anything the ctxlayer
+    it has `input` and no `messages`; anthropic when it has `system`, a tool with an
+    `input_schema`, or Anthropic-only blocks; openai when a message has anything the ctxlayer
     Message has not (developer role, tool_calls, tool_call_id, name, null or list content, any
-    other field); else ctxlayer. Plain {role, content} lists read the same either way."""
+    other field); else ctxlayer. A body both Anthropic and OpenAI read alike (user and
+    assistant turns, text blocks, no OpenAI tools) is anthropic when its `model` is a Claude
+    model: the two count it differently (Anthropic adds its tool-use system prompt)."""
     if "input" in payload and "messages" not in payload:
         return "responses"
-    if "system" in payload:
+    tools = payload.get("tools") if isinstance(payload.get("tools"), list) else []
+    if "system" in payload or any(isinstance(t, dict) and "input_schema" in t for t in tools):
         return "anthropic"
     msgs = payload.get("messages")
     if not isinstance(msgs, list):
         return "ctxlayer"
-    openai_like = False
-    for m in msgs:
-        if not isinstance(m, dict):
-            continue
-        content = m.get("content")
-        if isinstance(content, list):
-            if any(isinstance(b, dict) and b.get("type") in _ANTHROPIC_BLOCKS for b in content):
-                return "anthropic"
-            openai_like = True
-        if content is None or m.get("role") == "developer" or not ctxlayer.FIELDS.issuperset(m):
-            openai_like = True
-    return "openai" if openai_like else "ctxlayer"
+    if any(_anthropic_only(m) for m in msgs):
+        return "anthropic"
+    if is_claude(payload.get("model")) and not any(_openai_tool(t) for t in tools) and all(
+            _anthropic_reads(m) for m in msgs):
+        return "anthropic"
+    return "ctxlayer" if all(_ctxlayer_reads(m) for m in msgs) else "openai"
+
+
+def _openai_tool(tool: object) -> bool:
+    return isinstance(tool, dict) and ("function" in tool or tool.get("type") == "function")
+
+
+def _anthropic_only(m: object) -> bool:
+    """A message with a block only Anthropic has (tool_use, thinking, an image source...)."""
+    content = m.get("content") if isinstance(m, dict) else None
+    return isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") in _ANTHROPIC_BLOCKS for b in content)
+
+
+def _anthropic_reads(m: object) -> bool:
+    """A message Anthropic reads as it is: a user or assistant turn, role and content only."""
+    return (isinstance(m, dict) and m.get("role") in ("user", "assistant")
+            and m.get("content") is not None and {"role", "content"}.issuperset(m))
+
+
+def _ctxlayer_reads(m: object) -> bool:
+    """A message a ctxlayer Message reads (its decoder names a bad field): no null or list
+    content, no developer role, no field a Message has not."""
+    content = m.get("content") if isinstance(m, dict) else ""
+    return not isinstance(m, dict) or (
+        content is not None and not isinstance(content, list) and m.get("role") != "developer"
+        and ctxlayer.FIELDS.issuperset(m))
 
 
 def decode(fmt: Format, payload: dict, counter: Tokenizer, *, previous: Decoded | None = None,
