@@ -7,7 +7,7 @@ edits. Real gateway, official SDKs, the strict stand-in."""
 
 from __future__ import annotations
 
-from gateway_stack import Stack, prose
+from gateway_stack import Stack, fresh_stack, prose
 
 EXAMPLE = [{"role": "user", "content": "Change get_factorial() to use math.factorial"},
            {"role": "assistant", "content": "Ok, I will edit mathweb/flask/app.py."}]
@@ -247,3 +247,19 @@ def test_the_warning_of_an_unknown_model_names_the_window_the_config_gave(small)
         model="standin-small", max_tokens=16, messages=[{"role": "user", "content": "hi"}])
     warning = raw.headers["x-ctxlayer-warning"]
     assert "4096 tokens from [gateway] models" in warning and "default" not in warning
+
+
+def test_the_warning_names_the_config_even_where_it_gives_the_default_window(tmp_path):
+    """A user who set `my-azure-gpt4o` to 128,000 tokens read that "the default window of
+    128000 tokens" applied: the gateway decided by the number, not by whether it was named."""
+    models = {"my-azure-gpt4o": 128_000, "tiny-model": 3_000}
+    with fresh_stack(tmp_path, models) as stack:
+        said = {}
+        for model in ("my-azure-gpt4o", "tiny-model", "nobody-named-it"):
+            raw = stack.openai().chat.completions.with_raw_response.create(
+                model=model, max_tokens=16, messages=[{"role": "user", "content": "hi"}])
+            said[model] = raw.headers["x-ctxlayer-warning"]
+    assert "a window of 128000 tokens from [gateway] models" in said["my-azure-gpt4o"]
+    assert "default" not in said["my-azure-gpt4o"]
+    assert "a window of 3000 tokens from [gateway] models" in said["tiny-model"]
+    assert "the default window of 128000 tokens" in said["nobody-named-it"]

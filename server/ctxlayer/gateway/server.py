@@ -54,7 +54,7 @@ from ctxlayer.state import Caller, State
 from ctxlayer.state.requests import call
 from ctxlayer.statefiles import make_private_dir, read_or_create_token, token_file, write_private
 from ctxlayer.store.db import StoreError, describe_store_error
-from ctxlayer.tokenizers import context_window, model_info
+from ctxlayer.tokenizers import context_window, model_info, user_window
 from ctxlayer.urls import carries_credentials, is_loopback, named
 
 log = logging.getLogger("ctxlayer.gateway")
@@ -448,9 +448,10 @@ class GatewayServer:
         if info.family != "unknown":
             return window, None
         # the window said is the one used: a user who named it in [gateway] models must not
-        # read that the default applied
-        used = (f"the default window of {window} tokens" if window == info.context_window
-                else f"a window of {window} tokens from [gateway] models")
+        # read that the default applied, even where the two are the same number
+        used = (f"a window of {window} tokens from [gateway] models"
+                if user_window(model, self.config.models) is not None
+                else f"the default window of {window} tokens")
         return window, f"unknown model {ascii(model)}: counted with {info.encoding} and {used}"
 
     async def _send(self, request: web.Request, fmt: str, url: str, size: int,

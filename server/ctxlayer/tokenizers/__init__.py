@@ -32,13 +32,13 @@ from ctxlayer.tokenizers.encodings import (
     set_cache_dir,
 )
 from ctxlayer.tokenizers.models import DEFAULT_MODEL, TABLE, ModelInfo, model_info
-from ctxlayer.tokenizers.windows import LONG_CONTEXT, LONG_WINDOW, context_window
+from ctxlayer.tokenizers.windows import LONG_CONTEXT, LONG_WINDOW, context_window, user_window
 
 __all__ = [
     "DEFAULT_MODEL", "ENCODINGS", "LONG_CONTEXT", "LONG_WINDOW", "TABLE", "ModelInfo", "TiktokenCounter", "TokenizerUnavailable",
     "built_from", "context_window", "counted_as", "counter_for", "memo_for", "model_info", "preload",
     "preload_in_turn", "prompt_traits",
-    "set_cache_dir",
+    "set_cache_dir", "user_window",
 ]
 
 

@@ -16,22 +16,31 @@ from ctxlayer.tokenizers.long_windows import (
 )
 from ctxlayer.tokenizers.models import model_info
 
-__all__ = ["LONG_CONTEXT", "LONG_WINDOW", "context_window"]
+__all__ = ["LONG_CONTEXT", "LONG_WINDOW", "context_window", "user_window"]
 
 
 def context_window(model: str | None, betas: Iterable[str] = (),
                    overrides: Mapping[str, int] | None = None) -> int:
-    """The window a request to ``model`` gets: an override (the longest key that starts the
-    name as the client sent it, `anthropic/claude-sonnet-4.5`, or a key without a provider's
-    prefix that starts the bare name, `claude-sonnet-4.5`), else 1M when ``betas`` ask for it
-    and the model has it, else the table's."""
-    name = (model or "").strip().lower()
-    bare = name.rsplit("/", 1)[-1]
-    if overrides:
-        keys = [k for k in overrides if name.startswith(k.strip().lower()) or
-                ("/" not in k and bare.startswith(k.strip().lower()))]
-        if keys:
-            return overrides[max(keys, key=len)]
+    """The window a request to ``model`` gets: the user's (`user_window`), else 1M when
+    ``betas`` ask for it and the model has it, else the table's."""
+    named = user_window(model, overrides)
+    if named is not None:
+        return named
+    bare = (model or "").strip().lower().rsplit("/", 1)[-1]
     if model and wants_long_window(betas) and has_long_window(bare):
         return LONG_WINDOW
     return model_info(model).context_window
+
+
+def user_window(model: str | None, overrides: Mapping[str, int] | None) -> int | None:
+    """The window the user set for ``model`` in ``overrides`` (`[gateway] models`): the
+    longest key that starts the name as the client sent it (`anthropic/claude-sonnet-4.5`), or
+    a key without a provider's prefix that starts the bare name (`claude-sonnet-4.5`); None
+    when no key names it."""
+    if not overrides:
+        return None
+    name = (model or "").strip().lower()
+    bare = name.rsplit("/", 1)[-1]
+    keys = [k for k in overrides if name.startswith(k.strip().lower()) or
+            ("/" not in k and bare.startswith(k.strip().lower()))]
+    return overrides[max(keys, key=len)] if keys else None
