@@ -200,7 +200,7 @@ class State:
                     self.events.message("", "warning", text)
             svc = SessionService(store, self.tokenizers.guarded,
                                  default_model=lambda: DEFAULT_MODEL,
-                                 default_budget=lambda m: model_info(m).default_budget(),
+                                 default_budget=lambda m: model_info(m).default_budget,
                                  settings_of=self._session_settings)
             self._sessions = svc
             # a workspace made durable on the loop since the store was made, while `_sessions`
