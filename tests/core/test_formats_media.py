@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 from providers.payloads import b64, gif, jpeg, pdf, png, webp_vp8x
 
-from ctxlayer.core.formats import media
+from ctxlayer.core.formats import decode, media
+from ctxlayer.core.model_names import sees_large_images
+from ctxlayer.core.tokens import WordTokenizer
 
 
 @pytest.mark.parametrize("make", [png, gif, jpeg, webp_vp8x])
@@ -57,3 +59,36 @@ def test_data_urls_are_split_and_others_are_not():
     assert media.split_data_url("data:image/png;base64,AAAA") == ("image/png", "AAAA")
     assert media.split_data_url("https://e/x.png") is None
     assert media.split_data_url("data:text/plain,hello") is None
+
+
+@pytest.mark.parametrize("size,tokens", [
+    ((1920, 1080), 69 * 39),  # ⌈1920/28⌉ × ⌈1080/28⌉: under 2,576 px, not resized
+    ((2560, 1440), 4784),  # the most patches
+    ((5120, 2880), 4784),  # scaled down to fit them
+    ((200, 200), 8 * 8),
+])
+def test_the_newest_claude_models_count_28_pixel_patches_up_to_4784(size, tokens):
+    """Opus 4.7 and later see images up to 2,576 px: a 2560x1440 screenshot was counted at
+    the older models' 1,600 where the provider counts 4,784."""
+    assert media.anthropic_image_tokens(size, large=True) == tokens
+
+
+@pytest.mark.parametrize("model,large", [
+    ("claude-opus-4-7", True), ("claude-opus-4-8-20261001", True), ("claude-opus-5-5", True),
+    ("claude-sonnet-5", True), ("us.anthropic.claude-sonnet-5-5-20261101-v1:0", True),
+    ("claude-haiku-5-5", True), ("claude-fable-5", True),
+    ("claude-opus-4-6", False), ("claude-opus-4-1-20250805", False),
+    ("claude-sonnet-4-5", False), ("anthropic/claude-sonnet-4.5", False),
+    ("claude-haiku-4-5", False), ("claude-3-7-sonnet-latest", False), ("gpt-4o", False),
+])
+def test_which_models_see_large_images(model, large):
+    assert sees_large_images(model) is large
+
+
+def test_an_image_in_a_request_is_counted_by_its_models_rule():
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                         "data": b64(png(2560, 1440))}}
+    for model, tokens in (("claude-sonnet-4-5", 1600), ("claude-opus-4-7", 4784)):
+        body = {"model": model, "max_tokens": 10, "messages": [
+            {"role": "user", "content": [image, {"type": "text", "text": "what is it?"}]}]}
+        assert decode("anthropic", body, WordTokenizer()).messages[0].parts_tokens == tokens

@@ -41,6 +41,7 @@ from ctxlayer.core.formats.common import (
     reusable_prefix,
 )
 from ctxlayer.core.formats.newest_turn import check_anthropic
+from ctxlayer.core.model_names import sees_large_images
 from ctxlayer.core.text import one_line
 from ctxlayer.core.tokens import Tokenizer, deferred_tools
 from ctxlayer.protocol import Message, ToolCall
@@ -52,15 +53,16 @@ def _is_text(block: Any) -> bool:
     return isinstance(block, dict) and block.get("type") == "text"
 
 
-def _source_tokens(block: dict, where: str, counter: Tokenizer
+def _source_tokens(block: dict, where: str, counter: Tokenizer, large: bool = False
                    ) -> tuple[int, tuple[int, int] | None]:
-    """(tokens, the image's size when known) of an image or document block."""
+    """(tokens, the image's size when known) of an image or document block (``large``: the
+    model sees images at the larger native resolution, `media.anthropic_image_tokens`)."""
     src = expect_dict(block.get("source"), f"{where}.source")
     kind = src.get("type")
     if block["type"] == "image":
         data = src.get("data") if kind == "base64" else None
         size = media.size_of_base64(data) if isinstance(data, str) else None
-        return media.anthropic_image_tokens(size), size
+        return media.anthropic_image_tokens(size, large), size
     if kind == "text":  # a text document: its text
         return counter.count(expect_str(src.get("data"), f"{where}.source.data")), None
     if kind == "content":
@@ -68,20 +70,21 @@ def _source_tokens(block: dict, where: str, counter: Tokenizer
         if isinstance(content, str):
             return counter.count(content), None
         return sum(_block(expect_dict(b, f"{where}.source.content[{k}]"),
-                          f"{where}.source.content[{k}]", counter)[0]
+                          f"{where}.source.content[{k}]", counter, large)[0]
                    for k, b in enumerate(content or [])), None
     data = src.get("data") if kind == "base64" else None
     return media.pdf_tokens(data if isinstance(data, str) else None), None
 
 
-def _block(block: dict, where: str, counter: Tokenizer) -> tuple[int, str]:
+def _block(block: dict, where: str, counter: Tokenizer, large: bool = False
+           ) -> tuple[int, str]:
     """(tokens, label) of a block the engine never shortens; the label names it for audit
     lines."""
     kind = block.get("type")
     if kind == "text":
         tokens = counter.count(expect_str(block.get("text"), f"{where}.text"))
     elif kind in ("image", "document"):
-        tokens, size = _source_tokens(block, where, counter)
+        tokens, size = _source_tokens(block, where, counter, large)
         title = block.get("title") if kind == "document" else None
         return tokens, media.label(kind, tokens, size, title if isinstance(title, str) else "")
     elif kind in ("thinking", "redacted_thinking"):
@@ -126,16 +129,17 @@ def _references(value: Any) -> Iterator[str]:
             yield from _references(v)
 
 
-def _result_content(block: dict, where: str, counter: Tokenizer) -> tuple[str, int, list[str]]:
+def _result_content(block: dict, where: str, counter: Tokenizer, large: bool = False
+                    ) -> tuple[str, int, list[str]]:
     content = block.get("content")
     if content is None or isinstance(content, str):
         return content or "", 0, []
     if not isinstance(content, list):
         raise bad(f"{where}.content", "expected a string or a list of blocks")
-    return _texts_and_parts(content, where, counter)
+    return _texts_and_parts(content, where, counter, large)
 
 
-def _texts_and_parts(content: list, where: str, counter: Tokenizer
+def _texts_and_parts(content: list, where: str, counter: Tokenizer, large: bool = False
                      ) -> tuple[str, int, list[str]]:
     """A list of blocks as the engine reads it: the text blocks' text, and the tokens and
     labels of the others (never shortened: the provider says what it thinks of them; they are
@@ -148,7 +152,7 @@ def _texts_and_parts(content: list, where: str, counter: Tokenizer
         if b["type"] == "text":
             texts.append(expect_str(b.get("text"), f"{f}.text"))
         else:
-            tokens, name = _block(b, f, counter)
+            tokens, name = _block(b, f, counter, large)
             parts += tokens
             labels.append(name)
     return "\n".join(texts), parts, labels
@@ -157,6 +161,8 @@ def _texts_and_parts(content: list, where: str, counter: Tokenizer
 class _Reader:
     def __init__(self, payload: dict, counter: Tokenizer) -> None:
         self.counter = counter
+        #: images costed at the larger native resolution of the newest Claude models
+        self.large = sees_large_images(payload.get("model"))
         #: thinking read again: every turn's, else only the turn under way, after the last
         #: user message that is not all tool results (anthropic_thinking.py)
         self.raw = messages_of(payload)
@@ -265,7 +271,7 @@ class _Reader:
         if isinstance(content, str):
             text, parts = content, 0
         elif isinstance(content, list):
-            text, parts, labels = _texts_and_parts(content, where, self.counter)
+            text, parts, labels = _texts_and_parts(content, where, self.counter, self.large)
         else:
             raise bad(f"{where}.content", "expected a string or a list of blocks")
         self.add(Message(role="system", content=text, pinned=True, parts_tokens=parts or None,
@@ -299,7 +305,7 @@ class _Reader:
                 f = f"{where}.content[{k}]"
                 tokens, name = (_thinking(b, f, self.counter, i > self.turn_start)
                                 if kind in ("thinking", "redacted_thinking")
-                                else _block(b, f, self.counter))
+                                else _block(b, f, self.counter, self.large))
                 parts += tokens
                 labels.append(name)
         text = "\n".join(texts)
@@ -317,7 +323,7 @@ class _Reader:
         reads them) written back where it came, with the blocks before it in its message
         (unread, costing nothing). Returns where the rest of the message starts."""
         k = self.unread[1]  # type: ignore[index]
-        tokens, label = _block(blocks[k], f"{where}.content[{k}]", self.counter)
+        tokens, label = _block(blocks[k], f"{where}.content[{k}]", self.counter, self.large)
         self.add(Message(role="system", content="", pinned=True, parts_tokens=tokens,
                          parts=[label], id=derive_id("an", str(i), "compaction", label)),
                  ("msg", i, tuple(range(k + 1))), None, where)
@@ -345,7 +351,8 @@ class _Reader:
                         texts.append(expect_str(blocks[j].get("text"),
                                                 f"{where}.content[{j}].text"))
                     else:
-                        tokens, name = _block(blocks[j], f"{where}.content[{j}]", self.counter)
+                        tokens, name = _block(blocks[j], f"{where}.content[{j}]",
+                                              self.counter, self.large)
                         parts += tokens
                         labels.append(name)
                 text = "\n".join(texts)
@@ -361,7 +368,7 @@ class _Reader:
                     f = f"{where}.content[{k}]"
                     cid = expect_str(cid, f"{f}.tool_use_id",
                                      "the id of the tool_use it answers")
-                    text, parts, labels = _result_content(b, f, self.counter)
+                    text, parts, labels = _result_content(b, f, self.counter, self.large)
                 self.add(Message(role="tool", content=text, tool_call_id=cid,
                                  parts_tokens=parts or None, parts=labels or None,
                                  id=derive_id("an", f"{i}.{k}", "tool", cid, text)),
@@ -403,6 +410,7 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None,
     if previous is not None and same and payload.get("system") == previous.payload.get(
             "system") and previous.extra.get("every_turn") == r.every_turn and \
             previous.extra.get("deferred", {}) == r.deferred and \
+            previous.extra.get("large", False) == r.large and \
             previous.extra.get("unread") == r.unread:
         pieces = previous.extra["pieces"]
         upto = sum(1 for s in previous.sources if s[0] == "system") + \
@@ -421,7 +429,7 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None,
                    index=r.index, derived_ids=r.derived, counter=counter,
                    extra={"pieces": r.pieces, "every_turn": r.every_turn,
                           "turn_start": r.turn_start, "question_at": r.question_at,
-                          "deferred": r.deferred,
+                          "deferred": r.deferred, "large": r.large,
                           "unread": r.unread})
 
 

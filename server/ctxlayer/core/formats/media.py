@@ -22,6 +22,11 @@ OPENAI_TILE = 170
 #: Anthropic resizes an image whose long edge is over 1568 px; about 1,600 tokens at most.
 ANTHROPIC_LONG_EDGE = 1568
 ANTHROPIC_MAX_IMAGE = 1600
+#: ... and of the Claude models that see larger images (Opus 4.7 on): a 28-pixel patch is a
+#: token, up to 2,576 px on the long edge and 4,784 patches
+PATCH = 28
+LARGE_LONG_EDGE = 2576
+LARGE_MAX_IMAGE = 4784
 #: A PDF page: Anthropic states 1,500 to 3,000 tokens of text and image per page; the upper
 #: figure is used so that a request costed here is never over the provider's window.
 PDF_PAGE_TOKENS = 3000
@@ -132,12 +137,21 @@ def openai_image_tokens(size: tuple[int, int] | None, detail: str = "auto") -> i
     return OPENAI_TILE * math.ceil(w / 512) * math.ceil(h / 512) + OPENAI_LOW_DETAIL
 
 
-def anthropic_image_tokens(size: tuple[int, int] | None) -> int:
+def anthropic_image_tokens(size: tuple[int, int] | None, large: bool = False) -> int:
     """Anthropic's rule: about width*height/750 after scaling the long edge down to 1568 px,
-    and never more than about 1,600 (larger images are scaled down further)."""
+    and never more than about 1,600 (larger images are scaled down further). With ``large``
+    (the models that see images at a larger native resolution, `model_names.
+    sees_large_images`): one token a 28x28 patch, ⌈w/28⌉ × ⌈h/28⌉, after scaling the long edge
+    down to 2,576 px and the patches to 4,784 at most (Anthropic's vision guide; a 2560x1440
+    screenshot was counted 1,600 where the provider counts 4,784)."""
     w, h = size or DEFAULT_IMAGE_SIZE
     if w <= 0 or h <= 0:
         return 1
+    if large:
+        scale = min(1.0, LARGE_LONG_EDGE / max(w, h),
+                    math.sqrt(LARGE_MAX_IMAGE * PATCH * PATCH / (w * h)))
+        sw, sh = max(1, int(w * scale)), max(1, int(h * scale))
+        return min(LARGE_MAX_IMAGE, math.ceil(sw / PATCH) * math.ceil(sh / PATCH))
     scale = min(1.0, ANTHROPIC_LONG_EDGE / max(w, h))
     return max(1, min(ANTHROPIC_MAX_IMAGE, math.ceil(w * scale * h * scale / 750)))
 
