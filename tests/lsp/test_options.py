@@ -28,6 +28,47 @@ async def test_one_bad_option_does_not_drop_the_others(tmp_path):
         assert await daemon.close() == 0
 
 
+async def test_the_mode_given_at_initialize_is_the_connections_default(tmp_path):
+    """`initializationOptions.mode` was read and never used: sessions opened without a mode,
+    and the announced defaultMode, had the workspace's default (deep) whatever it said."""
+    root = make_repo(WORLD / f"mode-{tmp_path.name}")
+    env = hermetic_env(tmp_path / "world")
+    for mode in ("short", "debug"):
+        daemon = await RawDaemon.start(env=env)
+        try:
+            init = await daemon.request(0, "initialize", {
+                "processId": None, "capabilities": {}, "rootUri": root.as_uri(),
+                "initializationOptions": {"mode": mode}})
+            await daemon.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+            ours = init["result"]["capabilities"]["experimental"]["ctxlayer"]
+            assert ours["defaultMode"] == mode
+            opened = await daemon.request(1, "ctx/session/open", {})
+            assert opened["result"]["mode"] == mode
+            named = await daemon.request(2, "ctx/session/open", {"mode": "deep"})
+            assert named["result"]["mode"] == "deep"  # a session's own mode still wins
+            budget = await daemon.request(3, "ctx/session/budget", {
+                "sessionId": opened["result"]["sessionId"]})
+            assert "result" in budget, budget
+        finally:
+            assert await daemon.close() == 0
+    # a mode that is none of the modes is said once and left out: the workspace's default
+    daemon = await RawDaemon.start(env=env)
+    try:
+        init = await daemon.request(0, "initialize", {
+            "processId": None, "capabilities": {}, "rootUri": root.as_uri(),
+            "initializationOptions": {"mode": "turbo"}})
+        await daemon.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        assert init["result"]["capabilities"]["experimental"]["ctxlayer"]["defaultMode"] == "deep"
+        assert "initializationOptions.mode" in await daemon.shown("initializationOptions")
+        opened = await daemon.request(1, "ctx/session/open", {})
+        assert opened["result"]["mode"] == "deep"
+    finally:
+        assert await daemon.close() == 0
+    said = [m for m in daemon.notifications if m.get("method") == "window/showMessage"
+            and "initializationOptions.mode" in m["params"]["message"]]
+    assert len(said) == 1, said
+
+
 async def test_an_output_reserve_leaving_no_room_is_said_and_never_becomes_a_sessions_budget(
         tmp_path):
     """`reserveOutput` as large as the window was taken silently: every session opened under

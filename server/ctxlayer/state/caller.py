@@ -63,6 +63,10 @@ class Caller:
         """The model a request is about: its own, else the one given at initialize."""
         return requested or self.options.model
 
+    def default_mode(self) -> str:
+        """The mode of a session opened without one: initialize's, else the workspace's."""
+        return self.options.mode or self.policy.sessions.default_mode
+
     def default_budget(self, model: str | None, reserve_output: int | None = None) -> int:
         """Context window (initialize's, else the model's) minus the output reserve: the
         request's (refused naming it when it leaves no room), else initialize's, else the
@@ -121,7 +125,7 @@ class Caller:
             protocol_version=protocol.PROTOCOL_VERSION, methods=methods,
             notifications=sorted(protocol.NOTIFICATIONS), model=model,
             default_budget=self.default_budget(model),
-            default_mode=sessions.default_mode,  # type: ignore[arg-type]
+            default_mode=self.default_mode(),  # type: ignore[arg-type]
             modes={name: protocol.ModeInfo(rules_share=m.rules_share,
                                            working_share=m.working_share, cap=m.cap)
                    for name, m in sessions.modes.items()},

@@ -41,6 +41,8 @@ def open_session(caller: Caller, p: protocol.SessionOpenParams,
         p.model = caller.model()
     if p.budget is None:
         p.budget = caller.default_budget(p.model)
+    if p.mode is None:  # initialize's mode is this connection's default
+        p.mode = caller.default_mode()  # type: ignore[assignment]
     result = state.sessions.open(caller.workspace, p)
     layers = session_layers(caller, result.session_id, segment)
     state.sessions.set_system(caller.workspace, result.session_id, layers)
