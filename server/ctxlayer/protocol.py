@@ -430,7 +430,7 @@ class PrepareParams(Wire):
     """ctx/prepare: the provider request a chat is about to send; the result is what to send."""
 
     request: dict
-    format: Format = "openai"
+    format: Format = "ctxlayer"  # the default everywhere a format is taken (PROTOCOL.md)
     model: str | None = None  # else request.model
     budget: int | None = None
     reserve_output: int | None = None

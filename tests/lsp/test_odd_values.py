@@ -110,10 +110,13 @@ async def test_an_output_room_that_fills_the_window_is_refused_naming_the_field(
     """It left the prompt a budget of one token: "the newest user message alone needs 7
     tokens, over the budget of 1", naming nothing the client sent."""
     ask = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
-    out = await raw_daemon.request(1, "ctx/prepare", {"request": ask, "reserveOutput": HUGE})
+    out = await raw_daemon.request(1, "ctx/prepare", {"format": "openai", "request": ask,
+                                                      "reserveOutput": HUGE})
     assert out["error"]["code"] == -32602 and out["error"]["data"]["field"] == "reserveOutput"
-    out = await raw_daemon.request(2, "ctx/prepare", {"request": {**ask, "max_tokens": HUGE}})
+    out = await raw_daemon.request(2, "ctx/prepare", {"format": "openai",
+                                                      "request": {**ask, "max_tokens": HUGE}})
     assert out["error"]["data"]["field"] == "max_tokens", out
     assert "128,000-token window of gpt-4o" in out["error"]["message"]
-    out = await raw_daemon.request(3, "ctx/prepare", {"request": {**ask, "max_tokens": 4096}})
+    out = await raw_daemon.request(3, "ctx/prepare", {"format": "openai",
+                                                      "request": {**ask, "max_tokens": 4096}})
     assert "result" in out, out
