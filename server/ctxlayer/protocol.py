@@ -100,11 +100,12 @@ class AuditEntry(Wire):
 
 
 class ByLayer(Wire):
-    system: int = 0
-    workspace: int = 0
-    rules: int = 0
-    working: int = 0
-    history: int = 0
+    # no defaults: every layer is on the wire, also at 0 (a default one was left out)
+    system: int
+    workspace: int
+    rules: int
+    working: int
+    history: int
 
 
 class Budget(Wire):
@@ -249,8 +250,8 @@ class TrimResult(Wire):
     budget: int
     dropped: list[AuditEntry]
     truncated: list[AuditEntry]
+    percent: float  # tokens of budget, as a status line shows it (editors compute none)
     system: Any = None  # anthropic: the fitted system; responses: the instructions
-    percent: float = 0.0  # tokens of budget, as a status line shows it (editors compute none)
 
 
 # --- sessions -----------------------------------------------------------------------------------
@@ -335,12 +336,13 @@ class AssembleParams(Wire):
 
 
 class AssembleTokens(Wire):
+    # no defaults: every layer is on the wire, also at 0 (a default one was left out)
     total: int
-    system: int = 0
-    workspace: int = 0
-    rules: int = 0
-    working: int = 0
-    history: int = 0
+    system: int
+    workspace: int
+    rules: int
+    working: int
+    history: int
 
 
 class ModeSuggestion(Wire):
@@ -454,8 +456,9 @@ class PrepareResult(Wire, weakref=True):  # a live chat knows its last (state/ch
     truncated: list[AuditEntry]
     compacted: bool
     cache_reuse_tokens: int
-    cache_breakpoints: list[int] = []
-    notice: str | None = None
+    # no defaults: both are on the wire also when empty, [] and null (PROTOCOL.md)
+    cache_breakpoints: list[int]
+    notice: str | None
     #: what failed beside the request, which is ready all the same: the state folder could not
     #: be read or written (a full disk, a lock held past its timeout), so this turn's window,
     #: audit or session was not kept
@@ -472,8 +475,8 @@ class ConversationInfo(Wire):
     cache_reuse_tokens: int
     dropped: int
     updated_at: str
+    percent: float  # tokens of budget, as the status bar shows it (editors compute none)
     cached_tokens: int | None = None  # the provider's last usage report, when there was one
-    percent: float = 0.0  # tokens of budget, as the status bar shows it (editors compute none)
 
 
 class ConversationsResult(Wire):

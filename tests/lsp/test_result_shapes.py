@@ -24,3 +24,34 @@ async def test_prepare_without_a_format_reads_ctxlayer_messages(raw_daemon: RawD
         "model": "gpt-4o", "messages": [{"role": "user", "content": "hi", "pinned": True}]}})
     kept = fitted["result"]["request"]["messages"]
     assert kept[-1]["content"] == "hi" and kept[-1]["pinned"] is True, fitted
+
+
+async def test_documented_result_fields_are_there_when_empty(raw_daemon: RawDaemon):
+    """ctx/prepare left out `cacheBreakpoints` and `notice` when there were none, a Budget's
+    `byLayer` and ctx/assemble's `tokens` a layer of 0 tokens, ctx/trim and ctx/conversations
+    a `percent` of 0: each documented, and a client reading it got a KeyError."""
+    big = 10**9  # a budget so large that the percentages round to 0.0
+    request = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+    out = (await raw_daemon.request(1, "ctx/prepare", {"format": "openai", "budget": big,
+                                                       "request": request}))["result"]
+    assert out["cacheBreakpoints"] == [] and out["notice"] is None, out
+    for field in ("dropped", "truncated", "compacted", "cacheReuseTokens", "tokens", "budget",
+                  "conversationId", "sessionId", "request"):
+        assert field in out, field
+
+    chats = (await raw_daemon.request(2, "ctx/conversations", {}))["result"]["conversations"]
+    ours = [c for c in chats if c["conversationId"] == out["conversationId"]]
+    assert [c["percent"] for c in ours] == [0.0], chats
+
+    trimmed = (await raw_daemon.request(3, "ctx/trim", {
+        "messages": [{"role": "user", "content": "hi"}], "budget": big}))["result"]
+    assert trimmed["percent"] == 0.0, trimmed
+
+    layers = {"system", "workspace", "rules", "working", "history"}
+    await raw_daemon.request(4, "ctx/session/open", {"sessionId": "shapes"})
+    budget = (await raw_daemon.request(5, "ctx/session/append", {"sessionId": "shapes",
+              "messages": [{"role": "user", "content": "hi"}]}))["result"]
+    assert set(budget["byLayer"]) == layers and budget["byLayer"]["rules"] == 0, budget
+    assembled = (await raw_daemon.request(6, "ctx/assemble", {"sessionId": "shapes"}))["result"]
+    assert set(assembled["tokens"]) == {"total", *layers}, assembled["tokens"]
+    assert assembled["tokens"]["rules"] == 0 and assembled["tokens"]["working"] == 0

@@ -97,11 +97,11 @@ export interface Budget {
   warning?: string | null;
 }
 export interface ByLayer {
-  system?: number;
-  workspace?: number;
-  rules?: number;
-  working?: number;
-  history?: number;
+  system: number;
+  workspace: number;
+  rules: number;
+  working: number;
+  history: number;
 }
 export interface SegmentParams {}
 export interface WorkspaceSegment {
@@ -200,10 +200,10 @@ export interface TrimResult {
   budget: number;
   dropped: AuditEntry[];
   truncated: AuditEntry[];
+  percent: number;
   system?: {
     [k: string]: unknown | undefined;
   };
-  percent?: number;
 }
 export interface SessionOpenParams {
   sessionId?: string | null;
@@ -289,11 +289,11 @@ export interface AssembleResult {
 }
 export interface AssembleTokens {
   total: number;
-  system?: number;
-  workspace?: number;
-  rules?: number;
-  working?: number;
-  history?: number;
+  system: number;
+  workspace: number;
+  rules: number;
+  working: number;
+  history: number;
 }
 export interface ModeSuggestion {
   mode: "debug" | "deep" | "short";
@@ -375,8 +375,8 @@ export interface PrepareResult {
   truncated: AuditEntry[];
   compacted: boolean;
   cacheReuseTokens: number;
-  cacheBreakpoints?: number[];
-  notice?: string | null;
+  cacheBreakpoints: number[];
+  notice: string | null;
   warning?: string | null;
 }
 export interface ConversationsResult {
@@ -392,8 +392,8 @@ export interface ConversationInfo {
   cacheReuseTokens: number;
   dropped: number;
   updatedAt: string;
+  percent: number;
   cachedTokens?: number | null;
-  percent?: number;
 }
 export interface WhyParams {
   conversationId?: string | null;

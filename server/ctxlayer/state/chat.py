@@ -146,7 +146,8 @@ class Conversation:
         limit = max(1, self.budget)
         return protocol.Budget(
             used=used, limit=limit, percent=round(100 * used / limit, 1),
-            by_layer=protocol.ByLayer(system=self.system_tokens,
+            by_layer=protocol.ByLayer(system=self.system_tokens, workspace=0, rules=0,
+                                      working=0,
                                       history=max(0, self.tokens - self.system_tokens)),
             model=self.model, session_id=self.session_id, next_compaction_at=self.budget,
             conversation_id=self.conversation_id, source=self.source,

@@ -180,7 +180,8 @@ class Conversations:
             model, lambda counter: tools_tokens(p.request, counter, p.format))
         return protocol.PrepareResult(
             request=p.request, conversation_id="", session_id="", tokens=tools, budget=budget,
-            dropped=[], truncated=[], compacted=False, cache_reuse_tokens=0, notice=why)
+            dropped=[], truncated=[], compacted=False, cache_reuse_tokens=0, cache_breakpoints=[],
+            notice=why)
 
     def _by_chain(self, workspace: str, family: str, request: dict, model: str
                   ) -> tuple[str, bool]:
