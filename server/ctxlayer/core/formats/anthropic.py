@@ -612,9 +612,11 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
     sys_value = _system(decoded, system)
     sys_kept = [k for k, m in enumerate(kept) if m.role == "system" and not _in_messages(
         decoded, m)]
-    sys_value, messages = place_breakpoints(sys_value, out, sys_kept, cache_breakpoints,
-                                            decoded.payload.get("tools"), result)
+    sys_value, messages, tools = place_breakpoints(
+        sys_value, out, sys_kept, cache_breakpoints, decoded.payload.get("tools"), kept, result)
     payload = {k: v for k, v in decoded.payload.items() if k not in ("system", "messages")}
+    if tools is not decoded.payload.get("tools"):  # a client's breakpoint too many removed
+        payload["tools"] = tools
     if sys_value is not None:
         payload["system"] = sys_value
     payload["messages"] = messages

@@ -266,12 +266,78 @@ def _mark_last(blocks: list) -> list | None:
     return None
 
 
+def _uncached(block: dict) -> dict:
+    return {k: v for k, v in block.items() if k != "cache_control"}
+
+
+#: where a client's breakpoint is: ("tools" | "system", index, None, None), or ("messages",
+#: message, block, part of a tool_result's content or None for the block itself)
+Mark = tuple[str, int, int | None, int | None]
+
+
+def _own_marks(system: Any, messages: list[dict], tools: Any) -> list[Mark]:
+    """The client's breakpoints in the order the provider reads the prompt: tools, system,
+    messages (a tool_result's parts before the block itself)."""
+    marks: list[Mark] = []
+    for where, blocks in (("tools", tools), ("system", system)):
+        if isinstance(blocks, list):
+            marks += [(where, n, None, None) for n, b in enumerate(blocks) if _has_cc(b)]
+    for n, m in enumerate(messages):
+        content = m.get("content")
+        for j, b in enumerate(content if isinstance(content, list) else ()):
+            if isinstance(b, dict) and isinstance(b.get("content"), list):
+                marks += [("messages", n, j, p) for p, part in enumerate(b["content"])
+                          if _has_cc(part)]
+            if _has_cc(b):
+                marks.append(("messages", n, j, None))
+    return marks
+
+
+def cap_own_breakpoints(system: Any, messages: list[dict], tools: Any, out: list[Entry],
+                        kept: Sequence[Message], result: Encoded
+                        ) -> tuple[Any, list[dict], Any]:
+    """The provider refuses a request with more than MAX_BREAKPOINTS cache_control blocks
+    (system and tools count too). A client's latest ones mark the longest cached prefixes, so
+    those are kept; each one before them is removed, audited (the block itself is kept)."""
+    marks = _own_marks(system, messages, tools)
+    for where, n, j, part in marks[:max(0, len(marks) - MAX_BREAKPOINTS)]:
+        reason = (f"cache_control on more than {MAX_BREAKPOINTS} blocks: the provider refuses "
+                  f"that; the client's last {MAX_BREAKPOINTS} are kept")
+        if where == "tools":
+            tools = [*tools[:n], _uncached(tools[n]), *tools[n + 1:]]
+            name = tools[n].get("name", "?")
+            result.audit.append(audit("compressed", reason, f"tool {name}: its cache_control"))
+            continue
+        if where == "system":
+            system = [*system[:n], _uncached(system[n]), *system[n + 1:]]
+            result.audit.append(audit("compressed", reason,
+                                      f"system block {n + 1}: its cache_control"))
+            continue
+        assert j is not None
+        content = list(messages[n]["content"])
+        block = content[j]
+        if part is None:
+            content[j] = _uncached(block)
+        else:
+            parts = list(block["content"])
+            parts[part] = _uncached(parts[part])
+            content[j] = {**block, "content": parts}
+        messages[n] = {**messages[n], "content": content}
+        result.audit.append(audit("compressed", reason, f"{_summary(messages[n])}: the "
+                                  f"cache_control of block {j + 1}",
+                                  message_id=_first_id(out[n][1], kept)))
+    return system, messages, tools
+
+
 def place_breakpoints(system: Any, out: list[Entry], system_kept: list[int],
-                      wanted: Sequence[int], tools: Any, result: Encoded
-                      ) -> tuple[Any, list[dict]]:
+                      wanted: Sequence[int], tools: Any, kept: Sequence[Message],
+                      result: Encoded) -> tuple[Any, list[dict], Any]:
     """cache_control on the last block of the wanted messages (indices into the kept ones),
-    only when the client set none itself, and never more than MAX_BREAKPOINTS in all."""
+    only when the client set none itself, and never more than MAX_BREAKPOINTS in all: of the
+    client's own, its last MAX_BREAKPOINTS (cap_own_breakpoints). Returns the system, the
+    messages and the tools."""
     messages = [msg for msg, _ in out]
+    system, messages, tools = cap_own_breakpoints(system, messages, tools, out, kept, result)
     own = _count_own(system, messages, tools)
     if own == 0 and wanted:
         where = {k: n for n, (_, ks) in enumerate(out) for k in ks}
@@ -298,4 +364,4 @@ def place_breakpoints(system: Any, out: list[Entry], system_kept: list[int],
                           if _count_own(None, [m], None)]
     result.system_breakpoints = sum(_has_cc(b) for b in system) if isinstance(system, list) \
         else 0
-    return system, messages
+    return system, messages, tools
