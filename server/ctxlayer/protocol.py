@@ -52,7 +52,8 @@ class Strict(Wire, forbid_unknown_fields=True):
 #: items for "responses"
 FormatMessages = Annotated[list[Any], msgspec.Meta(extra_json_schema={
     "items": {"anyOf": [{"$ref": "#/$defs/Message"}, {"type": "object"}]},
-    "description": "Message objects (format ctxlayer) or the provider's message objects",
+    "description": "Message objects (format ctxlayer), else the provider's own: messages "
+                   "(openai, anthropic) or input items (responses)",
 })]
 
 

@@ -178,7 +178,7 @@ export interface CountResult {
 }
 export interface TrimParams {
   /**
-   * Message objects (format ctxlayer) or the provider's message objects
+   * Message objects (format ctxlayer), else the provider's own: messages (openai, anthropic) or input items (responses)
    */
   messages: (Message | {})[];
   model?: string | null;
@@ -193,7 +193,7 @@ export interface TrimParams {
 }
 export interface TrimResult {
   /**
-   * Message objects (format ctxlayer) or the provider's message objects
+   * Message objects (format ctxlayer), else the provider's own: messages (openai, anthropic) or input items (responses)
    */
   messages: (Message | {})[];
   tokens: number;
@@ -221,7 +221,7 @@ export interface SessionOpenResult {
 export interface SessionAppendParams {
   sessionId: string;
   /**
-   * Message objects (format ctxlayer) or the provider's message objects
+   * Message objects (format ctxlayer), else the provider's own: messages (openai, anthropic) or input items (responses)
    */
   messages: (Message | {})[];
   format?: "anthropic" | "ctxlayer" | "openai" | "responses";
@@ -271,7 +271,7 @@ export interface AssembleParams {
 }
 export interface AssembleResult {
   /**
-   * Message objects (format ctxlayer) or the provider's message objects
+   * Message objects (format ctxlayer), else the provider's own: messages (openai, anthropic) or input items (responses)
    */
   messages: (Message | {})[];
   cacheBoundary: number | null;
