@@ -7,9 +7,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import shutil
 from collections.abc import Callable
 
-from conftest import RawDaemon, hermetic_env, make_repo
+from conftest import WORLD, RawDaemon, hermetic_env, make_repo
 from gitrepo import git, write
 
 _ids = itertools.count(100)
@@ -74,3 +75,27 @@ async def test_left_out_says_the_current_reason(tmp_path):
         await until(daemon, "ctx/segment", lambda s: agent_reasons(s) == [])
     finally:
         await daemon.close()
+
+
+async def test_a_client_that_ends_during_the_first_scan_leaves_no_error(tmp_path):
+    """The watcher was stopped (`workspace = None`) while the first scan ran; the scan then
+    went on to start watching None: an ERROR and a traceback in the log of a clean exit. A
+    git that takes its time holds the scan long enough for the client to go."""
+    root = make_repo(WORLD / f"ends-early-{tmp_path.name}")
+    slow = tmp_path / "bin"
+    slow.mkdir()
+    git_path = shutil.which("git")
+    (slow / "git").write_text(f'#!/bin/sh\nsleep 0.5\nexec {git_path} "$@"\n')
+    (slow / "git").chmod(0o755)
+    env = hermetic_env(tmp_path / "world")
+    env["PATH"] = f"{slow}{os.pathsep}{env['PATH']}"
+    log_file = tmp_path / "daemon.log"
+    daemon = await RawDaemon.start("--log-file", str(log_file), env=env)
+    await daemon.initialize(root)
+    # a live chat's turn, which needs no segment, answers while the scan goes on
+    out = await daemon.request(1, "ctx/prepare", {"format": "openai", "request": {
+        "model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}})
+    assert "result" in out, out
+    assert await daemon.close() == 0
+    text = log_file.read_text()
+    assert "Traceback" not in text and " ERROR " not in text, text

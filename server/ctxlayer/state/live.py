@@ -52,6 +52,8 @@ class LiveWorkspace:
         self.subscribers: list[SegmentSubscriber] = []
         self.refs = 0
         self.error: BaseException | None = None
+        #: set by `stop`: a start still under way sees it and ends without watching
+        self._stopped = False
         self._ready: asyncio.Future[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         #: refreshes under way (`refresh`), which a read of the segment waits for
@@ -68,10 +70,19 @@ class LiveWorkspace:
 
     async def _start(self) -> None:
         try:
-            self.workspace = await asyncio.to_thread(self._create)
-            self.segment = await asyncio.to_thread(self.workspace.scan)
-            await asyncio.to_thread(self.workspace.start_watching, self._from_watcher,
-                                    self._config_from_watcher)
+            # the client may end while a step runs on its thread (stop sets `_stopped`): each
+            # step is the start's own `ws`, and none starts once stopped
+            ws = await asyncio.to_thread(self._create)
+            if not self._stopped:
+                self.workspace = ws
+                self.segment = await asyncio.to_thread(ws.scan)
+            if not self._stopped:
+                await asyncio.to_thread(ws.start_watching, self._from_watcher,
+                                        self._config_from_watcher)
+            if self._stopped:  # also the watcher it may have started as stop ran
+                await asyncio.to_thread(ws.stop)
+                log.info("workspace %s: stopped during its first scan", self.root)
+                return
             keep_out_of_collections()  # the scan's long-lived caches
             log.info("workspace %s: %d tokens, hash %s", self.root, self.segment.tokens,
                      self.segment.hash)
@@ -87,6 +98,7 @@ class LiveWorkspace:
         return Workspace(self.root, self.config, counter.count)
 
     def stop(self) -> None:
+        self._stopped = True
         if self.workspace is not None:
             try:
                 self.workspace.stop()
