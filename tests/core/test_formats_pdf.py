@@ -5,6 +5,8 @@ the file's size; a decompression bomb costs a bounded amount of memory."""
 from __future__ import annotations
 
 import base64
+import subprocess
+import sys
 import tracemalloc
 import zlib
 
@@ -98,3 +100,28 @@ def test_an_object_cut_by_the_budget_is_not_read(monkeypatch):
     assert pdf.page_count(data) is None
     monkeypatch.setattr(pdf, "INFLATE_BUDGET", len(whole))
     assert pdf.page_count(data) == 137
+
+
+def test_a_count_or_offset_of_thousands_of_digits_is_no_count():
+    """`int` refuses more than 4,300 digits: a `/Count` of 5,000 digits was a 500 through the
+    gateway and a traceback from `ctxlayer count`."""
+    huge = b"9" * 5000
+    data = bytes(plain({1: b"<< /Type /Catalog /Pages 2 0 R >>",
+                        2: b"<< /Type /Pages /Kids [3 0 R] /Count " + huge + b" >>",
+                        3: b"<< /Type /Page /Parent 2 0 R >>"}))
+    assert pdf.page_count(data) == 1  # its one page object
+    first = packed(5, filt=b"/FlateDecode").replace(b"/First ", b"/First " + huge, 1)
+    media.pdf_pages(first)  # read without an error
+
+
+def test_a_long_run_of_digits_is_read_once():
+    """An ASCIIHex image of zeros made the object header's `\\d+` try every start in the run
+    again: 78 KiB took 40 s through the gateway, a megabyte hours. Run apart, so that a
+    reading that never ends fails here instead of holding the suite."""
+    code = ("import sys; from ctxlayer.core.formats import pdf; "
+            "data = b'%PDF-1.4\\n1 0 obj\\n<< /Type /Page >>\\nendobj\\n2 0 obj\\n<< /Length 9 >>"
+            "\\nstream\\n' + b'0' * 2_000_000 + b'\\nendstream\\nendobj\\n'; "
+            "sys.stdout.write(str(pdf.page_count(data)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert (done.returncode, done.stdout) == (0, "1"), done.stderr

@@ -15,15 +15,20 @@ import zlib
 #: tree comes near the end, so a book of a thousand pages stays well within this.
 INFLATE_BUDGET = 8 << 20
 
-_OBJ = re.compile(rb"\d+\s+\d+\s+obj\b")
+#: an object's header, `12 0 obj`: its numbers bounded and not inside a longer run of digits
+#: (a stream of digits, an ASCIIHex image, made `\d+` try every start again: 78 KiB of zeros
+#: took 40 s)
+_OBJ = re.compile(rb"(?<!\d)\d{1,10}\s+\d{1,5}\s+obj\b")
 _PAGES = re.compile(rb"/Type\s*/Pages(?![A-Za-z])")
 _PAGE = re.compile(rb"/Type\s*/Page(?![A-Za-z])")
-_COUNT = re.compile(rb"/Count\s+(\d+)")
+#: a count or offset of more digits than any PDF holds is no count (`int` refuses past 4,300
+#: digits: a 500)
+_COUNT = re.compile(rb"/Count\s+(\d{1,9})(?!\d)")
 _PARENT = re.compile(rb"/Parent(?![A-Za-z])")
 _OBJSTM = re.compile(rb"/Type\s*/ObjStm(?![A-Za-z])")
 _FLATE_ONLY = re.compile(rb"/Filter\s*(?:/FlateDecode|\[\s*/FlateDecode\s*\])(?![A-Za-z])")
 _PARMS = re.compile(rb"/DecodeParms(?![A-Za-z])")
-_FIRST = re.compile(rb"/First\s+(\d+)")
+_FIRST = re.compile(rb"/First\s+(\d{1,9})(?!\d)")
 _STREAM = re.compile(rb"stream\r?\n")
 
 
