@@ -245,6 +245,23 @@ def test_a_link_the_project_ships_to_the_users_secrets_is_never_followed(repo, h
     assert "a link to .env" in reasons(seg, "skills")[".claude/skills/deploy/SKILL.md"]
 
 
+def test_a_link_into_git_or_to_an_envrc_and_a_selected_git_file_are_never_read(repo, home):
+    """The secret check read a file's name only: `AGENTS.md -> .git/config` (a remote's token,
+    as actions/checkout keeps it) and `README.md -> .envrc` (direnv's exported keys) went out in
+    the default prompt, and a project's `files = [".git/config"]` named it directly."""
+    git(repo, "remote", "add", "origin", "https://x-access-token:ghp_s3cret@github.com/o/r.git")
+    write(repo, ".envrc", "export AWS_SECRET_ACCESS_KEY=AKIA_ENVRC\n")
+    (repo / "README.md").unlink()
+    os.symlink(".envrc", repo / "README.md")
+    os.symlink(".git/config", repo / "AGENTS.md")
+    seg = make_ws(repo, home, files=["README*", ".git/config"]).scan()
+    assert "ghp_s3cret" not in seg.text and "AKIA_ENVRC" not in seg.text
+    assert reasons(seg, "agentFiles")["AGENTS.md"].startswith("a link into .git/")
+    files = reasons(seg, "files")
+    assert files["README.md"].startswith("a link to .envrc")
+    assert files[".git/config"].startswith("in .git/")
+
+
 def test_a_file_selected_twice_through_a_link_is_included_once(repo, home):
     os.symlink(".", repo / "self")
     seg = make_ws(repo, home, files=["README.md", "self/README.md"]).scan()

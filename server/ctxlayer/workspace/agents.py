@@ -131,7 +131,7 @@ def render_agents(root: Path, home: Path | None, user_config_dir: Path | None,
                 left_out.append(LeftOut(part="agentFiles", path=shown,
                                         reason=f"resolves outside the workspace ({real})"))
                 continue
-            if (secret := secret_link(real)) is not None:
+            if (secret := secret_link(real, root_real)) is not None:
                 left_out.append(LeftOut(part="agentFiles", path=shown, reason=secret))
                 continue
             try:  # a character is at most 4 bytes: more bytes than that are too many characters

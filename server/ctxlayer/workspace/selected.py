@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path, PurePath, PurePosixPath
 
 from ctxlayer import userfiles
 from ctxlayer.core.text import path_line
@@ -44,8 +44,11 @@ class FilesText:
 
 #: file names that hold secrets (keys, tokens, passwords): never sent, whatever selects them
 #: (a project's ctxlayer.toml naming `.env` sent the user's keys to the provider)
-SECRET_NAMES = {".env", ".netrc", ".npmrc", ".pypirc", ".pgpass", ".git-credentials",
+SECRET_NAMES = {".env", ".envrc", ".netrc", ".npmrc", ".pypirc", ".pgpass", ".git-credentials",
                 "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "credentials", ".htpasswd"}
+#: folders whose files hold secrets: git's own (`config` keeps a remote's token, as
+#: actions/checkout writes it), and the keys and logins of ssh, AWS, GnuPG, Docker, kubectl
+SECRET_FOLDERS = {".git", ".ssh", ".aws", ".gnupg", ".docker", ".kube"}
 SECRET_SUFFIXES = (".pem", ".key", ".p12", ".pfx", ".keystore", ".jks")
 #: `.env.<x>` files that are templates, without the values
 ENV_TEMPLATES = {".env.example", ".env.sample", ".env.template", ".env.dist"}
@@ -55,10 +58,19 @@ ENV_TEMPLATES = {".env.example", ".env.sample", ".env.template", ".env.dist"}
 SECRETS = "may hold secrets (keys, tokens, passwords): never sent"
 
 
-def secret_link(real: Path) -> str | None:
+def secret_link(real: Path, root: Path) -> str | None:
     """Why a file that resolves to ``real`` is never sent, if it is not (a link a cloned
-    repo ships, README.txt -> .env or CLAUDE.md -> id_rsa, to the user's own secrets)."""
-    return f"a link to {real.name}, which {SECRETS}" if may_hold_secrets(real.name) else None
+    repo ships, README.txt -> .env or AGENTS.md -> .git/config, to the user's own secrets).
+    ``root``: the workspace, whose own path says nothing of its files."""
+    if may_hold_secrets(real.name):
+        return f"a link to {real.name}, which {SECRETS}"
+    folder = in_secret_folder(real.relative_to(root) if real.is_relative_to(root) else real)
+    return f"a link into {folder}/, whose files {SECRETS}" if folder else None
+
+
+def in_secret_folder(path: PurePath) -> str | None:
+    """The folder of ``path`` that holds secrets (SECRET_FOLDERS), if any."""
+    return next((part for part in path.parts[:-1] if part in SECRET_FOLDERS), None)
 
 
 def may_hold_secrets(name: str) -> bool:
@@ -126,9 +138,10 @@ def select_paths(patterns: list[str], files: list[str]) -> tuple[list[str], list
     return sorted(readme, key=lambda p: (p.count("/"), p)) + rest, left_out
 
 
-def _never_read(name: str, real: Path, skip: frozenset[Path], included: dict[Path, str]
-                ) -> str | None:
-    """Why the selected file ``name`` (resolving to ``real``) is left out unread, if it is."""
+def _never_read(rel: str, real: Path, root: Path, skip: frozenset[Path],
+                included: dict[Path, str]) -> str | None:
+    """Why the selected file ``rel`` (resolving to ``real``) is left out unread, if it is."""
+    name = PurePosixPath(rel).name
     if real in skip:
         return "already included as an agent file"
     if real in included:  # `self/README.md` through a `self -> .` link
@@ -137,7 +150,9 @@ def _never_read(name: str, real: Path, skip: frozenset[Path], included: dict[Pat
         return "lockfile"
     if may_hold_secrets(name):
         return SECRETS
-    return secret_link(real)
+    if (folder := in_secret_folder(PurePosixPath(rel))) is not None:
+        return f"in {folder}/, whose files {SECRETS}"
+    return secret_link(real, root)
 
 
 def render_files(root: Path, patterns: list[str], files: list[str], char_budget: int,
@@ -174,7 +189,7 @@ def render_files(root: Path, patterns: list[str], files: list[str], char_budget:
             continue
         if not real.is_file():
             continue
-        refused = _never_read(name, real, skip, included)
+        refused = _never_read(rel, real, root_real, skip, included)
         if refused is not None:
             leave(rel, refused)
             continue

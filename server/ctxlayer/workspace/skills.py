@@ -116,7 +116,7 @@ def find_skills(root: Path, home: Path | None,
                 left_out.append(LeftOut(part="skills", path=shown,
                                         reason=f"resolves outside the workspace ({real})"))
                 continue
-            if (secret := secret_link(real)) is not None:
+            if (secret := secret_link(real, root_real)) is not None:
                 left_out.append(LeftOut(part="skills", path=shown, reason=secret))
                 continue
             try:
