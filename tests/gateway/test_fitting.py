@@ -214,28 +214,39 @@ def test_the_headers_count_the_messages_left_out_and_those_sent_shortened(stack)
     assert int(raw.headers["x-ctxlayer-shortened"]) == len(changed)
 
 
-def test_a_text_document_attached_earlier_goes_out_outlined_never_summarized_whole(small):
+@pytest.mark.parametrize("order", ["document first", "text first", "a later turn"])
+def test_a_text_document_attached_earlier_goes_out_outlined_never_summarized_whole(
+        tmp_path, order):
     """It was a part of its message: the live path summarized the message to one line of
-    identifiers (68 of the 4,096-token window's tokens sent), the user's file gone."""
+    identifiers (68 of the 4,096-token window's tokens sent), the user's file gone. Then a
+    piece of its own, it was outlined only where it opened the chat: after the words that
+    introduce it, or in a later turn, the summary took it (the outline step left every user
+    message to the summary)."""
+    from gateway_stack import small_stack
+
     lines = [f"def handler_{i}(x):  # step {i} of the pipeline" for i in range(400)]
     document = {"type": "document", "title": "handlers.py", "source": {
         "type": "text", "media_type": "text/plain", "data": "\n".join(lines)}}
-    msgs = [{"role": "user", "content": [document, {"type": "text", "text": "What is it?"}]},
+    words = {"type": "text", "text": "What is it?"}
+    attached = {"role": "user", "content": [words, document] if order == "text first"
+                else [document, words]}
+    opening = [{"role": "user", "content": "Hello."}, {"role": "assistant", "content": "Hi."}]
+    msgs = [*(opening if order == "a later turn" else []), attached,
             {"role": "assistant", "content": "A pipeline of 400 handlers."},
             {"role": "user", "content": "What does the last one do?"}]
-    raw = small.anthropic().messages.with_raw_response.create(
-        model="standin-small", max_tokens=512, messages=msgs)
-    assert raw.parse().content
-    (seen,) = small.model_requests()
+    with small_stack(tmp_path) as small:
+        raw = small.anthropic().messages.with_raw_response.create(
+            model="standin-small", max_tokens=512, messages=msgs)
+        assert raw.parse().content
+        (seen,) = small.model_requests()
     assert seen["status"] == 200 and seen["problems"] == []
-    first, answer, question = seen["body"]["messages"]
-    sent, asked = first["content"]
-    assert text_of(asked["text"]) == "What is it?" and text_of(answer["content"]) == msgs[1]["content"]
-    assert text_of(question["content"]) == msgs[2]["content"]
+    sent_msgs = seen["body"]["messages"]
+    assert [text_of(m["content"]) for m in sent_msgs] == [text_of(m["content"]) for m in msgs]
+    sent = next(b for b in sent_msgs[-3]["content"] if b["type"] == "document")
     assert {k: v for k, v in sent.items() if k != "source"} == {
         "type": "document", "title": "handlers.py"}
     kept = sent["source"]["data"].split("\n")
-    assert kept[:3] == lines[:3] and lines[-1] in kept and len(kept) < len(lines)
+    assert kept[:3] == lines[:3] and lines[-1] in kept and 100 < len(kept) < len(lines)
     assert raw.headers["x-ctxlayer-shortened"] == "1" and raw.headers["x-ctxlayer-dropped"] == "0"
 
 

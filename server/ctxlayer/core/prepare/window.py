@@ -330,8 +330,9 @@ class Window:
         assistant message long by its calls' arguments gets them outlined); when that is not
         enough, those an earlier step looked at and left long (outlined only as far as it
         needed, cut by the last resort, shown whole beside the summaries), again from their
-        originals. User messages (the user's words, files they attached) are left to the
-        summary."""
+        originals. User messages (the user's words) are left to the summary; a file a
+        user attached as a document is a piece of its own, a tool output's kind, outlined as
+        one."""
         msgs = self.messages
         stop = self._stop()
         cap = self.outline_cap(budget, policy)
@@ -347,7 +348,8 @@ class Window:
             # fitted by the last resort beside the summaries) is outlined again from its
             # original while it is still long: a summary would take all of it
             shown = self.shown_tokens(i)
-            if (m.role not in ("assistant", "tool") and not is_result(m)) or keep(i) \
+            if (m.role not in ("assistant", "tool") and not is_result(m)
+                    and m.kind != "toolOutput") or keep(i) \
                     or shown <= cap * 3 // 2:
                 return
             # only as short as the target needs, at least the outline's own size: the
