@@ -77,6 +77,8 @@ def test_the_newest_claude_models_count_28_pixel_patches_up_to_4784(size, tokens
     ("claude-opus-4-7", True), ("claude-opus-4-8-20261001", True), ("claude-opus-5-5", True),
     ("claude-sonnet-5", True), ("us.anthropic.claude-sonnet-5-5-20261101-v1:0", True),
     ("claude-haiku-5-5", True), ("claude-fable-5", True),
+    ("anthropic/claude-opus-4.7", True), ("claude-opus-4.7", True),  # OpenRouter's spelling
+    ("claude-opus-4-20250514", False),
     ("claude-opus-4-6", False), ("claude-opus-4-1-20250805", False),
     ("claude-sonnet-4-5", False), ("anthropic/claude-sonnet-4.5", False),
     ("claude-haiku-4-5", False), ("claude-3-7-sonnet-latest", False), ("gpt-4o", False),

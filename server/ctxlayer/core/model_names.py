@@ -32,8 +32,9 @@ def is_claude(model: object) -> bool:
     return isinstance(model, str) and model_key(model).startswith("claude")
 
 
-#: Claude's families and versions: `claude-opus-4-7`, `claude-sonnet-5-5-20261101`
-_CLAUDE_VERSION = re.compile(r"^claude-(opus|sonnet|haiku)-(\d+)(?:-(\d))?(?!\d)")
+#: Claude's families and versions: `claude-opus-4-7`, `claude-sonnet-5-5-20261101`, and
+#: OpenRouter's `claude-opus-4.7`
+_CLAUDE_VERSION = re.compile(r"^claude-(opus|sonnet|haiku)-(\d+)(?:[-.](\d))?(?!\d)")
 #: the first version of each family that sees images at the larger native resolution
 #: (Opus 4.7 and later, Sonnet 5 and later, Haiku 5.5 and later), and the names of the
 #: models of that tier that carry no family (Fable, Mythos)
