@@ -90,3 +90,23 @@ def test_nested_and_fewer_breakpoints_are_left_as_the_client_set_them(stack):
         assert seen["status"] == 200 and seen["problems"] == [], seen["problems"]
         assert marks(seen["body"]) == [first, "messages[0][0]", "messages[2][0][0]",
                                        "messages[3][0]"]
+
+
+def test_the_marks_inside_a_custom_document_count_and_are_capped_too(stack):
+    """A document whose source is content blocks: the provider counts the marks on those
+    blocks, the cap did not (six went out, and the provider refused them)."""
+    document = {"type": "document", "title": "notes", "source": {"type": "content", "content": [
+        {"type": "text", "text": "part one", "cache_control": CC},
+        {"type": "text", "text": "part two", "cache_control": CC}]}}
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 64, "system": marked("You help."),
+            "messages": [{"role": "user", "content": [document, *marked("read it")]},
+                         {"role": "assistant", "content": marked("done")},
+                         {"role": "user", "content": marked("and then?")}]}
+    assert problems("anthropic", body)  # six marks: refused as it came
+    raw = stack.anthropic().messages.with_raw_response.create(**body)
+    assert raw.parse().content
+    (seen,) = stack.model_requests()
+    assert seen["status"] == 200 and seen["problems"] == []
+    parts = seen["body"]["messages"][0]["content"][0]["source"]["content"]
+    assert ["cache_control" in p for p in parts] == [False, True]  # the first two went
+    assert [p["text"] for p in parts] == ["part one", "part two"]

@@ -253,9 +253,30 @@ def _count_own(system: Any, messages: list[dict], tools: Any) -> int:
     for m in messages:
         for b in _blocks(m) if isinstance(m.get("content"), list) else ():
             n += _has_cc(b)
-            if isinstance(b, dict) and isinstance(b.get("content"), list):
-                n += sum(_has_cc(p) for p in b["content"])
+            inner = _inner(b)
+            if inner is not None:
+                n += sum(_has_cc(p) for p in inner[1])
     return n
+
+
+def _inner(block: Any) -> tuple[str, list] | None:
+    """The blocks a block holds whose cache_control the provider counts too, and where they
+    are: a tool_result's `content`, a document's `source.content` (a custom document: its
+    marks were missed, and the provider refused a request with six)."""
+    if not isinstance(block, dict):
+        return None
+    if isinstance(block.get("content"), list):
+        return "content", block["content"]
+    source = block.get("source")
+    if isinstance(source, dict) and isinstance(source.get("content"), list):
+        return "source", source["content"]
+    return None
+
+
+def _with_inner(block: dict, where: str, parts: list) -> dict:
+    if where == "content":
+        return {**block, "content": parts}
+    return {**block, "source": {**block["source"], "content": parts}}
 
 
 def _mark_last(blocks: list) -> list | None:
@@ -285,8 +306,9 @@ def _own_marks(system: Any, messages: list[dict], tools: Any) -> list[Mark]:
     for n, m in enumerate(messages):
         content = m.get("content")
         for j, b in enumerate(content if isinstance(content, list) else ()):
-            if isinstance(b, dict) and isinstance(b.get("content"), list):
-                marks += [("messages", n, j, p) for p, part in enumerate(b["content"])
+            inner = _inner(b)
+            if inner is not None:
+                marks += [("messages", n, j, p) for p, part in enumerate(inner[1])
                           if _has_cc(part)]
             if _has_cc(b):
                 marks.append(("messages", n, j, None))
@@ -319,9 +341,10 @@ def cap_own_breakpoints(system: Any, messages: list[dict], tools: Any, out: list
         if part is None:
             content[j] = _uncached(block)
         else:
-            parts = list(block["content"])
+            where_in, inner = _inner(block)  # type: ignore[misc]
+            parts = list(inner)
             parts[part] = _uncached(parts[part])
-            content[j] = {**block, "content": parts}
+            content[j] = _with_inner(block, where_in, parts)
         messages[n] = {**messages[n], "content": content}
         result.audit.append(audit("compressed", reason, f"{_summary(messages[n])}: the "
                                   f"cache_control of block {j + 1}",
