@@ -72,10 +72,16 @@ def cold_openai(chat: list[dict], encoding: str, strategy: str):
 
 def warm_openai(chat: list[dict], counter, caches, make, runs: int, strategy: str) -> float:
     """Each turn arrives as fresh JSON (parsed outside the timing, as the daemon's framing
-    does); the previous turn's Decoded lets decode take over the messages they share, the
-    TrimCache the trim of the cold run."""
+    does); the previous turn's Decoded lets decode take over the messages they share, and
+    encode what that turn wrote for the messages it shortened; the TrimCache the trim of the
+    cold run. The previous turn is the chat decoded, trimmed and written back, as a live
+    chat's last turn leaves it (decoded alone, it had written nothing: every shortened
+    message was written anew each run, which no turn of a live chat does)."""
     memo, cache = caches
     previous = decode("openai", {"model": "gpt-4o", "messages": chat}, counter)
+    encode(previous, trim(previous.messages, WINDOW, counter,
+                          options=TrimOptions(strategy=strategy), memo=memo,
+                          cache=cache).messages)
     times = []
     for seed in range(runs):
         body = msgspec.json.encode({"model": "gpt-4o",
