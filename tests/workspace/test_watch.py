@@ -244,6 +244,32 @@ def test_an_edit_of_the_file_a_symlink_points_to_is_seen(repo, home):
         ws.stop()
 
 
+def test_a_link_chain_is_followed_through_every_hop_and_a_target_made_again(repo, home):
+    """Only a used file's final target was known: the middle link of AGENTS.md -> docs/mid.md
+    -> z.md pointed at y.md kept the old rules for good, a target deleted and made again was
+    never seen again, and its folder moved away left the rules that were no longer on disk."""
+    write(repo, "docs/z.md", "RULE Z\n")
+    write(repo, "docs/y.md", "RULE Y\n")
+    os.symlink("z.md", repo / "docs" / "mid.md")
+    os.symlink("docs/mid.md", repo / "AGENTS.md")
+    ws = make_ws(repo, home)
+    assert "RULE Z" in part(ws.scan(), "agentFiles").text
+    rec = Recorder()
+    ws.start_watching(rec)
+    try:
+        (repo / "docs" / "mid.md").unlink()
+        os.symlink("y.md", repo / "docs" / "mid.md")
+        rec.wait_for(latest_has("agentFiles", "RULE Y"))
+        (repo / "docs" / "y.md").unlink()
+        rec.wait_for(latest_has("agentFiles", "RULE Y", present=False))
+        write(repo, "docs/y.md", "RULE Y AGAIN\n")
+        rec.wait_for(latest_has("agentFiles", "RULE Y AGAIN"))
+        os.rename(repo / "docs", repo / "docs2")
+        rec.wait_for(latest_has("agentFiles", "RULE Y", present=False))
+    finally:
+        ws.stop()
+
+
 def test_an_upstream_set_later_is_shown(repo, home, tmp_path):
     """`git branch -u origin/main` writes .git/config alone, which was not watched: the
     Upstream line never came until another git event."""

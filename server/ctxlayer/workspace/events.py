@@ -22,6 +22,14 @@ from ctxlayer.workspace.ignore import Globs
 GIT_WATCHED = ("HEAD", "index", "packed-refs", "config", "info/exclude")
 
 
+def _holds(path: str, targets: frozenset[str]) -> bool:
+    """Whether ``path`` is one of ``targets`` or a folder holding one (moved away, or back)."""
+    if path in targets:
+        return True
+    prefix = path + os.sep
+    return any(t.startswith(prefix) for t in targets)
+
+
 class EventMap:
     root: Path
     _repo: Repo | None
@@ -78,9 +86,9 @@ class EventMap:
             path = str(self.root / path)
         path = os.path.normpath(path)
         parts: set[str] = set()
-        if path in self._agent_paths or path in self._agent_targets:
+        if path in self._agent_paths or _holds(path, self._agent_targets):
             parts |= {"agentFiles", "files"}
-        if path in self._selected_targets:
+        if _holds(path, self._selected_targets):
             parts.add("files")
         if self._skill_root_of(path) is not None:
             parts.add("skills")

@@ -59,6 +59,25 @@ def is_news(before: WorkspaceSegment | None, after: WorkspaceSegment | None,
                                   or before.left_out != after.left_out)
 
 
+#: the links followed at most to find a link's hops (a loop stops there)
+MAX_HOPS = 40
+
+
+def link_hops(path: str) -> list[Path]:
+    """Where the link at ``path`` leads, hop by hop (its folders resolved, each hop's own name
+    kept), the last hop whether or not it exists; [] for a file that is no link."""
+    hops: list[Path] = []
+    current = path
+    for _ in range(MAX_HOPS):
+        try:
+            target = os.readlink(current)
+        except OSError:  # no link (a file, a missing one): the chain ends here
+            break
+        current = os.path.join(os.path.dirname(current), target)
+        hops.append(Path(os.path.realpath(os.path.dirname(current))) / os.path.basename(current))
+    return hops
+
+
 class Workspace(EventMap):
     """One workspace folder's segment, kept fresh.
 
@@ -357,7 +376,11 @@ class Workspace(EventMap):
             if frozenset(a.used) != self._agent_used:
                 parts.add("files")
             self._agent_used = frozenset(a.used)
-            self._agent_targets = self._as_watched(a.used)
+            # every hop of each agent file's links, the last one even while it is missing:
+            # a target deleted and made again, or a link in the middle pointed elsewhere, was
+            # never seen again (only a used file's final target was known)
+            hops = [h for name in self._agent_paths for h in link_hops(name)]
+            self._agent_targets = self._as_watched([*a.used, *hops])
         if "skills" in parts:
             sk = skills.render_skills(self.root, self.home, self.user_config_dir)
             new["skills"] = make_part("skills", sk.text, count)
