@@ -37,11 +37,11 @@ def make_stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator:
     made: list = []
 
     def make(name: str, models: dict | None = None, windows: dict | None = None,
-             **config) -> Stack:
+             standin: dict | None = None, **config) -> Stack:
         root, state_dir = tmp_path / name / "workspace", tmp_path / name / "state"
         root.mkdir(parents=True)
         state_dir.mkdir()
-        thread = StandinThread(windows=windows or {}).__enter__()
+        thread = StandinThread(windows=windows or {}, **(standin or {})).__enter__()
         gateway, state = start_stack(thread, root, state_dir, models=models or {CHAT: 8000},
                                      **config)
         made.append((thread, gateway, state))
@@ -399,3 +399,14 @@ def test_precompact_at_says_when_the_next_summary_is_set_going(make_stack, tmp_p
     (config / "ctxlayer.toml").write_text("[gateway]\nprecompact_at = 0.3\n")
     early = _first_asked(make_stack("early", summarizer="upstream", summarizer_model=SMALL))
     assert early < usual, (early, usual)
+
+
+def test_a_summary_answered_compressed_though_asked_plain_is_read(make_stack) -> None:
+    """The chat's answers were decoded on the way, the summary's not: every summary of an
+    upstream that compresses anyway failed as "no text where the provider puts it"."""
+    stack = make_stack("gzip", summarizer="upstream", summarizer_model=SMALL,
+                       standin={"compressing": (CHAT, SMALL)})
+    stack.standin.for_model(SMALL, text=UPSTREAM_TEXT)
+    messages = _start()
+    text, _ = _loop_until_summary(stack, messages)
+    assert _summarizations(stack) and UPSTREAM_TEXT in text

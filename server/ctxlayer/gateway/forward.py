@@ -138,14 +138,16 @@ class Upstream:
     async def post(self, url: str, headers: dict[str, str], body: bytes,
                    timeout: float) -> tuple[int, bytes]:
         """(status, body) of a plain POST of our own (a summary ahead of need), within
-        ``timeout`` seconds in all; its errors are said without the headers."""
+        ``timeout`` seconds in all, its body decoded as a relayed answer's is (compressed
+        although asked plain, it read as no text); its errors are said without the
+        headers."""
         try:
             sent = {k: v for k, v in headers.items() if k.lower() != "content-type"}
             async with self.session.post(url, data=body, headers={
                     **sent, "Content-Type": "application/json"},
                     timeout=aiohttp.ClientTimeout(total=timeout),
                     proxy=self.proxies.for_url(url), allow_redirects=False) as up:
-                return up.status, await up.read()
+                return up.status, _plain(url, await up.read(), _decoder("summary", url, up))
         except TimeoutError as exc:
             raise TimeoutError(f"no answer from {named(url)} within {timeout:.0f} s") from exc
         except aiohttp.ClientError as exc:
