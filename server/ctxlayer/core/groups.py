@@ -14,7 +14,13 @@ from collections.abc import Sequence
 
 from ctxlayer.protocol import Message
 
-__all__ = ["ToolGroups", "is_result", "lead_of"]
+__all__ = ["ToolGroups", "is_output", "is_result", "lead_of"]
+
+
+def is_output(m: Message) -> bool:
+    """A tool's output, outlined when long: a `tool` message, or one marked `toolOutput` (a
+    client's own, or a file a user attached as a document)."""
+    return m.role == "tool" or m.kind == "toolOutput"
 
 
 def is_result(m: Message) -> bool:

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 
 import msgspec
 
+from ctxlayer.core.groups import is_output
 from ctxlayer.core.prepare import SummaryAsk
 from ctxlayer.gateway.forward import Upstream
 from ctxlayer.gateway.providers import Provider
@@ -41,7 +42,7 @@ def transcript(messages: list[Message]) -> str:
         if m.kind == "summary":  # the older messages' own summary, when they did not fit
             out.append(m.content)
             continue
-        who = "tool result" if m.role == "tool" or m.kind == "toolOutput" else m.role
+        who = "tool result" if is_output(m) else m.role
         lines = [f"{who}: {m.content}"] if m.content else []
         lines += [f"{m.role} called {c.name}({c.arguments})" for c in m.tool_calls or ()]
         out.append("\n".join(lines) or f"{who}: (empty)")

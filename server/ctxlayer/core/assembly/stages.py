@@ -25,6 +25,7 @@ from ctxlayer.core.assembly.compacted import (
 from ctxlayer.core.assembly.history import History
 from ctxlayer.core.compress.extractive import KEEP_RATIO, classify_task, compress_prose
 from ctxlayer.core.compress.tool_output import compress_tool_output
+from ctxlayer.core.groups import is_output
 from ctxlayer.core.text import describe, normalized_hash
 from ctxlayer.core.tokens import Tokenizer, message_tokens
 from ctxlayer.protocol import AuditEntry, Message
@@ -67,7 +68,7 @@ def run_cheap_stages(
     # 1. tool outputs over their cap
     for i in range(start, stop):
         msg = history.messages[i]
-        if (msg.role == "tool" or msg.kind == "toolOutput") and history.seqs[i] not in state.rewrites:
+        if is_output(msg) and history.seqs[i] not in state.rewrites:
             if history.tokens[i] > policy.tool_output_cap:
                 short = compress_tool_output(msg.content, policy.tool_output_cap, counter)
                 if short is not None:

@@ -14,6 +14,7 @@ import msgspec
 
 from ctxlayer.core.compress.shorten import shorten_message
 from ctxlayer.core.errors import ContextError
+from ctxlayer.core.groups import is_output
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.prepare.model import PreparePolicy, shown_of
 from ctxlayer.core.prepare.window import Window, newest_user
@@ -103,7 +104,7 @@ def fit_calls(win: Window, kept: list[Message], keys: list, tokens: list[int], b
     calls = [k for k in after if kept[k].tool_calls and kept[k].kind != "summary"]
     if not calls:
         return []
-    outputs = sum(1 for k in after if kept[k].role == "tool" or kept[k].kind == "toolOutput")
+    outputs = sum(1 for k in after if is_output(kept[k]))
     fixed = policy.fmt.reply_priming + sum(t for m, t in zip(kept, tokens, strict=True)
                                            if m.role == "system")
     # the question as short as an attempt of the last resort makes it, not shorter: judged
@@ -282,7 +283,7 @@ def _tool_cap(kept: list[Message], tokens: list[int], budget: int, policy: Prepa
         elif k == question.pos:
             held += min(t, cap)
         elif k > question.pos and m.kind != "summary":
-            if m.role == "tool" or m.kind == "toolOutput":
+            if is_output(m):
                 outputs += 1
             else:
                 held += t  # a call, an answer: not outlined

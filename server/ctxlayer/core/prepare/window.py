@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ctxlayer.core.compress.facts import Facts, Named, NamedFacts, named_part
 from ctxlayer.core.compress.shorten import shorten_message
-from ctxlayer.core.groups import ToolGroups, is_result
+from ctxlayer.core.groups import ToolGroups, is_output, is_result
 from ctxlayer.core.prepare import summaries
 from ctxlayer.core.prepare.model import (
     Ahead,
@@ -348,8 +348,7 @@ class Window:
             # fitted by the last resort beside the summaries) is outlined again from its
             # original while it is still long: a summary would take all of it
             shown = self.shown_tokens(i)
-            if (m.role not in ("assistant", "tool") and not is_result(m)
-                    and m.kind != "toolOutput") or keep(i) \
+            if (m.role != "assistant" and not is_output(m) and not is_result(m)) or keep(i) \
                     or shown <= cap * 3 // 2:
                 return
             # only as short as the target needs, at least the outline's own size: the

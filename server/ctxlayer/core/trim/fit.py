@@ -17,6 +17,7 @@ from ctxlayer.core.compress.facts import NamedFacts
 from ctxlayer.core.compress.shorten import shorten
 from ctxlayer.core.compress.tool_output import compress_tool_output
 from ctxlayer.core.errors import ContextError
+from ctxlayer.core.groups import is_output
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.trim.truncate import truncate_blocks
 from ctxlayer.core.trim.warm import remembered
@@ -84,8 +85,7 @@ class Shortener:
 
     def _is_big_output(self, i: int) -> bool:
         m, w = self.w.msgs[i], self.w
-        return (m.role == "tool" or m.kind == "toolOutput") and (
-            w.tokens[i] - w.extra[i] > self.tool_cap)
+        return is_output(m) and w.tokens[i] - w.extra[i] > self.tool_cap
 
     def _cut(self, i: int) -> str | None:
         text, head, tail = self.w.content[i], self.head, self.tail
@@ -237,7 +237,7 @@ def regrow(w: Work, budget: int, sh: Shortener) -> None:
     entries = {e.index: k for k, e in enumerate(w.changed) if e.action == "compressed"}
     for i in sorted(entries, reverse=True):
         m = w.msgs[i]
-        if not w.alive[i] or not (m.role == "tool" or m.kind == "toolOutput"):
+        if not w.alive[i] or not is_output(m):
             continue
         if w.extra[i] + w.counter.count(w.original[i]) != w.changed[entries[i]].tokens_before:
             continue  # an earlier stage changed it before its outline: not outlined from that
