@@ -7,7 +7,6 @@ import pytest
 from providers.payloads import b64, gif, jpeg, pdf, png, webp_vp8x
 
 from ctxlayer.core.formats import decode, media
-from ctxlayer.core.model_names import sees_large_images
 from ctxlayer.core.tokens import WordTokenizer
 
 
@@ -84,7 +83,7 @@ def test_the_newest_claude_models_count_28_pixel_patches_up_to_4784(size, tokens
     ("claude-haiku-4-5", False), ("claude-3-7-sonnet-latest", False), ("gpt-4o", False),
 ])
 def test_which_models_see_large_images(model, large):
-    assert sees_large_images(model) is large
+    assert media.sees_large_images(model) is large
 
 
 def test_an_image_in_a_request_is_counted_by_its_models_rule():

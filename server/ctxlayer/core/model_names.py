@@ -31,27 +31,3 @@ def is_claude(model: object) -> bool:
     """Whether a model name names a Claude model, however the provider spells it."""
     return isinstance(model, str) and model_key(model).startswith("claude")
 
-
-#: Claude's families and versions: `claude-opus-4-7`, `claude-sonnet-5-5-20261101`, and
-#: OpenRouter's `claude-opus-4.7`
-_CLAUDE_VERSION = re.compile(r"^claude-(opus|sonnet|haiku)-(\d+)(?:[-.](\d))?(?!\d)")
-#: the first version of each family that sees images at the larger native resolution
-#: (Opus 4.7 and later, Sonnet 5 and later, Haiku 5.5 and later), and the names of the
-#: models of that tier that carry no family (Fable, Mythos)
-_HIGH_RESOLUTION = {"opus": (4, 7), "sonnet": (5, 0), "haiku": (5, 5)}
-_HIGH_RESOLUTION_NAMES = ("fable", "mythos")
-
-
-def sees_large_images(model: object) -> bool:
-    """Whether a Claude model takes images up to 2,576 px on the long edge (4,784 visual
-    tokens) before it resizes them, where earlier ones stop at 1,568 px (about 1,600)."""
-    if not is_claude(model):
-        return False
-    key = model_key(model)  # type: ignore[arg-type]
-    if any(name in key for name in _HIGH_RESOLUTION_NAMES):
-        return True
-    found = _CLAUDE_VERSION.match(key)
-    if found is None:
-        return False
-    family, major, minor = found.group(1), int(found.group(2)), int(found.group(3) or 0)
-    return (major, minor) >= _HIGH_RESOLUTION[family]

@@ -41,7 +41,6 @@ from ctxlayer.core.formats.common import (
     reusable_prefix,
 )
 from ctxlayer.core.formats.newest_turn import check_anthropic
-from ctxlayer.core.model_names import sees_large_images
 from ctxlayer.core.text import one_line
 from ctxlayer.core.tokens import Tokenizer, deferred_tools
 from ctxlayer.protocol import Message, ToolCall
@@ -162,7 +161,7 @@ class _Reader:
     def __init__(self, payload: dict, counter: Tokenizer) -> None:
         self.counter = counter
         #: images costed at the larger native resolution of the newest Claude models
-        self.large = sees_large_images(payload.get("model"))
+        self.large = media.sees_large_images(payload.get("model"))
         #: thinking read again: every turn's, else only the turn under way, after the last
         #: user message that is not all tool results (anthropic_thinking.py)
         self.raw = messages_of(payload)

@@ -12,6 +12,7 @@ import binascii
 import math
 
 from ctxlayer.core.formats import pdf
+from ctxlayer.core.formats.anthropic_thinking import claude_version, from_version
 from ctxlayer.core.tokens import Tokenizer, correction_of
 
 #: An image of unknown size (a URL): costed as a 16:9 screenshot of 1920x1080.
@@ -137,11 +138,23 @@ def openai_image_tokens(size: tuple[int, int] | None, detail: str = "auto") -> i
     return OPENAI_TILE * math.ceil(w / 512) * math.ceil(h / 512) + OPENAI_LOW_DETAIL
 
 
+#: the Claude models that take images up to 2,576 px before resizing them (4,784 visual
+#: tokens), from each family's first (Opus 4.7, Sonnet 5, Haiku 5.5, Fable); the earlier stop
+#: at 1,568 px (about 1,600)
+LARGE_IMAGES: tuple[tuple[str, tuple[int, int]], ...] = (
+    ("opus", (4, 7)), ("sonnet", (5, 0)), ("haiku", (5, 5)), ("fable", (0, 0)))
+
+
+def sees_large_images(model: object) -> bool:
+    """Whether a Claude model (any spelling: Bedrock's, OpenRouter's dotted one) sees images at
+    the larger native resolution (`LARGE_IMAGES`)."""
+    return isinstance(model, str) and from_version(claude_version(model), LARGE_IMAGES)
+
+
 def anthropic_image_tokens(size: tuple[int, int] | None, large: bool = False) -> int:
     """Anthropic's rule: about width*height/750 after scaling the long edge down to 1568 px,
     and never more than about 1,600 (larger images are scaled down further). With ``large``
-    (the models that see images at a larger native resolution, `model_names.
-    sees_large_images`): one token a 28x28 patch, ⌈w/28⌉ × ⌈h/28⌉, after scaling the long edge
+    (the models that see images at a larger native resolution, `sees_large_images`): one token a 28x28 patch, ⌈w/28⌉ × ⌈h/28⌉, after scaling the long edge
     down to 2,576 px and the patches to 4,784 at most (Anthropic's vision guide; a 2560x1440
     screenshot was counted 1,600 where the provider counts 4,784)."""
     w, h = size or DEFAULT_IMAGE_SIZE
