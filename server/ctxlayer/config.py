@@ -250,8 +250,9 @@ class SessionConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                                     "synchronous mode: normal survives a killed daemon, full "
                                     "also a power cut (slower appends).")] = "normal"
     keep_days: Annotated[int, Meta(ge=0, description="Days the state folder keeps a "
-                                   "workspace's audit entries and the windows of its live "
-                                   "conversations; older ones are removed once a day (0 keeps "
+                                   "workspace's audit entries, the windows of its live "
+                                   "conversations and which conversation each provider answer "
+                                   "id was of; older ones are removed once a day (0 keeps "
                                    "them all). Sessions, their messages and rules are never "
                                    "removed.")] = KEEP_DAYS
 

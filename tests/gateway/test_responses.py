@@ -11,6 +11,7 @@ import json
 import httpx2 as httpx
 import msgspec
 import pytest
+from gateway_stack import Stack, StandinThread, start_stack, stop_stack
 from providers.standin_responses import encrypted, problems
 
 TOOLS = [{"type": "function", "name": "read_file", "description": "Read a file.",
@@ -247,6 +248,31 @@ def test_a_chain_of_previous_response_ids_is_one_conversation(stack, stream):
     stack.reported()
     assert sessions.kept_bias(stack.gateway.caller.workspace, [f"chat-{seen[0]}"],
                               "gpt-4o") == 1.0
+
+
+def test_a_chain_goes_on_in_its_conversation_after_a_restart(tmp_path):
+    """The answer ids a chain names were remembered in memory only: after a gateway restart
+    the chain's next turn (`previous_response_id` naming an answer given before it) started a
+    conversation of its own (its session uncalibrated, its window not found), listed beside
+    the one it went on. The state folder keeps which conversation each answer was of."""
+    for sub in ("ws", "state", "config"):
+        (tmp_path / sub).mkdir()
+    seen = []
+    with pytest.MonkeyPatch.context() as mp, StandinThread() as thread:
+        mp.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+        previous = None
+        for questions in (("Remember the number 7.", "And also 9."), ("Which numbers?",)):
+            stack = Stack(thread, *start_stack(thread, tmp_path / "ws", tmp_path / "state"))
+            try:
+                for question in questions:
+                    asked = {"previous_response_id": previous} if previous else {}
+                    raw = stack.openai().responses.with_raw_response.create(
+                        model="gpt-4o", input=question, **asked)
+                    previous = raw.parse().id
+                    seen.append(raw.headers["x-ctxlayer-conversation"])
+            finally:
+                stop_stack(thread, stack.gateway, stack.state)
+    assert len(set(seen)) == 1, seen
 
 
 def test_a_string_input_is_one_user_message_of_its_conversation(stack):

@@ -1,5 +1,5 @@
 """The state folder forgets (state/expiry.py): a workspace's audit entries, conversation
-windows and moved families older than a time go; its sessions, messages and rules, and other
+windows, moved families and answer ids older than a time go; its sessions, messages and rules, and other
 workspaces, stay."""
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ def test_old_audit_entries_and_windows_go_sessions_and_other_workspaces_stay(
         store.put_moved(ws, "c-old-map", "new-chat", OLD)  # its chat's window is kept
         store.put_conversation(ws, "c-x-1f2a3", "gpt-4o", 1, b"{}", NEW)  # a fork of c-x
         store.put_moved(ws, "c-old-fork", "c-x", OLD)
+        store.put_answer(ws, "resp_old", "old-chat", OLD)
+        store.put_answer(ws, "resp_new", "new-chat", NEW)
 
     assert store.forget("/ws/a", CUT) == (3, 1)
     assert store.forget("/ws/a", CUT) == (0, 0)  # nothing left to forget
@@ -56,6 +58,9 @@ def test_old_audit_entries_and_windows_go_sessions_and_other_workspaces_stay(
         == "c-chat"
     assert store.moved("/ws/a", "c-old-map") == "new-chat"
     assert store.moved("/ws/a", "c-old-fork") == "c-x"
+    assert store.answered("/ws/a", "resp_old") is None
+    assert store.answered("/ws/a", "resp_new") == "new-chat"
+    assert store.answered("/ws/b", "resp_old") == "old-chat"
     assert [m.content for _, m, _ in store.messages(a)] == ["keep me"]
     assert [r.id for r in store.rules(a)] == ["r1"]
     assert store.get("/ws/a", "chat") is not None

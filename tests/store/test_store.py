@@ -105,13 +105,14 @@ def test_schema_is_versioned_and_migrations_run_in_order(tmp_path):
     conn.commit()
     conn.close()
     store = SessionStore(tmp_path)
-    assert store.schema_version == schema.VERSION == 9
+    assert store.schema_version == schema.VERSION == 10
     old = store.get("/ws", "old")
     assert old is not None and old.revision == 0  # data kept across the migration
     assert old.system_spec is None
     indexes = {r[0] for r in store._conn.execute("SELECT name FROM sqlite_master "
                                                   "WHERE type='index'")}
-    assert {"sessions_by_workspace", "audit_by_time", "conversations_by_time"} <= indexes
+    assert {"sessions_by_workspace", "audit_by_time", "conversations_by_time",
+            "answers_by_time"} <= indexes
 
 
 def test_rows_written_before_raw_messages_existed_still_load(tmp_path):

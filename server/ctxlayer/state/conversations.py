@@ -121,16 +121,16 @@ class Conversations:
         if empty is not None:
             return await self._as_sent(caller, p, empty)
         workspace = caller.workspace
-        named = p.conversation_id or self._provider_chat(workspace, p)
+        trouble: list[str] = []  # what the state folder failed (the result says it)
+        named = p.conversation_id or await self._provider_chat(workspace, p, trouble)
         if named:
             async with self.state.lanes.turn(("chat", workspace, named)):
-                return await self._prepare(caller, p, workspace, named)
+                return await self._prepare(caller, p, workspace, named, trouble=trouble)
         # the requests of one client session on one model, else those that start alike, are a
         # family; within it, by the chain: Claude Code's sub-agents send their own chats under
         # its session id, and each took the window of the chat it interrupted. The family's
         # requests take one lane, so each sees the others' last
         hint = identity.client_hint(p.format, p.request, p.client_session_id)
-        trouble: list[str] = []  # what the state folder failed (the result says it)
         family = (identity.hinted_id(p.format, hint, asked.model_of(caller, p)) if hint
                   else await self._unhinted_family(workspace, p, asked.model_of(caller, p),
                                                    trouble))
@@ -148,9 +148,11 @@ class Conversations:
         return await self.state.work(lambda: self.state.sessions.kept_bias(
             conv.workspace, [f"chat-{cid}" for cid in ids], model))
 
-    def _provider_chat(self, workspace: str, p: protocol.PrepareParams) -> str | None:
+    async def _provider_chat(self, workspace: str, p: protocol.PrepareParams,
+                             trouble: list[str]) -> str | None:
         """The conversation a request whose history the provider keeps goes on in: the one
-        the answer it names (`previous_response_id`) was of, or the one of the provider's
+        the answer it names (`previous_response_id`) was of (in memory, else as the state
+        folder kept it: a chain goes on after a restart), or the one of the provider's
         `conversation` it names; None: found by its family, as any request."""
         kept = identity.provider_history(p.format, p.request)
         if kept is None:
@@ -158,11 +160,24 @@ class Conversations:
         kind, name = kept
         if kind == "conversation":
             return identity.provider_chat_id(p.format, name)
-        return self._answered.get((workspace, name))
+        found = self._answered.get((workspace, name))
+        if found is None:
+            state = self.state  # its sessions opened on the keeping thread, not here
+            found = await _or_said(state.keep(lambda: state.sessions.store.answered(
+                workspace, name)), "read which conversation the answer it names was of (it "
+                "may start afresh)", trouble, None)
+            if found is not None:
+                self._remember_answer(workspace, name, found)
+        return found
 
     def answered_as(self, workspace: str, conversation_id: str, answer_id: str) -> None:
         """The provider named its answer to a request of ``conversation_id`` so: a request
-        naming it goes on in that conversation."""
+        naming it goes on in that conversation, also after a restart (kept in the state
+        folder)."""
+        self._remember_answer(workspace, answer_id, conversation_id)
+        self.upkeep.keep_answer(workspace, answer_id, conversation_id, self.clock())
+
+    def _remember_answer(self, workspace: str, answer_id: str, conversation_id: str) -> None:
         self._answered[(workspace, answer_id)] = conversation_id
         self._answered.move_to_end((workspace, answer_id))
         while len(self._answered) > MAX_ANSWERS:

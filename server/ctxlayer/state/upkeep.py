@@ -178,6 +178,17 @@ class Upkeep:
             lambda: state.sessions.store.put_moved(workspace, family, target, now))),
             "keeping where it went on")
 
+    def keep_answer(self, workspace: str, answer_id: str, conversation_id: str,
+                    now: str) -> None:
+        """Keep, on the keeping thread, that the provider's answer ``answer_id`` was of
+        ``conversation_id`` (a chain named by `previous_response_id` goes on there after a
+        restart)."""
+        state = self.state
+        self._after(f"answer {answer_id}", asyncio.ensure_future(state.keep(
+            lambda: state.sessions.store.put_answer(workspace, answer_id, conversation_id,
+                                                    now))),
+            "keeping which conversation an answer was of")
+
     def keep_unwritten(self, convs: Iterable[Conversation], now: str) -> Callable[[], None]:
         """The write, for the keeping thread, of the windows of ``convs`` that changed since
         they were last written (a chat under its budget has never been: after a restart it

@@ -552,13 +552,29 @@ class SessionStore:
                             (workspace, family)).fetchone()
         return row[0] if row else None
 
+    def put_answer(self, workspace: str, answer_id: str, conversation_id: str,
+                   now: str) -> None:
+        """Keep that the provider's answer ``answer_id`` was of ``conversation_id``."""
+        with self._tx() as c:
+            c.execute("INSERT INTO answers (workspace, answer_id, conversation_id, updated_at) "
+                      "VALUES (?,?,?,?) ON CONFLICT (workspace, answer_id) DO UPDATE SET "
+                      "conversation_id=excluded.conversation_id, updated_at=excluded.updated_at",
+                      (workspace, answer_id, conversation_id, now))
+
+    def answered(self, workspace: str, answer_id: str) -> str | None:
+        """The conversation the provider's answer ``answer_id`` was of, None when unknown."""
+        with self._tx() as c:
+            row = c.execute("SELECT conversation_id FROM answers WHERE workspace=? AND "
+                            "answer_id=?", (workspace, answer_id)).fetchone()
+        return row[0] if row else None
+
     # --- forgetting (state/expiry.py) -----------------------------------------------------
 
     def forget(self, workspace: str, before: str) -> tuple[int, int]:
         """Remove the workspace's audit entries written before ``before`` (an ISO time, as the
-        rows keep it) and the windows of its conversations last kept before it, and its moved
-        families older than it whose chat has no window left; (audit entries, windows)
-        removed. Sessions, their messages, rules and working items stay."""
+        rows keep it) and the windows of its conversations last kept before it, its moved
+        families older than it whose chat has no window left, and its answers named before it;
+        (audit entries, windows) removed. Sessions, their messages, rules and working items stay."""
         audit = 0
         while True:  # a transaction a batch: a first run after months lets other writes in
             with self._tx() as c:
@@ -584,6 +600,8 @@ class SessionStore:
                       "moved_families.workspace AND k.conversation_id >= target AND "
                       "k.conversation_id < target || '.' AND (k.conversation_id = target OR "
                       "substr(k.conversation_id, 1, length(target) + 1) = target || '-'))",
+                      (workspace, before))
+            c.execute("DELETE FROM answers WHERE workspace = ? AND updated_at < ?",
                       (workspace, before))
         return audit, windows
 

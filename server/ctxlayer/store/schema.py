@@ -110,6 +110,19 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE sessions ADD COLUMN system_spec BLOB;
     """,
+    # 9 -> 10: the conversation each answer a provider named was of (a Responses request goes
+    # on in it by `previous_response_id`): kept only in memory, a chain's first request after a
+    # restart started a conversation of its own, uncalibrated, its window not found
+    """
+    CREATE TABLE answers (
+        workspace TEXT NOT NULL,
+        answer_id TEXT NOT NULL,
+        conversation_id TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (workspace, answer_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX answers_by_time ON answers (workspace, updated_at);
+    """,
 ]
 
 VERSION = len(MIGRATIONS)
