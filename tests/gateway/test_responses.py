@@ -275,6 +275,31 @@ def test_a_chain_goes_on_in_its_conversation_after_a_restart(tmp_path):
     assert len(set(seen)) == 1, seen
 
 
+def test_two_chains_that_open_alike_are_two_conversations_from_where_they_differ(stack):
+    """Two chains whose first requests are the same (`input: "Hello."`) are one conversation
+    until one goes on from an answer that is no longer its newest: both then went on in one,
+    listed as one chat. Now the second goes on in a conversation of its own, every one of its
+    requests, while the other, and a chain that goes on from its newest answer, stay."""
+    client = stack.openai()
+
+    def ask(question: str, previous: str | None) -> tuple[str, str]:
+        asked = {"previous_response_id": previous} if previous else {}
+        raw = client.responses.with_raw_response.create(model="gpt-4o", input=question,
+                                                        **asked)
+        return raw.parse().id, raw.headers["x-ctxlayer-conversation"]
+
+    a1, first = ask("Hello, two chains open so.", None)
+    b1, again = ask("Hello, two chains open so.", None)
+    assert first == again  # nothing tells them apart yet
+    b2, b_went = ask("I am chain B.", b1)  # from the newest answer: the same conversation
+    a2, a_went = ask("I am chain A.", a1)  # from an older one: one of its own
+    _, a_again = ask("Still chain A.", a2)
+    _, a_retry = ask("I am chain A (retried).", a1)
+    _, b_again = ask("Still chain B.", b2)
+    assert b_went == b_again == first
+    assert a_went == a_again == a_retry != first
+
+
 def test_a_string_input_is_one_user_message_of_its_conversation(stack):
     """A string `input` was no message to the chain: the same request sent again (a retry)
     was a new conversation each time, and the list that extends it (the next turn, the

@@ -109,6 +109,11 @@ class Conversations:
         #: in that conversation (each such turn, its input only the new items, was one of
         #: its own: a chat of four turns was listed as four)
         self._answered: OrderedDict[tuple[str, str], str] = OrderedDict()
+        #: (workspace, conversation) -> the provider's id of its newest answer; (workspace, an
+        #: answer not the newest of its conversation) -> the conversation of the chain that
+        #: went on from it (`_branch`); the last MAX_ANSWERS of each
+        self._last_answer: dict[tuple[str, str], str] = {}
+        self._branches: dict[tuple[str, str], str] = {}
 
     # --- ctx/prepare ---------------------------------------------------------------------
 
@@ -168,20 +173,44 @@ class Conversations:
                 "may start afresh)", trouble, None)
             if found is not None:
                 self._remember_answer(workspace, name, found)
-        return found
+        return found if found is None else self._branch(workspace, found, name)
+
+    def _branch(self, workspace: str, conversation_id: str, answer_id: str) -> str:
+        """The conversation a request naming ``answer_id`` of ``conversation_id`` goes on in:
+        that one while the answer is its last, else (the chain went on from another answer
+        since: two chains that opened alike, whose first requests were one, or an answer
+        regenerated) a conversation of its own from there, the same for every request naming
+        it. Before, both chains went on in one conversation, listed as one chat, each turn's
+        figures written over the other's."""
+        last = self._last_answer.get((workspace, conversation_id))
+        if last is None or last == answer_id:
+            return conversation_id
+        branch = self._branches.get((workspace, answer_id))
+        if branch is None:
+            branch = self._branches[(workspace, answer_id)] = self._fork_id(conversation_id)
+            while len(self._branches) > MAX_ANSWERS:
+                self._branches.pop(next(iter(self._branches)))
+        return branch
 
     def answered_as(self, workspace: str, conversation_id: str, answer_id: str) -> None:
         """The provider named its answer to a request of ``conversation_id`` so: a request
         naming it goes on in that conversation, also after a restart (kept in the state
         folder)."""
-        self._remember_answer(workspace, answer_id, conversation_id)
+        self._remember_answer(workspace, answer_id, conversation_id, last=True)
         self.upkeep.keep_answer(workspace, answer_id, conversation_id, self.clock())
 
-    def _remember_answer(self, workspace: str, answer_id: str, conversation_id: str) -> None:
+    def _remember_answer(self, workspace: str, answer_id: str, conversation_id: str,
+                         last: bool = False) -> None:
+        """``last``: the newest answer of its conversation (`_branch`)."""
         self._answered[(workspace, answer_id)] = conversation_id
         self._answered.move_to_end((workspace, answer_id))
         while len(self._answered) > MAX_ANSWERS:
             self._answered.popitem(last=False)
+        if last:
+            self._last_answer.pop((workspace, conversation_id), None)
+            self._last_answer[(workspace, conversation_id)] = answer_id
+            while len(self._last_answer) > MAX_ANSWERS:
+                self._last_answer.pop(next(iter(self._last_answer)))
 
     async def _as_sent(self, caller: Caller, p: protocol.PrepareParams, why: str
                        ) -> protocol.PrepareResult:
