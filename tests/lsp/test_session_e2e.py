@@ -133,9 +133,11 @@ async def test_a_session_lives_through_rules_items_appends_and_compaction(client
     bias = await call(client, "ctx/session/reportUsage",
                       {"sessionId": "e2e", "promptTokens": 1100, "estimatedTokens": 1000})
     assert bias["bias"] == pytest.approx(1.1)
-    bias = await call(client, "ctx/session/reportUsage",
-                      {"sessionId": "e2e", "promptTokens": 1300, "estimatedTokens": 1000})
+    bias, pushed = await call_pushing(client, "ctx/session/reportUsage", {
+        "sessionId": "e2e", "promptTokens": 1300, "estimatedTokens": 1000})
     assert bias["bias"] == pytest.approx(1.2)
+    # the bias shrinks what the budget leaves: the status bars are told (they were not)
+    assert pushed["sessionId"] == "e2e" and pushed["limit"] == int(opened["budget"] / 1.2)
     moded, pushed = await call_pushing(client, "ctx/session/setMode",
                                        {"sessionId": "e2e", "mode": "debug"})
     assert pushed == moded

@@ -72,7 +72,7 @@ REQUESTS: dict[str, Request] = {
     "ctx/session/setMode": in_session(sessions.set_mode),
     "ctx/assemble": in_session(assembly.assemble),
     "ctx/session/compact": in_session(assembly.compact),
-    "ctx/session/reportUsage": in_session(sessions.report_usage, given=None),
+    "ctx/session/reportUsage": in_session(sessions.report_usage),
     "ctx/session/budget": in_session(sessions.budget),
     "ctx/session/audit": in_session(sessions.audit, given=None),
     "ctx/session/list": Request(sessions.list_sessions, "worker"),

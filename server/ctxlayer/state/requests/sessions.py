@@ -133,9 +133,14 @@ def budget(caller: Caller, p: protocol.SessionRef,
     return caller.state.sessions.budget(caller.workspace, p.session_id)
 
 
-def report_usage(caller: Caller, p: protocol.ReportUsageParams) -> protocol.ReportUsageResult:
-    bias = caller.state.sessions.report_usage(caller.workspace, p.session_id, p.prompt_tokens,
-                                              p.estimated_tokens)
+def report_usage(caller: Caller, p: protocol.ReportUsageParams,
+                 segment: protocol.WorkspaceSegment) -> protocol.ReportUsageResult:
+    """The new bias changes what the session's budget leaves for its messages: the editors
+    are told, as after any change (before, the status bar kept the old limit)."""
+    svc = caller.state.sessions
+    ensure_layers(caller, p.session_id, segment)
+    bias = svc.report_usage(caller.workspace, p.session_id, p.prompt_tokens, p.estimated_tokens)
+    publish(caller, svc.budget(caller.workspace, p.session_id))
     return protocol.ReportUsageResult(bias=round(bias, 6))
 
 
