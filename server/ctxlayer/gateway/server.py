@@ -16,6 +16,7 @@ not listen beyond loopback.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import math
@@ -51,6 +52,7 @@ from ctxlayer.gateway.providers import (
 )
 from ctxlayer.gateway.usage import UNSTATED_OVER, Refusal, Usage, refusal
 from ctxlayer.state import Caller, State
+from ctxlayer.state.lanes import Lanes
 from ctxlayer.state.requests import call
 from ctxlayer.statefiles import make_private_dir, read_or_create_token, token_file, write_private
 from ctxlayer.store.db import StoreError, describe_store_error
@@ -180,6 +182,9 @@ class GatewayServer:
         self.learned = LearnedWindows()
         #: upstreams that refused `stream_options` (the gateway asks a stream's usage)
         self.no_stream_options: set[str] = set()
+        #: the model requests that may be of one conversation, in the order their bodies came
+        #: (`arrival_key`), each held only until its body is read and its prepare begun
+        self.arrivals = Lanes()
 
     @property
     def urls(self) -> protocol.GatewayUrls:
@@ -345,22 +350,30 @@ class GatewayServer:
         ours: dict[str, str] = {}
         model = ""
         try:
-            raw = await _read(request)
-            body = (await asyncio.to_thread(read_request, fmt, raw)
-                    if len(raw) >= OFF_LOOP_BYTES else read_request(fmt, raw))
+            sent = await limits.read_body(request)
             hints = read_hints(request.headers)
-            model = body["model"]
-            window, said = self._window(model, hints.betas)
-            info = model_info(model)
-            if said is not None:
-                ours["x-ctxlayer-warning"] = said
+            # in the order the bodies came: a big one read off the loop must not be overtaken
+            # by a small one of its chat that came after it (which was applied first, and the
+            # chat left with the older request as its last turn)
+            async with self.arrivals.turn(arrival_key(fmt, hints, request.headers)):
+                raw = await _plain(request, sent)
+                body = (await asyncio.to_thread(read_request, fmt, raw)
+                        if len(raw) >= OFF_LOOP_BYTES else read_request(fmt, raw))
+                model = body["model"]
+                window, said = self._window(model, hints.betas)
+                info = model_info(model)
+                if said is not None:
+                    ours["x-ctxlayer-warning"] = said
 
-            def prepare() -> Any:  # shielded: a client that goes away must not cut it in half
-                return asyncio.shield(chats.prepare(
-                    self.caller, fmt, body, hints.conversation, client_session_id=hints.session,
-                    context_window=window if window != info.context_window else None))
+                def prepare() -> Any:  # shielded: a client that goes away must not cut it
+                    return asyncio.shield(chats.prepare(
+                        self.caller, fmt, body, hints.conversation,
+                        client_session_id=hints.session,
+                        context_window=window if window != info.context_window else None))
 
-            result = await prepare()
+                # started here: it takes its conversation's lane before the next one is let in
+                first = prepare()
+            result = await first
         except GatewayError as err:
             log.info("%s request refused: %s", fmt, err)
             return error_response(fmt, err, ours)
@@ -607,9 +620,25 @@ def with_query(url: str, request: web.Request) -> str:
     return f"{url}?{query}" if query else url
 
 
+def arrival_key(fmt: str, hints: Hints, headers: Any) -> tuple:
+    """What the requests that may be of one conversation share before their bodies are read:
+    the conversation the client names, else the format with the client's session id and its
+    key (a digest, kept only while the body is read): the chats of other clients, other keys
+    and other formats never wait for each other's bodies."""
+    if hints.conversation:
+        return ("conversation", hints.conversation)
+    key = headers.get("Authorization") or headers.get("x-api-key") or headers.get("api-key")
+    digest = hashlib.blake2b((key or "").encode("utf-8", "replace"), digest_size=8).digest()
+    return (fmt, hints.session, digest)
+
+
 async def _read(request: web.Request) -> bytes:
     """The body, plain: 413 too large, 408 too slow, 415 / 400 a Content-Encoding not read."""
-    raw = await limits.read_body(request)
+    return await _plain(request, await limits.read_body(request))
+
+
+async def _plain(request: web.Request, raw: bytes) -> bytes:
+    """``raw`` as its Content-Encoding says to read it."""
     coding = request.headers.get("Content-Encoding")
     if not coding:
         return raw
