@@ -21,7 +21,7 @@ package.preload["CopilotChat.config.providers"] = function()
     copilot = {
       prepare_input = function(inputs, opts)
         table.insert(prepared, { "input", inputs, opts })
-        return { messages = inputs }
+        return { model = opts.model.id, messages = inputs } -- as Copilot's: the model by its id
       end,
       prepare_output = function(output)
         table.insert(prepared, { "output", output })
@@ -29,6 +29,56 @@ package.preload["CopilotChat.config.providers"] = function()
       end,
     },
   }
+end
+
+-- CopilotChat.nvim v4.7.4's choice of a chat's provider, written here after its
+-- lua/CopilotChat/client.lua (Client:models, Client:ask) without the HTTP: providers are taken
+-- in name order; a model whose id an earlier provider already offered is renamed
+-- `<id>:<provider>`; ask() looks the chat's `model` up by id, takes that model's provider, and
+-- gives its prepare_input the id with `:<provider>` removed (gsub, the name read as a Lua
+-- pattern). Returns the provider's name and the request body it prepared.
+local function copilotchat_ask(providers, model)
+  local names = vim.tbl_keys(providers)
+  table.sort(names)
+  local models = {}
+  for _, provider_name in ipairs(names) do
+    local provider = providers[provider_name]
+    if not provider.disabled and provider.get_models then
+      local headers = provider.get_headers and provider.get_headers() or {}
+      for _, m in ipairs(provider.get_models(headers)) do
+        m.provider = provider_name
+        if models[m.id] then
+          m.id = m.id .. ":" .. provider_name
+        end
+        models[m.id] = m
+      end
+    end
+  end
+  local chosen = models[model]
+  if not chosen then
+    return nil, "Model not found: " .. model
+  end
+  local id = model:gsub(":" .. chosen.provider .. "$", "")
+  local options = { model = vim.tbl_extend("force", chosen, { id = id }) }
+  local body = providers[chosen.provider].prepare_input({ { role = "user", content = "hi" } }, options)
+  return chosen.provider, body
+end
+
+--- Copilot's own provider as CopilotChat has it, offering its default model gpt-4.1.
+local function with_copilot(setup)
+  return vim.tbl_extend("force", {
+    copilot = {
+      get_headers = function()
+        return { Authorization = "Bearer gho_copilot" }
+      end,
+      get_models = function()
+        return { { id = "gpt-4.1", name = "GPT-4.1" }, { id = "gpt-4o", name = "GPT-4o" } }
+      end,
+      prepare_input = function()
+        return { model = "copilot's" }
+      end,
+    },
+  }, setup.providers)
 end
 
 local function raises(fn, pattern)
@@ -100,14 +150,32 @@ H.run(function()
   cpc.window = nil
   H.eq(docs.check(cpc, docs.copilotchat), {}, "copilotchat: every key is a documented option")
   H.eq(window, { width = 0.4 }, "copilotchat: the rest of your table is kept")
-  H.eq(cpc.model, "gpt-4.1", "copilotchat: your model is the chat's")
+  -- Named for our provider: Copilot offers gpt-4.1 too, and a plain "gpt-4.1" was Copilot's.
+  H.eq(cpc.model, "gpt-4.1:ctxlayer", "copilotchat: your model, as ctxlayer's, is the chat's")
   local provider = cpc.providers.ctxlayer
-  H.eq(provider.get_models(), { { id = "gpt-4.1", name = "gpt-4.1 (ctxlayer)" } }, "copilotchat: the provider offers your model")
+  H.eq(provider.get_models(), { { id = "gpt-4.1:ctxlayer", name = "gpt-4.1 (ctxlayer)" } },
+    "copilotchat: the provider offers your model")
   H.eq(provider.get_headers().Authorization, "Bearer sk-test-123", "copilotchat: your key from its variable")
   H.ok(raises(provider.get_url, "the gateway is off"), "copilotchat: get_url says the gateway is off")
   local input = provider.prepare_input({ { role = "user", content = "hi" } }, { model = { id = "gpt-4.1" } })
-  H.eq(input, { messages = { { role = "user", content = "hi" } } }, "copilotchat: requests are shaped by CopilotChat's own copilot provider")
+  H.eq(input, { model = "gpt-4.1", messages = { { role = "user", content = "hi" } } },
+    "copilotchat: requests are shaped by CopilotChat's own copilot provider")
   H.eq(#prepared, 1, "copilotchat: that provider was really asked")
+
+  -- Which provider CopilotChat gives the chat, next to Copilot's own offering gpt-4.1.
+  local chosen, body = copilotchat_ask(with_copilot(cpc), cpc.model)
+  H.eq({ chosen, body and body.model }, { "ctxlayer", "gpt-4.1" },
+    "copilotchat: a model Copilot offers too goes through ctxlayer, named as the provider knows it")
+  local own = setups.copilotchat({ model = "llama-3.3-70b", api_key = "CTXLAYER_TEST_KEY" })
+  chosen, body = copilotchat_ask(with_copilot(own), own.model)
+  H.eq({ chosen, body and body.model }, { "ctxlayer", "llama-3.3-70b" },
+    "copilotchat: a model Copilot lacks goes through ctxlayer")
+  -- A name CopilotChat's pattern does not strip (the - of "my-gw"): the request names the
+  -- model all the same.
+  local dashed = setups.copilotchat({ model = "gpt-4.1", api_key = "CTXLAYER_TEST_KEY", name = "my-gw" })
+  chosen, body = copilotchat_ask(with_copilot(dashed), dashed.model)
+  H.eq({ chosen, body and body.model }, { "my-gw", "gpt-4.1" },
+    "copilotchat: a provider name with - routes and names the model too")
   vim.env.CTXLAYER_TEST_KEY = nil
   H.ok(raises(provider.get_headers, "%$CTXLAYER_TEST_KEY is not set"), "copilotchat: a missing key names its variable")
 

@@ -199,8 +199,15 @@ end
 
 --- CopilotChat.nvim: a provider `opts.name` ("ctxlayer") whose `get_url` is the gateway, with
 --- CopilotChat's own OpenAI-shaped request and answer handling, offering `opts.model` (needed:
---- the gateway forwards to your provider, not to Copilot). `api_key`: the environment
---- variable holding the key (default OPENAI_API_KEY) or a function returning it.
+--- the gateway forwards to your provider, not to Copilot) as `<model>:<name>`, the chat's
+--- model. `api_key`: the environment variable holding the key (default OPENAI_API_KEY) or a
+--- function returning it.
+---
+--- Why the qualified id: CopilotChat keys models by id over its providers taken in name
+--- order, and renames a model whose id an earlier provider already offers to `<id>:<provider>`.
+--- Copilot offers gpt-4.1 and "copilot" sorts before "ctxlayer", so a chat model of plain
+--- "gpt-4.1" was Copilot's and bypassed the gateway. Under the qualified id the chat model is
+--- ours whatever the other providers offer.
 ---@param opts {model: string, api_key?: string|function, name?: string}
 ---@param base? table the rest of your require("CopilotChat").setup() table
 function M.copilotchat(opts, base)
@@ -210,11 +217,12 @@ function M.copilotchat(opts, base)
   end
   local key = opts.api_key or "OPENAI_API_KEY"
   local provider_name = opts.name or "ctxlayer"
+  local model_id = opts.model .. ":" .. provider_name
   local function providers()
     return require("CopilotChat.config.providers").copilot
   end
   return merge(base, {
-    model = opts.model,
+    model = model_id,
     providers = {
       [provider_name] = {
         get_url = later("openai", "/chat/completions"),
@@ -226,10 +234,14 @@ function M.copilotchat(opts, base)
           return { Authorization = "Bearer " .. secret, ["Content-Type"] = "application/json" }
         end,
         get_models = function()
-          return { { id = opts.model, name = opts.model .. " (ctxlayer)" } }
+          return { { id = model_id, name = opts.model .. " (ctxlayer)" } }
         end,
-        prepare_input = function(...)
-          return providers().prepare_input(...)
+        prepare_input = function(inputs, input_opts)
+          -- CopilotChat strips `:<provider>` before this, but reads the name as a Lua pattern
+          -- (a name with - is left on): the request names the model the provider serves.
+          local model = vim.tbl_extend("force", input_opts.model or {}, { id = opts.model })
+          local ours = vim.tbl_extend("force", input_opts, { model = model })
+          return providers().prepare_input(inputs, ours)
         end,
         prepare_output = function(...)
           return providers().prepare_output(...)
