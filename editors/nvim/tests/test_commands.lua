@@ -99,6 +99,15 @@ H.run(function()
     local b = ctxlayer.budget()
     return b and b.state.budget.byLayer.rules and b.state.budget.byLayer.rules > 0
   end), "the rule shows in the budget's rules layer (ctx/budgetChanged)")
+  -- A weight JSON cannot carry (1e999 reads as infinity): a message naming it, no traceback.
+  for _, weight in ipairs({ "1e999", "-1e999", "x" }) do
+    H.clear_notes()
+    local ran, raised = pcall(vim.cmd, "Ctxlayer rule weight=" .. weight .. " Be brief")
+    H.ok(ran, ":Ctxlayer rule weight=" .. weight .. " raises nothing", raised)
+    local said = H.note("rule: weight must be a finite number")
+    H.ok(said and said.level == vim.log.levels.ERROR and said.msg:find(weight, 1, true) ~= nil,
+      ":Ctxlayer rule weight=" .. weight .. " is refused, naming the weight", said and said.msg)
+  end
   vim.cmd("Ctxlayer mode short")
   H.ok(H.wait(function()
     return H.note("^ctxlayer: mode short for session %S+: [%d.]+k? / [%d.]+k? tokens$")

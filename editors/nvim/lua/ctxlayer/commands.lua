@@ -246,10 +246,12 @@ M.subcommands.rule = {
     end
     local weight = 1.0
     if args[1] and args[1]:match("^weight=") then
-      weight = tonumber(args[1]:sub(8))
+      local given = args[1]:sub(8)
+      weight = tonumber(given)
       table.remove(args, 1)
-      if not weight then
-        fail("rule: weight must be a number, e.g. weight=2")
+      -- 1e999 reads as infinity, which JSON cannot carry: the request would raise
+      if not weight or weight ~= weight or math.abs(weight) == math.huge then
+        fail(("rule: weight must be a finite number, e.g. weight=2, got %q"):format(given))
         return
       end
     end
