@@ -76,10 +76,24 @@ local function as_budget(info)
   }
 end
 
---- Lines of `:Ctxlayer chats`: one per live conversation, the status line's one marked `*`.
+--- The live chat when it is an assembled session's (no conversation: ctx/conversations does
+--- not list it), else nil.
+function M.session_chat(state)
+  local chat = state.chat
+  local cid = chat and chat.conversationId
+  if chat and (cid == nil or cid == vim.NIL) and type(chat.sessionId) == "string" then
+    return chat
+  end
+end
+
+--- Lines of `:Ctxlayer chats`: one per live conversation, and the assembled session when it is
+--- the live chat; the status line's one marked `*`.
 function M.lines(state, conversations)
   local live = state.chat and state.chat.conversationId
-  local lines = { ("%d live chat%s (* = in the status line)"):format(#conversations, #conversations == 1 and "" or "s") }
+  local session = M.session_chat(state)
+  local count = #conversations + (session and 1 or 0)
+  local plural = count == 1 and "" or "s"
+  local lines = { ("%d live chat%s (* = in the status line)"):format(count, plural) }
   for _, info in ipairs(conversations) do
     local cached = info.cachedTokens ~= vim.NIL and info.cachedTokens or nil
     table.insert(lines, ("%s %s  %s via %s: %s/%s tokens, %d dropped%s, cache reuse %s, updated %s"):format(
@@ -90,11 +104,36 @@ function M.lines(state, conversations)
       status.human(info.cacheReuseTokens or 0), info.updatedAt or "?"
     ))
   end
+  if session then
+    table.insert(lines, ("* %s  %s via assembled session: %s/%s tokens"):format(
+      session.sessionId, tostring(session.model ~= vim.NIL and session.model or "?"),
+      status.human(session.used or 0), status.human(session.limit or 0)))
+  end
   return lines
 end
 
+--- Whether the daemon still has the session of a session-only live chat (ctx/session/list);
+--- `keep(true|false)`. Unsure (the request failed) keeps it: a chat is forgotten only when the
+--- daemon says it is gone.
+local function session_kept(c, chat, keep)
+  if not chat then
+    return keep(false)
+  end
+  require("ctxlayer.client").request(c, "ctx/session/list", {}, function(result)
+    for _, info in ipairs(result.sessions or {}) do
+      if info.sessionId == chat.sessionId then
+        return keep(true)
+      end
+    end
+    keep(false)
+  end, function()
+    keep(true)
+  end)
+end
+
 --- Ask ctx/conversations; forget chats the daemon no longer has (the status line then falls
---- back to the workspace figure); `pick` makes that conversation the live one.
+--- back to the workspace figure); `pick` makes that conversation the live one (or the live
+--- assembled session, by its session id).
 function M.list(c, pick, done)
   local client = require("ctxlayer.client")
   client.request(c, "ctx/conversations", {}, function(result)
@@ -110,15 +149,23 @@ function M.list(c, pick, done)
         live = as_budget(info)
       end
     end
-    local current = state.chat and chats[state.chat.conversationId] and state.chat or nil
-    if pick and not live then
-      done(nil, ("no live chat %q (:Ctxlayer chats lists them)"):format(pick))
-      return
-    end
-    -- Set directly: a nil field would not go through update's table.
-    state.chat = live or current
-    status.update(c.id, { chats = chats })
-    done(conversations)
+    -- An assembled session's chat is no conversation: it is kept while its session is.
+    local asked = M.session_chat(state)
+    session_kept(c, asked, function(kept)
+      local session = kept and asked or nil
+      if session then
+        chats[session.sessionId] = session
+      end
+      local current = state.chat and chats[M.key(state.chat)] and state.chat or nil
+      if pick and not live and not (session and session.sessionId == pick) then
+        done(nil, ("no live chat %q (:Ctxlayer chats lists them)"):format(pick))
+        return
+      end
+      -- Set directly: a nil field would not go through update's table.
+      state.chat = live or current
+      status.update(c.id, { chats = chats })
+      done(conversations)
+    end)
   end, function(err)
     done(nil, "ctx/conversations: " .. (err.message or vim.inspect(err)))
   end)
