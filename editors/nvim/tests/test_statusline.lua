@@ -82,6 +82,27 @@ H.run(function()
   H.ok(component.cond(), "the lualine component is visible")
   H.ok(vim.tbl_contains({ "CtxlayerOk", "CtxlayerWarn", "CtxlayerError" }, component.color()), "the lualine colour is a ctxlayer group")
 
+  -- A file outside the workspace: no daemon serves it, so it shows no figure (the
+  -- workspace's would pass for its own) and has no client.
+  local outside = vim.fs.joinpath(vim.fs.dirname(H.root), "outside", "notes.txt")
+  vim.fn.mkdir(vim.fs.dirname(outside), "p")
+  vim.fn.writefile({ "notes kept outside any workspace" }, outside)
+  vim.cmd.edit(vim.fn.fnameescape(outside))
+  local loose = vim.api.nvim_get_current_buf()
+  H.eq(#vim.lsp.get_clients({ bufnr = loose }), 0, "no client is attached to a file outside the workspace")
+  H.eq(ctxlayer.statusline({ bufnr = loose }), "", "its status line is empty")
+  H.eq(ctxlayer.statusline(), "", "its status line is empty (as the current buffer)")
+  local other = ctxlayer.client(loose)
+  H.eq(other and other.root_dir, nil, "client(bufnr) is nil for it")
+  local figures = ctxlayer.budget(loose)
+  H.eq(figures and figures.used, nil, "budget(bufnr) is nil for it")
+  H.clear_notes()
+  vim.cmd("Ctxlayer status")
+  H.ok(H.note("not running for this buffer") ~= nil, ":Ctxlayer status there says no daemon serves it")
+  H.eq(ctxlayer.statusline({ bufnr = readme }), third, "the workspace's file still shows its figure")
+  H.eq(ctxlayer.client(readme) and ctxlayer.client(readme).id, client.id, "and its client")
+  vim.cmd.edit(vim.fn.fnameescape(vim.fs.joinpath(H.root, "README.md")))
+
   -- count() and trim() go to the daemon; the last trim feeds the status line.
   local counted, err = ctxlayer.count({ "hello world", "" })
   H.ok(counted and counted.total > 0 and #counted.tokens == 2, "count() answers", err or vim.inspect(counted))

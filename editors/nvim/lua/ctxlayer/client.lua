@@ -192,14 +192,15 @@ function M.requested_mode(client)
   return mode
 end
 
---- The ctxlayer client serving a buffer (or the most recent one).
+--- The ctxlayer client serving a buffer (default: the current one): the one whose figures it
+--- shows, else the newest serving it (still starting); nil for a file no daemon serves.
 ---@return vim.lsp.Client|nil
 function M.get(bufnr)
   local id = status.current_client_id(bufnr)
   if id then
     return vim.lsp.get_client_by_id(id)
   end
-  local clients = vim.lsp.get_clients({ name = M.NAME })
+  local clients = status.serving_clients(bufnr)
   return clients[#clients]
 end
 

@@ -153,15 +153,34 @@ function M.define_highlights()
   vim.api.nvim_set_hl(0, "CtxlayerError", { link = "DiagnosticError", default = true })
 end
 
---- The client whose figures the current buffer shows: the ctxlayer client attached to it,
---- else the most recently started one.
-function M.current_client_id(bufnr)
-  local clients = vim.lsp.get_clients({ name = "ctxlayer", bufnr = bufnr or 0 })
-  if #clients == 0 then
-    clients = vim.lsp.get_clients({ name = "ctxlayer" })
+--- The ctxlayer clients that may serve a buffer: those attached to it; for a file not
+--- attached (yet), those whose workspace holds it; for a buffer of no file (a scratch view such
+--- as ctxlayer://chats, a new buffer), every one. None for a file outside every workspace a
+--- daemon serves: another workspace's figures would pass for this file's.
+---@return vim.lsp.Client[]
+function M.serving_clients(bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  local attached = vim.lsp.get_clients({ name = "ctxlayer", bufnr = bufnr })
+  if #attached > 0 or not vim.api.nvim_buf_is_valid(bufnr) then
+    return attached
   end
+  local all = vim.lsp.get_clients({ name = "ctxlayer" })
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  if vim.bo[bufnr].buftype ~= "" or name == "" then
+    return all
+  end
+  local path = vim.fs.normalize(vim.fn.fnamemodify(name, ":p"))
+  return vim.tbl_filter(function(c)
+    local root = c.root_dir and vim.fs.normalize(c.root_dir)
+    return root ~= nil and (path == root or vim.startswith(path, root:gsub("/$", "") .. "/"))
+  end, all)
+end
+
+--- The client whose figures a buffer shows (default: the current one): the newest of those
+--- serving it (M.serving_clients) that the daemon has answered; nil when none.
+function M.current_client_id(bufnr)
   local best
-  for _, c in ipairs(clients) do
+  for _, c in ipairs(M.serving_clients(bufnr)) do
     if M.by_client[c.id] and (not best or c.id > best) then
       best = c.id
     end
