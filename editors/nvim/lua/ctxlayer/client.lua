@@ -28,14 +28,23 @@ local function trusted(path)
   return ok and contents ~= nil
 end
 
+--- opts.cmd when its program cannot be run (the not-found message names it), else nil.
+M.unrunnable = nil
+
 --- The daemon command: opts.cmd, else the workspace venv's ctxlayer (once trusted), else the
---- active venv's, else ctxlayer on PATH. nil when none is found.
+--- active venv's, else ctxlayer on PATH. nil when none is found, opts.cmd's program included:
+--- Neovim would only say, once per buffer, that spawning it failed.
 ---@param root? string
 ---@return string[]|nil
 function M.resolve_cmd(root)
   local cfg = config.current
+  M.unrunnable = nil
   if cfg.cmd then
-    return cfg.cmd
+    if vim.fn.executable(cfg.cmd[1]) == 1 then
+      return cfg.cmd
+    end
+    M.unrunnable = cfg.cmd[1]
+    return nil
   end
   local candidates = {}
   if root then
@@ -64,8 +73,14 @@ end
 M.NOT_FOUND = "ctxlayer: daemon not found. Install it (`pip install ctxlayer`, or `make setup` "
   .. "in the workspace) or set `cmd` in require('ctxlayer').setup({ cmd = { '/path/to/ctxlayer', 'serve' } })"
 
---- The not-found message, naming the workspace programs left unrun because not trusted.
+--- The not-found message, naming opts.cmd's program when it cannot be run, and the workspace
+--- programs left unrun because not trusted.
 function M.not_found()
+  if M.unrunnable then
+    return ("ctxlayer: daemon not found: opts.cmd[1] %q is not an executable program. "):format(
+      M.unrunnable) .. "Install ctxlayer (`pip install ctxlayer`) and set `cmd` to its path: "
+      .. "require('ctxlayer').setup({ cmd = { '/path/to/ctxlayer', 'serve' } })"
+  end
   local paths = vim.tbl_keys(M.untrusted)
   table.sort(paths)
   if #paths == 0 then
@@ -351,16 +366,22 @@ local function on_init(client)
   end)
 end
 
-local function on_exit(code, signal, client_id)
+--- The daemon of `root` ended. Unasked with a failure (a code, or a signal: killed by signal 9,
+--- Neovim gives code 0), it is said once and the status line shows `ctx !` for the workspace.
+local function on_exit(code, signal, client_id, root)
   vim.schedule(function()
     status.forget(client_id)
-    if code ~= 0 and not M.stopping then
-      vim.notify(("ctxlayer: the daemon exited (code %d, signal %d); see :checkhealth ctxlayer and :Ctxlayer log"):format(code, signal), vim.log.levels.WARN)
+    if (code ~= 0 or signal ~= 0) and not M.stopping then
+      local msg = ("ctxlayer: the daemon exited (code %d, signal %d); see :checkhealth ctxlayer "
+        .. "and :Ctxlayer log; :Ctxlayer restart starts it again"):format(code, signal)
+      status.fail(root, msg)
+      vim.notify(msg, vim.log.levels.WARN)
     end
   end)
 end
 
-local warned_not_found = false
+--- Not-found messages already shown: each once, not once per buffer opened.
+local warned_not_found = {}
 
 --- Start (or reuse) the daemon for a buffer's workspace and attach the buffer.
 ---@param bufnr? integer
@@ -375,9 +396,11 @@ function M.start(bufnr, opts)
   end
   local cmd = M.resolve_cmd(root)
   if not cmd then
-    if not warned_not_found then
-      warned_not_found = true
-      vim.notify(M.not_found(), vim.log.levels.ERROR)
+    local msg = M.not_found()
+    status.fail(root, msg)
+    if not warned_not_found[msg] then
+      warned_not_found[msg] = true
+      vim.notify(msg, vim.log.levels.ERROR)
     end
     return nil
   end
@@ -392,7 +415,9 @@ function M.start(bufnr, opts)
     capabilities = M.capabilities(),
     handlers = M.handlers,
     on_init = on_init,
-    on_exit = on_exit,
+    on_exit = function(code, signal, client_id)
+      on_exit(code, signal, client_id, root)
+    end,
   }, { bufnr = bufnr, attach = attach })
 end
 

@@ -21,7 +21,9 @@ end
 function M.running()
   local c = client.get()
   if not c then
-    fail("not running for this buffer; open a file in a workspace or run :Ctxlayer start")
+    local failed = status.failure(0)
+    fail("not running for this buffer; open a file in a workspace or run :Ctxlayer start"
+      .. (failed and ("\n" .. failed) or ""))
   end
   return c
 end

@@ -38,7 +38,8 @@ local function check_daemon()
   local root = client.root(0) or vim.fs.root(vim.fn.getcwd(), require("ctxlayer.config").current.root_markers)
   local cmd = client.resolve_cmd(root)
   if not cmd then
-    health.error("daemon not found", { client.not_found() })
+    local what = client.unrunnable and ("daemon command %q is not executable"):format(client.unrunnable)
+    health.error(what or "daemon not found", { client.not_found() })
     return
   end
   local exe = vim.fn.exepath(cmd[1])

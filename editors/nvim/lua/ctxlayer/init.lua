@@ -91,7 +91,7 @@ function M.lualine()
       return (status.text():gsub("%%", "%%%%"))
     end,
     cond = function()
-      return status.current_client_id() ~= nil
+      return status.current_client_id() ~= nil or status.failure() ~= nil -- `ctx !` shows too
     end,
     color = function()
       local f = status.figures(status.get(status.current_client_id()))

@@ -34,7 +34,22 @@ function M.ensure(client_id, root)
     state = { root = root }
     M.by_client[client_id] = state
   end
+  if root then
+    M.failed[root] = nil -- a daemon of the workspace answers again
+  end
   return state
+end
+
+--- Workspace roots whose daemon failed (it could not be started, or it ended unasked): what
+--- was said, by root. Their buffers show `ctx !` until a daemon of the root answers.
+---@type table<string, string>
+M.failed = {}
+
+function M.fail(root, message)
+  if root then
+    M.failed[root] = message
+    M.changed(nil)
+  end
 end
 
 function M.forget(client_id)
@@ -153,27 +168,51 @@ function M.define_highlights()
   vim.api.nvim_set_hl(0, "CtxlayerError", { link = "DiagnosticError", default = true })
 end
 
---- The ctxlayer clients that may serve a buffer: those attached to it; for a file not
---- attached (yet), those whose workspace holds it; for a buffer of no file (a scratch view such
---- as ctxlayer://chats, a new buffer), every one. None for a file outside every workspace a
---- daemon serves: another workspace's figures would pass for this file's.
+--- Whether a buffer belongs to the workspace at `root`: a file under it; a buffer of no file
+--- (a scratch view such as ctxlayer://chats, a new buffer) belongs to every workspace.
+local function of_workspace(bufnr, root)
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  if vim.bo[bufnr].buftype ~= "" or name == "" then
+    return true
+  end
+  if not root then
+    return false
+  end
+  local path = vim.fs.normalize(vim.fn.fnamemodify(name, ":p"))
+  root = vim.fs.normalize(root)
+  return path == root or vim.startswith(path, root:gsub("/$", "") .. "/")
+end
+
+local function buffer(bufnr)
+  return (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+end
+
+--- The ctxlayer clients that may serve a buffer: those attached to it, else those of its
+--- workspace (a file not attached yet; every one for a buffer of no file). None for a file
+--- outside every workspace a daemon serves: another workspace's figures would pass for its own.
 ---@return vim.lsp.Client[]
 function M.serving_clients(bufnr)
-  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  bufnr = buffer(bufnr)
   local attached = vim.lsp.get_clients({ name = "ctxlayer", bufnr = bufnr })
   if #attached > 0 or not vim.api.nvim_buf_is_valid(bufnr) then
     return attached
   end
-  local all = vim.lsp.get_clients({ name = "ctxlayer" })
-  local name = vim.api.nvim_buf_get_name(bufnr)
-  if vim.bo[bufnr].buftype ~= "" or name == "" then
-    return all
-  end
-  local path = vim.fs.normalize(vim.fn.fnamemodify(name, ":p"))
   return vim.tbl_filter(function(c)
-    local root = c.root_dir and vim.fs.normalize(c.root_dir)
-    return root ~= nil and (path == root or vim.startswith(path, root:gsub("/$", "") .. "/"))
-  end, all)
+    return of_workspace(bufnr, c.root_dir)
+  end, vim.lsp.get_clients({ name = "ctxlayer" }))
+end
+
+--- What was said when the daemon of a buffer's workspace failed (M.failed), or nil.
+function M.failure(bufnr)
+  bufnr = buffer(bufnr)
+  if not next(M.failed) or not vim.api.nvim_buf_is_valid(bufnr) then
+    return nil
+  end
+  for root, message in pairs(M.failed) do
+    if of_workspace(bufnr, root) then
+      return message
+    end
+  end
 end
 
 --- The client whose figures a buffer shows (default: the current one): the newest of those
@@ -189,14 +228,17 @@ function M.current_client_id(bufnr)
 end
 
 --- e.g. "ctx 42.1k/128k 33%", or for a live chat "ctx chat 12k/128k 9% (4.1k cached, ±2%)";
---- "ctx …" while starting; "" when no daemon serves this buffer.
+--- "ctx …" while starting; "ctx !" when it failed (an error before any figure, or the
+--- workspace's daemon could not start or ended unasked); "" when no daemon serves this buffer.
 ---@param opts? {highlight?: boolean, bufnr?: integer}
 function M.text(opts)
   opts = opts or {}
   local id = M.current_client_id(opts.bufnr)
   local state = id and M.by_client[id]
   if not state then
-    return ""
+    -- a daemon started again after a failure is not answering yet: not `ctx !` meanwhile
+    local failed = M.failure(opts.bufnr) and #M.serving_clients(opts.bufnr) == 0
+    return failed and "ctx !" or ""
   end
   if state.error and not state.segment then
     return "ctx !"
