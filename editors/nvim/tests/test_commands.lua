@@ -141,7 +141,7 @@ H.run(function()
   end)
   H.ok(new_client ~= nil, ":Ctxlayer restart starts a new client")
   H.ok(H.wait_figure() ~= nil, "the figure is back after restart")
-  if sessions then
+  do
     local b = ctxlayer.budget()
     H.eq(b and b.state.session_id, require("ctxlayer.client").session_id(client.root_dir), "the workspace's session is reopened")
     H.ok(b and (b.state.budget.byLayer.rules or 0) > 0, "its rule survived the restart")

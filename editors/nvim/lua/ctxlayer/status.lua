@@ -1,8 +1,9 @@
 --- ctxlayer.status: what the daemon last told us about the budget, and how it is displayed.
 ---
 --- Owns one state table per client (root, segment, session budget, last trim, limit), the
---- workspaces whose daemon failed, which client serves a buffer, and the status line text. It never sends requests: client.lua and commands.lua feed it, and every
---- change redraws the status lines and fires `User CtxlayerStatus`.
+--- workspaces whose daemon failed, which client serves a buffer, and the status line text. It
+--- never sends requests: client.lua and commands.lua feed it, and every change redraws the
+--- status lines and fires `User CtxlayerStatus`.
 
 local M = {}
 
