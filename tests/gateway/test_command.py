@@ -230,3 +230,32 @@ def test_llm_cli_chats_through_the_gateway(stack, tmp_path: Path):
     assert second["headers"]["authorization"] == "Bearer sk-llm-key"
     assert [m["role"] for m in second["body"]["messages"]] == ["user", "assistant", "user"]
     assert all(r["status"] == 200 and r["problems"] == [] for r in (first, second))
+
+
+def test_two_gateways_on_one_state_folder_stopping_one_leaves_the_other_announced(
+        tmp_path: Path):
+    """Two daemons on one state folder (two editor windows with `[gateway] enabled`): the
+    second gateway's announcement replaced the first's, and stopping it removed the file while
+    the first still served: `ctxlayer chats` said no gateway was running."""
+    env = hermetic(tmp_path)
+    root = tmp_path / "project"
+    root.mkdir()
+    announced = tmp_path / "state" / "gateway.json"
+    first = gateway_process(root, env, "--port", "0")
+    try:
+        a = json.loads(first.stdout.readline())
+        second = gateway_process(root, env, "--port", "0")
+        try:
+            b = json.loads(second.stdout.readline())
+            assert json.loads(announced.read_text())["port"] == b["port"]
+        finally:
+            second.terminate()
+            second.communicate(timeout=30)
+        assert json.loads(announced.read_text())["port"] == a["port"]
+        chats = subprocess.run([sys.executable, "-m", "ctxlayer", "chats", "--json"], env=env,
+                               capture_output=True, text=True, timeout=60)
+        assert chats.returncode == 0, chats.stderr
+    finally:
+        first.terminate()
+        first.communicate(timeout=30)
+    assert not announced.exists()  # the last one takes it with it

@@ -182,6 +182,8 @@ class GatewayServer:
         self.learned = LearnedWindows()
         #: upstreams that refused `stream_options` (the gateway asks a stream's usage)
         self.no_stream_options: set[str] = set()
+        #: the announcement of another gateway this one's replaced (`close` puts it back)
+        self._before: dict | None = None
         #: the model requests that may be of one conversation, in the order their bodies came
         #: (`arrival_key`), each held only until its body is read and its prepare begun
         self.arrivals = Lanes()
@@ -242,6 +244,7 @@ class GatewayServer:
         import os
 
         urls = self.urls
+        self._before = _announced(self.announcement_file)
         try:
             write_private(self.announcement_file, json.dumps(
                 {"host": self.host, "port": self.port, "openai": urls.openai,
@@ -251,10 +254,18 @@ class GatewayServer:
             log.warning("could not write %s: %s", self.announcement_file, exc)
 
     async def close(self) -> None:
+        """Stop serving. The announcement goes with it, or back to the one it replaced when
+        that gateway still runs (another daemon on the state folder: without it, `ctxlayer
+        chats` said no gateway ran while that one served)."""
         try:
-            if json.loads(self.announcement_file.read_text()).get("port") == self.port:
-                self.announcement_file.unlink()
-        except (OSError, ValueError):
+            if (_announced(self.announcement_file) or {}).get("port") == self.port:
+                before = self._before
+                if before is not None and before.get("port") != self.port \
+                        and _alive(before.get("pid")):
+                    write_private(self.announcement_file, json.dumps(before))
+                else:
+                    self.announcement_file.unlink()
+        except OSError:
             pass
         if self._runner is not None:
             await self._runner.cleanup()
@@ -618,6 +629,31 @@ def with_query(url: str, request: web.Request) -> str:
     sends `beta=true`. Every route forwards it; before, the model routes dropped it."""
     query = request.rel_url.raw_query_string
     return f"{url}?{query}" if query else url
+
+
+def _announced(path: Any) -> dict | None:
+    """The announcement in ``path``, None when there is none or it cannot be read."""
+    try:
+        found = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def _alive(pid: Any) -> bool:
+    """Whether the process ``pid``, another than this one, still runs (of a gateway of this
+    process, closed or not, nothing is said: not put back)."""
+    import os
+
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0 or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's: it runs
+        return True
+    return True
 
 
 def arrival_key(fmt: str, hints: Hints, headers: Any) -> tuple:

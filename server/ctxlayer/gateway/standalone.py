@@ -60,15 +60,17 @@ async def serve(root: Path, state_dir: Path, overrides: dict[str, Any],
     try:
         caller = await open_caller(state, root)
         config = gateway_config(caller.config.gateway, overrides)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        # before it is announced: a stop asked as soon as it is (a supervisor, a test) ended
+        # the process at once, its announcement left behind naming a port nothing served
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError):  # not on Windows
+                loop.add_signal_handler(sig, stop.set)
         server = await start_gateway(state, caller, config)
         urls = server.urls
         announce({"host": server.host, "port": server.port, "openai": urls.openai,
                   "anthropic": urls.anthropic, "pid": os.getpid()})
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError):  # not on Windows
-                loop.add_signal_handler(sig, stop.set)
         await stop.wait()
     finally:
         if server is not None:
