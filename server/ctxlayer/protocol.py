@@ -323,6 +323,17 @@ class SessionSetModeParams(Wire):
     mode: Mode
 
 
+class SessionConfigureParams(Wire):
+    """What of a session's settings changes; a field left out keeps the session's own.
+    ctx/session/open answers an existing id unchanged: an editor whose model, budget or mode
+    setting changed brings it to its workspace's session with this."""
+
+    session_id: str
+    model: str | None = None
+    mode: Mode | None = None
+    budget: int | None = None
+
+
 class SessionRef(Wire):
     """Params of methods that need only a session id (budget, close)."""
 
@@ -575,6 +586,7 @@ REQUESTS: dict[str, tuple[type[Wire], type[Wire]]] = {
     "ctx/session/addRule": (SessionAddRuleParams, SessionAddRuleResult),
     "ctx/session/removeRule": (SessionRemoveRuleParams, Empty),
     "ctx/session/setMode": (SessionSetModeParams, Budget),
+    "ctx/session/configure": (SessionConfigureParams, Budget),
     "ctx/assemble": (AssembleParams, AssembleResult),
     "ctx/session/compact": (SessionCompactParams, SessionCompactResult),
     "ctx/session/reportUsage": (ReportUsageParams, ReportUsageResult),

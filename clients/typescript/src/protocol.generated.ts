@@ -263,6 +263,17 @@ export interface SessionSetModeParams {
   sessionId: string;
   mode: "debug" | "deep" | "short";
 }
+/**
+ * What of a session's settings changes; a field left out keeps the session's own.
+ * ctx/session/open answers an existing id unchanged: an editor whose model, budget or mode
+ * setting changed brings it to its workspace's session with this.
+ */
+export interface SessionConfigureParams {
+  sessionId: string;
+  model?: string | null;
+  mode?: ("debug" | "deep" | "short") | null;
+  budget?: number | null;
+}
 export interface AssembleParams {
   sessionId: string;
   budget?: number | null;
@@ -434,6 +445,7 @@ export interface Requests {
   "ctx/session/addRule": { params: SessionAddRuleParams; result: SessionAddRuleResult };
   "ctx/session/removeRule": { params: SessionRemoveRuleParams; result: Empty };
   "ctx/session/setMode": { params: SessionSetModeParams; result: Budget };
+  "ctx/session/configure": { params: SessionConfigureParams; result: Budget };
   "ctx/assemble": { params: AssembleParams; result: AssembleResult };
   "ctx/session/compact": { params: SessionCompactParams; result: SessionCompactResult };
   "ctx/session/reportUsage": { params: ReportUsageParams; result: ReportUsageResult };

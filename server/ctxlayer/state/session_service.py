@@ -181,16 +181,19 @@ class SessionService:
                 tokens = message_tokens(msg, counter)
                 fixed.append((seq, tokens))
             live.history.append(msg, seq, tokens)
-        if recount:
-            self.store.recount(row.sid, fixed, counter.name)
+        if row.compaction:
+            live.compaction = msgspec.json.decode(row.compaction, type=cp.Compaction)
+        if recount:  # another model (ctx/session/configure) or another encoding of it
+            state = cp.recounted(live.compaction, live.history, counter)
+            changed = msgspec.json.encode(state) if state is not live.compaction else None
+            self.store.recount(row.sid, fixed, counter.name, changed)
+            live.compaction = state
             row.counter = counter.name
         live.raws = self.store.raws(row.sid)
         live.rules = self.store.rules(row.sid)
         live.items = self.store.items(row.sid)
         live.next_rule = max((r.seq for r in live.rules), default=-1) + 1
         live.next_item = max((it.seq for it in live.items), default=-1) + 1
-        if row.compaction:
-            live.compaction = msgspec.json.decode(row.compaction, type=cp.Compaction)
         if row.system_spec:
             live.system_spec = stored_spec(row.system_spec)
         settings = self._settings(row.workspace)
@@ -282,6 +285,8 @@ class SessionService:
         new = self._load(row)
         for name in ("system", "layered", "fingerprint", "audited", "last_audit"):
             setattr(new, name, getattr(old, name))
+        if new.row.model != old.row.model:  # its system layers were counted for the old one
+            new.layered = False
 
     def _append(self, workspace: str, session_id: str, messages: list[Message],
                 raws: list[dict | None] | None) -> protocol.Budget:
@@ -391,6 +396,35 @@ class SessionService:
             live.row.mode = mode
             return self._measure(live, settings)
 
+    def configure(self, workspace: str, session_id: str, p: protocol.SessionConfigureParams
+                  ) -> protocol.Budget:
+        """Change the session's model, budget or mode (a field left out keeps the session's):
+        what an editor whose settings changed asks, as ctx/session/open answers an existing id
+        unchanged. Kept in the store (its revision bumped, so another daemon on the state
+        folder reads it); a new model's tokenizer counts every stored message again."""
+        with self._lock:
+            live = self._fresh(workspace, session_id)
+            settings = self._settings(workspace)
+            if p.model is not None and not p.model.strip():
+                raise ContextError("invalid", "must not be empty (leave it out to keep the "
+                                   "session's model)", field="model")
+            if p.mode is not None and p.mode not in settings.modes:
+                raise ContextError("invalid", f"unknown mode {p.mode!r}", field="mode")
+            require_tokens(p.budget)
+            asked = {"model": p.model, "mode": p.mode, "budget": p.budget}
+            changes = {k: v for k, v in asked.items()
+                       if v is not None and v != getattr(live.row, k)}
+            if not changes:
+                return self._measure(live, settings)
+            self._wrote(live, self.store.update(live.row.sid, self.clock(), **changes))
+            if "model" in changes:  # read again: _load counts with the new model's tokenizer
+                self._reload(workspace, session_id)
+                live = self._get(workspace, session_id)
+            else:
+                for name, value in changes.items():
+                    setattr(live.row, name, value)
+            return self._measure(live, settings)
+
     def budget(self, workspace: str, session_id: str) -> protocol.Budget:
         with self._lock:
             live = self._fresh(workspace, session_id)
@@ -409,9 +443,10 @@ class SessionService:
             live.layered = True
 
     def layered(self, workspace: str, session_id: str) -> bool:
-        """Whether this process measured the session's system layers since it was opened."""
+        """Whether this process measured the session's system layers since it was opened, for
+        the model the session has now (another daemon may have changed it: read afresh)."""
         with self._lock:
-            return self._get(workspace, session_id).layered
+            return self._fresh(workspace, session_id).layered
 
     def system_spec(self, workspace: str, session_id: str,
                     spec: protocol.SystemPromptParams | None = None

@@ -397,12 +397,17 @@ class SessionStore:
                              (sid,)).fetchall()
         return {seq: raw for seq, raw in rows}
 
-    def recount(self, sid: int, rows: Iterable[tuple[int, int]], counter: str) -> None:
-        """Store new token counts (seq, tokens) after the session's counter changed."""
+    def recount(self, sid: int, rows: Iterable[tuple[int, int]], counter: str,
+                compaction: bytes | None = None) -> None:
+        """Store new token counts (seq, tokens) after the session's counter changed, and the
+        compaction state counted again with it (its summary's and rewrites' tokens). Not a
+        change to the session: the same text, measured anew."""
         with self._tx() as c:
             c.executemany("UPDATE messages SET tokens=? WHERE sid=? AND seq=?",
                           [(t, sid, s) for s, t in rows])
             c.execute("UPDATE sessions SET counter=? WHERE sid=?", (counter, sid))
+            if compaction is not None:
+                c.execute("UPDATE sessions SET compaction=? WHERE sid=?", (compaction, sid))
 
     # --- rules and items -----------------------------------------------------------------
 

@@ -154,6 +154,24 @@ def rerender(state: Compaction, share: int, policy: CompactionPolicy, counter: T
     state.ack_tokens = message_tokens(Message(role="assistant", content=ACK_TEXT), counter)
 
 
+def recounted(state: Compaction, history: History, counter: Tokenizer) -> Compaction:
+    """The state with its tokens counted again by `counter` (the session's model changed, and
+    its messages were recounted): the summary, its acknowledgement and each rewrite. The text
+    stays; only the figures the history layer adds up were the old model's."""
+    if not state.replaced and not state.rewrites:
+        return state
+    out = msgspec.structs.replace(state, rewrites=dict(state.rewrites))
+    if state.replaced:
+        out.rendered_tokens = message_tokens(summary_message(state), counter)
+        out.ack_tokens = message_tokens(Message(role="assistant", content=ACK_TEXT), counter)
+    for seq, rw in state.rewrites.items():
+        i = history.index_of_seq(seq)
+        if i < len(history) and history.seqs[i] == seq:
+            shown = msgspec.structs.replace(history.messages[i], content=rw.content)
+            out.rewrites[seq] = msgspec.structs.replace(rw, tokens=message_tokens(shown, counter))
+    return out
+
+
 def fitted_summary(state: Compaction, room: int, policy: CompactionPolicy,
                    counter: Tokenizer) -> tuple[Message, int, list[str]] | None:
     """The summary message shortened to ``room`` tokens for one assembly: its parts give way in

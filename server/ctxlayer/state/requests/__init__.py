@@ -70,6 +70,7 @@ REQUESTS: dict[str, Request] = {
     "ctx/session/addRule": in_session(sessions.add_rule),
     "ctx/session/removeRule": in_session(sessions.remove_rule),
     "ctx/session/setMode": in_session(sessions.set_mode),
+    "ctx/session/configure": in_session(sessions.configure),
     "ctx/assemble": in_session(assembly.assemble),
     "ctx/session/compact": in_session(assembly.compact),
     "ctx/session/reportUsage": in_session(sessions.report_usage),

@@ -1,8 +1,8 @@
-"""ctx/session/*: open, append, addItem, addRule, removeRule, setMode, budget, reportUsage,
-audit, list, close. Plain functions over the session service (state/session_service.py), which the
-requests table runs on a session thread, a session's requests in arrival order (its lane). A change
-publishes the session's new budget (`State.events`), which the faces push to the editors of
-that workspace.
+"""ctx/session/*: open, append, addItem, addRule, removeRule, setMode, configure, budget,
+reportUsage, audit, list, close. Plain functions over the session service
+(state/session_service.py), which the requests table runs on a session thread, a session's
+requests in arrival order (its lane). A change publishes the session's new budget
+(`State.events`), which the faces push to the editors of that workspace.
 """
 
 from __future__ import annotations
@@ -125,6 +125,20 @@ def set_mode(caller: Caller, p: protocol.SessionSetModeParams,
     ensure_layers(caller, p.session_id, segment)
     return publish(caller, caller.state.sessions.set_mode(caller.workspace, p.session_id,
                                                           p.mode))
+
+
+def configure(caller: Caller, p: protocol.SessionConfigureParams,
+              segment: protocol.WorkspaceSegment) -> protocol.Budget:
+    """The session's model, budget or mode changed; its budget published as setMode's is."""
+    from ctxlayer.state.requests.assembly import session_layers
+
+    svc, workspace = caller.state.sessions, caller.workspace
+    ensure_layers(caller, p.session_id, segment)
+    budget = svc.configure(workspace, p.session_id, p)
+    if not svc.layered(workspace, p.session_id):  # a new model counts its system layers too
+        svc.set_system(workspace, p.session_id, session_layers(caller, p.session_id, segment))
+        budget = svc.budget(workspace, p.session_id)
+    return publish(caller, budget)
 
 
 def budget(caller: Caller, p: protocol.SessionRef,

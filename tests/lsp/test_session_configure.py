@@ -1,0 +1,177 @@
+"""ctx/session/configure: an editor whose model, budget or mode setting changed brings it to its
+workspace's session, which ctx/session/open answers unchanged (PROTOCOL.md). The change is
+kept in the state folder, seen by another daemon on it, and a new model counts every stored
+message with its own tokenizer. The real daemon over stdio.
+
+Before it, the editors reopened their fixed session id with the new settings and kept the old
+ones: settings claude-sonnet-4 / 60000 / short, session gpt-4o / 20000 / deep."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from conftest import WORLD, RawDaemon, hermetic_env, make_repo
+
+pytestmark = pytest.mark.e2e
+_worlds = itertools.count()
+_ids = itertools.count()
+
+OLD = {"model": "gpt-4o", "budget": 20000, "mode": "deep"}
+NEW = {"model": "claude-sonnet-4", "budget": 60000, "mode": "short"}
+CHAT = [
+    {"role": "user", "content": "Où est la fonction main ? Ünïcödé, naïve façade, 12345 tokens."},
+    {"role": "assistant", "content": "In src/app.py: `def main(): print('hello')` at line 1."},
+    {"role": "user", "content": "Rename it to run_forever() and keep the old name as an alias."},
+]
+
+
+def world():
+    base = WORLD / f"configure-{next(_worlds)}"
+    return hermetic_env(base), make_repo(base / "repo")
+
+
+async def ask(daemon: RawDaemon, method: str, params: dict) -> dict:
+    return await daemon.request(f"r{next(_ids)}", method, params)
+
+
+async def result(daemon: RawDaemon, method: str, params: dict) -> dict:
+    out = await ask(daemon, method, params)
+    assert "result" in out, out
+    return out["result"]
+
+
+async def opened_with(daemon: RawDaemon, sid: str, settings: dict) -> dict:
+    opened = await result(daemon, "ctx/session/open", {"sessionId": sid, **settings})
+    await result(daemon, "ctx/session/append", {"sessionId": sid, "messages": CHAT})
+    return opened
+
+
+async def test_configure_changes_model_budget_and_mode_and_a_restart_keeps_them():
+    env, root = world()
+    daemon = await RawDaemon.start(env=env)
+    try:
+        await daemon.initialize(root)
+        await opened_with(daemon, "ws", OLD)
+        before = await result(daemon, "ctx/session/budget", {"sessionId": "ws"})
+        # what the same messages cost in a session opened with the new model from the start
+        await opened_with(daemon, "ref", NEW)
+        ref = await result(daemon, "ctx/session/budget", {"sessionId": "ref"})
+        assert ref["byLayer"]["history"] != before["byLayer"]["history"]
+
+        # the contract stays: reopening answers the session unchanged
+        again = await result(daemon, "ctx/session/open", {"sessionId": "ws", **NEW})
+        assert {k: again[k] for k in OLD} == OLD
+
+        daemon.notifications.clear()
+        configured = await result(daemon, "ctx/session/configure", {"sessionId": "ws", **NEW})
+        assert configured["model"] == "claude-sonnet-4"
+        assert configured["limit"] == 60000
+        # every stored message counted again with the new model's tokenizer
+        assert configured["byLayer"]["history"] == ref["byLayer"]["history"]
+        pushed = [n["params"] for n in daemon.notifications
+                  if n["method"] == "ctx/budgetChanged"]
+        assert pushed and pushed[-1] == configured
+        listed = await result(daemon, "ctx/session/list", {})
+        (info,) = [s for s in listed["sessions"] if s["sessionId"] == "ws"]
+        assert (info["model"], info["mode"]) == ("claude-sonnet-4", "short")
+
+        # a field left out keeps the session's own
+        only = await result(daemon, "ctx/session/configure", {"sessionId": "ws",
+                                                              "budget": 50000})
+        assert (only["limit"], only["model"]) == (50000, "claude-sonnet-4")
+        reopened = await result(daemon, "ctx/session/open", {"sessionId": "ws"})
+        assert {k: reopened[k] for k in NEW} == {**NEW, "budget": 50000}
+    finally:
+        assert await daemon.close() == 0
+
+    daemon = await RawDaemon.start(env=env)
+    try:
+        await daemon.initialize(root)
+        reopened = await result(daemon, "ctx/session/open", {"sessionId": "ws", **OLD})
+        assert {k: reopened[k] for k in NEW} == {**NEW, "budget": 50000}
+        after = await result(daemon, "ctx/session/budget", {"sessionId": "ws"})
+        assert after["byLayer"]["history"] == ref["byLayer"]["history"]
+        assert (after["model"], after["limit"]) == ("claude-sonnet-4", 50000)
+    finally:
+        assert await daemon.close() == 0
+
+
+@pytest.mark.parametrize(("params", "field"), [
+    ({"mode": "turbo"}, "mode"),
+    ({"budget": 0}, "budget"),
+    ({"budget": -5}, "budget"),
+    ({"budget": 2**53}, "budget"),  # past what a JSON number keeps exactly
+    ({"budget": "big"}, "budget"),
+    ({"model": ""}, "model"),
+    ({"model": 4}, "model"),
+])
+async def test_bad_params_are_errors_naming_the_field_and_change_nothing(params, field):
+    env, root = world()
+    daemon = await RawDaemon.start(env=env)
+    try:
+        await daemon.initialize(root)
+        await opened_with(daemon, "ws", OLD)
+        out = await ask(daemon, "ctx/session/configure", {"sessionId": "ws", **params})
+        assert out.get("error", {}).get("code") == -32602, out
+        assert field in out["error"]["message"], out
+        unchanged = await result(daemon, "ctx/session/open", {"sessionId": "ws"})
+        assert {k: unchanged[k] for k in OLD} == OLD
+        out = await ask(daemon, "ctx/session/configure", {"sessionId": "nope", "mode": "short"})
+        assert out.get("error", {}).get("code") == -32002, out
+        out = await ask(daemon, "ctx/session/configure", {"mode": "short"})
+        assert out.get("error", {}).get("code") == -32602, out
+        assert "sessionId" in out["error"]["message"], out
+    finally:
+        assert await daemon.close() == 0
+
+
+async def test_another_daemon_on_the_state_folder_sees_the_change():
+    env, root = world()
+    a, b = await RawDaemon.start(env=env), await RawDaemon.start(env=env)
+    try:
+        for daemon in (a, b):
+            await daemon.initialize(root)
+        await opened_with(a, "shared", OLD)
+        await result(b, "ctx/session/open", {"sessionId": "shared"})
+        seen = await result(b, "ctx/session/budget", {"sessionId": "shared"})
+        assert seen["model"] == "gpt-4o"
+        configured = await result(a, "ctx/session/configure", {"sessionId": "shared", **NEW})
+        seen = await result(b, "ctx/session/budget", {"sessionId": "shared"})
+        assert (seen["model"], seen["limit"]) == ("claude-sonnet-4", 60000)
+        assert seen["byLayer"] == configured["byLayer"]
+        listed = await result(b, "ctx/session/list", {})
+        assert [s["mode"] for s in listed["sessions"] if s["sessionId"] == "shared"] == ["short"]
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_a_new_model_counts_the_summary_again_too():
+    """The summary a compaction left (its tokens kept beside it) is counted with the new
+    model's tokenizer as the messages are: the history layer is what a session of that model
+    from the start holds."""
+    env, root = world()
+    daemon = await RawDaemon.start(env=env)
+    same = {"budget": 60000, "mode": "deep"}
+    long_chat = [{"role": "user" if k % 2 == 0 else "assistant",
+                  "content": f"Étape {k}: we must never touch gen/ ; the build at step {k} "
+                             f"failed in src/app.py:{k + 1} with ValueError ünïcödé."}
+                 for k in range(12)]
+    try:
+        await daemon.initialize(root)
+        for sid, model in (("ws", "gpt-4o"), ("ref", "claude-sonnet-4")):
+            await result(daemon, "ctx/session/open", {"sessionId": sid, "model": model, **same})
+            await result(daemon, "ctx/session/append", {"sessionId": sid,
+                                                        "messages": long_chat})
+            out = await result(daemon, "ctx/session/compact", {"sessionId": sid,
+                                                               "keepRecent": 2})
+            assert out["replaced"] == 10
+        ref = await result(daemon, "ctx/session/budget", {"sessionId": "ref"})
+        before = await result(daemon, "ctx/session/budget", {"sessionId": "ws"})
+        assert before["byLayer"]["history"] != ref["byLayer"]["history"]
+        configured = await result(daemon, "ctx/session/configure",
+                                  {"sessionId": "ws", "model": "claude-sonnet-4"})
+        assert configured["byLayer"]["history"] == ref["byLayer"]["history"]
+    finally:
+        assert await daemon.close() == 0
