@@ -150,11 +150,14 @@ M.PROTOCOL_VERSION = "0.1"
 M.REQUESTS = {
   "ctx/segment", "ctx/systemPrompt", "ctx/count", "ctx/trim",
   "ctx/session/open", "ctx/session/append", "ctx/session/addItem", "ctx/session/addRule",
-  "ctx/session/removeRule", "ctx/session/setMode", "ctx/assemble", "ctx/session/compact",
-  "ctx/session/reportUsage", "ctx/session/budget", "ctx/session/audit", "ctx/session/list",
-  "ctx/session/close", "ctx/inspect", "ctx/prepare", "ctx/conversations", "ctx/why",
-  "ctx/restore",
+  "ctx/session/removeRule", "ctx/session/setMode", "ctx/session/configure", "ctx/assemble",
+  "ctx/session/compact", "ctx/session/reportUsage", "ctx/session/budget", "ctx/session/audit",
+  "ctx/session/list", "ctx/session/close", "ctx/inspect", "ctx/prepare", "ctx/conversations",
+  "ctx/why", "ctx/restore",
 }
+--- Requests the plugin does without when a daemon of this protocol predates them: such a
+--- daemon is not refused, and what the request would have done is said instead.
+M.OPTIONAL = { ["ctx/session/configure"] = true }
 --- The announcement's fields the plugin reads instead of guessing.
 local NEEDED_FIELDS = { "protocolVersion", "methods", "model", "defaultBudget", "defaultMode", "modes" }
 
@@ -179,7 +182,7 @@ function M.problem(client)
     methods[m] = true
   end
   for _, m in ipairs(M.REQUESTS) do
-    if not methods[m] then
+    if not methods[m] and not M.OPTIONAL[m] then
       table.insert(missing, m)
     end
   end
@@ -187,6 +190,12 @@ function M.problem(client)
     return ("ctxlayer: this daemon is older than protocol %s as the plugin knows it (it lacks %s): %s"):format(
       M.PROTOCOL_VERSION, table.concat(missing, ", "), update)
   end
+end
+
+--- Whether the daemon announced `method` (an optional one may be missing: M.OPTIONAL).
+function M.supports(client, method)
+  local methods = M.announcement(client).methods
+  return type(methods) == "table" and vim.tbl_contains(methods, method)
 end
 
 --- The daemon's mode names, sorted.
@@ -315,6 +324,52 @@ function M.open_session(client, done)
     budget = cfg.budget,
   }, function(result)
     status.update(client.id, { session_id = result.sessionId, mode = result.mode, model = result.model })
+    M.configure_session(client, result, done)
+  end, function(err)
+    status.update(client.id, { error = err.message or vim.inspect(err) })
+    M.refresh(client, done)
+  end)
+end
+
+--- What the user configured (model, budget, mode) that the opened session holds otherwise, as
+--- ctx/session/configure params; nil when it holds all of it. An option left unset keeps the
+--- session's own.
+function M.session_changes(client, opened)
+  local cfg = config.current
+  local wanted = { model = cfg.model, budget = cfg.budget, mode = M.requested_mode(client) }
+  local changes = {}
+  for field, value in pairs(wanted) do
+    if value ~= nil and value ~= opened[field] then
+      changes[field] = value
+    end
+  end
+  return next(changes) and changes or nil
+end
+
+--- The workspace session keeps its id across restarts, and reopening it answers it unchanged:
+--- options changed since are sent with ctx/session/configure. A daemon without that request
+--- keeps the session's settings, and the user is told which, once.
+function M.configure_session(client, opened, done)
+  local changes = M.session_changes(client, opened)
+  if not changes then
+    return M.refresh(client, done)
+  end
+  if not M.supports(client, "ctx/session/configure") then
+    local said = {}
+    for _, field in ipairs({ "model", "budget", "mode" }) do
+      if changes[field] ~= nil then
+        table.insert(said, ("%s %s (opts.%s: %s)"):format(field, tostring(opened[field]), field,
+          tostring(changes[field])))
+      end
+    end
+    vim.notify(("ctxlayer: this daemon cannot change the workspace session's settings (no "
+      .. "ctx/session/configure); it keeps %s: update ctxlayer (`pip install -U ctxlayer`)"):format(
+      table.concat(said, ", ")), vim.log.levels.WARN)
+    return M.refresh(client, done)
+  end
+  changes.sessionId = opened.sessionId
+  M.request(client, "ctx/session/configure", changes, function(budget)
+    status.update(client.id, { mode = changes.mode or opened.mode, model = budget.model })
     M.refresh(client, done)
   end, function(err)
     status.update(client.id, { error = err.message or vim.inspect(err) })
