@@ -1,7 +1,8 @@
 /**
  * What the extension needs of the daemon it started: the protocol it was built against, every
- * request of it, and a complete initialize announcement. A daemon that falls short is told
- * apart once, with what to do ("update ctxlayer"), instead of being half-served by fallbacks.
+ * request of it (but the optional ones), and a complete initialize announcement. A daemon that
+ * falls short is told apart once, with what to do ("update ctxlayer"), instead of being
+ * half-served by fallbacks.
  * No vscode import.
  */
 import { PROTOCOL_VERSION, type Requests, type ServerAnnouncement } from "@ctxlayer/client";
@@ -18,6 +19,7 @@ const REQUESTS: Record<keyof Requests, true> = {
   "ctx/session/addRule": true,
   "ctx/session/removeRule": true,
   "ctx/session/setMode": true,
+  "ctx/session/configure": true,
   "ctx/assemble": true,
   "ctx/session/compact": true,
   "ctx/session/reportUsage": true,
@@ -31,7 +33,16 @@ const REQUESTS: Record<keyof Requests, true> = {
   "ctx/why": true,
   "ctx/restore": true,
 };
-export const NEEDED_METHODS = Object.keys(REQUESTS);
+export const METHODS = Object.keys(REQUESTS) as (keyof Requests)[];
+/** Requests the extension does without when a daemon of this protocol predates them: such a
+ * daemon is not refused, and what the request would have done is said instead. */
+export const OPTIONAL_METHODS: ReadonlySet<keyof Requests> = new Set(["ctx/session/configure"]);
+export const NEEDED_METHODS = METHODS.filter((m) => !OPTIONAL_METHODS.has(m));
+
+/** Whether the daemon announced `method` (an optional one may be missing). */
+export function announces(announcement: ServerAnnouncement | undefined, method: keyof Requests): boolean {
+  return announcement?.methods.includes(method) ?? false;
+}
 
 /** The announcement's fields without which the extension cannot show the daemon's figures. */
 const NEEDED_FIELDS = ["protocolVersion", "methods", "model", "defaultBudget", "defaultMode", "modes"];

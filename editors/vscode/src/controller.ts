@@ -4,6 +4,7 @@
  * ctx/budgetChanged (server.ts starts only a daemon of this protocol, sessions and all).
  * No vscode import: the status bar is behind the BudgetSink interface.
  */
+import { announces } from "./announcement";
 import type {
   AssembleParams,
   AssembleResult,
@@ -15,6 +16,8 @@ import type {
   Message,
   ModeSuggestion,
   ServerAnnouncement,
+  SessionConfigureParams,
+  SessionOpenResult,
   TrimParams,
   TrimResult,
 } from "@ctxlayer/client";
@@ -90,11 +93,8 @@ export class BudgetController {
     this.sessionId = undefined;
     this.subscriptions.push(
       client.onBudgetChanged((b) => {
-        if (b.warning && !this.warned.has(b.warning)) {
-          // any chat's, live or not: every turn of a failing state folder says it again
-          this.warned.add(b.warning);
-          for (const l of this.warningListeners) l(b.warning);
-        }
+        // any chat's, live or not: every turn of a failing state folder says it again
+        if (b.warning) this.warn(b.warning);
         if (b.live && b.sessionId === this.sessionId && !b.conversationId) {
           this.publish(b); // our own workspace session (Copy assembled prompt): its figure
         } else if (b.live) {
@@ -122,7 +122,41 @@ export class BudgetController {
     // ctx/session/budget measures it against the workspace (no assembly: an assembly is a
     // request, which would make the workspace session the daemon's live chat)
     this.sessionId = opened.sessionId;
+    await this.configureSession(client, opened);
     await this.refresh();
+  }
+
+  /**
+   * The workspace session keeps its id across restarts, and reopening it answers it unchanged
+   * (PROTOCOL.md): the settings it holds otherwise (changed since, which restarted the daemon)
+   * go to it with ctx/session/configure. A budget or mode left empty keeps the session's own.
+   * A daemon without that request keeps the session's, and one warning says which.
+   */
+  private async configureSession(client: CtxlayerClient, opened: SessionOpenResult): Promise<void> {
+    const { budget, mode } = this.settings;
+    const wanted = { model: this.settings.model || null, budget, mode };
+    const changes: Omit<SessionConfigureParams, "sessionId"> = {};
+    if (wanted.model !== null && wanted.model !== opened.model) changes.model = wanted.model;
+    if (wanted.budget !== null && wanted.budget !== opened.budget) changes.budget = wanted.budget;
+    if (wanted.mode !== null && wanted.mode !== opened.mode) changes.mode = wanted.mode;
+    const fields = Object.keys(changes) as (keyof typeof changes)[];
+    if (!fields.length) return;
+    if (!announces(this.announcement, "ctx/session/configure")) {
+      const kept = fields.map((f) => `${f} ${opened[f]} (setting ctxlayer.${f}: ${changes[f]})`);
+      this.warn(
+        "this daemon cannot change the workspace session's settings (no ctx/session/configure); " +
+          `it keeps ${kept.join(", ")}: update ctxlayer (\`pip install -U ctxlayer\`)`,
+      );
+      return;
+    }
+    this.publish(await client.request("ctx/session/configure", { sessionId: opened.sessionId, ...changes }));
+  }
+
+  /** A warning for the user, once per text. */
+  private warn(text: string): void {
+    if (this.warned.has(text)) return;
+    this.warned.add(text);
+    for (const l of this.warningListeners) l(text);
   }
 
   detach(): void {

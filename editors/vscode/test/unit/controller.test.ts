@@ -1,6 +1,7 @@
 import { CtxlayerClient, type Budget } from "@ctxlayer/client";
 import { beforeEach, describe, expect, it } from "vitest";
 import { BudgetController, type BudgetSink, type LiveChat } from "../../src/controller";
+import { checkAnnouncement, NEEDED_METHODS } from "../../src/announcement";
 import { announcement, budget, FakeConnection } from "./fakeDaemon";
 
 class Sink implements BudgetSink {
@@ -144,5 +145,70 @@ describe("not connected", () => {
   it("says how to get the daemon back", async () => {
     const controller = new BudgetController(new Sink(), settings, "k");
     await expect(controller.count({ texts: ["x"] })).rejects.toThrow(/ctxlayer: Restart/);
+  });
+});
+
+describe("a workspace session whose settings changed since it was opened", () => {
+  // the daemon answers a reopened id unchanged: the session as an earlier run left it
+  const earlier = { model: "gpt-4o", budget: 20_000, mode: "deep" as const };
+  const daemon = (extra: Record<string, (p: any) => unknown> = {}) =>
+    new FakeConnection({
+      "ctx/session/open": (p) => ({ ...earlier, sessionId: p.sessionId, createdAt: "then" }),
+      "ctx/session/budget": (p) => budget(50, earlier.budget, p.sessionId),
+      ...extra,
+    });
+  const configured = (p: any) => ({
+    ...budget(58, p.budget ?? earlier.budget, p.sessionId),
+    model: p.model ?? earlier.model,
+  });
+
+  it("sends what differs with ctx/session/configure and shows the session as configured", async () => {
+    let session = { ...earlier };
+    const conn = new FakeConnection({
+      "ctx/session/open": (p) => ({ ...session, sessionId: p.sessionId, createdAt: "then" }),
+      "ctx/session/configure": (p) => {
+        session = { ...session, ...p };
+        return { ...budget(58, session.budget, p.sessionId), model: session.model };
+      },
+      "ctx/session/budget": (p) => ({ ...budget(58, session.budget, p.sessionId), model: session.model }),
+    });
+    const sink = new Sink();
+    const now = { model: "claude-sonnet-4", budget: 60_000, mode: "short" as const };
+    const controller = new BudgetController(sink, now, "abc");
+    await controller.attach(new CtxlayerClient(conn), announcement());
+    expect(conn.sent("ctx/session/configure")).toEqual([{ sessionId: "vscode:abc", ...now }]);
+    expect(sink.shown.at(-1)?.[0]).toMatchObject({ limit: 60_000, model: "claude-sonnet-4" });
+    expect(controller.mode).toBe("short");
+    // the next start finds the session as configured: nothing to send
+    await controller.attach(new CtxlayerClient(conn), announcement());
+    expect(conn.sent("ctx/session/configure")).toHaveLength(1);
+  });
+
+  it("leaves what a setting left empty to the session, and sends nothing when the rest agrees", async () => {
+    const conn = daemon({ "ctx/session/configure": configured });
+    const controller = new BudgetController(new Sink(), { model: "gpt-4o", budget: null, mode: null }, "abc");
+    await controller.attach(new CtxlayerClient(conn), announcement());
+    expect(conn.sent("ctx/session/configure")).toEqual([]);
+    const onlyBudget = daemon({ "ctx/session/configure": configured });
+    const other = new BudgetController(new Sink(), { model: "gpt-4o", budget: 32_000, mode: null }, "abc");
+    await other.attach(new CtxlayerClient(onlyBudget), announcement());
+    expect(onlyBudget.sent("ctx/session/configure")).toEqual([{ sessionId: "vscode:abc", budget: 32_000 }]);
+  });
+
+  it("with a daemon without ctx/session/configure: taken, one warning names what it keeps", async () => {
+    const conn = daemon();
+    const sink = new Sink();
+    const controller = new BudgetController(sink, { model: "gpt-4o", budget: 60_000, mode: null }, "abc");
+    const warnings: string[] = [];
+    controller.onWarning((text) => warnings.push(text));
+    const older = announcement({ methods: NEEDED_METHODS });
+    expect(checkAnnouncement(older).problem).toBeUndefined();
+    await controller.attach(new CtxlayerClient(conn), older);
+    await controller.attach(new CtxlayerClient(conn), older);
+    expect(conn.sent("ctx/session/configure")).toEqual([]);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain("budget 20000 (setting ctxlayer.budget: 60000)");
+    expect(warnings[0]).toContain("update ctxlayer");
+    expect(sink.shown.at(-1)?.[0].limit).toBe(20_000); // the session's own, as it is
   });
 });

@@ -1,7 +1,7 @@
 // An in-memory RpcConnection for unit tests: answers requests from handlers and lets the
 // test push notifications. The e2e tests use the real daemon instead.
 import { PROTOCOL_VERSION, type RpcConnection, type ServerAnnouncement } from "@ctxlayer/client";
-import { NEEDED_METHODS } from "../../src/announcement";
+import { METHODS } from "../../src/announcement";
 
 export class FakeConnection implements RpcConnection {
   requests: [string, any][] = [];
@@ -45,7 +45,7 @@ export const budget = (used: number, limit: number, sessionId?: string) => ({
 export function announcement(overrides: Partial<ServerAnnouncement> = {}): ServerAnnouncement {
   return {
     protocolVersion: PROTOCOL_VERSION,
-    methods: [...NEEDED_METHODS],
+    methods: [...METHODS],
     notifications: ["ctx/segmentChanged", "ctx/budgetChanged"],
     model: "gpt-4o",
     defaultBudget: 100_000,
