@@ -381,6 +381,56 @@ async def test_provider_messages_in_a_session_come_back_whole_from_a_restarted_d
         await again.close()
 
 
+CITATION = {"type": "char_location", "cited_text": "Pay in 30 days.", "document_index": 0,
+            "start_char_index": 0, "end_char_index": 15}
+#: (source format, turns, target format, what the target's writer leaves behind)
+LEFT_BEHIND = [
+    ("openai", [{"role": "user", "name": "alice", "content": "I am alice"},
+                {"role": "assistant", "content": "hi"},
+                {"role": "user", "name": "bob", "content": "who spoke first?"}],
+     ("anthropic", "responses"), "name field"),
+    ("anthropic", [{"role": "user", "content": "when?"},
+                   {"role": "assistant", "content": [{"type": "text", "text": "in 30 days",
+                                                      "citations": [CITATION]}]}],
+     ("openai",), "text citations"),
+    ("anthropic", [{"role": "user", "content": "go"},
+                   {"role": "assistant", "content": [{"type": "tool_use", "id": "t1",
+                                                      "name": "run", "input": {}}]},
+                   {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                                 "is_error": True, "content": "denied"}]}],
+     ("openai",), "tool_result is_error"),
+    ("anthropic", [{"role": "user", "content": [{"type": "text", "text": "the spec",
+                                                 "cache_control": {"type": "ephemeral"}}]},
+                   {"role": "system", "content": [{"type": "text", "text": "Be terse.",
+                                                   "cache_control": {"type": "ephemeral"}}]}],
+     ("openai",), "text cache_control"),
+    ("responses", [{"role": "user", "content": "q"},
+                   {"type": "message", "role": "assistant", "content": [
+                       {"type": "output_text", "text": "see A", "annotations": [
+                           {"type": "url_citation", "url": "https://cite.example",
+                            "start_index": 0, "end_index": 5, "title": "A"}]}]}],
+     ("openai",), "output_text annotations"),
+]
+
+
+async def test_what_another_format_cannot_carry_is_named_field_by_field(client):
+    """A user's name, a text's citations or cache marker, a tool result's error flag, an
+    output's annotations: each went nowhere when the session was assembled in another
+    format, and the result said nothing was dropped or shortened."""
+    for n, (src, turns, targets, name) in enumerate(LEFT_BEHIND):
+        sid = f"left-behind-{n}"
+        await call(client, "ctx/session/open", {"sessionId": sid})
+        await call(client, "ctx/session/append", {"sessionId": sid, "format": src,
+                                                  "messages": turns})
+        for dst in targets:
+            out = await call(client, "ctx/assemble", {"sessionId": sid, "format": dst})
+            lost = [e for e in out["truncated"] if name in e["reason"]]
+            assert lost, (src, dst, out["truncated"])
+            assert all(f"written as {dst}, not carried" in e["reason"] for e in lost)
+        same = await call(client, "ctx/assemble", {"sessionId": sid, "format": src})
+        assert not same["truncated"]  # its own format gets it all
+
+
 async def test_why_explains_a_sessions_last_assembly_and_restore_brings_one_back(client):
     await call(client, "ctx/session/open", {"sessionId": "why-session", "budget": 900})
     await call(client, "ctx/session/append", {"sessionId": "why-session", "messages": chat(30)})

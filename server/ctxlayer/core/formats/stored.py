@@ -18,7 +18,9 @@ back out byte for byte when the session is assembled in the format they came in.
   into their text parts, pieces left out removed, repairs audited) exactly as ctx/prepare
   does. A message stored in another format, or in none, is written from its text and tool
   calls (a user message's images rewritten in the target's shape: every format carries
-  them), and what the target format does not get of it is named in one audit entry.
+  them), and what the target format does not get of it is named in one audit entry: its
+  parts and fields, and the keys of the parts it does carry that the writer leaves behind
+  (a user's `name`, a text's citations or cache_control, a tool result's is_error).
 
 Reasoning: nothing here strips thinking blocks. In a provider format the trim engine sends
 what fits as it came (`trim_options`: no rewrite when it fits) and never shortens a non-text
@@ -43,14 +45,35 @@ from ctxlayer.protocol import AuditEntry, Message
 #: the internal ids of a rebuild (never leave it: encode's audit entries are mapped back)
 _KEY = "ctx:stored:"
 
-#: what each format carries of a message besides its text parts
-_OPENAI_FIELDS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name", "id",
-                            "ctxlayer"})
+#: the fields of an OpenAI message another format's writer carries: its text, its calls (a
+#: legacy function_call too), the call a result answers, its ids
+_OPENAI_FIELDS = frozenset({"role", "content", "tool_calls", "function_call", "tool_call_id",
+                            "id", "ctxlayer"})
+#: the roles whose `name` is the tool's, which the call it answers carries; a user's or an
+#: assistant's `name` says who spoke, and no other format has a place for that
+_NAMED_BY_THEIR_CALL = frozenset({"tool", "function"})
 _ANTHROPIC_CARRIED = frozenset({"text", "tool_use", "tool_result"})
 #: the Responses items another format carries (as text, tool calls and their results)
 _RESPONSES_CARRIED = frozenset({"message", "function_call", "function_call_output",
                                 "custom_tool_call", "custom_tool_call_output"})
 _TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
+_IMAGE_PARTS = frozenset({"image", "image_url", "input_image"})
+#: the keys of a carried block, part or item that the writers carry (or that mean nothing
+#: outside their provider: an item's id and status); any other key that holds something (a
+#: text's citations or cache_control, a tool result's is_error) is lost on the way
+_KEYS_CARRIED = {
+    **{kind: frozenset({"type", "text"}) for kind in _TEXT_PARTS},
+    "tool_use": frozenset({"type", "id", "name", "input"}),
+    "tool_result": frozenset({"type", "tool_use_id", "content"}),
+    "image": frozenset({"type", "source"}),
+    "image_url": frozenset({"type", "image_url"}),
+    "input_image": frozenset({"type", "image_url", "detail"}),
+    "message": frozenset({"type", "role", "content", "id", "status"}),
+    "function_call": frozenset({"type", "id", "call_id", "name", "arguments", "status"}),
+    "function_call_output": frozenset({"type", "id", "call_id", "output", "status"}),
+    "custom_tool_call": frozenset({"type", "id", "call_id", "name", "input", "status"}),
+    "custom_tool_call_output": frozenset({"type", "id", "call_id", "output", "status"}),
+}
 
 
 @dataclass(slots=True, frozen=True)
@@ -179,7 +202,7 @@ def rebuild(fmt: str, assembled: list[Message], stored: list[Stored | None], cou
         elif s is not None and fmt in ("openai", "anthropic", "responses") and \
                 (converted := _with_images(s, fmt)) is not None:
             b.single(key, converted, s.message)  # its images go along, in the target's shape
-            lost += _lost(s, fmt, m, counter, k, skip=("image", "image_url", "input_image"))
+            lost += _lost(s, fmt, m, counter, k, images=True)
         else:
             if s is not None:
                 lost += _lost(s, fmt, m, counter, k)
@@ -256,36 +279,38 @@ def mapped_back(entries: list[AuditEntry], back: dict[str, str | None]) -> list[
             if e.message_id in back else e for e in entries]
 
 
-def not_carried(raw: dict, fmt: str) -> list[str]:
+def not_carried(raw: dict, fmt: str, images: bool = False) -> list[str]:
     """What a stored message holds that format `fmt` does not get when the message is written
-    from its text and tool calls: part types, and fields the engine does not read."""
+    from its text and tool calls: part types, fields the engine does not read, and keys of
+    the parts it does carry that the writers leave behind ("text citations", "tool_result
+    is_error"). `images`: the message's images go along (those with a URL to show)."""
     native = raw.get("message")
     if raw.get("format") == "openai" and isinstance(native, dict):
-        content = native.get("content")
-        kinds = [p.get("type", "?") for p in content if isinstance(p, dict)
-                 and p.get("type") != "text"] if isinstance(content, list) else []
-        kinds += [f"{k} field" for k in native if k not in _OPENAI_FIELDS]
-        return kinds
+        return _openai_not_carried(native, images)
     if raw.get("format") == "responses":
-        return _responses_not_carried(raw.get("items") or [])
+        return _responses_not_carried(raw.get("items") or [], images)
     if raw.get("format") != "anthropic":
         return []
     content = raw.get("content_of_piece")
-    if content is None:
-        return []
-    kinds = []
-    for b in content:
-        if not isinstance(b, dict):
+    return _parts_not_carried(content, _ANTHROPIC_CARRIED, images) \
+        if isinstance(content, list) else []
+
+
+def _openai_not_carried(native: dict, images: bool) -> list[str]:
+    """The parts and fields of an OpenAI message another format does not get."""
+    content = native.get("content")
+    kinds = _parts_not_carried(content, frozenset({"text"}), images) \
+        if isinstance(content, list) else []
+    for k, v in native.items():
+        if k in _OPENAI_FIELDS or not _holds(v):
+            continue  # a null refusal or empty annotations, as the API echoes them, lose nothing
+        if k == "name" and native.get("role") in _NAMED_BY_THEIR_CALL:
             continue
-        if b.get("type") not in _ANTHROPIC_CARRIED:
-            kinds.append(str(b.get("type")))
-        elif b.get("type") == "tool_result" and isinstance(b.get("content"), list):
-            kinds += [str(p.get("type")) for p in b["content"]
-                      if isinstance(p, dict) and p.get("type") != "text"]
+        kinds.append(f"{k} field")
     return kinds
 
 
-def _responses_not_carried(items: list) -> list[str]:
+def _responses_not_carried(items: list, images: bool) -> list[str]:
     """The Responses items another format does not get (reasoning, compaction, hosted tools'
     calls...), and the parts of its messages and outputs that are not text."""
     kinds: list[str] = []
@@ -296,10 +321,44 @@ def _responses_not_carried(items: list) -> list[str]:
         if kind not in _RESPONSES_CARRIED:
             kinds.append(str(kind))
             continue
+        kinds += _keys_not_carried({"type": kind, **item})
         value = item.get("content", item.get("output"))
-        kinds += [str(p.get("type")) for p in value if isinstance(p, dict)
-                  and p.get("type") not in _TEXT_PARTS] if isinstance(value, list) else []
+        if isinstance(value, list):
+            kinds += _parts_not_carried(value, _TEXT_PARTS, images)
     return kinds
+
+
+def _parts_not_carried(parts: list, carried: frozenset[str], images: bool) -> list[str]:
+    """The parts of a content list another format does not get: their types where it gets
+    none of them, else the keys it leaves behind (a tool result's own parts too)."""
+    kinds: list[str] = []
+    for p in parts:
+        if not isinstance(p, dict):
+            continue
+        kind = p.get("type")
+        if images and kind in _IMAGE_PARTS and _image_url(p) is not None:
+            kinds += _keys_not_carried(p)
+        elif kind not in carried:
+            kinds.append(str(kind) if kind is not None else "?")
+        else:
+            kinds += _keys_not_carried(p)
+            if kind == "tool_result" and isinstance(p.get("content"), list):
+                kinds += _parts_not_carried(p["content"], frozenset({"text"}), False)
+    return kinds
+
+
+def _keys_not_carried(part: dict) -> list[str]:
+    """"<type> <key>" for each key of a carried part that holds something the writers do
+    not write."""
+    kind = str(part.get("type"))
+    carried = _KEYS_CARRIED.get(kind, frozenset({"type"}))
+    return [f"{kind} {k}" for k, v in part.items() if k not in carried and _holds(v)]
+
+
+def _holds(value: Any) -> bool:
+    """Whether a field says something: null, false and empty ones are its absence."""
+    return value is not None and value is not False and value != "" and value != [] \
+        and value != {}
 
 
 def piece_blocks(raw: dict, group: dict | None) -> list | None:
@@ -319,12 +378,12 @@ def _whole(s: Stored) -> bool:
     return isinstance((s.group if s.group is not None else s.raw).get("message"), dict)
 
 
-def _lost(s: Stored, fmt: str, m: Message, counter: Any, k: int, skip: tuple = ()
+def _lost(s: Stored, fmt: str, m: Message, counter: Any, k: int, images: bool = False
           ) -> list[AuditEntry]:
     raw = s.raw
     if raw.get("format") == "anthropic":
         raw = {**raw, "content_of_piece": piece_blocks(raw, s.group)}
-    kinds = [kind for kind in not_carried(raw, fmt) if kind not in skip]
+    kinds = not_carried(raw, fmt, images)
     if not kinds:
         return []
     text = counter.count(m.content) if counter is not None else 0

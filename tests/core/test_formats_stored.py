@@ -1,0 +1,111 @@
+"""A session's provider messages written in another format (core/formats/stored.py): what the
+target's writer does not carry is named, part by part and key by key, in the audit; what it
+carries, or what says nothing (a null refusal, empty annotations), is not.
+
+Driven as the session service drives it: the source request decoded by its real codec, its
+`raws` kept beside each message, `rebuild` into the target and the target's own encoder."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxlayer.core.formats import decode, encode
+from ctxlayer.core.formats.stored import Stored, raws, rebuild
+from ctxlayer.core.tokens import WordTokenizer
+
+WORDS = WordTokenizer()
+
+
+def across(src: str, turns: list[dict], dst: str) -> tuple[list[dict], dict[str, str]]:
+    """`turns` appended in `src` and written as `dst`: the messages sent and, by the index
+    of each message in the session, the reason of its "not carried" entry."""
+    where = "input" if src == "responses" else "messages"
+    decoded = decode(src, {"model": "m", where: turns}, WORDS)  # type: ignore[arg-type]
+    kept: list[Stored | None] = []
+    for k, (m, raw) in enumerate(zip(decoded.messages, raws(decoded), strict=True)):
+        if raw is None:
+            kept.append(None)
+            continue
+        first = k - raw["piece"][0] if "piece" in raw else None
+        group = kept[first].raw if first is not None and first != k else None  # type: ignore
+        kept.append(Stored(message=m, raw=raw, group=group, group_key=first))
+    rebuilt, messages, _, lost = rebuild(dst, decoded.messages, kept, WORDS)
+    out = encode(rebuilt, messages).payload
+    sent = out.get("input" if dst == "responses" else "messages")
+    named = {e.index: e.reason for e in lost if "not carried" in e.reason}
+    return sent, named
+
+
+CITED = [{"type": "char_location", "cited_text": "Pay in 30 days.", "document_index": 0,
+          "start_char_index": 0, "end_char_index": 15}]
+URL_CITED = [{"type": "url_citation", "url": "https://cite.example", "start_index": 0,
+              "end_index": 5, "title": "A"}]
+EPHEMERAL = {"type": "ephemeral"}
+
+#: (source, turns, target, the index of the message that loses it, what is named)
+LOST = [
+    ("openai", [{"role": "user", "name": "alice", "content": "I am alice"},
+                {"role": "assistant", "content": "hi"}], "anthropic", 0, "name field"),
+    ("openai", [{"role": "user", "name": "alice", "content": "I am alice"}], "responses", 0,
+     "name field"),
+    ("openai", [{"role": "user", "content": [{"type": "text", "text": "the spec",
+                                              "cache_control": EPHEMERAL}]}], "anthropic", 0,
+     "text cache_control"),
+    ("anthropic", [{"role": "user", "content": "when?"},
+                   {"role": "assistant", "content": [{"type": "text", "text": "30 days",
+                                                      "citations": CITED}]}], "openai", 1,
+     "text citations"),
+    ("anthropic", [{"role": "user", "content": "go"},
+                   {"role": "assistant", "content": [{"type": "tool_use", "id": "t1",
+                                                      "name": "run", "input": {}}]},
+                   {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                                 "is_error": True, "content": "boom"}]}],
+     "openai", 2, "tool_result is_error"),
+    ("anthropic", [{"role": "user", "content": [{"type": "text", "text": "the spec",
+                                                 "cache_control": EPHEMERAL}]}], "openai", 0,
+     "text cache_control"),
+    # a system message between turns, its block marked for the cache
+    ("anthropic", [{"role": "user", "content": "hi"},
+                   {"role": "system", "content": [{"type": "text", "text": "Be terse.",
+                                                   "cache_control": EPHEMERAL}]}],
+     "openai", 1, "text cache_control"),
+    ("responses", [{"role": "user", "content": "q"},
+                   {"type": "message", "role": "assistant", "content": [
+                       {"type": "output_text", "text": "see A", "annotations": URL_CITED}]}],
+     "openai", 1, "output_text annotations"),
+    # an image only its provider can read goes nowhere, also beside one that goes along
+    ("responses", [{"role": "user", "content": [
+        {"type": "input_text", "text": "compare"},
+        {"type": "input_image", "image_url": "https://ex.com/a.png", "detail": "auto"},
+        {"type": "input_image", "file_id": "file-1"}]}], "anthropic", 0, "input_image"),
+]
+
+
+@pytest.mark.parametrize(("src", "turns", "dst", "k", "name"), LOST,
+                         ids=[f"{c[0]}-{c[2]}-{c[4]}" for c in LOST])
+def test_what_the_target_does_not_carry_is_named(src, turns, dst, k, name):
+    sent, named = across(src, turns, dst)
+    assert name in named.get(k, ""), (sent, named)
+    assert f"written as {dst}" in named[k]
+
+
+def test_what_the_target_carries_or_what_says_nothing_is_not_named():
+    # a tool result's name is the tool's, which its call carries; an assistant message as
+    # the API echoes it back holds a null refusal and empty annotations
+    turns = [{"role": "user", "content": "read it"},
+             {"role": "assistant", "content": None, "refusal": None, "annotations": [],
+              "tool_calls": [{"id": "c1", "type": "function", "function": {
+                  "name": "read", "arguments": "{}"}}]},
+             {"role": "tool", "tool_call_id": "c1", "name": "read", "content": "R1"}]
+    for dst in ("anthropic", "responses"):
+        assert across("openai", turns, dst)[1] == {}, dst
+    turns = [{"role": "user", "content": "q"},
+             {"type": "message", "role": "assistant", "id": "msg_1", "status": "completed",
+              "content": [{"type": "output_text", "text": "a", "annotations": []}]}]
+    assert across("responses", turns, "openai")[1] == {}
+    turns = [{"role": "user", "content": "go"},
+             {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "run",
+                                                "input": {}}]},
+             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                           "is_error": False, "content": "ok"}]}]
+    assert across("anthropic", turns, "openai")[1] == {}
