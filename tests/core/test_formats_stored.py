@@ -109,3 +109,60 @@ def test_what_the_target_carries_or_what_says_nothing_is_not_named():
              {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
                                            "is_error": False, "content": "ok"}]}]
     assert across("anthropic", turns, "openai")[1] == {}
+
+
+def kimi_chat(*ids: str) -> list[dict]:
+    """An OpenAI chat whose calls carry the ids a Kimi model gives them."""
+    calls = [{"id": i, "type": "function", "function": {"name": "read", "arguments": "{}"}}
+             for i in ids]
+    return [{"role": "user", "content": "read them"},
+            {"role": "assistant", "content": None, "tool_calls": calls},
+            *[{"role": "tool", "tool_call_id": i, "content": f"R{k}"} for k, i in enumerate(ids)],
+            {"role": "user", "content": "ok?"}]
+
+
+def call_ids(sent: list[dict]) -> tuple[list[str], list[str]]:
+    """(the tool_use ids, the tool_result ids) of an Anthropic conversation, in order."""
+    blocks = [b for m in sent if isinstance(m["content"], list) for b in m["content"]]
+    return ([b["id"] for b in blocks if b["type"] == "tool_use"],
+            [b["tool_use_id"] for b in blocks if b["type"] == "tool_result"])
+
+
+def test_call_ids_anthropic_refuses_are_written_as_ones_it_takes():
+    """"functions.read:0" went into tool_use.id as it came, and the provider answers 400 to
+    an id outside ^[a-zA-Z0-9_-]+$; now each such id is another, the same in the call and its
+    result, the same every time, and two ids that differ only in the characters replaced
+    stay two."""
+    from providers.rules import anthropic_problems
+
+    sent, _ = across("openai", kimi_chat("functions.read:0", "functions.read.0", "call_ok"),
+                     "anthropic")
+    uses, results = call_ids(sent)
+    assert anthropic_problems({"model": "m", "max_tokens": 8, "messages": sent}) == []
+    assert uses == results and len(set(uses)) == 3
+    assert uses[2] == "call_ok"  # an id it takes goes as it came
+    assert uses[0].startswith("functions_read_0_")
+    assert across("openai", kimi_chat("functions.read:0", "functions.read.0", "call_ok"),
+                  "anthropic")[0] == sent
+
+
+def test_a_made_call_id_is_never_another_call_s_own():
+    """The id made for "functions.read:0" is already the conversation's: another is made."""
+    first, _ = across("openai", kimi_chat("functions.read:0"), "anthropic")
+    made = call_ids(first)[0][0]
+    sent, _ = across("openai", kimi_chat("functions.read:0", made), "anthropic")
+    uses, results = call_ids(sent)
+    assert uses == results and uses[1] == made and uses[0] != made
+    assert uses[0].startswith("functions_read_0_")
+
+
+def test_a_legacy_function_call_goes_to_anthropic_with_an_id_it_takes():
+    from providers.rules import anthropic_problems
+
+    turns = [{"role": "user", "content": "q"},
+             {"role": "assistant", "content": None,
+              "function_call": {"name": "read", "arguments": "{}"}},
+             {"role": "function", "name": "read", "content": "R"}]
+    sent, named = across("openai", turns, "anthropic")
+    assert anthropic_problems({"model": "m", "max_tokens": 8, "messages": sent}) == []
+    assert named == {}  # the call went along: nothing is named lost

@@ -431,6 +431,33 @@ async def test_what_another_format_cannot_carry_is_named_field_by_field(client):
         assert not same["truncated"]  # its own format gets it all
 
 
+async def test_call_ids_anthropic_refuses_are_written_as_ones_it_takes(client):
+    """An OpenAI session of a Kimi model ("functions.read:0") assembled as Anthropic sent
+    that id in tool_use.id, which the provider refuses (400, ^[a-zA-Z0-9_-]+$)."""
+    from providers.rules import anthropic_problems
+
+    turns = [{"role": "user", "content": "read it"},
+             {"role": "assistant", "content": None, "tool_calls": [
+                 {"id": "functions.read:0", "type": "function",
+                  "function": {"name": "read", "arguments": "{}"}}]},
+             {"role": "tool", "tool_call_id": "functions.read:0", "content": "R1"},
+             {"role": "user", "content": "ok?"}]
+    await call(client, "ctx/session/open", {"sessionId": "kimi-ids"})
+    await call(client, "ctx/session/append", {"sessionId": "kimi-ids", "format": "openai",
+                                              "messages": turns})
+    out = await call(client, "ctx/assemble", {"sessionId": "kimi-ids", "format": "anthropic"})
+    sent = out["messages"]
+    assert anthropic_problems({"model": "m", "max_tokens": 8, "messages": sent}) == []
+    (use,) = [b for m in sent for b in m["content"] if isinstance(m["content"], list)
+              and b["type"] == "tool_use"]
+    (result,) = [b for m in sent for b in m["content"] if isinstance(m["content"], list)
+                 and b["type"] == "tool_result"]
+    assert use["id"] == result["tool_use_id"] != "functions.read:0"
+    assert any("functions.read:0" in e["summary"] for e in out["truncated"])  # said
+    again = await call(client, "ctx/assemble", {"sessionId": "kimi-ids", "format": "anthropic"})
+    assert again["messages"] == sent  # the same every time: the cached prefix holds
+
+
 async def test_why_explains_a_sessions_last_assembly_and_restore_brings_one_back(client):
     await call(client, "ctx/session/open", {"sessionId": "why-session", "budget": 900})
     await call(client, "ctx/session/append", {"sessionId": "why-session", "messages": chat(30)})

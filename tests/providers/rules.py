@@ -11,9 +11,13 @@ another, the strict reading is taken.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 MAX_CACHE_BREAKPOINTS = 4
+#: a tool_use id and a tool_result's tool_use_id: the API answers 400 to any other
+#: ("messages.1.content.0.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'")
+_TOOL_USE_ID = re.compile(r"[a-zA-Z0-9_-]+")
 
 _OPENAI_ROLES = ("system", "developer", "user", "assistant", "tool")
 _OPENAI_PARTS = {
@@ -280,6 +284,8 @@ def _anthropic_block(block: Any, where: str, role: str, out: list[str]) -> None:
     elif kind in ("tool_use", "server_tool_use"):
         if not isinstance(block.get("id"), str) or not block["id"]:
             out.append(f"{where}.id: a tool_use block needs an id")
+        elif kind == "tool_use" and not _TOOL_USE_ID.fullmatch(block["id"]):
+            out.append(f"{where}.id: String should match pattern '^[a-zA-Z0-9_-]+$'")
         if not isinstance(block.get("name"), str):
             out.append(f"{where}.name: a tool_use block needs a name")
         if not isinstance(block.get("input"), dict):
@@ -287,6 +293,8 @@ def _anthropic_block(block: Any, where: str, role: str, out: list[str]) -> None:
     elif kind == "tool_result":
         if not isinstance(block.get("tool_use_id"), str):
             out.append(f"{where}.tool_use_id: a tool_result block needs it")
+        elif not _TOOL_USE_ID.fullmatch(block["tool_use_id"]):
+            out.append(f"{where}.tool_use_id: String should match pattern '^[a-zA-Z0-9_-]+$'")
         content = block.get("content")
         if isinstance(content, list):
             for k, part in enumerate(content):

@@ -11,13 +11,17 @@ the very dict the client sent, never moved into the top-level `system`. The prov
 compaction (a `compaction` block, the compact_* edit) drops every block before it: those are
 not the engine's (they cost nothing and are written back as they came, ahead of the rest),
 and the block is a pinned system message of the engine's, so that what the engine adds (a
-summary) is written after it, where the provider reads it.
+summary) is written after it, where the provider reads it. A call written from another
+format (a session's OpenAI messages) whose id Anthropic refuses ("functions.read:0") goes with
+one it takes, the same in its result and every turn (`_CallIds`), said in the audit.
 
 Owns this format's reading and writing; it never decides what to keep.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -557,17 +561,59 @@ def _tool_input(m: Message, call: ToolCall, result: Encoded) -> dict:
     return {"arguments": text}
 
 
-def _synthesized(m: Message, result: Encoded) -> dict:
+#: the ids Anthropic takes for a tool_use and a tool_result's tool_use_id: it answers 400
+#: ("String should match pattern") to any other
+_CALL_ID = re.compile(r"[a-zA-Z0-9_-]+")
+_NOT_IN_CALL_ID = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+class _CallIds:
+    """The ids of calls kept in another format, as Anthropic takes them. One it takes goes as
+    it is; another ("functions.read:0", a Kimi model's; "function_call@1", a legacy OpenAI
+    call's) becomes its characters Anthropic takes, the others as `_`, then a hash of the
+    whole id: a function of the id alone, so that a call and its result get the same one,
+    every turn the same (the cached prefix holds), and two ids that differ only in the
+    characters replaced stay two. Longer where another id of the conversation is that one."""
+
+    def __init__(self, kept: Sequence[Message], result: Encoded) -> None:
+        self.kept, self.result = kept, result
+        self.taken: set[str] | None = None  # every id of the conversation, once one is made
+        self.made: dict[str, str] = {}
+
+    def __call__(self, call_id: str, m: Message | None = None, name: str = "") -> str:
+        if not call_id or _CALL_ID.fullmatch(call_id):
+            return call_id
+        made = self.made.get(call_id)
+        if made is not None:
+            return made
+        if self.taken is None:
+            self.taken = {i for k in self.kept for i in (
+                k.tool_call_id, *(c.id for c in k.tool_calls or ())) if i}
+        digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()
+        base = _NOT_IN_CALL_ID.sub("_", call_id)
+        made = next((f"{base}_{digest[:n]}" for n in (12, 24) if f"{base}_{digest[:n]}"
+                     not in self.taken), f"{base}_{digest}")
+        self.made[call_id] = made
+        self.taken.add(made)
+        if m is not None:  # said once, at the call
+            self.result.audit.append(audit(
+                "compressed", "a call id Anthropic does not take (letters, digits, _ and - "
+                "only): written in the call and its result as another", f"{name}: {call_id} "
+                f"-> {made}", message_id=m.id))
+        return made
+
+
+def _synthesized(m: Message, result: Encoded, ids: _CallIds) -> dict:
     """A message the engine added (a summary, a document), or one kept in another format: a
-    plain text turn, its calls as `tool_use` blocks."""
+    plain text turn, its calls as `tool_use` blocks, their ids ones Anthropic takes."""
     if m.role == "tool":
         return {"role": "user", "content": [{"type": "tool_result",
-                                             "tool_use_id": m.tool_call_id or "",
+                                             "tool_use_id": ids(m.tool_call_id or ""),
                                              "content": m.content}]}
     if m.role == "assistant" and m.tool_calls:
         blocks: list[dict] = [{"type": "text", "text": m.content}] if m.content.strip() else []
         for c in m.tool_calls:
-            blocks.append({"type": "tool_use", "id": c.id, "name": c.name,
+            blocks.append({"type": "tool_use", "id": ids(c.id, m, c.name), "name": c.name,
                            "input": _tool_input(m, c, result)})
         return {"role": "assistant", "content": blocks}
     return {"role": "user" if m.role == "user" else "assistant", "content": m.content}
@@ -599,7 +645,8 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
         else:
             groups.append((i, [(pos, m)], [k]))
     result = Encoded(payload={})
-    out = [(_synthesized(ps[0][1], result) if i is None else _native(decoded, i, ps), ks)
+    ids = _CallIds(kept, result)
+    out = [(_synthesized(ps[0][1], result, ids) if i is None else _native(decoded, i, ps), ks)
            for i, ps, ks in groups]
     unread = decoded.extra.get("unread")
     # what the provider drops before its compaction goes on as it came, ahead of the rest
