@@ -166,3 +166,18 @@ def test_a_legacy_function_call_goes_to_anthropic_with_an_id_it_takes():
     sent, named = across("openai", turns, "anthropic")
     assert anthropic_problems({"model": "m", "max_tokens": 8, "messages": sent}) == []
     assert named == {}  # the call went along: nothing is named lost
+
+
+def test_an_image_goes_to_the_other_openai_format_at_the_detail_asked():
+    """A "low" screenshot (85 tokens on OpenAI's rules) went to the other OpenAI format
+    without its detail: "auto" there, or none, which costs the image in tiles."""
+    url = "https://ex.com/shot.png"
+    turns = [{"role": "user", "content": [{"type": "input_text", "text": "look"}, {
+        "type": "input_image", "image_url": url, "detail": "low"}]}]
+    (shot,), named = across("responses", turns, "openai")
+    assert {"type": "image_url", "image_url": {"url": url, "detail": "low"}} in shot["content"]
+    turns = [{"role": "user", "content": [{"type": "text", "text": "look"}, {
+        "type": "image_url", "image_url": {"url": url, "detail": "high"}}]}]
+    (shot,), named = across("openai", turns, "responses")
+    assert {"type": "input_image", "image_url": url, "detail": "high"} in shot["content"]
+    assert named == {}

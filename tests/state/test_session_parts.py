@@ -241,7 +241,7 @@ async def test_responses_items_across_formats_go_along_or_are_named(tmp_path):
         assert shot["content"] == [
             {"type": "input_text", "text": "look at this screenshot"},
             {"type": "input_image", "image_url": "data:image/png;base64," + png(1024, 768),
-             "detail": "auto"}]
+             "detail": "high"}]
     finally:
         state.close()
 

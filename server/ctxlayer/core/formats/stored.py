@@ -238,7 +238,7 @@ def _with_images(s: Stored, fmt: str) -> dict | None:
             continue
         url = _image_url(part)
         if url is not None:
-            out.append(_image_part(fmt, url))
+            out.append(_image_part(fmt, url, _image_detail(part)))
             images += 1
     return {"role": "user", "content": out} if images else None
 
@@ -261,12 +261,22 @@ def _image_url(part: dict) -> str | None:
     return None
 
 
-def _image_part(fmt: str, url: str) -> dict:
-    """An image part of `fmt` showing `url`."""
+def _image_detail(part: dict) -> str | None:
+    """The detail an OpenAI or Responses image part asks for ("low", "high"), if any."""
+    holder = part.get("image_url") if part.get("type") == "image_url" else part
+    detail = holder.get("detail") if isinstance(holder, dict) else None
+    return detail if isinstance(detail, str) else None
+
+
+def _image_part(fmt: str, url: str, detail: str | None = None) -> dict:
+    """An image part of `fmt` showing `url`, at the detail the client asked for where `fmt`
+    has one (it decides what the image costs and how sharply the model sees it); Anthropic
+    has none, it reads every image at its own size."""
     if fmt == "openai":
-        return {"type": "image_url", "image_url": {"url": url}}
+        return {"type": "image_url", "image_url": {"url": url, **(
+            {"detail": detail} if detail is not None else {})}}
     if fmt == "responses":
-        return {"type": "input_image", "image_url": url, "detail": "auto"}
+        return {"type": "input_image", "image_url": url, "detail": detail or "auto"}
     data = media.split_data_url(url)
     source = {"type": "base64", "media_type": data[0], "data": data[1]} if data else \
         {"type": "url", "url": url}
