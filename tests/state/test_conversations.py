@@ -123,10 +123,10 @@ async def test_usage_feeds_the_sessions_calibration(caller, state):
     res = results[-1][1]
     await state.conversations.settled()  # the session hears of each turn in the background
     # ctx/session/reportUsage works with the result's session id, against the last turn
-    bias = sessions.report_usage(caller, protocol.ReportUsageParams(
+    bias = await call(caller, "ctx/session/reportUsage", protocol.ReportUsageParams(
         session_id=res.session_id, prompt_tokens=res.tokens))
     assert bias.bias == 1.0
-    bias = sessions.report_usage(caller, protocol.ReportUsageParams(
+    bias = await call(caller, "ctx/session/reportUsage", protocol.ReportUsageParams(
         session_id=res.session_id, prompt_tokens=res.tokens * 3))
     assert bias.bias == 1.5  # the median of 1 and 3 clamped to 2: one outlier cannot run away
     convs = state.conversations
