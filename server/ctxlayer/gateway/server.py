@@ -298,13 +298,38 @@ class GatewayServer:
             return error_response(family.name, GatewayError(
                 426, f"{request.path} is served over HTTPS only here, not as a WebSocket",
                 code="websocket_not_served"))
+        decoded = request.match_info["tail"].split("/")
+        if any(part in (".", "..") for part in decoded):  # %2e%2e too: it is read decoded
+            return error_response(family.name, GatewayError(
+                400, f"{request.path}: a path with . or .. segments is not forwarded (it "
+                "would leave the upstream's /v1)", field="path"))
+        tail = "/".join(part for part in decoded if part)
+        served = self._served_at(tail, request.method)
+        if served is not None:  # `/v1//messages`, `/v1/chat%2Fcompletions`: a model request
+            return await served(request)
         try:
             raw = await _read(request) if request.body_exists else None
         except GatewayError as err:
             return error_response(family.name, err)
-        url = with_query(f"{family.v1(self.config)}/{request.match_info['tail']}", request)
+        # as the client wrote it (its percent-encoding kept), the empty segments left out
+        written = request.rel_url.raw_path.split("/")[2:]
+        url = with_query(f"{family.v1(self.config)}/{'/'.join(p for p in written if p)}",
+                         request)
         return await self._forward(request, family.name, request.method, url, raw, {},
                                    stream=True)
+
+    def _served_at(self, tail: str, method: str) -> Any:
+        """The handler of a route the gateway serves that ``tail`` (under `/v1`, decoded, its
+        empty segments left out) names, else None: such a request, sent with a doubled or a
+        trailing slash or an encoded one, went upstream unprepared, uncounted."""
+        for provider in PROVIDERS:
+            if method == "POST" and f"/v1/{tail}" == provider.route:
+                return self._model_route(provider)
+        if method == "POST" and tail == "messages/count_tokens":
+            return self._count_tokens
+        if method == "GET" and tail == "models":
+            return self._models
+        return None
 
     async def _not_found(self, request: web.Request) -> web.Response:
         """A path the gateway does not serve, said in the shape of the client's provider."""
