@@ -91,6 +91,23 @@ def test_head_tail_marks_a_line_it_cuts():
     assert tail.startswith("…") and last.endswith(tail[1:]) and len(tail) < len(last)
 
 
+def test_head_tail_keeps_both_ends_of_a_long_line_between_short_ones():
+    """An intro line, one pasted line of 64,000 characters and a question: the two short lines
+    were kept alone (54 characters of a room of 12,000, a question of 18,600 tokens sent as
+    163 of a budget of 4,000); the long line keeps its start and its end in the room left."""
+    pasted = " ".join(f"Sentence {i} explains a detail of the bug." for i in range(1500))
+    out = head_tail(f"Please review:\n{pasted}\nWhat is wrong?", 12_000)
+    lines = out.split("\n")
+    assert lines[0] == "Please review:" and lines[-1] == "What is wrong?"
+    assert lines[1].endswith("…") and pasted.startswith(lines[1][:-1])
+    assert lines[-2].startswith("…") and pasted.endswith(lines[-2][1:])
+    assert "chars omitted" in lines[2] and 11_000 < len(out) <= 12_000
+    # two long lines: the end of the first, the start of the second, and what is between
+    two = head_tail("a\n" + "x" * 5000 + "\n" + "y" * 5000 + "\nb", 3000)
+    assert two.split("\n")[1].startswith("xxx") and two.split("\n")[-2].endswith("yyy")
+    assert "[... 7,048 chars omitted ...]" in two
+
+
 @pytest.mark.parametrize("cap", [20, 24])
 def test_a_users_text_cut_inside_its_first_line_keeps_its_first_words(cap):
     """A task in a room too small for its first line kept a cut start of it and the omission

@@ -52,12 +52,20 @@ def _omitted(n: int, unit: str) -> str:
     return f"[... {counted(n, unit)} omitted ...]"
 
 
+#: the fewest characters of a long line the room left beside whole lines takes of it: less
+#: says nothing, and the whole lines read better alone
+PART_MIN = 80
+
+
 def head_tail(text: str, max_chars: int) -> str:
     """The first and last lines of `text` within about `max_chars`, a marker between them.
 
     Lines longer than the room left are cut by characters, the cut marked by an ellipsis (a
-    path cut to "raw_building.p" read as another file); a single huge line becomes its head
-    and tail characters around a "[... N chars omitted ...]" marker.
+    path cut to "raw_building.p" read as another file): the line where the head stops keeps
+    its start, the one where the tail starts its end, when at least PART_MIN characters of
+    room are left for it (an intro line, a pasted line of 60,000 characters and a question
+    kept the two short lines alone, 54 characters of a room of 12,000); a single huge line
+    becomes its head and tail characters around a "[... N chars omitted ...]" marker.
     """
     if len(text) <= max_chars:
         return text
@@ -65,36 +73,49 @@ def head_tail(text: str, max_chars: int) -> str:
         return ""
     lines = text.split("\n")
     if len(lines) < 3:
-        head_n = int(max_chars * HEAD_SHARE)
-        tail_n = max(0, max_chars - head_n - 40)
-        omitted = len(text) - head_n - tail_n
-        tail = text[len(text) - tail_n :] if tail_n else ""
-        return f"{text[:head_n]}\n{_omitted(omitted, 'char')}\n{tail}"
+        return _chars_head_tail(text, max_chars)
     head_room = int(max_chars * HEAD_SHARE)
     tail_room = max_chars - head_room - 40
-    head: list[str] = []
-    used = 0
-    for line in lines:
-        if used + len(line) + 1 > head_room:
-            if not head and head_room > 2:  # the first line alone is too long: its start
-                head.append(line[: head_room - 2] + "…")
-            break
-        head.append(line)
-        used += len(line) + 1
-    tail: list[str] = []
-    used = 0
-    for line in reversed(lines[len(head) :]):
-        if used + len(line) + 1 > tail_room:
-            if not tail and tail_room > 2:  # the last line alone is too long: its end
-                tail.append("…" + line[len(line) - tail_room + 2 :])
-            break
-        tail.append(line)
-        used += len(line) + 1
-    tail.reverse()
-    omitted = len(lines) - len(head) - len(tail)
-    if omitted <= 0:
+    k, used = 0, 0  # lines[:k] go whole in the head
+    while k < len(lines) and used + len(lines[k]) + 1 <= head_room:
+        used += len(lines[k]) + 1
+        k += 1
+    head_part = _part(lines, k, head_room - used, bool(k))
+    j, used = len(lines), 0  # lines[j:] go whole in the tail
+    while j > k and used + len(lines[j - 1]) + 1 <= tail_room:
+        used += len(lines[j - 1]) + 1
+        j -= 1
+    tail_part = _part(lines, j - 1, tail_room - used, j < len(lines)) if j - 1 >= k else 0
+    if k == j:
         return text[:max_chars]
-    return "\n".join(head + [_omitted(omitted, "line")] + tail)
+    head = lines[:k] + ([lines[k][:head_part] + "…"] if head_part else [])
+    tail = (["…" + lines[j - 1][len(lines[j - 1]) - tail_part:]] if tail_part else []) \
+        + lines[j:]
+    whole = (j - 1 if tail_part else j) - (k + 1 if head_part else k)
+    if whole > 0:
+        marker = _omitted(whole, "line")
+    elif j - 1 == k:  # only the middle of the one line both ends cut
+        marker = _omitted(len(lines[k]) - head_part - tail_part, "char")
+    else:  # only the end of one line and the start of the next
+        marker = _omitted(len(lines[k]) - head_part + len(lines[j - 1]) - tail_part, "char")
+    return "\n".join([*head, marker, *tail])
+
+
+def _part(lines: list[str], i: int, room: int, beside: bool) -> int:
+    """How many characters of line i (too long for ``room``) go in, beside whole lines
+    (``beside``) or alone; 0: none."""
+    if i < 0 or i >= len(lines):
+        return 0
+    least = PART_MIN if beside else 3
+    return max(0, room - 2) if room - 2 >= least else 0
+
+
+def _chars_head_tail(text: str, max_chars: int) -> str:
+    head_n = int(max_chars * HEAD_SHARE)
+    tail_n = max(0, max_chars - head_n - 40)
+    omitted = len(text) - head_n - tail_n
+    tail = text[len(text) - tail_n :] if tail_n else ""
+    return f"{text[:head_n]}\n{_omitted(omitted, 'char')}\n{tail}"
 
 
 def _fit_prefix(text: str, cap: int, counter: Counter) -> str:
