@@ -59,6 +59,9 @@ def test_trim_drops_old_history_under_a_small_budget():
     # msgspec says "Input data was truncated" of a text cut inside a surrogate pair
     ('[{"role":"user","content":"a\\ud800"}]', ["count"],
      "stdin is not valid JSON: a lone UTF-16 surrogate \\ud800 at byte 28: the text was cut"),
+    # the OS refuses a NUL byte in a path with a ValueError: it was a traceback and exit 1
+    ('[{"role":"user","content":"look","files":["in.txt\\u0000x"]}]', ["trim"],
+     "holds a NUL byte, which no file name can hold (field messages[0].files[0])"),
     ("[]", ["trim", "--budget", "-5"], "positive"),
     ("[]", ["trim", "--budget", "lots"], "128k"),
     ('[{"role": "system", "content": "' + "x " * 500 + '", "pinned": true}]',

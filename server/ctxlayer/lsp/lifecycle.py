@@ -184,7 +184,9 @@ def folders_changed(ls: CtxServer, params: types.DidChangeWorkspaceFoldersParams
     root). A client that removes that folder, or adds one to a daemon started without any,
     is told so, instead of the segment going on as if nothing had changed."""
     root = ls.caller.root
-    removed = [Path(fs_path(f.uri) or "") for f in params.event.removed or ()]
+    # a path with a NUL byte is no folder (and resolve() raises ValueError on it)
+    removed = [Path(path) for f in params.event.removed or ()
+               if (path := fs_path(f.uri)) and "\0" not in path]
     added = [fs_path(f.uri) for f in params.event.added or ()]
     if root is not None and any(p.is_absolute() and p.resolve() == root for p in removed):
         ls.tell(f"ctxlayer: the folder {root} left the workspace; ctxlayer goes on following "

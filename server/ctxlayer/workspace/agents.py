@@ -72,11 +72,23 @@ def leaves_its_folder(name: str) -> bool:
             or name.startswith("~") or ".." in posix.parts)
 
 
+def refused_name(name: str) -> str | None:
+    """Why an `agent_files` entry is never looked up, or None. A NUL byte is refused here: the
+    OS refuses it with a ValueError no file check expects (it failed every scan, so the
+    daemon answered no request of the workspace)."""
+    if "\0" in name:
+        return "holds a NUL byte, which no file name can hold"
+    if leaves_its_folder(name):
+        return ("points outside the folders agent files are looked up in (agent_files takes "
+                "names such as AGENTS.md)")
+    return None
+
+
 def candidates(root: Path, home: Path | None, user_config_dir: Path | None,
                names: list[str]) -> list[Path]:
     """Every path that would be read, in reading order (existing or not)."""
     return [folder / name for folder in folder_chain(root, home, user_config_dir)
-            for name in names if not leaves_its_folder(name)]
+            for name in names if refused_name(name) is None]
 
 
 def shown_path(path: Path, root: Path, home: Path | None) -> str:
@@ -106,11 +118,9 @@ def render_agents(root: Path, home: Path | None, user_config_dir: Path | None,
     left_out: list[LeftOut] = []
     used: list[Path] = []
     for name in names:
-        if leaves_its_folder(name):
-            left_out.append(LeftOut(part="agentFiles", path=name, reason=(
-                "points outside the folders agent files are looked up in (agent_files takes "
-                "names such as AGENTS.md)")))
-    names = [name for name in names if not leaves_its_folder(name)]
+        if (why := refused_name(name)) is not None:
+            left_out.append(LeftOut(part="agentFiles", path=name, reason=why))
+    names = [name for name in names if refused_name(name) is None]
     for folder in folder_chain(root, home, user_config_dir):
         for name in names:
             path = folder / name

@@ -3,7 +3,8 @@
 Owns: resolving each attached path against the workspace (relative paths from its root;
 absolute paths only when inside it), refusing any path that resolves outside it, `..` and
 symlinks included (ContextError "outside_workspace", -32003 on the wire, naming the field),
-and reading the text. A missing file is left out (the message then says "not available"); a
+refusing a path no file can have (a NUL byte: "invalid", -32602, naming the field), and reading
+the text. A missing file is left out (the message then says "not available"); a
 binary file is described, not read; a huge one is cut. Reads files; never imports the lsp layer.
 """
 
@@ -29,6 +30,9 @@ def read_attachments(
     for field, given in attached:
         if given in out:
             continue
+        if "\0" in given:  # the OS refuses it before any check of ours could (ValueError)
+            raise ContextError("invalid", f"{given!r} holds a NUL byte, which no file name "
+                               "can hold", field=field)
         path = Path(given)
         path = path if path.is_absolute() else root_real / path
         try:
