@@ -109,3 +109,24 @@ async def test_a_token_file_others_can_read_is_refused(tmp_path: Path):
     out, err = await asyncio.wait_for(proc.communicate(), 30)
     assert proc.returncode == 2 and out == b""
     assert b"chmod 600" in err
+
+
+@pytest.mark.parametrize("port,said", [
+    ("99999", "ctxlayer serve: --port 99999: expected 0 to 65535"),
+    ("-1", "ctxlayer serve: --port -1: expected 0 to 65535"),
+    (None, "ctxlayer serve: cannot start the daemon: "),  # the running daemon's port
+])
+async def test_a_port_out_of_range_or_in_use_is_one_line_and_exit_2(
+        tcp_daemon: TcpDaemon, tmp_path: Path, port: str | None, said: str):
+    """bind() raised OverflowError, and a port in use OSError, each a traceback with exit 1;
+    `ctxlayer gateway` says both in one line with exit 2."""
+    proc = await asyncio.create_subprocess_exec(
+        *SERVE, "--tcp", "--port", port or str(tcp_daemon.port),
+        "--state-dir", str(tmp_path / "state"),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=ENV)
+    out, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 2 and out == b""
+    lines = err.decode().strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(said), lines
+    if port is None:
+        assert str(tcp_daemon.port) in lines[0]

@@ -36,6 +36,8 @@ def run(args: argparse.Namespace) -> int:
     from ctxlayer.paths import state_dir as default_state_dir
     from ctxlayer.state import State
 
+    if not 0 <= args.port <= 65535:  # as `ctxlayer gateway` says it; bind() raised OverflowError
+        raise UsageError(f"--port {args.port}: expected 0 to 65535")
     try:
         logs.setup(args.verbose, args.log_file)
     except OSError as exc:

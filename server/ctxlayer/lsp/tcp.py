@@ -91,7 +91,12 @@ async def serve(state: State, host: str, port: int, token: str, token_file: Path
             log.info("connection from %s closed", peer)
 
     state.serving()
-    tcp = await asyncio.start_server(connection, host, port, limit=LINE_LIMIT)
+    try:
+        tcp = await asyncio.start_server(connection, host, port, limit=LINE_LIMIT)
+    except OSError as exc:  # a port in use: one line, as `ctxlayer gateway` says it
+        state.close()
+        print(f"ctxlayer serve: cannot start the daemon: {exc}", file=sys.stderr)
+        return 2
     bound = tcp.sockets[0].getsockname()
     print(json.dumps({"host": bound[0], "port": bound[1], "tokenFile": str(token_file),
                       "pid": os.getpid()}), flush=True)
