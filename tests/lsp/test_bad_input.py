@@ -4,10 +4,12 @@ Spoken in raw bytes over the daemon's real stdin/stdout."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+from pathlib import Path
 
 import pytest
-from conftest import RawDaemon
+from conftest import ENV, SERVE, RawDaemon
 
 from ctxlayer.tokenizers import counter_for
 
@@ -135,3 +137,27 @@ async def test_exit_without_shutdown_and_eof_end_the_process():
     assert daemon.proc.stdin is not None
     daemon.proc.stdin.close()
     assert await daemon.proc.wait() == 1
+
+
+@pytest.mark.parametrize("stdin", ["/dev/null", "empty file"])
+async def test_a_stdin_with_nothing_to_read_is_an_eof(stdin: str, tmp_path: Path):
+    """`ctxlayer serve < /dev/null` (nohup, a service manager) never ended: asyncio took the
+    character device, then failed to watch it (EPERM) in a callback, leaving a traceback on
+    stderr and the daemon waiting forever. It ends as an empty file does: EOF without
+    shutdown, exit 1, nothing on stdout."""
+    path = Path(stdin)
+    if not stdin.startswith("/"):
+        path = tmp_path / "empty"
+        path.write_bytes(b"")
+    with path.open("rb") as source:
+        proc = await asyncio.create_subprocess_exec(
+            *SERVE, stdin=source, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, env=ENV)
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(), 30)
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+    assert proc.returncode == 1 and out == b""
+    assert b"Traceback" not in err and b"Error" not in err, err

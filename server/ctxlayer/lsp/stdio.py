@@ -2,7 +2,7 @@
 
 Owns: keeping stdout for JSON-RPC only (fd 1 is moved aside and pointed at stderr, so a stray
 print or a child process cannot corrupt the channel), an asyncio reader on stdin (a thread
-feeding it when stdin cannot be polled, e.g. a regular file), and the process exit code
+feeding it when stdin cannot be polled, e.g. a regular file or /dev/null), and the process exit code
 (0 after shutdown + exit, 1 otherwise).
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import selectors
 import signal
 import sys
 import threading
@@ -51,14 +52,28 @@ def claim_stdout() -> BinaryIO:
     return os.fdopen(fd, "wb", buffering=1 << 16)
 
 
+def pollable(fd: int) -> bool:
+    """Whether the event loop can watch `fd`. connect_read_pipe refuses a regular file at
+    once, but takes any character device and only registers it in a later callback: for
+    /dev/null (stdin under nohup or a service manager) epoll says EPERM there, where no
+    one catches it, and the daemon waited forever for a line that never came."""
+    try:
+        with selectors.DefaultSelector() as probe:
+            probe.register(fd, selectors.EVENT_READ)
+    except (ValueError, OSError):
+        return False
+    return True
+
+
 async def stdin_reader(stream: BinaryIO) -> asyncio.StreamReader:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=LINE_LIMIT)
-    try:
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stream)
-        return reader
-    except (ValueError, OSError):  # a regular file: epoll cannot watch it
-        pass
+    if pollable(stream.fileno()):
+        try:
+            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stream)
+            return reader
+        except (ValueError, OSError):  # a regular file: epoll cannot watch it
+            pass
 
     def pump() -> None:
         fd = stream.fileno()
