@@ -81,3 +81,64 @@ def test_claude_3_5_haiku_has_its_tool_prompt_however_it_is_named(model):
     plain = count({**BODY, "model": model}, "--format", "openai")["tools"]
     assert count({**BODY, "model": model})["tools"] - plain == 264
     assert count({**BODY, "model": "claude-3-5-haiku-20241022"})["tools"] - plain == 264
+
+
+def run_count(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([*CLI, "count", *args], input=stdin, capture_output=True, text=True,
+                          timeout=120)
+
+
+@pytest.mark.parametrize("name,text,why", [
+    ("app.log", "[INFO] server started\n[WARN] disk 90%\n", "not valid JSON"),
+    ("README.md", "[![build](https://x/y.svg)](https://x)\n# Title\n", "not valid JSON"),
+    ("events.jsonl", '{"a":1}\n{"a":2}\n', "not valid JSON"),
+    ("package.json", '{"name":"pkg","version":"1.0.0"}', 'JSON without "messages" or "input"'),
+    ("ids.json", "[1, 2, 3]", "a JSON list without messages (objects with a role)"),
+])
+def test_text_that_starts_like_json_but_is_no_chat_is_counted_as_text(tmp_path, name, text,
+                                                                       why):
+    """README says count takes "a text, or a chat", but a log of `[INFO] ...`, a README
+    starting with a badge, JSONL or a package.json was refused as "not valid JSON ...
+    expected a list of messages" (exit 2): it is counted as text, saying so on stderr."""
+    path = tmp_path / name
+    path.write_text(text)
+    p = run_count("--json", str(path))
+    assert p.returncode == 0, p.stderr
+    plain = run_count("--json", "--text", str(path))
+    assert json.loads(p.stdout) == json.loads(plain.stdout)
+    assert json.loads(p.stdout)["tokens"] == []  # no messages: the text's own count
+    assert p.stderr == (f"ctxlayer count: {path} counted as text: it is not a chat ({why}); "
+                        "--text says so without this note\n")
+    assert plain.stderr == ""
+
+
+@pytest.mark.parametrize("stdin,said", [
+    # a chat with a JSON mistake still gets the JSON error, and the way out
+    ('[{"role": "user", "content": "hi"},]', "stdin is not valid JSON (JSON is malformed: "
+     "trailing comma in array (byte 35)); expected a list of messages; --text counts it as "
+     "plain text"),
+    ('{"role": "user", "content": "hi"}\n{"role": "assistant", "content": "yo"}\n',
+     "stdin is not valid JSON"),  # JSONL of messages: meant as a chat, not one
+    ('{"role": "user", "content": "hi"}',  # one message, not a list (the '}}' was stray)
+     'stdin: expected a JSON list of messages (or {"messages": [...]})\n'),
+    ('[{"role": "robot", "content": "x"}]', "messages[0].role"),
+    ("plain words", 'stdin is not valid JSON'),  # --format says it is a chat
+])
+def test_what_means_to_be_a_chat_is_still_read_as_one(stdin, said):
+    args = ["--format", "openai"] if stdin == "plain words" else []
+    p = run_count(*args, stdin=stdin)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.startswith("ctxlayer count: ") and said in p.stderr, p.stderr
+    assert p.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("stdin,messages", [
+    ('[{"role": "user", "content": "hi"}]', 1),
+    ('{"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}', 1),
+    ('{"model": "gpt-4o", "input": "hi"}', 1),
+    ("[]", 0),
+])
+def test_a_chat_in_any_shape_still_counts_as_a_chat(stdin, messages):
+    p = run_count("--json", stdin=stdin)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    assert len(json.loads(p.stdout)["tokens"]) == messages

@@ -13,8 +13,8 @@ from ctxlayer.commands.io import (
     DETECTED,
     FORMATS_NAMED,
     chat_model,
+    chat_or_text,
     decode_chat,
-    load_chat,
     read_input,
 )
 from ctxlayer.core.formats import FORMATS, Decoded
@@ -27,7 +27,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--model", default=None,
                         help="model name (default: the body's `model`, else gpt-4o)")
     parser.add_argument("--text", action="store_true",
-                        help="count the input as plain text even if it is JSON")
+                        help="count the input as plain text even if it is a chat (without it, "
+                        "input that is no chat is counted as text, with a note on stderr)")
     parser.add_argument("--json", action="store_true", help="print a JSON object")
 
 
@@ -49,14 +50,15 @@ def run(args) -> int:
     from ctxlayer.tokenizers import counter_for, model_info
 
     text = read_input(args.file)
-    payload = None
-    if not args.text and text.lstrip().removeprefix("\ufeff")[:1] in ("[", "{"):
-        payload, _ = load_chat(text, args.file or "stdin", args.format)
+    source = args.file or "stdin"
+    payload, why = (None, "") if args.text else chat_or_text(text, source, args.format)
+    if why:  # it looked like JSON: say how it was read, so a chat with a typo is not missed
+        print(f"ctxlayer count: {source} counted as text: it is not a chat ({why}); --text "
+              "says so without this note", file=sys.stderr)
     model = chat_model(args.model, payload or {})
     info, counter = model_info(model), counter_for(model)
     if payload is not None:
-        per, tools, total = chat_tokens(decode_chat(payload, args.file or "stdin", counter,
-                                                    args.format))
+        per, tools, total = chat_tokens(decode_chat(payload, source, counter, args.format))
     else:
         per, tools, total = [], 0, counter.count(text)
     if args.json:

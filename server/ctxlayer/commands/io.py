@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -75,8 +76,40 @@ def load_chat(text: str, source: str, fmt: Format | None = None) -> tuple[dict, 
         return {"input" if fmt == "responses" else "messages": data}, False
     if not isinstance(data, dict) or ("messages" not in data and "input" not in data):
         raise UsageError(f"{source}: expected a JSON list of messages (or {{\"messages\": "
-                         "[...]}})")
+                         "[...]})")
     return data, True
+
+
+#: what says a JSON text means to be a chat even where it is not valid JSON
+_CHAT_KEYS = re.compile(r'"(?:role|messages)"\s*:')
+
+
+def chat_or_text(text: str, source: str, fmt: Format | None) -> tuple[dict | None, str]:
+    """For `count`: the payload of a chat, or None and why the input is plain text ("" when
+    it does not even start as JSON). A text is a chat when `--format` names one, or when it is
+    JSON that holds a chat: a list with a message (an object with a `role`) or empty, or an
+    object with `messages` or `input`. A single message object, or JSON that is not valid but
+    has a `role` or `messages` key, is a chat with a mistake: its error says so. Anything
+    else (a log line `[INFO] ...`, a README's `[![badge]`, JSONL, a package.json) is text."""
+    if fmt is not None:
+        return load_chat(text, source, fmt)[0], ""
+    if text.lstrip().removeprefix("\ufeff")[:1] not in ("[", "{"):
+        return None, ""
+    try:
+        data = load_json(text, source)
+    except UsageError as exc:
+        if _CHAT_KEYS.search(text) is None:
+            return None, "not valid JSON"
+        raise UsageError(f"{exc}; --text counts it as plain text") from None
+    if isinstance(data, list):
+        if not data or any(isinstance(m, dict) and "role" in m for m in data):
+            return {"messages": data}, ""
+        return None, "a JSON list without messages (objects with a role)"
+    if isinstance(data, dict) and ("messages" in data or "input" in data):
+        return data, ""
+    if isinstance(data, dict) and "role" in data:  # one message, not a list of them
+        return load_chat(text, source)[0], ""
+    return None, 'JSON without "messages" or "input"'
 
 
 def chat_model(requested: str | None, payload: dict) -> str | None:
