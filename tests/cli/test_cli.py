@@ -198,3 +198,26 @@ def test_a_value_too_deep_to_walk_is_one_line_and_exit_2(monkeypatch, capsys, tm
     assert cli.main(["count", str(tmp_path / "chat.json")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "nested deeper than ctxlayer follows" in err
+
+
+@pytest.mark.parametrize("given,budget", [
+    ("32000", 32000), ("32,000", 32000), ("1,000,000", 1_000_000), ("128_000", 128000),
+    ("32k", 32000), ("32K", 32000), ("1.5k", 1500), ("1.5M", 1_500_000), ("1m", 1_000_000),
+])
+def test_a_budget_is_read_in_the_forms_people_type(given, budget):
+    p = run("trim", "-q", "--budget", given, stdin='[{"role": "user", "content": "hi"}]')
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["budget"] == budget
+
+
+@pytest.mark.parametrize("given,said", [
+    # "1,5k" (a European 1.5k) gave 15000, "32kk" 32000 and "2kkk" 2000: guessed, not read
+    ("1,5k", "a comma only separates thousands, a fraction takes a point"),
+    ("32kk", "got '32kk'"), ("2kkk", "got '2kkk'"), ("32,00", "got '32,00'"),
+    ("1.5", "got '1.5'"), ("1.2345k", "'1.2345k' is not a whole number of tokens"),
+])
+def test_a_budget_in_no_form_we_read_is_refused_naming_the_flag(given, said):
+    p = run("trim", "-q", "--budget", given, stdin='[{"role": "user", "content": "hi"}]')
+    assert p.returncode == 2 and p.stdout == ""
+    assert "argument --budget: " in p.stderr and said in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr

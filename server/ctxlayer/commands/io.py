@@ -147,14 +147,35 @@ def engine_messages(d: Decoded) -> list[Message]:
             for m in d.messages]
 
 
+#: a number of tokens as people type it: 32000, 32,000 or 32_000 (separators only between
+#: groups of three digits), 32k, 1.5k, 1M or 1.5M; a fraction only with k or M
+_TOKENS = re.compile(r"(?P<whole>\d+|\d{1,3}(?:,\d{3})+|\d{1,3}(?:_\d{3})+)"
+                     r"(?:\.(?P<fraction>\d+))?(?P<unit>[kKmM]?)")
+_UNITS = {"": 1, "k": 1_000, "m": 1_000_000}
+#: the forms a budget may take, said in every refusal
+TOKEN_FORMS = "such as 128000, 128,000, 128k, 1.5k or 1M"
+
+
 def positive(value: str) -> int:
-    """argparse type for token budgets: 128000, 128_000 or 128k."""
-    try:
-        n = int(value.replace("_", "").replace(",", "").rstrip("kK")) * (
-            1000 if value.lower().endswith("k") else 1)
-    except ValueError:
+    """argparse type for numbers of tokens (TOKEN_FORMS). Anything else is refused rather
+    than guessed: "1,5k" (a European 1.5k) had its comma dropped and gave 15000, and "32kk"
+    had every k stripped and gave 32000."""
+    m = _TOKENS.fullmatch(value.strip())
+    if m is None or (m["fraction"] is not None and not m["unit"]):
+        if value.strip().startswith("-"):
+            raise argparse.ArgumentTypeError(
+                f"expected a positive number of tokens, got {value!r}")
+        comma = "," in value and "." not in value  # 1,5k: a decimal comma
         raise argparse.ArgumentTypeError(
-            f"expected a number of tokens such as 128000 or 128k, got {value!r}") from None
+            f"expected a number of tokens {TOKEN_FORMS}, got {value!r}"
+            + ("; a comma only separates thousands, a fraction takes a point" if comma else ""))
+    whole = int(m["whole"].replace(",", "").replace("_", ""))
+    fraction = m["fraction"] or ""
+    scale = _UNITS[m["unit"].lower()]
+    n, rest = divmod((whole * 10 ** len(fraction) + int(fraction or 0)) * scale,
+                     10 ** len(fraction))
+    if rest:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of tokens")
     if n <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive number of tokens, got {value!r}")
     return n
