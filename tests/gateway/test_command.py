@@ -80,6 +80,14 @@ def test_the_command_announces_serves_and_never_logs_keys(tmp_path: Path):
                                   listed[0]["conversationId"]], env=env, capture_output=True,
                                  text=True, timeout=60)
             assert why.returncode == 0 and "nothing was dropped" in why.stdout
+            # a message id the turn does not hold said "nothing was dropped or shortened"
+            cid = listed[0]["conversationId"]
+            unknown = subprocess.run([sys.executable, "-m", "ctxlayer", "chats", "--why", cid,
+                                      "--message", "zzz"], env=env, capture_output=True,
+                                     text=True, timeout=60)
+            assert unknown.returncode == 2 and unknown.stdout == ""
+            assert unknown.stderr == (f"ctxlayer chats: no message 'zzz' in the last turn of "
+                                      f"conversation '{cid}'\n")
             # a model name with a line break is one line of the log, not a forged second one
             with contextlib.suppress(openai.APIStatusError):
                 oa.chat.completions.create(model="gpt-4o\nERROR forged line",

@@ -120,6 +120,8 @@ def fetch(url: str, bearer: str) -> dict:
             body = json.loads(body)["error"]["message"]
         except (ValueError, KeyError, TypeError):
             pass
+        if exc.code == 400:  # the request named something the gateway has not: it says what
+            raise UsageError(str(body)) from None
         raise UsageError(f"{url}: {exc.code}: {body}") from None
     except (urllib.error.URLError, OSError) as exc:
         raise UsageError(f"{url}: the gateway does not answer ({exc}); is it running?") from None
@@ -148,7 +150,8 @@ def run(args: argparse.Namespace) -> int:
             return 0
         entries = data.get("entries", [])
         if not entries:
-            print("nothing was dropped or shortened")
+            print(f"nothing was dropped or shortened of message {visible(args.message)}"
+                  if args.message else "nothing was dropped or shortened")
         for e in entries:
             who = e.get("messageId") or f"#{e.get('index')}"
             print(visible(f"{e['action']:<12} {who:<24} {e['tokensBefore']:>7} -> "

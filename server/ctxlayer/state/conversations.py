@@ -650,8 +650,14 @@ class Conversations:
         """What explains the last result (for one message when ``message_id`` is given)."""
         conv = self._find(workspace, conversation_id, session_id)
         entries = [*(audit_of(conv.state) if conv.state is not None else []), *conv.extra_audit]
-        if message_id is not None:
-            entries = [e for e in entries if e.message_id == message_id]
+        if message_id is None:
+            return entries
+        entries = [e for e in entries if e.message_id == message_id]
+        st = conv.state
+        if not entries and (st is None or not any(m.id == message_id for m in st.messages)):
+            # no entries would read as "kept whole": say that it names no message of the turn
+            raise ContextError("invalid", f"no message {message_id!r} in the last turn of "
+                               f"conversation {conv.conversation_id!r}", field="messageId")
         return entries
 
     def restore(self, workspace: str, conversation_id: str | None = None,
