@@ -37,9 +37,17 @@ class UsageError(Exception):
     """Input the user must fix; the message says how."""
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with its errors in our one line: it printed its whole usage (five lines for
+    `trim`) before the error, which then read as one more line of it."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: {message} (`{self.prog} -h` for the options)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ctxlayer", description=DESCRIPTION,
-                                     epilog="`ctxlayer COMMAND -h` for a command's options.")
+    parser = Parser(prog="ctxlayer", description=DESCRIPTION,
+                    epilog="`ctxlayer COMMAND -h` for a command's options.")
     parser.add_argument("--version", action="version", version=f"ctxlayer {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module, help_text) in COMMANDS.items():

@@ -76,6 +76,7 @@ def test_bad_input_is_one_line_and_exit_2(stdin, args, expect):
     assert p.returncode == 2
     assert expect in p.stderr
     assert "Traceback" not in p.stderr
+    assert p.stderr.count("\n") == 1, p.stderr  # argparse's printed its usage first
 
 
 def test_count_text_and_chat():
@@ -221,3 +222,45 @@ def test_a_budget_in_no_form_we_read_is_refused_naming_the_flag(given, said):
     assert p.returncode == 2 and p.stdout == ""
     assert "argument --budget: " in p.stderr and said in p.stderr, p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_a_flag_argparse_refuses_is_one_line_naming_it():
+    """argparse printed its usage (five lines for trim) before its error; README promises one
+    line naming what to fix."""
+    for args, said in ((["trim", "--budget", "lots"], "ctxlayer trim: argument --budget: "),
+                       (["trim", "--format", "xml"], "ctxlayer trim: argument --format: "),
+                       (["serve", "--stdio", "--tcp"], "ctxlayer serve: argument --tcp: "),
+                       (["nosuchcommand"], "ctxlayer: argument COMMAND: ")):
+        p = run(*args, stdin="[]")
+        assert p.returncode == 2 and p.stdout == ""
+        assert p.stderr.startswith(said) and p.stderr.count("\n") == 1, p.stderr
+
+
+def test_inspect_says_which_flags_belong_to_the_other_output(tmp_path):
+    """`inspect --chat F` and `--budget` without --html printed the table as if they were not
+    there."""
+    for args, said in ((["--chat", "chat.json"], "--chat: for the budget inspector page; "
+                        "add --html"),
+                       (["--budget", "32k", "--out", "x.html"], "--budget, --out: for the "
+                        "budget inspector page; add --html"),
+                       (["--html", "--json"], "--json: not with --html, which writes the page")):
+        p = run("inspect", str(tmp_path), *args)
+        assert p.returncode == 2 and p.stdout == ""
+        assert p.stderr == f"ctxlayer inspect: {said}\n"
+
+
+def test_a_budget_the_tools_leave_too_little_of_says_the_budget_given(tmp_path):
+    """--budget 420 with 414 tokens of tools was refused as "over the budget of 6": the user
+    gave no 6."""
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 1024, "system": "You are terse.",
+            "messages": [{"role": "user", "content": "And Rome?"}],
+            "tools": [{"name": "get_weather", "description": "Get the weather for a city",
+                       "input_schema": {"type": "object", "properties": {
+                           "city": {"type": "string", "description": "city name"}},
+                           "required": ["city"]}}]}
+    tools = json.loads(run("count", "--json", stdin=json.dumps(body)).stdout)["tools"]
+    p = run("trim", "--budget", str(tools + 3), stdin=json.dumps(body))
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.endswith(f"over the 3 tokens that the budget of {tools + 3} leaves after "
+                             f"the tool definitions ({tools} tokens)\n"), p.stderr
+    assert p.stderr.count("\n") == 1

@@ -33,6 +33,14 @@ def run(args) -> int:
     root = Path(args.path).expanduser()
     if not root.is_dir():
         raise UsageError(f"{args.path}: not a folder")
+    # a flag of the other output was ignored without a word (`--chat F` printed the table)
+    page_only = [f for f, v in (("--chat", args.chat), ("--budget", args.budget),
+                                ("--out", args.out)) if v is not None]
+    if page_only and not args.html:
+        raise UsageError(f"{', '.join(page_only)}: for the budget inspector page; add --html")
+    table_only = [f for f, v in (("--text", args.text), ("--json", args.json)) if v]
+    if table_only and args.html:
+        raise UsageError(f"{', '.join(table_only)}: not with --html, which writes the page")
     if args.html:
         from ctxlayer.commands.inspect_html import run_html
 

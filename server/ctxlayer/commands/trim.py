@@ -24,6 +24,7 @@ from ctxlayer.commands.io import (
     positive,
     read_input,
 )
+from ctxlayer.core.errors import ContextError
 from ctxlayer.core.formats.common import FORMATS
 
 #: where a request body's result carries the audit ({tokens, budget, dropped, truncated}). No
@@ -91,6 +92,18 @@ def budget_and_tools(budget: int | None, reserve_output: int | None, payload: di
     return budget, tools
 
 
+def said_of_the_budget(exc: ContextError, budget: int, tools: int) -> ContextError:
+    """The engine's refusal in terms of the budget the user gave: it is fitted into what the
+    tool definitions leave, so it said "over the budget of 63" of a --budget 442 whose tools
+    took 379."""
+    over = f"over the budget of {budget - tools}"
+    if not tools or not str(exc).endswith(over):
+        return exc
+    return ContextError(exc.kind, str(exc).removesuffix(over) + (
+        f"over the {budget - tools} tokens that the budget of {budget} leaves after the tool "
+        f"definitions ({tools} tokens)"), field=exc.field)
+
+
 def run(args) -> int:
     from pathlib import Path
 
@@ -118,8 +131,11 @@ def run(args) -> int:
     for problem in problems:
         print(f"ctxlayer: config: {problem}", file=sys.stderr)
     options = config.trim.options(args.strategy, decoded.fmt)
-    report = trim(messages, budget - tools, counter, docs=docs, attachments=attachments,
-                  options=options)
+    try:
+        report = trim(messages, budget - tools, counter, docs=docs, attachments=attachments,
+                      options=options)
+    except ContextError as exc:
+        raise said_of_the_budget(exc, budget, tools) from None
     encoded = encode(decoded, report.messages)
     dropped = [*report.dropped, *(e for e in encoded.audit if e.action == "dropped")]
     truncated = [*report.truncated, *(e for e in encoded.audit if e.action != "dropped")]
