@@ -145,6 +145,38 @@ async def test_aider_examples_are_not_the_users_decisions(caller):
     assert any(m["content"] == attached for m in sent), "the attached file stays whole"
 
 
+async def test_aider_files_too_big_for_the_budget_keep_each_file_s_ends(caller):
+    """The files aider's user added (six of 150 lines, about 17k tokens, after the repo map's
+    short exchange) in a budget of 12,000: the step summarized the repo map and the files
+    together (it looked only at the oldest message, the map's), 19 of their 900 lines kept,
+    the request sent at 45% of the budget. Now the files' message is shortened instead, every
+    file keeping its first and last lines verbatim, so aider's edits can quote them."""
+    files = "".join(
+        f"mod{k}.txt\n```\nMARK{k}HEAD: module {k} of the adder project\n" + "".join(
+            f"    line {j} of module {k}: value_{k}_{j} = compute({j}, {k + 2 * j}) "
+            f"# check {k * j}\n" for j in range(150)) + "```\n\n" for k in range(6))
+    body = {"model": MODEL, "messages": [
+        {"role": "system", "content": "Act as an expert software developer."},
+        {"role": "user", "content": "Here are summaries of some files present in my git "
+         "repository:\n\nmod0.txt:\n  value_0_0"},
+        {"role": "assistant", "content": "Ok, I won't try and edit those files without asking "
+         "first."},
+        {"role": "user", "content": "I have *added these files to the chat* so you can go "
+         f"ahead and edit them.\n\n{files}"},
+        {"role": "assistant", "content": "Ok, any changes I propose will be to those files."},
+        {"role": "user", "content": "What does value_0_0 in mod0.txt compute?"}]}
+    res = await chats.prepare(caller, protocol.PrepareParams(
+        format="openai", request=body, budget=12_000))
+    sent = [m["content"] for m in res.request["messages"]]
+    assert res.tokens <= 12_000 and res.tokens >= 0.6 * 12_000
+    assert sent[1:3] == [m["content"] for m in body["messages"][1:3]]  # the map stays
+    added = next(c for c in sent if c.startswith("I have *added these files"))
+    for k in range(6):
+        assert f"MARK{k}HEAD" in added and f"value_{k}_149 = " in added
+    assert "value_0_0 = compute(0, 0)" in added
+    assert sent[-1] == body["messages"][-1]["content"]
+
+
 def agent_turns(n: int) -> list[list[dict]]:
     """The requests of an agent loop reading one file after another: each resends all."""
     msgs: list[dict] = [{"role": "system", "content": "You are a careful coding assistant."},
