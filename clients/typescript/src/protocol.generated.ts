@@ -67,7 +67,12 @@ export interface ToolCall {
   arguments?: string;
 }
 /**
- * What the engine did to one item, and why: nothing is cut without one.
+ * What the engine did to one item, and why: nothing is cut without one. `index` is the
+ * item's position among the messages the engine read, which in a provider format are not its
+ * `messages`: a system prompt kept outside them (Anthropic `system`, Responses
+ * `instructions`) is one, a message holding several tool results several. `messageId` names
+ * the message in every format (the request's own id, else one ctxlayer derives from its
+ * position).
  */
 export interface AuditEntry {
   action: "compressed" | "deduplicated" | "demoted" | "dropped" | "notFitted" | "restored" | "summarized" | "truncated";
