@@ -68,14 +68,17 @@ CONSECUTIVE_USERS = {"model": "claude-sonnet-4-5", "max_tokens": 100, "system": 
                                   {"role": "user", "content": "second question"}]}
 
 
-@pytest.mark.parametrize("body,repair", [(UNANSWERED_CALL, "lost their results"),
-                                         (CONSECUTIVE_USERS, "merged")])
-def test_the_audit_counts_what_goes_out_after_the_encoders_repairs(body, repair):
+@pytest.mark.parametrize("body,repair,summary", [
+    (UNANSWERED_CALL, "lost their results", "assistant: f()"),
+    (CONSECUTIVE_USERS, "merged", "user: 'second question'")])
+def test_the_audit_counts_what_goes_out_after_the_encoders_repairs(body, repair, summary):
+    """Its line names what was repaired (it said "assistant: 1 tool calls", "user: text")."""
     p = run("trim", stdin=json.dumps(body))
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     audit = out["ctxlayer"]
-    assert any(repair in e["reason"] for e in audit["dropped"] + audit["truncated"])
+    assert any(repair in e["reason"] and e["summary"] == summary
+               for e in audit["dropped"] + audit["truncated"])
     counted = run("count", "--json", stdin=json.dumps(sent(out)))
     assert audit["tokens"] == json.loads(counted.stdout)["total"]
     assert f"{len(json.loads(counted.stdout)['tokens'])} kept" in p.stderr

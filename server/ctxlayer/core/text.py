@@ -105,7 +105,7 @@ def describe(msg: Message, width: int = 80) -> str:
     pieces = list(msg.parts or ())
     if not pieces and msg.parts_tokens:  # counted by a client that did not say what they are
         pieces.append(f"parts ({msg.parts_tokens} tokens)")
-    pieces += [_call(c.name, c.arguments) for c in msg.tool_calls or ()]
+    pieces += [call_line(c.name, c.arguments) for c in msg.tool_calls or ()]
     if not pieces:
         lines = msg.content.count("\n") + 1 if msg.content else 0
         return f"{head} ({lines} lines): {one_line(msg.content, width)}"
@@ -115,7 +115,7 @@ def describe(msg: Message, width: int = 80) -> str:
     return f"{head}: {' + '.join(pieces)}"
 
 
-def _call(name: str, arguments: str) -> str:
+def call_line(name: str, arguments: str) -> str:
     """A tool call as `name(its argument values)`, cut short: `read(a.py)`."""
     try:
         args = json.loads(arguments) if arguments.strip() else {}

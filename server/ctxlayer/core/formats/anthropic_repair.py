@@ -16,10 +16,12 @@ Works on native dicts only; it never copies a client dict it does not change.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
 from ctxlayer.core.formats.common import NOT_CACHEABLE, Encoded, audit, bad
+from ctxlayer.core.text import call_line, one_line
 from ctxlayer.protocol import Message
 
 MAX_BREAKPOINTS = 4
@@ -40,8 +42,23 @@ def _ids(msg: dict, kind: str, key: str) -> list:
 
 
 def _summary(msg: dict) -> str:
-    kinds = [b.get("type", "?") for b in _blocks(msg) if isinstance(b, dict)]
-    return f"{msg.get('role')}: {', '.join(kinds) or 'empty'}"
+    """The message as an audit line names it: each block by what it holds ("user: 'again'",
+    "assistant: 'let me look' + read(a.py)", "user: result of t1"), not its type alone (a
+    merged turn read "user: text")."""
+    pieces = []
+    for b in _blocks(msg):
+        if not isinstance(b, dict):
+            continue
+        kind = b.get("type", "?")
+        if kind == "text":
+            pieces.append(f"'{one_line(str(b.get('text', '')), 60)}'")
+        elif kind == "tool_use":
+            pieces.append(call_line(str(b.get("name", "")), json.dumps(b.get("input", {}))))
+        elif kind == "tool_result":
+            pieces.append(f"result of {b.get('tool_use_id')}")
+        else:
+            pieces.append(str(kind))
+    return f"{msg.get('role')}: {' + '.join(pieces) or 'empty'}"
 
 
 def _text_tokens(msg: dict, counter: Any) -> int:

@@ -36,6 +36,7 @@ from ctxlayer.core.formats.openai_reasoning import (
     reasoning_tokens,
     rule_of,
 )
+from ctxlayer.core.text import call_line
 from ctxlayer.core.tokens import Tokenizer
 from ctxlayer.protocol import Message, ToolCall
 
@@ -319,10 +320,13 @@ def _repair_tool_pairs(out: list[dict], ids: list, result: Encoded, decoded: Dec
         for j in sorted(set(pending.values())):
             msg = fixed[j]
             calls = [c for c in msg["tool_calls"] if c.get("id") not in pending]
-            lost = [c.get("id") for c in msg["tool_calls"] if c.get("id") in pending]
+            gone = [c for c in msg["tool_calls"] if c.get("id") in pending]
+            lost = [c.get("id") for c in gone]
+            named = [call_line(str((c.get("function") or {}).get("name", "")),
+                               str((c.get("function") or {}).get("arguments", ""))) for c in gone]
             result.audit.append(audit(
                 "dropped", f"tool calls {', '.join(lost)} lost their results: removed so that "
-                "the request stays valid", f"assistant: {len(lost)} tool calls"))
+                "the request stays valid", f"assistant: {' + '.join(named)}"))
             fixed[j] = {**msg, "tool_calls": calls} if calls else \
                 {k: v for k, v in msg.items() if k != "tool_calls"}
             if not calls and not fixed[j].get("content"):
