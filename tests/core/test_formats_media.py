@@ -93,3 +93,17 @@ def test_an_image_in_a_request_is_counted_by_its_models_rule():
         body = {"model": model, "max_tokens": 10, "messages": [
             {"role": "user", "content": [image, {"type": "text", "text": "what is it?"}]}]}
         assert decode("anthropic", body, WordTokenizer()).messages[0].parts_tokens == tokens
+
+
+@pytest.mark.parametrize("model, tokens", [
+    ("claude-sonnet-4-5", 1600), ("anthropic/claude-3.5-sonnet", 1600),
+    ("claude-opus-4-7", 4784), ("gpt-4o", 1105)])
+def test_an_openai_shaped_image_is_counted_by_the_rule_of_the_model_that_reads_it(model,
+                                                                                   tokens):
+    """A Chat Completions request to a Claude model (Anthropic's OpenAI-compatible endpoint,
+    OpenRouter, a proxy) was costed by OpenAI's tiles: a 2560x1440 screenshot 1,105 tokens
+    where Claude reads 1,600 (4,784 on the newest), the request fitted short of its count."""
+    url = f"data:image/png;base64,{b64(png(2560, 1440))}"
+    body = {"model": model, "messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": "what?"}]}]}
+    assert decode("openai", body, WordTokenizer()).messages[0].parts_tokens == tokens

@@ -138,6 +138,16 @@ def openai_image_tokens(size: tuple[int, int] | None, detail: str = "auto") -> i
     return OPENAI_TILE * math.ceil(w / 512) * math.ceil(h / 512) + OPENAI_LOW_DETAIL
 
 
+def image_tokens(model: object, size: tuple[int, int] | None, detail: str = "auto") -> int:
+    """An image's cost for the model that reads it, in whichever format it came: Claude's
+    pixel rule for a Claude model (an OpenAI-shaped request to Anthropic's compatible endpoint,
+    OpenRouter, a proxy: Claude reads the image, not OpenAI's tiles; a 2560x1440 screenshot is
+    765 tokens by the tiles, 1,600 or 4,784 for Claude), else OpenAI's tile rule."""
+    if isinstance(model, str) and "claude" in model.lower():
+        return anthropic_image_tokens(size, sees_large_images(model))
+    return openai_image_tokens(size, detail)
+
+
 #: the Claude models that take images up to 2,576 px before resizing them (4,784 visual
 #: tokens), from each family's first (Opus 4.7, Sonnet 5, Haiku 5.5, Fable); the earlier stop
 #: at 1,568 px (about 1,600)

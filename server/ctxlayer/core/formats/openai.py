@@ -80,8 +80,9 @@ def _is_text(part: Any) -> bool:
     return isinstance(part, dict) and part.get("type") == "text"
 
 
-def _part(part: dict, where: str, counter: Tokenizer) -> tuple[int, str]:
-    """(tokens, label) of one non-text part by OpenAI's rules (images), or a stated
+def _part(part: dict, where: str, counter: Tokenizer, model: object = None) -> tuple[int, str]:
+    """(tokens, label) of one non-text part by the rules of the model that reads it (images:
+    OpenAI's tiles, Claude's pixels when a Claude model is asked in this format), or a stated
     estimate; the label names it for audit lines."""
     kind = part["type"]
     if kind == "image_url":
@@ -89,7 +90,7 @@ def _part(part: dict, where: str, counter: Tokenizer) -> tuple[int, str]:
         url = expect_str(img.get("url"), f"{where}.image_url.url", "the image's url")
         data = media.split_data_url(url)
         size = media.size_of_base64(data[1]) if data else None
-        tokens = media.openai_image_tokens(size, img.get("detail") or "auto")
+        tokens = media.image_tokens(model, size, img.get("detail") or "auto")
         return tokens, media.label("image", tokens, size)
     if kind == "input_audio":
         audio = expect_dict(part.get("input_audio"), f"{where}.input_audio")
@@ -113,7 +114,8 @@ def _part(part: dict, where: str, counter: Tokenizer) -> tuple[int, str]:
     return tokens, media.label(kind, tokens)
 
 
-def _content(value: Any, where: str, counter: Tokenizer) -> tuple[str, int, list[str]]:
+def _content(value: Any, where: str, counter: Tokenizer, model: object = None
+             ) -> tuple[str, int, list[str]]:
     """(the text the engine may shorten, tokens of the other parts, their labels)."""
     if value is None:
         return "", 0, []
@@ -130,7 +132,7 @@ def _content(value: Any, where: str, counter: Tokenizer) -> tuple[str, int, list
         if kind == "text":
             texts.append(expect_str(part.get("text"), f"{f}.text"))
         else:
-            tokens, name = _part(part, f, counter)
+            tokens, name = _part(part, f, counter, model)
             parts += tokens
             labels.append(name)
     return "\n".join(texts), parts, labels
@@ -181,7 +183,8 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None,
         role = native.get("role")
         if role not in ROLES:
             raise bad(f"{where}.role", f"expected one of {', '.join(ROLES)}, got {role!r}")
-        text, parts, labels = _content(native.get("content"), f"{where}.content", counter)
+        text, parts, labels = _content(native.get("content"), f"{where}.content", counter,
+                                       payload.get("model"))
         if role == "assistant" and isinstance(native.get("refusal"), str):
             refusal = counter.count(native["refusal"])
             parts += refusal
