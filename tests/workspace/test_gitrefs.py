@@ -67,8 +67,9 @@ def test_find_repo_agrees_with_git_rev_parse_in_a_linked_worktree(repo, tmp_path
     git(repo, "worktree", "add", "-q", str(linked), "-b", "side")
     found = gitrefs.find_repo(linked / "src")
     out = git(linked / "src", "rev-parse", "--show-toplevel", "--absolute-git-dir",
-              "--show-prefix").split("\n")
-    assert found == gitstate.Repo(Path(out[0]), Path(out[1]), out[2])
+              "--show-prefix", "--path-format=absolute", "--git-common-dir").split("\n")
+    assert found == gitstate.Repo(Path(out[0]), Path(out[1]), out[2], Path(out[3]))
+    assert found.shared_dir == repo / ".git"
     assert gitrefs.read_head(linked).branch == "side"
 
 

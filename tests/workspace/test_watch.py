@@ -286,3 +286,30 @@ def test_an_upstream_set_later_is_shown(repo, home, tmp_path):
         rec.wait_for(latest_has("git", "Upstream: origin/main"))
     finally:
         ws.stop()
+
+
+def test_a_linked_worktree_sees_changes_to_refs_and_the_shared_exclude(repo, home, tmp_path):
+    """A linked worktree's .git is a file: HEAD and its index are in .git/worktrees/<name>,
+    but refs, packed-refs, config and info/exclude are in the shared .git, which was not
+    watched: after `git reset --soft` the live part kept the old HEAD and a clean tree, and a
+    pattern added to info/exclude left the file listed as untracked."""
+    write(repo, "f.txt", "2\n")
+    git(repo, "add", "f.txt")
+    git(repo, "commit", "-qm", "two")
+    linked = tmp_path / "linked"
+    git(repo, "worktree", "add", "-q", "-b", "side", str(linked))
+    write(linked, "secret.log.txt", "s\n")
+    ws = make_ws(linked, home)
+    assert "secret.log.txt" in part(ws.scan(), "git").text
+    rec = Recorder()
+    ws.start_watching(rec)
+    try:
+        git(linked, "reset", "-q", "--soft", "HEAD~1")  # moves refs/heads/side, nothing else
+        sha = git(linked, "rev-parse", "--short=7", "HEAD").strip()
+        rec.wait_for(lambda c: latest_has("git", f"HEAD: {sha}")(c)
+                     and latest_has("git", "Staged (1):\n  A f.txt")(c))
+        write(repo, ".git/info/exclude", "*.log.txt\n")
+        rec.wait_for(lambda c: latest_has("git", "secret.log.txt", present=False)(c)
+                     and latest_has("tree", "secret.log.txt", present=False)(c))
+    finally:
+        ws.stop()

@@ -18,8 +18,10 @@ from pathlib import Path
 from ctxlayer.workspace.gitstate import Repo
 from ctxlayer.workspace.ignore import Globs
 
-#: config: a branch's upstream (`git branch -u`), remotes, core.excludesFile
-GIT_WATCHED = ("HEAD", "index", "packed-refs", "config", "info/exclude")
+#: config: a branch's upstream (`git branch -u`), remotes, core.excludesFile; the rest of the
+#: names: an operation in progress (a merge, a rebase, a cherry-pick, a revert, a bisect)
+GIT_WATCHED = ("HEAD", "index", "packed-refs", "config", "info/exclude", "MERGE_HEAD",
+               "CHERRY_PICK_HEAD", "REVERT_HEAD", "BISECT_LOG", "rebase-merge", "rebase-apply")
 
 
 def _holds(path: str, targets: frozenset[str]) -> bool:
@@ -44,16 +46,25 @@ class EventMap:
     _config_paths: frozenset[str]
     _skill_roots: tuple[str, ...]
 
+    def _git_rel(self, path: str) -> str | None:
+        """`path` relative to the repository's folder ('' for the folder itself), or None
+        outside it. A linked worktree has two: its own (HEAD, index), looked at first as it
+        lies inside the shared one (refs, config, info/exclude)."""
+        repo = self._repo
+        if repo is None:
+            return None
+        for folder in dict.fromkeys((str(repo.git_dir), str(repo.shared_dir))):
+            if path == folder:
+                return ""
+            if path.startswith(folder + os.sep):
+                return path[len(folder) + 1:]
+        return None
+
     def _accept(self, path: str) -> bool:
         """Cheap pre-filter on the watcher thread: drop churn inside .git."""
-        repo = self._repo
-        if repo is not None:
-            git_dir = str(repo.git_dir)
-            if path == git_dir:
-                return True
-            if path.startswith(git_dir + os.sep):
-                rel = path[len(git_dir) + 1:]
-                return rel in GIT_WATCHED or rel.startswith("refs" + os.sep)
+        rel_git = self._git_rel(path)
+        if rel_git is not None:
+            return not rel_git or rel_git in GIT_WATCHED or rel_git.startswith("refs" + os.sep)
         root = str(self.root)
         if path.startswith(root + os.sep) or path == root:
             return True
@@ -63,13 +74,10 @@ class EventMap:
 
     def _head_only(self, path: str) -> bool:
         """A change to .git/HEAD or a local branch or tag, which HEAD's files can answer."""
-        repo = self._repo
-        if repo is None:
+        rel = self._git_rel(path)
+        if rel is None:
             return False
-        prefix = str(repo.git_dir) + os.sep
-        if not path.startswith(prefix):
-            return False
-        rel = path[len(prefix):].replace(os.sep, "/")
+        rel = rel.replace(os.sep, "/")
         return rel == "HEAD" or rel.startswith(("refs/heads/", "refs/tags/"))
 
     def _skill_root_of(self, path: str) -> str | None:
@@ -92,10 +100,8 @@ class EventMap:
             parts.add("files")
         if self._skill_root_of(path) is not None:
             parts.add("skills")
-        repo = self._repo
-        if repo is not None and (path == str(repo.git_dir)
-                                 or path.startswith(str(repo.git_dir) + os.sep)):
-            rel = path[len(str(repo.git_dir)) + 1:]
+        rel = self._git_rel(path)
+        if rel is not None:
             if rel == "info/exclude":
                 return parts | {"tree", "git", "files"}
             if rel in GIT_WATCHED or rel.startswith("refs" + os.sep) or not rel:

@@ -75,7 +75,8 @@ def find_repo(root: Path) -> Repo | None:
         except ValueError:
             return None
     prefix = "" if rel in ("", ".") else rel + "/"
-    return Repo(top, git_dir, prefix)
+    common = Path(os.path.abspath(repo.common_dir))
+    return Repo(top, git_dir, prefix, None if common == git_dir else common)
 
 
 def read_head(root: Path) -> Head | None:

@@ -28,8 +28,16 @@ GIT_TIMEOUT_S = 60.0
 @dataclass(frozen=True, slots=True)
 class Repo:
     toplevel: Path
-    git_dir: Path
+    git_dir: Path  # HEAD and the index (in a linked worktree: .git/worktrees/<name>)
     prefix: str  # the workspace's path inside the repository, '' or ending with '/'
+    #: a linked worktree's shared .git, which holds refs/, packed-refs, config and
+    #: info/exclude; None when that is `git_dir` itself
+    common_dir: Path | None = None
+
+    @property
+    def shared_dir(self) -> Path:
+        """Where refs, config and info/exclude are (the common dir of a linked worktree)."""
+        return self.common_dir if self.common_dir is not None else self.git_dir
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,12 +194,16 @@ def parse_status(out: bytes, prefix: str, tracked: tuple[str, ...] = ()) -> GitS
                     upstream=upstream, ahead=ahead, behind=behind, untracked=tuple(untracked))
 
 
-def watched_parts(git_dir: Path | None) -> tuple[list[Path], list[Path]]:
+def watched_parts(repo: Repo | None) -> tuple[list[Path], list[Path]]:
     """What of a repository is watched: refs/ whole, the folder itself and info/ alone (HEAD,
-    index, packed-refs, config, info/exclude); never objects/ or logs/."""
-    if git_dir is None:
+    index, packed-refs, config, info/exclude); never objects/ or logs/. A linked worktree
+    keeps HEAD and its index in its own folder but refs, config and info/exclude in the
+    shared one: both are watched, or `git reset --soft` and `git fetch` there go unseen."""
+    if repo is None:
         return [], []
-    return [git_dir / "refs"], [git_dir, git_dir / "info"]
+    shared = repo.shared_dir
+    alone = [repo.git_dir] if shared == repo.git_dir else [repo.git_dir, shared]
+    return [shared / "refs"], [*alone, shared / "info"]
 
 
 class Prefetch:

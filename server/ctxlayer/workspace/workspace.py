@@ -118,7 +118,7 @@ class Workspace(EventMap):
         self._config_paths = frozenset(str(p) for p in self.config_files)
         self._watcher: Watcher | None = None
         self._kept: KeptFolders | None = None
-        self._watched_git: Path | None = None
+        self._watched_git: gitstate.Repo | None = None
         self._watched_skills: set[str] = set()
         self._watched_extra: set[Path] = set()
         self._targets_looked_at: frozenset[str] = frozenset()
@@ -177,8 +177,9 @@ class Workspace(EventMap):
                 self.scan()
             self._on_change = on_change
             self._on_config = on_config
-            git_dir = self._repo.git_dir if self._repo is not None else None
-            self._kept = KeptFolders(self.root, git_dir, self.config.ignore,
+            repo = self._repo
+            self._kept = KeptFolders(self.root, repo.shared_dir if repo else None,
+                                     self.config.ignore,
                                      skills.WORKSPACE_ROOTS)
             self._kept.set_listed(self._files)
             trees = [self.root]
@@ -191,13 +192,13 @@ class Workspace(EventMap):
             for folder in agents.folder_chain(self.root, self.home, self.user_config_dir):
                 if folder.is_dir() and not is_inside(folder, self.root):
                     shallow.append(folder)
-            git_trees, git_alone = gitstate.watched_parts(git_dir)
+            git_trees, git_alone = gitstate.watched_parts(repo)
             cfg = self.config
             self._watcher = Watcher(trees + git_trees, shallow + git_alone, self._flush,
                                     self._accept, cfg.debounce_ms / 1000,
                                     cfg.debounce_max_ms / 1000, self._on_activity,
                                     keep_folder=self._kept.keep)
-            self._watched_git = git_dir
+            self._watched_git = repo
             self._watch_targets(self._watcher)
 
     def watch_count(self) -> int | None:
@@ -433,9 +434,15 @@ class Workspace(EventMap):
             watcher.add_folders([], [folder])
             self._watched_extra.add(folder)
 
-    def _git_watches(self) -> tuple[Path | None, bool]:
+    @staticmethod
+    def _watched_key(repo: gitstate.Repo | None) -> tuple[Path, Path] | None:
+        """The folders of a repository the watcher watches (a workspace moved to another
+        subfolder of the same repository watches the same)."""
+        return (repo.git_dir, repo.shared_dir) if repo is not None else None
+
+    def _git_watches(self) -> tuple[tuple[Path, Path] | None, bool]:
         """The repository watched, and whether a .git being made is."""
-        return self._watched_git, self.root / ".git" in self._watched_extra
+        return self._watched_key(self._watched_git), self.root / ".git" in self._watched_extra
 
     def _follow_repository(self, rules_changed: bool) -> bool:
         """After a flush: watch a repository that appeared; True when the watcher must be
@@ -443,22 +450,22 @@ class Workspace(EventMap):
         watcher, kept = self._watcher, self._kept
         if watcher is None or kept is None:
             return False
-        git_dir = self._repo.git_dir if self._repo is not None else None
+        repo = self._repo
         self._watch_targets(watcher)
         for r in self._skill_roots:  # a skill root outside the workspace that appeared
             if r not in self._watched_skills and os.path.isdir(r):
                 watcher.add_folders([Path(r)], [])
                 self._watched_skills.add(r)
         dot_git = self.root / ".git"
-        if git_dir is None and dot_git not in self._watched_extra and dot_git.is_dir():
+        if repo is None and dot_git not in self._watched_extra and dot_git.is_dir():
             # a repository being made (git init): watch it until git can read it
             watcher.add_folders([], [dot_git])
             self._watched_extra.add(dot_git)
-        if git_dir != self._watched_git:
-            kept.set_git_dir(git_dir)
-            trees, alone = gitstate.watched_parts(git_dir)
+        if self._watched_key(repo) != self._watched_key(self._watched_git):
+            kept.set_git_dir(repo.shared_dir if repo is not None else None)
+            trees, alone = gitstate.watched_parts(repo)
             watcher.add_folders(trees, alone)
-            self._watched_git = git_dir
+            self._watched_git = repo
             return True
         if rules_changed:
             kept.reset()
