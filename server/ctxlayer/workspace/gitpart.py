@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ctxlayer.core.text import counted, path_line
-from ctxlayer.workspace.gitstate import GitState
+from ctxlayer.workspace.gitstate import UNMERGED, GitState
 
 HEADER = "# Git"
 
@@ -75,7 +75,7 @@ def render_git(state: GitState | None, max_files: int) -> str:
         x, y = e.xy[0], e.xy[1]
         path = path_line(e.path)
         shown = f"{path_line(e.orig)} -> {path}" if e.orig else path
-        if e.xy in ("DD", "AU", "UD", "UA", "DU", "AA", "UU"):
+        if e.xy in UNMERGED:
             conflicts.append(f"{e.xy} {path}")
             continue
         if x != ".":

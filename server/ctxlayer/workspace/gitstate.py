@@ -40,6 +40,10 @@ class Repo:
         return self.common_dir if self.common_dir is not None else self.git_dir
 
 
+#: porcelain v2's codes of an unmerged path (a conflict)
+UNMERGED = frozenset(("DD", "AU", "UD", "UA", "DU", "AA", "UU"))
+
+
 @dataclass(frozen=True, slots=True)
 class Entry:
     path: str  # relative to the workspace
@@ -62,7 +66,10 @@ class GitState:
 
     @property
     def deleted(self) -> frozenset[str]:
-        return frozenset(e.path for e in self.entries if "D" in e.xy[1:] and e.xy != "??")
+        """Listed files gone from the work tree. Of the conflicts only 'both deleted' (DD):
+        'deleted by them' (UD) and 'by us' (DU) leave the other side's file on disk."""
+        return frozenset(e.path for e in self.entries
+                         if e.xy == "DD" or (e.xy[1:] == "D" and e.xy not in UNMERGED))
 
 
 def _env() -> dict[str, str]:
