@@ -21,7 +21,17 @@ def _on_disk(root: Path) -> list[str]:
 
 
 def _tree_files(seg) -> list[str]:
-    return sorted(line for line in part(seg, "tree").text.splitlines()[1:] if line)
+    """The files of an unfolded tree part, read back from its indented lines."""
+    files, folders = [], []
+    for line in part(seg, "tree").text.splitlines()[1:]:
+        depth = (len(line) - len(line.lstrip(" "))) // 2
+        name = line.strip()
+        del folders[depth:]
+        if name.endswith("/"):
+            folders.append(name)
+        elif name:
+            files.append("".join(folders) + name)
+    return sorted(files)
 
 
 def _conflicted_merge(root: Path) -> None:
@@ -67,3 +77,22 @@ def test_every_conflicted_file_on_disk_is_in_the_tree(home, tmp_path):
     assert _tree_files(seg) == _on_disk(root) == ["aa", "du", "ud", "uu", "y", "z"]
     text = part(seg, "git").text
     assert all(f"{xy} {name}" in text for name, xy in codes.items())
+
+
+def test_a_sparse_checkout_lists_only_the_files_on_disk(repo, home):
+    """`git ls-files -c` lists skip-worktree entries too: the tree showed docs/ a sparse
+    checkout had left out. A file marked skip-worktree by hand stays on disk and listed."""
+    write(repo, "docs/guide.md", "d\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "docs")
+    git(repo, "sparse-checkout", "set", "src")
+    assert not (repo / "docs").exists() and "S docs/guide.md" in git(repo, "ls-files", "-t")
+    seg = make_ws(repo, home).scan()
+    assert _tree_files(seg) == _on_disk(repo)
+    assert "docs/" not in part(seg, "tree").text
+    git(repo, "sparse-checkout", "disable")
+    git(repo, "update-index", "--skip-worktree", "src/util.py")
+    assert "S src/util.py" in git(repo, "ls-files", "-t")
+    seg = make_ws(repo, home).scan()
+    assert _tree_files(seg) == _on_disk(repo)
+    assert "util.py" in part(seg, "tree").text

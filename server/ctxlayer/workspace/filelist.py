@@ -1,8 +1,8 @@
 """The workspace's file list: which files exist and are not ignored.
 
-Owns: inside a git repository, git's own list (tracked files still on disk plus untracked,
-not-ignored files, from one `GitState`); outside one, a walk that reads every .gitignore on
-the way down and never follows symlinked folders (so symlink loops cannot trap it). The
+Owns: inside a git repository, git's own list (tracked files still on disk, never a sparse
+checkout's skip-worktree entries, plus untracked, not-ignored files, from one `GitState`);
+outside one, a walk that reads every .gitignore on the way down and never follows symlinked folders (so symlink loops cannot trap it). The
 `ignore` setting applies on top in both cases. Returns sorted '/'-separated relative paths;
 renders nothing.
 """

@@ -1,6 +1,6 @@
 """What the git CLI says about the workspace: its file list and its status.
 
-Owns: running `git ls-files -c -z` and `git --no-optional-locks status --porcelain=v2 --branch
+Owns: running `git ls-files -c -t -z` and `git --no-optional-locks status --porcelain=v2 --branch
 -z --untracked-files=all -- .` (in parallel, started before the repository is even looked up,
 so that finding it overlaps them), parsing them into a `GitState`, which parts of a repository
 the watcher watches, and the read-ahead of git while a watcher batch waits out its debounce.
@@ -98,12 +98,14 @@ class Reading:
 
     def __init__(self, root: Path) -> None:
         self.error: str | None = None
+        self.root = root
         self._procs: list[subprocess.Popen] = []
         # "-- ." keeps status to the workspace when it is a subfolder of the repository
         status = ["git", "--no-optional-locks", "status", "--porcelain=v2", "--branch", "-z",
                   "--untracked-files=all", "--", "."]
         try:
-            for cmd in (["git", "ls-files", "-c", "-z"], status):
+            # -t tags each file: 'S ' is skip-worktree (outside a sparse checkout), not on disk
+            for cmd in (["git", "ls-files", "-c", "-t", "-z"], status):
                 self._procs.append(subprocess.Popen(cmd, cwd=root, env=_env(),
                                                     stdout=subprocess.PIPE,
                                                     stderr=subprocess.PIPE))
@@ -136,9 +138,30 @@ class Reading:
         if previous is not None and previous.tracked_raw == ls_out and not previous.error:
             tracked = previous.tracked
         else:
-            tracked = tuple(_path(p) for p in ls_out.split(b"\0") if p)
+            tracked = checked_out(ls_out, self.root)
         state = parse_status(st_out, repo.prefix, tracked)
         return replace(state, tracked_raw=ls_out)
+
+
+def checked_out(ls_out: bytes, root: Path) -> tuple[str, ...]:
+    """The files of `git ls-files -c -t -z` in the work tree. A skip-worktree entry (tag S)
+    is in the index only when a sparse checkout leaves it out, but stays on disk when set by
+    `git update-index --skip-worktree`: such an entry is kept if it is there. A sparse
+    checkout leaves out whole folders, so a missing folder answers for all its files."""
+    files: list[str] = []
+    folders: dict[str, bool] = {}
+    for p in ls_out.split(b"\0"):
+        if not p:
+            continue
+        path = _path(p[2:])
+        if p.startswith(b"S "):
+            folder = os.path.dirname(path)
+            if folder not in folders:
+                folders[folder] = os.path.isdir(root / folder)
+            if not folders[folder] or not os.path.lexists(root / path):
+                continue
+        files.append(path)
+    return tuple(files)
 
 
 def read_state(root: Path, repo: Repo, previous: GitState | None = None) -> GitState:
