@@ -8,7 +8,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from ws_helpers import GIT_ENV, git, make_ws, part, write
+from ws_helpers import GIT_ENV, Recorder, git, make_ws, part, write
 
 
 def _on_disk(root: Path) -> list[str]:
@@ -55,12 +55,13 @@ def _conflicted_merge(root: Path) -> None:
     git(root, "mv", "x", "y")
     git(root, "add", "-A")
     git(root, "commit", "-qm", "main")
-    _merge_may_fail(root, "other")
+    _git_may_fail(root, "merge", "-q", "other")
 
 
-def _merge_may_fail(root: Path, branch: str) -> None:
-    subprocess.run(["git", "merge", "-q", branch], cwd=root, capture_output=True,
-                   env={**os.environ, **GIT_ENV}, check=False)
+def _git_may_fail(root: Path, *args: str) -> None:
+    """git stopping on a conflict (exit status 1), as the test means it to."""
+    subprocess.run(["git", *args], cwd=root, capture_output=True, check=False,
+                   env={**os.environ, **GIT_ENV, "GIT_EDITOR": "true"})
 
 
 def test_every_conflicted_file_on_disk_is_in_the_tree(home, tmp_path):
@@ -96,3 +97,59 @@ def test_a_sparse_checkout_lists_only_the_files_on_disk(repo, home):
     seg = make_ws(repo, home).scan()
     assert _tree_files(seg) == _on_disk(repo)
     assert "util.py" in part(seg, "tree").text
+
+
+def _diverged(repo: Path) -> str:
+    """Branch feat and main each changing README.md; the short id of main."""
+    git(repo, "checkout", "-qb", "feat")
+    write(repo, "README.md", "feat\n")
+    git(repo, "commit", "-qam", "feat")
+    git(repo, "checkout", "-q", "main")
+    write(repo, "README.md", "main\n")
+    git(repo, "commit", "-qam", "main")
+    return git(repo, "rev-parse", "--short=7", "main").strip()
+
+
+def test_a_rebase_in_progress_is_said_and_followed_live(repo, home):
+    """During a rebase HEAD is detached and status says nothing of it: the part read
+    'Branch: (detached HEAD)' with no word of the rebase."""
+    onto = _diverged(repo)
+    git(repo, "checkout", "-q", "feat")
+    ws = make_ws(repo, home)
+    ws.scan()
+    rec = Recorder()
+    ws.start_watching(rec)
+
+    def says(*texts, present=True):
+        return lambda c: bool(c) and all((t in part(c[-1][0], "git").text) == present
+                                         for t in texts)
+    try:
+        _git_may_fail(repo, "rebase", "main")
+        rec.wait_for(says("Branch: feat (being rebased: HEAD detached)",
+                          f"Rebasing feat onto {onto}, step 1 of 1 (conflicts to fix)"))
+        write(repo, "README.md", "both\n")
+        git(repo, "add", "README.md")
+        rec.wait_for(says("(all conflicts fixed: git rebase --continue)"))
+        _git_may_fail(repo, "rebase", "--continue")
+        rec.wait_for(says("Branch: feat\n"))
+        rec.wait_for(says("Rebasing", present=False))
+    finally:
+        ws.stop()
+
+
+def test_a_merge_and_a_cherry_pick_in_progress_are_said(repo, home):
+    _diverged(repo)
+    feat = git(repo, "rev-parse", "--short=7", "feat").strip()
+    _git_may_fail(repo, "merge", "feat")
+    text = part(make_ws(repo, home).scan(), "git").text
+    assert f"Merging feat at {feat} (conflicts to fix)" in text
+    write(repo, "README.md", "both\n")
+    git(repo, "add", "README.md")
+    text = part(make_ws(repo, home).scan(), "git").text
+    assert f"Merging feat at {feat} (all conflicts fixed: commit to finish)" in text
+    git(repo, "merge", "--abort")
+    _git_may_fail(repo, "cherry-pick", "feat")
+    text = part(make_ws(repo, home).scan(), "git").text
+    assert f"Cherry-picking {feat} (conflicts to fix)" in text
+    git(repo, "cherry-pick", "--abort")
+    assert "Cherry-picking" not in part(make_ws(repo, home).scan(), "git").text

@@ -11,6 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ctxlayer.core.text import counted, path_line
+from ctxlayer.workspace.gitops import InProgress
 from ctxlayer.workspace.gitstate import UNMERGED, GitState
 
 HEADER = "# Git"
@@ -57,13 +58,44 @@ def _group(title: str, items: list[str], max_files: int) -> list[str]:
     return lines
 
 
+#: what finishes each operation once its conflicts are fixed
+_CONTINUE = {"rebase": "git rebase --continue", "am": "git am --continue",
+             "merge": "commit to finish", "cherry-pick": "git cherry-pick --continue",
+             "revert": "git revert --continue"}
+
+
+def _in_progress(op: InProgress, conflicts: bool) -> str:
+    """One line saying the operation, e.g. 'Rebasing feat onto 3c1967a, step 2 of 3
+    (conflicts to fix)'."""
+    commit = op.commit[:7] if op.commit else "?"
+    if op.kind == "rebase":
+        line = f"Rebasing {op.branch or '(detached HEAD)'} onto {commit}"
+    elif op.kind == "am":
+        line = "Applying patches (git am)"
+    elif op.kind == "merge":
+        line = f"Merging {op.branch} at {commit}" if op.branch else f"Merging {commit}"
+    elif op.kind == "cherry-pick":
+        line = f"Cherry-picking {commit}"
+    elif op.kind == "revert":
+        line = f"Reverting {commit}"
+    else:
+        return "Bisecting (git bisect in progress)"
+    if op.step is not None and op.steps is not None:
+        line += f", step {op.step} of {op.steps}"
+    tail = "conflicts to fix" if conflicts else f"all conflicts fixed: {_CONTINUE[op.kind]}"
+    return f"{line} ({tail})"
+
+
 def render_git(state: GitState | None, max_files: int) -> str:
     """The git part's text; empty when the workspace is not in a git repository."""
     if state is None:
         return ""
     if state.error:
         return f"{HEADER}\n({state.error})"
+    op = state.in_progress
     branch = state.branch or "(detached HEAD)"
+    if state.branch is None and op is not None and op.kind == "rebase" and op.branch:
+        branch = f"{op.branch} (being rebased: HEAD detached)"
     lines = [HEADER, f"Branch: {branch}"]
     if state.upstream:
         lines.append(f"Upstream: {state.upstream} (ahead {state.ahead}, behind {state.behind})")
@@ -82,6 +114,8 @@ def render_git(state: GitState | None, max_files: int) -> str:
             staged.append(f"{x} {shown}")
         if y != ".":
             changed.append(f"{y} {path}")
+    if op is not None:
+        lines.append(_in_progress(op, bool(conflicts)))
     untracked = _untracked_groups(state.untracked, state.tracked) if state.untracked else []
     body = (_group("Conflicts", conflicts, max_files) + _group("Staged", staged, max_files)
             + _group("Changed", changed, max_files)

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ctxlayer.workspace.gitops import InProgress, read_in_progress
+
 log = logging.getLogger(__name__)
 
 GIT_TIMEOUT_S = 60.0
@@ -63,6 +65,7 @@ class GitState:
     error: str | None = None
     untracked: tuple[str, ...] = field(default=())
     tracked_raw: bytes = b""  # ls-files output, so an unchanged index reuses `tracked`
+    in_progress: InProgress | None = None  # a rebase, a merge... (gitops.py)
 
     @property
     def deleted(self) -> frozenset[str]:
@@ -140,7 +143,7 @@ class Reading:
         else:
             tracked = checked_out(ls_out, self.root)
         state = parse_status(st_out, repo.prefix, tracked)
-        return replace(state, tracked_raw=ls_out)
+        return replace(state, tracked_raw=ls_out, in_progress=read_in_progress(repo.git_dir))
 
 
 def checked_out(ls_out: bytes, root: Path) -> tuple[str, ...]:
