@@ -153,3 +153,27 @@ def test_a_merge_and_a_cherry_pick_in_progress_are_said(repo, home):
     assert f"Cherry-picking {feat} (conflicts to fix)" in text
     git(repo, "cherry-pick", "--abort")
     assert "Cherry-picking" not in part(make_ws(repo, home).scan(), "git").text
+
+
+def test_a_submodule_says_whether_its_commit_or_only_its_files_changed(repo, home, tmp_path):
+    """Porcelain v2's submodule field was ignored: a scratch file inside vendor/lib read
+    'M vendor/lib', the same as a new commit there."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    git(lib, "init", "-q", "-b", "main")
+    write(lib, "x.py", "x\n")
+    git(lib, "add", "-A")
+    git(lib, "commit", "-qm", "x")
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib),
+        "vendor/lib")
+    git(repo, "commit", "-qm", "sub")
+    write(repo, "vendor/lib/scratch.txt", "u\n")
+    text = part(make_ws(repo, home).scan(), "git").text
+    assert "  M vendor/lib (untracked content)" in text
+    write(repo, "vendor/lib/x.py", "edited\n")
+    text = part(make_ws(repo, home).scan(), "git").text
+    assert "  M vendor/lib (modified content, untracked content)" in text
+    git(repo / "vendor/lib", "add", "-A")
+    git(repo / "vendor/lib", "commit", "-qm", "new")
+    text = part(make_ws(repo, home).scan(), "git").text
+    assert "  M vendor/lib (new commits)\n" in text + "\n"

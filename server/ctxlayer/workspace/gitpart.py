@@ -58,6 +58,19 @@ def _group(title: str, items: list[str], max_files: int) -> list[str]:
     return lines
 
 
+#: what changed in a submodule, by its letter in porcelain v2's 'S<c><m><u>' field
+_SUBMODULE = (("C", "new commits"), ("M", "modified content"), ("U", "untracked content"))
+
+
+def _submodule(sub: str) -> str:
+    """' (new commits, untracked content)' for a submodule, as `git status` says it: its
+    commit moved, or only the files in it changed, which read the same as 'M vendor/lib'."""
+    if not sub.startswith("S"):
+        return ""
+    said = [words for letter, words in _SUBMODULE if letter in sub[1:]]
+    return f" ({', '.join(said)})" if said else ""
+
+
 #: what finishes each operation once its conflicts are fixed
 _CONTINUE = {"rebase": "git rebase --continue", "am": "git am --continue",
              "merge": "commit to finish", "cherry-pick": "git cherry-pick --continue",
@@ -113,7 +126,7 @@ def render_git(state: GitState | None, max_files: int) -> str:
         if x != ".":
             staged.append(f"{x} {shown}")
         if y != ".":
-            changed.append(f"{y} {path}")
+            changed.append(f"{y} {path}{_submodule(e.sub)}")
     if op is not None:
         lines.append(_in_progress(op, bool(conflicts)))
     untracked = _untracked_groups(state.untracked, state.tracked) if state.untracked else []

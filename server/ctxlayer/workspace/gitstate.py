@@ -51,6 +51,9 @@ class Entry:
     path: str  # relative to the workspace
     xy: str  # porcelain v2 XY ('.' = unchanged), '??' untracked, 'UU' etc. unmerged
     orig: str | None = None  # rename/copy source
+    #: porcelain v2's submodule field: 'N...' for a file, 'S<c><m><u>' for a submodule whose
+    #: commit changed (C), tracked content changed (M), untracked files appeared (U)
+    sub: str = "N..."
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,13 +211,14 @@ def parse_status(out: bytes, prefix: str, tracked: tuple[str, ...] = ()) -> GitS
         elif kind == b"1":
             parts = f.split(b" ", 8)
             if len(parts) == 9:
-                entries.append(Entry(rel(parts[8]), _decode(parts[1])))
+                entries.append(Entry(rel(parts[8]), _decode(parts[1]), sub=_decode(parts[2])))
         elif kind == b"2":
             parts = f.split(b" ", 9)
             orig = fields[i] if i < len(fields) else b""
             i += 1
             if len(parts) == 10:
-                entries.append(Entry(rel(parts[9]), _decode(parts[1]), rel(orig)))
+                entries.append(Entry(rel(parts[9]), _decode(parts[1]), rel(orig),
+                                     _decode(parts[2])))
         elif kind == b"u":
             parts = f.split(b" ", 10)
             if len(parts) == 11:
