@@ -12,7 +12,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxlayer.core.formats import decode
-from ctxlayer.core.text import describe, lines_of, one_line, path_line, sound
+from ctxlayer.core.text import (
+    describe,
+    lines_of,
+    one_line,
+    path_line,
+    reads_as_markdown,
+    sound,
+)
 from ctxlayer.core.tokens import WordTokenizer
 from ctxlayer.protocol import Message, ToolCall
 
@@ -144,8 +151,11 @@ def test_a_path_shows_as_one_line_that_reads_back_as_it_was(path):
     assert "\n" not in shown and "\r" not in shown and shown == shown.strip(" ")
     assert (ast.literal_eval(shown) if shown != path else shown) == path
     assert shown.isprintable()  # nothing invisible inside but spaces
-    if path.isprintable() and path == path.strip(" ") and not path.startswith('"'):
+    if (path.isprintable() and path == path.strip(" ") and not path.startswith('"')
+            and not reads_as_markdown(path)):
         assert shown == path  # a plain name is left as it is
+    if reads_as_markdown(path):  # '# Git' would read as a section of the segment
+        assert shown.startswith('"')
 
 
 def test_a_file_names_bytes_that_are_not_utf8_are_written_as_escapes():

@@ -177,3 +177,19 @@ def test_a_submodule_says_whether_its_commit_or_only_its_files_changed(repo, hom
     git(repo / "vendor/lib", "commit", "-qm", "new")
     text = part(make_ws(repo, home).scan(), "git").text
     assert "  M vendor/lib (new commits)\n" in text + "\n"
+
+
+def test_a_file_named_like_markdown_structure_is_quoted(repo, home):
+    """Root files named '# Git' or '```' printed as a second '# Git' section and an open code
+    fence that swallowed the real git part: such names are quoted as odd names are."""
+    names = ["# Git", "## AGENTS.md", "```", "~~~", "---", "> quote", "<!-- c"]
+    for name in names:
+        write(repo, name, "x\n")
+    git(repo, "add", "-A")
+    seg = make_ws(repo, home, files=[]).scan()
+    lines = seg.text.splitlines()
+    assert [ln for ln in lines if ln.startswith("#")] == [
+        "# Project tree (11 files)", "# Git"]
+    tree_text = part(seg, "tree").text
+    assert all(f'"{name}"' in tree_text for name in names)
+    assert all(f'A "{name}"' in part(seg, "git").text for name in names)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 
 from ctxlayer.protocol import Message
 
@@ -40,12 +41,28 @@ def counted(n: int, noun: str) -> str:
     return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
+#: how a line the model reads as markdown structure starts: a heading ('# Git', the segment's
+#: own section header), a code fence (an unclosed one swallowed the sections after it), a
+#: quote or an HTML block ('<!--' hides what follows)
+_MARKDOWN_STARTS = ("#", "```", "~~~", ">", "<")
+#: a whole line that is a thematic break or a setext underline ('---' makes the line above a
+#: heading)
+_MARKDOWN_RULE = re.compile(r"(?:[-*_=] *){3,}")
+
+
+def reads_as_markdown(line: str) -> bool:
+    """Whether ``line`` alone would read as markdown structure, not as text."""
+    return line.startswith(_MARKDOWN_STARTS) or _MARKDOWN_RULE.fullmatch(line) is not None
+
+
 def path_line(path: str) -> str:
     """A file's path as one entry of a list shows it: as it is, unless it holds a control
     character (a newline made one file two entries), starts or ends with a space (read as
-    indentation) or starts with a double quote; then quoted with escapes, as git quotes such
-    names (`"new\\nline.py"`)."""
-    if path.isprintable() and path == path.strip(" ") and not path.startswith('"'):
+    indentation), starts with a double quote, or reads as markdown structure (a root file
+    named '# Git' printed a second '# Git' section); then quoted with escapes, as git quotes
+    such names (`"new\\nline.py"`)."""
+    if (path.isprintable() and path == path.strip(" ") and not path.startswith('"')
+            and not reads_as_markdown(path)):
         return path
     return '"' + "".join(_ESCAPES.get(c) or (c if c.isprintable() else _code(c))
                          for c in path) + '"'
