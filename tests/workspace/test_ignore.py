@@ -131,3 +131,18 @@ def test_folder_rules_are_relative_to_their_folder():
     rules.add("", parse_rules("build/\n"))
     assert rules.ignored_with_parents("build/x", False) and rules.ignored("build", True)
     assert not rules.ignored("build", False)  # `build/` names folders only
+
+
+def test_dir_starstar_holds_what_is_inside_not_the_folder(tmp_path: Path):
+    """git's `sub/**` matches what is inside sub, never sub itself, so a `!keep.txt` in
+    sub/.gitignore brings that file back; the walk took sub/ for ignored and never went in."""
+    root = tmp_path / "w"
+    write(root, ".gitignore", "sub/**\n")
+    write(root, "sub/.gitignore", "!keep.txt\n")
+    for rel in ("sub/keep.txt", "sub/drop.txt", "sub/in/keep.txt", "top.txt"):
+        write(root, rel)
+    ours, _ = filelist.walk(root, [])
+    git(root, "init", "-q")
+    theirs = sorted(git(root, "ls-files", "-o", "--exclude-standard").splitlines())
+    assert ours == theirs
+    assert "sub/keep.txt" in ours and "sub/drop.txt" not in ours

@@ -97,6 +97,24 @@ def parse_rules(text: str) -> list[Rule]:
     return rules
 
 
+def _only_inside(rule: Rule, folder: str) -> bool:
+    """Whether `rule` is a `dir/**` that pathspec matched with the folder `dir/` itself: git's
+    `dir/**` holds only what is inside dir (a `!keep.txt` in dir/.gitignore can then bring a
+    file back), pathspec's regex (`^dir/`) takes the folder too, and the walk never went in."""
+    if not rule.pattern.rstrip(" ").endswith("/**") or rule.regex is None:
+        return False
+    found = rule.regex.match(folder)
+    return found is not None and found.end() == len(folder)
+
+
+def _folder_verdict(rules: list[Rule], folder: str) -> bool | None:
+    """The last rule matching the folder `folder` ('x/'), a `dir/**` not matching dir."""
+    for rule in reversed(rules):
+        if rule.match_file(folder) is not None and not _only_inside(rule, folder):
+            return rule.include
+    return None
+
+
 class IgnoreRules:
     """gitignore rules by folder: `add(folder, rules)`, then `ignored(path, is_dir)`.
 
@@ -128,10 +146,16 @@ class IgnoreRules:
         # pathspec tells a folder by its trailing slash (what `dir/` patterns match)
         tail = "/" if is_dir else ""
         for depth in range(len(parts)):
-            spec = self._specs.get("/".join(parts[:depth]))
+            folder = "/".join(parts[:depth])
+            spec = self._specs.get(folder)
             if spec is None:
                 continue
-            found = spec.check_file("/".join(parts[depth:]) + tail).include
+            rel = "/".join(parts[depth:]) + tail
+            result = spec.check_file(rel)
+            found = result.include
+            if (found is not None and is_dir and result.index is not None
+                    and _only_inside(self._rules[folder][result.index], rel)):
+                found = _folder_verdict(self._rules[folder], rel)
             if found is not None:
                 verdict = found
         return verdict
