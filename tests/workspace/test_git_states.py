@@ -193,3 +193,29 @@ def test_a_file_named_like_markdown_structure_is_quoted(repo, home):
     tree_text = part(seg, "tree").text
     assert all(f'"{name}"' in tree_text for name in names)
     assert all(f'A "{name}"' in part(seg, "git").text for name in names)
+
+
+def test_an_uninitialized_submodule_has_no_files_and_no_foreign_status(repo, home, tmp_path):
+    """The empty folder of a submodule not checked out: ls-files lists the folder itself as
+    './', which the tree showed as './' holding a file with an empty name, and the git part
+    presented the superproject's branch and HEAD as the workspace's own."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    git(lib, "init", "-q", "-b", "main")
+    write(lib, "x.py", "x\n")
+    git(lib, "add", "-A")
+    git(lib, "commit", "-qm", "x")
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib),
+        "vendor/lib")
+    git(repo, "commit", "-qm", "sub")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    ws_root = clone / "vendor" / "lib"
+    assert ws_root.is_dir() and not any(ws_root.iterdir())
+    seg = make_ws(ws_root, home).scan()
+    assert part(seg, "tree").text == "# Project tree (no files)"
+    git_text = part(seg, "git").text
+    assert "Branch:" not in git_text and "HEAD:" not in git_text
+    assert f"an uninitialized submodule of the repository at {clone}" in git_text
+    assert [(item.part, item.path) for item in seg.left_out] == [("git", ".")]
+    assert "uninitialized submodule" in seg.left_out[0].reason

@@ -145,6 +145,11 @@ class Reading:
             tracked = previous.tracked
         else:
             tracked = checked_out(ls_out, self.root)
+        if "./" in tracked:
+            # the folder itself is an entry of the index: a submodule not checked out, whose
+            # own files git does not know; the status read is the superproject's
+            return GitState(error=(f"an uninitialized submodule of the repository at "
+                                   f"{repo.toplevel}: git submodule update --init"))
         state = parse_status(st_out, repo.prefix, tracked)
         return replace(state, tracked_raw=ls_out, in_progress=read_in_progress(repo.git_dir))
 
