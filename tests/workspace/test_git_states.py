@@ -219,3 +219,19 @@ def test_an_uninitialized_submodule_has_no_files_and_no_foreign_status(repo, hom
     assert f"an uninitialized submodule of the repository at {clone}" in git_text
     assert [(item.part, item.path) for item in seg.left_out] == [("git", ".")]
     assert "uninitialized submodule" in seg.left_out[0].reason
+
+
+def test_a_worktree_whose_repository_moved_says_git_could_not_be_read(repo, home, tmp_path):
+    """The .git file of a linked worktree names a folder that moved away: no repository was
+    found, so the git part vanished and leftOut was empty, with nothing saying why."""
+    linked = tmp_path / "linked"
+    git(repo, "worktree", "add", "-q", "-b", "side", str(linked))
+    write(linked, "secret.log", "x\n")
+    repo.rename(tmp_path / "moved")
+    seg = make_ws(linked, home).scan()
+    reasons = [(item.part, item.reason) for item in seg.left_out]
+    assert len(reasons) == 1 and reasons[0][0] == "git"
+    assert "not a git repository" in reasons[0][1]
+    assert "not a git repository" in part(seg, "git").text
+    tree_text = part(seg, "tree").text
+    assert "src/" in tree_text and "secret.log" not in tree_text  # .gitignore still read

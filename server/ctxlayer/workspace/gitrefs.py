@@ -45,6 +45,18 @@ def under_git(root: Path) -> bool:
     return any(os.path.lexists(p / ".git") for p in (here, *here.parents))
 
 
+def nearest_git_is_a_file(root: Path) -> bool:
+    """Whether the nearest `.git` at or above `root` is a file (a linked worktree's or a
+    submodule's, naming the repository's folder elsewhere), which can point nowhere once
+    that repository moved: then no repository is found, though git was meant to be there."""
+    here = Path(os.path.abspath(root))
+    for folder in (here, *here.parents):
+        dot_git = folder / ".git"
+        if os.path.lexists(dot_git):
+            return dot_git.is_file()
+    return False
+
+
 def _open(root: Path):
     if not under_git(root):
         return None

@@ -126,6 +126,22 @@ class Reading:
             proc.communicate()
         self._procs = []
 
+    def failure(self) -> str | None:
+        """Wait for both; what git said if it could not read the repository, else None."""
+        if self.error is not None:
+            return self.error
+        try:
+            results = [(proc.communicate(timeout=GIT_TIMEOUT_S)[1], proc.returncode)
+                       for proc in self._procs]
+        except subprocess.TimeoutExpired:
+            self.cancel()
+            return "git timed out"
+        for err, code in results:
+            if code != 0:
+                lines = _decode(err).strip().splitlines()
+                return "git failed: " + (lines[0] if lines else "unknown error")
+        return None
+
     def finish(self, repo: Repo, previous: GitState | None = None) -> GitState:
         """Wait for both and parse (reusing `previous.tracked` when the index lists the same
         files)."""

@@ -314,6 +314,11 @@ class Workspace(EventMap):
         reading = gitstate.Reading(self.root)  # git runs while GitPython finds the repository
         repo = gitrefs.find_repo(self.root)
         if repo is None:
+            if gitrefs.nearest_git_is_a_file(self.root):
+                # a worktree or submodule whose repository moved away: git says why, and
+                # the git part and leftOut say it instead of the part vanishing
+                failure = reading.failure()
+                return None, (gitstate.GitState(error=failure) if failure else None)
             reading.cancel()
             return None, None
         return repo, reading.finish(repo, self._git_state)
