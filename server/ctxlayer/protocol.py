@@ -193,7 +193,8 @@ class SystemPromptParams(Wire):
     tool_format: ToolFormat = "markdown"
     tools: list[ToolSpec] | None = None
     identity: str | None = None
-    context_mode: ContextMode = "full"
+    #: left out: "selective" when `include` names parts (as the CLI's --include), else "full"
+    context_mode: ContextMode | None = None
     include: list[str] | None = None
     dynamic: DynamicContext | None = None
     compact: bool = False  # the short variant of every guidance text

@@ -181,6 +181,17 @@ async def test_system_prompt_caches_the_workspace(client: LanguageClient):
     assert result["tokens"] > seg["tokens"]
 
 
+async def test_an_include_without_a_context_mode_selects_those_parts(client: LanguageClient):
+    """`include` was ignored unless contextMode was 'selective' (every part sent, nothing
+    said), while the CLI's --include implies it; with contextMode 'full' a warning says so."""
+    result = await call(client, "ctx/systemPrompt", {"include": ["git"]})
+    assert [s["name"] for s in result["sections"]] == ["identity", "git"]
+    assert not result.get("warnings")
+    full = await call(client, "ctx/systemPrompt", {"include": ["git"], "contextMode": "full"})
+    assert {"tree", "git", "files"} <= {s["name"] for s in full["sections"]}
+    assert any("include is ignored" in w and "'full'" in w for w in full["warnings"])
+
+
 async def test_unknown_method_is_refused(client: LanguageClient):
     with pytest.raises(JsonRpcException) as err:
         await call(client, "ctx/nope")

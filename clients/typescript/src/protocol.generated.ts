@@ -138,7 +138,7 @@ export interface SystemPromptParams {
   toolFormat?: "markdown" | "tool" | "xml";
   tools?: ToolSpec[] | null;
   identity?: string | null;
-  contextMode?: "full" | "selective";
+  contextMode?: ("full" | "selective") | null;
   include?: string[] | null;
   dynamic?: DynamicContext | null;
   compact?: boolean;

@@ -57,6 +57,9 @@ def build_system_prompt(
     """The system prompt for `spec`; `fmt` sets the per-message overhead in `tokens`."""
     _check(spec)
     warnings: list[str] = []
+    if spec.context_mode == "full" and spec.include:
+        warnings.append("include is ignored: contextMode 'full' sends every part (send "
+                        "contextMode 'selective', or leave it out, to send only those named)")
     sections = [s for s in _sections(spec, warnings) if s.text]
     for s in sections:
         if s.layer != "dynamic":

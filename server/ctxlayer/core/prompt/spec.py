@@ -142,7 +142,9 @@ def spec_from_params(
         tools=list(params.tools or []),
         tool_format_overrides=dict(tool_format_overrides or {}),
         traits=traits or ModelTraits(),
-        context_mode=params.context_mode,
+        # an include list alone means selective: ignoring it said nothing (the CLI's
+        # --include has always implied it)
+        context_mode=params.context_mode or ("selective" if params.include else "full"),
         include=list(params.include or []),
         workspace_parts=list(workspace_parts or []),
         skills=list(skills or []),
