@@ -58,6 +58,8 @@ def test_bedrock_names_read_as_claude(model):
     ("claude-sonnet-4.5", 200_000),  # that key names OpenRouter's model only
     ("claude-opus-4-5", 30_000),  # a bare key: the bare name, behind any prefix
     ("bedrock/claude-opus-4-5-v1", 30_000),
+    ("us.anthropic.claude-opus-4-5-20251101-v1:0", 30_000),  # Bedrock's: it was 200,000
+    ("anthropic.claude-opus-4-5-20251101-v1:0", 30_000),
     ("openai/gpt-4o", 64_000),  # the longer key wins
     ("azure/gpt-4o", 50_000),
 ])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from ctxlayer.core.model_names import bare_name, model_key
 from ctxlayer.tokenizers.long_windows import (
     LONG_CONTEXT,
     LONG_WINDOW,
@@ -35,12 +36,15 @@ def context_window(model: str | None, betas: Iterable[str] = (),
 def user_window(model: str | None, overrides: Mapping[str, int] | None) -> int | None:
     """The window the user set for ``model`` in ``overrides`` (`[gateway] models`): the
     longest key that starts the name as the client sent it (`anthropic/claude-sonnet-4.5`), or
-    a key without a provider's prefix that starts the bare name (`claude-sonnet-4.5`); None
+    a key without a provider's prefix that starts the bare name (`claude-sonnet-4.5`), Bedrock's
+    too (`model_names.model_key`); None
     when no key names it."""
     if not overrides:
         return None
     name = (model or "").strip().lower()
-    bare = name.rsplit("/", 1)[-1]
+    # Bedrock's `us.anthropic.claude-haiku-4-5-...-v1:0` too: the key `claude-haiku-4-5` was
+    # applied to every other spelling of that model but this one
+    bare = (bare_name(name), model_key(name))
     keys = [k for k in overrides if name.startswith(k.strip().lower()) or
-            ("/" not in k and bare.startswith(k.strip().lower()))]
+            ("/" not in k and any(b.startswith(k.strip().lower()) for b in bare))]
     return overrides[max(keys, key=len)] if keys else None

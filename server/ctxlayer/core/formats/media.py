@@ -13,6 +13,7 @@ import math
 
 from ctxlayer.core.formats import pdf
 from ctxlayer.core.formats.anthropic_thinking import claude_version, from_version
+from ctxlayer.core.model_names import is_claude
 from ctxlayer.core.tokens import Tokenizer, correction_of
 
 #: An image of unknown size (a URL): costed as a 16:9 screenshot of 1920x1080.
@@ -143,7 +144,7 @@ def image_tokens(model: object, size: tuple[int, int] | None, detail: str = "aut
     pixel rule for a Claude model (an OpenAI-shaped request to Anthropic's compatible endpoint,
     OpenRouter, a proxy: Claude reads the image, not OpenAI's tiles; a 2560x1440 screenshot is
     765 tokens by the tiles, 1,600 or 4,784 for Claude), else OpenAI's tile rule."""
-    if isinstance(model, str) and "claude" in model.lower():
+    if is_claude(model):
         return anthropic_image_tokens(size, sees_large_images(model))
     return openai_image_tokens(size, detail)
 
