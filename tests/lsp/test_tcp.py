@@ -130,3 +130,22 @@ async def test_a_port_out_of_range_or_in_use_is_one_line_and_exit_2(
     assert len(lines) == 1 and lines[0].startswith(said), lines
     if port is None:
         assert str(tcp_daemon.port) in lines[0]
+
+
+async def test_the_state_folder_is_made_private_before_the_token_goes_in(tmp_path: Path):
+    """An existing 0755 state folder (an older ctxlayer made it so) stayed 0755 in TCP mode,
+    the token written into it, until a session opened the store; README says 0700."""
+    state = tmp_path / "state"
+    state.mkdir()
+    os.chmod(state, 0o755)
+    proc = await asyncio.create_subprocess_exec(
+        *SERVE, "--tcp", "--port", "0", "--state-dir", str(state),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, env=ENV)
+    assert proc.stdout is not None
+    info = json.loads(await asyncio.wait_for(proc.stdout.readline(), 30))
+    try:
+        assert Path(info["tokenFile"]).parent == state
+        assert stat.S_IMODE(state.stat().st_mode) == 0o700
+    finally:
+        proc.terminate()
+        await asyncio.wait_for(proc.wait(), 10)

@@ -49,13 +49,18 @@ def run(args: argparse.Namespace) -> int:
     state.gateway_starter = GatewayStarter(state)
     if args.tcp:
         from ctxlayer.lsp import tcp
-        from ctxlayer.statefiles import token_file
+        from ctxlayer.statefiles import make_private_dir, token_file
         from ctxlayer.urls import is_loopback
 
         if not is_loopback(args.host):  # the token and every conversation cross it in clear
             raise UsageError(f"--host {args.host}: the daemon listens on loopback only "
                              "(127.0.0.1, ::1, localhost)")
 
+        try:  # the token goes into it: 0700 before it is written (an older one was 0755)
+            make_private_dir(state_dir)
+        except OSError as exc:
+            raise UsageError(f"the state folder {state_dir}: cannot be made ({exc.strerror})") \
+                from None
         return tcp.run(state, args.host, args.port, args.token_file or token_file(state_dir))
     from ctxlayer.lsp import stdio
 
