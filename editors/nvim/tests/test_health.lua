@@ -32,7 +32,7 @@ H.run(function()
   -- A daemon that cannot be found is an actionable error.
   ctxlayer.setup({ cmd = { "/nonexistent/ctxlayer", "serve" }, autostart = false })
   local missing = health_text()
-  H.ok(missing:find("is not executable") ~= nil and missing:find("pip install ctxlayer") ~= nil, "a missing daemon says how to install it", missing)
+  H.ok(missing:find("is not executable") ~= nil and missing:find("pipx install /path/to/ctxlayer", 1, true) ~= nil, "a missing daemon says how to install it", missing)
 
   -- The help file is well formed: helptags builds its tags without errors.
   local docdir = vim.fn.tempname()

@@ -14,8 +14,8 @@ export interface ServerCommand {
 }
 
 export const INSTALL_HINT =
-  "ctxlayer: the daemon was not found. Install it with `pip install ctxlayer` (or " +
-  "`pip install -e .` in its repository), or set `ctxlayer.serverCommand` to the full command, " +
+  "ctxlayer: the daemon was not found. Install it from a checkout of ctxlayer with " +
+  "`pipx install /path/to/ctxlayer` (or `pip install -e .` in it), or set `ctxlayer.serverCommand` to the full command, " +
   'e.g. ["/path/to/venv/bin/ctxlayer", "serve"].';
 
 function isExecutable(path: string): boolean {

@@ -70,15 +70,16 @@ function M.resolve_cmd(root)
   return nil
 end
 
-M.NOT_FOUND = "ctxlayer: daemon not found. Install it (`pip install ctxlayer`, or `make setup` "
-  .. "in the workspace) or set `cmd` in require('ctxlayer').setup({ cmd = { '/path/to/ctxlayer', 'serve' } })"
+M.NOT_FOUND = "ctxlayer: daemon not found. Install it from a checkout of ctxlayer (`pipx install "
+  .. "/path/to/ctxlayer`, or `make setup` in the workspace) or set `cmd` in require('ctxlayer').setup({ cmd = { '/path/to/ctxlayer', 'serve' } })"
 
 --- The not-found message, naming opts.cmd's program when it cannot be run, and the workspace
 --- programs left unrun because not trusted.
 function M.not_found()
   if M.unrunnable then
     return ("ctxlayer: daemon not found: opts.cmd[1] %q is not an executable program. "):format(
-      M.unrunnable) .. "Install ctxlayer (`pip install ctxlayer`) and set `cmd` to its path: "
+      M.unrunnable) .. "Install ctxlayer from a checkout (`pipx install /path/to/ctxlayer`) and set `cmd` to "
+      .. "its path: "
       .. "require('ctxlayer').setup({ cmd = { '/path/to/ctxlayer', 'serve' } })"
   end
   local paths = vim.tbl_keys(M.untrusted)

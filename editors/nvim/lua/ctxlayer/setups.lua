@@ -176,7 +176,8 @@ function M.avante(opts, base)
     api_key_name = opts.api_key,
   }
   if openai then
-    -- The gateway serves Chat Completions; avante would switch some models to /responses.
+    -- Chat Completions: every request carries the whole chat, which ctxlayer fits (avante
+    -- would switch some models to /responses, which the gateway serves too).
     provider.use_response_api = false
   end
   return merge(base, { provider = provider_name, providers = { [provider_name] = provider } })

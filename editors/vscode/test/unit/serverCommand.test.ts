@@ -44,7 +44,7 @@ describe("finding the daemon", () => {
 
   it("finds nothing, and the hint says how to install", () => {
     expect(resolveServerCommand([""], join(root, "empty"), "/nonexistent")).toBeUndefined();
-    expect(INSTALL_HINT).toMatch(/pip install ctxlayer/);
+    expect(INSTALL_HINT).toMatch(/pipx install \/path\/to\/ctxlayer/);
     expect(INSTALL_HINT).toMatch(/ctxlayer\.serverCommand/);
   });
 });
