@@ -23,6 +23,22 @@ def test_reads_text_describes_binary_and_skips_missing(tmp_path):
     assert got[str(tmp_path / "src/app.py")] == "print(1)\n"
 
 
+@pytest.mark.parametrize("given", [".env", "id_ed25519", ".git/config", "notes.txt",
+                                   "config/prod.pem"])
+def test_a_file_that_may_hold_secrets_is_never_read(tmp_path, given):
+    """`files: [".env"]` on a message sent the user's keys verbatim, as did a private key,
+    `.git/config` (a remote's token) and a link to one: the workspace segment's rule ("never
+    sent, whatever selects them") holds for attachments too, said in the file's place."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "config").mkdir()
+    for name in (".env", "id_ed25519", ".git/config", "config/prod.pem"):
+        (tmp_path / name).write_text("SECRET=hunter2\n")
+    (tmp_path / "notes.txt").symlink_to(tmp_path / ".env")  # a link a cloned repo ships
+    got = read_attachments(tmp_path, [("messages[0].files[0]", given)])
+    assert "hunter2" not in got[given]
+    assert got[given].startswith("(not shown: ") and "may hold secrets" in got[given]
+
+
 def test_cuts_huge_files(tmp_path):
     (tmp_path / "big.txt").write_text("x" * 5000)
     got = read_attachments(tmp_path, [("f", "big.txt")], max_bytes=1000)

@@ -5,7 +5,8 @@ absolute paths only when inside it), refusing any path that resolves outside it,
 symlinks included (ContextError "outside_workspace", -32003 on the wire, naming the field),
 refusing a path no file can have (a NUL byte: "invalid", -32602, naming the field), and reading
 the text. A missing file is left out (the message then says "not available"); a
-binary file is described, not read; a huge one is cut. Reads files; never imports the lsp layer.
+binary file is described, not read; a huge one is cut; one that may hold secrets (`.env`, a
+private key, anything in `.git/`, a link to one) is never read, as in the workspace segment. Reads files; never imports the lsp layer.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from ctxlayer import userfiles
 from ctxlayer.core.errors import ContextError
 from ctxlayer.workspace.agents import is_inside
+from ctxlayer.workspace.selected import SECRETS, in_secret_folder, may_hold_secrets, secret_link
 
 MAX_BYTES = 1_000_000
 
@@ -51,6 +53,10 @@ def read_attachments(
                                f"{root_real} (to {real})", field=field)
         if not real.is_file():
             continue
+        secret = _secret(path, real, root_real)
+        if secret is not None:  # as the workspace segment: never sent, whatever names it
+            out[given] = f"(not shown: {secret})"
+            continue
         try:
             data = userfiles.read(real, max_bytes + 1)
         except OSError:
@@ -63,6 +69,17 @@ def read_attachments(
             text += f"\n[... cut at {max_bytes:,} bytes ...]"
         out[given] = text
     return out
+
+
+def _secret(path: Path, real: Path, root: Path) -> str | None:
+    """Why an attached file that may hold secrets is not read (its own name or folder, or the
+    file a link of it leads to: `.env`, `id_ed25519`, `.git/config`), else None."""
+    if may_hold_secrets(path.name):
+        return f"{path.name} {SECRETS}"
+    folder = in_secret_folder(path.relative_to(root) if path.is_relative_to(root) else path)
+    if folder is not None:
+        return f"the files of {folder}/ {SECRETS}"
+    return secret_link(real, root)
 
 
 def attached_paths(messages) -> list[tuple[str, str]]:
