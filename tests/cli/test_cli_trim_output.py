@@ -94,6 +94,16 @@ def test_an_anthropic_request_without_a_user_message_is_refused_in_one_line():
     assert "an Anthropic request needs a user message first" in p.stderr
 
 
+def test_an_anthropic_request_with_no_message_is_refused_in_one_line():
+    """`messages: []` beside a system prompt went out (exit 0, and through the gateway to the
+    provider, which refuses it)."""
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 100, "system": "be nice",
+            "messages": []}
+    p = run("trim", stdin=json.dumps(body))
+    assert p.returncode == 2 and p.stdout == ""
+    assert "needs at least one message" in p.stderr and p.stderr.count("\n") == 1
+
+
 @pytest.mark.parametrize("body,args,field", [
     ({"model": "gpt-4o", "max_tokens": 128_000, "messages": [{"role": "user", "content": "q"}]},
      [], "max_tokens"),

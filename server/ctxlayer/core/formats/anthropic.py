@@ -28,7 +28,12 @@ from typing import Any
 import msgspec
 
 from ctxlayer.core.formats import media
-from ctxlayer.core.formats.anthropic_repair import place_breakpoints, repair, require_user_turn
+from ctxlayer.core.formats.anthropic_repair import (
+    place_breakpoints,
+    repair,
+    require_a_turn,
+    require_user_turn,
+)
 from ctxlayer.core.formats.anthropic_thinking import every_turn_read, last_turn_start
 from ctxlayer.core.formats.common import (
     Decoded,
@@ -654,6 +659,7 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
         if unread else []
     if not head:
         require_user_turn(decoded.payload["messages"])
+        require_a_turn(out)
     out = head + repair(out, kept, result, decoded.counter, opened=bool(head))
     sys_value = _system(decoded, system)
     sys_kept = [k for k, m in enumerate(kept) if m.role == "system" and not _in_messages(

@@ -85,6 +85,14 @@ def require_user_turn(raw: list) -> None:
                   "before them")
 
 
+def require_a_turn(out: list[Entry]) -> None:
+    """A request with no turn to send (`messages: []` beside a system prompt) is refused,
+    naming the field: forwarded, it came back as the provider's refusal after a round trip."""
+    if not any(msg.get("role") != "system" for msg, _ in out):
+        raise bad("messages", "an Anthropic request needs at least one message (Anthropic "
+                  "refuses an empty list too); add the user's message")
+
+
 def repair(out: list[Entry], kept: Sequence[Message], result: Encoded, counter: Any,
            opened: bool = False) -> list[Entry]:
     """``opened``: messages the provider does not read (those before its compaction) go
