@@ -119,8 +119,9 @@ def test_text_that_starts_like_json_but_is_no_chat_is_counted_as_text(tmp_path, 
      "plain text"),
     ('{"role": "user", "content": "hi"}\n{"role": "assistant", "content": "yo"}\n',
      "stdin is not valid JSON"),  # JSONL of messages: meant as a chat, not one
-    ('{"role": "user", "content": "hi"}',  # one message, not a list (the '}}' was stray)
-     'stdin: expected a JSON list of messages (or {"messages": [...]})\n'),
+    ('{"role": "user", "content": "hi"}',  # one message, not a list: and the way out
+     'stdin: one message, not a chat: put it in a list ([{...}]) or a request ({"messages": '
+     '[...]}); --text counts it as plain text\n'),
     ('[{"role": "robot", "content": "x"}]', "messages[0].role"),
     ("plain words", 'stdin is not valid JSON'),  # --format says it is a chat
 ])

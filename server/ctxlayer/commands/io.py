@@ -108,7 +108,8 @@ def chat_or_text(text: str, source: str, fmt: Format | None) -> tuple[dict | Non
     if isinstance(data, dict) and ("messages" in data or "input" in data):
         return data, ""
     if isinstance(data, dict) and "role" in data:  # one message, not a list of them
-        return load_chat(text, source)[0], ""
+        raise UsageError(f"{source}: one message, not a chat: put it in a list ([{{...}}]) or "
+                         'a request ({"messages": [...]}); --text counts it as plain text')
     return None, 'JSON without "messages" or "input"'
 
 
