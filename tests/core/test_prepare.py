@@ -194,6 +194,28 @@ def test_an_edit_inside_the_summarized_part_starts_over():
     assert "u0" in {e.message_id for e in again.state.chunks[0].audit}
 
 
+def test_a_restored_message_too_big_to_go_whole_goes_shortened_not_dropped():
+    """A message far over the budget, sent as its outline, then restored: shown whole it was
+    dropped by the fit (the next request held none of it) and the notice said "restored 1
+    message whole". It goes shortened, at least as long as its outline was, pinned."""
+    log = "\n".join(f"line {k} of the log: worker {k % 7} wrote value {k * 13}"
+                    for k in range(900))
+    sent = [SYSTEM, Message(role="user", id="u0", content="first question\n" + log),
+            Message(role="assistant", id="a0", content="ok"),
+            Message(role="user", id="u1", content="second question")]
+    first = prepare_turn(None, sent, 2000, WordTokenizer())
+    check_turn(first, sent, 2000)
+    outlined = next(m for m in first.messages if m.id == "u0")
+    again = prepare_turn(first.state, sent, 2000, WordTokenizer(), restored={"u0"})
+    check_turn(again, sent, 2000)
+    shown = [m for m in again.messages if m.id == "u0"]
+    assert shown and len(shown[0].content) >= 0.8 * len(outlined.content)
+    assert "u0" not in {e.message_id for e in again.dropped}
+    (entry,) = [e for e in again.restored if e.message_id == "u0"]
+    assert entry.reason.startswith("restored on request, shortened")
+    assert again.notice is not None and "too big to go whole: shortened" in again.notice
+
+
 def test_restore_brings_a_summarized_message_back_whole_and_keeps_it():
     results = drive(80, 3000)
     sent, turn = results[-1]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import msgspec
 
 from ctxlayer.core.assembly.summary import SUMMARY_INSTRUCTIONS, off_topic
+from ctxlayer.core.compress.shorten import shorten_message
 from ctxlayer.core.errors import ContextError, require_tokens
 from ctxlayer.core.groups import is_result, lead_of
 from ctxlayer.core.memo import Memo
@@ -53,7 +54,8 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
     if previous is not None and _sent_again(previous, msgs, budget, restored):
         return _as_before(previous, client_breakpoints)
     win, common, carry = _recognize(previous, msgs, counter, policy)
-    restored_at, restored_audit, newly = _restore(previous if carry else None, win, restored)
+    restored_at, restored_audit, newly = _restore(previous if carry else None, win, restored,
+                                                  (budget, counter, policy))
     stepped = None
     if win.total() > budget:
         q = newest_user(msgs)
@@ -87,7 +89,8 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
         breakpoints=_breakpoints(kept, keys, win.upto) if client_breakpoints == 0 else [],
         notice=_notice(chunk.replaced if chunk else 0,
                        chunk.replaced_tokens if chunk else 0, outlined, dropped, truncated,
-                       len(newly), budget, len(recalled),
+                       restored_audit[len(restored_audit) - len(newly):], budget,
+                       len(recalled),
                        chunk.writer if chunk else "offline"),
         state=state, stepped=stepped is not None)
 
@@ -393,8 +396,10 @@ def _find(msgs: list[Message], message_id: str) -> int | None:
     return next((i for i, m in enumerate(msgs) if m.id == message_id), None)
 
 
-def _restore(previous: ConversationState | None, win: Window, restored: Collection[str]):
-    """Resolve restored ids to indices; put the newly restored back whole, audited."""
+def _restore(previous: ConversationState | None, win: Window, restored: Collection[str],
+             fit: tuple[int, Tokenizer, PreparePolicy]):
+    """Resolve restored ids to indices; put the newly restored back whole, audited, or
+    shortened to RESTORE_SHARE of the room when whole it takes more (`_restored_short`)."""
     msgs = win.messages
     before = previous.restored if previous is not None else {}
     audit = list(previous.restored_audit) if previous is not None else []
@@ -409,11 +414,40 @@ def _restore(previous: ConversationState | None, win: Window, restored: Collecti
         at[rid] = idx
         if rid not in before:
             newly.append(idx)
+            was = win.shown_tokens(idx) if idx in win.rewrites else 0  # its outline, if any
             win.show_whole(idx)
-            audit.append(AuditEntry(action="restored", reason=RESTORED,
+            reason = _restored_short(win, idx, was, *fit) or RESTORED
+            audit.append(AuditEntry(action="restored", reason=reason,
                                     summary=describe(msgs[idx]), tokens_before=0,
-                                    tokens_after=win.tokens[idx], message_id=rid, index=idx))
+                                    tokens_after=win.shown_tokens(idx), message_id=rid,
+                                    index=idx))
     return at, audit, newly
+
+
+#: of the room a question leaves, what one restored message takes at most (as a session's
+#: restored messages together, core/assembly/restore.py): the rest is the conversation's
+RESTORE_SHARE = 0.25
+
+
+def _restored_short(win: Window, i: int, was: int, budget: int, counter: Tokenizer,
+                    policy: PreparePolicy) -> str | None:
+    """Show restored message i shortened when whole it takes more than RESTORE_SHARE of the
+    room, or than its outline before (``was`` tokens), whichever is more (head and tail, the
+    facts of its cut part named), and say why; None: it goes whole.
+    Whole, a message far over the budget was restored only to be dropped by the fit, the
+    notice saying it was restored whole (a 6,805-token message in a budget of 2,000: the
+    next request sent none of it, where without the restore its outline went)."""
+    cap = max(int(win.room(budget, newest_user(win.messages)) * RESTORE_SHARE), was)
+    if win.tokens[i] <= cap:
+        return None
+    got = shorten_message(win.messages[i], win.tokens[i], cap, counter, policy.fmt)
+    if got is None:
+        return None
+    reason = (f"restored on request, shortened: whole it takes {win.tokens[i]} tokens, over "
+              f"the {cap} a restored message may take of this budget; pinned for this "
+              "conversation")
+    win.rewrite(i, got[0], got[1], "truncated", reason)
+    return reason
 
 
 def _key(win: Window, i: int):
@@ -489,8 +523,9 @@ def _k(tokens: int) -> str:
 
 
 def _notice(summarized: int, summarized_tokens: int, outlined: list[AuditEntry],
-            dropped: list[AuditEntry], truncated: list[AuditEntry], restored: int,
-            budget: int, recalled: int = 0, writer: str = "offline") -> str | None:
+            dropped: list[AuditEntry], truncated: list[AuditEntry],
+            restored: list[AuditEntry], budget: int, recalled: int = 0,
+            writer: str = "offline") -> str | None:
     """One line for the user when this turn summarized, cut or restored something."""
     did = []
     if summarized:
@@ -507,8 +542,12 @@ def _notice(summarized: int, summarized_tokens: int, outlined: list[AuditEntry],
     if truncated:
         did.append(f"shortened {counted(len(truncated), 'message')}")
     parts = [" and ".join(did) + f" to fit {_k(budget)}"] if did else []
-    if restored:
-        parts.append(f"restored {counted(restored, 'message')} whole")
+    short = sum(e.reason != RESTORED for e in restored)
+    if restored and not short:
+        parts.append(f"restored {counted(len(restored), 'message')} whole")
+    elif restored:
+        parts.append(f"restored {counted(len(restored), 'message')}, {short} of them too big "
+                     "to go whole: shortened")
     if recalled:
         parts.append("recalled the exact earlier lines the newest message names")
     return "ctxlayer: " + "; ".join(parts) if parts else None
