@@ -47,7 +47,7 @@ def test_walk_matches_git(tmp_path: Path):
         write(root, rel)
     write(root, ".gitignore", ROOT_RULES)
     write(root, "nested/.gitignore", NESTED_RULES)
-    ours, complete = filelist.walk(root, [])
+    ours, complete, _ = filelist.walk(root, [])
     git(root, "init", "-q")
     theirs = sorted(git(root, "ls-files", "-o", "--exclude-standard").splitlines())
     assert complete
@@ -59,7 +59,7 @@ def test_extra_ignore_patterns_apply_on_top(tmp_path: Path):
     root = tmp_path / "w"
     for rel in ("a/gen/x.py", "a/b.py", "c.py", "gen/y.py"):
         write(root, rel)
-    files, _ = filelist.walk(root, ["gen/", "/c.py"])
+    files, _, _ = filelist.walk(root, ["gen/", "/c.py"])
     assert files == ["a/b.py"]
 
 
@@ -110,7 +110,7 @@ def test_documented_gitignore_cases(tmp_path: Path, case: str):
     for rel in ignored + kept:
         write(root, rel)
     write(root, ".gitignore", rules_text)
-    ours, _ = filelist.walk(root, [])
+    ours, _, _ = filelist.walk(root, [])
     git(root, "init", "-q")
     theirs = sorted(git(root, "ls-files", "-o", "--exclude-standard").splitlines())
     assert ours == theirs
@@ -141,7 +141,7 @@ def test_dir_starstar_holds_what_is_inside_not_the_folder(tmp_path: Path):
     write(root, "sub/.gitignore", "!keep.txt\n")
     for rel in ("sub/keep.txt", "sub/drop.txt", "sub/in/keep.txt", "top.txt"):
         write(root, rel)
-    ours, _ = filelist.walk(root, [])
+    ours, _, _ = filelist.walk(root, [])
     git(root, "init", "-q")
     theirs = sorted(git(root, "ls-files", "-o", "--exclude-standard").splitlines())
     assert ours == theirs

@@ -80,6 +80,7 @@ def test_pipes_for_a_skill_an_ignore_file_and_the_config_are_left_out_and_said(
     pipe(pipes, root / "skills" / "piped" / "SKILL.md")
     pipe(pipes, root / "src" / ".gitignore")
     pipe(pipes, root / "ctxlayer.toml")
+    pipe(pipes, root / "README.md")  # a selected file by default
     config, problems = load_config(root, None, None)
     assert problems == [f"{root / 'ctxlayer.toml'}: cannot be read (not a regular file); ignored"]
     seg = make_ws(root, home).scan()
@@ -89,3 +90,7 @@ def test_pipes_for_a_skill_an_ignore_file_and_the_config_are_left_out_and_said(
     assert "a skill that is a file" in skills
     tree = next(p for p in seg.parts if p.name == "tree").text
     assert "app.py" in tree  # the folder whose ignore file is a pipe is listed, unfiltered
+    # and said, as the selected file that is a pipe (both were skipped without a word)
+    said = {(lo.part, lo.path): lo.reason for lo in seg.left_out}
+    assert "its ignore rules were not read" in said[("tree", "src/.gitignore")]
+    assert "never read" in said[("files", "README.md")]

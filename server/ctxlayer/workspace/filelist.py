@@ -36,10 +36,11 @@ def from_git(state: GitState, extra: IgnoreRules | None) -> list[str]:
     return sorted(files)
 
 
-def walk(root: Path, extra_patterns: list[str]) -> tuple[list[str], bool]:
+def walk(root: Path, extra_patterns: list[str]) -> tuple[list[str], bool, list[str]]:
     """Files under `root` not ignored by .gitignore files or the extra patterns.
 
-    Returns (files, complete); complete is False when MAX_WALK_FILES was reached.
+    Returns (files, complete, unread); complete is False when MAX_WALK_FILES was reached;
+    unread: the .gitignore files that are not regular files (their rules not applied).
     """
     rules = IgnoreRules()
     files: list[str] = []
@@ -70,6 +71,6 @@ def walk(root: Path, extra_patterns: list[str]) -> tuple[list[str], bool]:
             else:
                 files.append(rel)
                 if len(files) >= MAX_WALK_FILES:
-                    return sorted(files), False
+                    return sorted(files), False, rules.unread
         stack.extend(sorted(subfolders, reverse=True))
-    return sorted(files), True
+    return sorted(files), True, rules.unread

@@ -126,6 +126,9 @@ class IgnoreRules:
     def __init__(self) -> None:
         self._rules: dict[str, list[Rule]] = {}
         self._specs: dict[str, GitIgnoreSpec] = {}
+        #: ignore files `read` found that are not regular files (a named pipe): never waited
+        #: on, their rules not applied; the tree part says so
+        self.unread: list[str] = []
 
     def add(self, folder: str, rules: list[Rule]) -> None:
         if rules:
@@ -136,7 +139,9 @@ class IgnoreRules:
     def read(self, root: Path, folder: str, name: str = ".gitignore") -> None:
         try:
             text = userfiles.text(root / folder / name)
-        except OSError:
+        except OSError as exc:
+            if exc.strerror == userfiles.NOT_A_FILE and not (root / folder / name).is_dir():
+                self.unread.append(f"{folder}/{name}" if folder else name)
             return
         self.add(folder, parse_rules(text))
 

@@ -188,6 +188,9 @@ def render_files(root: Path, patterns: list[str], files: list[str], char_budget:
             leave(rel, f"resolves outside the workspace ({real})")
             continue
         if not real.is_file():
+            if not real.is_dir():  # a folder a glob matched says nothing; a pipe is said
+                leave(rel, f"{userfiles.NOT_A_FILE} (a named pipe, a device or a socket): "
+                      "never read")
             continue
         refused = _never_read(rel, real, root_real, skip, included)
         if refused is not None:

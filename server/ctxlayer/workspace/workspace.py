@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 
+from ctxlayer import userfiles
 from ctxlayer.config import CONFIG_FILE, Config, WorkspaceConfig, default_user_config_dir
 from ctxlayer.protocol import LeftOut, SegmentPart, WorkspaceSegment
 from ctxlayer.workspace import (
@@ -345,7 +346,7 @@ class Workspace(EventMap):
             repo, state = prefetched if prefetched is not None else self._read_git()
             self._repo = repo
             prev = self._git_state
-            complete = True
+            complete, unread = True, []
             if state is not None and not state.error:
                 same = (prev is not None and prev.tracked is state.tracked
                         and prev.untracked == state.untracked and prev.deleted == state.deleted)
@@ -353,7 +354,7 @@ class Workspace(EventMap):
             else:  # no repository, or git refused it (a broken index, "dubious ownership" of
                 # a volume another user owns): the files are still on disk, the git part
                 # says what went wrong
-                files, complete = filelist.walk(self.root, cfg.ignore)
+                files, complete, unread = filelist.walk(self.root, cfg.ignore)
             self._git_state = state
             if files != self._files:
                 parts.add("files")
@@ -361,13 +362,16 @@ class Workspace(EventMap):
                     self._kept.set_listed(files)
             self._files = files
             self._file_set = frozenset(files)
-            key = (tuple(files), cfg.tree_token_budget, cfg.fold_threshold)
+            key = (tuple(files), cfg.tree_token_budget, cfg.fold_threshold, tuple(unread))
             if key != self._tree_key or "tree" not in self._parts:
                 t = tree.render_tree(files, count, cfg.tree_token_budget, cfg.fold_threshold)
                 left = list(t.left_out)
                 if not complete:
                     left.append(LeftOut(part="tree", path=".", reason=(
                         f"listing stopped at {filelist.MAX_WALK_FILES:,} files")))
+                left += [LeftOut(part="tree", path=path, reason=(
+                    f"{userfiles.NOT_A_FILE} (a named pipe, a device or a socket): its ignore "
+                    "rules were not read")) for path in unread]
                 new["tree"] = make_part("tree", t.text, count)
                 self._left["tree"] = left
                 self._tree_key = key
