@@ -65,6 +65,8 @@ export class BudgetController {
   private warningListeners = new Set<WarningListener>();
   private warned = new Set<string>();
   private liveListeners = new Set<(chat: LiveChat) => void>();
+  /** What the tool definitions sent beside a @ctxlayer chat's assembly take, by session. */
+  private toolTokens = new Map<string, { tokens: number; window: number }>();
 
   constructor(
     private readonly sink: BudgetSink,
@@ -104,7 +106,7 @@ export class BudgetController {
             conversationId: b.conversationId ?? b.sessionId ?? "",
             sessionId: b.sessionId ?? undefined,
             source: b.source ?? "session",
-            budget: b,
+            budget: this.withTools(b),
           };
           this.showLive(chat);
           if (b.notice) for (const l of this.noticeListeners) l(chat, b.notice);
@@ -150,6 +152,25 @@ export class BudgetController {
       return;
     }
     this.publish(await client.request("ctx/session/configure", { sessionId: opened.sessionId, ...changes }));
+  }
+
+  /**
+   * A @ctxlayer chat sends `tokens` of tool definitions beside its next assembly, into a
+   * model's `window`: the daemon's figures of that session count the messages only (of what
+   * the tools leave), the status bar shows the whole request of the whole window.
+   */
+  toolsBeside(sessionId: string, tokens: number, window: number): void {
+    if (tokens > 0) this.toolTokens.set(sessionId, { tokens, window });
+    else this.toolTokens.delete(sessionId);
+  }
+
+  /** An assembled session's budget with the tools sent beside it counted in. */
+  private withTools(b: Budget): Budget {
+    const tools = b.source === "session" && b.sessionId ? this.toolTokens.get(b.sessionId) : undefined;
+    if (!tools) return b;
+    const used = b.used + tools.tokens;
+    const limit = Math.max(tools.window, 1);
+    return { ...b, used, limit, percent: Math.round((1000 * used) / limit) / 10 };
   }
 
   /** A warning for the user, once per text. */

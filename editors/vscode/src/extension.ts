@@ -79,6 +79,7 @@ export async function activate(context: api.ExtensionContext): Promise<CtxlayerA
     log,
     modes: () => controller.modes,
     onTurn: () => undefined, // the daemon publishes the assembled chat's budget, marked live
+    onTools: (sessionId, tokens, window) => controller.toolsBeside(sessionId, tokens, window),
   });
   // the compaction notice comes once, from the daemon (a @ctxlayer chat says it in the chat)
   const notices = controller.onNotice((chat, text) => {

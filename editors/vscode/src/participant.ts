@@ -20,7 +20,7 @@ import {
   type SessionSetModeParams,
 } from "@ctxlayer/client";
 import { VENDOR, daemonModel } from "./chatModels";
-import { resultText } from "./chatConvert";
+import { resultText, toolsToOpenAI } from "./chatConvert";
 import * as api from "./vscodeapi";
 
 export const PARTICIPANT_ID = "ctxlayer.chat";
@@ -40,6 +40,10 @@ export interface ParticipantHooks {
   modes(): Record<string, ModeInfo | undefined>;
   /** A turn of this chat reached the daemon: the status bar follows this session. */
   onTurn(sessionId: string, result?: AssembleResult): void;
+  /** The tokens the tool definitions sent beside this chat's next assembly take (0: none),
+   * of the model's window: the daemon's figure counts the messages only, the status bar
+   * adds these. */
+  onTools(sessionId: string, tokens: number, window: number): void;
   log: api.LogOutputChannel;
 }
 
@@ -211,9 +215,16 @@ export class CtxlayerParticipant {
     if (outside.length) this.hooks.log.info(`not attached (outside the workspace): ${outside.join(", ")}`);
     if (inside.length) question.files = inside;
     await this.append(client, sessionId, [question]);
-    const tools = api.availableTools();
+    const tools = await this.fittingTools(client, model, sessionId, stream);
     for (let round = 0; round <= MAX_TOOL_ROUNDS && !token.isCancellationRequested; round++) {
-      const assembled = await client.assemble({ sessionId, budget: model.maxInputTokens });
+      // the tool definitions go beside the messages: the messages get what they leave
+      const withTools = round < MAX_TOOL_ROUNDS && tools.list.length > 0;
+      const toolTokens = withTools ? tools.tokens : 0;
+      this.hooks.onTools(sessionId, toolTokens, model.maxInputTokens);
+      const assembled = await client.assemble({
+        sessionId,
+        budget: model.maxInputTokens - toolTokens,
+      });
       this.hooks.onTurn(sessionId, assembled);
       const said = notice(assembled);
       if (said) {
@@ -222,7 +233,7 @@ export class CtxlayerParticipant {
       }
       const response = await model.sendRequest(
         toChatMessages(assembled.messages as Message[]),
-        round < MAX_TOOL_ROUNDS && tools.length ? { tools } : {},
+        withTools ? { tools: tools.list } : {},
         token,
       );
       let text = "";
@@ -258,6 +269,34 @@ export class CtxlayerParticipant {
     }
     this.hooks.onTurn(sessionId);
     return { metadata: meta };
+  }
+
+  /**
+   * The editor's tools and what their definitions cost (counted by the daemon as the JSON a
+   * model is sent, as ctx/prepare counts them). Definitions that take the whole window leave
+   * no room for the chat: the turn goes without tools, and the chat says so.
+   */
+  private async fittingTools(
+    client: CtxlayerClient,
+    model: api.LanguageModelChat,
+    sessionId: string,
+    stream: api.ChatResponseStream,
+  ): Promise<{ list: api.LanguageModelChatTool[]; tokens: number }> {
+    const list = api.availableTools();
+    const definitions = toolsToOpenAI(list);
+    if (!definitions) return { list, tokens: 0 };
+    const { total } = await client.count({
+      model: daemonModel(model),
+      texts: [JSON.stringify(definitions)],
+    });
+    if (total < model.maxInputTokens) return { list, tokens: total };
+    const n = (x: number) => x.toLocaleString("en-US");
+    const text =
+      `the definitions of the editor's ${list.length} tools need ${n(total)} tokens, over ` +
+      `${model.name}'s window of ${n(model.maxInputTokens)}: this turn goes without tools`;
+    this.hooks.log.warn(`@ctxlayer ${sessionId}: ${text}`);
+    stream.markdown(`> ctxlayer: ${text}.\n\n`);
+    return { list: [], tokens: 0 };
   }
 
   /** What the last turn cut (the daemon's ctx/why of the session, its log after a restart). */

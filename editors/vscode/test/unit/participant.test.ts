@@ -24,6 +24,8 @@ const modes = {
 let conn: FakeConnection;
 let session: any[];
 let turns: string[];
+let toolCost: number;
+let toolsBeside: [string, number, number][];
 let compacted: boolean;
 let participant: CtxlayerParticipant;
 
@@ -56,7 +58,10 @@ beforeEach(() => {
   session = [];
   turns = [];
   compacted = false;
+  toolCost = 300;
+  toolsBeside = [];
   conn = new FakeConnection({
+    "ctx/count": (p: any) => ({ tokens: p.texts.map(() => toolCost), total: toolCost * p.texts.length }),
     "ctx/session/list": () => ({ sessions: [] }),
     "ctx/session/open": (p: any) => ({ sessionId: p.sessionId, model: p.model, mode: "deep", budget: p.budget, createdAt: "now" }),
     "ctx/session/append": (p: any) => {
@@ -82,6 +87,7 @@ beforeEach(() => {
     client: () => new CtxlayerClient(conn),
     modes: () => modes,
     onTurn: (id) => turns.push(id),
+    onTools: (id, tokens, window) => toolsBeside.push([id, tokens, window]),
     log: api.createLogChannel("t") as any,
   });
 });
@@ -109,8 +115,38 @@ describe("@ctxlayer", () => {
     expect(second.at(-2).content[1]).toEqual(new Call("call-1", "ctxlayer_workspace", {}));
     expect(second.at(-1).content[0]).toEqual(new Result("call-1", [new Text("result of ctxlayer_workspace")]));
     expect(m.received[0].options.tools.map((t: any) => t.name)).toEqual(["ctxlayer_workspace"]);
-    expect(conn.sent("ctx/assemble")[0]).toEqual({ sessionId: meta.sessionId, budget: 5000 });
+    // the tool definitions go beside the messages: they take their share of the window
+    expect(conn.sent("ctx/assemble")[0]).toEqual({ sessionId: meta.sessionId, budget: 4700 });
     expect(turns).toContain(meta.sessionId);
+  });
+
+  it("counts the tool definitions it sends and assembles the messages into what they leave", async () => {
+    const m = model();
+    const result = await participant.handle(request("hi", m), { history: [] }, chatStream() as any, noCancel);
+    const id = (result.metadata as any).sessionId;
+    // counted as the JSON a model is sent (as ctx/prepare counts a request's tools)
+    const [counted] = conn.sent("ctx/count");
+    expect(counted.model).toBe("gpt-4o");
+    expect(JSON.parse(counted.texts[0])).toEqual([
+      { type: "function", function: { name: "ctxlayer_workspace", description: "the workspace", parameters: { type: "object" } } },
+    ]);
+    expect(conn.sent("ctx/assemble").map((a) => a.budget)).toEqual([4700, 4700]);
+    // the status bar learns what the tools take before each assembly
+    expect(toolsBeside).toEqual([[id, 300, 5000], [id, 300, 5000]]);
+  });
+
+  it("says in the chat when the tool definitions alone fill the window, and goes without them", async () => {
+    toolCost = 7813;
+    const m = model();
+    const s = chatStream();
+    await participant.handle(request("hi", m), { history: [] }, s as any, noCancel);
+    expect(s.out[0]).toBe(
+      "> ctxlayer: the definitions of the editor's 1 tools need 7,813 tokens, over M's window " +
+        "of 5,000: this turn goes without tools.\n\n",
+    );
+    expect(m.received[0].options).toEqual({});
+    expect(conn.sent("ctx/assemble")[0].budget).toBe(5000);
+    expect(toolsBeside.every(([, n]) => n === 0)).toBe(true);
   });
 
   it("shows the notice when the assembly cut something", async () => {

@@ -1,0 +1,151 @@
+// @ctxlayer on the real daemon: a turn of a model with a small window, while the editor
+// offers many tools. The tool definitions go to the model beside the assembled messages, so
+// both together must fit the window, and the status bar's figure counts both.
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { spawnDaemon, type SpawnedDaemon } from "@ctxlayer/client/src/connect";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { toolsToOpenAI } from "../../src/chatConvert";
+import { BudgetController, type BudgetSink, type LiveChat } from "../../src/controller";
+import { CtxlayerParticipant } from "../../src/participant";
+import * as api from "../../src/vscodeapi";
+import { LanguageModelTextPart as Text, lm, resetMock } from "../unit/vscode.mock";
+import { announcement } from "../unit/fakeDaemon";
+
+const repo = resolve(__dirname, "../../../..");
+const python =
+  process.env.CTXLAYER_PYTHON ??
+  (existsSync(join(repo, ".venv/bin/python")) ? join(repo, ".venv/bin/python") : "python3");
+const WINDOW = 3000;
+
+let daemon: SpawnedDaemon;
+
+beforeAll(async () => {
+  const base = mkdtempSync(join(tmpdir(), "ctxlayer-participant-"));
+  execFileSync("git", ["init", "-q"], { cwd: base });
+  writeFileSync(join(base, "app.py"), "print('hello')\n");
+  daemon = await spawnDaemon({
+    command: [python, "-m", "ctxlayer", "serve"],
+    workspace: base,
+    env: { ...process.env, HOME: base, XDG_CONFIG_HOME: join(base, "config"), CTXLAYER_STATE_DIR: join(base, "state") },
+  });
+});
+
+afterAll(async () => {
+  await daemon?.close();
+});
+
+/** The editor's tools: `n` of them, each with a long description and a schema. */
+function editorTools(n: number) {
+  lm.tools.length = 0;
+  for (let i = 0; i < n; i++) {
+    lm.tools.push({
+      name: `tool_${i}`,
+      description: `Tool ${i}: reads, searches and edits the files of the workspace. `.repeat(12),
+      inputSchema: { type: "object", properties: { path: { type: "string", description: "a file" } } },
+    });
+  }
+}
+
+/** A model of WINDOW tokens that records what it is sent and answers in one line. */
+function smallModel() {
+  const received: { messages: any[]; options: any }[] = [];
+  return {
+    vendor: "acme", id: "small", name: "Small", family: "gpt-4o", version: "1",
+    maxInputTokens: WINDOW, received,
+    async sendRequest(messages: any[], options: any) {
+      received.push({ messages, options });
+      async function* stream() {
+        yield new Text("An answer.");
+      }
+      return { stream: stream() };
+    },
+  };
+}
+
+class Sink implements BudgetSink {
+  live: LiveChat[] = [];
+  showBudget() {}
+  showLive(chat: LiveChat) {
+    this.live.push(chat);
+  }
+  showProblem() {}
+}
+
+/** An earlier chat of `n` turns, as VS Code's history holds it: more than the window. */
+function earlierTurns(n: number) {
+  const words = (i: number) => `Turn ${i}: the cache layer, the retry policy, the migrations. `.repeat(12);
+  return Array.from({ length: n }, (_, i) => [
+    { prompt: `Question ${i}. ${words(i)}` },
+    { response: [{ value: { value: `Answer ${i}. ${words(i)}` } }], result: {} },
+  ]).flat();
+}
+
+async function turn(m: ReturnType<typeof smallModel>, history: unknown[] = []) {
+  resetMockKeepingTools();
+  const sink = new Sink();
+  const controller = new BudgetController(sink, { model: "gpt-4o", budget: null, mode: null }, "e2e-p");
+  await controller.attach(daemon.client, announcement());
+  const out: string[] = [];
+  const participant = new CtxlayerParticipant({
+    client: () => daemon.client,
+    modes: () => controller.modes,
+    onTurn: () => undefined,
+    onTools: (id, tokens, window) => controller.toolsBeside(id, tokens, window),
+    log: api.createLogChannel("e2e") as any,
+  });
+  const request = { prompt: "what does app.py print?", model: m, references: [], toolReferences: [] } as any;
+  const stream = { markdown: (t: string) => out.push(t), progress: () => undefined };
+  const result = await participant.handle(request, { history } as any, stream as any, { isCancellationRequested: false } as any);
+  await new Promise((ok) => setTimeout(ok, 200)); // the daemon's ctx/budgetChanged
+  return { out, sink, sessionId: (result.metadata as any).sessionId as string };
+}
+
+function resetMockKeepingTools() {
+  const tools = [...lm.tools];
+  resetMock();
+  lm.tools.length = 0;
+  lm.tools.push(...tools);
+}
+
+/** What the daemon counts a request of these messages and tools at. */
+async function requestTokens(sent: { messages: any[]; options: any }): Promise<number> {
+  const texts = sent.messages.map((msg: any) =>
+    msg.content.map((p: any) => (p instanceof Text ? p.value : JSON.stringify(p))).join(""),
+  );
+  const definitions = toolsToOpenAI(sent.options.tools);
+  if (definitions) texts.push(JSON.stringify(definitions));
+  return (await daemon.client.count({ model: "gpt-4o", texts })).total;
+}
+
+describe("@ctxlayer on the real daemon, with the editor's tools", () => {
+  it("fits messages and tool definitions together into the model's window", async () => {
+    editorTools(5);
+    const m = smallModel();
+    const { sink, sessionId } = await turn(m, earlierTurns(12));
+    const [sent] = m.received;
+    expect(sent.options.tools).toHaveLength(5);
+    const tools = (await daemon.client.count({ model: "gpt-4o", texts: [JSON.stringify(toolsToOpenAI(sent.options.tools))] })).total;
+    expect(tools).toBeGreaterThan(500);
+    const whole = await requestTokens(sent);
+    expect(whole).toBeLessThanOrEqual(WINDOW);
+    expect(whole).toBeGreaterThan(WINDOW * 0.8); // the chat filled what the tools left
+    // the status bar's figure is the whole request: the messages and the tools, of the window
+    const shown = sink.live.filter((c) => c.sessionId === sessionId);
+    expect(shown.length).toBeGreaterThan(0);
+    expect(shown[0].budget.limit).toBe(WINDOW);
+    expect(shown[0].budget.used).toBeGreaterThan(whole * 0.9);
+    expect(shown[0].budget.used).toBeLessThanOrEqual(WINDOW);
+  });
+
+  it("says in the chat when the definitions alone are over the window, and sends none", async () => {
+    editorTools(28);
+    const m = smallModel();
+    const { out } = await turn(m);
+    expect(out[0]).toMatch(/^> ctxlayer: the definitions of the editor's 28 tools need [\d,]+ tokens, over Small's window of 3,000: this turn goes without tools/);
+    expect(m.received[0].options.tools).toBeUndefined();
+    expect(await requestTokens(m.received[0])).toBeLessThanOrEqual(WINDOW);
+  });
+});
