@@ -41,6 +41,10 @@ export async function activate(context: api.ExtensionContext): Promise<CtxlayerA
   const controller = new BudgetController(status, settings, key);
   const daemon = new DaemonServer(log, {
     summarize: (params) => summarize(params, (prompt) => api.summarizeWithEditorModel(prompt)),
+    onStarting: () => {
+      controller.detach();
+      status.showStarting();
+    },
     onStarted: async (running) => {
       status.gateway = running.announcement.gateway;
       try {

@@ -14,6 +14,7 @@ import {
   ErrorAction,
   type CloseHandlerResult,
   LanguageClient,
+  State,
   Trace,
   type LanguageClientOptions,
   type ServerOptions,
@@ -32,6 +33,8 @@ export interface Running {
 
 export interface ServerHooks {
   summarize(params: SummarizeParams): Promise<SummarizeResult>;
+  /** A start or restart begins: whatever the last one said no longer holds. */
+  onStarting(): void;
   onStarted(running: Running): void | Promise<void>;
   onStopped(reason: string): void;
 }
@@ -41,12 +44,25 @@ export interface ServerHooks {
  * exits now and then (days apart) is still restarted each time. */
 const MAX_RESTARTS = 3;
 const RESTART_WINDOW_MS = 3 * 60_000;
+/** A daemon that has not answered initialize this long after its start is ended and said to
+ * have failed: a command that starts something else (a script that never answers) would
+ * otherwise leave the status bar's spinner turning for ever. */
+export const START_LIMIT_MS = 30_000;
+/** How long a stopped daemon's process may take to exit before it is killed: the next one
+ * must not find the gateway's port still held. */
+const EXIT_LIMIT_MS = 5_000;
 
 export class DaemonServer {
   private languageClient: LanguageClient | undefined;
   private running: Running | undefined;
   /** When the recent automatic restarts happened (Date.now()), within RESTART_WINDOW_MS. */
   private restarts: number[] = [];
+  /** The start or restart under way (or done): the next one waits for it. */
+  private queue: Promise<unknown> = Promise.resolve();
+  /** The settings the next queued start uses: the latest asked for, until one takes them. */
+  private wanted: Settings | undefined;
+  /** Each client's lc.start(), to wait for when it is stopped while still starting. */
+  private starting = new WeakMap<LanguageClient, Promise<void>>();
 
   constructor(
     private readonly log: LogOutputChannel,
@@ -57,7 +73,43 @@ export class DaemonServer {
     return this.running;
   }
 
-  async start(settings: Settings): Promise<boolean> {
+  /** Start the daemon, once any start or restart under way is done. */
+  start(settings: Settings): Promise<boolean> {
+    return this.queued(settings);
+  }
+
+  /** Stop the daemon (if any) and start it with `settings`, after any under way. */
+  restart(settings: Settings): Promise<boolean> {
+    return this.queued(settings, { resetRestarts: true });
+  }
+
+  /**
+   * Starts and restarts run one at a time: two settings changes close together otherwise
+   * started a second daemon while the first was still starting (which vscode-languageclient
+   * cannot stop), and the first, no longer tracked, kept the gateway's port. Those asked
+   * while one runs collapse into one run with the latest settings; an automatic restart
+   * (the daemon exited) never replaces settings asked for since.
+   */
+  private queued(
+    settings: Settings,
+    how: { resetRestarts?: boolean; unlessAsked?: boolean } = {},
+  ): Promise<boolean> {
+    this.wanted = how.unlessAsked ? (this.wanted ?? settings) : settings;
+    const run = this.queue.then(async () => {
+      const next = this.wanted;
+      // a run queued earlier already took these settings
+      if (next === undefined) return this.running !== undefined;
+      this.wanted = undefined;
+      if (how.resetRestarts) this.restarts = [];
+      this.hooks.onStarting();
+      await this.stop();
+      return this.launch(next);
+    });
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async launch(settings: Settings): Promise<boolean> {
     const workspace = api.workspaceFolder();
     const found = resolveServerCommand(settings.serverCommand, workspace);
     if (!found) {
@@ -109,15 +161,16 @@ export class DaemonServer {
     client.onSummarize((params) => this.hooks.summarize(params));
     this.languageClient = lc;
     try {
-      await lc.start();
+      await this.startWithin(lc, START_LIMIT_MS);
     } catch (err) {
       const message =
         `ctxlayer: the daemon (${found.command}) did not start: ${errorText(err)}. ` +
         "Check `ctxlayer.serverCommand`, or run `ctxlayer serve` in a terminal to see the error.";
       this.log.error(message);
+      if (this.languageClient === lc) this.languageClient = undefined;
+      await this.end(lc); // one that never answered is still starting: its process ends here
       this.hooks.onStopped("start failed");
       void api.showError(message, "Show Logs").then((c) => c && this.log.show());
-      this.languageClient = undefined;
       return false;
     }
     await lc.setTrace(Trace.fromString(settings.trace));
@@ -170,7 +223,7 @@ export class DaemonServer {
     const message =
       `the daemon exited; starting it again (${this.restarts.length} of ${MAX_RESTARTS} ` +
       `restarts within ${RESTART_WINDOW_MS / 60_000} minutes)`;
-    void this.start(settings);
+    void this.queued(settings, { unlessAsked: true });
     // vscode-languageclient logs this message (handled: no notification); without one it
     // would log that the server will not be restarted
     return { action: CloseAction.DoNotRestart, message, handled: true };
@@ -180,18 +233,59 @@ export class DaemonServer {
     const lc = this.languageClient;
     this.languageClient = undefined;
     this.running = undefined;
-    if (lc) {
-      try {
-        await lc.stop(5000);
-      } catch (err) {
-        this.log.warn(`stopping the daemon: ${errorText(err)}`);
-      }
+    if (lc) await this.end(lc);
+  }
+
+  /** lc.start(), failing after `limitMs` (the client is still starting then: end() it). */
+  private async startWithin(lc: LanguageClient, limitMs: number): Promise<void> {
+    const started = lc.start();
+    this.starting.set(lc, started);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const limit = new Promise<never>((_, fail) => {
+      timer = setTimeout(
+        () => fail(new Error(`it did not answer initialize within ${limitMs / 1000} s`)),
+        limitMs,
+      );
+    });
+    try {
+      await Promise.race([started, limit]);
+    } finally {
+      clearTimeout(timer);
     }
   }
 
-  async restart(settings: Settings): Promise<boolean> {
-    this.restarts = [];
-    await this.stop();
-    return this.start(settings);
+  /**
+   * Stop `lc` and see its process gone. vscode-languageclient refuses to stop a client still
+   * starting ("Client is not running and can't be stopped"), and the daemon it started went
+   * on running untracked: its process is ended and its start awaited first.
+   */
+  private async end(lc: LanguageClient): Promise<void> {
+    const process = lc.serverProcess;
+    try {
+      if (lc.state === State.Starting) {
+        process?.kill();
+        await within(this.starting.get(lc)?.catch(() => undefined), EXIT_LIMIT_MS);
+      }
+      if (lc.state === State.Running) await lc.stop(EXIT_LIMIT_MS);
+    } catch (err) {
+      this.log.warn(`stopping the daemon: ${errorText(err)}`);
+    }
+    if (process && process.exitCode === null && process.signalCode === null) {
+      const exited = new Promise((ok) => process.once("exit", ok));
+      if ((await within(exited, EXIT_LIMIT_MS)) === TIMED_OUT) process.kill("SIGKILL");
+    }
+  }
+}
+
+const TIMED_OUT = Symbol("timed out");
+
+/** `promise`'s value, or TIMED_OUT after `ms`. */
+async function within<T>(promise: Promise<T> | undefined, ms: number): Promise<T | typeof TIMED_OUT> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<typeof TIMED_OUT>((ok) => (timer = setTimeout(() => ok(TIMED_OUT), ms)));
+  try {
+    return await Promise.race([promise ?? Promise.resolve(undefined as T), late]);
+  } finally {
+    clearTimeout(timer);
   }
 }

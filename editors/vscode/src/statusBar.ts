@@ -19,9 +19,16 @@ export class BudgetStatusItem implements BudgetSink {
     this.item = api.createStatusBarItem("ctxlayer.budget");
     this.item.name = "ctxlayer budget";
     this.item.command = "ctxlayer.showContext";
+    this.showStarting();
+    this.item.show();
+  }
+
+  /** The daemon is (re)starting: the spinner, until it runs or says why not. */
+  showStarting(): void {
+    this.live = undefined;
     this.item.text = "ctx $(sync~spin)";
     this.item.tooltip = "ctxlayer: starting the daemon";
-    this.item.show();
+    this.item.backgroundColor = undefined;
   }
 
   showBudget(budget: Budget, _source: string): void {

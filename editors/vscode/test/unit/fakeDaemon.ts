@@ -66,12 +66,42 @@ export function announcement(overrides: Partial<ServerAnnouncement> = {}): Serve
  * the error handler, and on CloseAction.Restart calls its own start() again.
  */
 export const CloseAction = { DoNotRestart: 1, Restart: 2 } as const;
+/** vscode-languageclient's public states (its State enum). */
+export const State = { Stopped: 1, Running: 2, Starting: 3, StartFailed: 4 } as const;
+
+/** A daemon process of the stand-in client: alive until killed or stopped. */
+export class FakeProcess {
+  static alive = new Set<FakeProcess>();
+  exitCode: number | null = null;
+  signalCode: string | null = null;
+  private exits: (() => void)[] = [];
+  constructor() {
+    FakeProcess.alive.add(this);
+  }
+  kill(signal = "SIGTERM") {
+    this.end(null, signal);
+    return true;
+  }
+  end(code: number | null, signal: string | null = null) {
+    if (!FakeProcess.alive.delete(this)) return;
+    this.exitCode = code;
+    this.signalCode = signal;
+    for (const l of this.exits.splice(0)) l();
+  }
+  once(_event: "exit", listener: () => void) {
+    this.exits.push(listener);
+  }
+}
+
 export class FakeLanguageClient extends FakeConnection {
   static made: FakeLanguageClient[] = [];
   static answers: Record<string, (params: any) => unknown> = {};
+  /** When set, a start waits for this before its daemon answers initialize (never: a hang). */
+  static initialized: (() => Promise<void>) | undefined;
   initializeResult: any;
-  state: "stopped" | "running" = "stopped";
+  state: number = State.Stopped;
   starts = 0;
+  serverProcess: FakeProcess | undefined;
   closedResults: { action: number; message?: string; handled?: boolean }[] = [];
 
   constructor(
@@ -87,18 +117,36 @@ export class FakeLanguageClient extends FakeConnection {
   async setTrace() {}
   async start() {
     this.starts++;
-    this.state = "running";
+    this.state = State.Starting;
+    const process = (this.serverProcess = new FakeProcess());
+    const exited = new Promise<void>((ok) => process.once("exit", ok));
+    // a process that ends before it answered fails the start, as the real client's does
+    const answered = await Promise.race([
+      (FakeLanguageClient.initialized?.() ?? Promise.resolve()).then(() => true),
+      exited.then(() => false),
+    ]);
+    if (!answered) {
+      this.state = State.StartFailed;
+      throw new Error("Connection to server got closed. Server will not be restarted.");
+    }
+    this.state = State.Running;
     this.initializeResult = {
       serverInfo: { name: "ctxlayer", version: "test" },
       capabilities: { experimental: { ctxlayer: announcement() } },
     };
   }
   async stop() {
-    this.state = "stopped";
+    if (this.state === State.Starting) {
+      // what vscode-languageclient 11 does (shutdown)
+      throw new Error("Client is not running and can't be stopped. It's current state is: starting");
+    }
+    this.state = State.Stopped;
+    this.serverProcess?.end(0);
   }
   /** The daemon's process ended by itself (a crash). */
   async exit() {
-    this.state = "stopped";
+    this.state = State.Stopped;
+    this.serverProcess?.end(1);
     const result = await this.clientOptions.errorHandler.closed();
     this.closedResults.push(result);
     if (result.action === CloseAction.Restart) await this.start();
@@ -110,6 +158,7 @@ export class FakeLanguageClient extends FakeConnection {
 export const languageClientModule = {
   LanguageClient: FakeLanguageClient,
   CloseAction,
+  State,
   ErrorAction: { Continue: 1, Shutdown: 2 },
   Trace: { fromString: (s: string) => s },
 };
