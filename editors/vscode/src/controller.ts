@@ -166,7 +166,8 @@ export class BudgetController {
 
   /** An assembled session's budget with the tools sent beside it counted in. */
   private withTools(b: Budget): Budget {
-    const tools = b.source === "session" && b.sessionId ? this.toolTokens.get(b.sessionId) : undefined;
+    const ours = b.source === "session" && b.sessionId;
+    const tools = ours ? this.toolTokens.get(b.sessionId!) : undefined;
     if (!tools) return b;
     const used = b.used + tools.tokens;
     const limit = Math.max(tools.window, 1);

@@ -9,6 +9,7 @@
  * controller (the `onTurn` hook).
  */
 import { randomUUID } from "node:crypto";
+import { readFile } from "node:fs/promises";
 import { sep } from "node:path";
 import {
   CtxlayerError,
@@ -118,6 +119,31 @@ function partition<T>(items: T[], test: (item: T) => boolean): [T[], T[]] {
   return [items.filter(test), items.filter((i) => !test(i))];
 }
 
+function within(path: string, folder: string | undefined): boolean {
+  if (!folder) return false;
+  return path === folder || path.startsWith(folder.endsWith(sep) ? folder : folder + sep);
+}
+
+/** As much of an attached file as the daemon would read of one (attachments.py). */
+const MAX_ATTACHED_BYTES = 1_000_000;
+
+/** An attached file's text, as the daemon gives one: a binary one described, a huge one cut. */
+async function attachedText(path: string): Promise<string | { problem: string }> {
+  let data: Buffer;
+  try {
+    data = await readFile(path);
+  } catch (err) {
+    return { problem: `could not be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}` };
+  }
+  if (data.subarray(0, 8192).includes(0)) {
+    return `(binary file, ${data.length.toLocaleString("en-US")} bytes, not shown)`;
+  }
+  const text = data.subarray(0, MAX_ATTACHED_BYTES).toString("utf8");
+  return data.length > MAX_ATTACHED_BYTES
+    ? `${text}\n[... cut at ${MAX_ATTACHED_BYTES.toLocaleString("en-US")} bytes ...]`
+    : text;
+}
+
 function parseArgs(args: string | undefined): object {
   try {
     return args ? JSON.parse(args) : {};
@@ -206,14 +232,7 @@ export class CtxlayerParticipant {
         stream.markdown(`\`${arg}\` comes back whole in the next turn.`);
         return { metadata: meta };
     }
-    const question: Message = { role: "user", content: request.prompt };
-    // the daemon reads attached files inside the workspace only; others stay out, said in the log
-    const workspace = api.workspaceFolder();
-    const [inside, outside] = partition(referencedFiles(request), (p) =>
-      Boolean(workspace && (p === workspace || p.startsWith(workspace + sep))),
-    );
-    if (outside.length) this.hooks.log.info(`not attached (outside the workspace): ${outside.join(", ")}`);
-    if (inside.length) question.files = inside;
+    const question = await this.question(request, stream);
     await this.append(client, sessionId, [question]);
     const tools = await this.fittingTools(client, model, sessionId, stream);
     for (let round = 0; round <= MAX_TOOL_ROUNDS && !token.isCancellationRequested; round++) {
@@ -297,6 +316,41 @@ export class CtxlayerParticipant {
     this.hooks.log.warn(`@ctxlayer ${sessionId}: ${text}`);
     stream.markdown(`> ctxlayer: ${text}.\n\n`);
     return { list: [], tokens: 0 };
+  }
+
+  /**
+   * The question with the files it references. The daemon reads those of its workspace (the
+   * first folder) at every assembly; those of the workspace's other folders, which it may not
+   * read, go in the question as they are now, in the daemon's own form of an attached file;
+   * any other is left out, and the chat says which and why.
+   */
+  private async question(
+    request: api.ChatRequest,
+    stream: api.ChatResponseStream,
+  ): Promise<Message> {
+    const question: Message = { role: "user", content: request.prompt };
+    const [daemons, ...others] = api.workspaceFolders();
+    const [inside, rest] = partition(referencedFiles(request), (p) => within(p, daemons));
+    const [elsewhere, outside] = partition(rest, (p) => others.some((f) => within(p, f)));
+    if (inside.length) question.files = inside;
+    const left = outside.map((p) => `\`${p}\` (outside the workspace's folders)`);
+    const blocks: string[] = [];
+    for (const path of elsewhere) {
+      const read = await attachedText(path);
+      if (typeof read !== "string") {
+        left.push(`\`${path}\` (${read.problem})`);
+        continue;
+      }
+      // the daemon's own form of an attached file (enrich in core/trim/stages.py)
+      const fence = "```";
+      blocks.push(`${fence}${path}\n${read.replace(/\n+$/, "")}\n${fence}`);
+    }
+    if (blocks.length) question.content += "\n\n" + blocks.join("\n\n");
+    if (left.length) {
+      this.hooks.log.info(`not attached: ${left.join(", ")}`);
+      stream.markdown(`> ctxlayer: not attached: ${left.join(", ")}.\n\n`);
+    }
+    return question;
   }
 
   /** What the last turn cut (the daemon's ctx/why of the session, its log after a restart). */

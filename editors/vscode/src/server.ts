@@ -280,7 +280,10 @@ export class DaemonServer {
 const TIMED_OUT = Symbol("timed out");
 
 /** `promise`'s value, or TIMED_OUT after `ms`. */
-async function within<T>(promise: Promise<T> | undefined, ms: number): Promise<T | typeof TIMED_OUT> {
+async function within<T>(
+  promise: Promise<T> | undefined,
+  ms: number,
+): Promise<T | typeof TIMED_OUT> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<typeof TIMED_OUT>((ok) => (timer = setTimeout(() => ok(TIMED_OUT), ms)));
   try {

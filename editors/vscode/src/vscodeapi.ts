@@ -81,8 +81,14 @@ export function onSettingsChanged(listener: () => void): vscode.Disposable {
   });
 }
 
+/** The daemon's workspace: the first folder of a multi-root workspace. */
 export function workspaceFolder(): string | undefined {
   return vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+}
+
+/** Every folder of the workspace, the daemon's (the first) first. */
+export function workspaceFolders(): string[] {
+  return (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
 }
 
 export function showError(message: string, ...actions: string[]): Thenable<string | undefined> {

@@ -11,7 +11,7 @@ import { toolsToOpenAI } from "../../src/chatConvert";
 import { BudgetController, type BudgetSink, type LiveChat } from "../../src/controller";
 import { CtxlayerParticipant } from "../../src/participant";
 import * as api from "../../src/vscodeapi";
-import { LanguageModelTextPart as Text, lm, resetMock } from "../unit/vscode.mock";
+import { LanguageModelTextPart as Text, lm, recorded, resetMock } from "../unit/vscode.mock";
 import { announcement } from "../unit/fakeDaemon";
 
 const repo = resolve(__dirname, "../../../..");
@@ -21,11 +21,16 @@ const python =
 const WINDOW = 3000;
 
 let daemon: SpawnedDaemon;
+/** The daemon's workspace (the first folder) and a second folder of the same window. */
+let base: string;
+let second: string;
 
 beforeAll(async () => {
-  const base = mkdtempSync(join(tmpdir(), "ctxlayer-participant-"));
+  base = mkdtempSync(join(tmpdir(), "ctxlayer-participant-"));
   execFileSync("git", ["init", "-q"], { cwd: base });
   writeFileSync(join(base, "app.py"), "print('hello')\n");
+  second = mkdtempSync(join(tmpdir(), "ctxlayer-participant-second-"));
+  writeFileSync(join(second, "beta.py"), "BETA_MARKER = 'from the second folder'\n");
   daemon = await spawnDaemon({
     command: [python, "-m", "ctxlayer", "serve"],
     workspace: base,
@@ -83,8 +88,14 @@ function earlierTurns(n: number) {
   ]).flat();
 }
 
-async function turn(m: ReturnType<typeof smallModel>, history: unknown[] = []) {
+async function turn(
+  m: ReturnType<typeof smallModel>,
+  history: unknown[] = [],
+  files: string[] = [],
+) {
   resetMockKeepingTools();
+  recorded.workspaceFolder = base;
+  recorded.moreFolders = [second];
   const sink = new Sink();
   const controller = new BudgetController(sink, { model: "gpt-4o", budget: null, mode: null }, "e2e-p");
   await controller.attach(daemon.client, announcement());
@@ -96,7 +107,8 @@ async function turn(m: ReturnType<typeof smallModel>, history: unknown[] = []) {
     onTools: (id, tokens, window) => controller.toolsBeside(id, tokens, window),
     log: api.createLogChannel("e2e") as any,
   });
-  const request = { prompt: "what does app.py print?", model: m, references: [], toolReferences: [] } as any;
+  const references = files.map((f) => ({ id: f, value: { scheme: "file", fsPath: f } }));
+  const request = { prompt: "what does app.py print?", model: m, references, toolReferences: [] } as any;
   const stream = { markdown: (t: string) => out.push(t), progress: () => undefined };
   const result = await participant.handle(request, { history } as any, stream as any, { isCancellationRequested: false } as any);
   await new Promise((ok) => setTimeout(ok, 200)); // the daemon's ctx/budgetChanged
@@ -147,5 +159,22 @@ describe("@ctxlayer on the real daemon, with the editor's tools", () => {
     expect(out[0]).toMatch(/^> ctxlayer: the definitions of the editor's 28 tools need [\d,]+ tokens, over Small's window of 3,000: this turn goes without tools/);
     expect(m.received[0].options.tools).toBeUndefined();
     expect(await requestTokens(m.received[0])).toBeLessThanOrEqual(WINDOW);
+  });
+});
+
+describe("@ctxlayer in a multi-root workspace, on the real daemon", () => {
+  it("attaches files of every folder, and says in the chat which it left out", async () => {
+    editorTools(0);
+    const m = smallModel();
+    const outside = join(mkdtempSync(join(tmpdir(), "ctxlayer-elsewhere-")), "secret.txt");
+    writeFileSync(outside, "SECRET_MARKER\n");
+    const { out } = await turn(m, [], [join(base, "app.py"), join(second, "beta.py"), outside]);
+    const sent = m.received[0].messages
+      .map((msg: any) => msg.content.map((p: any) => (p instanceof Text ? p.value : "")).join(""))
+      .join("\n");
+    expect(sent).toContain("print('hello')"); // the daemon's folder: read by the daemon
+    expect(sent).toContain(`\`\`\`${join(second, "beta.py")}\nBETA_MARKER = 'from the second folder'\n\`\`\``);
+    expect(sent).not.toContain("SECRET_MARKER");
+    expect(out[0]).toBe(`> ctxlayer: not attached: \`${outside}\` (outside the workspace's folders).\n\n`);
   });
 });

@@ -12,6 +12,7 @@ import {
   LanguageModelToolResult,
   LanguageModelToolResultPart as Result,
   lm,
+  recorded,
   resetMock,
 } from "./vscode.mock";
 import { FakeConnection, budget } from "./fakeDaemon";
@@ -240,6 +241,24 @@ describe("@ctxlayer", () => {
     ];
     await participant.handle(req, { history: [] }, chatStream() as any, noCancel);
     expect(session[0]).toEqual({ role: "user", content: "explain #file:app.py", files: ["/work/project/app.py"] });
+  });
+
+  it("says in the chat which referenced files it could not attach, and why", async () => {
+    recorded.moreFolders = ["/work/second"];
+    const req = request("compare", model());
+    req.references = [
+      { id: "gone", value: { scheme: "file", fsPath: "/work/second/gone.py" } },
+      { id: "elsewhere", value: { scheme: "file", fsPath: "/etc/passwd" } },
+      { id: "prefix", value: { scheme: "file", fsPath: "/work/project-old/x.py" } },
+    ];
+    const s = chatStream();
+    await participant.handle(req, { history: [] }, s as any, noCancel);
+    expect(s.out[0]).toBe(
+      "> ctxlayer: not attached: `/etc/passwd` (outside the workspace's folders), " +
+        "`/work/project-old/x.py` (outside the workspace's folders), " +
+        "`/work/second/gone.py` (could not be read: ENOENT).\n\n",
+    );
+    expect(session[0]).toEqual({ role: "user", content: "compare" });
   });
 
   it("says so when nothing was cut", () => {

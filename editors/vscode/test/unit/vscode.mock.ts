@@ -26,6 +26,8 @@ export const recorded = {
   nextInput: undefined as string | undefined,
   nextErrorChoice: undefined as string | undefined,
   workspaceFolder: "/work/project" as string | undefined,
+  /** The workspace's further folders (a multi-root workspace), after workspaceFolder. */
+  moreFolders: [] as string[],
   settingsListeners: [] as Listener[],
 };
 
@@ -51,6 +53,7 @@ export function resetMock(): void {
   recorded.nextInput = undefined;
   recorded.nextErrorChoice = undefined;
   recorded.workspaceFolder = "/work/project";
+  recorded.moreFolders = [];
   recorded.settingsListeners = [];
   chatModels.length = 0;
 }
@@ -181,7 +184,11 @@ export const workspace = {
   },
   get workspaceFolders() {
     return recorded.workspaceFolder
-      ? [{ uri: new Uri(recorded.workspaceFolder), name: "project", index: 0 }]
+      ? [recorded.workspaceFolder, ...recorded.moreFolders].map((f, index) => ({
+          uri: new Uri(f),
+          name: index ? `folder${index}` : "project",
+          index,
+        }))
       : undefined;
   },
   onDidChangeConfiguration(l: Listener) {
