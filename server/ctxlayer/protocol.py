@@ -332,12 +332,16 @@ class SessionSetModeParams(Wire):
 class SessionConfigureParams(Wire):
     """What of a session's settings changes; a field left out keeps the session's own.
     ctx/session/open answers an existing id unchanged: an editor whose model, budget or mode
-    setting changed brings it to its workspace's session with this."""
+    setting changed brings it to its workspace's session with this. `resetBudget: true` (an
+    editor's budget setting cleared) gives the session the budget ctx/session/open gives one
+    opened without a budget: the window minus the output reserve of its model (the one this
+    request names, else the session's); with a `budget` too it is an error."""
 
     session_id: str
     model: str | None = None
     mode: Mode | None = None
     budget: int | None = None
+    reset_budget: bool = False
 
 
 class SessionRef(Wire):

@@ -175,3 +175,45 @@ async def test_a_new_model_counts_the_summary_again_too():
         assert configured["byLayer"]["history"] == ref["byLayer"]["history"]
     finally:
         assert await daemon.close() == 0
+
+
+async def test_reset_budget_gives_the_session_its_models_default_again():
+    """An editor's budget setting cleared ('the model's window minus the output reserve'):
+    before resetBudget, ctx/session/configure could only keep the session's own budget (a
+    budget left out keeps it), and the session stayed at 20000 for good."""
+    env, root = world()
+    daemon = await RawDaemon.start(env=env)
+    try:
+        await daemon.initialize(root)
+        # what a session opened without a budget gets: the model's default
+        fresh = await result(daemon, "ctx/session/open", {"sessionId": "ref", "model": "gpt-4o"})
+        await opened_with(daemon, "ws", OLD)
+        daemon.notifications.clear()
+        reset = await result(daemon, "ctx/session/configure",
+                             {"sessionId": "ws", "resetBudget": True})
+        assert fresh["budget"] != OLD["budget"]
+        assert reset["limit"] == fresh["budget"]
+        pushed = [n["params"] for n in daemon.notifications
+                  if n["method"] == "ctx/budgetChanged"]
+        assert pushed and pushed[-1] == reset
+        reopened = await result(daemon, "ctx/session/open", {"sessionId": "ws"})
+        assert reopened["budget"] == fresh["budget"]
+        # with a new model in the same request: that model's default
+        other = await result(daemon, "ctx/session/open",
+                             {"sessionId": "ref2", "model": "claude-sonnet-4"})
+        both = await result(daemon, "ctx/session/configure",
+                            {"sessionId": "ws", "model": "claude-sonnet-4", "resetBudget": True})
+        assert (both["model"], both["limit"]) == ("claude-sonnet-4", other["budget"])
+        # a budget and resetBudget together: an error naming the field, nothing changed
+        out = await ask(daemon, "ctx/session/configure",
+                        {"sessionId": "ws", "budget": 5000, "resetBudget": True})
+        assert out.get("error", {}).get("code") == -32602, out
+        assert "resetBudget" in out["error"]["message"], out
+        out = await ask(daemon, "ctx/session/configure",
+                        {"sessionId": "ws", "resetBudget": "yes"})
+        assert out.get("error", {}).get("code") == -32602, out
+        assert "resetBudget" in out["error"]["message"], out
+        unchanged = await result(daemon, "ctx/session/open", {"sessionId": "ws"})
+        assert unchanged["budget"] == other["budget"]
+    finally:
+        assert await daemon.close() == 0

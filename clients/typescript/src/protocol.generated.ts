@@ -271,13 +271,17 @@ export interface SessionSetModeParams {
 /**
  * What of a session's settings changes; a field left out keeps the session's own.
  * ctx/session/open answers an existing id unchanged: an editor whose model, budget or mode
- * setting changed brings it to its workspace's session with this.
+ * setting changed brings it to its workspace's session with this. `resetBudget: true` (an
+ * editor's budget setting cleared) gives the session the budget ctx/session/open gives one
+ * opened without a budget: the window minus the output reserve of its model (the one this
+ * request names, else the session's); with a `budget` too it is an error.
  */
 export interface SessionConfigureParams {
   sessionId: string;
   model?: string | null;
   mode?: ("debug" | "deep" | "short") | null;
   budget?: number | null;
+  resetBudget?: boolean;
 }
 export interface AssembleParams {
   sessionId: string;

@@ -59,13 +59,21 @@ H.run(function()
   H.ok(ctxlayer.statusline():find("/60k", 1, true) ~= nil, "the status line says 60k", ctxlayer.statusline())
   H.eq(session(), { model = "claude-sonnet-4", budget = 60000, mode = "short" }, "second run: the session has the new options")
 
-  -- an option left unset keeps the session's own
+  -- a budget left unset is the model's default again ("Default: the model's window minus the
+  -- output reserve"): before resetBudget the session kept 60000 for good
   local third = run({ model = "claude-sonnet-4", mode = "debug" }, "claude-sonnet-4")
   H.must(third ~= nil, "the third run shows its session", ctxlayer.statusline())
+  local fresh = H.must(ctxlayer.request("ctx/session/open", { sessionId = "ref-default", model = "claude-sonnet-4" }),
+    "a session opened without a budget")
+  H.ok(fresh.budget ~= 60000, "the model's default is not the earlier option", fresh.budget)
   H.ok(H.wait(function()
-    return session().mode == "debug"
-  end, RUN_MS), "third run: the mode changed", vim.inspect(session()))
-  H.eq(session(), { model = "claude-sonnet-4", budget = 60000, mode = "debug" }, "third run: the budget left unset stays the session's")
+    return session().mode == "debug" and session().budget == fresh.budget
+  end, RUN_MS), "third run: the mode changed, the budget is the model's default", vim.inspect(session()))
+  H.eq(session(), { model = "claude-sonnet-4", budget = fresh.budget, mode = "debug" }, "third run: the session has the options")
+  H.ok(H.wait(function()
+    local b = ctxlayer.budget()
+    return b and b.limit == fresh.budget
+  end, RUN_MS), "third run: the status line's limit is the model's default", ctxlayer.statusline())
 
   -- a daemon of this protocol without ctx/session/configure: taken, and the user told
   local real = client.announcement
@@ -86,8 +94,8 @@ H.run(function()
   local said = H.wait(function()
     return H.note("cannot change the workspace session's settings")
   end, RUN_MS)
-  H.ok(said and said.level == vim.log.levels.WARN and said.msg:find("budget 60000 (opts.budget: 20000)", 1, true)
+  H.ok(said and said.level == vim.log.levels.WARN and said.msg:find(("budget %d (opts.budget: 20000)"):format(fresh.budget), 1, true)
     and said.msg:find("update ctxlayer", 1, true), "the user is told which setting the session keeps",
     said and said.msg)
-  H.eq(fourth.limit, 60000, "and the status line shows the session's own budget, not the option's")
+  H.eq(fourth.limit, fresh.budget, "and the status line shows the session's own budget, not the option's")
 end)

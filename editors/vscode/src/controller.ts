@@ -131,8 +131,10 @@ export class BudgetController {
   /**
    * The workspace session keeps its id across restarts, and reopening it answers it unchanged
    * (PROTOCOL.md): the settings it holds otherwise (changed since, which restarted the daemon)
-   * go to it with ctx/session/configure. A budget or mode left empty keeps the session's own.
-   * A daemon without that request keeps the session's, and one warning says which.
+   * go to it with ctx/session/configure. A budget left empty is the model's default (the
+   * window minus the output reserve: `resetBudget`), as the setting says; a mode left empty
+   * keeps the session's own. A daemon without that request keeps the session's, and one
+   * warning says which.
    */
   private async configureSession(client: CtxlayerClient, opened: SessionOpenResult): Promise<void> {
     const { budget, mode } = this.settings;
@@ -140,11 +142,18 @@ export class BudgetController {
     const changes: Omit<SessionConfigureParams, "sessionId"> = {};
     if (wanted.model !== null && wanted.model !== opened.model) changes.model = wanted.model;
     if (wanted.budget !== null && wanted.budget !== opened.budget) changes.budget = wanted.budget;
+    if (wanted.budget === null && !this.atDefaultBudget(changes.model ?? opened.model, opened)) {
+      changes.resetBudget = true;
+    }
     if (wanted.mode !== null && wanted.mode !== opened.mode) changes.mode = wanted.mode;
     const fields = Object.keys(changes) as (keyof typeof changes)[];
     if (!fields.length) return;
     if (!announces(this.announcement, "ctx/session/configure")) {
-      const kept = fields.map((f) => `${f} ${opened[f]} (setting ctxlayer.${f}: ${changes[f]})`);
+      const kept = fields.map((f) =>
+        f === "resetBudget"
+          ? `budget ${opened.budget} (setting ctxlayer.budget: empty, the model's default)`
+          : `${f} ${opened[f]} (setting ctxlayer.${f}: ${changes[f]})`,
+      );
       this.warn(
         "this daemon cannot change the workspace session's settings (no ctx/session/configure); " +
           `it keeps ${kept.join(", ")}: update ctxlayer (\`pip install -U ctxlayer\`)`,
@@ -152,6 +161,16 @@ export class BudgetController {
       return;
     }
     this.publish(await client.request("ctx/session/configure", { sessionId: opened.sessionId, ...changes }));
+  }
+
+  /**
+   * Whether the session's budget is already the default of `model`: known only for the model
+   * the daemon announced a default budget for; otherwise the daemon is asked to reset it.
+   */
+  private atDefaultBudget(model: string, opened: SessionOpenResult): boolean {
+    const a = this.announcement;
+    return a !== undefined && model === opened.model && model === a.model &&
+      opened.budget === a.defaultBudget;
   }
 
   /**

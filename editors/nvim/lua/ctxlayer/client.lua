@@ -333,8 +333,10 @@ function M.open_session(client, done)
 end
 
 --- What the user configured (model, budget, mode) that the opened session holds otherwise, as
---- ctx/session/configure params; nil when it holds all of it. An option left unset keeps the
---- session's own.
+--- ctx/session/configure params; nil when it holds all of it. A model or mode left unset keeps
+--- the session's own; a budget left unset is the model's default (the window minus the output
+--- reserve, as |ctxlayer-options| says): `resetBudget`, unless the session is known to be at
+--- it (the announced model's announced default budget).
 function M.session_changes(client, opened)
   local cfg = config.current
   local wanted = { model = cfg.model, budget = cfg.budget, mode = M.requested_mode(client) }
@@ -342,6 +344,15 @@ function M.session_changes(client, opened)
   for field, value in pairs(wanted) do
     if value ~= nil and value ~= opened[field] then
       changes[field] = value
+    end
+  end
+  if cfg.budget == nil then
+    local announced = M.announcement(client)
+    local model = changes.model or opened.model
+    local at_default = model == opened.model and model == announced.model
+      and opened.budget == announced.defaultBudget
+    if not at_default then
+      changes.resetBudget = true
     end
   end
   return next(changes) and changes or nil
@@ -362,6 +373,10 @@ function M.configure_session(client, opened, done)
         table.insert(said, ("%s %s (opts.%s: %s)"):format(field, tostring(opened[field]), field,
           tostring(changes[field])))
       end
+    end
+    if changes.resetBudget then
+      table.insert(said, ("budget %s (opts.budget: unset, the model's default)"):format(
+        tostring(opened.budget)))
     end
     vim.notify(("ctxlayer: this daemon cannot change the workspace session's settings (no "
       .. "ctx/session/configure); it keeps %s: update ctxlayer (`pip install -U ctxlayer`)"):format(

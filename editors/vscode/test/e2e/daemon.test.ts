@@ -148,6 +148,21 @@ describe("the extension's controller on the real daemon", () => {
     expect(text).toContain("README.md");
   });
 
+  it("takes the workspace session back to the model's default when the budget setting is cleared", async () => {
+    const set = new Sink();
+    await new BudgetController(set, { model: "gpt-4o", budget: 20_000, mode: null }, "e2e-reset")
+      .attach(daemon.client, announced());
+    expect(set.shown.at(-1)!.limit).toBe(20_000);
+    // the setting cleared, the daemon restarted: the session is reopened, then reset
+    const cleared = new Sink();
+    await new BudgetController(cleared, { model: "gpt-4o", budget: null, mode: null }, "e2e-reset")
+      .attach(daemon.client, announced());
+    expect(announced().defaultBudget).toBeGreaterThan(100_000);
+    expect(cleared.shown.at(-1)!.limit).toBe(announced().defaultBudget);
+    const reopened = await daemon.client.request("ctx/session/open", { sessionId: "vscode:e2e-reset" });
+    expect(reopened.budget).toBe(announced().defaultBudget);
+  });
+
   it("answers a bad request with the field named, and keeps running", async () => {
     await expect(
       daemon.client.trim({ messages: [{ role: "robot" as any, content: "x" }] }),

@@ -2,7 +2,7 @@
 // sees of settings of the wrong kind and of a daemon that refuses to open the session.
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { activate, deactivate } from "../../src/extension";
-import { budget, FakeLanguageClient } from "./fakeDaemon";
+import { budget, FakeLanguageClient, opened } from "./fakeDaemon";
 import { changeSettings, recorded, resetMock } from "./vscode.mock";
 
 vi.mock("vscode-languageclient/node", async () =>
@@ -17,7 +17,7 @@ beforeEach(() => {
   resetMock();
   FakeLanguageClient.made = [];
   FakeLanguageClient.answers = {
-    "ctx/session/open": (p: any) => ({ ...p }),
+    "ctx/session/open": opened,
     "ctx/session/budget": (p: any) => budget(5000, 100_000, p.sessionId),
   };
   vi.stubEnv("PATH", "/nonexistent"); // no ctxlayer found by itself: only the setting's

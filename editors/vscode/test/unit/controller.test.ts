@@ -184,14 +184,30 @@ describe("a workspace session whose settings changed since it was opened", () =>
     expect(conn.sent("ctx/session/configure")).toHaveLength(1);
   });
 
-  it("leaves what a setting left empty to the session, and sends nothing when the rest agrees", async () => {
+  it("takes a budget left empty back to the model's default, leaves an empty mode to the session", async () => {
+    // the setting says "Empty: the model's window minus the output reserve": the session's
+    // 20,000 of an earlier setting goes (it stayed for good before resetBudget)
     const conn = daemon({ "ctx/session/configure": configured });
     const controller = new BudgetController(new Sink(), { model: "gpt-4o", budget: null, mode: null }, "abc");
     await controller.attach(new CtxlayerClient(conn), announcement());
-    expect(conn.sent("ctx/session/configure")).toEqual([]);
+    expect(conn.sent("ctx/session/configure")).toEqual([{ sessionId: "vscode:abc", resetBudget: true }]);
+    // a session at the announced model's default already: nothing to send
+    const atDefault = new FakeConnection({
+      "ctx/session/open": (p) => ({ ...earlier, budget: 100_000, sessionId: p.sessionId, createdAt: "then" }),
+      "ctx/session/budget": (p) => budget(50, 100_000, p.sessionId),
+    });
+    await controller.attach(new CtxlayerClient(atDefault), announcement());
+    expect(atDefault.sent("ctx/session/configure")).toEqual([]);
+    // a new model too: its default, whatever the session's budget is
+    const switched = daemon({ "ctx/session/configure": configured });
+    const other = new BudgetController(new Sink(), { model: "claude-sonnet-4", budget: null, mode: null }, "abc");
+    await other.attach(new CtxlayerClient(switched), announcement());
+    expect(switched.sent("ctx/session/configure")).toEqual([
+      { sessionId: "vscode:abc", model: "claude-sonnet-4", resetBudget: true },
+    ]);
     const onlyBudget = daemon({ "ctx/session/configure": configured });
-    const other = new BudgetController(new Sink(), { model: "gpt-4o", budget: 32_000, mode: null }, "abc");
-    await other.attach(new CtxlayerClient(onlyBudget), announcement());
+    const third = new BudgetController(new Sink(), { model: "gpt-4o", budget: 32_000, mode: null }, "abc");
+    await third.attach(new CtxlayerClient(onlyBudget), announcement());
     expect(onlyBudget.sent("ctx/session/configure")).toEqual([{ sessionId: "vscode:abc", budget: 32_000 }]);
   });
 

@@ -10,7 +10,7 @@ import { createApi } from "../../src/api";
 import { settingsChange, settingsWarning } from "../../src/settings";
 import * as api from "../../src/vscodeapi";
 import { recorded, resetMock } from "./vscode.mock";
-import { announcement, budget, FakeConnection } from "./fakeDaemon";
+import { announcement, budget, FakeConnection, opened } from "./fakeDaemon";
 
 const manifest = JSON.parse(readFileSync(join(__dirname, "../../package.json"), "utf8"));
 
@@ -143,7 +143,7 @@ function deps(answers: Record<string, (p: any) => unknown>) {
 }
 
 const sessionAnswers = {
-  "ctx/session/open": (p: any) => ({ ...p }),
+  "ctx/session/open": opened,
   "ctx/session/budget": (p: any) => budget(5000, 100_000, p.sessionId),
   "ctx/session/setMode": (p: any) => budget(6000, 100_000, p.sessionId),
   "ctx/session/addRule": () => ({ ruleId: "r1", demoted: [], warning: "say it in the imperative" }),

@@ -41,6 +41,18 @@ export const budget = (used: number, limit: number, sessionId?: string) => ({
   ...(sessionId ? { sessionId } : {}),
 });
 
+/**
+ * ctx/session/open as the daemon answers it: a session opened without a model or budget has
+ * the announced model and its default budget (announcement(): gpt-4o, 100,000).
+ */
+export const opened = (p: any) => ({
+  ...p,
+  model: p.model ?? "gpt-4o",
+  budget: p.budget ?? 100_000,
+  mode: p.mode ?? "deep",
+  createdAt: "now",
+});
+
 /** A complete announcement of this protocol, as the daemon sends it at initialize. */
 export function announcement(overrides: Partial<ServerAnnouncement> = {}): ServerAnnouncement {
   return {

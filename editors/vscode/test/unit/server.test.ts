@@ -5,7 +5,7 @@ import { BudgetController } from "../../src/controller";
 import { DaemonServer, START_LIMIT_MS } from "../../src/server";
 import { BudgetStatusItem } from "../../src/statusBar";
 import * as api from "../../src/vscodeapi";
-import { budget, CloseAction, FakeLanguageClient, FakeProcess, State } from "./fakeDaemon";
+import { budget, CloseAction, FakeLanguageClient, FakeProcess, State, opened } from "./fakeDaemon";
 import { recorded, resetMock } from "./vscode.mock";
 
 vi.mock("vscode-languageclient/node", async () =>
@@ -38,7 +38,7 @@ beforeEach(() => {
   recorded.settings.set("serverCommand", ["/opt/ctxlayer/bin/ctxlayer", "serve"]);
   FakeLanguageClient.made = [];
   FakeLanguageClient.answers = {
-    "ctx/session/open": (p: any) => ({ ...p }),
+    "ctx/session/open": opened,
     "ctx/session/budget": (p: any) => budget(5000, 100_000, p.sessionId),
   };
   vi.restoreAllMocks();

@@ -12,6 +12,7 @@ import logging
 import msgspec
 
 from ctxlayer import protocol
+from ctxlayer.core.errors import ContextError
 from ctxlayer.core.formats import stored
 from ctxlayer.core.trim import stages
 from ctxlayer.state.caller import Caller
@@ -133,6 +134,13 @@ def configure(caller: Caller, p: protocol.SessionConfigureParams,
     from ctxlayer.state.requests.assembly import session_layers
 
     svc, workspace = caller.state.sessions, caller.workspace
+    if p.reset_budget:
+        if p.budget is not None:
+            raise ContextError("invalid", "a budget and resetBudget both: give one (resetBudget "
+                               "is the model's default budget)", field="resetBudget")
+        # the budget a session opened without one gets (open_session): of its model now
+        model = p.model or svc.model_of(workspace, p.session_id)
+        p.budget = caller.default_budget(model)
     ensure_layers(caller, p.session_id, segment)
     budget = svc.configure(workspace, p.session_id, p)
     if not svc.layered(workspace, p.session_id):  # a new model counts its system layers too
