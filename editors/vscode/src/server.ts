@@ -163,11 +163,16 @@ export class DaemonServer {
     try {
       await this.startWithin(lc, START_LIMIT_MS);
     } catch (err) {
+      if (this.languageClient !== lc) {
+        // stop() ended it while it started (the window closing): nothing failed
+        this.log.info(`the daemon was stopped while it started: ${errorText(err)}`);
+        return false;
+      }
       const message =
         `ctxlayer: the daemon (${found.command}) did not start: ${errorText(err)}. ` +
         "Check `ctxlayer.serverCommand`, or run `ctxlayer serve` in a terminal to see the error.";
       this.log.error(message);
-      if (this.languageClient === lc) this.languageClient = undefined;
+      this.languageClient = undefined;
       await this.end(lc); // one that never answered is still starting: its process ends here
       this.hooks.onStopped("start failed");
       void api.showError(message, "Show Logs").then((c) => c && this.log.show());
@@ -229,7 +234,9 @@ export class DaemonServer {
     return { action: CloseAction.DoNotRestart, message, handled: true };
   }
 
+  /** Stop the daemon; a start asked for and not begun yet is dropped (the window closes). */
   async stop(): Promise<void> {
+    this.wanted = undefined;
     const lc = this.languageClient;
     this.languageClient = undefined;
     this.running = undefined;

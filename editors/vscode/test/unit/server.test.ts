@@ -131,13 +131,16 @@ describe("starts and restarts", () => {
   it("a daemon still starting is stopped: its process ends, none is left behind", async () => {
     const w = wire();
     gate(); // never opened: the daemon never answers
-    void w.daemon.start(api.readSettings());
+    const started = w.daemon.start(api.readSettings());
     await tick();
     const starting = FakeLanguageClient.made[0];
     expect(starting.state).toBe(State.Starting);
     await w.daemon.stop();
     expect(FakeProcess.alive.size).toBe(0);
     expect(w.log.lines.filter((l: string) => l.includes("can't be stopped"))).toEqual([]);
+    // stopped on purpose (the window closing): no failure is said
+    expect(await started).toBe(false);
+    expect(recorded.errors).toEqual([]);
   });
 
   it("a daemon that never answers initialize is ended after the time limit, and said failed", async () => {
