@@ -23,9 +23,13 @@ import {
 import { VENDOR, daemonModel } from "./chatModels";
 import { resultText, toolsToOpenAI } from "./chatConvert";
 import * as api from "./vscodeapi";
+import { TOOL_NAME as WORKSPACE_TOOL } from "./workspaceTool";
 
 export const PARTICIPANT_ID = "ctxlayer.chat";
 const MAX_TOOL_ROUNDS = 5;
+/** The share of the model's window the editor's tool definitions may take in a turn: the rest
+ * is the chat's, so that a small window is not filled by tools it may never call. */
+const TOOLS_SHARE = 0.5;
 
 /** What a turn leaves in ChatResult.metadata (JSON only). */
 export interface TurnMetadata {
@@ -291,9 +295,10 @@ export class CtxlayerParticipant {
   }
 
   /**
-   * The editor's tools and what their definitions cost (counted by the daemon as the JSON a
-   * model is sent, as ctx/prepare counts them). Definitions that take the whole window leave
-   * no room for the chat: the turn goes without tools, and the chat says so.
+   * The editor's tools that go beside this chat, and what their definitions cost (counted by
+   * the daemon as the JSON a model is sent, as ctx/prepare counts a request's tools). They may
+   * take up to TOOLS_SHARE of the window, the rest being the chat's: past it, the tools that
+   * fit go (ctxlayer's own first) and the chat names how many stay out.
    */
   private async fittingTools(
     client: CtxlayerClient,
@@ -301,21 +306,41 @@ export class CtxlayerParticipant {
     sessionId: string,
     stream: api.ChatResponseStream,
   ): Promise<{ list: api.LanguageModelChatTool[]; tokens: number }> {
-    const list = api.availableTools();
-    const definitions = toolsToOpenAI(list);
-    if (!definitions) return { list, tokens: 0 };
-    const { total } = await client.count({
-      model: daemonModel(model),
-      texts: [JSON.stringify(definitions)],
-    });
-    if (total < model.maxInputTokens) return { list, tokens: total };
+    const all = api.availableTools();
+    if (!all.length) return { list: all, tokens: 0 };
+    const ordered = [
+      ...all.filter((t) => t.name === WORKSPACE_TOOL),
+      ...all.filter((t) => t.name !== WORKSPACE_TOOL),
+    ];
+    const count = async (tools: api.LanguageModelChatTool[]) =>
+      await client.count({
+        model: daemonModel(model),
+        texts: [tools, ...tools.map((t) => [t])].map((ts) => JSON.stringify(toolsToOpenAI(ts))),
+      });
+    const { tokens } = await count(ordered);
+    const [whole, ...each] = tokens;
+    const room = Math.floor(model.maxInputTokens * TOOLS_SHARE);
+    if (whole <= room) return { list: all, tokens: whole };
+    const list: api.LanguageModelChatTool[] = [];
+    let taken = 0;
+    for (const [i, tool] of ordered.entries()) {
+      // an array of one costs a few tokens more than its share of the whole: on the safe side
+      if (taken + each[i] > room) continue;
+      list.push(tool);
+      taken += each[i];
+    }
     const n = (x: number) => x.toLocaleString("en-US");
+    const sent = list.length ? (await count(list)).tokens[0] : 0;
     const text =
-      `the definitions of the editor's ${list.length} tools need ${n(total)} tokens, over ` +
-      `${model.name}'s window of ${n(model.maxInputTokens)}: this turn goes without tools`;
+      `the definitions of the editor's ${all.length} tools need ${n(whole)} tokens, over ` +
+      `${TOOLS_SHARE * 100}% of ${model.name}'s window of ${n(model.maxInputTokens)}: ` +
+      (list.length
+        ? `this turn offers the ${list.length} that fit (${n(sent)} tokens: ` +
+          `${list.map((t) => `\`${t.name}\``).join(", ")}), not the other ${all.length - list.length}`
+        : "this turn goes without tools");
     this.hooks.log.warn(`@ctxlayer ${sessionId}: ${text}`);
     stream.markdown(`> ctxlayer: ${text}.\n\n`);
-    return { list: [], tokens: 0 };
+    return { list, tokens: sent };
   }
 
   /**

@@ -152,12 +152,22 @@ describe("@ctxlayer on the real daemon, with the editor's tools", () => {
     expect(shown[0].budget.used).toBeLessThanOrEqual(WINDOW);
   });
 
-  it("says in the chat when the definitions alone are over the window, and sends none", async () => {
+  it("offers the tools that fit in half the window when all of them do not, saying so", async () => {
     editorTools(28);
     const m = smallModel();
     const { out } = await turn(m);
-    expect(out[0]).toMatch(/^> ctxlayer: the definitions of the editor's 28 tools need [\d,]+ tokens, over Small's window of 3,000: this turn goes without tools/);
-    expect(m.received[0].options.tools).toBeUndefined();
+    const match = out[0].match(
+      /^> ctxlayer: the definitions of the editor's 28 tools need ([\d,]+) tokens, over 50% of Small's window of 3,000: this turn offers the (\d+) that fit \(([\d,]+) tokens: .*\), not the other (\d+)\.\n\n$/,
+    );
+    expect(match, out[0]).not.toBeNull();
+    const [, whole, offered, tokens, others] = match!;
+    expect(Number(whole.replace(/,/g, ""))).toBeGreaterThan(WINDOW);
+    expect(Number(offered) + Number(others)).toBe(28);
+    const sent = m.received[0].options.tools;
+    expect(sent).toHaveLength(Number(offered));
+    const counted = (await daemon.client.count({ model: "gpt-4o", texts: [JSON.stringify(toolsToOpenAI(sent))] })).total;
+    expect(counted).toBe(Number(tokens.replace(/,/g, "")));
+    expect(counted).toBeLessThanOrEqual(WINDOW / 2);
     expect(await requestTokens(m.received[0])).toBeLessThanOrEqual(WINDOW);
   });
 });

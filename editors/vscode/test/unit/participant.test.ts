@@ -25,7 +25,8 @@ const modes = {
 let conn: FakeConnection;
 let session: any[];
 let turns: string[];
-let toolCost: number;
+/** What the fake daemon counts each tool's definition at, by name (a text: its tools' sum). */
+let toolCost: Record<string, number>;
 let toolsBeside: [string, number, number][];
 let compacted: boolean;
 let participant: CtxlayerParticipant;
@@ -59,10 +60,15 @@ beforeEach(() => {
   session = [];
   turns = [];
   compacted = false;
-  toolCost = 300;
+  toolCost = { ctxlayer_workspace: 300 };
   toolsBeside = [];
   conn = new FakeConnection({
-    "ctx/count": (p: any) => ({ tokens: p.texts.map(() => toolCost), total: toolCost * p.texts.length }),
+    "ctx/count": (p: any) => {
+      const tokens = p.texts.map((t: string) =>
+        JSON.parse(t).reduce((sum: number, d: any) => sum + toolCost[d.function.name], 0),
+      );
+      return { tokens, total: tokens.reduce((a: number, b: number) => a + b, 0) };
+    },
     "ctx/session/list": () => ({ sessions: [] }),
     "ctx/session/open": (p: any) => ({ sessionId: p.sessionId, model: p.model, mode: "deep", budget: p.budget, createdAt: "now" }),
     "ctx/session/append": (p: any) => {
@@ -136,14 +142,33 @@ describe("@ctxlayer", () => {
     expect(toolsBeside).toEqual([[id, 300, 5000], [id, 300, 5000]]);
   });
 
-  it("says in the chat when the tool definitions alone fill the window, and goes without them", async () => {
-    toolCost = 7813;
+  it("offers the tools that fit in half the window, its own first, and says which in the chat", async () => {
+    lm.tools.length = 0;
+    for (const name of ["read_file", "ctxlayer_workspace", "run_in_terminal", "search"]) {
+      lm.tools.push({ name, description: name, inputSchema: { type: "object" } });
+    }
+    toolCost = { read_file: 1500, ctxlayer_workspace: 300, run_in_terminal: 2500, search: 700 };
     const m = model();
     const s = chatStream();
     await participant.handle(request("hi", m), { history: [] }, s as any, noCancel);
     expect(s.out[0]).toBe(
-      "> ctxlayer: the definitions of the editor's 1 tools need 7,813 tokens, over M's window " +
-        "of 5,000: this turn goes without tools.\n\n",
+      "> ctxlayer: the definitions of the editor's 4 tools need 5,000 tokens, over 50% of M's " +
+        "window of 5,000: this turn offers the 3 that fit (2,500 tokens: `ctxlayer_workspace`, " +
+        "`read_file`, `search`), not the other 1.\n\n",
+    );
+    expect(m.received[0].options.tools.map((t: any) => t.name)).toEqual(["ctxlayer_workspace", "read_file", "search"]);
+    expect(conn.sent("ctx/assemble")[0].budget).toBe(2500);
+    expect(toolsBeside[0].slice(1)).toEqual([2500, 5000]);
+  });
+
+  it("says in the chat when no tool definition fits, and goes without them", async () => {
+    toolCost = { ctxlayer_workspace: 7813 };
+    const m = model();
+    const s = chatStream();
+    await participant.handle(request("hi", m), { history: [] }, s as any, noCancel);
+    expect(s.out[0]).toBe(
+      "> ctxlayer: the definitions of the editor's 1 tools need 7,813 tokens, over 50% of M's " +
+        "window of 5,000: this turn goes without tools.\n\n",
     );
     expect(m.received[0].options).toEqual({});
     expect(conn.sent("ctx/assemble")[0].budget).toBe(5000);
