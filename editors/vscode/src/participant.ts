@@ -331,12 +331,13 @@ export class CtxlayerParticipant {
     }
     const n = (x: number) => x.toLocaleString("en-US");
     const sent = list.length ? (await count(list)).tokens[0] : 0;
+    const names = list.map((t) => `\`${t.name}\``).join(", ");
     const text =
       `the definitions of the editor's ${all.length} tools need ${n(whole)} tokens, over ` +
       `${TOOLS_SHARE * 100}% of ${model.name}'s window of ${n(model.maxInputTokens)}: ` +
       (list.length
-        ? `this turn offers the ${list.length} that fit (${n(sent)} tokens: ` +
-          `${list.map((t) => `\`${t.name}\``).join(", ")}), not the other ${all.length - list.length}`
+        ? `this turn offers the ${list.length} that fit (${n(sent)} tokens: ${names}), ` +
+          `not the other ${all.length - list.length}`
         : "this turn goes without tools");
     this.hooks.log.warn(`@ctxlayer ${sessionId}: ${text}`);
     stream.markdown(`> ctxlayer: ${text}.\n\n`);
