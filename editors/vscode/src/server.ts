@@ -174,7 +174,7 @@ export class DaemonServer {
       this.log.error(message);
       this.languageClient = undefined;
       await this.end(lc); // one that never answered is still starting: its process ends here
-      this.hooks.onStopped("start failed");
+      this.hooks.onStopped(`the daemon did not start: ${errorText(err)}`);
       void api.showError(message, "Show Logs").then((c) => c && this.log.show());
       return false;
     }

@@ -154,6 +154,7 @@ describe("starts and restarts", () => {
       await vi.advanceTimersByTimeAsync(1000);
       expect(await started).toBe(false);
       expect(w.item().text).toBe("$(warning) ctx off");
+      expect(w.item().tooltip).toMatch(/the daemon did not start: it did not answer initialize within 30 s/);
       expect(recorded.errors.map((e) => e.message)).toEqual([
         expect.stringMatching(/did not start: it did not answer initialize within 30 s/),
       ]);
