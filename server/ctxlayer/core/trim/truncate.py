@@ -42,7 +42,7 @@ def truncate_blocks(text: str, head: int = 10, tail: int = 10, min_cut: int = 4)
         # find the end of the block
         j = i + 1
         while j < n:
-            s = lines[j].lstrip()
+            s = lines[j].strip()  # "```\r" of a CRLF text closes its block too
             if (closer == "</details>" and s.startswith("</details>")) or (
                 closer != "</details>" and s.startswith(closer) and s.strip(closer[0]) == ""
             ):
