@@ -52,7 +52,7 @@ def truncate_blocks(text: str, head: int = 10, tail: int = 10, min_cut: int = 4)
         out.append(line)
         if len(body) - head - tail >= min_cut:
             out.extend(body[:head])
-            out.append(MARKER)
+            out.append(MARKER + ("\r" if body[0].endswith("\r") else ""))  # a CRLF text's
             out.extend(body[len(body) - tail :])
             changed = True
         else:
