@@ -214,6 +214,14 @@ def test_a_restored_message_too_big_to_go_whole_goes_shortened_not_dropped():
     (entry,) = [e for e in again.restored if e.message_id == "u0"]
     assert entry.reason.startswith("restored on request, shortened")
     assert again.notice is not None and "too big to go whole: shortened" in again.notice
+    # the budget shrinks later (a smaller model, a lower budget): shortened again, not dropped
+    # whole with the rest of the history summarized first (a request at 70 of 600 tokens)
+    later = [*sent, Message(role="assistant", id="a1", content="answer two"),
+             Message(role="user", id="u2", content="third question")]
+    smaller = prepare_turn(again.state, later, 600, WordTokenizer(), restored={"u0"})
+    check_turn(smaller, later, 600)
+    assert any(m.id == "u0" for m in smaller.messages)
+    assert "u0" not in {e.message_id for e in smaller.dropped}
 
 
 def test_restore_brings_a_summarized_message_back_whole_and_keeps_it():

@@ -412,7 +412,9 @@ def _restore(previous: ConversationState | None, win: Window, restored: Collecti
         if idx is None:
             continue  # no longer in the conversation: nothing to show
         at[rid] = idx
-        if rid not in before:
+        if rid in before:
+            _restored_again(win, idx, audit, *fit)
+        else:
             newly.append(idx)
             was = win.shown_tokens(idx) if idx in win.rewrites else 0  # its outline, if any
             win.show_whole(idx)
@@ -422,6 +424,25 @@ def _restore(previous: ConversationState | None, win: Window, restored: Collecti
                                     tokens_after=win.shown_tokens(idx), message_id=rid,
                                     index=idx))
     return at, audit, newly
+
+
+def _restored_again(win: Window, i: int, audit: list[AuditEntry], budget: int,
+                   counter: Tokenizer, policy: PreparePolicy) -> None:
+    """A message restored on an earlier turn, while the request is over a budget that shrank
+    since (a smaller model, a budget set lower, the provider's counts): shortened again to
+    RESTORE_SHARE of this room when it takes more, its restore entry saying so. Kept at its
+    size, the fit dropped it whole, the other history summarized to make room for it first (a
+    request at 70 of a budget of 600)."""
+    if win.total() <= budget:
+        return
+    cap = int(win.room(budget, newest_user(win.messages)) * RESTORE_SHARE)
+    if win.shown_tokens(i) <= cap:
+        return
+    reason = _restored_short(win, i, 0, budget, counter, policy)
+    k = next((k for k, e in enumerate(audit) if e.index == i), None)
+    if reason is not None and k is not None:
+        audit[k] = msgspec.structs.replace(audit[k], reason=reason,
+                                           tokens_after=win.shown_tokens(i))
 
 
 #: of the room a question leaves, what one restored message takes at most (as a session's
