@@ -13,6 +13,7 @@ reads an object. Pure: the counter is injected.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import msgspec
 
@@ -143,21 +144,7 @@ def _in_blocks(text: str) -> int:
 def _each_block_noted(text: str, cap: int, counter: Counter, named: Named
                       ) -> CompressedOutput | None:
     """`_each_block`, with the line naming the facts of the lines it cut (as `_noted`)."""
-    short = _each_block(text, cap, counter)
-    if short is None or cap < NOTE_MIN:
-        return short
-    chars_per_token = max(1.0, len(short.text) / max(1, short.tokens_after))
-    note = facts_cut(text, short.text, int(cap * NOTE_SHARE * chars_per_token), named)
-    if not note:
-        return short
-    again = _each_block(text, cap - counter.count(note) - 1, counter)
-    if again is None:
-        return short
-    note = facts_cut(text, again.text, len(note) + 2, named)
-    out = again.text + "\n" + note if note else again.text
-    after = counter.count(out)
-    return short if after > cap else CompressedOutput(out, again.method, short.tokens_before,
-                                                        after)
+    return _with_note(text, cap, counter, named, lambda c: _each_block(text, c, counter))
 
 
 def _more_of_the_start(text: str, short: CompressedOutput, cap: int, counter: Counter
@@ -197,7 +184,15 @@ def _noted(text: str, cap: int, counter: Counter, named: Named, read: Reading
            ) -> CompressedOutput | None:
     """The outline of ``text`` within ``cap`` tokens, with the line naming the facts of its cut
     part; None when it fits already. ``read``: what the outlines of the text read of it."""
-    short = compress_tool_output(text, max(1, cap), counter, reading=read)
+    return _with_note(text, cap, counter, named, lambda c: compress_tool_output(
+        text, max(1, c), counter, reading=read))
+
+
+def _with_note(text: str, cap: int, counter: Counter, named: Named,
+               cut: Callable[[int], CompressedOutput | None]) -> CompressedOutput | None:
+    """``cut(cap)`` (``text`` shortened to a cap), with the line naming the facts of its cut
+    part, the text cut shorter to make room for it; None when it fits already."""
+    short = cut(cap)
     if short is None or cap < NOTE_MIN:
         return short
     chars_per_token = max(1.0, len(short.text) / max(1, short.tokens_after))
@@ -205,8 +200,7 @@ def _noted(text: str, cap: int, counter: Counter, named: Named, read: Reading
     if not note:
         return short
     room = cap - counter.count(note) - 1
-    again = (compress_tool_output(text, max(1, room), counter, reading=read)
-             if room >= NOTE_MIN // 2 else None)
+    again = cut(room) if room >= NOTE_MIN // 2 else None
     if again is None:
         return short
     # the same facts within the same length: facts_cut counts a separator and the closing
