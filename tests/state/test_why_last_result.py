@@ -5,7 +5,10 @@ the session's kept compaction state says the same. A real State on a temporary f
 
 from __future__ import annotations
 
+import pytest
+
 from ctxlayer import protocol
+from ctxlayer.core.errors import ContextError
 from ctxlayer.state import Caller, State
 from ctxlayer.state.requests import call
 
@@ -67,5 +70,10 @@ async def test_why_explains_the_last_result_after_later_assemblies_and_a_restart
         assert await why(caller, "u6") == [("restored", "u6")]
         assert await assemble(caller) == third
         assert await why(caller, "u5") == [("summarized", "u5")]
+        assert await why(caller, "a29") == []  # held, kept whole
+        # an id the session does not hold is said, as a live chat's (it read as "kept whole")
+        with pytest.raises(ContextError) as err:
+            await why(caller, "zzz")
+        assert (err.value.kind, err.value.field) == ("invalid", "messageId")
     finally:
         state.close()

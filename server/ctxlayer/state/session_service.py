@@ -477,6 +477,12 @@ class SessionService:
             live = self._get(workspace, session_id)
             return why_of(live.history, live.compaction, live.last_audit or ())
 
+    def holds(self, workspace: str, session_id: str, message_id: str) -> bool:
+        """Whether the session holds a message with id ``message_id``."""
+        with self._lock:
+            return any(m.id == message_id for m in self._get(workspace, session_id)
+                       .history.messages)
+
     def _input(self, live: LiveSession, settings: SessionSettings, budget: int | None,
                system: SystemLayers | None = None, **extra: object) -> AssemblyInput:
         nominal = self._budget_of(live, budget)

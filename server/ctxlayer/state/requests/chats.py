@@ -11,6 +11,7 @@ the workspace (Conversations.prepare does it, for the gateway too).
 from __future__ import annotations
 
 from ctxlayer import protocol
+from ctxlayer.core.errors import ContextError
 from ctxlayer.state.caller import Caller
 from ctxlayer.state.requests.budgets import publish
 from ctxlayer.state.requests.sessions import ensure_layers
@@ -44,9 +45,15 @@ def why(caller: Caller, p: protocol.WhyParams, live: list | None) -> protocol.Wh
     if live is not None:
         return protocol.WhyResult(entries=live)
     # a session of ctx/assemble: what explains its last result (session_service.py)
-    entries = caller.state.sessions.why(caller.workspace, p.session_id)  # type: ignore[arg-type]
+    sessions, sid = caller.state.sessions, p.session_id
+    entries = sessions.why(caller.workspace, sid)  # type: ignore[arg-type]
     if p.message_id is not None:
         entries = [e for e in entries if e.message_id == p.message_id]
+        if not entries and not sessions.holds(caller.workspace, sid,  # type: ignore[arg-type]
+                                              p.message_id):
+            # no entries would read as "kept whole", as for a live chat's (conversations.why)
+            raise ContextError("invalid", f"this session holds no message with id "
+                               f"{p.message_id!r}", field="messageId")
     return protocol.WhyResult(entries=list(entries))
 
 
