@@ -146,6 +146,16 @@ def test_call_ids_anthropic_refuses_are_written_as_ones_it_takes():
                   "anthropic")[0] == sent
 
 
+def test_an_empty_call_id_is_written_as_one_anthropic_takes():
+    """A call and its result with id "" went to Anthropic as "": a tool_use needs an id."""
+    from providers.rules import anthropic_problems
+
+    sent, _ = across("openai", kimi_chat(""), "anthropic")
+    uses, results = call_ids(sent)
+    assert uses == results and uses[0]
+    assert anthropic_problems({"model": "m", "max_tokens": 8, "messages": sent}) == []
+
+
 def test_a_made_call_id_is_never_another_call_s_own():
     """The id made for "functions.read:0" is already the conversation's: another is made."""
     first, _ = across("openai", kimi_chat("functions.read:0"), "anthropic")

@@ -586,7 +586,7 @@ class _CallIds:
         self.made: dict[str, str] = {}
 
     def __call__(self, call_id: str, m: Message | None = None, name: str = "") -> str:
-        if not call_id or _CALL_ID.fullmatch(call_id):
+        if _CALL_ID.fullmatch(call_id):  # "" too is made one: a tool_use needs an id
             return call_id
         made = self.made.get(call_id)
         if made is not None:
