@@ -155,6 +155,42 @@ def test_a_merge_and_a_cherry_pick_in_progress_are_said(repo, home):
     assert "Cherry-picking" not in part(make_ws(repo, home).scan(), "git").text
 
 
+def test_a_stopped_am_a_sequence_of_picks_and_an_octopus_merge_are_said_as_git_says(
+        repo, home):
+    """A `git am` stopped on a patch that does not apply read "all conflicts fixed: git am
+    --continue" (which fails there); the rest of a several-commit cherry-pick after the first
+    was committed by hand was not said; an octopus merge showed one of its heads."""
+    _diverged(repo)
+    patch = git(repo, "format-patch", "-1", "--stdout", "feat")
+    (repo.parent / "feat.patch").write_text(patch)
+    _git_may_fail(repo, "am", str(repo.parent / "feat.patch"))
+    text = part(make_ws(repo, home).scan(), "git").text
+    assert "Applying patches (git am)" in text and "stopped on a patch" in text
+    assert "all conflicts fixed" not in text
+    git(repo, "am", "--abort")
+    git(repo, "checkout", "-q", "feat")
+    for k in (1, 2):
+        write(repo, "README.md", f"feat {k}\n")
+        git(repo, "commit", "-qam", f"feat {k}")
+    git(repo, "checkout", "-q", "main")
+    _git_may_fail(repo, "cherry-pick", "feat~1", "feat")  # stops on the first
+    write(repo, "README.md", "both\n")
+    git(repo, "add", "README.md")
+    git(repo, "commit", "-qm", "picked by hand")
+    text = part(make_ws(repo, home).scan(), "git").text
+    assert "Cherry-picking" in text and "more commits to go: git cherry-pick --continue" in text
+    git(repo, "cherry-pick", "--abort")
+    for name in ("a", "b"):
+        git(repo, "checkout", "-qb", name, "main")
+        write(repo, f"{name}.txt", f"{name}\n")
+        git(repo, "add", f"{name}.txt")
+        git(repo, "commit", "-qm", name)
+    git(repo, "checkout", "-q", "main")
+    _git_may_fail(repo, "merge", "--no-commit", "a", "b")
+    text = part(make_ws(repo, home).scan(), "git").text
+    assert "Merging branches 'a' and 'b' at " in text and " and 1 more" in text
+
+
 def test_a_submodule_says_whether_its_commit_or_only_its_files_changed(repo, home, tmp_path):
     """Porcelain v2's submodule field was ignored: a scratch file inside vendor/lib read
     'M vendor/lib', the same as a new commit there."""

@@ -21,7 +21,8 @@ from ctxlayer.workspace.ignore import Globs
 #: config: a branch's upstream (`git branch -u`), remotes, core.excludesFile; the rest of the
 #: names: an operation in progress (a merge, a rebase, a cherry-pick, a revert, a bisect)
 GIT_WATCHED = ("HEAD", "index", "packed-refs", "config", "info/exclude", "MERGE_HEAD",
-               "CHERRY_PICK_HEAD", "REVERT_HEAD", "BISECT_LOG", "rebase-merge", "rebase-apply")
+               "CHERRY_PICK_HEAD", "REVERT_HEAD", "BISECT_LOG", "rebase-merge", "rebase-apply",
+               "sequencer")
 
 
 def _holds(path: str, targets: frozenset[str]) -> bool:

@@ -4,7 +4,7 @@
 Owns: reading it from the files git keeps while it lasts, in the work tree's own git folder
 (.git, or .git/worktrees/<name> for a linked worktree): rebase-merge/ or rebase-apply/ (their
 head-name, onto and step counters), MERGE_HEAD (and MERGE_MSG for the branch's name),
-CHERRY_PICK_HEAD, REVERT_HEAD, BISECT_LOG. `git status --porcelain` says none of it, and
+CHERRY_PICK_HEAD, REVERT_HEAD, sequencer/todo (a pick of several), BISECT_LOG. `git status --porcelain` says none of it, and
 during a rebase HEAD is detached, so the branch being rebased is known only from here. Never
 raises: a file it cannot read leaves that detail out. Renders nothing (gitpart.py does).
 """
@@ -28,6 +28,9 @@ class InProgress:
     commit: str | None = None  # onto (rebase), the commit merged / picked / reverted
     step: int | None = None  # a rebase's current step, of `steps`
     steps: int | None = None
+    more: int = 0  # the other heads of an octopus merge
+    #: a cherry-pick or revert of several commits whose current one is done (sequencer/todo)
+    sequence: bool = False
 
 
 def _line(path: Path) -> str | None:
@@ -66,14 +69,39 @@ def read_in_progress(git_dir: Path) -> InProgress | None:
     rebase = _rebase(git_dir)
     if rebase is not None:
         return rebase
-    merge = _line(git_dir / "MERGE_HEAD")
-    if merge is not None:
-        named = _MERGED.match(_line(git_dir / "MERGE_MSG") or "")
-        return InProgress("merge", named.group(1) if named else None, merge)
+    heads = _lines(git_dir / "MERGE_HEAD")
+    if heads:
+        return InProgress("merge", _merged(_line(git_dir / "MERGE_MSG") or ""), heads[0],
+                          more=len(heads) - 1)
     for name, kind in (("CHERRY_PICK_HEAD", "cherry-pick"), ("REVERT_HEAD", "revert")):
         commit = _line(git_dir / name)
         if commit is not None:
             return InProgress(kind, commit=commit)
+    todo = _lines(git_dir / "sequencer" / "todo")  # the next of several, the one before done
+    if todo and todo[0].split(" ", 1)[0] in ("pick", "p", "revert"):
+        verb, _, rest = todo[0].partition(" ")
+        return InProgress("revert" if verb == "revert" else "cherry-pick",
+                          commit=rest.split(" ", 1)[0] or None, sequence=True)
     if (git_dir / "BISECT_LOG").is_file():
         return InProgress("bisect")
+    return None
+
+
+def _lines(path: Path) -> list[str]:
+    """The non-empty lines of a small file of git's, [] when it cannot be read."""
+    try:
+        text = userfiles.read(path, 65536).decode("utf-8", errors="replace")
+    except OSError:
+        return []
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def _merged(message: str) -> str | None:
+    """What a merge message says is merged: a branch's name ("Merge branch 'feat'"), else its
+    own words ("branches 'a' and 'b'", "tag 'v1.0'"), without "into main"."""
+    named = _MERGED.match(message)
+    if named:
+        return named.group(1)
+    if message.startswith("Merge "):
+        return message.removeprefix("Merge ").split(" into ", 1)[0] or None
     return None

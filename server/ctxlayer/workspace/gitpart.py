@@ -87,6 +87,8 @@ def _in_progress(op: InProgress, conflicts: bool) -> str:
         line = "Applying patches (git am)"
     elif op.kind == "merge":
         line = f"Merging {op.branch} at {commit}" if op.branch else f"Merging {commit}"
+        if op.more:  # an octopus merge: one head a branch
+            line += f" and {op.more} more"
     elif op.kind == "cherry-pick":
         line = f"Cherry-picking {commit}"
     elif op.kind == "revert":
@@ -95,7 +97,14 @@ def _in_progress(op: InProgress, conflicts: bool) -> str:
         return "Bisecting (git bisect in progress)"
     if op.step is not None and op.steps is not None:
         line += f", step {op.step} of {op.steps}"
-    tail = "conflicts to fix" if conflicts else f"all conflicts fixed: {_CONTINUE[op.kind]}"
+    if conflicts:
+        tail = "conflicts to fix"
+    elif op.kind == "am":  # stopped on a patch that did not apply: no conflict says so
+        tail = "stopped on a patch: git am --continue once it is applied, else --skip or --abort"
+    elif op.sequence:  # a commit of several done by hand (`git commit`): the rest to go
+        tail = f"more commits to go: {_CONTINUE[op.kind]}"
+    else:
+        tail = f"all conflicts fixed: {_CONTINUE[op.kind]}"
     return f"{line} ({tail})"
 
 
