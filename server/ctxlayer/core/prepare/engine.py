@@ -54,8 +54,8 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
     if previous is not None and _sent_again(previous, msgs, budget, restored):
         return _as_before(previous, client_breakpoints)
     win, common, carry = _recognize(previous, msgs, counter, policy)
-    restored_at, restored_audit, newly = _restore(previous if carry else None, win, restored,
-                                                  (budget, counter, policy))
+    restored_at, restored_audit, newly, again = _restore(previous if carry else None, win,
+                                                         restored, (budget, counter, policy))
     stepped = None
     if win.total() > budget:
         q = newest_user(msgs)
@@ -84,7 +84,7 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
     return Turn(
         messages=kept, tokens=total, budget=budget, dropped=new_summarized + dropped,
         truncated=outlined + truncated,
-        restored=[*restored_audit[len(restored_audit) - len(newly):], *recalled],
+        restored=[*restored_audit[len(restored_audit) - len(newly):], *again, *recalled],
         compacted=bool(win.chunks), cache_reuse_tokens=_reuse(previous, keys, common),
         breakpoints=_breakpoints(kept, keys, win.upto) if client_breakpoints == 0 else [],
         notice=_notice(chunk.replaced if chunk else 0,
@@ -405,6 +405,7 @@ def _restore(previous: ConversationState | None, win: Window, restored: Collecti
     audit = list(previous.restored_audit) if previous is not None else []
     at: dict[str, int] = {}
     newly: list[int] = []
+    again: list[AuditEntry] = []  # restored before, shortened again this turn
     for rid in restored:
         idx = before.get(rid)
         if idx is None or idx >= len(msgs) or msgs[idx].id != rid:
@@ -413,7 +414,7 @@ def _restore(previous: ConversationState | None, win: Window, restored: Collecti
             continue  # no longer in the conversation: nothing to show
         at[rid] = idx
         if rid in before:
-            _restored_again(win, idx, audit, *fit)
+            again += _restored_again(win, idx, audit, *fit)
         else:
             newly.append(idx)
             was = win.shown_tokens(idx) if idx in win.rewrites else 0  # its outline, if any
@@ -423,26 +424,29 @@ def _restore(previous: ConversationState | None, win: Window, restored: Collecti
                                     summary=describe(msgs[idx]), tokens_before=0,
                                     tokens_after=win.shown_tokens(idx), message_id=rid,
                                     index=idx))
-    return at, audit, newly
+    return at, audit, newly, again
 
 
 def _restored_again(win: Window, i: int, audit: list[AuditEntry], budget: int,
-                   counter: Tokenizer, policy: PreparePolicy) -> None:
+                   counter: Tokenizer, policy: PreparePolicy) -> list[AuditEntry]:
     """A message restored on an earlier turn, while the request is over a budget that shrank
     since (a smaller model, a budget set lower, the provider's counts): shortened again to
     RESTORE_SHARE of this room when it takes more, its restore entry saying so. Kept at its
     size, the fit dropped it whole, the other history summarized to make room for it first (a
-    request at 70 of a budget of 600)."""
+    request at 70 of a budget of 600). Returns the entry saying so, for this turn's result
+    (its prefix changes there), or []."""
     if win.total() <= budget:
-        return
+        return []
     cap = int(win.room(budget, newest_user(win.messages)) * RESTORE_SHARE)
     if win.shown_tokens(i) <= cap:
-        return
+        return []
     reason = _restored_short(win, i, 0, budget, counter, policy)
     k = next((k for k, e in enumerate(audit) if e.index == i), None)
-    if reason is not None and k is not None:
-        audit[k] = msgspec.structs.replace(audit[k], reason=reason,
-                                           tokens_after=win.shown_tokens(i))
+    if reason is None or k is None:
+        return []
+    audit[k] = msgspec.structs.replace(audit[k], reason=reason,
+                                       tokens_after=win.shown_tokens(i))
+    return [audit[k]]
 
 
 #: of the room a question leaves, what one restored message takes at most (as a session's
