@@ -37,24 +37,26 @@ def _git():
     return git
 
 
-def under_git(root: Path) -> bool:
-    """Whether `root` or a folder above it holds a `.git` (a folder, or the file of a worktree
-    or submodule): GitPython's discovery finds a work tree only there, so in any other folder
-    neither GitPython (a tenth of a second to import, on the first scan) nor git need run."""
+def nearest_dot_git(root: Path) -> Path | None:
+    """The nearest `.git` at or above `root` (a folder, or the file of a worktree or
+    submodule naming the repository's folder elsewhere), None when there is none."""
     here = Path(os.path.abspath(root))
-    return any(os.path.lexists(p / ".git") for p in (here, *here.parents))
+    return next((p / ".git" for p in (here, *here.parents) if os.path.lexists(p / ".git")),
+                None)
+
+
+def under_git(root: Path) -> bool:
+    """Whether `root` or a folder above it holds a `.git`: GitPython's discovery finds a work
+    tree only there, so in any other folder neither GitPython (a tenth of a second to import,
+    on the first scan) nor git need run."""
+    return nearest_dot_git(root) is not None
 
 
 def nearest_git_is_a_file(root: Path) -> bool:
-    """Whether the nearest `.git` at or above `root` is a file (a linked worktree's or a
-    submodule's, naming the repository's folder elsewhere), which can point nowhere once
-    that repository moved: then no repository is found, though git was meant to be there."""
-    here = Path(os.path.abspath(root))
-    for folder in (here, *here.parents):
-        dot_git = folder / ".git"
-        if os.path.lexists(dot_git):
-            return dot_git.is_file()
-    return False
+    """Whether the nearest `.git` is a file, which can point nowhere once that repository
+    moved: then no repository is found, though git was meant to be there."""
+    dot_git = nearest_dot_git(root)
+    return dot_git is not None and dot_git.is_file()
 
 
 def _open(root: Path):
