@@ -63,6 +63,14 @@ async def test_kept_conversations_are_listed_and_explained_after_a_restart(tmp_p
         assert summarized(after) == summarized(before)
         one = await why(caller, conversation_id="c1", message_id="u1")
         assert [(e.action, e.message_id) for e in one] == [("summarized", "u1")]
+        # an id the turn did not hold is said, as for a chat in memory: no entries would read
+        # as "kept whole"
+        with pytest.raises(ContextError) as err:
+            await why(caller, conversation_id="c1", message_id="no-such-message")
+        assert (err.value.kind, err.value.field) == ("invalid", "messageId")
+        newest = messages[-3]["id"]  # a_chat grew it by two after its last turn
+        assert await why(caller, conversation_id="c2", message_id=newest) == [], \
+            "the newest message of the turn, kept whole: no entries, no error"
         by_session = await why(caller, session_id="chat-c1")
         assert summarized(by_session) == summarized(before)
         with pytest.raises(ContextError) as err:

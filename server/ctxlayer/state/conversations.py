@@ -642,7 +642,13 @@ class Conversations:
         if snap is None:
             return None
         entries = persist.kept_audit(snap)
-        return [e for e in entries if message_id is None or e.message_id == message_id]
+        if message_id is None:
+            return entries
+        entries = [e for e in entries if e.message_id == message_id]
+        if not entries and snap.ids and message_id not in snap.ids:
+            raise ContextError("invalid", f"no message {message_id!r} in the last turn of "
+                               f"conversation {cid!r}", field="messageId")
+        return entries
 
     def why(self, workspace: str, conversation_id: str | None = None,
             session_id: str | None = None,

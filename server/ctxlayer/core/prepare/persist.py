@@ -61,6 +61,10 @@ class Snapshot(msgspec.Struct, kw_only=True):
     #: one not listed (an edit's chain left behind, a request beside a chat) and in a window
     #: written before it was kept: after a restart it is listed from here until it comes back
     info: ConversationInfo | None = None
+    #: the ids of the turn's messages (None where a message had none): after a restart ctx/why
+    #: of an id the turn did not hold says so (no entries would read as "kept whole"); empty
+    #: in a window written before they were kept
+    ids: list[str | None] = msgspec.field(default_factory=list)
 
 
 class _Listed(msgspec.Struct):
@@ -103,7 +107,8 @@ def snapshot(state: ConversationState, counter_name: str = "",
                     restored_audit=list(state.restored_audit), out_keys=list(state.out_keys),
                     out_tokens=list(state.out_tokens), counted_with=counted_with,
                     tokens=list(state.tokens) if counted_with else [],
-                    shapes=[shape_hash(m) for m in state.messages])
+                    shapes=[shape_hash(m) for m in state.messages],
+                    ids=[m.id for m in state.messages])
 
 
 def encode(snap: Snapshot) -> bytes:
