@@ -9,7 +9,7 @@
  * controller (the `onTurn` hook).
  */
 import { randomUUID } from "node:crypto";
-import { readFile } from "node:fs/promises";
+import { readFile, realpath } from "node:fs/promises";
 import { sep } from "node:path";
 import {
   CtxlayerError,
@@ -22,6 +22,7 @@ import {
 } from "@ctxlayer/client";
 import { VENDOR, daemonModel } from "./chatModels";
 import { resultText, toolsToOpenAI } from "./chatConvert";
+import { secretReason } from "./secrets";
 import * as api from "./vscodeapi";
 import { TOOL_NAME as WORKSPACE_TOOL } from "./workspaceTool";
 
@@ -131,13 +132,37 @@ function within(path: string, folder: string | undefined): boolean {
 /** As much of an attached file as the daemon would read of one (attachments.py). */
 const MAX_ATTACHED_BYTES = 1_000_000;
 
-/** An attached file's text, as the daemon gives one: a binary one described, a huge one cut. */
-async function attachedText(path: string): Promise<string | { problem: string }> {
+/**
+ * An attached file's text, as the daemon gives one: a binary one described, a huge one cut;
+ * one that may hold secrets, or a link out of the window's folders, never read (the daemon's
+ * rule, which it cannot apply to a file it never sees). `folder`: the one holding `path`.
+ */
+async function attachedText(
+  path: string,
+  folder: string,
+  folders: readonly string[],
+): Promise<string | { problem: string }> {
+  const unread = (err: unknown) => ({
+    problem: `could not be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
+  });
+  let real: string;
+  try {
+    real = await realpath(path);
+  } catch (err) {
+    return unread(err);
+  }
+  // a folder's own path may be a link too: compare resolved with resolved
+  const resolved = async (f: string) => await realpath(f).catch(() => f);
+  if (!(await Promise.all(folders.map(resolved))).some((f) => within(real, f))) {
+    return { problem: `resolves outside the workspace's folders (to ${real})` };
+  }
+  const secret = secretReason(path, folder, real, await resolved(folder));
+  if (secret) return { problem: secret };
   let data: Buffer;
   try {
-    data = await readFile(path);
+    data = await readFile(real);
   } catch (err) {
-    return { problem: `could not be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}` };
+    return unread(err);
   }
   if (data.subarray(0, 8192).includes(0)) {
     return `(binary file, ${data.length.toLocaleString("en-US")} bytes, not shown)`;
@@ -347,8 +372,9 @@ export class CtxlayerParticipant {
   /**
    * The question with the files it references. The daemon reads those of its workspace (the
    * first folder) at every assembly; those of the workspace's other folders, which it may not
-   * read, go in the question as they are now, in the daemon's own form of an attached file;
-   * any other is left out, and the chat says which and why.
+   * read, go in the question as they are now, in the daemon's own form of an attached file,
+   * unless the daemon's rule keeps them out (secrets, links out of the folders); any other is
+   * left out, and the chat says which and why.
    */
   private async question(
     request: api.ChatRequest,
@@ -362,7 +388,8 @@ export class CtxlayerParticipant {
     const left = outside.map((p) => `\`${p}\` (outside the workspace's folders)`);
     const blocks: string[] = [];
     for (const path of elsewhere) {
-      const read = await attachedText(path);
+      const folder = others.find((f) => within(path, f))!;
+      const read = await attachedText(path, folder, api.workspaceFolders());
       if (typeof read !== "string") {
         left.push(`\`${path}\` (${read.problem})`);
         continue;

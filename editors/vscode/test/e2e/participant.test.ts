@@ -187,4 +187,20 @@ describe("@ctxlayer in a multi-root workspace, on the real daemon", () => {
     expect(sent).not.toContain("SECRET_MARKER");
     expect(out[0]).toBe(`> ctxlayer: not attached: \`${outside}\` (outside the workspace's folders).\n\n`);
   });
+
+  it("never sends another folder's file that may hold secrets (the daemon's rule)", async () => {
+    editorTools(0);
+    const m = smallModel();
+    writeFileSync(join(second, ".env"), "API_KEY=ENV_MARKER\n");
+    const { out } = await turn(m, [], [join(second, ".env"), join(second, "beta.py")]);
+    const sent = m.received[0].messages
+      .map((msg: any) => msg.content.map((p: any) => (p instanceof Text ? p.value : "")).join(""))
+      .join("\n");
+    expect(sent).toContain("BETA_MARKER");
+    expect(sent).not.toContain("ENV_MARKER");
+    expect(out[0]).toBe(
+      `> ctxlayer: not attached: \`${join(second, ".env")}\` ` +
+        "(.env may hold secrets (keys, tokens, passwords): never sent).\n\n",
+    );
+  });
 });

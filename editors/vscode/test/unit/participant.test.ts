@@ -1,6 +1,9 @@
 // The @ctxlayer participant over an in-memory daemon: a turn appends the question, assembles
 // the session into the model's window, runs the tool the model calls, keeps the tool round
 // in the result metadata; the commands act on the session.
+import { mkdirSync, mkdtempSync, realpathSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
 import { CtxlayerClient } from "@ctxlayer/client";
 import { CtxlayerParticipant, historyMessages, toChatMessages, whyMarkdown } from "../../src/participant";
@@ -284,6 +287,65 @@ describe("@ctxlayer", () => {
         "`/work/second/gone.py` (could not be read: ENOENT).\n\n",
     );
     expect(session[0]).toEqual({ role: "user", content: "compare" });
+  });
+
+  it("never reads another folder's file that may hold secrets (the daemon's rule)", async () => {
+    // the daemon's rule (selected.py): a secret's name, a secret folder, a link to either
+    const second = mkdtempSync(join(tmpdir(), "ctxlayer-second-"));
+    const outside = mkdtempSync(join(tmpdir(), "ctxlayer-outside-"));
+    mkdirSync(join(second, "keys"));
+    mkdirSync(join(second, ".ssh"));
+    mkdirSync(join(second, ".git"));
+    const files: Record<string, string> = {
+      ".env": "ENV_MARKER",
+      "prod.env": "PROD_MARKER",
+      "keys/id_rsa.pem": "PEM_MARKER",
+      "Server.KEY": "KEY_MARKER",
+      ".ssh/config": "SSH_MARKER",
+      ".git/config": "GIT_MARKER",
+      ".env.example": "TEMPLATE_MARKER",
+      "plain.py": "PLAIN_MARKER",
+    };
+    for (const [name, text] of Object.entries(files)) {
+      writeFileSync(join(second, name), `${text}\n`);
+    }
+    writeFileSync(join(outside, "token.txt"), "OUTSIDE_MARKER\n");
+    symlinkSync(join(second, ".env"), join(second, "notes.txt"));
+    symlinkSync(join(second, ".git/config"), join(second, "settings.ini"));
+    symlinkSync(join(outside, "token.txt"), join(second, "token.txt"));
+    recorded.moreFolders = [second];
+    const attached = [...Object.keys(files), "notes.txt", "settings.ini", "token.txt"];
+    const req = request("look", model());
+    req.references = attached.map((f) => ({
+      id: f,
+      value: { scheme: "file", fsPath: join(second, f) },
+    }));
+    const s = chatStream();
+    await participant.handle(req, { history: [] }, s as any, noCancel);
+    const sent = session[0].content as string;
+    expect(sent).toContain("TEMPLATE_MARKER"); // a template holds no values: it is sent
+    expect(sent).toContain("PLAIN_MARKER");
+    for (const marker of ["ENV", "PROD", "PEM", "KEY", "SSH", "GIT", "OUTSIDE"]) {
+      expect(sent).not.toContain(`${marker}_MARKER`);
+    }
+    const secrets = "may hold secrets (keys, tokens, passwords): never sent";
+    const real = (f: string) => realpathSync(join(outside, f));
+    expect(s.out[0]).toBe(
+      "> ctxlayer: not attached: " +
+        [
+          `\`${join(second, ".env")}\` (.env ${secrets})`,
+          `\`${join(second, "prod.env")}\` (prod.env ${secrets})`,
+          `\`${join(second, "keys/id_rsa.pem")}\` (id_rsa.pem ${secrets})`,
+          `\`${join(second, "Server.KEY")}\` (Server.KEY ${secrets})`,
+          `\`${join(second, ".ssh/config")}\` (the files of .ssh/ ${secrets})`,
+          `\`${join(second, ".git/config")}\` (the files of .git/ ${secrets})`,
+          `\`${join(second, "notes.txt")}\` (a link to .env, which ${secrets})`,
+          `\`${join(second, "settings.ini")}\` (a link into .git/, whose files ${secrets})`,
+          `\`${join(second, "token.txt")}\` (resolves outside the workspace's folders ` +
+            `(to ${real("token.txt")}))`,
+        ].join(", ") +
+        ".\n\n",
+    );
   });
 
   it("says so when nothing was cut", () => {
