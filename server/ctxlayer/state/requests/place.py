@@ -61,14 +61,36 @@ async def _placed(caller: Caller, runs: Runs, fn: Callable[..., Any], *args: Any
     try:
         if runs == "lane":
             _ = caller.state.sessions  # opened on the loop (what it tells the user goes out from here)
-            return await caller.state.work(work)
-        return await loop.run_in_executor(None, work)
+            return await _to_its_end(asyncio.ensure_future(caller.state.work(work)))
+        return await _to_its_end(loop.run_in_executor(None, work))
     finally:
         for call in left.take():  # what the work told the editors, before its answer
             try:
                 call()
             except Exception:
                 log.exception("a call the work left for the loop failed")
+
+
+async def _to_its_end(work: asyncio.Future[Any]) -> Any:
+    """The result of work handed to a thread, even when its request is cancelled meanwhile
+    ($/cancelRequest, a client's timeout): a thread cannot be stopped, and an append answered
+    "canceled" that the session had stored was stored twice by the client's retry. So a
+    request cancelled once its work is under way answers what it did, and holds its lane
+    until then: the next request on the session never runs beside it. Cancelled before (while
+    it waited for its lane), it changed nothing and says so."""
+    cancelled = False
+    while True:
+        try:
+            out = await asyncio.shield(work)
+            break
+        except asyncio.CancelledError:
+            if work.cancelled():
+                raise
+            cancelled = True
+    task = asyncio.current_task()
+    if cancelled and task is not None:
+        task.uncancel()  # the request goes on to its answer
+    return out
 
 
 class _Left:

@@ -1,0 +1,59 @@
+"""A cancelled request either changed nothing and answers "canceled" (-32800), or answers
+what it did: a session's work on a thread cannot be stopped half-way, and an append answered
+"canceled" that the session had stored was stored twice by the client's retry (the Python
+client cancels a request it timed out). The real daemon over stdio; each append is cancelled
+in the same write that sends it, while its work runs or while it waits for the one before."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import WORLD, RawDaemon, hermetic_env, make_repo
+
+pytestmark = pytest.mark.e2e
+CANCELLED = -32800
+
+
+def frame(message: dict) -> bytes:
+    body = json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def batch(b: int) -> list[dict]:
+    return [{"role": "user" if i % 2 == 0 else "assistant", "id": f"b{b}m{i}",
+             "content": f"batch {b} message {i} " + "words of a long turn " * 400}
+            for i in range(40)]
+
+
+async def test_a_cancelled_append_answers_what_it_did(tmp_path):
+    env = hermetic_env(tmp_path / "world")
+    daemon = await RawDaemon.start(env=env)
+    try:
+        await daemon.initialize(make_repo(WORLD / "cancel-repo"))
+        opened = await daemon.request("open", "ctx/session/open",
+                                      {"sessionId": "c", "budget": 5_000_000})
+        assert "result" in opened, opened
+        batches = range(6)
+        # all at once: the later appends wait for their lane when their cancel arrives
+        await daemon.send_raw(b"".join(
+            frame({"jsonrpc": "2.0", "id": f"a{b}", "method": "ctx/session/append",
+                   "params": {"sessionId": "c", "messages": batch(b)}})
+            + frame({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": f"a{b}"}})
+            for b in batches))
+        answers = {b: await daemon.response(f"a{b}", timeout=120) for b in batches}
+        assembled = await daemon.request("asm", "ctx/assemble",
+                                        {"sessionId": "c", "budget": 5_000_000})
+        ids = [m["id"] for m in assembled["result"]["messages"]]
+        for b, answer in answers.items():
+            stored = sum(1 for i in ids if i.startswith(f"b{b}m"))
+            if "result" in answer:
+                assert stored == 40, (b, answer["result"], stored)
+            else:
+                assert answer["error"]["code"] == CANCELLED, answer
+                assert stored == 0, f"append {b} answered 'canceled' but stored {stored} of 40"
+        # what was stored is in arrival order, each batch whole
+        expected = [f"b{b}m{i}" for b in batches if "result" in answers[b] for i in range(40)]
+        assert [i for i in ids if i.startswith("b")] == expected
+    finally:
+        assert await daemon.close() == 0
