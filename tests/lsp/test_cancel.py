@@ -6,6 +6,7 @@ in the same write that sends it, while its work runs or while it waits for the o
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -57,3 +58,36 @@ async def test_a_cancelled_append_answers_what_it_did(tmp_path):
         assert [i for i in ids if i.startswith("b")] == expected
     finally:
         assert await daemon.close() == 0
+
+
+async def test_shutdown_answers_the_requests_that_arrived_before_it(tmp_path):
+    """LSP lets a client pipeline requests before `shutdown` and wait for its answer: they
+    are answered and applied first (pygls cancelled them: appends answered 'canceled', lost)."""
+    env = hermetic_env(tmp_path / "world")
+    root = make_repo(WORLD / "shutdown-repo")
+    daemon = await RawDaemon.start(env=env)
+    try:
+        await daemon.initialize(root)
+        await daemon.request("open", "ctx/session/open", {"sessionId": "s", "budget": 5_000_000})
+        await daemon.send_raw(b"".join(
+            frame({"jsonrpc": "2.0", "id": f"a{b}", "method": "ctx/session/append",
+                   "params": {"sessionId": "s", "messages": batch(b)}}) for b in range(4))
+            + frame({"jsonrpc": "2.0", "id": "bye", "method": "shutdown"}))
+        assert (await daemon.response("bye", timeout=120)).get("result", "?") is None
+        for b in range(4):
+            answer = await daemon.response(f"a{b}", timeout=5)
+            assert "result" in answer, (b, answer)
+        await daemon.send({"jsonrpc": "2.0", "method": "exit"})
+        assert await asyncio.wait_for(daemon.proc.wait(), 10) == 0
+    finally:
+        assert await daemon.close() == 0
+    again = await RawDaemon.start(env=env)
+    try:
+        await again.initialize(root)
+        await again.request("open", "ctx/session/open", {"sessionId": "s"})
+        assembled = await again.request("asm", "ctx/assemble",
+                                        {"sessionId": "s", "budget": 5_000_000})
+        ids = [m["id"] for m in assembled["result"]["messages"] if m["id"].startswith("b")]
+        assert ids == [f"b{b}m{i}" for b in range(4) for i in range(40)]
+    finally:
+        assert await again.close() == 0

@@ -1,8 +1,9 @@
 """Every place ctxlayer reaches into pygls' private parts, gathered so that a pygls upgrade
 breaks one module, and `tests/lsp/test_overrides.py` says which part moved.
 
-Owns: `CtxProtocol` (pygls' LSP protocol with our `initialize` announcement, an `exit` that
-ends the connection rather than the process in TCP mode, and plain results written without
+Owns: `CtxProtocol` (pygls' LSP protocol with our `initialize` announcement, a `shutdown`
+answered after the requests that arrived before it, an `exit` that ends the connection rather
+than the process in TCP mode, and plain results written without
 pygls' cattrs converter: `_send_response`), `shut_down(protocol)` (pygls' private
 `_shutdown` flag, read by the transport and the stdio loop), and `PRIVATE`: each private or
 undocumented member we override or read, with the parameters we rely on (the test checks
@@ -12,6 +13,7 @@ Must not: hold request logic.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -38,7 +40,13 @@ PRIVATE: tuple[tuple[type, str, tuple[str, ...] | None], ...] = (
     (JsonRPCProtocol, "fm", None),
     (LanguageServerProtocol, "lsp_initialize", ("self", "params")),
     (LanguageServerProtocol, "lsp_exit", ("self", "args")),
+    (LanguageServerProtocol, "lsp_shutdown", ("self", "args")),
+    (JsonRPCProtocol, "_request_futures", None),
 )
+
+#: how long `shutdown` waits for the requests that arrived before it: bounded, for a request
+#: may wait on the client (its ctx/summarize answer), which may be waiting for this answer
+SHUTDOWN_WAIT_S = 30.0
 
 
 def shut_down(protocol: Any) -> bool:
@@ -79,6 +87,23 @@ class CtxProtocol(LanguageServerProtocol):
             raise
         except Exception:
             log.exception("sending a message failed")
+
+    @lsp_method(types.SHUTDOWN)
+    def lsp_shutdown(self, *args):  # type: ignore[override]
+        """The requests that arrived before `shutdown` are answered first; pygls cancelled
+        them, so the appends a client pipelined before its shutdown (as LSP lets it) were
+        answered "canceled" and lost. Then pygls' own (a request still running after the
+        wait is cancelled there)."""
+        yield self._earlier_answered, (), None
+        return (yield from super().lsp_shutdown(*args))
+
+    async def _earlier_answered(self) -> None:
+        mine = asyncio.current_task()
+        # our handlers are tasks; shutdown's own answer is a plain future (never waited on)
+        earlier = [f for f in self._request_futures.values()
+                   if isinstance(f, asyncio.Task) and f is not mine and not f.done()]
+        if earlier:
+            await asyncio.wait(earlier, timeout=SHUTDOWN_WAIT_S)
 
     @lsp_method(types.EXIT)
     def lsp_exit(self, *args):  # type: ignore[override]
