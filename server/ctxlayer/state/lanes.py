@@ -3,6 +3,8 @@
 Owns: `Lanes`, one FIFO per key. A request takes its place in its lane synchronously, when it
 is dispatched (before any await), so arrival order is the order of effects even when the work
 runs on worker threads; requests on other keys never wait for it.
+`earlier()`, taken at dispatch too, waits for every request in a lane then, holding none: a
+read across lanes (ctx/why, the lists) answers after what arrived before it.
 Must not: run work itself (the caller awaits its turn, then runs).
 """
 
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Hashable
+from collections.abc import AsyncIterator, Awaitable, Hashable
 
 
 class Lanes:
@@ -39,3 +41,13 @@ class Lanes:
                 mine.set_result(None)
             if self._tails.get(key) is mine and mine.done():
                 del self._tails[key]
+
+    def earlier(self) -> Awaitable[None]:
+        """Every request in a lane now (arrived before the caller), to await: the lanes are
+        read here, synchronously, so call it when the request is dispatched."""
+        return _all_done([tail for tail in self._tails.values() if not tail.done()])
+
+
+async def _all_done(tails: list[asyncio.Future[None]]) -> None:
+    if tails:
+        await asyncio.wait(tails)  # never cancels them: they are others' places

@@ -11,7 +11,9 @@ function and its place (`place.py` says what each means):
 - `given`: what only the loop can give, awaited first and passed in as the third argument
   (the workspace segment, `place.segment`; a live conversation's part);
 - `inline`: `(model, characters)` of a small request, run on the loop when its encoding is
-  loaded and it is under `state.tokens.INLINE_CHARS` (a thread hop costs more).
+  loaded and it is under `state.tokens.INLINE_CHARS` (a thread hop costs more);
+- `after_earlier`: a read across lanes (ctx/why, the lists) answers after every request that
+  arrived before it: ctx/why sent after an assembly answered from before it ("kept whole").
 No request function moves work off the loop itself (`tests/test_architecture.py`).
 Faces (lsp/, gateway/) parse the params with the method's struct, then `await call(caller,
 method, params)`, and map errors; they never call each other's handlers.
@@ -39,6 +41,9 @@ class Request(NamedTuple):
     lane: Callable[[Any, Any], Hashable] | None = None
     given: Callable[[Any, Any], Awaitable[Any]] | None = None
     inline: Callable[[Any, Any], tuple[str | None, int]] | None = None
+    #: a read of what other requests write (a session's or a chat's last result, the lists):
+    #: it waits for every request that arrived before it, in any lane, holding none
+    after_earlier: bool = False
 
 
 def by_session(caller: Caller, p: Any) -> Hashable:
@@ -76,15 +81,15 @@ REQUESTS: dict[str, Request] = {
     "ctx/session/reportUsage": in_session(sessions.report_usage),
     "ctx/session/budget": in_session(sessions.budget),
     "ctx/session/audit": in_session(sessions.audit, given=None),
-    "ctx/session/list": Request(sessions.list_sessions, "worker"),
+    "ctx/session/list": Request(sessions.list_sessions, "worker", after_earlier=True),
     "ctx/session/close": in_session(sessions.close, given=None),
-    "ctx/inspect": Request(inspect.inspect, "worker", given=inspect.given),
+    "ctx/inspect": Request(inspect.inspect, "worker", given=inspect.given, after_earlier=True),
     # a conversation's turns are ordered by the conversations themselves (state/conversations.py),
     # so the gateway, which calls them directly, gets the same order
     "ctx/prepare": Request(chats.prepare, "loop"),
-    "ctx/conversations": Request(chats.conversations, "loop"),
+    "ctx/conversations": Request(chats.conversations, "loop", after_earlier=True),
     # a live conversation's part is the loop's (given); a session's is read on its thread
-    "ctx/why": Request(chats.why, "worker", given=chats.live_why),
+    "ctx/why": Request(chats.why, "worker", given=chats.live_why, after_earlier=True),
     "ctx/restore": Request(chats.restore, "lane", lane=by_session_or_chat,
                            given=chats.live_restore),
 }
@@ -103,7 +108,10 @@ async def call(caller: Caller, method: str, params: Any) -> Any:
     first await, so call this as the face's first await), on the loop or a thread."""
     request = REQUESTS[method]
     lane = caller.state.lanes.turn(request.lane(caller, params)) if request.lane else None
+    earlier = caller.state.lanes.earlier() if request.after_earlier else None
     with caller.state.tokenizers.answering():  # no encoding is built for later meanwhile
+        if earlier is not None:
+            await earlier
         async with lane if lane is not None else contextlib.nullcontext():
             if request.runs == "loop":
                 return await request.fn(caller, params)

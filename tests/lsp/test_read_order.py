@@ -1,0 +1,57 @@
+"""A read across lanes answers after the requests that arrived before it: ctx/why, ctx/session/list
+and ctx/conversations pipelined right after an assembly or a chat's turn (as a client that does
+not wait for each answer sends them) answered from before it: `[]` from ctx/why reads as "kept
+whole" for messages that were summarized. The real daemon over stdio, one write."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import WORLD, RawDaemon, hermetic_env, make_repo
+
+pytestmark = pytest.mark.e2e
+
+
+def frame(i: str, method: str, params: dict) -> bytes:
+    body = json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def turns(n: int, words: int) -> list[dict]:
+    return [{"role": "user" if k % 2 == 0 else "assistant", "id": f"m{k}",
+             "content": f"turn {k} " + "lorem ipsum dolor sit " * words} for k in range(n)]
+
+
+async def test_why_and_the_lists_answer_after_what_arrived_before_them(tmp_path):
+    daemon = await RawDaemon.start(env=hermetic_env(tmp_path / "world"))
+    try:
+        await daemon.initialize(make_repo(WORLD / "read-order-repo"))
+        await daemon.request("open", "ctx/session/open", {"sessionId": "s", "budget": 2000})
+        chat = {"model": "gpt-4o", "messages": turns(301, 150)}
+        await daemon.send_raw(b"".join([
+            frame("append", "ctx/session/append", {"sessionId": "s", "messages": turns(40, 225)}),
+            frame("list", "ctx/session/list", {}),
+            frame("assemble", "ctx/assemble", {"sessionId": "s"}),
+            frame("why", "ctx/why", {"sessionId": "s"}),
+            frame("why-m3", "ctx/why", {"sessionId": "s", "messageId": "m3"}),
+            frame("prepare", "ctx/prepare", {"format": "openai", "request": chat,
+                                             "conversationId": "c1", "budget": 8000}),
+            frame("why-c1", "ctx/why", {"conversationId": "c1"}),
+            frame("chats", "ctx/conversations", {}),
+        ]))
+        answers = {i: await daemon.response(i, timeout=120) for i in (
+            "append", "list", "assemble", "why", "why-m3", "prepare", "why-c1", "chats")}
+        assert all("result" in a for a in answers.values()), answers
+        listed = {s["sessionId"]: s for s in answers["list"]["result"]["sessions"]}
+        assert listed["s"]["messages"] == 40, listed["s"]
+        assert answers["assemble"]["result"]["compacted"], "the budget forces a summary"
+        summarized = {e["messageId"] for e in answers["why"]["result"]["entries"]
+                      if e["action"] == "summarized"}
+        assert "m3" in summarized
+        assert [e["action"] for e in answers["why-m3"]["result"]["entries"]] == ["summarized"]
+        assert answers["why-c1"]["result"]["entries"], "the turn before it cut the chat"
+        assert [c["conversationId"] for c in answers["chats"]["result"]["conversations"]] \
+            == ["c1"]
+    finally:
+        assert await daemon.close() == 0
