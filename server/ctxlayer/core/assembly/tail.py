@@ -78,10 +78,12 @@ def _groups(msgs: list[Message]) -> list[list[int]]:
     return ToolGroups(msgs).in_order()
 
 
-def _drop(win: Window, idx: set[int], reason: str) -> None:
+def _drop(win: Window, idx: set[int] | dict[int, str], reason: str = "") -> None:
+    """Drop the messages `idx`, each said with `reason` (or its own, `idx` by index)."""
     for i in sorted(idx):
         m = win.messages[i]
-        win.dropped.append(AuditEntry(action="dropped", reason=reason, summary=describe(m),
+        why = idx[i] if isinstance(idx, dict) else reason
+        win.dropped.append(AuditEntry(action="dropped", reason=why, summary=describe(m),
                                       tokens_before=win.tokens[i], tokens_after=0,
                                       message_id=m.id))
     keep = [i for i in range(len(win.messages)) if i not in idx]
@@ -145,23 +147,48 @@ def fit(win: Window, room: int, counter: Tokenizer, *, require_user: bool,
             total -= _shorten(win, i, cap, counter,
                               "tool output outlined to fit the history share" if tools_only
                               else "shortened to fit the history share (oldest first)")
-    # then the oldest turns, whole
-    groups = _groups(win.messages)
-    gone: set[int] = set()
-    for group in groups:
-        if total <= room:
-            break
-        if last_user in group or any(win.messages[i].pinned for i in group):
-            continue
-        gone.update(group)
-        total -= sum(win.tokens[i] for i in group)
-    if gone:
-        _drop(win, gone, "oldest turns dropped: the history share is full")
-        if require_user:
-            start_with_user(win)
+    dropped = len(win.dropped)
+    total = _drop_whole_turns(win, total, room, last_user, counter)
+    if len(win.dropped) > dropped and require_user:
+        start_with_user(win)
         total = sum(win.tokens)
     if total > room:
         _last_resort(win, room, total, counter)
+
+
+def _drop_whole_turns(win: Window, total: int, room: int, last_user: int | None,
+                      counter: Tokenizer) -> int:
+    """The oldest turns, whole, while over the room; returns the total left. The turns after
+    the newest question (an agent's work on it, its reply) are the newest, not the oldest:
+    the question first gives up to half of itself for them, then they go, oldest first, said
+    as what they are (a 12-token reply after a long question went as "oldest turns")."""
+    older: list[list[int]] = []
+    newer: list[list[int]] = []
+    for group in _groups(win.messages):
+        if last_user in group or any(win.messages[i].pinned for i in group):
+            continue
+        (older if last_user is None or group[0] < last_user else newer).append(group)
+    gone: dict[int, str] = {}
+    for group in older:
+        if total <= room:
+            break
+        gone.update(dict.fromkeys(group, "oldest turns dropped: the history share is full"))
+        total -= sum(win.tokens[i] for i in group)
+    if total > room and newer and last_user is not None:
+        q = win.tokens[last_user]
+        cap = max(q // 2, q - (total - room))
+        if cap < q:
+            total -= _shorten(win, last_user, cap, counter, "shortened to keep the turns after "
+                              "it: the newest question is never dropped")
+    for group in newer:
+        if total <= room:
+            break
+        gone.update(dict.fromkeys(group, "dropped: no room beside the newest question, which "
+                                  "is never dropped"))
+        total -= sum(win.tokens[i] for i in group)
+    if gone:
+        _drop(win, gone)
+    return total
 
 
 def _newest_question(win: Window) -> int | None:
