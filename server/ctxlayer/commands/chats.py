@@ -13,6 +13,7 @@ characters escaped (`core.text.visible`).
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import urllib.error
 import urllib.parse
@@ -66,28 +67,41 @@ def gateway_url(args: argparse.Namespace) -> str:
     from ctxlayer.paths import state_dir
     from ctxlayer.urls import is_loopback
 
-    if args.url:
-        url = args.url.rstrip("/").removesuffix("/v1")
+    if args.url is not None:
+        url, named = args.url.rstrip("/").removesuffix("/v1"), "--url"
     else:
-        url = _announced(state_dir(args.state_dir))
-    if not is_loopback(urllib.parse.urlsplit(url).hostname or ""):
-        raise UsageError(f"{url}: the gateway listens on loopback only (127.0.0.1, ::1, "
+        found = state_dir(args.state_dir) / "gateway.json"
+        url, named = _announced(found), f"{found}: its \"anthropic\""
+    try:  # a malformed one raised out of urllib as a traceback ('http://[::1', ':abc')
+        parts = urllib.parse.urlsplit(url)
+        if parts.port == 0:  # reading the port raises for one that is no number
+            raise ValueError("port 0 is no gateway's")
+    except ValueError as exc:
+        raise UsageError(f"{named}: {visible(url)} is not a URL ({exc})") from None
+    if any(ord(c) < 32 or ord(c) == 127 for c in url) or parts.scheme not in ("http", "https"):
+        raise UsageError(f"{named}: {visible(url)} is not an http:// URL of the gateway")
+    if not is_loopback(parts.hostname or ""):
+        raise UsageError(f"{visible(url)}: the gateway listens on loopback only (127.0.0.1, ::1, "
                          "localhost); the state folder's token is sent nowhere else")
     return url
 
 
-def _announced(folder: Path) -> str:
+def _announced(found: Path) -> str:
     from ctxlayer.cli import UsageError
 
-    found = folder / "gateway.json"
     try:
-        return json.loads(found.read_text())["anthropic"].rstrip("/")
+        announced = json.loads(found.read_text())
     except FileNotFoundError:
         raise UsageError(f"no gateway is running ({found} is absent): start `ctxlayer gateway`, "
                          "or `ctxlayer serve` with [gateway] enabled = true, or pass --url"
                          ) from None
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError) as exc:
         raise UsageError(f"{found}: unreadable ({exc}); pass --url") from None
+    url = announced.get("anthropic") if isinstance(announced, dict) else None
+    if not isinstance(url, str):  # a gateway writes {"anthropic": URL, ...}: not one's
+        raise UsageError(f"{found}: no gateway URL under \"anthropic\" (a running gateway "
+                         "writes it again at start); pass --url")
+    return url.rstrip("/")
 
 
 def token(args: argparse.Namespace) -> str:
@@ -113,7 +127,10 @@ def fetch(url: str, bearer: str) -> dict:
     straight = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
         with straight.open(request, timeout=10) as answer:
-            return json.loads(answer.read())
+            data = json.loads(answer.read())
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        return data
     except urllib.error.HTTPError as exc:
         body = exc.read().decode(errors="replace")
         try:
@@ -123,8 +140,10 @@ def fetch(url: str, bearer: str) -> dict:
         if exc.code == 400:  # the request named something the gateway has not: it says what
             raise UsageError(str(body)) from None
         raise UsageError(f"{url}: {exc.code}: {body}") from None
-    except (urllib.error.URLError, OSError) as exc:
+    except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
         raise UsageError(f"{url}: the gateway does not answer ({exc}); is it running?") from None
+    except ValueError as exc:  # an answer that is not JSON: not the gateway's
+        raise UsageError(f"{url}: not a gateway's answer ({exc})") from None
 
 
 def k(n: int) -> str:
@@ -137,12 +156,27 @@ def k(n: int) -> str:
     return f"{n / 1_000_000:.2f}".rstrip("0").rstrip(".") + "M"
 
 
+def refuse_idle_flags(args: argparse.Namespace) -> None:
+    """A flag that would do nothing is refused, as `inspect` refuses its (`--message x`
+    alone, `--why ''` listed every chat without a word)."""
+    from ctxlayer.cli import UsageError
+
+    if args.why == "":
+        raise UsageError("--why: give a conversation's id (`ctxlayer chats` lists them)")
+    if args.message is not None and args.why is None:
+        raise UsageError("--message: only with --why CONVERSATION")
+    if args.message == "":
+        raise UsageError("--message: give a message's id (`ctxlayer chats --why ID` lists "
+                         "what was cut)")
+
+
 def run(args: argparse.Namespace) -> int:
+    refuse_idle_flags(args)
     base = gateway_url(args)
     bearer = token(args)
-    if args.why:
+    if args.why is not None:
         query = {"conversationId": args.why}
-        if args.message:
+        if args.message is not None:
             query["messageId"] = args.message
         data = fetch(f"{base}/ctxlayer/why?{urllib.parse.urlencode(query)}", bearer)
         if args.json:
