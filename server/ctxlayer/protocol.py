@@ -498,11 +498,18 @@ class ConversationInfo(Wire):
     dropped: int
     updated_at: str
     percent: float  # tokens of budget, as the status bar shows it (editors compute none)
-    cached_tokens: int | None = None  # the provider's last usage report, when there was one
+    #: what the provider said its last request read from its cache (its usage report); None
+    #: before that report (a request under way or failed), when it sent none, and for a
+    #: chat whose history the provider keeps (`previous_response_id`): its figures count a
+    #: history the gateway never sees, `tokens` only the new input
+    cached_tokens: int | None = None
 
 
 class ConversationsResult(Wire):
     conversations: list[ConversationInfo]
+    #: the conversations the state folder keeps beyond those listed (the most recent first,
+    #: 64 at most): chains an edit left behind among them when that many are kept
+    not_listed: int = 0
 
 
 class WhyParams(Wire):

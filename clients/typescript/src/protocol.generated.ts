@@ -401,6 +401,7 @@ export interface PrepareResult {
 }
 export interface ConversationsResult {
   conversations: ConversationInfo[];
+  notListed?: number;
 }
 export interface ConversationInfo {
   conversationId: string;

@@ -30,11 +30,15 @@ CACHE_WRITE_PRICE = 1.25
 BILL_HELP = (
     "columns: `est. cache` is the gateway's estimate of the last request's prefix kept in the "
     "provider's cache; `read` is what the provider said it read from its cache (its usage "
-    "report; - when it sent none); `bill` is what the last request's input cost against "
+    "report; - when it sent none, while the request is under way, after it failed, and for "
+    "a chat whose history the provider keeps (a Responses chain with previous_response_id), "
+    "whose figures count a history the gateway never sees); `bill` is what the last request's input cost against "
     "sending everything uncached: (read x 0.1 + the rest x 1.25) / tokens for Claude models, "
     "whose uncached rest the gateway's breakpoints write to the cache, (read x 0.1 + the rest) "
     "/ tokens for the others; `dropped` is how many messages of the history the last "
-    "request left out (summarized or dropped: `--why` lists them, and what it shortened).")
+    "request left out (summarized or dropped: `--why` lists them, and what it shortened). "
+    "The 64 most recent conversations are listed; a last line says how many more the state "
+    "folder keeps.")
 
 
 def bill(conversation: dict) -> float | None:
@@ -209,4 +213,8 @@ def run(args: argparse.Namespace) -> int:
                       f"{k(c['cacheReuseTokens']):>10} {'-' if read is None else k(read):>7} "
                       f"{'-' if cost is None else f'{cost:.0%}':>5} {c['dropped']:>7}  "
                       f"{c['updatedAt']}"))
+    more = data.get("notListed", 0)
+    if more:
+        print(f"and {more} more conversation{'s' if more != 1 else ''} the state folder keeps, "
+              f"not listed: the {len(rows)} most recent are")
     return 0

@@ -576,6 +576,9 @@ class Conversations:
         conv.updated_at = self.clock()
         conv.turned_at = self.ticks()
         conv.sent = None  # a report from now on is of an older request, until its result
+        # the provider's cache read is of the request it reports: none yet for this one
+        # (kept, a failed request showed the one before's read beside its own count)
+        conv.cached_tokens = None
         conv.left_behind = conv.aside = False
         key = (conv.workspace, conv.conversation_id)
         self._live[key] = conv
@@ -609,20 +612,27 @@ class Conversations:
         return [c.info() for (ws, _), c in reversed(self._live.items())
                 if ws == workspace and not c.left_behind]
 
-    async def listed(self, workspace: str) -> list[protocol.ConversationInfo]:
+    async def listed(self, workspace: str) -> tuple[list[protocol.ConversationInfo], int]:
         """ctx/conversations: this workspace's live conversations (`list`) and those the state
         folder keeps that are not in memory (after a restart, until their chat comes back: as
-        listed when their window was last written), the most recent first, MAX_LIVE at most.
+        listed when their window was last written), the most recent first, MAX_LIVE at most;
+        and how many more there are (they were cut without a word: 70 chats listed as 64).
         A kept one that is in memory under its id is listed as it is there."""
         live = self.list(workspace)
         known = {cid for ws, cid in self._live if ws == workspace}
         store = self.state.sessions.store  # opened on the keeping thread, not here
+        most = self.max_live + len(known)
         rows = await _or_said(self.state.keep(lambda: store.recent_conversations(
-            workspace, self.max_live + len(known))), "read the kept conversations", [], [])
+            workspace, most)), "read the kept conversations", [], [])
         kept = [info for cid, body in rows if cid not in known
                 and (info := persist.listed(body)) is not None]
         both = sorted([*live, *kept], key=lambda c: c.updated_at, reverse=True)
-        return both[:self.max_live]
+        beyond = 0
+        if len(rows) == most:  # the state folder may keep more than were read
+            read = known | {cid for cid, _ in rows}
+            beyond = await _or_said(self.state.keep(lambda: store.count_conversations(
+                workspace, read)), "count the kept conversations", [], 0)
+        return both[:self.max_live], max(0, len(both) - self.max_live) + beyond
 
     async def kept_why(self, workspace: str, conversation_id: str | None = None,
                        session_id: str | None = None, message_id: str | None = None

@@ -28,7 +28,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -526,6 +526,15 @@ class SessionStore:
                              "conversations_by_time WHERE workspace=? ORDER BY updated_at DESC "
                              "LIMIT ?", (workspace, most)).fetchall()
         return [(r[0], r[1]) for r in rows]
+
+    def count_conversations(self, workspace: str, besides: Collection[str]) -> int:
+        """How many conversations the workspace keeps, not counting those in ``besides``."""
+        names = list(besides)
+        with self._tx() as c:
+            row = c.execute("SELECT COUNT(*) FROM conversations WHERE workspace=? AND "
+                            f"conversation_id NOT IN ({','.join('?' * len(names))})",
+                            (workspace, *names)).fetchone()
+        return row[0]
 
     def family_conversations(self, workspace: str, family: str, model: str, but: str = "",
                              most: int = FAMILY_MOST) -> list[tuple[str, int, bytes]]:

@@ -23,8 +23,8 @@ async def prepare(caller: Caller, p: protocol.PrepareParams) -> protocol.Prepare
 
 async def conversations(caller: Caller, p: protocol.Empty) -> protocol.ConversationsResult:
     # the live ones and, after a restart, those the state folder keeps
-    return protocol.ConversationsResult(
-        conversations=await caller.state.conversations.listed(caller.workspace))
+    listed, more = await caller.state.conversations.listed(caller.workspace)
+    return protocol.ConversationsResult(conversations=listed, not_listed=more)
 
 
 async def live_why(caller: Caller, p: protocol.WhyParams) -> list | None:
