@@ -94,3 +94,43 @@ def test_pipes_for_a_skill_an_ignore_file_and_the_config_are_left_out_and_said(
     said = {(lo.part, lo.path): lo.reason for lo in seg.left_out}
     assert "its ignore rules were not read" in said[("tree", "src/.gitignore")]
     assert "never read" in said[("files", "README.md")]
+
+
+@pytest.mark.parametrize("where", [".gitignore", "src/deep/.gitignore", "fresh/.gitignore",
+                                   ".git/info/exclude", "excludes"])
+def test_an_ignore_file_that_is_a_pipe_in_a_repository_is_never_waited_on(tmp_path, monkeypatch,
+                                                                          where):
+    """git's status opened it and waited for a writer until GIT_TIMEOUT_S (60 s), then the
+    workspace had no git state at all ("git timed out"). No writer ever comes here."""
+    from ws_helpers import git
+
+    from ctxlayer.workspace import gitstate
+
+    root, home = tmp_path / "ws", tmp_path / "home"
+    write(root, "src/app.py", "print('hi')\n")
+    write(root, "src/deep/x.py", "x = 1\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "start")
+    write(root, "fresh/new.py", "y = 2\n")  # untracked, in a folder git finds by the status
+    monkeypatch.setattr(gitstate, "GIT_TIMEOUT_S", 8.0)
+    fifo = tmp_path / "ignore" if where == "excludes" else root / where
+    if where == "excludes":
+        git(root, "config", "core.excludesFile", str(fifo))
+    fifo.unlink(missing_ok=True)  # git init writes an info/exclude
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    seg = make_ws(root, home).scan()
+    assert time.monotonic() - started < 4
+    said = {lo.path: lo.reason for lo in seg.left_out if lo.part == "git"}
+    git_part = next(p for p in seg.parts if p.name == "git").text
+    if where == ".git/info/exclude":  # read for every status: none runs, and that is said
+        (reason,) = said.values()
+        assert reason.startswith(str(fifo)) and "git reads it for every status" in reason
+        tree = next(p for p in seg.parts if p.name == "tree").text
+        assert "app.py" in tree and "new.py" in tree  # listed from the disk instead
+        return
+    (path,) = said
+    assert path == (str(fifo) if where == "excludes" else where), said
+    assert "git would wait on it" in said[path] and "untracked files were not listed" in said[path]
+    assert "main" in git_part and "timed out" not in git_part

@@ -7,12 +7,22 @@ the watcher watches, and the read-ahead of git while a watcher batch waits out i
 `--no-optional-locks` keeps status from rewriting .git/index, which would wake our own watcher
 in a loop. Finding the repository and reading HEAD without a process is gitrefs.py's. Must
 not render text (gitpart.py and tree.py do) and never raises: failures come back as `error`.
+
+An ignore file that is a named pipe (a folder's .gitignore, .git/info/exclude, the user's
+core.excludesFile) is never waited on: git's open of it waits for a writer, and the status with
+it, until GIT_TIMEOUT_S (60 s, then "git timed out" and no git state at all). Those git reads
+whatever the folder is are looked at before the status is waited for; one in a folder deeper
+down is found when the status stalls in the open of a pipe (Linux says so in /proc). Either
+way the status runs again without untracked files, which git reads the ignore files for, and
+`GitState.unread` names the pipes; git reads .git/info/exclude for every status: when that one
+is a pipe, no status runs and `error` says why.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import stat
 import subprocess
 import threading
 import time
@@ -20,11 +30,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ctxlayer import userfiles
 from ctxlayer.workspace.gitops import InProgress, read_in_progress
 
 log = logging.getLogger(__name__)
 
 GIT_TIMEOUT_S = 60.0
+#: how often a status still running is looked at for a stall in the open of a named pipe
+STALL_CHECK_S = 0.25
+#: folders looked into for the ignore file a stalled status waits on, at most
+MAX_STALL_FOLDERS = 20_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +84,9 @@ class GitState:
     untracked: tuple[str, ...] = field(default=())
     tracked_raw: bytes = b""  # ls-files output, so an unchanged index reuses `tracked`
     in_progress: InProgress | None = None  # a rebase, a merge... (gitops.py)
+    #: ignore files that are not regular files (a named pipe), workspace-relative or absolute
+    #: outside it: git was not asked for untracked files, for which it would have opened them
+    unread: tuple[str, ...] = ()
 
     @property
     def deleted(self) -> frozenset[str]:
@@ -106,9 +124,7 @@ class Reading:
         self.error: str | None = None
         self.root = root
         self._procs: list[subprocess.Popen] = []
-        # "-- ." keeps status to the workspace when it is a subfolder of the repository
-        status = ["git", "--no-optional-locks", "status", "--porcelain=v2", "--branch", "-z",
-                  "--untracked-files=all", "--", "."]
+        status = STATUS
         try:
             # -t tags each file: 'S ' is skip-worktree (outside a sparse checkout), not on disk
             for cmd in (["git", "ls-files", "-c", "-t", "-z"], status):
@@ -144,17 +160,32 @@ class Reading:
 
     def finish(self, repo: Repo, previous: GitState | None = None) -> GitState:
         """Wait for both and parse (reusing `previous.tracked` when the index lists the same
-        files)."""
+        files); without untracked files when an ignore file is a named pipe (module doc)."""
         if self.error is not None:
             return GitState(error=self.error)
         ls, st = self._procs
         try:
             ls_out, ls_err = ls.communicate(timeout=GIT_TIMEOUT_S)
-            st_out, st_err = st.communicate(timeout=GIT_TIMEOUT_S)
+            unread = pipes_git_reads(self.root, repo)
+            st_out, st_err = (b"", b"") if unread else self._status(st)
         except subprocess.TimeoutExpired:
             self.cancel()
             return GitState(error="git timed out")
-        if ls.returncode != 0 or st.returncode != 0:
+        except _Stalled:
+            unread = pipes_below(self.root, repo) or ["."]
+        st_code = st.returncode
+        exclude = str(repo.shared_dir / "info" / "exclude")
+        if exclude in unread:  # git reads it for any status, untracked files or not
+            self.cancel()
+            return GitState(error=f"{exclude}: {userfiles.NOT_A_FILE} (a named pipe, a device or a "
+                            "socket): git reads it for every status and would wait on it")
+        if unread:  # never waited on: the status again, without untracked files (and the
+            # user's excludes file, read for any status, only of use for those)
+            self.cancel()
+            st_code, st_out, st_err = _run(
+                ["git", "-c", f"core.excludesFile={os.devnull}", *STATUS[1:-3],
+                 "--untracked-files=no", "--", "."], self.root)
+        if ls.returncode != 0 or st_code != 0:
             err = _decode(ls_err or st_err).strip().splitlines()
             return GitState(error="git failed: " + (err[0] if err else "unknown error"))
         if previous is not None and previous.tracked_raw == ls_out and not previous.error:
@@ -167,7 +198,94 @@ class Reading:
             return GitState(error=(f"an uninitialized submodule of the repository at "
                                    f"{repo.toplevel}: git submodule update --init"))
         state = parse_status(st_out, repo.prefix, tracked)
-        return replace(state, tracked_raw=ls_out, in_progress=read_in_progress(repo.git_dir))
+        return replace(state, tracked_raw=ls_out, in_progress=read_in_progress(repo.git_dir),
+                       unread=tuple(unread))
+
+    def _status(self, st: subprocess.Popen) -> tuple[bytes, bytes]:
+        """The status's output, looked at every STALL_CHECK_S: _Stalled when git waits in the
+        open of a named pipe (Linux's /proc says `wait_for_partner`)."""
+        deadline = time.monotonic() + GIT_TIMEOUT_S
+        while True:
+            try:
+                return st.communicate(timeout=STALL_CHECK_S)
+            except subprocess.TimeoutExpired:
+                if time.monotonic() > deadline:
+                    raise
+                try:
+                    waits = userfiles.read(Path(f"/proc/{st.pid}/wchan"), 256).decode()
+                except OSError:  # no /proc: waited for until GIT_TIMEOUT_S, as before
+                    waits = ""
+                if "partner" in waits or "fifo" in waits:
+                    raise _Stalled from None
+
+
+class _Stalled(Exception):
+    """git status waits in the open of a named pipe."""
+
+
+#: the status of `Reading`: "-- ." keeps it to the workspace when that is a subfolder of the
+#: repository
+STATUS = ["git", "--no-optional-locks", "status", "--porcelain=v2", "--branch", "-z",
+          "--untracked-files=all", "--", "."]
+
+
+def _run(cmd: list[str], root: Path) -> tuple[int, bytes, bytes]:
+    try:
+        done = subprocess.run(cmd, cwd=root, env=_env(), capture_output=True,
+                              timeout=GIT_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return 1, b"", f"{cmd[1]}: {e}".encode()
+    return done.returncode, done.stdout, done.stderr
+
+
+def _not_a_file(path: Path) -> bool:
+    """Whether ``path`` is there but neither a regular file nor a folder (a named pipe, a
+    device, a socket): what an open for reading may wait on."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def pipes_git_reads(root: Path, repo: Repo) -> list[str]:
+    """The ignore files a status of ``root`` reads whatever it finds that are named pipes:
+    .git/info/exclude and the .gitignore of each folder from the repository's top down to
+    ``root`` (workspace-relative, or absolute outside it)."""
+    found = [str(p) for p in (repo.shared_dir / "info" / "exclude",) if _not_a_file(p)]
+    folder = root
+    while True:
+        if _not_a_file(folder / ".gitignore"):
+            found.append(_named(folder / ".gitignore", root))
+        if folder == repo.toplevel or folder.parent == folder:
+            return found
+        folder = folder.parent
+
+
+def pipes_below(root: Path, repo: Repo) -> list[str]:
+    """The ignore files that are named pipes where a status stalled: those `pipes_git_reads`
+    looks at, core.excludesFile, and every .gitignore under ``root`` (MAX_STALL_FOLDERS
+    folders at most, .git left out)."""
+    found = pipes_git_reads(root, repo)
+    _, out, _ = _run(["git", "config", "--path", "--get", "core.excludesFile"], root)
+    config = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+    excludes = Path(_decode(out).strip() or os.path.join(config, "git", "ignore"))
+    if _not_a_file(excludes):
+        found.append(str(excludes))
+    seen = 0
+    for folder, subfolders, _files in os.walk(root):
+        subfolders[:] = [d for d in subfolders if d != ".git"]
+        seen += 1
+        path = Path(folder) / ".gitignore"
+        if folder != str(root) and _not_a_file(path):
+            found.append(_named(path, root))
+        if seen >= MAX_STALL_FOLDERS:
+            break
+    return found
+
+
+def _named(path: Path, root: Path) -> str:
+    return os.path.relpath(path, root) if path.is_relative_to(root) else str(path)
 
 
 def checked_out(ls_out: bytes, root: Path) -> tuple[str, ...]:

@@ -378,6 +378,10 @@ class Workspace(EventMap):
             new["git"] = make_part("git", gitpart.render_git(state, cfg.git_max_files), count)
             self._left["git"] = ([LeftOut(part="git", path=".", reason=state.error)]
                                  if state is not None and state.error else [])
+            self._left["git"] += [LeftOut(part="git", path=path, reason=(
+                f"{userfiles.NOT_A_FILE} (a named pipe, a device or a socket): git would wait "
+                "on it, so the untracked files were not listed (not in the tree either)"))
+                for path in (state.unread if state is not None else ())]
         if "agentFiles" in parts:
             a = agents.render_agents(self.root, self.home, self.user_config_dir,
                                      cfg.agent_files, cfg.agent_file_max_chars)
