@@ -9,7 +9,7 @@ import pytest
 from ctxlayer.core.assembly import Compaction, CompactionPolicy, History, assemble, measure
 from ctxlayer.core.assembly.assemble import AssemblyInput
 from ctxlayer.core.assembly.compaction import ACK_TEXT
-from ctxlayer.core.assembly.summary import offline_summary
+from ctxlayer.core.assembly.summary import offline_summary, refusal
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.tokens import CountCache, WordTokenizer, message_tokens
 from ctxlayer.core.zones import DEFAULT_MODES, Rule, new_item
@@ -191,15 +191,32 @@ def test_summarizer_is_data_needs_summary_then_accepts_text():
 
 
 @pytest.mark.parametrize("text", ["", "   ", "Bananas grow quickly in tropical climates "
-                                  "everywhere; monkeys enjoy eating them."])
-def test_an_empty_or_off_topic_client_summary_is_replaced_by_the_offline_one(text):
+                                  "everywhere; monkeys enjoy eating them.",
+                                  # it names the topic: the off-topic check lets it by
+                                  "I'm sorry, but I can't summarize the loader results cache "
+                                  "conversation."])
+def test_an_empty_off_topic_or_refusing_client_summary_is_replaced_by_the_offline_one(text):
     history = chat(60, planted={3: "We decided to cache the loader results in memory."})
     out = assemble(history, Compaction(), inp(2500, client_summarizer=True, summary_text=text),
                    COUNTER)
     summary = summary_of(out)
-    assert "Bananas" not in summary
+    assert "Bananas" not in summary and "sorry" not in summary
     assert "cache the loader results" in summary  # the offline summary's decision
     assert any("client summary" in e.reason and "offline" in e.reason for e in out.audit)
+
+
+@pytest.mark.parametrize(("text", "opening"), [
+    ("I'm sorry, but I can't help with that.", "I'm sorry"),
+    ("  **I cannot** summarize this.", "I cannot"),
+    ("I’m unable to summarize the retry queue.", "I’m unable"),
+    ("As an AI, I do not keep notes.", "As an AI"),
+    ("Unfortunately, I can't do that.", "Unfortunately, I"),
+    ("Decided: I can't see why the retry queue failed; open: its backoff.", None),
+    ("Icons are cached. Open: none.", None),
+    ("Sorrowful tests: none. Decided: keep the order.", None),
+])
+def test_a_refusal_is_known_by_its_opening(text, opening):
+    assert refusal(text) == opening
 
 
 def test_ledger_facts_a_client_summary_lacks_are_added_beside_it():

@@ -48,7 +48,12 @@ from ctxlayer.core.assembly.compacted import (
 from ctxlayer.core.assembly.history import History
 from ctxlayer.core.assembly.policy import CompactionPolicy
 from ctxlayer.core.assembly.stages import run_cheap_stages
-from ctxlayer.core.assembly.summary import off_topic, offline_summary, render_summary
+from ctxlayer.core.assembly.summary import (
+    off_topic,
+    offline_summary,
+    refusal,
+    render_summary,
+)
 from ctxlayer.core.compress.facts import Facts, extract_facts
 from ctxlayer.core.compress.ledger import (
     Ledger,
@@ -322,8 +327,8 @@ def apply_summary(
     """Replace messages [verbatim start, stop) by the summary; return the new state.
 
     ``summary_text`` is the client's summary of (previous summary + covered messages); None
-    means the offline extractive one, and so does an empty or off-topic client summary
-    (audited). Constraints, the action log and the ledger are always made here, so a client
+    means the offline extractive one, and so does an empty, off-topic or refusing ("I'm sorry,
+    but I can't...") client summary (audited). Constraints, the action log and the ledger are always made here, so a client
     summary that lacks a fact still has it beside it. ``extracted``: facts and constraints per
     history index, filled in and reused across calls of one assembly.
     """
@@ -334,10 +339,13 @@ def apply_summary(
     sz = sizes(policy, share)
     first_id = summary_id(Compaction(upto_seq=history.seqs[stop - 1] + 1))
     if summary_text is not None:
-        overlap = off_topic(summary_text, covered) if summary_text.strip() else 0.0
+        opening = refusal(summary_text)
+        overlap = (off_topic(summary_text, covered) if summary_text.strip() and not opening
+                   else 0.0)
         if overlap is not None:
             audit.append(AuditEntry(
                 action="summarized", reason="client summary " + (
+                    f"a refusal (it opens {opening!r})" if opening else
                     f"off-topic (only {overlap:.0%} of its words occur in the "
                     "text it replaces)" if summary_text.strip() else "empty")
                 + ": replaced by the offline summary",

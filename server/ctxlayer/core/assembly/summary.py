@@ -6,6 +6,7 @@ whatever a summarizer returns, so a weak summarizer cannot lose them.
   none was declared): sentences with decision cues, open questions and exact details, newest
   kept first when space runs out, merged with the previous summary.
 - ``off_topic``: whether a client's summary shares almost nothing with the text it replaces;
+- ``refusal``: whether a summarizer's answer opens as a refusal to summarize;
 - ``SUMMARY_INSTRUCTIONS`` and ``render_summary``: what a client summarizer is asked and how
   the summary message reads (decided/open, hard constraints, action log, facts ledger).
 Must not: call a model or know about the wire beyond Message.
@@ -242,6 +243,23 @@ def off_topic(summary: str, messages: list[Message]) -> float | None:
             vocab.update(w.lower() for w in _WORD.findall(call.arguments))
     share = len(words & vocab) / len(words)
     return share if share < MIN_OVERLAP else None
+
+
+#: how a model's refusal opens ("I'm sorry, but I can't help with summarizing this
+#: conversation about the retry queue"): the topic's words are there, so the off-topic check
+#: lets it by, but it is no summary. A summary opens with what was decided, never with these.
+_REFUSAL = re.compile(
+    r"[\W_]*(i['’]?m sorry|i am sorry|sorry\b|i apologi[sz]e|my apologies"
+    r"|i (?:can['’]?t|cannot|can not|won['’]?t|will not|am unable|am not able)\b"
+    r"|i['’]?m (?:unable|not able)\b|as an ai\b|unfortunately,? i\b)",
+    re.IGNORECASE)
+
+
+def refusal(summary: str) -> str | None:
+    """The opening words of ``summary`` when it opens as a refusal ("I'm sorry", "I can't",
+    "As an AI"...), else None."""
+    got = _REFUSAL.match(summary)
+    return got.group(1) if got else None
 
 
 def render_summary(replaced: int, summary: str, constraints: list[str], ledger: str,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from ctxlayer.core.assembly.summary import SUMMARY_INSTRUCTIONS, off_topic
+from ctxlayer.core.assembly.summary import SUMMARY_INSTRUCTIONS, off_topic, refusal
 from ctxlayer.core.compress.shorten import shorten_message
 from ctxlayer.core.errors import ContextError, require_tokens
 from ctxlayer.core.groups import is_result, lead_of
@@ -342,9 +342,10 @@ def take_summary(state: ConversationState, ask: SummaryAsk, text: str | None, wr
                  failed: str | None = None) -> ConversationState | None:
     """``state`` keeping a model's answer to ``ask`` (``writer`` names the model) for the step
     that takes exactly those messages, checked as a client's ctx/summarize answer is: an empty
-    or off-topic one is refused. A refused or ``failed`` one is kept as such, so the chunk's
-    audit says why the offline summary stands in, and it is not asked again. None when
-    ``state`` no longer has those messages there."""
+    or off-topic one is refused, and so is one that opens as a refusal ("I'm sorry, but I
+    can't..."). A refused or ``failed`` one is kept as such, so the chunk's audit says why
+    the offline summary stands in, and it is not asked again. None when ``state`` no longer
+    has those messages there."""
     msgs = state.messages
     if any(i >= len(msgs) or msgs[i] != m for i, m in zip(ask.covered, ask.messages,
                                                           strict=True)):
@@ -354,6 +355,9 @@ def take_summary(state: ConversationState, ask: SummaryAsk, text: str | None, wr
         why = f"was refused: a {type(text).__name__}, not text"
     elif why is None and (text is None or not text.strip()):
         why = "was refused: empty"
+    elif why is None and (opening := refusal(text or "")) is not None:
+        # it names the topic, so the off-topic check lets it by
+        why = f"was refused: a refusal (it opens {opening!r})"
     elif why is None and (overlap := off_topic(text or "", ask.shown)) is not None:
         why = (f"was refused: off-topic (only {overlap:.0%} of its words occur in the text "
                "it replaces)")

@@ -1,0 +1,170 @@
+"""`[gateway] summarizer = "upstream"` in each provider's format: an agent loop through the real
+gateway to the strict stand-in, the summary ahead of need written by the chat's own upstream.
+What it answers is checked before it stands in a chunk (a refusal is no summary), what it is
+asked fits its window, and what it answered outlives a restart."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx2 as httpx
+import pytest
+from gateway_stack import Stack, start_stack, stop_stack
+from providers.standin import StandinThread
+
+KEY = "sk-upsum-loop-3b8e1d"
+#: on the topic of the tool outputs below (the off-topic check reads their words)
+TEXT = ("Decided: the retry queue keeps item ordering; every case test passed. "
+        "Open: the backoff of the retry queue.")
+#: each format's chat model and the small model asked for its summaries
+MODELS = {"openai": ("gpt-4o", "gpt-4o-mini"), "responses": ("gpt-4o", "gpt-4o-mini"),
+          "anthropic": ("claude-sonnet-4-5", "claude-haiku-4-5")}
+ASK = "Make the retry queue keep item ordering; run the case tests one by one."
+SYSTEM = "You are a careful coding agent."
+RUN = {"type": "object", "properties": {"cmd": {"type": "string"}}}
+
+
+def _output(k: int) -> str:
+    lines = [f"ran pytest -k case_{k}: tests/test_queue.py::test_case_{k} PASSED "
+             f"(src/queue_{k}.py line {10 * k})"]
+    lines += [f"retry queue step {j} of case {k}: item ordering kept, backoff {j * k} ms"
+              for j in range(14)]
+    return "\n".join(lines)
+
+
+class Loop:
+    """An agent loop of one format through the gateway: each turn a request with the
+    conversation so far, then a tool call and its output appended."""
+
+    def __init__(self, stack: Stack, fmt: str, chat: str) -> None:
+        self.stack, self.fmt, self.chat = stack, fmt, chat
+        self.messages: list[dict] = [{"role": "user", "content": ASK}]
+        if fmt == "openai":
+            self.messages.insert(0, {"role": "system", "content": SYSTEM})
+
+    def _request(self) -> tuple[str, dict, dict]:
+        head = {"x-ctxlayer-conversation": "loop"}
+        if self.fmt == "anthropic":
+            return (self.stack.anthropic_url + "/v1/messages",
+                    {**head, "x-api-key": KEY, "anthropic-version": "2023-06-01"},
+                    {"model": self.chat, "max_tokens": 1000, "system": SYSTEM,
+                     "messages": self.messages,
+                     "tools": [{"name": "run", "description": "run a command",
+                                "input_schema": RUN}]})
+        head["authorization"] = f"Bearer {KEY}"
+        if self.fmt == "openai":
+            return (self.stack.openai_url + "/chat/completions", head,
+                    {"model": self.chat, "max_completion_tokens": 1000,
+                     "messages": self.messages,
+                     "tools": [{"type": "function", "function": {
+                         "name": "run", "description": "run a command", "parameters": RUN}}]})
+        return (self.stack.openai_url + "/responses", head,
+                {"model": self.chat, "max_output_tokens": 1000, "store": False,
+                 "instructions": SYSTEM, "input": self.messages,
+                 "tools": [{"type": "function", "name": "run", "description": "run a command",
+                            "parameters": RUN}]})
+
+    def turn(self, k: int) -> httpx.Response:
+        url, headers, body = self._request()
+        answer = httpx.post(url, json=body, headers=headers, timeout=60)
+        assert answer.status_code == 200, answer.text
+        cmd = f"pytest -k case_{k}"
+        if self.fmt == "anthropic":
+            self.messages += [
+                {"role": "assistant", "content": [{"type": "tool_use", "id": f"toolu_{k}",
+                                                   "name": "run", "input": {"cmd": cmd}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{k}",
+                                              "content": _output(k)}]}]
+        elif self.fmt == "openai":
+            self.messages += [
+                {"role": "assistant", "content": None, "tool_calls": [{
+                    "id": f"call_{k}", "type": "function",
+                    "function": {"name": "run", "arguments": f'{{"cmd": "{cmd}"}}'}}]},
+                {"role": "tool", "tool_call_id": f"call_{k}", "content": _output(k)}]
+        else:
+            self.messages += [
+                {"type": "function_call", "call_id": f"call_{k}", "name": "run",
+                 "arguments": f'{{"cmd": "{cmd}"}}'},
+                {"type": "function_call_output", "call_id": f"call_{k}", "output": _output(k)}]
+        self.stack.thread.call(self.stack.state.conversations.settled())
+        return answer
+
+    def chat_requests(self) -> list[dict]:
+        return [r for r in self.stack.standin.requests() if r["body"] and "tools" in r["body"]]
+
+    def summaries_asked(self) -> list[dict]:
+        return [r for r in self.stack.standin.requests()
+                if r["body"] and "tools" not in r["body"]]
+
+    def why(self) -> list[str]:
+        async def why() -> list:
+            return self.stack.state.conversations.why(self.stack.gateway.caller.workspace,
+                                                      "loop")
+        return [e.reason for e in self.stack.thread.call(why())]
+
+
+def chunks_of(request: dict) -> list[str]:
+    """The summary chunks a chat request holds, whatever its format."""
+    raw = request["body"].get("messages") or request["body"].get("input") or []
+    texts: list[Any] = []
+    for m in raw:
+        content = m.get("content")
+        blocks = content if isinstance(content, list) else [{"text": content}]
+        texts += [b.get("text") for b in blocks if isinstance(b, dict)]
+    return [t for t in texts if isinstance(t, str) and t.startswith("[Summary of")]
+
+
+@pytest.fixture
+def make_stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    made: list = []
+
+    def make(name: str, models: dict, windows: dict | None = None, **config) -> Stack:
+        root, state_dir = tmp_path / name / "workspace", tmp_path / name / "state"
+        root.mkdir(parents=True, exist_ok=True)
+        state_dir.mkdir(exist_ok=True)
+        thread = StandinThread(windows=windows or {}).__enter__()
+        gateway, state = start_stack(thread, root, state_dir, models=models, **config)
+        made.append((thread, gateway, state))
+        return Stack(thread, gateway, state)
+
+    yield make
+    for thread, gateway, state in made:
+        stop_stack(thread, gateway, state)
+        thread.__exit__(None, None, None)
+
+
+REFUSALS = ["I'm sorry, but I can't help with summarizing this conversation about the retry "
+            "queue tests.",
+            "I cannot summarize this conversation about the retry queue item ordering."]
+
+
+@pytest.mark.parametrize("refusal", REFUSALS, ids=["sorry", "cannot"])
+@pytest.mark.parametrize("fmt", ["openai", "anthropic", "responses"])
+def test_a_refusal_is_no_summary(make_stack, fmt: str, refusal: str) -> None:
+    """A refusal that names the topic passed the off-topic check: it stood in the chunk, in
+    every later request, and the audit credited the upstream model. It is refused as a
+    summary: the offline one stands in, and the audit says why."""
+    chat, small = MODELS[fmt]
+    stack = make_stack(fmt, {chat: 8000}, summarizer="upstream", summarizer_model=small)
+    stack.standin.for_model(small, text=refusal)
+    loop = Loop(stack, fmt, chat)
+    for k in range(60):
+        loop.turn(k)
+        if chunks_of(loop.chat_requests()[-1]):
+            break
+    else:
+        raise AssertionError("the loop never compacted")
+    for j in range(k + 1, k + 4):  # and on, while the answer would be kept
+        loop.turn(j)
+    assert loop.summaries_asked(), "no summary was asked of the upstream"
+    assert all(r["status"] == 200 for r in loop.summaries_asked())
+    for request in loop.chat_requests():
+        assert all(refusal not in text for text in chunks_of(request))
+    reasons = loop.why()
+    assert not any(r.endswith(f"summary written by the upstream's {small!r}") for r in reasons)
+    opening = refusal.split(",")[0].split(" summarize")[0]
+    said = f"offline (the summary by the upstream's {small!r} was refused: a refusal"
+    assert any(said in r and opening in r for r in reasons), reasons
