@@ -5,6 +5,7 @@ asked fits its window, and what it answered outlives a restart."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -168,3 +169,52 @@ def test_a_refusal_is_no_summary(make_stack, fmt: str, refusal: str) -> None:
     opening = refusal.split(",")[0].split(" summarize")[0]
     said = f"offline (the summary by the upstream's {small!r} was refused: a refusal"
     assert any(said in r and opening in r for r in reasons), reasons
+
+
+def _until_compacted(loop: Loop, turns: int = 60, after: int = 0) -> int:
+    """Turns until a chat request holds a chunk (``after`` more turns then); its turn."""
+    for k in range(turns):
+        loop.turn(k)
+        if chunks_of(loop.chat_requests()[-1]):
+            for j in range(k + 1, k + 1 + after):
+                loop.turn(j)
+            return k
+    raise AssertionError("the loop never compacted")
+
+
+def test_a_reasoning_summarizer_is_asked_within_its_window(make_stack) -> None:
+    """gpt-5 capped at 12000 tokens in `[gateway] models`: its summary requests asked 16k of
+    output for its thinking beyond the summary, 12000 - 16384 left a negative window, every
+    request was refused as over the window (400) and the audit said "the next summary is
+    fitted to it", which never happened. Its room to think is cut to fit the window."""
+    from ctxlayer.gateway.upsum import MIN_REASONING_ROOM
+
+    stack = make_stack("small-gpt-5", {"gpt-5": 12000}, windows={"gpt-5": 12000},
+                       summarizer="upstream")
+    loop = Loop(stack, "openai", "gpt-5")
+    _until_compacted(loop, after=2)
+    asked = loop.summaries_asked()
+    assert asked, "no summary was asked"
+    for r in asked:
+        assert r["status"] == 200, r["problems"]
+        out = r["body"]["max_completion_tokens"]
+        assert out > MIN_REASONING_ROOM and r["prompt_tokens"] + out <= 12000
+    reasons = loop.why()
+    assert not any("over its window" in r or "window of -" in r for r in reasons), reasons
+
+
+def test_a_summarizer_too_small_to_ask_is_not_asked(make_stack, caplog) -> None:
+    """A summarizing model whose window cannot hold a summary request besides its thinking
+    (o3-mini capped at 3000 tokens): it was asked every step, each call refused as over the
+    window and paid for nothing. It is never asked, the log says so once, the offline
+    summary stands in."""
+    caplog.set_level(logging.WARNING)
+    stack = make_stack("tiny-o3", {"gpt-4o": 8000, "o3-mini": 3000},
+                       windows={"o3-mini": 3000}, summarizer="upstream",
+                       summarizer_model="o3-mini")
+    loop = Loop(stack, "openai", "gpt-4o")
+    _until_compacted(loop, after=6)
+    assert loop.summaries_asked() == []
+    said = [r.getMessage() for r in caplog.records if "cannot hold a summary request" in
+            r.getMessage()]
+    assert len(said) == 1 and "'o3-mini'" in said[0] and "3000 tokens" in said[0], said

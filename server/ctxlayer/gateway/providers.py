@@ -45,25 +45,10 @@ OPENAI = Family("openai", "openai_base_url", "", "gpt-4o")  # the setting names 
 ANTHROPIC = Family("anthropic", "anthropic_base_url", "/v1", "claude")
 
 
-#: output tokens a reasoning model's summary request has beyond the summary's own, for its
-#: thinking: its output cap counts the reasoning too, and with the summary's size alone
-#: (a few hundred tokens) the reasoning took all of it and the answer came back empty. A cap,
-#: not a cost: what is billed is what it thinks. A summary is a plain task: OpenAI's advice of
-#: 25k "when starting" is for hard problems; 16k leaves a 128k-window summarizer most of it.
-REASONING_ROOM = 16_384
-
-
-def reasoning_room(model: str) -> int:
-    """The output a summary request for ``model`` asks beyond the summary's (`REASONING_ROOM`
-    for the reasoning models the table knows, o-series and gpt-5; 0 for any other)."""
-    return REASONING_ROOM if model_info(model).reasoning_model else 0
-
-
 def _chat_summary(model: str, instructions: str, text: str, max_tokens: int) -> dict:
     # OpenAI refuses `max_tokens` for its reasoning models ("Unsupported parameter: use
     # 'max_completion_tokens'"); other servers of the format may not know the newer name
-    room = reasoning_room(model)
-    cap = ({"max_completion_tokens": max_tokens + room} if room
+    cap = ({"max_completion_tokens": max_tokens} if model_info(model).reasoning_model
            else {"max_tokens": max_tokens})
     return {"model": model, **cap, "stream": False,
             "messages": [{"role": "system", "content": instructions},
@@ -101,7 +86,7 @@ def _messages_text(body: dict) -> str:
 
 def _responses_summary(model: str, instructions: str, text: str, max_tokens: int) -> dict:
     return {"model": model, "instructions": instructions, "input": text,
-            "max_output_tokens": max_tokens + reasoning_room(model), "store": False}
+            "max_output_tokens": max_tokens, "store": False}
 
 
 def _responses_text(body: dict) -> str:
@@ -123,7 +108,8 @@ class Provider:
     #: the path under the upstream's `/v1` base
     upstream: str
     #: (model, instructions, text, max_tokens) -> a plain, non-streamed request asking for a
-    #: summary of ``text`` (`[gateway] summarizer = "upstream"`, upsum.py)
+    #: summary of ``text`` in at most ``max_tokens`` of output, a reasoning model's thinking
+    #: counted in (`[gateway] summarizer = "upstream"`, upsum.py)
     summary_request: Callable[[str, str, str, int], dict]
     #: the text of a whole (non-streamed) answer in this format: that request's summary, or
     #: any answer's first words (answers.py) (KeyError / TypeError when it has none, or

@@ -48,7 +48,6 @@ from ctxlayer.gateway.providers import (
     Family,
     Provider,
     family_of,
-    reasoning_room,
 )
 from ctxlayer.gateway.usage import UNSTATED_OVER, Refusal, Usage, refusal
 from ctxlayer.state import Caller, State
@@ -180,6 +179,8 @@ class GatewayServer:
         #: cutting prompts, by model, where smaller than the table's or the config's (kept
         #: while the gateway runs)
         self.learned = LearnedWindows()
+        #: summarizing models whose window cannot hold a summary request (said once)
+        self.unfit_summarizers: set[str] = set()
         #: upstreams that refused `stream_options` (the gateway asks a stream's usage)
         self.no_stream_options: set[str] = set()
         #: the announcement of another gateway this one's replaced (`close` puts it back)
@@ -588,20 +589,30 @@ class GatewayServer:
         name = self.config.summarizer_model or model
         betas = read_hints(request.headers).betas  # read before: it cannot fail here
 
-        def stated(window: int) -> None:
-            if window < self._window(name, betas)[0]:
-                self.learned.stated(name, window)
-                log.warning("%s", self._window(name, betas)[1])
+        def stated(window: int) -> bool:
+            if window >= self._window(name, betas)[0]:
+                return False
+            self.learned.stated(name, window)
+            log.warning("%s", self._window(name, betas)[1])
+            return True
 
-        ask = upsum.asker(self.upstream, BY_FORMAT[fmt], url, upstream_headers(request.headers),
-                          name, stated)
         try:
             # the summarizer's window as the chat's is known (the table, [gateway] models,
             # learned), with the chat's betas (its request carries the chat's headers); less
             # the room a reasoning model is given to think
-            window = self._window(name, betas)[0] - reasoning_room(name)
+            window = self._window(name, betas)[0]
+            room = upsum.room_to_think(name, window)
+            if room is None:  # a call that is refused as over its window is not paid for
+                if name not in self.unfit_summarizers:
+                    self.unfit_summarizers.add(name)
+                    log.warning("summarizer %s: its window of %d tokens cannot hold a summary "
+                                "request; none is asked of it, the offline summary stands in",
+                                ascii(name), window)
+                return
+            ask = upsum.asker(self.upstream, BY_FORMAT[fmt], url,
+                              upstream_headers(request.headers), name, room, stated)
             chats.summarize_ahead(self.caller, result.conversation_id, ask,
-                                  f"by the upstream's {ascii(name)}", window)
+                                  f"by the upstream's {ascii(name)}", window - room)
         except Exception:  # the client's answer is there already: it must not become a 500
             log.exception("%s %s: summarizing ahead failed; the offline summary stands in",
                           fmt, result.conversation_id)

@@ -6,7 +6,8 @@ would pass the budget), after the answer that got it there.
 Owns the summarization call (each provider's request and answer shapes are its row in
 providers.py: a plain, non-streamed request with the core's instructions and a transcript of
 the messages the next step takes, fitted to the summarizing model's window by the core,
-`max_tokens` the size of the part it stands in, plus room to think for a reasoning model),
+`max_tokens` the size of the part it stands in, plus room to think for a reasoning model
+within its window: `room_to_think`, None when it cannot be asked in it),
 and `asker`: the one closure that holds the client's headers (its API key) for that one
 call. They live in memory only while the
 call is under way, and are never stored nor logged.
@@ -25,10 +26,40 @@ from ctxlayer.gateway.forward import Upstream
 from ctxlayer.gateway.providers import Provider
 from ctxlayer.gateway.usage import refusal
 from ctxlayer.protocol import Message
+from ctxlayer.tokenizers import model_info
 
 #: seconds the upstream has to answer a summary (the chat goes on meanwhile; past it, the
 #: offline summary stands in)
 TIMEOUT = 120.0
+
+
+#: output tokens a reasoning model's summary request has beyond the summary's own, for its
+#: thinking: its output cap counts the reasoning too, and with the summary's size alone
+#: (a few hundred tokens) the reasoning took all of it and the answer came back empty. A cap,
+#: not a cost: what is billed is what it thinks. A summary is a plain task: OpenAI's advice of
+#: 25k "when starting" is for hard problems; 16k leaves a 128k-window summarizer most of it.
+REASONING_ROOM = 16_384
+#: the share of a smaller summarizer's window its thinking may have at most: the room comes
+#: out of the window the transcript is fitted to (16k of a 12k window left it none: every
+#: summary was refused as over the window)
+REASONING_SHARE = 0.25
+#: the least room to think worth asking with: less, and the thinking takes the whole output
+MIN_REASONING_ROOM = 1_024
+#: the least of its window a summarizer must have besides its thinking: the instructions,
+#: the summary (a few hundred tokens) and a transcript worth summarizing
+MIN_WINDOW = 2_048
+
+
+def room_to_think(model: str, window: int) -> int | None:
+    """The output a summary request for ``model`` asks beyond the summary's, within its
+    ``window``: `REASONING_ROOM` for the reasoning models the table knows (o-series, gpt-5),
+    at most `REASONING_SHARE` of the window; 0 for any other model. None: the window is too
+    small to ask it for a summary at all."""
+    room = (min(REASONING_ROOM, int(window * REASONING_SHARE))
+            if model_info(model).reasoning_model else 0)
+    if window - room < MIN_WINDOW or 0 < room < MIN_REASONING_ROOM:
+        return None
+    return room
 
 
 class SummaryFailed(Exception):
@@ -63,24 +94,27 @@ def answer_text(provider: Provider, raw: bytes) -> str:
 
 
 def asker(upstream: Upstream, provider: Provider, url: str, headers: dict[str, str],
-          model: str, stated: Callable[[int], None] | None = None
+          model: str, room: int = 0, stated: Callable[[int], bool] | None = None
           ) -> Callable[[SummaryAsk], Awaitable[str]]:
     """The call the state's upkeep makes: ``url`` (the chat's own route upstream) with the
-    chat request's own ``headers``, held by this closure alone. ``stated``: told the window
-    the upstream states when it refuses the request as over it (a summarizing model whose
-    window the gateway did not know: the next summary is fitted to it)."""
+    chat request's own ``headers``, held by this closure alone; ``room``: the output asked
+    beyond the summary's (`room_to_think`). ``stated``: told the window the upstream states
+    when it refuses the request as over it, says whether the gateway takes it (a summarizing
+    model whose window the gateway did not know: the next summary is fitted to it)."""
 
     async def ask(want: SummaryAsk) -> str:
         body = provider.summary_request(model, want.instructions, transcript(want.shown),
-                                        want.max_tokens)
+                                        want.max_tokens + room)
         status, raw = await upstream.post(url, headers, msgspec.json.encode(body), TIMEOUT)
         if status >= 300:
             refused = refusal(provider.fmt, status, raw)
-            if refused is None or refused.window is None or stated is None:
+            if refused is None or refused.window is None:
                 raise SummaryFailed(f"the upstream answered {status}")
-            stated(refused.window)
+            # said only when it is so: a window the gateway knew already changes nothing
+            taken = stated is not None and stated(refused.window)
+            then = ", the next summary is fitted to it" if taken else ""
             raise SummaryFailed(f"the upstream answered {status}: over its window of "
-                                f"{refused.window} tokens, the next summary is fitted to it")
+                                f"{refused.window} tokens{then}")
         return answer_text(provider, raw)
 
     return ask
