@@ -128,13 +128,21 @@ def make_stack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator:
         state_dir.mkdir(exist_ok=True)
         thread = StandinThread(windows=windows or {}).__enter__()
         gateway, state = start_stack(thread, root, state_dir, models=models, **config)
-        made.append((thread, gateway, state))
-        return Stack(thread, gateway, state)
+        stack = Stack(thread, gateway, state)
+        made.append(stack)
+
+        def restart() -> None:  # the gateway and its state anew, on the same folders
+            stop_stack(thread, stack.gateway, stack.state)
+            stack.gateway, stack.state = start_stack(thread, root, state_dir, models=models,
+                                                     **config)
+
+        stack.restart = restart  # type: ignore[attr-defined]
+        return stack
 
     yield make
-    for thread, gateway, state in made:
-        stop_stack(thread, gateway, state)
-        thread.__exit__(None, None, None)
+    for stack in made:
+        stop_stack(stack.thread, stack.gateway, stack.state)
+        stack.thread.__exit__(None, None, None)
 
 
 REFUSALS = ["I'm sorry, but I can't help with summarizing this conversation about the retry "
@@ -218,3 +226,32 @@ def test_a_summarizer_too_small_to_ask_is_not_asked(make_stack, caplog) -> None:
     said = [r.getMessage() for r in caplog.records if "cannot hold a summary request" in
             r.getMessage()]
     assert len(said) == 1 and "'o3-mini'" in said[0] and "3000 tokens" in said[0], said
+
+
+@pytest.mark.parametrize("fmt", ["openai", "anthropic", "responses"])
+def test_a_summary_answered_ahead_outlives_a_restart(make_stack, fmt: str) -> None:
+    """The gateway restarted between the summary's answer and the step that takes it: the
+    summary was lost with the memory, the same call was made (and paid for) again, 2 asks
+    against 1 without the restart. It is kept with the conversation's window."""
+    chat, small = MODELS[fmt]
+    stack = make_stack(fmt, {chat: 8000}, summarizer="upstream", summarizer_model=small)
+    stack.standin.for_model(small, text=TEXT)
+    loop = Loop(stack, fmt, chat)
+    k = 0
+    while not loop.summaries_asked():
+        loop.turn(k)
+        k += 1
+        assert k < 40, "no summary was asked"
+    assert [r["status"] for r in loop.summaries_asked()] == [200]
+    stack.restart()  # type: ignore[attr-defined]
+    for j in range(k, 60):
+        loop.turn(j)
+        chunks = chunks_of(loop.chat_requests()[-1])
+        if chunks:
+            break
+    else:
+        raise AssertionError("the loop never compacted")
+    assert TEXT in chunks[0]
+    assert len(loop.summaries_asked()) == 1
+    assert any(r.endswith(f"summary written by the upstream's {small!r}")
+               for r in loop.why()), loop.why()

@@ -13,7 +13,9 @@ keeps the tokens it was counted at. A message that differs from the snapshot's o
 parts cost (an older model's thinking, no longer read once the user writes again) agrees with
 it by its `shapes` hash: it is counted again, its outline's count moved alike. A snapshot
 also keeps how the conversation was listed and what explains its result (`kept_audit`): after a
-restart ctx/conversations and ctx/why answer for it before its chat comes back.
+restart ctx/conversations and ctx/why answer for it before its chat comes back. And the summary
+a model wrote ahead of need for the next step (`KeptAhead`, its messages by their hashes): a
+restart before that step lost it, and the same paid call was made again.
 Pure: no I/O (the state stores the bytes).
 """
 
@@ -23,6 +25,7 @@ import msgspec
 
 from ctxlayer.core.prepare.model import (
     DEFAULT_POLICY,
+    Ahead,
     Chunk,
     ConversationState,
     PreparePolicy,
@@ -36,6 +39,16 @@ from ctxlayer.core.tokens import MessageFormat, Tokenizer, message_tokens
 from ctxlayer.protocol import AuditEntry, ConversationInfo, Message
 
 VERSION = 1
+
+
+class KeptAhead(msgspec.Struct):
+    """A model's summary written ahead of need (`model.Ahead`), its messages named by their
+    `message_hash`: the turn after a restart takes it up when it has those messages there."""
+
+    covered: list[int]
+    hashes: list[str]
+    text: str | None  # None: the answer was refused (``writer`` says why)
+    writer: str
 
 
 class Snapshot(msgspec.Struct, kw_only=True):
@@ -65,6 +78,9 @@ class Snapshot(msgspec.Struct, kw_only=True):
     #: of an id the turn did not hold says so (no entries would read as "kept whole"); empty
     #: in a window written before they were kept
     ids: list[str | None] = msgspec.field(default_factory=list)
+    #: the summary a model wrote ahead for the next step; None when there is none, and in a
+    #: window written before it was kept
+    ahead: KeptAhead | None = None
 
 
 class _Listed(msgspec.Struct):
@@ -108,7 +124,25 @@ def snapshot(state: ConversationState, counter_name: str = "",
                     out_tokens=list(state.out_tokens), counted_with=counted_with,
                     tokens=list(state.tokens) if counted_with else [],
                     shapes=[shape_hash(m) for m in state.messages],
-                    ids=[m.id for m in state.messages])
+                    ids=[m.id for m in state.messages], ahead=_kept_ahead(state.ahead))
+
+
+def _kept_ahead(ahead: Ahead | None) -> KeptAhead | None:
+    if ahead is None:
+        return None
+    return KeptAhead(list(ahead.covered), [message_hash(m) for m in ahead.messages],
+                     ahead.text, ahead.writer)
+
+
+def _taken_ahead(kept: KeptAhead | None, messages: list[Message]) -> Ahead | None:
+    """The summary kept ahead, when ``messages`` hold the ones it was written for there."""
+    if kept is None or len(kept.covered) != len(kept.hashes):
+        return None
+    if any(i >= len(messages) or message_hash(messages[i]) != h
+           for i, h in zip(kept.covered, kept.hashes, strict=True)):
+        return None
+    return Ahead(tuple(kept.covered), tuple(messages[i] for i in kept.covered), kept.text,
+                 kept.writer)
 
 
 def encode(snap: Snapshot) -> bytes:
@@ -237,4 +271,5 @@ def resume(snap: Snapshot, messages: list[Message], counter: Tokenizer,
         verbatim=tuple(snap.verbatim),
         rewrites=rewrites,
         restored=dict(snap.restored), restored_audit=tuple(snap.restored_audit),
-        out_keys=keys, out_tokens=list(snap.out_tokens[:len(keys)]))
+        out_keys=keys, out_tokens=list(snap.out_tokens[:len(keys)]),
+        ahead=_taken_ahead(snap.ahead, shown))
