@@ -312,8 +312,11 @@ class GatewayConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                                     "misreads). " + _USER_ONLY_NOTE.format(why=_KEYS_SPENT)
                                     )] = "offline"
     summarizer_model: Annotated[str, Meta(description="The model `summarizer = \"upstream\"` "
-                                          "asks (a small one of the same provider); empty: "
-                                          "the chat's own model. " +
+                                          "asks (a small one of the same provider), or one "
+                                          "per provider separated by commas, "
+                                          "`\"claude-haiku-4-5, gpt-4o-mini\"`: a chat takes "
+                                          "the first of its own family (Claude or not); "
+                                          "none, or empty: the chat's own model. " +
                                           _USER_ONLY_NOTE.format(why=_KEYS_SPENT))] = ""
 
 

@@ -255,3 +255,34 @@ def test_a_summary_answered_ahead_outlives_a_restart(make_stack, fmt: str) -> No
     assert len(loop.summaries_asked()) == 1
     assert any(r.endswith(f"summary written by the upstream's {small!r}")
                for r in loop.why()), loop.why()
+
+
+@pytest.mark.parametrize(("setting", "fmt", "asked", "said"), [
+    # one global name of the other family: an OpenAI chat's summaries went to its upstream
+    # with a Claude name, which a real OpenAI refuses (every summary fell back)
+    ("claude-haiku-4-5", "openai", "gpt-4o", "names no non-Claude model"),
+    ("gpt-4o-mini", "anthropic", "claude-sonnet-4-5", "names no Claude model"),
+    # one name per provider: each chat takes its own family's
+    ("claude-haiku-4-5, gpt-4o-mini", "openai", "gpt-4o-mini", None),
+    ("claude-haiku-4-5, gpt-4o-mini", "responses", "gpt-4o-mini", None),
+    ("claude-haiku-4-5, gpt-4o-mini", "anthropic", "claude-haiku-4-5", None),
+    # pasted with its newline: the name was sent as it was
+    ("gpt-4o-mini\n", "openai", "gpt-4o-mini", None),
+    ("  \n", "openai", "gpt-4o", "names no model"),
+], ids=["claude-for-openai", "gpt-for-anthropic", "both-openai", "both-responses",
+        "both-anthropic", "newline", "blank"])
+def test_each_chat_asks_a_summarizer_of_its_own_family(make_stack, caplog, setting: str,
+                                                       fmt: str, asked: str,
+                                                       said: str | None) -> None:
+    caplog.set_level(logging.WARNING, logger="ctxlayer.gateway")
+    chat, _ = MODELS[fmt]
+    stack = make_stack(fmt, {chat: 8000}, summarizer="upstream", summarizer_model=setting)
+    loop = Loop(stack, fmt, chat)
+    _until_compacted(loop, after=6)
+    models = [r["body"]["model"] for r in loop.summaries_asked()]
+    assert models and set(models) == {asked}, models
+    told = [r.getMessage() for r in caplog.records if "summarizer_model" in r.getMessage()]
+    if said is None:
+        assert told == []
+    else:
+        assert len(told) == 1 and said in told[0], told

@@ -179,8 +179,13 @@ class GatewayServer:
         #: cutting prompts, by model, where smaller than the table's or the config's (kept
         #: while the gateway runs)
         self.learned = LearnedWindows()
-        #: summarizing models whose window cannot hold a summary request (said once)
-        self.unfit_summarizers: set[str] = set()
+        #: the models `[gateway] summarizer_model` names (upsum.summarizer_names)
+        self.summarizers = upsum.summarizer_names(config.summarizer_model)
+        #: what the summarizer setting led to, said once (`_say_once`)
+        self.summarizer_said: set[str] = set()
+        if config.summarizer_model and not self.summarizers:
+            self._say_once(f"summarizer_model {ascii(config.summarizer_model)} names no "
+                           "model: each chat's own model writes its summaries")
         #: upstreams that refused `stream_options` (the gateway asks a stream's usage)
         self.no_stream_options: set[str] = set()
         #: the announcement of another gateway this one's replaced (`close` puts it back)
@@ -586,7 +591,9 @@ class GatewayServer:
         summarizing model's window. Never raises: the client has its answer."""
         if not result.conversation_id:
             return
-        name = self.config.summarizer_model or model
+        name, why = upsum.summarizer_for(self.summarizers, model)
+        if why is not None:
+            self._say_once(why)
         betas = read_hints(request.headers).betas  # read before: it cannot fail here
 
         def stated(window: int) -> bool:
@@ -603,11 +610,9 @@ class GatewayServer:
             window = self._window(name, betas)[0]
             room = upsum.room_to_think(name, window)
             if room is None:  # a call that is refused as over its window is not paid for
-                if name not in self.unfit_summarizers:
-                    self.unfit_summarizers.add(name)
-                    log.warning("summarizer %s: its window of %d tokens cannot hold a summary "
-                                "request; none is asked of it, the offline summary stands in",
-                                ascii(name), window)
+                self._say_once(f"summarizer {ascii(name)}: its window of {window} tokens "
+                               "cannot hold a summary request; none is asked of it, the "
+                               "offline summary stands in")
                 return
             ask = upsum.asker(self.upstream, BY_FORMAT[fmt], url,
                               upstream_headers(request.headers), name, room, stated)
@@ -616,6 +621,13 @@ class GatewayServer:
         except Exception:  # the client's answer is there already: it must not become a 500
             log.exception("%s %s: summarizing ahead failed; the offline summary stands in",
                           fmt, result.conversation_id)
+
+    def _say_once(self, warning: str) -> None:
+        """Log what the summarizer setting leads to, once while the gateway runs (it would
+        be said again on every turn of every chat)."""
+        if warning not in self.summarizer_said:
+            self.summarizer_said.add(warning)
+            log.warning("%s", warning)
 
     def _keep(self, work: Any) -> asyncio.Future[None]:
         """A task that outlives a cancelled handler; close() waits for it."""

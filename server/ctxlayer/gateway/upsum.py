@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 import msgspec
 
 from ctxlayer.core.groups import is_output
+from ctxlayer.core.model_names import is_claude
 from ctxlayer.core.prepare import SummaryAsk
 from ctxlayer.gateway.forward import Upstream
 from ctxlayer.gateway.providers import Provider
@@ -60,6 +61,30 @@ def room_to_think(model: str, window: int) -> int | None:
     if window - room < MIN_WINDOW or 0 < room < MIN_REASONING_ROOM:
         return None
     return room
+
+
+def summarizer_names(setting: str) -> tuple[str, ...]:
+    """The models `[gateway] summarizer_model` names, in order: one, or one per provider
+    family for a gateway both kinds of clients use ("claude-haiku-4-5, gpt-4o-mini"); each
+    trimmed (a name pasted with its newline was sent upstream as such)."""
+    return tuple(n.strip() for n in setting.split(",") if n.strip())
+
+
+def summarizer_for(names: tuple[str, ...], chat_model: str) -> tuple[str, str | None]:
+    """The model that writes the summaries of a chat with ``chat_model``: the first of
+    ``names`` of its family (Claude or not), else the chat's own model, with what to say of
+    that once (None: the one asked for). A Claude name was sent to an OpenAI chat's upstream
+    (`/v1/chat/completions`), which refuses it: every summary fell back to the offline one."""
+    for name in names:
+        if is_claude(name) == is_claude(chat_model):
+            return name, None
+    if not names:
+        return chat_model, None
+    family = "Claude" if is_claude(chat_model) else "non-Claude"
+    return chat_model, (f"summarizer_model {', '.join(map(ascii, names))} names no "
+                        f"{family} model for the chats of {ascii(chat_model)}: their own "
+                        "model writes their summaries (name one per provider, separated by "
+                        "commas)")
 
 
 class SummaryFailed(Exception):
