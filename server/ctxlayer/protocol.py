@@ -433,8 +433,8 @@ class Empty(Wire):
 
 
 class InspectParams(Wire):
-    """ctx/inspect: the page of a session (a preview: it changes nothing) or of `messages` trimmed.
-    A session's page is what ctx/assemble would send it at `budget` (default: its own), a
+    """ctx/inspect: the page of a session (a preview: it changes nothing) or of `messages` trimmed
+    (one of the two: both is an error naming `messages`). A session's page is what ctx/assemble would send it at `budget` (default: its own), a
     summary it needs written offline; `messages` are trimmed into `budget` as ctx/trim does."""
 
     session_id: str | None = None

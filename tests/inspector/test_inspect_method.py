@@ -74,6 +74,15 @@ def test_inspect_of_an_unknown_session_is_an_unknown_session_error(daemon):
     assert err.value.code == -32002
 
 
+def test_a_session_and_messages_together_is_an_error_naming_messages(daemon):
+    """The reported bug: with both, the session's page came back and the messages were left
+    unread without a word. A page is of one or the other."""
+    daemon.request("ctx/session/open", {"sessionId": "inspect-both"})
+    with pytest.raises(RpcError) as both:
+        daemon.request("ctx/inspect", {"sessionId": "inspect-both", "messages": chat(2)})
+    assert both.value.code == -32602 and "messages" in both.value.message
+
+
 def test_the_daemon_announces_ctx_inspect(daemon):
     methods = daemon.aio.capabilities["experimental"]["ctxlayer"]["methods"]
     assert "ctx/inspect" in methods

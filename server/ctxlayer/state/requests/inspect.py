@@ -19,6 +19,10 @@ async def given(caller: Caller, p: protocol.InspectParams) -> Any:
     conversation is the loop's), else the segment for a session's page."""
     if p.session_id is None:
         return None
+    if p.messages is not None:
+        # a page is of one or the other: messages beside a session would be left unread
+        raise ContextError("invalid", "give `sessionId` or `messages` to inspect, not both",
+                           field="messages")
     if caller.state.conversations.has_session(caller.workspace, p.session_id):
         return _live_chat(caller, p.session_id)
     return await caller.segment()
