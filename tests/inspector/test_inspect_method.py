@@ -123,6 +123,23 @@ def test_inspecting_a_session_at_a_smaller_budget_changes_nothing(daemon):
     assert daemon.request("ctx/session/audit", {"sessionId": sid})["entries"] == audit_before
 
 
+def test_a_sessions_working_notes_are_drawn_in_the_working_layer(daemon):
+    """The reported bug: the working notes' row (a system message leading the session's
+    messages) was tagged `data-layer="system"` while the legend counted it as working."""
+    sid = "inspect-working"
+    daemon.request("ctx/session/open", {"sessionId": sid})
+    daemon.request("ctx/session/append", {"sessionId": sid, "messages": chat(4)[1:]})
+    daemon.request("ctx/session/addItem", {"sessionId": sid, "item": {
+        "kind": "memory", "content": "the invoice module rounds half up"}})
+    data = page_data(daemon.request("ctx/inspect", {"sessionId": sid})["html"])
+    rows = [m for m in data["messages"] if m.get("id") == "ctx:working"]
+    assert len(rows) == 1 and rows[0]["layer"] == "working", rows
+    layers = {layer["name"]: layer["tokens"] for layer in data["layers"]}
+    assert layers["working"] > 0
+    drawn = sum(m["tokens"] for m in data["messages"] if m.get("layer") == "working")
+    assert drawn == layers["working"]
+
+
 def page_data(html: str) -> dict:
     return json.loads(html.split('id="ctx-data">', 1)[1].split("</script>", 1)[0])
 

@@ -101,7 +101,9 @@ def _layer_of(row: InspectorMessage) -> str:
         return "workspace"
     if row.kind == "rule":
         return "rules"
-    if row.kind in ("memory", "toolOutput") and row.priority_class != 0:
+    # a session's working notes lead its messages beside the system prompt (class 0), but
+    # they fill the working layer, as the legend counts them
+    if row.kind in ("memory", "toolOutput"):
         return "working"
     return "system" if row.role == "system" and row.priority_class == 0 else "history"
 
