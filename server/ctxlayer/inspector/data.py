@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import msgspec
 
+from ctxlayer.core.text import describe
 from ctxlayer.protocol import AuditEntry, Message
 
 #: priority classes: 0 is never dropped; the others are filled in the order given.
@@ -109,13 +110,9 @@ def _layer_of(row: InspectorMessage) -> str:
 
 
 def _one_line(msg: Message, width: int = 90) -> str:
-    head = msg.role + (f"/{msg.kind}" if msg.kind and msg.kind != "chat" else "")
-    if msg.tool_calls:
-        head += " calling " + ", ".join(c.name for c in msg.tool_calls)
-    first = next((ln.strip() for ln in msg.content.splitlines() if ln.strip()), "(empty)")
-    if len(first) > width:
-        first = first[: width - 1] + "…"
-    return f"{head}: {first}"
+    """A row's line, in the audit table's words (`describe`): a message of images, documents
+    or tool calls names each part and what it costs, not "(empty)" for its empty text."""
+    return describe(msg, width)
 
 
 def build_inspector_data(
