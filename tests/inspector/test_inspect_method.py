@@ -140,6 +140,26 @@ def test_a_sessions_working_notes_are_drawn_in_the_working_layer(daemon):
     assert drawn == layers["working"]
 
 
+def test_a_sessions_page_lists_what_its_summary_replaces(daemon):
+    """The reported bug: the page of a session whose preview summarized 35 of its 40
+    messages said "Nothing was dropped or shortened at this budget." (only the assembly's
+    dropped and truncated reached it). Its table says what ctx/why says of that assembly."""
+    sid = "inspect-summarized"
+    daemon.request("ctx/session/open", {"sessionId": sid, "budget": 3000})
+    daemon.request("ctx/session/append", {"sessionId": sid, "messages": [
+        {"role": "user" if k % 2 == 0 else "assistant", "id": f"s{k}",
+         "content": f"Turn {k}: the invoice module rounds half up. " * 12} for k in range(40)]})
+    html = daemon.request("ctx/inspect", {"sessionId": sid, "budget": 1200})["html"]
+    data = page_data(html)
+    assert 'id="no-drops"' not in html
+    summarized = {e["messageId"] for e in data["truncated"] if e["action"] == "summarized"}
+    assert len(summarized) >= 30, data["truncated"]
+    assert all(m.get("state", "kept") == "kept" for m in data["messages"])  # rows: as sent
+    daemon.request("ctx/assemble", {"sessionId": sid, "budget": 1200})  # now for real
+    why = daemon.request("ctx/why", {"sessionId": sid})["entries"]
+    assert summarized == {e["messageId"] for e in why if e["action"] == "summarized"}
+
+
 def page_data(html: str) -> dict:
     return json.loads(html.split('id="ctx-data">', 1)[1].split("</script>", 1)[0])
 

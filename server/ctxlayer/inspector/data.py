@@ -133,6 +133,7 @@ def build_inspector_data(
     steps: Sequence[InspectorStep] = (),
     result_tokens: int | None = None,
     tools: int = 0,
+    history_audit: Sequence[AuditEntry] = (),
 ) -> InspectorData:
     """The page's data for a conversation as given (before trimming) and what trimming did.
 
@@ -144,7 +145,10 @@ def build_inspector_data(
     Without `layers`, each layer is the messages in it as the result has them: a shortened
     one at its size after shortening (its audit's tokens before and after), a dropped one
     not at all; the request's tool definitions (`tools` tokens) are in the system layer, as
-    a live chat's page counts them.
+    a live chat's page counts them. `history_audit` is what else explains a session's
+    result, by its history's indexes, not the rows' (the messages its summary replaces,
+    those an earlier stage shortened): in the table beside the dropped or the shortened,
+    matched to no row; restored ones are kept whole, as a live chat's table says.
     """
     if len(tokens) != len(messages):
         raise ValueError("tokens: one count per message is required")
@@ -180,8 +184,8 @@ def build_inspector_data(
         used=used,
         layers=layer_rows,
         messages=rows,
-        dropped=list(dropped),
-        truncated=list(truncated),
+        dropped=[*dropped, *_history_dropped(history_audit, True)],
+        truncated=[*truncated, *_history_dropped(history_audit, False)],
         cache_boundary=cache_boundary,
         compaction_at=compaction_at,
         session_id=session_id,
@@ -191,6 +195,12 @@ def build_inspector_data(
                                     tokens=used)],
                      key=lambda s: s.budget),
     )
+
+
+def _history_dropped(entries: Sequence[AuditEntry], dropped: bool) -> list[AuditEntry]:
+    """The dropped entries of a history's audit, else those that shortened or summarized (not
+    the restored: those are shown whole)."""
+    return [e for e in entries if (e.action == "dropped") == dropped and e.action != "restored"]
 
 
 def _classes(messages: Sequence[Message]) -> list[int]:

@@ -21,7 +21,7 @@ import threading
 from bisect import bisect_left
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import msgspec
 
@@ -73,6 +73,13 @@ class SystemLayers(msgspec.Struct, kw_only=True):
     messages: list[Message] = msgspec.field(default_factory=list)
     cache_boundary: int | None = None
     workspace_tokens: int = 0
+
+
+class Preview(NamedTuple):
+    """An assembly previewed (`SessionService.preview`) and what explains its result."""
+
+    assembly: Assembly
+    why: list[AuditEntry]
 
 
 class LiveSession:
@@ -535,15 +542,19 @@ class SessionService:
             return out
 
     def preview(self, workspace: str, session_id: str, *, budget: int | None = None,
-                system: SystemLayers | None = None) -> Assembly:
+                system: SystemLayers | None = None) -> Preview:
         """What an assembly at `budget` would send, changing nothing: no compaction state,
         audit, fingerprint or system layers kept, and a summary it needs written offline (no
-        client is asked). The inspector's page of a session: looking must not compact it."""
+        client is asked). The inspector's page of a session: looking must not compact it.
+        With it, what ctx/why would say of that assembly: the messages its summary replaces
+        (made now or before), those shortened, and what it cut."""
         with self._lock:
             live = self._fresh(workspace, session_id)
             require_tokens(budget)
             inp = self._input(live, self._settings(workspace), budget, system, offline=True)
-            return assemble(live.history, live.compaction, inp, live.counter)
+            out = assemble(live.history, live.compaction, inp, live.counter)
+            return Preview(out, why_of(live.history, out.compaction or live.compaction,
+                                       out.audit))
 
     def stored_for(self, workspace: str, session_id: str, messages: list[Message]
                    ) -> list[Stored | None]:

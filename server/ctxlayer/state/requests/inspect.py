@@ -81,14 +81,22 @@ def _session_data(caller: Caller, p: protocol.InspectParams, model: str | None,
     system = session_layers(caller, p.session_id, segment)
     out = caller.state.sessions.preview(caller.workspace, p.session_id, budget=p.budget,
                                         system=system)
-    return _session_page(caller, p, model, out.result)
+    assert out.assembly.result is not None  # offline: it never waits for a client's summary
+    return _session_page(caller, p, model, out.assembly.result, out.why)
 
 
 def _session_page(caller: Caller, p: protocol.InspectParams, model: str | None,
-                  result: protocol.AssembleResult) -> Any:
+                  result: protocol.AssembleResult, why: list[protocol.AuditEntry]) -> Any:
+    """The page of a session's assembled `result`: its messages as rows; in the table what
+    it cut and shortened, and what else explains it (`why`: the messages its summary
+    replaces, those an earlier stage shortened), by the session history's own indexes."""
     from ctxlayer.core.tokens import OPENAI_FORMAT, message_tokens
     from ctxlayer.inspector import build_inspector_data
 
+    cut = [*result.dropped, *result.truncated]
+    said = {(e.message_id, e.action) for e in cut if e.message_id is not None}
+    history_audit = [e for e in why if e not in cut and (e.message_id is None or
+                                                         (e.message_id, e.action) not in said)]
     t = result.tokens
     layers = {"system": t.system, "workspace": t.workspace, "rules": t.rules,
               "working": t.working, "history": t.history}
@@ -98,7 +106,8 @@ def _session_page(caller: Caller, p: protocol.InspectParams, model: str | None,
     return build_inspector_data(
         result.messages, tokens, model=_named(model),
         window=_window(caller, model, result.budget), budget=result.budget,
-        dropped=result.dropped, truncated=result.truncated, layers=layers,
+        dropped=result.dropped, truncated=result.truncated, history_audit=history_audit,
+        layers=layers,
         cache_boundary=result.cache_boundary, compaction_at=int(result.budget * trigger),
         session_id=p.session_id, title=f"ctxlayer · session {p.session_id}",
         overhead=OPENAI_FORMAT.reply_priming,
