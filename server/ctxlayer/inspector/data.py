@@ -74,7 +74,10 @@ class InspectorData(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=
     messages: list[InspectorMessage]
     dropped: list[AuditEntry] = []
     truncated: list[AuditEntry] = []
-    cache_boundary: int | None = None
+    cache_boundary: int | None = None  # the row the cached prefix ends before
+    #: the cached prefix's tokens when the daemon knows them (a live chat's est. cache: its
+    #: summaries count there, not the rows they replace), else the rows above the boundary
+    cache_tokens: int | None = None
     compaction_at: int | None = None
     session_id: str | None = None
     overhead: int = 0  # tokens the request costs besides its messages (reply priming)
@@ -126,6 +129,7 @@ def build_inspector_data(
     truncated: Sequence[AuditEntry] = (),
     layers: dict[str, int] | None = None,
     cache_boundary: int | None = None,
+    cache_tokens: int | None = None,
     compaction_at: int | None = None,
     session_id: str | None = None,
     title: str = "ctxlayer context",
@@ -177,16 +181,12 @@ def build_inspector_data(
     used = (sum(layer.tokens for layer in layer_rows) if result_tokens is None
             else result_tokens)
     return InspectorData(
-        title=title,
-        model=model,
-        window=window,
-        budget=budget,
-        used=used,
-        layers=layer_rows,
+        title=title, model=model, window=window, budget=budget, used=used, layers=layer_rows,
         messages=rows,
         dropped=[*dropped, *_history_dropped(history_audit, True)],
         truncated=[*truncated, *_history_dropped(history_audit, False)],
         cache_boundary=cache_boundary,
+        cache_tokens=cache_tokens,
         compaction_at=compaction_at,
         session_id=session_id,
         overhead=overhead,

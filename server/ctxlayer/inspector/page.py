@@ -25,6 +25,11 @@ WOULD = {letter: ("shortened" if state == "truncated" else state)
          for state, letter in VERDICTS.items()}
 
 
+#: the line between the rows where the provider's cached prefix ends
+BOUNDARY = ('<li class="boundary" id="cache-boundary">cache boundary: '
+            "the provider's cached prefix ends above</li>")
+
+
 def _pct(part: int, whole: int) -> str:
     return f"{100.0 * part / whole:.3f}%" if whole > 0 else "0%"
 
@@ -42,8 +47,8 @@ def _window_bar(d: InspectorData) -> str:
         + "</span></div>"
     ]
     if d.cache_boundary is not None:
-        before = sum(sent_tokens(m) for m in d.messages[: d.cache_boundary]
-                     if m.state != "dropped")
+        before = d.cache_tokens if d.cache_tokens is not None else sum(
+            sent_tokens(m) for m in d.messages[: d.cache_boundary] if m.state != "dropped")
         markers.append(
             f'<div class="marker cache" id="cache-marker" style="left:{_pct(before, d.window)}">'
             f"cache boundary ({before:,})</div>"
@@ -84,8 +89,7 @@ def _message_rows(d: InspectorData) -> str:
     for m in d.messages:
         would = WOULD.get(letters[m.index:m.index + 1], "kept")
         if d.cache_boundary is not None and m.index == d.cache_boundary:
-            out.append('<li class="boundary" id="cache-boundary">cache boundary: '
-                       "the provider's cached prefix ends above</li>")
+            out.append(BOUNDARY)
         reason = f'<span class="reason">{escape(m.state)}: {escape(m.reason)}</span>' if m.reason else ""
         pinned = '<span class="badge">pinned</span>' if m.pinned else ""
         out.append(
@@ -101,6 +105,8 @@ def _message_rows(d: InspectorData) -> str:
             f'<span class="cls">P{m.priority_class}</span> {escape(m.summary)}</span>'
             f"{reason}</li>"
         )
+    if d.cache_boundary is not None and d.cache_boundary >= len(d.messages) > 0:
+        out.append(BOUNDARY)  # the whole request was cached: a request sent again
     return "".join(out)
 
 

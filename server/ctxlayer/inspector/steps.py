@@ -14,6 +14,7 @@ from collections.abc import Callable, Collection, Sequence
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.prepare import ConversationState, audit_of, prepare_turn
+from ctxlayer.core.prepare.fit import result_index
 from ctxlayer.core.tokens import Tokenizer
 from ctxlayer.inspector.data import InspectorStep, verdicts
 from ctxlayer.protocol import AuditEntry, Message
@@ -77,3 +78,21 @@ def prepare_runner(state: ConversationState, counter: Tokenizer, *, tools: int =
         return dropped, shortened, turn.tokens + tools
 
     return run
+
+
+def cache_row(state: ConversationState, reused: int) -> int:
+    """The row of a live chat's page (a message of its last request, as the engine read it)
+    where the cached prefix of its result ends, that prefix being the first ``reused`` tokens
+    of the result (what the previous result shared with it: `chats` calls it est. cache):
+    the message the first result message past it stands for, a summary's first message for
+    a summary; past the last row when the whole result is cached (a request sent again)."""
+    total = 0
+    for key, tokens in zip(state.out_keys, state.out_tokens, strict=False):
+        if total + tokens > reused:
+            at = result_index(key)
+            if at is None:  # a summary, keyed by its text
+                at = next((c.start for c in state.chunks if c.message.content == key[1]),
+                          state.head)
+            return at
+        total += tokens
+    return len(state.messages)

@@ -137,10 +137,17 @@ def _live_chat(caller: Caller, session_id: str) -> LiveChat:
 def _live_chat_data(caller: Caller, live: LiveChat):
     """A live chat's page: the messages of its last request as the engine read them, what that
     turn summarized, outlined, shortened and dropped, and the figures the status bar shows
-    (its budget, the model's window). The slider's steps are the next turn fitted by
+    (its budget, the model's window); the cache boundary where the prefix its result shared
+    with the previous one ends (`chats`' est. cache). The slider's steps are the next turn fitted by
     core.prepare from the chat's state at each budget (read only)."""
     from ctxlayer.inspector import build_inspector_data
-    from ctxlayer.inspector.steps import engine_steps, prepare_runner, split_audit, step_budgets
+    from ctxlayer.inspector.steps import (
+        cache_row,
+        engine_steps,
+        prepare_runner,
+        split_audit,
+        step_budgets,
+    )
 
     st, conv = live.state, live.conv
     dropped, changed = split_audit(live.entries)
@@ -156,4 +163,5 @@ def _live_chat_data(caller: Caller, live: LiveChat):
         layers={"system": conv.system_tokens, "workspace": 0, "rules": 0, "working": 0,
                 "history": max(0, conv.tokens - conv.system_tokens)},
         compaction_at=budget, session_id=live.session_id, steps=steps,
+        cache_boundary=cache_row(st, conv.cache_reuse), cache_tokens=conv.cache_reuse,
         result_tokens=conv.tokens, title=f"ctxlayer · {conv.source} chat {conv.conversation_id}")
