@@ -643,12 +643,7 @@ class Conversations:
         in memory or nothing is kept under it."""
         cid = conversation_id if conversation_id is not None else \
             _chat_of(session_id) if session_id is not None else None
-        if cid is None or self._get(workspace, cid) is not None:
-            return None
-        store = self.state.sessions.store
-        row = await _or_said(self.state.keep(lambda: store.conversation(workspace, cid)),
-                             "read the kept conversation", [], None)
-        snap = persist.decode(row[2]) if row is not None else None
+        snap = await self._kept_window(workspace, cid)
         if snap is None:
             return None
         entries = persist.kept_audit(snap)
@@ -659,6 +654,21 @@ class Conversations:
             raise ContextError("invalid", f"no message {message_id!r} in the last turn of "
                                f"conversation {cid!r}", field="messageId")
         return entries
+
+    async def kept_window(self, workspace: str, session_id: str) -> persist.Snapshot | None:
+        """The window the state folder keeps of the chat that ``session_id`` backs
+        (`chat-<id>`) when that chat is not in memory (after a restart, or let go for newer
+        chats, until its next request), else None. Its messages are the client's and are not
+        kept: only what the window made of them, the listing and what explains its result."""
+        return await self._kept_window(workspace, _chat_of(session_id))
+
+    async def _kept_window(self, workspace: str, cid: str | None) -> persist.Snapshot | None:
+        if cid is None or self._get(workspace, cid) is not None:
+            return None
+        store = self.state.sessions.store
+        row = await _or_said(self.state.keep(lambda: store.conversation(workspace, cid)),
+                             "read the kept conversation", [], None)
+        return persist.decode(row[2]) if row is not None else None
 
     def why(self, workspace: str, conversation_id: str | None = None,
             session_id: str | None = None,

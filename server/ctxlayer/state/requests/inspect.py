@@ -23,9 +23,28 @@ async def given(caller: Caller, p: protocol.InspectParams) -> Any:
         # a page is of one or the other: messages beside a session would be left unread
         raise ContextError("invalid", "give `sessionId` or `messages` to inspect, not both",
                            field="messages")
-    if caller.state.conversations.has_session(caller.workspace, p.session_id):
+    convs = caller.state.conversations
+    if convs.has_session(caller.workspace, p.session_id):
         return _live_chat(caller, p.session_id)
+    kept = await convs.kept_window(caller.workspace, p.session_id)
+    if kept is not None:
+        # its session holds none of its messages: its page would be an empty one
+        raise ContextError("unknown_session", _not_in_memory(p.session_id, kept.info),
+                           field="sessionId")
     return await caller.segment()
+
+
+def _not_in_memory(session_id: str, info: protocol.ConversationInfo | None) -> str:
+    """What to say of a chat the state folder keeps that is not in memory: why there is no
+    page, when it comes back, and what can be read of its last turn meanwhile."""
+    cid = session_id.removeprefix("chat-")
+    last = "" if info is None else (
+        f" Its last turn: {info.tokens:,} / {info.budget:,} tokens, {info.dropped} messages "
+        f"left out, est. cache {info.cache_reuse_tokens:,}.")
+    return (f"chat {cid!r} (session {session_id!r}) is not in memory: this daemon has not "
+            "fitted a request of it since it started, or let it go for newer chats, and its "
+            "messages are the client's, not kept. Its page comes back with its next request; "
+            f"what its last turn cut: `ctxlayer chats --why {cid}` (ctx/why).{last}")
 
 
 def inspect(caller: Caller, p: protocol.InspectParams,
