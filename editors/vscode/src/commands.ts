@@ -2,7 +2,7 @@
  * The commands of the palette: Show context, Set mode, Add rule, Refresh, Copy assembled
  * prompt, Restart, Show logs. Each failure ends in one message that says what to do.
  */
-import type { ModeInfo } from "@ctxlayer/client";
+import { CtxlayerError, type ModeInfo } from "@ctxlayer/client";
 import type { BudgetController, ControllerSettings, LiveChat } from "./controller";
 import { errorText } from "./errors";
 import * as api from "./vscodeapi";
@@ -35,6 +35,9 @@ export function modeItems(
   });
 }
 
+/** The daemon's error kinds that say something of the request, not of the daemon. */
+const ANSWERS = ["unknown_session", "invalid", "pinned_over_budget", "outside_workspace"];
+
 /** Run a command body; on failure log it and show one actionable message. */
 async function guarded(deps: CommandDeps, what: string, body: () => Promise<unknown>) {
   try {
@@ -42,7 +45,10 @@ async function guarded(deps: CommandDeps, what: string, body: () => Promise<unkn
   } catch (err) {
     const text = `ctxlayer: ${what} failed: ${errorText(err)}`;
     deps.log.error(text);
-    const choice = await api.showError(text, "Show Logs", "Restart");
+    // a daemon's answer about the request (a chat not in memory, a bad value) is no failure
+    // of the daemon: restarting it would not help, so it is not offered
+    const answered = err instanceof CtxlayerError && ANSWERS.includes(err.kind);
+    const choice = await api.showError(text, "Show Logs", ...(answered ? [] : ["Restart"]));
     if (choice === "Show Logs") deps.log.show();
     if (choice === "Restart") await deps.restart();
   }

@@ -235,6 +235,19 @@ describe("commands", () => {
     expect(d.restarts()).toBe(1);
     expect(d.log.lines.at(-1)).toMatch(/^error ctxlayer: Refresh failed/);
   });
+
+  it("a daemon's answer about the request offers no restart, which would not help", async () => {
+    const gone = () => {
+      throw Object.assign(new Error("sessionId: the chat is not in memory until its next request"),
+        { code: -32002 });
+    };
+    const d = deps({ ...sessionAnswers, "ctx/inspect": gone });
+    await d.attach();
+    await commands.showContext(d.deps);
+    expect(recorded.errors).toHaveLength(1);
+    expect(recorded.errors[0].message).toMatch(/Show context failed: .*not in memory/);
+    expect(recorded.errors[0].actions).toEqual(["Show Logs"]);
+  });
 });
 
 describe("exported API", () => {
