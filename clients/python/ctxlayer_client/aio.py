@@ -51,6 +51,16 @@ def _uri(path: Path) -> str:
     return path.resolve().as_uri()
 
 
+def _settle(future: asyncio.Future[Any]) -> None:
+    """Forget a request's future once its caller has its outcome. When sending failed, the
+    read loop may still fail the future (the daemon died); read that error here, or asyncio
+    reports it later as "Future exception was never retrieved"."""
+    if not future.done():
+        future.cancel()
+    elif not future.cancelled():
+        future.exception()
+
+
 class AsyncClient:
     """One connection to a ctxlayer daemon. Use `spawn` or `connect`, then `close`."""
 
@@ -140,8 +150,13 @@ class AsyncClient:
     async def _send(self, message: dict) -> None:
         if self._closed:
             raise ConnectionClosed("the connection is closed")
-        self._writer.write(encode(message))
-        await self._writer.drain()
+        try:
+            self._writer.write(encode(message))
+            await self._writer.drain()
+        except (ConnectionError, OSError) as exc:
+            # the daemon died while the message was still being written (a large one fills
+            # the pipe): the same failure as dying after it, so the same error
+            raise ConnectionClosed(f"the daemon closed the connection ({exc!r})") from exc
 
     async def notify(self, method: str, params: Any = None) -> None:
         msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
@@ -167,6 +182,7 @@ class AsyncClient:
             raise TimeoutError(f"{method}: no answer within {timeout or self.timeout}s") from None
         finally:
             self._pending.pop(msg_id, None)
+            _settle(future)
         return msgspec.convert(result, result_type) if result_type is not None else result
 
     async def call(self, method: str, params: Any = None, *,

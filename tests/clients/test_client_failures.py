@@ -1,0 +1,37 @@
+"""ctxlayer_client when the daemon fails it: dies while a request is being written, stops
+reading, never answers. Each failure is a clear error at once, never a hang or a bare OSError."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxlayer_client import AsyncClient, ConnectionClosed
+
+FAKE = str(Path(__file__).with_name("fake_daemon.py"))
+BIG = "x" * 2_000_000  # far more than a pipe holds: writing it waits for the daemon to read
+
+
+def fake(mode: str) -> list[str]:
+    return [sys.executable, FAKE, mode]
+
+
+async def test_a_daemon_dying_mid_write_is_connection_closed():
+    loop = asyncio.get_running_loop()
+    unhandled: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _loop, context: unhandled.append(context))
+    client = await AsyncClient.spawn(fake("dies-reading"), timeout=10)
+    try:
+        with pytest.raises(ConnectionClosed):
+            await client.request("ctx/count", {"texts": [BIG]})
+    finally:
+        await client.close()
+    gc.collect()  # a future whose exception nobody read is reported when it is collected
+    await asyncio.sleep(0)
+    assert [c.get("message") for c in unhandled] == []
+
