@@ -6,12 +6,13 @@ from __future__ import annotations
 import asyncio
 import gc
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ctxlayer_client import AsyncClient, ConnectionClosed
+from ctxlayer_client import AsyncClient, Client, ConnectionClosed
 
 FAKE = str(Path(__file__).with_name("fake_daemon.py"))
 BIG = "x" * 2_000_000  # far more than a pipe holds: writing it waits for the daemon to read
@@ -35,3 +36,29 @@ async def test_a_daemon_dying_mid_write_is_connection_closed():
     await asyncio.sleep(0)
     assert [c.get("message") for c in unhandled] == []
 
+
+async def test_the_timeout_covers_writing_the_request():
+    client = await AsyncClient.spawn(fake("stops-reading"), timeout=30)
+    started = time.monotonic()
+    try:
+        with pytest.raises(TimeoutError, match=r"ctx/count: no answer within 1(\.0)?s"):
+            await asyncio.wait_for(
+                client.request("ctx/count", {"texts": [BIG]}, timeout=1), 10)
+        assert time.monotonic() - started < 5
+        # shutdown and exit are bounded too, then the process is killed
+        assert await asyncio.wait_for(client.close(timeout=2), 10) is not None
+    finally:
+        if client.process is not None and client.process.returncode is None:
+            client.process.kill()
+
+
+def test_the_blocking_timeout_covers_writing_the_request():
+    client = Client.spawn(fake("stops-reading"), timeout=1)
+    started = time.monotonic()
+    try:
+        with pytest.raises(TimeoutError, match="ctx/count: no answer within"):
+            client.request("ctx/count", {"texts": [BIG]})
+        assert time.monotonic() - started < 5
+    finally:
+        client.aio.process.kill()
+        client.close()

@@ -158,6 +158,12 @@ class AsyncClient:
             # the pipe): the same failure as dying after it, so the same error
             raise ConnectionClosed(f"the daemon closed the connection ({exc!r})") from exc
 
+    def _post(self, message: dict) -> None:
+        """Queue `message` without waiting for the daemon to read it (best effort)."""
+        if not self._closed:
+            with contextlib.suppress(OSError, RuntimeError):
+                self._writer.write(encode(message))
+
     async def notify(self, method: str, params: Any = None) -> None:
         msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
@@ -166,20 +172,29 @@ class AsyncClient:
 
     async def request(self, method: str, params: Any = None, *, timeout: float | None = None,
                       result_type: type[T] | None = None) -> Any:
-        """Send a request; its result (converted to `result_type` when given)."""
+        """Send a request; its result (converted to `result_type` when given).
+
+        The timeout covers writing the request as well as its answer: a daemon that stopped
+        reading its input holds a large request's write as long as it would hold the answer.
+        """
+        limit = timeout or self.timeout
         msg_id = next(self._ids)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[msg_id] = future
         msg: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
         if params is not None:
             msg["params"] = msgspec.to_builtins(params)
-        try:
+
+        async def exchange() -> Any:
             await self._send(msg)
-            result = await asyncio.wait_for(future, timeout or self.timeout)
+            return await future
+
+        try:
+            result = await asyncio.wait_for(exchange(), limit)
         except TimeoutError:
-            with contextlib.suppress(ConnectionClosed, OSError):
-                await self.notify("$/cancelRequest", {"id": msg_id})
-            raise TimeoutError(f"{method}: no answer within {timeout or self.timeout}s") from None
+            # not awaited: a daemon that stopped reading would hold the cancel as well
+            self._post({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": msg_id}})
+            raise TimeoutError(f"{method}: no answer within {limit}s") from None
         finally:
             self._pending.pop(msg_id, None)
             _settle(future)
@@ -307,8 +322,8 @@ class AsyncClient:
         if not self._closed:
             with contextlib.suppress(Exception):
                 await self.request("shutdown", None, timeout=timeout)
-            with contextlib.suppress(Exception):
-                await self.notify("exit")
+            with contextlib.suppress(Exception):  # bounded: the daemon may not be reading
+                await asyncio.wait_for(self.notify("exit"), timeout)
         self._closed = True
         with contextlib.suppress(Exception):
             self._writer.close()
