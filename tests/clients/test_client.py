@@ -3,6 +3,7 @@ the blocking twin."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
 
@@ -92,3 +93,27 @@ def test_blocking_client(repo: Path, world: dict[str, str]):
         assert "README" in client.segment().text
         with pytest.raises(RpcError):
             client.call("ctx/trim", {"messages": "nope"})
+
+
+async def test_async_subscribers_run(world: dict[str, str]):
+    async with await AsyncClient.spawn(env=world, timeout=30) as client:
+        plain: list[protocol.Budget] = []
+        awaited: list[protocol.Budget] = []
+        answered: list[int] = []
+
+        async def on_budget(budget: protocol.Budget) -> None:
+            awaited.append(budget)
+            # runs beside the reading, so it may itself ask the daemon
+            answered.append((await client.count(texts=["a"])).total)
+
+        client.on("ctx/budgetChanged", plain.append)
+        client.on("ctx/budgetChanged", on_budget)
+        await client.request("ctx/session/open", {"sessionId": "s"})
+        await client.request("ctx/session/append", {
+            "sessionId": "s", "messages": [{"role": "user", "content": "hi"}]})
+        for _ in range(100):
+            if len(answered) >= len(plain) >= 1:
+                break
+            await asyncio.sleep(0.05)
+        assert plain and awaited == plain
+        assert len(answered) == len(plain) and all(n > 0 for n in answered)

@@ -15,7 +15,7 @@ import itertools
 import logging
 import os
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, Self, TypeVar
 
@@ -76,6 +76,8 @@ class AsyncClient:
             "window/workDoneProgress/create": lambda params: None,
             "client/registerCapability": lambda params: None,
         }
+        # the async handlers running now: asyncio keeps only a weak reference to a task
+        self._running: set[asyncio.Task[Any]] = set()
         self._closed = False
         self.server_info: dict[str, Any] = {}
         self.capabilities: dict[str, Any] = {}
@@ -234,19 +236,39 @@ class AsyncClient:
             else:
                 future.set_result(msg.get("result"))
         elif "id" in msg:
-            asyncio.ensure_future(self._answer(msg))
+            self._start(self._answer(msg), msg["method"])
         else:
-            params = msg.get("params")
-            if (struct := protocol.NOTIFICATIONS.get(method)) is not None:
-                try:
-                    params = msgspec.convert(params, struct)
-                except msgspec.ValidationError:
-                    log.warning("malformed %s notification: %s", method, params)
-            for handler in list(self._subscribers.get(method, ())):
-                try:
-                    handler(params)
-                except Exception:
-                    log.exception("a %s subscriber failed", method)
+            self._notified(method, msg.get("params"))
+
+    def _notified(self, method: str, params: Any) -> None:
+        if (struct := protocol.NOTIFICATIONS.get(method)) is not None:
+            try:
+                params = msgspec.convert(params, struct)
+            except msgspec.ValidationError:
+                log.warning("malformed %s notification: %s", method, params)
+        for handler in list(self._subscribers.get(method, ())):
+            try:
+                outcome = handler(params)
+            except Exception:
+                log.exception("a %s subscriber failed", method)
+                continue
+            if asyncio.iscoroutine(outcome):
+                # an `async def` subscriber runs in a task of its own, as a request handler
+                # does: awaited here it would stop the reading, and one that asks the daemon
+                # something would wait for ever for an answer nobody reads
+                self._start(outcome, method)
+
+    def _start(self, work: Coroutine[Any, Any, Any], method: str) -> None:
+        """Run a handler beside the read loop; keep it until it ends and log its failure."""
+        task = asyncio.ensure_future(work)
+        self._running.add(task)
+
+        def ended(task: asyncio.Task[Any]) -> None:
+            self._running.discard(task)
+            if not task.cancelled() and (exc := task.exception()) is not None:
+                log.error("a %s handler failed", method, exc_info=exc)
+
+        task.add_done_callback(ended)
 
     async def _answer(self, msg: dict) -> None:
         handler = self._request_handlers.get(msg["method"])
@@ -270,6 +292,7 @@ class AsyncClient:
         """Call `handler(params)` for each `method` notification; returns the unsubscriber.
 
         Params of ctxlayer notifications arrive as their protocol struct (SegmentChanged...).
+        An `async def` handler runs in a task of its own, so it may send requests.
         """
         self._subscribers.setdefault(method, []).append(handler)
         return lambda: self._subscribers.get(method, []).remove(handler)
