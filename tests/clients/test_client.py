@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -117,3 +118,26 @@ async def test_async_subscribers_run(world: dict[str, str]):
             await asyncio.sleep(0.05)
         assert plain and awaited == plain
         assert len(answered) == len(plain) and all(n > 0 for n in answered)
+
+
+def test_blocking_client_called_from_its_subscriber_fails_at_once(world: dict[str, str]):
+    with Client.spawn(env=world, timeout=3) as client:
+        failures: list[BaseException] = []
+
+        def on_budget(_budget: protocol.Budget) -> None:
+            try:
+                client.count(texts=["a"])
+            except BaseException as exc:  # the test reports whichever it is
+                failures.append(exc)
+
+        client.on("ctx/budgetChanged", on_budget)
+        client.call("ctx/session/open", {"sessionId": "s"})
+        client.call("ctx/session/append", {
+            "sessionId": "s", "messages": [{"role": "user", "content": "hi"}]})
+        started = time.monotonic()
+        while not failures and time.monotonic() - started < 2:
+            time.sleep(0.05)
+        # said at once (it waited timeout + 5 s, then an empty TimeoutError), and why
+        assert failures and isinstance(failures[0], RuntimeError), failures
+        assert "subscriber" in str(failures[0]) and "thread" in str(failures[0])
+        assert client.count(texts=["a"]).total > 0  # nobody else was held meanwhile

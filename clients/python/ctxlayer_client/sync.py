@@ -1,6 +1,8 @@
 """The blocking ctxlayer client: AsyncClient driven on a private event loop thread.
 
-Owns: the loop thread and the blocking wrappers. Subscribers run on that thread.
+Owns: the loop thread and the blocking wrappers. Subscribers run on that thread, so a
+subscriber that calls the client is refused at once (it would wait for an answer that only
+its own thread can read).
 """
 
 from __future__ import annotations
@@ -29,9 +31,23 @@ class Client:
         self.timeout = DEFAULT_TIMEOUT
 
     def _run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        try:
+            self._refuse_on_loop_thread()
+        except RuntimeError:
+            coro.close()
+            raise
         # the coroutine carries its own request timeout; this one only guards a stuck loop
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(
             (timeout or self.timeout) + 5)
+
+    def _refuse_on_loop_thread(self) -> None:
+        if threading.current_thread() is self._thread:
+            # a subscriber runs on the loop thread: blocking it to wait for an answer that
+            # only this thread can read would stall every caller until the timeout
+            raise RuntimeError(
+                "ctxlayer Client: a blocking call from a subscriber (it runs on the client's "
+                "loop thread, which reads the answers); hand the work to another thread, or "
+                "use AsyncClient with an async def subscriber")
 
     @property
     def aio(self) -> AsyncClient:
@@ -72,6 +88,8 @@ class Client:
         self._run(self.aio.notify(method, params))
 
     def on(self, method: str, handler: Callable[[Any], Any]) -> Callable[[], None]:
+        """Call `handler(params)` for each `method` notification, on the client's loop thread:
+        it must return quickly and not call this client (that raises RuntimeError)."""
         return self.aio.on(method, handler)
 
     def wait_for(self, method: str, predicate: Callable[[Any], bool] | None = None, *,
@@ -93,6 +111,7 @@ class Client:
         return self._run(self.aio.trim(messages, **params))
 
     def close(self) -> int | None:
+        self._refuse_on_loop_thread()  # before stopping the loop the subscriber runs on
         try:
             return self._run(self.aio.close()) if self._client is not None else None
         finally:
