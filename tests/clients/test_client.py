@@ -141,3 +141,17 @@ def test_blocking_client_called_from_its_subscriber_fails_at_once(world: dict[st
         assert failures and isinstance(failures[0], RuntimeError), failures
         assert "subscriber" in str(failures[0]) and "thread" in str(failures[0])
         assert client.count(texts=["a"]).total > 0  # nobody else was held meanwhile
+
+
+async def test_typed_methods_take_a_timeout(repo: Path, world: dict[str, str]):
+    hi = [protocol.Message(role="user", content="hi")]
+    async with await AsyncClient.spawn(root=repo, env=world, timeout=30) as client:
+        assert "main.py" in (await client.segment(timeout=60)).text
+        assert (await client.count(texts=["hi"], timeout=60)).total > 0
+        assert (await client.trim(hi, budget=1000, timeout=60)).messages == hi
+        assert (await client.system_prompt(identity="Test.", timeout=60)).tokens > 0
+    with Client.spawn(root=repo, env=world, timeout=30) as blocking:
+        assert "main.py" in blocking.segment(timeout=60).text
+        assert blocking.count(texts=["hi"], timeout=60).total > 0
+        assert blocking.trim(hi, budget=1000, timeout=60).messages == hi
+        assert blocking.system_prompt(identity="Test.", timeout=60).tokens > 0

@@ -62,3 +62,29 @@ def test_the_blocking_timeout_covers_writing_the_request():
     finally:
         client.aio.process.kill()
         client.close()
+
+
+async def test_a_typed_call_honours_its_own_timeout():
+    client = await AsyncClient.spawn(fake("never-answers"), timeout=30)
+    try:
+        started = time.monotonic()
+        with pytest.raises(TimeoutError, match=r"ctx/count: no answer within 0\.5s"):
+            await client.count(texts=["x"], timeout=0.5)
+        with pytest.raises(TimeoutError, match=r"ctx/segment: no answer within 0\.5s"):
+            await client.segment(timeout=0.5)
+        assert time.monotonic() - started < 5
+    finally:
+        client.process.kill()
+        await client.close(timeout=2)
+
+
+def test_a_blocking_typed_call_honours_its_own_timeout():
+    client = Client.spawn(fake("never-answers"), timeout=30)
+    try:
+        started = time.monotonic()
+        with pytest.raises(TimeoutError, match=r"ctx/trim: no answer within 0\.5s"):
+            client.trim([], budget=10, timeout=0.5)
+        assert time.monotonic() - started < 5
+    finally:
+        client.aio.process.kill()
+        client.close()

@@ -318,21 +318,30 @@ class AsyncClient:
 
     # -- typed methods ---------------------------------------------------------------------------
 
-    async def segment(self) -> protocol.WorkspaceSegment:
-        return await self.call("ctx/segment", {})
+    # Each takes `timeout=` (seconds), as request() does: a slow request (a long trim) can be
+    # given longer than the client's default, a quick one less.
 
-    async def system_prompt(self, **params: Any) -> protocol.SystemPromptResult:
-        return await self.call("ctx/systemPrompt", protocol.SystemPromptParams(**params))
+    async def segment(self, *, timeout: float | None = None) -> protocol.WorkspaceSegment:
+        return await self.call("ctx/segment", {}, timeout=timeout)
+
+    async def system_prompt(self, *, timeout: float | None = None,
+                            **params: Any) -> protocol.SystemPromptResult:
+        return await self.call("ctx/systemPrompt", protocol.SystemPromptParams(**params),
+                               timeout=timeout)
 
     async def count(self, texts: Sequence[str] | None = None,
                     messages: Sequence[protocol.Message] | None = None,
-                    model: str | None = None) -> protocol.CountResult:
+                    model: str | None = None, *,
+                    timeout: float | None = None) -> protocol.CountResult:
         return await self.call("ctx/count", protocol.CountParams(
             texts=list(texts) if texts is not None else None,
-            messages=list(messages) if messages is not None else None, model=model))
+            messages=list(messages) if messages is not None else None, model=model),
+            timeout=timeout)
 
-    async def trim(self, messages: Sequence[protocol.Message], **params: Any) -> protocol.TrimResult:
-        result = await self.call("ctx/trim", protocol.TrimParams(messages=list(messages), **params))
+    async def trim(self, messages: Sequence[protocol.Message], *, timeout: float | None = None,
+                   **params: Any) -> protocol.TrimResult:
+        result = await self.call("ctx/trim", protocol.TrimParams(messages=list(messages), **params),
+                                 timeout=timeout)
         if params.get("format", "ctxlayer") == "ctxlayer":  # typed messages back, as sent
             result.messages = msgspec.convert(result.messages, list[protocol.Message])
         return result

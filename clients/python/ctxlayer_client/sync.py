@@ -96,19 +96,21 @@ class Client:
                  timeout: float | None = None) -> Any:
         return self._run(self.aio.wait_for(method, predicate, timeout=timeout), timeout)
 
-    def segment(self) -> protocol.WorkspaceSegment:
-        return self._run(self.aio.segment())
+    def segment(self, *, timeout: float | None = None) -> protocol.WorkspaceSegment:
+        return self._run(self.aio.segment(timeout=timeout), timeout)
 
-    def system_prompt(self, **params: Any) -> protocol.SystemPromptResult:
-        return self._run(self.aio.system_prompt(**params))
+    def system_prompt(self, *, timeout: float | None = None,
+                      **params: Any) -> protocol.SystemPromptResult:
+        return self._run(self.aio.system_prompt(timeout=timeout, **params), timeout)
 
     def count(self, texts: Sequence[str] | None = None,
               messages: Sequence[protocol.Message] | None = None,
-              model: str | None = None) -> protocol.CountResult:
-        return self._run(self.aio.count(texts, messages, model))
+              model: str | None = None, *, timeout: float | None = None) -> protocol.CountResult:
+        return self._run(self.aio.count(texts, messages, model, timeout=timeout), timeout)
 
-    def trim(self, messages: Sequence[protocol.Message], **params: Any) -> protocol.TrimResult:
-        return self._run(self.aio.trim(messages, **params))
+    def trim(self, messages: Sequence[protocol.Message], *, timeout: float | None = None,
+             **params: Any) -> protocol.TrimResult:
+        return self._run(self.aio.trim(messages, timeout=timeout, **params), timeout)
 
     def close(self) -> int | None:
         self._refuse_on_loop_thread()  # before stopping the loop the subscriber runs on
