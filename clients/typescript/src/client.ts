@@ -45,15 +45,26 @@ export interface RpcConnection {
   onRequest(method: string, handler: (params: any) => unknown): Disposable;
 }
 
-/** A daemon error with its JSON-RPC code and, when the daemon named one, the field. */
+/**
+ * A daemon error with its JSON-RPC code and, when the daemon named one, the field
+ * (`messages[3].role`). The client's own failures have no code and say their kind in `data`:
+ * `timeout` (no answer in time).
+ */
 export class CtxlayerError extends Error {
   constructor(
     readonly method: string,
     readonly code: number | undefined,
     message: string,
+    /** The error's `data` as the daemon sent it: `{ kind, field }` for its own errors. */
+    readonly data?: unknown,
   ) {
     super(`${method}: ${message}`);
     this.name = "CtxlayerError";
+  }
+  /** The offending field of the params, when the daemon named one. */
+  get field(): string | undefined {
+    const field = (this.data as { field?: unknown } | undefined)?.field;
+    return typeof field === "string" ? field : undefined;
   }
   get kind(): string {
     switch (this.code) {
@@ -63,12 +74,18 @@ export class CtxlayerError extends Error {
         return "unknown_session";
       case ErrorCodes.outsideWorkspace:
         return "outside_workspace";
+      case ErrorCodes.unauthorized:
+        return "unauthorized";
+      case ErrorCodes.store:
+        return "store";
       case -32602:
         return "invalid";
       case -32601:
         return "unknown_method";
-      case undefined:
-        return "timeout";
+      case undefined: {
+        const kind = (this.data as { kind?: unknown } | undefined)?.kind;
+        return typeof kind === "string" ? kind : "timeout";
+      }
       default:
         return "error";
     }
@@ -160,18 +177,23 @@ export class CtxlayerClient {
 
   private async send(method: string, params: unknown): Promise<unknown> {
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const timeout = new Promise<never>((_, reject) => {
+    const givenUp = new Promise<never>((_, reject) => {
       timer = setTimeout(
-        () => reject(new CtxlayerError(method, undefined, `no answer in ${this.timeoutMs} ms`)),
+        () =>
+          reject(
+            new CtxlayerError(method, undefined, `no answer in ${this.timeoutMs} ms`, {
+              kind: "timeout",
+            }),
+          ),
         this.timeoutMs,
       );
     });
     try {
-      return await Promise.race([this.connection.sendRequest(method, params), timeout]);
+      return await Promise.race([this.connection.sendRequest(method, params), givenUp]);
     } catch (err) {
       if (err instanceof CtxlayerError) throw err;
-      const e = err as { code?: number; message?: string };
-      throw new CtxlayerError(method, e.code ?? -1, e.message ?? String(err));
+      const e = err as { code?: number; message?: string; data?: unknown };
+      throw new CtxlayerError(method, e.code ?? -1, e.message ?? String(err), e.data);
     } finally {
       clearTimeout(timer);
     }
