@@ -43,12 +43,18 @@ export interface RpcConnection {
   sendRequest(method: string, params: unknown): Promise<unknown>;
   onNotification(method: string, handler: (params: any) => void): Disposable;
   onRequest(method: string, handler: (params: any) => unknown): Disposable;
+  /** When the connection has it (a vscode-jsonrpc MessageConnection does), a request pending
+   * when it closes fails at once instead of at its timeout. */
+  onClose?(handler: () => void): Disposable;
 }
+
+/** Milliseconds before a request, or spawnDaemon's initialize, is given up by default. */
+export const DEFAULT_TIMEOUT_MS = 30_000;
 
 /**
  * A daemon error with its JSON-RPC code and, when the daemon named one, the field
  * (`messages[3].role`). The client's own failures have no code and say their kind in `data`:
- * `timeout` (no answer in time).
+ * `timeout` (no answer in time) or `connection_closed` (the daemon went away).
  */
 export class CtxlayerError extends Error {
   constructor(
@@ -92,19 +98,39 @@ export class CtxlayerError extends Error {
   }
 }
 
+function connectionClosed(method: string, reason: string): CtxlayerError {
+  return new CtxlayerError(method, undefined, `connection closed: ${reason}`, {
+    kind: "connection_closed",
+  });
+}
+
 export interface ClientOptions {
-  /** Milliseconds before a request is given up (default 30 s). */
+  /** Milliseconds before a request (and spawnDaemon's initialize) is given up (default 30 s). */
   timeoutMs?: number;
 }
 
 export class CtxlayerClient {
   private readonly timeoutMs: number;
+  /** How each request in flight fails when the connection closes under it. */
+  private readonly pending = new Set<(reason: string) => void>();
+  private closedBecause: string | undefined;
 
   constructor(
     readonly connection: RpcConnection,
     options: ClientOptions = {},
   ) {
-    this.timeoutMs = options.timeoutMs ?? 30_000;
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    connection.onClose?.(() => this.connectionClosed("the daemon closed the connection"));
+  }
+
+  /**
+   * The daemon is gone: every request in flight, and every later one, fails at once with a
+   * `connection_closed` CtxlayerError saying `reason`. The connection calls this when it has
+   * `onClose`; spawnDaemon calls it with the daemon's exit code and last stderr line.
+   */
+  connectionClosed(reason: string): void {
+    this.closedBecause ??= reason;
+    for (const fail of [...this.pending]) fail(this.closedBecause);
   }
 
   /** Any request of the protocol, typed by its method name. */
@@ -176,7 +202,10 @@ export class CtxlayerClient {
   }
 
   private async send(method: string, params: unknown): Promise<unknown> {
+    if (this.closedBecause !== undefined) throw connectionClosed(method, this.closedBecause);
     let timer: ReturnType<typeof setTimeout> | undefined;
+    let fail: ((reason: string) => void) | undefined;
+    // vscode-jsonrpc leaves a request pending for ever when its connection closes
     const givenUp = new Promise<never>((_, reject) => {
       timer = setTimeout(
         () =>
@@ -187,6 +216,8 @@ export class CtxlayerClient {
           ),
         this.timeoutMs,
       );
+      fail = (reason) => reject(connectionClosed(method, reason));
+      this.pending.add(fail);
     });
     try {
       return await Promise.race([this.connection.sendRequest(method, params), givenUp]);
@@ -196,6 +227,7 @@ export class CtxlayerClient {
       throw new CtxlayerError(method, e.code ?? -1, e.message ?? String(err), e.data);
     } finally {
       clearTimeout(timer);
+      this.pending.delete(fail!);
     }
   }
 }

@@ -11,7 +11,7 @@ import {
   StreamMessageWriter,
   type MessageConnection,
 } from "vscode-jsonrpc/node";
-import { CtxlayerClient, type ClientOptions } from "./client";
+import { CtxlayerClient, type ClientOptions, type RpcConnection } from "./client";
 import type { InitializationOptions } from "./protocol.generated";
 
 export interface SpawnOptions extends ClientOptions {
@@ -47,14 +47,22 @@ export async function spawnDaemon(options: SpawnOptions): Promise<SpawnedDaemon>
   });
   const exited = new Promise<number | null>((resolve) => child.on("exit", (c) => resolve(c)));
   const spawnError = new Promise<never>((_, reject) => child.on("error", reject));
+  const stderr = new StderrTail();
   child.stderr!.setEncoding("utf8");
-  child.stderr!.on("data", (d: string) => options.onStderr?.(d));
+  child.stderr!.on("data", (d: string) => {
+    stderr.add(d);
+    options.onStderr?.(d);
+  });
   const connection = createMessageConnection(
     new StreamMessageReader(child.stdout!),
     new StreamMessageWriter(child.stdin!),
   );
   connection.listen();
-  const client = new CtxlayerClient(connection, options);
+  // Told by the process, not the connection, that the daemon is gone: the process knows
+  // the exit code, and 'close' comes once its stderr is read to the end.
+  const client = new CtxlayerClient(withoutOnClose(connection), options);
+  child.on("close", (code, signal) => client.connectionClosed(stderr.exit(code, signal)));
+  child.on("error", (err) => client.connectionClosed(`the daemon process failed: ${err.message}`));
   const rootUri = pathToFileURL(options.workspace).toString();
   const init = connection.sendRequest("initialize", {
     processId: process.pid,
@@ -91,4 +99,26 @@ export async function spawnDaemon(options: SpawnOptions): Promise<SpawnedDaemon>
       return code;
     },
   };
+}
+
+/** The connection as CtxlayerClient sees it, minus onClose (see spawnDaemon). */
+function withoutOnClose(connection: MessageConnection): RpcConnection {
+  return {
+    sendRequest: (method, params) => connection.sendRequest(method, params),
+    onNotification: (method, handler) => connection.onNotification(method, handler),
+    onRequest: (method, handler) => connection.onRequest(method, handler),
+  };
+}
+
+/** The end of the daemon's stderr, for saying why it exited. */
+class StderrTail {
+  private text = "";
+  add(chunk: string): void {
+    this.text = (this.text + chunk).slice(-4096);
+  }
+  /** "the daemon exited (code 2): <its last stderr line>" */
+  exit(code: number | null, signal: NodeJS.Signals | null): string {
+    const line = this.text.trimEnd().split("\n").pop()?.trim();
+    return `the daemon exited (${signal ?? `code ${code}`})${line ? `: ${line}` : ""}`;
+  }
 }

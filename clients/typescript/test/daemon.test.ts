@@ -1,9 +1,16 @@
-// spawnDaemon and CtxlayerClient against the real daemon (`ctxlayer serve` over stdio).
+// spawnDaemon and CtxlayerClient against the real daemon (`ctxlayer serve` over stdio), and
+// against a daemon that dies: a clear error at once, never a hang.
+import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { CtxlayerError } from "../src/client";
+import {
+  createMessageConnection,
+  StreamMessageReader,
+  StreamMessageWriter,
+} from "vscode-jsonrpc/node";
+import { CtxlayerClient, CtxlayerError } from "../src/client";
 import { spawnDaemon, type SpawnedDaemon } from "../src/connect";
 
 const repo = resolve(__dirname, "../../..");
@@ -11,6 +18,28 @@ const python =
   process.env.CTXLAYER_PYTHON ??
   (existsSync(join(repo, ".venv/bin/python")) ? join(repo, ".venv/bin/python") : "python3");
 const daemonCommand = [python, "-m", "ctxlayer", "serve"];
+
+/** A daemon that answers initialize, then reads every request and answers none. */
+const neverAnswers = [
+  python,
+  "-c",
+  `import json, sys
+def read():
+    n = 0
+    while True:
+        line = sys.stdin.buffer.readline()
+        if not line: sys.exit(0)
+        if not line.strip():
+            if n: return json.loads(sys.stdin.buffer.read(n))
+            continue
+        k, _, v = line.partition(b":")
+        if k.strip().lower() == b"content-length": n = int(v)
+m = read()
+body = json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {"capabilities": {}}}).encode()
+sys.stdout.buffer.write(b"Content-Length: %d\\r\\n\\r\\n" % len(body) + body)
+sys.stdout.buffer.flush()
+while True: read()`,
+];
 
 const base = mkdtempSync(join(tmpdir(), "ctxlayer-ts-client-"));
 const workspace = join(base, "ws");
@@ -36,6 +65,54 @@ async function failure(promise: Promise<unknown>): Promise<{ error: any; ms: num
   );
   return { error, ms: Date.now() - t0 };
 }
+
+/** Settles within `ms` or says it did not (the bug was a promise that never settled). */
+function within<T>(ms: number, promise: Promise<T>): Promise<T> {
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) =>
+      setTimeout(() => reject(new Error(`still pending after ${ms} ms`)), ms),
+    ),
+  ]);
+}
+
+describe("a daemon that dies", () => {
+  it("fails a pending request at once, and every later one", async () => {
+    const d = await spawnDaemon({ command: neverAnswers, workspace, env, timeoutMs: 20_000 });
+    started.push(d);
+    const pending = failure(d.client.count({ texts: ["a"] }));
+    setTimeout(() => d.process.kill("SIGKILL"), 300);
+    const { error, ms } = await within(15_000, pending);
+    expect(error).toBeInstanceOf(CtxlayerError);
+    expect(error.kind).toBe("connection_closed");
+    expect(error.message).toMatch(/^ctx\/count: connection closed: the daemon exited \(SIGKILL\)/);
+    expect(ms).toBeLessThan(5000); // not its 20 s timeout
+    const next = await within(2000, failure(d.client.segment()));
+    expect(next.error.kind).toBe("connection_closed");
+    expect(await within(10_000, d.close())).toBeNull();
+  }, 30_000);
+});
+
+describe("a connection that closes", () => {
+  it("fails a pending request at once when the connection has onClose", async () => {
+    const [cmd, ...args] = neverAnswers;
+    const child = spawn(cmd, args, { stdio: ["pipe", "pipe", "inherit"] });
+    const connection = createMessageConnection(
+      new StreamMessageReader(child.stdout!),
+      new StreamMessageWriter(child.stdin!),
+    );
+    connection.listen();
+    const client = new CtxlayerClient(connection, { timeoutMs: 20_000 });
+    await connection.sendRequest("initialize", {});
+    const pending = failure(client.count({ texts: ["a"] }));
+    setTimeout(() => child.kill("SIGKILL"), 300);
+    const { error, ms } = await within(15_000, pending);
+    expect(error.kind).toBe("connection_closed");
+    expect(error.message).toBe("ctx/count: connection closed: the daemon closed the connection");
+    expect(ms).toBeLessThan(5000);
+    connection.dispose();
+  }, 30_000);
+});
 
 describe("daemon errors", () => {
   it("carry the code, the kind and the field the daemon named", async () => {
