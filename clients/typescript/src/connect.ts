@@ -11,7 +11,13 @@ import {
   StreamMessageWriter,
   type MessageConnection,
 } from "vscode-jsonrpc/node";
-import { CtxlayerClient, type ClientOptions, type RpcConnection } from "./client";
+import {
+  CtxlayerClient,
+  CtxlayerError,
+  DEFAULT_TIMEOUT_MS,
+  type ClientOptions,
+  type RpcConnection,
+} from "./client";
 import type { InitializationOptions } from "./protocol.generated";
 
 export interface SpawnOptions extends ClientOptions {
@@ -38,6 +44,11 @@ export interface SpawnedDaemon {
   close(): Promise<number | null>;
 }
 
+/**
+ * Starts the daemon and initializes it. Rejects, and kills the process, when the daemon exits
+ * first (a CtxlayerError of kind `connection_closed` with its exit code and last stderr line)
+ * or does not answer within `timeoutMs` (kind `timeout`).
+ */
 export async function spawnDaemon(options: SpawnOptions): Promise<SpawnedDaemon> {
   const [cmd, ...args] = options.command;
   const child = spawn(cmd, args, {
@@ -46,7 +57,6 @@ export async function spawnDaemon(options: SpawnOptions): Promise<SpawnedDaemon>
     stdio: ["pipe", "pipe", "pipe"],
   });
   const exited = new Promise<number | null>((resolve) => child.on("exit", (c) => resolve(c)));
-  const spawnError = new Promise<never>((_, reject) => child.on("error", reject));
   const stderr = new StderrTail();
   child.stderr!.setEncoding("utf8");
   child.stderr!.on("data", (d: string) => {
@@ -73,7 +83,14 @@ export async function spawnDaemon(options: SpawnOptions): Promise<SpawnedDaemon>
     },
     initializationOptions: options.initializationOptions ?? {},
   });
-  const initializeResult = await Promise.race([init, spawnError]);
+  let initializeResult: any;
+  try {
+    initializeResult = await answered(init, child, options.timeoutMs ?? DEFAULT_TIMEOUT_MS, stderr);
+  } catch (err) {
+    child.kill("SIGKILL");
+    connection.dispose();
+    throw err;
+  }
   await connection.sendNotification("initialized", {});
   return {
     client,
@@ -101,6 +118,43 @@ export async function spawnDaemon(options: SpawnOptions): Promise<SpawnedDaemon>
   };
 }
 
+/**
+ * The answer to initialize, or why there is none: the process could not start, exited (with
+ * its code and last stderr line), or said nothing for `timeoutMs`.
+ */
+function answered(
+  init: Promise<unknown>,
+  child: ChildProcess,
+  timeoutMs: number,
+  stderr: StderrTail,
+): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const failure = (message: string, kind: string) =>
+      new CtxlayerError("initialize", undefined, message, { kind });
+    const timer = setTimeout(
+      () => fail(failure(`no answer in ${timeoutMs} ms`, "timeout")),
+      timeoutMs,
+    );
+    const onClose = (code: number | null, signal: NodeJS.Signals | null) =>
+      fail(failure(stderr.exit(code, signal, " before answering initialize"), "connection_closed"));
+    const settle = () => {
+      clearTimeout(timer);
+      child.off("error", fail);
+      child.off("close", onClose);
+    };
+    function fail(err: unknown) {
+      settle();
+      reject(err);
+    }
+    child.on("error", fail);
+    child.on("close", onClose);
+    init.then((result) => {
+      settle();
+      resolve(result);
+    }, fail);
+  });
+}
+
 /** The connection as CtxlayerClient sees it, minus onClose (see spawnDaemon). */
 function withoutOnClose(connection: MessageConnection): RpcConnection {
   return {
@@ -116,9 +170,9 @@ class StderrTail {
   add(chunk: string): void {
     this.text = (this.text + chunk).slice(-4096);
   }
-  /** "the daemon exited (code 2): <its last stderr line>" */
-  exit(code: number | null, signal: NodeJS.Signals | null): string {
+  /** "the daemon exited (code 2)<when>: <its last stderr line>" */
+  exit(code: number | null, signal: NodeJS.Signals | null, when = ""): string {
     const line = this.text.trimEnd().split("\n").pop()?.trim();
-    return `the daemon exited (${signal ?? `code ${code}`})${line ? `: ${line}` : ""}`;
+    return `the daemon exited (${signal ?? `code ${code}`})${when}${line ? `: ${line}` : ""}`;
   }
 }

@@ -1,7 +1,7 @@
 // spawnDaemon and CtxlayerClient against the real daemon (`ctxlayer serve` over stdio), and
-// against a daemon that dies: a clear error at once, never a hang.
+// against daemons that fail them: each failure is a clear error at once, never a hang.
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -75,6 +75,51 @@ function within<T>(ms: number, promise: Promise<T>): Promise<T> {
     ),
   ]);
 }
+
+describe("spawnDaemon", () => {
+  it("rejects with the exit code and the daemon's last stderr line when it exits", async () => {
+    let stderr = "";
+    const { error, ms } = await within(
+      15_000,
+      failure(
+        spawnDaemon({
+          command: [...daemonCommand, "--no-such-flag"],
+          workspace,
+          env,
+          onStderr: (s) => (stderr += s),
+        }),
+      ),
+    );
+    expect(stderr).toContain("--no-such-flag"); // the log still reaches onStderr
+    expect(error).toBeInstanceOf(CtxlayerError);
+    expect(error.kind).toBe("connection_closed");
+    expect(error.message).toMatch(/exited \(code 2\) before answering initialize/);
+    expect(error.message).toContain("unrecognized arguments: --no-such-flag");
+    expect(ms).toBeLessThan(10_000);
+  }, 20_000);
+
+  it("rejects after timeoutMs when the daemon stays silent, and stops it", async () => {
+    const pidFile = join(base, "silent.pid");
+    const silent = [
+      python,
+      "-c",
+      `import os, sys, time; open(${JSON.stringify(pidFile)}, "w").write(str(os.getpid()))
+sys.stdin.buffer.read(); time.sleep(60)`,
+    ];
+    const { error, ms } = await within(
+      10_000,
+      failure(spawnDaemon({ command: silent, workspace, env, timeoutMs: 1000 })),
+    );
+    expect(error).toBeInstanceOf(CtxlayerError);
+    expect(error.kind).toBe("timeout");
+    expect(error.message).toBe("initialize: no answer in 1000 ms");
+    expect(ms).toBeGreaterThanOrEqual(900);
+    expect(ms).toBeLessThan(5000);
+    const pid = Number(readFileSync(pidFile, "utf8"));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(() => process.kill(pid, 0)).toThrow(); // killed, not left running
+  }, 20_000);
+});
 
 describe("a daemon that dies", () => {
   it("fails a pending request at once, and every later one", async () => {
