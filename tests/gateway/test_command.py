@@ -6,11 +6,17 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import anthropic
+import httpx2 as httpx
 import openai
 import pytest
 from providers.standin import StandinThread
@@ -267,3 +273,101 @@ def test_two_gateways_on_one_state_folder_stopping_one_leaves_the_other_announce
         first.terminate()
         first.communicate(timeout=30)
     assert not announced.exists()  # the last one takes it with it
+
+
+def _stream_lines(url: str, body: dict, headers: dict[str, str],
+                  opened: threading.Event) -> list[str]:
+    """The lines of a streamed answer as its client reads them (`opened` once the first
+    came), ending with how the stream ended: cleanly, or cut and how."""
+    lines: list[str] = []
+    try:
+        with httpx.Client(timeout=150) as client, client.stream(
+                "POST", url, json=body, headers=headers) as response:
+            lines.append(f"status {response.status_code}")
+            for line in response.iter_lines():
+                if line:
+                    lines.append(line)
+                    opened.set()
+        lines.append("closed")
+    except httpx.HTTPError as exc:
+        lines.append(f"cut: {type(exc).__name__}: {exc}")
+    opened.set()
+    return lines
+
+
+def _said(line: str) -> dict:
+    assert line.startswith("data: "), line
+    return json.loads(line.removeprefix("data: "))
+
+
+def test_a_stop_ends_the_streams_at_once_and_answers_every_request_under_way(tmp_path: Path):
+    """SIGTERM with a stream open kept `ctxlayer gateway` up two minutes (aiohttp waited 60 s
+    for the handlers, then 60 s more), then cut the stream without a word ("incomplete
+    chunked read"); a client that gave up first was what let it exit. Now each open stream
+    ends at once with its provider's error event, a plain answer under way still comes back
+    within the grace, one that does not come is answered 503 naming the stop, and the
+    process exits with the announcement gone."""
+    env = hermetic(tmp_path)
+    root = tmp_path / "project"
+    root.mkdir()
+    hi = [{"role": "user", "content": "hello"}]
+    with StandinThread() as standin, ThreadPoolExecutor(4) as clients:
+        proc = gateway_process(root, env, "--port", "0", "--upstream-openai", standin.openai,
+                               "--upstream-anthropic", standin.anthropic)
+        try:
+            line = json.loads(proc.stdout.readline())
+            oa_key = {"Authorization": "Bearer sk-test"}
+            an_key = {"x-api-key": "sk-ant-test", "anthropic-version": "2023-06-01"}
+            standin.fail(mode="stall", count=2)  # each stream's first event, then nothing
+            chat_open, messages_open = threading.Event(), threading.Event()
+            chat = clients.submit(_stream_lines, f"{line['openai']}/chat/completions", {
+                "model": "gpt-4o", "stream": True, "messages": hi}, oa_key, chat_open)
+            assert chat_open.wait(60)
+            messages = clients.submit(_stream_lines, f"{line['anthropic']}/v1/messages", {
+                "model": "claude-sonnet-4", "max_tokens": 20, "stream": True,
+                "messages": hi}, an_key, messages_open)
+            assert messages_open.wait(60)
+            # held by the provider before a word of their answers
+            standin.for_model("gpt-4o-mini", hold=True)
+            standin.for_model("gpt-4.1", hold=True)
+            plain = clients.submit(httpx.post, f"{line['openai']}/chat/completions", json={
+                "model": "gpt-4o-mini", "messages": hi}, headers=oa_key, timeout=150)
+            unanswered = clients.submit(httpx.post, f"{line['openai']}/responses", json={
+                "model": "gpt-4.1", "input": "hello", "stream": True}, headers=oa_key,
+                timeout=150)
+            _wait_until(lambda: sum(bool(r.get("held")) for r in standin.requests()) == 2)
+            proc.send_signal(signal.SIGTERM)
+            chat_lines = chat.result(timeout=60)
+            messages_lines = messages.result(timeout=60)
+            standin.release_model("gpt-4o-mini")  # within the grace the stop gives it
+            answered, refused = plain.result(timeout=60), unanswered.result(timeout=60)
+        finally:
+            standin.release_model("gpt-4.1")
+            proc.terminate()
+            try:
+                _, stderr = proc.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                raise
+    assert proc.returncode == 0, stderr
+    assert "Traceback" not in stderr
+    assert chat_lines[0] == "status 200" and chat_lines[-1] == "closed", chat_lines
+    error = _said(chat_lines[-2])["error"]
+    assert error["code"] == "gateway_stopping" and "stopping" in error["message"]
+    assert messages_lines[0] == "status 200" and messages_lines[-1] == "closed"
+    assert messages_lines[-3] == "event: error", messages_lines
+    said = _said(messages_lines[-2])
+    assert said["type"] == "error" and said["error"]["type"] == "api_error"
+    assert "stopping" in said["error"]["message"]
+    assert answered.status_code == 200
+    assert answered.json()["choices"][0]["message"]["content"]
+    assert refused.status_code == 503
+    assert refused.json()["error"]["code"] == "gateway_stopping"
+    assert not (tmp_path / "state" / "gateway.json").exists()
+
+
+def _wait_until(done: Callable[[], bool], seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while not done():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.05)

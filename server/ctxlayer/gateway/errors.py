@@ -25,7 +25,7 @@ _REQUEST = "request."
 _ANTHROPIC_TYPES = {400: "invalid_request_error", 401: "authentication_error",
                     403: "permission_error", 404: "not_found_error", 408: "timeout_error",
                     413: "request_too_large", 500: "api_error", 502: "api_error",
-                    504: "timeout_error"}
+                    503: "api_error", 504: "timeout_error"}
 
 
 class GatewayError(Exception):

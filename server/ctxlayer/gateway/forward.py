@@ -7,8 +7,9 @@ to the client chunk by chunk as it arrives, while its usage is read on the way; 
 answer (JSON, errors) is relayed whole with its status. A stream is passed on event by event
 (an event is written once its blank line has come), so that a stream the upstream stalls past
 `read_timeout` or cuts can end with the provider's own error event, never with half an event
-nor silently. Leaving the `async with` of a relay early (the client went away, so aiohttp
-cancelled the handler) closes the upstream request. No CORS header comes back: a browser
+nor silently; so does every stream being relayed when the gateway stops (stopping.py).
+Leaving the `async with` of a relay early (the client went away, so aiohttp cancelled the
+handler) closes the upstream request. No CORS header comes back: a browser
 page must not read an answer. A relay can say when the whole body has gone to the upstream
 (`on_sent`): work for the conversation's next turn starts then, while the provider thinks,
 not beside the request still being sent. One change to a stream: a Chat Completions stream
@@ -34,6 +35,7 @@ from aiohttp import web
 from ctxlayer.gateway.encodings import AnswerDecoder, NotAsSaid, answer_decoder
 from ctxlayer.gateway.errors import GatewayError, sse_error
 from ctxlayer.gateway.proxies import Proxies
+from ctxlayer.gateway.stopping import GatewayStopping, UnderWay, stopped
 from ctxlayer.gateway.usage import StreamUsage, Usage, from_answer, refused_error
 from ctxlayer.urls import named
 
@@ -115,11 +117,14 @@ class Upstream:
     """The HTTP client of the gateway: one connection pool for every upstream, each reached
     through the environment's proxy for it (`proxies.py`)."""
 
-    def __init__(self, connect_timeout: float, read_timeout: float) -> None:
+    def __init__(self, connect_timeout: float, read_timeout: float,
+                 under_way: UnderWay | None = None) -> None:
         self.timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout,
                                              sock_read=read_timeout)
         self.proxies = Proxies()
         self._session: aiohttp.ClientSession | None = None
+        #: where the streams being relayed are kept, for a stopping gateway to end them
+        self.under_way = under_way or UnderWay()
 
     @property
     def session(self) -> aiohttp.ClientSession:
@@ -202,7 +207,7 @@ class Upstream:
                 is_sse = up.headers.get("content-type", "").startswith("text/event-stream")
                 if stream and is_sse:
                     return await _relay_stream(request, fmt, url, up, headers, on_usage,
-                                               hide_usage, decoder)
+                                               hide_usage, decoder, self.under_way)
                 raw = _plain(url, await up.read(), decoder)
                 usage = from_answer(fmt, raw) if up.status < 300 else None
                 if usage is not None and on_usage is not None:
@@ -324,8 +329,8 @@ def without_usage(events: bytes) -> bytes:
 
 async def _relay_stream(request: web.Request, fmt: str, url: str, up: aiohttp.ClientResponse,
                         headers: dict[str, str], on_usage: UsageSink | None,
-                        hide_usage: bool = False, decoder: AnswerDecoder | None = None
-                        ) -> web.StreamResponse:
+                        hide_usage: bool, decoder: AnswerDecoder | None,
+                        under_way: UnderWay) -> web.StreamResponse:
     reader = StreamUsage(fmt)
     chunks = _plain_chunks(up.content.iter_any(), decoder)
     pending = await _first_event(url, chunks, reader)  # before the status goes out
@@ -342,32 +347,26 @@ async def _relay_stream(request: web.Request, fmt: str, url: str, up: aiohttp.Cl
         await response.write(without_usage(whole) if hide_usage else whole)
 
     try:
-        while True:
-            cut = len(pending) if len(pending) > MAX_PENDING else _event_end(pending)
-            if cut:
-                await write(pending[:cut])
-                pending = pending[cut:]
-            chunk = await anext(chunks, None)
-            if chunk is None:
-                break
-            reader.feed(chunk)
-            pending += chunk
-    except (TimeoutError, aiohttp.ClientError) as exc:
+        with under_way.streaming(up.content):
+            while True:
+                cut = len(pending) if len(pending) > MAX_PENDING else _event_end(pending)
+                if cut:
+                    await write(pending[:cut])
+                    pending = pending[cut:]
+                chunk = await anext(chunks, None)
+                if chunk is None:
+                    break
+                reader.feed(chunk)
+                pending += chunk
+    except (TimeoutError, aiohttp.ClientError, GatewayStopping) as exc:
         if _gone(request):
             if up.content.at_eof():  # all of it arrived: only the client's end was missed
                 _report(reader, up, on_usage)
             raise asyncio.CancelledError from exc  # the client went away
         # The status went out already: the provider's error event says the answer is cut
         # (the incomplete event held back is dropped, it could not be read).
-        log.warning("%s stream from the upstream ended early: %s", fmt, type(exc).__name__)
-        err = (GatewayError(504, f"the upstream {named(url)} sent nothing for longer than the read "
-                                 "timeout ([gateway] read_timeout): the answer is cut short")
-               if isinstance(exc, TimeoutError) else
-               GatewayError(502, f"the upstream {named(url)} closed the stream before its end "
-                                 f"({type(exc).__name__}): the answer is cut short"))
-        with contextlib.suppress(ConnectionError, aiohttp.ClientError):
-            await response.write(sse_error(fmt, err))
-            await response.write_eof()
+        log.warning("%s stream ended early: %s", fmt, type(exc).__name__)
+        await _end_early(response, fmt, _cut_short(url, exc))
         return response
     if pending:
         await write(pending)
@@ -378,6 +377,25 @@ async def _relay_stream(request: web.Request, fmt: str, url: str, up: aiohttp.Cl
         if reported is not None:
             await asyncio.shield(reported)
     return response
+
+
+def _cut_short(url: str, exc: Exception) -> GatewayError:
+    """Why a stream whose status went out ends before its end."""
+    if isinstance(exc, GatewayStopping):
+        return stopped("the answer is cut short")
+    if isinstance(exc, TimeoutError):
+        return GatewayError(504, f"the upstream {named(url)} sent nothing for longer than the "
+                                 "read timeout ([gateway] read_timeout): the answer is cut short")
+    return GatewayError(502, f"the upstream {named(url)} closed the stream before its end "
+                             f"({type(exc).__name__}): the answer is cut short")
+
+
+async def _end_early(response: web.StreamResponse, fmt: str, err: GatewayError) -> None:
+    """End a stream with the provider's error event: an SDK raises it as an error instead of
+    taking a cut answer for a whole one."""
+    with contextlib.suppress(ConnectionError, aiohttp.ClientError):
+        await response.write(sse_error(fmt, err))
+        await response.write_eof()
 
 
 async def _first_event(url: str, chunks: AsyncIterator[bytes], reader: StreamUsage) -> bytes:

@@ -49,6 +49,7 @@ from ctxlayer.gateway.providers import (
     Provider,
     family_of,
 )
+from ctxlayer.gateway.stopping import STOP_GRACE, UnderWay
 from ctxlayer.gateway.usage import UNSTATED_OVER, Refusal, Usage, refusal
 from ctxlayer.state import Caller, State
 from ctxlayer.state.lanes import Lanes
@@ -172,7 +173,9 @@ class GatewayServer:
         self.state, self.caller, self.config = state, caller, config
         self.host = check_loopback(config.host)
         self.port = 0
-        self.upstream = Upstream(config.connect_timeout, config.read_timeout)
+        #: the requests being served, which a stop lets finish or ends (stopping.py)
+        self.under_way = UnderWay()
+        self.upstream = Upstream(config.connect_timeout, config.read_timeout, self.under_way)
         self._runner: web.AppRunner | None = None
         self._tasks: set[asyncio.Future[None]] = set()
         #: the windows providers stated when they refused a prompt as over it, or showed by
@@ -206,6 +209,7 @@ class GatewayServer:
         token = read_or_create_token(token_file(self.state.state_dir))
         body_limits = limits.BodyLimits(self.config)
         app = web.Application(client_max_size=body_limits.max_bytes, middlewares=[
+            self.under_way.middleware(),
             guard.middleware(lambda: guard.allowed_hosts(self.host, self.port), token)])
         app[limits.KEY] = body_limits
         for provider in PROVIDERS:
@@ -220,7 +224,10 @@ class GatewayServer:
         app.router.add_route("*", "/v1/{tail:.*}", self._passthrough)
         app.router.add_route("*", "/{tail:.*}", self._not_found)
         # A client that disconnects cancels its handler, which closes the upstream request.
+        # what aiohttp's own stop still waits for once `close` ended the requests (its
+        # default, 60 s twice over, kept a streaming client waiting two minutes)
         self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None,
+                                     shutdown_timeout=STOP_GRACE,
                                      **limits.server_options(self.config))
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.config.port)
@@ -274,10 +281,20 @@ class GatewayServer:
         except OSError:
             pass
         if self._runner is not None:
+            await self._stop_serving(self._runner)
             await self._runner.cleanup()
             self._runner = None
         await self.reported()
         await self.upstream.close()
+
+    async def _stop_serving(self, runner: web.AppRunner) -> None:
+        """Take no new connection, end the streams being relayed with their provider's
+        error event at once, and give the other requests under way STOP_GRACE seconds to
+        be answered before they are answered 503 (stopping.py)."""
+        for site in list(runner.sites):
+            await site.stop()
+        self.under_way.stop_streams()
+        await self.under_way.end(STOP_GRACE)
 
     async def reported(self) -> None:
         """Wait for the usage reports under way (an answer's report is started before its
