@@ -303,7 +303,9 @@ class SessionService:
         rows: list[tuple[int, Message, int]] = []
         kept_raws: dict[int, bytes] = {}
         events: list[ItemEvent] = []
-        items = live.items  # the session's own only once the store took the turn
+        # copies: the decay updates items in place, and the session's own change only once
+        # the store took the turn (a failed write left them cooled in memory alone)
+        items = [msgspec.structs.replace(it) for it in live.items]
         retried = _retried_ids(messages, live.history)
         if retried:  # a client's retry of an append that landed: held once
             messages = [m for k, m in enumerate(messages) if k not in retried]
@@ -346,13 +348,16 @@ class SessionService:
         if spec.kind in LOG_KINDS:
             content = sanitize_log(content)
         seq = live.next_item
-        item_id = spec.id or f"item-{seq}"
-        live.items = [it for it in live.items if it.id != item_id]
+        # a name of the session's own passes over the names clients chose: "item-1" named by
+        # a client and again here failed the request after it had replaced the client's item
+        item_id = spec.id or free_id("item", seq, {it.id for it in live.items})
         item = new_item(item_id, spec.kind, content, optional=spec.optional,
                         source=spec.source, seq=seq)
-        live.items.append(item)
-        live.next_item += 1
+        items = [it for it in live.items if it.id != item_id] + [item]
         self._wrote(live, self.store.put_items(live.row.sid, [item], new=spec.id is None))
+        # memory follows the store once it took the change: a failed write changes nothing
+        live.items = items
+        live.next_item = seq + 1
         return item_id
 
     def add_rule(self, workspace: str, session_id: str,
@@ -368,11 +373,13 @@ class SessionService:
         if not spec.text.strip():
             raise ContextError("invalid", "a rule needs text", field="rule.text")
         before = {r.id for r in place_rules(live.rules, settings.rules).demoted}
-        rule_id = spec.id or f"rule-{live.next_rule}"
-        rule = Rule(id=rule_id, text=spec.text, weight=spec.weight, seq=live.next_rule)
-        live.rules = [r for r in live.rules if r.id != rule_id] + [rule]
-        live.next_rule += 1
-        demoted = place_rules(live.rules, settings.rules).demoted
+        seq = live.next_rule
+        # as for working items: never a name a client chose ("rule-1"), which failed the
+        # request with its change already made in memory
+        rule_id = spec.id or free_id("rule", seq, {r.id for r in live.rules})
+        rule = Rule(id=rule_id, text=spec.text, weight=spec.weight, seq=seq)
+        rules = [r for r in live.rules if r.id != rule_id] + [rule]
+        demoted = place_rules(rules, settings.rules).demoted
         newly = [r for r in demoted if r.id not in before]
         audit = [AuditEntry(
             action="demoted", reason=f"more than {settings.rules.max_rules} rules: the "
@@ -381,6 +388,7 @@ class SessionService:
             message_id=r.id) for r in newly]
         self._wrote(live, self.store.put_rule(live.row.sid, rule, self.clock(), audit,
                                               new=spec.id is None))
+        live.rules, live.next_rule = rules, seq + 1  # only once the store took it
         return protocol.SessionAddRuleResult(rule_id=rule_id, demoted=[r.id for r in demoted],
                                              warning=imperative_warning(spec.text))
 
@@ -463,11 +471,10 @@ class SessionService:
         with self._lock:
             live = self._get(workspace, session_id)
             if spec is not None and spec != live.system_spec:  # kept: a restart uses it too
-                live.system_spec = spec
                 stored = msgspec.json.encode(spec)
                 self._wrote(live, self.store.update(live.row.sid, self.clock(),
                                                     system_spec=stored))
-                live.row.system_spec = stored
+                live.system_spec, live.row.system_spec = spec, stored
             return live.system_spec
 
     def keep_why(self, workspace: str, session_id: str, entries: list[AuditEntry]) -> None:
@@ -630,12 +637,15 @@ class SessionService:
             if estimated is not None and estimated < 0:  # a ratio against it would flip sign
                 raise ContextError("invalid", "must not be negative", field="estimatedTokens")
             counted = estimated if estimated is not None else live.last_total
-            bias = live.calibration.record(live.row.model, prompt_tokens, counted,
-                                           refused=refused)
+            # recorded on a copy: the session's own changes once the store took it
+            kept = msgspec.json.decode(msgspec.json.encode(live.calibration), type=Calibration)
+            bias = kept.record(live.row.model, prompt_tokens, counted, refused=refused)
             sid, now = live.row.sid, self.clock()
-            calibration = msgspec.json.encode(live.calibration)
+            calibration = msgspec.json.encode(kept)
             if later is None:
                 self.store.update(sid, now, calibration=calibration)
+            # written later (a live chat's answer): the process goes on with it meanwhile
+            live.calibration = kept
         if later is not None:
             later(lambda: self.store.update(sid, now, calibration=calibration))
         return bias
@@ -697,6 +707,16 @@ class SessionService:
     def open_sessions(self, workspace: str) -> list[str]:
         with self._lock:
             return [sid for (ws, sid) in self._live if ws == workspace]
+
+
+def free_id(kind: str, seq: int, taken: set[str]) -> str:
+    """The name `<kind>-<n>` the session gives a rule or working item sent without an id: from
+    its position on, the first one no rule or item of the session holds (a client may have
+    chosen `rule-1` itself)."""
+    n = seq
+    while f"{kind}-{n}" in taken:
+        n += 1
+    return f"{kind}-{n}"
 
 
 #: the ids a session gives the messages a client sent without one: `ctx:msg:<seq>`
