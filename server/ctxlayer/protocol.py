@@ -115,6 +115,10 @@ class ByLayer(Wire):
 
 
 class Budget(Wire):
+    """A session's: `byLayer` adds up to `used`; what its last assembly sent until the
+    session changes, then the session as it stands before its next assembly fits it (`used`
+    may be over `limit`)."""
+
     used: int
     limit: int
     percent: float

@@ -27,7 +27,13 @@ import msgspec
 
 from ctxlayer import protocol
 from ctxlayer.core.assembly import compaction as cp
-from ctxlayer.core.assembly.assemble import Assembly, AssemblyInput, assemble, measure
+from ctxlayer.core.assembly.assemble import (
+    Assembly,
+    AssemblyInput,
+    assemble,
+    assembled_budget,
+    measure,
+)
 from ctxlayer.core.assembly.history import History
 from ctxlayer.core.assembly.restore import restore as restore_message
 from ctxlayer.core.assembly.why import why_of
@@ -82,6 +88,15 @@ class Preview(NamedTuple):
     why: list[AuditEntry]
 
 
+class LastAssembly(NamedTuple):
+    """What a session's last assembly sent, and what it was made from: while the session is
+    the same (its revision, its system layers, its limit), its budget is this one."""
+
+    revision: int
+    system: SystemLayers
+    budget: protocol.Budget
+
+
 class LiveSession:
     """One open session's state in memory."""
 
@@ -112,6 +127,8 @@ class LiveSession:
         self.last_audit: list[AuditEntry] | None = None
         #: another daemon changed it just before this one's last write: read it again
         self.stale = False
+        #: its last assembly in this process, what ctx/session/budget answers until a change
+        self.last_assembly: LastAssembly | None = None
 
 
 log = logging.getLogger(__name__)
@@ -510,10 +527,31 @@ class SessionService:
             **extra)  # type: ignore[arg-type]
 
     def _measure(self, live: LiveSession, settings: SessionSettings) -> protocol.Budget:
+        """The session's budget: its last assembly's while nothing changed since (a measure
+        counts the newest message whole, which the assembly may have shortened: the status
+        bar said 512% right after an assembly of 93%), else the session as it stands."""
         inp = self._input(live, settings, None)
-        band = live.calibration.error_band(live.row.model, self.prior_band(live.row.model))
+        band = self._band(live)
+        last = live.last_assembly
+        if (last is not None and last.revision == live.row.revision
+                and last.budget.limit == inp.budget and last.system == live.system):
+            return msgspec.structs.replace(last.budget, error_band=band)
         return measure(live.history, live.compaction, inp, live.counter, model=live.row.model,
-                       session_id=live.row.session_id, error_band=round(band, 4) or None)
+                       session_id=live.row.session_id, error_band=band)
+
+    def _band(self, live: LiveSession) -> float | None:
+        band = live.calibration.error_band(live.row.model, self.prior_band(live.row.model))
+        return round(band, 4) or None
+
+    def assembled(self, workspace: str, session_id: str) -> protocol.Budget:
+        """What the session's last assembly in this process sent, as a Budget (also at a
+        one-off budget, which ctx/session/budget leaves at the session's own)."""
+        with self._lock:
+            live = self._get(workspace, session_id)
+            if live.last_assembly is None:
+                return self._measure(live, self._settings(workspace))
+            return msgspec.structs.replace(live.last_assembly.budget,
+                                           error_band=self._band(live))
 
     def assemble(self, workspace: str, session_id: str, *, budget: int | None = None,
                  system: SystemLayers | None = None, client_summarizer: bool = False,
@@ -546,6 +584,9 @@ class SessionService:
                 live.audited.update(_audit_key(e) for e in fresh)
             live.fingerprint = out.fingerprint
             live.last_total = out.result.tokens.total
+            live.last_assembly = LastAssembly(live.row.revision, live.system, assembled_budget(
+                out.result, next_compaction_at=out.next_compaction_at, model=live.row.model,
+                session_id=live.row.session_id, error_band=None))
             return out
 
     def preview(self, workspace: str, session_id: str, *, budget: int | None = None,

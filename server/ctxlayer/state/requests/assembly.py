@@ -104,12 +104,12 @@ def _assembled(caller: Caller, p: protocol.AssembleParams, out: Any) -> protocol
     model = svc.model_of(caller.workspace, p.session_id)
     forms = svc.stored_for(caller.workspace, p.session_id, result.messages)
     result = msgspec.structs.replace(result, notice=assembly_notice(result))
-    # an assembly is a request of this chat: it becomes the workspace's live chat
-    budget = svc.budget(caller.workspace, p.session_id)
-    publish(caller, msgspec.structs.replace(
-        budget, used=result.tokens.total, limit=result.budget,
-        percent=round(100 * result.tokens.total / max(1, result.budget), 1), source="session",
-        compacted=result.compacted, notice=result.notice), request=True)
+    # an assembly is a request of this chat: it becomes the workspace's live chat. Its
+    # budget is what it sent, layer by layer (ctx/session/budget answers it until a change)
+    budget = svc.assembled(caller.workspace, p.session_id)
+    publish(caller, msgspec.structs.replace(budget, source="session",
+                                            compacted=result.compacted,
+                                            notice=result.notice), request=True)
     return in_format(caller, p.format, result, model, forms)
 
 
