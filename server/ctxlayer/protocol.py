@@ -402,6 +402,10 @@ class SessionCompactResult(Wire):
 
 
 class ReportUsageParams(Wire):
+    """`estimatedTokens`: our count of the prompt the provider read. Left out, this daemon's
+    count of the session's last prompt stands in; an error names it when the daemon has
+    counted none (after a restart, before an assembly)."""
+
     session_id: str
     prompt_tokens: int
     estimated_tokens: int | None = None

@@ -677,6 +677,14 @@ class SessionService:
                 raise ContextError("invalid", "must not be negative", field="promptTokens")
             if estimated is not None and estimated < 0:  # a ratio against it would flip sign
                 raise ContextError("invalid", "must not be negative", field="estimatedTokens")
+            if estimated is None and not live.last_total:
+                # what it compares with is this process's count of the session's last prompt:
+                # after a restart (or before any assembly) the report was dropped unsaid
+                raise ContextError(
+                    "invalid", "needed: this daemon has counted no prompt of the session "
+                    "since it started (a restart forgets the last one); send our count of the "
+                    "prompt the provider read (its assembly's tokens.total)",
+                    field="estimatedTokens")
             counted = estimated if estimated is not None else live.last_total
             # recorded on a copy: the session's own changes once the store took it
             kept = msgspec.json.decode(msgspec.json.encode(live.calibration), type=Calibration)
