@@ -238,6 +238,9 @@ class SessionService:
             sid = p.session_id if p.session_id is not None else secrets.token_hex(8)
             if p.mode is not None and p.mode not in settings.modes:
                 raise ContextError("invalid", f"unknown mode {p.mode!r}", field="mode")
+            if p.model is not None and not p.model.strip():  # as configure: not a default
+                raise ContextError("invalid", "must not be empty (leave it out for the "
+                                   "connection's model)", field="model")
             require_tokens(p.budget)
             model = p.model or self.default_model()
             row, created = self.store.create_or_get(
