@@ -83,6 +83,11 @@ export interface AuditEntry {
   messageId?: string | null;
   index?: number | null;
 }
+/**
+ * A session's: `byLayer` adds up to `used`; what its last assembly sent until the
+ * session changes, then the session as it stands before its next assembly fits it (`used`
+ * may be over `limit`).
+ */
 export interface Budget {
   used: number;
   limit: number;
@@ -327,6 +332,11 @@ export interface SessionCompactResult {
   summary: Message;
   replaced: number;
 }
+/**
+ * `estimatedTokens`: our count of the prompt the provider read. Left out, this daemon's
+ * count of the session's last prompt stands in; an error names it when the daemon has
+ * counted none (after a restart, before an assembly).
+ */
 export interface ReportUsageParams {
   sessionId: string;
   promptTokens: number;
