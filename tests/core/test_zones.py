@@ -181,3 +181,43 @@ def test_a_cooled_item_shrinks_to_about_a_quarter_and_keeps_its_facts():
     for fact in ("src/etl/loader.py", "line 318", "E2207", "parse_batch",
                  "pytest tests/test_loader.py -k empty_header"):
         assert fact in short
+
+
+PATHS = [f"services/billing/handlers/invoice_batch_{k}/retry_policy.py" for k in range(12)]
+
+
+@pytest.mark.parametrize("text", [
+    "Keep the database schema in migrations/0007_add_index.sql unchanged; it has the unique "
+    "index on users.email that production relies on.",
+    "Traceback: KeyError 'user_id' raised in api/handlers/session.py line 77 (get_session). The "
+    "command `pytest -k test_session_expiry` reproduces it. Also config/settings.toml sets "
+    "timeout=30. " + "Some more prose about the situation that is not very important. " * 8,
+    "The retry touches " + ", ".join(PATHS) + ". " + "Nothing else was decided. " * 20,
+])
+def test_a_cooled_item_keeps_whole_facts_and_drops_the_ones_without_room(text):
+    from ctxlayer.core.compress.facts import extract_facts
+    from ctxlayer.core.zones.compact import compress_item
+
+    facts = extract_facts(text)
+    short = compress_item(text)
+    assert len(short) <= max(90, len(text) * 0.3)
+    # every path or setting shown is one of the facts, whole: never `migrations/0007_add_inde…`
+    shown = {w.strip("`,.()") for w in short.split() if "/" in w or "=" in w}
+    assert shown <= set(facts.paths) | set(facts.numbers), short
+    left_out = [p for p in facts.paths if p not in short]
+    if left_out:  # too many to fit: whole ones left out, and the ledger says how many
+        assert f"(+{len(left_out)} more)" in short
+    else:
+        assert all(n in short for n in facts.numbers) and all(c in short for c in facts.commands)
+
+
+@pytest.mark.parametrize(("prose", "limit", "want"), [
+    ("keep migrations/0007_add_index.sql as it is", 30, "keep…"),
+    ("keep migrations/0007_add_index.sql as it is", 37, "keep migrations/0007_add_index.sql…"),
+    ("short enough", 12, "short enough"),
+    ("migrations/0007_add_index.sql", 10, ""),
+])
+def test_prose_is_cut_between_words(prose, limit, want):
+    from ctxlayer.core.zones.compact import cut_between_words
+
+    assert cut_between_words(prose, limit) == want

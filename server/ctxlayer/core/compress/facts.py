@@ -505,16 +505,16 @@ _ITEM_MAX = 120
 _CODE_KINDS = frozenset({"paths", "commands", "identifiers"})
 
 
-def format_item(value: str, code: bool) -> str:
-    """One ledger item on one line, cut to a bounded length; code in backticks."""
+def format_item(value: str, code: bool, item_max: int = _ITEM_MAX) -> str:
+    """One ledger item on one line, cut to ``item_max`` characters; code in backticks."""
     value = " ".join(value.split())
-    if len(value) > _ITEM_MAX:
-        value = value[: _ITEM_MAX - 1] + "…"
+    if len(value) > item_max:
+        value = value[: item_max - 1] + "…"
     return "`" + value.replace("`", "'") + "`" if code else value
 
 
-def _item(kind: str, value: str) -> str:
-    return format_item(value, kind in _CODE_KINDS)
+def _item(kind: str, value: str, item_max: int = _ITEM_MAX) -> str:
+    return format_item(value, kind in _CODE_KINDS, item_max)
 
 
 def _render(chosen: dict[str, list[str]], totals: dict[str, int]) -> str:
@@ -528,16 +528,18 @@ def _render(chosen: dict[str, list[str]], totals: dict[str, int]) -> str:
     return "\n".join(lines)
 
 
-def format_ledger(facts: Facts, max_chars: int = 1200) -> str:
+def format_ledger(facts: Facts, max_chars: int = 1200, item_max: int = _ITEM_MAX) -> str:
     """The facts as a compact markdown list within `max_chars`.
 
     One line per kind (errors, lines, paths, commands, identifiers, numbers). When space is
     short, items are admitted round-robin across kinds in that order, and each line says how
-    many of its items were left out.
+    many of its items were left out. An item over ``item_max`` characters is cut to it; one
+    that does not fit is left out whole (a ledger of whole facts passes ``max_chars``).
     """
     if max_chars <= 0 or not isinstance(facts, Facts):
         return ""
-    pending = {kind: [_item(kind, v) for v in getattr(facts, kind)] for kind, _ in _LEDGER}
+    pending = {kind: [_item(kind, v, item_max) for v in getattr(facts, kind)]
+               for kind, _ in _LEDGER}
     totals = {kind: len(v) for kind, v in pending.items()}
     chosen: dict[str, list[str]] = {kind: [] for kind, _ in _LEDGER}
     # Exact length bookkeeping: a line costs "- label: " + items joined by ", " + "\n", and the

@@ -1,25 +1,57 @@
 """Compressing a cooled working item to about a quarter, structured facts kept.
 
-The short form is the item's facts ledger (error codes, line numbers, paths, module and
-function names, parameter and return types, numbers) followed by an extractive compression of
-its prose, together about ``ratio`` of the original. The facts come first: a summary that
-loses the line number is worse than none.
+The short form is the item's facts ledger (error codes, line numbers, tests, paths, commands,
+module and function names, key=value settings, numbers) followed by an extractive compression
+of its prose, together about ``ratio`` of the original. The facts come first and are kept
+whole: a summary that loses the line number is worse than none, and a path cut mid-name
+(`migrations/0007_add_inde…`) points at no file. The prose is what gets cut, and only between
+words. When the facts alone are over the size, whole facts are left out (the ledger says how
+many), never cut; the item's full text comes back when a reply refers to it.
 Must not: count tokens (sizes are in characters) or call a model.
 """
 
 from __future__ import annotations
 
 from ctxlayer.core.compress.extractive import compress_prose
-from ctxlayer.core.compress.facts import extract_facts, format_ledger
+from ctxlayer.core.compress.facts import Facts, extract_facts, format_ledger
 
 RATIO = 0.25
+#: prose shorter than this after the facts is a stub, not a summary: leave it out
+MIN_PROSE = 40
 
 
 def compress_item(text: str, ratio: float = RATIO) -> str:
-    """The item's short form: facts ledger, then the prose cut to fill about ``ratio``."""
+    """The item's short form: the facts ledger, whole facts only, then the prose cut between
+    words to fill about ``ratio`` of the text."""
     target = max(80, int(len(text) * ratio))
-    ledger = format_ledger(extract_facts(text), max(40, target // 2))
-    room = max(0, target - len(ledger))
-    prose = compress_prose(text, max(0.05, room / max(1, len(text))), ())
-    prose = prose if len(prose) <= room + 80 else prose[:room] + "…"
-    return (ledger.strip() + "\n" + prose.strip()).strip()
+    # the facts may take the whole size: they are what the short form is for
+    ledger = format_ledger(spelled_once(extract_facts(text)), target, item_max=target)
+    room = target - len(ledger) - 1
+    if room < MIN_PROSE:
+        return ledger.strip()
+    prose = compress_prose(text, max(0.05, room / max(1, len(text))), ()).strip()
+    return (ledger.strip() + "\n" + cut_between_words(prose, room)).strip()
+
+
+def spelled_once(facts: Facts) -> Facts:
+    """The facts without those another one spells out (the test a command runs, the path of a
+    `path:line`, a name that is also a test): a short form has no room to say a thing twice."""
+    kinds = facts.__struct_fields__
+    seen: set[str] = set()
+    firsts: dict[str, list[str]] = {}
+    for kind in kinds:  # a value found as two kinds is kept as the first
+        firsts[kind] = [v for v in getattr(facts, kind) if not (v in seen or seen.add(v))]
+    # every value once, apart: a value found twice is also part of another one
+    joined = "\0".join(seen)
+    return Facts(**{kind: tuple(v for v in firsts[kind] if joined.count(v) == 1)
+                    for kind in kinds})
+
+
+def cut_between_words(text: str, limit: int) -> str:
+    """``text`` within ``limit`` characters, cut at the last space before it (a "…" says it
+    was cut), never inside a word: a cut word may be a path or a name."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]  # the "…" takes the place of the space the cut falls on
+    space = max(head.rfind(" "), head.rfind("\n"))
+    return head[:space].rstrip() + "…" if space > 0 else ""

@@ -1,0 +1,65 @@
+"""A session's working memory (zone B) as a client sees it through ctx/assemble: what a cooled
+item keeps when compressed, and what a turn is. The real daemon over stdio."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from conftest import WORLD, RawDaemon, hermetic_env, make_repo
+
+pytestmark = pytest.mark.e2e
+_worlds = itertools.count()
+_ids = itertools.count()
+
+#: facts a compressed item must keep whole, and the prose around them that may go
+SCHEMA = ("Keep the database schema in migrations/0007_add_index.sql unchanged; it has the "
+          "unique index on users.email that production relies on.")
+CONFIG = ("Traceback: KeyError 'user_id' raised in api/handlers/session.py line 77 "
+          "(get_session). The command `pytest -k test_session_expiry` reproduces it. Also "
+          "config/settings.toml sets timeout=30. "
+          + "Some more prose about the situation that is not very important but fills space. "
+          * 8)
+FACTS = ("migrations/0007_add_index.sql", "config/settings.toml", "timeout=30",
+         "pytest -k test_session_expiry", "api/handlers/session.py", "get_session")
+
+
+async def started() -> tuple[RawDaemon, object]:
+    base = WORLD / f"working-{next(_worlds)}"
+    env = hermetic_env(base)
+    root = make_repo(base / "repo")
+    daemon = await RawDaemon.start(env=env)
+    await daemon.initialize(root)
+    return daemon, root
+
+
+async def result(daemon: RawDaemon, method: str, params: dict) -> dict:
+    out = await daemon.request(f"r{next(_ids)}", method, params)
+    assert "result" in out, out
+    return out["result"]
+
+
+async def working_zone(daemon: RawDaemon, sid: str) -> str:
+    out = await result(daemon, "ctx/assemble", {"sessionId": sid})
+    return "".join(m["content"] for m in out["messages"] if m.get("id") == "ctx:working")
+
+
+async def test_a_compressed_item_keeps_its_facts_whole():
+    daemon, _ = await started()
+    try:
+        await result(daemon, "ctx/session/open", {"sessionId": "s", "budget": 50000})
+        await result(daemon, "ctx/session/append", {"sessionId": "s", "messages": [
+            {"role": "user", "content": "start"}]})
+        for item_id, text in (("schema", SCHEMA), ("config", CONFIG)):
+            await result(daemon, "ctx/session/addItem", {"sessionId": "s", "item": {
+                "id": item_id, "kind": "note", "content": text, "optional": False}})
+        for _ in range(4):  # four turns that refer to neither: both are compressed
+            await result(daemon, "ctx/session/append", {"sessionId": "s", "messages": [
+                {"role": "assistant", "content": "ok"}, {"role": "user", "content": "go on"}]})
+        shown = await working_zone(daemon, "s")
+        assert shown.count(", compressed]") == 2, shown
+        assert len(shown) < len(SCHEMA) + len(CONFIG)
+        assert [f for f in FACTS if f not in shown] == []
+        assert "…`" not in shown and "inde…" not in shown  # nothing cut mid-name
+    finally:
+        await daemon.close()
