@@ -14,6 +14,10 @@ Prints:
   to a newest-first truncation to the same budget (what a plain "keep the last messages"
   trimmer, e.g. LangChain's trim_messages(strategy="last"), keeps). The real-conversation
   benchmark is bench/realchats/bench.py.
+- a turn of the working zone (`--only decay`): 200 working items against a 150,000-character
+  reply that refers to none, the reply read once for all the items (what `decay_turn` does)
+  next to read again for each item (what it did before), as a ratio. The turn runs under the
+  session service's lock, which every session's request waits on.
 The daemon runs with a temporary state folder; the real o200k tokenizer counts.
 """
 
@@ -293,9 +297,38 @@ def bench_facts() -> None:
           f"hard constraints {sum(c in base for c in constraints)}/{len(constraints)}")
 
 
+def bench_decay(items: int = 200, runs: int = 3) -> None:
+    from ctxlayer.core.zones.compact import compress_item
+    from ctxlayer.core.zones.references import is_referenced
+    from ctxlayer.core.zones.working import DecayPolicy, decay_turn, new_item
+
+    notes = [new_item(f"n{i}", "note", f"Note {i}: module pkg{i}.sub_mod_{i} handles the {i}th "
+                      f"invoice batch; see src/batches/b{i}.py line {i}. "
+                      + " ".join(f"word{i}x{k}" for k in range(40))) for i in range(items)]
+    reply = " ".join(f"token{k} something else entirely" for k in range(5000))
+    once, each = [], []
+    for _ in range(runs):
+        t = time.perf_counter()
+        decay_turn([msgspec_copy(n) for n in notes], reply, compress_item, DecayPolicy(factor=1))
+        once.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        for note in notes:  # the reply normalized again for every item, as before
+            is_referenced(note.keys, reply)
+        each.append(time.perf_counter() - t)
+    print(f"working zone turn, {items} items x a {len(reply):,}-character reply: read once "
+          f"{min(once) * 1000:.1f} ms, read per item {min(each) * 1000:.0f} ms "
+          f"({min(each) / min(once):.0f}x)")
+
+
+def msgspec_copy(item: Any) -> Any:
+    import msgspec
+
+    return msgspec.structs.replace(item)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", choices=["append", "assemble", "facts"])
+    ap.add_argument("--only", choices=["append", "assemble", "facts", "decay"])
     ap.add_argument("--appends", type=int, default=300)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -305,6 +338,8 @@ def main() -> None:
             bench_append_assemble(env, args.appends)
         if args.only in (None, "facts"):
             bench_facts()
+        if args.only in (None, "decay"):
+            bench_decay()
 
 
 if __name__ == "__main__":

@@ -221,3 +221,21 @@ def test_prose_is_cut_between_words(prose, limit, want):
     from ctxlayer.core.zones.compact import cut_between_words
 
     assert cut_between_words(prose, limit) == want
+
+
+def test_a_turn_reads_its_reply_once_for_all_the_items(monkeypatch):
+    """The turn runs under the lock every session waits on: reading a 150,000-character reply
+    again for each of 200 items held the other sessions for seconds."""
+    from ctxlayer.core.zones import references
+
+    reads = []
+    real = references.normalized_reply
+    monkeypatch.setattr(references, "normalized_reply", lambda r: reads.append(r) or real(r))
+    items = [new_item(f"n{k}", "note", f"see src/batches/b{k}.py for batch {k}") for k in range(50)]
+    reply = "I opened src/batches/b7.py and nothing else. " * 100
+    items, events = decay_turn(items, reply, short, DecayPolicy())
+    assert len(reads) == 1
+    # read once, it finds what it found read per item
+    assert [e.item_id for e in events if e.action == "referenced"] == ["n7"]
+    assert all(is_referenced(it.keys, references.Reply(reply))
+               == is_referenced(it.keys, reply) for it in items)

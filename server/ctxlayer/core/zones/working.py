@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from ctxlayer.core.zones.references import is_referenced, reference_keys
+from ctxlayer.core.zones.references import Reply, is_referenced, reference_keys
 
 
 class WorkingItem(msgspec.Struct, kw_only=True):
@@ -84,8 +84,9 @@ def decay_turn(
     """
     kept: list[WorkingItem] = []
     events: list[ItemEvent] = []
+    said = Reply(reply)  # read once for every item: items x reply was seconds a turn
     for item in items:
-        if is_referenced(item.keys, reply):
+        if is_referenced(item.keys, said):
             item.heat = 1.0
             if item.compressed is not None:
                 events.append(_event(item, "restored", item.compressed, item.content))
