@@ -218,7 +218,9 @@ class SessionConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     rule_prefix: Annotated[str, Meta(description="Marker put before the top-weight rules.")] = (
         _RULES.prefix)
     decay: Annotated[float, Meta(gt=0, le=1, description="Heat a working item keeps per turn "
-                                 "in which no reply refers to it.")] = _DECAY.factor
+                                 "in which no reply refers to it. A turn is a user request "
+                                 "and the answer to it, however many tool-calling steps the "
+                                 "answer took.")] = _DECAY.factor
     compress_below: Annotated[float, Meta(ge=0, le=1, description="Below this heat a working "
                                           "item is shown compressed to about a quarter.")] = (
         _DECAY.compress_below)

@@ -18,6 +18,8 @@ from ctxlayer.core.zones import (
     zone_limits,
 )
 from ctxlayer.core.zones.references import is_referenced, reference_keys
+from ctxlayer.core.zones.working import after_message, turn_so_far
+from ctxlayer.protocol import Message, ToolCall
 
 
 def short(text: str) -> str:
@@ -125,6 +127,71 @@ def test_decay_step_by_step(case):
         assert item.heat == pytest.approx(heat), f"turn {turn}"
         assert (item.compressed is not None) == (state == "compressed"), f"turn {turn}"
         assert item.shown == (short(content) if state == "compressed" else content)
+
+
+@pytest.mark.parametrize("case", list(DECAY_CASES))
+def test_a_plain_chat_cools_once_a_turn_at_the_assistants_answer(case):
+    """The same cases as a session reads them: a user message, then the assistant's answer."""
+    optional, replies, expected = DECAY_CASES[case]
+    content = "Traceback: KeyError 'user' raised in src/app/models.py at line 42 of the loader."
+    items, turn = [new_item("it", "log", content, optional=optional)], []
+    for reply, (heat, state) in zip(replies, expected, strict=True):
+        for msg in (Message(role="user", content="go on"), Message(
+                role="assistant", content="I looked at src/app/models.py." if reply else "")):
+            items, turn, _ = after_message(items, turn, msg, short, DecayPolicy())
+        assert (items == []) == (state == "removed")
+        assert not items or items[0].heat == pytest.approx(heat)
+
+
+def agent_turn(steps: int, answer: str | None = "Here is the plan.") -> list[Message]:
+    """One user request answered in ``steps`` tool-calling steps (and an answer, unless None)."""
+    out = [Message(role="user", content="Implement the CSV export following the ticket.")]
+    for k in range(steps):
+        out += [Message(role="assistant", content="", tool_calls=[ToolCall(
+                    id=f"c{k}", name="read_file", arguments=f'{{"path": "src/part{k}.py"}}')]),
+                Message(role="tool", content=f"def part{k}(): pass", tool_call_id=f"c{k}")]
+    return out + ([Message(role="assistant", content=answer)] if answer is not None else [])
+
+
+def replay(items: list, messages: list[Message], turn: list[str] | None = None):
+    turn, events = list(turn or ()), []
+    for msg in messages:
+        items, turn, done = after_message(items, turn, msg, short, DecayPolicy())
+        events += done
+    return items, turn, events
+
+
+def test_one_request_answered_in_seven_tool_steps_is_one_turn():
+    note = new_item("spec", "note", "Acceptance criteria: UTF-8 with a BOM, ISO 8601 dates.")
+    items, turn, events = replay([note], agent_turn(7))
+    assert items == [note] and note.heat == pytest.approx(0.7) and turn == []
+    assert events == []
+    items, _, _ = replay(items, agent_turn(7) * 3)  # three more turns: four in all
+    assert note.heat == pytest.approx(0.7 ** 4) and note.compressed is not None
+
+
+def test_a_step_that_refers_to_a_cooled_item_restores_it_at_once():
+    note = new_item("n", "note", "The exporter lives in src/export/writer_core.py today.")
+    items, _, _ = replay([note], agent_turn(1) * 4)
+    assert note.compressed is not None
+    steps = agent_turn(1, answer=None) + [Message(role="assistant", content="", tool_calls=[
+        ToolCall(id="w", name="read_file", arguments='{"path": "src/export/writer_core.py"}')])]
+    items, turn, events = replay(items, steps)
+    assert note.compressed is None and note.heat == 1.0 and len(turn) == 2
+    assert [e.action for e in events] == ["restored"]
+    items, turn, _ = replay(items, [Message(role="assistant", content="Done.")], turn)
+    assert note.heat == 1.0 and turn == []  # the turn's steps referred to it: not cooled
+
+
+def test_a_turn_of_steps_without_an_answer_ends_at_the_next_user_message():
+    note = new_item("n", "note", "Acceptance criteria: UTF-8 with a BOM, ISO 8601 dates.")
+    steps = agent_turn(3, answer=None)
+    items, turn, _ = replay([note], steps)
+    assert note.heat == 1.0 and len(turn) == 3
+    assert turn_so_far(steps) == turn  # what a later append reads back from the history
+    items, turn, _ = replay(items, [Message(role="user", content="stop, do it differently")],
+                            turn)
+    assert note.heat == pytest.approx(0.7) and turn == []
 
 
 def test_decay_thresholds_are_configurable():

@@ -4,6 +4,7 @@ item keeps when compressed, and what a turn is. The real daemon over stdio."""
 from __future__ import annotations
 
 import itertools
+import json
 
 import pytest
 from conftest import WORLD, RawDaemon, hermetic_env, make_repo
@@ -61,5 +62,47 @@ async def test_a_compressed_item_keeps_its_facts_whole():
         assert len(shown) < len(SCHEMA) + len(CONFIG)
         assert [f for f in FACTS if f not in shown] == []
         assert "…`" not in shown and "inde…" not in shown  # nothing cut mid-name
+    finally:
+        await daemon.close()
+
+
+SPEC = ("Acceptance criteria from the ticket: exports must be UTF-8 with a BOM, dates in ISO "
+        "8601, amounts with two decimals, and the header row localized.")
+
+
+def agent_turn(turn: int, steps: int) -> list[dict]:
+    """One user request an agent answers in ``steps`` tool-calling steps, then its answer."""
+    out = [{"role": "user", "content": f"Request {turn}: implement the next part of the export."}]
+    for k in range(steps):
+        out += [{"role": "assistant", "content": "", "toolCalls": [{
+                    "id": f"t{turn}c{k}", "name": "read_file",
+                    "arguments": json.dumps({"path": f"src/export/part{k}.py"})}]},
+                {"role": "tool", "toolCallId": f"t{turn}c{k}", "content": f"def part{k}(): pass"}]
+    return out + [{"role": "assistant", "content": "Here is the implementation plan."}]
+
+
+async def test_working_notes_cool_once_a_user_turn_not_once_a_tool_step():
+    daemon, _ = await started()
+    try:
+        await result(daemon, "ctx/session/open", {"sessionId": "agent", "budget": 50000})
+        await result(daemon, "ctx/session/addItem", {"sessionId": "agent", "item": {
+            "id": "spec", "kind": "note", "content": SPEC}})
+        # one request in seven steps, sent as an agent sends them: each step in its own append
+        messages = agent_turn(0, 7)
+        for k in range(0, len(messages), 2):
+            await result(daemon, "ctx/session/append", {"sessionId": "agent",
+                                                         "messages": messages[k:k + 2]})
+        shown = await working_zone(daemon, "agent")
+        assert SPEC in shown, "one turn: the note is whole after the first answer"
+        audit = await result(daemon, "ctx/session/audit", {"sessionId": "agent"})
+        assert audit["entries"] == []
+        for turn in (1, 2, 3):  # four turns in all: compressed after its 4th, as Z2 counts
+            await result(daemon, "ctx/session/append", {"sessionId": "agent",
+                                                         "messages": agent_turn(turn, 7)})
+            shown = await working_zone(daemon, "agent")
+            assert ("[note, compressed]" in shown) == (turn == 3), (turn, shown)
+        audit = await result(daemon, "ctx/session/audit", {"sessionId": "agent"})
+        assert [e["reason"] for e in audit["entries"]] == [
+            "working item cooled to heat 0.24: compressed"]
     finally:
         await daemon.close()

@@ -50,8 +50,9 @@ from ctxlayer.core.zones.working import (
     DecayPolicy,
     ItemEvent,
     WorkingItem,
-    decay_turn,
+    after_message,
     new_item,
+    turn_so_far,
 )
 from ctxlayer.protocol import AuditEntry, Message
 from ctxlayer.store.db import SeqTaken, SessionRow, SessionStore
@@ -326,6 +327,7 @@ class SessionService:
         # copies: the decay updates items in place, and the session's own change only once
         # the store took the turn (a failed write left them cooled in memory alone)
         items = [msgspec.structs.replace(it) for it in live.items]
+        turn = turn_so_far(live.history.messages)  # a turn may go on over several appends
         retried = _retried_ids(messages, live.history)
         if retried:  # a client's retry of an append that landed: held once
             messages = [m for k, m in enumerate(messages) if k not in retried]
@@ -339,11 +341,9 @@ class SessionService:
                 msg = msgspec.structs.replace(msg, id=f"{OWN_ID}{seq}")
             tokens = message_tokens(msg, live.counter)
             rows.append((seq, msg, tokens))
-            if msg.role == "assistant":
-                reply = msg.content + "".join(
-                    f" {c.name} {c.arguments}" for c in msg.tool_calls or ())
-                items, turn = decay_turn(items, reply, compress_item, settings.decay)
-                events += turn
+            # the working zone cools once a turn, however many tool-calling steps it took
+            items, turn, done = after_message(items, turn, msg, compress_item, settings.decay)
+            events += done
             seq += 1
         removed = [e.item_id for e in events if e.action == "removed"]
         self._wrote(live, self.store.append(
