@@ -43,6 +43,31 @@ def test_commands_in_prose_are_taken_to_the_end_of_their_clause(text, want):
     assert prose_commands(text) == want
 
 
+@pytest.mark.parametrize(("text", "want"), [
+    # the sentence goes on after a complete command: its next word is not an argument
+    ("Please look at pytest -k test_case_2 next.", "pytest -k test_case_2"),
+    ("Please look at pytest -k test_case_2 first.", "pytest -k test_case_2"),
+    ("Check pytest -k test_retry again.", "pytest -k test_retry"),
+    ("Could you run cargo test --release -p core tomorrow?", "cargo test --release -p core"),
+    ("Please look at pytest -k test_case_2 quickly.", "pytest -k test_case_2"),
+    ("Run git log --oneline -5 carefully", "git log --oneline -5"),
+    ("Try npm run build:prod locally", "npm run build:prod"),
+    ("then run python scripts/migrate_1.py --dry-run quickly", "python scripts/migrate_1.py --dry-run"),
+    ("Run git status today's way", "git status"),
+    # real commands whose arguments are plain words stay whole
+    ('git commit -m "fix it"', 'git commit -m "fix it"'),
+    ("Run make test", "make test"),
+    ("cargo test --release -p core", "cargo test --release -p core"),
+    ("Run git push origin main", "git push origin main"),
+    ("Run go test -run TestRetry ./pkg/queue", "go test -run TestRetry ./pkg/queue"),
+    ("Then run python manage.py migrate", "python manage.py migrate"),
+    ("npm run build", "npm run build"),
+    ("Run pytest -m slow tests/api", "pytest -m slow tests/api"),
+])
+def test_a_prose_command_ends_where_its_arguments_do(text, want):
+    assert prose_commands(text) == [want]
+
+
 @pytest.mark.parametrize("text", [
     "make sure the tests pass", "Make sure it works.", "We'll make it work.",
     "make test cases for it", "go to the store and back", "let's go test it on staging",

@@ -599,15 +599,27 @@ _LEAD_INS = frozenset(
 #: English words that end a command's arguments ("pytest -k retry before you go on")
 _ARG_STOP = frozenset(
     "a an and after again also as at because before breaks but crashes did does errors fails "
-    "failed first for from gives hangs if in is it its now of on once or passes please prints "
-    "returns said says shows since so than that the then this to too until was when which "
-    "while why with without works you yourself".split())
+    "failed first for from gives hangs if in is it its later next now of on once or passes "
+    "please prints returns said says shows since so soon than that the then this to today "
+    "tomorrow tonight too until was when which while why with without works you yourself"
+    .split())
 _CLAUSE_PUNCT = ".!?;:(\"'"
 #: the programs a person names in prose (`python` also as `python3`), each followed by a space
 PROSE_PROGRAMS = ("pytest", "python", "npm", "make", "git", "cargo", "go")
 _ARG = re.compile(r"'[^'\n]{0,200}'|\"[^\"\n]{0,200}\"|[^\s`]+")
 _CODE_CHARS = frozenset("0123456789-_:/.=*[]'\"")
 _ARG_MAX = 12
+#: plain words a program takes after its head (git's subcommand, npm's, cargo's, go's; a
+#: python script or `-m module`): a branch or a remote, a test filter or a crate, a script.
+#: Any other plain word is the sentence going on ("pytest -k test_case_2 next")
+_OPERANDS = {"git": 2, "cargo": 1, "npm": 1, "python": 2}
+#: git subcommands that take no name ("git status today's way" is the sentence going on)
+_GIT_NO_NAMES = frozenset("clean init ls-files status".split())
+#: flags whose value may be a plain word (`-p core`, `-run TestRetry`, `--features serde`)
+_VALUE_FLAGS = frozenset(
+    "-k -m -p -n -b -c -C -e -j -o -r -t -w -F -W -run -bench -tags -count -timeout --package "
+    "--features --bin --test --example --target --message --branch --workspace --grep --author "
+    "--format --filter --config --profile --reporter".split())
 
 
 def program_words(text: str) -> list[tuple[int, int]]:
@@ -644,26 +656,59 @@ def _opens_clause(text: str, start: int) -> bool:
     return before.rsplit(None, 1)[-1].lstrip("(\"'").lower() in _LEAD_INS
 
 
-def _arguments(text: str, pos: int) -> list[str]:
-    """The words after a program, to the end of its clause: a sentence's punctuation, a line's
-    end, or an English word that cannot be an argument."""
+def _arguments(text: str, pos: int, program: str) -> list[str]:
+    """The words after a program that are its arguments, to the end of its clause: a
+    sentence's punctuation, a line's end, or a word that is not an argument. An argument looks
+    like one (a flag, a path, a test id, a value with `=`, a quoted string: `_code_like`), is
+    the value of the flag before it, or is a plain word where the program's grammar puts a
+    name (its head and `_OPERANDS`); any other plain word is English ("tomorrow", "next")."""
     end = text.find("\n", pos)
     line = text[pos:end if end >= 0 else len(text)]
     out: list[str] = []
+    operands = 0  # plain words taken after the head
     for m in _ARG.finditer(line):
         word = m.group(0)
-        if word.lower() in _ARG_STOP or (word[0].isupper() and not set(word) & _CODE_CHARS):
-            break
         bare = word if word.endswith("...") else word.rstrip(".,;:!?)")
-        if bare:
-            out.append(bare)
+        if not bare or bare.lower() in _ARG_STOP:
+            break
+        if not _is_argument(program, out, bare, operands):
+            break
+        if (not bare.startswith("-") and len(out) >= _head(program, out)
+                and not (out and out[-1] in _VALUE_FLAGS)):
+            operands += 1  # a word in a name's place: `npm run build:prod` has its script
+        out.append(bare)
         if bare != word or len(out) >= _ARG_MAX:
             break
     return out
 
 
+def _head(program: str, taken: list[str]) -> int:
+    """How many words open ``program``'s arguments as its name for what to do: a subcommand
+    (git, cargo, go, npm), a script or `-m module` (python); make's targets all are."""
+    if program.startswith("python"):
+        return 2 if taken[:1] == ["-m"] else 1 if taken and not taken[0].startswith("-") else 0
+    return 1 if program in ("git", "cargo", "go", "npm") else _ARG_MAX if program == "make" else 0
+
+
+def _is_argument(program: str, taken: list[str], word: str, operands: int) -> bool:
+    if _code_like(word) or word[0] in "'\"":
+        return True
+    if taken and taken[-1] in _VALUE_FLAGS:
+        return True  # `-p core`, `-run TestRetry`
+    if word[0].isupper():
+        return False  # "Then", "It": a new sentence
+    if len(taken) < _head(program, taken + [word]):
+        return True  # `git status`, `make lint test`, `python -m pip`
+    if any(w.startswith("-") for w in taken[_head(program, taken):]):
+        return False  # after a flag a plain word is a flag's value or the sentence
+    limit = 0 if program == "git" and taken[0] in _GIT_NO_NAMES else _OPERANDS.get(
+        program.rstrip("3"), 0)
+    return operands < limit  # `git push origin main`, `cargo test retry`
+
+
 def _code_like(word: str) -> bool:
-    return bool(set(word) & _CODE_CHARS)
+    # an apostrophe inside a word is English ("it's"); quotes around words are a string
+    return bool(set(word) & _CODE_CHARS - {"'"}) or word[:1] in ("'", '"')
 
 
 def _shape_ok(program: str, args: list[str]) -> bool:
@@ -702,7 +747,7 @@ def prose_commands(text: str) -> list[str]:
         if skip(start) or not _opens_clause(text, start):
             continue
         program = text[start:end]
-        args = _arguments(text, end)
+        args = _arguments(text, end, program)
         if _shape_ok(program, args):
             command = " ".join([program, *args])
             if len(command) <= 200:
