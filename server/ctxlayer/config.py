@@ -175,15 +175,24 @@ _RULES = RulePolicy()
 
 
 class ModeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """One task mode: the largest share of `cap` each zone may use."""
+    """One task mode: the tokens the rules and the working items share, and the working
+    items' largest part of them. Rules are always shown whole (only the budget limits them):
+    what they take comes out of the working items' room."""
 
-    rules_share: Annotated[float, Meta(ge=0, le=1, description="Largest share of the zone "
-                                       "cap the rules (zone A) may use.")] = (
+    rules_share: Annotated[float, Meta(ge=0, le=1, description="The rules' (zone A) part of "
+                                       "`cap` that the mode plans for and editors show; it "
+                                       "limits nothing: rules are always shown whole, only the "
+                                       "budget limits them, and what they take comes out of "
+                                       "the working items' room.")] = (
         _MODES[DEFAULT_MODE].rules_share)
-    working_share: Annotated[float, Meta(ge=0, le=1, description="Largest share of the zone "
-                                         "cap the working items (zone B) may use.")] = (
+    working_share: Annotated[float, Meta(ge=0, le=1, description="Largest share of `cap` the "
+                                         "working items (zone B) may use; they get less when "
+                                         "the rules leave less of `cap`.")] = (
         _MODES[DEFAULT_MODE].working_share)
-    cap: Annotated[int, Meta(ge=0, description="Most tokens both zones may use together.")] = (
+    cap: Annotated[int, Meta(ge=0, description="Tokens the rules and the working items share: "
+                             "the working items get what the rules leave of it (at most "
+                             "`working_share`). Rules over it are still shown whole, so the "
+                             "two zones pass it then, with no working items.")] = (
         _MODES[DEFAULT_MODE].cap)
 
 
@@ -228,7 +237,14 @@ class SessionConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                                         "working item is removed.")] = (
         _DECAY.remove_below)
     compaction_trigger: Annotated[float, Meta(gt=0, le=1, description="History share past "
-                                              "which rolling compaction runs.")] = (
+                                              "which rolling compaction runs. 1.0, not the "
+                                              "design's 70%: a compaction fills the share to "
+                                              "`compaction_target` and moves in steps, so it "
+                                              "waits until the history no longer fits rather "
+                                              "than summarize messages that do and move the "
+                                              "cached prefix sooner. A live chat reads its "
+                                              "next summary's facts ahead from "
+                                              "`precompact_at` (70%) on.")] = (
         _COMPACTION.trigger)
     compaction_target: Annotated[float, Meta(gt=0, le=1, description="History share that the "
                                              "summary and the newest messages kept verbatim "

@@ -45,8 +45,8 @@ def _daemon_says(key: str, meta: Meta) -> str:
 
 def _mode_choice(name: str) -> str:
     spec = DEFAULT_MODES[name]
-    return (f"Rules up to {spec.rules_share:.0%} and working memory up to "
-            f"{spec.working_share:.0%} of {spec.cap:,} tokens (the daemon's defaults; "
+    return (f"Working memory up to {spec.working_share:.0%} of {spec.cap:,} tokens, less what "
+            f"the rules take (rules are always shown whole; the daemon's defaults: "
             f"`[session.modes.{name}]` in {CONFIG_FILE} changes them).")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from ctxlayer import protocol
@@ -489,3 +490,27 @@ def test_negative_counts_a_client_gives_are_refused_naming_them(tmp_path):
         svc.report_usage(WS, "s", 100, -5)
     assert raised.value.field == "estimatedTokens"
     assert svc.audit(WS, "s", 0) == [] and svc.report_usage(WS, "s", 100, 90) > 0
+
+
+def test_rules_over_the_modes_cap_are_shown_whole_as_the_mode_settings_say(tmp_path):
+    """`[session.modes.*]`'s help (docs/settings.md) said `cap` is the most both zones use and
+    `rules_share` the largest share the rules use; rules are always whole (p17: short mode, 12
+    rules took 4,941 tokens of a 2,000 cap)."""
+    from ctxlayer.config import ModeConfig
+
+    svc = service(tmp_path)
+    svc.open(WS, protocol.SessionOpenParams(session_id="s", budget=100_000, mode="short"))
+    svc.append(WS, "s", [Message(role="user", content="hi", id="u1")])
+    rules = [f"Never break invariant {k}: " + " ".join(f"clause{k}_{n}" for n in range(200))
+             for k in range(12)]
+    for text in rules:
+        svc.add_rule(WS, "s", protocol.RuleSpec(text=text, weight=1))
+    svc.add_item(WS, "s", protocol.WorkingItemSpec(id="n", kind="note", content="a small note"))
+    out = svc.assemble(WS, "s").result
+    shown = "\n".join(m.content for m in out.messages)
+    assert out.tokens.rules > 2000 and all(text in shown for text in rules)
+    assert out.tokens.working == 0 and [d.message_id for d in out.dropped] == ["n"]
+    helps = {f.name: f.type.__metadata__[0].description
+             for f in msgspec.structs.fields(ModeConfig)}
+    assert "limits nothing" in helps["rules_share"] and "shown whole" in helps["rules_share"]
+    assert "Rules over it are still shown whole" in helps["cap"]

@@ -2,7 +2,9 @@
 
 A mode gives the share of the zone cap each zone may use and the cap itself: short
 (A 0.2, B 0.5, 2,000 tokens), deep (A 0.4, B 0.8, 8,000), debug (A 0.1, B 0.9, 4,000).
-The shares are maxima and add up to more than 1: together the two zones never exceed the cap.
+The rules are always shown whole (only the budget limits them, assembly/layers.py): zone A's
+share limits nothing, and what the rules take comes out of zone B's room, which is at most its
+share of the cap and what the rules leave of the cap. Rules alone over the cap pass it.
 The daemon only suggests a mode; it never switches by itself: the user knows
 what the next question is, trigger words only guess.
 Must not: read config files (the caller passes the table in).
