@@ -13,7 +13,10 @@ import sys
 import threading
 import time
 
-from ws_helpers import Recorder, git, make_ws, part, write
+from ws_helpers import Recorder, count, git, make_ws, part, write
+
+from ctxlayer.config import WorkspaceConfig
+from ctxlayer.workspace import Workspace
 
 
 def latest_has(name, text, present=True):
@@ -132,17 +135,20 @@ def test_agent_gitignore_and_selected_files(repo, home):
         ws.stop()
 
 
-def test_overflow_answered_with_full_rescan(repo, home, caplog):
+def test_overflow_answered_with_full_rescan(repo, home, caplog, tmp_path):
     """A real kernel queue overflow: the reading thread is held while another process makes
     more events than the queue holds; the watcher then rescans everything."""
-    ws = make_ws(repo, home)
+    # a change the watcher cannot see: a user config folder made later, whose nearest made
+    # folder is further up than the watcher waits on (a config folder made later within
+    # reach is watched for: test_watch_made_later.py)
+    far = tmp_path / "far" / "a" / "b" / "c" / "ctxlayer"
+    ws = Workspace(repo, WorkspaceConfig(), count, home=home, user_config_dir=far)
     ws.scan()
     rec = Recorder()
     ws.start_watching(rec)
     limit = int(open("/proc/sys/fs/inotify/max_queued_events").read())
     try:
-        # a change the watcher cannot see: the user config folder did not exist at start
-        write(home / ".config" / "ctxlayer", "AGENTS.md", "config rule\n")
+        write(far, "AGENTS.md", "config rule\n")
         script = ("import os, sys\n"
                   "for i in range(int(sys.argv[2])):\n"
                   "    open(os.path.join(sys.argv[1], f'o{i}.txt'), 'w').close()\n")

@@ -13,6 +13,7 @@ local refs (read without running git). Pure decisions on paths: no I/O.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from ctxlayer.workspace.gitstate import Repo
@@ -23,6 +24,20 @@ from ctxlayer.workspace.ignore import Globs
 GIT_WATCHED = ("HEAD", "index", "packed-refs", "config", "info/exclude", "MERGE_HEAD",
                "CHERRY_PICK_HEAD", "REVERT_HEAD", "BISECT_LOG", "rebase-merge", "rebase-apply",
                "sequencer")
+
+
+def folders_above(paths: frozenset[str]) -> frozenset[str]:
+    """Every folder above each of ``paths``, up to the top of the file system."""
+    folders: set[str] = set()
+    for path in paths:
+        folder = os.path.dirname(path)
+        while folder not in folders:
+            folders.add(folder)
+            parent = os.path.dirname(folder)
+            if parent == folder:
+                break
+            folder = parent
+    return frozenset(folders)
 
 
 def _holds(path: str, targets: frozenset[str]) -> bool:
@@ -40,6 +55,10 @@ class EventMap:
     _selected_used: frozenset[str]
     _files_regex: Globs | None
     _agent_paths: frozenset[str]
+    #: every folder above an agent path (`folders_above`): `mkdir .github` then its
+    #: copilot-instructions.md at once writes the file before the new folder has a watch, so
+    #: the folder's own event is the only one, and it must re-read the agent files
+    _agent_folders: frozenset[str]
     #: the files the agent and selected symlinks in use point to, as the watcher names them
     #: (AGENTS.md -> docs/agents.md: an edit lands on the target, never on the link)
     _agent_targets: frozenset[str]
@@ -70,6 +89,7 @@ class EventMap:
         if path.startswith(root + os.sep) or path == root:
             return True
         return (path in self._agent_paths or path in self._config_paths
+                or path in self._agent_folders
                 or path in self._agent_targets or path in self._selected_targets
                 or self._skill_root_of(path) is not None)
 
@@ -95,7 +115,8 @@ class EventMap:
             path = str(self.root / path)
         path = os.path.normpath(path)
         parts: set[str] = set()
-        if path in self._agent_paths or _holds(path, self._agent_targets):
+        if (path in self._agent_paths or path in self._agent_folders
+                or _holds(path, self._agent_targets)):
             parts |= {"agentFiles", "files"}
         if _holds(path, self._selected_targets):
             parts.add("files")
@@ -127,6 +148,13 @@ class EventMap:
         elif rel in self._file_set:
             parts.add("git")
         return parts
+
+
+def configs_touched(path: str, config_files: Iterable[Path]) -> list[Path]:
+    """The config files a change at ``path`` can have changed: the file itself, or those in a
+    folder made or moved there (~/.config/ctxlayer made after the start, with its toml)."""
+    return [c for c in config_files
+            if path == str(c) or str(c).startswith(path + os.sep)]
 
 
 def names_ignore_rules(path: str) -> bool:

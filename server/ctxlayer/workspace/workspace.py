@@ -36,7 +36,12 @@ from ctxlayer.workspace import (
     tree,
 )
 from ctxlayer.workspace.agents import is_inside
-from ctxlayer.workspace.events import EventMap, names_ignore_rules
+from ctxlayer.workspace.events import (
+    EventMap,
+    configs_touched,
+    folders_above,
+    names_ignore_rules,
+)
 from ctxlayer.workspace.ignore import compile_globs
 from ctxlayer.workspace.kept import KeptFolders
 from ctxlayer.workspace.segment import PART_ORDER, assemble, make_part
@@ -79,6 +84,21 @@ def link_hops(path: str) -> list[Path]:
     return hops
 
 
+#: how far above a folder of the chain that is not there yet a folder is looked for, to watch
+#: for it being made: ~/.config/ctxlayer in a home with no ~/.config is two; an
+#: XDG_CONFIG_HOME that is nowhere near made is not waited on from the top of the disk
+AWAIT_LEVELS = 3
+
+
+def nearest_folder(folder: Path) -> Path | None:
+    """``folder`` if it is there, else the nearest folder above it that is, at most
+    `AWAIT_LEVELS` up; None when none is."""
+    for candidate in [folder, *folder.parents][:AWAIT_LEVELS + 1]:
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
 class Workspace(EventMap):
     """One workspace folder's segment, kept fresh.
 
@@ -107,6 +127,7 @@ class Workspace(EventMap):
         self._selected_targets: frozenset[str] = frozenset()
         self._agent_paths = frozenset(str(p) for p in agents.candidates(
             self.root, self.home, self.user_config_dir, self.config.agent_files))
+        self._agent_folders = folders_above(self._agent_paths)
         self._files_regex = compile_globs([p for p in self.config.files if ".." not in p])
         self._selected_used: frozenset[str] = frozenset()
         self._extra = filelist.extra_rules(self.config.ignore)
@@ -122,6 +143,9 @@ class Workspace(EventMap):
         self._watched_git: gitstate.Repo | None = None
         self._watched_skills: set[str] = set()
         self._watched_extra: set[Path] = set()
+        #: folders of the chain not made yet (~/.config/ctxlayer), and the nearest folder
+        #: above each that is, watched alone until the folder itself is there
+        self._awaited: dict[Path, Path] = {}
         self._targets_looked_at: frozenset[str] = frozenset()
         self._on_change: OnChange | None = None
         self._on_config: OnConfig | None = None
@@ -190,9 +214,15 @@ class Workspace(EventMap):
             trees += [Path(p) for p in self._skill_roots
                       if not is_inside(Path(p), self.root) and os.path.isdir(p)]
             shallow = []
+            self._awaited = {}
             for folder in agents.folder_chain(self.root, self.home, self.user_config_dir):
-                if folder.is_dir() and not is_inside(folder, self.root):
-                    shallow.append(folder)
+                if is_inside(folder, self.root):
+                    continue
+                above = nearest_folder(folder)
+                if above is not None and above != folder:
+                    self._awaited[folder] = above
+                if above is not None and above not in shallow:
+                    shallow.append(above)
             git_trees, git_alone = gitstate.watched_parts(repo)
             cfg = self.config
             self._watcher = Watcher(trees + git_trees, shallow + git_alone, self._flush,
@@ -220,6 +250,7 @@ class Workspace(EventMap):
             self.config = cfg
             self._agent_paths = frozenset(str(p) for p in agents.candidates(
                 self.root, self.home, self.user_config_dir, cfg.agent_files))
+            self._agent_folders = folders_above(self._agent_paths)
             self._files_regex = compile_globs([p for p in cfg.files if ".." not in p])
             self._extra = filelist.extra_rules(cfg.ignore)
             self._tree_key = None
@@ -272,7 +303,8 @@ class Workspace(EventMap):
             if self._watcher is None:
                 return
             before = self._segment
-            configs = [Path(p) for p in batch if p in self._config_paths]
+            configs = list(dict.fromkeys(
+                c for p in batch for c in configs_touched(p, self.config_files)))
             if full:
                 parts = set(PART_ORDER)
             else:
@@ -280,6 +312,8 @@ class Workspace(EventMap):
                 for path, structural in batch.items():
                     parts |= self._affected(path, structural)
             rules_changed = full or any(names_ignore_rules(p) for p in batch)
+            if self._awaited:  # before reading: a file written after this is then seen
+                self._watch_awaited(self._watcher)
             if (prefetched is None and parts and not full
                     and all(self._head_only(p) for p in batch)):
                 prefetched = self._read_head()
@@ -446,6 +480,20 @@ class Workspace(EventMap):
                 continue
             watcher.add_folders([], [folder])
             self._watched_extra.add(folder)
+
+    def _watch_awaited(self, watcher: Watcher) -> None:
+        """A folder of the chain made since the start (~/.config/ctxlayer, with its
+        ctxlayer.toml and AGENTS.md) is watched from now on; one made part of the way
+        (~/.config alone) has its nearest folder watched instead, to see the rest come."""
+        for folder, above in list(self._awaited.items()):
+            now = nearest_folder(folder)
+            if now is None or now == above:
+                continue
+            watcher.add_folders([], [now])
+            if now == folder:
+                del self._awaited[folder]
+            else:
+                self._awaited[folder] = now
 
     @staticmethod
     def _watched_key(repo: gitstate.Repo | None) -> tuple[Path, Path] | None:

@@ -1,0 +1,101 @@
+"""Folders made, ignored or relinked while the workspace is watched: what lies in them is
+still seen. Each test drives a real Workspace with its watcher (inotify, folder by folder)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from ws_helpers import Recorder, count, has, make_ws, part, write
+
+from ctxlayer.config import WorkspaceConfig
+from ctxlayer.workspace import Workspace
+from ctxlayer.workspace.kept import KeptFolders
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="inotify is Linux's")
+
+
+def test_an_agent_file_made_with_its_folder_is_read(repo, home, monkeypatch):
+    """`mkdir .github` and its copilot-instructions.md at once (a checkout, a script): the
+    file is written before the new folder has its watch, so the folder's own event is the
+    only one. It was taken for a tree change alone and the agent file stayed out (4 trials
+    in 5) though the tree listed it. The write is made to land in that gap here: while the
+    watcher asks whether to keep the new folder, before it watches it."""
+    keep = KeptFolders.keep
+    github = repo / ".github"
+
+    def keep_writing_first(self, path):
+        if path == str(github) and not (github / "copilot-instructions.md").exists():
+            write(repo, ".github/copilot-instructions.md", "Use tabs in Go code.\n")
+        return keep(self, path)
+
+    monkeypatch.setattr(KeptFolders, "keep", keep_writing_first)
+    ws = make_ws(repo, home)
+    ws.scan()
+    rec = Recorder()
+    ws.start_watching(rec)
+    try:
+        github.mkdir()
+        rec.wait_for(has("tree", "copilot-instructions.md"))
+        rec.wait_for(has("agentFiles", "Use tabs in Go code."), timeout=5)
+    finally:
+        ws.stop()
+
+
+def test_a_user_config_folder_made_after_the_start_is_watched(repo, home):
+    """~/.config/ctxlayer made after the daemon started: only folders there at the start
+    were watched, so its ctxlayer.toml and AGENTS.md were never read until a restart. The
+    nearest folder above it is watched until it comes, then the folder itself."""
+    configs: list[list[Path]] = []
+    ws = make_ws(repo, home)
+    assert not (home / ".config").exists()
+    ws.scan()
+    rec = Recorder()
+    ws.start_watching(rec, configs.append)
+    try:
+        config_dir = home / ".config" / "ctxlayer"
+        config_dir.mkdir(parents=True)  # both levels at once, the files at once after
+        write(config_dir, "AGENTS.md", "User rule one.\n")
+        write(config_dir, "ctxlayer.toml", "[workspace]\nfiles = [\"README*\"]\n")
+        rec.wait_for(has("agentFiles", "User rule one."), timeout=5)
+        rec.wait_for(lambda c: any(config_dir / "ctxlayer.toml" in paths
+                                   for paths in configs), timeout=5)
+        rec.wait_for(lambda c: str(config_dir) in ws.watched_folders())
+        write(config_dir, "AGENTS.md", "User rule two.\n")  # through its own watch now
+        rec.wait_for(has("agentFiles", "User rule two."), timeout=5)
+        assert "User rule one." not in part(ws.segment, "agentFiles").text
+    finally:
+        ws.stop()
+
+
+def test_a_config_folder_made_one_level_at_a_time_is_followed(repo, home):
+    configs: list[list[Path]] = []
+    ws = make_ws(repo, home)
+    ws.scan()
+    rec = Recorder()
+    ws.start_watching(rec, configs.append)
+    try:
+        (home / ".config").mkdir()
+        rec.wait_for(lambda c: str(home / ".config") in ws.watched_folders())
+        config_dir = home / ".config" / "ctxlayer"
+        config_dir.mkdir()
+        rec.wait_for(lambda c: str(config_dir) in ws.watched_folders())
+        write(config_dir, "AGENTS.md", "Made late.\n")
+        rec.wait_for(has("agentFiles", "Made late."), timeout=5)
+    finally:
+        ws.stop()
+
+
+def test_a_folder_of_the_chain_far_from_anything_made_is_not_waited_on(repo, tmp_path):
+    """A config folder whose nearest made folder is more than AWAIT_LEVELS up is not waited
+    on from there (the top of the disk would be watched for it)."""
+    far = tmp_path / "a" / "b" / "c" / "d" / "ctxlayer"  # tmp_path is five levels up
+    ws = Workspace(repo, WorkspaceConfig(), count, home=repo.parent, user_config_dir=far)
+    ws.scan()
+    ws.start_watching(Recorder())
+    try:
+        assert not any(f.startswith(str(tmp_path / "a")) for f in ws.watched_folders())
+        assert str(tmp_path) not in ws.watched_folders()
+    finally:
+        ws.stop()
