@@ -99,3 +99,66 @@ def test_a_folder_of_the_chain_far_from_anything_made_is_not_waited_on(repo, tmp
         assert str(tmp_path) not in ws.watched_folders()
     finally:
         ws.stop()
+
+
+def test_a_selected_file_named_in_an_ignored_folder_is_followed(repo, home):
+    """`files = ["gen/out.md"]` with gen/ ignored: the file is read (named, not globbed),
+    but only folders of files git lists were watched, so its edits, its deletion and its
+    coming back were never seen until a restart."""
+    write(repo, ".gitignore", "gen/\n")
+    write(repo, "gen/out.md", "generated v1\n")
+    write(repo, "gen/deeper/other.md", "not selected\n")
+    ws = make_ws(repo, home, files=["README*", "gen/out.md"])
+    ws.scan()
+    assert "generated v1" in part(ws.segment, "files").text
+    rec = Recorder()
+    ws.start_watching(rec)
+    try:
+        assert str(repo / "gen") in ws.watched_folders()
+        # the rest of the ignored folder still costs no watch
+        assert str(repo / "gen" / "deeper") not in ws.watched_folders()
+        write(repo, "gen/out.md", "generated v2\n")
+        rec.wait_for(has("files", "generated v2"), timeout=5)
+        (repo / "gen" / "out.md").unlink()
+        rec.wait_for(has("files", "generated v", present=False), timeout=5)
+        write(repo, "gen/out.md", "generated v3\n")
+        rec.wait_for(has("files", "generated v3"), timeout=5)
+    finally:
+        ws.stop()
+
+
+def test_an_agent_file_whose_folder_becomes_ignored_is_still_followed(repo, home):
+    """.github/ added to .gitignore after its copilot-instructions.md was read: the folder's
+    watch was dropped with the others ignored, and the file's edits were never seen."""
+    write(repo, ".github/copilot-instructions.md", "copilot v1\n")
+    ws = make_ws(repo, home)
+    ws.scan()
+    rec = Recorder()
+    ws.start_watching(rec)
+    try:
+        write(repo, ".gitignore", "build/\n*.log\n.github/\n")
+        rec.wait_for(has("tree", ".github", present=False), timeout=5)
+        write(repo, ".github/copilot-instructions.md", "copilot v2\n")
+        rec.wait_for(has("agentFiles", "copilot v2"), timeout=5)
+        assert str(repo / ".github") in ws.watched_folders()
+    finally:
+        ws.stop()
+
+
+def test_a_selected_file_named_later_in_an_ignored_folder_is_followed(repo, home):
+    """The same when the name comes with a new setting (reconfigure), not at the start."""
+    write(repo, ".gitignore", "gen/\n")
+    write(repo, "gen/out.md", "generated v1\n")
+    ws = make_ws(repo, home)
+    ws.scan()
+    rec = Recorder()
+    ws.start_watching(rec)
+    try:
+        assert str(repo / "gen") not in ws.watched_folders()
+        ws.reconfigure(WorkspaceConfig(files=["gen/out.md"]))
+        assert "generated v1" in part(ws.segment, "files").text
+        assert str(repo / "gen") in ws.watched_folders()
+        write(repo, "gen/out.md", "generated v2\n")
+        rec.wait_for(has("files", "generated v2"), timeout=5)
+    finally:
+        ws.stop()

@@ -137,6 +137,29 @@ class FolderWatch:
                 self._trees.append(tree)
             self._add_tree(tree)
 
+    def follow(self, folders: Iterable[Path]) -> None:
+        """Watch folders below the trees that `keep` accepts from now on (a file read by name
+        in an ignored folder), without walking the rest: for each, its highest folder not
+        watched yet, with the subfolders `keep` accepts."""
+        for f in folders:
+            folder = os.fsdecode(os.path.abspath(f))
+            tree = next((t for t in self._trees if folder.startswith(t + os.sep)), None)
+            if tree is None:
+                continue
+            current = tree
+            for name in folder[len(tree) + 1:].split(os.sep):
+                with self._lock:
+                    if current not in self._wds:  # its parent not watched: nothing to add to
+                        break
+                current = os.path.join(current, name)
+                with self._lock:
+                    if current in self._wds:
+                        continue
+                if (os.path.isdir(current) and not os.path.islink(current)
+                        and self._keep(current)):
+                    self._add_tree(current)
+                break
+
     def sync(self) -> None:
         """Ask `keep` again about every folder below the trees: watch the folders it now
         accepts, drop the ones it no longer does (after an ignore file changed)."""

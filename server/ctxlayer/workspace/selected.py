@@ -108,6 +108,14 @@ def _outside_pattern(pattern: str) -> bool:
     return p.is_absolute() or pattern.startswith("~") or ".." in p.parts
 
 
+def named_paths(patterns: list[str]) -> list[str]:
+    """The patterns that name one file (no glob, inside the workspace), as relative paths:
+    read whether or not the file is ignored, so the watcher keeps their folders."""
+    return [clean for pattern in patterns
+            if not _outside_pattern(pattern) and (clean := pattern.strip("/"))
+            and not GLOB_CHARS.search(clean)]
+
+
 def select_paths(patterns: list[str], files: list[str]) -> tuple[list[str], list[LeftOut]]:
     """The candidate paths in inclusion order, and the patterns refused outright."""
     left_out: list[LeftOut] = []

@@ -210,6 +210,12 @@ class Watcher:
                     self._observer.schedule(handler, str(folder), recursive=rec,
                                             event_filter=EVENT_FILTER)
 
+    def follow_folders(self, folders: list[Path]) -> None:
+        """Watch these folders if `keep_folder` now accepts them (the watchdog observer
+        watches every folder already)."""
+        if self._folders is not None:
+            self._folders.follow(folders)
+
     def sync_folders(self) -> None:
         """Ask `keep_folder` again about every folder (after an ignore file changed)."""
         if self._folders is not None:

@@ -207,6 +207,7 @@ class Workspace(EventMap):
                                      self.config.ignore,
                                      skills.WORKSPACE_ROOTS)
             self._kept.set_listed(self._files)
+            self._kept.set_in_use(self._read_by_name())
             trees = [self.root]
             # skill roots inside the workspace are reached through it (kept.py lets them in)
             self._watched_skills = {p for p in self._skill_roots
@@ -257,6 +258,8 @@ class Workspace(EventMap):
             self._git_state = None  # the file list is filtered again with the new rules
             kept, watcher = self._kept, self._watcher
         if kept is not None and watcher is not None:
+            with self._lock:
+                kept.set_in_use(self._read_by_name())
             kept.set_extra(cfg.ignore)
             watcher.sync_folders()
         return self.refresh(None)
@@ -462,6 +465,16 @@ class Workspace(EventMap):
                 names.add(str(real))
         return frozenset(names)
 
+    def _read_by_name(self) -> list[str]:
+        """The files below the workspace the segment reads by their name, relative: the
+        agent files looked for, the selected files named without a glob, the files their
+        links point to. Read even when ignored, so their folders are watched."""
+        root = str(self.root) + os.sep
+        below = [p[len(root):].replace(os.sep, "/")
+                 for group in (self._agent_paths, self._agent_targets, self._selected_targets)
+                 for p in group if p.startswith(root)]
+        return below + selected.named_paths(self.config.files)
+
     def _watch_targets(self, watcher: Watcher) -> None:
         """The folder of a symlink's target outside the workspace that no watch covers
         (~/AGENTS.md pointing into ~/dotfiles) is watched alone, so an edit of the target is
@@ -471,6 +484,9 @@ class Workspace(EventMap):
         if targets == self._targets_looked_at:  # asked after every flush: mostly no change
             return
         self._targets_looked_at = targets
+        if self._kept is not None:  # a target in an ignored folder below the workspace
+            added = self._kept.set_in_use(self._read_by_name())
+            watcher.follow_folders([self.root / rel for rel in sorted(added)])
         watched = watcher.watched_folders() or set()
         root = str(self.root)
         for target in sorted(targets):
