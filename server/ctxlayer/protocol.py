@@ -376,9 +376,16 @@ class ModeSuggestion(Wire):
     reason: str
 
 
+#: where an assembly's stable prefix ends, in the list that holds its system layers
+AssembledCacheBoundary = Annotated[int | None, msgspec.Meta(
+    description="the stable prefix (system layers and rules) is the items before it: of "
+                "`messages` (ctxlayer, openai, responses), of the `system` blocks (anthropic, "
+                "whose dynamic section goes in the last user turn, after the history)")]
+
+
 class AssembleResult(Wire):
     messages: FormatMessages
-    cache_boundary: int | None
+    cache_boundary: AssembledCacheBoundary
     tokens: AssembleTokens
     budget: int
     dropped: list[AuditEntry]

@@ -67,11 +67,13 @@ class _Doc:
 
     def _described(self, t: mi.Metadata) -> str:
         """A type with a schema of its own (protocol.FormatMessages): the message types its
-        items may be, and what it says of them."""
+        items may be, and what it says of them; another type with what its description says."""
         extra: dict[str, Any] = t.extra_json_schema or {}
         items = (extra.get("items") or {}).get("anyOf")
         if not isinstance(t.type, mi.ListType) or not items:
-            return self.type(t.type)
+            # a scalar's description (protocol.AssembledCacheBoundary) says what it counts
+            said = extra.get("description")
+            return self.type(t.type) + (f" ({said})" if said else "")
         kinds = []
         for item in items:
             name = item.get("$ref", "").removeprefix("#/$defs/")

@@ -299,6 +299,9 @@ export interface AssembleResult {
    * Message objects (format ctxlayer), else the provider's own: messages (openai, anthropic) or input items (responses)
    */
   messages: (Message | {})[];
+  /**
+   * the stable prefix (system layers and rules) is the items before it: of `messages` (ctxlayer, openai, responses), of the `system` blocks (anthropic, whose dynamic section goes in the last user turn, after the history)
+   */
   cacheBoundary: number | null;
   tokens: AssembleTokens;
   budget: number;

@@ -27,7 +27,7 @@ CODECS: dict[str, Codec] = {c.name: c for c in (
     Codec("ctxlayer", ctxlayer.decode, ctxlayer.encode),
     Codec("openai", openai.decode, openai.encode),
     Codec("anthropic", anthropic.decode, anthropic.encode, system="system",
-          hints=("metadata.user_id",)),
+          after_history=anthropic.after_history, hints=("metadata.user_id",)),
     Codec("responses", responses.decode, responses.encode, conversation="input",
           system="instructions", reserve=("max_output_tokens",),
           unfittable=responses.unfittable, identity=responses.identity_text,

@@ -677,3 +677,28 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
     result.payload = {k: payload[k] for k in order if k in payload} | \
         {k: v for k, v in payload.items() if k not in order}
     return result
+
+
+def after_history(messages: list, texts: Sequence[str]) -> list:
+    """The conversation with `texts` (a system prompt's dynamic section) after its history.
+
+    The top-level `system` comes before every message, so text there that changes each turn
+    would make the provider read the whole history again. Anthropic-format clients put such
+    text (a reminder) in the last user turn; so does this: as text blocks after what the user
+    wrote, because the user's own blocks are sent next turn just as now (the turn goes out
+    without them then) and so stay in the cached prefix with the rest of the history. A
+    conversation ending with the assistant's turn gets a user turn of them. New dicts: a
+    stored message's own dict is never changed."""
+    blocks = [{"type": "text", "text": t} for t in texts if t]
+    if not blocks:
+        return messages
+    last = messages[-1] if messages else None
+    if not isinstance(last, dict) or last.get("role") != "user":
+        return [*messages, {"role": "user", "content": blocks}]
+    content = last.get("content")
+    if isinstance(content, str):
+        # an empty text block is refused by the provider: "" is no block at all
+        own = [{"type": "text", "text": content}] if content else []
+    else:
+        own = list(content or [])
+    return [*messages[:-1], {**last, "content": [*own, *blocks]}]

@@ -8,7 +8,7 @@ No codec logic lives here; each format's reading and writing is in its own modul
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -53,6 +53,10 @@ class Codec:
     conversation: str = "messages"
     #: the request's key that holds the system prompt outside the conversation, if any
     system: str | None = None
+    #: where a system prompt's dynamic section goes when the format keeps its system prompt
+    #: before the conversation: (conversation, texts) -> the conversation with the texts
+    #: after its history. None: system messages stay in the conversation, in their place
+    after_history: Callable[[list, Sequence[str]], list] | None = None
     #: the request's keys that ask for output room, the first one set wins
     reserve: tuple[str, ...] = ("max_completion_tokens", "max_tokens")
     #: why a request cannot be fitted (sent as it came), else None

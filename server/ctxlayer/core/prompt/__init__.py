@@ -6,7 +6,7 @@ history digests) and a Tokenizer, and reports volatile-looking cacheable text ra
 failing on it. See build.py for the layout and the choices made.
 """
 
-from .build import build_system_prompt
+from .build import DYNAMIC_ID, build_system_prompt
 from .earlier import render_digest, select_history
 from .spec import (
     ConversationDigest,
@@ -22,6 +22,7 @@ from .volatile import volatile_findings
 
 __all__ = [
     "CACHE_BOUNDARY",
+    "DYNAMIC_ID",
     "NATIVE_DESCRIPTION_CAP",
     "ConversationDigest",
     "ModelTraits",

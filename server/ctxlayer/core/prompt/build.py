@@ -44,6 +44,9 @@ from .volatile import volatile_findings
 
 Layer = Literal["core", "cacheable", "dynamic"]
 
+#: the id of the dynamic section's message: an assembly puts it after the history
+DYNAMIC_ID = "ctx:dynamic"
+
 
 class Section(NamedTuple):
     name: str
@@ -80,7 +83,7 @@ def build_system_prompt(
     if dynamic:
         _append(messages, "ctx:boundary", [texts.CACHE_BOUNDARY])
         boundary = len(messages)
-        _append(messages, "ctx:dynamic", dynamic)
+        _append(messages, DYNAMIC_ID, dynamic)
 
     prefix = messages[:boundary] if boundary is not None else messages
     return SystemPrompt(

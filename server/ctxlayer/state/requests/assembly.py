@@ -134,15 +134,23 @@ def in_format(caller: Caller, fmt: str, result: protocol.AssembleResult, model: 
     system (anthropic) or system messages (openai), alternation repaired and every repair
     audited. A message stored in this format goes out as it came (`forms`: its stored
     provider form, core/formats/stored.py); one stored in another is written from its text
-    and tool calls, and what it loses is named in `truncated`."""
+    and tool calls, and what it loses is named in `truncated`. The system prompt's dynamic
+    section stays after the history: where the format keeps its system prompt before the
+    conversation (anthropic), in the last user turn (`Codec.after_history`), and
+    `cacheBoundary` then counts the `system` blocks of the stable prefix."""
     from ctxlayer.core import formats
     from ctxlayer.core.formats import stored
 
     forms = forms if forms is not None else [None] * len(result.messages)
     if fmt == "ctxlayer" and not any(forms):
         return result
+    codec = formats.codec(fmt)
+    assembled, dynamic = result.messages, []
+    if codec.after_history is not None:
+        assembled, dynamic = _without_dynamic(result.messages)
+        forms = forms[:len(assembled)]
     counter = caller.state.tokenizers.guarded(model)  # counted with the session's model
-    decoded, kept, back, lost = stored.rebuild(fmt, result.messages, forms, counter)
+    decoded, kept, back, lost = stored.rebuild(fmt, assembled, forms, counter)
     if fmt == "ctxlayer":
         return msgspec.structs.replace(result, truncated=[*result.truncated, *lost])
     out = formats.encode(decoded, kept)
@@ -152,8 +160,20 @@ def in_format(caller: Caller, fmt: str, result: protocol.AssembleResult, model: 
     from ctxlayer.state.requests.messages import unwrap
 
     messages, system = unwrap(fmt, out.payload)
+    if codec.after_history is not None:
+        messages = codec.after_history(messages, [m.content for m in dynamic])
     return msgspec.structs.replace(result, messages=messages, system=system, dropped=dropped,
                                    truncated=truncated)
+
+
+def _without_dynamic(messages: list) -> tuple[list, list]:
+    """(the assembled messages, the dynamic section the assembly put last)."""
+    from ctxlayer.core.prompt import DYNAMIC_ID
+
+    end = len(messages)
+    while end and getattr(messages[end - 1], "id", None) == DYNAMIC_ID:
+        end -= 1
+    return messages[:end], messages[end:]
 
 
 def compact(caller: Caller, p: protocol.SessionCompactParams,
