@@ -322,5 +322,22 @@ def test_an_agent_file_over_its_characters_is_left_out_reading_no_more_than_it_m
     assert why["GEMINI.md"] == "too long: over 40 bytes, agent_file_max_chars 10"
 
 
+def test_agent_files_take_the_binary_rule_of_selected_files_and_lose_a_bom(repo, home):
+    """UTF-16 without a BOM (NUL bytes) went into the prompt as it was, where a selected file
+    with those bytes is left out as binary; a UTF-8 BOM went in as U+FEFF."""
+    (repo / "CLAUDE.md").write_bytes(b"\xef\xbb\xbfUse spaces.\r\n")
+    (repo / "COPILOT.md").write_bytes("Use tabs.\n".encode("utf-16-le"))
+    (repo / "GEMINI.md").write_bytes(b"Be brief.\x00\n")
+    (repo / "README.md").write_bytes("Readme.\n".encode("utf-16-le"))
+    seg = make_ws(repo, home, files=["README.md"]).scan()
+    text = part(seg, "agentFiles").text
+    assert "\x00" not in text and "\ufeff" not in text
+    assert "## CLAUDE.md (written for Claude Code" in text
+    assert "itself)\n\nUse spaces." in text  # the BOM gone, the text right after the title
+    why = reasons(seg, "agentFiles")
+    assert why == {"COPILOT.md": "binary", "GEMINI.md": "binary"}
+    assert reasons(seg, "files")["README.md"] == "binary"  # the same rule
+
+
 def test_no_agent_files_means_empty_part(repo, home):
     assert part(make_ws(repo, home).scan(), "agentFiles").text == ""

@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from ctxlayer import userfiles
 from ctxlayer.core.text import path_line
 from ctxlayer.protocol import LeftOut
-from ctxlayer.workspace.selected import secret_link
+from ctxlayer.workspace.selected import looks_binary, secret_link
 
 HEADER = "# Agent instructions"
 INTRO = (
@@ -109,6 +109,25 @@ def is_inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
+def _instructions(data: bytes, max_chars: int) -> tuple[str | None, str]:
+    """(an agent file's text, or None and why it is left out). The rule of selected files:
+    bytes with a NUL (UTF-16 without a BOM) are not text, and went into the prompt as NULs.
+    A UTF-8 BOM is no instruction: it went in as U+FEFF."""
+    if looks_binary(data):
+        return None, "binary"
+    try:
+        content = data.decode("utf-8") if len(data) <= 4 * max_chars else None
+    except UnicodeDecodeError:
+        return None, "not UTF-8 text"
+    if content is not None:
+        content = content.removeprefix("\ufeff")
+    if content is None or len(content) > max_chars:
+        size = (f"{len(content):,} characters" if content is not None
+                else f"over {4 * max_chars:,} bytes")
+        return None, f"too long: {size}, agent_file_max_chars {max_chars:,}"
+    return content, ""
+
+
 def render_agents(root: Path, home: Path | None, user_config_dir: Path | None,
                   names: list[str], max_chars: int) -> AgentText:
     """The agentFiles part's text ('' when no agent file exists)."""
@@ -150,16 +169,9 @@ def render_agents(root: Path, home: Path | None, user_config_dir: Path | None,
                 left_out.append(LeftOut(part="agentFiles", path=shown,
                                         reason=f"cannot be read ({e.strerror})"))
                 continue
-            try:
-                content = data.decode("utf-8") if len(data) <= 4 * max_chars else None
-            except UnicodeDecodeError:
-                left_out.append(LeftOut(part="agentFiles", path=shown, reason="not UTF-8 text"))
-                continue
-            if content is None or len(content) > max_chars:
-                size = (f"{len(content):,} characters" if content is not None
-                        else f"over {4 * max_chars:,} bytes")
-                left_out.append(LeftOut(part="agentFiles", path=shown, reason=(
-                    f"too long: {size}, agent_file_max_chars {max_chars:,}")))
+            content, why = _instructions(data, max_chars)
+            if content is None:
+                left_out.append(LeftOut(part="agentFiles", path=shown, reason=why))
                 continue
             if not content.strip():
                 continue

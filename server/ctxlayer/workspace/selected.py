@@ -86,6 +86,12 @@ def may_hold_secrets(name: str) -> bool:
             or lower.endswith(SECRET_SUFFIXES))
 
 
+def looks_binary(data: bytes) -> bool:
+    """Whether a file's bytes are not text: a NUL byte in its first 8 KB (UTF-16 without a
+    BOM, an image, an archive)."""
+    return b"\0" in data[:8192]
+
+
 def is_lockfile(name: str) -> bool:
     return name in LOCKFILES or name.endswith((".lock", ".lockb"))
 
@@ -225,7 +231,7 @@ def _text_of(rel: str, real: Path, remaining: int) -> tuple[str | None, str | No
         data = userfiles.read(real)
     except OSError as e:
         return None, f"cannot be read ({e.strerror})"
-    if b"\0" in data[:8192]:
+    if looks_binary(data):
         return None, "binary"
     try:
         content = data.decode("utf-8")
