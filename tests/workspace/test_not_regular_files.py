@@ -96,6 +96,24 @@ def test_pipes_for_a_skill_an_ignore_file_and_the_config_are_left_out_and_said(
     assert "never read" in said[("files", "README.md")]
 
 
+def test_an_agent_file_that_is_a_pipe_is_left_out_and_said(tmp_path, pipes):
+    """AGENTS.md and CLAUDE.md as named pipes were passed over without a word (the part was
+    empty, leftOut said nothing of them), where a selected file that is one was said."""
+    root, home = tmp_path / "ws", tmp_path / "home"
+    write(root, "src/app.py", "print('hi')\n")
+    write(home, "AGENTS.md", "Use tabs.\n")  # a file of the chain that is one still counts
+    pipe(pipes, root / "AGENTS.md")
+    pipe(pipes, root / "CLAUDE.md")
+    (root / "GEMINI.md").mkdir()
+    seg = make_ws(root, home).scan()
+    said = {lo.path: lo.reason for lo in seg.left_out if lo.part == "agentFiles"}
+    assert said == {
+        "AGENTS.md": "not a regular file (a named pipe, a device or a socket): never read",
+        "CLAUDE.md": "not a regular file (a named pipe, a device or a socket): never read",
+        "GEMINI.md": "not a regular file (a folder)"}
+    assert "Use tabs." in next(p for p in seg.parts if p.name == "agentFiles").text
+
+
 @pytest.mark.parametrize("where", [".gitignore", "src/deep/.gitignore", "fresh/.gitignore",
                                    ".git/info/exclude", "excludes"])
 def test_an_ignore_file_that_is_a_pipe_in_a_repository_is_never_waited_on(tmp_path, monkeypatch,

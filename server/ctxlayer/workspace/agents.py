@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from ctxlayer import userfiles
 from ctxlayer.core.text import path_line
 from ctxlayer.protocol import LeftOut
-from ctxlayer.workspace.selected import looks_binary, secret_link
+from ctxlayer.workspace.selected import NOT_READ, looks_binary, secret_link
 
 HEADER = "# Agent instructions"
 INTRO = (
@@ -150,12 +150,14 @@ def render_agents(root: Path, home: Path | None, user_config_dir: Path | None,
                     left_out.append(LeftOut(part="agentFiles", path=shown_path(path, root, home),
                                             reason="broken symlink or symlink loop"))
                 continue
-            if not real.is_file():
-                continue
             shown = shown_path(path, root, home)
             if real in seen:
                 continue
             seen.add(real)
+            if not real.is_file():  # a named pipe where AGENTS.md would be was passed over
+                left_out.append(LeftOut(part="agentFiles", path=shown, reason=(
+                    f"{userfiles.NOT_A_FILE} (a folder)" if real.is_dir() else NOT_READ)))
+                continue
             if is_inside(path, root) and not is_inside(real, root_real):
                 left_out.append(LeftOut(part="agentFiles", path=shown,
                                         reason=f"resolves outside the workspace ({real})"))

@@ -92,6 +92,10 @@ def looks_binary(data: bytes) -> bool:
     return b"\0" in data[:8192]
 
 
+#: why a selected or agent file that is no regular file is left out
+NOT_READ = f"{userfiles.NOT_A_FILE} (a named pipe, a device or a socket): never read"
+
+
 def is_lockfile(name: str) -> bool:
     return name in LOCKFILES or name.endswith((".lock", ".lockb"))
 
@@ -217,8 +221,7 @@ def _readable(path: Path, root_real: Path) -> tuple[Path | None, str | None]:
     if not real.is_file():
         if real.is_dir():  # a folder a glob matched says nothing; a pipe is said
             return None, None
-        return None, (f"{userfiles.NOT_A_FILE} (a named pipe, a device or a socket): "
-                      "never read")
+        return None, NOT_READ
     return real, None
 
 
