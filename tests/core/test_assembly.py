@@ -469,14 +469,23 @@ def test_questions_about_failing_tests_are_not_constraints_and_the_session_assem
     assert out.compaction.constraints == ["Target Python 3.9."]
 
 
-def test_a_pinned_user_message_is_a_hard_constraint_whatever_its_wording():
+def test_a_pinned_user_message_stays_whole_after_the_summary_whatever_its_wording():
+    # it was summarized into a marked constraint, which a tight share demotes to the ledger
+    # and cuts; a pinned message is never touched (REQUIREMENTS T3/T4): shown as it was sent,
+    # in its order, right after the summary and its acknowledgement
     planted_msg = Message(role="user", content="The budget for this job is 300 euros.",
                           id="pin", pinned=True)
     history = chat(80)
     msgs = [planted_msg, *history.messages]
     out = assemble(build(msgs), Compaction(), inp(2500), COUNTER)
-    assert out.compaction.marked == ["The budget for this job is 300 euros."]
-    assert "The budget for this job is 300 euros." in summary_of(out)
+    check_fits(out, 2500)
+    ids = [m.id for m in history_part(out)]
+    assert out.result.compacted and ids[:3] == [f"ctx:summary:{out.compaction.upto_seq}",
+                                                f"ctx:summary:{out.compaction.upto_seq}:ack",
+                                                "pin"]
+    assert planted_msg in out.result.messages
+    assert out.compaction.replaced == out.compaction.upto_seq - 1  # all before the tail but it
+    assert "300 euros" not in summary_of(out)  # shown once, not again in the summary
 
 
 def test_a_forced_compaction_of_a_history_that_fits_keeps_the_recent_few():
@@ -575,3 +584,25 @@ def test_every_message_not_shown_as_it_came_is_audited(shape, budget):
     assert not silent, silent
     if budget <= 1500:  # the check had something to check
         assert any((m.id, m.content) not in shown for m in history.messages)
+
+
+@pytest.mark.parametrize("pinned", ["a1", "t5"])
+def test_a_pinned_tool_call_or_result_stays_with_its_group_beside_the_summary(pinned):
+    # pinned messages are never summarized; a call shown without its results (or a result
+    # without its call) is refused by the providers, so the whole group stays with it
+    import msgspec
+
+    msgs = [msgspec.structs.replace(m, pinned=True) if m.id == pinned else m
+            for m in agent_chat(40).messages]
+    out = assemble(build(msgs), Compaction(), inp(2500), COUNTER)
+    check_fits(out, 2500)
+    shown = history_part(out)
+    ids = [m.id for m in shown]
+    call, result = ("a1", "t1") if pinned == "a1" else ("a5", "t5")
+    assert out.result.compacted and ids.index(result) == ids.index(call) + 1, ids[:6]
+    assert ids[0].startswith("ctx:summary:") and ids.index(call) == 1
+    assert call not in " ".join(e.message_id or "" for e in out.audit
+                                if e.action == "summarized").split()
+    for k, m in enumerate(shown):  # no orphan anywhere
+        if m.role == "tool":
+            assert any(c.id == m.tool_call_id for c in shown[k - 1].tool_calls or ()), ids

@@ -29,7 +29,7 @@ import msgspec
 
 from ctxlayer.core.assembly import compaction as cp
 from ctxlayer.core.assembly import tail
-from ctxlayer.core.assembly.history import History
+from ctxlayer.core.assembly.history import History, kept_whole
 from ctxlayer.core.assembly.layers import AssemblyInput, Fingerprint, Layout, layout
 from ctxlayer.core.assembly.restore import Shown, restored_before
 from ctxlayer.core.assembly.summary import SUMMARY_INSTRUCTIONS
@@ -90,6 +90,9 @@ def _compact(history: History, work: cp.Compaction, inp: AssemblyInput, share: i
     keep = inp.keep_recent
     if keep is None and inp.force_compaction and cp.history_tokens(history, work) <= target_at:
         keep = policy.keep_recent  # asked to compact what fits anyway: the usual recent few
+    # the messages kept whole are shown wherever the tail starts: their room is taken first
+    kept = frozenset(cp.kept_in(history, 0, len(history)))
+    fixed = sum(cp.tokens_of(history, work, i) for i in kept)
     if keep is not None:
         stop = max(start, len(history) - keep)
         # not between a call and its results (keepRecent 0: everything, nothing to split)
@@ -97,9 +100,10 @@ def _compact(history: History, work: cp.Compaction, inp: AssemblyInput, share: i
             stop -= 1
     else:
         reserve = min(sz.reserve, target_at // 2)
-        stop = cp.plan_stop(history, work, target_at - reserve, cp.tail_tool_cap(share))
-    if stop <= start:
-        return work, audit, changed, None
+        stop = cp.plan_stop(history, work, target_at - reserve - fixed, cp.tail_tool_cap(share),
+                            kept)
+    if not cp.covered(history, work, stop):
+        return work, audit, changed, None  # nothing a summary may replace
     if inp.client_summarizer and inp.summary_text is None and not inp.offline:
         prev = cp.summary_message(work)
         return work, audit, changed, SummaryRequest(
@@ -111,9 +115,9 @@ def _compact(history: History, work: cp.Compaction, inp: AssemblyInput, share: i
     if keep is None and reserve - new.rendered_tokens > target_at // 10:
         # the summary's real size is known now: keep more verbatim when it is well under the
         # estimate (a client summary then also covers a few messages still shown: nothing lost)
-        wider = cp.plan_stop(history, work, target_at - new.rendered_tokens,
-                             cp.tail_tool_cap(share))
-        if start < wider < stop:
+        wider = cp.plan_stop(history, work, target_at - new.rendered_tokens - fixed,
+                             cp.tail_tool_cap(share), kept)
+        if start < wider < stop and cp.covered(history, work, wider):
             rejected = [e for e in summarized if e.reason.startswith("client summary")]
             new, again = cp.apply_summary(history, work, wider,
                                           None if rejected else inp.summary_text, share,
@@ -140,11 +144,14 @@ def assemble(history: History, state: cp.Compaction, inp: AssemblyInput,
     # the history layer: the summary, then the verbatim tail cleaned and fitted
     win = _verbatim(history, work, inp, counter)
     head = _Head(dropped=list(lay.working_dropped))
+    whole = _whole(history, work)
     summ = cp.summary_message(work)
-    placed = summ is not None and _summary_head(head, summ, win, history, work, inp, share,
-                                                 counter)
+    placed = summ is not None and _summary_head(head, summ, win, whole, history, work, inp,
+                                                 share, counter)
     if not placed:
-        tail.fit(win, share, counter, require_user=True, tool_cap=cp.tail_tool_cap(share))
+        head.add(whole)  # kept whole, summary or not: in their order, before the tail
+        tail.fit(win, share - sum(whole.tokens), counter, require_user=True,
+                 tool_cap=cp.tail_tool_cap(share))
     # the newest user message stood in a summary that found no room: the request lacks it
     lost = summ is not None and not placed and _question_summarized(history, work)
     truncated = head.truncated + win.truncated
@@ -164,8 +171,8 @@ def assemble(history: History, state: cp.Compaction, inp: AssemblyInput,
     if total > inp.budget or lost:
         raise ContextError(
             "pinned_over_budget",
-            f"the system layers, rules and the newest user message, even shortened, take "
-            f"{total} tokens, over the budget of {inp.budget}" if not lost else
+            f"the system layers, rules{kept_said(whole)} and the newest user message, even "
+            f"shortened, take {total} tokens, over the budget of {inp.budget}" if not lost else
             f"the system layers and rules leave the history {share} tokens, no room for the "
             "summary that holds the newest user message: remove rules or raise the budget")
     tokens = AssembleTokens(
@@ -190,18 +197,60 @@ def _question_summarized(history: History, work: cp.Compaction) -> bool:
     start = cp.verbatim_start(history, work)
     newest = next((i for i in range(len(history) - 1, -1, -1)
                    if history.messages[i].role == "user"), None)
-    return newest is not None and newest < start
+    return newest is not None and newest < start and not kept_whole(history.messages[newest])
 
 
 class _Head(msgspec.Struct, kw_only=True):
-    """The history layer before the verbatim tail (the summary, its acknowledgement, the
-    restored messages), with what placing them cut or shortened."""
+    """The history layer before the verbatim tail (the leading system messages, the summary,
+    its acknowledgement, the messages kept whole and the restored ones), with what placing
+    them cut or shortened."""
 
     messages: list[Message] = msgspec.field(default_factory=list)
     keys: list[str] = msgspec.field(default_factory=list)
     tokens: list[int] = msgspec.field(default_factory=list)
     truncated: list[AuditEntry] = msgspec.field(default_factory=list)
     dropped: list[AuditEntry] = msgspec.field(default_factory=list)
+
+    def add(self, part: Shown) -> None:
+        self.messages += part.messages
+        self.keys += part.keys
+        self.tokens += part.tokens
+
+
+def _whole(history: History, work: cp.Compaction) -> Shown:
+    """The messages before the verbatim tail that no summary replaces (`kept_whole`, with their
+    tool-call groups): shown as they are, under the keys they had in the tail, so the cached
+    prefix holds through the compaction that passes them."""
+    at = cp.kept_in(history, 0, cp.verbatim_start(history, work))
+    # a tool output there for its pinned call is shown as an earlier stage may have left it
+    return Shown(messages=[cp.shown_message(history, work, i) for i in at],
+                 keys=[f"h{history.seqs[i]}" + ("r" if history.seqs[i] in work.rewrites else "")
+                       for i in at],
+                 tokens=[cp.tokens_of(history, work, i) for i in at], truncated=[], at=at)
+
+
+def kept_said(whole: Shown) -> str:
+    """The messages kept whole, named in an error that counts them."""
+    return f", the {len(whole.messages)} messages kept whole (system, pinned)" \
+        if whole.messages else ""
+
+
+def _split(part: Shown, upto: int) -> tuple[Shown, Shown]:
+    """`part` cut at history position `upto`: those before it, the rest."""
+    k = next((j for j, i in enumerate(part.at) if i >= upto), len(part.at))
+
+    def cut(lo: int, hi: int) -> Shown:
+        return Shown(messages=part.messages[lo:hi], keys=part.keys[lo:hi],
+                     tokens=part.tokens[lo:hi], truncated=[], at=part.at[lo:hi])
+    return cut(0, k), cut(k, len(part.at))
+
+
+def _merged(a: Shown, b: Shown) -> Shown:
+    """Two parts in history order."""
+    rows = sorted(zip(a.at + b.at, a.messages + b.messages, a.keys + b.keys, a.tokens + b.tokens,
+                      strict=True), key=lambda r: r[0])
+    return Shown(messages=[r[1] for r in rows], keys=[r[2] for r in rows],
+                 tokens=[r[3] for r in rows], truncated=[], at=[r[0] for r in rows])
 
 
 def _verbatim(history: History, work: cp.Compaction, inp: AssemblyInput,
@@ -218,11 +267,12 @@ def _verbatim(history: History, work: cp.Compaction, inp: AssemblyInput,
     return tail.clean(shown, keys, counter, inp.policy.dedup_min_tokens)
 
 
-def _summary_head(head: _Head, summ: Message, win: tail.Window, history: History,
-                  work: cp.Compaction, inp: AssemblyInput, share: int,
+def _summary_head(head: _Head, summ: Message, win: tail.Window, whole: Shown,
+                  history: History, work: cp.Compaction, inp: AssemblyInput, share: int,
                   counter: Tokenizer) -> bool:
-    """Put the summary (fitted to its room), its acknowledgement and the restored messages in
-    `head` and fit the tail after them; False when the summary found no room at all."""
+    """Put the leading system messages, the summary (fitted to its room), its acknowledgement,
+    the messages kept whole and the restored ones in `head` and fit the tail after them;
+    False when the summary found no room at all."""
     ack = Message(role="assistant", content=cp.ACK_TEXT, id=f"{summ.id}:ack")
     ack_tokens = message_tokens(ack, counter)
     # the summary leaves the tail its newest turn (up to half the share), and at least
@@ -230,28 +280,34 @@ def _summary_head(head: _Head, summ: Message, win: tail.Window, history: History
     tail_room = max(min(_newest_turn_tokens(win), share // 2),
                     min(sum(win.tokens), int(share * TAIL_SHARE)))
     back = restored_before(history, work, share, counter)
-    placed = _fitted_summary(head, summ, work, inp, share, tail_room + ack_tokens, back, counter)
+    fixed = sum(whole.tokens)  # never shortened: the summary and the tail have the rest
+    placed = _fitted_summary(head, summ, work, inp, share - fixed, tail_room + ack_tokens, back,
+                             counter)
     if placed is None:
         return False
     summ, s_tokens, demoted, back = placed
     s_key = f"s{work.upto_seq}:{content_hash(summ.content)}"
-    head.messages, head.keys, head.tokens = [summ], [s_key], [s_tokens]
+    lead, held = _split(whole, cp.leading_system(history, len(history)))
+    head.add(lead)  # where they stood, before the summary: the cached prefix holds
+    head.messages.append(summ)
+    head.keys.append(s_key)
+    head.tokens.append(s_tokens)
     head.truncated += [AuditEntry(
         action="demoted", reason="hard constraints over their share of the history "
         "budget: the oldest moved to the summary's facts ledger",
         summary=one_line(c), tokens_before=counter.count(c),
         tokens_after=counter.count(c), message_id=summ.id) for c in demoted]
     head.truncated += back.truncated
-    tail.fit(win, share - s_tokens - ack_tokens - sum(back.tokens), counter,
-               require_user=False, tool_cap=cp.tail_tool_cap(share))
-    after = back.messages[0] if back.messages else (win.messages[0] if win.messages else None)
+    tail.fit(win, share - fixed - s_tokens - ack_tokens - sum(back.tokens), counter,
+             require_user=False, tool_cap=cp.tail_tool_cap(share))
+    beside = _merged(held, back)
+    after = beside.messages[0] if beside.messages else (win.messages[0] if win.messages
+                                                        else None)
     if after is not None and after.role == "user":
         head.messages.append(ack)  # roles alternate: summary (user), ack, the user's turn
         head.keys.append(f"a{work.upto_seq}")
         head.tokens.append(ack_tokens)
-    head.messages += back.messages
-    head.keys += back.keys
-    head.tokens += back.tokens
+    head.add(beside)
     return True
 
 

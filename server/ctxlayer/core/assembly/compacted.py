@@ -8,11 +8,14 @@ Must not: change a state (the stages do) or touch storage.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 import msgspec
 
 from ctxlayer.core.assembly.history import History
 from ctxlayer.core.compress.facts import Facts
 from ctxlayer.core.compress.ledger import Ledger
+from ctxlayer.core.groups import ToolGroups
 from ctxlayer.protocol import Message
 
 
@@ -78,17 +81,50 @@ def tokens_of(history: History, state: Compaction, i: int) -> int:
     return history.tokens[i] if rw is None else rw.tokens
 
 
-def history_tokens(history: History, state: Compaction) -> int:
-    """Tokens of the history layer: the summary message and its acknowledgement (before a user
-    turn), the restored messages it replaced, and every verbatim message."""
+def kept_in(history: History, lo: int, hi: int) -> list[int]:
+    """Positions in [lo, hi) of the messages kept whole (`kept_whole`), with the rest of their
+    tool-call groups in that range: a call is never shown without its results, nor a result
+    without its call (the providers reject either)."""
+    idx = history.whole[bisect_left(history.whole, lo):bisect_left(history.whole, hi)]
+    msgs = history.messages
+    if not any(msgs[i].tool_calls or is_tool_result(msgs[i]) for i in idx):
+        return idx
+    groups = ToolGroups(msgs[lo:hi])
+    return sorted({lo + j for i in idx for j in groups.of(i - lo)})
+
+
+def leading_system(history: History, stop: int) -> int:
+    """How many of the first ``stop`` messages are the history's leading system messages: an
+    assembly shows those before the summary, where they stood (and the cached prefix holds)."""
+    n = 0
+    while n < stop and history.messages[n].role == "system":
+        n += 1
+    return n
+
+
+def shown_before(history: History, state: Compaction) -> list[int]:
+    """Positions before the verbatim tail an assembly shows whole beside the summary: the
+    messages kept whole and those restored, in order."""
     start = verbatim_start(history, state)
-    total = history.tokens_between(start, len(history)) + state.rendered_tokens
-    after = start if start < len(history) else None  # the first message after the summary
+    shown = set(kept_in(history, 0, start))
     for seq in state.restored:
         i = history.index_of_seq(seq)
         if i < start and history.seqs[i] == seq:
-            total += history.tokens[i]
-            after = i if after is None or i < after else after
+            shown.add(i)
+    return sorted(shown)
+
+
+def history_tokens(history: History, state: Compaction) -> int:
+    """Tokens of the history layer: the messages kept whole and the restored ones the summary
+    stands beside, the summary message and its acknowledgement (before a user turn), and
+    every verbatim message."""
+    start = verbatim_start(history, state)
+    total = history.tokens_between(start, len(history)) + state.rendered_tokens
+    shown = shown_before(history, state)
+    total += sum(tokens_of(history, state, i) for i in shown)
+    lead = leading_system(history, start)
+    # the first message after the summary: the leading system messages come before it
+    after = next((i for i in shown if i >= lead), start if start < len(history) else None)
     # the acknowledgement goes between the summary and a user turn only (roles alternate)
     if state.rendered and after is not None and history.messages[after].role == "user":
         total += state.ack_tokens

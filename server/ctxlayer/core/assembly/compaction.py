@@ -24,6 +24,10 @@ right after the system layers, rules and working zone (an assistant acknowledgem
 when the verbatim tail starts with a user turn, so roles alternate); a constraint, action or
 fact that does not fit its share gives way to the newer or better-ranked ones, never the whole
 summary.
+No stage touches a message kept whole (`history.kept_whole`: the client's system messages,
+what it pinned, with their tool-call groups) and no summary replaces one: the history's leading
+system messages stay where they stood, before the summary (the cached prefix holds), the others
+come right after it in their order; their tokens are taken from the room first.
 Must not: call a model (the summary text is passed in) or touch storage.
 """
 
@@ -39,6 +43,8 @@ from ctxlayer.core.assembly.compacted import (
     Rewrite,
     history_tokens,
     is_tool_result,
+    kept_in,
+    leading_system,
     shown_message,
     summary_id,
     summary_message,
@@ -68,7 +74,8 @@ from ctxlayer.protocol import AuditEntry, Message
 
 __all__ = [
     "ACK_TEXT", "Compaction", "CompactionPolicy", "Rewrite", "Sizes", "apply_summary",
-    "covered_messages", "fitted_summary", "history_tokens", "is_tool_result", "plan_stop",
+    "covered", "covered_messages", "fitted_summary", "history_tokens", "is_tool_result",
+    "kept_in", "leading_system", "plan_stop",
     "rerender", "tail_tool_cap", "run_cheap_stages", "shown_message", "sizes", "summary_id",
     "summary_message", "tokens_of", "verbatim_start",
 ]
@@ -251,9 +258,12 @@ def tail_tool_cap(share: int) -> int:
 
 
 def _planned(history: History, state: Compaction, i: int, newest_tool: int,
-             tool_cap: int | None, room: int) -> int:
+             tool_cap: int | None, kept: frozenset[int]) -> int:
     """Tokens message i is planned at in the tail: an older tool output at its outline's size,
-    the newest one whole (the window shortens it only when it does not fit)."""
+    the newest one whole (the window shortens it only when it does not fit); one kept whole
+    at none (it is shown wherever the tail starts: the caller counted it)."""
+    if i in kept:
+        return 0
     cost = tokens_of(history, state, i)
     if tool_cap is None or not is_tool_result(history.messages[i]):
         return cost
@@ -261,22 +271,24 @@ def _planned(history: History, state: Compaction, i: int, newest_tool: int,
 
 
 def tail_fits(history: History, state: Compaction, i: int, room: int,
-              tool_cap: int | None) -> bool:
+              tool_cap: int | None, kept: frozenset[int] = frozenset()) -> bool:
     """Whether messages [i, end) fit in ``room`` as plan_stop counts them."""
     n = len(history)
     msgs = history.messages
     newest_tool = next((j for j in range(n - 1, i - 1, -1) if is_tool_result(msgs[j])), n)
     used = 0
     for j in range(i, n):
-        used += _planned(history, state, j, newest_tool, tool_cap, room)
+        used += _planned(history, state, j, newest_tool, tool_cap, kept)
     return used <= room
 
 
-def plan_stop(history: History, state: Compaction, room: int, tool_cap: int | None = None) -> int:
+def plan_stop(history: History, state: Compaction, room: int, tool_cap: int | None = None,
+              kept: frozenset[int] = frozenset()) -> int:
     """Where the verbatim tail starts: the newest messages that fit in ``room`` tokens, never
     between a tool call and its results (a newest user message left behind is shown verbatim
     in the summary). Tool outputs count at their outline's size (``_planned``): the window
-    outlines them before it drops anything."""
+    outlines them before it drops anything. The messages ``kept`` whole count nothing here:
+    the caller took their tokens out of ``room``."""
     start = verbatim_start(history, state)
     n = len(history)
     msgs = history.messages
@@ -284,7 +296,7 @@ def plan_stop(history: History, state: Compaction, room: int, tool_cap: int | No
     stop, used = n, 0
     while stop > start:
         i = stop - 1
-        cost = _planned(history, state, i, newest_tool, tool_cap, room)
+        cost = _planned(history, state, i, newest_tool, tool_cap, kept)
         if used + cost > room:
             if room - used >= SHORT_MIN:
                 stop -= 1  # the oldest kept is shortened by the window rather than left out
@@ -294,8 +306,8 @@ def plan_stop(history: History, state: Compaction, room: int, tool_cap: int | No
     stop = max(stop, start)
     last_user = next((i for i in range(n - 1, start - 1, -1)
                       if msgs[i].role == "user" and not is_tool_result(msgs[i])), None)
-    if last_user is not None and (last_user == n - 1 or tail_fits(history, state, last_user,
-                                                                  room, tool_cap)):
+    if last_user is not None and (last_user == n - 1 or tail_fits(
+            history, state, last_user, room, tool_cap, kept)):
         stop = min(stop, last_user)  # the question being answered stays a message of its own
     while start < stop < n and is_tool_result(msgs[stop]):
         stop -= 1  # keep the call with its results
@@ -309,9 +321,17 @@ def plan_stop(history: History, state: Compaction, room: int, tool_cap: int | No
 SUMMARIZED = "rolling compaction: history passed its trigger"
 
 
+def covered(history: History, state: Compaction, stop: int) -> list[int]:
+    """Positions of the messages the summary stage would replace: those before ``stop`` after
+    the summary's, but the ones kept whole (`history.kept_whole`), which stay as they are."""
+    start = verbatim_start(history, state)
+    kept = set(kept_in(history, start, stop))
+    return [i for i in range(start, stop) if i not in kept]
+
+
 def covered_messages(history: History, state: Compaction, stop: int) -> list[Message]:
     """The messages the summary stage would replace, as shown (rewrites applied)."""
-    return [shown_message(history, state, i) for i in range(verbatim_start(history, state), stop)]
+    return [shown_message(history, state, i) for i in covered(history, state, stop)]
 
 
 def _audit(msg: Message, index: int, action: str, reason: str, before: int, after: int):
@@ -324,7 +344,8 @@ def apply_summary(
     policy: CompactionPolicy, counter: Tokenizer,
     extracted: dict[int, tuple[Facts, list[str]]] | None = None,
 ) -> tuple[Compaction, list[AuditEntry]]:
-    """Replace messages [verbatim start, stop) by the summary; return the new state.
+    """Replace messages [verbatim start, stop) by the summary, but those kept whole (shown
+    beside it as they are: `covered`); return the new state.
 
     ``summary_text`` is the client's summary of (previous summary + covered messages); None
     means the offline extractive one, and so does an empty, off-topic or refusing ("I'm sorry,
@@ -332,15 +353,15 @@ def apply_summary(
     summary that lacks a fact still has it beside it. ``extracted``: facts and constraints per
     history index, filled in and reused across calls of one assembly.
     """
-    start = verbatim_start(history, state)
-    covered = covered_messages(history, state, stop)
-    originals = history.messages[start:stop]
+    at = covered(history, state, stop)
+    shown = [shown_message(history, state, i) for i in at]
+    originals = [history.messages[i] for i in at]
     audit: list[AuditEntry] = []
     sz = sizes(policy, share)
     first_id = summary_id(Compaction(upto_seq=history.seqs[stop - 1] + 1))
     if summary_text is not None:
         opening = refusal(summary_text)
-        overlap = (off_topic(summary_text, covered) if summary_text.strip() and not opening
+        overlap = (off_topic(summary_text, shown) if summary_text.strip() and not opening
                    else 0.0)
         if overlap is not None:
             audit.append(AuditEntry(
@@ -357,32 +378,33 @@ def apply_summary(
                        and originals[k].kind != "summary"), None)
     if summary_text is None:
         # the request is shown verbatim: its sentences would only repeat it
-        read = [m for k, m in enumerate(covered) if k != request_at]
+        read = [m for k, m in enumerate(shown) if k != request_at]
         summary_text = offline_summary(read, state.summary, sz.summary_chars)
     cache = extracted if extracted is not None else {}
     facts: list[Facts] = []
     orders: list[list[str]] = []
-    for k, msg in enumerate(originals):
-        got = cache.get(start + k)
+    for i, msg in zip(at, originals, strict=True):
+        got = cache.get(i)
         if got is None:
-            got = cache[start + k] = (extract_facts(text_of(msg)), hc.orders_of(msg))
+            got = cache[i] = (extract_facts(text_of(msg)), hc.orders_of(msg))
         facts.append(got[0])
         orders.append(got[1])
     constraints, marked = hc.detect(originals, state.constraints, state.marked, orders)
     request = originals[request_at].content if request_at is not None else state.request
+    shown_still = {history.seqs[i] for i in kept_in(history, 0, stop)}
     new = Compaction(
         upto_seq=history.seqs[stop - 1] + 1,
-        replaced=state.replaced + len(covered),
+        replaced=state.replaced + len(at),
         summary=summary_text.strip(),
         constraints=constraints, marked=marked, request=request,
         actions=(state.actions + act.log_lines(originals))[-act.MAX_LINES:],
         ledger=add_messages(_ledger_of(state), originals, facts),
-        rewrites={s: r for s, r in state.rewrites.items() if s >= history.seqs[stop - 1] + 1},
+        # a rewrite stays while its message is shown: in the tail, or kept whole beside it
+        rewrites={s: r for s, r in state.rewrites.items()
+                  if s >= history.seqs[stop - 1] + 1 or s in shown_still},
         restored=list(state.restored),
     )
     rerender(new, share, policy, counter)
-    audit += [
-        _audit(msg, start + k, "summarized", SUMMARIZED, tokens_of(history, state, start + k), 0)
-        for k, msg in enumerate(covered)
-    ]
+    audit += [_audit(msg, i, "summarized", SUMMARIZED, tokens_of(history, state, i), 0)
+              for i, msg in zip(at, shown, strict=True)]
     return new, audit

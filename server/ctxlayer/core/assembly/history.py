@@ -13,10 +13,18 @@ from bisect import bisect_left
 from ctxlayer.protocol import Message
 
 
+def kept_whole(msg: Message) -> bool:
+    """A message no compaction stage shortens and no summary replaces: the client's own system
+    instructions (its system prompt, OpenAI's `developer` message: REQUIREMENTS T5/T6, P0)
+    and what it pinned (T3/T4). A summary kept none of their wording, and an instruction
+    paraphrased is an instruction lost."""
+    return msg.role == "system" or msg.pinned
+
+
 class History:
     """Messages in conversation order with ``seqs``, per-message ``tokens`` and prefix sums."""
 
-    __slots__ = ("ids", "messages", "seqs", "tokens", "_cum")
+    __slots__ = ("ids", "messages", "seqs", "tokens", "whole", "_cum")
 
     def __init__(self) -> None:
         self.messages: list[Message] = []
@@ -25,6 +33,9 @@ class History:
         self._cum: list[int] = [0]
         #: id -> position: one id names one message (ctx/restore and ctx/why find it by it)
         self.ids: dict[str, int] = {}
+        #: positions of the messages kept whole (`kept_whole`), in order: an assembly finds
+        #: those before its summary without reading the whole history
+        self.whole: list[int] = []
 
     def __len__(self) -> int:
         return len(self.messages)
@@ -35,6 +46,8 @@ class History:
         self.messages.append(message)
         if message.id is not None:
             self.ids[message.id] = len(self.messages) - 1
+        if kept_whole(message):
+            self.whole.append(len(self.messages) - 1)
         self.seqs.append(seq)
         self.tokens.append(tokens)
         self._cum.append(self._cum[-1] + tokens)

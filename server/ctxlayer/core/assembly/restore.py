@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import msgspec
 
-from ctxlayer.core.assembly.compacted import Compaction, verbatim_start
+from ctxlayer.core.assembly.compacted import Compaction, kept_in, verbatim_start
 from ctxlayer.core.assembly.history import History
 from ctxlayer.core.compress.shorten import shorten
 from ctxlayer.core.errors import ContextError
@@ -62,16 +62,20 @@ class Shown(msgspec.Struct, kw_only=True):
     keys: list[str]
     tokens: list[int]
     truncated: list[AuditEntry]
+    #: each message's position in the history (the kept-whole ones go between them in order)
+    at: list[int] = msgspec.field(default_factory=list)
 
 
 def restored_before(history: History, state: Compaction, share: int,
                     counter: Tokenizer) -> Shown:
     """The restored messages the summary replaced, in order, whole when together they take at
-    most SHARE of ``share``, else each shortened to its part of that room (audited)."""
+    most SHARE of ``share``, else each shortened to its part of that room (audited). Those kept
+    whole anyway (`history.kept_whole`) are not among them: an assembly shows them as such."""
     start = verbatim_start(history, state)
     wanted = set(state.restored)
+    whole = set(kept_in(history, 0, start))
     idx = [i for i in (history.index_of_seq(s) for s in state.restored)
-           if i < start and history.seqs[i] in wanted]
+           if i < start and history.seqs[i] in wanted and i not in whole]
     msgs = [history.messages[i] for i in idx]
     tokens = [history.tokens[i] for i in idx]
     keys = [f"R{history.seqs[i]}" for i in idx]
@@ -93,4 +97,4 @@ def restored_before(history: History, state: Compaction, share: int,
                 f"at most {room} tokens of the history share", summary=describe(m),
                 tokens_before=tokens[k], tokens_after=after, message_id=m.id, index=idx[k]))
             msgs[k], tokens[k], keys[k] = new, after, f"{keys[k]}s{after}"
-    return Shown(messages=msgs, keys=keys, tokens=tokens, truncated=truncated)
+    return Shown(messages=msgs, keys=keys, tokens=tokens, truncated=truncated, at=idx)

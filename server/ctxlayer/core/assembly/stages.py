@@ -22,7 +22,7 @@ from ctxlayer.core.assembly.compacted import (
     tokens_of,
     verbatim_start,
 )
-from ctxlayer.core.assembly.history import History
+from ctxlayer.core.assembly.history import History, kept_whole
 from ctxlayer.core.compress.extractive import KEEP_RATIO, classify_task, compress_prose
 from ctxlayer.core.compress.tool_output import compress_tool_output
 from ctxlayer.core.groups import is_output
@@ -54,9 +54,9 @@ def run_cheap_stages(
     whole = set(state.restored)
 
     def rewrite(i: int, content: str, action: str, reason: str) -> None:
-        if history.seqs[i] in whole:
-            return  # brought back whole on request
         msg = history.messages[i]
+        if history.seqs[i] in whole or kept_whole(msg):
+            return  # brought back whole on request, or the client's instruction or pin
         before = tokens_of(history, state, i)
         new_msg = msgspec.structs.replace(msg, content=content)
         after = message_tokens(new_msg, counter)

@@ -10,7 +10,8 @@ In order:
 3. while over the room, oldest first: tool outputs become their outline, then other messages
    are shortened (head and tail kept), and only then are the oldest whole turns dropped (a tool
    call and its results together). The newest user message is never dropped: at worst it is
-   shortened to the room left.
+   shortened to the room left. Messages kept whole (system, pinned: `history.kept_whole`) are
+   neither shortened nor dropped here; only the last resort shortens them, rather than fail.
 Every change is audited. Pure: the counter is injected.
 """
 
@@ -20,6 +21,7 @@ from collections.abc import Sequence
 
 import msgspec
 
+from ctxlayer.core.assembly.history import kept_whole
 from ctxlayer.core.compress.shorten import shorten_message
 from ctxlayer.core.groups import ToolGroups
 from ctxlayer.core.memo import Memo
@@ -136,7 +138,7 @@ def fit(win: Window, room: int, counter: Tokenizer, *, require_user: bool,
             if total <= room:
                 return
             m = win.messages[i]
-            if i == last_user or m.pinned or _is_result(m) != tools_only:
+            if i == last_user or kept_whole(m) or _is_result(m) != tools_only:
                 continue
             if win.tokens[i] < 2 * MIN_SHORT:
                 continue
@@ -165,7 +167,7 @@ def _drop_whole_turns(win: Window, total: int, room: int, last_user: int | None,
     older: list[list[int]] = []
     newer: list[list[int]] = []
     for group in _groups(win.messages):
-        if last_user in group or any(win.messages[i].pinned for i in group):
+        if last_user in group or any(kept_whole(win.messages[i]) for i in group):
             continue
         (older if last_user is None or group[0] < last_user else newer).append(group)
     gone: dict[int, str] = {}

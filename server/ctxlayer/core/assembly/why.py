@@ -3,8 +3,8 @@
 Rebuilt, not remembered: an assembly that summarizes nothing new sends the same summary as the
 one before it, and a restarted daemon has only the kept state; both must still say which
 messages the summary replaces. From the state: the messages the summary replaces
-(`summarized`), those shown shortened by an earlier stage (their rewrite's action), those
-restored on request (`restored`, never `summarized`: they are shown whole); then what the
+(`summarized`; never those kept whole beside it, `history.kept_whole`), those shown shortened
+by an earlier stage (their rewrite's action), those restored on request (`restored`, never `summarized`: they are shown whole); then what the
 assembly itself cut or noted that the state does not hold (its dropped and truncated entries,
 a client summary replaced as off-topic), each message and action once.
 Pure: reads the history and the state.
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ctxlayer.core.assembly.compacted import Compaction, verbatim_start
+from ctxlayer.core.assembly.compacted import Compaction, kept_in, verbatim_start
 from ctxlayer.core.assembly.compaction import SUMMARIZED
 from ctxlayer.core.assembly.history import History
 from ctxlayer.core.assembly.restore import RESTORED
@@ -31,8 +31,9 @@ def why_of(history: History, state: Compaction,
     the entries of ``assembled`` (what that assembly did) not said already."""
     start = min(verbatim_start(history, state), len(history))
     restored = set(state.restored)
+    whole = set(kept_in(history, 0, start))  # shown as they are beside the summary
     out = [_entry(history, i, "summarized", SUMMARIZED, 0)
-           for i in range(start) if history.seqs[i] not in restored]
+           for i in range(start) if history.seqs[i] not in restored and i not in whole]
     for i in range(start, len(history)):
         rw = state.rewrites.get(history.seqs[i])
         if rw is not None and history.seqs[i] not in restored:
