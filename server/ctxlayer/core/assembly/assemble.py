@@ -132,6 +132,9 @@ def assemble(history: History, state: cp.Compaction, inp: AssemblyInput,
     lay = layout(inp, counter)
     share = lay.share
     work, changed = state, False
+    withdrawn = _withdrawn(history, state, inp, share)
+    if withdrawn:
+        work, changed = cp.Compaction(restored=list(state.restored)), True
     if work.replaced and work.sized_for != share:
         work = msgspec.structs.replace(work, rewrites=dict(work.rewrites))
         cp.rerender(work, share, inp.policy, counter)
@@ -139,6 +142,7 @@ def assemble(history: History, state: cp.Compaction, inp: AssemblyInput,
     work, audit, compacted, request = _compact(history, work, inp, share, counter)
     if request is not None:
         return Assembly(needs_summary=request)
+    audit = withdrawn + audit
     changed = changed or compacted
 
     # the history layer: the summary, then the verbatim tail cleaned and fitted
@@ -190,6 +194,27 @@ def assemble(history: History, state: cp.Compaction, inp: AssemblyInput,
     return Assembly(result=result, compaction=work if changed else None,
                     audit=audit + truncated + dropped, fingerprint=fingerprint,
                     next_compaction_at=next_at)
+
+
+def _withdrawn(history: History, state: cp.Compaction, inp: AssemblyInput,
+               share: int) -> list[AuditEntry]:
+    """The entry that withdraws a summary made for a smaller share when the whole history now
+    fits under the trigger (a session assembled once at a small one-off budget was summarized
+    for good: 971 tokens sent of a budget of 50000 its 6665 tokens fit); else none. At the
+    share it was made for it stays: the history only grows there, and the cached prefix with
+    it."""
+    if not (0 < state.made_for < share) or inp.force_compaction:
+        return []
+    if history.total > int(share * inp.policy.trigger):
+        return []
+    summ = cp.summary_message(state)
+    return [AuditEntry(
+        action="restored", reason=f"the whole history ({history.total} tokens) fits the "
+        f"history share again ({share} tokens; the summary was made for {state.made_for}): "
+        "the summary is withdrawn, every message shown as it was sent",
+        summary=describe(summ) if summ is not None else "summary",
+        tokens_before=state.rendered_tokens, tokens_after=history.total,
+        message_id=summ.id if summ is not None else None)]
 
 
 def _question_summarized(history: History, work: cp.Compaction) -> bool:

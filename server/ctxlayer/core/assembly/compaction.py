@@ -10,7 +10,10 @@ State (``Compaction``, persisted by the store as one JSON value):
   only when it is over its share;
 - ``actions``: the action log, one line per tool call replaced (actions.py);
 - ``ledger``: the ranked facts ledger of every replaced message (compress/ledger.py);
-- ``rewrites``: messages still shown verbatim that an earlier stage shortened (seq -> text).
+- ``rewrites``: messages still shown verbatim that an earlier stage shortened (seq -> text);
+- ``made_for``: the history share the summary stage ran for: an assembly with more room where
+  the whole history fits withdraws the summary (assemble.py), so one call at a small budget
+  does not summarize a session for good.
 
 When history passes ``trigger`` of its share, the cheap stages run first on the messages older
 than the newest ``keep_recent`` (tool outputs over their cap become outlines, later copies
@@ -402,7 +405,7 @@ def apply_summary(
         # a rewrite stays while its message is shown: in the tail, or kept whole beside it
         rewrites={s: r for s, r in state.rewrites.items()
                   if s >= history.seqs[stop - 1] + 1 or s in shown_still},
-        restored=list(state.restored),
+        restored=list(state.restored), made_for=share,
     )
     rerender(new, share, policy, counter)
     audit += [_audit(msg, i, "summarized", SUMMARIZED, tokens_of(history, state, i), 0)
