@@ -140,6 +140,17 @@ class RawDaemon:
 
 
 @pytest.fixture
+async def own_daemon(tmp_path: Path):
+    """A daemon of its own (its own state folder and repository), which must end cleanly."""
+    daemon = await RawDaemon.start(env=hermetic_env(tmp_path / "world"))
+    try:
+        await daemon.initialize(make_repo(tmp_path / "repo"))
+        yield daemon
+    finally:
+        assert await daemon.close() == 0
+
+
+@pytest.fixture
 async def raw_daemon():
     daemon = await RawDaemon.start()
     await daemon.initialize()

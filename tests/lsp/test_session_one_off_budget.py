@@ -12,7 +12,7 @@ to the next).
 from __future__ import annotations
 
 import pytest
-from conftest import RawDaemon, hermetic_env, make_repo
+from conftest import RawDaemon
 
 pytestmark = pytest.mark.e2e
 
@@ -33,51 +33,41 @@ async def _assemble(daemon: RawDaemon, rid: str, params: dict) -> dict:
     return got["result"]
 
 
-async def test_a_one_off_small_budget_does_not_summarize_the_session_for_good(tmp_path):
-    root = make_repo(tmp_path / "repo")
-    daemon = await RawDaemon.start(env=hermetic_env(tmp_path / "world"))
-    try:
-        await daemon.initialize(root)
-        await daemon.request("o", "ctx/session/open", {"sessionId": "s", "budget": 50000})
-        await daemon.request("a", "ctx/session/append",
-                             {"sessionId": "s", "messages": history()})
-        whole = await _assemble(daemon, "w", {"sessionId": "s"})
-        assert not whole["compacted"] and len(whole["messages"]) == 22
-
-        small = await _assemble(daemon, "small", {"sessionId": "s", "budget": 800})
-        assert small["compacted"] and small["tokens"]["total"] <= 800
-        summary = next(m["id"] for m in small["messages"] if m.get("kind") == "summary")
-
-        again = await _assemble(daemon, "again", {"sessionId": "s"})
-        assert not again["compacted"]
-        assert again["messages"] == whole["messages"], [m.get("id") for m in
-                                                        again["messages"]][:4]
-        budget = (await daemon.request("b", "ctx/session/budget", {"sessionId": "s"}))["result"]
-        assert budget["used"] == whole["tokens"]["total"]
-        audit = (await daemon.request("au", "ctx/session/audit",
-                                      {"sessionId": "s"}))["result"]["entries"]
-        withdrawn = [e for e in audit if e["messageId"] == summary and e["action"] == "restored"]
-        assert len(withdrawn) == 1 and "summary is withdrawn" in withdrawn[0]["reason"], audit
-    finally:
-        assert await daemon.close() == 0
+async def test_a_one_off_small_budget_does_not_summarize_the_session_for_good(own_daemon):
+    daemon = own_daemon
+    await daemon.request("o", "ctx/session/open", {"sessionId": "s", "budget": 50000})
+    await daemon.request("a", "ctx/session/append",
+                         {"sessionId": "s", "messages": history()})
+    whole = await _assemble(daemon, "w", {"sessionId": "s"})
+    assert not whole["compacted"] and len(whole["messages"]) == 22
+    
+    small = await _assemble(daemon, "small", {"sessionId": "s", "budget": 800})
+    assert small["compacted"] and small["tokens"]["total"] <= 800
+    summary = next(m["id"] for m in small["messages"] if m.get("kind") == "summary")
+    
+    again = await _assemble(daemon, "again", {"sessionId": "s"})
+    assert not again["compacted"]
+    assert again["messages"] == whole["messages"], [m.get("id") for m in
+                                                    again["messages"]][:4]
+    budget = (await daemon.request("b", "ctx/session/budget", {"sessionId": "s"}))["result"]
+    assert budget["used"] == whole["tokens"]["total"]
+    audit = (await daemon.request("au", "ctx/session/audit",
+                                  {"sessionId": "s"}))["result"]["entries"]
+    withdrawn = [e for e in audit if e["messageId"] == summary and e["action"] == "restored"]
+    assert len(withdrawn) == 1 and "summary is withdrawn" in withdrawn[0]["reason"], audit
 
 
-async def test_a_compaction_at_the_budget_it_was_made_for_is_kept(tmp_path):
-    root = make_repo(tmp_path / "repo")
-    daemon = await RawDaemon.start(env=hermetic_env(tmp_path / "world"))
-    try:
-        await daemon.initialize(root)
-        await daemon.request("o", "ctx/session/open", {"sessionId": "s", "budget": 2000})
-        await daemon.request("a", "ctx/session/append",
-                             {"sessionId": "s", "messages": history()})
-        # an editor that sends its budget setting with every assembly: the session's own
-        # (the second assembly may still compact: its summary is sized once it is known)
-        first = await _assemble(daemon, "1", {"sessionId": "s", "budget": 2000})
-        second = await _assemble(daemon, "2", {"sessionId": "s", "budget": 2000})
-        third = await _assemble(daemon, "3", {"sessionId": "s"})
-        assert first["compacted"] and not third["compacted"]
-        assert second["messages"] == third["messages"]
-        # all of it reused but the reply priming the fingerprint leaves out
-        assert third["tokens"]["total"] - 3 <= third["cacheReuseTokens"]
-    finally:
-        assert await daemon.close() == 0
+async def test_a_compaction_at_the_budget_it_was_made_for_is_kept(own_daemon):
+    daemon = own_daemon
+    await daemon.request("o", "ctx/session/open", {"sessionId": "s", "budget": 2000})
+    await daemon.request("a", "ctx/session/append",
+                         {"sessionId": "s", "messages": history()})
+    # an editor that sends its budget setting with every assembly: the session's own
+    # (the second assembly may still compact: its summary is sized once it is known)
+    first = await _assemble(daemon, "1", {"sessionId": "s", "budget": 2000})
+    second = await _assemble(daemon, "2", {"sessionId": "s", "budget": 2000})
+    third = await _assemble(daemon, "3", {"sessionId": "s"})
+    assert first["compacted"] and not third["compacted"]
+    assert second["messages"] == third["messages"]
+    # all of it reused but the reply priming the fingerprint leaves out
+    assert third["tokens"]["total"] - 3 <= third["cacheReuseTokens"]

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from ws_helpers import Recorder, count, has, make_ws, part, write
+from ws_helpers import count, has, make_ws, part, watching, write
 
 from ctxlayer.config import WorkspaceConfig
 from ctxlayer.workspace import Workspace
@@ -32,15 +32,10 @@ def test_an_agent_file_made_with_its_folder_is_read(repo, home, monkeypatch):
 
     monkeypatch.setattr(KeptFolders, "keep", keep_writing_first)
     ws = make_ws(repo, home)
-    ws.scan()
-    rec = Recorder()
-    ws.start_watching(rec)
-    try:
+    with watching(ws) as rec:
         github.mkdir()
         rec.wait_for(has("tree", "copilot-instructions.md"))
         rec.wait_for(has("agentFiles", "Use tabs in Go code."), timeout=5)
-    finally:
-        ws.stop()
 
 
 def test_a_user_config_folder_made_after_the_start_is_watched(repo, home):
@@ -50,10 +45,7 @@ def test_a_user_config_folder_made_after_the_start_is_watched(repo, home):
     configs: list[list[Path]] = []
     ws = make_ws(repo, home)
     assert not (home / ".config").exists()
-    ws.scan()
-    rec = Recorder()
-    ws.start_watching(rec, configs.append)
-    try:
+    with watching(ws, configs.append) as rec:
         config_dir = home / ".config" / "ctxlayer"
         config_dir.mkdir(parents=True)  # both levels at once, the files at once after
         write(config_dir, "AGENTS.md", "User rule one.\n")
@@ -65,17 +57,12 @@ def test_a_user_config_folder_made_after_the_start_is_watched(repo, home):
         write(config_dir, "AGENTS.md", "User rule two.\n")  # through its own watch now
         rec.wait_for(has("agentFiles", "User rule two."), timeout=5)
         assert "User rule one." not in part(ws.segment, "agentFiles").text
-    finally:
-        ws.stop()
 
 
 def test_a_config_folder_made_one_level_at_a_time_is_followed(repo, home):
     configs: list[list[Path]] = []
     ws = make_ws(repo, home)
-    ws.scan()
-    rec = Recorder()
-    ws.start_watching(rec, configs.append)
-    try:
+    with watching(ws, configs.append) as rec:
         (home / ".config").mkdir()
         rec.wait_for(lambda c: str(home / ".config") in ws.watched_folders())
         config_dir = home / ".config" / "ctxlayer"
@@ -83,8 +70,6 @@ def test_a_config_folder_made_one_level_at_a_time_is_followed(repo, home):
         rec.wait_for(lambda c: str(config_dir) in ws.watched_folders())
         write(config_dir, "AGENTS.md", "Made late.\n")
         rec.wait_for(has("agentFiles", "Made late."), timeout=5)
-    finally:
-        ws.stop()
 
 
 def test_a_folder_of_the_chain_far_from_anything_made_is_not_waited_on(repo, tmp_path):
@@ -92,13 +77,9 @@ def test_a_folder_of_the_chain_far_from_anything_made_is_not_waited_on(repo, tmp
     on from there (the top of the disk would be watched for it)."""
     far = tmp_path / "a" / "b" / "c" / "d" / "ctxlayer"  # tmp_path is five levels up
     ws = Workspace(repo, WorkspaceConfig(), count, home=repo.parent, user_config_dir=far)
-    ws.scan()
-    ws.start_watching(Recorder())
-    try:
+    with watching(ws):
         assert not any(f.startswith(str(tmp_path / "a")) for f in ws.watched_folders())
         assert str(tmp_path) not in ws.watched_folders()
-    finally:
-        ws.stop()
 
 
 def test_a_selected_file_named_in_an_ignored_folder_is_followed(repo, home):
@@ -109,11 +90,8 @@ def test_a_selected_file_named_in_an_ignored_folder_is_followed(repo, home):
     write(repo, "gen/out.md", "generated v1\n")
     write(repo, "gen/deeper/other.md", "not selected\n")
     ws = make_ws(repo, home, files=["README*", "gen/out.md"])
-    ws.scan()
-    assert "generated v1" in part(ws.segment, "files").text
-    rec = Recorder()
-    ws.start_watching(rec)
-    try:
+    with watching(ws) as rec:
+        assert "generated v1" in part(ws.segment, "files").text
         assert str(repo / "gen") in ws.watched_folders()
         # the rest of the ignored folder still costs no watch
         assert str(repo / "gen" / "deeper") not in ws.watched_folders()
@@ -123,8 +101,6 @@ def test_a_selected_file_named_in_an_ignored_folder_is_followed(repo, home):
         rec.wait_for(has("files", "generated v", present=False), timeout=5)
         write(repo, "gen/out.md", "generated v3\n")
         rec.wait_for(has("files", "generated v3"), timeout=5)
-    finally:
-        ws.stop()
 
 
 def test_an_agent_file_whose_folder_becomes_ignored_is_still_followed(repo, home):
@@ -132,17 +108,12 @@ def test_an_agent_file_whose_folder_becomes_ignored_is_still_followed(repo, home
     watch was dropped with the others ignored, and the file's edits were never seen."""
     write(repo, ".github/copilot-instructions.md", "copilot v1\n")
     ws = make_ws(repo, home)
-    ws.scan()
-    rec = Recorder()
-    ws.start_watching(rec)
-    try:
+    with watching(ws) as rec:
         write(repo, ".gitignore", "build/\n*.log\n.github/\n")
         rec.wait_for(has("tree", ".github", present=False), timeout=5)
         write(repo, ".github/copilot-instructions.md", "copilot v2\n")
         rec.wait_for(has("agentFiles", "copilot v2"), timeout=5)
         assert str(repo / ".github") in ws.watched_folders()
-    finally:
-        ws.stop()
 
 
 def test_a_selected_file_named_later_in_an_ignored_folder_is_followed(repo, home):
@@ -150,15 +121,10 @@ def test_a_selected_file_named_later_in_an_ignored_folder_is_followed(repo, home
     write(repo, ".gitignore", "gen/\n")
     write(repo, "gen/out.md", "generated v1\n")
     ws = make_ws(repo, home)
-    ws.scan()
-    rec = Recorder()
-    ws.start_watching(rec)
-    try:
+    with watching(ws) as rec:
         assert str(repo / "gen") not in ws.watched_folders()
         ws.reconfigure(WorkspaceConfig(files=["gen/out.md"]))
         assert "generated v1" in part(ws.segment, "files").text
         assert str(repo / "gen") in ws.watched_folders()
         write(repo, "gen/out.md", "generated v2\n")
         rec.wait_for(has("files", "generated v2"), timeout=5)
-    finally:
-        ws.stop()

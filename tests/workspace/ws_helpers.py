@@ -6,9 +6,10 @@ conftest.py), so the tests never read the user's own git setup.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from gitrepo import GIT_ENV, git, write  # noqa: F401 (the tests import them from here)
@@ -61,3 +62,15 @@ def has(name, text, present=True):
     def check(calls):
         return bool(calls) and (text in part(calls[-1][0], name).text) == present
     return check
+
+
+@contextlib.contextmanager
+def watching(ws: Workspace, *on_config: Callable) -> Iterator[Recorder]:
+    """`ws` scanned and watched (its changes recorded by the Recorder yielded), then stopped."""
+    ws.scan()
+    rec = Recorder()
+    ws.start_watching(rec, *on_config)
+    try:
+        yield rec
+    finally:
+        ws.stop()
