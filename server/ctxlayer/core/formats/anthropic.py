@@ -432,7 +432,8 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None,
         r.system(payload.get("system"))
     for i in range(same, len(raw)):
         r.message(i, raw[i])
-    check_anthropic(raw)
+    if not whole:  # a session's append goes on from what it holds (newest_turn.py)
+        check_anthropic(raw)
     return Decoded(fmt="anthropic", messages=r.msgs, payload=payload, sources=r.sources,
                    index=r.index, derived_ids=r.derived, counter=counter,
                    extra={"pieces": r.pieces, "every_turn": r.every_turn,

@@ -6,6 +6,9 @@ of a request the client sent broken (a result answering no call of the message b
 empty newest user message), those repairs answered another request than the one sent: the
 results left out, the call removed with them, the model asked the first question again, with a
 200. The provider refuses such a request, so the request is refused here, naming the field.
+Not a session's append (decoded `whole`): its messages go on from those the session holds, so
+an agent that stores each step appends a tool's result alone, after its call's append; a result
+answering no call there is dropped at assembly, said in the audit (trim's orphan stage).
 """
 
 from __future__ import annotations

@@ -159,7 +159,7 @@ def _tool_calls(value: Any, where: str) -> list[ToolCall]:
 
 
 def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None,
-           whole: bool = False) -> Decoded:  # whole: no provider compaction here
+           whole: bool = False) -> Decoded:  # whole: a session's messages, no compaction
     raw = messages_of(payload)
     same = reusable_prefix(previous, "openai", raw, counter)
     rule = rule_of(payload)
@@ -224,7 +224,8 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None,
         msgs.append(Message(role=_ENGINE_ROLE.get(role, role), content=text, id=mid,
                             tool_calls=calls, tool_call_id=call_id, parts_tokens=parts or None,
                             parts=labels or None))
-    check_openai(raw)
+    if not whole:  # a session's append goes on from what it holds (newest_turn.py)
+        check_openai(raw)
     # what encode wrote for the shared messages the previous turn shortened, kept for this one
     written = {pos: hit for pos, hit in previous.extra.get(WRITTEN, {}).items() if pos < same} \
         if previous is not None else {}
