@@ -87,3 +87,17 @@ async def test_a_pinned_message_mid_conversation_stays_whole_after_the_summary(o
     assert "ok" not in ids  # its neighbours are summarized as before
     shown = result["messages"][ids.index("pin")]
     assert shown["content"] == PINNED and shown.get("pinned") is True
+
+
+async def test_a_pinned_message_over_the_budget_is_named_in_the_error(own_daemon):
+    """The error blamed the rules ("remove rules or raise the budget") of a session that had
+    none: the pinned message took the room."""
+    daemon = own_daemon
+    await daemon.request("o", "ctx/session/open", {"sessionId": "big", "budget": 3000})
+    big = {"role": "user", "id": "bigpin", "pinned": True, "content": "PINNED " + "x " * 6000}
+    await daemon.request("a", "ctx/session/append", {"sessionId": "big", "messages": [
+        *turns(0, 6), big, *turns(6, 4)]})  # the newest question goes in the summary
+    got = await daemon.request("asm", "ctx/assemble", {"sessionId": "big"})
+    assert got["error"]["data"]["kind"] == "pinned_over_budget", got
+    assert "1 message kept whole (system, pinned) takes" in got["error"]["message"], got
+    assert "unpin or shorten" in got["error"]["message"]

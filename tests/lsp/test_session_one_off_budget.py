@@ -43,6 +43,10 @@ async def test_a_one_off_small_budget_does_not_summarize_the_session_for_good(ow
     
     small = await _assemble(daemon, "small", {"sessionId": "s", "budget": 800})
     assert small["compacted"] and small["tokens"]["total"] <= 800
+    # the session's own budget counts the history as its next assembly will send it: whole
+    # (it counted the summary made for 800, 1.5% where the next assembly sent 11%)
+    own = (await daemon.request("b0", "ctx/session/budget", {"sessionId": "s"}))["result"]
+    assert own["used"] == whole["tokens"]["total"], own
     summary = next(m["id"] for m in small["messages"] if m.get("kind") == "summary")
     
     again = await _assemble(daemon, "again", {"sessionId": "s"})

@@ -177,8 +177,10 @@ def assemble(history: History, state: cp.Compaction, inp: AssemblyInput,
             "pinned_over_budget",
             f"the system layers, rules{kept_said(whole)} and the newest user message, even "
             f"shortened, take {total} tokens, over the budget of {inp.budget}" if not lost else
-            f"the system layers and rules leave the history {share} tokens, no room for the "
-            "summary that holds the newest user message: remove rules or raise the budget")
+            f"the system layers and rules leave the history {share} tokens"
+            f"{_taken_by(whole)}: no room for the summary that holds the newest user message: "
+            f"{'unpin or shorten those, ' if whole.messages else ''}remove rules or raise the "
+            "budget")
     tokens = AssembleTokens(
         total=total, system=lay.system_tokens - inp.workspace_tokens,
         workspace=inp.workspace_tokens, rules=lay.rules_tokens, working=lay.working_tokens,
@@ -254,10 +256,18 @@ def _whole(history: History, work: cp.Compaction) -> Shown:
                  tokens=[cp.tokens_of(history, work, i) for i in at], truncated=[], at=at)
 
 
+def _taken_by(whole: Shown) -> str:
+    """What the messages kept whole take of the history, for an error that blames the room."""
+    n = len(whole.messages)
+    return f"; the {n} message{'s' if n > 1 else ''} kept whole (system, pinned) " \
+        f"take{'' if n > 1 else 's'} " \
+        f"{sum(whole.tokens)}" if n else ""
+
+
 def kept_said(whole: Shown) -> str:
     """The messages kept whole, named in an error that counts them."""
-    return f", the {len(whole.messages)} messages kept whole (system, pinned)" \
-        if whole.messages else ""
+    n = len(whole.messages)
+    return f", the {n} message{'s' if n > 1 else ''} kept whole (system, pinned)" if n else ""
 
 
 def _split(part: Shown, upto: int) -> tuple[Shown, Shown]:
@@ -431,6 +441,8 @@ def measure(history: History, state: cp.Compaction, inp: AssemblyInput, counter:
     the whole prompt); it is ``used`` itself when the next assembly will compact.
     """
     lay = layout(inp, counter, strict=False)
+    if _withdrawn(history, state, inp, lay.share):  # as the next assembly will find it: whole
+        state = cp.Compaction(restored=list(state.restored))
     hist = cp.history_tokens(history, state)
     used = lay.system_tokens + lay.rules_tokens + lay.working_tokens + hist
     return Budget(
