@@ -318,6 +318,10 @@ def test_a_stop_ends_the_streams_at_once_and_answers_every_request_under_way(tmp
             line = json.loads(proc.stdout.readline())
             oa_key = {"Authorization": "Bearer sk-test"}
             an_key = {"x-api-key": "sk-ant-test", "anthropic-version": "2023-06-01"}
+            # a client whose connection is kept alive from an earlier request
+            kept = httpx.Client(timeout=60)
+            assert kept.post(f"{line['openai']}/chat/completions", json={
+                "model": "gpt-4o", "messages": hi}, headers=oa_key).status_code == 200
             standin.fail(mode="stall", count=2)  # each stream's first event, then nothing
             chat_open, messages_open = threading.Event(), threading.Event()
             chat = clients.submit(_stream_lines, f"{line['openai']}/chat/completions", {
@@ -339,6 +343,12 @@ def test_a_stop_ends_the_streams_at_once_and_answers_every_request_under_way(tmp
             proc.send_signal(signal.SIGTERM)
             chat_lines = chat.result(timeout=60)
             messages_lines = messages.result(timeout=60)
+            # on the kept connection while the stop waits for the plain answer: it went to
+            # the provider (and was paid for) only to be cut
+            late = kept.post(f"{line['openai']}/chat/completions", json={
+                "model": "gpt-4o", "messages": [{"role": "user", "content": "late question"}]},
+                headers=oa_key)
+            seen = json.dumps(standin.requests())
             standin.release_model("gpt-4o-mini")  # within the grace the stop gives it
             answered, refused = plain.result(timeout=60), unanswered.result(timeout=60)
         finally:
@@ -363,6 +373,8 @@ def test_a_stop_ends_the_streams_at_once_and_answers_every_request_under_way(tmp
     assert answered.json()["choices"][0]["message"]["content"]
     assert refused.status_code == 503
     assert refused.json()["error"]["code"] == "gateway_stopping"
+    assert late.status_code == 503 and late.json()["error"]["code"] == "gateway_stopping"
+    assert "late question" not in seen
     assert not (tmp_path / "state" / "gateway.json").exists()
 
 

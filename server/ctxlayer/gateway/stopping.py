@@ -61,6 +61,12 @@ class UnderWay:
     def middleware(self) -> Callable:
         @web.middleware
         async def under_way(request: web.Request, handler: Handler) -> web.StreamResponse:
+            if self.stopping:
+                # come on a connection kept alive once the stop began: it would have gone to
+                # the provider (and been paid for) only to be cut
+                log.warning("%s %s: came while the gateway stops: answered 503",
+                            request.method, ascii(request.path))
+                return error_response(format_of(request), stopped("it takes no new request"))
             task = asyncio.current_task()
             assert task is not None  # aiohttp runs every request in a task
             self._tasks.add(task)
@@ -103,7 +109,8 @@ class UnderWay:
         chunk that costs its chunks nothing while the gateway runs."""
         self.stopping = True
         for reader in self._readers:
-            reader.set_exception(GatewayStopping())
+            if not reader.is_eof():  # one whose upstream ended is relayed to its end
+                reader.set_exception(GatewayStopping())
 
     async def end(self, grace: float) -> None:
         """Wait up to ``grace`` seconds for the requests under way, then cut the others
