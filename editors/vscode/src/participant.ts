@@ -9,7 +9,8 @@
  * controller (the `onTurn` hook).
  */
 import { randomUUID } from "node:crypto";
-import { readFile, realpath } from "node:fs/promises";
+import { constants } from "node:fs";
+import { open, realpath } from "node:fs/promises";
 import { sep } from "node:path";
 import {
   CtxlayerError,
@@ -159,16 +160,29 @@ async function attachedText(
   const secret = secretReason(path, folder, real, await resolved(folder));
   if (secret) return { problem: secret };
   let data: Buffer;
+  let size: number;
   try {
-    data = await readFile(real);
+    // opened without waiting for a writer, and read only if a regular file: a named pipe's
+    // read waited for ever and the turn with it (the daemon's userfiles.read does the same)
+    const file = await open(real, constants.O_RDONLY | constants.O_NONBLOCK);
+    try {
+      const info = await file.stat();
+      if (!info.isFile()) return { problem: "not a regular file: never read" };
+      size = info.size;
+      data = Buffer.alloc(Math.min(size, MAX_ATTACHED_BYTES));
+      const { bytesRead } = await file.read(data, 0, data.length, 0);
+      data = data.subarray(0, bytesRead);
+    } finally {
+      await file.close();
+    }
   } catch (err) {
     return unread(err);
   }
   if (data.subarray(0, 8192).includes(0)) {
-    return `(binary file, ${data.length.toLocaleString("en-US")} bytes, not shown)`;
+    return `(binary file, ${size.toLocaleString("en-US")} bytes, not shown)`;
   }
-  const text = data.subarray(0, MAX_ATTACHED_BYTES).toString("utf8");
-  return data.length > MAX_ATTACHED_BYTES
+  const text = data.toString("utf8");
+  return size > MAX_ATTACHED_BYTES
     ? `${text}\n[... cut at ${MAX_ATTACHED_BYTES.toLocaleString("en-US")} bytes ...]`
     : text;
 }

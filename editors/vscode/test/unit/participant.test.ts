@@ -1,6 +1,7 @@
 // The @ctxlayer participant over an in-memory daemon: a turn appends the question, assembles
 // the session into the model's window, runs the tool the model calls, keeps the tool round
 // in the result metadata; the commands act on the session.
+import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, realpathSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -346,6 +347,26 @@ describe("@ctxlayer", () => {
         ].join(", ") +
         ".\n\n",
     );
+  });
+
+  it("never waits on another folder's named pipe, and reads at most what the daemon would", async () => {
+    const second = mkdtempSync(join(tmpdir(), "ctxlayer-second-"));
+    execFileSync("mkfifo", [join(second, "pipe.log")]); // a read of it waited for ever
+    writeFileSync(join(second, "big.txt"), "B".repeat(1_200_000));
+    recorded.moreFolders = [second];
+    const req = request("look", model());
+    req.references = ["pipe.log", "big.txt"].map((f) => ({
+      id: f,
+      value: { scheme: "file", fsPath: join(second, f) },
+    }));
+    const s = chatStream();
+    await participant.handle(req, { history: [] }, s as any, noCancel);
+    expect(s.out[0]).toBe(
+      `> ctxlayer: not attached: \`${join(second, "pipe.log")}\` (not a regular file: never read).\n\n`,
+    );
+    const sent = session[0].content as string;
+    expect(sent).toContain("[... cut at 1,000,000 bytes ...]");
+    expect(sent.split("B").length - 1).toBe(1_000_000);
   });
 
   it("says so when nothing was cut", () => {
