@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +38,10 @@ async def test_a_daemon_dying_mid_write_is_connection_closed():
 
 async def test_the_timeout_covers_writing_the_request():
     client = await AsyncClient.spawn(fake("stops-reading"), timeout=30)
-    started = time.monotonic()
     try:
         with pytest.raises(TimeoutError, match=r"ctx/count: no answer within 1(\.0)?s"):
             await asyncio.wait_for(
                 client.request("ctx/count", {"texts": [BIG]}, timeout=1), 10)
-        assert time.monotonic() - started < 5
         # shutdown and exit are bounded too, then the process is killed
         assert await asyncio.wait_for(client.close(timeout=2), 10) is not None
     finally:
@@ -54,11 +51,9 @@ async def test_the_timeout_covers_writing_the_request():
 
 def test_the_blocking_timeout_covers_writing_the_request():
     client = Client.spawn(fake("stops-reading"), timeout=1)
-    started = time.monotonic()
     try:
         with pytest.raises(TimeoutError, match="ctx/count: no answer within"):
             client.request("ctx/count", {"texts": [BIG]})
-        assert time.monotonic() - started < 5
     finally:
         client.aio.process.kill()
         client.close()
@@ -67,12 +62,10 @@ def test_the_blocking_timeout_covers_writing_the_request():
 async def test_a_typed_call_honours_its_own_timeout():
     client = await AsyncClient.spawn(fake("never-answers"), timeout=30)
     try:
-        started = time.monotonic()
         with pytest.raises(TimeoutError, match=r"ctx/count: no answer within 0\.5s"):
             await client.count(texts=["x"], timeout=0.5)
         with pytest.raises(TimeoutError, match=r"ctx/segment: no answer within 0\.5s"):
             await client.segment(timeout=0.5)
-        assert time.monotonic() - started < 5
     finally:
         client.process.kill()
         await client.close(timeout=2)
@@ -81,10 +74,8 @@ async def test_a_typed_call_honours_its_own_timeout():
 def test_a_blocking_typed_call_honours_its_own_timeout():
     client = Client.spawn(fake("never-answers"), timeout=30)
     try:
-        started = time.monotonic()
         with pytest.raises(TimeoutError, match=r"ctx/trim: no answer within 0\.5s"):
             client.trim([], budget=10, timeout=0.5)
-        assert time.monotonic() - started < 5
     finally:
         client.aio.process.kill()
         client.close()

@@ -6,6 +6,7 @@
  * MessageConnection, a vscode-languageclient LanguageClient, or anything with the same
  * `sendRequest` / `onNotification` / `onRequest` shape.
  */
+import { ConnectionError } from "vscode-jsonrpc";
 import type {
   AssembleParams,
   AssembleResult,
@@ -223,6 +224,12 @@ export class CtxlayerClient {
       return await Promise.race([this.connection.sendRequest(method, params), givenUp]);
     } catch (err) {
       if (err instanceof CtxlayerError) throw err;
+      // the connection's own failure (closed, disposed), not an answer of the daemon: it
+      // came as code 1, kind "error", in the moment before the connection said it closed
+      if (err instanceof ConnectionError) {
+        this.connectionClosed(err.message || "the connection is closed");
+        throw connectionClosed(method, this.closedBecause ?? err.message);
+      }
       const e = err as { code?: number; message?: string; data?: unknown };
       throw new CtxlayerError(method, e.code ?? -1, e.message ?? String(err), e.data);
     } finally {
