@@ -366,7 +366,8 @@ describe("@ctxlayer", () => {
     );
     const sent = session[0].content as string;
     expect(sent).toContain("[... cut at 1,000,000 bytes ...]");
-    expect(sent.split("B").length - 1).toBe(1_000_000);
+    // the file's run of B (a B of the temporary folder's name is not the file's)
+    expect(Math.max(...(sent.match(/B+/g) ?? []).map((run) => run.length))).toBe(1_000_000);
   });
 
   it("says so when nothing was cut", () => {
