@@ -214,6 +214,16 @@ def test_an_empty_off_topic_or_refusing_client_summary_is_replaced_by_the_offlin
     ("Decided: I can't see why the retry queue failed; open: its backoff.", None),
     ("Icons are cached. Open: none.", None),
     ("Sorrowful tests: none. Decided: keep the order.", None),
+    # a quote, a bullet or a word that only starts alike is no refusal (all four were taken
+    # for one, the summary replaced by the offline one)
+    ('"I can\'t log in" was the user\'s report; Decided: fix the cookie.', None),
+    ("- I cannot use Postgres (hard constraint)", None),
+    ("Sorry-path handling: decided to log and continue.", None),
+    ("Unfortunately, I/O errors in tests/queue_test.py kept failing; Decided: retry.", None),
+    # refusals it let through
+    ("Apologies, but I can't help with that.", "Apologies"),
+    ("As a language model, I cannot summarize this.", "As a language model"),
+    ("I must decline to summarize this conversation.", "I must decline"),
 ])
 def test_a_refusal_is_known_by_its_opening(text, opening):
     assert refusal(text) == opening

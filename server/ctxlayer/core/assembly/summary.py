@@ -248,10 +248,14 @@ def off_topic(summary: str, messages: list[Message]) -> float | None:
 #: how a model's refusal opens ("I'm sorry, but I can't help with summarizing this
 #: conversation about the retry queue"): the topic's words are there, so the off-topic check
 #: lets it by, but it is no summary. A summary opens with what was decided, never with these.
+#: Only spaces and emphasis may come before: a summary may open with a quote or a bullet of
+#: what someone could not do ('"I can't log in" was the report', "- I cannot use Postgres"),
+#: and "Sorry-path handling", "Unfortunately, I/O errors" are no refusals either.
 _REFUSAL = re.compile(
-    r"[\W_]*(i['’]?m sorry|i am sorry|sorry\b|i apologi[sz]e|my apologies"
-    r"|i (?:can['’]?t|cannot|can not|won['’]?t|will not|am unable|am not able)\b"
-    r"|i['’]?m (?:unable|not able)\b|as an ai\b|unfortunately,? i\b)",
+    r"[\s*_]*(i['’]?m sorry|i am sorry|sorry(?=[\s,.!])|i apologi[sz]e|(?:my )?apologies\b"
+    r"|i (?:can['’]?t|cannot|can not|won['’]?t|will not|am unable|am not able)(?=[\s,.*_])"
+    r"|i['’]?m (?:unable|not able)\b|as an ai\b|as a(?:n ai)? language model\b"
+    r"|i (?:must|have to|need to) decline\b|unfortunately,? i(?=[\s'’]))",
     re.IGNORECASE)
 
 
