@@ -115,9 +115,9 @@ class ByLayer(Wire):
 
 
 class Budget(Wire):
-    """A session's: `byLayer` adds up to `used`; what its last assembly sent until the
-    session changes, then the session as it stands before its next assembly fits it (`used`
-    may be over `limit`)."""
+    """A session's: `byLayer` adds up to `used`; what its last assembly at its own budget
+    sent until the session changes, else the session as it stands before its next assembly
+    fits it (`used` may be over `limit`); an assembly at a one-off budget pushes its own."""
 
     used: int
     limit: int

@@ -39,9 +39,11 @@ async def test_why_and_the_lists_answer_after_what_arrived_before_them(tmp_path)
                                              "conversationId": "c1", "budget": 8000}),
             frame("why-c1", "ctx/why", {"conversationId": "c1"}),
             frame("chats", "ctx/conversations", {}),
+            frame("inspect-c1", "ctx/inspect", {"sessionId": "chat-c1"}),
         ]))
         answers = {i: await daemon.response(i, timeout=120) for i in (
-            "append", "list", "assemble", "why", "why-m3", "prepare", "why-c1", "chats")}
+            "append", "list", "assemble", "why", "why-m3", "prepare", "why-c1", "chats",
+            "inspect-c1")}
         assert all("result" in a for a in answers.values()), answers
         listed = {s["sessionId"]: s for s in answers["list"]["result"]["sessions"]}
         assert listed["s"]["messages"] == 40, listed["s"]
@@ -53,5 +55,6 @@ async def test_why_and_the_lists_answer_after_what_arrived_before_them(tmp_path)
         assert answers["why-c1"]["result"]["entries"], "the turn before it cut the chat"
         assert [c["conversationId"] for c in answers["chats"]["result"]["conversations"]] \
             == ["c1"]
+        assert "<title>ctxlayer · prepare chat c1</title>" in answers["inspect-c1"]["result"]["html"]
     finally:
         assert await daemon.close() == 0

@@ -6,7 +6,7 @@
  * MessageConnection, a vscode-languageclient LanguageClient, or anything with the same
  * `sendRequest` / `onNotification` / `onRequest` shape.
  */
-import { ConnectionError } from "vscode-jsonrpc";
+import { ConnectionError, ErrorCodes as RpcErrorCodes } from "vscode-jsonrpc";
 import type {
   AssembleParams,
   AssembleResult,
@@ -98,6 +98,14 @@ export class CtxlayerError extends Error {
     }
   }
 }
+
+/** vscode-jsonrpc's codes of a request its connection could not carry (a write to a daemon
+ * that died, EPIPE; a read that failed; a connection no longer listening): no daemon answer. */
+const CONNECTION_FAILED: (number | undefined)[] = [
+  RpcErrorCodes.MessageWriteError,
+  RpcErrorCodes.MessageReadError,
+  RpcErrorCodes.ConnectionInactive,
+];
 
 function connectionClosed(method: string, reason: string): CtxlayerError {
   return new CtxlayerError(method, undefined, `connection closed: ${reason}`, {
@@ -224,13 +232,14 @@ export class CtxlayerClient {
       return await Promise.race([this.connection.sendRequest(method, params), givenUp]);
     } catch (err) {
       if (err instanceof CtxlayerError) throw err;
-      // the connection's own failure (closed, disposed), not an answer of the daemon: it
-      // came as code 1, kind "error", in the moment before the connection said it closed
-      if (err instanceof ConnectionError) {
-        this.connectionClosed(err.message || "the connection is closed");
-        throw connectionClosed(method, this.closedBecause ?? err.message);
-      }
       const e = err as { code?: number; message?: string; data?: unknown };
+      // the connection's own failure (closed, disposed, a write to a daemon that died), not
+      // an answer of the daemon: it came as code 1 or -32099, kind "error", in the moment
+      // before the connection said it closed
+      if (err instanceof ConnectionError || CONNECTION_FAILED.includes(e.code)) {
+        this.connectionClosed(e.message || "the connection is closed");
+        throw connectionClosed(method, this.closedBecause ?? String(e.message));
+      }
       throw new CtxlayerError(method, e.code ?? -1, e.message ?? String(err), e.data);
     } finally {
       clearTimeout(timer);

@@ -3,6 +3,7 @@
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { PassThrough } from "node:stream";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import {
@@ -174,6 +175,29 @@ describe("a connection that is gone", () => {
     const next = await within(2000, failure(client.segment()));
     expect(next.error.kind).toBe("connection_closed");
     child.kill("SIGKILL");
+  }, 30_000);
+});
+
+describe("a daemon gone while a request is written", () => {
+  it("fails it with connection_closed, not the writer's error", async () => {
+    // its output kept open here, so only the write says the daemon is gone (EPIPE, which
+    // came as a daemon error of code -32099)
+    const child = spawn("sleep", ["60"], { stdio: ["pipe", "ignore", "inherit"] });
+    const connection = createMessageConnection(
+      new StreamMessageReader(new PassThrough()),
+      new StreamMessageWriter(child.stdin!),
+    );
+    connection.listen();
+    const client = new CtxlayerClient(connection, { timeoutMs: 20_000 });
+    child.kill("SIGKILL");
+    await new Promise((r) => child.on("exit", r));
+    const big = "word ".repeat(2_000_000);
+    const { error } = await within(15_000, failure(client.count({ texts: [big] })));
+    expect(error).toBeInstanceOf(CtxlayerError);
+    expect(error.kind).toBe("connection_closed");
+    const next = await within(2000, failure(client.segment()));
+    expect(next.error.kind).toBe("connection_closed");
+    connection.dispose();
   }, 30_000);
 });
 

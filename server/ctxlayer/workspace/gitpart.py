@@ -142,5 +142,8 @@ def render_git(state: GitState | None, max_files: int) -> str:
     body = (_group("Conflicts", conflicts, max_files) + _group("Staged", staged, max_files)
             + _group("Changed", changed, max_files)
             + _group("Untracked", untracked, max_files))
+    if state.unread:  # git was not asked for untracked files: "clean" would be untrue
+        body.append(f"Untracked files: not listed ({', '.join(map(path_line, state.unread))} "
+                    "is not a regular file, which git would wait on)")
     lines += body or ["Working tree clean."]
     return "\n".join(lines)

@@ -44,7 +44,8 @@ def _not_in_memory(session_id: str, info: protocol.ConversationInfo | None) -> s
     return (f"chat {cid!r} (session {session_id!r}) is not in memory: this daemon has not "
             "fitted a request of it since it started, or let it go for newer chats, and its "
             "messages are the client's, not kept. Its page comes back with its next request; "
-            f"what its last turn cut: `ctxlayer chats --why {cid}` (ctx/why).{last}")
+            f"what its last turn cut: ctx/why (`ctxlayer chats --why {cid}` through a running "
+            f"gateway).{last}")
 
 
 def inspect(caller: Caller, p: protocol.InspectParams,
