@@ -208,6 +208,7 @@ class GatewayServer:
         # the `/ctxlayer/*` routes open with the TCP mode's token (TokenFileError: unsafe)
         token = read_or_create_token(token_file(self.state.state_dir))
         body_limits = limits.BodyLimits(self.config)
+        self.under_way.stopping = False  # started again after a stop (a reload, a restart)
         app = web.Application(client_max_size=body_limits.max_bytes, middlewares=[
             self.under_way.middleware(),
             guard.middleware(lambda: guard.allowed_hosts(self.host, self.port), token)])
