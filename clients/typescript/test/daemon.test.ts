@@ -1,9 +1,9 @@
 // spawnDaemon and CtxlayerClient against the real daemon (`ctxlayer serve` over stdio), and
 // against daemons that fail them: each failure is a clear error at once, never a hang.
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { PassThrough } from "node:stream";
+import { PassThrough, type Readable } from "node:stream";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import {
@@ -135,16 +135,22 @@ describe("a daemon that dies", () => {
   }, 30_000);
 });
 
+/** A client over a plain connection to `child` (its output, unless another `output` is
+ * given, read as the daemon's), not spawnDaemon's. */
+function clientOf(child: ChildProcess, output: Readable = child.stdout!) {
+  const connection = createMessageConnection(
+    new StreamMessageReader(output),
+    new StreamMessageWriter(child.stdin!),
+  );
+  connection.listen();
+  return { connection, client: new CtxlayerClient(connection, { timeoutMs: 20_000 }) };
+}
+
 describe("a connection that closes", () => {
   it("fails a pending request at once when the connection has onClose", async () => {
     const [cmd, ...args] = neverAnswers;
     const child = spawn(cmd, args, { stdio: ["pipe", "pipe", "inherit"] });
-    const connection = createMessageConnection(
-      new StreamMessageReader(child.stdout!),
-      new StreamMessageWriter(child.stdin!),
-    );
-    connection.listen();
-    const client = new CtxlayerClient(connection, { timeoutMs: 20_000 });
+    const { connection, client } = clientOf(child);
     await connection.sendRequest("initialize", {});
     const pending = failure(client.count({ texts: ["a"] }));
     setTimeout(() => child.kill("SIGKILL"), 300);
@@ -161,12 +167,7 @@ describe("a connection that is gone", () => {
     // daemon error of code 1, kind "error", in the moment before the connection said it closed
     const [cmd, ...args] = neverAnswers;
     const child = spawn(cmd, args, { stdio: ["pipe", "pipe", "inherit"] });
-    const connection = createMessageConnection(
-      new StreamMessageReader(child.stdout!),
-      new StreamMessageWriter(child.stdin!),
-    );
-    connection.listen();
-    const client = new CtxlayerClient(connection, { timeoutMs: 20_000 });
+    const { connection, client } = clientOf(child);
     connection.dispose();
     const { error } = await within(15_000, failure(client.count({ texts: ["a"] })));
     expect(error).toBeInstanceOf(CtxlayerError);
@@ -183,12 +184,7 @@ describe("a daemon gone while a request is written", () => {
     // its output kept open here, so only the write says the daemon is gone (EPIPE, which
     // came as a daemon error of code -32099)
     const child = spawn("sleep", ["60"], { stdio: ["pipe", "ignore", "inherit"] });
-    const connection = createMessageConnection(
-      new StreamMessageReader(new PassThrough()),
-      new StreamMessageWriter(child.stdin!),
-    );
-    connection.listen();
-    const client = new CtxlayerClient(connection, { timeoutMs: 20_000 });
+    const { connection, client } = clientOf(child, new PassThrough());
     child.kill("SIGKILL");
     await new Promise((r) => child.on("exit", r));
     const big = "word ".repeat(2_000_000);
