@@ -14,6 +14,7 @@ import httpx2 as httpx
 import pytest
 from gateway_stack import Stack, start_stack, stop_stack
 from providers.standin import StandinThread
+from test_upstream_summarizer import _output
 
 KEY = "sk-upsum-loop-3b8e1d"
 #: on the topic of the tool outputs below (the off-topic check reads their words)
@@ -25,14 +26,6 @@ MODELS = {"openai": ("gpt-4o", "gpt-4o-mini"), "responses": ("gpt-4o", "gpt-4o-m
 ASK = "Make the retry queue keep item ordering; run the case tests one by one."
 SYSTEM = "You are a careful coding agent."
 RUN = {"type": "object", "properties": {"cmd": {"type": "string"}}}
-
-
-def _output(k: int) -> str:
-    lines = [f"ran pytest -k case_{k}: tests/test_queue.py::test_case_{k} PASSED "
-             f"(src/queue_{k}.py line {10 * k})"]
-    lines += [f"retry queue step {j} of case {k}: item ordering kept, backoff {j * k} ms"
-              for j in range(14)]
-    return "\n".join(lines)
 
 
 class Loop:
