@@ -237,6 +237,7 @@ export class CtxlayerClient {
       // an answer of the daemon: it came as code 1 or -32099, kind "error", in the moment
       // before the connection said it closed
       if (err instanceof ConnectionError || CONNECTION_FAILED.includes(e.code)) {
+        this.pending.delete(fail!); // this one fails here, not through its race, settled
         this.connectionClosed(e.message || "the connection is closed");
         throw connectionClosed(method, this.closedBecause ?? String(e.message));
       }
