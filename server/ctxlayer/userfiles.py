@@ -17,6 +17,8 @@ import os
 import stat
 
 NOT_A_FILE = "not a regular file"
+#: how a file left out for it is said: what it may be instead
+NOT_A_FILE_SAID = f"{NOT_A_FILE} (a named pipe, a device or a socket)"
 
 
 def read(path: str | os.PathLike[str], limit: int | None = None) -> bytes:

@@ -177,8 +177,8 @@ class Reading:
         exclude = str(repo.shared_dir / "info" / "exclude")
         if exclude in unread:  # git reads it for any status, untracked files or not
             self.cancel()
-            return GitState(error=f"{exclude}: {userfiles.NOT_A_FILE} (a named pipe, a device or a "
-                            "socket): git reads it for every status and would wait on it")
+            return GitState(error=f"{exclude}: {userfiles.NOT_A_FILE_SAID}: git reads it for "
+                            "every status and would wait on it")
         if unread:  # never waited on: the status again, without untracked files (and the
             # user's excludes file, read for any status, only of use for those)
             self.cancel()

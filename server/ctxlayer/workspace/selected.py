@@ -93,7 +93,7 @@ def looks_binary(data: bytes) -> bool:
 
 
 #: why a selected or agent file that is no regular file is left out
-NOT_READ = f"{userfiles.NOT_A_FILE} (a named pipe, a device or a socket): never read"
+NOT_READ = f"{userfiles.NOT_A_FILE_SAID}: never read"
 
 
 def is_lockfile(name: str) -> bool:

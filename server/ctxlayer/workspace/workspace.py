@@ -407,8 +407,8 @@ class Workspace(EventMap):
                     left.append(LeftOut(part="tree", path=".", reason=(
                         f"listing stopped at {filelist.MAX_WALK_FILES:,} files")))
                 left += [LeftOut(part="tree", path=path, reason=(
-                    f"{userfiles.NOT_A_FILE} (a named pipe, a device or a socket): its ignore "
-                    "rules were not read")) for path in unread]
+                    f"{userfiles.NOT_A_FILE_SAID}: its ignore rules were not read"))
+                    for path in unread]
                 new["tree"] = make_part("tree", t.text, count)
                 self._left["tree"] = left
                 self._tree_key = key
@@ -416,8 +416,8 @@ class Workspace(EventMap):
             self._left["git"] = ([LeftOut(part="git", path=".", reason=state.error)]
                                  if state is not None and state.error else [])
             self._left["git"] += [LeftOut(part="git", path=path, reason=(
-                f"{userfiles.NOT_A_FILE} (a named pipe, a device or a socket): git would wait "
-                "on it, so the untracked files were not listed (not in the tree either)"))
+                f"{userfiles.NOT_A_FILE_SAID}: git would wait on it, so the untracked files "
+                "were not listed (not in the tree either)"))
                 for path in (state.unread if state is not None else ())]
         if "agentFiles" in parts:
             a = agents.render_agents(self.root, self.home, self.user_config_dir,

@@ -205,9 +205,7 @@ def _withdrawn(history: History, state: cp.Compaction, inp: AssemblyInput,
     for good: 971 tokens sent of a budget of 50000 its 6665 tokens fit); else none. At the
     share it was made for it stays: the history only grows there, and the cached prefix with
     it."""
-    if not (0 < state.made_for < share) or inp.force_compaction:
-        return []
-    if history.total > int(share * inp.policy.trigger):
+    if not _withdraws(history, state, inp, share):
         return []
     summ = cp.summary_message(state)
     return [AuditEntry(
@@ -217,6 +215,12 @@ def _withdrawn(history: History, state: cp.Compaction, inp: AssemblyInput,
         summary=describe(summ) if summ is not None else "summary",
         tokens_before=state.rendered_tokens, tokens_after=history.total,
         message_id=summ.id if summ is not None else None)]
+
+
+def _withdraws(history: History, state: cp.Compaction, inp: AssemblyInput, share: int) -> bool:
+    """Whether the next assembly at `share` withdraws the summary (`_withdrawn`)."""
+    return (0 < state.made_for < share and not inp.force_compaction
+            and history.total <= int(share * inp.policy.trigger))
 
 
 def _question_summarized(history: History, work: cp.Compaction) -> bool:
@@ -441,7 +445,7 @@ def measure(history: History, state: cp.Compaction, inp: AssemblyInput, counter:
     the whole prompt); it is ``used`` itself when the next assembly will compact.
     """
     lay = layout(inp, counter, strict=False)
-    if _withdrawn(history, state, inp, lay.share):  # as the next assembly will find it: whole
+    if _withdraws(history, state, inp, lay.share):  # as the next assembly will find it: whole
         state = cp.Compaction(restored=list(state.restored))
     hist = cp.history_tokens(history, state)
     used = lay.system_tokens + lay.rules_tokens + lay.working_tokens + hist
