@@ -79,3 +79,19 @@ def test_a_blocking_typed_call_honours_its_own_timeout():
     finally:
         client.aio.process.kill()
         client.close()
+
+
+@pytest.mark.parametrize("bad", [0, -1, "30", True])
+async def test_a_timeout_that_is_not_seconds_above_zero_is_refused_naming_it(bad):
+    # timeout=0 was taken for "the default" (30 s); a string failed deep in asyncio
+    with pytest.raises(ValueError, match="timeout"):
+        await AsyncClient.spawn(fake("never-answers"), timeout=bad)
+    client = await AsyncClient.spawn(fake("never-answers"), timeout=30)
+    try:
+        with pytest.raises(ValueError, match="timeout: expected a number of seconds"):
+            await client.count(texts=["x"], timeout=bad)
+        assert not client._pending  # nothing was sent
+    finally:
+        await client.close(timeout=2)
+    with pytest.raises(ValueError, match="timeout"):
+        Client.spawn(fake("never-answers"), timeout=bad)

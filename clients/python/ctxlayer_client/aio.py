@@ -51,6 +51,17 @@ def _uri(path: Path) -> str:
     return path.resolve().as_uri()
 
 
+def seconds(timeout: float | None, default: float) -> float:
+    """A timeout as given, ``default`` when None. Zero or less would answer every request
+    "timed out" before it was sent (and ``timeout or default`` took 0 for "the default"):
+    refused, naming it."""
+    if timeout is None:
+        return default
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+        raise ValueError(f"timeout: expected a number of seconds above 0, got {timeout!r}")
+    return float(timeout)
+
+
 def _settle(future: asyncio.Future[Any]) -> None:
     """Forget a request's future once its caller has its outcome. When sending failed, the
     read loop may still fail the future (the daemon died); read that error here, or asyncio
@@ -68,7 +79,7 @@ class AsyncClient:
                  process: asyncio.subprocess.Process | None = None,
                  timeout: float = DEFAULT_TIMEOUT) -> None:
         self._reader, self._writer, self.process = reader, writer, process
-        self.timeout = timeout
+        self.timeout = seconds(timeout, DEFAULT_TIMEOUT)
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._subscribers: dict[str, list[NotificationHandler]] = {}
@@ -91,6 +102,7 @@ class AsyncClient:
                     timeout: float = DEFAULT_TIMEOUT, env: dict[str, str] | None = None,
                     stderr: Any = None, capabilities: dict | None = None) -> AsyncClient:
         """Start `cmd` (default: this Python's `ctxlayer serve --stdio`) and initialize it."""
+        timeout = seconds(timeout, DEFAULT_TIMEOUT)  # refused before a process is started
         argv = list(cmd or DEFAULT_COMMAND)
         proc = await asyncio.create_subprocess_exec(
             *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
@@ -112,6 +124,7 @@ class AsyncClient:
                       timeout: float = DEFAULT_TIMEOUT,
                       capabilities: dict | None = None) -> AsyncClient:
         """Connect to `ctxlayer serve --tcp` and initialize with the token."""
+        timeout = seconds(timeout, DEFAULT_TIMEOUT)
         reader, writer = await asyncio.wait_for(
             asyncio.open_connection(host, port, limit=1 << 20), timeout)
         client = cls(reader, writer, timeout=timeout)
@@ -179,7 +192,7 @@ class AsyncClient:
         The timeout covers writing the request as well as its answer: a daemon that stopped
         reading its input holds a large request's write as long as it would hold the answer.
         """
-        limit = timeout or self.timeout
+        limit = seconds(timeout, self.timeout)
         msg_id = next(self._ids)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[msg_id] = future
@@ -308,7 +321,7 @@ class AsyncClient:
 
         off = self.on(method, handler)
         try:
-            return await asyncio.wait_for(future, timeout or self.timeout)
+            return await asyncio.wait_for(future, seconds(timeout, self.timeout))
         finally:
             off()
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Self, TypeVar
 
 from ctxlayer import protocol
-from ctxlayer_client.aio import DEFAULT_TIMEOUT, AsyncClient
+from ctxlayer_client.aio import DEFAULT_TIMEOUT, AsyncClient, seconds
 
 T = TypeVar("T")
 
@@ -33,12 +33,12 @@ class Client:
     def _run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         try:
             self._refuse_on_loop_thread()
-        except RuntimeError:
+            # the coroutine carries its own request timeout; this one only guards a stuck loop
+            guard = seconds(timeout, self.timeout) + 5
+        except (RuntimeError, ValueError):
             coro.close()
             raise
-        # the coroutine carries its own request timeout; this one only guards a stuck loop
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(
-            (timeout or self.timeout) + 5)
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(guard)
 
     def _refuse_on_loop_thread(self) -> None:
         if threading.current_thread() is self._thread:
@@ -58,8 +58,8 @@ class Client:
     def spawn(cls, cmd: Sequence[str] | None = None, root: str | Path | None = None,
               **kwargs: Any) -> Client:
         client = cls()
-        client.timeout = kwargs.get("timeout", DEFAULT_TIMEOUT)
         try:
+            client.timeout = seconds(kwargs.get("timeout"), DEFAULT_TIMEOUT)
             client._client = client._run(AsyncClient.spawn(cmd, root, **kwargs))
         except BaseException:
             client._stop()
@@ -70,8 +70,8 @@ class Client:
     def connect(cls, host: str, port: int, token: str, root: str | Path | None = None,
                 **kwargs: Any) -> Client:
         client = cls()
-        client.timeout = kwargs.get("timeout", DEFAULT_TIMEOUT)
         try:
+            client.timeout = seconds(kwargs.get("timeout"), DEFAULT_TIMEOUT)
             client._client = client._run(AsyncClient.connect(host, port, token, root, **kwargs))
         except BaseException:
             client._stop()
