@@ -41,15 +41,20 @@ class Parser(argparse.ArgumentParser):
     """argparse with its errors in our one line: it printed its whole usage (five lines for
     `trim`) before the error, which then read as one more line of it."""
 
+    #: each command's own parser, by name: an option no command knows is said by the command's
+    #: parser (argparse leaves it to the top one, which pointed at `ctxlayer -h`)
+    commands: dict[str, argparse.ArgumentParser]
+
     def error(self, message: str):  # type: ignore[override]
         self.exit(2, f"{self.prog}: {message} (`{self.prog} -h` for the options)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> Parser:
     parser = Parser(prog="ctxlayer", description=DESCRIPTION,
                     epilog="`ctxlayer COMMAND -h` for a command's options.")
     parser.add_argument("--version", action="version", version=f"ctxlayer {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser.commands = {}
     for name, (module, help_text) in COMMANDS.items():
         try:
             command = _command(module)
@@ -60,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
         p.set_defaults(_module=module)
         command.add_arguments(p)
+        parser.commands[name] = p
     return parser
 
 
@@ -69,7 +75,10 @@ def _command(module: str):
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        owner = parser.commands.get(getattr(args, "command", None) or "", parser)
+        owner.error(f"unrecognized arguments: {' '.join(unknown)}")
     if not getattr(args, "command", None):
         parser.print_help(sys.stderr)
         return 2

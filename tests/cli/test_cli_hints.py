@@ -56,3 +56,16 @@ def test_the_top_help_says_what_ctxlayer_does_and_lists_every_command():
     assert "token" in intro and "gateway" in intro and "argument parsing" not in intro
     for name, (_, help_text) in COMMANDS.items():
         assert re.search(rf"^\s+{name}\s+{re.escape(help_text)}$", p.stdout, re.M), name
+
+
+def test_an_unknown_option_points_at_the_help_of_the_command_it_was_given_to():
+    # argparse left it to the top parser, which said `ctxlayer -h`: the command list, not
+    # the options that command takes
+    for command in ("chats", "trim", "count"):
+        p = run(command, "--bogus", stdin="")
+        assert p.returncode == 2
+        assert p.stderr.strip() == (f"ctxlayer {command}: unrecognized arguments: --bogus "
+                                    f"(`ctxlayer {command} -h` for the options)"), p.stderr
+        assert "--" in run(command, "-h").stdout  # the help it names lists options
+    p = run("--bogus")
+    assert p.returncode == 2 and "(`ctxlayer -h` for the options)" in p.stderr
