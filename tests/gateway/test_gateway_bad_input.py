@@ -208,3 +208,40 @@ def test_an_output_room_as_large_as_the_window_is_refused_naming_it(stack):
     assert raised.value.param == "max_tokens"
     assert "leave no room for the prompt in the 128,000-token window" in str(raised.value)
     assert stack.standin.requests() == []
+
+
+@pytest.mark.parametrize("key, value", [("summary", 5), ("summary", True), ("content", 5),
+                                        ("content", 1.5), ("summary", "text")])
+def test_a_reasoning_item_whose_parts_are_not_a_list_is_a_400_naming_them(stack, key, value):
+    # `"summary": 5` was iterated as a list: a TypeError, a 500 that said "a bug"
+    item = {"type": "reasoning", "id": "rs_1", "summary": []} | {key: value}
+    body = {"model": "gpt-4o", "input": [{"role": "user", "content": "x"}, item,
+                                         {"role": "assistant", "content": "y"}]}
+    answer = httpx.post(f"{stack.openai_url}/responses", json=body)
+    assert answer.status_code == 400, answer.text
+    error = answer.json()["error"]
+    assert error["param"] == f"input[1].{key}" and "expected a list" in error["message"]
+    assert stack.standin.requests() == []
+
+
+def test_stream_null_is_not_streamed_as_the_official_sdks_send_it(stack):
+    client = stack.openai()
+    answer = client.responses.create(model="gpt-4o", input="hi", stream=None)
+    assert answer.status == "completed"
+    chat = client.chat.completions.create(model="gpt-4o", stream=None,
+                                          messages=[{"role": "user", "content": "hi"}])
+    assert chat.choices[0].message.content
+    sent = [r["body"] for r in stack.model_requests()]
+    assert [b.get("stream", "absent") for b in sent] == [None, None]  # forwarded as sent
+
+
+def test_instructions_that_are_not_a_string_are_refused_saying_a_string(stack):
+    for value in (5, [{"type": "input_text", "text": "Be terse."}]):
+        answer = httpx.post(f"{stack.openai_url}/responses",
+                            json={"model": "gpt-4o", "input": "hi", "instructions": value})
+        assert answer.status_code == 400
+        error = answer.json()["error"]
+        # it said "a string or a list of text blocks", then refused the list
+        assert error["param"] == "instructions"
+        assert error["message"].endswith("`instructions` must be a string"), error["message"]
+    assert stack.standin.requests() == []

@@ -118,13 +118,15 @@ def read_request(fmt: str, raw: bytes) -> dict:
     for i, m in enumerate(value if isinstance(value, list) else ()):
         if not isinstance(m, dict):
             raise GatewayError(400, f"`{key}[{i}]` must be an object", field=f"{key}[{i}]")
-    if "stream" in body and not isinstance(body["stream"], bool):
+    # null as not given: the official OpenAI SDKs send `"stream": null` for stream=None
+    if body.get("stream") is not None and not isinstance(body["stream"], bool):
         raise GatewayError(400, "`stream` must be true or false", field="stream")
     system = codec(fmt).system
+    blocks = fmt != "responses"  # Anthropic's `system` takes text blocks; `instructions` not
     if system is not None and body.get(system) is not None and \
-            not isinstance(body[system], (str, list)):
-        raise GatewayError(400, f"`{system}` must be a string or a list of text blocks",
-                           field=system)
+            not isinstance(body[system], (str, list) if blocks else str):
+        what = "a string or a list of text blocks" if blocks else "a string"
+        raise GatewayError(400, f"`{system}` must be {what}", field=system)
     return body
 
 

@@ -197,11 +197,11 @@ def _reasoning_tokens(item: dict, where: str, counter: Tokenizer, read: bool) ->
     (`read`: responses_reasoning.py), its encrypted content estimated from its size (base64 of
     about four bytes a token; the provider does not publish the rule)."""
     n = 0
-    for k, part in enumerate(item.get("summary") or ()):
+    for k, part in enumerate(_parts_list(item, "summary", where)):
         part = expect_dict(part, f"{where}.summary[{k}]")
         if isinstance(part.get("text"), str):
             n += counter.count(part["text"])
-    for part in item.get("content") or ():
+    for part in _parts_list(item, "content", where):
         if isinstance(part, dict) and isinstance(part.get("text"), str):
             n += counter.count(part["text"])
     sealed = item.get("encrypted_content")
@@ -209,6 +209,17 @@ def _reasoning_tokens(item: dict, where: str, counter: Tokenizer, read: bool) ->
         expect_str(sealed, f"{where}.encrypted_content")
         n += _encrypted_tokens(item, where, counter) if read else 0
     return n
+
+
+def _parts_list(item: dict, key: str, where: str) -> list:
+    """A reasoning item's `summary` or `content`: a list, or absent / null (none). Anything
+    else (`"summary": 5`) was a TypeError, a 500 from the gateway: a 400 naming it."""
+    value = item.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise bad(f"{where}.{key}", f"expected a list of parts, got {type(value).__name__}")
+    return value
 
 
 def _encrypted_tokens(item: dict, where: str, counter: Tokenizer) -> int:
