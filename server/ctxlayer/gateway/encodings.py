@@ -61,20 +61,34 @@ def plain(raw: bytes, header: str | None, max_bytes: int) -> bytes:
     return bytes(raw)
 
 
+#: bytes of a compressed body given to a decoder at a time: what a frame leaves unread after
+#: its end is at most this much (the whole rest of the body was copied at every frame's end, so
+#: an 8 MB body of 400,000 empty gzip members took 109 s to read)
+STEP = 64 * 1024
+
+
 def _frames(raw: bytes, max_bytes: int, decoder: Callable[[], Any]) -> bytes:
     """Every frame of a stream, one after another (gzip members, zstd frames), each read by
     a new ``decoder()`` (zlib's and zstd's decompressors alike), stopping one byte past
     ``max_bytes``."""
     out = bytearray()
-    data = raw
-    while data:
-        frame = decoder()
-        out += frame.decompress(data, max_bytes + 1 - len(out))
+    view, at = memoryview(raw), 0
+    left = b""  # what the last frame left unread after its end: the next frame's start
+    frame = None
+    while at < len(raw) or left:
+        if left:
+            piece, left = left, b""
+        else:
+            piece, at = view[at:at + STEP], at + STEP
+        if frame is None:
+            frame = decoder()
+        out += frame.decompress(piece, max_bytes + 1 - len(out))
         if len(out) > max_bytes:
             return bytes(out)
-        if not frame.eof:
-            raise EOFError("the stream ends before its end")
-        data = frame.unused_data
+        if frame.eof:
+            left, frame = frame.unused_data, None
+    if frame is not None:
+        raise EOFError("the stream ends before its end")
     return bytes(out)
 
 
