@@ -530,10 +530,11 @@ def test_the_offline_summary_keeps_exact_details_without_cue_words():
 
 
 def test_the_offline_summary_leaves_out_the_parts_it_found_nothing_for():
-    said = [Message(role="user", content="We decided to keep the retry queue ordered."),
-            Message(role="assistant", content="ok")]
+    said = [Message(role="user", content="Please look at the queue."),
+            Message(role="assistant", content="We decided to keep the retry queue ordered.")]
     text = offline_summary(said, "", 600)
-    assert text.startswith("Decided:\n- We decided to keep the retry queue ordered"), text
+    assert text == ("Asked:\n- Please look at the queue.\n"
+                    "Decided:\n- We decided to keep the retry queue ordered."), text
     assert "Open:" not in text and "(none)" not in text
     # nothing found anywhere: no part at all, and a previous summary's parts carry over
     assert offline_summary([Message(role="assistant", content="ok")], "", 600) == ""

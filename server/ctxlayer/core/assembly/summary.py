@@ -3,8 +3,9 @@
 The user's hard constraints are found in constraints.py and kept verbatim in every summary,
 whatever a summarizer returns, so a weak summarizer cannot lose them.
 - ``offline_summary``: the extractive summary used when no client summarizer answers (or
-  none was declared): sentences with decision cues, open questions and exact details, newest
-  kept first when space runs out, merged with the previous summary.
+  none was declared): what the user asked in their own words, sentences with decision cues,
+  open questions and exact details, newest kept first when space runs out, merged with the
+  previous summary.
 - ``off_topic``: whether a client's summary shares almost nothing with the text it replaces;
 - ``refusal``: whether a summarizer's answer opens as a refusal to summarize;
 - ``SUMMARY_INSTRUCTIONS`` and ``render_summary``: what a client summarizer is asked and how
@@ -96,7 +97,16 @@ def _is_decided(text: str) -> bool:
     return _cued(_DECIDED, _DECIDED_WORDS, text)
 
 
-_PARTS = ("Decided", "Open", "Details")
+_PARTS = ("Asked", "Decided", "Open", "Details")
+#: what a client wraps around the context it adds to a user turn (Claude Code's CLAUDE.md, its
+#: git status, its reminders): not the user's words. Read as theirs, its lines became the
+#: summary's "Decided" items and the user's own task, beside them, was left out.
+_INJECTED = re.compile(r"<system-reminder>.*?(?:</system-reminder>|\Z)", re.DOTALL)
+#: characters of a user turn's own words an ask keeps: the task an agent was given, which a
+#: resumed session's next compaction summarized away when it named no cue word
+ASK_CHARS = 200
+#: the share of the summary the asks may take at most (the first one and the newest)
+ASK_SHARE = 4
 #: what ctxlayer itself wrote into a shortened message: its omission markers ("[... 52 lines
 #: omitted ...]" was a summary's detail) and the line naming the facts of a cut part
 _OURS = re.compile(f"{OMITTED.pattern}|^{re.escape(CUT_HEAD)}[^\\n]*\\]$", re.MULTILINE)
@@ -111,12 +121,14 @@ def _maybe_specific(text: str) -> bool:
 
 def offline_summary(messages: list[Message], previous: str, max_chars: int,
                     read: dict[str, list[tuple[int, str]]] | None = None) -> str:
-    """An extractive summary of ``messages`` in three parts, merged with the previous one:
-    Decided (sentences with decision cues), Open (questions, things still to do) and Details
-    (sentences that name something exact: a position, a code, a command, a number), the
-    first two within a third of ``max_chars`` each and the details in what they leave, the
-    newest kept when space runs out. A part with nothing in it is left out ("Decided: -
-    (none)" three times was a small summary's tenth, and said nothing).
+    """An extractive summary of ``messages`` in four parts, merged with the previous one:
+    Asked (the user's own words opening each of their turns, a client's injected context
+    aside: the first ask and the newest within a quarter of ``max_chars``), Decided (sentences
+    with decision cues), Open (questions, things still to do) and Details (sentences that name
+    something exact: a position, a code, a command, a number), decided and open within a third
+    of what the asks leave each and the details in what they leave, the newest kept when
+    space runs out. A part with nothing in it is left out ("Decided: - (none)" three times
+    was a small summary's tenth, and said nothing).
 
     Newest first: messages are read from the end and reading stops once every part is full or
     ``SCAN_FACTOR`` times ``max_chars`` of text have been read (a chat without cues would
@@ -127,6 +139,9 @@ def offline_summary(messages: list[Message], previous: str, max_chars: int,
     step that writes its chunk again over fewer messages reads none of them twice).
     """
     previous_parts = _split_previous(previous)
+    asked = _first_and_newest(_dedup(previous_parts[0] + _asks(messages)),
+                              max(80, max_chars // ASK_SHARE))
+    max_chars = max(0, max_chars - sum(len(x) + 3 for x in asked))
     third = max(80, max_chars // 3)
     found: list[list[str]] = [[], [], []]
     sizes = [0, 0, 0]
@@ -145,20 +160,50 @@ def offline_summary(messages: list[Message], previous: str, max_chars: int,
         for part, flat in kept:
             found[part].append(flat)
             sizes[part] += len(flat) + 3
-    merged = [_dedup(prev + new[::-1]) for prev, new in zip(previous_parts, found, strict=True)]
+    said = "\n".join(asked)  # a sentence an ask holds already is not said twice
+    merged = [[x for x in _dedup(prev + new[::-1]) if x not in said]
+              for prev, new in zip(previous_parts[1:], found, strict=True)]
     decided = _newest_within(merged[0], third)
     open_ = _newest_within(merged[1], third)
     # details take what decided and open leave
     left = max_chars - sum(len(x) + 3 for x in decided + open_)
     details = _newest_within(merged[2], max(third, left))
-    return "\n".join(_section(t, items) for t, items in zip(_PARTS, (decided, open_, details),
-                                                           strict=True) if items)
+    return "\n".join(_section(t, items) for t, items in zip(
+        _PARTS, (asked, decided, open_, details), strict=True) if items)
+
+
+def own_words(content: str) -> str:
+    """A user turn's text without the context a client injected into it (`_INJECTED`)."""
+    return _INJECTED.sub(" ", content) if "<system-reminder>" in content else content
+
+
+def _asks(messages: list[Message]) -> list[str]:
+    """The opening of each user turn in the user's own words, oldest first: the task and the
+    questions, whatever cue words they hold (or none: "Check the build log.")."""
+    out = []
+    for msg in messages:
+        if msg.role != "user" or msg.kind in ("summary", "doc", "toolOutput", "rule", "memory"):
+            continue
+        head = own_words(msg.content)[:4 * ASK_CHARS]
+        if "omitted ...]" in head or CUT_HEAD in head:
+            head = _OURS.sub(" ", head)
+        flat = " ".join(head.split())
+        if flat:
+            out.append(flat if len(flat) <= ASK_CHARS else flat[:ASK_CHARS - 1] + "…")
+    return out
+
+
+def _first_and_newest(items: list[str], max_chars: int) -> list[str]:
+    """The first of ``items`` (an agent's task) and the newest after it within ``max_chars``."""
+    if not items or len(items[0]) + 3 > max_chars:
+        return []
+    return [items[0], *_newest_within(items[1:], max_chars - len(items[0]) - 3)]
 
 
 def _kept_sentences(content: str) -> list[tuple[int, str]]:
     """(part, sentence) of the sentences of one message a summary may keep, newest first:
     part 0 decided, 1 open, 2 details."""
-    text = content
+    text = own_words(content)
     if "omitted ...]" in text or CUT_HEAD in text:
         text = _OURS.sub(" ", text)
     if not (_maybe_specific(text) or _is_open(text) or _is_decided(text)):
@@ -178,7 +223,7 @@ def _kept_sentences(content: str) -> list[tuple[int, str]]:
     return out
 
 
-def _split_previous(previous: str) -> tuple[list[str], list[str], list[str]]:
+def _split_previous(previous: str) -> tuple[list[str], list[str], list[str], list[str]]:
     parts: dict[str, list[str]] = {title: [] for title in _PARTS}
     target = None
     for line in previous.splitlines():
@@ -187,7 +232,7 @@ def _split_previous(previous: str) -> tuple[list[str], list[str], list[str]]:
             target = parts[title]
         elif line.startswith("- ") and target is not None and line[2:] != "(none)":
             target.append(line[2:])
-    return parts["Decided"], parts["Open"], parts["Details"]
+    return parts["Asked"], parts["Decided"], parts["Open"], parts["Details"]
 
 
 def _dedup(items: list[str]) -> list[str]:

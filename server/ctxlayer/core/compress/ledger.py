@@ -298,12 +298,16 @@ def _ranked(entries: list[Entry], shown: str, kind: str = "") -> list[str]:
     Inside is transitive, so both tests may look at every value taken, in one search over
     their NUL-joined text (one search a value, not one a pair: most of a long ledger's time)."""
     noisy = kind in _NOISY
+    lines = kind == "line_numbers"
     taken: list[str] = []
     joined = ""
     for e in sorted(entries, key=_rank):
         v = e.value
         if not v.strip() or (shown and holds(shown, v) >= 0) or (
-                noisy and e.score <= MENTION_SCORE):
+                noisy and e.score <= MENTION_SCORE) or (
+                lines and e.score <= LISTED_SCORE and v.startswith("line ")):
+            # a line with no file, seen only in listings (a log numbering its lines): "line
+            # 1, line 2, ... line 249" filled a summary's ledger and said nothing
             continue
         if holds(joined, v) >= 0 if "\0" not in v else any(holds(t, v) >= 0 for t in taken):
             continue
