@@ -724,7 +724,9 @@ class Standin:
         while same < min(len(msgs), len(previous)) and msgs[same] == previous[same]:
             same += 1
         counter = checks.counter_for(model)
-        per = [counter.count(json.dumps(tools))] if tools else []
+        # the tools as the prompt holds them: a deferred one is not in it (counted, it made
+        # Claude Code's first answer say input_tokens -57)
+        per = [counter.count(json.dumps(checks.shown_tools(tools)))] if tools else []
         per += [checks.message_tokens(fmt, model, m) for m in msgs[len(lead):]]
         read = sum(per[:same])
         if fmt != "anthropic":

@@ -230,3 +230,24 @@ def test_webp_images_cost_their_size_and_a_text_document_its_text():
                                             "data": "notes"}}
     long = {**short, "source": {**short["source"], "data": "notes about the parser " * 200}}
     assert tokens(long) - tokens(short) >= 800
+
+
+def test_a_deferred_tool_is_neither_prompt_nor_cache(standin):
+    # the cache counted every tool, the prompt only those it holds: Claude Code's first answer
+    # (a deferred tool among its twelve) said input_tokens -57
+    tools = [{"name": "read", "input_schema": {"type": "object"}},
+             {"name": "later", "description": "loaded by a tool search " * 20,
+              "input_schema": {"type": "object"}, "defer_loading": True}]
+    messages = [{"role": "user", "content": [
+        {"type": "text", "text": "list the files", "cache_control": {"type": "ephemeral"}}]}]
+    client = an(standin)
+    first = client.messages.create(model="claude-sonnet-4-5", max_tokens=50, tools=tools,
+                                   messages=messages)
+    shown = client.messages.create(model="claude-sonnet-4-5", max_tokens=50, tools=tools[:1],
+                                   messages=messages)
+    def prompt(u) -> int:
+        return u.input_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens
+
+    assert first.usage.input_tokens >= 0
+    assert prompt(first.usage) == prompt(shown.usage)  # the same prompt: the deferred tool
+    assert first.usage.cache_creation_input_tokens <= prompt(first.usage)  # is in neither
