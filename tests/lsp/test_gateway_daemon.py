@@ -5,6 +5,7 @@ daemon hears the live chat's budget (`ctx/budgetChanged` with its conversationId
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 from conftest import WORLD, RawDaemon, hermetic_env, make_repo
@@ -48,3 +49,34 @@ async def test_the_daemon_runs_the_gateway_and_pushes_the_live_chat(tmp_path):
             await client.close()
         finally:
             assert await daemon.close() == 0
+
+
+async def test_the_daemons_gateway_never_logs_a_key_its_parser_refused(tmp_path):
+    """A header line aiohttp's parser refuses (a key read from a CRLF file) is said in one line
+    in the daemon's log, at -vvv too, and never reaches an editor's log window: aiohttp logged a
+    traceback quoting the line, key and all."""
+    key = "sk-ant-api03-DAEMONNEVERLOGS"
+    root = make_repo(WORLD / f"daemon-gateway-refused-{tmp_path.name}")
+    log_file = tmp_path / "daemon.log"
+    daemon = await RawDaemon.start("--log-file", str(log_file), "-vvv",
+                                   env=hermetic_env(tmp_path / "world"))
+    try:
+        init = await daemon.request(0, "initialize", {
+            "processId": None, "capabilities": {}, "rootUri": root.as_uri(),
+            "initializationOptions": {"config": {"gateway": {
+                "enabled": True, "anthropic_base_url": "http://127.0.0.1:9"}}}})
+        await daemon.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        base = init["result"]["capabilities"]["experimental"]["ctxlayer"]["gateway"]["anthropic"]
+        host, port = base.removeprefix("http://").rsplit(":", 1)
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(f"POST /v1/messages HTTP/1.1\r\nHost: {host}:{port}\r\n"
+                     f"x-api-key: {key}\r\r\nContent-Length: 2\r\n\r\n{{}}".encode())
+        answer = await asyncio.wait_for(reader.read(), 10)
+        writer.close()
+        assert answer.startswith(b"HTTP/1.0 400 ")
+    finally:
+        assert await daemon.close() == 0
+    log = log_file.read_text()
+    assert key not in log and "Traceback" not in log
+    assert "refused a request the HTTP parser could not read: " in log
+    assert key not in json.dumps(daemon.notifications)

@@ -31,7 +31,7 @@ from ctxlayer import protocol
 from ctxlayer.config import GatewayConfig
 from ctxlayer.core.errors import TOO_DEEP, ContextError, lone_surrogate
 from ctxlayer.core.formats import codec
-from ctxlayer.gateway import chats, encodings, guard, limits, upsum
+from ctxlayer.gateway import chats, encodings, guard, limits, unreadable, upsum
 from ctxlayer.gateway.errors import GatewayError, error_response
 from ctxlayer.gateway.forward import (
     Upstream,
@@ -229,8 +229,9 @@ class GatewayServer:
         # A client that disconnects cancels its handler, which closes the upstream request.
         # what aiohttp's own stop still waits for once `close` ended the requests (its
         # default, 60 s twice over, kept a streaming client waiting two minutes)
+        # its log never quotes a request its parser refused (unreadable.py: API keys)
         self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None,
-                                     shutdown_timeout=STOP_GRACE,
+                                     logger=unreadable.server_log, shutdown_timeout=STOP_GRACE,
                                      **limits.server_options(self.config))
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.config.port)
