@@ -336,3 +336,32 @@ def test_a_broken_anthropic_stream_ends_with_an_error_event(safe, mode, says, ki
             model="claude-sonnet-4", max_tokens=20, messages=QUESTION) as stream:
         for _ in stream.text_stream:
             pass
+
+
+@pytest.mark.parametrize("fmt", ["openai", "anthropic"])
+def test_a_whole_answer_the_upstream_cuts_is_a_502_in_the_providers_shape(safe, fmt):
+    """The upstream says the answer's length, sends half of it, and drops the connection: a
+    502 saying so, as for every other upstream failure (it was aiohttp's plain-text 500,
+    'Server got itself in trouble', and a traceback in the log)."""
+    safe.standin.fail(mode="cut")
+    if fmt == "openai":
+        answer = httpx.post(f"{safe.openai_url}/chat/completions", timeout=30, json={
+            "model": "gpt-4o", "messages": QUESTION}, headers={"authorization": "Bearer k"})
+        said = answer.json()["error"]
+        assert said["type"] == "server_error"
+    else:
+        answer = httpx.post(f"{safe.anthropic_url}/v1/messages", timeout=30, json={
+            "model": "claude-sonnet-4", "max_tokens": 20, "messages": QUESTION}, headers={
+            "anthropic-version": "2023-06-01", "x-api-key": "sk-ant-test"})
+        said = answer.json()["error"]
+        assert said["type"] == "api_error"
+    assert answer.status_code == 502 and "closed the answer before its end" in said["message"]
+    assert safe.standin.requests()[-1]["cut"] is True
+    safe.standin.fail(mode="cut")
+    with pytest.raises(openai.APIStatusError if fmt == "openai" else anthropic.APIStatusError,
+                       match="closed the answer before its end"):
+        if fmt == "openai":
+            safe.openai().chat.completions.create(model="gpt-4o", messages=QUESTION)
+        else:
+            safe.anthropic().messages.create(model="claude-sonnet-4", max_tokens=20,
+                                             messages=QUESTION)

@@ -49,7 +49,8 @@ prompt_tokens), `POST /_standin/reset`,
 `POST /_standin/fail` `{"status": 429|500, "count": 1}` or `{"mode": "stall"}` (the stream
 sends its first event then never ends) or `{"mode": "slow_first_byte", "delay": s}` or
 `{"mode": "hold"}` (the first event, then the rest after `POST /_standin/release`) or
-`{"mode": "cut"}` (the first event and half the next, then the connection drops),
+`{"mode": "cut"}` (the first event and half the next, then the connection drops; a whole
+answer: its first half under the whole's Content-Length, then the same),
 `POST /_standin/reply` `{"text": ...}` or `{"tool_name": ..., "tool_arguments": {...}}` (the
 next answers, in order), `POST /_standin/agent` `{"rounds": N, "calls": [...]}`. In process, `for_model(model,
 text=, status=, hold=)` scripts every request for one model apart (held: `release_model`). The stand-in
@@ -609,12 +610,14 @@ class Standin:
         headers = self._ids(fmt)
         if not entry["stream"]:
             entry["status"] = 200
-            entry["completed"] = True
             payload = (answers.anthropic_message(rid, model, reply, usage) if fmt == "anthropic"
                        else answers.openai_completion(rid, model, int(time.time()), reply, usage))
             if script is not None and script["content"] is not None:
                 holder = payload if fmt == "anthropic" else payload["choices"][0]["message"]
                 holder["content"] = script["content"]
+            if failure and failure["mode"] == "cut":
+                return await self._cut(request, entry, json.dumps(payload).encode(), headers)
+            entry["completed"] = True
             return self._compressed(entry, web.json_response(payload, headers=headers))
         if fmt == "anthropic":
             events = answers.anthropic_events(
@@ -624,6 +627,19 @@ class Standin:
             include = bool((body.get("stream_options") or {}).get("include_usage"))
             events = answers.openai_chunks(rid, model, int(time.time()), reply, usage, include)
         return await self._stream(request, entry, events, headers, failure)
+
+    async def _cut(self, request: web.Request, entry: dict, whole: bytes,
+                   headers: dict) -> web.StreamResponse:
+        """The first half of a whole answer under the whole's Content-Length, then the
+        connection drops: the client's read of it fails."""
+        resp = web.StreamResponse(headers={**headers, "Content-Type": "application/json",
+                                           "Content-Length": str(len(whole))})
+        await resp.prepare(request)
+        await resp.write(whole[: len(whole) // 2])
+        entry["cut"] = True
+        assert request.transport is not None
+        request.transport.abort()
+        return resp
 
     def _compressed(self, entry: dict, resp: web.StreamResponse) -> web.StreamResponse:
         """``resp``, gzipped whatever was asked when its model is one of `compressing`."""

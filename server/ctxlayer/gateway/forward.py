@@ -221,6 +221,9 @@ class Upstream:
                 raise asyncio.CancelledError from exc  # the client is gone: nobody to tell
             raise GatewayError(502, f"cannot reach the upstream {named(url)}: "
                                     f"{type(exc).__name__}") from exc
+        except aiohttp.ClientPayloadError as exc:  # less than its Content-Length, or chunks
+            raise GatewayError(502, f"the upstream {named(url)} closed the answer before its "
+                                    f"end ({type(exc).__name__})") from exc
         finally:
             if watch is not None:
                 watch.done()
