@@ -89,3 +89,67 @@ def test_the_usage_is_left_out_whatever_the_servers_spacing():
     assert out == chunk.replace(b', "usage": null', b"") + done
     assert json.loads(out.split(b"\r\n")[0][len(b"data: "):])["choices"][0]["delta"][
         "content"] == 'say "usage": null, ok'
+
+
+def test_azures_filter_chunk_reaches_a_client_that_did_not_ask_for_the_usage(tmp_path):
+    """Azure OpenAI opens a stream with a chunk of no choices that carries the prompt's
+    `prompt_filter_results` (and `usage: null` once the usage is asked for). It was taken for
+    the usage-only chunk and dropped: only that one is hidden, the filter results pass."""
+    with fresh_stack(tmp_path, azure=(MODEL,)) as stack:
+        status, chunks = _stream(stack)
+        asked = stack.model_requests()[-1]
+        _, with_usage = _stream(stack, stream_options={"include_usage": True})
+    assert status == 200 and asked["body"]["stream_options"] == {"include_usage": True}
+    first, *rest = chunks
+    assert first["choices"] == [] and first["prompt_filter_results"][0]["prompt_index"] == 0
+    assert "usage" not in first  # the `usage: null` the gateway's asking added
+    assert rest and all(c["choices"] and "usage" not in c for c in rest), rest
+    # the client that asked gets the stream as Azure sent it
+    assert "prompt_filter_results" in with_usage[0] and with_usage[0]["usage"] is None
+    assert with_usage[-1]["choices"] == [] and with_usage[-1]["usage"]["prompt_tokens"] > 0
+
+
+def test_a_stream_of_cr_ended_lines_comes_whole_without_the_usage(tmp_path):
+    """SSE lines may end in a bare CR. The gateway knew only LF and CRLF: the whole stream
+    was one event, which held the usage-only chunk, and a client that did not ask for the
+    usage got a 200 with an empty body."""
+    budgets: list = []
+    # the provider counts above us: its count, once read from the stream, is told from ours
+    with fresh_stack(tmp_path, cr_lines=(MODEL,), counts={MODEL: 1.5}) as stack:
+        stack.state.events.budget_listeners.append(
+            lambda workspace, budget, caller=None: budgets.append(budget))
+        answer = httpx.post(stack.openai_url + "/chat/completions", json={
+            "model": MODEL, "messages": QUESTION, "stream": True},
+            headers={"Authorization": "Bearer sk-test"}, timeout=30)
+        asked = stack.model_requests()[-1]
+        stack.reported()
+        streamed = stack.openai().chat.completions.create(model=MODEL, messages=QUESTION,
+                                                          stream=True)
+        words = "".join(c.choices[0].delta.content or "" for c in streamed)
+    assert answer.status_code == 200 and asked["body"]["stream_options"]["include_usage"]
+    assert b"\n" not in answer.content  # passed on as it came, its own line ends
+    events = [e for e in answer.content.split(b"\r\r") if e]
+    assert events[-1] == b"data: [DONE]"
+    chunks = [json.loads(e.removeprefix(b"data: ")) for e in events[:-1]]
+    assert len(chunks) >= 3 and all(c["choices"] and "usage" not in c for c in chunks)
+    assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks) == words
+    assert words and any(b.used == asked["prompt_tokens"] for b in budgets)  # usage read
+
+
+def test_only_the_usage_only_chunk_is_left_out():
+    """The usage-only chunk goes, whatever the line ends; an event that says anything else
+    with it, or does not read as a chunk, passes as it came."""
+    from ctxlayer.gateway.forward import _event_end, without_usage
+
+    usage = b'data: {"id": "c1", "choices": [], "usage": {"prompt_tokens": 9}}'
+    passing = [
+        b'data: {"choices": [], "prompt_filter_results": [{"prompt_index": 0}]}',
+        b'data: {"choices": [], "usage": {"prompt_tokens": 9}, "said": "more"}',
+        b'data: {"choices": [], "usage": {"prompt_tokens": 9}',  # cut: not JSON
+        b': a comment naming "usage" and "choices": []',
+    ]
+    for end in (b"\n\n", b"\r\n\r\n", b"\r\r", b"\r\n\n", b"\n\r"):
+        stream = b"".join(event + end for event in [*passing, usage, b"data: [DONE]"])
+        assert without_usage(stream) == b"".join(e + end for e in [*passing, b"data: [DONE]"])
+        assert _event_end(stream) == len(stream)
+        assert _event_end(usage + end[:1]) == 0  # one line end: the event goes on

@@ -34,6 +34,8 @@ do; `lm_studio=(model,)`: refused as LM Studio words it, its `error` a string; `
 Messages streams close with a message_delta saying `input_tokens: 0`; `compressing=(model,)`:
 its Messages and Chat Completions answers come gzipped whatever was asked;
 `processing=(model,)`: its streams open with OpenRouter's `: OPENROUTER PROCESSING`;
+`azure=(model,)`: its Chat Completions streams open with Azure's `prompt_filter_results` chunk;
+`cr_lines=(model,)`: its streams' lines end in a bare CR, as SSE allows;
 `headers={...}`: headers its answers carry beside their own). A Messages
 request with `thinking` on is answered after a thinking block of `thinking_words` words, whose
 signature the stand-in checks when it comes back (standin_thinking.py). Answers
@@ -111,6 +113,7 @@ class Standin:
                  old_llama_cpp: tuple[str, ...] = (), thinking_words: int = 40,
                  zero_input_at_close: tuple[str, ...] = (),
                  compressing: tuple[str, ...] = (), processing: tuple[str, ...] = (),
+                 azure: tuple[str, ...] = (), cr_lines: tuple[str, ...] = (),
                  headers: dict[str, str] | None = None):
         self.host = host
         self.port = 0
@@ -151,6 +154,12 @@ class Standin:
         #: model name prefixes whose streams open with OpenRouter's `: OPENROUTER PROCESSING`
         #: comment (it sends them while a request waits for a provider)
         self.processing = tuple(processing)
+        #: model name prefixes whose Chat Completions streams open with the chunk Azure OpenAI
+        #: sends first: no choices, the prompt's `prompt_filter_results`
+        self.azure = tuple(azure)
+        #: model name prefixes whose streams end their lines in a bare CR (SSE allows CR, LF
+        #: and CRLF)
+        self.cr_lines = tuple(cr_lines)
         #: headers every answer carries beside its own (a provider behind another gateway)
         self.headers = dict(headers or {})
         #: how long the thinking is that opens an answer to a request with `thinking` on
@@ -626,6 +635,10 @@ class Standin:
         else:
             include = bool((body.get("stream_options") or {}).get("include_usage"))
             events = answers.openai_chunks(rid, model, int(time.time()), reply, usage, include)
+            if self.azure and model.startswith(self.azure):
+                events.insert(0, answers.azure_filter_chunk(include))
+        if self.cr_lines and model.startswith(self.cr_lines):
+            events = [event.replace(b"\n", b"\r") for event in events]
         return await self._stream(request, entry, events, headers, failure)
 
     async def _cut(self, request: web.Request, entry: dict, whole: bytes,

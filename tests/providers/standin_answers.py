@@ -117,6 +117,18 @@ def openai_chunks(rid: str, model: str, created: int, reply: Reply, usage: Usage
     return [_sse(None, e) for e in events] + [b"data: [DONE]\n\n"]
 
 
+def azure_filter_chunk(include_usage: bool) -> bytes:
+    """The chunk an Azure OpenAI stream opens with: no choices, the prompt's content filter
+    results (and `usage: null` when the usage was asked for)."""
+    safe = {"filtered": False, "severity": "safe"}
+    chunk: dict = {"choices": [], "created": 0, "id": "", "model": "", "object": "",
+                   "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": {
+                       kind: safe for kind in ("hate", "self_harm", "sexual", "violence")}}]}
+    if include_usage:
+        chunk["usage"] = None
+    return _sse(None, chunk)
+
+
 # ---- Anthropic ---------------------------------------------------------------------------
 
 def _anthropic_usage(u: Usage, output: int) -> dict:

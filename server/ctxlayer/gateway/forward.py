@@ -278,10 +278,20 @@ def _gone(request: web.Request) -> bool:
     return request.transport is None or request.transport.is_closing()
 
 
+#: the blank line that ends an SSE event: a line end right after another, each one CRLF, LF
+#: or CR (the SSE spec allows all three; a stream of CR-ended lines was one event to a
+#: search for LF and CRLF alone, and its client got none of it, `without_usage`)
+_EVENT_END = re.compile(rb"(?:\r\n|\n|\r)(?:\r\n|\n|\r)")
+
+
 def _event_end(buf: bytes) -> int:
-    """Where the last whole SSE event in `buf` ends (0: none yet)."""
-    ends = [i + len(sep) for sep in (b"\n\n", b"\r\n\r\n") if (i := buf.rfind(sep)) >= 0]
-    return max(ends, default=0)
+    """Where the last whole SSE event in `buf` ends (0: none yet). A CR last in `buf` may be
+    the first half of a CRLF whose LF is yet to come: the LF then begins the next part, which
+    changes no byte the client gets."""
+    end = 0
+    for end_found in _EVENT_END.finditer(buf):
+        end = end_found.end()
+    return end
 
 
 def usage_asked(fmt: str, request: dict, refused: bool) -> tuple[dict, bool]:
@@ -306,24 +316,41 @@ def refuses_stream_options(response: web.StreamResponse) -> bool:
         isinstance(response.body, bytes) and b"stream_options" in response.body
 
 
-#: a Chat Completions chunk that holds the usage alone (no choices), and the `usage: null`
-#: of the others, as a stream asked for its usage has them (a quote in a text is escaped, so
-#: these never match inside one)
-_USAGE_ONLY = re.compile(rb'"choices"\s*:\s*\[\s*\]')
+#: a Chat Completions chunk without choices (the usage-only one may be it), and the
+#: `usage: null` of the others, as a stream asked for its usage has them (a quote in a text is
+#: escaped, so these never match inside one)
+_NO_CHOICES = re.compile(rb'"choices"\s*:\s*\[\s*\]')
 _NULL_USAGE = re.compile(rb',\s*"usage"\s*:\s*null|"usage"\s*:\s*null\s*,')
+#: what the usage-only chunk carries beside its usage and its empty choices: the answer's
+#: names and numbers (OpenRouter's `provider`, llama.cpp's `timings`, Groq's `x_groq`)
+_BESIDE_USAGE = frozenset({"id", "object", "created", "model", "system_fingerprint",
+                           "service_tier", "obfuscation", "provider", "timings", "x_groq"})
+
+
+def _usage_only(event: bytes) -> bool:
+    """Whether an event is the usage-only chunk: no choices, a usage, nothing else said.
+    Azure's first chunk has no choices either, but its `prompt_filter_results` and a null
+    usage; an event that does not read as one JSON chunk is never taken for it."""
+    if not _NO_CHOICES.search(event):
+        return False
+    said = _said(event)
+    return said is not None and said.get("choices") == [] and \
+        isinstance(said.get("usage"), dict) and \
+        all(k in _BESIDE_USAGE for k, v in said.items()
+            if k not in ("choices", "usage") and v is not None)
 
 
 def without_usage(events: bytes) -> bytes:
     """Whole SSE events of a Chat Completions stream as they come when its usage is not asked
-    for: no usage-only chunk, no `usage: null` in the others."""
+    for: no usage-only chunk, no `usage: null` in the others; every other event as it came."""
     if b'"usage"' not in events:
         return events
-    parts = re.split(rb"(\r?\n\r?\n)", events)
+    parts = _EVENT_END.split(events)
+    ends = _EVENT_END.findall(events)
     out = []
-    for k in range(0, len(parts), 2):
-        event, end = parts[k], parts[k + 1] if k + 1 < len(parts) else b""
+    for event, end in zip(parts, [*ends, b""], strict=True):
         if b'"usage"' in event:
-            if _USAGE_ONLY.search(event):
+            if _usage_only(event):
                 continue
             event = _NULL_USAGE.sub(b"", event)
         out += (event, end)
@@ -440,7 +467,7 @@ def _says_nothing(event: bytes) -> bool:
 
 
 def _events(whole: bytes) -> list[bytes]:
-    return [e for e in re.split(rb"\r?\n\r?\n", whole) if e.strip()]
+    return [e for e in _EVENT_END.split(whole) if e.strip()]
 
 
 def first_refusal(fmt: str, events: bytes) -> bytes | None:

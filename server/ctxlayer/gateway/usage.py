@@ -335,6 +335,11 @@ def from_answer(fmt: str, body: bytes) -> Usage | None:
                                    answer_id=fields.shape.answer_id(answer) or "")
 
 
+#: an SSE line end: CRLF, LF or CR, all three allowed (a stream of CR-ended lines was one
+#: unfinished event, its usage never read)
+_LINE_END = re.compile(rb"\r\n?|\n")
+
+
 class StreamUsage:
     """Reads the usage out of an SSE stream fed chunk by chunk, as the chunks pass."""
 
@@ -347,8 +352,10 @@ class StreamUsage:
 
     def feed(self, chunk: bytes) -> None:
         data = self._tail + chunk
-        events = data.replace(b"\r\n", b"\n").split(b"\n\n")
-        self._tail = events.pop()  # an unfinished event waits for the next chunk
+        # a CR last may be half a CRLF: read with the next chunk, not as a line end of its own
+        held = b"\r" if data.endswith(b"\r") else b""
+        events = _LINE_END.sub(b"\n", data[:len(data) - len(held)]).split(b"\n\n")
+        self._tail = events.pop() + held  # an unfinished event waits for the next chunk
         for event in events:
             # most events are content deltas: once the answer's head is in, skip them unparsed
             if b"usage" in event or not self._answer.full():
