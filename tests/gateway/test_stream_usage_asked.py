@@ -153,3 +153,8 @@ def test_only_the_usage_only_chunk_is_left_out():
         assert without_usage(stream) == b"".join(e + end for e in [*passing, b"data: [DONE]"])
         assert _event_end(stream) == len(stream)
         assert _event_end(usage + end[:1]) == 0  # one line end: the event goes on
+    # a CRLF is one line end, never a CR and an LF: an event of two lines is one event
+    assert _event_end(b"event: delta\r\ndata: {}") == 0
+    two_lines = b"event: delta\r\ndata: {}\r\n\r\n"
+    assert _event_end(two_lines + b"event: x\r\ndata: y") == len(two_lines)
+    assert without_usage(two_lines + usage + b"\r\n\r\n") == two_lines

@@ -280,8 +280,9 @@ def _gone(request: web.Request) -> bool:
 
 #: the blank line that ends an SSE event: a line end right after another, each one CRLF, LF
 #: or CR (the SSE spec allows all three; a stream of CR-ended lines was one event to a
-#: search for LF and CRLF alone, and its client got none of it, `without_usage`)
-_EVENT_END = re.compile(rb"(?:\r\n|\n|\r)(?:\r\n|\n|\r)")
+#: search for LF and CRLF alone, and its client got none of it, `without_usage`). A CR before
+#: an LF is one CRLF, never two line ends: one line's CRLF would have ended an event.
+_EVENT_END = re.compile(rb"(?:\r\n|\n|\r(?!\n))(?:\r\n|\n|\r(?!\n))")
 
 
 def _event_end(buf: bytes) -> int:
