@@ -54,6 +54,9 @@ USER_ONLY = {"workspace.agent_files": _HOME_FILES,
 _USER_ONLY_NOTE = ("Read from your own ctxlayer.toml and the editor's settings only, never "
                    "from a workspace's ({why}).")
 
+#: the longest a timeout may be, a day: `inf` passed `gt=0` and made every forwarded request
+#: a 500 (aiohttp cannot round an infinite connect timeout)
+MOST_SECONDS = 86_400.0
 #: the slowest request body the gateway waits for, after `header_timeout` of grace: a client
 #: on loopback sends megabytes a second, a slowloris a byte now and then
 MIN_BODY_KIB_PER_S = 64
@@ -294,12 +297,12 @@ class GatewayConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                                             "Anthropic requests are forwarded. " +
                                             _USER_ONLY_NOTE.format(why=_KEYS_ELSEWHERE))] = (
         "https://api.anthropic.com")
-    connect_timeout: Annotated[float, Meta(gt=0, description="Seconds to wait for the "
+    connect_timeout: Annotated[float, Meta(gt=0, le=MOST_SECONDS, description="Seconds to wait for the "
                                            "upstream to accept the connection.")] = 10.0
-    read_timeout: Annotated[float, Meta(gt=0, description="Seconds to wait for the upstream's "
+    read_timeout: Annotated[float, Meta(gt=0, le=MOST_SECONDS, description="Seconds to wait for the upstream's "
                                         "next bytes (the first byte included) before the "
                                         "answer is given up.")] = 600.0
-    header_timeout: Annotated[float, Meta(gt=0, description="Seconds a client has to send a "
+    header_timeout: Annotated[float, Meta(gt=0, le=MOST_SECONDS, description="Seconds a client has to send a "
                                           "request's headers (from its connection, or from "
                                           "the previous answer on a kept-alive one); a slower "
                                           "client is disconnected. Its body must then come at "
@@ -391,7 +394,8 @@ def load_config(
     values: dict[str, Any] = {}
     for source, data, refused in layers:
         _merge_into(values, data, source, Config, "", messages, refused)
-    return _build(Config, values), messages
+    config = _build(Config, values)
+    return _consistent(config, messages), messages
 
 
 def reload_config(
@@ -438,12 +442,30 @@ def _read_toml(path: Path, messages: list[str]) -> dict | None:
         messages.append(f"{path}: cannot be read ({e.strerror}); ignored")
         return None
     try:
-        return tomllib.loads(raw.decode("utf-8"))
+        # a byte-order mark first (Notepad, PowerShell's `Out-File -Encoding utf8`) is no
+        # TOML statement: the whole file was "invalid TOML" and every setting in it lost
+        return tomllib.loads(raw.decode("utf-8-sig"))
     except UnicodeDecodeError:
         messages.append(f"{path}: not UTF-8 text; ignored")
     except tomllib.TOMLDecodeError as e:
         messages.append(f"{path}: invalid TOML ({e}); ignored")
     return None
+
+
+def _consistent(config: Config, messages: list[str]) -> Config:
+    """The config with settings that are each valid but not together made to agree, each
+    said: a compaction target at or past its trigger compacted a session on every turn (the
+    summary left the history past the trigger), moving its cached prefix every time."""
+    session = config.session
+    if session.compaction_target < session.compaction_trigger:
+        return config
+    target = round(session.compaction_trigger * _COMPACTION.target / _COMPACTION.trigger, 3)
+    messages.append(
+        f"`session.compaction_target` ({session.compaction_target:g}) is not below "
+        f"`session.compaction_trigger` ({session.compaction_trigger:g}): every turn would "
+        f"compact again; using a target of {target:g} (the default's share of the trigger)")
+    return msgspec.structs.replace(config, session=msgspec.structs.replace(
+        session, compaction_target=target))
 
 
 def _snake(key: str) -> str:
@@ -452,11 +474,13 @@ def _snake(key: str) -> str:
 
 def _merge_into(
     values: dict, data: dict, source: str, cls: type, prefix: str, messages: list[str],
-    refused: Mapping[str, str] | None = None,
+    refused: Mapping[str, str] | None = None, defaults: Any = None,
 ) -> None:
     """Validate `data` against struct `cls` key by key and merge the good keys into `values`;
-    a key in `refused` (dotted, snake_case) is said and skipped."""
+    a key in `refused` (dotted, snake_case) is said and skipped. `defaults`: the struct whose
+    values a bad key falls back to (a mode's own, not every mode's `ModeConfig` defaults)."""
     fields = {f.name: f for f in msgspec.structs.fields(cls)}
+    defaults = cls() if defaults is None else defaults
     for key, value in data.items():
         name = _snake(str(key))
         dotted = f"{prefix}{key}"
@@ -478,7 +502,7 @@ def _merge_into(
                 )
                 continue
             _merge_into(values.setdefault(name, {}), value, source, ftype, dotted + ".",
-                        messages, refused)
+                        messages, refused, getattr(defaults, name))
             continue
         if typing.get_origin(ftype) is dict and isinstance(value, dict):
             # a table of entries: a bad entry is reported and skipped, the others kept
@@ -494,7 +518,7 @@ def _merge_into(
         try:
             values[name] = msgspec.convert(value, field.type)
         except msgspec.ValidationError as e:
-            default = _default_of(field)
+            default = getattr(defaults, name)
             why = re.sub(r" - at `\$(.*)`$", r" (at item \1)", str(e)).replace(" (at item )", "")
             why = why[:1].lower() + why[1:]
             messages.append(
@@ -527,7 +551,8 @@ def _plain(tp: Any) -> Any:
 
 def _kind(value: Any) -> str:
     return {dict: "a table", list: "a list", str: "a string", bool: "a boolean",
-            int: "an integer", float: "a number"}.get(type(value), type(value).__name__)
+            int: "an integer", float: "a number", type(None): "null"}.get(
+        type(value), type(value).__name__)
 
 
 def _default_of(field: msgspec.structs.FieldInfo) -> Any:

@@ -93,6 +93,9 @@ def read_token(path: Path) -> str:
         info = path.stat()
     except FileNotFoundError:
         raise TokenFileError(f"{path} does not exist: no gateway or TCP daemon made it") from None
+    if not stat.S_ISREG(info.st_mode):  # `chmod 600` would not help, and reading it fails raw
+        raise TokenFileError(f"{path} is not a file (a folder or a device): the token file is "
+                             "a file a gateway or TCP daemon writes; name that one")
     if _POSIX:
         if info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
             raise TokenFileError(

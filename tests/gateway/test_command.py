@@ -222,6 +222,19 @@ def test_the_command_refuses_what_it_must_not_do(tmp_path: Path, flags, needle):
     assert needle in err and err.startswith("ctxlayer gateway: ") and "Traceback" not in err
 
 
+def test_a_host_from_the_settings_file_is_named_as_that_not_as_the_flag(tmp_path: Path):
+    # `[gateway] host = "0.0.0.0"` and no flag: the refusal blamed `--host`
+    env = hermetic(tmp_path)
+    (tmp_path / "config" / "ctxlayer").mkdir()
+    (tmp_path / "config" / "ctxlayer" / "ctxlayer.toml").write_text(
+        '[gateway]\nhost = "0.0.0.0"\n')
+    proc = gateway_process(tmp_path, env)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2
+    assert err.startswith("ctxlayer gateway: `[gateway] host` in ctxlayer.toml: ") and \
+        "loopback only" in err and "--host" not in err, err
+
+
 def test_llm_cli_chats_through_the_gateway(stack, tmp_path: Path):
     user = tmp_path / "llm"
     user.mkdir()

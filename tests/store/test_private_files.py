@@ -12,7 +12,15 @@ import stat
 import threading
 from pathlib import Path
 
-from ctxlayer.statefiles import TokenFileError, read_or_create_token, token_file, write_private
+import pytest
+
+from ctxlayer.statefiles import (
+    TokenFileError,
+    read_or_create_token,
+    read_token,
+    token_file,
+    write_private,
+)
 
 
 def test_two_writers_of_one_file_never_leave_a_mix(tmp_path):
@@ -89,3 +97,11 @@ def test_folders_made_for_the_state_are_private_whatever_the_umask(tmp_path):
         os.umask(old)
     for folder in (tmp_path / "state", tmp_path / "state" / "home", made, made / "tokenizers"):
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+
+
+def test_a_token_file_that_is_a_folder_is_named_as_not_a_file(tmp_path):
+    # it was "can be read by other users; run `chmod 600`", then a raw "[Errno 21]"
+    folder = tmp_path / "token"
+    folder.mkdir(mode=0o700)
+    with pytest.raises(TokenFileError, match="is not a file"):
+        read_token(folder)

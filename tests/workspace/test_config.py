@@ -212,3 +212,53 @@ def test_a_key_in_a_configured_url_is_never_said_in_a_settings_message(tmp_path:
                                         '[gateway.models]\n"m" = "http://u:sk-SECRET3@h/v1"\n')
     _, problems = load_config(tmp_path / "ws", user, None)
     assert problems and not any("SECRET" in p for p in problems), problems
+
+
+def test_a_bad_key_of_a_mode_names_that_modes_own_default(tmp_path: Path):
+    # `session.modes.short.cap = -1` said "using the default 8000", deep's: short's is 2000
+    (tmp_path / "ctxlayer.toml").write_text(
+        "[session.modes.short]\ncap = -1\n[session.modes.debug]\nworking_share = 2\n")
+    config, problems = load_config(tmp_path, None, None)
+    defaults = Config().session.modes
+    assert config.session.modes == defaults
+    assert problems[0].endswith(f"using the default {defaults.short.cap}"), problems
+    assert problems[1].endswith(f"using the default {defaults.debug.working_share}"), problems
+
+
+def test_a_compaction_target_at_or_past_its_trigger_is_said_and_brought_under_it(tmp_path):
+    # trigger 0.7 ("the design's 70%", settings.md) under the default target 0.88: the session
+    # compacted on every turn from the twelfth on, its cached prefix moving each time
+    (tmp_path / "ctxlayer.toml").write_text("[session]\ncompaction_trigger = 0.7\n")
+    config, problems = load_config(tmp_path, None, None)
+    session = config.session
+    assert session.compaction_trigger == 0.7
+    assert session.compaction_target < session.compaction_trigger
+    assert len(problems) == 1 and "`session.compaction_target` (0.88) is not below" in \
+        problems[0] and problems[0].endswith(f"using a target of {session.compaction_target:g} "
+                                             "(the default's share of the trigger)")
+    assert load_config(tmp_path, None, {"session": {"compactionTarget": 0.5}})[1] == []
+
+
+def test_an_infinite_timeout_is_refused_naming_it(tmp_path: Path):
+    # `connect_timeout = inf` passed `gt=0`: every forwarded request was then a 500
+    (tmp_path / "ctxlayer.toml").write_text(
+        "[gateway]\nconnect_timeout = inf\nread_timeout = inf\nheader_timeout = 1e300\n")
+    config, problems = load_config(tmp_path, None, None)
+    assert config.gateway == Config().gateway
+    assert [p.split("`")[1] for p in problems] == [
+        "gateway.connect_timeout", "gateway.read_timeout", "gateway.header_timeout"]
+
+
+def test_a_settings_file_saved_with_a_byte_order_mark_is_read(tmp_path: Path):
+    # Notepad and PowerShell's `Out-File -Encoding utf8` write one: the whole file was
+    # "invalid TOML (at line 1, column 1)" and every setting in it lost
+    (tmp_path / "ctxlayer.toml").write_bytes(
+        "\ufeff[workspace]\ntree_token_budget = 3000\n".encode())
+    config, problems = load_config(tmp_path, None, None)
+    assert problems == [] and config.workspace.tree_token_budget == 3000
+
+
+def test_a_section_given_as_null_is_said_as_null(tmp_path: Path):
+    _, problems = load_config(tmp_path, None, {"trim": None})
+    assert problems == ["initializationOptions.config: `trim` must be a table, got null; "
+                        "ignored"]

@@ -56,8 +56,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         asyncio.run(serve(Path.cwd().resolve(), args.state_dir or default_state_dir(),
                           overrides, announce))
-    except NotLoopback as exc:
-        raise UsageError(f"--host: {exc}") from None
+    except NotLoopback as exc:  # named where it came from: a flag, else a ctxlayer.toml
+        where = "--host" if args.host is not None else "`[gateway] host` in ctxlayer.toml"
+        raise UsageError(f"{where}: {exc}") from None
     except OSError as exc:
         raise UsageError(f"cannot start the gateway: {exc}") from None
     return 0
