@@ -135,10 +135,13 @@ def test_cns_history_opening_with_the_assistants_summary_goes_on_in_its_chat(sta
     assert going_on != chat and sorted(listed(stack)) == sorted([chat, going_on])
 
 
-def test_aiders_chat_goes_on_as_its_repo_map_and_files_are_written_anew(stack):
+@pytest.mark.parametrize("hint", [{}, {"user": "aider-user"}])
+def test_aiders_chat_goes_on_as_its_repo_map_and_files_are_written_anew(stack, hint):
     """aider sends its repo map and the chat's files first, then the chat's turns: a file
     added to the chat changes both. Each turn carries the last one's question, answered: one
-    chat. Another aider chat (no question of the first's in it) is a chat of its own."""
+    chat. Another aider chat (no question of the first's in it) is a chat of its own. Under
+    a client's `user` too: there a request that shares only its system prompt with the
+    family's chats is a new chat, but one that carries a chat's question, answered, is not."""
     aider = "Act as an expert software developer."
 
     def opening(files: str) -> list[dict]:
@@ -146,15 +149,16 @@ def test_aiders_chat_goes_on_as_its_repo_map_and_files_are_written_anew(stack):
                 {"role": "assistant", "content": "Ok."}]
 
     first = [*opening("a.py b.py c.py"), {"role": "user", "content": "What does f1 do?"}]
-    chat = chat_completion(stack, aider, first)
+    chat = chat_completion(stack, aider, first, extra_body=hint)
     second = [*opening("a.py c.py"), {"role": "user", "content": "What does f1 do?"},
               {"role": "assistant", "content": "It adds one."},
               {"role": "user", "content": "And f2?"}]
-    assert chat_completion(stack, aider, second) == chat
+    assert chat_completion(stack, aider, second, extra_body=hint) == chat
     third = [*opening("c.py"), *second[2:], {"role": "assistant", "content": "It adds two."},
              {"role": "user", "content": "And C3?"}]
-    assert chat_completion(stack, aider, third) == chat
+    assert chat_completion(stack, aider, third, extra_body=hint) == chat
     assert listed(stack) == [chat]
     other = chat_completion(stack, aider, [*opening("b.py"),
-                                           {"role": "user", "content": "What does f1 do?"}])
+                                           {"role": "user", "content": "What does f1 do?"}],
+                            extra_body=hint)
     assert other != chat  # asked again, never answered in it: a new chat

@@ -7,6 +7,7 @@ edits. Real gateway, official SDKs, the strict stand-in."""
 
 from __future__ import annotations
 
+import pytest
 from gateway_stack import Stack, fresh_stack, prose
 
 EXAMPLE = [{"role": "user", "content": "Change get_factorial() to use math.factorial"},
@@ -238,6 +239,40 @@ def test_prompt_cache_key_then_user_name_the_conversation(stack):
     assert three not in (one, two) and ask_openai(stack, user="u") == three
     plain = ask_openai(stack)
     assert plain not in (one, two, three)
+
+
+@pytest.mark.parametrize("hint", [{"user": "dana"}, {"prompt_cache_key": "dana-key"}])
+def test_a_new_chat_under_the_same_user_and_system_prompt_is_a_chat_of_its_own(small, hint):
+    """On Chat Completions the system prompt is the first message: a new chat of one client
+    (one `user` or `prompt_cache_key`, one system prompt, an unrelated question) shares it
+    with the client's last chat and nothing else. It was taken for an edit of that chat: it
+    took its id, that chat dropped out of the listing and its id answered ctx/why with the
+    new chat's empty audit. As on Anthropic's API (its system prompt no message), it is a
+    chat of its own, and the first one goes on under its id."""
+    client = small.openai()
+    system = {"role": "system", "content": f"You are a helpful assistant ({hint})."}
+
+    def ask(messages: list[dict]) -> str:
+        raw = client.chat.completions.with_raw_response.create(
+            model="standin-small", max_tokens=128, messages=[system, *messages],
+            extra_body=hint)
+        raw.parse()
+        return raw.headers["x-ctxlayer-conversation"]
+
+    first: list[dict] = []
+    for k in range(6):
+        first.append({"role": "user", "content": prose(f"{hint} first asks {k}", 150)})
+        one = ask(first)
+        first.append({"role": "assistant", "content": prose(f"{hint} first says {k}", 150)})
+    workspace = small.gateway.caller.workspace
+    cut = small.state.conversations.why(workspace, one)
+    assert cut  # the first chat was compacted: its audit says what
+    two = ask([{"role": "user", "content": "A brand new, unrelated question about pasta."}])
+    assert two != one
+    assert {one, two} <= listed(small)
+    assert small.state.conversations.why(workspace, one) == cut
+    first.append({"role": "user", "content": "and one more thing"})
+    assert ask(first) == one
 
 
 def test_the_warning_of_an_unknown_model_names_the_window_the_config_gave(small):

@@ -49,6 +49,11 @@ def test_extending_wins_over_editing_and_the_furthest_edit_wins():
     assert best_match(chains, [U1, A1, U1]) == ("short", True)  # it extends [U1]
     assert best_match([("short", [U1, U2]), *chains[1:]], [U1, A1, U1]) == ("long", False)
     assert best_match([("x", [U1, A1])], [U2]) is None
+    # a system prompt alone (Chat Completions' first message) makes no edit: a new chat
+    system = {"role": "system", "content": "You are terse."}
+    assert best_match([("x", [system, U1, A1])], [system, U2]) is None
+    assert best_match([("x", [system, U1, A1])], [system, U1, A1, U2]) == ("x", True)
+    assert best_match([("x", [system, U1, A1, U2])], [system, U1, A1, U1]) == ("x", False)
 
 
 def test_a_history_a_client_compaction_wrote_is_known_by_its_opening():

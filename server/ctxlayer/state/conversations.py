@@ -237,7 +237,9 @@ class Conversations:
         prompt (a sub-agent's has its own), else the most recent. A request on a model
         counted otherwise (a title asked of another model with the chat's history) is a
         conversation of its own: the chat's window stays the chat's (it was started afresh,
-        its summaries written again, and again once the chat came back)."""
+        its summaries written again, and again once the chat came back). One that shares
+        only the system prompt is a new chat (`identity.best_match`), but one that carries
+        a chat's last question answered goes on in it (`identity.goes_on`)."""
         now = identity.turns(request)
         family_live = [(cid, c) for (ws, cid), c in self._live.items()
                        if ws == workspace and c.family == family]
@@ -248,6 +250,10 @@ class Conversations:
             system = identity.system_of(request)
             alike = [cid for cid, c in live if c.system() == system]
             return (alike or [members[-1][0]])[-1], True
+        if found is None:  # its opening written anew (aider's repo map), under a session id
+            going = [cid for cid, chain in members if identity.goes_on(chain, now)]
+            if going:
+                return going[-1], True
         if found is None:
             return (self._fork_id(family) if family_live else family), False
         cid, extends = found

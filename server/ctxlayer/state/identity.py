@@ -7,7 +7,7 @@ session id, on its model or another (the Agent tool's `model`)), else those that
 first messages (system text and the first message after it, text only). Within a family a
 request belongs to the conversation whose last request it extends, else to the one whose tail
 it replaces the furthest along (an edit, a regenerated answer, a rewind), else (it shares no
-message with any) to one of its own. The caller then keeps the chain that was replaced as a
+message with any but its system prompt) to one of its own. The caller then keeps the chain that was replaced as a
 conversation of its own (a fork): if that chat goes on, its next request extends it and lands
 there, with its own summary chunks. One exception to "one of its own": a history a client's
 own compaction wrote (`compacted`: Claude Code's, Qwen Code's and OpenCode's open with its
@@ -147,15 +147,20 @@ def shared(before: list, now: list) -> int:
 def best_match(chains: list[tuple[str, list]], now: list) -> tuple[str, bool] | None:
     """(conversation id, whether ``now`` extends its last request) of the chain ``now``
     belongs to, from ``chains`` (id, last request's messages), the most recent last; None
-    when it shares no message with any of them."""
+    when it shares no message with any of them but its system prompt: on Chat Completions
+    the system prompt is the first message, and a new chat of the same client (one `user`,
+    one system prompt, another question) was taken for an edit of its last chat, which
+    dropped out of the listing, its id answering for the new chat. On Anthropic's API the
+    system prompt is no message, and such chats were two already."""
     best: tuple[int, int, str] | None = None  # (shared, longest extended, id)
     extended: tuple[int, str] | None = None
+    system = _after_system(now)
     for cid, chain in chains:
         p = shared(chain, now)
         if p == len(chain) and p > 0:
             if extended is None or p >= extended[0]:
                 extended = (p, cid)
-        elif p > 0 and (best is None or p >= best[0]):
+        elif p > system and (best is None or p >= best[0]):
             best = (p, 0, cid)
     if extended is not None:
         return extended[1], True
