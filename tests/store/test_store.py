@@ -263,7 +263,7 @@ def test_a_familys_kept_windows_are_its_own_and_its_forks_most_recent_first(tmp_
     assert got[0] == ("cab-1", 1, b"cab-1")
     assert [r[0] for r in store.family_conversations("/ws", "cab", "gpt-4o", most=2)] == \
         ["cab-1", "cab-12"]
-    assert [r[0] for r in store.family_conversations("/ws", "cab", "gpt-4o", but="cab-12")] \
+    assert [r[0] for r in store.family_conversations("/ws", "cab", "gpt-4o", but=["cab-12"])] \
         == ["cab-1", "cab"]
     assert store.family_conversations("/ws", "cx", "gpt-4o") == []
     store.close()

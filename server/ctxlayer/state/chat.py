@@ -56,6 +56,10 @@ class Conversation:
         #: (id, turn, window) of the windows kept before a restart its first turn may start
         #: from (its own, its family's): the one its messages agree with the furthest
         self.kept: list[Kept] = []
+        #: a window is kept under its id (`upkeep.Found.id_kept`), and the family keeps older
+        #: windows than those read (`upkeep.Found.beyond`)
+        self.id_kept = False
+        self.kept_beyond = False
         self.counted_with = ""  # the name of the counter of the last turn (kept with it)
         self.turn = 0  # windows written to the state folder (newer writes win)
         #: the state whose window was written last: a conversation forgotten from memory

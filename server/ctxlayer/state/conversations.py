@@ -67,8 +67,8 @@ from ctxlayer.state.chatcodec import (
     nothing_to_fit,
     unfittable,
 )
-from ctxlayer.state.upkeep import Kept, Upkeep
-from ctxlayer.store.db import StoreError, describe_store_error
+from ctxlayer.state.upkeep import Found, Kept, Upkeep
+from ctxlayer.store.db import FAMILY_MOST, StoreError, describe_store_error
 
 if TYPE_CHECKING:  # protocols: the State imports this module, the Caller names the State
     from ctxlayer.state.seams import Asker as Caller
@@ -432,9 +432,10 @@ class Conversations:
         # since a restart, the request may be another chat of the family coming back, whose
         # window was kept and not taken up yet (two chats that open alike): the turn starts
         # from it if it agrees with the request further than this one's state
-        conv.kept = await _or_said(self.upkeep.kept(workspace, family or cid, model, family,
-                                                    self._ids(workspace, family), older),
-                                   "read the kept windows", trouble, [])
+        conv.kept = (await _or_said(self.upkeep.kept(workspace, family or cid, model, family,
+                                                     self._ids(workspace, family), older),
+                                    "read the kept windows", trouble, Found([], False, False))
+                     ).windows
         return conv, conv, True
 
     def _recent(self, workspace: str) -> Iterator[Conversation]:
@@ -449,17 +450,22 @@ class Conversations:
                 edits: bool) -> Conversation:
         """The conversation a turn goes on in, once it is known which window it started
         from: the one kept under that window's id (`_taken_up`); ``conv`` with the chain its
-        request edits left as a fork; or, new here in a family with another chat's window
-        kept under its id, ``conv`` under a new id (not written over it). A conversation the
-        client named keeps its name."""
+        request edits left as a fork; or, new here in a family with a window kept under its
+        id (another chat's, or on another model: one it agreed with was taken up), ``conv``
+        under a new id (not written over it). A conversation the client named keeps its
+        name."""
         if took is not None:
             return self._taken_up(conv, took, edited)
         if edits:
             self._fork(conv)
-        elif conv.family is not None and conv.state is None \
-                and any(k[0] == conv.conversation_id for k in conv.kept):
+        elif conv.family is not None and conv.state is None and conv.id_kept:
             conv.conversation_id = self._fork_id(conv.family)
             conv.session_id, conv.turn = f"chat-{conv.conversation_id}", 0
+        if conv.kept_beyond and conv.state is None:
+            log.info("live chat %s starts afresh: none of the %d most recent kept windows of "
+                     "its family agrees with it, and older ones are not read (if it is the "
+                     "chat of one of those, that window stays listed under its id until it "
+                     "expires)", conv.conversation_id, FAMILY_MOST)
         return conv
 
     def _taken_up(self, conv: Conversation, took: Kept, edited: Conversation | None
@@ -600,8 +606,9 @@ class Conversations:
             held -= gone.held()
             if gone.state is not None and gone.written is not gone.state:
                 # its chat may come back: from its own window, not afresh, nor as a branch
-                # of another chat that shares its first messages
-                self.upkeep.keep(gone, _now())
+                # of another chat that shares its first messages; kept as of its last turn
+                # (the least recent chat is not the most recent window of its family)
+                self.upkeep.keep(gone, gone.updated_at or _now())
 
     def closing(self) -> Callable[[], None]:
         """The write of every live conversation's window not written since its last turn,

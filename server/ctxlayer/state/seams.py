@@ -76,6 +76,8 @@ class Chat(Protocol):
     bias: float
     reports: int  # usage reports taken (a bias read before the last one is older)
     kept: list[tuple[str, int, persist.Snapshot]]  # (id, turn, window): upkeep.Kept
+    id_kept: bool  # a window is kept under its id (upkeep.Found)
+    kept_beyond: bool  # its family keeps older windows than those read (upkeep.Found)
     turn: int
     written: ConversationState | None
     counted_with: str

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Collection, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
 
@@ -24,11 +24,24 @@ from ctxlayer.core.prepare import (
     take_summary,
     warm,
 )
+from ctxlayer.store.db import FAMILY_MOST
 
 log = logging.getLogger(__name__)
 
 #: a window kept in the state folder: (its conversation's id, the turn it was written at, it)
 Kept = tuple[str, int, persist.Snapshot]
+
+
+class Found(NamedTuple):
+    """What `Upkeep.kept` read of the state folder for a conversation's first turn here."""
+
+    windows: list[Kept]  # its own and its family's, those a turn may start from
+    #: a window is kept under the conversation's id (on any model): one a turn does not
+    #: start from is another chat's, and the turn goes on under a new id, not over it
+    id_kept: bool
+    #: the family keeps older windows than those read: a chat whose window is among them
+    #: starts afresh (said in the log)
+    beyond: bool
 
 if TYPE_CHECKING:  # protocols: the State and conversations.py import this module
     from ctxlayer.core.prepare import ConversationState
@@ -194,9 +207,11 @@ class Upkeep:
         they were last written (a chat under its budget has never been: after a restart it
         was counted again, a 0.4 MB Claude Code chat's first request 35-51 ms through the
         gateway against 9-12 ms from its window, bench/bigbody_bench.py). For the state's
-        close."""
+        close. Each is kept as of its chat's last turn, not of the close: a family's most
+        recent windows are the ones read after a restart (`FAMILY_MOST`), and ten chats
+        written at one time were read in the order of their ids."""
         todo = [(c.workspace, c.conversation_id, c.model, c.turn + 1, c.state, c.counted_with,
-                 now, _listed(c))
+                 c.updated_at or now, _listed(c))
                 for c in convs if c.state is not None and c.written is not c.state]
         state = self.state
 
@@ -219,37 +234,40 @@ class Upkeep:
         a chat that went on under a fork's id, `<family>-<run><n>`, may arrive under the family's,
         and writing its window there lost the window of the chat kept under that id).
         ``older``: the family's id in an earlier version (`kept`)."""
-        conv.kept = await self.kept(conv.workspace, conv.conversation_id, conv.model, family,
-                                    live, older)
+        found = await self.kept(conv.workspace, conv.conversation_id, conv.model, family,
+                                live, older)
+        conv.kept, conv.id_kept, conv.kept_beyond = found
         conv.turn = next((turn for rid, turn, _ in conv.kept
                           if rid == conv.conversation_id), 0)
 
     async def kept(self, workspace: str, cid: str, model: str, family: str | None,
-                   live: Collection[str] = (), older: str | None = None) -> list[Kept]:
+                   live: Collection[str] = (), older: str | None = None) -> Found:
         """(id, turn, window) of the windows kept under ``cid`` and, with ``family``, its
-        family's, but those of the conversations in ``live`` (in memory: their own turns are
-        newer); read on the keeping thread, after the windows queued there before (a chat
-        forgotten from memory comes back before the write of its window landed, else), and
-        off the event loop (the first request after a start may be the one that opens the
-        database, its whole file checked unless it was closed cleanly). When the family
-        has no window, those kept under ``older`` (its id in an earlier version) are read,
-        and the one a turn starts from goes on under its old id."""
+        family's most recent `FAMILY_MOST`, but those of the conversations in ``live`` (in
+        memory: their own turns are newer); read on the keeping thread, after the windows
+        queued there before (a chat forgotten from memory comes back before the write of its
+        window landed, else), and off the event loop (the first request after a start may be
+        the one that opens the database, its whole file checked unless it was closed
+        cleanly). When the family has no window, those kept under ``older`` (its id in an
+        earlier version) are read, and the one a turn starts from goes on under its old id."""
         state = self.state
 
-        def read() -> list[Kept]:
+        def read() -> Found:
             store = state.sessions.store  # the first use opens the database: here
             own = store.conversation(workspace, cid)
             rows = [(cid, own[1], own[2])] if own is not None and own[0] == model else []
-            if family is not None:
-                rows += store.family_conversations(workspace, family, model, but=cid)
-            if not rows and older is not None:
-                rows = store.family_conversations(workspace, older, model, but=cid)
+            but, most = {cid, *live}, FAMILY_MOST + 1  # one more: are there older ones?
+            family_rows = [] if family is None else \
+                store.family_conversations(workspace, family, model, but=but, most=most)
+            if not rows and not family_rows and older is not None:
+                family_rows = store.family_conversations(workspace, older, model, but=but,
+                                                         most=most)
             out = []
-            for rid, turn, body in rows:
+            for rid, turn, body in rows + family_rows[:FAMILY_MOST]:
                 snap = persist.decode(body) if rid not in live else None
                 if snap is not None:
                     out.append((rid, turn, snap))
-            return out
+            return Found(out, own is not None, len(family_rows) > FAMILY_MOST)
 
         return await self.state.keep(read)
 

@@ -536,19 +536,23 @@ class SessionStore:
                             (workspace, *names)).fetchone()
         return row[0]
 
-    def family_conversations(self, workspace: str, family: str, model: str, but: str = "",
-                             most: int = FAMILY_MOST) -> list[tuple[str, int, bytes]]:
+    def family_conversations(self, workspace: str, family: str, model: str,
+                             but: Collection[str] = (), most: int = FAMILY_MOST
+                             ) -> list[tuple[str, int, bytes]]:
         """(conversation id, turn, body) of the kept conversations of a family on ``model``:
-        the family's id and its forks' (``<family>-<run><n>``), but ``but``, the most recently kept
-        first, at most ``most``. A range of the table's key, not a scan."""
+        the family's id and its forks' (``<family>-<run><n>``), but those in ``but`` (the
+        chats in memory: left out before the bound, which counted them, so a family of ten
+        chats coming back read fewer windows at each), the most recently kept first, at most
+        ``most``. A range of the table's key, not a scan."""
+        names = list(but)
         with self._tx() as c:
             rows = c.execute(
                 "SELECT conversation_id, turn, body FROM conversations WHERE workspace=? AND "
                 "conversation_id >= ? AND conversation_id < ? AND model=? AND (conversation_id=? "
-                "OR substr(conversation_id, 1, ?)=?) AND conversation_id != ? "
-                "ORDER BY updated_at DESC LIMIT ?",
+                "OR substr(conversation_id, 1, ?)=?) AND conversation_id NOT IN "
+                f"({','.join('?' * len(names))}) ORDER BY updated_at DESC LIMIT ?",
                 (workspace, family, family + ".", model, family, len(family) + 1, family + "-",
-                 but, most)).fetchall()
+                 *names, most)).fetchall()
         return [(r[0], r[1], r[2]) for r in rows]
 
     def put_moved(self, workspace: str, family: str, target: str, now: str) -> None:

@@ -183,13 +183,15 @@ def resume_best(snaps: list[Snapshot], messages: list[Message], counter: Tokeniz
     ``messages`` the furthest (of a family's kept windows: a chat's, its sub-agents', its
     forks'), the first of them on a tie; with ``beyond`` (the state of the live chat this
     request edits), only one that agrees with them further than that state does. None when
-    none can be taken up. Each message hashed once."""
+    none can be taken up. Never one that agrees with them on its system prompt alone: that
+    is another chat of the same client (its turn goes on under the window's id, and wrote
+    its window over that chat's). Each message hashed once."""
     hashes: list[str] = []
     best = -1
     most = common_prefix(beyond.messages, messages) if beyond is not None else -1
     for n, snap in enumerate(snaps):
         k = _alike(snap, messages, _agreement(snap, messages, hashes))
-        if k > most and _holds(snap, k):
+        if k > most and k > snap.head and _holds(snap, k):
             best, most = n, k
     if best < 0:
         return None
