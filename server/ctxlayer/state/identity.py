@@ -5,18 +5,19 @@ Claude Code's `x-claude-code-session-id`; a body's Anthropic `metadata.user_id`,
 `prompt_cache_key`, then `user`: Claude Code's sub-agents send chats of their own under its
 session id, on its model or another (the Agent tool's `model`)), else those that share their
 first messages (system text and the first message after it, text only). Within a family a
-request belongs to the conversation whose last request it extends, else to the one whose tail
-it replaces the furthest along (an edit, a regenerated answer, a rewind), else (it shares no
-message with any but its system prompt) to one of its own. The caller then keeps the chain that was replaced as a
-conversation of its own (a fork): if that chat goes on, its next request extends it and lands
-there, with its own summary chunks. One exception to "one of its own": a history a client's
-own compaction wrote (`compacted`: Claude Code's, Qwen Code's and OpenCode's open with its
-summary, `cn`'s with the assistant's, sharing no message with the chain it replaces) goes on
-in the family's most recent conversation with the same system prompt, as an edit; with no
-session id to name the family, in the workspace's most recent one on the model with that
-system prompt (the summary opens it, so it starts like no chat). Likewise a request that
-carries a chat's last question, answered, goes on in it (`goes_on`: aider writes its repo map
-and files, its opening, anew as the chat's files change).
+request belongs to the conversation whose last request it extends, else to the one whose
+tail it replaces the furthest along (an edit, a regenerated answer, a rewind), else (it
+shares no message with any but its system prompt) to one of its own. The caller then keeps
+the chain that was replaced as a conversation of its own (a fork): if that chat goes on, its
+next request extends it and lands there, with its own summary chunks. One exception to "one
+of its own": a history a client's own compaction wrote (`compacted`: Claude Code's, Qwen
+Code's and OpenCode's open with its summary, `cn`'s with the assistant's, sharing no message
+with the chain it replaces) goes on in the family's most recent conversation with the same
+system prompt, as an edit; with no session id to name the family, in the workspace's most
+recent one on the model with that system prompt (the summary opens it, so it starts like no
+chat). Likewise a request that carries a chat's last question, answered, goes on in it
+(`goes_on`: aider writes its repo map and files, its opening, anew as the chat's files
+change).
 
 Owns the pure parts of that decision: the hints, the ids, how far two chains agree.
 Must not: keep state (Conversations does), or import a face.
