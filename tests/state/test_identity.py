@@ -43,6 +43,21 @@ def test_a_text_as_a_string_or_as_one_text_block_is_the_same_message():
     assert shared([U1, A1], [U1, {"role": "assistant", "content": "OK"}]) == 1
 
 
+def test_a_responses_message_item_under_a_new_id_is_the_same_message():
+    """Codex's compaction sends the messages it keeps (its instructions, the task) as items
+    with new ids: they are the messages the chat sent, so its history is an edit of the chat,
+    not a chat sharing its system prompt alone (a new one)."""
+    def item(role: str, text: str, ident: str) -> dict:
+        return {"type": "message", "id": ident, "role": role,
+                "content": [{"type": "input_text", "text": text}]}
+    before = [item("developer", "You are Codex.", "m1"), item("user", "Check it.", "m2"),
+              {"type": "function_call", "call_id": "c1", "name": "run", "arguments": "{}"}]
+    now = [item("developer", "You are Codex.", "m7"), item("user", "Check it.", "m8"),
+           item("user", "Another language model started to solve this problem", "m9")]
+    assert shared(before, now) == 2
+    assert best_match([("x", before)], now) == ("x", False)
+
+
 def test_extending_wins_over_editing_and_the_furthest_edit_wins():
     chains = [("short", [U1]), ("long", [U1, A1, U2])]
     assert best_match(chains, [U1, A1, U2, A1]) == ("long", True)

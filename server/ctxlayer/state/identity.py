@@ -116,12 +116,14 @@ def _unmarked(value: Any) -> Any:
 def _message(value: Any) -> Any:
     """A message as `shared` compares it: cache_control aside, and a text content given as a
     string the same as one text block (Claude Code sends a message of an earlier turn, a
-    system message between turns, as blocks with a marker, then as a string)."""
+    system message between turns, as blocks with a marker, then as a string); a Responses
+    message item without its `id` (Codex's compaction sends the messages it keeps under new
+    ids: its history then shared only its first developer message with the chat's)."""
     plain = _plain(value)
     if not isinstance(plain, dict):
         return plain
     if plain.get("type") == "message":  # a Responses message item: as the plain form
-        plain = {k: v for k, v in plain.items() if k != "type"}
+        plain = {k: v for k, v in plain.items() if k not in ("type", "id")}
     content = plain.get("content")
     if isinstance(content, str):
         plain["content"] = [{"type": "text", "text": content}]
