@@ -157,6 +157,16 @@ def test_aiders_chat_goes_on_as_its_repo_map_and_files_are_written_anew(stack, h
     third = [*opening("c.py"), *second[2:], {"role": "assistant", "content": "It adds two."},
              {"role": "user", "content": "And C3?"}]
     assert chat_completion(stack, aider, third, extra_body=hint) == chat
+    # `--restore-chat-history`: the turns read back from aider's markdown log, each question
+    # with a markdown line end after it, before the opening written anew
+    restored = [{"role": "user", "content": "What does f1 do?  \n"},
+                {"role": "assistant", "content": "\nIt adds one.\n\n"},
+                {"role": "user", "content": "And f2?  \n"},
+                {"role": "assistant", "content": "\nIt adds two.\n\n"},
+                {"role": "user", "content": "And C3?  \n"},
+                {"role": "assistant", "content": "\nIt is a class.\n\n"},
+                *opening("c.py"), {"role": "user", "content": "And C4?"}]
+    assert chat_completion(stack, aider, restored, extra_body=hint) == chat
     assert listed(stack) == [chat]
     other = chat_completion(stack, aider, [*opening("b.py"),
                                            {"role": "user", "content": "What does f1 do?"}],

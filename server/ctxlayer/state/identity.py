@@ -229,8 +229,16 @@ def goes_on(chain: list, now: list) -> bool:
                 None) if answered else None  # a new chat's first request has none: no read
     if last is None:
         return False
-    want = _message(last)
-    return any(m == last or _message(m) == want for m in answered)
+    want, words = _message(last), _words(last)
+    return any(m == last or _message(m) == want or (words and _words(m) == words)
+               for m in answered)
+
+
+def _words(message: dict) -> str:
+    """A message's text as its words: aider restores a chat's history from its markdown log,
+    each question with the two spaces and the newline of a markdown line end after it ("What
+    does it do?  \n"), and the restored chat was listed as a second one."""
+    return " ".join(text_of(message.get("content")).split())
 
 
 #: characters a chat's message holds at least for a side request that holds it to be taken for
