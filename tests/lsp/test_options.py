@@ -122,3 +122,22 @@ async def test_the_folder_followed_leaving_the_workspace_is_said(tmp_path):
         assert "result" in segment, segment
     finally:
         assert await daemon.close() == 0
+
+
+async def test_an_unknown_model_is_said_at_initialize_as_the_gateway_says_it(tmp_path):
+    # "no-such-model-xyz" was taken without a word: counted with the default tokenizer and
+    # window while the status line showed ctx 153/120k as for a model it knew
+    root = make_repo(WORLD / f"unknown-model-{tmp_path.name}")
+    daemon = await RawDaemon.start(env=hermetic_env(tmp_path / "world"))
+    try:
+        init = await daemon.request(0, "initialize", {
+            "processId": None, "capabilities": {}, "rootUri": root.as_uri(),
+            "initializationOptions": {"model": "no-such-model-xyz"}})
+        await daemon.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        assert init["result"]["capabilities"]["experimental"]["ctxlayer"]["model"] == \
+            "no-such-model-xyz"  # kept: the user's model, said to be counted as another's
+        text = await daemon.shown("initializationOptions")
+        assert "initializationOptions.model: unknown model 'no-such-model-xyz': counted with" \
+            in text and "contextWindow sets its own" in text
+    finally:
+        assert await daemon.close() == 0

@@ -100,7 +100,12 @@ class Caller:
                 options = msgspec.structs.replace(options, **{field: None})
         reserve = options.reserve_output
         model = options.model or DEFAULT_MODEL
-        window = options.context_window or model_info(model).context_window
+        info = model_info(model)
+        window = options.context_window or info.context_window
+        if info.family == "unknown":  # as the gateway says it of a request's model
+            problems.append(f"initializationOptions.model: unknown model {model!r}: counted "
+                            f"with {info.encoding} and a window of {window:,} tokens "
+                            "(contextWindow sets its own)")
         if reserve is not None and reserve >= window:
             problems.append("initializationOptions.reserveOutput: "
                             f"{no_room(reserve, window, model)}; its default is used")
