@@ -67,6 +67,7 @@ from ctxlayer.state.chatcodec import (
     nothing_to_fit,
     unfittable,
 )
+from ctxlayer.state.session_service import CHAT_PREFIX
 from ctxlayer.state.upkeep import Found, Kept, Upkeep
 from ctxlayer.store.db import FAMILY_MOST, StoreError, describe_store_error
 
@@ -522,7 +523,7 @@ class Conversations:
         if not conv.session_open:
             async def open_session() -> bool:
                 await state.work(state.sessions.open, workspace, protocol.SessionOpenParams(
-                    session_id=conv.session_id, model=conv.model, budget=nominal))
+                    session_id=conv.session_id, model=conv.model, budget=nominal), chat=True)
                 return True
 
             conv.session_open = await _or_said(
@@ -788,7 +789,7 @@ class Conversations:
 
 def _chat_of(session_id: str) -> str | None:
     """The conversation a chat's session backs (`Conversation.session_id`), else None."""
-    return session_id.removeprefix("chat-") if session_id.startswith("chat-") else None
+    return session_id.removeprefix(CHAT_PREFIX) if session_id.startswith(CHAT_PREFIX) else None
 
 
 #: a turn that adds at most this many characters, and cannot reach its budget, runs on the

@@ -230,12 +230,17 @@ class SessionService:
 
     # --- methods -------------------------------------------------------------------------
 
-    def open(self, workspace: str, p: protocol.SessionOpenParams) -> protocol.SessionOpenResult:
+    def open(self, workspace: str, p: protocol.SessionOpenParams, *,
+             chat: bool = False) -> protocol.SessionOpenResult:
+        """Open (create when new) a session; ``chat``: the session backing a live chat
+        (`Conversation.session_id`), the only new session whose id may begin `chat-`."""
         with self._lock:
             settings = self._settings(workspace)
             if p.session_id == "":  # a new id would answer, and the client's next call fail
                 raise ContextError("invalid", "must not be empty (leave it out for a new "
                                    "session with an id of ctxlayer's)", field="sessionId")
+            if not chat and p.session_id is not None:
+                self._check_not_a_chats(workspace, p.session_id)
             sid = p.session_id if p.session_id is not None else secrets.token_hex(8)
             if p.mode is not None and p.mode not in settings.modes:
                 raise ContextError("invalid", f"unknown mode {p.mode!r}", field="mode")
@@ -260,6 +265,27 @@ class SessionService:
             return protocol.SessionOpenResult(
                 session_id=sid, model=row.model, mode=row.mode,  # type: ignore[arg-type]
                 budget=self._budget_of(live), created_at=row.created_at)
+
+    def _check_not_a_chats(self, workspace: str, session_id: str) -> None:
+        """A client may not make a session under a live chat's id (`chat-<conversationId>`):
+        the chat of that id would take it over, and the client's ctx/why and ctx/restore then
+        answer from the chat. One the state folder holds already is opened again: a chat's (by
+        the id ctx/prepare answered) or a client's from before the prefix was kept for chats,
+        which stays the client's to read, and is named in the log (a chat's holds no message:
+        its messages are the client's)."""
+        if not session_id.startswith(CHAT_PREFIX):
+            return
+        row = self.store.get(workspace, session_id)
+        if row is None:
+            raise ContextError(
+                "invalid", f"{session_id!r} begins {CHAT_PREFIX!r}, which names the live "
+                f"chats' sessions (ctx/prepare and the gateway answer a chat's as "
+                f"{CHAT_PREFIX}<conversationId>): choose another id, or leave it out for one "
+                "of ctxlayer's", field="sessionId")
+        if row.messages:
+            log.warning("session %s holds %d messages of a client's: its id is a live chat's "
+                        "(ctx/prepare's conversation %r would share its audit)", session_id,
+                        row.messages, session_id.removeprefix(CHAT_PREFIX))
 
     def _budget_of(self, live: LiveSession, override: int | None = None) -> int:
         return override or live.row.budget or self.default_budget(live.row.model)
@@ -769,6 +795,11 @@ def free_id(kind: str, seq: int, taken: set[str]) -> str:
     while f"{kind}-{n}" in taken:
         n += 1
     return f"{kind}-{n}"
+
+
+#: the ids of the sessions that back live chats (`chat-<conversationId>`, state/chat.py):
+#: no client opens a new session under one (`SessionService.open`)
+CHAT_PREFIX = "chat-"
 
 
 #: the ids a session gives the messages a client sent without one: `ctx:msg:<seq>`
