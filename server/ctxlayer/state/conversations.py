@@ -676,6 +676,29 @@ class Conversations:
         kept: only what the window made of them, the listing and what explains its result."""
         return await self._kept_window(workspace, _chat_of(session_id))
 
+    async def figures(self, workspace: str, session_id: str
+                      ) -> tuple[protocol.Budget | None, int] | None:
+        """(its Budget, the messages of its last request) of the chat ``session_id`` backs
+        (`chat-<id>`): a live chat's from memory, one not in memory as its kept window says
+        them (after a restart, until it comes back); None for a session that backs no chat, or
+        a chat of which nothing is kept."""
+        cid = _chat_of(session_id)
+        if cid is None:
+            return None
+        conv = self._get(workspace, cid)
+        if conv is not None:
+            return None if conv.state is None else (conv.budget_report(),
+                                                    len(conv.state.messages))
+        store = self.state.sessions.store
+        return await _or_said(self.state.keep(kept_figures, store, workspace, session_id),
+                              "read the kept conversation", [], None)
+
+    def live_figures(self, workspace: str) -> dict[str, tuple[protocol.Budget, int]]:
+        """(its Budget, the messages of its last request) of each live chat of the workspace
+        that took a turn, by its session's id."""
+        return {c.session_id: (c.budget_report(), len(c.state.messages))
+                for (ws, _), c in self._live.items() if ws == workspace and c.state is not None}
+
     async def _kept_window(self, workspace: str, cid: str | None) -> persist.Snapshot | None:
         if cid is None or self._get(workspace, cid) is not None:
             return None
@@ -785,6 +808,15 @@ class Conversations:
             conv.answer, conv.answered_at = answer, self.ticks()
         conv.cached_tokens = None if cached is None else min(cached, prompt)
         return conv.budget_report(used=prompt)
+
+
+def kept_figures(store: Any, workspace: str, session_id: str
+                 ) -> tuple[protocol.Budget | None, int] | None:
+    """(the Budget, the messages) the window kept of the chat ``session_id`` backs says,
+    None when none is kept (`persist.figures`). Reads the store: on a thread."""
+    cid = _chat_of(session_id)
+    row = store.conversation(workspace, cid) if cid is not None else None
+    return persist.figures(row[2]) if row is not None else None
 
 
 def _chat_of(session_id: str) -> str | None:

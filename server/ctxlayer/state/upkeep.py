@@ -45,7 +45,7 @@ class Found(NamedTuple):
 
 if TYPE_CHECKING:  # protocols: the State and conversations.py import this module
     from ctxlayer.core.prepare import ConversationState
-    from ctxlayer.protocol import ConversationInfo
+    from ctxlayer.protocol import Budget, ConversationInfo
     from ctxlayer.state.seams import Chat as Conversation
     from ctxlayer.state.seams import Host as State
 
@@ -180,7 +180,7 @@ class Upkeep:
 
         self._after(conv, asyncio.ensure_future(self.state.keep(
             _put, store, conv.workspace, conv.conversation_id, conv.model, conv.turn, st,
-            counted_with, now, _listed(conv))), "keeping its window")
+            counted_with, now, _listed(conv), conv.budget_report())), "keeping its window")
 
     def keep_moved(self, workspace: str, family: str, target: str, now: str) -> None:
         """Keep, on the keeping thread, that requests of ``family`` go on in ``target``'s (a
@@ -211,7 +211,7 @@ class Upkeep:
         recent windows are the ones read after a restart (`FAMILY_MOST`), and ten chats
         written at one time were read in the order of their ids."""
         todo = [(c.workspace, c.conversation_id, c.model, c.turn + 1, c.state, c.counted_with,
-                 c.updated_at or now, _listed(c))
+                 c.updated_at or now, _listed(c), c.budget_report())
                 for c in convs if c.state is not None and c.written is not c.state]
         state = self.state
 
@@ -284,8 +284,10 @@ def _listed(conv: Conversation) -> ConversationInfo | None:
 
 
 def _put(store: Any, workspace: str, cid: str, model: str, turn: int, st: ConversationState,
-         counted_with: str, now: str, info: ConversationInfo | None = None) -> None:
-    """Write one conversation's window (its snapshot, counts and all, and its listing) under
-    its id and turn, on the keeping thread."""
-    snap = msgspec.structs.replace(persist.snapshot(st, counted_with), info=info)
+         counted_with: str, now: str, info: ConversationInfo | None = None,
+         budget: Budget | None = None) -> None:
+    """Write one conversation's window (its snapshot, counts and all, its listing and its
+    figures) under its id and turn, on the keeping thread."""
+    snap = msgspec.structs.replace(persist.snapshot(st, counted_with), info=info,
+                                   budget=budget)
     store.put_conversation(workspace, cid, model, turn, persist.encode(snap), now)

@@ -36,7 +36,7 @@ from ctxlayer.core.prepare.model import (
 )
 from ctxlayer.core.text import content_hash
 from ctxlayer.core.tokens import MessageFormat, Tokenizer, message_tokens
-from ctxlayer.protocol import AuditEntry, ConversationInfo, Message
+from ctxlayer.protocol import AuditEntry, Budget, ConversationInfo, Message
 
 VERSION = 1
 
@@ -81,6 +81,10 @@ class Snapshot(msgspec.Struct, kw_only=True):
     #: the summary a model wrote ahead for the next step; None when there is none, and in a
     #: window written before it was kept
     ahead: KeptAhead | None = None
+    #: the chat's figures when this window was written, as its last turn's ctx/budgetChanged
+    #: said them: after a restart ctx/session/budget of its session answers them; None in a
+    #: window written before they were kept
+    budget: Budget | None = None
 
 
 class _Listed(msgspec.Struct):
@@ -88,6 +92,15 @@ class _Listed(msgspec.Struct):
 
     version: int = 0
     info: ConversationInfo | None = None
+
+
+class _Figures(msgspec.Struct):
+    """A kept window read for its figures only: its Budget and how many messages its turn
+    had (each message's hash left as raw bytes, not decoded)."""
+
+    version: int = 0
+    budget: Budget | None = None
+    hashes: list[msgspec.Raw] = msgspec.field(default_factory=list)
 
 
 def message_hash(m: Message) -> str:
@@ -166,6 +179,16 @@ def listed(data: bytes) -> ConversationInfo | None:
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
     return got.info if got.version == VERSION else None
+
+
+def figures(data: bytes) -> tuple[Budget | None, int] | None:
+    """(the Budget, the messages of its turn) kept in a window's bytes, None when they do not
+    read; the Budget is None in a window written before it was kept."""
+    try:
+        got = msgspec.json.decode(data, type=_Figures)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    return (got.budget, len(got.hashes)) if got.version == VERSION else None
 
 
 def kept_audit(snap: Snapshot) -> list[AuditEntry]:

@@ -79,9 +79,11 @@ REQUESTS: dict[str, Request] = {
     "ctx/assemble": in_session(assembly.assemble),
     "ctx/session/compact": in_session(assembly.compact),
     "ctx/session/reportUsage": in_session(sessions.report_usage),
-    "ctx/session/budget": in_session(sessions.budget),
+    # a chat's session answers its chat's figures, which the loop holds
+    "ctx/session/budget": in_session(sessions.budget, given=chats.session_budget),
     "ctx/session/audit": in_session(sessions.audit, given=None),
-    "ctx/session/list": Request(sessions.list_sessions, "worker", after_earlier=True),
+    "ctx/session/list": Request(sessions.list_sessions, "worker", given=chats.live_chats,
+                                after_earlier=True),
     "ctx/session/close": in_session(sessions.close, given=None),
     "ctx/inspect": Request(inspect.inspect, "worker", given=inspect.given, after_earlier=True),
     # a conversation's turns are ordered by the conversations themselves (state/conversations.py),

@@ -21,6 +21,26 @@ async def prepare(caller: Caller, p: protocol.PrepareParams) -> protocol.Prepare
     return await caller.state.conversations.prepare(caller, p)
 
 
+async def session_budget(caller: Caller, p: protocol.SessionRef
+                         ) -> protocol.Budget | protocol.WorkspaceSegment:
+    """ctx/session/budget's part on the loop: the Budget of the chat the session backs, its
+    last prepared request's as its ctx/budgetChanged said it (after a restart, as its kept
+    window says it); else the segment a session of ctx/assemble is measured with (a chat's
+    session holds none of its messages: measured, it said the workspace's tokens, which its
+    requests never carry, and a history of 0)."""
+    told = await caller.state.conversations.figures(caller.workspace, p.session_id)
+    if told is not None and told[0] is not None:
+        return told[0]
+    return await caller.segment()
+
+
+async def live_chats(caller: Caller, p: protocol.Empty) -> dict[str, int]:
+    """ctx/session/list's part on the loop: the messages of each live chat's last request,
+    by its session's id."""
+    live = caller.state.conversations.live_figures(caller.workspace)
+    return {sid: messages for sid, (_, messages) in live.items()}
+
+
 async def conversations(caller: Caller, p: protocol.Empty) -> protocol.ConversationsResult:
     # the live ones and, after a restart, those the state folder keeps
     listed, more = await caller.state.conversations.listed(caller.workspace)

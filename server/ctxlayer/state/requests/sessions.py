@@ -18,6 +18,7 @@ from ctxlayer.core.trim import stages
 from ctxlayer.state.caller import Caller
 from ctxlayer.state.requests.budgets import publish
 from ctxlayer.state.requests.messages import attachments, decode
+from ctxlayer.state.session_service import CHAT_PREFIX
 
 log = logging.getLogger(__name__)
 
@@ -150,8 +151,10 @@ def configure(caller: Caller, p: protocol.SessionConfigureParams,
 
 
 def budget(caller: Caller, p: protocol.SessionRef,
-           segment: protocol.WorkspaceSegment) -> protocol.Budget:
-    ensure_layers(caller, p.session_id, segment)
+           given: protocol.Budget | protocol.WorkspaceSegment) -> protocol.Budget:
+    if isinstance(given, protocol.Budget):  # a chat's (chats.session_budget): its requests'
+        return given
+    ensure_layers(caller, p.session_id, given)
     return caller.state.sessions.budget(caller.workspace, p.session_id)
 
 
@@ -171,8 +174,25 @@ def audit(caller: Caller, p: protocol.AuditParams) -> protocol.AuditResult:
         entries=caller.state.sessions.audit(caller.workspace, p.session_id, p.limit))
 
 
-def list_sessions(caller: Caller, p: protocol.Empty) -> protocol.SessionListResult:
-    return protocol.SessionListResult(sessions=caller.state.sessions.list(caller.workspace))
+def list_sessions(caller: Caller, p: protocol.Empty,
+                  live: dict[str, int]) -> protocol.SessionListResult:
+    """The open sessions; a chat's with the messages of its last request (``live``: of the
+    chats in memory, chats.live_chats; else as its kept window says), which its session
+    never holds (it listed 0)."""
+    from ctxlayer.state.conversations import kept_figures
+
+    sessions, store = caller.state.sessions, caller.state.sessions.store
+    listed = sessions.list(caller.workspace)
+    for k, info in enumerate(listed):
+        if not info.session_id.startswith(CHAT_PREFIX):
+            continue
+        messages = live.get(info.session_id)
+        if messages is None:
+            kept = kept_figures(store, caller.workspace, info.session_id)
+            messages = kept[1] if kept is not None else None
+        if messages is not None:
+            listed[k] = msgspec.structs.replace(info, messages=messages)
+    return protocol.SessionListResult(sessions=listed)
 
 
 def close(caller: Caller, p: protocol.SessionRef) -> protocol.Empty:

@@ -1,0 +1,86 @@
+"""ctx/session/budget and ctx/session/list of a chat's session say what its chat sent.
+
+Before: ctx/prepare answered 1808 tokens of 2500 and its ctx/budgetChanged said used 1808
+(system 4, history 1804), but ctx/session/budget of the sessionId it answered said used 120
+(workspace 117, history 0: the workspace's tokens, which a prepared request never carries),
+and ctx/session/list listed that session with 0 messages. A chat's session holds none of its
+messages (they are the client's), so measuring it said nothing of the chat. Now both answer
+the chat's last prepared request, and so after a restart, from the window kept of it.
+The real daemon over stdio."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+
+import pytest
+from conftest import WORLD, RawDaemon, hermetic_env, make_repo
+
+pytestmark = pytest.mark.e2e
+_worlds = itertools.count()
+_ids = itertools.count()
+FIGURES = ("used", "limit", "percent", "byLayer", "model", "sessionId")
+
+
+def chat(turns: int) -> list[dict]:
+    rng = random.Random(4)
+    vocab = "cache token budget parser router queue store index".split()
+
+    def words(n: int) -> str:
+        return " ".join(rng.choice(vocab) for _ in range(n))
+
+    messages = [{"role": "system", "content": "S"}, {"role": "user", "content": "FIRST " + words(30)}]
+    for t in range(turns):
+        messages += [{"role": "assistant", "content": f"A{t} " + words(80)},
+                     {"role": "user", "content": f"Q{t} " + words(20)}]
+    return messages
+
+
+async def result(daemon: RawDaemon, method: str, params: dict) -> dict:
+    out = await daemon.request(f"r{next(_ids)}", method, params)
+    assert "result" in out, out
+    return out["result"]
+
+
+async def pushed(daemon: RawDaemon, session_id: str) -> dict:
+    for _ in range(500):
+        mine = [n["params"] for n in daemon.notifications if n["method"] == "ctx/budgetChanged"
+                and n["params"].get("sessionId") == session_id]
+        if mine:
+            return mine[-1]
+        await asyncio.sleep(0.01)
+    raise AssertionError("the prepared turn pushed no budget")
+
+
+async def figures(daemon: RawDaemon, session_id: str) -> tuple[dict, int]:
+    """What ctx/session/budget says of the session, and the messages ctx/session/list lists."""
+    budget = await result(daemon, "ctx/session/budget", {"sessionId": session_id})
+    listed = (await result(daemon, "ctx/session/list", {}))["sessions"]
+    [messages] = [s["messages"] for s in listed if s["sessionId"] == session_id]
+    return {k: budget.get(k) for k in FIGURES}, messages
+
+
+async def test_a_chats_session_budget_is_its_last_prepared_request_also_after_a_restart():
+    base = WORLD / f"chat-budget-{next(_worlds)}"
+    env, root = hermetic_env(base), make_repo(base / "repo")
+    messages = chat(30)
+    daemon = await RawDaemon.start(env=env)
+    try:
+        await daemon.initialize(root)
+        prepared = await result(daemon, "ctx/prepare", {
+            "format": "openai", "budget": 2500,
+            "request": {"model": "gpt-4o", "messages": messages}})
+        sid = prepared["sessionId"]
+        told = await pushed(daemon, sid)
+        assert told["used"] == prepared["tokens"] and prepared["compacted"]
+        live = await figures(daemon, sid)
+        assert live == ({k: told.get(k) for k in FIGURES}, len(messages)), (live, told)
+    finally:
+        assert await daemon.close() == 0
+    daemon = await RawDaemon.start(env=env)
+    try:
+        await daemon.initialize(root)
+        assert await figures(daemon, sid) == live  # as its kept window says
+    finally:
+        assert await daemon.close() == 0
