@@ -2,9 +2,12 @@
 formats are lenient: an unknown field is an error naming it, since it is ours to define.
 
 Owns reading and writing this one format; ids the engine needs are made up for messages
-without one and never written back. A message the engine added (a retrieved document) is
-written as its role and content only: a body in this format may be sent to a provider as it
-is, and OpenAI refuses a message with a field it does not know.
+without one and never written back. A message the engine added (a summary, a retrieved
+document) is written with its `ctx:` id, kind and priority when the input's messages carry ids
+of their own: its client reads Messages, and ids are how it asks ctx/why and ctx/restore about
+them. Where none does (a role-and-content body, as `ctxlayer trim` reads one), it is written as
+its role and content only: such a body may be sent to a provider as it is, and OpenAI refuses
+a message with a field it does not know.
 """
 
 from __future__ import annotations
@@ -56,14 +59,17 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None,
 
 def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequence[int] = ()
            ) -> Encoded:
-    out = [_as_written(m, decoded) for m in kept]
+    own_ids = len(decoded.derived_ids) < len(decoded.index)  # some message came with its id
+    out = [_as_written(m, decoded, own_ids) for m in kept]
     return Encoded(payload={**decoded.payload, "messages": msgspec.to_builtins(out)})
 
 
-def _as_written(m: Message, decoded: Decoded) -> Message:
-    """A kept message as it goes out: with the fields the input gave it, no more."""
+def _as_written(m: Message, decoded: Decoded, own_ids: bool) -> Message:
+    """A kept message as it goes out: with the fields the input gave it, and a message the
+    engine added with its own (`ctx:` id, kind, priority) where the input's messages carry
+    ids (``own_ids``), else with none of them."""
     if m.id in decoded.derived_ids:
         return msgspec.structs.replace(m, id=None)
-    if m.id not in decoded.index:  # added by the engine: its id, kind and priority are ours
+    if m.id not in decoded.index and not own_ids:  # added by the engine, to a plain body
         return Message(role=m.role, content=m.content)
     return m
