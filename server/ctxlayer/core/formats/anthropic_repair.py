@@ -20,7 +20,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ctxlayer.core.formats.common import NOT_CACHEABLE, Encoded, audit, bad
+from ctxlayer.core.formats.common import NOT_CACHEABLE, Encoded, audit, bad, calls_tokens
 from ctxlayer.core.text import call_line, one_line
 from ctxlayer.protocol import Message
 
@@ -66,6 +66,17 @@ def _text_tokens(msg: dict, counter: Any) -> int:
         return 0
     return sum(counter.count(b.get("text", "")) for b in _blocks(msg) if isinstance(b, dict)
                and b.get("type") == "text")
+
+
+def _result_tokens(block: dict, counter: Any) -> int:
+    """The text of a tool_result block, as counted (a string, or its text blocks)."""
+    if counter is None:
+        return 0
+    content = block.get("content")
+    if isinstance(content, str):
+        return counter.count(content)
+    return sum(counter.count(b.get("text", "")) for b in content or ()
+               if isinstance(b, dict) and b.get("type") == "text")
 
 
 def _first_id(ks: list[int], kept: Sequence[Message]) -> str | None:
@@ -241,9 +252,13 @@ def _drop_lone_halves(out: list[Entry], kept: Sequence[Message], result: Encoded
             fixed.append((msg, ks))
             continue
         changed = True
+        mine = [kept[k] for k in ks]
         for b in lone:
+            # a call costs its name and arguments; a lone result its text
+            cost = calls_tokens(mine, {b.get(key)}, counter) if drop_kind == "tool_use" \
+                else _result_tokens(b, counter)
             result.audit.append(audit("dropped", f"{why}: the provider refuses it",
-                                      f"{msg.get('role')}: {drop_kind} {b.get(key)}",
+                                      f"{msg.get('role')}: {drop_kind} {b.get(key)}", cost, 0,
                                       message_id=_first_id(ks, kept)))
         rest = [b for b in blocks if not any(b is x for x in lone)]
         if rest:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ctxlayer.core.errors import ContextError
+from ctxlayer.core.tokens import OPENAI_FORMAT
 from ctxlayer.protocol import AuditAction, AuditEntry, Message
 
 Format = Literal["ctxlayer", "openai", "anthropic", "responses"]
@@ -203,6 +204,15 @@ def _without_text(parts: list, is_text: Callable[[Any], bool]) -> list:
 
 def _may_mark(part: Any) -> bool:
     return isinstance(part, dict) and part.get("type") not in NOT_CACHEABLE
+
+
+def calls_tokens(messages: Sequence[Message], call_ids: set[str], counter: Any) -> int:
+    """What the tool calls ``call_ids`` of ``messages`` cost as the engine counts them (name,
+    arguments, framing): the audit of a repair that removes them says what that saved."""
+    if counter is None:
+        return 0
+    return sum(OPENAI_FORMAT.per_tool_call + counter.count(c.name) + counter.count(c.arguments)
+               for m in messages for c in m.tool_calls or () if c.id in call_ids)
 
 
 def audit(action: AuditAction, reason: str, summary: str, before: int = 0, after: int = 0,

@@ -20,6 +20,7 @@ from ctxlayer.core.formats.common import (
     Encoded,
     audit,
     bad,
+    calls_tokens,
     client_id,
     derive_id,
     expect_dict,
@@ -306,19 +307,23 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
             written[pos] = (m.content, m.tool_calls, native)
         out.append(native)
     result = Encoded(payload={})
-    out = _repair_tool_pairs(out, [m.id for m in kept], result, decoded)
+    out = _repair_tool_pairs(out, kept, result, decoded)
     result.payload = {**decoded.payload, "messages": out}
     return result
 
 
-def _repair_tool_pairs(out: list[dict], ids: list, result: Encoded, decoded: Decoded) -> list:
+def _repair_tool_pairs(out: list[dict], kept: Sequence[Message], result: Encoded,
+                       decoded: Decoded) -> list:
     """Every tool message answers a call of the assistant message just before its run of tool
     messages, and every call has its result: a lone result is dropped, a call left without
     its result is removed from the assistant message (which goes too if nothing is left). The
-    same for the legacy `function_call` and the `function` message just after it."""
+    same for the legacy `function_call` and the `function` message just after it. ``out[k]``
+    is written from ``kept[k]``: each entry names the message and what its removal saved."""
     fixed: list[dict] = []
+    origin: list[int] = []  # the position in out of each message of fixed
     pending: dict[str, int] = {}  # call id -> index in fixed of its assistant message
     count = decoded.counter.count if decoded.counter else (lambda s: 0)
+    ids = [m.id for m in kept]
 
     def close_calls() -> None:
         for j in sorted(set(pending.values())):
@@ -330,7 +335,9 @@ def _repair_tool_pairs(out: list[dict], ids: list, result: Encoded, decoded: Dec
                                str((c.get("function") or {}).get("arguments", ""))) for c in gone]
             result.audit.append(audit(
                 "dropped", f"tool calls {', '.join(lost)} lost their results: removed so that "
-                "the request stays valid", f"assistant: {' + '.join(named)}"))
+                "the request stays valid", f"assistant: {' + '.join(named)}",
+                calls_tokens([kept[origin[j]]], set(lost), decoded.counter), 0,
+                message_id=ids[origin[j]]))
             fixed[j] = {**msg, "tool_calls": calls} if calls else \
                 {k: v for k, v in msg.items() if k != "tool_calls"}
             if not calls and not fixed[j].get("content"):
@@ -344,9 +351,12 @@ def _repair_tool_pairs(out: list[dict], ids: list, result: Encoded, decoded: Dec
         if legacy is None:
             return
         msg = fixed[legacy]
+        call = msg["function_call"]
         result.audit.append(audit(
             "dropped", "function_call lost its function result: removed so that the request "
-            "stays valid", f"assistant: function_call {msg['function_call'].get('name')}"))
+            "stays valid", f"assistant: function_call {call.get('name')}",
+            count(str(call.get("name", ""))) + count(str(call.get("arguments", ""))), 0,
+            message_id=ids[origin[legacy]]))
         msg = {k: v for k, v in msg.items() if k != "function_call"}
         fixed[legacy] = msg if msg.get("content") else None  # type: ignore[call-overload]
         legacy = None
@@ -369,6 +379,7 @@ def _repair_tool_pairs(out: list[dict], ids: list, result: Encoded, decoded: Dec
                     del pending[cid]
             if answers:
                 fixed.append(msg)
+                origin.append(k)
             else:
                 text = msg.get("content") if isinstance(msg.get("content"), str) else ""
                 result.audit.append(audit("dropped", why, what, count(text), 0,
@@ -379,6 +390,7 @@ def _repair_tool_pairs(out: list[dict], ids: list, result: Encoded, decoded: Dec
         close_legacy()
         in_results = False
         fixed.append(msg)
+        origin.append(k)
         if role == "assistant" and msg.get("tool_calls"):
             for c in msg["tool_calls"]:
                 pending[c.get("id")] = len(fixed) - 1

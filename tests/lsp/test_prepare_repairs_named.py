@@ -1,0 +1,58 @@
+"""A tool call ctx/prepare removes for lacking its result is named, with what it cost.
+
+Before: in the OpenAI format the entry was `{"action": "dropped", "reason": "tool calls c1
+lost their results...", "summary": "assistant: read_file(...)", "tokensBefore": 0,
+"tokensAfter": 0}`: no messageId, so ctx/why could not be asked about it, and 0 tokens for a
+call with a 400-character argument; the Anthropic entry named its message but said 0 tokens
+too. Now both name the assistant message and what its removed calls cost as counted.
+The real daemon over stdio."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from conftest import RawDaemon
+
+pytestmark = pytest.mark.e2e
+_ids = itertools.count()
+PATH = "a very long path argument " + "x" * 400
+
+OPENAI = {"model": "gpt-4o", "messages": [
+    {"role": "user", "content": "q"},
+    {"role": "assistant", "content": "I will read IMPORTANT-TEXT.", "tool_calls": [
+        {"id": "c1", "type": "function",
+         "function": {"name": "read_file", "arguments": '{"path": "' + PATH + '"}'}}]},
+    {"role": "user", "content": "q2"}]}
+ANTHROPIC = {"model": "claude-sonnet-4", "max_tokens": 100, "messages": [
+    {"role": "user", "content": "q"},
+    {"role": "assistant", "content": [
+        {"type": "text", "text": "I will read IMPORTANT-TEXT."},
+        {"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": PATH}}]},
+    {"role": "user", "content": "q2"}]}
+
+
+async def result(daemon: RawDaemon, method: str, params: dict) -> dict:
+    out = await daemon.request(f"r{next(_ids)}", method, params)
+    assert "result" in out, out
+    return out["result"]
+
+
+@pytest.mark.parametrize("fmt,request_", [("openai", OPENAI), ("anthropic", ANTHROPIC)])
+async def test_a_call_removed_for_lacking_its_result_is_named_with_its_cost(own_daemon, fmt,
+                                                                           request_):
+    prepared = await result(own_daemon, "ctx/prepare", {
+        "format": fmt, "conversationId": f"calls-{fmt}", "request": request_})
+    [entry] = prepared["dropped"]
+    assert entry["tokensAfter"] == 0
+    # the call's arguments alone cost more than 40 tokens in either encoding
+    path_tokens = (await result(own_daemon, "ctx/count", {
+        "model": request_["model"], "texts": [PATH]}))["total"]
+    assert entry["tokensBefore"] > path_tokens > 40, (entry, path_tokens)
+    assert entry["messageId"], entry
+    why = await result(own_daemon, "ctx/why", {"conversationId": f"calls-{fmt}",
+                                               "messageId": entry["messageId"]})
+    assert entry in why["entries"], why
+    # the assistant's text went on without its call
+    kept = prepared["request"]["messages"][1]
+    assert "IMPORTANT-TEXT" in str(kept["content"]) and "read_file" not in str(kept)
