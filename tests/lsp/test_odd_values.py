@@ -115,7 +115,7 @@ async def test_an_output_room_that_fills_the_window_is_refused_naming_the_field(
     assert out["error"]["code"] == -32602 and out["error"]["data"]["field"] == "reserveOutput"
     out = await raw_daemon.request(2, "ctx/prepare", {"format": "openai",
                                                       "request": {**ask, "max_tokens": HUGE}})
-    assert out["error"]["data"]["field"] == "max_tokens", out
+    assert out["error"]["data"]["field"] == "request.max_tokens", out
     assert "128,000-token window of gpt-4o" in out["error"]["message"]
     out = await raw_daemon.request(3, "ctx/prepare", {"format": "openai",
                                                       "request": {**ask, "max_tokens": 4096}})

@@ -47,8 +47,11 @@ def nominal_budget(caller: Caller, p: protocol.PrepareParams, model: str) -> int
         raise ContextError("invalid", "must not be negative", field="reserveOutput")
     require_tokens(p.budget)
     require_tokens(p.context_window, "contextWindow")
+    # the params' own field, else the request's, named from the params' root (the gateway
+    # names it from the body: gateway/errors.py)
     field, reserve = (("reserveOutput", p.reserve_output) if p.reserve_output is not None
                       else reserve_field(p.request, p.format) or ("", None))
+    field = field if field in ("reserveOutput", "") else f"request.{field}"
     if p.budget is not None:
         return p.budget
     window = p.context_window or caller.options.context_window or model_window(model)

@@ -26,9 +26,15 @@ def decode_payload(fmt: str, payload: dict, counter: Any, *, at: str = "",
         return formats.decode(fmt, payload, counter, previous=previous,  # type: ignore[arg-type]
                               whole=whole)
     except ContextError as err:
-        if at and err.field and err.field != "format" and not err.field.startswith(at):
-            raise ContextError(err.kind, f"{at}.{err}", field=f"{at}.{err.field}") from None
-        raise
+        raise _from_root(err, at) from None
+
+
+def _from_root(err: ContextError, at: str) -> ContextError:
+    """``err``, its field named from the params' root (`messages` -> `request.messages`) where
+    the codec named it from the request's."""
+    if at and err.field and err.field != "format" and not err.field.startswith(at):
+        return ContextError(err.kind, f"{at}.{err}", field=f"{at}.{err.field}")
+    return err
 
 
 def decode(fmt: str, request: dict, counter: Any, previous: Any = None) -> Any:
@@ -38,8 +44,12 @@ def decode(fmt: str, request: dict, counter: Any, previous: Any = None) -> Any:
 
 def encode(decoded: Any, kept: list[protocol.Message], breakpoints: list[int]) -> Any:
     """The request with its conversation replaced by ``kept`` (`.payload`, `.audit`,
-    `.breakpoints`)."""
-    return formats.encode(decoded, kept, cache_breakpoints=breakpoints)
+    `.breakpoints`). What it refuses (an Anthropic request with assistant turns only) is named
+    from the params' root, as a decode's is."""
+    try:
+        return formats.encode(decoded, kept, cache_breakpoints=breakpoints)
+    except ContextError as err:
+        raise _from_root(err, "request") from None
 
 
 def text_of(content: Any) -> str:
