@@ -312,6 +312,25 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
     return result
 
 
+def _without_calls(msg: dict, pending: dict[str, int], m: Message, result: Encoded,
+                   counter: Any) -> dict | None:
+    """The assistant message ``msg`` (written from ``m``) without its calls whose results
+    never came (``pending``), None when nothing is left of it; the entry names the message
+    and what the calls cost."""
+    calls = [c for c in msg["tool_calls"] if c.get("id") not in pending]
+    gone = [c for c in msg["tool_calls"] if c.get("id") in pending]
+    lost = [c.get("id") for c in gone]
+    named = [call_line(str((c.get("function") or {}).get("name", "")),
+                       str((c.get("function") or {}).get("arguments", ""))) for c in gone]
+    result.audit.append(audit(
+        "dropped", f"tool calls {', '.join(lost)} lost their results: removed so that "
+        "the request stays valid", f"assistant: {' + '.join(named)}",
+        calls_tokens([m], set(lost), counter), 0, message_id=m.id))
+    out = {**msg, "tool_calls": calls} if calls else \
+        {k: v for k, v in msg.items() if k != "tool_calls"}
+    return out if calls or out.get("content") else None
+
+
 def _repair_tool_pairs(out: list[dict], kept: Sequence[Message], result: Encoded,
                        decoded: Decoded) -> list:
     """Every tool message answers a call of the assistant message just before its run of tool
@@ -327,21 +346,8 @@ def _repair_tool_pairs(out: list[dict], kept: Sequence[Message], result: Encoded
 
     def close_calls() -> None:
         for j in sorted(set(pending.values())):
-            msg = fixed[j]
-            calls = [c for c in msg["tool_calls"] if c.get("id") not in pending]
-            gone = [c for c in msg["tool_calls"] if c.get("id") in pending]
-            lost = [c.get("id") for c in gone]
-            named = [call_line(str((c.get("function") or {}).get("name", "")),
-                               str((c.get("function") or {}).get("arguments", ""))) for c in gone]
-            result.audit.append(audit(
-                "dropped", f"tool calls {', '.join(lost)} lost their results: removed so that "
-                "the request stays valid", f"assistant: {' + '.join(named)}",
-                calls_tokens([kept[origin[j]]], set(lost), decoded.counter), 0,
-                message_id=ids[origin[j]]))
-            fixed[j] = {**msg, "tool_calls": calls} if calls else \
-                {k: v for k, v in msg.items() if k != "tool_calls"}
-            if not calls and not fixed[j].get("content"):
-                fixed[j] = None  # type: ignore[call-overload]
+            fixed[j] = _without_calls(fixed[j], pending, kept[origin[j]], result,
+                                      decoded.counter)  # type: ignore[call-overload]
         pending.clear()
 
     legacy: int | None = None  # index in fixed of an assistant whose function_call waits
