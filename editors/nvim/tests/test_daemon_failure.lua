@@ -57,6 +57,39 @@ H.run(function()
   local back = H.wait_figure()
   H.ok(back ~= nil, "after :Ctxlayer restart the figure is back", ctxlayer.statusline())
 
+  -- Ended by SIGTERM or SIGINT (`kill PID`, a shutdown): the daemon exits with code 0, and it
+  -- is no less unasked than a kill.
+  for _, signal in ipairs({ "sigterm", "sigint" }) do
+    H.clear_notes()
+    local pids = vim.api.nvim_get_proc_children(vim.fn.getpid())
+    H.must(#pids == 1, "the daemon runs again before " .. signal, vim.inspect(pids))
+    vim.uv.kill(pids[1], signal)
+    local ended = H.wait(function()
+      return H.note("^ctxlayer: the daemon exited")
+    end)
+    H.ok(ended and ended.level == vim.log.levels.WARN and ended.msg:find("code 0", 1, true) ~= nil,
+      "a daemon ended by " .. signal .. " (code 0) is reported", ended and ended.msg)
+    H.eq(H.wait(function()
+      return ctxlayer.statusline() == "ctx !" and ctxlayer.statusline()
+    end, 5000), "ctx !", "after " .. signal .. " the status line says it failed")
+    vim.cmd("Ctxlayer restart")
+    H.must(H.wait_figure() ~= nil, "after " .. signal .. " :Ctxlayer restart brings the figure back",
+      ctxlayer.statusline())
+  end
+
+  -- A cmd that is no daemon and exits 0 before answering: a failure too, said once.
+  H.clear_notes()
+  vim.cmd("Ctxlayer stop")
+  ctxlayer.setup({ cmd = { "true" } })
+  vim.cmd("Ctxlayer start")
+  H.eq(H.wait(function()
+    return ctxlayer.statusline() == "ctx !" and ctxlayer.statusline()
+  end, 10000), "ctx !", "a cmd exiting 0 at once shows `ctx !`")
+  H.eq(#notes_matching("daemon exited unasked"), 1, "and says so once", vim.inspect(H.notes))
+  ctxlayer.setup({ cmd = H.cmd })
+  vim.cmd("Ctxlayer restart")
+  H.must(H.wait_figure() ~= nil, "the real daemon answers again", ctxlayer.statusline())
+
   -- Stopped on request: no failure, nothing shown.
   H.clear_notes()
   vim.cmd("Ctxlayer stop")

@@ -411,12 +411,26 @@ end
 --- for every buffer; :Ctxlayer restart tries again.
 local refused = {}
 
+--- Clients the plugin stopped itself (:Ctxlayer stop or restart, a refused daemon), by id:
+--- their exit is no failure.
+local asked_to_stop = {}
+
+--- Set when Neovim quits: the daemons end with it, which is no failure either.
+M.leaving = false
+vim.api.nvim_create_autocmd("VimLeavePre", {
+  group = vim.api.nvim_create_augroup("ctxlayer.client", { clear = true }),
+  callback = function()
+    M.leaving = true
+  end,
+})
+
 local function on_init(client)
   local cfg = config.current
   local announced = M.announcement(client)
   local problem = M.problem(client)
   if problem then
     refused[client.root_dir or ""] = true
+    asked_to_stop[client.id] = true -- the refusal is said: its exit is no second message
     vim.schedule(function()
       vim.notify(problem, vim.log.levels.ERROR)
       M.call(client, "stop")
@@ -437,14 +451,26 @@ local function on_init(client)
   end)
 end
 
---- The daemon of `root` ended. Unasked with a failure (a code, or a signal: killed by signal 9,
---- Neovim gives code 0), it is said once and the status line shows `ctx !` for the workspace.
+--- Whether the plugin or the user asked client `client_id` to stop: :Ctxlayer stop or restart,
+--- a refused daemon, leaving Neovim, or anything that called Client:stop (:LspStop; Neovim
+--- marks such a client `_is_stopping`, read when this Neovim has it).
+local function asked(client_id)
+  local c = vim.lsp.get_client_by_id(client_id)
+  return M.stopping or M.leaving or asked_to_stop[client_id] or (c and c._is_stopping == true)
+end
+
+--- The daemon of `root` ended. Unasked, it is a failure whatever its exit code: `ctxlayer
+--- serve` ends with code 0 on SIGTERM or SIGINT (a `kill PID`, a shutdown, a process
+--- manager), and a `cmd` that is no daemon may exit 0 before answering; Neovim gives code 0 for
+--- a SIGKILL too. It is said once and the status line shows `ctx !` for the workspace.
 local function on_exit(code, signal, client_id, root)
+  local unasked = not asked(client_id) -- now: the client is gone once this callback returns
+  asked_to_stop[client_id] = nil
   vim.schedule(function()
     status.forget(client_id)
-    if (code ~= 0 or signal ~= 0) and not M.stopping then
-      local msg = ("ctxlayer: the daemon exited (code %d, signal %d); see :checkhealth ctxlayer "
-        .. "and :Ctxlayer log; :Ctxlayer restart starts it again"):format(code, signal)
+    if unasked then
+      local msg = ("ctxlayer: the daemon exited unasked (code %d, signal %d); see :checkhealth "
+        .. "ctxlayer and :Ctxlayer log; :Ctxlayer restart starts it again"):format(code, signal)
       status.fail(root, msg)
       vim.notify(msg, vim.log.levels.WARN)
     end
@@ -497,6 +523,7 @@ function M.stop(timeout_ms)
   M.stopping = true
   local clients = vim.lsp.get_clients({ name = M.NAME })
   for _, c in ipairs(clients) do
+    asked_to_stop[c.id] = true
     M.call(c, "stop")
   end
   vim.wait(timeout_ms or 5000, function()
