@@ -327,9 +327,18 @@ function M.open_session(client, done)
     status.update(client.id, { session_id = result.sessionId, mode = result.mode, model = result.model })
     M.configure_session(client, result, done)
   end, function(err)
-    status.update(client.id, { error = err.message or vim.inspect(err) })
+    M.session_failed(client, "could not be opened", "ctx/session/open", err)
     M.refresh(client, done)
   end)
+end
+
+--- The workspace session failed to open or to take the options: the daemon's reason is said
+--- once and kept as the state's `session_error` (the next answer clears `error`, not it), for
+--- :Ctxlayer status and the commands that need the session to repeat.
+function M.session_failed(client, what, method, err)
+  local reason = ("%s: %s"):format(method, err.message or vim.inspect(err))
+  status.update(client.id, { session_error = reason })
+  vim.notify(("ctxlayer: the workspace session %s: %s"):format(what, reason), vim.log.levels.ERROR)
 end
 
 --- What the user configured (model, budget, mode) that the opened session holds otherwise, as
@@ -388,7 +397,7 @@ function M.configure_session(client, opened, done)
     status.update(client.id, { mode = changes.mode or opened.mode, model = budget.model })
     M.refresh(client, done)
   end, function(err)
-    status.update(client.id, { error = err.message or vim.inspect(err) })
+    M.session_failed(client, "kept its settings", "ctx/session/configure", err)
     M.refresh(client, done)
   end)
 end

@@ -30,8 +30,13 @@ end
 
 local function need_session(c, method)
   local state = status.get(c.id)
+  if state and state.session_error and not state.session_id then
+    fail(("%s needs the workspace's session, which could not be opened: %s"):format(
+      method, state.session_error))
+    return nil
+  end
   if not (state and state.session_id) then
-    fail(("%s needs the workspace's session; none is open (setup with session = false, or opening it failed: see :Ctxlayer status)"):format(method))
+    fail(("%s needs the workspace's session; none is open (setup with session = false)"):format(method))
     return nil
   end
   return state.session_id
@@ -114,6 +119,9 @@ function M.status_lines(c)
     table.insert(lines, ("last trim: %d of %d tokens, %d dropped, %d truncated"):format(
       t.tokens, t.budget, #(t.dropped or {}), #(t.truncated or {})
     ))
+  end
+  if state.session_error then
+    table.insert(lines, "session failed: " .. state.session_error)
   end
   if state.error then
     table.insert(lines, "last error: " .. state.error)

@@ -17,7 +17,8 @@ local M = {}
 ---@field session_id? string
 ---@field mode? string
 ---@field mode_suggestion? table
----@field error? string
+---@field error? string the last request's failure (the next answer clears it)
+---@field session_error? string why the workspace session failed to open or to take the options
 ---@field chat? table Budget of the live chat: the conversation that last went through the daemon
 ---@field chats? table<string, table> Budget of each conversation seen, by conversationId
 ---@field gateway? table the gateway's {openai, anthropic} URLs when the daemon runs it
