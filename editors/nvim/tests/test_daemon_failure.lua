@@ -86,6 +86,11 @@ H.run(function()
     return ctxlayer.statusline() == "ctx !" and ctxlayer.statusline()
   end, 10000), "ctx !", "a cmd exiting 0 at once shows `ctx !`")
   H.eq(#notes_matching("daemon exited unasked"), 1, "and says so once", vim.inspect(H.notes))
+  -- gateway() starts one for the workspace and waits: it exits again, which is what it says
+  local urls, why = ctxlayer.gateway({ timeout_ms = 10000 })
+  H.ok(urls == nil and why and why:find("daemon exited unasked (code 0", 1, true) ~= nil,
+    "gateway() says the daemon exited, and how", why)
+  H.ok(why and why:find("still starting", 1, true) == nil, "not that it is still starting", why)
   ctxlayer.setup({ cmd = H.cmd })
   vim.cmd("Ctxlayer restart")
   H.must(H.wait_figure() ~= nil, "the real daemon answers again", ctxlayer.statusline())

@@ -475,12 +475,15 @@ end
 local function on_exit(code, signal, client_id, root)
   local unasked = not asked(client_id) -- now: the client is gone once this callback returns
   asked_to_stop[client_id] = nil
+  local msg = ("ctxlayer: the daemon exited unasked (code %d, signal %d); see :checkhealth "
+    .. "ctxlayer and :Ctxlayer log; :Ctxlayer restart starts it again"):format(code, signal)
+  if unasked then
+    -- recorded at once (a table write), so that a wait on this client (gateway.urls) finds it
+    status.fail(root, msg)
+  end
   vim.schedule(function()
     status.forget(client_id)
     if unasked then
-      local msg = ("ctxlayer: the daemon exited unasked (code %d, signal %d); see :checkhealth "
-        .. "ctxlayer and :Ctxlayer log; :Ctxlayer restart starts it again"):format(code, signal)
-      status.fail(root, msg)
       vim.notify(msg, vim.log.levels.WARN)
     end
   end)

@@ -55,6 +55,11 @@ function M.urls(opts)
   if not c then
     return nil, "ctxlayer: no daemon runs for this workspace and none could start (see :checkhealth ctxlayer)"
   end
+  if client.call(c, "is_stopped") then
+    -- it ended while we waited (or before): why, when it ended unasked; never "starting"
+    return nil, require("ctxlayer.status").failed[c.root_dir or ""]
+      or "ctxlayer: the daemon exited before it answered; see :Ctxlayer log"
+  end
   if not c.initialized then
     return nil, "ctxlayer: the daemon is still starting; try again in a moment"
   end
