@@ -95,7 +95,7 @@ function M.lualine()
     end,
     color = function()
       local f = status.figures(status.get(status.current_client_id()))
-      return f and status.highlights[status.level(f.percent or 0)] or nil
+      return f and status.highlights[status.figure_level(f)] or nil
     end,
   }
 end

@@ -162,6 +162,17 @@ function M.level(percent)
   return "ok"
 end
 
+--- The level of a figure: by the daemon's percent, else (the workspace segment's figure, which
+--- has none) by used over limit, so that a figure over its budget is never coloured ok. The
+--- share only picks the colour: no percent is shown that the daemon did not give.
+function M.figure_level(f)
+  local percent = f.percent
+  if not percent and f.limit and f.limit > 0 then
+    percent = f.used / f.limit * 100
+  end
+  return M.level(percent or 0)
+end
+
 M.highlights = { ok = "CtxlayerOk", warn = "CtxlayerWarn", error = "CtxlayerError" }
 
 function M.define_highlights()
@@ -256,7 +267,7 @@ function M.text(opts)
   text = text .. M.extras(f)
   if opts.highlight then
     -- Statusline code: the percent sign of the figure must be doubled.
-    return ("%%#%s#%s%%*"):format(M.highlights[M.level(f.percent or 0)], (text:gsub("%%", "%%%%")))
+    return ("%%#%s#%s%%*"):format(M.highlights[M.figure_level(f)], (text:gsub("%%", "%%%%")))
   end
   return text
 end
