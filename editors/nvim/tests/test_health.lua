@@ -24,6 +24,21 @@ H.run(function()
   H.ok(text:find("ERROR") == nil, "no errors in the health report", text)
   H.ok(text:find("ctxlayer: gateway") ~= nil, "the health report has the gateway section", text)
 
+  -- A daemon that ended unasked: the message sends the user here, which says so.
+  local pids = vim.api.nvim_get_proc_children(vim.fn.getpid())
+  H.must(#pids == 1, "the daemon is Neovim's one child", vim.inspect(pids))
+  vim.uv.kill(pids[1], "sigkill")
+  H.must(H.wait(function()
+    return ctxlayer.statusline() == "ctx !"
+  end), "the killed daemon shows `ctx !`", ctxlayer.statusline())
+  local crashed = health_text()
+  H.ok(crashed:find("ERROR the daemon of " .. H.root .. " failed: ctxlayer: the daemon exited", 1, true)
+    ~= nil and crashed:find("signal 9", 1, true) ~= nil,
+    "the health report names the workspace whose daemon ended, and how", crashed)
+  vim.cmd("Ctxlayer restart")
+  H.must(H.wait_figure() ~= nil, "the daemon answers again after :Ctxlayer restart")
+  H.ok(health_text():find("failed:", 1, true) == nil, "and the failure is no longer reported")
+
   -- Bad options show up as errors naming the field.
   ctxlayer.setup({ cmd = H.cmd, timeout_ms = "soon", autostart = false })
   local bad = health_text()

@@ -2,7 +2,8 @@
 ---
 --- Reports the Neovim version, whether the options are valid, whether the daemon is found and
 --- which version it is (`ctxlayer --version`), whether a client is attached and answering,
---- whether its HTTP gateway runs and answers, and where the logs are. It only reads; it never starts or stops the daemon.
+--- the workspaces whose daemon failed (status.failed), whether its HTTP gateway runs and
+--- answers, and where the logs are. It only reads; it never starts or stops the daemon.
 
 local M = {}
 
@@ -56,10 +57,32 @@ local function check_daemon()
   health.ok(("daemon found: %s (%s)"):format(exe, vim.trim(out.stdout)))
 end
 
+--- The workspaces whose daemon failed (could not start, or ended unasked) and that no client
+--- serves now: the failure message sends the user here, so it is repeated here.
+local function check_failures(clients)
+  local status = require("ctxlayer.status")
+  local served = {}
+  for _, c in ipairs(clients) do
+    served[c.root_dir or ""] = true
+  end
+  local roots = vim.tbl_keys(status.failed)
+  table.sort(roots)
+  for _, root in ipairs(roots) do
+    if not served[root] then
+      health.error(("the daemon of %s failed: %s"):format(root, status.failed[root]),
+        { "see :Ctxlayer log (the daemon's stderr); :Ctxlayer restart starts it again" })
+    end
+  end
+  return #roots > 0
+end
+
 local function check_clients()
   local clients = vim.lsp.get_clients({ name = "ctxlayer" })
+  local failed = check_failures(clients)
   if #clients == 0 then
-    health.warn("no ctxlayer client is running", { "open a file inside a workspace after setup(), or run :Ctxlayer start" })
+    if not failed then
+      health.warn("no ctxlayer client is running", { "open a file inside a workspace after setup(), or run :Ctxlayer start" })
+    end
     return
   end
   local status = require("ctxlayer.status")
