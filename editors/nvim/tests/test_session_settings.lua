@@ -45,6 +45,12 @@ local function session()
   return { model = opened.model, budget = opened.budget, mode = opened.mode }
 end
 
+--- The session's budget as the daemon answers it now, without a check of its own (polled).
+local function session_budget()
+  local opened = ctxlayer.request("ctx/session/open", { sessionId = client.session_id(H.root) })
+  return opened and opened.budget
+end
+
 H.run(function()
   local first = run({ model = "gpt-4o", budget = 20000, mode = "deep" }, "gpt-4o")
   H.must(first ~= nil, "the first run shows its session", ctxlayer.statusline())
@@ -74,6 +80,28 @@ H.run(function()
     local b = ctxlayer.budget()
     return b and b.limit == fresh.budget
   end, RUN_MS), "third run: the status line's limit is the model's default", ctxlayer.statusline())
+
+  -- setup() again while the daemon runs (a re-sourced config): the session takes the new
+  -- budget at once. Before, it kept its own while :Ctxlayer assemble sent the new one
+  -- (status 133/5k, assembled 133/8k, the session's limit still 5000).
+  local running = client.get().id
+  ctxlayer.setup({ cmd = H.cmd, model = "claude-sonnet-4", budget = 8000, mode = "debug" })
+  H.ok(H.wait(function()
+    return session_budget() == 8000
+  end, RUN_MS), "setup() again: the running session takes the new budget", session_budget())
+  H.eq(client.get().id, running, "without a new daemon")
+  H.ok(H.wait(function()
+    local b = ctxlayer.budget()
+    return b and b.source == "session" and b.limit == 8000
+  end, RUN_MS), "the status line's limit is the new budget", ctxlayer.statusline())
+  local assembled = ctxlayer.assemble()
+  H.eq(assembled and assembled.budget, 8000, "and :Ctxlayer assemble agrees with it")
+  local measured = ctxlayer.request("ctx/session/budget", { sessionId = client.session_id(H.root) })
+  H.eq(measured and measured.limit, 8000, "as does the daemon's measure of the session")
+  ctxlayer.setup({ cmd = H.cmd, model = "claude-sonnet-4", mode = "debug" })
+  H.ok(H.wait(function()
+    return session_budget() == fresh.budget
+  end, RUN_MS), "setup() again without a budget: back to the model's default", session_budget())
 
   -- a daemon of this protocol without ctx/session/configure: taken, and the user told
   local real = client.announcement

@@ -367,6 +367,24 @@ function M.session_changes(client, opened)
   return next(changes) and changes or nil
 end
 
+--- setup() called again while daemons run (a re-sourced config, a plugin manager's reload):
+--- each workspace session takes the new model, budget and mode as it would at a start
+--- (reopened, then ctx/session/configure), and a figure without a session its new limit.
+--- Before, the daemon kept the first budget while :Ctxlayer assemble sent the new one.
+function M.apply_options()
+  local cfg = config.current
+  for _, c in ipairs(vim.lsp.get_clients({ name = M.NAME })) do
+    if c.initialized and status.get(c.id) then
+      local announced = M.announcement(c)
+      status.update(c.id, {
+        limit = cfg.budget or announced.defaultBudget,
+        model = cfg.model or announced.model,
+      })
+      M.open_session(c)
+    end
+  end
+end
+
 --- The workspace session keeps its id across restarts, and reopening it answers it unchanged:
 --- options changed since are sent with ctx/session/configure. A daemon without that request
 --- keeps the session's settings, and the user is told which, once.

@@ -37,6 +37,8 @@ function M.setup(opts)
     vim.notify("ctxlayer: invalid options (defaults used):\n" .. table.concat(problems, "\n"), vim.log.levels.ERROR)
   end
   status.define_highlights()
+  -- daemons already running take the new model, budget and mode (their sessions too)
+  require("ctxlayer.client").apply_options()
   augroup = vim.api.nvim_create_augroup("ctxlayer", { clear = true })
   vim.api.nvim_create_autocmd("ColorScheme", { group = augroup, callback = status.define_highlights })
   if config.current.autostart then
