@@ -36,7 +36,8 @@ M.chats = {
       if not conversations then
         return fail(err)
       end
-      commands().scratch("ctxlayer://chats", chats.lines(status.get(c.id) or {}, conversations), "markdown")
+      commands().scratch("ctxlayer://chats", chats.lines(status.get(c.id) or {}, conversations),
+        "markdown", c)
     end)
   end,
 }
@@ -55,7 +56,8 @@ M.why = {
     end
     params.messageId = args[1]
     client.request(c, "ctx/why", params, function(result)
-      commands().scratch("ctxlayer://why", chats.why_lines(label, result.entries or {}), "markdown")
+      commands().scratch("ctxlayer://why", chats.why_lines(label, result.entries or {}),
+        "markdown", c)
     end)
   end,
 }

@@ -42,14 +42,17 @@ local function need_session(c, method)
   return state.session_id
 end
 
---- A scratch buffer named `name` showing `lines`, in a split (reused on the next call).
-function M.scratch(name, lines, filetype)
+--- A scratch buffer named `name` showing `lines` of client `c`'s workspace, in a split (reused
+--- on the next call). It belongs to that workspace (b:ctxlayer_root, read by status.lua): its
+--- status line and the commands typed in it go to that workspace's daemon, not another's.
+function M.scratch(name, lines, filetype, c)
   local bufnr = vim.fn.bufnr(name)
   if bufnr == -1 then
     bufnr = vim.api.nvim_create_buf(false, true)
     vim.api.nvim_buf_set_name(bufnr, name)
     vim.bo[bufnr].bufhidden = "hide"
   end
+  vim.b[bufnr].ctxlayer_root = c and c.root_dir or nil
   vim.bo[bufnr].modifiable = true
   vim.api.nvim_buf_set_lines(bufnr, 0, -1, false, lines)
   vim.bo[bufnr].modifiable = false
@@ -326,7 +329,7 @@ M.subcommands.inspect = {
         table.insert(lines, ("- %s: %s (%d tokens) %s"):format(d.action, d.summary, d.tokensBefore, d.reason))
       end
     end
-    M.scratch("ctxlayer://inspect", lines, "markdown")
+    M.scratch("ctxlayer://inspect", lines, "markdown", c)
   end,
 }
 
@@ -342,7 +345,7 @@ M.subcommands.assemble = {
       fail(err)
       return
     end
-    M.scratch("ctxlayer://assembled", render_messages(result), "markdown")
+    M.scratch("ctxlayer://assembled", render_messages(result), "markdown", c)
   end,
 }
 

@@ -181,19 +181,43 @@ function M.define_highlights()
   vim.api.nvim_set_hl(0, "CtxlayerError", { link = "DiagnosticError", default = true })
 end
 
---- Whether a buffer belongs to the workspace at `root`: a file under it; a buffer of no file
---- (a scratch view such as ctxlayer://chats, a new buffer) belongs to every workspace.
-local function of_workspace(bufnr, root)
-  local name = vim.api.nvim_buf_get_name(bufnr)
-  if vim.bo[bufnr].buftype ~= "" or name == "" then
-    return true
-  end
-  if not root then
-    return false
-  end
-  local path = vim.fs.normalize(vim.fn.fnamemodify(name, ":p"))
+--- Whether `path` is `root` or under it.
+local function within(path, root)
+  path = vim.fs.normalize(path)
   root = vim.fs.normalize(root)
   return path == root or vim.startswith(path, root:gsub("/$", "") .. "/")
+end
+
+--- The roots among `roots` a buffer belongs to. A file: the root holding it. A buffer of no
+--- file: a scratch view the plugin made (ctxlayer://chats, ...) belongs to the workspace it
+--- was made for (b:ctxlayer_root, set by commands.scratch); any other (a new buffer, help, a
+--- terminal) to the workspace holding Neovim's current directory, else to the only workspace
+--- there is. With several and none holding the cwd, to none: another workspace's figures, or
+--- a command sent to its session, would pass for the buffer's own.
+---@param roots string[]
+---@return string[]
+local function roots_of(bufnr, roots)
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  if vim.bo[bufnr].buftype == "" and name ~= "" then
+    local path = vim.fn.fnamemodify(name, ":p")
+    return vim.tbl_filter(function(root)
+      return within(path, root)
+    end, roots)
+  end
+  local made_for = vim.b[bufnr].ctxlayer_root
+  if type(made_for) == "string" then
+    return vim.tbl_filter(function(root)
+      return vim.fs.normalize(root) == vim.fs.normalize(made_for)
+    end, roots)
+  end
+  local cwd = vim.fn.getcwd()
+  local holding = vim.tbl_filter(function(root)
+    return within(cwd, root)
+  end, roots)
+  if #holding == 0 and #roots == 1 then
+    return roots
+  end
+  return holding
 end
 
 local function buffer(bufnr)
@@ -201,8 +225,9 @@ local function buffer(bufnr)
 end
 
 --- The ctxlayer clients that may serve a buffer: those attached to it, else those of its
---- workspace (a file not attached yet; every one for a buffer of no file). None for a file
---- outside every workspace a daemon serves: another workspace's figures would pass for its own.
+--- workspace (roots_of: a file not attached yet, a scratch view, a buffer of no file). None for
+--- a file outside every workspace a daemon serves: another workspace's figures would pass for
+--- its own.
 ---@return vim.lsp.Client[]
 function M.serving_clients(bufnr)
   bufnr = buffer(bufnr)
@@ -210,9 +235,20 @@ function M.serving_clients(bufnr)
   if #attached > 0 or not vim.api.nvim_buf_is_valid(bufnr) then
     return attached
   end
-  return vim.tbl_filter(function(c)
-    return of_workspace(bufnr, c.root_dir)
+  local clients = vim.tbl_filter(function(c)
+    return c.root_dir ~= nil
   end, vim.lsp.get_clients({ name = "ctxlayer" }))
+  local roots = {}
+  for _, c in ipairs(clients) do
+    roots[c.root_dir] = true
+  end
+  local of_buffer = {}
+  for _, root in ipairs(roots_of(bufnr, vim.tbl_keys(roots))) do
+    of_buffer[root] = true
+  end
+  return vim.tbl_filter(function(c)
+    return of_buffer[c.root_dir] == true
+  end, clients)
 end
 
 --- What was said when the daemon of a buffer's workspace failed (M.failed), or nil.
@@ -221,11 +257,10 @@ function M.failure(bufnr)
   if not next(M.failed) or not vim.api.nvim_buf_is_valid(bufnr) then
     return nil
   end
-  for root, message in pairs(M.failed) do
-    if of_workspace(bufnr, root) then
-      return message
-    end
-  end
+  local roots = vim.tbl_keys(M.failed)
+  table.sort(roots)
+  local root = roots_of(bufnr, roots)[1]
+  return root and M.failed[root]
 end
 
 --- The client whose figures a buffer shows (default: the current one): the newest of those
