@@ -57,6 +57,8 @@ def vscode_properties() -> dict[str, dict[str, Any]]:
     return {
         "ctxlayer.model": {
             "type": "string",
+            # cleared in the Settings UI, it is "": no model, which the daemon refuses
+            "minLength": 1,
             "default": DEFAULT_MODEL,
             "description": "Model whose tokenizer and context window the budget uses.",
         },

@@ -55,6 +55,9 @@ export class BudgetController {
   private subscriptions: Disposable[] = [];
   private listeners = new Set<Listener>();
   sessionId: string | undefined;
+  /** Why the workspace session failed to open (the daemon's error), said by every command
+   * that needs it; undefined while it opens or once open. */
+  sessionError: string | undefined;
   budget: Budget | undefined;
   suggestion: ModeSuggestion | undefined;
   /** The chat that last sent a request (models, @ctxlayer or the gateway). */
@@ -93,6 +96,7 @@ export class BudgetController {
     this.client = client;
     this.announcement = announcement;
     this.sessionId = undefined;
+    this.sessionError = undefined;
     this.subscriptions.push(
       client.onBudgetChanged((b) => {
         // any chat's, live or not: every turn of a failing state folder says it again
@@ -115,12 +119,17 @@ export class BudgetController {
         }
       }),
     );
-    const opened = await client.request("ctx/session/open", {
-      sessionId: `vscode:${this.workspaceKey}`,
-      model: this.settings.model,
-      mode: this.settings.mode ?? undefined, // unset: the workspace's session.default_mode
-      budget: this.settings.budget ?? undefined,
-    });
+    const opened = await client
+      .request("ctx/session/open", {
+        sessionId: `vscode:${this.workspaceKey}`,
+        model: this.settings.model || undefined, // "" is no model: the daemon's, as configure does
+        mode: this.settings.mode ?? undefined, // unset: the workspace's session.default_mode
+        budget: this.settings.budget ?? undefined,
+      })
+      .catch((err: unknown) => {
+        this.sessionError = err instanceof Error ? err.message : String(err);
+        throw err;
+      });
     // ctx/session/budget measures it against the workspace (no assembly: an assembly is a
     // request, which would make the workspace session the daemon's live chat)
     this.sessionId = opened.sessionId;
@@ -322,6 +331,9 @@ export class BudgetController {
 
   /** The workspace session, open once attach() has run. */
   private session(): string {
+    if (this.sessionError !== undefined) {
+      throw new Error(`the workspace session could not be opened: ${this.sessionError}`);
+    }
     if (!this.sessionId) throw new Error("the workspace session is not open yet: the daemon is starting");
     return this.sessionId;
   }

@@ -24,6 +24,7 @@ interface SettingSchema {
   enum?: unknown[];
   minimum?: number;
   maximum?: number;
+  minLength?: number;
   items?: SettingSchema;
   default?: unknown;
 }
@@ -36,7 +37,8 @@ function hasType(value: unknown, type: string, schema: SettingSchema): boolean {
     case "null":
       return value === null;
     case "string":
-      return typeof value === "string";
+      // ctxlayer.model cleared in the Settings UI is "": no model at all
+      return typeof value === "string" && value.length >= (schema.minLength ?? 0);
     case "boolean":
       return typeof value === "boolean";
     case "integer":
@@ -75,7 +77,7 @@ function expected(schema: SettingSchema): string {
           : "";
   const words: Record<string, string> = {
     null: "null",
-    string: "a string",
+    string: (schema.minLength ?? 0) > 0 ? "a non-empty string" : "a string",
     boolean: "true or false",
     integer: `an integer${bounds}`,
     number: `a number${bounds}`,

@@ -107,7 +107,7 @@ describe("settings", () => {
       gateway: { enabled: false, port: 0 },
     });
     expect(problems).toEqual([
-      "`ctxlayer.model` must be a string, not 4",
+      "`ctxlayer.model` must be a non-empty string, not 4",
       '`ctxlayer.budget` must be an integer of at least 1 or null, not "64000"',
       '`ctxlayer.mode` must be one of null, "short", "deep", "debug", not "turbo"',
       '`ctxlayer.serverCommand` must be a list of strings, not "/venv/bin/ctxlayer serve"',
