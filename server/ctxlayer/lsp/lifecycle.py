@@ -138,6 +138,10 @@ async def initialized(ls: CtxServer, params: types.InitializedParams) -> None:
         return
     try:
         await with_progress(ls, asyncio.shield(caller.live.start()))
+    except asyncio.CancelledError:
+        # The daemon is ending (SIGTERM, SIGINT, exit) while the first scan runs: a stop is no
+        # error. Re-raised, pygls would log the cancelled handler as a traceback.
+        log.info("stopped during the first scan of %s", caller.root)
     except Exception as exc:
         ls.tell(f"ctxlayer: scanning {caller.root} failed: {exc}", "error", show=True)
 
