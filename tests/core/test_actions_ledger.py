@@ -286,3 +286,15 @@ def test_a_value_that_starts_a_longer_one_is_its_own_fact():
     assert sorted(kept) == sorted(set(values) - {"astroid/manager.py"})
     assert _ranked([Entry("test_parse_1", score=1, last=0)], "ran test_parse_10") == \
         ["test_parse_1"]  # not shown by a longer name
+
+
+def test_a_cut_note_leaves_out_the_line_numbers_of_a_log_that_numbers_its_lines():
+    # every shortened log of a chat ended "[cut from this message: line 4, line 5, ... line
+    # 13]", twelve times in one request; a line named among a few, and a file's, still is
+    log = "\n".join(f"line {n}: step {n} passed" for n in range(200))
+    kept = "line 0: step 0 passed\n[... 198 lines omitted ...]\nline 199: step 199 passed"
+    note = facts_cut(log + "\nKeyError: 'x' in src/app.py:88", kept, 400)
+    assert note.startswith("[cut from this message: KeyError") and "src/app.py:88" in note
+    assert "line " not in note, note
+    few = "Traceback: it failed at line 42\n" + "x\n" * 50 + "then again at line 77\nok"
+    assert facts_cut(few, "Traceback: it failed", 400).endswith("line 42, line 77]")

@@ -655,7 +655,8 @@ def test_what_the_last_resort_named_of_an_output_the_next_step_does_not_read(mon
     turn = prepare_turn(None, sent, budget, counter)
     check_turn(turn, sent, budget)
     assert read.count(log) == 1 and "r1" in {e.message_id for e in turn.truncated}
-    more = [*sent, *_agent_call(2, "ok", "Again."),
+    # an answer long enough that the next turn must step whatever the cut part's note took
+    more = [*sent, *_agent_call(2, " ".join(["ok"] * 120), "Again."),
             Message(role="user", id="u2", content="And now?")]
     turn = prepare_turn(turn.state, more, budget, counter)
     check_turn(turn, more, budget)

@@ -60,6 +60,7 @@ from ctxlayer.core.assembly.stages import run_cheap_stages
 from ctxlayer.core.assembly.summary import (
     off_topic,
     offline_summary,
+    own_words,
     refusal,
     render_summary,
 )
@@ -382,7 +383,8 @@ def apply_summary(
     if summary_text is None:
         # the request is shown verbatim: its sentences would only repeat it
         read = [m for k, m in enumerate(shown) if k != request_at]
-        summary_text = offline_summary(read, state.summary, sz.summary_chars)
+        summary_text = offline_summary(read, state.summary, sz.summary_chars, asked=(
+            [originals[request_at]] if request_at is not None else []))
     cache = extracted if extracted is not None else {}
     facts: list[Facts] = []
     orders: list[list[str]] = []
@@ -393,7 +395,9 @@ def apply_summary(
         facts.append(got[0])
         orders.append(got[1])
     constraints, marked = hc.detect(originals, state.constraints, state.marked, orders)
-    request = originals[request_at].content if request_at is not None else state.request
+    # in the user's own words: context a client wraps around them took the request's room
+    request = own_words(originals[request_at].content).strip() if request_at is not None \
+        else state.request
     shown_still = {history.seqs[i] for i in kept_in(history, 0, stop)}
     new = Compaction(
         upto_seq=history.seqs[stop - 1] + 1,

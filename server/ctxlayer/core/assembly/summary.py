@@ -16,6 +16,7 @@ Must not: call a model or know about the wire beyond Message.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from ctxlayer.core.compress.ledger import CUT_HEAD
 from ctxlayer.core.compress.tool_output import OMITTED
@@ -120,7 +121,8 @@ def _maybe_specific(text: str) -> bool:
 
 
 def offline_summary(messages: list[Message], previous: str, max_chars: int,
-                    read: dict[str, list[tuple[int, str]]] | None = None) -> str:
+                    read: dict[str, list[tuple[int, str]]] | None = None,
+                    asked: Sequence[Message] = ()) -> str:
     """An extractive summary of ``messages`` in four parts, merged with the previous one:
     Asked (the user's own words opening each of their turns, a client's injected context
     aside: the first ask and the newest within a quarter of ``max_chars``), Decided (sentences
@@ -137,9 +139,12 @@ def offline_summary(messages: list[Message], previous: str, max_chars: int,
     hard constraints are extracted elsewhere, from every replaced message. ``read``: the
     sentences each text kept, by text, from an earlier call; this call adds its own (a live
     step that writes its chunk again over fewer messages reads none of them twice).
+    ``asked``: messages after ``messages`` read for their asks alone (a session's summary
+    shows its latest request verbatim, not its sentences: an agent's task, the request of
+    its first compaction, then entered no summary and the next one lost it).
     """
     previous_parts = _split_previous(previous)
-    asked = _first_and_newest(_dedup(previous_parts[0] + _asks(messages)),
+    asked = _first_and_newest(_dedup(previous_parts[0] + _asks([*messages, *asked])),
                               max(80, max_chars // ASK_SHARE))
     max_chars = max(0, max_chars - sum(len(x) + 3 for x in asked))
     third = max(80, max_chars // 3)
@@ -194,10 +199,15 @@ def _asks(messages: list[Message]) -> list[str]:
 
 
 def _first_and_newest(items: list[str], max_chars: int) -> list[str]:
-    """The first of ``items`` (an agent's task) and the newest after it within ``max_chars``."""
-    if not items or len(items[0]) + 3 > max_chars:
+    """The first of ``items`` (an agent's task), its head when it alone is over
+    ``max_chars`` (whole, a long task left the part empty at a small budget), and the newest
+    after it within what it leaves."""
+    if not items:
         return []
-    return [items[0], *_newest_within(items[1:], max_chars - len(items[0]) - 3)]
+    first = items[0]
+    if len(first) + 3 > max_chars:
+        first = first[:max(1, max_chars - 4)].rstrip() + "…"
+    return [first, *_newest_within(items[1:], max_chars - len(first) - 3)]
 
 
 def _kept_sentences(content: str) -> list[tuple[int, str]]:

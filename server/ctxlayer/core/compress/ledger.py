@@ -458,6 +458,7 @@ def facts_cut(original: str, kept: str, max_chars: int, facts: Named | None = No
     words = set(_WORD_GAP.split(kept))
     kept_lines: set[str] | None = None
     out, size = [], len(head) + 1
+    bare = 0  # lines named with no file: a log numbering its lines names them by the hundred
     for kind in _CUT_KINDS:
         # a NamedFacts reads a kind only as far as the line takes it
         values = facts.values(kind) if isinstance(facts, NamedFacts) else getattr(facts, kind)
@@ -466,6 +467,13 @@ def facts_cut(original: str, kept: str, max_chars: int, facts: Named | None = No
                 continue
             if kind in _LOCATED and _is_library(value):
                 continue
+            if kind == "line_numbers" and value.startswith("line "):
+                bare += 1
+                if bare > LISTING:  # a listing: "line 4, line 5, ... line 13" said nothing
+                    if bare == LISTING + 1:
+                        out = [i for i in out if not i.startswith("line ")]
+                        size = len(head) + 1 + sum(len(i) + 2 for i in out)
+                    continue
             if kind == "line_numbers" and kept_lines is None:
                 # said alike, written otherwise ("Line 7", "#L12", "line\t0" are "line N"):
                 # compared as read, so a line the shortened text still names is not called cut

@@ -1,0 +1,64 @@
+"""A session's summaries keep the agent's task, in the user's own words, across compactions,
+over real stdio. The task is the only user message before a run of tool calls: the first
+compaction showed it as "the latest request (verbatim)", not among the summary's asks, and
+the next compaction, with a newer question, replaced it: from then on no request held the
+task ("Refactor the payment module ..."), its summary's "Asked" being "Go on with part 2".
+A long task at a small budget left the asks out whole; the context a client wraps in
+`<system-reminder>` took the verbatim request's room."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import RawDaemon
+
+pytestmark = pytest.mark.e2e
+
+TASK = "Refactor the payment module so refunds are idempotent"
+REMINDER = ("<system-reminder>\nAs you answer the user's questions, you can use the following "
+            "context:\n# claudeMd\nUse tabs.\n</system-reminder>\n")
+LOG = "\n".join(f"entry {n}: processed ok" for n in range(40))
+
+
+def tools(start: int, n: int) -> list[dict]:
+    out: list[dict] = []
+    for k in range(start, start + n):
+        out.append({"role": "assistant", "content": "", "id": f"a{k}", "toolCalls": [
+            {"id": f"c{k}", "name": "bash", "arguments": json.dumps({"cmd": f"cat x{k}.log"})}]})
+        out.append({"role": "tool", "content": LOG, "id": f"t{k}", "toolCallId": f"c{k}"})
+    return out
+
+
+async def _run(daemon: RawDaemon, sid: str, task: str, budget: int) -> list[str]:
+    """The summaries of four assemblies, a newer question and more tool calls between them."""
+    await daemon.request(f"{sid}o", "ctx/session/open", {"sessionId": sid, "budget": budget})
+    await daemon.request(f"{sid}a", "ctx/session/append", {"sessionId": sid, "messages": [
+        {"role": "user", "content": REMINDER + task, "id": "u0"}, *tools(0, 12)]})
+    summaries = []
+    for step in range(4):
+        got = await daemon.request(f"{sid}{step}", "ctx/assemble", {"sessionId": sid})
+        result = got["result"]
+        assert result["tokens"]["total"] <= budget
+        summaries += [m["content"] for m in result["messages"] if m.get("kind") == "summary"]
+        assert task[:30] in json.dumps(result), (step, summaries[-1:])
+        await daemon.request(f"{sid}m{step}", "ctx/session/append", {"sessionId": sid, "messages": [
+            {"role": "assistant", "content": f"Finished part {step}.", "id": f"f{step}"},
+            {"role": "user", "content": f"Go on with part {step + 1}", "id": f"q{step}"},
+            *tools(100 * (step + 1), 12)]})
+    return summaries
+
+
+async def test_the_task_stays_in_every_summary_after_newer_questions(own_daemon):
+    summaries = await _run(own_daemon, "s", TASK, 3000)
+    assert len(summaries) >= 2, "never compacted twice: the test would show nothing"
+    last = summaries[-1]
+    assert f"Asked:\n- {TASK}" in last, last[:600]
+    assert "claudeMd" not in last and "<system-reminder>" not in last
+
+
+async def test_a_long_task_at_a_small_budget_keeps_its_head(own_daemon):
+    task = TASK + ", " + ", ".join(f"and keep step {k} of the ledger unchanged" for k in range(6))
+    summaries = await _run(own_daemon, "l", task, 1500)
+    assert summaries, "never compacted: the test would show nothing"
+    assert "Asked:\n- " + task[:40] in summaries[-1], summaries[-1][:600]
