@@ -178,6 +178,8 @@ class SessionService:
         #: workspace configured while the service opened on another thread is not missed
         self.settings_of = settings_of or _default_settings
         self._live: dict[tuple[str, str], LiveSession] = {}
+        #: (sid, column) of the kept states that did not read: said once
+        self._set_aside: set[tuple[int, str]] = set()
         self._lock = threading.RLock()
 
     def _settings(self, workspace: str) -> SessionSettings:
@@ -207,7 +209,7 @@ class SessionService:
                 fixed.append((seq, tokens))
             live.history.append(msg, seq, tokens)
         if row.compaction:
-            live.compaction = msgspec.json.decode(row.compaction, type=cp.Compaction)
+            live.compaction = self._kept(row, "compaction", cp.Compaction, cp.Compaction())
         if recount:  # another model (ctx/session/configure) or another encoding of it
             state = cp.recounted(live.compaction, live.history, counter)
             changed = msgspec.json.encode(state) if state is not live.compaction else None
@@ -221,12 +223,29 @@ class SessionService:
         live.next_item = max((it.seq for it in live.items), default=-1) + 1
         if row.system_spec:
             live.system_spec = stored_spec(row.system_spec)
-        settings = self._settings(row.workspace)
-        live.calibration = (msgspec.json.decode(row.calibration, type=Calibration)
-                            if row.calibration else
-                            Calibration(window=settings.calibration_window))
+        fresh = Calibration(window=self._settings(row.workspace).calibration_window)
+        live.calibration = self._kept(row, "calibration", Calibration, fresh)
         self._live[(row.workspace, row.session_id)] = live
         return live
+
+    def _kept(self, row: SessionRow, column: str, kind: type[T], instead: T) -> T:
+        """A session's compaction or calibration as the store kept it, else ``instead`` (a
+        byte changed on disk, a form another version wrote). Both are derived: the compaction
+        is made again from the messages, the calibration measured again from usage reports;
+        so the session goes on without it, said once, where every request of it (every turn
+        of a gateway chat) failed with a traceback."""
+        data = getattr(row, column)
+        if not data:
+            return instead
+        try:
+            return msgspec.json.decode(data, type=kind)
+        except msgspec.DecodeError as err:
+            if (row.sid, column) not in self._set_aside:
+                self._set_aside.add((row.sid, column))
+                log.warning("session %r of %s: its kept %s does not read (%s); it goes on "
+                            "without it, and the next one kept replaces it", row.session_id,
+                            row.workspace, column, err)
+            return instead
 
     # --- methods -------------------------------------------------------------------------
 
@@ -660,18 +679,29 @@ class SessionService:
                 out.append(self._stored(live, k))
             return out
 
-    @staticmethod
-    def _stored(live: LiveSession, k: int) -> Stored:
+    def _stored(self, live: LiveSession, k: int) -> Stored:
         seq = live.history.seqs[k]
-        raw = msgspec.json.decode(live.raws[seq])
+        raw = self._raw(live, seq)
         piece = raw.get("piece")
         group = key = None
         if piece is not None:  # an Anthropic piece: the first one holds the native message
             key = seq - piece[0]
             if piece[0]:
-                first = live.raws.get(key)
-                group = msgspec.json.decode(first) if first is not None else None
+                group = self._raw(live, key) if key in live.raws else None
         return Stored(message=live.history.messages[k], raw=raw, group=group, group_key=key)
+
+    def _raw(self, live: LiveSession, seq: int) -> dict:
+        """The provider message the row ``seq`` came from. One that does not read is named (its
+        message alone would send the request without what only the provider form holds)."""
+        try:
+            raw = msgspec.json.decode(live.raws[seq])
+        except msgspec.DecodeError as err:
+            raise self.store.unreadable(live.row.sid, f"the provider message of message {seq}",
+                                        err) from err
+        if not isinstance(raw, dict):
+            raise self.store.unreadable(live.row.sid, f"the provider message of message {seq}",
+                                        ValueError("not an object"))
+        return raw
 
     def restore(self, workspace: str, session_id: str, message_id: str) -> AuditEntry:
         """Bring a message back whole from the next assembly on (ctx/restore); audited once."""
@@ -740,7 +770,7 @@ class SessionService:
                     return live.calibration.bias(model)
                 row = self.store.get(workspace, sid)
                 if row is not None and row.calibration:
-                    return msgspec.json.decode(row.calibration, type=Calibration).bias(model)
+                    return self._kept(row, "calibration", Calibration, Calibration()).bias(model)
             return 1.0
 
     def note_prompt(self, workspace: str, session_id: str, tokens: int) -> float:
@@ -777,9 +807,14 @@ class SessionService:
                     for r in self.store.list(workspace) if not r.closed]
 
     def close(self, workspace: str, session_id: str) -> None:
+        """Close without reading the session: one whose rows do not read closes too (it was
+        the way out its error names)."""
         with self._lock:
-            live = self._get(workspace, session_id)
-            self.store.update(live.row.sid, self.clock(), closed=1)
+            live = self._live.get((workspace, session_id))
+            row = live.row if live is not None else self.store.get(workspace, session_id)
+            if row is None or row.closed:
+                raise unknown_session(session_id)
+            self.store.update(row.sid, self.clock(), closed=1)
             self._live.pop((workspace, session_id), None)
 
     def open_sessions(self, workspace: str) -> list[str]:

@@ -28,15 +28,15 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 import msgspec
 
 from ctxlayer.core.zones.rules import Rule
 from ctxlayer.core.zones.working import WorkingItem
-from ctxlayer.protocol import AuditEntry, Message
+from ctxlayer.protocol import AuditEntry, Message, ToolCall
 from ctxlayer.statefiles import make_private_dir, make_private_file
 from ctxlayer.store import schema
 from ctxlayer.store.closed import closed_cleanly, note_clean_close
@@ -51,6 +51,29 @@ _dec_msg = msgspec.json.Decoder(Message)
 _dec_rule = msgspec.json.Decoder(Rule)
 _dec_item = msgspec.json.Decoder(WorkingItem)
 _dec_audit = msgspec.json.Decoder(AuditEntry)
+T = TypeVar("T")
+
+#: the fields of a stored message (and of its tool calls) this version reads
+_MESSAGE_FIELDS = frozenset(Message.__struct_encode_fields__)
+_CALL_FIELDS = frozenset(ToolCall.__struct_encode_fields__)
+
+
+def _message(body: bytes) -> Message:
+    """A stored message. Message is strict on the wire (a misspelled field is the client's
+    error), but a row a newer ctxlayer wrote into the shared state folder may hold a field this
+    one does not know (Message gained `partsTokens` and `parts` without a schema change): read
+    without it. Nothing of it is lost: a message row is never written again, only its tokens."""
+    try:
+        return _dec_msg.decode(body)
+    except msgspec.ValidationError:
+        data = msgspec.json.decode(body)
+        if not isinstance(data, dict):
+            raise
+    known = {k: v for k, v in data.items() if k in _MESSAGE_FIELDS}
+    if isinstance(calls := known.get("toolCalls"), list):
+        known["toolCalls"] = [{k: v for k, v in c.items() if k in _CALL_FIELDS}
+                              if isinstance(c, dict) else c for c in calls]
+    return msgspec.convert(known, Message)
 
 
 #: audit entries written in one transaction by add_audit
@@ -78,6 +101,11 @@ def _has_json_each(conn: sqlite3.Connection) -> bool:
 
 class StoreError(Exception):
     """The database cannot be used (e.g. written by a newer ctxlayer)."""
+
+
+class UnreadableRow(StoreError):
+    """A row of a session does not read (a byte changed on disk, which SQLite's checks pass,
+    or a form another version of ctxlayer wrote): named, never a traceback."""
 
 
 class SeqTaken(StoreError):
@@ -388,7 +416,8 @@ class SessionStore:
         with self._tx() as c:
             rows = c.execute("SELECT seq, body, tokens FROM messages WHERE sid=? ORDER BY seq",
                              (sid,)).fetchall()
-        return [(seq, _dec_msg.decode(body), tokens) for seq, body, tokens in rows]
+        read = self._read(sid, "message", [(seq, body) for seq, body, _ in rows], _message)
+        return [(seq, msg, row[2]) for (seq, msg), row in zip(read, rows, strict=True)]
 
     def raws(self, sid: int) -> dict[int, bytes]:
         """The provider messages of a session's rows that have one, by seq (JSON bytes)."""
@@ -408,6 +437,29 @@ class SessionStore:
             c.execute("UPDATE sessions SET counter=? WHERE sid=?", (counter, sid))
             if compaction is not None:
                 c.execute("UPDATE sessions SET compaction=? WHERE sid=?", (compaction, sid))
+
+    def _read(self, sid: int, what: str, rows: Iterable[tuple[object, bytes]],
+              decode: Callable[[bytes], T]) -> list[tuple[object, T]]:
+        """(key, value) of each row read; a row that does not read is an UnreadableRow naming
+        the session and the row (it was a traceback, on every request of that session)."""
+        out: list[tuple[object, T]] = []
+        for key, body in rows:
+            try:
+                out.append((key, decode(body)))
+            except (msgspec.DecodeError, TypeError) as err:
+                raise self.unreadable(sid, f"{what} {key}", err) from err
+        return out
+
+    def unreadable(self, sid: int, what: str, err: Exception) -> UnreadableRow:
+        """The error saying that ``what`` of the session ``sid`` does not read, and what to do."""
+        with self._lock:
+            row = self._conn.execute("SELECT session_id, workspace FROM sessions WHERE sid=?",
+                                     (sid,)).fetchone()
+        name = f"session {row[0]!r} of {row[1]}" if row else f"session {sid}"
+        return UnreadableRow(
+            f"{what} of {name} in {self.path} does not read ({err}): the file was changed "
+            "outside ctxlayer, or by a version that stores it otherwise; close the session "
+            "and open a new one (its other sessions are not affected)")
 
     # --- rules and items -----------------------------------------------------------------
 
@@ -436,8 +488,8 @@ class SessionStore:
 
     def rules(self, sid: int) -> list[Rule]:
         with self._tx() as c:
-            rows = c.execute("SELECT body FROM rules WHERE sid=?", (sid,)).fetchall()
-        return [_dec_rule.decode(r[0]) for r in rows]
+            rows = c.execute("SELECT rule_id, body FROM rules WHERE sid=?", (sid,)).fetchall()
+        return [rule for _, rule in self._read(sid, "rule", rows, _dec_rule.decode)]
 
     def put_items(self, sid: int, items: Iterable[WorkingItem], *, new: bool = False) -> int:
         """Add or replace working items; the session's revision after. `new`: ids this
@@ -461,8 +513,9 @@ class SessionStore:
 
     def items(self, sid: int) -> list[WorkingItem]:
         with self._tx() as c:
-            rows = c.execute("SELECT body FROM items WHERE sid=?", (sid,)).fetchall()
-        return sorted((_dec_item.decode(r[0]) for r in rows), key=lambda it: it.seq)
+            rows = c.execute("SELECT item_id, body FROM items WHERE sid=?", (sid,)).fetchall()
+        read = self._read(sid, "working item", rows, _dec_item.decode)
+        return sorted((it for _, it in read), key=lambda it: it.seq)
 
     # --- audit ---------------------------------------------------------------------------
 
@@ -492,9 +545,9 @@ class SessionStore:
     def audit(self, sid: int, limit: int | None = None) -> list[AuditEntry]:
         """Audit entries, newest first."""
         with self._tx() as c:
-            rows = c.execute("SELECT body FROM audit WHERE sid=? ORDER BY id DESC LIMIT ?",
+            rows = c.execute("SELECT id, body FROM audit WHERE sid=? ORDER BY id DESC LIMIT ?",
                              (sid, -1 if limit is None else min(limit, _ALL))).fetchall()
-        return [_dec_audit.decode(r[0]) for r in rows]
+        return [e for _, e in self._read(sid, "audit entry", rows, _dec_audit.decode)]
 
 
     # --- live conversations (ctx/prepare, the gateway) ----------------------------------
