@@ -538,6 +538,10 @@ class Conversations:
         if fresh and conv.session_open:  # the audit log grows only when a turn did something
             await _or_said(state.keep(state.sessions.record_audit, workspace, conv.session_id,
                                       fresh), "keep this turn's audit", trouble, None)
+        gone = state.sessions.store.gone_now() if state.sessions_started else None
+        if gone is not None and not any(str(gone) in t for t in trouble):
+            # every turn says it, not only those that stored something on the way
+            trouble.append(f"the state folder could not keep this chat: {gone}")
         state.events.budget(workspace, msgspec.structs.replace(
             conv.budget_report(), compacted=turn.compacted, notice=turn.notice,
             warning="; ".join(trouble) or None), request=self._leads(conv))

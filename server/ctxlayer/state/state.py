@@ -56,6 +56,7 @@ class State:
         #: serve`; the JSON-RPC face calls it at initialize)
         self.gateway_starter: GatewayStarter | None = None
         self._sessions: SessionService | None = None
+        self._folder_gone_told = False
         # the session service opens on first use, which may be on any session thread
         self._sessions_lock = threading.Lock()
         self._closed = False  # `close` ran: an early opening (open_sessions_soon) does nothing
@@ -129,6 +130,13 @@ class State:
         self.events.message(str(live.root), "info", message)
 
     # -- services ----------------------------------------------------------------------------
+
+    def folder_gone(self, exc: StoreError) -> None:
+        """Tell the user once (every editor) that the state folder went away while the process
+        ran: each request that stores something fails saying so, and the editor shows it."""
+        if not self._folder_gone_told:
+            self._folder_gone_told = True
+            self.events.message("", "warning", f"ctxlayer: {exc}")
 
     @property
     def sessions_started(self) -> bool:

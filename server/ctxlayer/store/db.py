@@ -25,6 +25,7 @@ Must not: know about the wire or pygls; decide policy (the service does).
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -106,6 +107,11 @@ class StoreError(Exception):
 class UnreadableRow(StoreError):
     """A row of a session does not read (a byte changed on disk, which SQLite's checks pass,
     or a form another version of ctxlayer wrote): named, never a traceback."""
+
+
+class FolderGone(StoreError):
+    """The database file this process opened is no longer at its path (the state folder was
+    deleted or moved, or another file put there): a write into it would be lost."""
 
 
 class SeqTaken(StoreError):
@@ -232,6 +238,41 @@ class SessionStore:
             self.recovered_from = self._move_aside(err)
             self._conn = self._connect()
         self._json_each = _has_json_each(self._conn)
+        self._opened = self._identity()
+        #: the FolderGone said, once it was found (every use after it fails the same way)
+        self.gone: FolderGone | None = None
+
+    def _identity(self) -> tuple[int, int] | None:
+        """(device, inode) of the file at the database's path now, None when there is none."""
+        try:
+            info = os.stat(self.path)
+        except OSError:
+            return None
+        return info.st_dev, info.st_ino
+
+    def _still_there(self) -> None:
+        """Fail when the file this connection writes is no longer the one at its path. SQLite
+        goes on writing a deleted file, so after `rm -rf` of the state folder every write was
+        answered as stored and lost at the next start (a second daemon started a new file
+        meanwhile, and the two split apart). One stat a transaction: a few microseconds."""
+        if self.gone is None and self._identity() == self._opened:
+            return
+        if self.gone is None:
+            self.gone = FolderGone(
+                f"the state folder {self.directory} was deleted or moved while ctxlayer ran "
+                f"(its sessions database {self.path} is not the file this process opened): "
+                "this change was not stored, and none will be until ctxlayer restarts (reload "
+                "the editor window, restart the gateway), which starts a new database there")
+            log.error("%s", self.gone)
+        raise self.gone
+
+    def gone_now(self) -> FolderGone | None:
+        """The FolderGone a write would meet now, None while the file is still at its path."""
+        try:
+            self._still_there()
+        except FolderGone as exc:
+            return exc
+        return None
 
     def set_durability(self, durability: Durability) -> None:
         """Commit every transaction to disk before returning ("full"), or at checkpoints."""
@@ -307,7 +348,8 @@ class SessionStore:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
-            note_clean_close(self.path)
+            if self.gone is None and self._identity() == self._opened:  # else not ours
+                note_clean_close(self.path)
 
     @property
     def schema_version(self) -> int:
@@ -315,6 +357,7 @@ class SessionStore:
             return self._conn.execute("PRAGMA user_version").fetchone()[0]
 
     def _tx(self):
+        self._still_there()
         return _Tx(self._conn, self._lock)
 
     # --- sessions ------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ctxlayer import protocol
 from ctxlayer.state.requests import assembly, chats, counting, inspect, place, sessions, workspace
 from ctxlayer.state.requests.place import Runs, segment
+from ctxlayer.store.db import FolderGone
 
 if TYPE_CHECKING:
     from ctxlayer.state.caller import Caller
@@ -107,7 +108,17 @@ assert not wrong, f"`runs` or `given` disagrees with the function (async def run
 
 async def call(caller: Caller, method: str, params: Any) -> Any:
     """Run one request where its declaration says: in its lane (the place is taken before the
-    first await, so call this as the face's first await), on the loop or a thread."""
+    first await, so call this as the face's first await), on the loop or a thread. The state
+    folder gone from under the process is told to the user once, besides the request's
+    error."""
+    try:
+        return await _call(caller, method, params)
+    except FolderGone as exc:
+        caller.state.folder_gone(exc)
+        raise
+
+
+async def _call(caller: Caller, method: str, params: Any) -> Any:
     request = REQUESTS[method]
     lane = caller.state.lanes.turn(request.lane(caller, params)) if request.lane else None
     earlier = caller.state.lanes.earlier() if request.after_earlier else None
