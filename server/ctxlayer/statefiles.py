@@ -52,6 +52,20 @@ def make_private_dir(path: Path) -> Path:
     return path
 
 
+class StateFolderError(OSError):
+    """The state folder (or a file ctxlayer keeps in it) cannot be made or written; the
+    message names it and says what to do, in one line."""
+
+
+def unusable_folder(folder: Path, err: OSError, what: str = "") -> StateFolderError:
+    """The error for a state folder ``folder`` that ``err`` says cannot be used (``what``:
+    the file in it that could not be written, if it was one). The raw OSError named a path,
+    never the state folder nor how to choose another ("[Errno 17] File exists")."""
+    why = "a file is there" if folder.is_file() else err.strerror or str(err)
+    return StateFolderError(f"the state folder {folder} cannot be used ({what}{why}); set "
+                            "CTXLAYER_STATE_DIR to a folder ctxlayer may write")
+
+
 def make_private_file(path: Path) -> Path:
     """`path` created empty when absent, and set to 0600 either way. SQLite gives its -wal
     and -shm the database file's mode, so creating the database this way covers them too."""

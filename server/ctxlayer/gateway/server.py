@@ -54,7 +54,14 @@ from ctxlayer.gateway.usage import UNSTATED_OVER, Refusal, Usage, refusal
 from ctxlayer.state import Caller, State
 from ctxlayer.state.lanes import Lanes
 from ctxlayer.state.requests import call
-from ctxlayer.statefiles import make_private_dir, read_or_create_token, token_file, write_private
+from ctxlayer.statefiles import (
+    TokenFileError,
+    make_private_dir,
+    read_or_create_token,
+    token_file,
+    unusable_folder,
+    write_private,
+)
 from ctxlayer.store.db import StoreError, describe_store_error
 from ctxlayer.tokenizers import context_window, model_info, user_window
 from ctxlayer.urls import carries_credentials, is_loopback, named
@@ -206,9 +213,18 @@ class GatewayServer:
         return protocol.GatewayUrls(openai=f"{base}/v1", anthropic=base)
 
     async def start(self) -> GatewayServer:
-        make_private_dir(self.state.state_dir)
+        folder = self.state.state_dir
+        try:
+            make_private_dir(folder)
+        except OSError as err:  # a file in its place, no permission, a read-only disk
+            raise unusable_folder(folder, err) from err
         # the `/ctxlayer/*` routes open with the TCP mode's token (TokenFileError: unsafe)
-        token = read_or_create_token(token_file(self.state.state_dir))
+        try:
+            token = read_or_create_token(token_file(folder))
+        except TokenFileError:  # it says what is wrong with the file, and how to fix it
+            raise
+        except OSError as err:  # a read-only folder: the token cannot be written
+            raise unusable_folder(folder, err, "its token file cannot be written: ") from err
         body_limits = limits.BodyLimits(self.config)
         self.under_way.stopping = False  # started again after a stop (a reload, a restart)
         app = web.Application(client_max_size=body_limits.max_bytes, middlewares=[

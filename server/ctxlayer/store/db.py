@@ -38,7 +38,7 @@ import msgspec
 from ctxlayer.core.zones.rules import Rule
 from ctxlayer.core.zones.working import WorkingItem
 from ctxlayer.protocol import AuditEntry, Message, ToolCall
-from ctxlayer.statefiles import make_private_dir, make_private_file
+from ctxlayer.statefiles import make_private_dir, make_private_file, unusable_folder
 from ctxlayer.store import schema
 from ctxlayer.store.closed import closed_cleanly, note_clean_close
 from ctxlayer.store.paths import DB_NAME, state_dir
@@ -219,9 +219,7 @@ class SessionStore:
         try:
             self.directory = make_private_dir(folder)
         except OSError as err:  # a file in its place, no permission, a read-only disk
-            why = "a file is there" if folder.is_file() else err.strerror
-            raise StoreError(f"the state folder {folder} cannot be used ({why}); set "
-                             "CTXLAYER_STATE_DIR to a folder ctxlayer may write") from err
+            raise StoreError(str(unusable_folder(folder, err))) from err
         self.path = self.directory / DB_NAME
         self.durability = durability
         self.recovered_from: Path | None = None
