@@ -200,8 +200,9 @@ class GatewayServer:
                            "model: each chat's own model writes its summaries")
         #: upstreams that refused `stream_options` (the gateway asks a stream's usage)
         self.no_stream_options: set[str] = set()
-        #: the announcement of another gateway this one's replaced (`close` puts it back)
-        self._before: dict | None = None
+        #: the announcements of the gateways this one's replaced that still ran, the newest
+        #: first (`close` puts back the first still running)
+        self._replaced: list[dict] = []
         #: the model requests that may be of one conversation, in the order their bodies came
         #: (`arrival_key`), each held only until its body is read and its prepare begun
         self.arrivals = Lanes()
@@ -277,25 +278,26 @@ class GatewayServer:
         import os
 
         urls = self.urls
-        self._before = _announced(self.announcement_file)
+        self._replaced = _still_running(_announced(self.announcement_file))
         try:
             write_private(self.announcement_file, json.dumps(
                 {"host": self.host, "port": self.port, "openai": urls.openai,
                  "anthropic": urls.anthropic, "workspace": self.caller.workspace,
-                 "pid": os.getpid()}))
+                 "pid": os.getpid(), "replaced": self._replaced}))
         except OSError as exc:
             log.warning("could not write %s: %s", self.announcement_file, exc)
 
     async def close(self) -> None:
-        """Stop serving. The announcement goes with it, or back to the one it replaced when
-        that gateway still runs (another daemon on the state folder: without it, `ctxlayer
-        chats` said no gateway ran while that one served)."""
+        """Stop serving. The announcement goes with it, or back to the newest of those it
+        replaced whose gateway still runs (other daemons on the state folder: without it,
+        `ctxlayer chats` said no gateway ran while one served)."""
         try:
             if (_announced(self.announcement_file) or {}).get("port") == self.port:
-                before = self._before
-                if before is not None and before.get("port") != self.port \
-                        and _alive(before.get("pid")):
-                    write_private(self.announcement_file, json.dumps(before))
+                back = [a for a in self._replaced
+                        if a.get("port") != self.port and _alive(a.get("pid"))]
+                if back:
+                    write_private(self.announcement_file, json.dumps(
+                        {**back[0], "replaced": back[1:]}))
                 else:
                     self.announcement_file.unlink()
         except OSError:
@@ -723,6 +725,24 @@ def _announced(path: Any) -> dict | None:
     except (OSError, ValueError):
         return None
     return found if isinstance(found, dict) else None
+
+
+#: the replaced gateways an announcement remembers
+REPLACED_MOST = 8
+
+
+def _still_running(announced: dict | None) -> list[dict]:
+    """The gateway ``announced`` names and those it had replaced, the newest first, each
+    without its own list: those whose process still runs, at most REPLACED_MOST. Only the
+    last replaced one was kept: with three started and the middle one stopped, stopping the
+    newest removed the file while the first still served."""
+    if announced is None:
+        return []
+    earlier = announced.get("replaced")
+    chain = [announced, *(earlier if isinstance(earlier, list) else [])]
+    running = [{k: v for k, v in a.items() if k != "replaced"} for a in chain
+               if isinstance(a, dict) and _alive(a.get("pid"))]
+    return running[:REPLACED_MOST]
 
 
 def _alive(pid: Any) -> bool:
