@@ -457,8 +457,10 @@ class SessionStore:
         with self._tx() as c:
             rows = c.execute("SELECT seq, body, tokens FROM messages WHERE sid=? ORDER BY seq",
                              (sid,)).fetchall()
-        read = self._read(sid, "message", [(seq, body) for seq, body, _ in rows], _message)
-        return [(seq, msg, row[2]) for (seq, msg), row in zip(read, rows, strict=True)]
+        try:
+            return [(seq, _message(body), tokens) for seq, body, tokens in rows]
+        except (msgspec.DecodeError, TypeError):
+            raise self._named(sid, "message", [r[:2] for r in rows], _message) from None
 
     def raws(self, sid: int) -> dict[int, bytes]:
         """The provider messages of a session's rows that have one, by seq (JSON bytes)."""
@@ -479,17 +481,26 @@ class SessionStore:
             if compaction is not None:
                 c.execute("UPDATE sessions SET compaction=? WHERE sid=?", (compaction, sid))
 
-    def _read(self, sid: int, what: str, rows: Iterable[tuple[object, bytes]],
-              decode: Callable[[bytes], T]) -> list[tuple[object, T]]:
-        """(key, value) of each row read; a row that does not read is an UnreadableRow naming
-        the session and the row (it was a traceback, on every request of that session)."""
-        out: list[tuple[object, T]] = []
+    def _read(self, sid: int, what: str, rows: list[tuple[object, bytes]],
+              decode: Callable[[bytes], T]) -> list[T]:
+        """The value of each (key, body) row; a row that does not read is an UnreadableRow
+        naming the session and the row (it was a traceback, on every request of that
+        session)."""
+        try:
+            return [decode(body) for _, body in rows]
+        except (msgspec.DecodeError, TypeError):
+            raise self._named(sid, what, rows, decode) from None
+
+    def _named(self, sid: int, what: str, rows: list[tuple[object, bytes]],
+               decode: Callable[[bytes], object]) -> UnreadableRow:
+        """The error naming the first of ``rows`` that does not read (found again row by row
+        only once one failed: the reads stay one list comprehension)."""
         for key, body in rows:
             try:
-                out.append((key, decode(body)))
+                decode(body)
             except (msgspec.DecodeError, TypeError) as err:
-                raise self.unreadable(sid, f"{what} {key}", err) from err
-        return out
+                return self.unreadable(sid, f"{what} {key}", err)
+        return self.unreadable(sid, f"a {what}", ValueError("it read once, not twice"))
 
     def unreadable(self, sid: int, what: str, err: Exception) -> UnreadableRow:
         """The error saying that ``what`` of the session ``sid`` does not read, and what to do."""
@@ -530,7 +541,7 @@ class SessionStore:
     def rules(self, sid: int) -> list[Rule]:
         with self._tx() as c:
             rows = c.execute("SELECT rule_id, body FROM rules WHERE sid=?", (sid,)).fetchall()
-        return [rule for _, rule in self._read(sid, "rule", rows, _dec_rule.decode)]
+        return self._read(sid, "rule", rows, _dec_rule.decode)
 
     def put_items(self, sid: int, items: Iterable[WorkingItem], *, new: bool = False) -> int:
         """Add or replace working items; the session's revision after. `new`: ids this
@@ -555,8 +566,8 @@ class SessionStore:
     def items(self, sid: int) -> list[WorkingItem]:
         with self._tx() as c:
             rows = c.execute("SELECT item_id, body FROM items WHERE sid=?", (sid,)).fetchall()
-        read = self._read(sid, "working item", rows, _dec_item.decode)
-        return sorted((it for _, it in read), key=lambda it: it.seq)
+        return sorted(self._read(sid, "working item", rows, _dec_item.decode),
+                      key=lambda it: it.seq)
 
     # --- audit ---------------------------------------------------------------------------
 
@@ -588,7 +599,7 @@ class SessionStore:
         with self._tx() as c:
             rows = c.execute("SELECT id, body FROM audit WHERE sid=? ORDER BY id DESC LIMIT ?",
                              (sid, -1 if limit is None else min(limit, _ALL))).fetchall()
-        return [e for _, e in self._read(sid, "audit entry", rows, _dec_audit.decode)]
+        return self._read(sid, "audit entry", rows, _dec_audit.decode)
 
 
     # --- live conversations (ctx/prepare, the gateway) ----------------------------------
