@@ -158,3 +158,42 @@ def test_only_the_usage_only_chunk_is_left_out():
     two_lines = b"event: delta\r\ndata: {}\r\n\r\n"
     assert _event_end(two_lines + b"event: x\r\ndata: y") == len(two_lines)
     assert without_usage(two_lines + usage + b"\r\n\r\n") == two_lines
+
+
+async def test_a_responses_refusal_after_its_opening_events_is_found_whatever_the_line_ends():
+    # `_OPENING`'s `^data:` matched after an LF only: with CR line ends the opening event was
+    # taken for what the stream says, and its `response.failed` (over the window) went to the
+    # client as a 200 stream, never fitted again
+    from ctxlayer.gateway.forward import _first_event, first_refusal
+    from ctxlayer.gateway.usage import StreamUsage
+
+    failed = json.dumps({"type": "response.failed", "response": {"status": "failed", "error": {
+        "code": "context_length_exceeded", "message": "Your input exceeds the context window "
+        "of this model."}}}).encode()
+    for end in (b"\n", b"\r", b"\r\n"):
+        events = [b"event: response.created" + end + b'data: {"type": "response.created"}',
+                  b"event: response.in_progress" + end
+                  + b'data: {"type": "response.in_progress"}',
+                  b"event: response.failed" + end + b"data: " + failed]
+
+        async def chunks(events=events, end=end):
+            for event in events:
+                yield event + end + end
+
+        first = await _first_event("http://up", chunks(), StreamUsage("responses"))
+        assert failed in first, (end, first[-80:])
+        refused = first_refusal("responses", first)
+        assert refused is not None and b"context_length_exceeded" in refused, end
+
+
+def test_what_goes_on_of_a_stream_over_the_limit_ends_at_its_last_events_end():
+    # a 1.1 MB event, its end, then half the usage-only chunk: all of it went at once past
+    # the limit, the half chunk could not be read as the usage-only one, and a client that
+    # never asked for the usage got it (chunk.choices[0]: IndexError)
+    from ctxlayer.gateway.forward import MAX_PENDING, writable
+
+    big = b'data: {"choices": [{"delta": {"content": "' + b"A" * MAX_PENDING + b'"}}]}\n\n'
+    half = b'data: {"id": "c1", "choices": [], "usa'
+    assert writable(big + half) == len(big)
+    assert writable(big[:-2]) == len(big) - 2  # one event over the limit goes on as it comes
+    assert writable(big[:100]) == 0  # under it, an event waits for its end

@@ -380,7 +380,7 @@ async def _relay_stream(request: web.Request, fmt: str, url: str, up: aiohttp.Cl
     try:
         with under_way.streaming(up.content):
             while True:
-                cut = len(pending) if len(pending) > MAX_PENDING else _event_end(pending)
+                cut = writable(pending)
                 if cut:
                     await write(pending[:cut])
                     pending = pending[cut:]
@@ -429,6 +429,15 @@ async def _end_early(response: web.StreamResponse, fmt: str, err: GatewayError) 
         await response.write_eof()
 
 
+def writable(pending: bytes) -> int:
+    """How much of what a stream sent so far goes to the client now: up to its last whole
+    event's end; all of it when it holds no end and is over MAX_PENDING (one event that big
+    goes on as it comes). Over the limit with an end in it, all went, and a usage-only chunk
+    half arrived came out whole, not hidden."""
+    cut = _event_end(pending)
+    return cut if cut or len(pending) <= MAX_PENDING else len(pending)
+
+
 async def _first_event(url: str, chunks: AsyncIterator[bytes], reader: StreamUsage) -> bytes:
     """What the stream sent up to the end of its first whole event that says something: after
     a Responses stream's opening ones (`_OPENING`), comments and pings (`_says_nothing`); or
@@ -454,8 +463,8 @@ async def _first_event(url: str, chunks: AsyncIterator[bytes], reader: StreamUsa
 
 #: the events a Responses stream opens with, before the one that says whether the prompt was
 #: read (a prompt over the window fails there: `response.failed`)
-_OPENING = re.compile(rb'^data:\s*\{"type"\s*:\s*"response\.(?:created|in_progress|queued)"',
-                      re.MULTILINE)
+_OPENING = re.compile(rb'(?:^|(?<=\r))data:\s*\{"type"\s*:\s*"response\.'
+                      rb'(?:created|in_progress|queued)"', re.MULTILINE)  # `^`: after LF only
 
 
 def _says_nothing(event: bytes) -> bool:
