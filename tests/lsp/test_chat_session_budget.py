@@ -84,3 +84,32 @@ async def test_a_chats_session_budget_is_its_last_prepared_request_also_after_a_
         assert await figures(daemon, sid) == live  # as its kept window says
     finally:
         assert await daemon.close() == 0
+
+
+async def test_set_mode_and_a_usage_report_on_a_chats_session_say_its_chats_figures():
+    # setMode answered and pushed used 120 (workspace 117, history 0) and reportUsage, the
+    # documented follow-up of ctx/prepare, pushed the same: the status bars jumped to the
+    # workspace's tokens, which the chat's requests never carry
+    base = WORLD / f"chat-budget-{next(_worlds)}"
+    env, root = hermetic_env(base), make_repo(base / "repo")
+    daemon = await RawDaemon.start(env=env)
+    try:
+        await daemon.initialize(root)
+        prepared = await result(daemon, "ctx/prepare", {
+            "format": "openai", "budget": 2500,
+            "request": {"model": "gpt-4o", "messages": chat(30)}})
+        sid = prepared["sessionId"]
+        told = await pushed(daemon, sid)
+        moded = await result(daemon, "ctx/session/setMode", {"sessionId": sid, "mode": "short"})
+        assert moded["used"] == prepared["tokens"] == told["used"], moded
+        assert (await pushed(daemon, sid))["used"] == prepared["tokens"]
+        daemon.notifications.clear()
+        await result(daemon, "ctx/session/reportUsage", {
+            "sessionId": sid, "promptTokens": prepared["tokens"] + 40,
+            "estimatedTokens": prepared["tokens"]})
+        after = await pushed(daemon, sid)
+        assert after["used"] == prepared["tokens"] and after["byLayer"] == told["byLayer"]
+        budget = await result(daemon, "ctx/session/budget", {"sessionId": sid})
+        assert budget["used"] == after["used"]
+    finally:
+        assert await daemon.close() == 0

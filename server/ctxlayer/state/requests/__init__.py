@@ -75,11 +75,12 @@ REQUESTS: dict[str, Request] = {
     "ctx/session/addItem": in_session(sessions.add_item),
     "ctx/session/addRule": in_session(sessions.add_rule),
     "ctx/session/removeRule": in_session(sessions.remove_rule),
-    "ctx/session/setMode": in_session(sessions.set_mode),
+    # a chat's session answers its chat's figures, which the loop holds
+    "ctx/session/setMode": in_session(sessions.set_mode, given=chats.session_budget),
     "ctx/session/configure": in_session(sessions.configure),
     "ctx/assemble": in_session(assembly.assemble),
     "ctx/session/compact": in_session(assembly.compact),
-    "ctx/session/reportUsage": in_session(sessions.report_usage),
+    "ctx/session/reportUsage": in_session(sessions.report_usage, given=chats.session_budget),
     # a chat's session answers its chat's figures, which the loop holds
     "ctx/session/budget": in_session(sessions.budget, given=chats.session_budget),
     "ctx/session/audit": in_session(sessions.audit, given=None),

@@ -123,8 +123,11 @@ def remove_rule(caller: Caller, p: protocol.SessionRemoveRuleParams,
 
 
 def set_mode(caller: Caller, p: protocol.SessionSetModeParams,
-             segment: protocol.WorkspaceSegment) -> protocol.Budget:
-    ensure_layers(caller, p.session_id, segment)
+             given: protocol.Budget | protocol.WorkspaceSegment) -> protocol.Budget:
+    if isinstance(given, protocol.Budget):  # a chat's session: its mode kept, its figures said
+        caller.state.sessions.set_mode(caller.workspace, p.session_id, p.mode)
+        return publish(caller, given)
+    ensure_layers(caller, p.session_id, given)
     return publish(caller, caller.state.sessions.set_mode(caller.workspace, p.session_id,
                                                           p.mode))
 
@@ -159,13 +162,18 @@ def budget(caller: Caller, p: protocol.SessionRef,
 
 
 def report_usage(caller: Caller, p: protocol.ReportUsageParams,
-                 segment: protocol.WorkspaceSegment) -> protocol.ReportUsageResult:
+                 given: protocol.Budget | protocol.WorkspaceSegment) -> protocol.ReportUsageResult:
     """The new bias changes what the session's budget leaves for its messages: the editors
-    are told, as after any change (before, the status bar kept the old limit)."""
+    are told, as after any change (before, the status bar kept the old limit). A chat's
+    session (``given`` its Budget, chats.session_budget) says its chat's figures, which its
+    next request measures with the new bias: measured, the session said the workspace's
+    tokens, which a chat's requests never carry."""
     svc = caller.state.sessions
-    ensure_layers(caller, p.session_id, segment)
+    if not isinstance(given, protocol.Budget):
+        ensure_layers(caller, p.session_id, given)
     bias = svc.report_usage(caller.workspace, p.session_id, p.prompt_tokens, p.estimated_tokens)
-    publish(caller, svc.budget(caller.workspace, p.session_id))
+    publish(caller, given if isinstance(given, protocol.Budget)
+            else svc.budget(caller.workspace, p.session_id))
     return protocol.ReportUsageResult(bias=round(bias, 6))
 
 
