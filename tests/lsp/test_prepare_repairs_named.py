@@ -56,3 +56,20 @@ async def test_a_call_removed_for_lacking_its_result_is_named_with_its_cost(own_
     # the assistant's text went on without its call
     kept = prepared["request"]["messages"][1]
     assert "IMPORTANT-TEXT" in str(kept["content"]) and "read_file" not in str(kept)
+
+
+@pytest.mark.parametrize("fmt,request_", [("openai", OPENAI), ("anthropic", ANTHROPIC)])
+async def test_restoring_a_removed_call_is_refused_saying_why(own_daemon, fmt, request_):
+    # ctx/restore answered {} and ctx/why then said "restored on request: shown whole" beside
+    # the removal, while the next turn sent the message without its call all the same
+    cid = f"restore-{fmt}"
+    prepared = await result(own_daemon, "ctx/prepare", {
+        "format": fmt, "conversationId": cid, "request": request_})
+    [entry] = prepared["dropped"]
+    refused = await own_daemon.request(f"r{next(_ids)}", "ctx/restore", {
+        "conversationId": cid, "messageId": entry["messageId"]})
+    error = refused.get("error")
+    assert error and error["code"] == -32602, refused
+    assert error["data"]["field"] == "messageId" and "cannot bring that back" in error["message"]
+    why = await result(own_daemon, "ctx/why", {"conversationId": cid})
+    assert all(e["action"] != "restored" for e in why["entries"]), why

@@ -735,6 +735,15 @@ class Conversations:
         if not message_id or st is None or not any(m.id == message_id for m in st.messages):
             raise ContextError("invalid", f"no message {message_id!r} in the last turn of "
                                f"conversation {conv.conversation_id!r}", field="messageId")
+        # what the request's format took out (a call whose result the request lacks): no
+        # fit did it, so showing the message whole brings none of it back (it answered {} and
+        # its audit said "restored", the call still gone)
+        repaired = next((e for e in conv.extra_audit if e.message_id == message_id
+                         and e.action == "dropped"), None)
+        if repaired is not None:
+            raise ContextError("invalid", f"message {message_id!r} was not cut to fit: "
+                               f"{repaired.reason}; restoring cannot bring that back",
+                               field="messageId")
         conv.restored.add(message_id)
 
     def of_session(self, workspace: str, session_id: str) -> Conversation:
