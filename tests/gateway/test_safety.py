@@ -365,3 +365,27 @@ def test_a_whole_answer_the_upstream_cuts_is_a_502_in_the_providers_shape(safe, 
         else:
             safe.anthropic().messages.create(model="claude-sonnet-4", max_tokens=20,
                                              messages=QUESTION)
+
+
+@pytest.mark.parametrize("compressing", [False, True])
+def test_a_whole_answer_past_the_most_read_is_a_502_not_memory(tmp_path, monkeypatch,
+                                                                 compressing):
+    # an answer not streamed was read whole, and decoded whole when compressed: a
+    # misbehaving upstream's 1.5 GB of gzip went into the gateway's memory. The limit made
+    # small here: a stand-in's answer is past it as it came, or (compressed) once decoded
+    from gateway_stack import fresh_stack
+
+    from ctxlayer.gateway import forward
+
+    with fresh_stack(tmp_path, compressing=("gpt-4o",) if compressing else ()) as stack:
+        plain = httpx.post(stack.openai_url + "/chat/completions", json={
+            "model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]},
+            headers={"Authorization": "Bearer sk-test"}, timeout=30)
+        assert plain.status_code == 200
+        monkeypatch.setattr(forward, "MOST_ANSWER", len(plain.content) - 20)
+        answer = httpx.post(stack.openai_url + "/chat/completions", json={
+            "model": "gpt-4o", "messages": [{"role": "user", "content": "hi again"}]},
+            headers={"Authorization": "Bearer sk-test"}, timeout=30)
+    assert answer.status_code == 502, answer.text
+    error = answer.json()["error"]
+    assert "MiB to a request not streamed" in error["message"]

@@ -152,7 +152,7 @@ class Upstream:
                     **sent, "Content-Type": "application/json"},
                     timeout=aiohttp.ClientTimeout(total=timeout),
                     proxy=self.proxies.for_url(url), allow_redirects=False) as up:
-                return up.status, _plain(url, await up.read(), _decoder("summary", url, up))
+                return up.status, await _whole(url, up, _decoder("summary", url, up))
         except TimeoutError as exc:
             raise TimeoutError(f"no answer from {named(url)} within {timeout:.0f} s") from exc
         except aiohttp.ClientError as exc:
@@ -208,7 +208,7 @@ class Upstream:
                 if stream and is_sse:
                     return await _relay_stream(request, fmt, url, up, headers, on_usage,
                                                hide_usage, decoder, self.under_way)
-                raw = _plain(url, await up.read(), decoder)
+                raw = await _whole(url, up, decoder)
                 usage = from_answer(fmt, raw) if up.status < 300 else None
                 if usage is not None and on_usage is not None:
                     await asyncio.shield(on_usage(usage))
@@ -241,16 +241,38 @@ def _decoder(fmt: str, url: str, up: aiohttp.ClientResponse) -> AnswerDecoder | 
     return decoder
 
 
-def _plain(url: str, raw: bytes, decoder: AnswerDecoder | None) -> bytes:
-    """A whole answer decoded when it was compressed; a 502 when it is not what it says."""
+#: the most of an answer not streamed that is read, as it came and decoded: no chat's answer
+#: comes near it (a misbehaving upstream's 1.5 GB of gzip was read whole into memory)
+MOST_ANSWER = 256 * 1024 * 1024
+#: bytes of a compressed answer decoded at a time, its size checked after each
+DECODE_STEP = 64 * 1024
+
+
+async def _whole(url: str, up: aiohttp.ClientResponse, decoder: AnswerDecoder | None) -> bytes:
+    """A whole answer, decoded when it was compressed; a 502 when it is not what it says or
+    is over MOST_ANSWER, as it came or decoded."""
+    raw = bytearray()
+    async for piece in up.content.iter_any():
+        raw += piece
+        if len(raw) > MOST_ANSWER:
+            raise _too_big(url)
     if decoder is None:
-        return raw
+        return bytes(raw)
+    plain = bytearray()
     try:
-        plain = decoder.feed(raw)
+        for at in range(0, len(raw), DECODE_STEP):
+            plain += decoder.feed(bytes(raw[at:at + DECODE_STEP]))
+            if len(plain) > MOST_ANSWER:
+                raise _too_big(url)
         decoder.end()
     except NotAsSaid as exc:
         raise GatewayError(502, f"the upstream {named(url)} answered with a body {exc}") from exc
-    return plain
+    return bytes(plain)
+
+
+def _too_big(url: str) -> GatewayError:
+    return GatewayError(502, f"the upstream {named(url)} answered more than "
+                             f"{MOST_ANSWER // (1024 * 1024)} MiB to a request not streamed")
 
 
 async def _plain_chunks(chunks: AsyncIterator[bytes], decoder: AnswerDecoder | None
