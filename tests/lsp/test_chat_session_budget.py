@@ -113,3 +113,26 @@ async def test_set_mode_and_a_usage_report_on_a_chats_session_say_its_chats_figu
         assert budget["used"] == after["used"]
     finally:
         assert await daemon.close() == 0
+
+
+async def test_configuring_a_chats_session_says_its_chats_figures():
+    # configure answered and pushed used 926 (workspace 923, history 0) as the chat's
+    base = WORLD / f"chat-budget-{next(_worlds)}"
+    env, root = hermetic_env(base), make_repo(base / "repo")
+    daemon = await RawDaemon.start(env=env)
+    try:
+        await daemon.initialize(root)
+        prepared = await result(daemon, "ctx/prepare", {
+            "format": "openai", "budget": 2500,
+            "request": {"model": "gpt-4o", "messages": chat(30)}})
+        sid = prepared["sessionId"]
+        told = await pushed(daemon, sid)
+        daemon.notifications.clear()
+        for change in ({"budget": 20000}, {"model": "gpt-4.1"}, {"mode": "short"}):
+            answered = await result(daemon, "ctx/session/configure",
+                                    {"sessionId": sid, **change})
+            assert answered["used"] == told["used"] and answered["byLayer"] == \
+                told["byLayer"], (change, answered)
+            assert (await pushed(daemon, sid))["used"] == told["used"]
+    finally:
+        assert await daemon.close() == 0

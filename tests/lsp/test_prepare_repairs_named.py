@@ -73,3 +73,31 @@ async def test_restoring_a_removed_call_is_refused_saying_why(own_daemon, fmt, r
     assert error["data"]["field"] == "messageId" and "cannot bring that back" in error["message"]
     why = await result(own_daemon, "ctx/why", {"conversationId": cid})
     assert all(e["action"] != "restored" for e in why["entries"]), why
+
+
+LONG = "I will read IMPORTANT-TEXT. " + " ".join(f"detail{i} of the plan," for i in range(900))
+
+
+async def test_a_message_cut_to_fit_that_lost_a_call_comes_back_but_for_the_call(own_daemon):
+    # cut to fit (9022 -> 1648 tokens) and its call removed: the restore was refused as "not
+    # cut to fit", and the text cut could not be brought back
+    request_ = {"model": "gpt-4o", "messages": [
+        {"role": "user", "content": "q " + "question words " * 50},
+        {"role": "assistant", "content": LONG, "tool_calls": [
+            {"id": "c1", "type": "function",
+             "function": {"name": "read_file", "arguments": '{"path": "a"}'}}]},
+        {"role": "user", "content": "q2 " + "more words " * 50},
+        {"role": "assistant", "content": "ok " * 50},
+        {"role": "user", "content": "q3 latest"}]}
+    params = {"format": "openai", "conversationId": "cut-and-call", "request": request_,
+              "budget": 3000}
+    prepared = await result(own_daemon, "ctx/prepare", params)
+    [removed] = prepared["dropped"]
+    assert removed["messageId"] in {e["messageId"] for e in prepared["truncated"]}, prepared
+    await result(own_daemon, "ctx/restore", {"conversationId": "cut-and-call",
+                                            "messageId": removed["messageId"]})
+    again = await result(own_daemon, "ctx/prepare", params)
+    sent = again["request"]["messages"]
+    # as whole as the budget lets it (shortened, said, where it alone is over it)
+    assert again["notice"].startswith("ctxlayer: restored 1 message"), again["notice"]
+    assert all("tool_calls" not in m for m in sent)  # its call as the request has it: none

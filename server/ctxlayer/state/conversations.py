@@ -737,10 +737,11 @@ class Conversations:
                                f"conversation {conv.conversation_id!r}", field="messageId")
         # what the request's format took out (a call whose result the request lacks): no
         # fit did it, so showing the message whole brings none of it back (it answered {} and
-        # its audit said "restored", the call still gone)
+        # its audit said "restored", the call still gone). A message the fit cut as well
+        # comes back whole but for that.
         repaired = next((e for e in conv.extra_audit if e.message_id == message_id
                          and e.action == "dropped"), None)
-        if repaired is not None:
+        if repaired is not None and not any(e.message_id == message_id for e in audit_of(st)):
             raise ContextError("invalid", f"message {message_id!r} was not cut to fit: "
                                f"{repaired.reason}; restoring cannot bring that back",
                                field="messageId")

@@ -77,7 +77,7 @@ REQUESTS: dict[str, Request] = {
     "ctx/session/removeRule": in_session(sessions.remove_rule),
     # a chat's session answers its chat's figures, which the loop holds
     "ctx/session/setMode": in_session(sessions.set_mode, given=chats.session_budget),
-    "ctx/session/configure": in_session(sessions.configure),
+    "ctx/session/configure": in_session(sessions.configure, given=chats.session_budget),
     "ctx/assemble": in_session(assembly.assemble),
     "ctx/session/compact": in_session(assembly.compact),
     "ctx/session/reportUsage": in_session(sessions.report_usage, given=chats.session_budget),

@@ -133,15 +133,20 @@ def set_mode(caller: Caller, p: protocol.SessionSetModeParams,
 
 
 def configure(caller: Caller, p: protocol.SessionConfigureParams,
-              segment: protocol.WorkspaceSegment) -> protocol.Budget:
-    """The session's model, budget or mode changed; its budget published as setMode's is."""
+              given: protocol.Budget | protocol.WorkspaceSegment) -> protocol.Budget:
+    """The session's model, budget or mode changed; its budget published as setMode's is (a
+    chat's session: its chat's figures, ``given``, which its next request measures anew)."""
     from ctxlayer.state.requests.assembly import session_layers
 
+    if p.reset_budget and p.budget is not None:
+        raise ContextError("invalid", "a budget and resetBudget both: give one (resetBudget "
+                           "is the model's default budget)", field="resetBudget")
+    if isinstance(given, protocol.Budget):
+        caller.state.sessions.configure(caller.workspace, p.session_id, p)
+        return publish(caller, given)
+    segment = given
     svc, workspace = caller.state.sessions, caller.workspace
     if p.reset_budget:
-        if p.budget is not None:
-            raise ContextError("invalid", "a budget and resetBudget both: give one (resetBudget "
-                               "is the model's default budget)", field="resetBudget")
         # the budget a session opened without one gets (open_session): of its model now
         model = p.model or svc.model_of(workspace, p.session_id)
         p.budget = caller.default_budget(model)
