@@ -141,3 +141,17 @@ def read_or_create_token(path: Path) -> str:
         finally:
             os.unlink(written)
     return read_token(path)
+
+
+def another_runs(pid: object) -> bool:
+    """Whether the process ``pid``, another than this one, still runs (a gateway that
+    announced itself in the state folder; of this process's own, nothing is said)."""
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0 or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's: it runs
+        return True
+    return True

@@ -51,3 +51,27 @@ def test_each_stop_hands_the_announcement_to_a_gateway_still_running(tmp_path: P
         for proc in procs.values():
             proc.terminate()
             proc.communicate(timeout=30)
+
+
+def test_chats_finds_an_earlier_gateway_when_the_announced_one_was_killed(tmp_path: Path):
+    # B killed -9 cannot hand gateway.json back: `ctxlayer chats` said B "does not answer
+    # (Connection refused); is it running?" while A, listed under `replaced`, served
+    env = hermetic(tmp_path)
+    root = tmp_path / "project"
+    root.mkdir()
+    a = gateway_process(root, env, "--port", "0")
+    port_a = json.loads(a.stdout.readline())["port"]  # announced before B starts
+    b = gateway_process(root, env, "--port", "0")
+    try:
+        json.loads(b.stdout.readline())
+        b.kill()
+        b.communicate(timeout=30)
+        chats = subprocess.run([sys.executable, "-m", "ctxlayer", "chats", "--json"],
+                               env=env, capture_output=True, text=True, timeout=60)
+        assert chats.returncode == 0, chats.stderr
+        assert announced_port(tmp_path / "state" / "gateway.json") != port_a  # B's, stale
+    finally:
+        for proc in (a, b):
+            if proc.poll() is None:
+                proc.terminate()
+                proc.communicate(timeout=30)

@@ -105,7 +105,23 @@ def _announced(found: Path) -> str:
     if not isinstance(url, str):  # a gateway writes {"anthropic": URL, ...}: not one's
         raise UsageError(f"{found}: no gateway URL under \"anthropic\" (a running gateway "
                          "writes it again at start); pass --url")
-    return url.rstrip("/")
+    return _still_serving(announced, url).rstrip("/")
+
+
+def _still_serving(announced: dict, url: str) -> str:
+    """The gateway named (``url``) while its process runs, else the newest of those it
+    replaced that still runs (one killed -9 could not hand the file back: `chats` said no
+    gateway answered while an earlier one served); the one named when none is known to."""
+    from ctxlayer.statefiles import another_runs
+
+    if another_runs(announced.get("pid")):
+        return url
+    earlier = announced.get("replaced")
+    for other in earlier if isinstance(earlier, list) else ():
+        if isinstance(other, dict) and isinstance(other.get("anthropic"), str) \
+                and another_runs(other.get("pid")):
+            return other["anthropic"]
+    return url
 
 
 def token(args: argparse.Namespace) -> str:

@@ -56,6 +56,7 @@ from ctxlayer.state.lanes import Lanes
 from ctxlayer.state.requests import call
 from ctxlayer.statefiles import (
     TokenFileError,
+    another_runs,
     make_private_dir,
     read_or_create_token,
     token_file,
@@ -294,7 +295,7 @@ class GatewayServer:
         try:
             if (_announced(self.announcement_file) or {}).get("port") == self.port:
                 back = [a for a in self._replaced
-                        if a.get("port") != self.port and _alive(a.get("pid"))]
+                        if a.get("port") != self.port and another_runs(a.get("pid"))]
                 if back:
                     write_private(self.announcement_file, json.dumps(
                         {**back[0], "replaced": back[1:]}))
@@ -741,24 +742,8 @@ def _still_running(announced: dict | None) -> list[dict]:
     earlier = announced.get("replaced")
     chain = [announced, *(earlier if isinstance(earlier, list) else [])]
     running = [{k: v for k, v in a.items() if k != "replaced"} for a in chain
-               if isinstance(a, dict) and _alive(a.get("pid"))]
+               if isinstance(a, dict) and another_runs(a.get("pid"))]
     return running[:REPLACED_MOST]
-
-
-def _alive(pid: Any) -> bool:
-    """Whether the process ``pid``, another than this one, still runs (of a gateway of this
-    process, closed or not, nothing is said: not put back)."""
-    import os
-
-    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0 or pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # another user's: it runs
-        return True
-    return True
 
 
 def arrival_key(fmt: str, hints: Hints, headers: Any) -> tuple:
