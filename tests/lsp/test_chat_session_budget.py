@@ -11,8 +11,10 @@ The real daemon over stdio."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import random
+from collections.abc import AsyncIterator
 
 import pytest
 from conftest import WORLD, RawDaemon, hermetic_env, make_repo
@@ -86,10 +88,9 @@ async def test_a_chats_session_budget_is_its_last_prepared_request_also_after_a_
         assert await daemon.close() == 0
 
 
-async def test_set_mode_and_a_usage_report_on_a_chats_session_say_its_chats_figures():
-    # setMode answered and pushed used 120 (workspace 117, history 0) and reportUsage, the
-    # documented follow-up of ctx/prepare, pushed the same: the status bars jumped to the
-    # workspace's tokens, which the chat's requests never carry
+@contextlib.asynccontextmanager
+async def a_prepared_chat() -> AsyncIterator[tuple[RawDaemon, dict, dict]]:
+    """A daemon, a chat it prepared over its budget, and the budget that turn pushed."""
     base = WORLD / f"chat-budget-{next(_worlds)}"
     env, root = hermetic_env(base), make_repo(base / "repo")
     daemon = await RawDaemon.start(env=env)
@@ -98,8 +99,17 @@ async def test_set_mode_and_a_usage_report_on_a_chats_session_say_its_chats_figu
         prepared = await result(daemon, "ctx/prepare", {
             "format": "openai", "budget": 2500,
             "request": {"model": "gpt-4o", "messages": chat(30)}})
+        yield daemon, prepared, await pushed(daemon, prepared["sessionId"])
+    finally:
+        assert await daemon.close() == 0
+
+
+async def test_set_mode_and_a_usage_report_on_a_chats_session_say_its_chats_figures():
+    # setMode answered and pushed used 120 (workspace 117, history 0) and reportUsage, the
+    # documented follow-up of ctx/prepare, pushed the same: the status bars jumped to the
+    # workspace's tokens, which the chat's requests never carry
+    async with a_prepared_chat() as (daemon, prepared, told):
         sid = prepared["sessionId"]
-        told = await pushed(daemon, sid)
         moded = await result(daemon, "ctx/session/setMode", {"sessionId": sid, "mode": "short"})
         assert moded["used"] == prepared["tokens"] == told["used"], moded
         assert (await pushed(daemon, sid))["used"] == prepared["tokens"]
@@ -111,22 +121,12 @@ async def test_set_mode_and_a_usage_report_on_a_chats_session_say_its_chats_figu
         assert after["used"] == prepared["tokens"] and after["byLayer"] == told["byLayer"]
         budget = await result(daemon, "ctx/session/budget", {"sessionId": sid})
         assert budget["used"] == after["used"]
-    finally:
-        assert await daemon.close() == 0
 
 
 async def test_configuring_a_chats_session_says_its_chats_figures():
     # configure answered and pushed used 926 (workspace 923, history 0) as the chat's
-    base = WORLD / f"chat-budget-{next(_worlds)}"
-    env, root = hermetic_env(base), make_repo(base / "repo")
-    daemon = await RawDaemon.start(env=env)
-    try:
-        await daemon.initialize(root)
-        prepared = await result(daemon, "ctx/prepare", {
-            "format": "openai", "budget": 2500,
-            "request": {"model": "gpt-4o", "messages": chat(30)}})
+    async with a_prepared_chat() as (daemon, prepared, told):
         sid = prepared["sessionId"]
-        told = await pushed(daemon, sid)
         daemon.notifications.clear()
         for change in ({"budget": 20000}, {"model": "gpt-4.1"}, {"mode": "short"}):
             answered = await result(daemon, "ctx/session/configure",
@@ -134,5 +134,3 @@ async def test_configuring_a_chats_session_says_its_chats_figures():
             assert answered["used"] == told["used"] and answered["byLayer"] == \
                 told["byLayer"], (change, answered)
             assert (await pushed(daemon, sid))["used"] == told["used"]
-    finally:
-        assert await daemon.close() == 0
