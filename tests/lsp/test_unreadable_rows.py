@@ -166,3 +166,28 @@ async def test_a_provider_message_that_does_not_read_is_named(tmp_path):
         assert "the provider message of message" in got["error"]["message"], got
     finally:
         assert await daemon.close() == 0
+
+
+async def test_an_audit_entry_that_does_not_read_is_left_out_of_the_audit_alone(tmp_path):
+    # an action a newer version names ("elided") made ctx/session/audit -32005 for the whole
+    # session, advising to close it, while the session itself worked
+    env, repo, db = await written(tmp_path)
+    entry = {"action": "dropped", "reason": "over budget", "summary": "user: turn 0",
+             "tokensBefore": 40, "tokensAfter": 0, "messageId": "m0"}
+    conn = sqlite3.connect(db)
+    try:
+        (sid,) = conn.execute("SELECT sid FROM sessions WHERE session_id='s'").fetchone()
+        for body in (entry, {**entry, "action": "elided"}, entry):
+            conn.execute("INSERT INTO audit (sid, at, body) VALUES (?, ?, ?)",
+                         (sid, "2026-12-06T00:00:00Z", json.dumps(body).encode()))
+        total = conn.execute("SELECT COUNT(*) FROM audit WHERE sid=?", (sid,)).fetchone()[0]
+        conn.commit()
+    finally:
+        conn.close()
+    daemon = await started(env, repo)
+    try:
+        got = await daemon.request(1, "ctx/session/audit", {"sessionId": "s"})
+        assert "result" in got, got
+        assert len(got["result"]["entries"]) == total - 1
+    finally:
+        assert await daemon.close() == 0
