@@ -617,3 +617,13 @@ def test_a_pinned_tool_call_or_result_stays_with_its_group_beside_the_summary(pi
     for k, m in enumerate(shown):  # no orphan anywhere
         if m.role == "tool":
             assert any(c.id == m.tool_call_id for c in shown[k - 1].tool_calls or ()), ids
+
+
+def test_an_ask_the_verbatim_request_holds_is_not_said_twice():
+    from ctxlayer.core.assembly.summary import without_asks_in
+
+    summary = "Asked:\n- Refactor the payment module\n- Go on with part 2\nDecided:\n- x"
+    assert without_asks_in(summary, "Go on with part 2") == \
+        "Asked:\n- Refactor the payment module\nDecided:\n- x"
+    assert without_asks_in("Asked:\n- Fix it\nOpen:\n- why?", "Fix it") == "Open:\n- why?"
+    assert without_asks_in(summary, "") == summary

@@ -52,6 +52,8 @@ async def _run(daemon: RawDaemon, sid: str, task: str, budget: int) -> list[str]
 async def test_the_task_stays_in_every_summary_after_newer_questions(own_daemon):
     summaries = await _run(own_daemon, "s", TASK, 3000)
     assert len(summaries) >= 2, "never compacted twice: the test would show nothing"
+    # shown verbatim as the latest request of the first summary, and not again as its ask
+    assert summaries[0].count(TASK) == 1, summaries[0][:600]
     last = summaries[-1]
     assert f"Asked:\n- {TASK}" in last, last[:600]
     assert "claudeMd" not in last and "<system-reminder>" not in last

@@ -63,6 +63,7 @@ from ctxlayer.core.assembly.summary import (
     own_words,
     refusal,
     render_summary,
+    without_asks_in,
 )
 from ctxlayer.core.compress.facts import Facts, extract_facts
 from ctxlayer.core.compress.ledger import (
@@ -136,7 +137,7 @@ def _render(state: Compaction, sz: Sizes, counter: Tokenizer, **sized: int) -> t
     """The summary text for these sizes (``sized`` overrides fields of ``sz``), and the
     constraints it demoted to the ledger."""
     size = {name: sized.get(name, getattr(sz, name)) for name in PARTS}
-    summary = state.summary
+    summary = without_asks_in(state.summary, state.request)  # shown verbatim below it
     cut = size["summary_chars"]
     if cut < len(summary):
         summary = summary[:cut].rstrip() + ("…" if cut else "")

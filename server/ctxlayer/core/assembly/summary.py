@@ -198,6 +198,28 @@ def _asks(messages: list[Message]) -> list[str]:
     return out
 
 
+def without_asks_in(summary: str, text: str) -> str:
+    """``summary`` without the asks ``text`` holds already (a session's summary shows its
+    latest request verbatim beside them: at its first compaction that request is its only
+    ask, said twice)."""
+    if "Asked:\n" not in summary or not text:
+        return summary
+    flat = " ".join(text.split())
+    lines, out, asking = summary.split("\n"), [], False
+    for line in lines:
+        if line == "Asked:":
+            asking = True
+        elif asking and line.startswith("- "):
+            if line[2:].removesuffix("…") in flat:
+                continue
+        else:
+            asking = False
+        out.append(line)
+    if out and out[0] == "Asked:" and (len(out) == 1 or not out[1].startswith("- ")):
+        out = out[1:]
+    return "\n".join(out)
+
+
 def _first_and_newest(items: list[str], max_chars: int) -> list[str]:
     """The first of ``items`` (an agent's task), its head when it alone is over
     ``max_chars`` (whole, a long task left the part empty at a small budget), and the newest
