@@ -172,3 +172,33 @@ def test_aiders_chat_goes_on_as_its_repo_map_and_files_are_written_anew(stack, h
                                            {"role": "user", "content": "What does f1 do?"}],
                             extra_body=hint)
     assert other != chat  # asked again, never answered in it: a new chat
+
+
+def test_codexs_compacted_history_of_a_resumed_session_goes_on_in_its_chat(stack):
+    # Codex resumed, then compacting its own history, sends its opening messages in another
+    # order (the task before its skills and environment) and its summary after the newest
+    # question: sharing only its first developer message with the chat, it was listed as a
+    # second chat under the same prompt_cache_key
+    def item(role: str, text: str) -> dict:
+        kind = "output_text" if role == "assistant" else "input_text"
+        return {"type": "message", "role": role, "content": [{"type": kind, "text": text}]}
+
+    codex, skills = "You are a coding agent running in the Codex CLI.", "<skills_instructions>"
+    env, task = "<environment_context>", "Check the build."
+
+    def respond(items: list[dict]) -> str:
+        raw = stack.openai().responses.with_raw_response.create(
+            model="gpt-4o", input=items, prompt_cache_key="codex-session-1", store=False)
+        return raw.headers["x-ctxlayer-conversation"]
+
+    opening = [item("developer", codex), item("developer", skills), item("user", env),
+               item("user", task)]
+    chat = respond(opening)
+    assert respond([*opening, item("assistant", "It passed."),
+                    item("user", "Once more please.")]) == chat
+    compacted = [item("developer", codex), item("user", task), item("developer", skills),
+                 item("user", env), item("user", "Once more please."),
+                 item("user", "Another language model started to solve this problem and "
+                              "produced a summary of its thinking process. The build passed.")]
+    assert respond(compacted) == chat
+    assert listed(stack) == [chat]

@@ -182,8 +182,12 @@ COMPACTED_ENDINGS = ("\n\nResume the prior task using the summary above.",)
 #: OpenCode's is this question alone, its summary the assistant's answer after it
 COMPACTED_QUESTIONS = ("What did we do so far?",)
 #: aider's summary of the turns it restored (its `summary_prefix`; a summary it asks after an
-#: edit it throws away) comes after what it writes anew first, its repo map answered
-SUMMARY_OPENINGS = ("I spoke to you previously about a number of things.",)
+#: edit it throws away) comes after what it writes anew first, its repo map answered; Codex's,
+#: after its compaction of a resumed session, comes after the task and the newest question
+#: (its opening messages in another order: they shared only the first with the chat's)
+SUMMARY_OPENINGS = ("I spoke to you previously about a number of things.",
+                    "Another language model started to solve this problem and produced a "
+                    "summary of its thinking process.")
 #: how many messages after the system prompt such a summary is looked for in
 SUMMARY_WITHIN = 8
 #: roles of the messages a chat's system prompt is given as (Chat Completions, Responses)
