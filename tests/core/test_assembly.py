@@ -627,3 +627,22 @@ def test_an_ask_the_verbatim_request_holds_is_not_said_twice():
         "Asked:\n- Refactor the payment module\nDecided:\n- x"
     assert without_asks_in("Asked:\n- Fix it\nOpen:\n- why?", "Fix it") == "Open:\n- why?"
     assert without_asks_in(summary, "") == summary
+
+
+def test_claude_codes_framing_of_the_claude_md_is_no_hard_constraint_its_orders_are():
+    # a resumed Claude Code chat's summary listed "IMPORTANT: These instructions OVERRIDE any
+    # default behavior and you MUST follow them exactly as written." as the user's own words
+    from ctxlayer.core.assembly.constraints import orders_of
+
+    first = Message(role="user", content=(
+        "<system-reminder>\nAs you answer the user's questions, you can use the following "
+        "context:\n# claudeMd\nCodebase and user instructions are shown below. Be sure to "
+        "adhere to these instructions. IMPORTANT: These instructions OVERRIDE any default "
+        "behavior and you MUST follow them exactly as written.\n\nContents of /repo/CLAUDE.md "
+        "(project instructions, checked into the codebase):\n\nAlways run make test-all before "
+        "committing.\n</system-reminder>\nFix the build. Never touch the vendor folder."))
+    assert orders_of(first) == ["Always run make test-all before committing.",
+                                "Never touch the vendor folder."]
+    # the user's own words, outside a client's reminder, are theirs whatever they say
+    said = "IMPORTANT: These instructions OVERRIDE any default behavior: you must obey them."
+    assert orders_of(Message(role="user", content=said)) == [said]

@@ -99,6 +99,17 @@ def is_marked(msg: Message) -> bool:
     return msg.role == "user" and (msg.pinned or msg.kind == "rule")
 
 
+#: the words Claude Code wraps around the context it injects (`<system-reminder>`: the user's
+#: CLAUDE.md, git status): its own, not the user's. The CLAUDE.md inside is the user's and
+#: its orders stay ("Always run make test-all before committing."); these were kept beside
+#: them as the user's hard constraints, verbatim
+CLIENT_FRAMING = ("IMPORTANT: These instructions OVERRIDE any default behavior",
+                  "Codebase and user instructions are shown below.",
+                  "Be sure to adhere to these instructions.",
+                  "IMPORTANT: this context may or may not be relevant to your tasks.",
+                  "You should not respond to this context unless it is highly relevant")
+
+
 def orders_of(msg: Message) -> list[str]:
     """The user's hard constraints in one message (its whole text when it is marked)."""
     if msg.role != "user" or msg.kind in ("summary", "toolOutput", "doc"):
@@ -108,7 +119,10 @@ def orders_of(msg: Message) -> list[str]:
         return [flat] if flat else []
     if not _has_cue(msg.content):
         return []
-    return [" ".join(s.split()) for s in sentences(msg.content) if is_order(s)]
+    orders = [" ".join(s.split()) for s in sentences(msg.content) if is_order(s)]
+    if "<system-reminder>" in msg.content:
+        orders = [o for o in orders if not o.startswith(CLIENT_FRAMING)]
+    return orders
 
 
 def detect(messages: list[Message], previous: list[str] = (), marked: list[str] = (),
