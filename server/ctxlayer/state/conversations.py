@@ -614,6 +614,7 @@ class Conversations:
                 # of another chat that shares its first messages; kept as of its last turn
                 # (the least recent chat is not the most recent window of its family)
                 self.upkeep.keep(gone, gone.updated_at or _now())
+            self.upkeep.release(gone)
 
     def closing(self) -> Callable[[], None]:
         """The write of every live conversation's window not written since its last turn,

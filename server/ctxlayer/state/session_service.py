@@ -817,6 +817,13 @@ class SessionService:
             self.store.update(row.sid, self.clock(), closed=1)
             self._live.pop((workspace, session_id), None)
 
+    def release(self, workspace: str, session_id: str) -> None:
+        """Let the state in memory of a live chat's session go, the chat let go of: all of it
+        is in the store, read again if the chat comes back (the sessions of 7,500 chats stayed
+        in a gateway's memory, the chats themselves 64 at most)."""
+        with self._lock:
+            self._live.pop((workspace, session_id), None)
+
     def open_sessions(self, workspace: str) -> list[str]:
         with self._lock:
             return [sid for (ws, sid) in self._live if ws == workspace]

@@ -202,6 +202,14 @@ class Upkeep:
                                                     now))),
             "keeping which conversation an answer was of")
 
+    def release(self, conv: Conversation) -> None:
+        """Let the chat's session go from memory, after what was queued for it is written."""
+        state = self.state
+        if conv.session_open and state.sessions_started:
+            self._after(conv, asyncio.ensure_future(state.keep(
+                state.sessions.release, conv.workspace, conv.session_id)),
+                "letting its session go from memory")
+
     def keep_unwritten(self, convs: Iterable[Conversation], now: str) -> Callable[[], None]:
         """The write, for the keeping thread, of the windows of ``convs`` that changed since
         they were last written (a chat under its budget has never been: after a restart it
