@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from ctxlayer import protocol
 from ctxlayer.core.prepare import ConversationState
 from ctxlayer.state import identity
-from ctxlayer.state.session_service import CHAT_PREFIX
+from ctxlayer.state.session_service import chat_session
 
 if TYPE_CHECKING:
     from ctxlayer.core.formats import Decoded
@@ -28,7 +28,7 @@ class Conversation:
                  source: protocol.Source) -> None:
         self.workspace = workspace
         self.conversation_id = conversation_id
-        self.session_id = f"{CHAT_PREFIX}{conversation_id}"
+        self.session_id = chat_session(conversation_id)
         self.model = model
         self.source: protocol.Source = source
         self.state: ConversationState | None = None

@@ -67,7 +67,7 @@ from ctxlayer.state.chatcodec import (
     nothing_to_fit,
     unfittable,
 )
-from ctxlayer.state.session_service import CHAT_PREFIX
+from ctxlayer.state.session_service import chat_of, chat_session
 from ctxlayer.state.upkeep import Found, Kept, Upkeep
 from ctxlayer.store.db import FAMILY_MOST, StoreError, describe_store_error
 
@@ -152,7 +152,7 @@ class Conversations:
         kept in the state folder (`SessionService.kept_bias`)."""
         ids = dict.fromkeys([conv.conversation_id, *(k[0] for k in conv.kept)])
         return await self.state.work(lambda: self.state.sessions.kept_bias(
-            conv.workspace, [f"chat-{cid}" for cid in ids], model))
+            conv.workspace, [chat_session(cid) for cid in ids], model))
 
     async def _provider_chat(self, workspace: str, p: protocol.PrepareParams,
                              trouble: list[str]) -> str | None:
@@ -461,7 +461,7 @@ class Conversations:
             self._fork(conv)
         elif conv.family is not None and conv.state is None and conv.id_kept:
             conv.conversation_id = self._fork_id(conv.family)
-            conv.session_id, conv.turn = f"chat-{conv.conversation_id}", 0
+            conv.session_id, conv.turn = chat_session(conv.conversation_id), 0
         if conv.kept_beyond and conv.state is None:
             log.info("live chat %s starts afresh: none of the %d most recent kept windows of "
                      "its family agrees with it, and older ones are not read (if it is the "
@@ -481,7 +481,7 @@ class Conversations:
             conv = Conversation(conv.workspace, cid, conv.model, conv.source)
             conv.family, conv.client, conv.window = edited.family, edited.client, edited.window
         elif cid != conv.conversation_id:
-            conv.conversation_id, conv.session_id = cid, f"chat-{cid}"
+            conv.conversation_id, conv.session_id = cid, chat_session(cid)
         conv.turn, conv.restored = turn, set(snap.restored)
         return conv
 
@@ -661,7 +661,7 @@ class Conversations:
         (`chat-<id>`): what explains its last result as that window says it; None when it is
         in memory or nothing is kept under it."""
         cid = conversation_id if conversation_id is not None else \
-            _chat_of(session_id) if session_id is not None else None
+            chat_of(session_id) if session_id is not None else None
         snap = await self._kept_window(workspace, cid)
         if snap is None:
             return None
@@ -679,7 +679,7 @@ class Conversations:
         (`chat-<id>`) when that chat is not in memory (after a restart, or let go for newer
         chats, until its next request), else None. Its messages are the client's and are not
         kept: only what the window made of them, the listing and what explains its result."""
-        return await self._kept_window(workspace, _chat_of(session_id))
+        return await self._kept_window(workspace, chat_of(session_id))
 
     async def figures(self, workspace: str, session_id: str
                       ) -> tuple[protocol.Budget | None, int] | None:
@@ -687,7 +687,7 @@ class Conversations:
         (`chat-<id>`): a live chat's from memory, one not in memory as its kept window says
         them (after a restart, until it comes back); None for a session that backs no chat, or
         a chat of which nothing is kept."""
-        cid = _chat_of(session_id)
+        cid = chat_of(session_id)
         if cid is None:
             return None
         conv = self._get(workspace, cid)
@@ -829,14 +829,9 @@ def kept_figures(store: Any, workspace: str, session_id: str
                  ) -> tuple[protocol.Budget | None, int] | None:
     """(the Budget, the messages) the window kept of the chat ``session_id`` backs says,
     None when none is kept (`persist.figures`). Reads the store: on a thread."""
-    cid = _chat_of(session_id)
+    cid = chat_of(session_id)
     row = store.conversation(workspace, cid) if cid is not None else None
     return persist.figures(row[2]) if row is not None else None
-
-
-def _chat_of(session_id: str) -> str | None:
-    """The conversation a chat's session backs (`Conversation.session_id`), else None."""
-    return session_id.removeprefix(CHAT_PREFIX) if session_id.startswith(CHAT_PREFIX) else None
 
 
 #: a turn that adds at most this many characters, and cannot reach its budget, runs on the

@@ -844,6 +844,16 @@ def free_id(kind: str, seq: int, taken: set[str]) -> str:
 CHAT_PREFIX = "chat-"
 
 
+def chat_session(conversation_id: str) -> str:
+    """The id of the session that backs the live chat ``conversation_id``."""
+    return CHAT_PREFIX + conversation_id
+
+
+def chat_of(session_id: str) -> str | None:
+    """The live chat a session backs (`chat_session`), else None."""
+    return session_id.removeprefix(CHAT_PREFIX) if session_id.startswith(CHAT_PREFIX) else None
+
+
 #: the ids a session gives the messages a client sent without one: `ctx:msg:<seq>`
 OWN_ID = "ctx:msg:"
 

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 from ctxlayer import protocol
 from ctxlayer.core.errors import ContextError, require_tokens
 from ctxlayer.state.caller import Caller
+from ctxlayer.state.session_service import chat_of
 
 
 async def given(caller: Caller, p: protocol.InspectParams) -> Any:
@@ -37,7 +38,7 @@ async def given(caller: Caller, p: protocol.InspectParams) -> Any:
 def _not_in_memory(session_id: str, info: protocol.ConversationInfo | None) -> str:
     """What to say of a chat the state folder keeps that is not in memory: why there is no
     page, when it comes back, and what can be read of its last turn meanwhile."""
-    cid = session_id.removeprefix("chat-")
+    cid = chat_of(session_id) or session_id
     last = "" if info is None else (
         f" Its last turn: {info.tokens:,} / {info.budget:,} tokens, {info.dropped} messages "
         f"left out, est. cache {info.cache_reuse_tokens:,}.")
