@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import itertools
 import json
 import os
 import shutil
@@ -137,6 +138,22 @@ class RawDaemon:
             except (TimeoutError, ConnectionError):
                 self.proc.kill()
         return await self.proc.wait()
+
+
+#: ids of the requests `ask` and `result` send, unique in a test run
+_asked = itertools.count()
+
+
+async def ask(daemon: RawDaemon, method: str, params: dict) -> dict:
+    """The answer to one request, under an id of its own."""
+    return await daemon.request(f"r{next(_asked)}", method, params)
+
+
+async def result(daemon: RawDaemon, method: str, params: dict) -> dict:
+    """The result of one request, asserted to be one (the answer shown when it is not)."""
+    out = await ask(daemon, method, params)
+    assert "result" in out, out
+    return out["result"]
 
 
 @pytest.fixture

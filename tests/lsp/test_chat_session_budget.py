@@ -17,11 +17,10 @@ import random
 from collections.abc import AsyncIterator
 
 import pytest
-from conftest import WORLD, RawDaemon, hermetic_env, make_repo
+from conftest import WORLD, RawDaemon, hermetic_env, make_repo, result
 
 pytestmark = pytest.mark.e2e
 _worlds = itertools.count()
-_ids = itertools.count()
 FIGURES = ("used", "limit", "percent", "byLayer", "model", "sessionId")
 
 
@@ -38,11 +37,6 @@ def chat(turns: int) -> list[dict]:
                      {"role": "user", "content": f"Q{t} " + words(20)}]
     return messages
 
-
-async def result(daemon: RawDaemon, method: str, params: dict) -> dict:
-    out = await daemon.request(f"r{next(_ids)}", method, params)
-    assert "result" in out, out
-    return out["result"]
 
 
 async def pushed(daemon: RawDaemon, session_id: str) -> dict:

@@ -16,24 +16,16 @@ import itertools
 import sqlite3
 
 import pytest
-from conftest import WORLD, RawDaemon, hermetic_env, make_repo
+from conftest import WORLD, RawDaemon, hermetic_env, make_repo, result
+from conftest import ask as call
 
 pytestmark = pytest.mark.e2e
 _worlds = itertools.count()
-_ids = itertools.count()
 
 MESSAGES = [{"id": f"m{i}", "role": "user" if i % 2 == 0 else "assistant",
              "content": f"MSG{i} " + "lorem ipsum dolor " * 40} for i in range(9)]
 
 
-async def call(daemon: RawDaemon, method: str, params: dict) -> dict:
-    return await daemon.request(f"r{next(_ids)}", method, params)
-
-
-async def result(daemon: RawDaemon, method: str, params: dict) -> dict:
-    out = await call(daemon, method, params)
-    assert "result" in out, out
-    return out["result"]
 
 
 async def test_a_client_cannot_open_a_session_under_a_chats_id(own_daemon):

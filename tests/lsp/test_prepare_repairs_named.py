@@ -9,13 +9,10 @@ The real daemon over stdio."""
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
-from conftest import RawDaemon
+from conftest import ask, result
 
 pytestmark = pytest.mark.e2e
-_ids = itertools.count()
 PATH = "a very long path argument " + "x" * 400
 
 OPENAI = {"model": "gpt-4o", "messages": [
@@ -31,11 +28,6 @@ ANTHROPIC = {"model": "claude-sonnet-4", "max_tokens": 100, "messages": [
         {"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": PATH}}]},
     {"role": "user", "content": "q2"}]}
 
-
-async def result(daemon: RawDaemon, method: str, params: dict) -> dict:
-    out = await daemon.request(f"r{next(_ids)}", method, params)
-    assert "result" in out, out
-    return out["result"]
 
 
 @pytest.mark.parametrize("fmt,request_", [("openai", OPENAI), ("anthropic", ANTHROPIC)])
@@ -66,7 +58,7 @@ async def test_restoring_a_removed_call_is_refused_saying_why(own_daemon, fmt, r
     prepared = await result(own_daemon, "ctx/prepare", {
         "format": fmt, "conversationId": cid, "request": request_})
     [entry] = prepared["dropped"]
-    refused = await own_daemon.request(f"r{next(_ids)}", "ctx/restore", {
+    refused = await ask(own_daemon, "ctx/restore", {
         "conversationId": cid, "messageId": entry["messageId"]})
     error = refused.get("error")
     assert error and error["code"] == -32602, refused

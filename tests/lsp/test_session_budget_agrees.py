@@ -17,18 +17,12 @@ import itertools
 import random
 
 import pytest
-from conftest import WORLD, RawDaemon, hermetic_env, make_repo
+from conftest import WORLD, RawDaemon, hermetic_env, make_repo, result
 
 pytestmark = pytest.mark.e2e
 _worlds = itertools.count()
-_ids = itertools.count()
 FIGURES = ("used", "limit", "percent", "byLayer")
 
-
-async def result(daemon: RawDaemon, method: str, params: dict) -> dict:
-    out = await daemon.request(f"r{next(_ids)}", method, params)
-    assert "result" in out, out
-    return out["result"]
 
 
 def pushed(daemon: RawDaemon, since: int) -> list[dict]:

@@ -11,11 +11,10 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from conftest import WORLD, RawDaemon, hermetic_env, make_repo
+from conftest import WORLD, RawDaemon, ask, hermetic_env, make_repo, result
 
 pytestmark = pytest.mark.e2e
 _worlds = itertools.count()
-_ids = itertools.count()
 
 OLD = {"model": "gpt-4o", "budget": 20000, "mode": "deep"}
 NEW = {"model": "claude-sonnet-4", "budget": 60000, "mode": "short"}
@@ -31,14 +30,6 @@ def world():
     return hermetic_env(base), make_repo(base / "repo")
 
 
-async def ask(daemon: RawDaemon, method: str, params: dict) -> dict:
-    return await daemon.request(f"r{next(_ids)}", method, params)
-
-
-async def result(daemon: RawDaemon, method: str, params: dict) -> dict:
-    out = await ask(daemon, method, params)
-    assert "result" in out, out
-    return out["result"]
 
 
 async def opened_with(daemon: RawDaemon, sid: str, settings: dict) -> dict:

@@ -12,11 +12,10 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from conftest import WORLD, RawDaemon, hermetic_env, make_repo
+from conftest import WORLD, RawDaemon, hermetic_env, make_repo, result
 
 pytestmark = pytest.mark.e2e
 _worlds = itertools.count()
-_ids = itertools.count()
 
 RULES = [{"id": "rule-1", "text": "Never delete user data", "weight": 5},
          {"text": "Always write tests", "weight": 1},
@@ -25,11 +24,6 @@ ITEMS = [{"id": "item-1", "kind": "note", "content": "client note ONE"},
          {"kind": "note", "content": "own note TWO"},
          {"kind": "note", "content": "own note THREE"}]
 
-
-async def result(daemon: RawDaemon, method: str, params: dict) -> dict:
-    out = await daemon.request(f"r{next(_ids)}", method, params)
-    assert "result" in out, out
-    return out["result"]
 
 
 async def zones(daemon: RawDaemon) -> tuple[str, str]:

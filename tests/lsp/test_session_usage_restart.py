@@ -11,21 +11,12 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from conftest import WORLD, RawDaemon, hermetic_env, make_repo
+from conftest import WORLD, RawDaemon, ask, hermetic_env, make_repo, result
 
 pytestmark = pytest.mark.e2e
 _worlds = itertools.count()
-_ids = itertools.count()
 
 
-async def ask(daemon: RawDaemon, method: str, params: dict) -> dict:
-    return await daemon.request(f"r{next(_ids)}", method, params)
-
-
-async def result(daemon: RawDaemon, method: str, params: dict) -> dict:
-    out = await ask(daemon, method, params)
-    assert "result" in out, out
-    return out["result"]
 
 
 async def test_a_report_after_a_restart_without_an_estimate_is_an_error_naming_it():

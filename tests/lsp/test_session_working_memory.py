@@ -7,11 +7,10 @@ import itertools
 import json
 
 import pytest
-from conftest import WORLD, RawDaemon, hermetic_env, make_repo
+from conftest import WORLD, RawDaemon, hermetic_env, make_repo, result
 
 pytestmark = pytest.mark.e2e
 _worlds = itertools.count()
-_ids = itertools.count()
 
 #: facts a compressed item must keep whole, and the prose around them that may go
 SCHEMA = ("Keep the database schema in migrations/0007_add_index.sql unchanged; it has the "
@@ -33,11 +32,6 @@ async def started() -> tuple[RawDaemon, object]:
     await daemon.initialize(root)
     return daemon, root
 
-
-async def result(daemon: RawDaemon, method: str, params: dict) -> dict:
-    out = await daemon.request(f"r{next(_ids)}", method, params)
-    assert "result" in out, out
-    return out["result"]
 
 
 async def working_zone(daemon: RawDaemon, sid: str) -> str:
