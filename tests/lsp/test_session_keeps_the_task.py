@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import RawDaemon
+from conftest import RawDaemon, result
 
 pytestmark = pytest.mark.e2e
 
@@ -64,3 +64,26 @@ async def test_a_long_task_at_a_small_budget_keeps_its_head(own_daemon):
     summaries = await _run(own_daemon, "l", task, 1500)
     assert summaries, "never compacted: the test would show nothing"
     assert "Asked:\n- " + task[:40] in summaries[-1], summaries[-1][:600]
+
+
+@pytest.mark.parametrize("asks", [
+    ["Fix issue #1", "Fix issue #3", "Fix issue #5", "Fix issue #12"],
+    ["q1", "q2", "q19"],
+    ["continue billing 1", "continue billing 2", "continue billing 16"],
+])
+async def test_an_ask_the_latest_request_only_extends_stays_listed(own_daemon, asks):
+    """The latest request is shown verbatim, and an ask it repeats is not listed again; but
+    "Fix issue #12" does not repeat "Fix issue #1" (a substring test left #1 out of the
+    asks, and the summary named no request for issue #1 at all)."""
+    await result(own_daemon, "ctx/session/open", {"sessionId": "s", "budget": 20000})
+    for i, ask in enumerate(asks):
+        await result(own_daemon, "ctx/session/append", {"sessionId": "s", "messages": [
+            {"role": "user", "content": ask, "id": f"u{i}"},
+            {"role": "assistant", "content": "Done with that one.", "id": f"a{i}"}]})
+    got = await result(own_daemon, "ctx/session/compact", {"sessionId": "s", "keepRecent": 0})
+    summary = got["summary"]["content"]
+    assert "(verbatim):\n" + asks[-1] + "\n" in summary, summary
+    listed = summary.split("Asked:\n")[1].split("\n")
+    for ask in asks[:-1]:
+        assert "- " + ask in listed, summary
+    assert "- " + asks[-1] not in listed, summary  # shown once, as the latest request

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ctxlayer.core.compress.ledger import CUT_HEAD
+from ctxlayer.core.compress.ledger import CUT_HEAD, holds
 from ctxlayer.core.compress.tool_output import OMITTED
 from ctxlayer.core.text import normalized_hash
 from ctxlayer.protocol import Message
@@ -198,10 +198,23 @@ def _asks(messages: list[Message]) -> list[str]:
     return out
 
 
+def repeats(text: str, ask: str) -> bool:
+    """Whether ``text`` (flattened) says ``ask`` again, whole: not as the start or the end of a
+    longer word or number ("Fix issue #12" does not repeat "Fix issue #1", nor "q19" "q1": a
+    substring test left those asks out). An ask cut to its head ("…") needs its head only."""
+    head = ask.removesuffix("…")
+    if head != ask:
+        at = text.find(head)
+        while at > 0 and (text[at - 1].isalnum() or text[at - 1] == "_"):
+            at = text.find(head, at + 1)
+        return at >= 0
+    return holds(text, ask) >= 0
+
+
 def without_asks_in(summary: str, text: str) -> str:
-    """``summary`` without the asks ``text`` holds already (a session's summary shows its
-    latest request verbatim beside them: at its first compaction that request is its only
-    ask, said twice)."""
+    """``summary`` without the asks ``text`` repeats (a session's summary shows its latest
+    request verbatim beside them: at its first compaction that request is its only ask, said
+    twice)."""
     if "Asked:\n" not in summary or not text:
         return summary
     flat = " ".join(text.split())
@@ -210,7 +223,7 @@ def without_asks_in(summary: str, text: str) -> str:
         if line == "Asked:":
             asking = True
         elif asking and line.startswith("- "):
-            if line[2:].removesuffix("…") in flat:
+            if line[2:] and repeats(flat, line[2:]):
                 continue
         else:
             asking = False
