@@ -27,6 +27,11 @@ ORDERS = [
     "Keep the function signatures as they are.",
     "- Avoid interactive tools like vi or nano.",
     "必须使用 Python 3.9",
+    # an order after a semicolon or a comma, the task before it
+    "Migrate the billing service to Postgres; never drop the invoices table.",
+    "Refactor the parser, do not touch the public API.",
+    "Update the docs, and never commit to main.",
+    "I migrated the schema; don't change the invoices table.",
 ]
 NOT_ORDERS = [
     "I don't understand why test_3 fails",
@@ -43,6 +48,14 @@ NOT_ORDERS = [
     "This only happens on Windows.",
     "我不要这个",
     "Should we keep it?",
+    # what the user says of themselves or of the past, after a comma: prose
+    "I never said that.",
+    "It fails, never mind.",
+    "I tried it, don't know why it fails.",
+    "It ran once, never worked again.",
+    "Yes, never seen that before.",
+    "Ok, don't worry about it.",
+    "Why, never drop it?",
 ]
 
 

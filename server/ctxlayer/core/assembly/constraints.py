@@ -6,8 +6,9 @@ Two sources, both from user messages only:
 - the user's imperatives, sentence by sentence, detected precisely: an order that starts with
   "never", "always", "do not", "only", "make sure", "target", "stick to"..., or a sentence whose
   subject is told what it "must" / "must not" / "shall" do, or that is "not allowed",
-  "forbidden", "required". Questions are not orders, and neither is what the user says of
-  themselves ("I don't understand why test_3 fails").
+  "forbidden", "required", or a clause after a semicolon or a comma that opens with "never",
+  "do not", "must not" ("...; never drop the invoices table"). Questions are not orders, and
+  neither is what the user says of themselves ("I don't understand why test_3 fails").
 
 Constraints are kept verbatim in every summary up to a share of the history budget; the rest are
 demoted to the facts ledger (and audited), so many constraints can never make a session
@@ -40,6 +41,17 @@ _MODAL = re.compile(
     r"\b(?:must(?:\s+not|\s+never)?|mustn't|shall(?:\s+not)?|shan't|should\s+never|"
     r"(?:is|are)\s+(?:not\s+allowed|forbidden|required|prohibited|mandatory)|"
     r"not\s+allowed\s+to|under\s+no\s+circumstances|at\s+all\s+times)\b",
+    re.IGNORECASE,
+)
+#: an order opening a clause after a semicolon or a comma ("Migrate to Postgres; never drop the
+#: invoices table.", "Refactor it, do not touch the API"): only the words that are orders
+#: wherever they stand, before a present verb. Not "never mind", "don't know", "never worked"
+#: (what the user says of themselves, a past): prose, not an order
+_CLAUSE_ORDER = re.compile(
+    r"[;,]\s*(?:(?:and|but|so|please|also|just)\s+)*(?:never|do\s+not|don't|dont|must\s+not|"
+    r"under\s+no\s+circumstances)\s+(?!(?:mind|know|knew|think|thought|understand|see|seen|"
+    r"remember|care|worry|been|was|were|had|did|got|get|seem|seems|really|even|tried)\b)"
+    r"(?![a-z]*[^e\W]ed\b)[a-z]",
     re.IGNORECASE,
 )
 # what the user says about themselves or asks
@@ -88,6 +100,8 @@ def is_order(sentence: str) -> bool:
     if _ZH_ORDER.search(s):
         return not _ZH_SELF.match(s)
     if _WANT.match(s):
+        return True
+    if _CLAUSE_ORDER.search(s):  # an order after what the user says of themselves, too
         return True
     if _FIRST_PERSON.match(s):
         return False
