@@ -87,3 +87,49 @@ async def test_an_ask_the_latest_request_only_extends_stays_listed(own_daemon, a
     for ask in asks[:-1]:
         assert "- " + ask in listed, summary
     assert "- " + asks[-1] not in listed, summary  # shown once, as the latest request
+
+
+MIGRATION = {
+    "order after a semicolon": "Migrate the billing service from MySQL to Postgres; never drop "
+                               "the invoices table. Run `make migrate-check` after each step.",
+    "order of its own": "Migrate the billing service from MySQL to Postgres. Never drop the "
+                        "invoices table. Run `make migrate-check` after each step.",
+}
+
+
+def agent_turn(t: int) -> list[dict]:
+    """A read, its output, a reply naming a file's line, and the user's "go on"."""
+    return [
+        {"role": "assistant", "content": f"Step {t}: reading file", "id": f"a{t}", "toolCalls": [
+            {"id": f"c{t}", "name": "read",
+             "arguments": json.dumps({"path": f"billing/models_{t}.py"})}]},
+        {"role": "tool", "toolCallId": f"c{t}", "id": f"t{t}",
+         "content": f"billing/models_{t}.py:{t + 10}: class Invoice{t}(Model): ...\n" * 20},
+        {"role": "assistant", "id": f"b{t}",
+         "content": f"Changed billing/models_{t}.py line {t + 10}; error E{1000 + t} fixed."},
+        {"role": "user", "id": f"u{t}",
+         "content": f"ok continue with module {t + 1}, check tests/test_models_{t}.py too"}]
+
+
+@pytest.mark.parametrize("task", MIGRATION.values(), ids=MIGRATION.keys())
+async def test_the_task_and_its_order_outlast_many_compactions(own_daemon, task):
+    """The task, then 24 agent turns each followed by an assembly at a budget of 1500: from
+    turn 15 on, every summary had lost the task (its ask was cut with decided/open while the
+    ledger kept "line 24, line 23, ..."), and "...; never drop the invoices table", an order
+    after a semicolon, was never a hard constraint, so it went with the task."""
+    await result(own_daemon, "ctx/session/open",
+                 {"sessionId": "m", "model": "claude-sonnet-4", "budget": 1500})
+    await result(own_daemon, "ctx/session/append", {"sessionId": "m", "messages": [
+        {"role": "user", "content": task, "id": "task"}]})
+    summaries = []
+    for t in range(24):
+        await result(own_daemon, "ctx/session/append",
+                     {"sessionId": "m", "messages": agent_turn(t)})
+        got = await result(own_daemon, "ctx/assemble", {"sessionId": "m"})
+        assert got["tokens"]["total"] <= 1500
+        sent = "\n".join(m["content"] for m in got["messages"])
+        assert task[:60] in sent, (t, sent[:800])
+        summaries += [m["content"] for m in got["messages"] if m.get("kind") == "summary"]
+    assert len(summaries) > 10, "compacted too seldom: the test would show nothing"
+    orders = summaries[-1].split("Hard constraints (the user's, verbatim):\n")[-1]
+    assert "ever drop the invoices table." in orders.split("\n\n")[0], summaries[-1][:800]

@@ -58,11 +58,14 @@ from ctxlayer.core.assembly.history import History
 from ctxlayer.core.assembly.policy import CompactionPolicy
 from ctxlayer.core.assembly.stages import run_cheap_stages
 from ctxlayer.core.assembly.summary import (
+    ASK_CHARS,
     off_topic,
     offline_summary,
     own_words,
     refusal,
     render_summary,
+    split_task,
+    with_task,
     without_asks_in,
 )
 from ctxlayer.core.compress.facts import Facts, extract_facts
@@ -93,13 +96,15 @@ class Sizes(msgspec.Struct, frozen=True):
     request_chars: int
     action_chars: int
     ledger_chars: int
+    task_chars: int = ASK_CHARS
 
     @property
     def reserve(self) -> int:
         """Tokens the summary message may take at most (a conservative estimate)."""
         cpt = 3
         return (self.constraint_tokens + (self.summary_chars + self.request_chars
-                                          + self.action_chars + self.ledger_chars) // cpt + 40)
+                                          + self.action_chars + self.ledger_chars
+                                          + self.task_chars) // cpt + 40)
 
 
 def sizes(policy: CompactionPolicy, share: int) -> Sizes:
@@ -137,10 +142,19 @@ def _render(state: Compaction, sz: Sizes, counter: Tokenizer, **sized: int) -> t
     """The summary text for these sizes (``sized`` overrides fields of ``sz``), and the
     constraints it demoted to the ledger."""
     size = {name: sized.get(name, getattr(sz, name)) for name in PARTS}
+    task, _ = split_task(state.summary)
     summary = without_asks_in(state.summary, state.request)  # shown verbatim below it
+    if task and split_task(summary)[0] == task:  # not the request shown verbatim
+        summary = split_task(summary)[1]
+    else:
+        task = ""
     cut = size["summary_chars"]
     if cut < len(summary):
         summary = summary[:cut].rstrip() + ("…" if cut else "")
+    if len(task) > size["task_chars"]:
+        task = task[:max(0, size["task_chars"] - 1)].rstrip()
+        task = task and task + "…"
+    summary = with_task(task, summary)
     kept, demoted = hc.split(state.constraints, state.marked, size["constraint_tokens"], counter)
     actions = act.render_actions(state.actions, size["action_chars"])
     request = _cut_middle(state.request.strip(), size["request_chars"])
@@ -152,10 +166,14 @@ def _render(state: Compaction, sz: Sizes, counter: Tokenizer, **sized: int) -> t
 
 #: the summary's parts, most important first: when the summary must shrink, the last gives way
 #: first (decided/open/details, then the request down to REQUEST_FLOOR, the action log, the
-#: ledger, and last the hard constraints; the request is never cut out). The ledger ranks high
-#: because it is the densest in exact values: measured on real agent transcripts
-#: (bench/realchats) it keeps the most of what the rest needs.
-PARTS = ("constraint_tokens", "ledger_chars", "action_chars", "request_chars", "summary_chars")
+#: ledger, the hard constraints, and last the user's first ask; the request is never cut out).
+#: The ledger ranks high because it is the densest in exact values: measured on real agent
+#: transcripts (bench/realchats) it keeps the most of what the rest needs. The first ask (an
+#: agent's task, at most ASK_CHARS) ranks above all: cut with decided/open, it was the first
+#: thing a long session's summary lost (turn 35 of 40 at a budget of 3000), its ledger keeping
+#: "line 44, line 43, ...".
+PARTS = ("task_chars", "constraint_tokens", "ledger_chars", "action_chars", "request_chars",
+         "summary_chars")
 #: characters of the newest user message a shrinking summary keeps at least (head and tail)
 REQUEST_FLOOR = 240
 

@@ -233,6 +233,31 @@ def without_asks_in(summary: str, text: str) -> str:
     return "\n".join(out)
 
 
+_TASK_AT = "Asked:\n- "
+
+
+def split_task(summary: str) -> tuple[str, str]:
+    """(the first ask of ``summary``'s Asked part, ``summary`` without it): an agent's task,
+    which a summary sizes apart from the rest (cut with the rest, it was the first thing a
+    shrinking summary lost, the ledger's line numbers kept). ("", summary) when none."""
+    if not summary.startswith(_TASK_AT):
+        return "", summary
+    end = summary.find("\n", len(_TASK_AT))
+    if end < 0:
+        return summary[len(_TASK_AT):], ""
+    rest = summary[end + 1:]
+    return summary[len(_TASK_AT):end], ("Asked:\n" + rest if rest.startswith("- ") else rest)
+
+
+def with_task(task: str, rest: str) -> str:
+    """``rest`` (a summary, maybe cut) with ``task`` as the first ask of its Asked part."""
+    if not task:
+        return rest
+    if rest.startswith("Asked:\n"):
+        rest = rest[len("Asked:\n"):]
+    return _TASK_AT + task + ("\n" + rest if rest else "")
+
+
 def _first_and_newest(items: list[str], max_chars: int) -> list[str]:
     """The first of ``items`` (an agent's task), its head when it alone is over
     ``max_chars`` (whole, a long task left the part empty at a small budget), and the newest
