@@ -525,6 +525,10 @@ class ConversationsResult(Wire):
     #: the conversations the state folder keeps beyond those listed (the most recent first,
     #: 64 at most): chains an edit left behind among them when that many are kept
     not_listed: int = 0
+    #: the state folder could not be read (a lock held past its timeout, a damaged file): only
+    #: the live conversations are listed, the kept ones are not. With none live, the answer
+    #: is the store's error (-32005) instead: an empty list would say there are none
+    warning: str | None = None
 
 
 class WhyParams(Wire):

@@ -69,6 +69,6 @@ def test_ten_chats_of_one_family_come_back_each_in_its_own(
         assert afresh == ([] if order == "newest first" else ["C1"]), (after, before)
         said = [r.getMessage() for r in caplog.records if "starts afresh" in r.getMessage()]
         assert [after[n] in " ".join(said) for n in afresh] == [True] * len(afresh), said
-        kept, _ = stack.thread.call(stack.state.conversations.listed(
+        kept, _, _ = stack.thread.call(stack.state.conversations.listed(
             stack.gateway.caller.workspace))
         assert {before[n] for n in afresh} <= {c.conversation_id for c in kept}

@@ -415,6 +415,7 @@ export interface PrepareResult {
 export interface ConversationsResult {
   conversations: ConversationInfo[];
   notListed?: number;
+  warning?: string | null;
 }
 export interface ConversationInfo {
   conversationId: string;

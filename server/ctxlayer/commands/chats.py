@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import sys
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -214,11 +215,11 @@ def run(args: argparse.Namespace) -> int:
     data = fetch(f"{base}/ctxlayer/conversations", bearer)
     if args.json:
         print(json.dumps(data, indent=2))
-        return 0
+        return _warned(data)
     rows = data.get("conversations", [])
     if not rows:
         print("no live conversations yet")
-        return 0
+        return _warned(data)
     print(f"{'conversation':<20} {'model':<22} {'source':<8} {'tokens':>15} {'est. cache':>10} "
           f"{'read':>7} {'bill':>5} {'dropped':>7}  updated")
     for c in rows:
@@ -233,4 +234,15 @@ def run(args: argparse.Namespace) -> int:
     if more:
         print(f"and {more} more conversation{'s' if more != 1 else ''} the state folder keeps, "
               f"not listed: the {len(rows)} most recent are")
-    return 0
+    return _warned(data)
+
+
+def _warned(data: dict) -> int:
+    """1 after saying on stderr what the gateway could not list (the state folder failed:
+    only the live conversations are listed), as `ls` lists what it can read; else 0."""
+    warning = data.get("warning")
+    if not warning:
+        return 0
+    print(visible(f"ctxlayer chats: only the live conversations are listed: {warning}"),
+          file=sys.stderr)
+    return 1

@@ -631,27 +631,34 @@ class Conversations:
         return [c.info() for (ws, _), c in reversed(self._live.items())
                 if ws == workspace and not c.left_behind]
 
-    async def listed(self, workspace: str) -> tuple[list[protocol.ConversationInfo], int]:
+    async def listed(self, workspace: str
+                     ) -> tuple[list[protocol.ConversationInfo], int, str | None]:
         """ctx/conversations: this workspace's live conversations (`list`) and those the state
         folder keeps that are not in memory (after a restart, until their chat comes back: as
         listed when their window was last written), the most recent first, MAX_LIVE at most;
-        and how many more there are (they were cut without a word: 70 chats listed as 64).
-        A kept one that is in memory under its id is listed as it is there."""
+        how many more there are (they were cut without a word: 70 chats listed as 64); and
+        what the state folder failed. A kept one that is in memory under its id is listed as
+        it is there. The state folder failing, the live ones are listed with a warning; with
+        none live its error is raised: an empty list said "no live conversations yet" of a
+        chat kept on disk while another process held the database locked."""
         live = self.list(workspace)
         known = {cid for ws, cid in self._live if ws == workspace}
         store = self.state.sessions.store  # opened on the keeping thread, not here
         most = self.max_live + len(known)
+        trouble: list[str] = []
         rows = await _or_said(self.state.keep(lambda: store.recent_conversations(
-            workspace, most)), "read the kept conversations", [], [])
-        kept = [info for cid, body in rows if cid not in known
+            workspace, most)), "read the kept conversations", trouble, None, raise_if=not live)
+        kept = [info for cid, body in rows or () if cid not in known
                 and (info := persist.listed(body)) is not None]
         both = sorted([*live, *kept], key=lambda c: c.updated_at, reverse=True)
         beyond = 0
-        if len(rows) == most:  # the state folder may keep more than were read
+        if rows is not None and len(rows) == most:  # the state folder may keep more
             read = known | {cid for cid, _ in rows}
             beyond = await _or_said(self.state.keep(lambda: store.count_conversations(
-                workspace, read)), "count the kept conversations", [], 0)
-        return both[:self.max_live], max(0, len(both) - self.max_live) + beyond
+                workspace, read)), "count the kept conversations beyond those listed",
+                trouble, 0)
+        return (both[:self.max_live], max(0, len(both) - self.max_live) + beyond,
+                "; ".join(trouble) or None)
 
     async def kept_why(self, workspace: str, conversation_id: str | None = None,
                        session_id: str | None = None, message_id: str | None = None
@@ -694,9 +701,9 @@ class Conversations:
         if conv is not None:
             return None if conv.state is None else (conv.budget_report(),
                                                     len(conv.state.messages))
-        store = self.state.sessions.store
-        return await _or_said(self.state.keep(kept_figures, store, workspace, session_id),
-                              "read the kept conversation", [], None)
+        # read only (ctx/session/budget): the store's error is said, not read as "no chat"
+        return await self.state.keep(kept_figures, self.state.sessions.store, workspace,
+                                     session_id)
 
     def live_figures(self, workspace: str) -> dict[str, tuple[protocol.Budget, int]]:
         """(its Budget, the messages of its last request) of each live chat of the workspace
@@ -707,9 +714,10 @@ class Conversations:
     async def _kept_window(self, workspace: str, cid: str | None) -> persist.Snapshot | None:
         if cid is None or self._get(workspace, cid) is not None:
             return None
+        # read only: the store's error goes to the caller (ctx/why, ctx/inspect), as "none
+        # kept" it said "no live conversation" of a chat kept on disk
         store = self.state.sessions.store
-        row = await _or_said(self.state.keep(lambda: store.conversation(workspace, cid)),
-                             "read the kept conversation", [], None)
+        row = await self.state.keep(lambda: store.conversation(workspace, cid))
         return persist.decode(row[2]) if row is not None else None
 
     def why(self, workspace: str, conversation_id: str | None = None,
@@ -866,14 +874,18 @@ def _result(conv: Conversation, turn: Turn, encoded: Any, budget: int,
         warning="; ".join(trouble) or None)
 
 
-async def _or_said(work: Awaitable[T], what: str, trouble: list[str], instead: T) -> T:
+async def _or_said(work: Awaitable[T], what: str, trouble: list[str], instead: T,
+                   raise_if: bool = False) -> T:
     """``work``, or ``instead`` when the sessions database fails it (a full disk, a lock held
     past its timeout, a damaged file): a live chat's request is ready without the state folder,
     so the chat goes on, and the result's warning and the log say what was not kept (a full
-    disk answered every turn that cut something with an error)."""
+    disk answered every turn that cut something with an error). ``raise_if``: the error
+    goes on up instead, where ``instead`` would be all the answer says (a listing of none)."""
     try:
         return await work
     except (StoreError, sqlite3.Error) as exc:
+        if raise_if:
+            raise
         said = f"the state folder could not {what}: {describe_store_error(exc)}"
         log.error("live chat: %s", said)
         trouble.append(said)

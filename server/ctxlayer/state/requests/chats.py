@@ -43,8 +43,8 @@ async def live_chats(caller: Caller, p: protocol.Empty) -> dict[str, int]:
 
 async def conversations(caller: Caller, p: protocol.Empty) -> protocol.ConversationsResult:
     # the live ones and, after a restart, those the state folder keeps
-    listed, more = await caller.state.conversations.listed(caller.workspace)
-    return protocol.ConversationsResult(conversations=listed, not_listed=more)
+    listed, more, warning = await caller.state.conversations.listed(caller.workspace)
+    return protocol.ConversationsResult(conversations=listed, not_listed=more, warning=warning)
 
 
 async def live_why(caller: Caller, p: protocol.WhyParams) -> list | None:
