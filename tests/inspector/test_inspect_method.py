@@ -201,3 +201,28 @@ def test_the_page_names_the_model_it_counted_with(tmp_path):
         html = client.request("ctx/inspect", {"messages": chat(3), "budget": 3000})["html"]
     assert header(html).startswith("gpt-4o · "), header(html)
     assert page_data(html)["model"] == "gpt-4o"
+
+
+def test_a_sessions_page_names_and_counts_with_the_sessions_own_model(daemon):
+    """The reported bug: a session opened on claude-sonnet-4-5 (the daemon's model: gpt-4o)
+    measured 2,616 / 184,000 tokens in a window of 200,000, but its page said `model gpt-4o
+    window 184000`, its rows counted by gpt-4o's tokenizer (1,379 tokens beside layers of
+    2,616). Another model asked for a session's page is refused naming `model`: ctx/assemble
+    counts the session with its own."""
+    sid = "inspect-claude"
+    daemon.request("ctx/session/open", {"sessionId": sid, "model": "claude-sonnet-4-5"})
+    budget = daemon.request("ctx/session/append", {"sessionId": sid, "messages": [
+        {"role": "user", "content": "ünïcødé 日本語 " * 200},
+        {"role": "assistant", "content": "ok " * 50}, {"role": "user", "content": "go"}]})
+    for asked in ({}, {"model": "claude-sonnet-4-5"}):
+        data = page_data(daemon.request("ctx/inspect", {"sessionId": sid, **asked})["html"])
+        assert (data["model"], data["window"], data["budget"], data["used"]) == (
+            "claude-sonnet-4-5", budget["window"], budget["limit"], budget["used"]), asked
+        layers = {layer["name"]: layer["tokens"] for layer in data["layers"]}
+        assert layers == budget["byLayer"]
+        rows = sum(m["tokens"] for m in data["messages"])
+        assert rows + data["overhead"] == data["used"], (rows, data["overhead"], data["used"])
+    with pytest.raises(RpcError) as other:
+        daemon.request("ctx/inspect", {"sessionId": sid, "model": "gpt-4o"})
+    assert other.value.code == -32602 and other.value.data["field"] == "model"
+    assert "claude-sonnet-4-5" in other.value.message

@@ -53,18 +53,33 @@ def inspect(caller: Caller, p: protocol.InspectParams,
             segment: protocol.WorkspaceSegment | None) -> Any:
     from ctxlayer.inspector import render_inspector
 
-    model = caller.model(p.model)
     require_tokens(p.budget)
     if isinstance(segment, LiveChat):  # a live chat's page, from what the loop gave
         return protocol.InspectResult(html=render_inspector(_live_chat_data(caller, segment)))
     if p.session_id is not None:
         assert segment is not None
         return protocol.InspectResult(html=render_inspector(
-            _session_data(caller, p, model, segment)))
+            _session_data(caller, p, _session_model(caller, p.session_id, p.model), segment)))
     if p.messages is None:
         raise ContextError("invalid", "give `sessionId` or `messages` to inspect",
                            field="messages")
-    return protocol.InspectResult(html=render_inspector(_conversation_data(caller, p, model)))
+    return protocol.InspectResult(html=render_inspector(
+        _conversation_data(caller, p, caller.model(p.model))))
+
+
+def _session_model(caller: Caller, session_id: str, asked: str | None) -> str:
+    """The model a session's page names, sizes its window by and counts its rows with: the
+    session's own, which its assembly counts with (the page said initialize's, else the
+    tokenizers' default: `gpt-4o window 184000` for a session on claude-sonnet-4-5, its rows
+    1,379 tokens beside layers of 2,616). Another model asked is refused, naming `model`:
+    ctx/assemble would not send the session counted with it."""
+    own = caller.state.sessions.model_of(caller.workspace, session_id)
+    if asked is not None and asked != own:
+        raise ContextError("invalid", f"session {session_id!r} is counted with its own model "
+                           f"{own!r}, as ctx/assemble counts it, not {asked!r}: leave `model` "
+                           "out (ctx/session/configure changes the session's model)",
+                           field="model")
+    return own
 
 
 def _window(caller: Caller, model: str | None, budget: int) -> int:
