@@ -374,7 +374,10 @@ export interface SessionInfo {
 /**
  * ctx/inspect: the page of a session (a preview: it changes nothing) or of `messages` trimmed
  * (one of the two: both is an error naming `messages`). A session's page is what ctx/assemble would send it at `budget` (default: its own), a
- * summary it needs written offline; `messages` are trimmed into `budget` as ctx/trim does.
+ * summary it needs written offline, counted with the session's model (another `model` is an
+ * error naming it); a live chat's session (`chat-<id>`) shows its last request as fitted, and
+ * a `budget` or `model` other than its own is an error naming it; `messages` are trimmed
+ * into `budget` as ctx/trim does.
  */
 export interface InspectParams {
   sessionId?: string | null;

@@ -26,7 +26,7 @@ async def given(caller: Caller, p: protocol.InspectParams) -> Any:
                            field="messages")
     convs = caller.state.conversations
     if convs.has_session(caller.workspace, p.session_id):
-        return _live_chat(caller, p.session_id)
+        return _live_chat(caller, p)
     kept = await convs.kept_window(caller.workspace, p.session_id)
     if kept is not None:
         # its session holds none of its messages: its page would be an empty one
@@ -159,13 +159,26 @@ class LiveChat(NamedTuple):
     session_id: str
 
 
-def _live_chat(caller: Caller, session_id: str) -> LiveChat:
-    """On the loop: the live chat of ``session_id`` (the gateway, ctx/prepare)."""
+def _live_chat(caller: Caller, p: protocol.InspectParams) -> LiveChat:
+    """On the loop: the live chat of ``p.session_id`` (the gateway, ctx/prepare). Its page is
+    its last request as fitted, at its budget, counted for its model: another `budget` or
+    `model` is refused naming it (both were ignored without a word: `budget: 10` showed the
+    page at 199,000). The page's slider shows the next turn at other budgets."""
     state = caller.state
+    session_id = p.session_id
+    assert session_id is not None
     conv = state.conversations.of_session(caller.workspace, session_id)
     if conv.state is None:
         raise ContextError("unknown_session", f"the live chat of session {session_id!r} has "
                            "sent no request this daemon fitted", field="sessionId")
+    own = f"the page of live chat {conv.conversation_id!r} is its last request as fitted"
+    if p.budget is not None and p.budget != conv.budget:
+        raise ContextError("invalid", f"{own}, at its budget of {conv.budget:,} tokens: leave "
+                           "`budget` out (the page's slider shows the next turn at others)",
+                           field="budget")
+    if p.model is not None and p.model != conv.model:
+        raise ContextError("invalid", f"{own}, counted for its model {conv.model!r}, not "
+                           f"{p.model!r}: leave `model` out", field="model")
     return LiveChat(conv.state, state.conversations.why(caller.workspace, None, session_id),
                     conv, session_id)
 
