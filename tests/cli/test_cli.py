@@ -251,7 +251,8 @@ def test_inspect_says_which_flags_belong_to_the_other_output(tmp_path):
 
 def test_a_budget_the_tools_leave_too_little_of_says_the_budget_given(tmp_path):
     """--budget 420 with 414 tokens of tools was refused as "over the budget of 6": the user
-    gave no 6."""
+    gave no 6. `inspect --html --chat` said it so too after `trim` no longer did ("over the
+    budget of 1632" of a --budget 2000 whose tools took 368): both say it alike."""
     body = {"model": "claude-sonnet-4-5", "max_tokens": 1024, "system": "You are terse.",
             "messages": [{"role": "user", "content": "And Rome?"}],
             "tools": [{"name": "get_weather", "description": "Get the weather for a city",
@@ -261,6 +262,15 @@ def test_a_budget_the_tools_leave_too_little_of_says_the_budget_given(tmp_path):
     tools = json.loads(run("count", "--json", stdin=json.dumps(body)).stdout)["tools"]
     p = run("trim", "--budget", str(tools + 3), stdin=json.dumps(body))
     assert p.returncode == 2 and p.stdout == ""
-    assert p.stderr.endswith(f"over the 3 tokens that the budget of {tools + 3} leaves after "
-                             f"the tool definitions ({tools} tokens)\n"), p.stderr
+    said = (f"over the 3 tokens that the budget of {tools + 3} leaves after the tool "
+            f"definitions ({tools} tokens)\n")
+    assert p.stderr.endswith(said), p.stderr
     assert p.stderr.count("\n") == 1
+    (tmp_path / "chat.json").write_text(json.dumps(body))
+    (tmp_path / "ws").mkdir()
+    page = run("inspect", str(tmp_path / "ws"), "--html", "--chat", str(tmp_path / "chat.json"),
+               "--budget", str(tools + 3))
+    assert page.returncode == 2 and page.stdout == ""
+    assert page.stderr.startswith("ctxlayer inspect: ") and page.stderr.endswith(said), \
+        page.stderr
+    assert page.stderr.count("\n") == 1

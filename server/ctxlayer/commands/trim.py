@@ -24,7 +24,7 @@ from ctxlayer.commands.io import (
     positive,
     read_input,
 )
-from ctxlayer.core.errors import ContextError
+from ctxlayer.core.errors import ContextError, said_of_the_budget
 from ctxlayer.core.formats.common import FORMATS
 
 #: where a request body's result carries the audit ({tokens, budget, dropped, truncated}). No
@@ -90,18 +90,6 @@ def budget_and_tools(budget: int | None, reserve_output: int | None, payload: di
         raise UsageError(f"the tool definitions alone need {tools} tokens, over the budget of "
                          f"{budget}")
     return budget, tools
-
-
-def said_of_the_budget(exc: ContextError, budget: int, tools: int) -> ContextError:
-    """The engine's refusal in terms of the budget the user gave: it is fitted into what the
-    tool definitions leave, so it said "over the budget of 63" of a --budget 442 whose tools
-    took 379."""
-    over = f"over the budget of {budget - tools}"
-    if not tools or not str(exc).endswith(over):
-        return exc
-    return ContextError(exc.kind, str(exc).removesuffix(over) + (
-        f"over the {budget - tools} tokens that the budget of {budget} leaves after the tool "
-        f"definitions ({tools} tokens)"), field=exc.field)
 
 
 def run(args) -> int:

@@ -22,6 +22,18 @@ class ContextError(Exception):
         self.field = field
 
 
+def said_of_the_budget(exc: ContextError, budget: int, tools: int) -> ContextError:
+    """The engine's refusal in terms of the budget the user gave: it is fitted into what the
+    tool definitions leave, so it said "over the budget of 63" of a --budget 442 whose tools
+    took 379. `ctxlayer trim` and the inspector's pages say it so."""
+    over = f"over the budget of {budget - tools}"
+    if not tools or not str(exc).endswith(over):
+        return exc
+    return ContextError(exc.kind, str(exc).removesuffix(over) + (
+        f"over the {budget - tools} tokens that the budget of {budget} leaves after the tool "
+        f"definitions ({tools} tokens)"), field=exc.field)
+
+
 #: the most tokens a client may name: the largest integer a JSON number keeps exactly in
 #: every client (JavaScript's), far above any window; a larger one overflowed SQLite's
 #: integers when a session kept it (an internal error)

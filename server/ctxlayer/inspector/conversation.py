@@ -38,8 +38,8 @@ def inspect_conversation(
     memo = Memo()  # the trims at the other budgets shorten the same outputs again
 
     def run(b: int):
-        r = trim(messages, after_tools(b, tools), counter,
-                 options=TrimOptions(strategy="pipeline"), memo=memo)
+        r = after_tools(b, tools, lambda room: trim(
+            messages, room, counter, options=TrimOptions(strategy="pipeline"), memo=memo))
         return r.dropped, r.truncated, r.tokens + tools
 
     dropped, truncated, result_tokens = run(budget)

@@ -10,8 +10,9 @@ read). Pure: no I/O.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
+from typing import TypeVar
 
-from ctxlayer.core.errors import ContextError
+from ctxlayer.core.errors import ContextError, said_of_the_budget
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.prepare import ConversationState, audit_of, prepare_turn
 from ctxlayer.core.prepare.fit import result_index
@@ -24,6 +25,7 @@ STEPS = 20
 
 #: what the engine did at one budget: (dropped, shortened, tokens of its result)
 Outcome = tuple[Sequence[AuditEntry], Sequence[AuditEntry], int]
+T = TypeVar("T")
 
 
 def step_budgets(window: int, budget: int, count: int = STEPS) -> list[int]:
@@ -55,13 +57,19 @@ def split_audit(entries: Sequence[AuditEntry]) -> tuple[list[AuditEntry], list[A
             [e for e in entries if e.action not in ("dropped", "restored")])
 
 
-def after_tools(budget: int, tools: int) -> int:
-    """What a budget leaves the messages once the tool definitions (sent with every request)
-    have theirs; the engine's refusal, in its words, when they fill it alone."""
+def after_tools(budget: int, tools: int, fit: Callable[[int], T]) -> T:
+    """``fit`` of what a budget leaves the messages once the tool definitions (sent with every
+    request) have theirs; the engine's refusal, in its words, when they fill it alone. The
+    engine's own refusal is said of ``budget`` as `ctxlayer trim` says it: `inspect --html
+    --budget 2000` said "over the budget of 1632", a budget the user never gave (its tools
+    took 368)."""
     if tools >= budget:
         raise ContextError("pinned_over_budget", f"the tool definitions alone need "
                            f"{tools} tokens, over the budget of {budget}", field="budget")
-    return budget - tools
+    try:
+        return fit(budget - tools)
+    except ContextError as exc:
+        raise said_of_the_budget(exc, budget, tools) from None
 
 
 def prepare_runner(state: ConversationState, counter: Tokenizer, *, tools: int = 0,
@@ -72,8 +80,8 @@ def prepare_runner(state: ConversationState, counter: Tokenizer, *, tools: int =
     memo = Memo()
 
     def run(b: int) -> Outcome:
-        turn = prepare_turn(state, state.messages, after_tools(b, tools), counter,
-                            restored=restored, memo=memo)
+        turn = after_tools(b, tools, lambda room: prepare_turn(
+            state, state.messages, room, counter, restored=restored, memo=memo))
         dropped, shortened = split_audit(audit_of(turn.state))
         return dropped, shortened, turn.tokens + tools
 
