@@ -155,3 +155,25 @@ async def test_typed_methods_take_a_timeout(repo: Path, world: dict[str, str]):
         assert blocking.count(texts=["hi"], timeout=60).total > 0
         assert blocking.trim(hi, budget=1000, timeout=60).messages == hi
         assert blocking.system_prompt(identity="Test.", timeout=60).tokens > 0
+
+
+async def test_a_request_its_caller_gave_up_is_not_stored(world: dict[str, str]):
+    # cancelled from outside (asyncio.wait_for around the call) while it waited for its
+    # session behind a large append, the small append still ran and was stored (301
+    # messages): the client told the daemon only on its own timeout, so a retry stored it twice
+    big = [{"role": "user", "content": f"line {i} " * 4000, "id": f"b{i}"} for i in range(300)]
+    small = [{"role": "user", "content": "the small one", "id": "small"}]
+    async with await AsyncClient.spawn(env=world, timeout=60) as client:
+        await client.call("ctx/session/open", {"sessionId": "s", "budget": 100_000})
+        slow = asyncio.ensure_future(
+            client.call("ctx/session/append", {"sessionId": "s", "messages": big}))
+        await asyncio.sleep(0.05)
+        with pytest.raises(TimeoutError):  # given up while the large one still runs
+            await asyncio.wait_for(
+                client.call("ctx/session/append", {"sessionId": "s", "messages": small}), 0.3)
+        assert not slow.done()
+        await slow
+        listed = await client.call("ctx/session/list", {})
+        assert [(s.session_id, s.messages) for s in listed.sessions] == [("s", 300)]
+        page = await client.call("ctx/inspect", {"sessionId": "s"})
+        assert "the small one" not in page.html

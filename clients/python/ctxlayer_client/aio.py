@@ -207,13 +207,23 @@ class AsyncClient:
         try:
             result = await asyncio.wait_for(exchange(), limit)
         except TimeoutError:
-            # not awaited: a daemon that stopped reading would hold the cancel as well
-            self._post({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": msg_id}})
+            self._cancel(msg_id)
             raise TimeoutError(f"{method}: no answer within {limit}s") from None
+        except asyncio.CancelledError:
+            # the caller gave up (its own wait_for, a task cancelled): the daemon is told too,
+            # or a request still waiting for its session runs and is stored, and a retry
+            # stores it twice
+            self._cancel(msg_id)
+            raise
         finally:
             self._pending.pop(msg_id, None)
             _settle(future)
         return msgspec.convert(result, result_type) if result_type is not None else result
+
+    def _cancel(self, msg_id: int) -> None:
+        """Tell the daemon a request is given up: one still waiting for its session is
+        dropped. Not awaited: a daemon that stopped reading would hold the cancel as well."""
+        self._post({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": msg_id}})
 
     async def call(self, method: str, params: Any = None, *,
                    timeout: float | None = None) -> Any:
@@ -240,7 +250,8 @@ class AsyncClient:
         if method is None:  # a response
             future = self._pending.get(msg.get("id"))  # type: ignore[arg-type]
             if future is None or future.done():
-                if msg.get("error"):
+                # "canceled" (-32800) is the daemon's answer to a request this client gave up
+                if (err := msg.get("error")) and err.get("code") != -32800:
                     log.warning("daemon error without a pending request: %s", msg["error"])
                 return
             if (err := msg.get("error")) is not None:
