@@ -6,7 +6,12 @@
  * MessageConnection, a vscode-languageclient LanguageClient, or anything with the same
  * `sendRequest` / `onNotification` / `onRequest` shape.
  */
-import { ConnectionError, ErrorCodes as RpcErrorCodes } from "vscode-jsonrpc";
+import {
+  type CancellationToken,
+  CancellationTokenSource,
+  ConnectionError,
+  ErrorCodes as RpcErrorCodes,
+} from "vscode-jsonrpc";
 import type {
   AssembleParams,
   AssembleResult,
@@ -41,7 +46,9 @@ export interface Disposable {
 
 /** The part of a JSON-RPC connection this client needs. */
 export interface RpcConnection {
-  sendRequest(method: string, params: unknown): Promise<unknown>;
+  /** `token` is cancelled when the caller gives the request up (its timeout, its signal):
+   * the connection then tells the daemon (`$/cancelRequest`, as vscode-jsonrpc does). */
+  sendRequest(method: string, params: unknown, token?: CancellationToken): Promise<unknown>;
   onNotification(method: string, handler: (params: any) => void): Disposable;
   onRequest(method: string, handler: (params: any) => unknown): Disposable;
   /** When the connection has it (a vscode-jsonrpc MessageConnection does), a request pending
@@ -55,7 +62,8 @@ export const DEFAULT_TIMEOUT_MS = 30_000;
 /**
  * A daemon error with its JSON-RPC code and, when the daemon named one, the field
  * (`messages[3].role`). The client's own failures have no code and say their kind in `data`:
- * `timeout` (no answer in time) or `connection_closed` (the daemon went away).
+ * `timeout` (no answer in time), `cancelled` (the caller's signal aborted it) or
+ * `connection_closed` (the daemon went away).
  */
 export class CtxlayerError extends Error {
   constructor(
@@ -113,9 +121,20 @@ function connectionClosed(method: string, reason: string): CtxlayerError {
   });
 }
 
+function cancelled(method: string): CtxlayerError {
+  return new CtxlayerError(method, undefined, "cancelled by the caller", { kind: "cancelled" });
+}
+
 export interface ClientOptions {
   /** Milliseconds before a request (and spawnDaemon's initialize) is given up (default 30 s). */
   timeoutMs?: number;
+}
+
+/** Per request: how its caller may give it up before its answer. */
+export interface RequestOptions {
+  /** Aborting it gives the request up: it rejects (kind `cancelled`) and the daemon is told,
+   * so a request still waiting for its session is dropped, not run. */
+  signal?: AbortSignal;
 }
 
 export class CtxlayerClient {
@@ -146,48 +165,52 @@ export class CtxlayerClient {
   request<M extends keyof Requests>(
     method: M,
     params: Requests[M]["params"],
+    options: RequestOptions = {},
   ): Promise<Requests[M]["result"]> {
-    return this.send(method, params) as Promise<Requests[M]["result"]>;
+    return this.send(method, params, options) as Promise<Requests[M]["result"]>;
   }
 
-  segment(): Promise<WorkspaceSegment> {
-    return this.request("ctx/segment", {});
+  segment(options?: RequestOptions): Promise<WorkspaceSegment> {
+    return this.request("ctx/segment", {}, options);
   }
-  systemPrompt(params: SystemPromptParams = {}): Promise<SystemPromptResult> {
-    return this.request("ctx/systemPrompt", params);
+  systemPrompt(
+    params: SystemPromptParams = {},
+    options?: RequestOptions,
+  ): Promise<SystemPromptResult> {
+    return this.request("ctx/systemPrompt", params, options);
   }
-  count(params: CountParams): Promise<CountResult> {
-    return this.request("ctx/count", params);
+  count(params: CountParams, options?: RequestOptions): Promise<CountResult> {
+    return this.request("ctx/count", params, options);
   }
-  trim(params: TrimParams): Promise<TrimResult> {
-    return this.request("ctx/trim", params);
+  trim(params: TrimParams, options?: RequestOptions): Promise<TrimResult> {
+    return this.request("ctx/trim", params, options);
   }
-  assemble(params: AssembleParams): Promise<AssembleResult> {
-    return this.request("ctx/assemble", params);
+  assemble(params: AssembleParams, options?: RequestOptions): Promise<AssembleResult> {
+    return this.request("ctx/assemble", params, options);
   }
-  sessionBudget(sessionId: string): Promise<Budget> {
-    return this.request("ctx/session/budget", { sessionId });
+  sessionBudget(sessionId: string, options?: RequestOptions): Promise<Budget> {
+    return this.request("ctx/session/budget", { sessionId }, options);
   }
   /** The inspector page (self-contained HTML) for a session or a conversation. */
-  inspect(params: InspectParams): Promise<InspectResult> {
-    return this.request("ctx/inspect", params);
+  inspect(params: InspectParams, options?: RequestOptions): Promise<InspectResult> {
+    return this.request("ctx/inspect", params, options);
   }
 
   /** The provider request a chat is about to send, fitted: send the result's `request`. */
-  prepare(params: PrepareParams): Promise<PrepareResult> {
-    return this.request("ctx/prepare", params);
+  prepare(params: PrepareParams, options?: RequestOptions): Promise<PrepareResult> {
+    return this.request("ctx/prepare", params, options);
   }
   /** The live chats: every conversation prepared by ctx/prepare or the gateway. */
-  conversations(): Promise<ConversationsResult> {
-    return this.request("ctx/conversations", {});
+  conversations(options?: RequestOptions): Promise<ConversationsResult> {
+    return this.request("ctx/conversations", {}, options);
   }
   /** Why the last result of a conversation or session left out or shortened what it did. */
-  why(params: WhyParams): Promise<WhyResult> {
-    return this.request("ctx/why", params);
+  why(params: WhyParams, options?: RequestOptions): Promise<WhyResult> {
+    return this.request("ctx/why", params, options);
   }
   /** Bring a message back whole (and pinned) in the conversation's next result. */
-  async restore(params: RestoreParams): Promise<void> {
-    await this.request("ctx/restore", params);
+  async restore(params: RestoreParams, options?: RequestOptions): Promise<void> {
+    await this.request("ctx/restore", params, options);
   }
 
   onNotification<N extends keyof Notifications>(
@@ -210,26 +233,44 @@ export class CtxlayerClient {
     return this.connection.onRequest(method, handler);
   }
 
-  private async send(method: string, params: unknown): Promise<unknown> {
+  private async send(
+    method: string,
+    params: unknown,
+    { signal }: RequestOptions,
+  ): Promise<unknown> {
     if (this.closedBecause !== undefined) throw connectionClosed(method, this.closedBecause);
+    if (signal?.aborted) throw cancelled(method); // nothing sent
+    // cancelled when the caller gives up: without it the daemon was never told, and a request
+    // still waiting for its session ran and was stored (a retry stored it twice)
+    const cancel = new CancellationTokenSource();
     let timer: ReturnType<typeof setTimeout> | undefined;
     let fail: ((reason: string) => void) | undefined;
+    let aborted: (() => void) | undefined;
     // vscode-jsonrpc leaves a request pending for ever when its connection closes
     const givenUp = new Promise<never>((_, reject) => {
+      const giveUp = (error: CtxlayerError) => {
+        cancel.cancel();
+        reject(error);
+      };
       timer = setTimeout(
         () =>
-          reject(
+          giveUp(
             new CtxlayerError(method, undefined, `no answer in ${this.timeoutMs} ms`, {
               kind: "timeout",
             }),
           ),
         this.timeoutMs,
       );
+      aborted = () => giveUp(cancelled(method));
+      signal?.addEventListener("abort", aborted, { once: true });
       fail = (reason) => reject(connectionClosed(method, reason));
       this.pending.add(fail);
     });
     try {
-      return await Promise.race([this.connection.sendRequest(method, params), givenUp]);
+      return await Promise.race([
+        this.connection.sendRequest(method, params, cancel.token),
+        givenUp,
+      ]);
     } catch (err) {
       if (err instanceof CtxlayerError) throw err;
       const e = err as { code?: number; message?: string; data?: unknown };
@@ -244,7 +285,9 @@ export class CtxlayerClient {
       throw new CtxlayerError(method, e.code ?? -1, e.message ?? String(err), e.data);
     } finally {
       clearTimeout(timer);
+      signal?.removeEventListener("abort", aborted!);
       this.pending.delete(fail!);
+      cancel.dispose();
     }
   }
 }

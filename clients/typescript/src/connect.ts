@@ -158,7 +158,11 @@ function answered(
 /** The connection as CtxlayerClient sees it, minus onClose (see spawnDaemon). */
 function withoutOnClose(connection: MessageConnection): RpcConnection {
   return {
-    sendRequest: (method, params) => connection.sendRequest(method, params),
+    // vscode-jsonrpc takes an undefined last argument for a second parameter, not "no token"
+    sendRequest: (method, params, token) =>
+      token
+        ? connection.sendRequest(method, params, token)
+        : connection.sendRequest(method, params),
     onNotification: (method, handler) => connection.onNotification(method, handler),
     onRequest: (method, handler) => connection.onRequest(method, handler),
   };

@@ -213,3 +213,43 @@ describe("daemon errors", () => {
     expect(await d.close()).toBe(0);
   }, 30_000);
 });
+
+describe("a request its caller gives up", () => {
+  it("is cancelled at the daemon, on its timeout or its signal, and not stored", async () => {
+    // given up while waiting for its session behind a large append, a small append still
+    // ran and was stored (301 messages): the daemon was never told
+    const d = await spawnDaemon({ command: daemonCommand, workspace, env, timeoutMs: 60_000 });
+    started.push(d);
+    const quick = new CtxlayerClient(d.connection, { timeoutMs: 300 });
+    await d.client.request("ctx/session/open", { sessionId: "s", budget: 100_000 });
+    const big = Array.from({ length: 300 }, (_, i) => ({
+      role: "user" as const,
+      content: `line ${i} `.repeat(4000),
+      id: `b${i}`,
+    }));
+    const slow = d.client.request("ctx/session/append", { sessionId: "s", messages: big });
+    let slowDone = false;
+    void slow.then(() => (slowDone = true));
+    await new Promise((r) => setTimeout(r, 50));
+    const small = (text: string) => ({
+      sessionId: "s",
+      messages: [{ role: "user" as const, content: text, id: text }],
+    });
+    const timedOut = failure(quick.request("ctx/session/append", small("timed-out-one")));
+    const abort = new AbortController();
+    const aborted = failure(
+      d.client.request("ctx/session/append", small("aborted-one"), { signal: abort.signal }),
+    );
+    setTimeout(() => abort.abort(), 300);
+    expect((await timedOut).error.kind).toBe("timeout");
+    expect((await aborted).error.kind).toBe("cancelled");
+    expect(slowDone).toBe(false); // both were given up while the large one still ran
+    await slow;
+    const listed = await d.client.request("ctx/session/list", {});
+    expect(listed.sessions.map((s) => [s.sessionId, s.messages])).toEqual([["s", 300]]);
+    const page = await d.client.inspect({ sessionId: "s" });
+    expect(page.html).not.toContain("timed-out-one");
+    expect(page.html).not.toContain("aborted-one");
+    expect(await d.close()).toBe(0);
+  }, 60_000);
+});
