@@ -115,6 +115,15 @@ const CONNECTION_FAILED: (number | undefined)[] = [
   RpcErrorCodes.ConnectionInactive,
 ];
 
+/** Whether `err` is the connection's own failure (closed, disposed, a write to a daemon that
+ * died), not an answer of the daemon. */
+export function isConnectionFailure(err: unknown): boolean {
+  return (
+    err instanceof ConnectionError ||
+    CONNECTION_FAILED.includes((err as { code?: number } | undefined)?.code)
+  );
+}
+
 function connectionClosed(method: string, reason: string): CtxlayerError {
   return new CtxlayerError(method, undefined, `connection closed: ${reason}`, {
     kind: "connection_closed",
@@ -277,7 +286,7 @@ export class CtxlayerClient {
       // the connection's own failure (closed, disposed, a write to a daemon that died), not
       // an answer of the daemon: it came as code 1 or -32099, kind "error", in the moment
       // before the connection said it closed
-      if (err instanceof ConnectionError || CONNECTION_FAILED.includes(e.code)) {
+      if (isConnectionFailure(err)) {
         this.pending.delete(fail!); // this one fails here, not through its race, settled
         this.connectionClosed(e.message || "the connection is closed");
         throw connectionClosed(method, this.closedBecause ?? String(e.message));

@@ -4,6 +4,7 @@
  * not own request typing (client.ts).
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
 import { pathToFileURL } from "node:url";
 import {
   createMessageConnection,
@@ -15,6 +16,7 @@ import {
   CtxlayerClient,
   CtxlayerError,
   DEFAULT_TIMEOUT_MS,
+  isConnectionFailure,
   type ClientOptions,
   type RpcConnection,
 } from "./client";
@@ -85,7 +87,8 @@ export async function spawnDaemon(options: SpawnOptions): Promise<SpawnedDaemon>
   });
   let initializeResult: any;
   try {
-    initializeResult = await answered(init, child, options.timeoutMs ?? DEFAULT_TIMEOUT_MS, stderr);
+    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    initializeResult = await answered(init, child, timeoutMs, stderr, [cmd, options.workspace]);
   } catch (err) {
     child.kill("SIGKILL");
     connection.dispose();
@@ -119,14 +122,15 @@ export async function spawnDaemon(options: SpawnOptions): Promise<SpawnedDaemon>
 }
 
 /**
- * The answer to initialize, or why there is none: the process could not start, exited (with
- * its code and last stderr line), or said nothing for `timeoutMs`.
+ * The answer to initialize, or why there is none: the process could not start (its command not
+ * found), exited (with its code and last stderr line), or said nothing for `timeoutMs`.
  */
 function answered(
   init: Promise<unknown>,
   child: ChildProcess,
   timeoutMs: number,
   stderr: StderrTail,
+  [command, cwd]: [string, string],
 ): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const failure = (message: string, kind: string) =>
@@ -135,24 +139,51 @@ function answered(
       () => fail(failure(`no answer in ${timeoutMs} ms`, "timeout")),
       timeoutMs,
     );
+    let lost: ReturnType<typeof setTimeout> | undefined;
     const onClose = (code: number | null, signal: NodeJS.Signals | null) =>
       fail(failure(stderr.exit(code, signal, " before answering initialize"), "connection_closed"));
+    const onError = (err: NodeJS.ErrnoException) =>
+      fail(failure(notStarted(err, command, cwd), "connection_closed"));
     const settle = () => {
       clearTimeout(timer);
-      child.off("error", fail);
+      clearTimeout(lost);
+      child.off("error", onError);
       child.off("close", onClose);
     };
     function fail(err: unknown) {
       settle();
       reject(err);
     }
-    child.on("error", fail);
+    child.on("error", onError);
     child.on("close", onClose);
-    init.then((result) => {
-      settle();
-      resolve(result);
-    }, fail);
+    init.then(
+      (result) => {
+        settle();
+        resolve(result);
+      },
+      (err: { message?: string }) => {
+        if (!isConnectionFailure(err)) return fail(err); // the daemon's own answer
+        // a daemon that exited at once fails the write of initialize (EPIPE, a destroyed
+        // stream) before its 'close' says why: the exit code and stderr come a moment later
+        lost = setTimeout(
+          () => fail(failure(`connection closed: ${err.message}`, "connection_closed")),
+          EXIT_GRACE_MS,
+        );
+      },
+    );
   });
+}
+
+/** How long a failed write waits for the process to say why it is gone. */
+const EXIT_GRACE_MS = 2000;
+
+/** Why the process did not start, in the user's terms (ENOENT: the command is not there). */
+function notStarted(err: NodeJS.ErrnoException, command: string, cwd: string): string {
+  if (err.code !== "ENOENT") return `the daemon could not be started: ${err.message}`;
+  // Node says ENOENT for a missing working directory as well
+  return existsSync(cwd)
+    ? `the daemon command was not found: ${command}`
+    : `the workspace folder does not exist: ${cwd}`;
 }
 
 /** The connection as CtxlayerClient sees it, minus onClose (see spawnDaemon). */

@@ -98,6 +98,38 @@ describe("spawnDaemon", () => {
     expect(error.message).toContain("unrecognized arguments: --no-such-flag");
   }, 20_000);
 
+  it("says why when the daemon exits at once, every time", async () => {
+    // a wrapper whose program is missing exits before initialize is written: 4 runs of 5
+    // rejected with the writer's error (a plain Error, "write EPIPE", code -32099)
+    const gone = ["sh", "-c", "echo 'ctxlayer: command not found' >&2; exit 127"];
+    for (let run = 0; run < 5; run++) {
+      const { error } = await within(10_000, failure(spawnDaemon({ command: gone, workspace })));
+      expect(error).toBeInstanceOf(CtxlayerError);
+      expect(error.kind).toBe("connection_closed");
+      expect(error.message).toBe(
+        "initialize: the daemon exited (code 127) before answering initialize: " +
+          "ctxlayer: command not found",
+      );
+    }
+  }, 60_000);
+
+  it("says the command was not found when it does not exist", async () => {
+    // it rejected with Node's own Error (spawn /no/such/ctxlayer ENOENT)
+    const missing = ["/no/such/ctxlayer", "serve"];
+    const { error } = await within(10_000, failure(spawnDaemon({ command: missing, workspace })));
+    expect(error).toBeInstanceOf(CtxlayerError);
+    expect(error.kind).toBe("connection_closed");
+    expect(error.message).toBe(
+      "initialize: the daemon command was not found: /no/such/ctxlayer",
+    );
+    const nowhere = join(base, "no-such-folder");
+    const lost = await within(
+      10_000,
+      failure(spawnDaemon({ command: ["sh"], workspace: nowhere })),
+    );
+    expect(lost.error.message).toBe(`initialize: the workspace folder does not exist: ${nowhere}`);
+  }, 30_000);
+
   it("rejects after timeoutMs when the daemon stays silent, and stops it", async () => {
     const pidFile = join(base, "silent.pid");
     const silent = [
