@@ -56,6 +56,25 @@ FormatMessages = Annotated[list[Any], msgspec.Meta(extra_json_schema={
                    "(openai, anthropic) or input items (responses)",
 })]
 
+#: a provider request's system prompt kept outside its messages: Anthropic `system` (a string
+#: or text blocks, each passed on with all its fields, cache_control and the like) or Responses
+#: `instructions` (a string); the format's codec checks which it takes, and each block. The
+#: blocks stay as sent at run time (a struct would drop the fields it does not name); list[Any],
+#: for msgspec's own schema of list[dict] would replace the text blocks' one.
+SYSTEM_TEXT_BLOCK = {
+    "title": "SystemTextBlock", "type": "object",
+    "description": "An Anthropic system text block; its other fields (cache_control...) pass "
+                   "through as sent",
+    "properties": {"type": {"const": "text"}, "text": {"type": "string"}},
+    "required": ["type", "text"], "additionalProperties": True,
+}
+#: the schema's definitions that are no struct: they describe what is kept as sent
+SCHEMA_DEFS = {"SystemTextBlock": SYSTEM_TEXT_BLOCK}
+SystemTextBlocks = Annotated[list[Any], msgspec.Meta(
+    extra_json_schema={"items": {"$ref": "#/$defs/SystemTextBlock"}})]
+ProviderSystem = Annotated[str | SystemTextBlocks | None, msgspec.Meta(
+    description="anthropic: the request's system (a string or text blocks); responses: "
+                "its instructions (a string)")]
 
 # --- shared types -------------------------------------------------------------------------
 
@@ -231,8 +250,7 @@ class CountParams(Wire):
     texts: list[str] | None = None
     messages: FormatMessages | None = None
     format: Format = "ctxlayer"
-    #: anthropic: the request's system (a string or text blocks); responses: its instructions
-    system: Any = None
+    system: ProviderSystem = None
 
 
 class CountResult(Wire):
@@ -251,8 +269,7 @@ class TrimParams(Wire):
     docs: list[str] | None = None
     strategy: Strategy | None = None  # None: `[trim] strategy` of the workspace config
     format: Format = "ctxlayer"
-    #: anthropic: the request's system (a string or text blocks); responses: its instructions
-    system: Any = None
+    system: ProviderSystem = None
 
 
 class TrimResult(Wire):
@@ -262,7 +279,7 @@ class TrimResult(Wire):
     dropped: list[AuditEntry]
     truncated: list[AuditEntry]
     percent: float  # tokens of budget, as a status line shows it (editors compute none)
-    system: Any = None  # anthropic: the fitted system; responses: the instructions
+    system: ProviderSystem = None  # anthropic: the fitted system; responses: the instructions
 
 
 # --- sessions -----------------------------------------------------------------------------------
@@ -393,7 +410,7 @@ class AssembleResult(Wire):
     compacted: bool
     mode_suggestion: ModeSuggestion | None = None
     cache_reuse_tokens: int | None = None
-    system: Any = None  # format anthropic: the system blocks (messages hold no system turn)
+    system: ProviderSystem = None  # anthropic: the system blocks (messages hold no system turn)
     #: one line for the user when this assembly summarized, cut or shortened something
     notice: str | None = None
 
@@ -687,5 +704,5 @@ def json_schema() -> dict:
             "unauthorized": ERROR_UNAUTHORIZED,
             "store": ERROR_STORE,
         },
-        "$defs": components,
+        "$defs": {**components, **SCHEMA_DEFS},
     }

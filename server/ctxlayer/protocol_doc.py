@@ -42,6 +42,7 @@ class _Doc:
         self.out: list[str] = []
         self.defined: set[type] = set()
         self.named: list[type] = []  # in the order first named
+        self.named_shapes: dict[str, dict[str, Any]] = {}  # protocol.SCHEMA_DEFS named
 
     def type(self, t: mi.Type) -> str:
         if isinstance(t, mi.StructType):
@@ -69,7 +70,8 @@ class _Doc:
         """A type with a schema of its own (protocol.FormatMessages): the message types its
         items may be, and what it says of them; another type with what its description says."""
         extra: dict[str, Any] = t.extra_json_schema or {}
-        items = (extra.get("items") or {}).get("anyOf")
+        item = extra.get("items") or {}
+        items = item.get("anyOf") or ([item] if "$ref" in item else None)
         if not isinstance(t.type, mi.ListType) or not items:
             # a scalar's description (protocol.AssembledCacheBoundary) says what it counts
             said = extra.get("description")
@@ -78,6 +80,10 @@ class _Doc:
         for item in items:
             name = item.get("$ref", "").removeprefix("#/$defs/")
             cls = getattr(p, name, None) if name else None
+            if name in p.SCHEMA_DEFS:  # a shape only the schema has (protocol.SystemTextBlocks)
+                self.named_shapes.setdefault(name, p.SCHEMA_DEFS[name])
+                kinds.append(name)
+                continue
             kinds.append(self.type(mi.type_info(cls)) if cls is not None else
                          item.get("type", "any"))
         said = f" ({extra['description']})" if extra.get("description") else ""
@@ -103,6 +109,13 @@ class _Doc:
 
     def undefined(self) -> list[type]:
         return [cls for cls in self.named if cls not in self.defined]
+
+
+def _shape(name: str, schema: dict[str, Any]) -> list[str]:
+    """The section of a shape only the schema has (no struct: it is kept as sent)."""
+    rows = [f'- `{k}`: "{v["const"]}"' if "const" in v else f"- `{k}`: {v.get('type', 'any')}"
+            for k, v in schema.get("properties", {}).items()]
+    return [f"**type** `{name}`: {schema.get('description', '')}".rstrip(": "), "", *rows, ""]
 
 
 def render() -> str:
@@ -138,6 +151,8 @@ def render() -> str:
     while missing := doc.undefined():  # a type defined here may name more
         for cls in missing:
             doc.section("type", cls)
+    for name, schema in doc.named_shapes.items():
+        doc.out += _shape(name, schema)
     return "\n".join(doc.out + _errors())
 
 

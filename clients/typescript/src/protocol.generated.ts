@@ -178,9 +178,18 @@ export interface CountParams {
   texts?: string[] | null;
   messages?: (Message | {})[] | null;
   format?: "anthropic" | "ctxlayer" | "openai" | "responses";
-  system?: {
-    [k: string]: unknown | undefined;
-  };
+  /**
+   * anthropic: the request's system (a string or text blocks); responses: its instructions (a string)
+   */
+  system?: string | SystemTextBlock[] | null;
+}
+/**
+ * An Anthropic system text block; its other fields (cache_control...) pass through as sent
+ */
+export interface SystemTextBlock {
+  type: "text";
+  text: string;
+  [k: string]: unknown | undefined;
 }
 export interface CountResult {
   tokens: number[];
@@ -197,9 +206,10 @@ export interface TrimParams {
   docs?: string[] | null;
   strategy?: ("pipeline" | "priority") | null;
   format?: "anthropic" | "ctxlayer" | "openai" | "responses";
-  system?: {
-    [k: string]: unknown | undefined;
-  };
+  /**
+   * anthropic: the request's system (a string or text blocks); responses: its instructions (a string)
+   */
+  system?: string | SystemTextBlock[] | null;
 }
 export interface TrimResult {
   /**
@@ -211,9 +221,10 @@ export interface TrimResult {
   dropped: AuditEntry[];
   truncated: AuditEntry[];
   percent: number;
-  system?: {
-    [k: string]: unknown | undefined;
-  };
+  /**
+   * anthropic: the request's system (a string or text blocks); responses: its instructions (a string)
+   */
+  system?: string | SystemTextBlock[] | null;
 }
 export interface SessionOpenParams {
   sessionId?: string | null;
@@ -310,9 +321,10 @@ export interface AssembleResult {
   compacted: boolean;
   modeSuggestion?: ModeSuggestion | null;
   cacheReuseTokens?: number | null;
-  system?: {
-    [k: string]: unknown | undefined;
-  };
+  /**
+   * anthropic: the request's system (a string or text blocks); responses: its instructions (a string)
+   */
+  system?: string | SystemTextBlock[] | null;
   notice?: string | null;
 }
 export interface AssembleTokens {
