@@ -4,8 +4,10 @@ the blocking twin."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -177,3 +179,21 @@ async def test_a_request_its_caller_gave_up_is_not_stored(world: dict[str, str])
         assert [(s.session_id, s.messages) for s in listed.sessions] == [("s", 300)]
         page = await client.call("ctx/inspect", {"sessionId": "s"})
         assert "the small one" not in page.html
+
+
+def test_the_blocking_client_closes_once_and_says_so_after(world: dict[str, str]):
+    # a second close() raised "Event loop is closed" (and warned of a coroutine never
+    # awaited), so did a `with` block whose body closed the client; a call after close raised
+    # RuntimeError, not ConnectionClosed
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        client = Client.spawn(env=world, timeout=30)
+        assert client.count(texts=["a"]).total > 0
+        assert client.close() == 0
+        assert client.close() == 0  # the same answer, nothing done again
+        with pytest.raises(ConnectionClosed, match="the client is closed"):
+            client.count(texts=["a"])
+        with Client.spawn(env=world, timeout=30) as inner:
+            assert inner.close() == 0
+        gc.collect()  # a coroutine never awaited is reported when it is collected
+    assert [str(w.message) for w in warned if "never awaited" in str(w.message)] == []

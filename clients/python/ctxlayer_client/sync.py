@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Self, TypeVar
 
 from ctxlayer import protocol
-from ctxlayer_client.aio import DEFAULT_TIMEOUT, AsyncClient, seconds
+from ctxlayer_client.aio import DEFAULT_TIMEOUT, AsyncClient, ConnectionClosed, seconds
 
 T = TypeVar("T")
 
@@ -29,13 +29,18 @@ class Client:
         self._thread.start()
         self._client: AsyncClient | None = None
         self.timeout = DEFAULT_TIMEOUT
+        self._stopped = False
+        self._exit_code: int | None = None  # what close() answered, for a second close()
 
     def _run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         try:
             self._refuse_on_loop_thread()
+            if self._stopped:
+                # its loop is closed: "Event loop is closed", and the coroutine never awaited
+                raise ConnectionClosed("the client is closed")
             # the coroutine carries its own request timeout; this one only guards a stuck loop
             guard = seconds(timeout, self.timeout) + 5
-        except (RuntimeError, ValueError):
+        except (RuntimeError, ValueError, ConnectionClosed):
             coro.close()
             raise
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(guard)
@@ -113,13 +118,22 @@ class Client:
         return self._run(self.aio.trim(messages, timeout=timeout, **params), timeout)
 
     def close(self) -> int | None:
+        """shutdown + exit, then the daemon's exit code. Closing again answers the same code
+        (a `with` block whose body closed the client closes it again on its way out)."""
         self._refuse_on_loop_thread()  # before stopping the loop the subscriber runs on
+        if self._stopped:
+            return self._exit_code
         try:
-            return self._run(self.aio.close()) if self._client is not None else None
+            if self._client is not None:
+                self._exit_code = self._run(self.aio.close())
+            return self._exit_code
         finally:
             self._stop()
 
     def _stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
         if not self._loop.is_running():
