@@ -197,3 +197,22 @@ def test_the_blocking_client_closes_once_and_says_so_after(world: dict[str, str]
             assert inner.close() == 0
         gc.collect()  # a coroutine never awaited is reported when it is collected
     assert [str(w.message) for w in warned if "never awaited" in str(w.message)] == []
+
+
+async def test_count_takes_a_provider_format_and_its_system(world: dict[str, str]):
+    # count() had no format nor system (TypeError), though ctx/count takes them as trim does
+    openai = [{"role": "system", "content": "be terse"},
+              {"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+    hi = [{"role": "user", "content": "hi"}]
+    async with await AsyncClient.spawn(env=world, timeout=30) as client:
+        counted = await client.count(messages=openai, format="openai")
+        assert counted == await client.call("ctx/count", {"messages": openai, "format": "openai"})
+        bare = await client.count(messages=hi, format="anthropic")
+        told = await client.count(messages=hi, format="anthropic", system="You are terse.")
+        assert told.total > bare.total and len(told.tokens) == 2
+        with pytest.raises(RpcError) as err:  # a format without a separate system
+            await client.count(messages=openai, format="openai", system="x")
+        assert err.value.data.get("field") == "system"
+    with Client.spawn(env=world, timeout=30) as blocking:
+        assert blocking.count(messages=hi, format="anthropic", system=[
+            {"type": "text", "text": "You are terse."}]).total == told.total

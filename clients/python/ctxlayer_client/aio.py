@@ -354,13 +354,16 @@ class AsyncClient:
                                timeout=timeout)
 
     async def count(self, texts: Sequence[str] | None = None,
-                    messages: Sequence[protocol.Message] | None = None,
-                    model: str | None = None, *,
+                    messages: Sequence[protocol.Message | dict] | None = None,
+                    model: str | None = None, *, format: protocol.Format = "ctxlayer",
+                    system: str | list[dict] | None = None,
                     timeout: float | None = None) -> protocol.CountResult:
+        """Tokens of each text and message; `messages` in `format` (a provider's own, as trim
+        takes them), with that format's `system` (anthropic) or instructions (responses)."""
         return await self.call("ctx/count", protocol.CountParams(
             texts=list(texts) if texts is not None else None,
-            messages=list(messages) if messages is not None else None, model=model),
-            timeout=timeout)
+            messages=list(messages) if messages is not None else None, model=model,
+            format=format, system=system), timeout=timeout)
 
     async def trim(self, messages: Sequence[protocol.Message], *, timeout: float | None = None,
                    **params: Any) -> protocol.TrimResult:

@@ -109,9 +109,12 @@ class Client:
         return self._run(self.aio.system_prompt(timeout=timeout, **params), timeout)
 
     def count(self, texts: Sequence[str] | None = None,
-              messages: Sequence[protocol.Message] | None = None,
-              model: str | None = None, *, timeout: float | None = None) -> protocol.CountResult:
-        return self._run(self.aio.count(texts, messages, model, timeout=timeout), timeout)
+              messages: Sequence[protocol.Message | dict] | None = None,
+              model: str | None = None, *, format: protocol.Format = "ctxlayer",
+              system: str | list[dict] | None = None,
+              timeout: float | None = None) -> protocol.CountResult:
+        return self._run(self.aio.count(texts, messages, model, format=format, system=system,
+                                        timeout=timeout), timeout)
 
     def trim(self, messages: Sequence[protocol.Message], *, timeout: float | None = None,
              **params: Any) -> protocol.TrimResult:
