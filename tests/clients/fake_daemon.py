@@ -4,6 +4,7 @@ tests: what a real daemon does only by bad luck (dying mid-request, wedged) it d
     python fake_daemon.py dies-reading   exits (code 3) on the headers of a message over 100 kB
     python fake_daemon.py stops-reading  never reads again (a wedged daemon)
     python fake_daemon.py never-answers  reads every request and answers none
+    python fake_daemon.py chatty         writes 1 MB to stderr before answering initialize
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ def answer(msg_id: object, result: object) -> None:
 
 def main(mode: str) -> None:
     init = json.loads(sys.stdin.buffer.read(read_headers()))
+    if mode == "chatty":  # far more than a pipe holds: it waits until the client reads it
+        sys.stderr.write("fake daemon: a log line\n" * 40_000)
+        sys.stderr.flush()
     answer(init["id"], {"capabilities": {}, "serverInfo": {"name": "fake"}})
     if mode == "stops-reading":
         time.sleep(3600)

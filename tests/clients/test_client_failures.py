@@ -95,3 +95,26 @@ async def test_a_timeout_that_is_not_seconds_above_zero_is_refused_naming_it(bad
         await client.close(timeout=2)
     with pytest.raises(ValueError, match="timeout"):
         Client.spawn(fake("never-answers"), timeout=bad)
+
+
+async def test_a_daemon_that_exits_before_initialize_says_why():
+    # it said only "the daemon closed the connection": its stderr went to DEVNULL
+    with pytest.raises(ConnectionClosed) as err:
+        await AsyncClient.spawn([sys.executable, "-m", "ctxlayer", "serve", "--no-such-flag"],
+                                timeout=30)
+    assert str(err.value).startswith(
+        "the daemon exited (code 2) before answering initialize: ctxlayer serve: "
+        "unrecognized arguments: --no-such-flag")
+    gone = [sys.executable, "-c", "import sys; sys.exit('ctxlayer: command not found')"]
+    with pytest.raises(ConnectionClosed, match=r"exited \(code 1\) before answering "
+                                               r"initialize: ctxlayer: command not found$"):
+        Client.spawn(gone, timeout=30)
+
+
+async def test_a_daemon_that_logs_much_is_not_held_by_its_stderr():
+    # its stderr is read now (to say why it exited): unread, a full pipe would stop it
+    client = await AsyncClient.spawn(fake("chatty"), timeout=10)
+    try:
+        assert client.server_info == {"name": "fake"}
+    finally:
+        assert await client.close(timeout=5) == 0

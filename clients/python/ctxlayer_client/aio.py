@@ -14,6 +14,7 @@ import contextlib
 import itertools
 import logging
 import os
+import signal
 import sys
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
@@ -93,6 +94,9 @@ class AsyncClient:
         self.server_info: dict[str, Any] = {}
         self.capabilities: dict[str, Any] = {}
         self._pump = asyncio.ensure_future(self._read_loop())
+        # the end of a spawned daemon's stderr, when spawn() reads it, to say why it exited
+        self._stderr_tail = ""
+        self._stderr_read: asyncio.Future[None] | None = None
 
     # -- opening -------------------------------------------------------------------------------
 
@@ -101,22 +105,59 @@ class AsyncClient:
                     options: protocol.InitializationOptions | dict | None = None,
                     timeout: float = DEFAULT_TIMEOUT, env: dict[str, str] | None = None,
                     stderr: Any = None, capabilities: dict | None = None) -> AsyncClient:
-        """Start `cmd` (default: this Python's `ctxlayer serve --stdio`) and initialize it."""
+        """Start `cmd` (default: this Python's `ctxlayer serve --stdio`) and initialize it.
+
+        A daemon that exits before answering initialize raises ConnectionClosed with its exit
+        code and last stderr line (read here unless `stderr` says where it goes)."""
         timeout = seconds(timeout, DEFAULT_TIMEOUT)  # refused before a process is started
         argv = list(cmd or DEFAULT_COMMAND)
         proc = await asyncio.create_subprocess_exec(
             *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=stderr if stderr is not None else asyncio.subprocess.DEVNULL,
+            stderr=stderr if stderr is not None else asyncio.subprocess.PIPE,
             env={**os.environ, **env} if env else None, limit=1 << 20,
         )
         assert proc.stdout is not None and proc.stdin is not None
         client = cls(proc.stdout, proc.stdin, process=proc, timeout=timeout)  # type: ignore[arg-type]
+        if stderr is None and proc.stderr is not None:
+            client._stderr_read = asyncio.ensure_future(client._read_stderr(proc.stderr))
         try:
             await client.initialize(root, options=options, capabilities=capabilities)
+        except ConnectionClosed as exc:
+            why = await client._exit_reason(" before answering initialize")
+            await client.close()
+            if why is None:
+                raise
+            raise ConnectionClosed(why) from exc
         except BaseException:
             await client.close()
             raise
         return client
+
+    async def _read_stderr(self, stream: asyncio.StreamReader) -> None:
+        """Read the daemon's stderr to its end, keeping the last 4 kB: unread, a daemon that
+        logs much would block on a full pipe."""
+        while chunk := await stream.read(1 << 16):
+            self._stderr_tail = (self._stderr_tail + chunk.decode("utf-8", "replace"))[-4096:]
+
+    async def _exit_reason(self, when: str) -> str | None:
+        """'the daemon exited (code 2)<when>: <its last stderr line>', once it has exited
+        (waited for briefly: the connection closes a moment before the process ends)."""
+        if self.process is None:
+            return None
+        try:
+            code = await asyncio.wait_for(self.process.wait(), 2)
+            if self._stderr_read is not None:  # its last words, read to the end
+                await asyncio.wait_for(asyncio.shield(self._stderr_read), 1)
+        except TimeoutError:
+            if self.process.returncode is None:
+                return None
+            code = self.process.returncode
+        how = f"code {code}"
+        if code < 0:  # killed by a signal
+            with contextlib.suppress(ValueError):
+                how = signal.Signals(-code).name
+        lines = self._stderr_tail.strip().splitlines()
+        return f"the daemon exited ({how}){when}" + (f": {lines[-1].strip()}" if lines else "")
 
     @classmethod
     async def connect(cls, host: str, port: int, token: str, root: str | Path | None = None, *,
@@ -395,6 +436,9 @@ class AsyncClient:
                 code = await self.process.wait()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self._pump, timeout)
+        if self._stderr_read is not None:  # a process it started may still hold stderr open
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._stderr_read, min(timeout, 1))
         return code
 
     async def __aenter__(self) -> Self:
