@@ -216,3 +216,19 @@ async def test_count_takes_a_provider_format_and_its_system(world: dict[str, str
     with Client.spawn(env=world, timeout=30) as blocking:
         assert blocking.count(messages=hi, format="anthropic", system=[
             {"type": "text", "text": "You are terse."}]).total == told.total
+
+
+async def test_small_misuses_say_what_they_are(world: dict[str, str]):
+    # an unsubscriber called twice raised ValueError; call() of a method outside the protocol
+    # a bare KeyError; wait_for timing out a TimeoutError with an empty message
+    async with await AsyncClient.spawn(env=world, timeout=30) as client:
+        off = client.on("ctx/budgetChanged", lambda _budget: None)
+        off()
+        off()  # nothing left to do, nothing raised
+        assert client._subscribers["ctx/budgetChanged"] == []
+        with pytest.raises(ValueError, match="shutdownx: not a request of the ctxlayer"):
+            await client.call("shutdownx")
+        with pytest.raises(TimeoutError,
+                           match=r"ctx/budgetChanged: no such notification within 0\.3s"):
+            await client.wait_for("ctx/budgetChanged", timeout=0.3)
+        assert (await client.count(texts=["still here"])).total > 0

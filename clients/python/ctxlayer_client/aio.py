@@ -269,6 +269,9 @@ class AsyncClient:
     async def call(self, method: str, params: Any = None, *,
                    timeout: float | None = None) -> Any:
         """A ctx/* request typed by protocol.REQUESTS: params struct in, result struct out."""
+        if method not in protocol.REQUESTS:  # a bare KeyError said only the name
+            raise ValueError(f"{method}: not a request of the ctxlayer protocol (typed calls "
+                             "take protocol.REQUESTS; request() sends any method)")
         _, result_type = protocol.REQUESTS[method]
         return await self.request(method, params if params is not None else {},
                                   timeout=timeout, result_type=result_type)
@@ -360,7 +363,12 @@ class AsyncClient:
         An `async def` handler runs in a task of its own, so it may send requests.
         """
         self._subscribers.setdefault(method, []).append(handler)
-        return lambda: self._subscribers.get(method, []).remove(handler)
+
+        def unsubscribe() -> None:  # once or again: a second call has nothing left to do
+            with contextlib.suppress(ValueError):
+                self._subscribers.get(method, []).remove(handler)
+
+        return unsubscribe
 
     async def wait_for(self, method: str, predicate: Callable[[Any], bool] | None = None, *,
                        timeout: float | None = None) -> Any:
@@ -371,9 +379,13 @@ class AsyncClient:
             if not future.done() and (predicate is None or predicate(params)):
                 future.set_result(params)
 
+        limit = seconds(timeout, self.timeout)
         off = self.on(method, handler)
         try:
-            return await asyncio.wait_for(future, seconds(timeout, self.timeout))
+            return await asyncio.wait_for(future, limit)
+        except TimeoutError:
+            # it said nothing (an empty message) of what it waited for
+            raise TimeoutError(f"{method}: no such notification within {limit}s") from None
         finally:
             off()
 
