@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
+import signal
 import sys
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -232,3 +235,24 @@ async def test_small_misuses_say_what_they_are(world: dict[str, str]):
                            match=r"ctx/budgetChanged: no such notification within 0\.3s"):
             await client.wait_for("ctx/budgetChanged", timeout=0.3)
         assert (await client.count(texts=["still here"])).total > 0
+
+
+def test_a_blocking_call_interrupted_is_cancelled_at_the_daemon(world: dict[str, str]):
+    # Ctrl-C during a blocking call left its request running: a small append waiting for its
+    # session behind a large one was stored all the same
+    big = [{"role": "user", "content": f"line {i} " * 4000, "id": f"b{i}"} for i in range(300)]
+    small = [{"role": "user", "content": "the small one", "id": "small"}]
+    with Client.spawn(env=world, timeout=60) as client:
+        client.call("ctx/session/open", {"sessionId": "s", "budget": 100_000})
+        slow = threading.Thread(target=client.call, args=(
+            "ctx/session/append", {"sessionId": "s", "messages": big}))
+        slow.start()
+        time.sleep(0.05)
+        # a real SIGINT, as Ctrl-C sends: it interrupts the wait for the answer
+        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+        with pytest.raises(KeyboardInterrupt):
+            client.call("ctx/session/append", {"sessionId": "s", "messages": small})
+        assert slow.is_alive()  # interrupted while the large one still ran
+        slow.join(60)
+        listed = client.call("ctx/session/list", {})
+        assert [(s.session_id, s.messages) for s in listed.sessions] == [("s", 300)]

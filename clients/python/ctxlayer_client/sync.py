@@ -43,7 +43,14 @@ class Client:
         except (RuntimeError, ValueError, ConnectionClosed):
             coro.close()
             raise
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(guard)
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        try:
+            return future.result(guard)
+        except BaseException:
+            # the caller gave up (Ctrl-C, the guard): the request's task is cancelled, which
+            # tells the daemon, or a request still waiting for its session runs and is stored
+            future.cancel()
+            raise
 
     def _refuse_on_loop_thread(self) -> None:
         if threading.current_thread() is self._thread:
