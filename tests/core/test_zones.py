@@ -204,6 +204,26 @@ def test_decay_thresholds_are_configurable():
     assert [e.action for e in events] == ["removed"]
 
 
+def test_a_short_form_that_keeps_nothing_leaves_the_item_whole():
+    items = [new_item("it", "note", "用户希望我们先讨论架构决策。", optional=False)]
+    for _ in range(4):
+        items, events = decay_turn(items, "", lambda text: "", DecayPolicy())
+        assert events == []
+    assert items[0].compressed is None and items[0].shown == "用户希望我们先讨论架构决策。"
+
+
+def test_an_empty_short_form_stored_earlier_is_read_as_the_whole_item():
+    """Earlier builds stored "" as the short form of a note with no space to cut at."""
+    import msgspec
+
+    from ctxlayer.core.zones.working import WorkingItem, render_item
+
+    stored = b'{"id":"zh","kind":"note","content":"\xe5\x85\x88\xe8\xae\xa8\xe8\xae\xba",' \
+             b'"optional":false,"heat":0.24,"compressed":""}'
+    item = msgspec.json.decode(stored, type=WorkingItem)
+    assert item.shown == "先讨论" and render_item(item) == "## [note] (zh)\n先讨论"
+
+
 # --- modes -------------------------------------------------------------------------------------
 
 
@@ -283,6 +303,10 @@ def test_a_cooled_item_keeps_whole_facts_and_drops_the_ones_without_room(text):
     ("keep migrations/0007_add_index.sql as it is", 37, "keep migrations/0007_add_index.sql…"),
     ("short enough", 12, "short enough"),
     ("migrations/0007_add_index.sql", 10, ""),
+    # no space to cut at: between characters, before a run of name characters, never in it
+    ("先讨论架构决策。他们想要小的拉取请求", 8, "先讨论架构决策…"),
+    ("先改src/app.py再提交", 8, "先改…"),
+    ('{"name":"alice","roles":["admin"]}', 14, '{"name":"…'),
 ])
 def test_prose_is_cut_between_words(prose, limit, want):
     from ctxlayer.core.zones.compact import cut_between_words

@@ -100,3 +100,42 @@ async def test_working_notes_cool_once_a_user_turn_not_once_a_tool_step():
             "working item cooled to heat 0.24: compressed"]
     finally:
         await daemon.close()
+
+
+#: notes with no space to cut their prose at, and one sentence said again and again: each was
+#: "compressed" to an empty string (audit `tokensAfter: 0`), a note kept for the task lost
+NO_SPACES = {
+    "zh": "用户希望我们在写代码之前先讨论架构决策。他们想要小的拉取请求，每个都有清晰的描述。" * 5,
+    "json": ('{"user":{"id":42,"name":"alice","roles":["admin","dev"],"prefs":{"theme":"dark",'
+             '"lang":"en"}},"items":[1,2,3,4,5,6,7,8,9,10]}') * 3,
+    "again": "Keep: zebra flamingo quartz " * 20,
+    "word": "x" * 400,
+}
+
+
+async def test_a_note_kept_for_the_task_is_never_compressed_to_nothing():
+    daemon, _ = await started()
+    try:
+        await result(daemon, "ctx/session/open", {"sessionId": "s", "budget": 30000})
+        for item_id, text in NO_SPACES.items():
+            await result(daemon, "ctx/session/addItem", {"sessionId": "s", "item": {
+                "id": item_id, "kind": "note", "content": text, "optional": False}})
+        for turn in range(4):  # four turns that refer to none: each is compressed if it can be
+            await result(daemon, "ctx/session/append", {"sessionId": "s", "messages": [
+                {"role": "user", "content": f"question {turn}"},
+                {"role": "assistant", "content": f"answer {turn}"}]})
+        shown = await working_zone(daemon, "s")
+        bodies = {}  # "## [note, compressed] (zh)\n<what the note shows>", a note by its id
+        for part in shown.split("## [")[1:]:
+            head, body = part.split("\n", 1)
+            bodies[head.rsplit("(", 1)[1].rstrip(")")] = body.strip()
+        assert NO_SPACES["zh"][:30] in bodies["zh"] and len(bodies["zh"]) < len(NO_SPACES["zh"])
+        assert bodies["json"].startswith('{"user":{"id":42,"name":"alice"'), bodies["json"]
+        assert bodies["again"].startswith("Keep: zebra flamingo quartz Keep:"), bodies["again"]
+        assert bodies["word"] == NO_SPACES["word"], "no shorter form keeps any of it: whole"
+        audit = await result(daemon, "ctx/session/audit", {"sessionId": "s"})
+        compressed = {e["messageId"]: e["tokensAfter"] for e in audit["entries"]}
+        assert sorted(compressed) == ["again", "json", "zh"], audit["entries"]
+        assert all(after > 0 for after in compressed.values()), compressed
+    finally:
+        await daemon.close()

@@ -10,7 +10,8 @@ once (the next step sees the item restored) but cools nothing: an agent answerin
 in seven steps must not lose the request's notes before it answers. Below ``compress_below``
 (0.34) an item is shown compressed to about a quarter, structured facts kept; below
 ``remove_below`` (0.1) it is removed, unless it was added with ``optional = False``: such an
-item is compressed but never removed.
+item is compressed but never removed. A short form keeps some of the item's text: one that
+keeps none (or is not shorter) is not taken, and the item stays whole.
 
 The comparisons are strict, as the design states them ("below 0.34"): 0.7**3 = 0.343 is not below
 0.34, so an unreferenced item is compressed after its 4th turn and removed after its 7th
@@ -42,6 +43,12 @@ class WorkingItem(msgspec.Struct, kw_only=True):
     compressed: str | None = None
     seq: int = 0
     keys: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # an empty short form, as earlier builds stored for notes with no space to cut
+        # at, showed the note as nothing: it is read as no short form, and the note is whole
+        if self.compressed is not None and not self.compressed.strip():
+            self.compressed = None
 
     @property
     def shown(self) -> str:
@@ -103,7 +110,8 @@ def decay_turn(
             continue
         if item.heat < policy.compress_below and item.compressed is None:
             short = compress(item.content)
-            if len(short) < len(item.content):
+            # an empty short form is the item lost, not compressed: it stays whole instead
+            if short.strip() and len(short) < len(item.content):
                 item.compressed = short
                 events.append(_event(item, "compressed", item.content, short))
         kept.append(item)
