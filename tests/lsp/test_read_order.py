@@ -58,3 +58,37 @@ async def test_why_and_the_lists_answer_after_what_arrived_before_them(tmp_path)
         assert "<title>ctxlayer · prepare chat c1</title>" in answers["inspect-c1"]["result"]["html"]
     finally:
         assert await daemon.close() == 0
+
+
+def appended(name: str) -> bytes:
+    """An append to session s of one message saying ``name``, under the id ``name``."""
+    return frame(name, "ctx/session/append", {"sessionId": "s", "messages": [
+        {"role": "user", "content": name}]})
+
+
+async def test_a_read_answers_before_what_arrived_after_it(tmp_path):
+    """ctx/session/list and ctx/inspect pipelined between two appends counted the second one
+    in about 4 rounds of 10: a read waited for the requests before it, but the append after
+    it ran beside it. Several rounds, each in one write, as the race needs."""
+    daemon = await RawDaemon.start(env=hermetic_env(tmp_path / "world"))
+    try:
+        await daemon.initialize(make_repo(WORLD / "read-before-later-repo"))
+        await daemon.request("open", "ctx/session/open", {"sessionId": "s", "budget": 200000})
+        seen = []
+        for k in range(12):
+            await daemon.send_raw(b"".join([
+                appended(f"first-{k}"),
+                frame(f"list-{k}", "ctx/session/list", {}),
+                frame(f"inspect-{k}", "ctx/inspect", {"sessionId": "s"}),
+                frame(f"why-{k}", "ctx/why", {"sessionId": "s"}),
+                appended(f"second-{k}"),
+            ]))
+            answers = {i: await daemon.response(f"{i}-{k}", timeout=60)
+                       for i in ("first", "list", "inspect", "why", "second")}
+            assert all("result" in a for a in answers.values()), answers
+            listed = answers["list"]["result"]["sessions"][0]["messages"]
+            html = answers["inspect"]["result"]["html"]
+            seen.append((listed, f"first-{k}" in html, f"second-{k}" in html))
+        assert seen == [(2 * k + 1, True, False) for k in range(12)]
+    finally:
+        assert await daemon.close() == 0

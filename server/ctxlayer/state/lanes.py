@@ -3,8 +3,11 @@
 Owns: `Lanes`, one FIFO per key. A request takes its place in its lane synchronously, when it
 is dispatched (before any await), so arrival order is the order of effects even when the work
 runs on worker threads; requests on other keys never wait for it.
-`earlier()`, taken at dispatch too, waits for every request in a lane then, holding none: a
-read across lanes (ctx/why, the lists) answers after what arrived before it.
+`read()`, entered at dispatch too, is a read across lanes (ctx/why, the lists, ctx/inspect):
+it waits for every request then in the lanes it reads, and a request that arrives in one of
+those lanes after it waits for it, so a read answers the state after the requests before it
+and before the ones after it. It holds no lane: reads run beside each other, and the lanes it
+does not read never wait for it.
 Must not: run work itself (the caller awaits its turn, then runs).
 """
 
@@ -12,40 +15,62 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Hashable
+from collections.abc import AsyncIterator, Callable, Hashable
+
+#: which lanes a read reads, by their keys
+ReadsLane = Callable[[Hashable], bool]
 
 
 class Lanes:
     def __init__(self) -> None:
         self._tails: dict[Hashable, asyncio.Future[None]] = {}
+        #: the reads under way, each with the lanes it reads
+        self._reads: dict[asyncio.Future[None], ReadsLane] = {}
 
     @contextlib.asynccontextmanager
     async def turn(self, key: Hashable) -> AsyncIterator[None]:
-        """Wait for the requests on `key` that arrived earlier, then hold the lane.
+        """Wait for the requests on `key` that arrived earlier, and the reads of it, then hold
+        the lane.
 
         The place is taken when the context is entered; `async with lanes.turn(k)` must be the
         first await of the request for arrival order to hold."""
         loop = asyncio.get_running_loop()
         previous = self._tails.get(key)
+        reads = [read for read, reads_lane in self._reads.items() if reads_lane(key)]
         mine: asyncio.Future[None] = loop.create_future()
         self._tails[key] = mine
         try:
             if previous is not None and not previous.done():
                 await asyncio.shield(previous)
+            await _all_done(reads)
             yield
         finally:
             if previous is not None and not previous.done():
                 # cancelled while waiting: the next request must still wait for the earlier one
                 previous.add_done_callback(lambda _: mine.done() or mine.set_result(None))
             else:
+                # the reads it waited for, a later request waits for by itself: they stay
+                # listed until they are done
                 mine.set_result(None)
             if self._tails.get(key) is mine and mine.done():
                 del self._tails[key]
 
-    def earlier(self) -> Awaitable[None]:
-        """Every request in a lane now (arrived before the caller), to await: the lanes are
-        read here, synchronously, so call it when the request is dispatched."""
-        return _all_done([tail for tail in self._tails.values() if not tail.done()])
+    @contextlib.asynccontextmanager
+    async def read(self, reads_lane: ReadsLane) -> AsyncIterator[None]:
+        """Wait for every request now in a lane the read reads, then hold back the requests
+        that arrive in those lanes until the read is done (a list sent between two appends
+        counted the second one). Enter it when the read is dispatched, as its first await."""
+        loop = asyncio.get_running_loop()
+        earlier = [tail for key, tail in self._tails.items()
+                   if not tail.done() and reads_lane(key)]
+        mine: asyncio.Future[None] = loop.create_future()
+        self._reads[mine] = reads_lane
+        try:
+            await _all_done(earlier)
+            yield
+        finally:
+            del self._reads[mine]
+            mine.set_result(None)
 
 
 async def _all_done(tails: list[asyncio.Future[None]]) -> None:

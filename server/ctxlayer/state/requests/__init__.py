@@ -12,8 +12,10 @@ function and its place (`place.py` says what each means):
   (the workspace segment, `place.segment`; a live conversation's part);
 - `inline`: `(model, characters)` of a small request, run on the loop when its encoding is
   loaded and it is under `state.tokens.INLINE_CHARS` (a thread hop costs more);
-- `after_earlier`: a read across lanes (ctx/why, the lists) answers after every request that
-  arrived before it: ctx/why sent after an assembly answered from before it ("kept whole").
+- `reads`: a read across lanes (ctx/why, the lists, ctx/inspect), and the lanes it reads: it
+  answers after the requests that arrived before it there (ctx/why sent after an assembly
+  answered from before it: "kept whole") and before the ones after it (a list sent between
+  two appends counted the second one); `lanes.py` says how.
 No request function moves work off the loop itself (`tests/test_architecture.py`).
 Faces (lsp/, gateway/) parse the params with the method's struct, then `await call(caller,
 method, params)`, and map errors; they never call each other's handlers.
@@ -28,8 +30,10 @@ from collections.abc import Awaitable, Callable, Hashable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ctxlayer import protocol
+from ctxlayer.state.lanes import ReadsLane
 from ctxlayer.state.requests import assembly, chats, counting, inspect, place, sessions, workspace
 from ctxlayer.state.requests.place import Runs, segment
+from ctxlayer.state.session_service import chat_of
 from ctxlayer.store.db import FolderGone
 
 if TYPE_CHECKING:
@@ -43,8 +47,8 @@ class Request(NamedTuple):
     given: Callable[[Any, Any], Awaitable[Any]] | None = None
     inline: Callable[[Any, Any], tuple[str | None, int]] | None = None
     #: a read of what other requests write (a session's or a chat's last result, the lists):
-    #: it waits for every request that arrived before it, in any lane, holding none
-    after_earlier: bool = False
+    #: which lanes it reads (`Lanes.read`), a function of the caller and the params
+    reads: Callable[[Any, Any], ReadsLane] | None = None
 
 
 def by_session(caller: Caller, p: Any) -> Hashable:
@@ -57,6 +61,24 @@ def by_session_or_chat(caller: Caller, p: Any) -> Hashable:
     if p.session_id is not None and p.conversation_id is None:
         return by_session(caller, p)
     return ("conversation", caller.workspace, p.conversation_id)
+
+
+def workspace_lanes(caller: Caller, p: Any) -> ReadsLane:
+    """The lanes of the caller's workspace, its sessions' and its chats': what a list reads."""
+    workspace = caller.workspace
+    return lambda key: isinstance(key, tuple) and key[1:2] == (workspace,)
+
+
+def named_lanes(caller: Caller, p: Any) -> ReadsLane:
+    """A read of one session of ctx/assemble reads its lane alone; one of a chat (by its
+    conversation or its chat- session) reads the workspace's: a chat's turns run in the lanes
+    of its name or of its family, which the read does not know."""
+    session_id = getattr(p, "session_id", None)
+    if session_id is None or getattr(p, "conversation_id", None) is not None \
+            or chat_of(session_id) is not None:
+        return workspace_lanes(caller, p)
+    lane = by_session(caller, p)
+    return lambda key: key == lane
 
 
 def in_session(fn: Callable[..., Any], *, given: Any = segment) -> Request:
@@ -85,15 +107,15 @@ REQUESTS: dict[str, Request] = {
     "ctx/session/budget": in_session(sessions.budget, given=chats.session_budget),
     "ctx/session/audit": in_session(sessions.audit, given=None),
     "ctx/session/list": Request(sessions.list_sessions, "worker", given=chats.live_chats,
-                                after_earlier=True),
+                                reads=workspace_lanes),
     "ctx/session/close": in_session(sessions.close, given=None),
-    "ctx/inspect": Request(inspect.inspect, "worker", given=inspect.given, after_earlier=True),
+    "ctx/inspect": Request(inspect.inspect, "worker", given=inspect.given, reads=named_lanes),
     # a conversation's turns are ordered by the conversations themselves (state/conversations.py),
     # so the gateway, which calls them directly, gets the same order
     "ctx/prepare": Request(chats.prepare, "loop"),
-    "ctx/conversations": Request(chats.conversations, "loop", after_earlier=True),
+    "ctx/conversations": Request(chats.conversations, "loop", reads=workspace_lanes),
     # a live conversation's part is the loop's (given); a session's is read on its thread
-    "ctx/why": Request(chats.why, "worker", given=chats.live_why, after_earlier=True),
+    "ctx/why": Request(chats.why, "worker", given=chats.live_why, reads=named_lanes),
     "ctx/restore": Request(chats.restore, "lane", lane=by_session_or_chat,
                            given=chats.live_restore),
 }
@@ -121,12 +143,12 @@ async def call(caller: Caller, method: str, params: Any) -> Any:
 
 async def _call(caller: Caller, method: str, params: Any) -> Any:
     request = REQUESTS[method]
-    lane = caller.state.lanes.turn(request.lane(caller, params)) if request.lane else None
-    earlier = caller.state.lanes.earlier() if request.after_earlier else None
+    lanes = caller.state.lanes
+    lane = lanes.turn(request.lane(caller, params)) if request.lane \
+        else lanes.read(request.reads(caller, params)) if request.reads \
+        else contextlib.nullcontext()
     with caller.state.tokenizers.answering():  # no encoding is built for later meanwhile
-        if earlier is not None:
-            await earlier
-        async with lane if lane is not None else contextlib.nullcontext():
+        async with lane:
             if request.runs == "loop":
                 return await request.fn(caller, params)
             args = (caller, params)
