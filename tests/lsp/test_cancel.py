@@ -33,7 +33,7 @@ async def test_a_cancelled_append_answers_what_it_did(tmp_path):
     try:
         await daemon.initialize(make_repo(WORLD / "cancel-repo"))
         opened = await daemon.request("open", "ctx/session/open",
-                                      {"sessionId": "c", "budget": 5_000_000})
+                                      {"sessionId": "c"})
         assert "result" in opened, opened
         batches = range(6)
         # all at once: the later appends wait for their lane when their cancel arrives
@@ -68,7 +68,7 @@ async def test_shutdown_answers_the_requests_that_arrived_before_it(tmp_path):
     daemon = await RawDaemon.start(env=env)
     try:
         await daemon.initialize(root)
-        await daemon.request("open", "ctx/session/open", {"sessionId": "s", "budget": 5_000_000})
+        await daemon.request("open", "ctx/session/open", {"sessionId": "s"})
         await daemon.send_raw(b"".join(
             frame({"jsonrpc": "2.0", "id": f"a{b}", "method": "ctx/session/append",
                    "params": {"sessionId": "s", "messages": batch(b)}}) for b in range(4))

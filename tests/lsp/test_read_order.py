@@ -73,7 +73,7 @@ async def test_a_read_answers_before_what_arrived_after_it(tmp_path):
     daemon = await RawDaemon.start(env=hermetic_env(tmp_path / "world"))
     try:
         await daemon.initialize(make_repo(WORLD / "read-before-later-repo"))
-        await daemon.request("open", "ctx/session/open", {"sessionId": "s", "budget": 200000})
+        await daemon.request("open", "ctx/session/open", {"sessionId": "s"})
         seen = []
         for k in range(12):
             await daemon.send_raw(b"".join([

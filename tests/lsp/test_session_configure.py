@@ -96,6 +96,8 @@ async def test_configure_changes_model_budget_and_mode_and_a_restart_keeps_them(
     ({"budget": "big"}, "budget"),
     ({"model": ""}, "model"),
     ({"model": 4}, "model"),
+    ({"budget": 200_000}, "budget"),  # over gpt-4o's window of 128,000
+    ({"model": "gpt-3.5-turbo"}, "model"),  # its window of 16,385 is under the session's 20,000
 ])
 async def test_bad_params_are_errors_naming_the_field_and_change_nothing(params, field):
     env, root = world()
@@ -206,5 +208,40 @@ async def test_reset_budget_gives_the_session_its_models_default_again():
         assert "resetBudget" in out["error"]["message"], out
         unchanged = await result(daemon, "ctx/session/open", {"sessionId": "ws"})
         assert unchanged["budget"] == other["budget"]
+    finally:
+        assert await daemon.close() == 0
+
+
+async def test_a_budget_over_the_models_window_is_refused_naming_the_field():
+    """A session opened with 60,000 tokens for gpt-3.5-turbo (a window of 16,385) assembled
+    31,920 tokens with no notice; 500,000 kept when configure brought gpt-4o (128,000)."""
+    env, root = world()
+    daemon = await RawDaemon.start(env=env)
+    try:
+        await daemon.initialize(root)
+        out = await ask(daemon, "ctx/session/open", {
+            "sessionId": "small", "model": "gpt-3.5-turbo", "budget": 60000})
+        assert out.get("error", {}).get("code") == -32602, out
+        assert out["error"]["data"]["field"] == "budget"
+        assert "16,385-token context window of gpt-3.5-turbo" in out["error"]["message"], out
+        listed = await result(daemon, "ctx/session/list", {})
+        assert listed["sessions"] == [], "a refused open opens nothing"
+
+        # a model whose window a beta opens to 1M takes a budget over its own 200,000
+        await opened_with(daemon, "s", {"model": "claude-sonnet-4", "budget": 500_000})
+        out = await ask(daemon, "ctx/session/configure", {"sessionId": "s", "model": "gpt-4o"})
+        assert out.get("error", {}).get("code") == -32602, out
+        assert out["error"]["data"]["field"] == "model"
+        assert "budget of 500,000 tokens is over the 128,000-token" in out["error"]["message"]
+        kept = await result(daemon, "ctx/session/open", {"sessionId": "s"})
+        assert (kept["model"], kept["budget"]) == ("claude-sonnet-4", 500_000)
+
+        # with a budget that fits, or the model's default, the model changes
+        moved = await result(daemon, "ctx/session/configure", {
+            "sessionId": "s", "model": "gpt-4o", "resetBudget": True})
+        assert (moved["model"], moved["limit"], moved["window"]) == ("gpt-4o", 111_616, 128_000)
+        moved = await result(daemon, "ctx/session/configure", {
+            "sessionId": "s", "model": "gpt-3.5-turbo", "budget": 16_000})
+        assert (moved["model"], moved["limit"]) == ("gpt-3.5-turbo", 16_000)
     finally:
         assert await daemon.close() == 0

@@ -25,7 +25,7 @@ async def test_pipelined_appends_keep_their_order_across_a_restart(tmp_path):
     try:
         await daemon.initialize(root)
         opened = await daemon.request("open", "ctx/session/open",
-                                      {"sessionId": "order", "budget": 1_000_000})
+                                      {"sessionId": "order"})
         assert "result" in opened, opened
         # one write: the daemon sees them back to back; a user turn, then a reply, alternating
         pipe = b"".join(frame({

@@ -86,6 +86,42 @@ class Caller:
             reserve = min(info.output_allowance, window // 2)
         return window - reserve
 
+    def widest_window(self, model: str | None) -> int | None:
+        """The most a session's budget for ``model`` may be: initialize's window, else the
+        longest the model has (1M where a beta opens it); None for a model the table does not
+        know, whose window is a guess a budget may well be right over."""
+        from ctxlayer.tokenizers import model_info
+        from ctxlayer.tokenizers.long_windows import LONG_WINDOW, has_long_window
+
+        if self.options.context_window:
+            return self.options.context_window
+        info = model_info(model)
+        if info.family == "unknown":
+            return None
+        return LONG_WINDOW if has_long_window(info.name.lower()) else info.context_window
+
+    def require_budget_fits(self, budget: int, model: str | None, *, field: str = "budget",
+                            kept: bool = False) -> None:
+        """Refuse a session's budget over its model's window, naming ``field``: an assembly
+        at it sends a prompt the provider refuses, with no notice (a 60,000-token budget for
+        gpt-3.5-turbo's 16,385). ``kept``: the budget is the session's own, over the window
+        of the model this request (``field``) brings."""
+        from ctxlayer.tokenizers import model_info
+
+        window = self.widest_window(model)
+        if window is None or budget <= window:
+            return
+        default, model = self.default_budget(model), model or model_info(model).name
+        if kept:
+            raise ContextError("invalid", f"the session's budget of {budget:,} tokens is over "
+                               f"the {window:,}-token context window of {model}: give a budget "
+                               f"of at most {window:,} with it, or resetBudget for the model's "
+                               f"default ({default:,})", field=field)
+        raise ContextError("invalid", f"{budget:,} tokens is over the {window:,}-token context "
+                           f"window of {model}: leave it out for the model's default "
+                           f"({default:,}), or set initializationOptions.contextWindow when "
+                           "the model's window is larger", field=field)
+
     def take_options(self, options: protocol.InitializationOptions, problems: list[str]) -> None:
         """The options initialize gave; an output reserve that leaves its model's window no
         room is said once in ``problems`` and left out (its default is used)."""

@@ -515,6 +515,11 @@ class SessionService:
         with self._lock:
             return self._get(workspace, session_id).row.model
 
+    def budget_of(self, workspace: str, session_id: str) -> int:
+        """The session's own budget (what its assemblies fit into)."""
+        with self._lock:
+            return self._fresh(workspace, session_id).row.budget
+
     def set_system(self, workspace: str, session_id: str, system: SystemLayers) -> None:
         """Remember the system layers a session is measured against (segment changes)."""
         with self._lock:

@@ -12,7 +12,7 @@ import logging
 import msgspec
 
 from ctxlayer import protocol
-from ctxlayer.core.errors import ContextError
+from ctxlayer.core.errors import ContextError, require_tokens
 from ctxlayer.core.formats import stored
 from ctxlayer.core.trim import stages
 from ctxlayer.state.caller import Caller
@@ -43,6 +43,9 @@ def open_session(caller: Caller, p: protocol.SessionOpenParams,
         p.model = caller.model()
     if p.budget is None:
         p.budget = caller.default_budget(p.model)
+    else:
+        require_tokens(p.budget)
+        caller.require_budget_fits(p.budget, p.model)
     if p.mode is None:  # initialize's mode is this connection's default
         p.mode = caller.default_mode()  # type: ignore[assignment]
     result = state.sessions.open(caller.workspace, p)
@@ -141,11 +144,12 @@ def configure(caller: Caller, p: protocol.SessionConfigureParams,
     if p.reset_budget and p.budget is not None:
         raise ContextError("invalid", "a budget and resetBudget both: give one (resetBudget "
                            "is the model's default budget)", field="resetBudget")
+    svc, workspace = caller.state.sessions, caller.workspace
+    within_window(caller, p)
     if isinstance(given, protocol.Budget):
-        caller.state.sessions.configure(caller.workspace, p.session_id, p)
+        svc.configure(workspace, p.session_id, p)
         return publish(caller, given)
     segment = given
-    svc, workspace = caller.state.sessions, caller.workspace
     if p.reset_budget:
         # the budget a session opened without one gets (open_session): of its model now
         model = p.model or svc.model_of(workspace, p.session_id)
@@ -156,6 +160,22 @@ def configure(caller: Caller, p: protocol.SessionConfigureParams,
         svc.set_system(workspace, p.session_id, session_layers(caller, p.session_id, segment))
         budget = svc.budget(workspace, p.session_id)
     return publish(caller, budget)
+
+
+def within_window(caller: Caller, p: protocol.SessionConfigureParams) -> None:
+    """Refuse a configure that leaves the session a budget over its model's window: the
+    budget it asks for (named `budget`), else the session's own under the model it asks for
+    (named `model`: 500,000 kept when gpt-4o, of 128,000, came)."""
+    if p.reset_budget or (p.budget is None and p.model is None):
+        return
+    svc, workspace = caller.state.sessions, caller.workspace
+    model = p.model or svc.model_of(workspace, p.session_id)
+    if p.budget is not None:
+        require_tokens(p.budget)
+        caller.require_budget_fits(p.budget, model)
+    else:
+        caller.require_budget_fits(svc.budget_of(workspace, p.session_id), model,
+                                   field="model", kept=True)
 
 
 def budget(caller: Caller, p: protocol.SessionRef,
