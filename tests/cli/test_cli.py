@@ -150,6 +150,23 @@ def test_prompt_reads_the_users_settings_as_the_daemon_does(tmp_path):
     assert "The deploy script lives in ops/." in content
 
 
+def test_prompt_reads_the_agent_files_on_the_way_through_a_symlinked_folder(tmp_path):
+    """`ctxlayer prompt ~/work/proj`, ~/work a symlink to another disk: the folder was resolved
+    to the other disk, not below home, and ~/work/AGENTS.md was missing from the prompt."""
+    home, disk = tmp_path / "home", tmp_path / "otherdisk" / "work"
+    (disk / "proj").mkdir(parents=True)
+    home.mkdir()
+    os.symlink(disk, home / "work")
+    (home / "work" / "AGENTS.md").write_text("Deploy only on Fridays.\n")
+    subprocess.run(["git", "init", "-q", str(disk / "proj")], check=True)
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config"), "HOME": str(home)}
+    p = subprocess.run([*CLI, "prompt", "--json", "work/proj"], capture_output=True, text=True,
+                       timeout=120, env=env, cwd=home)
+    assert p.returncode == 0, p.stderr
+    content = "\n".join(m["content"] for m in json.loads(p.stdout)["messages"])
+    assert "## ~/work/AGENTS.md\n\nDeploy only on Fridays." in content
+
+
 def test_trim_takes_the_trim_settings_the_daemon_takes(tmp_path):
     """`[trim]` of ctxlayer.toml (the user's, then the folder's) is what ctx/trim runs with;
     `ctxlayer trim` ran the built-in defaults whatever the user had set."""

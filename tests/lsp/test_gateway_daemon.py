@@ -80,3 +80,27 @@ async def test_the_daemons_gateway_never_logs_a_key_its_parser_refused(tmp_path)
     assert key not in log and "Traceback" not in log
     assert "refused a request the HTTP parser could not read: " in log
     assert key not in json.dumps(daemon.notifications)
+
+
+async def test_the_daemons_gateway_shares_the_workspace_opened_through_a_symlink(tmp_path):
+    """The workspace opened by a name through a symlink (~/work/proj, ~/work on another disk)
+    is one live workspace, the editor's and the gateway's alike: not a second one scanning
+    and watching the same tree because the gateway's caller knew only the resolved root."""
+    root = make_repo(WORLD / f"daemon-gateway-link-{tmp_path.name}" / "proj")
+    link = tmp_path / "work"
+    link.symlink_to(root.parent)
+    log_file = tmp_path / "daemon.log"
+    daemon = await RawDaemon.start("--log-file", str(log_file), "-vv",
+                                   env=hermetic_env(tmp_path / "world"))
+    try:
+        await daemon.request(0, "initialize", {
+            "processId": None, "capabilities": {}, "rootUri": (link / "proj").as_uri(),
+            "initializationOptions": {"config": {"gateway": {
+                "enabled": True, "openai_base_url": "http://127.0.0.1:9/v1"}}}})
+        await daemon.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        assert "result" in await daemon.request(1, "ctx/segment", {})
+    finally:
+        assert await daemon.close() == 0
+    scans = [line for line in log_file.read_text().splitlines()
+             if f"workspace {root}: " in line and " tokens, hash " in line]
+    assert len(scans) == 1, scans

@@ -99,3 +99,55 @@ async def test_a_client_that_ends_during_the_first_scan_leaves_no_error(tmp_path
     assert await daemon.close() == 0
     text = log_file.read_text()
     assert "Traceback" not in text and " ERROR " not in text, text
+
+
+def agent_titles(segment: dict) -> list[str]:
+    """The agent files the agentFiles part holds, by the paths their titles show."""
+    part = next(p for p in segment["parts"] if p["name"] == "agentFiles")
+    return [line[3:] for line in part["text"].splitlines() if line.startswith("## ")]
+
+
+async def test_the_agent_files_on_the_way_through_a_symlinked_folder_are_read_and_followed(
+        tmp_path):
+    """~/work a symlink to another disk, the workspace ~/work/proj: the daemon resolved the
+    folder to the other disk, which is not below home, and passed over ~/work/AGENTS.md
+    without a word (in the segment: the home's file and the workspace's only)."""
+    env = hermetic_env(tmp_path)
+    home = tmp_path / "home"
+    write(home, "AGENTS.md", "HOME RULE\n")
+    disk = tmp_path / "otherdisk" / "work"
+    disk.mkdir(parents=True)
+    os.symlink(disk, home / "work")
+    write(home, "work/AGENTS.md", "WORK RULE V1\n")
+    make_repo(disk / "proj")
+    daemon = await RawDaemon.start(env=env)
+    try:
+        await daemon.initialize(home / "work" / "proj")
+        segment = await until(daemon, "ctx/segment", lambda s: "WORK RULE V1" in s["text"])
+        assert agent_titles(segment) == ["~/AGENTS.md", "~/work/AGENTS.md", "AGENTS.md"]
+        # the watcher sees the file on the way too: no save, no other event
+        write(home, "work/AGENTS.md", "WORK RULE V2\n")
+        segment = await until(daemon, "ctx/segment", lambda s: "WORK RULE V2" in s["text"])
+        assert "WORK RULE V1" not in segment["text"]
+        assert any(n.get("method") == "ctx/segmentChanged" for n in daemon.notifications)
+    finally:
+        await daemon.close()
+
+
+async def test_the_agent_files_below_a_symlinked_home_are_read(tmp_path):
+    """HOME a symlink to the real home folder, the workspace opened by its real path: the
+    workspace was not below home as HOME names it, and ~/team/AGENTS.md was passed over."""
+    env = hermetic_env(tmp_path)
+    real = tmp_path / "realhome"
+    write(real, "AGENTS.md", "HOME RULE\n")
+    write(real, "team/AGENTS.md", "TEAM RULE\n")
+    root = make_repo(real / "team" / "proj")
+    os.symlink(real, tmp_path / "linkhome")
+    env["HOME"] = str(tmp_path / "linkhome")
+    daemon = await RawDaemon.start(env=env)
+    try:
+        await daemon.initialize(root)
+        segment = await until(daemon, "ctx/segment", lambda s: "TEAM RULE" in s["text"])
+        assert agent_titles(segment) == ["~/AGENTS.md", "~/team/AGENTS.md", "AGENTS.md"]
+    finally:
+        await daemon.close()

@@ -6,8 +6,9 @@ import os
 
 from ws_helpers import count, git, make_ws, part, write
 
+from ctxlayer.config import WorkspaceConfig
 from ctxlayer.core.text import content_hash
-from ctxlayer.workspace import PART_ORDER
+from ctxlayer.workspace import PART_ORDER, Workspace
 from ctxlayer.workspace.tree import render_tree
 
 
@@ -296,6 +297,33 @@ def test_agent_files_chain_order_dedup_and_flags(repo, home, tmp_path):
     # agent files are not repeated among the selected files
     seg2 = make_ws(repo, home, files=["*.md"]).scan()
     assert "already included as an agent file" in reasons(seg2, "files")["AGENTS.md"]
+
+
+def test_agent_files_on_the_way_through_a_symlinked_folder_keep_the_workspace_checks(
+        home, tmp_path):
+    """~/work a symlink to another disk and the workspace ~/work/proj, given resolved with the
+    name it was opened by: ~/work/AGENTS.md was passed over. The workspace's own files are
+    still the workspace's: a link in it to a file outside is refused, its name relative."""
+    disk = tmp_path / "otherdisk" / "work"
+    write(disk, "proj/README.md", "# Proj\n")
+    os.symlink(disk, home / "work")
+    write(home, "work/AGENTS.md", "work rule\n")
+    write(tmp_path, "elsewhere.md", "outside rule\n")
+    os.symlink(tmp_path / "elsewhere.md", disk / "proj" / "AGENTS.md")
+    ws = Workspace(disk / "proj", WorkspaceConfig(), count, home=home,
+                   user_config_dir=home / ".config" / "ctxlayer",
+                   opened_as=home / "work" / "proj")
+    seg = ws.scan()
+    text = part(seg, "agentFiles").text
+    assert "## ~/work/AGENTS.md\n\nwork rule" in text and "outside rule" not in text
+    assert "resolves outside the workspace" in reasons(seg, "agentFiles")["AGENTS.md"]
+    # a name that does not lead to the workspace is no way to it: nothing else is read
+    write(home, "other/AGENTS.md", "other rule\n")
+    (home / "other" / "proj").mkdir()
+    ws = Workspace(disk / "proj", WorkspaceConfig(), count, home=home,
+                   user_config_dir=home / ".config" / "ctxlayer",
+                   opened_as=home / "other" / "proj")
+    assert "other rule" not in part(ws.scan(), "agentFiles").text
 
 
 def test_a_broken_or_looping_agent_file_link_is_said(repo, home):

@@ -41,7 +41,8 @@ def build(path: Path, model: str | None, **spec_fields):
     config, problems = load_config(path.resolve(), default_user_config_dir(), None)
     for problem in problems:
         print(f"ctxlayer: config: {problem}", file=sys.stderr)
-    segment = Workspace(path.resolve(), config, counter.count).scan()
+    # the folder as named too: ~/work/AGENTS.md is read for ~/work/proj, ~/work a symlink
+    segment = Workspace(path.resolve(), config, counter.count, opened_as=path).scan()
     spec = PromptSpec(traits=prompt_traits(model),
                       workspace_parts=[(p.name, p.text) for p in segment.parts if p.text],
                       **spec_fields)

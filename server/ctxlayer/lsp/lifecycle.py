@@ -37,7 +37,8 @@ async def initialize(ls: CtxServer, params: types.InitializeParams) -> None:
     if isinstance(raw, dict):
         raw = {k: v for k, v in raw.items() if k != "token"}
     caller.take_options(read_options(raw, ls.option_problems), ls.option_problems)
-    caller.root = workspace_root(params)
+    caller.opened_as = workspace_folder(params)
+    caller.root = caller.opened_as.resolve() if caller.opened_as is not None else None
     if caller.root is None:
         log.info("no workspace folder: the segment stays empty")
         return
@@ -117,14 +118,16 @@ def fs_path(uri: str) -> str | None:
     return path
 
 
-def workspace_root(params: types.InitializeParams) -> Path | None:
-    """The first workspace folder, else rootUri, else rootPath; None if it is not a folder."""
+def workspace_folder(params: types.InitializeParams) -> Path | None:
+    """The first workspace folder, else rootUri, else rootPath, as the client named it
+    (absolute, its symlinks kept: the caller's `root` is it resolved); None if it is not a
+    folder."""
     uri = params.workspace_folders[0].uri if params.workspace_folders else params.root_uri
     path = fs_path(uri) if uri else params.root_path
     if not path:
         return None
-    root = Path(path)
-    return root.resolve() if root.is_dir() else None
+    folder = Path(os.path.abspath(path))
+    return folder if folder.is_dir() else None
 
 
 async def initialized(ls: CtxServer, params: types.InitializedParams) -> None:

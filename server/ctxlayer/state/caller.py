@@ -40,6 +40,10 @@ class Caller:
         self.source: protocol.Source = source
         self.options = options or protocol.InitializationOptions()
         self.root: Path | None = None
+        #: the workspace folder as the client named it, `root` before its symlinks were
+        #: resolved (~/work/proj, ~/work leading to another disk): the agent files of the
+        #: folders on that way are read (~/work/AGENTS.md)
+        self.opened_as: Path | None = None
         self.config: Config | None = None
         self.live: LiveWorkspace | None = None
         #: set once the face decided on `live` (requests that arrive earlier wait for it)

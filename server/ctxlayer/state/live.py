@@ -42,8 +42,11 @@ class LiveWorkspace:
     def __init__(self, tokenizers: Tokenizers, root: Path, config: Config | None,
                  model: str | None, *,
                  overrides: dict | None = None,
-                 on_config: Callable[[LiveWorkspace], Any] | None = None) -> None:
+                 on_config: Callable[[LiveWorkspace], Any] | None = None,
+                 opened_as: Path | None = None) -> None:
         self.tokenizers, self.root, self.config, self.model = tokenizers, root, config, model
+        #: the root as the client named it (Workspace's `opened_as`)
+        self.opened_as = opened_as
         #: the configuration given by the client that opened it, applied again on a reload
         self.overrides = overrides
         self.on_config = on_config
@@ -95,7 +98,7 @@ class LiveWorkspace:
         from ctxlayer.workspace import Workspace
 
         counter = self.tokenizers.guarded(self.model)
-        return Workspace(self.root, self.config, counter.count)
+        return Workspace(self.root, self.config, counter.count, opened_as=self.opened_as)
 
     def stop(self) -> None:
         self._stopped = True
@@ -176,32 +179,38 @@ class LiveWorkspace:
 
 
 class WorkspaceRegistry:
-    """Live workspaces keyed by (root, model, config): connections on the same root share one."""
+    """Live workspaces keyed by (root, model, config, the root's name): connections on the same
+    root share one. The name it was opened by is part of the key: it decides which folders'
+    agent files the segment reads (~/work/AGENTS.md for ~/work/proj, not for the folder's
+    resolved path on another disk)."""
 
     def __init__(self, tokenizers: Tokenizers,
                  on_config: Callable[[LiveWorkspace], Any] | None = None) -> None:
         self.tokenizers = tokenizers
         self.on_config = on_config
-        self._live: dict[tuple[str, str, str], LiveWorkspace] = {}
+        self._live: dict[tuple[str, str, str, str], LiveWorkspace] = {}
 
     @staticmethod
-    def _key(root: Path, config: Any, model: str | None) -> tuple[str, str, str]:
+    def _key(root: Path, config: Any, model: str | None,
+             opened_as: Path | None) -> tuple[str, str, str, str]:
         import msgspec
 
         try:
             cfg = msgspec.json.encode(config).decode()
         except (TypeError, msgspec.EncodeError):
             cfg = repr(config)
-        return (str(root), model or "", cfg)
+        return (str(root), model or "", cfg, str(opened_as or root))
 
     def acquire(self, root: Path, config: Config | None, model: str | None,
-                overrides: dict | None = None) -> LiveWorkspace:
-        key = self._key(root, config, model)
+                overrides: dict | None = None, *,
+                opened_as: Path | None = None) -> LiveWorkspace:
+        key = self._key(root, config, model, opened_as)
         live = self._live.get(key)
         if live is None:
             live = self._live[key] = LiveWorkspace(self.tokenizers, root, config, model,
                                                    overrides=overrides,
-                                                   on_config=self.on_config)
+                                                   on_config=self.on_config,
+                                                   opened_as=opened_as)
         live.refs += 1
         return live
 

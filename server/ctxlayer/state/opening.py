@@ -32,7 +32,8 @@ def open_workspace(caller: Caller, config: Config | None,
     state = caller.state
     assert caller.root is not None, "a caller without a root has no workspace to open"
     state.configure(caller.workspace, config)
-    live = state.workspaces.acquire(caller.root, config, caller.model(), overrides)
+    live = state.workspaces.acquire(caller.root, config, caller.model(), overrides,
+                                    opened_as=caller.opened_as)
     if live.refs == 1:  # a new live workspace: the state follows it, once
         live.subscribers.append(functools.partial(segment_changed, workspace_caller(state, live)))
     caller.live = live
@@ -54,6 +55,7 @@ def workspace_caller(state: State, live: LiveWorkspace) -> Caller:
     """The state's own caller on a live workspace: who re-measures its sessions."""
     own = Caller(state, source="session")
     own.root, own.config, own.live = live.root, live.config, live
+    own.opened_as = live.opened_as
     own.live_decided.set()
     return own
 

@@ -49,6 +49,7 @@ class Asker(Protocol):
     source: protocol.Source
     options: protocol.InitializationOptions
     root: Path | None
+    opened_as: Path | None
     config: Config | None
 
     @property

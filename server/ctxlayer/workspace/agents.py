@@ -10,6 +10,7 @@ writes, never reads anything but the candidate files.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
@@ -43,22 +44,32 @@ class AgentText:
     used: tuple[Path, ...]  # resolved paths of the files included
 
 
-def folder_chain(root: Path, home: Path | None, user_config_dir: Path | None) -> list[Path]:
-    """Folders searched, most general first, each once."""
+def between(root: Path, home: Path, named: Path | None = None) -> list[Path]:
+    """The folders below ``home`` and above the workspace, most general first, under ``home``'s
+    name. The workspace is looked for below home as the user named it (``named``: ~/work/proj,
+    where ~/work leads to another disk, whose resolved root is not below home), then as
+    resolved; home too, as given and resolved (a home that is itself a symlink). Without it,
+    ~/work/AGENTS.md was passed over without a word."""
+    real_home = Path(os.path.realpath(home))
+    for workspace in (named, root):
+        for base in dict.fromkeys((home, real_home)):
+            if workspace is None or not workspace.is_relative_to(base):
+                continue
+            parts = workspace.relative_to(base).parts
+            return [home.joinpath(*parts[:depth]) for depth in range(1, len(parts))]
+    return []
+
+
+def folder_chain(root: Path, home: Path | None, user_config_dir: Path | None,
+                 named: Path | None = None) -> list[Path]:
+    """Folders searched, most general first, each once. The workspace itself is ``root``, never
+    its name through a link: a file found in it is checked against it."""
     chain: list[Path] = []
     if user_config_dir is not None:
         chain.append(user_config_dir)
     if home is not None:
         chain.append(home)
-        try:
-            below = root.relative_to(home).parts
-        except ValueError:
-            below = None
-        if below is not None:
-            folder = home
-            for part in below:
-                folder = folder / part
-                chain.append(folder)
+        chain += between(root, home, named)
     chain.append(root)
     return list(dict.fromkeys(chain))
 
@@ -85,9 +96,9 @@ def refused_name(name: str) -> str | None:
 
 
 def candidates(root: Path, home: Path | None, user_config_dir: Path | None,
-               names: list[str]) -> list[Path]:
+               names: list[str], named: Path | None = None) -> list[Path]:
     """Every path that would be read, in reading order (existing or not)."""
-    return [folder / name for folder in folder_chain(root, home, user_config_dir)
+    return [folder / name for folder in folder_chain(root, home, user_config_dir, named)
             for name in names if refused_name(name) is None]
 
 
@@ -129,8 +140,9 @@ def _instructions(data: bytes, max_chars: int) -> tuple[str | None, str]:
 
 
 def render_agents(root: Path, home: Path | None, user_config_dir: Path | None,
-                  names: list[str], max_chars: int) -> AgentText:
-    """The agentFiles part's text ('' when no agent file exists)."""
+                  names: list[str], max_chars: int, named: Path | None = None) -> AgentText:
+    """The agentFiles part's text ('' when no agent file exists); ``named``: the workspace as
+    the user named it (`folder_chain`)."""
     root_real = root.resolve()
     seen: set[Path] = set()
     sections: list[str] = []
@@ -140,7 +152,7 @@ def render_agents(root: Path, home: Path | None, user_config_dir: Path | None,
         if (why := refused_name(name)) is not None:
             left_out.append(LeftOut(part="agentFiles", path=name, reason=why))
     names = [name for name in names if refused_name(name) is None]
-    for folder in folder_chain(root, home, user_config_dir):
+    for folder in folder_chain(root, home, user_config_dir, named):
         for name in names:
             path = folder / name
             try:

@@ -104,11 +104,18 @@ class Workspace(EventMap):
 
     `count` turns text into tokens (production: `tokenizers.counter_for(model).count`).
     `home` and `user_config_dir` default to the real ones; tests pass their own.
+    `opened_as` is the folder as the user named it when `root` is its resolved path
+    (~/work/proj, ~/work leading to another disk): the agent files of the folders on that
+    way (~/work/AGENTS.md) are read too. Ignored unless it leads to `root`.
     """
 
     def __init__(self, root: Path, config: Config | WorkspaceConfig, count: Count,
-                 home: Path | None = None, user_config_dir: Path | None = None) -> None:
+                 home: Path | None = None, user_config_dir: Path | None = None,
+                 opened_as: Path | None = None) -> None:
         self.root = Path(os.path.abspath(root))
+        self.opened_as = (Path(os.path.abspath(opened_as)) if opened_as is not None
+                          and os.path.realpath(opened_as) == os.path.realpath(self.root)
+                          else None)
         self.config = config.workspace if isinstance(config, Config) else config
         self._count = count
         self.home = Path(os.path.abspath(home)) if home is not None else Path.home()
@@ -126,7 +133,8 @@ class Workspace(EventMap):
         self._agent_targets: frozenset[str] = frozenset()
         self._selected_targets: frozenset[str] = frozenset()
         self._agent_paths = frozenset(str(p) for p in agents.candidates(
-            self.root, self.home, self.user_config_dir, self.config.agent_files))
+            self.root, self.home, self.user_config_dir, self.config.agent_files,
+            self.opened_as))
         self._agent_folders = folders_above(self._agent_paths)
         self._files_regex = compile_globs([p for p in self.config.files if ".." not in p])
         self._selected_used: frozenset[str] = frozenset()
@@ -216,7 +224,8 @@ class Workspace(EventMap):
                       if not is_inside(Path(p), self.root) and os.path.isdir(p)]
             shallow = []
             self._awaited = {}
-            for folder in agents.folder_chain(self.root, self.home, self.user_config_dir):
+            for folder in agents.folder_chain(self.root, self.home, self.user_config_dir,
+                                              self.opened_as):
                 if is_inside(folder, self.root):
                     continue
                 above = nearest_folder(folder)
@@ -250,7 +259,7 @@ class Workspace(EventMap):
         with self._lock:
             self.config = cfg
             self._agent_paths = frozenset(str(p) for p in agents.candidates(
-                self.root, self.home, self.user_config_dir, cfg.agent_files))
+                self.root, self.home, self.user_config_dir, cfg.agent_files, self.opened_as))
             self._agent_folders = folders_above(self._agent_paths)
             self._files_regex = compile_globs([p for p in cfg.files if ".." not in p])
             self._extra = filelist.extra_rules(cfg.ignore)
@@ -421,7 +430,7 @@ class Workspace(EventMap):
                 for path in (state.unread if state is not None else ())]
         if "agentFiles" in parts:
             a = agents.render_agents(self.root, self.home, self.user_config_dir,
-                                     cfg.agent_files, cfg.agent_file_max_chars)
+                                     cfg.agent_files, cfg.agent_file_max_chars, self.opened_as)
             new["agentFiles"] = make_part("agentFiles", a.text, count)
             self._left["agentFiles"] = list(a.left_out)
             if frozenset(a.used) != self._agent_used:
