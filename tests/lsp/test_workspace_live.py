@@ -151,3 +151,42 @@ async def test_the_agent_files_below_a_symlinked_home_are_read(tmp_path):
         assert agent_titles(segment) == ["~/AGENTS.md", "~/team/AGENTS.md", "AGENTS.md"]
     finally:
         await daemon.close()
+
+
+def tree_of(segment: dict) -> str:
+    return next(p for p in segment["parts"] if p["name"] == "tree")["text"]
+
+
+async def test_an_edit_of_the_users_own_ignore_file_reaches_the_segment(tmp_path):
+    """build/ added to $XDG_CONFIG_HOME/git/ignore (git's default core.excludesFile): 5 s later
+    the tree still listed build/ and no ctx/segmentChanged came, where a fresh scan had it
+    gone; a .gitignore edit refreshes. Then core.excludesFile set in the repository to a link
+    into a dotfiles folder: an edit of the link's target is seen too."""
+    env = hermetic_env(tmp_path)
+    root = make_repo(tmp_path / "ws")
+    write(root, "build/out.o", "x")
+    write(root, "dist/app.js", "x")
+    ignore = write(tmp_path / "config", "git/ignore", "")
+    daemon = await RawDaemon.start(env=env)
+    try:
+        await daemon.initialize(root)
+        await until(daemon, "ctx/segment", lambda s: "build" in tree_of(s))
+        daemon.notifications.clear()
+        ignore.write_text("build/\n")
+        segment = await until(daemon, "ctx/segment", lambda s: "build" not in tree_of(s))
+        assert "build/" not in segment["text"] and "dist" in tree_of(segment)
+        assert any(n.get("method") == "ctx/segmentChanged" for n in daemon.notifications)
+        # git's config named the file at the start: the daemon follows the one it named
+        dotfiles = write(tmp_path / "dotfiles", "gitignore", "")
+        os.symlink(dotfiles, tmp_path / "config" / "git" / "my-ignore")
+        git(root, "config", "core.excludesFile", str(tmp_path / "config/git/my-ignore"))
+    finally:
+        await daemon.close()
+    daemon = await RawDaemon.start(env=env)
+    try:
+        await daemon.initialize(root)
+        await until(daemon, "ctx/segment", lambda s: "dist" in tree_of(s))
+        dotfiles.write_text("dist/\n")
+        await until(daemon, "ctx/segment", lambda s: "dist" not in tree_of(s))
+    finally:
+        await daemon.close()

@@ -128,3 +128,27 @@ def test_a_selected_file_named_later_in_an_ignored_folder_is_followed(repo, home
         assert str(repo / "gen") in ws.watched_folders()
         write(repo, "gen/out.md", "generated v2\n")
         rec.wait_for(has("files", "generated v2"), timeout=5)
+
+
+def test_the_users_ignore_file_made_after_the_start_is_followed(repo, home, tmp_path,
+                                                                monkeypatch):
+    """git's own default ignore file, $XDG_CONFIG_HOME/git/ignore, made while watched (its
+    folder too): the tree went on listing what it ignores until an unrelated edit. Its folder
+    is waited for from the config folder, watched alone: none of the config folder's other
+    folders is watched."""
+    config = tmp_path / "config"
+    (config / "other-app" / "cache").mkdir(parents=True)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+    write(repo, "scratch/notes.txt", "n\n")
+    ws = make_ws(repo, home)
+    with watching(ws) as rec:
+        assert "scratch" in part(ws.segment, "tree").text
+        outside = {f for f in ws.watched_folders() if f.startswith(str(config))}
+        assert outside == {str(config)}
+        write(config, "git/ignore", "scratch/\n")
+        rec.wait_for(has("tree", "scratch", present=False), timeout=10)
+        assert str(config / "git") in ws.watched_folders()
+        write(config, "git/ignore", "")  # through the folder's own watch now
+        rec.wait_for(has("tree", "scratch"), timeout=10)
+        outside = {f for f in ws.watched_folders() if f.startswith(str(config))}
+        assert outside == {str(config), str(config / "git")}

@@ -3,7 +3,8 @@
 Owns STYLE.md section 5's cache table for the workspace, as a mixin of `Workspace` (it reads
 the workspace's live fields: root, repo, file set, agent / config / skill paths, selected
 files): .git/HEAD, index, refs, config -> git (+ tree); .git/info/exclude and .gitignore ->
-tree, git, files; agent files -> agentFiles (+ files); anything at, below or above a skill root
+tree, git, files; the user's excludes file (core.excludesFile) -> tree, git, files; agent files
+-> agentFiles (+ files); anything at, below or above a skill root
 -> skills; a selected file -> files; the file an agent or selected symlink points to -> as the
 link; create / delete / move -> tree + git (+ files); a content write of a listed file -> git.
 Also the cheap filter the watcher applies to every event, and which events touch only HEAD and
@@ -65,6 +66,12 @@ class EventMap:
     _selected_targets: frozenset[str]
     _config_paths: frozenset[str]
     _skill_roots: tuple[str, ...]
+    #: the user's own ignore file (git's core.excludesFile, ~/.config/git/ignore by default)
+    #: and every hop of its links: editing it changes what git lists as untracked, as a
+    #: .gitignore does, but it lies outside the workspace and was never looked at
+    _excludes: frozenset[str]
+    #: every folder above it: the folder made after the start, with the file in it
+    _excludes_folders: frozenset[str]
 
     def _git_rel(self, path: str) -> str | None:
         """`path` relative to the repository's folder ('' for the folder itself), or None
@@ -90,6 +97,7 @@ class EventMap:
             return True
         return (path in self._agent_paths or path in self._config_paths
                 or path in self._agent_folders
+                or path in self._excludes or path in self._excludes_folders
                 or path in self._agent_targets or path in self._selected_targets
                 or self._skill_root_of(path) is not None)
 
@@ -120,6 +128,8 @@ class EventMap:
             parts |= {"agentFiles", "files"}
         if _holds(path, self._selected_targets):
             parts.add("files")
+        if path in self._excludes or path in self._excludes_folders:
+            parts |= {"tree", "git", "files"}
         if self._skill_root_of(path) is not None:
             parts.add("skills")
         rel = self._git_rel(path)

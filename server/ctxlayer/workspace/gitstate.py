@@ -1,6 +1,7 @@
 """What the git CLI says about the workspace: its file list and its status.
 
-Owns: running `git ls-files -c -t -z` and `git --no-optional-locks status --porcelain=v2 --branch
+Owns: finding the user's own ignore file (core.excludesFile) as git does, running
+`git ls-files -c -t -z` and `git --no-optional-locks status --porcelain=v2 --branch
 -z --untracked-files=all -- .` (in parallel, started before the repository is even looked up,
 so that finding it overlaps them), parsing them into a `GitState`, which parts of a repository
 the watcher watches, and the read-ahead of git while a watcher batch waits out its debounce.
@@ -267,9 +268,7 @@ def pipes_below(root: Path, repo: Repo) -> list[str]:
     looks at, core.excludesFile, and every .gitignore under ``root`` (MAX_STALL_FOLDERS
     folders at most, .git left out)."""
     found = pipes_git_reads(root, repo)
-    _, out, _ = _run(["git", "config", "--path", "--get", "core.excludesFile"], root)
-    config = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
-    excludes = Path(_decode(out).strip() or os.path.join(config, "git", "ignore"))
+    excludes = excludes_file(root)
     if _not_a_file(excludes):
         found.append(str(excludes))
     seen = 0
@@ -282,6 +281,18 @@ def pipes_below(root: Path, repo: Repo) -> list[str]:
         if seen >= MAX_STALL_FOLDERS:
             break
     return found
+
+
+def excludes_file(root: Path) -> Path:
+    """The user's own ignore file, found as git finds it for ``root``: core.excludesFile (set in
+    the repository's, the user's or the system's config), else $XDG_CONFIG_HOME/git/ignore,
+    else ~/.config/git/ignore; there or not. One `git config` process."""
+    _, out, _ = _run(["git", "config", "--path", "--get", "core.excludesFile"], root)
+    named = _path(out).rstrip("\n")
+    if named:
+        return Path(root, named)  # an absolute one stays itself
+    config = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+    return Path(config, "git", "ignore")
 
 
 def _named(path: Path, root: Path) -> str:

@@ -155,6 +155,8 @@ class Workspace(EventMap):
         #: above each that is, watched alone until the folder itself is there
         self._awaited: dict[Path, Path] = {}
         self._targets_looked_at: frozenset[str] = frozenset()
+        self._excludes: frozenset[str] = frozenset()  # known once watching (events.py)
+        self._excludes_folders: frozenset[str] = frozenset()
         self._on_change: OnChange | None = None
         self._on_config: OnConfig | None = None
         self._pf_lock = threading.Lock()
@@ -222,17 +224,14 @@ class Workspace(EventMap):
                                     if is_inside(Path(p), self.root) or os.path.isdir(p)}
             trees += [Path(p) for p in self._skill_roots
                       if not is_inside(Path(p), self.root) and os.path.isdir(p)]
-            shallow = []
+            shallow: list[Path] = []
             self._awaited = {}
             for folder in agents.folder_chain(self.root, self.home, self.user_config_dir,
                                               self.opened_as):
-                if is_inside(folder, self.root):
-                    continue
-                above = nearest_folder(folder)
-                if above is not None and above != folder:
-                    self._awaited[folder] = above
-                if above is not None and above not in shallow:
-                    shallow.append(above)
+                if not is_inside(folder, self.root):
+                    self._await_or_watch(folder, shallow)
+            for folder in self._find_excludes():
+                self._await_or_watch(folder, shallow)
             git_trees, git_alone = gitstate.watched_parts(repo)
             cfg = self.config
             self._watcher = Watcher(trees + git_trees, shallow + git_alone, self._flush,
@@ -241,6 +240,26 @@ class Workspace(EventMap):
                                     keep_folder=self._kept.keep)
             self._watched_git = repo
             self._watch_targets(self._watcher)
+
+    def _await_or_watch(self, folder: Path, shallow: list[Path]) -> None:
+        """Watch ``folder`` alone, or the nearest folder above it until it is made."""
+        above = nearest_folder(folder)
+        if above is not None and above != folder:
+            self._awaited[folder] = above
+        if above is not None and above not in shallow:
+            shallow.append(above)
+
+    def _find_excludes(self) -> list[Path]:
+        """Learn where the user's own ignore file is (events.py's `_excludes`); the folders
+        its edits land in: its own, and those of the files its links lead to (a dotfiles
+        checkout). Outside the workspace only: the tree's watch sees one inside it."""
+        excludes = gitstate.excludes_file(self.root)
+        paths = [excludes, *link_hops(str(excludes))]
+        self._excludes = frozenset(str(p) for p in paths)
+        self._excludes_folders = frozenset(
+            str(p) for p in [excludes.parent, *excludes.parent.parents][:AWAIT_LEVELS + 1])
+        folders = dict.fromkeys(p.parent for p in paths)
+        return [folder for folder in folders if not is_inside(folder, self.root)]
 
     def watch_count(self) -> int | None:
         """inotify watches the watcher holds (None when not watching, or on a platform
