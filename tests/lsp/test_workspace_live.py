@@ -190,3 +190,28 @@ async def test_an_edit_of_the_users_own_ignore_file_reaches_the_segment(tmp_path
         await until(daemon, "ctx/segment", lambda s: "dist" not in tree_of(s))
     finally:
         await daemon.close()
+
+
+async def test_a_save_named_through_the_symlink_the_workspace_was_opened_by_refreshes(tmp_path):
+    """The workspace opened as ~/work/proj, ~/work a symlink: the editor's didSave names the
+    file that way, which is not below the resolved root, and the save refreshed nothing (the
+    watcher is held back here for a minute, so only the save can)."""
+    env = hermetic_env(tmp_path)
+    disk = tmp_path / "otherdisk"
+    make_repo(disk / "proj")
+    os.symlink(disk, tmp_path / "home" / "work")
+    named = tmp_path / "home" / "work" / "proj"
+    daemon = await RawDaemon.start(env=env)
+    try:
+        await daemon.request(0, "initialize", {
+            "processId": None, "capabilities": {}, "rootUri": named.as_uri(),
+            "initializationOptions": {"config": {"workspace": {
+                "debounce_ms": 60_000, "debounce_max_ms": 600_000}}}})
+        await daemon.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        await until(daemon, "ctx/segment", lambda s: "make test" in s["text"])
+        saved = write(named, "AGENTS.md", "Run `make check` instead.\n")
+        await daemon.send({"jsonrpc": "2.0", "method": "textDocument/didSave", "params": {
+            "textDocument": {"uri": saved.as_uri()}}})
+        await until(daemon, "ctx/segment", lambda s: "make check" in s["text"], timeout=15)
+    finally:
+        await daemon.close()

@@ -181,6 +181,11 @@ async def did_save(ls: CtxServer, params: types.DidSaveTextDocumentParams) -> No
     if live is None or root is None:
         return
     path = Path(fs_path(params.text_document.uri) or "")
+    named = ls.caller.opened_as
+    if named is not None and path.is_absolute() and path.is_relative_to(named):
+        # the editor names its files as it named the folder (~/work/proj through a symlink):
+        # they were not below the resolved root, and a save refreshed nothing
+        path = root / path.relative_to(named)
     if path.is_absolute() and path.is_relative_to(root):
         await live.refresh([path])
 
