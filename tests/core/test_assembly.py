@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 
 import pytest
 
@@ -254,6 +255,50 @@ def test_compaction_is_sticky_and_incremental():
     assert third.compaction is None
     assert third.result.cache_reuse_tokens == again.result.tokens.total - 3
     assert third.result.tokens.total > again.result.tokens.total
+
+
+def agent_turns(turns: int, seed: int) -> list[Message]:
+    """An agent at work: a task, then turns of a read, its output, a note and a short ask;
+    now and then a long reply (the oldest message the tail keeps is then shortened)."""
+    rng = random.Random(seed)
+    msgs = [Message(role="user", content="Migrate billing to Postgres; never drop invoices.",
+                    id="task")]
+    for t in range(turns):
+        lines = "\n".join(f"billing/models_{t}.py:{j}: class Invoice{t}_{j}(Model): pass"
+                          for j in range(rng.randint(5, 60)))
+        msgs += [Message(role="assistant", content=f"Step {t}: reading.", id=f"a{t}",
+                         tool_calls=[ToolCall(id=f"c{t}", name="read",
+                                              arguments=json.dumps({"path": f"m_{t}.py"}))]),
+                 Message(role="tool", content=lines, id=f"t{t}", tool_call_id=f"c{t}"),
+                 Message(role="assistant", content=FILLER * rng.choice((0, 0, 1, 6)) +
+                         f"Changed billing/models_{t}.py.", id=f"b{t}"),
+                 Message(role="user", content=f"ok, module {t + 1}", id=f"u{t}")]
+    return msgs
+
+
+@pytest.mark.parametrize("budget", [900, 1500, 3000])
+@pytest.mark.parametrize("seed", range(4))
+def test_an_unchanged_session_assembles_the_same_every_time(budget, seed):
+    # Before: the summary's stop was planned with the tail's older tool outputs at their
+    # outline's size, the oldest kept shortened and the summary shortened to its room, but the
+    # trigger read the state as stored: an assembly of the unchanged session was past it
+    # again and summarized one or two messages more, each time (5 of 5 calls on a daemon).
+    history, state, compactions = History(), Compaction(), 0
+    for k, msg in enumerate(agent_turns(40, seed)):
+        history.append(msg, k, message_tokens(msg, COUNTER))
+        if msg.role != "user":
+            continue
+        out = assemble(history, state, inp(budget), COUNTER)
+        state = out.compaction or state
+        compactions += out.result.compacted
+        again = assemble(history, state, inp(budget), COUNTER)
+        assert again.compaction is None and not again.result.compacted, (k, again.audit[:2])
+        assert again.result.messages == out.result.messages, k
+        # and the session's budget, measured (after a restart), is within the limit
+        said = measure(history, state, inp(budget), COUNTER, model="m", session_id="s",
+                       error_band=None)
+        assert out.result.tokens.total <= said.used <= budget, k
+    assert compactions  # the budgets are small enough for the summary to run
 
 
 def test_the_dynamic_section_goes_after_the_history_so_the_history_stays_cached():

@@ -72,19 +72,20 @@ def _compact(history: History, work: cp.Compaction, inp: AssemblyInput, share: i
     policy = inp.policy
     trigger_at, target_at = int(share * policy.trigger), int(share * policy.target)
     audit: list[AuditEntry] = []
+
+    def over(state: cp.Compaction) -> bool:
+        # counted as plan_stop counts the tail it keeps: counted whole, a tail just planned
+        # to fit passed the trigger again on the next assembly of the unchanged session
+        return cp.planned_tokens(history, state, share, policy) > trigger_at
+
+    # the cheap stages run on the history as stored: what they shorten stays shortened, the
+    # same text on every later assembly, where the window's outlines move as history grows
     if not (inp.force_compaction or cp.history_tokens(history, work) > trigger_at):
         return work, audit, False, None
     work = msgspec.structs.replace(work, rewrites=dict(work.rewrites))
     start = cp.verbatim_start(history, work)
-    protect = max(start, len(history) - policy.keep_recent)
-    changed = False
-    if (not inp.force_compaction and protect > start
-            and cp.history_tokens(history, work) <= share * CHEAP_REACH):
-        before = len(work.rewrites)
-        audit += cp.run_cheap_stages(history, work, protect, target_at, counter, policy,
-                                     history.latest_user_text())
-        changed = len(work.rewrites) != before
-    if not (inp.force_compaction or cp.history_tokens(history, work) > trigger_at):
+    audit, changed = _cheap(history, work, inp, share, counter)
+    if not (inp.force_compaction or over(work)):
         return work, audit, changed, None
     sz = cp.sizes(policy, share)
     keep = inp.keep_recent
@@ -93,15 +94,18 @@ def _compact(history: History, work: cp.Compaction, inp: AssemblyInput, share: i
     # the messages kept whole are shown wherever the tail starts: their room is taken first
     kept = frozenset(cp.kept_in(history, 0, len(history)))
     fixed = sum(cp.tokens_of(history, work, i) for i in kept)
+    # the summary, its acknowledgement and what is kept whole beside the tail: what the
+    # trigger reads of the state this compaction leaves (`over`) besides the tail
+    ack = message_tokens(Message(role="assistant", content=cp.ACK_TEXT), counter)
     if keep is not None:
         stop = max(start, len(history) - keep)
         # not between a call and its results (keepRecent 0: everything, nothing to split)
         while start < stop < len(history) and cp.is_tool_result(history.messages[stop]):
             stop -= 1
     else:
-        reserve = min(sz.reserve, target_at // 2)
+        reserve = cp.summary_room(policy, share)
         stop = cp.plan_stop(history, work, target_at - reserve - fixed, cp.tail_tool_cap(share),
-                            kept)
+                            kept, limit=trigger_at - reserve - fixed - ack)
     if not cp.covered(history, work, stop):
         return work, audit, changed, None  # nothing a summary may replace
     if inp.client_summarizer and inp.summary_text is None and not inp.offline:
@@ -116,14 +120,39 @@ def _compact(history: History, work: cp.Compaction, inp: AssemblyInput, share: i
         # the summary's real size is known now: keep more verbatim when it is well under the
         # estimate (a client summary then also covers a few messages still shown: nothing lost)
         wider = cp.plan_stop(history, work, target_at - new.rendered_tokens - fixed,
-                             cp.tail_tool_cap(share), kept)
+                             cp.tail_tool_cap(share), kept,
+                             limit=trigger_at - new.rendered_tokens - fixed - ack)
         if start < wider < stop and cp.covered(history, work, wider):
             rejected = [e for e in summarized if e.reason.startswith("client summary")]
-            new, again = cp.apply_summary(history, work, wider,
-                                          None if rejected else inp.summary_text, share,
-                                          policy, counter, extracted)
-            summarized = rejected + again
-    return new, audit + summarized, True, None
+            widened, again = cp.apply_summary(history, work, wider,
+                                              None if rejected else inp.summary_text, share,
+                                              policy, counter, extracted)
+            # a summary of fewer messages can come out longer (the newest request it shows
+            # is another): kept only when the state stays under the trigger
+            if not over(widened):
+                new, summarized = widened, rejected + again
+    # what the next assembly's cheap stages would shorten of the tail is shortened now: they
+    # ran on that unchanged session and answered it compacted again
+    after, _ = _cheap(history, new, inp, share, counter)
+    return new, audit + summarized + after, True, None
+
+
+def _cheap(history: History, work: cp.Compaction, inp: AssemblyInput, share: int,
+           counter: Tokenizer) -> tuple[list[AuditEntry], bool]:
+    """The cheap stages (stages.py) on the messages older than the newest few, while the
+    history as stored is past its trigger and within their reach (`CHEAP_REACH`): what they
+    did and whether they shortened any message. ``work``'s rewrites are changed in place."""
+    policy = inp.policy
+    start = cp.verbatim_start(history, work)
+    protect = max(start, len(history) - policy.keep_recent)
+    stored = cp.history_tokens(history, work)
+    if (inp.force_compaction or protect <= start
+            or not int(share * policy.trigger) < stored <= share * CHEAP_REACH):
+        return [], False
+    before = len(work.rewrites)
+    audit = cp.run_cheap_stages(history, work, protect, int(share * policy.target), counter,
+                                policy, history.latest_user_text())
+    return audit, len(work.rewrites) != before
 
 
 def assemble(history: History, state: cp.Compaction, inp: AssemblyInput,
@@ -439,7 +468,11 @@ def measure(history: History, state: cp.Compaction, inp: AssemblyInput, counter:
     """The session's budget now, without compacting: what ``ctx/budgetChanged`` carries
     after a change (an append, a rule, a mode). The session as it stands, before an assembly
     fits it: the history as stored, its newest message whole, so ``used`` may be over
-    ``limit`` where the next assembly shortens or summarizes. Its layers add up to ``used``.
+    ``limit`` where the next assembly summarizes. Where it only shortens (the history fits
+    once its older tool outputs are outlined: `cp.planned_tokens`), the history counts at
+    most its share, all the window sends: a session just compacted, measured after a
+    restart, said 3827 used of a limit of 3000 where its assembly sent 2977. Its layers add
+    up to ``used``.
 
     ``next_compaction_at`` says where the next assembly compacts, in the same units (tokens of
     the whole prompt); it is ``used`` itself when the next assembly will compact.
@@ -448,6 +481,9 @@ def measure(history: History, state: cp.Compaction, inp: AssemblyInput, counter:
     if _withdraws(history, state, inp, lay.share):  # as the next assembly will find it: whole
         state = cp.Compaction(restored=list(state.restored))
     hist = cp.history_tokens(history, state)
+    planned = cp.planned_tokens(history, state, lay.share, inp.policy)
+    if planned <= int(lay.share * inp.policy.trigger):
+        hist = min(hist, lay.share)
     used = lay.system_tokens + lay.rules_tokens + lay.working_tokens + hist
     return Budget(
         used=used, limit=inp.budget, percent=round(100.0 * used / max(1, inp.budget), 2),

@@ -21,7 +21,10 @@ become references, long prose is compressed extractively), and when that is not 
 summary stage replaces the oldest messages: as many of the newest messages stay verbatim as fit
 in ``target`` of the share once the summary is counted, so the budget is used, and the next
 compaction comes only after the history has grown again by the difference (compaction moves in
-steps, so the provider's cached prefix holds between them).
+steps, so the provider's cached prefix holds between them). The summary stage's trigger reads
+the history as the plan counts it (`planned_tokens`: the tail's older tool outputs outlined,
+the summary at its planned room) and the plan keeps the tail under it, so an unchanged
+session assembles to the same state every time, and after a restart too.
 The summary message is a user turn with its daemon id (``ctx:summary:<upto_seq>``), placed
 right after the system layers, rules and working zone (an assistant acknowledgement follows it
 when the verbatim tail starts with a user turn, so roles alternate); a constraint, action or
@@ -54,7 +57,7 @@ from ctxlayer.core.assembly.compacted import (
     tokens_of,
     verbatim_start,
 )
-from ctxlayer.core.assembly.history import History
+from ctxlayer.core.assembly.history import History, kept_whole
 from ctxlayer.core.assembly.policy import CompactionPolicy
 from ctxlayer.core.assembly.stages import run_cheap_stages
 from ctxlayer.core.assembly.summary import (
@@ -83,8 +86,8 @@ from ctxlayer.protocol import AuditEntry, Message
 __all__ = [
     "ACK_TEXT", "Compaction", "CompactionPolicy", "Rewrite", "Sizes", "apply_summary",
     "covered", "covered_messages", "fitted_summary", "history_tokens", "is_tool_result",
-    "kept_in", "leading_system", "plan_stop",
-    "rerender", "tail_tool_cap", "run_cheap_stages", "shown_message", "sizes", "summary_id",
+    "kept_in", "leading_system", "plan_stop", "planned_tokens", "rerender", "summary_room",
+    "tail_tool_cap", "run_cheap_stages", "shown_message", "sizes", "summary_id",
     "summary_message", "tokens_of", "verbatim_start",
 ]
 
@@ -280,6 +283,35 @@ def tail_tool_cap(share: int) -> int:
     return max(48, share // 20)
 
 
+def summary_room(policy: CompactionPolicy, share: int) -> int:
+    """Tokens a compaction plans the summary at: the largest its parts can render to, but at
+    most half of the target (an assembly shortens a longer one to its room)."""
+    return min(sizes(policy, share).reserve, int(share * policy.target) // 2)
+
+
+def planned_tokens(history: History, state: Compaction, share: int,
+                   policy: CompactionPolicy) -> int:
+    """Tokens of the history layer as a compaction plans it (`plan_stop`): the verbatim tail's
+    tool outputs older than its newest at most their outline's size (the window outlines them
+    before it summarizes anything), the summary at most `summary_room` (an assembly shortens
+    it to that). The trigger reads this figure: read from ``history_tokens`` instead, a tail
+    just planned to fit passed the trigger again, and every assembly of an unchanged session
+    summarized one or two more messages."""
+    start = verbatim_start(history, state)
+    msgs = history.messages
+    newest = next((i for i in range(len(history) - 1, start - 1, -1)
+                   if is_tool_result(msgs[i])), start)
+    restored = set(state.restored)
+    cap = tail_tool_cap(share)
+    over = max(0, state.rendered_tokens - summary_room(policy, share))
+    for i in range(start, newest):
+        # the window never shortens what is kept whole or restored: counted whole
+        if (is_tool_result(msgs[i]) and not kept_whole(msgs[i])
+                and history.seqs[i] not in restored):
+            over += max(0, tokens_of(history, state, i) - cap)
+    return history_tokens(history, state) - over
+
+
 def _planned(history: History, state: Compaction, i: int, newest_tool: int,
              tool_cap: int | None, kept: frozenset[int]) -> int:
     """Tokens message i is planned at in the tail: an older tool output at its outline's size,
@@ -306,12 +338,15 @@ def tail_fits(history: History, state: Compaction, i: int, room: int,
 
 
 def plan_stop(history: History, state: Compaction, room: int, tool_cap: int | None = None,
-              kept: frozenset[int] = frozenset()) -> int:
+              kept: frozenset[int] = frozenset(), limit: int | None = None) -> int:
     """Where the verbatim tail starts: the newest messages that fit in ``room`` tokens, never
     between a tool call and its results (a newest user message left behind is shown verbatim
     in the summary). Tool outputs count at their outline's size (``_planned``): the window
     outlines them before it drops anything. The messages ``kept`` whole count nothing here:
-    the caller took their tokens out of ``room``."""
+    the caller took their tokens out of ``room``. What the tail keeps beyond its room (the
+    oldest to be shortened, a call with its results, the question) stays within ``limit``
+    (the trigger's room): past it, the next assembly of the unchanged session compacted
+    again, and each one summarized a message more."""
     start = verbatim_start(history, state)
     n = len(history)
     msgs = history.messages
@@ -334,9 +369,20 @@ def plan_stop(history: History, state: Compaction, room: int, tool_cap: int | No
         stop = min(stop, last_user)  # the question being answered stays a message of its own
     while start < stop < n and is_tool_result(msgs[stop]):
         stop -= 1  # keep the call with its results
+    while limit is not None and not tail_fits(history, state, stop, limit, tool_cap, kept):
+        later = stop + 1
+        while later < n and is_tool_result(msgs[later]):
+            later += 1  # not between a call and its results
+        if later >= n:
+            break  # the newest turn stays, whatever it takes (the window fits it)
+        stop = later
     if stop == start:  # nothing older fits out: replace at least up to a clean boundary
         while stop < n - 1 and (stop == start or is_tool_result(msgs[stop])):
             stop += 1
+        if stop < n and is_tool_result(msgs[stop]):
+            # none but the newest call's results past it: replacing the call orphaned them
+            # (the window dropped them), so nothing is replaced; the window shortens the turn
+            stop = start
     return stop
 
 
