@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import struct
 import subprocess
 import sys
 
@@ -81,6 +82,37 @@ def test_claude_3_5_haiku_has_its_tool_prompt_however_it_is_named(model):
     plain = count({**BODY, "model": model}, "--format", "openai")["tools"]
     assert count({**BODY, "model": model})["tools"] - plain == 264
     assert count({**BODY, "model": "claude-3-5-haiku-20241022"})["tools"] - plain == 264
+
+
+def _png(width: int, height: int, padding: int) -> bytes:
+    """A PNG's signature and header (what the image rules read) and `padding` bytes of data."""
+    header = struct.pack(">II", width, height) + b"\x08\x02\x00\x00\x00"
+    return (b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + header + b"\x00" * 4
+            + b"\x00" * padding)
+
+
+def _claude_chat_with_image() -> dict:
+    url = "data:image/png;base64," + base64.b64encode(_png(800, 600, 150_000)).decode()
+    return {"model": "anthropic/claude-sonnet-4.5", "max_tokens": 1000, "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "what is in this screenshot?"},
+                                     {"type": "image_url", "image_url": {"url": url}}]},
+        {"role": "assistant", "content": "A chart."},
+        {"role": "user", "content": "and the title?"}]}
+
+
+def test_a_chat_completions_image_for_a_claude_model_is_read_as_openai():
+    """OpenRouter's Chat Completions body for a Claude model with an `image_url` was detected
+    as Anthropic: the image cost its base64 as text (165,489 tokens for a 150 KB PNG) and
+    `trim --budget 8000` dropped it. An `image_url` is OpenAI's alone: it decides the format."""
+    body = _claude_chat_with_image()
+    detected = count(body)
+    assert detected == count(body, "--format", "openai")
+    assert detected["total"] < 2000  # Claude's image rule: 800x600 is 640 tokens
+    p = subprocess.run([*CLI, "trim", "--budget", "8000"], input=json.dumps(body).encode(),
+                       capture_output=True, timeout=120)
+    assert p.returncode == 0, p.stderr.decode()
+    trimmed = json.loads(p.stdout)
+    assert trimmed["messages"] == body["messages"] and trimmed["ctxlayer"]["dropped"] == []
 
 
 def run_count(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:

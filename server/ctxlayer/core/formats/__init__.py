@@ -49,13 +49,16 @@ _codec = codec
 
 _ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking",
                                "document", "image", "server_tool_use"})
+#: content parts only Chat Completions has: a body with one is OpenAI's whatever its model (a
+#: Claude model behind OpenRouter or LiteLLM reads them translated)
+_OPENAI_PARTS = frozenset({"image_url", "input_audio", "file", "refusal"})
 
 
 def detect(payload: dict) -> Format:
     """The format a payload is most likely in, for callers that were not told: responses when
     it has `input` and no `messages`; anthropic when it has `system`, a tool with an
-    `input_schema`, or Anthropic-only blocks; openai when a message has anything the ctxlayer
-    Message has not (developer role, tool_calls, tool_call_id, name, null or list content, any
+    `input_schema`, or Anthropic-only blocks; openai when a message has an OpenAI-only part
+    (image_url, input_audio, file, refusal) or anything else the ctxlayer Message has not (developer role, tool_calls, tool_call_id, name, null or list content, any
     other field); else ctxlayer. A body both Anthropic and OpenAI read alike (user and
     assistant turns, text blocks, no OpenAI tools) is anthropic when its `model` is a Claude
     model: the two count it differently (Anthropic adds its tool-use system prompt)."""
@@ -69,6 +72,8 @@ def detect(payload: dict) -> Format:
         return "ctxlayer"
     if any(_anthropic_only(m) for m in msgs):
         return "anthropic"
+    if any(_part_types(m) & _OPENAI_PARTS for m in msgs):
+        return "openai"
     if is_claude(payload.get("model")) and not any(_openai_tool(t) for t in tools) and all(
             _anthropic_reads(m) for m in msgs):
         return "anthropic"
@@ -79,17 +84,26 @@ def _openai_tool(tool: object) -> bool:
     return isinstance(tool, dict) and ("function" in tool or tool.get("type") == "function")
 
 
+def _part_types(m: object) -> set[object]:
+    """The `type` of each content part (block) of a message, none for string content."""
+    content = m.get("content") if isinstance(m, dict) else None
+    if not isinstance(content, list):
+        return set()
+    return {b.get("type") for b in content if isinstance(b, dict)}
+
+
 def _anthropic_only(m: object) -> bool:
     """A message with a block only Anthropic has (tool_use, thinking, an image source...)."""
-    content = m.get("content") if isinstance(m, dict) else None
-    return isinstance(content, list) and any(
-        isinstance(b, dict) and b.get("type") in _ANTHROPIC_BLOCKS for b in content)
+    return bool(_part_types(m) & _ANTHROPIC_BLOCKS)
 
 
 def _anthropic_reads(m: object) -> bool:
-    """A message Anthropic reads as it is: a user or assistant turn, role and content only."""
+    """A message Anthropic reads as it is: a user or assistant turn, role and content only,
+    its parts text (a part of any other type is read differently, or by one format only)."""
+    content = m.get("content") if isinstance(m, dict) else None
     return (isinstance(m, dict) and m.get("role") in ("user", "assistant")
-            and m.get("content") is not None and {"role", "content"}.issuperset(m))
+            and content is not None and {"role", "content"}.issuperset(m)
+            and _part_types(m) <= {"text"})
 
 
 def _ctxlayer_reads(m: object) -> bool:
