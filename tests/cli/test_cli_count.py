@@ -115,6 +115,24 @@ def test_a_chat_completions_image_for_a_claude_model_is_read_as_openai():
     assert trimmed["messages"] == body["messages"] and trimmed["ctxlayer"]["dropped"] == []
 
 
+def test_the_model_flag_decides_what_the_bodys_model_would():
+    """`--model` set the encoding only: Anthropic's tool-use prompt and Claude's image rule
+    were the body's `model`'s (claude-3-opus in the body, --model claude-sonnet-4-5: 552 tools
+    tokens, Opus 3's; no model in the body, --model an Opus 3: 368, not 552)."""
+    opus, sonnet = "claude-3-opus-20240229", "claude-sonnet-4-5"
+    tools = count({**BODY, "model": opus})["tools"]
+    assert count({**BODY, "model": sonnet}, "--model", opus)["tools"] == tools
+    assert count({k: v for k, v in BODY.items() if k != "model"}, "--model", opus)["tools"] \
+        == tools
+    assert count({**BODY, "model": opus}, "--model", sonnet)["tools"] == tools - 530 + 346
+    url = "data:image/png;base64," + base64.b64encode(_png(1500, 1000, 0)).decode()
+    image = {"messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": url}}]}]}
+    by_body = count({**image, "model": sonnet})["total"]
+    assert count({**image, "model": "gpt-4o"}, "--model", sonnet)["total"] == by_body
+    assert count(image, "--model", sonnet)["total"] == by_body
+
+
 def run_count(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([*CLI, "count", *args], input=stdin, capture_output=True, text=True,
                           timeout=120)

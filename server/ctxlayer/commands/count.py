@@ -40,7 +40,8 @@ def chat_tokens(decoded: Decoded) -> tuple[list[int], int, int]:
 
     counter = decoded.counter
     per = [message_tokens(m, counter) for m in decoded.messages]
-    tools = tools_tokens(decoded.payload, counter, decoded.fmt)  # the gateway's count
+    # the gateway's count, by the model the chat was read for
+    tools = tools_tokens(decoded.payload, counter, decoded.fmt, decoded.model)
     # the same sum as a live chat's tokens (state.conversations: the turn plus its tools)
     return per, tools, conversation_tokens(decoded.messages, counter) + tools
 
@@ -58,7 +59,7 @@ def run(args) -> int:
     model = chat_model(args.model, payload or {})
     info, counter = model_info(model), counter_for(model)
     if payload is not None:
-        per, tools, total = chat_tokens(decode_chat(payload, source, counter, args.format))
+        per, tools, total = chat_tokens(decode_chat(payload, source, counter, args.format, model))
     else:
         per, tools, total = [], 0, counter.count(text)
     if args.json:

@@ -76,7 +76,6 @@ def _chat(source: str, requested_model: str | None, budget: int | None) -> _Chat
     payload.pop(AUDIT_KEY, None)  # a previous trim's audit: never part of the request
     model = chat_model(requested_model, payload)
     counter = counter_for(model)
-    decoded = decode_chat(payload, source, counter)
-    fitted, tools = budget_and_tools(budget, None, payload, decoded.fmt, model_info(model),
-                                     counter)
+    decoded = decode_chat(payload, source, counter, model=model)
+    fitted, tools = budget_and_tools(budget, None, decoded, model_info(model), counter)
     return _Chat(engine_messages(decoded), model, fitted, tools)

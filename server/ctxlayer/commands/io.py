@@ -119,11 +119,13 @@ def chat_model(requested: str | None, payload: dict) -> str | None:
     return requested or (model if isinstance(model, str) and model else None)
 
 
-def decode_chat(payload: dict, source: str, counter: Tokenizer, fmt: Format | None = None
-                ) -> Decoded:
-    """A chat payload in `fmt` (None: detected, see formats.detect)."""
+def decode_chat(payload: dict, source: str, counter: Tokenizer, fmt: Format | None = None,
+                model: str | None = None) -> Decoded:
+    """A chat payload in `fmt` (None: detected, see formats.detect), read by `model` (the
+    one counted for, `chat_model`: `--model` decides all a model decides, not only the
+    encoding)."""
     try:
-        return decode(fmt or detect(payload), payload, counter)
+        return decode(fmt or detect(payload, model), payload, counter, model=model)
     except RecursionError:
         raise UsageError(f"{source}: a message nested too deeply to read") from None
 

@@ -25,7 +25,7 @@ from ctxlayer.commands.io import (
     read_input,
 )
 from ctxlayer.core.errors import ContextError, said_of_the_budget
-from ctxlayer.core.formats.common import FORMATS
+from ctxlayer.core.formats.common import FORMATS, Decoded
 
 #: where a request body's result carries the audit ({tokens, budget, dropped, truncated}). No
 #: OpenAI or Anthropic request has this field, so it never stands for one of the body's own;
@@ -76,7 +76,7 @@ def _budget(reserve_output: int | None, payload: dict, fmt: str, info) -> int:
     return info.context_window - reserve
 
 
-def budget_and_tools(budget: int | None, reserve_output: int | None, payload: dict, fmt: str,
+def budget_and_tools(budget: int | None, reserve_output: int | None, decoded: Decoded,
                      info, counter) -> tuple[int, int]:
     """(the budget a chat is fitted into, its tool definitions' tokens, which share it):
     `budget` when given, else the window less the output reserve (_budget). Tools that fill
@@ -84,8 +84,9 @@ def budget_and_tools(budget: int | None, reserve_output: int | None, payload: di
     its page and `trim` fit a body alike."""
     from ctxlayer.core.tokens import tools_tokens  # the gateway's count
 
+    payload, fmt = decoded.payload, decoded.fmt
     budget = budget or _budget(reserve_output, payload, fmt, info)
-    tools = tools_tokens(payload, counter, fmt)
+    tools = tools_tokens(payload, counter, fmt, decoded.model)
     if tools >= budget:
         raise UsageError(f"the tool definitions alone need {tools} tokens, over the budget of "
                          f"{budget}")
@@ -108,10 +109,9 @@ def run(args) -> int:
     payload.pop(AUDIT_KEY, None)  # a previous trim's audit: never part of the request
     model = chat_model(args.model, payload)
     counter, info = counter_for(model), model_info(model)
-    decoded = decode_chat(payload, source, counter, args.format)
+    decoded = decode_chat(payload, source, counter, args.format, model)
     messages = decoded.messages
-    budget, tools = budget_and_tools(args.budget, args.reserve_output, payload, decoded.fmt,
-                                     info, counter)
+    budget, tools = budget_and_tools(args.budget, args.reserve_output, decoded, info, counter)
     docs = [read_input(d) for d in args.doc]
     attachments = read_attachments(Path(args.workspace), attached_paths(messages))
     # `[trim]` as the daemon's ctx/trim reads it: the user's settings, then the folder's
@@ -130,7 +130,7 @@ def run(args) -> int:
     # counted from what goes out: the encoder's repairs (a call left without its result
     # removed, Anthropic turns merged) change it after the fit, and `count` of the output
     # must say the same number
-    written = decode_chat(encoded.payload, source, counter, decoded.fmt)
+    written = decode_chat(encoded.payload, source, counter, decoded.fmt, model)
     audit = {"tokens": chat_tokens(written)[2], "budget": budget,
              "dropped": msgspec.to_builtins(dropped), "truncated": msgspec.to_builtins(truncated)}
     if is_body:

@@ -211,17 +211,18 @@ def deferred_tools(tools: object, counter: Tokenizer) -> dict[str, int]:
             and isinstance(t.get("name"), str)}
 
 
-def tools_tokens(request: dict, counter: Tokenizer, fmt: str) -> int:
+def tools_tokens(request: dict, counter: Tokenizer, fmt: str, model: str | None = None) -> int:
     """Tokens a request's tools cost as the provider bills them: the definitions (as their
     JSON; not those deferred to a tool search, `loaded`), and tool_choice. OpenAI bills a
     named choice (`{"type": "function", ...}`) as more prompt, counted here as its JSON; a
     plain "auto", "none" or "required" adds nothing. Anthropic instead adds its tool-use
-    system prompt, whose size depends on the choice."""
+    system prompt, whose size depends on the choice and on the model (`model`, when named
+    outside the request, else the request's: `Decoded.model`)."""
     tools, choice = request.get("tools"), request.get("tool_choice")
     shown = loaded(tools)
     n = counter.count(msgspec.json.encode(shown).decode()) if shown else 0
     if fmt == "anthropic":
-        return n + anthropic_tool_prompt(request.get("model", ""), choice) if tools else n
+        return n + anthropic_tool_prompt(model or request.get("model", ""), choice) if tools else n
     # the deprecated `functions` and `function_call` are billed as tools and tool_choice are
     functions, legacy_choice = request.get("functions"), request.get("function_call")
     if functions:

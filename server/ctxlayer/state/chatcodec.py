@@ -18,13 +18,15 @@ from ctxlayer.core.errors import ContextError
 
 
 def decode_payload(fmt: str, payload: dict, counter: Any, *, at: str = "",
-                   previous: Any = None, whole: bool = False) -> Any:
+                   previous: Any = None, whole: bool = False, model: str | None = None
+                   ) -> Any:
     """A payload decoded by its codec; a field the codec cannot read is named from the params'
     root (`at` = "request": `request.messages[1].colour`). ``previous``, the decode of the
-    same chat's last turn, lets the messages it shares be taken over, not read again."""
+    same chat's last turn, lets the messages it shares be taken over, not read again;
+    ``model``, one named outside the payload, reads it (formats.decode)."""
     try:
         return formats.decode(fmt, payload, counter, previous=previous,  # type: ignore[arg-type]
-                              whole=whole)
+                              whole=whole, model=model)
     except ContextError as err:
         raise _from_root(err, at) from None
 
@@ -37,9 +39,11 @@ def _from_root(err: ContextError, at: str) -> ContextError:
     return err
 
 
-def decode(fmt: str, request: dict, counter: Any, previous: Any = None) -> Any:
-    """The request's conversation for the engine (`.messages`), naming a bad field."""
-    return decode_payload(fmt, request, counter, at="request", previous=previous)
+def decode(fmt: str, request: dict, counter: Any, previous: Any = None,
+           model: str | None = None) -> Any:
+    """The request's conversation for the engine (`.messages`), naming a bad field, read by
+    ``model`` (the one the request is prepared for) where given."""
+    return decode_payload(fmt, request, counter, at="request", previous=previous, model=model)
 
 
 def encode(decoded: Any, kept: list[protocol.Message], breakpoints: list[int]) -> Any:

@@ -222,7 +222,7 @@ class Conversations:
         model = asked.model_of(caller, p)
         budget = asked.nominal_budget(caller, p, model)  # a bad output room is said all the same
         tools = await self.state.tokenizers.on_worker(
-            model, lambda counter: tools_tokens(p.request, counter, p.format))
+            model, lambda counter: tools_tokens(p.request, counter, p.format, model))
         return protocol.PrepareResult(
             request=p.request, conversation_id="", session_id="", tokens=tools, budget=budget,
             dropped=[], truncated=[], compacted=False, cache_reuse_tokens=0, cache_breakpoints=[],
@@ -357,11 +357,11 @@ class Conversations:
         last, branched = conv.decoded, conv.branched_from is not None
 
         def work(counter) -> tuple[Turn, Any, int, Any, str, Kept | None, bool]:
-            decoded = decode(p.format, p.request, counter, last)
+            decoded = decode(p.format, p.request, counter, last, model)
             if not decoded.messages:
                 raise ContextError("invalid", "a conversation needs at least one message",
                                    field=conversation_field(p.format))
-            tools = tools_tokens(p.request, counter, p.format)  # tool_choice too
+            tools = tools_tokens(p.request, counter, p.format, model)  # tool_choice too
             start, took, shown = previous, None, restored
             if kept and fit == budget:  # after a restart
                 found = persist.resume_best([k[2] for k in kept], decoded.messages, counter,

@@ -54,14 +54,15 @@ _ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_
 _OPENAI_PARTS = frozenset({"image_url", "input_audio", "file", "refusal"})
 
 
-def detect(payload: dict) -> Format:
+def detect(payload: dict, model: str | None = None) -> Format:
     """The format a payload is most likely in, for callers that were not told: responses when
     it has `input` and no `messages`; anthropic when it has `system`, a tool with an
     `input_schema`, or Anthropic-only blocks; openai when a message has an OpenAI-only part
     (image_url, input_audio, file, refusal) or anything else the ctxlayer Message has not (developer role, tool_calls, tool_call_id, name, null or list content, any
     other field); else ctxlayer. A body both Anthropic and OpenAI read alike (user and
     assistant turns, text blocks, no OpenAI tools) is anthropic when its `model` is a Claude
-    model: the two count it differently (Anthropic adds its tool-use system prompt)."""
+    model (`model`, when named outside the body, else the body's): the two count it
+    differently (Anthropic adds its tool-use system prompt)."""
     if "input" in payload and "messages" not in payload:
         return "responses"
     tools = payload.get("tools") if isinstance(payload.get("tools"), list) else []
@@ -74,7 +75,7 @@ def detect(payload: dict) -> Format:
         return "anthropic"
     if any(_part_types(m) & _OPENAI_PARTS for m in msgs):
         return "openai"
-    if is_claude(payload.get("model")) and not any(_openai_tool(t) for t in tools) and all(
+    if is_claude(model or payload.get("model")) and not any(_openai_tool(t) for t in tools) and all(
             _anthropic_reads(m) for m in msgs):
         return "anthropic"
     return "ctxlayer" if all(_ctxlayer_reads(m) for m in msgs) else "openai"
@@ -116,14 +117,25 @@ def _ctxlayer_reads(m: object) -> bool:
 
 
 def decode(fmt: Format, payload: dict, counter: Tokenizer, *, previous: Decoded | None = None,
-           whole: bool = False) -> Decoded:
+           whole: bool = False, model: str | None = None) -> Decoded:
     """The engine's view of `payload` in format `fmt`. `previous`, the Decoded of the same
     conversation's previous turn, lets the messages it shares with this one be taken over
     instead of read again (the result is the same either way). A request's messages before
     the provider's own compaction (Anthropic's `compaction` block) are not the engine's (the
     provider does not read them); `whole` reads them too (a session's history: kept, not sent
-    as it is)."""
-    return _codec(fmt).decode(payload, counter, previous, whole)
+    as it is). `model`, a model named outside the body (a `--model`, a request's `model`
+    param), reads it in the body's stead: every rule a model decides (Claude's image rule,
+    which thinking is read again, `Decoded.model` for the tools' count) is that model's, in
+    this one place, the body that goes back untouched."""
+    own = payload.get("model") if isinstance(payload, dict) else None
+    if not model or model == own or not isinstance(payload, dict):
+        decoded = _codec(fmt).decode(payload, counter, previous, whole)
+        decoded.model = own if isinstance(own, str) and own else None
+        return decoded
+    # the codecs read the model from the body: they read a copy naming the one asked for
+    decoded = _codec(fmt).decode({**payload, "model": model}, counter, previous, whole)
+    decoded.payload, decoded.model = payload, model
+    return decoded
 
 
 def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequence[int] = ()

@@ -40,6 +40,10 @@ class Decoded:
     counter: Any = None
     #: codec-specific facts encode needs (anthropic: the engine messages of each native one)
     extra: dict = field(default_factory=dict)
+    #: the model that reads the request, whose rules decode applied (images, thinking read
+    #: again) and the tools' count applies (Anthropic's tool-use prompt): one named outside the
+    #: body (a `--model`, a request's `model` param), else the body's `model`
+    model: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,10 +27,12 @@ def count(caller: Caller, p: protocol.CountParams) -> protocol.CountResult:
     """Small inputs on the loop, large ones on a worker thread (the table's `inline`)."""
     from ctxlayer.core.tokens import OPENAI_FORMAT, message_tokens
 
-    counter = caller.state.tokenizers.guarded(caller.model(p.model))
+    model = caller.model(p.model)
+    counter = caller.state.tokenizers.guarded(model)
     texts = p.texts or []
     raw = p.messages or []
-    messages = decode(p.format, raw, p.system, counter).messages if raw or p.system else []
+    messages = decode(p.format, raw, p.system, counter, model=model).messages \
+        if raw or p.system else []
     tokens = [counter.count(t) for t in texts]
     tokens += [message_tokens(m, counter) for m in messages]
     priming = OPENAI_FORMAT.reply_priming if messages else 0
@@ -57,7 +59,7 @@ def trim(caller: Caller, p: protocol.TrimParams) -> protocol.TrimResult:
     options = trim_options(caller, p.strategy, p.format)
     memo = memo_for(model)  # derived texts shared by every trim with this tokenizer
     counter = caller.state.tokenizers.guarded(model)
-    decoded = decode(p.format, p.messages, p.system, counter)
+    decoded = decode(p.format, p.messages, p.system, counter, model=model)
     files = attachments(caller, decoded.messages)
     # the caller's last trim, when no other trim of it holds it: a warm re-trim
     warm = caller.trim_lock.acquire(blocking=False)

@@ -37,10 +37,11 @@ def require_format(fmt: str, method: str) -> Any:
 
 
 def decode(fmt: str, raw: Any, system: Any, counter: Any, *, at: str = "",
-           whole: bool = False) -> Any:
+           whole: bool = False, model: str | None = None) -> Any:
     """The request's messages for the engine, by the format's codec (`.messages`); `system`
     goes where the format keeps it (anthropic `system`, responses `instructions`). `whole`:
-    also those before a provider's compaction block (a session's history)."""
+    also those before a provider's compaction block (a session's history). `model`: the
+    model they are counted for, whose rules read them (Claude's images)."""
     codec = require_format(fmt, "messages")
     if system is not None and codec.system is None:
         raise ContextError("invalid", f"the {fmt} format has no separate system",
@@ -50,7 +51,7 @@ def decode(fmt: str, raw: Any, system: Any, counter: Any, *, at: str = "",
         payload[codec.system] = system
     from ctxlayer.state.chatcodec import decode_payload
 
-    return decode_payload(fmt, payload, counter, at=at, whole=whole)
+    return decode_payload(fmt, payload, counter, at=at, whole=whole, model=model)
 
 
 def encode(decoded: Any, kept: list[protocol.Message]) -> Any:
