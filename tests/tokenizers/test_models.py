@@ -42,3 +42,22 @@ def test_each_name_has_its_documented_window(model, encoding, window, output, re
 ])
 def test_the_rows_around_them_keep_their_windows(model, window):
     assert model_info(model).context_window == window
+
+
+@pytest.mark.parametrize(("model", "base"), [
+    ("gpt-35-turbo", "gpt-3.5-turbo"),  # Azure's deployment names: no dot allowed
+    ("gpt-35-turbo-16k", "gpt-3.5-turbo-16k"),
+    ("azure/gpt-35-turbo-0125", "gpt-3.5-turbo-0125"),
+    ("ft:gpt-3.5-turbo-0125:acme::x1", "gpt-3.5-turbo-0125"),  # fine-tuned: its base's
+    ("ft:gpt-4o-mini-2024-07-18:acme:support:x2", "gpt-4o-mini-2024-07-18"),
+    ("ft:gpt-4.1-2025-04-14:acme::x3", "gpt-4.1-2025-04-14"),
+])
+def test_azure_and_fine_tuned_names_are_their_base_model(model, base):
+    """`gpt-35-turbo` and `ft:...` names were unknown: o200k with a 15% correction, not exact,
+    a 128k window (a 33,368-token chat went whole to a 16,385-token model). tiktoken maps them
+    to their base's encoding; so do we, and to its window."""
+    info, of_base = model_info(model), model_info(base)
+    assert (info.family, info.encoding, info.exact, info.correction) == (
+        "openai", of_base.encoding, True, 1.0)
+    assert (info.context_window, info.output_allowance) == (
+        of_base.context_window, of_base.output_allowance)
