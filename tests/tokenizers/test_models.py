@@ -61,3 +61,18 @@ def test_azure_and_fine_tuned_names_are_their_base_model(model, base):
         "openai", of_base.encoding, True, 1.0)
     assert (info.context_window, info.output_allowance) == (
         of_base.context_window, of_base.output_allowance)
+
+
+@pytest.mark.parametrize("model", [
+    "us-gov.anthropic.claude-3-5-sonnet-20240620-v1:0",  # Bedrock GovCloud's inference profile
+    "arn:aws-us-gov:bedrock:us-gov-west-1:123456789012:inference-profile/"
+    "us-gov.anthropic.claude-3-5-sonnet-20240620-v1:0",
+])
+def test_a_govcloud_profile_is_claude(model):
+    """`us-gov.anthropic.claude-...` was an unknown model (o200k, a 128k window) and not
+    Claude: a body for it was not read as Anthropic's."""
+    from ctxlayer.core.model_names import is_claude, model_key
+
+    assert is_claude(model) and model_key(model) == "claude-3-5-sonnet-20240620-v1:0"
+    assert model_info(model).family == "anthropic"
+    assert model_info(model).context_window == 200_000

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 
 #: how Amazon Bedrock names Claude: `anthropic.claude-...`, with a region's inference profile
-#: before it (`us.`, `eu.`, `apac.`, `global.`)
-_BEDROCK = re.compile(r"^(?:[a-z]{2,6}\.)?anthropic\.")
+#: before it (`us.`, `eu.`, `apac.`, `global.`, GovCloud's `us-gov.`)
+_BEDROCK = re.compile(r"^(?:[a-z]{2,6}(?:-[a-z]{2,6})?\.)?anthropic\.")
 #: OpenRouter's `claude-3.5-haiku` for Anthropic's `claude-3-5-haiku` (only the names before
 #: Claude 4 put the version first; `gpt-4.1`'s dot is its own)
 _DOTTED_CLAUDE = re.compile(r"^claude-(\d)\.(\d)-")
