@@ -15,6 +15,7 @@ import pytest
 from providers.pdfs import classic, packed
 
 from ctxlayer.core.formats.media import PDF_PAGE_TOKENS
+from ctxlayer.tokenizers import counter_for
 
 CLI = [sys.executable, "-m", "ctxlayer"]
 
@@ -64,12 +65,19 @@ def test_an_anthropic_request_without_a_system_field_counts_as_anthropic(body):
     assert detected == told
     if "tools" in body:
         # the tool-use system prompt (346 tokens on current models) on top of the definitions
-        assert told["tools"] - count(body, "--format", "openai")["tools"] == 346
+        assert told["tools"] - definitions(body) == 346
+
+
+def definitions(body: dict) -> int:
+    """The tokens of a body's tool definitions alone, as its model's counter counts them."""
+    return counter_for(body["model"]).count(json.dumps(body["tools"], separators=(",", ":")))
 
 
 def test_the_format_can_be_named():
-    as_openai = count(BODY, "--format", "openai")
-    assert as_openai["total"] < count(BODY)["total"]
+    # `system` is Anthropic's: Chat Completions has no such field, so it is not counted
+    body = {**BODY, "system": "You answer in one word, always, whatever is asked."}
+    as_openai = count(body, "--format", "openai")
+    assert as_openai["total"] < count(body)["total"]
     p = subprocess.run([*CLI, "count", "--format", "gemini"], input=b"[]", capture_output=True,
                        timeout=60)
     assert p.returncode == 2 and b"--format" in p.stderr and b"gemini" in p.stderr
@@ -79,7 +87,7 @@ def test_the_format_can_be_named():
                                    "anthropic/claude-3.5-haiku"])
 def test_claude_3_5_haiku_has_its_tool_prompt_however_it_is_named(model):
     """Anthropic's table: 264 tokens for Claude 3.5 Haiku, where the current models have 346."""
-    plain = count({**BODY, "model": model}, "--format", "openai")["tools"]
+    plain = definitions({**BODY, "model": model})
     assert count({**BODY, "model": model})["tools"] - plain == 264
     assert count({**BODY, "model": "claude-3-5-haiku-20241022"})["tools"] - plain == 264
 
@@ -131,6 +139,18 @@ def test_the_model_flag_decides_what_the_bodys_model_would():
     by_body = count({**image, "model": sonnet})["total"]
     assert count({**image, "model": "gpt-4o"}, "--model", sonnet)["total"] == by_body
     assert count(image, "--model", sonnet)["total"] == by_body
+
+
+def test_a_claude_request_in_chat_completions_shape_has_the_tool_use_prompt():
+    """OpenRouter's `anthropic/claude-sonnet-4.5` with a Chat Completions tool: 42 tools
+    tokens, where the same tool in Anthropic's shape cost 382 (its 346-token prompt)."""
+    tools = [{"type": "function", "function": {
+        "name": "read_file", "description": "Read a file",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}}]
+    body = {"model": "anthropic/claude-sonnet-4.5", "tools": tools,
+            "messages": [{"role": "user", "content": "read"}]}
+    assert count(body)["tools"] == definitions(body) + 346
+    assert count({**body, "tool_choice": "required"})["tools"] == definitions(body) + 313
 
 
 def run_count(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:

@@ -74,3 +74,16 @@ def test_openai_deprecated_functions_cost_as_tools_do():
     assert tools_tokens({"functions": functions, "function_call": "auto"}, W, "openai") == bare
     assert tools_tokens({"functions": functions, "function_call": {"name": "add"}}, W,
                         "openai") == bare + W.count('{"name":"add"}')
+
+
+def test_claude_asked_in_chat_completions_shape_has_its_tool_use_prompt():
+    """OpenRouter and LiteLLM send a Chat Completions request for a Claude model to Anthropic's
+    API: Claude reads its tools with its tool-use system prompt. It was left out there (42
+    tokens for a tool that cost 382 in Anthropic's shape)."""
+    gpt = tools_tokens({"model": "gpt-4o", "tools": OPENAI_TOOLS}, W, "openai")
+    body = {"model": "anthropic/claude-sonnet-4.5", "tools": OPENAI_TOOLS}
+    assert tools_tokens(body, W, "openai") == gpt + 346
+    assert tools_tokens({**body, "tool_choice": "required"}, W, "openai") == gpt + 313
+    assert tools_tokens({**body, "model": "anthropic/claude-3-opus"}, W, "openai") == gpt + 530
+    assert tools_tokens(body, W, "openai", "claude-3-5-haiku-latest") == gpt + 264
+    assert tools_tokens({"model": body["model"]}, W, "openai") == 0  # no tools, no prompt

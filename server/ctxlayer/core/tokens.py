@@ -15,7 +15,7 @@ from typing import Protocol, runtime_checkable
 
 import msgspec
 
-from ctxlayer.core.model_names import model_key
+from ctxlayer.core.model_names import is_claude, model_key
 from ctxlayer.protocol import Message
 
 
@@ -217,12 +217,21 @@ def tools_tokens(request: dict, counter: Tokenizer, fmt: str, model: str | None 
     named choice (`{"type": "function", ...}`) as more prompt, counted here as its JSON; a
     plain "auto", "none" or "required" adds nothing. Anthropic instead adds its tool-use
     system prompt, whose size depends on the choice and on the model (`model`, when named
-    outside the request, else the request's: `Decoded.model`)."""
+    outside the request, else the request's: `Decoded.model`). A Claude model asked in
+    Chat Completions' shape (OpenRouter, LiteLLM, Anthropic's compatible endpoint) is Claude
+    reading the request translated: its tool-use prompt is added there too."""
     tools, choice = request.get("tools"), request.get("tool_choice")
+    model = model or request.get("model", "")
     shown = loaded(tools)
     n = counter.count(msgspec.json.encode(shown).decode()) if shown else 0
     if fmt == "anthropic":
-        return n + anthropic_tool_prompt(model or request.get("model", ""), choice) if tools else n
+        return n + anthropic_tool_prompt(model, choice) if tools else n
+    # (ctxlayer's format: Chat Completions' tools, as a body with plain messages is read)
+    if fmt in ("openai", "ctxlayer") and is_claude(model) and (tools or request.get("functions")):
+        # OpenAI's forcing choices as Anthropic's: "required" is `any`, a named one `tool`
+        forced = choice == "required" or isinstance(choice, dict) \
+            or isinstance(request.get("function_call"), dict)
+        n += anthropic_tool_prompt(model, {"type": "any"} if forced else None)
     # the deprecated `functions` and `function_call` are billed as tools and tool_choice are
     functions, legacy_choice = request.get("functions"), request.get("function_call")
     if functions:
