@@ -76,3 +76,16 @@ def test_a_govcloud_profile_is_claude(model):
     assert is_claude(model) and model_key(model) == "claude-3-5-sonnet-20240620-v1:0"
     assert model_info(model).family == "anthropic"
     assert model_info(model).context_window == 200_000
+
+
+@pytest.mark.parametrize(("model", "window"), [
+    ("gpt-5.2-chat-latest", 128_000),  # the chat-latest snapshots: it had gpt-5's 400,000
+    ("gpt-5.1-chat-latest", 128_000), ("gpt-5.2", 400_000), ("gpt-5.4-chat-latest", 128_000),
+    ("o1-mini", 128_000), ("o1-mini-2024-09-12", 128_000), ("o1-preview", 128_000),  # 200,000
+    ("o1", 200_000), ("o1-2024-12-17", 200_000),
+    ("grok-3", 131_072), ("grok-3-mini", 131_072), ("xai/grok-3-latest", 131_072),  # 256,000
+    ("grok-4", 256_000),
+])
+def test_windows_of_the_snapshots_the_family_row_took(model, window):
+    assert model_info(model).context_window == window
+    assert model_info(model).default_budget < window

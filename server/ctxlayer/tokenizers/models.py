@@ -52,7 +52,8 @@ TABLE: tuple[ModelInfo, ...] = (
         ("gpt-5.4", 1_050_000), ("gpt-5.4-mini", 400_000), ("gpt-5.4-nano", 400_000),
         ("gpt-5.5", 1_050_000), ("gpt-5.6", 1_050_000))),
     *(_m(name, "openai", O2, 128_000, 16_384, enforce_tool_use=True)
-      for name in ("gpt-5-chat", "gpt-5.1-chat")),
+      for name in ("gpt-5-chat", "gpt-5.1-chat", "gpt-5.2-chat", "gpt-5.3-chat",
+                   "gpt-5.4-chat", "gpt-5.5-chat", "gpt-5.6-chat")),
     _m("gpt-4.1", "openai", O2, 1_047_576, 32_768, enforce_tool_use=True),
     # GPT-4.5 Preview: 128,000 and 16,384 (litellm's table, as
     # https://futureagi.com/llm-cost-calculator/openai/gpt-4-5-preview gives it; OpenAI's page
@@ -72,6 +73,10 @@ TABLE: tuple[ModelInfo, ...] = (
     _m("gpt-4", "openai", CL, 8_192, 4_096, enforce_tool_use=True),
     _m("gpt-3.5-turbo", "openai", CL, 16_385, 4_096, enforce_tool_use=True),
     _m("o1", "openai", O2, 200_000, 100_000, native_reasoning=True, reasoning_model=True),
+    # the previews o1 came after: 128,000, with 65,536 and 32,768 of output
+    _m("o1-mini", "openai", O2, 128_000, 65_536, native_reasoning=True, reasoning_model=True),
+    _m("o1-preview", "openai", O2, 128_000, 32_768, native_reasoning=True,
+       reasoning_model=True),
     _m("o3", "openai", O2, 200_000, 100_000, native_reasoning=True, reasoning_model=True),
     _m("o4", "openai", O2, 200_000, 100_000, native_reasoning=True, reasoning_model=True),
     # o4-mini fine-tuned for the Codex CLI: 200,000 and 100,000
@@ -92,6 +97,9 @@ TABLE: tuple[ModelInfo, ...] = (
     _m("gemini", "google", O2, 1_048_576, 65_536, correction=1.1, uncertainty=0.15,
        native_reasoning=True, enforce_tool_use=True, exact=False),
     _m("grok", "xai", O2, 256_000, 16_384, correction=1.1, uncertainty=0.15,
+       enforce_tool_use=True, exact=False),
+    # Grok 3 (and its mini): 131,072; the 256k is Grok 4's
+    _m("grok-3", "xai", O2, 131_072, 16_384, correction=1.1, uncertainty=0.15,
        enforce_tool_use=True, exact=False),
     # Llama 3 extends a cl100k-like BPE: counts land within a few percent of cl100k.
     _m("llama", "meta", CL, 128_000, 4_096, correction=1.05, uncertainty=0.05, exact=False),
