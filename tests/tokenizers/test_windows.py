@@ -87,3 +87,16 @@ def test_gpt_5_windows_as_openai_publishes_them(model, window):
 def test_qwen_codes_model_has_its_1m_window_and_a_local_qwen_the_tables():
     assert context_window("qwen3-coder-plus") == 1_000_000
     assert context_window("qwen3-coder:30b") == context_window("qwen2.5-coder") == 131_072
+
+
+@pytest.mark.parametrize("key", ["claude-haiku-4-5", "claude-haiku-4.5"])
+@pytest.mark.parametrize("model", [
+    "claude-haiku-4-5-20251001", "us.anthropic.claude-haiku-4-5-20251001-v1:0",
+    "anthropic/claude-haiku-4.5", "openrouter/anthropic/claude-haiku-4.5",
+])
+def test_a_users_window_holds_for_the_dotted_spelling_too(key, model):
+    """`[gateway.models] claude-haiku-4-5 = 50000` held for Bedrock's and Vertex's spellings
+    but not for OpenRouter's `anthropic/claude-haiku-4.5` (200,000)."""
+    assert context_window(model, (), {key: 50_000}) == 50_000
+    assert context_window("claude-sonnet-4-5", (), {key: 50_000}) == 200_000
+    assert context_window("gpt-4-1106-preview", (), {"gpt-4.1": 5}) == 128_000

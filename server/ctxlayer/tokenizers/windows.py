@@ -45,6 +45,14 @@ def user_window(model: str | None, overrides: Mapping[str, int] | None) -> int |
     # Bedrock's `us.anthropic.claude-haiku-4-5-...-v1:0` too: the key `claude-haiku-4-5` was
     # applied to every other spelling of that model but this one
     bare = (bare_name(name), model_key(name))
+    # OpenRouter's dotted `claude-haiku-4.5` for Anthropic's `claude-haiku-4-5`, either way
+    bare += tuple(_undotted(b) for b in bare)
     keys = [k for k in overrides if name.startswith(k.strip().lower()) or
-            ("/" not in k and any(b.startswith(k.strip().lower()) for b in bare))]
+            ("/" not in k and any(b.startswith(_undotted(k.strip().lower())) for b in bare))]
     return overrides[max(keys, key=len)] if keys else None
+
+
+def _undotted(name: str) -> str:
+    """A Claude name with its version's dots as dashes (a Claude name has no other dot once
+    Bedrock's prefix is gone); any other name as it is (`gpt-4.1` is not `gpt-4-1...`)."""
+    return name.replace(".", "-") if name.startswith("claude") else name
