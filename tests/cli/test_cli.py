@@ -233,12 +233,23 @@ def test_a_budget_is_read_in_the_forms_people_type(given, budget):
     ("1,5k", "a comma only separates thousands, a fraction takes a point"),
     ("32kk", "got '32kk'"), ("2kkk", "got '2kkk'"), ("32,00", "got '32,00'"),
     ("1.5", "got '1.5'"), ("1.2345k", "'1.2345k' is not a whole number of tokens"),
+    ("\u0661\u0662\u0663\u0664", "got '"),  # Arabic-Indic 1234: it was read as 1234
+    # it was refused as "(field budget)", naming no flag
+    ("10000000000000M", "at most 9,007,199,254,740,991 tokens"),
 ])
 def test_a_budget_in_no_form_we_read_is_refused_naming_the_flag(given, said):
     p = run("trim", "-q", "--budget", given, stdin='[{"role": "user", "content": "hi"}]')
     assert p.returncode == 2 and p.stdout == ""
     assert "argument --budget: " in p.stderr and said in p.stderr, p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_no_output_reserve_is_the_whole_window_as_in_the_daemon():
+    """`--reserve-output 0` was refused ("expected a positive number") where the daemon takes
+    `reserveOutput: 0`: nothing kept for the reply, the budget the window."""
+    p = run("trim", "-q", "--reserve-output", "0", stdin='[{"role": "user", "content": "hi"}]')
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["budget"] == 128_000  # gpt-4o's window, all of it
 
 
 def test_a_flag_argparse_refuses_is_one_line_naming_it():

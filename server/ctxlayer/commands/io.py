@@ -151,9 +151,10 @@ def engine_messages(d: Decoded) -> list[Message]:
 
 
 #: a number of tokens as people type it: 32000, 32,000 or 32_000 (separators only between
-#: groups of three digits), 32k, 1.5k, 1M or 1.5M; a fraction only with k or M
+#: groups of three digits), 32k, 1.5k, 1M or 1.5M; a fraction only with k or M; ASCII digits
+#: only (`\d` took Arabic-Indic ones: "١٢٣٤" was read as 1234)
 _TOKENS = re.compile(r"(?P<whole>\d+|\d{1,3}(?:,\d{3})+|\d{1,3}(?:_\d{3})+)"
-                     r"(?:\.(?P<fraction>\d+))?(?P<unit>[kKmM]?)")
+                     r"(?:\.(?P<fraction>\d+))?(?P<unit>[kKmM]?)", re.ASCII)
 _UNITS = {"": 1, "k": 1_000, "m": 1_000_000}
 #: the forms a budget may take, said in every refusal
 TOKEN_FORMS = "such as 128000, 128,000, 128k, 1.5k or 1M"
@@ -163,6 +164,23 @@ def positive(value: str) -> int:
     """argparse type for numbers of tokens (TOKEN_FORMS). Anything else is refused rather
     than guessed: "1,5k" (a European 1.5k) had its comma dropped and gave 15000, and "32kk"
     had every k stripped and gave 32000."""
+    n = tokens(value)
+    if n <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of tokens, got {value!r}")
+    return n
+
+
+def reserve(value: str) -> int:
+    """argparse type for an output reserve: a number of tokens as `positive` takes it, or 0
+    (none kept for the reply: the whole window), as the daemon's `reserveOutput` takes it."""
+    return tokens(value)
+
+
+def tokens(value: str) -> int:
+    """A number of tokens, 0 or more (TOKEN_FORMS), at most what a client may name
+    (MAX_TOKENS; said by argparse with the option's name, not as a `budget` field)."""
+    from ctxlayer.core.errors import MAX_TOKENS
+
     m = _TOKENS.fullmatch(value.strip())
     if m is None or (m["fraction"] is not None and not m["unit"]):
         if value.strip().startswith("-"):
@@ -179,6 +197,6 @@ def positive(value: str) -> int:
                      10 ** len(fraction))
     if rest:
         raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of tokens")
-    if n <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number of tokens, got {value!r}")
+    if n > MAX_TOKENS:
+        raise argparse.ArgumentTypeError(f"at most {MAX_TOKENS:,} tokens, got {value!r}")
     return n

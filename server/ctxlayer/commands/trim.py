@@ -23,6 +23,7 @@ from ctxlayer.commands.io import (
     load_chat,
     positive,
     read_input,
+    reserve,
 )
 from ctxlayer.core.errors import ContextError, said_of_the_budget
 from ctxlayer.core.formats.common import FORMATS, Decoded
@@ -44,7 +45,7 @@ def add_arguments(parser) -> None:
                         help="model name (default: the body's `model`, else gpt-4o)")
     parser.add_argument("--budget", type=positive, default=None,
                         help="tokens the prompt may use (default: window minus reserved output)")
-    parser.add_argument("--reserve-output", type=positive, default=None,
+    parser.add_argument("--reserve-output", type=reserve, default=None,
                         help="tokens kept free for the reply when --budget is absent (default: "
                         "the body's max_completion_tokens or max_tokens, else the model's usual)")
     parser.add_argument("--strategy", choices=("pipeline", "priority"), default=None,
@@ -65,7 +66,7 @@ def _budget(reserve_output: int | None, payload: dict, fmt: str, info) -> int:
     token that the question alone is then over."""
     from ctxlayer.state.chatcodec import no_room, reserve_field
 
-    found = (("--reserve-output", reserve_output) if reserve_output
+    found = (("--reserve-output", reserve_output) if reserve_output is not None
              else reserve_field(payload, fmt))
     if found is None:
         return info.default_budget
