@@ -32,6 +32,8 @@ ORDERS = [
     "Refactor the parser, do not touch the public API.",
     "Update the docs, and never commit to main.",
     "I migrated the schema; don't change the invoices table.",
+    "Fix it, never pass None to it.",
+    "Be careful, never push to main.",
 ]
 NOT_ORDERS = [
     "I don't understand why test_3 fails",
@@ -56,6 +58,18 @@ NOT_ORDERS = [
     "Yes, never seen that before.",
     "Ok, don't worry about it.",
     "Why, never drop it?",
+    # the code or the user described after a comma, not told (they were kept as the user's
+    # hard constraints, verbatim, in every summary)
+    "The function returns None, never raises.",
+    "It's flaky, never reproduces locally.",
+    "The job runs nightly, never during business hours.",
+    "Users log in with SSO, never with passwords.",
+    "Sorry, don't have time to look at the logs today.",
+    "Honestly, don't like this approach much.",
+    "The cache is cleared on restart, never on reload.",
+    "This endpoint is slow, never returns in under 2 seconds.",
+    "The old service, never deployed to prod, still has a cron job.",
+    "Our users, never patient, complain when builds take long.",
 ]
 
 

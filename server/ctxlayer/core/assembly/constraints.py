@@ -45,13 +45,19 @@ _MODAL = re.compile(
 )
 #: an order opening a clause after a semicolon or a comma ("Migrate to Postgres; never drop the
 #: invoices table.", "Refactor it, do not touch the API"): only the words that are orders
-#: wherever they stand, before a present verb. Not "never mind", "don't know", "never worked"
-#: (what the user says of themselves, a past): prose, not an order
+#: wherever they stand, before a verb's plain form. Not what the user says of themselves or of
+#: the code: "never mind", "don't know", "don't have time", "don't like it" (the user's own
+#: state), "never worked", "never reproduces", "never raises" (a past or a third person's
+#: verb: the code described), "never during office hours", "never on reload" (no verb), "Our
+#: users, never patient, complain" (a word set apart by commas)
 _CLAUSE_ORDER = re.compile(
     r"[;,]\s*(?:(?:and|but|so|please|also|just)\s+)*(?:never|do\s+not|don't|dont|must\s+not|"
     r"under\s+no\s+circumstances)\s+(?!(?:mind|know|knew|think|thought|understand|see|seen|"
-    r"remember|care|worry|been|was|were|had|did|got|get|seem|seems|really|even|tried)\b)"
-    r"(?![a-z]*[^e\W]ed\b)[a-z]",
+    r"remember|care|worry|been|was|were|had|did|got|get|seem|really|even|tried|have|like|"
+    r"love|hate|want|need|feel|believe|agree|mean|recall|expect|trust|again|once|twice|"
+    r"during|with|without|on|in|at|for|from|by|before|after|until|since|to|the|a|an|any|"
+    r"anything|anyone|that|this|more|less|enough|quite|very|so|too|always|ever|yet)\b)"
+    r"(?![a-z]*(?:[^e\W]ed|ing|[^s\W']s)\b)(?![a-z']+\s*,)[a-z]",
     re.IGNORECASE,
 )
 # what the user says about themselves or asks
