@@ -134,6 +134,27 @@ async def test_the_agent_files_on_the_way_through_a_symlinked_folder_are_read_an
         await daemon.close()
 
 
+async def test_a_workspace_named_with_dotdot_after_a_symlink_opens_the_folder_it_leads_to(
+        tmp_path):
+    """~/link -> disk/a/b, the workspace named ~/link/../proj: the system leads it to
+    disk/a/proj. The daemon folded the `..` by the text first, to ~/proj: another project's
+    segment (or none at all where ~/proj does not exist), without a word."""
+    env = hermetic_env(tmp_path)
+    disk = tmp_path / "disk"
+    (disk / "a" / "b").mkdir(parents=True)
+    write(make_repo(disk / "a" / "proj"), "README.md", "# THE REAL PROJECT\n")
+    write(make_repo(tmp_path / "home" / "proj"), "README.md", "# ANOTHER PROJECT\n")
+    os.symlink(disk / "a" / "b", tmp_path / "home" / "link")
+    daemon = await RawDaemon.start(env=env)
+    try:
+        await daemon.initialize(tmp_path / "home" / "link" / ".." / "proj")
+        segment = await until(daemon, "ctx/segment", lambda s: s["tokens"] > 0)
+        assert "THE REAL PROJECT" in segment["text"]
+        assert "ANOTHER PROJECT" not in segment["text"]
+    finally:
+        await daemon.close()
+
+
 async def test_the_agent_files_below_a_symlinked_home_are_read(tmp_path):
     """HOME a symlink to the real home folder, the workspace opened by its real path: the
     workspace was not below home as HOME names it, and ~/team/AGENTS.md was passed over."""

@@ -369,3 +369,19 @@ def test_agent_files_take_the_binary_rule_of_selected_files_and_lose_a_bom(repo,
 
 def test_no_agent_files_means_empty_part(repo, home):
     assert part(make_ws(repo, home).scan(), "agentFiles").text == ""
+
+
+def test_a_name_with_dotdot_is_no_way_to_the_workspace(home, tmp_path):
+    """~/x/link -> disk/a/b, the workspace disk/a/proj named ~/x/link/../proj: the name,
+    folded by its text to ~/x/proj, put ~/x on the way and ~/x/AGENTS.md was read, though the
+    system never leads from ~/x to the workspace. A name with `..` is not used."""
+    disk = tmp_path / "disk"
+    write(disk, "a/proj/README.md", "# Proj\n")
+    (disk / "a" / "b").mkdir()
+    write(home, "x/AGENTS.md", "x rule\n")
+    os.symlink(disk / "a" / "b", home / "x" / "link")
+    ws = Workspace(disk / "a" / "proj", WorkspaceConfig(), count, home=home,
+                   user_config_dir=home / ".config" / "ctxlayer",
+                   opened_as=home / "x" / "link" / ".." / "proj")
+    assert ws.opened_as is None
+    assert "x rule" not in part(ws.scan(), "agentFiles").text

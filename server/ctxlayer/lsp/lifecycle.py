@@ -37,12 +37,17 @@ async def initialize(ls: CtxServer, params: types.InitializeParams) -> None:
     if isinstance(raw, dict):
         raw = {k: v for k, v in raw.items() if k != "token"}
     caller.take_options(read_options(raw, ls.option_problems), ls.option_problems)
-    caller.opened_as = workspace_folder(params)
-    caller.root = caller.opened_as.resolve() if caller.opened_as is not None else None
-    if caller.root is None:
+    named = workspace_folder(params)
+    if named is None:
         log.info("no workspace folder: the segment stays empty")
         return
     from ctxlayer.config import default_user_config_dir, load_config
+    from ctxlayer.workspace.workspace import named_form
+
+    # the root is the folder the name really leads to (`..` after a symlink included); the
+    # name itself is kept only where it can stand for that folder (`named_form`)
+    caller.root = named.resolve()
+    caller.opened_as = named_form(named, caller.root)
 
     # read here, not at `initialized`: the initialize result announces this workspace's
     # defaults (budget, modes)
@@ -120,13 +125,14 @@ def fs_path(uri: str) -> str | None:
 
 def workspace_folder(params: types.InitializeParams) -> Path | None:
     """The first workspace folder, else rootUri, else rootPath, as the client named it
-    (absolute, its symlinks kept: the caller's `root` is it resolved); None if it is not a
-    folder."""
+    (absolute, its symlinks and `..` parts kept: the caller's `root` is it resolved); None if
+    it is not a folder. Its `..` parts are not folded away by their text: after a symlink,
+    `link/../proj` is the folder beside where the link leads, which the system finds."""
     uri = params.workspace_folders[0].uri if params.workspace_folders else params.root_uri
     path = fs_path(uri) if uri else params.root_path
     if not path:
         return None
-    folder = Path(os.path.abspath(path))
+    folder = Path(path).absolute()
     return folder if folder.is_dir() else None
 
 

@@ -99,6 +99,18 @@ def nearest_folder(folder: Path) -> Path | None:
     return None
 
 
+def named_form(named: Path | None, root: Path) -> Path | None:
+    """`named` made absolute, when it names the folder `root` is and can stand for it on the
+    way from home; else None. A name with `..` parts cannot: the system reads `link/..` as the
+    folder above where the link leads, while the name's own folders read `link/../proj` as
+    `proj` beside the link, another folder whose agent files are not this workspace's."""
+    if named is None or ".." in named.parts:
+        return None
+    if os.path.realpath(named) != os.path.realpath(root):
+        return None
+    return Path(os.path.abspath(named))
+
+
 class Workspace(EventMap):
     """One workspace folder's segment, kept fresh.
 
@@ -106,16 +118,15 @@ class Workspace(EventMap):
     `home` and `user_config_dir` default to the real ones; tests pass their own.
     `opened_as` is the folder as the user named it when `root` is its resolved path
     (~/work/proj, ~/work leading to another disk): the agent files of the folders on that
-    way (~/work/AGENTS.md) are read too. Ignored unless it leads to `root`.
+    way (~/work/AGENTS.md) are read too. Ignored unless it leads to `root`, and when it has
+    `..` parts (`named_form`).
     """
 
     def __init__(self, root: Path, config: Config | WorkspaceConfig, count: Count,
                  home: Path | None = None, user_config_dir: Path | None = None,
                  opened_as: Path | None = None) -> None:
         self.root = Path(os.path.abspath(root))
-        self.opened_as = (Path(os.path.abspath(opened_as)) if opened_as is not None
-                          and os.path.realpath(opened_as) == os.path.realpath(self.root)
-                          else None)
+        self.opened_as = named_form(opened_as, self.root)
         self.config = config.workspace if isinstance(config, Config) else config
         self._count = count
         self.home = Path(os.path.abspath(home)) if home is not None else Path.home()
