@@ -256,3 +256,23 @@ def test_a_blocking_call_interrupted_is_cancelled_at_the_daemon(world: dict[str,
         slow.join(60)
         listed = client.call("ctx/session/list", {})
         assert [(s.session_id, s.messages) for s in listed.sessions] == [("s", 300)]
+
+
+async def test_the_folder_goes_as_named_so_the_agent_files_on_its_way_are_read(
+        tmp_path: Path, world: dict[str, str], monkeypatch: pytest.MonkeyPatch):
+    """~/work a symlink to another disk, the client opened on ~/work/proj: it resolved the
+    folder before sending it, so the daemon never saw ~/work and left ~/work/AGENTS.md out.
+    A relative folder is taken from the shell's $PWD (getcwd() is the resolved one)."""
+    disk = tmp_path / "otherdisk" / "work"
+    (disk / "proj").mkdir(parents=True)
+    (disk / "AGENTS.md").write_text("WORK RULE: use tabs\n")
+    (disk / "proj" / "README.md").write_text("# Proj\n")
+    git(disk / "proj", "init", "-q", "-b", "main")
+    named = tmp_path / "home" / "work" / "proj"
+    os.symlink(disk, tmp_path / "home" / "work")
+    async with await AsyncClient.spawn(root=named, env=world, timeout=30) as client:
+        assert "WORK RULE" in (await client.segment()).text
+    monkeypatch.chdir(named)
+    monkeypatch.setenv("PWD", str(named))
+    async with await AsyncClient.spawn(root=".", env=world, timeout=30) as client:
+        assert "WORK RULE" in (await client.segment()).text
