@@ -167,6 +167,27 @@ def test_prompt_reads_the_agent_files_on_the_way_through_a_symlinked_folder(tmp_
     assert "## ~/work/AGENTS.md\n\nDeploy only on Fridays." in content
 
 
+def test_prompt_run_inside_a_folder_reached_through_a_symlink_reads_the_way_there(tmp_path):
+    """`ctxlayer prompt` with its default '.', run inside ~/work/proj (~/work a symlink to
+    another disk): '.' was made absolute from getcwd(), the resolved path, and
+    ~/work/AGENTS.md was missing, though `ctxlayer prompt "$PWD"` showed it."""
+    home, disk = tmp_path / "home", tmp_path / "otherdisk" / "work"
+    (disk / "proj").mkdir(parents=True)
+    home.mkdir()
+    os.symlink(disk, home / "work")
+    (home / "work" / "AGENTS.md").write_text("Deploy only on Fridays.\n")
+    subprocess.run(["git", "init", "-q", str(disk / "proj")], check=True)
+    inside = home / "work" / "proj"
+    # what a shell sets on `cd ~/work/proj`: its own path, the symlink kept
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config"), "HOME": str(home),
+           "PWD": str(inside)}
+    p = subprocess.run([*CLI, "prompt", "--json"], capture_output=True, text=True,
+                       timeout=120, env=env, cwd=inside)
+    assert p.returncode == 0, p.stderr
+    content = "\n".join(m["content"] for m in json.loads(p.stdout)["messages"])
+    assert "## ~/work/AGENTS.md\n\nDeploy only on Fridays." in content
+
+
 def test_trim_takes_the_trim_settings_the_daemon_takes(tmp_path):
     """`[trim]` of ctxlayer.toml (the user's, then the folder's) is what ctx/trim runs with;
     `ctxlayer trim` ran the built-in defaults whatever the user had set."""
