@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from conftest import ENV, SERVE, WORLD, make_repo, write
+from conftest import ENV, SERVE, WORLD, hermetic_env, make_repo, write
 
 from ctxlayer_client import AsyncClient, RpcError
 from ctxlayer_client.framing import encode, read_message
@@ -70,6 +70,43 @@ async def test_two_clients_at_once_share_the_workspace(tcp_daemon: TcpDaemon):
     finally:
         await second.close()
     assert tcp_daemon.proc.returncode is None
+
+
+async def test_one_folder_by_two_names_is_one_workspace_and_one_segment(tmp_path: Path):
+    """Client A opens the folder by its real path, client B as ~/work/proj (~/work a symlink
+    to it): the daemon kept two live workspaces, one segment with ~/work/AGENTS.md and one
+    without, and the session both opened took its workspace layer from either: A's
+    ctx/session/budget said 291 workspace tokens where its ctx/assemble sent 120, B's the
+    other way round. One folder is one segment now; each budget is what its assemble sends."""
+    env = hermetic_env(tmp_path)
+    disk = tmp_path / "otherdisk" / "work"
+    real = make_repo(disk / "proj")
+    write(disk, "AGENTS.md", "WORK RULE: " + "use tabs everywhere. " * 40 + "\n")
+    os.symlink(disk, tmp_path / "home" / "work")
+    proc = await asyncio.create_subprocess_exec(
+        *SERVE, "--tcp", "--port", "0", stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL, env=env)
+    assert proc.stdout is not None
+    info = json.loads(await asyncio.wait_for(proc.stdout.readline(), 30))
+    token = Path(info["tokenFile"]).read_text().strip()
+    clients = []
+    try:
+        for root in (real, tmp_path / "home" / "work" / "proj"):
+            clients.append(await AsyncClient.connect("127.0.0.1", info["port"], token, root,
+                                                     timeout=30))
+        segments = [await c.segment() for c in clients]
+        assert segments[0].hash == segments[1].hash
+        for c in clients:
+            await c.request("ctx/session/open", {"sessionId": "shared", "budget": 20000})
+        for c in (*clients, clients[0]):
+            budget = await c.request("ctx/session/budget", {"sessionId": "shared"})
+            sent = await c.request("ctx/assemble", {"sessionId": "shared"})
+            assert budget["byLayer"]["workspace"] == sent["tokens"]["workspace"] > 0
+    finally:
+        for c in clients:
+            await c.close()
+        proc.terminate()
+        await asyncio.wait_for(proc.wait(), 10)
 
 
 async def test_wrong_token_is_refused_and_disconnected(tcp_daemon: TcpDaemon):

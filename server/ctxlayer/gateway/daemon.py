@@ -37,7 +37,7 @@ class DaemonGateway:
             return
         caller = Caller(self.state, source="gateway", options=asking.options)
         caller.root, caller.config = asking.root, asking.config
-        # the same name too: the same live workspace, not a second one watching the tree
+        # its name too: the caller on a workspace knows the name it was opened by
         caller.opened_as = asking.opened_as
         if asking.root is not None:
             open_workspace(caller, asking.config, asking.options.config)

@@ -179,32 +179,34 @@ class LiveWorkspace:
 
 
 class WorkspaceRegistry:
-    """Live workspaces keyed by (root, model, config, the root's name): connections on the same
-    root share one. The name it was opened by is part of the key: it decides which folders'
-    agent files the segment reads (~/work/AGENTS.md for ~/work/proj, not for the folder's
-    resolved path on another disk)."""
+    """Live workspaces keyed by (resolved root, model, config): connections on the same root
+    share one, whatever name reached it. The first connection's name decides which folders'
+    agent files its segment reads (~/work/AGENTS.md for ~/work/proj, not for the folder's
+    resolved path on another disk); a later name shares that segment. With the name in the
+    key, one folder had two live workspaces and two segments, and a session both connections
+    opened took its workspace layer from one or the other: its budget described a segment
+    that connection's ctx/assemble did not send."""
 
     def __init__(self, tokenizers: Tokenizers,
                  on_config: Callable[[LiveWorkspace], Any] | None = None) -> None:
         self.tokenizers = tokenizers
         self.on_config = on_config
-        self._live: dict[tuple[str, str, str, str], LiveWorkspace] = {}
+        self._live: dict[tuple[str, str, str], LiveWorkspace] = {}
 
     @staticmethod
-    def _key(root: Path, config: Any, model: str | None,
-             opened_as: Path | None) -> tuple[str, str, str, str]:
+    def _key(root: Path, config: Any, model: str | None) -> tuple[str, str, str]:
         import msgspec
 
         try:
             cfg = msgspec.json.encode(config).decode()
         except (TypeError, msgspec.EncodeError):
             cfg = repr(config)
-        return (str(root), model or "", cfg, str(opened_as or root))
+        return (str(root), model or "", cfg)
 
     def acquire(self, root: Path, config: Config | None, model: str | None,
                 overrides: dict | None = None, *,
                 opened_as: Path | None = None) -> LiveWorkspace:
-        key = self._key(root, config, model, opened_as)
+        key = self._key(root, config, model)
         live = self._live.get(key)
         if live is None:
             live = self._live[key] = LiveWorkspace(self.tokenizers, root, config, model,
