@@ -167,10 +167,12 @@ def test_prompt_reads_the_agent_files_on_the_way_through_a_symlinked_folder(tmp_
     assert "## ~/work/AGENTS.md\n\nDeploy only on Fridays." in content
 
 
-def test_prompt_run_inside_a_folder_reached_through_a_symlink_reads_the_way_there(tmp_path):
+@pytest.mark.parametrize("command", ["prompt", "inspect"])
+def test_run_inside_a_folder_reached_through_a_symlink_reads_the_way_there(tmp_path, command):
     """`ctxlayer prompt` with its default '.', run inside ~/work/proj (~/work a symlink to
     another disk): '.' was made absolute from getcwd(), the resolved path, and
-    ~/work/AGENTS.md was missing, though `ctxlayer prompt "$PWD"` showed it."""
+    ~/work/AGENTS.md was missing, though `ctxlayer prompt "$PWD"` showed it. `ctxlayer
+    inspect` named no folder but the resolved one: it missed it even named."""
     home, disk = tmp_path / "home", tmp_path / "otherdisk" / "work"
     (disk / "proj").mkdir(parents=True)
     home.mkdir()
@@ -181,9 +183,12 @@ def test_prompt_run_inside_a_folder_reached_through_a_symlink_reads_the_way_ther
     # what a shell sets on `cd ~/work/proj`: its own path, the symlink kept
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config"), "HOME": str(home),
            "PWD": str(inside)}
-    p = subprocess.run([*CLI, "prompt", "--json"], capture_output=True, text=True,
+    p = subprocess.run([*CLI, command, "--json"], capture_output=True, text=True,
                        timeout=120, env=env, cwd=inside)
     assert p.returncode == 0, p.stderr
+    if command == "inspect":
+        assert "Deploy only on Fridays." in p.stdout
+        return
     content = "\n".join(m["content"] for m in json.loads(p.stdout)["messages"])
     assert "## ~/work/AGENTS.md\n\nDeploy only on Fridays." in content
 

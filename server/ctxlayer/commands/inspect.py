@@ -26,6 +26,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from ctxlayer.cli import UsageError
+    from ctxlayer.commands.io import named_absolute
     from ctxlayer.config import default_user_config_dir, load_config
     from ctxlayer.tokenizers import counter_for
     from ctxlayer.workspace import Workspace, render_inspect
@@ -48,7 +49,10 @@ def run(args) -> int:
     config, problems = load_config(root, default_user_config_dir(), None)
     for problem in problems:
         print(f"ctxlayer inspect: config: {problem}", file=sys.stderr)
-    segment = Workspace(root, config, counter_for(args.model).count).scan()
+    # the folder as named too, as `ctxlayer prompt` and the daemon read it: ~/work/AGENTS.md
+    # for ~/work/proj, ~/work a symlink
+    segment = Workspace(root.resolve(), config, counter_for(args.model).count,
+                        opened_as=named_absolute(root)).scan()
     if args.json:
         sys.stdout.write(msgspec.json.encode(segment).decode() + "\n")
         return 0

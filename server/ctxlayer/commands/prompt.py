@@ -3,13 +3,13 @@ sections with tokens, hashes and whether the provider can cache them."""
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import msgspec
 
 from ctxlayer.cli import UsageError
+from ctxlayer.commands.io import named_absolute
 from ctxlayer.core.prompt.spec import INCLUDE_NAMES  # the one list the core checks against
 
 
@@ -49,22 +49,6 @@ def build(path: Path, model: str | None, **spec_fields):
                       workspace_parts=[(p.name, p.text) for p in segment.parts if p.text],
                       **spec_fields)
     return build_system_prompt(spec, counter), segment
-
-
-def named_absolute(path: Path) -> Path:
-    """`path` absolute without resolving it. A relative one (the default, '.') is taken from
-    the shell's folder, $PWD, when that is the working folder: getcwd() gives its resolved
-    form, and `ctxlayer prompt` run inside ~/work/proj (~/work a symlink) missed
-    ~/work/AGENTS.md that `ctxlayer prompt ~/work/proj` read."""
-    if path.is_absolute():
-        return path
-    pwd = os.environ.get("PWD", "")
-    try:
-        if os.path.isabs(pwd) and os.path.samefile(pwd, os.curdir):
-            return Path(pwd) / path
-    except OSError:  # $PWD names no folder (any more)
-        pass
-    return path.absolute()
 
 
 def table(prompt) -> str:
