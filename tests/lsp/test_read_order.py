@@ -5,6 +5,8 @@ whole" for messages that were summarized. The real daemon over stdio, one write.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 
 import pytest
@@ -67,9 +69,11 @@ def appended(name: str) -> bytes:
 
 
 async def test_a_read_answers_before_what_arrived_after_it(tmp_path):
-    """ctx/session/list and ctx/inspect pipelined between two appends counted the second one
-    in about 4 rounds of 10: a read waited for the requests before it, but the append after
-    it ran beside it. Several rounds, each in one write, as the race needs."""
+    """ctx/inspect and ctx/why pipelined between two appends counted the second one in about
+    4 rounds of 10: a read waited for the requests before it, but the append after it ran
+    beside it. Several rounds, each in one write, as the race needs. A list holds no lane back
+    (a slow session would stall the others: the test below): it counts the first append,
+    maybe the second."""
     daemon = await RawDaemon.start(env=hermetic_env(tmp_path / "world"))
     try:
         await daemon.initialize(make_repo(WORLD / "read-before-later-repo"))
@@ -89,6 +93,79 @@ async def test_a_read_answers_before_what_arrived_after_it(tmp_path):
             listed = answers["list"]["result"]["sessions"][0]["messages"]
             html = answers["inspect"]["result"]["html"]
             seen.append((listed, f"first-{k}" in html, f"second-{k}" in html))
-        assert seen == [(2 * k + 1, True, False) for k in range(12)]
+        assert [(listed in (2 * k + 1, 2 * k + 2), first, second)
+                for k, (listed, first, second) in enumerate(seen)] \
+            == [(True, True, False)] * 12, seen
     finally:
         assert await daemon.close() == 0
+
+
+async def test_a_list_or_a_chat_read_holds_no_other_session_behind_a_slow_one(tmp_path):
+    """Session A's assembly waits on the client's ctx/summarize; a ctx/session/list, a
+    ctx/conversations and the page of chat c1 are sent meanwhile, then requests on session B
+    and chat c2. The list waits for A (it answers after what came before it); B, c1's page and
+    c2 have nothing to do with A and answer first. They waited for the summary (12 s in the
+    probe): the list, or a chat's read, held back every lane of the workspace. The order of
+    the answers is asserted; the wait for B only bounds a failing run."""
+    daemon = await RawDaemon.start(env=hermetic_env(tmp_path / "world"))
+    try:
+        await daemon.request(0, "initialize", {
+            "processId": None, "rootUri": make_repo(WORLD / "slow-one-repo").as_uri(),
+            "capabilities": {"experimental": {"ctxlayer": {"summarize": True}}},
+            "initializationOptions": {"config": {"session": {"summarizerTimeout": 120}}}})
+        await daemon.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        for sid in ("A", "B"):
+            await daemon.request(f"open-{sid}", "ctx/session/open",
+                                 {"sessionId": sid, "budget": 1500 if sid == "A" else 3000})
+        await daemon.request("append-A", "ctx/session/append",
+                             {"sessionId": "A", "messages": turns(30, 45)})
+        chat = {"model": "gpt-4o", "messages": [{"role": "user", "content": "a chat"}]}
+        await daemon.request("prepare-c1", "ctx/prepare", {
+            "format": "openai", "request": chat, "conversationId": "c1", "budget": 3000})
+        await daemon.send_raw(frame("assemble-A", "ctx/assemble", {"sessionId": "A"}))
+        asked = await _summarize_asked(daemon)
+        later = ("list", "chats", "inspect-c1", "budget-B", "prepare-c2")
+        await daemon.send_raw(b"".join([
+            frame("list", "ctx/session/list", {}),
+            frame("chats", "ctx/conversations", {}),
+            frame("inspect-c1", "ctx/inspect", {"sessionId": "chat-c1"}),
+            frame("budget-B", "ctx/session/budget", {"sessionId": "B"}),
+            frame("prepare-c2", "ctx/prepare", {"format": "openai", "request": chat,
+                                                "conversationId": "c2", "budget": 3000}),
+        ]))
+        with contextlib.suppress(TimeoutError):
+            await _arrived(daemon, ["inspect-c1", "budget-B", "prepare-c2"], timeout=30)
+        await daemon.send({"jsonrpc": "2.0", "id": asked["id"],
+                           "result": {"text": "Summary: lorem ipsum."}})
+        await _arrived(daemon, ["assemble-A", *later], timeout=60)
+        order = [i for i in daemon.responses if i in ("assemble-A", *later)]
+        assert all("result" in daemon.responses[i] for i in order), daemon.responses
+        first = set(order[:3])
+        assert first == {"inspect-c1", "budget-B", "prepare-c2"}, order
+        assert order.index("list") > order.index("assemble-A"), order
+        assert order.index("chats") > order.index("assemble-A"), order
+    finally:
+        assert await daemon.close() == 0
+
+
+async def _summarize_asked(daemon: RawDaemon) -> dict:
+    async def wait() -> dict:
+        while True:
+            for msg in daemon.notifications:
+                if msg.get("method") == "ctx/summarize" and "id" in msg:
+                    return msg
+            daemon._arrived.clear()
+            await daemon._arrived.wait()
+
+    return await asyncio.wait_for(wait(), 60)
+
+
+async def _arrived(daemon: RawDaemon, ids: list[str], timeout: float) -> None:
+    """Wait until every answer of ``ids`` arrived, leaving them in `daemon.responses` in the
+    order they came."""
+    async def wait() -> None:
+        while not all(i in daemon.responses for i in ids):
+            daemon._arrived.clear()
+            await daemon._arrived.wait()
+
+    await asyncio.wait_for(wait(), timeout)

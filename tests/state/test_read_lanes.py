@@ -1,5 +1,6 @@
 """A read across lanes (`Lanes.read`) holds back what arrives after it in the lanes it reads,
-and nothing else: another session's requests, and other reads, go on beside it."""
+and nothing else: another session's requests, and other reads, go on beside it. A list
+(`holds=False`) holds back nothing: it waits for the requests before it only."""
 
 from __future__ import annotations
 
@@ -52,3 +53,29 @@ async def test_a_read_waits_for_the_writes_before_it_in_the_lanes_it_reads():
     writing.set()
     await asyncio.gather(*tasks)
     assert done.index("read") > done.index("a")
+
+
+async def test_a_list_waits_for_a_slow_lane_and_holds_back_none():
+    """A list that waits on session a's slow work: a request on b that arrives after it runs
+    at once (it waited for the list, so for a: one session's summary stalled the workspace),
+    and the list still answers after a's request before it."""
+    lanes, done = Lanes(), []
+    slow = asyncio.Event()
+
+    async def write(key: str, wait: asyncio.Event | None = None) -> None:
+        async with lanes.turn(key):
+            if wait is not None:
+                await wait.wait()
+            done.append(key)
+
+    async def listing() -> None:
+        async with lanes.read({"a", "b"}.__contains__, holds=False):
+            done.append("list")
+
+    tasks = [asyncio.ensure_future(write("a", slow)), asyncio.ensure_future(listing()),
+             asyncio.ensure_future(write("b"))]
+    await asyncio.sleep(0.05)
+    assert done == ["b"]
+    slow.set()
+    await asyncio.gather(*tasks)
+    assert done == ["b", "a", "list"]

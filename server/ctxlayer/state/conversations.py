@@ -38,7 +38,7 @@ import sqlite3
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Hashable, Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -759,6 +759,17 @@ class Conversations:
     def of_session(self, workspace: str, session_id: str) -> Conversation:
         """The live conversation backed by that session (ctx/inspect shows its last turn)."""
         return self._find(workspace, None, session_id)
+
+    def lanes_of(self, workspace: str, conversation_id: str) -> set[Hashable]:
+        """The lanes a chat's turns run in (`prepare`): its name's when the client names it,
+        else its family's (a new chat's family is often its own id); a read of the chat holds
+        these back, and no other chat's."""
+        lanes: set[Hashable] = {("chat", workspace, conversation_id),
+                                ("chats", workspace, conversation_id)}
+        conv = self._get(workspace, conversation_id)
+        if conv is not None and conv.family is not None:
+            lanes.add(("chats", workspace, conv.family))
+        return lanes
 
     def has_session(self, workspace: str, session_id: str) -> bool:
         """Whether a live conversation of this workspace is backed by that session."""

@@ -4,10 +4,12 @@ Owns: `Lanes`, one FIFO per key. A request takes its place in its lane synchrono
 is dispatched (before any await), so arrival order is the order of effects even when the work
 runs on worker threads; requests on other keys never wait for it.
 `read()`, entered at dispatch too, is a read across lanes (ctx/why, the lists, ctx/inspect):
-it waits for every request then in the lanes it reads, and a request that arrives in one of
-those lanes after it waits for it, so a read answers the state after the requests before it
-and before the ones after it. It holds no lane: reads run beside each other, and the lanes it
-does not read never wait for it.
+it waits for every request then in the lanes it reads, so it answers the state after the
+requests before it. A read of one session or one chat also holds back the requests that
+arrive in its lanes after it (it answers before them); a list of the workspace holds back
+none (`holds=False`): it waits for the slowest session's work before it (an assembly waiting
+on the client's summarizer), and holding every lane behind that would stall the sessions and
+chats that have nothing to do with it. Reads run beside each other and hold no lane.
 Must not: run work itself (the caller awaits its turn, then runs).
 """
 
@@ -56,22 +58,24 @@ class Lanes:
                 del self._tails[key]
 
     @contextlib.asynccontextmanager
-    async def read(self, reads_lane: ReadsLane) -> AsyncIterator[None]:
-        """Wait for every request now in a lane the read reads, then hold back the requests
-        that arrive in those lanes until the read is done (a list sent between two appends
-        counted the second one). Enter it when the read is dispatched, as its first await."""
+    async def read(self, reads_lane: ReadsLane, *, holds: bool = True) -> AsyncIterator[None]:
+        """Wait for every request now in a lane the read reads; ``holds``: then hold back the
+        requests that arrive in those lanes until the read is done (a read of a session sent
+        between two appends counted the second one). A list holds none: it may wait long for
+        one session, and another session's requests never wait for that. Enter it when the
+        read is dispatched, as its first await."""
         loop = asyncio.get_running_loop()
         earlier = [tail for key, tail in self._tails.items()
                    if not tail.done() and reads_lane(key)]
         mine: asyncio.Future[None] = loop.create_future()
-        self._reads[mine] = reads_lane
+        if holds:
+            self._reads[mine] = reads_lane
         try:
             await _all_done(earlier)
             yield
         finally:
-            del self._reads[mine]
+            self._reads.pop(mine, None)
             mine.set_result(None)
-
 
 async def _all_done(tails: list[asyncio.Future[None]]) -> None:
     if tails:

@@ -14,8 +14,9 @@ function and its place (`place.py` says what each means):
   loaded and it is under `state.tokens.INLINE_CHARS` (a thread hop costs more);
 - `reads`: a read across lanes (ctx/why, the lists, ctx/inspect), and the lanes it reads: it
   answers after the requests that arrived before it there (ctx/why sent after an assembly
-  answered from before it: "kept whole") and before the ones after it (a list sent between
-  two appends counted the second one); `lanes.py` says how.
+  answered from before it: "kept whole"); a read of one session or chat also before the ones
+  after it in its lanes (ctx/inspect sent between two appends counted the second one), a list
+  (`holds=False`) not: it holds back no lane; `lanes.py` says how and why.
 No request function moves work off the loop itself (`tests/test_architecture.py`).
 Faces (lsp/, gateway/) parse the params with the method's struct, then `await call(caller,
 method, params)`, and map errors; they never call each other's handlers.
@@ -49,6 +50,9 @@ class Request(NamedTuple):
     #: a read of what other requests write (a session's or a chat's last result, the lists):
     #: which lanes it reads (`Lanes.read`), a function of the caller and the params
     reads: Callable[[Any, Any], ReadsLane] | None = None
+    #: whether the read holds back the requests that arrive after it in those lanes (a read
+    #: of one session or chat); a list of the workspace does not
+    holds: bool = True
 
 
 def by_session(caller: Caller, p: Any) -> Hashable:
@@ -64,21 +68,27 @@ def by_session_or_chat(caller: Caller, p: Any) -> Hashable:
 
 
 def workspace_lanes(caller: Caller, p: Any) -> ReadsLane:
-    """The lanes of the caller's workspace, its sessions' and its chats': what a list reads."""
+    """The lanes of the caller's workspace, its sessions' and its chats': what a list reads.
+    A list holds none of them back (`holds=False` below): it may wait for one session's slow
+    work, which the others must not wait for."""
     workspace = caller.workspace
     return lambda key: isinstance(key, tuple) and key[1:2] == (workspace,)
 
 
 def named_lanes(caller: Caller, p: Any) -> ReadsLane:
     """A read of one session of ctx/assemble reads its lane alone; one of a chat (by its
-    conversation or its chat- session) reads the workspace's: a chat's turns run in the lanes
-    of its name or of its family, which the read does not know."""
+    conversation or its chat- session) the lanes its turns run in (`Conversations.lanes_of`);
+    a page of `messages` no lane. Other sessions and chats never wait for it."""
     session_id = getattr(p, "session_id", None)
-    if session_id is None or getattr(p, "conversation_id", None) is not None \
-            or chat_of(session_id) is not None:
-        return workspace_lanes(caller, p)
-    lane = by_session(caller, p)
-    return lambda key: key == lane
+    conversation_id = getattr(p, "conversation_id", None)
+    if conversation_id is None and session_id is not None:
+        conversation_id = chat_of(session_id)
+        if conversation_id is None:
+            lane = by_session(caller, p)
+            return lambda key: key == lane
+    if conversation_id is None:
+        return lambda key: False
+    return caller.state.conversations.lanes_of(caller.workspace, conversation_id).__contains__
 
 
 def in_session(fn: Callable[..., Any], *, given: Any = segment) -> Request:
@@ -107,13 +117,14 @@ REQUESTS: dict[str, Request] = {
     "ctx/session/budget": in_session(sessions.budget, given=chats.session_budget),
     "ctx/session/audit": in_session(sessions.audit, given=None),
     "ctx/session/list": Request(sessions.list_sessions, "worker", given=chats.live_chats,
-                                reads=workspace_lanes),
+                                reads=workspace_lanes, holds=False),
     "ctx/session/close": in_session(sessions.close, given=None),
     "ctx/inspect": Request(inspect.inspect, "worker", given=inspect.given, reads=named_lanes),
     # a conversation's turns are ordered by the conversations themselves (state/conversations.py),
     # so the gateway, which calls them directly, gets the same order
     "ctx/prepare": Request(chats.prepare, "loop"),
-    "ctx/conversations": Request(chats.conversations, "loop", reads=workspace_lanes),
+    "ctx/conversations": Request(chats.conversations, "loop", reads=workspace_lanes,
+                                 holds=False),
     # a live conversation's part is the loop's (given); a session's is read on its thread
     "ctx/why": Request(chats.why, "worker", given=chats.live_why, reads=named_lanes),
     "ctx/restore": Request(chats.restore, "lane", lane=by_session_or_chat,
@@ -145,7 +156,7 @@ async def _call(caller: Caller, method: str, params: Any) -> Any:
     request = REQUESTS[method]
     lanes = caller.state.lanes
     lane = lanes.turn(request.lane(caller, params)) if request.lane \
-        else lanes.read(request.reads(caller, params)) if request.reads \
+        else lanes.read(request.reads(caller, params), holds=request.holds) if request.reads \
         else contextlib.nullcontext()
     with caller.state.tokenizers.answering():  # no encoding is built for later meanwhile
         async with lane:
