@@ -245,3 +245,31 @@ async def test_a_budget_over_the_models_window_is_refused_naming_the_field():
         assert (moved["model"], moved["limit"]) == ("gpt-3.5-turbo", 16_000)
     finally:
         assert await daemon.close() == 0
+
+
+async def test_a_session_opened_again_without_a_model_keeps_its_own_for_the_budget():
+    """nvim with no `model` set, VS Code with an empty model setting, reopen their session with
+    its budget and no model: a claude-sonnet-4-5 session of 190,000 was refused against the
+    connection's gpt-4o (128,000). Checked against the session's own model now; an empty model
+    is refused naming `model`, not `budget` against gpt-4o."""
+    env, root = world()
+    daemon = await RawDaemon.start(env=env)
+    try:
+        await daemon.initialize(root)
+        own = {"sessionId": "s1", "budget": 190000}
+        opened = await result(daemon, "ctx/session/open", {**own, "model": "claude-sonnet-4-5"})
+        again = await result(daemon, "ctx/session/open", own)
+        assert again == opened
+        # over its own widest window (1M with the context-1m beta): refused, naming it
+        out = await ask(daemon, "ctx/session/open", {**own, "budget": 2_000_000})
+        assert out["error"]["data"]["field"] == "budget", out
+        assert "claude-sonnet-4-5" in out["error"]["message"], out
+        new = await ask(daemon, "ctx/session/open", {"sessionId": "s2", "budget": 190000})
+        assert "128,000-token context window of gpt-4o" in new["error"]["message"], new
+        empty = await ask(daemon, "ctx/session/open", {"sessionId": "s3", "model": "",
+                                                       "budget": 200000})
+        assert empty["error"]["data"]["field"] == "model", empty
+        listed = await result(daemon, "ctx/session/list", {})
+        assert [s["sessionId"] for s in listed["sessions"]] == ["s1"]
+    finally:
+        assert await daemon.close() == 0

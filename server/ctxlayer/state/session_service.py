@@ -263,9 +263,7 @@ class SessionService:
             sid = p.session_id if p.session_id is not None else secrets.token_hex(8)
             if p.mode is not None and p.mode not in settings.modes:
                 raise ContextError("invalid", f"unknown mode {p.mode!r}", field="mode")
-            if p.model is not None and not p.model.strip():  # as configure: not a default
-                raise ContextError("invalid", "must not be empty (leave it out for the "
-                                   "connection's model)", field="model")
+            require_model_named(p.model)
             require_tokens(p.budget)
             model = p.model or self.default_model()
             row, created = self.store.create_or_get(
@@ -509,6 +507,15 @@ class SessionService:
         with self._lock:
             live = self._fresh(workspace, session_id)
             return self._measure(live, self._settings(workspace))
+
+    def model_kept(self, workspace: str, session_id: str | None) -> str | None:
+        """The model of a session the state folder holds (open or closed), else None: the one
+        it keeps when it is opened again without one."""
+        if session_id is None:
+            return None
+        with self._lock:
+            row = self.store.get(workspace, session_id)
+            return row.model if row is not None else None
 
     def model_of(self, workspace: str, session_id: str) -> str:
         """The session's model (what its messages are counted with)."""
@@ -846,6 +853,14 @@ def free_id(kind: str, seq: int, taken: set[str]) -> str:
 
 #: the ids of the sessions that back live chats (`chat-<conversationId>`, state/chat.py):
 #: no client opens a new session under one (`SessionService.open`)
+def require_model_named(model: str | None) -> None:
+    """An empty model given to ctx/session/open is refused naming it, as configure does: it
+    is not the connection's default, which leaving it out asks for."""
+    if model is not None and not model.strip():
+        raise ContextError("invalid", "must not be empty (leave it out for the connection's "
+                           "model)", field="model")
+
+
 CHAT_PREFIX = "chat-"
 
 

@@ -18,7 +18,7 @@ from ctxlayer.core.trim import stages
 from ctxlayer.state.caller import Caller
 from ctxlayer.state.requests.budgets import publish
 from ctxlayer.state.requests.messages import attachments, decode
-from ctxlayer.state.session_service import CHAT_PREFIX
+from ctxlayer.state.session_service import CHAT_PREFIX, require_model_named
 
 log = logging.getLogger(__name__)
 
@@ -39,13 +39,18 @@ def open_session(caller: Caller, p: protocol.SessionOpenParams,
     from ctxlayer.state.requests.assembly import session_layers
 
     state = caller.state
+    require_model_named(p.model)  # before the budget, which would be checked against no model
+    # a session opened again keeps its own model when none is named: its budget is checked
+    # against that one (nvim reopened a claude session, 190,000, against gpt-4o's 128,000)
+    model = p.model or state.sessions.model_kept(caller.workspace, p.session_id) \
+        or caller.model()
     if p.model is None:
         p.model = caller.model()
     if p.budget is None:
         p.budget = caller.default_budget(p.model)
     else:
         require_tokens(p.budget)
-        caller.require_budget_fits(p.budget, p.model)
+        caller.require_budget_fits(p.budget, model)
     if p.mode is None:  # initialize's mode is this connection's default
         p.mode = caller.default_mode()  # type: ignore[assignment]
     result = state.sessions.open(caller.workspace, p)
