@@ -75,3 +75,19 @@ async def test_a_compaction_at_the_budget_it_was_made_for_is_kept(own_daemon):
     assert second["messages"] == third["messages"]
     # all of it reused but the reply priming the fingerprint leaves out
     assert third["tokens"]["total"] - 3 <= third["cacheReuseTokens"]
+
+
+async def test_a_one_off_budget_over_the_models_window_is_said(own_daemon):
+    """ctx/assemble's own budget may be over the model's window (a caller reads a whole history
+    back with one), but an open at it is refused: 60,000 for gpt-3.5-turbo (16,385) answered
+    30,128 tokens with notice null. Now its notice says the window; the session's own budget
+    gives none."""
+    daemon = own_daemon
+    await daemon.request("o2", "ctx/session/open", {"sessionId": "g", "model": "gpt-3.5-turbo"})
+    await daemon.request("a2", "ctx/session/append", {"sessionId": "g", "messages": [
+        {"role": "user", "content": "word " * 30000}]})
+    wide = await _assemble(daemon, "wide", {"sessionId": "g", "budget": 60000})
+    assert wide["tokens"]["total"] > 16385, wide["tokens"]
+    assert "16,385-token context window of gpt-3.5-turbo" in (wide.get("notice") or ""), wide
+    own = await _assemble(daemon, "own", {"sessionId": "g"})
+    assert "context window" not in (own.get("notice") or ""), own.get("notice")

@@ -103,7 +103,10 @@ def _assembled(caller: Caller, p: protocol.AssembleParams, out: Any) -> protocol
     svc = caller.state.sessions
     model = svc.model_of(caller.workspace, p.session_id)
     forms = svc.stored_for(caller.workspace, p.session_id, result.messages)
-    result = msgspec.structs.replace(result, notice=assembly_notice(result))
+    notice, over = assembly_notice(result), over_window(caller, p.budget, model)
+    if over is not None:
+        notice = f"{notice}; {over}" if notice else f"ctxlayer: {over}"
+    result = msgspec.structs.replace(result, notice=notice)
     # an assembly is a request of this chat: it becomes the workspace's live chat. Its
     # budget is what it sent, layer by layer (ctx/session/budget answers it until a change)
     budget = svc.assembled(caller.workspace, p.session_id)
@@ -111,6 +114,18 @@ def _assembled(caller: Caller, p: protocol.AssembleParams, out: Any) -> protocol
                                             compacted=result.compacted,
                                             notice=result.notice), request=True)
     return in_format(caller, p.format, result, model, forms)
+
+
+def over_window(caller: Caller, budget: int | None, model: str) -> str | None:
+    """What to say of a one-off budget over the session's model's window. It is taken (a
+    caller reads a whole history back with one, as tests do), but an open or a configure
+    asking for it is refused: a prompt assembled at it may be one the provider refuses, and
+    nothing said so (60,000 for gpt-3.5-turbo's 16,385 answered 30,128 tokens, notice null)."""
+    window = caller.widest_window(model) if budget is not None else None
+    if window is None or budget is None or budget <= window:
+        return None
+    return (f"budget {budget:,} is over the {window:,}-token context window of "
+            f"{model}; {model} may refuse a prompt over it")
 
 
 def assembly_notice(result: protocol.AssembleResult) -> str | None:
