@@ -356,7 +356,9 @@ class SessionConfigureParams(Wire):
     setting changed brings it to its workspace's session with this. `resetBudget: true` (an
     editor's budget setting cleared) gives the session the budget ctx/session/open gives one
     opened without a budget: the window minus the output reserve of its model (the one this
-    request names, else the session's); with a `budget` too it is an error."""
+    request names, else the session's); with a `budget` too it is an error. A live chat's
+    session (`chat-<id>`) takes a `mode` only: its model and budget are its client's, named by
+    each of its requests, and a `model`, `budget` or `resetBudget` is an error naming it."""
 
     session_id: str
     model: str | None = None

@@ -150,10 +150,11 @@ def configure(caller: Caller, p: protocol.SessionConfigureParams,
         raise ContextError("invalid", "a budget and resetBudget both: give one (resetBudget "
                            "is the model's default budget)", field="resetBudget")
     svc, workspace = caller.state.sessions, caller.workspace
-    within_window(caller, p)
-    if isinstance(given, protocol.Budget):
+    if isinstance(given, protocol.Budget):  # a chat's session: its mode only
+        not_a_chats(p)
         svc.configure(workspace, p.session_id, p)
         return publish(caller, given)
+    within_window(caller, p)
     segment = given
     if p.reset_budget:
         # the budget a session opened without one gets (open_session): of its model now
@@ -165,6 +166,23 @@ def configure(caller: Caller, p: protocol.SessionConfigureParams,
         svc.set_system(workspace, p.session_id, session_layers(caller, p.session_id, segment))
         budget = svc.budget(workspace, p.session_id)
     return publish(caller, budget)
+
+
+def not_a_chats(p: protocol.SessionConfigureParams) -> None:
+    """Refuse a model or budget for a live chat's session (`chat-<id>`), naming the field: the
+    chat's are its client's, named by each of its requests (its `model`; ctx/prepare's
+    `budget`, the gateway's window), so the session's would change nothing it sends. It
+    answered success and the chat's figures unchanged, and a later budget was checked against
+    the model it had been given. Its mode is kept, as ctx/session/setMode keeps it."""
+    asked = [("model", p.model is not None), ("budget", p.budget is not None),
+             ("resetBudget", p.reset_budget)]
+    field = next((name for name, given in asked if given), None)
+    if field is not None:
+        raise ContextError("invalid", f"{p.session_id!r} is a live chat's session: its model "
+                           "and budget are its client's, named by each of its requests (the "
+                           "request's model, ctx/prepare's budget or the gateway's), not "
+                           "configured here; leave out model, budget and resetBudget",
+                           field=field)
 
 
 def within_window(caller: Caller, p: protocol.SessionConfigureParams) -> None:
