@@ -37,3 +37,23 @@ async def test_a_live_chats_page_refuses_a_budget_or_model_not_its_own(own_daemo
         assert error["code"] == -32602 and error["data"]["field"] == field, error
         own = f"{budget:,}" if field == "budget" else "claude-sonnet-4-5"
         assert own in error["message"], error  # what the page is at instead
+
+
+async def test_a_sessions_own_model_is_taken_however_its_provider_spells_it(own_daemon):
+    """A session on `openai/gpt-4o` refused `model: gpt-4o` as another model; a live chat on
+    OpenRouter's Claude likewise Anthropic's name. Compared by the name the tables key them by;
+    another model is still refused."""
+    await result(own_daemon, "ctx/session/open", {"sessionId": "prefixed",
+                                                  "model": "openai/gpt-4o"})
+    for asked in ("gpt-4o", "openai/gpt-4o", "GPT-4o"):
+        page = page_data((await result(own_daemon, "ctx/inspect", {
+            "sessionId": "prefixed", "model": asked}))["html"])
+        assert page["model"] == "openai/gpt-4o", (asked, page["model"])
+    other = await ask(own_daemon, "ctx/inspect", {"sessionId": "prefixed", "model": "gpt-4.1"})
+    assert other["error"]["data"]["field"] == "model", other
+    prepared = await result(own_daemon, "ctx/prepare", {"format": "anthropic", "request": {
+        "model": "anthropic/claude-3.5-haiku", "max_tokens": 100,
+        "messages": [{"role": "user", "content": "hello"}]}})
+    page = page_data((await result(own_daemon, "ctx/inspect", {
+        "sessionId": prepared["sessionId"], "model": "claude-3-5-haiku"}))["html"])
+    assert page["used"] == prepared["tokens"]

@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 
 from ctxlayer import protocol
 from ctxlayer.core.errors import ContextError, require_tokens
+from ctxlayer.core.model_names import model_key
 from ctxlayer.state.caller import Caller
 from ctxlayer.state.session_service import chat_of
 
@@ -74,12 +75,18 @@ def _session_model(caller: Caller, session_id: str, asked: str | None) -> str:
     1,379 tokens beside layers of 2,616). Another model asked is refused, naming `model`:
     ctx/assemble would not send the session counted with it."""
     own = caller.state.sessions.model_of(caller.workspace, session_id)
-    if asked is not None and asked != own:
+    if asked is not None and not same_model(asked, own):
         raise ContextError("invalid", f"session {session_id!r} is counted with its own model "
                            f"{own!r}, as ctx/assemble counts it, not {asked!r}: leave `model` "
                            "out (ctx/session/configure changes the session's model)",
                            field="model")
     return own
+
+
+def same_model(asked: str, own: str) -> bool:
+    """Whether the model asked is the one named: by the name the tables key it, however the
+    provider spells it (`gpt-4o` for a session on `openai/gpt-4o` was refused as another)."""
+    return model_key(asked) == model_key(own)
 
 
 def _window(caller: Caller, model: str | None, budget: int) -> int:
@@ -176,7 +183,7 @@ def _live_chat(caller: Caller, p: protocol.InspectParams) -> LiveChat:
         raise ContextError("invalid", f"{own}, at its budget of {conv.budget:,} tokens: leave "
                            "`budget` out (the page's slider shows the next turn at others)",
                            field="budget")
-    if p.model is not None and p.model != conv.model:
+    if p.model is not None and not same_model(p.model, conv.model):
         raise ContextError("invalid", f"{own}, counted for its model {conv.model!r}, not "
                            f"{p.model!r}: leave `model` out", field="model")
     return LiveChat(conv.state, state.conversations.why(caller.workspace, None, session_id),
