@@ -169,3 +169,33 @@ async def _arrived(daemon: RawDaemon, ids: list[str], timeout: float) -> None:
             await daemon._arrived.wait()
 
     await asyncio.wait_for(wait(), timeout)
+
+
+async def test_a_list_answers_after_a_new_chats_first_turn_sent_before_it(tmp_path):
+    """A new chat's ctx/prepare (no conversationId) looks for its chat in the state folder
+    before it takes its lane: ctx/conversations and ctx/session/list pipelined after it
+    answered without it, six rounds of six. Each round in one write, as the race needs."""
+    daemon = await RawDaemon.start(env=hermetic_env(tmp_path / "world"))
+    try:
+        await daemon.initialize(make_repo(WORLD / "new-chat-repo"))
+        seen = []
+        for k in range(6):
+            chat = {"model": "gpt-4o", "messages": [
+                {"role": "system", "content": f"system {k}"},
+                {"role": "user", "content": f"question {k}: " + "lorem ipsum " * 50}]}
+            await daemon.send_raw(b"".join([
+                frame(f"prepare-{k}", "ctx/prepare", {"format": "openai", "request": chat,
+                                                      "budget": 8000}),
+                frame(f"chats-{k}", "ctx/conversations", {}),
+                frame(f"list-{k}", "ctx/session/list", {}),
+            ]))
+            answers = {i: await daemon.response(f"{i}-{k}", timeout=60)
+                       for i in ("prepare", "chats", "list")}
+            assert all("result" in a for a in answers.values()), answers
+            cid = answers["prepare"]["result"]["conversationId"]
+            chats = [c["conversationId"] for c in answers["chats"]["result"]["conversations"]]
+            listed = [s["sessionId"] for s in answers["list"]["result"]["sessions"]]
+            seen.append((len(chats), cid in chats, f"chat-{cid}" in listed))
+        assert seen == [(k + 1, True, True) for k in range(6)]
+    finally:
+        assert await daemon.close() == 0

@@ -126,6 +126,15 @@ class Conversations:
         empty = nothing_to_fit(p.format, p.request)
         if empty is not None:
             return await self._as_sent(caller, p, empty)
+        # a place of its own until it has found its lane (found by awaits: the state folder's
+        # chats): a list of the workspace sent after it waits for it, as for any turn. Its own
+        # key, so no other request waits for it
+        async with self.state.lanes.turn(("arriving", caller.workspace, object())):
+            return await self._prepare_in_lane(caller, p)
+
+    async def _prepare_in_lane(self, caller: Caller, p: protocol.PrepareParams
+                               ) -> protocol.PrepareResult:
+        """The turn in its conversation's lane: the one it names, else its family's."""
         workspace = caller.workspace
         trouble: list[str] = []  # what the state folder failed (the result says it)
         named = p.conversation_id or await self._provider_chat(workspace, p, trouble)
