@@ -70,6 +70,21 @@ def test_unknown_format_is_refused_by_name():
     ({"model": "claude-sonnet-4-5", "tools": [{"type": "function", "function": {"name": "f"}}],
       "messages": [{"role": "user", "content": "x"}]}, "ctxlayer"),
     ({"model": "gpt-4o", "messages": [{"role": "user", "content": "x"}]}, "ctxlayer"),
+    # OpenAI's deprecated functions are OpenAI's alone: a Claude body with them was read as
+    # Anthropic's, its functions left out of the count and of trim's budget
+    ({"model": "anthropic/claude-sonnet-4.5", "functions": [{"name": "f", "parameters": {}}],
+      "messages": [{"role": "user", "content": "x"}]}, "openai"),
 ])
 def test_detect(payload, fmt):
     assert detect(payload) == fmt
+
+
+@pytest.mark.parametrize("kind", [["text"], {"t": "text"}, 3])
+def test_a_part_type_that_is_no_string_is_the_decoders_to_name(kind):
+    """A part's `type` that is a list or a dict was a TypeError (unhashable) while detecting
+    the format: the CLI printed a traceback where `--format openai` named the field."""
+    payload = {"messages": [{"role": "user", "content": [{"type": kind, "text": "hi"}]}]}
+    fmt = detect(payload)
+    with pytest.raises(ContextError) as err:
+        decode(fmt, payload, WORDS)
+    assert "messages[0].content[0].type" in str(err.value)

@@ -18,10 +18,11 @@ from ctxlayer.protocol import Message
 
 #: how `--format` is detected when absent (formats.detect), said once for trim and count
 DETECTED = ("Default: detected; anthropic when there is a system field, a tool with an "
-            "input_schema, Anthropic blocks, or a body for a Claude model with user and "
-            "assistant turns only and no OpenAI tools; openai when a message has anything a "
-            "ctxlayer Message has not (developer role, tool_calls, tool_call_id, name, null or "
-            "list content), else ctxlayer")
+            "input_schema or Anthropic blocks; openai when there are OpenAI functions or "
+            "parts (image_url, input_audio, file, refusal); anthropic for a body for a Claude "
+            "model with user and assistant turns of text only and no OpenAI tools; openai when "
+            "a message has anything a ctxlayer Message has not (developer role, tool_calls, "
+            "tool_call_id, name, null or list content), else ctxlayer")
 FORMATS_NAMED = ("ctxlayer (Message objects), openai (Chat Completions messages or request), "
                  "anthropic (Messages request) or responses (a Responses request: instructions "
                  "and input items). ")

@@ -57,9 +57,10 @@ _OPENAI_PARTS = frozenset({"image_url", "input_audio", "file", "refusal"})
 def detect(payload: dict, model: str | None = None) -> Format:
     """The format a payload is most likely in, for callers that were not told: responses when
     it has `input` and no `messages`; anthropic when it has `system`, a tool with an
-    `input_schema`, or Anthropic-only blocks; openai when a message has an OpenAI-only part
-    (image_url, input_audio, file, refusal) or anything else the ctxlayer Message has not (developer role, tool_calls, tool_call_id, name, null or list content, any
-    other field); else ctxlayer. A body both Anthropic and OpenAI read alike (user and
+    `input_schema`, or Anthropic-only blocks; openai when the body has OpenAI's `functions`,
+    a message has an OpenAI-only part (image_url, input_audio, file, refusal) or anything else
+    the ctxlayer Message has not (developer role, tool_calls, tool_call_id, name, null or list
+    content, any other field); else ctxlayer. A body both Anthropic and OpenAI read alike (user and
     assistant turns, text blocks, no OpenAI tools) is anthropic when its `model` is a Claude
     model (`model`, when named outside the body, else the body's): the two count it
     differently (Anthropic adds its tool-use system prompt)."""
@@ -73,7 +74,8 @@ def detect(payload: dict, model: str | None = None) -> Format:
         return "ctxlayer"
     if any(_anthropic_only(m) for m in msgs):
         return "anthropic"
-    if any(_part_types(m) & _OPENAI_PARTS for m in msgs):
+    # OpenAI's own (a Claude body with them was read as Anthropic's: its functions not counted)
+    if "functions" in payload or any(_part_types(m) & _OPENAI_PARTS for m in msgs):
         return "openai"
     if is_claude(model or payload.get("model")) and not any(_openai_tool(t) for t in tools) and all(
             _anthropic_reads(m) for m in msgs):
@@ -90,7 +92,9 @@ def _part_types(m: object) -> set[object]:
     content = m.get("content") if isinstance(m, dict) else None
     if not isinstance(content, list):
         return set()
-    return {b.get("type") for b in content if isinstance(b, dict)}
+    # a type that is no string is no type: left to the decoder, which names the field (a list
+    # or a dict here was a TypeError, unhashable, and the CLI's traceback)
+    return {t for b in content if isinstance(b, dict) and isinstance(t := b.get("type"), str)}
 
 
 def _anthropic_only(m: object) -> bool:
