@@ -213,3 +213,24 @@ def test_a_chat_in_any_shape_still_counts_as_a_chat(stdin, messages):
     p = run_count("--json", stdin=stdin)
     assert p.returncode == 0 and p.stderr == "", p.stderr
     assert len(json.loads(p.stdout)["tokens"]) == messages
+
+
+def test_a_claude_request_in_the_responses_shape_is_counted_as_claude_reads_it():
+    """A Responses body for a Claude model (OpenRouter, LiteLLM) costed its image by OpenAI's
+    tiles and its tools without Anthropic's tool-use prompt: 1,163 tokens where the same
+    request in Chat Completions' shape was 2,007, so the gateway sent three screenshots over
+    a 4,000-token window it fitted the other shape into."""
+    url = "data:image/png;base64," + base64.b64encode(_png(1500, 1000, 1000)).decode()
+    tool = {"type": "function", "name": "get_weather", "description": "The weather in a city.",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}
+    responses = {"model": "anthropic/claude-sonnet-4.5", "tools": [tool], "input": [
+        {"role": "user", "content": [{"type": "input_text", "text": "what is this?"},
+                                     {"type": "input_image", "image_url": url}]}]}
+    chat = {"model": "anthropic/claude-sonnet-4.5", "tools": [
+        {"type": "function", "function": {k: v for k, v in tool.items() if k != "type"}}],
+        "messages": [{"role": "user", "content": [
+            {"type": "text", "text": "what is this?"},
+            {"type": "image_url", "image_url": {"url": url}}]}]}
+    theirs, ours = count(chat), count(responses, "--format", "responses")
+    assert ours["tokens"] == theirs["tokens"]  # Claude's pixel rule, in both shapes
+    assert ours["tools"] > 346 and abs(ours["tools"] - theirs["tools"]) < 10

@@ -218,8 +218,9 @@ def tools_tokens(request: dict, counter: Tokenizer, fmt: str, model: str | None 
     plain "auto", "none" or "required" adds nothing. Anthropic instead adds its tool-use
     system prompt, whose size depends on the choice and on the model (`model`, when named
     outside the request, else the request's: `Decoded.model`). A Claude model asked in
-    Chat Completions' shape (OpenRouter, LiteLLM, Anthropic's compatible endpoint) is Claude
-    reading the request translated: its tool-use prompt is added there too."""
+    Chat Completions' or the Responses API's shape (OpenRouter, LiteLLM, Anthropic's
+    compatible endpoint) is Claude reading the request translated: its tool-use prompt is
+    added there too."""
     tools, choice = request.get("tools"), request.get("tool_choice")
     model = model or request.get("model", "")
     shown = loaded(tools)
@@ -227,7 +228,8 @@ def tools_tokens(request: dict, counter: Tokenizer, fmt: str, model: str | None 
     if fmt == "anthropic":
         return n + anthropic_tool_prompt(model, choice) if tools else n
     # (ctxlayer's format: Chat Completions' tools, as a body with plain messages is read)
-    if fmt in ("openai", "ctxlayer") and is_claude(model) and (tools or request.get("functions")):
+    if fmt in ("openai", "ctxlayer", "responses") and is_claude(model) and (
+            tools or request.get("functions")):
         # OpenAI's forcing choices as Anthropic's: "required" is `any`, a named one `tool`
         forced = choice == "required" or isinstance(choice, dict) \
             or isinstance(request.get("function_call"), dict)

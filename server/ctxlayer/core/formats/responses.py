@@ -111,16 +111,18 @@ def is_call(item: dict) -> bool:
                              and "role" not in item)
 
 
-def _part_tokens(part: dict, where: str, counter: Tokenizer) -> tuple[int, str]:
-    """Tokens of one non-text content part by OpenAI's rules, or a stated estimate, and the
-    part as an audit line names it."""
+def _part_tokens(part: dict, where: str, counter: Tokenizer, model: object = None
+                 ) -> tuple[int, str]:
+    """Tokens of one non-text content part by the rules of the model that reads it (images:
+    OpenAI's tiles, Claude's pixels when a Claude model is asked in this shape), or a stated
+    estimate, and the part as an audit line names it."""
     kind = part.get("type")
     if kind == "input_image":
         url = part.get("image_url")
         data = media.split_data_url(url) if isinstance(url, str) else None
         size = media.size_of_base64(data[1]) if data else None
         detail = part.get("detail")
-        tokens = media.openai_image_tokens(size, detail if isinstance(detail, str) else "auto")
+        tokens = media.image_tokens(model, size, detail if isinstance(detail, str) else "auto")
         return tokens, media.label("image", tokens, size)
     if kind == "input_file":
         data = part.get("file_data")
@@ -142,7 +144,8 @@ def _part_tokens(part: dict, where: str, counter: Tokenizer) -> tuple[int, str]:
     return tokens, media.label(str(kind), tokens)
 
 
-def _content(value: Any, where: str, counter: Tokenizer) -> tuple[str, int, list[str]]:
+def _content(value: Any, where: str, counter: Tokenizer, model: object = None
+             ) -> tuple[str, int, list[str]]:
     """(the text the engine may shorten, tokens of the other parts, what they are) of a
     content or output."""
     if isinstance(value, str):
@@ -158,13 +161,14 @@ def _content(value: Any, where: str, counter: Tokenizer) -> tuple[str, int, list
         if _is_text(part):
             texts.append(expect_str(part.get("text"), f"{f}.text"))
         else:
-            tokens, name = _part_tokens(part, f, counter)
+            tokens, name = _part_tokens(part, f, counter, model)
             parts += tokens
             labels.append(name)
     return "\n".join(texts), parts, labels
 
 
-def _output(item: dict, where: str, counter: Tokenizer) -> tuple[str, int, list[str]]:
+def _output(item: dict, where: str, counter: Tokenizer, model: object = None
+            ) -> tuple[str, int, list[str]]:
     """(the text the engine may shorten, tokens of the rest, what it is) of a call's output.
     Besides text and content parts: a shell call's output is a list of runs (`stdout`,
     `stderr`, `outcome`; one run's `stdout` is its text, several runs are kept as they came),
@@ -181,9 +185,9 @@ def _output(item: dict, where: str, counter: Tokenizer) -> tuple[str, int, list[
     if isinstance(value, dict):
         shot = value.get("type") == "computer_screenshot"
         tokens, name = _part_tokens({**value, "type": "input_image"} if shot else value, where,
-                                    counter)
+                                    counter, model)
         return "", tokens, [name]
-    return _content(value, where, counter)
+    return _content(value, where, counter, model)
 
 
 def _one_run(value: Any) -> bool:
@@ -254,13 +258,14 @@ class _Group:
         self.labels += labels
 
 
-def _read_item(item: dict, i: int, group: _Group, counter: Tokenizer, turn_start: int) -> None:
+def _read_item(item: dict, i: int, group: _Group, counter: Tokenizer, turn_start: int,
+               model: object = None) -> None:
     """Add item `i` to `group` (its text, the tokens of the rest, its call); the reasoning
-    before `turn_start` is not read again."""
+    before `turn_start` is not read again; `model` reads the images."""
     where = f"input[{i}]"
     kind = item.get("type")
     if "role" in item and kind in (None, "message"):
-        text, parts, labels = _content(item.get("content"), f"{where}.content", counter)
+        text, parts, labels = _content(item.get("content"), f"{where}.content", counter, model)
         if text:
             group.texts.append(text)
         group.cost(parts, labels)
@@ -272,7 +277,7 @@ def _read_item(item: dict, i: int, group: _Group, counter: Tokenizer, turn_start
         group.cost(tokens, [media.label("compaction", tokens)])
     elif is_output(item):
         group.call_id = expect_str(answered_call(item), f"{where}.call_id", "the call's id")
-        text, parts, labels = _output(item, f"{where}.output", counter)
+        text, parts, labels = _output(item, f"{where}.output", counter, model)
         group.texts.append(text)
         group.cost(parts, labels)
         loads = item.get("tools")
@@ -284,7 +289,8 @@ def _read_item(item: dict, i: int, group: _Group, counter: Tokenizer, turn_start
     elif kind == "image_generation_call" and isinstance(item.get("result"), str):
         # the image it made (base64): costed as an image, its other fields by their JSON
         tokens, _ = _part_tokens({"type": "input_image", "image_url":
-                                  f"data:image/png;base64,{item['result']}"}, where, counter)
+                                  f"data:image/png;base64,{item['result']}"}, where, counter,
+                                 model)
         tokens += counter.count(_json.encode(
             {k: v for k, v in item.items() if k != "result"}).decode())
         group.cost(tokens, [media.label("generated image", tokens)])
@@ -293,7 +299,8 @@ def _read_item(item: dict, i: int, group: _Group, counter: Tokenizer, turn_start
         group.cost(tokens, [media.label(str(kind or "item"), tokens)])
 
 
-def _groups(items: list, counter: Tokenizer, turn_start: int) -> list[_Group]:
+def _groups(items: list, counter: Tokenizer, turn_start: int, model: object = None
+            ) -> list[_Group]:
     out: list[_Group] = []
     run: _Group | None = None  # the model's current run of items
     for i, item in enumerate(items):
@@ -321,11 +328,11 @@ def _groups(items: list, counter: Tokenizer, turn_start: int) -> list[_Group]:
             group = _Group("assistant", i, pinned=True)
         elif run is not None:
             run.items.append(i)
-            _read_item(item, i, run, counter, turn_start)
+            _read_item(item, i, run, counter, turn_start, model)
             continue
         else:
             run = group = _Group("assistant", i)
-        _read_item(item, i, group, counter, turn_start)
+        _read_item(item, i, group, counter, turn_start, model)
         out.append(group)
     _pair_references(items, out)
     return out
@@ -383,7 +390,7 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None,
             raise bad("input", f"expected a string or a list of items, got {type(raw).__name__}")
         # the reasoning items after the last user message are the turn's, read again
         turn_start = -1 if every_turn_read(payload) else last_user(raw)
-        for g in _groups(raw, counter, turn_start):
+        for g in _groups(raw, counter, turn_start, payload.get("model")):
             first = raw[g.items[0]]
             text = "\n".join(g.texts)
             own = client_id(first)
