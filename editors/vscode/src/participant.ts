@@ -221,7 +221,24 @@ export function notice(result: AssembleResult): string | undefined {
   return result.notice ? `> ${result.notice} (\`/why\` says what and why).\n\n` : undefined;
 }
 
+/** A chat's session and the most one of its turns may send, as the daemon counts it. */
+interface ChatSession {
+  sessionId: string;
+  /** The session's budget: the model's input limit as the editor reports it, or less where
+   * ctxlayer's table knows the model's window as smaller (the daemon refused the editor's). */
+  fits: number;
+}
+
+/** The model's window as ctxlayer counts it, read from its refusal of a budget over it. */
+function daemonWindow(err: CtxlayerError): number | undefined {
+  const found = /over the ([\d,]+)-token context window/.exec(err.message)?.[1];
+  return found ? Number(found.replace(/,/g, "")) : undefined;
+}
+
 export class CtxlayerParticipant {
+  /** Each chat session's budget, learnt when it opens: a turn is fitted to it. */
+  private readonly budgets = new Map<string, number>();
+
   constructor(private readonly hooks: ParticipantHooks) {}
 
   readonly handler = (
@@ -245,7 +262,7 @@ export class CtxlayerParticipant {
   ): Promise<api.ChatResult> {
     const client = this.hooks.client();
     const model = await this.upstream(request.model);
-    const sessionId = await this.openSession(client, context, model);
+    const { sessionId, fits } = await this.openSession(client, context, model, stream);
     const meta: TurnMetadata = { sessionId, appended: [] };
     const arg = request.prompt.trim();
     switch (request.command) {
@@ -277,16 +294,13 @@ export class CtxlayerParticipant {
     }
     const question = await this.question(request, stream);
     await this.append(client, sessionId, [question]);
-    const tools = await this.fittingTools(client, model, sessionId, stream);
+    const tools = await this.fittingTools(client, model, fits, sessionId, stream);
     for (let round = 0; round <= MAX_TOOL_ROUNDS && !token.isCancellationRequested; round++) {
       // the tool definitions go beside the messages: the messages get what they leave
       const withTools = round < MAX_TOOL_ROUNDS && tools.list.length > 0;
       const toolTokens = withTools ? tools.tokens : 0;
-      this.hooks.onTools(sessionId, toolTokens, model.maxInputTokens);
-      const assembled = await client.assemble({
-        sessionId,
-        budget: model.maxInputTokens - toolTokens,
-      });
+      this.hooks.onTools(sessionId, toolTokens, fits);
+      const assembled = await client.assemble({ sessionId, budget: fits - toolTokens });
       this.hooks.onTurn(sessionId, assembled);
       const said = notice(assembled);
       if (said) {
@@ -342,6 +356,7 @@ export class CtxlayerParticipant {
   private async fittingTools(
     client: CtxlayerClient,
     model: api.LanguageModelChat,
+    window: number,
     sessionId: string,
     stream: api.ChatResponseStream,
   ): Promise<{ list: api.LanguageModelChatTool[]; tokens: number }> {
@@ -358,7 +373,7 @@ export class CtxlayerParticipant {
       });
     const { tokens } = await count(ordered);
     const [whole, ...each] = tokens;
-    const room = Math.floor(model.maxInputTokens * TOOLS_SHARE);
+    const room = Math.floor(window * TOOLS_SHARE);
     if (whole <= room) return { list: all, tokens: whole };
     const list: api.LanguageModelChatTool[] = [];
     let taken = 0;
@@ -373,7 +388,7 @@ export class CtxlayerParticipant {
     const names = list.map((t) => `\`${t.name}\``).join(", ");
     const text =
       `the definitions of the editor's ${all.length} tools need ${n(whole)} tokens, over ` +
-      `${TOOLS_SHARE * 100}% of ${model.name}'s window of ${n(model.maxInputTokens)}: ` +
+      `${TOOLS_SHARE * 100}% of ${model.name}'s window of ${n(window)}: ` +
       (list.length
         ? `this turn offers the ${list.length} that fit (${n(sent)} tokens: ${names}), ` +
           `not the other ${all.length - list.length}`
@@ -434,26 +449,73 @@ export class CtxlayerParticipant {
     return under;
   }
 
+  /**
+   * The chat's session, opened (or rebuilt from the chat's history) at the model's input limit
+   * as the editor reports it. The daemon refuses a budget over the model's window as its table
+   * knows it (Copilot's gpt-4 reports 28,501 tokens, ctxlayer's table 8,192): the session then
+   * takes the daemon's default budget for the model, every turn fits to it, and the chat says
+   * so once, where the session opens, rather than failing every turn.
+   */
   private async openSession(
     client: CtxlayerClient,
     context: api.ChatContext,
     model: api.LanguageModelChat,
-  ): Promise<string> {
+    stream: api.ChatResponseStream,
+  ): Promise<ChatSession> {
     const known = sessionOf(context);
     const sessionId = known ?? `vscode-chat:${randomUUID()}`;
     if (known) {
       const { sessions } = await client.request("ctx/session/list", {});
-      if (sessions.some((s) => s.sessionId === known)) return known;
+      if (sessions.some((s) => s.sessionId === known)) {
+        // open answers an existing session unchanged: its budget, once per window's life
+        const fits = this.budgets.get(known) ??
+          (await client.request("ctx/session/open", { sessionId: known })).budget;
+        this.budgets.set(known, fits);
+        return { sessionId: known, fits: Math.min(fits, model.maxInputTokens) };
+      }
       this.hooks.log.warn(`chat session ${known} is gone: rebuilding it from the chat history`);
     }
-    await client.request("ctx/session/open", {
-      sessionId,
-      model: daemonModel(model),
-      budget: model.maxInputTokens,
-    });
+    const fits = await this.openFitting(client, sessionId, model, stream);
+    this.budgets.set(sessionId, fits);
     const earlier = historyMessages(context);
     if (earlier.length) await this.append(client, sessionId, earlier);
-    return sessionId;
+    return { sessionId, fits };
+  }
+
+  /** Opens a session at the editor's input limit, else at the daemon's default (said once). */
+  private async openFitting(
+    client: CtxlayerClient,
+    sessionId: string,
+    model: api.LanguageModelChat,
+    stream: api.ChatResponseStream,
+  ): Promise<number> {
+    const name = daemonModel(model);
+    try {
+      const opened = await client.request("ctx/session/open", {
+        sessionId,
+        model: name,
+        budget: model.maxInputTokens,
+      });
+      return opened.budget;
+    } catch (err) {
+      if (!(err instanceof CtxlayerError && err.kind === "invalid" && err.field === "budget")) {
+        throw err;
+      }
+      const opened = await client.request("ctx/session/open", { sessionId, model: name });
+      const n = (x: number) => x.toLocaleString("en-US");
+      const window = daemonWindow(err);
+      const text =
+        (window
+          ? `ctxlayer takes ${name}'s window as ${n(window)} tokens where the editor reports ` +
+            `${n(model.maxInputTokens)}`
+          : `ctxlayer refused the ${n(model.maxInputTokens)} tokens the editor reports for ` +
+            `${name} (${err.message})`) +
+        `: fitting this chat to ctxlayer's default budget for ${name}, ` +
+        `${n(opened.budget)} tokens`;
+      this.hooks.log.warn(`@ctxlayer ${sessionId}: ${text}`);
+      stream.markdown(`> ${text}.\n\n`);
+      return opened.budget;
+    }
   }
 
   private async append(client: CtxlayerClient, sessionId: string, messages: Message[]) {

@@ -54,12 +54,12 @@ function editorTools(n: number) {
   }
 }
 
-/** A model of WINDOW tokens that records what it is sent and answers in one line. */
-function smallModel() {
+/** A model of `window` tokens that records what it is sent and answers in one line. */
+function smallModel(family = "gpt-4o", window = WINDOW) {
   const received: { messages: any[]; options: any }[] = [];
   return {
-    vendor: "acme", id: "small", name: "Small", family: "gpt-4o", version: "1",
-    maxInputTokens: WINDOW, received,
+    vendor: "acme", id: "small", name: "Small", family, version: "1",
+    maxInputTokens: window, received,
     async sendRequest(messages: any[], options: any) {
       received.push({ messages, options });
       async function* stream() {
@@ -92,6 +92,7 @@ async function turn(
   m: ReturnType<typeof smallModel>,
   history: unknown[] = [],
   files: string[] = [],
+  prompt = "what does app.py print?",
 ) {
   resetMockKeepingTools();
   recorded.workspaceFolder = base;
@@ -108,11 +109,11 @@ async function turn(
     log: api.createLogChannel("e2e") as any,
   });
   const references = files.map((f) => ({ id: f, value: { scheme: "file", fsPath: f } }));
-  const request = { prompt: "what does app.py print?", model: m, references, toolReferences: [] } as any;
+  const request = { prompt, model: m, references, toolReferences: [] } as any;
   const stream = { markdown: (t: string) => out.push(t), progress: () => undefined };
   const result = await participant.handle(request, { history } as any, stream as any, { isCancellationRequested: false } as any);
   await new Promise((ok) => setTimeout(ok, 200)); // the daemon's ctx/budgetChanged
-  return { out, sink, sessionId: (result.metadata as any).sessionId as string };
+  return { out, sink, result, sessionId: (result.metadata as any).sessionId as string };
 }
 
 function resetMockKeepingTools() {
@@ -202,5 +203,38 @@ describe("@ctxlayer in a multi-root workspace, on the real daemon", () => {
       `> ctxlayer: not attached: \`${join(second, ".env")}\` ` +
         "(.env may hold secrets (keys, tokens, passwords): never sent).\n\n",
     );
+  });
+});
+
+describe("@ctxlayer with a model whose window ctxlayer counts smaller than the editor", () => {
+  it("fits every turn to the daemon's budget for the model and says so once", async () => {
+    // Copilot's "GPT 4" reports 28,501 input tokens; ctxlayer's table gives gpt-4 8,192 and
+    // refused the session's budget of 28,501: every turn failed with the refusal
+    editorTools(0);
+    const m = smallModel("gpt-4", 28_501);
+    const first = await turn(m, earlierTurns(60));
+    const said = first.out.filter((t) => t.includes("ctxlayer takes gpt-4's window"));
+    expect(said).toEqual([
+      "> ctxlayer takes gpt-4's window as 8,192 tokens where the editor reports 28,501: " +
+        "fitting this chat to ctxlayer's default budget for gpt-4, 4,096 tokens.\n\n",
+    ]);
+    const history = [
+      ...earlierTurns(60),
+      { prompt: "what does app.py print?" },
+      { response: [{ value: { value: "An answer." } }], result: first.result },
+    ];
+    const second = await turn(m, history, [], "and then?");
+    expect(second.sessionId).toBe(first.sessionId);
+    // said once, where the session opened; no turn's assembly goes over the window
+    expect(second.out.filter((t) => t.includes("window"))).toEqual([]);
+    expect(first.out.filter((t) => t.includes("may refuse"))).toEqual([]);
+    for (const sent of m.received) {
+      const texts = sent.messages.map((msg: any) =>
+        msg.content.map((p: any) => (p instanceof Text ? p.value : JSON.stringify(p))).join(""),
+      );
+      const { total } = await daemon.client.count({ model: "gpt-4", texts });
+      expect(total).toBeGreaterThan(3000); // the history filled the budget
+      expect(total).toBeLessThanOrEqual(4096);
+    }
   });
 });
