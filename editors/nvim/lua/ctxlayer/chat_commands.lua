@@ -32,12 +32,15 @@ M.chats = {
       return
     end
     local chats = require("ctxlayer.chats")
-    chats.list(c, args[1], function(conversations, err)
+    chats.list(c, args[1], function(conversations, err, warning)
       if not conversations then
         return fail(err)
       end
-      commands().scratch("ctxlayer://chats", chats.lines(status.get(c.id) or {}, conversations),
-        "markdown", c)
+      if warning then
+        vim.notify("ctxlayer: chats: " .. warning, vim.log.levels.WARN)
+      end
+      local lines = chats.lines(status.get(c.id) or {}, conversations, warning)
+      commands().scratch("ctxlayer://chats", lines, "markdown", c)
     end)
   end,
 }

@@ -88,12 +88,19 @@ end
 
 --- Lines of `:Ctxlayer chats`: one per live conversation, and the assembled session when it is
 --- the live chat; the status line's one marked `*`.
-function M.lines(state, conversations)
+--- `warning`: ctx/conversations could not read the chats the state folder keeps, so the count
+--- is of those it listed, and the lines say why the others are missing.
+function M.lines(state, conversations, warning)
   local live = state.chat and state.chat.conversationId
   local session = M.session_chat(state)
   local count = #conversations + (session and 1 or 0)
   local plural = count == 1 and "" or "s"
   local lines = { ("%d live chat%s (* = in the status line)"):format(count, plural) }
+  if warning then
+    lines[1] = ("%d live chat%s listed, not the kept ones (* = in the status line)"):format(
+      count, plural)
+    table.insert(lines, 2, "ctxlayer: " .. warning)
+  end
   for _, info in ipairs(conversations) do
     local cached = info.cachedTokens ~= vim.NIL and info.cachedTokens or nil
     table.insert(lines, ("%s %s  %s via %s: %s/%s tokens, %d dropped%s, cache reuse %s, updated %s"):format(
@@ -133,7 +140,8 @@ end
 
 --- Ask ctx/conversations; forget chats the daemon no longer has (the status line then falls
 --- back to the workspace figure); `pick` makes that conversation the live one (or the live
---- assembled session, by its session id).
+--- assembled session, by its session id). `done(conversations, err, warning)`: `warning`, the
+--- daemon's, when it could not read the chats it keeps (only the live ones are listed).
 function M.list(c, pick, done)
   local client = require("ctxlayer.client")
   client.request(c, "ctx/conversations", {}, function(result)
@@ -142,7 +150,9 @@ function M.list(c, pick, done)
       return
     end
     local conversations = result.conversations or {}
-    local chats, live = {}, nil
+    local warning = result.warning ~= vim.NIL and result.warning or nil
+    -- With a warning the kept chats went unread, not away: they stay until a full answer
+    local chats, live = warning and vim.deepcopy(state.chats or {}) or {}, nil
     for _, info in ipairs(conversations) do
       chats[info.conversationId] = (state.chats or {})[info.conversationId] or as_budget(info)
       if pick and info.conversationId == pick then
@@ -164,7 +174,7 @@ function M.list(c, pick, done)
       -- Set directly: a nil field would not go through update's table.
       state.chat = live or current
       status.update(c.id, { chats = chats })
-      done(conversations)
+      done(conversations, nil, warning)
     end)
   end, function(err)
     done(nil, "ctx/conversations: " .. (err.message or vim.inspect(err)))
