@@ -324,12 +324,25 @@ function M.open_session(client, done)
     mode = M.requested_mode(client),
     budget = cfg.budget,
   }, function(result)
-    status.update(client.id, { session_id = result.sessionId, mode = result.mode, model = result.model })
+    status.update(client.id, { session_id = result.sessionId, mode = result.mode,
+      model = result.model, session_error = false })
     M.configure_session(client, result, done)
   end, function(err)
+    if M.names_budget(err) then
+      -- no session holds the refused budget: the figures are of the daemon's default for the
+      -- model (the one it announced), and trim leaves the refused budget out
+      local announced = M.announcement(client)
+      status.update(client.id, { limit = announced.defaultBudget, budget_refused = true })
+    end
     M.session_failed(client, "could not be opened", "ctx/session/open", err)
     M.refresh(client, done)
   end)
+end
+
+--- Whether the daemon's error refuses the request's `budget` (over the model's window).
+function M.names_budget(err)
+  local data = type(err) == "table" and err.data or nil
+  return type(data) == "table" and data.field == "budget"
 end
 
 --- The workspace session failed to open or to take the options: the daemon's reason is said
@@ -379,6 +392,7 @@ function M.apply_options()
       status.update(c.id, {
         limit = cfg.budget or announced.defaultBudget,
         model = cfg.model or announced.model,
+        budget_refused = false, -- a new budget: the daemon says again if it refuses it
       })
       M.open_session(c)
     end
@@ -412,9 +426,13 @@ function M.configure_session(client, opened, done)
   end
   changes.sessionId = opened.sessionId
   M.request(client, "ctx/session/configure", changes, function(budget)
-    status.update(client.id, { mode = changes.mode or opened.mode, model = budget.model })
+    status.update(client.id, { mode = changes.mode or opened.mode, model = budget.model,
+      session_error = false })
     M.refresh(client, done)
   end, function(err)
+    if M.names_budget(err) then
+      status.update(client.id, { budget_refused = true }) -- the session keeps its own
+    end
     M.session_failed(client, "kept its settings", "ctx/session/configure", err)
     M.refresh(client, done)
   end)

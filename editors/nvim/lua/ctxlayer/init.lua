@@ -151,16 +151,21 @@ end
 function M.trim(messages, opts)
   opts = opts or {}
   local config = require("ctxlayer.config").current
+  local c = client.get()
+  local state = c and status.get(c.id)
+  -- a budget the daemon refused for the session (over the model's window) would fit the
+  -- messages to more than the model takes: the daemon's default for the model instead
+  local configured = not (state and state.budget_refused) and config.budget or nil
   local result, err = M.request("ctx/trim", {
     messages = messages,
     model = opts.model or config.model,
-    budget = opts.budget or config.budget,
+    budget = opts.budget or configured,
     reserveOutput = config.reserve_output,
     docs = opts.docs,
     strategy = opts.strategy,
   })
   if result then
-    local c = client.get()
+    c = client.get()
     status.update(c.id, {
       last_trim = {
         tokens = result.tokens,

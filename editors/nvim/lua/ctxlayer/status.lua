@@ -18,7 +18,9 @@ local M = {}
 ---@field mode? string
 ---@field mode_suggestion? table
 ---@field error? string the last request's failure (the next answer clears it)
----@field session_error? string why the workspace session failed to open or to take the options
+---@field session_error? string|false why the workspace session failed to open or to take the
+---options (false once it opened or took them since)
+---@field budget_refused? boolean the daemon refused opts.budget (over the model's window)
 ---@field chat? table Budget of the live chat: the conversation that last went through the daemon
 ---@field chats? table<string, table> Budget of each conversation seen, by conversationId
 ---@field gateway? table the gateway's {openai, anthropic} URLs when the daemon runs it
