@@ -224,6 +224,11 @@ async def test_a_budget_over_the_models_window_is_refused_naming_the_field():
         assert out.get("error", {}).get("code") == -32602, out
         assert out["error"]["data"]["field"] == "budget"
         assert "16,385-token context window of gpt-3.5-turbo" in out["error"]["message"], out
+        # what to do, for any client: Neovim's option is context_window, VS Code has none
+        assert out["error"]["message"].endswith(
+            "leave the budget out for the model's default (12,289), or tell ctxlayer the "
+            "model's window when it is larger (initializationOptions.contextWindow; Neovim: "
+            "context_window)"), out
         listed = await result(daemon, "ctx/session/list", {})
         assert listed["sessions"] == [], "a refused open opens nothing"
 

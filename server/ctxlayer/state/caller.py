@@ -121,10 +121,12 @@ class Caller:
                                f"the {window:,}-token context window of {model}: give a budget "
                                f"of at most {window:,} with it, or resetBudget for the model's "
                                f"default ({default:,})", field=field)
+        # said for any client: the option's name differs by editor (VS Code has none)
         raise ContextError("invalid", f"{budget:,} tokens is over the {window:,}-token context "
-                           f"window of {model}: leave it out for the model's default "
-                           f"({default:,}), or set initializationOptions.contextWindow when "
-                           "the model's window is larger", field=field)
+                           f"window of {model}: leave the budget out for the model's default "
+                           f"({default:,}), or tell ctxlayer the model's window when it is "
+                           "larger (initializationOptions.contextWindow; Neovim: "
+                           "context_window)", field=field)
 
     def take_options(self, options: protocol.InitializationOptions, problems: list[str]) -> None:
         """The options initialize gave; an output reserve that leaves its model's window no
