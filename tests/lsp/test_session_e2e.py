@@ -481,3 +481,23 @@ async def test_why_explains_a_sessions_last_assembly_and_restore_brings_one_back
     with pytest.raises(JsonRpcException) as err:
         await call(client, "ctx/restore", {"sessionId": "why-session", "messageId": "nope"})
     assert err.value.code == -32602 and "messageId" in err.value.message
+
+
+async def test_a_problem_told_the_editor_is_in_the_daemons_log_too():
+    """A bad value in ctxlayer.toml reached the editor (window/showMessage) and never the
+    daemon's own log: `--log-file` held the workspace's size and nothing of it."""
+    root = make_repo(WORLD / f"badconfig-{next(_repos)}")
+    (root / "ctxlayer.toml").write_text('[workspace]\ndebounce_ms = "fast"\n')
+    log = WORLD / f"badconfig-{next(_repos)}.log"
+    daemon = await RawDaemon.start("--log-file", str(log))
+    try:
+        await _raw_initialize(daemon, root, {}, summarize=False)
+        listed = await daemon.request(1, "ctx/session/list", {})  # the first scan is done
+        assert "result" in listed
+        told = [n["params"]["message"] for n in daemon.notifications
+                if n.get("method") == "window/showMessage"]
+        assert any("debounce_ms" in m for m in told), told
+    finally:
+        await daemon.close()
+    logged = [line for line in log.read_text().splitlines() if "debounce_ms" in line]
+    assert logged and "WARNING" in logged[0], log.read_text()

@@ -68,10 +68,15 @@ class CtxServer(LanguageServer):
                   trace)
 
     def tell(self, message: str, level: str = "info", *, show: bool = False) -> None:
-        """`window/logMessage` (and `window/showMessage` when `show`) to this client."""
+        """`window/logMessage` (and `window/showMessage` when `show`) to this client. A warning
+        or an error goes to the daemon's own log too: a problem of ctxlayer.toml, a project's
+        upstream refused, reached the editor only, never `--log-file`."""
         kind = {"error": types.MessageType.Error, "warning": types.MessageType.Warning}.get(
             level, types.MessageType.Info
         )
+        if kind != types.MessageType.Info:
+            log.log(logging.ERROR if level == "error" else logging.WARNING, "told the client: %s",
+                    message)
         try:
             self.window_log_message(types.LogMessageParams(type=kind, message=message))
             if show:
