@@ -34,6 +34,12 @@ async def prepare(caller: Caller, fmt: str, body: dict, conversation_id: str | N
     return await call(caller, "ctx/prepare", params)
 
 
+def sent_figures(caller: Caller, result: protocol.PrepareResult) -> tuple[int, int]:
+    """(messages left out, messages sent shortened) of the request ``result`` sends, all of
+    them as the chat's listing counts them, not only those its turn cut anew."""
+    return caller.state.conversations.sent_figures(result)
+
+
 def read_ahead(caller: Caller, conversation_id: str) -> None:
     """Read the facts of the conversation's next step on a worker, once its request has gone
     upstream (the gateway's turns leave it to this call); returns at once."""

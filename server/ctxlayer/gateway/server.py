@@ -554,10 +554,13 @@ class GatewayServer:
                     ) -> web.StreamResponse:
         """Forward the fitted request of ``result``, its figures in our headers (``ours``
         holds those said before it was fitted); ``size``: the body's as it came."""
+        # what the request leaves out and shortens, whichever turn cut it (the result's own
+        # lists are what its turn cut anew: a compacted chat's later turns said 0)
+        left_out, shortened = chats.sent_figures(self.caller, result)
         ours.update({
             "x-ctxlayer-tokens": str(result.tokens),
-            "x-ctxlayer-dropped": str(len(result.dropped)),
-            "x-ctxlayer-shortened": str(len(result.truncated)),
+            "x-ctxlayer-dropped": str(left_out),
+            "x-ctxlayer-shortened": str(shortened),
             "x-ctxlayer-compacted": "true" if result.compacted else "false",
         })
         if result.conversation_id:
@@ -589,7 +592,7 @@ class GatewayServer:
         if self.config.summarizer == "upstream" and response.status < 300:
             self._summarize_ahead(request, fmt, url, model, result)
         log.info("%s %s -> %d: %d tokens, %d dropped%s", fmt, model, response.status,
-                 result.tokens, len(result.dropped), ", compacted" if result.compacted else "")
+                 result.tokens, left_out, ", compacted" if result.compacted else "")
         return response
 
     async def _forward(self, request: web.Request, fmt: str, method: str, url: str,

@@ -37,7 +37,8 @@ class Conversation:
         self.tokens = 0
         self.system_tokens = 0
         self.cache_reuse = 0
-        self.dropped = 0
+        self.dropped = 0  # messages its last request left out (`Conversations._took`)
+        self.shortened = 0  # and sent shortened
         self.updated_at = ""
         self.cached_tokens: int | None = None
         self.window: int | None = None  # the model's whole context window (Budget.window)
@@ -110,7 +111,7 @@ class Conversation:
         """A copy under another id, for the chain this one is about to leave behind."""
         other = Conversation(self.workspace, conversation_id, self.model, self.source)
         for name in ("state", "budget", "tokens", "system_tokens", "cache_reuse", "dropped",
-                     "updated_at", "cached_tokens", "window", "bias", "native_count",
+                     "shortened", "updated_at", "cached_tokens", "window", "bias", "native_count",
                      "tools_tokens", "chain", "family", "client", "turn", "decoded",
                      "counted_with", "turned_at"):
             setattr(other, name, getattr(self, name))

@@ -52,8 +52,10 @@ from ctxlayer.core.prepare import (
     ConversationState,
     Turn,
     audit_of,
+    left_out,
     persist,
     prepare_turn,
+    shown_shortened,
     told_anew,
 )
 from ctxlayer.core.tokens import tools_tokens
@@ -115,6 +117,9 @@ class Conversations:
         #: went on from it (`_branch`); the last MAX_ANSWERS of each
         self._last_answer: dict[tuple[str, str], str] = {}
         self._branches: dict[tuple[str, str], str] = {}
+        #: id of a result of ctx/prepare -> (messages it leaves out, messages it sends
+        #: shortened), while the result lives (`sent_figures`)
+        self._told: dict[int, tuple[int, int]] = {}
 
     # --- ctx/prepare ---------------------------------------------------------------------
 
@@ -405,7 +410,18 @@ class Conversations:
         await self._took(conv, turn, encoded, budget, nominal, tools, trouble)
         result = _result(conv, turn, encoded, budget, trouble)
         conv.sent = weakref.ref(result)
+        # this result's own figures: the chat's may be a newer turn's by the time they are read
+        self._told[id(result)] = (conv.dropped, conv.shortened)
+        weakref.finalize(result, self._told.pop, id(result), None)
         return result
+
+    def sent_figures(self, result: protocol.PrepareResult) -> tuple[int, int]:
+        """(messages left out, messages sent shortened) of the request ``result`` sends, as
+        `ctx/conversations` and ctx/why count them: all it leaves out or shortens, whichever
+        turn cut them (its `dropped` and `truncated` list what its own turn cut anew). A result
+        no turn fitted (sent as it came) cut nothing before: its own lists."""
+        told = self._told.get(id(result))
+        return told if told is not None else (len(result.dropped), len(result.truncated))
 
     def _asked(self, conv: Conversation, request: dict) -> None:
         """``conv``'s chain is now ``request``'s: what the client asked beside it since its
@@ -522,6 +538,11 @@ class Conversations:
         state, workspace = self.state, conv.workspace
         state.expire(workspace)  # at most once a day
         self._remember(conv, turn, budget, tools)
+        # what the request leaves out and shortens: the engine's, whichever turn cut it, and
+        # what its format took out or shortened (as `_result` sorts the codec's entries)
+        conv.dropped = left_out(turn) + sum(e.action == "dropped" for e in encoded.audit)
+        conv.shortened = shown_shortened(turn) + sum(
+            e.action not in ("dropped", "notFitted") for e in encoded.audit)
         conv.kept = []
         if turn.stepped or turn.restored or turn.truncated or turn.dropped:
             self.upkeep.keep(conv, _now())  # a branch's first turn says its window: kept
@@ -598,7 +619,6 @@ class Conversations:
         conv.tokens = turn.tokens + tools
         conv.system_tokens = st.cum[st.head] + tools
         conv.cache_reuse = turn.cache_reuse_tokens
-        conv.dropped = len(st.messages) - (len(turn.messages) - len(st.chunks))
         conv.updated_at = self.clock()
         conv.turned_at = self.ticks()
         conv.sent = None  # a report from now on is of an older request, until its result

@@ -86,8 +86,10 @@ from __future__ import annotations
 from ctxlayer.core.prepare.engine import (
     SummaryAsk,
     audit_of,
+    left_out,
     near_budget,
     prepare_turn,
+    shown_shortened,
     summary_ahead,
     take_summary,
     told_anew,
@@ -103,5 +105,5 @@ from ctxlayer.core.prepare.model import (
 )
 
 __all__ = ["DEFAULT_POLICY", "Ahead", "Chunk", "ConversationState", "PreparePolicy",
-           "SummaryAsk", "Turn", "audit_of", "near_budget", "prepare_turn", "summary_ahead",
-           "take_summary", "told_anew", "warm"]
+           "SummaryAsk", "Turn", "audit_of", "left_out", "near_budget", "prepare_turn",
+           "shown_shortened", "summary_ahead", "take_summary", "told_anew", "warm"]

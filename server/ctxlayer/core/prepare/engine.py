@@ -376,6 +376,23 @@ def audit_of(state: ConversationState) -> list[AuditEntry]:
     return [*_summarized(state), *_shortened(state), *state.restored_audit, *state.dropped]
 
 
+def left_out(turn: Turn) -> int:
+    """How many of the client's messages ``turn``'s result leaves out, whichever turn cut
+    them: those its summaries stand in for (a chunk is one message of the result) and those
+    the last resort dropped. The turn's own `dropped` holds only what this turn cut anew."""
+    return len(turn.state.messages) - (len(turn.messages) - len(turn.state.chunks))
+
+
+def shown_shortened(turn: Turn) -> int:
+    """How many messages ``turn``'s result shows shortened (outlined or cut to fit), whichever
+    turn shortened them: the turn's own `truncated` holds only this turn's new ones. Not a
+    message shown with lines recalled for it, nor one restored (each audited as restored)."""
+    st = turn.state
+    gone = {e.index for e in st.dropped}
+    return sum(1 for i, rw in st.rewrites.items()
+               if i not in gone and rw[2].action != "restored")
+
+
 def told_anew(turn: Turn) -> Turn:
     """``turn`` as the first of a conversation that started from another one's window (a
     branch): everything that window summarized, shortened, restored or cut is new to this
