@@ -37,11 +37,18 @@ HEADER = "[ctxlayer: earlier lines this names, exact, from messages shown summar
 REASON = "recalled: this message names facts of earlier messages the result no longer shows"
 
 
-def named(messages: Iterable[Message]) -> list[str]:
+#: what this turn names, and the paths an original must name too for it to be looked for there
+Wanted = tuple[str, tuple[str, ...]]
+
+
+def named(messages: Iterable[Message]) -> list[Wanted]:
     """The facts this turn names that a later step looks up by their exact text: errors,
     tests, `file:line` locations and commands anywhere; paths only in the user's or the
-    assistant's own words (a tool output lists paths by the hundred)."""
-    out: list[str] = []
+    assistant's own words (a tool output lists paths by the hundred). A line number without
+    its file (`line 42`) only beside a path its message names, and then only looked for in
+    an original naming that path: alone it matched any log's `line 42`, and brought another
+    file's lines into a tool result."""
+    out: dict[str, tuple[str, ...]] = {}
     for m in messages:
         text = m.content
         if m.role == "tool" or m.tool_call_id is not None:  # an output names in its signal lines
@@ -49,10 +56,26 @@ def named(messages: Iterable[Message]) -> list[str]:
         if len(text) > NAMED_CHARS:  # a long text names what matters at its ends
             text = text[:NAMED_CHARS // 2] + "\n" + text[-NAMED_CHARS // 2:]
         f = extract_facts(text)
-        out += [*f.error_codes, *f.tests, *f.line_numbers, *f.commands]
+        paths = tuple(p for p in f.paths if len(p) >= RECALL_MIN_CHARS)
+        for v in (*f.error_codes, *f.tests, *f.line_numbers, *f.commands):
+            if not _BARE_LINE.match(v):
+                out.setdefault(v, ())
+            elif paths:
+                out.setdefault(v, paths)
         if m.role in ("user", "assistant") and m.tool_call_id is None:
-            out += f.paths
-    return [v for v in dict.fromkeys(out) if len(v) >= RECALL_MIN_CHARS][:RECALL_VALUES]
+            for v in f.paths:
+                out.setdefault(v, ())
+    return [(v, needs) for v, needs in out.items() if len(v) >= RECALL_MIN_CHARS][:RECALL_VALUES]
+
+
+#: a line number as `extract_facts` reads it from prose, with no file: `line 42`, `line 3-5`
+_BARE_LINE = re.compile(r"line \d")
+
+
+def _word(value: str) -> re.Pattern[str]:
+    """``value`` where it stands as a whole: `line 3` not in `line 30`, `test_a` not in
+    `test_ab` (a path's tail, `mod.py` in `src/mod.py`, still is)."""
+    return re.compile(rf"(?<!\w){re.escape(value)}(?!\w)")
 
 
 def _signal_lines(text: str) -> str:
@@ -68,9 +91,9 @@ def _signal_lines(text: str) -> str:
     return "\n".join(out)
 
 
-def _lines_with(text: str, value: str, room: int) -> list[str]:
+def _lines_with(text: str, value: re.Pattern[str], room: int) -> list[str]:
     lines = text.split("\n")
-    hits = [k for k, line in enumerate(lines) if value in line][:3]
+    hits = [k for k, line in enumerate(lines) if value.search(line)][:3]
     out: list[str] = []
     for k in hits:
         for j in range(max(0, k - 1), min(len(lines), k + 2)):
@@ -95,6 +118,17 @@ def recall(messages: list[Message], shown: Callable[[int], str | None],
     wanted = named(messages[max(new_from, 0):])
     if not wanted:
         return None
+    words = {v: _word(v) for v, needs in wanted for v in (v, *needs)}
+
+    def lost(value: str, needs: tuple[str, ...], original: str, now: str | None) -> bool:
+        """Whether ``original`` said ``value`` (beside one of the paths it ``needs``) and
+        its shown form ``now`` does not. A plain search first: the whole-word one, which the
+        engine cannot skip ahead in, reads only the texts that hold the value at all."""
+        return (value in original and words[value].search(original) is not None
+                and (not needs or any(p in original and words[p].search(original)
+                                      for p in needs))
+                and (now is None or value not in now or words[value].search(now) is None))
+
     # where a value stood: a summarized or outlined original, newest first, whose shown form
     # (its outline; nothing for a summarized one) lost it
     notes: list[str] = []
@@ -109,13 +143,13 @@ def recall(messages: list[Message], shown: Callable[[int], str | None],
             break  # within its bound (the newest one is always read, up to RECALL_ONE_CHARS)
         original = original[:RECALL_ONE_CHARS]
         scanned += len(original)
-        for value in [v for v in wanted if v in original and (now is None or v not in now)]:
-            got = _lines_with(original, value, lines_left)
+        for value, needs in [w for w in wanted if lost(*w, original, now)]:
+            got = _lines_with(original, words[value], lines_left)
             if got:
                 notes.append(f"from {messages[i].id or f'message {i}'} ({value}):\n"
                              + "\n".join(got))
                 lines_left -= len(got)
-                wanted.remove(value)
+                wanted.remove((value, needs))
     if not notes:
         return None
     note = HEADER + "\n" + "\n\n".join(notes)
