@@ -408,9 +408,13 @@ class Conversations:
         conv.native_count = len(conversation_of(p.format, p.request))
         self._asked(conv, p.request)
         await self._took(conv, turn, encoded, budget, nominal, tools, trouble)
-        result = _result(conv, turn, encoded, budget, trouble)
+        return self._sent(conv, _result(conv, turn, encoded, budget, trouble))
+
+    def _sent(self, conv: Conversation, result: protocol.PrepareResult
+              ) -> protocol.PrepareResult:
+        """``result``, now ``conv``'s last, its figures kept with it while it lives: the
+        chat's may be a newer turn's by the time they are read (`sent_figures`)."""
         conv.sent = weakref.ref(result)
-        # this result's own figures: the chat's may be a newer turn's by the time they are read
         self._told[id(result)] = (conv.dropped, conv.shortened)
         weakref.finalize(result, self._told.pop, id(result), None)
         return result
