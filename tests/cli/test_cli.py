@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -150,15 +151,22 @@ def test_prompt_reads_the_users_settings_as_the_daemon_does(tmp_path):
     assert "The deploy script lives in ops/." in content
 
 
-def test_prompt_reads_the_agent_files_on_the_way_through_a_symlinked_folder(tmp_path):
-    """`ctxlayer prompt ~/work/proj`, ~/work a symlink to another disk: the folder was resolved
-    to the other disk, not below home, and ~/work/AGENTS.md was missing from the prompt."""
+def _home_with_a_symlinked_work(tmp_path) -> Path:
+    """~ (returned) whose ~/work is a symlink to another disk, holding AGENTS.md and a
+    repository proj."""
     home, disk = tmp_path / "home", tmp_path / "otherdisk" / "work"
     (disk / "proj").mkdir(parents=True)
     home.mkdir()
     os.symlink(disk, home / "work")
     (home / "work" / "AGENTS.md").write_text("Deploy only on Fridays.\n")
     subprocess.run(["git", "init", "-q", str(disk / "proj")], check=True)
+    return home
+
+
+def test_prompt_reads_the_agent_files_on_the_way_through_a_symlinked_folder(tmp_path):
+    """`ctxlayer prompt ~/work/proj`, ~/work a symlink to another disk: the folder was resolved
+    to the other disk, not below home, and ~/work/AGENTS.md was missing from the prompt."""
+    home = _home_with_a_symlinked_work(tmp_path)
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config"), "HOME": str(home)}
     p = subprocess.run([*CLI, "prompt", "--json", "work/proj"], capture_output=True, text=True,
                        timeout=120, env=env, cwd=home)
@@ -173,12 +181,7 @@ def test_run_inside_a_folder_reached_through_a_symlink_reads_the_way_there(tmp_p
     another disk): '.' was made absolute from getcwd(), the resolved path, and
     ~/work/AGENTS.md was missing, though `ctxlayer prompt "$PWD"` showed it. `ctxlayer
     inspect` named no folder but the resolved one: it missed it even named."""
-    home, disk = tmp_path / "home", tmp_path / "otherdisk" / "work"
-    (disk / "proj").mkdir(parents=True)
-    home.mkdir()
-    os.symlink(disk, home / "work")
-    (home / "work" / "AGENTS.md").write_text("Deploy only on Fridays.\n")
-    subprocess.run(["git", "init", "-q", str(disk / "proj")], check=True)
+    home = _home_with_a_symlinked_work(tmp_path)
     inside = home / "work" / "proj"
     # what a shell sets on `cd ~/work/proj`: its own path, the symlink kept
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config"), "HOME": str(home),
