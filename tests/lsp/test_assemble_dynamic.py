@@ -99,3 +99,30 @@ async def test_other_formats_keep_it_after_the_history(daemon, fmt):
     boundary = out["cacheBoundary"]
     assert all(m["role"] == "system" for m in messages[:boundary])
     assert messages[boundary]["role"] == "user"
+
+
+@pytest.mark.parametrize("user_format", ["ctxlayer", "openai", "responses"])
+async def test_anthropic_turns_beside_user_turns_of_another_format(daemon, user_format):
+    """The user's turns appended in one format, the assistant's answers as Anthropic returned
+    them: an Anthropic assembly was refused ("this one has only assistant turns"), the check
+    reading the session's Anthropic-format messages alone, and no later user turn but an
+    Anthropic one mended it. A tool call stored as Anthropic's with its result in another
+    format was refused alike."""
+    sid = f"mixed-{user_format}"
+
+    def user(text: str) -> dict:
+        return ({"type": "message", "role": "user", "content": text}
+                if user_format == "responses" else {"role": "user", "content": text})
+
+    await daemon.request("o", "ctx/session/open", {"sessionId": sid})
+    for fmt, msg in ((user_format, user("what does src/app.py do?")),
+                     ("anthropic", {"role": "assistant",
+                                    "content": [{"type": "text", "text": "It prints hello."}]}),
+                     (user_format, user("and then?"))):
+        out = await daemon.request("a", "ctx/session/append", {
+            "sessionId": sid, "format": fmt, "messages": [msg]})
+        assert "result" in out, out
+    got = await _assembled(daemon, sid, "anthropic", "3")
+    assert [m["role"] for m in got["messages"]] == ["user", "assistant", "user"]
+    assert anthropic_problems({"model": "m", "max_tokens": 8, "system": got["system"],
+                               "messages": got["messages"]}) == []

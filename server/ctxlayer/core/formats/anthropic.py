@@ -659,7 +659,7 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
     head = [(_strip_own(m), []) for m in decoded.payload["messages"][:unread[0]]] \
         if unread else []
     if not head:
-        require_user_turn(decoded.payload["messages"])
+        require_user_turn(decoded.payload["messages"], out)
         require_a_turn(out)
     out = head + repair(out, kept, result, decoded.counter, opened=bool(head))
     sys_value = _system(decoded, system)

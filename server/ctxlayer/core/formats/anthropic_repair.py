@@ -83,13 +83,18 @@ def _first_id(ks: list[int], kept: Sequence[Message]) -> str | None:
     return kept[ks[0]].id if ks else None
 
 
-def require_user_turn(raw: list) -> None:
+def require_user_turn(raw: list, out: list[Entry]) -> None:
     """A request with turns but no user message (a system prompt and an assistant prefill) is
     refused, naming the field. Dropping its leading assistant turns, as the repair does for
     one that starts with them, would send `messages: []` with a 200 from us and a refusal from
     Anthropic; sending it unchanged would hand the user the provider's refusal after a round
-    trip. Nothing in it can be repaired: the user must add the question."""
+    trip. Nothing in it can be repaired: the user must add the question. ``out`` is what goes
+    out: a session's user turns stored in another format are there, not in ``raw`` (its
+    Anthropic-format messages alone: a session whose Anthropic-format messages were assistant
+    turns was refused though it had user turns)."""
     turns = [m for m in raw if isinstance(m, dict) and m.get("role") != "system"]
+    if any(msg.get("role") == "user" for msg, _ in out):
+        return
     if turns and not any(m.get("role") == "user" for m in turns):
         raise bad("messages", "an Anthropic request needs a user message first, and this one "
                   "has only assistant turns (Anthropic refuses it too); add the user's message "
