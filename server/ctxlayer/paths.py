@@ -9,7 +9,8 @@ BSDs, `~/Library/Application Support/ctxlayer` on macOS (`$XDG_STATE_HOME/ctxlay
 `%LOCALAPPDATA%\\ctxlayer` on Windows. The config folder: `$XDG_CONFIG_HOME/ctxlayer` (default
 `~/.config/ctxlayer`) on Linux and the BSDs, `~/Library/Application Support/ctxlayer` on macOS
 (`$XDG_CONFIG_HOME/ctxlayer` when set), `%LOCALAPPDATA%\\ctxlayer` on Windows.
-Computes paths only: creates nothing, reads no file.
+Computes paths only: creates nothing, reads no file (`named_absolute` asks whether $PWD is
+the working folder).
 """
 
 from __future__ import annotations
@@ -49,3 +50,20 @@ def state_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
 def config_dir() -> Path:
     """The user's config folder (its `ctxlayer.toml` is read before the workspace's)."""
     return Path(user_dirs().user_config_dir)
+
+
+def named_absolute(path: Path) -> Path:
+    """`path` absolute without resolving it: a workspace folder as the user named it. A relative
+    one (the default, '.') is taken from the shell's folder, $PWD, when that is the working
+    folder: getcwd() gives its resolved form, and `ctxlayer prompt` run inside ~/work/proj
+    (~/work a symlink) missed ~/work/AGENTS.md that `ctxlayer prompt ~/work/proj` read. The
+    commands and the Python client name a workspace with it."""
+    if path.is_absolute():
+        return path
+    pwd = os.environ.get("PWD", "")
+    try:
+        if os.path.isabs(pwd) and os.path.samefile(pwd, os.curdir):
+            return Path(pwd) / path
+    except OSError:  # $PWD names no folder (any more)
+        pass
+    return path.absolute()

@@ -23,6 +23,7 @@ from typing import Any, Self, TypeVar
 import msgspec
 
 from ctxlayer import protocol
+from ctxlayer.paths import named_absolute
 from ctxlayer_client.framing import FramingError, encode, read_message
 
 log = logging.getLogger(__name__)
@@ -53,20 +54,6 @@ def _uri(path: Path) -> str:
     it itself and reads the agent files on the way the name takes (~/work/AGENTS.md for
     ~/work/proj, ~/work a symlink to another disk), which a resolved name loses."""
     return named_absolute(path).as_uri()
-
-
-def named_absolute(path: Path) -> Path:
-    """`path` absolute without resolving it. A relative one is taken from the shell's folder,
-    $PWD, when that is the working folder: getcwd() gives its resolved form."""
-    if path.is_absolute():
-        return path
-    pwd = os.environ.get("PWD", "")
-    try:
-        if os.path.isabs(pwd) and os.path.samefile(pwd, os.curdir):
-            return Path(pwd) / path
-    except OSError:  # $PWD names no folder (any more)
-        pass
-    return path.absolute()
 
 
 def seconds(timeout: float | None, default: float) -> float:

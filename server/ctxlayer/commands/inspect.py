@@ -26,8 +26,8 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from ctxlayer.cli import UsageError
-    from ctxlayer.commands.io import named_absolute
     from ctxlayer.config import default_user_config_dir, load_config
+    from ctxlayer.paths import named_absolute
     from ctxlayer.tokenizers import counter_for
     from ctxlayer.workspace import Workspace, render_inspect
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
 from pathlib import Path
@@ -202,19 +201,3 @@ def tokens(value: str) -> int:
     if n > MAX_TOKENS:
         raise argparse.ArgumentTypeError(f"at most {MAX_TOKENS:,} tokens, got {value!r}")
     return n
-
-
-def named_absolute(path: Path) -> Path:
-    """`path` absolute without resolving it. A relative one (the default, '.') is taken from
-    the shell's folder, $PWD, when that is the working folder: getcwd() gives its resolved
-    form, and `ctxlayer prompt` run inside ~/work/proj (~/work a symlink) missed
-    ~/work/AGENTS.md that `ctxlayer prompt ~/work/proj` read."""
-    if path.is_absolute():
-        return path
-    pwd = os.environ.get("PWD", "")
-    try:
-        if os.path.isabs(pwd) and os.path.samefile(pwd, os.curdir):
-            return Path(pwd) / path
-    except OSError:  # $PWD names no folder (any more)
-        pass
-    return path.absolute()

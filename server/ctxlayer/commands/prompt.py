@@ -9,8 +9,8 @@ from pathlib import Path
 import msgspec
 
 from ctxlayer.cli import UsageError
-from ctxlayer.commands.io import named_absolute
 from ctxlayer.core.prompt.spec import INCLUDE_NAMES  # the one list the core checks against
+from ctxlayer.paths import named_absolute
 
 
 def add_arguments(parser) -> None:
