@@ -234,3 +234,28 @@ def test_a_claude_request_in_the_responses_shape_is_counted_as_claude_reads_it()
     theirs, ours = count(chat), count(responses, "--format", "responses")
     assert ours["tokens"] == theirs["tokens"]  # Claude's pixel rule, in both shapes
     assert ours["tools"] > 346 and abs(ours["tools"] - theirs["tools"]) < 10
+
+
+def _as_openai_bills(body: dict) -> int:
+    """OpenAI's own arithmetic (its cookbook's "How to count tokens with tiktoken", which it
+    checks against the API's prompt_tokens): 3 per message, every string field of it (the
+    role among them), a `name` one more, 3 to prime the reply."""
+    enc = counter_for(body["model"])
+    total = 3
+    for m in body["messages"]:
+        total += 3 + sum(enc.count(v) for v in m.values() if isinstance(v, str))
+        total += "name" in m
+    return total
+
+
+@pytest.mark.parametrize("model", ["gpt-4o", "gpt-4"])  # o200k, cl100k
+def test_a_chat_costs_what_openai_bills_roles_and_names_included(model):
+    body = {"model": model, "messages": [
+        {"role": "system", "content": "You are a helpful, pattern-following assistant."},
+        {"role": "system", "name": "example_user", "content": "New synergies will help."},
+        {"role": "system", "name": "example_assistant", "content": "Things working well."},
+        {"role": "user", "content": "This late pivot means we lack time to boil the ocean."},
+        {"role": "assistant", "content": "No time to do everything."},
+        {"role": "user", "name": "ana", "content": "And the quarterly numbers?"}]}
+    # under by the role of each message and the names before
+    assert count(body)["total"] == _as_openai_bills(body)

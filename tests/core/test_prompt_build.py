@@ -16,7 +16,7 @@ from ctxlayer.core.prompt import (
     build_system_prompt,
     spec_from_params,
 )
-from ctxlayer.core.tokens import CONTENT_ONLY, WordTokenizer
+from ctxlayer.core.tokens import CONTENT_ONLY, OPENAI_FORMAT, WordTokenizer
 from ctxlayer.protocol import DynamicContext, SystemPromptParams, SystemPromptResult, ToolSpec
 
 WORDS = WordTokenizer()
@@ -72,7 +72,7 @@ def test_every_message_is_pinned_hidden_system() -> None:
         assert (m.role, m.pinned, m.hide, m.id[:4]) == ("system", True, True, "ctx:")
     core = result.messages[0].content  # identity, tools and user joined into one message
     assert "# Tools" in core and "# About the user\n\nme" in core
-    assert result.tokens == sum(3 + WORDS.count(m.content) for m in result.messages)
+    assert result.tokens == sum(OPENAI_FORMAT.per_message + WORDS.count(m.content) for m in result.messages)
     content_only = build_system_prompt(PromptSpec(), WORDS, fmt=CONTENT_ONLY)
     assert content_only.tokens == WORDS.count(content_only.messages[0].content)
 

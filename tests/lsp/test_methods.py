@@ -87,7 +87,7 @@ async def test_count_texts_and_messages(client: LanguageClient):
     assert result == {"tokens": [counter.count(text), 0], "total": counter.count(text)}
     result = await call(client, "ctx/count", {
         "messages": [{"role": "user", "content": text}], "texts": ["hi"]})
-    assert result["tokens"] == [counter.count("hi"), counter.count(text) + 3]
+    assert result["tokens"] == [counter.count("hi"), counter.count(text) + 4]  # framing, role
     assert result["total"] == sum(result["tokens"]) + 3
 
 

@@ -296,7 +296,8 @@ def _texts(value: Any) -> list[str]:
 
 def prompt_tokens(fmt: str, body: dict) -> int:
     """The request's input tokens, counted offline with the model's encoding: content texts,
-    tool definitions, 3 tokens of framing per message and 3 to prime the reply."""
+    tool definitions, 4 tokens of framing per message (its role among them), a message's `name`
+    and one more, and 3 to prime the reply: OpenAI's cookbook, which matches its API."""
     counter = counter_for(body.get("model") if isinstance(body.get("model"), str) else None)
     msgs = body.get("messages") if isinstance(body.get("messages"), list) else []
     if fmt == "anthropic":
@@ -315,7 +316,10 @@ def prompt_tokens(fmt: str, body: dict) -> int:
         if body.get(key):
             texts.append(json.dumps(shown_tools(body[key])))
     texts += loaded_by_references(body, msgs)
-    return sum(counter.count(t) for t in texts) + media_tokens(msgs) + 3 * len(msgs) + 3
+    names = [m["name"] for m in msgs if fmt == "openai" and isinstance(m, dict)
+             and isinstance(m.get("name"), str)]
+    return sum(counter.count(t) for t in [*texts, *names]) + len(names) + media_tokens(msgs) \
+        + 4 * len(msgs) + 3
 
 
 def shown_tools(tools: Any) -> Any:

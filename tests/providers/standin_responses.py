@@ -262,7 +262,7 @@ def prompt_tokens(body: dict, history: list) -> int:
     texts += [json.dumps(i["tools"]) for i in items if isinstance(i, dict)
               and i.get("type") == "tool_search_output" and i.get("tools")]
     return sum(counter.count(t) for t in texts) + _reasoning_read(body, items, counter) + \
-        media_tokens(items) + 3 * len(items) + 3
+        media_tokens(items) + 4 * len(items) + 3
 
 
 # ---- answers -----------------------------------------------------------------------------

@@ -57,7 +57,8 @@ def test_every_role_and_part_is_read_and_counted():
     d = decode("openai", payload, WORDS)
     assert [m.role for m in d.messages] == ["system", "user", "assistant", "tool", "assistant"]
     assert d.messages[1].content == "what is this"
-    assert d.messages[1].parts_tokens == 765 + 85  # a 1024px square at high detail, a low one
+    # a 1024px square at high detail, a low one, and the name (its word and one to mark it)
+    assert d.messages[1].parts_tokens == 765 + 85 + 2
     assert d.messages[2].tool_calls[0].arguments == '{"p": 1}'
     assert d.messages[3].tool_call_id == "c1" and d.messages[3].content == "a b c"
     assert d.messages[4].parts_tokens == 2  # the refusal counts

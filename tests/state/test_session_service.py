@@ -253,9 +253,9 @@ def test_the_summary_holding_the_newest_question_is_never_dropped_silently(tmp_p
     svc.append(WS, "t", [Message(role="user", content="q7", id="u"),
                          Message(role="assistant", content="a", id="a")])
     svc.assemble(WS, "t", force=True, keep_recent=0, offline=True)  # the question summarized
-    assert svc.assemble(WS, "t", budget=108, offline=True).result.messages[-1].content == "q7"
+    assert svc.assemble(WS, "t", budget=109, offline=True).result.messages[-1].content == "q7"
     with pytest.raises(ContextError) as err:
-        svc.assemble(WS, "t", budget=106, offline=True)
+        svc.assemble(WS, "t", budget=107, offline=True)
     assert err.value.kind == "pinned_over_budget" and "newest user message" in str(err.value)
 
 

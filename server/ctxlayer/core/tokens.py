@@ -31,11 +31,13 @@ class Tokenizer(Protocol):
 class MessageFormat(msgspec.Struct, frozen=True):
     """What a provider adds around each message, in tokens.
 
-    OpenAI's chat format: 3 per message (role and separators), 3 to prime the reply; a tool call
-    costs its name and arguments plus a few framing tokens.
+    OpenAI's chat format: 4 per message (3 of separators and the role, one token for every role
+    OpenAI has), 3 to prime the reply; a tool call costs its name and arguments plus a few
+    framing tokens. The counts of OpenAI's cookbook ("How to count tokens with tiktoken"),
+    which match the API's prompt_tokens; a message's `name` costs its tokens and one more.
     """
 
-    per_message: int = 3
+    per_message: int = 4
     per_tool_call: int = 4
     reply_priming: int = 3
 

@@ -212,8 +212,8 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None,
         elif role == "function":
             expect_str(native.get("name"), f"{where}.name", "the function's name")
             call_id = _answered_call(raw, i, where)
-        if "name" in native:
-            expect_str(native["name"], f"{where}.name")
+        if "name" in native:  # the model reads it: its tokens and one to mark it
+            parts += counter.count(expect_str(native["name"], f"{where}.name")) + 1
         mid = client_id(native)
         if mid is None:
             mid = derive_id("oa", str(i), role, text, call_id or "",

@@ -198,12 +198,15 @@ def _attempts(win: Window, kept: list[Message], keys: list, tokens: list[int], b
             ins.append(m)
         return ins
 
-    # first the room everything else leaves it (a task alone with the system prompt may take
-    # it all), then at most half the budget, then shorter
+    # first the room everything else leaves it under the share an outline step brings a
+    # request to (a task alone with the system prompt may take most of the budget; made to
+    # fill all of it, the next turn's reply and question passed the budget at once and the
+    # question went into a summary), then at most half the budget, then shorter
     rest = policy.fmt.reply_priming + sum(t for k, t in enumerate(tokens) if k != question.pos)
     caps = question_caps(budget, policy)
-    if budget - rest - 8 > caps[0]:
-        caps.insert(0, budget - rest - 8)
+    room = int(budget * policy.target) - rest
+    if room > caps[0]:
+        caps.insert(0, room)
     pinned = restored | {question.at}
     report = None
     fullest = None  # (report, cap) that used the most of the budget, if none keeps the newest
