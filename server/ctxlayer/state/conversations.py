@@ -914,8 +914,15 @@ def _result(conv: Conversation, turn: Turn, encoded: Any, budget: int,
         truncated=[*turn.truncated, *(e for e in encoded.audit
                                       if e.action not in ("dropped", "notFitted"))],
         compacted=turn.compacted, cache_reuse_tokens=turn.cache_reuse_tokens,
-        cache_breakpoints=list(encoded.breakpoints), notice=turn.notice,
+        cache_breakpoints=list(encoded.breakpoints), notice=turn.notice or _unfitted(encoded),
         warning="; ".join(trouble) or None)
+
+
+def _unfitted(encoded: Any) -> str | None:
+    """Why a request goes as it came, for the user: its tokens may pass its budget, and a
+    client reading the result alone saw that with nothing said (the entry is in ctx/why)."""
+    why = next((e.reason for e in encoded.audit if e.action == "notFitted"), None)
+    return f"ctxlayer: not fitted: {why}" if why else None
 
 
 async def _or_said(work: Awaitable[T], what: str, trouble: list[str], instead: T,
