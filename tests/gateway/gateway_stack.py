@@ -73,9 +73,9 @@ def start_stack(thread: StandinThread, root: Path, state_dir: Path,
                 **config: Any) -> tuple[GatewayServer, State]:
     standin = thread.standin
     assert standin is not None
-    gateway_config = msgspec.structs.replace(
-        GatewayConfig(), openai_base_url=standin.openai, anthropic_base_url=standin.anthropic,
-        **config)
+    # the stand-in's URLs unless ``config`` names others (its host as `localhost`, say)
+    gateway_config = msgspec.structs.replace(GatewayConfig(), **{
+        "openai_base_url": standin.openai, "anthropic_base_url": standin.anthropic, **config})
 
     async def start() -> tuple[GatewayServer, State]:
         state = State(state_dir)

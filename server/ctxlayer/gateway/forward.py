@@ -1,10 +1,11 @@
 """Forwarding to the upstream provider and relaying its answer back unchanged.
 
 Owns: the one aiohttp ClientSession (timeouts from `[gateway]`), which request headers go
-upstream (the client's own: Authorization, x-api-key, anthropic-*, ...; never hop-by-hop ones
-or ours), which answer headers come back, and the relay: a streamed (SSE) answer is written
-to the client chunk by chunk as it arrives, while its usage is read on the way; any other
-answer (JSON, errors) is relayed whole with its status. A stream is passed on event by event
+upstream (the client's own: Authorization, x-api-key, anthropic-*, ...; never hop-by-hop ones,
+those its Connection header names, cookies, or ours), which answer headers come back (the
+same rule), and the relay: a streamed (SSE) answer is written to the client chunk by chunk
+as it arrives, while its usage is read on the way; any other answer (JSON, errors) is relayed
+whole with its status. A stream is passed on event by event
 (an event is written once its blank line has come), so that a stream the upstream stalls past
 `read_timeout` or cuts can end with the provider's own error event, never with half an event
 nor silently; so does every stream being relayed when the gateway stops (stopping.py).
@@ -51,17 +52,34 @@ HOP_BY_HOP = frozenset({
     "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
     "te", "trailer", "trailers", "transfer-encoding", "upgrade", "host", "content-length",
 })
+#: never passed on, either way: no provider API uses cookies, and a browser sends the gateway
+#: every cookie of `localhost` whatever its port, so a cookie reaching it belongs to another
+#: local app (its session, sent to the provider); an upstream's would be kept by the browser
+#: for every local app in turn
+COOKIES = frozenset({"cookie", "set-cookie", "set-cookie2"})
+
+
+def connection_named(headers: Mapping[str, str]) -> frozenset[str]:
+    """The headers a message's `Connection` names (comma-separated, any case): they are for
+    that hop alone, and a proxy removes them (RFC 9110 section 7.6.1). Before, only the fixed
+    HOP_BY_HOP list was: `Connection: x-hop` sent x-hop on to the upstream."""
+    getall = getattr(headers, "getall", None)  # every Connection header of a request
+    values = getall("Connection", []) if getall is not None else [
+        v for k, v in headers.items() if k.lower() == "connection"]
+    return frozenset(name.strip().lower() for value in values for name in value.split(",")
+                     if name.strip())
 
 
 def upstream_headers(client: Mapping[str, str]) -> dict[str, str]:
-    """The client's headers that go upstream: everything end to end but ours. The body goes
-    plain (the gateway decoded it: `encodings`), so without the client's Content-Encoding.
-    The upstream is asked for an uncompressed answer so that its usage can be read as it
-    passes; should it compress anyway, the relay decodes what `encodings.answer_decoder`
-    reads, and passes other codings on as they came."""
+    """The client's headers that go upstream: everything end to end but ours and its cookies.
+    The body goes plain (the gateway decoded it: `encodings`), so without the client's
+    Content-Encoding. The upstream is asked for an uncompressed answer so that its usage can
+    be read as it passes; should it compress anyway, the relay decodes what
+    `encodings.answer_decoder` reads, and passes other codings on as they came."""
+    dropped = HOP_BY_HOP | COOKIES | connection_named(client) | {
+        "accept-encoding", "content-encoding"}
     out = {k: v for k, v in client.items()
-           if k.lower() not in HOP_BY_HOP and not k.lower().startswith("x-ctxlayer-")
-           and k.lower() not in ("accept-encoding", "content-encoding")}
+           if k.lower() not in dropped and not k.lower().startswith("x-ctxlayer-")}
     out["Accept-Encoding"] = "identity"
     return out
 
@@ -74,11 +92,13 @@ ASK_TIMEOUT = 5.0
 
 def answer_headers(upstream: Mapping[str, str], ours: Mapping[str, str],
                    decoded: bool = False) -> dict[str, str]:
-    """The upstream's answer headers that go to the client, with ours; ``decoded``: the
+    """The upstream's answer headers that go to the client, with ours (never its cookies,
+    nor those its Connection names); ``decoded``: the
     relay decodes the answer, which goes plain (without its Content-Encoding). Never the
     upstream's own `x-ctxlayer-*` (another gateway before the provider, any case): they
     went beside ours, two x-ctxlayer-tokens and a warning the gateway never said."""
-    out = {k: v for k, v in upstream.items() if k.lower() not in HOP_BY_HOP
+    dropped = HOP_BY_HOP | COOKIES | connection_named(upstream)
+    out = {k: v for k, v in upstream.items() if k.lower() not in dropped
            and not k.lower().startswith(("access-control-", "x-ctxlayer-"))
            and not (decoded and k.lower() == "content-encoding")}
     out.update(ours)
@@ -131,8 +151,11 @@ class Upstream:
         if self._session is None:  # made on first use, on the loop that serves
             trace = aiohttp.TraceConfig()
             trace.on_request_chunk_sent.append(_chunk_sent)
+            # no cookie jar: one would keep a cookie an upstream set in one client's answer
+            # (a CDN's before the provider) and send it with every client's requests
             self._session = aiohttp.ClientSession(timeout=self.timeout, auto_decompress=False,
-                                                  trace_configs=[trace])
+                                                  trace_configs=[trace],
+                                                  cookie_jar=aiohttp.DummyCookieJar())
         return self._session
 
     async def close(self) -> None:
