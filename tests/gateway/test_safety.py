@@ -338,15 +338,57 @@ def test_a_broken_anthropic_stream_ends_with_an_error_event(safe, mode, says, ki
             pass
 
 
-@pytest.mark.parametrize("fmt", ["openai", "anthropic"])
+@pytest.mark.parametrize("mode, says", [("stall", "read timeout"),
+                                        ("cut", "closed the stream before its end")])
+def test_a_broken_responses_stream_ends_with_an_error_event(safe, mode, says):
+    """As on Chat Completions, on the Responses API (the stand-in's `fail` queue was not read
+    on /v1/responses: this was never tried)."""
+    safe.standin.fail(mode=mode)
+    with httpx.Client(timeout=30) as client, client.stream(
+            "POST", f"{safe.openai_url}/responses", headers={"authorization": "Bearer k"},
+            json={"model": "gpt-4o", "input": "What is it?", "stream": True}) as response:
+        events = [e for e in response.read().decode().split("\n\n") if e]
+    *answer, last = [json.loads(e.partition("data: ")[2]) for e in events]  # all whole
+    assert answer and all(a["type"].startswith("response.") for a in answer)
+    assert not any(a["type"] == "response.completed" for a in answer)
+    assert says in last["error"]["message"] and last["error"]["type"] == "server_error"
+    # the upstream's failure it was (the stalled request is closed once the gateway gave up)
+    said = "cut" if mode == "cut" else "cancelled"
+    safe.wait_for(lambda rs: rs and rs[-1].get(said) is True, f"the stream {said} upstream")
+    safe.standin.fail(mode=mode)
+    with pytest.raises(openai.APIError, match=says):
+        for _ in safe.openai().responses.create(model="gpt-4o", input="What is it?",
+                                                stream=True):
+            pass
+
+
+def test_a_429_on_responses_comes_back_as_the_providers(safe):
+    """The upstream's 429 on /v1/responses reaches the client as it was said, its
+    retry-after with it; the failure is the Responses request's, not the next chat's."""
+    safe.standin.fail(429)
+    answer = httpx.post(f"{safe.openai_url}/responses", timeout=30, json={
+        "model": "gpt-4o", "input": "What is it?"}, headers={"authorization": "Bearer k"})
+    assert answer.status_code == 429 and answer.headers["retry-after"] == "1"
+    assert answer.json()["error"]["message"]
+    after = httpx.post(f"{safe.openai_url}/chat/completions", timeout=30, content=CHAT,
+                       headers={"authorization": "Bearer k", "content-type": "application/json"})
+    assert after.status_code == 200, after.text
+    safe.standin.fail(429)
+    with pytest.raises(openai.RateLimitError):
+        safe.openai().responses.create(model="gpt-4o", input="What is it?")
+
+
+@pytest.mark.parametrize("fmt", ["openai", "anthropic", "responses"])
 def test_a_whole_answer_the_upstream_cuts_is_a_502_in_the_providers_shape(safe, fmt):
     """The upstream says the answer's length, sends half of it, and drops the connection: a
     502 saying so, as for every other upstream failure (it was aiohttp's plain-text 500,
     'Server got itself in trouble', and a traceback in the log)."""
     safe.standin.fail(mode="cut")
-    if fmt == "openai":
-        answer = httpx.post(f"{safe.openai_url}/chat/completions", timeout=30, json={
-            "model": "gpt-4o", "messages": QUESTION}, headers={"authorization": "Bearer k"})
+    if fmt != "anthropic":
+        path, body = (("/chat/completions", {"model": "gpt-4o", "messages": QUESTION})
+                      if fmt == "openai" else ("/responses", {"model": "gpt-4o", "input": "q"}))
+        answer = httpx.post(f"{safe.openai_url}{path}", timeout=30, json=body,
+                            headers={"authorization": "Bearer k"})
         said = answer.json()["error"]
         assert said["type"] == "server_error"
     else:
@@ -358,10 +400,12 @@ def test_a_whole_answer_the_upstream_cuts_is_a_502_in_the_providers_shape(safe, 
     assert answer.status_code == 502 and "closed the answer before its end" in said["message"]
     assert safe.standin.requests()[-1]["cut"] is True
     safe.standin.fail(mode="cut")
-    with pytest.raises(openai.APIStatusError if fmt == "openai" else anthropic.APIStatusError,
-                       match="closed the answer before its end"):
+    with pytest.raises(openai.APIStatusError if fmt != "anthropic"
+                       else anthropic.APIStatusError, match="closed the answer before its end"):
         if fmt == "openai":
             safe.openai().chat.completions.create(model="gpt-4o", messages=QUESTION)
+        elif fmt == "responses":
+            safe.openai().responses.create(model="gpt-4o", input="q")
         else:
             safe.anthropic().messages.create(model="claude-sonnet-4", max_tokens=20,
                                              messages=QUESTION)

@@ -52,7 +52,9 @@ prompt_tokens), `POST /_standin/reset`,
 sends its first event then never ends) or `{"mode": "slow_first_byte", "delay": s}` or
 `{"mode": "hold"}` (the first event, then the rest after `POST /_standin/release`) or
 `{"mode": "cut"}` (the first event and half the next, then the connection drops; a whole
-answer: its first half under the whole's Content-Length, then the same),
+answer: its first half under the whole's Content-Length, then the same); on Messages, Chat
+Completions and Responses alike, a Responses stream's "first event" the first after its
+opening `response.created` and `response.in_progress`,
 `POST /_standin/reply` `{"text": ...}` or `{"tool_name": ..., "tool_arguments": {...}}` (the
 next answers, in order), `POST /_standin/agent` `{"rounds": N, "calls": [...]}`. In process, `for_model(model,
 text=, status=, hold=)` scripts every request for one model apart (held: `release_model`). The stand-in
@@ -238,7 +240,8 @@ class Standin:
 
     def fail(self, status: int | None = None, *, mode: str = "status", count: int = 1,
              delay: float = 0.0) -> None:
-        """Make the next `count` model requests fail (see the module docstring)."""
+        """Make the next `count` model requests fail, on Messages, Chat Completions and
+        Responses alike (see the module docstring)."""
         self._failures += [{"mode": mode, "status": status, "delay": delay}] * count
 
     def reply(self, text: str = "", tool_name: str | None = None,
@@ -276,6 +279,7 @@ class Standin:
     def reset(self) -> None:
         self.received.clear()
         self._failures.clear()
+        self._release.clear()  # a release no held stream took
         self._replies.clear()
         self._previous.clear()
         self._responses.clear()
@@ -389,6 +393,11 @@ class Standin:
                 return self._error("openai", entry, script["status"],
                                    answers.FAILURE_MESSAGES.get(script["status"],
                                                                 "stand-in failure"))
+        # as on Messages and Chat Completions (`_serve`): before, a failure queued was left
+        # for the next request on those, and a Responses request was answered
+        failure, failed = await self._take_failure("openai", entry)
+        if failed is not None:
+            return failed
         prev, conv = body.get("previous_response_id"), responses.conversation_of(body)
         history = self._responses.get(prev, None) if prev is not None else \
             self._conversations.get(conv, None) if conv is not None else []
@@ -439,12 +448,16 @@ class Standin:
         usage = Usage(tokens, self._completion(model, reply), self._responses_cache(body, items))
         created = int(time.time())
         if not entry["stream"]:
+            whole = responses.response(rid, body, created, output, usage)
+            if failure and failure["mode"] == "cut":
+                return await self._cut(request, entry, json.dumps(whole).encode(),
+                                       self._ids("openai"))
             entry["status"] = 200
             entry["completed"] = True
-            return web.json_response(responses.response(rid, body, created, output, usage),
-                                     headers=self._ids("openai"))
+            return web.json_response(whole, headers=self._ids("openai"))
         return await self._stream(request, entry, responses.events(
-            rid, body, created, output, usage), self._ids("openai"), None)
+            rid, body, created, output, usage), self._ids("openai"), failure,
+            first=responses.OPENING)
 
     def _agent_reply(self, body: dict, items: list) -> Reply:
         names = [t["name"] for t in body.get("tools") or ()
@@ -538,14 +551,9 @@ class Standin:
             if script["status"]:
                 return self._error(fmt, entry, script["status"], answers.FAILURE_MESSAGES.get(
                     script["status"], "stand-in failure"))
-        failure = self._failures.pop(0) if self._failures else None
-        if failure and failure["mode"] == "status":
-            status = failure["status"] or 500
-            extra = {"retry-after": "1"} if status == 429 else {}
-            return self._error(fmt, entry, status, answers.FAILURE_MESSAGES.get(
-                status, "stand-in failure"), headers=extra)
-        if failure and failure["mode"] == "slow_first_byte":
-            await asyncio.sleep(failure["delay"])
+        failure, failed = await self._take_failure(fmt, entry)
+        if failed is not None:
+            return failed
         entry["stream"] = bool(body.get("stream"))
         betas = checks.betas_of(request.headers) if fmt == "anthropic" else []
         probs = checks.problems(fmt, body, betas)
@@ -641,6 +649,20 @@ class Standin:
             events = [event.replace(b"\n", b"\r") for event in events]
         return await self._stream(request, entry, events, headers, failure)
 
+    async def _take_failure(self, fmt: str, entry: dict
+                            ) -> tuple[dict | None, web.Response | None]:
+        """The next failure `fail` queued, and the error to answer with at once when it is a
+        status (a 429 says when to retry); a slow first byte is waited for here."""
+        failure = self._failures.pop(0) if self._failures else None
+        if failure and failure["mode"] == "status":
+            status = failure["status"] or 500
+            extra = {"retry-after": "1"} if status == 429 else {}
+            return failure, self._error(fmt, entry, status, answers.FAILURE_MESSAGES.get(
+                status, "stand-in failure"), headers=extra)
+        if failure and failure["mode"] == "slow_first_byte":
+            await asyncio.sleep(failure["delay"])
+        return failure, None
+
     async def _cut(self, request: web.Request, entry: dict, whole: bytes,
                    headers: dict) -> web.StreamResponse:
         """The first half of a whole answer under the whole's Content-Length, then the
@@ -676,7 +698,11 @@ class Standin:
         return window
 
     async def _stream(self, request: web.Request, entry: dict, events: list[bytes],
-                      headers: dict, failure: dict | None) -> web.StreamResponse:
+                      headers: dict, failure: dict | None, first: int = 0
+                      ) -> web.StreamResponse:
+        """``events`` as a stream; a queued stall, hold or cut acts after ``events[first]``,
+        the first that says something of the answer (a gateway holds the status back until
+        it has it: a Responses stream's opening ones say nothing yet)."""
         resp = self._compressed(entry, web.StreamResponse(headers={
             **headers, "content-type": "text/event-stream", "cache-control": "no-cache"}))
         entry["status"] = 200
@@ -688,14 +714,17 @@ class Standin:
         try:
             for i, event in enumerate(events):
                 await resp.write(event)
-                if i == 0 and failure and failure["mode"] == "stall":
+                if i == first and failure and failure["mode"] == "stall":
                     await asyncio.Event().wait()  # until the client goes away
-                if i == 0 and failure and failure["mode"] == "hold":
-                    await self._release.wait()
-                    self._release.clear()
-                if i == 0 and failure and failure["mode"] == "cut" and len(events) > 1:
+                if i == first and failure and failure["mode"] == "hold":
+                    try:
+                        await self._release.wait()
+                    finally:  # released, or cancelled as it was: the next hold holds
+                        self._release.clear()
+                if i == first and failure and failure["mode"] == "cut" and \
+                        len(events) > i + 1:
                     # half of the next event, then the connection drops (no chunked end)
-                    await resp.write(events[1][: len(events[1]) // 2])
+                    await resp.write(events[i + 1][: len(events[i + 1]) // 2])
                     entry["cut"] = True
                     assert request.transport is not None
                     request.transport.abort()

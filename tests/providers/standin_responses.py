@@ -326,6 +326,10 @@ def failed_events(rid: str, body: dict, created: int, error: dict) -> list[bytes
                  ("response.failed", {"response": failed})])
 
 
+#: the events every stream opens with, before any of its output: created, in_progress
+OPENING = 2
+
+
 def events(rid: str, body: dict, created: int, output: list[dict], usage: Usage) -> list[bytes]:
     """The SSE events of a streamed response, as the provider sends them."""
     seq: list[tuple[str, dict]] = []
