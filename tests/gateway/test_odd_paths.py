@@ -44,3 +44,46 @@ def test_a_passthrough_path_goes_without_its_empty_segments(stack):
     assert answer.status_code == 200, answer.text
     (seen,) = stack.standin.requests()
     assert seen["path"] == "/v1/embeddings"
+
+
+#: the methods the gateway does not handle itself on the paths of its own routes
+OTHER_METHODS = [
+    *[(method, path) for path in ("/v1/messages", "/v1/chat/completions", "/v1/responses",
+                                  "/v1/messages/count_tokens", "/v1/models")
+      for method in ("OPTIONS", "PUT", "DELETE", "PATCH")],
+    *[(method, path) for path in ("/v1/messages", "/v1/responses", "/v1/messages/count_tokens")
+      for method in ("GET", "HEAD")],
+]
+
+
+def _keys(path: str) -> dict[str, str]:
+    return {"x-api-key": "sk-ant-k", **ANTHROPIC} if path.startswith("/v1/messages") \
+        else {"authorization": "Bearer k"}
+
+
+@pytest.mark.parametrize("method, path", OTHER_METHODS)
+def test_another_method_on_a_served_path_goes_upstream_as_it_came(stack, method, path):
+    """PROTOCOL.md: every other request under /v1 is forwarded unchanged, the answer the
+    upstream's. A probe read the stand-in's text/plain 405 (aiohttp's, which its request list
+    never showed) as the gateway's own; the stand-in now answers as a provider does."""
+    answer = httpx.request(method, f"{stack.anthropic_url}{path}?q=1", headers=_keys(path))
+    (seen,) = stack.standin.requests()
+    assert (seen["method"], seen["path"], seen["query"]) == (method, path, "q=1")
+    assert answer.status_code == seen["status"] == 405  # the stand-in's, relayed
+    assert answer.headers["content-type"].startswith("application/json")
+    assert "x-ctxlayer-tokens" not in answer.headers  # nothing prepared nor counted
+    if method != "HEAD":
+        said = answer.json()
+        if path.startswith("/v1/messages"):
+            assert said["type"] == "error"
+        assert said["error"]["message"] == f"Invalid URL ({method} {path})"
+
+
+@pytest.mark.parametrize("method, path", [("OPTIONS", "/v1/messages"),
+                                          ("PUT", "/v1/responses"), ("GET", "/v1/messages")])
+def test_another_method_from_a_web_page_is_refused_all_the_same(stack, method, path):
+    answer = httpx.request(method, f"{stack.anthropic_url}{path}",
+                           headers={**_keys(path), "Origin": "http://evil.example"})
+    assert answer.status_code == 403
+    assert answer.json()["error"]["message"].startswith("ctxlayer gateway: Origin")
+    assert stack.standin.requests() == []

@@ -9,7 +9,8 @@ until it is killed. In pytest: `async with Standin() as s:` on the test's loop, 
 Routes: `POST /v1/chat/completions`, `POST /v1/messages`, `POST /v1/messages/count_tokens`,
 `GET /v1/models` (the OpenAI list, or Anthropic's when the request has `anthropic-version`),
 `GET /v1/models/{id}`, `GET /v1/chat/completions` (the stored completions, of which it keeps
-none: an empty page), `POST /v1/embeddings`, and `POST /v1/responses` (the Responses API,
+none: an empty page), `POST /v1/embeddings` (any other path or method: its 404 or 405 in the
+provider's JSON shape, recorded as every request is), and `POST /v1/responses` (the Responses API,
 strict as standin_responses.py says; it keeps every response it gave, for
 `previous_response_id`, and every conversation made by `POST /v1/conversations`, and answers
 with a reasoning item of `thinking_words` words sealed when `include` asks for
@@ -200,7 +201,8 @@ class Standin:
         return {"port": self.port, "openai": self.openai, "anthropic": self.anthropic}
 
     async def start(self, port: int = 0) -> Standin:
-        app = web.Application(client_max_size=256 * 1024 * 1024, middlewares=[_timed])
+        app = web.Application(client_max_size=256 * 1024 * 1024,
+                              middlewares=[_timed, self._unserved()])
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/v1/chat/completions", self._stored_chats)
         app.router.add_post("/v1/messages", self._messages)
@@ -526,6 +528,27 @@ class Standin:
             return entry, None
         entry["body"] = body
         return entry, body if isinstance(body, dict) else None
+
+    def _unserved(self) -> Any:
+        """The middleware that answers a path or a method no route here serves as a provider
+        does, in its JSON error shape, and records it as every request is. aiohttp's own was
+        a text/plain 405 that no request list showed: relayed by a gateway, it read as the
+        gateway's own answer."""
+
+        @web.middleware
+        async def unserved(request: web.Request, handler: Any) -> web.StreamResponse:
+            refused = request.match_info.http_exception
+            if refused is None:
+                return await handler(request)
+            fmt = "anthropic" if request.path.startswith("/v1/messages") or \
+                "anthropic-version" in request.headers else "openai"
+            entry, _ = await self._read(fmt, request)
+            allowed = getattr(refused, "allowed_methods", None)
+            return self._error(fmt, entry, refused.status,
+                               f"Invalid URL ({request.method} {request.path})",
+                               headers={"Allow": ", ".join(sorted(allowed))} if allowed else None)
+
+        return unserved
 
     def _error(self, fmt: str, entry: dict, status: int, message: str, *,
                param: str | None = None, code: str | None = None,

@@ -35,9 +35,11 @@ class Usage(msgspec.Struct):
 # ---- errors ------------------------------------------------------------------------------
 
 _ANTHROPIC_TYPES = {400: "invalid_request_error", 401: "authentication_error",
-                    404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
-                    500: "api_error", 529: "overloaded_error"}
+                    404: "not_found_error", 405: "invalid_request_error",
+                    413: "request_too_large", 429: "rate_limit_error", 500: "api_error",
+                    529: "overloaded_error"}
 _OPENAI_TYPES = {400: "invalid_request_error", 401: "invalid_request_error",
+                 404: "invalid_request_error", 405: "invalid_request_error",
                  429: "requests", 500: "server_error"}
 _OPENAI_CODES = {429: "rate_limit_exceeded"}
 
