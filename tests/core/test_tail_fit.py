@@ -53,3 +53,26 @@ def test_turns_after_the_question_that_cannot_stay_are_said_as_such():
     gone = {e.message_id: e.reason for e in win.dropped}
     assert set(gone) == {"w0", "w1", "w2"}
     assert all("oldest" not in r and "newest question" in r for r in gone.values()), gone
+
+
+def test_answers_beside_images_keep_their_words_when_shortened():
+    # their non-text parts (an image, thinking) are never shortened: a share of the
+    # message's tokens as the text's cap had cut the two oldest answers to nothing, to save
+    # what a quarter of their words would have saved as well
+    msgs: list[Message] = []
+    for k in range(4):
+        msgs.append(Message(role="user", id=f"q{k}", content=f"What does chart {k} show?"))
+        msgs.append(Message(
+            role="assistant", id=f"a{k}", parts_tokens=800, parts=["image (800 tokens)"],
+            content=f"ANSWER{k}: the chart shows " + " ".join(f"point{j} rises"
+                                                           for j in range(150))))
+    msgs.append(Message(role="user", id="q", content="And the next one?"))
+    win = window(msgs)
+    room = sum(win.tokens) - 600
+    fit(win, room, COUNTER, require_user=True)
+    assert [m.id for m in win.messages] == [m.id for m in msgs]  # none dropped
+    assert sum(win.tokens) <= room
+    for k in range(4):
+        kept = win.messages[2 * k + 1].content
+        assert kept.startswith(f"ANSWER{k}: the chart shows point0 rises"), kept
+        assert "point149 rises" in kept  # its head and tail

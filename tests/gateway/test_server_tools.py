@@ -55,14 +55,18 @@ def test_server_tool_turns_go_upstream_whole_or_not_at_all(small):
     client = small.anthropic()
     names = list(CALLS)
     history: list[dict] = []
-    for k in range(18):
+    # rounds enough for the summaries to take a turn of every kind: the window steps when
+    # the chat passes it, not each request (its answers no longer outlined to nothing, for
+    # 15 tokens a turn, at every request from the first step on)
+    rounds = 24
+    for k in range(rounds):
         history.append({"role": "user", "content": f"Step {k}: look up the next thing."})
         anthropic_sdk_accepts({"messages": history})
         raw = client.messages.with_raw_response.create(model="standin-small", max_tokens=200,
                                                        messages=history)
         assert raw.parse().content[0].text
         history.append(_turn(k, names[k % len(names)]))
-    sent = [r for r in small.model_requests() if r["path"] == "/v1/messages"][-18:]
+    sent = [r for r in small.model_requests() if r["path"] == "/v1/messages"][-rounds:]
     assert all(r["status"] == 200 and r["problems"] == [] for r in sent), \
         [r["problems"] for r in sent if r["problems"]]
     originals = {json.dumps(b, sort_keys=True) for m in history if m["role"] == "assistant"
@@ -81,7 +85,7 @@ def test_server_tool_turns_go_upstream_whole_or_not_at_all(small):
                     server_blocks += 1
                     assert json.dumps(b, sort_keys=True) in originals, b  # byte for byte
     last = sent[-1]["body"]["messages"]
-    assert last[-1]["content"][0]["text"] == "Step 17: look up the next thing."
+    assert last[-1]["content"][0]["text"] == f"Step {rounds - 1}: look up the next thing."
     assert server_blocks > 0  # some went upstream
     assert len(last) < len(history) - 1  # the window is small: the oldest turns are not
     cid = raw.headers["x-ctxlayer-conversation"]

@@ -106,9 +106,12 @@ def start_with_user(win: Window) -> None:
         _drop(win, turns, "the history must start with a user turn")
 
 
-def _shorten(win: Window, i: int, cap: int, counter: Tokenizer, why: str) -> int:
+def _shorten(win: Window, i: int, cap: int, counter: Tokenizer, why: str, least: int = 0
+             ) -> int:
+    """Message i shortened to about ``cap`` tokens, its text and calls to no fewer than
+    ``least`` (`shorten_message`), audited; returns the tokens saved."""
     m = win.messages[i]
-    got = shorten_message(m, win.tokens[i], cap, counter)
+    got = shorten_message(m, win.tokens[i], cap, counter, least=least)
     if got is None:
         return 0
     new, after = got
@@ -140,15 +143,18 @@ def fit(win: Window, room: int, counter: Tokenizer, *, require_user: bool,
             m = win.messages[i]
             if i == last_user or kept_whole(m) or _is_result(m) != tools_only:
                 continue
-            if win.tokens[i] < 2 * MIN_SHORT:
+            # its words: its non-text parts (an image, thinking) are never shortened, and
+            # a share of them taken from its text had left the text nothing
+            words = win.tokens[i] - (m.parts_tokens or 0)
+            if words < 2 * MIN_SHORT:
                 continue
-            floor = tool_cap if tools_only else int(win.tokens[i] * SHORTEN_TO)
-            cap = max(MIN_SHORT, floor, win.tokens[i] - (total - room))
+            least = max(MIN_SHORT, tool_cap if tools_only else int(words * SHORTEN_TO))
+            cap = max(least, win.tokens[i] - (total - room))
             if cap >= win.tokens[i]:
                 continue
             total -= _shorten(win, i, cap, counter,
                               "tool output outlined to fit the history share" if tools_only
-                              else "shortened to fit the history share (oldest first)")
+                              else "shortened to fit the history share (oldest first)", least)
     dropped = len(win.dropped)
     total = _drop_whole_turns(win, total, room, last_user, counter)
     if len(win.dropped) > dropped and require_user:

@@ -30,7 +30,8 @@ from ctxlayer.core.groups import is_result
 from ctxlayer.core.tokens import OPENAI_FORMAT, MessageFormat, Tokenizer, message_tokens
 from ctxlayer.protocol import Message, ToolCall
 
-__all__ = ["NOTE_MIN", "NOTE_SHARE", "shorten", "shorten_arguments", "shorten_message"]
+__all__ = ["NOTE_MIN", "NOTE_SHARE", "TEXT_LEAST", "shorten", "shorten_arguments",
+           "shorten_message"]
 
 #: the line naming the cut part's facts takes at most this share of the cap, and is written
 #: only when the cap is at least NOTE_MIN tokens (below, the head and tail say more than a list)
@@ -287,26 +288,30 @@ def _shorten_object(arguments: str, cap: int, counter: Counter) -> str | None:
 
 
 def shorten_message(m: Message, tokens: int, cap: int, counter: Tokenizer,
-                    fmt: MessageFormat = OPENAI_FORMAT, named: Named | None = None
-                    ) -> tuple[Message, int] | None:
+                    fmt: MessageFormat = OPENAI_FORMAT, named: Named | None = None,
+                    least: int = 0) -> tuple[Message, int] | None:
     """Message ``m`` (``tokens`` as counted whole) with its text shortened so the message
     takes about ``cap`` tokens (its overheads left as they are), and its new count; None when
     that makes it no shorter. When its tool calls' arguments hold more than its text (an
     agent writing a file through a call), they are shortened too (`shorten_arguments`).
-    Where the cap leaves its text no room (its thinking or an image take it all), the text
-    goes, as "", when the message keeps something else (calls, parts), else it stays whole:
-    a text of whitespace said nothing, and Anthropic refused the block holding it."""
+    Its non-text parts (thinking sealed in its signature, an image, a web search's results:
+    ``parts_tokens``) are never shortened, and count against the cap only as far as they
+    leave the message without them ``least`` tokens, and its text at least TEXT_LEAST: a
+    432-token thinking block over a 160-token cap had the answer beside it cut to nothing,
+    every turn, to save the answer's 17 tokens (`_text_room`). A text cut to whitespace (a
+    tiny cap) goes, as "", when the message keeps calls or parts, else it stays whole: a
+    text of whitespace said nothing, and Anthropic refused the block holding it."""
     text = counter.count(m.content)
     args = [counter.count(c.arguments) for c in m.tool_calls or ()]
     if sum(args) <= text:
-        short = shorten(m.content, max(1, cap - (tokens - text)), counter,
+        short = shorten(m.content, _text_room(m, tokens, cap, text, least), counter,
                         keep_head=m.role == "user" and not is_result(m),
                         named=named if not m.tool_calls else None)
         if short is None:
             return None
         new = msgspec.structs.replace(m, content=short.text)
     else:
-        new = _shorten_calls(m, tokens, cap, counter, text, args)
+        new = _shorten_calls(m, tokens, cap, counter, text, args, least)
         if new is None:
             return None
     if not new.content.strip() and m.content.strip():
@@ -317,11 +322,27 @@ def shorten_message(m: Message, tokens: int, cap: int, counter: Tokenizer,
     return (new, after) if after < tokens else None
 
 
+#: the fewest tokens a message's text is cut to when its non-text parts take its cap: its
+#: first words, which say what it answered (as a question is never cut under 16 tokens)
+TEXT_LEAST = 16
+
+
+def _text_room(m: Message, tokens: int, cap: int, words: int, least: int) -> int:
+    """The tokens ``m``'s ``words`` (its text, and its calls' arguments when those are cut
+    too) may take for ``m`` to take about ``cap``: what the rest of it leaves, but its parts
+    never leave the message without them under ``least``, nor its text under TEXT_LEAST.
+    The parts are what they are: whether one may go (an earlier turn's reasoning) is decided,
+    and audited, before a message is shortened."""
+    rest = tokens - words
+    parts = m.parts_tokens or 0
+    return max(TEXT_LEAST if parts else 1, cap - rest, least - (rest - parts))
+
+
 def _shorten_calls(m: Message, tokens: int, cap: int, counter: Tokenizer, text: int,
-                   args: list[int]) -> Message | None:
+                   args: list[int], least: int) -> Message | None:
     """``m`` with its calls' arguments shortened in proportion to their sizes, and its text
     too when that is long (past a quarter of the room); None when nothing got shorter."""
-    room = max(1, cap - (tokens - text - sum(args)))
+    room = _text_room(m, tokens, cap, text + sum(args), least)
     content = m.content
     if text > max(NOTE_MIN, room // 4):
         share = room * text // (text + sum(args))

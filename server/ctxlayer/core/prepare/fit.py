@@ -165,9 +165,12 @@ def fit_prose(win: Window, kept: list[Message], keys: list, tokens: list[int], b
         m, i = kept[k], result_index(keys[k])
         if over <= 0:
             break
-        if m.role != "assistant" or m.kind == "summary" or tokens[k] <= least or i is None:
+        # over the share by its words: its parts (thinking) are never shortened
+        if m.role != "assistant" or m.kind == "summary" or i is None \
+                or tokens[k] - (m.parts_tokens or 0) <= least:
             continue
-        got = shorten_message(m, tokens[k], max(least, tokens[k] - over), counter, policy.fmt)
+        got = shorten_message(m, tokens[k], max(least, tokens[k] - over), counter, policy.fmt,
+                              least=least)
         if got is None:
             continue
         over -= tokens[k] - got[1]

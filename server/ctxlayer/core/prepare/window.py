@@ -206,7 +206,8 @@ class Window:
         cap = shown - (total - target)
         if cap < least:
             return None
-        got = shorten_message(m, self.tokens[i], cap, counter, policy.fmt, self._named(i))
+        got = shorten_message(m, self.tokens[i], cap, counter, policy.fmt, self._named(i),
+                              least=least)
         if got is None or got[1] >= shown:
             return None
         return self.rewrite(i, got[0], got[1], "truncated", KEPT_SHORT)
@@ -221,7 +222,9 @@ class Window:
             if self.groups.end(i) != i + 1 or keep(i) or i in self.verbatim:
                 continue
             m = self.messages[i]
-            if m.role != "user" or m.kind == "summary" or self.shown_tokens(i) <= least:
+            # long by its words: an image's tokens are no text to shorten
+            if m.role != "user" or m.kind == "summary" \
+                    or self.shown_tokens(i) - (m.parts_tokens or 0) <= least:
                 continue
             # once only (``i in self.rewrites``): each time moves the prefix from it, so the
             # summary takes it next, when newer messages are there to fill the room
@@ -364,8 +367,11 @@ class Window:
             # fitted by the last resort beside the summaries) is outlined again from its
             # original while it is still long: a summary would take all of it
             shown = self.shown_tokens(i)
+            # long by its words, not by its parts (thinking, an image, a web search's
+            # results), which an outline keeps whole: outlining the short answer beside a
+            # big thinking block saved its few tokens and moved the prefix from it
             if (m.role != "assistant" and not is_output(m) and not is_result(m)) or keep(i) \
-                    or shown <= cap * 3 // 2:
+                    or shown - (m.parts_tokens or 0) <= cap * 3 // 2:
                 return
             # only as short as the target needs, at least the outline's own size: the
             # room a request has is used, not left empty. A message a step outlined before is
@@ -379,7 +385,8 @@ class Window:
                 return
             known = self.facts.get(i)  # read ahead of need: most of an outline's cost
             got = shorten_message(m, self.tokens[i], this_cap, counter, policy.fmt,
-                                  named_part(known) if known is not None else self._named(i))
+                                  named_part(known) if known is not None else self._named(i),
+                                  least=cap)
             if got is None or got[1] >= shown:
                 return
             short, after = got
