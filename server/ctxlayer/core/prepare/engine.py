@@ -328,7 +328,7 @@ def summary_ahead(state: ConversationState, budget: int,
         return None
     size = summaries.sizes(policy, win.room(budget, q)).summary
     out = max(32, size // policy.chars_per_token)
-    shown, left_out = [win.shown(i) for i in covered], 0
+    shown, left_out = [summaries.as_read(win.shown(i), msgs[i]) for i in covered], 0
     if window is not None:
         room = (int(window * SUMMARIZER_WINDOW_SHARE) - out
                 - len(SUMMARY_INSTRUCTIONS) // policy.chars_per_token)
