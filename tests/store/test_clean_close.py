@@ -9,9 +9,11 @@ import os
 import sqlite3
 import stat
 
+import pytest
+
 from ctxlayer.protocol import Message
 from ctxlayer.store import DB_NAME, SessionStore
-from ctxlayer.store.closed import NOTE_SUFFIX
+from ctxlayer.store.closed import DAMAGED_SUFFIX, NOTE_SUFFIX
 
 NOW = "2026-01-01T00:00:00.000+00:00"
 
@@ -80,3 +82,31 @@ def test_an_unreadable_note_is_taken_away_and_the_file_checked(tmp_path):
     note.write_text("{not json")
     assert SessionStore(tmp_path).checked_at_open
     assert not note.exists()
+
+
+def test_a_file_met_damaged_is_never_noted_closed_cleanly_and_is_moved_aside(tmp_path):
+    """SQLite said "malformed" to a query while two daemons had the file open: neither close
+    notes it clean (the other never read the damaged pages), so the next open checks it and
+    moves it aside. The clean close noted the damaged file, and every start failed again."""
+    first = _filled(tmp_path)
+    sid = first.get("/ws", "s").sid
+    first.close()
+    met, other = SessionStore(tmp_path), SessionStore(tmp_path)  # nothing read yet
+    data = bytearray((tmp_path / DB_NAME).read_bytes())
+    for page in range(3, len(data) // 4096):  # the schema's pages kept
+        data[page * 4096: page * 4096 + 4096] = os.urandom(4096)
+    with open(tmp_path / DB_NAME, "r+b") as f:  # in place: the same file, as a disk error
+        f.write(bytes(data))
+    with pytest.raises(sqlite3.DatabaseError, match="malformed"):
+        met.messages(sid)
+    met.close()
+    other.close()
+    assert not (tmp_path / (DB_NAME + NOTE_SUFFIX)).exists()
+    assert met.damaged is not None and other.damaged is None
+    again = SessionStore(tmp_path)
+    assert again.checked_at_open
+    assert again.recovered_from == tmp_path / f"{DB_NAME}.corrupt-1"
+    assert again.list("/ws") == []
+    again.close()
+    assert (tmp_path / (DB_NAME + NOTE_SUFFIX)).exists(), "the fresh file closes cleanly"
+    assert not (tmp_path / (DB_NAME + DAMAGED_SUFFIX)).exists()

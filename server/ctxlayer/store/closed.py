@@ -8,7 +8,13 @@ crash after that leaves none, and the open after the crash checks) and skips the
 the file is still as noted and no write-ahead log with content lies beside it (another process
 still had the database open, or died with it open).
 
-Owns: the note (`sessions.sqlite3.closed`, private like the database).
+A process that met the file damaged while it ran (SQLite said "malformed" to a query) leaves a
+second note, `sessions.sqlite3.damaged`: while it is there no clean close is noted (by that
+process or another daemon on the folder, which may not have read the damaged pages) and the
+next open checks the whole file, which moves it aside. Before, the clean close noted the damaged
+file as it was, the next open left the check out, and every start failed the same way.
+
+Owns: the notes (`sessions.sqlite3.closed`, `.damaged`, private like the database).
 Must not: open the database.
 """
 
@@ -25,6 +31,8 @@ log = logging.getLogger("ctxlayer.store")
 
 #: the note's name: the database's, with this added
 NOTE_SUFFIX = ".closed"
+#: the name of the note that the file was met damaged: the database's, with this added
+DAMAGED_SUFFIX = ".damaged"
 
 
 class _Note(msgspec.Struct, frozen=True):
@@ -37,6 +45,33 @@ def _note_of(path: Path) -> Path:
     return path.with_name(path.name + NOTE_SUFFIX)
 
 
+def _damaged_note_of(path: Path) -> Path:
+    return path.with_name(path.name + DAMAGED_SUFFIX)
+
+
+def note_damaged(path: Path, why: str) -> None:
+    """Note that ``path`` was met damaged: the next open checks it whole (see the docstring)."""
+    try:
+        write_private(_damaged_note_of(path), why + "\n")
+    except OSError as err:  # the clean close is left out all the same (the store knows)
+        log.debug("no damaged note for %s: %s", path, err)
+
+
+def met_damaged(path: Path) -> bool:
+    """Whether a process noted ``path`` damaged since it was last checked whole."""
+    return _damaged_note_of(path).exists()
+
+
+def checked_whole(path: Path) -> None:
+    """``path`` passed the check at its open (or is a fresh file): the damaged note goes."""
+    try:
+        _damaged_note_of(path).unlink()
+    except FileNotFoundError:
+        pass
+    except OSError as err:
+        log.debug("the damaged note of %s stays: %s", path, err)
+
+
 def _log_has_content(path: Path) -> bool:
     wal = path.with_name(path.name + "-wal")
     try:
@@ -47,9 +82,10 @@ def _log_has_content(path: Path) -> bool:
 
 def note_clean_close(path: Path) -> None:
     """Note ``path`` as it is now, its connection just closed; no note while a write-ahead
-    log with content is beside it (another connection still has the database open)."""
+    log with content is beside it (another connection still has the database open), nor while
+    the file is noted damaged."""
     try:
-        if _log_has_content(path):
+        if _log_has_content(path) or met_damaged(path):
             return
         info = path.stat()
         write_private(_note_of(path), msgspec.json.encode(
@@ -71,7 +107,7 @@ def closed_cleanly(path: Path) -> bool:
         info = path.stat()
     except (msgspec.DecodeError, OSError):
         return False
-    if _log_has_content(path):
+    if _log_has_content(path) or met_damaged(path):
         return False
     return (noted.inode, noted.size, noted.mtime_ns) == (info.st_ino, info.st_size,
                                                            info.st_mtime_ns)

@@ -14,10 +14,11 @@ ctxlayer.toml) fsyncs every commit for power-loss safety.
 A database that SQLite cannot read (not a database, malformed, failed quick_check, which is
 left out only when the file is as the last clean close left it: store/closed.py) is moved
 aside as ``sessions.sqlite3.corrupt-<n>`` (with its -wal and -shm) with one warning naming both
-paths, and a fresh one is created; no other file is touched. Any other failure to open it
-(busy beyond BUSY_TIMEOUT_MS, a full disk, a read-only folder) is a StoreError and the file
-stays: several daemons share the state folder (an editor window each), and opening a new one
-together, or while another writes, is their usual start.
+paths, and a fresh one is created; no other file is touched. A file SQLite finds damaged while
+the daemon runs is noted so (store/closed.py): the next open checks it whole and moves it
+aside. Any other failure to open it (busy beyond BUSY_TIMEOUT_MS, a full disk, a read-only
+folder) is a StoreError and the file stays: several daemons share the state folder (an editor
+window each), and opening a new one together, or while another writes, is their usual start.
 Thread safety: one connection guarded by a lock; every public method is one transaction.
 Must not: know about the wire or pygls; decide policy (the service does).
 """
@@ -40,7 +41,13 @@ from ctxlayer.core.zones.working import WorkingItem
 from ctxlayer.protocol import AuditEntry, Message, ToolCall
 from ctxlayer.statefiles import make_private_dir, make_private_file, unusable_folder
 from ctxlayer.store import schema
-from ctxlayer.store.closed import closed_cleanly, note_clean_close
+from ctxlayer.store.closed import (
+    checked_whole,
+    closed_cleanly,
+    met_damaged,
+    note_clean_close,
+    note_damaged,
+)
 from ctxlayer.store.paths import DB_NAME, state_dir
 
 log = logging.getLogger("ctxlayer.store")
@@ -224,6 +231,9 @@ class SessionStore:
         self.durability = durability
         self.recovered_from: Path | None = None
         self.checked_at_open = True  # False: closed cleanly and untouched since (closed.py)
+        #: the error with which SQLite first said the open file is damaged, None while it never
+        #: did: no clean close is noted then, and the next open checks the file whole
+        self.damaged: sqlite3.DatabaseError | None = None
         self._lock = threading.Lock()
         try:
             self._conn = self._connect()
@@ -274,7 +284,7 @@ class SessionStore:
 
     def set_durability(self, durability: Durability) -> None:
         """Commit every transaction to disk before returning ("full"), or at checkpoints."""
-        with self._lock:
+        with self._locked():
             self._conn.execute(f"PRAGMA synchronous={durability.upper()}")
             self.durability = durability
 
@@ -282,6 +292,7 @@ class SessionStore:
 
     def _connect(self) -> sqlite3.Connection:
         unchanged = closed_cleanly(self.path)  # taken away first: a crash from now on checks
+        whole = met_damaged(self.path)  # a process met it damaged: every check SQLite has
         # 0600 before SQLite opens it: the conversations are the user's alone (SQLite gives
         # the -wal and -shm it creates the same mode; ones left by an older ctxlayer are set)
         for path in (self.path, *(self.path.with_name(DB_NAME + s) for s in ("-wal", "-shm"))):
@@ -297,9 +308,11 @@ class SessionStore:
             conn.execute("PRAGMA foreign_keys=ON")
             self.checked_at_open = not unchanged
             if self.checked_at_open:  # reads the whole file (store/closed.py)
-                check = conn.execute("PRAGMA quick_check").fetchone()
+                pragma = "integrity_check" if whole else "quick_check"
+                check = conn.execute(f"PRAGMA {pragma}").fetchone()
                 if not check or check[0] != "ok":
-                    raise _Damaged(f"quick_check: {check[0] if check else 'no answer'}")
+                    raise _Damaged(f"{pragma}: {check[0] if check else 'no answer'}")
+                checked_whole(self.path)
             self._migrate(conn)
         except (sqlite3.DatabaseError, StoreError):
             conn.close()
@@ -346,17 +359,36 @@ class SessionStore:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
-            if self.gone is None and self._identity() == self._opened:  # else not ours
+            # not ours when gone; met damaged: noted so, never as closed cleanly
+            if self.gone is None and self.damaged is None and self._identity() == self._opened:
                 note_clean_close(self.path)
+
+    def _met(self, exc: BaseException | None) -> None:
+        """Keep that SQLite said the file is damaged (once, in the log and in a note beside
+        it): the clean close noted the damaged file, the next open left its check out, and
+        every start failed as the one before, the file never moved aside."""
+        if self.damaged is not None or not isinstance(exc, sqlite3.DatabaseError) \
+                or not _damaged(exc):
+            return
+        self.damaged = exc
+        if self.gone is None and self._identity() == self._opened:  # else not this file
+            note_damaged(self.path, str(exc))
+        log.error("session database %s is damaged (%s): it is moved aside when ctxlayer next "
+                  "starts", self.path, exc)
 
     @property
     def schema_version(self) -> int:
-        with self._lock:
+        with self._locked():
             return self._conn.execute("PRAGMA user_version").fetchone()[0]
 
-    def _tx(self):
+    def _tx(self) -> _Tx:
+        """One transaction (BEGIN IMMEDIATE .. COMMIT) under the lock."""
         self._still_there()
-        return _Tx(self._conn, self._lock)
+        return _Tx(self, begin=True)
+
+    def _locked(self) -> _Tx:
+        """The connection under the lock, no transaction of its own (a read alone)."""
+        return _Tx(self, begin=False)
 
     # --- sessions ------------------------------------------------------------------------
 
@@ -405,7 +437,7 @@ class SessionStore:
 
     def revision(self, sid: int) -> int | None:
         """The session's revision as stored. A read alone, no write lock."""
-        with self._lock:
+        with self._locked():
             row = self._conn.execute("SELECT revision FROM sessions WHERE sid=?",
                                      (sid,)).fetchone()
         return row[0] if row else None
@@ -504,7 +536,7 @@ class SessionStore:
 
     def unreadable(self, sid: int, what: str, err: Exception) -> UnreadableRow:
         """The error saying that ``what`` of the session ``sid`` does not read, and what to do."""
-        with self._lock:
+        with self._locked():
             row = self._conn.execute("SELECT session_id, workspace FROM sessions WHERE sid=?",
                                      (sid,)).fetchone()
         name = f"session {row[0]!r} of {row[1]}" if row else f"session {sid}"
@@ -766,24 +798,36 @@ def _statements(script: str) -> list[str]:
 
 
 class _Tx:
-    """One transaction under the store's lock: BEGIN IMMEDIATE .. COMMIT, ROLLBACK on error."""
+    """The store's connection under its lock: one transaction (BEGIN IMMEDIATE .. COMMIT,
+    ROLLBACK on error) when ``begin``. An error saying the file is damaged is kept by the store
+    (`SessionStore._met`)."""
 
-    __slots__ = ("conn", "lock")
+    __slots__ = ("store", "begin")
 
-    def __init__(self, conn: sqlite3.Connection, lock: threading.Lock) -> None:
-        self.conn, self.lock = conn, lock
+    def __init__(self, store: SessionStore, begin: bool) -> None:
+        self.store, self.begin = store, begin
 
     def __enter__(self) -> sqlite3.Connection:
-        self.lock.acquire()
+        store = self.store
+        store._lock.acquire()
         try:
-            self.conn.execute("BEGIN IMMEDIATE")
-        except BaseException:
-            self.lock.release()
+            if self.begin:
+                store._conn.execute("BEGIN IMMEDIATE")
+        except BaseException as exc:
+            store._lock.release()
+            store._met(exc)
             raise
-        return self.conn
+        return store._conn
 
     def __exit__(self, exc_type, exc, tb) -> None:
+        store = self.store
         try:
-            self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
-        finally:
-            self.lock.release()
+            if self.begin:
+                store._conn.execute("ROLLBACK" if exc_type else "COMMIT")
+        except BaseException as err:
+            store._lock.release()
+            store._met(exc)
+            store._met(err)
+            raise
+        store._lock.release()
+        store._met(exc)
