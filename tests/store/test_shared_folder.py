@@ -10,6 +10,7 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -91,3 +92,48 @@ def test_a_state_folder_that_cannot_be_made_is_a_store_error_naming_it(tmp_path)
     said = str(err.value)
     assert f"the state folder {tmp_path / 'state'} cannot be used (a file is there)" in said
     assert "CTXLAYER_STATE_DIR" in said
+
+
+def test_two_opening_a_damaged_file_together_move_it_aside_once(tmp_path, monkeypatch):
+    """Both find the file damaged, and both would move it aside at once (held at a barrier
+    here, which two editor windows restored together met in 4 of 40 tries): one's rename
+    found the file gone, a raw FileNotFoundError out of SessionStore(), or one moved aside
+    the fresh file the other had just made. Now the move is one process's alone, and the
+    other opens the fresh file: one copy moved aside, both stores on one database."""
+    (tmp_path / DB_NAME).write_bytes(b"SQLite format 3\x00" + b"\xee" * (1 << 20))
+    both = threading.Barrier(2, timeout=3)
+    moving = db.SessionStore._move_aside
+
+    def held(store, err):
+        try:
+            both.wait()
+        except threading.BrokenBarrierError:  # the other never came to move it: fine
+            pass
+        return moving(store, err)
+
+    monkeypatch.setattr(db.SessionStore, "_move_aside", held)
+    opened: dict[str, SessionStore | BaseException] = {}
+
+    def open_one(name: str) -> None:
+        try:
+            opened[name] = SessionStore(tmp_path)
+        except BaseException as exc:  # said below, with what the other did
+            opened[name] = exc
+
+    threads = [threading.Thread(target=open_one, args=(n,)) for n in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert all(isinstance(s, SessionStore) for s in opened.values()), opened
+    stores = [opened["a"], opened["b"]]
+    assert sorted(p.name for p in tmp_path.iterdir() if ".corrupt" in p.name) == [
+        f"{DB_NAME}.corrupt-1"]
+    assert [s.recovered_from is not None for s in stores].count(True) == 1
+    for name, store in zip("ab", stores, strict=True):
+        row, _ = store.create_or_get("/ws", name, model="m", mode="deep", budget=None, now=NOW)
+        store.append(row.sid, [(0, Message(role="user", content=name), 1)], NOW)
+    assert [s.gone_now() for s in stores] == [None, None]
+    assert {len(s.list("/ws")) for s in stores} == {2}, "one database, both sessions in it"
+    for store in stores:
+        store.close()

@@ -25,12 +25,13 @@ Must not: know about the wire or pygls; decide policy (the service does).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Literal, TypeVar
 
@@ -49,6 +50,11 @@ from ctxlayer.store.closed import (
     note_damaged,
 )
 from ctxlayer.store.paths import DB_NAME, state_dir
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
 
 log = logging.getLogger("ctxlayer.store")
 
@@ -169,6 +175,44 @@ def describe_store_error(exc: Exception) -> str:
     return text
 
 
+#: the file beside the database whose lock opens share and a move aside takes alone
+OPENING_NAME = DB_NAME + ".opening"
+#: how long an open waits for a move aside under way (or a move for the opens' checks)
+OPENING_WAIT_S = 60.0
+
+
+@contextlib.contextmanager
+def _opening(directory: Path, *, alone: bool) -> Iterator[None]:
+    """Hold the state folder's opening lock (flock), shared or ``alone``. None where there is
+    no flock (Windows, which does not rename an open file), nor when its file cannot be made
+    (a read-only folder: the open itself fails and says so)."""
+    if fcntl is None:
+        yield
+        return
+    try:
+        fd = os.open(directory / OPENING_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        yield
+        return
+    try:
+        # tried until the wait is over: a blocking flock waited forever on a stopped process
+        deadline = time.monotonic() + OPENING_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, (fcntl.LOCK_EX if alone else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise StoreError(
+                        f"{directory / DB_NAME} could not be opened: another process kept "
+                        f"{OPENING_NAME} locked for {OPENING_WAIT_S:.0f} s while it opened "
+                        "the database or moved a damaged one aside; try again") from None
+                time.sleep(0.01)
+        yield
+    finally:
+        os.close(fd)  # the lock goes with it
+
+
 def _write_ahead(conn: sqlite3.Connection) -> None:
     """WAL journal mode. Turning a new file to it takes the file alone, and SQLite answers
     busy at once there, without waiting (two opening one new file could wait on each other
@@ -236,15 +280,12 @@ class SessionStore:
         self.damaged: sqlite3.DatabaseError | None = None
         self._lock = threading.Lock()
         try:
-            self._conn = self._connect()
+            self._conn = self._open()
         except OSError as err:  # its file cannot be made or set private
             raise StoreError(f"{self.path} cannot be opened ({err.strerror})") from err
-        except sqlite3.DatabaseError as err:
-            if not _damaged(err):  # busy, locked, a full disk: the file is fine, left alone
-                raise StoreError(f"{self.path} could not be opened: "
-                                 f"{describe_store_error(err)}") from err
-            self.recovered_from = self._move_aside(err)
-            self._conn = self._connect()
+        except sqlite3.DatabaseError as err:  # busy, locked, a full disk: the file is left alone
+            raise StoreError(f"{self.path} could not be opened: "
+                             f"{describe_store_error(err)}") from err
         self._json_each = _has_json_each(self._conn)
         self._opened = self._identity()
         #: the FolderGone said, once it was found (every use after it fails the same way)
@@ -289,6 +330,28 @@ class SessionStore:
             self.durability = durability
 
     # --- opening -------------------------------------------------------------------------
+
+    def _open(self) -> sqlite3.Connection:
+        """The connection to the database, a damaged one moved aside first. Two processes
+        finding it damaged together (editor windows restored at once) each moved "it" aside:
+        one's rename found the file gone (a raw FileNotFoundError), one opened the -wal of
+        the file being moved ("disk I/O error"), or one moved aside the fresh file the other
+        had just made. So opens share the opening lock, a move aside takes it alone, and
+        under it the file is opened again first: another process may have moved it already."""
+        with _opening(self.directory, alone=False):
+            try:
+                return self._connect()
+            except sqlite3.DatabaseError as err:
+                if not _damaged(err):  # busy, locked, a full disk: the file is fine
+                    raise
+        with _opening(self.directory, alone=True):
+            try:
+                return self._connect()
+            except sqlite3.DatabaseError as err:
+                if not _damaged(err):
+                    raise
+                self.recovered_from = self._move_aside(err)
+            return self._connect()
 
     def _connect(self) -> sqlite3.Connection:
         unchanged = closed_cleanly(self.path)  # taken away first: a crash from now on checks
