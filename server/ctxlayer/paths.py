@@ -2,13 +2,14 @@
 
 Owns the state folder (the sessions database, the TCP token, the tokenizer cache all live
 under it) and the user's config folder (its `ctxlayer.toml`), placed by `platformdirs` as each
-platform's conventions say. The state folder: an explicit folder, then `CTXLAYER_STATE_DIR`,
-then platformdirs' per-user state folder: `$XDG_STATE_HOME/ctxlayer` (default
-`~/.local/state/ctxlayer`; a relative value is ignored, as the XDG spec says) on Linux and the
-BSDs, `~/Library/Application Support/ctxlayer` on macOS (`$XDG_STATE_HOME/ctxlayer` when set),
-`%LOCALAPPDATA%\\ctxlayer` on Windows. The config folder: `$XDG_CONFIG_HOME/ctxlayer` (default
-`~/.config/ctxlayer`) on Linux and the BSDs, `~/Library/Application Support/ctxlayer` on macOS
-(`$XDG_CONFIG_HOME/ctxlayer` when set), `%LOCALAPPDATA%\\ctxlayer` on Windows.
+platform's conventions say. The state folder: an explicit folder, then `CTXLAYER_STATE_DIR`
+(either made absolute, `~` expanded), then platformdirs' per-user state folder:
+`$XDG_STATE_HOME/ctxlayer` (default `~/.local/state/ctxlayer`; a relative value is ignored, as
+the XDG spec says) on Linux and the BSDs, `~/Library/Application Support/ctxlayer` on macOS
+(`$XDG_STATE_HOME/ctxlayer` when set), `%LOCALAPPDATA%\\ctxlayer` on Windows. The config
+folder: `$XDG_CONFIG_HOME/ctxlayer` (default `~/.config/ctxlayer`) on Linux and the BSDs,
+`~/Library/Application Support/ctxlayer` on macOS (`$XDG_CONFIG_HOME/ctxlayer` when set),
+`%LOCALAPPDATA%\\ctxlayer` on Windows.
 Computes paths only: creates nothing, reads no file (`named_absolute` asks whether $PWD is
 the working folder).
 """
@@ -39,12 +40,21 @@ def user_dirs(platform: str | None = None) -> PlatformDirsABC:
 
 
 def state_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
-    """The state folder for this process (see the module docstring for the order)."""
+    """The state folder for this process (see the module docstring for the order), absolute:
+    a relative one (`--state-dir .state`, `CTXLAYER_STATE_DIR=.state`) is taken from the folder
+    ctxlayer started in, and a leading `~` is the home folder (a value quoted in a config
+    file or an editor's settings reaches ctxlayer unexpanded). A relative folder was used as
+    it was: a `~` folder made in the working folder, and the gateway's second start failed
+    ("relative path can't be expressed as a file URI") once the database was there."""
     if explicit is not None:
-        return Path(explicit)
+        return _absolute(os.fspath(explicit))
     if given := os.environ.get("CTXLAYER_STATE_DIR"):
-        return Path(given)
+        return _absolute(given)
     return Path(user_dirs().user_state_dir)
+
+
+def _absolute(named: str) -> Path:
+    return named_absolute(Path(os.path.expanduser(named)))
 
 
 def config_dir() -> Path:

@@ -396,3 +396,30 @@ def _wait_until(done: Callable[[], bool], seconds: float = 60) -> None:
     while not done():
         assert time.monotonic() < deadline, "timed out waiting"
         time.sleep(0.05)
+
+
+@pytest.mark.parametrize("named, where", [(".state", "project/.state"),
+                                          ("~/ctxstate", "home/ctxstate")])
+def test_a_relative_or_tilde_state_folder_serves_at_every_start(tmp_path: Path, named, where):
+    """`CTXLAYER_STATE_DIR=.state`, or a `~` the shell never expanded (a quoted value): the
+    folder was used as named, so a `~` folder was made in the working folder, and the second
+    start, a database there, failed ("relative path can't be expressed as a file URI", exit
+    1, its gateway.json left behind). Now it is made absolute where it is read."""
+    env = {**hermetic(tmp_path), "CTXLAYER_STATE_DIR": named}
+    root = tmp_path / "project"
+    root.mkdir()
+    state = tmp_path / where
+    for start in (1, 2):
+        proc = gateway_process(root, env, "--port", "0")
+        try:
+            line = proc.stdout.readline()
+            assert line, f"start {start}: {proc.communicate(timeout=30)[1][-2000:]}"
+            assert json.loads(line)["pid"] == proc.pid
+            assert json.loads((state / "gateway.json").read_text())["pid"] == proc.pid
+        finally:
+            proc.terminate()
+            _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0, err[-2000:]
+        assert "Traceback" not in err, err[-2000:]
+        assert (state / "sessions.sqlite3").exists() and not (state / "gateway.json").exists()
+    assert not (root / "~").exists()

@@ -132,7 +132,7 @@ def token(args: argparse.Namespace) -> str:
     from ctxlayer.statefiles import TokenFileError, read_token, token_file
 
     try:
-        return read_token(token_file(args.state_dir or state_dir()))
+        return read_token(token_file(state_dir(args.state_dir)))
     except (TokenFileError, OSError) as exc:
         raise UsageError(f"{exc}; pass --state-dir to name the gateway's state folder"
                          ) from None

@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(line), flush=True)
 
     try:
-        asyncio.run(serve(Path.cwd().resolve(), args.state_dir or default_state_dir(),
+        asyncio.run(serve(Path.cwd().resolve(), default_state_dir(args.state_dir),
                           overrides, announce))
     except NotLoopback as exc:  # named where it came from: a flag, else a ctxlayer.toml
         where = "--host" if args.host is not None else "`[gateway] host` in ctxlayer.toml"

@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UsageError(f"--log-file {args.log_file}: cannot be written ({exc.strerror})") \
             from None
-    state_dir = args.state_dir or default_state_dir()
+    state_dir = default_state_dir(args.state_dir)  # absolute: a relative one is made so
     tokenizers.set_cache_dir(state_dir / "tokenizers")  # parsed rank tables, built once
     state = State(state_dir)
     state.gateway_starter = GatewayStarter(state)

@@ -851,7 +851,7 @@ def models_in_use(directory: str | Path | None = None) -> list[str]:
                                 "LIMIT 100").fetchall()
         finally:
             conn.close()
-    except sqlite3.Error:
+    except (sqlite3.Error, ValueError):  # ValueError: a path no file URI names
         return []
     return list(dict.fromkeys(r[0] for r in rows if isinstance(r[0], str)))
 
