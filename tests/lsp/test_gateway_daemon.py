@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 
 import pytest
 from conftest import WORLD, RawDaemon, hermetic_env, make_repo
@@ -104,3 +105,63 @@ async def test_the_daemons_gateway_shares_the_workspace_opened_through_a_symlink
     scans = [line for line in log_file.read_text().splitlines()
              if f"workspace {root}: " in line and " tokens, hash " in line]
     assert len(scans) == 1, scans
+
+
+async def _stream_lines(url: str, body: dict, opened: asyncio.Event) -> list[str]:
+    """The lines of a streamed answer as its client reads them (`opened` once the first came),
+    ending with how it ended: "closed" (the server ended it), or "cut" and why."""
+    import httpx2 as httpx
+
+    lines: list[str] = []
+    try:
+        async with httpx.AsyncClient(timeout=60) as client, client.stream(
+                "POST", url, json=body, headers={"Authorization": "Bearer sk-test"}) as resp:
+            lines.append(f"status {resp.status_code}")
+            async for line in resp.aiter_lines():
+                if line:
+                    lines.append(line)
+                    opened.set()
+        lines.append("closed")
+    except httpx.HTTPError as exc:
+        lines.append(f"cut: {exc!r}")
+    opened.set()
+    return lines
+
+
+async def test_the_daemons_exit_stops_its_gateway_and_takes_its_announcement(tmp_path):
+    """shutdown + exit of `ctxlayer serve` never stopped the gateway it ran: gateway.json
+    still named the dead process (`ctxlayer chats`: "the gateway does not answer"), and a
+    stream under way was cut without a word. Now the daemon stops its gateway as `ctxlayer
+    gateway` stops: the stream ends with its provider's error event, the announcement goes."""
+    world = tmp_path / "world"
+    env = hermetic_env(world)
+    announced = world / "state" / "gateway.json"
+    async with Standin() as upstream:
+        root = make_repo(WORLD / f"daemon-gateway-stop-{tmp_path.name}")
+        daemon = await RawDaemon.start(env=env)
+        try:
+            init = await daemon.request(0, "initialize", {
+                "processId": None, "capabilities": {}, "rootUri": root.as_uri(),
+                "initializationOptions": {"config": {"gateway": {
+                    "enabled": True, "openai_base_url": upstream.openai}}}})
+            await daemon.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+            urls = init["result"]["capabilities"]["experimental"]["ctxlayer"]["gateway"]
+            assert json.loads(announced.read_text())["pid"] == daemon.proc.pid
+            upstream.fail(mode="stall")  # the stream's first event, then nothing
+            opened = asyncio.Event()
+            stream = asyncio.ensure_future(_stream_lines(
+                f"{urls['openai']}/chat/completions", {"model": "gpt-4o", "stream": True,
+                "messages": [{"role": "user", "content": "hello"}]}, opened))
+            await asyncio.wait_for(opened.wait(), 30)
+        finally:
+            code = await daemon.close()
+        lines = await asyncio.wait_for(stream, 30)
+    assert code == 0
+    assert lines[0] == "status 200" and lines[-1] == "closed", lines
+    assert json.loads(lines[-2].removeprefix("data: "))["error"]["code"] == "gateway_stopping"
+    assert not announced.exists()
+    chats = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "ctxlayer", "chats", env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(chats.communicate(), 60)
+    assert chats.returncode == 2 and b"no gateway is running" in out + err, out + err

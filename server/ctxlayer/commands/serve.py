@@ -84,3 +84,8 @@ class GatewayStarter:
 
             self.gateway = DaemonGateway(self.state)
         await self.gateway(caller)
+
+    async def close(self) -> None:
+        """Stop the gateway, if one started (the daemon is ending)."""
+        if self.gateway is not None:
+            await self.gateway.close()

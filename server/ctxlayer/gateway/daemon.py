@@ -9,7 +9,6 @@ Must not: be imported by the JSON-RPC face (commands/serve.py hands it to the st
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from ctxlayer.gateway.server import GatewayServer, start_gateway
 from ctxlayer.state import Caller, State
@@ -52,7 +51,8 @@ class DaemonGateway:
         urls = self.server.urls
         log.info("gateway listening: %s (OpenAI), %s (Anthropic)", urls.openai, urls.anthropic)
 
-    async def close(self) -> Any:
+    async def close(self) -> None:
+        """Stop the gateway gracefully (GatewayServer.close), once."""
         if self.server is not None:
             await self.server.close()
             self.server = None

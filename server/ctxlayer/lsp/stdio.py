@@ -112,6 +112,7 @@ async def serve(state: State, stdin: BinaryIO, stdout: BinaryIO) -> int:
     finally:
         client_logs.servers.discard(server)
         reading.cancel()
+        await state.stop_gateway()
         state.close()
 
 

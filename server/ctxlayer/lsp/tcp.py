@@ -107,6 +107,7 @@ async def serve(state: State, host: str, port: int, token: str, token_file: Path
         async with tcp:
             await stopping
     finally:
+        await state.stop_gateway()
         state.close()
     return 0
 

@@ -87,5 +87,10 @@ class Chat(Protocol):
     def info(self) -> protocol.ConversationInfo: ...
 
 
-#: starts the HTTP face for a caller whose workspace enables it (`State.gateway_starter`)
-GatewayStarter = Callable[[Asker], Awaitable[None]]
+class GatewayStarter(Protocol):
+    """Starts the HTTP face for a caller whose workspace enables it (`State.gateway_starter`),
+    and stops it when the daemon ends (`State.stop_gateway`)."""
+
+    def __call__(self, asking: Asker) -> Awaitable[None]: ...
+
+    async def close(self) -> None: ...

@@ -266,6 +266,19 @@ class State:
             collecting.hold()
             self._holding = True
 
+    async def stop_gateway(self) -> None:
+        """Stop the gateway a connection started, as `ctxlayer gateway` stops (its streams
+        ended, the requests under way answered, its usage reports waited for, gateway.json
+        taken away): before `close`, whose database those reports write to. The daemon never
+        stopped it: after shutdown and exit gateway.json named the dead process, and
+        `ctxlayer chats` said the gateway did not answer instead of that none ran."""
+        if self.gateway_starter is None:
+            return
+        try:
+            await self.gateway_starter.close()
+        except Exception:  # the rest of the state closes all the same
+            log.exception("stopping the gateway failed")
+
     def close(self) -> None:
         """Stop watchers and close services; safe to call twice. The writes queued on the
         keeping thread land first: the database closes after them."""
