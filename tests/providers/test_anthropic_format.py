@@ -359,8 +359,10 @@ def test_without_the_beta_the_stand_in_refuses_them():
 def test_a_step_that_leaves_a_thinking_turn_no_room_for_its_words_sends_no_blank_block():
     """An assistant turn of thinking, words and calls, outlined by a step whose cap its
     thinking took all of: its words were cut to a newline, and Anthropic refuses a text block
-    of whitespace (found by sending generated chats through the gateway). The words go, the
-    thinking and the calls stay, and the client's cache marker on them moves to a call."""
+    of whitespace (found by sending generated chats through the gateway). Then the words went
+    and the client's cache marker moved to a call; now the thinking no longer takes the cap
+    from the words (an outline keeps an answer's first words beside its thinking), so the
+    words keep their head, never blank, with the marker where the client put it."""
     from ctxlayer.core.prepare import prepare_turn
     from ctxlayer.tokenizers import counter_for
 
@@ -384,5 +386,6 @@ def test_a_step_that_leaves_a_thinking_turn_no_room_for_its_words_sends_no_blank
              isinstance(m["content"], list)]
     assert turns and turns[0]["content"][0] == think
     blocks = turns[0]["content"]
-    assert [b["type"] for b in blocks] == ["thinking", "tool_use"]
-    assert blocks[-1]["cache_control"] == {"type": "ephemeral"}
+    assert [b["type"] for b in blocks] == ["thinking", "text", "tool_use"]
+    assert blocks[1]["text"].strip() and words.startswith(blocks[1]["text"][:20])
+    assert blocks[1]["cache_control"] == {"type": "ephemeral"}
