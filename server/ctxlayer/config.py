@@ -517,6 +517,9 @@ def _merge_into(
             continue
         try:
             values[name] = msgspec.convert(value, field.type)
+            if _snake(prefix) + name in _PATTERNS:
+                values[name] = _readable(values[name], _snake(prefix) + name, source, dotted,
+                                         messages)
         except msgspec.ValidationError as e:
             default = getattr(defaults, name)
             why = re.sub(r" - at `\$(.*)`$", r" (at item \1)", str(e)).replace(" (at item )", "")
@@ -525,6 +528,31 @@ def _merge_into(
                 f"{source}: `{dotted}`: {why} (value {said(value)!r}); using the default "
                 f"{default!r}"
             )
+
+
+#: the list settings whose entries are gitignore patterns (True: `files` globs, whose entries
+#: without a wildcard name a file)
+_PATTERNS = {"workspace.ignore": False, "workspace.files": True}
+
+
+def _readable(patterns: list[str], key: str, source: str, dotted: str,
+              messages: list[str]) -> list[str]:
+    """`patterns` without the ones that cannot be read as a pattern, each said: a class whose
+    range runs backwards (`src/[z-a].py`) failed the workspace's scan and every assembly; the
+    scan now skips it (it matches nothing, as in git), and the user learns why here."""
+    # the workspace package imports this module: a late import, which the scan's own
+    # reading of the patterns shares
+    from ctxlayer.workspace.ignore import why_no_pattern
+
+    kept = []
+    for pattern in patterns:
+        why = why_no_pattern(pattern, glob=_PATTERNS[key])
+        if why is None:
+            kept.append(pattern)
+        else:
+            messages.append(f"{source}: `{dotted}`: {pattern!r} is not a pattern ({why}); "
+                            "it matches nothing and is skipped")
+    return kept
 
 
 def _build(cls: type, values: dict, base: Any = None) -> Any:

@@ -11,6 +11,7 @@ classifying watcher events. Checked against `git ls-files -o --exclude-standard`
 
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 
@@ -24,22 +25,56 @@ from ctxlayer import userfiles
 Rule = GitIgnoreSpecPattern
 
 
-def _rule(line: str) -> Rule:
-    """One pattern compiled. A class that opens with a bracket (`[[]`, a literal `[` as git
-    reads it) makes Python's `re` warn of a possible nested set, on the CLI's stderr with
-    pathspec's file and line: the pattern is read as git reads it, the warning says nothing
-    to the user."""
+#: what makes a `files` entry a glob: one without them names a file, read as it is written
+GLOB_CHARS = re.compile(r"[*?\[]")
+
+
+def _compiled(line: str) -> Rule:
+    """One pattern compiled, or pathspec's error. A class that opens with a bracket (`[[]`, a
+    literal `[` as git reads it) makes Python's `re` warn of a possible nested set, on the
+    CLI's stderr with pathspec's file and line: the pattern is read as git reads it, the
+    warning says nothing to the user."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         return Rule(line)
 
 
+def _why_unread(line: str) -> str | None:
+    """Why `line` is no pattern at all (None when it is one): see `_rule`."""
+    try:
+        _compiled(line)
+    except GitIgnorePatternError:
+        return "git reads no pattern in it"
+    except re.error as exc:
+        return exc.msg
+    return None
+
+
+def _rule(line: str) -> Rule | None:
+    """One pattern compiled; None for a line that is none, which matches nothing, as in git:
+    git reads no pattern in it (`!`, a trailing `\\`), or its regex does not compile (a class
+    whose range runs backwards, `[z-a]`, which git reads: pathspec's `re.error` failed the
+    workspace's scan and with it every assembly)."""
+    try:
+        return _compiled(line)
+    except (GitIgnorePatternError, re.error):
+        return None
+
+
 def _anchored(pattern: str) -> Rule | None:
     """A glob of the `files` setting as a gitignore pattern anchored at the root."""
-    try:
-        return _rule("/" + pattern.strip("/"))
-    except GitIgnorePatternError:
-        return None
+    return _rule("/" + pattern.strip("/"))
+
+
+def why_no_pattern(pattern: str, *, glob: bool = False) -> str | None:
+    """Why an entry of the `ignore` setting (`glob`: of the `files` setting, whose entries
+    without `*`, `?` or `[` name a file and are never compiled) matches nothing because it
+    cannot be read as a pattern; None when it can. The settings name it once; the scan skips
+    it."""
+    if not glob:
+        return _why_unread(pattern)
+    clean = pattern.strip("/")
+    return _why_unread("/" + clean) if GLOB_CHARS.search(clean) else None
 
 
 def glob_regex(pattern: str) -> str:
@@ -84,15 +119,12 @@ def compile_globs(patterns: list[str]) -> Globs | None:
 
 
 def parse_rules(text: str) -> list[Rule]:
-    """The rules of one .gitignore file, in file order (comments, blank lines and lines git
-    cannot read as a pattern left out)."""
+    """The rules of one .gitignore file, in file order (comments, blank lines and lines that
+    are no pattern, `_why_unread`, left out: git matches nothing with them either)."""
     rules = []
     for line in text.splitlines():
-        try:
-            rule = _rule(line)
-        except GitIgnorePatternError:
-            continue
-        if rule.include is not None:
+        rule = _rule(line)
+        if rule is not None and rule.include is not None:
             rules.append(rule)
     return rules
 

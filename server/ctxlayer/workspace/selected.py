@@ -20,7 +20,7 @@ from pathlib import Path, PurePath, PurePosixPath
 from ctxlayer import userfiles
 from ctxlayer.core.text import counted, path_line
 from ctxlayer.protocol import LeftOut
-from ctxlayer.workspace.ignore import IgnoreRules, compile_globs
+from ctxlayer.workspace.ignore import GLOB_CHARS, IgnoreRules, compile_globs
 from ctxlayer.workspace.tree import MAX_LEFT_OUT
 
 HEADER = "# Selected files"
@@ -34,7 +34,6 @@ LOCKFILES = {
 LANG = {".py": "python", ".toml": "toml", ".json": "json", ".md": "markdown", ".mdc": "markdown",
         ".yml": "yaml", ".yaml": "yaml", ".js": "javascript", ".ts": "typescript",
         ".rs": "rust", ".rst": "rst", ".txt": "text", ".cfg": "ini", ".ini": "ini"}
-GLOB_CHARS = re.compile(r"[*?\[]")
 #: what separates the plain runs of a glob's part before any bracket expression: wildcards,
 #: escapes, negation and folder separators (`**/` may match no folder: a run never spans a `/`)
 NOT_PLAIN = re.compile(r"[*?\\/!]")
