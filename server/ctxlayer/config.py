@@ -57,6 +57,20 @@ _USER_ONLY_NOTE = ("Read from your own ctxlayer.toml and the editor's settings o
 #: the longest a timeout may be, a day: `inf` passed `gt=0` and made every forwarded request
 #: a 500 (aiohttp cannot round an infinite connect timeout)
 MOST_SECONDS = 86_400.0
+#: the largest count any setting takes (tokens, characters, lines, files, rules, reports):
+#: the largest integer exact as a float and in every client's JSON, far above any real one;
+#: a larger one broke the arithmetic (10**400 tokens of `tree_token_budget` failed every
+#: request: "int too large to convert to float")
+MOST_COUNT = MAX_TOKENS
+#: the most days `[session] keep_days` may keep, a century: what is older is found by the date
+#: that many days back, and a date before the year 1 cannot be held (1,000,000 days failed
+#: every ctx/session/open, "date value out of range", and past 999,999,999 no span of days can
+#: even be made); 0 keeps everything for longer
+MOST_KEEP_DAYS = 36_500
+#: the largest request body `[gateway] max_body_mb` may allow, 1 GiB (32 times the default): a
+#: body is held whole, then decompressed and parsed, each time in memory; and far below the
+#: C sizes the decoders take (2**43 MiB overflowed zlib's, every compressed request a 500)
+MOST_BODY_MB = 1024
 #: the slowest request body the gateway waits for, after `header_timeout` of grace: a client
 #: on loopback sends megabytes a second, a slowloris a byte now and then
 MIN_BODY_KIB_PER_S = 64
@@ -89,13 +103,13 @@ class WorkspaceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
     tree_token_budget: Annotated[
         int,
-        Meta(ge=50, description="Most tokens the project tree may use; deepest and largest "
-             "folders are folded first until it fits."),
+        Meta(ge=50, le=MOST_COUNT, description="Most tokens the project tree may use; deepest "
+             "and largest folders are folded first until it fits."),
     ] = 3000
     fold_threshold: Annotated[
         int,
-        Meta(ge=1, description="A folder with more entries than this is shown folded, as "
-             "`name/ (N files)`."),
+        Meta(ge=1, le=MOST_COUNT, description="A folder with more entries than this is shown "
+             "folded, as `name/ (N files)`."),
     ] = 100
     files: Annotated[
         list[str],
@@ -103,7 +117,8 @@ class WorkspaceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
              "segment, README first. An explicit empty list means none."),
     ] = msgspec.field(default_factory=lambda: list(SELECTED_FILES))
     files_char_budget: Annotated[
-        int, Meta(ge=0, description="Most characters the selected files may use together.")
+        int, Meta(ge=0, le=MOST_COUNT, description="Most characters the selected files may use "
+                  "together.")
     ] = 120_000
     agent_files: Annotated[
         list[str],
@@ -112,7 +127,7 @@ class WorkspaceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
              _USER_ONLY_NOTE.format(why=_HOME_FILES)),
     ] = msgspec.field(default_factory=lambda: list(AGENT_FILES))
     agent_file_max_chars: Annotated[
-        int, Meta(ge=0, description="An agent file longer than this is left out.")
+        int, Meta(ge=0, le=MOST_COUNT, description="An agent file longer than this is left out.")
     ] = 60_000
     ignore: Annotated[
         list[str],
@@ -120,8 +135,8 @@ class WorkspaceConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
              "selected files, on top of .gitignore."),
     ] = msgspec.field(default_factory=list)
     git_max_files: Annotated[
-        int, Meta(ge=0, description="Most paths listed per git status group (staged, changed, "
-                  "untracked); the rest is counted.")
+        int, Meta(ge=0, le=MOST_COUNT, description="Most paths listed per git status group "
+                  "(staged, changed, untracked); the rest is counted.")
     ] = 50
     debounce_ms: Annotated[
         int, Meta(ge=0, le=60_000, description="Quiet time after the last file event before "
@@ -151,13 +166,13 @@ class TrimConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                                   "keeps whole groups from the newest back; priority cuts "
                                   "retrieved documents first, then older history, then "
                                   "recent messages.")] = _TRIM.strategy
-    tool_output_cap: Annotated[Annotated[int, Meta(ge=16)] | None, Meta(
+    tool_output_cap: Annotated[Annotated[int, Meta(ge=16, le=MOST_COUNT)] | None, Meta(
         description="Tokens past which a tool output is shortened to its outline; unset: "
         "the budget / 16, at least 256.")] = _TRIM.tool_output_cap
-    head_lines: Annotated[int, Meta(ge=0, description="Lines kept at the start of a "
-                                    "truncated block.")] = _TRIM.head_lines
-    tail_lines: Annotated[int, Meta(ge=0, description="Lines kept at the end of a "
-                                    "truncated block.")] = _TRIM.tail_lines
+    head_lines: Annotated[int, Meta(ge=0, le=MOST_COUNT, description="Lines kept at the "
+                                    "start of a truncated block.")] = _TRIM.head_lines
+    tail_lines: Annotated[int, Meta(ge=0, le=MOST_COUNT, description="Lines kept at the end "
+                                    "of a truncated block.")] = _TRIM.tail_lines
 
     def options(self, strategy: str | None = None, fmt: str = "ctxlayer"):
         """The core's `TrimOptions` for these settings and a conversation in `fmt` (in a
@@ -192,8 +207,9 @@ class ModeConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                                          "working items (zone B) may use; they get less when "
                                          "the rules leave less of `cap`.")] = (
         _MODES[DEFAULT_MODE].working_share)
-    cap: Annotated[int, Meta(ge=0, description="Tokens the rules and the working items share: "
-                             "the working items get what the rules leave of it (at most "
+    cap: Annotated[int, Meta(ge=0, le=MOST_COUNT, description="Tokens the rules and the "
+                             "working items share: the working items get what the rules "
+                             "leave of it (at most "
                              "`working_share`). Rules over it are still shown whole, so the "
                              "two zones pass it then, with no working items.")] = (
         _MODES[DEFAULT_MODE].cap)
@@ -224,8 +240,9 @@ class SessionConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                                       "a new session when the client names none.")] = (
         DEFAULT_MODE)
     modes: ModesConfig = msgspec.field(default_factory=ModesConfig)
-    max_rules: Annotated[int, Meta(ge=0, description="Most rules kept in the rule zone; the "
-                                   "lowest weights beyond are demoted to the working zone.")] = (
+    max_rules: Annotated[int, Meta(ge=0, le=MOST_COUNT, description="Most rules kept in the "
+                                   "rule zone; the lowest weights beyond are demoted to the "
+                                   "working zone.")] = (
         _RULES.max_rules)
     rule_prefix: Annotated[str, Meta(description="Marker put before the top-weight rules.")] = (
         _RULES.prefix)
@@ -253,29 +270,32 @@ class SessionConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                                              "summary and the newest messages kept verbatim "
                                              "fill after a compaction (the cheap stages aim "
                                              "for it first).")] = _COMPACTION.target
-    keep_recent: Annotated[int, Meta(ge=0, description="Newest messages the cheap compaction "
-                                     "stages never shorten.")] = _COMPACTION.keep_recent
-    tool_output_cap: Annotated[int, Meta(ge=16, description="Tokens past which an older tool "
-                                         "output is compressed during compaction.")] = (
-        _COMPACTION.tool_output_cap)
-    summary_max_tokens: Annotated[int, Meta(ge=16, description="Most tokens asked of the "
-                                            "summarizer.")] = _COMPACTION.summary_max_tokens
-    summarizer_timeout: Annotated[float, Meta(gt=0, description="Seconds to wait for the "
-                                              "client's ctx/summarize before the offline "
-                                              "summary is used.")] = (
+    keep_recent: Annotated[int, Meta(ge=0, le=MOST_COUNT, description="Newest messages the "
+                                     "cheap compaction stages never shorten.")] = (
+        _COMPACTION.keep_recent)
+    tool_output_cap: Annotated[int, Meta(ge=16, le=MOST_COUNT, description="Tokens past which "
+                                         "an older tool output is compressed during "
+                                         "compaction.")] = _COMPACTION.tool_output_cap
+    summary_max_tokens: Annotated[int, Meta(ge=16, le=MOST_COUNT, description="Most tokens "
+                                            "asked of the summarizer.")] = (
+        _COMPACTION.summary_max_tokens)
+    summarizer_timeout: Annotated[float, Meta(gt=0, le=MOST_SECONDS, description="Seconds to "
+                                              "wait for the client's ctx/summarize before the "
+                                              "offline summary is used.")] = (
         CLIENT_SUMMARY_TIMEOUT)
-    calibration_window: Annotated[int, Meta(ge=1, description="Usage reports averaged per "
-                                            "model for the token bias.")] = (
+    calibration_window: Annotated[int, Meta(ge=1, le=MOST_COUNT, description="Usage reports "
+                                            "averaged per model for the token bias.")] = (
         _CALIBRATION.window)
     durability: Annotated[str, Meta(pattern="^(normal|full)$", description="SQLite "
                                     "synchronous mode: normal survives a killed daemon, full "
                                     "also a power cut (slower appends).")] = "normal"
-    keep_days: Annotated[int, Meta(ge=0, description="Days the state folder keeps a "
-                                   "workspace's audit entries, the windows of its live "
-                                   "conversations and which conversation each provider answer "
-                                   "id was of; older ones are removed once a day (0 keeps "
-                                   "them all). Sessions, their messages and rules are never "
-                                   "removed.")] = KEEP_DAYS
+    keep_days: Annotated[int, Meta(ge=0, le=MOST_KEEP_DAYS, description="Days the state "
+                                   "folder keeps a workspace's audit entries, the windows of "
+                                   "its live conversations and which conversation each "
+                                   "provider answer id was of; older ones are removed once a "
+                                   "day (0 keeps them all, at most a century otherwise). "
+                                   "Sessions, their messages and rules are never removed.")
+                         ] = KEEP_DAYS
 
 
 class GatewayConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -308,9 +328,10 @@ class GatewayConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                                           "client is disconnected. Its body must then come at "
                                           f"no less than {MIN_BODY_KIB_PER_S} KiB/s after this "
                                           "same grace.")] = 10.0
-    max_body_mb: Annotated[int, Meta(ge=1, description="Largest request body, in MiB (the "
-                                     "daemon's JSON-RPC frame limit); a larger one gets 413.")
-                           ] = MAX_MESSAGE_MB
+    max_body_mb: Annotated[int, Meta(ge=1, le=MOST_BODY_MB, description="Largest request "
+                                     "body, in MiB (the default is the daemon's JSON-RPC frame "
+                                     "limit; at most 1 GiB, each body being held in memory "
+                                     "whole); a larger one gets 413.")] = MAX_MESSAGE_MB
     models: Annotated[dict[str, Annotated[int, Meta(gt=0, le=MAX_TOKENS)]], Meta(
         description="A model's context window in tokens, overriding the built-in table and "
         "the 1M beta: `\"claude-opus-4-8\" = 200000` (the longest matching prefix of the "
