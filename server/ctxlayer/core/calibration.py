@@ -72,6 +72,15 @@ class Calibration(msgspec.Struct, kw_only=True):
             del samples[: max(0, len(samples) - self.window)]
         return self.bias(model)
 
+    def windowed(self, window: int) -> Calibration:
+        """This calibration over the newest ``window`` reports of each model: the window is the
+        user's setting (`[session] calibration_window`), not the one the session was first
+        kept with, which a stored session kept for good."""
+        if window == self.window:
+            return self
+        return msgspec.structs.replace(self, window=window, ratios={
+            model: samples[-window:] for model, samples in self.ratios.items()})
+
     def bias(self, model: str) -> float:
         """Median ratio over the window (1.0 without reports)."""
         samples = self.ratios.get(model)

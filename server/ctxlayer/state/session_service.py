@@ -223,10 +223,18 @@ class SessionService:
         live.next_item = max((it.seq for it in live.items), default=-1) + 1
         if row.system_spec:
             live.system_spec = stored_spec(row.system_spec)
-        fresh = Calibration(window=self._settings(row.workspace).calibration_window)
-        live.calibration = self._kept(row, "calibration", Calibration, fresh)
+        live.calibration = self._kept(row, "calibration", Calibration, Calibration())
+        self._calibration(live)
         self._live[(row.workspace, row.session_id)] = live
         return live
+
+    def _calibration(self, live: LiveSession) -> Calibration:
+        """The session's calibration over the workspace's `calibration_window` as it is now:
+        its stored reports kept, its window the setting's (a session loaded from the store
+        kept the window it was made with, whatever the setting said since)."""
+        window = self._settings(live.row.workspace).calibration_window
+        live.calibration = live.calibration.windowed(window)
+        return live.calibration
 
     def _kept(self, row: SessionRow, column: str, kind: type[T], instead: T) -> T:
         """A session's compaction or calibration as the store kept it, else ``instead`` (a
@@ -577,7 +585,7 @@ class SessionService:
     def _input(self, live: LiveSession, settings: SessionSettings, budget: int | None,
                system: SystemLayers | None = None, **extra: object) -> AssemblyInput:
         nominal = self._budget_of(live, budget)
-        limit = live.calibration.effective_limit(live.row.model, nominal)
+        limit = self._calibration(live).effective_limit(live.row.model, nominal)
         layers = live.system if system is None else system
         return AssemblyInput(
             budget=limit, mode=live.row.mode, mode_spec=settings.modes[live.row.mode],
@@ -600,7 +608,7 @@ class SessionService:
                        session_id=live.row.session_id, error_band=band)
 
     def _band(self, live: LiveSession) -> float | None:
-        band = live.calibration.error_band(live.row.model, self.prior_band(live.row.model))
+        band = self._calibration(live).error_band(live.row.model, self.prior_band(live.row.model))
         return round(band, 4) or None
 
     def assembled(self, workspace: str, session_id: str) -> protocol.Budget:
@@ -758,7 +766,8 @@ class SessionService:
                     field="estimatedTokens")
             counted = estimated if estimated is not None else live.last_total
             # recorded on a copy: the session's own changes once the store took it
-            kept = msgspec.json.decode(msgspec.json.encode(live.calibration), type=Calibration)
+            kept = msgspec.json.decode(msgspec.json.encode(self._calibration(live)),
+                                       type=Calibration)
             bias = kept.record(live.row.model, prompt_tokens, counted, refused=refused)
             sid, now = live.row.sid, self.clock()
             calibration = msgspec.json.encode(kept)
@@ -779,10 +788,12 @@ class SessionService:
             for sid in session_ids:
                 live = self._live.get((workspace, sid))
                 if live is not None:
-                    return live.calibration.bias(model)
+                    return self._calibration(live).bias(model)
                 row = self.store.get(workspace, sid)
                 if row is not None and row.calibration:
-                    return self._kept(row, "calibration", Calibration, Calibration()).bias(model)
+                    window = self._settings(workspace).calibration_window
+                    return self._kept(row, "calibration", Calibration,
+                                      Calibration()).windowed(window).bias(model)
             return 1.0
 
     def note_prompt(self, workspace: str, session_id: str, tokens: int) -> float:
@@ -792,7 +803,7 @@ class SessionService:
         with self._lock:
             live = self._get(workspace, session_id)
             live.last_total = tokens
-            return live.calibration.bias(live.row.model)
+            return self._calibration(live).bias(live.row.model)
 
     def record_audit(self, workspace: str, session_id: str, entries: list[AuditEntry]) -> None:
         """Keep entries made outside an assembly (a live chat's turns) in the session's log."""
