@@ -127,7 +127,9 @@ def render() -> str:
         "is the contract; this is its exact shape.", "",
         "## initialize", "",
         "The standard LSP `initialize`; ctxlayer reads `initializationOptions` and answers "
-        "its announcement at `capabilities.experimental.ctxlayer`.", ""]
+        "its announcement at `capabilities.experimental.ctxlayer`. A bad or unknown option "
+        "is named in a warning (`window/showMessage`) and left out; the others still "
+        "apply.", ""]
     doc.section("params `initializationOptions`", p.InitializationOptions)
     doc.section("result `capabilities.experimental.ctxlayer`", p.ServerAnnouncement)
     doc.out += ["## Shared types", ""]

@@ -141,3 +141,28 @@ async def test_an_unknown_model_is_said_at_initialize_as_the_gateway_says_it(tmp
             in text and "contextWindow sets its own" in text
     finally:
         assert await daemon.close() == 0
+
+
+@pytest.mark.parametrize("key, said", [
+    ("context_window", "(did you mean `contextWindow`?)"),  # a Neovim setting's spelling
+    ("contextWindw", "(did you mean `contextWindow`?)"),
+    ("budgetTokens", "unknown option; ignored (known: model, contextWindow"),
+])
+async def test_an_unknown_option_is_named_and_the_others_still_apply(tmp_path, key, said):
+    """An option initialize does not read was dropped without a word: `context_window: 5000`
+    left the default window (a budget of 111,616) and nothing said so."""
+    root = make_repo(WORLD / f"unknown-{tmp_path.name}")
+    daemon = await RawDaemon.start(env=hermetic_env(tmp_path / "world"))
+    try:
+        init = await daemon.request(0, "initialize", {
+            "processId": None, "capabilities": {}, "rootUri": root.as_uri(),
+            "initializationOptions": {key: 5000, "model": "gpt-4o", "reserveOutput": 1000,
+                                      "config": {"session": {"default_mode": "short"}}}})
+        await daemon.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        ours = init["result"]["capabilities"]["experimental"]["ctxlayer"]
+        assert ours["model"] == "gpt-4o" and ours["defaultMode"] == "short"
+        assert ours["defaultBudget"] == 128_000 - 1000  # its window, the reserve given
+        text = await daemon.shown(f"initializationOptions.{key}")
+        assert f"initializationOptions.{key}: unknown option" in text and said in text
+    finally:
+        assert await daemon.close() == 0

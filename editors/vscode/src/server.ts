@@ -5,6 +5,7 @@
  */
 import {
   CtxlayerClient,
+  type InitializationOptions,
   type ServerAnnouncement,
   type SummarizeParams,
   type SummarizeResult,
@@ -132,6 +133,7 @@ export class DaemonServer {
       documentSelector: [{ scheme: "file" }],
       outputChannel: this.log,
       traceOutputChannel: this.log,
+      // typed by the protocol's struct: an option the daemon does not read fails the build
       initializationOptions: {
         model: settings.model,
         mode: settings.mode ?? undefined, // unset: the workspace's session.default_mode
@@ -139,7 +141,7 @@ export class DaemonServer {
         ...(settings.gateway.enabled
           ? { config: { gateway: { enabled: true, port: settings.gateway.port } } }
           : {}),
-      },
+      } satisfies InitializationOptions,
       errorHandler: {
         error: () => ({ action: ErrorAction.Continue, handled: true }),
         closed: () => this.closed(lc, settings),

@@ -9,9 +9,11 @@ defaults are used: a bad setting never stops the daemon or fails `initialize`.
 from __future__ import annotations
 
 import asyncio
+import difflib
 import itertools
 import logging
 import os
+import re
 import urllib.parse
 from pathlib import Path
 
@@ -62,12 +64,31 @@ async def initialize(ls: CtxServer, params: types.InitializeParams) -> None:
         await ls.state.gateway_starter(caller)
 
 
+#: the options initialize reads, as the client spells them (camelCase)
+OPTIONS = tuple(f.encode_name for f in msgspec.structs.fields(protocol.InitializationOptions))
+
+
+def _unknown_option(key: str) -> str:
+    """What is said of an option initialize does not read: its right spelling when it is one
+    of ours in snake_case (`context_window`, as a Neovim setting is written) or misspelled."""
+    camel = re.sub(r"_([a-z0-9])", lambda m: m.group(1).upper(), key)
+    near = [camel] if camel in OPTIONS else difflib.get_close_matches(key, OPTIONS, n=1)
+    hint = f" (did you mean `{near[0]}`?)" if near else ""
+    return (f"initializationOptions.{key}: unknown option{hint}; ignored (known: "
+            f"{', '.join(OPTIONS)})")
+
+
 def read_options(raw: object, problems: list[str]) -> protocol.InitializationOptions:
     """The client's options; a bad one is reported and left out, the others still apply (a
-    misspelled mode must not also drop the config the client sent beside it)."""
+    misspelled mode must not also drop the config the client sent beside it). An unknown
+    one is said too: `context_window`, `contextWindw` were dropped without a word, the
+    default window used."""
     values = dict(raw) if isinstance(raw, dict) else {}
     if raw is not None and not isinstance(raw, dict):
         problems.append("initializationOptions: expected an object; the defaults are used")
+    for key in [k for k in values if k not in OPTIONS]:
+        problems.append(_unknown_option(str(key)))
+        del values[key]
     while True:
         try:
             return msgspec.convert(values, protocol.InitializationOptions)
