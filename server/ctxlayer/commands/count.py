@@ -34,16 +34,16 @@ def add_arguments(parser) -> None:
 
 def chat_tokens(decoded: Decoded) -> tuple[list[int], int, int]:
     """A chat's tokens as the gateway counts its request: each message's, the tool
-    definitions', and the total (the messages with the reply priming, plus the tools). `trim`
-    counts what it writes with it too, so that its audit and `count` of its output agree."""
-    from ctxlayer.core.tokens import conversation_tokens, message_tokens, tools_tokens
+    definitions', and the total (`formats.request_tokens`: `trim`, ctx/trim and ctx/prepare
+    count what they write with it too, so that their figures and `count` of it agree)."""
+    from ctxlayer.core.formats import request_tokens
+    from ctxlayer.core.tokens import message_tokens, tools_tokens
 
     counter = decoded.counter
     per = [message_tokens(m, counter) for m in decoded.messages]
     # the gateway's count, by the model the chat was read for
     tools = tools_tokens(decoded.payload, counter, decoded.fmt, decoded.model)
-    # the same sum as a live chat's tokens (state.conversations: the turn plus its tools)
-    return per, tools, conversation_tokens(decoded.messages, counter) + tools
+    return per, tools, request_tokens(decoded)
 
 
 def run(args) -> int:

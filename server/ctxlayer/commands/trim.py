@@ -97,9 +97,8 @@ def budget_and_tools(budget: int | None, reserve_output: int | None, decoded: De
 def run(args) -> int:
     from pathlib import Path
 
-    from ctxlayer.commands.count import chat_tokens
     from ctxlayer.config import default_user_config_dir, load_config
-    from ctxlayer.core.formats import encode
+    from ctxlayer.core.formats import encode, written
     from ctxlayer.core.text import counted
     from ctxlayer.core.trim import trim
     from ctxlayer.tokenizers import counter_for, model_info
@@ -131,8 +130,8 @@ def run(args) -> int:
     # counted from what goes out: the encoder's repairs (a call left without its result
     # removed, Anthropic turns merged) change it after the fit, and `count` of the output
     # must say the same number
-    written = decode_chat(encoded.payload, source, counter, decoded.fmt, model)
-    audit = {"tokens": chat_tokens(written)[2], "budget": budget,
+    sent, tokens = written(decoded, encoded)
+    audit = {"tokens": tokens, "budget": budget,
              "dropped": msgspec.to_builtins(dropped), "truncated": msgspec.to_builtins(truncated)}
     if is_body:
         result = {**encoded.payload, AUDIT_KEY: audit}
@@ -142,7 +141,7 @@ def run(args) -> int:
         result = {"messages": encoded.payload["messages"], **audit}
     sys.stdout.write(msgspec.json.encode(result).decode() + "\n")
     if not args.quiet:
-        print(f"trim: {counted(len(messages), 'message')} in, {len(written.messages)} kept, "
+        print(f"trim: {counted(len(messages), 'message')} in, {len(sent.messages)} kept, "
               f"{audit['tokens']}/{budget} tokens ({info.name}, {options.strategy}, {decoded.fmt}); "
               f"{len(dropped)} dropped, {len(truncated)} shortened", file=sys.stderr)
     return 0

@@ -15,12 +15,12 @@ from collections.abc import Sequence
 from ctxlayer.core.formats import anthropic, ctxlayer, openai, responses
 from ctxlayer.core.formats.common import FORMATS, Codec, Decoded, Encoded, Format, bad
 from ctxlayer.core.model_names import is_claude
-from ctxlayer.core.tokens import Tokenizer
+from ctxlayer.core.tokens import Tokenizer, conversation_tokens, tools_tokens
 from ctxlayer.core.trim import TrimOptions
 from ctxlayer.protocol import Message
 
 __all__ = ["FORMATS", "Codec", "Decoded", "Encoded", "Format", "codec", "decode", "detect",
-           "encode", "trim_options"]
+           "encode", "request_tokens", "trim_options", "written"]
 
 #: every format, by its name on the wire: the one place a format is registered
 CODECS: dict[str, Codec] = {c.name: c for c in (
@@ -147,6 +147,28 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
     """`decoded.payload` with its conversation replaced by `kept` (a subsequence of
     decoded.messages as the trim engine returns it, ids kept)."""
     return _codec(decoded.fmt).encode(decoded, kept, cache_breakpoints=cache_breakpoints)
+
+
+def request_tokens(decoded: Decoded) -> int:
+    """A request's tokens as the provider bills them: every message with its overheads, the
+    reply priming, and the tool definitions (by the model it was read for). `ctxlayer count`
+    says this number of a body."""
+    counter = decoded.counter
+    return conversation_tokens(decoded.messages, counter) + tools_tokens(
+        decoded.payload, counter, decoded.fmt, decoded.model)
+
+
+def written(decoded: Decoded, encoded: Encoded, *, reuse: bool = False) -> tuple[Decoded, int]:
+    """(the request `encoded` writes, read back as `decoded` was read: its format, counter and
+    model; its `request_tokens`). A figure said of what goes out is this one, not the fit's
+    count of the kept messages: the encoder's repairs change the request after the fit (a
+    leading assistant turn dropped, two user turns merged into one, a call left without its
+    result removed), and a merged turn costs one message's overhead, not two. `reuse`: the
+    messages it shares with `decoded` are taken over, not read again (a live chat's turn,
+    whose request is long; the result is the same)."""
+    sent = decode(decoded.fmt, encoded.payload, decoded.counter,
+                  previous=decoded if reuse else None, model=decoded.model)
+    return sent, request_tokens(sent)
 
 
 def trim_options(fmt: Format, **fields) -> TrimOptions:

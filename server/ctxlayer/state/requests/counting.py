@@ -49,6 +49,7 @@ def _size(message: object) -> int:
 
 
 def trim(caller: Caller, p: protocol.TrimParams) -> protocol.TrimResult:
+    from ctxlayer.core.formats import written
     from ctxlayer.core.trim import trim as trim_messages
     from ctxlayer.tokenizers import memo_for
 
@@ -71,15 +72,17 @@ def trim(caller: Caller, p: protocol.TrimParams) -> protocol.TrimResult:
         if warm:
             caller.trim_lock.release()
     out = encode(decoded, report.messages)
+    # counted from what goes back, after the codec's repairs, as `ctxlayer trim` counts it
+    sent, tokens = written(decoded, out)
     log.info("trim: %d messages in, %d kept, %d/%d tokens", len(p.messages),
-             len(report.messages), report.tokens, budget)
+             len(sent.messages), tokens, budget)
     dropped, truncated = list(report.dropped), list(report.truncated)
     for entry in out.audit:  # what the codec changed to keep the request valid
         (dropped if entry.action == "dropped" else truncated).append(entry)
     messages, system = unwrap(p.format, out.payload)
-    return protocol.TrimResult(messages=messages, system=system, tokens=report.tokens,
+    return protocol.TrimResult(messages=messages, system=system, tokens=tokens,
                                budget=report.budget, dropped=dropped, truncated=truncated,
-                               percent=round(100 * report.tokens / max(1, report.budget), 1))
+                               percent=round(100 * tokens / max(1, report.budget), 1))
 
 
 def trim_options(caller: Caller, strategy: str | None, fmt: str):
