@@ -1,5 +1,5 @@
-"""ctx/trim's `tokens` are of the messages it gives back: ctx/count of those says the same
-number, as `ctxlayer count` of `ctxlayer trim`'s output does (README). The
+"""ctx/trim's and ctx/prepare's `tokens` are of the messages they give back: ctx/count of those
+says the same number, as `ctxlayer count` of `ctxlayer trim`'s output does (README). The
 codec repairs a request after the fit, and the figure was the fit's, before the repairs: a
 leading assistant turn dropped said 30 tokens for a request ctx/count said was 12; two user
 turns merged into one, 25 for 23; a call left without its result removed, 28 for 19. The real
@@ -44,3 +44,13 @@ async def test_ctx_trim_says_the_tokens_of_the_messages_it_gives_back(own_daemon
         assert out["tokens"] == counted, (name, out)
         assert out["percent"] == round(100 * counted / 1000, 1), (name, out)
 
+
+async def test_ctx_prepare_says_the_tokens_of_the_request_it_gives_back(own_daemon):
+    for k, (name, (fmt, model, messages)) in enumerate(REPAIRED.items()):
+        out = await result(own_daemon, "ctx/prepare", {
+            "format": fmt, "conversationId": f"repaired-{k}",
+            "request": {"model": model, "max_tokens": 100, "messages": messages}})
+        sent = out["request"]
+        assert out["dropped"] or out["truncated"], (name, out)
+        counted = await _counted(own_daemon, fmt, model, sent["messages"], sent.get("system"))
+        assert out["tokens"] == counted, (name, out)

@@ -47,6 +47,7 @@ import msgspec
 from ctxlayer import protocol
 from ctxlayer.core.calibration import most_believed
 from ctxlayer.core.errors import MAX_TOKENS, ContextError
+from ctxlayer.core.formats import written
 from ctxlayer.core.prepare import (
     DEFAULT_POLICY,
     ConversationState,
@@ -370,7 +371,7 @@ class Conversations:
 
         last, branched = conv.decoded, conv.branched_from is not None
 
-        def work(counter) -> tuple[Turn, Any, int, Any, str, Kept | None, bool]:
+        def work(counter) -> tuple[Turn, Any, int, int, Any, str, Kept | None, bool]:
             decoded = decode(p.format, p.request, counter, last, model)
             if not decoded.messages:
                 raise ContextError("invalid", "a conversation needs at least one message",
@@ -389,15 +390,18 @@ class Conversations:
             turn = prepare_turn(start, decoded.messages, fit - tools, counter, restored=shown)
             turn, branch = _anew(turn, start, branched and start is not None,
                                  decoded.messages, fit - tools, counter, shown)
-            return (turn, encode(decoded, turn.messages, turn.breakpoints), tools, decoded,
-                    counter.name, took, branch)
+            encoded = encode(decoded, turn.messages, turn.breakpoints)
+            # the tokens of what is sent, after the codec's repairs (a summary merged with
+            # the user turn after it costs one message's overhead): `ctxlayer count` of it
+            sent = written(decoded, encoded, reuse=True)[1]
+            return turn, encoded, tools, sent, decoded, counter.name, took, branch
 
         done, out = (state.tokenizers.run_inline(model, work, 0)
                      if _cheap(conv, conversation_of(p.format, p.request), budget, restored)
                      else (False, None))
         if not done:
             out = await state.tokenizers.on_worker(model, work)
-        turn, encoded, tools, decoded, counted_with, took, branch = out  # type: ignore[misc]
+        turn, encoded, tools, sent, decoded, counted_with, took, branch = out  # type: ignore
         turn = _tools_reused(turn, tools, last, p.request)
         conv = self._settle(conv, took, edited, edits)
         conv.decoded, conv.counted_with = decoded, counted_with
@@ -407,7 +411,7 @@ class Conversations:
             conv.branched_from = None
         conv.native_count = len(conversation_of(p.format, p.request))
         self._asked(conv, p.request)
-        await self._took(conv, turn, encoded, budget, nominal, tools, trouble)
+        await self._took(conv, turn, encoded, budget, nominal, tools, sent, trouble)
         return self._sent(conv, _result(conv, turn, encoded, budget, trouble))
 
     def _sent(self, conv: Conversation, result: protocol.PrepareResult
@@ -534,14 +538,14 @@ class Conversations:
         return best.branch(conv.conversation_id, conv.source, conv.model)
 
     async def _took(self, conv: Conversation, turn: Turn, encoded: Any, budget: int,
-                    nominal: int, tools: int, trouble: list[str]) -> None:
+                    nominal: int, tools: int, sent: int, trouble: list[str]) -> None:
         """What a turn leaves behind: the conversation's figures, its window kept, its
         session opened, the calibration and the read-ahead set going, the audit, the budget
         pushed to the editors (this chat is now the workspace's live one). What the state
         folder fails of it goes into ``trouble``: the request is ready all the same."""
         state, workspace = self.state, conv.workspace
         state.expire(workspace)  # at most once a day
-        self._remember(conv, turn, budget, tools)
+        self._remember(conv, turn, budget, tools, sent)
         # what the request leaves out and shortens: the engine's, whichever turn cut it, and
         # what its format took out or shortened (as `_result` sorts the codec's entries)
         conv.dropped = left_out(turn) + sum(e.action == "dropped" for e in encoded.audit)
@@ -615,12 +619,14 @@ class Conversations:
         """Wait for what the turns so far left running in the background."""
         await self.upkeep.settled()
 
-    def _remember(self, conv: Conversation, turn: Turn, budget: int, tools: int) -> None:
+    def _remember(self, conv: Conversation, turn: Turn, budget: int, tools: int,
+                  sent: int) -> None:
+        """``sent``: the tokens of the request the turn sends (`formats.written`)."""
         st = turn.state
         conv.state = st
         conv.budget = budget
         conv.tools_tokens = tools
-        conv.tokens = turn.tokens + tools
+        conv.tokens = sent
         conv.system_tokens = st.cum[st.head] + tools
         conv.cache_reuse = turn.cache_reuse_tokens
         conv.updated_at = self.clock()
