@@ -150,7 +150,7 @@ def test_repeated_tool_output_becomes_a_reference_to_the_first():
     out = " ".join(f"line{k}" for k in range(60))
     rows = [*_tool_pair(1, out), *_tool_pair(2, out.replace(" ", "  ")), ("u", "user", 2)]
     r = check(rows, 1000, ["a1", "t1", "a2", "t2", "u"], {"t2": "deduplicated"})
-    assert r.messages[3].content.startswith("[identical to tool output t1")
+    assert r.messages[3].content == "[identical to the output of shell(ls) above (call c1)]"
 
 
 def test_outputs_alike_at_their_ends_are_copies_only_when_alike_throughout():
@@ -161,7 +161,7 @@ def test_outputs_alike_at_their_ends_are_copies_only_when_alike_throughout():
     rows = [*_tool_pair(1, first), *_tool_pair(2, other), *_tool_pair(3, "\n".join(other.split())),
             ("u", "user", 2)]
     r = check(rows, 1000, ["a1", "t1", "a2", "t2", "a3", "t3", "u"], {"t3": "deduplicated"})
-    assert r.messages[5].content.startswith("[identical to tool output t2")
+    assert r.messages[5].content == "[identical to the output of shell(ls) above (call c2)]"
 
 
 def test_dedup_restores_the_copy_when_the_original_is_dropped():

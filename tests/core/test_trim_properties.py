@@ -102,11 +102,13 @@ def test_trim_properties(msgs, budget, strategy):
     question = next((m for m in reversed(msgs) if m.role == "user"), None)
     if question is not None:
         assert question.id in by_id, "the newest user message was dropped"
-    # a kept reference to an identical output points at a kept message
+    # a kept reference to an identical output points at a kept message, by the call id the
+    # model sees (the reference names no message id: the model sees none)
     for m in kept:
         if m.content.startswith("[identical to "):
-            target = m.content.split(" output ", 1)[1].split(" above]", 1)[0]
-            assert target in by_id, f"{m.id} refers to dropped {target}"
+            call = m.content.rsplit("(call ", 1)[1].removesuffix(")]")
+            assert any(k.tool_call_id == call and not k.content.startswith("[identical")
+                       for k in kept), f"{m.id} refers to dropped {call}"
     # every message that went missing is accounted for
     missing = set(order) - set(by_id)
     assert missing <= {e.message_id for e in report.dropped}

@@ -19,6 +19,7 @@ from ctxlayer.core.compress.tool_output import compress_tool_output
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.groups import is_output
 from ctxlayer.core.memo import Memo
+from ctxlayer.core.trim.stages import reference
 from ctxlayer.core.trim.truncate import truncate_blocks
 from ctxlayer.core.trim.warm import remembered
 from ctxlayer.core.trim.work import Work
@@ -438,9 +439,8 @@ def restore_orphaned_refs(w: Work, refs: dict[int, int], budget: int, sh: Shorte
                 continue
             if j in restored:
                 k = refs[i] = restored[j]
-                w.replace(i, f"[identical to {w.msgs[k].role} output {w.msgs[k].id or f'#{k}'}"
-                          " above]", "deduplicated", "re-pointed: the copy it referred to was "
-                          "dropped")
+                w.replace(i, reference(w, k), "deduplicated", "re-pointed: the copy it "
+                          "referred to was dropped")
                 continue
             restored[j] = i
             del refs[i]

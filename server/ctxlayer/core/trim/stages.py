@@ -12,7 +12,7 @@ import msgspec
 
 from ctxlayer.core.compress.extractive import strip_reasoning
 from ctxlayer.core.memo import Memo
-from ctxlayer.core.text import normalized_hash
+from ctxlayer.core.text import call_line, normalized_hash, one_line
 from ctxlayer.core.trim.work import Work
 from ctxlayer.protocol import Message
 
@@ -102,6 +102,21 @@ def strip_old_reasoning(w: Work, memo: Memo) -> None:
             w.replace(i, stripped, "compressed", "reasoning block of an earlier turn stripped")
 
 
+def reference(w: Work, j: int) -> str:
+    """What a copy of output j says in its place: output j as the model sees it, the call
+    that made it (its tool, its arguments, the call id the request carries) or its first
+    words, never a message id: those of a provider's format are the codec's own, and the
+    model read "[identical to tool output oa2.0f88bca738ec above]" of an id in no message."""
+    m = w.msgs[j]
+    call = next((c for c in w.msgs[w.group[j]].tool_calls or () if c.id == m.tool_call_id),
+                None) if m.tool_call_id else None
+    if call is not None:
+        return f"[identical to the output of {call_line(call.name, call.arguments)} above " \
+               f"(call {call.id})]"
+    what = "document" if m.kind == "doc" else "tool output"
+    return f"[identical to the {what} above that begins: {one_line(w.original[j], 60)}]"
+
+
 #: words at each end of a text that `_ends` reads: two texts alike but for spacing share them
 ENDS_WORDS = 8
 
@@ -144,7 +159,7 @@ def dedup(w: Work, min_tokens: int, memo: Memo) -> dict[int, int]:
         if j is None:
             alike.append(i)
             continue
-        ref = f"[identical to {w.msgs[j].role} output {w.msgs[j].id or f'#{j}'} above]"
-        w.replace(i, ref, "deduplicated", f"same content as {w.msgs[j].id or f'#{j}'}")
+        w.replace(i, reference(w, j), "deduplicated",
+                  f"same content as {w.msgs[j].id or f'#{j}'}")
         refs[i] = j
     return refs
