@@ -1,14 +1,17 @@
 """`ctxlayer trim` says what it did in the request's own terms (real processes, the real
-tokenizers): a repeated tool output refers to the call the model sees."""
+tokenizers): a repeated tool output refers to the call the model sees; a refusal names the
+least budget."""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import subprocess
 import sys
 
 import pytest
+from providers.payloads import png
 
 CLI = [sys.executable, "-m", "ctxlayer"]
 
@@ -69,3 +72,27 @@ def test_a_repeated_tool_output_refers_to_the_call_the_model_sees(fmt, call):
     out = trimmed(body, whole - 50, fmt)
     refs = re.findall(r"\[identical to [^\]]*\]", json.dumps(out["messages"]))
     assert refs == [f"[identical to the output of sh(make test) above (call {call})]"]
+
+
+WORDS = "word " * 3000
+
+
+@pytest.mark.parametrize("content", [
+    WORDS,
+    [{"type": "text", "text": WORDS}, {"type": "image_url", "image_url": {
+        "url": "data:image/png;base64," + base64.b64encode(png(64, 64)).decode(), "detail": "low"}}]],
+    ids=["text", "text and image"])
+def test_a_refusal_names_the_least_budget_and_only_what_is_there(content):
+    """At a budget of 10 it said "the pinned system content and the newest user message
+    (shortened) alone needs 3008 tokens" of a chat with no system content that fitted in 40
+    (38 tokens): the figure was the question's whole size."""
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": content}]}
+    p = trim(body, 10, "openai")
+    assert p.returncode == 2
+    found = re.search(r"needs at least (\d+) tokens", p.stderr)
+    assert found, p.stderr
+    assert "system" not in p.stderr and p.stderr.startswith(
+        "ctxlayer trim: the newest user message"), p.stderr
+    least = int(found.group(1))
+    assert trimmed(body, least, "openai")["ctxlayer"]["tokens"] <= least
+    assert trim(body, least - 1, "openai").returncode == 2

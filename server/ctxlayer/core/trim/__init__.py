@@ -41,8 +41,9 @@ Last, what they left goes to the code and details blocks cut to head+tail lines,
 each is cut again from its original keeping as many lines at each end as the room holds.
 The newest user message (the question) is always kept: when it alone does not fit beside the
 pinned content it is shortened (head and tail, an outline for JSON or a log) to what the rest
-of the history leaves of the room, at least half of it; only when even that is impossible is
-it ContextError("pinned_over_budget").
+of the history leaves of the room, at least half of it; only when even MIN_QUESTION tokens of
+it do not fit is it ContextError("pinned_over_budget"), naming what is fixed and the least
+budget it needs.
 Pinned content alone over the budget raises ContextError("pinned_over_budget"). Trimming a
 trimmed result changes nothing: a document already in the conversation word for word is not
 added again (its audit entry says so). Shortened messages keep their ids.

@@ -343,17 +343,34 @@ def _most_lines(original: str, whole: int, room: int, head: int, count
     return best
 
 
-def check_fixed(w: Work, fixed: set[int], budget: int) -> int:
+def check_fixed(w: Work, fixed: set[int], budget: int, least: int | None = None) -> int:
+    """The room the fixed set leaves, or pinned_over_budget naming what it holds and the least
+    budget it needs (``least``: with the question cut as far as the fit cuts it, when it was
+    not cut here; it was its whole size, and named pinned content there was none of)."""
     cost = w.fmt.reply_priming + sum(w.tokens[i] for i in fixed)
     if cost > budget:
-        what = "the pinned system content" if w.question not in fixed else \
-            "the pinned system content and the newest user message (shortened)"
+        cut = least is not None and least < cost
+        what = _fixed_parts(w, fixed, cut)
+        verb = "needs" if len(what) == 1 else "need"
+        figure = f"at least {least}" if cut else f"{cost}"
         raise ContextError(
             "pinned_over_budget",
-            f"{what} alone needs {cost} tokens, over the budget of {budget}",
+            f"{' and '.join(what)} alone {verb} {figure} tokens, over the budget of {budget}",
             field="budget",
         )
     return budget - cost
+
+
+def _fixed_parts(w: Work, fixed: set[int], cut: bool) -> list[str]:
+    """What the fixed set holds, as a refusal names it: only what is there."""
+    what = []
+    if any(w.msgs[i].role == "system" for i in fixed):
+        what.append("the pinned system content")
+    if any(w.msgs[i].pinned and w.msgs[i].role != "system" and i != w.question for i in fixed):
+        what.append("the pinned messages")
+    if w.question in fixed:
+        what.append("the newest user message" + (" (cut as far as it goes)" if cut else ""))
+    return what or ["the pinned content"]
 
 
 def fit_fixed(w: Work, fixed: set[int], budget: int, sh: Shortener) -> int:
@@ -366,6 +383,7 @@ def fit_fixed(w: Work, fixed: set[int], budget: int, sh: Shortener) -> int:
     if over > 0:
         shorten_longest(w, list(fixed), over, sh)
     q = w.question
+    least = None
     if q is not None and q in fixed and truncatable(w, q):
         others = w.fmt.reply_priming + sum(w.tokens[i] for i in fixed if i != q)
         room = budget - others
@@ -376,7 +394,20 @@ def fit_fixed(w: Work, fixed: set[int], budget: int, sh: Shortener) -> int:
                 body = room - w.extra[q]
             if body >= MIN_QUESTION:  # below that nothing of the question would be left
                 sh.fit_question(q, body)
-    return check_fixed(w, fixed, budget)
+            else:  # the budget that gives it MIN_QUESTION, when it can be cut that far
+                least = others + w.extra[q] + _least_question(w, q)
+    return check_fixed(w, fixed, budget, least)
+
+
+def _least_question(w: Work, q: int) -> int:
+    """The fewest tokens of text the fit cuts the question to: MIN_QUESTION when it can be
+    cut that far, else all of it."""
+    text = w.tokens[q] - w.extra[q]
+    if text <= MIN_QUESTION:
+        return text
+    out = shorten(w.content[q], MIN_QUESTION, w.counter, keep_head=True)
+    return MIN_QUESTION if out is not None and w.counter.count(out.text) <= MIN_QUESTION \
+        else text
 
 
 def reduce(w: Work, budget: int, sh: Shortener) -> None:
