@@ -174,13 +174,14 @@ class TrimConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     tail_lines: Annotated[int, Meta(ge=0, le=MOST_COUNT, description="Lines kept at the end "
                                     "of a truncated block.")] = _TRIM.tail_lines
 
-    def options(self, strategy: str | None = None, fmt: str = "ctxlayer"):
+    def options(self, strategy: str | None = None, fmt: str = "ctxlayer", decoded=None):
         """The core's `TrimOptions` for these settings and a conversation in `fmt` (in a
-        provider's format one that fits goes as it came); `strategy` (a request's own) wins
-        over the default. The daemon's ctx/trim and `ctxlayer trim` both take them here."""
+        provider's format one that fits goes as it came; `decoded`, the request as read, gives
+        the format's rules of what the fit keeps); `strategy` (a request's own) wins over the
+        default. The daemon's ctx/trim and `ctxlayer trim` both take them here."""
         from ctxlayer.core.formats import trim_options
 
-        return trim_options(fmt, strategy=strategy or self.strategy,  # type: ignore[arg-type]
+        return trim_options(fmt, decoded, strategy=strategy or self.strategy,  # type: ignore[arg-type]
                             tool_output_cap=self.tool_output_cap,
                             head_lines=self.head_lines, tail_lines=self.tail_lines)
 

@@ -1,6 +1,7 @@
-"""`ctxlayer trim` says what it did in the request's own terms (real processes, the real
-tokenizers): a repeated tool output refers to the call the model sees; a refusal names the
-least budget."""
+"""`ctxlayer trim` uses the budget it is given, and says what it did in the request's own terms
+(real processes, the real tokenizers): a question cut beside history that is then dropped gets
+that room back; an Anthropic turn that cannot lead the request leaves its room to the rest; a
+repeated tool output refers to the call the model sees; a refusal names the least budget."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import sys
 
 import pytest
 from providers.payloads import png
+from providers.rules import anthropic_problems, openai_problems
 
 CLI = [sys.executable, "-m", "ctxlayer"]
 
@@ -27,6 +29,10 @@ def trimmed(body: dict, budget: int, fmt: str) -> dict:
     return json.loads(p.stdout)
 
 
+def sent(out: dict) -> dict:
+    return {k: v for k, v in out.items() if k != "ctxlayer"}
+
+
 def log(n: int, what: str) -> str:
     """A pasted log of ``n`` lines ending in a traceback."""
     lines = [f"2024-01-01 12:{k // 60:02d}:{k % 60:02d} [INFO] {what}: step {k} of the run "
@@ -34,6 +40,51 @@ def log(n: int, what: str) -> str:
     return "\n".join([*lines, "Traceback (most recent call last):",
                       f'  File "src/{what}.py", line 42, in run',
                       f"ValueError: {what} failed at step {n}"])
+
+
+def code(n: int) -> str:
+    body = "\n".join(f"    total_{k} = compute(items[{k}], factor={k % 9}) + offset_{k}"
+                     for k in range(n))
+    return f"```python\ndef run(items):\n{body}\n    return total_0\n```"
+
+
+def test_a_question_cut_beside_a_tool_step_that_is_then_dropped_gets_its_room_back():
+    """A 2,400-token question was cut to half the room for the tool step after it, which
+    then did not fit and was dropped whole: the request went out with 491 of 1,000 tokens."""
+    question = "fix the failing test. Context:\n" + "\n".join(
+        f"note {k}: the widget {k} failed with code {k * 7} in module m{k % 11}"
+        for k in range(120))
+    calls = [{"id": f"c{k}", "type": "function",
+              "function": {"name": "sh", "arguments": '{"cmd": "pytest"}'}} for k in range(3)]
+    body = {"model": "gpt-4o", "messages": [
+        {"role": "system", "content": "You are an agent."},
+        {"role": "user", "content": question},
+        {"role": "assistant", "content": None, "tool_calls": calls},
+        *({"role": "tool", "tool_call_id": f"c{k}", "content": log(200, f"suite{k}")}
+          for k in range(3))]}
+    out = trimmed(body, 1000, "openai")
+    audit = out["ctxlayer"]
+    assert openai_problems(sent(out)) == []
+    assert [m["role"] for m in out["messages"]] == ["system", "user"]  # the step went
+    assert audit["tokens"] >= 950, audit
+    [cut] = [e for e in audit["truncated"] if e["summary"].startswith("user")]
+    assert cut["tokensAfter"] >= 900, cut
+
+
+def test_an_anthropic_turn_that_cannot_lead_leaves_its_room_to_the_question():
+    """The fit kept an assistant turn whose user turn it dropped; the encoder then dropped it
+    (Anthropic starts with a user turn), and its room stayed empty: 296 of 600 tokens."""
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": [
+        {"role": "user", "content": "please review:\n" + code(300)},
+        {"role": "assistant", "content": "It looks fine overall. " + "The loop is ok. " * 50},
+        {"role": "user", "content": "then why does it fail?\n" + log(400, "review")}]}
+    out = trimmed(body, 600, "anthropic")
+    audit = out["ctxlayer"]
+    assert anthropic_problems(sent(out)) == []
+    assert [m["role"] for m in out["messages"]] == ["user"]
+    assert audit["tokens"] >= 480, audit  # it was 241
+    leading = [e for e in audit["dropped"] if "must start with a user message" in e["reason"]]
+    assert [e["summary"][:9] for e in leading] == ["assistant"]  # said once, by the fit
 
 
 REPEATED = log(60, "make")

@@ -74,9 +74,9 @@ def _groups_whole(original: list[Message], kept: list[Message]) -> None:
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(msgs=conversations(), budget=st.integers(1, 1500),
-       strategy=st.sampled_from(["pipeline", "priority"]))
-def test_trim_properties(msgs, budget, strategy):
-    options = TrimOptions(strategy=strategy, recent=4)
+       strategy=st.sampled_from(["pipeline", "priority"]), user_first=st.booleans())
+def test_trim_properties(msgs, budget, strategy, user_first):
+    options = TrimOptions(strategy=strategy, recent=4, user_first=user_first)
     try:
         report = trim(msgs, budget, WORDS, options=options)
     except ContextError as exc:
@@ -109,6 +109,11 @@ def test_trim_properties(msgs, budget, strategy):
             call = m.content.rsplit("(call ", 1)[1].removesuffix(")]")
             assert any(k.tool_call_id == call and not k.content.startswith("[identical")
                        for k in kept), f"{m.id} refers to dropped {call}"
+    # a format that starts with a user turn: the fit kept none before the first user message
+    # (but a pinned one, which it never drops)
+    lead = next((m for m in kept if m.role != "system"), None)
+    if user_first and lead is not None:
+        assert lead.role == "user" or lead.pinned, f"{lead.id} leads"
     # every message that went missing is accounted for
     missing = set(order) - set(by_id)
     assert missing <= {e.message_id for e in report.dropped}

@@ -118,7 +118,7 @@ def run(args) -> int:
     config, problems = load_config(Path(args.workspace).resolve(), default_user_config_dir())
     for problem in problems:
         print(f"ctxlayer: config: {problem}", file=sys.stderr)
-    options = config.trim.options(args.strategy, decoded.fmt)
+    options = config.trim.options(args.strategy, decoded.fmt, decoded)
     try:
         report = trim(messages, budget - tools, counter, docs=docs, attachments=attachments,
                       options=options)

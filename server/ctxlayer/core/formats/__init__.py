@@ -27,7 +27,8 @@ CODECS: dict[str, Codec] = {c.name: c for c in (
     Codec("ctxlayer", ctxlayer.decode, ctxlayer.encode),
     Codec("openai", openai.decode, openai.encode),
     Codec("anthropic", anthropic.decode, anthropic.encode, system="system",
-          after_history=anthropic.after_history, hints=("metadata.user_id",)),
+          after_history=anthropic.after_history, hints=("metadata.user_id",),
+          user_first=anthropic.user_first),
     Codec("responses", responses.decode, responses.encode, conversation="input",
           system="instructions", reserve=("max_output_tokens",),
           unfittable=responses.unfittable, identity=responses.identity_text,
@@ -171,7 +172,10 @@ def written(decoded: Decoded, encoded: Encoded, *, reuse: bool = False) -> tuple
     return sent, request_tokens(sent)
 
 
-def trim_options(fmt: Format, **fields) -> TrimOptions:
+def trim_options(fmt: Format, decoded: Decoded | None = None, **fields) -> TrimOptions:
     """TrimOptions for a conversation in `fmt`: in a provider format a request that fits its
-    budget is sent as it came (no dedup, no reasoning stripped), so that it comes back equal."""
-    return TrimOptions(rewrite_when_fits=fmt == "ctxlayer", **fields)
+    budget is sent as it came (no dedup, no reasoning stripped), so that it comes back equal;
+    with the `decoded` request, the format's rules of what the fit keeps (`user_first`)."""
+    rule = _codec(fmt).user_first
+    first = decoded is not None and rule is not None and rule(decoded)
+    return TrimOptions(rewrite_when_fits=fmt == "ctxlayer", user_first=first, **fields)

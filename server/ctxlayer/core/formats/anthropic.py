@@ -631,6 +631,14 @@ def _in_messages(decoded: Decoded, m: Message) -> bool:
     return pos is not None and decoded.sources[pos][0] == "msg"
 
 
+def user_first(decoded: Decoded) -> bool:
+    """Whether the request must start with a user turn: unless messages before the provider's
+    compaction lead it (they go on ahead as they came, and the turns after it may start with
+    the assistant's). `encode` repairs by the same rule."""
+    unread = decoded.extra.get("unread")
+    return not unread or unread[0] == 0
+
+
 def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequence[int] = ()
            ) -> Encoded:
     system: list[tuple[int | None, Message]] = []
@@ -658,10 +666,10 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
     # what the provider drops before its compaction goes on as it came, ahead of the rest
     head = [(_strip_own(m), []) for m in decoded.payload["messages"][:unread[0]]] \
         if unread else []
-    if not head:
+    if user_first(decoded):
         require_user_turn(decoded.payload["messages"], out)
         require_a_turn(out)
-    out = head + repair(out, kept, result, decoded.counter, opened=bool(head))
+    out = head + repair(out, kept, result, decoded.counter, opened=not user_first(decoded))
     sys_value = _system(decoded, system)
     sys_kept = [k for k, m in enumerate(kept) if m.role == "system" and not _in_messages(
         decoded, m)]

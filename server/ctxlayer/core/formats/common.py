@@ -71,6 +71,10 @@ class Codec:
     empty: str | None = None
     #: the texts that name a conversation without an id (None: system + first user message)
     identity: Callable[[dict], list[str]] | None = None
+    #: whether a request must start with a user turn (the fit then drops the turns before
+    #: the first user message itself, so their room is used; the encoder's repair is the last
+    #: resort): None, never
+    user_first: Callable[[Decoded], bool] | None = None
     #: where a request carries the client's own id of its chat, first found wins: dotted
     #: paths into the body (Anthropic `metadata.user_id`; OpenAI `prompt_cache_key`, `user`)
     hints: tuple[str, ...] = ("prompt_cache_key", "user")

@@ -34,16 +34,21 @@ before history. Then:
 Then (pipeline) the room the fit left brings back the messages it dropped whole that
 stand alone (no tool call, not a result, not a document), newest first, each as its head and
 tail (an outline for JSON or a log) in the room left, when at least MIN_RECLAIM tokens.
+Then, with `user_first` (a format whose conversation starts with a user turn), the turns kept
+before the first user message kept are dropped.
 Then (both strategies), the room the fit left, when a cap's worth or more, goes back to the
 tool outputs it outlined, newest first: each is outlined again from its original at a cap grown
 by that room, so an outline grows with the room it has and nothing kept is dropped for it.
-Last, what they left goes to the code and details blocks cut to head+tail lines, newest first:
+Then what they left goes to the code and details blocks cut to head+tail lines, newest first:
 each is cut again from its original keeping as many lines at each end as the room holds.
+Last, a question the fit cut is cut again from the same text to what all that left: the history
+it was first sized against may have been dropped whole (a tool step, which reclaim does not
+bring back), and the request went out half empty.
 The newest user message (the question) is always kept: when it alone does not fit beside the
 pinned content it is shortened (head and tail, an outline for JSON or a log) to what the rest
-of the history leaves of the room, at least half of it; only when even MIN_QUESTION tokens of
-it do not fit is it ContextError("pinned_over_budget"), naming what is fixed and the least
-budget it needs.
+of the history leaves of the room, at least half of it, then grown to what the history kept
+leaves (above); only when even MIN_QUESTION tokens of it do not fit is it
+ContextError("pinned_over_budget"), naming what is fixed and the least budget it needs.
 Pinned content alone over the budget raises ContextError("pinned_over_budget"). Trimming a
 trimmed result changes nothing: a document already in the conversation word for word is not
 added again (its audit entry says so). Shortened messages keep their ids.
@@ -90,6 +95,10 @@ class TrimOptions(msgspec.Struct, frozen=True, kw_only=True):
     #: the room the fit left brings back, shortened, the lone messages it dropped whole; off
     #: for a caller that decides itself what a message becomes (ctx/prepare's window)
     reclaim: bool = True
+    #: the conversation must start with a user turn (a format's rule, Anthropic's: the codecs'
+    #: `user_first` says when): the turns the fit would keep before the first user message
+    #: are dropped by the fit, so that the room they had goes to the rest
+    user_first: bool = False
 
 
 class TrimReport(msgspec.Struct, kw_only=True):
@@ -188,9 +197,12 @@ def trim(
         fit.limit(w, budget)
     fit.restore_orphaned_refs(w, refs, budget, sh)
     if options.reclaim and options.strategy == "pipeline":  # priority decided its own drops
-        fit.reclaim(w, budget, sh)
+        fit.reclaim(w, budget, sh, options.user_first)
+    if options.user_first:  # after reclaim, which may bring back the user turn they answer
+        fit.lead_with_user(w)
     fit.regrow(w, budget, sh)  # only the room nothing else needs
     if options.reclaim:
         fit.regrow_blocks(w, budget, sh)  # what the tool outputs left of it
+    fit.regrow_question(w, budget, sh)  # what the history kept left of it
     return TrimReport(messages=w.kept(), tokens=w.total, budget=budget, dropped=w.dropped,
                       truncated=w.changed)

@@ -83,6 +83,8 @@ class Shortener:
         self.w, self.memo, self.head, self.tail, self.tool_cap = w, memo, head, tail, tool_cap
         self.name_facts = name_facts
         self._done = w.facts(("shorten", tool_cap, head, tail, name_facts))
+        #: (its entry in `w.changed`, the text it was cut from) once the question was cut
+        self.question_cut: tuple[int, str] | None = None
 
     def _is_big_output(self, i: int) -> bool:
         m, w = self.w.msgs[i], self.w
@@ -195,9 +197,9 @@ class Shortener:
         out = shorten(text, body, w.counter, keep_head=True)
         if out is None:
             return 0
-        kept = {"json": "JSON outline", "log": "log outline"}.get(out.method, "head and tail")
+        self.question_cut = (len(w.changed), text)
         return w.replace(i, out.text, "truncated", f"the newest user message alone is over the "
-                         f"room left: kept its {kept} in {body} tokens")
+                         f"room left: kept its {_kept(out.method)} in {body} tokens")
 
     def condense(self, i: int, ratio: float, keywords: tuple[str, ...], why: str) -> int:
         """Keep about `ratio` of the message's prose, best sentences first, code whole."""
@@ -256,12 +258,62 @@ def regrow(w: Work, budget: int, sh: Shortener) -> None:
 MIN_RECLAIM = 64
 
 
-def reclaim(w: Work, budget: int, sh: Shortener) -> None:
+def _kept(method: str) -> str:
+    """What a shortened user's text kept, by the method that shortened it, as an audit says."""
+    return {"json": "JSON outline", "log": "log outline"}.get(method, "head and tail")
+
+
+def regrow_question(w: Work, budget: int, sh: Shortener) -> None:
+    """The question was cut (`fit_fixed`) beside all the history then left, to at least half
+    the room; the fit then kept only what of that history fitted, and what the kept history
+    leaves goes to the question first: it is cut again, from the text it was cut from, in its
+    room and that. A 2,371-token question was cut to 479 tokens beside a 4,944-token tool step
+    that was then dropped whole, and a 1,000-token budget went out with 491."""
+    cut = sh.question_cut
+    left = budget - w.total
+    if cut is None or left < MIN_QUESTION:
+        return
+    k, text = cut
+    q = w.changed[k].index
+    if q is None or not w.alive[q]:
+        return
+    now = w.tokens[q] - w.extra[q]
+    body = now + left
+    out = sh.memo.get(("question", body), text, lambda: shorten(
+        text, body, w.counter, keep_head=True))
+    grown = text if out is None else out.text  # None: it fits whole (never once cut: safe)
+    tokens = w.counter.count(grown)
+    if now < tokens <= body:
+        kept = "whole" if out is None else f"its {_kept(out.method)}"
+        w.redo(k, grown, tokens, f"the newest user message alone is over the room left: kept "
+               f"{kept} in {body} tokens, what the history kept beside it left")
+
+
+#: why a leading turn goes when the conversation must start with a user turn
+LEADING_TURN = "the request must start with a user message: leading assistant turn dropped"
+
+
+def lead_with_user(w: Work) -> None:
+    """The turns kept before the first user message kept go, when the format wants a user turn
+    first (Anthropic's `user_first`), each with its tool results: the fit says so itself, so
+    that the room they had goes to the question and what the fit dropped. The encoder's repair
+    dropped them after the fit, and a 600-token budget went out with 296 tokens. A pinned turn
+    is not dropped here (the encoder says what becomes of it)."""
+    for i, m in enumerate(w.msgs):
+        if not w.alive[i] or m.role == "system":
+            continue
+        if m.role == "user" or m.pinned:
+            return
+        w.drop_group(i, LEADING_TURN)
+
+
+def reclaim(w: Work, budget: int, sh: Shortener, user_first: bool = False) -> None:
     """The room the fit left goes to the messages it dropped whole that stand alone (no tool
     call, not a result, not a document: a long message of prose or a pasted log, with no code
     block to cut), newest first: each comes back as its head and tail (an outline for JSON or
     a log) in the room left. A 2,400-token message went whole from a budget of 800 with 793
-    tokens left, and the request went out with 12 of them."""
+    tokens left, and the request went out with 12 of them. With ``user_first``, a turn that
+    would come before every user message kept stays out (it would lead the request)."""
     left = budget - w.total
     if left < MIN_RECLAIM:
         return
@@ -272,6 +324,9 @@ def reclaim(w: Work, budget: int, sh: Shortener) -> None:
         if m.tool_calls or m.role in ("tool", "system") or m.tool_call_id is not None \
                 or m.kind == "doc" or w.group[i] in w.members:
             continue
+        if user_first and m.role != "user" and not any(
+                w.alive[j] and w.msgs[j].role == "user" for j in range(i)):
+            continue
         body = left - w.extra[i]
         if body < MIN_RECLAIM:
             return
@@ -280,9 +335,8 @@ def reclaim(w: Work, budget: int, sh: Shortener) -> None:
             t, b, w.counter, keep_head=True))
         if out is None:
             continue
-        kept = {"json": "JSON outline", "log": "log outline"}.get(out.method, "head and tail")
-        left -= w.revive(i, out.text, w.counter.count(out.text), f"over budget: kept its {kept} "
-                         f"in the {left} tokens the fit left")
+        left -= w.revive(i, out.text, w.counter.count(out.text), f"over budget: kept its "
+                         f"{_kept(out.method)} in the {left} tokens the fit left")
 
 
 #: tries of a regrown block cut (a few halvings between what fits and what does not)
@@ -378,7 +432,8 @@ def fit_fixed(w: Work, fixed: set[int], budget: int, sh: Shortener) -> int:
     messages are shortened first; if the question still does not fit beside the pinned
     content, it keeps its head and tail (an outline for JSON or a log) in what the history
     leaves of the room, but never less than half of it: a short history is kept whole beside
-    it, a long one shares the room."""
+    it, a long one shares the room (and `regrow_question` gives it what the history the fit
+    kept leaves)."""
     over = w.fmt.reply_priming + sum(w.tokens[i] for i in fixed) - budget
     if over > 0:
         shorten_longest(w, list(fixed), over, sh)

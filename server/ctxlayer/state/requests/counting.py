@@ -57,10 +57,10 @@ def trim(caller: Caller, p: protocol.TrimParams) -> protocol.TrimResult:
     if p.reserve_output is not None and p.reserve_output < 0:
         raise ContextError("invalid", "must not be negative", field="reserveOutput")
     budget = p.budget if p.budget is not None else caller.default_budget(model, p.reserve_output)
-    options = trim_options(caller, p.strategy, p.format)
     memo = memo_for(model)  # derived texts shared by every trim with this tokenizer
     counter = caller.state.tokenizers.guarded(model)
     decoded = decode(p.format, p.messages, p.system, counter, model=model)
+    options = trim_options(caller, p.strategy, p.format, decoded)
     files = attachments(caller, decoded.messages)
     # the caller's last trim, when no other trim of it holds it: a warm re-trim
     warm = caller.trim_lock.acquire(blocking=False)
@@ -85,10 +85,10 @@ def trim(caller: Caller, p: protocol.TrimParams) -> protocol.TrimResult:
                                percent=round(100 * tokens / max(1, report.budget), 1))
 
 
-def trim_options(caller: Caller, strategy: str | None, fmt: str):
+def trim_options(caller: Caller, strategy: str | None, fmt: str, decoded=None):
     """The trim options of this workspace's `[trim]` settings for a conversation in `fmt`
-    (the request's strategy first)."""
+    (the request's strategy first; `decoded`, the request as read: its format's rules)."""
     from ctxlayer.config import TrimConfig
 
     cfg = getattr(caller.policy.config, "trim", None) or TrimConfig()
-    return cfg.options(strategy, fmt)
+    return cfg.options(strategy, fmt, decoded)
