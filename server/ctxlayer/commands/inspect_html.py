@@ -43,6 +43,7 @@ def run_html(args) -> int:
         model=model or info.name, window=max(info.context_window, budget),
         title=f"ctxlayer · {Path(args.path).expanduser().resolve().name}",
         cache_boundary=prompt.cache_boundary, tools=tools,
+        user_first=chat.user_first if chat else False,
     )
     html = render_inspector(data)
     if args.out:
@@ -61,6 +62,7 @@ class _Chat(NamedTuple):
     model: str | None
     budget: int
     tools: int
+    user_first: bool  # its format starts with a user turn: the fit keeps none before it
 
 
 def _chat(source: str, requested_model: str | None, budget: int | None) -> _Chat:
@@ -70,6 +72,7 @@ def _chat(source: str, requested_model: str | None, budget: int | None) -> _Chat
     (`max_tokens`, ...); its tool definitions sharing the budget."""
     from ctxlayer.commands.io import chat_model, decode_chat, engine_messages, load_chat, read_input
     from ctxlayer.commands.trim import AUDIT_KEY, budget_and_tools
+    from ctxlayer.core.formats import trim_options
     from ctxlayer.tokenizers import counter_for, model_info
 
     payload, _is_body = load_chat(read_input(source), source)
@@ -78,4 +81,5 @@ def _chat(source: str, requested_model: str | None, budget: int | None) -> _Chat
     counter = counter_for(model)
     decoded = decode_chat(payload, source, counter, model=model)
     fitted, tools = budget_and_tools(budget, None, decoded, model_info(model), counter)
-    return _Chat(engine_messages(decoded), model, fitted, tools)
+    first = trim_options(decoded.fmt, decoded).user_first
+    return _Chat(engine_messages(decoded), model, fitted, tools, first)

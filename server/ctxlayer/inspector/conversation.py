@@ -30,16 +30,19 @@ def inspect_conversation(
     title: str = "ctxlayer context",
     cache_boundary: int | None = None,
     tools: int = 0,
+    user_first: bool = False,
 ) -> InspectorData:
     """Trim `messages` into `budget` and describe the outcome for the page, with the trim's
     outcome at each of the slider's budgets. `tools` is what the request's tool definitions
     cost: they share every budget (the messages are trimmed into what they leave, as
-    `ctxlayer trim` and the gateway do) and count in the system layer."""
+    `ctxlayer trim` and the gateway do) and count in the system layer. `user_first`: the
+    request's format starts with a user turn (TrimOptions.user_first), as `trim` fits it."""
     memo = Memo()  # the trims at the other budgets shorten the same outputs again
+    options = TrimOptions(strategy="pipeline", user_first=user_first)
 
     def run(b: int):
         r = after_tools(b, tools, lambda room: trim(
-            messages, room, counter, options=TrimOptions(strategy="pipeline"), memo=memo))
+            messages, room, counter, options=options, memo=memo))
         return r.dropped, r.truncated, r.tokens + tools
 
     dropped, truncated, result_tokens = run(budget)
