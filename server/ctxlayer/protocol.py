@@ -254,8 +254,19 @@ class CountParams(Wire):
 
 
 class CountResult(Wire):
+    """`tokens`: each text's count, then one entry per message as the client sent it (in a
+    provider format each message or input item, in order, however the engine reads it: an
+    Anthropic message holding tool results is one entry, and so is each item of a Responses
+    run of calls), its per-message overhead included. A system prompt the format keeps
+    apart from its messages (Anthropic `system`, Responses `instructions`) is no entry: it is
+    `systemTokens`. `replyPriming`: what priming the reply adds, once, when messages were
+    counted. `total` = the sum of `tokens` + `systemTokens` + `replyPriming`."""
+
     tokens: list[int]
     total: int
+    #: the system prompt kept apart from the messages; absent when none was given
+    system_tokens: int | None = None
+    reply_priming: int = 0
 
 
 # --- ctx/trim ---------------------------------------------------------------------------------

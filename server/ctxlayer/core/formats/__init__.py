@@ -13,14 +13,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ctxlayer.core.formats import anthropic, ctxlayer, openai, responses
-from ctxlayer.core.formats.common import FORMATS, Codec, Decoded, Encoded, Format, bad
+from ctxlayer.core.formats.common import (
+    FORMATS,
+    Codec,
+    Decoded,
+    Encoded,
+    Format,
+    SentTokens,
+    bad,
+)
 from ctxlayer.core.model_names import is_claude
-from ctxlayer.core.tokens import Tokenizer, conversation_tokens, tools_tokens
+from ctxlayer.core.tokens import Tokenizer, conversation_tokens, messages_tokens, tools_tokens
 from ctxlayer.core.trim import TrimOptions
 from ctxlayer.protocol import Message
 
-__all__ = ["FORMATS", "Codec", "Decoded", "Encoded", "Format", "codec", "decode", "detect",
-           "encode", "request_tokens", "trim_options", "written"]
+__all__ = ["FORMATS", "Codec", "Decoded", "Encoded", "Format", "SentTokens", "codec", "decode",
+           "detect", "encode", "request_tokens", "sent_tokens", "trim_options", "written"]
 
 #: every format, by its name on the wire: the one place a format is registered
 CODECS: dict[str, Codec] = {c.name: c for c in (
@@ -28,11 +36,11 @@ CODECS: dict[str, Codec] = {c.name: c for c in (
     Codec("openai", openai.decode, openai.encode),
     Codec("anthropic", anthropic.decode, anthropic.encode, system="system",
           after_history=anthropic.after_history, hints=("metadata.user_id",),
-          user_first=anthropic.user_first),
+          user_first=anthropic.user_first, sent=anthropic.sent_tokens),
     Codec("responses", responses.decode, responses.encode, conversation="input",
           system="instructions", reserve=("max_output_tokens",),
           unfittable=responses.unfittable, identity=responses.identity_text,
-          empty=responses.NO_INPUT),
+          empty=responses.NO_INPUT, sent=responses.sent_tokens),
 )}
 assert tuple(CODECS) == FORMATS
 
@@ -170,6 +178,13 @@ def written(decoded: Decoded, encoded: Encoded, *, reuse: bool = False) -> tuple
     sent = decode(decoded.fmt, encoded.payload, decoded.counter,
                   previous=decoded if reuse else None, model=decoded.model)
     return sent, request_tokens(sent)
+
+
+def sent_tokens(decoded: Decoded, counter: Tokenizer) -> SentTokens:
+    """What each message the client sent costs, and its system prompt kept apart: the engine's
+    count of `decoded` (`message_tokens` of each of its messages, so the sum is what a trim
+    counts) laid out as the request holds it, by its format's codec."""
+    return _codec(decoded.fmt).sent(decoded, messages_tokens(decoded.messages, counter), counter)
 
 
 def trim_options(fmt: Format, decoded: Decoded | None = None, **fields) -> TrimOptions:

@@ -38,6 +38,7 @@ from ctxlayer.core.formats.anthropic_thinking import every_turn_read, last_turn_
 from ctxlayer.core.formats.common import (
     Decoded,
     Encoded,
+    SentTokens,
     audit,
     bad,
     client_id,
@@ -440,6 +441,20 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None,
                           "turn_start": r.turn_start, "question_at": r.question_at,
                           "deferred": r.deferred, "large": r.large,
                           "unread": r.unread})
+
+
+def sent_tokens(decoded: Decoded, tokens: Sequence[int], counter: Tokenizer) -> SentTokens:
+    """What each message sent costs: the sum of the engine messages read from it (each
+    tool_result and each document attached earlier is one of its own), nothing for one before
+    the provider's compaction (never read); the `system` blocks apart (none given: None)."""
+    out = [0] * len(decoded.payload.get("messages") or ())
+    system = None if decoded.payload.get("system") is None else 0
+    for source, n in zip(decoded.sources, tokens, strict=True):
+        if source[0] == "system":
+            system = (system or 0) + n
+        else:
+            out[source[1]] += n
+    return SentTokens(out, system)
 
 
 # --- writing back ---------------------------------------------------------------------------

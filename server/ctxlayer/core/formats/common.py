@@ -47,6 +47,27 @@ class Decoded:
 
 
 @dataclass(frozen=True, slots=True)
+class SentTokens:
+    """A request's count laid out as its client sent it: `messages[i]` is what its i-th message
+    (input item) costs, `system` what its system prompt kept apart from them costs (Anthropic
+    `system`, Responses `instructions`; None when the request has none). The engine reads
+    some messages as several (Anthropic's tool results) and some items as one (a Responses
+    run of calls); a client asks about the ones it sent."""
+
+    messages: list[int]
+    system: int | None = None
+
+
+def sent_one_to_one(decoded: Decoded, tokens: Sequence[int], counter: Any) -> SentTokens:
+    """The layout of a format whose every message is one engine message (ctxlayer, Chat
+    Completions: `sources[k]` is the message's position)."""
+    out = [0] * len(decoded.payload.get("messages") or ())
+    for source, n in zip(decoded.sources, tokens, strict=True):
+        out[source] += n
+    return SentTokens(out)
+
+
+@dataclass(frozen=True, slots=True)
 class Codec:
     """One format's pure side, as the state and the faces look it up (never by its name):
     how to read and write it, and where a request in it keeps what the engine fits."""
@@ -78,6 +99,9 @@ class Codec:
     #: where a request carries the client's own id of its chat, first found wins: dotted
     #: paths into the body (Anthropic `metadata.user_id`; OpenAI `prompt_cache_key`, `user`)
     hints: tuple[str, ...] = ("prompt_cache_key", "user")
+    #: (decoded, each engine message's tokens, counter) -> the tokens of each message the
+    #: client sent and of its system prompt (ctx/count answers in the client's terms)
+    sent: Callable[[Decoded, Sequence[int], Any], SentTokens] = sent_one_to_one
 
 
 @dataclass(slots=True)

@@ -32,6 +32,7 @@ from ctxlayer.core.formats import media
 from ctxlayer.core.formats.common import (
     Decoded,
     Encoded,
+    SentTokens,
     audit,
     bad,
     client_id,
@@ -43,7 +44,7 @@ from ctxlayer.core.formats.common import (
 )
 from ctxlayer.core.formats.openai_reasoning import last_user
 from ctxlayer.core.formats.responses_reasoning import every_turn_read
-from ctxlayer.core.tokens import Tokenizer
+from ctxlayer.core.tokens import OPENAI_FORMAT, Tokenizer
 from ctxlayer.protocol import Message, ToolCall
 
 _json = msgspec.json.Encoder()
@@ -402,6 +403,42 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None,
             add(m, g.items, own, f"input[{g.items[0]}]")
     return Decoded(fmt="responses", messages=msgs, payload=payload, sources=sources,  # type: ignore
                    index=index, derived_ids=derived, counter=counter)
+
+
+def sent_tokens(decoded: Decoded, tokens: Sequence[int], counter: Tokenizer) -> SentTokens:
+    """What each input item sent costs (a string `input` is one), `instructions` apart (none
+    given: None). A run of the model's items is one engine message: each item after the
+    first costs what it adds alone (its text, its other parts, its call), the first the rest
+    (the message's framing with it), so that the items add up to what the run costs."""
+    payload = decoded.payload
+    raw = payload.get("input")
+    out = [0] * (1 if isinstance(raw, str) else len(raw or ()))
+    system = None if payload.get("instructions") is None else 0
+    turn_start: int | None = None  # read only for a run of several items
+    for source, n in zip(decoded.sources, tokens, strict=True):
+        if source == "instructions":
+            system = (system or 0) + n
+            continue
+        if source == "string":
+            out[0] += n
+            continue
+        for k in source[1:]:
+            if turn_start is None:
+                turn_start = -1 if every_turn_read(payload) else last_user(raw)
+            alone = _item_tokens(raw[k], k, counter, turn_start, decoded.model)
+            out[k], n = alone, n - alone
+        out[source[0]] = n
+    return SentTokens(out, system)
+
+
+def _item_tokens(item: dict, i: int, counter: Tokenizer, turn_start: int, model: object
+                 ) -> int:
+    """What item `i` of a run adds to the run's message, read as decode reads it."""
+    alone = _Group("assistant", i)
+    _read_item(item, i, alone, counter, turn_start, model)
+    calls = sum(OPENAI_FORMAT.per_tool_call + counter.count(c.name) + counter.count(c.arguments)
+                for c in alone.calls)
+    return counter.count("\n".join(alone.texts)) + alone.parts + calls
 
 
 def _new_items(m: Message) -> list[dict]:

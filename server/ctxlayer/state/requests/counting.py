@@ -1,7 +1,8 @@
 """ctx/count and ctx/trim: tokens of texts and messages; a conversation fitted into a budget.
 
-`count`: `tokens` lists the texts' counts, then the messages' (each with its per-message
-overhead); `total` is their sum, plus the reply priming when messages were given.
+`count`: `tokens` lists the texts' counts, then one per message as the client sent it (each
+with its per-message overhead), the system prompt a format keeps apart counted apart; `total`
+is their sum, plus the reply priming when messages were given (protocol.CountResult).
 `trim`: the core's trim on a worker thread; going over budget is reported, not an error.
 Both are plain functions the requests table places (a small count runs on the loop).
 """
@@ -25,18 +26,23 @@ def inline(caller: Caller, p: protocol.CountParams) -> tuple[str | None, int]:
 
 def count(caller: Caller, p: protocol.CountParams) -> protocol.CountResult:
     """Small inputs on the loop, large ones on a worker thread (the table's `inline`)."""
-    from ctxlayer.core.tokens import OPENAI_FORMAT, message_tokens
+    from ctxlayer.core.formats import sent_tokens
+    from ctxlayer.core.tokens import OPENAI_FORMAT
 
     model = caller.model(p.model)
     counter = caller.state.tokenizers.guarded(model)
-    texts = p.texts or []
     raw = p.messages or []
-    messages = decode(p.format, raw, p.system, counter, model=model).messages \
-        if raw or p.system else []
-    tokens = [counter.count(t) for t in texts]
-    tokens += [message_tokens(m, counter) for m in messages]
-    priming = OPENAI_FORMAT.reply_priming if messages else 0
-    return protocol.CountResult(tokens=tokens, total=sum(tokens) + priming)
+    tokens = [counter.count(t) for t in p.texts or []]
+    system, priming = None, 0
+    if raw or p.system is not None:
+        decoded = decode(p.format, raw, p.system, counter, model=model)
+        # in the client's terms: the engine reads some messages as several, some as one
+        sent = sent_tokens(decoded, counter)
+        tokens += sent.messages
+        system = sent.system
+        priming = OPENAI_FORMAT.reply_priming if decoded.messages else 0
+    return protocol.CountResult(tokens=tokens, total=sum(tokens) + (system or 0) + priming,
+                                system_tokens=system, reply_priming=priming)
 
 
 def _size(message: object) -> int:
