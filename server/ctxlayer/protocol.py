@@ -312,9 +312,15 @@ class SessionOpenResult(Wire):
 
 
 class SessionAppendParams(Wire):
+    """`system`: the system prompt a provider format keeps apart from its messages (anthropic
+    `system`, responses `instructions`), taken as system messages appended before `messages`,
+    as OpenAI system messages appended at that point are; their text is kept (what else a
+    block carries, its cache_control, is named in the session's audit)."""
+
     session_id: str
     messages: FormatMessages
     format: Format = "ctxlayer"
+    system: ProviderSystem = None
 
 
 class WorkingItemSpec(Strict):

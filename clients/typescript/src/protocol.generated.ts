@@ -250,6 +250,12 @@ export interface SessionOpenResult {
   budget: number;
   createdAt: string;
 }
+/**
+ * `system`: the system prompt a provider format keeps apart from its messages (anthropic
+ * `system`, responses `instructions`), taken as system messages appended before `messages`,
+ * as OpenAI system messages appended at that point are; their text is kept (what else a
+ * block carries, its cache_control, is named in the session's audit).
+ */
 export interface SessionAppendParams {
   sessionId: string;
   /**
@@ -257,6 +263,10 @@ export interface SessionAppendParams {
    */
   messages: (Message | {})[];
   format?: "anthropic" | "ctxlayer" | "openai" | "responses";
+  /**
+   * anthropic: the request's system (a string or text blocks); responses: its instructions (a string)
+   */
+  system?: string | SystemTextBlock[] | null;
 }
 export interface SessionAddItemParams {
   sessionId: string;

@@ -10,9 +10,10 @@ back out byte for byte when the session is assembled in the format they came in.
   (a run of the model's items is one engine message: its reasoning, calls and messages); for
   Anthropic, where one native message may be several engine messages (each tool_result its
   own), ``{"format", "blocks", "piece": [j, n]}`` with the whole native ``message`` on the
-  first piece only (never copied n times). A system block is text only (a session takes no
-  Anthropic `system`), as are the Responses instructions and a string input: nothing is
-  stored for them.
+  first piece only (never copied n times). A system block is text only (a session takes an
+  Anthropic `system` as system messages; what a block carries besides its text is named in
+  its audit), as are the Responses instructions and a string input: nothing is stored for
+  them.
 - `rebuild(fmt, assembled, stored, counter)`: a Decoded made of the stored natives of the
   assembled messages, so that the format's own encoder writes them back (shortened text put
   into their text parts, pieces left out removed, repairs audited) exactly as ctx/prepare

@@ -1,0 +1,72 @@
+"""ctx/session/append takes the system prompt a provider format keeps apart from its messages
+(Anthropic `system`, Responses `instructions`) as it takes an OpenAI system message appended at
+that point. Before, an Anthropic `system` was dropped without a word: the append succeeded,
+no assembly had it, the audit was empty. The real daemon over stdio."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import RawDaemon, ask, result
+
+pytestmark = pytest.mark.e2e
+
+PROMPT = "SYSTEM-PROMPT-XYZ: always answer in French."
+HELLO = [{"role": "user", "content": "hello"}]
+# the same append as an OpenAI client makes it: the system message, then the turn
+AS_OPENAI = {"format": "openai",
+             "messages": [{"role": "system", "content": PROMPT}, *HELLO]}
+CASES = {
+    "anthropic string": {"format": "anthropic", "system": PROMPT, "messages": HELLO},
+    "anthropic blocks": {"format": "anthropic", "messages": HELLO,
+                         "system": [{"type": "text", "text": PROMPT}]},
+    "responses": {"format": "responses", "system": PROMPT,
+                  "messages": [{"type": "message", "role": "user", "content": "hello"}]},
+}
+
+
+async def appended(daemon: RawDaemon, session: str, append: dict) -> tuple[dict, dict, dict]:
+    """(the append's budget, the session assembled in the OpenAI format, in Anthropic's)."""
+    await result(daemon, "ctx/session/open", {"sessionId": session, "model": "gpt-4o"})
+    budget = await result(daemon, "ctx/session/append", {"sessionId": session, **append})
+    openai = await result(daemon, "ctx/assemble", {"sessionId": session, "format": "openai"})
+    anthropic = await result(daemon, "ctx/assemble",
+                             {"sessionId": session, "format": "anthropic"})
+    return budget, openai, anthropic
+
+
+@pytest.mark.parametrize("case", list(CASES))
+async def test_taken_as_an_openai_system_message_is(own_daemon: RawDaemon, case: str):
+    budget, openai, anthropic = await appended(own_daemon, f"s-{case}", CASES[case])
+    want_budget, want_openai, want_anthropic = await appended(
+        own_daemon, f"o-{case}", AS_OPENAI)
+    assert PROMPT in str(anthropic["system"]) and PROMPT in str(openai["messages"])
+    assert budget["byLayer"] == want_budget["byLayer"]
+    assert openai["messages"] == want_openai["messages"]
+    assert anthropic["system"] == want_anthropic["system"]
+    assert anthropic["messages"] == want_anthropic["messages"]
+    audit = await result(own_daemon, "ctx/session/audit", {"sessionId": f"s-{case}"})
+    assert audit["entries"] == []  # nothing of it left out
+
+
+async def test_what_a_block_carries_besides_its_text_is_named(own_daemon: RawDaemon):
+    await result(own_daemon, "ctx/session/open", {"sessionId": "s", "model": "gpt-4o"})
+    await result(own_daemon, "ctx/session/append", {
+        "sessionId": "s", "format": "anthropic", "messages": HELLO, "system": [
+            {"type": "text", "text": "Be brief."},
+            {"type": "text", "text": PROMPT, "cache_control": {"type": "ephemeral"}}]})
+    out = await result(own_daemon, "ctx/assemble", {"sessionId": "s", "format": "anthropic"})
+    assert "Be brief." in str(out["system"]) and PROMPT in str(out["system"])
+    audit = await result(own_daemon, "ctx/session/audit", {"sessionId": "s"})
+    [entry] = audit["entries"]
+    assert "cache_control" in entry["reason"] and entry["index"] == 1, entry
+
+
+@pytest.mark.parametrize("fmt", ["openai", "ctxlayer"])
+async def test_a_format_without_one_refuses_it_naming_it(own_daemon: RawDaemon, fmt: str):
+    await result(own_daemon, "ctx/session/open", {"sessionId": "s", "model": "gpt-4o"})
+    out = await ask(own_daemon, "ctx/session/append", {
+        "sessionId": "s", "format": fmt, "messages": HELLO, "system": PROMPT})
+    assert out.get("error", {}).get("code") == -32602, out
+    assert out["error"]["data"]["field"] == "system", out
+    empty = await result(own_daemon, "ctx/assemble", {"sessionId": "s", "format": "openai"})
+    assert "hello" not in str(empty["messages"])  # nothing of the refused append was kept
