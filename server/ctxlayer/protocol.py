@@ -47,6 +47,19 @@ class Strict(Wire, forbid_unknown_fields=True):
     """A wire struct of ctxlayer's own format: an unknown (misspelled) field is an error."""
 
 
+#: what an LSP client may add to any request (progress tokens): every ctx/* request takes
+#: them and ignores them
+LSP_REQUEST_FIELDS = ("workDoneToken", "partialResultToken")
+
+
+class Params(Strict):
+    """The params of every ctx/* request refuse a field they do not declare: -32602, the
+    message and `data.field` naming it (a field dropped unread changed the answer without a
+    word: ctx/count given ctx/prepare's `request` counted nothing). The two fields LSP clients
+    add to any request, `workDoneToken` and `partialResultToken`, are taken and ignored.
+    Results are read leniently: a client reads what a newer daemon adds."""
+
+
 #: messages in the request's `format`: Message objects for "ctxlayer", the provider's own
 #: message objects (passed through untouched) for "openai" and "anthropic", the `input`
 #: items for "responses"
@@ -192,25 +205,25 @@ class WorkspaceSegment(Wire):
     left_out: list[LeftOut] | None = None
 
 
-class SegmentParams(Wire):
+class SegmentParams(Params):
     pass
 
 
 # --- ctx/systemPrompt -------------------------------------------------------------------------
 
 
-class ToolSpec(Wire):
+class ToolSpec(Strict):
     name: str
     instructions: str
     examples: str | None = None
 
 
-class DynamicContext(Wire):
+class DynamicContext(Strict):
     context_cmd: str | None = None
     history: str | None = None
 
 
-class SystemPromptParams(Wire):
+class SystemPromptParams(Params):
     model: str | None = None
     interactive: bool = True
     tool_format: ToolFormat = "markdown"
@@ -245,7 +258,7 @@ class SystemPromptResult(Wire):
 # --- ctx/count --------------------------------------------------------------------------------
 
 
-class CountParams(Wire):
+class CountParams(Params):
     model: str | None = None
     texts: list[str] | None = None
     messages: FormatMessages | None = None
@@ -272,7 +285,7 @@ class CountResult(Wire):
 # --- ctx/trim ---------------------------------------------------------------------------------
 
 
-class TrimParams(Wire):
+class TrimParams(Params):
     messages: FormatMessages
     model: str | None = None
     budget: int | None = None
@@ -296,7 +309,7 @@ class TrimResult(Wire):
 # --- sessions -----------------------------------------------------------------------------------
 
 
-class SessionOpenParams(Wire):
+class SessionOpenParams(Params):
     session_id: str | None = None
     model: str | None = None
     mode: Mode | None = None
@@ -311,7 +324,7 @@ class SessionOpenResult(Wire):
     created_at: str
 
 
-class SessionAppendParams(Wire):
+class SessionAppendParams(Params):
     """`system`: the system prompt a provider format keeps apart from its messages (anthropic
     `system`, responses `instructions`), taken as system messages appended before `messages`,
     as OpenAI system messages appended at that point are; their text is kept (what else a
@@ -331,7 +344,7 @@ class WorkingItemSpec(Strict):
     source: str | None = None
 
 
-class SessionAddItemParams(Wire):
+class SessionAddItemParams(Params):
     session_id: str
     item: WorkingItemSpec
 
@@ -346,7 +359,7 @@ class RuleSpec(Strict):
     id: str | None = None
 
 
-class SessionAddRuleParams(Wire):
+class SessionAddRuleParams(Params):
     session_id: str
     rule: RuleSpec
 
@@ -357,17 +370,17 @@ class SessionAddRuleResult(Wire):
     warning: str | None = None
 
 
-class SessionRemoveRuleParams(Wire):
+class SessionRemoveRuleParams(Params):
     session_id: str
     rule_id: str
 
 
-class SessionSetModeParams(Wire):
+class SessionSetModeParams(Params):
     session_id: str
     mode: Mode
 
 
-class SessionConfigureParams(Wire):
+class SessionConfigureParams(Params):
     """What of a session's settings changes; a field left out keeps the session's own.
     ctx/session/open answers an existing id unchanged: an editor whose model, budget or mode
     setting changed brings it to its workspace's session with this. `resetBudget: true` (an
@@ -384,13 +397,13 @@ class SessionConfigureParams(Wire):
     reset_budget: bool = False
 
 
-class SessionRef(Wire):
+class SessionRef(Params):
     """Params of methods that need only a session id (budget, close)."""
 
     session_id: str
 
 
-class AssembleParams(Wire):
+class AssembleParams(Params):
     session_id: str
     budget: int | None = None
     system_prompt: SystemPromptParams | None = None
@@ -434,7 +447,7 @@ class AssembleResult(Wire):
     notice: str | None = None
 
 
-class SessionCompactParams(Wire):
+class SessionCompactParams(Params):
     session_id: str
     keep_recent: int | None = None
 
@@ -444,7 +457,7 @@ class SessionCompactResult(Wire):
     replaced: int
 
 
-class ReportUsageParams(Wire):
+class ReportUsageParams(Params):
     """`estimatedTokens`: our count of the prompt the provider read. Left out, this daemon's
     count of the session's last prompt stands in; an error names it when the daemon has
     counted none (after a restart, before an assembly)."""
@@ -458,7 +471,7 @@ class ReportUsageResult(Wire):
     bias: float
 
 
-class AuditParams(Wire):
+class AuditParams(Params):
     session_id: str
     limit: int | None = None
 
@@ -483,7 +496,11 @@ class Empty(Wire):
     pass
 
 
-class InspectParams(Wire):
+class NoParams(Params):
+    """Params of methods that take none (session/list, conversations)."""
+
+
+class InspectParams(Params):
     """ctx/inspect: the page of a session (a preview: it changes nothing) or of `messages` trimmed
     (one of the two: both is an error naming `messages`). A session's page is what ctx/assemble would send it at `budget` (default: its own), a
     summary it needs written offline, counted with the session's model (another `model` is an
@@ -504,7 +521,7 @@ class InspectResult(Wire):
 # --- chats that resend their whole history: ctx/prepare, conversations, why, restore ------------
 
 
-class PrepareParams(Wire):
+class PrepareParams(Params):
     """ctx/prepare: the provider request a chat is about to send; the result is what to send."""
 
     request: dict
@@ -570,7 +587,7 @@ class ConversationsResult(Wire):
     warning: str | None = None
 
 
-class WhyParams(Wire):
+class WhyParams(Params):
     conversation_id: str | None = None
     session_id: str | None = None
     message_id: str | None = None
@@ -580,7 +597,7 @@ class WhyResult(Wire):
     entries: list[AuditEntry]
 
 
-class RestoreParams(Wire):
+class RestoreParams(Params):
     message_id: str
     conversation_id: str | None = None
     session_id: str | None = None
@@ -667,11 +684,11 @@ REQUESTS: dict[str, tuple[type[Wire], type[Wire]]] = {
     "ctx/session/reportUsage": (ReportUsageParams, ReportUsageResult),
     "ctx/session/budget": (SessionRef, Budget),
     "ctx/session/audit": (AuditParams, AuditResult),
-    "ctx/session/list": (Empty, SessionListResult),
+    "ctx/session/list": (NoParams, SessionListResult),
     "ctx/session/close": (SessionRef, Empty),
     "ctx/inspect": (InspectParams, InspectResult),
     "ctx/prepare": (PrepareParams, PrepareResult),
-    "ctx/conversations": (Empty, ConversationsResult),
+    "ctx/conversations": (NoParams, ConversationsResult),
     "ctx/why": (WhyParams, WhyResult),
     "ctx/restore": (RestoreParams, Empty),
 }

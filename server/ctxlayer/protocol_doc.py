@@ -10,6 +10,7 @@ types", found by walking the fields.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import msgspec.inspect as mi
@@ -135,7 +136,9 @@ def render() -> str:
     doc.out += ["## Shared types", ""]
     for cls in (p.Message, p.ToolCall, p.AuditEntry, p.Budget, p.ByLayer):
         doc.section("type", cls)
-    doc.out += ["## Requests (client to server)", ""]
+    # what every request's params share (an unknown field refused), said once
+    doc.out += ["## Requests (client to server)", "",
+                " ".join(inspect.cleandoc(p.Params.__doc__ or "").split()), ""]
     for method, (params, result) in p.REQUESTS.items():
         doc.out += [f"### `{method}`", ""]
         doc.section("params", params)

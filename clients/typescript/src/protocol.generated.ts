@@ -396,6 +396,10 @@ export interface AuditParams {
 export interface AuditResult {
   entries: AuditEntry[];
 }
+/**
+ * Params of methods that take none (session/list, conversations).
+ */
+export interface NoParams {}
 export interface SessionListResult {
   sessions: SessionInfo[];
 }
@@ -513,11 +517,11 @@ export interface Requests {
   "ctx/session/reportUsage": { params: ReportUsageParams; result: ReportUsageResult };
   "ctx/session/budget": { params: SessionRef; result: Budget };
   "ctx/session/audit": { params: AuditParams; result: AuditResult };
-  "ctx/session/list": { params: Empty; result: SessionListResult };
+  "ctx/session/list": { params: NoParams; result: SessionListResult };
   "ctx/session/close": { params: SessionRef; result: Empty };
   "ctx/inspect": { params: InspectParams; result: InspectResult };
   "ctx/prepare": { params: PrepareParams; result: PrepareResult };
-  "ctx/conversations": { params: Empty; result: ConversationsResult };
+  "ctx/conversations": { params: NoParams; result: ConversationsResult };
   "ctx/why": { params: WhyParams; result: WhyResult };
   "ctx/restore": { params: RestoreParams; result: Empty };
 }

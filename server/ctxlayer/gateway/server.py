@@ -406,7 +406,7 @@ class GatewayServer:
 
     async def _conversations(self, request: web.Request) -> web.Response:
         try:
-            result = await call(self.caller, "ctx/conversations", protocol.Empty())
+            result = await call(self.caller, "ctx/conversations", protocol.NoParams())
         except (StoreError, sqlite3.Error) as exc:
             return _store_failed(exc)
         return web.json_response(msgspec.to_builtins(result))

@@ -22,11 +22,13 @@ from pygls.protocol import (
 )
 
 from ctxlayer.lsp.errors import invalid_params
+from ctxlayer.protocol import LSP_REQUEST_FIELDS
 
 T = TypeVar("T")
 
 _AT = re.compile(r"^(?P<msg>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
 _MISSING = re.compile(r"^Object missing required field `(?P<name>[^`]+)`$")
+_UNKNOWN = re.compile(r"^Object contains unknown field `(?P<name>[^`]+)`$")
 
 
 @functools.cache
@@ -59,25 +61,39 @@ def field_error(error: msgspec.ValidationError) -> tuple[str | None, str]:
     assert m is not None  # the pattern matches any string
     message, path = m.group("msg"), (m.group("path") or "").lstrip(".")
     missing = _MISSING.match(message)
-    if missing:
-        name = missing.group("name")
+    unknown = _UNKNOWN.match(message)
+    if missing or unknown:  # the field itself is named, not the object that lacks or has it
+        name = (missing or unknown).group("name")  # type: ignore[union-attr]
         path = f"{path}.{name}" if path else name
-        message = "required field is missing"
+        message = "required field is missing" if missing else "unknown field"
     return (path or None), message
 
 
 def parse(params: Any, struct: Any, at: str = "") -> Any:
     """Validate a request's params (or the part of them at `at`, e.g. "messages"); absent
-    params mean {}. Raises -32602 naming the field."""
+    params mean {}. Raises -32602 naming the field: a field the struct does not declare too
+    (protocol.Params), but for those any LSP client may add to a request, which are ignored."""
     if params is None:
         params = {}
+    if not at and isinstance(params, dict) and any(k in params for k in LSP_REQUEST_FIELDS):
+        params = {k: v for k, v in params.items() if k not in LSP_REQUEST_FIELDS}
     try:
         return msgspec.convert(params, struct)
     except msgspec.ValidationError as exc:
         field, message = field_error(exc)
+        if message == "unknown field" and field is not None and field.isidentifier():
+            # one of the request's own: say what it takes (a field of ctx/prepare sent to
+            # ctx/count, `request`, is told apart from a misspelling)
+            message += f" (it takes {', '.join(_declared(struct)) or 'none'})"
         if at:
             field = at if not field else at + (field if field.startswith("[") else "." + field)
         raise invalid_params(field, message) from None
+
+
+def _declared(struct: Any) -> list[str]:
+    """The names a params struct takes on the wire."""
+    fields = msgspec.structs.fields(struct) if isinstance(struct, type) else ()
+    return [f.encode_name for f in fields]
 
 
 def to_wire(result: Any) -> Any:

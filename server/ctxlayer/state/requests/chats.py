@@ -34,14 +34,14 @@ async def session_budget(caller: Caller, p: protocol.SessionRef
     return await caller.segment()
 
 
-async def live_chats(caller: Caller, p: protocol.Empty) -> dict[str, int]:
+async def live_chats(caller: Caller, p: protocol.NoParams) -> dict[str, int]:
     """ctx/session/list's part on the loop: the messages of each live chat's last request,
     by its session's id."""
     live = caller.state.conversations.live_figures(caller.workspace)
     return {sid: messages for sid, (_, messages) in live.items()}
 
 
-async def conversations(caller: Caller, p: protocol.Empty) -> protocol.ConversationsResult:
+async def conversations(caller: Caller, p: protocol.NoParams) -> protocol.ConversationsResult:
     # the live ones and, after a restart, those the state folder keeps
     listed, more, warning = await caller.state.conversations.listed(caller.workspace)
     return protocol.ConversationsResult(conversations=listed, not_listed=more, warning=warning)

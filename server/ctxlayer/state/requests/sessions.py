@@ -259,7 +259,7 @@ def audit(caller: Caller, p: protocol.AuditParams) -> protocol.AuditResult:
         entries=caller.state.sessions.audit(caller.workspace, p.session_id, p.limit))
 
 
-def list_sessions(caller: Caller, p: protocol.Empty,
+def list_sessions(caller: Caller, p: protocol.NoParams,
                   live: dict[str, int]) -> protocol.SessionListResult:
     """The open sessions; a chat's with the messages of its last request (``live``: of the
     chats in memory, chats.live_chats; else as its kept window says), which its session
