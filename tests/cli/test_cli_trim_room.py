@@ -87,6 +87,50 @@ def test_an_anthropic_turn_that_cannot_lead_leaves_its_room_to_the_question():
     assert [e["summary"][:9] for e in leading] == ["assistant"]  # said once, by the fit
 
 
+def test_the_room_of_turns_that_cannot_lead_goes_to_the_turns_dropped_before_them():
+    """The fit kept three assistant answers whose 728-token user turns it had dropped; the
+    three went as leading turns, and 900 tokens went out with 139: the question alone."""
+    def said(tag: str, n: int) -> str:
+        return " ".join(f"{tag}{k}" for k in range(n))
+    msgs: list[dict] = []
+    for i, n in enumerate((20, 20, 300, 20, 300, 300)):
+        msgs += [{"role": "user", "content": said(f"u{i}w", n)},
+                 {"role": "assistant", "content": said(f"a{i}w", 100)}]
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 100, "system": "Be terse.",
+            "messages": [*msgs, {"role": "user", "content": "final " + said("f", 50)}]}
+    whole = trimmed(body, 1_000_000, "anthropic")["ctxlayer"]["tokens"]
+    out = trimmed(body, whole * 2 // 5, "anthropic")
+    assert anthropic_problems(sent(out)) == []
+    audit = out["ctxlayer"]
+    assert audit["tokens"] >= audit["budget"] * 0.8, audit  # 15% of it before
+    assert "u5w0" in json.dumps(out["messages"])  # the newest user turn before the question
+
+
+def test_a_copy_whose_original_led_the_request_gets_its_content_back():
+    """A tool output repeated word for word became "[identical to the output of
+    read(views.py) above (call toolu_01)]", and the fit then dropped that call as a turn that
+    would lead the request: the file was in the request nowhere."""
+    view = "\n".join(f"line {i}: def handler_{i}(request): return render(request, "
+                     f"'page_{i}.html')" for i in range(40))
+
+    def read(i: str) -> list[dict]:
+        return [{"role": "assistant", "content": [{"type": "tool_use", "id": f"toolu_{i}",
+                                                   "name": "read",
+                                                   "input": {"path": "views.py"}}]},
+                {"role": "user", "content": [{"type": "tool_result",
+                                              "tool_use_id": f"toolu_{i}", "content": view}]}]
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 200, "messages": [
+        {"role": "user", "content": "background: " + " ".join(f"w{k}" for k in range(1500))},
+        *read("01"), {"role": "assistant", "content": "I read views.py."},
+        {"role": "user", "content": "Read it again please, I changed nothing."},
+        *read("02"), {"role": "assistant", "content": "Same as before."},
+        {"role": "user", "content": "Which handler renders page_17.html?"}]}
+    out = trimmed(body, 1100, "anthropic")
+    assert anthropic_problems(sent(out)) == []
+    text = json.dumps(out["messages"])
+    assert "handler_17" in text, out["messages"]
+
+
 REPEATED = log(60, "make")
 
 

@@ -35,7 +35,8 @@ Then (pipeline) the room the fit left brings back the messages it dropped whole 
 stand alone (no tool call, not a result, not a document), newest first, each as its head and
 tail (an outline for JSON or a log) in the room left, when at least MIN_RECLAIM tokens.
 Then, with `user_first` (a format whose conversation starts with a user turn), the turns kept
-before the first user message kept are dropped.
+before the first user message kept are dropped, a copy of what they held gets its content back
+(as above), and the room they had goes back to the lone messages dropped whole, as above.
 Then (both strategies), the room the fit left, when a cap's worth or more, goes back to the
 tool outputs it outlined, newest first: each is outlined again from its original at a cap grown
 by that room, so an outline grows with the room it has and nothing kept is dropped for it.
@@ -196,10 +197,13 @@ def trim(
         fit.reduce(w, budget, sh)
         fit.limit(w, budget)
     fit.restore_orphaned_refs(w, refs, budget, sh)
-    if options.reclaim and options.strategy == "pipeline":  # priority decided its own drops
+    reclaiming = options.reclaim and options.strategy == "pipeline"  # priority: its own drops
+    if reclaiming:
         fit.reclaim(w, budget, sh, options.user_first)
     if options.user_first:  # after reclaim, which may bring back the user turn they answer
-        fit.lead_with_user(w)
+        fit.restore_orphaned_refs(w, refs, budget, sh, user_first=True)
+        if reclaiming:  # the room the leading turns had (900 tokens went out with 139)
+            fit.reclaim(w, budget, sh, user_first=True)
     fit.regrow(w, budget, sh)  # only the room nothing else needs
     if options.reclaim:
         fit.regrow_blocks(w, budget, sh)  # what the tool outputs left of it

@@ -330,6 +330,9 @@ def reclaim(w: Work, budget: int, sh: Shortener, user_first: bool = False) -> No
         body = left - w.extra[i]
         if body < MIN_RECLAIM:
             return
+        if w.tokens[i] <= left:  # whole: the room leading turns left (user_first) holds it
+            left -= w.undrop(i)
+            continue
         text = w.content[i]
         out = sh.memo.get(("reclaim", body), text, lambda t=text, b=body: shorten(
             t, b, w.counter, keep_head=True))
@@ -511,14 +514,20 @@ def limit(w: Work, budget: int) -> None:
             w.drop_group(i, f"over budget: {cost} tokens, {max(room, 0)} left")
 
 
-def restore_orphaned_refs(w: Work, refs: dict[int, int], budget: int, sh: Shortener) -> None:
+def restore_orphaned_refs(w: Work, refs: dict[int, int], budget: int, sh: Shortener,
+                          user_first: bool = False) -> None:
     """A deduplicated copy whose original was dropped gets its content back (the first such copy
     becomes the original of the later ones), shortened as any message is when that overflows
     (the newest tool output, a copy of an old one, went whole from a budget its outline fitted
     with room to spare); if it still does, the oldest history goes, and the check runs again
-    until every kept reference points at a kept message."""
-    refs = dict(refs)
+    until every kept reference points at a kept message. ``refs`` (copy -> original) is kept
+    up to date, so a later call starts from what this one restored. With ``user_first`` the
+    turns that would lead the request go first (`lead_with_user`), at every round: a copy
+    went out as "[identical to the output of read(views.py) above (call toolu_01)]" with that
+    call dropped after the check as a leading turn, the file in the request nowhere."""
     while True:
+        if user_first:
+            lead_with_user(w)
         restored: dict[int, int] = {}
         for i, j in sorted(refs.items()):
             if not w.alive[i] or w.alive[j]:

@@ -160,6 +160,15 @@ class Work:
         self.changed.append(self._entry(i, "truncated", reason, before, after))
         return after
 
+    def undrop(self, i: int) -> int:
+        """Bring back message i, dropped, as it is: its drop entry goes (nothing of it is
+        cut). Returns the tokens it takes."""
+        k = next(k for k, e in enumerate(self.dropped) if e.index == i)
+        self.dropped.pop(k)
+        self.alive[i] = True
+        self.total += self.tokens[i]
+        return self.tokens[i]
+
     def redo(self, k: int, content: str, body: int, reason: str) -> int:
         """Change again the message of entry k of `changed` (to `content`, of `body` tokens of
         text): its one entry says the new size and reason. Returns the tokens it grew by."""
