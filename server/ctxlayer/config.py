@@ -543,6 +543,17 @@ def _merge_into(
                 values[name] = _readable(values[name], _snake(prefix) + name, source, dotted,
                                          messages)
         except msgspec.ValidationError as e:
+            most = _most(field.type)
+            if most is not None and isinstance(value, int) and not isinstance(value, bool) \
+                    and value > most:
+                # a whole number past the bound, the bound: the default is no value near the
+                # one asked (a keep_days of 50000, which kept everything before the bound,
+                # fell to 30 and the next turn deleted the chats kept 40 days). Shares and
+                # timeouts past theirs are mistakes (1.5 of a budget, an infinite wait)
+                values[name] = msgspec.convert(most, field.type)
+                messages.append(f"{source}: `{dotted}`: at most {most} (value {said(value)!r}); "
+                                f"using {most}")
+                continue
             default = getattr(defaults, name)
             why = re.sub(r" - at `\$(.*)`$", r" (at item \1)", str(e)).replace(" (at item )", "")
             why = why[:1].lower() + why[1:]
@@ -550,6 +561,14 @@ def _merge_into(
                 f"{source}: `{dotted}`: {why} (value {said(value)!r}); using the default "
                 f"{default!r}"
             )
+
+
+def _most(ftype: Any) -> int | None:
+    """The upper bound (`le`) a whole-number setting's type declares, if any."""
+    if typing.get_origin(ftype) is not Annotated or typing.get_args(ftype)[0] is not int:
+        return None
+    return next((int(m.le) for m in typing.get_args(ftype)[1:]
+                 if isinstance(m, msgspec.Meta) and m.le is not None), None)
 
 
 #: the list settings whose entries are gitignore patterns (True: `files` globs, whose entries
@@ -698,7 +717,8 @@ def settings_doc() -> str:
         f"on Windows), then from `{CONFIG_FILE}` in the "
         "workspace, then from the editor's `initializationOptions.config`; later sources win "
         "key by key, lists are replaced. Keys may be written in snake_case or camelCase. A bad "
-        "value is reported (naming its key) and its default is used."),
+        "value is reported (naming its key) and its default is used; a whole number past its "
+        "upper bound is reported and the bound used."),
         "",
     ]
     for section in msgspec.structs.fields(Config):

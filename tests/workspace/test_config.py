@@ -69,10 +69,24 @@ def test_broken_toml_is_reported_and_ignored(tmp_path: Path):
 
 def test_wrong_shapes_never_raise(tmp_path: Path):
     for overrides in ([1, 2], "x", {"workspace": [1]}, {"workspace": {"files": "README*"}},
-                      {"trim": {"anything": 1}}, {"workspace": {"debounce_ms": 10**9}}):
+                      {"trim": {"anything": 1}}, {"workspace": {"debounce_ms": -1}}):
         config, problems = load_config(tmp_path, None, overrides)  # type: ignore[arg-type]
         assert config == Config()
         assert len(problems) == 1, (overrides, problems)
+
+
+def test_a_whole_number_past_its_bound_is_said_and_the_bound_used(tmp_path: Path):
+    # the default instead was no value near the one asked: keep_days = 50000 kept every chat
+    # before the bound came, then fell to 30 and the next turn deleted those 40 days old
+    config, problems = load_config(tmp_path, None, {"session": {"keep_days": 50_000},
+                                                    "workspace": {"debounce_ms": 10**9}})
+    assert config.session.keep_days == 36_500
+    assert problems[0].endswith("at most 36500 (value 50000); using 36500"), problems
+    assert config.workspace.debounce_ms < 10**9 and len(problems) == 2
+    # a share past its bound is a mistake (1.5 of a budget): its default, as before
+    config, problems = load_config(tmp_path, None, {"session": {"modes": {"debug": {
+        "working_share": 2}}}})
+    assert config.session.modes == Config().session.modes and len(problems) == 1
 
 
 def test_settings_doc_is_up_to_date():
