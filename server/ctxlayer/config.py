@@ -580,7 +580,8 @@ def _readable(patterns: list[str], key: str, source: str, dotted: str,
               messages: list[str]) -> list[str]:
     """`patterns` without the ones that cannot be read as a pattern, each said: a class whose
     range runs backwards (`src/[z-a].py`) failed the workspace's scan and every assembly; the
-    scan now skips it (it matches nothing, as in git), and the user learns why here."""
+    scan now skips it (it matches nothing: `_rule` says where git differs), and the user learns
+    why here."""
     # the workspace package imports this module: a late import, which the scan's own
     # reading of the patterns shares
     from ctxlayer.workspace.ignore import why_no_pattern

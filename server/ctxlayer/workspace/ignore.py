@@ -51,10 +51,12 @@ def _why_unread(line: str) -> str | None:
 
 
 def _rule(line: str) -> Rule | None:
-    """One pattern compiled; None for a line that is none, which matches nothing, as in git:
-    git reads no pattern in it (`!`, a trailing `\\`), or its regex does not compile (a class
-    whose range runs backwards, `[z-a]`, which git reads: pathspec's `re.error` failed the
-    workspace's scan and with it every assembly)."""
+    """One pattern compiled; None for a line that is none, which matches nothing: git reads no
+    pattern in it (`!`, a trailing `\\`), or its regex does not compile (a class whose range
+    runs backwards: pathspec's `re.error` failed the workspace's scan and with it every
+    assembly). `[z-a]` matches nothing in git too; git reads more of some such lines
+    (`[!z-a]x` matches `ax`), which are skipped here whole: a few files git ignores may be
+    listed outside a git repository."""
     try:
         return _compiled(line)
     except (GitIgnorePatternError, re.error):
