@@ -543,7 +543,7 @@ def _merge_into(
                 values[name] = _readable(values[name], _snake(prefix) + name, source, dotted,
                                          messages)
         except msgspec.ValidationError as e:
-            most = _most(field.type)
+            most = None if _snake(prefix) + name in _NOT_AMOUNTS else _most(field.type)
             if most is not None and isinstance(value, int) and not isinstance(value, bool) \
                     and value > most:
                 # a whole number past the bound, the bound: the default is no value near the
@@ -563,8 +563,19 @@ def _merge_into(
             )
 
 
+#: whole numbers that name something rather than count it: past the bound, a mistake (a
+#: port of 80800 pinned every workspace's gateway to 65535 instead of any free port)
+_NOT_AMOUNTS = frozenset({"gateway.port"})
+
+
 def _most(ftype: Any) -> int | None:
-    """The upper bound (`le`) a whole-number setting's type declares, if any."""
+    """The upper bound (`le`) a whole-number setting's type declares (or an optional one's),
+    if any."""
+    if typing.get_origin(ftype) is Annotated and typing.get_origin(
+            typing.get_args(ftype)[0]) in (typing.Union, types.UnionType):  # described
+        ftype = typing.get_args(ftype)[0]
+    if typing.get_origin(ftype) in (typing.Union, types.UnionType):
+        ftype = next((a for a in typing.get_args(ftype) if a is not type(None)), None)
     if typing.get_origin(ftype) is not Annotated or typing.get_args(ftype)[0] is not int:
         return None
     return next((int(m.le) for m in typing.get_args(ftype)[1:]

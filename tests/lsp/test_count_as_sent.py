@@ -9,6 +9,8 @@ from __future__ import annotations
 import pytest
 from conftest import RawDaemon, result
 
+from ctxlayer.core.tokens import OPENAI_FORMAT
+
 pytestmark = pytest.mark.e2e
 
 LONG = "and then? " * 200  # one message far costlier than the others: where it lands is seen
@@ -72,7 +74,35 @@ async def test_a_run_of_calls_is_an_entry_per_call(raw_daemon: RawDaemon):
     counted = await result(raw_daemon, "ctx/count", {
         "format": "responses", "model": "gpt-4o", "messages": RESPONSES})
     first, second = counted["tokens"][1:3]
-    assert first - second == 3, counted  # the per-message overhead, once for the run
+    assert first - second == OPENAI_FORMAT.per_message, counted  # once for the run
+
+
+ENCRYPTED = "gAAAAB" + "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo" * 60
+
+
+@pytest.mark.parametrize("model", ["o4-mini", "gpt-4o"])
+async def test_an_earlier_turns_reasoning_in_a_run_costs_what_the_model_reads(
+        raw_daemon: RawDaemon, model):
+    """The model named by the param, not in the body: the layout read the reasoning by the
+    body's rule (none: every turn read), costed it whole and left the message before it
+    -382. And texts joined into one message cost less than apart: never an entry under 0."""
+    items = [
+        {"type": "message", "role": "user", "content": "Fix the failing test in utils.py"},
+        {"type": "message", "role": "assistant", "content": [
+            {"type": "output_text", "text": "Let me look at the file first.", "annotations": []}]},
+        {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": ENCRYPTED},
+        {"type": "function_call", "call_id": "call_1", "name": "shell",
+         "arguments": '{"cmd": "cat utils.py"}'},
+        {"type": "function_call_output", "call_id": "call_1", "output": "def add(a, b): ..."},
+        *({"type": "message", "role": "assistant", "content": [
+            {"type": "output_text", "text": "\n\nx\n\n", "annotations": []}]}
+          for _ in range(12)),
+        {"type": "message", "role": "user", "content": "Great, please fix it."}]
+    counted = await result(raw_daemon, "ctx/count", {
+        "format": "responses", "model": model, "messages": items})
+    assert min(counted["tokens"]) >= 0, counted
+    assert counted["tokens"][2] < 50, counted  # an earlier turn's reasoning, not read again
+    assert sum(counted["tokens"]) + counted["replyPriming"] == counted["total"]
 
 
 async def test_texts_come_first_then_the_messages(raw_daemon: RawDaemon):

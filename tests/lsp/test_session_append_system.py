@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import RawDaemon, ask, result
+from providers.rules import anthropic_problems
 
 pytestmark = pytest.mark.e2e
 
@@ -70,3 +71,24 @@ async def test_a_format_without_one_refuses_it_naming_it(own_daemon: RawDaemon, 
     assert out["error"]["data"]["field"] == "system", out
     empty = await result(own_daemon, "ctx/assemble", {"sessionId": "s", "format": "openai"})
     assert "hello" not in str(empty["messages"])  # nothing of the refused append was kept
+
+
+BLANK = {
+    "openai system": {"format": "openai",
+                      "messages": [{"role": "system", "content": "  \n"}, *HELLO]},
+    "openai developer": {"format": "openai",
+                         "messages": [{"role": "developer", "content": ""}, *HELLO]},
+    "responses instructions": {"format": "responses", "system": " ", "messages": [
+        {"type": "message", "role": "user", "content": "hello"}]},
+}
+
+
+@pytest.mark.parametrize("case", list(BLANK))
+async def test_a_blank_system_prompt_is_left_out_of_an_anthropic_assembly_saying_so(
+        own_daemon: RawDaemon, case: str):
+    # each valid for its own provider; assembled for Anthropic, a system block of whitespace
+    # went out, which Anthropic refuses ("text blocks must contain non-whitespace text")
+    _, _, anthropic = await appended(own_daemon, f"blank-{case}", BLANK[case])
+    assert anthropic_problems({"model": "m", "max_tokens": 8, "system": anthropic["system"],
+                               "messages": anthropic["messages"]}) == [], anthropic["system"]
+    assert any("empty system message" in e["reason"] for e in anthropic["dropped"]), anthropic

@@ -83,6 +83,10 @@ def test_a_whole_number_past_its_bound_is_said_and_the_bound_used(tmp_path: Path
     assert config.session.keep_days == 36_500
     assert problems[0].endswith("at most 36500 (value 50000); using 36500"), problems
     assert config.workspace.debounce_ms < 10**9 and len(problems) == 2
+    # an optional count too; a port names a port, past 65535 a mistake: any free port
+    config, problems = load_config(tmp_path, None, {"trim": {"tool_output_cap": 2**60},
+                                                    "gateway": {"port": 80800}})
+    assert config.trim.tool_output_cap == 2**53 - 1 and config.gateway.port == 0, problems
     # a share past its bound is a mistake (1.5 of a budget): its default, as before
     config, problems = load_config(tmp_path, None, {"session": {"modes": {"debug": {
         "working_share": 2}}}})

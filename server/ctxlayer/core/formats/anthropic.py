@@ -486,6 +486,14 @@ def _strip_own(native: dict) -> dict:
         else native
 
 
+def _blank_system(decoded: Decoded, kept: Sequence[Message]) -> set[int]:
+    """The kept system messages this request did not bring (a session's, appended blank in
+    another format: OpenAI's `""`, Responses' `instructions: " "`) with nothing in them:
+    Anthropic refuses a system block of whitespace. The request's own go as they came."""
+    return {k for k, m in enumerate(kept) if m.role == "system" and not m.content.strip()
+            and not m.parts_tokens and (m.id is None or m.id not in decoded.index)}
+
+
 def _system(decoded: Decoded, kept: list[tuple[int | None, Message]]) -> Any:
     original = decoded.payload.get("system")
     if not kept:
@@ -659,7 +667,10 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
     system: list[tuple[int | None, Message]] = []
     # (native index or None for an added message, [(engine pos, message)], kept indices)
     groups: list[tuple[int | None, list[tuple[int, Message]], list[int]]] = []
+    blank = _blank_system(decoded, kept)
     for k, m in enumerate(kept):
+        if k in blank:
+            continue
         pos = decoded.index.get(m.id) if m.id is not None else None
         if m.role == "system" and (pos is None or decoded.sources[pos][0] == "system"):
             system.append((pos, m))
@@ -674,6 +685,8 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
         else:
             groups.append((i, [(pos, m)], [k]))
     result = Encoded(payload={})
+    result.audit += [audit("dropped", "an empty system message: the provider refuses one",
+                           "system: (empty)", 0, 0, kept[k].id) for k in sorted(blank)]
     ids = _CallIds(kept, result)
     out = [(_synthesized(ps[0][1], result, ids) if i is None else _native(decoded, i, ps), ks)
            for i, ps, ks in groups]
@@ -686,8 +699,8 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
         require_a_turn(out)
     out = head + repair(out, kept, result, decoded.counter, opened=not user_first(decoded))
     sys_value = _system(decoded, system)
-    sys_kept = [k for k, m in enumerate(kept) if m.role == "system" and not _in_messages(
-        decoded, m)]
+    sys_kept = [k for k, m in enumerate(kept) if m.role == "system" and k not in blank
+                and not _in_messages(decoded, m)]
     sys_value, messages, tools = place_breakpoints(
         sys_value, out, sys_kept, cache_breakpoints, decoded.payload.get("tools"), kept, result)
     payload = {k: v for k, v in decoded.payload.items() if k not in ("system", "messages")}

@@ -408,10 +408,16 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None,
 def sent_tokens(decoded: Decoded, tokens: Sequence[int], counter: Tokenizer) -> SentTokens:
     """What each input item sent costs (a string `input` is one), `instructions` apart (none
     given: None). A run of the model's items is one engine message: each item after the
-    first costs what it adds alone (its text, its other parts, its call), the first the rest
-    (the message's framing with it), so that the items add up to what the run costs."""
+    first costs what it adds alone (its text, its other parts, its call) as far as the run's
+    cost goes, the first the rest (the message's framing with it), so that the items add up to
+    what the run costs, none under 0."""
     payload = decoded.payload
     raw = payload.get("input")
+    # read by the model it was decoded for (a `model` param names it outside the body): the
+    # earlier turns' reasoning was counted in full against the engine's rule, its item 394
+    # tokens and the message before it -382
+    read_as = payload if decoded.model in (None, payload.get("model")) else {
+        **payload, "model": decoded.model}
     out = [0] * (1 if isinstance(raw, str) else len(raw or ()))
     system = None if payload.get("instructions") is None else 0
     turn_start: int | None = None  # read only for a run of several items
@@ -424,8 +430,10 @@ def sent_tokens(decoded: Decoded, tokens: Sequence[int], counter: Tokenizer) -> 
             continue
         for k in source[1:]:
             if turn_start is None:
-                turn_start = -1 if every_turn_read(payload) else last_user(raw)
-            alone = _item_tokens(raw[k], k, counter, turn_start, decoded.model)
+                turn_start = -1 if every_turn_read(read_as) else last_user(raw)
+            # never past what the run has left: texts joined into one cost less than apart
+            # (twelve items of "\n\nx\n\n" left the first -4)
+            alone = min(n, _item_tokens(raw[k], k, counter, turn_start, decoded.model))
             out[k], n = alone, n - alone
         out[source[0]] = n
     return SentTokens(out, system)
