@@ -17,6 +17,7 @@ import pytest
 from gitrepo import GIT_ENV, git
 
 from ctxlayer import protocol
+from ctxlayer.core.tokens import OPENAI_FORMAT
 from ctxlayer.tokenizers import counter_for
 from ctxlayer_client import AsyncClient, Client, ConnectionClosed, RpcError
 
@@ -48,7 +49,8 @@ async def test_async_client_typed_results(repo: Path, world: dict[str, str]):
             protocol.Message(role="user", content="hello world")])
         assert isinstance(counted, protocol.CountResult)
         n = counter_for("gpt-4o").count("hello world")
-        assert counted.tokens == [n, n + 3] and counted.total == 2 * n + 6
+        framed = n + OPENAI_FORMAT.per_message  # the message with its framing and role
+        assert counted.tokens == [n, framed] and counted.total == n + framed + 3
 
         seg = await client.segment()
         assert isinstance(seg, protocol.WorkspaceSegment) and "main.py" in seg.text
