@@ -102,7 +102,7 @@ def test_the_room_of_turns_that_cannot_lead_goes_to_the_turns_dropped_before_the
     out = trimmed(body, whole * 2 // 5, "anthropic")
     assert anthropic_problems(sent(out)) == []
     audit = out["ctxlayer"]
-    assert audit["tokens"] >= audit["budget"] * 0.8, audit  # 15% of it before
+    assert audit["tokens"] >= audit["budget"] * 0.75, audit  # 67% of it before
     assert "u5w0" in json.dumps(out["messages"])  # the newest user turn before the question
 
 

@@ -36,7 +36,8 @@ stand alone (no tool call, not a result, not a document), newest first, each as 
 tail (an outline for JSON or a log) in the room left, when at least MIN_RECLAIM tokens.
 Then, with `user_first` (a format whose conversation starts with a user turn), the turns kept
 before the first user message kept are dropped, a copy of what they held gets its content back
-(as above), and the room they had goes back to the lone messages dropped whole, as above.
+(as above), and the room they had goes back to the lone messages dropped whole that fit in it
+as they are, when the question was not cut (a cut question has it first, below).
 Then (both strategies), the room the fit left, when a cap's worth or more, goes back to the
 tool outputs it outlined, newest first: each is outlined again from its original at a cap grown
 by that room, so an outline grows with the room it has and nothing kept is dropped for it.
@@ -202,8 +203,10 @@ def trim(
         fit.reclaim(w, budget, sh, options.user_first)
     if options.user_first:  # after reclaim, which may bring back the user turn they answer
         fit.restore_orphaned_refs(w, refs, budget, sh, user_first=True)
-        if reclaiming:  # the room the leading turns had (900 tokens went out with 139)
-            fit.reclaim(w, budget, sh, user_first=True)
+        # the room the leading turns had (900 tokens went out with 139) to what fits whole
+        # in it, when the question was not cut: a cut question takes it first (below)
+        if reclaiming and sh.question_cut is None:
+            fit.reclaim(w, budget, sh, user_first=True, whole_only=True)
     fit.regrow(w, budget, sh)  # only the room nothing else needs
     if options.reclaim:
         fit.regrow_blocks(w, budget, sh)  # what the tool outputs left of it

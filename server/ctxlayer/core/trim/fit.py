@@ -307,13 +307,15 @@ def lead_with_user(w: Work) -> None:
         w.drop_group(i, LEADING_TURN)
 
 
-def reclaim(w: Work, budget: int, sh: Shortener, user_first: bool = False) -> None:
+def reclaim(w: Work, budget: int, sh: Shortener, user_first: bool = False,
+            whole_only: bool = False) -> None:
     """The room the fit left goes to the messages it dropped whole that stand alone (no tool
     call, not a result, not a document: a long message of prose or a pasted log, with no code
     block to cut), newest first: each comes back as its head and tail (an outline for JSON or
     a log) in the room left. A 2,400-token message went whole from a budget of 800 with 793
     tokens left, and the request went out with 12 of them. With ``user_first``, a turn that
-    would come before every user message kept stays out (it would lead the request)."""
+    would come before every user message kept stays out (it would lead the request);
+    ``whole_only``: only what fits as it is comes back."""
     left = budget - w.total
     if left < MIN_RECLAIM:
         return
@@ -332,6 +334,8 @@ def reclaim(w: Work, budget: int, sh: Shortener, user_first: bool = False) -> No
             return
         if w.tokens[i] <= left:  # whole: the room leading turns left (user_first) holds it
             left -= w.undrop(i)
+            continue
+        if whole_only:
             continue
         text = w.content[i]
         out = sh.memo.get(("reclaim", body), text, lambda t=text, b=body: shorten(
