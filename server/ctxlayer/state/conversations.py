@@ -22,8 +22,8 @@ millisecond for a 1M-token chat); any other turn runs on a worker thread.
 Memory: the last MAX_LIVE conversations, MAX_LIVE_TOKENS of history together at most, keep
 their turn (the engine holds its messages) and their last request as the codec read it (the
 next turn takes over the messages it shares);
-after a step the window is written to the state folder, and the first turn after a restart
-starts from it (upkeep.py): from the kept window of its family its messages agree with the
+after a step the window is written to the state folder before the answer goes out, and the
+first turn after a restart starts from it (upkeep.py): from the kept window of its family its messages agree with the
 furthest, under that window's id (the ids go out anew after a restart, in the order the chats
 come back; fork ids carry the run's own mark, so a new chat never writes over a kept window).
 Must not: import a face, or write the whole history anywhere on a turn.
@@ -552,8 +552,9 @@ class Conversations:
         conv.shortened = shown_shortened(turn) + sum(
             e.action not in ("dropped", "notFitted") for e in encoded.audit)
         conv.kept = []
+        written = None
         if turn.stepped or turn.restored or turn.truncated or turn.dropped:
-            self.upkeep.keep(conv, _now())  # a branch's first turn says its window: kept
+            written = self.upkeep.keep(conv, _now())  # a branch's first turn says its window
         if conv.branched_from is not None:
             log.info("live chat %s starts from the window of %s", conv.conversation_id,
                      conv.branched_from)
@@ -576,6 +577,14 @@ class Conversations:
         if fresh and conv.session_open:  # the audit log grows only when a turn did something
             await _or_said(state.keep(state.sessions.record_audit, workspace, conv.session_id,
                                       fresh), "keep this turn's audit", trouble, None)
+        if written is not None:
+            # the window is written before the answer goes out (beside the session's opening,
+            # and before the audit on the same thread): killed right after the answer, the
+            # daemon made the step again from an older window and may not make the one the
+            # client was sent (the write held back 0.3 s: another request, 13 tokens of its
+            # prefix reused, not 1043)
+            await _or_said(written, "keep this chat's window (after a restart it starts from "
+                           "an older one)", trouble, None)
         gone = state.sessions.store.gone_now() if state.sessions_started else None
         if gone is not None and not any(str(gone) in t for t in trouble):
             # every turn says it, not only those that stored something on the way

@@ -1,10 +1,12 @@
-"""What a live chat's turn sets going after its answer, off the request path: the session told
-the turn's size (calibration), the facts of the next step read ahead of need, the window
-written to the state folder, and a conversation's kept window taken up after a restart.
+"""What a live chat's turn sets going, off the request path: the session told the turn's size
+(calibration), the facts of the next step read ahead of need, the window written to the state
+folder (the turn waits for that write before its answer), and a conversation's kept window
+taken up after a restart.
 
 Owns `Upkeep`: the background tasks of the conversations and how each ends (a failure is
 logged, never raised into a turn; a result that came too late is dropped).
-Must not: decide anything about a turn (core/prepare does) or be waited on by a request.
+Must not: decide anything about a turn (core/prepare does) or be waited on by a request, but for
+the write of the window a turn made (its answer waits for it).
 """
 
 from __future__ import annotations
@@ -169,18 +171,20 @@ class Upkeep:
             return
         conv.state = kept if kept is not None else conv.state
 
-    def keep(self, conv: Conversation, now: str) -> None:
+    def keep(self, conv: Conversation, now: str) -> asyncio.Future | None:
         """Write the window this turn made (a step, an outline, a restore: what the next
-        request after a restart must find again), on a session thread."""
+        request after a restart must find again), on the keeping thread; the write, for a
+        turn to wait for before its answer (None when there is no window)."""
         st, store, counted_with = conv.state, self.state.sessions.store, conv.counted_with
         if st is None:
-            return
+            return None
         conv.turn += 1
         conv.written = st
-
-        self._after(conv, asyncio.ensure_future(self.state.keep(
+        task = asyncio.ensure_future(self.state.keep(
             _put, store, conv.workspace, conv.conversation_id, conv.model, conv.turn, st,
-            counted_with, now, _listed(conv), conv.budget_report())), "keeping its window")
+            counted_with, now, _listed(conv), conv.budget_report()))
+        self._after(conv, task, "keeping its window")
+        return task
 
     def keep_moved(self, workspace: str, family: str, target: str, now: str) -> None:
         """Keep, on the keeping thread, that requests of ``family`` go on in ``target``'s (a
