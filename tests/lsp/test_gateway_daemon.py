@@ -7,12 +7,23 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import WORLD, RawDaemon, hermetic_env, make_repo
 from providers.standin import Standin
 
 pytestmark = pytest.mark.e2e
+
+
+async def with_gateway(daemon: RawDaemon, root: Path, upstream: dict[str, str]) -> dict:
+    """Initialize ``daemon`` on ``root`` with its gateway on (its upstreams ``upstream``, as
+    `[gateway]` names them): the gateway's URLs, as the daemon announces them."""
+    init = await daemon.request(0, "initialize", {
+        "processId": None, "capabilities": {}, "rootUri": root.as_uri(),
+        "initializationOptions": {"config": {"gateway": {"enabled": True, **upstream}}}})
+    await daemon.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+    return init["result"]["capabilities"]["experimental"]["ctxlayer"]["gateway"]
 
 
 async def test_the_daemon_runs_the_gateway_and_pushes_the_live_chat(tmp_path):
@@ -22,12 +33,7 @@ async def test_the_daemon_runs_the_gateway_and_pushes_the_live_chat(tmp_path):
         root = make_repo(WORLD / f"daemon-gateway-{tmp_path.name}")
         daemon = await RawDaemon.start(env=hermetic_env(tmp_path / "world"))
         try:
-            init = await daemon.request(0, "initialize", {
-                "processId": None, "capabilities": {}, "rootUri": root.as_uri(),
-                "initializationOptions": {"config": {"gateway": {
-                    "enabled": True, "openai_base_url": upstream.openai}}}})
-            await daemon.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
-            urls = init["result"]["capabilities"]["experimental"]["ctxlayer"]["gateway"]
+            urls = await with_gateway(daemon, root, {"openai_base_url": upstream.openai})
             assert urls["openai"].startswith("http://127.0.0.1:") and urls["openai"].endswith("/v1")
             client = openai.AsyncOpenAI(base_url=urls["openai"], api_key="sk-test", max_retries=0)
             reply = await client.chat.completions.create(
@@ -62,12 +68,8 @@ async def test_the_daemons_gateway_never_logs_a_key_its_parser_refused(tmp_path)
     daemon = await RawDaemon.start("--log-file", str(log_file), "-vvv",
                                    env=hermetic_env(tmp_path / "world"))
     try:
-        init = await daemon.request(0, "initialize", {
-            "processId": None, "capabilities": {}, "rootUri": root.as_uri(),
-            "initializationOptions": {"config": {"gateway": {
-                "enabled": True, "anthropic_base_url": "http://127.0.0.1:9"}}}})
-        await daemon.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
-        base = init["result"]["capabilities"]["experimental"]["ctxlayer"]["gateway"]["anthropic"]
+        base = (await with_gateway(daemon, root, {
+            "anthropic_base_url": "http://127.0.0.1:9"}))["anthropic"]
         host, port = base.removeprefix("http://").rsplit(":", 1)
         reader, writer = await asyncio.open_connection(host, int(port))
         writer.write(f"POST /v1/messages HTTP/1.1\r\nHost: {host}:{port}\r\n"
@@ -94,11 +96,7 @@ async def test_the_daemons_gateway_shares_the_workspace_opened_through_a_symlink
     daemon = await RawDaemon.start("--log-file", str(log_file), "-vv",
                                    env=hermetic_env(tmp_path / "world"))
     try:
-        await daemon.request(0, "initialize", {
-            "processId": None, "capabilities": {}, "rootUri": (link / "proj").as_uri(),
-            "initializationOptions": {"config": {"gateway": {
-                "enabled": True, "openai_base_url": "http://127.0.0.1:9/v1"}}}})
-        await daemon.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        await with_gateway(daemon, link / "proj", {"openai_base_url": "http://127.0.0.1:9/v1"})
         assert "result" in await daemon.request(1, "ctx/segment", {})
     finally:
         assert await daemon.close() == 0
@@ -140,12 +138,7 @@ async def test_the_daemons_exit_stops_its_gateway_and_takes_its_announcement(tmp
         root = make_repo(WORLD / f"daemon-gateway-stop-{tmp_path.name}")
         daemon = await RawDaemon.start(env=env)
         try:
-            init = await daemon.request(0, "initialize", {
-                "processId": None, "capabilities": {}, "rootUri": root.as_uri(),
-                "initializationOptions": {"config": {"gateway": {
-                    "enabled": True, "openai_base_url": upstream.openai}}}})
-            await daemon.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
-            urls = init["result"]["capabilities"]["experimental"]["ctxlayer"]["gateway"]
+            urls = await with_gateway(daemon, root, {"openai_base_url": upstream.openai})
             assert json.loads(announced.read_text())["pid"] == daemon.proc.pid
             upstream.fail(mode="stall")  # the stream's first event, then nothing
             opened = asyncio.Event()
