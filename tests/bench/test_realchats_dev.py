@@ -52,33 +52,37 @@ def _replay(name: str, share: float, cut: float | None = None,
 
 
 def test_a_summary_squeezed_by_a_big_exchange_is_rendered_again_at_the_next_merge():
-    """mini-swe-agent on django__django-11049 at 8% of its tokens (2,069): a big exchange made
+    """mini-swe-agent on django__django-11049 at 8% of its tokens (2,079; 2,069 before a
+    message's role was counted, 415a74d): a big exchange made
     the last resort squeeze the summaries into one of 106 tokens for 50 messages, and pairs
     merged after it for the rest of the chat, so the final request kept 12 of the 24 facts
     the rest of the conversation needs (`ctx/assemble`: 20). Folded into the next merge, it
     is rendered again at the room's size."""
     turn, needs, budget = _replay("minisweagent-django__django-11049", 0.08)
-    assert budget == 2069
+    assert budget == 2079
     chunks = turn.state.chunks
     assert min(c.tokens for c in chunks) > 200, [(c.tokens, c.replaced) for c in chunks]
     assert len(kept(needs, turn.messages)) >= 18, len(needs)
 
 
 def test_a_long_newest_reasoning_gives_way_before_the_summary_of_everything_before_it():
-    """mini-swe-agent on django__django-10914, replayed to 60% of its tokens at 10% (1,206
-    tokens): the final request's newest reply reasons for 725 tokens, and the last resort
+    """mini-swe-agent on django__django-10914, replayed to 60% of its tokens at 10% (1,213
+    tokens; 1,206 before a message's role was counted): the final request's newest reply reasons
+    for 725 tokens, and the last resort
     squeezed the summary of the 56 messages before it from 616 tokens to 111 for its room,
     keeping 8 of the 24 facts the rest of the chat needs. The reply is shortened instead (its
     head and tail, the command it ran whole)."""
     turn, needs, budget = _replay("minisweagent-django__django-10914", 0.10, cut=0.6)
-    assert budget == 1206
+    assert budget == 1213
     chunks = turn.state.chunks
     assert sum(c.tokens for c in chunks) > 400, [c.tokens for c in chunks]
     assert any(e.message_id == turn.messages[-2].id and "newest assistant" in e.reason
                for e in turn.truncated)
     assert turn.messages[-2].tool_calls
     assert any("FileNotFoundError" in c.message.content for c in chunks)
-    assert len(kept(needs, turn.messages)) >= 14, len(needs)
+    # 14 of 24 once; cut where a message's role is counted, 12 of the 20 the rest then needs
+    # (the squeezed summary kept a third)
+    assert len(kept(needs, turn.messages)) >= 0.55 * len(needs), len(needs)
 
 
 def test_budgets_that_are_not_whole_percents_get_a_line_saying_what_to_fix():
