@@ -321,19 +321,23 @@ def reclaim(w: Work, budget: int, sh: Shortener, user_first: bool = False,
         return
     gone = sorted((e.index for e in w.dropped if e.index is not None
                    and e.reason.startswith("over budget: ")), reverse=True)
+    # the first user message kept, found once and moved as user messages come back (a scan
+    # before every message brought back was quadratic in a long chat)
+    first_user = next((j for j, m in enumerate(w.msgs) if w.alive[j] and m.role == "user"),
+                      len(w.msgs))
     for i in gone:
         m = w.msgs[i]
         if m.tool_calls or m.role in ("tool", "system") or m.tool_call_id is not None \
                 or m.kind == "doc" or w.group[i] in w.members:
             continue
-        if user_first and m.role != "user" and not any(
-                w.alive[j] and w.msgs[j].role == "user" for j in range(i)):
+        if user_first and m.role != "user" and first_user > i:
             continue
         body = left - w.extra[i]
         if body < MIN_RECLAIM:
             return
         if w.tokens[i] <= left:  # whole: the room leading turns left (user_first) holds it
             left -= w.undrop(i)
+            first_user = min(first_user, i) if m.role == "user" else first_user
             continue
         if whole_only:
             continue
@@ -344,6 +348,7 @@ def reclaim(w: Work, budget: int, sh: Shortener, user_first: bool = False,
             continue
         left -= w.revive(i, out.text, w.counter.count(out.text), f"over budget: kept its "
                          f"{_kept(out.method)} in the {left} tokens the fit left")
+        first_user = min(first_user, i) if m.role == "user" else first_user
 
 
 #: tries of a regrown block cut (a few halvings between what fits and what does not)
