@@ -29,6 +29,7 @@ import msgspec
 
 from ctxlayer.core.formats import media
 from ctxlayer.core.formats.anthropic_repair import (
+    EMPTY_SYSTEM,
     place_breakpoints,
     repair,
     require_a_turn,
@@ -685,8 +686,8 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
         else:
             groups.append((i, [(pos, m)], [k]))
     result = Encoded(payload={})
-    result.audit += [audit("dropped", "an empty system message: the provider refuses one",
-                           "system: (empty)", 0, 0, kept[k].id) for k in sorted(blank)]
+    result.audit += [audit("dropped", EMPTY_SYSTEM, "system: (empty)", 0, 0, kept[k].id)
+                     for k in sorted(blank)]
     ids = _CallIds(kept, result)
     out = [(_synthesized(ps[0][1], result, ids) if i is None else _native(decoded, i, ps), ks)
            for i, ps, ks in groups]

@@ -25,6 +25,9 @@ from ctxlayer.core.text import call_line, one_line
 from ctxlayer.protocol import Message
 
 MAX_BREAKPOINTS = 4
+#: why a system message with nothing in it goes: inside the messages (Claude Code's after its
+#: `/compact`) or a session's, appended blank in another format
+EMPTY_SYSTEM = "an empty system message: the provider refuses one"
 _EPHEMERAL = {"type": "ephemeral"}
 
 Entry = tuple[dict, list[int]]  # a native message and the kept engine indices it holds
@@ -119,8 +122,8 @@ def repair(out: list[Entry], kept: Sequence[Message], result: Encoded, counter: 
         if msg.get("role") != "system":
             continue
         if _empty(msg):  # Claude Code sends one after its `/compact`: content []
-            result.audit.append(audit("dropped", "an empty system message: the provider "
-                                      "refuses one", _summary(msg), 0, 0, _first_id(ks, kept)))
+            result.audit.append(audit("dropped", EMPTY_SYSTEM, _summary(msg), 0, 0,
+                                      _first_id(ks, kept)))
             continue
         asides.append((n, (msg, ks)))
     if not asides:
