@@ -87,3 +87,32 @@ def test_another_method_from_a_web_page_is_refused_all_the_same(stack, method, p
     assert answer.status_code == 403
     assert answer.json()["error"]["message"].startswith("ctxlayer gateway: Origin")
     assert stack.standin.requests() == []
+
+
+@pytest.mark.parametrize("path, headers", [
+    ("/v1/models", {"authorization": "Bearer k"}),
+    ("/v1/models", {"x-api-key": "sk-ant-k", **ANTHROPIC}),
+    ("/v1//models", {"authorization": "Bearer k"}),
+    ("/v1/models/gpt-4o", {"authorization": "Bearer k"}),
+])
+def test_a_head_goes_upstream_as_a_head(stack, path, headers):
+    """aiohttp serves HEAD on a GET route: the list of models was asked of the upstream with
+    a GET (its whole list read, then dropped). The client gets the headers a GET's answer
+    has, its size among them, and no body."""
+    got = httpx.get(f"{stack.anthropic_url}{path}", headers=headers)
+    stack.standin.reset()
+    answer = httpx.head(f"{stack.anthropic_url}{path}", headers=headers)
+    (seen,) = stack.standin.requests()
+    assert (seen["method"], seen["path"]) == ("HEAD", path.replace("//", "/"))
+    assert answer.status_code == got.status_code == 200
+    assert answer.content == b""
+    assert answer.headers["content-type"] == got.headers["content-type"]
+    assert answer.headers["content-length"] == str(len(got.content))
+
+
+def test_a_head_on_health_is_answered_without_a_body(stack):
+    got = httpx.get(f"{stack.anthropic_url}/health")
+    answer = httpx.head(f"{stack.anthropic_url}/health")
+    assert answer.status_code == got.status_code == 200 and answer.content == b""
+    assert answer.headers["content-length"] == str(len(got.content))
+    assert stack.standin.requests() == []

@@ -7,7 +7,8 @@ until it is killed. In pytest: `async with Standin() as s:` on the test's loop, 
 `with StandinThread() as s:` for synchronous clients (its own loop on a thread).
 
 Routes: `POST /v1/chat/completions`, `POST /v1/messages`, `POST /v1/messages/count_tokens`,
-`GET /v1/models` (the OpenAI list, or Anthropic's when the request has `anthropic-version`),
+`GET /v1/models` (the OpenAI list, or Anthropic's when the request has `anthropic-version`;
+HEAD too; each recorded),
 `GET /v1/models/{id}`, `GET /v1/chat/completions` (the stored completions, of which it keeps
 none: an empty page), `POST /v1/embeddings` (any other path or method: its 404 or 405 in the
 provider's JSON shape, recorded as every request is), and `POST /v1/responses` (the Responses API,
@@ -327,6 +328,7 @@ class Standin:
             str(body.get("model", "")), checks.prompt_tokens("anthropic", body))})
 
     async def _models(self, request: web.Request) -> web.Response:
+        self._listed(request)
         if "anthropic-version" in request.headers:
             data = [{"type": "model", "id": m, "display_name": m,
                      "created_at": "2026-01-01T00:00:00Z"} for m in MODELS if "claude" in m]
@@ -361,9 +363,22 @@ class Standin:
         return web.json_response({"object": "list", "data": [], "first_id": None,
                                   "last_id": None, "has_more": False})
 
+    def _listed(self, request: web.Request) -> dict:
+        """Keep a request for the models, for a test to see the method it came with (a HEAD
+        the gateway sent on as a GET)."""
+        self.received.append({
+            "path": request.path, "query": request.rel_url.raw_query_string,
+            "method": request.method, "format": "models",
+            "headers": {k.lower(): v for k, v in request.headers.items()}, "body": None,
+            "status": 200, "problems": [], "stream": False, "cancelled": False,
+            "completed": True, "prompt_tokens": None})
+        return self.received[-1]
+
     async def _model(self, request: web.Request) -> web.Response:
+        entry = self._listed(request)
         name = request.match_info["model"]
         if name not in MODELS:
+            entry["status"] = 404
             return web.json_response(answers.error_body(
                 "openai", 404, f"The model '{name}' does not exist or you do not have access "
                 "to it.", code="model_not_found"), status=404)

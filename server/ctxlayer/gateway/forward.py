@@ -232,6 +232,10 @@ class Upstream:
                     return await _relay_stream(request, fmt, url, up, headers, on_usage,
                                                hide_usage, decoder, self.under_way)
                 raw = await _whole(url, up, decoder)
+                if method == "HEAD" and decoder is None and "Content-Length" in up.headers:
+                    # a HEAD's answer has no body but says the size the GET's would have:
+                    # the upstream's, not the 0 of the empty body relayed
+                    headers["Content-Length"] = up.headers["Content-Length"]
                 usage = from_answer(fmt, raw) if up.status < 300 else None
                 if usage is not None and on_usage is not None:
                     await asyncio.shield(on_usage(usage))

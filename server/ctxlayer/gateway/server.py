@@ -373,7 +373,7 @@ class GatewayServer:
                 return self._model_route(provider)
         if method == "POST" and tail == "messages/count_tokens":
             return self._count_tokens
-        if method == "GET" and tail == "models":
+        if method in ("GET", "HEAD") and tail == "models":
             return self._models
         return None
 
@@ -395,9 +395,13 @@ class GatewayServer:
         return await self._forward(request, "anthropic", "POST", url, raw, {}, stream=False)
 
     async def _models(self, request: web.Request) -> web.StreamResponse:
+        """The upstream's list of models. A HEAD goes upstream as a HEAD (aiohttp serves HEAD
+        on a GET route): sent as a GET, the provider was asked for the whole list, which the
+        gateway read and then dropped."""
         family = family_of(request.headers)
         url = with_query(f"{family.v1(self.config)}/models", request)
-        return await self._forward(request, family.name, "GET", url, None, {}, stream=False)
+        return await self._forward(request, family.name, request.method, url, None, {},
+                                   stream=False)
 
     async def _health(self, request: web.Request) -> web.Response:
         urls = self.urls
