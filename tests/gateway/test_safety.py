@@ -15,6 +15,7 @@ import httpx2 as httpx
 import openai
 import pytest
 from gateway_stack import SMALL_WINDOW, Stack, start_stack, stop_stack
+from openai.types.responses import ResponseErrorEvent
 from providers.standin import StandinThread
 
 from ctxlayer.config import GatewayConfig
@@ -342,7 +343,10 @@ def test_a_broken_anthropic_stream_ends_with_an_error_event(safe, mode, says, ki
                                         ("cut", "closed the stream before its end")])
 def test_a_broken_responses_stream_ends_with_an_error_event(safe, mode, says):
     """As on Chat Completions, on the Responses API (the stand-in's `fail` queue was not read
-    on /v1/responses: this was never tried)."""
+    on /v1/responses: this was never tried), ended with the Responses API's own `error`
+    event, numbered after the events before it (it was a Chat Completions chunk: no `event:`
+    line, no `type`, no `sequence_number`, no Responses event at all); its error object nested
+    under `error` too, as OpenAI's own streams send it."""
     safe.standin.fail(mode=mode)
     with httpx.Client(timeout=30) as client, client.stream(
             "POST", f"{safe.openai_url}/responses", headers={"authorization": "Bearer k"},
@@ -351,15 +355,27 @@ def test_a_broken_responses_stream_ends_with_an_error_event(safe, mode, says):
     *answer, last = [json.loads(e.partition("data: ")[2]) for e in events]  # all whole
     assert answer and all(a["type"].startswith("response.") for a in answer)
     assert not any(a["type"] == "response.completed" for a in answer)
+    assert events[-1].startswith("event: error\ndata: ")
+    assert last["type"] == "error" and says in last["message"]
+    assert last["code"] == "server_error" and last["param"] is None
+    assert last["sequence_number"] == answer[-1]["sequence_number"] + 1
+    assert ResponseErrorEvent.model_validate(last).message == last["message"]
     assert says in last["error"]["message"] and last["error"]["type"] == "server_error"
     # the upstream's failure it was (the stalled request is closed once the gateway gave up)
     said = "cut" if mode == "cut" else "cancelled"
     safe.wait_for(lambda rs: rs and rs[-1].get(said) is True, f"the stream {said} upstream")
     safe.standin.fail(mode=mode)
-    with pytest.raises(openai.APIError, match=says):
+    with pytest.raises(openai.APIError, match=says) as raised:
         for _ in safe.openai().responses.create(model="gpt-4o", input="What is it?",
                                                 stream=True):
             pass
+    assert not isinstance(raised.value, openai.APIResponseValidationError)  # not unreadable
+    safe.standin.fail(mode=mode)  # the SDK's stream helper, which reads the events' types
+    with pytest.raises(openai.APIError, match=says) as raised, safe.openai().responses.stream(
+            model="gpt-4o", input="What is it?") as stream:
+        for _ in stream:
+            pass
+    assert not isinstance(raised.value, openai.APIResponseValidationError)
 
 
 def test_a_429_on_responses_comes_back_as_the_providers(safe):

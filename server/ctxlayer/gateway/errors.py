@@ -2,7 +2,10 @@
 raises its usual exception with our message in it.
 
 Owns: `GatewayError` (a status, a message, the field at fault) and its rendering as an
-OpenAI or Anthropic error body, or as the provider's error event ending a stream; the mapping of the state's ContextError kinds to statuses.
+OpenAI or Anthropic error body (the Responses API's is OpenAI's), or as the error event that
+ends a stream in each API's own shape (Chat Completions: a `data:` chunk with `error`; the
+Responses API and Anthropic: an `event: error`, each its own JSON); the mapping of the state's
+ContextError kinds to statuses.
 Errors of the upstream are never rewritten here: they pass through untouched.
 """
 
@@ -64,10 +67,27 @@ def error_response(fmt: str, err: GatewayError,
     return web.json_response(error_body(fmt, err), status=err.status, headers=headers)
 
 
-def sse_error(fmt: str, err: GatewayError) -> bytes:
+def sse_error(fmt: str, err: GatewayError, sequence_number: int = 0) -> bytes:
     """The last event of a stream the gateway cannot finish, as the provider sends one: an
-    SDK raises it as an error instead of taking a cut answer for a whole one."""
-    data = json.dumps(error_body(fmt, err), ensure_ascii=False).encode()
-    if fmt == "anthropic":
+    SDK raises it as an error instead of taking a cut answer for a whole one.
+    ``sequence_number``: a Responses stream's next (its events are numbered)."""
+    said = error_body(fmt, err)
+    if fmt == "responses":
+        said = responses_error_event(said["error"], sequence_number)
+    data = json.dumps(said, ensure_ascii=False).encode()
+    if fmt in ("anthropic", "responses"):
         return b"event: error\ndata: " + data + b"\n\n"
     return b"data: " + data + b"\n\n"
+
+
+def responses_error_event(error: dict[str, Any], sequence_number: int) -> dict[str, Any]:
+    """The Responses API's streaming `error` event: `type`, `code`, `message`, `param` and
+    `sequence_number` at its top, as its reference documents it. The error object is kept
+    beside them under `error`, as OpenAI's own streams nest it: clients read one or the
+    other (the official Python and Node SDKs raise an APIError on a streamed event that
+    carries `error`; a Chat Completions-shaped chunk, which the gateway sent before, is no
+    Responses event at all and a client that reads the events by their `type` skips it)."""
+    code = error.get("code") or error.get("type")  # a string, as the event's schema has it
+    return {"type": "error", "code": code, "message": error["message"],
+            "param": error.get("param"), "sequence_number": sequence_number,
+            "error": {**error, "code": code}}

@@ -422,8 +422,11 @@ async def _relay_stream(request: web.Request, fmt: str, url: str, up: aiohttp.Cl
             "Content-Type": "application/json"})
     response = web.StreamResponse(status=up.status, headers=headers)
     await response.prepare(request)
+    numbered = _Numbered()
 
     async def write(whole: bytes) -> None:
+        if fmt == "responses":
+            numbered.read(whole)
         await response.write(without_usage(whole) if hide_usage else whole)
 
     try:
@@ -446,7 +449,7 @@ async def _relay_stream(request: web.Request, fmt: str, url: str, up: aiohttp.Cl
         # The status went out already: the provider's error event says the answer is cut
         # (the incomplete event held back is dropped, it could not be read).
         log.warning("%s stream ended early: %s", fmt, type(exc).__name__)
-        await _end_early(response, fmt, _cut_short(url, exc))
+        await _end_early(response, fmt, _cut_short(url, exc), numbered.next)
         return response
     if pending:
         await write(pending)
@@ -470,12 +473,31 @@ def _cut_short(url: str, exc: Exception) -> GatewayError:
                              f"({type(exc).__name__}): the answer is cut short")
 
 
-async def _end_early(response: web.StreamResponse, fmt: str, err: GatewayError) -> None:
+async def _end_early(response: web.StreamResponse, fmt: str, err: GatewayError,
+                     sequence_number: int) -> None:
     """End a stream with the provider's error event: an SDK raises it as an error instead of
     taking a cut answer for a whole one."""
     with contextlib.suppress(ConnectionError, aiohttp.ClientError):
-        await response.write(sse_error(fmt, err))
+        await response.write(sse_error(fmt, err, sequence_number))
         await response.write_eof()
+
+
+#: a Responses event's number (a quote inside a text is escaped: this never matches there)
+_SEQUENCE = re.compile(rb'"sequence_number"\s*:\s*(\d+)')
+
+
+class _Numbered:
+    """The number a Responses stream's next event takes: one past the last its relayed
+    events carried (0 when none did), so that the error event ending a cut stream comes in
+    order after them, as a client that checks the order expects."""
+
+    def __init__(self) -> None:
+        self.next = 0
+
+    def read(self, events: bytes) -> None:
+        numbers = _SEQUENCE.findall(events)
+        if numbers:
+            self.next = max(self.next, int(numbers[-1]) + 1)
 
 
 def writable(pending: bytes) -> int:
