@@ -394,6 +394,31 @@ def test_a_429_on_responses_comes_back_as_the_providers(safe):
         safe.openai().responses.create(model="gpt-4o", input="What is it?")
 
 
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("case, status, kind, param, says", [
+    ("too large", 413, "invalid_request_error", "body", "max_body_mb"),
+    ("slow", 504, "server_error", None, "did not answer in time"),
+    ("bad input", 400, "invalid_request_error", "input", "`input` must be"),
+])
+def test_the_gateways_own_errors_on_responses_are_read_by_the_sdk(safe, case, status, kind,
+                                                                  param, says, stream):
+    """An error the gateway gives a Responses request before any answer goes out is the
+    error object both OpenAI APIs answer with (`error`: message, type, param, code): the
+    SDK's exception carries its status, type, param and message, streamed or not."""
+    given: dict = {"input": "q"}
+    if case == "too large":
+        given["input"] = "x" * (2 * 1024 * 1024)
+    elif case == "slow":  # its first byte after the read timeout
+        safe.standin.fail(mode="slow_first_byte", delay=READ_TIMEOUT * 3)
+    else:
+        given["input"] = 5
+    with pytest.raises(openai.APIStatusError, match=says) as raised:
+        safe.openai().responses.create(model="gpt-4o", stream=stream, **given)
+    err = raised.value
+    assert (err.status_code, err.type, err.param) == (status, kind, param)
+    assert err.body["message"].startswith("ctxlayer gateway: ")
+
+
 @pytest.mark.parametrize("fmt", ["openai", "anthropic", "responses"])
 def test_a_whole_answer_the_upstream_cuts_is_a_502_in_the_providers_shape(safe, fmt):
     """The upstream says the answer's length, sends half of it, and drops the connection: a
