@@ -229,6 +229,12 @@ interface ChatSession {
   fits: number;
 }
 
+/** What a session was last fitted for: the model it counts with and the budget it got. */
+interface Fitted {
+  model: string;
+  budget: number;
+}
+
 /** The model's window as ctxlayer counts it, read from its refusal of a budget over it. */
 function daemonWindow(err: CtxlayerError): number | undefined {
   const found = /over the ([\d,]+)-token context window/.exec(err.message)?.[1];
@@ -236,8 +242,9 @@ function daemonWindow(err: CtxlayerError): number | undefined {
 }
 
 export class CtxlayerParticipant {
-  /** Each chat session's budget, learnt when it opens: a turn is fitted to it. */
-  private readonly budgets = new Map<string, number>();
+  /** Each chat session's model and budget, learnt when it opens or its model changes: a turn
+   * is counted with that model and fitted to that budget. */
+  private readonly fitted = new Map<string, Fitted>();
 
   constructor(private readonly hooks: ParticipantHooks) {}
 
@@ -454,7 +461,10 @@ export class CtxlayerParticipant {
    * as the editor reports it. The daemon refuses a budget over the model's window as its table
    * knows it (Copilot's gpt-4 reports 28,501 tokens, ctxlayer's table 8,192): the session then
    * takes the daemon's default budget for the model, every turn fits to it, and the chat says
-   * so once, where the session opens, rather than failing every turn.
+   * so once, where the session opens, rather than failing every turn. A turn asked of another
+   * model than the session's (the model picker changed mid-chat) moves the session to it
+   * first, the same way: the turn is counted with the model that answers it and fitted to
+   * that model's window, not the first model's.
    */
   private async openSession(
     client: CtxlayerClient,
@@ -467,41 +477,63 @@ export class CtxlayerParticipant {
     if (known) {
       const { sessions } = await client.request("ctx/session/list", {});
       if (sessions.some((s) => s.sessionId === known)) {
-        // open answers an existing session unchanged: its budget, once per window's life
-        const fits = this.budgets.get(known) ??
-          (await client.request("ctx/session/open", { sessionId: known })).budget;
-        this.budgets.set(known, fits);
-        return { sessionId: known, fits: Math.min(fits, model.maxInputTokens) };
+        // open answers an existing session unchanged: its model and budget, once per window's life
+        let had = this.fitted.get(known);
+        if (!had) {
+          const opened = await client.request("ctx/session/open", { sessionId: known });
+          had = { model: opened.model, budget: opened.budget };
+        }
+        if (had.model !== daemonModel(model)) {
+          had = await this.fitTo(client, known, model, stream, "configure").catch((err) => {
+            // a daemon older than ctx/session/configure: the session keeps its first model
+            if (!(err instanceof CtxlayerError && err.kind === "unknown_method")) throw err;
+            this.hooks.log.warn(`@ctxlayer ${known}: this daemon cannot change a session's ` +
+              `model (no ctx/session/configure): counted as ${had!.model}; update ctxlayer`);
+            return had!;
+          });
+        }
+        this.fitted.set(known, had);
+        return { sessionId: known, fits: Math.min(had.budget, model.maxInputTokens) };
       }
       this.hooks.log.warn(`chat session ${known} is gone: rebuilding it from the chat history`);
     }
-    const fits = await this.openFitting(client, sessionId, model, stream);
-    this.budgets.set(sessionId, fits);
+    const opened = await this.fitTo(client, sessionId, model, stream, "open");
+    this.fitted.set(sessionId, opened);
     const earlier = historyMessages(context);
     if (earlier.length) await this.append(client, sessionId, earlier);
-    return { sessionId, fits };
+    return { sessionId, fits: opened.budget };
   }
 
-  /** Opens a session at the editor's input limit, else at the daemon's default (said once). */
-  private async openFitting(
+  /**
+   * Opens a session (or moves one to another model: `configure`) at the editor's input limit,
+   * else at the daemon's default budget for the model (said once).
+   */
+  private async fitTo(
     client: CtxlayerClient,
     sessionId: string,
     model: api.LanguageModelChat,
     stream: api.ChatResponseStream,
-  ): Promise<number> {
+    how: "open" | "configure",
+  ): Promise<Fitted> {
     const name = daemonModel(model);
+    // the budget the daemon gives with `budget`, else (undefined) its default for the model
+    const send = async (budget: number | undefined): Promise<number> =>
+      how === "open"
+        ? (await client.request("ctx/session/open", { sessionId, model: name, budget })).budget
+        : (
+            await client.request("ctx/session/configure", {
+              sessionId,
+              model: name,
+              ...(budget === undefined ? { resetBudget: true } : { budget }),
+            })
+          ).limit;
     try {
-      const opened = await client.request("ctx/session/open", {
-        sessionId,
-        model: name,
-        budget: model.maxInputTokens,
-      });
-      return opened.budget;
+      return { model: name, budget: await send(model.maxInputTokens) };
     } catch (err) {
       if (!(err instanceof CtxlayerError && err.kind === "invalid" && err.field === "budget")) {
         throw err;
       }
-      const opened = await client.request("ctx/session/open", { sessionId, model: name });
+      const budget = await send(undefined);
       const n = (x: number) => x.toLocaleString("en-US");
       const window = daemonWindow(err);
       const text =
@@ -510,11 +542,10 @@ export class CtxlayerParticipant {
             `${n(model.maxInputTokens)}`
           : `ctxlayer refused the ${n(model.maxInputTokens)} tokens the editor reports for ` +
             `${name} (${err.message})`) +
-        `: fitting this chat to ctxlayer's default budget for ${name}, ` +
-        `${n(opened.budget)} tokens`;
+        `: fitting this chat to ctxlayer's default budget for ${name}, ${n(budget)} tokens`;
       this.hooks.log.warn(`@ctxlayer ${sessionId}: ${text}`);
       stream.markdown(`> ${text}.\n\n`);
-      return opened.budget;
+      return { model: name, budget };
     }
   }
 

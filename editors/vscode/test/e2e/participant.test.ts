@@ -238,3 +238,60 @@ describe("@ctxlayer with a model whose window ctxlayer counts smaller than the e
     }
   });
 });
+
+describe("@ctxlayer when the model picker changes mid-chat", () => {
+  it("counts and fits each turn with the model that answers it", async () => {
+    // the session kept its first model: a chat begun with gpt-4 (ctxlayer's default budget of
+    // 4,096) stayed cut to 4k under gpt-4o, and claude-sonnet-4's turns counted as gpt-4o's
+    editorTools(0);
+    resetMockKeepingTools();
+    recorded.workspaceFolder = base;
+    const sink = new Sink();
+    const controller = new BudgetController(sink, { model: "gpt-4o", budget: null, mode: null }, "e2e-switch");
+    await controller.attach(daemon.client, announcement());
+    const participant = new CtxlayerParticipant({
+      client: () => daemon.client,
+      modes: () => controller.modes,
+      onTurn: () => undefined,
+      onTools: (id, tokens, window) => controller.toolsBeside(id, tokens, window),
+      log: api.createLogChannel("e2e") as any,
+    });
+    const history: unknown[] = [];
+    const seen: { model: string; limit: number; session: string }[] = [];
+    const ask = async (m: ReturnType<typeof smallModel>, prompt: string, p = participant) => {
+      const out: string[] = [];
+      const stream = { markdown: (t: string) => out.push(t), progress: () => undefined };
+      const request = { prompt, model: m, references: [], toolReferences: [] } as any;
+      const result = await p.handle(request, { history: [...history] } as any, stream as any, { isCancellationRequested: false } as any);
+      await new Promise((ok) => setTimeout(ok, 200)); // the daemon's ctx/budgetChanged
+      history.push({ prompt }, { response: [{ value: { value: "An answer." } }], result });
+      const sessionId = (result.metadata as any).sessionId as string;
+      const { sessions } = await daemon.client.request("ctx/session/list", {});
+      const shown = sink.live.filter((c) => c.sessionId === sessionId).at(-1)!;
+      seen.push({ model: sessions.find((s) => s.sessionId === sessionId)!.model, limit: shown.budget.limit, session: sessionId });
+      return out;
+    };
+    const first = await ask(smallModel("gpt-4", 28_501), "what does app.py print?");
+    expect(first.some((t) => t.includes("default budget for gpt-4, 4,096 tokens"))).toBe(true);
+    await ask(smallModel("gpt-4o", 128_000), "and then?");
+    await ask(smallModel("claude-sonnet-4", 200_000), "and after that?");
+    // a window reloaded (a new participant, nothing remembered) with the picker changed again
+    const reloaded = new CtxlayerParticipant({
+      client: () => daemon.client,
+      modes: () => controller.modes,
+      onTurn: () => undefined,
+      onTools: () => undefined,
+      log: api.createLogChannel("e2e") as any,
+    });
+    await ask(smallModel("gpt-4o", 128_000), "one more?", reloaded);
+    expect(new Set(seen.map((s) => s.session)).size).toBe(1);
+    expect(seen.map(({ model, limit }) => ({ model, limit }))).toEqual([
+      { model: "gpt-4", limit: 4096 },
+      { model: "gpt-4o", limit: 128_000 },
+      { model: "claude-sonnet-4", limit: 200_000 },
+      { model: "gpt-4o", limit: 128_000 },
+    ]);
+    // the live figure names the model that answered, as the status bar shows it
+    expect(sink.live.at(-1)!.budget.model).toBe("gpt-4o");
+  });
+});
