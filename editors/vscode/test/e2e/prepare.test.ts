@@ -111,3 +111,26 @@ describe("a ctxlayer model on the real daemon", () => {
     for (const id of calls.keys()) expect(results.has(id), `call ${id}`).toBe(true);
   });
 });
+
+describe("a ctxlayer model's token counts on the real daemon", () => {
+  it("counts a chat message by message as the daemon counts the whole chat, less the reply priming", async () => {
+    // VS Code adds provideTokenCount's answers up, one a message: each had the reply priming
+    // in it (280 for a chat of 20 messages that `ctxlayer count` gives 223)
+    chatModels.length = 0;
+    chatModels.push({ vendor: "acme", id: "small", name: "Small", family: "gpt-4o", version: "1", maxInputTokens: WINDOW });
+    const models = new CtxlayerModels({ client: () => daemon.client, onPrepared: () => undefined, log: api.createLogChannel("t") as any });
+    await models.refresh();
+    const [info] = models.provideLanguageModelChatInformation();
+    const chat = Array.from({ length: 20 }, (_, i) =>
+      new LanguageModelChatMessage(i % 2 ? Role.Assistant : Role.User, `message number ${i} with some words`));
+    let sum = 0;
+    for (const m of chat) sum += await models.provideTokenCount(info, m as any);
+    const messages = toOpenAI(chat as any).messages.map(({ [ORIGIN]: _, ...m }) => m);
+    const whole = await daemon.client.count({ model: "gpt-4o", format: "openai", messages });
+    expect(whole.replyPriming).toBeGreaterThan(0);
+    expect(sum).toBe(whole.total - whole.replyPriming!);
+    // a string is its own tokens, as before
+    const text = "message number 0 with some words";
+    expect(await models.provideTokenCount(info, text)).toBe((await daemon.client.count({ model: "gpt-4o", texts: [text] })).total);
+  });
+});
