@@ -135,8 +135,10 @@ export class DaemonServer {
       traceOutputChannel: this.log,
       // typed by the protocol's struct: an option the daemon does not read fails the build
       initializationOptions: {
+        // no mode: the daemon announces initialize's mode as the workspace's default, and a
+        // setting cleared later went back to the setting's old value instead (the workspace
+        // session gets the mode when it opens, as Neovim's does)
         model: settings.model,
-        mode: settings.mode ?? undefined, // unset: the workspace's session.default_mode
         // only when asked: otherwise the workspace's ctxlayer.toml decides
         ...(settings.gateway.enabled
           ? { config: { gateway: { enabled: true, port: settings.gateway.port } } }

@@ -42,7 +42,9 @@ describe("activate", () => {
     }
     expect(recorded.warnings[0]).not.toContain("ctxlayer.serverCommand");
     const lc = FakeLanguageClient.made[0];
-    expect(lc.clientOptions.initializationOptions).toMatchObject({ model: "gpt-4o", mode: undefined });
+    expect(lc.clientOptions.initializationOptions).toMatchObject({ model: "gpt-4o" });
+    // never a mode: the daemon would announce it as the workspace's default
+    expect(lc.clientOptions.initializationOptions).not.toHaveProperty("mode");
     expect(lc.sent("ctx/session/open")).toEqual([
       { sessionId: expect.any(String), model: "gpt-4o", mode: undefined, budget: undefined },
     ]);
