@@ -68,6 +68,9 @@ export class BudgetController {
   private warningListeners = new Set<WarningListener>();
   private warned = new Set<string>();
   private liveListeners = new Set<(chat: LiveChat) => void>();
+  /** The workspace session's mode, as the daemon last answered it: a mode left empty keeps
+   * the session's own, which may be neither the setting nor the workspace's default. */
+  private sessionMode: ServerAnnouncement["defaultMode"] | undefined;
   /** What the tool definitions sent beside a @ctxlayer chat's assembly take, by session. */
   private toolTokens = new Map<string, { tokens: number; window: number }>();
 
@@ -81,9 +84,10 @@ export class BudgetController {
     return this.client !== undefined;
   }
 
-  /** The mode the workspace session runs in: the setting, else the workspace's default. */
+  /** The mode the workspace session holds, as the daemon answered it (opened, configured,
+   * set); before it opens, the one it will get: the setting, else the workspace's default. */
   get mode(): ServerAnnouncement["defaultMode"] | undefined {
-    return this.settings.mode ?? this.announcement?.defaultMode;
+    return this.sessionMode ?? this.settings.mode ?? this.announcement?.defaultMode;
   }
 
   updateSettings(settings: ControllerSettings): void {
@@ -96,6 +100,7 @@ export class BudgetController {
     this.client = client;
     this.announcement = announcement;
     this.sessionId = undefined;
+    this.sessionMode = undefined;
     this.sessionError = undefined;
     this.subscriptions.push(
       client.onBudgetChanged((b) => {
@@ -133,6 +138,7 @@ export class BudgetController {
     // ctx/session/budget measures it against the workspace (no assembly: an assembly is a
     // request, which would make the workspace session the daemon's live chat)
     this.sessionId = opened.sessionId;
+    this.sessionMode = opened.mode;
     await this.configureSession(client, opened);
     await this.refresh();
   }
@@ -170,6 +176,7 @@ export class BudgetController {
       return;
     }
     this.publish(await client.request("ctx/session/configure", { sessionId: opened.sessionId, ...changes }));
+    if (changes.mode) this.sessionMode = changes.mode;
   }
 
   /**
@@ -297,12 +304,25 @@ export class BudgetController {
   async setMode(mode: ControllerSettings["mode"]): Promise<void> {
     this.settings = { ...this.settings, mode };
     const client = this.need();
-    const budget = await client.request("ctx/session/setMode", {
-      sessionId: this.session(),
-      // the setting cleared: back to the workspace's default (announced once attached)
-      mode: mode ?? this.announcement!.defaultMode,
-    });
+    // the setting cleared: back to the workspace's default (announced once attached)
+    const next = mode ?? this.announcement!.defaultMode;
+    const budget = await client.request("ctx/session/setMode", { sessionId: this.session(), mode: next });
+    this.sessionMode = next;
     this.publish(budget);
+  }
+
+  /**
+   * The mode setting changed while the daemon runs: the session takes the new mode (the
+   * workspace's default when the setting was cleared) unless it holds it already (the Set
+   * mode command sets the session before the setting). Compared with the session's own mode,
+   * not the old setting: setting the default while the session kept another did nothing.
+   */
+  async followModeSetting(mode: ControllerSettings["mode"]): Promise<void> {
+    if ((mode ?? this.announcement?.defaultMode) === this.mode) {
+      this.settings = { ...this.settings, mode };
+      return;
+    }
+    await this.setMode(mode);
   }
 
   async addRule(text: string, weight = 1): Promise<{ ruleId: string; warning?: string | null }> {

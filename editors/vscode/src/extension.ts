@@ -110,8 +110,8 @@ export async function activate(context: api.ExtensionContext): Promise<CtxlayerA
       if (change === "restart") {
         log.info("settings changed: restarting the daemon");
         void restart();
-      } else if (change === "mode" && controller.connected && controller.mode !== next.mode) {
-        controller.setMode(next.mode).catch((err) => log.error(`set mode: ${errorText(err)}`));
+      } else if (change === "mode" && controller.connected) {
+        controller.followModeSetting(next.mode).catch((err) => log.error(`set mode: ${errorText(err)}`));
       }
     }),
   );

@@ -140,4 +140,16 @@ describe("ctxlayer.mode on the real daemon", () => {
     expect(await modeBecomes("deep")).toBe("deep");
   });
 
+  it("set to the workspace's default while the session keeps another mode, takes it", async () => {
+    await start("short");
+    await deactivate();
+    // the setting removed while VS Code was closed: the session keeps its own mode (README)
+    await start(null);
+    expect(await sessionMode()).toBe("short");
+    changeSettings({ mode: "deep" });
+    expect(await modeBecomes("deep")).toBe("deep");
+    // and back to another one, as before
+    changeSettings({ mode: "debug" });
+    expect(await modeBecomes("debug")).toBe("debug");
+  });
 });
