@@ -264,14 +264,16 @@ function M.request(client, method, params, on_result, on_error)
   end)
 end
 
---- A blocking request with the configured timeout: result, err (a message string).
+--- A blocking request with the configured timeout: result, err (a message string), and the
+--- daemon's error (code, message, data) when it answered with one.
 function M.request_sync(client, method, params, timeout_ms)
   local resp, err = M.call(client, "request_sync", method, object(params), timeout_ms or config.current.timeout_ms)
   if not resp then
     return nil, ("%s: %s"):format(method, err or "no response")
   end
   if resp.err then
-    return nil, ("%s: %s"):format(method, resp.err.message or vim.inspect(resp.err))
+    -- the error itself third: its data names the refused field
+    return nil, ("%s: %s"):format(method, resp.err.message or vim.inspect(resp.err)), resp.err
   end
   return resp.result, nil
 end
@@ -393,6 +395,7 @@ function M.apply_options()
         limit = cfg.budget or announced.defaultBudget,
         model = cfg.model or announced.model,
         budget_refused = false, -- a new budget: the daemon says again if it refuses it
+        reserve_refused = false, -- and a new output reserve
       })
       M.open_session(c)
     end

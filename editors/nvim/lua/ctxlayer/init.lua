@@ -144,6 +144,12 @@ function M.count(texts, model)
   return M.request("ctx/count", { texts = texts, model = model or require("ctxlayer.config").current.model })
 end
 
+--- Whether the daemon's error refuses the request's `field`.
+local function names_field(err, field)
+  local data = type(err) == "table" and err.data or nil
+  return type(data) == "table" and data.field == field
+end
+
 --- Trim a conversation to the budget (blocking). The result also feeds the status line
 --- (without a session, it shows the last trimmed chat's figure).
 ---@param messages table[] PROTOCOL Message tables
@@ -156,14 +162,24 @@ function M.trim(messages, opts)
   -- a budget the daemon refused for the session (over the model's window) would fit the
   -- messages to more than the model takes: the daemon's default for the model instead
   local configured = not (state and state.budget_refused) and config.budget or nil
-  local result, err = M.request("ctx/trim", {
+  local params = {
     messages = messages,
     model = opts.model or config.model,
     budget = opts.budget or configured,
-    reserveOutput = config.reserve_output,
+    -- an output reserve that leaves the model no room: the daemon said at its start that it
+    -- uses its default instead, and refused every trim that sent it again
+    reserveOutput = not (state and state.reserve_refused) and config.reserve_output or nil,
     docs = opts.docs,
     strategy = opts.strategy,
-  })
+  }
+  local result, err, refusal = M.request("ctx/trim", params)
+  if not result and params.reserveOutput and names_field(refusal, "reserveOutput") then
+    if c then
+      status.update(c.id, { reserve_refused = true })
+    end
+    params.reserveOutput = nil
+    result, err = M.request("ctx/trim", params)
+  end
   if result then
     c = client.get()
     status.update(c.id, {

@@ -21,6 +21,7 @@ local M = {}
 ---@field session_error? string|false why the workspace session failed to open or to take the
 ---options (false once it opened or took them since)
 ---@field budget_refused? boolean the daemon refused opts.budget (over the model's window)
+---@field reserve_refused? boolean the daemon refused opts.reserve_output (no room left): trim leaves it out
 ---@field chat? table Budget of the live chat: the conversation that last went through the daemon
 ---@field chats? table<string, table> Budget of each conversation seen, by conversationId
 ---@field gateway? table the gateway's {openai, anthropic} URLs when the daemon runs it
