@@ -5,7 +5,7 @@
  * half-served by fallbacks.
  * No vscode import.
  */
-import { PROTOCOL_VERSION, type Requests, type ServerAnnouncement } from "@ctxlayer/client";
+import { PROTOCOL_VERSION, type ModeInfo, type Requests, type ServerAnnouncement } from "@ctxlayer/client";
 
 /** Every request of the protocol: a method added to it fails the typecheck until listed. */
 const REQUESTS: Record<keyof Requests, true> = {
@@ -72,4 +72,16 @@ export function checkAnnouncement(
     };
   }
   return { announcement: found as ServerAnnouncement };
+}
+
+/**
+ * A mode's room in words, as the settings' descriptions say it (editor_settings.py): the
+ * working memory's share is of the mode's cap, not of the chat's budget, and the rules' share
+ * limits nothing (rules are always shown whole), so it is not shown as a limit.
+ */
+export function modeRoom(info: ModeInfo): string {
+  return (
+    `working memory up to ${Math.round(info.workingShare * 100)}% of ` +
+    `${info.cap.toLocaleString("en-US")} tokens, less what the rules take (rules are always shown whole)`
+  );
 }

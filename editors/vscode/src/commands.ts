@@ -3,6 +3,7 @@
  * prompt, Restart, Show logs. Each failure ends in one message that says what to do.
  */
 import { CtxlayerError, type ModeInfo } from "@ctxlayer/client";
+import { modeRoom } from "./announcement";
 import type { BudgetController, ControllerSettings, LiveChat } from "./controller";
 import { errorText } from "./errors";
 import * as api from "./vscodeapi";
@@ -27,10 +28,7 @@ export function modeItems(
     return {
       label: mode,
       description: notes.length ? notes.join(" · ") : undefined,
-      detail: info
-        ? `rules up to ${Math.round(info.rulesShare * 100)}%, working memory up to ` +
-          `${Math.round(info.workingShare * 100)}% of ${info.cap.toLocaleString("en-US")} tokens`
-        : "",
+      detail: info ? modeRoom(info) : "",
     };
   });
 }

@@ -21,6 +21,7 @@ import {
   type ModeInfo,
   type SessionSetModeParams,
 } from "@ctxlayer/client";
+import { modeRoom } from "./announcement";
 import { VENDOR, daemonModel } from "./chatModels";
 import { resultText, toolsToOpenAI } from "./chatConvert";
 import { secretReason } from "./secrets";
@@ -585,11 +586,8 @@ export class CtxlayerParticipant {
       sessionId,
       mode: name as SessionSetModeParams["mode"],
     });
-    const m = modes[name]!;
     stream.markdown(
-      // one budget in the sentence: the chat's (the mode's cap only bounds the shares)
-      `Mode **${name}**: rules up to ${Math.round(m.rulesShare * 100)}% and working memory up to ` +
-        `${Math.round(m.workingShare * 100)}% of this chat's budget. ` +
+      `Mode **${name}**: ${modeRoom(modes[name]!)}. ` +
         `The chat now uses ${budget.used.toLocaleString("en-US")} of ${budget.limit.toLocaleString("en-US")} tokens.`,
     );
     this.hooks.onTurn(sessionId);

@@ -295,3 +295,28 @@ describe("@ctxlayer when the model picker changes mid-chat", () => {
     expect(sink.live.at(-1)!.budget.model).toBe("gpt-4o");
   });
 });
+
+describe("@ctxlayer /mode on the real daemon", () => {
+  it("says the mode's room as the settings do: working memory of the mode's cap, rules whole", async () => {
+    // it said "rules up to 40% and working memory up to 80% of this chat's budget": the 80% is
+    // of deep's cap (8,000 tokens), and the rules' 40% limits nothing
+    editorTools(0);
+    const m = smallModel();
+    const modes = daemon.initializeResult.capabilities.experimental.ctxlayer.modes;
+    const said: string[] = [];
+    const participant = new CtxlayerParticipant({
+      client: () => daemon.client,
+      modes: () => modes,
+      onTurn: () => undefined,
+      onTools: () => undefined,
+      log: api.createLogChannel("e2e") as any,
+    });
+    const stream = { markdown: (t: string) => said.push(t), progress: () => undefined };
+    const request = { prompt: "deep", command: "mode", model: m, references: [], toolReferences: [] } as any;
+    await participant.handle(request, { history: [] } as any, stream as any, { isCancellationRequested: false } as any);
+    expect(said).toHaveLength(1);
+    expect(said[0]).toMatch(
+      /^Mode \*\*deep\*\*: working memory up to 80% of 8,000 tokens, less what the rules take \(rules are always shown whole\)\. The chat now uses [\d,]+ of [\d,]+ tokens\.$/,
+    );
+  });
+});

@@ -200,7 +200,9 @@ describe("commands", () => {
     await commands.setMode(d.deps);
     const debug = recorded.quickPickItems.find((i) => i.label === "debug");
     expect(debug.description).toBe("suggested: a stack trace in the last message");
-    expect(debug.detail).toBe("rules up to 10%, working memory up to 90% of 4,000 tokens");
+    expect(debug.detail).toBe(
+      "working memory up to 90% of 4,000 tokens, less what the rules take (rules are always shown whole)",
+    );
     expect(recorded.quickPickItems.map((i) => i.label)).toEqual(["short", "deep", "debug"]);
     expect(recorded.quickPickItems.find((i) => i.label === "deep").description).toBe("default");
     expect(recorded.updates).toEqual([["mode", "debug"]]);

@@ -219,9 +219,12 @@ describe("@ctxlayer", () => {
     expect(conn.sent("ctx/session/addRule")).toEqual([{ sessionId: id, rule: { text: "Never use any", weight: 1 } }]);
     expect(conn.sent("ctx/why")).toEqual([{ sessionId: id }]);
     expect(conn.sent("ctx/restore")).toEqual([{ sessionId: id, messageId: "m3" }]);
-    // one budget in the answer: the chat's
-    expect(s.out[0]).toContain("Mode **deep**: rules up to 40% and working memory up to 80% of this chat's budget. The chat now uses 1,500 of 5,000 tokens.");
-    expect(s.out[0]).not.toContain("8,000");
+    // the working memory's share is of the mode's cap; the rules' share limits nothing
+    expect(s.out[0]).toContain(
+      "Mode **deep**: working memory up to 80% of 8,000 tokens, less what the rules take " +
+        "(rules are always shown whole). The chat now uses 1,500 of 5,000 tokens.",
+    );
+    expect(s.out[0]).not.toContain("40%");
     expect(s.out[1]).toContain("Rule `rule-1` added");
     expect(s.out[2]).toContain("| `m3` | truncated | tool output over its cap | 900 → 120 | tool: ls |");
     expect(s.out[3]).toBe("`m3` comes back whole in the next turn.");
