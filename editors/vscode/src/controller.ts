@@ -4,6 +4,7 @@
  * ctx/budgetChanged (server.ts starts only a daemon of this protocol, sessions and all).
  * No vscode import: the status bar is behind the BudgetSink interface.
  */
+import { CtxlayerError } from "@ctxlayer/client";
 import { announces } from "./announcement";
 import type {
   AssembleParams,
@@ -44,6 +45,25 @@ export interface ControllerSettings {
   /** One of the daemon's modes (the protocol's names; the manifest's enum is generated from
    * them), or null: the workspace's own default (`session.default_mode`, announced). */
   mode: ServerAnnouncement["defaultMode"] | null;
+}
+
+/**
+ * The daemon's refusal of the budget setting, in this editor's terms: its hint names what
+ * other clients can set for a larger window (initializationOptions.contextWindow, Neovim's
+ * context_window), which VS Code has no setting for; here the user can lower ctxlayer.budget
+ * or empty it. Any other error as it came.
+ */
+export function budgetRefusal(err: unknown, budget: number | null): unknown {
+  if (!(err instanceof CtxlayerError && err.kind === "invalid" && err.field === "budget")) return err;
+  const found = /over the ([\d,]+)-token context window of (.+?): leave the budget out for the model's default \(([\d,]+)\)/.exec(
+    err.message,
+  );
+  if (!found || budget === null) return err;
+  const [, window, model, fallback] = found;
+  return new Error(
+    `ctxlayer.budget: ${budget.toLocaleString("en-US")} tokens is over the ${window}-token context ` +
+      `window of ${model}: set it to at most ${window}, or leave it empty for the model's default (${fallback})`,
+  );
 }
 
 type Listener = (budget: Budget) => void;
@@ -132,14 +152,17 @@ export class BudgetController {
         budget: this.settings.budget ?? undefined,
       })
       .catch((err: unknown) => {
-        this.sessionError = err instanceof Error ? err.message : String(err);
-        throw err;
+        const said = budgetRefusal(err, this.settings.budget);
+        this.sessionError = said instanceof Error ? said.message : String(said);
+        throw said;
       });
     // ctx/session/budget measures it against the workspace (no assembly: an assembly is a
     // request, which would make the workspace session the daemon's live chat)
     this.sessionId = opened.sessionId;
     this.sessionMode = opened.mode;
-    await this.configureSession(client, opened);
+    await this.configureSession(client, opened).catch((err: unknown) => {
+      throw budgetRefusal(err, this.settings.budget);
+    });
     await this.refresh();
   }
 

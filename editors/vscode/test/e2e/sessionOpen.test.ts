@@ -105,4 +105,25 @@ describe("the workspace session when it cannot open as set", () => {
       expect(err?.message).not.toContain("starting");
     }
   });
+
+  it("a budget over the model's window: the refusal names what VS Code can set", async () => {
+    // the daemon's hint names initializationOptions.contextWindow (Neovim: context_window):
+    // VS Code has no setting for the window, only ctxlayer.budget
+    const d = await daemon();
+    const wanted = (budget: number | null) => ({ model: "gpt-4o", budget, mode: null });
+    const first = new BudgetController(new Sink(), wanted(500_000), "over");
+    const refused = await first.attach(d.client, announced(d)).then(() => undefined, (e: Error) => e);
+    const said =
+      "ctxlayer.budget: 500,000 tokens is over the 128,000-token context window of gpt-4o: set it " +
+      "to at most 128,000, or leave it empty for the model's default";
+    expect(refused?.message).toContain(said);
+    expect(first.sessionError).toContain(said);
+    expect(refused?.message).not.toContain("initializationOptions");
+    // the session opened at a budget that fits, then the setting raised past the window
+    await new BudgetController(new Sink(), wanted(100_000), "over").attach(d.client, announced(d));
+    const again = new BudgetController(new Sink(), wanted(500_000), "over");
+    const reconfigured = await again.attach(d.client, announced(d)).then(() => undefined, (e: Error) => e);
+    expect(reconfigured?.message).toContain(said);
+    expect(reconfigured?.message).not.toContain("initializationOptions");
+  });
 });
