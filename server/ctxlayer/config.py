@@ -730,7 +730,9 @@ def settings_doc() -> str:
         "workspace, then from the editor's `initializationOptions.config`; later sources win "
         "key by key, lists are replaced. Keys may be written in snake_case or camelCase. A bad "
         "value is reported (naming its key) and its default is used; a whole number past its "
-        "upper bound is reported and the bound used."),
+        "upper bound is reported and the bound used, but for one that names something rather "
+        f"than counts it ({', '.join(f'`{k}`' for k in sorted(_NOT_AMOUNTS))}): past its bound "
+        "it is a mistake, and its default is used."),
         "",
     ]
     for section in msgspec.structs.fields(Config):

@@ -93,6 +93,21 @@ def test_a_whole_number_past_its_bound_is_said_and_the_bound_used(tmp_path: Path
     assert config.session.modes == Config().session.modes and len(problems) == 1
 
 
+def test_settings_doc_names_the_whole_numbers_whose_default_is_used_past_their_bound(
+        tmp_path: Path):
+    # the doc said every whole number past its bound takes the bound: gateway.port took its
+    # default (any free port), and the doc did not say so
+    from ctxlayer.config import _NOT_AMOUNTS
+
+    intro = next(line for line in settings_doc().splitlines() if "upper bound" in line)
+    for key in _NOT_AMOUNTS:
+        section, name = key.split(".")
+        config, problems = load_config(tmp_path, None, {section: {name: 10**9}})
+        assert getattr(getattr(config, section), name) == getattr(getattr(Config(), section),
+                                                                  name), problems
+        assert f"(`{key}`): past its bound it is a mistake, and its default is used" in intro, intro
+
+
 def test_settings_doc_is_up_to_date():
     assert DOCS.read_text() == settings_doc(), (
         "docs/settings.md is stale: run `.venv/bin/python -m ctxlayer.config` to regenerate it")
