@@ -383,15 +383,26 @@ def default_user_config_dir() -> Path:
     return config_dir()
 
 
+#: what a read of the configuration found in one file: its bytes, None when it is not there,
+#: or why it could not be read
+Found = bytes | str | None
+#: path -> what a read of the configuration found there, for each file it looked at: two
+#: reads that found the same give the same configuration (the client's overrides aside)
+ConfigRead = dict[str, Found]
+
+
 def load_config(
-    workspace: Path, user_config_dir: Path | None = None, overrides: dict | None = None
+    workspace: Path, user_config_dir: Path | None = None, overrides: dict | None = None,
+    *, seen: ConfigRead | None = None,
 ) -> tuple[Config, list[str]]:
     """Merge the user's file, then the workspace's `ctxlayer.toml`, then `overrides`.
 
     `user_config_dir=None` skips the user's file (pass `default_user_config_dir()` in
     production). Later sources win key by key; lists are replaced, not merged. Returns the
     config and one message per problem; a bad value falls back to its default, a bad file or
-    table is ignored as a whole. Never raises.
+    table is ignored as a whole. Never raises. `seen`, when given, is filled with what each
+    file held as it was read (`ConfigRead`): a watcher that starts later compares it with the
+    files then, so that an edit made in between is not lost.
     """
     messages: list[str] = []
     # (source, its settings, what it may not set): the user's own file and the editor's
@@ -402,7 +413,7 @@ def load_config(
         files.append((Path(user_config_dir) / CONFIG_FILE, {}))
     files.append((Path(workspace) / CONFIG_FILE, USER_ONLY))
     for path, refused in files:
-        data = _read_toml(path, messages)
+        data = _read_toml(path, messages, seen)
         if data is not None:
             layers.append((str(path), data, refused))
     if overrides is not None:
@@ -421,14 +432,16 @@ def load_config(
 
 
 def reload_config(
-    workspace: Path, user_config_dir: Path | None, overrides: dict | None, previous: Config
+    workspace: Path, user_config_dir: Path | None, overrides: dict | None, previous: Config,
+    *, seen: ConfigRead | None = None,
 ) -> tuple[Config, str]:
-    """Load the config again after a `ctxlayer.toml` changed (same sources as `load_config`).
+    """Load the config again after a `ctxlayer.toml` changed (same sources as `load_config`,
+    `seen` filled as there).
 
     Returns the new config and one message for the user: which settings changed (dotted key,
     old -> new), then what was rejected (each problem; the rejected key keeps its default, as
     at start). Never raises."""
-    config, problems = load_config(workspace, user_config_dir, overrides)
+    config, problems = load_config(workspace, user_config_dir, overrides, seen=seen)
     diffs = [f"{key} {_show(old)} -> {_show(new)}"
              for key, old, new in _differences(previous, config, "")]
     if diffs:
@@ -455,18 +468,23 @@ def _show(value: Any) -> str:
     return "unset" if value is None else msgspec.json.encode(said(value)).decode()
 
 
-def _read_toml(path: Path, messages: list[str]) -> dict | None:
+def _read_toml(path: Path, messages: list[str], seen: ConfigRead | None = None) -> dict | None:
+    found: Found = None  # not there
     try:
-        raw = userfiles.read(path)
+        found = userfiles.read(path)
     except FileNotFoundError:
-        return None
+        pass
     except OSError as e:
-        messages.append(f"{path}: cannot be read ({e.strerror}); ignored")
+        found = f"cannot be read ({e.strerror})"
+        messages.append(f"{path}: {found}; ignored")
+    if seen is not None:
+        seen[str(path)] = found
+    if not isinstance(found, bytes):
         return None
     try:
         # a byte-order mark first (Notepad, PowerShell's `Out-File -Encoding utf8`) is no
         # TOML statement: the whole file was "invalid TOML" and every setting in it lost
-        return tomllib.loads(raw.decode("utf-8-sig"))
+        return tomllib.loads(found.decode("utf-8-sig"))
     except UnicodeDecodeError:
         messages.append(f"{path}: not UTF-8 text; ignored")
     except tomllib.TOMLDecodeError as e:

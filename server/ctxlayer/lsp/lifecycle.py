@@ -43,7 +43,7 @@ async def initialize(ls: CtxServer, params: types.InitializeParams) -> None:
     if named is None:
         log.info("no workspace folder: the segment stays empty")
         return
-    from ctxlayer.config import default_user_config_dir, load_config
+    from ctxlayer.config import ConfigRead, default_user_config_dir, load_config
     from ctxlayer.workspace.workspace import named_form
 
     # the root is the folder the name really leads to (`..` after a symlink included); the
@@ -52,14 +52,17 @@ async def initialize(ls: CtxServer, params: types.InitializeParams) -> None:
     caller.opened_as = named_form(named, caller.root)
 
     # read here, not at `initialized`: the initialize result announces this workspace's
-    # defaults (budget, modes)
-    config, problems = load_config(caller.root, default_user_config_dir(), caller.options.config)
+    # defaults (budget, modes). What the files held is kept: the watcher starts after the
+    # first scan, and an edit made before it must still be applied then
+    seen: ConfigRead = {}
+    config, problems = load_config(caller.root, default_user_config_dir(), caller.options.config,
+                                   seen=seen)
     caller.config = config
     ls.option_problems += problems
     if summarizes(params):
         caller.summarize = lambda request: ask_client_summary(ls, request)
     # the first scan starts now, while the client waits for the answer and sends `initialized`
-    open_workspace(caller, config, caller.options.config)
+    open_workspace(caller, config, caller.options.config, config_read=seen)
     if ls.state.gateway_starter is not None:  # before the answer, which announces the URLs
         await ls.state.gateway_starter(caller)
 

@@ -2,9 +2,11 @@
 
 Owns: the first scan (off the event loop), starting and stopping the watcher, hopping its
 callbacks from the watcher thread onto the event loop, and handing a changed segment to its
-subscribers (the state's one, state/opening.py). Subscribers are called on the loop, only
-when the segment's hash changed (the hash changes if and only if the text does), so a refresh
-that the watcher also reports is announced once.
+subscribers (the state's one, state/opening.py). Once the watcher runs, what was edited before
+it did is caught up: the configuration files compared with what its read found, the segment
+refreshed (an edit between those reads and the watcher's start was seen by nobody).
+Subscribers are called on the loop, only when the segment's hash changed (the hash changes if
+and only if the text does), so a refresh that the watcher also reports is announced once.
 
 Must not: know about JSON-RPC, HTTP or connections (subscribers are plain callbacks); be
 acquired but through `state/opening.py`.
@@ -22,7 +24,7 @@ from ctxlayer.protocol import WorkspaceSegment
 from ctxlayer.state.tokens import keep_out_of_collections
 
 if TYPE_CHECKING:
-    from ctxlayer.config import Config
+    from ctxlayer.config import Config, ConfigRead
     from ctxlayer.state.tokens import Tokenizers
     from ctxlayer.workspace import Workspace
 
@@ -43,8 +45,12 @@ class LiveWorkspace:
                  model: str | None, *,
                  overrides: dict | None = None,
                  on_config: Callable[[LiveWorkspace], Any] | None = None,
-                 opened_as: Path | None = None) -> None:
+                 opened_as: Path | None = None,
+                 config_read: ConfigRead | None = None) -> None:
         self.tokenizers, self.root, self.config, self.model = tokenizers, root, config, model
+        #: what the files held when `config` was read from them (config.load_config's
+        #: `seen`), kept by each reload; None when the opener did not say
+        self.config_read = config_read
         #: the root as the client named it (Workspace's `opened_as`)
         self.opened_as = opened_as
         #: the configuration given by the client that opened it, applied again on a reload
@@ -61,6 +67,9 @@ class LiveWorkspace:
         self._loop: asyncio.AbstractEventLoop | None = None
         #: refreshes under way (`refresh`), which a read of the segment waits for
         self._refreshing: set[asyncio.Future[list[str]]] = set()
+        #: one reload at a time: two at once (the watcher's, the start's check) could apply
+        #: the older reading last
+        self._reloading: asyncio.Lock | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -86,6 +95,7 @@ class LiveWorkspace:
                 await asyncio.to_thread(ws.stop)
                 log.info("workspace %s: stopped during its first scan", self.root)
                 return
+            await self._catch_up()
             keep_out_of_collections()  # the scan's long-lived caches
             log.info("workspace %s: %d tokens, hash %s", self.root, self.segment.tokens,
                      self.segment.hash)
@@ -93,6 +103,24 @@ class LiveWorkspace:
             self.error = exc
             log.exception("scanning workspace %s failed", self.root)
             raise
+
+    async def _catch_up(self) -> None:
+        """Once the watcher runs: what was edited since the configuration was read (at the
+        client's initialize) and since the scan read the files, which no watcher saw. The
+        configuration files are read again, and reloaded only when they hold something else
+        than what the first read found (`State.reload_config`): the same files say nothing.
+        The segment is refreshed, as a request would ask it: a read of the segment waits for
+        it (`current`), and only a changed text is announced. A reload refreshes the segment
+        itself, with the new settings."""
+        if self.config_read is not None and await self._reload():
+            return
+        self._refresh_tracked(None).add_done_callback(self._caught_up)
+
+    def _caught_up(self, job: asyncio.Future[list[str]]) -> None:
+        """The catch-up's refresh ended: nobody awaits it, so a failure is logged here."""
+        if not job.cancelled() and job.exception() is not None:
+            log.error("refreshing %s after the watcher started failed", self.root,
+                      exc_info=job.exception())
 
     def _create(self) -> Workspace:
         from ctxlayer.workspace import Workspace
@@ -137,19 +165,30 @@ class LiveWorkspace:
         if loop is not None and not loop.is_closed() and self.on_config is not None:
             loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self._reload()))
 
-    async def _reload(self) -> None:
-        try:
-            await self.on_config(self)  # type: ignore[misc]
-        except Exception:
-            log.exception("reloading the configuration of %s failed", self.root)
+    async def _reload(self) -> bool:
+        """Reload the configuration (`on_config`); whether it was (the files had changed)."""
+        if self.on_config is None:
+            return False
+        if self._reloading is None:
+            self._reloading = asyncio.Lock()
+        async with self._reloading:
+            try:
+                return bool(await self.on_config(self))
+            except Exception:
+                log.exception("reloading the configuration of %s failed", self.root)
+                return False
 
     async def refresh(self, paths: list[Path] | None) -> list[str]:
         """Recompute the parts these paths affect (all when None); announce a change. A
         request that reads the segment meanwhile waits for it (`current`)."""
+        return await self._refresh_tracked(paths)
+
+    def _refresh_tracked(self, paths: list[Path] | None) -> asyncio.Future[list[str]]:
+        """`refresh` started, not awaited: the reads of the segment wait for it all the same."""
         job = asyncio.ensure_future(self._refresh(paths))
         self._refreshing.add(job)
         job.add_done_callback(self._refreshing.discard)
-        return await job
+        return job
 
     async def _refresh(self, paths: list[Path] | None) -> list[str]:
         await self.start()
@@ -205,14 +244,18 @@ class WorkspaceRegistry:
 
     def acquire(self, root: Path, config: Config | None, model: str | None,
                 overrides: dict | None = None, *,
-                opened_as: Path | None = None) -> LiveWorkspace:
+                opened_as: Path | None = None,
+                config_read: ConfigRead | None = None) -> LiveWorkspace:
+        """The live workspace of `root` with this `config` and `model`, made if none is yet
+        (`config_read`: what the files held as `config` was read, load_config's `seen`)."""
         key = self._key(root, config, model)
         live = self._live.get(key)
         if live is None:
             live = self._live[key] = LiveWorkspace(self.tokenizers, root, config, model,
                                                    overrides=overrides,
                                                    on_config=self.on_config,
-                                                   opened_as=opened_as)
+                                                   opened_as=opened_as,
+                                                   config_read=config_read)
         live.refs += 1
         return live
 

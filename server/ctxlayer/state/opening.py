@@ -20,20 +20,23 @@ from ctxlayer import protocol
 from ctxlayer.state.caller import Caller
 
 if TYPE_CHECKING:
-    from ctxlayer.config import Config
+    from ctxlayer.config import Config, ConfigRead
     from ctxlayer.state.live import LiveWorkspace
     from ctxlayer.state.state import State
 
 
 def open_workspace(caller: Caller, config: Config | None,
-                   overrides: dict[str, Any] | None = None) -> LiveWorkspace:
+                   overrides: dict[str, Any] | None = None, *,
+                   config_read: ConfigRead | None = None) -> LiveWorkspace:
     """Open `caller`'s workspace (its `root`) with `config` (its loaded configuration) and
-    the client's own `overrides`: `caller.live` is set and its first scan started."""
+    the client's own `overrides`: `caller.live` is set and its first scan started.
+    `config_read` is what the files held as `config` was read (load_config's `seen`): once
+    the watcher runs, an edit made since is applied, and none is said when there was none."""
     state = caller.state
     assert caller.root is not None, "a caller without a root has no workspace to open"
     state.configure(caller.workspace, config)
     live = state.workspaces.acquire(caller.root, config, caller.model(), overrides,
-                                    opened_as=caller.opened_as)
+                                    opened_as=caller.opened_as, config_read=config_read)
     if live.refs == 1:  # a new live workspace: the state follows it, once
         live.subscribers.append(functools.partial(segment_changed, workspace_caller(state, live)))
     caller.live = live

@@ -115,19 +115,29 @@ class State:
 
         self.keep_later(forget)
 
-    async def reload_config(self, live: LiveWorkspace) -> None:
-        """A workspace's ctxlayer.toml changed: read it again, apply it to the workspace and
-        its policy, and tell its clients in one message what changed or was rejected."""
-        from ctxlayer.config import default_user_config_dir, reload_config
+    async def reload_config(self, live: LiveWorkspace) -> bool:
+        """A workspace's ctxlayer.toml may have changed: read it again, apply it to the
+        workspace and its policy, and tell its clients in one message what changed or was
+        rejected. Nothing is applied or said when the files hold what the configuration in use
+        was read from (`live.config_read`): a save that changed no byte, or the check that
+        follows the watcher's start (live.py `_catch_up`) finding nothing edited. Returns
+        whether it reloaded."""
+        from ctxlayer.config import ConfigRead, default_user_config_dir, reload_config
 
+        seen: ConfigRead = {}
         new, message = await asyncio.to_thread(reload_config, live.root,
                                                default_user_config_dir(), live.overrides,
-                                               live.config)
+                                               live.config, seen=seen)
+        if seen == live.config_read:
+            return False
+        # kept before the awaits below: a reload queued behind this one compares with it
+        live.config_read = seen
         live.config = new
         if live.workspace is not None:
             await asyncio.to_thread(live.workspace.reconfigure, new)
         self.configure(str(live.root), new, replace=True)
         self.events.message(str(live.root), "info", message)
+        return True
 
     # -- services ----------------------------------------------------------------------------
 
