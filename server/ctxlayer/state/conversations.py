@@ -553,7 +553,9 @@ class Conversations:
             e.action not in ("dropped", "notFitted") for e in encoded.audit)
         conv.kept = []
         written = None
-        if turn.stepped or turn.restored or turn.truncated or turn.dropped:
+        # a request sent again changed nothing: its window and audit were kept the first time
+        if not turn.again and (turn.stepped or turn.restored or turn.truncated
+                               or turn.dropped):
             written = self.upkeep.keep(conv, _now())  # a branch's first turn says its window
         if conv.branched_from is not None:
             log.info("live chat %s starts from the window of %s", conv.conversation_id,
@@ -573,7 +575,8 @@ class Conversations:
             self.upkeep.note_prompt(conv)
         if conv.source != "gateway":  # the gateway's once the request went upstream
             self.upkeep.read_ahead(conv)
-        fresh = [*turn.dropped, *turn.truncated, *turn.restored, *encoded.audit]
+        fresh = [] if turn.again else [*turn.dropped, *turn.truncated, *turn.restored,
+                                        *encoded.audit]
         if fresh and conv.session_open:  # the audit log grows only when a turn did something
             await _or_said(state.keep(state.sessions.record_audit, workspace, conv.session_id,
                                       fresh), "keep this turn's audit", trouble, None)

@@ -24,6 +24,7 @@ from ctxlayer.core.prepare.model import (
     Ahead,
     ConversationState,
     PreparePolicy,
+    Told,
     Turn,
     alike_prefix,
     common_prefix,
@@ -66,6 +67,18 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
     recalled = _recall(win, common, budget, counter, policy)
     kept, keys, out_tokens, dropped, truncated, total = _fit(
         win, budget, counter, policy, set(restored_at.values()), memo)
+    chunk = stepped.chunk if stepped is not None else None
+    new_summarized = list(chunk.audit) if chunk is not None else []
+    # an outline a summary then took is audited as summarized only
+    taken = {e.index for e in new_summarized}
+    outlined = [e for e in (stepped.outlined if stepped else []) if e.index not in taken]
+    new_restored = restored_audit[len(restored_audit) - len(newly):]
+    told = Told(dropped=(*new_summarized, *dropped), truncated=(*outlined, *truncated),
+                restored=(*new_restored, *again, *recalled),
+                notice=_notice(chunk.replaced if chunk else 0,
+                               chunk.replaced_tokens if chunk else 0, outlined, dropped,
+                               truncated, new_restored, budget, len(recalled),
+                               chunk.writer if chunk else "offline"))
     state = ConversationState(
         messages=msgs, tokens=win.tokens, cum=win.cum, head=win.head, upto=win.upto,
         frontier=win.frontier, chunks=tuple(win.chunks), verbatim=tuple(win.verbatim),
@@ -75,24 +88,13 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
         named={i: f for i, f in win.named.items() if i >= win.upto},
         # a step took its range (or another): what was written ahead is of no more use
         ahead=win.ahead if stepped is None or stepped.chunk is None else None,
-        sent=tuple(kept), budget=budget)
-    chunk = stepped.chunk if stepped is not None else None
-    new_summarized = list(chunk.audit) if chunk is not None else []
-    # an outline a summary then took is audited as summarized only
-    taken = {e.index for e in new_summarized}
-    outlined = [e for e in (stepped.outlined if stepped else []) if e.index not in taken]
+        sent=tuple(kept), budget=budget, told=told)
     return Turn(
-        messages=kept, tokens=total, budget=budget, dropped=new_summarized + dropped,
-        truncated=outlined + truncated,
-        restored=[*restored_audit[len(restored_audit) - len(newly):], *again, *recalled],
+        messages=kept, tokens=total, budget=budget, dropped=list(told.dropped),
+        truncated=list(told.truncated), restored=list(told.restored),
         compacted=bool(win.chunks), cache_reuse_tokens=_reuse(previous, keys, common),
         breakpoints=_breakpoints(kept, keys, win.upto) if client_breakpoints == 0 else [],
-        notice=_notice(chunk.replaced if chunk else 0,
-                       chunk.replaced_tokens if chunk else 0, outlined, dropped, truncated,
-                       restored_audit[len(restored_audit) - len(newly):], budget,
-                       len(recalled),
-                       chunk.writer if chunk else "offline"),
-        state=state, stepped=stepped is not None)
+        notice=told.notice, state=state, stepped=stepped is not None)
 
 
 def _sent_again(previous: ConversationState, msgs: list[Message], budget: int,
@@ -106,14 +108,19 @@ def _sent_again(previous: ConversationState, msgs: list[Message], budget: int,
 
 
 def _as_before(previous: ConversationState, client_breakpoints: int) -> Turn:
-    """The previous turn's result again; nothing new was done, so nothing new is audited."""
+    """The previous turn's result again, and what it said: the request is the one that was
+    cut, so its answer says so as the first did (`dropped` and the rest are what that turn
+    did to this request). Marked ``again``: nothing new was done, so nothing is audited anew.
+    The whole result is the previous one: all of it is reused."""
     kept = list(previous.sent)
-    return Turn(messages=kept, tokens=previous.total, budget=previous.budget, dropped=[],
-                truncated=[], restored=[], compacted=bool(previous.chunks),
+    told = previous.told or Told((), (), (), None)
+    return Turn(messages=kept, tokens=previous.total, budget=previous.budget,
+                dropped=list(told.dropped), truncated=list(told.truncated),
+                restored=list(told.restored), compacted=bool(previous.chunks),
                 cache_reuse_tokens=sum(previous.out_tokens),
                 breakpoints=_breakpoints(kept, previous.out_keys, previous.upto)
                 if client_breakpoints == 0 else [],
-                notice=None, state=previous, stepped=False)
+                notice=told.notice, state=previous, stepped=False, again=True)
 
 
 def _recall(win: Window, common: int, budget: int, counter: Tokenizer,
@@ -398,8 +405,12 @@ def told_anew(turn: Turn) -> Turn:
     branch): everything that window summarized, shortened, restored or cut is new to this
     conversation's client, and said in the turn as a step of its own would say it."""
     st = turn.state
-    return dataclasses.replace(turn, dropped=[*_summarized(st), *st.dropped],
-                               truncated=_shortened(st), restored=list(st.restored_audit))
+    told = Told(dropped=(*_summarized(st), *st.dropped), truncated=tuple(_shortened(st)),
+                restored=st.restored_audit, notice=turn.notice)
+    # the same request sent again is told this again (`_as_before`)
+    return dataclasses.replace(turn, dropped=list(told.dropped),
+                               truncated=list(told.truncated), restored=list(told.restored),
+                               state=dataclasses.replace(st, told=told))
 
 
 def _summarized(state: ConversationState) -> list[AuditEntry]:

@@ -233,6 +233,20 @@ class ConversationState:
     # from this turn's rewrites (at a small budget it kept other messages than the first)
     sent: tuple[Message, ...] = ()
     budget: int = 0
+    # what the turn that made ``sent`` told its client: the same request sent again is told
+    # it again (a client that retries never got the first answer; an editor regenerating
+    # the answer shows the notice of the request it sends), not "nothing was cut"
+    told: Told | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Told:
+    """What one turn's result said it did, for the same request sent again."""
+
+    dropped: tuple[AuditEntry, ...]
+    truncated: tuple[AuditEntry, ...]
+    restored: tuple[AuditEntry, ...]
+    notice: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,3 +265,6 @@ class Turn:
     notice: str | None
     state: ConversationState
     stepped: bool = False  # this turn moved the window (outlines, a new summary chunk)
+    # the previous turn's result again, for the same request sent again: what it says was
+    # done was done (and audited) by that turn, not by this one
+    again: bool = False
