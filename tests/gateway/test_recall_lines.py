@@ -74,3 +74,15 @@ def test_a_line_of_a_named_file_comes_back_and_only_that_line(tmp_path, line, ba
         sent = _ask(stack, msgs, f"Why did line {line} of src/mod_2.py take so long?")
     recalled = sent.split(HEADER, 1)[1] if HEADER in sent else ""
     assert {int(n) for n in re.findall(r"line (\d+) of run", recalled)} == back
+
+
+def test_recalled_lines_say_which_output_they_are_from_as_the_model_saw_it(tmp_path):
+    """The note names the call whose output held the lines (its tool, arguments and id, all
+    in the request), not the id the codec made for the message: the model read
+    "from oa6.3f0c... (450)" of an id in no message it was sent."""
+    with fresh_stack(tmp_path, {"gpt-4o": 9000}) as stack:
+        msgs = _runs(stack, 9)
+        sent = _ask(stack, msgs, "Why did line 450 of src/mod_2.py take so long?")
+    recalled = sent.split(HEADER, 1)[1]
+    assert "from the output of run(make 2) (call c2) (" in recalled, recalled
+    assert not re.search(r"\boa\d+\.[0-9a-f]{12}\b", recalled), recalled

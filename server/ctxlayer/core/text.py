@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 
 from ctxlayer.protocol import Message
 
@@ -144,3 +145,41 @@ def call_line(name: str, arguments: str) -> str:
         text = arguments
     text = one_line(text, 40) if text.strip() else ""
     return f"{name}({text})"
+
+
+#: the id a codec makes up for a message that came without one (formats/common.py
+#: `derive_id`): the format's prefix, where the client had the message, a digest of it
+_DERIVED_ID = re.compile(r"(cx|oa|an|rs)(\d+|s\d*|i)(?:\.\d+)?\.[0-9a-f]{12}")
+
+
+def client_place(message_id: str | None) -> str | None:
+    """Where the client had the message a codec made the id ``message_id`` for, in its
+    request's own terms (`messages[3]`, `system`, `input[2]`); None for any other id: the
+    client's own, which names the message as it is."""
+    got = _DERIVED_ID.fullmatch(message_id or "")
+    if got is None:
+        return None
+    fmt, at = got.groups()
+    if at == "i":
+        return "instructions"
+    if at.startswith("s"):  # Anthropic's system prompt, a Responses input given as a string
+        return "system" if fmt == "an" else "input"
+    return f"{'input' if fmt == 'rs' else 'messages'}[{at}]"
+
+
+def mention(msgs: Sequence[Message], i: int) -> str:
+    """How an audit reason (or a note the model reads) names message ``i`` of ``msgs``: by
+    what the client sent, never by an id a codec made up, which is in no message the user or
+    the model sees ("same content as an2.0.920618240910"). A tool output by its call
+    (`the output of bash(make test) (call call_0)`), else the client's own id, else where its
+    request had it (`messages[3]`), else its position."""
+    m = msgs[i]
+    if m.tool_call_id:
+        for k in range(i - 1, -1, -1):  # its call is in the newest assistant message before it
+            call = next((c for c in msgs[k].tool_calls or () if c.id == m.tool_call_id), None)
+            if call is not None:
+                return f"the output of {call_line(call.name, call.arguments)} (call {call.id})"
+    place = client_place(m.id)
+    if place is not None:
+        return place
+    return m.id or f"message #{i}"

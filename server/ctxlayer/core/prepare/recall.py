@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 import msgspec
 
 from ctxlayer.core.compress.facts import extract_facts
-from ctxlayer.core.text import describe
+from ctxlayer.core.text import describe, mention
 from ctxlayer.core.tokens import Tokenizer, message_tokens
 from ctxlayer.protocol import AuditEntry, Message
 
@@ -146,7 +146,7 @@ def recall(messages: list[Message], shown: Callable[[int], str | None],
         for value, needs in [w for w in wanted if lost(*w, original, now)]:
             got = _lines_with(original, words[value], lines_left)
             if got:
-                notes.append(f"from {messages[i].id or f'message {i}'} ({value}):\n"
+                notes.append(f"from {mention(messages, i)} ({value}):\n"
                              + "\n".join(got))
                 lines_left -= len(got)
                 wanted.remove((value, needs))

@@ -12,7 +12,7 @@ import msgspec
 
 from ctxlayer.core.compress.extractive import strip_reasoning
 from ctxlayer.core.memo import Memo
-from ctxlayer.core.text import call_line, normalized_hash, one_line
+from ctxlayer.core.text import call_line, mention, normalized_hash, one_line
 from ctxlayer.core.trim.work import Work
 from ctxlayer.protocol import Message
 
@@ -43,7 +43,7 @@ def enrich(messages: Sequence[Message], attachments: Mapping[str, str]) -> list[
             if prior is not None and prior[0] == text:
                 blocks.append(f"`{path}`: unchanged, lines 1-{lines} as attached in {prior[1]}")
                 continue
-            seen[path] = (text, m.id or f"message #{i}")
+            seen[path] = (text, mention(messages, i))
             blocks.append(f"```{path}\n{text.rstrip(chr(10))}\n```")
         out.append(msgspec.structs.replace(m, content=m.content + "\n\n" + "\n\n".join(blocks)))
     return out
@@ -159,7 +159,6 @@ def dedup(w: Work, min_tokens: int, memo: Memo) -> dict[int, int]:
         if j is None:
             alike.append(i)
             continue
-        w.replace(i, reference(w, j), "deduplicated",
-                  f"same content as {w.msgs[j].id or f'#{j}'}")
+        w.replace(i, reference(w, j), "deduplicated", f"same content as {mention(w.msgs, j)}")
         refs[i] = j
     return refs

@@ -13,7 +13,7 @@ import msgspec
 
 from ctxlayer.core.groups import ToolGroups
 from ctxlayer.core.memo import Memo
-from ctxlayer.core.text import describe
+from ctxlayer.core.text import describe, mention
 from ctxlayer.core.tokens import MessageFormat, Tokenizer
 from ctxlayer.core.trim.warm import TrimCache
 from ctxlayer.protocol import AuditAction, AuditEntry, Message
@@ -182,7 +182,7 @@ class Work:
         return grew
 
     def _label(self, i: int) -> str:
-        return self.msgs[i].id or f"#{i}"
+        return mention(self.msgs, i)
 
     def _entry(self, i: int, action: AuditAction, reason: str, before: int, after: int):
         m = self.msgs[i]
