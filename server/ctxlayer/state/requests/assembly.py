@@ -88,11 +88,36 @@ def assembling(caller: Caller, session_id: str, then: Callable[[Any], Any],
 def assemble(caller: Caller, p: protocol.AssembleParams,
              segment: protocol.WorkspaceSegment) -> Any:
     system = session_layers(caller, p.session_id, segment, p.system_prompt)
-    return assembling(caller, p.session_id, lambda out: _assembled(caller, p, out),
-                      budget=p.budget, system=system)
+    budget, lowered = kept_within_window(caller, p)
+    return assembling(caller, p.session_id, lambda out: _assembled(caller, p, out, lowered),
+                      budget=budget, system=system)
 
 
-def _assembled(caller: Caller, p: protocol.AssembleParams, out: Any) -> protocol.AssembleResult:
+def kept_within_window(caller: Caller, p: protocol.AssembleParams) -> tuple[int | None, str | None]:
+    """(the budget to assemble at, what to say of it). The session's own budget, when it is
+    over the window its client now names (set under a bigger one: the editor now says a
+    smaller `contextWindow`, or another editor opened it), is lowered for this assembly to
+    the model's default budget in that window, and the notice says so: at the kept budget the
+    prompt was one the provider refuses, and nothing said it (100,000 assembled 30,000 tokens
+    for a 16,000-token window). The session keeps its budget: a bigger window takes it again.
+    A one-off budget is the caller's own: taken, and said when over (`over_window`)."""
+    if p.budget is not None:
+        return p.budget, None
+    svc = caller.state.sessions
+    kept = svc.budget_of(caller.workspace, p.session_id)
+    model = svc.model_of(caller.workspace, p.session_id)
+    window = caller.widest_window(model)
+    if window is None or kept <= window:
+        return None, None
+    lowered = caller.default_budget(model)
+    return lowered, (f"the session's budget of {kept:,} tokens is over the {window:,}-token "
+                     f"context window of {model}: assembled to {lowered:,}, the model's "
+                     "default budget (ctx/session/configure with resetBudget makes it the "
+                     "session's)")
+
+
+def _assembled(caller: Caller, p: protocol.AssembleParams, out: Any,
+               lowered: str | None = None) -> protocol.AssembleResult:
     result = out.result
     # everything this assembly did: what it cut, shortened and summarized (ctx/why adds it to
     # what the session's compaction state says of the result: summaries made before it too)
@@ -103,7 +128,7 @@ def _assembled(caller: Caller, p: protocol.AssembleParams, out: Any) -> protocol
     svc = caller.state.sessions
     model = svc.model_of(caller.workspace, p.session_id)
     forms = svc.stored_for(caller.workspace, p.session_id, result.messages)
-    notice, over = assembly_notice(result), over_window(caller, p.budget, model)
+    notice, over = assembly_notice(result), lowered or over_window(caller, p.budget, model)
     if over is not None:
         notice = f"{notice}; {over}" if notice else f"ctxlayer: {over}"
     result = msgspec.structs.replace(result, notice=notice)

@@ -1,0 +1,63 @@
+"""A session whose budget is over the context window its client now names (the budget was set
+under a bigger window; the editor now says `contextWindow` is smaller, or the session is
+opened again under a smaller one) is assembled within that window, and the notice says the
+budget was lowered and to what.
+
+Before: reopened under a 16,000-token window, a session kept at 100,000 assembled 30,000
+tokens at budget 100,000 with no notice (an open or configure asking for such a budget is
+refused, and a one-off budget over the window is said). The real daemon over stdio,
+started again on the same state folder with another window."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from conftest import WORLD, RawDaemon, hermetic_env, make_repo, result
+
+pytestmark = pytest.mark.e2e
+_worlds = itertools.count()
+
+
+async def started(env: dict, root, **options) -> RawDaemon:
+    daemon = await RawDaemon.start(env=env)
+    out = await daemon.request(0, "initialize", {
+        "processId": None, "capabilities": {}, "rootUri": root.as_uri(),
+        "initializationOptions": {"model": "gpt-4o", **options}})
+    assert "result" in out, out
+    await daemon.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+    return daemon
+
+
+def turns(n: int) -> list[dict]:
+    return [{"role": "user" if k % 2 == 0 else "assistant",
+             "content": f"turn {k}: " + " ".join(f"w{k}x{j}" for j in range(1200))}
+            for k in range(n)]
+
+
+async def test_a_kept_budget_over_a_smaller_window_is_lowered_and_said():
+    base = WORLD / f"over-window-{next(_worlds)}"
+    env, root = hermetic_env(base), make_repo(base / "repo")
+    daemon = await started(env, root)
+    try:
+        await result(daemon, "ctx/session/open", {"sessionId": "s", "budget": 100_000})
+        await result(daemon, "ctx/session/append", {"sessionId": "s", "messages": turns(24)})
+        whole = await result(daemon, "ctx/assemble", {"sessionId": "s"})
+        assert whole["budget"] == 100_000 and whole["tokens"]["total"] > 16_000
+    finally:
+        assert await daemon.close() == 0
+
+    daemon = await started(env, root, contextWindow=16_000)
+    try:
+        opened = await result(daemon, "ctx/session/open", {"sessionId": "s"})
+        assert opened["budget"] == 100_000  # reopened unchanged, as the protocol says
+        out = await result(daemon, "ctx/assemble", {"sessionId": "s"})
+        assert out["budget"] < 16_000 and out["tokens"]["total"] <= out["budget"], out["budget"]
+        notice = out["notice"] or ""
+        assert "100,000" in notice and "16,000" in notice, notice
+        assert f"{out['budget']:,}" in notice, notice
+        # a one-off budget within the window is taken as it is, nothing said of the window
+        once = await result(daemon, "ctx/assemble", {"sessionId": "s", "budget": 9_000})
+        assert once["budget"] == 9_000 and "16,000" not in (once["notice"] or "")
+    finally:
+        assert await daemon.close() == 0
