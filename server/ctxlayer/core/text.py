@@ -175,10 +175,12 @@ def mention(msgs: Sequence[Message], i: int) -> str:
     request had it (`messages[3]`), else its position."""
     m = msgs[i]
     if m.tool_call_id:
-        for k in range(i - 1, -1, -1):  # its call is in the newest assistant message before it
-            call = next((c for c in msgs[k].tool_calls or () if c.id == m.tool_call_id), None)
-            if call is not None:
-                return f"the output of {call_line(call.name, call.arguments)} (call {call.id})"
+        # its call is in the newest assistant message before it: no further back is read
+        k = next((k for k in range(i - 1, -1, -1) if msgs[k].role == "assistant"), None)
+        calls = msgs[k].tool_calls or () if k is not None else ()
+        call = next((c for c in calls if c.id == m.tool_call_id), None)
+        if call is not None:
+            return f"the output of {call_line(call.name, call.arguments)} (call {call.id})"
     place = client_place(m.id)
     if place is not None:
         return place
