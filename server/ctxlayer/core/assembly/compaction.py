@@ -71,6 +71,7 @@ from ctxlayer.core.assembly.summary import (
     with_task,
     without_asks_in,
 )
+from ctxlayer.core.assembly.tail import QUESTION_FLOOR
 from ctxlayer.core.compress.facts import Facts, extract_facts
 from ctxlayer.core.compress.ledger import (
     Ledger,
@@ -364,19 +365,30 @@ def plan_stop(history: History, state: Compaction, room: int, tool_cap: int | No
     stop = max(stop, start)
     last_user = next((i for i in range(n - 1, start - 1, -1)
                       if msgs[i].role == "user" and not is_tool_result(msgs[i])), None)
-    if last_user is not None and (last_user == n - 1 or tail_fits(
-            history, state, last_user, room, tool_cap, kept)):
-        stop = min(stop, last_user)  # the question being answered stays a message of its own
+    # the question being answered stays a message of its own when it is last, when its tail
+    # fits, or when what follows it (a reply, an agent's step) fits in what the window leaves
+    # beside a question over the room (`tail.QUESTION_FLOOR`): the window shortens it in
+    # place. Summarized instead, a long question with a short reply after it left the
+    # request at 18% of its budget, the question cut to its share of the summary.
+    question = last_user is not None and (last_user == n - 1 or tail_fits(
+        history, state, last_user, room, tool_cap, kept) or tail_fits(
+        history, state, last_user + 1, int(room * (1 - QUESTION_FLOOR)), tool_cap, kept))
+    if question:
+        stop = min(stop, last_user)
     while start < stop < n and is_tool_result(msgs[stop]):
         stop -= 1  # keep the call with its results
     while limit is not None and not tail_fits(history, state, stop, limit, tool_cap, kept):
+        if question and stop >= last_user:
+            break  # the question stays, whatever it takes (the window fits it)
         later = stop + 1
         while later < n and is_tool_result(msgs[later]):
             later += 1  # not between a call and its results
         if later >= n:
             break  # the newest turn stays, whatever it takes (the window fits it)
         stop = later
-    if stop == start:  # nothing older fits out: replace at least up to a clean boundary
+    if stop == start and not (question and stop == last_user):
+        # nothing older fits out: replace at least up to a clean boundary (but the question
+        # kept as its own message: the window shortens it, and nothing is replaced)
         while stop < n - 1 and (stop == start or is_tool_result(msgs[stop])):
             stop += 1
         if stop < n and is_tool_result(msgs[stop]):

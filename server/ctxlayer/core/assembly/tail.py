@@ -34,6 +34,10 @@ from ctxlayer.protocol import AuditEntry, Message
 #: a message is shortened to this share of its tokens (and never below MIN_SHORT tokens)
 SHORTEN_TO = 0.25
 MIN_SHORT = 24
+#: of the room, what a newest question over the room keeps at least beside the turns after it
+#: (when half of itself is more): half of a question twice the room was still over it, the
+#: reply after it went, and the question was cut to the room all the same
+QUESTION_FLOOR = 0.75
 
 
 class Window(msgspec.Struct, kw_only=True):
@@ -168,8 +172,8 @@ def _drop_whole_turns(win: Window, total: int, room: int, last_user: int | None,
                       counter: Tokenizer) -> int:
     """The oldest turns, whole, while over the room; returns the total left. The turns after
     the newest question (an agent's work on it, its reply) are the newest, not the oldest:
-    the question first gives up to half of itself for them, then they go, oldest first, said
-    as what they are (a 12-token reply after a long question went as "oldest turns")."""
+    the question first gives up to half of itself for them (a question over the room down to
+    QUESTION_FLOOR of the room), then they go, oldest first, said as what they are (a 12-token reply after a long question went as "oldest turns")."""
     older: list[list[int]] = []
     newer: list[list[int]] = []
     for group in _groups(win.messages):
@@ -184,7 +188,7 @@ def _drop_whole_turns(win: Window, total: int, room: int, last_user: int | None,
         total -= sum(win.tokens[i] for i in group)
     if total > room and newer and last_user is not None:
         q = win.tokens[last_user]
-        cap = max(q // 2, q - (total - room))
+        cap = max(min(q // 2, int(room * QUESTION_FLOOR)), q - (total - room))
         if cap < q:
             total -= _shorten(win, last_user, cap, counter, "shortened to keep the turns after "
                               "it: the newest question is never dropped")
