@@ -176,7 +176,7 @@ def assemble(history: History, state: cp.Compaction, inp: AssemblyInput,
 
     # the history layer: the summary, then the verbatim tail cleaned and fitted
     win = _verbatim(history, work, inp, counter)
-    head = _Head(dropped=list(lay.working_dropped))
+    head = _Head(dropped=list(lay.working_dropped), truncated=list(lay.working_truncated))
     whole = _whole(history, work)
     summ = cp.summary_message(work)
     placed = summ is not None and _summary_head(head, summ, win, whole, history, work, inp,

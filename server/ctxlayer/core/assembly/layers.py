@@ -9,9 +9,11 @@ Layers, in prompt order and in order of precedence:
    and cap (modes.py). Rules are always shown whole, borrowing from zone B when over their share;
    system layers and rules together over the budget are ContextError("pinned_over_budget") too
    (never a silent overflow);
-3. zone B, the working items: hottest first until the zone's limit, shown in insertion order
-   (stable text, so the prompt cache survives heat changes); items that do not fit this time
-   are reported as dropped, not deleted;
+3. zone B, the working items: the required ones (``optional = false``) first, then the
+   hottest, until the zone's limit, shown in insertion order (stable text, so the prompt cache
+   survives heat changes); optional items that do not fit this time are reported as dropped,
+   not deleted; required ones are shortened to the room left (compressed, never removed:
+   only a zone with no room at all leaves one out, said);
 4. history: the rest (``share``).
 Must not: look at history (assemble.py does).
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 import msgspec
 
 from ctxlayer.core.assembly.compaction import CompactionPolicy
+from ctxlayer.core.compress.shorten import shorten
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.text import describe
 from ctxlayer.core.tokens import OPENAI_FORMAT, Tokenizer, message_tokens
@@ -73,6 +76,7 @@ class Layout(msgspec.Struct, kw_only=True):
     working_msg: Message | None
     working_tokens: int
     working_dropped: list[AuditEntry]
+    working_truncated: list[AuditEntry] = msgspec.field(default_factory=list)
     share: int  # tokens left for history
 
 
@@ -109,35 +113,95 @@ def layout(inp: AssemblyInput, counter: Tokenizer, *, strict: bool = True) -> La
         working_limit = inp.working_cap
         why = (f"working zone cut to {working_limit} tokens: the newest user message needs the "
                "room; kept in the session")
-    blocks: list[tuple[int, str, str, str]] = []  # (seq, id, text, summary)
-    for k, rule in enumerate(placement.demoted):
-        blocks.append((-len(placement.demoted) + k, rule.id, render_demoted(rule), rule.text))
-    chosen: list[tuple[int, str, str, str]] = []
-    dropped: list[AuditEntry] = []
-    used = 0
-    header = 8  # the zone's heading and per-message overhead, roughly
-    hottest = sorted(inp.items, key=lambda it: (-it.heat, -it.seq))
-    candidates = blocks + [(it.seq, it.id, render_item(it), it.content) for it in hottest]
-    for seq, item_id, text, what in candidates:
-        cost = counter.count(text) + 2
-        if used + cost + header <= working_limit:
-            chosen.append((seq, item_id, text, what))
-            used += cost
-        else:
-            dropped.append(AuditEntry(
-                action="dropped", reason=why,
-                summary=f"working item {item_id}: {describe(Message(role='user', content=what))}",
-                tokens_before=cost, tokens_after=0, message_id=item_id,
-            ))
+    chosen, dropped, shortened = _working(inp, working_limit, why, counter)
     working_msg = None
     working_tokens = 0
     if chosen:
-        chosen.sort(key=lambda c: c[0])
+        chosen.sort(key=lambda c: c[0])  # in insertion order: stable text for the cache
         text = "# Working notes (current task material)\n\n" + "\n\n".join(c[2] for c in chosen)
         working_msg = Message(role="system", content=text, id="ctx:working", kind="memory")
         working_tokens = message_tokens(working_msg, counter)
     share = max(0, room - rules_tokens - working_tokens)
     return Layout(system_tokens=system_tokens, rules_msg=rules_msg, rules_tokens=rules_tokens,
                   working_msg=working_msg, working_tokens=working_tokens,
-                  working_dropped=dropped, share=share)
+                  working_dropped=dropped, working_truncated=shortened, share=share)
 
+
+
+#: what every audit entry of a working item says first (`is_working_item` reads it)
+WORKING_ITEM = "working item "
+#: tokens of text a required working item keeps at the least: below, it is left out (said)
+REQUIRED_LEAST = 16
+_HEADER = 8  # the zone's heading and per-message overhead, roughly
+
+
+def is_working_item(entry: AuditEntry) -> bool:
+    """Whether an audit entry of an assembly is about a working item (not a message)."""
+    return entry.summary.startswith(WORKING_ITEM)
+
+
+def _working(inp: AssemblyInput, limit: int, why: str, counter: Tokenizer
+             ) -> tuple[list[tuple[int, str, str, str]], list[AuditEntry], list[AuditEntry]]:
+    """Zone B within ``limit`` tokens: (the blocks shown as (seq, id, text, what), the items
+    left out, the required items shortened). The required items come first, each shortened
+    to its part of the room when together they are over it (a hotter optional note took the
+    room of a required spec, which was left out whole); then the rules demoted to zone B and
+    the optional items, hottest first, in what they leave."""
+    placement = place_rules(inp.rules, inp.rule_policy)
+    blocks = [(-len(placement.demoted) + k, rule.id, render_demoted(rule), rule.text)
+              for k, rule in enumerate(placement.demoted)]
+    required = [it for it in inp.items if not it.optional]
+    optional = sorted((it for it in inp.items if it.optional), key=lambda it: (-it.heat, -it.seq))
+    chosen: list[tuple[int, str, str, str]] = []
+    dropped: list[AuditEntry] = []
+    shortened: list[AuditEntry] = []
+
+    def said(item_id: str, what: str) -> str:
+        return f"{WORKING_ITEM}{item_id}: {describe(Message(role='user', content=what))}"
+
+    room = max(0, limit - _HEADER)
+    costs = [counter.count(render_item(it)) + 2 for it in required]
+    whole = sum(costs) <= room
+    for it, cost in zip(required, costs, strict=True):
+        part = cost if whole else room * cost // max(1, sum(costs))
+        short = None if whole else _shortened(it, part - 2, counter)
+        if short is None and not whole:
+            dropped.append(AuditEntry(
+                action="dropped", reason=f"required, but its part of the working zone "
+                f"({part} of {limit} tokens) cannot hold even a shortened form; kept in the "
+                "session", summary=said(it.id, it.content), tokens_before=cost, tokens_after=0,
+                message_id=it.id))
+            continue
+        text = render_item(it) if short is None else short
+        chosen.append((it.seq, it.id, text, it.content))
+        if short is not None:
+            shortened.append(AuditEntry(
+                action="truncated", reason=f"required working item shortened to its part of "
+                f"the working zone ({part} of {limit} tokens): required items are compressed, "
+                "never removed", summary=said(it.id, it.content), tokens_before=cost,
+                tokens_after=counter.count(short) + 2, message_id=it.id))
+    used = sum(counter.count(c[2]) + 2 for c in chosen)
+    for seq, item_id, text, what in blocks + [(it.seq, it.id, render_item(it), it.content)
+                                              for it in optional]:
+        cost = counter.count(text) + 2
+        if used + cost + _HEADER <= limit:
+            chosen.append((seq, item_id, text, what))
+            used += cost
+        else:
+            dropped.append(AuditEntry(
+                action="dropped", reason=why, summary=said(item_id, what),
+                tokens_before=cost, tokens_after=0, message_id=item_id))
+    return chosen, dropped, shortened
+
+
+def _shortened(item: WorkingItem, cap: int, counter: Tokenizer) -> str | None:
+    """A required item rendered within ``cap`` tokens, its text shortened (head and tail, the
+    facts of the cut part named); None when even REQUIRED_LEAST tokens of it do not fit."""
+    label = f"## [{item.kind}, shortened{f' from {item.source}' if item.source else ''}] " \
+        f"({item.id})\n"
+    room = cap - counter.count(label)
+    if room < REQUIRED_LEAST:
+        return None
+    short = shorten(item.shown, room, counter)
+    text = label + (short.text if short is not None else item.shown)
+    return text if counter.count(text) <= cap else None

@@ -20,6 +20,7 @@ from typing import Any
 import msgspec
 
 from ctxlayer import protocol
+from ctxlayer.core.assembly.layers import is_working_item
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.text import counted
 from ctxlayer.state.caller import Caller
@@ -154,18 +155,31 @@ def over_window(caller: Caller, budget: int | None, model: str) -> str | None:
 
 
 def assembly_notice(result: protocol.AssembleResult) -> str | None:
-    """The one line an editor shows when an assembly summarized, dropped or shortened."""
+    """The one line an editor shows when an assembly summarized, dropped or shortened. The
+    working items it left out or shortened are said apart, with why: counted as messages, a
+    required item left out for the working zone's share read "dropped 1 message to fit 1,696
+    / 100,000 tokens", though no message was dropped and the budget was far from full."""
+    items = [e for e in (*result.dropped, *result.truncated) if is_working_item(e)]
+    dropped = [e for e in result.dropped if not is_working_item(e)]
+    truncated = [e for e in result.truncated if not is_working_item(e)]
     did = []
     if result.compacted:
         did.append("summarized older turns")
-    if result.dropped:
-        did.append(f"dropped {counted(len(result.dropped), 'message')}")
-    if result.truncated:
-        did.append(f"shortened {counted(len(result.truncated), 'message')}")
-    if not did:
-        return None
-    return (f"ctxlayer: {' and '.join(did)} to fit {result.tokens.total:,} / "
-            f"{result.budget:,} tokens")
+    if dropped:
+        did.append(f"dropped {counted(len(dropped), 'message')}")
+    if truncated:
+        did.append(f"shortened {counted(len(truncated), 'message')}")
+    said = [f"{' and '.join(did)} to fit {result.tokens.total:,} / {result.budget:,} tokens"
+            ] if did else []
+    by_reason: dict[tuple[str, str], list[str]] = {}
+    for e in items:
+        by_reason.setdefault((e.action, e.reason), []).append(e.message_id or "?")
+    for (action, reason), ids in by_reason.items():
+        verb = "left out" if action == "dropped" else "shortened"
+        names = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+        said.append(f"{verb} {'working item' if len(ids) == 1 else 'working items'} {names} "
+                    f"({reason})")
+    return f"ctxlayer: {'; '.join(said)}" if said else None
 
 
 def in_format(caller: Caller, fmt: str, result: protocol.AssembleResult, model: str,
