@@ -40,11 +40,13 @@ def _group(messages: list[Message], i: int) -> list[int]:
 def restore(history: History, state: Compaction, message_id: str) -> tuple[Compaction,
                                                                             AuditEntry]:
     """The state with ``message_id`` (and its tool-call group) restored, and the audit entry.
-    An id the session does not hold is ContextError("invalid") naming messageId."""
+    An id the session does not hold, or one no assembly can show (`_shown_at_all`), is
+    ContextError("invalid") naming messageId."""
     index = next((i for i, m in enumerate(history.messages) if m.id == message_id), None)
     if index is None:
         raise ContextError("invalid", f"this session holds no message with id {message_id!r} "
                            "(ctx/why lists the ids of what was cut)", field="messageId")
+    _shown_at_all(history, state, index, message_id)
     seqs = {history.seqs[i] for i in _group(history.messages, index)}
     new = msgspec.structs.replace(
         state, restored=sorted({*state.restored, *seqs}),
@@ -53,6 +55,25 @@ def restore(history: History, state: Compaction, message_id: str) -> tuple[Compa
     return new, AuditEntry(action="restored", reason=RESTORED, summary=describe(msg),
                            tokens_before=tokens, tokens_after=tokens, message_id=message_id,
                            index=index)
+
+
+def _shown_at_all(history: History, state: Compaction, index: int, message_id: str) -> None:
+    """Refuse to restore what no assembly can show: with no summary before it, a turn that
+    comes before the session's first user message is dropped from every window (the history
+    must start with a user turn; the providers reject one that opens with the assistant's).
+    Restored, it was audited "shown whole and pinned" and dropped again by the next assembly.
+    Once a summary replaces it, it can be restored: it is then shown after the summary."""
+    msgs = history.messages
+    if state.replaced or msgs[index].role == "system":
+        return
+    first = next((i for i, m in enumerate(msgs)
+                  if m.role == "user" and m.tool_call_id is None), len(msgs))
+    if index < first:
+        raise ContextError(
+            "invalid", f"message {message_id!r} comes before the session's first user message: "
+            "an assembly starts the history with a user turn (the providers reject one that "
+            "opens with another role), so it cannot be shown; nothing was restored",
+            field="messageId")
 
 
 class Shown(msgspec.Struct, kw_only=True):
