@@ -11,7 +11,7 @@ from ctxlayer.protocol import Message
 from ctxlayer.workspace.attachments import attached_paths, read_attachments
 
 
-def test_reads_text_describes_binary_and_skips_missing(tmp_path):
+def test_reads_text_describes_binary_and_says_missing(tmp_path):
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "app.py").write_text("print(1)\n")
     (tmp_path / "blob.bin").write_bytes(b"\0\1\2" * 10)
@@ -19,7 +19,7 @@ def test_reads_text_describes_binary_and_skips_missing(tmp_path):
                                       ("f2", "gone.py"), ("f3", str(tmp_path / "src/app.py"))])
     assert got["src/app.py"] == "print(1)\n"
     assert got["blob.bin"].startswith("(binary file, 30 bytes")
-    assert "gone.py" not in got
+    assert got["gone.py"] == "(not shown: no such file in the workspace)"
     assert got[str(tmp_path / "src/app.py")] == "print(1)\n"
 
 

@@ -4,13 +4,15 @@ Owns: resolving each attached path against the workspace (relative paths from it
 absolute paths only when inside it), refusing any path that resolves outside it, `..` and
 symlinks included (ContextError "outside_workspace", -32003 on the wire, naming the field),
 refusing a path no file can have (a NUL byte: "invalid", -32602, naming the field), and reading
-the text. A missing file is left out (the message then says "not available"); a
-binary file is described, not read; a huge one is cut; one that may hold secrets (`.env`, a
+the text. A file that is not read says why in its place: missing, a directory, a named pipe
+(never opened: it would wait for a writer), one that cannot be read (each said once left out
+with no word, the message showing its bare text); a binary file is described, not read; a huge one is cut; one that may hold secrets (`.env`, a
 private key, anything in `.git/`, a link to one) is never read, as in the workspace segment. Reads files; never imports the lsp layer.
 """
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -44,7 +46,8 @@ def read_attachments(
             if not is_inside(real, root_real):
                 raise ContextError("outside_workspace", f"{given} is outside the workspace "
                                    f"{root_real}", field=field) from None
-            continue  # missing: enrich says it is not available
+            out[given] = "(not shown: no such file in the workspace)"
+            continue
         except (RuntimeError, OSError) as exc:
             raise ContextError("invalid", f"{given}: cannot be resolved ({exc})",
                                field=field) from None
@@ -52,6 +55,7 @@ def read_attachments(
             raise ContextError("outside_workspace", f"{given} resolves outside the workspace "
                                f"{root_real} (to {real})", field=field)
         if not real.is_file():
+            out[given] = f"(not shown: {_not_a_file(real)})"
             continue
         secret = _secret(path, real, root_real)
         if secret is not None:  # as the workspace segment: never sent, whatever names it
@@ -59,7 +63,8 @@ def read_attachments(
             continue
         try:
             data = userfiles.read(real, max_bytes + 1)
-        except OSError:
+        except OSError as exc:
+            out[given] = f"(not shown: it cannot be read: {exc.strerror or exc})"
             continue
         if b"\0" in data[:8192]:
             out[given] = f"(binary file, {real.stat().st_size:,} bytes, not shown)"
@@ -69,6 +74,20 @@ def read_attachments(
             text += f"\n[... cut at {max_bytes:,} bytes ...]"
         out[given] = text
     return out
+
+
+def _not_a_file(real: Path) -> str:
+    """Why an attached path that is there is not read: what it is instead of a file (a named
+    pipe is never opened: reading one waits for a writer)."""
+    try:
+        mode = real.stat().st_mode
+    except OSError as exc:
+        return f"it cannot be read: {exc.strerror or exc}"
+    if stat.S_ISDIR(mode):
+        return "a directory, not a file (attach the files in it)"
+    kind = ("a named pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a file")
+    return f"{kind}, not a regular file"
 
 
 def _secret(path: Path, real: Path, root: Path) -> str | None:
