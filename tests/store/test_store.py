@@ -105,7 +105,7 @@ def test_schema_is_versioned_and_migrations_run_in_order(tmp_path):
     conn.commit()
     conn.close()
     store = SessionStore(tmp_path)
-    assert store.schema_version == schema.VERSION == 10
+    assert store.schema_version == schema.VERSION == 11
     old = store.get("/ws", "old")
     assert old is not None and old.revision == 0  # data kept across the migration
     assert old.system_spec is None

@@ -35,6 +35,7 @@ from ctxlayer.core.assembly.assemble import (
     measure,
 )
 from ctxlayer.core.assembly.history import History
+from ctxlayer.core.assembly.layers import Fingerprint
 from ctxlayer.core.assembly.restore import restore as restore_message
 from ctxlayer.core.assembly.why import why_of
 from ctxlayer.core.calibration import Calibration
@@ -224,6 +225,10 @@ class SessionService:
         if row.system_spec:
             live.system_spec = stored_spec(row.system_spec)
         live.calibration = self._kept(row, "calibration", Calibration, Calibration())
+        # the last assembly's, so the first one after a restart reads what it reuses of it;
+        # its keys name the content (a message's seq, a hash of the rest), so a session
+        # changed since reuses only the prefix that is still the same
+        live.fingerprint = self._kept(row, "fingerprint", Fingerprint, None)
         self._calibration(live)
         self._live[(row.workspace, row.session_id)] = live
         return live
@@ -237,9 +242,10 @@ class SessionService:
         return live.calibration
 
     def _kept(self, row: SessionRow, column: str, kind: type[T], instead: T) -> T:
-        """A session's compaction or calibration as the store kept it, else ``instead`` (a
-        byte changed on disk, a form another version wrote). Both are derived: the compaction
-        is made again from the messages, the calibration measured again from usage reports;
+        """A session's compaction, calibration or fingerprint as the store kept it, else
+        ``instead`` (a byte changed on disk, a form another version wrote). All are derived:
+        the compaction is made again from the messages, the calibration measured again from
+        usage reports, the fingerprint by the next assembly;
         so the session goes on without it, said once, where every request of it (every turn
         of a gateway chat) failed with a traceback."""
         data = getattr(row, column)
@@ -650,7 +656,10 @@ class SessionService:
             if fresh:
                 self.store.add_audit(live.row.sid, fresh, now)
                 live.audited.update(_audit_key(e) for e in fresh)
-            live.fingerprint = out.fingerprint
+            if out.fingerprint != live.fingerprint:  # written only when it changed
+                self.store.update(live.row.sid, now,
+                                  fingerprint=msgspec.json.encode(out.fingerprint))
+                live.fingerprint = out.fingerprint
             live.last_total = out.result.tokens.total
             live.last_assembly = LastAssembly(live.row.revision, live.system, assembled_budget(
                 out.result, next_compaction_at=out.next_compaction_at, model=live.row.model,

@@ -248,17 +248,20 @@ class SessionRow(msgspec.Struct, kw_only=True):
     messages: int = 0
     #: the system prompt params it was last assembled with (JSON), None: none given yet
     system_spec: bytes | None = None
+    #: its last assembly's fingerprint (JSON), None: none kept
+    fingerprint: bytes | None = None
 
 
 _ROW = ("sid, workspace, session_id, model, mode, budget, created_at, updated_at, closed, "
-        "next_seq, counter, compaction, calibration, revision, system_spec")
+        "next_seq, counter, compaction, calibration, revision, system_spec, fingerprint")
 
 
 def _row(r: tuple, messages: int = 0) -> SessionRow:
     return SessionRow(sid=r[0], workspace=r[1], session_id=r[2], model=r[3], mode=r[4],
                       budget=r[5], created_at=r[6], updated_at=r[7], closed=bool(r[8]),
                       next_seq=r[9], counter=r[10], compaction=r[11], calibration=r[12],
-                      revision=r[13], messages=messages, system_spec=r[14])
+                      revision=r[13], messages=messages, system_spec=r[14],
+                      fingerprint=r[15])
 
 
 class SessionStore:
@@ -506,10 +509,11 @@ class SessionStore:
         return row[0] if row else None
 
     def update(self, sid: int, now: str, **fields: object) -> int:
-        """Set the fields; the session's revision after (the counter and the calibration
-        are each daemon's own measure of the same messages: not a change to them)."""
+        """Set the fields; the session's revision after (the counter, the calibration and the
+        last assembly's fingerprint are each daemon's own measure of the same messages: not a
+        change to them)."""
         allowed = {"model", "mode", "budget", "closed", "counter", "compaction", "calibration",
-                   "system_spec"}
+                   "system_spec", "fingerprint"}
         bad = set(fields) - allowed
         if bad:
             raise ValueError(f"cannot update {sorted(bad)}")
@@ -517,7 +521,7 @@ class SessionStore:
         with self._tx() as c:
             c.execute(f"UPDATE sessions SET {sets}{', ' if sets else ''}updated_at=? WHERE sid=?",
                       (*fields.values(), now, sid))
-            if set(fields) - {"counter", "calibration"}:
+            if set(fields) - {"counter", "calibration", "fingerprint"}:
                 return self._bump(c, sid)
             return c.execute("SELECT revision FROM sessions WHERE sid=?", (sid,)).fetchone()[0]
 

@@ -123,6 +123,12 @@ MIGRATIONS: list[str] = [
     ) WITHOUT ROWID;
     CREATE INDEX answers_by_time ON answers (workspace, updated_at);
     """,
+    # 10 -> 11: the fingerprint of a session's last assembly ((key, tokens) per message), which
+    # `cacheReuseTokens` compares the next one with: kept only in memory, the first assembly
+    # after a restart said 0 tokens reused of a prompt identical to the last one
+    """
+    ALTER TABLE sessions ADD COLUMN fingerprint BLOB;
+    """,
 ]
 
 VERSION = len(MIGRATIONS)
