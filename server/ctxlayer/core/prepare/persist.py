@@ -16,6 +16,10 @@ also keeps how the conversation was listed and what explains its result (`kept_a
 restart ctx/conversations and ctx/why answer for it before its chat comes back. And the summary
 a model wrote ahead of need for the next step (`KeptAhead`, its messages by their hashes): a
 restart before that step lost it, and the same paid call was made again.
+A turn that did not move the window keeps what it sent as the change from the window written
+(`Sent`: the hashes of the messages it added, its result's tail); read together
+(`as_sent`), they are the window as that turn showed it, so the first request after a restart
+says the cache reuse of its prefix against the request sent last, never more.
 Pure: no I/O (the state stores the bytes).
 """
 
@@ -156,6 +160,122 @@ def _taken_ahead(kept: KeptAhead | None, messages: list[Message]) -> Ahead | Non
         return None
     return Ahead(tuple(kept.covered), tuple(messages[i] for i in kept.covered), kept.text,
                  kept.writer)
+
+
+class Sent(msgspec.Struct, kw_only=True):
+    """What a turn that did not move its window sent, as the change from the window kept
+    (written at ``turn``): the window is written only when a step moves it, and a restart
+    took that older turn's result for the last one sent, so the first request after it said
+    a smaller cache reuse than it had (2,086 tokens where 2,761 of its prefix were sent
+    before). Only what differs is kept: a write of a few messages' hashes a turn, never the
+    history. Taken up only with the window of its ``turn``."""
+
+    version: int = VERSION
+    turn: int
+    since: int  # the leading messages it shares with the window's turn
+    hashes: list[str]  # of its messages from ``since`` on (`message_hash`)
+    shapes: list[str]  # and their `shape_hash`
+    tokens: list[int]  # and their counts, by the counter of ``counted_with``
+    ids: list[str | None]
+    counted_with: str
+    frontier: int
+    rewrites: list[int]  # the outlines of the window it still shows (by message index)
+    out_from: int  # the leading messages of its result the window's result had too
+    out_keys: list  # the identity of each message of its result from ``out_from`` on
+    out_tokens: list[int]
+
+
+#: a turn's messages with their `message_hash` and `shape_hash`, taken over by the next turn
+#: as far as it repeats them (a turn hashes only what it added)
+Hashed = tuple[list[Message], list[str], list[str]]
+
+
+def hashed(before: Hashed | None, messages: list[Message]) -> Hashed:
+    """The hashes of ``messages``: those of ``before`` as far as the two agree."""
+    k = common_prefix(before[0], messages) if before is not None else 0
+    hashes = (before[1][:k] if before is not None else []) + \
+        [message_hash(m) for m in messages[k:]]
+    shapes = (before[2][:k] if before is not None else []) + \
+        [shape_hash(m) for m in messages[k:]]
+    return messages, hashes, shapes
+
+
+def carries(written: ConversationState, state: ConversationState) -> bool:
+    """Whether ``state`` shows the window ``written`` made as it was (the same summaries and
+    messages shown whole beside them, the same restored ids, outlines only of those the
+    written one had): what a `Sent` can say as a change from it. Else its window is written
+    whole."""
+    return state.head == written.head and state.upto == written.upto \
+        and state.chunks == written.chunks and state.verbatim == written.verbatim \
+        and state.restored == written.restored \
+        and all(written.rewrites.get(i) == rw for i, rw in state.rewrites.items())
+
+
+def extends(before: ConversationState, state: ConversationState) -> bool:
+    """Whether ``state``'s turn only went on from ``before``'s: its messages and its result
+    start with all of ``before``'s. A restart that finds ``before``'s record (this turn's
+    write lost to a kill) then says no more reuse than this turn's would: whatever a request
+    shares with the older result, it shares with this one."""
+    n = len(before.out_keys)
+    return common_prefix(before.messages, state.messages) == len(before.messages) \
+        and state.out_keys[:n] == before.out_keys and state.out_tokens[:n] == before.out_tokens
+
+
+def sent(written: ConversationState, state: ConversationState, hashes: Hashed, turn: int,
+         counter_name: str = "", fmt: MessageFormat = DEFAULT_POLICY.fmt) -> Sent:
+    """What ``state`` (whose window `carries` that of ``written``, kept at ``turn``) sent, as
+    the change from it; ``hashes``: `hashed` of its messages."""
+    since = common_prefix(written.messages, state.messages)
+    out_from = 0
+    n = min(len(written.out_keys), len(state.out_keys))
+    while out_from < n and written.out_keys[out_from] == state.out_keys[out_from] \
+            and written.out_tokens[out_from] == state.out_tokens[out_from]:
+        out_from += 1
+    counted_with = counted_by(counter_name, fmt)
+    return Sent(turn=turn, since=since, hashes=hashes[1][since:], shapes=hashes[2][since:],
+                tokens=list(state.tokens[since:]) if counted_with else [],
+                ids=[m.id for m in state.messages[since:]], counted_with=counted_with,
+                frontier=max(state.frontier, state.upto), rewrites=sorted(state.rewrites),
+                out_from=out_from, out_keys=list(state.out_keys[out_from:]),
+                out_tokens=list(state.out_tokens[out_from:]))
+
+
+def as_sent(snap: Snapshot, last: Sent) -> Snapshot:
+    """The window ``snap`` as the later turn ``last`` showed it: that turn's messages and
+    result, so the first request after a restart compares itself with what was sent last.
+    ``snap`` itself when the two do not fit together (a cache, never a reason to fail)."""
+    since = last.since
+    lengths = {len(last.hashes), len(last.shapes), len(last.ids)}
+    if len(lengths) != 1 or since > len(snap.hashes) or last.out_from > len(snap.out_keys) \
+            or last.out_from > len(snap.out_tokens) \
+            or len(last.out_keys) != len(last.out_tokens) \
+            or any(i not in snap.rewrites for i in last.rewrites):
+        return snap
+    counted = bool(last.counted_with) and last.counted_with == snap.counted_with \
+        and len(snap.tokens) >= since and len(last.tokens) == len(last.hashes)
+    return msgspec.structs.replace(
+        snap, hashes=snap.hashes[:since] + last.hashes,
+        # a window written before these were kept has none: its messages then agree by hash
+        shapes=snap.shapes[:since] + last.shapes if len(snap.shapes) >= since else [],
+        ids=snap.ids[:since] + last.ids if len(snap.ids) >= since else [],
+        tokens=snap.tokens[:since] + last.tokens if counted else [],
+        counted_with=snap.counted_with if counted else "",
+        frontier=last.frontier, rewrites={i: snap.rewrites[i] for i in last.rewrites},
+        out_keys=snap.out_keys[:last.out_from] + last.out_keys,
+        out_tokens=snap.out_tokens[:last.out_from] + last.out_tokens)
+
+
+def encode_sent(last: Sent) -> bytes:
+    return msgspec.json.encode(last)
+
+
+def decode_sent(data: bytes) -> Sent | None:
+    """The `Sent` in ``data``, None when it is of another version or unreadable."""
+    try:
+        last = msgspec.json.decode(data, type=Sent)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    return last if last.version == VERSION else None
 
 
 def encode(snap: Snapshot) -> bytes:
