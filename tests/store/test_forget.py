@@ -37,6 +37,8 @@ def test_old_audit_entries_and_windows_go_sessions_and_other_workspaces_stay(
         store.add_audit(row.sid, [_entry(k) for k in range(3, 5)], NEW)
         store.put_conversation(ws, "old-chat", "gpt-4o", 1, b"{}", OLD)
         store.put_conversation(ws, "new-chat", "gpt-4o", 1, b"{}", NEW)
+        store.put_sent(ws, "old-chat", 1, b"{}", OLD)  # what their last turns sent
+        store.put_sent(ws, "new-chat", 1, b"{}", NEW)
         store.put_moved(ws, "c-old-summary", "c-chat", OLD)  # its chat has no window
         store.put_moved(ws, "c-new-summary", "c-chat", NEW)
         store.put_moved(ws, "c-old-map", "new-chat", OLD)  # its chat's window is kept
@@ -53,6 +55,8 @@ def test_old_audit_entries_and_windows_go_sessions_and_other_workspaces_stay(
     assert store.conversation("/ws/a", "old-chat") is None
     assert store.conversation("/ws/a", "new-chat") is not None
     assert store.conversation("/ws/b", "old-chat") is not None
+    assert store.sent_of("/ws/a", ["old-chat", "new-chat"]) == {"new-chat": (1, b"{}")}
+    assert store.sent_of("/ws/b", ["old-chat"]) == {"old-chat": (1, b"{}")}
     assert store.moved("/ws/a", "c-old-summary") is None
     assert store.moved("/ws/a", "c-new-summary") == store.moved("/ws/b", "c-old-summary") \
         == "c-chat"

@@ -105,7 +105,7 @@ def test_schema_is_versioned_and_migrations_run_in_order(tmp_path):
     conn.commit()
     conn.close()
     store = SessionStore(tmp_path)
-    assert store.schema_version == schema.VERSION == 11
+    assert store.schema_version == schema.VERSION == 12
     old = store.get("/ws", "old")
     assert old is not None and old.revision == 0  # data kept across the migration
     assert old.system_spec is None
@@ -246,6 +246,36 @@ def test_a_conversation_window_is_kept_and_an_older_write_never_wins(tmp_path):
     again = SessionStore(tmp_path)
     assert again.conversation("/ws", "c1") == ("gpt-4o", 4, b"turn four")
     assert again.conversation("/other", "c1") is None
+
+
+def test_what_a_turn_sent_is_kept_beside_its_window_and_an_older_write_never_wins(tmp_path):
+    store = SessionStore(tmp_path)
+    assert store.sent_of("/ws", ["c1"]) == {}
+    store.put_sent("/ws", "c1", 3, b"after window three", NOW)
+    store.put_sent("/ws", "c1", 2, b"after window two, finished late", NOW)
+    store.put_sent("/ws", "c1", 3, b"a later turn, window three", NOW)
+    store.put_sent("/ws", "c2", 1, b"another chat", NOW)
+    assert store.sent_of("/ws", ["c1", "c3"]) == {"c1": (3, b"a later turn, window three")}
+    assert store.sent_of("/ws", []) == {}
+    store.close()
+    assert SessionStore(tmp_path).sent_of("/ws", ["c2"]) == {"c2": (1, b"another chat")}
+
+
+def test_a_folder_of_schema_11_opens_with_its_windows(tmp_path):
+    """A state folder written before what a turn sent was kept (schema 11) opens: its
+    windows read as they were, and what the next turn sends is kept beside them."""
+    conn = sqlite3.connect(tmp_path / DB_NAME)
+    conn.executescript(";".join(schema.MIGRATIONS[:11]) + "; PRAGMA user_version=11;")
+    conn.execute("INSERT INTO conversations (workspace, conversation_id, model, turn, body, "
+                 "updated_at) VALUES ('/ws', 'c1', 'gpt-4o', 2, x'7b7d', ?)", (NOW,))
+    conn.commit()
+    conn.close()
+    store = SessionStore(tmp_path)
+    assert store.schema_version == schema.VERSION == 12
+    assert store.conversation("/ws", "c1") == ("gpt-4o", 2, b"{}")
+    assert store.sent_of("/ws", ["c1"]) == {}
+    store.put_sent("/ws", "c1", 2, b"sent", NOW)
+    assert store.sent_of("/ws", ["c1"]) == {"c1": (2, b"sent")}
 
 
 def test_a_familys_kept_windows_are_its_own_and_its_forks_most_recent_first(tmp_path):

@@ -735,6 +735,31 @@ class SessionStore:
                             "conversation_id=?", (workspace, conversation_id)).fetchone()
         return (row[0], row[1], row[2]) if row else None
 
+    def put_sent(self, workspace: str, conversation_id: str, turn: int, body: bytes,
+                 now: str) -> None:
+        """Keep what a conversation's last turn sent beside the window of ``turn`` (persist.py's
+        `Sent` bytes); a write for an older window than the one kept is ignored."""
+        with self._tx() as c:
+            c.execute(
+                "INSERT INTO sent (workspace, conversation_id, turn, body, updated_at) VALUES "
+                "(?,?,?,?,?) ON CONFLICT (workspace, conversation_id) DO UPDATE SET "
+                "turn=excluded.turn, body=excluded.body, updated_at=excluded.updated_at "
+                "WHERE excluded.turn >= sent.turn",
+                (workspace, conversation_id, turn, body, now))
+
+    def sent_of(self, workspace: str, conversation_ids: Collection[str]
+                ) -> dict[str, tuple[int, bytes]]:
+        """(window turn, body) of what the last turns of ``conversation_ids`` sent, of those
+        that keep one."""
+        names = list(conversation_ids)
+        if not names:
+            return {}
+        with self._tx() as c:
+            rows = c.execute("SELECT conversation_id, turn, body FROM sent WHERE workspace=? "
+                             f"AND conversation_id IN ({','.join('?' * len(names))})",
+                             (workspace, *names)).fetchall()
+        return {r[0]: (r[1], r[2]) for r in rows}
+
     def recent_conversations(self, workspace: str, most: int) -> list[tuple[str, bytes]]:
         """(conversation id, body) of the workspace's kept conversations, the most recently
         kept first, at most ``most`` (the time index, not a scan)."""
@@ -838,6 +863,9 @@ class SessionStore:
                       (workspace, before))
             c.execute("DELETE FROM answers WHERE workspace = ? AND updated_at < ?",
                       (workspace, before))
+            # what a turn sent goes with its window (a chat's last turn is never older)
+            c.execute("DELETE FROM sent INDEXED BY sent_by_time WHERE workspace = ? AND "
+                      "updated_at < ?", (workspace, before))
         return audit, windows
 
 

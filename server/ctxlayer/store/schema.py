@@ -129,6 +129,22 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE sessions ADD COLUMN fingerprint BLOB;
     """,
+    # 11 -> 12: what a live chat's last turn sent when it did not move its window, as the
+    # change from the window kept (core/prepare/persist.py `Sent`): the window is written only
+    # when it moves, and the first request after a restart took the older turn's result for
+    # the last one sent (its cache reuse said too small). A row of its own, small: a turn
+    # writes it without writing the window's row again
+    """
+    CREATE TABLE sent (
+        workspace TEXT NOT NULL,
+        conversation_id TEXT NOT NULL,
+        turn INTEGER NOT NULL,
+        body BLOB NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (workspace, conversation_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX sent_by_time ON sent (workspace, updated_at);
+    """,
 ]
 
 VERSION = len(MIGRATIONS)
