@@ -12,7 +12,7 @@ import weakref
 from typing import TYPE_CHECKING
 
 from ctxlayer import protocol
-from ctxlayer.core.prepare import ConversationState
+from ctxlayer.core.prepare import ConversationState, persist
 from ctxlayer.state import identity
 from ctxlayer.state.session_service import chat_session
 
@@ -67,6 +67,9 @@ class Conversation:
         #: the state whose window was written last: a conversation forgotten from memory
         #: with a newer one is written as it goes (its chat finds it when it comes back)
         self.written: ConversationState | None = None
+        #: its messages' hashes as the keeping thread last took them (`Upkeep.keep_sent`):
+        #: read and set there only, so a turn hashes only the messages it added
+        self.hashed: persist.Hashed | None = None
         #: the conversation whose window this one's first turn starts from (a branch), until
         #: that turn is done: it tells the client, and keeps, the window it took over
         self.branched_from: str | None = None

@@ -90,6 +90,12 @@ MAX_LIVE = 64
 MAX_LIVE_TOKENS = 16_000_000
 
 
+#: what a turn says when its window, or what it sent, could not be kept
+WINDOW_FAILED = "keep this chat's window (after a restart it starts from an older one)"
+SENT_FAILED = ("keep what this turn sent (after a restart the cache reuse is said against an "
+               "older turn's request)")
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
@@ -545,6 +551,7 @@ class Conversations:
         folder fails of it goes into ``trouble``: the request is ready all the same."""
         state, workspace = self.state, conv.workspace
         state.expire(workspace)  # at most once a day
+        before = conv.state
         self._remember(conv, turn, budget, tools, sent)
         # what the request leaves out and shortens: the engine's, whichever turn cut it, and
         # what its format took out or shortened (as `_result` sorts the codec's entries)
@@ -552,11 +559,7 @@ class Conversations:
         conv.shortened = shown_shortened(turn) + sum(
             e.action not in ("dropped", "notFitted") for e in encoded.audit)
         conv.kept = []
-        written = None
-        # a request sent again changed nothing: its window and audit were kept the first time
-        if not turn.again and (turn.stepped or turn.restored or turn.truncated
-                               or turn.dropped):
-            written = self.upkeep.keep(conv, _now())  # a branch's first turn says its window
+        written, failed = self._keep(conv, turn, before)
         if conv.branched_from is not None:
             log.info("live chat %s starts from the window of %s", conv.conversation_id,
                      conv.branched_from)
@@ -586,8 +589,7 @@ class Conversations:
             # daemon made the step again from an older window and may not make the one the
             # client was sent (the write held back 0.3 s: another request, 13 tokens of its
             # prefix reused, not 1043)
-            await _or_said(written, "keep this chat's window (after a restart it starts from "
-                           "an older one)", trouble, None)
+            await _or_said(written, failed, trouble, None)
         gone = state.sessions.store.gone_now() if state.sessions_started else None
         if gone is not None and not any(str(gone) in t for t in trouble):
             # every turn says it, not only those that stored something on the way
@@ -595,6 +597,35 @@ class Conversations:
         state.events.budget(workspace, msgspec.structs.replace(
             conv.budget_report(), compacted=turn.compacted, notice=turn.notice,
             warning="; ".join(trouble) or None), request=self._leads(conv))
+
+    def _keep(self, conv: Conversation, turn: Turn, before: ConversationState | None
+              ) -> tuple[Awaitable[None] | None, str]:
+        """Write what of ``conv``'s turn a restart needs: its window, or what it sent as the
+        change from the window written (``before``: the turn before's state). Returns the
+        write its answer waits for (None: none) and what the turn says if that fails."""
+        if turn.again:  # a request sent again changed nothing: kept the first time
+            return None, WINDOW_FAILED
+        if turn.stepped or turn.restored or turn.truncated or turn.dropped:
+            return self.upkeep.keep(conv, _now()), WINDOW_FAILED  # a branch's first turn too
+        if conv.written is not None and persist.carries(conv.written, turn.state):
+            # the window as written, the turn's messages and result as a change from it: after
+            # a restart the next request's cache reuse is said against what this one sent.
+            # Waited for unless the turn only went on from the one before: lost to a kill, a
+            # request after the restart is then compared with that one, which it shares no
+            # more with (an edit's turn lost, one that went back to the chain before the edit
+            # was said to reuse what the edit changed)
+            kept_sent = self.upkeep.keep_sent(conv, _now())
+            if before is None or not persist.extends(before, turn.state):
+                return kept_sent, SENT_FAILED
+            return None, SENT_FAILED
+        if conv.turn:
+            # a window is kept under its id that this turn's does not carry (an edit started
+            # it again, or it came back after a restart): written whole before the answer, so
+            # a request after a restart is never compared with an older turn than this one
+            return self.upkeep.keep(conv, _now()), WINDOW_FAILED
+        # its first window: lost to a kill, the next request is compared with nothing
+        self.upkeep.keep(conv, _now())
+        return None, WINDOW_FAILED
 
     def _leads(self, conv: Conversation) -> bool:
         """Whether this turn makes ``conv`` the workspace's live chat, the one the editors'

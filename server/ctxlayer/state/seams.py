@@ -81,6 +81,7 @@ class Chat(Protocol):
     kept_beyond: bool  # its family keeps older windows than those read (upkeep.Found)
     turn: int
     written: ConversationState | None
+    hashed: persist.Hashed | None  # its messages' hashes, as the keeping thread last took them
     counted_with: str
     left_behind: bool  # not listed (an edit's chain left behind, a request beside a chat)
 

@@ -186,6 +186,27 @@ class Upkeep:
         self._after(conv, task, "keeping its window")
         return task
 
+    def keep_sent(self, conv: Conversation, now: str) -> asyncio.Future | None:
+        """Keep, on the keeping thread, what this turn sent as the change from the window last
+        written (its window `carries` that one's): after a restart the next request's cache
+        reuse is said against this turn's request, not the older one whose window was kept.
+        The write, for a turn to wait for (None when there is nothing to write)."""
+        written, st = conv.written, conv.state
+        if written is None or st is None or st is written:
+            return None
+        store, turn, counted_with = self.state.sessions.store, conv.turn, conv.counted_with
+        cid = conv.conversation_id
+
+        def write() -> None:
+            # hashed here, off the loop; only what the turn added (`persist.hashed`)
+            conv.hashed = persist.hashed(conv.hashed, st.messages)
+            last = persist.sent(written, st, conv.hashed, turn, counted_with)
+            store.put_sent(conv.workspace, cid, turn, persist.encode_sent(last), now)
+
+        task = asyncio.ensure_future(self.state.keep(write))
+        self._after(conv, task, "keeping what its turn sent")
+        return task
+
     def keep_moved(self, workspace: str, family: str, target: str, now: str) -> None:
         """Keep, on the keeping thread, that requests of ``family`` go on in ``target``'s (a
         history a client's compaction wrote, aider's new repo map: after a restart its chat
@@ -274,11 +295,13 @@ class Upkeep:
             if not rows and not family_rows and older is not None:
                 family_rows = store.family_conversations(workspace, older, model, but=but,
                                                          most=most)
+            chosen = [r for r in rows + family_rows[:FAMILY_MOST] if r[0] not in live]
+            sent = store.sent_of(workspace, [r[0] for r in chosen])
             out = []
-            for rid, turn, body in rows + family_rows[:FAMILY_MOST]:
-                snap = persist.decode(body) if rid not in live else None
+            for rid, turn, body in chosen:
+                snap = persist.decode(body)
                 if snap is not None:
-                    out.append((rid, turn, snap))
+                    out.append((rid, turn, _as_sent(snap, turn, sent.get(rid))))
             return Found(out, own is not None, len(family_rows) > FAMILY_MOST)
 
         return await self.state.keep(read)
@@ -287,6 +310,17 @@ class Upkeep:
         """Wait for what the turns so far left running."""
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def _as_sent(snap: persist.Snapshot, turn: int, sent: tuple[int, bytes] | None
+             ) -> persist.Snapshot:
+    """The window ``snap`` (kept at ``turn``) as the chat's last turn sent it, when what that
+    turn sent is kept beside this very window (one kept with an older window says nothing of
+    the newer: a step wrote the window since)."""
+    if sent is None or sent[0] != turn:
+        return snap
+    last = persist.decode_sent(sent[1])
+    return persist.as_sent(snap, last) if last is not None and last.turn == turn else snap
 
 
 def _listed(conv: Conversation) -> ConversationInfo | None:
