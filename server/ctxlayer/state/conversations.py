@@ -377,7 +377,7 @@ class Conversations:
 
         last, branched = conv.decoded, conv.branched_from is not None
 
-        def work(counter) -> tuple[Turn, Any, int, int, Any, str, Kept | None, bool]:
+        def work(counter) -> tuple[Turn, Any, int, int, Any, str, Kept | None, bool, Any]:
             decoded = decode(p.format, p.request, counter, last, model)
             if not decoded.messages:
                 raise ContextError("invalid", "a conversation needs at least one message",
@@ -400,14 +400,14 @@ class Conversations:
             # the tokens of what is sent, after the codec's repairs (a summary merged with
             # the user turn after it costs one message's overhead): `ctxlayer count` of it
             sent = written(decoded, encoded, reuse=True)[1]
-            return turn, encoded, tools, sent, decoded, counter.name, took, branch
+            return turn, encoded, tools, sent, decoded, counter.name, took, branch, start
 
         done, out = (state.tokenizers.run_inline(model, work, 0)
                      if _cheap(conv, conversation_of(p.format, p.request), budget, restored)
                      else (False, None))
         if not done:
             out = await state.tokenizers.on_worker(model, work)
-        turn, encoded, tools, sent, decoded, counted_with, took, branch = out  # type: ignore
+        turn, encoded, tools, sent, decoded, counted_with, took, branch, start = out  # type: ignore
         turn = _tools_reused(turn, tools, last, p.request)
         conv = self._settle(conv, took, edited, edits)
         conv.decoded, conv.counted_with = decoded, counted_with
@@ -417,7 +417,7 @@ class Conversations:
             conv.branched_from = None
         conv.native_count = len(conversation_of(p.format, p.request))
         self._asked(conv, p.request)
-        await self._took(conv, turn, encoded, budget, nominal, tools, sent, trouble)
+        await self._took(conv, turn, encoded, budget, nominal, tools, sent, trouble, start)
         return self._sent(conv, _result(conv, turn, encoded, budget, trouble))
 
     def _sent(self, conv: Conversation, result: protocol.PrepareResult
@@ -544,14 +544,14 @@ class Conversations:
         return best.branch(conv.conversation_id, conv.source, conv.model)
 
     async def _took(self, conv: Conversation, turn: Turn, encoded: Any, budget: int,
-                    nominal: int, tools: int, sent: int, trouble: list[str]) -> None:
+                    nominal: int, tools: int, sent: int, trouble: list[str],
+                    before: ConversationState | None = None) -> None:
         """What a turn leaves behind: the conversation's figures, its window kept, its
         session opened, the calibration and the read-ahead set going, the audit, the budget
         pushed to the editors (this chat is now the workspace's live one). What the state
         folder fails of it goes into ``trouble``: the request is ready all the same."""
         state, workspace = self.state, conv.workspace
         state.expire(workspace)  # at most once a day
-        before = conv.state
         self._remember(conv, turn, budget, tools, sent)
         # what the request leaves out and shortens: the engine's, whichever turn cut it, and
         # what its format took out or shortened (as `_result` sorts the codec's entries)
@@ -601,8 +601,9 @@ class Conversations:
     def _keep(self, conv: Conversation, turn: Turn, before: ConversationState | None
               ) -> tuple[Awaitable[None] | None, str]:
         """Write what of ``conv``'s turn a restart needs: its window, or what it sent as the
-        change from the window written (``before``: the turn before's state). Returns the
-        write its answer waits for (None: none) and what the turn says if that fails."""
+        change from the window written (``before``: the state the turn started from, None for
+        a first). Returns the write its answer waits for (None: none) and what the turn says
+        if that fails."""
         if turn.again:  # a request sent again changed nothing: kept the first time
             return None, WINDOW_FAILED
         if turn.stepped or turn.restored or turn.truncated or turn.dropped:
@@ -618,13 +619,13 @@ class Conversations:
             if before is None or not persist.extends(before, turn.state):
                 return kept_sent, SENT_FAILED
             return None, SENT_FAILED
-        if conv.turn:
-            # a window is kept under its id that this turn's does not carry (an edit started
-            # it again, or it came back after a restart): written whole before the answer, so
-            # a request after a restart is never compared with an older turn than this one
-            return self.upkeep.keep(conv, _now()), WINDOW_FAILED
-        # its first window: lost to a kill, the next request is compared with nothing
-        self.upkeep.keep(conv, _now())
+        # a window this turn's does not carry (an edit started it again), or none written by
+        # this process (its first turn, the first after a restart): written whole, waited for
+        # as above but when nothing is kept under its id yet (lost to a kill, the next request
+        # is compared with nothing: it says none)
+        kept = self.upkeep.keep(conv, _now())
+        if conv.turn > 1 and (before is None or not persist.extends(before, turn.state)):
+            return kept, WINDOW_FAILED
         return None, WINDOW_FAILED
 
     def _leads(self, conv: Conversation) -> bool:
