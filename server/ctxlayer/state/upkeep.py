@@ -175,14 +175,16 @@ class Upkeep:
         """Write the window this turn made (a step, an outline, a restore: what the next
         request after a restart must find again), on the keeping thread; the write, for a
         turn to wait for before its answer (None when there is no window)."""
-        st, store, counted_with = conv.state, self.state.sessions.store, conv.counted_with
+        st, state = conv.state, self.state
         if st is None:
             return None
         conv.turn += 1
         conv.written = st
-        task = asyncio.ensure_future(self.state.keep(
-            _put, store, conv.workspace, conv.conversation_id, conv.model, conv.turn, st,
-            counted_with, now, _listed(conv), conv.budget_report()))
+        row = (conv.workspace, conv.conversation_id, conv.model, conv.turn, st,
+               conv.counted_with, now, _listed(conv), conv.budget_report())
+        # the store is reached on the keeping thread: the first use opens the database (a
+        # chat's first turn writes its window, and a folder of a newer ctxlayer's failed it)
+        task = asyncio.ensure_future(state.keep(lambda: _put(state.sessions.store, *row)))
         self._after(conv, task, "keeping its window")
         return task
 
@@ -194,14 +196,14 @@ class Upkeep:
         written, st = conv.written, conv.state
         if written is None or st is None or st is written:
             return None
-        store, turn, counted_with = self.state.sessions.store, conv.turn, conv.counted_with
-        cid = conv.conversation_id
+        state, turn, counted_with = self.state, conv.turn, conv.counted_with
+        workspace, cid = conv.workspace, conv.conversation_id
 
         def write() -> None:
             # hashed here, off the loop; only what the turn added (`persist.hashed`)
             conv.hashed = persist.hashed(conv.hashed, st.messages)
             last = persist.sent(written, st, conv.hashed, turn, counted_with)
-            store.put_sent(conv.workspace, cid, turn, persist.encode_sent(last), now)
+            state.sessions.store.put_sent(workspace, cid, turn, persist.encode_sent(last), now)
 
         task = asyncio.ensure_future(self.state.keep(write))
         self._after(conv, task, "keeping what its turn sent")
