@@ -354,21 +354,16 @@ class Standin:
 
     async def _stored_chats(self, request: web.Request) -> web.Response:
         """OpenAI's list of stored Chat Completions (`chat.completions.list()`): none here."""
-        self.received.append({
-            "path": request.path, "query": request.rel_url.raw_query_string,
-            "method": request.method, "format": "openai",
-            "headers": {k.lower(): v for k, v in request.headers.items()}, "body": None,
-            "status": 200, "problems": [], "stream": False, "cancelled": False,
-            "completed": True, "prompt_tokens": None})
+        self._listed(request, "openai")
         return web.json_response({"object": "list", "data": [], "first_id": None,
                                   "last_id": None, "has_more": False})
 
-    def _listed(self, request: web.Request) -> dict:
-        """Keep a request for the models, for a test to see the method it came with (a HEAD
-        the gateway sent on as a GET)."""
+    def _listed(self, request: web.Request, fmt: str = "models") -> dict:
+        """Keep a request for a list (the models, stored chats), for a test to see the method
+        it came with (a HEAD the gateway sent on as a GET)."""
         self.received.append({
             "path": request.path, "query": request.rel_url.raw_query_string,
-            "method": request.method, "format": "models",
+            "method": request.method, "format": fmt,
             "headers": {k.lower(): v for k, v in request.headers.items()}, "body": None,
             "status": 200, "problems": [], "stream": False, "cancelled": False,
             "completed": True, "prompt_tokens": None})

@@ -88,6 +88,17 @@ function earlierTurns(n: number) {
   ]).flat();
 }
 
+/** The participant as the extension makes it, its modes and tools from ``controller``. */
+function participantOf(controller: BudgetController) {
+  return new CtxlayerParticipant({
+    client: () => daemon.client,
+    modes: () => controller.modes,
+    onTurn: () => undefined,
+    onTools: (id, tokens, window) => controller.toolsBeside(id, tokens, window),
+    log: api.createLogChannel("e2e") as any,
+  });
+}
+
 async function turn(
   m: ReturnType<typeof smallModel>,
   history: unknown[] = [],
@@ -101,13 +112,7 @@ async function turn(
   const controller = new BudgetController(sink, { model: "gpt-4o", budget: null, mode: null }, "e2e-p");
   await controller.attach(daemon.client, announcement());
   const out: string[] = [];
-  const participant = new CtxlayerParticipant({
-    client: () => daemon.client,
-    modes: () => controller.modes,
-    onTurn: () => undefined,
-    onTools: (id, tokens, window) => controller.toolsBeside(id, tokens, window),
-    log: api.createLogChannel("e2e") as any,
-  });
+  const participant = participantOf(controller);
   const references = files.map((f) => ({ id: f, value: { scheme: "file", fsPath: f } }));
   const request = { prompt, model: m, references, toolReferences: [] } as any;
   const stream = { markdown: (t: string) => out.push(t), progress: () => undefined };
@@ -249,13 +254,7 @@ describe("@ctxlayer when the model picker changes mid-chat", () => {
     const sink = new Sink();
     const controller = new BudgetController(sink, { model: "gpt-4o", budget: null, mode: null }, "e2e-switch");
     await controller.attach(daemon.client, announcement());
-    const participant = new CtxlayerParticipant({
-      client: () => daemon.client,
-      modes: () => controller.modes,
-      onTurn: () => undefined,
-      onTools: (id, tokens, window) => controller.toolsBeside(id, tokens, window),
-      log: api.createLogChannel("e2e") as any,
-    });
+    const participant = participantOf(controller);
     const history: unknown[] = [];
     const seen: { model: string; limit: number; session: string }[] = [];
     const ask = async (m: ReturnType<typeof smallModel>, prompt: string, p = participant) => {
