@@ -34,7 +34,7 @@ from ctxlayer.core.zones.rules import RulePolicy
 from ctxlayer.core.zones.working import DecayPolicy
 from ctxlayer.protocol import MAX_MESSAGE_MB, Strategy
 from ctxlayer.statefiles import KEEP_DAYS
-from ctxlayer.urls import said
+from ctxlayer.urls import said, why_not_upstream
 
 CONFIG_FILE = "ctxlayer.toml"
 
@@ -556,7 +556,13 @@ def _merge_into(
                                     f"{str(e)[1:]} (value {said(v)!r}); ignored")
             continue
         try:
-            values[name] = msgspec.convert(value, field.type)
+            converted = msgspec.convert(value, field.type)
+            why = why_not_upstream(converted) if _snake(prefix) + name in _UPSTREAMS else None
+            if why is not None:
+                messages.append(f"{source}: `{dotted}`: {why} (value {said(value)!r}); using "
+                                f"the default {getattr(defaults, name)!r}")
+                continue
+            values[name] = converted
             if _snake(prefix) + name in _PATTERNS:
                 values[name] = _readable(values[name], _snake(prefix) + name, source, dotted,
                                          messages)
@@ -580,6 +586,10 @@ def _merge_into(
                 f"{default!r}"
             )
 
+
+#: the URLs the gateway adds a path to: the pattern `^https?://` let a query, a fragment and
+#: no host through, each misused on every request (urls.why_not_upstream)
+_UPSTREAMS = frozenset({"gateway.openai_base_url", "gateway.anthropic_base_url"})
 
 #: whole numbers that name something rather than count it: past the bound, a mistake (a
 #: port of 80800 pinned every workspace's gateway to 65535 instead of any free port)

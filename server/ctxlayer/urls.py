@@ -44,3 +44,30 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def why_not_upstream(url: str) -> str | None:
+    """What keeps ``url`` from being an upstream base the gateway can add a path to (None: it
+    can): an http(s) scheme, a host, a port that is a number, and neither a query nor a
+    fragment. Each was taken before and misused: a query went before the path added
+    (`/v1?x=1/chat/completions`), a fragment swallowed it (`/v1`), no host failed every
+    request with a bare 500."""
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # an unclosed [ of an IPv6 address
+        return f"not a URL ({exc})"
+    try:
+        port = parts.port  # reading it checks it: a word or past 65535 raises
+    except ValueError:
+        return "the port must be a number from 1 to 65535"
+    if parts.scheme not in ("http", "https"):
+        return "expected an http:// or https:// URL"
+    if not parts.hostname:
+        return "no host after the scheme (such as http://127.0.0.1:8080/v1)"
+    if port == 0:
+        return "the port must be a number from 1 to 65535"
+    if parts.query or "?" in url:
+        return "a query (?...) cannot come before the path the gateway adds: leave it out"
+    if parts.fragment or "#" in url:
+        return "a fragment (#...) would cut off the path the gateway adds: leave it out"
+    return None

@@ -212,6 +212,12 @@ def test_chats_without_a_gateway_says_how_to_start_one(tmp_path: Path):
     (["--host", "0.0.0.0"], "loopback only"),
     (["--host", "192.168.0.10"], "loopback only"),
     (["--upstream-openai", "api.openai.com"], "http:// or https://"),
+    # each taken before and misused on every request: the query went before the path added
+    # (`/v1?x=1/chat/completions`), the fragment cut it off, no host was a bare 500 each time
+    (["--upstream-openai", "http://127.0.0.1:9/v1?x=1"], "--upstream-openai "),
+    (["--upstream-openai", "http://127.0.0.1:9/v1#frag"], "a fragment"),
+    (["--upstream-anthropic", "http://"], "--upstream-anthropic http://: no host"),
+    (["--upstream-anthropic", "http://127.0.0.1:99999"], "the port must be"),
     (["--port", "70000"], "0 to 65535"),
 ])
 def test_the_command_refuses_what_it_must_not_do(tmp_path: Path, flags, needle):

@@ -184,6 +184,22 @@ def test_a_slow_upstream_is_a_504_in_the_providers_shape(impatient):
     assert "did not answer in time" in answer.json()["error"]["message"]
 
 
+def test_an_upstream_url_aiohttp_cannot_use_is_a_502_in_the_providers_shape(world):
+    # no host (a config made past the settings' check): aiohttp's InvalidUrlClientError was
+    # a bare text/plain 500 and a traceback in the log
+    with StandinThread() as thread:
+        gateway, state = start_stack(thread, world / "workspace", world / "state-nohost")
+        try:
+            gateway.config = gateway.config.__class__(openai_base_url="http://")
+            answer = httpx.post(f"{gateway.urls.openai}/chat/completions", json={
+                "model": "gpt-4o", "messages": [{"role": "user", "content": "q"}]})
+        finally:
+            stop_stack(thread, gateway, state)
+    assert answer.status_code == 502, answer.text
+    error = answer.json()["error"]
+    assert error["type"] == "server_error" and "cannot be used" in error["message"]
+
+
 def test_an_unreachable_upstream_is_a_502(world):
     with StandinThread() as thread:
         gateway, state = start_stack(thread, world / "workspace", world / "state-down")

@@ -295,3 +295,17 @@ def test_a_section_given_as_null_is_said_as_null(tmp_path: Path):
     _, problems = load_config(tmp_path, None, {"trim": None})
     assert problems == ["initializationOptions.config: `trim` must be a table, got null; "
                         "ignored"]
+
+
+def test_an_upstream_url_the_gateway_would_misuse_falls_back_naming_the_key(tmp_path: Path):
+    # `^https?://` let these through: a query went before the path the gateway adds
+    # (`/v1?x=1/chat/completions`), a fragment cut it off, no host made every request a 500
+    for url, needle in (("http://127.0.0.1:8080/v1?x=1", "a query"),
+                        ("http://127.0.0.1:8080/v1#frag", "a fragment"),
+                        ("http://", "no host"), ("http://127.0.0.1:99999/v1", "port")):
+        config, problems = load_config(tmp_path, None, {"gateway": {
+            "openai_base_url": url, "anthropicBaseUrl": url}})
+        assert config.gateway == Config().gateway, url
+        assert len(problems) == 2, problems
+        assert "`gateway.openai_base_url`" in problems[0] and needle in problems[0]
+        assert "`gateway.anthropicBaseUrl`" in problems[1] and "using the default" in problems[1]

@@ -35,11 +35,13 @@ def run(args: argparse.Namespace) -> int:
     from ctxlayer.gateway import NotLoopback
     from ctxlayer.gateway.standalone import serve
     from ctxlayer.store.paths import state_dir as default_state_dir
+    from ctxlayer.urls import said, why_not_upstream
 
     for flag, url in (("--upstream-openai", args.upstream_openai),
                       ("--upstream-anthropic", args.upstream_anthropic)):
-        if url is not None and not url.startswith(("http://", "https://")):
-            raise UsageError(f"{flag} {url}: expected an http:// or https:// URL")
+        why = None if url is None else why_not_upstream(url)
+        if why is not None:
+            raise UsageError(f"{flag} {said(url)}: {why}")
     if args.port is not None and not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port}: expected 0 to 65535")
     try:

@@ -251,6 +251,12 @@ class Upstream:
         except aiohttp.ClientPayloadError as exc:  # less than its Content-Length, or chunks
             raise GatewayError(502, f"the upstream {named(url)} closed the answer before its "
                                     f"end ({type(exc).__name__})") from exc
+        except aiohttp.InvalidURL as exc:
+            # a URL aiohttp cannot send to (no host: the settings check it, but a redirect's
+            # or a later caller's may not be): the client's error in its provider's shape,
+            # never aiohttp's bare 500 and a traceback
+            raise GatewayError(502, f"the upstream URL {named(url)} cannot be used: "
+                                    f"{type(exc).__name__}") from exc
         finally:
             if watch is not None:
                 watch.done()
