@@ -102,3 +102,21 @@ def test_bad_input_is_one_line_and_exit_2(stdin, args, expect):
     assert "Traceback" not in p.stderr
     said = [line for line in p.stderr.splitlines() if line.startswith("ctxlayer trim")]
     assert len(said) == 1  # one line saying what to fix (argparse also prints its usage)
+
+
+@pytest.mark.parametrize("command, fmt, body, missing, named", [
+    # a Chat Completions body read as responses was 0 messages: counted as nothing, passed
+    # through unfitted, exit 0
+    ("count", "responses", OPENAI_REQUEST, "input:", "format ctxlayer, openai or anthropic"),
+    ("trim", "responses", OPENAI_REQUEST, "input:", "format ctxlayer, openai or anthropic"),
+    # the other way the error did not say the format was what was wrong
+    ("count", "openai", {"model": "gpt-4o", "input": [{"role": "user", "content": "hi"}]},
+     "messages:", "format responses"),
+])
+def test_a_body_of_another_format_is_refused_naming_its_format(command, fmt, body, missing,
+                                                               named):
+    budget = ["--budget", "2k"] if command == "trim" else []
+    p = run(command, "--format", fmt, *budget, stdin=json.dumps(body))
+    assert p.returncode == 2 and p.stdout == "", (p.returncode, p.stdout[:200])
+    assert missing in p.stderr and named in p.stderr and "Traceback" not in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1, p.stderr

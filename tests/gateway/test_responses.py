@@ -364,6 +364,30 @@ def test_a_bad_input_is_a_400_in_openais_shape(stack):
     assert stack.standin.requests() == []
 
 
+def test_a_chat_completions_body_is_a_400_naming_input_not_forwarded_unfitted(stack):
+    # `input` is optional, so `messages` without it went upstream as it came, never fitted
+    before = len(responses_requests(stack))
+    answer = httpx.post(f"{stack.openai_url}/responses", json={
+        "model": "gpt-4o", "messages": [{"role": "user", "content": "q"}]})
+    assert answer.status_code == 400
+    error = answer.json()["error"]
+    assert error["param"] == "input" and "/v1/chat/completions" in error["message"]
+    assert len(responses_requests(stack)) == before
+
+    from ctxlayer import protocol
+    from ctxlayer.core.errors import ContextError
+    from ctxlayer.state.requests import call
+
+    async def prepare() -> None:  # ctx/prepare, as the JSON-RPC face calls it
+        await call(stack.gateway.caller, "ctx/prepare", protocol.PrepareParams(
+            format="responses", request={"model": "gpt-4o", "messages": [
+                {"role": "user", "content": "q"}]}))
+
+    with pytest.raises(ContextError) as refused:
+        stack.standin.call(prepare())
+    assert refused.value.field == "request.input" and "format ctxlayer, openai" in str(refused.value)
+
+
 def test_embeddings_and_one_model_are_forwarded_unchanged(stack):
     client = stack.openai("sk-embed")
     got = client.embeddings.create(model="text-embedding-3-small", input=["a", "bcd"])

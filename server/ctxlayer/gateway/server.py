@@ -30,7 +30,7 @@ from aiohttp import web
 from ctxlayer import protocol
 from ctxlayer.config import GatewayConfig
 from ctxlayer.core.errors import TOO_DEEP, ContextError, lone_surrogate
-from ctxlayer.core.formats import codec
+from ctxlayer.core.formats import codec, other_format
 from ctxlayer.gateway import chats, encodings, guard, limits, unreadable, upsum
 from ctxlayer.gateway.errors import GatewayError, error_response
 from ctxlayer.gateway.forward import (
@@ -117,6 +117,11 @@ def read_request(fmt: str, raw: bytes) -> dict:
     if not isinstance(body.get("model"), str) or not body["model"].strip():
         raise GatewayError(400, "`model` must be a non-empty string", field="model")
     key = codec(fmt).conversation
+    wrong = other_format(fmt, body)
+    if wrong is not None:  # Responses' `input` is optional: a chat's body went on unfitted
+        paths = " or ".join(p.route for p in PROVIDERS if p.fmt in wrong[2])
+        raise GatewayError(400, f"`{key}` is missing and the body has `{wrong[1]}`: such a "
+                                f"request goes to {paths}", field=key)
     value = body.get(key)
     optional = value is None and codec(fmt).empty is not None  # Responses' `input`
     if not optional and not isinstance(value, list) and \

@@ -104,7 +104,8 @@ def nothing_to_fit(fmt: str, request: dict) -> str | None:
     came, in a format where that is a request (a Responses one whose prompt is the
     provider's); None when it holds one, or its format needs one."""
     codec = formats.codec(fmt)
-    if codec.empty is None or conversation_of(fmt, request):
+    if codec.empty is None or conversation_of(fmt, request) or \
+            formats.other_format(fmt, request) is not None:  # refused by the decoding
         return None
     return codec.empty if codec.system is None or request.get(codec.system) is None else None
 

@@ -28,7 +28,8 @@ from ctxlayer.core.trim import TrimOptions
 from ctxlayer.protocol import Message
 
 __all__ = ["FORMATS", "Codec", "Decoded", "Encoded", "Format", "SentTokens", "codec", "decode",
-           "detect", "encode", "request_tokens", "sent_tokens", "trim_options", "written"]
+           "detect", "encode", "other_format", "request_tokens", "sent_tokens", "trim_options",
+           "written"]
 
 #: every format, by its name on the wire: the one place a format is registered
 CODECS: dict[str, Codec] = {c.name: c for c in (
@@ -129,6 +130,22 @@ def _ctxlayer_reads(m: object) -> bool:
         and ctxlayer.FIELDS.issuperset(m))
 
 
+def other_format(fmt: str, payload: object) -> tuple[str, str, list[str]] | None:
+    """A body of another format read as `fmt`: (the key of `fmt`'s conversation it lacks, the
+    other's key it has, the formats that keep their conversation there); None when it has
+    its own key or neither. Responses' `input` is optional (a stored prompt), so a Chat
+    Completions body read as responses was 0 messages, counted as nothing and passed on
+    unfitted; the other way it was "expected a list of messages", the format unsaid."""
+    key = codec(fmt).conversation
+    if not isinstance(payload, dict) or payload.get(key) is not None:
+        return None
+    for other in CODECS.values():
+        if other.conversation != key and payload.get(other.conversation) is not None:
+            return key, other.conversation, [c.name for c in CODECS.values()
+                                             if c.conversation == other.conversation]
+    return None
+
+
 def decode(fmt: Format, payload: dict, counter: Tokenizer, *, previous: Decoded | None = None,
            whole: bool = False, model: str | None = None) -> Decoded:
     """The engine's view of `payload` in format `fmt`. `previous`, the Decoded of the same
@@ -140,6 +157,12 @@ def decode(fmt: Format, payload: dict, counter: Tokenizer, *, previous: Decoded 
     param), reads it in the body's stead: every rule a model decides (Claude's image rule,
     which thinking is read again, `Decoded.model` for the tools' count) is that model's, in
     this one place, the body that goes back untouched."""
+    wrong = other_format(fmt, payload)
+    if wrong is not None:
+        key, has, names = wrong
+        named = " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+        raise bad(key, f"missing, and the body has `{has}`: not a {fmt} request; read it as "
+                       f"format {named}")
     own = payload.get("model") if isinstance(payload, dict) else None
     if not model or model == own or not isinstance(payload, dict):
         decoded = _codec(fmt).decode(payload, counter, previous, whole)
