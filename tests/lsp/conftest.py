@@ -64,10 +64,12 @@ class RawDaemon:
         self._pump = asyncio.ensure_future(self._read())
 
     @classmethod
-    async def start(cls, *args: str, env: dict[str, str] | None = None) -> RawDaemon:
+    async def start(cls, *args: str, env: dict[str, str] | None = None,
+                    stderr: Any = asyncio.subprocess.DEVNULL) -> RawDaemon:
+        """``stderr``: where the daemon's log goes (a file a test reads after), else nowhere."""
         proc = await asyncio.create_subprocess_exec(
             *SERVE, *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL, env=env or ENV, limit=1 << 24)
+            stderr=stderr, env=env or ENV, limit=1 << 24)
         return cls(proc)
 
     async def _read(self) -> None:

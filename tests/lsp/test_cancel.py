@@ -91,3 +91,32 @@ async def test_shutdown_answers_the_requests_that_arrived_before_it(tmp_path):
         assert ids == [f"b{b}m{i}" for b in range(4) for i in range(40)]
     finally:
         assert await again.close() == 0
+
+
+async def test_exit_right_after_shutdown_waits_for_its_answer_and_exits_0(tmp_path):
+    """LSP: exit code 0 once `shutdown` was received. A client that sends `shutdown` and
+    `exit` together, without waiting for the answer, got exit code 1 while the requests
+    before them ran, shutdown never answered, and a CancelledError traceback in the log."""
+    env = hermetic_env(tmp_path / "world")
+    root = make_repo(WORLD / "shutdown-exit-repo")
+    log = tmp_path / "stderr.txt"
+    with log.open("wb") as stderr:
+        daemon = await RawDaemon.start(env=env, stderr=stderr)
+        try:
+            await daemon.initialize(root)
+            await daemon.request("open", "ctx/session/open", {"sessionId": "s"})
+            await daemon.send_raw(b"".join(
+                frame({"jsonrpc": "2.0", "id": f"a{b}", "method": "ctx/session/append",
+                       "params": {"sessionId": "s", "messages": batch(b)}}) for b in range(4))
+                + frame({"jsonrpc": "2.0", "id": "bye", "method": "shutdown"})
+                + frame({"jsonrpc": "2.0", "method": "exit"}))
+            assert await asyncio.wait_for(daemon.proc.wait(), 120) == 0
+            await daemon._pump  # every answer written before the exit has been read
+        finally:
+            if daemon.proc.returncode is None:
+                daemon.proc.kill()
+                await daemon.proc.wait()
+    assert daemon.responses.get("bye", {}).get("result", "?") is None, daemon.responses
+    for b in range(4):
+        assert "result" in daemon.responses[f"a{b}"], (b, daemon.responses[f"a{b}"])
+    assert "Traceback" not in log.read_text(), log.read_text()[-2000:]

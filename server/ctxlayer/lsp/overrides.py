@@ -2,7 +2,8 @@
 breaks one module, and `tests/lsp/test_overrides.py` says which part moved.
 
 Owns: `CtxProtocol` (pygls' LSP protocol with our `initialize` announcement, a `shutdown`
-answered after the requests that arrived before it, an `exit` that ends the connection rather
+answered after the requests that arrived before it but counted as received at once (an `exit`
+sent before its answer waits for it and exits 0), an `exit` that ends the connection rather
 than the process in TCP mode, and plain results written without
 pygls' cattrs converter: `_send_response`), `shut_down(protocol)` (pygls' private
 `_shutdown` flag, read by the transport and the stdio loop), and `PRIVATE`: each private or
@@ -50,14 +51,20 @@ SHUTDOWN_WAIT_S = 30.0
 
 
 def shut_down(protocol: Any) -> bool:
-    """Whether the client sent `shutdown` (pygls keeps it in a private flag)."""
-    return bool(protocol._shutdown)
+    """Whether the client sent `shutdown`: received, answered or not yet (pygls sets its
+    private flag once it answers; LSP's exit code asks whether it was received)."""
+    return bool(protocol._shutdown) or getattr(protocol, "shutdown_id", None) is not None
 
 
 class CtxProtocol(LanguageServerProtocol):
     """pygls' LSP protocol with ctxlayer's capabilities and a connection-scoped `exit`."""
 
     _server: Any  # the CtxServer (lsp/server.py) that made this protocol
+    #: the id of the client's `shutdown` once received (its answer may wait for earlier work)
+    shutdown_id: Any = None
+    #: whether `shutdown` was answered; `exit` came before it was: the connection ends then
+    _shutdown_answered = False
+    _exit_after_answer = False
 
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams):  # type: ignore[override]
@@ -74,6 +81,10 @@ class CtxProtocol(LanguageServerProtocol):
             self.send_plain({"jsonrpc": "2.0", "id": msg_id, "result": result})
         else:
             super()._send_response(msg_id, result, error)
+        if msg_id == self.shutdown_id and self.shutdown_id is not None:
+            self._shutdown_answered = True
+            if self._exit_after_answer:
+                self._server.end(0)
 
     def send_plain(self, message: dict) -> None:
         """Frame and write a JSON-ready message (builtins only)."""
@@ -93,7 +104,9 @@ class CtxProtocol(LanguageServerProtocol):
         """The requests that arrived before `shutdown` are answered first; pygls cancelled
         them, so the appends a client pipelined before its shutdown (as LSP lets it) were
         answered "canceled" and lost. Then pygls' own (a request still running after the
-        wait is cancelled there)."""
+        wait is cancelled there). It counts as received at once: an `exit` sent right after
+        it, without waiting for its answer, exited 1 while the earlier requests ran."""
+        self.shutdown_id = self.msg_id
         yield self._earlier_answered, (), None
         return (yield from super().lsp_shutdown(*args))
 
@@ -103,12 +116,24 @@ class CtxProtocol(LanguageServerProtocol):
         earlier = [f for f in self._request_futures.values()
                    if isinstance(f, asyncio.Task) and f is not mine and not f.done()]
         if earlier:
-            await asyncio.wait(earlier, timeout=SHUTDOWN_WAIT_S)
+            try:
+                await asyncio.wait(earlier, timeout=SHUTDOWN_WAIT_S)
+            except asyncio.CancelledError:
+                # the connection ended while waiting (stdin closed, a signal): pygls' caller
+                # of this wait is a plain callback, where a cancellation was a logged
+                # traceback; nothing is left to wait for
+                return
 
     @lsp_method(types.EXIT)
     def lsp_exit(self, *args):  # type: ignore[override]
         if (user_handler := self.fm.features.get(types.EXIT)) is not None:
             yield user_handler, args, None
+        if self.shutdown_id is not None and not self._shutdown_answered:
+            # `shutdown` still waits for the requests before it: they are answered, then it
+            # (`_send_response` ends the connection then), as a client sending both at once
+            # expects; its wait is bounded (SHUTDOWN_WAIT_S)
+            self._exit_after_answer = True
+            return
         self._server.end(0 if shut_down(self) else 1)
 
 
