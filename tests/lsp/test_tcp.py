@@ -186,3 +186,29 @@ async def test_the_state_folder_is_made_private_before_the_token_goes_in(tmp_pat
     finally:
         proc.terminate()
         await asyncio.wait_for(proc.wait(), 10)
+
+
+async def test_a_warning_for_one_client_is_told_to_it_once_and_to_no_other(
+        tcp_daemon: TcpDaemon):
+    """The daemon logs what it tells a client (for its own log), and every warning logged
+    went to every client's log window: the client an unknown option concerns read it twice,
+    every other client once."""
+    root = make_repo(WORLD / "tcp-told-repo")
+    bystander = await AsyncClient.connect("127.0.0.1", tcp_daemon.port, tcp_daemon.token,
+                                          root, timeout=30)
+    reader, writer = await asyncio.open_connection("127.0.0.1", tcp_daemon.port,
+                                                  limit=1 << 20)
+    concerned = AsyncClient(reader, writer, timeout=30)
+    heard: dict[str, list[str]] = {"concerned": [], "bystander": []}
+    concerned.on("window/logMessage", lambda p: heard["concerned"].append(p["message"]))
+    bystander.on("window/logMessage", lambda p: heard["bystander"].append(p["message"]))
+    try:
+        await concerned.initialize(root, options={"bogusOption": 1}, token=tcp_daemon.token)
+        # a request of each after: what was told meanwhile came before its answer
+        await asyncio.gather(concerned.count(texts=["x"]), bystander.count(texts=["x"]))
+    finally:
+        await concerned.close()
+        await bystander.close()
+    about = [m for m in heard["concerned"] if "bogusOption" in m]
+    assert len(about) == 1, heard["concerned"]
+    assert not [m for m in heard["bystander"] if "bogusOption" in m], heard["bystander"]

@@ -14,9 +14,14 @@ from typing import Any
 
 from ctxlayer import loglines
 
+#: set on a log record of a message already told to the client it concerns (CtxServer.tell):
+#: forwarded, it reached that client twice and every other client once, in their log windows
+TOLD = "ctxlayer_told"
+
 
 class ClientLogHandler(logging.Handler):
-    """Forwards records to every connected client as `window/logMessage` (on the loop)."""
+    """Forwards records to every connected client as `window/logMessage` (on the loop), but
+    those the daemon logs of what it told one client (`TOLD`)."""
 
     def __init__(self, level: int = logging.WARNING) -> None:
         super().__init__(level)
@@ -25,7 +30,8 @@ class ClientLogHandler(logging.Handler):
         self._local = threading.local()
 
     def emit(self, record: logging.LogRecord) -> None:
-        if getattr(self._local, "busy", False) or not self.servers or self.loop is None:
+        if getattr(self._local, "busy", False) or not self.servers or self.loop is None \
+                or getattr(record, TOLD, False):
             return
         message = self.format(record)
         level = "error" if record.levelno >= logging.ERROR else "warning"

@@ -25,6 +25,7 @@ import ctxlayer
 from ctxlayer import protocol
 from ctxlayer.lsp import errors
 from ctxlayer.lsp.convert import converter_factory, to_wire
+from ctxlayer.lsp.logs import TOLD
 from ctxlayer.lsp.overrides import CtxProtocol
 from ctxlayer.state import Caller, State
 from ctxlayer.state.live import LiveWorkspace
@@ -75,8 +76,9 @@ class CtxServer(LanguageServer):
             level, types.MessageType.Info
         )
         if kind != types.MessageType.Info:
+            # for the daemon's own log only: the client is told below, no other one
             log.log(logging.ERROR if level == "error" else logging.WARNING, "told the client: %s",
-                    message)
+                    message, extra={TOLD: True})
         try:
             self.window_log_message(types.LogMessageParams(type=kind, message=message))
             if show:
