@@ -293,6 +293,17 @@ def test_a_flag_argparse_refuses_is_one_line_naming_it():
         assert p.stderr.startswith(said) and p.stderr.count("\n") == 1, p.stderr
 
 
+def test_serve_refuses_the_tcp_flags_without_tcp():
+    """`serve --port 17878` served stdio, the port ignored without a word."""
+    for args, said in ((["--port", "17878"], "ctxlayer serve: --port: only with --tcp"),
+                       (["--host", "127.0.0.1", "--token-file", "t"],
+                        "ctxlayer serve: --host, --token-file: only with --tcp"),
+                       (["--stdio", "--port", "0"], "ctxlayer serve: --port: only with --tcp")):
+        p = run("serve", *args, stdin="")
+        assert p.returncode == 2 and p.stdout == "", (args, p.returncode, p.stdout)
+        assert p.stderr.startswith(said) and p.stderr.count("\n") == 1, p.stderr
+
+
 def test_inspect_says_which_flags_belong_to_the_other_output(tmp_path):
     """`inspect --chat F` and `--budget` without --html printed the table as if they were not
     there."""

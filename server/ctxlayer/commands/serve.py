@@ -16,8 +16,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                       help="serve one client on stdin/stdout (the default; editors add it)")
     mode.add_argument("--tcp", action="store_true",
                       help="serve many clients on TCP, each authenticated with the token file")
-    p.add_argument("--host", default="127.0.0.1", help="TCP address (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=7878,
+    # None when not given: given without --tcp they are refused (stdio was served, the port
+    # ignored without a word)
+    p.add_argument("--host", default=None, help="TCP address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=None,
                    help="TCP port (default 7878; 0 picks a free one, printed on stdout)")
     p.add_argument("--token-file", type=Path, default=None,
                    help="TCP token file (default STATE_DIR/token, created 0600 when absent)")
@@ -36,6 +38,14 @@ def run(args: argparse.Namespace) -> int:
     from ctxlayer.paths import state_dir as default_state_dir
     from ctxlayer.state import State
 
+    if not args.tcp:
+        given = [flag for flag, value in (("--host", args.host), ("--port", args.port),
+                                          ("--token-file", args.token_file)) if value is not None]
+        if given:
+            raise UsageError(f"{', '.join(given)}: only with --tcp (without it the daemon "
+                             "serves one client on stdin/stdout)")
+    args.host = "127.0.0.1" if args.host is None else args.host
+    args.port = 7878 if args.port is None else args.port
     if not 0 <= args.port <= 65535:  # as `ctxlayer gateway` says it; bind() raised OverflowError
         raise UsageError(f"--port {args.port}: expected 0 to 65535")
     try:
