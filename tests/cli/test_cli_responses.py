@@ -45,3 +45,16 @@ def test_trim_fits_a_responses_request():
         assert all(json.dumps(i) in originals for i in sent["input"]
                    if i.get("type") in ("reasoning", "function_call"))
         assert "responses" in p.stderr.decode()
+
+
+def test_a_bare_list_of_items_gives_the_ctx_trim_result_as_the_other_formats_do():
+    # README and ctx/trim: a bare list gives {messages, tokens, budget, dropped, truncated};
+    # with --format responses it came back as {"input": ...}
+    items = request()["input"]
+    p = subprocess.run([*CLI, "trim", "-q", "--format", "responses", "--budget", "2500"],
+                       input=json.dumps(items).encode(), capture_output=True, timeout=120)
+    assert p.returncode == 0, p.stderr.decode()
+    out = json.loads(p.stdout)
+    assert list(out) == ["messages", "tokens", "budget", "dropped", "truncated"]
+    assert out["messages"][-1] == items[-1]
+    assert out["tokens"] <= 2500 and (out["dropped"] or out["truncated"])

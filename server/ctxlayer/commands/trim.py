@@ -98,7 +98,7 @@ def run(args) -> int:
     from pathlib import Path
 
     from ctxlayer.config import default_user_config_dir, load_config
-    from ctxlayer.core.formats import encode, written
+    from ctxlayer.core.formats import codec, encode, written
     from ctxlayer.core.text import counted
     from ctxlayer.core.trim import trim
     from ctxlayer.tokenizers import counter_for, model_info
@@ -135,10 +135,8 @@ def run(args) -> int:
              "dropped": msgspec.to_builtins(dropped), "truncated": msgspec.to_builtins(truncated)}
     if is_body:
         result = {**encoded.payload, AUDIT_KEY: audit}
-    elif decoded.fmt == "responses":
-        result = {"input": encoded.payload["input"], **audit}
-    else:
-        result = {"messages": encoded.payload["messages"], **audit}
+    else:  # ctx/trim's result, whatever the format: a Responses list came back as `input`
+        result = {"messages": encoded.payload[codec(decoded.fmt).conversation], **audit}
     sys.stdout.write(msgspec.json.encode(result).decode() + "\n")
     if not args.quiet:
         print(f"trim: {counted(len(messages), 'message')} in, {len(sent.messages)} kept, "
