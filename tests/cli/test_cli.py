@@ -232,6 +232,13 @@ def test_demo_runs_offline():
     assert "Trimming the bundled sample chat" in p.stdout and "kept" in p.stdout
 
 
+def test_demo_on_a_missing_folder_prints_nothing_but_its_error(tmp_path):
+    # its header went to stdout before the error
+    p = run("demo", str(tmp_path / "nope"))
+    assert p.returncode == 2 and p.stdout == "", p.stdout
+    assert "not a folder" in p.stderr and p.stderr.count("\n") == 1, p.stderr
+
+
 def test_a_value_too_deep_to_walk_is_one_line_and_exit_2(monkeypatch, capsys, tmp_path):
     """Read whole, then walked deeper in the stack (an audit line of a call whose arguments
     nest 985 levels), it was a traceback and exit 1."""

@@ -32,8 +32,10 @@ def run(args) -> int:
     from ctxlayer.core.trim import trim
     from ctxlayer.tokenizers import counter_for
 
-    print(f"== 1. The system prompt for {Path(args.path).resolve()} ({args.model})\n")
+    # built before anything is printed: a folder that cannot be read is one line on stderr
+    # and nothing on stdout (the header went out before the error)
     prompt, segment = build(Path(args.path), args.model)
+    print(f"== 1. The system prompt for {Path(args.path).resolve()} ({args.model})\n")
     print(table(prompt))
     print(f"\nworkspace segment: {segment.tokens} tokens, hash {segment.hash}, "
           f"parts: {', '.join(f'{p.name} {p.tokens}' for p in segment.parts)}")
