@@ -50,6 +50,17 @@ def test_a_text_cut_inside_a_surrogate_pair_is_named_not_called_truncated(stack)
     assert stack.standin.requests() == []
 
 
+def test_a_byte_that_is_not_utf8_is_named_by_its_position(stack):
+    # as the CLI and the daemon name it; the gateway said "not UTF-8 text", no position
+    body = b'{"model": "gpt-4o", "messages": [{"role": "user", "content": "a\xff"}]}'
+    answer = httpx.post(f"{stack.openai_url}/chat/completions", content=body,
+                        headers={"content-type": "application/json"})
+    assert answer.status_code == 400
+    error = answer.json()["error"]
+    assert error["param"] == "body" and "not valid UTF-8 at byte 63" in error["message"]
+    assert stack.standin.requests() == []
+
+
 @pytest.mark.parametrize("body, field", [
     (b"{", "body"),
     (b'{"model": "claude-sonnet-4", "max_tokens": 5, "messages": ' + b"[" * 100_000

@@ -60,7 +60,11 @@ async def test_truncated_body_costs_at_most_the_next_message(raw_daemon: RawDaem
 @pytest.mark.parametrize(("body", "code", "says"), [
     (b"{not json", -32700, "parse error"),
     (b'{"jsonrpc":"2.0","id":77,"method":"ctx/count","params":{', -32700, "parse error"),
-    (b"\xff\xfe{}", -32700, "parse error"),
+    # a bad byte is named by its position, as the CLI and the gateway name it (msgspec said
+    # "Invalid UTF-8 encoded string")
+    (b"\xff\xfe{}", -32700, "parse error: not valid UTF-8 at byte 0"),
+    (b'{"jsonrpc":"2.0","id":85,"method":"ctx/count","params":{"texts":["h\xffi"]}}', -32700,
+     "parse error: not valid UTF-8 at byte 67"),
     (b"[" * 200_000, -32700, "parse error"),
     # msgspec says "Input data was truncated" of a text cut inside a surrogate pair
     (b'{"jsonrpc":"2.0","id":84,"method":"ctx/count","params":{"texts":["a\\ud800"]}}', -32700,
@@ -86,7 +90,7 @@ async def test_bad_messages_get_the_right_error(raw_daemon: RawDaemon, body: byt
     try:
         sent_id = json.loads(body).get("id") if body.startswith(b"{") else None
     except ValueError:
-        sent_id = 77 if b'"id":77' in body else None
+        sent_id = next((n for n in (77, 85) if b'"id":%d' % n in body), None)
     if isinstance(sent_id, int) and not isinstance(sent_id, bool):
         error = raw_daemon.responses.pop(sent_id)["error"]
     else:

@@ -10,7 +10,7 @@ from pathlib import Path
 import msgspec
 
 from ctxlayer.cli import UsageError
-from ctxlayer.core.errors import lone_surrogate
+from ctxlayer.core.errors import lone_surrogate, not_utf8
 from ctxlayer.core.formats import Decoded, Format, decode, detect
 from ctxlayer.core.tokens import Tokenizer, WordTokenizer
 from ctxlayer.protocol import Message
@@ -47,8 +47,8 @@ def read_input(path: str | None) -> str:
 def decode_utf8(data: bytes, source: str) -> str:
     try:
         return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{source} is not valid UTF-8 at byte {exc.start}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{source} is {not_utf8(data)}") from None
 
 
 def load_json(text: str, source: str = "stdin"):

@@ -71,6 +71,17 @@ def lone_surrogate(data: bytes) -> str | None:
     return None
 
 
+def not_utf8(data: bytes) -> str | None:
+    """Where ``data`` stops being UTF-8 (`not valid UTF-8 at byte N`), None when it is UTF-8.
+    The CLI, the gateway and the daemon say a bad byte with this one line (the daemon said
+    msgspec's "Invalid UTF-8 encoded string", the gateway no position)."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"not valid UTF-8 at byte {exc.start}"
+    return None
+
+
 def require_tokens(value: int | None, field: str = "budget") -> None:
     """The one check of a number of tokens a client gives (a budget, a window): positive and
     at most MAX_TOKENS, or not given (None)."""

@@ -29,7 +29,7 @@ from aiohttp import web
 
 from ctxlayer import protocol
 from ctxlayer.config import GatewayConfig
-from ctxlayer.core.errors import TOO_DEEP, ContextError, lone_surrogate
+from ctxlayer.core.errors import TOO_DEEP, ContextError, lone_surrogate, not_utf8
 from ctxlayer.core.formats import codec, other_format
 from ctxlayer.gateway import chats, encodings, guard, limits, unreadable, upsum
 from ctxlayer.gateway.errors import GatewayError, error_response
@@ -102,10 +102,9 @@ def read_request(fmt: str, raw: bytes) -> dict:
     try:
         body = msgspec.json.decode(raw)
     except msgspec.DecodeError as exc:
-        try:
-            raw.decode()
-        except UnicodeDecodeError:
-            raise GatewayError(400, "the body is not UTF-8 text", field="body") from exc
+        bad_byte = not_utf8(raw)
+        if bad_byte is not None:
+            raise GatewayError(400, f"the body is {bad_byte}", field="body") from exc
         why = lone_surrogate(raw)
         raise GatewayError(400, f"the body is not JSON: {why}" if why else
                            f"the body is not JSON ({exc})", field="body") from exc

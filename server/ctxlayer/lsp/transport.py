@@ -28,7 +28,7 @@ import msgspec
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from ctxlayer.core.errors import lone_surrogate
+from ctxlayer.core.errors import lone_surrogate, not_utf8
 from ctxlayer.lsp import errors
 from ctxlayer.lsp.overrides import shut_down
 from ctxlayer.protocol import MAX_MESSAGE_MB
@@ -211,7 +211,8 @@ class Connection:
         try:
             msg = msgspec.json.decode(body)
         except (msgspec.DecodeError, RecursionError) as exc:
-            why = lone_surrogate(body) if isinstance(exc, msgspec.DecodeError) else None
+            why = (not_utf8(body) or lone_surrogate(body)) \
+                if isinstance(exc, msgspec.DecodeError) else None
             self.send_error(sniff_id(body), errors.PARSE_ERROR, f"parse error: {why or exc}")
             return
         if isinstance(msg, list):
