@@ -89,12 +89,13 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
         # a step took its range (or another): what was written ahead is of no more use
         ahead=win.ahead if stepped is None or stepped.chunk is None else None,
         sent=tuple(kept), budget=budget, told=told)
-    return Turn(
+    turn = Turn(
         messages=kept, tokens=total, budget=budget, dropped=list(told.dropped),
         truncated=list(told.truncated), restored=list(told.restored),
         compacted=bool(win.chunks), cache_reuse_tokens=_reuse(previous, keys, common),
         breakpoints=_breakpoints(kept, keys, win.upto) if client_breakpoints == 0 else [],
         notice=told.notice, state=state, stepped=stepped is not None)
+    return _told_again(previous, turn, restored) if previous is not None else turn
 
 
 def _sent_again(previous: ConversationState, msgs: list[Message], budget: int,
@@ -121,6 +122,27 @@ def _as_before(previous: ConversationState, client_breakpoints: int) -> Turn:
                 breakpoints=_breakpoints(kept, previous.out_keys, previous.upto)
                 if client_breakpoints == 0 else [],
                 notice=told.notice, state=previous, stepped=False, again=True)
+
+
+def _told_again(previous: ConversationState, turn: Turn, restored: Collection[str]) -> Turn:
+    """``turn`` as `_as_before` answers the same request sent again, where ``previous`` was
+    taken up after a restart from the window of exactly this request (`told_before`), whose
+    result is not kept: its result made again from that window, the same as the one sent
+    then (each message's identity and count), is told what that was told, marked ``again``.
+    Else ``turn`` as it is: it never tells more than the first answer told."""
+    if previous.told_before is None:
+        return turn
+    budget, told = previous.told_before
+    st = turn.state
+    if turn.stepped or budget != turn.budget or set(restored) != set(previous.restored) \
+            or len(st.messages) != len(previous.messages) \
+            or common_prefix(previous.messages, st.messages) != len(st.messages) \
+            or st.out_keys != previous.out_keys or st.out_tokens != previous.out_tokens:
+        return turn
+    return dataclasses.replace(
+        turn, dropped=list(told.dropped), truncated=list(told.truncated),
+        restored=list(told.restored), notice=told.notice, again=True,
+        state=dataclasses.replace(st, told=told))
 
 
 def _recall(win: Window, common: int, budget: int, counter: Tokenizer,

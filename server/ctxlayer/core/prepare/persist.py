@@ -15,7 +15,8 @@ it by its `shapes` hash: it is counted again, its outline's count moved alike. A
 also keeps how the conversation was listed and what explains its result (`kept_audit`): after a
 restart ctx/conversations and ctx/why answer for it before its chat comes back. And the summary
 a model wrote ahead of need for the next step (`KeptAhead`, its messages by their hashes): a
-restart before that step lost it, and the same paid call was made again.
+restart before that step lost it, and the same paid call was made again. And what its turn
+told its client (`KeptTold`): that request sent again after a restart is told it again.
 A turn that did not move the window keeps what it sent as the change from the window written
 (`Sent`: the hashes of the messages it added, its result's tail); read together
 (`as_sent`), they are the window as that turn showed it, so the first request after a restart
@@ -34,6 +35,7 @@ from ctxlayer.core.prepare.model import (
     ConversationState,
     PreparePolicy,
     Rewrite,
+    Told,
     common_prefix,
     shortened_audit,
     summarized_audit,
@@ -53,6 +55,17 @@ class KeptAhead(msgspec.Struct):
     hashes: list[str]
     text: str | None  # None: the answer was refused (``writer`` says why)
     writer: str
+
+
+class KeptTold(msgspec.Struct):
+    """What the turn a window was written at told its client (`model.Told`), and the budget
+    its result was fitted to: the same request sent again after a restart is told it again."""
+
+    budget: int
+    dropped: list[AuditEntry]
+    truncated: list[AuditEntry]
+    restored: list[AuditEntry]
+    notice: str | None
 
 
 class Snapshot(msgspec.Struct, kw_only=True):
@@ -89,6 +102,10 @@ class Snapshot(msgspec.Struct, kw_only=True):
     #: said them: after a restart ctx/session/budget of its session answers them; None in a
     #: window written before they were kept
     budget: Budget | None = None
+    #: what the turn told its client; None when a later turn's `Sent` stands in for it (that
+    #: turn told nothing: it did not move the window), and in a window written before it was
+    #: kept: the same request after a restart is then a turn like any other
+    told: KeptTold | None = None
 
 
 class _Listed(msgspec.Struct):
@@ -141,7 +158,16 @@ def snapshot(state: ConversationState, counter_name: str = "",
                     out_tokens=list(state.out_tokens), counted_with=counted_with,
                     tokens=list(state.tokens) if counted_with else [],
                     shapes=[shape_hash(m) for m in state.messages],
-                    ids=[m.id for m in state.messages], ahead=_kept_ahead(state.ahead))
+                    ids=[m.id for m in state.messages], ahead=_kept_ahead(state.ahead),
+                    told=_kept_told(state))
+
+
+def _kept_told(state: ConversationState) -> KeptTold | None:
+    told = state.told
+    if told is None or not state.sent:  # no result was made of it
+        return None
+    return KeptTold(state.budget, list(told.dropped), list(told.truncated),
+                    list(told.restored), told.notice)
 
 
 def _kept_ahead(ahead: Ahead | None) -> KeptAhead | None:
@@ -262,7 +288,9 @@ def as_sent(snap: Snapshot, last: Sent) -> Snapshot:
         counted_with=snap.counted_with if counted else "",
         frontier=last.frontier, rewrites={i: snap.rewrites[i] for i in last.rewrites},
         out_keys=snap.out_keys[:last.out_from] + last.out_keys,
-        out_tokens=snap.out_tokens[:last.out_from] + last.out_tokens)
+        out_tokens=snap.out_tokens[:last.out_from] + last.out_tokens,
+        # what the window's turn told is not what the later turn sent was told
+        told=None)
 
 
 def encode_sent(last: Sent) -> bytes:
@@ -417,4 +445,13 @@ def resume(snap: Snapshot, messages: list[Message], counter: Tokenizer,
         rewrites=rewrites,
         restored=dict(snap.restored), restored_audit=tuple(snap.restored_audit),
         out_keys=keys, out_tokens=list(snap.out_tokens[:len(keys)]),
-        ahead=_taken_ahead(snap.ahead, shown))
+        ahead=_taken_ahead(snap.ahead, shown), told_before=_told_before(snap, messages, same))
+
+
+def _told_before(snap: Snapshot, messages: list[Message], same: int) -> tuple[int, Told] | None:
+    """What the snapshot's turn told, when ``messages`` are exactly that turn's (``same``:
+    how many agree by hash): only its own request may be told it again."""
+    t = snap.told
+    if t is None or same != len(messages) or same != len(snap.hashes):
+        return None
+    return t.budget, Told(tuple(t.dropped), tuple(t.truncated), tuple(t.restored), t.notice)
