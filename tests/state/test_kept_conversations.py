@@ -82,3 +82,32 @@ async def test_kept_conversations_are_listed_and_explained_after_a_restart(tmp_p
         assert [c.conversation_id for c in now] == ["c2", "c1"]
     finally:
         again.close()
+
+
+async def test_a_retry_is_listed_after_a_restart_as_before(tmp_path):
+    """A chat whose last request was the one before sent again (a retry) is listed after a
+    clean restart as it was before: the retry's cache reuse and time, not those of the turn
+    that wrote its window. Before, the retry wrote nothing and the close took the window
+    written by the turn it repeated (one that summarized) for its last: listed with 0 reused
+    and the older time."""
+    messages = [{"role": "user" if i % 2 == 0 else "assistant", "id": f"m{i}",
+                 "content": f"MSG{i} " + "lorem ipsum dolor " * 40} for i in range(21)]
+    request = msgspec.structs.replace(params(messages, budget=1200), conversation_id="c1")
+    st = State(tmp_path / "state")
+    caller = caller_of(st)
+    try:
+        first = await chats.prepare(caller, request)
+        assert first.dropped, "the turn summarized: its window is written"
+        again = await chats.prepare(caller, request)
+        assert again.cache_reuse_tokens > first.cache_reuse_tokens
+        listed = (await chats.conversations(caller, protocol.Empty())).conversations
+        assert listed[0].cache_reuse_tokens == again.cache_reuse_tokens
+        await st.conversations.settled()
+    finally:
+        st.close()
+    reopened = State(tmp_path / "state")
+    try:
+        kept = (await chats.conversations(caller_of(reopened), protocol.Empty())).conversations
+        assert kept == listed
+    finally:
+        reopened.close()

@@ -67,6 +67,9 @@ class Conversation:
         #: the state whose window was written last: a conversation forgotten from memory
         #: with a newer one is written as it goes (its chat finds it when it comes back)
         self.written: ConversationState | None = None
+        #: a retry answered since that write (`Turn.again`): its figures are newer than the
+        #: listing written with the window, written again at the close (`unwritten`)
+        self.again_since_written = False
         #: its messages' hashes as the keeping thread last took them (`Upkeep.keep_sent`):
         #: read and set there only, so a turn hashes only the messages it added
         self.hashed: persist.Hashed | None = None
@@ -141,6 +144,12 @@ class Conversation:
     def held(self) -> int:
         """The tokens of the history its last turn holds in memory (0 before any turn)."""
         return self.state.cum[-1] if self.state is not None else 0
+
+    def unwritten(self) -> bool:
+        """Whether its last turn is not what the state folder keeps of it: its window, or
+        the figures it is listed with."""
+        return self.state is not None and (self.written is not self.state
+                                           or self.again_since_written)
 
     def info(self) -> protocol.ConversationInfo:
         return protocol.ConversationInfo(

@@ -605,6 +605,7 @@ class Conversations:
         a first). Returns the write its answer waits for (None: none) and what the turn says
         if that fails."""
         if turn.again:  # a request sent again changed nothing: kept the first time
+            conv.again_since_written = True  # but its listing did: written at the close
             return None, WINDOW_FAILED
         if turn.stepped or turn.restored or turn.truncated or turn.dropped:
             return self.upkeep.keep(conv, _now()), WINDOW_FAILED  # a branch's first turn too
@@ -692,7 +693,7 @@ class Conversations:
             aside = next((k for k, c in self._live.items() if c.aside), None)
             gone = self._live.pop(aside) if aside else self._live.popitem(last=False)[1]
             held -= gone.held()
-            if gone.state is not None and gone.written is not gone.state:
+            if gone.unwritten():
                 # its chat may come back: from its own window, not afresh, nor as a branch
                 # of another chat that shares its first messages; kept as of its last turn
                 # (the least recent chat is not the most recent window of its family)

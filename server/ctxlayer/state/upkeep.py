@@ -179,7 +179,7 @@ class Upkeep:
         if st is None:
             return None
         conv.turn += 1
-        conv.written = st
+        conv.written, conv.again_since_written = st, False
         row = (conv.workspace, conv.conversation_id, conv.model, conv.turn, st,
                conv.counted_with, now, _listed(conv), conv.budget_report())
         # the store is reached on the keeping thread: the first use opens the database (a
@@ -238,16 +238,17 @@ class Upkeep:
                 "letting its session go from memory")
 
     def keep_unwritten(self, convs: Iterable[Conversation], now: str) -> Callable[[], None]:
-        """The write, for the keeping thread, of the windows of ``convs`` that changed since
-        they were last written (a chat under its budget has never been: after a restart it
-        was counted again, a 0.4 MB Claude Code chat's first request 35-51 ms through the
+        """The write, for the keeping thread, of the windows of ``convs`` not written as of
+        their chat's last turn (`Conversation.unwritten`: a retry's listing is newer than its
+        window's; a chat under its budget has never been written: after a restart it was
+        counted again, a 0.4 MB Claude Code chat's first request 35-51 ms through the
         gateway against 9-12 ms from its window, bench/bigbody_bench.py). For the state's
         close. Each is kept as of its chat's last turn, not of the close: a family's most
         recent windows are the ones read after a restart (`FAMILY_MOST`), and ten chats
         written at one time were read in the order of their ids."""
         todo = [(c.workspace, c.conversation_id, c.model, c.turn + 1, c.state, c.counted_with,
                  c.updated_at or now, _listed(c), c.budget_report())
-                for c in convs if c.state is not None and c.written is not c.state]
+                for c in convs if c.unwritten()]
         state = self.state
 
         def write() -> None:
