@@ -429,3 +429,32 @@ def test_a_relative_or_tilde_state_folder_serves_at_every_start(tmp_path: Path, 
         assert "Traceback" not in err, err[-2000:]
         assert (state / "sessions.sqlite3").exists() and not (state / "gateway.json").exists()
     assert not (root / "~").exists()
+
+
+def test_a_stop_repeated_while_the_gateway_ends_still_exits_cleanly(tmp_path: Path):
+    """A supervisor that repeats its SIGTERM until the process is gone (the stop test's own
+    cleanup did) killed the gateway in its last moments: once the event loop closed, its
+    signal handlers were gone and the threads still being joined died with the signal
+    (returncode -15 where the stop had gone well). A SIGTERM every millisecond from the first
+    on: the process ends by itself, exit 0."""
+    env = hermetic(tmp_path)
+    root = tmp_path / "project"
+    root.mkdir()
+    with StandinThread() as standin:
+        proc = gateway_process(root, env, "--port", "0", "--upstream-openai", standin.openai,
+                               "--upstream-anthropic", standin.anthropic)
+        try:
+            line = json.loads(proc.stdout.readline())
+            assert httpx.post(f"{line['openai']}/chat/completions", json={
+                "model": "gpt-4o", "messages": [{"role": "user", "content": "hello"}]},
+                headers={"Authorization": "Bearer sk-test"}, timeout=60).status_code == 200
+            deadline = time.monotonic() + 60
+            while proc.poll() is None and time.monotonic() < deadline:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.SIGTERM)
+                time.sleep(0.001)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0, stderr

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import signal
 from pathlib import Path
 
 
@@ -58,6 +59,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         asyncio.run(serve(Path.cwd().resolve(), default_state_dir(args.state_dir),
                           overrides, announce))
+        # the stop is done and the process ends: a SIGTERM now (a supervisor repeating its
+        # stop) finds the loop's handlers gone, and killed the process while its threads were
+        # joined (exit -15 after a clean stop)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     except NotLoopback as exc:  # named where it came from: a flag, else a ctxlayer.toml
         where = "--host" if args.host is not None else "`[gateway] host` in ctxlayer.toml"
         raise UsageError(f"{where}: {exc}") from None
