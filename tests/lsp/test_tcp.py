@@ -212,3 +212,26 @@ async def test_a_warning_for_one_client_is_told_to_it_once_and_to_no_other(
     about = [m for m in heard["concerned"] if "bogusOption" in m]
     assert len(about) == 1, heard["concerned"]
     assert not [m for m in heard["bystander"] if "bogusOption" in m], heard["bystander"]
+
+
+async def test_a_stop_repeated_while_the_daemon_ends_still_exits_cleanly(tmp_path: Path):
+    """A supervisor repeating its SIGTERM until the daemon is gone: once the event loop closed
+    its stop handlers were gone, and a SIGTERM then killed the daemon while its threads were
+    joined (exit -15 after a clean stop). A SIGTERM every millisecond: it ends by itself, 0."""
+    proc = await asyncio.create_subprocess_exec(
+        *SERVE, "--tcp", "--port", "0", "--state-dir", str(tmp_path / "state"),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=ENV)
+    assert proc.stdout is not None
+    json.loads(await asyncio.wait_for(proc.stdout.readline(), 30))
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 60
+    while proc.returncode is None and loop.time() < deadline:
+        try:
+            proc.send_signal(15)
+        except ProcessLookupError:
+            break
+        await asyncio.sleep(0.001)
+    if proc.returncode is None and loop.time() >= deadline:
+        proc.kill()
+    _, stderr = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, stderr.decode()

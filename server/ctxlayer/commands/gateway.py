@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import signal
 from pathlib import Path
 
 
@@ -30,9 +29,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import asyncio
-
     from ctxlayer.cli import UsageError
+    from ctxlayer.ending import run_to_end
     from ctxlayer.gateway import NotLoopback
     from ctxlayer.gateway.standalone import serve
     from ctxlayer.store.paths import state_dir as default_state_dir
@@ -57,12 +55,8 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(line), flush=True)
 
     try:
-        asyncio.run(serve(Path.cwd().resolve(), default_state_dir(args.state_dir),
-                          overrides, announce))
-        # the stop is done and the process ends: a SIGTERM now (a supervisor repeating its
-        # stop) finds the loop's handlers gone, and killed the process while its threads were
-        # joined (exit -15 after a clean stop)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        run_to_end(serve(Path.cwd().resolve(), default_state_dir(args.state_dir),
+                         overrides, announce))
     except NotLoopback as exc:  # named where it came from: a flag, else a ctxlayer.toml
         where = "--host" if args.host is not None else "`[gateway] host` in ctxlayer.toml"
         raise UsageError(f"{where}: {exc}") from None

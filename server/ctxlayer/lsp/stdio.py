@@ -17,6 +17,7 @@ import sys
 import threading
 from typing import BinaryIO
 
+from ctxlayer.ending import run_to_end
 from ctxlayer.lsp.dispatch import register_all
 from ctxlayer.lsp.logs import client_logs
 from ctxlayer.lsp.overrides import shut_down
@@ -118,4 +119,4 @@ async def serve(state: State, stdin: BinaryIO, stdout: BinaryIO) -> int:
 
 def run(state: State) -> int:
     stdout = claim_stdout()
-    return asyncio.run(serve(state, sys.stdin.buffer, stdout))
+    return run_to_end(serve(state, sys.stdin.buffer, stdout))

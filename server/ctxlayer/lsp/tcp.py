@@ -25,6 +25,7 @@ import signal
 import sys
 from pathlib import Path
 
+from ctxlayer.ending import run_to_end
 from ctxlayer.lsp.dispatch import register_all
 from ctxlayer.lsp.logs import client_logs
 from ctxlayer.lsp.server import CtxServer
@@ -118,4 +119,4 @@ def run(state: State, host: str, port: int, token_file: Path) -> int:
     except (TokenFileError, OSError) as exc:
         print(f"ctxlayer serve: {exc}", file=sys.stderr)
         return 2
-    return asyncio.run(serve(state, host, port, token, token_file))
+    return run_to_end(serve(state, host, port, token, token_file))
