@@ -27,6 +27,14 @@ def batch(b: int) -> list[dict]:
             for i in range(40)]
 
 
+def appends_then(*after: dict) -> bytes:
+    """Four appends to session s (a0..a3, 40 messages each), then ``after``, in one write."""
+    return b"".join(
+        frame({"jsonrpc": "2.0", "id": f"a{b}", "method": "ctx/session/append",
+               "params": {"sessionId": "s", "messages": batch(b)}}) for b in range(4)
+    ) + b"".join(frame(m) for m in after)
+
+
 async def test_a_cancelled_append_answers_what_it_did(tmp_path):
     env = hermetic_env(tmp_path / "world")
     daemon = await RawDaemon.start(env=env)
@@ -69,10 +77,7 @@ async def test_shutdown_answers_the_requests_that_arrived_before_it(tmp_path):
     try:
         await daemon.initialize(root)
         await daemon.request("open", "ctx/session/open", {"sessionId": "s"})
-        await daemon.send_raw(b"".join(
-            frame({"jsonrpc": "2.0", "id": f"a{b}", "method": "ctx/session/append",
-                   "params": {"sessionId": "s", "messages": batch(b)}}) for b in range(4))
-            + frame({"jsonrpc": "2.0", "id": "bye", "method": "shutdown"}))
+        await daemon.send_raw(appends_then({"jsonrpc": "2.0", "id": "bye", "method": "shutdown"}))
         assert (await daemon.response("bye", timeout=120)).get("result", "?") is None
         for b in range(4):
             answer = await daemon.response(f"a{b}", timeout=5)
@@ -105,11 +110,9 @@ async def test_exit_right_after_shutdown_waits_for_its_answer_and_exits_0(tmp_pa
         try:
             await daemon.initialize(root)
             await daemon.request("open", "ctx/session/open", {"sessionId": "s"})
-            await daemon.send_raw(b"".join(
-                frame({"jsonrpc": "2.0", "id": f"a{b}", "method": "ctx/session/append",
-                       "params": {"sessionId": "s", "messages": batch(b)}}) for b in range(4))
-                + frame({"jsonrpc": "2.0", "id": "bye", "method": "shutdown"})
-                + frame({"jsonrpc": "2.0", "method": "exit"}))
+            await daemon.send_raw(appends_then(
+                {"jsonrpc": "2.0", "id": "bye", "method": "shutdown"},
+                {"jsonrpc": "2.0", "method": "exit"}))
             assert await asyncio.wait_for(daemon.proc.wait(), 120) == 0
             await daemon._pump  # every answer written before the exit has been read
         finally:
