@@ -5,9 +5,10 @@ absolute paths only when inside it), refusing any path that resolves outside it,
 symlinks included (ContextError "outside_workspace", -32003 on the wire, naming the field),
 refusing a path no file can have (a NUL byte: "invalid", -32602, naming the field), and reading
 the text. A file that is not read says why in its place: missing, a directory, a named pipe
-(never opened: it would wait for a writer), one that cannot be read (each said once left out
-with no word, the message showing its bare text); a binary file is described, not read; a huge one is cut; one that may hold secrets (`.env`, a
-private key, anything in `.git/`, a link to one) is never read, as in the workspace segment. Reads files; never imports the lsp layer.
+(never opened: it would wait for a writer), one that cannot be read (each was left out without
+a word, the message showing its bare text); a binary file is described, not read; a huge one
+is cut; one that may hold secrets (`.env`, a private key, anything in `.git/`, a link to one)
+is never read, as in the workspace segment. Reads files; never imports the lsp layer.
 """
 
 from __future__ import annotations
