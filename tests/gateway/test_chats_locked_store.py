@@ -40,9 +40,10 @@ def turns(stack: Stack, cid: str, n: int) -> None:
 
 @contextlib.contextmanager
 def locked(base: Path) -> Iterator[None]:
-    """The state database held by another process's exclusive transaction."""
+    """The state database held by another process's exclusive transaction. The gateway keeps a
+    turn on its own thread after answering, so the lock is taken once that write is done."""
     other = sqlite3.connect(base / "state" / "sessions.sqlite3", isolation_level=None,
-                            timeout=0)
+                            timeout=30)
     other.execute("BEGIN EXCLUSIVE")
     try:
         yield

@@ -33,7 +33,7 @@ async def test_a_kept_chat_behind_a_lock_is_a_store_error_not_none():
         listed = await result(daemon, "ctx/conversations", {})
         assert [c["conversationId"] for c in listed["conversations"]] == [cid]
         other = sqlite3.connect(base / "state" / "sessions.sqlite3", isolation_level=None,
-                                timeout=0)
+                                timeout=30)
         other.execute("BEGIN EXCLUSIVE")
         try:
             answers = [await ask(daemon, "ctx/conversations", {}),
