@@ -51,6 +51,9 @@ USER_ONLY = {"workspace.agent_files": _HOME_FILES,
              "gateway.openai_base_url": _KEYS_ELSEWHERE,
              "gateway.anthropic_base_url": _KEYS_ELSEWHERE,
              "gateway.summarizer": _KEYS_SPENT, "gateway.summarizer_model": _KEYS_SPENT}
+#: why an upstream URL is never replaced by its default (config._upstream)
+_UNUSABLE_UPSTREAM_NOTE = ("One that is not a usable http(s) URL is not replaced by the "
+                           "default: the gateway refuses its requests (502) until it is fixed.")
 _USER_ONLY_NOTE = ("Read from your own ctxlayer.toml and the editor's settings only, never "
                    "from a workspace's ({why}).")
 
@@ -308,14 +311,14 @@ class GatewayConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                               "is refused.")] = "127.0.0.1"
     port: Annotated[int, Meta(ge=0, le=65535, description="Port to listen on; 0 picks a free "
                               "one (announced at initialize).")] = 0
-    openai_base_url: Annotated[str, Meta(pattern="^https?://", description="Where OpenAI "
-                                         "requests are forwarded: the upstream's /v1 base "
-                                         "(ChatGPT's for Codex signed in with it: "
-                                         "https://chatgpt.com/backend-api/codex). " +
+    openai_base_url: Annotated[str, Meta(description="Where OpenAI requests are forwarded: "
+                                         "the upstream's /v1 base (ChatGPT's for Codex signed "
+                                         "in with it: https://chatgpt.com/backend-api/codex). "
+                                         + _UNUSABLE_UPSTREAM_NOTE + " " +
                                          _USER_ONLY_NOTE.format(why=_KEYS_ELSEWHERE))] = (
         "https://api.openai.com/v1")
-    anthropic_base_url: Annotated[str, Meta(pattern="^https?://", description="Where "
-                                            "Anthropic requests are forwarded. " +
+    anthropic_base_url: Annotated[str, Meta(description="Where Anthropic requests are "
+                                            "forwarded. " + _UNUSABLE_UPSTREAM_NOTE + " " +
                                             _USER_ONLY_NOTE.format(why=_KEYS_ELSEWHERE))] = (
         "https://api.anthropic.com")
     connect_timeout: Annotated[float, Meta(gt=0, le=MOST_SECONDS, description="Seconds to wait for the "
@@ -557,16 +560,17 @@ def _merge_into(
             continue
         try:
             converted = msgspec.convert(value, field.type)
-            why = why_not_upstream(converted) if _snake(prefix) + name in _UPSTREAMS else None
-            if why is not None:
-                messages.append(f"{source}: `{dotted}`: {why} (value {said(value)!r}); using "
-                                f"the default {getattr(defaults, name)!r}")
+            if _snake(prefix) + name in _UPSTREAMS:
+                _upstream(values, name, value, source, dotted, messages)
                 continue
             values[name] = converted
             if _snake(prefix) + name in _PATTERNS:
                 values[name] = _readable(values[name], _snake(prefix) + name, source, dotted,
                                          messages)
         except msgspec.ValidationError as e:
+            if _snake(prefix) + name in _UPSTREAMS:  # not even a string: kept, and refused
+                _upstream(values, name, str(value), source, dotted, messages)
+                continue
             most = None if _snake(prefix) + name in _NOT_AMOUNTS else _most(field.type)
             if most is not None and isinstance(value, int) and not isinstance(value, bool) \
                     and value > most:
@@ -590,6 +594,20 @@ def _merge_into(
 #: the URLs the gateway adds a path to: the pattern `^https?://` let a query, a fragment and
 #: no host through, each misused on every request (urls.why_not_upstream)
 _UPSTREAMS = frozenset({"gateway.openai_base_url", "gateway.anthropic_base_url"})
+
+
+def _upstream(values: dict, name: str, value: str, source: str, dotted: str,
+              messages: list[str]) -> None:
+    """An upstream URL is taken as written even when it cannot be used: the default in its
+    place would send a chat meant for a server the user chose (a local model, a company
+    proxy) to the provider's own, with its key. The gateway refuses that upstream's
+    requests, naming the setting, until it is fixed (gateway.server.upstream_refused)."""
+    values[name] = value
+    why = why_not_upstream(value)
+    if why is not None:
+        messages.append(f"{source}: `{dotted}`: {why} (value {said(value)!r}); the gateway "
+                        "refuses its requests until it is fixed (they are not sent to the "
+                        "default in its place)")
 
 #: whole numbers that name something rather than count it: past the bound, a mistake (a
 #: port of 80800 pinned every workspace's gateway to 65535 instead of any free port)

@@ -8,6 +8,7 @@ and sends its token to.
 from __future__ import annotations
 
 import ipaddress
+import re
 from urllib.parse import urlsplit
 
 #: what a loopback-only listener or client names its host as, beside the loopback addresses
@@ -16,20 +17,29 @@ LOCALHOST = "localhost"
 
 def named(url: str) -> str:
     """``url`` as it may be said: without user, password and query."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # an unclosed [ of an IPv6 address: cut by hand, never said whole
+        return re.sub(r"^([^:/?#]*://)[^/?#]*@", r"\1", url).split("?")[0].split("#")[0]
     return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
 
 
 def carries_credentials(url: str) -> bool:
     """Whether ``url`` holds a user (and password) before its host."""
-    return "@" in urlsplit(url).netloc
+    try:
+        return "@" in urlsplit(url).netloc
+    except ValueError:  # unparsable: what stands between the scheme and the path
+        return "@" in re.split(r"[/?#]", url.partition("://")[2])[0]
 
 
 def said(value: object) -> object:
     """A setting's value as a message may show it: a URL carrying a user, a password or a
     query named without them, any other value as it is."""
     if isinstance(value, str) and "://" in value:
-        parts = urlsplit(value)
+        try:
+            parts = urlsplit(value)
+        except ValueError:  # unparsable: said cut, it may carry a key all the same
+            return named(value)
         if "@" in parts.netloc or parts.query:
             return named(value)
     return value

@@ -211,7 +211,8 @@ def test_an_upstream_url_aiohttp_cannot_use_is_a_502_in_the_providers_shape(worl
             stop_stack(thread, gateway, state)
     assert answer.status_code == 502, answer.text
     error = answer.json()["error"]
-    assert error["type"] == "server_error" and "cannot be used" in error["message"]
+    assert error["type"] == "server_error" and "no host after the scheme" in error["message"]
+    assert error["code"] == "unusable_upstream_url"  # refused before aiohttp is asked
 
 
 def test_an_unreachable_upstream_is_a_502(world):

@@ -297,15 +297,21 @@ def test_a_section_given_as_null_is_said_as_null(tmp_path: Path):
                         "ignored"]
 
 
-def test_an_upstream_url_the_gateway_would_misuse_falls_back_naming_the_key(tmp_path: Path):
+def test_an_upstream_url_the_gateway_would_misuse_is_kept_naming_the_key(tmp_path: Path):
     # `^https?://` let these through: a query went before the path the gateway adds
-    # (`/v1?x=1/chat/completions`), a fragment cut it off, no host made every request a 500
+    # (`/v1?x=1/chat/completions`), a fragment cut it off, no host made every request a 500.
+    # Then they fell back to the provider's default: a chat meant for a local server went to
+    # api.openai.com. Now each is kept, and the gateway refuses its requests
+    # (tests/gateway/test_upstream_unusable.py); an unclosed bracket raised out of the message
     for url, needle in (("http://127.0.0.1:8080/v1?x=1", "a query"),
                         ("http://127.0.0.1:8080/v1#frag", "a fragment"),
-                        ("http://", "no host"), ("http://127.0.0.1:99999/v1", "port")):
+                        ("http://", "no host"), ("http://127.0.0.1:99999/v1", "port"),
+                        ("localhost:11434/v1", "expected an http"), ("http://[::1:8080", "URL"),
+                        (11434, "expected an http")):
         config, problems = load_config(tmp_path, None, {"gateway": {
             "openai_base_url": url, "anthropicBaseUrl": url}})
-        assert config.gateway == Config().gateway, url
+        assert config.gateway.openai_base_url == config.gateway.anthropic_base_url == str(url)
         assert len(problems) == 2, problems
-        assert "`gateway.openai_base_url`" in problems[0] and needle in problems[0]
-        assert "`gateway.anthropicBaseUrl`" in problems[1] and "using the default" in problems[1]
+        assert "`gateway.openai_base_url`" in problems[0] and needle in problems[0], problems
+        assert "`gateway.anthropicBaseUrl`" in problems[1]
+        assert all("refuses its requests until it is fixed" in p for p in problems), problems

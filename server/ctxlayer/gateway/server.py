@@ -65,7 +65,7 @@ from ctxlayer.statefiles import (
 )
 from ctxlayer.store.db import StoreError, describe_store_error
 from ctxlayer.tokenizers import context_window, model_info, user_window
-from ctxlayer.urls import carries_credentials, is_loopback, named
+from ctxlayer.urls import carries_credentials, is_loopback, named, said, why_not_upstream
 
 log = logging.getLogger("ctxlayer.gateway")
 
@@ -263,10 +263,11 @@ class GatewayServer:
                  self.urls.openai, self.urls.anthropic)
         proxies = self.upstream.proxies
         for family in (OPENAI, ANTHROPIC):
-            base = family.base(self.config)
-            log.info("upstream %s: through %s", named(base), proxies.said(base))
-            if carries_credentials(base):
-                log.warning("%s", credentials_refused(family, self.config))
+            base, refused = family.base(self.config), upstream_refused(family, self.config)
+            if why_not_upstream(base) is None:  # a URL that is none has no proxy to name
+                log.info("upstream %s: through %s", named(base), proxies.said(base))
+            if refused is not None:
+                log.warning("%s", refused)
         for unusable in proxies.unusable:
             log.warning("a proxy the environment names is not used (only http and https "
                         "proxies are): %s", named(unusable))
@@ -609,8 +610,9 @@ class GatewayServer:
                        on_sent: Callable[[], None] | None = None,
                        hide_usage: bool = False) -> web.StreamResponse:
         family = BY_FORMAT[fmt].family  # a pass-through's `fmt` is its family's name
-        if carries_credentials(family.base(self.config)):
-            return error_response(fmt, credentials_refused(family, self.config), ours)
+        refused = upstream_refused(family, self.config)
+        if refused is not None:
+            return error_response(fmt, refused, ours)
         sink = None
         if result is not None:
             def sink(usage: Usage) -> asyncio.Future[None]:
@@ -711,10 +713,22 @@ def _refused_count(refused: Refusal | None, result: protocol.PrepareResult,
     return math.ceil(max(result.tokens, result.budget) * UNSTATED_OVER)
 
 
-def credentials_refused(family: Family, config: GatewayConfig) -> GatewayError:
-    """The answer to every request for an upstream whose configured URL holds a user and
-    password: never sent (aiohttp refuses them beside the client's Authorization header, and
-    the URL would put them in logs and errors), the key belongs in the client's header."""
+def upstream_refused(family: Family, config: GatewayConfig) -> GatewayError | None:
+    """The answer to every request for an upstream whose configured URL cannot be used, else
+    None. One that is no usable URL is kept as written (config._upstream): sent to the
+    default instead, a chat meant for a local server went to the provider's own. One that
+    holds a user and password is never sent (aiohttp refuses them beside the client's
+    Authorization header, and the URL would put them in logs and errors), the key belongs in
+    the client's header."""
+    base = family.base(config)
+    why = why_not_upstream(base)
+    if why is not None:
+        return GatewayError(502, f"[gateway] {family.setting} {said(base)!r}: {why}; the "
+                            "gateway sends nothing there, nor to the default in its place: "
+                            "fix it in your ctxlayer.toml or the editor's settings",
+                            code="unusable_upstream_url")
+    if not carries_credentials(base):
+        return None
     return GatewayError(502, f"[gateway] {family.setting} has a user and password in its URL "
                         f"({named(family.base(config))}), which the gateway does not send: "
                         "remove them there and give the key in the client's own header "
