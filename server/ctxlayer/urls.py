@@ -58,10 +58,14 @@ def is_loopback(host: str) -> bool:
 
 def why_not_upstream(url: str) -> str | None:
     """What keeps ``url`` from being an upstream base the gateway can add a path to (None: it
-    can): an http(s) scheme, a host, a port that is a number, and neither a query nor a
-    fragment. Each was taken before and misused: a query went before the path added
+    can): an http(s) scheme, a host, a port that is a number, neither a query nor a
+    fragment, and no space or control character. Each was taken before and misused: a query went before the path added
     (`/v1?x=1/chat/completions`), a fragment swallowed it (`/v1`), no host failed every
     request with a bare 500."""
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
+        # a value pasted with its newline or a space: the URL library drops a CR/LF, so
+        # `/v1\r\nX: 1` became the path `/v1X: 1/chat/completions`, and a space stayed in it
+        return "a space or a control character in it (a value pasted with its line end?)"
     try:
         parts = urlsplit(url)
     except ValueError as exc:  # an unclosed [ of an IPv6 address

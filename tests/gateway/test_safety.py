@@ -139,9 +139,29 @@ def test_a_cross_site_text_plain_post_is_refused(safe):
     assert safe.standin.requests() == []
 
 
+def test_a_second_origin_and_a_cross_site_request_without_one_are_refused(safe):
+    """Before, only the first Origin was read (a loopback one let an evil one after it
+    through), and a browser's no-cors request, which has no Origin, was forwarded although
+    it said it came from elsewhere (an <img> of /v1/models)."""
+    two = httpx.post(f"{safe.openai_url}/chat/completions", content=CHAT, headers=[
+        ("Content-Type", "application/json"), ("Origin", "http://localhost:3000"),
+        ("Origin", "http://evil.example")])
+    assert two.status_code == 403 and "evil.example" in two.json()["error"]["message"]
+    for method, path, body in (("GET", "/models", None), ("POST", "/chat/completions", CHAT)):
+        answer = httpx.request(method, f"{safe.openai_url}{path}", content=body, headers={
+            "Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "no-cors",
+            "Sec-Fetch-Dest": "image", "Authorization": "Bearer sk-test"})
+        assert answer.status_code == 403, (path, answer.text)
+        assert answer.json()["error"]["code"] == "forbidden_origin"
+    assert safe.standin.requests() == []
+
+
 def test_a_loopback_origin_passes(safe):
+    # a page of a local tool (localhost:3000) is cross-site to the gateway's port: its
+    # loopback Origin is what is read, not Sec-Fetch-Site
     answer = httpx.post(f"{safe.openai_url}/chat/completions", content=CHAT, headers={
-        "Content-Type": "application/json", "Origin": "http://localhost:3000"})
+        "Content-Type": "application/json", "Origin": "http://localhost:3000",
+        "Sec-Fetch-Site": "cross-site"})
     assert answer.status_code == 200
     assert [r["path"] for r in safe.standin.requests()] == ["/v1/chat/completions"]
 

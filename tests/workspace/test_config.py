@@ -307,6 +307,8 @@ def test_an_upstream_url_the_gateway_would_misuse_is_kept_naming_the_key(tmp_pat
                         ("http://127.0.0.1:8080/v1#frag", "a fragment"),
                         ("http://", "no host"), ("http://127.0.0.1:99999/v1", "port"),
                         ("localhost:11434/v1", "expected an http"), ("http://[::1:8080", "URL"),
+                        ("http://127.0.0.1:1/v1 ", "a space"),
+                        ("http://127.0.0.1:1/v1\r\nX-Injected: 1", "control character"),
                         (11434, "expected an http")):
         config, problems = load_config(tmp_path, None, {"gateway": {
             "openai_base_url": url, "anthropicBaseUrl": url}})

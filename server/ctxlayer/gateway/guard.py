@@ -5,8 +5,10 @@ never forwarded:
 - a `Host` that is not the loopback name or address the gateway listens on, with its port
   (403): a web page that rebinds its own DNS name to 127.0.0.1 still sends its own name, so
   this is what keeps such a page from spending the user's keys;
-- a browser `Origin` that is not loopback (403): a cross-site page may POST `text/plain`
-  without a preflight, and it always says where it comes from;
+- a browser `Origin` that is not loopback (403), any of them: a cross-site page may POST
+  `text/plain` without a preflight, and it always says where it comes from; a browser's
+  request that says it is cross-site (`Sec-Fetch-Site`) without an Origin (an `<img>`, a
+  no-cors GET of `/v1/models`) too;
 - a `/ctxlayer/*` request without `Authorization: Bearer <token>` (401): those routes show
   the user's conversations, so only a process that can read the token file may see them.
 No CORS header is ever added (forward.py drops the upstream's too), so a browser never lets
@@ -66,10 +68,17 @@ def refusal(request: web.Request, listen: frozenset[str], token: str) -> Gateway
         return GatewayError(403, f"Host {ascii(host)} is not this gateway's loopback address "
                                  "(a page rebinding its DNS name to 127.0.0.1 sends its own "
                                  "name): refused", code="forbidden_host")
-    origin = request.headers.get("Origin")
-    if origin is not None and not is_loopback_origin(origin):
-        return GatewayError(403, f"Origin {ascii(origin)} is not loopback: a web page may not "
-                                 "use this gateway", code="forbidden_origin")
+    origins = request.headers.getall("Origin", [])
+    for origin in origins:  # each: a second one after a loopback one was let through
+        if not is_loopback_origin(origin):
+            return GatewayError(403, f"Origin {ascii(origin)} is not loopback: a web page may "
+                                     "not use this gateway", code="forbidden_origin")
+    if not origins and request.headers.get("Sec-Fetch-Site", "").lower() == "cross-site":
+        # a browser's request without an Origin (an <img> or a no-cors GET): from a page
+        # elsewhere, it says so; chat clients and SDKs send no Sec-Fetch-* at all
+        return GatewayError(403, "a cross-site browser request (Sec-Fetch-Site: cross-site) "
+                                 "without an Origin: a web page may not use this gateway",
+                            code="forbidden_origin")
     if request.path.startswith(PRIVATE_PREFIX):
         given = request.headers.get("Authorization", "")
         scheme, _, value = given.partition(" ")
