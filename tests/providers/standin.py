@@ -529,6 +529,8 @@ class Standin:
             "path": request.path, "query": request.rel_url.raw_query_string,
             "method": request.method, "format": fmt,
             "headers": {k.lower(): v for k, v in request.headers.items()}, "body": None,
+            # every line as it came (a header on two lines is two here, one above)
+            "header_lines": [(k.lower(), v) for k, v in request.headers.items()],
             "status": None, "problems": [], "stream": False, "cancelled": False,
             "completed": False, "prompt_tokens": None}
         self.received.append(entry)

@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 from aiohttp import web
+from multidict import CIMultiDict
 
 from ctxlayer.gateway.encodings import AnswerDecoder, NotAsSaid, answer_decoder
 from ctxlayer.gateway.errors import GatewayError, sse_error
@@ -70,7 +71,7 @@ def connection_named(headers: Mapping[str, str]) -> frozenset[str]:
                      if name.strip())
 
 
-def upstream_headers(client: Mapping[str, str]) -> dict[str, str]:
+def upstream_headers(client: Mapping[str, str]) -> CIMultiDict[str]:
     """The client's headers that go upstream: everything end to end but ours and its cookies.
     The body goes plain (the gateway decoded it: `encodings`), so without the client's
     Content-Encoding. The upstream is asked for an uncompressed answer so that its usage can
@@ -78,8 +79,10 @@ def upstream_headers(client: Mapping[str, str]) -> dict[str, str]:
     `encodings.answer_decoder` reads, and passes other codings on as they came."""
     dropped = HOP_BY_HOP | COOKIES | connection_named(client) | {
         "accept-encoding", "content-encoding"}
-    out = {k: v for k, v in client.items()
-           if k.lower() not in dropped and not k.lower().startswith("x-ctxlayer-")}
+    # a multidict: a header the client sent on two lines goes on two (two `anthropic-beta`
+    # lines, read both for the window, went up as the last one: the 1M context beta lost)
+    out = CIMultiDict((k, v) for k, v in client.items()
+                      if k.lower() not in dropped and not k.lower().startswith("x-ctxlayer-"))
     out["Accept-Encoding"] = "identity"
     return out
 
@@ -91,16 +94,17 @@ ASK_TIMEOUT = 5.0
 
 
 def answer_headers(upstream: Mapping[str, str], ours: Mapping[str, str],
-                   decoded: bool = False) -> dict[str, str]:
+                   decoded: bool = False) -> CIMultiDict[str]:
     """The upstream's answer headers that go to the client, with ours (never its cookies,
     nor those its Connection names); ``decoded``: the
     relay decodes the answer, which goes plain (without its Content-Encoding). Never the
     upstream's own `x-ctxlayer-*` (another gateway before the provider, any case): they
     went beside ours, two x-ctxlayer-tokens and a warning the gateway never said."""
     dropped = HOP_BY_HOP | COOKIES | connection_named(upstream)
-    out = {k: v for k, v in upstream.items() if k.lower() not in dropped
-           and not k.lower().startswith(("access-control-", "x-ctxlayer-"))
-           and not (decoded and k.lower() == "content-encoding")}
+    # repeated lines stay repeated (two Link, two Vary, two Set-... of the provider's own)
+    out = CIMultiDict((k, v) for k, v in upstream.items() if k.lower() not in dropped
+                      and not k.lower().startswith(("access-control-", "x-ctxlayer-"))
+                      and not (decoded and k.lower() == "content-encoding"))
     out.update(ours)
     return out
 
@@ -163,7 +167,7 @@ class Upstream:
             await self._session.close()
             self._session = None
 
-    async def post(self, url: str, headers: dict[str, str], body: bytes,
+    async def post(self, url: str, headers: Mapping[str, str], body: bytes,
                    timeout: float) -> tuple[int, bytes]:
         """(status, body) of a plain POST of our own (a summary ahead of need), within
         ``timeout`` seconds in all, its body decoded as a relayed answer's is (compressed
@@ -414,7 +418,7 @@ def without_usage(events: bytes) -> bytes:
 
 
 async def _relay_stream(request: web.Request, fmt: str, url: str, up: aiohttp.ClientResponse,
-                        headers: dict[str, str], on_usage: UsageSink | None,
+                        headers: CIMultiDict[str], on_usage: UsageSink | None,
                         hide_usage: bool, decoder: AnswerDecoder | None,
                         under_way: UnderWay) -> web.StreamResponse:
     reader = StreamUsage(fmt)

@@ -16,7 +16,7 @@ Must not log headers, bodies or the answer's text.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
 import msgspec
 
@@ -118,7 +118,7 @@ def answer_text(provider: Provider, raw: bytes) -> str:
     return text
 
 
-def asker(upstream: Upstream, provider: Provider, url: str, headers: dict[str, str],
+def asker(upstream: Upstream, provider: Provider, url: str, headers: Mapping[str, str],
           model: str, room: int = 0, stated: Callable[[int], bool] | None = None
           ) -> Callable[[SummaryAsk], Awaitable[str]]:
     """The call the state's upkeep makes: ``url`` (the chat's own route upstream) with the
