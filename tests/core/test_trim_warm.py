@@ -11,7 +11,7 @@ from test_trim_properties import contents, conversations
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.tokens import CountCache, WordTokenizer
-from ctxlayer.core.trim import TrimCache, TrimOptions, trim
+from ctxlayer.core.trim import TrimCache, TrimOptions, trim, work
 from ctxlayer.protocol import Message, ToolCall
 
 COUNTER = CountCache(WordTokenizer())
@@ -106,3 +106,27 @@ def test_warm_trim_takes_over_the_shared_prefix():
     assert cache.reused == 5
     trim(edited, 200, CountCache(WordTokenizer()), cache=cache)  # another counter: nothing
     assert cache.reused == 0
+
+
+def test_a_warm_trim_names_the_dropped_tool_steps_of_the_shared_prefix_as_last_turn(
+        monkeypatch):
+    """A reason names a dropped tool step by its call (`the output of sh(ls 3)`), read from its
+    arguments; the re-trim after one more message takes the names of the steps it shares with
+    the last trim over instead of parsing the arguments again, and says the same."""
+    chat = []
+    for k in range(10):
+        chat += [Message(role="assistant", id=f"a{k}", content="calling",
+                         tool_calls=[ToolCall(id=f"c{k}", name="sh", arguments=f'"ls {k}"')]),
+                 Message(role="tool", id=f"t{k}", tool_call_id=f"c{k}", content=f"out {k} " * 20)]
+    named = []
+    real = work.mention
+    monkeypatch.setattr(work, "mention", lambda msgs, i: named.append(i) or real(msgs, i))
+    cache = TrimCache()
+    trim(chat, 150, COUNTER, cache=cache)
+    assert named  # the steps dropped were named
+    named.clear()
+    grown = [*chat, Message(role="user", id="q", content="and now?")]
+    warm = trim(grown, 150, COUNTER, cache=cache)
+    assert named == []
+    assert warm == trim(grown, 150, COUNTER)
+    assert any("(kept with the output of sh(ls " in e.reason for e in warm.dropped)

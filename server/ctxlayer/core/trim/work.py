@@ -15,7 +15,7 @@ from ctxlayer.core.groups import ToolGroups
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.text import describe, mention
 from ctxlayer.core.tokens import MessageFormat, Tokenizer
-from ctxlayer.core.trim.warm import TrimCache
+from ctxlayer.core.trim.warm import TrimCache, remembered
 from ctxlayer.protocol import AuditAction, AuditEntry, Message
 
 
@@ -34,6 +34,7 @@ class Work:
         "extra",
         "fmt",
         "group",
+        "labels",
         "members",
         "memo",
         "msgs",
@@ -73,6 +74,7 @@ class Work:
             cache.keep(self.msgs, same, counter, fmt, list(extra), list(tokens))
         self.extra, self.tokens = extra, tokens
         self.described = cache.column("describe") if cache is not None else None
+        self.labels = cache.column("label") if cache is not None else None
         self.pinned: dict[bool, list[int]] = {}  # fixed_set's P0 indices, found once
         self.alive = [True] * n
         self.group = list(range(n))
@@ -182,6 +184,13 @@ class Work:
         return grew
 
     def _label(self, i: int) -> str:
+        """How a reason names message i (text.mention), a warm fact: it reads message i and
+        the messages before it, all in the prefix the cache keeps facts for, so it holds while
+        i's text is the very string (a re-trim of 1M tokens named the same 30 dropped tool
+        steps every turn, parsing their calls' arguments: half of `limit`)."""
+        return remembered(self.labels, i, self.msgs[i].content, self._mention)
+
+    def _mention(self, i: int) -> str:
         return mention(self.msgs, i)
 
     def _entry(self, i: int, action: AuditAction, reason: str, before: int, after: int):
