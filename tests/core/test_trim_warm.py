@@ -130,3 +130,26 @@ def test_a_warm_trim_names_the_dropped_tool_steps_of_the_shared_prefix_as_last_t
     assert named == []
     assert warm == trim(grown, 150, COUNTER)
     assert any("(kept with the output of sh(ls " in e.reason for e in warm.dropped)
+
+
+def test_a_re_trim_cuts_the_warm_facts_in_place():
+    """The facts of the shared prefix are kept where they are and only the end of each column
+    changes: a copy of every column, each as long as the chat, was most of what keeping them
+    cost a re-trim. What an edit in the middle made stale goes all the same."""
+    chat = [Message(role="user" if k % 2 else "assistant", id=f"m{k}", content=f"m{k} " * 40)
+            for k in range(12)]
+    cache = TrimCache()
+    trim(chat, 200, COUNTER, cache=cache)
+    columns = {kind: facts for kind, facts in cache.facts.items()}
+    lists = {name: where for name, (where, _) in cache.lists.items()}
+    assert columns and lists
+    grown = [*chat, Message(role="user", id="q", content="and now?")]
+    warm = trim(grown, 200, COUNTER, cache=cache)
+    assert warm == trim(grown, 200, COUNTER)
+    assert all(cache.facts[kind] is facts for kind, facts in columns.items())
+    assert all(cache.lists[name][0] is where for name, where in lists.items()
+               if cache.lists[name][1] == len(chat))  # no new message was found for it
+    assert all(len(facts) == len(grown) for facts in cache.facts.values())
+    edited = [*grown[:3], Message(role="user", id="m3", content="changed"), *grown[4:]]
+    assert trim(edited, 200, COUNTER, cache=cache) == trim(edited, 200, COUNTER)
+    assert cache.reused == 3

@@ -68,9 +68,12 @@ class TrimCache:
         self.extra, self.tokens, self.reused = extra, tokens, same
         if len(self.facts) > MAX_KINDS:
             self.facts.clear()
+        # cut and grown in place: a copy of every column (each as long as the chat) was most
+        # of this call, and a re-trim changes only the end of each
         fresh = [None] * (len(msgs) - same)
-        for kind, facts in self.facts.items():
-            self.facts[kind] = facts[:same] + fresh
+        for facts in self.facts.values():
+            del facts[same:]
+            facts += fresh
         if self.groups is not None and len(self.groups.lead) > same:
             # a message they read changed: made again from the groups they grew from, when
             # those still lead, else from the start
@@ -78,13 +81,15 @@ class TrimCache:
             self.groups = base if base is not None and len(base.lead) <= same else None
             self.base = None
         for name, (where, tested) in self.lists.items():
-            self.lists[name] = (where[:bisect.bisect_left(where, same)], min(tested, same))
+            del where[bisect.bisect_left(where, same):]
+            self.lists[name] = (where, min(tested, same))
 
     def where(self, name: Hashable, test: Callable[[Message], bool]) -> list[int]:
         """The positions of this trim's messages that ``test`` (a test of the message alone,
         named ``name``) holds for, in order: the shared prefix's as the previous trims found
         them, only the new messages tested. A stage that concerns a few messages (documents,
-        ephemeral ones, tool outputs) then looks at those, not at all 400. Read, never changed."""
+        ephemeral ones, tool outputs) then looks at those, not at all 400. Read, never changed
+        by the caller (the next trim's `keep` cuts it in place)."""
         where, tested = self.lists.get(name, ([], 0))
         msgs = self.msgs
         if tested < len(msgs):
