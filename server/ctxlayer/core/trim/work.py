@@ -7,6 +7,7 @@ each such change is recorded once, here, with its reason and token cost.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import msgspec
@@ -214,9 +215,7 @@ class Work:
     # --- result -----------------------------------------------------------------------------
 
     def kept(self) -> list[Message]:
-        out = []
-        for i, m in enumerate(self.msgs):
-            if self.alive[i]:
-                c = self.content[i]
-                out.append(m if c is m.content else msgspec.structs.replace(m, content=c))
-        return out
+        # the dead skipped in C: a warm re-trim of a long chat drops half of it
+        return [m if c is m.content else msgspec.structs.replace(m, content=c)
+                for m, c in itertools.compress(zip(self.msgs, self.content, strict=True),
+                                               self.alive)]
