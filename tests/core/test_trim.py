@@ -324,3 +324,23 @@ def test_a_cut_block_regrows_from_no_lines_kept_at_its_ends_too():
                                                                 tail_lines=0))
     (kept,) = [m.content for m in report.messages if m.id == "a"]
     assert report.tokens >= 0.85 * 800 and "x0 = 0" in kept and "x399 = 399" in kept
+
+
+def test_each_dropped_turn_is_described_by_its_own_call_and_parts():
+    """Two turns with the same words calling the same tool on other files are two summaries
+    ("assistant: run_tests(a.py) + 'Let me check.'"), and so are two messages with the same
+    words and other images: the summaries of a trim were memoised by the text and the tools'
+    names, and the audit named the first turn's file for both."""
+    turns = [Message(role="assistant", id=f"a{k}", content="Let me check.",
+                     tool_calls=[ToolCall(id=f"c{k}", name="run_tests", arguments=f'"{f}"')])
+             for k, f in enumerate(("a.py", "b.py"))]
+    results = [Message(role="tool", id=f"t{k}", tool_call_id=f"c{k}", content="ok " * 50)
+               for k in range(2)]
+    shots = [Message(role="user", id=f"u{k}", content="look", parts=[p], parts_tokens=500)
+             for k, p in enumerate(("image 10x10 (500 tokens)", "image 20x20 (500 tokens)"))]
+    chat = [turns[0], results[0], turns[1], results[1], *shots,
+            Message(role="user", id="q", content="so?")]
+    r = trim(chat, 30, WordTokenizer())
+    summaries = {e.message_id: e.summary for e in r.dropped}
+    assert "run_tests(a.py)" in summaries["a0"] and "run_tests(b.py)" in summaries["a1"]
+    assert "10x10" in summaries["u0"] and "20x20" in summaries["u1"]

@@ -38,7 +38,7 @@ def turns(draw) -> list[list[Message]]:
         if how == "tool":  # a call and its result, a tool group the next turns may cut
             out_id = f"x{t}"
             chat = [*chat, Message(role="assistant", id=f"call{t}", content="calling",
-                                   tool_calls=[ToolCall(id=out_id, name="sh", arguments="ls")]),
+                                   tool_calls=[ToolCall(id=out_id, name="sh", arguments=f"ls {t}")]),
                     Message(role="tool", id=f"res{t}", tool_call_id=out_id,
                             content=draw(contents()))]
         elif how == "another" and chat:

@@ -202,8 +202,11 @@ class Work:
         if hit is not None and hit[0] is m.content:
             summary_text = hit[1]
         else:
+            # everything describe reads: two turns "Let me check." calling run_tests with other
+            # arguments were one key, and the audit named the first one's file for both
             key = (m.role, m.kind, m.tool_call_id, m.content,
-                   tuple(c.name for c in m.tool_calls) if m.tool_calls else None)
+                   tuple((c.name, c.arguments) for c in m.tool_calls) if m.tool_calls else None,
+                   tuple(m.parts) if m.parts else None, m.parts_tokens)
             summary_text = self.memo.get("describe", key, lambda: describe(m))
             if described is not None:
                 described[i] = (m.content, summary_text)
