@@ -20,6 +20,7 @@ from ctxlayer.core.compress.tool_output import compress_tool_output
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.groups import is_output
 from ctxlayer.core.memo import Memo
+from ctxlayer.core.trim import tail
 from ctxlayer.core.trim.stages import reference
 from ctxlayer.core.trim.truncate import truncate_blocks
 from ctxlayer.core.trim.warm import remembered
@@ -512,13 +513,24 @@ def reduce(w: Work, budget: int, sh: Shortener) -> None:
 
 def limit(w: Work, budget: int) -> None:
     """Keep the fixed set, then fill from newest to oldest by whole groups; a group that does
-    not fit is dropped and older, smaller ones still get the room (gptme stops at the first)."""
+    not fit is dropped and older, smaller ones still get the room (gptme stops at the first).
+    With a warm cache, the old end where the room ran out is the previous walk's, replayed
+    when this walk would decide it the same (tail.py)."""
     fixed = fixed_set(w)
     room = check_fixed(w, fixed, budget)
     decided: set[int] = set()
     alive, group, members, tokens = w.alive, w.group, w.members, w.tokens
-    entry, dropped, lost = w._entry, w.dropped, 0
+    entry, dropped, lost, first = w._entry, w.dropped, 0, len(w.dropped)
+    tails = dict(w.cache.tails) if w.cache is not None else {}  # each tried once
+    replay_below = max((t.start for t in tails.values()), default=0)
+    lowest_kept = len(alive)  # below it the room stayed what it is: the tail of this walk
     for i in range(len(w.msgs) - 1, -1, -1):
+        if i < replay_below and room in tails and i < tails[room].start:
+            ours = tail.replay(tails.pop(room), i + 1, room, tokens, group, fixed, alive)
+            if ours is not None:
+                dropped.extend(ours)
+                lost += sum(e.tokens_before for e in ours)
+                break
         if not alive[i] or i in fixed:
             continue
         g = group[i]
@@ -526,6 +538,7 @@ def limit(w: Work, budget: int) -> None:
             cost = tokens[i]
             if cost <= room:
                 room -= cost
+                lowest_kept = i
             else:  # w.drop, inline: half of a long chat goes here every turn
                 alive[i] = False
                 lost += cost
@@ -538,9 +551,13 @@ def limit(w: Work, budget: int) -> None:
         cost = w.group_tokens(g)
         if cost <= room:
             room -= cost
+            lowest_kept = i
         else:
             w.drop_group(i, f"over budget: {cost} tokens, {max(room, 0)} left")
     w.total -= lost
+    if w.cache is not None:
+        w.cache.keep_tail(tail.remember(lowest_kept, room, tokens, group, fixed, alive,
+                                        dropped[first:]))
 
 
 def restore_orphaned_refs(w: Work, refs: dict[int, int], budget: int, sh: Shortener,

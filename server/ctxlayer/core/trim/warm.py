@@ -7,8 +7,9 @@ derived from it; a fact is reused only while the message at that position is the
 identity, else equal) and, for facts of its text, while the text is the very same string. It
 also holds, for the shared prefix, the positions each test of a message alone holds for and the
 tool groups, so a stage about a few messages looks at those only and a re-trim reads only the
-new messages for them. The decisions themselves (what to drop, what to shorten) are always made
-again, so a warm trim returns exactly what a cold one would.
+new messages for them. The decisions themselves (what to drop, what to shorten) are made again,
+so a warm trim returns exactly what a cold one would; only the old end of `limit`'s walk, where
+the room ran out, is the previous walk's when this one would decide it the same (tail.py).
 
 Like Memo it is injected: one per conversation, owned by the caller; the core keeps no state.
 """
@@ -21,15 +22,18 @@ from typing import Any
 
 from ctxlayer.core.groups import ToolGroups
 from ctxlayer.core.tokens import MessageFormat, Tokenizer
+from ctxlayer.core.trim.tail import Tail
 from ctxlayer.protocol import Message
 
 #: kinds of facts kept at most; options that change every turn must not grow the cache forever
 MAX_KINDS = 16
+#: old ends of `limit`'s walk kept at most (one per room they were walked with)
+MAX_TAILS = 4
 
 
 class TrimCache:
     __slots__ = ("base", "counter", "extra", "facts", "fmt", "groups", "lists", "msgs",
-                 "reused", "tokens")
+                 "reused", "tails", "tokens")
 
     def __init__(self) -> None:
         self.msgs: list[Message] = []
@@ -47,6 +51,10 @@ class TrimCache:
         #: name -> (the positions whose message a test holds for, how many messages were tested)
         self.lists: dict[Hashable, tuple[list[int], int]] = {}
         self.reused = 0  # messages taken over by the last trim (for tests and benchmarks)
+        #: the old ends of the last walks of `limit` (tail.py) by the room they were walked
+        #: with, while their messages lead this trim's: a turn's last room is one of a few
+        #: (0 to 3 tokens in the 1M bench), rarely the one before's
+        self.tails: dict[int, Tail] = {}
 
     def shared(self, msgs: list[Message], counter: Tokenizer, fmt: MessageFormat) -> int:
         """How many leading messages are the same as in the previous trim. Only with the same
@@ -68,6 +76,8 @@ class TrimCache:
         self.extra, self.tokens, self.reused = extra, tokens, same
         if len(self.facts) > MAX_KINDS:
             self.facts.clear()
+        for room in [room for room, tail in self.tails.items() if tail.start > same]:
+            del self.tails[room]
         # cut and grown in place: a copy of every column (each as long as the chat) was most
         # of this call, and a re-trim changes only the end of each
         fresh = [None] * (len(msgs) - same)
@@ -83,6 +93,16 @@ class TrimCache:
         for name, (where, tested) in self.lists.items():
             del where[bisect.bisect_left(where, same):]
             self.lists[name] = (where, min(tested, same))
+
+    def keep_tail(self, kept: Tail | None) -> None:
+        """Remember the old end of this trim's walk of `limit`, by its room (the newest
+        MAX_TAILS rooms)."""
+        if kept is None:
+            return
+        self.tails.pop(kept.room, None)
+        self.tails[kept.room] = kept
+        while len(self.tails) > MAX_TAILS:
+            del self.tails[next(iter(self.tails))]
 
     def where(self, name: Hashable, test: Callable[[Message], bool]) -> list[int]:
         """The positions of this trim's messages that ``test`` (a test of the message alone,
