@@ -517,10 +517,13 @@ class SessionService:
                     setattr(live.row, name, value)
             return self._measure(live, settings)
 
-    def budget(self, workspace: str, session_id: str) -> protocol.Budget:
+    def budget(self, workspace: str, session_id: str, *,
+               budget: int | None = None) -> protocol.Budget:
+        """The session's budget; `budget`: what its next assembly fits to when not its own
+        (a window its client names lowers it: state/requests/budgets.py `fitted_to`)."""
         with self._lock:
             live = self._fresh(workspace, session_id)
-            return self._measure(live, self._settings(workspace))
+            return self._measure(live, self._settings(workspace), budget)
 
     def model_kept(self, workspace: str, session_id: str | None) -> str | None:
         """The model of a session the state folder holds (open or closed), else None: the one
@@ -600,11 +603,12 @@ class SessionService:
             rule_policy=settings.rules, policy=settings.compaction, previous=live.fingerprint,
             **extra)  # type: ignore[arg-type]
 
-    def _measure(self, live: LiveSession, settings: SessionSettings) -> protocol.Budget:
+    def _measure(self, live: LiveSession, settings: SessionSettings,
+                 budget: int | None = None) -> protocol.Budget:
         """The session's budget: its last assembly's while nothing changed since (a measure
         counts the newest message whole, which the assembly may have shortened: the status
         bar said 512% right after an assembly of 93%), else the session as it stands."""
-        inp = self._input(live, settings, None)
+        inp = self._input(live, settings, budget)
         band = self._band(live)
         last = live.last_assembly
         if (last is not None and last.revision == live.row.revision

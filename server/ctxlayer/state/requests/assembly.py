@@ -24,7 +24,7 @@ from ctxlayer.core.assembly.layers import is_working_item
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.text import counted
 from ctxlayer.state.caller import Caller
-from ctxlayer.state.requests.budgets import publish
+from ctxlayer.state.requests.budgets import fitted_to, lowered, publish
 from ctxlayer.state.requests.place import Ask
 
 log = logging.getLogger(__name__)
@@ -96,25 +96,15 @@ def assemble(caller: Caller, p: protocol.AssembleParams,
 
 def kept_within_window(caller: Caller, p: protocol.AssembleParams) -> tuple[int | None, str | None]:
     """(the budget to assemble at, what to say of it). The session's own budget, when it is
-    over the window its client now names (set under a bigger one: the editor now says a
-    smaller `contextWindow`, or another editor opened it), is lowered for this assembly to
-    the model's default budget in that window, and the notice says so: at the kept budget the
+    over the window its client now names, is lowered for this assembly to the model's default
+    budget in that window (`budgets.lowered`), and the notice says so: at the kept budget the
     prompt was one the provider refuses, and nothing said it (100,000 assembled 30,000 tokens
-    for a 16,000-token window). The session keeps its budget: a bigger window takes it again.
-    A one-off budget is the caller's own: taken, and said when over (`over_window`)."""
+    for a 16,000-token window). A one-off budget is the caller's own: taken, and said when
+    over (`over_window`)."""
     if p.budget is not None:
         return p.budget, None
-    svc = caller.state.sessions
-    kept = svc.budget_of(caller.workspace, p.session_id)
-    model = svc.model_of(caller.workspace, p.session_id)
-    window = caller.widest_window(model)
-    if window is None or kept <= window:
-        return None, None
-    lowered = caller.default_budget(model)
-    return lowered, (f"the session's budget of {kept:,} tokens is over the {window:,}-token "
-                     f"context window of {model}: assembled to {lowered:,}, the model's "
-                     "default budget (ctx/session/configure with resetBudget makes it the "
-                     "session's)")
+    low = lowered(caller, p.session_id)
+    return (None, None) if low is None else (low.budget, low.said())
 
 
 def _assembled(caller: Caller, p: protocol.AssembleParams, out: Any,
@@ -243,7 +233,7 @@ def compact(caller: Caller, p: protocol.SessionCompactParams,
         if summary is None:
             summary = protocol.Message(role="user", content="", id="ctx:summary:none",
                                        kind="summary")
-        publish(caller, svc.budget(workspace, p.session_id))
+        publish(caller, fitted_to(caller, p.session_id))
         return protocol.SessionCompactResult(summary=summary, replaced=after - before)
 
     return assembling(caller, p.session_id, compacted, system=system, force=True,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ctxlayer import protocol
 from ctxlayer.core.errors import ContextError
 from ctxlayer.state.caller import Caller
-from ctxlayer.state.requests.budgets import publish
+from ctxlayer.state.requests.budgets import fitted_to, publish
 from ctxlayer.state.requests.sessions import ensure_layers
 
 
@@ -97,7 +97,7 @@ def restore(caller: Caller, p: protocol.RestoreParams,
     # ctx/why shows the restore from now on (it is in the session's compaction state)
     state.sessions.restore(caller.workspace, p.session_id, p.message_id)
     # the restored message counts in the session's budget from now on
-    publish(caller, state.sessions.budget(caller.workspace, p.session_id))
+    publish(caller, fitted_to(caller, p.session_id))
     return protocol.Empty()
 
 

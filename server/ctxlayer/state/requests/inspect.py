@@ -13,6 +13,7 @@ from ctxlayer import protocol
 from ctxlayer.core.errors import ContextError, require_tokens
 from ctxlayer.core.model_names import model_key
 from ctxlayer.state.caller import Caller
+from ctxlayer.state.requests.budgets import lowered
 from ctxlayer.state.session_service import chat_of
 
 
@@ -122,7 +123,11 @@ def _session_data(caller: Caller, p: protocol.InspectParams, model: str | None,
 
     assert p.session_id is not None
     system = session_layers(caller, p.session_id, segment)
-    out = caller.state.sessions.preview(caller.workspace, p.session_id, budget=p.budget,
+    budget = p.budget
+    if budget is None:  # what ctx/assemble fits to: a window the caller names may lower it
+        low = lowered(caller, p.session_id)
+        budget = low.budget if low is not None else None
+    out = caller.state.sessions.preview(caller.workspace, p.session_id, budget=budget,
                                         system=system)
     assert out.assembly.result is not None  # offline: it never waits for a client's summary
     return _session_page(caller, p, model, out.assembly.result, out.why)

@@ -16,7 +16,7 @@ from ctxlayer.core.errors import ContextError, require_tokens
 from ctxlayer.core.formats import stored
 from ctxlayer.core.trim import stages
 from ctxlayer.state.caller import Caller
-from ctxlayer.state.requests.budgets import publish
+from ctxlayer.state.requests.budgets import fitted_to, publish
 from ctxlayer.state.requests.messages import attachments, decode
 from ctxlayer.state.session_service import CHAT_PREFIX, require_model_named
 
@@ -87,7 +87,8 @@ def append(caller: Caller, p: protocol.SessionAppendParams,
     if files:  # embedded once, at append: the stored message is what the model will read
         messages = stages.enrich(messages, files)
     ensure_layers(caller, p.session_id, segment)
-    return publish(caller, svc.append(workspace, p.session_id, messages, raws))
+    return publish(caller, fitted_to(caller, p.session_id,
+                                     svc.append(workspace, p.session_id, messages, raws)))
 
 
 def system_prompt(fmt: str, system: object, counter: object
@@ -137,7 +138,7 @@ def add_item(caller: Caller, p: protocol.SessionAddItemParams,
     svc = caller.state.sessions
     ensure_layers(caller, p.session_id, segment)
     item_id = svc.add_item(caller.workspace, p.session_id, p.item)
-    publish(caller, svc.budget(caller.workspace, p.session_id))
+    publish(caller, fitted_to(caller, p.session_id))
     return protocol.SessionAddItemResult(item_id=item_id)
 
 
@@ -146,7 +147,7 @@ def add_rule(caller: Caller, p: protocol.SessionAddRuleParams,
     svc = caller.state.sessions
     ensure_layers(caller, p.session_id, segment)
     result = svc.add_rule(caller.workspace, p.session_id, p.rule)
-    publish(caller, svc.budget(caller.workspace, p.session_id))
+    publish(caller, fitted_to(caller, p.session_id))
     return result
 
 
@@ -155,7 +156,7 @@ def remove_rule(caller: Caller, p: protocol.SessionRemoveRuleParams,
     svc = caller.state.sessions
     ensure_layers(caller, p.session_id, segment)
     svc.remove_rule(caller.workspace, p.session_id, p.rule_id)
-    publish(caller, svc.budget(caller.workspace, p.session_id))
+    publish(caller, fitted_to(caller, p.session_id))
     return protocol.Empty()
 
 
@@ -165,8 +166,8 @@ def set_mode(caller: Caller, p: protocol.SessionSetModeParams,
         caller.state.sessions.set_mode(caller.workspace, p.session_id, p.mode)
         return publish(caller, given)
     ensure_layers(caller, p.session_id, given)
-    return publish(caller, caller.state.sessions.set_mode(caller.workspace, p.session_id,
-                                                          p.mode))
+    measured = caller.state.sessions.set_mode(caller.workspace, p.session_id, p.mode)
+    return publish(caller, fitted_to(caller, p.session_id, measured))
 
 
 def configure(caller: Caller, p: protocol.SessionConfigureParams,
@@ -194,7 +195,7 @@ def configure(caller: Caller, p: protocol.SessionConfigureParams,
     if not svc.layered(workspace, p.session_id):  # a new model counts its system layers too
         svc.set_system(workspace, p.session_id, session_layers(caller, p.session_id, segment))
         budget = svc.budget(workspace, p.session_id)
-    return publish(caller, budget)
+    return publish(caller, fitted_to(caller, p.session_id, budget))
 
 
 def not_a_chats(p: protocol.SessionConfigureParams) -> None:
@@ -235,7 +236,7 @@ def budget(caller: Caller, p: protocol.SessionRef,
     if isinstance(given, protocol.Budget):  # a chat's (chats.session_budget): its requests'
         return given
     ensure_layers(caller, p.session_id, given)
-    return caller.state.sessions.budget(caller.workspace, p.session_id)
+    return fitted_to(caller, p.session_id)
 
 
 def report_usage(caller: Caller, p: protocol.ReportUsageParams,
@@ -250,7 +251,7 @@ def report_usage(caller: Caller, p: protocol.ReportUsageParams,
         ensure_layers(caller, p.session_id, given)
     bias = svc.report_usage(caller.workspace, p.session_id, p.prompt_tokens, p.estimated_tokens)
     publish(caller, given if isinstance(given, protocol.Budget)
-            else svc.budget(caller.workspace, p.session_id))
+            else fitted_to(caller, p.session_id))
     return protocol.ReportUsageResult(bias=round(bias, 6))
 
 
@@ -314,4 +315,5 @@ def remeasure(caller: Caller, session_id: str, segment: protocol.WorkspaceSegmen
                                                                       session_id),
                             session_id=session_id)
     svc.set_system(caller.workspace, session_id, layers)
-    publish(caller, svc.budget(caller.workspace, session_id), everyone=True)
+    # the state's own caller names no window: the model's own lowers the kept budget
+    publish(caller, fitted_to(caller, session_id), everyone=True)
