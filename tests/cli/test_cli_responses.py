@@ -58,3 +58,23 @@ def test_a_bare_list_of_items_gives_the_ctx_trim_result_as_the_other_formats_do(
     assert list(out) == ["messages", "tokens", "budget", "dropped", "truncated"]
     assert out["messages"][-1] == items[-1]
     assert out["tokens"] <= 2500 and (out["dropped"] or out["truncated"])
+
+
+def test_what_trim_writes_of_a_bare_list_reads_back_in_the_same_format():
+    # ctx/trim's result of a Responses list holds its items under `messages`: `count` and
+    # `trim --format responses` refused it ("input: missing, and the body has `messages`")
+    items = request()["input"]
+    fitted = subprocess.run([*CLI, "trim", "-q", "--format", "responses", "--budget", "2500"],
+                            input=json.dumps(items).encode(), capture_output=True, timeout=120)
+    assert fitted.returncode == 0, fitted.stderr.decode()
+    first = json.loads(fitted.stdout)
+    counted = subprocess.run([*CLI, "count", "--json", "--format", "responses"],
+                             input=fitted.stdout, capture_output=True, timeout=120)
+    assert counted.returncode == 0, counted.stderr.decode()
+    assert json.loads(counted.stdout)["total"] == first["tokens"]
+    again = subprocess.run([*CLI, "trim", "-q", "--format", "responses", "--budget", "2500"],
+                           input=fitted.stdout, capture_output=True, timeout=120)
+    assert again.returncode == 0, again.stderr.decode()
+    second = json.loads(again.stdout)
+    assert second["messages"] == first["messages"] and second["tokens"] == first["tokens"]
+    assert second["dropped"] == second["truncated"] == []

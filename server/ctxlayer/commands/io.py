@@ -73,12 +73,27 @@ def load_chat(text: str, source: str, fmt: Format | None = None) -> tuple[dict, 
     ...}`, or a Responses request with `input`) rather than a bare list of messages (which is
     wrapped as `{"messages": list}`, `{"input": list}` for responses)."""
     data = load_json(text, source)
+    if trim_result(data):  # read as the list it was fitted from: trimmed again, it stays one
+        data = data["messages"]
     if isinstance(data, list):
         return {"input" if fmt == "responses" else "messages": data}, False
     if not isinstance(data, dict) or ("messages" not in data and "input" not in data):
         raise UsageError(f"{source}: expected a JSON list of messages (or {{\"messages\": "
                          "[...]})")
     return data, True
+
+
+#: the fields of ctx/trim's result beside its messages, which `trim` writes for a bare list
+_TRIM_RESULT = frozenset({"tokens", "budget", "dropped", "truncated", "percent"})
+
+
+def trim_result(data: object) -> bool:
+    """Whether `data` is ctx/trim's result (what `trim` of a bare list writes): its
+    `messages` are that list in the input's format, a Responses list's items too. Read as a
+    request body, a Responses one was refused ("input: missing"), so `count` and `trim` could
+    not read back what `trim --format responses` wrote."""
+    return (isinstance(data, dict) and isinstance(data.get("messages"), list)
+            and {"tokens", "budget"} <= data.keys() <= _TRIM_RESULT | {"messages"})
 
 
 #: what says a JSON text means to be a chat even where it is not valid JSON
