@@ -113,17 +113,24 @@ def summarizes(params: types.InitializeParams) -> bool:
 
 
 async def ask_client_summary(ls: CtxServer, request: protocol.SummarizeParams) -> str | None:
-    """ctx/summarize to this client (the state bounds the wait)."""
+    """ctx/summarize to this client (the state bounds the wait), given up (None: the
+    offline summary) once the client said `exit`: it answers nothing more, and `shutdown`,
+    which answers after the requests before it, held the exit for the whole summarizer
+    timeout (30 s with a longer one: `SHUTDOWN_WAIT_S`)."""
     answer = ls.protocol.send_request_async("ctx/summarize", msgspec.to_builtins(request))
     try:
-        # shielded: when the state stops waiting (its timeout), the request's own future is
-        # not cancelled, for pygls sets the result of the answer that comes later on it (a
-        # cancelled one raised InvalidStateError: an ERROR and a traceback in the log)
-        raw = await asyncio.shield(answer)
+        # not cancelled when the state stops waiting (its timeout): pygls sets the result of
+        # the answer that comes later on it (a cancelled one raised InvalidStateError: an
+        # ERROR and a traceback in the log)
+        await asyncio.wait((answer, ls.leaving()), return_when=asyncio.FIRST_COMPLETED)
     except asyncio.CancelledError:
         answer.add_done_callback(_answered_late)
         raise
-    return msgspec.convert(raw, protocol.SummarizeResult).text
+    if not answer.done():
+        answer.add_done_callback(_answered_late)
+        log.info("ctx/summarize: the client said exit before it answered; offline summary used")
+        return None
+    return msgspec.convert(answer.result(), protocol.SummarizeResult).text
 
 
 def _answered_late(answer: asyncio.Future) -> None:

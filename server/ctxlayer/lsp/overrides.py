@@ -131,8 +131,10 @@ class CtxProtocol(LanguageServerProtocol):
         if self.shutdown_id is not None and not self._shutdown_answered:
             # `shutdown` still waits for the requests before it: they are answered, then it
             # (`_send_response` ends the connection then), as a client sending both at once
-            # expects; its wait is bounded (SHUTDOWN_WAIT_S)
+            # expects; its wait is bounded (SHUTDOWN_WAIT_S), and what they wait for of the
+            # client (its summary) is given up now: it answers nothing after `exit`
             self._exit_after_answer = True
+            self._server.said_exit()
             return
         self._server.end(0 if shut_down(self) else 1)
 

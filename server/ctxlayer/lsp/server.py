@@ -13,6 +13,7 @@ Must not: do request logic (the state functions do) or CPU work on the event loo
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -52,6 +53,8 @@ class CtxServer(LanguageServer):
         self.option_problems: list[str] = []
         self._on_end = on_end
         self._ended = False
+        self._left = False  # the client said `exit` or went away
+        self._leaving: asyncio.Future[None] | None = None
         state.events.budget_listeners.append(self._budget_changed)
         state.events.message_listeners.append(self._message)
         state.events.segment_listeners.append(self._segment_changed)
@@ -108,11 +111,26 @@ class CtxServer(LanguageServer):
 
     # -- the end -------------------------------------------------------------------------------
 
+    def leaving(self) -> asyncio.Future[None]:
+        """Done once the client said `exit` (or went away): what waits on it gives up."""
+        if self._leaving is None:
+            self._leaving = asyncio.get_running_loop().create_future()
+            if self._left:
+                self._leaving.set_result(None)
+        return self._leaving
+
+    def said_exit(self) -> None:
+        """The client said `exit`: it answers no request of ours from now on."""
+        self._left = True
+        if self._leaving is not None and not self._leaving.done():
+            self._leaving.set_result(None)
+
     def end(self, code: int) -> None:
         """The client said `exit` or went away: release what this connection holds."""
         if self._ended:
             return
         self._ended = True
+        self.said_exit()
         events = self.state.events
         for listeners, mine in ((events.budget_listeners, self._budget_changed),
                                 (events.message_listeners, self._message),
