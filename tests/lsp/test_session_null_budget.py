@@ -1,6 +1,8 @@
 """A session row with no budget stored (NULL: a row another version or a hand wrote) answers
 with the model's default budget. The state's default was `model_info(m).default_budget()`,
-a call of the int a property returns: a TypeError, an internal error to the client."""
+a call of the int a property returns: a TypeError, an internal error to the client; and
+ctx/assemble and ctx/session/configure with a model compared the row's None with the
+model's window (TypeError, -32603)."""
 
 from __future__ import annotations
 
@@ -40,5 +42,12 @@ async def test_a_session_stored_without_a_budget_gets_the_model_default(tmp_path
             budget)
         again = await daemon.request("o2", "ctx/session/open", {"sessionId": "nulled"})
         assert again["result"]["budget"] == model_info("gpt-4.1").default_budget, again
+        # the budget checked against the window: the row's None was compared, -32603
+        assembled = await daemon.request("a", "ctx/assemble", {"sessionId": "nulled"})
+        assert assembled.get("result", {}).get("budget") == \
+            model_info("gpt-4.1").default_budget, assembled
+        configured = await daemon.request("c", "ctx/session/configure",
+                                          {"sessionId": "nulled", "model": "gpt-4.1"})
+        assert "result" in configured, configured
     finally:
         assert await daemon.close() == 0

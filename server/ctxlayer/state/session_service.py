@@ -540,9 +540,10 @@ class SessionService:
             return self._get(workspace, session_id).row.model
 
     def budget_of(self, workspace: str, session_id: str) -> int:
-        """The session's own budget (what its assemblies fit into)."""
+        """The session's own budget (what its assemblies fit into): its model's default for
+        a row stored without one (its None was compared with the window: an internal error)."""
         with self._lock:
-            return self._fresh(workspace, session_id).row.budget
+            return self._budget_of(self._fresh(workspace, session_id))
 
     def set_system(self, workspace: str, session_id: str, system: SystemLayers) -> None:
         """Remember the system layers a session is measured against (segment changes)."""
