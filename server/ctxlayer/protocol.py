@@ -349,8 +349,16 @@ class SessionAddItemParams(Params):
     item: WorkingItemSpec
 
 
+#: what ctx/session/addRule or addItem replaced under the id it was given
+Replaced = Annotated[AuditEntry | None, msgspec.Meta(
+    description="the rule or item of this id it replaced, what it said in `summary`; the "
+                "session's audit keeps the same entry. null when the id was free or what was "
+                "there said the same")]
+
+
 class SessionAddItemResult(Wire):
     item_id: str
+    replaced: Replaced = None
 
 
 class RuleSpec(Strict):
@@ -368,6 +376,7 @@ class SessionAddRuleResult(Wire):
     rule_id: str
     demoted: list[str]
     warning: str | None = None
+    replaced: Replaced = None
 
 
 class SessionRemoveRuleParams(Params):

@@ -281,6 +281,10 @@ export interface WorkingItemSpec {
 }
 export interface SessionAddItemResult {
   itemId: string;
+  /**
+   * the rule or item of this id it replaced, what it said in `summary`; the session's audit keeps the same entry. null when the id was free or what was there said the same
+   */
+  replaced?: AuditEntry | null;
 }
 export interface SessionAddRuleParams {
   sessionId: string;
@@ -295,6 +299,10 @@ export interface SessionAddRuleResult {
   ruleId: string;
   demoted: string[];
   warning?: string | null;
+  /**
+   * the rule or item of this id it replaced, what it said in `summary`; the session's audit keeps the same entry. null when the id was free or what was there said the same
+   */
+  replaced?: AuditEntry | null;
 }
 export interface SessionRemoveRuleParams {
   sessionId: string;

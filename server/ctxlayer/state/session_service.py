@@ -414,12 +414,14 @@ class SessionService:
         live.row.next_seq = seq
         return self._measure(live, settings)
 
-    def add_item(self, workspace: str, session_id: str, spec: protocol.WorkingItemSpec) -> str:
+    def add_item(self, workspace: str, session_id: str, spec: protocol.WorkingItemSpec
+                 ) -> protocol.SessionAddItemResult:
         with self._lock:
             return self._retried(workspace, session_id,
                                  lambda: self._add_item(workspace, session_id, spec))
 
-    def _add_item(self, workspace: str, session_id: str, spec: protocol.WorkingItemSpec) -> str:
+    def _add_item(self, workspace: str, session_id: str, spec: protocol.WorkingItemSpec
+                  ) -> protocol.SessionAddItemResult:
         live = self._fresh(workspace, session_id)
         content = spec.content
         if spec.kind in LOG_KINDS:
@@ -431,11 +433,16 @@ class SessionService:
         item = new_item(item_id, spec.kind, content, optional=spec.optional,
                         source=spec.source, seq=seq)
         items = [it for it in live.items if it.id != item_id] + [item]
-        self._wrote(live, self.store.put_items(live.row.sid, [item], new=spec.id is None))
+        old = next((it for it in live.items if it.id == item_id), None)
+        replaced = None if old is None or _same_item(old, item) else _replaced(
+            "working item", item_id, old.content, live.counter)
+        self._wrote(live, self.store.put_items(live.row.sid, [item], new=spec.id is None,
+                                               audit=[replaced] if replaced else (),
+                                               now=self.clock()))
         # memory follows the store once it took the change: a failed write changes nothing
         live.items = items
         live.next_item = seq + 1
-        return item_id
+        return protocol.SessionAddItemResult(item_id=item_id, replaced=replaced)
 
     def add_rule(self, workspace: str, session_id: str,
                  spec: protocol.RuleSpec) -> protocol.SessionAddRuleResult:
@@ -456,6 +463,9 @@ class SessionService:
         rule_id = spec.id or free_id("rule", seq, {r.id for r in live.rules})
         rule = Rule(id=rule_id, text=spec.text, weight=spec.weight, seq=seq)
         rules = [r for r in live.rules if r.id != rule_id] + [rule]
+        old = next((r for r in live.rules if r.id == rule_id), None)
+        replaced = None if old is None or (old.text, old.weight) == (rule.text, rule.weight) \
+            else _replaced("rule", rule_id, old.text, live.counter)
         demoted = place_rules(rules, settings.rules).demoted
         newly = [r for r in demoted if r.id not in before]
         audit = [AuditEntry(
@@ -463,11 +473,13 @@ class SessionService:
             "lowest weight moves to the working zone", summary=one_line(r.text),
             tokens_before=live.counter.count(r.text), tokens_after=live.counter.count(r.text),
             message_id=r.id) for r in newly]
-        self._wrote(live, self.store.put_rule(live.row.sid, rule, self.clock(), audit,
+        self._wrote(live, self.store.put_rule(live.row.sid, rule, self.clock(),
+                                              [replaced, *audit] if replaced else audit,
                                               new=spec.id is None))
         live.rules, live.next_rule = rules, seq + 1  # only once the store took it
         return protocol.SessionAddRuleResult(rule_id=rule_id, demoted=[r.id for r in demoted],
-                                             warning=imperative_warning(spec.text))
+                                             warning=imperative_warning(spec.text),
+                                             replaced=replaced)
 
     def remove_rule(self, workspace: str, session_id: str, rule_id: str) -> None:
         with self._lock:
@@ -939,6 +951,23 @@ def _audit_key(e: AuditEntry) -> tuple:
     """An entry's identity across assemblies (positions move as history grows; ids do not)."""
     where = e.message_id if e.message_id is not None else e.index
     return (where, e.action, e.reason, e.tokens_before, e.tokens_after)
+
+
+def _same_item(old: WorkingItem, new: WorkingItem) -> bool:
+    """Whether a working item given again under its id says what it said (a client's retry):
+    nothing of it is replaced."""
+    return (old.kind, old.content, old.optional, old.source) == \
+        (new.kind, new.content, new.optional, new.source)
+
+
+def _replaced(what: str, name: str, text: str, counter: Tokenizer) -> AuditEntry:
+    """What a rule or working item given again under its id replaced, for the answer and the
+    session's audit: it was replaced without a word, and the client never knew the id was
+    taken (nothing is lost silently)."""
+    return AuditEntry(
+        action="dropped", reason=f"replaced: a {what} was given again with the id {name!r}",
+        summary=f"{what} {name}: {one_line(text)}", tokens_before=counter.count(text),
+        tokens_after=0, message_id=name)
 
 
 def _item_audit(event: ItemEvent, counter: Tokenizer) -> AuditEntry:

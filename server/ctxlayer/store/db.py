@@ -642,9 +642,12 @@ class SessionStore:
             rows = c.execute("SELECT rule_id, body FROM rules WHERE sid=?", (sid,)).fetchall()
         return self._read(sid, "rule", rows, _dec_rule.decode)
 
-    def put_items(self, sid: int, items: Iterable[WorkingItem], *, new: bool = False) -> int:
-        """Add or replace working items; the session's revision after. `new`: ids this
-        process named, which another may have taken since (IdTaken, nothing written)."""
+    def put_items(self, sid: int, items: Iterable[WorkingItem], *, new: bool = False,
+                  audit: Iterable[AuditEntry] = (), now: str = "") -> int:
+        """Add or replace working items, with `audit` (at `now`); the session's revision
+        after. `new`: ids this process named, which another may have taken since (IdTaken,
+        nothing written)."""
+        batch = _audit_batch(audit)
         with self._tx() as c:
             if new:
                 try:
@@ -655,6 +658,8 @@ class SessionStore:
                         from err
             else:
                 self._put_items(c, sid, items)
+            if batch:
+                self._add_audit(c, sid, batch, now)
             return self._bump(c, sid)
 
     @staticmethod

@@ -137,9 +137,9 @@ def add_item(caller: Caller, p: protocol.SessionAddItemParams,
              segment: protocol.WorkspaceSegment) -> protocol.SessionAddItemResult:
     svc = caller.state.sessions
     ensure_layers(caller, p.session_id, segment)
-    item_id = svc.add_item(caller.workspace, p.session_id, p.item)
+    result = svc.add_item(caller.workspace, p.session_id, p.item)
     publish(caller, fitted_to(caller, p.session_id))
-    return protocol.SessionAddItemResult(item_id=item_id)
+    return result
 
 
 def add_rule(caller: Caller, p: protocol.SessionAddRuleParams,
