@@ -19,7 +19,8 @@ stages 4 and 5 run only when the conversation is over the budget.
    earliest surviving copy gets its content back.
 Then the fit:
 Shortening a message means: a tool output over `tool_output_cap` tokens becomes its outline
-(JSON key paths and counts, a log's errors and key stack lines, head and tail lines); any
+(JSON key paths and counts, a log's errors and key stack lines, head and tail lines); a message
+making tool calls whose arguments are over that cap has their long string values outlined; any
 other message has the middles of its long code/details blocks cut. It happens only when
 over budget, longest first, before any history is dropped for it.
 - `pipeline`: reduce (while over budget, shorten the longest messages first, skipping any that
@@ -41,6 +42,9 @@ as they are, when the question was not cut (a cut question has it first, below).
 Then (both strategies), the room the fit left, when a cap's worth or more, goes back to the
 tool outputs it outlined, newest first: each is outlined again from its original at a cap grown
 by that room, so an outline grows with the room it has and nothing kept is dropped for it.
+Then what they left goes to the tool calls whose long arguments the fit outlined (a call
+is shortened by its arguments, never its text: their long string values outlined, still a JSON
+object; trim/calls.py), newest first, each outlined again from its original in that room.
 Then what they left goes to the code and details blocks cut to head+tail lines, newest first:
 each is cut again from its original keeping as many lines at each end as the room holds.
 Last, a question the fit cut is cut again from the same text to what all that left: the history
@@ -66,7 +70,7 @@ from ctxlayer.core.errors import require_tokens
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.text import describe
 from ctxlayer.core.tokens import OPENAI_FORMAT, MessageFormat, Tokenizer
-from ctxlayer.core.trim import fit, priority, stages
+from ctxlayer.core.trim import calls, fit, priority, stages
 from ctxlayer.core.trim.warm import TrimCache
 from ctxlayer.core.trim.work import Work
 from ctxlayer.protocol import AuditEntry, Message, Strategy
@@ -208,6 +212,7 @@ def trim(
         if reclaiming and sh.question_cut is None:
             fit.reclaim(w, budget, sh, user_first=True, whole_only=True)
     fit.regrow(w, budget, sh)  # only the room nothing else needs
+    calls.regrow_calls(w, budget, sh.tool_cap, memo)  # what the tool outputs left of it
     if options.reclaim:
         fit.regrow_blocks(w, budget, sh)  # what the tool outputs left of it
     fit.regrow_question(w, budget, sh)  # what the history kept left of it

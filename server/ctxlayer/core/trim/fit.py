@@ -20,7 +20,7 @@ from ctxlayer.core.compress.tool_output import compress_tool_output
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.groups import is_output
 from ctxlayer.core.memo import Memo
-from ctxlayer.core.trim import tail
+from ctxlayer.core.trim import calls, tail
 from ctxlayer.core.trim.stages import reference
 from ctxlayer.core.trim.truncate import truncate_blocks
 from ctxlayer.core.trim.warm import remembered
@@ -146,8 +146,10 @@ class Shortener:
         acc = now = 0
         for i in order:
             m = msgs[i]
-            if m.pinned or m.tool_calls:  # not truncatable: as it is
+            if m.pinned:  # as it is
                 low = tokens[i]
+            elif m.tool_calls:  # making calls: their arguments outlined, the text as it is
+                low = calls.estimate(w, i, self.tool_cap)
             else:
                 hit = facts[i] if facts is not None else None
                 text = content[i]
@@ -179,8 +181,12 @@ class Shortener:
     def shorten(self, i: int) -> int:
         """Shorten message i once; returns the tokens saved (0 when it cannot be cut). How a
         text is shortened is a warm fact: a re-trim gives it the previous turn's cut text, its
-        count and its reason without looking anything up again."""
+        count and its reason without looking anything up again. A message making calls
+        keeps its text: its calls' long arguments are outlined (calls.py)."""
         w = self.w
+        if w.msgs[i].tool_calls:
+            return calls.outline(w, i, self.tool_cap, self.memo) \
+                if calls.outlinable(w, i, self.tool_cap) else 0
         how = remembered(self._done, i, w.content[i], self._how)
         if how is None:
             return 0
@@ -228,11 +234,12 @@ class Shortener:
 
 def shorten_longest(w: Work, candidates: Iterable[int], over: int, sh: Shortener) -> int:
     """Shorten the longest candidates first until `over` tokens are saved. A message that cannot
-    be cut is skipped and the next one tried (gptme stops there). Returns what is left of
-    `over` (<= 0 when done)."""
-    msgs, alive, tokens = w.msgs, w.alive, w.tokens
+    be cut is skipped and the next one tried (gptme stops there); a call is cut by its long
+    arguments. Returns what is left of `over` (<= 0 when done)."""
+    msgs, alive, tokens, cap = w.msgs, w.alive, w.tokens, sh.tool_cap
+    # truncatable(), inline: a call each was a third of this walk
     heap = [(-tokens[i], i) for i in candidates if alive[i] and not msgs[i].pinned
-            and not msgs[i].tool_calls]  # truncatable(), inline: a call each was a third
+            and (not msgs[i].tool_calls or calls.outlinable(w, i, cap))]
     heapq.heapify(heap)
     while over > 0 and heap:
         _, i = heapq.heappop(heap)

@@ -17,7 +17,7 @@ from ctxlayer.core.memo import Memo
 from ctxlayer.core.text import describe, mention
 from ctxlayer.core.tokens import MessageFormat, Tokenizer
 from ctxlayer.core.trim.warm import TrimCache, remembered
-from ctxlayer.protocol import AuditAction, AuditEntry, Message
+from ctxlayer.protocol import AuditAction, AuditEntry, Message, ToolCall
 
 
 class Work:
@@ -27,6 +27,7 @@ class Work:
     __slots__ = (
         "alive",
         "cache",
+        "calls",
         "changed",
         "content",
         "counter",
@@ -82,6 +83,8 @@ class Work:
         self.members: dict[int, list[int]] = {}
         self.dropped: list[AuditEntry] = []
         self.changed: list[AuditEntry] = []
+        #: the tool calls of a message whose arguments a stage outlined (calls.py), by index
+        self.calls: dict[int, list[ToolCall]] = {}
         self.total = fmt.reply_priming + sum(self.tokens)
         # the newest user message (not a retrieved document, not a summary standing for older
         # turns): the question being asked, which every strategy keeps, shortened if it must be
@@ -151,6 +154,35 @@ class Work:
         self.changed.append(self._entry(i, action, reason, before, after))
         return before - after
 
+    def replace_calls(self, i: int, calls: list[ToolCall], action: AuditAction,
+                      reason: str) -> int:
+        """Give message i new tool calls (their arguments outlined): its text stays, its extra
+        tokens are counted again. Returns the tokens saved."""
+        saved = self._set_calls(i, calls)
+        self.changed.append(self._entry(i, action, reason, self.tokens[i] + saved,
+                                        self.tokens[i]))
+        return saved
+
+    def redo_calls(self, k: int, calls: list[ToolCall], reason: str) -> int:
+        """Change again the calls of the message of entry k of `changed`: its one entry says
+        the new size and reason. Returns the tokens it grew by."""
+        entry = self.changed[k]
+        grew = -self._set_calls(entry.index, calls)
+        self.changed[k] = msgspec.structs.replace(entry, tokens_after=self.tokens[entry.index],
+                                                  reason=reason)
+        return grew
+
+    def _set_calls(self, i: int, calls: list[ToolCall]) -> int:
+        m, fmt, count = self.msgs[i], self.fmt, self.counter.count
+        extra = fmt.per_message + (m.parts_tokens or 0) + sum(
+            fmt.per_tool_call + count(c.name) + count(c.arguments) for c in calls)
+        saved = self.extra[i] - extra
+        self.calls[i] = calls
+        self.extra[i] = extra
+        self.tokens[i] -= saved
+        self.total -= saved
+        return saved
+
     def revive(self, i: int, content: str, body: int, reason: str) -> int:
         """Bring back message i, dropped, as `content` (of `body` tokens of text): its drop
         entry becomes one `truncated` entry. Returns the tokens it takes."""
@@ -218,7 +250,16 @@ class Work:
     # --- result -----------------------------------------------------------------------------
 
     def kept(self) -> list[Message]:
-        # the dead skipped in C: a warm re-trim of a long chat drops half of it
-        return [m if c is m.content else msgspec.structs.replace(m, content=c)
-                for m, c in itertools.compress(zip(self.msgs, self.content, strict=True),
-                                               self.alive)]
+        calls = self.calls
+        if not calls:  # the dead skipped in C: a warm re-trim of a long chat drops half of it
+            return [m if c is m.content else msgspec.structs.replace(m, content=c)
+                    for m, c in itertools.compress(zip(self.msgs, self.content, strict=True),
+                                                   self.alive)]
+        out = []
+        for i, m in enumerate(self.msgs):
+            if self.alive[i]:
+                c = self.content[i]
+                m = m if c is m.content else msgspec.structs.replace(m, content=c)
+                out.append(m if i not in calls else msgspec.structs.replace(
+                    m, tool_calls=calls[i]))
+        return out
