@@ -34,6 +34,7 @@ from ctxlayer.core.assembly.layers import AssemblyInput, Fingerprint, Layout, la
 from ctxlayer.core.assembly.restore import Shown, restored_before
 from ctxlayer.core.assembly.summary import SUMMARY_INSTRUCTIONS
 from ctxlayer.core.errors import ContextError
+from ctxlayer.core.groups import ToolGroups
 from ctxlayer.core.text import content_hash, describe, one_line
 from ctxlayer.core.tokens import Tokenizer, message_tokens
 from ctxlayer.core.zones.modes import suggest_mode
@@ -390,16 +391,16 @@ def _fitted_summary(head: _Head, summ: Message, work: cp.Compaction, inp: Assemb
     s_tokens, demoted = work.rendered_tokens, work.demoted
     fits = s_tokens <= room
     fitted = None if fits else cp.fitted_summary(work, room, inp.policy, counter)
-    if fitted is None and not fits and back.messages:
+    while fitted is None and not fits and back.messages:
         # the summary stands for everything before the tail: the restored messages give
-        # way to it, said in the audit
+        # way to it, the oldest first, a call with its results, each said in the audit (all
+        # at once, two restored screenshots left a budget of 3,000 with 1,651 sent)
+        back, gone = _without_oldest(back)
         head.dropped += [AuditEntry(
             action="dropped", reason="restored, but no room beside the summary in the "
             f"history share ({share} tokens) for this assembly", summary=describe(m),
-            tokens_before=t, tokens_after=0, message_id=m.id)
-            for m, t in zip(back.messages, back.tokens, strict=True)]
-        back = Shown(messages=[], keys=[], tokens=[], truncated=[])
-        room = max(0, share - reserved)
+            tokens_before=t, tokens_after=0, message_id=m.id) for m, t in gone]
+        room = max(0, share - reserved - sum(back.tokens))
         fits = s_tokens <= room
         fitted = None if fits else cp.fitted_summary(work, room, inp.policy, counter)
     if not fits and fitted is None and work.request:
@@ -421,6 +422,19 @@ def _fitted_summary(head: _Head, summ: Message, work: cp.Compaction, inp: Assemb
         "first", summary=describe(summ), tokens_before=s_tokens,
         tokens_after=fitted[1], message_id=summ.id))
     return (*fitted, back)
+
+
+def _without_oldest(back: Shown) -> tuple[Shown, list[tuple[Message, int]]]:
+    """The restored messages without their oldest group (a call with its results), and
+    those left out with their tokens."""
+    group = set(ToolGroups(back.messages).in_order()[0])
+    keep = [k for k in range(len(back.messages)) if k not in group]
+    gone = [(back.messages[k], back.tokens[k]) for k in sorted(group)]
+    left_out = {back.at[k] for k in group}  # what was said of them before goes with them
+    return Shown(messages=[back.messages[k] for k in keep], keys=[back.keys[k] for k in keep],
+                 tokens=[back.tokens[k] for k in keep],
+                 truncated=[e for e in back.truncated if e.index not in left_out],
+                 at=[back.at[k] for k in keep]), gone
 
 
 def _prompt(inp: AssemblyInput, lay: Layout, hist_msgs: list[Message], hist_keys: list[str],

@@ -17,7 +17,7 @@ import msgspec
 
 from ctxlayer.core.assembly.compacted import Compaction, kept_in, verbatim_start
 from ctxlayer.core.assembly.history import History
-from ctxlayer.core.compress.shorten import shorten
+from ctxlayer.core.compress.shorten import TEXT_LEAST, shorten
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.groups import ToolGroups
 from ctxlayer.core.text import describe
@@ -103,19 +103,40 @@ def restored_before(history: History, state: Compaction, share: int,
     truncated: list[AuditEntry] = []
     room, total = int(share * SHARE), sum(tokens)
     if total > room:
-        for k, m in enumerate(msgs):
-            cap = max(16, tokens[k] * room // total)
-            overhead = tokens[k] - counter.count(m.content)
-            short = shorten(m.content, max(1, cap - overhead), counter)
-            if short is None:
-                continue
-            new = msgspec.structs.replace(m, content=short.text)
-            after = message_tokens(new, counter)
-            if after >= tokens[k]:
-                continue
-            truncated.append(AuditEntry(
-                action="truncated", reason=f"restored, shortened: the restored messages take "
-                f"at most {room} tokens of the history share", summary=describe(m),
-                tokens_before=tokens[k], tokens_after=after, message_id=m.id, index=idx[k]))
-            msgs[k], tokens[k], keys[k] = new, after, f"{keys[k]}s{after}"
+        _shorten_words(msgs, tokens, keys, idx, room, counter, truncated)
     return Shown(messages=msgs, keys=keys, tokens=tokens, truncated=truncated, at=idx)
+
+
+def _shorten_words(msgs: list[Message], tokens: list[int], keys: list[str], idx: list[int],
+                   room: int, counter: Tokenizer, truncated: list[AuditEntry]) -> None:
+    """The restored messages over ``room`` in all: each one's words shortened to their part
+    of the room, shared by words alone; its non-text parts (an image, thinking) are never
+    shortened and take nothing of its words' part, so a message long only because of them
+    is shown whole, and said to be over the room. Counted against its words, a 1,053-token
+    screenshot left its 56-token question a room of 1 token: the question was cut to nothing,
+    the image sent, and the message was still over the room. Changes the lists in place."""
+    words = [counter.count(m.content) for m in msgs]
+    said = f"the restored messages take at most {room} tokens of the history share"
+    for k, m in enumerate(msgs):
+        cap = max(TEXT_LEAST, room * words[k] // max(1, sum(words)))
+        short = shorten(m.content, cap, counter, keep_head=m.role == "user") \
+            if words[k] > cap else None
+        new = m if short is None else msgspec.structs.replace(m, content=short.text)
+        after = message_tokens(new, counter) if short is not None else tokens[k]
+        parts = m.parts_tokens or 0
+        if after < tokens[k]:
+            kept = f" ({', '.join(m.parts)} kept whole)" if m.parts else ""
+            reason = f"restored, shortened: its words cut to {cap} tokens{kept}: {said}"
+            action = "truncated"
+        elif parts and after > room * tokens[k] // max(1, sum(tokens)):
+            what = ", ".join(m.parts or ()) or f"{parts} tokens"
+            reason = (f"restored whole, over its part of the room: {said}, and its non-text "
+                      f"parts ({what}) are never shortened; its words are kept whole")
+            action = "restored"
+        else:
+            continue
+        truncated.append(AuditEntry(
+            action=action, reason=reason, summary=describe(m), tokens_before=tokens[k],
+            tokens_after=after, message_id=m.id, index=idx[k]))
+        if new is not m:
+            msgs[k], tokens[k], keys[k] = new, after, f"{keys[k]}s{after}"

@@ -151,7 +151,9 @@ def assembly_notice(result: protocol.AssembleResult) -> str | None:
     / 100,000 tokens", though no message was dropped and the budget was far from full."""
     items = [e for e in (*result.dropped, *result.truncated) if is_working_item(e)]
     dropped = [e for e in result.dropped if not is_working_item(e)]
-    truncated = [e for e in result.truncated if not is_working_item(e)]
+    # a restored message shown whole over its room is said in the audit, not shortened
+    truncated = [e for e in result.truncated if not is_working_item(e)
+                 and e.action != "restored"]
     did = []
     if result.compacted:
         did.append("summarized older turns")
