@@ -348,6 +348,13 @@ def _summary_head(head: _Head, summ: Message, win: tail.Window, whole: Shown,
     # TAIL_SHARE of the share when the tail has that much
     tail_room = max(min(_newest_turn_tokens(win), share // 2),
                     min(sum(win.tokens), int(share * TAIL_SHARE)))
+    # and at least what the newest exchange comes to shortened (thinking is never shortened):
+    # the summary shrinks for it, else an agent's newest step with 3,600 tokens of thinking
+    # went and the summary of the steps before it was sent alone; one over the whole share
+    # even so takes nothing from it (the window says it goes)
+    least = tail.newest_least(win)
+    if least < share:
+        tail_room = max(tail_room, least)
     back = restored_before(history, work, share, counter)
     fixed = sum(whole.tokens)  # never shortened: the summary and the tail have the rest
     placed = _fitted_summary(head, summ, work, inp, share - fixed, tail_room + ack_tokens, back,

@@ -11,8 +11,11 @@ In order:
    a call long by them), then other messages
    are shortened (head and tail kept), and only then are the oldest whole turns dropped (a tool
    call and its results together). The newest user message is never dropped: at worst it is
-   shortened to the room left. Messages kept whole (system, pinned: `history.kept_whole`) are
-   neither shortened nor dropped here; only the last resort shortens them, rather than fail.
+   shortened to the room left. With no user message in the window (an agent's steps after a
+   summary), the newest exchange is no oldest turn: it is shortened (its thinking never),
+   and goes only when over the room even so, said as the newest exchange. Messages kept
+   whole (system, pinned: `history.kept_whole`) are neither shortened nor dropped here; only
+   the last resort shortens them, rather than fail.
 Every change is audited. Pure: the counter is injected.
 """
 
@@ -170,7 +173,9 @@ def fit(win: Window, room: int, counter: Tokenizer, *, require_user: bool,
         start_with_user(win)
         total = sum(win.tokens)
     if total > room:
-        _last_resort(win, room, total, counter)
+        total = _last_resort(win, room, total, counter)
+    if total > room and last_user is None:
+        _drop_newest(win, total, room)
 
 
 def _drop_whole_turns(win: Window, total: int, room: int, last_user: int | None,
@@ -185,6 +190,12 @@ def _drop_whole_turns(win: Window, total: int, room: int, last_user: int | None,
         if last_user in group or any(kept_whole(win.messages[i]) for i in group):
             continue
         (older if last_user is None or group[0] < last_user else newer).append(group)
+    if last_user is None and older:
+        # no question in the window (an agent's steps after a summary): the newest exchange
+        # is what the model answers, not an oldest turn; the last resort shortens it, and only
+        # then does it go (`_drop_newest`). Dropped here as "oldest", the request was the
+        # summary alone, the step it had just taken nowhere
+        newer = [older.pop()]
     gone: dict[int, str] = {}
     for group in older:
         if total <= room:
@@ -197,7 +208,7 @@ def _drop_whole_turns(win: Window, total: int, room: int, last_user: int | None,
         if cap < q:
             total -= _shorten(win, last_user, cap, counter, "shortened to keep the turns after "
                               "it: the newest question is never dropped")
-    for group in newer:
+    for group in newer if last_user is not None else ():
         if total <= room:
             break
         gone.update(dict.fromkeys(group, "dropped: no room beside the newest question, which "
@@ -208,13 +219,45 @@ def _drop_whole_turns(win: Window, total: int, room: int, last_user: int | None,
     return total
 
 
+def newest_least(win: Window) -> int:
+    """About the fewest tokens the newest exchange (from the newest question, else the newest
+    call with its results) comes to once the window shortens it: each message's non-text
+    parts (thinking, an image: never shortened) and a little of its words."""
+    q = _newest_question(win)
+    start = q if q is not None else next(
+        (g[0] for g in reversed(_groups(win.messages))), len(win.messages))
+    return sum(min(win.tokens[i], (win.messages[i].parts_tokens or 0) + 2 * MIN_SHORT)
+               for i in range(start, len(win.messages)))
+
+
 def _newest_question(win: Window) -> int | None:
     """The index of the newest user message that is not a tool result."""
     return next((i for i in range(len(win.messages) - 1, -1, -1)
                  if win.messages[i].role == "user" and not _is_result(win.messages[i])), None)
 
 
-def _last_resort(win: Window, room: int, total: int, counter: Tokenizer) -> None:
+def _drop_newest(win: Window, total: int, room: int) -> None:
+    """The newest exchange over the room even shortened (its thinking is never shortened):
+    it goes, said as what it is and what kept it over."""
+    gone: dict[int, str] = {}
+    for group in reversed(_groups(win.messages)):
+        if total <= room:
+            break
+        if any(kept_whole(win.messages[i]) for i in group):
+            continue
+        parts = sum(win.messages[i].parts_tokens or 0 for i in group)
+        kept = f" (its non-text parts, {parts} tokens, are never shortened)" if parts else ""
+        gone.update(dict.fromkeys(group, f"the newest exchange: over the {room} tokens the "
+                                  f"history share leaves beside the summary even shortened{kept}"))
+        total -= sum(win.tokens[i] for i in group)
+    if gone:
+        # what the window shortened of it before is not sent: the drop says it all
+        ids = {win.messages[i].id for i in gone} - {None}
+        win.truncated = [e for e in win.truncated if e.message_id not in ids]
+        _drop(win, gone)
+
+
+def _last_resort(win: Window, room: int, total: int, counter: Tokenizer) -> int:
     """What is left is the newest question, what followed it and what is kept whole (restored,
     pinned): those give way first, each to what the rest leaves it but at least MIN_SHORT,
     then the question, to the room left. One at a time was not enough: a restored message
@@ -223,11 +266,13 @@ def _last_resort(win: Window, room: int, total: int, counter: Tokenizer) -> None
     q = _newest_question(win)  # found again: drops moved the indices
     for i in [*(i for i in range(len(win.messages)) if i != q), *([q] if q is not None else [])]:
         if total <= room:
-            return
+            return total
         left = room - (total - win.tokens[i])
         cap = left if i == q else max(MIN_SHORT, left)
         if cap >= 8 and cap < win.tokens[i]:
             total -= _shorten(win, i, cap, counter,
                               "shortened to fit: the newest question is never dropped"
                               if i == q else "shortened to fit beside the newest question, "
-                              "which is never dropped")
+                              "which is never dropped" if q is not None else "shortened to fit: "
+                              "the newest exchange is kept beside the summary")
+    return total
