@@ -347,3 +347,46 @@ def test_a_message_hash_is_what_snapshots_written_before_kept():
               Message(role="assistant", content="naïve café — 東京 🚀\n\tdone", id="a1",
                       tool_calls=[ToolCall(id="c", name="run", arguments='{"x": "ü"}')])):
         assert persist.message_hash(m) == content_hash(msgspec.json.encode(m).decode())
+
+
+def _writes(seed: int) -> tuple[list[dict], int]:
+    """An agent's turns of calls long by their arguments (files written through a tool), and
+    a budget under them: when even the newest exchange is over it, the trim engine fits the
+    result and may outline those arguments too."""
+    import random
+
+    rng = random.Random(seed)
+    n = rng.randint(1, 3)
+    msgs: list[dict] = [{"role": "system", "content": "sys"},
+                        {"role": "user", "content": "please write files " * rng.randint(1, 50)}]
+    for t in range(rng.randint(1, 3)):
+        calls = [{"id": f"c{t}_{j}", "type": "function", "function": {
+            "name": "write", "arguments": json.dumps({"path": f"f{j}.py", "text": " ".join(
+                f"w{rng.randint(0, 9999)}" for _ in range(rng.randint(10, 4000)))})}}
+            for j in range(n)]
+        msgs.append({"role": "assistant", "content": rng.choice([None, "writing"]),
+                     "tool_calls": calls})
+        msgs += [{"role": "tool", "tool_call_id": c["id"], "content": "ok " * rng.randint(1, 500)}
+                 for c in calls]
+    if rng.random() < 0.5:
+        msgs.append({"role": "user", "content": "and now? " * rng.randint(1, 30)})
+    return msgs, rng.randint(300, 6000)
+
+
+def test_calls_the_last_resort_outlined_are_sent_as_counted() -> None:
+    """The last resort took back the trim engine's text of each message but not its calls:
+    a call whose arguments the engine outlined was sent whole, the request over its budget
+    (1,204 tokens of 1,064; 674 of 659; 1,803 of 1,582 for these three chats)."""
+    from ctxlayer.core.tokens import CountCache
+    from ctxlayer.tokenizers import TiktokenCounter
+
+    counter = CountCache(TiktokenCounter("o200k_base"))
+    for seed in (95, 96, 244):
+        msgs, budget = _writes(seed)
+        decoded = decode("openai", {"model": "gpt-4o", "messages": msgs}, counter)
+        turn = prepare_turn(None, decoded.messages, budget, counter)
+        sent = encode(decoded, turn.messages).payload
+        again = decode("openai", sent, counter)
+        assert turn.tokens <= budget, (seed, turn.tokens, budget)
+        assert conversation_tokens(again.messages, counter) == turn.tokens, seed
+        assert openai_problems(sent) == [], seed

@@ -259,14 +259,18 @@ def _take(win: Window, report, kept: list[Message], keys: list, counter: Tokeniz
         if i is not None and k in by_pos:
             # the message as the result showed it (its calls' arguments outlined, maybe),
             # with the text the trim engine left
-            short = msgspec.structs.replace(kept[k], content=by_pos[k].content)
+            short = msgspec.structs.replace(kept[k], content=by_pos[k].content,
+                                            tool_calls=by_pos[k].tool_calls)
             win.rewrites[i] = (shown_of(win.messages[i], short),
                                message_tokens(short, counter, policy.fmt), entry)
     out_kept, out_keys, out_tokens = [], [], []
     for k in sorted(by_pos):
         i = result_index(keys[k])
-        m = kept[k] if by_pos[k].content is kept[k].content else msgspec.structs.replace(
-            kept[k], content=by_pos[k].content)
+        # the text and the calls the trim engine left (it outlines long arguments too:
+        # with the text alone, a call it outlined was sent whole and counted whole, over)
+        m = kept[k] if by_pos[k].content is kept[k].content and \
+            by_pos[k].tool_calls is kept[k].tool_calls else msgspec.structs.replace(
+                kept[k], content=by_pos[k].content, tool_calls=by_pos[k].tool_calls)
         out_kept.append(m)
         out_keys.append(keys[k] if i is None or i not in win.rewrites
                         else (i, win.rewrites[i][0]))
