@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import stat
 from pathlib import Path
 
@@ -227,7 +228,9 @@ async def test_a_stop_repeated_while_the_daemon_ends_still_exits_cleanly(tmp_pat
     deadline = loop.time() + 60
     while proc.returncode is None and loop.time() < deadline:
         try:
-            proc.send_signal(15)
+            # os.kill, not proc.send_signal: Popen.send_signal polls first, which reaps the
+            # ended daemon itself; asyncio's watcher then finds no child and says exit 255
+            os.kill(proc.pid, signal.SIGTERM)
         except ProcessLookupError:
             break
         await asyncio.sleep(0.001)
