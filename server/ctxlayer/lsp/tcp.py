@@ -98,12 +98,14 @@ async def serve(state: State, host: str, port: int, token: str, token_file: Path
         state.close()
         print(f"ctxlayer serve: cannot start the daemon: {exc}", file=sys.stderr)
         return 2
+    # before it is announced: a stop asked as soon as it is (a supervisor, a test) killed the
+    # process by the default action, exit -15, where it ends cleanly from here on
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, lambda: stopping.done() or stopping.set_result(0))
     bound = tcp.sockets[0].getsockname()
     print(json.dumps({"host": bound[0], "port": bound[1], "tokenFile": str(token_file),
                       "pid": os.getpid()}), flush=True)
     log.info("listening on %s:%s", bound[0], bound[1])
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, lambda: stopping.done() or stopping.set_result(0))
     try:
         async with tcp:
             await stopping
