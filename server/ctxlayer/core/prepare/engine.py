@@ -427,12 +427,18 @@ def told_anew(turn: Turn) -> Turn:
     branch): everything that window summarized, shortened, restored or cut is new to this
     conversation's client, and said in the turn as a step of its own would say it."""
     st = turn.state
-    told = Told(dropped=(*_summarized(st), *st.dropped), truncated=tuple(_shortened(st)),
-                restored=st.restored_audit, notice=turn.notice)
+    summarized, shortened = _summarized(st), _shortened(st)
+    # its notice says all of that too: the turn's own says only what it did anew (a chat
+    # taking over a window that outlined a log was told the outline, its notice None)
+    notice = _notice(len(summarized), sum(e.tokens_before for e in summarized), [],
+                     list(st.dropped), [e for e in shortened if e.action != "restored"],
+                     list(st.restored_audit), turn.budget)
+    told = Told(dropped=(*summarized, *st.dropped), truncated=tuple(shortened),
+                restored=st.restored_audit, notice=notice or turn.notice)
     # the same request sent again is told this again (`_as_before`)
     return dataclasses.replace(turn, dropped=list(told.dropped),
                                truncated=list(told.truncated), restored=list(told.restored),
-                               state=dataclasses.replace(st, told=told))
+                               notice=told.notice, state=dataclasses.replace(st, told=told))
 
 
 def _summarized(state: ConversationState) -> list[AuditEntry]:
