@@ -54,6 +54,7 @@ from ctxlayer.core.prepare import (
     Turn,
     audit_of,
     left_out,
+    may_refit,
     persist,
     prepare_turn,
     shown_shortened,
@@ -1013,8 +1014,8 @@ def _cheap(conv: Conversation, messages: list, budget: int, restored: frozenset[
     if st is None or conv.kept or not isinstance(messages, list) \
             or len(messages) < conv.native_count:
         return False
-    if restored != frozenset(st.restored):
-        return False
+    if restored != frozenset(st.restored) or may_refit(st, budget - conv.tools_tokens):
+        return False  # a window made again at a grown budget is a first turn's work
     new = msgspec.json.encode(messages[conv.native_count:])
     # two characters a token is a safe upper bound for the new text's tokens
     return len(new) <= INLINE_NEW_CHARS and (
@@ -1027,25 +1028,11 @@ def _anew(turn: Turn, start: ConversationState | None, branch: bool, messages: l
     nothing where a window it started from shortened a history that goes whole. A chat's
     window is taken over for a history past its budget (a fork of a long chat); one that fits
     goes whole, as a new chat's would (a chat forgotten from memory before its first step
-    took the summaries of a fork of it, for a history under its budget). And where the budget
-    grew past the whole history (`/model` to a model with a bigger window, whose prefixes the
-    provider caches apart: its summaries of a 6,000-token window went on in 200,000); never
-    while the budget holds: the cached prefix, summaries and all, stays."""
+    took the summaries of a fork of it, for a history under its budget). A window whose
+    budget grew is made again by the engine itself (`engine._regrows`)."""
     if branch and _fits_whole(turn.state, budget):
         return prepare_turn(None, messages, budget, counter, restored=shown), False
-    if start is not None and budget > start.budget and _whole_again(turn.state, budget):
-        return prepare_turn(None, messages, budget, counter, restored=shown), branch
     return turn, branch
-
-
-def _whole_again(st: ConversationState, budget: int) -> bool:
-    """Whether a turn that shortened its history (summaries, outlines, a last-resort cut)
-    would send it whole within what a step brings a request down to (`target` of the
-    budget): so far under the budget that it goes whole, and grows a while before the next
-    step (a chat near its budget is not sent whole and summarized again turn by turn)."""
-    shortened = st.chunks or st.rewrites or st.dropped
-    return bool(shortened) and (DEFAULT_POLICY.fmt.reply_priming + st.cum[-1]
-                                <= int(budget * DEFAULT_POLICY.target))
 
 
 def _fits_whole(st: ConversationState, budget: int) -> bool:

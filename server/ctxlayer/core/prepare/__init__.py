@@ -42,6 +42,13 @@ dropped, shortened), cache reuse and breakpoints, a one-line notice, and the nex
    merged chunk grows into the room its step leaves below the target, and the chunks together
    to at least `summaries_min_share` of the room: once outlines keep the recent messages
    cheap, the ledger is what keeps the facts of the history.
+   When the budget grew past the one the previous result was fitted to (a model with a bigger
+   window, a budget set higher) and that window shortened something, the turn is made again
+   as a first turn would be (the counts and facts read before reused), when the whole history
+   goes within `target` of the new budget or the result carried over would take under
+   `refit_below` of it, and the new result is bigger: outlines grow back and summaries are
+   undone as far as the room allows, the cached prefix moves once, and what it cuts is told
+   as new. A budget that grows a little, or holds, keeps the window.
 4. The text of a chunk is the session engine's offline summary (decided / open, the user's hard
    constraints verbatim, an action log of the tool calls, a ranked facts ledger), its parts
    sized to that room, the ledger the most, as in a session's summary; it never changes once
@@ -87,6 +94,7 @@ from ctxlayer.core.prepare.engine import (
     SummaryAsk,
     audit_of,
     left_out,
+    may_refit,
     near_budget,
     prepare_turn,
     shown_shortened,
@@ -105,5 +113,6 @@ from ctxlayer.core.prepare.model import (
 )
 
 __all__ = ["DEFAULT_POLICY", "Ahead", "Chunk", "ConversationState", "PreparePolicy",
-           "SummaryAsk", "Turn", "audit_of", "left_out", "near_budget", "prepare_turn",
-           "shown_shortened", "summary_ahead", "take_summary", "told_anew", "warm"]
+           "SummaryAsk", "Turn", "audit_of", "left_out", "may_refit", "near_budget",
+           "prepare_turn", "shown_shortened", "summary_ahead", "take_summary", "told_anew",
+           "warm"]

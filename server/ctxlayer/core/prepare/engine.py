@@ -95,7 +95,52 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
         compacted=bool(win.chunks), cache_reuse_tokens=_reuse(previous, keys, common),
         breakpoints=_breakpoints(kept, keys, win.upto) if client_breakpoints == 0 else [],
         notice=told.notice, state=state, stepped=stepped is not None)
+    if previous is not None and _regrows(previous, turn, budget, policy):
+        refit = _refitted(previous, msgs, budget, counter, policy, restored,
+                          client_breakpoints, memo)
+        if refit.tokens > turn.tokens:
+            return refit
     return _told_again(previous, turn, restored) if previous is not None else turn
+
+
+def may_refit(state: ConversationState, budget: int) -> bool:
+    """Whether a turn after ``state`` at ``budget`` may make its window again (`_regrows`):
+    the budget grew past the one ``state``'s result was fitted to, and that result shortened
+    something (summaries, outlines, a cut)."""
+    return budget > state.budget and bool(state.chunks or state.rewrites or state.dropped)
+
+
+def _regrows(previous: ConversationState, turn: Turn, budget: int,
+             policy: PreparePolicy) -> bool:
+    """Whether ``turn``, carried over from ``previous``'s window, is made again at its
+    budget: the budget grew and what a smaller one shortened now has the room. Either the
+    whole history goes within `target` of the budget (a model with a bigger window holds it
+    all), or the result carried takes under `refit_below` of the budget (a window fitted into
+    600 tokens kept on sending 527 of 20,000). A budget that only grew a little keeps the
+    cached prefix; one not known (a window taken up after a restart) refits only to go whole."""
+    if not may_refit(previous, budget):
+        return False
+    if policy.fmt.reply_priming + turn.state.cum[-1] <= int(budget * policy.target):
+        return True
+    return previous.budget > 0 and turn.tokens < budget * policy.refit_below
+
+
+def _refitted(previous: ConversationState, msgs: list[Message], budget: int,
+              counter: Tokenizer, policy: PreparePolicy, restored: Collection[str],
+              client_breakpoints: int, memo: Memo | None) -> Turn:
+    """The turn made again at ``budget`` as a first turn would make it, from ``previous``'s
+    counts and facts but none of its window: what it cuts is told as new (what a smaller
+    budget cut, and no turn said since, is said again), its cache reuse said against
+    ``previous``'s result."""
+    bare = ConversationState(messages=previous.messages, tokens=previous.tokens,
+                             cum=previous.cum, head=previous.head, upto=previous.head,
+                             frontier=previous.head, facts=previous.facts,
+                             named=previous.named, budget=budget)  # at it: not made again
+    turn = prepare_turn(bare, msgs, budget, counter, policy=policy, restored=restored,
+                        client_breakpoints=client_breakpoints, memo=memo)
+    common = alike_prefix(previous.messages, msgs, common_prefix(previous.messages, msgs))
+    return dataclasses.replace(turn, stepped=True,
+                               cache_reuse_tokens=_reuse(previous, turn.state.out_keys, common))
 
 
 def _sent_again(previous: ConversationState, msgs: list[Message], budget: int,

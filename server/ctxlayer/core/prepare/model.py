@@ -123,6 +123,12 @@ class PreparePolicy(msgspec.Struct, frozen=True, kw_only=True):
     # (of 4,232). Not when a third is under ``prose_min`` tokens
     prose_share: float = 0.33
     prose_min: int = 100
+    # once the budget grew (a bigger model, a budget set higher), the window a smaller budget
+    # shortened is made again at the new one when the result it carries takes under this share
+    # of it (or the whole history goes within ``target``): carried, a chat once fitted into 600
+    # tokens sent 527 of 20,000 on every later turn, its log still cut to 507. That moves the
+    # cached prefix once; a budget that only wobbles (calibration, tool definitions) keeps it
+    refit_below: float = 0.5
     # a long tool output or assistant message is outlined to this share of the budget
     outline_share: float = 0.04
     outline_min: int = 160

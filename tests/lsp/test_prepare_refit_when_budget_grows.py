@@ -1,0 +1,50 @@
+"""ctx/prepare of a live chat whose budget grows is fitted again to the new budget, and says
+what is still cut; a chat taking over that window (another conversationId, the same history
+and a turn more) is told what its request is missing. The real daemon over stdio.
+
+Before: one body (an ask, a tool call, a 117,860-token log) sent at budgets 600, 2,000 and
+20,000 went out at 527 tokens each time (87%, 26%, 2% of the budget), the log cut to 1,602
+characters, the answers at 2,000 and 20,000 saying `truncated: []` and `notice: null`; the
+chat that took that window over was told the cut log but had no notice."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import RawDaemon, result
+
+pytestmark = pytest.mark.e2e
+
+LOG = "\n".join(f"{i}: INFO processing item {i} ok value={i * 7}" for i in range(8000))
+JOB = [{"role": "user", "content": "run the job"},
+       {"role": "assistant", "content": None, "tool_calls": [
+           {"id": "c1", "type": "function", "function": {"name": "run", "arguments": "{}"}}]},
+       {"role": "tool", "tool_call_id": "c1", "content": LOG}]
+
+
+async def prepared(daemon: RawDaemon, cid: str, budget: int, messages: list[dict]) -> dict:
+    return await result(daemon, "ctx/prepare", {
+        "format": "openai", "budget": budget, "conversationId": cid,
+        "request": {"model": "gpt-4o", "messages": messages}})
+
+
+def log_sent(out: dict) -> str:
+    return next(m for m in out["request"]["messages"] if m["role"] == "tool")["content"]
+
+
+async def test_a_chat_whose_budget_grows_gets_its_log_back_as_far_as_the_room_allows(own_daemon):
+    first = await prepared(own_daemon, "A", 600, JOB)
+    assert first["truncated"] and first["notice"]
+    shown = len(log_sent(first))
+    for budget in (2000, 20000):
+        out = await prepared(own_daemon, "A", budget, JOB)
+        assert out["tokens"] >= budget // 2, (budget, out["tokens"])
+        assert shown < len(log_sent(out)) < len(LOG)
+        shown = len(log_sent(out))
+        # the log is still cut: the answer says so
+        assert [e["action"] for e in out["truncated"]] == ["compressed"]
+        assert out["notice"] and "shortened 1 message" in out["notice"], out["notice"]
+    # a chat that takes over A's window with a turn more is told the log it will not see whole
+    fork = await prepared(own_daemon, "B", 20000, [
+        *JOB, {"role": "assistant", "content": "noted"}, {"role": "user", "content": "next"}])
+    assert len(log_sent(fork)) == shown
+    assert fork["truncated"] and fork["notice"] and "shortened" in fork["notice"], fork
