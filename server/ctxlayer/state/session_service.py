@@ -131,6 +131,12 @@ class LiveSession:
         self.stale = False
         #: its last assembly in this process, what ctx/session/budget answers until a change
         self.last_assembly: LastAssembly | None = None
+        #: its history priced as a format sends it (None: as each message came), by format,
+        #: with the length of the history it priced (`SessionService._history_for`)
+        #: and how many of its first messages keep that price whatever comes (`settled`)
+        self.priced: dict[str | None, tuple[int, History, int]] = {}
+        #: the stored provider forms read so far, by seq (`SessionService._stored_at`)
+        self.stored: dict[int, Stored] = {}
 
 
 log = logging.getLogger(__name__)
@@ -627,7 +633,8 @@ class SessionService:
         if (last is not None and last.revision == live.row.revision
                 and last.budget.limit == inp.budget and last.system == live.system):
             return msgspec.structs.replace(last.budget, error_band=band)
-        return measure(live.history, live.compaction, inp, live.counter, model=live.row.model,
+        history, state = self._history_for(live, None)
+        return measure(history, state, inp, live.counter, model=live.row.model,
                        session_id=live.row.session_id, error_band=band)
 
     def _band(self, live: LiveSession) -> float | None:
@@ -647,8 +654,10 @@ class SessionService:
     def assemble(self, workspace: str, session_id: str, *, budget: int | None = None,
                  system: SystemLayers | None = None, client_summarizer: bool = False,
                  summary_text: str | None = None, offline: bool = False,
-                 force: bool = False, keep_recent: int | None = None) -> Assembly:
-        """One assembly; commits the new compaction state and audit before returning.
+                 force: bool = False, keep_recent: int | None = None,
+                 fmt: str | None = None) -> Assembly:
+        """One assembly; commits the new compaction state and audit before returning. ``fmt``:
+        the format it is sent in, whose parts it counts (None: each message's own).
 
         Returns ``needs_summary`` (and changes nothing) when a client summary is wanted.
         """
@@ -661,7 +670,8 @@ class SessionService:
             inp = self._input(live, settings, budget, client_summarizer=client_summarizer,
                               summary_text=summary_text, offline=offline, force_compaction=force,
                               keep_recent=keep_recent)
-            out = assemble(live.history, live.compaction, inp, live.counter)
+            history, state = self._history_for(live, fmt)
+            out = assemble(history, state, inp, live.counter)
             if out.result is None:
                 return out
             now = self.clock()
@@ -694,9 +704,44 @@ class SessionService:
             live = self._fresh(workspace, session_id)
             require_tokens(budget)
             inp = self._input(live, self._settings(workspace), budget, system, offline=True)
-            out = assemble(live.history, live.compaction, inp, live.counter)
+            history, state = self._history_for(live, None)
+            out = assemble(history, state, inp, live.counter)
             return Preview(out, why_of(live.history, out.compaction or live.compaction,
                                        out.audit))
+
+    def _history_for(self, live: LiveSession, fmt: str | None
+                      ) -> tuple[History, cp.Compaction]:
+        """(the session's history with its parts as `fmt` sends them to its model now, its
+        compaction state counted alike): its model and the turn under way decide what the
+        provider reads of them (core/formats/priced.py); None: as each message came. Priced
+        again from the last pricing's turn on: what came before it keeps its price."""
+        from ctxlayer.core.formats import priced
+
+        if not live.raws:  # nothing but what clients counted themselves
+            return live.history, live.compaction
+        n, source = len(live.history), live.history
+        kept = live.priced.get(fmt)
+        if kept is None or kept[0] != n:
+            since = kept[2] if kept is not None else 0
+            history = kept[1].head(since) if kept is not None else History()
+            stored = [self._stored_at(live, k) if source.seqs[k] in live.raws else None
+                      for k in range(since, n)]
+            messages = priced.as_sent(fmt or "stored", live.row.model, source.messages[since:],
+                                      stored, live.counter)
+            for k, m in enumerate(messages, since):
+                history.append(m, source.seqs[k], source.tokens[k]
+                               if m is source.messages[k] else message_tokens(m, live.counter))
+            kept = live.priced[fmt] = (n, history, priced.settled(source.messages))
+        return kept[1], cp.recounted(live.compaction, kept[1], live.counter)
+
+    def _stored_at(self, live: LiveSession, k: int) -> Stored:
+        """The stored form of history message `k`, read once (rows never change once
+        written): each pricing of the history reads them all."""
+        seq = live.history.seqs[k]
+        found = live.stored.get(seq)
+        if found is None:
+            found = live.stored[seq] = self._stored(live, k)
+        return found
 
     def stored_for(self, workspace: str, session_id: str, messages: list[Message]
                    ) -> list[Stored | None]:
@@ -722,7 +767,7 @@ class SessionService:
                 at = bisect_left(found, after)
                 k = found[at] if at < len(found) else found[-1]
                 after = k + 1
-                out.append(self._stored(live, k))
+                out.append(self._stored_at(live, k))
             return out
 
     def _stored(self, live: LiveSession, k: int) -> Stored:

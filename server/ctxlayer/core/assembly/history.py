@@ -52,6 +52,16 @@ class History:
         self.tokens.append(tokens)
         self._cum.append(self._cum[-1] + tokens)
 
+    def head(self, n: int) -> History:
+        """A new history of this one's first ``n`` messages."""
+        out = History()
+        out.messages, out.seqs, out.tokens = self.messages[:n], self.seqs[:n], self.tokens[:n]
+        out._cum = self._cum[:n + 1]
+        out.ids = {i: k for i, k in self.ids.items() if k < n} if n < len(self) \
+            else dict(self.ids)
+        out.whole = [k for k in self.whole if k < n]
+        return out
+
     def tokens_between(self, start: int, stop: int) -> int:
         """Tokens of messages[start:stop]."""
         return self._cum[stop] - self._cum[start]

@@ -117,7 +117,7 @@ def raws(decoded: Decoded) -> list[dict | None]:
     return out
 
 
-class _Builder:
+class Builder:
     """The Decoded of a rebuild, grown one assembled message at a time."""
 
     def __init__(self, fmt: str) -> None:
@@ -187,13 +187,13 @@ def rebuild(fmt: str, assembled: list[Message], stored: list[Stored | None], cou
     """(the Decoded to encode `kept` with, `kept`: the assembled messages with the stored ones
     re-keyed, {internal id: session id} to map encode's audit back, entries naming what
     messages stored in another format lose)."""
-    b = _Builder(fmt)
+    b = Builder(fmt)
     kept: list[Message] = []
     back: dict[str, str | None] = {}
     lost: list[AuditEntry] = []
     for k, (m, s) in enumerate(zip(assembled, stored, strict=True)):
         key = f"{_KEY}{k}"
-        if s is not None and s.raw.get("format") == fmt and _whole(s):
+        if s is not None and s.raw.get("format") == fmt and at_hand(s):
             if "piece" in s.raw:
                 b.piece(key, s)
             elif "items" in s.raw:
@@ -201,7 +201,7 @@ def rebuild(fmt: str, assembled: list[Message], stored: list[Stored | None], cou
             else:
                 b.single(key, s.raw["message"], s.message)
         elif s is not None and fmt in ("openai", "anthropic", "responses") and \
-                (converted := _with_images(s, fmt)) is not None:
+                (converted := with_images(s, fmt)) is not None:
             b.single(key, converted, s.message)  # its images go along, in the target's shape
             lost += _lost(s, fmt, m, counter, k, images=True)
         else:
@@ -214,7 +214,7 @@ def rebuild(fmt: str, assembled: list[Message], stored: list[Stored | None], cou
     return b.decoded(counter), kept, back, lost
 
 
-def _with_images(s: Stored, fmt: str) -> dict | None:
+def with_images(s: Stored, fmt: str) -> dict | None:
     """A user message stored in another provider format, rewritten in `fmt` with its text
     and its images (every format carries them); None when it has no image to carry."""
     if s.message.role != "user":
@@ -226,7 +226,7 @@ def _with_images(s: Stored, fmt: str) -> dict | None:
         first = raw["items"][0] if raw.get("items") else {}
         content = first.get("content") if isinstance(first, dict) else None
     else:
-        content = piece_blocks(raw, s.group) if _whole(s) else None
+        content = piece_blocks(raw, s.group) if at_hand(s) else None
     if not isinstance(content, list):
         return None
     out, images = [], 0
@@ -382,7 +382,7 @@ def piece_blocks(raw: dict, group: dict | None) -> list | None:
     return [content[k] for k in ks if k < len(content)] if ks is not None else content
 
 
-def _whole(s: Stored) -> bool:
+def at_hand(s: Stored) -> bool:
     """An Anthropic piece can be written back only with its native message at hand."""
     if "piece" not in s.raw:
         return True

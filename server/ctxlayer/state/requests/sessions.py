@@ -66,9 +66,12 @@ def append(caller: Caller, p: protocol.SessionAppendParams,
     if p.format == "ctxlayer":  # nothing to count
         decoded = decode(p.format, p.messages, None, None)
     else:
-        counter = caller.state.tokenizers.guarded(svc.model_of(workspace, p.session_id))
-        # a session keeps every message, also those before a provider's compaction
-        decoded = decode(p.format, p.messages, None, counter, whole=True)
+        model = svc.model_of(workspace, p.session_id)
+        counter = caller.state.tokenizers.guarded(model)
+        # a session keeps every message, also those before a provider's compaction; read by
+        # its model, whose rules price their parts (an assembly prices them again, for its
+        # format and turn: core/formats/priced.py)
+        decoded = decode(p.format, p.messages, None, counter, whole=True, model=model)
     # ids the codec made up give way to the session's own (ctx:msg:<seq>)
     messages = [msgspec.structs.replace(m, id=None) if m.id in decoded.derived_ids else m
                 for m in decoded.messages]
