@@ -1,7 +1,8 @@
 """Through the real daemon: what a Claude session sends fits its budget as ctx/count (the
 gateway's counter) counts it, and its tokens are that count. The session priced OpenAI images
 at OpenAI's rate and every earlier turn's thinking in full, fixed when appended: it sent
-21,724 tokens for a budget of 8,000, and compacted a chat of 2,661 tokens at 12,000."""
+21,724 tokens for a budget of 8,000, and compacted a chat of 2,661 tokens at 12,000; an
+assembly into another format reported the parts that format does not send."""
 
 from __future__ import annotations
 
@@ -96,3 +97,6 @@ async def test_finished_tasks_thinking_is_not_charged_again(daemon):
     out, counted = await sent(daemon, "tasks", "anthropic")
     assert not out["compacted"] and len(out["messages"]) == len(msgs)
     assert out["tokens"]["total"] == counted == budget["used"] < 4000
+    # as openai no thinking goes: neither fitted nor reported
+    other, counted = await sent(daemon, "tasks", "openai")
+    assert other["tokens"]["total"] == counted < out["tokens"]["total"] - 1000

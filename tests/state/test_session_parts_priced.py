@@ -1,7 +1,8 @@
 """A session's non-text parts cost what the provider reads of them when it is assembled: by the
 session's model (Claude's image rule, which thinking it reads again), at the turn the session
-is at (an earlier turn's thinking is read by its text alone). An assembly's tokens are what
-ctx/count says of what it sent.
+is at (an earlier turn's thinking is read by its text alone), and as the format it is sent in
+carries them (another format gets no thinking, documents or audio). An assembly's tokens are
+what ctx/count says of what it sent, and it fits what it sends, not what it does not.
 
 Through the request functions (no face): a real State, the real tokenizer and session service.
 """
@@ -147,5 +148,51 @@ async def test_a_new_model_prices_the_parts_by_its_rules(tmp_path):
             session_id="s", model="gpt-4o", budget=20_000))
         gpt, sent = await assembled(caller, "s", "openai", model="gpt-4o")
         assert gpt.tokens.total == sent < claude.tokens.total - 1500
+    finally:
+        state.close()
+
+
+def agent_session() -> list[dict]:
+    """An Anthropic agent loop: thinking, parallel calls, results with images, a PDF."""
+    shot = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                        "data": png(800, 600)}}
+    pdf = {"type": "document", "source": {"type": "base64", "media_type": "application/pdf",
+                                          "data": "JVBERi0xLjQK" * 200}}
+    turns: list[dict] = [{"role": "user", "content": [
+        {"type": "text", "text": "Fix the flaky tests in tests/test_net.py"}, pdf]}]
+    for k in range(8):
+        turns.append({"role": "assistant", "content": [
+            {"type": "thinking", "thinking": f"step {k} " + "consider the retry logic " * 20,
+             "signature": f"sig{k}"},
+            {"type": "text", "text": f"Step {k}: checking two files. " + "Some notes. " * 30},
+            {"type": "tool_use", "id": f"a{k}", "name": "read", "input": {"path": f"n{k}.py"}},
+            {"type": "tool_use", "id": f"b{k}", "name": "bash", "input": {"cmd": f"pytest {k}"}}]})
+        turns.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"a{k}",
+             "content": f"def n{k}():\n" + "    retry()\n" * 80},
+            {"type": "tool_result", "tool_use_id": f"b{k}", "is_error": True,
+             "content": [{"type": "text", "text": f"FAILED test_{k}"}, shot]}]})
+    return turns
+
+
+async def test_another_format_fits_and_reports_what_it_sends(tmp_path):
+    """Assembled as openai or responses, the Anthropic session's thinking, PDF and result
+    images do not go: at 9,000 it reported 7,961 for 2,624 sent, and summarized down to 24
+    messages what fitted whole."""
+    state, caller = make_caller(tmp_path / "state")
+    try:
+        turns = agent_session()
+        for fmt in ("openai", "responses"):
+            await open_with(caller, f"big-{fmt}", "anthropic", turns, budget=100_000)
+            whole, whole_sent = await assembled(caller, f"big-{fmt}", fmt)
+            assert whole.tokens.total == whole_sent
+            budget = whole_sent + 500
+            await open_with(caller, f"fit-{fmt}", "anthropic", turns, budget=budget)
+            out, sent = await assembled(caller, f"fit-{fmt}", fmt)
+            assert out.tokens.total == sent <= budget
+            assert not out.compacted and len(out.messages) == len(whole.messages)
+        await open_with(caller, "shots", "openai", screenshots(3))
+        out, sent = await assembled(caller, "shots", "ctxlayer")
+        assert out.tokens.total == sent
     finally:
         state.close()

@@ -398,7 +398,8 @@ def _lost(s: Stored, fmt: str, m: Message, counter: Any, k: int, images: bool = 
     if not kinds:
         return []
     text = counter.count(m.content) if counter is not None else 0
-    parts = m.parts_tokens or 0
+    # what it had: the assembly priced `m` as `fmt` carries it, without these parts
+    parts = s.message.parts_tokens or 0
     names = ", ".join(dict.fromkeys(kinds))
     return [audit("truncated", f"written as {fmt}, not carried across formats: the "
                   f"{raw.get('format')} message's {names}", describe(m),

@@ -90,8 +90,9 @@ def assemble(caller: Caller, p: protocol.AssembleParams,
              segment: protocol.WorkspaceSegment) -> Any:
     system = session_layers(caller, p.session_id, segment, p.system_prompt)
     budget, lowered = kept_within_window(caller, p)
+    # fitted as the format sends it: its parts, for the session's model, at this turn
     return assembling(caller, p.session_id, lambda out: _assembled(caller, p, out, lowered),
-                      budget=budget, system=system)
+                      budget=budget, system=system, fmt=p.format)
 
 
 def kept_within_window(caller: Caller, p: protocol.AssembleParams) -> tuple[int | None, str | None]:
@@ -129,7 +130,10 @@ def _assembled(caller: Caller, p: protocol.AssembleParams, out: Any,
     publish(caller, msgspec.structs.replace(budget, source="session",
                                             compacted=result.compacted,
                                             notice=result.notice), request=True)
-    return in_format(caller, p.format, result, model, forms)
+    result = in_format(caller, p.format, result, model, forms)
+    # a usage report without an estimate compares the provider's count with what was sent
+    svc.note_prompt(caller.workspace, p.session_id, result.tokens.total)
+    return result
 
 
 def over_window(caller: Caller, budget: int | None, model: str) -> str | None:
@@ -209,7 +213,26 @@ def in_format(caller: Caller, fmt: str, result: protocol.AssembleResult, model: 
     if codec.after_history is not None:
         messages = codec.after_history(messages, [m.content for m in dynamic])
     return msgspec.structs.replace(result, messages=messages, system=system, dropped=dropped,
-                                   truncated=truncated)
+                                   truncated=truncated,
+                                   tokens=sent_tokens(fmt, messages, system, result.tokens,
+                                                      counter, model))
+
+
+def sent_tokens(fmt: str, messages: list, system: Any, fitted: protocol.AssembleTokens,
+                counter: Any, model: str) -> protocol.AssembleTokens:
+    """The assembly's tokens as ctx/count counts what it sends: the encoder's repairs (turns
+    merged, a call without its result removed) change the request after the fit, and what
+    they change is history's. Reported as fitted, an assembly into another format said the
+    parts the format does not carry (7,961 where 2,624 went)."""
+    from ctxlayer.core.tokens import conversation_tokens
+    from ctxlayer.state.requests.messages import decode
+
+    total = conversation_tokens(decode(fmt, messages, system, counter, model=model).messages,
+                                counter)
+    if total == fitted.total:
+        return fitted
+    return msgspec.structs.replace(fitted, total=total,
+                                   history=max(0, fitted.history + total - fitted.total))
 
 
 def _without_dynamic(messages: list) -> tuple[list, list]:
