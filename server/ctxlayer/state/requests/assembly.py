@@ -227,8 +227,13 @@ def sent_tokens(fmt: str, messages: list, system: Any, fitted: protocol.Assemble
     from ctxlayer.core.tokens import conversation_tokens
     from ctxlayer.state.requests.messages import decode
 
-    total = conversation_tokens(decode(fmt, messages, system, counter, model=model).messages,
-                                counter)
+    try:
+        total = conversation_tokens(
+            decode(fmt, messages, system, counter, model=model).messages, counter)
+    except ContextError as exc:  # a count of what is sent never costs the assembly itself
+        log.warning("ctx/assemble: the %s request as sent could not be counted again (%s); "
+                    "the fitted figure is reported", fmt, exc)
+        return fitted
     if total == fitted.total:
         return fitted
     return msgspec.structs.replace(fitted, total=total,
