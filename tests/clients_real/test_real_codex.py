@@ -265,3 +265,48 @@ def test_codex_local_compaction_goes_on_in_one_chat(repo, tmp_path):
     (chat,) = chats
     last = requests[-1]["prompt_tokens"]  # as the provider counted it
     assert abs(chat["tokens"] - last) < 0.15 * last, (chat, last)
+
+
+#: Codex 0.171's model when config.toml names none: it sends its tools as an input item
+DEFAULT_MODEL = "gpt-6.2-sol"
+
+
+def test_codex_on_its_default_model_keeps_its_tools_and_instructions_through_a_summary(
+        repo, tmp_path):
+    """Codex on its default model (no `model =` in config.toml) sends its tools not in `tools`
+    but as the first input item, `additional_tools` (role developer), then its developer
+    messages ("You are Codex..."). Four turns (`exec`, then `resume --last`), each with a long
+    note, in a window the later ones pass: the gateway summarizes older turns, and every
+    request goes upstream with that item and the developer messages as Codex sent them; the
+    stand-in (which counts the item and offers its tools, as the API does) calls the clock's
+    `sleep` each turn, and Codex runs it. Before, the first summary step took the item for the
+    model's words and summarized it with the developer messages after it: the request went
+    upstream with no tools and no "You are Codex"."""
+    exe = client("codex", "CODEX", "node_modules/.bin/codex")
+    codex_home = tmp_path / "codex-home"
+    codex_home.mkdir()
+    env = client_env(tmp_path / "home", CODEX_HOME=str(codex_home),
+                     OPENAI_API_KEY="sk-test-not-a-key")
+    note = " ".join(f"word{i}" for i in range(1500))
+    with open_stack(tmp_path / "stack", {DEFAULT_MODEL: 32_000}) as stack:
+        (codex_home / "config.toml").write_text(config(stack).replace(f'model = "{MODEL}"\n',
+                                                                      ""))
+        for k in range(4):
+            stack.standin.agent(k + 1, [{"name": "sleep", "arguments": {"duration_ms": 1}}])
+            resume = ["resume", "--last"] if k else []
+            done = run([exe, "exec", "--skip-git-repo-check", *resume, f"TURN{k} note: {note}"],
+                       env, repo)
+            assert "stand-in answer after" in done.stdout, done.stdout
+        requests = model_requests(stack)
+    assert_all_valid(requests)
+    assert {r["body"]["model"] for r in requests} == {DEFAULT_MODEL}
+    summarized = [r for r in requests if "[Summary of" in json.dumps(r["body"]["input"])]
+    assert summarized, "a summary step was expected"
+    for r in requests:
+        items = r["body"]["input"]
+        assert items[0]["type"] == "additional_tools", [i.get("type") for i in items[:3]]
+        assert "You are Codex" in json.dumps(items[1]), items[1]
+    calls = [i for r in requests for i in r["body"]["input"] if i.get("type") == "function_call"]
+    assert {(c.get("namespace"), c["name"]) for c in calls} == {("clock", "sleep")}
+    outputs = tool_outputs(summarized)
+    assert outputs, "the turns after the summary still ran the tool"

@@ -20,6 +20,7 @@ from providers.standin_responses import encrypted, problems
 
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.formats import decode, detect, encode
+from ctxlayer.core.prepare import prepare_turn
 from ctxlayer.core.tokens import WordTokenizer, conversation_tokens
 from ctxlayer.core.trim import TrimOptions, trim
 from ctxlayer.protocol import Message
@@ -116,6 +117,64 @@ def test_a_compaction_item_is_pinned_and_costed_as_encrypted_content():
     compaction, run, user = d.messages
     assert compaction.pinned and not run.pinned and not user.pinned
     assert compaction.parts_tokens == len(secret) * 3 // 16 + 1
+
+
+def codex_default_model_request(turns: int) -> dict:
+    """A request shaped as Codex 0.171 sends on its default model: its tools not in `tools`
+    but as the first input item, `additional_tools` (role developer), then its developer
+    messages, the environment, the question, and ``turns`` long exchanges."""
+    tool = {"type": "function", "name": "sleep", "strict": False,
+            "description": " ".join(f"rule{k} of the clock" for k in range(300)),
+            "parameters": {"type": "object", "properties": {"duration_ms": {"type": "number"}}}}
+    said = [{"type": "message", "role": "developer", "content": [
+        {"type": "input_text", "text": "You are Codex, an agent. " + "Be careful. " * 200}]},
+        {"type": "message", "role": "developer", "content": [
+            {"type": "input_text", "text": "<permissions>full access</permissions>"}]},
+        {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "<environment_context>cwd /repo</environment_context>"}
+        ]}]
+    for t in range(turns):
+        said += [{"type": "message", "role": "user", "content": [
+                     {"type": "input_text", "text": f"TURN{t} note: " + "word " * 600}]},
+                 {"type": "message", "role": "assistant", "id": f"msg_{t}", "content": [
+                     {"type": "output_text", "text": f"noted {t}", "annotations": []}]}]
+    said.append({"type": "message", "role": "user", "content": [
+        {"type": "input_text", "text": "and now?"}]})
+    return {"model": "gpt-6.2-sol", "store": False, "input": [
+        {"type": "additional_tools", "id": "at_1", "role": "developer",
+         "tools": [{"type": "namespace", "name": "clock", "description": "", "tools": [tool]}]},
+        *said]}
+
+
+def test_codex_additional_tools_item_is_a_system_item_kept_whole_at_a_summary_step():
+    """Codex's default model takes its tools from an `additional_tools` item (role developer)
+    at the head of the input: a system item, pinned, so the developer messages after it are
+    the lead too, and a summary step keeps all of them as they came. It was read as the
+    model's words: the first step summarized it and the developer messages after it (the
+    real Codex's request went upstream with neither its tools nor "You are Codex")."""
+    body = codex_default_model_request(6)
+    d = decode("responses", body, WORDS)
+    assert [m.role for m in d.messages[:4]] == ["system", "system", "system", "user"]
+    assert d.messages[0].pinned and d.messages[0].parts_tokens > 1000
+    total = conversation_tokens(d.messages, WORDS)
+    turn = prepare_turn(None, d.messages, total // 2, WORDS)
+    assert turn.state.chunks, "a summary step was expected"
+    out = encode(d, turn.messages).payload["input"]
+    assert out[:3] == body["input"][:3]  # the tools and "You are Codex", as sent
+    assert problems({**body, "input": out}, []) == []
+
+
+def test_a_configuration_update_is_a_system_item_and_a_role_less_unknown_item_is_not():
+    """A `configuration_update` sets how the model answers from there on: kept as a system
+    item where it is; an item of a type this version does not know, with no role, is still
+    the model's (its run)."""
+    d = decode("responses", {"model": "gpt-5", "input": [
+        {"role": "user", "content": "go"},
+        {"type": "configuration_update", "id": "cu_1", "reasoning": {"effort": "high"}},
+        {"type": "future_thing", "id": "ft_1"},
+        {"role": "user", "content": "on"}]}, WORDS)
+    assert [(m.role, m.pinned) for m in d.messages] == [
+        ("user", False), ("system", True), ("assistant", False), ("user", False)]
 
 
 def test_a_generated_image_is_costed_as_an_image_not_as_its_base64():

@@ -472,14 +472,15 @@ class Standin:
             first=responses.OPENING)
 
     def _agent_reply(self, body: dict, items: list) -> Reply:
-        names = [t["name"] for t in body.get("tools") or ()
-                 if isinstance(t, dict) and t.get("type") == "function" and "name" in t]
+        offered = responses.functions(body, items)
         # the outputs it carries, or the calls made since agent() where fewer are carried
         # (the client compacted its history, or the gateway summarized them)
         done = max(self._responses_made, sum(1 for i in items if isinstance(i, dict)
                                              and i.get("type") == "function_call_output"))
-        if names and done < self.agent_rounds and body.get("tool_choice") != "none":
-            return self._agent_call(names, done)
+        if offered and done < self.agent_rounds and body.get("tool_choice") != "none":
+            spaces = dict((name, space) for space, name in reversed(offered))
+            call = self._agent_call([name for _, name in offered], done)
+            return msgspec.structs.replace(call, namespace=spaces.get(call.tool_name))
         return Reply(text=f"stand-in answer after {done} tool results to {len(items)} items.")
 
     def _agent_call(self, names: list[str], done: int) -> Reply:

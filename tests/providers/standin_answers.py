@@ -21,6 +21,8 @@ class Reply(msgspec.Struct):
     tool_name: str | None = None
     tool_arguments: dict = msgspec.field(default_factory=dict)
     thinking: dict | None = None
+    #: the Responses API's namespace of the tool called (a function inside a `namespace` tool)
+    namespace: str | None = None
 
 
 class Usage(msgspec.Struct):

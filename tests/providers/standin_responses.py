@@ -11,7 +11,8 @@ summary) where the provider renders it again: every turn's with `reasoning.conte
 "all_turns"` or, left to the model, on the gpt-5.6 family and later (and names not of
 OpenAI's); else only those after the last user message, as the official SDK's reference for
 `reasoning.context` says (the rest costs nothing). Tools with `defer_loading` count only as a
-`tool_search_output` loads them. An `item_reference` stands for the item of that id the
+`tool_search_output` loads them; an `additional_tools` item's tools count as `tools` do, and
+the model may call them (a function inside a `namespace` tool by its name and namespace). An `item_reference` stands for the item of that id the
 stand-in gave in a response it stored (`store` not false), read and counted as that item; one
 it cannot find is refused. Items before a `compaction` item count as any other (the API
 reads the user messages a compaction window keeps before it; what it does with the rest is not
@@ -250,6 +251,27 @@ def _texts(value: Any) -> list[str]:
     return out  # images: standin_images.py
 
 
+def _shown(tools: list) -> list:
+    """The tools the prompt holds: not those deferred to a tool search."""
+    return [t for t in tools if not (isinstance(t, dict) and t.get("defer_loading") is True)]
+
+
+def functions(body: dict, items: list) -> list[tuple[str | None, str]]:
+    """The function tools a request offers the model, (namespace, name): those of `tools` and
+    of every `additional_tools` item (Codex's default model sends its tools only there), a
+    function inside a `namespace` tool named with it."""
+    offered = [t for t in body.get("tools") or () if isinstance(t, dict)]
+    offered += [t for i in items if isinstance(i, dict) and i.get("type") == "additional_tools"
+                and isinstance(i.get("tools"), list) for t in i["tools"] if isinstance(t, dict)]
+    out: list[tuple[str | None, str]] = []
+    for t in offered:
+        inner = t.get("tools") if t.get("type") == "namespace" else [t]
+        space = t.get("name") if t.get("type") == "namespace" else None
+        out += [(space, f["name"]) for f in inner or () if isinstance(f, dict)
+                and f.get("type") == "function" and isinstance(f.get("name"), str)]
+    return out
+
+
 def prompt_tokens(body: dict, history: list) -> int:
     counter = counter_for(body.get("model") if isinstance(body.get("model"), str) else None)
     items = [*history, *items_of(body)]
@@ -257,10 +279,12 @@ def prompt_tokens(body: dict, history: list) -> int:
         t for i in items if not (isinstance(i, dict) and i.get("type") == "reasoning")
         for t in _texts(i)]
     if body.get("tools"):  # not those deferred to a tool search: a search's output loads them
-        texts.append(json.dumps([t for t in body["tools"] if not (
-            isinstance(t, dict) and t.get("defer_loading") is True)]))
+        texts.append(json.dumps(_shown(body["tools"])))
     texts += [json.dumps(i["tools"]) for i in items if isinstance(i, dict)
               and i.get("type") == "tool_search_output" and i.get("tools")]
+    # an `additional_tools` item's tools are in the prompt from there on, as `tools` are
+    texts += [json.dumps(_shown(i["tools"])) for i in items if isinstance(i, dict)
+              and i.get("type") == "additional_tools" and isinstance(i.get("tools"), list)]
     return sum(counter.count(t) for t in texts) + _reasoning_read(body, items, counter) + \
         media_tokens(items) + 4 * len(items) + 3
 
@@ -280,6 +304,8 @@ def output_items(rid: str, reply: Reply, reasoning: bool, words: int = 6) -> lis
         out.append({"id": f"fc_{rid}", "type": "function_call", "status": "completed",
                     "call_id": f"call_{rid}", "name": reply.tool_name,
                     "arguments": json.dumps(reply.tool_arguments)})
+        if reply.namespace is not None:
+            out[-1]["namespace"] = reply.namespace
     else:
         out.append({"id": f"msg_{rid}", "type": "message", "role": "assistant",
                     "status": "completed", "content": [

@@ -11,7 +11,9 @@ message. So a call and its output live and die together, and a reasoning item go
 call or answer it led to (the provider refuses one without the other). An output whose call is
 not in the input answers one an `item_reference` before it stands for (a stored item the
 provider puts in its place): the reference's message calls it, so the two go together too.
-A `compaction` item (the provider's, encrypted) stays whole where it is. Writing back emits the
+A `compaction` item (the provider's, encrypted) stays whole where it is, and so does an item of
+any other type with a system or developer role (Codex's `additional_tools`, the tools of its
+default model) or a `configuration_update`: a system message, kept as it came. Writing back emits the
 kept groups' items untouched (a `reasoning` item's `encrypted_content` byte for byte); a
 shortened message gets its new text in its text parts, each `message` item of a run its own
 share of it (a commentary and its final answer stay two). Repairs keep the result valid (an
@@ -51,6 +53,11 @@ _json = msgspec.json.Encoder()
 
 #: roles of a `message` item; the model's own (assistant) messages join the model's run
 ROLES = ("user", "system", "developer", "assistant")
+#: the roles of an item (of any type) that instructs the model: a system item
+INSTRUCTING = ("system", "developer")
+#: items with no role that set how the model answers from there on (reasoning effort, the
+#: text's format): no summary can stand in for one, so each is a system item too
+SETTINGS = frozenset({"configuration_update"})
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
 #: why a request with `previous_response_id`, or `conversation` (whose items the provider
 #: puts before the input), is sent as it came
@@ -319,6 +326,13 @@ def _groups(items: list, counter: Tokenizer, turn_start: int, model: object = No
         elif is_output(item):
             run = None
             group = _Group("tool", i)
+        elif role in INSTRUCTING or kind in SETTINGS:
+            # the client's own instructions in another shape (Codex's `additional_tools`: its
+            # default model's every tool, role developer; a settings update): a system item
+            # kept as it came, whatever its type. In a model's run it was summarized as the
+            # model's words, and the developer messages after it lost their place in the lead
+            run = None
+            group = _Group("system", i, pinned=True)
         elif kind == "compaction":
             # the provider's summary of the earlier history (server-side, or Codex's remote
             # compaction), encrypted: no summary of ours can stand in for it, so it stays as
