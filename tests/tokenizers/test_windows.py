@@ -84,6 +84,17 @@ def test_gpt_5_windows_as_openai_publishes_them(model, window):
     assert context_window(model) == model_info(model).context_window == window
 
 
+@pytest.mark.parametrize("model", ["gpt-6.2-sol", "gpt-6.2-astra", "gpt-6-luna",
+                                   "openai/gpt-6-sol"])
+def test_gpt_6_windows_as_openai_publishes_them(model):
+    """Codex 0.171's default model, gpt-6.2-sol, holds 1,050,000 with 128,000 out: it took the
+    unknown row's 128k (and its 1.15 correction), so a Codex chat was compacted at a tenth of
+    its window."""
+    info = model_info(model)
+    assert context_window(model) == info.context_window == 1_050_000
+    assert (info.output_allowance, info.exact, info.correction) == (128_000, True, 1.0)
+
+
 def test_qwen_codes_model_has_its_1m_window_and_a_local_qwen_the_tables():
     assert context_window("qwen3-coder-plus") == 1_000_000
     assert context_window("qwen3-coder:30b") == context_window("qwen2.5-coder") == 131_072

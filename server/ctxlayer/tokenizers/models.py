@@ -54,6 +54,12 @@ TABLE: tuple[ModelInfo, ...] = (
     *(_m(name, "openai", O2, 128_000, 16_384, enforce_tool_use=True)
       for name in ("gpt-5-chat", "gpt-5.1-chat", "gpt-5.2-chat", "gpt-5.3-chat",
                    "gpt-5.4-chat", "gpt-5.5-chat", "gpt-5.6-chat")),
+    # GPT-6 (Astra, Sol, Luna; 6.2 Astra and Sol, Codex 0.171's default model): 1,050,000, of
+    # which 922,000 input, and 128,000 out (https://developers.openai.com/api/docs/models/
+    # gpt-6.2-sol; the models page lists the others alike). No encoding is published: o200k,
+    # as for GPT-5. Without it gpt-6.2-sol took the unknown row's 128k and a 1.15 correction
+    _m("gpt-6", "openai", O2, 1_050_000, 128_000, native_reasoning=True, reasoning_model=True,
+       enforce_tool_use=True),
     _m("gpt-4.1", "openai", O2, 1_047_576, 32_768, enforce_tool_use=True),
     # GPT-4.5 Preview: 128,000 and 16,384 (litellm's table, as
     # https://futureagi.com/llm-cost-calculator/openai/gpt-4-5-preview gives it; OpenAI's page
