@@ -59,11 +59,24 @@ def check(turn, sent, budget):
         if m.tool_calls:
             got = {x.tool_call_id for x in kept[k + 1:k + 1 + len(m.tool_calls)]}
             assert got == {c.id for c in m.tool_calls}
-    # summaries together, after the system prompt and what is shown whole from before them
+    # summaries after the system prompt and what is shown whole from before them; between
+    # them only messages shown whole that no summary stands for (a question, before the
+    # chunks of the work done on it)
     summaries = [k for k, m in enumerate(kept) if m.kind == "summary"]
     if summaries:
-        assert summaries == list(range(summaries[0], summaries[0] + len(summaries)))
         assert all(m.role in ("system", "user") for m in kept[:summaries[0]])
+        assert all(m.role == "user" for m in kept[summaries[0]:summaries[-1]]
+                   if m.kind != "summary")
+    # what a summary shown before a question stands for is older than it (a restored one
+    # comes after the summaries): the model never reads the work on a question before it
+    at = {m.id: i for i, m in enumerate(sent)}
+    stands = {c.message.id: max(e.index for e in c.audit) for c in turn.state.chunks}
+    newest_summarized = -1
+    for m in kept:
+        if m.kind == "summary":
+            newest_summarized = max(newest_summarized, stands[m.id])
+        elif m.role == "user" and m.id not in turn.state.restored:
+            assert at[m.id] > newest_summarized, (m.id, newest_summarized)
     pinned = [m.id for m in sent if m.pinned]
     shown = {m.id: m for m in kept}
     assert all(p in shown for p in pinned) or turn.dropped or turn.truncated

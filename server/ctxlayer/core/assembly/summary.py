@@ -100,9 +100,11 @@ def _is_decided(text: str) -> bool:
 
 _PARTS = ("Asked", "Decided", "Open", "Details")
 #: what a client wraps around the context it adds to a user turn (Claude Code's CLAUDE.md, its
-#: git status, its reminders): not the user's words. Read as theirs, its lines became the
-#: summary's "Decided" items and the user's own task, beside them, was left out.
-_INJECTED = re.compile(r"<system-reminder>.*?(?:</system-reminder>|\Z)", re.DOTALL)
+#: git status, its reminders; Codex's `<environment_context>`, a user turn of its own before
+#: the task): not the user's words. Read as theirs, its lines became the summary's "Decided"
+#: items and the user's own task, beside them, was left out; Codex's was the chunk's "Asked".
+_INJECTED = re.compile(r"<(system-reminder|environment_context)>.*?(?:</\1>|\Z)", re.DOTALL)
+_INJECTED_TAGS = ("<system-reminder>", "<environment_context>")
 #: characters of a user turn's own words an ask keeps: the task an agent was given, which a
 #: resumed session's next compaction summarized away when it named no cue word
 ASK_CHARS = 200
@@ -179,7 +181,8 @@ def offline_summary(messages: list[Message], previous: str, max_chars: int,
 
 def own_words(content: str) -> str:
     """A user turn's text without the context a client injected into it (`_INJECTED`)."""
-    return _INJECTED.sub(" ", content) if "<system-reminder>" in content else content
+    return _INJECTED.sub(" ", content) if any(t in content for t in _INJECTED_TAGS) \
+        else content
 
 
 def _asks(messages: list[Message]) -> list[str]:

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 import msgspec
 
-from ctxlayer.core.assembly.summary import SUMMARY_INSTRUCTIONS, off_topic, refusal
+from ctxlayer.core.assembly.summary import SUMMARY_INSTRUCTIONS, off_topic, own_words, refusal
 from ctxlayer.core.compress.shorten import shorten_message
 from ctxlayer.core.errors import ContextError, require_tokens
 from ctxlayer.core.groups import is_result, lead_of
@@ -62,8 +62,7 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
         q = newest_user(msgs)
         at = set(restored_at.values())
         stepped = win.step(budget, counter, paced(policy, win.messages, win.cum, win.head,
-                                                  budget),
-                           lambda i: i == q or msgs[i].pinned or i in at)
+                                                  budget), _kept_whole(msgs, win.tokens, q, at, budget))
     recalled = _recall(win, common, budget, counter, policy)
     kept, keys, out_tokens, dropped, truncated, total = _fit(
         win, budget, counter, policy, set(restored_at.values()), memo)
@@ -141,6 +140,28 @@ def _refitted(previous: ConversationState, msgs: list[Message], budget: int,
     common = alike_prefix(previous.messages, msgs, common_prefix(previous.messages, msgs))
     return dataclasses.replace(turn, stepped=True,
                                cache_reuse_tokens=_reuse(previous, turn.state.out_keys, common))
+
+
+#: the share of the budget a client's context just before the question may take and stay
+#: whole beside it (`_kept_whole`)
+CONTEXT_SHARE = 0.05
+
+
+def _kept_whole(msgs: Sequence[Message], tokens: Sequence[int], q: int, restored: set[int],
+                budget: int) -> Callable[[int], bool]:
+    """What a step keeps whole: the newest question (``q``), pinned and ``restored`` messages,
+    and the user turns just before the question that are all a client's context (Codex's
+    `<environment_context>`, `own_words`), while short: summarized, the first step took it
+    with the first tool calls, and the question lost its place in the prefix."""
+    context: set[int] = set()
+    k, room = q - 1, int(budget * CONTEXT_SHARE)
+    while k >= 0 and msgs[k].role == "user" and msgs[k].kind is None \
+            and not is_result(msgs[k]) and tokens[k] <= room \
+            and not own_words(msgs[k].content).strip():
+        context.add(k)
+        room -= tokens[k]
+        k -= 1
+    return lambda i: i == q or msgs[i].pinned or i in restored or i in context
 
 
 def _sent_again(previous: ConversationState, msgs: list[Message], budget: int,
@@ -260,7 +281,7 @@ def _fit(win: Window, budget: int, counter: Tokenizer, policy: PreparePolicy,
     """The result of the window, fitted when even the last group alone is over the budget
     (the trim engine, with the summaries shrunk into one before they give way). Returns
     (messages, keys, tokens, dropped, truncated, total)."""
-    kept, keys, out_tokens = _assemble(win)
+    kept, keys, out_tokens = _assemble(win, restored)
     total = win.total()
     if total <= budget:
         return kept, keys, out_tokens, [], [], total
@@ -277,7 +298,7 @@ def _fit(win: Window, budget: int, counter: Tokenizer, policy: PreparePolicy,
     if fitted is None:  # the summaries would have given way: one smaller chunk instead
         win.fit_summaries(budget, counter, policy)
         total = win.total()
-        kept, keys, out_tokens = _assemble(win)
+        kept, keys, out_tokens = _assemble(win, restored)
         if total <= budget:  # the calls and replies cut above stay cut: still told
             return kept, keys, out_tokens, [], called, total
         fitted = last_resort(win, kept, keys, out_tokens, budget, counter, policy, restored,
@@ -393,7 +414,7 @@ def summary_ahead(state: ConversationState, budget: int,
     q = newest_user(msgs)
     at = set(state.restored.values())
     covered = tuple(win.planned(budget, paced(policy, msgs, state.cum, state.head, budget),
-                                lambda i: i == q or msgs[i].pinned or i in at))
+                                _kept_whole(msgs, state.tokens, q, at, budget)))
     if not covered:
         return None
     originals = tuple(msgs[i] for i in covered)
@@ -585,17 +606,12 @@ def _key(win: Window, i: int):
     return i if rw is None else (i, rw[0])
 
 
-def _assemble(win: Window) -> tuple[list[Message], list, list[int]]:
-    """The result's messages, their identities (for cache reuse) and tokens."""
+def _assemble(win: Window, restored: Collection[int]) -> tuple[list[Message], list, list[int]]:
+    """The result's messages, their identities (for cache reuse) and tokens; ``restored``: the
+    indices of the restored messages."""
     msgs, toks, h, upto = win.messages, win.tokens, win.head, win.upto
     n = len(msgs)
-    # what is shown whole from before every chunk's messages (the question an agent was given)
-    # stays where it was, before the chunks: a new chunk then leaves it in the prefix, and it
-    # stays there when a newer question comes
-    first = win.chunks[0].start if win.chunks else -1
-    lead = [i for i in win.verbatim if i <= first]
-    after = [i for i in win.verbatim if i not in lead]
-    shown = [*lead, *(("s", c) for c in win.chunks), *after]
+    shown = _order(win, restored)
     kept = [*msgs[:h], *(x[1].message if isinstance(x, tuple) else win.shown(x) for x in shown),
             *msgs[upto:]]
     keys: list = [*range(h), *(("s", x[1].message.content) if isinstance(x, tuple)
@@ -608,6 +624,30 @@ def _assemble(win: Window) -> tuple[list[Message], list, list[int]]:
         if k is not None:
             kept[k], keys[k], out[k] = win.shown(i), (i, rw[0]), rw[1]
     return kept, keys, out
+
+
+def _order(win: Window, restored: Collection[int]) -> list:
+    """The messages shown whole among the summarized ones (indices) and the chunks (("s",
+    chunk)), in the order the result shows them. One a step kept whole (the question an agent
+    was given, a pinned one) goes before the first chunk that stands for messages after it:
+    the model reads its task before the work done on it, also when the client put context
+    before the task (Codex's `<environment_context>`: the first chunk took it with the work,
+    and the task came after two chunks of its own tool calls). A step appends its chunk after
+    the messages already shown, so the prefix holds and the question never moves. A restored
+    message (and its group) comes after the chunks, in order with those no chunk was made
+    after (the last resort is told which is the question: `fit.py`)."""
+    back = {k for i in restored for k in win.groups.of(i)} if restored else set()
+    waiting = [i for i in win.verbatim if i not in back]
+    shown: list = []
+    k = 0
+    for c in win.chunks:
+        # its audit is in conversation order: the last entry is the newest it stands for
+        newest = c.audit[-1].index if c.audit else None
+        while k < len(waiting) and newest is not None and waiting[k] < newest:
+            shown.append(waiting[k])
+            k += 1
+        shown.append(("s", c))
+    return [*shown, *sorted([*waiting[k:], *back.intersection(win.verbatim)])]
 
 
 def _reuse(previous: ConversationState | None, keys: list, common: int) -> int:

@@ -198,6 +198,11 @@ def _attempts(win: Window, kept: list[Message], keys: list, tokens: list[int], b
             m = msgspec.structs.replace(short[0] if short else m, id=f"ctx:fit:{k}")
             if (i is not None and i in pinned) or (summaries_held and m.kind == "summary"):
                 m = msgspec.structs.replace(m, pinned=True)
+            if k > question.pos >= 0 and m.role == "user" and m.kind is None:
+                # a restored user turn shown after the question (which stands before the
+                # summaries of the work on it): the trim engine takes the newest user turn
+                # for the question, so this one is read as the documents are
+                m = msgspec.structs.replace(m, kind="doc")
             ins.append(m)
         return ins
 

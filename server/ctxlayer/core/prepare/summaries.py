@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 from ctxlayer.core.assembly.actions import log_lines, render_actions
 from ctxlayer.core.assembly.constraints import detect
-from ctxlayer.core.assembly.summary import offline_summary, render_summary
+from ctxlayer.core.assembly.summary import offline_summary, own_words, render_summary
 from ctxlayer.core.compress.facts import Facts, Named, extract_facts
 from ctxlayer.core.compress.ledger import (
     Ledger,
@@ -187,12 +187,15 @@ EXAMPLES_WITHIN = 12
 def injected(messages: Sequence[Message], indices: Sequence[int]
              ) -> tuple[set[int], set[int]]:
     """(context, examples): positions of the turns a client injected rather than the user
-    said. ``context``: a user turn the next assistant turn only acknowledges, and that reply;
-    ``examples``: everything before a user turn among the conversation's first
+    said. ``context``: a user turn the next assistant turn only acknowledges, and that reply,
+    and a user turn that is all a client's wrapped context (Codex's `<environment_context>`:
+    `own_words`); ``examples``: everything before a user turn among the conversation's first
     EXAMPLES_WITHIN that says to disregard it, and that turn."""
     context: set[int] = set()
     examples: set[int] = set()
     for k, (m, i) in enumerate(zip(messages, indices, strict=True)):
+        if m.role == "user" and m.content.strip() and not own_words(m.content).strip():
+            context.add(k)
         if m.role == "assistant" and not m.tool_calls and _ACK.match(m.content) \
                 and len(m.content.split()) <= _ACK_WORDS and k and messages[k - 1].role == "user":
             context.update((k - 1, k))
