@@ -16,7 +16,7 @@ from sdk import anthropic_sdk_accepts
 
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.formats import decode, encode
-from ctxlayer.core.tokens import WordTokenizer, conversation_tokens
+from ctxlayer.core.tokens import OPENAI_FORMAT, WordTokenizer, conversation_tokens
 from ctxlayer.core.trim import TrimOptions, trim
 from ctxlayer.core.trim.fit import MIN_QUESTION
 
@@ -30,7 +30,10 @@ def assert_too_small(body: dict, budget: int) -> None:
     msgs = decode("anthropic", body, WORDS).messages
     fixed = [m for m in msgs if m.pinned or m.role == "system"]
     question = [m for m in msgs if m.role == "user"][-1]
-    floor = conversation_tokens(fixed, WORDS) + 3 + (question.parts_tokens or 0) + MIN_QUESTION
+    # the question's own framing as the engine counts it (a hard-coded 3 went stale when a
+    # message came to cost 4: a budget the engine rightly refused was said to fit)
+    floor = conversation_tokens(fixed, WORDS) + OPENAI_FORMAT.per_message + \
+        (question.parts_tokens or 0) + MIN_QUESTION
     assert floor > budget, (floor, budget)
 USE = {"type": "tool_use", "id": "t1", "name": "ls", "input": {"path": "."}}
 USE2 = {"type": "tool_use", "id": "t2", "name": "cat", "input": {"path": "a"}}

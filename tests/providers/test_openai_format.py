@@ -17,7 +17,7 @@ from sdk import openai_sdk_accepts
 
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.formats import decode, encode
-from ctxlayer.core.tokens import WordTokenizer, conversation_tokens
+from ctxlayer.core.tokens import OPENAI_FORMAT, WordTokenizer, conversation_tokens
 from ctxlayer.core.trim import TrimOptions, trim
 from ctxlayer.core.trim.fit import MIN_QUESTION
 
@@ -31,7 +31,10 @@ def assert_too_small(body: dict, budget: int) -> None:
     msgs = decode("openai", body, WORDS).messages
     fixed = [m for m in msgs if m.pinned or m.role == "system"]
     question = [m for m in msgs if m.role == "user"][-1]
-    floor = conversation_tokens(fixed, WORDS) + 3 + (question.parts_tokens or 0) + MIN_QUESTION
+    # the question's own framing as the format counts it (a hard-coded 3 went stale when a
+    # message came to cost 4: a budget of 30 the engine rightly refused was said to fit)
+    floor = conversation_tokens(fixed, WORDS) + OPENAI_FORMAT.per_message + \
+        (question.parts_tokens or 0) + MIN_QUESTION
     assert floor > budget, (floor, budget)
 CALL = {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": '{"p": 1}'}}
 
