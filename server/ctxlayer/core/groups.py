@@ -23,13 +23,6 @@ def is_output(m: Message) -> bool:
     return m.role == "tool" or m.kind == "toolOutput"
 
 
-def long_by_arguments(m: Message) -> bool:
-    """A message making tool calls whose arguments are most of it (an agent that wrote a file
-    through a call): shortened as a tool output is, by outlining them (`shorten_message`)."""
-    return bool(m.tool_calls) and sum(len(c.arguments) for c in m.tool_calls or ()) > len(
-        m.content)
-
-
 def is_result(m: Message) -> bool:
     """A tool result (OpenAI's `tool` role, or any message answering a call id)."""
     return m.role == "tool" or m.tool_call_id is not None

@@ -80,7 +80,6 @@ from ctxlayer.core.compress.ledger import (
     render_ledger,
     text_of,
 )
-from ctxlayer.core.groups import long_by_arguments
 from ctxlayer.core.text import describe
 from ctxlayer.core.tokens import Tokenizer, message_tokens
 from ctxlayer.protocol import AuditEntry, Message
@@ -294,9 +293,7 @@ def summary_room(policy: CompactionPolicy, share: int) -> int:
 def planned_tokens(history: History, state: Compaction, share: int,
                    policy: CompactionPolicy) -> int:
     """Tokens of the history layer as a compaction plans it (`plan_stop`): the verbatim tail's
-    tool outputs older than its newest, and its calls long by their arguments (an agent that
-    wrote a file through one: a 9,600-token write summarized a session and every turn before
-    it, 1,758 tokens of 8,000 sent), at most their outline's size (the window outlines them
+    tool outputs older than its newest at most their outline's size (the window outlines them
     before it summarizes anything), the summary at most `summary_room` (an assembly shortens
     it to that). The trigger reads this figure: read from ``history_tokens`` instead, a tail
     just planned to fit passed the trigger again, and every assembly of an unchanged session
@@ -308,10 +305,10 @@ def planned_tokens(history: History, state: Compaction, share: int,
     restored = set(state.restored)
     cap = tail_tool_cap(share)
     over = max(0, state.rendered_tokens - summary_room(policy, share))
-    for i in range(start, len(history)):
+    for i in range(start, newest):
         # the window never shortens what is kept whole or restored: counted whole
-        if ((is_tool_result(msgs[i]) and i < newest) or long_by_arguments(msgs[i])) \
-                and not kept_whole(msgs[i]) and history.seqs[i] not in restored:
+        if (is_tool_result(msgs[i]) and not kept_whole(msgs[i])
+                and history.seqs[i] not in restored):
             over += max(0, tokens_of(history, state, i) - cap)
     return history_tokens(history, state) - over
 
@@ -324,10 +321,7 @@ def _planned(history: History, state: Compaction, i: int, newest_tool: int,
     if i in kept:
         return 0
     cost = tokens_of(history, state, i)
-    m = history.messages[i]
-    if tool_cap is not None and long_by_arguments(m) and not kept_whole(m):
-        return min(cost, tool_cap)  # the window outlines a call's arguments, the newest too
-    if tool_cap is None or not is_tool_result(m):
+    if tool_cap is None or not is_tool_result(history.messages[i]):
         return cost
     return min(cost, tool_cap) if i < newest_tool else cost
 

@@ -7,8 +7,7 @@ In order:
    tool output become references;
 2. a window without a summary starts with a user turn (providers such as Anthropic reject
    anything else): leading assistant and tool messages are dropped, system messages kept;
-3. while over the room, oldest first: tool outputs become their outline (and the arguments of
-   a call long by them), then other messages
+3. while over the room, oldest first: tool outputs become their outline, then other messages
    are shortened (head and tail kept), and only then are the oldest whole turns dropped (a tool
    call and its results together). The newest user message is never dropped: at worst it is
    shortened to the room left. With no user message in the window (an agent's steps after a
@@ -27,7 +26,7 @@ import msgspec
 
 from ctxlayer.core.assembly.history import kept_whole
 from ctxlayer.core.compress.shorten import shorten_message
-from ctxlayer.core.groups import ToolGroups, long_by_arguments
+from ctxlayer.core.groups import ToolGroups
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.text import describe
 from ctxlayer.core.tokens import OPENAI_FORMAT, Tokenizer
@@ -149,10 +148,7 @@ def fit(win: Window, room: int, counter: Tokenizer, *, require_user: bool,
             if total <= room:
                 return
             m = win.messages[i]
-            # a call long by its arguments is outlined as a tool output is: a 9,600-token
-            # write otherwise waited for the second pass, which keeps a quarter of it
-            tool_like = _is_result(m) or long_by_arguments(m)
-            if i == last_user or kept_whole(m) or tool_like != tools_only:
+            if i == last_user or kept_whole(m) or _is_result(m) != tools_only:
                 continue
             # its words: its non-text parts (an image, thinking) are never shortened, and
             # a share of them taken from its text had left the text nothing
@@ -163,10 +159,9 @@ def fit(win: Window, room: int, counter: Tokenizer, *, require_user: bool,
             cap = max(least, win.tokens[i] - (total - room))
             if cap >= win.tokens[i]:
                 continue
-            why = ("shortened to fit the history share (oldest first)" if not tools_only
-                   else "tool output outlined to fit the history share" if _is_result(m)
-                   else "tool call's arguments outlined to fit the history share")
-            total -= _shorten(win, i, cap, counter, why, least)
+            total -= _shorten(win, i, cap, counter,
+                              "tool output outlined to fit the history share" if tools_only
+                              else "shortened to fit the history share (oldest first)", least)
     dropped = len(win.dropped)
     total = _drop_whole_turns(win, total, room, last_user, counter)
     if len(win.dropped) > dropped and require_user:
