@@ -6,19 +6,11 @@ Before: a chat taking over a window that outlined a 117,860-token log listed the
 
 from __future__ import annotations
 
+from test_prepare_budget_grew import job
+
 from ctxlayer.core.prepare import prepare_turn, told_anew
 from ctxlayer.core.tokens import WordTokenizer
-from ctxlayer.protocol import Message, ToolCall
-
-LOG = "\n".join(f"{i}: INFO processing item {i} ok value={i * 7}" for i in range(8000))
-
-
-def job() -> list[Message]:
-    """A user's ask, one tool call and its huge log."""
-    return [Message(role="user", id="u", content="run the job"),
-            Message(role="assistant", id="a", content="",
-                    tool_calls=[ToolCall(id="c1", name="run", arguments="{}")]),
-            Message(role="tool", id="t", tool_call_id="c1", content=LOG)]
+from ctxlayer.protocol import Message
 
 
 def test_a_chat_taking_over_a_window_that_shortened_a_log_is_told_so_in_its_notice():

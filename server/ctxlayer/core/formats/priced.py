@@ -22,7 +22,7 @@ from typing import Any
 
 import msgspec
 
-from ctxlayer.core.formats.stored import Builder, Stored, at_hand, with_images
+from ctxlayer.core.formats.stored import Builder, Stored, add_stored
 from ctxlayer.protocol import Message
 
 #: the formats a message is stored in (core/formats/stored.py `raws`)
@@ -97,16 +97,7 @@ def _natives(fmt: str, messages: list[Message], stored: list[Stored | None]
     read_from: dict[int, str | None] = {}
     for k, (m, s) in enumerate(zip(messages, stored, strict=True)):
         key = f"ctx:priced:{k}"
-        if s is not None and s.raw.get("format") == fmt and at_hand(s):
-            if "piece" in s.raw:
-                b.piece(key, s)
-            elif "items" in s.raw:
-                b.items(key, s.raw["items"], s.message)
-            else:
-                b.single(key, s.raw["message"], s.message)
-        elif s is not None and (converted := with_images(s, fmt)) is not None:
-            b.single(key, converted, s.message)
-        else:
+        if add_stored(b, key, s, fmt) is None:
             if m.role == "user" and m.tool_call_id is None:  # placed, never priced
                 b.single(key, {"role": "user", "content": m.content}, m)
             if s is not None:

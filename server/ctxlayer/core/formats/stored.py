@@ -193,25 +193,39 @@ def rebuild(fmt: str, assembled: list[Message], stored: list[Stored | None], cou
     lost: list[AuditEntry] = []
     for k, (m, s) in enumerate(zip(assembled, stored, strict=True)):
         key = f"{_KEY}{k}"
-        if s is not None and s.raw.get("format") == fmt and at_hand(s):
-            if "piece" in s.raw:
-                b.piece(key, s)
-            elif "items" in s.raw:
-                b.items(key, s.raw["items"], s.message)
-            else:
-                b.single(key, s.raw["message"], s.message)
-        elif s is not None and fmt in ("openai", "anthropic", "responses") and \
-                (converted := with_images(s, fmt)) is not None:
-            b.single(key, converted, s.message)  # its images go along, in the target's shape
-            lost += _lost(s, fmt, m, counter, k, images=True)
-        else:
+        written = add_stored(b, key, s, fmt)
+        if written is None:
             if s is not None:
                 lost += _lost(s, fmt, m, counter, k)
             kept.append(m)
             continue
+        if written == "images":
+            lost += _lost(s, fmt, m, counter, k, images=True)
         back[key] = m.id
         kept.append(msgspec.structs.replace(m, id=key))
     return b.decoded(counter), kept, back, lost
+
+
+def add_stored(b: Builder, key: str, s: Stored | None, fmt: str) -> str | None:
+    """Write the stored message ``s`` into ``b`` under ``key`` as ``fmt`` has it: "whole" as it
+    came (it came in ``fmt``), "images" a user message of another provider format rewritten
+    with its text and images in ``fmt``'s shape; None when neither (the caller writes it from
+    its text). One place for the rebuild of an assembly and the pricing of its parts."""
+    if s is None:
+        return None
+    if s.raw.get("format") == fmt and at_hand(s):
+        if "piece" in s.raw:
+            b.piece(key, s)
+        elif "items" in s.raw:
+            b.items(key, s.raw["items"], s.message)
+        else:
+            b.single(key, s.raw["message"], s.message)
+        return "whole"
+    if fmt in ("openai", "anthropic", "responses") and \
+            (converted := with_images(s, fmt)) is not None:
+        b.single(key, converted, s.message)  # its images go along, in the target's shape
+        return "images"
+    return None
 
 
 def with_images(s: Stored, fmt: str) -> dict | None:
