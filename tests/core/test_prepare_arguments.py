@@ -375,8 +375,11 @@ def _writes(seed: int) -> tuple[list[dict], int]:
 
 def test_calls_the_last_resort_outlined_are_sent_as_counted() -> None:
     """The last resort took back the trim engine's text of each message but not its calls:
-    a call whose arguments the engine outlined was sent whole, the request over its budget
-    (1,204 tokens of 1,064; 674 of 659; 1,803 of 1,582 for these three chats)."""
+    once the engine outlined long arguments (7fa8336), a call it outlined was sent whole, the
+    request over its budget (1,204 tokens of 1,064; 674 of 659; 1,803 of 1,582 for these
+    three chats). The last resort now takes both back, and asks the engine for no call
+    outlines (its window outlines a newest call's arguments itself): sent as counted, either
+    way."""
     from ctxlayer.core.tokens import CountCache
     from ctxlayer.tokenizers import TiktokenCounter
 

@@ -187,7 +187,8 @@ def _attempts(win: Window, kept: list[Message], keys: list, tokens: list[int], b
     only when even that leaves no room for the newest exchange, which the model answers, does
     the summary give way."""
     # a few messages: cheap; what a dropped message becomes is the window's to say
-    options = TrimOptions(fmt=policy.fmt, name_cut_facts=True, reclaim=False)
+    options = TrimOptions(fmt=policy.fmt, name_cut_facts=True, reclaim=False,
+                          outline_calls=False)
     newest = f"ctx:fit:{len(kept) - 1}"
 
     def inputs(summaries_held: bool, cap: int | None, pinned: set[int]) -> list[Message]:

@@ -81,9 +81,10 @@ class Shortener:
     content, so a warm re-trim derives nothing twice."""
 
     def __init__(self, w: Work, memo: Memo, head: int, tail: int, tool_cap: int, *,
-                 name_facts: bool = False) -> None:
+                 name_facts: bool = False, calls: bool = True) -> None:
         self.w, self.memo, self.head, self.tail, self.tool_cap = w, memo, head, tail, tool_cap
         self.name_facts = name_facts
+        self.calls = calls  # a call's long arguments may be outlined (TrimOptions)
         self._done = w.facts(("shorten", tool_cap, head, tail, name_facts))
         #: (its entry in `w.changed`, the text it was cut from) once the question was cut
         self.question_cut: tuple[int, str] | None = None
@@ -149,7 +150,7 @@ class Shortener:
             if m.pinned:  # as it is
                 low = tokens[i]
             elif m.tool_calls:  # making calls: their arguments outlined, the text as it is
-                low = calls.estimate(w, i, self.tool_cap)
+                low = calls.estimate(w, i, self.tool_cap) if self.calls else tokens[i]
             else:
                 hit = facts[i] if facts is not None else None
                 text = content[i]
@@ -186,7 +187,7 @@ class Shortener:
         w = self.w
         if w.msgs[i].tool_calls:
             return calls.outline(w, i, self.tool_cap, self.memo) \
-                if calls.outlinable(w, i, self.tool_cap) else 0
+                if self.calls and calls.outlinable(w, i, self.tool_cap) else 0
         how = remembered(self._done, i, w.content[i], self._how)
         if how is None:
             return 0
@@ -239,7 +240,7 @@ def shorten_longest(w: Work, candidates: Iterable[int], over: int, sh: Shortener
     msgs, alive, tokens, cap = w.msgs, w.alive, w.tokens, sh.tool_cap
     # truncatable(), inline: a call each was a third of this walk
     heap = [(-tokens[i], i) for i in candidates if alive[i] and not msgs[i].pinned
-            and (not msgs[i].tool_calls or calls.outlinable(w, i, cap))]
+            and (not msgs[i].tool_calls or sh.calls and calls.outlinable(w, i, cap))]
     heapq.heapify(heap)
     while over > 0 and heap:
         _, i = heapq.heappop(heap)
