@@ -48,3 +48,30 @@ async def test_a_chat_whose_budget_grows_gets_its_log_back_as_far_as_the_room_al
         *JOB, {"role": "assistant", "content": "noted"}, {"role": "user", "content": "next"}])
     assert len(log_sent(fork)) == shown
     assert fork["truncated"] and fork["notice"] and "shortened" in fork["notice"], fork
+
+
+async def test_a_chat_whose_budget_grows_across_a_restart_is_fitted_again():
+    """The window kept in the state folder does not say the budget it was fitted to: after a
+    restart the chat fitted into 600 tokens and asked at 20,000 sent 538 tokens on every
+    turn, the log cut to 1,602 characters, its answers saying `truncated: []`."""
+    from conftest import WORLD, hermetic_env, make_repo
+
+    base = WORLD / "refit-across-restart"
+    env, root = hermetic_env(base), make_repo(base / "repo")
+    daemon = await RawDaemon.start(env=env)
+    try:
+        await daemon.initialize(root)
+        first = await prepared(daemon, "R", 600, JOB)
+    finally:
+        assert await daemon.close() == 0
+    daemon = await RawDaemon.start(env=env)
+    try:
+        await daemon.initialize(root)
+        grown = await prepared(daemon, "R", 20000, JOB)
+        later = await prepared(daemon, "R", 20000, [
+            *JOB, {"role": "assistant", "content": "noted"}, {"role": "user", "content": "next"}])
+    finally:
+        assert await daemon.close() == 0
+    assert len(log_sent(grown)) > len(log_sent(first)) and grown["tokens"] >= 10000, grown["tokens"]
+    assert [e["action"] for e in grown["truncated"]] == ["compressed"] and grown["notice"]
+    assert len(log_sent(later)) == len(log_sent(grown))  # the grown window holds
