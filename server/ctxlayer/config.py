@@ -53,7 +53,8 @@ USER_ONLY = {"workspace.agent_files": _HOME_FILES,
              "gateway.summarizer": _KEYS_SPENT, "gateway.summarizer_model": _KEYS_SPENT}
 #: why an upstream URL is never replaced by its default (config._upstream)
 _UNUSABLE_UPSTREAM_NOTE = ("One that is not a usable http(s) URL is not replaced by the "
-                           "default: the gateway refuses its requests (502) until it is fixed.")
+                           "default: the gateway refuses its requests (502) until it is fixed "
+                           "and the gateway started again.")
 _USER_ONLY_NOTE = ("Read from your own ctxlayer.toml and the editor's settings only, never "
                    "from a workspace's ({why}).")
 
@@ -449,6 +450,11 @@ def reload_config(
              for key, old, new in _differences(previous, config, "")]
     if diffs:
         message = "ctxlayer.toml reloaded: " + "; ".join(diffs)
+        if any(key.startswith("gateway.") for key, _, _ in _differences(previous, config, "")):
+            # the gateway reads its settings when it starts: said, or a fixed upstream URL
+            # looked taken while the gateway went on refusing the old one
+            message += " (the gateway takes its settings when it starts: restart it, or " \
+                       "reload the editor, for them to apply)"
     else:
         message = "ctxlayer.toml reloaded: no setting changed"
     if problems:
@@ -606,8 +612,9 @@ def _upstream(values: dict, name: str, value: str, source: str, dotted: str,
     why = why_not_upstream(value)
     if why is not None:
         messages.append(f"{source}: `{dotted}`: {why} (value {said(value)!r}); the gateway "
-                        "refuses its requests until it is fixed (they are not sent to the "
-                        "default in its place)")
+                        "refuses its requests until it is fixed and started again (they are not "
+                        "sent to the default in its place)")
+
 
 #: whole numbers that name something rather than count it: past the bound, a mistake (a
 #: port of 80800 pinned every workspace's gateway to 65535 instead of any free port)

@@ -317,3 +317,23 @@ def test_an_upstream_url_the_gateway_would_misuse_is_kept_naming_the_key(tmp_pat
         assert "`gateway.openai_base_url`" in problems[0] and needle in problems[0], problems
         assert "`gateway.anthropicBaseUrl`" in problems[1]
         assert all("refuses its requests until it is fixed" in p for p in problems), problems
+
+
+def test_a_reloaded_gateway_setting_says_it_applies_when_the_gateway_starts(tmp_path: Path):
+    """The daemon's gateway reads its settings when it starts: a fixed upstream URL was said
+    reloaded ("... -> http://...") while the gateway went on refusing the old one, its 502
+    telling the user to fix what they had just fixed (found by this stop's review probe)."""
+    user = tmp_path / "user"
+    user.mkdir()
+    (tmp_path / "ws").mkdir()
+    (user / "ctxlayer.toml").write_text('[gateway]\nopenai_base_url = "127.0.0.1:9/v1"\n')
+    before, _ = load_config(tmp_path / "ws", user, None)
+    (user / "ctxlayer.toml").write_text('[gateway]\nopenai_base_url = "http://127.0.0.1:9/v1"\n')
+    _, message = reload_config(tmp_path / "ws", user, None, before)
+    assert '"127.0.0.1:9/v1" -> "http://127.0.0.1:9/v1"' in message
+    assert "the gateway takes its settings when it starts" in message, message
+    (user / "ctxlayer.toml").write_text('[gateway]\nopenai_base_url = "http://127.0.0.1:9/v1"\n'
+                                        '[trim]\nhead_lines = 4\n')
+    _, other = reload_config(tmp_path / "ws", user, None, before.__class__(
+        gateway=load_config(tmp_path / "ws", user, None)[0].gateway))
+    assert "head_lines" in other and "gateway takes" not in other, other

@@ -725,7 +725,9 @@ def upstream_refused(family: Family, config: GatewayConfig) -> GatewayError | No
     if why is not None:
         return GatewayError(502, f"[gateway] {family.setting} {said(base)!r}: {why}; the "
                             "gateway sends nothing there, nor to the default in its place: "
-                            "fix it in your ctxlayer.toml or the editor's settings",
+                            "fix it in your ctxlayer.toml or the editor's settings, then "
+                            "start the gateway again (`ctxlayer gateway`, or reload the "
+                            "editor: the gateway reads its settings when it starts)",
                             code="unusable_upstream_url")
     if not carries_credentials(base):
         return None
