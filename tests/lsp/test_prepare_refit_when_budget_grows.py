@@ -10,7 +10,7 @@ chat that took that window over was told the cut log but had no notice."""
 from __future__ import annotations
 
 import pytest
-from conftest import RawDaemon, result
+from conftest import WORLD, RawDaemon, hermetic_env, make_repo, result
 
 pytestmark = pytest.mark.e2e
 
@@ -54,8 +54,6 @@ async def test_a_chat_whose_budget_grows_across_a_restart_is_fitted_again():
     """The window kept in the state folder does not say the budget it was fitted to: after a
     restart the chat fitted into 600 tokens and asked at 20,000 sent 538 tokens on every
     turn, the log cut to 1,602 characters, its answers saying `truncated: []`."""
-    from conftest import WORLD, hermetic_env, make_repo
-
     base = WORLD / "refit-across-restart"
     env, root = hermetic_env(base), make_repo(base / "repo")
     daemon = await RawDaemon.start(env=env)
