@@ -22,11 +22,8 @@ from typing import Any
 
 import msgspec
 
-from ctxlayer.core.formats.stored import Builder, Stored, add_stored
+from ctxlayer.core.formats.stored import PROVIDER_FORMATS, Builder, Stored, add_stored
 from ctxlayer.protocol import Message
-
-#: the formats a message is stored in (core/formats/stored.py `raws`)
-PROVIDER_FORMATS = ("openai", "anthropic", "responses")
 
 
 def as_sent(fmt: str, model: str | None, messages: list[Message],

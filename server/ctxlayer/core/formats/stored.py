@@ -117,6 +117,10 @@ def raws(decoded: Decoded) -> list[dict | None]:
     return out
 
 
+#: the formats a message is stored in (`raws`), each of which carries a user's images
+PROVIDER_FORMATS = ("openai", "anthropic", "responses")
+
+
 class Builder:
     """The Decoded of a rebuild, grown one assembled message at a time."""
 
@@ -221,7 +225,7 @@ def add_stored(b: Builder, key: str, s: Stored | None, fmt: str) -> str | None:
         else:
             b.single(key, s.raw["message"], s.message)
         return "whole"
-    if fmt in ("openai", "anthropic", "responses") and \
+    if fmt in PROVIDER_FORMATS and \
             (converted := with_images(s, fmt)) is not None:
         b.single(key, converted, s.message)  # its images go along, in the target's shape
         return "images"
