@@ -51,22 +51,24 @@ HEAD_LEAST = 24
 
 
 def shorten(text: str, cap: int, counter: Counter, *, keep_head: bool = False,
-            named: Named | None = None, reading: Reading | None = None
-            ) -> CompressedOutput | None:
+            named: Named | None = None, reading: Reading | None = None,
+            tokens: int | None = None) -> CompressedOutput | None:
     """``text`` within ``cap`` tokens, None when it fits already. ``keep_head``: the text is a
     user's (a question, a task): when its outline would not start with its first line (a task
     quoting a traceback reads as a log), its first lines come first, within HEAD_SHARE of the
     cap (HEAD_LEAST tokens, within half, when that share is smaller); what they ask is what
     the rest was pasted for. ``named``: `named_facts` of the text as the caller has them (read,
     or a `NamedFacts` it keeps); read here, kind by kind as a note asks, when None.
-    ``reading``: what outlines of the text at other sizes read of it (`Reading`), when kept."""
+    ``reading``: what outlines of the text at other sizes read of it (`Reading`), when kept.
+    ``tokens``: a guess of the text's tokens, used for its count when over twice the cap (see
+    `compress_tool_output`)."""
     named = named if named is not None else NamedFacts(text)
     if keep_head:
         blocks = _each_block_noted(text, cap, counter, named)
         if blocks is not None:
             return blocks
     read = Reading.of(text, reading)
-    short = _noted(text, cap, counter, named, read)
+    short = _noted(text, cap, counter, named, read, tokens)
     if keep_head and short is not None and short.method == "headtail":
         return _more_of_the_start(text, short, cap, counter)
     if not keep_head or short is None:
@@ -181,12 +183,13 @@ def _head_lines(text: str, cap: int, counter: Counter) -> str:
     return first_words(lines[0], cap, counter) or ""
 
 
-def _noted(text: str, cap: int, counter: Counter, named: Named, read: Reading
-           ) -> CompressedOutput | None:
+def _noted(text: str, cap: int, counter: Counter, named: Named, read: Reading,
+           tokens: int | None = None) -> CompressedOutput | None:
     """The outline of ``text`` within ``cap`` tokens, with the line naming the facts of its cut
-    part; None when it fits already. ``read``: what the outlines of the text read of it."""
+    part; None when it fits already. ``read``: what the outlines of the text read of it;
+    ``tokens``: a guess of its tokens (`compress_tool_output`)."""
     return _with_note(text, cap, counter, named, lambda c: compress_tool_output(
-        text, max(1, c), counter, reading=read))
+        text, max(1, c), counter, reading=read, tokens=tokens))
 
 
 def _with_note(text: str, cap: int, counter: Counter, named: Named,
@@ -216,15 +219,36 @@ def _with_note(text: str, cap: int, counter: Counter, named: Named,
 
 def _long_values(value, out: list, counter: Counter) -> None:
     """The long string values of a parsed JSON value, at any depth, as [container, key,
-    tokens] (the container is changed in place once they are shortened)."""
+    tokens] (the container is changed in place once they are shortened); tokens None for a
+    value of GUESSED_FROM characters or more, whose count `_guess_values` gives."""
     items = value.items() if isinstance(value, dict) else enumerate(value)
     for key, v in items:
         if isinstance(v, str):
+            if len(v) >= GUESSED_FROM:
+                out.append([value, key, None])
+                continue
             t = counter.count(v)
             if t > VALUE_MIN:
                 out.append([value, key, t])
         elif isinstance(v, (dict, list)):
             _long_values(v, out, counter)
+
+
+#: characters from which a value's tokens are guessed from the arguments' count rather than
+#: counted: the arguments were counted with their message, and a value that long is most of
+#: them (a file written through a call: a 3 MB run of one letter, one pre-token to tiktoken,
+#: took 1 s to count again) and long whatever it holds (a token is never 2,000 characters)
+GUESSED_FROM = 50_000
+
+
+def _guess_values(values: list, originals: list[str], rest: int) -> None:
+    """Give the values `_long_values` did not count (tokens None) their share of ``rest``,
+    the arguments' tokens less the skeleton's and the counted values', by their lengths."""
+    guessed = [(v, len(text)) for v, text in zip(values, originals, strict=True)
+               if v[2] is None]
+    chars = sum(n for _, n in guessed)
+    for v, n in guessed:
+        v[2] = max(VALUE_MIN + 1, rest * n // max(1, chars))
 
 
 def _no_constant(name: str):
@@ -265,17 +289,19 @@ def _shorten_object(arguments: str, cap: int, counter: Counter) -> str | None:
     if not values or before <= cap:
         return None
     originals = [c[k] for c, k, _ in values]
-    long = sum(t for _, _, t in values)
     for c, k, _ in values:
         c[k] = ""
     skeleton = counter.count(_encode(parsed))  # the keys, the short values, the syntax
+    _guess_values(values, originals, before - skeleton - sum(t or 0 for _, _, t in values))
+    long = sum(t for _, _, t in values)
     # a value costs more once escaped (newlines, quotes): its share of the room, as text
     escaped = max(1.0, (before - skeleton) / long)
     room = (cap - skeleton) / escaped
     best: tuple[int, str] | None = None
     for _ in range(3):  # the escapes are a guess: a pass or two more to come out near the cap
         for (c, k, t), text in zip(values, originals, strict=True):
-            short = shorten(text, max(VALUE_CAP_MIN, int(room * t / long)), counter)
+            short = shorten(text, max(VALUE_CAP_MIN, int(room * t / long)), counter,
+                            tokens=t if len(text) >= GUESSED_FROM else None)
             c[k] = text if short is None else short.text
         out = _encode(parsed)
         after = counter.count(out)
