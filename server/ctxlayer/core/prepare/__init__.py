@@ -92,15 +92,11 @@ from __future__ import annotations
 
 from ctxlayer.core.prepare.engine import (
     SummaryAsk,
-    audit_of,
-    left_out,
     may_refit,
     near_budget,
     prepare_turn,
-    shown_shortened,
     summary_ahead,
     take_summary,
-    told_anew,
     warm,
 )
 from ctxlayer.core.prepare.model import (
@@ -111,6 +107,7 @@ from ctxlayer.core.prepare.model import (
     PreparePolicy,
     Turn,
 )
+from ctxlayer.core.prepare.told import audit_of, left_out, shown_shortened, told_anew
 
 __all__ = ["DEFAULT_POLICY", "Ahead", "Chunk", "ConversationState", "PreparePolicy",
            "SummaryAsk", "Turn", "audit_of", "left_out", "may_refit", "near_budget",

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import msgspec
 
 from ctxlayer.core.assembly.summary import SUMMARY_INSTRUCTIONS, off_topic, own_words, refusal
-from ctxlayer.core.compress.shorten import shorten_message
 from ctxlayer.core.errors import ContextError, require_tokens
 from ctxlayer.core.groups import is_result, lead_of
 from ctxlayer.core.memo import Memo
@@ -28,18 +27,15 @@ from ctxlayer.core.prepare.model import (
     Turn,
     alike_prefix,
     common_prefix,
-    shortened_audit,
     shown_text,
-    summarized_audit,
 )
 from ctxlayer.core.prepare.recall import recall
+from ctxlayer.core.prepare.restore import restore
+from ctxlayer.core.prepare.told import notice
 from ctxlayer.core.prepare.window import Window, newest_user
-from ctxlayer.core.text import counted, describe
 from ctxlayer.core.tokens import Tokenizer, messages_tokens
 from ctxlayer.core.trim.fit import NAMED
 from ctxlayer.protocol import AuditEntry, Message
-
-RESTORED = "restored on request: shown whole and pinned for this conversation"
 
 
 def prepare_turn(previous: ConversationState | None, messages: Sequence[Message], budget: int,
@@ -55,7 +51,7 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
     if previous is not None and _sent_again(previous, msgs, budget, restored):
         return _as_before(previous, client_breakpoints)
     win, common, carry = _recognize(previous, msgs, counter, policy)
-    restored_at, restored_audit, newly, again = _restore(previous if carry else None, win,
+    restored_at, restored_audit, newly, again = restore(previous if carry else None, win,
                                                          restored, (budget, counter, policy))
     stepped = None
     if win.total() > budget:
@@ -74,10 +70,10 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
     new_restored = restored_audit[len(restored_audit) - len(newly):]
     told = Told(dropped=(*new_summarized, *dropped), truncated=(*outlined, *truncated),
                 restored=(*new_restored, *again, *recalled),
-                notice=_notice(chunk.replaced if chunk else 0,
-                               chunk.replaced_tokens if chunk else 0, outlined, dropped,
-                               truncated, new_restored, budget, len(recalled),
-                               chunk.writer if chunk else "offline"))
+                notice=notice(chunk.replaced if chunk else 0,
+                          chunk.replaced_tokens if chunk else 0, outlined, dropped,
+                          truncated, new_restored, budget, len(recalled),
+                          chunk.writer if chunk else "offline"))
     state = ConversationState(
         messages=msgs, tokens=win.tokens, cum=win.cum, head=win.head, upto=win.upto,
         frontier=win.frontier, chunks=tuple(win.chunks), verbatim=tuple(win.verbatim),
@@ -467,140 +463,7 @@ def take_summary(state: ConversationState, ask: SummaryAsk, text: str | None, wr
     return dataclasses.replace(state, ahead=ahead)
 
 
-def audit_of(state: ConversationState) -> list[AuditEntry]:
-    """Every entry that explains the last result: messages summarized, shortened, restored and
-    dropped, oldest first."""
-    return [*_summarized(state), *_shortened(state), *state.restored_audit, *state.dropped]
-
-
-def left_out(turn: Turn) -> int:
-    """How many of the client's messages ``turn``'s result leaves out, whichever turn cut
-    them: those its summaries stand in for (a chunk is one message of the result) and those
-    the last resort dropped. The turn's own `dropped` holds only what this turn cut anew."""
-    return len(turn.state.messages) - (len(turn.messages) - len(turn.state.chunks))
-
-
-def shown_shortened(turn: Turn) -> int:
-    """How many messages ``turn``'s result shows shortened (outlined or cut to fit), whichever
-    turn shortened them: the turn's own `truncated` holds only this turn's new ones. Not a
-    message shown with lines recalled for it, nor one restored (each audited as restored)."""
-    st = turn.state
-    gone = {e.index for e in st.dropped}
-    return sum(1 for i, rw in st.rewrites.items()
-               if i not in gone and rw[2].action != "restored")
-
-
-def told_anew(turn: Turn) -> Turn:
-    """``turn`` as the first of a conversation that started from another one's window (a
-    branch): everything that window summarized, shortened, restored or cut is new to this
-    conversation's client, and said in the turn as a step of its own would say it."""
-    st = turn.state
-    summarized, shortened = _summarized(st), _shortened(st)
-    # its notice says all of that too: the turn's own says only what it did anew (a chat
-    # taking over a window that outlined a log was told the outline, its notice None)
-    notice = _notice(len(summarized), sum(e.tokens_before for e in summarized), [],
-                     list(st.dropped), [e for e in shortened if e.action != "restored"],
-                     list(st.restored_audit), turn.budget)
-    told = Told(dropped=(*summarized, *st.dropped), truncated=tuple(shortened),
-                restored=st.restored_audit, notice=notice or turn.notice)
-    # the same request sent again is told this again (`_as_before`)
-    return dataclasses.replace(turn, dropped=list(told.dropped),
-                               truncated=list(told.truncated), restored=list(told.restored),
-                               notice=told.notice, state=dataclasses.replace(st, told=told))
-
-
-def _summarized(state: ConversationState) -> list[AuditEntry]:
-    return summarized_audit(state.chunks, state.verbatim)
-
-
-def _shortened(state: ConversationState) -> list[AuditEntry]:
-    return shortened_audit(state.rewrites)
-
-
 # --- helpers --------------------------------------------------------------------------------
-
-
-def _find(msgs: list[Message], message_id: str) -> int | None:
-    return next((i for i, m in enumerate(msgs) if m.id == message_id), None)
-
-
-def _restore(previous: ConversationState | None, win: Window, restored: Collection[str],
-             fit: tuple[int, Tokenizer, PreparePolicy]):
-    """Resolve restored ids to indices; put the newly restored back whole, audited, or
-    shortened to RESTORE_SHARE of the room when whole it takes more (`_restored_short`)."""
-    msgs = win.messages
-    before = previous.restored if previous is not None else {}
-    audit = list(previous.restored_audit) if previous is not None else []
-    at: dict[str, int] = {}
-    newly: list[int] = []
-    again: list[AuditEntry] = []  # restored before, shortened again this turn
-    for rid in restored:
-        idx = before.get(rid)
-        if idx is None or idx >= len(msgs) or msgs[idx].id != rid:
-            idx = _find(msgs, rid)
-        if idx is None:
-            continue  # no longer in the conversation: nothing to show
-        at[rid] = idx
-        if rid in before:
-            again += _restored_again(win, idx, audit, *fit)
-        else:
-            newly.append(idx)
-            was = win.shown_tokens(idx) if idx in win.rewrites else 0  # its outline, if any
-            win.show_whole(idx)
-            reason = _restored_short(win, idx, was, *fit) or RESTORED
-            audit.append(AuditEntry(action="restored", reason=reason,
-                                    summary=describe(msgs[idx]), tokens_before=0,
-                                    tokens_after=win.shown_tokens(idx), message_id=rid,
-                                    index=idx))
-    return at, audit, newly, again
-
-
-def _restored_again(win: Window, i: int, audit: list[AuditEntry], budget: int,
-                   counter: Tokenizer, policy: PreparePolicy) -> list[AuditEntry]:
-    """A message restored on an earlier turn, while the request is over a budget that shrank
-    since (a smaller model, a budget set lower, the provider's counts): shortened again to
-    RESTORE_SHARE of this room when it takes more, its restore entry saying so. Kept at its
-    size, the fit dropped it whole, the other history summarized to make room for it first (a
-    request at 70 of a budget of 600). Returns the entry saying so, for this turn's result
-    (its prefix changes there), or []."""
-    if win.total() <= budget:
-        return []
-    cap = int(win.room(budget, newest_user(win.messages)) * RESTORE_SHARE)
-    if win.shown_tokens(i) <= cap:
-        return []
-    reason = _restored_short(win, i, 0, budget, counter, policy)
-    k = next((k for k, e in enumerate(audit) if e.index == i), None)
-    if reason is None or k is None:
-        return []
-    audit[k] = msgspec.structs.replace(audit[k], reason=reason,
-                                       tokens_after=win.shown_tokens(i))
-    return [audit[k]]
-
-
-#: of the room a question leaves, what one restored message takes at most (as a session's
-#: restored messages together, core/assembly/restore.py): the rest is the conversation's
-RESTORE_SHARE = 0.25
-
-
-def _restored_short(win: Window, i: int, was: int, budget: int, counter: Tokenizer,
-                    policy: PreparePolicy) -> str | None:
-    """Show restored message i shortened when whole it takes more than RESTORE_SHARE of the
-    room, or than its outline before (``was`` tokens), whichever is more (head and tail, the
-    facts of its cut part named), and say why; None: it goes whole.
-    Whole, a message far over the budget was restored only to be dropped by the fit, the
-    notice saying it was restored whole (a 6,805-token message in a budget of 2,000: the
-    next request sent none of it, where without the restore its outline went)."""
-    cap = max(int(win.room(budget, newest_user(win.messages)) * RESTORE_SHARE), was)
-    if win.tokens[i] <= cap:
-        return None
-    got = shorten_message(win.messages[i], win.tokens[i], cap, counter, policy.fmt)
-    if got is None:
-        return None
-    reason = (f"restored on request, shortened: whole it takes {win.tokens[i]} tokens, over "
-              f"the {cap} a restored message may take of this budget; pinned for this "
-              "conversation")
-    win.rewrite(i, got[0], got[1], "truncated", reason)
-    return reason
 
 
 def _key(win: Window, i: int):
@@ -684,42 +547,3 @@ def _breakpoints(kept: list[Message], keys: list, upto: int) -> list[int]:
         points.append(stable - 1)
     points.append(len(kept) - 1)
     return sorted(set(points))[:4]
-
-
-def _k(tokens: int) -> str:
-    if tokens < 1000:
-        return str(tokens)
-    if tokens < 100_000 and tokens % 1000:
-        return f"{tokens / 1000:.1f}k"
-    return f"{round(tokens / 1000)}k"
-
-
-def _notice(summarized: int, summarized_tokens: int, outlined: list[AuditEntry],
-            dropped: list[AuditEntry], truncated: list[AuditEntry],
-            restored: list[AuditEntry], budget: int, recalled: int = 0,
-            writer: str = "offline") -> str | None:
-    """One line for the user when this turn summarized, cut or restored something."""
-    did = []
-    if summarized:
-        by = f"; summary written {writer}" if writer != "offline" else ""
-        did.append(f"summarized {counted(summarized, 'older message')} "
-                   f"({_k(summarized_tokens)} tokens{by})")
-    if outlined:
-        saved = sum(e.tokens_before - e.tokens_after for e in outlined)
-        did.append(f"outlined {counted(len(outlined), 'older message')} ({_k(saved)} tokens "
-                   "saved)")
-    if dropped:
-        did.append(f"dropped {counted(len(dropped), 'message')} "
-                   f"({_k(sum(e.tokens_before for e in dropped))} tokens)")
-    if truncated:
-        did.append(f"shortened {counted(len(truncated), 'message')}")
-    parts = [" and ".join(did) + f" to fit {_k(budget)}"] if did else []
-    short = sum(e.reason != RESTORED for e in restored)
-    if restored and not short:
-        parts.append(f"restored {counted(len(restored), 'message')} whole")
-    elif restored:
-        parts.append(f"restored {counted(len(restored), 'message')}, {short} of them too big "
-                     "to go whole: shortened")
-    if recalled:
-        parts.append("recalled the exact earlier lines the newest message names")
-    return "ctxlayer: " + "; ".join(parts) if parts else None
