@@ -588,13 +588,14 @@ def _merge_into(
                 messages.append(f"{source}: `{dotted}`: at most {most} (value {said(value)!r}); "
                                 f"using {most}")
                 continue
-            default = getattr(defaults, name)
             why = re.sub(r" - at `\$(.*)`$", r" (at item \1)", str(e)).replace(" (at item )", "")
             why = why[:1].lower() + why[1:]
-            messages.append(
-                f"{source}: `{dotted}`: {why} (value {said(value)!r}); using the default "
-                f"{default!r}"
-            )
+            # an earlier source's value of the key stays (later sources win only with a good
+            # value): said as the default, a workspace's bad strategy reported 'pipeline'
+            # while the user's own 'priority' went on being used
+            used = (f"keeping {values[name]!r} from an earlier source" if name in values
+                    else f"using the default {getattr(defaults, name)!r}")
+            messages.append(f"{source}: `{dotted}`: {why} (value {said(value)!r}); {used}")
 
 
 #: the URLs the gateway adds a path to: the pattern `^https?://` let a query, a fragment and
@@ -782,7 +783,8 @@ def settings_doc() -> str:
         f"on Windows), then from `{CONFIG_FILE}` in the "
         "workspace, then from the editor's `initializationOptions.config`; later sources win "
         "key by key, lists are replaced. Keys may be written in snake_case or camelCase. A bad "
-        "value is reported (naming its key) and its default is used; a whole number past its "
+        "value is reported (naming its key and what is used instead) and ignored: the value an "
+        "earlier source gave the key, else its default, is used; a whole number past its "
         "upper bound is reported and the bound used, but for one that names something rather "
         f"than counts it ({', '.join(f'`{k}`' for k in sorted(_NOT_AMOUNTS))}): past its bound "
         "it is a mistake, and its default is used."),

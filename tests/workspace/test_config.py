@@ -337,3 +337,19 @@ def test_a_reloaded_gateway_setting_says_it_applies_when_the_gateway_starts(tmp_
     _, other = reload_config(tmp_path / "ws", user, None, before.__class__(
         gateway=load_config(tmp_path / "ws", user, None)[0].gateway))
     assert "head_lines" in other and "gateway takes" not in other, other
+
+
+def test_a_bad_value_in_a_later_file_says_the_earlier_files_value_it_keeps(tmp_path: Path):
+    # the user's file set strategy "priority", the workspace's a bad "fastest": the message
+    # said "using the default 'pipeline'" while 'priority' went on being used
+    user, ws = tmp_path / "user", tmp_path / "ws"
+    user.mkdir()
+    ws.mkdir()
+    (user / "ctxlayer.toml").write_text('[trim]\nstrategy = "priority"\n')
+    (ws / "ctxlayer.toml").write_text('[trim]\nstrategy = "fastest"\n[session]\ndefault_mode = 7\n')
+    config, problems = load_config(ws, user, None)
+    assert config.trim.strategy == "priority"
+    said = {p.split("`")[1]: p for p in problems}
+    assert said["trim.strategy"].endswith("keeping 'priority' from an earlier source"), problems
+    assert said["session.default_mode"].endswith(
+        f"using the default {Config().session.default_mode!r}"), problems
