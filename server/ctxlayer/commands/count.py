@@ -9,6 +9,7 @@ import sys
 
 import msgspec
 
+from ctxlayer.cli import UsageError
 from ctxlayer.commands.io import (
     DETECTED,
     FORMATS_NAMED,
@@ -50,13 +51,16 @@ def run(args) -> int:
     from ctxlayer.core.text import counted
     from ctxlayer.tokenizers import counter_for, model_info
 
+    if args.text and args.format is not None:  # one would be read past in silence
+        raise UsageError("--text counts the input as plain text and --format reads it as a "
+                         "chat: pass one of them")
     text = read_input(args.file)
     source = args.file or "stdin"
     payload, why = (None, "") if args.text else chat_or_text(text, source, args.format)
     if why:  # it looked like JSON: say how it was read, so a chat with a typo is not missed
         print(f"ctxlayer count: {source} counted as text: it is not a chat ({why}); --text "
               "says so without this note", file=sys.stderr)
-    model = chat_model(args.model, payload or {})
+    model = chat_model(args.model, payload or {}, source)
     info, counter = model_info(model), counter_for(model)
     if payload is not None:
         per, tools, total = chat_tokens(decode_chat(payload, source, counter, args.format, model))

@@ -70,16 +70,24 @@ def _chat(source: str, requested_model: str | None, budget: int | None) -> _Chat
     it (its functions, so the page and `trim` fit a request body alike): `--model`, else the
     body's `model`; `--budget`, else the window less the body's output reserve
     (`max_tokens`, ...); its tool definitions sharing the budget."""
-    from ctxlayer.commands.io import chat_model, decode_chat, engine_messages, load_chat, read_input
+    from ctxlayer.commands.io import (
+        chat_model,
+        decode_chat,
+        engine_messages,
+        load_chat,
+        output_room,
+        read_input,
+    )
     from ctxlayer.commands.trim import AUDIT_KEY, budget_and_tools
     from ctxlayer.core.formats import trim_options
     from ctxlayer.tokenizers import counter_for, model_info
 
     payload, _is_body = load_chat(read_input(source), source)
     payload.pop(AUDIT_KEY, None)  # a previous trim's audit: never part of the request
-    model = chat_model(requested_model, payload)
+    model = chat_model(requested_model, payload, source)
     counter = counter_for(model)
     decoded = decode_chat(payload, source, counter, model=model)
+    output_room(payload, decoded.fmt, source)
     fitted, tools = budget_and_tools(budget, None, decoded, model_info(model), counter)
     first = trim_options(decoded.fmt, decoded).user_first
     return _Chat(engine_messages(decoded), model, fitted, tools, first)

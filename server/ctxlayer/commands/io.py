@@ -114,8 +114,9 @@ def chat_or_text(text: str, source: str, fmt: Format | None) -> tuple[dict | Non
     try:
         data = load_json(text, source)
     except UsageError as exc:
-        if _CHAT_KEYS.search(text) is None:
-            return None, "not valid JSON"
+        if _CHAT_KEYS.search(text) is None:  # said as it is: deep JSON is valid JSON
+            return None, "JSON nested too deeply to read" if "nested" in str(exc) else \
+                "not valid JSON"
         raise UsageError(f"{exc}; --text counts it as plain text") from None
     if isinstance(data, list):
         if not data or any(isinstance(m, dict) and "role" in m for m in data):
@@ -129,10 +130,33 @@ def chat_or_text(text: str, source: str, fmt: Format | None) -> tuple[dict | Non
     return None, 'JSON without "messages" or "input"'
 
 
-def chat_model(requested: str | None, payload: dict) -> str | None:
-    """The model to count for: `--model`, else the request body's own `model`."""
+def chat_model(requested: str | None, payload: dict, source: str = "stdin") -> str | None:
+    """The model to count for: `--model`, else the request body's own `model`. A body's
+    `model` that is no model name is refused, as the gateway refuses it: read past, a body
+    with `"model": 5` was fitted for gpt-4o and written back "ready to send" with it."""
     model = payload.get("model")
-    return requested or (model if isinstance(model, str) and model else None)
+    if model is not None and not (isinstance(model, str) and model.strip()):
+        raise UsageError(f"{source}: `model` must be a non-empty string, got {_shown(model)}")
+    return requested or model
+
+
+def output_room(payload: dict, fmt: Format, source: str = "stdin") -> None:
+    """Refuse a body whose output room (`max_tokens`, ...) is no positive whole number: the
+    budget is the window less it, and read past (`"100"`, `-5`), the model's usual allowance
+    was taken and the body written back with a value the provider refuses."""
+    from ctxlayer.core.formats import codec
+
+    for key in codec(fmt).reserve:
+        value = payload.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or value < 1):
+            raise UsageError(f"{source}: `{key}` must be a positive whole number, got "
+                             f"{_shown(value)}")
+
+
+def _shown(value: object) -> str:
+    text = msgspec.json.encode(value).decode()
+    return text if len(text) <= 40 else f"{text[:37]}..."
 
 
 def decode_chat(payload: dict, source: str, counter: Tokenizer, fmt: Format | None = None,

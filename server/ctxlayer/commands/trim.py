@@ -21,6 +21,7 @@ from ctxlayer.commands.io import (
     chat_model,
     decode_chat,
     load_chat,
+    output_room,
     positive,
     read_input,
     reserve,
@@ -104,12 +105,16 @@ def run(args) -> int:
     from ctxlayer.tokenizers import counter_for, model_info
     from ctxlayer.workspace.attachments import attached_paths, read_attachments
 
+    if not Path(args.workspace).is_dir():  # its files were said missing, one by one
+        raise UsageError(f"--workspace {args.workspace}: not a folder; name the folder the "
+                         "files a message attaches are read from")
     source = args.file or "stdin"
     payload, is_body = load_chat(read_input(args.file), source, args.format)
     payload.pop(AUDIT_KEY, None)  # a previous trim's audit: never part of the request
-    model = chat_model(args.model, payload)
+    model = chat_model(args.model, payload, source)
     counter, info = counter_for(model), model_info(model)
     decoded = decode_chat(payload, source, counter, args.format, model)
+    output_room(payload, decoded.fmt, source)
     messages = decoded.messages
     budget, tools = budget_and_tools(args.budget, args.reserve_output, decoded, info, counter)
     docs = [read_input(d) for d in args.doc]

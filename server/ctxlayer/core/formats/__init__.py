@@ -161,8 +161,9 @@ def decode(fmt: Format, payload: dict, counter: Tokenizer, *, previous: Decoded 
     if wrong is not None:
         key, has, names = wrong
         named = " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
-        raise bad(key, f"missing, and the body has `{has}`: not a {fmt} request; read it as "
-                       f"format {named}")
+        article = "an" if fmt[:1] in "aeiou" else "a"
+        raise bad(key, f"missing, and the body has `{has}`: not {article} {fmt} request; read "
+                       f"it as format {named}")
     own = payload.get("model") if isinstance(payload, dict) else None
     if not model or model == own or not isinstance(payload, dict):
         decoded = _codec(fmt).decode(payload, counter, previous, whole)
