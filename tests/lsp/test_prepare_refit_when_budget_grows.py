@@ -51,9 +51,8 @@ async def test_a_chat_whose_budget_grows_gets_its_log_back_as_far_as_the_room_al
 
 
 async def test_a_chat_whose_budget_grows_across_a_restart_is_fitted_again():
-    """The window kept in the state folder does not say the budget it was fitted to: after a
-    restart the chat fitted into 600 tokens and asked at 20,000 sent 538 tokens on every
-    turn, the log cut to 1,602 characters, its answers saying `truncated: []`."""
+    """After a restart the chat fitted into 600 tokens and asked at 20,000 sent 538 tokens on
+    every turn, the log cut to 1,602 characters, its answers saying `truncated: []`."""
     base = WORLD / "refit-across-restart"
     env, root = hermetic_env(base), make_repo(base / "repo")
     daemon = await RawDaemon.start(env=env)
@@ -73,3 +72,60 @@ async def test_a_chat_whose_budget_grows_across_a_restart_is_fitted_again():
     assert len(log_sent(grown)) > len(log_sent(first)) and grown["tokens"] >= 10000, grown["tokens"]
     assert [e["action"] for e in grown["truncated"]] == ["compressed"] and grown["notice"]
     assert len(log_sent(later)) == len(log_sent(grown))  # the grown window holds
+
+
+def tool_loop(turns: int) -> dict:
+    """An Anthropic agent loop (the stateful probe's): a task, then turns of two bash calls
+    each with their outputs."""
+    w = "alpha beta gamma delta file.py error run tests fix build".split()
+
+    def words(n: int, s: int) -> str:
+        return " ".join(w[(i * 7 + s) % len(w)] for i in range(n))
+
+    messages: list[dict] = [{"role": "user", "content": "task: " + words(50, 0)}]
+    for i in range(turns):
+        ids = [f"toolu_{i}_{j}" for j in range(2)]
+        messages.append({"role": "assistant", "content": [
+            {"type": "text", "text": "doing " + words(40, i)},
+            *({"type": "tool_use", "id": t, "name": "bash", "input": {"cmd": "ls " + t}}
+              for t in ids)]})
+        results: list[dict] = [{"type": "tool_result", "tool_use_id": t,
+                                "content": "out " + words(80, i + j)} for j, t in enumerate(ids)]
+        if i == turns - 1:
+            results.append({"type": "text", "text": "continue " + words(20, i)})
+        messages.append({"role": "user", "content": results})
+    return {"model": "claude-opus-4-1", "max_tokens": 2048, "system": "sys prompt here",
+            "messages": messages}
+
+
+async def test_a_request_sent_again_after_a_restart_at_the_same_budget_gets_the_same_body():
+    """The window taken up after a restart was read as fitted to a budget of 0, so a result
+    under half of its budget (391 of 800 after a summary step) was made again at the same
+    budget: the retry of a failed upstream call after a restart went out as 611 tokens,
+    13 messages summarized anew, 8 tokens of the 391 cached reused."""
+    base = WORLD / "same-budget-across-restart"
+    env, root = hermetic_env(base), make_repo(base / "repo")
+
+    async def ask(daemon: RawDaemon, turns: int) -> dict:
+        return await result(daemon, "ctx/prepare", {
+            "format": "anthropic", "request": tool_loop(turns), "budget": 800,
+            "conversationId": "c1"})
+
+    daemon = await RawDaemon.start(env=env)
+    try:
+        await daemon.initialize(root)
+        await ask(daemon, 4)
+        before = await ask(daemon, 5)
+    finally:
+        assert await daemon.close() == 0
+    assert before["tokens"] < 400 and before["notice"], before["tokens"]  # the case at hand
+    daemon = await RawDaemon.start(env=env)
+    try:
+        await daemon.initialize(root)
+        again = await ask(daemon, 5)
+    finally:
+        assert await daemon.close() == 0
+    assert again["request"] == before["request"]
+    assert again["tokens"] == before["tokens"] and again["notice"] == before["notice"]
+    # all of it the cached prefix, and never more than the request (394 of 391 were said)
+    assert before["tokens"] - 10 <= again["cacheReuseTokens"] <= again["tokens"], again

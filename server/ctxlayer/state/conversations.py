@@ -965,7 +965,9 @@ def _result(conv: Conversation, turn: Turn, encoded: Any, budget: int,
         dropped=[*turn.dropped, *(e for e in encoded.audit if e.action == "dropped")],
         truncated=[*turn.truncated, *(e for e in encoded.audit
                                       if e.action not in ("dropped", "notFitted"))],
-        compacted=turn.compacted, cache_reuse_tokens=turn.cache_reuse_tokens,
+        # the engine's counts of the shared messages, never more than the request: the same
+        # request sent again said 394 tokens reused of 391 (its figure counts its format's own)
+        compacted=turn.compacted, cache_reuse_tokens=min(turn.cache_reuse_tokens, conv.tokens),
         cache_breakpoints=list(encoded.breakpoints), notice=turn.notice or _unfitted(encoded),
         warning="; ".join(trouble) or None)
 

@@ -445,6 +445,10 @@ def resume(snap: Snapshot, messages: list[Message], counter: Tokenizer,
         rewrites=rewrites,
         restored=dict(snap.restored), restored_audit=tuple(snap.restored_audit),
         out_keys=keys, out_tokens=list(snap.out_tokens[:len(keys)]),
+        # the budget its result was fitted to: taken up as 0, a result under half of its
+        # budget was made again at the same budget, the retry after a restart sent a body
+        # the provider had not cached (`engine._regrows`)
+        budget=snap.told.budget if snap.told is not None else 0,
         ahead=_taken_ahead(snap.ahead, shown), told_before=_told_before(snap, messages, same))
 
 
