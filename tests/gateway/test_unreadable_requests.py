@@ -62,3 +62,40 @@ def test_a_refused_header_never_puts_the_key_in_the_log(tmp_path: Path, where: s
             if "refused a request the HTTP parser could not read" in line]
     assert len(said) == len(REFUSED), log
     assert any(line.endswith(": LineTooLong") for line in said), said
+
+
+@pytest.mark.parametrize("header", REFUSED.values(), ids=REFUSED.keys())
+def test_a_refused_header_is_answered_in_json_without_the_key(stack, header: str):
+    """aiohttp's own answer was text/plain quoting the refused line, the key with it, back to
+    the client, whose SDK prints an error's body into its log and its UI."""
+    answer = _send(stack.gateway.port, header)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.0 400 ")
+    assert b"application/json" in head.lower()
+    assert KEY.encode() not in answer
+    said = json.loads(body)
+    # one body both families' SDKs read: Anthropic's shape with OpenAI's param and code
+    assert said["type"] == "error"
+    assert said["error"]["type"] == "invalid_request_error"
+    assert said["error"]["code"] == "unreadable_request"
+    assert said["error"]["message"].startswith("ctxlayer gateway: ")
+    assert stack.model_requests() == []  # never forwarded
+
+
+def test_the_answer_names_what_could_not_be_read(stack):
+    said = {name: json.loads(_send(stack.gateway.port, header).partition(b"\r\n\r\n")[2])
+            ["error"]["message"] for name, header in REFUSED.items()}
+    assert "missing expected LF after header value" in said["trailing CR (a CRLF key file)"]
+    assert "CRLF" in said["trailing CR (a CRLF key file)"]
+    assert "invalid header value char" in said["NUL inside"]
+    assert "longer than 8190 bytes" in said["over 8190 bytes"]
+
+
+def test_a_tls_hello_is_told_the_gateway_speaks_plain_http(stack):
+    with socket.create_connection(("127.0.0.1", stack.gateway.port), timeout=10) as s:
+        s.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + b"\x00" * 64)
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+    said = json.loads(answer.partition(b"\r\n\r\n")[2])["error"]["message"]
+    assert "the gateway speaks plain HTTP" in said

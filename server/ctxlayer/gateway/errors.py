@@ -2,7 +2,8 @@
 raises its usual exception with our message in it.
 
 Owns: `GatewayError` (a status, a message, the field at fault) and its rendering as an
-OpenAI or Anthropic error body (the Responses API's is OpenAI's), or as the error event that
+OpenAI or Anthropic error body (the Responses API's is OpenAI's; one both read, `either_body`,
+for a request whose provider is not known), or as the error event that
 ends a stream in each API's own shape (Chat Completions: a `data:` chunk with `error`; the
 Responses API and Anthropic: an `event: error`, each its own JSON); the mapping of the state's
 ContextError kinds to statuses.
@@ -60,6 +61,15 @@ def error_body(fmt: str, err: GatewayError) -> dict[str, Any]:
             "message": message}}
     kind = "invalid_request_error" if err.status < 500 else "server_error"
     return {"error": {"message": message, "type": kind, "param": err.field, "code": err.code}}
+
+
+def either_body(err: GatewayError) -> dict[str, Any]:
+    """The error JSON of a request whose provider is not known (its head could not be read):
+    Anthropic's shape with OpenAI's `param` and `code` beside its `type` and `message`, which
+    both families' SDKs read as their own."""
+    body = error_body("anthropic", err)
+    body["error"].update(param=err.field, code=err.code)
+    return body
 
 
 def error_response(fmt: str, err: GatewayError,

@@ -251,8 +251,9 @@ class GatewayServer:
         # A client that disconnects cancels its handler, which closes the upstream request.
         # what aiohttp's own stop still waits for once `close` ended the requests (its
         # default, 60 s twice over, kept a streaming client waiting two minutes)
-        # its log never quotes a request its parser refused (unreadable.py: API keys)
-        self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None,
+        # neither its log nor its answer quotes a request its parser refused (unreadable.py:
+        # API keys)
+        self._runner = unreadable.Runner(app, handler_cancellation=True, access_log=None,
                                      logger=unreadable.server_log, shutdown_timeout=STOP_GRACE,
                                      **limits.server_options(self.config))
         await self._runner.setup()

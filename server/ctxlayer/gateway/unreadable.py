@@ -1,25 +1,56 @@
-"""Requests the HTTP parser could not read, as the gateway's log says them: in one line naming
-what was wrong, never with the bytes aiohttp quotes.
+"""Requests the HTTP parser could not read: what the gateway answers and what its log says,
+naming what was wrong and never quoting the bytes aiohttp quotes.
 
-aiohttp answers a request its parser refuses by itself (a 400) and logs it at ERROR with a
-traceback whose message quotes the offending line. That line is often an API key: a key file
-saved with CRLF line ends (`-H "x-api-key: $(cat key.txt)"`), a pasted key with a stray control
-byte, a header over 8190 bytes. Keys are never logged (README), so the records of the
-gateway's HTTP server go through `server_log`, whose filter rewrites every record carrying such
-an error, wherever the gateway runs (`ctxlayer gateway`, the daemon's) and at any verbosity.
+aiohttp answers a request its parser refuses by itself, before any route or middleware: a
+text/plain 400 that quotes the offending line back, and an ERROR record with a traceback
+that quotes it again. That line is often an API key: a key file saved with CRLF line ends
+(`-H "x-api-key: $(cat key.txt)"`), a pasted key with a stray control byte, a header over 8190
+bytes. Keys are never logged (README), and clients print an error's body into their logs and
+UIs, so:
 
-Owns: `server_log`, the logger the gateway's aiohttp server writes to. Its other records (a
-handler's traceback: a bug of ours) pass as they are.
+- the records of the gateway's HTTP server go through `server_log`, whose filter rewrites
+  every record carrying such an error in one line, wherever the gateway runs (`ctxlayer
+  gateway`, the daemon's) and at any verbosity;
+- `Runner` (the gateway's aiohttp runner) answers it as a JSON 400 that both providers' SDKs
+  read (`errors.either_body`: which provider the client speaks to is in the head that could
+  not be read), naming the kind of problem.
+
+Owns: `server_log` and `Runner`. The server's other records and answers (a handler's
+traceback and its 500: a bug of ours) are aiohttp's, as they were.
 """
 
 from __future__ import annotations
 
 import logging
+import re
+from typing import Any
 
-from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp import web
+from aiohttp.http_exceptions import (
+    BadStatusLine,
+    HttpProcessingError,
+    InvalidHeader,
+    LineTooLong,
+)
+from aiohttp.web_protocol import RequestHandler
+
+from ctxlayer.gateway.errors import GatewayError, either_body
 
 #: what the log says instead; `%s` is the kind of error (LineTooLong, InvalidHeader, ...)
 SAID = "refused a request the HTTP parser could not read: %s"
+
+#: the C parser's message: llhttp's reason (one of its fixed strings), then the quoted bytes
+_QUOTE_FOLLOWS = ":\n\n"
+
+#: aiohttp's message for a TLS hello on its plain port (the only one it gives without quoting)
+_TLS = "Received HTTPS traffic on an HTTP port"
+
+#: what llhttp's reasons are made of ("Invalid header value char"): anything else is no reason
+_REASON = re.compile(r"[A-Za-z][A-Za-z _-]{0,80}")
+
+#: what a reason most often means, for the user who has to find the stray byte
+_HINTS = {"missing expected lf after header value":
+          " (a CR at a header value's end: a key read from a file saved with CRLF line ends?)"}
 
 
 def _parser_error(exc: BaseException | None) -> HttpProcessingError | None:
@@ -53,3 +84,64 @@ class _Unquoted(logging.Filter):
 #: given to aiohttp as the server's logger (`web.AppRunner(logger=...)`)
 server_log = logging.getLogger("ctxlayer.gateway.http")
 server_log.addFilter(_Unquoted())
+
+
+def what_was_wrong(exc: HttpProcessingError) -> str:
+    """The kind of problem, in words that hold none of the request's bytes: the class of the
+    error, and llhttp's reason where the message starts with one (the Python parser's
+    messages quote from their first word, and are left out)."""
+    if isinstance(exc, LineTooLong):
+        limit = exc.args[1] if len(exc.args) > 1 else "the limit of"
+        return f"a line of the request head is longer than {limit} bytes"
+    what = ("the request line could not be read" if isinstance(exc, BadStatusLine) else
+            "a header line could not be read" if isinstance(exc, InvalidHeader) else
+            "a line of the request head could not be read")
+    if exc.message == _TLS:
+        return f"{what}: it is TLS, and the gateway speaks plain HTTP (an http:// base URL)"
+    reason, quoted, _ = exc.message.partition(_QUOTE_FOLLOWS)
+    if not quoted or not _REASON.fullmatch(reason):  # no fixed reason of llhttp's
+        return what
+    return f"{what}: {reason[:1].lower()}{reason[1:]}{_HINTS.get(reason.lower(), '')}"
+
+
+class _Answering(RequestHandler):
+    """aiohttp's connection handler, but a request its parser refused is answered in JSON."""
+
+    __slots__ = ()
+
+    def handle_error(self, request: Any, status: int = 500, exc: BaseException | None = None,
+                     message: str | None = None) -> web.StreamResponse:
+        # aiohttp's own logs it (through `server_log`) and refuses when an answer was begun
+        answer = super().handle_error(request, status, exc, message)
+        refused = _parser_error(exc)
+        if refused is None:  # not the parser's: a handler's 500 or 504, aiohttp's as it was
+            return answer
+        said = web.json_response(either_body(GatewayError(
+            status, f"the request was not read: {what_was_wrong(refused)}; the line is not "
+            "repeated here, since it may hold an API key", code="unreadable_request")),
+            status=status)
+        said.force_close()  # as aiohttp's: what follows on the connection cannot be trusted
+        return said
+
+
+class _Server(web.Server):
+    """aiohttp's low-level server, whose connections are `_Answering`."""
+
+    def __call__(self) -> RequestHandler:
+        return _Answering(self, loop=self._loop, **self._kwargs)
+
+
+class Runner(web.AppRunner):
+    """aiohttp's AppRunner answering what its parser refuses in JSON (`_Answering`).
+
+    aiohttp has no hook for that answer: it is made by the connection's RequestHandler, which
+    the runner's Server makes. The server the AppRunner made (its application's handler,
+    middlewares and options) is kept and only its class is changed to `_Server`, which adds
+    no state, rather than building one again from the application's private parts."""
+
+    __slots__ = ()
+
+    async def _make_server(self) -> web.Server:
+        server = await super()._make_server()
+        server.__class__ = _Server
+        return server
