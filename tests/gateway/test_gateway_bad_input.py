@@ -150,6 +150,56 @@ def test_a_hint_header_that_is_not_utf8_is_refused_naming_it(stack, header, rout
     assert answer.status_code == 200, answer.text
 
 
+#: every route that forwards the client's headers: (method, path, body)
+FORWARDING = {
+    "chat": ("POST", "/v1/chat/completions",
+             {"model": "gpt-4o", "messages": [{"role": "user", "content": "q"}]}),
+    "messages": ("POST", "/v1/messages", {"model": "claude-sonnet-4", "max_tokens": 5,
+                                          "messages": [{"role": "user", "content": "q"}]}),
+    "responses": ("POST", "/v1/responses", {"model": "gpt-4o", "input": "q"}),
+    "count_tokens": ("POST", "/v1/messages/count_tokens", {
+        "model": "claude-sonnet-4", "messages": [{"role": "user", "content": "q"}]}),
+    "models": ("GET", "/v1/models", None),
+    "passthrough": ("POST", "/v1/embeddings", {"model": "text-embedding-3-small",
+                                                "input": "q"}),
+}
+
+
+@pytest.mark.parametrize("route", FORWARDING)
+def test_a_forwarded_header_that_is_not_utf8_is_refused_naming_it(stack, route):
+    """A byte that is not UTF-8 (`X-Title: Caf\\xe9`, as Node writes a header: latin-1) went
+    upstream as `Caf`, the byte dropped without a word: aiohttp reads it as a lone surrogate
+    and its client writes a header's text as UTF-8, leaving surrogates out, with no way to
+    send bytes. Refused, naming the header, and never the value (it may be a key)."""
+    method, path, body = FORWARDING[route]
+    answer = httpx.request(method, stack.anthropic_url + path, json=body, headers={
+        "x-api-key": "sk-ant-test", "anthropic-version": "2023-06-01", "X-Title": b"Caf\xe9"})
+    assert answer.status_code == 400, answer.text
+    said = answer.json()["error"]
+    assert said["type"] == "invalid_request_error"
+    assert "the header x-title is not UTF-8 text" in said["message"]
+    assert stack.standin.requests() == []
+    # the same text in UTF-8 goes up as it came
+    answer = httpx.request(method, stack.anthropic_url + path, json=body, headers={
+        "x-api-key": "sk-ant-test", "anthropic-version": "2023-06-01",
+        "X-Title": "Café".encode()})
+    assert answer.status_code == 200, answer.text
+    (seen,) = stack.standin.requests()
+    assert seen["headers"]["x-title"] == "Café"
+
+
+def test_a_cookie_that_is_not_utf8_stays_behind_without_a_refusal(stack):
+    """What never goes upstream is not refused for its bytes: a browser sends the gateway the
+    cookies of other local apps."""
+    method, path, body = FORWARDING["chat"]
+    answer = httpx.request(method, stack.openai_url.removesuffix("/v1") + path, json=body,
+                           headers={"Authorization": "Bearer sk-test",
+                                    "Cookie": b"other=caf\xe9"})
+    assert answer.status_code == 200, answer.text
+    (seen,) = stack.standin.requests()
+    assert "cookie" not in seen["headers"]
+
+
 def test_the_sdk_sees_a_bad_request_error_naming_the_field(stack):
     with pytest.raises(openai.BadRequestError) as raised:
         stack.openai().chat.completions.create(model="gpt-4o", messages="not a list")

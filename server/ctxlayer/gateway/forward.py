@@ -72,7 +72,8 @@ def connection_named(headers: Mapping[str, str]) -> frozenset[str]:
 
 
 def upstream_headers(client: Mapping[str, str]) -> CIMultiDict[str]:
-    """The client's headers that go upstream: everything end to end but ours and its cookies.
+    """The client's headers that go upstream: everything end to end but ours and its cookies;
+    GatewayError (400) naming one whose bytes cannot go on as they came (`_sendable`).
     The body goes plain (the gateway decoded it: `encodings`), so without the client's
     Content-Encoding. The upstream is asked for an uncompressed answer so that its usage can
     be read as it passes; should it compress anyway, the relay decodes what
@@ -83,8 +84,28 @@ def upstream_headers(client: Mapping[str, str]) -> CIMultiDict[str]:
     # lines, read both for the window, went up as the last one: the 1M context beta lost)
     out = CIMultiDict((k, v) for k, v in client.items()
                       if k.lower() not in dropped and not k.lower().startswith("x-ctxlayer-"))
+    unsendable = next((k for k, v in out.items() if not _sendable(v)), None)
+    if unsendable is not None:
+        raise GatewayError(400, f"the header {unsendable.lower()} is not UTF-8 text: the "
+                                "gateway cannot send its bytes on as they came (send it as "
+                                "UTF-8)", field=unsendable.lower())
     out["Accept-Encoding"] = "identity"
     return out
+
+
+def _sendable(value: str) -> bool:
+    """Whether a header's value goes upstream as the client sent it. aiohttp reads a byte
+    that is not UTF-8 as a lone surrogate (`Caf\\xe9` from a client that writes headers in
+    latin-1, as Node does), and its client writes a header's text as UTF-8 leaving
+    surrogates out: `Caf` went up, the byte lost without a word. It takes no bytes, so such a
+    value cannot go as it came, and is refused (the value is never said: it may be a key)."""
+    if value.isascii():
+        return True
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 #: an incomplete event held back longer than this is passed on anyway (not SSE after all)

@@ -151,7 +151,9 @@ class Hints(msgspec.Struct, frozen=True):
 
 
 def read_hints(headers: Any) -> Hints:
-    """The hints of a request's headers, or GatewayError naming one that is not UTF-8."""
+    """The hints of a request's headers, or GatewayError naming one that is not UTF-8: a
+    hint's, or one that goes upstream (refused before the prepare, not at the relay)."""
+    upstream_headers(headers)
     betas = tuple(b.strip() for v in _text_headers(headers, "anthropic-beta")
                   for b in v.split(",") if b.strip())
     conversation = _text_headers(headers, "x-ctxlayer-conversation")
@@ -614,6 +616,11 @@ class GatewayServer:
         refused = upstream_refused(family, self.config)
         if refused is not None:
             return error_response(fmt, refused, ours)
+        try:
+            upstream_headers(request.headers)  # the client's error, not the upstream's
+        except GatewayError as err:
+            log.info("%s request refused: %s", fmt, err)
+            return error_response(fmt, err, ours)
         sink = None
         if result is not None:
             def sink(usage: Usage) -> asyncio.Future[None]:
