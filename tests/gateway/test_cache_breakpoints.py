@@ -110,3 +110,34 @@ def test_the_marks_inside_a_custom_document_count_and_are_capped_too(stack):
     parts = seen["body"]["messages"][0]["content"][0]["source"]["content"]
     assert ["cache_control" in p for p in parts] == [False, True]  # the first two went
     assert [p["text"] for p in parts] == ["part one", "part two"]
+
+
+def test_a_request_level_cache_control_gets_no_breakpoint_of_the_gateways(stack):
+    """Anthropic's automatic caching (`cache_control` at the body's top) places the request's
+    breakpoint itself and counts among the four. The gateway added its own on the last
+    message beside it: a request with more breakpoints than the client meant, and a client
+    with three marks of its own and automatic caching was refused for five."""
+    turns = [{"role": "user", "content": "q0"}, {"role": "assistant", "content": "a0"},
+             {"role": "user", "content": "the last question"}]
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 64, "system": "You help.",
+            "messages": turns}
+    automatic = {"cache_control": CC}
+    stack.anthropic().messages.create(**body, extra_body=automatic)
+    (seen,) = stack.model_requests()
+    assert seen["status"] == 200 and seen["problems"] == [], seen["problems"]
+    assert marks(seen["body"]) == [] and seen["body"]["cache_control"] == CC
+
+    # four marks and the request's: refused as they came, the client's last three go
+    stack.standin.reset()
+    tools = [{"name": "grep", "description": "search", "input_schema": {"type": "object"},
+              "cache_control": CC}]
+    turns = [{"role": "user", "content": marked("q0")},
+             {"role": "assistant", "content": marked("a0")},
+             {"role": "user", "content": marked("the last question")}]
+    body = {**body, "tools": tools, "messages": turns}
+    assert problems("anthropic", {**body, **automatic})
+    assert not problems("anthropic", body)
+    stack.anthropic().messages.create(**body, extra_body=automatic)
+    (seen,) = stack.model_requests()
+    assert seen["status"] == 200 and seen["problems"] == [], seen["problems"]
+    assert marks(seen["body"]) == ["messages[0][0]", "messages[1][0]", "messages[2][0]"]

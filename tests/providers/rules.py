@@ -328,7 +328,8 @@ def anthropic_problems(body: dict) -> list[str]:
     out: list[str] = []
     if not isinstance(body, dict):
         return ["body: must be an object"]
-    breakpoints = 0
+    # a request-level cache_control (automatic caching) places one breakpoint of the four
+    breakpoints = _count_cache(body)
     system = body.get("system")
     if isinstance(system, list):
         for k, block in enumerate(system):

@@ -826,6 +826,8 @@ class Standin:
         if fmt != "anthropic":
             return read, 0
         marked = [len(lead) + i for i, m in enumerate(raw) if checks._cache_controls(m)]
+        if isinstance(body.get("cache_control"), dict):  # automatic: on the last block
+            marked.append(len(lead) + len(raw) - 1)
         write = max(0, sum(per[:marked[-1] + 1]) - read) if marked else 0
         return read, write
 

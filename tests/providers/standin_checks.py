@@ -58,8 +58,7 @@ def problems(fmt: str, body: Any, betas: Any = ()) -> list[str]:
     msgs = body.get("messages")
     if any(b.startswith(SYSTEM_BETAS) for b in betas) and isinstance(msgs, list):
         placed = mid_system_problems(msgs)
-        if _cache_controls(body.get("system")) + _cache_controls(msgs) + _cache_controls(
-                body.get("tools")) > 4:
+        if breakpoints(body) > 4:
             placed.append("A maximum of 4 blocks with cache_control may be provided.")
         # the rest is checked on the turns alone, as the provider reads them
         body = {**body, "messages": [m for m in msgs if not (
@@ -199,10 +198,9 @@ def _anthropic_problems(body: dict) -> list[str]:
     msgs = body.get("messages")
     if not isinstance(msgs, list) or not msgs:
         return [*out, "messages: Field required (a non-empty list)"]
-    breakpoints = _cache_controls(system) + _cache_controls(msgs) + _cache_controls(
-        body.get("tools"))
-    if breakpoints > 4:
-        out.append(f"A maximum of 4 blocks with cache_control may be provided. Found {breakpoints}.")
+    found = breakpoints(body)
+    if found > 4:
+        out.append(f"A maximum of 4 blocks with cache_control may be provided. Found {found}.")
     previous_uses: set[str] = set()
     for i, m in enumerate(msgs):
         where = f"messages.{i}"
@@ -243,6 +241,14 @@ def _anthropic_problems(body: dict) -> list[str]:
                     out.append(f"{where}.content.{j}.tool_use.input: Input should be a valid "
                                "dictionary")
     return out
+
+
+def breakpoints(body: dict) -> int:
+    """The cache breakpoints of an Anthropic request: its blocks' marks, and the one a
+    request-level `cache_control` asks the provider to place (automatic caching), which
+    counts among the four as well."""
+    return (isinstance(body.get("cache_control"), dict) + _cache_controls(body.get("system"))
+            + _cache_controls(body.get("messages")) + _cache_controls(body.get("tools")))
 
 
 def _cache_controls(value: Any) -> int:

@@ -184,6 +184,32 @@ def test_cache_breakpoints_at_most_four_and_never_over_the_clients_own():
     assert out.payload == own and out.breakpoints == [0]
 
 
+def test_a_request_level_cache_control_is_the_clients_own_breakpoint():
+    """A top-level `cache_control` asks the provider to place a breakpoint itself (automatic
+    caching), and it counts among the four: the gateway added its own beside it all the same,
+    on the system and the messages, a request the client meant with one."""
+    msgs = []
+    for k in range(3):
+        msgs += [{"role": "user", "content": f"q{k}"}, {"role": "assistant", "content": f"a{k}"}]
+    msgs.append({"role": "user", "content": "last"})
+    body = {**request(*msgs, system="sys"), "cache_control": {"type": "ephemeral"}}
+    d = decode("anthropic", body, WORDS)
+    out = encode(d, d.messages, cache_breakpoints=[0, 2, 4])
+    assert out.payload == body and out.breakpoints == [] and out.system_breakpoints == 0
+    # four marks of the client's and the request's own: five for the provider, one too many;
+    # the client's last three stay beside the request's
+    marked = copy.deepcopy(body)
+    for n in (0, 2, 4, 6):
+        marked["messages"][n]["content"] = [{"type": "text", "text": msgs[n]["content"],
+                                             "cache_control": {"type": "ephemeral"}}]
+    assert anthropic_problems(marked)  # the rules count the request's one too
+    d = decode("anthropic", marked, WORDS)
+    out = encode(d, d.messages, cache_breakpoints=[0, 2, 4])
+    assert out.breakpoints == [2, 4, 6] and out.payload["cache_control"] == {"type": "ephemeral"}
+    assert anthropic_problems(out.payload) == []
+    assert sum("cache_control" in e.reason for e in out.audit) == 1
+
+
 def test_a_thinking_block_never_gets_the_breakpoint():
     body = request({"role": "user", "content": "q"}, {"role": "assistant", "content": [
         {"type": "text", "text": "a"},

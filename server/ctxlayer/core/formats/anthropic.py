@@ -703,7 +703,8 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
     sys_kept = [k for k, m in enumerate(kept) if m.role == "system" and k not in blank
                 and not _in_messages(decoded, m)]
     sys_value, messages, tools = place_breakpoints(
-        sys_value, out, sys_kept, cache_breakpoints, decoded.payload.get("tools"), kept, result)
+        sys_value, out, sys_kept, cache_breakpoints, decoded.payload.get("tools"), kept, result,
+        automatic=decoded.payload.get("cache_control") is not None)
     payload = {k: v for k, v in decoded.payload.items() if k not in ("system", "messages")}
     if tools is not decoded.payload.get("tools"):  # a client's breakpoint too many removed
         payload["tools"] = tools

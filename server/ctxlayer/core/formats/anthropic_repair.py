@@ -3,7 +3,8 @@ first message is from the user (leading assistant turns are dropped; a request w
 turn at all is refused, require_user_turn), roles alternate
 (neighbours of the same role are merged, nothing lost), every tool_result answers a tool_use
 of the message just before it and every tool_use keeps its result (a lone half is removed),
-tool_result blocks come first in their message; and cache_control breakpoints, at most 4.
+tool_result blocks come first in their message; and cache_control breakpoints, at most 4
+(a request-level cache_control, automatic caching, is one of them and the client's choice).
 
 System messages between turns (the mid-conversation-system beta) are set aside while the
 turns are repaired, then put back after the user message they followed (the provider wants
@@ -364,15 +365,20 @@ def _own_marks(system: Any, messages: list[dict], tools: Any) -> list[Mark]:
 
 
 def cap_own_breakpoints(system: Any, messages: list[dict], tools: Any, out: list[Entry],
-                        kept: Sequence[Message], result: Encoded
+                        kept: Sequence[Message], result: Encoded, automatic: bool = False
                         ) -> tuple[Any, list[dict], Any]:
     """The provider refuses a request with more than MAX_BREAKPOINTS cache_control blocks
-    (system and tools count too). A client's latest ones mark the longest cached prefixes, so
-    those are kept; each one before them is removed, audited (the block itself is kept)."""
+    (system and tools count too, and the one a request-level cache_control places:
+    `automatic`). A client's latest ones mark the longest cached prefixes, so those are kept;
+    each one before them is removed, audited (the block itself is kept)."""
+    room = MAX_BREAKPOINTS - automatic
     marks = _own_marks(system, messages, tools)
-    for where, n, j, part in marks[:max(0, len(marks) - MAX_BREAKPOINTS)]:
+    for where, n, j, part in marks[:max(0, len(marks) - room)]:
         reason = (f"cache_control on more than {MAX_BREAKPOINTS} blocks: the provider refuses "
-                  f"that; the client's last {MAX_BREAKPOINTS} are kept")
+                  f"that; the client's last {MAX_BREAKPOINTS} are kept" if not automatic else
+                  f"cache_control on more than {room} blocks beside the request's own "
+                  f"(automatic caching places one more): the provider refuses over "
+                  f"{MAX_BREAKPOINTS}; the client's last {room} are kept")
         if where == "tools":
             tools = [*tools[:n], _uncached(tools[n]), *tools[n + 1:]]
             name = tools[n].get("name", "?")
@@ -402,14 +408,18 @@ def cap_own_breakpoints(system: Any, messages: list[dict], tools: Any, out: list
 
 def place_breakpoints(system: Any, out: list[Entry], system_kept: list[int],
                       wanted: Sequence[int], tools: Any, kept: Sequence[Message],
-                      result: Encoded) -> tuple[Any, list[dict], Any]:
+                      result: Encoded, *, automatic: bool = False
+                      ) -> tuple[Any, list[dict], Any]:
     """cache_control on the last block of the wanted messages (indices into the kept ones),
     only when the client set none itself, and never more than MAX_BREAKPOINTS in all: of the
-    client's own, its last MAX_BREAKPOINTS (cap_own_breakpoints). Returns the system, the
-    messages and the tools."""
+    client's own, its last MAX_BREAKPOINTS (cap_own_breakpoints). `automatic`: the request
+    has a cache_control of its own at its top (Anthropic's automatic caching, which places
+    a breakpoint itself and counts among the four): the client's choice, as a marked block
+    is, so none is added. Returns the system, the messages and the tools."""
     messages = [msg for msg, _ in out]
-    system, messages, tools = cap_own_breakpoints(system, messages, tools, out, kept, result)
-    own = _count_own(system, messages, tools)
+    system, messages, tools = cap_own_breakpoints(system, messages, tools, out, kept, result,
+                                                  automatic)
+    own = _count_own(system, messages, tools) + automatic
     if own == 0 and wanted:
         where = {k: n for n, (_, ks) in enumerate(out) for k in ks}
         placed: set[Any] = set()
