@@ -48,13 +48,14 @@ from ctxlayer.core.formats.common import (
     expect_str,
     messages_of,
     new_arguments,
-    replace_text,
+    parts_gone,
     reusable_prefix,
+    share_text,
 )
 from ctxlayer.core.formats.newest_turn import check_anthropic
 from ctxlayer.core.text import one_line
 from ctxlayer.core.tokens import Tokenizer, deferred_tools
-from ctxlayer.protocol import Message, ToolCall
+from ctxlayer.protocol import AuditEntry, Message, ToolCall
 
 _json = msgspec.json.Encoder()
 
@@ -471,13 +472,18 @@ def _text_document(block: dict) -> bool:
         isinstance(source.get("data"), str)
 
 
-def _shortened_block(block: dict, text: str) -> dict:
+def _shortened_block(block: dict, m: Message, notes: list[AuditEntry]) -> dict:
+    """`block` with `m`'s shortened text; a text block of a result's that it left with
+    nothing is named in `notes`."""
+    text = m.content
     if block.get("type") == "document":
         return {**block, "source": {**block["source"], "data": text}}
     if block.get("type") == "tool_result":
         content = block.get("content")
         if isinstance(content, list):
-            return {**block, "content": replace_text(content, text, _is_text)}
+            parts, gone = share_text(content, text, _is_text)
+            notes += parts_gone(content, gone, m, f"result of {block.get('tool_use_id')}")
+            return {**block, "content": parts}
         return {**block, "content": text}
     return {**block, "text": text}
 
@@ -512,9 +518,11 @@ def _system(decoded: Decoded, kept: list[tuple[int | None, Message]]) -> Any:
     return blocks
 
 
-def _native(decoded: Decoded, i: int, pieces: list[tuple[int, Message]]) -> dict:
+def _native(decoded: Decoded, i: int, pieces: list[tuple[int, Message]],
+            notes: list[AuditEntry]) -> dict:
     """Native message i from its kept pieces: the original dict when all of them are kept
-    unchanged, else its blocks of the kept pieces with shortened text put back."""
+    unchanged, else its blocks of the kept pieces with shortened text put back (a text block
+    that kept none of it named in `notes`)."""
     native = decoded.payload["messages"][i]
     changed = [(pos, m) for pos, m in pieces if m.content != decoded.messages[pos].content
                or new_arguments(decoded.messages[pos], m) is not None]
@@ -533,9 +541,10 @@ def _native(decoded: Decoded, i: int, pieces: list[tuple[int, Message]]) -> dict
             lone = own[0].get("type") if len(own) == 1 else None
             if lone == "tool_result" or (lone == "document" and
                                          decoded.messages[pos].kind == "toolOutput"):
-                own = [_shortened_block(own[0], m.content)]
+                own = [_shortened_block(own[0], m, notes)]
             else:
-                own = replace_text(own, m.content, _is_text)
+                own, gone = share_text(own, m.content, _is_text)
+                notes += parts_gone(content, [ks[k] for k in gone], m, f"{native['role']} turn")
         blocks += [(ks[0] if ks else 0, b) for b in own]
     blocks.sort(key=lambda kb: kb[0])
     return {**_strip_own(native), "content": [b for _, b in blocks]}
@@ -689,8 +698,8 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
     result.audit += [audit("dropped", EMPTY_SYSTEM, "system: (empty)", 0, 0, kept[k].id)
                      for k in sorted(blank)]
     ids = _CallIds(kept, result)
-    out = [(_synthesized(ps[0][1], result, ids) if i is None else _native(decoded, i, ps), ks)
-           for i, ps, ks in groups]
+    out = [(_synthesized(ps[0][1], result, ids) if i is None
+            else _native(decoded, i, ps, result.audit), ks) for i, ps, ks in groups]
     unread = decoded.extra.get("unread")
     # what the provider drops before its compaction goes on as it came, ahead of the rest
     head = [(_strip_own(m), []) for m in decoded.payload["messages"][:unread[0]]] \

@@ -189,32 +189,76 @@ def client_id(native: dict) -> str | None:
 NOT_CACHEABLE = ("thinking", "redacted_thinking")
 
 
-def replace_text(parts: list, text: str, is_text: Callable[[Any], bool],
-                 part: dict | None = None) -> list:
-    """The parts with `text` in the first text part and the other text parts removed; every
-    non-text part stays where it was. With no text part, a new one comes first: `part` with
-    the text (Chat Completions' and Anthropic's `{"type": "text"}` by default; a Responses
-    item takes only its own kinds). A blank `text` (the fit kept none of the words of a
-    message whose other parts it kept: its thinking and calls, an image) removes the text
-    parts: Anthropic refuses a text block of whitespace, and an empty one says nothing."""
-    if not text.strip() and any(not is_text(p) for p in parts):
-        return _without_text(parts, is_text)
-    out, first = [], None
-    marker = None  # a cache_control on a text part that goes moves to the one that stays
-    for p in parts:
-        if is_text(p):
-            if first is None:
-                first = len(out)
-                out.append({**p, "text": text})
-            elif p.get("cache_control") is not None:
-                marker = p["cache_control"]
-            continue
-        out.append(p)
-    if first is None:
-        out.insert(0, {**(part or {"type": "text"}), "text": text})
-    elif marker is not None and out[first].get("cache_control") is None:
-        out[first]["cache_control"] = marker
-    return out
+def share_text(parts: list, text: str, is_text: Callable[[Any], bool],
+               part: dict | None = None) -> tuple[list, list[int]]:
+    """(the parts with `text`, a shortened text of their text parts joined by newlines, told
+    back out to them; the places in `parts` of the text parts left with none of it, which
+    went). Each text part that stays keeps its own fields (a `cache_control`, `citations`, a
+    field this version does not know; joined into the first, the second's were lost): see
+    `_told_out`. A cache marker on a part that went moves to a text part that stays, the
+    nearest before it, else after it. Every non-text part stays where it was. With no text
+    part, a new one comes first: `part` with the text (Chat Completions' and Anthropic's
+    `{"type": "text"}` by default; a Responses item takes only its own kinds). A blank `text`
+    (the fit kept none of the words of a message whose other parts it kept: its thinking and
+    calls, an image) removes the text parts: Anthropic refuses a text block of whitespace,
+    and an empty one says nothing."""
+    at = [k for k, p in enumerate(parts) if is_text(p)]
+    if not text.strip() and len(at) < len(parts):
+        return _without_text(parts, is_text), at
+    if not at:
+        return [{**(part or {"type": "text"}), "text": text}, *parts], []
+    shares = dict(zip(at, _told_out([parts[k].get("text") or "" for k in at], text),
+                      strict=True))
+    gone = [k for k in at if shares[k] is None]
+    out = [p if k not in shares or shares[k] == p.get("text") else {**p, "text": shares[k]}
+           for k, p in enumerate(parts) if shares.get(k, "") is not None]
+    for k in gone:
+        marker = parts[k].get("cache_control")
+        stays = [j for j in at if shares[j] is not None]
+        near = ([j for j in stays if j < k][-1:] or stays[:1])[0]
+        place = sum(1 for j in range(near) if shares.get(j, "") is not None)
+        if marker is not None and out[place].get("cache_control") is None:
+            out[place] = {**out[place], "cache_control": marker}
+    return out, gone
+
+
+def _told_out(texts: list[str], new: str) -> list[str | None]:
+    """`new`, the shortened text of `texts` joined by newlines, told back out to them so
+    that the shares joined by newlines are `new` again (what the fit counted is what goes):
+    the texts at either end that `new` still holds whole keep it; of the rest, the first
+    takes what `new` keeps of its start (with the outline's marker) and the last what `new`
+    keeps of its end, cut at a line end of `new`; those between held only what was left
+    out (None). Where no such cut is found (a summary, one long line) the first of the rest
+    takes it all, the others None."""
+    lo, hi, rest = 0, len(texts), new
+    while hi - lo > 1 and rest.startswith(texts[lo] + "\n"):
+        rest, lo = rest[len(texts[lo]) + 1:], lo + 1
+    while hi - lo > 1 and rest.endswith("\n" + texts[hi - 1]):
+        rest, hi = rest[:len(rest) - len(texts[hi - 1]) - 1], hi - 1
+    middle: list[str | None] = [None] * (hi - lo)
+    same = _same_end(rest, texts[hi - 1]) if hi - lo > 1 else 0
+    cut = rest.find("\n", max(0, len(rest) - same - 1)) if same < len(rest) else -1
+    if same and same >= len(rest):  # all of it is the last one's end
+        middle[-1] = rest
+    elif cut > 0 and rest[:cut].strip() and rest[cut + 1:].strip():
+        middle[0], middle[-1] = rest[:cut], rest[cut + 1:]
+    else:
+        middle[0] = rest
+    return [*texts[:lo], *middle, *texts[hi:]]
+
+
+def _same_end(a: str, b: str) -> int:
+    """How many characters `a` and `b` end with alike: compared a block at a time (a tool's
+    output runs to megabytes), then a character at a time in the block that differs."""
+    n, limit, block = 0, min(len(a), len(b)), 4096
+    while n < limit:
+        k = min(block, limit - n)
+        if a[len(a) - n - k:len(a) - n] != b[len(b) - n - k:len(b) - n]:
+            while a[len(a) - n - 1] == b[len(b) - n - 1]:
+                n += 1
+            return n
+        n += k
+    return n
 
 
 def _without_text(parts: list, is_text: Callable[[Any], bool]) -> list:
@@ -251,6 +295,20 @@ def audit(action: AuditAction, reason: str, summary: str, before: int = 0, after
           message_id: str | None = None, index: int | None = None) -> AuditEntry:
     return AuditEntry(action=action, reason=reason, summary=summary, tokens_before=before,
                       tokens_after=after, message_id=message_id, index=index)
+
+
+def parts_gone(parts: list, gone: Sequence[int], m: Message, whose: str) -> list[AuditEntry]:
+    """An entry for each text part of `whose` (`m`'s native message, or a result in it) that
+    its shortened text left with none of its words (`share_text`): what the part was, and
+    its own fields that went with it. Its words are counted in `m`'s own entry, so 0 here."""
+    out = []
+    for k in gone:
+        own = sorted(str(f) for f in parts[k] if f not in ("type", "text", "cache_control"))
+        fields = f"; its own fields went with it: {', '.join(own)}" if own else ""
+        out.append(audit("dropped", "a text part the shortening left empty: its words were left "
+                         f"out, or what is kept of them is in another text part{fields}",
+                         f"{whose}: part {k + 1} of {len(parts)} (text)", message_id=m.id))
+    return out
 
 
 def new_arguments(original: Message, m: Message) -> list[str | None] | None:

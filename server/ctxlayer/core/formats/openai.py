@@ -27,8 +27,9 @@ from ctxlayer.core.formats.common import (
     expect_str,
     messages_of,
     new_arguments,
-    replace_text,
+    parts_gone,
     reusable_prefix,
+    share_text,
 )
 from ctxlayer.core.formats.newest_turn import check_openai
 from ctxlayer.core.formats.openai_reasoning import (
@@ -39,13 +40,14 @@ from ctxlayer.core.formats.openai_reasoning import (
 )
 from ctxlayer.core.text import call_line
 from ctxlayer.core.tokens import Tokenizer
-from ctxlayer.protocol import Message, ToolCall
+from ctxlayer.protocol import AuditEntry, Message, ToolCall
 
 # `function` and an assistant's `function_call`: the deprecated function calling the API still
 # takes (one call per assistant message, answered by the `function` message after it)
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 _ENGINE_ROLE = {"developer": "system", "function": "tool"}
-#: Decoded.extra's key: position -> (the text and calls encode wrote for it, the native dict)
+#: Decoded.extra's key: position -> (the text and calls encode wrote for it, the native dict,
+#: the audit entries writing it made)
 WRITTEN = "written"
 #: Decoded.extra's key: (the rule by which the model ignores earlier turns' reasoning, the
 #: last user message, before which it applies), openai_reasoning.py
@@ -235,7 +237,9 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None,
                    extra={WRITTEN: written, TURN: (rule, turn)})
 
 
-def _native_of(decoded: Decoded, m: Message) -> dict:
+def _native_of(decoded: Decoded, m: Message, notes: list[AuditEntry]) -> dict:
+    """The native message of kept message `m`; a text part its shortened text left with
+    nothing is named in `notes`."""
     pos = decoded.index.get(m.id) if m.id is not None else None
     if pos is None:  # a message the engine added (a summary, a document): plain text
         if m.role == "tool":
@@ -266,7 +270,9 @@ def _native_of(decoded: Decoded, m: Message) -> dict:
         return native
     content = native.get("content")
     if isinstance(content, list):
-        return {**native, "content": replace_text(content, m.content, _is_text)}
+        parts, gone = share_text(content, m.content, _is_text)
+        notes += parts_gone(content, gone, m, f"{m.role} message")
+        return {**native, "content": parts}
     return {**native, "content": m.content}
 
 
@@ -292,6 +298,7 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
     # re-trim of 1M tokens shortens the same 140 messages every turn
     written = decoded.extra.setdefault(WRITTEN, {})
     out = []
+    notes: list[AuditEntry] = []
     for m in kept:
         pos = index.get(m.id) if m.id is not None else None
         native = natives[sources[pos]] if pos is not None and m is msgs[pos] else None
@@ -301,12 +308,15 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
         hit = written.get(pos) if pos is not None else None
         if hit is not None and hit[0] is m.content and hit[1] is m.tool_calls:
             out.append(hit[2])
+            notes += hit[3]
             continue
-        native = _native_of(decoded, m)
+        made: list[AuditEntry] = []
+        native = _native_of(decoded, m, made)
         if pos is not None:
-            written[pos] = (m.content, m.tool_calls, native)
+            written[pos] = (m.content, m.tool_calls, native, made)
         out.append(native)
-    result = Encoded(payload={})
+        notes += made
+    result = Encoded(payload={}, audit=notes)
     out = _repair_tool_pairs(out, kept, result, decoded)
     result.payload = {**decoded.payload, "messages": out}
     return result

@@ -42,7 +42,8 @@ from ctxlayer.core.formats.common import (
     expect_dict,
     expect_str,
     new_arguments,
-    replace_text,
+    parts_gone,
+    share_text,
 )
 from ctxlayer.core.formats.openai_reasoning import last_user
 from ctxlayer.core.formats.responses_reasoning import every_turn_read
@@ -488,8 +489,9 @@ def _items_of(decoded: Decoded, m: Message, pos: int, result: Encoded) -> list[d
         if item.get("type") == "shell_call_output" and _one_run(value):
             return [{**item, "output": [{**value[0], "stdout": m.content}]}]
         if isinstance(value, list):
-            return [{**item, "output": replace_text(value, m.content, _is_text,
-                                                      {"type": "input_text"})}]
+            parts, gone = share_text(value, m.content, _is_text, {"type": "input_text"})
+            result.audit += parts_gone(value, gone, m, f"output of {item.get('call_id')}")
+            return [{**item, "output": parts}]
         return [{**item, "output": m.content}]
     return _with_text(items, m, decoded.counter, result)
 
@@ -538,9 +540,13 @@ def _with_text(items: list[dict], m: Message, counter: Any, result: Encoded) -> 
             out.append(item)
             continue
         content = item.get("content")
+        if share is not None and isinstance(content, list):
+            parts, gone = share_text(content, share, _is_text, part)
+            result.audit += parts_gone(content, gone, m, f"message {item.get('id', '')}".strip())
+            out.append({**item, "content": parts})
+            continue
         if share is not None:
-            out.append({**item, "content": replace_text(content, share, _is_text, part)
-                        if isinstance(content, list) else share})
+            out.append({**item, "content": share})
             continue
         rest = [p for p in content if not _is_text(p)] if isinstance(content, list) else []
         if rest:
