@@ -11,7 +11,10 @@ message. So a call and its output live and die together, and a reasoning item go
 call or answer it led to (the provider refuses one without the other). An output whose call is
 not in the input answers one an `item_reference` before it stands for (a stored item the
 provider puts in its place): the reference's message calls it, so the two go together too.
-A `compaction` item (the provider's, encrypted) stays whole where it is, and so does an item of
+A `program` (programmatic tool calling) is a call whose `code` and `fingerprint` (which
+the provider checks on replay) go as they came, costed as parts, never outlined; its
+`program_output`'s text is its `result`. A `compaction` item (the provider's, encrypted) stays
+whole where it is, and so does an item of
 any other type with a system or developer role (Codex's `additional_tools`, the tools of its
 default model) or a `configuration_update`: a system message, kept as it came. Writing back emits the
 kept groups' items untouched (a `reasoning` item's `encrypted_content` byte for byte); a
@@ -85,9 +88,21 @@ def unfittable(request: dict) -> str | None:
 
 #: the calls and outputs this version knows; an unknown item with a `call_id` is one too
 CALLS = frozenset({"function_call", "custom_tool_call", "computer_call", "local_shell_call",
-                   "shell_call", "apply_patch_call"})
+                   "shell_call", "apply_patch_call", "program"})
 OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "computer_call_output",
-                     "local_shell_call_output", "shell_call_output", "apply_patch_call_output"})
+                     "local_shell_call_output", "shell_call_output", "apply_patch_call_output",
+                     "program_output"})
+#: calls that go back as they came, never outlined, their fields costed as parts: a `program`
+#: (programmatic tool calling) carries its `code` and a `fingerprint` of it that the provider
+#: checks on replay: either one cut, and the request is refused
+SEALED_CALLS = frozenset({"program"})
+#: outputs whose text is not under `output`: a program's is its `result`
+_OUTPUT_TEXT = {"program_output": "result"}
+
+
+def output_key(item: dict) -> str:
+    """The field of an output item that holds its text (`output`, a program's `result`)."""
+    return _OUTPUT_TEXT.get(item.get("type"), "output")  # type: ignore[arg-type]
 
 
 def _has_call_id(item: dict) -> bool:
@@ -181,8 +196,9 @@ def _output(item: dict, where: str, counter: Tokenizer, model: object = None
     """(the text the engine may shorten, tokens of the rest, what it is) of a call's output.
     Besides text and content parts: a shell call's output is a list of runs (`stdout`,
     `stderr`, `outcome`; one run's `stdout` is its text, several runs are kept as they came),
-    a computer call's is one screenshot, costed as an image."""
-    value = item.get("output", "")
+    a computer call's is one screenshot, costed as an image. A program's output is its
+    `result`."""
+    value = item.get(output_key(item), "")
     if item.get("type") == "shell_call_output" and isinstance(value, list):
         runs = [expect_dict(run, f"{where}[{k}]") for k, run in enumerate(value)]
         if len(runs) == 1 and isinstance(runs[0].get("stdout"), str):
@@ -286,13 +302,20 @@ def _read_item(item: dict, i: int, group: _Group, counter: Tokenizer, turn_start
         group.cost(tokens, [media.label("compaction", tokens)])
     elif is_output(item):
         group.call_id = expect_str(answered_call(item), f"{where}.call_id", "the call's id")
-        text, parts, labels = _output(item, f"{where}.output", counter, model)
+        text, parts, labels = _output(item, f"{where}.{output_key(item)}", counter, model)
         group.texts.append(text)
         group.cost(parts, labels)
         loads = item.get("tools")
         if isinstance(loads, list) and loads:  # a tool search's output: what it loads
             tokens = counter.count(_json.encode(loads).decode())
             group.cost(tokens, [media.label(f"{len(loads)} tools loaded", tokens)])
+    elif is_call(item) and kind in SEALED_CALLS:
+        # its call has no arguments to outline: what it carries is costed as a part
+        group.calls.append(ToolCall(id=expect_str(item.get("call_id"), f"{where}.call_id",
+                                                  "the call's id"), name=str(kind)))
+        tokens = counter.count(_json.encode({k: v for k, v in item.items() if k not in (
+            "id", "call_id", "type", "status")}).decode())
+        group.cost(tokens, [media.label(str(kind), tokens)])
     elif is_call(item):
         group.calls.append(_call(item, where))
     elif kind == "image_generation_call" and isinstance(item.get("result"), str):
@@ -485,14 +508,15 @@ def _items_of(decoded: Decoded, m: Message, pos: int, result: Encoded) -> list[d
     if m.content is decoded.messages[pos].content or m.content == decoded.messages[pos].content:
         return items
     if m.role == "tool":  # a call's output: one item
-        item, value = items[0], items[0].get("output")
+        item, key = items[0], output_key(items[0])
+        value = item.get(key)
         if item.get("type") == "shell_call_output" and _one_run(value):
             return [{**item, "output": [{**value[0], "stdout": m.content}]}]
         if isinstance(value, list):
             parts, gone = share_text(value, m.content, _is_text, {"type": "input_text"})
             result.audit += parts_gone(value, gone, m, f"output of {item.get('call_id')}")
-            return [{**item, "output": parts}]
-        return [{**item, "output": m.content}]
+            return [{**item, key: parts}]
+        return [{**item, key: m.content}]
     return _with_text(items, m, decoded.counter, result)
 
 
@@ -586,7 +610,8 @@ def _with_arguments(items: list[dict], arguments: list[str | None] | None) -> li
     todo = iter(arguments)
     out = []
     for item in items:
-        if is_call(item) and (a := next(todo, None)) is not None:
+        if is_call(item) and (a := next(todo, None)) is not None and \
+                item.get("type") not in SEALED_CALLS:
             if isinstance(item.get("arguments"), str):
                 item = {**item, "arguments": a}
             elif isinstance(item.get("input"), str):
@@ -677,7 +702,8 @@ def _repair(items: list[dict], ids: list, result: Encoded, counter: Any,
                     message_id=ids[k]))
         elif is_output(it) and ((cid := answered_call(it)) not in seen or cid not in called):
             keep[k] = False
-            text = it.get("output") if isinstance(it.get("output"), str) else ""
+            text = it.get(output_key(it))
+            text = text if isinstance(text, str) else ""
             result.audit.append(audit(
                 "dropped", "call output without its call: the provider refuses it",
                 f"output of {cid}", count(text), 0, message_id=ids[k]))
