@@ -50,7 +50,7 @@ from ctxlayer.core.formats.common import (
 )
 from ctxlayer.core.formats.openai_reasoning import last_user
 from ctxlayer.core.formats.responses_reasoning import every_turn_read
-from ctxlayer.core.tokens import OPENAI_FORMAT, Tokenizer
+from ctxlayer.core.tokens import OPENAI_FORMAT, Tokenizer, conversation_tokens, tools_tokens
 from ctxlayer.protocol import Message, ToolCall
 
 _json = msgspec.json.Encoder()
@@ -629,8 +629,9 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
     OpenAI has no cache markers, so `cache_breakpoints` is ignored."""
     result = Encoded(payload=decoded.payload)
     why = unfittable(decoded.payload)
-    if why:
-        result.audit.append(audit("notFitted", why, "the whole request"))
+    if why:  # what is sent, as it came: its tokens before and after alike (it said 0 and 0)
+        sent = _request_tokens(decoded)
+        result.audit.append(audit("notFitted", why, "the whole request", sent, sent))
     if _untouched(decoded, kept):
         return result
     raw = decoded.payload.get("input")
@@ -659,6 +660,16 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
         out = _repair(items, ids, result, decoded.counter, refs)
     result.payload = {**decoded.payload, "input": out}
     return result
+
+
+def _request_tokens(decoded: Decoded) -> int:
+    """What the request costs as it came (its input, instructions and tools), as
+    `formats.request_tokens` counts it; 0 without a counter."""
+    counter = decoded.counter
+    if counter is None:
+        return 0
+    return conversation_tokens(decoded.messages, counter) + tools_tokens(
+        decoded.payload, counter, "responses", decoded.model)
 
 
 def _untouched(decoded: Decoded, kept: Sequence[Message]) -> bool:
