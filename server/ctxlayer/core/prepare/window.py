@@ -182,43 +182,49 @@ class Window:
 
     def _shorten_instead(self, budget: int, counter: Tokenizer, policy: PreparePolicy,
                          keep: Callable[[int], bool]) -> AuditEntry | None:
-        """The oldest message a summary would take, when it is one long user message (an
-        agent's demonstration, a file the user added) and its summary would leave the request
-        under ``summary_target`` of the budget: it is shortened instead (head and tail, naming
-        the facts of its cut part), down to that target. A SWE-agent chat whose first request
-        was an 8.4k-token demonstration in a 7.6k budget went out at 41% of it, the
-        demonstration a 1.2k-token summary; shortened, at 73%. On the dev replay this changed
-        no fact at any budget; the lowest use once over budget rose from 51.7% / 41.3% to
-        64.0% / 66.4% at 40% / 70%."""
+        """The long user messages a summary would take (an agent's demonstration, a file the
+        user added, a pasted log), each in turn from the oldest: the first whose summary, with
+        all before it, would leave the request under ``summary_target`` of the budget is
+        shortened instead (head and tail, naming the facts of its cut part), down to that
+        target. A SWE-agent chat whose first request was an 8.4k-token demonstration in a
+        7.6k budget went out at 41% of it, the demonstration a 1.2k-token summary; shortened,
+        at 73%. On the dev replay this changed no fact at any budget; the lowest use once over
+        budget rose from 51.7% / 41.3% to 64.0% / 66.4% at 40% / 70%. Only the oldest looked
+        at, a 760-token question before a 7k-token pasted log was it: its summary left the
+        request full, so nothing was shortened, and the log went into the summary with it
+        (311 of 5,000 tokens sent, the log's one error line lost)."""
         least = self.outline_cap(budget, policy)
-        i = self._long_user_message(least, keep)
-        if i is None:
-            return None
-        m, shown = self.messages[i], self.shown_tokens(i)
         total, target = self.total(), int(budget * policy.summary_target)
-        room = self.room(budget, newest_user(self.messages))
-        guess = self.chunk_guess(room, policy)
-        if total - shown + guess >= target:
+        guess = self.chunk_guess(self.room(budget, newest_user(self.messages)), policy)
+        i = self._long_user_message(least, keep, self.upto)
+        while i is not None:
+            shown = self.shown_tokens(i)
+            older = sum(self.shown_tokens(k) for k in range(self.upto, i))
+            if total - older - shown + guess < target:
+                break
+            # a summary down to it still reaches the step's target: the next one, if any
+            i = self._long_user_message(least, keep, i + 1)
+        if i is None:
             return None  # a summary reaches the step's target: it is the better step
-        older = sum(self.shown_tokens(k) for k in range(self.upto, i))
         if total - older + guess <= budget:
             return None  # with what came before it summarized it fits: it stays whole
         cap = shown - (total - target)
         if cap < least:
             return None
-        got = shorten_message(m, self.tokens[i], cap, counter, policy.fmt, self._named(i),
-                              least=least)
+        got = shorten_message(self.messages[i], self.tokens[i], cap, counter, policy.fmt,
+                              self._named(i), least=least)
         if got is None or got[1] >= shown:
             return None
         return self.rewrite(i, got[0], got[1], "truncated", KEPT_SHORT)
 
-    def _long_user_message(self, least: int, keep: Callable[[int], bool]) -> int | None:
-        """The first message the summary would take that is one user message of its own over
+    def _long_user_message(self, least: int, keep: Callable[[int], bool],
+                           start: int) -> int | None:
+        """The first message from ``start`` on the summary would take that is one user message of its own over
         ``least`` tokens as shown, never shortened this way before; None when there is none.
         Not only the oldest: aider opens with its repo map's short exchange, and the files the
         user added, two messages on, went into the summary with it (six files of 17k tokens
         in a budget of 12,000: 19 of their 900 lines kept, the request sent at 45% of it)."""
-        for i in range(self.upto, self._stop()):
+        for i in range(start, self._stop()):
             if self.groups.end(i) != i + 1 or keep(i) or i in self.verbatim:
                 continue
             m = self.messages[i]

@@ -1,0 +1,47 @@
+"""A log the user pasted, bigger than the budget, after a long first question: the log is the
+long user message a summary would have taken to leave the request nearly empty, so it is the
+one shortened (head and tail, its error line kept), not summarized with the question. Only
+the oldest long user message was looked at: the question, whose summary alone left the
+request full, so nothing was shortened and one summary took both (167 of 5,000 tokens sent,
+the log's Details its last 15 INFO lines, the error line lost)."""
+
+from __future__ import annotations
+
+from ctxlayer.core.prepare import prepare_turn
+from ctxlayer.core.prepare.window import KEPT_SHORT
+from ctxlayer.core.tokens import WordTokenizer, conversation_tokens
+from ctxlayer.protocol import Message
+
+ERROR = "2026-01-01 ERROR step 300 failed: disk full at /var/lib/db (errno 28)"
+BUDGET = 5000
+
+
+def _log(lines: int) -> str:
+    return "\n".join(ERROR if k == 300 else f"2026-01-01 INFO step {k} ok" for k in range(lines))
+
+
+def _chat(first_question: str, log: str) -> list[Message]:
+    return [Message(role="system", id="sys", content="be nice"),
+            Message(role="user", id="q0", content=first_question),
+            Message(role="assistant", id="a0", content="a0"),
+            Message(role="user", id="log", content="here is the log\n" + log),
+            Message(role="assistant", id="ok", content="ok"),
+            Message(role="user", id="ask", content="what failed?")]
+
+
+def test_a_pasted_log_after_a_long_question_is_shortened_not_summarized():
+    question = "q0 " + "please look at this. " * 150  # 601 tokens: over the outline's cap
+    sent = _chat(question, _log(1200))
+    counter = WordTokenizer()
+    assert conversation_tokens(sent, counter) > BUDGET
+    turn = prepare_turn(None, sent, BUDGET, counter)
+    assert turn.tokens <= BUDGET
+    assert [m.id for m in turn.messages] == ["sys", "q0", "a0", "log", "ok", "ask"]
+    assert turn.messages[1].content == question  # the question, whole
+    log = turn.messages[3].content
+    assert log.startswith("here is the log\n2026-01-01 INFO step 0 ok")
+    assert ERROR in log
+    assert "INFO step 1199 ok" in log  # its tail
+    assert [(e.message_id, e.reason) for e in turn.truncated] == [("log", KEPT_SHORT)]
+    assert not turn.dropped
+    assert turn.tokens >= BUDGET // 2, turn.tokens  # the budget used, not left empty
