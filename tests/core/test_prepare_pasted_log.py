@@ -1,9 +1,9 @@
 """A log the user pasted, bigger than the budget, after a long first question: the log is the
 long user message a summary would have taken to leave the request nearly empty, so it is the
-one shortened (head and tail, its error line kept), not summarized with the question. Only
-the oldest long user message was looked at: the question, whose summary alone left the
-request full, so nothing was shortened and one summary took both (167 of 5,000 tokens sent,
-the log's Details its last 15 INFO lines, the error line lost)."""
+one shortened (head and tail, every distinct error line kept), not summarized with the
+question. Only the oldest long user message was looked at: the question, whose summary alone
+left the request full, so nothing was shortened and one summary took both (167 of 5,000
+tokens sent, the log's Details its last 15 INFO lines, its error lines lost)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,15 @@ from ctxlayer.core.prepare.window import KEPT_SHORT
 from ctxlayer.core.tokens import WordTokenizer, conversation_tokens
 from ctxlayer.protocol import Message
 
-ERROR = "2026-01-01 ERROR step 300 failed: disk full at /var/lib/db (errno 28)"
+#: the log's errors, each of its own kind: the outline keeps every distinct one
+ERRORS = {300: "2026-01-01 ERROR step 300 failed: disk full at /var/lib/db (errno 28)",
+          500: "2026-01-01 ERROR step 500 failed: connection refused by db.internal:5432",
+          900: "2026-01-01 ERROR step 900 failed: permission denied on /etc/app.conf"}
 BUDGET = 5000
 
 
 def _log(lines: int) -> str:
-    return "\n".join(ERROR if k == 300 else f"2026-01-01 INFO step {k} ok" for k in range(lines))
+    return "\n".join(ERRORS.get(k, f"2026-01-01 INFO step {k} ok") for k in range(lines))
 
 
 def _chat(first_question: str, log: str) -> list[Message]:
@@ -40,7 +43,7 @@ def test_a_pasted_log_after_a_long_question_is_shortened_not_summarized():
     assert turn.messages[1].content == question  # the question, whole
     log = turn.messages[3].content
     assert log.startswith("here is the log\n2026-01-01 INFO step 0 ok")
-    assert ERROR in log
+    assert [e for e in ERRORS.values() if e not in log] == []
     assert "INFO step 1199 ok" in log  # its tail
     assert [(e.message_id, e.reason) for e in turn.truncated] == [("log", KEPT_SHORT)]
     assert not turn.dropped
