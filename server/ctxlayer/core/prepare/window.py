@@ -219,8 +219,9 @@ class Window:
 
     def _long_user_message(self, least: int, keep: Callable[[int], bool],
                            start: int) -> int | None:
-        """The first message from ``start`` on the summary would take that is one user message of its own over
-        ``least`` tokens as shown, never shortened this way before; None when there is none.
+        """The first message from ``start`` on that the summary would take and is one user
+        message of its own over ``least`` tokens as shown; None when there is none, or when
+        that one was shortened before.
         Not only the oldest: aider opens with its repo map's short exchange, and the files the
         user added, two messages on, went into the summary with it (six files of 17k tokens
         in a budget of 12,000: 19 of their 900 lines kept, the request sent at 45% of it)."""
