@@ -11,7 +11,7 @@ from pathlib import Path
 from ctxlayer import protocol
 from ctxlayer.config import load_config
 from ctxlayer.state import Caller, State
-from ctxlayer.state.opening import open_workspace
+from ctxlayer.state.opening import leave_workspace, open_workspace
 from ctxlayer.state.requests import call, sessions
 
 MODEL = "gpt-4o"
@@ -46,16 +46,18 @@ async def test_two_connections_re_measure_each_session_once_per_change(state, tm
     measured: list[str] = []
     remeasure = sessions.remeasure
 
-    def counted(caller: Caller, session_id: str, segment: protocol.WorkspaceSegment) -> None:
+    def counted(caller: Caller, session_id: str, segment: protocol.WorkspaceSegment,
+                told: list[Caller] | None = None) -> None:
         measured.append(session_id)
-        remeasure(caller, session_id, segment)
+        remeasure(caller, session_id, segment, told)
 
     monkeypatch.setattr(sessions, "remeasure", counted)
     events: list[protocol.SegmentChanged] = []
     state.events.segment_listeners.append(lambda live, change: events.append(change))
-    budgets: list[protocol.Budget] = []
-    state.events.budget_listeners.append(lambda ws, b, who: budgets.append(b) if who is None
-                                         else None)
+    names = {id(first): "first", id(second): "second"}
+    heard: list[tuple[str, str | None]] = []
+    state.events.budget_listeners.append(
+        lambda ws, b, who: heard.append((names.get(id(who), "?"), b.session_id)))
 
     (root / "AGENTS.md").write_text("Run the tests before a commit. Never push on Fridays.\n")
     changed = await first.live.refresh(None)
@@ -64,16 +66,21 @@ async def test_two_connections_re_measure_each_session_once_per_change(state, tm
     assert sorted(measured) == ["a", "b"]  # once each, not once per connection
     [event] = events
     assert event.hash == first.live.segment.hash and "agentFiles" in event.changed
-    # every editor of the workspace hears each re-measured budget, the new segment counted
-    assert sorted(b.session_id for b in budgets) == ["a", "b"]
+    # each connection on the workspace hears each re-measured budget, as its own window
+    # fits it (tests/lsp/test_session_budget_remeasured.py)
+    assert sorted(heard) == [("first", "a"), ("first", "b"), ("second", "a"), ("second", "b")]
 
-    # the second connection goes: the state still follows the workspace the first keeps
-    state.workspaces.release(second.live)
+    # the second connection goes: the state still follows the workspace the first keeps,
+    # and tells the first only
+    live = first.live
+    leave_workspace(second)
     measured.clear()
+    heard.clear()
     (root / "AGENTS.md").write_text("Run the tests. Never push on Fridays.\n")
-    await first.live.refresh(None)
+    await live.refresh(None)
     await settled(state)
     assert sorted(measured) == ["a", "b"]
+    assert sorted(heard) == [("first", "a"), ("first", "b")]
 
 
 async def test_a_closed_session_forgets_what_the_process_remembered_of_it(caller, state):

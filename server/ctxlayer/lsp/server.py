@@ -30,6 +30,7 @@ from ctxlayer.lsp.logs import TOLD
 from ctxlayer.lsp.overrides import CtxProtocol
 from ctxlayer.state import Caller, State
 from ctxlayer.state.live import LiveWorkspace
+from ctxlayer.state.opening import leave_workspace
 
 log = logging.getLogger(__name__)
 
@@ -137,9 +138,6 @@ class CtxServer(LanguageServer):
                                 (events.segment_listeners, self._segment_changed)):
             if mine in listeners:
                 listeners.remove(mine)  # type: ignore[arg-type]
-        live = self.caller.live
-        if live is not None:
-            self.state.workspaces.release(live)
-            self.caller.live = None
+        leave_workspace(self.caller)
         if self._on_end is not None:
             self._on_end(code)

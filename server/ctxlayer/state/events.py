@@ -37,14 +37,15 @@ class Events:
         self.live: dict[str, tuple[str | None, str | None, str | None]] = {}
 
     def budget(self, workspace: str, budget: Budget, caller: object = None, *,
-               request: bool = False) -> Budget:
+               request: bool = False, alone: bool = False) -> Budget:
         """A budget changed. A session's concerns the caller that changed it (`caller`); a live
         chat's (prepare, the gateway) every editor of the workspace (`caller` None), since
-        their status bars show the chat that last went through. `request`: a chat sent a
+        their status bars show the chat that last went through, unless it is told to each
+        caller `alone` (a re-measure: each editor's own window). `request`: a chat sent a
         request (a prepared turn, an assembly), so it becomes the workspace's live chat.
         Returns the budget as the listeners got it (`live` set)."""
         budget = self.stamped(workspace, budget, request)
-        if budget.live:
+        if budget.live and not alone:
             caller = None  # every editor of the workspace follows the live chat
         for listener in list(self.budget_listeners):
             try:

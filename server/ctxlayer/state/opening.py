@@ -13,7 +13,6 @@ the request functions, which import the caller, which names the State: a circle.
 
 from __future__ import annotations
 
-import functools
 from typing import TYPE_CHECKING, Any
 
 from ctxlayer import protocol
@@ -38,10 +37,23 @@ def open_workspace(caller: Caller, config: Config | None,
     live = state.workspaces.acquire(caller.root, config, caller.model(), overrides,
                                     opened_as=caller.opened_as, config_read=config_read)
     if live.refs == 1:  # a new live workspace: the state follows it, once
-        live.subscribers.append(functools.partial(segment_changed, workspace_caller(state, live)))
+        live.subscribers.append(Following(workspace_caller(state, live)))
+    following(live).callers.append(caller)
     caller.live = live
     live.start()
     return live
+
+
+def leave_workspace(caller: Caller) -> None:
+    """`caller` (a connection that ended) leaves its live workspace: it is told nothing more
+    of it, and the workspace stops when it was the last one on it."""
+    live, caller.live = caller.live, None
+    if live is None:
+        return
+    callers = following(live).callers
+    if caller in callers:
+        callers.remove(caller)
+    caller.state.workspaces.release(live)
 
 
 def open_settings(caller: Caller, config: Config | None) -> None:
@@ -63,9 +75,30 @@ def workspace_caller(state: State, live: LiveWorkspace) -> Caller:
     return own
 
 
-def segment_changed(own: Caller, segment: protocol.WorkspaceSegment, changed: list[str]) -> None:
+class Following:
+    """The state's one subscription to a live workspace: its own caller (`own`), who
+    re-measures the workspace's open sessions once per change, and the callers on it, each
+    told the budget its own window fits them to (the state's own caller names none: told to
+    every editor as it measured them, a save pushed the kept 100,000 to an editor whose
+    assemblies fitted 8,000 to its 16,000-token window)."""
+
+    def __init__(self, own: Caller) -> None:
+        self.own = own
+        self.callers: list[Caller] = []
+
+    def __call__(self, segment: protocol.WorkspaceSegment, changed: list[str]) -> None:
+        segment_changed(self.own, segment, changed, self.callers)
+
+
+def following(live: LiveWorkspace) -> Following:
+    """The state's subscription to `live` (open_workspace made it with the workspace)."""
+    return next(s for s in live.subscribers if isinstance(s, Following))
+
+
+def segment_changed(own: Caller, segment: protocol.WorkspaceSegment, changed: list[str],
+                    told: list[Caller]) -> None:
     """Subscriber of a live workspace (on the loop): the event for the faces, then its open
-    sessions re-measured against the new segment."""
+    sessions re-measured against the new segment, their budgets told to `told`."""
     from ctxlayer.state.requests.sessions import on_segment_changed
 
     state, live = own.state, own.live
@@ -75,4 +108,4 @@ def segment_changed(own: Caller, segment: protocol.WorkspaceSegment, changed: li
         changed=changed,  # type: ignore[arg-type]
     ))
     if state.sessions_started:
-        state.spawn(on_segment_changed(own, segment))
+        state.spawn(on_segment_changed(own, segment, told))

@@ -61,11 +61,12 @@ def fitted_to(caller: Caller, session_id: str,
 
 
 def publish(caller: Caller, budget: protocol.Budget, *, request: bool = False,
-            everyone: bool = False) -> protocol.Budget:
-    """Push a session's budget to the editors (with the model's window); `request`: the
-    session's chat sent a request, so it is the workspace's live chat from now on;
-    `everyone`: every editor of the workspace hears it (the state re-measured the session),
-    not only the caller's."""
+            alone: bool = False) -> protocol.Budget:
+    """Push a session's budget to the caller's editor (with the model's window), and to
+    every editor of the workspace when it is the live chat; `request`: the session's chat
+    sent a request, so it is the workspace's live chat from now on; `alone`: to the caller's
+    editor only, also for the live chat (a re-measure tells each editor what its own window
+    fits the session to)."""
     if budget.window is None:
         from ctxlayer.tokenizers import model_info
 
@@ -74,6 +75,6 @@ def publish(caller: Caller, budget: protocol.Budget, *, request: bool = False,
     # from the loop, where the faces write to their connections (a lane or a worker calls
     # this from a thread)
     events = caller.state.events
-    on_loop(functools.partial(events.budget, caller.workspace, budget,
-                              None if everyone else caller, request=request))
+    on_loop(functools.partial(events.budget, caller.workspace, budget, caller,
+                              request=request, alone=alone))
     return events.as_seen(caller.workspace, budget, request)

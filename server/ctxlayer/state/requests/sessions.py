@@ -289,10 +289,12 @@ def close(caller: Caller, p: protocol.SessionRef) -> protocol.Empty:
     return protocol.Empty()
 
 
-async def on_segment_changed(caller: Caller, segment: protocol.WorkspaceSegment) -> None:
+async def on_segment_changed(caller: Caller, segment: protocol.WorkspaceSegment,
+                             told: list[Caller] | None = None) -> None:
     """Every open session of the workspace is measured against the new segment, each in its
     lane on a session thread (`caller`: the state's own on the workspace, state/opening.py),
-    its budget told to every editor of the workspace."""
+    its budget told to each caller of `told` (the callers on the live workspace; None: the
+    caller itself) as its own window fits it."""
     from ctxlayer.state.requests import in_lane
 
     state = caller.state
@@ -303,13 +305,18 @@ async def on_segment_changed(caller: Caller, segment: protocol.WorkspaceSegment)
             continue  # a live chat's request carries its own system: a file changes nothing
         try:
             await in_lane(caller, ("session", caller.workspace, session_id), remeasure,
-                          session_id, segment)
+                          session_id, segment, told)
         except Exception:
             log.exception("budget of session %s after a segment change", session_id)
 
 
-def remeasure(caller: Caller, session_id: str, segment: protocol.WorkspaceSegment) -> None:
-    """A session's system layers against `segment`, its new budget published."""
+def remeasure(caller: Caller, session_id: str, segment: protocol.WorkspaceSegment,
+              told: list[Caller] | None = None) -> None:
+    """A session's system layers against `segment` (once), its new budget told to each caller
+    of `told` (None: `caller`) as that caller's ctx/session/budget answers it: the window a
+    client names lowers the limit its assemblies fit to. Told to every editor as the state's
+    own caller (which names no window) measured it, a file saved pushed the kept 100,000 to
+    an editor whose session budget and assemblies said 8,000."""
     from ctxlayer.state.requests.assembly import segment_layers
 
     svc = caller.state.sessions
@@ -318,5 +325,9 @@ def remeasure(caller: Caller, session_id: str, segment: protocol.WorkspaceSegmen
                                                                       session_id),
                             session_id=session_id)
     svc.set_system(caller.workspace, session_id, layers)
-    # the state's own caller names no window: the model's own lowers the kept budget
-    publish(caller, fitted_to(caller, session_id), everyone=True)
+    fitted: dict[tuple[int | None, int | None], protocol.Budget] = {}
+    for each in [caller] if told is None else list(told):  # a copy: the loop changes `told`
+        view = (each.options.context_window, each.options.reserve_output)
+        if view not in fitted:
+            fitted[view] = fitted_to(each, session_id)
+        publish(each, fitted[view], alone=True)
