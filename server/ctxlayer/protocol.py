@@ -164,7 +164,9 @@ class Budget(Wire):
     source: Source | None = None
     #: tokens of the last request that the provider read from its cache (its usage report)
     cached_tokens: int | None = None
-    #: the model's whole context window (the budget is what of it the prompt may use)
+    #: the whole context window `limit` was derived from (the budget is what of it the
+    #: prompt may use): a live chat's request's, else initialize's `contextWindow`, else the
+    #: model's (its long one when the limit is over the usual); null only from an older daemon
     window: int | None = None
     #: the last request of this chat summarized older turns; `notice` says so in one line
     compacted: bool | None = None

@@ -56,22 +56,40 @@ def fitted_to(caller: Caller, session_id: str,
     svc = caller.state.sessions
     low = lowered(caller, session_id)
     if low is None:
-        return measured if measured is not None else svc.budget(caller.workspace, session_id)
-    return svc.budget(caller.workspace, session_id, budget=low.budget)
+        budget = measured if measured is not None else svc.budget(caller.workspace, session_id)
+    else:
+        budget = svc.budget(caller.workspace, session_id, budget=low.budget)
+    return with_window(caller, budget)
+
+
+def with_window(caller: Caller, budget: protocol.Budget) -> protocol.Budget:
+    """`budget` with the window its limit was derived from, unless it carries one (a live
+    chat's, its request's): the window the caller names, else its model's, the longest one
+    where the limit is over the usual (a session kept at 500,000 on a model that opens 1M).
+    Before, ctx/session/budget said null, and an editor that named a 16,000-token window was
+    pushed gpt-4o's 128,000 beside the limit of 8,000 fitted to its 16,000."""
+    if budget.window is not None:
+        return budget
+    from ctxlayer.tokenizers import model_info
+
+    window = caller.options.context_window
+    if window is None:
+        window = model_info(budget.model).context_window
+        if budget.limit > window:
+            # the model's long window; for a model the table does not know (its window a
+            # guess), the budget it was given says the window is at least that
+            window = max(caller.widest_window(budget.model) or budget.limit, window)
+    return msgspec.structs.replace(budget, window=window)
 
 
 def publish(caller: Caller, budget: protocol.Budget, *, request: bool = False,
             alone: bool = False) -> protocol.Budget:
-    """Push a session's budget to the caller's editor (with the model's window), and to
-    every editor of the workspace when it is the live chat; `request`: the session's chat
+    """Push a session's budget to the caller's editor (with its window: `with_window`), and
+    to every editor of the workspace when it is the live chat; `request`: the session's chat
     sent a request, so it is the workspace's live chat from now on; `alone`: to the caller's
     editor only, also for the live chat (a re-measure tells each editor what its own window
     fits the session to)."""
-    if budget.window is None:
-        from ctxlayer.tokenizers import model_info
-
-        budget = msgspec.structs.replace(budget,
-                                         window=model_info(budget.model).context_window)
+    budget = with_window(caller, budget)
     # from the loop, where the faces write to their connections (a lane or a worker calls
     # this from a thread)
     events = caller.state.events
