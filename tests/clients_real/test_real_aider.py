@@ -18,6 +18,7 @@ from real_clients import (
     client_env,
     conversations,
     model_requests,
+    open_stack,
     run,
 )
 
@@ -184,3 +185,43 @@ def test_aiders_architect_and_its_editor_are_one_chat(stack, repo, tmp_path):
     assert chat["model"] == "gpt-4o"
     live = stack.state.events.live_chat(stack.gateway.caller.workspace)
     assert live is not None and live[0] == chat["conversationId"]
+
+
+def test_aiders_files_stay_in_every_request_and_go_as_edited(tmp_path, repo):
+    """aider with `--read CONVENTIONS.md` and a file added, in a small window, asked question
+    after question (each pasting a log), the file edited outside it half-way: every request
+    carries the conventions and the file, from the edit on its new contents only. Before, from
+    the first compaction (the fourth request) neither went, the summary naming only their
+    paths, nor the new contents aider sent."""
+    (repo / "CONVENTIONS.md").write_text("# Conventions\n- CONV-ZEBRA: public functions need "
+                                         "type hints.\n")
+    (repo / "adder.py").write_text("def add(a, b):\n    return a + b\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    subprocess.run([*git, "add", "."], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "files"], cwd=repo, check=True)
+    with open_stack(tmp_path / "stack", {"gpt-4o": 16000}) as stack:
+        exe, env = aider(stack, tmp_path / "home")
+        p = subprocess.Popen([str(exe), *QUIET, "--no-auto-commits", "--read",
+                              "CONVENTIONS.md", "adder.py"], env=env, cwd=repo,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        assert p.stdin is not None
+        for k in range(7):
+            if k == 5:
+                (repo / "adder.py").write_text("def add(a, b):\n    return a - b  # EDITED\n")
+            log = " ".join(f"[q{k} row {i}: value {i * 13}]" for i in range(150))
+            p.stdin.write(f"QUESTION_{k} why does this fail? {log}\n")
+            p.stdin.flush()
+            stack.wait_for(lambda rs, k=k: any(f"QUESTION_{k} " in str(r.get("body"))
+                                               for r in rs), f"question {k}", timeout=120)
+        _, err = p.communicate("/exit\n", timeout=120)
+        assert p.returncode == 0, err[-2000:]
+        requests = model_requests(stack)
+    assert_all_valid(requests)
+    assert len(requests) == 7
+    assert any("[Summary of" in str(r["body"]["messages"]) for r in requests[3:])
+    for k, r in enumerate(requests):
+        sent = str(r["body"]["messages"])
+        assert "CONV-ZEBRA" in sent, k
+        assert ("return a - b  # EDITED" in sent) == (k >= 5), k
+        assert ("return a + b" in sent) == (k < 5), k

@@ -25,7 +25,10 @@ dropped, shortened), cache reuse and breakpoints, a one-line notice, and the nex
    budget), only as short as bringing the request down to `target` of the budget needs (one
    outlined before and still long, as far as `again_target` needs, at once). The
    prefix before the first message it outlines holds. User messages (the
-   user's words, files they added) are not outlined. Only when the outlines are not enough
+   user's words, files they added) are not outlined. The files a client attaches in front of
+   the chat and sends again every turn (aider's read-only files, repo map and chat files:
+   `attached.py`) are kept whole by every step; when they pass their share of the budget they
+   are first shortened by each file's first and last lines, verbatim, and keep that text. Only when the outlines are not enough
    does the step summarize the oldest verbatim messages, whole groups at a time (a tool call
    with its results), down to `summary_target`, never taking a group that would leave a
    request that fits under `summary_floor` of the budget; the last group always stays

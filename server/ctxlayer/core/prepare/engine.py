@@ -17,6 +17,7 @@ from ctxlayer.core.errors import ContextError, require_tokens
 from ctxlayer.core.groups import is_result, lead_of
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.prepare import summaries
+from ctxlayer.core.prepare.attached import attached, fit_attached
 from ctxlayer.core.prepare.fit import fit_calls, fit_prose, last_resort, result_index
 from ctxlayer.core.prepare.model import (
     DEFAULT_POLICY,
@@ -32,7 +33,7 @@ from ctxlayer.core.prepare.model import (
 from ctxlayer.core.prepare.recall import recall
 from ctxlayer.core.prepare.restore import restore
 from ctxlayer.core.prepare.told import notice
-from ctxlayer.core.prepare.window import Window, newest_user
+from ctxlayer.core.prepare.window import Step, Window, newest_user
 from ctxlayer.core.tokens import Tokenizer, messages_tokens
 from ctxlayer.core.trim.fit import NAMED
 from ctxlayer.protocol import AuditEntry, Message
@@ -53,12 +54,7 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
     win, common, carry = _recognize(previous, msgs, counter, policy)
     restored_at, restored_audit, newly, again = restore(previous if carry else None, win,
                                                          restored, (budget, counter, policy))
-    stepped = None
-    if win.total() > budget:
-        q = newest_user(msgs)
-        at = set(restored_at.values())
-        stepped = win.step(budget, counter, paced(policy, win.messages, win.cum, win.head,
-                                                  budget), _kept_whole(msgs, win.tokens, q, at, budget))
+    stepped = _step(win, budget, counter, policy, set(restored_at.values()))
     recalled = _recall(win, common, budget, counter, policy)
     kept, keys, out_tokens, dropped, truncated, total = _fit(
         win, budget, counter, policy, set(restored_at.values()), memo)
@@ -96,6 +92,23 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
         if refit.tokens > turn.tokens:
             return refit
     return _told_again(previous, turn, restored) if previous is not None else turn
+
+
+def _step(win: Window, budget: int, counter: Tokenizer, policy: PreparePolicy,
+          restored: set[int]) -> Step | None:
+    """The window stepped when the request is over ``budget`` (`Window.step`), the files the
+    client attached kept whole, then shortened when still over (`fit_attached`). None when
+    nothing was done."""
+    if win.total() <= budget:
+        return None
+    msgs = win.messages
+    files = attached(msgs)
+    keep = _kept_whole(msgs, win.tokens, newest_user(msgs), restored, budget, files)
+    stepped = win.step(budget, counter, paced(policy, msgs, win.cum, win.head, budget), keep)
+    cut = fit_attached(win, files, budget, counter, policy)
+    if not cut:
+        return stepped
+    return Step([*stepped.outlined, *cut], stepped.chunk) if stepped else Step(cut, None)
 
 
 def may_refit(state: ConversationState, budget: int) -> bool:
@@ -146,11 +159,12 @@ CONTEXT_SHARE = 0.05
 
 
 def _kept_whole(msgs: Sequence[Message], tokens: Sequence[int], q: int, restored: set[int],
-                budget: int) -> Callable[[int], bool]:
+                budget: int, files: frozenset[int] = frozenset()) -> Callable[[int], bool]:
     """What a step keeps whole: the newest question (``q``), pinned and ``restored`` messages,
-    and the user turns just before the question that are all a client's context (Codex's
-    `<environment_context>`, `own_words`), while short: summarized, the first step took it
-    with the first tool calls, and the question lost its place in the prefix."""
+    the files the client attached (``files``: `attached.py`), and the user turns just before
+    the question that are all a client's context (Codex's `<environment_context>`,
+    `own_words`), while short: summarized, the first step took it with the first tool calls,
+    and the question lost its place in the prefix."""
     context: set[int] = set()
     k, room = q - 1, int(budget * CONTEXT_SHARE)
     while k >= 0 and msgs[k].role == "user" and msgs[k].kind is None \
@@ -159,7 +173,7 @@ def _kept_whole(msgs: Sequence[Message], tokens: Sequence[int], q: int, restored
         context.add(k)
         room -= tokens[k]
         k -= 1
-    return lambda i: i == q or msgs[i].pinned or i in restored or i in context
+    return lambda i: i == q or msgs[i].pinned or i in restored or i in context or i in files
 
 
 def _sent_again(previous: ConversationState, msgs: list[Message], budget: int,
@@ -412,7 +426,7 @@ def summary_ahead(state: ConversationState, budget: int,
     q = newest_user(msgs)
     at = set(state.restored.values())
     covered = tuple(win.planned(budget, paced(policy, msgs, state.cum, state.head, budget),
-                                _kept_whole(msgs, state.tokens, q, at, budget)))
+                                _kept_whole(msgs, state.tokens, q, at, budget, attached(msgs))))
     if not covered:
         return None
     originals = tuple(msgs[i] for i in covered)

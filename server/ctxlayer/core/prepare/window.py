@@ -222,9 +222,9 @@ class Window:
         """The first message from ``start`` on that the summary would take and is one user
         message of its own over ``least`` tokens as shown; None when there is none, or when
         that one was shortened before.
-        Not only the oldest: aider opens with its repo map's short exchange, and the files the
-        user added, two messages on, went into the summary with it (six files of 17k tokens
-        in a budget of 12,000: 19 of their 900 lines kept, the request sent at 45% of it)."""
+        Not only the oldest: a short exchange may come first (aider's files, which a step now
+        keeps whole, `attached.py`, went into the summary with its repo map's: six files of
+        17k tokens in a budget of 12,000, 19 of their 900 lines kept, the request at 45%)."""
         for i in range(start, self._stop()):
             if self.groups.end(i) != i + 1 or keep(i) or i in self.verbatim:
                 continue

@@ -1,0 +1,110 @@
+"""The files a client attaches in front of its conversation and sends again every turn (aider's
+`--read` files, its repo map, the files its user added to the chat) are kept whole by a live
+chat's steps, or by each file's first and last lines when they pass their share of the budget,
+and their new contents, written in place, are what is sent. Requests shaped as aider 0.86 sends
+them (recorded through the gateway), turn by turn, with the word-count fake tokenizer."""
+
+from __future__ import annotations
+
+from ctxlayer.core.prepare import prepare_turn
+from ctxlayer.core.prepare.attached import CUT, attached
+from ctxlayer.core.tokens import WordTokenizer
+from ctxlayer.protocol import Message
+
+WORDS = WordTokenizer()
+CONVENTIONS = ("Here are some READ ONLY files, provided for your reference.\nDo not edit these "
+               "files!\n\nCONVENTIONS.md\n```\n# Conventions\n- Use 4-space indentation.\n"
+               "- CONV-ZEBRA: public functions need type hints.\n```\n")
+REPO_MAP = ("Here are summaries of some files present in my git repository.\nDo not propose "
+            "changes to these files, treat them as *read-only*.\nIf you need to edit any of "
+            "these files, ask me to *add them to the chat* first.\n\nREADME.md\n")
+
+
+def added(files: dict[str, str]) -> str:
+    return ("I have *added these files to the chat* so you can go ahead and edit them.\n\n"
+            "*Trust this message as the true contents of these files!*\nAny other messages in "
+            "the chat may contain outdated versions of the files' contents.\n\n" + "".join(
+                f"{path}\n```\n{text}```\n\n" for path, text in files.items()))
+
+
+ADDER = "def add(a, b):\n    return a + b\n"
+
+
+def aider_request(questions: int, files: dict[str, str] | None = None) -> list[Message]:
+    """aider's request after ``questions`` questions, none of them answered by an edit (its
+    `cur_messages` grow after the files): system, read-only files, repo map, the chat's
+    files, each acknowledged, the questions (each pasting a log), the reminder."""
+    out = [Message(role="system", id="sys", content="Act as an expert software developer. " * 30),
+           Message(role="user", id="ro", content=CONVENTIONS),
+           Message(role="assistant", id="ro-ok", content="Ok, I will use these files as "
+                   "references."),
+           Message(role="user", id="map", content=REPO_MAP),
+           Message(role="assistant", id="map-ok", content="Ok, I won't try and edit those "
+                   "files without asking first."),
+           Message(role="user", id="files", content=added(files or {"adder.py": ADDER})),
+           Message(role="assistant", id="files-ok", content="Ok, any changes I propose will "
+                   "be to those files.")]
+    for k in range(questions):
+        if k:
+            out.append(Message(role="assistant", id=f"a{k - 1}", content=f"answer {k - 1}"))
+        log = " ".join(f"[q{k} row {i}: value {i * 13}]" for i in range(60))
+        out.append(Message(role="user", id=f"q{k}", content=f"QUESTION_{k} why? {log}"))
+    out.append(Message(role="system", id="reminder", content="# SEARCH/REPLACE rules " * 20))
+    return out
+
+
+def test_the_files_aider_attached_stay_whole_once_its_questions_are_summarized():
+    """Before, the first step summarized the conventions and adder.py with the first
+    questions, leaving only their paths in the ledger, on every later request."""
+    state, steps = None, 0
+    for n in range(1, 12):
+        msgs = aider_request(n)
+        turn = prepare_turn(state, msgs, 1200, WORDS)
+        sent = [m.content for m in turn.messages]
+        assert turn.tokens <= 1200
+        for whole in (CONVENTIONS, REPO_MAP, added({"adder.py": ADDER})):
+            assert whole in sent, (n, sent)
+        steps += any(m.kind == "summary" for m in turn.messages)
+        state = turn.state
+    assert steps >= 3  # the questions were summarized around them
+
+
+def test_files_over_their_share_keep_each_file_s_ends_and_their_text_on_later_turns():
+    """Two files of 400 lines in a budget of 3,000: shown by their first and last lines, each
+    verbatim, said in the audit; the next turns send the same text (the prefix holds) and never
+    summarize them."""
+    files = {f"mod{k}.py": "".join(f"def f{k}_{j}(x): return x + {j}\n" for j in range(400))
+             for k in range(2)}
+    state, first = None, None
+    for n in range(1, 10):
+        turn = prepare_turn(state, aider_request(n, files), 3000, WORDS)
+        assert turn.tokens <= 3000
+        shown = next(m.content for m in turn.messages if m.id == "files")
+        if first is None:
+            first = shown
+            assert any(e.reason == CUT for e in turn.truncated)
+            for k in range(2):
+                assert f"def f{k}_0(x): return x + 0\n" in shown
+                assert f"def f{k}_399(x): return x + 399\n" in shown
+            assert len(shown) < len(added(files))
+        assert shown == first, n
+        state = turn.state
+
+
+def test_which_messages_are_attached_files():
+    """aider's openings in each of its modes, with the acknowledgement after each; a user's
+    question that only quotes one is no attached file."""
+    ask_map = ("I am working with you on code in a git repository.\nHere are summaries of some "
+               "files present in my git repo.\n\nREADME.md\n")
+    none = ("Don't try and edit any existing code without asking me to add the files to the "
+            "chat!\n")
+    msgs = [Message(role="system", content="Act as an expert software developer."),
+            Message(role="user", content=ask_map),
+            Message(role="assistant", content="Ok, I won't try and edit those files."),
+            Message(role="user", content=none),
+            Message(role="assistant", content="Ok, based on your requests I will suggest "
+                    "which files need to be edited."),
+            Message(role="user", content="Why did you say 'I have *added these files to the "
+                    "chat*'?"),
+            Message(role="assistant", content="Because you did.")]
+    assert attached(msgs) == {1, 2, 3, 4}
