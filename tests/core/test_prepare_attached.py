@@ -69,6 +69,26 @@ def test_the_files_aider_attached_stay_whole_once_its_questions_are_summarized()
     assert steps >= 3  # the questions were summarized around them
 
 
+def test_new_contents_written_in_place_are_sent_and_the_summaries_stay():
+    """aider re-sends adder.py's new contents (edited outside it) where the old ones were.
+    Before, the window started again and all of it was summarized anew, the files too; now
+    it carries over: the same summaries, the new contents whole, the old ones gone."""
+    state = None
+    for n in range(1, 9):
+        turn = prepare_turn(state, aider_request(n), 1200, WORDS)
+        state = turn.state
+    chunks = [m.content for m in turn.messages if m.kind == "summary"]
+    assert chunks
+    edited = {"adder.py": "def add(a, b):\n    return a - b  # EDITED_OUTSIDE\n"}
+    turn = prepare_turn(state, aider_request(9, edited), 1200, WORDS)
+    sent = [m.content for m in turn.messages]
+    assert added(edited) in sent
+    assert not any("return a + b" in c for c in sent)
+    assert [m.content for m in turn.messages if m.kind == "summary"][:len(chunks)] == chunks
+    # the system prompt, the conventions and the map before the new file are the same prefix
+    assert turn.cache_reuse_tokens > 0
+
+
 def test_files_over_their_share_keep_each_file_s_ends_and_their_text_on_later_turns():
     """Two files of 400 lines in a budget of 3,000: shown by their first and last lines, each
     verbatim, said in the audit; the next turns send the same text (the prefix holds) and never

@@ -9,7 +9,8 @@ dropped, shortened), cache reuse and breakpoints, a one-line notice, and the nex
 
 1. Recognition: the longest run of leading messages equal to the previous turn's is reused
    with its counts; only the rest is counted. When nothing the window summarized changed (an
-   appended turn, a regenerated reply), the window carries over; otherwise it starts again.
+   appended turn, a regenerated reply, attached files written anew in place while the window
+   showed them whole), the window carries over; otherwise it starts again.
 2. The result is: the leading system messages; the summary chunks (user turns, oldest first);
    the messages shown whole among the summarized ones (pinned, restored, the newest user
    message when it is older than the boundary), in order; then every message from the

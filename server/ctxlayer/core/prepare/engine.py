@@ -17,7 +17,7 @@ from ctxlayer.core.errors import ContextError, require_tokens
 from ctxlayer.core.groups import is_result, lead_of
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.prepare import summaries
-from ctxlayer.core.prepare.attached import attached, fit_attached
+from ctxlayer.core.prepare.attached import attached, fit_attached, is_attached
 from ctxlayer.core.prepare.fit import fit_calls, fit_prose, last_resort, result_index
 from ctxlayer.core.prepare.model import (
     DEFAULT_POLICY,
@@ -274,18 +274,50 @@ def _recognize(previous: ConversationState | None, msgs: list[Message], counter:
     head = 0
     while head < len(msgs) and msgs[head].role == "system":
         head += 1
-    carry = previous is not None and common >= previous.upto and previous.head == head
-    if not carry:
+    if previous is None or previous.head != head:
         return Window(msgs, tokens, cum, head, head, [], [], {}, fmt.reply_priming), common, False
-    assert previous is not None
+    changed = _files_changed(previous, msgs, common)
+    if common < previous.upto and changed is None:
+        return Window(msgs, tokens, cum, head, head, [], [], {}, fmt.reply_priming), common, False
+    # the window carries over: what it keeps of a message is kept while that message is the
+    # same (files written anew in place: all but them, up to the first other change)
+    gone, same_to = changed if changed is not None else (frozenset(), common)
+
+    def kept(i: int) -> bool:
+        return i < same_to and i not in gone
+
     return Window(msgs, tokens, cum, head, previous.upto, list(previous.chunks),
                   list(previous.verbatim),
                   {i: r if i < same else (r[0], r[1] + tokens[i] - previous.tokens[i], r[2])
-                   for i, r in previous.rewrites.items() if i < common},
-                  fmt.reply_priming, min(previous.frontier, common),
-                  {i: f for i, f in previous.facts.items() if i < common},
-                  previous.ahead, {i: f for i, f in previous.named.items() if i < common}
+                   for i, r in previous.rewrites.items() if kept(i)},
+                  fmt.reply_priming, min(previous.frontier, same_to),
+                  {i: f for i, f in previous.facts.items() if kept(i)},
+                  previous.ahead, {i: f for i, f in previous.named.items() if kept(i)}
                   ), common, True
+
+
+def _files_changed(previous: ConversationState, msgs: list[Message], common: int
+                   ) -> tuple[frozenset[int], int] | None:
+    """The attached files' messages (`attached.py`) the client wrote anew in place before the
+    previous window's verbatim messages, when they are all that changed before those and the
+    window shows each whole, beside its summaries (aider sends a file's new contents, edited
+    outside it, where the old ones were), and where the messages stop being the same as
+    before; None otherwise. The window then carries over, the new contents shown: made again,
+    its summaries were written anew, and a question the first ones kept was lost."""
+    before, upto = previous.messages, previous.upto
+    n = min(len(before), len(msgs))
+    if common >= upto or n < upto:
+        return None
+    shown = set(previous.verbatim)
+    out: set[int] = set()
+    i = common
+    while i < n and (i < upto or msgs[i] == before[i]):  # the tail: as when appended to
+        if msgs[i] != before[i]:
+            if i not in shown or not (is_attached(msgs[i]) and is_attached(before[i])):
+                return None
+            out.add(i)
+        i += 1
+    return frozenset(out), i
 
 
 def _fit(win: Window, budget: int, counter: Tokenizer, policy: PreparePolicy,
