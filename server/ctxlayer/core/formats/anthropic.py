@@ -412,12 +412,14 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None,
     r.unread = None if whole else last_compaction(
         raw, same, earlier if earlier and earlier[0] < same else None)
     if previous is not None and previous.extra.get("turn_start") != r.turn_start:
-        # a new turn began: the thinking of the one before it is no longer read again
-        same = min(same, previous.extra.get("turn_start", -1) + 1)
+        # a new turn began: the thinking of the one before it is no longer read again; or a
+        # rewind made an earlier turn the one under way: its thinking is read again
+        same = min(same, min(previous.extra.get("turn_start", -1), r.turn_start) + 1)
     if previous is not None and previous.extra.get("question_at", -1) != r.question_at:
-        # the message that asked the last question is read again: its documents were parts of
-        # the question then, pieces of their own now
-        same = min(same, max(previous.extra.get("question_at", -1), 0))
+        # both messages are read again: the one that asked the last question (its documents
+        # were parts of the question then, pieces of their own now) and, after a rewind, the
+        # earlier one that asks it now (its documents, pieces before, are parts of it again)
+        same = min(same, max(min(previous.extra.get("question_at", -1), r.question_at), 0))
     if previous is not None and same and payload.get("system") == previous.payload.get(
             "system") and previous.extra.get("every_turn") == r.every_turn and \
             previous.extra.get("deferred", {}) == r.deferred and \

@@ -168,10 +168,11 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None,
     rule = rule_of(payload)
     turn = last_user(raw) if rule else -1
     if previous is not None and previous.extra.get(TURN, (None, -1)) != (rule, turn):
-        # a new turn began: the reasoning of the one before it may be read no more (another
-        # model's rule: none of it is known)
+        # a new turn began: the reasoning of the one before it may be read no more; or a
+        # rewind made an earlier turn the one under way: its reasoning is read again
+        # (another model's rule: none of it is known)
         was, before = previous.extra.get(TURN, (None, -1))
-        same = min(same, before + 1) if was == rule else 0
+        same = min(same, min(before, turn) + 1) if was == rule else 0
     unread = ignored(raw, turn, rule) if rule and turn > 0 else frozenset()
     msgs: list[Message] = previous.messages[:same] if previous else []
     if previous is not None and same == len(previous.messages):  # all of it: copies, in C
