@@ -409,7 +409,7 @@ class Conversations:
         if not done:
             out = await state.tokenizers.on_worker(model, work)
         turn, encoded, tools, sent, decoded, counted_with, took, branch, start = out  # type: ignore
-        turn = _tools_reused(turn, tools, last, p.request)
+        turn = _tools_reused(turn, tools, last, took, p.request)
         conv = self._settle(conv, took, edited, edits)
         conv.decoded, conv.counted_with = decoded, counted_with
         if branch:  # the turn started from another chat's window: the client is told it
@@ -997,14 +997,22 @@ async def _or_said(work: Awaitable[T], what: str, trouble: list[str], instead: T
         return instead
 
 
-def _tools_reused(turn: Turn, tools: int, last: Any, request: dict) -> Turn:
+def _tools_reused(turn: Turn, tools: int, last: Any, took: Kept | None, request: dict
+                  ) -> Turn:
     """``turn``, its cache reuse counting the tool definitions when they (and the tool
     choice) are the previous request's: they open the prompt the provider caches. OpenCode's
     take 6k tokens: its chats showed a reuse of 2.4k for requests the provider read 8.4k of
-    from its cache."""
-    previous = last.payload if last is not None else None
-    if not tools or not isinstance(previous, dict) \
-            or any(previous.get(k) != request.get(k) for k in ("tools", "tool_choice")):
+    from its cache. A turn that started from a kept window (``took``: after a restart, the
+    previous request is not in memory) compares them with what that window kept of them."""
+    if not tools:
+        return turn
+    if took is not None:
+        same = took[2].tools != "" and took[2].tools == persist.tools_key(request)
+    else:
+        previous = last.payload if last is not None else None
+        same = isinstance(previous, dict) and all(
+            previous.get(k) == request.get(k) for k in persist.TOOLS_FIELDS)
+    if not same:
         return turn
     return dataclasses.replace(turn, cache_reuse_tokens=turn.cache_reuse_tokens + tools)
 

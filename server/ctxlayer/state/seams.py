@@ -18,6 +18,7 @@ from ctxlayer import protocol
 
 if TYPE_CHECKING:
     from ctxlayer.config import Config
+    from ctxlayer.core.formats.common import Decoded
     from ctxlayer.core.prepare import ConversationState, persist
     from ctxlayer.state.events import Events
     from ctxlayer.state.lanes import Lanes
@@ -82,6 +83,7 @@ class Chat(Protocol):
     turn: int
     written: ConversationState | None
     hashed: persist.Hashed | None  # its messages' hashes, as the keeping thread last took them
+    decoded: Decoded | None  # its last turn's request as read (its payload: the client's)
     counted_with: str
     left_behind: bool  # not listed (an edit's chain left behind, a request beside a chat)
 

@@ -181,7 +181,7 @@ class Upkeep:
         conv.turn += 1
         conv.written, conv.again_since_written = st, False
         row = (conv.workspace, conv.conversation_id, conv.model, conv.turn, st,
-               conv.counted_with, now, _listed(conv), conv.budget_report())
+               conv.counted_with, now, _listed(conv), conv.budget_report(), _request(conv))
         # the store is reached on the keeping thread: the first use opens the database (a
         # chat's first turn writes its window, and a folder of a newer ctxlayer's failed it)
         task = asyncio.ensure_future(state.keep(lambda: _put(state.sessions.store, *row)))
@@ -197,12 +197,13 @@ class Upkeep:
         if written is None or st is None or st is written:
             return None
         state, turn, counted_with = self.state, conv.turn, conv.counted_with
-        workspace, cid = conv.workspace, conv.conversation_id
+        workspace, cid, request = conv.workspace, conv.conversation_id, _request(conv)
 
         def write() -> None:
             # hashed here, off the loop; only what the turn added (`persist.hashed`)
             conv.hashed = persist.hashed(conv.hashed, st.messages)
-            last = persist.sent(written, st, conv.hashed, turn, counted_with)
+            last = persist.sent(written, st, conv.hashed, turn, counted_with,
+                                tools=persist.tools_key(request))
             state.sessions.store.put_sent(workspace, cid, turn, persist.encode_sent(last), now)
 
         task = asyncio.ensure_future(self.state.keep(write))
@@ -247,7 +248,7 @@ class Upkeep:
         recent windows are the ones read after a restart (`FAMILY_MOST`), and ten chats
         written at one time were read in the order of their ids."""
         todo = [(c.workspace, c.conversation_id, c.model, c.turn + 1, c.state, c.counted_with,
-                 c.updated_at or now, _listed(c), c.budget_report())
+                 c.updated_at or now, _listed(c), c.budget_report(), _request(c))
                 for c in convs if c.unwritten()]
         state = self.state
 
@@ -332,11 +333,17 @@ def _listed(conv: Conversation) -> ConversationInfo | None:
     return None if conv.left_behind else conv.info()
 
 
+def _request(conv: Conversation) -> dict | None:
+    """The request of ``conv``'s last turn, as its client sent it (None before its first)."""
+    return conv.decoded.payload if conv.decoded is not None else None
+
+
 def _put(store: Any, workspace: str, cid: str, model: str, turn: int, st: ConversationState,
          counted_with: str, now: str, info: ConversationInfo | None = None,
-         budget: Budget | None = None) -> None:
-    """Write one conversation's window (its snapshot, counts and all, its listing and its
-    figures) under its id and turn, on the keeping thread."""
+         budget: Budget | None = None, request: dict | None = None) -> None:
+    """Write one conversation's window (its snapshot, counts and all, its listing, its
+    figures and what its ``request``'s tools were) under its id and turn, on the keeping
+    thread."""
     snap = msgspec.structs.replace(persist.snapshot(st, counted_with), info=info,
-                                   budget=budget)
+                                   budget=budget, tools=persist.tools_key(request))
     store.put_conversation(workspace, cid, model, turn, persist.encode(snap), now)

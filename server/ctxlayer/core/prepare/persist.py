@@ -20,7 +20,10 @@ told its client (`KeptTold`): that request sent again after a restart is told it
 A turn that did not move the window keeps what it sent as the change from the window written
 (`Sent`: the hashes of the messages it added, its result's tail); read together
 (`as_sent`), they are the window as that turn showed it, so the first request after a restart
-says the cache reuse of its prefix against the request sent last, never more.
+says the cache reuse of its prefix against the request sent last, never more. Both keep a hash
+of that request's tool definitions and tool choice (`tools_key`): the tools open the prompt the
+provider caches, and the first request after a restart that repeats them reuses them, as the
+request in memory told it before.
 Pure: no I/O (the state stores the bytes).
 """
 
@@ -106,6 +109,9 @@ class Snapshot(msgspec.Struct, kw_only=True):
     #: turn told nothing: it did not move the window), and in a window written before it was
     #: kept: the same request after a restart is then a turn like any other
     told: KeptTold | None = None
+    #: `tools_key` of the turn's request; "" for one without tools, and in a window written
+    #: before it was kept (the tools are then not counted as reused after a restart)
+    tools: str = ""
 
 
 class _Listed(msgspec.Struct):
@@ -209,6 +215,21 @@ class Sent(msgspec.Struct, kw_only=True):
     out_from: int  # the leading messages of its result the window's result had too
     out_keys: list  # the identity of each message of its result from ``out_from`` on
     out_tokens: list[int]
+    tools: str = ""  # `tools_key` of its request
+
+
+#: the fields of a request that open the prompt before its messages, with the tools
+TOOLS_FIELDS = ("tools", "tool_choice")
+
+
+def tools_key(request: object) -> str:
+    """A hash of the request's tool definitions and tool choice, "" when it has no tools:
+    what a window keeps of them, so the first request after a restart knows whether it repeats
+    the tools sent last (their order of keys aside, as a comparison of the two requests)."""
+    if not isinstance(request, dict) or not request.get("tools"):
+        return ""
+    return content_hash(msgspec.json.encode([request.get(k) for k in TOOLS_FIELDS],
+                                            order="sorted"))
 
 
 #: a turn's messages with their `message_hash` and `shape_hash`, taken over by the next turn
@@ -248,9 +269,11 @@ def extends(before: ConversationState, state: ConversationState) -> bool:
 
 
 def sent(written: ConversationState, state: ConversationState, hashes: Hashed, turn: int,
-         counter_name: str = "", fmt: MessageFormat = DEFAULT_POLICY.fmt) -> Sent:
+         counter_name: str = "", fmt: MessageFormat = DEFAULT_POLICY.fmt,
+         tools: str = "") -> Sent:
     """What ``state`` (whose window `carries` that of ``written``, kept at ``turn``) sent, as
-    the change from it; ``hashes``: `hashed` of its messages."""
+    the change from it; ``hashes``: `hashed` of its messages, ``tools``: `tools_key` of its
+    request."""
     since = common_prefix(written.messages, state.messages)
     out_from = 0
     n = min(len(written.out_keys), len(state.out_keys))
@@ -263,7 +286,7 @@ def sent(written: ConversationState, state: ConversationState, hashes: Hashed, t
                 ids=[m.id for m in state.messages[since:]], counted_with=counted_with,
                 frontier=max(state.frontier, state.upto), rewrites=sorted(state.rewrites),
                 out_from=out_from, out_keys=list(state.out_keys[out_from:]),
-                out_tokens=list(state.out_tokens[out_from:]))
+                out_tokens=list(state.out_tokens[out_from:]), tools=tools)
 
 
 def as_sent(snap: Snapshot, last: Sent) -> Snapshot:
@@ -288,7 +311,7 @@ def as_sent(snap: Snapshot, last: Sent) -> Snapshot:
         counted_with=snap.counted_with if counted else "",
         frontier=last.frontier, rewrites={i: snap.rewrites[i] for i in last.rewrites},
         out_keys=snap.out_keys[:last.out_from] + last.out_keys,
-        out_tokens=snap.out_tokens[:last.out_from] + last.out_tokens,
+        out_tokens=snap.out_tokens[:last.out_from] + last.out_tokens, tools=last.tools,
         # what the window's turn told is not what the later turn sent was told
         told=None)
 
