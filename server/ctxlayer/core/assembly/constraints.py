@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 
+from ctxlayer.core.assembly.instructions import as_said
 from ctxlayer.core.text import normalized_hash
 from ctxlayer.core.tokens import Tokenizer
 from ctxlayer.protocol import Message
@@ -139,8 +140,11 @@ def orders_of(msg: Message) -> list[str]:
         return [flat] if flat else []
     if not _has_cue(msg.content):
         return []
-    orders = [" ".join(s.split()) for s in sentences(msg.content) if is_order(s)]
-    if "<system-reminder>" in msg.content:
+    framed = "<system-reminder>" in msg.content
+    # the instruction files a reminder carries, not the client's own reminders around them
+    text = as_said(msg.content) if framed else msg.content
+    orders = [" ".join(s.split()) for s in sentences(text) if is_order(s)]
+    if framed:
         orders = [o for o in orders if not o.startswith(CLIENT_FRAMING)]
     return orders
 

@@ -32,6 +32,7 @@ from ctxlayer.core.prepare.model import (
 )
 from ctxlayer.core.prepare.recall import recall
 from ctxlayer.core.prepare.restore import restore
+from ctxlayer.core.prepare.rules import carrying
 from ctxlayer.core.prepare.told import notice
 from ctxlayer.core.prepare.window import Step, Window, newest_user
 from ctxlayer.core.tokens import Tokenizer, messages_tokens
@@ -54,10 +55,11 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
     win, common, carry = _recognize(previous, msgs, counter, policy)
     restored_at, restored_audit, newly, again = restore(previous if carry else None, win,
                                                          restored, (budget, counter, policy))
-    stepped = _step(win, budget, counter, policy, set(restored_at.values()))
+    rules = carrying(msgs) if win.total() > budget else set()
+    stepped = _step(win, budget, counter, policy, set(restored_at.values()), rules)
     recalled = _recall(win, common, budget, counter, policy)
     kept, keys, out_tokens, dropped, truncated, total = _fit(
-        win, budget, counter, policy, set(restored_at.values()), memo)
+        win, budget, counter, policy, set(restored_at.values()), memo, rules)
     chunk = stepped.chunk if stepped is not None else None
     new_summarized = list(chunk.audit) if chunk is not None else []
     # an outline a summary then took is audited as summarized only
@@ -95,16 +97,18 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
 
 
 def _step(win: Window, budget: int, counter: Tokenizer, policy: PreparePolicy,
-          restored: set[int]) -> Step | None:
+          restored: set[int], rules: set[int]) -> Step | None:
     """The window stepped when the request is over ``budget`` (`Window.step`), the files the
-    client attached kept whole, then shortened when still over (`fit_attached`). None when
-    nothing was done."""
+    client attached and the messages carrying the user's instruction files (``rules``) kept
+    whole, the files then shortened when still over (`fit_attached`). None when nothing was
+    done."""
     if win.total() <= budget:
         return None
     msgs = win.messages
     files = attached(msgs)
-    keep = _kept_whole(msgs, win.tokens, newest_user(msgs), restored, budget, files)
-    stepped = win.step(budget, counter, paced(policy, msgs, win.cum, win.head, budget), keep)
+    keep = _kept_whole(msgs, win.tokens, newest_user(msgs), restored, budget, files | rules)
+    stepped = win.step(budget, counter, paced(policy, msgs, win.cum, win.head, budget), keep,
+                       rules)
     cut = fit_attached(win, files, budget, counter, policy)
     if not cut:
         return stepped
@@ -159,12 +163,13 @@ CONTEXT_SHARE = 0.05
 
 
 def _kept_whole(msgs: Sequence[Message], tokens: Sequence[int], q: int, restored: set[int],
-                budget: int, files: frozenset[int] = frozenset()) -> Callable[[int], bool]:
+                budget: int, whole: Collection[int] = ()) -> Callable[[int], bool]:
     """What a step keeps whole: the newest question (``q``), pinned and ``restored`` messages,
-    the files the client attached (``files``: `attached.py`), and the user turns just before
-    the question that are all a client's context (Codex's `<environment_context>`,
-    `own_words`), while short: summarized, the first step took it with the first tool calls,
-    and the question lost its place in the prefix."""
+    ``whole`` (the files the client attached, `attached.py`, and the user turns carrying the
+    user's instruction files, `rules.py`), and the user turns just before the question that
+    are all a client's context (Codex's `<environment_context>`, `own_words`), while short:
+    summarized, the first step took it with the first tool calls, and the question lost its
+    place in the prefix."""
     context: set[int] = set()
     k, room = q - 1, int(budget * CONTEXT_SHARE)
     while k >= 0 and msgs[k].role == "user" and msgs[k].kind is None \
@@ -173,7 +178,7 @@ def _kept_whole(msgs: Sequence[Message], tokens: Sequence[int], q: int, restored
         context.add(k)
         room -= tokens[k]
         k -= 1
-    return lambda i: i == q or msgs[i].pinned or i in restored or i in context or i in files
+    return lambda i: i == q or msgs[i].pinned or i in restored or i in context or i in whole
 
 
 def _sent_again(previous: ConversationState, msgs: list[Message], budget: int,
@@ -321,9 +326,10 @@ def _files_changed(previous: ConversationState, msgs: list[Message], common: int
 
 
 def _fit(win: Window, budget: int, counter: Tokenizer, policy: PreparePolicy,
-         restored: set[int], memo: Memo | None):
+         restored: set[int], memo: Memo | None, rules: set[int] = frozenset()):
     """The result of the window, fitted when even the last group alone is over the budget
-    (the trim engine, with the summaries shrunk into one before they give way). Returns
+    (the trim engine, with the summaries shrunk into one before they give way; the restored
+    messages and those carrying the user's instruction files, ``rules``, held). Returns
     (messages, keys, tokens, dropped, truncated, total)."""
     kept, keys, out_tokens = _assemble(win, restored)
     total = win.total()
@@ -338,7 +344,7 @@ def _fit(win: Window, budget: int, counter: Tokenizer, policy: PreparePolicy,
     for i, named in win.named.items():  # what the step's outlines read, the attempts need not
         memo.get(NAMED, win.messages[i].content, lambda named=named: named)
     fitted = last_resort(win, kept, keys, out_tokens, budget, counter, policy, restored, memo,
-                          may_shrink=True)
+                          may_shrink=True, rules=rules)
     if fitted is None:  # the summaries would have given way: one smaller chunk instead
         win.fit_summaries(budget, counter, policy)
         total = win.total()
@@ -346,7 +352,7 @@ def _fit(win: Window, budget: int, counter: Tokenizer, policy: PreparePolicy,
         if total <= budget:  # the calls and replies cut above stay cut: still told
             return kept, keys, out_tokens, [], called, total
         fitted = last_resort(win, kept, keys, out_tokens, budget, counter, policy, restored,
-                              memo)
+                              memo, rules=rules)
     assert fitted is not None
     # what the attempts read of the client's outputs, the next turn's step need not read again
     for i in range(win.upto, len(win.messages)):
@@ -458,7 +464,8 @@ def summary_ahead(state: ConversationState, budget: int,
     q = newest_user(msgs)
     at = set(state.restored.values())
     covered = tuple(win.planned(budget, paced(policy, msgs, state.cum, state.head, budget),
-                                _kept_whole(msgs, state.tokens, q, at, budget, attached(msgs))))
+                                _kept_whole(msgs, state.tokens, q, at, budget,
+                                            attached(msgs) | carrying(msgs))))
     if not covered:
         return None
     originals = tuple(msgs[i] for i in covered)

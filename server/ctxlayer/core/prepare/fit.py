@@ -64,16 +64,19 @@ class _Question:
 
 def last_resort(win: Window, kept: list[Message], keys: list, tokens: list[int], budget: int,
                  counter: Tokenizer, policy: PreparePolicy, restored: set[int],
-                 memo: Memo | None, may_shrink: bool = False):
+                 memo: Memo | None, may_shrink: bool = False, rules: set[int] = frozenset()):
     """Fit with the trim engine what the window alone could not (the newest exchange alone is
-    over the budget), the messages at ``restored`` pinned, and the summary chunks too when
+    over the budget), the messages at ``restored`` pinned, those carrying the user's
+    instruction files (``rules``) too unless the newest exchange fits in no other way
+    (unpinned, a Codex chat's AGENTS.md was the first message dropped), and the summary
+    chunks too when
     they fit beside the system prompt and the question; what it shortens keeps its new text
     on later turns. None (``may_shrink``) when the summaries would have to give way: the
     caller shrinks them first."""
     memo = memo if memo is not None else Memo()  # the attempts shorten the same texts
     question = _Question(win, kept, keys, tokens, counter, policy)
     found = _attempts(win, kept, keys, tokens, budget, counter, policy, restored, memo,
-                      question, may_shrink)
+                      question, may_shrink, rules)
     if found is None:
         return None
     report, cap = found
@@ -180,7 +183,7 @@ def fit_prose(win: Window, kept: list[Message], keys: list, tokens: list[int], b
 
 def _attempts(win: Window, kept: list[Message], keys: list, tokens: list[int], budget: int,
               counter: Tokenizer, policy: PreparePolicy, restored: set[int], memo: Memo,
-              question: _Question, may_shrink: bool):
+              question: _Question, may_shrink: bool, rules: set[int] = frozenset()):
     """(the trim report, the question's cap) of the first attempt that keeps the newest
     exchange: a summary stands for everything before it, so it is held, the question whole
     beside it (at most half the budget), then with the question shorter (its head and tail);
@@ -223,13 +226,18 @@ def _attempts(win: Window, kept: list[Message], keys: list, tokens: list[int], b
     # 16 tokens ("We're currently solving th") next to a summary of the steps taken on it was
     # a worse request than the summary shrunk or left out
     beside = [c for c in caps if c > MIN_QUESTION] or caps
-    attempts = [(held, c, _tool_cap(kept, tokens, budget, policy, question, c, held, options))
-                for held, ladder in ((True, beside), (False, caps)) for c in ladder]
-    for k, (summaries_held, cap, opts) in enumerate(attempts):
+    # the user's instruction files held beside the summaries and the question; dropped only
+    # when the newest exchange fits in no other way (held then, the newest call went instead)
+    ladders = [(True, beside, pinned | rules), (False, caps, pinned | rules)]
+    if rules:
+        ladders.append((False, caps, pinned))
+    attempts = [(held, c, _tool_cap(kept, tokens, budget, policy, question, c, held, options),
+                 pins) for held, ladder, pins in ladders for c in ladder]
+    for k, (summaries_held, cap, opts, pins) in enumerate(attempts):
         if k == len(beside) and may_shrink and win.chunks:
             return None
         try:
-            report = trim(inputs(summaries_held, cap, pinned), budget, counter, memo=memo,
+            report = trim(inputs(summaries_held, cap, pins), budget, counter, memo=memo,
                           options=opts)
         except ContextError as exc:
             if exc.kind != "pinned_over_budget":

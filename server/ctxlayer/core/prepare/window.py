@@ -12,12 +12,15 @@ engine does, as a last resort).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
+
+import msgspec
 
 from ctxlayer.core.compress.facts import Facts, Named, NamedFacts, named_part
 from ctxlayer.core.compress.shorten import shorten_message
 from ctxlayer.core.groups import ToolGroups, is_output, is_result
+from ctxlayer.core.prepare import rules as rules_of
 from ctxlayer.core.prepare import summaries
 from ctxlayer.core.prepare.model import (
     Ahead,
@@ -28,7 +31,7 @@ from ctxlayer.core.prepare.model import (
     shown_of,
 )
 from ctxlayer.core.text import describe
-from ctxlayer.core.tokens import Tokenizer
+from ctxlayer.core.tokens import Tokenizer, message_tokens
 from ctxlayer.protocol import AuditAction, AuditEntry, Message
 
 #: a new chunk is guessed at no more than this and a third of the tokens it stands for
@@ -150,12 +153,15 @@ class Window:
         return last_group(self.groups, self.upto, self.messages)
 
     def step(self, budget: int, counter: Tokenizer, policy: PreparePolicy,
-             keep: Callable[[int], bool]) -> Step | None:
+             keep: Callable[[int], bool], rules: Collection[int] = ()) -> Step | None:
         """Outline first: the oldest long messages not yet looked at become their outlines
         until the request is down to ``target`` of the budget; the prefix up to them holds.
         Only when outlines are not enough is the oldest part summarized (a chunk), down to
-        ``summary_target``, so summary steps, which move more of the prefix, come rarely."""
-        outlined = self.outline(budget, counter, policy, keep)
+        ``summary_target``, so summary steps, which move more of the prefix, come rarely.
+        ``rules``: the messages carrying the user's instruction files (kept whole by
+        ``keep``), cut to their share first when over it (`keep_rules`)."""
+        outlined = self.keep_rules(rules, budget, counter, policy) if rules else []
+        outlined += self.outline(budget, counter, policy, keep)
         if outlined and self.total() <= budget:
             return Step(outlined, None)
         instead = self._shorten_instead(budget, counter, policy, keep)
@@ -167,6 +173,26 @@ class Window:
         if chunk is None and not outlined:
             return None
         return Step(outlined, chunk)
+
+    def keep_rules(self, rules: Collection[int], budget: int, counter: Tokenizer,
+                   policy: PreparePolicy) -> list[AuditEntry]:
+        """Each message of ``rules`` (carrying the user's instruction files) over
+        `rules.SHARE` of the budget is shown by its `rules.kept_form` from now on (once: the
+        rewrite stays, so the prefix moves once); the audit entries of those cut."""
+        cap = int(budget * rules_of.SHARE)
+        out = []
+        for i in sorted(rules):
+            if i < self.head or i in self.rewrites or self.tokens[i] <= cap:
+                continue
+            got = rules_of.kept_form(self.messages[i].content, cap, counter)
+            if got is None:
+                continue
+            short = msgspec.structs.replace(self.messages[i], content=got[0])
+            after = message_tokens(short, counter, policy.fmt)
+            if after < self.tokens[i]:
+                out.append(self.rewrite(i, short, after, "truncated",
+                                        rules_of.cut_reason(got[1], cap)))
+        return out
 
     def rewrite(self, i: int, short: Message, after: int, action: AuditAction,
                  reason: str) -> AuditEntry:

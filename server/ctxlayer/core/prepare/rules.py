@@ -1,0 +1,96 @@
+"""The user's instruction files in a live chat: the messages carrying them stay whole.
+
+A user message that carries an instruction file (CLAUDE.md in Claude Code's first user
+message, Codex's AGENTS.md message: `assembly/instructions.py`) is the user's standing rules.
+A step keeps it whole, shown ahead of the summaries where it stood (`engine._kept_whole`), so
+it is sent as it came and the cached prefix up to it holds. Summarized, its rules became the
+few sentences that read as orders (4 of a 24-line CLAUDE.md were left), and Codex's file
+became the chunk's "Asked". When it takes more than ``SHARE`` of the budget it is shown, from
+the step that first keeps it on, as the files' texts within that share, their lines by
+priority (`kept_form`, `Window.keep_rules`), audited as shortened with the lines it cut.
+Must not: count tokens other than through the injected counter.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ctxlayer.core.assembly.constraints import is_order
+from ctxlayer.core.assembly.instructions import Instructions, carries, found
+from ctxlayer.core.assembly.summary import own_words
+from ctxlayer.core.groups import is_result
+from ctxlayer.core.tokens import Tokenizer
+from ctxlayer.protocol import Message
+
+#: the share of the budget the messages carrying instruction files may take whole
+SHARE = 0.1
+_SPECIFIC = re.compile(r"`|/|\b\w+\.\w{1,5}\b|\d")
+
+
+def carrying(msgs: Sequence[Message]) -> set[int]:
+    """The user messages (not tool results) that carry an instruction file."""
+    return {k for k, m in enumerate(msgs) if m.role == "user" and m.kind is None
+            and not is_result(m) and carries(m.content) and found(m.content)}
+
+
+def _rank(line: str) -> int:
+    """A line's priority, 0 first: an order, a line naming something exact (a path, a
+    command, a number), a heading, the rest; 4: a blank line."""
+    words = line.strip().lstrip("-*• ").strip()
+    if not words:
+        return 4
+    if is_order(words):
+        return 0
+    if words.startswith("#"):
+        return 2
+    return 1 if _SPECIFIC.search(words) else 3
+
+
+def kept_form(content: str, cap: int, counter: Tokenizer) -> tuple[str, list[str]] | None:
+    """(the text a message carrying instruction files is shown as within ``cap`` tokens, the
+    lines of the files it cut), or None when it carries none. The files' texts, each with the
+    words introducing it, their lines kept by priority (`_rank`; in the file's order within
+    one) and shown in the file's order; then the user's own words, cut to their head when
+    the files leave them no room. The client's other context (git status, reminders) is left
+    out."""
+    files = found(content)
+    if not files:
+        return None
+    own = " ".join(own_words(content).replace("<INSTRUCTIONS>", " ").split()) \
+        if any(f.framed for f in files) else ""
+    lines = [(k, j, line) for k, f in enumerate(files) for j, line in enumerate(f.body.split("\n"))]
+    room = cap - sum(counter.count(f.head) + 6 for f in files) \
+        - min(counter.count(own), max(16, cap // 8))
+    keep: set[tuple[int, int]] = set()
+    for rank in range(5):
+        for k, j, line in lines:
+            cost = counter.count(line) + 1
+            if _rank(line) == rank and cost <= room:
+                keep.add((k, j))
+                room -= cost
+    cut = [line for k, j, line in lines if (k, j) not in keep and line.strip()]
+    parts = [_framed(f, "\n".join(x for kk, j, x in lines if kk == k and (k, j) in keep))
+             for k, f in enumerate(files)]
+    left = cap - sum(counter.count(p) + 1 for p in parts)
+    if own and counter.count(own) > left:
+        words = own.split()
+        while words and counter.count(" ".join(words) + "…") > left:
+            words = words[:len(words) * 3 // 4]
+        own = " ".join(words) + "…" if words else ""
+    return "\n\n".join([*parts, *([own] if own else [])]), cut
+
+
+def _framed(f: Instructions, body: str) -> str:
+    if f.framed:
+        return f"<system-reminder>\n{f.head}{body}\n</system-reminder>"
+    return f"{f.head}{body}\n</INSTRUCTIONS>"
+
+
+def cut_reason(cut: list[str], cap: int) -> str:
+    """The audit's reason for a message carrying instruction files shown cut."""
+    first = "; ".join(" ".join(x.split()) for x in cut[:3])
+    return (f"the user's instruction files, kept whole ahead of the summaries, cut to {cap} "
+            f"tokens ({SHARE:.0%} of the budget): the client's other context and {len(cut)} "
+            f"of their lines left out{': ' + first if first else ''}"
+            f"{' …' if len(cut) > 3 else ''}")

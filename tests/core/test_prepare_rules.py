@@ -1,0 +1,141 @@
+"""The user's instruction files a client puts into a user message (Claude Code's CLAUDE.md in a
+`<system-reminder>` of its first user message, Codex's "# AGENTS.md instructions" message) are
+the user's standing rules: a live chat keeps them verbatim, ahead of the summaries, turn by
+turn, and cuts them only past their share of the budget, saying what it cut. The client's own
+reminders beside them (its git status, its attribution note) are not the user's constraints."""
+
+from __future__ import annotations
+
+from ctxlayer.core.assembly.constraints import orders_of
+from ctxlayer.core.prepare import prepare_turn
+from ctxlayer.core.tokens import WordTokenizer
+from ctxlayer.protocol import Message, ToolCall
+
+WORDS = WordTokenizer()
+SERVICES = ["billing", "auth", "search", "mailer", "ledger", "export", "import", "audit"]
+CONVENTIONS = ["Use pnpm, not npm or yarn", "Prefer composition over inheritance in services/",
+               "Money is stored as integer cents",
+               "Timestamps are UTC in the database and local only in the UI",
+               "Feature flags live in config/flags.yaml", "Never push to the main branch",
+               "Do not edit files under generated/ by hand", "Keep functions under 60 lines"]
+RULE_LINES = (["# Agent guide", "", "## Layout"]
+              + [f"- The {n} service lives in services/{n}/ (MK{k:02d})."
+                 for k, n in enumerate(SERVICES)]
+              + ["", "## Conventions"]
+              + [f"- {r} (MK{20 + k:02d})" for k, r in enumerate(CONVENTIONS)])
+RULES = "\n".join(RULE_LINES)
+MARKERS = [f"MK{k:02d}" for k in [*range(len(SERVICES)), *range(20, 20 + len(CONVENTIONS))]]
+CLAUDE_MD = ("<system-reminder>\nCodebase and user instructions are shown below. Be sure to "
+             "adhere to these instructions. IMPORTANT: These instructions OVERRIDE any default "
+             "behavior and you MUST follow them exactly as written.\n\nContents of /repo/CLAUDE.md"
+             " (project instructions, checked into the codebase):\n\n" + RULES
+             + "\n</system-reminder>")
+GIT_STATUS = ("<system-reminder>\nAs you answer the user's questions, you can use the following "
+              "context:\n# gitStatus\nThis is the git status at the start of the conversation."
+              "\n\nCurrent branch: main\n\nStatus:\n(clean)\n</system-reminder>")
+ATTRIBUTION = ("<system-reminder>\nAttribution for git commits and pull requests you create "
+               "from here on (this replaces Claude Code's own earlier attribution guidance; the "
+               "user's own instructions about these lines, such as a CLAUDE.md or memory rule, "
+               "take precedence over this reminder, but do not add attribution lines this "
+               "reminder leaves out):\n- End git commit messages with:\nCo-Authored-By: Claude "
+               "<noreply@anthropic.com>\n</system-reminder>")
+
+
+def loop(q: int, rounds: int) -> list[Message]:
+    out = []
+    for k in range(rounds):
+        out += [Message(role="assistant", id=f"a{q}_{k}", content="", tool_calls=[
+                    ToolCall(id=f"c{q}_{k}", name="Bash",
+                             arguments=f'{{"command": "cat build.log; echo run {q} pass {k}"}}')]),
+                Message(role="tool", id=f"o{q}_{k}", tool_call_id=f"c{q}_{k}", content="\n".join(
+                    f"line {j}: step {j} of the build passed, run {q} pass {k}"
+                    for j in range(60)))]
+    return out
+
+
+def claude_code(questions: int, rounds: int, rules: str = CLAUDE_MD) -> list[Message]:
+    """Claude Code's shape: the rules and its own reminders in the first user message; each
+    question answered after six tool calls, the last one ``rounds`` calls in."""
+    msgs = [Message(role="system", id="sys", content="You are Claude Code. " * 30)]
+    for q in range(questions):
+        ask = f"QUESTION {q}: check the build log again, many times."
+        first = "\n\n".join([rules, GIT_STATUS, ATTRIBUTION, ask])
+        msgs.append(Message(role="user", id=f"q{q}", content=first if q == 0 else ask))
+        msgs += loop(q, rounds if q == questions - 1 else 6)
+        if q < questions - 1:
+            msgs.append(Message(role="assistant", id=f"ans{q}", content=f"Answer {q}: passed."))
+    return msgs
+
+
+def codex(rounds: int) -> list[Message]:
+    """Codex's shape: the rules a user turn of their own, then the environment, the task."""
+    return [Message(role="system", id="dev", content="You are a coding agent. " * 40),
+            Message(role="user", id="agents", content="# AGENTS.md instructions for /repo\n\n"
+                    "<INSTRUCTIONS>\n" + RULES + "\n</INSTRUCTIONS>"),
+            Message(role="user", id="env", content="<environment_context>\n  <cwd>/repo</cwd>\n"
+                    "</environment_context>"),
+            Message(role="user", id="task", content="Check the build log, many times."),
+            *loop(0, rounds)]
+
+
+def replay(convs, budget: int):
+    state, turns = None, []
+    for msgs in convs:
+        turn = prepare_turn(state, msgs, budget, WORDS)
+        turns.append(turn)
+        state = turn.state
+    return turns
+
+
+def test_claude_md_stays_verbatim_in_every_request_once_the_first_message_is_old():
+    """Before, from the step that summarized the first user message on, 4 of the 24 rule lines
+    were left (those that read as orders), and 'Use pnpm, not npm or yarn' was lost."""
+    turns = replay([claude_code(q, k) for q in (1, 2) for k in range(1, 7)], 2400)
+    assert any(m.kind == "summary" for m in turns[-1].messages)
+    for turn in turns:
+        text = "\n".join(m.content for m in turn.messages)
+        assert all(line in text for line in RULE_LINES if line), turn.messages
+    last = [m.id for m in turns[-1].messages]
+    assert last.index("q0") < min(k for k, m in enumerate(turns[-1].messages)
+                                  if m.kind == "summary")
+
+
+def test_agents_md_is_not_what_a_summary_says_was_asked_and_stays_whole():
+    """Before, Codex's AGENTS.md message was summarized with the first tool calls: the
+    chunk's "Asked" was its head cut at 200 characters, its lines "Decided" and "Details"."""
+    turns = replay([codex(k) for k in range(1, 14)], 1800)
+    assert any(m.kind == "summary" for m in turns[-1].messages)
+    for turn in turns:
+        ids = [m.id for m in turn.messages]
+        assert "agents" in ids
+        assert turn.messages[ids.index("agents")].content == codex(1)[1].content
+        for m in turn.messages:
+            if m.kind == "summary":
+                assert "AGENTS.md" not in m.content and "MK2" not in m.content, m.content
+
+
+def test_the_client_reminders_are_not_the_users_hard_constraints():
+    """Claude Code's attribution reminder was listed as the user's hard constraint, cut at
+    its colon; the rules inside CLAUDE.md are the user's."""
+    orders = orders_of(claude_code(1, 1)[1])
+    assert not any("ttribution" in o or "Co-Authored" in o for o in orders), orders
+    assert "Never push to the main branch (MK25)" in orders
+
+
+def test_rules_past_their_share_are_cut_by_priority_and_the_cut_is_audited():
+    """A CLAUDE.md longer than its share of the budget keeps its orders first, then the lines
+    naming paths and commands; the audit says what was left out."""
+    from ctxlayer.core.prepare.rules import SHARE  # here: the check runs on the code before
+
+    filler = ["- A background note about the history of this project, for new readers."] * 120
+    big = CLAUDE_MD.replace("## Conventions", "\n".join(["## History", *filler, "## Conventions"]))
+    budget = 2400
+    turns = replay([claude_code(q, k, big) for q in (1, 2) for k in range(1, 7)], budget)
+    first = next(m for m in turns[-1].messages if m.id == "q0")
+    assert all(f"MK{20 + k:02d}" in first.content for k in range(len(CONVENTIONS)))
+    assert "services/billing/" in first.content and "QUESTION 0" in first.content
+    assert WORDS.count(first.content) <= budget * SHARE + 10
+    assert "gitStatus" not in first.content and "Attribution" not in first.content
+    cut = [e for t in turns for e in t.truncated if e.message_id == "q0"]
+    assert len(cut) == 1 and "instruction files" in cut[0].reason
+    assert "A background note about" in cut[0].reason
