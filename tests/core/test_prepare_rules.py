@@ -139,3 +139,14 @@ def test_rules_past_their_share_are_cut_by_priority_and_the_cut_is_audited():
     cut = [e for t in turns for e in t.truncated if e.message_id == "q0"]
     assert len(cut) == 1 and "instruction files" in cut[0].reason
     assert "A background note about" in cut[0].reason
+
+
+def test_only_the_opening_user_turns_are_read_for_instruction_files():
+    """The clients put them before the first reply; a later user turn that quotes one (a user
+    pasting Claude Code's reminder into a question) is a question, summarized as any other,
+    and a step of a long chat does not search every user turn's text."""
+    from ctxlayer.core.prepare.rules import carrying  # here: the check runs on the code before
+
+    later = Message(role="user", id="pasted", content="Why does this say:\n" + CLAUDE_MD)
+    msgs = [*claude_code(1, 2), Message(role="assistant", id="ans", content="Passed."), later]
+    assert carrying(msgs) == {1}

@@ -29,9 +29,17 @@ _SPECIFIC = re.compile(r"`|/|\b\w+\.\w{1,5}\b|\d")
 
 
 def carrying(msgs: Sequence[Message]) -> set[int]:
-    """The user messages (not tool results) that carry an instruction file."""
-    return {k for k, m in enumerate(msgs) if m.role == "user" and m.kind is None
-            and not is_result(m) and carries(m.content) and found(m.content)}
+    """The user messages that carry an instruction file, among those before the first
+    assistant message: where the clients put them, once a session (read there only, a step
+    of a long chat does not search every user message's text)."""
+    out = set()
+    for k, m in enumerate(msgs):
+        if m.role == "assistant":
+            break
+        if m.role == "user" and m.kind is None and not is_result(m) and carries(m.content) \
+                and found(m.content):
+            out.add(k)
+    return out
 
 
 def _rank(line: str) -> int:
