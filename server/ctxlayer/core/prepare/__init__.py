@@ -37,7 +37,14 @@ dropped, shortened), cache reuse and breakpoints, a one-line notice, and the nex
    turns added more than `pace_from` of the budget a turn, they are lowered by the excess
    (by at most `pace_most`), so a fast chat is not stepped again at the next turn. A
    summary step adds a chunk and never rewrites an older one, so the prefix up to
-   the older chunks holds too; when the chunks together pass `summaries_share` of the room
+   the older chunks holds too. A chunk never stands for messages on both sides of the newest
+   question (with the user turns kept whole just before it): a step that reaches it makes
+   the chunk of what came before and, when the request still needs it, a second one of the
+   work on the question after it; chunks are not merged across it; and once a newer question
+   came, the step that summarizes it merges it with the chunks of the work on it, so every
+   summary is read after the question it answers and before the next one (a Claude Code
+   session continued twice went out as Q0's summary, Q2, then a summary whose "Asked" was Q1
+   and which held Q2's first call); when the chunks together pass `summaries_share` of the room
    (what the system prompt and the question leave of the budget) they are merged into one (a
    rarer, bigger step), made to at most `merge_share` of that share: the rest is room for the
    next steps' chunks (made to the whole share, the next chunk passed it at once). A step

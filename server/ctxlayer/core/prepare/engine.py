@@ -60,18 +60,19 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
     recalled = _recall(win, common, budget, counter, policy)
     kept, keys, out_tokens, dropped, truncated, total = _fit(
         win, budget, counter, policy, set(restored_at.values()), memo, rules)
-    chunk = stepped.chunk if stepped is not None else None
-    new_summarized = list(chunk.audit) if chunk is not None else []
+    made = stepped.chunks if stepped is not None else []
+    new_summarized = [e for c in made for e in c.audit]
     # an outline a summary then took is audited as summarized only
     taken = {e.index for e in new_summarized}
     outlined = [e for e in (stepped.outlined if stepped else []) if e.index not in taken]
     new_restored = restored_audit[len(restored_audit) - len(newly):]
     told = Told(dropped=(*new_summarized, *dropped), truncated=(*outlined, *truncated),
                 restored=(*new_restored, *again, *recalled),
-                notice=notice(chunk.replaced if chunk else 0,
-                          chunk.replaced_tokens if chunk else 0, outlined, dropped,
-                          truncated, new_restored, budget, len(recalled),
-                          chunk.writer if chunk else "offline"))
+                notice=notice(sum(c.replaced for c in made),
+                              sum(c.replaced_tokens for c in made), outlined, dropped,
+                              truncated, new_restored, budget, len(recalled),
+                              next((c.writer for c in made if c.writer != "offline"),
+                                   "offline")))
     state = ConversationState(
         messages=msgs, tokens=win.tokens, cum=win.cum, head=win.head, upto=win.upto,
         frontier=win.frontier, chunks=tuple(win.chunks), verbatim=tuple(win.verbatim),
@@ -80,7 +81,7 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
         facts={i: f for i, f in win.facts.items() if i >= win.upto},
         named={i: f for i, f in win.named.items() if i >= win.upto},
         # a step took its range (or another): what was written ahead is of no more use
-        ahead=win.ahead if stepped is None or stepped.chunk is None else None,
+        ahead=win.ahead if not made else None,
         sent=tuple(kept), budget=budget, told=told)
     turn = Turn(
         messages=kept, tokens=total, budget=budget, dropped=list(told.dropped),
@@ -112,7 +113,7 @@ def _step(win: Window, budget: int, counter: Tokenizer, policy: PreparePolicy,
     cut = fit_attached(win, files, budget, counter, policy)
     if not cut:
         return stepped
-    return Step([*stepped.outlined, *cut], stepped.chunk) if stepped else Step(cut, None)
+    return Step([*stepped.outlined, *cut], stepped.chunks) if stepped else Step(cut, [])
 
 
 def may_refit(state: ConversationState, budget: int) -> bool:

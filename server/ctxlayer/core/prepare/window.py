@@ -12,6 +12,7 @@ engine does, as a last resort).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
@@ -69,10 +70,11 @@ def newest_user(messages: list[Message]) -> int:
 
 @dataclass(slots=True)
 class Step:
-    """What one step did: the messages it outlined (oldest first) and the chunk it made."""
+    """What one step did: the messages it outlined (oldest first) and the chunks it made
+    (two when it summarized on both sides of the newest question: `Window.wall`)."""
 
     outlined: list[AuditEntry]
-    chunk: Chunk | None
+    chunks: list[Chunk]
 
 
 class Window:
@@ -163,16 +165,39 @@ class Window:
         outlined = self.keep_rules(rules, budget, counter, policy) if rules else []
         outlined += self.outline(budget, counter, policy, keep)
         if outlined and self.total() <= budget:
-            return Step(outlined, None)
+            return Step(outlined, [])
         instead = self._shorten_instead(budget, counter, policy, keep)
         if instead is not None:
             outlined.append(instead)
             if self.total() <= budget:
-                return Step(outlined, None)
-        chunk = self.summarize(budget, counter, policy, keep, outlined)
-        if chunk is None and not outlined:
+                return Step(outlined, [])
+        # what came before the newest question first, then, if the request needs it, the work
+        # on it after it: one chunk for both was read after the question, its "Asked" the
+        # previous question (Claude Code --continue: Q0's summary, Q2, Q1's summary)
+        wall = self.wall(keep)
+        chunk = self.summarize(budget, counter, policy, keep, outlined, wall)
+        chunks = [chunk] if chunk is not None else []
+        if wall is not None and (chunk is None or self.upto >= wall) \
+                and self.total() > int(budget * policy.summary_target):
+            more = self.summarize(budget, counter, policy, keep, outlined)
+            chunks += [more] if more is not None else []
+        if not chunks and not outlined:
             return None
-        return Step(outlined, chunk)
+        return Step(outlined, chunks)
+
+    def wall(self, keep: Callable[[int], bool]) -> int | None:
+        """Where the newest question's kept run starts (it, and the user turns just before it
+        that a step keeps whole: a client's context, the user's rules) when a summary step
+        would walk past it (after the boundary, before the last group): a chunk stops there.
+        None when there is none."""
+        msgs = self.messages
+        w = newest_user(msgs)
+        if w <= self.upto:
+            return None
+        while w - 1 >= self.upto and keep(w - 1) and msgs[w - 1].role == "user" \
+                and not is_result(msgs[w - 1]):
+            w -= 1
+        return w if self.upto < w < self._stop() else None
 
     def keep_rules(self, rules: Collection[int], budget: int, counter: Tokenizer,
                    policy: PreparePolicy) -> list[AuditEntry]:
@@ -299,10 +324,12 @@ class Window:
         est = self.chunk_guess(room, policy)
         base = self.fmt_priming + self.cum[self.head] + sum(self.shown_tokens(i) for i in stay)
         target = int(budget * policy.summary_target)
+        wall = self.wall(keep)  # a step's chunk stops there (`step`)
         j, taken, _, base, tail, chunks = self._walk(
-            self.upto, n, base, tail, target, keep, budget, int(budget * policy.summary_floor),
-            sum(self.shown_tokens(i) for i in out), self.chunks_for(est, room, policy))
-        if j >= n and base + chunks + tail > target:
+            self.upto, n if wall is None else wall, base, tail, target, keep, budget,
+            int(budget * policy.summary_floor), sum(self.shown_tokens(i) for i in out),
+            self.chunks_for(est, room, policy))
+        if wall is None and j >= n and base + chunks + tail > target:
             return []  # the step would take more than there is now
         return sorted([*out, *taken])
 
@@ -475,14 +502,14 @@ class Window:
         shortened.append(self.rewrite(q, got[0], got[1], "truncated", QUESTION_SHORTENED))
 
     def summarize(self, budget: int, counter: Tokenizer, policy: PreparePolicy,
-                  keep: Callable[[int], bool], shortened: list[AuditEntry]) -> Chunk | None:
-        """Summarize the oldest verbatim messages, group by group, until the request is down to
-        ``summary_target`` of the budget (or only the last group is left, or the next group
-        would leave a fitting request under ``summary_floor``); messages that ``keep`` says
-        stay whole (pinned, restored, the newest user message) are shown apart from the
-        summaries instead. The new chunk, or None; a task it shortens goes to ``shortened``."""
+                  keep: Callable[[int], bool], shortened: list[AuditEntry],
+                  wall: int | None = None) -> Chunk | None:
+        """Summarize the oldest verbatim messages, group by group, down to ``summary_target``
+        of the budget (up to the last group, ``wall``, or a group leaving a fitting request
+        under ``summary_floor``); those ``keep`` says stay whole (pinned, restored, the newest
+        question) are shown apart. The new chunk or None; a task it shortens: ``shortened``."""
         msgs = self.messages
-        stop = self._stop()  # the last group always stays verbatim
+        stop = min(self._stop(), wall or len(msgs))  # the last group always stays verbatim
         if stop <= self.upto:
             return None
         stay = self._stay(keep)
@@ -551,9 +578,27 @@ class Window:
         self.verbatim = sorted(kept_whole)
         self.upto = j
         self.frontier = max(self.frontier, j)
-        self.chunks = [*self.chunks, chunk]
+        self.chunks = self._joined(covered, chunk, counter, policy, room)
         self._merge(counter, policy, room, target - base - tail)
         return chunk
+
+    def _joined(self, covered: list[int], chunk: Chunk, counter: Tokenizer,
+                policy: PreparePolicy, room: int) -> list[Chunk]:
+        """The chunks with the new one: after the others, merged with those made after a
+        question it now stands for (one a step kept whole between chunks, `wall`), so that
+        question's "Asked" is read before the work done on it. Its place in the prefix, the
+        question's, moves all the same."""
+        newest = [c.audit[-1].index if c.audit else -1 for c in self.chunks]
+        asked = [i for i in covered if self.messages[i].role == "user"
+                 and not is_result(self.messages[i]) and newest and i < newest[-1]]
+        k = next((k for k, n in enumerate(newest) if asked and n > asked[0]), None)
+        if k is None:
+            return [*self.chunks, chunk]
+        fold = [*self.chunks[k:], chunk]
+        merged = summaries.merge_chunks(fold, fold[0].start, counter, policy, room)
+        # its audit in conversation order, as every chunk's (its last entry the newest)
+        audit = tuple(sorted(merged.audit, key=lambda e: e.index))
+        return [*self.chunks[:k], dataclasses.replace(merged, audit=audit)]
 
     def _take_one(self, j: int, stop: int, base: int, tail: int, keep: Callable[[int], bool],
                   budget: int, floor: int, chunks: Callable[[int], int]
@@ -635,6 +680,44 @@ class Window:
         return sum(sizes)
 
     def _merge(self, counter: Tokenizer, policy: PreparePolicy, room: int, free: int) -> None:
+        """The chunks merged as `_merge_within` says, never across a question shown whole
+        between them (`_merge_wall`): the chunks after it (the work on it) merge among
+        themselves, held to the share alone (with those before it counted, which no merge
+        may take while it stands, a SWE-agent chat's summary of its work shrank to a third
+        and lost a needed command), then those before it, with those after counted; merged
+        across, the question was read before a summary whose "Asked" was the one before it."""
+        m = self._merge_wall()
+        if m is None:
+            self._merge_within(counter, policy, room, free, self.head, 0)
+            return
+        before, after = self.chunks[:m], self.chunks[m:]
+        if len(after) > 1:
+            self.chunks = after
+            self._merge_within(counter, policy, room, free, after[0].start, 0)
+            after = self.chunks
+        if len(before) > 1:
+            self.chunks, others = before, sum(c.tokens for c in after)
+            self._merge_within(counter, policy, room, free - others, self.head, others)
+            before = self.chunks
+        self.chunks = [*before, *after]
+
+    def _merge_wall(self) -> int | None:
+        """The first chunk after the newest user turn shown whole between chunks (a question a
+        step kept, `wall`), or None when there is none."""
+        newest = [c.audit[-1].index if c.audit else -1 for c in self.chunks]
+        for v in reversed(self.verbatim):
+            m = self.messages[v]
+            if m.role != "user" or is_result(m):
+                continue
+            after = next((k for k, n in enumerate(newest) if n > v), None)
+            if after is not None and after > 0:
+                return after
+            if after == 0:
+                return None
+        return None
+
+    def _merge_within(self, counter: Tokenizer, policy: PreparePolicy, room: int, free: int,
+                      start: int, others: int) -> None:
         """While the chunks together pass ``summaries_share`` of the room, the newest two
         become one (with an older chunk the last resort squeezed, and all after it:
         `_merge_from`): the prefix up to the older chunks holds (a merge of every chunk, which
@@ -642,8 +725,9 @@ class Window:
         tokens the chunks may take below the step's target; a merge of every chunk grows into
         them (more of the ledger), as a new chunk does, to at least ``summaries_min_share`` of
         the room and within ``merge_share`` of ``summaries_share`` (the rest is the next
-        chunks' room)."""
-        share = policy.summaries_share * room
+        chunks' room). ``start``: where the first chunk's messages start; ``others``: the
+        tokens of the chunks on the other side of a wall (`_merge`), out of the share."""
+        share = policy.summaries_share * room - others
         merged_share = share * policy.merge_share
         while len(self.chunks) > 1 and sum(c.tokens for c in self.chunks) > share:
             k = self._merge_from()
@@ -652,16 +736,17 @@ class Window:
             shrank = merged.tokens < sum(c.tokens for c in newest)
             if not shrank or k == 0:
                 if not shrank:  # the newest no longer shrink: every chunk becomes one
-                    merged = summaries.merge_chunks(self.chunks, self.head, counter, policy,
+                    merged = summaries.merge_chunks(self.chunks, start, counter, policy,
                                                     room)
                 want = min(max(free, summaries.least_room(policy, room)), int(merged_share))
                 if want > merged.tokens * 5 // 4:
-                    grown = summaries.merge_chunks(self.chunks, self.head, counter, policy,
+                    grown = summaries.merge_chunks(self.chunks, start, counter, policy,
                                                    room, want)
                     if merged.tokens < grown.tokens <= want:
                         merged = grown
                     if merged.tokens + self.chunks[-1].tokens <= want:
-                        self.chunks = self._beside_newest(merged, want, counter, policy, room)
+                        self.chunks = self._beside_newest(merged, want, counter, policy, room,
+                                                          start)
                         return
                 else:
                     # in a small room the parts' least sizes, doubled, passed the share: the
@@ -672,7 +757,7 @@ class Window:
                     for _ in range(3):
                         if merged.tokens <= merged_share:
                             break
-                        smaller = summaries.merge_chunks(self.chunks, self.head, counter,
+                        smaller = summaries.merge_chunks(self.chunks, start, counter,
                                                          policy, room, want)
                         if smaller.tokens < merged.tokens:
                             merged = smaller
@@ -682,7 +767,7 @@ class Window:
             self.chunks = [*self.chunks[:k], merged]
 
     def _beside_newest(self, merged: Chunk, want: int, counter: Tokenizer,
-                       policy: PreparePolicy, room: int) -> list[Chunk]:
+                       policy: PreparePolicy, room: int, start: int) -> list[Chunk]:
         """The chunks once every chunk merged into ``merged`` came out under ``want`` (what
         they hold says no more): the newest stay as they are while they fit beside a merge of
         the older ones (two at least), which moves the prefix from the first chunk on all the
@@ -695,7 +780,7 @@ class Window:
             beside += chunks[keep].tokens
         if keep == len(chunks):  # two chunks: nothing to keep beside a merge of one
             return [merged]
-        older = summaries.merge_chunks(chunks[:keep], self.head, counter, policy, room,
+        older = summaries.merge_chunks(chunks[:keep], start, counter, policy, room,
                                        want - beside)
         return [older, *chunks[keep:]]
 
