@@ -7,7 +7,8 @@ them (recorded through the gateway), turn by turn, with the word-count fake toke
 from __future__ import annotations
 
 from ctxlayer.core.prepare import prepare_turn
-from ctxlayer.core.prepare.attached import CUT, attached
+from ctxlayer.core.prepare.aider_files import attached
+from ctxlayer.core.prepare.attached import CUT
 from ctxlayer.core.tokens import WordTokenizer
 from ctxlayer.protocol import Message
 
@@ -128,3 +129,51 @@ def test_which_messages_are_attached_files():
                     "chat*'?"),
             Message(role="assistant", content="Because you did.")]
     assert attached(msgs) == {1, 2, 3, 4}
+
+
+def applied_edits_request(k: int) -> list[Message]:
+    """aider's request after ``k`` questions each answered by an applied edit: the answered
+    turns move into its done history, before the files it sends again (with the edits in
+    them), so the files' message is one exchange further on every turn."""
+    out = aider_request(0)[:5]
+    for j in range(k):
+        log = " ".join(f"[q{j} row {i}: value {i * 13}]" for i in range(60))
+        out += [Message(role="user", id=f"q{j}", content=f"QUESTION_{j} fix it {log}"),
+                Message(role="assistant", id=f"a{j}", content=f"edit {j} applied " * 5)]
+    body = ADDER + "".join(f"# change {j}\n" for j in range(k))
+    out += [Message(role="user", id="files", content=added({"adder.py": body})),
+            Message(role="assistant", id="files-ok", content="Ok, any changes I propose will "
+                    "be to those files."),
+            Message(role="user", id=f"q{k}", content=f"QUESTION_{k} now this " + "word " * 40),
+            Message(role="system", id="reminder", content="# SEARCH/REPLACE rules " * 20)]
+    return out
+
+
+def test_the_files_moving_on_after_each_applied_edit_do_not_make_the_window_again():
+    """The review probe: a step left the files' message below the boundary, and aider moving
+    it one exchange on made the window again on every turn (turns 3 to 11 each stepped, all
+    of the history summarized anew, 291 tokens reused of about 520 sent, 43% of the budget)."""
+    state, steps = None, 0
+    for k in range(12):
+        turn = prepare_turn(state, applied_edits_request(k), 1200, WORDS)
+        state = turn.state
+        sent = " ".join(m.content for m in turn.messages)
+        assert CONVENTIONS in sent and (k == 0 or f"# change {k - 1}" in sent), k
+        assert turn.tokens <= 1200
+        steps += turn.stepped
+        if k >= 4 and not turn.stepped:  # carried over: all of the last request reused
+            assert turn.cache_reuse_tokens > 300, (k, turn.cache_reuse_tokens)
+    assert steps <= 6, steps
+
+
+def test_a_long_answer_after_a_message_that_only_opens_like_aiders_is_no_acknowledgement():
+    # kept whole as aider's acknowledgement, a 900-word answer to a user who pasted aider's
+    # words was dropped whole by the fit, in no summary
+    msgs = [Message(role="user", id="u", content="I am not sharing any files that you can edit "
+                    "yet."),
+            Message(role="assistant", id="a", content="word " * 900),
+            Message(role="user", id="q", content="and now?")]
+    assert attached(msgs) == frozenset({0})
+    turn = prepare_turn(None, msgs, 400, WORDS)
+    assert not any(e.message_id == "a" and e.action == "dropped" and "over budget" in e.reason
+                   for e in turn.dropped), turn.dropped

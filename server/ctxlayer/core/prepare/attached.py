@@ -10,48 +10,17 @@ Must not: decide when a turn steps (engine.py) or touch any other message.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from ctxlayer.core.compress.shorten import shorten_message
-from ctxlayer.core.groups import is_result
 from ctxlayer.core.prepare.model import PreparePolicy
 from ctxlayer.core.prepare.window import Window
 from ctxlayer.core.tokens import Tokenizer
-from ctxlayer.protocol import AuditEntry, Message
+from ctxlayer.protocol import AuditEntry
 
-#: how aider opens these messages (its `files_content_prefix` of each edit format and of its
-#: ask mode, `read_only_files_prefix`, `repo_content_prefix` of each, and the chat files' message
-#: when none was added: `files_no_full_files`, `files_no_full_files_with_repo_map`)
-OPENINGS = ("I have *added these files to the chat*", "Here are some READ ONLY files",
-            "Here are summaries of some files present in my git repository",
-            "I am working with you on code in a git repository.\nHere are summaries of some "
-            "files",  # its ask and architect modes' repo map
-            "I am not sharing any files that you can edit yet.",
-            "Don't try and edit any existing code without asking me to add the files")
 #: the share of the budget the attached files keep at least, together, once over it; more
 #: when the rest of the request leaves more below the summary step's target
 ATTACHED_SHARE = 0.5
 CUT = ("shortened: the files the client attached (re-sent every turn) passed their share of "
        "the budget; each file keeps its first and last lines verbatim, the lines between cut")
-
-
-def is_attached(m: Message) -> bool:
-    """Whether ``m`` is a client's message of attached files (`OPENINGS`)."""
-    return m.role == "user" and m.kind is None and not is_result(m) \
-        and m.content.startswith(OPENINGS)
-
-
-def attached(msgs: Sequence[Message]) -> frozenset[int]:
-    """The indices of the attached files' messages, each with the acknowledgement after it (an
-    assistant's words without calls): kept together, the exchange reads as aider wrote it."""
-    out: set[int] = set()
-    for i, m in enumerate(msgs):
-        if is_attached(m):
-            out.add(i)
-            if i + 1 < len(msgs) and msgs[i + 1].role == "assistant" \
-                    and not msgs[i + 1].tool_calls:
-                out.add(i + 1)
-    return frozenset(out)
 
 
 def fit_attached(win: Window, files: frozenset[int], budget: int, counter: Tokenizer,

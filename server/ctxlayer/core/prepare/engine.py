@@ -17,7 +17,8 @@ from ctxlayer.core.errors import ContextError, require_tokens
 from ctxlayer.core.groups import is_result, lead_of
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.prepare import summaries
-from ctxlayer.core.prepare.attached import attached, fit_attached, is_attached
+from ctxlayer.core.prepare.aider_files import attached, is_attached
+from ctxlayer.core.prepare.attached import fit_attached
 from ctxlayer.core.prepare.fit import fit_calls, fit_prose, last_resort, result_index
 from ctxlayer.core.prepare.model import (
     DEFAULT_POLICY,

@@ -23,6 +23,7 @@ from ctxlayer.core.compress.shorten import shorten_message
 from ctxlayer.core.groups import ToolGroups, is_output, is_result
 from ctxlayer.core.prepare import rules as rules_of
 from ctxlayer.core.prepare import summaries
+from ctxlayer.core.prepare.aider_files import is_ack, is_attached
 from ctxlayer.core.prepare.model import (
     Ahead,
     Chunk,
@@ -194,9 +195,18 @@ class Window:
         w = newest_user(msgs)
         if w <= self.upto:
             return None
-        while w - 1 >= self.upto and keep(w - 1) and msgs[w - 1].role == "user" \
-                and not is_result(msgs[w - 1]):
-            w -= 1
+        while w - 1 >= self.upto and keep(w - 1):
+            if msgs[w - 1].role == "user" and not is_result(msgs[w - 1]):
+                w -= 1
+            # aider's files and their acknowledgement just before the question: after each
+            # edit it applies, aider sends them after the turn just answered, one exchange
+            # further on; below the boundary, that move made the window again on every turn
+            # (the whole history summarized anew, the request at 43% of its budget)
+            elif w - 2 >= self.upto and is_ack(msgs[w - 1]) and keep(w - 2) \
+                    and is_attached(msgs[w - 2]):
+                w -= 2
+            else:
+                break
         return w if self.upto < w < self._stop() else None
 
     def keep_rules(self, rules: Collection[int], budget: int, counter: Tokenizer,
