@@ -65,3 +65,12 @@ def test_count_says_deep_json_is_deep_not_invalid():
 def test_a_format_is_named_with_its_article():
     p = run("trim", "--format", "openai", stdin=json.dumps({"model": "gpt-4o", "input": "hi"}))
     assert p.returncode == 2 and "not an openai request" in p.stderr, p.stderr
+
+
+def test_a_model_named_on_the_command_line_reads_the_bodys_past():
+    # the review probe: `--model` no longer rescued a body whose model was bad
+    body = {"model": 5, "messages": HI, "max_tokens": 1024.0}
+    p = run("count", "--model", "gpt-4o", stdin=json.dumps(body))
+    assert p.returncode == 0, p.stderr
+    p = run("trim", "-q", "--model", "gpt-4o", stdin=json.dumps(body))
+    assert p.returncode == 0, p.stderr

@@ -135,9 +135,12 @@ def chat_model(requested: str | None, payload: dict, source: str = "stdin") -> s
     `model` that is no model name is refused, as the gateway refuses it: read past, a body
     with `"model": 5` was fitted for gpt-4o and written back "ready to send" with it."""
     model = payload.get("model")
+    if requested:  # the model named: the body's is read past, as it was
+        return requested
     if model is not None and not (isinstance(model, str) and model.strip()):
-        raise UsageError(f"{source}: `model` must be a non-empty string, got {_shown(model)}")
-    return requested or model
+        raise UsageError(f"{source}: `model` must be a non-empty string, got {_shown(model)}; "
+                         "or name the model with --model")
+    return model
 
 
 def output_room(payload: dict, fmt: Format, source: str = "stdin") -> None:
@@ -148,8 +151,8 @@ def output_room(payload: dict, fmt: Format, source: str = "stdin") -> None:
 
     for key in codec(fmt).reserve:
         value = payload.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                  or value < 1):
+        whole = isinstance(value, int) or isinstance(value, float) and value.is_integer()
+        if value is not None and (isinstance(value, bool) or not whole or value < 1):
             raise UsageError(f"{source}: `{key}` must be a positive whole number, got "
                              f"{_shown(value)}")
 
