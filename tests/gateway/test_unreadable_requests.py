@@ -99,3 +99,18 @@ def test_a_tls_hello_is_told_the_gateway_speaks_plain_http(stack):
             answer += chunk
     said = json.loads(answer.partition(b"\r\n\r\n")[2])["error"]["message"]
     assert "the gateway speaks plain HTTP" in said
+
+
+def test_a_bad_chunk_size_is_said_of_the_body_not_the_head(stack):
+    # the review probe: "a line of the request head could not be read: invalid character in
+    # chunk size", where the head was read and the body's framing was not
+    head = (f"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1:{stack.gateway.port}\r\n"
+            "anthropic-version: 2023-06-01\r\nContent-Type: application/json\r\n"
+            "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\nZZ\r\n{}\r\n0\r\n\r\n")
+    with socket.create_connection(("127.0.0.1", stack.gateway.port), timeout=10) as s:
+        s.sendall(head.encode())
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+    said = json.loads(answer.partition(b"\r\n\r\n")[2])["error"]["message"]
+    assert "body's framing" in said and "request head" not in said, said

@@ -48,6 +48,9 @@ _TLS = "Received HTTPS traffic on an HTTP port"
 #: what llhttp's reasons are made of ("Invalid header value char"): anything else is no reason
 _REASON = re.compile(r"[A-Za-z][A-Za-z _-]{0,80}")
 
+#: llhttp's reasons about the body's framing, not the head (a chunk size, a content length)
+_BODY = re.compile(r"chunk|content-length|content length", re.I)
+
 #: what a reason most often means, for the user who has to find the stray byte
 _HINTS = {"missing expected lf after header value":
           " (a CR at a header value's end: a key read from a file saved with CRLF line ends?)"}
@@ -101,6 +104,8 @@ def what_was_wrong(exc: HttpProcessingError) -> str:
     reason, quoted, _ = exc.message.partition(_QUOTE_FOLLOWS)
     if not quoted or not _REASON.fullmatch(reason):  # no fixed reason of llhttp's
         return what
+    if _BODY.search(reason):  # "invalid character in chunk size": the body's framing
+        what = "the request body's framing could not be read"
     return f"{what}: {reason[:1].lower()}{reason[1:]}{_HINTS.get(reason.lower(), '')}"
 
 
