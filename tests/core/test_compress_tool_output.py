@@ -172,7 +172,9 @@ def test_shorten_stays_within_its_cap_and_names_what_the_cut_part_held(cap):
 def test_an_outline_with_its_note_tests_once_whether_a_text_is_a_log(monkeypatch, keep_head):
     """An outline is made again in the room its note leaves (and, for a user's text, beside its
     first lines): whether the text reads as a log is asked once, and its lines are read once,
-    not for each of them (a few milliseconds a long output, several times a step)."""
+    not for each of them (a few milliseconds a long output, several times a step). A user's
+    text sent after its first lines has what follows them outlined (so that the outline does
+    not show them again): that part is read once too."""
     from ctxlayer.core.compress import shorten as shortening
     from ctxlayer.core.compress import tool_output
 
@@ -189,7 +191,10 @@ def test_an_outline_with_its_note_tests_once_whether_a_text_is_a_log(monkeypatch
     out = shortening.shorten(text, 200, WordTokenizer(), keep_head=keep_head)
     assert out is not None and out.method == "log" and "bad item 4999" in out.text
     assert asked.count(text) == 1
-    assert read == [text]
+    assert read[0] == text and len(read) == (2 if keep_head else 1)
+    for rest in read[1:]:  # what follows the first lines sent before it
+        assert text.endswith(rest) and not rest.startswith("please")
+        assert asked.count(rest) == 1
 
 
 def test_a_note_full_after_the_errors_never_reads_the_paths(monkeypatch):

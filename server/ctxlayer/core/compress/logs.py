@@ -15,7 +15,8 @@ What `sanitize_log` does, in order:
    node_modules, /usr/lib, node:internal, java.*) are kept with their source lines; the rest
    become "[... N library frames]". The exception message line stays with its unit.
 3. Units (lines or stacks) that are the same once digits are masked collapse into their first
-   occurrence with a count "(x42)".
+   occurrence with a count "(x42)"; an error's last occurrence, when its numbers differ, is
+   kept too, "(the last of 42)".
 4. Units are ranked: errors/exceptions/stacks/pytest failure lines, then warnings and section
    headers and summaries, then the rest. Up to `keep_lines` output lines are kept, a tier at a
    time; a tier that does not fit keeps its first and last units alternately (head and tail).
@@ -309,7 +310,7 @@ _MASK_DIGITS = re.compile(r"\d+")
 class _Unit:
     """One line, or one stack trace, of the sanitized log."""
 
-    __slots__ = ("count", "end", "lines", "score", "start")
+    __slots__ = ("count", "end", "last_of", "lines", "score", "start")
 
     def __init__(self, lines: list[str], start: int, end: int, score: int) -> None:
         self.lines = lines
@@ -317,6 +318,7 @@ class _Unit:
         self.end = end  # one past the last original line index
         self.score = score
         self.count = 1
+        self.last_of = 0  # an error's last repeat kept beside its first: how many there were
 
 
 _ERROR_HINTS = (
@@ -485,8 +487,12 @@ def _units(lines: list[str]) -> list[_Unit]:
 
 
 def _collapse(units: list[_Unit]) -> tuple[list[_Unit], int]:
-    """Units equal once digits are masked merge into the first; returns (units, repeats)."""
+    """Units equal once digits are masked merge into the first; returns (units, repeats).
+    An error's last repeat, when its numbers differ from the first's, stays too (`last_of`
+    its count): merged, four errors of four jobs named the first job alone, and a later step
+    looking for the last one's path or step found only its name in the cut part's note."""
     first: dict[str, _Unit] = {}
+    last: dict[str, _Unit] = {}
     out: list[_Unit] = []
     repeats = 0
     for u in units:
@@ -498,6 +504,14 @@ def _collapse(units: list[_Unit]) -> tuple[list[_Unit], int]:
         else:
             seen.count += 1
             repeats += len(u.lines)
+            if u.score == 3:
+                last[key] = u
+    kept = [u for key, u in last.items() if u.lines != first[key].lines]
+    for u in kept:
+        u.last_of = first[_MASK_DIGITS.sub("#", "\n".join(u.lines))].count
+        repeats -= len(u.lines)
+    if kept:
+        out = sorted(out + kept, key=lambda u: u.start)
     return out, repeats
 
 
@@ -568,6 +582,8 @@ class LogOutline:
                 out.append(_gap(gap))
             if u.count > 1:
                 body = body[:-1] + [f"{body[-1]} (x{u.count})"]
+            elif u.last_of:
+                body = body[:-1] + [f"{body[-1]} (the last of {u.last_of})"]
             out.extend(body)
             emitted += len(body)
             pos = u.end

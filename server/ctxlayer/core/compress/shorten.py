@@ -78,13 +78,26 @@ def shorten(text: str, cap: int, counter: Counter, *, keep_head: bool = False,
                        counter)
     if not head or short.text.lstrip().startswith(head):
         return short
-    rest = _noted(text, cap - counter.count(head) - 1, counter, named, read)
+    rest = _after_head(text.lstrip(), head, cap - counter.count(head) - 1, counter, named, read)
     if rest is None:
         return short
     out = head + "\n" + rest.text
     after = counter.count(out)
     return short if after > cap else CompressedOutput(out, rest.method, short.tokens_before,
                                                         after)
+
+
+def _after_head(text: str, head: str, cap: int, counter: Counter, named: Named,
+                read: Reading) -> CompressedOutput | None:
+    """The outline, within ``cap``, of what follows ``head`` (the first whole lines of
+    ``text``, sent before it). Outlined whole, a log's outline showed its first lines again
+    in its own section of them: a 600-line log sent steps 0-54 twice, 26% of it, where more
+    of the log would have gone. A head that ends inside its first line (cut to its first
+    words) leaves the text to be outlined whole: the rest of that line is in no other part."""
+    if not text.startswith(head + "\n") or head.endswith("…"):
+        return _noted(text, cap, counter, named, read)
+    after = text[len(head) + 1:]
+    return _noted(after, cap, counter, NamedFacts(after), Reading(after))
 
 
 #: the fewest lines at each end of every block `_each_block` keeps: fewer say too little of

@@ -1,0 +1,45 @@
+"""A long log a user pasted, shortened: its first lines come first (what it was pasted for),
+and are not sent again by the log's outline; errors that differ only in their numbers keep
+their first and last lines verbatim beside their count."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ctxlayer.core.compress.logs import sanitize_log
+from ctxlayer.core.compress.shorten import shorten_message
+from ctxlayer.core.tokens import WordTokenizer, message_tokens
+from ctxlayer.protocol import Message
+
+ERROR = "2026-01-01 ERROR step 300 failed: disk full at /var/lib/db (errno 28)"
+
+
+def _shortened(log: str, cap: int) -> tuple[str, int]:
+    counter = WordTokenizer()
+    m = Message(role="user", content="here is the log\n" + log)
+    got = shorten_message(m, message_tokens(m, counter), cap, counter, least=200)
+    assert got is not None
+    return got[0].content, got[1]
+
+
+def test_the_first_lines_of_a_pasted_log_are_sent_once():
+    log = "\n".join(ERROR if k == 300 else f"2026-01-01 INFO step {k} ok" for k in range(600))
+    text, tokens = _shortened(log, 1200)
+    assert tokens <= 1200
+    assert text.startswith("here is the log\n2026-01-01 INFO step 0 ok\n")
+    assert ERROR in text
+    sent = Counter(line for line in text.split("\n") if line in set(log.split("\n")))
+    assert [line for line, n in sent.items() if n > 1] == []  # before: steps 0-54 twice
+    assert "2026-01-01 INFO step 599 ok" in text  # its tail
+
+
+def test_errors_differing_in_numbers_keep_their_first_and_last_lines():
+    errors = {k: f"2026-01-01 ERROR job {k} failed: disk full at /var/lib/db{k % 7} (errno 28)"
+              for k in (100, 200, 300, 400)}
+    log = "\n".join(errors.get(k, f"2026-01-01 INFO step {k} ok") for k in range(500))
+    out = sanitize_log(log, keep_lines=20).split("\n")
+    # before: the first alone, "(x4)" after it; /var/lib/db1 only in the cut part's note
+    assert errors[100] + " (x4)" in out
+    assert errors[400] + " (the last of 4)" in out
+    assert not {errors[200], errors[300]} & set(out)  # the ones between, counted
+    assert out[-1] == "[log sanitized: 500 lines in, 3 kept, 497 dropped, 497 repeats collapsed]"
