@@ -48,3 +48,27 @@ def test_a_pasted_log_after_a_long_question_is_shortened_not_summarized():
     assert [(e.message_id, e.reason) for e in turn.truncated] == [("log", KEPT_SHORT)]
     assert not turn.dropped
     assert turn.tokens >= BUDGET // 2, turn.tokens  # the budget used, not left empty
+
+
+def test_the_errors_of_a_shortened_log_stay_once_a_summary_takes_it():
+    """The chat goes on (word counts: each turn a 250-word answer and a short question): at
+    turn 9 a summary takes the log shortened at the first, and its errors are in that
+    summary's ledger verbatim. Before, the summary's Details were the log's last INFO lines
+    and its ledger the paths alone: the ERROR lines were gone from turn 9 on."""
+    question = "q0 " + "please look at this. " * 150
+    sent = _chat(question, _log(1200))
+    counter = WordTokenizer()
+    words = "cache token budget parser router queue store index".split()
+    state, summarized = None, 0
+    for t in range(15):
+        turn = prepare_turn(state, sent, BUDGET, counter)
+        state = turn.state
+        assert turn.tokens <= BUDGET
+        shown = "\n".join(m.content for m in turn.messages)
+        assert [e for e in ERRORS.values() if e not in shown] == [], t
+        summarized += "log" not in [m.id for m in turn.messages]
+        sent = [*sent,
+                Message(role="assistant", id=f"r{t}",
+                        content=" ".join(words[(t + k) % 8] for k in range(250))),
+                Message(role="user", id=f"u{t}", content=f"and step {t}? " + " ".join(words))]
+    assert summarized  # the log was summarized in the end: the ledger kept its errors

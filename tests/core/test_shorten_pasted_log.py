@@ -43,3 +43,24 @@ def test_errors_differing_in_numbers_keep_their_first_and_last_lines():
     assert errors[400] + " (the last of 4)" in out
     assert not {errors[200], errors[300]} & set(out)  # the ones between, counted
     assert out[-1] == "[log sanitized: 500 lines in, 3 kept, 497 dropped, 497 repeats collapsed]"
+
+
+def test_a_summary_ledger_keeps_a_logs_distinct_error_lines_verbatim():
+    from ctxlayer.core.compress.ledger import add_messages, render_ledger
+
+    log = "\n".join([
+        "2026-01-01 INFO step 1 ok", ERROR,
+        "2026-01-01 ERROR step 301 failed: disk full at /var/lib/db (errno 28)",  # the same
+        "Traceback (most recent call last):", '  File "src/run.py", line 3, in main',
+        "KeyError: 'shard-7'", "FAILED tests/test_db.py::test_write - AssertionError",
+        "2026-01-01 INFO step 2 ok", "the error handling is fine here"])
+    ledger = add_messages(None, [Message(role="user", content="here is the log\n" + log)])
+    text = render_ledger(ledger, 600).split("\n")
+    # before: "- errors: 28", the path among the paths, no line of the log
+    assert text[:4] == ["- error lines (verbatim):", "  - " + ERROR, "  - KeyError: 'shard-7'",
+                        "  - FAILED tests/test_db.py::test_write - AssertionError"]
+    assert not any("step 301" in line for line in text)
+    # the kinds after them, but what the lines say already (the disk's path, the error's
+    # code, the test) not again
+    assert text[4:] == ["- lines: src/run.py line 3"], text
+    assert len("\n".join(text)) <= 600

@@ -32,6 +32,7 @@ from ctxlayer.core.compress.facts import (
     format_item,
     prose_commands,
 )
+from ctxlayer.core.compress.logs import error_lines
 from ctxlayer.protocol import Message
 
 __all__ = ["CUT_HEAD", "KINDS", "Ledger", "add_messages", "facts_cut", "from_facts", "merge_ledgers",
@@ -48,6 +49,12 @@ KINDS = (
     ("identifiers", "identifiers", 0.12),
 )
 _SHARE = {kind: share for kind, _, share in KINDS}
+#: the lines a log or an output wrote to report an error (`logs.error_lines`), verbatim: the
+#: ledger's first line, within ERROR_LINES_SHARE of it; the kinds share what they leave. A
+#: summarized log kept only its error's codes and paths ("errno 28", "/var/lib/db")
+ERROR_LINES = "error_lines"
+ERROR_LINES_SHARE = 0.3
+ERROR_LINE_ITEM_MAX = 240
 PROSE_SCORE = 3  # a mention in the user's or the assistant's own words
 MENTION_SCORE = 1  # any other mention (tool output, code block)
 #: a command the user names in their own words ("please look at pytest -k retry"): what they
@@ -186,11 +193,14 @@ def add_messages(ledger: Ledger | None, messages: list[Message],
     led = Ledger(kinds={k: list(v) for k, v in (ledger.kinds if ledger else {}).items()},
                  mentions=ledger.mentions if ledger else 0)
     index: dict[str, dict[str, int]] = {
-        k: {e.value: i for i, e in enumerate(led.kinds.get(k, []))} for k, _, _ in KINDS}
+        k: {e.value: i for i, e in enumerate(led.kinds.get(k, []))}
+        for k in (*(k for k, _, _ in KINDS), ERROR_LINES)}
     for n, msg in enumerate(messages):
         facts = extracted[n] if extracted is not None else extract_facts(text_of(msg))
         led.mentions += 1
         speaker = msg.role in ("user", "assistant") and msg.kind not in ("toolOutput", "doc")
+        _add(led, index, ERROR_LINES, error_lines(msg.content),
+             PROSE_SCORE if speaker else MENTION_SCORE)
         ran = shell_commands(msg) if msg.tool_calls else []
         said = prose_commands(msg.content) if speaker and msg.role == "user" else []
         if ran or said:
@@ -229,6 +239,23 @@ def add_messages(ledger: Ledger | None, messages: list[Message],
         if len(entries) > MAX_PER_KIND:
             led.kinds[kind] = sorted(entries, key=_rank)[:MAX_PER_KIND]
     return led
+
+
+def _add(led: Ledger, index: dict[str, dict[str, int]], kind: str, values: list[str],
+         score: int) -> None:
+    """``values`` mentioned in the message ``led`` read last, each adding ``score``."""
+    if not values:
+        return
+    entries = led.kinds.setdefault(kind, [])
+    where = index[kind]
+    for value in values:
+        i = where.get(value)
+        if i is None:
+            where[value] = len(entries)
+            entries.append(Entry(value, score, led.mentions))
+        else:
+            entries[i].score += score
+            entries[i].last = led.mentions
 
 
 def merge_ledgers(ledgers: list[Ledger]) -> Ledger:
@@ -345,7 +372,8 @@ def _ranked(entries: list[Entry], shown: str, kind: str = "") -> list[str]:
 
 def render_ledger(ledger: Ledger | None, max_chars: int, *, shown: str = "",
                   extra: tuple[str, list[str]] | None = None) -> str:
-    """The ledger as one markdown line per kind within ``max_chars``.
+    """The ledger as one markdown line per kind within ``max_chars``, after the error lines
+    (`ERROR_LINES`), one a line.
 
     ``shown``: text already in the summary (facts in it are left out). ``extra``: a (label,
     items) line rendered last with the space the kinds leave, e.g. constraints demoted from
@@ -353,6 +381,19 @@ def render_ledger(ledger: Ledger | None, max_chars: int, *, shown: str = "",
     """
     if max_chars <= 0:
         return ""
+    errors = _error_lines(ledger, shown, int(max_chars * ERROR_LINES_SHARE))
+    if not errors:
+        return _kinds(ledger, max_chars, shown, extra, max_chars)
+    # the kinds keep their shares of the whole ledger (a share of what the error lines left
+    # was too small for a traceback's location, and its file was listed again as a path)
+    kinds = _kinds(ledger, max_chars - len(errors) - 1, shown + "\n" + errors, extra, max_chars)
+    return errors + "\n" + kinds if kinds else errors
+
+
+def _kinds(ledger: Ledger | None, max_chars: int, shown: str,
+           extra: tuple[str, list[str]] | None, whole: int) -> str:
+    """The ledger's kinds, a line each, within ``max_chars``, each first within its share of
+    ``whole`` (the ledger's size)."""
     ranked = {kind: _ranked(ledger.kinds.get(kind, []), shown, kind) if ledger else []
               for kind, _, _ in KINDS}
     # a path that a location in the lines' own share says already ("src/a.py line 3" says
@@ -360,10 +401,30 @@ def render_ledger(ledger: Ledger | None, max_chars: int, *, shown: str = "",
     # summary listed a traceback's files twice and had no room left for the lines that failed
     if ranked["paths"] and ranked["line_numbers"]:
         lines = [_item("line_numbers", v) for v in ranked["line_numbers"]]
-        located, _ = _within(lines, "lines", int(max_chars * _SHARE["line_numbers"]), max_chars)
+        located, _ = _within(lines, "lines", int(whole * _SHARE["line_numbers"]), max_chars)
         said = "\0".join(located)
         ranked["paths"] = [v for v in ranked["paths"] if v not in said]
-    return _render(ranked, max_chars, extra)
+    return _render(ranked, max_chars, extra, whole)
+
+
+def _error_lines(ledger: Ledger | None, shown: str, max_chars: int) -> str:
+    """The ledger's error lines, best first, one a line under their label, within
+    ``max_chars``; those ``shown`` already left out. Empty when there are none."""
+    entries = ledger.kinds.get(ERROR_LINES) if ledger else None
+    if not entries:
+        return ""
+    head = "- error lines (verbatim):"
+    out = [head]
+    used = len(head)
+    for e in sorted(entries, key=_rank):
+        if shown and e.value in shown:
+            continue
+        item = "  - " + format_item(e.value, False, ERROR_LINE_ITEM_MAX)
+        if used + 1 + len(item) > max_chars:
+            continue  # a shorter one may fit
+        out.append(item)
+        used += 1 + len(item)
+    return "\n".join(out) if len(out) > 1 else ""
 
 
 def _within(items: list[str], label: str, own: int, room: int) -> tuple[list[str], int]:
@@ -383,14 +444,14 @@ def _within(items: list[str], label: str, own: int, room: int) -> tuple[list[str
 
 
 def _render(ranked: dict[str, list[str]], max_chars: int,
-            extra: tuple[str, list[str]] | None) -> str:
-    """The ledger's lines: each kind first within its own share, then the space left, kinds
-    in order."""
+            extra: tuple[str, list[str]] | None, whole: int) -> str:
+    """The ledger's lines: each kind first within its own share (of ``whole``), then the
+    space left, kinds in order."""
     lines_of: list[tuple[str, list[str], int]] = []  # (label, candidate items, own share)
     for kind, label, share in KINDS:
         values = ranked[kind]
         if values:
-            lines_of.append((label, [_item(kind, v) for v in values], int(max_chars * share)))
+            lines_of.append((label, [_item(kind, v) for v in values], int(whole * share)))
     if extra and extra[1]:
         lines_of.append((extra[0], [" ".join(x.split()) for x in extra[1]], 0))
     chosen: list[list[str]] = [[] for _ in lines_of]

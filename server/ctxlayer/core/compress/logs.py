@@ -30,7 +30,7 @@ import re
 
 import msgspec
 
-__all__ = ["looks_like_log", "sanitize_log"]
+__all__ = ["error_lines", "looks_like_log", "sanitize_log"]
 
 # ---------------------------------------------------------------------------------------------
 # Noise
@@ -652,3 +652,66 @@ def looks_like_log(text: str) -> bool:
         return False
     hits = sum(1 for ln in lines if _log_line(ln))
     return hits >= 3 and hits >= 0.3 * len(lines) or (len(lines) < 3 and hits == len(lines))
+
+
+# ---------------------------------------------------------------------------------------------
+# Error lines
+
+#: what a line that reports an error holds, one of them at least: the words are looked for
+#: first (a text without any is not read line by line)
+_ERROR_WORDS = ("ERROR", "FATAL", "CRITICAL", "PANIC", "FAILED", "Error", "Exception", "error:",
+                "panic:")
+#: a line that reports an error: a log's level, a test run's FAILED, an exception's own line
+#: (a traceback's last: "KeyError: 'x'"), a compiler's or a program's "error:"
+_ERROR_LINE = re.compile(
+    r"\b(?:ERROR|FATAL|CRITICAL|PANIC|FAILED)\b"
+    r"|^\s*(?:[\w.]*\.)?\w*(?:Error|Exception)\b(?::|$)|\berror(?:\[\w+\])?:|^panic:"
+)
+#: the longest line taken as an error line: a longer one is a blob (a minified bundle, a JSON
+#: record) that happens to hold the word
+ERROR_LINE_MAX = 400
+
+
+def error_lines(text: str, limit: int = 40) -> list[str]:
+    """The distinct lines of ``text`` that report an error, verbatim (stripped), in order, at
+    most ``limit``: lines equal once their numbers are masked are one, the first of them. What
+    a summary keeps of a log it takes: its sentences are its newest (a log's last INFO lines),
+    and "ERROR step 300 failed: disk full at /var/lib/db (errno 28)" left only the path.
+    Only the lines holding one of the words are read (found by `str.find`, a few
+    milliseconds a megabyte; read line by line, 74 ms)."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for start in _lines_with(text, _ERROR_WORDS, CANDIDATES_MAX):
+        end = text.find("\n", start)
+        line = text[start:end if end >= 0 else len(text)].strip()
+        if len(line) > ERROR_LINE_MAX or not _ERROR_LINE.search(line):
+            continue
+        key = _MASK_DIGITS.sub("#", line)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(line)
+        if len(out) >= limit:
+            break
+    return out
+
+
+#: the most places of each word `error_lines` looks at: a log of thousands of errors has
+#: its distinct ones among its first
+CANDIDATES_MAX = 2000
+
+
+def _lines_with(text: str, words: tuple[str, ...], most: int) -> list[int]:
+    """Where the lines holding any of ``words`` start, in order (at most ``most`` places of
+    each word)."""
+    starts: set[int] = set()
+    for w in words:
+        at = text.find(w)
+        n = 0
+        while at >= 0 and n < most:
+            start = text.rfind("\n", 0, at) + 1
+            starts.add(start)
+            n += 1
+            end = text.find("\n", at)
+            at = text.find(w, end) if end >= 0 else -1
+    return sorted(starts)
