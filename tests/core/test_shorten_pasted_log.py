@@ -64,3 +64,18 @@ def test_a_summary_ledger_keeps_a_logs_distinct_error_lines_verbatim():
     # code, the test) not again
     assert text[4:] == ["- lines: src/run.py line 3"], text
     assert len("\n".join(text)) <= 600
+
+
+def test_an_error_line_reports_an_error_and_comes_from_what_was_written_not_a_tool():
+    from ctxlayer.core.compress.ledger import ERROR_LINES, add_messages
+    from ctxlayer.core.compress.logs import error_lines
+
+    words = "\n".join(["**CRITICAL REQUIREMENTS:**", "<CRITICAL>",
+                       "    except ValidationError as error:", "but I get the following error:",
+                       "ERROR: while parsing the config", "src/a.c:3:5: error: expected ';'",
+                       "ValueError"])
+    # before: the first four too (an agent's instructions, code, prose)
+    assert error_lines(words) == ["ERROR: while parsing the config",
+                                  "src/a.c:3:5: error: expected ';'", "ValueError"]
+    tool = Message(role="tool", tool_call_id="c", content="ModuleNotFoundError: No module x")
+    assert not add_messages(None, [tool]).kinds.get(ERROR_LINES)  # before: one

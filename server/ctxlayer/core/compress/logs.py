@@ -662,10 +662,16 @@ def looks_like_log(text: str) -> bool:
 _ERROR_WORDS = ("ERROR", "FATAL", "CRITICAL", "PANIC", "FAILED", "Error", "Exception", "error:",
                 "panic:")
 #: a line that reports an error: a log's level, a test run's FAILED, an exception's own line
-#: (a traceback's last: "KeyError: 'x'"), a compiler's or a program's "error:"
+#: (a traceback's last: "KeyError: 'x'"), a compiler's or a program's "error:". A level
+#: is a word of its own followed by what it reports, "error:" opens the line (or follows a
+#: compiler's location): code's "except ValueError as error:" and prose's "I get the
+#: following error:" are none; nor are an agent's instructions, "<CRITICAL>" and
+#: "**CRITICAL REQUIREMENTS:**" (ranked as the user's words, they took the ledger's room
+#: from 9 needed facts of a replayed chat)
 _ERROR_LINE = re.compile(
-    r"\b(?:ERROR|FATAL|CRITICAL|PANIC|FAILED)\b"
-    r"|^\s*(?:[\w.]*\.)?\w*(?:Error|Exception)\b(?::|$)|\berror(?:\[\w+\])?:|^panic:"
+    r"(?:^|[\s\[|])(?:ERROR|FATAL|CRITICAL|PANIC|FAILED)(?:\]|:|\s+-)?\s+(?![A-Z]{3,}\b)\S"
+    r"|^\s*(?:[\w.]*\.)?\w*(?:Error|Exception)\b(?::|$)"
+    r"|^\s*(?:\S+:\d+(?::\d+)?:\s*)?(?:fatal )?error(?:\[\w+\])?:|^panic:"
 )
 #: the longest line taken as an error line: a longer one is a blob (a minified bundle, a JSON
 #: record) that happens to hold the word
