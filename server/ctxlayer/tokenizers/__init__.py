@@ -22,8 +22,15 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import tiktoken
 
+from ctxlayer.core.errors import ContextError
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.tokens import CountCache
+from ctxlayer.tokenizers.blanks import (
+    LONG_BLANKS,
+    counted_around_blanks,
+    has_long_blanks,
+    read_as_known,
+)
 from ctxlayer.tokenizers.encodings import (
     ENCODINGS,
     TokenizerUnavailable,
@@ -96,7 +103,11 @@ class TiktokenCounter:
                 if i >= len(runs):
                     finished.set()
                     return
-                counts[i] = [length(t) for t in runs[i]]
+                try:
+                    counts[i] = [length(t) for t in runs[i]]
+                except BaseException:  # a text refused: the other thread counts no further
+                    finished.set()
+                    raise
 
         # Both on the pool, this thread waiting: this thread counting beside one helper took
         # 1.3-3.8x as long as two pool threads on the 5 MB chat's texts (measured in one
@@ -118,7 +129,40 @@ class TiktokenCounter:
 BUFFER_FROM = 512
 
 
-def _length_of(encoding: tiktoken.Encoding) -> Callable[[str], int]:
+def _length_of(encoding: tiktoken.Encoding,
+               long_blanks: int = LONG_BLANKS) -> Callable[[str], int]:
+    """A text's token count, as `len(encode_ordinary(text))`: a text of ``long_blanks``
+    characters or more counted around its long runs of blanks (blanks.py: tiktoken's regex
+    fails past about 1M of them); any error of tiktoken's raised as the domain's refusal, so
+    every face says it in one line (it was an internal error, a 500, a traceback)."""
+    whole = _whole_length(encoding)
+    single = encoding._encode_single_piece
+    read_as_known(getattr(encoding, "_pat_str", ""), encoding.name)
+
+    def piece(blanks: str) -> int:
+        return len(single(blanks.encode()))
+
+    def length(text: str) -> int:
+        try:
+            if len(text) < long_blanks or not has_long_blanks(text, long_blanks):
+                return whole(text)
+            return counted_around_blanks(text, whole, piece, long_blanks)
+        except ValueError as exc:  # fancy-regex's own errors ("Max stack size exceeded")
+            raise _uncountable(text, exc) from None
+        except BaseException as exc:
+            if type(exc).__name__ != "PanicException":  # tiktoken's Rust code panicked
+                raise
+            raise _uncountable(text, exc) from None
+
+    return length
+
+
+def _uncountable(text: str, exc: BaseException) -> ContextError:
+    return ContextError("invalid", f"a text of {len(text):,} characters that tiktoken cannot "
+                        f"count ({type(exc).__name__}: {exc})")
+
+
+def _whole_length(encoding: tiktoken.Encoding) -> Callable[[str], int]:
     """A text's token count without the list of tokens: tiktoken's buffer encoding (no special
     tokens allowed encodes them as text, as encode_ordinary does) skips building a Python int
     per token, 4-10% of a long text's count. A tiktoken without it counts the list."""
