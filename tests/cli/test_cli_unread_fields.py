@@ -26,6 +26,7 @@ def run(*args: str, stdin: str) -> subprocess.CompletedProcess:
     ("max_tokens", "100", '`max_tokens` must be a positive whole number, got "100"'),
     ("max_tokens", -5, "`max_tokens` must be a positive whole number, got -5"),
     ("max_completion_tokens", 0, "`max_completion_tokens` must be a positive whole number"),
+    ("max_tokens", 64000.0, "`max_tokens` must be a positive whole number, got 64000.0"),
 ])
 def test_trim_refuses_a_body_field_it_cannot_read(field, value, said):
     # each was read past: fitted for gpt-4o's usual budget, exit 0, and written back
@@ -69,7 +70,7 @@ def test_a_format_is_named_with_its_article():
 
 def test_a_model_named_on_the_command_line_reads_the_bodys_past():
     # the review probe: `--model` no longer rescued a body whose model was bad
-    body = {"model": 5, "messages": HI, "max_tokens": 1024.0}
+    body = {"model": 5, "messages": HI, "max_tokens": 1024}
     p = run("count", "--model", "gpt-4o", stdin=json.dumps(body))
     assert p.returncode == 0, p.stderr
     p = run("trim", "-q", "--model", "gpt-4o", stdin=json.dumps(body))

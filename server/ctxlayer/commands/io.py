@@ -151,8 +151,11 @@ def output_room(payload: dict, fmt: Format, source: str = "stdin") -> None:
 
     for key in codec(fmt).reserve:
         value = payload.get(key)
-        whole = isinstance(value, int) or isinstance(value, float) and value.is_integer()
-        if value is not None and (isinstance(value, bool) or not whole or value < 1):
+        # a whole number written 1024.0 too: the budget reads whole numbers only (the review
+        # probe: accepted, it was read past, and 64000.0 went back "ready to send" beside a
+        # budget that left it no room)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or value < 1):
             raise UsageError(f"{source}: `{key}` must be a positive whole number, got "
                              f"{_shown(value)}")
 

@@ -48,8 +48,9 @@ _TLS = "Received HTTPS traffic on an HTTP port"
 #: what llhttp's reasons are made of ("Invalid header value char"): anything else is no reason
 _REASON = re.compile(r"[A-Za-z][A-Za-z _-]{0,80}")
 
-#: llhttp's reasons about the body's framing, not the head (a chunk size, a content length)
-_BODY = re.compile(r"chunk|content-length|content length", re.I)
+#: llhttp's reasons about the body's framing, not the head (a chunk size, its extensions; a
+#: Content-Length's are about a header line)
+_BODY = re.compile(r"chunk", re.I)
 
 #: what a reason most often means, for the user who has to find the stray byte
 _HINTS = {"missing expected lf after header value":
