@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ctxlayer.core.compress.logs import sanitize_log
+import pytest
+
+from ctxlayer.core.compress.logs import error_lines, sanitize_log
 from ctxlayer.core.compress.shorten import shorten_message
 from ctxlayer.core.tokens import WordTokenizer, message_tokens
 from ctxlayer.protocol import Message
@@ -74,8 +76,31 @@ def test_an_error_line_reports_an_error_and_comes_from_what_was_written_not_a_to
                        "    except ValidationError as error:", "but I get the following error:",
                        "ERROR: while parsing the config", "src/a.c:3:5: error: expected ';'",
                        "ValueError"])
-    # before: the first four too (an agent's instructions, code, prose)
+    # before: the first four too (an agent's instructions, code, prose); a bare exception's
+    # name is code too (an except's tuple), an exception's own line says what went wrong
     assert error_lines(words) == ["ERROR: while parsing the config",
-                                  "src/a.c:3:5: error: expected ';'", "ValueError"]
+                                  "src/a.c:3:5: error: expected ';'"]
     tool = Message(role="tool", tool_call_id="c", content="ModuleNotFoundError: No module x")
     assert not add_messages(None, [tool]).kinds.get(ERROR_LINES)  # before: one
+
+
+@pytest.mark.parametrize(("line", "reports"), [
+    ("2024-01-01 12:00:00,123 - app.db - ERROR - disk full at /var/lib/db", True),
+    ("ERROR step 300 failed: disk full at /var/lib/db (errno 28)", True),
+    ("[ERROR] could not connect", True),
+    ("Jan 01 12:00:00 host sshd[123]: FATAL no memory", True),
+    ("E   AssertionError: assert 1 == 2", True),
+    ("ValueError: bad value 5", True),
+    ("FAILED tests/test_x.py::test_a - AssertionError", True),
+    ("src/a.c:10:5: error: expected ';'", True),
+    # the second review probe: prose and code that only name a level or an exception
+    ("The ERROR handling in services/auth/login.py is wrong.", False),
+    ("if state == FAILED and retries > 5:", False),
+    ("    ValueError,", False),
+    ("| ERROR | internal |", False),
+    ("When FAILED logins happen we lock.", False),
+    ("The CRITICAL path is login.", False),
+    ("We have 3 FAILED tests now", False),
+])
+def test_a_line_reports_an_error_only_where_a_log_or_a_traceback_says_it(line, reports):
+    assert bool(error_lines(line)) is reports

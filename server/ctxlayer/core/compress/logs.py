@@ -669,8 +669,14 @@ _ERROR_WORDS = ("ERROR", "FATAL", "CRITICAL", "PANIC", "FAILED", "Error", "Excep
 #: "**CRITICAL REQUIREMENTS:**" (ranked as the user's words, they took the ledger's room
 #: from 9 needed facts of a replayed chat)
 _ERROR_LINE = re.compile(
-    r"(?:^|[\s\[|])(?:ERROR|FATAL|CRITICAL|PANIC|FAILED)(?:\]|:|\s+-)?\s+(?![A-Z]{3,}\b)\S"
-    r"|^\s*(?:[\w.]*\.)?\w*(?:Error|Exception)\b(?::|$)"
+    # a level where a log line has it: first, in brackets, or after a stamp (a field holding a
+    # digit: a date, a time, a pid) and a logger's name; anywhere, prose and code had it ("The
+    # ERROR handling in ...", "if state == FAILED and ...", a table's "| ERROR |" row)
+    r"(?:^\s*|\[|<|^(?:\S+\s+)?\S*\d\S*(?:\s+(?:-\s+)?\S+){0,3}?\s+(?:-\s+)?)"
+    r"(?:ERROR|FATAL|CRITICAL|PANIC|FAILED)(?:\]|>|:|\s+-)?\s+(?![A-Z]{3,}\b)\S"
+    # an exception's own line (pytest's `E` before it) says what went wrong after it (a bare
+    # name is code: an except)
+    r"|^\s*(?:E\s+)?(?:[\w.]*\.)?\w*(?:Error|Exception):\s+\S"
     r"|^\s*(?:\S+:\d+(?::\d+)?:\s*)?(?:fatal )?error(?:\[\w+\])?:|^panic:"
 )
 #: the longest line taken as an error line: a longer one is a blob (a minified bundle, a JSON
