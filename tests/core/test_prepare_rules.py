@@ -150,3 +150,31 @@ def test_only_the_opening_user_turns_are_read_for_instruction_files():
     later = Message(role="user", id="pasted", content="Why does this say:\n" + CLAUDE_MD)
     msgs = [*claude_code(1, 2), Message(role="assistant", id="ans", content="Passed."), later]
     assert carrying(msgs) == {1}
+
+
+def test_the_users_task_beside_claude_md_is_not_cut_with_the_files():
+    """The second review probe: a 200-word task in Claude Code's first message, beside a
+    60-line CLAUDE.md past its share, went out as its first 80 words from turn 6 on, for the
+    rest of the chat, with room for all of it (3,073 of 4,000), the audit naming only the
+    files' lines."""
+    rules = "\n".join(f"- Rule {k}: use the helper mod{k}.py for module {k} work, always."
+                      for k in range(60))
+    task = ("Please refactor the billing service as follows: "
+            + " ".join(f"TASKW{k}" for k in range(200)) + " and finally ENDOFTASK.")
+    first = ("<system-reminder>\nCodebase and user instructions are shown below.\n\nContents "
+             "of /repo/CLAUDE.md (project instructions, checked into the codebase):\n\n"
+             + rules + "\n</system-reminder>\n" + task)
+    msgs = [Message(role="system", id="sys", content="You are Claude Code. " * 30),
+            Message(role="user", id="q0", content=first)]
+    state, cut = None, False
+    for k in range(25):
+        msgs += [Message(role="assistant", id=f"a{k}", content="", tool_calls=[
+                     ToolCall(id=f"c{k}", name="Bash", arguments=f'{{"command": "cat f{k}.log"}}')]),
+                 Message(role="tool", id=f"o{k}", tool_call_id=f"c{k}", content="\n".join(
+                     f"line {j}: step {j} ok run {k}" for j in range(60)))]
+        turn = prepare_turn(state, msgs, 4000, WORDS)
+        state = turn.state
+        shown = next(m.content for m in turn.messages if m.id == "q0")
+        assert task in shown, k
+        cut = cut or any(e.message_id == "q0" for e in turn.truncated)
+    assert cut  # the files were cut to their share, the task beside them whole

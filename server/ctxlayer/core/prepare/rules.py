@@ -55,21 +55,23 @@ def _rank(line: str) -> int:
     return 1 if _SPECIFIC.search(words) else 3
 
 
-def kept_form(content: str, cap: int, counter: Tokenizer) -> tuple[str, list[str]] | None:
-    """(the text a message carrying instruction files is shown as within ``cap`` tokens, the
-    lines of the files it cut), or None when it carries none. The files' texts, each with the
-    words introducing it, their lines kept by priority (`_rank`; in the file's order within
-    one) and shown in the file's order; then the user's own words, cut to their head when
-    the files leave them no room. The client's other context (git status, reminders) is left
-    out."""
+def kept_form(content: str, cap: int, counter: Tokenizer
+              ) -> tuple[str, list[str], bool] | None:
+    """(the text a message carrying instruction files is shown as, the lines of the files it
+    cut, whether the user's own words were cut), or None when it carries none. The files'
+    texts within ``cap`` tokens, each with the words introducing it, their lines kept by
+    priority (`_rank`; in the file's order within one) and shown in the file's order; then the
+    user's own words (in Claude Code's first message, its task) whole, cut to their head only
+    when they alone pass ``cap``: cut to their share beside the files, a 200-word task went out
+    as its first 80 words for the rest of the chat, the audit naming only the files' lines.
+    The client's other context (git status, reminders) is left out."""
     files = found(content)
     if not files:
         return None
     own = " ".join(own_words(content).replace("<INSTRUCTIONS>", " ").split()) \
         if any(f.framed for f in files) else ""
     lines = [(k, j, line) for k, f in enumerate(files) for j, line in enumerate(f.body.split("\n"))]
-    room = cap - sum(counter.count(f.head) + 6 for f in files) \
-        - min(counter.count(own), max(16, cap // 8))
+    room = cap - sum(counter.count(f.head) + 6 for f in files)
     keep: set[tuple[int, int]] = set()
     for rank in range(5):
         for k, j, line in lines:
@@ -80,13 +82,13 @@ def kept_form(content: str, cap: int, counter: Tokenizer) -> tuple[str, list[str
     cut = [line for k, j, line in lines if (k, j) not in keep and line.strip()]
     parts = [_framed(f, "\n".join(x for kk, j, x in lines if kk == k and (k, j) in keep))
              for k, f in enumerate(files)]
-    left = cap - sum(counter.count(p) + 1 for p in parts)
-    if own and counter.count(own) > left:
+    own_cut = bool(own) and counter.count(own) > cap
+    if own_cut:
         words = own.split()
-        while words and counter.count(" ".join(words) + "…") > left:
+        while words and counter.count(" ".join(words) + "…") > cap:
             words = words[:len(words) * 3 // 4]
         own = " ".join(words) + "…" if words else ""
-    return "\n\n".join([*parts, *([own] if own else [])]), cut
+    return "\n\n".join([*parts, *([own] if own else [])]), cut, own_cut
 
 
 def _framed(f: Instructions, body: str) -> str:
@@ -95,10 +97,12 @@ def _framed(f: Instructions, body: str) -> str:
     return f"{f.head}{body}\n</INSTRUCTIONS>"
 
 
-def cut_reason(cut: list[str], cap: int) -> str:
+def cut_reason(cut: list[str], cap: int, own_cut: bool = False) -> str:
     """The audit's reason for a message carrying instruction files shown cut."""
     first = "; ".join(" ".join(x.split()) for x in cut[:3])
+    own = (f"; the user's own words, alone over {cap} tokens, cut to their head"
+           if own_cut else "")
     return (f"the user's instruction files, kept whole ahead of the summaries, cut to {cap} "
             f"tokens ({SHARE:.0%} of the budget): the client's other context and {len(cut)} "
             f"of their lines left out{': ' + first if first else ''}"
-            f"{' …' if len(cut) > 3 else ''}")
+            f"{' …' if len(cut) > 3 else ''}{own}")

@@ -226,7 +226,7 @@ class Window:
             after = message_tokens(short, counter, policy.fmt)
             if after < self.tokens[i]:
                 out.append(self.rewrite(i, short, after, "truncated",
-                                        rules_of.cut_reason(got[1], cap)))
+                                        rules_of.cut_reason(got[1], cap, got[2])))
         return out
 
     def rewrite(self, i: int, short: Message, after: int, action: AuditAction,
