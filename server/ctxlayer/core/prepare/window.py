@@ -665,16 +665,35 @@ class Window:
         if want < 64:
             return False
         room = max(want, budget // 4)
-        merged = summaries.merge_chunks(self.chunks, self.head, counter, policy, room, want)
+        # each side of a question shown whole between them (`_merge_wall`) its own chunk, its
+        # share of ``want`` by its size: one for all, the question was read before a summary
+        # whose "Asked" was the one before it (the second review probe, with a CLAUDE.md kept)
+        m = self._merge_wall()
+        sides = [self.chunks] if m is None else [self.chunks[:m], self.chunks[m:]]
+        out = []
+        for side in sides:
+            now = sum(c.tokens for c in side)
+            merged = self._merged(side, counter, policy, room, want * now // chunks)
+            if merged is None:
+                return False
+            out.append(merged)
+        self.chunks = out
+        return self.total() <= budget
+
+    def _merged(self, side: list[Chunk], counter: Tokenizer, policy: PreparePolicy,
+                room: int, want: int) -> Chunk | None:
+        """``side``'s chunks as one of at most ``want`` tokens, smaller than they are; None
+        when no merge gets there."""
+        start = self.head if side[0] is self.chunks[0] else side[0].start
+        merged = summaries.merge_chunks(side, start, counter, policy, room, want)
         for _ in range(3):
             if merged.tokens <= want:
                 break
-            merged = summaries.merge_chunks(self.chunks, self.head, counter, policy, room,
+            merged = summaries.merge_chunks(side, start, counter, policy, room,
                                             int(want * want / merged.tokens * 0.9))
-        if merged.tokens > want or merged.tokens >= chunks:
-            return False
-        self.chunks = [merged]
-        return self.total() <= budget
+        if merged.tokens > want or merged.tokens >= sum(c.tokens for c in side):
+            return None
+        return merged
 
     def chunks_after(self, new: int, room: int, policy: PreparePolicy) -> int:
         """The tokens the chunks are expected to take once a new one of ``new`` tokens joined
