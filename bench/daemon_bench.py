@@ -60,7 +60,12 @@ class StdioPeer:
                 length = int(line.split(b":")[1])
         if not length:
             raise EOFError("the daemon closed stdout")
-        return json.loads(self.out.read(length))
+        # an unbuffered pipe's read returns what the pipe holds (64 KB): a reply of megabytes
+        # is read until it is whole
+        body = bytearray()
+        while len(body) < length and (part := self.out.read(length - len(body))):
+            body += part
+        return json.loads(body)
 
     def next_response(self, msg_id: object) -> dict:
         while True:

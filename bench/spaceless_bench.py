@@ -55,28 +55,11 @@ def call(name: str, arguments: str) -> dict:
         {"id": "c1", "type": "function", "function": {"name": name, "arguments": arguments}}]}
 
 
-class Peer(StdioPeer):
-    """daemon_bench's peer, reading a reply of megabytes whole (its pipe is unbuffered: one
-    read returns what the pipe holds, 64 KB)."""
-
-    def read(self) -> dict:
-        length = 0
-        while (line := self.out.readline()) not in (b"\r\n", b""):
-            if line.lower().startswith(b"content-length:"):
-                length = int(line.split(b":")[1])
-        if not length:
-            raise EOFError("the daemon closed stdout")
-        body = bytearray()
-        while len(body) < length and (part := self.out.read(length - len(body))):
-            body += part
-        return json.loads(body)
-
-
 SHAPES = {"pasted by the user": pasted, "a tool's output": tool_output,
           "a call's arguments": written}
 
 
-def prepare(peer: Peer, msg_id: str, model: str, conv: str, messages: list[dict]
+def prepare(peer: StdioPeer, msg_id: str, model: str, conv: str, messages: list[dict]
             ) -> tuple[float, float, dict]:
     """(wall s, daemon CPU s, result) of one ctx/prepare."""
     params = {"format": "openai", "conversationId": conv,
@@ -98,7 +81,7 @@ def main() -> None:
     env = {**os.environ, "HOME": str(base / "home"), "CTXLAYER_STATE_DIR": str(base / "state"),
            "XDG_CONFIG_HOME": str(base / "config")}
     encoding = TiktokenCounter(counted_as(args.model)[0])
-    peer = Peer(None, env)
+    peer = StdioPeer(None, env)
     head = [{"role": "system", "content": "You are a helpful assistant."},
             {"role": "user", "content": "I will paste a blob."}]
     prepare(peer, "warm", args.model, "warm", head)  # the encoding loads on first use

@@ -8,6 +8,7 @@ and Q2 went before it. A model reading that acts on the previous question."""
 from __future__ import annotations
 
 import pytest
+from agentloops import bash_loop
 
 from ctxlayer.core.prepare import prepare_turn
 from ctxlayer.core.tokens import WordTokenizer
@@ -18,16 +19,6 @@ CLAUDE_MD = ("<system-reminder>\nContents of /repo/CLAUDE.md (project instructio
              "into the codebase):\n\n- Use pnpm, not npm or yarn.\n</system-reminder>\n")
 
 
-def loop(q: int, rounds: int) -> list[Message]:
-    out = []
-    for k in range(rounds):
-        out += [Message(role="assistant", id=f"a{q}_{k}", content="", tool_calls=[
-                    ToolCall(id=f"c{q}_{k}", name="Bash",
-                             arguments=f'{{"command": "cat build.log; echo RUN{q} pass {k}"}}')]),
-                Message(role="tool", id=f"o{q}_{k}", tool_call_id=f"c{q}_{k}", content="\n".join(
-                    f"line {j}: step {j} of the build passed, run {q} pass {k}"
-                    for j in range(60)))]
-    return out
 
 
 def continued(questions: int, rounds: int, first: str = "") -> list[Message]:
@@ -37,7 +28,7 @@ def continued(questions: int, rounds: int, first: str = "") -> list[Message]:
     for q in range(questions):
         ask = f"QUESTION {q}: check the build log again, many times."
         msgs.append(Message(role="user", id=f"q{q}", content=(first + ask) if q == 0 else ask))
-        msgs += loop(q, rounds if q == questions - 1 else 6)
+        msgs += bash_loop(q, rounds if q == questions - 1 else 6)
         if q < questions - 1:
             msgs.append(Message(role="assistant", id=f"ans{q}", content=f"Answer {q}: passed."))
     return msgs

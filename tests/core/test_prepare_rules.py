@@ -6,6 +6,8 @@ reminders beside them (its git status, its attribution note) are not the user's 
 
 from __future__ import annotations
 
+from agentloops import bash_loop
+
 from ctxlayer.core.assembly.constraints import orders_of
 from ctxlayer.core.prepare import prepare_turn
 from ctxlayer.core.tokens import WordTokenizer
@@ -41,16 +43,6 @@ ATTRIBUTION = ("<system-reminder>\nAttribution for git commits and pull requests
                "<noreply@anthropic.com>\n</system-reminder>")
 
 
-def loop(q: int, rounds: int) -> list[Message]:
-    out = []
-    for k in range(rounds):
-        out += [Message(role="assistant", id=f"a{q}_{k}", content="", tool_calls=[
-                    ToolCall(id=f"c{q}_{k}", name="Bash",
-                             arguments=f'{{"command": "cat build.log; echo run {q} pass {k}"}}')]),
-                Message(role="tool", id=f"o{q}_{k}", tool_call_id=f"c{q}_{k}", content="\n".join(
-                    f"line {j}: step {j} of the build passed, run {q} pass {k}"
-                    for j in range(60)))]
-    return out
 
 
 def claude_code(questions: int, rounds: int, rules: str = CLAUDE_MD) -> list[Message]:
@@ -61,7 +53,7 @@ def claude_code(questions: int, rounds: int, rules: str = CLAUDE_MD) -> list[Mes
         ask = f"QUESTION {q}: check the build log again, many times."
         first = "\n\n".join([rules, GIT_STATUS, ATTRIBUTION, ask])
         msgs.append(Message(role="user", id=f"q{q}", content=first if q == 0 else ask))
-        msgs += loop(q, rounds if q == questions - 1 else 6)
+        msgs += bash_loop(q, rounds if q == questions - 1 else 6)
         if q < questions - 1:
             msgs.append(Message(role="assistant", id=f"ans{q}", content=f"Answer {q}: passed."))
     return msgs
@@ -75,7 +67,7 @@ def codex(rounds: int) -> list[Message]:
             Message(role="user", id="env", content="<environment_context>\n  <cwd>/repo</cwd>\n"
                     "</environment_context>"),
             Message(role="user", id="task", content="Check the build log, many times."),
-            *loop(0, rounds)]
+            *bash_loop(0, rounds)]
 
 
 def replay(convs, budget: int):

@@ -110,10 +110,14 @@ class RawDaemon:
         await self.send(msg)
         return await self.response(msg_id)
 
-    async def initialize(self, root: Path | None = None) -> dict:
-        result = await self.request(0, "initialize", {
-            "processId": None, "capabilities": {},
-            "rootUri": root.as_uri() if root else None})
+    async def initialize(self, root: Path | None = None, **options: Any) -> dict:
+        """The answer to `initialize` (``options``: its initializationOptions), then
+        `initialized` sent."""
+        params: dict[str, Any] = {"processId": None, "capabilities": {},
+                                  "rootUri": root.as_uri() if root else None}
+        if options:
+            params["initializationOptions"] = options
+        result = await self.request(0, "initialize", params)
         await self.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
         return result
 

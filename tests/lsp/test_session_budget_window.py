@@ -21,11 +21,8 @@ _worlds = itertools.count()
 
 async def started(env: dict, root, **options) -> RawDaemon:
     daemon = await RawDaemon.start(env=env)
-    out = await daemon.request(0, "initialize", {
-        "processId": None, "capabilities": {}, "rootUri": root.as_uri(),
-        "initializationOptions": {"model": "gpt-4o", **options}})
+    out = await daemon.initialize(root, model="gpt-4o", **options)
     assert "result" in out, out
-    await daemon.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
     return daemon
 
 
