@@ -146,6 +146,15 @@ class RawDaemon:
         return await self.proc.wait()
 
 
+async def started(env: dict[str, str], root: Path, **options: Any) -> RawDaemon:
+    """A daemon on ``env``'s state folder, initialized on ``root`` for gpt-4o with
+    ``options`` (initializationOptions: contextWindow, ...)."""
+    daemon = await RawDaemon.start(env=env)
+    out = await daemon.initialize(root, model="gpt-4o", **options)
+    assert "result" in out, out
+    return daemon
+
+
 #: ids of the requests `ask` and `result` send, unique in a test run
 _asked = itertools.count()
 

@@ -13,17 +13,10 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from conftest import WORLD, RawDaemon, hermetic_env, make_repo, result
+from conftest import WORLD, RawDaemon, hermetic_env, make_repo, result, started
 
 pytestmark = pytest.mark.e2e
 _worlds = itertools.count()
-
-
-async def started(env: dict, root, **options) -> RawDaemon:
-    daemon = await RawDaemon.start(env=env)
-    out = await daemon.initialize(root, model="gpt-4o", **options)
-    assert "result" in out, out
-    return daemon
 
 
 def turns(n: int) -> list[dict]:

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import SERVE, WORLD, RawDaemon, hermetic_env, make_repo, result
+from conftest import SERVE, WORLD, RawDaemon, hermetic_env, make_repo, result, started
 from gitrepo import write
 
 from ctxlayer_client import AsyncClient
@@ -25,13 +25,6 @@ _worlds = itertools.count()
 
 #: long enough to change the workspace layer's count by many tokens
 SAVED = "Run `make check` before committing, and keep every change small.\n" * 8
-
-
-async def started(env: dict, root, **options) -> RawDaemon:
-    daemon = await RawDaemon.start(env=env)
-    out = await daemon.initialize(root, model="gpt-4o", **options)
-    assert "result" in out, out
-    return daemon
 
 
 async def pushed_after(daemon: RawDaemon, seen: int, workspace: int) -> dict:

@@ -11,19 +11,12 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from conftest import WORLD, RawDaemon, hermetic_env, make_repo, result
+from conftest import WORLD, RawDaemon, hermetic_env, make_repo, result, started
 
 from ctxlayer.tokenizers import LONG_WINDOW
 
 pytestmark = pytest.mark.e2e
 _worlds = itertools.count()
-
-
-async def started(env: dict, root, **options) -> RawDaemon:
-    daemon = await RawDaemon.start(env=env)
-    out = await daemon.initialize(root, model="gpt-4o", **options)
-    assert "result" in out, out
-    return daemon
 
 
 def pushed_windows(daemon: RawDaemon, session_id: str) -> set[int]:
