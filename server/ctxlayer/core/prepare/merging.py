@@ -1,0 +1,206 @@
+"""How a live chat's summary chunks are merged: while together they pass their share of the
+room the newest two become one (never across a question shown whole between them), and when a
+step left the request over its budget all of them shrink into one per side of that question.
+`Window` (window.py) has these as its own; they read and change only its chunks.
+"""
+
+from __future__ import annotations
+
+from ctxlayer.core.groups import is_result
+from ctxlayer.core.prepare import summaries
+from ctxlayer.core.prepare.model import Chunk, PreparePolicy
+from ctxlayer.core.tokens import Tokenizer
+from ctxlayer.protocol import Message
+
+#: a chunk keeps less than this share of what the newest two keep of their messages: squeezed
+SQUEEZED = 0.3
+
+
+class Merging:
+    """The merging of a Window's chunks (a mixin: the window holds the state)."""
+
+    __slots__ = ()
+    chunks: list[Chunk]
+    head: int
+    messages: list[Message]
+    verbatim: list[int]
+
+    def total(self) -> int:  # the window's (window.py)
+        raise NotImplementedError
+
+    def fit_summaries(self, budget: int, counter: Tokenizer, policy: PreparePolicy) -> bool:
+        """When the step left the request over the budget (the newest exchange is big), the
+        chunks become one, sized to the room the rest leaves: a summary that stands for the
+        whole history gives way to the newest exchange by shrinking, not by being dropped.
+        True when the request now fits."""
+        if not self.chunks:
+            return False
+        total = self.total()
+        chunks = sum(c.tokens for c in self.chunks)
+        want = budget - (total - chunks) - 8
+        if want < 64:
+            return False
+        room = max(want, budget // 4)
+        # each side of a question shown whole between them (`_merge_wall`) its own chunk, its
+        # share of ``want`` by its size: one for all, the question was read before a summary
+        # whose "Asked" was the one before it (the second review probe, with a CLAUDE.md kept)
+        m = self._merge_wall()
+        sides = [self.chunks] if m is None else [self.chunks[:m], self.chunks[m:]]
+        out = []
+        for side in sides:
+            now = sum(c.tokens for c in side)
+            merged = self._merged(side, counter, policy, room, want * now // chunks)
+            if merged is None:
+                return False
+            out.append(merged)
+        self.chunks = out
+        return self.total() <= budget
+
+    def _merged(self, side: list[Chunk], counter: Tokenizer, policy: PreparePolicy,
+                room: int, want: int) -> Chunk | None:
+        """``side``'s chunks as one of at most ``want`` tokens, smaller than they are; None
+        when no merge gets there."""
+        start = self.head if side[0] is self.chunks[0] else side[0].start
+        merged = summaries.merge_chunks(side, start, counter, policy, room, want)
+        for _ in range(3):
+            if merged.tokens <= want:
+                break
+            merged = summaries.merge_chunks(side, start, counter, policy, room,
+                                            int(want * want / merged.tokens * 0.9))
+        if merged.tokens > want or merged.tokens >= sum(c.tokens for c in side):
+            return None
+        return merged
+
+    def chunks_after(self, new: int, room: int, policy: PreparePolicy) -> int:
+        """The tokens the chunks are expected to take once a new one of ``new`` tokens joined
+        them and `_merge` ran: a merge shrinks them, so a step that counted them all added up
+        summarized far more than its target asked (and left the request half empty)."""
+        sizes = [*(c.tokens for c in self.chunks), new]
+        share = policy.summaries_share * room
+        merged = 2 * summaries.estimate(policy, room)  # what merge_chunks makes of any set
+        while len(sizes) > 1 and sum(sizes) > share:
+            if merged >= sizes[-2] + sizes[-1] or len(sizes) == 2:
+                return min(merged, sum(sizes))
+            sizes = [*sizes[:-2], merged]
+        return sum(sizes)
+
+    def _merge(self, counter: Tokenizer, policy: PreparePolicy, room: int, free: int) -> None:
+        """The chunks merged as `_merge_within` says, never across a question shown whole
+        between them (`_merge_wall`): the chunks after it (the work on it) merge among
+        themselves, held to the share alone (with those before it counted, which no merge
+        may take while it stands, a SWE-agent chat's summary of its work shrank to a third
+        and lost a needed command), then those before it, with those after counted; merged
+        across, the question was read before a summary whose "Asked" was the one before it."""
+        m = self._merge_wall()
+        if m is None:
+            self._merge_within(counter, policy, room, free, self.head, 0)
+            return
+        before, after = self.chunks[:m], self.chunks[m:]
+        if len(after) > 1:
+            self.chunks = after
+            self._merge_within(counter, policy, room, free, after[0].start, 0)
+            after = self.chunks
+        if len(before) > 1:
+            self.chunks, others = before, sum(c.tokens for c in after)
+            self._merge_within(counter, policy, room, free - others, self.head, others)
+            before = self.chunks
+        self.chunks = [*before, *after]
+
+    def _merge_wall(self) -> int | None:
+        """The first chunk after the newest user turn shown whole between chunks (a question a
+        step kept, `wall`), or None when there is none."""
+        newest = [c.audit[-1].index if c.audit else -1 for c in self.chunks]
+        for v in reversed(self.verbatim):
+            m = self.messages[v]
+            if m.role != "user" or is_result(m):
+                continue
+            after = next((k for k, n in enumerate(newest) if n > v), None)
+            if after is not None and after > 0:
+                return after
+            if after == 0:
+                return None
+        return None
+
+    def _merge_within(self, counter: Tokenizer, policy: PreparePolicy, room: int, free: int,
+                      start: int, others: int) -> None:
+        """While the chunks together pass ``summaries_share`` of the room, the newest two
+        become one (with an older chunk the last resort squeezed, and all after it:
+        `_merge_from`): the prefix up to the older chunks holds (a merge of every chunk, which
+        moves the prefix from the start, only when pairs no longer shrink). ``free``: the
+        tokens the chunks may take below the step's target; a merge of every chunk grows into
+        them (more of the ledger), as a new chunk does, to at least ``summaries_min_share`` of
+        the room and within ``merge_share`` of ``summaries_share`` (the rest is the next
+        chunks' room). ``start``: where the first chunk's messages start; ``others``: the
+        tokens of the chunks on the other side of a wall (`_merge`), out of the share."""
+        share = policy.summaries_share * room - others
+        merged_share = share * policy.merge_share
+        while len(self.chunks) > 1 and sum(c.tokens for c in self.chunks) > share:
+            k = self._merge_from()
+            newest = self.chunks[k:]
+            merged = summaries.merge_chunks(newest, newest[0].start, counter, policy, room)
+            shrank = merged.tokens < sum(c.tokens for c in newest)
+            if not shrank or k == 0:
+                if not shrank:  # the newest no longer shrink: every chunk becomes one
+                    merged = summaries.merge_chunks(self.chunks, start, counter, policy,
+                                                    room)
+                want = min(max(free, summaries.least_room(policy, room)), int(merged_share))
+                if want > merged.tokens * 5 // 4:
+                    grown = summaries.merge_chunks(self.chunks, start, counter, policy,
+                                                   room, want)
+                    if merged.tokens < grown.tokens <= want:
+                        merged = grown
+                    if merged.tokens + self.chunks[-1].tokens <= want:
+                        self.chunks = self._beside_newest(merged, want, counter, policy, room,
+                                                          start)
+                        return
+                else:
+                    # in a small room the parts' least sizes, doubled, passed the share: the
+                    # one chunk grew at each merge and every step rewrote it whole. The parts
+                    # are sized in characters; a ledger of paths takes more tokens than they
+                    # guess, so the size is corrected by what came out, twice at most
+                    want = int(merged_share)
+                    for _ in range(3):
+                        if merged.tokens <= merged_share:
+                            break
+                        smaller = summaries.merge_chunks(self.chunks, start, counter,
+                                                         policy, room, want)
+                        if smaller.tokens < merged.tokens:
+                            merged = smaller
+                        want = int(want * merged_share / max(1, smaller.tokens) * 0.95)
+                self.chunks = [merged]
+                return
+            self.chunks = [*self.chunks[:k], merged]
+
+    def _beside_newest(self, merged: Chunk, want: int, counter: Tokenizer,
+                       policy: PreparePolicy, room: int, start: int) -> list[Chunk]:
+        """The chunks once every chunk merged into ``merged`` came out under ``want`` (what
+        they hold says no more): the newest stay as they are while they fit beside a merge of
+        the older ones (two at least), which moves the prefix from the first chunk on all the
+        same. One chunk for all of them left a big budget's request at half of it: seventeen
+        chunks of 78k tokens merged into 15.5k."""
+        chunks = self.chunks
+        keep, beside = len(chunks), 0
+        while keep > 2 and merged.tokens + beside + chunks[keep - 1].tokens <= want:
+            keep -= 1
+            beside += chunks[keep].tokens
+        if keep == len(chunks):  # two chunks: nothing to keep beside a merge of one
+            return [merged]
+        older = summaries.merge_chunks(chunks[:keep], start, counter, policy, room,
+                                       want - beside)
+        return [older, *chunks[keep:]]
+
+    def _merge_from(self) -> int:
+        """Where a merge starts: the newest two chunks, or the oldest chunk the last resort
+        squeezed (one keeping of its messages less than ``SQUEEZED`` of what the newest two
+        keep of theirs: a big exchange left one a hundred tokens for fifty messages) and all
+        after it. Merged after it, pairs left it that small for the rest of the conversation;
+        folded into the next merge, its ledger is rendered again at the room's size, and
+        rewriting it costs only its few tokens more."""
+        chunks = self.chunks
+        k = len(chunks) - 2
+        kept = sum(c.tokens for c in chunks[k:]) / max(1, sum(c.replaced_tokens
+                                                              for c in chunks[k:]))
+        for j in range(k):
+            if chunks[j].tokens < SQUEEZED * kept * chunks[j].replaced_tokens:
+                return j
+        return k
