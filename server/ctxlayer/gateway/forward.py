@@ -232,9 +232,11 @@ class Upstream:
     async def relay(self, request: web.Request, fmt: str, method: str, url: str,
                     body: bytes | None, ours: Mapping[str, str], stream: bool,
                     on_usage: UsageSink | None = None,
-                    on_sent: Sent | None = None, hide_usage: bool = False
-                    ) -> web.StreamResponse:
-        """Send the request upstream and answer the client with what comes back. The usage
+                    on_sent: Sent | None = None, hide_usage: bool = False, *,
+                    headers: CIMultiDict[str]) -> web.StreamResponse:
+        """Send the request upstream (with ``headers``: `upstream_headers` of the client's,
+        made once by the caller, which refuses the request when they cannot go) and answer
+        the client with what comes back. The usage
         of a successful answer goes to `on_usage` as soon as the upstream has sent it all,
         before the client has read the end, so a client that hangs up on the last event still
         has its turn reported. `on_sent` is called once the body has gone (or the relay ended
@@ -246,7 +248,7 @@ class Upstream:
             # aiohttp keeps x-api-key, api-key and a 307's body on a hop to another origin,
             # and the SDKs themselves follow none
             async with self.session.request(method, url, data=body,
-                                            headers=upstream_headers(request.headers),
+                                            headers=headers,
                                             proxy=self.proxies.for_url(url),
                                             trace_request_ctx=watch,
                                             allow_redirects=False) as up:

@@ -617,7 +617,7 @@ class GatewayServer:
         if refused is not None:
             return error_response(fmt, refused, ours)
         try:
-            upstream_headers(request.headers)  # the client's error, not the upstream's
+            headers = upstream_headers(request.headers)  # the client's error, not the upstream's
         except GatewayError as err:
             log.info("%s request refused: %s", fmt, err)
             return error_response(fmt, err, ours)
@@ -629,7 +629,7 @@ class GatewayServer:
                 return self._keep(self._report(result, usage))
         try:
             return await self.upstream.relay(request, fmt, method, url, body, ours, stream,
-                                             sink, on_sent, hide_usage)
+                                             sink, on_sent, hide_usage, headers=headers)
         except GatewayError as err:
             log.warning("%s upstream: %s", fmt, err)
             return error_response(fmt, err, ours)

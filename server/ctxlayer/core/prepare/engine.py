@@ -131,9 +131,9 @@ def _regrows(previous: ConversationState, turn: Turn, budget: int,
     whole history goes within `target` of the budget (a model with a bigger window holds it
     all), or the result carried takes under `refit_below` of the budget (a window fitted into
     600 tokens kept on sending 527 of 20,000). A budget that only grew a little keeps the
-    cached prefix. One not known (a window kept without its result's budget: 0) is judged by the same
-    two tests: refitting only to go whole, a chat fitted into 600 and asked at 20,000 after a
-    restart sent 538 tokens on every turn, its answers saying nothing was cut."""
+    cached prefix. One not known (a window kept without its result's budget: 0) is judged by
+    the same two tests: refitting only to go whole, a chat fitted into 600 and asked at 20,000
+    after a restart sent 538 tokens on every turn, its answers saying nothing was cut."""
     if not may_refit(previous, budget):
         return False
     if policy.fmt.reply_priming + turn.state.cum[-1] <= int(budget * policy.target):
