@@ -174,7 +174,8 @@ def test_an_outline_with_its_note_tests_once_whether_a_text_is_a_log(monkeypatch
     first lines): whether the text reads as a log is asked once, and its lines are read once,
     not for each of them (a few milliseconds a long output, several times a step). A user's
     text sent after its first lines has what follows them outlined (so that the outline does
-    not show them again): that part is read once too."""
+    not show them again) from the lines read of the whole: read again, a 100k-line log's
+    shortening took 1.5 s where 0.8 s."""
     from ctxlayer.core.compress import shorten as shortening
     from ctxlayer.core.compress import tool_output
 
@@ -191,10 +192,8 @@ def test_an_outline_with_its_note_tests_once_whether_a_text_is_a_log(monkeypatch
     out = shortening.shorten(text, 200, WordTokenizer(), keep_head=keep_head)
     assert out is not None and out.method == "log" and "bad item 4999" in out.text
     assert asked.count(text) == 1
-    assert read[0] == text and len(read) == (2 if keep_head else 1)
-    for rest in read[1:]:  # what follows the first lines sent before it
-        assert text.endswith(rest) and not rest.startswith("please")
-        assert asked.count(rest) == 1
+    assert read == [text]
+    assert len(asked) == (2 if keep_head else 1)  # and whether what follows them reads as one
 
 
 def test_a_note_full_after_the_errors_never_reads_the_paths(monkeypatch):

@@ -8,8 +8,9 @@ from collections import Counter
 
 import pytest
 
-from ctxlayer.core.compress.logs import error_lines, sanitize_log
+from ctxlayer.core.compress.logs import LogOutline, error_lines, sanitize_log
 from ctxlayer.core.compress.shorten import shorten_message
+from ctxlayer.core.compress.tool_output import Reading
 from ctxlayer.core.tokens import WordTokenizer, message_tokens
 from ctxlayer.protocol import Message
 
@@ -104,3 +105,26 @@ def test_an_error_line_reports_an_error_and_comes_from_what_was_written_not_a_to
 ])
 def test_a_line_reports_an_error_only_where_a_log_or_a_traceback_says_it(line, reports):
     assert bool(error_lines(line)) is reports
+
+
+TRACE = ('Traceback (most recent call last):\n  File "a.py", line 3, in <module>\n    do()\n'
+         "ValueError: bad item 7")
+JSON_LINE = '{"level": "error", "msg": "boom", "stack": "at f (a.js:1:2)\\nat g (b.js:3:4)"}'
+
+
+@pytest.mark.parametrize("head_lines", [1, 2, 5])
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_a_logs_outline_after_its_first_lines_is_the_outline_of_what_follows_them(
+        head_lines, newline):
+    lines = ["please look", "", JSON_LINE, *TRACE.split("\n"), "", *(
+        f"2026-01-01 INFO step {k} ok" for k in range(40)), JSON_LINE, ERROR]
+    text = newline.join(lines)
+    head = "\n".join(text.split("\n")[:head_lines])  # as `shorten` takes it: to a "\n"
+    whole = Reading(text)
+    whole.log()
+    rest = whole.after(head)
+    fresh = LogOutline(text[len(head) + 1:])
+    assert rest.text == text[len(head) + 1:]
+    for keep in (3, 10, 60):
+        assert rest.log().render(keep) == fresh.render(keep)
+

@@ -439,11 +439,13 @@ def _at_stack(lines: list[str], i: int) -> tuple[list[str], int]:
     return out, j
 
 
-def _prepare(text: str) -> tuple[list[str], int]:
-    """Lines with noise removed (JSON records rendered, their stacks expanded) and the raw count."""
+def _prepare(text: str) -> tuple[list[str], list[int]]:
+    """Lines with noise removed (JSON records rendered, their stacks expanded), and where each
+    raw line's lines start among them (one more entry: their end)."""
     out: list[str] = []
-    raws = text.splitlines()
-    for raw in raws:
+    starts: list[int] = []
+    for raw in text.splitlines():
+        starts.append(len(out))
         stripped = raw.strip()
         if len(stripped) > 1 and stripped[0] == "{" and stripped[-1] == "}":
             rendered = _json_line(stripped)
@@ -451,7 +453,8 @@ def _prepare(text: str) -> tuple[list[str], int]:
                 out.extend(_denoise(x) for x in rendered)
                 continue
         out.append(_denoise(raw))
-    return out, len(raws)
+    starts.append(len(out))
+    return out, starts
 
 
 def _units(lines: list[str]) -> list[_Unit]:
@@ -559,16 +562,28 @@ class LogOutline:
     non-blank lines come before each line. An outline tried at several sizes (the tool-output
     outline shrinks the lines kept until it fits) reads and denoises the log once."""
 
-    __slots__ = ("lines", "nonblank", "repeats", "total", "units")
+    __slots__ = ("lines", "nonblank", "repeats", "starts", "total", "units")
 
     def __init__(self, text: str) -> None:
-        self.lines, self.total = _prepare(text)
-        self.units, self.repeats = _collapse(_units(self.lines))
+        self._read(*_prepare(text))
+
+    def _read(self, lines: list[str], starts: list[int]) -> None:
+        self.lines, self.starts, self.total = lines, starts, len(starts) - 1
+        self.units, self.repeats = _collapse(_units(lines))
         # gaps count the non-blank lines skipped: blank lines are dropped silently
         nonblank = [0]
-        for line in self.lines:
+        for line in lines:
             nonblank.append(nonblank[-1] + (1 if line else 0))
         self.nonblank = nonblank
+
+    def after(self, raw_lines: int) -> LogOutline:
+        """The outline of the log without its first ``raw_lines`` lines, from the lines read
+        here: a user's pasted log outlined after its first lines (sent whole before it) was
+        read and denoised twice, a 100k-line log's shortening 0.8 s to 1.5 s."""
+        rest = object.__new__(LogOutline)
+        first = self.starts[raw_lines]
+        rest._read(self.lines[first:], [s - first for s in self.starts[raw_lines:]])
+        return rest
 
     def render(self, keep_lines: int = 60) -> str:
         """The sanitized log with at most ``keep_lines`` lines of it."""

@@ -96,8 +96,8 @@ def _after_head(text: str, head: str, cap: int, counter: Counter, named: Named,
     words) leaves the text to be outlined whole: the rest of that line is in no other part."""
     if not text.startswith(head + "\n") or head.endswith("…"):
         return _noted(text, cap, counter, named, read)
-    after = text[len(head) + 1:]
-    return _noted(after, cap, counter, NamedFacts(after), Reading(after))
+    rest = read.after(head)
+    return _noted(rest.text, cap, counter, NamedFacts(rest.text), rest)
 
 
 #: the fewest lines at each end of every block `_each_block` keeps: fewer say too little of

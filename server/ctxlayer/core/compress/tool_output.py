@@ -260,6 +260,14 @@ class Reading:
             self._outline = LogOutline(self.text)
         return self._outline
 
+    def after(self, head: str) -> Reading:
+        """A reading of what follows ``head`` (the text's first whole lines, then a newline),
+        taking over the log's lines already read here: only its first lines differ."""
+        rest = Reading(self.text[len(head) + 1:])
+        if self._outline is not None and not head.endswith("\r"):  # "\r\n": one line break
+            rest._outline = self._outline.after(len((head + "\n").splitlines()))
+        return rest
+
 
 def compress_tool_output(text: str, cap_tokens: int, counter: Counter, *,
                          reading: Reading | None = None, tokens: int | None = None
