@@ -802,6 +802,12 @@ def settings_doc() -> str:
 
 
 if __name__ == "__main__":  # `python -m ctxlayer.config` rewrites docs/settings.md
-    _doc = Path(__file__).resolve().parents[2] / "docs" / "settings.md"
-    _doc.write_text(settings_doc())
-    print(f"wrote {_doc}")
+    import sys
+
+    from ctxlayer.generated import CHECKOUT, regenerate
+
+    sys.exit(regenerate(
+        None, module="ctxlayer.config", what="settings reference",
+        description="Write docs/settings.md, the reference of every setting of config.toml, "
+                    "from the settings' definitions in ctxlayer/config.py.",
+        path=CHECKOUT / "docs" / "settings.md", render=lambda _text: settings_doc()))

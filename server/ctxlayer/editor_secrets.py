@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from pathlib import Path
 
+from ctxlayer.generated import CHECKOUT
 from ctxlayer.workspace.selected import (
     ENV_TEMPLATES,
     SECRET_FOLDERS,
@@ -23,8 +23,7 @@ from ctxlayer.workspace.selected import (
     SECRETS,
 )
 
-OUTPUT = (Path(__file__).resolve().parents[2] / "editors" / "vscode" / "src"
-          / "secretRule.generated.ts")
+OUTPUT = CHECKOUT / "editors" / "vscode" / "src" / "secretRule.generated.ts"
 REGENERATE = ".venv/bin/python -m ctxlayer.editor_secrets"
 
 
@@ -54,5 +53,13 @@ def render() -> str:
 
 
 if __name__ == "__main__":  # rewrites the extension's copy of the rule
-    OUTPUT.write_text(render())
-    print(f"wrote {OUTPUT}")
+    import sys
+
+    from ctxlayer.generated import regenerate
+
+    sys.exit(regenerate(
+        None, module="ctxlayer.editor_secrets", what="generated TypeScript rule",
+        description="Write editors/vscode/src/secretRule.generated.ts, the VS Code "
+                    "extension's copy of the daemon's rule on files that may hold secrets "
+                    "(ctxlayer/workspace/selected.py).",
+        path=OUTPUT, render=lambda _text: render()))

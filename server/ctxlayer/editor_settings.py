@@ -4,8 +4,7 @@ Owns: the four properties of `editors/vscode/package.json` whose defaults, choic
 meaning belong to the daemon (`ctxlayer.model`, `ctxlayer.mode`, `ctxlayer.gateway.enabled`,
 `ctxlayer.gateway.port`), rendered from the one place each value is defined, and the rewrite of
 the manifest that puts them in (every other key of the file stays as it is). A test fails when
-the manifest is stale; `python -m ctxlayer.editor_settings` rewrites it (`--check` only says
-whether it would, exit 1; an installed package, which has no manifest, is told so, exit 2).
+the manifest is stale; `python -m ctxlayer.editor_settings` rewrites it (`ctxlayer.generated`).
 
 The Neovim plugin needs nothing generated: its options that name a daemon setting default to
 nil, which means "the daemon's" (the initialize announcement carries those values), and a
@@ -14,11 +13,9 @@ test keeps it so.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import typing
-from pathlib import Path
 from typing import Annotated, Any
 
 import msgspec
@@ -26,9 +23,10 @@ from msgspec import Meta
 
 from ctxlayer.config import CONFIG_FILE, GatewayConfig
 from ctxlayer.core.zones.modes import DEFAULT_MODE, DEFAULT_MODES
+from ctxlayer.generated import CHECKOUT, regenerate
 from ctxlayer.tokenizers.models import DEFAULT_MODEL
 
-MANIFEST = Path(__file__).resolve().parents[2] / "editors" / "vscode" / "package.json"
+MANIFEST = CHECKOUT / "editors" / "vscode" / "package.json"
 REGENERATE = ".venv/bin/python -m ctxlayer.editor_settings"
 
 
@@ -111,50 +109,16 @@ def render_manifest(text: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Rewrite the manifest (or, with --check, say whether it is stale: exit 1). The manifest
-    is the repository's: an installed package has none, which is said in one line (exit 2),
-    as is a file that is no VS Code manifest."""
-    parser = argparse.ArgumentParser(
-        prog="python -m ctxlayer.editor_settings",
+    """Rewrite the manifest (see `regenerate` for --check and what an installed package is
+    told)."""
+    return regenerate(
+        argv, module="ctxlayer.editor_settings",
+        what="VS Code manifest with contributes.configuration.properties",
         description="Write the VS Code extension's settings that mirror the daemon's "
                     "(ctxlayer.model, ctxlayer.mode, ctxlayer.gateway.*) into its manifest, "
                     "editors/vscode/package.json of a checkout of the repository; the file's "
-                    "other keys stay as they are.")
-    parser.add_argument("--check", action="store_true",
-                        help="write nothing; exit 1 when the manifest is stale")
-    parser.add_argument("--manifest", type=Path, default=MANIFEST, metavar="PATH",
-                        help="the package.json to read (default: the checkout's, %(default)s)")
-    args = parser.parse_args(argv)
-    path: Path = args.manifest
-    try:
-        text = path.read_text(encoding="utf-8")
-        rendered = render_manifest(text)
-    except FileNotFoundError:
-        return _refuse(f"no VS Code manifest at {path}: the settings are written into "
-                       "editors/vscode/package.json of a checkout of the repository, which an "
-                       "installed package does not have")
-    except OSError as e:
-        return _refuse(f"cannot read {path}: {e.strerror or e}")
-    except (ValueError, KeyError, TypeError) as e:
-        return _refuse(f"{path} is no VS Code manifest with contributes.configuration."
-                       f"properties: {e}")
-    if args.check:
-        if rendered != text:
-            print(f"{path} is stale: run `{REGENERATE}` to regenerate it", file=sys.stderr)
-            return 1
-        print(f"{path} is up to date")
-        return 0
-    if rendered != text:
-        path.write_text(rendered, encoding="utf-8")
-        print(f"wrote {path}")
-    else:
-        print(f"{path} is up to date")
-    return 0
-
-
-def _refuse(why: str) -> int:
-    print(f"python -m ctxlayer.editor_settings: {why}", file=sys.stderr)
-    return 2
+                    "other keys stay as they are.",
+        path=MANIFEST, render=render_manifest)
 
 
 if __name__ == "__main__":
