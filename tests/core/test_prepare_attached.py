@@ -6,9 +6,12 @@ them (recorded through the gateway), turn by turn, with the word-count fake toke
 
 from __future__ import annotations
 
+import dataclasses
+
+from ctxlayer.core.compress.shorten import shorten_message
 from ctxlayer.core.prepare import prepare_turn
 from ctxlayer.core.prepare.aider_files import attached
-from ctxlayer.core.prepare.attached import CUT
+from ctxlayer.core.prepare.attached import CUT, GREW
 from ctxlayer.core.tokens import WordTokenizer
 from ctxlayer.protocol import Message
 
@@ -177,3 +180,62 @@ def test_a_long_answer_after_a_message_that_only_opens_like_aiders_is_no_acknowl
     turn = prepare_turn(None, msgs, 400, WORDS)
     assert not any(e.message_id == "a" and e.action == "dropped" and "over budget" in e.reason
                    for e in turn.dropped), turn.dropped
+
+
+def code(tag: str, n: int) -> str:
+    return "".join(f"def {tag}_{i}(x):\n    return x + {i}\n" for i in range(n))
+
+
+def files_shown(turn) -> tuple[str, int]:
+    """The files' message as ``turn`` sends it, and its tokens."""
+    st = turn.state
+    at = next(i for i, m in enumerate(st.messages) if m.id == "files")
+    k = next(k for k, m in enumerate(turn.messages) if m.content.startswith("I have *added"))
+    return turn.messages[k].content, st.rewrites[at][1] if at in st.rewrites else st.tokens[at]
+
+
+def test_a_file_cut_to_its_share_is_not_cut_further_when_a_request_is_a_few_tokens_over():
+    """The review probe: a file of 2,000 functions in a budget of 1,200, cut to its share
+    (430 tokens) on the first turn; at the fourth the request was a few tokens over after
+    its step, and the last resort cut the file to 108 tokens ("middle of long code blocks
+    cut to 10+10 lines"), kept so on later turns with 250 to 320 tokens free. The summaries
+    give first now, and the file keeps its 430 tokens on every turn."""
+    files = {"big.py": code("f", 2000)}
+    state, sizes = None, []
+    for n in range(1, 8):
+        turn = prepare_turn(state, aider_request(n, files), 1200, WORDS)
+        state = turn.state
+        assert turn.tokens <= 1200
+        text, tokens = files_shown(turn)
+        sizes.append(tokens)
+        assert "def f_0(x)" in text and "def f_1999(x)" in text
+        assert any(m.content.startswith(f"QUESTION_{n - 1} ") for m in turn.messages)
+    assert min(sizes) == max(sizes) == sizes[0] > 400, sizes
+
+
+def test_a_file_cut_shorter_than_the_room_allows_grows_back_on_a_later_turn():
+    """A window kept with the file over-cut (as the last resort left it before: 430 tokens
+    to 108, then 250 to 320 tokens free on every later turn, a window kept across a restart
+    still holds it): the first turn with room cuts it again from its original to that room
+    (106 tokens, then 382), said once, and later turns keep that text (the cached prefix
+    moves once)."""
+    files = {"big.py": code("f", 2000)}
+    state = None
+    for n in range(1, 4):
+        state = prepare_turn(state, aider_request(n, files), 1200, WORDS).state
+    at = next(i for i, m in enumerate(state.messages) if m.id == "files")
+    short, after = shorten_message(state.messages[at], state.tokens[at], 108, WORDS)
+    entry = state.rewrites[at][2]
+    state = dataclasses.replace(state, rewrites={**state.rewrites, at: (
+        short.content, after, entry)}, sent=())
+    sizes, grew = [], []
+    for n in range(4, 9):
+        turn = prepare_turn(state, aider_request(n, files), 1200, WORDS)
+        state = turn.state
+        text, tokens = files_shown(turn)
+        assert turn.tokens <= 1200
+        assert "def f_0(x)" in text and "def f_1999(x)" in text
+        sizes.append(tokens)
+        grew += [n for e in turn.truncated if e.message_id == "files" and e.reason == GREW]
+    assert len(grew) == 1, (grew, sizes)
+    assert min(sizes[grew[0] - 4:]) >= 300, sizes

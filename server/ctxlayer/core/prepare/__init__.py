@@ -29,7 +29,8 @@ dropped, shortened), cache reuse and breakpoints, a one-line notice, and the nex
    user's words, files they added) are not outlined. The files a client attaches in front of
    the chat and sends again every turn (aider's read-only files, repo map and chat files:
    `attached.py`) are kept whole by every step; when they pass their share of the budget they
-   are first shortened by each file's first and last lines, verbatim, and keep that text. Only when the outlines are not enough
+   are first shortened by each file's first and last lines, verbatim, and keep that text (cut
+   again to the room when a later turn has room for at least twice what one shows). Only when the outlines are not enough
    does the step summarize the oldest verbatim messages, whole groups at a time (a tool call
    with its results), down to `summary_target`, never taking a group that would leave a
    request that fits under `summary_floor` of the budget; the last group always stays
@@ -64,8 +65,10 @@ dropped, shortened), cache reuse and breakpoints, a one-line notice, and the nex
    constraints verbatim, an action log of the tool calls, a ranked facts ledger), its parts
    sized to that room, the ledger the most, as in a session's summary; it never changes once
    made.
-5. Only when even that is over the budget (the newest exchange alone is) the trim engine fits
-   the result: the newest user message is kept (whole when it takes at most half the budget,
+5. Only when even that is over the budget (the newest exchange alone is), with attached files
+   shown, the summaries shrink first and the files give exactly what is still over (when that
+   is at most half of them); else the trim engine fits the result, holding the files while it
+   can: the newest user message is kept (whole when it takes at most half the budget,
    else shortened by the trim engine, never dropped); restored and pinned messages are kept;
    the summaries are kept too (shortened at worst) unless that leaves no room for the newest
    exchange, or would leave the question no more than its first words (MIN_QUESTION tokens);

@@ -21,6 +21,14 @@ from ctxlayer.protocol import AuditEntry
 ATTACHED_SHARE = 0.5
 CUT = ("shortened: the files the client attached (re-sent every turn) passed their share of "
        "the budget; each file keeps its first and last lines verbatim, the lines between cut")
+GAVE = ("shortened to fit: the newest exchange left the request over its budget once the "
+        "summaries had shrunk; the files the client attached gave what was still over, each "
+        "file its first and last lines verbatim")
+GREW = ("shown longer: a file the client attached, cut shorter before than the room now "
+        "allows, is cut again from its original to that room (its first and last lines)")
+#: a file cut before is cut again to the room only when that shows at least this many times
+#: what it shows now: each new cut moves the provider's cached prefix from the file on
+GROW_AT_LEAST = 2
 
 
 def fit_attached(win: Window, files: frozenset[int], budget: int, counter: Tokenizer,
@@ -31,9 +39,7 @@ def fit_attached(win: Window, files: frozenset[int], budget: int, counter: Token
     its part of their share, in proportion to its size: what the rest leaves them below
     ``summary_target``, at least `ATTACHED_SHARE` of the budget. One shortened on an earlier
     turn keeps its text (the cached prefix holds). Returns the audit of those shortened now."""
-    # a short one (a repo map of a few paths) is left whole: cutting it saves a few tokens
-    long = [i for i in sorted(files) if win.messages[i].role == "user" and i >= win.head
-            and i not in win.rewrites and win.tokens[i] > policy.outline_min]
+    long = [i for i in _long(win, files, policy) if i not in win.rewrites]
     total = win.total()
     if not long or total <= budget:
         return []
@@ -51,3 +57,67 @@ def fit_attached(win: Window, files: frozenset[int], budget: int, counter: Token
         if got is not None and got[1] < win.tokens[i]:
             out.append(win.rewrite(i, got[0], got[1], "truncated", CUT))
     return out
+
+
+def give_over(win: Window, files: frozenset[int], budget: int, counter: Tokenizer,
+              policy: PreparePolicy) -> list[AuditEntry]:
+    """Before the last resort, when the request is still over ``budget`` after its step (the
+    newest exchange is big) and the attached files are shown: the summaries shrink first
+    (`fit_summaries`), then the long files give exactly what is still over, each its part in
+    proportion to what it shows, cut from its original by its ends, when that leaves them at
+    least half of what they show (else the last resort holds them while anything else can
+    give). The last resort's own cut took a file of 430 tokens to 108 for a request a few
+    tokens over, kept so on later turns with 280 tokens free. Returns the audit of those cut
+    now."""
+    long = _long(win, files, policy)
+    if not long or win.total() <= budget:
+        return []
+    if win.chunks:
+        win.fit_summaries(budget, counter, policy)
+    over = win.total() - budget
+    shown = sum(win.shown_tokens(i) for i in long)
+    if over <= 0 or over * 2 > shown:
+        return []
+    out: list[AuditEntry] = []
+    for i in long:
+        now = win.shown_tokens(i)
+        got = shorten_message(win.messages[i], win.tokens[i],
+                              max(1, now - -(-over * now // shown)), counter, policy.fmt)
+        if got is not None and got[1] < now:
+            out.append(win.rewrite(i, got[0], got[1], "truncated", GAVE))
+    return out
+
+
+def grow_back(win: Window, files: frozenset[int], budget: int, counter: Tokenizer,
+              policy: PreparePolicy) -> list[AuditEntry]:
+    """The attached files shown shorter than the request's room allows (a cut made when the
+    request was over, kept while later turns left room: a file of 430 tokens kept at 108 with
+    280 free) cut again from their originals to their part of that room, or whole when it
+    holds them; only those that come out at least `GROW_AT_LEAST` times what they show.
+    Returns the audit of those cut again."""
+    cut = [i for i in _long(win, files, policy) if i in win.rewrites]
+    free = budget - win.total()
+    if not cut or free <= 0:
+        return []
+    shown = sum(win.shown_tokens(i) for i in cut)
+    out: list[AuditEntry] = []
+    for i in cut:
+        now = win.shown_tokens(i)
+        room = now + free * now // shown
+        if min(room, win.tokens[i]) < GROW_AT_LEAST * now:
+            continue
+        if win.tokens[i] <= room:  # whole: no cut to say
+            del win.rewrites[i]
+            continue
+        got = shorten_message(win.messages[i], win.tokens[i], room, counter, policy.fmt)
+        if got is not None and GROW_AT_LEAST * now <= got[1] <= room:
+            out.append(win.rewrite(i, got[0], got[1], "truncated", GREW))
+    return out
+
+
+def _long(win: Window, files: frozenset[int], policy: PreparePolicy) -> list[int]:
+    """The attached files' messages long enough to cut, shown in the result: a short one (a
+    repo map of a few paths) is left whole, cutting it saves a few tokens."""
+    verbatim = set(win.verbatim)
+    return [i for i in sorted(files) if win.messages[i].role == "user"
+            and (i >= win.upto or i in verbatim) and win.tokens[i] > policy.outline_min]

@@ -18,7 +18,7 @@ from ctxlayer.core.groups import is_result, lead_of
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.prepare import summaries
 from ctxlayer.core.prepare.aider_files import attached, is_attached
-from ctxlayer.core.prepare.attached import fit_attached
+from ctxlayer.core.prepare.attached import fit_attached, give_over, grow_back
 from ctxlayer.core.prepare.fit import fit_calls, fit_prose, last_resort, result_index
 from ctxlayer.core.prepare.model import (
     DEFAULT_POLICY,
@@ -57,17 +57,20 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
     restored_at, restored_audit, newly, again = restore(previous if carry else None, win,
                                                          restored, (budget, counter, policy))
     rules = carrying(msgs) if win.total() > budget else set()
-    stepped = _step(win, budget, counter, policy, set(restored_at.values()), rules)
+    files = attached(msgs)
+    stepped = _step(win, budget, counter, policy, set(restored_at.values()), rules, files)
     recalled = _recall(win, common, budget, counter, policy)
+    grown = grow_back(win, files, budget, counter, policy)
     kept, keys, out_tokens, dropped, truncated, total = _fit(
-        win, budget, counter, policy, set(restored_at.values()), memo, rules)
+        win, budget, counter, policy, set(restored_at.values()), memo, rules, files)
     made = stepped.chunks if stepped is not None else []
     new_summarized = [e for c in made for e in c.audit]
     # an outline a summary then took is audited as summarized only
     taken = {e.index for e in new_summarized}
     outlined = [e for e in (stepped.outlined if stepped else []) if e.index not in taken]
     new_restored = restored_audit[len(restored_audit) - len(newly):]
-    told = Told(dropped=(*new_summarized, *dropped), truncated=(*outlined, *truncated),
+    told = Told(dropped=(*new_summarized, *dropped),
+                truncated=(*outlined, *grown, *truncated),
                 restored=(*new_restored, *again, *recalled),
                 notice=notice(sum(c.replaced for c in made),
                               sum(c.replaced_tokens for c in made), outlined, dropped,
@@ -99,7 +102,7 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
 
 
 def _step(win: Window, budget: int, counter: Tokenizer, policy: PreparePolicy,
-          restored: set[int], rules: set[int]) -> Step | None:
+          restored: set[int], rules: set[int], files: frozenset[int]) -> Step | None:
     """The window stepped when the request is over ``budget`` (`Window.step`), the files the
     client attached and the messages carrying the user's instruction files (``rules``) kept
     whole, the files then shortened when still over (`fit_attached`). None when nothing was
@@ -107,7 +110,6 @@ def _step(win: Window, budget: int, counter: Tokenizer, policy: PreparePolicy,
     if win.total() <= budget:
         return None
     msgs = win.messages
-    files = attached(msgs)
     keep = _kept_whole(msgs, win.tokens, newest_user(msgs), restored, budget, files | rules)
     stepped = win.step(budget, counter, paced(policy, msgs, win.cum, win.head, budget), keep,
                        rules)
@@ -328,20 +330,25 @@ def _files_changed(previous: ConversationState, msgs: list[Message], common: int
 
 
 def _fit(win: Window, budget: int, counter: Tokenizer, policy: PreparePolicy,
-         restored: set[int], memo: Memo | None, rules: set[int] = frozenset()):
+         restored: set[int], memo: Memo | None, rules: set[int] = frozenset(),
+         files: frozenset[int] = frozenset()):
     """The result of the window, fitted when even the last group alone is over the budget
-    (the trim engine, with the summaries shrunk into one before they give way; the restored
-    messages and those carrying the user's instruction files, ``rules``, held). Returns
-    (messages, keys, tokens, dropped, truncated, total)."""
+    (the attached ``files`` give what is left over once the summaries shrank, `give_over`;
+    then the trim engine, with the summaries shrunk into one before they give way; the
+    restored messages, those carrying the user's instruction files, ``rules``, and the
+    attached files held). Returns (messages, keys, tokens, dropped, truncated, total)."""
     kept, keys, out_tokens = _assemble(win, restored)
     total = win.total()
     if total <= budget:
         return kept, keys, out_tokens, [], [], total
     called = fit_calls(win, kept, keys, out_tokens, budget, counter, policy)
     called += fit_prose(win, kept, keys, out_tokens, budget, counter, policy)
+    called += give_over(win, files, budget, counter, policy)
+    kept, keys, out_tokens = _assemble(win, restored)
     total = win.total()
     if total <= budget:
         return kept, keys, out_tokens, [], called, total
+    rules = rules | files
     memo = memo if memo is not None else Memo()  # the attempts shorten the same texts
     for i, named in win.named.items():  # what the step's outlines read, the attempts need not
         memo.get(NAMED, win.messages[i].content, lambda named=named: named)
