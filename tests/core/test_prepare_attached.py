@@ -7,6 +7,7 @@ them (recorded through the gateway), turn by turn, with the word-count fake toke
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from ctxlayer.core.compress.shorten import shorten_message
 from ctxlayer.core.prepare import prepare_turn
@@ -239,3 +240,24 @@ def test_a_file_cut_shorter_than_the_room_allows_grows_back_on_a_later_turn():
         grew += [n for e in turn.truncated if e.message_id == "files" and e.reason == GREW]
     assert len(grew) == 1, (grew, sizes)
     assert min(sizes[grew[0] - 4:]) >= 300, sizes
+
+
+def test_a_file_cut_by_its_ends_says_which_line_ranges_it_keeps():
+    """Each file cut by its first and last lines names the ranges it keeps, by line number,
+    and those are its lines: aider's edit format quotes them, and the model knows what is
+    missing. Before, the cut was a bare "[...]"."""
+    files = {f"mod{k}.py": "".join(f"def f{k}_{j}(x): return x + {j}\n" for j in range(220))
+             for k in range(2)}
+    turn = prepare_turn(None, aider_request(1, files), 1500, WORDS)
+    text = files_shown(turn)[0]
+    marks = re.findall(r"\[\.\.\. lines (\d+)-(\d+) cut: lines 1-(\d+) and (\d+)-(\d+) of "
+                       r"(\d+) kept \.\.\.\]", text)
+    assert len(marks) == 2, text
+    for k, (cut_from, cut_to, head, resume, last, total) in enumerate(marks):
+        assert (int(cut_from), int(resume), last, total) == (int(head) + 1, int(cut_to) + 1,
+                                                           "220", "220")
+        body = text.split(f"mod{k}.py\n```\n")[1].split("\n```")[0].split("\n")
+        lines = files[f"mod{k}.py"].split("\n")
+        assert body[:int(head)] == lines[:int(head)]  # lines 1..head, verbatim
+        assert body[int(head) + 1:] == lines[int(cut_to):220]  # lines resume..220
+        assert lines[int(head)] not in text

@@ -109,7 +109,7 @@ def _each_block(text: str, cap: int, counter: Counter) -> CompressedOutput | Non
     """A user's text holding two code blocks or more (the files aider's user added, each
     fenced under its path; a question between two pasted files) within ``cap`` tokens: the
     prose whole, every block its first and last lines, as many as the cap lets each keep,
-    verbatim, so the model can quote them; None when the text fits, has fewer blocks, or even
+    verbatim, so the model can quote them, the cut naming the line ranges kept; None when the text fits, has fewer blocks, or even
     BLOCK_LINES_MIN lines a block are over the cap. Cut as one text, six added files of 17k
     tokens kept the start of the first and the end of the last, none of the four between."""
     from ctxlayer.core.trim.truncate import truncate_blocks  # the trim engine's cut (it imports
@@ -123,7 +123,7 @@ def _each_block(text: str, cap: int, counter: Counter) -> CompressedOutput | Non
     lo, hi, best = BLOCK_LINES_MIN, text.count("\n") // 2, None
     while lo <= hi:  # the most lines at each end that fit
         n = (lo + hi) // 2
-        cut = truncate_blocks(text, n, n, min_cut=1)
+        cut = truncate_blocks(text, n, n, min_cut=1, numbered=True)
         if cut is None:  # no block is that long: all of them whole, over the cap
             hi = n - 1
             continue

@@ -20,8 +20,10 @@ def _fence(line: str) -> str | None:
     return None
 
 
-def truncate_blocks(text: str, head: int = 10, tail: int = 10, min_cut: int = 4) -> str | None:
-    """The text with the middles of long blocks cut, or None when nothing was long enough."""
+def truncate_blocks(text: str, head: int = 10, tail: int = 10, min_cut: int = 4,
+                    numbered: bool = False) -> str | None:
+    """The text with the middles of long blocks cut, or None when nothing was long enough.
+    ``numbered``: each cut says which of its block's lines it keeps (`kept_lines`)."""
     if "```" not in text and "~~~" not in text and "<details" not in text:
         return None
     lines = text.split("\n")
@@ -52,7 +54,8 @@ def truncate_blocks(text: str, head: int = 10, tail: int = 10, min_cut: int = 4)
         out.append(line)
         if len(body) - head - tail >= min_cut:
             out.extend(body[:head])
-            out.append(MARKER + ("\r" if body[0].endswith("\r") else ""))  # a CRLF text's
+            mark = kept_lines(head, len(body) - tail, len(body)) if numbered else MARKER
+            out.append(mark + ("\r" if body[0].endswith("\r") else ""))  # a CRLF text's
             out.extend(body[len(body) - tail :])
             changed = True
         else:
@@ -61,6 +64,15 @@ def truncate_blocks(text: str, head: int = 10, tail: int = 10, min_cut: int = 4)
             out.append(lines[j])
         i = j + 1
     return "\n".join(out) if changed else None
+
+
+def kept_lines(head: int, resume: int, total: int) -> str:
+    """The line a block cut to its first ``head`` lines and the lines after ``resume`` (of
+    ``total``) shows in place of its middle, naming both ranges by line number (from 1, the
+    block's first line): an edit can quote the kept lines, and the model knows which are
+    missing. Without them, a cut file read as whole code with a gap of unknown size."""
+    return (f"[... lines {head + 1}-{resume} cut: lines 1-{head} and {resume + 1}-{total} of "
+            f"{total} kept ...]")
 
 
 def cut_lines(text: str, head: int, tail: int) -> str:
