@@ -9,8 +9,10 @@ from __future__ import annotations
 import dataclasses
 import re
 
+import pytest
+
 from ctxlayer.core.compress.shorten import shorten_message
-from ctxlayer.core.prepare import prepare_turn
+from ctxlayer.core.prepare import DEFAULT_POLICY, persist, prepare_turn
 from ctxlayer.core.prepare.aider_files import attached
 from ctxlayer.core.prepare.attached import CUT, GREW
 from ctxlayer.core.tokens import WordTokenizer
@@ -261,3 +263,24 @@ def test_a_file_cut_by_its_ends_says_which_line_ranges_it_keeps():
         assert body[:int(head)] == lines[:int(head)]  # lines 1..head, verbatim
         assert body[int(head) + 1:] == lines[int(cut_to):220]  # lines resume..220
         assert lines[int(head)] not in text
+
+
+@pytest.mark.parametrize("body", [ADDER, code("f", 300)], ids=["whole", "cut"])
+def test_a_file_edited_in_place_after_a_restart_gives_the_turn_it_gives_without_one(body):
+    """The window kept across a restart (`persist`) is taken up when the only change is a
+    file written anew in place, and the turn is the one an unrestarted daemon makes: the same
+    summaries, the new contents. Before, `persist.resume` needed every message up to the
+    summarized part to agree, and the chat started afresh."""
+    state = None
+    for n in range(1, 9):
+        state = prepare_turn(state, aider_request(n, {"adder.py": body}), 1200, WORDS).state
+    assert state.chunks and any(state.messages[i].id == "files" for i in state.verbatim)
+    edited = aider_request(9, {"adder.py": body.replace("return", "return -", 1)})
+    live = prepare_turn(state, edited, 1200, WORDS)
+    kept = persist.decode(persist.encode(persist.snapshot(state, WORDS.name)))
+    resumed = persist.resume(kept, edited, WORDS, DEFAULT_POLICY)
+    assert resumed is not None
+    back = prepare_turn(resumed, edited, 1200, WORDS)
+    assert [m.content for m in back.messages] == [m.content for m in live.messages]
+    assert back.tokens == live.tokens and back.cache_reuse_tokens == live.cache_reuse_tokens
+    assert "return -" in files_shown(back)[0]

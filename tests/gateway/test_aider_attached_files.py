@@ -73,3 +73,40 @@ def test_aider_s_files_go_upstream_every_turn_and_their_new_contents_once_edited
             summarized += "[Summary of" in sent
             cur.append({"role": "assistant", "content": answer})
     assert summarized >= 4  # the questions were summarized, the files beside them
+
+
+def ask(stack, cur: list[dict], k: int, adder: str) -> tuple[list[dict], str]:
+    """aider's request at question ``k`` (its answer appended to ``cur``): what went upstream
+    and the conversation the gateway put it in."""
+    cur.append({"role": "user", "content": question(k)})
+    raw = stack.openai().chat.completions.with_raw_response.create(
+        model="gpt-4o", messages=[*opening(adder), *cur, {"role": "system", "content": REMINDER}])
+    cur.append({"role": "assistant", "content": raw.parse().choices[0].message.content})
+    return stack.model_requests()[-1]["body"]["messages"], raw.headers["x-ctxlayer-conversation"]
+
+
+def summaries(sent: list[dict]) -> list[str]:
+    return [m["content"] for m in sent if m["content"].startswith("[Summary of")]
+
+
+def test_a_file_edited_in_place_across_a_restart_keeps_the_window(tmp_path):
+    """The gateway restarts (its state folder kept) between two of aider's requests, and the
+    only change between them is the new contents of the file its user added (edited outside
+    aider). Without a restart the window carries over (the test above); after one, the kept
+    window was not taken up (`persist.resume` needed every message up to the summarized part
+    to agree): the chat started afresh, its summaries written anew. Now the same summaries go
+    upstream, with the new contents, under the same conversation."""
+    old, new = "def add(a, b):\n    return a + b\n", \
+        "def add(a, b):\n    return a - b  # MARKER_EXTERNAL_EDIT\n"
+    cur: list[dict] = []
+    with fresh_stack(tmp_path, {"gpt-4o": 16000}) as stack:
+        for k in range(8):
+            sent, chat = ask(stack, cur, k, old)
+    before = summaries(sent)
+    assert before, "no summary before the restart"
+    with fresh_stack(tmp_path, {"gpt-4o": 16000}) as stack:
+        sent, again = ask(stack, cur, 8, new)
+    text = json.dumps(sent)
+    assert json.dumps(files_message(new))[1:-1] in text and "return a + b" not in text
+    assert summaries(sent)[:len(before)] == before, (before, summaries(sent))
+    assert again == chat

@@ -4,8 +4,10 @@ first request after the restart, so that request starts with the same prefix as 
 
 A snapshot names the messages it was made from by their hashes; it is taken up again when
 the request starts with the messages its summaries stand for, as far as they agree (an outline
-of a message changed since is dropped), else the conversation starts afresh: what an
-unrestarted turn would take over of its previous window. Each message's count is kept with the
+of a message changed since is dropped; an attached file's message the window showed whole,
+written anew in place, need not agree: aider sends a file's new contents where the old ones
+were), else the conversation starts afresh: what an unrestarted turn would take over of its
+previous window. Each message's count is kept with the
 name of the counter that made it (its encoding and calibration): the first request after a
 restart, a 5 MB history for Claude Code, then counts only what was added since, as the turn
 before the restart would have. Under another counter the messages are counted again. A rewrite
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import msgspec
 
+from ctxlayer.core.prepare.aider_files import attached, is_attached
 from ctxlayer.core.prepare.model import (
     DEFAULT_POLICY,
     Ahead,
@@ -112,6 +115,11 @@ class Snapshot(msgspec.Struct, kw_only=True):
     #: `tools_key` of the turn's request; "" for one without tools, and in a window written
     #: before it was kept (the tools are then not counted as reused after a restart)
     tools: str = ""
+    #: the attached files' messages (`aider_files.attached`) the window showed whole among
+    #: the summarized ones: written anew in place (aider sends a file's new contents, edited
+    #: outside it, where the old ones were), they need not agree for the window to be taken
+    #: up. Empty in a window written before it was kept
+    attached: list[int] = msgspec.field(default_factory=list)
 
 
 class _Listed(msgspec.Struct):
@@ -165,7 +173,14 @@ def snapshot(state: ConversationState, counter_name: str = "",
                     tokens=list(state.tokens) if counted_with else [],
                     shapes=[shape_hash(m) for m in state.messages],
                     ids=[m.id for m in state.messages], ahead=_kept_ahead(state.ahead),
-                    told=_kept_told(state))
+                    told=_kept_told(state), attached=_shown_files(state))
+
+
+def _shown_files(state: ConversationState) -> list[int]:
+    """The attached files' messages ``state``'s window shows whole among the summarized."""
+    shown = set(state.verbatim)
+    return [i for i in sorted(attached(state.messages))
+            if i in shown and is_attached(state.messages[i])]
 
 
 def _kept_told(state: ConversationState) -> KeptTold | None:
@@ -384,7 +399,7 @@ def resume_best(snaps: list[Snapshot], messages: list[Message], counter: Tokeniz
     best = -1
     most = common_prefix(beyond.messages, messages) if beyond is not None else -1
     for n, snap in enumerate(snaps):
-        k = _alike(snap, messages, _agreement(snap, messages, hashes))
+        k, _ = _reach(snap, messages, _agreement(snap, messages, hashes))
         if k > most and k > snap.head and _holds(snap, k):
             best, most = n, k
     if best < 0:
@@ -422,6 +437,20 @@ def _alike(snap: Snapshot, messages: list[Message], k: int) -> int:
     return k
 
 
+def _reach(snap: Snapshot, messages: list[Message], same: int) -> tuple[int, frozenset[int]]:
+    """How far ``messages`` agree with the snapshot's past the first ``same`` (equal), as
+    `_alike`, and past the attached files' messages its window showed whole among the
+    summarized ones that the client wrote anew in place (those returned beside), as an
+    unrestarted turn carries its window over them (`engine._files_changed`). Before, a restart
+    between a file's edit and aider's next request started the chat afresh, its summaries
+    written anew."""
+    k, files, changed = _alike(snap, messages, same), set(snap.attached), set()
+    while k < min(snap.upto, len(messages)) and k in files and is_attached(messages[k]):
+        changed.add(k)
+        k = _alike(snap, messages, k + 1)
+    return k, frozenset(changed)
+
+
 def _tuples(key):
     """A result key as JSON gave it back (lists) as the engine makes it (tuples, at any
     depth: a rewrite of a call's arguments is a tuple within the key)."""
@@ -431,26 +460,34 @@ def _tuples(key):
 def resume(snap: Snapshot, messages: list[Message], counter: Tokenizer,
            policy: PreparePolicy, hashes: list[str] | None = None) -> ConversationState | None:
     """The state a turn takes as its previous one, when ``messages`` start with the messages
-    the snapshot's summaries stand in for (up to its ``upto``); None otherwise. The previous
+    the snapshot's summaries stand in for (up to its ``upto``; the attached files shown whole
+    among them may be written anew, `_reach`); None otherwise. The previous
     result is known as far as the two agree, and a message outlined there that changed since
     is no longer (as an unrestarted turn takes over its previous window: the same request
     after an edit got another result once the daemon had restarted). ``hashes``: the leading
     messages' `message_hash`, as far as an earlier look took them (extended here)."""
     same = _agreement(snap, messages, [] if hashes is None else hashes)
-    k = _alike(snap, messages, same)
+    k, changed = _reach(snap, messages, same)
     if not _holds(snap, k):
         return None
     shown = messages[:k]
     kept = bool(snap.counted_with) and snap.counted_with == counted_by(counter.name, policy.fmt) \
         and len(snap.tokens) >= k
     if kept:  # the same messages (by hash), counted by the same counter; the alike counted
-        tokens = snap.tokens[:same] + [message_tokens(m, counter, policy.fmt)
-                                       for m in shown[same:]]
+        # again, and the files written anew (the messages after them agree by hash unless
+        # their shapes do: an aider chat's whole history comes after its files)
+        tokens = snap.tokens[:same] + [
+            snap.tokens[i] if i not in changed and i < len(snap.shapes) and not snap.shapes[i]
+            else message_tokens(m, counter, policy.fmt) for i, m in enumerate(shown[same:], same)]
     else:
         tokens = [message_tokens(m, counter, policy.fmt) for m in shown]
     # an outline of a message costed anew moves with it (where the old count is known)
     rewrites = {i: rw if i < same else (rw[0], rw[1] + tokens[i] - snap.tokens[i], rw[2])
-                for i, rw in snap.rewrites.items() if i < (k if kept else same)}
+                for i, rw in snap.rewrites.items()
+                if i < (k if kept else same) and i not in changed}
+    # the result is known as far as it stood for messages that still agree: up to the first
+    # file written anew
+    known = min(changed, default=k)
     cum = [0]
     for t in tokens:
         cum.append(cum[-1] + t)
@@ -458,7 +495,7 @@ def resume(snap: Snapshot, messages: list[Message], counter: Tokenizer,
     for key in snap.out_keys:  # as far as the result stood for messages that still agree
         key = _tuples(key)
         i = key if isinstance(key, int) else (key[0] if isinstance(key[0], int) else None)
-        if i is not None and i >= k:
+        if i is not None and i >= known:
             break
         keys.append(key)
     return ConversationState(
