@@ -176,3 +176,25 @@ def test_warm_trims_with_old_ends_replayed_equal_cold(turns, strategy):
     for chat in chats:
         assert _outcome(chat, budget, options=options, memo=memo, cache=cache) == \
             _outcome(chat, budget, options=options)
+
+
+def test_old_ends_of_one_room_that_start_apart_are_both_kept():
+    """Where the room ran out depends on the new message: with 14 words the walk's old end
+    starts at message 36, with 4 at 32, both with no room left. Keyed by the room alone, the
+    second put the first out, and the next turn with 14 words again walked 36 down to 32 (the
+    1M bench: 200 or 97 by the turn, half its turns walked 100 drops more)."""
+    chat = _chat()
+
+    def asked(n: int, word: str) -> list[Message]:
+        return [*chat, Message(role="user", id="q", content=_words(n, word))]
+
+    cache = TrimCache()
+    first = trim(asked(14, "a"), 100, COUNTER, cache=cache)
+    trim(asked(4, "b"), 100, COUNTER, cache=cache)
+    assert sorted((t.room, t.start) for t in cache.tails.values()) == [(0, 32), (0, 36)]
+    again = asked(14, "c")  # the first turn's cost: its old end, from 36 down
+    warm = trim(again, 100, COUNTER, cache=cache)
+    assert warm == trim(again, 100, COUNTER)
+    made = {id(e) for e in first.dropped if e.index < 36}
+    ours = [e for e in warm.dropped if e.index < 36]
+    assert ours and all(id(e) in made for e in ours)

@@ -153,3 +153,65 @@ def test_a_re_trim_cuts_the_warm_facts_in_place():
     edited = [*grown[:3], Message(role="user", id="m3", content="changed"), *grown[4:]]
     assert trim(edited, 200, COUNTER, cache=cache) == trim(edited, 200, COUNTER)
     assert cache.reused == 3
+
+
+#: how the reasons of `reduce`'s shortenings start
+_SHORTENED = ("over budget: middle of long code", "tool output over",
+              "tool call's arguments over")
+
+
+def _fields(m: Message) -> dict:
+    return {f: getattr(m, f) for f in m.__struct_fields__}
+
+
+class _Counting:
+    """The word counter, saying what it was asked to count."""
+
+    def __init__(self) -> None:
+        self.counted: list[str] = []
+
+    def count(self, text: str) -> int:
+        self.counted.append(text)
+        return COUNTER.count(text)
+
+
+def test_a_re_trim_shortens_the_shared_prefix_as_the_last_turn_did():
+    """Shortening a message reads only that message as it is then (its text, cost, extra
+    tokens, liveness, outlined calls): a re-trim after one more message that finds it so
+    makes the last turn's change again, its entry the very same, without outlining, cutting
+    or counting anything (a re-trim of 1M tokens shortened the same 95 messages each turn:
+    most of `reduce`). A message changed since is shortened anew."""
+    block = "```\n" + "\n".join(f"line {j} of the code" for j in range(60)) + "\n```"
+    chat = []
+    for k in range(8):
+        chat += [Message(role="user", id=f"u{k}", content=f"question {k} " + block),
+                 Message(role="assistant", id=f"a{k}", content=f"<think>why {k}</think> answer"),
+                 Message(role="assistant", id=f"c{k}", content="calling", tool_calls=[
+                     ToolCall(id=f"x{k}", name="write", arguments='{"text": "%s"}' % (
+                         "w " * 300))]),
+                 Message(role="tool", id=f"t{k}", tool_call_id=f"x{k}",
+                         content="\n".join(f"log {j} of {k} ok" for j in range(200)))]
+    memo, cache, counter = Memo(), TrimCache(), _Counting()
+    first = trim([*chat, Message(role="user", id="q", content="so?")], 8000, counter,
+                 memo=memo, cache=cache)
+    assert {e.action for e in first.truncated} >= {"truncated", "compressed"}
+    counter.counted.clear()
+    grown = [*chat, Message(role="user", id="q", content="and now?")]
+    warm = trim(grown, 8000, counter, memo=memo, cache=cache)
+    assert warm == trim(grown, 8000, COUNTER)
+    before = {id(e) for e in first.truncated}
+    again_made = [e for e in warm.truncated if e.reason.startswith(_SHORTENED)]
+    assert len(again_made) >= 6
+    assert all(id(e) in before for e in again_made)
+    # no text cut or outlined was counted again (the room the fit left is given out anew:
+    # what it brings back is counted)
+    assert counter.counted[0] == "and now?"
+    made_by = {e.message_id for e in again_made}
+    assert not set(counter.counted) & {m.content for m in warm.messages if m.id in made_by}
+    k = max(e.index for e in again_made if grown[e.index].role == "tool")
+    other = "\n".join(f"other {j} ok" for j in range(200))
+    edited = [*grown[:k], Message(**{**_fields(grown[k]), "content": other}), *grown[k + 1:]]
+    again = trim(edited, 8000, counter, memo=memo, cache=cache)
+    assert again == trim(edited, 8000, COUNTER)
+    (outlined,) = [e for e in again.truncated if e.index == k]
+    assert id(outlined) not in before and outlined.summary.endswith("other 0 ok")

@@ -86,6 +86,8 @@ class Shortener:
         self.name_facts = name_facts
         self.calls = calls  # a call's long arguments may be outlined (TrimOptions)
         self._done = w.facts(("shorten", tool_cap, head, tail, name_facts))
+        #: per message, what shortening it did the last time, by what it was then (`shorten`)
+        self._did = w.facts(("shortened", tool_cap, head, tail, name_facts, calls))
         #: (its entry in `w.changed`, the text it was cut from) once the question was cut
         self.question_cut: tuple[int, str] | None = None
 
@@ -180,10 +182,28 @@ class Shortener:
         return w.extra[i] + body * len(cut) // max(1, len(w.content[i]))
 
     def shorten(self, i: int) -> int:
-        """Shorten message i once; returns the tokens saved (0 when it cannot be cut). How a
-        text is shortened is a warm fact: a re-trim gives it the previous turn's cut text, its
-        count and its reason without looking anything up again. A message making calls
-        keeps its text: its calls' long arguments are outlined (calls.py)."""
+        """Shorten message i once; returns the tokens saved (0 when it cannot be cut). What
+        shortening a message did is a warm fact: it reads only the message (the same in the
+        prefix a re-trim shares), its text, cost, extra tokens, liveness and outlined calls
+        now, so when those are what they were the last time, the change it made then (its
+        text, figures, calls and entry) is made again without a look at anything (a re-trim of
+        1M tokens shortens the same 95 messages each turn: most of `reduce`)."""
+        w = self.w
+        did = self._did
+        now = (w.content[i], w.tokens[i], w.extra[i], w.alive[i], w.calls.get(i))
+        hit = did[i] if did is not None else None
+        if hit is not None and hit[0] is now[0] and hit[1:5] == now[1:]:
+            return w.redo_change(i, hit[-1])
+        made = len(w.changed)
+        saved = self._shorten(i)
+        if did is not None:
+            did[i] = (*now, w.change(i) if len(w.changed) > made else None)
+        return saved
+
+    def _shorten(self, i: int) -> int:
+        """Shorten message i once (`shorten`): how a text is shortened is a warm fact (its cut
+        text, its count and its reason); a message making calls keeps its text: its calls'
+        long arguments are outlined (calls.py)."""
         w = self.w
         if w.msgs[i].tool_calls:
             return calls.outline(w, i, self.tool_cap, self.memo) \
@@ -529,12 +549,12 @@ def limit(w: Work, budget: int) -> None:
     decided: set[int] = set()
     alive, group, members, tokens = w.alive, w.group, w.members, w.tokens
     entry, dropped, lost, first = w._entry, w.dropped, 0, len(w.dropped)
-    tails = dict(w.cache.tails) if w.cache is not None else {}  # each tried once
-    replay_below = max((t.start for t in tails.values()), default=0)
+    tails = tail.by_room(w.cache.tails.values() if w.cache is not None else ())
+    replay_below = max((t.start for ts in tails.values() for t in ts), default=0)
     lowest_kept = len(alive)  # below it the room stayed what it is: the tail of this walk
     for i in range(len(w.msgs) - 1, -1, -1):
-        if i < replay_below and room in tails and i < tails[room].start:
-            ours = tail.replay(tails.pop(room), i + 1, room, tokens, group, fixed, alive)
+        if i < replay_below and room in tails:
+            ours = tail.replay_any(tails, i + 1, room, tokens, group, fixed, alive)
             if ours is not None:
                 dropped.extend(ours)
                 lost += sum(e.tokens_before for e in ours)

@@ -17,7 +17,7 @@ Kept by the TrimCache (`tail`), cut to the prefix each trim shares with the one 
 
 from __future__ import annotations
 
-from collections.abc import Set
+from collections.abc import Iterable, Set
 from dataclasses import dataclass
 
 from ctxlayer.protocol import AuditEntry
@@ -71,3 +71,27 @@ def replay(tail: Tail, q: int, room: int, tokens: list[int], group: list[int],
         return None
     alive[:q] = tail.alive[:q]
     return ours
+
+
+def by_room(tails: Iterable[Tail]) -> dict[int, list[Tail]]:
+    """The tails a walk may replay, by the room they were walked with (each tried once)."""
+    out: dict[int, list[Tail]] = {}
+    for t in tails:
+        out.setdefault(t.room, []).append(t)
+    return out
+
+
+def replay_any(tails: dict[int, list[Tail]], q: int, room: int, tokens: list[int],
+               group: list[int], fixed: Set[int], alive: list[bool]) -> list[AuditEntry] | None:
+    """`replay` of a tail walked with `room` that reaches q (starts at q or later), the first
+    that this walk would decide the same; one that would not is tried no more (taken out of
+    ``tails``). Any of them gives the same: each holds the decisions of [0, q) for that room."""
+    mine = tails[room]
+    for t in [t for t in mine if t.start >= q]:
+        mine.remove(t)
+        ours = replay(t, q, room, tokens, group, fixed, alive)
+        if ours is not None:
+            return ours
+    if not mine:
+        del tails[room]
+    return None

@@ -27,8 +27,8 @@ from ctxlayer.protocol import Message
 
 #: kinds of facts kept at most; options that change every turn must not grow the cache forever
 MAX_KINDS = 16
-#: old ends of `limit`'s walk kept at most (one per room they were walked with)
-MAX_TAILS = 4
+#: old ends of `limit`'s walk kept at most (one per room they were walked with and start)
+MAX_TAILS = 8
 
 
 class TrimCache:
@@ -52,9 +52,11 @@ class TrimCache:
         self.lists: dict[Hashable, tuple[list[int], int]] = {}
         self.reused = 0  # messages taken over by the last trim (for tests and benchmarks)
         #: the old ends of the last walks of `limit` (tail.py) by the room they were walked
-        #: with, while their messages lead this trim's: a turn's last room is one of a few
-        #: (0 to 3 tokens in the 1M bench), rarely the one before's
-        self.tails: dict[int, Tail] = {}
+        #: with and where they start, while their messages lead this trim's: a turn's last
+        #: room is one of a few (0 to 3 tokens in the 1M bench), rarely the one before's, and
+        #: where it ran out one of a few too (message 200 or 97 there, by the new message's
+        #: size: keyed by room alone, each turn of one kind put out the other's)
+        self.tails: dict[tuple[int, int], Tail] = {}
 
     def shared(self, msgs: list[Message], counter: Tokenizer, fmt: MessageFormat) -> int:
         """How many leading messages are the same as in the previous trim. Only with the same
@@ -76,8 +78,8 @@ class TrimCache:
         self.extra, self.tokens, self.reused = extra, tokens, same
         if len(self.facts) > MAX_KINDS:
             self.facts.clear()
-        for room in [room for room, tail in self.tails.items() if tail.start > same]:
-            del self.tails[room]
+        for key in [key for key, tail in self.tails.items() if tail.start > same]:
+            del self.tails[key]
         # cut and grown in place: a copy of every column (each as long as the chat) was most
         # of this call, and a re-trim changes only the end of each
         fresh = [None] * (len(msgs) - same)
@@ -95,12 +97,12 @@ class TrimCache:
             self.lists[name] = (where, min(tested, same))
 
     def keep_tail(self, kept: Tail | None) -> None:
-        """Remember the old end of this trim's walk of `limit`, by its room (the newest
-        MAX_TAILS rooms)."""
+        """Remember the old end of this trim's walk of `limit`, by its room and start (the
+        newest MAX_TAILS)."""
         if kept is None:
             return
-        self.tails.pop(kept.room, None)
-        self.tails[kept.room] = kept
+        self.tails.pop((kept.room, kept.start), None)
+        self.tails[kept.room, kept.start] = kept
         while len(self.tails) > MAX_TAILS:
             del self.tails[next(iter(self.tails))]
 

@@ -183,6 +183,25 @@ class Work:
         self.total -= saved
         return saved
 
+    def change(self, i: int) -> tuple:
+        """What the last change of message i left (its text, cost, extra tokens, outlined calls
+        and the entry that says it), for `redo_change` on a later trim."""
+        return self.content[i], self.tokens[i], self.extra[i], self.calls.get(i), self.changed[-1]
+
+    def redo_change(self, i: int, change: tuple | None) -> int:
+        """Make again on message i a change a `change` of it said (None: it made none), when
+        the message was then what it is now; returns the tokens saved."""
+        if change is None:
+            return 0
+        content, after, extra, outlined, entry = change
+        saved = self.tokens[i] - after
+        self.content[i], self.tokens[i], self.extra[i] = content, after, extra
+        if outlined is not None:
+            self.calls[i] = outlined
+        self.total -= saved
+        self.changed.append(entry)
+        return saved
+
     def revive(self, i: int, content: str, body: int, reason: str) -> int:
         """Bring back message i, dropped, as `content` (of `body` tokens of text): its drop
         entry becomes one `truncated` entry. Returns the tokens it takes."""
