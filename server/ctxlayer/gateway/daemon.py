@@ -12,7 +12,7 @@ import logging
 
 from ctxlayer.gateway.server import GatewayServer, start_gateway
 from ctxlayer.state import Caller, State
-from ctxlayer.state.opening import open_workspace
+from ctxlayer.state.opening import leave_workspace, open_workspace
 from ctxlayer.state.seams import Asker
 
 log = logging.getLogger(__name__)
@@ -25,6 +25,9 @@ class DaemonGateway:
         self.state = state
         self.server: GatewayServer | None = None
         self.workspace: str | None = None
+        #: the gateway's own caller on its workspace: one of the live workspace's references,
+        #: told its changes, until the gateway stops (`close` releases it)
+        self.caller: Caller | None = None
 
     async def __call__(self, asking: Asker) -> None:
         """Start for `asking`'s workspace (its config enables the gateway: the caller checked)."""
@@ -44,15 +47,21 @@ class DaemonGateway:
         try:
             self.server = await start_gateway(self.state, caller, config)
         except Exception as exc:  # a taken port or a bad host: the daemon goes on without it
+            leave_workspace(caller)
             self.state.events.message(asking.workspace, "error",
                                       f"ctxlayer: the gateway could not start: {exc}")
             return
-        self.workspace = asking.workspace
+        self.workspace, self.caller = asking.workspace, caller
         urls = self.server.urls
         log.info("gateway listening: %s (OpenAI), %s (Anthropic)", urls.openai, urls.anthropic)
 
     async def close(self) -> None:
-        """Stop the gateway gracefully (GatewayServer.close), once."""
+        """Stop the gateway gracefully (GatewayServer.close), once, and release its caller's
+        hold on the workspace: before, the workspace was watched and its sessions re-measured
+        for the stopped gateway after the last editor on it had gone."""
         if self.server is not None:
             await self.server.close()
             self.server = None
+        if self.caller is not None:
+            leave_workspace(self.caller)
+            self.caller = None
