@@ -195,7 +195,10 @@ def test_a_request_level_cache_control_is_the_clients_own_breakpoint():
     body = {**request(*msgs, system="sys"), "cache_control": {"type": "ephemeral"}}
     d = decode("anthropic", body, WORDS)
     out = encode(d, d.messages, cache_breakpoints=[0, 2, 4])
-    assert out.payload == body and out.breakpoints == [] and out.system_breakpoints == 0
+    assert out.payload == body and out.system_breakpoints == 0
+    # none of the gateway's, but the provider places one on the last block: that is the
+    # breakpoint a client reads in ctx/prepare's cacheBreakpoints (it said [] before)
+    assert out.breakpoints == [6]
     # four marks of the client's and the request's own: five for the provider, one too many;
     # the client's last three stay beside the request's
     marked = copy.deepcopy(body)

@@ -447,3 +447,20 @@ async def test_a_new_chat_without_a_run_id_takes_the_status_bar_however_small(ca
         small = await ask([{"role": "system", "content": "You review pull requests."},
                            {"role": "user", "content": "Is the queue bounded?"}], extra)
         assert published[-1].live and published[-1].conversation_id == small.conversation_id
+
+
+async def test_automatic_caching_reports_the_breakpoint_the_provider_places(caller):
+    """With a request-level cache_control (Anthropic's automatic caching) the gateway adds no
+    breakpoint of its own, and cacheBreakpoints said []: the provider places one on the
+    request's last cacheable block, the last message's."""
+    turns = [{"role": "user", "content": "Where is the cache built?"},
+             {"role": "assistant", "content": "In the store."},
+             {"role": "user", "content": "And the index?"}]
+    request = {"model": "claude-sonnet-4-5", "max_tokens": 64, "system": "You help.",
+               "messages": turns, "cache_control": {"type": "ephemeral"}}
+    result = await chats.prepare(caller, protocol.PrepareParams(
+        format="anthropic", request=request, budget=3000))
+    sent = result.request["messages"]
+    assert not any("cache_control" in b for m in sent if isinstance(m["content"], list)
+                   for b in m["content"])
+    assert result.cache_breakpoints == [len(sent) - 1]

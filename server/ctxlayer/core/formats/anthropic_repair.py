@@ -445,4 +445,21 @@ def place_breakpoints(system: Any, out: list[Entry], system_kept: list[int],
                           if _count_own(None, [m], None)]
     result.system_breakpoints = sum(_has_cc(b) for b in system) if isinstance(system, list) \
         else 0
+    if automatic:  # where the provider places the request's own: reported as one placed
+        at = _automatic_at(messages)
+        if at is None:
+            if system is not None and _mark_last(_blocks({"content": system})) is not None:
+                result.system_breakpoints += 1
+        elif at not in result.breakpoints:
+            result.breakpoints = sorted([*result.breakpoints, at])
     return system, messages, tools
+
+
+def _automatic_at(messages: list[dict]) -> int | None:
+    """The message whose block the provider marks for a request-level cache_control
+    (automatic caching: the request's last cacheable block), None when no message has one
+    (then the system's last block is the last cacheable one)."""
+    for n in range(len(messages) - 1, -1, -1):
+        if _mark_last(_blocks(messages[n])) is not None:
+            return n
+    return None
