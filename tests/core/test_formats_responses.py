@@ -420,3 +420,39 @@ def test_a_text_written_where_there_was_none_is_the_items_own_kind():
     items = [_said("msg_r", "", refusal=True)]
     sent, _ = _shortened(items, "a note")
     assert sent[0]["content"][0] == {"type": "output_text", "annotations": [], "text": "a note"}
+
+
+PROGRAM_CODE = ("const r = await tools.lookup({ key: 'src/parser/lexer.py' });\n"
+                "out.push(r);")
+
+
+def program_request() -> dict:
+    return {"model": "gpt-5", "input": [
+        {"role": "user", "content": "look the lexer up"},
+        {"type": "program", "id": "prg_1", "call_id": "call_p1", "code": PROGRAM_CODE,
+         "fingerprint": "fp_0123456789abcdef"},
+        {"type": "program_output", "id": "pro_1", "call_id": "call_p1", "result": "found"},
+        {"role": "user", "content": "and then?"}]}
+
+
+def test_a_programs_code_is_its_calls_arguments_for_summaries_and_the_ledger():
+    """A `program`'s call had empty arguments inside the engine: its summary line said
+    `program()` and the ledger never read its code (the file it names, the calls it makes).
+    Its code is the call's arguments now, its other fields (the fingerprint) a part; it still
+    goes back as it came, and costs what it did."""
+    from ctxlayer.core.compress.ledger import add_messages
+    from ctxlayer.core.text import describe
+
+    body = program_request()
+    d = decode("responses", body, WORDS)
+    [call] = [c for m in d.messages for c in m.tool_calls or ()]
+    assert (call.id, call.name, call.arguments) == ("call_p1", "program", PROGRAM_CODE)
+    caller = next(m for m in d.messages if m.tool_calls)
+    assert "program(const r = await tools.lookup" in describe(caller)
+    ledger = add_messages(None, [caller])
+    assert [e.value for e in ledger.kinds.get("paths", [])] == ["src/parser/lexer.py"], ledger
+    assert "tools.lookup()" in [e.value for e in ledger.kinds.get("identifiers", [])]
+    # the code is counted once: as the call's arguments, no longer in the parts as well
+    assert caller.parts_tokens == WORDS.count('{"fingerprint":"fp_0123456789abcdef"}')
+    out = encode(d, d.messages).payload
+    assert out == body  # the program goes back byte for byte

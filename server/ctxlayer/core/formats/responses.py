@@ -12,7 +12,8 @@ call or answer it led to (the provider refuses one without the other). An output
 not in the input answers one an `item_reference` before it stands for (a stored item the
 provider puts in its place): the reference's message calls it, so the two go together too.
 A `program` (programmatic tool calling) is a call whose `code` and `fingerprint` (which
-the provider checks on replay) go as they came, costed as parts, never outlined; its
+the provider checks on replay) go as they came, never outlined: its code is the call's
+arguments (what summaries and the ledger read of it), its fingerprint costed as a part; its
 `program_output`'s text is its `result`. A `compaction` item (the provider's, encrypted) stays
 whole where it is, and so does an item of
 any other type with a system or developer role (Codex's `additional_tools`, the tools of its
@@ -92,9 +93,10 @@ CALLS = frozenset({"function_call", "custom_tool_call", "computer_call", "local_
 OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "computer_call_output",
                      "local_shell_call_output", "shell_call_output", "apply_patch_call_output",
                      "program_output"})
-#: calls that go back as they came, never outlined, their fields costed as parts: a `program`
-#: (programmatic tool calling) carries its `code` and a `fingerprint` of it that the provider
-#: checks on replay: either one cut, and the request is refused
+#: calls that go back as they came, never outlined, their code the call's arguments and their
+#: other fields costed as parts: a `program` (programmatic tool calling) carries its `code` and
+#: a `fingerprint` of it that the provider checks on replay: either one cut, and the request
+#: is refused
 SEALED_CALLS = frozenset({"program"})
 #: outputs whose text is not under `output`: a program's is its `result`
 _OUTPUT_TEXT = {"program_output": "result"}
@@ -310,11 +312,17 @@ def _read_item(item: dict, i: int, group: _Group, counter: Tokenizer, turn_start
             tokens = counter.count(_json.encode(loads).decode())
             group.cost(tokens, [media.label(f"{len(loads)} tools loaded", tokens)])
     elif is_call(item) and kind in SEALED_CALLS:
-        # its call has no arguments to outline: what it carries is costed as a part
+        # its code is the call's arguments, so that its summary line and the ledger read it
+        # (empty, they said `program()` and never saw the file it names); code is no JSON
+        # object, which is all a call's arguments are ever outlined from, and the writer
+        # never rewrites a sealed call. The rest (the fingerprint) is costed as a part
+        code = item.get("code")
+        code = code if isinstance(code, str) else ""
         group.calls.append(ToolCall(id=expect_str(item.get("call_id"), f"{where}.call_id",
-                                                  "the call's id"), name=str(kind)))
+                                                  "the call's id"), name=str(kind),
+                                    arguments=code))
         tokens = counter.count(_json.encode({k: v for k, v in item.items() if k not in (
-            "id", "call_id", "type", "status")}).decode())
+            "id", "call_id", "type", "status", *(("code",) if code else ()))}).decode())
         group.cost(tokens, [media.label(str(kind), tokens)])
     elif is_call(item):
         group.calls.append(_call(item, where))
