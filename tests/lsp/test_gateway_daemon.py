@@ -76,7 +76,7 @@ async def test_the_daemons_gateway_never_logs_a_key_its_parser_refused(tmp_path)
                      f"x-api-key: {key}\r\r\nContent-Length: 2\r\n\r\n{{}}".encode())
         answer = await asyncio.wait_for(reader.read(), 10)
         writer.close()
-        assert answer.startswith(b"HTTP/1.0 400 ")
+        assert answer.startswith(b"HTTP/1.1 400 ")  # the HTTP spoken, not aiohttp's 1.0
     finally:
         assert await daemon.close() == 0
     log = log_file.read_text()

@@ -31,7 +31,7 @@ from ctxlayer import protocol
 from ctxlayer.config import GatewayConfig
 from ctxlayer.core.errors import TOO_DEEP, ContextError, lone_surrogate, not_utf8
 from ctxlayer.core.formats import codec, other_format
-from ctxlayer.gateway import chats, encodings, guard, limits, unreadable, upsum
+from ctxlayer.gateway import chats, encodings, guard, limits, runner, unreadable, upsum
 from ctxlayer.gateway.errors import GatewayError, error_response
 from ctxlayer.gateway.forward import (
     Upstream,
@@ -254,8 +254,8 @@ class GatewayServer:
         # what aiohttp's own stop still waits for once `close` ended the requests (its
         # default, 60 s twice over, kept a streaming client waiting two minutes)
         # neither its log nor its answer quotes a request its parser refused (unreadable.py:
-        # API keys)
-        self._runner = unreadable.Runner(app, handler_cancellation=True, access_log=None,
+        # API keys), and what aiohttp answers itself is JSON in the provider's shape (runner.py)
+        self._runner = runner.Runner(app, handler_cancellation=True, access_log=None,
                                      logger=unreadable.server_log, shutdown_timeout=STOP_GRACE,
                                      **limits.server_options(self.config))
         await self._runner.setup()

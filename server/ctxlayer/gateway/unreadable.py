@@ -11,30 +11,25 @@ UIs, so:
 - the records of the gateway's HTTP server go through `server_log`, whose filter rewrites
   every record carrying such an error in one line, wherever the gateway runs (`ctxlayer
   gateway`, the daemon's) and at any verbosity;
-- `Runner` (the gateway's aiohttp runner) answers it as a JSON 400 that both providers' SDKs
-  read (`errors.either_body`: which provider the client speaks to is in the head that could
-  not be read), naming the kind of problem.
+- the gateway's runner (runner.py) answers it as a JSON 400 that both providers' SDKs read
+  (`errors.either_body`: which provider the client speaks to is in the head that could not
+  be read), naming the kind of problem in `what_was_wrong`'s words.
 
-Owns: `server_log` and `Runner`. The server's other records and answers (a handler's
-traceback and its 500: a bug of ours) are aiohttp's, as they were.
+Owns: `server_log`, `parser_error` and `what_was_wrong`. The server's other records (a
+handler's traceback: a bug of ours) are aiohttp's, as they were.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from typing import Any
 
-from aiohttp import web
 from aiohttp.http_exceptions import (
     BadStatusLine,
     HttpProcessingError,
     InvalidHeader,
     LineTooLong,
 )
-from aiohttp.web_protocol import RequestHandler
-
-from ctxlayer.gateway.errors import GatewayError, either_body
 
 #: what the log says instead; `%s` is the kind of error (LineTooLong, InvalidHeader, ...)
 SAID = "refused a request the HTTP parser could not read: %s"
@@ -57,7 +52,7 @@ _HINTS = {"missing expected lf after header value":
           " (a CR at a header value's end: a key read from a file saved with CRLF line ends?)"}
 
 
-def _parser_error(exc: BaseException | None) -> HttpProcessingError | None:
+def parser_error(exc: BaseException | None) -> HttpProcessingError | None:
     """The parser's error in `exc` or in what it was raised from: a traceback prints the
     message of every exception in its chain."""
     seen: set[int] = set()
@@ -74,7 +69,7 @@ class _Unquoted(logging.Filter):
     (the client got its 400): the exception, whose message holds the raw bytes, is dropped."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        found = _parser_error(record.exc_info[1] if record.exc_info else None)
+        found = parser_error(record.exc_info[1] if record.exc_info else None)
         if found is None:
             return True
         record.msg, record.args = SAID, (type(found).__name__,)
@@ -108,46 +103,3 @@ def what_was_wrong(exc: HttpProcessingError) -> str:
     if _BODY.search(reason):  # "invalid character in chunk size": the body's framing
         what = "the request body's framing could not be read"
     return f"{what}: {reason[:1].lower()}{reason[1:]}{_HINTS.get(reason.lower(), '')}"
-
-
-class _Answering(RequestHandler):
-    """aiohttp's connection handler, but a request its parser refused is answered in JSON."""
-
-    __slots__ = ()
-
-    def handle_error(self, request: Any, status: int = 500, exc: BaseException | None = None,
-                     message: str | None = None) -> web.StreamResponse:
-        # aiohttp's own logs it (through `server_log`) and refuses when an answer was begun
-        answer = super().handle_error(request, status, exc, message)
-        refused = _parser_error(exc)
-        if refused is None:  # not the parser's: a handler's 500 or 504, aiohttp's as it was
-            return answer
-        said = web.json_response(either_body(GatewayError(
-            status, f"the request was not read: {what_was_wrong(refused)}; the line is not "
-            "repeated here, since it may hold an API key", code="unreadable_request")),
-            status=status)
-        said.force_close()  # as aiohttp's: what follows on the connection cannot be trusted
-        return said
-
-
-class _Server(web.Server):
-    """aiohttp's low-level server, whose connections are `_Answering`."""
-
-    def __call__(self) -> RequestHandler:
-        return _Answering(self, loop=self._loop, **self._kwargs)
-
-
-class Runner(web.AppRunner):
-    """aiohttp's AppRunner answering what its parser refuses in JSON (`_Answering`).
-
-    aiohttp has no hook for that answer: it is made by the connection's RequestHandler, which
-    the runner's Server makes. The server the AppRunner made (its application's handler,
-    middlewares and options) is kept and only its class is changed to `_Server`, which adds
-    no state, rather than building one again from the application's private parts."""
-
-    __slots__ = ()
-
-    async def _make_server(self) -> web.Server:
-        server = await super()._make_server()
-        server.__class__ = _Server
-        return server
