@@ -243,6 +243,9 @@ export class BudgetController {
     for (const s of this.subscriptions) s.dispose();
     this.subscriptions = [];
     this.client = undefined;
+    // the live chat was the old daemon's: a restarted one holds none until a chat sends a
+    // request, and the status bar says "no live chat" (a click shows the workspace context)
+    this.live = undefined;
   }
 
   /** The task modes the daemon announced; none before it runs. */

@@ -126,6 +126,26 @@ describe("the workspace session", () => {
     expect(await controller.inspectorHtml()).toBe("<html>prep:b</html>");
   });
 
+  it("forgets the live chat when the daemon restarts: a click shows the workspace context", async () => {
+    const gateway = { ...budget(40_000, 120_000, "gw:1"), conversationId: "conv-a", source: "gateway" as const, live: true };
+    conn.notify("ctx/budgetChanged", gateway);
+    expect(controller.live?.conversationId).toBe("conv-a");
+    // extension.ts on Restart, a settings change or a crash: detach, then attach the new daemon,
+    // which holds no chat yet (its ctx/inspect of the old chat's session is "not in memory")
+    controller.detach();
+    const fresh = new FakeConnection({
+      "ctx/session/open": (p) => ({ ...p, budget: 100_000, createdAt: "now", mode: "short" }),
+      "ctx/session/budget": (p) => budget(20_000, 100_000, p.sessionId),
+      "ctx/inspect": (p) => {
+        if (p.sessionId !== "vscode:abc") throw Object.assign(new Error(`chat '${p.sessionId}' is not in memory`), { code: -32001 });
+        return { html: `<html>${p.sessionId}</html>` };
+      },
+    });
+    await controller.attach(new CtxlayerClient(fresh), announcement());
+    expect(controller.live).toBeUndefined();
+    expect(await controller.inspectorHtml()).toBe("<html>vscode:abc</html>");
+  });
+
   it("says the daemon's warning once per text, whichever chat's budget carries it", () => {
     const warnings: string[] = [];
     controller.onWarning((text) => warnings.push(text));
