@@ -60,4 +60,22 @@ H.run(function()
   trimmed = ctxlayer.trim(messages)
   H.ok(trimmed and trimmed.budget == 100000, "trim() fits to the budget the daemon took",
     vim.inspect(trimmed and trimmed.budget))
+
+  -- a re-sourced config brings a budget over the window while the session is open: the
+  -- session keeps its 100,000, and :Ctxlayer assemble (the session becomes the live chat)
+  -- assembled to the refused budget and showed it (`ctx 133/10M`)
+  H.clear_notes()
+  ctxlayer.setup({ cmd = H.cmd, model = "gpt-4o", budget = 10000000, gateway = false })
+  H.must(H.wait(function() return H.note("10,000,000 tokens is over") end) ~= nil,
+    "the refusal of 10,000,000 is said", vim.inspect(H.notes))
+  vim.cmd("Ctxlayer assemble")
+  H.ok(H.wait(function()
+    local b = ctxlayer.budget()
+    return b and b.conversation ~= nil
+  end), ":Ctxlayer assemble makes the session the live chat", vim.inspect(ctxlayer.budget()))
+  local assembled = H.buffer_lines("ctxlayer://assembled") or {}
+  H.ok(ctxlayer.budget().limit == 100000, ":Ctxlayer assemble: the limit is the session's budget",
+    ctxlayer.statusline() .. " " .. tostring(assembled[1]))
+  H.ok(not ctxlayer.statusline():find("10M", 1, true), ":Ctxlayer assemble: no refused 10M shown",
+    ctxlayer.statusline())
 end)

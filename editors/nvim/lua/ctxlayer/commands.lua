@@ -141,7 +141,7 @@ function M.assembled(opts)
   end
   local state = status.get(c.id) or {}
   if state.session_id then
-    local params = vim.tbl_extend("force", { sessionId = state.session_id, budget = config.current.budget }, opts or {})
+    local params = vim.tbl_extend("force", { sessionId = state.session_id, budget = status.usable_budget(state, config.current.budget) }, opts or {})
     local result, err = client.request_sync(c, "ctx/assemble", params)
     if result and result.modeSuggestion then
       status.update(c.id, { mode_suggestion = result.modeSuggestion })

@@ -159,9 +159,7 @@ function M.trim(messages, opts)
   local config = require("ctxlayer.config").current
   local c = client.get()
   local state = c and status.get(c.id)
-  -- a budget the daemon refused for the session (over the model's window) would fit the
-  -- messages to more than the model takes: the daemon's default for the model instead
-  local configured = not (state and state.budget_refused) and config.budget or nil
+  local configured = status.usable_budget(state, config.budget)
   local params = {
     messages = messages,
     model = opts.model or config.model,

@@ -88,6 +88,18 @@ function M.update(client_id, fields)
   M.changed(client_id)
 end
 
+--- The budget option to send beside a request, or nil for the session's (or the model's
+--- default): a budget the daemon refused (over the model's window) would fit the prompt to more
+--- than the model takes, and the status line would show the refused figure as the limit.
+---@param state? ctxlayer.State
+---@param budget? integer the option (config.current.budget)
+function M.usable_budget(state, budget)
+  if state and state.budget_refused then
+    return nil
+  end
+  return budget
+end
+
 --- Tokens as people read them: 950, 42.1k, 128k, 1.05M.
 function M.human(n)
   if n < 1000 then
