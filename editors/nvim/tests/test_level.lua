@@ -29,4 +29,14 @@ H.run(function()
   H.eq(drawn.highlights[1] and drawn.highlights[1].group, "CtxlayerOk",
     "its figure, with the daemon's percent, is ok")
   H.eq(ctxlayer.lualine().color(), "CtxlayerOk", "in lualine too")
+
+  -- the colour follows the percent as shown: 89.5% reads "90%" and was yellow (69.6% read
+  -- "70%" uncoloured); README: yellow from 70%, red from 90%
+  local status = require("ctxlayer.status")
+  for _, case in ipairs({ { 69.4, "ok" }, { 69.6, "warn" }, { 89.4, "warn" }, { 89.5, "error" },
+    { 89.96, "error" } }) do
+    local f = { used = case[1] * 1000, limit = 100000, percent = case[1] }
+    H.eq(status.figure_level(f), case[2],
+      ("%.2f%% (shown %d%%) is %s"):format(case[1], math.floor(case[1] + 0.5), case[2]))
+  end
 end)

@@ -25,12 +25,19 @@ function trimZero(s: string): string {
   return s.replace(/\.0+$/, "").replace(/(\.\d*?)0+$/, "$1");
 }
 
-export function statusText(budget: Budget): string {
-  return `ctx ${compact(budget.used)} / ${compact(budget.limit)} (${Math.round(budget.percent)}%)`;
+/** The daemon's percent as the status bar shows it: whole (89.5 reads 90%). */
+export function shownPercent(budget: Budget): number {
+  return Math.round(budget.percent); // the daemon's: the editor computes no percentages
 }
 
+export function statusText(budget: Budget): string {
+  return `ctx ${compact(budget.used)} / ${compact(budget.limit)} (${shownPercent(budget)}%)`;
+}
+
+/** By the percent as shown: a figure that reads "(90%)" is an error, whatever decimal the
+ * daemon sent (89.5 was a warning). */
 export function severity(budget: Budget): Severity {
-  const p = budget.percent; // the daemon's: the editor computes no percentages
+  const p = shownPercent(budget);
   if (p >= ERROR_PERCENT) return "error";
   if (p >= WARNING_PERCENT) return "warning";
   return "ok";

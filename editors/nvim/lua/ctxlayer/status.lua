@@ -177,11 +177,17 @@ function M.level(percent)
   return "ok"
 end
 
---- The level of a figure: by the daemon's percent, else (the workspace segment's figure, which
---- has none) by used over limit, so that a figure over its budget is never coloured ok. The
---- share only picks the colour: no percent is shown that the daemon did not give.
+--- The daemon's percent as the status line shows it: whole, rounded half up (89.5 reads 90%).
+function M.shown_percent(percent)
+  return math.floor(percent + 0.5)
+end
+
+--- The level of a figure: by the daemon's percent as shown (a figure that reads "90%" is red,
+--- whatever decimal the daemon sent), else (the workspace segment's figure, which has none) by
+--- used over limit, so that a figure over its budget is never coloured ok. The share only
+--- picks the colour: no percent is shown that the daemon did not give.
 function M.figure_level(f)
-  local percent = f.percent
+  local percent = f.percent and M.shown_percent(f.percent)
   if not percent and f.limit and f.limit > 0 then
     percent = f.used / f.limit * 100
   end
@@ -312,7 +318,7 @@ function M.text(opts)
   end
   local text = ("ctx %s%s/%s"):format(f.conversation and "chat " or "", M.human(f.used), M.human(f.limit))
   if f.percent then
-    text = text .. (" %d%%"):format(math.floor(f.percent + 0.5))
+    text = text .. (" %d%%"):format(M.shown_percent(f.percent))
   end
   text = text .. M.extras(f)
   if opts.highlight then

@@ -30,14 +30,20 @@ describe("status text", () => {
 });
 
 describe("severity", () => {
+  // by the percent the text shows: 89.5% reads "(90%)" and was a warning (README: yellow from
+  // 70%, red from 90%)
   it.each([
-    [69_900, "ok"],
-    [70_000, "warning"],
-    [89_999, "warning"],
-    [90_000, "error"],
-    [120_000, "error"],
-  ])("%d of 100k is %s", (used, level) => {
-    expect(severity(budget(used, 100_000))).toBe(level);
+    [69_400, "(69%)", "ok"],
+    [69_600, "(70%)", "warning"],
+    [70_000, "(70%)", "warning"],
+    [89_400, "(89%)", "warning"],
+    [89_500, "(90%)", "error"],
+    [89_960, "(90%)", "error"],
+    [120_000, "(120%)", "error"],
+  ])("%d of 100k reads %s and is %s", (used, shown, level) => {
+    const b = { ...budget(used, 100_000), percent: Math.round(used / 100) / 10 }; // one decimal, as the daemon sends it
+    expect(statusText(b)).toContain(shown);
+    expect(severity(b)).toBe(level);
   });
 });
 
