@@ -26,9 +26,20 @@ function M.remember(client_id, budget)
   end
 end
 
---- ctx/budgetChanged of the live chat: it is the status line's chat; when its request
---- summarized or cut something, the daemon's notice is shown once (a re-measure of the
---- chat carries no notice).
+--- Whether a live budget re-measures the assembled session a `:Ctxlayer chats {id}` pick
+--- replaced: a file event re-measures that session (the daemon's live chat still), and the
+--- pick would be undone by a :write. A conversation's budget, or another session's, is a
+--- request of that chat: it takes over.
+local function remeasures_replaced(state, budget)
+  local picked = state.picked
+  local cid = budget.conversationId
+  return picked ~= nil and (cid == nil or cid == vim.NIL) and M.key(budget) == picked.over
+    and M.key(budget) ~= picked.key
+end
+
+--- ctx/budgetChanged of the live chat: it is the status line's chat (unless it re-measures
+--- the session a pick replaced); when its request summarized or cut something, the daemon's
+--- notice is shown once (a re-measure of the chat carries no notice).
 function M.on_budget(client_id, budget)
   local state = status.get(client_id)
   if not state then
@@ -36,6 +47,13 @@ function M.on_budget(client_id, budget)
   end
   local chats = state.chats or {}
   chats[M.key(budget)] = budget
+  state.daemon_live = M.key(budget)
+  if remeasures_replaced(state, budget) then
+    return status.update(client_id, { chats = chats })
+  end
+  if state.picked and M.key(budget) ~= state.picked.key then
+    state.picked = nil -- another chat sent a request: the status line follows it again
+  end
   status.update(client_id, { chat = budget, chats = chats })
   local notice = budget.notice ~= vim.NIL and budget.notice or nil
   if notice and require("ctxlayer.config").current.notify_compaction then
@@ -173,6 +191,11 @@ function M.list(c, pick, done)
       end
       -- Set directly: a nil field would not go through update's table.
       state.chat = live or current
+      if pick then
+        -- the daemon's live chat stays what it was: its re-measures must not undo the pick
+        local over = state.daemon_live
+        state.picked = over ~= pick and { key = pick, over = over } or nil
+      end
       status.update(c.id, { chats = chats })
       done(conversations, nil, warning)
     end)

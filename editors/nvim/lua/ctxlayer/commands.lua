@@ -141,6 +141,8 @@ function M.assembled(opts)
   end
   local state = status.get(c.id) or {}
   if state.session_id then
+    -- a request of the session: it becomes the live chat, over a chat picked before
+    state.picked = nil
     local params = vim.tbl_extend("force", { sessionId = state.session_id, budget = status.usable_budget(state, config.current.budget) }, opts or {})
     local result, err = client.request_sync(c, "ctx/assemble", params)
     if result and result.modeSuggestion then
