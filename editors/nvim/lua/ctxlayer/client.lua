@@ -299,14 +299,32 @@ function M.refresh(client, done)
       -- assembly would be a request, and make this session the live chat)
       M.request(client, "ctx/session/budget", { sessionId = state.session_id }, function(budget)
         status.update(id, { budget = budget, limit = budget.limit })
-        if done then
-          done(status.get(id))
-        end
+        M.read_mode(client, state.session_id, function()
+          if done then
+            done(status.get(id))
+          end
+        end)
       end, fail)
     elseif done then
       done(state)
     end
   end, fail)
+end
+
+--- The session's mode as the daemon holds it (ctx/session/list): another editor on the same
+--- folder shares the session and may have set it, and no Budget carries the mode. Then
+--- `done()`, also when the list fails (the mode shown stays the last known).
+function M.read_mode(client, session_id, done)
+  M.request(client, "ctx/session/list", {}, function(result)
+    for _, info in ipairs(result.sessions or {}) do
+      if info.sessionId == session_id and type(info.mode) == "string" then
+        status.update(client.id, { mode = info.mode })
+      end
+    end
+    done()
+  end, function()
+    done()
+  end)
 end
 
 --- The session of a workspace: one stable id per root, so rules and mode outlive a restart.

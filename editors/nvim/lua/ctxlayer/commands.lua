@@ -212,14 +212,21 @@ M.subcommands.mode = {
     local state = status.get(c.id) or {}
     local mode = args[1]
     if not mode then
-      local suggestion = state.mode_suggestion
-      local names = client.mode_names(c)
-      info(("mode %s%s%s"):format(
-        state.mode or client.announcement(c).defaultMode or "default",
-        suggestion and (" (suggested: %s, %s)"):format(suggestion.mode, suggestion.reason) or "",
-        #names > 0 and ("; modes: " .. table.concat(names, ", ")) or ""
-      ))
-      return
+      local function show()
+        state = status.get(c.id) or {}
+        local suggestion = state.mode_suggestion
+        local names = client.mode_names(c)
+        info(("mode %s%s%s"):format(
+          state.mode or client.announcement(c).defaultMode or "default",
+          suggestion and (" (suggested: %s, %s)"):format(suggestion.mode, suggestion.reason) or "",
+          #names > 0 and ("; modes: " .. table.concat(names, ", ")) or ""
+        ))
+      end
+      -- the daemon's: another editor on this folder shares the session and may have set it
+      if state.session_id then
+        return client.read_mode(c, state.session_id, show)
+      end
+      return show()
     end
     local names = client.mode_names(c)
     if #names > 0 and not vim.tbl_contains(names, mode) then
