@@ -53,15 +53,24 @@ M.why = {
       return
     end
     local chats = require("ctxlayer.chats")
-    local params, label = chats.why_target(status.get(c.id) or {})
-    if not params then
-      return fail("why: no live chat yet and no session (send a chat through the gateway first)")
+    local function ask(again)
+      local params, label = chats.why_target(status.get(c.id) or {})
+      if not params then
+        return fail("why: no live chat yet and no session (send a chat through the gateway first)")
+      end
+      params.messageId = args[1]
+      client.request(c, "ctx/why", params, function(result)
+        commands().scratch("ctxlayer://why", chats.why_lines(label, result.entries or {}),
+          "markdown", c)
+      end, function(err)
+        -- the live chat's session was closed: the workspace's session instead
+        if again and chats.forget_gone(c, err) then
+          return ask(false)
+        end
+        fail("ctx/why failed: " .. (err.message or vim.inspect(err)))
+      end)
     end
-    params.messageId = args[1]
-    client.request(c, "ctx/why", params, function(result)
-      commands().scratch("ctxlayer://why", chats.why_lines(label, result.entries or {}),
-        "markdown", c)
-    end)
+    ask(true)
   end,
 }
 

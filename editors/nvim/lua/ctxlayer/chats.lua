@@ -223,6 +223,22 @@ function M.why_lines(what, entries)
   return lines
 end
 
+--- The daemon answered that the live chat's session is gone (-32002: closed by
+--- ctx/session/close, by any client; no notification says so): the live chat is forgotten and
+--- the status line goes back to the workspace's figures. True when it was so.
+function M.forget_gone(c, err)
+  local state = status.get(c.id)
+  if not (state and state.chat and type(err) == "table" and err.code == -32002) then
+    return false
+  end
+  if state.chats then
+    state.chats[M.key(state.chat)] = nil
+  end
+  state.chat, state.picked = nil, nil -- set directly: a nil would not go through update
+  status.update(c.id, {})
+  return true
+end
+
 --- The params of ctx/why for the live chat, else the workspace's session: params, label.
 function M.why_target(state)
   local chat = state.chat

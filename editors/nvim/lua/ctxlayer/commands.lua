@@ -316,7 +316,12 @@ M.subcommands.inspect = {
       or state.session_id and { sessionId = state.session_id }
       or state.last_trim and { messages = state.last_trim.messages, budget = state.last_trim.budget }
     if params and args[1] ~= "text" then
-      local result, err = client.request_sync(c, "ctx/inspect", params)
+      local result, err, refusal = client.request_sync(c, "ctx/inspect", params)
+      if not result and chat and state.session_id
+        and require("ctxlayer.chats").forget_gone(c, refusal) then
+        -- the live chat's session was closed: the workspace's session instead
+        result, err = client.request_sync(c, "ctx/inspect", { sessionId = state.session_id })
+      end
       if not result then
         fail(err)
         return
