@@ -62,9 +62,10 @@ function chatKey(chat: LiveChat | undefined): string {
 /** Open (or bring forward) the inspector tab of `chat` (default: the live chat). */
 export async function showContext(deps: CommandDeps, chat?: LiveChat): Promise<void> {
   await guarded(deps, "Show context", async () => {
+    const html = await deps.controller.inspectorHtml(chat ?? deps.controller.live);
+    // read after: a live chat whose session was closed is forgotten, its page the workspace's
     const target = chat ?? deps.controller.live;
     const key = chatKey(target);
-    const html = await deps.controller.inspectorHtml(target);
     let panel = panels.get(key);
     if (panel) {
       panel.reveal();

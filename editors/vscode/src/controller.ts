@@ -26,8 +26,9 @@ import type {
 export interface BudgetSink {
   /** The workspace's own budget (shown as such while no chat is live). */
   showBudget(budget: Budget, source: string): void;
-  /** The chat that last sent a request through ctxlayer. */
-  showLive(chat: LiveChat): void;
+  /** The chat that last sent a request through ctxlayer; undefined: none is live any more
+   * (its session was closed), the workspace's figure is shown again. */
+  showLive(chat: LiveChat | undefined): void;
   showProblem(text: string, detail: string): void;
 }
 
@@ -358,11 +359,28 @@ export class BudgetController {
     });
   }
 
-  /** The inspector page for the live chat, else the workspace session. */
+  /**
+   * The inspector page for the live chat, else the workspace session. A live chat whose
+   * session the daemon no longer has (closed by ctx/session/close, by any client: no
+   * notification says so) is forgotten: the workspace session's page, and its figure shown.
+   */
   async inspectorHtml(chat: LiveChat | undefined = this.live): Promise<string> {
     const client = this.need();
     const live = chat && (chat.sessionId ?? (await this.sessionOfConversation(chat.conversationId)));
-    return (await client.inspect({ sessionId: live ?? this.session() })).html;
+    try {
+      return (await client.inspect({ sessionId: live ?? this.session() })).html;
+    } catch (err) {
+      const gone = err instanceof CtxlayerError && err.kind === "unknown_session";
+      if (!gone || live === undefined || chat !== this.live) throw err;
+      this.forgetLive();
+      return (await client.inspect({ sessionId: this.session() })).html;
+    }
+  }
+
+  /** No chat is live any more: the status bar says so, with the workspace's figure. */
+  private forgetLive(): void {
+    this.live = undefined;
+    this.sink.showLive(undefined);
   }
 
   private async sessionOfConversation(conversationId: string): Promise<string | undefined> {

@@ -39,8 +39,12 @@ export class BudgetStatusItem implements BudgetSink {
     this.item.backgroundColor = undefined;
   }
 
-  showLive(chat: LiveChat): void {
+  showLive(chat: LiveChat | undefined): void {
     this.live = chat;
+    if (!chat) {
+      if (this.workspace) this.showBudget(this.workspace, "workspace");
+      return;
+    }
     this.item.text = liveText(chat.budget);
     this.item.tooltip = api.markdown(liveTooltip(chat));
     const level = severity(chat.budget);

@@ -146,6 +146,28 @@ describe("the workspace session", () => {
     expect(await controller.inspectorHtml()).toBe("<html>vscode:abc</html>");
   });
 
+  it("forgets a live chat whose session was closed: a click shows the workspace context", async () => {
+    const closed = new Set<string>();
+    const daemon = new FakeConnection({
+      "ctx/session/open": (p) => ({ ...p, budget: 100_000, createdAt: "now", mode: "short" }),
+      "ctx/session/budget": (p) => budget(20_000, 100_000, p.sessionId),
+      "ctx/inspect": (p) => {
+        if (closed.has(p.sessionId)) throw Object.assign(new Error(`no session '${p.sessionId}'`), { code: -32002 });
+        return { html: `<html>${p.sessionId}</html>` };
+      },
+    });
+    const shown = new Sink();
+    const c = new BudgetController(shown, settings, "abc");
+    await c.attach(new CtxlayerClient(daemon), announcement());
+    // a @ctxlayer chat assembled: its session is the live chat; then any client closes it
+    daemon.notify("ctx/budgetChanged", { ...budget(6000, 100_000, "vscode-chat:x"), source: "session", live: true });
+    expect(c.live?.sessionId).toBe("vscode-chat:x");
+    closed.add("vscode-chat:x");
+    expect(await c.inspectorHtml()).toBe("<html>vscode:abc</html>");
+    expect(c.live).toBeUndefined();
+    expect(shown.live.at(-1)).toBeUndefined(); // the status bar: no live chat, the workspace's figure
+  });
+
   it("says the daemon's warning once per text, whichever chat's budget carries it", () => {
     const warnings: string[] = [];
     controller.onWarning((text) => warnings.push(text));
