@@ -316,15 +316,20 @@ end
 --- `done()`, also when the list fails (the mode shown stays the last known).
 function M.read_mode(client, session_id, done)
   M.request(client, "ctx/session/list", {}, function(result)
-    for _, info in ipairs(result.sessions or {}) do
-      if info.sessionId == session_id and type(info.mode) == "string" then
-        status.update(client.id, { mode = info.mode })
-      end
-    end
+    M.take_mode(client, session_id, result)
     done()
   end, function()
     done()
   end)
+end
+
+--- The session's mode from a ctx/session/list result, into the client's state.
+function M.take_mode(client, session_id, listed)
+  for _, info in ipairs(listed and listed.sessions or {}) do
+    if info.sessionId == session_id and type(info.mode) == "string" then
+      status.update(client.id, { mode = info.mode })
+    end
+  end
 end
 
 --- The session of a workspace: one stable id per root, so rules and mode outlive a restart.

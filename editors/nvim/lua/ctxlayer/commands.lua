@@ -224,7 +224,7 @@ M.subcommands.mode = {
       end
       -- the daemon's: another editor on this folder shares the session and may have set it
       if state.session_id then
-        return client.read_mode(c, state.session_id, show)
+        client.take_mode(c, state.session_id, client.request_sync(c, "ctx/session/list", {}))
       end
       return show()
     end
