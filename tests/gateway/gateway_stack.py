@@ -57,6 +57,15 @@ class Stack:
         """Once the usage of every answer given so far is reported (after its end went out)."""
         self.thread.call(self.gateway.reported())
 
+    def bias(self, workspace: str, session_id: str) -> float:
+        """The calibration of a live chat's session (billed / counted): where the provider's
+        count of its prompts goes (the chat's figures are ours)."""
+        return self.state.conversations.of_session(workspace, session_id).bias
+
+    def reports(self, workspace: str, session_id: str) -> int:
+        """The provider's usage reports a live chat's calibration took."""
+        return self.state.conversations.of_session(workspace, session_id).reports
+
     def wait_for(self, predicate: Any, what: str, timeout: float = 15) -> list[dict]:
         """The stand-in's requests once `predicate(requests)` holds (an event, not a timing)."""
         deadline = time.monotonic() + timeout

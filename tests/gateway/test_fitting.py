@@ -152,7 +152,9 @@ def test_the_conversation_header_names_the_conversation(stack):
 
 def test_a_streamed_anthropic_answer_reports_its_usage_with_cache_reads(stack):
     budgets: list = []
-    listener = lambda workspace, budget, caller=None: budgets.append(budget)  # noqa: E731
+    workspace: list = []
+    listener = lambda ws, budget, caller=None: (  # noqa: E731
+        budgets.append(budget), workspace.append(ws))
     stack.state.events.budget_listeners.append(listener)
     client = stack.anthropic()
     msgs = [{"role": "user", "content": prose(500, 800)}]
@@ -170,8 +172,20 @@ def test_a_streamed_anthropic_answer_reports_its_usage_with_cache_reads(stack):
                                        and b.cached_tokens == u.cache_read_input_tokens])
     finally:
         stack.state.events.budget_listeners.remove(listener)
-    assert reported[-1].used == u.input_tokens + u.cache_read_input_tokens + (
-        u.cache_creation_input_tokens or 0)
+    # the figures are ours, as every face says them (the status line's byLayer adds up to
+    # them); the provider's count of the prompt (its system prompt counted its own way) went
+    # to the calibration. Before, `used` was the provider's count: 4 more than byLayer's sum
+    last = reported[-1]
+    layers = last.by_layer
+    assert last.used == layers.system + layers.workspace + layers.rules + layers.working + (
+        layers.history)
+    (listed,) = [c for c in stack.state.conversations.list(workspace[-1])
+                 if c.conversation_id == last.conversation_id]
+    assert listed.tokens == last.used
+    billed = u.input_tokens + u.cache_read_input_tokens + (u.cache_creation_input_tokens or 0)
+    assert billed != last.used  # the case: the provider counts the system prompt otherwise
+    bias = stack.bias(workspace[-1], last.session_id)
+    assert bias != 1.0 and (bias > 1.0) == (billed > last.used)
 
 
 def wait_until(found, timeout: float = 15):

@@ -52,28 +52,35 @@ def test_a_server_that_refuses_stream_options_gets_the_request_as_it_came(tmp_pa
 
 def test_an_answer_compressed_although_asked_plain_is_read_and_goes_as_asked(tmp_path):
     """A proxy before the provider gzips every answer, `Accept-Encoding: identity` or not.
-    The gateway decodes it: the stream's usage is read (the chat's budget says the provider's
-    count), the client that did not ask for it gets none, and answers come plain, without
+    The gateway decodes it: the stream's usage is read (the chat's calibration takes the
+    provider's count), the client that did not ask for it gets none, and answers come plain, without
     the Content-Encoding. Before, the bytes went on compressed: the usage was never read and
     the usage chunk reached the client."""
     budgets: list = []
-    # the provider counts above us: its count, published, is told from ours
+    # the provider counts above us: its count, once read, goes to the calibration
     with fresh_stack(tmp_path, compressing=(MODEL,), counts={MODEL: 1.5}) as stack:
         stack.state.events.budget_listeners.append(
-            lambda workspace, budget, caller=None: budgets.append(budget))
+            lambda workspace, budget, caller=None: budgets.append((workspace, budget)))
         status, chunks = _stream(stack)
         stack.reported()
-        streamed = stack.model_requests()[-1]
+        streamed_reports = stack.reports(*_chat(budgets))
         whole = httpx.post(stack.openai_url + "/chat/completions", json={
             "model": MODEL, "messages": QUESTION + [{"role": "user", "content": "Again?"}]},
             headers={"Authorization": "Bearer sk-test"}, timeout=30)
         stack.reported()
         answered = stack.model_requests()[-1]
+        answered_reports = stack.reports(*_chat(budgets))
     assert status == 200 and chunks and all(c["choices"] and "usage" not in c for c in chunks)
-    assert any(b.used == streamed["prompt_tokens"] for b in budgets)
+    assert streamed_reports == 1  # the streamed usage was read
     assert whole.status_code == 200 and "content-encoding" not in whole.headers
     assert whole.json()["usage"]["prompt_tokens"] == answered["prompt_tokens"]
-    assert budgets[-1].used == answered["prompt_tokens"]
+    assert answered_reports == 2
+
+
+def _chat(published: list) -> tuple[str, str]:
+    """(workspace, session) of the last chat whose budget was published."""
+    workspace, budget = published[-1]
+    return workspace, budget.session_id
 
 
 def test_the_usage_is_left_out_whatever_the_servers_spacing():
@@ -114,15 +121,16 @@ def test_a_stream_of_cr_ended_lines_comes_whole_without_the_usage(tmp_path):
     was one event, which held the usage-only chunk, and a client that did not ask for the
     usage got a 200 with an empty body."""
     budgets: list = []
-    # the provider counts above us: its count, once read from the stream, is told from ours
+    # the provider counts above us: its count, once read from the stream, goes to the calibration
     with fresh_stack(tmp_path, cr_lines=(MODEL,), counts={MODEL: 1.5}) as stack:
         stack.state.events.budget_listeners.append(
-            lambda workspace, budget, caller=None: budgets.append(budget))
+            lambda workspace, budget, caller=None: budgets.append((workspace, budget)))
         answer = httpx.post(stack.openai_url + "/chat/completions", json={
             "model": MODEL, "messages": QUESTION, "stream": True},
             headers={"Authorization": "Bearer sk-test"}, timeout=30)
         asked = stack.model_requests()[-1]
         stack.reported()
+        reports = stack.reports(*_chat(budgets))
         streamed = stack.openai().chat.completions.create(model=MODEL, messages=QUESTION,
                                                           stream=True)
         words = "".join(c.choices[0].delta.content or "" for c in streamed)
@@ -133,7 +141,7 @@ def test_a_stream_of_cr_ended_lines_comes_whole_without_the_usage(tmp_path):
     chunks = [json.loads(e.removeprefix(b"data: ")) for e in events[:-1]]
     assert len(chunks) >= 3 and all(c["choices"] and "usage" not in c for c in chunks)
     assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks) == words
-    assert words and any(b.used == asked["prompt_tokens"] for b in budgets)  # usage read
+    assert words and reports == 1  # the usage was read
 
 
 def test_only_the_usage_only_chunk_is_left_out():

@@ -88,16 +88,21 @@ def test_a_closing_input_of_zero_keeps_the_count_said_at_the_start(tmp_path):
 
 def test_an_absurd_count_is_taken_as_far_as_the_calibration_takes_it(tmp_path):
     """A provider that says a prompt of some thousand tokens was 10**10: no count of that
-    prompt. The editors are told the most the calibration believes (twice our count), as the
-    calibration records it, and the log says what the provider said. Before, they were told
-    10**10 tokens used, millions of percent of the budget."""
+    prompt. The calibration takes the most it believes (twice our count), the editors are
+    told our count, and the log says what the provider said. Before, they were told 10**10
+    tokens used, millions of percent of the budget."""
     # the stand-in counts 3 million times tiktoken, its window large enough to take that
     with fresh_stack(tmp_path, windows={MODEL: 10**13}, counts={MODEL: 3e6}) as stack:
+        workspaces: list[str] = []
+        stack.state.events.budget_listeners.append(
+            lambda workspace, budget, caller=None: workspaces.append(workspace))
         budgets = published(stack)
         answer = ask(stack, [{"role": "user", "content": prose("absurd", 800)}])
         stack.reported()
         (sent,) = stack.model_requests()
+        bias = stack.bias(workspaces[-1], budgets[-1].session_id)
     ours = int(answer.headers["x-ctxlayer-tokens"])
     assert sent["prompt_tokens"] > 10**9
-    assert budgets[-1].used == 2 * ours
+    assert budgets[-1].used == ours
+    assert bias == 2.0
     assert budgets[-1].percent < 100

@@ -132,12 +132,16 @@ async def test_usage_feeds_the_sessions_calibration(caller, state):
     convs = state.conversations
     budget = convs.report_usage(res.conversation_id, {
         "prompt_tokens": res.tokens * 2, "prompt_tokens_details": {"cached_tokens": 1024}})
-    assert (budget.used, budget.cached_tokens) == (res.tokens * 2, 1024)
+    # the provider's count goes to the calibration; the chat's figures stay ours, which its
+    # byLayer adds up to (they were the provider's count: byLayer did not add up)
+    assert (budget.used, budget.cached_tokens) == (res.tokens, 1024)
+    assert budget.by_layer.system + budget.by_layer.history == budget.used
+    assert convs.of_session(caller.workspace, res.session_id).bias == 2.0
     assert (budget.conversation_id, budget.source, budget.session_id) == (
         res.conversation_id, "prepare", res.session_id)
     anthropic = convs.report_usage(res.conversation_id, {
         "input_tokens": 10, "cache_read_input_tokens": 500, "cache_creation_input_tokens": 7})
-    assert (anthropic.used, anthropic.cached_tokens) == (517, 500)
+    assert (anthropic.used, anthropic.cached_tokens) == (res.tokens, 500)
     assert convs.report_usage(res.conversation_id, {"weird": 1}) is None
     assert convs.report_usage("unknown", {"prompt_tokens": 5}) is None
     # billed twice what we counted: the next turn fits into a budget that leaves room for it

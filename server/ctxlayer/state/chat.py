@@ -162,8 +162,10 @@ class Conversation:
             cached_tokens=None if self.provider_history else self.cached_tokens,
             percent=round(100 * self.tokens / max(1, self.budget), 1))
 
-    def budget_report(self, used: int | None = None) -> protocol.Budget:
-        used = self.tokens if used is None else used
+    def budget_report(self) -> protocol.Budget:
+        """The chat's figures by our count (byLayer adds up to ``used``); the provider's count
+        of its prompt feeds the calibration only."""
+        used = self.tokens
         limit = max(1, self.budget)
         return protocol.Budget(
             used=used, limit=limit, percent=round(100 * used / limit, 1),

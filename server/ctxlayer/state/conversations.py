@@ -926,7 +926,10 @@ class Conversations:
         if not refused:
             conv.answer, conv.answered_at = answer, self.ticks()
         conv.cached_tokens = None if cached is None else min(cached, prompt)
-        return conv.budget_report(used=prompt)
+        # the provider's count went to the calibration above; the figures stay ours, which
+        # byLayer adds up to and every other face (x-ctxlayer-tokens, ctx/conversations,
+        # ctx/session/budget) says: its count of an Anthropic system prompt differs from ours
+        return conv.budget_report()
 
 
 def kept_figures(store: Any, workspace: str, session_id: str
