@@ -77,13 +77,21 @@ def test_a_closing_input_of_zero_keeps_the_count_said_at_the_start(tmp_path):
     """An Anthropic-compatible server that says `input_tokens: 0` in its closing
     message_delta (envoyproxy/ai-gateway fixed its own in PR 1631): the prompt's count is the
     one message_start said. Before, the 0 replaced it: the editors were told the chat used 0
-    tokens, and nothing calibrated it."""
-    with fresh_stack(tmp_path, zero_input_at_close=(MODEL,)) as stack:
+    tokens, and nothing calibrated it. The editors are told our count either way: the
+    calibration is where the provider's count goes (the stand-in counts 1.5 times ours)."""
+    with fresh_stack(tmp_path, zero_input_at_close=(MODEL,), counts={MODEL: 1.5}) as stack:
+        workspaces: list[str] = []
+        stack.state.events.budget_listeners.append(
+            lambda workspace, budget, caller=None: workspaces.append(workspace))
         budgets = published(stack)
-        ask(stack, [{"role": "user", "content": prose("zero at the close", 800)}])
+        answer = ask(stack, [{"role": "user", "content": prose("zero at the close", 800)}])
         stack.reported()
         (sent,) = stack.model_requests()
-    assert budgets[-1].used == sent["prompt_tokens"] > 0
+        reports = stack.reports(workspaces[-1], budgets[-1].session_id)
+        bias = stack.bias(workspaces[-1], budgets[-1].session_id)
+    ours = int(answer.headers["x-ctxlayer-tokens"])
+    assert budgets[-1].used == ours and sent["prompt_tokens"] > ours
+    assert reports == 1 and bias > 1.2  # message_start's count calibrated the chat
 
 
 def test_an_absurd_count_is_taken_as_far_as_the_calibration_takes_it(tmp_path):
