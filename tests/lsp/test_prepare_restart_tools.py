@@ -59,3 +59,39 @@ async def test_the_tools_count_in_the_reuse_after_a_restart(budget):
     finally:
         assert await stopped.close() == 0
         assert await control.close() == 0
+
+
+RESPONSES_TOOLS = [{"type": "function", "name": "read_file",
+                    "description": "Read a file of the workspace and return its text.",
+                    "parameters": {"type": "object", "properties": {"path": {"type": "string"}},
+                                   "required": ["path"]}}]
+
+
+async def provider_turn(daemon: RawDaemon, turn_no: int) -> dict:
+    """A Responses request whose history the provider keeps (its `conversation`): only the
+    new question is sent, with the tools."""
+    return await result(daemon, "ctx/prepare", {"format": "responses", "budget": 100_000,
+                                                "request": {
+        "model": "gpt-4o", "conversation": "conv_kept", "instructions": "Helpful.",
+        "input": [{"role": "user", "content": f"question {turn_no}"}],
+        "tools": RESPONSES_TOOLS}})
+
+
+async def test_a_chat_the_provider_keeps_reuses_its_tools_after_a_restart():
+    """A Responses chat whose history the provider keeps takes up no window (nothing to fit),
+    and its first turn after a restart said no reuse at all where a daemon that never
+    restarted said its tools (45 tokens here, 18 in the stateful probe's chat)."""
+    stopped, env, root = await started("provider")
+    control, _, _ = await started("provider-control")
+    try:
+        for t in range(3):
+            await provider_turn(stopped, t), await provider_turn(control, t)
+        assert await stopped.close() == 0
+        stopped = await RawDaemon.start(env=env)
+        await stopped.initialize(root)
+        mine, theirs = await provider_turn(stopped, 3), await provider_turn(control, 3)
+        assert mine["request"] == theirs["request"]
+        assert mine["cacheReuseTokens"] == theirs["cacheReuseTokens"] > 0
+    finally:
+        assert await stopped.close() == 0
+        assert await control.close() == 0

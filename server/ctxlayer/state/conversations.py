@@ -409,7 +409,7 @@ class Conversations:
         if not done:
             out = await state.tokenizers.on_worker(model, work)
         turn, encoded, tools, sent, decoded, counted_with, took, branch, start = out  # type: ignore
-        turn = _tools_reused(turn, tools, last, took, p.request)
+        turn = _tools_reused(turn, tools, last, took or _own(conv, kept, last), p.request)
         conv = self._settle(conv, took, edited, edits)
         conv.decoded, conv.counted_with = decoded, counted_with
         if branch:  # the turn started from another chat's window: the client is told it
@@ -1018,6 +1018,16 @@ def _tools_reused(turn: Turn, tools: int, last: Any, took: Kept | None, request:
     if not same:
         return turn
     return dataclasses.replace(turn, cache_reuse_tokens=turn.cache_reuse_tokens + tools)
+
+
+def _own(conv: Conversation, kept: list[Kept], last: Any) -> Kept | None:
+    """For a request whose history the provider keeps (no window taken up: nothing to fit),
+    the window kept under ``conv``'s own id when nothing of its chat is in memory (``last``:
+    the request its last turn read, None after a restart): what its tools are compared with
+    (before, its first turn after a restart said no reuse where the tools were the same)."""
+    if not conv.provider_history or last is not None:
+        return None
+    return next((k for k in kept if k[0] == conv.conversation_id), None)
 
 
 def _cheap(conv: Conversation, messages: list, budget: int, restored: frozenset[str]) -> bool:
