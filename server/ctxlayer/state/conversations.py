@@ -16,7 +16,8 @@ did, on a model counted alike (a chat forked under a new session id: Claude Code
 `--fork-session` or `/branch`; its `/model` to another Claude), starts from that chat's window,
 as its next turn would, when its history passes its budget (one that fits goes whole): its
 request starts with the prefix the provider cached, and nothing they share is counted or
-summarized again.
+summarized again. After a restart, so does one that starts as a chat kept in the state
+folder did (`Upkeep.forks_of`: the workspace's most recent windows not in memory).
 A turn that only appends a little and cannot reach its budget runs on the event loop (about a
 millisecond for a 1M-token chat); any other turn runs on a worker thread.
 Memory: the last MAX_LIVE conversations, MAX_LIVE_TOKENS of history together at most, keep
@@ -376,7 +377,8 @@ class Conversations:
         if fit != budget:
             previous = None
 
-        last, branched = conv.decoded, conv.branched_from is not None
+        last, branched, forks_of = conv.decoded, conv.branched_from is not None, conv.forks_of
+        forked: list[str] = []  # the chat whose kept window a fork started from
 
         def work(counter) -> tuple[Turn, Any, int, int, Any, str, Kept | None, bool, Any]:
             decoded = decode(p.format, p.request, counter, last, model)
@@ -385,17 +387,15 @@ class Conversations:
                                    field=conversation_field(p.format))
             tools = tools_tokens(p.request, counter, p.format, model)  # tool_choice too
             start, took, shown = previous, None, restored
-            if kept and fit == budget:  # after a restart
-                found = persist.resume_best([k[2] for k in kept], decoded.messages, counter,
-                                            DEFAULT_POLICY, beyond=previous)
-                if found is not None:
-                    took, start = kept[found[0]], found[1]
-                    shown = frozenset(took[2].restored)  # the ids restored in that chat
+            if fit == budget:  # after a restart: a kept window, its own or a fork's
+                start, took, fork, shown = _kept_start(kept, forks_of, decoded.messages,
+                                                       counter, previous, family, shown)
+                forked.extend(fork)
             if tools >= fit:
                 raise ContextError("pinned_over_budget", f"the tool definitions alone need "
                                    f"{tools} tokens, over the budget of {budget}", field="budget")
             turn = prepare_turn(start, decoded.messages, fit - tools, counter, restored=shown)
-            turn, branch = _anew(turn, start, branched and start is not None,
+            turn, branch = _anew(turn, start, (branched or bool(forked)) and start is not None,
                                  decoded.messages, fit - tools, counter, shown)
             encoded = encode(decoded, turn.messages, turn.breakpoints)
             # the tokens of what is sent, after the codec's repairs (a summary merged with
@@ -411,9 +411,10 @@ class Conversations:
         turn, encoded, tools, sent, decoded, counted_with, took, branch, start = out  # type: ignore
         turn = _tools_reused(turn, tools, last, took or _own(conv, kept, last), p.request)
         conv = self._settle(conv, took, edited, edits)
-        conv.decoded, conv.counted_with = decoded, counted_with
+        conv.decoded, conv.counted_with, conv.forks_of = decoded, counted_with, []
         if branch:  # the turn started from another chat's window: the client is told it
             turn = told_anew(turn)
+            conv.branched_from = forked[0] if forked else conv.branched_from
         else:
             conv.branched_from = None
         conv.native_count = len(conversation_of(p.format, p.request))
@@ -461,7 +462,15 @@ class Conversations:
             conv = Conversation(workspace, cid, model, source)
             await _or_said(self.upkeep.take_up(conv, family, self._ids(workspace, family), older),
                            "read the kept windows (the chat starts afresh)", trouble, None)
-            return (conv if conv.kept else self._branch_of(conv, now)), None, False
+            if conv.kept:
+                return conv, None, False
+            branch = self._branch_of(conv, now)
+            # a fork of a chat kept before a restart (not in memory) starts from its window
+            # too, when it agrees further than the chat in memory it would branch from
+            branch.forks_of = await _or_said(self.upkeep.forks_of(
+                workspace, model, {c for (ws, c) in self._live if ws == workspace}),
+                "read the kept windows (the chat starts afresh)", trouble, [])
+            return branch, None, False
         if not asked.counted_alike(conv.model, model):  # nothing counted before holds
             if edits:  # the chain it replaces, as it was
                 self._fork(conv)
@@ -1020,6 +1029,31 @@ def _tools_reused(turn: Turn, tools: int, last: Any, took: Kept | None, request:
     return dataclasses.replace(turn, cache_reuse_tokens=turn.cache_reuse_tokens + tools)
 
 
+def _kept_start(kept: list[Kept], forks_of: list[Kept], messages: list, counter: Any,
+                previous: ConversationState | None, family: str | None,
+                restored: frozenset[str]) -> tuple[ConversationState | None, Kept | None,
+                                                   list[str], frozenset[str]]:
+    """(the state a fitted turn starts from, the window it took up, the id of the chat whose
+    kept window it forks, the restored ids it shows): ``previous`` and ``restored`` unless a
+    kept window agrees with ``messages`` further. One of its own (``kept``; however little
+    of it agrees for a conversation the client named, ``family`` None: an edit of its first
+    question), else, new here, another chat's (``forks_of``)."""
+    if kept:
+        found = persist.resume_best([k[2] for k in kept], messages, counter, DEFAULT_POLICY,
+                                    beyond=previous, least=0 if family is None else None)
+        if found is None:
+            return previous, None, [], restored
+        took = kept[found[0]]
+        return found[1], took, [], frozenset(took[2].restored)  # the ids restored in that chat
+    if forks_of:
+        found = persist.resume_best([k[2] for k in forks_of], messages, counter,
+                                    DEFAULT_POLICY, beyond=previous, least=1)
+        if found is not None:
+            fork = forks_of[found[0]]
+            return found[1], None, [fork[0]], frozenset(fork[2].restored)
+    return previous, None, [], restored
+
+
 def _own(conv: Conversation, kept: list[Kept], last: Any) -> Kept | None:
     """For a request whose history the provider keeps (no window taken up: nothing to fit),
     the window kept under ``conv``'s own id when nothing of its chat is in memory (``last``:
@@ -1034,7 +1068,7 @@ def _cheap(conv: Conversation, messages: list, budget: int, restored: frozenset[
     """Whether this turn only appends a little to the last one and will not step (nor look
     at kept windows: an edit may be another chat of the family coming back)."""
     st = conv.state
-    if st is None or conv.kept or not isinstance(messages, list) \
+    if st is None or conv.kept or conv.forks_of or not isinstance(messages, list) \
             or len(messages) < conv.native_count:
         return False
     if restored != frozenset(st.restored) or may_refit(st, budget - conv.tools_tokens):

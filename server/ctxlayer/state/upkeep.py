@@ -26,6 +26,7 @@ from ctxlayer.core.prepare import (
     take_summary,
     warm,
 )
+from ctxlayer.state import asked
 from ctxlayer.store.db import FAMILY_MOST
 
 log = logging.getLogger(__name__)
@@ -307,6 +308,28 @@ class Upkeep:
                 if snap is not None:
                     out.append((rid, turn, _as_sent(snap, turn, sent.get(rid))))
             return Found(out, own is not None, len(family_rows) > FAMILY_MOST)
+
+        return await self.state.keep(read)
+
+    async def forks_of(self, workspace: str, model: str, live: Collection[str]) -> list[Kept]:
+        """(id, turn, window) of the workspace's most recently kept windows (`FAMILY_MOST`) of
+        chats not in memory (not in ``live``) on a model counted alike with ``model``: after
+        a restart, a new chat that opens as one of them did (a fork: another conversation id,
+        another client session) starts from its window, as it starts from that chat's in
+        memory without the restart. Read on the keeping thread, as `kept`."""
+        state = self.state
+
+        def read() -> list[Kept]:
+            store = state.sessions.store
+            rows = [r for r in store.recent_windows(workspace, live)
+                    if asked.counted_alike(r[1], model)]
+            sent = store.sent_of(workspace, [r[0] for r in rows])
+            out = []
+            for rid, _, turn, body in rows:
+                snap = persist.decode(body)
+                if snap is not None:
+                    out.append((rid, turn, _as_sent(snap, turn, sent.get(rid))))
+            return out
 
         return await self.state.keep(read)
 

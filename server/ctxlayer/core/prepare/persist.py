@@ -6,8 +6,10 @@ A snapshot names the messages it was made from by their hashes; it is taken up a
 the request starts with the messages its summaries stand for, as far as they agree (an outline
 of a message changed since is dropped; an attached file's message the window showed whole,
 written anew in place, need not agree: aider sends a file's new contents where the old ones
-were), else the conversation starts afresh: what an unrestarted turn would take over of its
-previous window. Each message's count is kept with the
+were), else its window starts afresh: what an unrestarted turn would take over of its
+previous window. Either way the turn says its cache reuse against the result kept, as far as
+the messages agree (an edit of a named chat's first question reuses its system prompt, as
+without the restart). Each message's count is kept with the
 name of the counter that made it (its encoding and calibration): the first request after a
 restart, a 5 MB history for Claude Code, then counts only what was added since, as the turn
 before the restart would have. Under another counter the messages are counted again. A rewrite
@@ -386,25 +388,30 @@ def kept_audit(snap: Snapshot) -> list[AuditEntry]:
 
 
 def resume_best(snaps: list[Snapshot], messages: list[Message], counter: Tokenizer,
-                policy: PreparePolicy, beyond: ConversationState | None = None
-                ) -> tuple[int, ConversationState] | None:
+                policy: PreparePolicy, beyond: ConversationState | None = None,
+                least: int | None = None) -> tuple[int, ConversationState] | None:
     """(which snapshot, the state `resume` makes of it) for the snapshot that agrees with
     ``messages`` the furthest (of a family's kept windows: a chat's, its sub-agents', its
     forks'), the first of them on a tie; with ``beyond`` (the state of the live chat this
     request edits), only one that agrees with them further than that state does. None when
     none can be taken up. Never one that agrees with them on its system prompt alone: that
     is another chat of the same client (its turn goes on under the window's id, and wrote
-    its window over that chat's). Each message hashed once."""
+    its window over that chat's); ``least``: the fewest that must agree instead (0 for the
+    conversation the client named, which this request is a turn of however little of it
+    agrees: an edit of its first question; 1 for a new chat that starts from another's window,
+    a fork). One that agrees with them short of what its summaries stand for is taken up as
+    an edit (`resume`'s ``edit``): an unrestarted chat edited so compares its result with the
+    one before (its system prompt reused), under its id. Each message hashed once."""
     hashes: list[str] = []
     best = -1
     most = common_prefix(beyond.messages, messages) if beyond is not None else -1
     for n, snap in enumerate(snaps):
         k, _ = _reach(snap, messages, _agreement(snap, messages, hashes))
-        if k > most and k > snap.head and _holds(snap, k):
+        if k > most and k >= (snap.head + 1 if least is None else least):
             best, most = n, k
     if best < 0:
         return None
-    state = resume(snaps[best], messages, counter, policy, hashes)
+    state = resume(snaps[best], messages, counter, policy, hashes, edit=True)
     return (best, state) if state is not None else None
 
 
@@ -458,17 +465,21 @@ def _tuples(key):
 
 
 def resume(snap: Snapshot, messages: list[Message], counter: Tokenizer,
-           policy: PreparePolicy, hashes: list[str] | None = None) -> ConversationState | None:
+           policy: PreparePolicy, hashes: list[str] | None = None, edit: bool = False
+           ) -> ConversationState | None:
     """The state a turn takes as its previous one, when ``messages`` start with the messages
     the snapshot's summaries stand in for (up to its ``upto``; the attached files shown whole
-    among them may be written anew, `_reach`); None otherwise. The previous
+    among them may be written anew, `_reach`); None otherwise, but with ``edit``: then the
+    state of the messages that agree, whose window the turn does not carry over (it starts
+    afresh, as an unrestarted turn after such an edit) but whose result it says its cache
+    reuse against. The previous
     result is known as far as the two agree, and a message outlined there that changed since
     is no longer (as an unrestarted turn takes over its previous window: the same request
     after an edit got another result once the daemon had restarted). ``hashes``: the leading
     messages' `message_hash`, as far as an earlier look took them (extended here)."""
     same = _agreement(snap, messages, [] if hashes is None else hashes)
     k, changed = _reach(snap, messages, same)
-    if not _holds(snap, k):
+    if not edit and not _holds(snap, k):
         return None
     shown = messages[:k]
     kept = bool(snap.counted_with) and snap.counted_with == counted_by(counter.name, policy.fmt) \
