@@ -59,11 +59,10 @@ def _every_pattern(result: str) -> str:
     if summary:
         parts.append(a._flat(summary[-1].strip("= "), 80))
     errors = [e.strip() for e in a._ERROR_LINE.findall(result)]
-    errors = [e for e in errors if not e.startswith("Traceback")] or errors
+    errors = a.said_errors(errors)
     if errors:
         parts.append(a._flat(errors[-1], 100))
-    first = next((ln.strip() for ln in result.splitlines()
-                  if ln.strip() and not a._TAG_LINE.match(ln)), "")
+    first = a.first_line(result)
     if len(parts) <= 1:
         parts.append(a._flat(first, 80) if first else "(empty output)")
     return "; ".join(parts)

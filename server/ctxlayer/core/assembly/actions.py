@@ -3,8 +3,9 @@
 An agent conversation is mostly tool calls and their outputs; once they are summarized, what
 the rest of the conversation needs is *what was run on what, and what came of it*. One line per
 call: the tool, its path or command, and a one-line outcome read from its result (exit status,
-failing test names, the error line, else the result's first line). Lines are kept in call
-order; the summary shows the newest first within its share.
+failing test names, the error line, else the result's first line past the client's own header
+lines). Lines are kept in call order; the summary shows the newest first within its share, the
+failed calls' lines taken first when not all fit.
 Pure: reads messages, never counts tokens (sizes are characters).
 """
 
@@ -18,6 +19,7 @@ from ctxlayer.core.text import lines_of
 from ctxlayer.protocol import Message
 
 MAX_LINES = 400  # lines kept in the compaction state; the oldest give way
+NEWEST_KEPT = 2  # the lines a cut log shows first, before the failed calls' lines
 _LINE_MAX = 220
 _TARGET_KEYS = ("command", "cmd", "path", "file_path", "filename", "file", "pattern", "query",
                 "url", "target", "name")
@@ -52,6 +54,24 @@ _FOLDED = ("\u0130", "\u0131", "\u017f", "\u212a")
 #: 830 file reads of a 5.3 MB Claude Code chat: 4.1 ms instead of 18.9
 _ERROR_AFTER = re.compile(rf"\n({_ERROR_LINE.pattern.removeprefix('^')})", re.IGNORECASE)
 _E_AFTER = re.compile(rf"\n({_E_LINE.pattern.removeprefix('^')})", re.IGNORECASE)
+
+
+#: lines a client's shell tool writes around every output, whatever ran: Codex's ("Chunk ID:
+#: 289a4b", "Wall time: 0.0002 seconds", "Process exited with code 0", "Original token count:
+#: 11", "Output:") and Qwen Code's ("Command: ...", "Directory: (root)", "Error: (none)",
+#: "Exit Code: 0", "Signal: (none)"). Taken for the first line, "Chunk ID: 289a4b" was the
+#: outcome of every successful call of a Codex session
+_CLIENT_HEADER = re.compile(
+    r"\s*(?:Chunk ID:|Wall time:|Wall seconds|Process exited with code|Original token count:|"
+    r"Command:|Directory:|Exit Code:|Signal:|Process Group PGID:|Background PIDs:|"
+    r"Output:\s*$)")
+#: "Output: text" (Qwen Code, Codex): the text is the output's first line
+_OUTPUT_FIELD = re.compile(r"\s*Output:\s*")
+#: an error field with nothing in it: Qwen Code's "Error: (none)" on every shell result
+_NO_ERROR = re.compile(r"error(?:\[\w+\])?:\s*(?:\(none\)|none|null|n/a|-)?\s*",
+                       re.IGNORECASE)
+#: an outcome that says the call failed: a non-zero exit status or failing tests
+_FAILED_OUTCOME = re.compile(r"→ .*?\bfailed: ")
 
 
 def _flat(text: str, width: int) -> str:
@@ -106,14 +126,33 @@ def outcome_of(result: str | None) -> str:
         line_matches(_ERROR_LINE, _ERROR_AFTER, result)
         if every or any(w in low for w in _ERROR_WORDS) else
         line_matches(_E_LINE, _E_AFTER, result))]
-    errors = [e for e in errors if not e.startswith("Traceback")] or errors
+    errors = said_errors(errors)
     if errors:
         parts.append(_flat(errors[-1], 100))
     if len(parts) <= 1:  # no more than an exit status: say what it printed first
-        first = next((ln.strip() for ln in lines_of(result)
-                      if ln.strip() and not _TAG_LINE.match(ln)), "")
+        first = first_line(result)
         parts.append(_flat(first, 80) if first else "(empty output)")
     return "; ".join(parts)
+
+
+def said_errors(errors: list[str]) -> list[str]:
+    """The error lines that say an error: a traceback's header only when nothing else does,
+    an empty error field never (Qwen Code's "Error: (none)" on every shell result was taken
+    for the error, and shadowed pytest's `E   AssertionError` above it)."""
+    errors = [e for e in errors if not _NO_ERROR.fullmatch(e)]
+    return [e for e in errors if not e.startswith("Traceback")] or errors
+
+
+def first_line(result: str) -> str:
+    """The first line the output itself printed: past blank lines, tags and the client's
+    own header lines (`_CLIENT_HEADER`), an "Output:" field's label left out."""
+    for ln in lines_of(result):
+        if not ln.strip() or _TAG_LINE.match(ln) or _CLIENT_HEADER.match(ln) or \
+                _NO_ERROR.fullmatch(ln.strip()):
+            continue
+        m = _OUTPUT_FIELD.match(ln)
+        return ln[m.end():].strip() if m else ln.strip()
+    return ""
 
 
 def line_matches(first: re.Pattern[str], after: re.Pattern[str], text: str) -> list[str]:
@@ -143,17 +182,33 @@ def log_lines(messages: list[Message]) -> list[str]:
 
 
 def render_actions(lines: list[str], max_chars: int) -> str:
-    """The newest lines first within ``max_chars``, with a count of the older ones left out."""
-    kept: list[str] = []
+    """The newest lines first within ``max_chars``, with a count of those left out. When not
+    all fit, the failed calls' lines (a non-zero exit, failing tests) are taken first after
+    the newest NEWEST_KEPT (what the agent did last): a failing test run gave way to the
+    newer reads after it, and the summary said only "(+3 older calls)" of the failure the
+    session was about. (Taken before the newest too, an old `python -c` typo's line pushed a
+    mini-swe-agent's last test run out, and the replay's dev set lost 8 test names at 10%.)"""
+    newest_first = list(range(len(lines) - 1, -1, -1))
+    failed: set[int] = set()
+    if sum(len(line) + 3 for line in lines) > max_chars - 24:
+        newest, rest = newest_first[:NEWEST_KEPT], newest_first[NEWEST_KEPT:]
+        failed = {k for k in rest if _FAILED_OUTCOME.search(lines[k])}
+        newest_first = [*newest, *(k for k in rest if k in failed),
+                        *(k for k in rest if k not in failed)]
+    kept: list[int] = []
     used = 0
-    for line in reversed(lines):
-        cost = len(line) + 3
+    for k in newest_first:
+        cost = len(lines[k]) + 3
         if used + cost > max_chars - 24:
+            if k in failed:
+                continue  # a shorter failed line, then the newest others, may still fit
             break
-        kept.append(line)
+        kept.append(k)
         used += cost
     if not kept:
         return ""
+    kept.sort(reverse=True)
     more = len(lines) - len(kept)
-    tail = f"\n- (+{more} older calls)" if more else ""
-    return "\n".join(f"- {line}" for line in kept) + tail
+    older = more == kept[-1]  # those left out are the oldest ones
+    tail = f"\n- (+{more} {'older' if older else 'other'} calls)" if more else ""
+    return "\n".join(f"- {lines[k]}" for k in kept) + tail
