@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 from ctxlayer.core.assembly.actions import log_lines, outcome_of, render_actions
+from ctxlayer.core.compress.ledger import add_messages, render_ledger
 from ctxlayer.protocol import Message, ToolCall
 
 FAILING = "tests/test_math.py::test_add_negative_numbers_QX17"
@@ -68,3 +69,11 @@ def test_a_failed_run_keeps_its_line_when_newer_successful_calls_fill_the_log():
     assert shown.endswith("other calls)")
     assert "Chunk ID" not in shown
 
+
+def test_the_failing_test_outranks_a_hundred_passing_ones_in_the_ledger():
+    ledger = add_messages(None, session(codex_result, COMMANDS))
+    text = render_ledger(ledger, 600)
+    tests = text.split("- tests: ")[1].split("\n")[0].split(", ")
+    assert tests[0] == FAILING, text
+    assert len(tests) <= 4  # the passing ids of one run are capped
+    assert "test_case_50" not in text

@@ -4,7 +4,9 @@ Owns ``Ledger`` (persisted with the compaction state), ``add_messages`` and ``re
 A fact's score grows with every message that mentions it, most when the user or the assistant
 says it in prose (outside code blocks): those are the facts the conversation reasons about; a
 value seen once in a tool output or a code block ranks below them, and one seen only in a
-listing (a tool output naming more than ``LISTING`` values of its kind) ranks last. Commands
+listing (a tool output naming more than ``LISTING`` values of its kind) ranks last; a test the
+output reports failing ranks as if said in prose, and of a run listing its passing tests by the
+score only the first few are kept (``FAILED_SCORE``, ``PASSED_KEPT``). Commands
 come from an agent's shell calls, from code blocks and backticks, and from the user's own words
 (``prose_commands``: "please look at pytest -k retry"), which rank highest: they are asked for.
 Paths of installed libraries (site-packages, the interpreter's own frames) are left out: a
@@ -69,6 +71,17 @@ SAID_SCORE = PROSE_SCORE + 1
 #: a listing read last crowded a traceback's locations out of a small summary's ledger.
 LISTING = 20
 LISTED_SCORE = 0
+#: a test a tool output reports failing (pytest's "FAILED tests/a.py::test_x", "tests/a.py::
+#: test_x FAILED"): what the work is about, ranked as if said in prose. Among the 120 ids of a
+#: run it scored as each passing one, came last in the listing's order, and a summary's
+#: "tests:" listed 62 passing ids and not the failing one
+FAILED_SCORE = PROSE_SCORE
+#: the passing ids one output listing more than LISTING of them may add: a run's passes by the
+#: hundred are noise (they took 73% of a Codex session's summary)
+PASSED_KEPT = 3
+_FAILED_TEST = re.compile(r"^(?:FAILED|ERROR)\s+(\S+)|^(?=\S+::\S)(\S++)\s+(?:FAILED|ERROR)\b",
+                          re.MULTILINE)
+_PASSED_TEST = re.compile(r"^PASSED\s+(\S+)|^(?=\S+::\S)(\S++)\s+PASSED\b", re.MULTILINE)
 MAX_PER_KIND = 300  # facts kept per kind in the state: the lowest-ranked give way
 # commands may hold spaces and commas: quoted; other kinds are single words (quoting each costs
 # tokens a small budget cannot spare)
@@ -212,6 +225,10 @@ def add_messages(ledger: Ledger | None, messages: list[Message],
         if facts.is_empty():
             continue
         prose = _prose(msg.content) if speaker else ""
+        if facts.tests and not speaker:
+            failed, facts = _run_results(msg.content, facts)
+        else:
+            failed = frozenset()
         for kind, _, _ in KINDS:
             values = getattr(facts, kind)
             if not values:
@@ -226,6 +243,8 @@ def add_messages(ledger: Ledger | None, messages: list[Message],
                     continue
                 if kind == "commands" and value in said:
                     score = SAID_SCORE
+                elif kind == "tests" and value in failed:
+                    score = FAILED_SCORE
                 elif speaker and (value in prose or value in ran):
                     score = PROSE_SCORE
                 else:
@@ -242,6 +261,29 @@ def add_messages(ledger: Ledger | None, messages: list[Message],
         if len(entries) > MAX_PER_KIND:
             led.kinds[kind] = sorted(entries, key=_rank)[:MAX_PER_KIND]
     return led
+
+
+def _run_results(text: str, facts: Facts) -> tuple[frozenset[str], Facts]:
+    """The test ids a tool output reports failing, and its facts with the ids it reports
+    passing cut to PASSED_KEPT when it lists more than LISTING of them (and the identifiers
+    that are the names of those cut)."""
+    failed = frozenset(a or b for a, b in _FAILED_TEST.findall(text)) \
+        if "FAILED" in text or "ERROR" in text else frozenset()
+    passed = {a or b for a, b in _PASSED_TEST.findall(text)} if "PASSED" in text else set()
+    if len(passed) > LISTING:
+        seen = 0
+        kept: list[str] = []
+        cut: set[str] = set()
+        for value in facts.tests:
+            if value in passed and value not in failed:
+                seen += 1
+                if seen > PASSED_KEPT:
+                    cut.add(value.rsplit("::", 1)[-1])
+                    continue
+            kept.append(value)
+        facts = msgspec.structs.replace(facts, tests=tuple(kept), identifiers=tuple(
+            v for v in facts.identifiers if v not in cut))
+    return failed, facts
 
 
 def _add(led: Ledger, index: dict[str, dict[str, int]], kind: str, values: list[str],
