@@ -50,6 +50,10 @@ def codex_result(cmd: str, k: int) -> str:
 def test_a_successful_codex_call_says_what_it_printed_not_its_chunk_id():
     assert outcome_of(codex(0, "def add(a, b):\n    return a + b\n")) == "exit 0; def add(a, b):"
     assert outcome_of(codex(0, "")) == "exit 0; (empty output)"
+    # over Codex's cap, its own notice of the cut comes before the output
+    cut = ("Warning: truncated output (original token count: 4609)\nTotal output lines: 116\n"
+           "\nv7_22032 v7_30005\n")
+    assert outcome_of(codex(0, cut)) == "exit 0; v7_22032 v7_30005"
 
 
 def test_qwen_codes_empty_error_field_is_no_error():

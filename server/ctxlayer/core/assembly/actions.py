@@ -58,13 +58,14 @@ _E_AFTER = re.compile(rf"\n({_E_LINE.pattern.removeprefix('^')})", re.IGNORECASE
 
 #: lines a client's shell tool writes around every output, whatever ran: Codex's ("Chunk ID:
 #: 289a4b", "Wall time: 0.0002 seconds", "Process exited with code 0", "Original token count:
-#: 11", "Output:") and Qwen Code's ("Command: ...", "Directory: (root)", "Error: (none)",
+#: 11", "Output:", and over its cap "Warning: truncated output (original token count: 4609)",
+#: "Total output lines: 116") and Qwen Code's ("Command: ...", "Directory: (root)", "Error: (none)",
 #: "Exit Code: 0", "Signal: (none)"). Taken for the first line, "Chunk ID: 289a4b" was the
 #: outcome of every successful call of a Codex session
 _CLIENT_HEADER = re.compile(
     r"\s*(?:Chunk ID:|Wall time:|Wall seconds|Process exited with code|Original token count:|"
     r"Command:|Directory:|Exit Code:|Signal:|Process Group PGID:|Background PIDs:|"
-    r"Output:\s*$)")
+    r"Warning: truncated output \(|Total output lines:|Output:\s*$)")
 #: "Output: text" (Qwen Code, Codex): the text is the output's first line
 _OUTPUT_FIELD = re.compile(r"\s*Output:\s*")
 #: an error field with nothing in it: Qwen Code's "Error: (none)" on every shell result

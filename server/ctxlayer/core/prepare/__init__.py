@@ -72,6 +72,10 @@ dropped, shortened), cache reuse and breakpoints, a one-line notice, and the nex
    else shortened by the trim engine, never dropped); restored and pinned messages are kept;
    the summaries are kept too (shortened at worst) unless that leaves no room for the newest
    exchange, or would leave the question no more than its first words (MIN_QUESTION tokens);
+   shrinking them, the tool outputs after the question count at what the last resort can
+   outline them to (half the room the rest leaves the two), so an outline of the newest `cat`
+   does not take the room of the summary holding the task; a side of the question whose one
+   chunk cannot be made smaller stays as it is, the other side shrinks for it;
    a newest call long by its arguments has them outlined first (judged beside the question
    at the shortest the last resort makes it and the summaries, at a quarter of the budget at
    most), so the call, its result and the summaries are kept; a

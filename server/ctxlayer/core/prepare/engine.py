@@ -19,7 +19,13 @@ from ctxlayer.core.memo import Memo
 from ctxlayer.core.prepare import summaries
 from ctxlayer.core.prepare.aider_files import attached, is_attached
 from ctxlayer.core.prepare.attached import fit_attached, give_over, grow_back
-from ctxlayer.core.prepare.fit import fit_calls, fit_prose, last_resort, result_index
+from ctxlayer.core.prepare.fit import (
+    fit_calls,
+    fit_prose,
+    last_resort,
+    outputs_spare,
+    result_index,
+)
 from ctxlayer.core.prepare.model import (
     DEFAULT_POLICY,
     Ahead,
@@ -355,7 +361,8 @@ def _fit(win: Window, budget: int, counter: Tokenizer, policy: PreparePolicy,
     fitted = last_resort(win, kept, keys, out_tokens, budget, counter, policy, restored, memo,
                           may_shrink=True, rules=rules)
     if fitted is None:  # the summaries would have given way: one smaller chunk instead
-        win.fit_summaries(budget, counter, policy)
+        win.fit_summaries(budget, counter, policy,
+                          outputs_spare(win, kept, keys, out_tokens, budget, counter, policy))
         total = win.total()
         kept, keys, out_tokens = _assemble(win, restored)
         if total <= budget:  # the calls and replies cut above stay cut: still told

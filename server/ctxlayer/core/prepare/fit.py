@@ -135,6 +135,26 @@ def fit_calls(win: Window, kept: list[Message], keys: list, tokens: list[int], b
     return out
 
 
+def outputs_spare(win: Window, kept: list[Message], keys: list, tokens: list[int], budget: int,
+                  counter: Tokenizer, policy: PreparePolicy) -> int:
+    """The tokens the tool outputs after the question can give up so the summaries stay: the
+    last resort outlines them to the room the summaries leave, and they keep at least half of
+    the room the rest leaves the two (TOOL_CAP_MIN each at the least). Counted at their size
+    as the window outlined them, the summaries shrank to nothing beside an outline of the
+    newest `cat` and were dropped, the user's task with them (an OpenCode chat, budget 7,758:
+    a 594-token summary dropped, 32 tokens left, beside a 569-token outline)."""
+    question = _Question(win, kept, keys, tokens, counter, policy)
+    outputs = [k for k in range(question.pos + 1, len(kept))
+               if is_output(kept[k]) and kept[k].kind != "summary"]
+    if question.pos < 0 or not outputs:
+        return 0
+    now = sum(tokens[k] for k in outputs)
+    summaries = sum(t for m, t in zip(kept, tokens, strict=True) if m.kind == "summary")
+    room = budget - (policy.fmt.reply_priming + sum(tokens) - now - summaries)
+    keep = max(len(outputs) * TOOL_CAP_MIN, room // 2)
+    return max(0, now - keep)
+
+
 def _shortened(win: Window, kept: list[Message], keys: list, tokens: list[int], k: int, i: int,
                got: tuple[Message, int], reason: str) -> AuditEntry:
     """Result message k (conversation index i) shown as ``got`` from now on: in ``kept`` /

@@ -28,16 +28,18 @@ class Merging:
     def total(self) -> int:  # the window's (window.py)
         raise NotImplementedError
 
-    def fit_summaries(self, budget: int, counter: Tokenizer, policy: PreparePolicy) -> bool:
+    def fit_summaries(self, budget: int, counter: Tokenizer, policy: PreparePolicy,
+                      spare: int = 0) -> bool:
         """When the step left the request over the budget (the newest exchange is big), the
         chunks become one, sized to the room the rest leaves: a summary that stands for the
         whole history gives way to the newest exchange by shrinking, not by being dropped.
-        True when the request now fits."""
+        ``spare``: the tokens the newest tool outputs can still give up (the last resort
+        outlines them further), counted as room. True when the request now fits."""
         if not self.chunks:
             return False
         total = self.total()
         chunks = sum(c.tokens for c in self.chunks)
-        want = budget - (total - chunks) - 8
+        want = budget - (total - chunks) - 8 + spare
         if want < 64:
             return False
         room = max(want, budget // 4)
@@ -46,14 +48,23 @@ class Merging:
         # whose "Asked" was the one before it (the second review probe, with a CLAUDE.md kept)
         m = self._merge_wall()
         sides = [self.chunks] if m is None else [self.chunks[:m], self.chunks[m:]]
-        out = []
-        for side in sides:
-            now = sum(c.tokens for c in side)
-            merged = self._merged(side, counter, policy, room, want * now // chunks)
+        out: list[Chunk | None] = [None] * len(sides)
+        # the smaller side first: one chunk that no merge makes smaller within its share (the
+        # summary of the two calls after the question, 25 tokens) stays as it is, and the
+        # other side has the rest (it gave up: the summary of the task was dropped whole)
+        for k in sorted(range(len(sides)), key=lambda k: sum(c.tokens for c in sides[k])):
+            now = sum(c.tokens for c in sides[k])
+            merged = self._merged(sides[k], counter, policy, room, want * now // chunks)
+            if merged is None and len(sides[k]) == 1 and len(sides) > 1:
+                merged = sides[k][0]
             if merged is None:
                 return False
-            out.append(merged)
-        self.chunks = out
+            out[k] = merged
+            want -= merged.tokens
+            chunks -= now
+        if all(c is side[0] for c, side in zip(out, sides, strict=True)):
+            return False  # nothing could be made smaller
+        self.chunks = [c for c in out if c is not None]
         return self.total() <= budget
 
     def _merged(self, side: list[Chunk], counter: Tokenizer, policy: PreparePolicy,
