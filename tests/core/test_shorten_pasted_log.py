@@ -122,9 +122,27 @@ def test_a_logs_outline_after_its_first_lines_is_the_outline_of_what_follows_the
     head = "\n".join(text.split("\n")[:head_lines])  # as `shorten` takes it: to a "\n"
     whole = Reading(text)
     whole.log()
-    rest = whole.after(head)
+    rest = whole.after(len(head) + 1)
     fresh = LogOutline(text[len(head) + 1:])
     assert rest.text == text[len(head) + 1:]
     for keep in (3, 10, 60):
         assert rest.log().render(keep) == fresh.render(keep)
 
+
+
+@pytest.mark.parametrize("lead", ["\n\n", "   ", " \n\t"])
+def test_a_pasted_log_after_blank_lines_is_shortened_as_without_them(lead):
+    """The text is outlined after its first lines with its leading blanks stripped; the part
+    after them was cut from the text as read, blanks and all: "\n\n" before the question
+    sent a stray "e" of its last word and counted the question as a log line."""
+    log = "\n".join(ERROR if k == 300 else f"2026-01-01 INFO step {k} ok" for k in range(600))
+    counter = WordTokenizer()
+    shortened = []
+    for text in ("please look at why my worker crashed\n" + log,
+                 lead + "please look at why my worker crashed\n" + log):
+        m = Message(role="user", content=text)
+        got = shorten_message(m, message_tokens(m, counter), 300, counter, least=200)
+        assert got is not None
+        shortened.append(got[0].content)
+    assert shortened[1] == shortened[0]
+    assert shortened[1].count("INFO step 0 ok") == 1

@@ -90,13 +90,14 @@ def shorten(text: str, cap: int, counter: Counter, *, keep_head: bool = False,
 def _after_head(text: str, head: str, cap: int, counter: Counter, named: Named,
                 read: Reading) -> CompressedOutput | None:
     """The outline, within ``cap``, of what follows ``head`` (the first whole lines of
-    ``text``, sent before it). Outlined whole, a log's outline showed its first lines again
+    ``text``, sent before it; ``text`` is what ``read`` read, its leading blanks stripped). Outlined whole, a log's outline showed its first lines again
     in its own section of them: a 600-line log sent steps 0-54 twice, 26% of it, where more
     of the log would have gone. A head that ends inside its first line (cut to its first
     words) leaves the text to be outlined whole: the rest of that line is in no other part."""
     if not text.startswith(head + "\n") or head.endswith("…"):
         return _noted(text, cap, counter, named, read)
-    rest = read.after(head)
+    # ``text`` is the text read with its leading blanks stripped: where what follows starts
+    rest = read.after(len(read.text) - len(text) + len(head) + 1)
     return _noted(rest.text, cap, counter, NamedFacts(rest.text), rest)
 
 

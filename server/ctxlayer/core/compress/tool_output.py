@@ -260,12 +260,15 @@ class Reading:
             self._outline = LogOutline(self.text)
         return self._outline
 
-    def after(self, head: str) -> Reading:
-        """A reading of what follows ``head`` (the text's first whole lines, then a newline),
-        taking over the log's lines already read here: only its first lines differ."""
-        rest = Reading(self.text[len(head) + 1:])
-        if self._outline is not None and not head.endswith("\r"):  # "\r\n": one line break
-            rest._outline = self._outline.after(len((head + "\n").splitlines()))
+    def after(self, start: int) -> Reading:
+        """A reading of the text from ``start`` on (just after a newline: what follows its
+        first lines), taking over the log's lines already read here: only its first lines
+        differ."""
+        rest = Reading(self.text[start:])
+        # "\r\n" is one line break: cut between the two, the lines would not be the same
+        if self._outline is not None and start >= 1 and self.text[start - 1] == "\n" \
+                and not self.text.startswith("\r", start - 2):
+            rest._outline = self._outline.after(len(self.text[:start].splitlines()))
         return rest
 
 
