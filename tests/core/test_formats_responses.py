@@ -456,3 +456,22 @@ def test_a_programs_code_is_its_calls_arguments_for_summaries_and_the_ledger():
     assert caller.parts_tokens == WORDS.count('{"fingerprint":"fp_0123456789abcdef"}')
     out = encode(d, d.messages).payload
     assert out == body  # the program goes back byte for byte
+
+
+@pytest.mark.parametrize("budget", [400, 1500, 8000])
+def test_a_program_whose_code_reads_as_a_json_object_is_sent_as_counted(budget):
+    """A call's arguments are outlined when they are a JSON object, and the writer never
+    rewrites a program: code that was a dict literal was counted outlined (1,328 tokens of a
+    1,500 budget) while it went whole (3,179). Its code is costed as a part then: the request
+    written counts what the trim said, and the program goes as it came or not at all."""
+    code = json.dumps({"text": " ".join(f"word{j}" for j in range(3000))})
+    items = program_request()["input"]
+    body = {**program_request(), "input": [
+        {"role": "user", "content": "look it up " * 50}, {**items[1], "code": code}, *items[2:]]}
+    d = decode("responses", body, WORDS)
+    got = trim(d.messages, budget, WORDS)
+    out = encode(d, got.messages).payload
+    assert conversation_tokens(decode("responses", out, WORDS).messages, WORDS) == got.tokens
+    assert got.tokens <= budget
+    sent = [it for it in out["input"] if it.get("type") == "program"]
+    assert sent in ([], [body["input"][1]])

@@ -259,6 +259,16 @@ def _encrypted_tokens(item: dict, where: str, counter: Tokenizer) -> int:
                                              f"{where}.encrypted_content"), counter)
 
 
+
+def _json_object(text: str) -> bool:
+    """Whether ``text`` reads as a JSON object (what a call's arguments are outlined from)."""
+    if not text.lstrip().startswith("{"):
+        return False
+    try:
+        return isinstance(msgspec.json.decode(text), dict)
+    except msgspec.DecodeError:
+        return False
+
 def _call(item: dict, where: str) -> ToolCall:
     cid = expect_str(item.get("call_id"), f"{where}.call_id", "the call's id")
     name = item.get("name") if isinstance(item.get("name"), str) else str(item.get("type"))
@@ -313,11 +323,13 @@ def _read_item(item: dict, i: int, group: _Group, counter: Tokenizer, turn_start
             group.cost(tokens, [media.label(f"{len(loads)} tools loaded", tokens)])
     elif is_call(item) and kind in SEALED_CALLS:
         # its code is the call's arguments, so that its summary line and the ledger read it
-        # (empty, they said `program()` and never saw the file it names); code is no JSON
-        # object, which is all a call's arguments are ever outlined from, and the writer
-        # never rewrites a sealed call. The rest (the fingerprint) is costed as a part
+        # (empty, they said `program()` and never saw the file it names); the rest (the
+        # fingerprint) is costed as a part. A call's arguments are outlined when they are a
+        # JSON object, and the writer never rewrites a sealed call: code that reads as one
+        # (a dict literal) is costed as a part too, else the trim counted it outlined while
+        # it went whole (3,179 tokens sent where the trim said 1,328 of a 1,500 budget)
         code = item.get("code")
-        code = code if isinstance(code, str) else ""
+        code = code if isinstance(code, str) and not _json_object(code) else ""
         group.calls.append(ToolCall(id=expect_str(item.get("call_id"), f"{where}.call_id",
                                                   "the call's id"), name=str(kind),
                                     arguments=code))
