@@ -24,6 +24,7 @@ from msgspec import Meta
 
 from ctxlayer import userfiles
 from ctxlayer.core.assembly.compaction import CompactionPolicy
+from ctxlayer.core.assembly.instructions import NAMES as INSTRUCTION_NAMES
 from ctxlayer.core.assembly.policy import CLIENT_SUMMARY_TIMEOUT
 from ctxlayer.core.calibration import Calibration
 from ctxlayer.core.errors import MAX_TOKENS
@@ -79,16 +80,10 @@ MOST_BODY_MB = 1024
 #: on loopback sends megabytes a second, a slowloris a byte now and then
 MIN_BODY_KIB_PER_S = 64
 
-#: gptme 0.35.1's agent files, in the order they are read inside each folder.
-AGENT_FILES = [
-    "AGENTS.md",
-    "CLAUDE.md",
-    "COPILOT.md",
-    "GEMINI.md",
-    ".github/copilot-instructions.md",
-    ".cursorrules",
-    ".windsurfrules",
-]
+#: the agent files, in the order they are read inside each folder: the core's one list of
+#: instruction file names (gptme 0.35.1's, and those other agents read), which prepare finds
+#: in a client's messages too
+AGENT_FILES = list(INSTRUCTION_NAMES)
 
 #: gptme 0.35.1's default selected files (README first at selection time).
 SELECTED_FILES = [

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from ctxlayer import userfiles
+from ctxlayer.core.assembly.instructions import WRITTEN_FOR  # the core's one list of names
 from ctxlayer.core.text import path_line
 from ctxlayer.protocol import LeftOut
 from ctxlayer.workspace.selected import NOT_READ, looks_binary, secret_link
@@ -25,16 +26,6 @@ INTRO = (
     "They are ordered from the most general to the most specific; where they disagree, the "
     "later, more specific file wins."
 )
-
-#: files written for one particular tool, and that tool's name
-WRITTEN_FOR = {
-    "CLAUDE.md": "Claude Code",
-    "GEMINI.md": "Gemini CLI",
-    "COPILOT.md": "GitHub Copilot",
-    ".github/copilot-instructions.md": "GitHub Copilot",
-    ".cursorrules": "Cursor",
-    ".windsurfrules": "Windsurf",
-}
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,9 +18,27 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-#: the names agents give the file of a project's standing instructions
-NAMES = ("AGENTS.md", "CLAUDE.md", "CLAUDE.local.md", "GEMINI.md", "QWEN.md", ".cursorrules",
-         "CONVENTIONS.md")
+#: the names agents give the file of a project's standing instructions, in the order a
+#: folder's are read (gptme 0.35.1's, the others after the tool's own name), each with the tool
+#: it is written for (None: any agent's). The one list: the workspace reads these files
+#: (config's `agent_files` default), its watcher watches them, and prepare finds them in a
+#: client's messages; three lists of their own had drifted apart (prepare never knew
+#: .windsurfrules, the workspace never read QWEN.md)
+INSTRUCTION_FILES: tuple[tuple[str, str | None], ...] = (
+    ("AGENTS.md", None),
+    ("CLAUDE.md", "Claude Code"),
+    ("CLAUDE.local.md", "Claude Code"),
+    ("COPILOT.md", "GitHub Copilot"),
+    ("GEMINI.md", "Gemini CLI"),
+    ("QWEN.md", "Qwen Code"),
+    (".github/copilot-instructions.md", "GitHub Copilot"),
+    (".cursorrules", "Cursor"),
+    (".windsurfrules", "Windsurf"),
+    ("CONVENTIONS.md", None),  # aider's, read with --read
+)
+NAMES = tuple(name for name, _ in INSTRUCTION_FILES)
+#: the files written for one particular tool, and that tool's name
+WRITTEN_FOR = {name: tool for name, tool in INSTRUCTION_FILES if tool is not None}
 _NAME = "|".join(re.escape(n) for n in NAMES)
 #: Claude Code's: "Contents of /repo/CLAUDE.md (project instructions, ...):", blank line, text,
 #: up to the next file, the next section Claude Code adds ("# currentDate"), its closing note
