@@ -150,7 +150,7 @@ def test_the_users_task_beside_claude_md_is_not_cut_with_the_files():
     rest of the chat, with room for all of it (3,073 of 4,000), the audit naming only the
     files' lines."""
     rules = "\n".join(f"- Rule {k}: use the helper mod{k}.py for module {k} work, always."
-                      for k in range(60))
+                      for k in range(300))  # past the room the rest leaves it
     task = ("Please refactor the billing service as follows: "
             + " ".join(f"TASKW{k}" for k in range(200)) + " and finally ENDOFTASK.")
     first = ("<system-reminder>\nCodebase and user instructions are shown below.\n\nContents "
@@ -169,4 +169,69 @@ def test_the_users_task_beside_claude_md_is_not_cut_with_the_files():
         shown = next(m.content for m in turn.messages if m.id == "q0")
         assert task in shown, k
         cut = cut or any(e.message_id == "q0" for e in turn.truncated)
-    assert cut  # the files were cut to their share, the task beside them whole
+    assert cut  # the files were cut to their room, the task beside them whole
+
+
+def long_claude_md(lines: int) -> str:
+    rules = "\n".join(f"- Rule {k}: use the helper mod{k}.py for module {k} work, always."
+                      for k in range(lines))
+    return ("<system-reminder>\nContents of /repo/CLAUDE.md (project instructions, checked into "
+            "the codebase):\n\n" + rules + "\n</system-reminder>\nPlease fix the failing test.")
+
+
+def agent_turns(lines: int, budget: int, turns: int = 30):
+    """Claude Code's first message with a CLAUDE.md of ``lines`` rules (12 words each), then
+    ``turns`` Bash calls of 30 lines each, a request after each."""
+    msgs = [Message(role="system", id="sys", content="You are Claude Code. " * 30),
+            Message(role="user", id="q0", content=long_claude_md(lines))]
+    state, out = None, []
+    for k in range(turns):
+        msgs = [*msgs, Message(role="assistant", id=f"a{k}", content="", tool_calls=[
+                    ToolCall(id=f"c{k}", name="Bash", arguments=f'{{"command": "cat f{k}.log"}}')]),
+                Message(role="tool", id=f"o{k}", tool_call_id=f"c{k}", content="\n".join(
+                    f"line {j}: step {j} ok run {k}" for j in range(30)))]
+        turn = prepare_turn(state, msgs, budget, WORDS)
+        out.append(turn)
+        state = turn.state
+    return out
+
+
+def rule_lines(turn) -> list[str]:
+    shown = next(m.content for m in turn.messages if m.id == "q0")
+    return [line for line in shown.splitlines() if line.startswith("- Rule ")]
+
+
+def test_a_long_claude_md_takes_what_the_rest_of_the_request_leaves_it():
+    """A 300-line CLAUDE.md (3,600 tokens) at a budget of 2,000 kept 14 lines, a tenth of the
+    budget, and the first request went out at 543 tokens (27%) with most of it empty. Now it
+    is cut once, to what the system prompt and the newest exchange leave below the summary
+    step's target, less a summary's room: the turns after it have a step's room, and it is
+    never cut again."""
+    from ctxlayer.core.prepare.model import DEFAULT_POLICY
+    from ctxlayer.core.prepare.summaries import estimate
+
+    budget = 2000
+    turns = agent_turns(300, budget)
+    first = turns[0]
+    rest = first.tokens - next(WORDS.count(m.content) for m in first.messages if m.id == "q0")
+    # a summary's room below the target (lowered for a chat at this pace), a few lines' slack
+    p = DEFAULT_POLICY
+    aim = int(budget * (p.summary_target - p.pace_most)) - estimate(p, budget - rest)
+    assert aim - 40 <= first.tokens <= budget * p.summary_target \
+        and len(rule_lines(first)) >= 25, (first.tokens, aim, len(rule_lines(first)))
+    cuts = [e for t in turns for e in t.truncated if e.message_id == "q0"]
+    assert len(cuts) == 1 and "instruction files" in cuts[0].reason, cuts
+    assert all(rule_lines(t) == rule_lines(first) for t in turns)  # the prefix holds
+    assert any(m.kind == "summary" for m in turns[-1].messages)
+
+
+def test_a_claude_md_the_rest_leaves_room_for_stays_whole_past_a_tenth_of_the_budget():
+    """A 200-line CLAUDE.md (2,400 tokens) at a budget of 8,000 was cut to 800 tokens at the
+    first step, though the request had room for it beside its summaries; not cut at that
+    first step, it was the task the step then shortens by its head and tail (the question
+    over a quarter of the budget), the lines between lost."""
+    turns = agent_turns(200, 8000, 40)
+    assert any(m.kind == "summary" for m in turns[-1].messages)
+    for turn in turns:
+        assert len(rule_lines(turn)) == 200
+    assert not any(e.message_id == "q0" for t in turns for e in t.truncated)

@@ -210,14 +210,19 @@ class Window(Merging):
 
     def keep_rules(self, rules: Collection[int], budget: int, counter: Tokenizer,
                    policy: PreparePolicy) -> list[AuditEntry]:
-        """Each message of ``rules`` (carrying the user's instruction files) over
-        `rules.SHARE` of the budget is shown by its `rules.kept_form` from now on (once: the
-        rewrite stays, so the prefix moves once); the audit entries of those cut."""
-        cap = int(budget * rules_of.SHARE)
+        """The messages of ``rules`` (carrying the user's instruction files), when together
+        over the room the rest of the request leaves them (`rules.room`), are each shown by
+        its `rules.kept_form` within its part of that room, in proportion to its size, from
+        now on (once: the rewrite stays, so the prefix moves once); the audit entries of those
+        cut."""
+        todo = [i for i in sorted(rules) if i >= self.head and i not in self.rewrites]
+        whole = sum(self.tokens[i] for i in todo)
+        room = rules_of.room(budget, policy, self._rest(set(todo)))  # those cut before: rest
+        if whole <= room:
+            return []
         out = []
-        for i in sorted(rules):
-            if i < self.head or i in self.rewrites or self.tokens[i] <= cap:
-                continue
+        for i in todo:
+            cap = room * self.tokens[i] // whole
             got = rules_of.kept_form(self.messages[i].content, cap, counter)
             if got is None:
                 continue
@@ -227,6 +232,17 @@ class Window(Merging):
                 out.append(self.rewrite(i, short, after, "truncated",
                                         rules_of.cut_reason(got[1], cap, got[2])))
         return out
+
+    def _rest(self, rules: set[int]) -> int:
+        """The tokens of what the request holds beside the messages carrying instruction files
+        (``rules``) whatever a step does: the priming, the messages that stay first, the newest
+        exchange (its question, its last group)."""
+        stop, q = self._stop(), newest_user(self.messages)
+        newest = sum(self.shown_tokens(i) for i in range(stop, len(self.messages))
+                     if i not in rules)
+        if self.head <= q < stop and q not in rules:
+            newest += self.shown_tokens(q)
+        return self.fmt_priming + self.cum[self.head] + newest
 
     def rewrite(self, i: int, short: Message, after: int, action: AuditAction,
                  reason: str) -> AuditEntry:
@@ -492,8 +508,11 @@ class Window(Merging):
         An agent's task sits before every chunk, so each shortening moves the whole prefix
         after the system prompt. Never shortening it billed 3.7-4.6 points less on the dev
         replay at a 10% budget (about 2 at 25%) but kept 60 fewer facts (cuts 0.6 / 0.7 / 0.8,
-        budgets 25 / 10%), and shortening it once only saved at most half a point."""
-        if q < self.head or q >= stop or self.messages[q].pinned:
+        budgets 25 / 10%), and shortening it once only saved at most half a point. Never one
+        carrying instruction files (Claude Code's first message: `keep_rules` cuts those, by
+        priority; by head and tail, a CLAUDE.md beside the task lost the lines between)."""
+        if q < self.head or q >= stop or self.messages[q].pinned \
+                or q in rules_of.carrying(self.messages[:q + 1]):
             return
         rw = self.rewrites.get(q)
         if rw is not None and rw[2].reason != QUESTION_SHORTENED:
