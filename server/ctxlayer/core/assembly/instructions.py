@@ -8,8 +8,8 @@ give such a file (`NAMES`). A summary keeps only what looks like an order, sente
 sentence ("Use pnpm, not npm or yarn." is none, nor is "Money is stored as integer cents"),
 so prepare keeps the message carrying them as it was sent, ahead of the summaries, and cuts
 it only past a share of the budget, to the files' texts (core/prepare/rules.py). The words a
-client wraps around them (its git status, its attribution reminder) are its own, never the
-user's constraints (`as_said`).
+client wraps around them (its git status, its attribution reminder, any other reminder) are
+its own, never the user's constraints (`as_said`).
 Must not: count tokens, know about the wire beyond a message's text.
 """
 
@@ -41,11 +41,13 @@ NAMES = tuple(name for name, _ in INSTRUCTION_FILES)
 WRITTEN_FOR = {name: tool for name, tool in INSTRUCTION_FILES if tool is not None}
 _NAME = "|".join(re.escape(n) for n in NAMES)
 #: Claude Code's: "Contents of /repo/CLAUDE.md (project instructions, ...):", blank line, text,
-#: up to the next file, the next section Claude Code adds ("# currentDate"), its closing note
-#: or the end of the reminder
+#: up to the next file, the next section Claude Code adds ("# currentDate", its own
+#: "# important-instruction-reminders": "NEVER create files unless ..." read as the user's),
+#: its closing note or the end of the reminder
 _CONTENTS = re.compile(
     r"(?P<head>Contents of (?P<path>[^\n]*?(?:" + _NAME + r")) \([^\n]*\):\n\n?)"
     r"(?P<body>.*?)(?=\n+Contents of [^\n]+ \([^\n]*\):\n|\n+# currentDate\n|"
+    r"\n+# important-instruction-reminders\n|"
     r"\n\s*IMPORTANT: this context may or may not be relevant|\n*</system-reminder>|\Z)",
     re.DOTALL)
 #: Codex's: "# AGENTS.md instructions for /repo", then the text in <INSTRUCTIONS> tags
@@ -88,24 +90,19 @@ def texts(content: str) -> list[str]:
 
 
 _REMINDER = re.compile(r"<system-reminder>(.*?)(?:</system-reminder>|\Z)", re.DOTALL)
-#: how the reminders Claude Code writes of its own open: its git status (and the context
-#: around it), the attribution it asks commits to carry. "...; the user's own instructions
-#: about these lines ... take precedence over this reminder, but do not add attribution lines
-#: this reminder leaves out" was listed as the user's hard constraint, cut at its colon
-CLIENT_REMINDERS = ("Attribution for git commits", "# gitStatus",
-                    "As you answer the user's questions, you can use the following context:")
 
 
 def as_said(content: str) -> str:
     """A user message's text as the user said it: each `<system-reminder>` that carries an
-    instruction file is replaced by the files' texts, one a client writes of its own
-    (`CLIENT_REMINDERS`) is left out, any other stays as it is."""
+    instruction file is replaced by the files' texts, any other is left out. Claude Code
+    writes those of its own (its git status, the attribution it asks commits to carry, its
+    todo-list note, the file open in the IDE, its own instruction reminders): kept unless
+    one of a few known openings, "DO NOT mention this to the user explicitly because they are
+    already aware." (its todo-list note) was listed as the user's hard constraint, and crowded
+    out the user's own orders beside it."""
     if "<system-reminder>" not in content:
         return content
 
     def one(m: re.Match[str]) -> str:
-        files = texts(m.group(1))
-        if files:
-            return "\n\n".join(files)
-        return "" if m.group(1).lstrip().startswith(CLIENT_REMINDERS) else m.group(0)
+        return "\n\n".join(texts(m.group(1)))
     return _REMINDER.sub(one, content)

@@ -108,6 +108,10 @@ _INJECTED_TAGS = ("<system-reminder>", "<environment_context>")
 #: characters of a user turn's own words an ask keeps: the task an agent was given, which a
 #: resumed session's next compaction summarized away when it named no cue word
 ASK_CHARS = 200
+#: characters of the first ask (the chat's task) kept whole, whatever the summary's size: a
+#: paragraph. Claude Code's first question, summarized once a second one came, went out as
+#: its first 80 characters at a budget of 2,000 (a quarter of the part), 200 at any budget
+TASK_CHARS = 800
 #: the share of the summary the asks may take at most (the first one and the newest)
 ASK_SHARE = 4
 #: what ctxlayer itself wrote into a shortened message: its omission markers ("[... 52 lines
@@ -124,7 +128,7 @@ def _maybe_specific(text: str) -> bool:
 
 def offline_summary(messages: list[Message], previous: str, max_chars: int,
                     read: dict[str, list[tuple[int, str]]] | None = None,
-                    asked: Sequence[Message] = ()) -> str:
+                    asked: Sequence[Message] = (), task_chars: int = ASK_CHARS) -> str:
     """An extractive summary of ``messages`` in four parts, merged with the previous one:
     Asked (the user's own words opening each of their turns, a client's injected context
     aside: the first ask and the newest within a quarter of ``max_chars``), Decided (sentences
@@ -144,10 +148,14 @@ def offline_summary(messages: list[Message], previous: str, max_chars: int,
     ``asked``: messages after ``messages`` read for their asks alone (a session's summary
     shows its latest request verbatim, not its sentences: an agent's task, the request of
     its first compaction, then entered no summary and the next one lost it).
+    ``task_chars``: what the first ask keeps of a message (the chat's task, read by a caller
+    that knows it is: `TASK_CHARS`); one of ``previous`` keeps what it kept.
     """
     previous_parts = _split_previous(previous)
-    asked = _first_and_newest(_dedup(previous_parts[0] + _asks([*messages, *asked])),
-                              max(80, max_chars // ASK_SHARE))
+    was = previous_parts[0]
+    asked = _first_and_newest(_dedup(was + _asks([*messages, *asked])),
+                              max(80, max_chars // ASK_SHARE),
+                              TASK_CHARS if was and len(was[0]) > ASK_CHARS else task_chars)
     max_chars = max(0, max_chars - sum(len(x) + 3 for x in asked))
     third = max(80, max_chars // 3)
     found: list[list[str]] = [[], [], []]
@@ -192,12 +200,13 @@ def _asks(messages: list[Message]) -> list[str]:
     for msg in messages:
         if msg.role != "user" or msg.kind in ("summary", "doc", "toolOutput", "rule", "memory"):
             continue
-        head = own_words(msg.content)[:4 * ASK_CHARS]
+        head = own_words(msg.content)[:4 * TASK_CHARS]
         if "omitted ...]" in head or CUT_HEAD in head:
             head = _OURS.sub(" ", head)
         flat = " ".join(head.split())
         if flat:
-            out.append(flat if len(flat) <= ASK_CHARS else flat[:ASK_CHARS - 1] + "…")
+            # past TASK_CHARS: longer than any ask keeps whole
+            out.append(flat if len(flat) <= TASK_CHARS else flat[:TASK_CHARS] + "…")
     return out
 
 
@@ -261,16 +270,23 @@ def with_task(task: str, rest: str) -> str:
     return _TASK_AT + task + ("\n" + rest if rest else "")
 
 
-def _first_and_newest(items: list[str], max_chars: int) -> list[str]:
-    """The first of ``items`` (an agent's task), its head when it alone is over
-    ``max_chars`` (whole, a long task left the part empty at a small budget), and the newest
-    after it within what it leaves."""
+def _first_and_newest(items: list[str], max_chars: int, first_chars: int) -> list[str]:
+    """The first of ``items`` (an agent's task) whole when it is the chat's task of at most
+    ``first_chars`` (past `ASK_CHARS`), whatever ``max_chars``; else its head, up to
+    `ASK_CHARS` and ``max_chars`` (whole, a long task left the part empty at a small
+    budget; an issue's text of thousands of characters, kept to `TASK_CHARS`, cost 3 of 680
+    facts on the dev replay at a 10% budget); and the newest after it, each up to
+    `ASK_CHARS`, within what it leaves of ``max_chars``."""
     if not items:
         return []
-    first = items[0]
-    if len(first) + 3 > max_chars:
-        first = first[:max(1, max_chars - 4)].rstrip() + "…"
-    return [first, *_newest_within(items[1:], max_chars - len(first) - 3)]
+    first = items[0] if ASK_CHARS < first_chars and len(items[0]) <= first_chars \
+        else _head(items[0], min(ASK_CHARS, max(2, max_chars - 3)))
+    rest = [_head(x, ASK_CHARS) for x in items[1:]]
+    return [first, *_newest_within(rest, max_chars - len(first) - 3)]
+
+
+def _head(ask: str, most: int) -> str:
+    return ask if len(ask) <= most else ask[:most - 1].rstrip() + "…"
 
 
 def _kept_sentences(content: str) -> list[tuple[int, str]]:

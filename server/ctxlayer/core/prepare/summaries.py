@@ -15,7 +15,12 @@ from typing import NamedTuple
 
 from ctxlayer.core.assembly.actions import log_lines, render_actions
 from ctxlayer.core.assembly.constraints import detect
-from ctxlayer.core.assembly.summary import offline_summary, own_words, render_summary
+from ctxlayer.core.assembly.summary import (
+    ASK_CHARS,
+    offline_summary,
+    own_words,
+    render_summary,
+)
 from ctxlayer.core.compress.facts import Facts, Named, extract_facts
 from ctxlayer.core.compress.ledger import (
     Ledger,
@@ -223,14 +228,16 @@ def make_chunk(shown: Sequence[Message], originals: Sequence[Message], indices: 
                policy: PreparePolicy, room: int, want: int = 0,
                known: Mapping[int, Facts] | None = None, written: str | None = None,
                writer: str = "offline", named: Mapping[int, Named] | None = None,
-               read: dict[str, list[tuple[int, str]]] | None = None) -> Chunk:
+               read: dict[str, list[tuple[int, str]]] | None = None,
+               task_chars: int = ASK_CHARS) -> Chunk:
     """A chunk standing for ``shown`` (the messages as the result showed them; ``originals``
     are the client's, for constraints and facts), at conversation ``indices``; its parts
     scaled to about ``want`` tokens when that is given and not their shares of ``room``.
     ``written``: a model's decided / open part (``writer`` names it), cut to that part's size;
     the constraints, the action log and the ledger are made here all the same, so a fact it
     left out is still beside it (as with a client's ctx/summarize answer). ``read``: the
-    offline summary's sentences by text, kept across the chunks one step writes."""
+    offline summary's sentences by text, kept across the chunks one step writes.
+    ``task_chars``: what the first ask keeps (the chat's first chunk: its task, a paragraph)."""
     known = known or {}
     size = sizes(policy, room)
     usual = estimate(policy, room)
@@ -243,7 +250,8 @@ def make_chunk(shown: Sequence[Message], originals: Sequence[Message], indices: 
     context, examples = injected(originals, indices)
     said = [as_read(m, originals[k]) for k, m in enumerate(shown)
             if k not in context and k not in examples]
-    summary = (offline_summary(said, "", size.summary, read) if written is None
+    summary = (offline_summary(said, "", size.summary, read, task_chars=task_chars)
+               if written is None
                else _cut(written.strip(), size.summary))
     constraints = bounded(detect([m for k, m in enumerate(originals)
                                   if k not in context and k not in examples])[0], size.summary)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import msgspec
 
+from ctxlayer.core.assembly.summary import ASK_CHARS, TASK_CHARS
 from ctxlayer.core.compress.facts import Facts, Named, NamedFacts, named_part
 from ctxlayer.core.compress.shorten import shorten_message
 from ctxlayer.core.groups import ToolGroups, is_output, is_result
@@ -651,7 +652,9 @@ class Window(Merging):
         return summaries.make_chunk(
             [self.shown(i) for i in covered], [msgs[i] for i in covered], covered,
             [self.shown_tokens(i) for i in covered], self.upto, upto, counter, policy, room,
-            want, self.facts, text, writer, self.named, self._read)
+            want, self.facts, text, writer, self.named, self._read,
+            # the chat's first chunk: its first ask is the task
+            task_chars=TASK_CHARS if self.upto == self.head else ASK_CHARS)
 
     def _give_back(self, covered: list[int], kept: set[int], j: int, room: int
                    ) -> tuple[int, int]:
