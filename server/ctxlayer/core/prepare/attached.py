@@ -29,6 +29,9 @@ GREW = ("shown longer: a file the client attached, cut shorter before than the r
 #: a file cut before is cut again to the room only when that shows at least this many times
 #: what it shows now: each new cut moves the provider's cached prefix from the file on
 GROW_AT_LEAST = 2
+#: the files cut to fit give this share of the budget (1/GIVE_MORE) more than is over, and
+#: grow back to leave it free: room for the next turn's question
+GIVE_MORE = 10
 
 
 def fit_attached(win: Window, files: frozenset[int], budget: int, counter: Tokenizer,
@@ -67,8 +70,11 @@ def give_over(win: Window, files: frozenset[int], budget: int, counter: Tokenize
     proportion to what it shows, cut from its original by its ends, when that leaves them at
     least half of what they show (else the last resort holds them while anything else can
     give). The last resort's own cut took a file of 430 tokens to 108 for a request a few
-    tokens over, kept so on later turns with 280 tokens free. Returns the audit of those cut
-    now."""
+    tokens over, kept so on later turns with 280 tokens free. They give a tenth of the budget
+    more than is over (within half of what they show): exactly what was over, the next
+    question was over again, and the files were cut a little shorter on every turn (466, 286,
+    250, 214 words; the cached prefix broken at them each time). Returns the audit of those
+    cut now."""
     long = _long(win, files, policy)
     if not long or win.total() <= budget:
         return []
@@ -78,11 +84,12 @@ def give_over(win: Window, files: frozenset[int], budget: int, counter: Tokenize
     shown = sum(win.shown_tokens(i) for i in long)
     if over <= 0 or over * 2 > shown:
         return []
+    give = min(over + budget // GIVE_MORE, shown // 2)
     out: list[AuditEntry] = []
     for i in long:
         now = win.shown_tokens(i)
         got = shorten_message(win.messages[i], win.tokens[i],
-                              max(1, now - -(-over * now // shown)), counter, policy.fmt)
+                              max(1, now - -(-give * now // shown)), counter, policy.fmt)
         if got is not None and got[1] < now:
             out.append(win.rewrite(i, got[0], got[1], "truncated", GAVE))
     return out
@@ -94,9 +101,12 @@ def grow_back(win: Window, files: frozenset[int], budget: int, counter: Tokenize
     request was over, kept while later turns left room: a file of 430 tokens kept at 108 with
     280 free) cut again from their originals to their part of that room, or whole when it
     holds them; only those that come out at least `GROW_AT_LEAST` times what they show.
-    Returns the audit of those cut again."""
+    The room is what the request leaves of the budget but a tenth (1/GIVE_MORE), as
+    `give_over` leaves: grown into all of it, the files left the request at 1,994 of 2,000,
+    the next question was over, and they were cut again. Returns the audit of those cut
+    again."""
     cut = [i for i in _long(win, files, policy) if i in win.rewrites]
-    free = budget - win.total()
+    free = budget - budget // GIVE_MORE - win.total()
     if not cut or free <= 0:
         return []
     shown = sum(win.shown_tokens(i) for i in cut)
