@@ -11,8 +11,10 @@ to the next).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
-from conftest import RawDaemon
+from conftest import RawDaemon, hermetic_env, make_repo, result, started
 
 pytestmark = pytest.mark.e2e
 
@@ -59,6 +61,60 @@ async def test_a_one_off_small_budget_does_not_summarize_the_session_for_good(ow
                                   {"sessionId": "s"}))["result"]["entries"]
     withdrawn = [e for e in audit if e["messageId"] == summary and e["action"] == "restored"]
     assert len(withdrawn) == 1 and "summary is withdrawn" in withdrawn[0]["reason"], audit
+
+
+def longer_history() -> list[dict]:
+    """20 exchanges and a question: over a budget of 6,000 whole (the session compacts)."""
+    msgs = []
+    for k in range(20):
+        msgs.append({"role": "user", "content": f"Question {k}: "
+                     + " ".join(f"q{k}_{j}" for j in range(60))})
+        msgs.append({"role": "assistant", "content": f"Answer {k}: "
+                     + " ".join(f"a{k}_{j}" for j in range(60))})
+    return [*msgs, {"role": "user", "content": "Final question?"}]
+
+
+def _verbatim(assembled: dict) -> list[str]:
+    return [m["content"][:12] for m in assembled["messages"]
+            if m["content"].startswith(("Question", "Answer"))]
+
+
+async def test_a_one_off_small_budget_does_not_deepen_the_summary_for_good(tmp_path: Path):
+    """Where the whole history does not fit the session's own budget either, its summary was
+    kept as made for the one-off budget: after one assembly at 1,500, every assembly at the
+    session's 6,000 kept 3 messages verbatim (2,329 tokens) where its own compaction kept
+    11 (5,563), after new turns and a restart too (probe 68). Now the summary made for the
+    smaller room is made again for the session's own, said in the audit."""
+    env, root = hermetic_env(tmp_path / "world"), make_repo(tmp_path / "repo")
+    daemon = await started(env, root)
+    params = {"sessionId": "s", "format": "openai"}
+    try:
+        await result(daemon, "ctx/session/open", {"sessionId": "s", "budget": 6000})
+        await result(daemon, "ctx/session/append", {**params, "messages": longer_history()})
+        own = await result(daemon, "ctx/assemble", params)
+        assert own["compacted"] and len(_verbatim(own)) > 3, _verbatim(own)
+        small = await result(daemon, "ctx/assemble", {**params, "budget": 1500})
+        assert small["tokens"]["total"] <= 1500 and len(_verbatim(small)) < len(_verbatim(own))
+        back = await result(daemon, "ctx/assemble", params)
+        assert _verbatim(back) == _verbatim(own), (_verbatim(back), _verbatim(own))
+        assert back["tokens"]["total"] == own["tokens"]["total"]
+        audit = (await result(daemon, "ctx/session/audit", {"sessionId": "s"}))["entries"]
+        withdrawn = [e for e in audit if e["action"] == "restored"]
+        assert len(withdrawn) == 1 and "made again" in withdrawn[0]["reason"], withdrawn
+        await result(daemon, "ctx/session/append", {**params, "messages": [
+            {"role": "assistant", "content": "ok"}, {"role": "user", "content": "one more?"}]})
+        turned = await result(daemon, "ctx/assemble", params)
+        assert len(_verbatim(turned)) >= len(_verbatim(own)), _verbatim(turned)
+    finally:
+        assert await daemon.close() == 0
+    daemon = await started(env, root)
+    try:
+        await result(daemon, "ctx/session/open", {"sessionId": "s"})
+        again = await result(daemon, "ctx/assemble", params)
+        assert _verbatim(again) == _verbatim(turned)
+        assert again["tokens"]["total"] == turned["tokens"]["total"]
+    finally:
+        assert await daemon.close() == 0
 
 
 async def test_a_compaction_at_the_budget_it_was_made_for_is_kept(own_daemon):

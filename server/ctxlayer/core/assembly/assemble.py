@@ -230,27 +230,39 @@ def assemble(history: History, state: cp.Compaction, inp: AssemblyInput,
 
 def _withdrawn(history: History, state: cp.Compaction, inp: AssemblyInput,
                share: int) -> list[AuditEntry]:
-    """The entry that withdraws a summary made for a smaller share when the whole history now
-    fits under the trigger (a session assembled once at a small one-off budget was summarized
-    for good: 971 tokens sent of a budget of 50000 its 6665 tokens fit); else none. At the
-    share it was made for it stays: the history only grows there, and the cached prefix with
-    it."""
+    """The entry that withdraws a summary made for a smaller share (`_withdraws`); else none.
+    Where the whole history fits, every message is shown as it was sent; where it does not,
+    the summary is made again for this share, and the messages it leaves out are shown."""
     if not _withdraws(history, state, inp, share):
         return []
     summ = cp.summary_message(state)
+    fits = history.total <= int(share * inp.policy.trigger)
+    then = "every message shown as it was sent" if fits else (
+        "made again for this share, the messages it has room for shown as they were sent")
     return [AuditEntry(
-        action="restored", reason=f"the whole history ({history.total} tokens) fits the "
-        f"history share again ({share} tokens; the summary was made for {state.made_for}): "
-        "the summary is withdrawn, every message shown as it was sent",
+        action="restored", reason=f"the {'whole ' if fits else ''}history "
+        f"({history.total} tokens) {'fits' if fits else 'has more room in'} the history share "
+        f"({share} tokens; the summary was made for {state.made_for}): the summary is "
+        f"withdrawn, {then}",
         summary=describe(summ) if summ is not None else "summary",
         tokens_before=state.rendered_tokens, tokens_after=history.total,
         message_id=summ.id if summ is not None else None)]
 
 
 def _withdraws(history: History, state: cp.Compaction, inp: AssemblyInput, share: int) -> bool:
-    """Whether the next assembly at `share` withdraws the summary (`_withdrawn`)."""
-    return (0 < state.made_for < share and not inp.force_compaction
-            and history.total <= int(share * inp.policy.trigger))
+    """Whether the next assembly at `share` withdraws the summary made for a smaller share:
+    when the whole history fits under the trigger, or when that share was so much smaller
+    that the state, however full, leaves the history less than a compaction at this share
+    fills (its trigger under our target). One assembly at a one-off budget of 1,500 left a
+    session of 6,000 three messages verbatim (2,329 tokens sent) where its own compaction
+    kept eleven (5,563), for good. At the share it was made for, or one a little larger (a
+    working item gone), it stays: the history only grows there, and the cached prefix with
+    it."""
+    if not 0 < state.made_for < share or inp.force_compaction:
+        return False
+    policy = inp.policy
+    return (history.total <= int(share * policy.trigger)
+            or state.made_for * policy.trigger < share * policy.target)
 
 
 def _question_summarized(history: History, work: cp.Compaction) -> bool:

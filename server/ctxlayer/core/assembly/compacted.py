@@ -55,8 +55,9 @@ class Compaction(msgspec.Struct, kw_only=True):
     # the summary replaced them
     restored: list[int] = msgspec.field(default_factory=list)
     #: the history share the summary stage last ran for (0: a state kept before it was said).
-    #: An assembly with more room, where the whole history fits, withdraws the summary
-    #: (assemble.py `_withdrawn`): one call at a small budget summarized a session for good
+    #: An assembly with more room, where the whole history fits or with much more room,
+    #: withdraws the summary (assemble.py `_withdrawn`): one call at a small budget
+    #: summarized a session for good
     made_for: int = 0
 
 

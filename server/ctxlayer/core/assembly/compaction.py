@@ -12,8 +12,9 @@ State (``Compaction``, persisted by the store as one JSON value):
 - ``ledger``: the ranked facts ledger of every replaced message (compress/ledger.py);
 - ``rewrites``: messages still shown verbatim that an earlier stage shortened (seq -> text);
 - ``made_for``: the history share the summary stage ran for: an assembly with more room where
-  the whole history fits withdraws the summary (assemble.py), so one call at a small budget
-  does not summarize a session for good.
+  the whole history fits, or with much more (assemble.py `_withdraws`), withdraws the summary
+  (and makes it again for its share when needed), so one call at a small budget does not
+  summarize a session for good.
 
 When history passes ``trigger`` of its share, the cheap stages run first on the messages older
 than the newest ``keep_recent`` (tool outputs over their cap become outlines, later copies
