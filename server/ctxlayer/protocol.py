@@ -414,10 +414,19 @@ class SessionRef(Params):
     session_id: str
 
 
+#: ctx/assemble's system prompt: kept with the session once an assembly succeeds with it
+AssembleSystemPrompt = Annotated[SystemPromptParams | None, msgspec.Meta(
+    description="the layered system prompt to assemble with, ctx/systemPrompt's params. Kept "
+                "with the session, across restarts, once an assembly succeeds with it: later "
+                "assemblies without one, ctx/session/compact and the re-measures after a "
+                "workspace change use it. Left out: the last one kept, else the workspace "
+                "segment alone. A refused assembly keeps nothing")]
+
+
 class AssembleParams(Params):
     session_id: str
     budget: int | None = None
-    system_prompt: SystemPromptParams | None = None
+    system_prompt: AssembleSystemPrompt = None
     format: Format = "ctxlayer"  # the format of the result's messages
 
 

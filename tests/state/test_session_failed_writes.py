@@ -58,8 +58,8 @@ FAILED: dict[str, tuple[str, Callable[[SessionService], object]]] = {
     "append": ("append", lambda svc: svc.append(
         WS, "s", [Message(role="assistant", content="nothing of the notes here")])),
     "reportUsage": ("update", lambda svc: svc.report_usage(WS, "s", 900, 600)),
-    "systemPrompt": ("update", lambda svc: svc.system_spec(
-        WS, "s", protocol.SystemPromptParams(identity="You are BIGBOT."))),
+    "systemPrompt": ("update", lambda svc: svc.assemble(
+        WS, "s", spec=protocol.SystemPromptParams(identity="You are BIGBOT."))),
 }
 
 

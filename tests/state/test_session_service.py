@@ -444,7 +444,7 @@ def test_the_system_prompt_params_a_session_was_assembled_with_outlive_a_restart
     system prompt, saying nothing."""
     spec = protocol.SystemPromptParams(identity="You are BIGBOT.")
     a, b = _two(tmp_path)
-    assert a.system_spec(WS, "s", spec) == spec
+    assert a.assemble(WS, "s", spec=spec).result is not None
     assert a.system_spec(WS, "s") == spec
     b.budget(WS, "s")  # its next request reads the session anew
     assert b.system_spec(WS, "s") == spec

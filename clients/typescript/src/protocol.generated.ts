@@ -333,6 +333,9 @@ export interface SessionConfigureParams {
 export interface AssembleParams {
   sessionId: string;
   budget?: number | null;
+  /**
+   * the layered system prompt to assemble with, ctx/systemPrompt's params. Kept with the session, across restarts, once an assembly succeeds with it: later assemblies without one, ctx/session/compact and the re-measures after a workspace change use it. Left out: the last one kept, else the workspace segment alone. A refused assembly keeps nothing
+   */
   systemPrompt?: SystemPromptParams | null;
   format?: "anthropic" | "ctxlayer" | "openai" | "responses";
 }

@@ -576,19 +576,21 @@ class SessionService:
         with self._lock:
             return self._fresh(workspace, session_id).layered
 
-    def system_spec(self, workspace: str, session_id: str,
-                    spec: protocol.SystemPromptParams | None = None
+    def system_spec(self, workspace: str, session_id: str
                     ) -> protocol.SystemPromptParams | None:
-        """The system prompt params the session is assembled with: `spec` when given (then
-        remembered for the next workspace change), else the remembered ones."""
+        """The system prompt params the session is assembled with: those of its last
+        assembly that named them (`assemble`'s `spec`), else None (the segment alone)."""
         with self._lock:
-            live = self._get(workspace, session_id)
-            if spec is not None and spec != live.system_spec:  # kept: a restart uses it too
-                stored = msgspec.json.encode(spec)
-                self._wrote(live, self.store.update(live.row.sid, self.clock(),
-                                                    system_spec=stored))
-                live.system_spec, live.row.system_spec = spec, stored
-            return live.system_spec
+            return self._get(workspace, session_id).system_spec
+
+    def _keep_spec(self, live: LiveSession, spec: protocol.SystemPromptParams | None) -> None:
+        """Remember the system prompt params an assembly succeeded with, for the next
+        assemblies and workspace changes; kept: a restart uses them too."""
+        if spec is None or spec == live.system_spec:
+            return
+        stored = msgspec.json.encode(spec)
+        self._wrote(live, self.store.update(live.row.sid, self.clock(), system_spec=stored))
+        live.system_spec, live.row.system_spec = spec, stored
 
     def keep_why(self, workspace: str, session_id: str, entries: list[AuditEntry]) -> None:
         """What the session's last assembly did (its audit), for ctx/why until the next one."""
@@ -655,25 +657,30 @@ class SessionService:
                  system: SystemLayers | None = None, client_summarizer: bool = False,
                  summary_text: str | None = None, offline: bool = False,
                  force: bool = False, keep_recent: int | None = None,
-                 fmt: str | None = None) -> Assembly:
+                 fmt: str | None = None,
+                 spec: protocol.SystemPromptParams | None = None) -> Assembly:
         """One assembly; commits the new compaction state and audit before returning. ``fmt``:
-        the format it is sent in, whose parts it counts (None: each message's own).
+        the format it is sent in, whose parts it counts (None: each message's own);
+        ``system``: its layers, made from ``spec`` when given (both kept once it succeeds).
 
         Returns ``needs_summary`` (and changes nothing) when a client summary is wanted.
+        A refused assembly (pinned content over the budget) changes nothing either: a
+        request's system prompt, refused, was kept and refused every later assembly.
         """
         with self._lock:
             live = self._fresh(workspace, session_id)
             settings = self._settings(workspace)
             require_tokens(budget)
-            if system is not None:
-                live.system = system
-            inp = self._input(live, settings, budget, client_summarizer=client_summarizer,
-                              summary_text=summary_text, offline=offline, force_compaction=force,
-                              keep_recent=keep_recent)
+            inp = self._input(live, settings, budget, system,
+                              client_summarizer=client_summarizer, summary_text=summary_text,
+                              offline=offline, force_compaction=force, keep_recent=keep_recent)
             history, state = self._history_for(live, fmt)
             out = assemble(history, state, inp, live.counter)
             if out.result is None:
                 return out
+            self._keep_spec(live, spec)
+            if system is not None:
+                live.system = system
             now = self.clock()
             if out.compaction is not None:
                 self._wrote(live, self.store.update(

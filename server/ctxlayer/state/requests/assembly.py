@@ -62,9 +62,11 @@ def segment_layers(caller: Caller, segment: protocol.WorkspaceSegment,
 
 def session_layers(caller: Caller, session_id: str, segment: protocol.WorkspaceSegment,
                    spec: protocol.SystemPromptParams | None = None) -> Any:
-    """This session's layers now: with `spec`, remembered for the next workspace change."""
+    """This session's layers now: with `spec` when given (an assembly that succeeds with it
+    keeps it: `SessionService.assemble`), else with the one it remembers."""
     svc = caller.state.sessions
-    spec = svc.system_spec(caller.workspace, session_id, spec)
+    if spec is None:
+        spec = svc.system_spec(caller.workspace, session_id)
     model = svc.model_of(caller.workspace, session_id)
     return segment_layers(caller, segment, spec, model=model, session_id=session_id)
 
@@ -92,7 +94,7 @@ def assemble(caller: Caller, p: protocol.AssembleParams,
     budget, lowered = kept_within_window(caller, p)
     # fitted as the format sends it: its parts, for the session's model, at this turn
     return assembling(caller, p.session_id, lambda out: _assembled(caller, p, out, lowered),
-                      budget=budget, system=system, fmt=p.format)
+                      budget=budget, system=system, fmt=p.format, spec=p.system_prompt)
 
 
 def kept_within_window(caller: Caller, p: protocol.AssembleParams) -> tuple[int | None, str | None]:
