@@ -102,13 +102,17 @@ def _drop(win: Window, idx: set[int] | dict[int, str], reason: str = "") -> None
 
 
 def start_with_user(win: Window) -> None:
-    """Step 2: drop the turns that come before the first user turn. A system message there
-    stays: it is no turn but the client's instruction (its own system prompt, OpenAI's
-    `developer` message), which each format places where it may stand (Anthropic's in its
-    `system`); it was dropped from every assembly, however much room there was."""
+    """Step 2: drop the turns that come before the first user turn. A message kept whole
+    there stays: a system message is no turn but the client's instruction (its own system
+    prompt, OpenAI's `developer` message), which each format places where it may stand
+    (Anthropic's in its `system`); it was dropped from every assembly, however much room
+    there was. So does a pinned one: a provider's compaction (a Responses `compaction` item
+    heads the history Codex sends back, and the provider takes it first; ctx/trim kept it
+    where an assembly dropped it) or what the client pinned; a format that wants a user
+    turn first repairs the request when it is written (the encoder's last resort)."""
     first = next((i for i, m in enumerate(win.messages)
                   if m.role == "user" and not _is_result(m)), len(win.messages))
-    turns = {i for i in range(first) if win.messages[i].role != "system"}
+    turns = {i for i in range(first) if not kept_whole(win.messages[i])}
     if turns:
         _drop(win, turns, "the history must start with a user turn")
 
