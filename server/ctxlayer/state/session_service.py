@@ -115,8 +115,9 @@ class LiveSession:
         self.system = SystemLayers()
         self.fingerprint: list[tuple[str, int]] | None = None
         # what assemblies already put in the audit log: an item left out again by the next
-        # assembly, unchanged, is not recorded again
-        self.audited: set[tuple] = set()
+        # assembly, unchanged, is not recorded again. None until read from the stored audit
+        # (`SessionService._audited`): a restarted daemon logged again what it held
+        self.audited: set[tuple] | None = None
         self.last_total = 0
         self.next_item = 0
         self.next_rule = 0
@@ -686,10 +687,11 @@ class SessionService:
                 self._wrote(live, self.store.update(
                     live.row.sid, now, compaction=msgspec.json.encode(out.compaction)))
                 live.compaction = out.compaction
-            fresh = [e for e in out.audit if _audit_key(e) not in live.audited]
+            audited = self._audited(live) if out.audit else set()
+            fresh = [e for e in out.audit if _audit_key(e) not in audited]
             if fresh:
                 self.store.add_audit(live.row.sid, fresh, now)
-                live.audited.update(_audit_key(e) for e in fresh)
+                audited.update(_audit_key(e) for e in fresh)
             if out.fingerprint != live.fingerprint:  # written only when it changed
                 self.store.update(live.row.sid, now,
                                   fingerprint=msgspec.json.encode(out.fingerprint))
@@ -699,6 +701,14 @@ class SessionService:
                 out.result, next_compaction_at=out.next_compaction_at, model=live.row.model,
                 session_id=live.row.session_id, error_band=None))
             return out
+
+    def _audited(self, live: LiveSession) -> set[tuple]:
+        """What the session's audit log holds (`_audit_key`), read from the store at the first
+        assembly that has something to say: after each restart the first assembly of a
+        compacted session logged again what it had logged (66 'summarized' entries twice)."""
+        if live.audited is None:
+            live.audited = {_audit_key(e) for e in self.store.audit(live.row.sid)}
+        return live.audited
 
     def preview(self, workspace: str, session_id: str, *, budget: int | None = None,
                 system: SystemLayers | None = None) -> Preview:
@@ -811,7 +821,7 @@ class SessionService:
                                                 compaction=msgspec.json.encode(state)))
             live.compaction = state
             self.store.add_audit(live.row.sid, [entry], now)
-            live.audited.add(_audit_key(entry))  # ctx/why reads it from the state
+            self._audited(live).add(_audit_key(entry))  # ctx/why reads it from the state
             return entry
 
     def summary_of(self, workspace: str, session_id: str) -> tuple[int, Message | None]:
