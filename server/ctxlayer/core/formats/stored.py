@@ -331,7 +331,7 @@ def _openai_not_carried(native: dict, images: bool) -> list[str]:
     kinds = _parts_not_carried(content, frozenset({"text"}), images) \
         if isinstance(content, list) else []
     for k, v in native.items():
-        if k in _OPENAI_FIELDS or not _holds(v):
+        if k in _OPENAI_FIELDS or not says_something(v):
             continue  # a null refusal or empty annotations, as the API echoes them, lose nothing
         if k == "name" and native.get("role") in _NAMED_BY_THEIR_CALL:
             continue
@@ -381,10 +381,10 @@ def _keys_not_carried(part: dict) -> list[str]:
     not write."""
     kind = str(part.get("type"))
     carried = _KEYS_CARRIED.get(kind, frozenset({"type"}))
-    return [f"{kind} {k}" for k, v in part.items() if k not in carried and _holds(v)]
+    return [f"{kind} {k}" for k, v in part.items() if k not in carried and says_something(v)]
 
 
-def _holds(value: Any) -> bool:
+def says_something(value: Any) -> bool:
     """Whether a field says something: null, false and empty ones are its absence."""
     return value is not None and value is not False and value != "" and value != [] \
         and value != {}

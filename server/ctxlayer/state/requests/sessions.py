@@ -101,13 +101,16 @@ def system_prompt(fmt: str, system: object, counter: object
     at that point are (the codec pins it within one request; in a session it is history like
     theirs). Their text is kept; what else a block carries (cache_control: an assembly sets
     its own breakpoints) is named in one audit entry each."""
+    from ctxlayer.core.formats.stored import says_something
     from ctxlayer.core.text import describe
 
     decoded = decode(fmt, [], system, counter, whole=True)
     prompt = [msgspec.structs.replace(m, id=None, pinned=False) for m in decoded.messages]
     audit = []
     for k, block in enumerate(system if isinstance(system, list) else ()):
-        extra = sorted(key for key in block if key not in ("type", "text"))
+        # a null field carries nothing: `"citations": null` was said to be "not kept"
+        extra = sorted(key for key in block
+                       if key not in ("type", "text") and says_something(block[key]))
         if extra:  # each block is one message (the codec checked them)
             audit.append(protocol.AuditEntry(
                 action="dropped", reason=f"a session keeps a system block's text: its "
