@@ -75,3 +75,15 @@ def test_a_model_named_on_the_command_line_reads_the_bodys_past():
     assert p.returncode == 0, p.stderr
     p = run("trim", "-q", "--model", "gpt-4o", stdin=json.dumps(body))
     assert p.returncode == 0, p.stderr
+
+
+@pytest.mark.parametrize("command", ["count", "trim"])
+@pytest.mark.parametrize("fmt", ["ctxlayer", "openai", "anthropic"])
+def test_tools_that_are_no_list_are_refused(command, fmt):
+    """`"tools": "nope"` was read past: counted as no tools (ctxlayer, openai) or as 346
+    tokens of tool definitions (anthropic), exit 0."""
+    body = {"model": "gpt-4o", "messages": HI, "tools": "nope"}
+    p = run(command, "--format", fmt, stdin=json.dumps(body))
+    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+    assert "tools: expected a list of tool definitions, got str" in p.stderr
+    assert p.stderr.count("\n") == 1 and not p.stdout, p.stderr

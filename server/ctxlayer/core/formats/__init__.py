@@ -164,6 +164,10 @@ def decode(fmt: Format, payload: dict, counter: Tokenizer, *, previous: Decoded 
         article = "an" if fmt[:1] in "aeiou" else "a"
         raise bad(key, f"missing, and the body has `{has}`: not {article} {fmt} request; read "
                        f"it as format {named}")
+    tools = payload.get("tools") if isinstance(payload, dict) else None
+    if tools is not None and not isinstance(tools, list):  # every format's is a list: a
+        # string was counted as 346 tokens of tool definitions (anthropic), or as none
+        raise bad("tools", f"expected a list of tool definitions, got {type(tools).__name__}")
     own = payload.get("model") if isinstance(payload, dict) else None
     if not model or model == own or not isinstance(payload, dict):
         decoded = _codec(fmt).decode(payload, counter, previous, whole)
