@@ -105,7 +105,7 @@ def test_schema_is_versioned_and_migrations_run_in_order(tmp_path):
     conn.commit()
     conn.close()
     store = SessionStore(tmp_path)
-    assert store.schema_version == schema.VERSION == 12
+    assert store.schema_version == schema.VERSION == 13
     old = store.get("/ws", "old")
     assert old is not None and old.revision == 0  # data kept across the migration
     assert old.system_spec is None
@@ -271,11 +271,39 @@ def test_a_folder_of_schema_11_opens_with_its_windows(tmp_path):
     conn.commit()
     conn.close()
     store = SessionStore(tmp_path)
-    assert store.schema_version == schema.VERSION == 12
+    assert store.schema_version == schema.VERSION == 13
     assert store.conversation("/ws", "c1") == ("gpt-4o", 2, b"{}")
     assert store.sent_of("/ws", ["c1"]) == {}
     store.put_sent("/ws", "c1", 2, b"sent", NOW)
     assert store.sent_of("/ws", ["c1"]) == {"c1": (2, b"sent")}
+
+
+def test_a_folder_of_schema_12_lists_its_windows_and_one_set_aside_is_not(tmp_path):
+    """A state folder written before whether a window is listed was kept (schema 12) lists
+    its windows as before; one set aside since (a title asked beside a chat) is neither
+    listed nor counted, until it is listed again or its next window is written."""
+    conn = sqlite3.connect(tmp_path / DB_NAME)
+    conn.executescript(";".join(schema.MIGRATIONS[:12]) + "; PRAGMA user_version=12;")
+    for cid, at in [("chat", "2026-01-01T00:00:01"), ("title", "2026-01-01T00:00:02")]:
+        conn.execute("INSERT INTO conversations (workspace, conversation_id, model, turn, "
+                     "body, updated_at) VALUES ('/ws', ?, 'gpt-4o', 1, x'7b7d', ?)", (cid, at))
+    conn.commit()
+    conn.close()
+    store = SessionStore(tmp_path)
+    assert store.schema_version == schema.VERSION == 13
+    assert [r[0] for r in store.recent_conversations("/ws", 10)] == ["title", "chat"]
+    store.set_listed("/ws", "title", False)
+    store.set_listed("/ws", "none kept", False)  # nothing to do
+    assert [r[0] for r in store.recent_conversations("/ws", 10)] == ["chat"]
+    assert store.count_conversations("/ws", []) == 1
+    assert store.conversation("/ws", "title") == ("gpt-4o", 1, b"{}")  # still taken up
+    store.put_conversation("/ws", "title", "gpt-4o", 2, b"{}", "2026-01-01T00:00:03")
+    assert [r[0] for r in store.recent_conversations("/ws", 10)] == ["title", "chat"]
+    store.put_conversation("/ws", "chat", "gpt-4o", 2, b"{}", NOW, listed=False)
+    assert [r[0] for r in store.recent_conversations("/ws", 10)] == ["title"]
+    store.set_listed("/ws", "chat", True)
+    assert store.count_conversations("/ws", []) == 2
+    store.close()
 
 
 def test_a_familys_kept_windows_are_its_own_and_its_forks_most_recent_first(tmp_path):

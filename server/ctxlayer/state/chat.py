@@ -24,6 +24,10 @@ if TYPE_CHECKING:
 class Conversation:
     """One live chat: its last turn and what the listing and the status bar show."""
 
+    #: whether the state folder lists its kept window (`Upkeep.keep_listing`), as this
+    #: process last wrote it; None before it wrote any (one kept before a restart)
+    kept_listed: bool | None = None
+
     def __init__(self, workspace: str, conversation_id: str, model: str,
                  source: protocol.Source) -> None:
         self.workspace = workspace

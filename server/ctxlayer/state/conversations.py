@@ -570,6 +570,8 @@ class Conversations:
             e.action not in ("dropped", "notFitted") for e in encoded.audit)
         conv.kept = []
         written, failed = self._keep(conv, turn, before)
+        # what this turn set aside, or brought back, is listed so after a restart too
+        self.upkeep.keep_listing(self._recent(workspace))
         if conv.branched_from is not None:
             log.info("live chat %s starts from the window of %s", conv.conversation_id,
                      conv.branched_from)

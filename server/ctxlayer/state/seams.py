@@ -86,6 +86,7 @@ class Chat(Protocol):
     decoded: Decoded | None  # its last turn's request as read (its payload: the client's)
     counted_with: str
     left_behind: bool  # not listed (an edit's chain left behind, a request beside a chat)
+    kept_listed: bool | None  # whether its kept window is listed, as this process wrote it
 
     def info(self) -> protocol.ConversationInfo: ...
 

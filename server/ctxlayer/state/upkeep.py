@@ -181,8 +181,10 @@ class Upkeep:
             return None
         conv.turn += 1
         conv.written, conv.again_since_written = st, False
+        conv.kept_listed = not conv.left_behind
         row = (conv.workspace, conv.conversation_id, conv.model, conv.turn, st,
-               conv.counted_with, now, _listed(conv), conv.budget_report(), _request(conv))
+               conv.counted_with, now, conv.info(), conv.budget_report(), _request(conv),
+               conv.kept_listed)
         # the store is reached on the keeping thread: the first use opens the database (a
         # chat's first turn writes its window, and a folder of a newer ctxlayer's failed it)
         task = asyncio.ensure_future(state.keep(lambda: _put(state.sessions.store, *row)))
@@ -210,6 +212,22 @@ class Upkeep:
         task = asyncio.ensure_future(self.state.keep(write))
         self._after(conv, task, "keeping what its turn sent")
         return task
+
+    def keep_listing(self, convs: Iterable[Conversation]) -> None:
+        """Keep, on the keeping thread (after the windows queued before), whether each of
+        ``convs`` is listed, where its kept window says otherwise: set aside after its window
+        was written (OpenCode's title, asked before its chat's first request), or a request
+        went on in one set aside by a turn that wrote no window. One a process never wrote a
+        window of but has a kept one (``turn``: taken up after a restart) is written once.
+        Before, a title was listed after every restart as a chat of its own."""
+        for c in convs:
+            listed = not c.left_behind
+            if c.turn == 0 or c.kept_listed is listed:
+                continue
+            c.kept_listed = listed
+            self._after(c, asyncio.ensure_future(self.state.keep(
+                _set_listed, self.state, c.workspace, c.conversation_id, listed)),
+                "keeping whether it is listed")
 
     def keep_moved(self, workspace: str, family: str, target: str, now: str) -> None:
         """Keep, on the keeping thread, that requests of ``family`` go on in ``target``'s (a
@@ -249,8 +267,8 @@ class Upkeep:
         recent windows are the ones read after a restart (`FAMILY_MOST`), and ten chats
         written at one time were read in the order of their ids."""
         todo = [(c.workspace, c.conversation_id, c.model, c.turn + 1, c.state, c.counted_with,
-                 c.updated_at or now, _listed(c), c.budget_report(), _request(c))
-                for c in convs if c.unwritten()]
+                 c.updated_at or now, c.info(), c.budget_report(), _request(c),
+                 not c.left_behind) for c in convs if c.unwritten()]
         state = self.state
 
         def write() -> None:
@@ -350,10 +368,9 @@ def _as_sent(snap: persist.Snapshot, turn: int, sent: tuple[int, bytes] | None
     return persist.as_sent(snap, last) if last is not None and last.turn == turn else snap
 
 
-def _listed(conv: Conversation) -> ConversationInfo | None:
-    """How ``conv`` is listed (ctx/conversations), kept with its window for after a restart;
-    None for one not listed (`Conversations.list`)."""
-    return None if conv.left_behind else conv.info()
+def _set_listed(state: State, workspace: str, cid: str, listed: bool) -> None:
+    """On the keeping thread: the store's first use opens the database."""
+    state.sessions.store.set_listed(workspace, cid, listed)
 
 
 def _request(conv: Conversation) -> dict | None:
@@ -363,10 +380,12 @@ def _request(conv: Conversation) -> dict | None:
 
 def _put(store: Any, workspace: str, cid: str, model: str, turn: int, st: ConversationState,
          counted_with: str, now: str, info: ConversationInfo | None = None,
-         budget: Budget | None = None, request: dict | None = None) -> None:
+         budget: Budget | None = None, request: dict | None = None,
+         listed: bool = True) -> None:
     """Write one conversation's window (its snapshot, counts and all, its listing, its
-    figures and what its ``request``'s tools were) under its id and turn, on the keeping
+    figures and what its ``request``'s tools were) under its id and turn, ``listed`` or not
+    (`Conversations.list`: not an aside, nor a chain an edit left behind), on the keeping
     thread."""
     snap = msgspec.structs.replace(persist.snapshot(st, counted_with), info=info,
                                    budget=budget, tools=persist.tools_key(request))
-    store.put_conversation(workspace, cid, model, turn, persist.encode(snap), now)
+    store.put_conversation(workspace, cid, model, turn, persist.encode(snap), now, listed)

@@ -722,16 +722,25 @@ class SessionStore:
     # --- live conversations (ctx/prepare, the gateway) ----------------------------------
 
     def put_conversation(self, workspace: str, conversation_id: str, model: str, turn: int,
-                         body: bytes, now: str) -> None:
-        """Keep a conversation's window (core/prepare/persist.py's bytes); a write of an
-        older turn than the one kept is ignored (two writes may finish out of order)."""
+                         body: bytes, now: str, listed: bool = True) -> None:
+        """Keep a conversation's window (core/prepare/persist.py's bytes), ``listed`` or not
+        by ctx/conversations; a write of an older turn than the one kept is ignored (two
+        writes may finish out of order)."""
         with self._tx() as c:
             c.execute(
                 "INSERT INTO conversations (workspace, conversation_id, model, turn, body, "
-                "updated_at) VALUES (?,?,?,?,?,?) ON CONFLICT (workspace, conversation_id) DO "
-                "UPDATE SET model=excluded.model, turn=excluded.turn, body=excluded.body, "
-                "updated_at=excluded.updated_at WHERE excluded.turn > conversations.turn",
-                (workspace, conversation_id, model, turn, body, now))
+                "updated_at, listed) VALUES (?,?,?,?,?,?,?) ON CONFLICT (workspace, "
+                "conversation_id) DO UPDATE SET model=excluded.model, turn=excluded.turn, "
+                "body=excluded.body, updated_at=excluded.updated_at, listed=excluded.listed "
+                "WHERE excluded.turn > conversations.turn",
+                (workspace, conversation_id, model, turn, body, now, int(listed)))
+
+    def set_listed(self, workspace: str, conversation_id: str, listed: bool) -> None:
+        """List a kept conversation again, or no longer (a request set aside as asked beside
+        a chat after its window was written); nothing when none is kept under that id."""
+        with self._tx() as c:
+            c.execute("UPDATE conversations SET listed=? WHERE workspace=? AND "
+                      "conversation_id=?", (int(listed), workspace, conversation_id))
 
     def conversation(self, workspace: str, conversation_id: str) -> tuple[str, int, bytes] | None:
         """(model, turn, body) of a kept conversation, None when there is none."""
@@ -766,12 +775,12 @@ class SessionStore:
         return {r[0]: (r[1], r[2]) for r in rows}
 
     def recent_conversations(self, workspace: str, most: int) -> list[tuple[str, bytes]]:
-        """(conversation id, body) of the workspace's kept conversations, the most recently
-        kept first, at most ``most`` (the time index, not a scan)."""
+        """(conversation id, body) of the workspace's kept conversations that are listed, the
+        most recently kept first, at most ``most`` (the time index, not a scan)."""
         with self._tx() as c:
             rows = c.execute("SELECT conversation_id, body FROM conversations INDEXED BY "
-                             "conversations_by_time WHERE workspace=? ORDER BY updated_at DESC "
-                             "LIMIT ?", (workspace, most)).fetchall()
+                             "conversations_by_time WHERE workspace=? AND listed ORDER BY "
+                             "updated_at DESC LIMIT ?", (workspace, most)).fetchall()
         return [(r[0], r[1]) for r in rows]
 
     def recent_windows(self, workspace: str, but: Collection[str] = (),
@@ -788,11 +797,12 @@ class SessionStore:
         return [(r[0], r[1], r[2], r[3]) for r in rows]
 
     def count_conversations(self, workspace: str, besides: Collection[str]) -> int:
-        """How many conversations the workspace keeps, not counting those in ``besides``."""
+        """How many listed conversations the workspace keeps, not counting those in
+        ``besides``."""
         names = list(besides)
         with self._tx() as c:
-            row = c.execute("SELECT COUNT(*) FROM conversations WHERE workspace=? AND "
-                            f"conversation_id NOT IN ({','.join('?' * len(names))})",
+            row = c.execute("SELECT COUNT(*) FROM conversations WHERE workspace=? AND listed "
+                            f"AND conversation_id NOT IN ({','.join('?' * len(names))})",
                             (workspace, *names)).fetchone()
         return row[0]
 

@@ -145,6 +145,13 @@ MIGRATIONS: list[str] = [
     ) WITHOUT ROWID;
     CREATE INDEX sent_by_time ON sent (workspace, updated_at);
     """,
+    # 12 -> 13: whether a kept conversation is listed (ctx/conversations): a request the
+    # client asked beside its chat (a title) is set aside after its own window was written,
+    # and kept only in memory, after a restart it was listed as a chat of its own. Set with
+    # each window, and on its own when a conversation is set aside or goes on again
+    """
+    ALTER TABLE conversations ADD COLUMN listed INTEGER NOT NULL DEFAULT 1;
+    """,
 ]
 
 VERSION = len(MIGRATIONS)

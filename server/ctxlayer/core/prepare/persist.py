@@ -95,9 +95,11 @@ class Snapshot(msgspec.Struct, kw_only=True):
     tokens: list[int] = msgspec.field(default_factory=list)
     #: each message's hash without what its parts cost, "" where that is its hash (no parts)
     shapes: list[str] = msgspec.field(default_factory=list)
-    #: the conversation as ctx/conversations listed it when this window was written, None for
-    #: one not listed (an edit's chain left behind, a request beside a chat) and in a window
-    #: written before it was kept: after a restart it is listed from here until it comes back
+    #: the conversation as ctx/conversations lists it, as of when this window was written
+    #: (whether it is listed is the store's: an aside is set aside after its window was
+    #: written); None in a window written before it was kept, and, before the store kept
+    #: that, for one not listed (an edit's chain left behind, a request beside a chat): after
+    #: a restart it is listed from here until it comes back
     info: ConversationInfo | None = None
     #: the ids of the turn's messages (None where a message had none): after a restart ctx/why
     #: of an id the turn did not hold says so (no entries would read as "kept whole"); empty
