@@ -202,3 +202,30 @@ def test_codexs_compacted_history_of_a_resumed_session_goes_on_in_its_chat(stack
                               "produced a summary of its thinking process. The build passed.")]
     assert respond(compacted) == chat
     assert listed(stack) == [chat]
+
+
+def test_qwen_codes_resumed_session_without_its_date_reminder_goes_on_in_its_chat(stack):
+    """`qwen -c` resumes the session's history, but its first user message comes without the
+    reminder of the date it opened with (the probe's: 4 text blocks of the 5 sent before).
+    Before: a chat of its own, two listed for one Qwen Code session."""
+    skills = "<system-reminder>\nThe following skills are available.\n</system-reminder>"
+    date = ("<system-reminder>\nThe current date is: Monday, December 7, 2026.\n"
+            "</system-reminder>")
+    ask = "Run ./run_tests.sh, find the failing test and fix it."
+    tools = [{"type": "function", "function": {"name": "run_shell_command",
+                                               "parameters": {"type": "object"}}}]
+    history: list[dict] = []
+    for k in range(3):
+        history += [{"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"call{k}", "type": "function",
+             "function": {"name": "run_shell_command", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": f"call{k}", "content": f"output {k}"}]
+
+    def first(*blocks: str) -> dict:
+        return {"role": "user", "content": [{"type": "text", "text": b} for b in blocks]}
+
+    chat = chat_completion(stack, QWEN, [first(skills, date, ask), *history], tools=tools)
+    resumed = [first(skills, ask), *history, {"role": "assistant", "content": "Fixed it."},
+               {"role": "user", "content": "Which file did you edit?"}]
+    assert chat_completion(stack, QWEN, resumed, tools=tools) == chat
+    assert listed(stack) == [chat]

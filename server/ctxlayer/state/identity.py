@@ -113,12 +113,19 @@ def _unmarked(value: Any) -> Any:
     return value
 
 
+#: how a block a client adds to a user message as its own note opens and ends
+REMINDER = ("<system-reminder>", "</system-reminder>")
+
+
 def _message(value: Any) -> Any:
     """A message as `shared` compares it: cache_control aside, and a text content given as a
     string the same as one text block (Claude Code sends a message of an earlier turn, a
     system message between turns, as blocks with a marker, then as a string); a Responses
     message item without its `id` (Codex's compaction sends the messages it keeps under new
-    ids: its history then shared only its first developer message with the chat's)."""
+    ids: its history then shared only its first developer message with the chat's); a user
+    message without the text blocks that are the client's reminders (`qwen -c` resumes a
+    session's history without the reminder of the date its first message had: a chat of its
+    own, listed beside the one it went on)."""
     plain = _plain(value)
     if not isinstance(plain, dict):
         return plain
@@ -130,7 +137,16 @@ def _message(value: Any) -> Any:
     elif isinstance(content, list):  # Responses' text parts read as any text part
         plain["content"] = [{**p, "type": "text"} if isinstance(p, dict) and p.get("type") in
                             ("input_text", "output_text") else p for p in content]
+        if plain.get("role") == "user":
+            plain["content"] = [p for p in plain["content"] if not _reminder(p)]
     return plain
+
+
+def _reminder(block: Any) -> bool:
+    """Whether a content block is a text that is a client's reminder alone."""
+    text = block.get("text") if isinstance(block, dict) and block.get("type") == "text" else None
+    return isinstance(text, str) and text.strip().startswith(REMINDER[0]) \
+        and text.strip().endswith(REMINDER[1])
 
 
 def shared(before: list, now: list) -> int:
