@@ -146,6 +146,18 @@ class RawDaemon:
         return await self.proc.wait()
 
 
+def exchanges(count: int, words: int, last: str, sep: str = "_") -> list[dict]:
+    """``count`` questions, each answered, of ``words`` distinct words apiece, then the
+    question ``last``: a session's history in the openai format."""
+    msgs = []
+    for k in range(count):
+        msgs.append({"role": "user", "content": f"Question {k}: "
+                     + " ".join(f"q{k}{sep}{j}" for j in range(words))})
+        msgs.append({"role": "assistant", "content": f"Answer {k}: "
+                     + " ".join(f"a{k}{sep}{j}" for j in range(words))})
+    return [*msgs, {"role": "user", "content": last}]
+
+
 async def started(env: dict[str, str], root: Path, **options: Any) -> RawDaemon:
     """A daemon on ``env``'s state folder, initialized on ``root`` for gpt-4o with
     ``options`` (initializationOptions: contextWindow, ...)."""

@@ -14,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import hermetic_env, make_repo, result, started
+from conftest import exchanges, hermetic_env, make_repo, result, started
 
 pytestmark = pytest.mark.e2e
 
@@ -22,13 +22,7 @@ SESSION = {"sessionId": "s", "format": "openai"}
 
 
 def history() -> list[dict]:
-    msgs = []
-    for k in range(20):
-        msgs.append({"role": "user", "content": f"Question {k}: "
-                     + " ".join(f"q{k}_{j}" for j in range(60))})
-        msgs.append({"role": "assistant", "content": f"Answer {k}: "
-                     + " ".join(f"a{k}_{j}" for j in range(60))})
-    return [*msgs, {"role": "user", "content": "Final question?"}]
+    return exchanges(20, 60, "Final question?")
 
 
 def duplicates(entries: list[dict]) -> int:

@@ -14,19 +14,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import RawDaemon, hermetic_env, make_repo, result, started
+from conftest import RawDaemon, exchanges, hermetic_env, make_repo, result, started
 
 pytestmark = pytest.mark.e2e
 
 
 def history() -> list[dict]:
-    msgs = []
-    for k in range(10):
-        msgs.append({"role": "user", "content": f"Question {k}: "
-                     + " ".join(f"q{k}w{j}" for j in range(80))})
-        msgs.append({"role": "assistant", "content": f"Answer {k}: "
-                     + " ".join(f"a{k}w{j}" for j in range(80))})
-    return [*msgs, {"role": "user", "content": "latest?"}]
+    return exchanges(10, 80, "latest?", sep="w")
 
 
 async def _assemble(daemon: RawDaemon, rid: str, params: dict) -> dict:
@@ -65,13 +59,7 @@ async def test_a_one_off_small_budget_does_not_summarize_the_session_for_good(ow
 
 def longer_history() -> list[dict]:
     """20 exchanges and a question: over a budget of 6,000 whole (the session compacts)."""
-    msgs = []
-    for k in range(20):
-        msgs.append({"role": "user", "content": f"Question {k}: "
-                     + " ".join(f"q{k}_{j}" for j in range(60))})
-        msgs.append({"role": "assistant", "content": f"Answer {k}: "
-                     + " ".join(f"a{k}_{j}" for j in range(60))})
-    return [*msgs, {"role": "user", "content": "Final question?"}]
+    return exchanges(20, 60, "Final question?")
 
 
 def _verbatim(assembled: dict) -> list[str]:
