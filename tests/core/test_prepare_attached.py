@@ -202,7 +202,8 @@ def test_a_file_cut_to_its_share_is_not_cut_further_when_a_request_is_a_few_toke
     (430 tokens) on the first turn; at the fourth the request was a few tokens over after
     its step, and the last resort cut the file to 108 tokens ("middle of long code blocks
     cut to 10+10 lines"), kept so on later turns with 250 to 320 tokens free. The summaries
-    give first now, and the file keeps its 430 tokens on every turn."""
+    give first now; the file (cut by its lines, numbered, to 479 tokens) gives once what is
+    over and a tenth of the budget (335 tokens), and keeps that on every later turn."""
     files = {"big.py": code("f", 2000)}
     state, sizes = None, []
     for n in range(1, 8):
@@ -213,7 +214,8 @@ def test_a_file_cut_to_its_share_is_not_cut_further_when_a_request_is_a_few_toke
         sizes.append(tokens)
         assert "def f_0(x)" in text and "def f_1999(x)" in text
         assert any(m.content.startswith(f"QUESTION_{n - 1} ") for m in turn.messages)
-    assert min(sizes) == max(sizes) == sizes[0] > 400, sizes
+    changed = [n for n in range(1, len(sizes)) if sizes[n] != sizes[n - 1]]
+    assert len(changed) <= 1 and min(sizes) > 300, sizes
 
 
 def test_a_file_cut_shorter_than_the_room_allows_grows_back_on_a_later_turn():
@@ -264,17 +266,19 @@ def test_files_cut_to_fit_leave_room_for_the_next_question():
     assert len(set(shown[1:])) == 1, [WORDS.count(t) for t in shown]
 
 
-def test_a_file_cut_by_its_ends_says_which_line_ranges_it_keeps():
+@pytest.mark.parametrize("count", [1, 2])
+def test_a_file_cut_by_its_ends_says_which_line_ranges_it_keeps(count):
     """Each file cut by its first and last lines names the ranges it keeps, by line number,
     and those are its lines: aider's edit format quotes them, and the model knows what is
-    missing. Before, the cut was a bare "[...]"."""
+    missing. Before, the cut was a bare "[...]"; one file alone (aider's most common case)
+    was cut by the text's head and tail, "[... 673 lines omitted ...]"."""
     files = {f"mod{k}.py": "".join(f"def f{k}_{j}(x): return x + {j}\n" for j in range(220))
-             for k in range(2)}
-    turn = prepare_turn(None, aider_request(1, files), 1500, WORDS)
+             for k in range(count)}
+    turn = prepare_turn(None, aider_request(1, files), 1500 - 500 * (2 - count), WORDS)
     text = files_shown(turn)[0]
     marks = re.findall(r"\[\.\.\. lines (\d+)-(\d+) cut: lines 1-(\d+) and (\d+)-(\d+) of "
                        r"(\d+) kept \.\.\.\]", text)
-    assert len(marks) == 2, text
+    assert len(marks) == count, text
     for k, (cut_from, cut_to, head, resume, last, total) in enumerate(marks):
         assert (int(cut_from), int(resume), last, total) == (int(head) + 1, int(cut_to) + 1,
                                                            "220", "220")

@@ -146,3 +146,11 @@ def test_a_pasted_log_after_blank_lines_is_shortened_as_without_them(lead):
         shortened.append(got[0].content)
     assert shortened[1] == shortened[0]
     assert shortened[1].count("INFO step 0 ok") == 1
+
+
+def test_a_log_pasted_in_one_fence_is_outlined_not_cut_by_its_ends():
+    """One fenced block is cut by its first and last lines, numbered (a file added to aider),
+    unless it reads as a log: then its outline keeps its errors."""
+    log = "\n".join(ERROR if k == 300 else f"2026-01-01 INFO step {k} ok" for k in range(600))
+    text, tokens = _shortened("```\n" + log + "\n```", 300)
+    assert tokens <= 300 and ERROR in text and "lines 1-" not in text

@@ -19,6 +19,7 @@ import msgspec
 
 from ctxlayer.core.compress.facts import Named, NamedFacts
 from ctxlayer.core.compress.ledger import facts_cut
+from ctxlayer.core.compress.logs import looks_like_log
 from ctxlayer.core.compress.tool_output import (
     CompressedOutput,
     Counter,
@@ -107,16 +108,20 @@ BLOCK_LINES_MIN = 3
 
 
 def _each_block(text: str, cap: int, counter: Counter) -> CompressedOutput | None:
-    """A user's text holding two code blocks or more (the files aider's user added, each
-    fenced under its path; a question between two pasted files) within ``cap`` tokens: the
-    prose whole, every block its first and last lines, as many as the cap lets each keep,
-    verbatim, so the model can quote them, the cut naming the line ranges kept; None when the text fits, has fewer blocks, or even
+    """A user's text made of code blocks (the files aider's user added, each fenced under
+    its path; a question between two pasted files) within ``cap`` tokens: the prose whole,
+    every block its first and last lines, as many as the cap lets each keep, verbatim, so
+    the model can quote them, the cut naming the line ranges kept; None when the text fits,
+    is mostly prose, its one block reads as a log (its outline keeps the errors), or even
     BLOCK_LINES_MIN lines a block are over the cap. Cut as one text, six added files of 17k
-    tokens kept the start of the first and the end of the last, none of the four between."""
+    tokens kept the start of the first and the end of the last, none of the four between;
+    one added file (aider's most common case) was cut with no line numbers."""
     from ctxlayer.core.trim.truncate import truncate_blocks  # the trim engine's cut (it imports
     # this module: here, not at the top)
 
-    if text.count("```") + text.count("~~~") < 4 or _in_blocks(text) < BLOCKS_SHARE * len(text):
+    fences = text.count("```") + text.count("~~~")
+    if fences < 2 or _in_blocks(text) < BLOCKS_SHARE * len(text) \
+            or (fences < 4 and looks_like_log(text)):
         return None
     before = counter.count(text)
     if before <= cap:
