@@ -102,13 +102,14 @@ async def test_a_request_sent_again_after_a_restart_at_the_same_budget_gets_the_
     """The window taken up after a restart was read as fitted to a budget of 0, so a result
     under half of its budget (391 of 800 after a summary step) was made again at the same
     budget: the retry of a failed upstream call after a restart went out as 611 tokens,
-    13 messages summarized anew, 8 tokens of the 391 cached reused."""
+    13 messages summarized anew, 8 tokens of the 391 cached reused. At 900: with the task
+    kept whole in its summary (stop 68) the result at 800 was 440, no longer the case."""
     base = WORLD / "same-budget-across-restart"
     env, root = hermetic_env(base), make_repo(base / "repo")
 
     async def ask(daemon: RawDaemon, turns: int) -> dict:
         return await result(daemon, "ctx/prepare", {
-            "format": "anthropic", "request": tool_loop(turns), "budget": 800,
+            "format": "anthropic", "request": tool_loop(turns), "budget": 900,
             "conversationId": "c1"})
 
     daemon = await RawDaemon.start(env=env)
@@ -118,7 +119,7 @@ async def test_a_request_sent_again_after_a_restart_at_the_same_budget_gets_the_
         before = await ask(daemon, 5)
     finally:
         assert await daemon.close() == 0
-    assert before["tokens"] < 400 and before["notice"], before["tokens"]  # the case at hand
+    assert before["tokens"] < 450 and before["notice"], before["tokens"]  # the case at hand
     daemon = await RawDaemon.start(env=env)
     try:
         await daemon.initialize(root)
