@@ -18,7 +18,7 @@ from ctxlayer.state.session_service import chat_session
 
 if TYPE_CHECKING:
     from ctxlayer.core.formats import Decoded
-    from ctxlayer.state.upkeep import Kept
+    from ctxlayer.state.upkeep import Fork, Kept
 
 
 class Conversation:
@@ -65,7 +65,7 @@ class Conversation:
         #: a window is kept under its id (`upkeep.Found.id_kept`), and the family keeps older
         #: windows than those read (`upkeep.Found.beyond`)
         self.id_kept = self.kept_beyond = False
-        self.forks_of: list[Kept] = []  # other chats' kept windows it may fork (a new chat)
+        self.forks_of: list[Fork] = []  # other chats' kept windows it may fork (a new chat)
         self.counted_with = ""  # the name of the counter of the last turn (kept with it)
         self.turn = 0  # windows written to the state folder (newer writes win)
         #: the state whose window was written last: a conversation forgotten from memory

@@ -73,7 +73,7 @@ from ctxlayer.state.chatcodec import (
     unfittable,
 )
 from ctxlayer.state.session_service import chat_of, chat_session
-from ctxlayer.state.upkeep import Found, Kept, Upkeep
+from ctxlayer.state.upkeep import Fork, Found, Kept, Upkeep
 from ctxlayer.store.db import FAMILY_MOST, StoreError, describe_store_error
 
 if TYPE_CHECKING:  # protocols: the State imports this module, the Caller names the State
@@ -1031,7 +1031,7 @@ def _tools_reused(turn: Turn, tools: int, last: Any, took: Kept | None, request:
     return dataclasses.replace(turn, cache_reuse_tokens=turn.cache_reuse_tokens + tools)
 
 
-def _kept_start(kept: list[Kept], forks_of: list[Kept], messages: list, counter: Any,
+def _kept_start(kept: list[Kept], forks_of: list[Fork], messages: list, counter: Any,
                 previous: ConversationState | None, family: str | None,
                 restored: frozenset[str]) -> tuple[ConversationState | None, Kept | None,
                                                    list[str], frozenset[str]]:
@@ -1051,8 +1051,8 @@ def _kept_start(kept: list[Kept], forks_of: list[Kept], messages: list, counter:
         found = persist.resume_best([k[2] for k in forks_of], messages, counter,
                                     DEFAULT_POLICY, beyond=previous, least=1)
         if found is not None:
-            fork = forks_of[found[0]]
-            return found[1], None, [fork[0]], frozenset(fork[2].restored)
+            # the ids restored in that chat, as the state made of its window holds them
+            return found[1], None, [forks_of[found[0]][0]], frozenset(found[1].restored)
     return previous, None, [], restored
 
 
