@@ -28,6 +28,9 @@ says the cache reuse of its prefix against the request sent last, never more. Bo
 of that request's tool definitions and tool choice (`tools_key`): the tools open the prompt the
 provider caches, and the first request after a restart that repeats them reuses them, as the
 request in memory told it before.
+Of several kept windows (a family's, the forks a new chat may start from) the one a request
+agrees with the furthest is taken up (`resume_best`); a window read only for what judging that
+needs (`KeptWindow`: its hashes) is decoded whole once it is the one.
 Pure: no I/O (the state stores the bytes).
 """
 
