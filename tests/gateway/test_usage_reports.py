@@ -114,3 +114,27 @@ def test_an_absurd_count_is_taken_as_far_as_the_calibration_takes_it(tmp_path):
     assert budgets[-1].used == ours
     assert bias == 2.0
     assert budgets[-1].percent < 100
+
+
+def test_a_live_chat_carries_its_error_band_from_its_first_turn(tmp_path):
+    """A Claude chat's counts are ours, off the provider's by up to the model table's band
+    (±10%) until its usage reports calibrate them, and never narrower than it: the status
+    bars show `±N%` from what the budget carries. Before, a live chat's budget carried no
+    band at all (only a session's did): the README's `(4.1k cached, ±10%)` never showed."""
+    messages: list[dict] = []
+    with fresh_stack(tmp_path, counts={MODEL: 1.3}) as stack:
+        workspaces: list[str] = []
+        stack.state.events.budget_listeners.append(
+            lambda workspace, budget, caller=None: workspaces.append(workspace))
+        budgets = published(stack)
+        for turn in range(4):
+            messages += [{"role": "user", "content": prose(f"question {turn}", 300 * (turn + 1))}]
+            ask(stack, messages, "banded")
+            stack.reported()
+            messages += [{"role": "assistant", "content": "ok"}]
+        kept = stack.state.sessions.band(workspaces[-1], budgets[-1].session_id, MODEL)
+    live = [b for b in budgets if b.live]
+    assert len(live) >= 4 and all(b.error_band is not None and b.error_band >= 0.1
+                                  for b in live), [b.error_band for b in live]
+    # once reports came, the band is the chat's calibration's (as ctx/session/budget says)
+    assert live[-1].error_band == kept

@@ -48,6 +48,9 @@ class Conversation:
         self.window: int | None = None  # the model's whole context window (Budget.window)
         self.bias = 1.0  # billed / counted, from the session's calibration
         self.reports = 0  # usage reports taken: a bias read before the last one is older
+        #: how far off our count may be (`Budget.error_band`): the model table's until usage
+        #: reports calibrate it (`SessionService.band`), None for an exact one
+        self.band: float | None = None
         #: its last turn went as it came, its history the provider's (`previous_response_id`):
         #: the provider's count of it says nothing of our counts
         self.provider_history = False
@@ -178,4 +181,4 @@ class Conversation:
                                       history=max(0, self.tokens - self.system_tokens)),
             model=self.model, session_id=self.session_id, next_compaction_at=self.budget,
             conversation_id=self.conversation_id, source=self.source,
-            cached_tokens=self.cached_tokens, window=self.window)
+            cached_tokens=self.cached_tokens, window=self.window, error_band=self.band)

@@ -144,7 +144,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-def _table_band(model: str) -> float:
+def table_band(model: str) -> float:
+    """How far off our count of ``model``'s prompts may be, relative, by the model table."""
     from ctxlayer.tokenizers import model_info
 
     return model_info(model).uncertainty
@@ -181,7 +182,7 @@ class SessionService:
         self.default_budget = default_budget
         self.clock = clock
         # the model table's error band, shown until usage reports calibrate it
-        self.prior_band = prior_band or _table_band
+        self.prior_band = prior_band or table_band
         #: a workspace's settings, read where they live (the state's policies) each time: a
         #: workspace configured while the service opened on another thread is not missed
         self.settings_of = settings_of or _default_settings
@@ -640,9 +641,15 @@ class SessionService:
         return measure(history, state, inp, live.counter, model=live.row.model,
                        session_id=live.row.session_id, error_band=band)
 
-    def _band(self, live: LiveSession) -> float | None:
-        band = self._calibration(live).error_band(live.row.model, self.prior_band(live.row.model))
-        return round(band, 4) or None
+    def _band(self, live: LiveSession, model: str | None = None) -> float | None:
+        model = live.row.model if model is None else model
+        return round(self._calibration(live).error_band(model, self.prior_band(model)), 4) or None
+
+    def band(self, workspace: str, session_id: str, model: str) -> float | None:
+        """The error band (`Budget.error_band`) of the session's counts for ``model``: its
+        calibration's spread, never narrower than the model table's; None for exact counts."""
+        with self._lock:
+            return self._band(self._get(workspace, session_id), model)
 
     def assembled(self, workspace: str, session_id: str) -> protocol.Budget:
         """What the session's last assembly in this process sent, as a Budget (also at a
