@@ -95,10 +95,13 @@ def _after_head(text: str, head: str, cap: int, counter: Counter, named: Named,
     in its own section of them: a 600-line log sent steps 0-54 twice, 26% of it, where more
     of the log would have gone. A head that ends inside its first line (cut to its first
     words) leaves the text to be outlined whole: the rest of that line is in no other part."""
+    # ``text`` is the text read with its leading blanks stripped: where it starts in it
+    start = len(read.text) - len(text)
     if not text.startswith(head + "\n") or head.endswith("…"):
-        return _noted(text, cap, counter, named, read)
-    # ``text`` is the text read with its leading blanks stripped: where what follows starts
-    rest = read.after(len(read.text) - len(text) + len(head) + 1)
+        # the log's lines as read, not read again from the blanks on
+        whole = read.after(start) if start else read
+        return _noted(whole.text, cap, counter, named, whole)
+    rest = read.after(start + len(head) + 1)
     return _noted(rest.text, cap, counter, NamedFacts(rest.text), rest)
 
 

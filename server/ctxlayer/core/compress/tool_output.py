@@ -261,15 +261,29 @@ class Reading:
         return self._outline
 
     def after(self, start: int) -> Reading:
-        """A reading of the text from ``start`` on (just after a newline: what follows its
-        first lines), taking over the log's lines already read here: only its first lines
-        differ."""
+        """A reading of the text from ``start`` on (what follows its first lines, or its
+        leading blanks), taking over the log's lines already read here: only the line
+        ``start`` falls in, or none when it starts one, is read again."""
         rest = Reading(self.text[start:])
-        # "\r\n" is one line break: cut between the two, the lines would not be the same
-        if self._outline is not None and start >= 1 and self.text[start - 1] == "\n" \
-                and not self.text.startswith("\r", start - 2):
-            rest._outline = self._outline.after(len(self.text[:start].splitlines()))
+        if self._outline is None or start <= 0:
+            return rest
+        before = self.text[:start]
+        # where a line break falls between ``start`` and the character before it (one
+        # `str.splitlines` reads as one: "\r\n" is one, cut between the two it is not)
+        whole = len((before + "x").splitlines()) - len(before.splitlines()) == 1
+        if before.endswith("\r") and self.text.startswith("\n", start):
+            return rest
+        if whole:
+            rest._outline = self._outline.after(len(before.splitlines()))
+        else:
+            end = _LINE_BREAK.search(self.text, start)
+            lead = self.text[start:end.start() if end else len(self.text)]
+            rest._outline = self._outline.after(len(before.splitlines()), lead)
         return rest
+
+
+#: what `str.splitlines` breaks a text at
+_LINE_BREAK = re.compile("\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 def compress_tool_output(text: str, cap_tokens: int, counter: Counter, *,
