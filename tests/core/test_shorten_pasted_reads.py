@@ -44,7 +44,7 @@ def fresh(self: Reading, start: int) -> Reading:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10**6), lines=st.integers(1, 60), cut=st.integers(0, 59),
-       lead=st.sampled_from(["", "r", "  x {", "Error: late"]))
+       lead=st.sampled_from([None, "", "r", "  x {", "Error: late"]))
 def test_a_logs_outline_after_some_lines_is_that_of_a_fresh_read(seed, lines, cut, lead):
     """Its units are read only until one comes out as one of the whole's (an `at` stack
     after the cut takes no message line from before it; a traceback cut in its middle is
@@ -55,7 +55,9 @@ def test_a_logs_outline_after_some_lines_is_that_of_a_fresh_read(seed, lines, cu
     cut = min(cut, len(raw))
     whole = LogOutline(text)
     rest_text = "".join(raw[cut:])
-    if lead:  # the end of the line before, then its line break
+    if lead == "" and not rest_text:  # a text cut at its end: nothing left, not a line
+        lead = None
+    if lead is not None:  # the end of the line before, then its line break
         rest_text = lead + "\n" + rest_text if rest_text else lead
     got, want = whole.after(cut, lead), LogOutline(rest_text)
     assert (got.total, got.repeats, got.nonblank) == (want.total, want.repeats, want.nonblank)
@@ -138,3 +140,18 @@ def test_a_text_cut_to_its_first_words_is_not_read_again_from_its_blanks_on(monk
     assert short is not None and short.text.startswith("please word0")
     assert calls["prepare"] == 2  # the whole text, then its first line alone
     assert calls["score"] <= 3002 + 5
+
+
+@pytest.mark.parametrize("blanks", [" ", "\n", "\r\n", "\r", " \n\t ", "\x0c", "\u2028 ", "\n\x0b",
+                                    "\x85\n "])
+def test_a_reading_from_within_leading_blanks_is_that_of_a_fresh_read(blanks):
+    """Wherever ``start`` falls among the blanks (between the two of a "\\r\\n" too), the
+    log's lines taken over from the whole read outline as the part read anew."""
+    text = blanks + QUESTION + "\n" + make_log(random.Random(7), 80)
+    whole = Reading(text)
+    whole.log()
+    for start in range(1, len(blanks) + 2):
+        got = whole.after(start)
+        assert got.text == text[start:]
+        for keep in (3, 20):
+            assert got.log().render(keep) == LogOutline(text[start:]).render(keep)

@@ -94,7 +94,8 @@ def _after_head(text: str, head: str, cap: int, counter: Counter, named: Named,
     ``text``, sent before it; ``text`` is what ``read`` read, its leading blanks stripped). Outlined whole, a log's outline showed its first lines again
     in its own section of them: a 600-line log sent steps 0-54 twice, 26% of it, where more
     of the log would have gone. A head that ends inside its first line (cut to its first
-    words) leaves the text to be outlined whole: the rest of that line is in no other part."""
+    words) leaves the text to be outlined whole: the rest of that line is in no other part
+    (from the log as ``read`` read it: only the line its leading blanks end in read again)."""
     # ``text`` is the text read with its leading blanks stripped: where it starts in it
     start = len(read.text) - len(text)
     if not text.startswith(head + "\n") or head.endswith("…"):

@@ -265,8 +265,8 @@ class Reading:
         leading blanks), taking over the log's lines already read here: only the line
         ``start`` falls in, or none when it starts one, is read again."""
         rest = Reading(self.text[start:])
-        if self._outline is None or start <= 0:
-            return rest
+        if self._outline is None or not 0 < start < len(self.text):
+            return rest  # nothing read, or nothing left to read
         before = self.text[:start]
         # where a line break falls between ``start`` and the character before it (one
         # `str.splitlines` reads as one: "\r\n" is one, cut between the two it is not)
