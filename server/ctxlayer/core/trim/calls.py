@@ -22,10 +22,10 @@ ARGUMENTS = "arguments"
 
 
 def _arguments(w: Work, i: int) -> list[int]:
-    """Tokens of the arguments of message i's calls as they came: a warm fact (the estimate,
-    the candidate test and the outline each ask, for the 67 calls of a 1M-token chat every
-    turn), held while message i is the one whose text it was read with (the cache keeps
-    facts only for the messages a re-trim shares with the last one)."""
+    """Tokens of the arguments of each of message i's calls as they came (their sum is
+    `w.arguments[i]`): a warm fact for the outline, held while message i is the one whose
+    text it was read with (the cache keeps facts only for the messages a re-trim shares with
+    the last one)."""
     facts = w.facts(ARGUMENTS)
     m = w.msgs[i]
     hit = facts[i] if facts is not None else None
@@ -42,12 +42,7 @@ def outlinable(w: Work, i: int, cap: int) -> bool:
     have not been outlined yet."""
     m = w.msgs[i]
     return bool(m.tool_calls) and w.alive[i] and not m.pinned and i not in w.calls \
-        and sum(_arguments(w, i)) > cap
-
-
-def estimate(w: Work, i: int, cap: int) -> int:
-    """Tokens of message i once its calls' arguments are outlined to ``cap`` (about)."""
-    return w.tokens[i] - max(0, sum(_arguments(w, i)) - cap)
+        and w.arguments[i] > cap
 
 
 def _outlined(w: Work, i: int, cap: int, memo: Memo) -> list[ToolCall] | None:
@@ -92,7 +87,7 @@ def regrow_calls(w: Work, budget: int, cap: int, memo: Memo) -> None:
             continue
         count = w.counter.count
         now = sum(count(c.arguments) for c in w.calls[i])
-        whole = sum(_arguments(w, i))
+        whole = w.arguments[i]
         if whole <= now + left:
             calls, said = list(w.msgs[i].tool_calls or ()), "kept whole"
         else:

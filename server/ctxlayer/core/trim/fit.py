@@ -144,15 +144,18 @@ class Shortener:
         message was a third of this walk)."""
         w = self.w
         facts = w.facts(("estimate", self.tool_cap, self.head, self.tail, self.name_facts))
-        content, tokens, msgs = w.content, w.tokens, w.msgs
+        content, tokens, msgs, arguments = w.content, w.tokens, w.msgs, w.arguments
+        cap = self.tool_cap if self.calls else None
         window: list[int] = []
         acc = now = 0
         for i in order:
             m = msgs[i]
             if m.pinned:  # as it is
                 low = tokens[i]
-            elif m.tool_calls:  # making calls: their arguments outlined, the text as it is
-                low = calls.estimate(w, i, self.tool_cap) if self.calls else tokens[i]
+            elif m.tool_calls:  # making calls: their arguments outlined to the cap (about:
+                # what is over it saved), the text as it is
+                low = tokens[i] if cap is None or arguments[i] <= cap \
+                    else tokens[i] - (arguments[i] - cap)
             else:
                 hit = facts[i] if facts is not None else None
                 text = content[i]
@@ -258,9 +261,11 @@ def shorten_longest(w: Work, candidates: Iterable[int], over: int, sh: Shortener
     be cut is skipped and the next one tried (gptme stops there); a call is cut by its long
     arguments. Returns what is left of `over` (<= 0 when done)."""
     msgs, alive, tokens, cap = w.msgs, w.alive, w.tokens, sh.tool_cap
-    # truncatable(), inline: a call each was a third of this walk
+    arguments, outlined = w.arguments, w.calls
+    # truncatable() and calls.outlinable(), inline: a call each was a third of this walk
     heap = [(-tokens[i], i) for i in candidates if alive[i] and not msgs[i].pinned
-            and (not msgs[i].tool_calls or sh.calls and calls.outlinable(w, i, cap))]
+            and (not msgs[i].tool_calls or sh.calls and i not in outlined
+                 and arguments[i] > cap)]
     heapq.heapify(heap)
     while over > 0 and heap:
         _, i = heapq.heappop(heap)

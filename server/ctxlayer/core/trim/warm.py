@@ -32,7 +32,7 @@ MAX_TAILS = 8
 
 
 class TrimCache:
-    __slots__ = ("base", "counter", "extra", "facts", "fmt", "groups", "lists", "msgs",
+    __slots__ = ("arguments", "base", "counter", "extra", "facts", "fmt", "groups", "lists", "msgs",
                  "reused", "tails", "tokens")
 
     def __init__(self) -> None:
@@ -41,6 +41,7 @@ class TrimCache:
         self.fmt: MessageFormat | None = None
         self.extra: list[int] = []  # tokens beyond the text, per message
         self.tokens: list[int] = []  # tokens of the message as it came, per message
+        self.arguments: list[int] = []  # tokens of its calls' arguments, per message
         #: kind -> per position (the text it was derived from, the fact), or None
         self.facts: dict[Hashable, list[tuple[str, Any] | None]] = {}
         #: the tool groups of the messages the last trim linked, while they lead this trim's
@@ -72,10 +73,12 @@ class TrimCache:
         return k
 
     def keep(self, msgs: list[Message], same: int, counter: Tokenizer, fmt: MessageFormat,
-             extra: list[int], tokens: list[int]) -> None:
-        """Remember this trim's messages; facts past the shared prefix are forgotten."""
+             extra: list[int], tokens: list[int], arguments: list[int]) -> None:
+        """Remember this trim's messages; facts past the shared prefix are forgotten.
+        ``arguments`` is read, never changed, by the trim (kept as it is, not copied)."""
         self.msgs, self.counter, self.fmt = msgs, counter, fmt
         self.extra, self.tokens, self.reused = extra, tokens, same
+        self.arguments = arguments
         if len(self.facts) > MAX_KINDS:
             self.facts.clear()
         for key in [key for key, tail in self.tails.items() if tail.start > same]:

@@ -26,6 +26,7 @@ class Work:
 
     __slots__ = (
         "alive",
+        "arguments",
         "cache",
         "calls",
         "changed",
@@ -60,21 +61,31 @@ class Work:
         self.content = [m.content for m in self.msgs]
         self.original = list(self.content)
         same = cache.shared(self.msgs, counter, fmt) if cache is not None else 0
-        extra, tokens = (cache.extra[:same], cache.tokens[:same]) if same else ([], [])
+        extra, tokens, arguments = (cache.extra[:same], cache.tokens[:same],
+                                    cache.arguments[:same]) if same else ([], [], [])
         # tokens a message costs beyond its text: per-message overhead, tool calls and the
-        # non-text parts (images, documents), which are never shortened
+        # non-text parts (images, documents), which are never shortened; and its calls'
+        # arguments alone, as they came (what outlining them can save: calls.py asks it of
+        # every call in reach each turn, a call and a cache lookup each)
         for m in self.msgs[same:]:
             e = fmt.per_message + (m.parts_tokens or 0)
+            a = 0
             for c in m.tool_calls or ():
-                e += fmt.per_tool_call + counter.count(c.name) + counter.count(c.arguments)
+                e += fmt.per_tool_call + counter.count(c.name)
+                size = counter.count(c.arguments)
+                e += size
+                a += size
             extra.append(e)
+            arguments.append(a)
         texts = self.content[same:]
         many = getattr(counter, "count_many", None)
         counts = many(texts) if many else [counter.count(c) for c in texts]
         tokens += [c + e for c, e in zip(counts, extra[same:], strict=True)]
         if cache is not None:
-            cache.keep(self.msgs, same, counter, fmt, list(extra), list(tokens))
+            cache.keep(self.msgs, same, counter, fmt, list(extra), list(tokens), arguments)
         self.extra, self.tokens = extra, tokens
+        #: tokens of message i's calls' arguments as it came (0: it makes none); never changed
+        self.arguments = arguments
         self.described = cache.column("describe") if cache is not None else None
         self.labels = cache.column("label") if cache is not None else None
         self.pinned: dict[bool, list[int]] = {}  # fixed_set's P0 indices, found once
