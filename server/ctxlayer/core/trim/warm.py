@@ -64,13 +64,7 @@ class TrimCache:
         counter and format: the counts depend on them."""
         if counter is not self.counter or fmt != self.fmt:
             return 0
-        old = self.msgs
-        n, k = min(len(old), len(msgs)), 0
-        if msgs[:n] == old[:n]:  # the usual turn, a chat grown at its end: compared in C
-            return n
-        while k < n and (msgs[k] is old[k] or msgs[k] == old[k]):
-            k += 1
-        return k
+        return common_prefix(msgs, self.msgs)
 
     def keep(self, msgs: list[Message], same: int, counter: Tokenizer, fmt: MessageFormat,
              extra: list[int], tokens: list[int], arguments: list[int]) -> None:
@@ -131,6 +125,24 @@ class TrimCache:
         if facts is None:
             facts = self.facts[kind] = [None] * len(self.msgs)
         return facts
+
+
+def common_prefix(new: list, old: list) -> int:
+    """How many leading items of ``new`` and ``old`` are equal, found by halving with list
+    comparisons in C (each compares an item by identity first): the usual turn, a chat grown
+    at its end, is one comparison; a turn whose last message is another (a question edited and
+    sent again) a few, where a loop in Python compared all 454 messages of a 1M-token chat."""
+    n = min(len(old), len(new))
+    if new[:n] == old[:n]:
+        return n
+    lo, hi = 0, n  # new[:lo] == old[:lo], new[:hi] != old[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if new[lo:mid] == old[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def remembered(facts: list[tuple[str, Any] | None] | None, i: int, text: str,
