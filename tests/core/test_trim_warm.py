@@ -243,3 +243,32 @@ def test_the_shared_prefix_of_a_chat_with_another_last_message_is_found_by_halvi
         assert cache.shared(changed, COUNTER, fmt) == at
         assert _Reads.reads <= 2 * (len(chat).bit_length() + 1)
     assert cache.shared(_Reads([*chat, other]), COUNTER, fmt) == len(chat)
+
+
+def test_a_re_trim_strips_the_shared_prefix_s_reasoning_as_the_last_turn_did():
+    """Stripping an earlier turn's reasoning reads only that message (its text, cost, extra
+    tokens): a re-trim after one more message makes the last turn's strip again, its entry the
+    very same, without counting the stripped text again (a warm turn of a 1M-token chat
+    stripped and counted the same 49 messages). A message changed since is stripped anew."""
+    chat = []
+    for k in range(6):
+        chat += [Message(role="user", id=f"u{k}", content=f"question {k}"),
+                 Message(role="assistant", id=f"a{k}",
+                         content=f"<think>{'why ' * 30}{k}</think> answer {k}")]
+    memo, cache, counter = Memo(), TrimCache(), _Counting()
+    first = trim([*chat, Message(role="user", id="q", content="so?")], 10_000, counter,
+                 memo=memo, cache=cache)
+    stripped = [e for e in first.truncated if e.reason.startswith("reasoning block")]
+    assert len(stripped) == 5  # all but the latest turn's
+    counter.counted.clear()
+    grown = [*chat, Message(role="user", id="q", content="and now?")]
+    warm = trim(grown, 10_000, counter, memo=memo, cache=cache)
+    assert counter.counted == ["and now?"]
+    assert [id(e) for e in warm.truncated] == [id(e) for e in stripped]
+    assert warm == trim(grown, 10_000, COUNTER)
+    edited = [*grown[:3], Message(role="assistant", id="a1", content="<think>no</think> other"),
+              *grown[4:]]
+    again = trim(edited, 10_000, counter, memo=memo, cache=cache)
+    assert again == trim(edited, 10_000, COUNTER)
+    (anew,) = [e for e in again.truncated if e.index == 3]
+    assert id(anew) not in {id(e) for e in stripped}

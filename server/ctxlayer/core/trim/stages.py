@@ -78,18 +78,27 @@ def prune_ephemeral(w: Work) -> None:
 def strip_old_reasoning(w: Work, memo: Memo) -> None:
     """Reasoning blocks of earlier assistant turns are removed; the latest turn keeps its own.
     Only the assistant messages that hold a reasoning tag are looked at (found once a message
-    on the warm path); the others have nothing to strip."""
+    on the warm path); the others have nothing to strip. Stripping a message reads only it (its
+    text, cost and extra tokens): when those are what they were the last turn, the change made
+    then (its text, figures and entry) is made again (`Work.redo_change`), nothing counted (a
+    warm turn of a 1M-token chat strips the same 49 messages)."""
     tagged = w.where("reasoning", _has_reasoning)
     if not tagged:
         return
     latest = next((i for i in range(len(w.msgs) - 1, -1, -1) if w.msgs[i].role == "assistant"),
                   None)
-    facts, content, alive = w.facts("strip"), w.content, w.alive
+    facts, content, alive, tokens, extra = w.facts("strip"), w.content, w.alive, w.tokens, w.extra
+    did = w.facts("stripped")  # (its text, tokens and extra tokens then, the change it made)
     for i in tagged:
         m = w.msgs[i]
         if i == latest or m.pinned or not alive[i]:
             continue
         text = content[i]
+        done = did[i] if did is not None else None
+        if done is not None and done[0] is text and done[1] == tokens[i] \
+                and done[2] == extra[i]:
+            w.redo_change(i, done[3])
+            continue
         hit = facts[i] if facts is not None else None
         if hit is not None and hit[0] is text:  # the warm cache's, read inline
             stripped = hit[1]
@@ -99,7 +108,10 @@ def strip_old_reasoning(w: Work, memo: Memo) -> None:
             if facts is not None:
                 facts[i] = (text, stripped)
         if stripped is not text and stripped != text:
+            before = tokens[i], extra[i]
             w.replace(i, stripped, "compressed", "reasoning block of an earlier turn stripped")
+            if did is not None:
+                did[i] = (text, *before, w.change(i))
 
 
 def reference(w: Work, j: int) -> str:
