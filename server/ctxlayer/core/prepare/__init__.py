@@ -69,7 +69,10 @@ dropped, shortened), cache reuse and breakpoints, a one-line notice, and the nex
    shown, the summaries shrink first and the files give exactly what is still over (when that
    is at most half of them); else the trim engine fits the result, holding the files while it
    can: the newest user message is kept (whole when it takes at most half the budget,
-   else shortened by the trim engine, never dropped); restored and pinned messages are kept;
+   else shortened, never dropped: tried at a few sizes, then, when it ends the request and
+   what is before it can give the next request what a step leaves free, cut no further than
+   the request needs; an agent's task beside the system prompt alone keeps the fixed size,
+   which leaves the next requests room); restored and pinned messages are kept;
    the summaries are kept too (shortened at worst) unless that leaves no room for the newest
    exchange, or would leave the question no more than its first words (MIN_QUESTION tokens);
    shrinking them, the tool outputs after the question count at what the last resort can

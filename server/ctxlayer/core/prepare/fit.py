@@ -1,11 +1,12 @@
 """The last resort of a turn: fitting with the trim engine what the window alone could not
 (the newest exchange alone is over the budget). The newest user message is pinned at its
 place (a summary chunk after it is a user turn too, so the trim engine is not left to find
-it) and shortened in steps; the summaries are held beside it as long as the newest exchange
-still fits, then shrunk by the caller, and only then give way. Before it, the newest exchange
-gives what it can spare: a call's long arguments (`fit_calls`), a long reply's middle
-(`fit_prose`). What it shortens keeps its new
-text on later turns (a rewrite). Must not: move the window (window.py does).
+it) and shortened in steps, then no further than the request needs (`_Attempt.widened`);
+the summaries are held beside it as long as the newest exchange still fits, then shrunk by
+the caller, and only then give way. Before it, the newest exchange gives what it can spare:
+a call's long arguments (`fit_calls`), a long reply's middle (`fit_prose`). What it
+shortens keeps its new text on later turns (a rewrite). Must not: move the window
+(window.py does).
 """
 
 from __future__ import annotations
@@ -53,6 +54,26 @@ class _Question:
             self._short[cap] = shorten_message(m, tokens, cap, self.counter, self.fmt) or (
                 m, tokens)
         return self._short[cap]
+
+    def size(self, cap: int) -> int:
+        """The question's tokens at ``cap``."""
+        short = self.within(cap)
+        return self.tokens[self.pos] if short is None else short[1]
+
+    def longest_within(self, room: int, lo: int, hi: int) -> int:
+        """The cap from ``lo`` (which fits) to under ``hi`` whose cut is the longest within
+        ``room`` tokens, bisected at the shortening's own step: it is not monotonic by a token
+        or two (a cut ends at a line), so of the caps tried that fit, the longest cut."""
+        best = lo
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.size(mid) > room:
+                hi = mid
+                continue
+            lo = mid
+            if self.size(mid) > self.size(best):
+                best = mid
+        return best
 
     def keep_shortened(self, win: Window, cap: int | None) -> list[AuditEntry]:
         """The shortening the fit used, said once and kept for later turns like a rewrite."""
@@ -201,28 +222,30 @@ def fit_prose(win: Window, kept: list[Message], keys: list, tokens: list[int], b
     return out
 
 
-def _attempts(win: Window, kept: list[Message], keys: list, tokens: list[int], budget: int,
-              counter: Tokenizer, policy: PreparePolicy, restored: set[int], memo: Memo,
-              question: _Question, may_shrink: bool, rules: set[int] = frozenset()):
-    """(the trim report, the question's cap) of the first attempt that keeps the newest
-    exchange: a summary stands for everything before it, so it is held, the question whole
-    beside it (at most half the budget), then with the question shorter (its head and tail);
-    only when even that leaves no room for the newest exchange, which the model answers, does
-    the summary give way."""
-    # a few messages: cheap; what a dropped message becomes is the window's to say
-    options = TrimOptions(fmt=policy.fmt, name_cut_facts=True, reclaim=False,
-                          outline_calls=False)
-    newest = f"ctx:fit:{len(kept) - 1}"
+class _Attempt:
+    """One way of fitting the result with the trim engine: the summaries held or not, the
+    question at a cap, these messages pinned. Its report when it keeps the newest exchange."""
 
-    def inputs(summaries_held: bool, cap: int | None, pinned: set[int]) -> list[Message]:
+    def __init__(self, kept: list[Message], keys: list, tokens: list[int], budget: int,
+                 counter: Tokenizer, policy: PreparePolicy, memo: Memo,
+                 question: _Question) -> None:
+        self.kept, self.keys, self.tokens, self.budget = kept, keys, tokens, budget
+        self.counter, self.policy, self.memo, self.question = counter, policy, memo, question
+        # a few messages: cheap; what a dropped message becomes is the window's to say
+        self.options = TrimOptions(fmt=policy.fmt, name_cut_facts=True, reclaim=False,
+                                   outline_calls=False)
+        self.newest = f"ctx:fit:{len(kept) - 1}"
+
+    def inputs(self, summaries_held: bool, cap: int | None, pinned: set[int]) -> list[Message]:
         ins: list[Message] = []
-        for k, (m, key) in enumerate(zip(kept, keys, strict=True)):
+        q = self.question
+        for k, (m, key) in enumerate(zip(self.kept, self.keys, strict=True)):
             i = result_index(key)
-            short = question.within(cap) if k == question.pos else None
+            short = q.within(cap) if k == q.pos else None
             m = msgspec.structs.replace(short[0] if short else m, id=f"ctx:fit:{k}")
             if (i is not None and i in pinned) or (summaries_held and m.kind == "summary"):
                 m = msgspec.structs.replace(m, pinned=True)
-            if k > question.pos >= 0 and m.role == "user" and m.kind is None:
+            if k > q.pos >= 0 and m.role == "user" and m.kind is None:
                 # a restored user turn shown after the question (which stands before the
                 # summaries of the work on it): the trim engine takes the newest user turn
                 # for the question, so this one is read as the documents are
@@ -230,6 +253,83 @@ def _attempts(win: Window, kept: list[Message], keys: list, tokens: list[int], b
             ins.append(m)
         return ins
 
+    def run(self, summaries_held: bool, cap: int, pinned: set[int]):
+        """The trim report of this attempt; None when what it pins alone is over."""
+        opts = _tool_cap(self.kept, self.tokens, self.budget, self.policy, self.question, cap,
+                         summaries_held, self.options)
+        try:
+            return trim(self.inputs(summaries_held, cap, pinned), self.budget, self.counter,
+                        memo=self.memo, options=opts)
+        except ContextError as exc:
+            if exc.kind != "pinned_over_budget":
+                raise
+            return None
+
+    def keeps_newest(self, report) -> bool:
+        return report is not None and bool(report.messages) and \
+            report.messages[-1].id == self.newest
+
+    def widened(self, report, cap: int, fails: int):
+        """(report, cap) with the question cut at the largest cap under ``fails`` (the cap
+        tried before, which did not fit, or the question whole) that the room the attempt at
+        ``cap`` left takes, everything else as that attempt kept it: cut only as far as the
+        request needs, not to the next of the fixed sizes (a 306-token question was cut to
+        148 in a request a few tokens over). Only when it ends the request and the messages
+        before it can give the next request's room (`_gives_room`); else at the fixed size.
+        With an exchange after it (an agent's task, carried by every later request), widened
+        to the room under ``target``, the dev replay kept 8 facts fewer of 680 at a 10%
+        budget. Not the trim engine again at the larger cap: it gave the question what it
+        dropped before it and outlined after it (12 facts fewer)."""
+        q = self.question
+        at = next((k for k, m in enumerate(report.messages) if m.id == f"ctx:fit:{q.pos}"),
+                  None)
+        # it ends the request: what follows it, if anything, is a system message (aider's
+        # reminder), not an exchange that carries it to the next request
+        if q.pos < 0 or at is None or any(m.role != "system" for m in report.messages[at + 1:]) \
+                or not self._gives_room(report, at):
+            return report, cap
+        shown = report.messages[at]
+        fmt = self.policy.fmt
+        room = self.budget - report.tokens + message_tokens(shown, self.counter, fmt)
+        best = q.longest_within(room, cap, min(fails, self.tokens[q.pos] + 1))
+        short = q.within(best)
+        if best == cap or short is None:
+            return report, cap
+        longer = msgspec.structs.replace(shown, content=short[0].content,
+                                         tool_calls=short[0].tool_calls)
+        tokens = report.tokens - message_tokens(shown, self.counter, fmt) + message_tokens(
+            longer, self.counter, fmt)
+        if tokens > self.budget:  # counted otherwise than the cut said: as it was
+            return report, cap
+        messages = list(report.messages)
+        messages[at] = longer
+        return msgspec.structs.replace(report, messages=messages, tokens=tokens), best
+
+    def _gives_room(self, report, at: int) -> bool:
+        """Whether the messages before the question (summaries, history, attached files: not
+        the system prompt, nor what the client pinned) can give the next request what a step
+        leaves free (``1 - target`` of the budget): then the question may fill the budget,
+        the window shrinks those for the next turn. Else it is what the next request cuts
+        again, its cached prefix moved with it: an agent's task beside the system prompt
+        alone, filled to the budget, was cut again by the next request (the dev replay
+        billed 55.4% where it bills 54.8% at a 10% budget, 78.6% for 77.9% at 25%); filled
+        to ``target``, two requests later, and a fact of 680 was lost at 10%."""
+        free = self.budget - int(self.budget * self.policy.target)
+        gives = sum(message_tokens(m, self.counter, self.policy.fmt)
+                    for m in report.messages[:at] if m.role != "system"
+                    and not self.kept[int(m.id.rsplit(":", 1)[1])].pinned)
+        return gives >= free
+
+
+def _attempts(win: Window, kept: list[Message], keys: list, tokens: list[int], budget: int,
+              counter: Tokenizer, policy: PreparePolicy, restored: set[int], memo: Memo,
+              question: _Question, may_shrink: bool, rules: set[int] = frozenset()):
+    """(the trim report, the question's cap) of the first attempt that keeps the newest
+    exchange: a summary stands for everything before it, so it is held, the question whole
+    beside it (at most half the budget), then with the question shorter (its head and tail),
+    then as long as the request lets it be (`_Attempt.widened`); only when even that leaves
+    no room for the newest exchange, which the model answers, does the summary give way."""
+    attempt = _Attempt(kept, keys, tokens, budget, counter, policy, memo, question)
     # first the room everything else leaves it under the share an outline step brings a
     # request to (a task alone with the system prompt may take most of the budget; made to
     # fill all of it, the next turn's reply and question passed the budget at once and the
@@ -240,7 +340,6 @@ def _attempts(win: Window, kept: list[Message], keys: list, tokens: list[int], b
     if room > caps[0]:
         caps.insert(0, room)
     pinned = restored | {question.at}
-    report = None
     fullest = None  # (report, cap) that used the most of the budget, if none keeps the newest
     # beside a summary the question keeps more than its first words: a 940-token task cut to
     # 16 tokens ("We're currently solving th") next to a summary of the steps taken on it was
@@ -251,25 +350,19 @@ def _attempts(win: Window, kept: list[Message], keys: list, tokens: list[int], b
     ladders = [(True, beside, pinned | rules), (False, caps, pinned | rules)]
     if rules:
         ladders.append((False, caps, pinned))
-    attempts = [(held, c, _tool_cap(kept, tokens, budget, policy, question, c, held, options),
-                 pins) for held, ladder, pins in ladders for c in ladder]
-    for k, (summaries_held, cap, opts, pins) in enumerate(attempts):
-        if k == len(beside) and may_shrink and win.chunks:
+    for n, (summaries_held, ladder, pins) in enumerate(ladders):
+        if n == 1 and may_shrink and win.chunks:
             return None
-        try:
-            report = trim(inputs(summaries_held, cap, pins), budget, counter, memo=memo,
-                          options=opts)
-        except ContextError as exc:
-            if exc.kind != "pinned_over_budget":
-                raise
-            report = None
-        if report is not None and report.messages and report.messages[-1].id == newest:
-            return report, cap
-        if report is not None and (fullest is None or report.tokens > fullest[0].tokens):
-            fullest = (report, cap)
+        for j, cap in enumerate(ladder):
+            report = attempt.run(summaries_held, cap, pins)
+            if attempt.keeps_newest(report):
+                # up to the cap that did not fit, or the question whole
+                return attempt.widened(report, cap, ladder[j - 1] if j else tokens[question.pos] + 1)
+            if report is not None and (fullest is None or report.tokens > fullest[0].tokens):
+                fullest = (report, cap)
     if fullest is None:  # the question alone at a sixteenth of the budget is over: unpinned
-        return trim(inputs(False, None, set()), budget, counter, options=options,
-                    memo=memo), None
+        return trim(attempt.inputs(False, None, set()), budget, counter,
+                    options=attempt.options, memo=memo), None
     # the newest exchange fits in no way: of what does fit, the request that uses the budget
     # (a 940-token task went out cut to 16 tokens in an 87-token budget, 49% of it, when the
     # first attempt kept 56 of its tokens)
