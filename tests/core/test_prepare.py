@@ -182,6 +182,28 @@ def test_a_regenerated_reply_keeps_the_summaries():
     assert again.messages[-1] == reply
 
 
+def test_a_history_resent_up_to_a_summarized_question_sends_that_question():
+    """A chat's older question Q5 went into a summary when Q7 came; then the client resent
+    the history up to Q5 (a regenerate from there, an edit of the last turn). The history
+    ends where the summary ends: carried over, the request was the system prompt and the
+    summary alone (174 of 1,600 tokens), Q5 gone (found by the stateful fuzz probe through
+    the gateway, OpenAI and Responses). Started over, Q5 goes whole, as to a fresh chat."""
+    def said(who: str, n: int) -> Message:
+        role = "user" if who.startswith("q") else "assistant"
+        return Message(role=role, id=who, content=f"{who}: " + " ".join(
+            f"w{k % 97}" for k in range(n)))
+
+    history = [SYSTEM, said("q1", 60), said("a2", 600), said("q3", 60), said("a4", 600),
+               said("q5", 800)]
+    first = prepare_turn(None, history, 1600, WordTokenizer())
+    later = [*history, said("a6", 5), said("q7", 800)]
+    step = prepare_turn(first.state, later, 1600, WordTokenizer())
+    assert "q5" not in {m.id for m in step.messages}  # summarized: the case at hand
+    again = prepare_turn(step.state, history, 1600, WordTokenizer())
+    check_turn(again, history, 1600)
+    assert again.messages[-1].id == "q5" and again.messages[-1].content == history[-1].content
+
+
 def test_an_edit_inside_the_summarized_part_starts_over():
     results = drive(60, 3000)
     sent, turn = results[-1]

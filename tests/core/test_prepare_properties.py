@@ -41,7 +41,8 @@ def exchanges(draw, t: int, budget: int) -> list[Message]:
 def scripts(draw):
     budget = draw(st.integers(min_value=150, max_value=3000))
     actions = draw(st.lists(st.sampled_from(["append", "append", "append", "regenerate",
-                                             "edit", "restore"]), min_size=5, max_size=40))
+                                             "edit", "restore", "rewind"]),
+                            min_size=5, max_size=40))
     return budget, actions, draw(st.randoms(use_true_random=False))
 
 
@@ -109,6 +110,11 @@ def test_random_turns_keep_the_invariants(script, data):
             if sent[k].role == "user":
                 sent = [*sent[:k], Message(role="user", id=sent[k].id, content="edited"),
                         *sent[k + 1:]]
+        elif action == "rewind":  # the history resent up to an earlier question (an edit
+            # of it, a regenerate from there): one a summary may stand for
+            asked = [i for i, m in enumerate(sent) if m.role == "user" and i < len(sent) - 1]
+            if asked:
+                sent = sent[:rnd.choice(asked) + 1]
         elif action == "restore" and state is not None and state.chunks:
             entry = rnd.choice([e for c in state.chunks for e in c.audit])
             restored.add(entry.message_id)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from ctxlayer import protocol
 from ctxlayer.core.prepare import ConversationState, persist
 from ctxlayer.state import identity
-from ctxlayer.state.session_service import chat_session
+from ctxlayer.state.session_service import chat_session, table_band
 
 if TYPE_CHECKING:
     from ctxlayer.core.formats import Decoded
@@ -48,11 +48,8 @@ class Conversation:
         self.window: int | None = None  # the model's whole context window (Budget.window)
         self.bias = 1.0  # billed / counted, from the session's calibration
         self.reports = 0  # usage reports taken: a bias read before the last one is older
-        #: how far off our count may be (`Budget.error_band`): the model table's until usage
-        #: reports calibrate it (`SessionService.band`), None for an exact one
-        self.band: float | None = None
-        #: its last turn went as it came, its history the provider's (`previous_response_id`):
-        #: the provider's count of it says nothing of our counts
+        self.band: float | None = None  # error band once usage reports came: `budget_report`
+        #: its last turn's history the provider's (`previous_response_id`): no calibration
         self.provider_history = False
         self.extra_audit: list[protocol.AuditEntry] = []  # the codec's repairs of the last turn
         self.session_open = False
@@ -181,4 +178,5 @@ class Conversation:
                                       history=max(0, self.tokens - self.system_tokens)),
             model=self.model, session_id=self.session_id, next_compaction_at=self.budget,
             conversation_id=self.conversation_id, source=self.source,
-            cached_tokens=self.cached_tokens, window=self.window, error_band=self.band)
+            cached_tokens=self.cached_tokens, window=self.window,
+            error_band=self.band if self.reports else round(table_band(self.model), 4) or None)

@@ -72,7 +72,7 @@ from ctxlayer.state.chatcodec import (
     nothing_to_fit,
     unfittable,
 )
-from ctxlayer.state.session_service import chat_of, chat_session, table_band
+from ctxlayer.state.session_service import chat_of, chat_session
 from ctxlayer.state.upkeep import Fork, Found, Kept, Upkeep
 from ctxlayer.store.db import FAMILY_MOST, StoreError, describe_store_error
 
@@ -368,8 +368,6 @@ class Conversations:
         if conv.reports == 0 and not conv.session_open:  # new here: after a restart too
             conv.bias = await _or_said(self._kept_bias(conv, model),
                                        "read this chat's calibration", trouble, 1.0)
-        if conv.reports == 0:  # the model table's band until usage reports calibrate it
-            conv.band = round(table_band(model), 4) or None  # (the sessions not opened)
         budget = nominal if conv.bias <= 1.0 else max(1, int(nominal / conv.bias))
         previous, restored, kept = conv.state, frozenset(conv.restored), conv.kept
         # a request whose history the provider keeps goes as it came: only counted

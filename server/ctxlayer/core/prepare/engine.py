@@ -292,7 +292,7 @@ def _recognize(previous: ConversationState | None, msgs: list[Message], counter:
     if previous is None or previous.head != head:
         return Window(msgs, tokens, cum, head, head, [], [], {}, fmt.reply_priming), common, False
     changed = _files_changed(previous, msgs, common)
-    if common < previous.upto and changed is None:
+    if (common < previous.upto and changed is None) or _question_summarized(previous, msgs):
         return Window(msgs, tokens, cum, head, head, [], [], {}, fmt.reply_priming), common, False
     # the window carries over: what it keeps of a message is kept while that message is the
     # same (files written anew in place: all but them, up to the first other change)
@@ -309,6 +309,16 @@ def _recognize(previous: ConversationState | None, msgs: list[Message], counter:
                   {i: f for i, f in previous.facts.items() if kept(i)},
                   previous.ahead, {i: f for i, f in previous.named.items() if kept(i)}
                   ), common, True
+
+
+def _question_summarized(previous: ConversationState, msgs: list[Message]) -> bool:
+    """Whether the window ``previous`` summarized the newest user message of ``msgs`` (or
+    every message): a history resent up to a question a later step took into a summary (a
+    regenerate or an edit from there) ends where that summary ends, and carried over the
+    request was the system prompt and the summary, the question gone."""
+    q = newest_user(msgs)
+    return len(msgs) <= previous.upto or (
+        previous.head <= q < previous.upto and q not in previous.verbatim)
 
 
 def _files_changed(previous: ConversationState, msgs: list[Message], common: int
