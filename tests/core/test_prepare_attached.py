@@ -308,3 +308,35 @@ def test_a_file_edited_in_place_after_a_restart_gives_the_turn_it_gives_without_
     assert [m.content for m in back.messages] == [m.content for m in live.messages]
     assert back.tokens == live.tokens and back.cache_reuse_tokens == live.cache_reuse_tokens
     assert "return -" in files_shown(back)[0]
+
+
+def guide(label: str) -> str:
+    """A markdown file with its own fenced examples (``label``: the language they name)."""
+    return "# Guide\n" + "".join(f"## Section {k}\nSome prose about part {k}.\n```{label}\n"
+                                 f"x_{k} = {k}\nprint(x_{k})\n```\n" for k in range(40))
+
+
+@pytest.mark.parametrize("fence,label", [(("```", "```"), "python"),
+                                         (("<source>", "</source>"), ""),
+                                         (("<source>", "</source>"), "python")],
+                         ids=["backticks", "source-tag", "source-tag-named"])
+def test_a_markdown_file_with_its_own_fences_is_cut_by_its_own_ends(fence, label):
+    """A markdown file the user added holds ``` fences of its own: aider wraps every file in
+    <source> tags then (its `choose_fence`), or in ``` around ```python examples. Each file is
+    still cut by its own first and last lines, the next file's path and first lines kept.
+    Before, the blocks read were the markdown's examples, the text was cut by its head and
+    tail, and mod.py's path and its first 135 lines were gone."""
+    opening, closing = fence
+    msgs = aider_request(1, {"GUIDE.md": "GUIDE", "mod.py": "MOD"})
+    at = next(i for i, m in enumerate(msgs) if m.id == "files")
+    msgs[at] = Message(role="user", id="files", content=msgs[at].content.replace(
+        "\n```\nGUIDE```", f"\n{opening}\n{guide(label)}{closing}").replace(
+        "\n```\nMOD```", f"\n{opening}\n{code('g', 150)}{closing}"))
+    turn = prepare_turn(None, msgs, 1200, WORDS)
+    text = files_shown(turn)[0]
+    ranges = re.findall(r"\[\.\.\. lines \d+-\d+ cut: lines 1-\d+ and \d+-(\d+) of (\d+) kept",
+                        text)
+    assert ranges == [("241", "241"), ("300", "300")], text
+    assert f"\nGUIDE.md\n{opening}\n# Guide\n## Section 0\n" in text
+    assert f"\nmod.py\n{opening}\ndef g_0(x):\n    return x + 0\n" in text
+    assert f"    return x + 149\n{closing}\n" in text

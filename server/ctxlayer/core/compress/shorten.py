@@ -120,12 +120,13 @@ def _each_block(text: str, cap: int, counter: Counter) -> CompressedOutput | Non
     BLOCK_LINES_MIN lines a block are over the cap. Cut as one text, six added files of 17k
     tokens kept the start of the first and the end of the last, none of the four between;
     one added file (aider's most common case) was cut with no line numbers."""
-    from ctxlayer.core.trim.truncate import truncate_blocks  # the trim engine's cut (it imports
+    from ctxlayer.core.trim.truncate import blocks, truncate_blocks  # the trim engine's (it imports
     # this module: here, not at the top)
 
-    fences = text.count("```") + text.count("~~~")
-    if fences < 2 or _in_blocks(text) < BLOCKS_SHARE * len(text) \
-            or (fences < 4 and looks_like_log(text)):
+    lines = text.split("\n")
+    spans = blocks(lines, details=False)
+    if not spans or _in_blocks(lines, spans) < BLOCKS_SHARE * len(text) \
+            or (len(spans) < 2 and looks_like_log(text)):
         return None
     before = counter.count(text)
     if before <= cap:
@@ -154,17 +155,9 @@ def _each_block(text: str, cap: int, counter: Counter) -> CompressedOutput | Non
 BLOCKS_SHARE = 0.8
 
 
-def _in_blocks(text: str) -> int:
-    """The characters of ``text``'s lines inside fenced code blocks."""
-    inside, fence = 0, ""
-    for line in text.split("\n"):
-        s = line.lstrip()
-        if s.startswith(("```", "~~~")):
-            mark = s[:3]
-            fence = "" if fence == mark else (fence or mark)
-        elif fence:
-            inside += len(line) + 1
-    return inside
+def _in_blocks(lines: list[str], spans: list[tuple[int, int]]) -> int:
+    """The characters of the lines inside the blocks ``spans`` (`blocks` of ``lines``)."""
+    return sum(len(line) + 1 for start, end in spans for line in lines[start + 1:end])
 
 
 def _each_block_noted(text: str, cap: int, counter: Counter, named: Named

@@ -3,11 +3,21 @@ and every long <details> block becomes a `[...]` line; `head` and `tail` lines s
 
 A block is long when cutting it would remove at least `min_cut` lines, so truncating a
 truncated text changes nothing (idempotent). Prose outside blocks is never touched here.
+`blocks` says where each block opens and closes: a file fenced with ``` that holds its own
+fenced code (a README's ```python examples) closes at its own fence, not at its first
+example's; a file aider wraps in a tag (`TAG_FENCES`) closes at the closing tag.
 """
 
 from __future__ import annotations
 
 MARKER = "[...]"
+
+#: the tags aider wraps its files in, each alone on its line, when one of them holds lines
+#: starting with ``` (its `choose_fence`: a markdown file with its own code blocks); a tag
+#: block's ``` lines are the file's own
+TAG_FENCES = ("source", "code", "pre", "codeblock", "sourcecode")
+_TAG_CLOSERS = {f"<{t}>": f"</{t}>" for t in TAG_FENCES}
+_OPENERS = ("```", "~~~", "<details", *_TAG_CLOSERS)
 
 
 def _fence(line: str) -> str | None:
@@ -20,38 +30,81 @@ def _fence(line: str) -> str | None:
     return None
 
 
+def blocks(lines: list[str], details: bool = True) -> list[tuple[int, int]]:
+    """The blocks of ``lines``, each as the indices of its opening and closing lines (the
+    closing one ``len(lines)`` when the block runs to the end). ``details``: <details> blocks
+    count too."""
+    out: list[tuple[int, int]] = []
+    i, n = 0, len(lines)
+    while i < n:
+        end = _block_end(lines, i, details)
+        if end is None:
+            i += 1
+            continue
+        out.append((i, end))
+        i = end + 1
+    return out
+
+
+def _block_end(lines: list[str], i: int, details: bool) -> int | None:
+    """Where the block opened by ``lines[i]`` closes; None when that line opens none."""
+    fence = _fence(lines[i])
+    if fence is not None:
+        return _fence_end(lines, i, fence)
+    s = lines[i].strip()
+    closer = _TAG_CLOSERS.get(s)
+    if closer is None:
+        if not (details and s.startswith("<details")):
+            return None
+        closer = "</details>"
+    for j in range(i + 1, len(lines)):
+        if lines[j].strip().startswith(closer) or _tag_closes(lines, j, closer):
+            return j
+    return len(lines)
+
+
+def _tag_closes(lines: list[str], j: int, closer: str) -> bool:
+    """Whether ``lines[j]`` ends a tag block by ending with its closing tag: aider writes it
+    right after the file's text, on its last line when the file has no final newline; then a
+    blank line or the message's end follows (an HTML line ending with </code> is the file's)."""
+    return lines[j].rstrip().endswith(closer) and (j + 1 == len(lines) or not lines[j + 1].strip())
+
+
+def _fence_end(lines: list[str], i: int, fence: str) -> int:
+    """Where the code block opened at ``lines[i]`` with ``fence`` closes: at the first bare
+    fence as long, past the pairs of the fences inside it that name a language (an opening
+    fence with an info string never closes a block: a markdown file's ```python examples, its
+    own blocks, fenced with ``` in a message); at the first bare fence when those pairs do not
+    close (a stray ```js line), as CommonMark reads it."""
+    depth, first = 0, None
+    for j in range(i + 1, len(lines)):
+        s = lines[j].strip()  # "```\r" of a CRLF text closes its block too
+        if not s.startswith(fence):
+            continue
+        info = s.lstrip(fence[0])
+        if not info:
+            if first is None:
+                first = j
+            if depth == 0:
+                return j
+            depth -= 1
+        elif "`" not in info:  # an inner block naming its language: ```python
+            depth += 1
+    return first if first is not None else len(lines)
+
+
 def truncate_blocks(text: str, head: int = 10, tail: int = 10, min_cut: int = 4,
                     numbered: bool = False) -> str | None:
     """The text with the middles of long blocks cut, or None when nothing was long enough.
     ``numbered``: each cut says which of its block's lines it keeps (`kept_lines`)."""
-    if "```" not in text and "~~~" not in text and "<details" not in text:
+    if not any(m in text for m in _OPENERS):
         return None
     lines = text.split("\n")
     out: list[str] = []
-    i, n, changed = 0, len(lines), False
-    while i < n:
-        line = lines[i]
-        fence = _fence(line)
-        closer: str | None = None
-        if fence is not None:
-            closer = fence
-        elif line.lstrip().startswith("<details"):
-            closer = "</details>"
-        if closer is None:
-            out.append(line)
-            i += 1
-            continue
-        # find the end of the block
-        j = i + 1
-        while j < n:
-            s = lines[j].strip()  # "```\r" of a CRLF text closes its block too
-            if (closer == "</details>" and s.startswith("</details>")) or (
-                closer != "</details>" and s.startswith(closer) and s.strip(closer[0]) == ""
-            ):
-                break
-            j += 1
-        body = lines[i + 1 : j]
-        out.append(line)
+    at, n, changed = 0, len(lines), False
+    for start, end in blocks(lines):
+        out.extend(lines[at : start + 1])
+        body = lines[start + 1 : end]
         if len(body) - head - tail >= min_cut:
             out.extend(body[:head])
             mark = kept_lines(head, len(body) - tail, len(body)) if numbered else MARKER
@@ -60,9 +113,10 @@ def truncate_blocks(text: str, head: int = 10, tail: int = 10, min_cut: int = 4,
             changed = True
         else:
             out.extend(body)
-        if j < n:
-            out.append(lines[j])
-        i = j + 1
+        if end < n:
+            out.append(lines[end])
+        at = end + 1
+    out.extend(lines[at:])
     return "\n".join(out) if changed else None
 
 
