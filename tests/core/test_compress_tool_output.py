@@ -7,6 +7,7 @@ from test_compress_json import api_response
 from test_compress_logs import PYTEST_FAILURE, server_log
 
 from ctxlayer.core.compress import compress_tool_output, head_tail
+from ctxlayer.core.compress.tool_output import ENDS_HEADER
 from ctxlayer.core.tokens import CountCache, WordTokenizer
 
 COUNTER = CountCache(WordTokenizer())
@@ -219,3 +220,24 @@ def test_a_note_full_after_the_errors_never_reads_the_paths(monkeypatch):
         "\n".join(f"ok step {k}" for k in range(200))
     out = shorten(few, 120, COUNTER)
     assert out is not None and "src/pkg/mod_1.py" in out.text and read == [few]
+
+
+BUILD = "\n".join(["2026-01-01 10:00:00 INFO starting build of zebra-service",
+                   *(f"2026-01-01 10:00:{k % 60:02d} INFO compiled module m{k}.c"
+                     for k in range(400)),
+                   "2026-01-01 10:07:00 ERROR link failed: undefined reference to zebra_init",
+                   "2026-01-01 10:07:01 INFO build finished with 1 error"])
+
+
+@pytest.mark.parametrize("cap", [300, 600, 1200])
+def test_a_log_grown_with_its_first_and_last_lines_shows_each_line_once(cap):
+    """A sanitized log with room to spare shows the log's first and last lines as they were
+    below its outline; the outline leaves those out. Before, it showed the first line, the
+    run collapsed from the second ("compiled module m0.c (x400)"), the error and the last
+    line, and the same four lines again verbatim below."""
+    result = check(BUILD, cap, "log", ("ERROR link failed",))
+    outline, header, ends = result.text.partition(ENDS_HEADER)
+    assert header and "10:00:00 INFO starting build" in ends and "(x400)" not in outline
+    middle = [line for line in outline.split("\n") if line and not line.startswith("[")]
+    for line in middle:  # the lines of the middle, denoised
+        assert line.removesuffix(" (x400)") not in ends, line

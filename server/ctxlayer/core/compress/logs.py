@@ -638,13 +638,20 @@ class LogOutline:
         rest._take(lines, starts, units, keys)
         return rest
 
-    def render(self, keep_lines: int = 60) -> str:
-        """The sanitized log with at most ``keep_lines`` lines of it."""
+    def render(self, keep_lines: int = 60, shown: tuple[int, int] | None = None) -> str:
+        """The sanitized log with at most ``keep_lines`` lines of it. ``shown``: the log's
+        first lines up to the first index and its lines from the second on are shown whole
+        beside the outline: it outlines the lines between (a line, or a run collapsed from
+        it, kept in both read twice)."""
+        head, tail = shown if shown is not None else (0, self.total)
+        lo, hi = self.starts[head], self.starts[tail]
+        units = self.units if shown is None else \
+            [u for u in self.units if u.end > lo and u.start < hi]
         nonblank = self.nonblank
         out: list[str] = []
-        pos = 0
-        emitted = 0
-        for u, body in _select(self.units, max(0, keep_lines)):
+        pos = lo
+        emitted = head + self.total - tail  # the lines shown whole are kept
+        for u, body in _select(units, max(0, keep_lines)):
             gap = nonblank[u.start] - nonblank[pos] if u.start > pos else 0
             if gap:
                 out.append(_gap(gap))
@@ -655,7 +662,7 @@ class LogOutline:
             out.extend(body)
             emitted += len(body)
             pos = u.end
-        gap = nonblank[-1] - nonblank[pos]
+        gap = nonblank[hi] - nonblank[pos] if hi > pos else 0
         if gap:
             out.append(_gap(gap))
         dropped = max(0, self.total - emitted)

@@ -71,6 +71,11 @@ PART_MIN = 80
 
 
 def head_tail(text: str, max_chars: int) -> str:
+    """The first and last lines of `text` within about `max_chars` (`ends`)."""
+    return ends(text, max_chars)[0]
+
+
+def ends(text: str, max_chars: int) -> tuple[str, int, int]:
     """The first and last lines of `text` within about `max_chars`, a marker between them.
 
     Lines longer than the room left are cut by characters, the cut marked by an ellipsis (a
@@ -79,14 +84,16 @@ def head_tail(text: str, max_chars: int) -> str:
     room are left for it (an intro line, a pasted line of 60,000 characters and a question
     kept the two short lines alone, 54 characters of a room of 12,000); a single huge line
     becomes its head and tail characters around a "[... N chars omitted ...]" marker.
+    With the text, how many of its first lines (split at "\n") it shows whole, and from which
+    line on it shows all whole.
     """
-    if len(text) <= max_chars:
-        return text
-    if max_chars <= 0:
-        return ""
     lines = text.split("\n")
+    if len(text) <= max_chars:
+        return text, len(lines), len(lines)
+    if max_chars <= 0:
+        return "", 0, len(lines)
     if len(lines) < 3:
-        return _chars_head_tail(text, max_chars)
+        return _chars_head_tail(text, max_chars), 0, len(lines)
     head_room = int(max_chars * HEAD_SHARE)
     tail_room = max_chars - head_room - 40
     k, used = 0, 0  # lines[:k] go whole in the head
@@ -100,7 +107,7 @@ def head_tail(text: str, max_chars: int) -> str:
         j -= 1
     tail_part = _part(lines, j - 1, tail_room - used, j < len(lines)) if j - 1 >= k else 0
     if k == j:
-        return text[:max_chars]
+        return text[:max_chars], 0, len(lines)
     head = lines[:k] + ([lines[k][:head_part] + "…"] if head_part else [])
     tail = (["…" + lines[j - 1][len(lines[j - 1]) - tail_part:]] if tail_part else []) \
         + lines[j:]
@@ -111,7 +118,7 @@ def head_tail(text: str, max_chars: int) -> str:
         marker = _omitted(len(lines[k]) - head_part - tail_part, "char")
     else:  # only the end of one line and the start of the next
         marker = _omitted(len(lines[k]) - head_part + len(lines[j - 1]) - tail_part, "char")
-    return "\n".join([*head, marker, *tail])
+    return "\n".join([*head, marker, *tail]), k, j
 
 
 def _part(lines: list[str], i: int, room: int, beside: bool) -> int:
@@ -207,22 +214,36 @@ GROW_BELOW = 0.5
 ENDS_HEADER = "[the log's first and last lines, as they were:]"
 
 
-def _grown_log(text: str, sanitized: str, cap: int, chars_per_token: float,
+def _grown_log(text: str, log: LogOutline, keep: int, cap: int, chars_per_token: float,
                counter: Counter) -> str:
-    """A sanitized log that leaves most of its room unused (repeats collapsed, noise gone) gets
-    the log's first and last lines verbatim in that room: an outline grows with the room."""
+    """A sanitized log (``log`` rendered to ``keep`` lines) that leaves most of its room unused
+    (repeats collapsed, noise gone) gets the log's first and last lines verbatim in that room:
+    an outline grows with the room. The outline beside them leaves out the lines they show:
+    it showed a log's first line, its last ones and a run collapsed from its second line
+    ("compiled m0.c (x400)"), and the same lines again verbatim below."""
+    sanitized = log.render(keep)
     n = counter.count(sanitized)
     if n >= GROW_BELOW * cap:
         return sanitized
     chars = int((cap - n) * chars_per_token * 0.9)
-    for _ in range(3):
-        ends = head_tail(text, chars)
-        grown = f"{sanitized}\n{ENDS_HEADER}\n{ends}"
+    # the outline's lines are the text's split as `splitlines` splits it: only when both
+    # agree can the lines the ends show be left out of it
+    aligned = len(text.split("\n")) - text.endswith("\n") == log.total
+    best, most = sanitized, n
+    for _ in range(4):  # the ends sized to the room the outline of the rest leaves them
+        shown, head, tail = ends(text, chars)
+        middle = log.render(keep, (min(head, log.total), min(tail, log.total))) if aligned \
+            else sanitized
+        grown = f"{middle}\n{ENDS_HEADER}\n{shown}"
         k = counter.count(grown)
-        if k <= cap:
-            return grown
-        chars = int(chars * (cap - n) / max(1, k - n) * 0.9)
-    return sanitized
+        if most < k <= cap:
+            best, most = grown, k
+        m = counter.count(middle)
+        more = int(chars * (cap - m) / max(1, k - m) * 0.9)
+        if k <= cap and more <= chars:
+            break
+        chars = more
+    return best
 
 
 class Reading:
@@ -323,7 +344,7 @@ def compress_tool_output(text: str, cap_tokens: int, counter: Counter, *,
             sanitized = result
             result = _shrink(lambda c: head_tail(sanitized, c), budget_chars, cap, counter)
         else:
-            result = _grown_log(text, result, cap, chars_per_token, counter)
+            result = _grown_log(text, log_outline, keep, cap, chars_per_token, counter)
         # a cap about the size of the marks: "[... 113 lines]\n[... 3 lines omitted ...]"
         # quoted nothing of a 1,491-token task cut to 16 tokens; its first words say something
         if result is not None and _mostly_marker(result):
