@@ -10,7 +10,9 @@ score only the first few are kept (``FAILED_SCORE``, ``PASSED_KEPT``). Commands
 come from an agent's shell calls, from code blocks and backticks, and from the user's own words
 (``prose_commands``: "please look at pytest -k retry"), which rank highest: they are asked for.
 Paths of installed libraries (site-packages, the interpreter's own frames) are left out: a
-traceback passes there, the work happens in the project. Within a kind, higher scores come
+traceback passes there, the work happens in the project; so are paths of one-letter parts
+(`/a/`) and a data dump's serials taken for identifiers (`v7_22032`) that no one says in their
+own words. Within a kind, higher scores come
 first, then the most recently mentioned. Kinds are rendered in a fixed order (paths, commands,
 errors, tests, lines, numbers, identifiers), each capped to a share of the space, the rest of
 the space then filled in the same order; duplicates and values contained in a longer value of
@@ -105,6 +107,15 @@ def _is_library(value: str) -> bool:
     return (any(w in value for w in _LIBRARY_WORDS) or value.startswith(_LIBRARY_STARTS)
             or ("/lib/python" in value and _LIB_PYTHON.search(value) is not None)
             or _NOT_A_FILE.match(value) is not None)
+
+
+#: a data file's serial, not a name: one or two letters, digits, a part of 3 digits or more
+#: after an underscore (`v7_22032` of a CSV a tool printed; `x86_64` is not one). A dump's
+#: serials took a summary's identifiers by the dozen; one the user or the assistant writes in
+#: their own words, or one the ledger holds already, is kept as any identifier
+_SERIAL = re.compile(r"[A-Za-z]{1,2}\d*(?:_\d+)*_\d{3,}(?:_\d+)*")
+#: a path of one-letter parts (`/a/`, `a/b`: a diff's prefixes, a data file's column): no file
+_ONE_LETTER_PATH = re.compile(r"/?(?:[^/]/)*[^/]?/?")
 
 
 _LOCATED = frozenset({"paths", "line_numbers"})
@@ -240,6 +251,11 @@ def add_messages(ledger: Ledger | None, messages: list[Message],
                 if kind == "line_numbers" and value.startswith(_INLINE_SCRIPT):
                     value = value[len("<string> "):]  # no file to name: the line alone
                 elif kind in _LOCATED and _is_library(value):
+                    continue
+                elif kind == "paths" and _ONE_LETTER_PATH.fullmatch(value):
+                    continue
+                elif kind == "identifiers" and _SERIAL.fullmatch(value) and value not in where \
+                        and not (speaker and value in prose):
                     continue
                 if kind == "commands" and value in said:
                     score = SAID_SCORE
