@@ -691,3 +691,39 @@ def test_claude_codes_framing_of_the_claude_md_is_no_hard_constraint_its_orders_
     # the user's own words, outside a client's reminder, are theirs whatever they say
     said = "IMPORTANT: These instructions OVERRIDE any default behavior: you must obey them."
     assert orders_of(Message(role="user", content=said)) == [said]
+
+
+TASK = ("Fix the rounding bug in payments/invoice.py so that totals match the ledger to the "
+        "cent. Keep the public API of Invoice unchanged, add a regression test in "
+        "tests/test_invoice.py covering three currencies, do not touch the migrations folder, "
+        "and make sure the CSV export in reports/export.py rounds half to even like the ledger "
+        "does. The final check: totals for the sample month must read 1,204.55 exactly, as the "
+        "accountant wrote in the ticket.")
+
+
+@pytest.mark.parametrize("budget", [1200, 1500])
+def test_a_sessions_task_is_kept_whole_as_a_live_chats_is(budget):
+    """A task of 450 characters, summarized once a second question came: ctx/prepare keeps
+    it whole in its summary (up to TASK_CHARS); ctx/assemble cut it to its first 200
+    characters ("...covering three curren…"), the check it ends with lost. One cap now
+    (`first_ask_chars`)."""
+    from ctxlayer.core.assembly.summary import ASK_CHARS, TASK_CHARS
+    from ctxlayer.core.prepare import prepare_turn
+
+    assert ASK_CHARS < len(TASK) <= TASK_CHARS
+    msgs = [Message(role="user", content=TASK, id="task")]
+    for k in range(30):
+        if k == 20:
+            msgs.append(Message(role="user", id="q2", content="Now look at the report module."))
+        msgs.append(Message(role="assistant", content=f"Step {k}: src/mod_{k}.py.", id=f"a{k}",
+                            tool_calls=[ToolCall(id=f"c{k}", name="bash", arguments=json.dumps(
+                                {"command": f"pytest tests/test_{k}.py"}))]))
+        msgs.append(Message(role="tool", id=f"t{k}", tool_call_id=f"c{k}",
+                            content=f"FAILED tests/test_{k}.py::test_case_{k} " + "line " * 120))
+    msgs.append(Message(role="user", id="u-last", content="go on"))
+    out = assemble(build(msgs), Compaction(), inp(budget), COUNTER)
+    check_fits(out, budget)
+    assert f"Asked:\n- {TASK}\n" in summary_of(out)
+    prepared = prepare_turn(None, msgs, budget, COUNTER)
+    assert any(TASK in " ".join(m.content.split()) for m in prepared.messages
+               if m.kind == "summary")

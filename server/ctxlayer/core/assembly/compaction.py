@@ -62,7 +62,8 @@ from ctxlayer.core.assembly.history import History, kept_whole
 from ctxlayer.core.assembly.policy import CompactionPolicy
 from ctxlayer.core.assembly.stages import run_cheap_stages
 from ctxlayer.core.assembly.summary import (
-    ASK_CHARS,
+    TASK_CHARS,
+    first_ask_chars,
     off_topic,
     offline_summary,
     own_words,
@@ -101,7 +102,7 @@ class Sizes(msgspec.Struct, frozen=True):
     request_chars: int
     action_chars: int
     ledger_chars: int
-    task_chars: int = ASK_CHARS
+    task_chars: int = TASK_CHARS  # the most a kept first ask is (`first_ask_chars`)
 
     @property
     def reserve(self) -> int:
@@ -174,7 +175,7 @@ def _render(state: Compaction, sz: Sizes, counter: Tokenizer, **sized: int) -> t
 #: ledger, the hard constraints, and last the user's first ask; the request is never cut out).
 #: The ledger ranks high because it is the densest in exact values: measured on real agent
 #: transcripts (bench/realchats) it keeps the most of what the rest needs. The first ask (an
-#: agent's task, at most ASK_CHARS) ranks above all: cut with decided/open, it was the first
+#: agent's task, at most TASK_CHARS) ranks above all: cut with decided/open, it was the first
 #: thing a long session's summary lost (turn 35 of 40 at a budget of 3000), its ledger keeping
 #: "line 44, line 43, ...".
 PARTS = ("task_chars", "constraint_tokens", "ledger_chars", "action_chars", "request_chars",
@@ -462,7 +463,8 @@ def apply_summary(
         # the request is shown verbatim: its sentences would only repeat it
         read = [m for k, m in enumerate(shown) if k != request_at]
         summary_text = offline_summary(read, state.summary, sz.summary_chars, asked=(
-            [originals[request_at]] if request_at is not None else []))
+            [originals[request_at]] if request_at is not None else []),
+            task_chars=first_ask_chars(not state.replaced))  # the first: the task
     cache = extracted if extracted is not None else {}
     facts: list[Facts] = []
     orders: list[list[str]] = []

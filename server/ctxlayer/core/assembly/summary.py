@@ -112,6 +112,14 @@ ASK_CHARS = 200
 #: paragraph. Claude Code's first question, summarized once a second one came, went out as
 #: its first 80 characters at a budget of 2,000 (a quarter of the part), 200 at any budget
 TASK_CHARS = 800
+
+
+def first_ask_chars(opening: bool) -> int:
+    """What the first ask of a summary keeps: `TASK_CHARS` when the summary opens the chat
+    (``opening``: it stands for the chat's first messages, its first ask is the task), else
+    `ASK_CHARS`. The one cap of both: a live chat's first chunk (prepare) and a session's first
+    compaction (assemble), which kept the task to 200 characters where prepare kept 800."""
+    return TASK_CHARS if opening else ASK_CHARS
 #: the share of the summary the asks may take at most (the first one and the newest)
 ASK_SHARE = 4
 #: what ctxlayer itself wrote into a shortened message: its omission markers ("[... 52 lines

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from ctxlayer.core.assembly.summary import ASK_CHARS, TASK_CHARS
+from ctxlayer.core.assembly.summary import first_ask_chars
 from ctxlayer.core.compress.facts import Facts, Named, NamedFacts, named_part
 from ctxlayer.core.compress.shorten import shorten_message
 from ctxlayer.core.groups import ToolGroups, is_output, is_result
@@ -654,7 +654,7 @@ class Window(Merging):
             [self.shown_tokens(i) for i in covered], self.upto, upto, counter, policy, room,
             want, self.facts, text, writer, self.named, self._read,
             # the chat's first chunk: its first ask is the task
-            task_chars=TASK_CHARS if self.upto == self.head else ASK_CHARS)
+            task_chars=first_ask_chars(self.upto == self.head))
 
     def _give_back(self, covered: list[int], kept: set[int], j: int, room: int
                    ) -> tuple[int, int]:
