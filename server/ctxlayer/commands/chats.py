@@ -138,6 +138,13 @@ def token(args: argparse.Namespace) -> str:
                          ) from None
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A redirect is an error (the HTTPError below says where it pointed), never followed."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
 def fetch(url: str, bearer: str) -> dict:
     """The gateway's answer at ``url``, asked with the state folder's token: only over
     loopback, and never through the environment's proxy (urllib sends a request for
@@ -145,7 +152,9 @@ def fetch(url: str, bearer: str) -> dict:
     from ctxlayer.cli import UsageError
 
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {bearer}"})
-    straight = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    # nor after a redirect: urllib's handler sends the token on to wherever it points (a
+    # port a dead gateway named, now another app's, answering 302 to a host off this machine)
+    straight = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
     try:
         with straight.open(request, timeout=10) as answer:
             data = json.loads(answer.read())
