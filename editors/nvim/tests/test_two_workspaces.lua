@@ -31,7 +31,7 @@ H.run(function()
   vim.fn.writefile({ "x = 1" }, vim.fs.joinpath(root2, "lib", "m.py"))
   vim.fn.system({ "git", "-C", root2, "init", "-q" })
 
-  ctxlayer.setup({ cmd = H.cmd })
+  ctxlayer.setup({ cmd = H.cmd, gateway = true })
   vim.cmd.edit("README.md")
   local readme = vim.api.nvim_get_current_buf()
   H.must(H.wait_figure() ~= nil, "repo 1's daemon answers")
@@ -87,4 +87,22 @@ H.run(function()
   vim.cmd.cd(vim.fn.fnameescape(vim.fs.dirname(root1)))
   H.eq(ctxlayer.client(), nil, "cwd in neither: no workspace's")
   H.eq(ctxlayer.statusline(), "", "and no figure passes for its own")
+
+  -- A chat plugin's buffer there (CodeCompanion's is buftype=nofile) asks for the gateway: it
+  -- gets the daemon of the workspace last entered. Before, a third daemon was started on the
+  -- cwd, a folder that is no project (often $HOME), and its chats showed in no status line.
+  local function gateway_of(root)
+    local urls = client.announcement(client_of(root)).gateway
+    return { openai = urls.openai, anthropic = urls.anthropic }
+  end
+  local chat = vim.api.nvim_create_buf(true, true)
+  vim.bo[chat].filetype = "codecompanion"
+  vim.cmd.buffer(readme)
+  vim.cmd.buffer(chat)
+  local urls, err = ctxlayer.gateway()
+  H.eq(#vim.lsp.get_clients({ name = client.NAME }), 2, "the chat buffer's gateway() starts no third daemon")
+  H.eq(urls, gateway_of(root1), "it is repo 1's, the workspace last entered " .. tostring(err))
+  vim.cmd.buffer(module)
+  vim.cmd.buffer(chat)
+  H.eq(ctxlayer.gateway(), gateway_of(root2), "after entering repo 2's file, repo 2's")
 end)

@@ -7,6 +7,7 @@
 
 local client = require("ctxlayer.client")
 local config = require("ctxlayer.config")
+local status = require("ctxlayer.status")
 
 local M = {}
 
@@ -22,16 +23,39 @@ local function announced(c)
   end
 end
 
---- The workspace's running client, else one started for the cwd's workspace (not attached to
---- any buffer), waited for up to timeout_ms unless we are in a callback that cannot wait.
-local function find_or_start(timeout_ms)
-  local c = client.get()
-  if not c then
-    local root = client.root(0) or vim.fs.root(vim.fn.getcwd(), config.current.root_markers) or vim.fn.getcwd()
+--- The daemon a buffer of no workspace uses (a chat plugin's, with Neovim's directory in none
+--- of those open): the one of the buffer last entered (status.last_root), else the newest
+--- running; nil when none runs. Before, one was started on the directory: a folder that is no
+--- project (often $HOME) was scanned, and its chats showed in no workspace's status line.
+local function in_use()
+  local running = vim.tbl_filter(function(c)
+    return c.root_dir ~= nil and not client.call(c, "is_stopped")
+  end, vim.lsp.get_clients({ name = client.NAME }))
+  local newest
+  for _, c in ipairs(running) do
+    if c.root_dir == status.last_root then
+      return c
+    end
+    if not newest or c.id > newest.id then
+      newest = c
+    end
+  end
+  return newest
+end
+
+--- The workspace's running client, else one started for the buffer's workspace or the cwd's
+--- (not attached to any buffer); with neither a workspace, the daemon in use, and only when
+--- none runs one started on the cwd (`start` false: none started). Waited for up to
+--- timeout_ms unless we are in a callback that cannot wait.
+local function find_or_start(timeout_ms, start)
+  local own = client.root(0) or vim.fs.root(vim.fn.getcwd(), config.current.root_markers)
+  local c = client.get() or (not own and in_use()) or nil
+  if not c and start ~= false then
+    local root = own or vim.fn.getcwd()
     local id = client.start(vim.api.nvim_get_current_buf(), { root = root, attach = false })
     c = id and vim.lsp.get_client_by_id(id)
   end
-  if c and not c.initialized and not vim.in_fast_event() then
+  if c and start ~= false and not c.initialized and not vim.in_fast_event() then
     vim.wait(timeout_ms or config.current.timeout_ms, function()
       return c.initialized or client.call(c, "is_stopped")
     end, 20)
@@ -46,12 +70,7 @@ end
 ---@return string|nil message
 function M.urls(opts)
   opts = opts or {}
-  local c
-  if opts.start == false then
-    c = client.get()
-  else
-    c = find_or_start(opts.timeout_ms)
-  end
+  local c = find_or_start(opts.timeout_ms, opts.start)
   if not c then
     return nil, "ctxlayer: no daemon runs for this workspace and none could start (see :checkhealth ctxlayer)"
   end

@@ -41,6 +41,12 @@ function M.setup(opts)
   require("ctxlayer.client").apply_options()
   augroup = vim.api.nvim_create_augroup("ctxlayer", { clear = true })
   vim.api.nvim_create_autocmd("ColorScheme", { group = augroup, callback = status.define_highlights })
+  vim.api.nvim_create_autocmd("BufEnter", {
+    group = augroup,
+    callback = function(args)
+      status.entered(args.buf)
+    end,
+  })
   if config.current.autostart then
     vim.api.nvim_create_autocmd({ "BufReadPost", "BufNewFile" }, {
       group = augroup,

@@ -287,6 +287,24 @@ function M.failure(bufnr)
   return root and M.failed[root]
 end
 
+--- The workspace root of the buffer last entered that a daemon serves (BufEnter, set up by
+--- init.lua): the workspace in use, which a buffer of none (a chat plugin's) falls back to
+--- for the gateway rather than starting a daemon on a folder that is no project.
+---@type string|nil
+M.last_root = nil
+
+function M.entered(bufnr)
+  local best
+  for _, c in ipairs(M.serving_clients(bufnr)) do
+    if not best or c.id > best.id then
+      best = c
+    end
+  end
+  if best and best.root_dir then
+    M.last_root = best.root_dir
+  end
+end
+
 --- The client whose figures a buffer shows (default: the current one): the newest of those
 --- serving it (M.serving_clients) that the daemon has answered; nil when none.
 function M.current_client_id(bufnr)
