@@ -62,8 +62,9 @@ H.run(function()
     vim.inspect(trimmed and trimmed.budget))
 
   -- a re-sourced config brings a budget over the window while the session is open: the
-  -- session keeps its 100,000, and :Ctxlayer assemble (the session becomes the live chat)
-  -- assembled to the refused budget and showed it (`ctx 133/10M`)
+  -- session keeps its 100,000, and :Ctxlayer assemble (the daemon's live budget of the
+  -- session is the status line's figure) assembled to the refused budget and showed it
+  -- (`ctx 133/10M`)
   H.clear_notes()
   ctxlayer.setup({ cmd = H.cmd, model = "gpt-4o", budget = 10000000, gateway = false })
   H.must(H.wait(function() return H.note("10,000,000 tokens is over") end) ~= nil,
@@ -71,8 +72,8 @@ H.run(function()
   vim.cmd("Ctxlayer assemble")
   H.ok(H.wait(function()
     local b = ctxlayer.budget()
-    return b and b.conversation ~= nil
-  end), ":Ctxlayer assemble makes the session the live chat", vim.inspect(ctxlayer.budget()))
+    return b and b.budget.live == true
+  end), ":Ctxlayer assemble: the session's live budget is the figure", vim.inspect(ctxlayer.budget()))
   local assembled = H.buffer_lines("ctxlayer://assembled") or {}
   H.ok(ctxlayer.budget().limit == 100000, ":Ctxlayer assemble: the limit is the session's budget",
     ctxlayer.statusline() .. " " .. tostring(assembled[1]))

@@ -80,21 +80,22 @@ H.run(function()
   local result = ctxlayer.assemble()
   H.ok(result and #result.messages > 0, "assemble() returns messages")
 
-  -- An assembly is a request of the session's chat: it is the live chat, and :Ctxlayer chats
-  -- lists it and leaves it in the status line (ctx/conversations lists conversations only).
+  -- An assembly only shows the workspace's prompt: the daemon's live budget of the workspace
+  -- session is the workspace's figure (as VS Code's), not a chat of its own.
   local session_id = require("ctxlayer.client").session_id(client.root_dir)
-  local live = H.wait(function()
-    return ctxlayer.statusline():match("^ctx chat ") and ctxlayer.statusline()
+  local figure = H.wait(function()
+    local b = ctxlayer.budget()
+    return b and b.budget.live == true and b.budget.sessionId == session_id and ctxlayer.statusline()
   end)
-  H.must(live ~= nil, "after an assembly the session is the live chat", ctxlayer.statusline())
+  H.must(figure ~= nil, "after an assembly the status line shows the session's live figure",
+    vim.inspect(ctxlayer.budget()))
+  H.ok(figure:match("^ctx %d") ~= nil, "as the workspace's figure, not a chat's", figure)
   vim.cmd("Ctxlayer chats")
-  local listed = H.wait(function()
+  H.ok(H.wait(function()
     local lines = H.buffer_lines("ctxlayer://chats")
-    return lines and lines[1]:match("^1 live chat ") and lines
-  end, 10000)
-  H.ok(listed and listed[2] and listed[2]:find("* " .. session_id, 1, true) == 1,
-    ":Ctxlayer chats lists the live assembled session, marked *", vim.inspect(H.buffer_lines("ctxlayer://chats")))
-  H.eq(ctxlayer.statusline(), live, ":Ctxlayer chats leaves the live session chat in the status line")
+    return lines and lines[1]:match("^0 live chats")
+  end, 10000), ":Ctxlayer chats lists no chat for it", vim.inspect(H.buffer_lines("ctxlayer://chats")))
+  H.eq(ctxlayer.statusline(), figure, ":Ctxlayer chats leaves the figure in the status line")
 
   -- inspect: the inspector page, or with `text` a buffer with the breakdown.
   vim.cmd("Ctxlayer inspect text")

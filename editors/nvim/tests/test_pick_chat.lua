@@ -1,7 +1,15 @@
--- `:Ctxlayer chats {id}` over an assembled session: the session stays the daemon's live chat,
--- and a changed file re-measures it (a live ctx/budgetChanged of it). That re-measure took the
--- status line back from the picked chat at the next :write; the help promises a changed file
--- "re-measures it without switching chats". A request (an assembly, another chat's turn)
+-- The live chat of the status line, against the workspace's own session and a pick.
+--
+-- `:Ctxlayer assemble` only shows the workspace's prompt: its session is then the daemon's
+-- live chat, but its figure is the workspace's, and the live chat shown stays (as VS Code's
+-- status bar). Before, the assembly took the status line from the live chat (`ctx chat
+-- 953/112k 1%` became `ctx chat 73/112k 0%`), and :Ctxlayer status and inspect were about
+-- the workspace session.
+--
+-- `:Ctxlayer chats {id}` over another editor's assembled session: that session stays the
+-- daemon's live chat, and a changed file re-measures it (a live ctx/budgetChanged of it). That
+-- re-measure took the status line back from the picked chat at the next :write; the help
+-- promises a changed file "re-measures it without switching chats". Another chat's request
 -- still takes over.
 local H = dofile(vim.fs.joinpath(vim.fs.dirname(vim.fn.fnamemodify(arg[0], ":p")), "helpers.lua"))
 
@@ -31,29 +39,48 @@ H.run(function()
   local chat = prepared("hello")
   H.must(chat and chat.conversationId, "a chat through ctx/prepare", vim.inspect(chat))
   H.ok(shows(chat.conversationId), "the prepared chat is in the status line", ctxlayer.statusline())
+  local shown = ctxlayer.statusline()
+
+  -- :Ctxlayer assemble: the workspace's prompt, shown; the live chat stays in the status line
+  H.clear_notes()
   vim.cmd("Ctxlayer assemble")
-  H.ok(shows(session), ":Ctxlayer assemble makes the session the live chat", ctxlayer.statusline())
+  H.must(H.buffer_lines("ctxlayer://assembled") ~= nil, ":Ctxlayer assemble shows the prompt")
+  H.ok(H.wait(function()
+    local measured = status.get(c.id).budget
+    return measured and measured.live == true and measured.sessionId == session
+  end, 10000), "the daemon's live budget of the workspace session is its figure",
+    vim.inspect(status.get(c.id).budget))
+  H.eq(ctxlayer.budget().conversation, chat.conversationId,
+    "after :Ctxlayer assemble the live chat stays in the status line")
+  H.eq(ctxlayer.statusline(), shown, "with its figure")
+  vim.cmd("Ctxlayer status")
+  local said = H.note("live chat ")
+  H.ok(said and said.msg:find("live chat " .. chat.conversationId, 1, true),
+    ":Ctxlayer status is about the live chat", said and said.msg)
+
+  -- another editor's session (another id on the same daemon), assembled: a chat of its own
+  local other_session = "other-editor:" .. session
+  H.must(ctxlayer.request("ctx/session/open", { sessionId = other_session }) ~= nil,
+    "another editor's session opens")
+  H.must(ctxlayer.request("ctx/assemble", { sessionId = other_session }) ~= nil, "and assembles")
+  H.ok(shows(other_session), "another editor's assembly is the live chat", ctxlayer.statusline())
 
   vim.cmd("Ctxlayer chats " .. chat.conversationId)
   H.ok(shows(chat.conversationId), ":Ctxlayer chats {id} puts the chat in the status line",
     ctxlayer.statusline())
 
-  -- a new file: the daemon re-measures the session (the tree grew) and says so, live
-  local before = status.get(c.id).chats[session].used
+  -- a new file: the daemon re-measures the other session (the tree grew) and says so, live
+  local before = status.get(c.id).chats[other_session].used
   H.write_file("src/added.py", { "print('a new file in the tree')" })
   H.must(H.wait(function()
-    local seen = status.get(c.id).chats[session]
+    local seen = status.get(c.id).chats[other_session]
     return seen and seen.used ~= before
   end), "the daemon re-measured the session after the :write",
-    vim.inspect(status.get(c.id).chats[session]))
+    vim.inspect(status.get(c.id).chats[other_session]))
   H.ok(ctxlayer.budget().conversation == chat.conversationId,
     "the picked chat stays in the status line after a :write", ctxlayer.statusline())
 
-  -- a request still takes over: the session's assembly, then another chat's turn
-  vim.cmd("Ctxlayer assemble")
-  H.ok(shows(session), "an assembly takes the status line back", ctxlayer.statusline())
-  vim.cmd("Ctxlayer chats " .. chat.conversationId)
-  H.must(shows(chat.conversationId), "picked again")
+  -- another chat's request still takes over
   local other = prepared("another chat entirely")
   H.ok(other and shows(other.conversationId), "another chat's request takes over",
     ctxlayer.statusline())

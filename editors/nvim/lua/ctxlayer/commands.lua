@@ -141,8 +141,8 @@ function M.assembled(opts)
   end
   local state = status.get(c.id) or {}
   if state.session_id then
-    -- a request of the session: it becomes the live chat, over a chat picked before
-    state.picked = nil
+    -- a request of the workspace's session: the daemon's live chat from now on, the status
+    -- line's figure stays its own (handlers.lua), and the live chat shown stays shown
     local params = vim.tbl_extend("force", { sessionId = state.session_id, budget = status.usable_budget(state, config.current.budget) }, opts or {})
     local result, err = client.request_sync(c, "ctx/assemble", params)
     if result and result.modeSuggestion then

@@ -33,17 +33,25 @@ local M = {
       return
     end
     require("ctxlayer.chats").warn(ctx.client_id, params)
-    if params.live == true then
-      -- The chat that last sent a request (the gateway, ctx/prepare, an assembled session):
-      -- it takes over the status line. A re-measure of it (a file event) stays live.
+    local conversation = params.conversationId ~= nil and params.conversationId ~= vim.NIL
+    local session = params.sessionId ~= vim.NIL and params.sessionId or nil
+    local own = state.session_id ~= nil and not conversation
+      and (session == nil or session == state.session_id)
+    if params.live == true and not own then
+      -- The chat that last sent a request (the gateway, ctx/prepare, another editor's
+      -- assembled session): it takes over the status line. A re-measure of it (a file event)
+      -- stays live.
       return require("ctxlayer.chats").on_budget(ctx.client_id, params)
     end
-    if params.conversationId and params.conversationId ~= vim.NIL then
+    if conversation then
       return require("ctxlayer.chats").remember(ctx.client_id, params) -- listed, not shown
     end
-    if not state.session_id or (params.sessionId and params.sessionId ~= state.session_id) then
+    if not own then
       return -- another editor's session on the same daemon
     end
+    -- The workspace's own session, live too once :Ctxlayer assemble showed its prompt: its
+    -- figure, as VS Code's. Before, an assembly took the status line (and :Ctxlayer status and
+    -- inspect) from the live gateway chat: `ctx chat 953/112k 1%` became `ctx chat 73/112k 0%`.
     status.update(ctx.client_id, { budget = params })
   end,
 
