@@ -169,8 +169,8 @@ export class BudgetController {
 
   /**
    * The workspace session keeps its id across restarts, and reopening it answers it unchanged
-   * (PROTOCOL.md): the settings it holds otherwise (changed since, which restarted the daemon)
-   * go to it with ctx/session/configure. A budget left empty is the model's default (the
+   * (PROTOCOL.md): the settings it holds otherwise (changed while no daemon ran, or a model
+   * changed, which restarts it) go to it with ctx/session/configure. A budget left empty is the model's default (the
    * window minus the output reserve: `resetBudget`), as the setting says; a mode left empty
    * keeps the session's own. A daemon without that request keeps the session's, and one
    * warning says which.
@@ -350,6 +350,33 @@ export class BudgetController {
       return;
     }
     await this.setMode(mode);
+  }
+
+  /**
+   * The budget setting changed while the daemon runs: the workspace session takes it with
+   * ctx/session/configure (cleared: the model's default, `resetBudget`). Before, the daemon
+   * was restarted for it, and its gateway moved to a new port (`gateway.port` 0): the chat
+   * tools pointed at the announced URL lost it. A budget the daemon refuses is said naming
+   * the setting; the session keeps its own.
+   */
+  async followBudgetSetting(budget: ControllerSettings["budget"]): Promise<void> {
+    this.settings = { ...this.settings, budget };
+    const client = this.need();
+    const sessionId = this.session();
+    if (!announces(this.announcement, "ctx/session/configure")) {
+      this.warn(
+        "this daemon cannot change the workspace session's budget (no ctx/session/configure); " +
+          "it keeps its own: update ctxlayer (`pip install -U ctxlayer`)",
+      );
+      return;
+    }
+    const change = budget === null ? { resetBudget: true } : { budget };
+    const answered = await client
+      .request("ctx/session/configure", { sessionId, ...change })
+      .catch((err: unknown) => {
+        throw budgetRefusal(err, budget);
+      });
+    this.publish(answered);
   }
 
   async addRule(text: string, weight = 1): Promise<{ ruleId: string; warning?: string | null }> {

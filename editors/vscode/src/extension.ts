@@ -105,12 +105,25 @@ export async function activate(context: api.ExtensionContext): Promise<CtxlayerA
     registerWorkspaceTool(client),
     api.onSettingsChanged(() => {
       const next = readSettings();
-      const change = settingsChange(settings, next);
+      const changes = settingsChange(settings, next);
       settings = next;
-      if (change === "restart") {
+      if (changes.includes("restart")) {
         log.info("settings changed: restarting the daemon");
         void restart();
-      } else if (change === "mode" && controller.connected) {
+        return;
+      }
+      if (changes.includes("trace")) void daemon.setTrace(next.trace);
+      if (!controller.connected) {
+        controller.updateSettings(next); // the session takes them when it opens
+        return;
+      }
+      if (changes.includes("budget")) {
+        controller.followBudgetSetting(next.budget).catch((err) => {
+          log.error(`set budget: ${errorText(err)}`);
+          void api.showError(errorText(err));
+        });
+      }
+      if (changes.includes("mode")) {
         controller.followModeSetting(next.mode).catch((err) => log.error(`set mode: ${errorText(err)}`));
       }
     }),

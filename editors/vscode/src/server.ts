@@ -64,6 +64,8 @@ export class DaemonServer {
   private wanted: Settings | undefined;
   /** Each client's lc.start(), to wait for when it is stopped while still starting. */
   private starting = new WeakMap<LanguageClient, Promise<void>>();
+  /** The trace level asked for last (a start's settings, or setTrace since). */
+  private trace: Settings["trace"] | undefined;
 
   constructor(
     private readonly log: LogOutputChannel,
@@ -85,6 +87,19 @@ export class DaemonServer {
   }
 
   /**
+   * The LSP trace level (`ctxlayer.trace.server`) for the daemon that runs, through
+   * `$/setTrace`, and for any started later. No restart: that moved the gateway to a new port.
+   */
+  async setTrace(trace: Settings["trace"]): Promise<void> {
+    this.trace = trace;
+    const lc = this.languageClient;
+    if (!lc || lc.state !== State.Running) return; // one starting takes it once it answers
+    await lc.setTrace(Trace.fromString(trace)).catch((err: unknown) => {
+      this.log.warn(`setting the trace level: ${errorText(err)}`);
+    });
+  }
+
+  /**
    * Starts and restarts run one at a time: two settings changes close together otherwise
    * started a second daemon while the first was still starting (which vscode-languageclient
    * cannot stop), and the first, no longer tracked, kept the gateway's port. Those asked
@@ -96,6 +111,7 @@ export class DaemonServer {
     how: { resetRestarts?: boolean; unlessAsked?: boolean } = {},
   ): Promise<boolean> {
     this.wanted = how.unlessAsked ? (this.wanted ?? settings) : settings;
+    if (!how.unlessAsked) this.trace = settings.trace;
     const run = this.queue.then(async () => {
       const next = this.wanted;
       // a run queued earlier already took these settings
@@ -182,7 +198,7 @@ export class DaemonServer {
       void api.showError(message, "Show Logs").then((c) => c && this.log.show());
       return false;
     }
-    await lc.setTrace(Trace.fromString(settings.trace));
+    await lc.setTrace(Trace.fromString(this.trace ?? settings.trace));
     const checked = checkAnnouncement((lc.initializeResult?.capabilities as any)?.experimental?.ctxlayer);
     if (checked.problem !== undefined) {
       // said once: the daemon is stopped, so nothing retries and repeats it

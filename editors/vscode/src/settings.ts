@@ -8,14 +8,23 @@
 import manifest from "../package.json";
 import type { Settings } from "./vscodeapi";
 
-export type SettingsChange = "restart" | "mode" | "none";
+/** What a settings change asks of the running daemon: a restart (which takes every setting),
+ * else the workspace session's new budget (ctx/session/configure), the LSP trace level
+ * (`$/setTrace`) and its new mode. */
+export type SettingsChange = "restart" | "budget" | "trace" | "mode";
 
-export function settingsChange(before: Settings, after: Settings): SettingsChange {
-  const restartKeys: (keyof Settings)[] = ["model", "budget", "serverCommand", "trace", "gateway"];
-  if (restartKeys.some((k) => JSON.stringify(before[k]) !== JSON.stringify(after[k]))) {
-    return "restart";
-  }
-  return before.mode !== after.mode ? "mode" : "none";
+/**
+ * Only what the daemon reads at its start restarts it. A restart moves its gateway to a new
+ * port (`gateway.port` 0, the default) and the chat tools pointed at the announced URL (Claude
+ * Code, Codex, aider) lose it: the budget and the trace level, which it takes while it runs,
+ * restarted it before.
+ */
+export function settingsChange(before: Settings, after: Settings): SettingsChange[] {
+  const changed = (k: keyof Settings) => JSON.stringify(before[k]) !== JSON.stringify(after[k]);
+  const restartKeys: (keyof Settings)[] = ["model", "serverCommand", "gateway"];
+  if (restartKeys.some(changed)) return ["restart"];
+  const live: [keyof Settings, SettingsChange][] = [["budget", "budget"], ["trace", "trace"], ["mode", "mode"]];
+  return live.filter(([k]) => changed(k)).map(([, change]) => change);
 }
 
 /** The part of JSON Schema that the manifest's settings use. */

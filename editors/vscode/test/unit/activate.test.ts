@@ -87,4 +87,49 @@ describe("activate", () => {
     expect(item().tooltip).toContain("budget: Expected `int | null`, got `str`");
     expect(item().tooltip).toContain("ctxlayer: Restart");
   });
+
+  // A restart moves the gateway to a new port (gateway.port 0, the default): Claude Code,
+  // Codex or aider pointed at the announced URL lose their streams. The budget and the trace
+  // level restarted the daemon; the running one takes them now.
+  it("a changed budget or trace level goes to the running daemon, which is not restarted", async () => {
+    recorded.settings.set("serverCommand", ["/venv/bin/ctxlayer", "serve"]);
+    FakeLanguageClient.answers["ctx/session/configure"] = (p: any) =>
+      budget(5000, p.budget ?? 100_000, p.sessionId);
+    const ours = await activate({ subscriptions: [] } as any);
+    await settle();
+    const lc = FakeLanguageClient.made[0];
+    expect(lc.starts).toBe(1);
+    expect(lc.traces).toEqual(["off"]);
+    const sessionId = lc.sent("ctx/session/open")[0].sessionId;
+
+    changeSettings({ budget: 64_000 });
+    await settle();
+    expect(FakeLanguageClient.made).toHaveLength(1);
+    expect(lc.starts).toBe(1);
+    expect(lc.sent("ctx/session/configure")).toEqual([{ sessionId, budget: 64_000 }]);
+    expect(ours.budget?.limit).toBe(64_000); // the answer is the workspace's figure
+
+    changeSettings({ budget: null }); // cleared: the model's default
+    await settle();
+    expect(lc.sent("ctx/session/configure")[1]).toEqual({ sessionId, resetBudget: true });
+
+    changeSettings({ "trace.server": "verbose" });
+    await settle();
+    expect(FakeLanguageClient.made).toHaveLength(1);
+    expect(lc.traces).toEqual(["off", "verbose"]);
+    expect(recorded.errors).toEqual([]);
+  });
+
+  it("a budget the daemon refuses is said naming the setting; the daemon keeps running", async () => {
+    recorded.settings.set("serverCommand", ["/venv/bin/ctxlayer", "serve"]);
+    FakeLanguageClient.answers["ctx/session/configure"] = () => {
+      throw Object.assign(new Error("invalid params"), { code: -32602 });
+    };
+    await activate({ subscriptions: [] } as any);
+    await settle();
+    changeSettings({ budget: 10_000_000 });
+    await settle();
+    expect(FakeLanguageClient.made).toHaveLength(1);
+    expect(recorded.errors.map((e) => e.message)).toEqual([expect.stringContaining("invalid params")]);
+  });
 });

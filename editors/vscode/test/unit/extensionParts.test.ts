@@ -325,14 +325,18 @@ describe("ctx/summarize", () => {
 });
 
 describe("settings changes", () => {
-  it("restart the daemon for model, budget, command, trace and gateway; a mode change does not", () => {
+  it("restart the daemon for model, command and gateway; budget, trace and mode go to the running one", () => {
     const base = api.readSettings();
-    expect(settingsChange(base, { ...base })).toBe("none");
-    expect(settingsChange(base, { ...base, mode: "debug" })).toBe("mode");
-    expect(settingsChange(base, { ...base, model: "claude-sonnet-4" })).toBe("restart");
-    expect(settingsChange(base, { ...base, budget: 1000 })).toBe("restart");
-    expect(settingsChange(base, { ...base, serverCommand: ["x", "serve"] })).toBe("restart");
-    expect(settingsChange(base, { ...base, trace: "verbose" })).toBe("restart");
-    expect(settingsChange(base, { ...base, gateway: { enabled: true, port: 0 } })).toBe("restart");
+    expect(settingsChange(base, { ...base })).toEqual([]);
+    expect(settingsChange(base, { ...base, mode: "debug" })).toEqual(["mode"]);
+    expect(settingsChange(base, { ...base, model: "claude-sonnet-4" })).toEqual(["restart"]);
+    // taken while the daemon runs: a restart would move the gateway to a new port
+    expect(settingsChange(base, { ...base, budget: 1000 })).toEqual(["budget"]);
+    expect(settingsChange(base, { ...base, trace: "verbose" })).toEqual(["trace"]);
+    expect(settingsChange(base, { ...base, budget: 1000, trace: "verbose", mode: "debug" })).toEqual(
+      ["budget", "trace", "mode"]);
+    expect(settingsChange(base, { ...base, budget: 1000, model: "claude-sonnet-4" })).toEqual(["restart"]);
+    expect(settingsChange(base, { ...base, serverCommand: ["x", "serve"] })).toEqual(["restart"]);
+    expect(settingsChange(base, { ...base, gateway: { enabled: true, port: 0 } })).toEqual(["restart"]);
   });
 });

@@ -125,8 +125,12 @@ export class FakeLanguageClient extends FakeConnection {
     super(FakeLanguageClient.answers);
     FakeLanguageClient.made.push(this);
   }
+  /** The trace levels set ($/setTrace), in order. */
+  traces: string[] = [];
   registerFeature() {}
-  async setTrace() {}
+  async setTrace(trace: string) {
+    this.traces.push(trace);
+  }
   async start() {
     this.starts++;
     this.state = State.Starting;
