@@ -43,7 +43,7 @@ def test_chats_shows_the_providers_cache_reads_and_the_bill(stack):
     (line,) = [t for t in table.splitlines() if t.startswith("cache-bill")]
     header = table.splitlines()[0]
     assert "est. cache" in header and "read" in header and "bill" in header
-    assert f"{row['cachedTokens'] / 1000:.1f}k" in line and f"{expected:.0%}" in line
+    assert f" {k(row['cachedTokens'])} " in line and f"{expected:.0%}" in line
     # the column says what it counts: messages left out, not whatever was cut ("cut 0" read
     # as nothing cut beside a log shortened from 106k to 39k tokens)
     assert header.split()[-2:] == ["dropped", "updated"]
@@ -61,13 +61,6 @@ def test_chats_shows_the_providers_cache_reads_and_the_bill(stack):
 ])
 def test_the_bill_is_reads_at_a_tenth_and_the_rest_written_or_plain(row, expected):
     assert bill(row) == (None if expected is None else pytest.approx(expected))
-
-
-@pytest.mark.parametrize("n,text", [(0, "0"), (999, "999"), (15_188, "15.2k"),
-                                    (839_491, "839.5k"), (999_949, "999.9k"), (999_950, "1M"),
-                                    (1_000_000, "1M"), (1_048_576, "1.05M"), (2_500_000, "2.5M")])
-def test_token_figures_read_in_thousands_then_millions(n, text):
-    assert k(n) == text
 
 
 def test_the_help_defines_the_bill():

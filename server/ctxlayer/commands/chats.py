@@ -19,6 +19,7 @@ import sys
 import urllib.error
 import urllib.parse
 import urllib.request
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 from ctxlayer.core.text import visible
@@ -177,13 +178,27 @@ def fetch(url: str, bearer: str) -> dict:
 
 
 def k(n: int) -> str:
-    """15,188 -> "15.2k"; from 999,950 on in millions, as the editors' status bars read it:
-    "1M" (a 1M window less a small answer reserve), 1,048,576 -> "1.05M" (not "1048.6k")."""
+    """A token figure as the editors' status bars read it (VS Code's `compact`, Neovim's
+    `status.human`): 950, 15,188 -> "15.2k", 28,000 -> "28k", from 100k on whole thousands
+    (111,600 -> "112k"), from 999,500 on millions: "1M" (a 1M window less a small answer
+    reserve), 1,048,576 -> "1.05M". Before, it printed "28.0k" and "111.6k" where the editors
+    showed "28k" and "112k"."""
     if n < 1000:
         return str(n)
-    if round(n / 1000, 1) < 1000:
-        return f"{n / 1000:.1f}k"
-    return f"{n / 1_000_000:.2f}".rstrip("0").rstrip(".") + "M"
+    thousands = _fixed(n / 1000, 0 if n >= 100_000 else 1)
+    if Decimal(thousands) < 1000:
+        return _trimmed(thousands) + "k"
+    return _trimmed(_fixed(n / 1_000_000, 2)) + "M"
+
+
+def _fixed(x: float, places: int) -> str:
+    """`x` to `places` decimals as JavaScript's toFixed and LuaJIT's %f round it: the float's
+    exact value, half up (Python's own format rounds a tie such as 28.25 to even: "28.2")."""
+    return str(Decimal(x).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP))
+
+
+def _trimmed(fixed: str) -> str:
+    return fixed.rstrip("0").rstrip(".") if "." in fixed else fixed
 
 
 def refuse_idle_flags(args: argparse.Namespace) -> None:
