@@ -99,6 +99,20 @@ function H.client()
   end)
 end
 
+--- Every ctx/budgetChanged the daemons send from now on, in order (the plugin's handler runs
+--- as before): a test waits for the daemon's notification itself, not for a figure that a
+--- request's answer may replace first.
+function H.watch_budgets()
+  local seen = {}
+  local handlers = require("ctxlayer.handlers")
+  local handle = handlers["ctx/budgetChanged"]
+  handlers["ctx/budgetChanged"] = function(err, params, ctx)
+    table.insert(seen, params)
+    return handle(err, params, ctx)
+  end
+  return seen
+end
+
 --- Write `lines` to `path` (relative to the root) through a real buffer and :write.
 function H.write_file(path, lines)
   vim.cmd.edit(vim.fn.fnameescape(vim.fs.joinpath(H.root, path)))

@@ -69,11 +69,13 @@ H.run(function()
   ctxlayer.setup({ cmd = H.cmd, model = "gpt-4o", budget = 10000000, gateway = false })
   H.must(H.wait(function() return H.note("10,000,000 tokens is over") end) ~= nil,
     "the refusal of 10,000,000 is said", vim.inspect(H.notes))
+  local budgets = H.watch_budgets()
   vim.cmd("Ctxlayer assemble")
   H.ok(H.wait(function()
-    local b = ctxlayer.budget()
-    return b and b.budget.live == true
-  end), ":Ctxlayer assemble: the session's live budget is the figure", vim.inspect(ctxlayer.budget()))
+    return vim.iter(budgets):any(function(b) return b.live == true end)
+  end), ":Ctxlayer assemble: the daemon sends the session's live budget", vim.inspect(budgets))
+  H.ok(ctxlayer.budget().source == "session", ":Ctxlayer assemble: the figure is the session's",
+    vim.inspect(ctxlayer.budget()))
   local assembled = H.buffer_lines("ctxlayer://assembled") or {}
   H.ok(ctxlayer.budget().limit == 100000, ":Ctxlayer assemble: the limit is the session's budget",
     ctxlayer.statusline() .. " " .. tostring(assembled[1]))

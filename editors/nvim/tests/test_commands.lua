@@ -71,6 +71,7 @@ H.run(function()
   end), ":Ctxlayer chats before any chat lists none")
 
   -- assemble: the workspace session's assembled prompt in a buffer.
+  local budgets = H.watch_budgets()
   vim.cmd("Ctxlayer assemble")
   local assembled = H.buffer_lines("ctxlayer://assembled")
   H.ok(assembled ~= nil, ":Ctxlayer assemble opens ctxlayer://assembled")
@@ -83,13 +84,12 @@ H.run(function()
   -- An assembly only shows the workspace's prompt: the daemon's live budget of the workspace
   -- session is the workspace's figure (as VS Code's), not a chat of its own.
   local session_id = require("ctxlayer.client").session_id(client.root_dir)
-  local figure = H.wait(function()
-    local b = ctxlayer.budget()
-    return b and b.budget.live == true and b.budget.sessionId == session_id and ctxlayer.statusline()
-  end)
-  H.must(figure ~= nil, "after an assembly the status line shows the session's live figure",
-    vim.inspect(ctxlayer.budget()))
-  H.ok(figure:match("^ctx %d") ~= nil, "as the workspace's figure, not a chat's", figure)
+  H.must(H.wait(function()
+    return vim.iter(budgets):any(function(b) return b.live == true and b.sessionId == session_id end)
+  end), "after an assembly the daemon sends the session's live budget", vim.inspect(budgets))
+  local figure = ctxlayer.statusline()
+  H.ok(figure:match("^ctx %d") ~= nil, "the status line shows it as the workspace's figure, not a chat's",
+    figure)
   vim.cmd("Ctxlayer chats")
   H.ok(H.wait(function()
     local lines = H.buffer_lines("ctxlayer://chats")

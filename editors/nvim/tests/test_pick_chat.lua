@@ -43,13 +43,12 @@ H.run(function()
 
   -- :Ctxlayer assemble: the workspace's prompt, shown; the live chat stays in the status line
   H.clear_notes()
+  local budgets = H.watch_budgets()
   vim.cmd("Ctxlayer assemble")
   H.must(H.buffer_lines("ctxlayer://assembled") ~= nil, ":Ctxlayer assemble shows the prompt")
-  H.ok(H.wait(function()
-    local measured = status.get(c.id).budget
-    return measured and measured.live == true and measured.sessionId == session
-  end, 10000), "the daemon's live budget of the workspace session is its figure",
-    vim.inspect(status.get(c.id).budget))
+  H.must(H.wait(function()
+    return vim.iter(budgets):any(function(b) return b.live == true and b.sessionId == session end)
+  end), "the daemon sends the workspace session's live budget", vim.inspect(budgets))
   H.eq(ctxlayer.budget().conversation, chat.conversationId,
     "after :Ctxlayer assemble the live chat stays in the status line")
   H.eq(ctxlayer.statusline(), shown, "with its figure")
