@@ -120,7 +120,7 @@ describe("activate", () => {
     expect(recorded.errors).toEqual([]);
   });
 
-  it("a budget the daemon refuses is said naming the setting; the daemon keeps running", async () => {
+  it("a budget the daemon refuses is said in one error; the daemon keeps running", async () => {
     recorded.settings.set("serverCommand", ["/venv/bin/ctxlayer", "serve"]);
     FakeLanguageClient.answers["ctx/session/configure"] = () => {
       throw Object.assign(new Error("invalid params"), { code: -32602 });
