@@ -5,10 +5,12 @@ summaries that never change, restore, the last resort."""
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
 from ctxlayer.core.errors import ContextError
+from ctxlayer.core.groups import ToolGroups, is_result
 from ctxlayer.core.prepare import PreparePolicy, Turn, audit_of, prepare_turn
 from ctxlayer.core.prepare.model import DEFAULT_POLICY
 from ctxlayer.core.tokens import OPENAI_FORMAT, WordTokenizer, conversation_tokens
@@ -82,14 +84,52 @@ def check_turn(turn: Turn, sent: list[Message], budget: int) -> None:
         if m.tool_calls:
             results = {x.tool_call_id for x in kept[k + 1:k + 1 + len(m.tool_calls)]}
             assert results == {c.id for c in m.tool_calls}, ids
-    # summaries together, as user turns, after the system prompt and what is shown whole from
-    # before them (the question an agent run was given)
-    summaries = [k for k, m in enumerate(kept) if m.kind == "summary"]
-    if summaries:
-        assert summaries == list(range(summaries[0], summaries[0] + len(summaries)))
-        assert all(m.role in ("system", "user") for m in kept[:summaries[0]])
-    assert all(kept[k].role == "user" and kept[k].id.startswith("ctx:summary:")
-               for k in summaries)
+    check_summaries(turn, sent)
+
+
+def check_summaries(turn: Turn, sent: list[Message]) -> None:
+    """Where the summaries stand (prepare/__init__.py, points 2 and 3). A summary
+    `ctx:summary:a-b` stands for the messages of sent[a:b] the result neither shows (whole or
+    outlined) nor dropped. Each is a user turn after the system prompt, their ranges in order
+    and apart; each stands for messages on one side of the newest question only, and is read
+    on that side of it; and with each put where the newest message it stands for was, the
+    result keeps the conversation's order (a restored message, with its group, comes after the
+    summaries). None stands between a call and its results: `check_turn` keeps them together."""
+    kept, keys = turn.messages, turn.state.out_keys
+    assert len(keys) == len(kept)
+    shown: dict[int, int] = {}  # conversation index -> position in the result
+    ranges: dict[int, tuple[int, int]] = {}  # position of a summary -> its range
+    for k, (m, key) in enumerate(zip(kept, keys, strict=True)):
+        if m.kind == "summary":
+            got = re.fullmatch(r"ctx:summary:(\d+)-(\d+)", m.id or "")
+            assert m.role == "user" and got, (k, m.id)
+            ranges[k] = (int(got[1]), int(got[2]))
+        else:
+            i = key if isinstance(key, int) else key[0]
+            assert sent[i].id == m.id and sent[i].role == m.role, (k, i, m.id)
+            shown[i] = k
+    if not ranges:
+        return
+    head = next(k for k, m in enumerate(sent) if m.role != "system")
+    assert all(m.role == "system" for m in kept[:head]) and min(ranges) >= head
+    spans = [ranges[k] for k in sorted(ranges)]
+    assert spans[0][0] >= head and all(a < b for a, b in spans) and all(
+        b <= c for (_, b), (c, _) in zip(spans, spans[1:], strict=False)), spans
+    q = max(i for i, m in enumerate(sent) if m.role == "user" and not is_result(m))
+    groups = ToolGroups(sent)  # a restored message comes back with its group
+    restored = {j for i in turn.state.restored.values() for j in groups.of(i)}
+    gone = {e.index for e in turn.state.dropped} | {i for i in shown if i not in restored}
+    for k, (a, b) in ranges.items():
+        stands = [i for i in range(a, b) if i not in gone]
+        assert stands and q not in stands, (kept[k].id, stands)
+        assert stands[-1] < q or stands[0] > q, (
+            f"{kept[k].id} stands for messages on both sides of the newest question {q}")
+        assert (k < shown[q]) == (stands[-1] < q), (kept[k].id, "read on the wrong side")
+        for i, at in shown.items():
+            if i not in restored:
+                assert (at < k) == (i < stands[-1]), (kept[k].id, "out of order", i)
+            else:
+                assert at > k, (sent[i].id, "restored before a summary")
 
 
 def drive(turns: int, budget: int, seed: int = 7, policy: PreparePolicy | None = None):

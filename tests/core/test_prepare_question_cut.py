@@ -5,11 +5,14 @@ prompt alone keeps the fixed sizes (the next request would cut it again)."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
-from hypothesis import given, settings
+import msgspec
+import pytest
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from test_prepare import PRIMING, _agent_call, check_turn, words
+from test_prepare import PRIMING, _agent_call, check_summaries, check_turn, words
 
 from ctxlayer.core.compress.shorten import shorten_message
 from ctxlayer.core.prepare import prepare_turn
@@ -86,17 +89,47 @@ def test_an_agents_task_alone_with_the_system_prompt_keeps_the_fixed_sizes():
     assert shown_question(turn) <= budget // 4 < budget - (turn.tokens - shown_question(turn))
 
 
-def check_fitted(turn, sent: list[Message], budget: int) -> None:
-    """What every result must satisfy, with a chat before the question and an agent's calls
-    after it (whose summaries stand on both sides of the question: `check_turn` takes them
-    for one run)."""
-    if not any(m.kind == "summary" for m in turn.messages):
-        check_turn(turn, sent, budget)
-        return
-    assert turn.tokens <= budget and "q" in {m.id for m in turn.messages}
-    calls = {c.id for m in turn.messages for c in m.tool_calls or ()}
-    results = {m.tool_call_id for m in turn.messages if m.role == "tool"}
-    assert calls == results
+def request(seed: int, system: int, lines: int, longest: int, over: int, chat: int,
+            calls: int, reminder: bool) -> tuple[list[Message], int]:
+    """A system prompt, ``chat`` answered questions, the question (``lines`` lines), an
+    agent's ``calls`` after it, a system reminder last when ``reminder``; and a budget ``over``
+    tokens short of it (a chat counted at about what its summary takes)."""
+    r = random.Random(seed)
+    prompt = Message(role="system", id="sys", content=words(r, system, system))
+    question = asked(r, lines, longest)
+    sent = [prompt, *history(r, chat), question]
+    for t in range(calls):
+        sent += _agent_call(t, words(r, 20, 60))
+    if reminder:
+        sent.append(Message(role="system", id="rem", content="Reply with one diff."))
+    rest = PRIMING + sum(tokens(m) for m in sent if m.role == "system")
+    return sent, max(rest + 40, rest + tokens(question) + (130 if chat else 0) - over)
+
+
+def test_a_summary_on_each_side_of_the_question_and_check_turn_sees_them_misplaced():
+    """A chat before the question and two calls after it: a summary of the chat before the
+    question and one of the calls after it, which `check_turn` accepts (it took the
+    summaries for one run, and failed this valid result); moved to the other side of the
+    question, or made one summary standing for both sides, it refuses them
+    (`check_summaries`, its part that reads the summaries)."""
+    sent, budget = request(0, 20, 11, 25, 1, 1, 2, False)
+    turn = prepare_turn(None, sent, budget, COUNTER)
+    check_turn(turn, sent, budget)
+    ids = [m.id for m in turn.messages]
+    assert ids == ["sys", "ctx:summary:1-3", "q", "ctx:summary:3-6", "a1", "r1"]
+    order = [0, 1, 3, 2, 4, 5]  # the calls' summary read before the question
+    moved = dataclasses.replace(turn, messages=[turn.messages[k] for k in order],
+                                state=dataclasses.replace(turn.state, out_keys=[
+                                    turn.state.out_keys[k] for k in order]))
+    with pytest.raises(AssertionError, match="wrong side"):
+        check_summaries(moved, sent)
+    one = msgspec.structs.replace(turn.messages[3], id="ctx:summary:1-6")
+    both = dataclasses.replace(turn, messages=[*turn.messages[:1], *turn.messages[2:3], one,
+                                               *turn.messages[4:]],
+                               state=dataclasses.replace(turn.state, out_keys=[
+                                   turn.state.out_keys[k] for k in (0, 2, 3, 4, 5)]))
+    with pytest.raises(AssertionError, match="both sides"):
+        check_summaries(both, sent)
 
 
 def cut_sizes(question: Message, lo: int, hi: int) -> list[int]:
@@ -108,6 +141,8 @@ def cut_sizes(question: Message, lo: int, hi: int) -> list[int]:
 
 
 @settings(max_examples=60, deadline=None)
+# a chat before the question and two calls after it: a summary on each side of the question
+@example(seed=0, system=20, lines=11, longest=25, over=1, chat=1, calls=2, reminder=False)
 @given(st.integers(0, 2 ** 32), st.integers(20, 250), st.integers(5, 40),
        st.integers(1, 30), st.integers(1, 120), st.sampled_from([0, 8, 8, 12]),
        st.sampled_from([0, 0, 1, 3]), st.booleans())
@@ -119,19 +154,10 @@ def test_the_question_is_never_cut_more_than_one_step_beyond_the_need(
     keeps as many tokens as the longest of its cuts within the room the rest of the request
     leaves it (when the messages before it can give the next request's room), but for one
     step of the shortening (its largest from one cap to the next: a cut ends at a line)."""
-    r = random.Random(seed)
-    prompt = Message(role="system", id="sys", content=words(r, system, system))
-    question = asked(r, lines, longest)
-    sent = [prompt, *history(r, chat), question]
-    for t in range(calls):
-        sent += _agent_call(t, words(r, 20, 60))
-    if reminder:
-        sent.append(Message(role="system", id="rem", content="Reply with one diff."))
-    rest = PRIMING + sum(tokens(m) for m in sent if m.role == "system")
-    # over by up to 120 tokens, a chat counted at about what its summary takes
-    budget = max(rest + 40, rest + tokens(question) + (130 if chat else 0) - over)
+    sent, budget = request(seed, system, lines, longest, over, chat, calls, reminder)
+    question = next(m for m in sent if m.id == "q")
     turn = prepare_turn(None, sent, budget, COUNTER)
-    check_fitted(turn, sent, budget)
+    check_turn(turn, sent, budget)
     shown = shown_question(turn)
     at = [m.id for m in turn.messages].index("q")
     if calls or not any(e.message_id == "q" and e.reason == QUESTION_FIT
