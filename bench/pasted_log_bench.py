@@ -7,7 +7,9 @@ A user's message is outlined after its first lines (the question, sent whole bef
 log after them is outlined as well as the whole text, whose outline decides whether the
 question must go first. What the two share (the log's lines, its units and their masked
 digits) is read once; the rest of the log is counted again by the tokenizer and its facts
-read again for the note naming what was cut. Each run counts with a fresh count cache (the
+read again for the note naming what was cut. A log that is a user's whole message goes the
+same way (its outline starts with its lines sanitized, so its first lines go first), and
+costs what the pasted one costs. Each run counts with a fresh count cache (the
 o200k encoding, built before timing), so no count is shared between runs or cases. Times are
 the process's CPU time (on a machine shared with other work the wall time swings by 2x).
 """
@@ -25,6 +27,10 @@ from ctxlayer.protocol import Message
 from ctxlayer.tokenizers import TiktokenCounter
 
 QUESTION = "Here is my build log, what failed?"
+#: the log as a user's whole message, no question above it: its first lines are kept whole
+#: (the log's outline starts with its lines sanitized, not with them) and what follows them
+#: is outlined, as under a question
+USER_ALONE = "log alone (a user's message)"
 
 
 def build_log(lines: int) -> str:
@@ -57,7 +63,7 @@ def main() -> None:
     encoding.count("warm")  # the encoding built before anything is timed
     cases = {
         "log alone (a tool's output)": Message(role="tool", tool_call_id="c", content=log),
-        "log alone (a user's message)": Message(role="user", content=log),
+        USER_ALONE: Message(role="user", content=log),
         "pasted under a question": Message(role="user", content=QUESTION + "\n" + log),
     }
     times: dict[str, list[float]] = {name: [] for name in cases}
@@ -69,6 +75,7 @@ def main() -> None:
         print(f"{name:<30} {t:6.2f} s CPU  (runs: {', '.join(f'{x:.2f}' for x in times[name])})")
     plain, pasted = medians["log alone (a tool's output)"], medians["pasted under a question"]
     print(f"pasted / alone: {pasted / plain:.2f}")
+    print(f"a user's log alone / a tool's: {medians[USER_ALONE] / plain:.2f}")
 
 
 if __name__ == "__main__":
