@@ -492,6 +492,7 @@ def apply_summary(
         restored=list(state.restored), made_for=share,
     )
     rerender(new, share, policy, counter)
-    audit += [_audit(msg, i, "summarized", SUMMARIZED, tokens_of(history, state, i), 0)
-              for i, msg in zip(at, shown, strict=True)]
+    # the message as the client sent it (what ctx/restore gives back), not an outline of it
+    audit += [_audit(msg, i, "summarized", SUMMARIZED, history.tokens[i], 0)
+              for i, msg in zip(at, originals, strict=True)]
     return new, audit

@@ -78,8 +78,9 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
     told = Told(dropped=(*new_summarized, *dropped),
                 truncated=(*outlined, *grown, *truncated),
                 restored=(*new_restored, *again, *recalled),
+                # the originals' tokens, as the audit says them (not an outline's)
                 notice=notice(sum(c.replaced for c in made),
-                              sum(c.replaced_tokens for c in made), outlined, dropped,
+                              sum(e.tokens_before for e in new_summarized), outlined, dropped,
                               truncated, new_restored, budget, len(recalled),
                               next((c.writer for c in made if c.writer != "offline"),
                                    "offline")))

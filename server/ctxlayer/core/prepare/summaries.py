@@ -229,7 +229,7 @@ def make_chunk(shown: Sequence[Message], originals: Sequence[Message], indices: 
                known: Mapping[int, Facts] | None = None, written: str | None = None,
                writer: str = "offline", named: Mapping[int, Named] | None = None,
                read: dict[str, list[tuple[int, str]]] | None = None,
-               task_chars: int = ASK_CHARS) -> Chunk:
+               task_chars: int = ASK_CHARS, whole: Sequence[int] | None = None) -> Chunk:
     """A chunk standing for ``shown`` (the messages as the result showed them; ``originals``
     are the client's, for constraints and facts), at conversation ``indices``; its parts
     scaled to about ``want`` tokens when that is given and not their shares of ``room``.
@@ -237,7 +237,11 @@ def make_chunk(shown: Sequence[Message], originals: Sequence[Message], indices: 
     the constraints, the action log and the ledger are made here all the same, so a fact it
     left out is still beside it (as with a client's ctx/summarize answer). ``read``: the
     offline summary's sentences by text, kept across the chunks one step writes.
-    ``task_chars``: what the first ask keeps (the chat's first chunk: its task, a paragraph)."""
+    ``task_chars``: what the first ask keeps (the chat's first chunk: its task, a paragraph).
+    ``whole``: the originals' tokens (``tokens`` when None), which the audit names: the
+    message ctx/restore gives back, not an outline a step made of it first (a 735-line log
+    outlined then summarized in one step was audited as its outline's 37 lines, 830 tokens,
+    its own 19.5k nowhere)."""
     known = known or {}
     size = sizes(policy, room)
     usual = estimate(policy, room)
@@ -265,7 +269,7 @@ def make_chunk(shown: Sequence[Message], originals: Sequence[Message], indices: 
         AuditEntry(action="summarized", reason=f"{REASON}; summary written {writer}",
                    summary=describe(m),
                    tokens_before=t, tokens_after=0, message_id=m.id or f"#{i}", index=i)
-        for m, i, t in zip(shown, indices, tokens, strict=True))
+        for m, i, t in zip(originals, indices, tokens if whole is None else whole, strict=True))
     return Chunk(start=start, upto=upto, message=message,
                  tokens=message_tokens(message, counter, policy.fmt), summary=summary,
                  constraints=constraints, facts=facts, replaced=len(shown),

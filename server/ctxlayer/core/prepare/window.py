@@ -654,7 +654,8 @@ class Window(Merging):
             [self.shown_tokens(i) for i in covered], self.upto, upto, counter, policy, room,
             want, self.facts, text, writer, self.named, self._read,
             # the chat's first chunk: its first ask is the task
-            task_chars=first_ask_chars(self.upto == self.head))
+            task_chars=first_ask_chars(self.upto == self.head),
+            whole=[self.tokens[i] for i in covered])
 
     def _give_back(self, covered: list[int], kept: set[int], j: int, room: int
                    ) -> tuple[int, int]:
