@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import openai
 import pytest
 from gateway_stack import Stack, fresh_stack, prose, small_stack
 from test_branch import long_chat, send
@@ -83,6 +84,23 @@ def test_a_title_asked_before_the_chats_first_request_is_set_aside_when_it_comes
     chat = ask(stack, "You are an agent.", [{"role": "user", "content": QUESTION}], tools=TOOLS)
     assert listed(stack) == [chat]
     assert live(stack) == chat
+
+
+def test_a_title_asked_before_a_chats_refused_first_request_is_set_aside(stack):
+    """OpenCode asks 32,000 tokens of output of a model whose window is 24,000: its chat's
+    first request is refused (400), and the title it asked before was listed as the
+    workspace's one chat, and the live one."""
+    title = ask(stack, TITLE, [{"role": "user", "content": "Generate a title for this:\n"},
+                               {"role": "user", "content": f'"{QUESTION}"'}],
+                model="gpt-4o-mini")
+    assert listed(stack) == [title]
+    with pytest.raises(openai.BadRequestError, match="max_tokens"):
+        ask(stack, "You are an agent.", [{"role": "user", "content": QUESTION}], tools=TOOLS,
+            max_tokens=500_000)
+    assert listed(stack) == [] and live(stack) is None
+    # the chat asked again within its window: the one chat
+    chat = ask(stack, "You are an agent.", [{"role": "user", "content": QUESTION}], tools=TOOLS)
+    assert listed(stack) == [chat] and live(stack) == chat
 
 
 def test_claude_codes_titles_under_its_session_id_are_set_aside(stack):

@@ -69,6 +69,24 @@ def settle(live: Iterable[Conversation], conv: Conversation, now: float) -> None
             set_aside(c)
 
 
+def beside_refused(live: Iterable[Conversation], request: dict, client: str | None,
+                   now: float) -> list[str]:
+    """After a request refused before it took a turn (``request``, under the client run
+    ``client``; ``live`` as for `settle`): what was asked beside it, as for a chat's turn in
+    `settle`, is set aside. A chat's first request refused (OpenCode asks 32,000 tokens of
+    output of a 24,000-token window) left the title asked before it the workspace's one chat,
+    listed and live, with no chat to be beside. Returns the ids of those set aside."""
+    chain, system = identity.turns(request), identity.system_of(request)
+    out: list[str] = []
+    for c in islice((c for c in live if not c.left_behind
+                     and now - c.turned_at <= ASIDE_SECONDS), ASIDE_CHATS):
+        if c.asked_once is not None and c.client in (None, client) \
+                and c.system() != system and identity.quotes(c.asked_once, chain):
+            set_aside(c)
+            out.append(c.conversation_id)
+    return out
+
+
 def helps(live: Iterable[Conversation], conv: Conversation, now: float) -> None:
     """After ``conv``'s turn (``live`` as for `settle`): ``conv`` is set aside, as the chat's
     helper, when no session id names it and its request carries, under a system prompt of its

@@ -144,7 +144,15 @@ class Conversations:
         # chats): a list of the workspace sent after it waits for it, as for any turn. Its own
         # key, so no other request waits for it
         async with self.state.lanes.turn(("arriving", caller.workspace, object())):
-            return await self._prepare_in_lane(caller, p)
+            try:
+                return await self._prepare_in_lane(caller, p)
+            except ContextError:
+                # refused: a title asked before it is set aside all the same
+                hint = identity.client_hint(p.format, p.request, p.client_session_id)
+                aside = asides.beside_refused(self._recent(caller.workspace), p.request,
+                                              asked.run_of(p, hint), self.ticks())
+                self.state.events.not_live(caller.workspace, aside)
+                raise
 
     async def _prepare_in_lane(self, caller: Caller, p: protocol.PrepareParams
                                ) -> protocol.PrepareResult:

@@ -75,6 +75,12 @@ class Events:
         return msgspec.structs.replace(budget, live=True, conversation_id=cid,
                                        source=budget.source or source)
 
+    def not_live(self, workspace: str, conversation_ids: list[str]) -> None:
+        """None of ``conversation_ids`` is the workspace's live chat any more (asked beside a
+        chat whose request was refused: `asides.beside_refused`); no other becomes it."""
+        if self.live.get(workspace, (None,))[0] in conversation_ids:
+            del self.live[workspace]
+
     def live_chat(self, workspace: str) -> tuple[str | None, str | None, str | None] | None:
         """(conversation id, session id, source) of the workspace's live chat, if any."""
         return self.live.get(workspace)
