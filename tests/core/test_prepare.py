@@ -244,6 +244,28 @@ def test_a_history_resent_up_to_a_summarized_question_sends_that_question():
     assert again.messages[-1].id == "q5" and again.messages[-1].content == history[-1].content
 
 
+def test_a_history_resent_up_to_an_earlier_question_is_fitted_as_a_fresh_chats():
+    """A 14-question chat at 3,000 tokens holds two summaries; the client resends the history
+    up to question 8 (a regenerate from there), which no summary stands for. The window
+    carried over sent the system prompt, the summaries and a few messages: 630 tokens, where
+    a fresh chat sends 1,878 (the review probe: 427 where 2,718 fit whole). A shorter history
+    is made again as at a bigger budget, when it goes whole or the carried result is thin."""
+    r = random.Random(5)
+    sent, state = [SYSTEM], None
+    for t in range(14):
+        sent.append(Message(role="user", id=f"u{t}", content=f"Question {t}: "
+                            + words(r, 120 + 40 * (t % 3), 120 + 40 * (t % 3))))
+        state = prepare_turn(state, sent, 3000, WordTokenizer()).state
+        sent.append(Message(role="assistant", id=f"a{t}", content=words(r, 200, 200)))
+    back = sent[:sent.index(next(m for m in sent if m.id == "u8")) + 1]
+    assert state.upto < len(back) and len(state.chunks) >= 2  # the case at hand
+    again = prepare_turn(state, back, 3000, WordTokenizer())
+    check_turn(again, back, 3000)
+    fresh = prepare_turn(None, back, 3000, WordTokenizer())
+    assert [m.content for m in again.messages] == [m.content for m in fresh.messages]
+    assert again.tokens == fresh.tokens > 3000 // 2
+
+
 def test_an_edit_inside_the_summarized_part_starts_over():
     results = drive(60, 3000)
     sent, turn = results[-1]
