@@ -247,7 +247,7 @@ def test_a_chain_of_previous_response_ids_is_one_conversation(stack, stream):
     sessions = stack.state.sessions
     stack.reported()
     assert sessions.kept_bias(stack.gateway.caller.workspace, [f"chat-{seen[0]}"],
-                              "gpt-4o") == 1.0
+                              "gpt-4o")[0] == 1.0
 
 
 def test_a_chain_goes_on_in_its_conversation_after_a_restart(tmp_path):

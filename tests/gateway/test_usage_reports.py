@@ -138,3 +138,31 @@ def test_a_live_chat_carries_its_error_band_from_its_first_turn(tmp_path):
                                   for b in live), [b.error_band for b in live]
     # once reports came, the band is the chat's calibration's (as ctx/session/budget says)
     assert live[-1].error_band == kept
+
+
+def test_a_chat_taken_up_after_a_restart_shows_its_kept_band(tmp_path):
+    """A chat whose provider counted it 0.8x, 1.5x, 0.85x and 1.6x ours has a wide band; the
+    daemon restarts on the same state folder and the chat's first turn after it is fitted
+    with the kept calibration. Its band was the table's ±10% until the next usage report
+    (the review probe: 0.1 shown, 0.421 kept); now the kept calibration's."""
+    messages: list[dict] = []
+
+    def turns(ratios: list[float]) -> tuple[list[Any], float | None]:
+        with fresh_stack(tmp_path, counts={MODEL: 1.0}) as stack:
+            workspaces: list[str] = []
+            stack.state.events.budget_listeners.append(
+                lambda workspace, budget, caller=None: workspaces.append(workspace))
+            budgets = published(stack)
+            for turn, ratio in enumerate(ratios):
+                stack.standin.standin.counts[MODEL] = ratio
+                messages.append({"role": "user", "content": prose(f"q{turn}", 300)})
+                ask(stack, messages, "banded")
+                stack.reported()
+                messages.append({"role": "assistant", "content": "ok"})
+            live = [b for b in budgets if b.live]
+            return live, stack.state.sessions.band(workspaces[-1], live[-1].session_id, MODEL)
+
+    _, kept = turns([0.8, 1.5, 0.85, 1.6])
+    after, _ = turns([1.0])
+    assert kept is not None and kept > 0.2
+    assert after[0].error_band == kept

@@ -48,7 +48,7 @@ class Conversation:
         self.window: int | None = None  # the model's whole context window (Budget.window)
         self.bias = 1.0  # billed / counted, from the session's calibration
         self.reports = 0  # usage reports taken: a bias read before the last one is older
-        self.band: float | None = None  # error band once usage reports came: `budget_report`
+        self.band: float | None = None  # the calibration's error band (None: the table's)
         #: its last turn's history the provider's (`previous_response_id`): no calibration
         self.provider_history = False
         self.extra_audit: list[protocol.AuditEntry] = []  # the codec's repairs of the last turn
@@ -179,4 +179,4 @@ class Conversation:
             model=self.model, session_id=self.session_id, next_compaction_at=self.budget,
             conversation_id=self.conversation_id, source=self.source,
             cached_tokens=self.cached_tokens, window=self.window,
-            error_band=self.band if self.reports else round(table_band(self.model), 4) or None)
+            error_band=self.band or round(table_band(self.model), 4) or None)

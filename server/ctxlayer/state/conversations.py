@@ -178,9 +178,9 @@ class Conversations:
             return await self._prepare(caller, p, workspace, cid, family,
                                        asked.run_of(p, hint), edits, older, trouble)
 
-    async def _kept_bias(self, conv: Conversation, model: str) -> float:
-        """The bias the calibration of ``conv``'s session, or of a window it may take up,
-        kept in the state folder (`SessionService.kept_bias`)."""
+    async def _kept_bias(self, conv: Conversation, model: str) -> tuple[float, float | None]:
+        """(the bias, the error band) the calibration of ``conv``'s session, or of a window it
+        may take up, kept in the state folder (`SessionService.kept_bias`)."""
         ids = dict.fromkeys([conv.conversation_id, *(k[0] for k in conv.kept)])
         return await self.state.work(lambda: self.state.sessions.kept_bias(
             conv.workspace, [chat_session(cid) for cid in ids], model))
@@ -374,8 +374,9 @@ class Conversations:
             conv.family, conv.client = family, client
         conv.window = p.context_window or asked.model_window(model)
         if conv.reports == 0 and not conv.session_open:  # new here: after a restart too
-            conv.bias = await _or_said(self._kept_bias(conv, model),
-                                       "read this chat's calibration", trouble, 1.0)
+            conv.bias, conv.band = await _or_said(self._kept_bias(conv, model),
+                                                  "read this chat's calibration", trouble,
+                                                  (1.0, None))
         budget = nominal if conv.bias <= 1.0 else max(1, int(nominal / conv.bias))
         previous, restored, kept = conv.state, frozenset(conv.restored), conv.kept
         # a request whose history the provider keeps goes as it came: only counted

@@ -874,22 +874,26 @@ class SessionService:
             later(lambda: self.store.update(sid, now, calibration=calibration))
         return bias
 
-    def kept_bias(self, workspace: str, session_ids: list[str], model: str) -> float:
-        """The bias for ``model`` the calibration of the first of ``session_ids`` that exists
-        kept (1.0: none does), read without opening the session: a live chat taken up after
-        a restart fits its first turn with it (it was fitted as if counts were exact, and a
-        provider counting 1.3x ours refused it as over the window)."""
+    def kept_bias(self, workspace: str, session_ids: list[str], model: str
+                  ) -> tuple[float, float | None]:
+        """(the bias, the error band) for ``model`` of the calibration the first of
+        ``session_ids`` that exists kept ((1.0, None): none does), read without opening the
+        session: a live chat taken up after a restart fits its first turn with it (it was
+        fitted as if counts were exact, and a provider counting 1.3x ours refused it as over
+        the window), and shows its band (the table's ±10% was shown for a ±42% spread)."""
         with self._lock:
             for sid in session_ids:
                 live = self._live.get((workspace, sid))
                 if live is not None:
-                    return self._calibration(live).bias(model)
+                    return self._calibration(live).bias(model), self._band(live, model)
                 row = self.store.get(workspace, sid)
                 if row is not None and row.calibration:
                     window = self._settings(workspace).calibration_window
-                    return self._kept(row, "calibration", Calibration,
-                                      Calibration()).windowed(window).bias(model)
-            return 1.0
+                    kept = self._kept(row, "calibration", Calibration,
+                                      Calibration()).windowed(window)
+                    band = kept.error_band(model, self.prior_band(model))
+                    return kept.bias(model), round(band, 4) or None
+            return 1.0, None
 
     def note_prompt(self, workspace: str, session_id: str, tokens: int) -> float:
         """Remember the tokens of a prompt prepared outside an assembly (a live chat's turn), so
