@@ -374,9 +374,8 @@ class Conversations:
             conv.family, conv.client = family, client
         conv.window = p.context_window or asked.model_window(model)
         if conv.reports == 0 and not conv.session_open:  # new here: after a restart too
-            conv.bias, conv.band = await _or_said(self._kept_bias(conv, model),
-                                                  "read this chat's calibration", trouble,
-                                                  (1.0, None))
+            conv.bias, conv.band = await _or_said(
+                self._kept_bias(conv, model), "read this chat's calibration", trouble, (1.0, None))
         budget = nominal if conv.bias <= 1.0 else max(1, int(nominal / conv.bias))
         previous, restored, kept = conv.state, frozenset(conv.restored), conv.kept
         # a request whose history the provider keeps goes as it came: only counted
