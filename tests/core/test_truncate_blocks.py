@@ -20,3 +20,22 @@ def test_each_block_closes_at_its_fence_with_either_line_end(nl):
     lines = out.split(nl)
     assert "NOTE: between the files" in lines and "b.py" in lines
     assert lines.count("[...]") == 2 and lines[-1] == "the question?"
+
+
+@pytest.mark.parametrize("case", ["stray-python", "lone-pre", "code-closed-mid-line"])
+def test_prose_between_blocks_of_a_chat_is_never_cut_as_code(case):
+    """Only a file's block (under its path, as aider sends files) pairs the ```python fences
+    inside it and closes at a tag. In a chat's own text, a ``` block holding a stray
+    ```python line closed at the next block's opening fence, and a lone <pre> or <code> line
+    of pasted HTML opened a block to the text's end: the prose after it was cut as code
+    (the review probe: 12 and 20 of 40 prose lines gone)."""
+    prose = [f"prose line {k} says something" for k in range(30)]
+    code = [f"x{k} = {k}" for k in range(30)]
+    if case == "stray-python":
+        lines = ["```", *code[:10], "```python", *code[10:], "```", *prose, "```", *code, "```"]
+    elif case == "lone-pre":
+        lines = ["Here is the page:", "<pre>", *prose]
+    else:
+        lines = ["<code>", *code[:3], "end</code>", *prose]
+    out = truncate_blocks("\n".join(lines), head=3, tail=3) or "\n".join(lines)
+    assert all(p in out.split("\n") for p in prose), case

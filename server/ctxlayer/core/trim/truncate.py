@@ -47,12 +47,18 @@ def blocks(lines: list[str], details: bool = True) -> list[tuple[int, int]]:
 
 
 def _block_end(lines: list[str], i: int, details: bool) -> int | None:
-    """Where the block opened by ``lines[i]`` closes; None when that line opens none."""
+    """Where the block opened by ``lines[i]`` closes; None when that line opens none. A file's
+    fence or tag (under its path, as aider sends files) pairs the fences inside it and closes
+    at its tag; any other block closes where CommonMark closes it, and a lone <pre> or <code>
+    line of pasted HTML that no closing tag follows opens none (it ran to the text's end, the
+    prose after it cut as code)."""
     fence = _fence(lines[i])
     if fence is not None:
-        return _fence_end(lines, i, fence)
+        return _fence_end(lines, i, fence, paired=_under_a_path(lines, i))
     s = lines[i].strip()
     closer = _TAG_CLOSERS.get(s)
+    if closer is not None and not _under_a_path(lines, i):
+        return None
     if closer is None:
         if not (details and s.startswith("<details")):
             return None
@@ -60,7 +66,17 @@ def _block_end(lines: list[str], i: int, details: bool) -> int | None:
     for j in range(i + 1, len(lines)):
         if lines[j].strip().startswith(closer) or _tag_closes(lines, j, closer):
             return j
-    return len(lines)
+    return len(lines) if closer == "</details>" else None
+
+
+def _under_a_path(lines: list[str], i: int) -> bool:
+    """Whether the block opening at ``lines[i]`` is a file's, as aider sends files: its path
+    alone on the line before (one word, naming a file: a dot or a slash in it)."""
+    if i == 0:
+        return False
+    above = lines[i - 1].strip()
+    return bool(above) and len(above.split()) == 1 and ("." in above or "/" in above) \
+        and not above.startswith(("```", "~~~", "<"))
 
 
 def _tag_closes(lines: list[str], j: int, closer: str) -> bool:
@@ -70,12 +86,14 @@ def _tag_closes(lines: list[str], j: int, closer: str) -> bool:
     return lines[j].rstrip().endswith(closer) and (j + 1 == len(lines) or not lines[j + 1].strip())
 
 
-def _fence_end(lines: list[str], i: int, fence: str) -> int:
+def _fence_end(lines: list[str], i: int, fence: str, paired: bool = True) -> int:
     """Where the code block opened at ``lines[i]`` with ``fence`` closes: at the first bare
-    fence as long, past the pairs of the fences inside it that name a language (an opening
-    fence with an info string never closes a block: a markdown file's ```python examples, its
-    own blocks, fenced with ``` in a message); at the first bare fence when those pairs do not
-    close (a stray ```js line), as CommonMark reads it."""
+    fence as long, as CommonMark reads it; with ``paired`` (a file's block), past the pairs
+    of the fences inside it that name a language (an opening fence with an info string never
+    closes a block: a markdown file's ```python examples, its own blocks, fenced with ``` in
+    aider's message), at the first bare fence when those pairs do not close (a stray ```js
+    line). Not paired in other text: a stray ```python line in a chat's block took the prose
+    after the block, up to the next block's opening fence, for code."""
     depth, first = 0, None
     for j in range(i + 1, len(lines)):
         s = lines[j].strip()  # "```\r" of a CRLF text closes its block too
@@ -85,7 +103,7 @@ def _fence_end(lines: list[str], i: int, fence: str) -> int:
         if not info:
             if first is None:
                 first = j
-            if depth == 0:
+            if depth == 0 or not paired:
                 return j
             depth -= 1
         elif "`" not in info:  # an inner block naming its language: ```python
