@@ -57,7 +57,7 @@ import load  # noqa: E402
 import replay  # noqa: E402
 
 from ctxlayer.core.errors import ContextError  # noqa: E402
-from ctxlayer.core.prepare import persist, prepare_turn, warm  # noqa: E402
+from ctxlayer.core.prepare import persist, prepare_turn, resuming, warm  # noqa: E402
 from ctxlayer.core.prepare.fit import result_index  # noqa: E402
 from ctxlayer.core.prepare.model import DEFAULT_POLICY  # noqa: E402
 from ctxlayer.tokenizers import counter_for  # noqa: E402
@@ -122,7 +122,7 @@ def _live_problems(rc, hist, turn, budget, counter, state, told: set[int]) -> li
         problems.append("sent again, another result")
     if state is not None:
         snap = persist.decode(persist.encode(persist.snapshot(state, counter.name)))
-        back = persist.resume(snap, hist, counter, DEFAULT_POLICY) if snap else None
+        back = resuming.resume(snap, hist, counter, DEFAULT_POLICY) if snap else None
         if prepare_turn(back, hist, budget, counter).messages != out:
             problems.append("after a restart, another result")
     return problems

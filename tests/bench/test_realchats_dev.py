@@ -263,7 +263,7 @@ def test_after_an_edit_a_restarted_daemon_sends_what_an_unrestarted_one_does():
     agreed, so the restarted daemon summarized the chat afresh while an unrestarted one kept
     its summaries (`bench/fuzz.py live` found it 15 times in 4,175 requests). Now both keep
     the summaries the edit leaves standing."""
-    from ctxlayer.core.prepare import persist
+    from ctxlayer.core.prepare import persist, resuming
     from ctxlayer.core.prepare.model import DEFAULT_POLICY
 
     turns: list = []
@@ -279,7 +279,7 @@ def test_after_an_edit_a_restarted_daemon_sends_what_an_unrestarted_one_does():
     budget = turns[-1].budget
     unrestarted = prepare_turn(state, history, budget, counter)
     snap = persist.decode(persist.encode(persist.snapshot(state, counter.name)))
-    restarted = prepare_turn(persist.resume(snap, history, counter, DEFAULT_POLICY), history,
+    restarted = prepare_turn(resuming.resume(snap, history, counter, DEFAULT_POLICY), history,
                              budget, counter)
     assert unrestarted.state.chunks
     assert restarted.messages == unrestarted.messages

@@ -15,7 +15,7 @@ from test_formats_responses import SDK_INPUT
 from test_prepare import CountingWords
 
 from ctxlayer.core.formats import decode, encode
-from ctxlayer.core.prepare import persist, prepare_turn
+from ctxlayer.core.prepare import persist, prepare_turn, resuming
 from ctxlayer.core.prepare.fit import question_caps
 from ctxlayer.core.prepare.model import DEFAULT_POLICY, apply_shown, shown_of
 from ctxlayer.core.tokens import WordTokenizer, conversation_tokens
@@ -154,7 +154,7 @@ def test_a_snapshot_keeps_outlined_arguments_and_an_older_one_still_reads():
     turn = prepare_turn(None, msgs, BUDGET, WORDS)
     snap = persist.decode(persist.encode(persist.snapshot(turn.state)))
     assert snap is not None
-    state = persist.resume(snap, msgs, WORDS, DEFAULT_POLICY)
+    state = resuming.resume(snap, msgs, WORDS, DEFAULT_POLICY)
     assert state is not None and state.rewrites == turn.state.rewrites
     assert state.out_keys == turn.state.out_keys  # keys as the engine makes them: tuples
     more = [*msgs, Message(role="assistant", id="done", content="All cases pass.")]
@@ -169,7 +169,7 @@ def test_a_snapshot_keeps_outlined_arguments_and_an_older_one_still_reads():
                        for k in old["out_keys"]]
     snap = persist.decode(json.dumps(old).encode())
     assert snap is not None and snap.rewrites[int(i)][0] == "Writing the module."
-    state = persist.resume(snap, msgs, WORDS, DEFAULT_POLICY)
+    state = resuming.resume(snap, msgs, WORDS, DEFAULT_POLICY)
     assert state is not None and state.rewrites[int(i)][0] == "Writing the module."
 
 
@@ -323,7 +323,7 @@ def test_a_snapshot_keeps_the_counts_so_the_first_turn_after_a_restart_counts_on
     kept = persist.decode(persist.encode(persist.snapshot(turn.state, WORDS.name)))
     assert kept is not None and kept.tokens == list(turn.state.tokens)
     counter = _counting()
-    state = persist.resume(kept, more, counter, DEFAULT_POLICY)
+    state = resuming.resume(kept, more, counter, DEFAULT_POLICY)
     again = prepare_turn(state, more, BUDGET, counter)
     assert again.messages == expected.messages and again.tokens == expected.tokens
     assert counter.seen == ["All cases pass today."], "only the new message is counted"
@@ -333,7 +333,7 @@ def test_a_snapshot_keeps_the_counts_so_the_first_turn_after_a_restart_counts_on
     unkept = persist.decode(persist.encode(persist.snapshot(turn.state)))
     assert unkept is not None and unkept.tokens == []
     for snap, counter in ((kept, _counting("other")), (unkept, _counting())):
-        state = persist.resume(snap, more, counter, DEFAULT_POLICY)
+        state = resuming.resume(snap, more, counter, DEFAULT_POLICY)
         assert state is not None and state.tokens == turn.state.tokens
         assert msgs[1].content in counter.seen
 

@@ -12,7 +12,7 @@ import re
 import pytest
 
 from ctxlayer.core.compress.shorten import shorten_message
-from ctxlayer.core.prepare import DEFAULT_POLICY, persist, prepare_turn
+from ctxlayer.core.prepare import DEFAULT_POLICY, persist, prepare_turn, resuming
 from ctxlayer.core.prepare.aider_files import attached
 from ctxlayer.core.prepare.attached import CUT, GREW
 from ctxlayer.core.tokens import WordTokenizer
@@ -293,7 +293,7 @@ def test_a_file_cut_by_its_ends_says_which_line_ranges_it_keeps(count):
 def test_a_file_edited_in_place_after_a_restart_gives_the_turn_it_gives_without_one(body):
     """The window kept across a restart (`persist`) is taken up when the only change is a
     file written anew in place, and the turn is the one an unrestarted daemon makes: the same
-    summaries, the new contents. Before, `persist.resume` needed every message up to the
+    summaries, the new contents. Before, `resuming.resume` needed every message up to the
     summarized part to agree, and the chat started afresh."""
     state = None
     for n in range(1, 9):
@@ -302,7 +302,7 @@ def test_a_file_edited_in_place_after_a_restart_gives_the_turn_it_gives_without_
     edited = aider_request(9, {"adder.py": body.replace("return", "return -", 1)})
     live = prepare_turn(state, edited, 1200, WORDS)
     kept = persist.decode(persist.encode(persist.snapshot(state, WORDS.name)))
-    resumed = persist.resume(kept, edited, WORDS, DEFAULT_POLICY)
+    resumed = resuming.resume(kept, edited, WORDS, DEFAULT_POLICY)
     assert resumed is not None
     back = prepare_turn(resumed, edited, 1200, WORDS)
     assert [m.content for m in back.messages] == [m.content for m in live.messages]

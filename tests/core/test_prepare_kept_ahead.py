@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from ctxlayer.core.prepare import persist, prepare_turn
+from ctxlayer.core.prepare import persist, prepare_turn, resuming
 from ctxlayer.core.prepare.model import DEFAULT_POLICY, Ahead
 from ctxlayer.core.tokens import WordTokenizer
 from ctxlayer.protocol import Message
@@ -35,7 +35,7 @@ def test_the_summary_written_ahead_is_kept_and_taken_up() -> None:
     state, ahead = _with_ahead(msgs)
     snap = persist.decode(persist.encode(persist.snapshot(state)))
     assert snap is not None
-    resumed = persist.resume(snap, msgs, WORDS, DEFAULT_POLICY)
+    resumed = resuming.resume(snap, msgs, WORDS, DEFAULT_POLICY)
     assert resumed is not None and resumed.ahead == ahead
     # the client's messages only by their hashes: their text is not kept twice
     assert "Fix case 1" not in json.dumps(json.loads(persist.encode(snap))["ahead"])
@@ -47,7 +47,7 @@ def test_a_kept_summary_of_messages_changed_since_is_not_taken_up() -> None:
     snap = persist.decode(persist.encode(persist.snapshot(state)))
     assert snap is not None
     edited = [*msgs[:2], Message(role="assistant", content="Case 0 is not fixed."), *msgs[3:]]
-    resumed = persist.resume(snap, edited, WORDS, DEFAULT_POLICY)
+    resumed = resuming.resume(snap, edited, WORDS, DEFAULT_POLICY)
     assert resumed is not None and resumed.ahead is None
 
 
@@ -58,5 +58,5 @@ def test_a_window_written_before_the_summary_was_kept_still_reads() -> None:
     del old["ahead"]
     snap = persist.decode(json.dumps(old).encode())
     assert snap is not None and snap.ahead is None
-    resumed = persist.resume(snap, msgs, WORDS, DEFAULT_POLICY)
+    resumed = resuming.resume(snap, msgs, WORDS, DEFAULT_POLICY)
     assert resumed is not None and resumed.ahead is None

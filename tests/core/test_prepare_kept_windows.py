@@ -1,9 +1,9 @@
 """Which kept window a request takes up when the windows are read only as far as judging
-agreement needs (core/prepare/persist.py `KeptWindow`, `resume_best`): the window chosen and
-the state made of it are those of the rule as it was when every window was decoded whole,
-for random families of kept windows (a chat's prefixes, edits, another system prompt, aider's
-files written anew, what a later turn sent beside a window, windows that do not read whole)
-and random requests, ``least`` and ``beyond``.
+agreement needs (core/prepare/persist.py `KeptWindow`, resuming.py `resume_best`): the window
+chosen and the state made of it are those of the rule as it was when every window was decoded
+whole, for random families of kept windows (a chat's prefixes, edits, another system prompt,
+aider's files written anew, what a later turn sent beside a window, windows that do not read
+whole) and random requests, ``least`` and ``beyond``.
 
 Before, the state folder's 8 most recent windows were decoded whole for every new chat after
 a restart (1.7 to 3.4 ms a chat for 72 KB windows), to take up one at most."""
@@ -16,7 +16,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxlayer.core.prepare import persist, prepare_turn
+from ctxlayer.core.prepare import persist, prepare_turn, resuming
 from ctxlayer.core.prepare.model import DEFAULT_POLICY, ConversationState, common_prefix
 from ctxlayer.core.tokens import WordTokenizer
 from ctxlayer.protocol import Message
@@ -123,12 +123,12 @@ def _as_it_was(windows: list[tuple[str, int, bytes, tuple[int, bytes] | None]],
     best = -1
     most = common_prefix(beyond.messages, messages) if beyond is not None else -1
     for n, (_, snap) in enumerate(snaps):
-        k, _ = persist._reach(snap, messages, persist._agreement(snap, messages, hashes))
+        k, _ = resuming._reach(snap, messages, resuming._agreement(snap, messages, hashes))
         if k > most and k >= (snap.head + 1 if least is None else least):
             best, most = n, k
     if best < 0:
         return None
-    state = persist.resume(snaps[best][1], messages, WORDS, DEFAULT_POLICY, hashes, edit=True)
+    state = resuming.resume(snaps[best][1], messages, WORDS, DEFAULT_POLICY, hashes, edit=True)
     return (snaps[best][0], state) if state is not None else None
 
 
@@ -143,7 +143,7 @@ def _chosen(windows: list[tuple[str, int, bytes, tuple[int, bytes] | None]],
             else persist.decode_kept(body, turn, sent)
         if window is not None:
             read.append((cid, window))
-    found = persist.resume_best([w for _, w in read], messages, WORDS, DEFAULT_POLICY,
+    found = resuming.resume_best([w for _, w in read], messages, WORDS, DEFAULT_POLICY,
                                 beyond=beyond, least=least)
     return None if found is None else (read[found[0]][0], found[1])
 
@@ -183,9 +183,9 @@ def test_the_window_agreeing_furthest_that_does_not_read_whole_is_passed_over():
                persist.KeptWindow.read(shorter, 1, None)]
     assert all(w is not None for w in windows)
     messages = [*history[:21], Message(role="user", content="and now?")]
-    found = persist.resume_best(windows, messages, WORDS, DEFAULT_POLICY, least=1)
+    found = resuming.resume_best(windows, messages, WORDS, DEFAULT_POLICY, least=1)
     assert found is not None and found[0] == 1
-    assert found[1] == persist.resume(persist.decode(shorter), messages, WORDS,
+    assert found[1] == resuming.resume(persist.decode(shorter), messages, WORDS,
                                       DEFAULT_POLICY, edit=True)
     assert windows[0].whole() is None
 
@@ -199,5 +199,5 @@ def test_a_window_that_agrees_with_none_is_never_decoded_whole(monkeypatch):
     whole = persist.decode
     monkeypatch.setattr(persist, "decode", lambda data: decoded.append(data) or whole(data))
     other = [SYSTEMS[1], Message(role="user", content="a chat of its own")]
-    assert persist.resume_best(windows, other, WORDS, DEFAULT_POLICY, least=1) is None
+    assert resuming.resume_best(windows, other, WORDS, DEFAULT_POLICY, least=1) is None
     assert decoded == []

@@ -17,7 +17,7 @@ import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxlayer.core.prepare import ConversationState, Turn, persist, prepare_turn
+from ctxlayer.core.prepare import ConversationState, Turn, persist, prepare_turn, resuming
 from ctxlayer.core.prepare.model import DEFAULT_POLICY
 from ctxlayer.core.tokens import WordTokenizer
 from ctxlayer.protocol import Message
@@ -88,7 +88,7 @@ class _Daemon:
 
 
 def _after_restart(snap: persist.Snapshot | None, msgs: list[Message], budget: int) -> Turn:
-    start = persist.resume(snap, msgs, WORDS, DEFAULT_POLICY) if snap is not None else None
+    start = resuming.resume(snap, msgs, WORDS, DEFAULT_POLICY) if snap is not None else None
     return prepare_turn(start, msgs, budget, WORDS)
 
 

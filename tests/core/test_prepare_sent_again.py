@@ -11,7 +11,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from ctxlayer.core.prepare import DEFAULT_POLICY, persist, prepare_turn, told_anew
+from ctxlayer.core.prepare import DEFAULT_POLICY, persist, prepare_turn, resuming, told_anew
 from ctxlayer.core.tokens import WordTokenizer
 from ctxlayer.protocol import Message
 
@@ -28,7 +28,7 @@ def restarted(snap: persist.Snapshot, msgs: list[Message]):
     """The state a turn after a restart starts from: ``snap`` written and read back."""
     kept = persist.decode(persist.encode(snap))
     assert kept is not None
-    return persist.resume(kept, msgs, WordTokenizer(), DEFAULT_POLICY)
+    return resuming.resume(kept, msgs, WordTokenizer(), DEFAULT_POLICY)
 
 
 def test_a_cut_request_sent_again_is_told_what_was_cut_again():
@@ -96,6 +96,6 @@ def test_after_a_restart_another_request_is_a_turn_of_its_own():
     del older["told"]
     kept = persist.decode(msgspec.json.encode(older))
     assert kept is not None and kept.told is None
-    plain = prepare_turn(persist.resume(kept, msgs, WordTokenizer(), DEFAULT_POLICY), msgs,
+    plain = prepare_turn(resuming.resume(kept, msgs, WordTokenizer(), DEFAULT_POLICY), msgs,
                          1200, WordTokenizer())
     assert not plain.again and plain.notice is None

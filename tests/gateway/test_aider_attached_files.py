@@ -93,7 +93,7 @@ def test_a_file_edited_in_place_across_a_restart_keeps_the_window(tmp_path):
     """The gateway restarts (its state folder kept) between two of aider's requests, and the
     only change between them is the new contents of the file its user added (edited outside
     aider). Without a restart the window carries over (the test above); after one, the kept
-    window was not taken up (`persist.resume` needed every message up to the summarized part
+    window was not taken up (`resuming.resume` needed every message up to the summarized part
     to agree): the chat started afresh, its summaries written anew. Now the same summaries go
     upstream, with the new contents, under the same conversation."""
     old, new = "def add(a, b):\n    return a + b\n", \

@@ -58,6 +58,7 @@ from ctxlayer.core.prepare import (
     may_refit,
     persist,
     prepare_turn,
+    resuming,
     shown_shortened,
     told_anew,
 )
@@ -1050,14 +1051,14 @@ def _kept_start(kept: list[Kept], forks_of: list[Fork], messages: list, counter:
     of it agrees for a conversation the client named, ``family`` None: an edit of its first
     question), else, new here, another chat's (``forks_of``)."""
     if kept:
-        found = persist.resume_best([k[2] for k in kept], messages, counter, DEFAULT_POLICY,
+        found = resuming.resume_best([k[2] for k in kept], messages, counter, DEFAULT_POLICY,
                                     beyond=previous, least=0 if family is None else None)
         if found is None:
             return previous, None, [], restored
         took = kept[found[0]]
         return found[1], took, [], frozenset(took[2].restored)  # the ids restored in that chat
     if forks_of:
-        found = persist.resume_best([k[2] for k in forks_of], messages, counter,
+        found = resuming.resume_best([k[2] for k in forks_of], messages, counter,
                                     DEFAULT_POLICY, beyond=previous, least=1)
         if found is not None:
             # the ids restored in that chat, as the state made of its window holds them

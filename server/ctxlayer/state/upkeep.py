@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 #: a window kept in the state folder: (its conversation's id, the turn it was written at, it)
 Kept = tuple[str, int, persist.Snapshot]
 #: another chat's window a new chat may fork (`Upkeep.forks_of`): as `Kept`, the window read
-#: only as far as judging agreement needs (decoded whole once `persist.resume_best` takes it)
+#: only as far as judging agreement needs (decoded whole once `resuming.resume_best` takes it)
 Fork = tuple[str, int, persist.KeptWindow]
 
 

@@ -244,7 +244,7 @@ class ConversationState:
     # the answer shows the notice of the request it sends), not "nothing was cut"
     told: Told | None = None
     # after a restart, taken up from a kept window whose turn had exactly this state's
-    # messages (`persist.resume`): (the budget that turn's result was fitted to, what it told).
+    # messages (`resuming.resume`): (the budget that turn's result was fitted to, what it told).
     # The same request sent again is told it again once its result proves the one sent then
     # (`engine._told_again`): a restart between a request and its retry is no reason to say
     # nothing was cut

@@ -1,26 +1,20 @@
-"""A live conversation kept across a restart: what its window made (summary chunks, outlines,
-messages shown whole, restored ids), as data to store, and the state rebuilt from it on the
-first request after the restart, so that request starts with the same prefix as before.
+"""A live conversation's window kept across a restart, as data to store: what its window made
+(summary chunks, outlines, messages shown whole, restored ids), the bytes written and read
+back, and what is read of them without decoding them whole. Taking a kept window up again,
+the state the first request after the restart starts from, is resuming.py's.
 
-A snapshot names the messages it was made from by their hashes; it is taken up again when
-the request starts with the messages its summaries stand for, as far as they agree (an outline
-of a message changed since is dropped; an attached file's message the window showed whole,
-written anew in place, need not agree: aider sends a file's new contents where the old ones
-were), else its window starts afresh: what an unrestarted turn would take over of its
-previous window. Either way the turn says its cache reuse against the result kept, as far as
-the messages agree (an edit of a named chat's first question reuses its system prompt, as
-without the restart). Each message's count is kept with the
-name of the counter that made it (its encoding and calibration): the first request after a
-restart, a 5 MB history for Claude Code, then counts only what was added since, as the turn
-before the restart would have. Under another counter the messages are counted again. A rewrite
-keeps the tokens it was counted at. A message that differs from the snapshot's only in what its
-parts cost (an older model's thinking, no longer read once the user writes again) agrees with
-it by its `shapes` hash: it is counted again, its outline's count moved alike. A snapshot
-also keeps how the conversation was listed and what explains its result (`kept_audit`): after a
-restart ctx/conversations and ctx/why answer for it before its chat comes back. And the summary
-a model wrote ahead of need for the next step (`KeptAhead`, its messages by their hashes): a
-restart before that step lost it, and the same paid call was made again. And what its turn
-told its client (`KeptTold`): that request sent again after a restart is told it again.
+A snapshot names the messages it was made from by their hashes, and keeps each message's
+count with the name of the counter that made it (its encoding and calibration): the first
+request after a restart, a 5 MB history for Claude Code, then counts only what was added
+since, as the turn before the restart would have. Each message's `shapes` hash leaves out
+what its parts cost (an older model's thinking, no longer read once the user writes again).
+A snapshot also keeps how the conversation was listed and what explains its result
+(`kept_audit`): after a restart ctx/conversations and ctx/why answer for it before its chat
+comes back. And the summary a model wrote ahead of need for the next step (`KeptAhead`, its
+messages by their hashes): a restart before that step lost it, and the same paid call was
+made again. And what its turn told its client (`KeptTold`): that request sent again after a
+restart is told it again. And the attached files' messages its window showed whole among the
+summarized ones (aider sends a file's new contents where the old ones were).
 A turn that did not move the window keeps what it sent as the change from the window written
 (`Sent`: the hashes of the messages it added, its result's tail); read together
 (`as_sent`), they are the window as that turn showed it, so the first request after a restart
@@ -28,15 +22,14 @@ says the cache reuse of its prefix against the request sent last, never more. Bo
 of that request's tool definitions and tool choice (`tools_key`): the tools open the prompt the
 provider caches, and the first request after a restart that repeats them reuses them, as the
 request in memory told it before.
-Of several kept windows (a family's, the forks a new chat may start from) the one a request
-agrees with the furthest is taken up (`resume_best`); a window read only for what judging that
-needs (`KeptWindow`: its hashes) is decoded whole once it is the one.
+Of several kept windows (a family's, the forks a new chat may start from) one is taken up; a
+window read only for what judging among them needs (`KeptWindow`, its `Agreeing` part: its
+hashes) is decoded whole once it is the one. The listing and the figures are read alike
+(`listed`, `figures`), the rest of the bytes skipped.
 Pure: no I/O (the state stores the bytes).
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 import msgspec
 
@@ -46,15 +39,13 @@ from ctxlayer.core.prepare.model import (
     Ahead,
     Chunk,
     ConversationState,
-    PreparePolicy,
     Rewrite,
-    Told,
     common_prefix,
     shortened_audit,
     summarized_audit,
 )
 from ctxlayer.core.text import content_hash
-from ctxlayer.core.tokens import MessageFormat, Tokenizer, message_tokens
+from ctxlayer.core.tokens import MessageFormat
 from ctxlayer.protocol import AuditEntry, Budget, ConversationInfo, Message
 
 VERSION = 1
@@ -207,17 +198,6 @@ def _kept_ahead(ahead: Ahead | None) -> KeptAhead | None:
                      ahead.text, ahead.writer)
 
 
-def _taken_ahead(kept: KeptAhead | None, messages: list[Message]) -> Ahead | None:
-    """The summary kept ahead, when ``messages`` hold the ones it was written for there."""
-    if kept is None or len(kept.covered) != len(kept.hashes):
-        return None
-    if any(i >= len(messages) or message_hash(messages[i]) != h
-           for i, h in zip(kept.covered, kept.hashes, strict=True)):
-        return None
-    return Ahead(tuple(kept.covered), tuple(messages[i] for i in kept.covered), kept.text,
-                 kept.writer)
-
-
 class Sent(msgspec.Struct, kw_only=True):
     """What a turn that did not move its window sent, as the change from the window kept
     (written at ``turn``): the window is written only when a step moves it, and a restart
@@ -335,7 +315,7 @@ def as_sent(snap: Snapshot, last: Sent) -> Snapshot:
         told=None)
 
 
-def _fits(snap: Snapshot | _Agreeing, last: Sent) -> bool:
+def _fits(snap: Snapshot | Agreeing, last: Sent) -> bool:
     """Whether ``last`` reads as a change from the window ``snap`` (`as_sent`)."""
     return len({len(last.hashes), len(last.shapes), len(last.ids)}) == 1 \
         and last.since <= len(snap.hashes) and last.out_from <= len(snap.out_keys) \
@@ -344,7 +324,7 @@ def _fits(snap: Snapshot | _Agreeing, last: Sent) -> bool:
         and all(i in snap.rewrites for i in last.rewrites)
 
 
-def _sent_hashes(snap: Snapshot | _Agreeing, last: Sent) -> tuple[list[str], list[str]]:
+def _sent_hashes(snap: Snapshot | Agreeing, last: Sent) -> tuple[list[str], list[str]]:
     """The hashes and shapes of the messages ``last`` sent (it `_fits` ``snap``)."""
     since = last.since
     # a window written before shapes were kept has none: its messages then agree by hash
@@ -402,7 +382,7 @@ def _whole(data: bytes, last: Sent | None) -> Snapshot | None:
     return snap if snap is None or last is None else as_sent(snap, last)
 
 
-class _Agreeing(msgspec.Struct, kw_only=True):
+class Agreeing(msgspec.Struct, kw_only=True):
     """A kept window read only for what judging a request's agreement with it needs (its
     messages' hashes and shapes, what its summaries stand for, its attached files) and
     whether a later turn's `Sent` fits it (`_fits`); the summaries, the audit and the rest
@@ -421,17 +401,17 @@ class _Agreeing(msgspec.Struct, kw_only=True):
     out_tokens: list[int]
 
 
-_AGREEING = msgspec.json.Decoder(_Agreeing)
+_AGREEING = msgspec.json.Decoder(Agreeing)
 
 
 class KeptWindow:
     """A window the state folder keeps, with what its chat's last turn sent beside it, read
     as far as choosing among windows needs (`agreeing`, as `as_sent` shows it) and decoded
-    whole (`whole`) only once `resume_best` chose it: a new chat after a restart compares
-    itself with the workspace's most recent windows and takes up one at most (decoding each
-    whole cost its first request 1.7 to 3.4 ms for 72 KB windows)."""
+    whole (`whole`) only once `resuming.resume_best` chose it: a new chat after a restart
+    compares itself with the workspace's most recent windows and takes up one at most
+    (decoding each whole cost its first request 1.7 to 3.4 ms for 72 KB windows)."""
 
-    def __init__(self, data: bytes, last: Sent | None, agreeing: _Agreeing) -> None:
+    def __init__(self, data: bytes, last: Sent | None, agreeing: Agreeing) -> None:
         self._data, self._last = data, last  # ``last``: `_sent_at` the window's turn
         self.agreeing = agreeing
         self._whole: Snapshot | None = None
@@ -486,156 +466,3 @@ def kept_audit(snap: Snapshot) -> list[AuditEntry]:
     fit dropped (a window does not keep it: the next turn fits anew)."""
     return [*summarized_audit(snap.chunks, snap.verbatim), *shortened_audit(snap.rewrites),
             *snap.restored_audit]
-
-
-def resume_best(snaps: Sequence[Snapshot | KeptWindow], messages: list[Message],
-                counter: Tokenizer, policy: PreparePolicy,
-                beyond: ConversationState | None = None, least: int | None = None
-                ) -> tuple[int, ConversationState] | None:
-    """(which snapshot, the state `resume` makes of it) for the snapshot that agrees with
-    ``messages`` the furthest (of a family's kept windows: a chat's, its sub-agents', its
-    forks'), the first of them on a tie; with ``beyond`` (the state of the live chat this
-    request edits), only one that agrees with them further than that state does. None when
-    none can be taken up. Never one that agrees with them on its system prompt alone: that
-    is another chat of the same client (its turn goes on under the window's id, and wrote
-    its window over that chat's); ``least``: the fewest that must agree instead (0 for the
-    conversation the client named, which this request is a turn of however little of it
-    agrees: an edit of its first question; 1 for a new chat that starts from another's window,
-    a fork). One that agrees with them short of what its summaries stand for is taken up as
-    an edit (`resume`'s ``edit``): an unrestarted chat edited so compares its result with the
-    one before (its system prompt reused), under its id. Each message hashed once. A
-    `KeptWindow` is judged by what it was read for (`KeptWindow.agreeing`) and decoded whole
-    only when it is the one: one that does not decode whole is passed over, as if never
-    read (the next that agrees as far, or less far, is taken)."""
-    hashes: list[str] = []
-    most = common_prefix(beyond.messages, messages) if beyond is not None else -1
-    reached: list[tuple[int, int]] = []  # (-how far, which) of those that may be taken up
-    for n, snap in enumerate(snaps):
-        seen = snap.agreeing if isinstance(snap, KeptWindow) else snap
-        k, _ = _reach(seen, messages, _agreement(seen, messages, hashes))
-        if k > most and k >= (seen.head + 1 if least is None else least):
-            reached.append((-k, n))
-    for _, n in sorted(reached):  # the furthest first, the first of them on a tie
-        snap = snaps[n]
-        whole = snap.whole() if isinstance(snap, KeptWindow) else snap
-        if whole is not None:
-            state = resume(whole, messages, counter, policy, hashes, edit=True)
-            return (n, state) if state is not None else None
-    return None
-
-
-def _holds(snap: Snapshot, k: int) -> bool:
-    """Whether a window can be taken up by a turn whose first ``k`` messages agree with it:
-    every message its summaries stand for is among them."""
-    return k >= snap.upto and k >= snap.head
-
-
-def _agreement(snap: Snapshot | _Agreeing, messages: list[Message], hashes: list[str]) -> int:
-    """How many leading messages agree with the snapshot's; ``hashes`` holds the messages'
-    hashes taken so far, and grows as far as this look needs."""
-    k, n = 0, min(len(snap.hashes), len(messages))
-    while k < n:
-        if k == len(hashes):
-            hashes.append(message_hash(messages[k]))
-        if hashes[k] != snap.hashes[k]:
-            break
-        k += 1
-    return k
-
-
-def _alike(snap: Snapshot | _Agreeing, messages: list[Message], k: int) -> int:
-    """How far the messages agree with the snapshot's past the first ``k`` (equal), counting
-    those that differ only in what their parts cost."""
-    n = min(len(snap.shapes), len(messages))
-    while k < n and (snap.shapes[k] or snap.hashes[k]) == (shape_hash(messages[k]) or
-                                                           message_hash(messages[k])):
-        k += 1
-    return k
-
-
-def _reach(snap: Snapshot | _Agreeing, messages: list[Message], same: int) -> tuple[int, frozenset[int]]:
-    """How far ``messages`` agree with the snapshot's past the first ``same`` (equal), as
-    `_alike`, and past the attached files' messages its window showed whole among the
-    summarized ones that the client wrote anew in place (those returned beside), as an
-    unrestarted turn carries its window over them (`engine._files_changed`). Before, a restart
-    between a file's edit and aider's next request started the chat afresh, its summaries
-    written anew."""
-    k, files, changed = _alike(snap, messages, same), set(snap.attached), set()
-    while k < min(snap.upto, len(messages)) and k in files and is_attached(messages[k]):
-        changed.add(k)
-        k = _alike(snap, messages, k + 1)
-    return k, frozenset(changed)
-
-
-def _tuples(key):
-    """A result key as JSON gave it back (lists) as the engine makes it (tuples, at any
-    depth: a rewrite of a call's arguments is a tuple within the key)."""
-    return tuple(_tuples(k) for k in key) if isinstance(key, list) else key
-
-
-def resume(snap: Snapshot, messages: list[Message], counter: Tokenizer,
-           policy: PreparePolicy, hashes: list[str] | None = None, edit: bool = False
-           ) -> ConversationState | None:
-    """The state a turn takes as its previous one, when ``messages`` start with the messages
-    the snapshot's summaries stand in for (up to its ``upto``; the attached files shown whole
-    among them may be written anew, `_reach`); None otherwise, but with ``edit``: then the
-    state of the messages that agree, whose window the turn does not carry over (it starts
-    afresh, as an unrestarted turn after such an edit) but whose result it says its cache
-    reuse against. The previous
-    result is known as far as the two agree, and a message outlined there that changed since
-    is no longer (as an unrestarted turn takes over its previous window: the same request
-    after an edit got another result once the daemon had restarted). ``hashes``: the leading
-    messages' `message_hash`, as far as an earlier look took them (extended here)."""
-    same = _agreement(snap, messages, [] if hashes is None else hashes)
-    k, changed = _reach(snap, messages, same)
-    if not edit and not _holds(snap, k):
-        return None
-    shown = messages[:k]
-    kept = bool(snap.counted_with) and snap.counted_with == counted_by(counter.name, policy.fmt) \
-        and len(snap.tokens) >= k
-    if kept:  # the same messages (by hash), counted by the same counter; the alike counted
-        # again, and the files written anew (the messages after them agree by hash unless
-        # their shapes do: an aider chat's whole history comes after its files)
-        tokens = snap.tokens[:same] + [
-            snap.tokens[i] if i not in changed and i < len(snap.shapes) and not snap.shapes[i]
-            else message_tokens(m, counter, policy.fmt) for i, m in enumerate(shown[same:], same)]
-    else:
-        tokens = [message_tokens(m, counter, policy.fmt) for m in shown]
-    # an outline of a message costed anew moves with it (where the old count is known)
-    rewrites = {i: rw if i < same else (rw[0], rw[1] + tokens[i] - snap.tokens[i], rw[2])
-                for i, rw in snap.rewrites.items()
-                if i < (k if kept else same) and i not in changed}
-    # the result is known as far as it stood for messages that still agree: up to the first
-    # file written anew
-    known = min(changed, default=k)
-    cum = [0]
-    for t in tokens:
-        cum.append(cum[-1] + t)
-    keys: list = []
-    for key in snap.out_keys:  # as far as the result stood for messages that still agree
-        key = _tuples(key)
-        i = key if isinstance(key, int) else (key[0] if isinstance(key[0], int) else None)
-        if i is not None and i >= known:
-            break
-        keys.append(key)
-    return ConversationState(
-        messages=list(shown), tokens=tokens, cum=cum, head=snap.head, upto=snap.upto,
-        frontier=min(snap.frontier, k), chunks=tuple(snap.chunks),
-        verbatim=tuple(snap.verbatim),
-        rewrites=rewrites,
-        restored=dict(snap.restored), restored_audit=tuple(snap.restored_audit),
-        out_keys=keys, out_tokens=list(snap.out_tokens[:len(keys)]),
-        # the budget its result was fitted to: taken up as 0, a result under half of its
-        # budget was made again at the same budget, the retry after a restart sent a body
-        # the provider had not cached (`engine._regrows`)
-        budget=snap.told.budget if snap.told is not None else 0,
-        ahead=_taken_ahead(snap.ahead, shown), told_before=_told_before(snap, messages, same))
-
-
-def _told_before(snap: Snapshot, messages: list[Message], same: int) -> tuple[int, Told] | None:
-    """What the snapshot's turn told, when ``messages`` are exactly that turn's (``same``:
-    how many agree by hash): only its own request may be told it again."""
-    t = snap.told
-    if t is None or same != len(messages) or same != len(snap.hashes):
-        return None
-    return t.budget, Told(tuple(t.dropped), tuple(t.truncated), tuple(t.restored), t.notice)
