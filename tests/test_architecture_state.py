@@ -25,10 +25,12 @@ def classes(root: Path) -> dict[str, str]:
 
 def test_the_store_only_reads_and_writes_sqlite() -> None:
     """Open sessions, prefix sums and calibration live in state/session_service.py; store/
-    is the database, its schema, where it lives and its clean-close note (import-linter forbids store/ the
-    engines: "the store only reads and writes SQLite")."""
+    is the database, the reads and writes of its rows (the sessions', the live conversations'),
+    its errors, its schema, where it lives and its clean-close note (import-linter forbids
+    store/ the engines: "the store only reads and writes SQLite")."""
     assert sorted(p.name for p in (CTX / "store").glob("*.py")) == [
-        "__init__.py", "closed.py", "db.py", "paths.py", "schema.py"]
+        "__init__.py", "closed.py", "conversations.py", "db.py", "errors.py", "paths.py",
+        "schema.py", "sessions.py"]
     everywhere = classes(CTX)
     for name in ("SessionService", "LiveSession", "SessionSettings", "SystemLayers"):
         assert everywhere[name] == "state/session_service.py", name

@@ -10,7 +10,7 @@ import pytest
 from ctxlayer import protocol
 from ctxlayer.core.errors import ContextError
 from ctxlayer.lsp.errors import INTERNAL_ERROR, INVALID_PARAMS, RpcError, mapped
-from ctxlayer.store.db import StoreError
+from ctxlayer.store.errors import StoreError
 
 
 def raised(exc: Exception) -> RpcError:

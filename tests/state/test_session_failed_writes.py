@@ -19,7 +19,7 @@ from ctxlayer.core.tokens import CountCache, WordTokenizer
 from ctxlayer.protocol import Message
 from ctxlayer.state.session_service import SessionService
 from ctxlayer.store import SessionStore
-from ctxlayer.store.db import StoreError
+from ctxlayer.store.errors import StoreError
 
 WS = "/ws"
 

@@ -16,7 +16,7 @@ import pytest
 from ctxlayer.core.zones import Rule, new_item
 from ctxlayer.protocol import AuditEntry, Message
 from ctxlayer.store import DB_NAME, SessionStore, StoreError, schema, state_dir
-from ctxlayer.store.db import describe_store_error
+from ctxlayer.store.errors import describe_store_error
 
 NOW = "2026-01-01T00:00:00.000+00:00"
 

@@ -63,7 +63,7 @@ from ctxlayer.statefiles import (
     unusable_folder,
     write_private,
 )
-from ctxlayer.store.db import StoreError, describe_store_error
+from ctxlayer.store.errors import StoreError, describe_store_error
 from ctxlayer.tokenizers import context_window, model_info, user_window
 from ctxlayer.urls import carries_credentials, is_loopback, named, said, why_not_upstream
 

@@ -17,7 +17,7 @@ from pygls.exceptions import JsonRpcException
 
 from ctxlayer import protocol
 from ctxlayer.core.errors import TOO_DEEP, ContextError
-from ctxlayer.store.db import StoreError, describe_store_error
+from ctxlayer.store.errors import StoreError, describe_store_error
 
 log = logging.getLogger(__name__)
 

@@ -75,7 +75,8 @@ from ctxlayer.state.chatcodec import (
 )
 from ctxlayer.state.session_service import chat_of, chat_session
 from ctxlayer.state.upkeep import Fork, Found, Kept, Upkeep
-from ctxlayer.store.db import FAMILY_MOST, StoreError, describe_store_error
+from ctxlayer.store.conversations import FAMILY_MOST
+from ctxlayer.store.errors import StoreError, describe_store_error
 
 if TYPE_CHECKING:  # protocols: the State imports this module, the Caller names the State
     from ctxlayer.state.seams import Asker as Caller

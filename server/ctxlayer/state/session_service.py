@@ -56,7 +56,9 @@ from ctxlayer.core.zones.working import (
     turn_so_far,
 )
 from ctxlayer.protocol import AuditEntry, Message
-from ctxlayer.store.db import SeqTaken, SessionRow, SessionStore
+from ctxlayer.store.db import SessionStore
+from ctxlayer.store.errors import SeqTaken
+from ctxlayer.store.sessions import SessionRow
 
 #: tries of an append while another daemon appends to the same session
 APPEND_TRIES = 5

@@ -26,7 +26,7 @@ from ctxlayer.state.lanes import Lanes
 from ctxlayer.state.live import WorkspaceRegistry
 from ctxlayer.state.policy import WorkspacePolicy, policy_from_config
 from ctxlayer.state.tokens import Tokenizers, share_the_interpreter
-from ctxlayer.store.db import StoreError, describe_store_error
+from ctxlayer.store.errors import StoreError, describe_store_error
 
 if TYPE_CHECKING:
     from ctxlayer import protocol

@@ -27,7 +27,7 @@ from ctxlayer.core.prepare import (
     warm,
 )
 from ctxlayer.state import asked
-from ctxlayer.store.db import FAMILY_MOST
+from ctxlayer.store.conversations import FAMILY_MOST
 
 log = logging.getLogger(__name__)
 

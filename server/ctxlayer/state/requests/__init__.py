@@ -35,7 +35,7 @@ from ctxlayer.state.lanes import ReadsLane
 from ctxlayer.state.requests import assembly, chats, counting, inspect, place, sessions, workspace
 from ctxlayer.state.requests.place import Runs, segment
 from ctxlayer.state.session_service import chat_of
-from ctxlayer.store.db import FolderGone
+from ctxlayer.store.errors import FolderGone
 
 if TYPE_CHECKING:
     from ctxlayer.state.caller import Caller
