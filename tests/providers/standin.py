@@ -54,7 +54,9 @@ prompt_tokens), `POST /_standin/reset`,
 sends its first event then never ends) or `{"mode": "slow_first_byte", "delay": s}` or
 `{"mode": "hold"}` (the first event, then the rest after `POST /_standin/release`) or
 `{"mode": "cut"}` (the first event and half the next, then the connection drops; a whole
-answer: its first half under the whole's Content-Length, then the same); on Messages, Chat
+answer: its first half under the whole's Content-Length, then the same) or `{"mode": "ended"}`
+(the first event and half the next, then the body ends cleanly) or `{"mode": "ended_between"}`
+(the first event, then the body ends cleanly); on Messages, Chat
 Completions and Responses alike, a Responses stream's "first event" the first after its
 opening `response.created` and `response.in_progress`,
 `POST /_standin/reply` `{"text": ...}` or `{"tool_name": ..., "tool_arguments": {...}}` (the
@@ -764,6 +766,14 @@ class Standin:
                     entry["cut"] = True
                     assert request.transport is not None
                     request.transport.abort()
+                    return resp
+                if i == first and failure and failure["mode"] in ("ended", "ended_between"):
+                    # the body ends cleanly (its chunked end) before the answer's last event,
+                    # in the middle of the next event or between two
+                    if failure["mode"] == "ended" and len(events) > i + 1:
+                        await resp.write(events[i + 1][: len(events[i + 1]) // 2])
+                    entry["ended"] = True
+                    await resp.write_eof()
                     return resp
         except (asyncio.CancelledError, ConnectionResetError):
             entry["cancelled"] = True

@@ -7,8 +7,10 @@ same rule), and the relay: a streamed (SSE) answer is written to the client chun
 as it arrives, while its usage is read on the way; any other answer (JSON, errors) is relayed
 whole with its status. A stream is passed on event by event
 (an event is written once its blank line has come), so that a stream the upstream stalls past
-`read_timeout` or cuts can end with the provider's own error event, never with half an event
-nor silently; so does every stream being relayed when the gateway stops (stopping.py).
+`read_timeout` or cuts, or ends before its format's last event (`endings.py`: a clean end of
+a close-delimited body is no proof of a whole answer), can end with the provider's own error
+event, never with half an event nor silently; so does every stream being relayed when the
+gateway stops (stopping.py).
 Leaving the `async with` of a relay early (the client went away, so aiohttp cancelled the
 handler) closes the upstream request. No CORS header comes back: a browser
 page must not read an answer. A relay can say when the whole body has gone to the upstream
@@ -35,6 +37,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from ctxlayer.gateway.encodings import AnswerDecoder, NotAsSaid, answer_decoder
+from ctxlayer.gateway.endings import Ending
 from ctxlayer.gateway.errors import GatewayError, sse_error
 from ctxlayer.gateway.proxies import Proxies
 from ctxlayer.gateway.stopping import GatewayStopping, UnderWay, stopped
@@ -233,7 +236,8 @@ class Upstream:
                     body: bytes | None, ours: Mapping[str, str], stream: bool,
                     on_usage: UsageSink | None = None,
                     on_sent: Sent | None = None, hide_usage: bool = False, *,
-                    headers: CIMultiDict[str]) -> web.StreamResponse:
+                    headers: CIMultiDict[str], model_stream: bool = False
+                    ) -> web.StreamResponse:
         """Send the request upstream (with ``headers``: `upstream_headers` of the client's,
         made once by the caller, which refuses the request when they cannot go) and answer
         the client with what comes back. The usage
@@ -241,7 +245,10 @@ class Upstream:
         before the client has read the end, so a client that hangs up on the last event still
         has its turn reported. `on_sent` is called once the body has gone (or the relay ended
         without it: refused, cut). `hide_usage`: the gateway asked for a stream's usage the
-        client did not ask for (`stream_options.include_usage`); it is read, not passed on."""
+        client did not ask for (`stream_options.include_usage`); it is read, not passed on.
+        ``model_stream``: a model route's stream, whose format says its last event
+        (endings.py): a successful one the upstream ends before it ends with the provider's
+        error event (a pass-through's stream is some other API's, relayed as it ends)."""
         watch = _BodySent(len(body or b""), on_sent) if on_sent is not None else None
         try:
             # a redirect goes back to the client as the upstream sent it, never followed:
@@ -256,8 +263,9 @@ class Upstream:
                 headers = answer_headers(up.headers, ours, decoded=decoder is not None)
                 is_sse = up.headers.get("content-type", "").startswith("text/event-stream")
                 if stream and is_sse:
+                    ending = Ending(fmt) if model_stream and up.status < 300 else None
                     return await _relay_stream(request, fmt, url, up, headers, on_usage,
-                                               hide_usage, decoder, self.under_way)
+                                               hide_usage, decoder, self.under_way, ending)
                 raw = await _whole(url, up, decoder)
                 if method == "HEAD" and decoder is None and "Content-Length" in up.headers:
                     # a HEAD's answer has no body but says the size the GET's would have:
@@ -443,7 +451,7 @@ def without_usage(events: bytes) -> bytes:
 async def _relay_stream(request: web.Request, fmt: str, url: str, up: aiohttp.ClientResponse,
                         headers: CIMultiDict[str], on_usage: UsageSink | None,
                         hide_usage: bool, decoder: AnswerDecoder | None,
-                        under_way: UnderWay) -> web.StreamResponse:
+                        under_way: UnderWay, ending: Ending | None) -> web.StreamResponse:
     reader = StreamUsage(fmt)
     chunks = _plain_chunks(up.content.iter_any(), decoder)
     pending = await _first_event(url, chunks, reader)  # before the status goes out
@@ -460,6 +468,8 @@ async def _relay_stream(request: web.Request, fmt: str, url: str, up: aiohttp.Cl
     async def write(whole: bytes) -> None:
         if fmt == "responses":
             numbered.read(whole)
+        if ending is not None:
+            ending.read(whole)
         await response.write(without_usage(whole) if hide_usage else whole)
 
     try:
@@ -484,6 +494,15 @@ async def _relay_stream(request: web.Request, fmt: str, url: str, up: aiohttp.Cl
         log.warning("%s stream ended early: %s", fmt, type(exc).__name__)
         await _end_early(response, fmt, _cut_short(url, exc), numbered.next)
         return response
+    if ending is not None and not ending.over:
+        ending.read(pending + b"\n\n")  # a last event whose blank line never came
+    if ending is not None and not ending.over:
+        # a clean end of the body (a close-delimited one's is its only end) before the
+        # format's last event: as cut as a reset, and said so (the incomplete event dropped)
+        log.warning("%s stream ended before its last event%s", fmt,
+                    ", in the middle of one" if pending.strip() else "")
+        await _end_early(response, fmt, _cut_short(url, None), numbered.next)
+        return response
     if pending:
         await write(pending)
     reported = _report(reader, up, on_usage)
@@ -495,8 +514,12 @@ async def _relay_stream(request: web.Request, fmt: str, url: str, up: aiohttp.Cl
     return response
 
 
-def _cut_short(url: str, exc: Exception) -> GatewayError:
-    """Why a stream whose status went out ends before its end."""
+def _cut_short(url: str, exc: Exception | None) -> GatewayError:
+    """Why a stream whose status went out ends before its end (``exc`` None: its body ended
+    before the format's last event)."""
+    if exc is None:
+        return GatewayError(502, f"the upstream {named(url)} ended the stream before its last "
+                                 "event: the answer is cut short")
     if isinstance(exc, GatewayStopping):
         return stopped("the answer is cut short")
     if isinstance(exc, TimeoutError):

@@ -629,7 +629,8 @@ class GatewayServer:
                 return self._keep(self._report(result, usage))
         try:
             return await self.upstream.relay(request, fmt, method, url, body, ours, stream,
-                                             sink, on_sent, hide_usage, headers=headers)
+                                             sink, on_sent, hide_usage, headers=headers,
+                                             model_stream=result is not None)
         except GatewayError as err:
             log.warning("%s upstream: %s", fmt, err)
             return error_response(fmt, err, ours)
