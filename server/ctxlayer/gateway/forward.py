@@ -97,11 +97,12 @@ def upstream_headers(client: Mapping[str, str]) -> CIMultiDict[str]:
 
 
 def _sendable(value: str) -> bool:
-    """Whether a header's value goes upstream as the client sent it. aiohttp reads a byte
-    that is not UTF-8 as a lone surrogate (`Caf\\xe9` from a client that writes headers in
-    latin-1, as Node does), and its client writes a header's text as UTF-8 leaving
-    surrogates out: `Caf` went up, the byte lost without a word. It takes no bytes, so such a
-    value cannot go as it came, and is refused (the value is never said: it may be a key)."""
+    """Whether a header's value goes on (upstream, or back to the client) as it came. aiohttp
+    reads a byte that is not UTF-8 as a lone surrogate (`Caf\\xe9` from a client that writes
+    headers in latin-1, as Node does), and its client and its server write a header's text as
+    UTF-8 leaving surrogates out: `Caf` went on, the byte lost without a word. Neither takes
+    bytes, so such a value cannot go as it came: a request's is refused, an answer's left out
+    (the value is never said: it may be a key)."""
     if value.isascii():
         return True
     try:
@@ -123,12 +124,19 @@ def answer_headers(upstream: Mapping[str, str], ours: Mapping[str, str],
     nor those its Connection names); ``decoded``: the
     relay decodes the answer, which goes plain (without its Content-Encoding). Never the
     upstream's own `x-ctxlayer-*` (another gateway before the provider, any case): they
-    went beside ours, two x-ctxlayer-tokens and a warning the gateway never said."""
+    went beside ours, two x-ctxlayer-tokens and a warning the gateway never said. Nor one
+    whose bytes are not UTF-8 text (`_sendable`): aiohttp writes a header's text as UTF-8
+    leaving out the byte it could not read (`caf\\xe9` came to the client as `caf`), so such
+    a header is left out and said in the log, by its name."""
     dropped = HOP_BY_HOP | COOKIES | connection_named(upstream)
     # repeated lines stay repeated (two Link, two Vary, two Set-... of the provider's own)
-    out = CIMultiDict((k, v) for k, v in upstream.items() if k.lower() not in dropped
-                      and not k.lower().startswith(("access-control-", "x-ctxlayer-"))
-                      and not (decoded and k.lower() == "content-encoding"))
+    kept = [(k, v) for k, v in upstream.items() if k.lower() not in dropped
+            and not k.lower().startswith(("access-control-", "x-ctxlayer-"))
+            and not (decoded and k.lower() == "content-encoding")]
+    for name in sorted({k.lower() for k, v in kept if not _sendable(v)}):
+        log.warning("the upstream's answer header %s is not UTF-8 text: left out (its bytes "
+                    "cannot go on as they came)", ascii(name))
+    out = CIMultiDict((k, v) for k, v in kept if _sendable(v))
     out.update(ours)
     return out
 
