@@ -35,7 +35,7 @@ from ctxlayer.core.zones.rules import RulePolicy
 from ctxlayer.core.zones.working import DecayPolicy
 from ctxlayer.protocol import MAX_MESSAGE_MB, Strategy
 from ctxlayer.statefiles import KEEP_DAYS
-from ctxlayer.urls import said, why_not_upstream
+from ctxlayer.urls import is_loopback, said, why_not_upstream
 
 CONFIG_FILE = "ctxlayer.toml"
 
@@ -304,7 +304,8 @@ class GatewayConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     enabled: Annotated[bool, Meta(description="Run the gateway inside `ctxlayer serve` "
                                   "(`ctxlayer gateway` runs it alone either way).")] = False
     host: Annotated[str, Meta(description="Loopback address to listen on; any other address "
-                              "is refused.")] = "127.0.0.1"
+                              "is reported and ignored (`ctxlayer gateway --host` refuses "
+                              "it).")] = "127.0.0.1"
     port: Annotated[int, Meta(ge=0, le=65535, description="Port to listen on; 0 picks a free "
                               "one (announced at initialize).")] = 0
     openai_base_url: Annotated[str, Meta(description="Where OpenAI requests are forwarded: "
@@ -561,6 +562,8 @@ def _merge_into(
             continue
         try:
             converted = msgspec.convert(value, field.type)
+            if _snake(prefix) + name == "gateway.host" and not is_loopback(converted):
+                raise msgspec.ValidationError(NOT_LOOPBACK)  # said and ignored, as any bad value
             if _snake(prefix) + name in _UPSTREAMS:
                 _upstream(values, name, value, source, dotted, messages)
                 continue
@@ -591,6 +594,13 @@ def _merge_into(
             used = (f"keeping {values[name]!r} from an earlier source" if name in values
                     else f"using the default {getattr(defaults, name)!r}")
             messages.append(f"{source}: `{dotted}`: {why} (value {said(value)!r}); {used}")
+
+
+#: why `[gateway] host` is loopback only, wherever it is set: a settings file's other address
+#: is reported and ignored (a cloned project's `host = "0.0.0.0"` kept the user's gateway from
+#: starting at all), `ctxlayer gateway --host` refuses it
+NOT_LOOPBACK = ("the gateway listens on loopback only (127.0.0.1, ::1, localhost): it forwards "
+                "the clients' API keys")
 
 
 #: the URLs the gateway adds a path to: the pattern `^https?://` let a query, a fragment and

@@ -228,17 +228,29 @@ def test_the_command_refuses_what_it_must_not_do(tmp_path: Path, flags, needle):
     assert needle in err and err.startswith("ctxlayer gateway: ") and "Traceback" not in err
 
 
-def test_a_host_from_the_settings_file_is_named_as_that_not_as_the_flag(tmp_path: Path):
-    # `[gateway] host = "0.0.0.0"` and no flag: the refusal blamed `--host`
+@pytest.mark.parametrize("where", ["project", "user"])
+@pytest.mark.parametrize("host", ["0.0.0.0", ""])
+def test_a_host_from_a_settings_file_not_loopback_is_said_and_ignored(tmp_path: Path, where,
+                                                                      host):
+    """`[gateway] host = "0.0.0.0"` (or "") in a project's ctxlayer.toml made `ctxlayer
+    gateway` exit 2: a cloned repository kept the user's gateway from running. An invalid
+    value of a settings file is said once, naming the file, and ignored (README); the flag's
+    is refused (above)."""
     env = hermetic(tmp_path)
-    (tmp_path / "config" / "ctxlayer").mkdir()
-    (tmp_path / "config" / "ctxlayer" / "ctxlayer.toml").write_text(
-        '[gateway]\nhost = "0.0.0.0"\n')
-    proc = gateway_process(tmp_path, env)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 2
-    assert err.startswith("ctxlayer gateway: `[gateway] host` in ctxlayer.toml: ") and \
-        "loopback only" in err and "--host" not in err, err
+    folder = tmp_path / "project" if where == "project" else tmp_path / "config" / "ctxlayer"
+    folder.mkdir(parents=True)
+    (folder / "ctxlayer.toml").write_text(f'[gateway]\nhost = "{host}"\n')
+    (tmp_path / "project").mkdir(exist_ok=True)
+    proc = gateway_process(tmp_path / "project", env, "--port", "0")
+    try:
+        announced = json.loads(proc.stdout.readline() or "{}")
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=60)
+    assert announced.get("host") == "127.0.0.1", err
+    said = [line for line in err.splitlines() if "gateway.host" in line]
+    assert len(said) == 1 and str(folder / "ctxlayer.toml") in said[0], err
+    assert "loopback only" in said[0] and "using the default '127.0.0.1'" in said[0]
 
 
 def test_llm_cli_chats_through_the_gateway(stack, tmp_path: Path):

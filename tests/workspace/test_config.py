@@ -353,3 +353,24 @@ def test_a_bad_value_in_a_later_file_says_the_earlier_files_value_it_keeps(tmp_p
     assert said["trim.strategy"].endswith("keeping 'priority' from an earlier source"), problems
     assert said["session.default_mode"].endswith(
         f"using the default {Config().session.default_mode!r}"), problems
+
+
+def test_a_gateway_host_not_loopback_is_said_and_ignored_whatever_sets_it(tmp_path: Path):
+    # a project's `host = "0.0.0.0"` (or "") reached the gateway, which refused to start:
+    # a cloned repository kept the user's gateway from running; now it is a bad value
+    user, ws = tmp_path / "user", tmp_path / "ws"
+    user.mkdir()
+    ws.mkdir()
+    (user / "ctxlayer.toml").write_text('[gateway]\nhost = "::1"\n')
+    (ws / "ctxlayer.toml").write_text('[gateway]\nhost = "0.0.0.0"\n')
+    config, problems = load_config(ws, user, None)
+    assert config.gateway.host == "::1"
+    (said,) = problems
+    assert said.startswith(f"{ws / 'ctxlayer.toml'}: `gateway.host`: the gateway listens on "
+                           "loopback only") and said.endswith(
+        "(value '0.0.0.0'); keeping '::1' from an earlier source"), said
+    for host in ("", "192.168.1.4", "example.com"):
+        config, problems = load_config(ws, None, {"gateway": {"host": host}})
+        assert config.gateway.host == "127.0.0.1" and len(problems) == 2, problems
+    for host in ("localhost", "127.0.0.5", "::1"):
+        assert load_config(ws, None, {"gateway": {"host": host}})[0].gateway.host == host

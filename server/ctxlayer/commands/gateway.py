@@ -57,9 +57,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         run_to_end(serve(Path.cwd().resolve(), default_state_dir(args.state_dir),
                          overrides, announce))
-    except NotLoopback as exc:  # named where it came from: a flag, else a ctxlayer.toml
-        where = "--host" if args.host is not None else "`[gateway] host` in ctxlayer.toml"
-        raise UsageError(f"{where}: {exc}") from None
+    except NotLoopback as exc:  # the flag's: a ctxlayer.toml's is said and ignored (config)
+        raise UsageError(f"--host: {exc}") from None
     except OSError as exc:
         raise UsageError(f"cannot start the gateway: {exc}") from None
     return 0

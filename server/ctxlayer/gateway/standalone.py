@@ -29,7 +29,8 @@ log = logging.getLogger("ctxlayer.gateway")
 
 def gateway_config(base: GatewayConfig, overrides: dict[str, Any]) -> GatewayConfig:
     """`[gateway]` with the command line's values (those given) over it; NotLoopback for a
-    host other machines could reach."""
+    `--host` other machines could reach (a settings file's is reported and ignored when it
+    is read: config.NOT_LOOPBACK)."""
     given = {k: v for k, v in overrides.items() if v is not None}
     config = msgspec.structs.replace(base, **given)
     check_loopback(config.host)
