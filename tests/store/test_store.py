@@ -316,14 +316,15 @@ def test_a_familys_kept_windows_are_its_own_and_its_forks_most_recent_first(tmp_
                            ("ca", "gpt-4o", "2026-01-01T00:00:06")]:
         store.put_conversation("/ws", cid, model, 1, cid.encode(), at)
     store.put_conversation("/other", "cab-3", "gpt-4o", 1, b"elsewhere", NOW)
-    got = store.family_conversations("/ws", "cab", "gpt-4o")
+    on_gpt4o = "gpt-4o".__eq__  # the models the chat is counted alike on
+    got = store.family_conversations("/ws", "cab", on_gpt4o)
     assert [r[0] for r in got] == ["cab-1", "cab-12", "cab"]
     assert got[0] == ("cab-1", 1, b"cab-1")
-    assert [r[0] for r in store.family_conversations("/ws", "cab", "gpt-4o", most=2)] == \
+    assert [r[0] for r in store.family_conversations("/ws", "cab", on_gpt4o, most=2)] == \
         ["cab-1", "cab-12"]
-    assert [r[0] for r in store.family_conversations("/ws", "cab", "gpt-4o", but=["cab-12"])] \
+    assert [r[0] for r in store.family_conversations("/ws", "cab", on_gpt4o, but=["cab-12"])] \
         == ["cab-1", "cab"]
-    assert store.family_conversations("/ws", "cx", "gpt-4o") == []
+    assert store.family_conversations("/ws", "cx", on_gpt4o) == []
     store.close()
 
 

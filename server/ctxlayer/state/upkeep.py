@@ -314,12 +314,17 @@ class Upkeep:
         def read() -> Found:
             store = state.sessions.store  # the first use opens the database: here
             own = store.conversation(workspace, cid)
-            rows = [(cid, own[1], own[2])] if own is not None and own[0] == model else []
+            # on a model counted alike the chat goes on in its window, as in memory
+            # (`Conversations._by_chain`): Claude Code's `/model` from one Claude to another
+            def alike(other: str) -> bool:
+                return asked.counted_alike(other, model)
+
+            rows = [(cid, own[1], own[2])] if own is not None and alike(own[0]) else []
             but, most = {cid, *live}, FAMILY_MOST + 1  # one more: are there older ones?
             family_rows = [] if family is None else \
-                store.family_conversations(workspace, family, model, but=but, most=most)
+                store.family_conversations(workspace, family, alike, but=but, most=most)
             if not rows and not family_rows and older is not None:
-                family_rows = store.family_conversations(workspace, older, model, but=but,
+                family_rows = store.family_conversations(workspace, older, alike, but=but,
                                                          most=most)
             chosen = [r for r in rows + family_rows[:FAMILY_MOST] if r[0] not in live]
             sent = store.sent_of(workspace, [r[0] for r in chosen])

@@ -10,7 +10,7 @@ Must not: decode a window (the state does, through core/prepare/persist.py).
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 
 #: kept windows of one family read when its first request after a restart looks for its own
 #: (a chat, its sub-agents' and forks', most recent first)
@@ -107,22 +107,24 @@ class ConversationRows:
                             (workspace, *names)).fetchone()
         return row[0]
 
-    def family_conversations(self, workspace: str, family: str, model: str,
+    def family_conversations(self, workspace: str, family: str, alike: Callable[[str], bool],
                              but: Collection[str] = (), most: int = FAMILY_MOST
                              ) -> list[tuple[str, int, bytes]]:
-        """(conversation id, turn, body) of the kept conversations of a family on ``model``:
+        """(conversation id, turn, body) of the kept conversations of a family on a model
+        ``alike`` holds for (counted alike with the chat's: the chat goes on across them):
         the family's id and its forks' (``<family>-<run><n>``), but those in ``but`` (the
         chats in memory: left out before the bound, which counted them, so a family of ten
         chats coming back read fewer windows at each), the most recently kept first, at most
         ``most``. A range of the table's key, not a scan."""
         names = list(but)
         with self._tx() as c:
+            c.create_function("alike", 1, alike, deterministic=True)  # before the bound
             rows = c.execute(
                 "SELECT conversation_id, turn, body FROM conversations WHERE workspace=? AND "
-                "conversation_id >= ? AND conversation_id < ? AND model=? AND (conversation_id=? "
+                "conversation_id >= ? AND conversation_id < ? AND alike(model) AND (conversation_id=? "
                 "OR substr(conversation_id, 1, ?)=?) AND conversation_id NOT IN "
                 f"({','.join('?' * len(names))}) ORDER BY updated_at DESC LIMIT ?",
-                (workspace, family, family + ".", model, family, len(family) + 1, family + "-",
+                (workspace, family, family + ".", family, len(family) + 1, family + "-",
                  *names, most)).fetchall()
         return [(r[0], r[1], r[2]) for r in rows]
 
