@@ -56,5 +56,6 @@ async def test_a_chat_switching_to_a_model_counted_alike_after_a_restart_goes_on
     (after, listed), (never, listed_never) = results["restarted"], results["never"]
     assert never.compacted  # the window a restart must find again summarized something
     assert after.conversation_id == never.conversation_id
+    assert after.budget == never.budget < 3000  # calibrated: the provider bills more
     assert after.request == never.request
     assert listed == listed_never == [never.conversation_id]

@@ -153,6 +153,14 @@ def table_band(model: str) -> float:
     return model_info(model).uncertainty
 
 
+def _reported(own: str, model: str) -> str:
+    """The model whose reports hold for ``model`` in a session opened on ``own``: ``own``
+    when the two are counted alike (the same encoding and correction), else ``model``."""
+    from ctxlayer.tokenizers import counted_as
+
+    return own if own == model or counted_as(own) == counted_as(model) else model
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
@@ -651,7 +659,8 @@ class SessionService:
         """The error band (`Budget.error_band`) of the session's counts for ``model``: its
         calibration's spread, never narrower than the model table's; None for exact counts."""
         with self._lock:
-            return self._band(self._get(workspace, session_id), model)
+            live = self._get(workspace, session_id)
+            return self._band(live, _reported(live.row.model, model))
 
     def assembled(self, workspace: str, session_id: str) -> protocol.Budget:
         """What the session's last assembly in this process sent, as a Budget (also at a
@@ -882,19 +891,24 @@ class SessionService:
         ``session_ids`` that exists kept ((1.0, None): none does), read without opening the
         session: a live chat taken up after a restart fits its first turn with it (it was
         fitted as if counts were exact, and a provider counting 1.3x ours refused it as over
-        the window), and shows its band (the table's ±10% was shown for a ±42% spread)."""
+        the window), and shows its band (the table's ±10% was shown for a ±42% spread). A
+        chat's reports are recorded under its session's model (`report_usage`): one gone on to
+        a model counted alike (`/model` after a restart) fits with them, as it does in memory
+        (`note_prompt`)."""
         with self._lock:
             for sid in session_ids:
                 live = self._live.get((workspace, sid))
                 if live is not None:
-                    return self._calibration(live).bias(model), self._band(live, model)
+                    return (self._calibration(live).bias(_reported(live.row.model, model)),
+                            self._band(live, _reported(live.row.model, model)))
                 row = self.store.get(workspace, sid)
                 if row is not None and row.calibration:
                     window = self._settings(workspace).calibration_window
                     kept = self._kept(row, "calibration", Calibration,
                                       Calibration()).windowed(window)
-                    band = kept.error_band(model, self.prior_band(model))
-                    return kept.bias(model), round(band, 4) or None
+                    own = _reported(row.model, model)
+                    band = kept.error_band(own, self.prior_band(model))
+                    return kept.bias(own), round(band, 4) or None
             return 1.0, None
 
     def note_prompt(self, workspace: str, session_id: str, tokens: int) -> float:
