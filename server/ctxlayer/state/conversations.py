@@ -420,7 +420,7 @@ class Conversations:
             out = await state.tokenizers.on_worker(model, work)
         turn, encoded, tools, sent, decoded, counted_with, took, branch, start = out  # type: ignore
         turn = _tools_reused(turn, tools, last, took or _own(conv, kept, last), p.request)
-        conv = self._settle(conv, took, edited, edits)
+        conv = self._settle(conv, took, edited, edits, start)
         conv.decoded, conv.counted_with, conv.forks_of = decoded, counted_with, []
         if branch:  # the turn started from another chat's window: the client is told it
             turn = told_anew(turn)
@@ -507,15 +507,15 @@ class Conversations:
         return {c for (ws, c), v in self._live.items() if ws == workspace and v.family == family}
 
     def _settle(self, conv: Conversation, took: Kept | None, edited: Conversation | None,
-                edits: bool) -> Conversation:
+                edits: bool, start: ConversationState | None = None) -> Conversation:
         """The conversation a turn goes on in, once it is known which window it started
         from: the one kept under that window's id (`_taken_up`); ``conv`` with the chain its
         request edits left as a fork; or, new here in a family with a window kept under its
         id (another chat's, or on another model: one it agreed with was taken up), ``conv``
         under a new id (not written over it). A conversation the client named keeps its
-        name."""
+        name. ``start``: the state the turn started from."""
         if took is not None:
-            return self._taken_up(conv, took, edited)
+            return self._taken_up(conv, took, edited, start)
         if edits:
             self._fork(conv)
         elif conv.family is not None and conv.state is None and conv.id_kept:
@@ -528,13 +528,21 @@ class Conversations:
                      "expires)", conv.conversation_id, FAMILY_MOST)
         return conv
 
-    def _taken_up(self, conv: Conversation, took: Kept, edited: Conversation | None
-                  ) -> Conversation:
+    def _taken_up(self, conv: Conversation, took: Kept, edited: Conversation | None,
+                  start: ConversationState | None = None) -> Conversation:
         """The conversation a turn that started from the window ``took`` goes on in: the
         one kept under that id (so it keeps its window there, not over another chat's), with
         that window's turn. ``edited``: the live chat the request seemed to edit, which stays
-        as it was."""
+        as it was. A request that agrees with the window short of its messages (``start``,
+        the state made of it, holds fewer) edits the chat kept there: a rewind, or a new chat
+        that opens as it did. That window is kept as it was under a fork's id, as `_fork`
+        keeps a live chat's chain an edit leaves behind: the turn's own window is written
+        under ``cid`` next, and before, the chat whose window it was found it gone when it
+        came back (it went on in another chat's window, or afresh)."""
         cid, turn, snap = took
+        if conv.family is not None and start is not None and \
+                len(start.messages) < len(snap.hashes):
+            self.upkeep.keep_forked(conv.workspace, cid, self._fork_id(conv.family), _now())
         if edited is not None:
             conv.kept = []
             conv = Conversation(conv.workspace, cid, conv.model, conv.source)

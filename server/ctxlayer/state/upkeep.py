@@ -241,6 +241,26 @@ class Upkeep:
             lambda: state.sessions.store.put_moved(workspace, family, target, now))),
             "keeping where it went on")
 
+    def keep_forked(self, workspace: str, cid: str, fork: str, now: str) -> None:
+        """Keep, on the keeping thread, the window kept under ``cid`` (and what its last turn
+        sent) under ``fork`` too, not listed (a chain an edit left behind, until its chat
+        comes back to it): a turn that edits that chat's window writes its own over it next."""
+        state = self.state
+
+        def copy() -> None:
+            store = state.sessions.store
+            row = store.conversation(workspace, cid)
+            if row is None:
+                return
+            model, turn, body = row
+            store.put_conversation(workspace, fork, model, turn, body, now, listed=False)
+            sent = store.sent_of(workspace, [cid]).get(cid)
+            if sent is not None:
+                store.put_sent(workspace, fork, sent[0], sent[1], now)
+
+        self._after(f"live chat {cid}", asyncio.ensure_future(state.keep(copy)),
+                    f"keeping its window under {fork} too (the chat it was is left without)")
+
     def keep_answer(self, workspace: str, answer_id: str, conversation_id: str,
                     now: str) -> None:
         """Keep, on the keeping thread, that the provider's answer ``answer_id`` was of
