@@ -96,3 +96,31 @@ def test_the_responses_reasoning_context_follows_the_request_then_the_model(mode
     if context:
         payload["reasoning"] = {"effort": "high", "context": context}
     assert every_turn_read(payload) is every
+
+
+def reasoning_costs(model: str, summary_words: int, sealed_chars: int) -> list[int]:
+    """What each assistant turn's reasoning costs on `model`: a summary of `summary_words`
+    words and an encrypted_content of `sealed_chars` base64 characters."""
+    items: list[dict] = []
+    for k in range(3):
+        items += [{"role": "user", "content": f"question {k}"},
+                  {"type": "reasoning", "id": f"rs_{k}", "encrypted_content": "A" * sealed_chars,
+                   "summary": [{"type": "summary_text", "text": "weigh " * summary_words}]},
+                  {"type": "message", "role": "assistant",
+                   "content": [{"type": "output_text", "text": f"answer {k}"}]}]
+    d = decode("responses", {"model": model, "input": [*items, {"role": "user", "content": "?"}]},
+               WORDS)
+    return [m.parts_tokens or 0 for m in d.messages if m.role == "assistant"]
+
+
+@pytest.mark.parametrize(("summary_words", "sealed_chars"), [(40, 800), (400, 800), (0, 800)])
+def test_a_read_reasoning_item_costs_the_larger_of_its_summary_and_what_it_seals(
+        summary_words, sealed_chars):
+    """The provider renders the sealed reasoning, not the summary written from it: a reasoning
+    item it reads again costs the larger of the two, as Anthropic's thinking does, never both
+    (gpt-5.6 with 190-word summaries: counted 6,818 where the provider counted 4,100)."""
+    sealed = sealed_chars * 3 // 16  # media.encrypted_tokens, the word tokenizer uncorrected
+    every = reasoning_costs("gpt-5.6", summary_words, sealed_chars)
+    assert every == [max(summary_words, sealed)] * 3
+    # gpt-5.4 reads only the turn under way's: none here, so each costs its summary
+    assert reasoning_costs("gpt-5.4", summary_words, sealed_chars) == [summary_words] * 3
