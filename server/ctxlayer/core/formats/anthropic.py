@@ -53,6 +53,7 @@ from ctxlayer.core.formats.common import (
     share_text,
 )
 from ctxlayer.core.formats.newest_turn import check_anthropic
+from ctxlayer.core.guessed import BY_FILE_ID, BY_URL
 from ctxlayer.core.text import one_line
 from ctxlayer.core.tokens import Tokenizer, deferred_tools
 from ctxlayer.protocol import AuditEntry, Message, ToolCall
@@ -87,6 +88,14 @@ def _source_tokens(block: dict, where: str, counter: Tokenizer, large: bool = Fa
     return media.pdf_tokens(data if isinstance(data, str) else None), None
 
 
+def _unseen(block: dict) -> str:
+    """How a document the gateway cannot see was sent (its cost guessed), else "". Its
+    source was checked a dict by `_source_tokens`."""
+    if block["type"] != "document":
+        return ""
+    return {"file": BY_FILE_ID, "url": BY_URL}.get(block["source"].get("type"), "")
+
+
 def _block(block: dict, where: str, counter: Tokenizer, large: bool = False
            ) -> tuple[int, str]:
     """(tokens, label) of a block the engine never shortens; the label names it for audit
@@ -97,7 +106,8 @@ def _block(block: dict, where: str, counter: Tokenizer, large: bool = False
     elif kind in ("image", "document"):
         tokens, size = _source_tokens(block, where, counter, large)
         title = block.get("title") if kind == "document" else None
-        return tokens, media.label(kind, tokens, size, title if isinstance(title, str) else "")
+        return tokens, media.label(kind, tokens, size, title if isinstance(title, str) else "",
+                                   _unseen(block))
     elif kind in ("thinking", "redacted_thinking"):
         return _thinking(block, where, counter, read=True)
     elif kind == "compaction":  # the provider's summary, and what it keeps sealed beside it

@@ -13,6 +13,7 @@ import math
 
 from ctxlayer.core.formats import pdf
 from ctxlayer.core.formats.anthropic_thinking import claude_version, from_version
+from ctxlayer.core.guessed import unseen_label
 from ctxlayer.core.model_names import is_claude
 from ctxlayer.core.tokens import Tokenizer, correction_of
 
@@ -32,8 +33,13 @@ LARGE_MAX_IMAGE = 4784
 #: A PDF page: Anthropic states 1,500 to 3,000 tokens of text and image per page; the upper
 #: figure is used so that a request costed here is never over the provider's window.
 PDF_PAGE_TOKENS = 3000
-#: A PDF whose pages cannot be read (a URL, a file id): costed as this many pages.
-PDF_DEFAULT_PAGES = 5
+#: A document or file the gateway cannot see (sent by a Files API id or a URL): costed as this
+#: many pages, the least it can be. It was five (15,000 tokens each): 13 invoices by file_id
+#: and a question to a 200k Claude were refused ("the newest user message alone needs 195012
+#: tokens") where the provider took them. The guess is said in the part's label
+#: (`guessed.unseen_label`), a request over its budget only by guesses is sent all the same
+#: (`prepare_turn`), and a provider's refusal of a prompt too long is fitted again by its count.
+PDF_DEFAULT_PAGES = 1
 #: A PDF whose page tree cannot be read (its objects encrypted or packed with a filter not
 #: read here): its pages estimated from its size. A typeset page with its share of the fonts
 #: is some tens of KB, a scanned one more, so the estimate leans to more pages, the side on
@@ -209,12 +215,14 @@ def encrypted_tokens(b64: str, counter: Tokenizer) -> int:
     return math.ceil(len(b64) * 3 // 16 * correction_of(counter))
 
 
-def label(kind: str, tokens: int, size: tuple[int, int] | None = None, name: str = "") -> str:
+def label(kind: str, tokens: int, size: tuple[int, int] | None = None, name: str = "",
+          unseen: str = "") -> str:
     """A part as an audit line names it: "image 1024x768 (772 tokens)", "thinking (212
-    tokens)", "file report.pdf (15000 tokens)"."""
+    tokens)", "file report.pdf (6000 tokens)"; ``unseen``: how a part the gateway cannot see
+    was sent, its cost guessed ("document spec by file_id, unseen (3000 tokens)")."""
     what = kind
     if size is not None:
         what += f" {size[0]}x{size[1]}"
     if name:
         what += f" {name if len(name) <= 30 else name[:29] + '…'}"
-    return f"{what} ({tokens} tokens)"
+    return unseen_label(what, unseen, tokens) if unseen else f"{what} ({tokens} tokens)"

@@ -38,6 +38,7 @@ from ctxlayer.core.formats.openai_reasoning import (
     reasoning_tokens,
     rule_of,
 )
+from ctxlayer.core.guessed import BY_FILE_ID
 from ctxlayer.core.text import call_line
 from ctxlayer.core.tokens import Tokenizer
 from ctxlayer.protocol import AuditEntry, Message, ToolCall
@@ -108,7 +109,9 @@ def _part(part: dict, where: str, counter: Tokenizer, model: object = None) -> t
             data = split[1] if split else data
         tokens = media.pdf_tokens(data if isinstance(data, str) else None)
         name = f.get("filename")
-        return tokens, media.label("file", tokens, name=name if isinstance(name, str) else "")
+        unseen = BY_FILE_ID if data is None and isinstance(f.get("file_id"), str) else ""
+        return tokens, media.label("file", tokens, name=name if isinstance(name, str) else "",
+                                   unseen=unseen)
     if kind == "refusal":
         tokens = counter.count(expect_str(part.get("refusal"), f"{where}.refusal"))
         return tokens, media.label("refusal", tokens)

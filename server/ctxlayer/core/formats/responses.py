@@ -51,6 +51,7 @@ from ctxlayer.core.formats.common import (
 )
 from ctxlayer.core.formats.openai_reasoning import last_user
 from ctxlayer.core.formats.responses_reasoning import every_turn_read
+from ctxlayer.core.guessed import BY_FILE_ID, BY_URL
 from ctxlayer.core.tokens import OPENAI_FORMAT, Tokenizer, conversation_tokens, tools_tokens
 from ctxlayer.protocol import Message, ToolCall
 
@@ -137,6 +138,13 @@ def is_call(item: dict) -> bool:
                              and "role" not in item)
 
 
+def _unseen(part: dict) -> str:
+    """How an `input_file` without its data was sent (its cost guessed): by file_id, by URL."""
+    if isinstance(part.get("file_id"), str):
+        return BY_FILE_ID
+    return BY_URL if isinstance(part.get("file_url"), str) else ""
+
+
 def _part_tokens(part: dict, where: str, counter: Tokenizer, model: object = None
                  ) -> tuple[int, str]:
     """Tokens of one non-text content part by the rules of the model that reads it (images:
@@ -157,7 +165,8 @@ def _part_tokens(part: dict, where: str, counter: Tokenizer, model: object = Non
             data = split[1] if split else data
         tokens = media.pdf_tokens(data if isinstance(data, str) else None)
         name = part.get("filename")
-        return tokens, media.label("file", tokens, name=name if isinstance(name, str) else "")
+        return tokens, media.label("file", tokens, name=name if isinstance(name, str) else "",
+                                   unseen=_unseen(part) if data is None else "")
     if kind == "input_audio":
         audio = expect_dict(part.get("input_audio"), f"{where}.input_audio")
         tokens = media.audio_tokens(expect_str(audio.get("data"), f"{where}.input_audio.data",

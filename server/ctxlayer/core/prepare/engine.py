@@ -15,6 +15,7 @@ import msgspec
 from ctxlayer.core.assembly.summary import SUMMARY_INSTRUCTIONS, off_topic, own_words, refusal
 from ctxlayer.core.errors import ContextError, require_tokens
 from ctxlayer.core.groups import is_result, lead_of
+from ctxlayer.core.guessed import guessed
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.prepare import summaries
 from ctxlayer.core.prepare.aider_files import attached, is_attached
@@ -51,6 +52,36 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
                  counter: Tokenizer, *, policy: PreparePolicy = DEFAULT_POLICY,
                  restored: Collection[str] = (), client_breakpoints: int = 0,
                  memo: Memo | None = None) -> Turn:
+    """This turn's request fitted into ``budget``, from the previous turn's state (or None).
+    What is always kept (the question, pinned content) over the budget only by costs guessed
+    for parts no one here sees (documents by file_id or URL: `guessed.py`) is no refusal: the
+    request is fitted with room for the guesses, sent, and its notice says what was guessed;
+    the provider, which sees the files, decides."""
+    def fitted(room: int) -> Turn:
+        return _prepare_turn(previous, messages, room, counter, policy=policy,
+                             restored=restored, client_breakpoints=client_breakpoints, memo=memo)
+
+    try:
+        return fitted(budget)
+    except ContextError as refused:
+        unseen = guessed(messages)
+        if refused.kind != "pinned_over_budget" or not unseen.tokens:
+            raise
+        try:
+            turn = fitted(budget + unseen.tokens)
+        except ContextError:
+            raise refused from None  # over by more than the guesses: the refusal it was
+    said = (f"ctxlayer: over the budget of {budget} only by costs guessed for what it cannot "
+            f"see ({unseen.said}): sent for the provider to decide")
+    if turn.notice:
+        said += "; " + turn.notice.removeprefix("ctxlayer: ")
+    return dataclasses.replace(turn, notice=said)
+
+
+def _prepare_turn(previous: ConversationState | None, messages: Sequence[Message], budget: int,
+                  counter: Tokenizer, *, policy: PreparePolicy = DEFAULT_POLICY,
+                  restored: Collection[str] = (), client_breakpoints: int = 0,
+                  memo: Memo | None = None) -> Turn:
     """This turn's request fitted into ``budget``, from the previous turn's state (or None)."""
     require_tokens(budget)
     msgs = list(messages)
