@@ -80,3 +80,28 @@ def test_a_request_over_the_budget_by_what_it_shows_is_still_refused():
         prepare_turn(None, msgs, 4000, WORDS)
     assert refused.value.kind == "pinned_over_budget"
     assert "over the budget of 4000" in str(refused.value)
+
+
+def follow_up(docs: int, answer: str) -> list:
+    body = anthropic(by_file_id(docs))
+    body["messages"] += [{"role": "assistant", "content": answer},
+                         {"role": "user", "content": "And without tax?"}]
+    return decode("anthropic", body, WORDS).messages
+
+
+def test_a_follow_up_to_documents_over_the_budget_only_by_their_guesses_keeps_them():
+    """The turn after 13 unseen invoices over the budget only by their guesses: before, the
+    invoices were summarized away though the provider would have taken them."""
+    budget = 12 * PAGE
+    first = prepare_turn(None, decode("anthropic", anthropic(by_file_id(13)), WORDS).messages,
+                         budget, WORDS)
+    turn = prepare_turn(first.state, follow_up(13, "The total is 1234."), budget, WORDS)
+    assert not turn.dropped and turn.messages[0].parts_tokens == 13 * PAGE
+    assert turn.notice and "13 documents by file_id counted at" in turn.notice
+
+
+def test_a_history_over_the_budget_by_what_it_shows_is_fitted_as_any_other():
+    msgs = follow_up(2, "total " * 10000)  # a long answer: seen, over the budget alone
+    turn = prepare_turn(None, msgs, 3 * PAGE, WORDS)
+    assert turn.tokens <= 3 * PAGE and (turn.dropped or turn.truncated)
+    assert not (turn.notice or "").startswith("ctxlayer: over the budget")

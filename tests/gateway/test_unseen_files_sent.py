@@ -64,3 +64,17 @@ def test_chat_file_parts_by_file_id_go_through(stack):
             {"type": "text", "text": "compare"}]}])
     assert raw.parse().choices
     assert len(stack.model_requests()[-1]["body"]["messages"][0]["content"]) == 9
+
+
+def test_a_follow_up_to_documents_over_the_budget_only_by_their_guesses_keeps_them(stack):
+    """Before, the turn after 70 unseen invoices summarized them away (53 tokens sent)."""
+    invoices(stack, 70, "follow-up")
+    first = stack.model_requests()[-1]["body"]["messages"]
+    raw = stack.anthropic().messages.with_raw_response.create(
+        model="claude-sonnet-4-5", max_tokens=8192,
+        messages=[*first, {"role": "assistant", "content": "The total is 1234."},
+                  {"role": "user", "content": "And without tax?"}],
+        extra_headers={"x-ctxlayer-conversation": "follow-up"})
+    assert raw.parse().content and raw.headers["x-ctxlayer-dropped"] == "0"
+    sent = stack.model_requests()[-1]["body"]["messages"]
+    assert len(sent) == 3 and len(sent[0]["content"]) == 71

@@ -15,7 +15,7 @@ import msgspec
 from ctxlayer.core.assembly.summary import SUMMARY_INSTRUCTIONS, off_topic, own_words, refusal
 from ctxlayer.core.errors import ContextError, require_tokens
 from ctxlayer.core.groups import is_result, lead_of
-from ctxlayer.core.guessed import guessed
+from ctxlayer.core.guessed import Guessed, guessed
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.prepare import summaries
 from ctxlayer.core.prepare.aider_files import attached, is_attached
@@ -53,24 +53,36 @@ def prepare_turn(previous: ConversationState | None, messages: Sequence[Message]
                  restored: Collection[str] = (), client_breakpoints: int = 0,
                  memo: Memo | None = None) -> Turn:
     """This turn's request fitted into ``budget``, from the previous turn's state (or None).
-    What is always kept (the question, pinned content) over the budget only by costs guessed
-    for parts no one here sees (documents by file_id or URL: `guessed.py`) is no refusal: the
-    request is fitted with room for the guesses, sent, and its notice says what was guessed;
-    the provider, which sees the files, decides."""
+    A request over the budget only by costs guessed for parts no one here sees (documents by
+    file_id or URL: `guessed.py`) is fitted with room for the guesses, sent, and its notice
+    says what was guessed: the provider, which sees the files, decides. Its question and
+    pinned content over only by them are no refusal (13 invoices by file_id were refused), and
+    a history over only by them goes whole (a follow-up to 70 invoices summarized them away);
+    one over by what it shows is fitted (or refused) as any other."""
     def fitted(room: int) -> Turn:
         return _prepare_turn(previous, messages, room, counter, policy=policy,
                              restored=restored, client_breakpoints=client_breakpoints, memo=memo)
 
-    try:
+    unseen = guessed(messages)
+    if not unseen.tokens:
         return fitted(budget)
+    try:
+        turn = fitted(budget)
     except ContextError as refused:
-        unseen = guessed(messages)
-        if refused.kind != "pinned_over_budget" or not unseen.tokens:
+        if refused.kind != "pinned_over_budget":
             raise
         try:
-            turn = fitted(budget + unseen.tokens)
+            return _sent_on_guesses(fitted(budget + unseen.tokens), budget, unseen)
         except ContextError:
             raise refused from None  # over by more than the guesses: the refusal it was
+    whole = policy.fmt.reply_priming + turn.state.cum[-1]
+    if budget < whole <= budget + unseen.tokens:
+        return _sent_on_guesses(fitted(budget + unseen.tokens), budget, unseen)
+    return turn
+
+
+def _sent_on_guesses(turn: Turn, budget: int, unseen: Guessed) -> Turn:
+    """``turn`` fitted with room for the guesses, its notice saying so."""
     said = (f"ctxlayer: over the budget of {budget} only by costs guessed for what it cannot "
             f"see ({unseen.said}): sent for the provider to decide")
     if turn.notice:
