@@ -119,15 +119,18 @@ def test_the_reuse_after_a_restart_is_the_one_said_without(budget, actions, rnd)
         true = _shared(went_on, daemon.last)
         assert went_on.cache_reuse_tokens <= true
         restarted = _after_restart(daemon.restarted(daemon.latest()), after, budget)
+        # the same request as the daemon that went on makes (a history resent shorter is made
+        # again after a restart too), or one that says no more reuse
         assert restarted.messages == went_on.messages or \
             restarted.cache_reuse_tokens <= went_on.cache_reuse_tokens
         if restarted.messages == went_on.messages and restarted.cache_reuse_tokens:
             # the same request, compared with the same one sent last
             assert restarted.cache_reuse_tokens == went_on.cache_reuse_tokens
-        assert restarted.cache_reuse_tokens <= true
+        assert restarted.cache_reuse_tokens <= _shared(restarted, daemon.last)
         # what was not waited for lost to a kill: compared with an older turn's, never more
+        # than its own request shares with the one sent last
         lost = _after_restart(daemon.restarted(daemon.durable), after, budget)
-        assert lost.cache_reuse_tokens <= true
+        assert lost.cache_reuse_tokens <= _shared(lost, daemon.last)
         msgs = after
         daemon.turn(msgs, budget)
 
@@ -173,3 +176,27 @@ def test_what_was_sent_and_the_window_must_fit_together():
                             "since": len(snap.hashes) + 5})
     assert persist.as_sent(snap, wrong) is snap
     assert persist.decode_sent(b"{not json") is None
+
+
+def test_a_history_resent_shorter_after_a_restart_is_made_as_without_one():
+    """A chat at 1,110 tokens whose step outlined an answer, then a request that goes back
+    to the history before that step (fitting whole): the daemon that went on sends the answer
+    whole (a history resent shorter is fitted anew, `engine._regrows`); after a restart the
+    state taken up held only the messages that agree, the request was not known as shorter,
+    and the outline was sent again (266 tokens where the 414 of the whole history fit)."""
+    rnd = random.Random(5)
+    daemon, msgs = _Daemon(), [SYSTEM, *_exchange(0, rnd)]
+    before = None  # the history up to the first message a step outlined
+    for t in range(1, 40):
+        msgs = [*msgs, *_exchange(t, rnd)]
+        turn = daemon.turn(msgs, 1110)
+        if turn.state.rewrites and not turn.state.chunks:
+            first = min(turn.state.rewrites)
+            before = msgs[:first + 1 + (msgs[first].role == "user")]
+            break
+    assert before is not None and sum(WORDS.count(m.content) for m in before) < 900
+    after = [*before, Message(role="user", content="Back to this, please.")]
+    went_on = prepare_turn(daemon.state, after, 1110, WORDS)
+    restarted = _after_restart(daemon.restarted(daemon.latest()), after, 1110)
+    assert [m.content for m in went_on.messages] == [m.content for m in after]  # whole
+    assert restarted.messages == went_on.messages

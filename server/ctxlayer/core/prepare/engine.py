@@ -189,7 +189,9 @@ def _regrows(previous: ConversationState, turn: Turn, budget: int,
     # a history resent shorter (a regenerate or an edit from an earlier question): what the
     # longer one's window shortened may fit now, as at a bigger budget (resent up to a question
     # 7 of 14, the window carried sent 427 of 3,000 tokens where the history fits whole)
-    shorter = len(turn.state.messages) < len(previous.messages) and bool(
+    # (after a restart the state taken up holds only the messages that agree: its kept length)
+    shorter = len(turn.state.messages) < max(len(previous.messages), previous.kept_length) \
+        and bool(
         previous.chunks or previous.rewrites or previous.dropped)
     if not (shorter or may_refit(previous, budget)):
         return False

@@ -249,6 +249,10 @@ class ConversationState:
     # (`engine._told_again`): a restart between a request and its retry is no reason to say
     # nothing was cut
     told_before: tuple[int, Told] | None = None
+    # after a restart: how many messages the kept window's turn had (``messages`` holds only
+    # those the request agrees with), so a history resent shorter is known as one after a
+    # restart too (`engine._regrows`)
+    kept_length: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -185,7 +185,8 @@ def resume(snap: Snapshot, messages: list[Message], counter: Tokenizer,
         # budget was made again at the same budget, the retry after a restart sent a body
         # the provider had not cached (`engine._regrows`)
         budget=snap.told.budget if snap.told is not None else 0,
-        ahead=_taken_ahead(snap.ahead, shown), told_before=_told_before(snap, messages, same))
+        ahead=_taken_ahead(snap.ahead, shown), told_before=_told_before(snap, messages, same),
+        kept_length=len(snap.hashes))
 
 
 def _told_before(snap: Snapshot, messages: list[Message], same: int) -> tuple[int, Told] | None:
