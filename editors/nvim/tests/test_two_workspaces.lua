@@ -105,4 +105,28 @@ H.run(function()
   vim.cmd.buffer(module)
   vim.cmd.buffer(chat)
   H.eq(ctxlayer.gateway(), gateway_of(root2), "after entering repo 2's file, repo 2's")
+
+  -- Its status line shows the figure of that same daemon, the one its requests go to: a chat
+  -- through repo 1's daemon shows there once repo 1 was entered last. Before, a chat plugin's
+  -- buffer with the cwd in neither workspace showed nothing ("") whatever went through.
+  local prepared = client.request_sync(client_of(root1), "ctx/prepare", { format = "openai",
+    request = { model = "gpt-4o", messages = { { role = "user", content = "hi" .. string.rep(" words", 300) } } } })
+  H.must(prepared and prepared.conversationId, "a chat goes through repo 1's daemon", vim.inspect(prepared))
+  vim.cmd.buffer(readme)
+  local chat1 = H.wait(function()
+    local text = ctxlayer.statusline()
+    return text:match("^ctx chat ") and text
+  end)
+  H.must(chat1 ~= nil, "repo 1's file shows that chat", ctxlayer.statusline())
+  vim.cmd.buffer(chat)
+  H.eq(ctxlayer.statusline(), chat1, "the chat buffer shows it too, repo 1 entered last")
+  H.eq(ctxlayer.budget() and ctxlayer.budget().conversation, prepared.conversationId,
+    "budget() in the chat buffer is that chat's")
+  vim.cmd.buffer(module)
+  local figure2 = ctxlayer.statusline()
+  vim.cmd.buffer(chat)
+  H.ok(figure2 ~= "" and ctxlayer.statusline() == figure2,
+    "after entering repo 2's file, repo 2's figure, as gateway() gives repo 2's", ctxlayer.statusline())
+  vim.bo[chat].filetype = "help"
+  H.eq(ctxlayer.statusline(), "", "a buffer of no chat plugin there still shows none")
 end)

@@ -28,19 +28,9 @@ end
 --- running; nil when none runs. Before, one was started on the directory: a folder that is no
 --- project (often $HOME) was scanned, and its chats showed in no workspace's status line.
 local function in_use()
-  local running = vim.tbl_filter(function(c)
+  return status.in_use(vim.tbl_filter(function(c)
     return c.root_dir ~= nil and not client.call(c, "is_stopped")
-  end, vim.lsp.get_clients({ name = client.NAME }))
-  local newest
-  for _, c in ipairs(running) do
-    if c.root_dir == status.last_root then
-      return c
-    end
-    if not newest or c.id > newest.id then
-      newest = c
-    end
-  end
-  return newest
+  end, vim.lsp.get_clients({ name = client.NAME })))
 end
 
 --- The workspace's running client, else one started for the buffer's workspace or the cwd's

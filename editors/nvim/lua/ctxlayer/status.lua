@@ -248,10 +248,44 @@ local function buffer(bufnr)
   return (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
 end
 
+--- The filetypes of the chat plugins the ready-made setups send through the gateway
+--- (setups.lua): CodeCompanion's chat, avante's sidebar (Avante, AvanteInput, ...),
+--- CopilotChat's, gp.nvim's chat files (markdown.gpchat).
+local CHAT_FILETYPES = { codecompanion = true, ["copilot-chat"] = true, gpchat = true }
+
+--- Whether a buffer is a chat plugin's (any part of a dotted filetype names one).
+function M.is_chat(bufnr)
+  for _, ft in ipairs(vim.split(vim.bo[bufnr].filetype, ".", { plain = true })) do
+    if CHAT_FILETYPES[ft] or vim.startswith(ft, "Avante") then
+      return true
+    end
+  end
+  return false
+end
+
+--- The client in use among `clients`: the one of the workspace last entered (M.last_root),
+--- else the newest; nil for none.
+---@param clients vim.lsp.Client[]
+function M.in_use(clients)
+  local newest
+  for _, c in ipairs(clients) do
+    if c.root_dir == M.last_root then
+      return c
+    end
+    if not newest or c.id > newest.id then
+      newest = c
+    end
+  end
+  return newest
+end
+
 --- The ctxlayer clients that may serve a buffer: those attached to it, else those of its
---- workspace (roots_of: a file not attached yet, a scratch view, a buffer of no file). None for
---- a file outside every workspace a daemon serves: another workspace's figures would pass for
---- its own.
+--- workspace (roots_of: a file not attached yet, a scratch view, a buffer of no file). A chat
+--- plugin's buffer of no workspace: the client in use, whose gateway its requests go to
+--- (gateway.lua asks the same), so its status line shows the figure of the daemon that has its
+--- chat; before, with several workspaces and the cwd in none, it showed nothing. None for
+--- any other buffer outside every workspace a daemon serves: another workspace's figures
+--- would pass for its own.
 ---@return vim.lsp.Client[]
 function M.serving_clients(bufnr)
   bufnr = buffer(bufnr)
@@ -270,9 +304,13 @@ function M.serving_clients(bufnr)
   for _, root in ipairs(roots_of(bufnr, vim.tbl_keys(roots))) do
     of_buffer[root] = true
   end
-  return vim.tbl_filter(function(c)
+  local serving = vim.tbl_filter(function(c)
     return of_buffer[c.root_dir] == true
   end, clients)
+  if #serving == 0 and M.is_chat(bufnr) then
+    return { M.in_use(clients) }
+  end
+  return serving
 end
 
 --- What was said when the daemon of a buffer's workspace failed (M.failed), or nil.
