@@ -9,8 +9,9 @@
 -- `:Ctxlayer chats {id}` over another editor's assembled session: that session stays the
 -- daemon's live chat, and a changed file re-measures it (a live ctx/budgetChanged of it). That
 -- re-measure took the status line back from the picked chat at the next :write; the help
--- promises a changed file "re-measures it without switching chats". Another chat's request
--- still takes over.
+-- promises a changed file "re-measures it without switching chats". Nor does a third editor's
+-- assembly take it (it did: any other session's live budget undid the pick), even when the
+-- chat picked was the live one already. Another chat's request still takes over.
 local H = dofile(vim.fs.joinpath(vim.fs.dirname(vim.fn.fnamemodify(arg[0], ":p")), "helpers.lua"))
 
 --- The key of the chat the status line shows (conversation, else session), once it is `want`.
@@ -79,8 +80,38 @@ H.run(function()
   H.ok(ctxlayer.budget().conversation == chat.conversationId,
     "the picked chat stays in the status line after a :write", ctxlayer.statusline())
 
+  -- a third editor assembles its own session: the pick stays (the assembly is listed). Before,
+  -- any other session's live budget undid the pick and the status line followed it.
+  local function assembled_elsewhere(sid)
+    H.must(ctxlayer.request("ctx/session/open", { sessionId = sid }) ~= nil, sid .. " opens")
+    local seen = #budgets
+    H.must(ctxlayer.request("ctx/assemble", { sessionId = sid }) ~= nil, sid .. " assembles")
+    H.must(H.wait(function()
+      for i = seen + 1, #budgets do
+        if budgets[i].live == true and budgets[i].sessionId == sid then
+          return true
+        end
+      end
+    end), "the daemon marks " .. sid .. "'s budget live", vim.inspect(budgets[#budgets]))
+  end
+  local third = "third-editor:" .. session
+  assembled_elsewhere(third)
+  H.eq(ctxlayer.budget().conversation, chat.conversationId,
+    "another editor's assembly leaves the picked chat in the status line")
+  H.ok(status.get(c.id).chats[third] ~= nil, "and is remembered", vim.inspect(status.get(c.id).chats))
+
   -- another chat's request still takes over
   local other = prepared("another chat entirely")
   H.ok(other and shows(other.conversationId), "another chat's request takes over",
     ctxlayer.statusline())
+
+  -- picking the chat that is live already holds too
+  vim.cmd("bwipeout! " .. vim.fn.bufnr("ctxlayer://chats"))
+  vim.cmd("Ctxlayer chats " .. other.conversationId)
+  H.must(H.wait(function()
+    return H.buffer_lines("ctxlayer://chats")
+  end), ":Ctxlayer chats {id} of the live chat answers")
+  assembled_elsewhere("fourth-editor:" .. session)
+  H.eq(ctxlayer.budget().conversation, other.conversationId,
+    "an assembly elsewhere leaves the picked live chat in the status line")
 end)

@@ -26,19 +26,21 @@ function M.remember(client_id, budget)
   end
 end
 
---- Whether a live budget re-measures the assembled session a `:Ctxlayer chats {id}` pick
---- replaced: a file event re-measures that session (the daemon's live chat still), and the
---- pick would be undone by a :write. A conversation's budget, or another session's, is a
---- request of that chat: it takes over.
-local function remeasures_replaced(state, budget)
-  local picked = state.picked
+--- Whether a live budget leaves the chat a `:Ctxlayer chats {id}` picked in the status line:
+--- an assembled session's (no conversation) other than the picked one. That is a re-measure
+--- of the daemon's live chat after a :write (the help promises a changed file "re-measures it
+--- without switching chats"), or another editor's assembly (VS Code's prompt or @ctxlayer
+--- chat, a session of another client on the daemon): no chat of this Neovim, whose chat
+--- plugins send through the gateway or ctx/prepare, and a pick undone by work in a window the
+--- user is not looking at is a status line that switches by itself. Before, only re-measures
+--- of the session the pick replaced were held. A conversation's request takes over.
+local function keeps_pick(state, budget)
   local cid = budget.conversationId
-  return picked ~= nil and (cid == nil or cid == vim.NIL) and M.key(budget) == picked.over
-    and M.key(budget) ~= picked.key
+  return state.picked ~= nil and (cid == nil or cid == vim.NIL) and M.key(budget) ~= state.picked.key
 end
 
---- ctx/budgetChanged of the live chat: it is the status line's chat (unless it re-measures
---- the session a pick replaced); when its request summarized or cut something, the daemon's
+--- ctx/budgetChanged of the live chat: it is the status line's chat (unless it leaves a
+--- pick there, keeps_pick); when its request summarized or cut something, the daemon's
 --- notice is shown once (a re-measure of the chat carries no notice).
 function M.on_budget(client_id, budget)
   local state = status.get(client_id)
@@ -47,8 +49,7 @@ function M.on_budget(client_id, budget)
   end
   local chats = state.chats or {}
   chats[M.key(budget)] = budget
-  state.daemon_live = M.key(budget)
-  if remeasures_replaced(state, budget) then
+  if keeps_pick(state, budget) then
     return status.update(client_id, { chats = chats })
   end
   if state.picked and M.key(budget) ~= state.picked.key then
@@ -192,9 +193,9 @@ function M.list(c, pick, done)
       -- Set directly: a nil field would not go through update's table.
       state.chat = live or current
       if pick then
-        -- the daemon's live chat stays what it was: its re-measures must not undo the pick
-        local over = state.daemon_live
-        state.picked = over ~= pick and { key = pick, over = over } or nil
+        -- held even when it is the daemon's live chat already: an assembly elsewhere would
+        -- take the status line from it (keeps_pick)
+        state.picked = { key = pick }
       end
       status.update(c.id, { chats = chats })
       done(conversations, nil, warning)

@@ -25,9 +25,8 @@ local M = {}
 ---@field chat? table Budget of the live chat: the conversation that last went through the daemon
 ---@field chats? table<string, table> Budget of each conversation seen, by conversationId
 ---@field gateway? table the gateway's {openai, anthropic} URLs when the daemon runs it
----@field daemon_live? string key (chats.key) of the chat the daemon last marked live
----@field picked? {key: string, over?: string} the chat `:Ctxlayer chats {id}` put in the
----status line, and the daemon's live chat it replaced (whose re-measures leave it there)
+---@field picked? {key: string} the chat `:Ctxlayer chats {id}` put in the status line, held
+---there against assembled sessions' budgets until a conversation's request (chats.lua)
 
 ---@type table<integer, ctxlayer.State>
 M.by_client = {}
