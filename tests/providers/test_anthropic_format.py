@@ -424,3 +424,30 @@ def test_a_step_that_leaves_a_thinking_turn_no_room_for_its_words_sends_no_blank
     assert [b["type"] for b in blocks] == ["thinking", "text", "tool_use"]
     assert blocks[1]["text"].strip() and words.startswith(blocks[1]["text"][:20])
     assert blocks[1]["cache_control"] == {"type": "ephemeral"}
+
+
+@pytest.mark.parametrize("strategy", ["pipeline", "priority"])
+def test_an_earlier_turn_that_was_only_reasoning_leaves_no_blank_text_block(strategy):
+    """An earlier assistant turn of `<think> end` is stripped to nothing; a question with a
+    PDF dropped between it and the next assistant turn merged the two into one whose first
+    block was `{"type": "text", "text": ""}`: Anthropic refuses text blocks of whitespace
+    (the property test above drew this at budget 30). The blank block is left out."""
+    pdf_block = {"type": "document", "source": {"type": "base64", "media_type": "application/pdf",
+                                                "data": b64(pdf(3))}}
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "alpha0"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "<think> end"}]},
+        {"role": "user", "content": [pdf_block, {"type": "text", "text": "alpha0"}]},
+        {"role": "assistant", "content": [
+            {"type": "redacted_thinking", "data": "ZW5jcnlwdGVkZW5jcnlwdGVk"},
+            {"type": "text", "text": "alpha0"}]},
+        {"role": "user", "content": [{"type": "text", "text": "alpha0"}]}]}
+    d = decode("anthropic", body, WORDS)
+    report = trim(d.messages, 30, WORDS,
+                  options=TrimOptions(strategy=strategy, rewrite_when_fits=False))
+    out = encode(d, report.messages)
+    assert anthropic_problems(out.payload) == [], out.payload
+    anthropic_sdk_accepts(out.payload)
+    turns = [m for m in out.payload["messages"] if m["role"] == "assistant"]
+    assert {"type": "redacted_thinking", "data": "ZW5jcnlwdGVkZW5jcnlwdGVk"} in turns[-1]["content"]
+    assert out.payload["messages"][-1]["content"] == [{"type": "text", "text": "alpha0"}]

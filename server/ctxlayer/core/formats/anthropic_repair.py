@@ -223,6 +223,21 @@ def _empty(msg: dict) -> bool:
     return not content.strip() if isinstance(content, str) else not content
 
 
+def _without_blank_text(msg: dict) -> dict:
+    """The message without text blocks of whitespace alone, which Anthropic refuses anywhere:
+    an earlier turn that was only reasoning (`<think> end`, stripped to nothing) left one,
+    and merged into the next assistant turn it made the request invalid."""
+    content = msg.get("content")
+    if not isinstance(content, list) or not any(_blank_text(b) for b in content):
+        return msg
+    return {**msg, "content": [b for b in content if not _blank_text(b)]}
+
+
+def _blank_text(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") == "text" and \
+        isinstance(block.get("text"), str) and not block["text"].strip()
+
+
 def _drop_empty(out: list[Entry], kept: Sequence[Message], result: Encoded
                 ) -> tuple[list[Entry], bool]:
     """Messages with nothing Anthropic can carry (an OpenAI assistant turn that was only a
@@ -230,6 +245,7 @@ def _drop_empty(out: list[Entry], kept: Sequence[Message], result: Encoded
     before the last. What they held is named by the audit of what the format does not carry."""
     fixed: list[Entry] = []
     for n, (msg, ks) in enumerate(out):
+        msg = _without_blank_text(msg)
         if not _empty(msg) or (n == len(out) - 1 and msg.get("role") == "assistant"):
             fixed.append((msg, ks))
             continue
