@@ -234,8 +234,9 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None,
     if not whole:  # a session's append goes on from what it holds (newest_turn.py)
         check_openai(raw)
     # what encode wrote for the shared messages the previous turn shortened, kept for this one
-    written = {pos: hit for pos, hit in previous.extra.get(WRITTEN, {}).items() if pos < same} \
-        if previous is not None else {}
+    was = previous.extra.get(WRITTEN, {}) if previous is not None else {}
+    written = dict(was) if previous is not None and same >= len(previous.messages) else \
+        {pos: hit for pos, hit in was.items() if pos < same}  # all shared: copied in C
     return Decoded(fmt="openai", messages=msgs, payload=payload, sources=list(range(len(raw))),
                    index=index, derived_ids=derived, counter=counter,
                    extra={WRITTEN: written, TURN: (rule, turn)})
@@ -345,46 +346,57 @@ def _without_calls(msg: dict, pending: dict[str, int], m: Message, result: Encod
     return out if calls or out.get("content") else None
 
 
+def _without_function_call(msg: dict, result: Encoded, count: Any, message_id: str | None
+                           ) -> dict | None:
+    """The assistant message ``msg`` without its `function_call`, whose function result never
+    came, None when nothing is left of it; the entry names it and what the call cost."""
+    call = msg["function_call"]
+    result.audit.append(audit(
+        "dropped", "function_call lost its function result: removed so that the request "
+        "stays valid", f"assistant: function_call {call.get('name')}",
+        count(str(call.get("name", ""))) + count(str(call.get("arguments", ""))), 0,
+        message_id=message_id))
+    msg = {k: v for k, v in msg.items() if k != "function_call"}
+    return msg if msg.get("content") else None
+
+
 def _repair_tool_pairs(out: list[dict], kept: Sequence[Message], result: Encoded,
                        decoded: Decoded) -> list:
     """Every tool message answers a call of the assistant message just before its run of tool
     messages, and every call has its result: a lone result is dropped, a call left without
     its result is removed from the assistant message (which goes too if nothing is left). The
     same for the legacy `function_call` and the `function` message just after it. ``out[k]``
-    is written from ``kept[k]``: each entry names the message and what its removal saved."""
+    is written from ``kept[k]``: each entry names the message and what its removal saved.
+    A request that needs no repair (every turn of a chat the fit kept whole groups of) is
+    walked once, a few steps a message: a call per message was half of this walk."""
     fixed: list[dict] = []
     origin: list[int] = []  # the position in out of each message of fixed
     pending: dict[str, int] = {}  # call id -> index in fixed of its assistant message
     count = decoded.counter.count if decoded.counter else (lambda s: 0)
-    ids = [m.id for m in kept]
+    removed = False  # a message was left with nothing (None in fixed)
 
     def close_calls() -> None:
+        nonlocal removed
         for j in sorted(set(pending.values())):
             fixed[j] = _without_calls(fixed[j], pending, kept[origin[j]], result,
                                       decoded.counter)  # type: ignore[call-overload]
+            removed = removed or fixed[j] is None
         pending.clear()
 
     legacy: int | None = None  # index in fixed of an assistant whose function_call waits
 
     def close_legacy() -> None:
-        nonlocal legacy
-        if legacy is None:
-            return
-        msg = fixed[legacy]
-        call = msg["function_call"]
-        result.audit.append(audit(
-            "dropped", "function_call lost its function result: removed so that the request "
-            "stays valid", f"assistant: function_call {call.get('name')}",
-            count(str(call.get("name", ""))) + count(str(call.get("arguments", ""))), 0,
-            message_id=ids[origin[legacy]]))
-        msg = {k: v for k, v in msg.items() if k != "function_call"}
-        fixed[legacy] = msg if msg.get("content") else None  # type: ignore[call-overload]
+        nonlocal legacy, removed
+        j: int = legacy  # type: ignore[assignment]
+        fixed[j] = _without_function_call(  # type: ignore[call-overload]
+            fixed[j], result, count, kept[origin[j]].id)
+        removed = removed or fixed[j] is None
         legacy = None
 
     in_results = False
     for k, msg in enumerate(out):
         role = msg.get("role")
-        if role in ("tool", "function"):
+        if role == "tool" or role == "function":
             if role == "function":  # answers the function_call just before it
                 answers = legacy is not None and legacy == len(fixed) - 1
                 why, what = ("function result without the function_call before it",
@@ -403,21 +415,24 @@ def _repair_tool_pairs(out: list[dict], kept: Sequence[Message], result: Encoded
             else:
                 text = msg.get("content") if isinstance(msg.get("content"), str) else ""
                 result.audit.append(audit("dropped", why, what, count(text), 0,
-                                          message_id=ids[k]))
+                                          message_id=kept[k].id))
             continue
         if pending:
             close_calls()
-        close_legacy()
+        if legacy is not None:
+            close_legacy()
         in_results = False
         fixed.append(msg)
         origin.append(k)
-        if role == "assistant" and msg.get("tool_calls"):
-            for c in msg["tool_calls"]:
-                pending[c.get("id")] = len(fixed) - 1
-            in_results = True
-        elif role == "assistant" and msg.get("function_call") is not None:
-            legacy = len(fixed) - 1
+        if role == "assistant":
+            if msg.get("tool_calls"):
+                for c in msg["tool_calls"]:
+                    pending[c.get("id")] = len(fixed) - 1
+                in_results = True
+            elif msg.get("function_call") is not None:
+                legacy = len(fixed) - 1
     if pending:
         close_calls()
-    close_legacy()
-    return [m for m in fixed if m is not None]
+    if legacy is not None:
+        close_legacy()
+    return [m for m in fixed if m is not None] if removed else fixed
