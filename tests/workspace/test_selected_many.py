@@ -61,3 +61,16 @@ def test_few_left_out_are_all_named(repo, home):
     seg = make_ws(repo, home, files=["gen/*.py"], files_char_budget=1300).scan()
     left = _files_left_out(seg)
     assert len(left) == MAX_LEFT_OUT - 1 and all(lo.path != "." for lo in left)
+
+
+def test_a_count_of_one_reads_in_the_singular(repo, home):
+    """`ctxlayer inspect` said "(13 bytes, 1 characters left)"."""
+    write(repo, "a.md", "a")
+    write(repo, "b.md", "z" * 13)
+    write(repo, "c.md", "c")
+    seg = make_ws(repo, home, files=["a.md", "b.md"], files_char_budget=2).scan()
+    (b,) = _files_left_out(seg)
+    assert b.reason == "over the character budget (13 bytes, 1 character left)"
+    seg = make_ws(repo, home, files=["a.md", "c.md"], files_char_budget=1).scan()
+    (c,) = _files_left_out(seg)
+    assert c.reason == "over the character budget (1 byte, 0 characters left)"

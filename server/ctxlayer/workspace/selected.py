@@ -190,7 +190,8 @@ def _cannot_fit(size: int, remaining: int) -> bool:
 
 
 def _over_budget(size: int, remaining: int) -> str:
-    return f"over the character budget ({size:,} bytes, {remaining:,} characters left)"
+    return (f"over the character budget ({counted(size, 'byte')}, "
+            f"{counted(remaining, 'character')} left)")
 
 
 def _capped(left_out: list[LeftOut]) -> list[LeftOut]:
