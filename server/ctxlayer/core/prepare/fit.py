@@ -19,6 +19,7 @@ from ctxlayer.core.groups import is_output
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.prepare.model import PreparePolicy, shown_of
 from ctxlayer.core.prepare.window import Window, newest_user
+from ctxlayer.core.text import describe
 from ctxlayer.core.tokens import Tokenizer, message_tokens
 from ctxlayer.core.trim import TrimOptions, trim
 from ctxlayer.core.trim.fit import MIN_QUESTION
@@ -371,11 +372,17 @@ def _attempts(win: Window, kept: list[Message], keys: list, tokens: list[int], b
 
 def _take(win: Window, report, kept: list[Message], keys: list, counter: Tokenizer,
           policy: PreparePolicy, truncated: list[AuditEntry]):
-    """The fitted result mapped back to the conversation: its audit by message, what it
-    shortened kept as rewrites for later turns."""
+    """The fitted result mapped back to the conversation: its audit by message, at each
+    message's own size (a log a step outlined, then dropped here, was audited as its outline:
+    163 tokens and 13 lines for 277), what it shortened kept as rewrites for later turns."""
     def where(e: AuditEntry) -> tuple[int, AuditEntry]:
         k = int(e.message_id.rsplit(":", 1)[1]) if e.message_id else e.index
-        return k, msgspec.structs.replace(e, message_id=kept[k].id, index=result_index(keys[k]))
+        i = result_index(keys[k])
+        e = msgspec.structs.replace(e, message_id=kept[k].id, index=i)
+        if i in win.rewrites:  # the trim engine read the outline; the client sent the original
+            e = msgspec.structs.replace(e, tokens_before=win.tokens[i],
+                                        summary=describe(win.messages[i]))
+        return k, e
 
     dropped = [where(e)[1] for e in report.dropped]
     by_pos: dict[int, Message] = {int(m.id.rsplit(":", 1)[1]): m for m in report.messages}
