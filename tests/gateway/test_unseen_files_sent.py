@@ -78,3 +78,23 @@ def test_a_follow_up_to_documents_over_the_budget_only_by_their_guesses_keeps_th
     assert raw.parse().content and raw.headers["x-ctxlayer-dropped"] == "0"
     sent = stack.model_requests()[-1]["body"]["messages"]
     assert len(sent) == 3 and len(sent[0]["content"]) == 71
+
+
+def test_images_by_url_over_the_budget_only_by_their_guessed_cost_are_sent_saying_so(stack):
+    """125 screenshots by URL are 200,000 tokens by the guess (1,600 each for Claude), over the
+    budget of a 200k window: the gateway refused them (pinned_over_budget) though the provider
+    reads them; now they are sent whole, the notice saying what was guessed."""
+    notices: list[str] = []
+    stack.state.events.budget_listeners.append(
+        lambda _ws, budget, _caller: notices.append(budget.notice)
+        if budget.conversation_id == "screens" and budget.notice else None)
+    images = [{"type": "image", "source": {"type": "url", "url": f"https://example.com/{k}.png"}}
+              for k in range(125)]
+    raw = stack.anthropic().messages.with_raw_response.create(
+        model="claude-sonnet-4-5", max_tokens=8192,
+        messages=[{"role": "user", "content": [*images, {"type": "text", "text": "What changed?"}]}],
+        extra_headers={"x-ctxlayer-conversation": "screens"})
+    assert raw.parse().content
+    assert len(stack.model_requests()[-1]["body"]["messages"][0]["content"]) == 126
+    assert any("125 images by URL counted at 1600 tokens each, unseen" in n for n in notices), \
+        notices

@@ -1,5 +1,5 @@
-"""Costs guessed for parts the engine cannot see: a document or file sent by a Files API id or
-a URL, whose pages no one here can count. The codecs name such a part in its label ("document
+"""Costs guessed for parts the engine cannot see: a document, file or image sent by a Files API
+id or a URL, whose pages or pixels no one here can count. The codecs name such a part in its label ("document
 invoice 3 by file_id, unseen (3000 tokens)", `unseen_label`); the fit reads the labels back
 (`guessed`) so that a request over its budget only by what was guessed is sent, never refused:
 the provider, which sees the files, decides, and its usage report calibrates. Pure text.

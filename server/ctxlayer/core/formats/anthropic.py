@@ -89,10 +89,8 @@ def _source_tokens(block: dict, where: str, counter: Tokenizer, large: bool = Fa
 
 
 def _unseen(block: dict) -> str:
-    """How a document the gateway cannot see was sent (its cost guessed), else "". Its
-    source was checked a dict by `_source_tokens`."""
-    if block["type"] != "document":
-        return ""
+    """How an image or a document the gateway cannot see was sent (its cost guessed), else "".
+    Its source was checked a dict by `_source_tokens`."""
     return {"file": BY_FILE_ID, "url": BY_URL}.get(block["source"].get("type"), "")
 
 

@@ -145,6 +145,12 @@ def openai_image_tokens(size: tuple[int, int] | None, detail: str = "auto") -> i
     return OPENAI_TILE * math.ceil(w / 512) * math.ceil(h / 512) + OPENAI_LOW_DETAIL
 
 
+def image_guessed(model: object, detail: str = "auto") -> bool:
+    """Whether an image whose size no one here read (sent by a URL or a file id) is costed by a
+    guess: OpenAI's low detail is 85 tokens whatever the size; every other rule reads it."""
+    return is_claude(model) or detail != "low"
+
+
 def image_tokens(model: object, size: tuple[int, int] | None, detail: str = "auto") -> int:
     """An image's cost for the model that reads it, in whichever format it came: Claude's
     pixel rule for a Claude model (an OpenAI-shaped request to Anthropic's compatible endpoint,

@@ -38,7 +38,7 @@ from ctxlayer.core.formats.openai_reasoning import (
     reasoning_tokens,
     rule_of,
 )
-from ctxlayer.core.guessed import BY_FILE_ID
+from ctxlayer.core.guessed import BY_FILE_ID, BY_URL
 from ctxlayer.core.text import call_line
 from ctxlayer.core.tokens import Tokenizer
 from ctxlayer.protocol import AuditEntry, Message, ToolCall
@@ -94,8 +94,13 @@ def _part(part: dict, where: str, counter: Tokenizer, model: object = None) -> t
         url = expect_str(img.get("url"), f"{where}.image_url.url", "the image's url")
         data = media.split_data_url(url)
         size = media.size_of_base64(data[1]) if data else None
-        tokens = media.image_tokens(model, size, img.get("detail") or "auto")
-        return tokens, media.label("image", tokens, size)
+        detail = img.get("detail") or "auto"
+        tokens = media.image_tokens(model, size, detail)
+        # an image the gateway cannot read is a guess (1,105 tokens, 1,600 for Claude), said
+        # so, and under the rule of unseen documents: never the reason a request is refused
+        unseen = BY_URL if data is None and not url.startswith("data:") \
+            and media.image_guessed(model, detail) else ""
+        return tokens, media.label("image", tokens, size, unseen=unseen)
     if kind == "input_audio":
         audio = expect_dict(part.get("input_audio"), f"{where}.input_audio")
         data = expect_str(audio.get("data"), f"{where}.input_audio.data", "base64 audio")

@@ -145,6 +145,13 @@ def _unseen(part: dict) -> str:
     return BY_URL if isinstance(part.get("file_url"), str) else ""
 
 
+def _unseen_image(part: dict, url: object) -> str:
+    """How an `input_image` without its data was sent: by file_id, by URL (not a data URL)."""
+    if isinstance(part.get("file_id"), str):
+        return BY_FILE_ID
+    return BY_URL if isinstance(url, str) and not url.startswith("data:") else ""
+
+
 def _part_tokens(part: dict, where: str, counter: Tokenizer, model: object = None
                  ) -> tuple[int, str]:
     """Tokens of one non-text content part by the rules of the model that reads it (images:
@@ -156,8 +163,12 @@ def _part_tokens(part: dict, where: str, counter: Tokenizer, model: object = Non
         data = media.split_data_url(url) if isinstance(url, str) else None
         size = media.size_of_base64(data[1]) if data else None
         detail = part.get("detail")
-        tokens = media.image_tokens(model, size, detail if isinstance(detail, str) else "auto")
-        return tokens, media.label("image", tokens, size)
+        detail = detail if isinstance(detail, str) else "auto"
+        tokens = media.image_tokens(model, size, detail)
+        # by file_id or URL: a guess, said so (`guessed`), as for an unseen file
+        unseen = _unseen_image(part, url) if data is None and media.image_guessed(
+            model, detail) else ""
+        return tokens, media.label("image", tokens, size, unseen=unseen)
     if kind == "input_file":
         data = part.get("file_data")
         if isinstance(data, str):
