@@ -241,3 +241,27 @@ def test_a_log_grown_with_its_first_and_last_lines_shows_each_line_once(cap):
     middle = [line for line in outline.split("\n") if line and not line.startswith("[")]
     for line in middle:  # the lines of the middle, denoised
         assert line.removesuffix(" (x400)") not in ends, line
+
+
+def _name(k: int) -> str:  # letters: a digit would make every line one run
+    return "".join("abcdefghijklmnopqrstuvwxyz"[d] for d in (k // 26, k % 26))
+
+
+JOBS = "\n".join(["2026-01-01 10:00:00 INFO starting the jobs",
+                  *(f"2026-01-01 10:00:{k % 60:02d} INFO loaded module {_name(k)}"
+                    for k in range(150)),
+                  *(f"2026-01-01 10:01:{k % 60:02d} ERROR KeyError: 'job{k}' in worker {k % 7}"
+                    for k in range(57)),
+                  "2026-01-01 10:02:00 INFO 57 jobs failed"])
+
+
+@pytest.mark.parametrize("cap", [600, 1000])
+def test_a_run_beside_the_last_lines_counts_only_the_lines_it_stands_for(cap):
+    """The outline above a log's last lines collapsed the KeyErrors into one run counted
+    "(x57)", though 14 of them (31 at 1,000 tokens) were among the last lines shown whole
+    below it: read together, 71 errors where the log has 57."""
+    result = check(JOBS, cap, "log", ("KeyError",))
+    outline, header, ends = result.text.partition(ENDS_HEADER)
+    (run,) = [line for line in outline.split("\n") if "KeyError" in line]
+    shown = ends.count("KeyError")
+    assert header and shown and run.endswith(f" (x{57 - shown})"), (run, shown)

@@ -520,6 +520,10 @@ def _start(u: _Unit) -> int:
     return u.start
 
 
+def _end(u: _Unit) -> int:
+    return u.end
+
+
 def _masked(u: _Unit) -> str:
     """What `_collapse` compares a unit by: its lines, digits masked."""
     return _MASK_DIGITS.sub("#", "\n".join(u.lines))
@@ -638,6 +642,19 @@ class LogOutline:
         rest._take(lines, starts, units, keys)
         return rest
 
+    def _outside(self, lo: int, hi: int) -> dict[str, int]:
+        """How many units of each kind (`_masked`) lie wholly outside lines ``lo`` to ``hi``:
+        the ends shown whole beside an outline of the lines between. A run collapsed in it
+        counted them too: "KeyError ... (x57)" with 10 of the 57 among the last lines shown
+        below it. Only the ends are walked (the units are in order)."""
+        units, keys = self._read_units, self._keys
+        before = bisect.bisect_right(units, lo, key=_end)
+        after = bisect.bisect_left(units, hi, key=_start)
+        out: dict[str, int] = {}
+        for k in (*range(before), *range(max(before, after), len(units))):
+            out[keys[k]] = out.get(keys[k], 0) + 1
+        return out
+
     def render(self, keep_lines: int = 60, shown: tuple[int, int] | None = None) -> str:
         """The sanitized log with at most ``keep_lines`` lines of it. ``shown``: the log's
         first lines up to the first index and its lines from the second on are shown whole
@@ -651,14 +668,17 @@ class LogOutline:
         out: list[str] = []
         pos = lo
         emitted = head + self.total - tail  # the lines shown whole are kept
+        beside = self._outside(lo, hi) if shown is not None else {}
         for u, body in _select(units, max(0, keep_lines)):
             gap = nonblank[u.start] - nonblank[pos] if u.start > pos else 0
             if gap:
                 out.append(_gap(gap))
-            if u.count > 1:
-                body = body[:-1] + [f"{body[-1]} (x{u.count})"]
-            elif u.last_of:
-                body = body[:-1] + [f"{body[-1]} (the last of {u.last_of})"]
+            # a count says the lines the run stands for, not those shown whole beside it
+            less = beside.get(_masked(u), 0) if beside and (u.count > 1 or u.last_of) else 0
+            if u.count - less > 1:
+                body = body[:-1] + [f"{body[-1]} (x{u.count - less})"]
+            elif u.last_of - less > 1:
+                body = body[:-1] + [f"{body[-1]} (the last of {u.last_of - less})"]
             out.extend(body)
             emitted += len(body)
             pos = u.end
