@@ -101,6 +101,11 @@ def test_report_facts(kind, present, absent):
         ),
         ("status code 404 from the API", "error_codes", ["HTTP 404"], []),
         ("ISO8601 dates and UTF8 text", "error_codes", [], ["ISO8601", "UTF8"]),
+        # a code of joined words naming an error was in no kind
+        ("deploy aborted: ZEBRA-ERR-4411 (then AUTH_ERROR_17, ERR-503)", "error_codes",
+         ["ZEBRA-ERR-4411", "AUTH_ERROR_17", "ERR-503"], []),
+        ("JIRA-1234, SHA-256, ISO-8859-1 and run_step_120 name no error", "error_codes", [],
+         ["JIRA-1234", "SHA-256", "ISO-8859-1"]),
         ("see L42 and #L10-L20 in the diff", "line_numbers", ["line 10-20"], []),
         ("lines 10-20 changed", "line_numbers", ["line 10-20"], []),
         ("C:\\Users\\ada\\proj\\main.py is open", "paths", ["C:\\Users\\ada\\proj\\main.py"], []),

@@ -16,6 +16,7 @@ from ctxlayer.core.compress import facts, logs
 #: the plain spellings, as the patterns were first written
 PLAIN = {
     "ERROR_CODE": r"\b[A-Z]{1,4}\d{3,5}\b",
+    "JOINED_CODE": r"(?<![\w-])[A-Z][A-Z0-9]*(?:[-_][A-Z][A-Z0-9]*)*[-_]\d{2,6}(?![\w-])",
     "LINE_WORD": r"\b(?:[Ll]ines?|[Ll]n)\s?(\d+(?:\s?[-–]\s?\d+)?)\b|#L(\d+)(?:-L?(\d+))?",
     "ERRNO": r"\b" + pat.ERRNO.pattern.replace("(?<!\\wE)", "", 1),
     "CAMEL": r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+\b",
@@ -23,7 +24,7 @@ PLAIN = {
 }
 
 # pieces that make the patterns match, miss by a character, and sit at line ends and word edges
-PIECES = ["E1234", "TS2345", "ISO9001", "line 42", "Line 3-7", "ln12", "#L5-L9", "lines 1 – 4",
+PIECES = ["E1234", "ZEBRA-ERR-4411", "AUTH_ERR_17", "ERR-5", "X-", "A_", "TS2345", "ISO9001", "line 42", "Line 3-7", "ln12", "#L5-L9", "lines 1 – 4",
           "ENOENT", "EACCES", "xENOENT", "_E1234", "é", "ſ", "İ", "ı", "K", "\n", " ", "\t", ".",
           "/", ":", "(", ")", "_", "-", "test_run", "tests/test_a.py::test_b[1-2]", "TestCase",
           "TestFoo::test_bar", "a.py::Klass::meth", "ValueError", "pkg.mod.KeyError",

@@ -186,11 +186,20 @@ def _error_codes(text: str) -> Found:
                                    pat.HTTP_LOWER.finditer(low)))
         if any(w in text for w in pat.ORA_WORDS):
             found.append((m.start(), m.group(0)) for m in pat.ORA.finditer(text))
+        if any(w in text for w in pat.JOINED_CODE_GATE):
+            found.append((m.start(), m.group(0)) for m in pat.JOINED_CODE.finditer(text)
+                         if _names_an_error(m.group(0)))
         if low is None or "exit" in low:
             found.append((m.start(), f"exit {m.group(1)}")
                          for m in (pat.EXIT.finditer(text) if low is None else
                                    pat.EXIT_LOWER.finditer(low)))
     return _merged(*found)
+
+
+def _names_an_error(code: str) -> bool:
+    """Whether a joined code (`fact_patterns.JOINED_CODE`) has a word naming an error."""
+    return any(w in pat.JOINED_CODE_WORDS or w.endswith(pat.JOINED_CODE_ENDS)
+               for w in re.split(r"[-_]", code)[:-1])
 
 
 def _looks_like_command(line: str) -> bool:
