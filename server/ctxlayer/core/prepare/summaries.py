@@ -58,6 +58,17 @@ def _text(summary: str, constraints: list[str], facts: Ledger | None, actions: l
     return render_summary(replaced, summary, constraints, ledger, actions=action_text)
 
 
+def _beside_empty_ledger(facts: Ledger | None, size: Sizes) -> int:
+    """The characters the decided / open part gets more when the chunk's facts fill under a
+    quarter of the ledger's part: its own size again. A chat of prose names few facts (paths,
+    commands, errors), and a chunk of four answered questions kept the newest two answers in
+    its 300 characters beside an empty ledger of 3,700. Given all the ledger leaves unused,
+    or up to its own size again whatever the ledger held, chunks grew, merged more often,
+    and the dev replay kept 4 facts fewer of 680 at a 10% budget."""
+    used = len(render_ledger(facts, size.ledger)) if facts is not None else 0
+    return size.summary if used < size.ledger // 4 else 0
+
+
 class Sizes(NamedTuple):
     """Characters of one chunk's parts."""
 
@@ -254,14 +265,15 @@ def make_chunk(shown: Sequence[Message], originals: Sequence[Message], indices: 
     context, examples = injected(originals, indices)
     said = [as_read(m, originals[k]) for k, m in enumerate(shown)
             if k not in context and k not in examples]
-    summary = (offline_summary(said, "", size.summary, read, task_chars=task_chars)
+    keep = [k for k in range(len(originals)) if k not in examples]
+    facts = _facts([originals[k] for k in keep], [indices[k] for k in keep],
+                   policy.facts_scan_factor * size.ledger, known, named or {})
+    summary = (offline_summary(said, "", size.summary + _beside_empty_ledger(facts, size), read,
+                               task_chars=task_chars)
                if written is None
                else _cut(written.strip(), size.summary))
     constraints = bounded(detect([m for k, m in enumerate(originals)
                                   if k not in context and k not in examples])[0], size.summary)
-    keep = [k for k in range(len(originals)) if k not in examples]
-    facts = _facts([originals[k] for k in keep], [indices[k] for k in keep],
-                   policy.facts_scan_factor * size.ledger, known, named or {})
     actions = tuple(log_lines(list(originals)))
     message = _chunk_message(start, upto, _text(summary, list(constraints), facts, list(actions),
                                                 len(shown), size))
