@@ -31,8 +31,8 @@ from ctxlayer.core.groups import is_result
 from ctxlayer.core.tokens import OPENAI_FORMAT, MessageFormat, Tokenizer, message_tokens
 from ctxlayer.protocol import Message, ToolCall
 
-__all__ = ["NOTE_MIN", "NOTE_SHARE", "TEXT_LEAST", "shorten", "shorten_arguments",
-           "shorten_message"]
+__all__ = ["NOTE_MIN", "NOTE_SHARE", "TEXT_LEAST", "blocks_least", "shorten",
+           "shorten_arguments", "shorten_message"]
 
 #: the line naming the cut part's facts takes at most this share of the cap, and is written
 #: only when the cap is at least NOTE_MIN tokens (below, the head and tail say more than a list)
@@ -146,6 +146,18 @@ def _each_block(text: str, cap: int, counter: Counter) -> CompressedOutput | Non
     if best is None:
         return None
     return CompressedOutput(best[0], "headtail", before, best[1])
+
+
+def blocks_least(text: str, counter: Counter) -> int | None:
+    """The fewest tokens ``text``, a user's text made of code blocks, is cut to with every
+    block still showing its ends (`_each_block` at BLOCK_LINES_MIN lines each, the cut naming
+    the line ranges kept); None when no block is long enough to cut. Under it a user's text is
+    cut by its own head and tail: the files aider's user added lost all but the first and the
+    last one, and their line numbers."""
+    from ctxlayer.core.trim.truncate import truncate_blocks  # as `_each_block`
+
+    cut = truncate_blocks(text, BLOCK_LINES_MIN, BLOCK_LINES_MIN, min_cut=1, numbered=True)
+    return None if cut is None else counter.count(cut)
 
 
 #: the share of a text its code blocks hold for `_each_block` to cut each: files pasted or

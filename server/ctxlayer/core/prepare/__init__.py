@@ -66,8 +66,9 @@ dropped, shortened), cache reuse and breakpoints, a one-line notice, and the nex
    sized to that room, the ledger the most, as in a session's summary; it never changes once
    made.
 5. Only when even that is over the budget (the newest exchange alone is), with attached files
-   shown, the summaries shrink first and the files give exactly what is still over (when that
-   is at most half of them); else the trim engine fits the result, holding the files while it
+   shown, the summaries shrink first and the files give what is still over (past half of
+   them down to each file's first and last lines, when that leaves the newest question
+   whole); else the trim engine fits the result, holding the files while it
    can: the newest user message is kept (whole when it takes at most half the budget,
    else shortened, never dropped: tried at a few sizes, then, when it ends the request and
    what is before it can give the next request what a step leaves free, cut no further than

@@ -10,7 +10,7 @@ Must not: decide when a turn steps (engine.py) or touch any other message.
 
 from __future__ import annotations
 
-from ctxlayer.core.compress.shorten import shorten_message
+from ctxlayer.core.compress.shorten import blocks_least, shorten_message
 from ctxlayer.core.prepare.model import PreparePolicy
 from ctxlayer.core.prepare.window import Window
 from ctxlayer.core.tokens import Tokenizer
@@ -66,33 +66,48 @@ def give_over(win: Window, files: frozenset[int], budget: int, counter: Tokenize
               policy: PreparePolicy) -> list[AuditEntry]:
     """Before the last resort, when the request is still over ``budget`` after its step (the
     newest exchange is big) and the attached files are shown: the summaries shrink first
-    (`fit_summaries`), then the long files give exactly what is still over, each its part in
-    proportion to what it shows, cut from its original by its ends, when that leaves them at
-    least half of what they show (else the last resort holds them while anything else can
-    give). The last resort's own cut took a file of 430 tokens to 108 for a request a few
-    tokens over, kept so on later turns with 280 tokens free. They give a tenth of the budget
-    more than is over (within half of what they show): exactly what was over, the next
-    question was over again, and the files were cut a little shorter on every turn (466, 286,
-    250, 214 words; the cached prefix broken at them each time). Returns the audit of those
-    cut now."""
+    (`fit_summaries`), then the long files give what is still over, each its part in
+    proportion to what it shows above its floor (`_least`: its ends, a few lines each, the
+    cut naming the line ranges kept), cut from its original by its ends. The last resort's
+    own cut took a file of 430 tokens to 108 for a request a few tokens over, kept so on later
+    turns with 280 tokens free. They give a tenth of the budget more than is over, within half
+    of what they show: exactly what was over, the next question was over again, and the files
+    were cut a little shorter on every turn (466, 286, 250, 214 words; the cached prefix
+    broken at them each time). Over half of what they show they give exactly what is over,
+    down to their floors, when that leaves the newest question whole: held at half, the last
+    resort cut a pasted log of 6,931 tokens that fitted whole to 2,587 (264 of its 700 rows)
+    and the files kept 4,970. When even their floors leave too little, the question is cut
+    anyway and they are held (cut to their floors besides, they broke the cached prefix on
+    twice as many turns of random aider chats). Returns the audit of those cut now."""
     long = _long(win, files, policy)
     if not long or win.total() <= budget:
         return []
     if win.chunks:
         win.fit_summaries(budget, counter, policy)
     over = win.total() - budget
-    shown = sum(win.shown_tokens(i) for i in long)
-    if over <= 0 or over * 2 > shown:
+    now = {i: win.shown_tokens(i) for i in long}
+    spare = {i: max(0, now[i] - _least(win, i, counter)) for i in long}
+    room = sum(spare.values())
+    if over <= 0 or room <= 0 or (over * 2 > sum(now.values()) and over > room):
         return []
-    give = min(over + budget // GIVE_MORE, shown // 2)
+    give = min(over + budget // GIVE_MORE, max(over, sum(now.values()) // 2), room)
     out: list[AuditEntry] = []
     for i in long:
-        now = win.shown_tokens(i)
+        if not spare[i]:
+            continue
         got = shorten_message(win.messages[i], win.tokens[i],
-                              max(1, now - -(-give * now // shown)), counter, policy.fmt)
-        if got is not None and got[1] < now:
+                              max(1, now[i] - -(-give * spare[i] // room)), counter, policy.fmt)
+        if got is not None and got[1] < now[i]:
             out.append(win.rewrite(i, got[0], got[1], "truncated", GAVE))
     return out
+
+
+def _least(win: Window, i: int, counter: Tokenizer) -> int:
+    """The fewest tokens attached files' message ``i`` is cut to, each file keeping its ends
+    (`blocks_least`), its overheads as counted; 1 when it is not cut file by file."""
+    text = win.messages[i].content
+    least = blocks_least(text, counter)
+    return 1 if least is None else win.tokens[i] - counter.count(text) + least
 
 
 def grow_back(win: Window, files: frozenset[int], budget: int, counter: Tokenizer,
