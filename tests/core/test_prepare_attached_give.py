@@ -96,3 +96,27 @@ def test_files_giving_what_is_over_keep_every_file_s_ends():
     for path in files:
         assert f"{path}\n```\ndef f{path[1]}_0(x):\n" in text, text
     assert [m[-1] for m in RANGES.findall(text)].count("2400") == 2, text
+
+
+def test_files_the_last_resort_cuts_still_name_the_line_ranges_of_each_file():
+    """A budget whose system prompt and reminder leave the files less than their ends: the
+    last resort drops the reminder and cuts the files itself, 10 lines at each end. Before,
+    each file's cut was a bare "[...]" (real aider at window 4,500: 126,231 chars to 844, no
+    line numbers); numbered, it then counted the lines of the text it was given, already cut
+    to the files' share ("of 59 kept" for files of 542 and 2,000 lines). Now each names its
+    file's ranges, and the lines kept are those lines."""
+    msgs = message(0)
+    msgs[-1] = Message(role="system", id="reminder", content="# SEARCH/REPLACE rules " * 100)
+    turn = prepare_turn(None, msgs, 700, WORDS)
+    assert turn.tokens <= 700
+    text = files_shown(turn)[0]
+    marks = RANGES.findall(text)
+    assert len(marks) == 2 and "[...]" not in text, text
+    for path, body, (_, cut_to, head, resume, last, total) in zip(
+            ("guide.md", "huge.py"), (GUIDE, MODULE), marks, strict=True):
+        lines = body.split("\n")[:-1]
+        assert (int(resume), last, total) == (int(cut_to) + 1, str(len(lines)),
+                                              str(len(lines))), (path, marks)
+        shown = text.split(f"{path}\n````\n")[1].split("\n````")[0].split("\n")
+        assert shown[:int(head)] == lines[:int(head)], path
+        assert shown[int(head) + 1:] == lines[int(cut_to):], path

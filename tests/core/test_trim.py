@@ -6,6 +6,8 @@ compares the kept ids and the audit actions by id.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from ctxlayer.core.errors import ContextError
@@ -99,13 +101,17 @@ def test_reduce_cuts_the_longest_block_and_keeps_ids():
     rows = [("s", "system", 3), ("a1", "assistant", code(100)), ("u", "user", 3)]
     r = check(rows, 200, ["s", "a1", "u"], {"a1": "truncated"})
     body = r.messages[1].content
-    assert "[...]" in body and "x0 = 0" in body and "x99 = 99" in body and "x50 = 50" not in body
+    # the cut names the line ranges it keeps (a file's cut said only "[...]")
+    assert re.search(r"\n\[\.\.\. lines (\d+)-\d+ cut: lines 1-\d+ and \d+-100 of 100 kept "
+                     r"\.\.\.\]\n", body)
+    assert "x0 = 0" in body and "x99 = 99" in body and "x50 = 50" not in body
 
 
 def test_reduce_skips_an_uncuttable_longest_message_and_goes_on():
     # the longest message is prose (cannot be cut); gptme stalls here, we cut the next one
     rows = [("p", "user", 300), ("a1", "assistant", code(120)), ("u", "user", 3)]
-    check(rows, 380, ["p", "a1", "u"], {"a1": "truncated"})
+    # 392: the numbered cut's line takes 12 words more than "[...]" did at 380
+    check(rows, 392, ["p", "a1", "u"], {"a1": "truncated"})
 
 
 def test_assistant_with_tool_calls_is_never_truncated():

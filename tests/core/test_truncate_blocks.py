@@ -39,3 +39,23 @@ def test_prose_between_blocks_of_a_chat_is_never_cut_as_code(case):
         lines = ["<code>", *code[:3], "end</code>", *prose]
     out = truncate_blocks("\n".join(lines), head=3, tail=3) or "\n".join(lines)
     assert all(p in out.split("\n") for p in prose), case
+
+
+def test_a_block_cut_before_and_cut_again_names_the_lines_of_its_file():
+    """A file cut to its ends with its line ranges named, cut again shorter (the trim engine
+    cutting aider's files after prepare cut them to their share): the new cut names the
+    file's lines, its kept last lines verbatim. Before, it counted the lines of the text it
+    was given: "lines 11-49 cut: lines 1-10 and 50-59 of 59 kept" for a file of 2,000 lines
+    whose last lines kept were 1,991-2,000."""
+    file = [f"line {k}" for k in range(1, 2001)]
+    text = "big.py\n```\n" + "\n".join(file) + "\n```\n"
+    once = truncate_blocks(text, 30, 30, numbered=True)
+    assert "[... lines 31-1970 cut: lines 1-30 and 1971-2000 of 2000 kept ...]" in once
+    again = truncate_blocks(once, 10, 10, numbered=True)
+    assert again == ("big.py\n```\n" + "\n".join(file[:10]) + "\n[... lines 11-1990 cut: lines "
+                     "1-10 and 1991-2000 of 2000 kept ...]\n" + "\n".join(file[1990:]) + "\n```\n")
+    # a cut that would keep the earlier cut's line in its first lines takes it in instead
+    lopsided = truncate_blocks(once, 40, 5, numbered=True)
+    assert lopsided == ("big.py\n```\n" + "\n".join(file[:30]) + "\n[... lines 31-1995 cut: "
+                        "lines 1-30 and 1996-2000 of 2000 kept ...]\n" + "\n".join(file[1995:])
+                        + "\n```\n")

@@ -77,8 +77,9 @@ REGROW_TRIES = 3
 class Shortener:
     """How one message gets shorter: a tool output over its cap becomes its outline (JSON
     key paths and counts, a log's errors and key stack lines, or head and tail lines); any other
-    message has the middles of its long code/details blocks cut. Results are memoised by
-    content, so a warm re-trim derives nothing twice."""
+    message has the middles of its long code/details blocks cut, each cut naming the line
+    ranges kept (a file aider's user added, cut by the last resort, said only "[...]").
+    Results are memoised by content, so a warm re-trim derives nothing twice."""
 
     def __init__(self, w: Work, memo: Memo, head: int, tail: int, tool_cap: int, *,
                  name_facts: bool = False, calls: bool = True) -> None:
@@ -98,7 +99,7 @@ class Shortener:
     def _cut(self, i: int) -> str | None:
         text, head, tail = self.w.content[i], self.head, self.tail
         return self.memo.get(("trunc", head, tail), text,
-                             lambda: truncate_blocks(text, head, tail))
+                             lambda: truncate_blocks(text, head, tail, numbered=True))
 
     def _outline(self, i: int, cap: int | None = None, text: str | None = None):
         """The outline of tool output i (its current text, or ``text``) at ``cap`` (the
@@ -441,7 +442,7 @@ def _most_lines(original: str, whole: int, room: int, head: int, count
     lo, hi, best = head, None, None  # lo fits (the fit's own cut), hi does not
     n = max(1, head) * 2  # head_lines may be 0
     for _ in range(REGROW_BLOCK_TRIES):
-        cut = truncate_blocks(original, n, n)
+        cut = truncate_blocks(original, n, n, numbered=True)
         if cut is None:
             break
         body = count(cut)

@@ -1,5 +1,7 @@
 """Truncating long blocks inside one message: the middle of every long fenced code block
-and every long <details> block becomes a `[...]` line; `head` and `tail` lines stay.
+and every long <details> block becomes a `[...]` line, or, ``numbered``, a line naming the
+ranges kept by line number (`kept_lines`: the trim engine's cuts and a user's files, so an
+edit can quote them); `head` and `tail` lines stay.
 
 A block is long when cutting it would remove at least `min_cut` lines, so truncating a
 truncated text changes nothing (idempotent). Prose outside blocks is never touched here.
@@ -9,6 +11,8 @@ example's; a file aider wraps in a tag (`TAG_FENCES`) closes at the closing tag.
 """
 
 from __future__ import annotations
+
+import re
 
 MARKER = "[...]"
 
@@ -124,10 +128,11 @@ def truncate_blocks(text: str, head: int = 10, tail: int = 10, min_cut: int = 4,
         out.extend(lines[at : start + 1])
         body = lines[start + 1 : end]
         if len(body) - head - tail >= min_cut:
-            out.extend(body[:head])
-            mark = kept_lines(head, len(body) - tail, len(body)) if numbered else MARKER
+            first, mark, last = _numbered(body, head, tail) if numbered else (
+                head, MARKER, len(body) - tail)
+            out.extend(body[:first])
             out.append(mark + ("\r" if body[0].endswith("\r") else ""))  # a CRLF text's
-            out.extend(body[len(body) - tail :])
+            out.extend(body[last:])
             changed = True
         else:
             out.extend(body)
@@ -136,6 +141,27 @@ def truncate_blocks(text: str, head: int = 10, tail: int = 10, min_cut: int = 4,
         at = end + 1
     out.extend(lines[at:])
     return "\n".join(out) if changed else None
+
+
+#: the line `kept_lines` writes: a block cut before, cut again, keeps counting its file's lines
+_KEPT = re.compile(r"\[\.\.\. lines \d+-\d+ cut: lines 1-(\d+) and (\d+)-(\d+) of (\d+) kept \.\.\.\]")
+
+
+def _numbered(body: list[str], head: int, tail: int) -> tuple[int, str, int]:
+    """(lines kept first, the line naming the ranges kept, where the kept last lines start) of
+    a block's ``body`` cut to ``head`` and ``tail`` lines. A body cut before (a file aider's
+    user added, cut to its share, then cut again by the trim engine) holds that cut's line:
+    the new cut takes it in, and names the lines of the file, not of the text it was given
+    ("lines 11-49 cut ... of 59 kept" for a file of 2,000 lines, its kept tail 1,991-2,000)."""
+    for k, line in enumerate(body):
+        m = _KEPT.fullmatch(line.strip()) if line.startswith("[... lines ") else None
+        if m is None or int(m.group(1)) != k or int(m.group(3)) != int(m.group(4)) \
+                or len(body) - k - 1 != int(m.group(3)) - int(m.group(2)) + 1:
+            continue
+        head, tail = min(head, k), min(tail, len(body) - k - 1)
+        resume = int(m.group(2)) + len(body) - tail - k - 1  # the first kept last line's number
+        return head, kept_lines(head, resume - 1, int(m.group(4))), len(body) - tail
+    return head, kept_lines(head, len(body) - tail, len(body)), len(body) - tail
 
 
 def kept_lines(head: int, resume: int, total: int) -> str:
