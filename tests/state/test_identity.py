@@ -191,3 +191,18 @@ def test_a_quote_holds_one_of_the_chats_last_questions_and_more():
         later += [A1, {"role": "user", "content": f"and then step {k}?"}]
     assert not identity.quotes(commit, later)  # only the last four questions are compared
     assert identity.quotes(commit, later[:-2])
+
+
+def test_a_chain_edited_far_past_the_one_extended_wins():
+    """A chat that asked only another's opening ([system, question]) is extended by that
+    other chat going back to an earlier point of its own: the request is the other's, which
+    shares far more with it (more than twice as many messages); a rewound chat whose next
+    answer came out as before shares one more with the chain it left and stays in its own."""
+    system = {"role": "system", "content": "You are terse."}
+    long = [system, U1, A1, U2, A1, U2, A1, U1]
+    opening = [system, U1]
+    back = [*long[:6], U1]
+    assert best_match([("x", long), ("y", opening)], back) == ("x", False)
+    assert best_match([("y", opening), ("x", long)], [*opening, A1, U1]) == ("y", True)
+    rewound = [system, U1, A1]
+    assert best_match([("x", long), ("r", rewound)], [*rewound, U2, A1]) == ("r", True)

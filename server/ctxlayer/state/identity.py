@@ -163,28 +163,47 @@ def shared(before: list, now: list) -> int:
     return n
 
 
+#: how many times more messages a chain a request edits must share with it than the chain it
+#: extends holds, for the request to go on in the edited one: a chat that asked only another's
+#: opening question ([system, question], 2 messages) and that other chat going back to its
+#: 11th message, a new question after it (the other's 11 shared) was taken for the short
+#: chat's next turn, summarized afresh (337 tokens sent, 130 reused, where its own window sent
+#: 570, 536 reused). Twice, not once: a chat rewound to an earlier point whose next answer
+#: came out as before (a model at temperature 0) shares one message more with the chain it
+#: left than with its own, and goes on in its own
+EDITS_PAST_EXTENDS = 2
+
+
+def far_past(extended: int, edited: int) -> bool:
+    """Whether a chain sharing ``edited`` leading messages with a request is its chat, rather
+    than the chain of ``extended`` messages the request extends (`EDITS_PAST_EXTENDS`)."""
+    return edited > EDITS_PAST_EXTENDS * extended
+
+
 def best_match(chains: list[tuple[str, list]], now: list) -> tuple[str, bool] | None:
     """(conversation id, whether ``now`` extends its last request) of the chain ``now``
-    belongs to, from ``chains`` (id, last request's messages), the most recent last; None
-    when it shares no message with any of them but its system prompt: on Chat Completions
-    the system prompt is the first message, and a new chat of the same client (one `user`,
-    one system prompt, another question) was taken for an edit of its last chat, which
-    dropped out of the listing, its id answering for the new chat. On Anthropic's API the
-    system prompt is no message, and such chats were two already."""
-    best: tuple[int, int, str] | None = None  # (shared, longest extended, id)
-    extended: tuple[int, str] | None = None
+    belongs to, from ``chains`` (id, last request's messages), the most recent last: the
+    longest it extends, unless one it edits shares far more with it (`far_past`), else the
+    one it edits the furthest; None when it shares no message with any of them but its
+    system prompt: on Chat Completions the system prompt is the first message, and a new
+    chat of the same client (one `user`, one system prompt, another question) was taken for
+    an edit of its last chat, which dropped out of the listing, its id answering for the new
+    chat. On Anthropic's API the system prompt is no message, and such chats were two
+    already."""
+    edited: tuple[int, str] | None = None  # (shared, id) of the furthest edit
+    extended: tuple[int, str] | None = None  # (its length, id) of the longest extended
     system = _after_system(now)
     for cid, chain in chains:
         p = shared(chain, now)
         if p == len(chain) and p > 0:
             if extended is None or p >= extended[0]:
                 extended = (p, cid)
-        elif p > system and (best is None or p >= best[0]):
-            best = (p, 0, cid)
-    if extended is not None:
+        elif p > system and (edited is None or p >= edited[0]):
+            edited = (p, cid)
+    if extended is not None and (edited is None or not far_past(extended[0], edited[0])):
         return extended[1], True
-    if best is not None:
-        return best[2], False
+    if edited is not None:
+        return edited[1], False
     return None
 
 

@@ -1,0 +1,31 @@
+"""Two chats of one family (the same system prompt and first question): a request goes on in
+the chat it shares the most with, with a restart between them or not, and each chat that took
+a turn stays listed. A real State on a temporary state folder."""
+
+from __future__ import annotations
+
+from test_restart_opening_alike import run, turns
+
+
+def back(x: list[dict], n: int) -> list[dict]:
+    """Chat ``x`` gone back to its ``n`` first messages, then a new question."""
+    return [*x[:n], {"role": "user", "id": "back", "content": "Back here: what now instead?"}]
+
+
+async def test_a_chat_going_back_stays_in_its_own_window_beside_one_that_asked_its_opening(
+        tmp_path):
+    """X (summarized); Y asks X's first question alone; X goes back to its 25th message and
+    asks anew. Before, X's request extended Y's two messages and went on there, its history
+    summarized afresh: 1,000 tokens sent, 11 reused, 14 messages left out, where without Y
+    it sent 1,139, 1,125 reused, none left out (fuzz seed 89 alike: 337 and 130 against 570
+    and 536). Now it edits its own chain and is sent as without Y."""
+    x = turns(1, 14)
+    requests = [*(("x", m) for m in x), ("y", x[0][:2]), ("x", back(x[-1], 25))]
+    beside, listed = await run(tmp_path / "beside", requests, restart_at=None)
+    alone, _ = await run(tmp_path / "alone", [r for r in requests if r[0] == "x"],
+                         restart_at=None)
+    assert alone["x"][-1].compacted and alone["x"][-1].cache_reuse_tokens > 1000
+    assert beside["x"][-1].request == alone["x"][-1].request
+    assert beside["x"][-1].cache_reuse_tokens == alone["x"][-1].cache_reuse_tokens
+    assert beside["x"][-1].conversation_id != beside["y"][-1].conversation_id
+    assert listed == 2
