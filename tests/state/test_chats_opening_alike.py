@@ -29,3 +29,23 @@ async def test_a_chat_going_back_stays_in_its_own_window_beside_one_that_asked_i
     assert beside["x"][-1].cache_reuse_tokens == alone["x"][-1].cache_reuse_tokens
     assert beside["x"][-1].conversation_id != beside["y"][-1].conversation_id
     assert listed == 2
+
+
+async def test_a_chat_after_a_restart_takes_up_its_window_from_one_that_asked_its_opening(
+        tmp_path):
+    """X (summarized); a restart; Y asks X's first question alone, which takes X's kept window
+    up as an edit (X's kept under a fork's id); X's next turn. Before, X's request extended
+    Y's two messages and went on there: summarized afresh, 998 tokens sent, 11 reused, 16
+    messages left out, where never restarted it sent 1,423, 1,226 reused, none left out (fuzz
+    seed 41: 1,142 and 20 against 2,351 and 1,987), and Y was listed no more, X under its
+    id. Now it takes up its own window."""
+    x = turns(3, 14)
+    requests = [*(("x", m) for m in x[:-1]), ("y", x[0][:2]), ("x", x[-1])]
+    after, listed = await run(tmp_path / "restarted", requests, restart_at=len(x) - 1)
+    never, listed_never = await run(tmp_path / "never", requests, restart_at=None)
+    assert never["x"][-1].compacted and never["x"][-1].cache_reuse_tokens > 1000
+    assert after["x"][-1].request == never["x"][-1].request
+    assert after["x"][-1].cache_reuse_tokens == never["x"][-1].cache_reuse_tokens
+    assert after["x"][-1].conversation_id != after["y"][-1].conversation_id
+    assert listed == listed_never == 2
+

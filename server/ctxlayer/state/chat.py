@@ -27,6 +27,10 @@ class Conversation:
     #: whether the state folder lists its kept window (`Upkeep.keep_listing`), as this
     #: process last wrote it; None before it wrote any (one kept before a restart)
     kept_listed: bool | None = None
+    #: its first turn after a restart took up a kept window it agreed with short of its
+    #: messages, that window kept under a fork's id (`Conversations._taken_up`): until its
+    #: next turn, a request that extends it may be that window's chat coming back
+    displaced: bool = False
 
     def __init__(self, workspace: str, conversation_id: str, model: str,
                  source: protocol.Source) -> None:

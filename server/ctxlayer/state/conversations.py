@@ -384,8 +384,7 @@ class Conversations:
         fit = UNFITTED_BUDGET if unfittable(p.format, p.request) else budget
         # the provider counts the history it keeps and we never see: no calibration
         conv.provider_history = fit != budget
-        if fit != budget:
-            previous = None
+        previous = None if fit != budget else previous
 
         last, branched, forks_of = conv.decoded, conv.branched_from is not None, conv.forks_of
         forked: list[str] = []  # the chat whose kept window a fork started from
@@ -398,8 +397,9 @@ class Conversations:
             tools = tools_tokens(p.request, counter, p.format, model)  # tool_choice too
             start, took, shown = previous, None, restored
             if fit == budget:  # after a restart: a kept window, its own or a fork's
-                start, took, fork, shown = _kept_start(kept, forks_of, decoded.messages,
-                                                       counter, previous, family, shown)
+                start, took, fork, shown = _kept_start(  # far further when it extends
+                    kept, forks_of, decoded.messages, counter, previous, family, shown,
+                    identity.EDITS_PAST_EXTENDS if edited is not None and not edits else 1)
                 forked.extend(fork)
             if tools >= fit:
                 raise ContextError("pinned_over_budget", f"the tool definitions alone need "
@@ -487,16 +487,18 @@ class Conversations:
             conv.model, conv.state, conv.kept, conv.decoded = model, None, [], None
             return conv, None, False
         conv.model = model  # a model counted alike (aider's `/model`): its window goes on
-        if not edits:
+        if not edits and not conv.displaced:
             return conv, None, False
         # since a restart, the request may be another chat of the family coming back, whose
         # window was kept and not taken up yet (two chats that open alike): the turn starts
-        # from it if it agrees with the request further than this one's state
+        # from it if it agrees with the request further than this one's state; or, extending
+        # a chat whose first turn set that window aside (`displaced`: a new chat that asked its
+        # opening alone), far further (`identity.far_past`)
         conv.kept = (await _or_said(self.upkeep.kept(workspace, family or cid, model, family,
                                                      self._ids(workspace, family), older),
                                     "read the kept windows", trouble, Found([], False, False))
                      ).windows
-        return conv, conv, True
+        return conv, conv, edits
 
     def _recent(self, workspace: str) -> Iterator[Conversation]:
         """The workspace's conversations in memory, the most recent turn first."""
@@ -514,6 +516,7 @@ class Conversations:
         id (another chat's, or on another model: one it agreed with was taken up), ``conv``
         under a new id (not written over it). A conversation the client named keeps its
         name. ``start``: the state the turn started from."""
+        conv.displaced = False  # looked at once: a request that extends it goes on in it
         if took is not None:
             return self._taken_up(conv, took, edited, start)
         if edits:
@@ -540,8 +543,9 @@ class Conversations:
         under ``cid`` next, and before, the chat whose window it was found it gone when it
         came back (it went on in another chat's window, or afresh)."""
         cid, turn, snap = took
-        if conv.family is not None and start is not None and \
-                len(start.messages) < len(snap.hashes):
+        displaced = conv.family is not None and start is not None and \
+            len(start.messages) < len(snap.hashes)
+        if displaced:
             self.upkeep.keep_forked(conv.workspace, cid, self._fork_id(conv.family), _now())
         if edited is not None:
             conv.kept = []
@@ -550,6 +554,7 @@ class Conversations:
         elif cid != conv.conversation_id:
             conv.conversation_id, conv.session_id = cid, chat_session(cid)
         conv.turn, conv.restored = turn, set(snap.restored)
+        conv.displaced = displaced  # that window's chat may come back extending this one
         return conv
 
     def _branch_of(self, conv: Conversation, now: list) -> Conversation:
@@ -1052,16 +1057,17 @@ def _tools_reused(turn: Turn, tools: int, last: Any, took: Kept | None, request:
 
 def _kept_start(kept: list[Kept], forks_of: list[Fork], messages: list, counter: Any,
                 previous: ConversationState | None, family: str | None,
-                restored: frozenset[str]) -> tuple[ConversationState | None, Kept | None,
-                                                   list[str], frozenset[str]]:
+                restored: frozenset[str], times: int = 1
+                ) -> tuple[ConversationState | None, Kept | None, list[str], frozenset[str]]:
     """(the state a fitted turn starts from, the window it took up, the id of the chat whose
     kept window it forks, the restored ids it shows): ``previous`` and ``restored`` unless a
-    kept window agrees with ``messages`` further. One of its own (``kept``; however little
-    of it agrees for a conversation the client named, ``family`` None: an edit of its first
-    question), else, new here, another chat's (``forks_of``)."""
+    kept window agrees with ``messages`` further (``times`` as far). One of its own
+    (``kept``; however little of it agrees for a conversation the client named, ``family``
+    None: an edit of its first question), else, new here, another chat's (``forks_of``)."""
     if kept:
         found = resuming.resume_best([k[2] for k in kept], messages, counter, DEFAULT_POLICY,
-                                    beyond=previous, least=0 if family is None else None)
+                                    beyond=previous, least=0 if family is None else None,
+                                    times=times)
         if found is None:
             return previous, None, [], restored
         took = kept[found[0]]

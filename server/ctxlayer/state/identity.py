@@ -5,8 +5,9 @@ Claude Code's `x-claude-code-session-id`; a body's Anthropic `metadata.user_id`,
 `prompt_cache_key`, then `user`: Claude Code's sub-agents send chats of their own under its
 session id, on its model or another (the Agent tool's `model`)), else those that share their
 first messages (system text and the first message after it, text only). Within a family a
-request belongs to the conversation whose last request it extends, else to the one whose
-tail it replaces the furthest along (an edit, a regenerated answer, a rewind), else (it
+request belongs to the conversation whose last request it extends (unless one whose tail it
+replaces shares far more with it: `far_past`), else to the one whose tail it replaces the
+furthest along (an edit, a regenerated answer, a rewind), else (it
 shares no message with any but its system prompt) to one of its own. The caller then keeps
 the chain that was replaced as a conversation of its own (a fork): if that chat goes on, its
 next request extends it and lands there, with its own summary chunks. One exception to "one

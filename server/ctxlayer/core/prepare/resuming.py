@@ -46,12 +46,13 @@ from ctxlayer.protocol import Message
 
 def resume_best(snaps: Sequence[Snapshot | KeptWindow], messages: list[Message],
                 counter: Tokenizer, policy: PreparePolicy,
-                beyond: ConversationState | None = None, least: int | None = None
-                ) -> tuple[int, ConversationState] | None:
+                beyond: ConversationState | None = None, least: int | None = None,
+                times: int = 1) -> tuple[int, ConversationState] | None:
     """(which snapshot, the state `resume` makes of it) for the snapshot that agrees with
     ``messages`` the furthest (of a family's kept windows: a chat's, its sub-agents', its
     forks'), the first of them on a tie; with ``beyond`` (the state of the live chat this
-    request edits), only one that agrees with them further than that state does. None when
+    request edits), only one that agrees with them further than ``times`` as far as that
+    state does (twice for a request that extends it: `identity.far_past`). None when
     none can be taken up. Never one that agrees with them on its system prompt alone: that
     is another chat of the same client (its turn goes on under the window's id, and wrote
     its window over that chat's); ``least``: the fewest that must agree instead (0 for the
@@ -64,7 +65,7 @@ def resume_best(snaps: Sequence[Snapshot | KeptWindow], messages: list[Message],
     only when it is the one: one that does not decode whole is passed over, as if never
     read (the next that agrees as far, or less far, is taken)."""
     hashes: list[str] = []
-    most = common_prefix(beyond.messages, messages) if beyond is not None else -1
+    most = times * common_prefix(beyond.messages, messages) if beyond is not None else -1
     reached: list[tuple[int, int]] = []  # (-how far, which) of those that may be taken up
     for n, snap in enumerate(snaps):
         seen = snap.agreeing if isinstance(snap, KeptWindow) else snap
