@@ -49,3 +49,16 @@ async def test_a_chat_after_a_restart_takes_up_its_window_from_one_that_asked_it
     assert after["x"][-1].conversation_id != after["y"][-1].conversation_id
     assert listed == listed_never == 2
 
+
+
+async def test_two_chats_that_opened_alike_stay_listed_as_each_goes_on(tmp_path):
+    """X takes three turns; Y asks X's first question; X goes on; Y goes on. Before, Y's
+    second turn set X aside as a request asked beside Y (`asides.went_on_without`, meant for
+    a title asked of another model), and `ctxlayer chats` listed Y alone."""
+    x = turns(5, 6)
+    y = [*x[0][:2], {"role": "assistant", "id": "y-a", "content": "Y's own answer."},
+         {"role": "user", "id": "y-u", "content": "Y's own next question?"}]
+    requests = [*(("x", m) for m in x[:4]), ("y", y[:2]), ("x", x[4]), ("y", y)]
+    got, listed = await run(tmp_path / "state", requests, restart_at=None)
+    assert got["x"][-1].conversation_id != got["y"][-1].conversation_id
+    assert listed == 2

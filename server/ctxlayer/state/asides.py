@@ -21,6 +21,7 @@ from itertools import islice
 from typing import TYPE_CHECKING
 
 from ctxlayer.state import identity
+from ctxlayer.state.asked import counted_alike
 
 if TYPE_CHECKING:
     from ctxlayer.state.chat import Conversation
@@ -127,7 +128,9 @@ def went_on_without(live: Iterable[Conversation], conv: Conversation, before: li
     of a small model with the chat's whole history, under the chat's session id (a family per
     model) or none (`Conversations._by_chain`). After a `/model` the chat goes on in the other
     model's conversation, and back on the first model the other's chain is part of the
-    chat's: neither is set aside."""
+    chat's: neither is set aside. Nor is one of its family on a model counted alike: its chain
+    put it apart from ``conv``, another chat that opened alike (of two chats asking the same
+    first question, the one that took its second turn hid the other from `ctxlayer chats`)."""
     if not before:  # its first request
         return
     beside = [c for c in islice(live, ASIDE_CHATS) if c is not conv and not c.left_behind
@@ -136,6 +139,8 @@ def went_on_without(live: Iterable[Conversation], conv: Conversation, before: li
     if not beside or identity.shared(before, conv.chain) < len(before):
         return  # nothing asked beside it, or this request edits the chat: it did not go on
     for c in beside:
+        if c.family == conv.family and counted_alike(c.model, conv.model):
+            continue
         if identity.shared(before, c.chain) == len(before) \
                 and identity.shared(c.chain, conv.chain) < len(c.chain):
             set_aside(c)
