@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ctxlayer.core.trim.truncate import truncate_blocks
+from ctxlayer.core.trim.truncate import cut_lines, truncate_blocks
 
 
 @pytest.mark.parametrize("nl", ["\n", "\r\n"])
@@ -59,3 +59,24 @@ def test_a_block_cut_before_and_cut_again_names_the_lines_of_its_file():
     assert lopsided == ("big.py\n```\n" + "\n".join(file[:30]) + "\n[... lines 31-1995 cut: "
                         "lines 1-30 and 1996-2000 of 2000 kept ...]\n" + "\n".join(file[1995:])
                         + "\n```\n")
+
+
+@pytest.mark.parametrize(("head", "tail", "said"), [
+    (0, 0, "[... lines 1-200 cut: none of 200 lines kept ...]"),
+    (0, 5, "[... lines 1-195 cut: lines 196-200 of 200 kept ...]"),
+    (5, 0, "[... lines 6-200 cut: lines 1-5 of 200 kept ...]")])
+def test_a_cut_keeping_no_head_or_no_tail_names_only_the_ranges_kept(head, tail, said):
+    """`head_lines = 0` / `tail_lines = 0` are valid settings; the marker named empty ranges:
+    "lines 1-0 and 201-200 of 200 kept"."""
+    code = "```\n" + "\n".join(f"x{i} = {i}" for i in range(1, 201)) + "\n```"
+    out = truncate_blocks(code, head, tail, numbered=True)
+    assert out is not None
+    lines = out.split("\n")
+    assert said in lines
+    assert len(lines) == 2 + head + 1 + tail  # the fences, the kept lines, the marker
+    assert (lines[-2] == "x200 = 200") == (tail > 0)
+
+
+def test_text_cut_to_no_tail_lines_keeps_none_of_them():
+    text = "\n".join(f"line {i}" for i in range(1, 41))
+    assert cut_lines(text, 2, 0).split("\n") == ["line 1", "line 2", "[... 38 lines omitted ...]"]

@@ -169,8 +169,13 @@ def kept_lines(head: int, resume: int, total: int) -> str:
     ``total``) shows in place of its middle, naming both ranges by line number (from 1, the
     block's first line): an edit can quote the kept lines, and the model knows which are
     missing. Without them, a cut file read as whole code with a gap of unknown size."""
-    return (f"[... lines {head + 1}-{resume} cut: lines 1-{head} and {resume + 1}-{total} of "
-            f"{total} kept ...]")
+    kept = [f"1-{head}"] if head > 0 else []
+    if resume < total:
+        kept.append(f"{resume + 1}-{total}")
+    # a setting of no head or no tail lines (`head_lines = 0`) keeps one range or none: "lines
+    # 1-0 and 201-200 of 200 kept" named ranges that are empty
+    said = f"lines {' and '.join(kept)} of {total}" if kept else f"none of {total} lines"
+    return f"[... lines {head + 1}-{resume} cut: {said} kept ...]"
 
 
 def cut_lines(text: str, head: int, tail: int) -> str:
@@ -179,4 +184,6 @@ def cut_lines(text: str, head: int, tail: int) -> str:
     if len(lines) <= head + tail + 1:
         return text
     omitted = len(lines) - head - tail
-    return "\n".join([*lines[:head], f"[... {omitted} lines omitted ...]", *lines[-tail:]])
+    # lines[-0:] is every line: no tail lines is none of them
+    return "\n".join([*lines[:head], f"[... {omitted} lines omitted ...]",
+                      *lines[len(lines) - tail:]])
