@@ -451,3 +451,33 @@ def test_an_earlier_turn_that_was_only_reasoning_leaves_no_blank_text_block(stra
     turns = [m for m in out.payload["messages"] if m["role"] == "assistant"]
     assert {"type": "redacted_thinking", "data": "ZW5jcnlwdGVkZW5jcnlwdGVk"} in turns[-1]["content"]
     assert out.payload["messages"][-1]["content"] == [{"type": "text", "text": "alpha0"}]
+
+
+def _encoded(body: dict) -> dict:
+    d = decode("anthropic", body, WORDS)
+    return encode(d, trim(d.messages, 100_000, WORDS,
+                          options=TrimOptions(rewrite_when_fits=False)).messages).payload
+
+
+def test_a_blank_question_goes_as_the_client_sent_it_not_dropped_into_a_prefill():
+    """The newest turn of whitespace alone is the client's to answer for (the provider says
+    what is wrong): dropped, the request ended with the assistant's answer, which the model
+    then went on writing."""
+    for blank in ("   ", [{"type": "text", "text": "  "}]):
+        out = _encoded({"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": [
+            {"role": "user", "content": "hello"},
+            {"role": "assistant", "content": "hi there"},
+            {"role": "user", "content": blank}]})
+        assert [m["role"] for m in out["messages"]] == ["user", "assistant", "user"]
+
+
+def test_a_cache_breakpoint_on_a_blank_block_moves_to_the_block_before_it():
+    out = _encoded({"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "long context " * 50},
+                                     {"type": "text", "text": "\n",
+                                      "cache_control": {"type": "ephemeral"}}]},
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "question?"}]})
+    assert anthropic_problems(out) == []
+    assert out["messages"][0]["content"] == [
+        {"type": "text", "text": "long context " * 50, "cache_control": {"type": "ephemeral"}}]

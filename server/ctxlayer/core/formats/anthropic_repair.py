@@ -230,7 +230,16 @@ def _without_blank_text(msg: dict) -> dict:
     content = msg.get("content")
     if not isinstance(content, list) or not any(_blank_text(b) for b in content):
         return msg
-    return {**msg, "content": [b for b in content if not _blank_text(b)]}
+    kept: list = []
+    for b in content:
+        if not _blank_text(b):
+            kept.append(b)
+        elif "cache_control" in b and kept and isinstance(kept[-1], dict) and \
+                "cache_control" not in kept[-1] and \
+                kept[-1].get("type") not in ("thinking", "redacted_thinking"):
+            # the client's breakpoint after the block before it: it stays where it was
+            kept[-1] = {**kept[-1], "cache_control": b["cache_control"]}
+    return {**msg, "content": kept}
 
 
 def _blank_text(block: Any) -> bool:
@@ -241,12 +250,18 @@ def _blank_text(block: Any) -> bool:
 def _drop_empty(out: list[Entry], kept: Sequence[Message], result: Encoded
                 ) -> tuple[list[Entry], bool]:
     """Messages with nothing Anthropic can carry (an OpenAI assistant turn that was only a
-    refusal, written from its empty text) are left out: Anthropic refuses an empty message
-    before the last. What they held is named by the audit of what the format does not carry."""
+    refusal, written from its empty text; a turn that was only reasoning, stripped) are left
+    out: Anthropic refuses an empty message before the last. What they held is named by the
+    audit of what the format does not carry. Text blocks of whitespace alone are left out of
+    every turn but the last (the provider refuses them; a cache breakpoint on one moves to the
+    block before it); the last goes as the client sent it, a blank question never dropped to
+    send the answer before it as a prefill to go on from."""
     fixed: list[Entry] = []
     for n, (msg, ks) in enumerate(out):
-        msg = _without_blank_text(msg)
-        if not _empty(msg) or (n == len(out) - 1 and msg.get("role") == "assistant"):
+        last = n == len(out) - 1
+        if not last:  # the last turn goes as the client sent it: a blank question is its own
+            msg = _without_blank_text(msg)  # to answer for, never dropped to make a prefill
+        if not _empty(msg) or last:
             fixed.append((msg, ks))
             continue
         result.audit.append(audit("dropped", "an empty message: Anthropic refuses one before "
