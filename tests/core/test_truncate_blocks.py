@@ -80,3 +80,16 @@ def test_a_cut_keeping_no_head_or_no_tail_names_only_the_ranges_kept(head, tail,
 def test_text_cut_to_no_tail_lines_keeps_none_of_them():
     text = "\n".join(f"line {i}" for i in range(1, 41))
     assert cut_lines(text, 2, 0).split("\n") == ["line 1", "line 2", "[... 38 lines omitted ...]"]
+
+
+@pytest.mark.parametrize("nl", ["\n", "\r\n"])
+def test_a_tag_fenced_file_without_a_final_newline_counts_its_last_line(nl):
+    """aider's <source> file with no final newline ends "line 59</source>": that line was
+    left out of the block's lines, so the cut said "49-58 of 58 kept" and showed 49 to 59."""
+    body = nl.join(f"line {k}" for k in range(1, 60))
+    text = f"README.md{nl}<source>{nl}{body}</source>{nl}{nl}q"
+    out = truncate_blocks(text, 10, 10, numbered=True)
+    kept = nl.join([*(f"line {k}" for k in range(1, 11)),
+                    "[... lines 11-49 cut: lines 1-10 and 50-59 of 59 kept ...]",
+                    *(f"line {k}" for k in range(50, 60))])
+    assert out == f"README.md{nl}<source>{nl}{kept}</source>{nl}{nl}q"

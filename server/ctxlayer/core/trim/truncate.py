@@ -7,7 +7,9 @@ A block is long when cutting it would remove at least `min_cut` lines, so trunca
 truncated text changes nothing (idempotent). Prose outside blocks is never touched here.
 `blocks` says where each block opens and closes: a file fenced with ``` that holds its own
 fenced code (a README's ```python examples) closes at its own fence, not at its first
-example's; a file aider wraps in a tag (`TAG_FENCES`) closes at the closing tag.
+example's; a file aider wraps in a tag (`TAG_FENCES`) closes at the closing tag. A file with
+no final newline gets its closing tag on its last line ("line 59</source>"): that line is
+the file's, counted and kept.
 """
 
 from __future__ import annotations
@@ -115,6 +117,19 @@ def _fence_end(lines: list[str], i: int, fence: str, paired: bool = True) -> int
     return first if first is not None else len(lines)
 
 
+def _last_line_closing(line: str, opener: str) -> tuple[str, str] | None:
+    """(the file's last line, the fence or tag after it) when the line closing the block that
+    ``opener`` opened holds the file's last line too (`_tag_closes`); None for a closing line
+    of its own, and for a <details> block's (a chat's, never a file's: its closing line stays
+    whole, as it was). That last line is the file's: counted and kept."""
+    closer = _fence(opener) or _TAG_CLOSERS.get(opener.strip())
+    s = line.rstrip()
+    if closer is None or not s.endswith(closer) or line.lstrip().startswith(closer):
+        return None
+    text = s[: len(s) - len(closer)]
+    return text, line[len(text):]
+
+
 def truncate_blocks(text: str, head: int = 10, tail: int = 10, min_cut: int = 4,
                     numbered: bool = False) -> str | None:
     """The text with the middles of long blocks cut, or None when nothing was long enough.
@@ -127,6 +142,11 @@ def truncate_blocks(text: str, head: int = 10, tail: int = 10, min_cut: int = 4,
     for start, end in blocks(lines):
         out.extend(lines[at : start + 1])
         body = lines[start + 1 : end]
+        closing = lines[end] if end < n else None
+        joined = _last_line_closing(closing, lines[start]) if closing is not None else None
+        if joined is not None:  # "line 59</source>": the file's line
+            body.append(joined[0])
+            closing = joined[1]
         if len(body) - head - tail >= min_cut:
             first, mark, last = _numbered(body, head, tail) if numbered else (
                 head, MARKER, len(body) - tail)
@@ -134,10 +154,13 @@ def truncate_blocks(text: str, head: int = 10, tail: int = 10, min_cut: int = 4,
             out.append(mark + ("\r" if body[0].endswith("\r") else ""))  # a CRLF text's
             out.extend(body[last:])
             changed = True
+            joined = joined if last < len(body) else None  # its last line cut: a bare fence
         else:
             out.extend(body)
-        if end < n:
-            out.append(lines[end])
+        if joined is not None:
+            out[-1] += closing
+        elif closing is not None:
+            out.append(closing)
         at = end + 1
     out.extend(lines[at:])
     return "\n".join(out) if changed else None
