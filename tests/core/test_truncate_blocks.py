@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
+from ctxlayer.core.compress.shorten import blocks_least, shorten_message
+from ctxlayer.core.tokens import WordTokenizer
 from ctxlayer.core.trim.truncate import cut_lines, truncate_blocks
+from ctxlayer.protocol import Message
 
 
 @pytest.mark.parametrize("nl", ["\n", "\r\n"])
@@ -82,6 +87,44 @@ def test_text_cut_to_no_tail_lines_keeps_none_of_them():
     assert cut_lines(text, 2, 0).split("\n") == ["line 1", "line 2", "[... 38 lines omitted ...]"]
 
 
+def _file(tag: str, n: int) -> str:
+    return "".join(f"{tag}_line_{k} = compute({k})\n" for k in range(1, n + 1))
+
+
+def test_a_file_without_a_final_newline_closes_at_the_fence_on_its_last_line():
+    """aider writes a file's closing fence right after its text (`prompt += content;
+    prompt += fence[1]`): a file with no final newline ends "line 60```". Only a bare fence
+    closed a block, so the first file ran on to the next file's opening fence ("58-62 of 62"
+    for 60 lines, the blank and the path counted as its lines) and the next file was read as
+    prose, never cut. Its last line is the file's, counted and kept."""
+    first = "\n".join(f"line {k}" for k in range(1, 61))
+    second = "\n".join(f"line {k}" for k in range(1, 61)) + "\n"
+    text = f"a.py\n```\n{first}```\n\nb.py\n```\n{second}```\n"
+    out = truncate_blocks(text, 5, 5, numbered=True)
+    head = "\n".join(f"line {k}" for k in range(1, 6))
+    tail = "\n".join(f"line {k}" for k in range(56, 61))
+    cut = "[... lines 6-55 cut: lines 1-5 and 56-60 of 60 kept ...]"
+    assert out == (f"a.py\n```\n{head}\n{cut}\n{tail}```\n\nb.py\n```\n{head}\n{cut}\n{tail}\n"
+                   "```\n")
+    # cut again, it keeps counting the file's 60 lines; cut to no last line, the fence stays
+    again = truncate_blocks(out, 2, 2, numbered=True)
+    assert again.startswith("a.py\n```\nline 1\nline 2\n[... lines 3-58 cut: lines 1-2 and "
+                            "59-60 of 60 kept ...]\nline 59\nline 60```\n\nb.py\n")
+    bare = truncate_blocks(text, 5, 0, numbered=True)
+    assert bare.startswith(f"a.py\n```\n{head}\n[... lines 6-60 cut: lines 1-5 of 60 kept ...]"
+                           "\n```\n\nb.py\n")
+
+
+def test_a_chat_block_is_not_closed_by_a_line_ending_with_a_fence():
+    """Only a file's block (under its path) closes on its last line: a chat's own block
+    reads as CommonMark reads it, closed by a bare fence alone."""
+    code = [f"x{k} = {k}" for k in range(20)]
+    text = "\n".join(["Look:", "```", *code[:10], "say ```", "", *code[10:], "```", "done"])
+    out = truncate_blocks(text, 2, 2)
+    assert out.split("\n")[:4] == ["Look:", "```", "x0 = 0", "x1 = 1"]
+    assert "say ```" not in out and out.split("\n")[-2:] == ["```", "done"]
+
+
 @pytest.mark.parametrize("nl", ["\n", "\r\n"])
 def test_a_tag_fenced_file_without_a_final_newline_counts_its_last_line(nl):
     """aider's <source> file with no final newline ends "line 59</source>": that line was
@@ -93,3 +136,50 @@ def test_a_tag_fenced_file_without_a_final_newline_counts_its_last_line(nl):
                     "[... lines 11-49 cut: lines 1-10 and 50-59 of 59 kept ...]",
                     *(f"line {k}" for k in range(50, 60))])
     assert out == f"README.md{nl}<source>{nl}{kept}</source>{nl}{nl}q"
+
+
+@pytest.mark.parametrize("cap", [800, 400])
+def test_aider_files_one_without_a_final_newline_each_keep_their_ends(cap):
+    """Three files aider's user added, the first with no final newline, cut to a cap as
+    `give_over` cuts them: the first block ran on to the next file's fence, so the least the
+    files could be cut to was 1,236 of 1,812 tokens (103 with a final newline), and at 800
+    or 400 the text was cut by its own head and tail: src/beta.py was lost entirely."""
+    files = [("src/alpha.py", _file("alpha", 200).rstrip("\n")),
+             ("src/beta.py", _file("beta", 200)), ("src/gamma.py", _file("gamma", 200))]
+    text = "".join(f"\n{p}\n```\n{c}```\n" for p, c in files) + "\nPlease refactor all three."
+    words = WordTokenizer()
+    assert blocks_least(text, words) < 200
+    short, _ = shorten_message(Message(role="user", content=text), words.count(text), cap, words)
+    lines = short.content.split("\n")
+    for path, _ in files:
+        tag = path[4:-3]
+        at = lines.index(path)
+        assert lines[at + 1 : at + 3] == ["```", f"{tag}_line_1 = compute(1)"]
+        last = f"{tag}_line_200 = compute(200)"
+        end = next(k for k in range(at + 2, len(lines)) if lines[k].endswith("```"))
+        if tag == "alpha":  # its fence on its last line, as aider wrote it
+            assert lines[end] == last + "```"
+        else:
+            assert lines[end - 1 : end + 1] == [last, "```"]
+        shown = lines[at + 2 : end + 1]
+        cut = [k for k, x in enumerate(shown) if x.startswith("[... lines ")]
+        assert len(cut) == 1, path
+        ranges = re.fullmatch(r"\[\.\.\. lines \d+-\d+ cut: lines 1-(\d+) and (\d+)-200 of 200 "
+                              r"kept \.\.\.\]", shown[cut[0]])
+        assert ranges is not None, shown[cut[0]]
+        assert int(ranges.group(1)) == cut[0] and 200 - int(ranges.group(2)) + 1 == (
+            len(shown) - cut[0] - 1 - (tag != "alpha"))
+        assert shown[cut[0] + 1] == f"{tag}_line_{ranges.group(2)} = compute({ranges.group(2)})"
+    assert lines[-1] == "Please refactor all three."
+
+
+def test_a_file_whose_last_line_starts_with_a_backtick_closes_there_too():
+    """Only a line starting with the fence itself is a fence line: a markdown file's last
+    line "`make` builds it" + the fence is the file's last line."""
+    body = "\n".join(f"line {k}" for k in range(1, 30)) + "\n`make` builds it"
+    text = f"NOTES.md\n```\n{body}```\n\nb.py\n```\n{body}\n```\n"
+    out = truncate_blocks(text, 2, 2, numbered=True)
+    assert out == ("NOTES.md\n```\nline 1\nline 2\n[... lines 3-28 cut: lines 1-2 and 29-30 of 30 "
+                   "kept ...]\nline 29\n`make` builds it```\n\nb.py\n```\nline 1\nline 2\n[... "
+                   "lines 3-28 cut: lines 1-2 and 29-30 of 30 kept ...]\nline 29\n`make` builds "
+                   "it\n```\n")

@@ -8,8 +8,8 @@ truncated text changes nothing (idempotent). Prose outside blocks is never touch
 `blocks` says where each block opens and closes: a file fenced with ``` that holds its own
 fenced code (a README's ```python examples) closes at its own fence, not at its first
 example's; a file aider wraps in a tag (`TAG_FENCES`) closes at the closing tag. A file with
-no final newline gets its closing tag on its last line ("line 59</source>"): that line is
-the file's, counted and kept.
+no final newline gets its closing fence or tag on its last line ("line 60```"): that line
+closes its block and is the file's, counted and kept.
 """
 
 from __future__ import annotations
@@ -98,12 +98,15 @@ def _fence_end(lines: list[str], i: int, fence: str, paired: bool = True) -> int
     of the fences inside it that name a language (an opening fence with an info string never
     closes a block: a markdown file's ```python examples, its own blocks, fenced with ``` in
     aider's message), at the first bare fence when those pairs do not close (a stray ```js
-    line). Not paired in other text: a stray ```python line in a chat's block took the prose
-    after the block, up to the next block's opening fence, for code."""
+    line), or on the file's last line when the fence ends it (`_fence_closes`). Not paired in
+    other text: a stray ```python line in a chat's block took the prose after the block, up to
+    the next block's opening fence, for code."""
     depth, first = 0, None
     for j in range(i + 1, len(lines)):
         s = lines[j].strip()  # "```\r" of a CRLF text closes its block too
         if not s.startswith(fence):
+            if paired and depth == 0 and _fence_closes(lines, j, fence):
+                return j
             continue
         info = s.lstrip(fence[0])
         if not info:
@@ -117,11 +120,22 @@ def _fence_end(lines: list[str], i: int, fence: str, paired: bool = True) -> int
     return first if first is not None else len(lines)
 
 
+def _fence_closes(lines: list[str], j: int, fence: str) -> bool:
+    """Whether ``lines[j]``, not itself a fence line, closes a file's block by ending with its
+    fence: aider writes the fence right after the file's text (`prompt += content; prompt +=
+    fence[1]`), on its last line when the file has no final newline, and a blank line or the
+    message's end follows, as after a tag (`_tag_closes`). Before, such a file ran on to the
+    next file's opening fence, and that file was read as prose, never cut."""
+    s = lines[j].strip()
+    return not s.startswith(fence) and s.endswith(fence) \
+        and (j + 1 == len(lines) or not lines[j + 1].strip())
+
+
 def _last_line_closing(line: str, opener: str) -> tuple[str, str] | None:
     """(the file's last line, the fence or tag after it) when the line closing the block that
-    ``opener`` opened holds the file's last line too (`_tag_closes`); None for a closing line
-    of its own, and for a <details> block's (a chat's, never a file's: its closing line stays
-    whole, as it was). That last line is the file's: counted and kept."""
+    ``opener`` opened holds the file's last line too (`_fence_closes`, `_tag_closes`); None
+    for a closing line of its own, and for a <details> block's (a chat's, never a file's: its
+    closing line stays whole, as it was). That last line is the file's: counted and kept."""
     closer = _fence(opener) or _TAG_CLOSERS.get(opener.strip())
     s = line.rstrip()
     if closer is None or not s.endswith(closer) or line.lstrip().startswith(closer):
@@ -144,7 +158,7 @@ def truncate_blocks(text: str, head: int = 10, tail: int = 10, min_cut: int = 4,
         body = lines[start + 1 : end]
         closing = lines[end] if end < n else None
         joined = _last_line_closing(closing, lines[start]) if closing is not None else None
-        if joined is not None:  # "line 59</source>": the file's line
+        if joined is not None:  # "line 60```", "line 59</source>": the file's last line
             body.append(joined[0])
             closing = joined[1]
         if len(body) - head - tail >= min_cut:
