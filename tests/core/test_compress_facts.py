@@ -106,6 +106,11 @@ def test_report_facts(kind, present, absent):
          ["ZEBRA-ERR-4411", "AUTH_ERROR_17", "ERR-503"], []),
         ("JIRA-1234, SHA-256, ISO-8859-1 and run_step_120 name no error", "error_codes", [],
          ["JIRA-1234", "SHA-256", "ISO-8859-1"]),
+        # an error word that is not the one before the number: names, not codes
+        ("ERROR-REPORT-2024, TERROR-2023, MIRROR_ERR_BACKUP_01, MAX_ERROR_RETRIES_10 and "
+         "FATAL-BOOK-2019 are names", "error_codes", [],
+         ["ERROR-REPORT-2024", "TERROR-2023", "MIRROR_ERR_BACKUP_01", "MAX_ERROR_RETRIES_10",
+          "FATAL-BOOK-2019"]),
         ("see L42 and #L10-L20 in the diff", "line_numbers", ["line 10-20"], []),
         ("lines 10-20 changed", "line_numbers", ["line 10-20"], []),
         ("C:\\Users\\ada\\proj\\main.py is open", "paths", ["C:\\Users\\ada\\proj\\main.py"], []),

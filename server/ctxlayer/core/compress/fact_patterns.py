@@ -46,17 +46,19 @@ LINE_ZH = re.compile(r"第\s?(\d+)\s?行")
 # at every position, three to twenty times slower on a long output
 ERROR_CODE = re.compile(r"[A-Z](?<!\w.)[A-Z]{0,3}\d{3,5}\b")
 ERROR_CODE_STOP = frozenset({"ISO", "UTF", "SHA", "MD", "CP", "RFC", "PEP", "X", "V", "Q", "W"})
-#: a code of upper-case words joined by hyphens or underscores and ending in its number, one
-#: word naming an error (`JOINED_CODE_WORDS`): `ZEBRA-ERR-4411`, `AUTH_ERROR_17`, `ERR-503`. No
+#: a code of upper-case words joined by hyphens or underscores and ending in its number, the
+#: word before the number naming an error (`JOINED_CODE_WORDS`): `ZEBRA-ERR-4411`,
+#: `AUTH_ERROR_17`, `ERR-503`. No
 #: kind read them (the letters before the number are more than 4, or not next to it); a
 #: ticket, a serial or a standard (`JIRA-1234`, `SHA-256`, `ISO-8859-1`) names no error. The
 #: `\b` before it checked after its first letter, as in ERROR_CODE, a hyphen counted a word
 #: character (`X-ZEBRA-ERR-4411` is read whole, never from its second word)
 JOINED_CODE = re.compile(r"[A-Z](?<![\w-].)[A-Z0-9]*(?:[-_][A-Z][A-Z0-9]*)*[-_]\d{2,6}(?![\w-])")
-#: the words that make a joined code an error's, and those a word may end with (`DBERR`)
+#: the words that make a joined code an error's (the word before its number), and the end
+#: such a word may have (`DBERR`)
 JOINED_CODE_WORDS = frozenset({"ERR", "ERROR", "ERRNO", "FAIL", "FAILED", "FAILURE", "FATAL",
                                "EXC", "EXCEPTION", "PANIC"})
-JOINED_CODE_ENDS = ("ERR", "ERROR")
+JOINED_CODE_ENDS = ("ERR",)
 #: a text holds a joined code only where one of these is (the pattern is not run otherwise)
 JOINED_CODE_GATE = ("ERR", "FAIL", "FATAL", "EXC", "PANIC")
 HTTP = re.compile(

@@ -197,9 +197,12 @@ def _error_codes(text: str) -> Found:
 
 
 def _names_an_error(code: str) -> bool:
-    """Whether a joined code (`fact_patterns.JOINED_CODE`) has a word naming an error."""
-    return any(w in pat.JOINED_CODE_WORDS or w.endswith(pat.JOINED_CODE_ENDS)
-               for w in re.split(r"[-_]", code)[:-1])
+    """Whether a joined code (`fact_patterns.JOINED_CODE`) is an error's: the word before its
+    number names one (`ZEBRA-ERR-4411`, `AUTH_ERROR_17`, `DBERR-12`). Any word but the number
+    read names that are no error's: `ERROR-REPORT-2024`, `MAX_ERROR_RETRIES_10`,
+    `MIRROR_ERR_BACKUP_01`, and a word ending in ERROR took `TERROR-2023`."""
+    word = re.split(r"[-_]", code)[-2]
+    return word in pat.JOINED_CODE_WORDS or word.endswith(pat.JOINED_CODE_ENDS)
 
 
 def _looks_like_command(line: str) -> bool:
