@@ -295,3 +295,38 @@ def test_a_log_outline_read_once_renders_every_size_as_a_fresh_one():
         outline = LogOutline(text)
         for keep in (60, 3, 12, 2, 60, 1, 0, 400):
             assert outline.render(keep) == sanitize_log(text, keep), keep
+
+
+def _jobs_log() -> list[str]:
+    """Noise with numbers, warnings, error lines and tracebacks repeated with other numbers."""
+    lines = []
+    for k in range(120):
+        lines.append(f"2026-01-01 10:{k // 60:02d}:{k % 60:02d} INFO batch {k} done")
+        if k % 9 == 4:
+            lines += ["Traceback (most recent call last):",
+                      f'  File "/srv/app/worker.py", line {100 + k}, in run', "    handle(job)",
+                      f"KeyError: 'job-{1000 + k}'"]
+        if k % 13 == 7:
+            lines.append(f"2026-01-01 10:00:00 ERROR job {k} failed: disk {k % 3} full")
+        if k % 17 == 0:
+            lines.append(f"2026-01-01 10:00:00 WARNING retry {k}")
+    return lines
+
+
+@pytest.mark.parametrize("text", [_jobs_log(), server_log().splitlines()], ids=["jobs", "server"])
+def test_the_lines_between_shown_ends_outline_as_if_alone(text):
+    """An outline beside the log's first and last lines (shown whole) outlines the lines
+    between as their own outline would: a run whose first lay in the first lines vanished
+    from it (26 KeyErrors between said nowhere), and one counted with its repeats among the
+    last lines said more than the lines between hold."""
+    from ctxlayer.core.compress.logs import LogOutline
+
+    outline = LogOutline("\n".join(text))
+    cuts = [k for k, line in enumerate(text) if line.startswith("2026-01-01 10:0")
+            or "GET /health" in line]
+    for head, tail in ((cuts[5], cuts[-5]), (cuts[40], cuts[-30]), (cuts[1], cuts[90]),
+                       (cuts[0], cuts[-1]), (cuts[60], cuts[61])):
+        alone = LogOutline("\n".join(text[head:tail]))
+        for keep in (3, 8, 20, 60, 400):
+            between = outline.render(keep, (head, tail)).split("\n")[:-1]
+            assert between == alone.render(keep).split("\n")[:-1], (head, tail, keep)

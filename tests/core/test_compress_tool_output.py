@@ -262,6 +262,64 @@ def test_a_run_beside_the_last_lines_counts_only_the_lines_it_stands_for(cap):
     below it: read together, 71 errors where the log has 57."""
     result = check(JOBS, cap, "log", ("KeyError",))
     outline, header, ends = result.text.partition(ENDS_HEADER)
-    (run,) = [line for line in outline.split("\n") if "KeyError" in line]
+    run, last = [line for line in outline.split("\n") if "KeyError" in line]
     shown = ends.count("KeyError")
     assert header and shown and run.endswith(f" (x{57 - shown})"), (run, shown)
+    # the last of the run above the last lines, not the log's last (among those lines)
+    assert last.endswith(f"'job{56 - shown}' in worker {(56 - shown) % 7} "
+                         f"(the last of {57 - shown})"), last
+
+
+def _key_errors(ids: list[str], lines_vary: bool = True) -> str:
+    """A worker's log: its first KeyError (a traceback) among its first lines, 26 more alike
+    (numbers differing: the key, the frames' line numbers when ``lines_vary``) in its
+    middle, the rest noise."""
+    def traceback(k: int) -> list[str]:
+        at = k if lines_vary else 0
+        return ["Traceback (most recent call last):",
+                f'  File "/srv/app/worker.py", line {100 + at}, in run', "    handle(job)",
+                f'  File "/srv/app/jobs.py", line {40 + at % 9}, in handle',
+                "    value = table[key]", f"KeyError: '{ids[k]}'"]
+
+    lines = ["2026-01-01 10:00:00 INFO starting worker", *traceback(0)]
+    for k in range(1, 27):
+        lines += [f"2026-01-01 10:00:00 INFO processed batch {_name(12 * k + j)} ok"
+                  for j in range(12)]
+        lines += traceback(k)
+    lines += [f"2026-01-01 10:30:00 INFO processed batch {_name(400 + j)} ok"
+              for j in range(200)]
+    return "\n".join([*lines, "2026-01-01 11:00:00 INFO worker stopped"])
+
+
+#: keys differing in their digits; and job ids that read as ids ("<id>" once the noise is out)
+KEYS = [f"job-{1000 + 37 * k}" for k in range(27)]
+JOB_IDS = [f"{0xa3f9c2e1b7d4e5f60718 + 7919 * k:x}" for k in range(27)]
+
+
+@pytest.mark.parametrize("cap", [1000, 1500])
+@pytest.mark.parametrize(("ids", "lines_vary"), [(KEYS, True), (JOB_IDS, True),
+                                                 (JOB_IDS, False)],
+                         ids=["keys", "job ids", "job ids alone"])
+def test_a_run_whose_first_is_among_the_first_lines_shows_its_first_and_last_between(
+        ids, lines_vary, cap):
+    """The log's first KeyError is among its first lines shown whole; the outline of the
+    lines between merged the 26 there into it, so it never showed them: they said nowhere
+    but in "150 repeats collapsed" (job ids alone differing); or only in the log's last
+    KeyError, "(the last of 23)", the first between missing. Now the outline between counts them
+    itself: the first there "(xN)", the last "(the last of N)", none of the first lines'
+    shown again."""
+    result = check(_key_errors(ids, lines_vary), cap, "log", ("KeyError",))
+    outline, header, ends = result.text.partition(ENDS_HEADER)
+    above = ends.split("[... ")[0]
+    shown = above.count("KeyError")
+    assert header and 0 < shown < 27 and "KeyError" not in ends.split("omitted ...]")[1]
+    between = [line for line in outline.split("\n") if line.startswith("KeyError")]
+    key = (lambda k: ids[k]) if ids is KEYS else (lambda k: "<id>")  # an id is noise
+    if not lines_vary:  # the same lines once the ids are out: the first, counting them
+        assert between == [f"KeyError: '<id>' (x{27 - shown})"], between
+        return
+    # the first and last between by their frames' line numbers (the ids read alike)
+    assert between == [f"KeyError: '{key(shown)}' (x{27 - shown})",
+                       f"KeyError: '{key(26)}' (the last of {27 - shown})"], between
+    assert f"worker.py\", line {100 + shown}," in outline and \
+        f"worker.py\", line {100 + shown - 1}," not in outline

@@ -16,7 +16,8 @@ What `sanitize_log` does, in order:
    become "[... N library frames]". The exception message line stays with its unit.
 3. Units (lines or stacks) that are the same once digits are masked collapse into their first
    occurrence with a count "(x42)"; an error's last occurrence, when its numbers differ, is
-   kept too, "(the last of 42)".
+   kept too, "(the last of 42)". An outline of the lines between the log's first and last
+   ones (shown whole beside it) counts and quotes a run by its units among those lines.
 4. Units are ranked: errors/exceptions/stacks/pytest failure lines, then warnings and section
    headers and summaries, then the rest. Up to `keep_lines` output lines are kept, a tier at a
    time; a tier that does not fit keeps its first and last units alternately (head and tail).
@@ -311,7 +312,7 @@ _MASK_DIGITS = re.compile(r"\d+")
 class _Unit:
     """One line, or one stack trace, of the sanitized log."""
 
-    __slots__ = ("count", "end", "last_of", "lines", "score", "start")
+    __slots__ = ("count", "end", "last_of", "lines", "members", "score", "start")
 
     def __init__(self, lines: list[str], start: int, end: int, score: int) -> None:
         self.lines = lines
@@ -320,6 +321,8 @@ class _Unit:
         self.score = score
         self.count = 1
         self.last_of = 0  # an error's last repeat kept beside its first: how many there were
+        # the first of a run: where its units are among the units as read (None: alone)
+        self.members: list[int] | None = None
 
 
 _ERROR_HINTS = (
@@ -531,20 +534,27 @@ def _masked(u: _Unit) -> str:
 
 def _collapse(units: list[_Unit], keys: list[str]) -> tuple[list[_Unit], int]:
     """Units equal once digits are masked (``keys``: each unit's `_masked`) merge into the
-    first; returns (units, repeats). Counts the repeats on ``units`` themselves.
+    first; returns (units, repeats). Counts the repeats on ``units`` themselves, and puts on
+    each run's first where its units are (`members`: a part of the log outlined alone finds
+    its own first and last of a run there).
     An error's last repeat, when its numbers differ from the first's, stays too (`last_of`
     its count): merged, four errors of four jobs named the first job alone, and a later step
     looking for the last one's path or step found only its name in the cut part's note."""
     first: dict[str, _Unit] = {}
+    at: dict[str, int] = {}
     last: dict[str, _Unit] = {}
     out: list[_Unit] = []
     repeats = 0
-    for u, key in zip(units, keys, strict=True):
+    for i, (u, key) in enumerate(zip(units, keys, strict=True)):
         seen = first.get(key)
         if seen is None:
             first[key] = u
+            at[key] = i
             out.append(u)
         else:
+            if seen.members is None:
+                seen.members = [at[key]]
+            seen.members.append(i)
             seen.count += 1
             repeats += len(u.lines)
             if u.score == 3:
@@ -556,6 +566,27 @@ def _collapse(units: list[_Unit], keys: list[str]) -> tuple[list[_Unit], int]:
     if kept:
         out = sorted(out + [u for _, u in kept], key=_start)
     return out, repeats
+
+
+def _run_within(read: list[_Unit], members: list[int], lo: int, hi: int) -> list[_Unit]:
+    """What a run (its units as read at ``members``) shows of itself among the units as read
+    from ``lo`` to before ``hi``, as `_collapse` would show it of those alone: its first there
+    counting them, and an error's last there when its numbers differ ("the last of")."""
+    a, b = bisect.bisect_left(members, lo), bisect.bisect_left(members, hi)
+    if a == b:
+        return []
+    first = read[members[a]]
+    if a == 0 and b == len(members):  # the whole run: as collapsed
+        whole = read[members[-1]]
+        return [first, whole] if whole.last_of else [first]
+    shown = _Unit(first.lines, first.start, first.end, first.score)
+    shown.count = b - a
+    final = read[members[b - 1]]
+    if b - a < 2 or final.score != 3 or final.lines == first.lines:
+        return [shown]
+    again = _Unit(final.lines, final.start, final.end, final.score)
+    again.last_of = b - a
+    return [shown, again]
 
 
 def _select(units: list[_Unit], keep_lines: int) -> list[tuple[_Unit, list[str]]]:
@@ -642,43 +673,47 @@ class LogOutline:
         rest._take(lines, starts, units, keys)
         return rest
 
-    def _outside(self, lo: int, hi: int) -> dict[str, int]:
-        """How many units of each kind (`_masked`) lie wholly outside lines ``lo`` to ``hi``:
-        the ends shown whole beside an outline of the lines between. A run collapsed in it
-        counted them too: "KeyError ... (x57)" with 10 of the 57 among the last lines shown
-        below it. Only the ends are walked (the units are in order)."""
-        units, keys = self._read_units, self._keys
-        before = bisect.bisect_right(units, lo, key=_end)
-        after = bisect.bisect_left(units, hi, key=_start)
-        out: dict[str, int] = {}
-        for k in (*range(before), *range(max(before, after), len(units))):
-            out[keys[k]] = out.get(keys[k], 0) + 1
+    def _between(self, lo: int, hi: int) -> list[_Unit]:
+        """The units of lines ``lo`` to ``hi`` as if they were outlined alone: a run collapsed
+        across their ends shows its first and last there, counting only its units there.
+        Counted whole, a run above the log's last lines said "KeyError ... (x57)" with 14 of
+        the 57 among those lines; and one whose first lay in the lines shown whole above
+        vanished from the outline of those between, 26 KeyErrors there said nowhere but in
+        the count of repeats collapsed."""
+        read = self._read_units
+        inside = bisect.bisect_right(read, lo, key=_end)
+        past = bisect.bisect_left(read, hi, key=_start)
+        out: list[_Unit] = []
+        for u in self.units:
+            if u.members is not None:
+                out.extend(_run_within(read, u.members, inside, past))
+            elif not u.last_of and u.end > lo and u.start < hi:
+                out.append(u)  # alone; a run's last comes with its first
+        # in order again (a run's last came with its first): a tier that overflows keeps
+        # its first and last units
+        out.sort(key=_start)
         return out
 
     def render(self, keep_lines: int = 60, shown: tuple[int, int] | None = None) -> str:
         """The sanitized log with at most ``keep_lines`` lines of it. ``shown``: the log's
         first lines up to the first index and its lines from the second on are shown whole
         beside the outline: it outlines the lines between (a line, or a run collapsed from
-        it, kept in both read twice)."""
+        it, kept in both read twice), their runs counted among them alone (`_between`)."""
         head, tail = shown if shown is not None else (0, self.total)
         lo, hi = self.starts[head], self.starts[tail]
-        units = self.units if shown is None else \
-            [u for u in self.units if u.end > lo and u.start < hi]
+        units = self.units if shown is None else self._between(lo, hi)
         nonblank = self.nonblank
         out: list[str] = []
         pos = lo
         emitted = head + self.total - tail  # the lines shown whole are kept
-        beside = self._outside(lo, hi) if shown is not None else {}
         for u, body in _select(units, max(0, keep_lines)):
             gap = nonblank[u.start] - nonblank[pos] if u.start > pos else 0
             if gap:
                 out.append(_gap(gap))
-            # a count says the lines the run stands for, not those shown whole beside it
-            less = beside.get(_masked(u), 0) if beside and (u.count > 1 or u.last_of) else 0
-            if u.count - less > 1:
-                body = body[:-1] + [f"{body[-1]} (x{u.count - less})"]
-            elif u.last_of - less > 1:
-                body = body[:-1] + [f"{body[-1]} (the last of {u.last_of - less})"]
+            if u.count > 1:
+                body = body[:-1] + [f"{body[-1]} (x{u.count})"]
+            elif u.last_of > 1:
+                body = body[:-1] + [f"{body[-1]} (the last of {u.last_of})"]
             out.extend(body)
             emitted += len(body)
             pos = u.end
