@@ -285,6 +285,21 @@ def test_a_kept_line_is_quoted_as_it_was_its_own_empty_brackets_too():
     assert "ERROR worker failed" in noisy and "[]" not in noisy and "()" not in noisy
 
 
+def test_an_index_in_brackets_is_quoted_a_pid_in_brackets_goes():
+    """A number in brackets right after a name is an index the line means: `handle(jobs[10])`
+    came back as `handle(jobs)` and `IndexError at items[1234]` as `IndexError at items`
+    (`jobs[9]`, one digit, stayed, so one error read as two). A pid standing alone or in
+    syslog's `sshd[1234]:` still goes."""
+    lines = ["Traceback (most recent call last):", '  File "/app/w.py", line 9, in run',
+             "    handle(jobs[10])", "    x = matrix[12][34] + f([56])",
+             "IndexError at items[1234]"]
+    out = sanitize_log("\n".join(["INFO start"] * 5 + lines + ["INFO tick"] * 40), 20)
+    for line in lines[2:]:
+        assert line in out.split("\n"), line
+    noisy = sanitize_log("Dec  1 host sshd[4321]: session opened\n[4312] worker up\n" * 3, 10)
+    assert "4321" not in noisy and "4312" not in noisy and "sshd: session opened" in noisy
+
+
 def test_a_log_outline_read_once_renders_every_size_as_a_fresh_one():
     """The tool-output outline tries one log at several sizes and reads it once (LogOutline):
     each size is what sanitizing from scratch gives, in any order: a long stack cut for a

@@ -108,9 +108,13 @@ _NOISE_KEYS = frozenset(
         "uptime",
     ]
 )
+# a bare number in brackets is a pid where it stands alone ("[1234] started") or as syslog
+# writes it ("sshd[1234]:"); after a name, a bracket or a paren it is an index or a list the
+# line means ("items[1234]", "matrix[12][34]", "f([12])"), which the outline quotes as it came
 _PID_BRACKET = re.compile(
-    r"\[(?:pid|PID|tid|TID)?\s*\d{2,8}(?::\d{1,8})?\]|\[(?:Main)?Thread[^\]]{0,60}\]"
-    r"|\[pool-\d+-thread-\d+\]"
+    r"\[(?:pid|PID|tid|TID)\s*\d{2,8}(?::\d{1,8})?\]"
+    r"|(?<!\S)\[\d{2,8}(?::\d{1,8})?\]|(?<=\w)\[\d{2,8}(?::\d{1,8})?\](?=:)"
+    r"|\[(?:Main)?Thread[^\]]{0,60}\]|\[pool-\d+-thread-\d+\]"
 )
 _PID_WORD = re.compile(r"\b(?:pid|PID)[\s=]?\d{1,8}\b")
 _DURATION = re.compile(r"(?<![\w.])\d++(?:\.\d+)?+(?:\s?(?:ms|us|µs|ns|sec|secs|seconds)|s)\b")
