@@ -120,3 +120,46 @@ def test_files_the_last_resort_cuts_still_name_the_line_ranges_of_each_file():
         shown = text.split(f"{path}\n````\n")[1].split("\n````")[0].split("\n")
         assert shown[:int(head)] == lines[:int(head)], path
         assert shown[int(head) + 1:] == lines[int(cut_to):], path
+
+
+def long_prompts(rows: int, system: int, reminder: int) -> list[Message]:
+    """`message`, its system prompt ``system`` words long and its reminder ``reminder``."""
+    msgs = message(rows)
+    msgs[0] = Message(role="system", id="sys", content="Act as an expert developer. " * (
+        system // 5))
+    msgs[-1] = Message(role="system", id="reminder", content="# SEARCH/REPLACE rules " * (
+        reminder // 3))
+    return msgs
+
+
+def test_files_the_last_resort_cannot_hold_at_their_share_are_held_at_their_ends():
+    """A 400-word system prompt and a 900-word reminder, budget 800: the reminder alone is
+    over, and the files' message (cut to 384 tokens, its share) did not fit beside the system
+    prompt; the last resort dropped it whole ("384 tokens, 369 left"), and the model could
+    quote no file. At each file's ends (about 100 tokens) it fits: held there, audited."""
+    msgs = long_prompts(0, 400, 900)
+    turn = prepare_turn(None, msgs, 800, WORDS)
+    assert turn.tokens <= 800
+    assert "files" not in [e.message_id for e in turn.dropped], turn.dropped
+    text = files_shown(turn)[0]
+    marks = RANGES.findall(text)
+    assert [m[-1] for m in marks] == [str(GUIDE.count("\n")), str(MODULE.count("\n"))], text
+    assert any(e.message_id == "files" and "held at their floor" in e.reason
+               for e in turn.truncated), turn.truncated
+
+
+@pytest.mark.parametrize(("budget", "rows", "system", "reminder"),
+                         [(4000, 600, 600, 1200), (800, 100, 400, 120)])
+def test_a_question_beside_files_at_their_ends_takes_all_the_room_left(budget, rows, system,
+                                                                        reminder):
+    """Once the files are at their ends and the rest can give nothing, the question takes
+    the room left, not a fixed size: at budget 4,000 a question of 2,406 tokens was cut to
+    1,803 (under half the budget) with 210 tokens left unused; at 800, cut to 194 with 57
+    left, the files dropped besides."""
+    msgs = long_prompts(rows, system, reminder)
+    turn = prepare_turn(None, msgs, budget, WORDS)
+    assert budget - budget // 50 <= turn.tokens <= budget
+    question = next(m for m in turn.messages if m.id == "q")
+    assert question.content != msgs[3].content
+    assert question.content.startswith("QUESTION: what is in these files?")
+    assert len(RANGES.findall(files_shown(turn)[0])) == 2

@@ -69,9 +69,12 @@ dropped, shortened), cache reuse and breakpoints, a one-line notice, and the nex
    shown, the summaries shrink first and the files give what is still over (past half of
    them down to each file's first and last lines, when that leaves the newest question
    whole); else the trim engine fits the result, holding the files while it
-   can: the newest user message is kept (whole when it takes at most half the budget,
-   else shortened, never dropped: tried at a few sizes, then, when it ends the request and
-   what is before it can give the next request what a step leaves free, cut no further than
+   can, then at their floors (each file's ends, the line ranges kept named, the question
+   given all the room left once they are) before they may be dropped whole: the newest
+   user message is kept (whole when it takes at most half the budget, else shortened,
+   never dropped: tried at a few sizes, then, when it ends the request and what is before
+   it can give the next request what a step leaves free, or the files are at their
+   floors, cut no further than
    the request needs; an agent's task beside the system prompt alone keeps the fixed size,
    which leaves the next requests room); restored and pinned messages are kept;
    the summaries are kept too (shortened at worst) unless that leaves no room for the newest

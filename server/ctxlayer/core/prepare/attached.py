@@ -14,7 +14,7 @@ from ctxlayer.core.compress.shorten import blocks_least, shorten_message
 from ctxlayer.core.prepare.model import PreparePolicy
 from ctxlayer.core.prepare.window import Window
 from ctxlayer.core.tokens import Tokenizer
-from ctxlayer.protocol import AuditEntry
+from ctxlayer.protocol import AuditEntry, Message
 
 #: the share of the budget the attached files keep at least, together, once over it; more
 #: when the rest of the request leaves more below the summary step's target
@@ -99,6 +99,25 @@ def give_over(win: Window, files: frozenset[int], budget: int, counter: Tokenize
                               max(1, now[i] - -(-give * spare[i] // room)), counter, policy.fmt)
         if got is not None and got[1] < now[i]:
             out.append(win.rewrite(i, got[0], got[1], "truncated", GAVE))
+    return out
+
+
+def at_floors(win: Window, files: frozenset[int], counter: Tokenizer,
+              policy: PreparePolicy) -> dict[int, tuple[Message, int] | None]:
+    """The attached files' messages cut from their originals to their floors (`_least`: each
+    file its ends, the cut naming the line ranges kept), by conversation index; None for one
+    shown at its floor already (cut so on an earlier turn): what the last resort holds before
+    it drops one whole. Dropped whole, a message of 384 tokens went with 369 left in a budget
+    of 800 (a long system prompt and reminder), and the model could quote none of its files.
+    A message not cut file by file has no floor here (the trim engine cuts it as any text)."""
+    out: dict[int, tuple[Message, int] | None] = {}
+    for i in _long(win, files, policy):
+        least = _least(win, i, counter)
+        if least <= 1:
+            continue
+        got = shorten_message(win.messages[i], win.tokens[i], least, counter, policy.fmt)
+        if got is not None:
+            out[i] = got if got[1] < win.shown_tokens(i) else None
     return out
 
 

@@ -19,7 +19,7 @@ from ctxlayer.core.guessed import Guessed, guessed
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.prepare import summaries
 from ctxlayer.core.prepare.aider_files import attached, is_attached
-from ctxlayer.core.prepare.attached import fit_attached, give_over, grow_back
+from ctxlayer.core.prepare.attached import at_floors, fit_attached, give_over, grow_back
 from ctxlayer.core.prepare.fit import (
     fit_calls,
     fit_prose,
@@ -415,12 +415,13 @@ def _fit(win: Window, budget: int, counter: Tokenizer, policy: PreparePolicy,
     total = win.total()
     if total <= budget:
         return kept, keys, out_tokens, [], called, total
+    floors = at_floors(win, files, counter, policy)
     rules = rules | files
     memo = memo if memo is not None else Memo()  # the attempts shorten the same texts
     for i, named in win.named.items():  # what the step's outlines read, the attempts need not
         memo.get(NAMED, win.messages[i].content, lambda named=named: named)
     fitted = last_resort(win, kept, keys, out_tokens, budget, counter, policy, restored, memo,
-                          may_shrink=True, rules=rules)
+                          may_shrink=True, rules=rules, floors=floors)
     if fitted is None:  # the summaries would have given way: one smaller chunk instead
         win.fit_summaries(budget, counter, policy,
                           outputs_spare(win, kept, keys, out_tokens, budget, counter, policy))
@@ -429,7 +430,7 @@ def _fit(win: Window, budget: int, counter: Tokenizer, policy: PreparePolicy,
         if total <= budget:  # the calls and replies cut above stay cut: still told
             return kept, keys, out_tokens, [], called, total
         fitted = last_resort(win, kept, keys, out_tokens, budget, counter, policy, restored,
-                              memo, rules=rules)
+                              memo, rules=rules, floors=floors)
     assert fitted is not None
     # what the attempts read of the client's outputs, the next turn's step need not read again
     for i in range(win.upto, len(win.messages)):

@@ -3,8 +3,10 @@
 place (a summary chunk after it is a user turn too, so the trim engine is not left to find
 it) and shortened in steps, then no further than the request needs (`_Attempt.widened`);
 the summaries are held beside it as long as the newest exchange still fits, then shrunk by
-the caller, and only then give way. Before it, the newest exchange gives what it can spare:
-a call's long arguments (`fit_calls`), a long reply's middle (`fit_prose`). What it
+the caller, and only then give way; the attached files are held at their share, then at
+their floors (each file's ends, `attached.at_floors`, the question given all the room they
+leave), and only then may be dropped whole. Before it, the newest exchange gives what it
+can spare: a call's long arguments (`fit_calls`), a long reply's middle (`fit_prose`). What it
 shortens keeps its new text on later turns (a rewrite). Must not: move the window
 (window.py does).
 """
@@ -29,6 +31,9 @@ from ctxlayer.protocol import AuditEntry, Message
 TOOL_CAP_MIN = 48
 CALL_FIT = ("shortened to fit: the newest tool call's arguments outlined, so the call and its "
             "result are kept rather than dropped together")
+FLOOR_FIT = ("shortened to fit: the files the client attached, held at their floor (each file "
+             "its first and last lines verbatim, the line ranges kept named) rather than "
+             "dropped whole")
 QUESTION_FIT = ("shortened to fit: the newest user message is never dropped, its head and tail "
                 "kept beside the summary and the newest exchange")
 
@@ -86,23 +91,29 @@ class _Question:
 
 def last_resort(win: Window, kept: list[Message], keys: list, tokens: list[int], budget: int,
                  counter: Tokenizer, policy: PreparePolicy, restored: set[int],
-                 memo: Memo | None, may_shrink: bool = False, rules: set[int] = frozenset()):
+                 memo: Memo | None, may_shrink: bool = False, rules: set[int] = frozenset(),
+                 floors: dict[int, tuple[Message, int] | None] | None = None):
     """Fit with the trim engine what the window alone could not (the newest exchange alone is
     over the budget), the messages at ``restored`` pinned, those carrying the user's
     instruction files (``rules``) too unless the newest exchange fits in no other way
     (unpinned, a Codex chat's AGENTS.md was the first message dropped), and the summary
     chunks too when
     they fit beside the system prompt and the question; what it shortens keeps its new text
-    on later turns. None (``may_shrink``) when the summaries would have to give way: the
+    on later turns. ``floors``: the attached files' messages at their floors by conversation
+    index (`attached.at_floors`), tried held at them before they may be dropped whole.
+    None (``may_shrink``) when the summaries would have to give way: the
     caller shrinks them first."""
     memo = memo if memo is not None else Memo()  # the attempts shorten the same texts
     question = _Question(win, kept, keys, tokens, counter, policy)
     found = _attempts(win, kept, keys, tokens, budget, counter, policy, restored, memo,
-                      question, may_shrink, rules)
+                      question, may_shrink, rules, floors or {})
     if found is None:
         return None
-    report, cap = found
-    return _take(win, report, kept, keys, counter, policy, question.keep_shortened(win, cap))
+    report, cap, floored = found
+    cut = [_shortened(win, kept, keys, tokens, k, result_index(keys[k]), got, FLOOR_FIT)
+           for k, got in floored.items()]
+    return _take(win, report, kept, keys, counter, policy,
+                 cut + question.keep_shortened(win, cap))
 
 
 def question_caps(budget: int, policy: PreparePolicy) -> list[int]:
@@ -236,6 +247,26 @@ class _Attempt:
         self.options = TrimOptions(fmt=policy.fmt, name_cut_facts=True, reclaim=False,
                                    outline_calls=False)
         self.newest = f"ctx:fit:{len(kept) - 1}"
+        #: the result positions cut to their floors here, and what each shows
+        self.floored: dict[int, tuple[Message, int]] = {}
+        self.at_floor = False  # the attached files held at their floors
+
+    def at_floors(self, floors: dict[int, tuple[Message, int] | None]) -> _Attempt | None:
+        """This attempt with the attached files' messages at their ``floors`` (by
+        conversation index; None for one shown at its floor already); None when none of
+        them is in the result."""
+        at = {k: floors[i] for k, key in enumerate(self.keys)
+              if (i := result_index(key)) is not None and i in floors}
+        if not at:
+            return None
+        floored = {k: got for k, got in at.items() if got is not None}
+        kept, tokens = list(self.kept), list(self.tokens)
+        for k, (m, t) in floored.items():
+            kept[k], tokens[k] = m, t
+        out = _Attempt(kept, self.keys, tokens, self.budget, self.counter, self.policy,
+                       self.memo, self.question)
+        out.floored, out.at_floor = floored, True
+        return out
 
     def inputs(self, summaries_held: bool, cap: int | None, pinned: set[int]) -> list[Message]:
         ins: list[Message] = []
@@ -276,18 +307,21 @@ class _Attempt:
         ``cap`` left takes, everything else as that attempt kept it: cut only as far as the
         request needs, not to the next of the fixed sizes (a 306-token question was cut to
         148 in a request a few tokens over). Only when it ends the request and the messages
-        before it can give the next request's room (`_gives_room`); else at the fixed size.
-        With an exchange after it (an agent's task, carried by every later request), widened
-        to the room under ``target``, the dev replay kept 8 facts fewer of 680 at a 10%
-        budget. Not the trim engine again at the larger cap: it gave the question what it
-        dropped before it and outlined after it (12 facts fewer)."""
+        before it can give the next request's room (`_gives_room`), or the attached files are
+        at their floors (`at_floors`: nothing before it gives more, so it takes the room:
+        at the fixed size, a 2,406-token question went out at 1,803 of a 4,000 budget with
+        210 tokens unused); else at the fixed size. With an exchange after it (an agent's
+        task, carried by every later request), widened to the room under ``target``, the dev
+        replay kept 8 facts fewer of 680 at a 10% budget. Not the trim engine again at the
+        larger cap: it gave the question what it dropped before it and outlined after it (12
+        facts fewer)."""
         q = self.question
         at = next((k for k, m in enumerate(report.messages) if m.id == f"ctx:fit:{q.pos}"),
                   None)
         # it ends the request: what follows it, if anything, is a system message (aider's
         # reminder), not an exchange that carries it to the next request
         if q.pos < 0 or at is None or any(m.role != "system" for m in report.messages[at + 1:]) \
-                or not self._gives_room(report, at):
+                or not (self.at_floor or self._gives_room(report, at)):
             return report, cap
         shown = report.messages[at]
         fmt = self.policy.fmt
@@ -324,12 +358,15 @@ class _Attempt:
 
 def _attempts(win: Window, kept: list[Message], keys: list, tokens: list[int], budget: int,
               counter: Tokenizer, policy: PreparePolicy, restored: set[int], memo: Memo,
-              question: _Question, may_shrink: bool, rules: set[int] = frozenset()):
-    """(the trim report, the question's cap) of the first attempt that keeps the newest
-    exchange: a summary stands for everything before it, so it is held, the question whole
-    beside it (at most half the budget), then with the question shorter (its head and tail),
-    then as long as the request lets it be (`_Attempt.widened`); only when even that leaves
-    no room for the newest exchange, which the model answers, does the summary give way."""
+              question: _Question, may_shrink: bool, rules: set[int] = frozenset(),
+              floors: dict[int, tuple[Message, int] | None] | None = None):
+    """(the trim report, the question's cap, the result positions shown at their floors) of
+    the first attempt that keeps the newest exchange: a summary stands for everything before
+    it, so it is held, the question whole beside it (at most half the budget), then with the
+    question shorter (its head and tail), then as long as the request lets it be
+    (`_Attempt.widened`); only when even that leaves no room for the newest exchange, which
+    the model answers, does the summary give way; the attached files are held at their
+    ``floors`` before they may be dropped whole, the question given the room they leave."""
     attempt = _Attempt(kept, keys, tokens, budget, counter, policy, memo, question)
     # first the room everything else leaves it under the share an outline step brings a
     # request to (a task alone with the system prompt may take most of the budget; made to
@@ -341,33 +378,45 @@ def _attempts(win: Window, kept: list[Message], keys: list, tokens: list[int], b
     if room > caps[0]:
         caps.insert(0, room)
     pinned = restored | {question.at}
-    fullest = None  # (report, cap) that used the most of the budget, if none keeps the newest
     # beside a summary the question keeps more than its first words: a 940-token task cut to
     # 16 tokens ("We're currently solving th") next to a summary of the steps taken on it was
     # a worse request than the summary shrunk or left out
     beside = [c for c in caps if c > MIN_QUESTION] or caps
     # the user's instruction files held beside the summaries and the question; dropped only
     # when the newest exchange fits in no other way (held then, the newest call went instead)
-    ladders = [(True, beside, pinned | rules), (False, caps, pinned | rules)]
+    # with attached files, a request that holds them is fuller than any that drops them,
+    # and one that holds them at their share than one at their ends (a ladder's rank)
+    held = pinned | rules
+    ladders = [(attempt, True, beside, held, 2), (attempt, False, caps, held, 2)]
+    floored = attempt.at_floors(floors or {})
+    if floored is not None:
+        ladders.append((floored, False, caps, held, 1))
     if rules:
-        ladders.append((False, caps, pinned))
-    for n, (summaries_held, ladder, pins) in enumerate(ladders):
+        ladders.append((attempt, False, caps, pinned, 0))
+    fullest = None  # (rank, tokens, report, cap, attempt) that used the most of the budget
+    for n, (tried, summaries_held, ladder, pins, rank) in enumerate(ladders):
         if n == 1 and may_shrink and win.chunks:
             return None
         for j, cap in enumerate(ladder):
-            report = attempt.run(summaries_held, cap, pins)
-            if attempt.keeps_newest(report):
+            report = tried.run(summaries_held, cap, pins)
+            if report is not None and (tried.at_floor or tried.keeps_newest(report)):
                 # up to the cap that did not fit, or the question whole
-                return attempt.widened(report, cap, ladder[j - 1] if j else tokens[question.pos] + 1)
-            if report is not None and (fullest is None or report.tokens > fullest[0].tokens):
-                fullest = (report, cap)
+                report, cap = tried.widened(report, cap, ladder[j - 1] if j
+                                            else tokens[question.pos] + 1)
+            if tried.keeps_newest(report):
+                return report, cap, tried.floored
+            if report is not None:
+                found = (rank if floored else 0, report.tokens, report, cap, tried)
+                fullest = found if fullest is None or found[:2] > fullest[:2] else fullest
     if fullest is None:  # the question alone at a sixteenth of the budget is over: unpinned
         return trim(attempt.inputs(False, None, set()), budget, counter,
-                    options=attempt.options, memo=memo), None
-    # the newest exchange fits in no way: of what does fit, the request that uses the budget
-    # (a 940-token task went out cut to 16 tokens in an 87-token budget, 49% of it, when the
-    # first attempt kept 56 of its tokens)
-    return fullest
+                    options=attempt.options, memo=memo), None, {}
+    # the newest exchange fits in no way (aider's reminder alone over the budget): of what
+    # does fit, the request that uses the budget (a 940-token task went out cut to 16 tokens
+    # in an 87-token budget, 49% of it, when the first attempt kept 56 of its tokens); with
+    # the files at their floors, the question took the room they leave
+    _, _, report, cap, tried = fullest
+    return report, cap, tried.floored
 
 
 def _take(win: Window, report, kept: list[Message], keys: list, counter: Tokenizer,
