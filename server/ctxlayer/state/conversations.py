@@ -708,7 +708,8 @@ class Conversations:
         conv.tools_tokens = tools
         conv.tokens = sent
         conv.system_tokens = st.cum[st.head] + tools
-        conv.cache_reuse = turn.cache_reuse_tokens
+        # never more than the request (as the result says it): the listing and status bars
+        conv.cache_reuse = min(turn.cache_reuse_tokens, sent)
         conv.updated_at = self.clock()
         conv.turned_at = self.ticks()
         conv.sent = None  # a report from now on is of an older request, until its result

@@ -102,7 +102,7 @@ def _prepare_turn(previous: ConversationState | None, messages: Sequence[Message
                            field="messages")
     if previous is not None and _sent_again(previous, msgs, budget, restored):
         return _as_before(previous, client_breakpoints)
-    win, common, carry = _recognize(previous, msgs, counter, policy)
+    win, same, common, carry = _recognize(previous, msgs, counter, policy)
     restored_at, restored_audit, newly, again = restore(previous if carry else None, win,
                                                          restored, (budget, counter, policy))
     rules = carrying(msgs) if win.total() > budget else set()
@@ -140,7 +140,7 @@ def _prepare_turn(previous: ConversationState | None, messages: Sequence[Message
     turn = Turn(
         messages=kept, tokens=total, budget=budget, dropped=list(told.dropped),
         truncated=list(told.truncated), restored=list(told.restored),
-        compacted=bool(win.chunks), cache_reuse_tokens=_reuse(previous, keys, common),
+        compacted=bool(win.chunks), cache_reuse_tokens=_reuse(previous, keys, same),
         breakpoints=_breakpoints(kept, keys, win.upto) if client_breakpoints == 0 else [],
         notice=told.notice, state=state, stepped=stepped is not None)
     if previous is not None and _regrows(previous, turn, budget, policy):
@@ -213,9 +213,9 @@ def _refitted(previous: ConversationState, msgs: list[Message], budget: int,
                              named=previous.named, budget=budget)  # at it: not made again
     turn = prepare_turn(bare, msgs, budget, counter, policy=policy, restored=restored,
                         client_breakpoints=client_breakpoints, memo=memo)
-    common = alike_prefix(previous.messages, msgs, common_prefix(previous.messages, msgs))
+    same = common_prefix(previous.messages, msgs)
     return dataclasses.replace(turn, stepped=True,
-                               cache_reuse_tokens=_reuse(previous, turn.state.out_keys, common))
+                               cache_reuse_tokens=_reuse(previous, turn.state.out_keys, same))
 
 
 #: the share of the budget a client's context just before the question may take and stay
@@ -322,10 +322,11 @@ def _recall(win: Window, common: int, budget: int, counter: Tokenizer,
 
 
 def _recognize(previous: ConversationState | None, msgs: list[Message], counter: Tokenizer,
-               policy: PreparePolicy) -> tuple[Window, int, bool]:
+               policy: PreparePolicy) -> tuple[Window, int, int, bool]:
     """The turn's window: the messages the previous turn had are reused with their counts
     (only the rest is counted), and its window carries over when nothing it summarized
-    changed. Returns (window, messages in common, carried over)."""
+    changed. Returns (window, messages the very same, messages in common once those shown
+    alike count, carried over)."""
     fmt = policy.fmt
     same = common_prefix(previous.messages, msgs) if previous is not None else 0
     if previous is not None and same:
@@ -341,10 +342,10 @@ def _recognize(previous: ConversationState | None, msgs: list[Message], counter:
     while head < len(msgs) and msgs[head].role == "system":
         head += 1
     if previous is None or previous.head != head:
-        return Window(msgs, tokens, cum, head, head, [], [], {}, fmt.reply_priming), common, False
+        return Window(msgs, tokens, cum, head, head, [], [], {}, fmt.reply_priming), same, common, False
     changed = _files_changed(previous, msgs, common)
     if (common < previous.upto and changed is None) or _question_summarized(previous, msgs):
-        return Window(msgs, tokens, cum, head, head, [], [], {}, fmt.reply_priming), common, False
+        return Window(msgs, tokens, cum, head, head, [], [], {}, fmt.reply_priming), same, common, False
     # the window carries over: what it keeps of a message is kept while that message is the
     # same (files written anew in place: all but them, up to the first other change)
     gone, same_to = changed if changed is not None else (frozenset(), common)
@@ -359,7 +360,7 @@ def _recognize(previous: ConversationState | None, msgs: list[Message], counter:
                   fmt.reply_priming, min(previous.frontier, same_to),
                   {i: f for i, f in previous.facts.items() if kept(i)},
                   previous.ahead, {i: f for i, f in previous.named.items() if kept(i)}
-                  ), common, True
+                  ), same, common, True
 
 
 def _question_summarized(previous: ConversationState, msgs: list[Message]) -> bool:
@@ -647,7 +648,12 @@ def _order(win: Window, restored: Collection[int]) -> list:
 
 
 def _reuse(previous: ConversationState | None, keys: list, common: int) -> int:
-    """Tokens at the start of this result identical to the previous result."""
+    """Tokens at the start of this result identical to the previous result: up to the first
+    message that is not the very same, since one costed anew but shown alike (an earlier
+    turn's reasoning, no longer rendered once the user writes again) changes the prompt the
+    provider renders from there on (``common``: the leading messages the very same). Counted
+    as the whole previous result, a Codex turn after 17,795 tokens said 17.8k reused of a
+    request of 15,647."""
     if previous is None:
         return 0
     pk = previous.out_keys
