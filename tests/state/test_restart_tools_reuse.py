@@ -89,3 +89,41 @@ async def test_other_tools_after_a_restart_are_not_reused(tmp_path):
     finally:
         ref_state.close()
     assert after.cache_reuse_tokens == ref.cache_reuse_tokens > 0
+
+
+async def fork(state: State, msgs: list[dict], budget: int) -> protocol.PrepareResult:
+    caller = Caller(state, source="prepare", options=protocol.InitializationOptions(model=MODEL))
+    return await chats.prepare(caller, protocol.PrepareParams(
+        format="openai", conversation_id="fork", budget=budget,
+        request={"model": MODEL, "messages": msgs, "tools": TOOLS}))
+
+
+@pytest.mark.parametrize("restart", [False, True], ids=["in-memory", "after-a-restart"])
+async def test_a_fork_reuses_the_tools_of_the_chat_it_starts_from(tmp_path, restart):
+    """A new chat that starts from another chat's window (Claude Code's `--fork-session`:
+    another session id, the parent's last request and a new question) sends the tools that
+    chat's last request sent: they are reused as the chat's own next turn reuses them. Before,
+    with no request of its own before and no window of its own taken up, the fork's first
+    estimate left them out (Claude Code's 8,746 tokens of tools: 22.3k said of 30,970)."""
+    chat = requests(9)
+    ref_state = State(tmp_path / "reference")
+    try:
+        for msgs in chat:
+            ref = await turn(ref_state, msgs, 900)
+    finally:
+        ref_state.close()
+    assert ref.compacted and ref.cache_reuse_tokens > 0
+
+    state = State(tmp_path / "state")
+    try:
+        for msgs in chat[:-1]:
+            await turn(state, msgs, 900)
+        await state.conversations.settled()
+        if restart:
+            state.close()
+            state = State(tmp_path / "state")
+        forked = await fork(state, chat[-1], 900)
+    finally:
+        state.close()
+    assert forked.request == ref.request
+    assert forked.cache_reuse_tokens == ref.cache_reuse_tokens

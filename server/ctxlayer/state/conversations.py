@@ -419,7 +419,7 @@ class Conversations:
         if not done:
             out = await state.tokenizers.on_worker(model, work)
         turn, encoded, tools, sent, decoded, counted_with, took, branch, start = out  # type: ignore
-        turn = _tools_reused(turn, tools, last, took or _own(conv, kept, last), p.request)
+        turn = self._with_tools(turn, tools, conv, (took, kept, last, forked), p.request)
         conv = self._settle(conv, took, edited, edits, start)
         conv.decoded, conv.counted_with, conv.forks_of = decoded, counted_with, []
         if branch:  # the turn started from another chat's window: the client is told it
@@ -899,6 +899,20 @@ class Conversations:
     def _get(self, workspace: str, cid: str) -> Conversation | None:
         return self._live.get((workspace, cid))
 
+    def _with_tools(self, turn: Turn, tools: int, conv: Conversation,
+                    started: tuple[Kept | None, list[Kept], Any, list[str]], request: dict
+                    ) -> Turn:
+        """`_tools_reused` of ``turn``, from what it ``started`` from (the window taken up,
+        the chat's kept windows, the request its last turn read, the chat it forked): a new
+        chat branched from a live one (`_branch_of`) has no request of its own before, and
+        compares its tools with that chat's last."""
+        took, kept, last, forked = started
+        if last is None and conv.branched_from is not None:
+            parent = self._get(conv.workspace, conv.branched_from)
+            last = parent.decoded if parent is not None else None
+        return _tools_reused(turn, tools, last, _kept_tools(
+            took or _own(conv, kept, started[2]), conv.forks_of, forked), request)
+
     def _find(self, workspace: str, conversation_id: str | None,
               session_id: str | None) -> Conversation:
         if conversation_id is None and session_id is None:
@@ -1036,17 +1050,19 @@ async def _or_said(work: Awaitable[T], what: str, trouble: list[str], instead: T
         return instead
 
 
-def _tools_reused(turn: Turn, tools: int, last: Any, took: Kept | None, request: dict
+def _tools_reused(turn: Turn, tools: int, last: Any, kept_tools: str | None, request: dict
                   ) -> Turn:
     """``turn``, its cache reuse counting the tool definitions when they (and the tool
     choice) are the previous request's: they open the prompt the provider caches. OpenCode's
     take 6k tokens: its chats showed a reuse of 2.4k for requests the provider read 8.4k of
-    from its cache. A turn that started from a kept window (``took``: after a restart, the
-    previous request is not in memory) compares them with what that window kept of them."""
+    from its cache. ``last``: the request read before (the chat's own, or for a new chat
+    branched from a live one that one's). A turn that started from a kept window (after a
+    restart, the previous request is not in memory) compares them with what that window kept
+    of them (``kept_tools``, `_kept_tools`)."""
     if not tools:
         return turn
-    if took is not None:
-        same = took[2].tools != "" and took[2].tools == persist.tools_key(request)
+    if kept_tools is not None:
+        same = kept_tools != "" and kept_tools == persist.tools_key(request)
     else:
         previous = last.payload if last is not None else None
         same = isinstance(previous, dict) and all(
@@ -1054,6 +1070,17 @@ def _tools_reused(turn: Turn, tools: int, last: Any, took: Kept | None, request:
     if not same:
         return turn
     return dataclasses.replace(turn, cache_reuse_tokens=turn.cache_reuse_tokens + tools)
+
+
+def _kept_tools(took: Kept | None, forks_of: list[Fork], forked: list[str]) -> str | None:
+    """`persist.tools_key` of the request whose kept window the turn started from: its own
+    (``took``) or, for a new chat, another chat's it forked (``forked``: its id, one of
+    ``forks_of``); None when it started from no kept window. A fork's first estimate left
+    Claude Code's tools out (22.3k said of 30,970 tokens, 8,746 of them the tools)."""
+    if took is not None:
+        return took[2].tools
+    window = next((f[2].whole() for f in forks_of if forked and f[0] == forked[0]), None)
+    return window.tools if window is not None else None
 
 
 def _kept_start(kept: list[Kept], forks_of: list[Fork], messages: list, counter: Any,
