@@ -39,6 +39,29 @@ def test_the_usage_is_asked_for_and_hidden_from_a_client_that_did_not_ask(tmp_pa
     assert with_usage[-1]["choices"] == [] and with_usage[-1]["usage"]["prompt_tokens"] > 0
 
 
+def test_a_client_that_said_no_usage_gets_none_and_its_chat_is_calibrated(tmp_path):
+    """`stream_options: {"include_usage": false}` is a client that did not ask for the usage,
+    as one that says nothing: the gateway asks upstream (the other options as they came),
+    reads it for the chat's calibration, and the client gets the stream it asked for. Before,
+    the request went as it came and the chat was never calibrated (the probe's c2)."""
+    budgets: list = []
+    with fresh_stack(tmp_path) as stack:
+        stack.state.events.budget_listeners.append(
+            lambda workspace, budget, caller=None: budgets.append((workspace, budget)))
+        status, chunks = _stream(stack, stream_options={"include_usage": False,
+                                                        "include_obfuscation": False})
+        stack.reported()
+        asked = stack.model_requests()[-1]["body"]
+        reports = stack.reports(*_chat(budgets))
+        _, unasked = _stream(stack)
+    assert status == 200
+    assert asked["stream_options"] == {"include_usage": True, "include_obfuscation": False}
+    assert reports == 1  # the usage was read
+    assert chunks and all(c["choices"] and "usage" not in c for c in chunks), chunks
+    assert [sorted(c) for c in chunks] == [sorted(c) for c in unasked]
+    assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks)
+
+
 def test_a_server_that_refuses_stream_options_gets_the_request_as_it_came(tmp_path):
     with fresh_stack(tmp_path, old_azure=(MODEL,)) as stack:
         first = _stream(stack)

@@ -397,13 +397,15 @@ def usage_asked(fmt: str, request: dict, refused: bool) -> tuple[dict, bool]:
     """The request to send, and whether the gateway asked for the usage of its stream: a
     Chat Completions stream without `stream_options.include_usage` gets it (the chat's
     calibration, and a server that cuts prompts, learned.py, need the usage), and the relay
-    hides it from the client, which did not ask (aider does not). ``refused``: its upstream
+    hides it from the client, which did not ask (aider does not). One that set it false did
+    not ask either: left as it came, its chat was never calibrated. ``refused``: its upstream
     refused `stream_options` before."""
     if fmt != "openai" or request.get("stream") is not True or refused:
         return request, False
     options = request.get("stream_options")
+    said = options.get("include_usage") if isinstance(options, dict) else None
     if options is not None and not isinstance(options, dict) or \
-            isinstance(options, dict) and options.get("include_usage") is not None:
+            said is not None and said is not False:
         return request, False
     return {**request, "stream_options": {**(options or {}), "include_usage": True}}, True
 
