@@ -119,6 +119,36 @@ def test_the_loopback_names_with_the_port_pass(safe, name):
     assert [r["path"] for r in safe.standin.requests()] == ["/v1/chat/completions"]
 
 
+@pytest.mark.parametrize("target", [
+    "http://evil.example/v1/messages", "http://evil.example:{port}/v1/messages",
+    "http://127.0.0.1:1/v1/messages", "http://x@127.0.0.1:{port}/v1/messages",
+    "http://127.0.0.1.evil.example:{port}/v1/messages"])
+def test_an_absolute_target_naming_another_host_is_refused(safe, target):
+    """RFC 9112 3.2.2: an absolute-form target's authority replaces Host. A request whose
+    target names another host, its Host the gateway's own, was served (200, forwarded
+    upstream): it is refused as that Host would be, in the provider's shape."""
+    port = safe.gateway.port
+    body = json.dumps({"model": "claude-sonnet-4", "max_tokens": 5, "messages": QUESTION}).encode()
+    status, headers, answer = raw(port, post_head(
+        target.format(port=port), f"127.0.0.1:{port}", len(body),
+        "anthropic-version: 2023-06-01"), body)
+    assert status == 403, answer
+    payload = json.loads(answer)
+    assert payload["type"] == "error" and payload["error"]["type"] == "permission_error"
+    assert "evil" not in target or "evil.example" in payload["error"]["message"]
+    assert not [h for h in headers if h.startswith("access-control-")]
+    assert safe.standin.requests() == []
+
+
+@pytest.mark.parametrize("name", ["127.0.0.1", "localhost", "[::1]"])
+def test_an_absolute_target_naming_the_gateway_passes(safe, name):
+    port = safe.gateway.port
+    status, _, body = raw(port, post_head(f"http://{name}:{port}/v1/chat/completions",
+                                          f"127.0.0.1:{port}", len(CHAT)), CHAT)
+    assert status == 200, body
+    assert [r["path"] for r in safe.standin.requests()] == ["/v1/chat/completions"]
+
+
 def test_a_cross_site_text_plain_post_is_refused(safe):
     """A form or fetch() with text/plain needs no preflight; its Origin gives it away."""
     answer = httpx.post(f"{safe.openai_url}/chat/completions", content=CHAT, headers={

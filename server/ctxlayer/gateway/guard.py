@@ -4,7 +4,9 @@ Owns three refusals, each answered by the gateway itself in the provider's error
 never forwarded:
 - a `Host` that is not the loopback name or address the gateway listens on, with its port
   (403): a web page that rebinds its own DNS name to 127.0.0.1 still sends its own name, so
-  this is what keeps such a page from spending the user's keys;
+  this is what keeps such a page from spending the user's keys; so is a request target in
+  absolute form (`POST http://evil.example/v1/messages`) whose authority is not one of
+  those, since that authority replaces Host (RFC 9112 3.2.2);
 - a browser `Origin` that is not loopback (403), any of them: a cross-site page may POST
   `text/plain` without a preflight, and it always says where it comes from; a browser's
   request that says it is cross-site (`Sec-Fetch-Site`) without an Origin (an `<img>`, a
@@ -54,6 +56,19 @@ def is_loopback_origin(origin: str) -> bool:
     return bool(host) and is_loopback(host)
 
 
+def target_authority(target: str) -> str | None:
+    """The authority a request target names (its absolute form's, userinfo and all), "" for
+    one that names it in no form we read (authority-form, nonsense), None for the origin and
+    asterisk forms (`/v1/messages`, `*`), which leave it to Host."""
+    if target.startswith("/") or target == "*":
+        return None
+    try:
+        parts = urlsplit(target)
+    except ValueError:
+        return ""
+    return parts.netloc if parts.scheme.lower() in ("http", "https") else ""
+
+
 def format_of(request: web.Request) -> str:
     """The provider whose error shape the client expects ("anthropic" | "openai")."""
     if request.path.startswith("/v1/messages") or "anthropic-version" in request.headers:
@@ -68,6 +83,11 @@ def refusal(request: web.Request, listen: frozenset[str], token: str) -> Gateway
         return GatewayError(403, f"Host {ascii(host)} is not this gateway's loopback address "
                                  "(a page rebinding its DNS name to 127.0.0.1 sends its own "
                                  "name): refused", code="forbidden_host")
+    named = target_authority(request.raw_path)
+    if named is not None and named.lower() not in listen:
+        return GatewayError(403, f"the request target names {ascii(named)}, not this "
+                                 "gateway's loopback address (it stands for the Host): "
+                                 "refused", code="forbidden_host")
     origins = request.headers.getall("Origin", [])
     for origin in origins:  # each: a second one after a loopback one was let through
         if not is_loopback_origin(origin):
