@@ -6,7 +6,10 @@ of a keyed tag and the text; the provider encrypts it), and its `thinking` shows
 nothing with `display: "omitted"`. As the provider does, the stand-in then (with thinking on;
 without, a block is passed as it came):
 - refuses a thinking block whose text or signature was changed;
-- refuses a tool loop whose latest assistant message lost the thinking it was answered with;
+- refuses a tool loop whose latest assistant message lost the thinking it was answered with,
+  and one whose first assistant message (after the last user message that is not all tool
+  results: the provider reads the loop as one turn) does not open with a thinking block,
+  whoever wrote it (without interleaved thinking only that first step thinks);
 - counts the whole thinking of the blocks it reads again, whatever the text shows: every
   turn's where `clear_thinking` says `keep: "all"` (Claude Code's) or, without that edit, the
   model keeps every turn's (Opus 4.5, Sonnet 4.6 and later, as Anthropic's documentation
@@ -122,12 +125,41 @@ def problems(body: dict, thought: set[str]) -> list[str]:
     last = msgs[latest[-1]].get("content")
     blocks = [b for b in last if isinstance(b, dict)] if isinstance(last, list) else []
     calls = {b.get("id") for b in blocks if b.get("type") == "tool_use"}
-    first = blocks[0].get("type") if blocks else None
-    if calls & thought and first not in ("thinking", "redacted_thinking"):
-        out.append(f"messages.{latest[-1]}.content.0.type: Expected `thinking` or "
-                   f"`redacted_thinking`, but found `{first}`. When `thinking` is enabled, a "
-                   "final `assistant` message must start with a thinking block (preceeding the "
-                   "lastmost set of `tool_use` and `tool_result` blocks). We recommend you "
-                   "include thinking blocks from previous turns. To avoid this requirement, "
-                   "disable `thinking`.")
+    unopened = {latest[-1]} if calls & thought else set()
+    opening = _loop_opening(msgs)
+    if opening is not None:
+        unopened.add(opening)
+    for i in sorted(unopened):
+        content = msgs[i].get("content")
+        first = _first_block(content if isinstance(content, list) else [{"type": "text"}])
+        if first not in _THINKING:
+            out.append(_unopened(i, first))
     return out
+
+
+_THINKING = ("thinking", "redacted_thinking")
+
+
+def _first_block(blocks: list) -> Any:
+    return blocks[0].get("type") if blocks and isinstance(blocks[0], dict) else None
+
+
+def _loop_opening(msgs: list) -> int | None:
+    """The first assistant message of the turn under way (after the last user message that is
+    not all tool results) when that turn is a tool loop (tool results follow it): the provider
+    reads the loop as one assistant turn, whose thinking must open it."""
+    turn = max((i for i, m in enumerate(msgs) if isinstance(m, dict) and m.get("role") == "user"
+                and not _results_only(m.get("content"))), default=-1)
+    steps = [i for i in range(turn + 1, len(msgs)) if isinstance(msgs[i], dict)
+             and msgs[i].get("role") == "assistant"]
+    looped = any(isinstance(m, dict) and m.get("role") == "user" for m in msgs[turn + 1:])
+    return steps[0] if steps and looped else None
+
+
+def _unopened(i: int, first: Any) -> str:
+    return (f"messages.{i}.content.0.type: Expected `thinking` or "
+            f"`redacted_thinking`, but found `{first}`. When `thinking` is enabled, a "
+            "final `assistant` message must start with a thinking block (preceeding the "
+            "lastmost set of `tool_use` and `tool_result` blocks). We recommend you "
+            "include thinking blocks from previous turns. To avoid this requirement, "
+            "disable `thinking`.")

@@ -28,7 +28,8 @@ from __future__ import annotations
 import msgspec
 
 from ctxlayer.core.assembly import compaction as cp
-from ctxlayer.core.assembly import tail
+from ctxlayer.core.assembly import loop, tail
+from ctxlayer.core.assembly.compacted import shown_before
 from ctxlayer.core.assembly.history import History, kept_whole
 from ctxlayer.core.assembly.layers import AssemblyInput, Fingerprint, Layout, layout
 from ctxlayer.core.assembly.restore import Shown, restored_before
@@ -337,15 +338,25 @@ def _merged(a: Shown, b: Shown) -> Shown:
 def _verbatim(history: History, work: cp.Compaction, inp: AssemblyInput,
           counter: Tokenizer) -> tail.Window:
     """The verbatim tail after the summary, cleaned (not fitted yet); restored messages of it
-    are kept whole."""
+    are kept whole, and so is the newest tool loop's first step (brought back to head it when
+    the summary replaced it)."""
     start = cp.verbatim_start(history, work)
-    shown = [cp.shown_message(history, work, i) for i in range(start, len(history))]
+    # the first step of the newest tool loop, with its thinking, heads the tail when a summary
+    # replaced it: without it the turn the provider reads opens with a later step (loop.py)
+    at = [*loop.brought_back(history.messages, start, shown_before(history, work)),
+          *range(start, len(history))]
+    seqs = [history.seqs[i] for i in at]
+    shown = [cp.shown_message(history, work, i) for i in at]
     if work.restored:
         whole = set(work.restored)
         shown = [msgspec.structs.replace(m, pinned=True) if s in whole else m
-                 for m, s in zip(shown, history.seqs[start:], strict=True)]
-    keys = [f"h{s}" + ("r" if s in work.rewrites else "") for s in history.seqs[start:]]
-    return tail.clean(shown, keys, counter, inp.policy.dedup_min_tokens)
+                 for m, s in zip(shown, seqs, strict=True)]
+    keys = [f"h{s}" + ("r" if s in work.rewrites else "") for s in seqs]
+    win = tail.clean(shown, keys, counter, inp.policy.dedup_min_tokens)
+    first = loop.opening_step(history.messages)
+    if first is not None and history.messages[first].id is not None:
+        win.held = frozenset({history.messages[first].id})
+    return win
 
 
 def _summary_head(head: _Head, summ: Message, win: tail.Window, whole: Shown,

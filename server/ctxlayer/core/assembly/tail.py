@@ -13,7 +13,8 @@ In order:
    shortened to the room left. With no user message in the window (an agent's steps after a
    summary), the newest exchange is no oldest turn: it is shortened (its thinking never),
    and goes only when over the room even so, said as the newest exchange. Messages kept
-   whole (system, pinned: `history.kept_whole`) are neither shortened nor dropped here; only
+   whole (system, pinned: `history.kept_whole`) and the newest tool loop's first step, which
+   carries its thinking (`Window.held`, loop.py), are neither shortened nor dropped here; only
    the last resort shortens them, rather than fail.
 Every change is audited. Pure: the counter is injected.
 """
@@ -49,6 +50,14 @@ class Window(msgspec.Struct, kw_only=True):
     tokens: list[int]
     dropped: list[AuditEntry]
     truncated: list[AuditEntry]
+    #: ids of messages the fit treats as kept whole besides `kept_whole` ones: the first step
+    #: of the newest tool loop, which carries the turn's thinking (loop.py)
+    held: frozenset[str] = frozenset()
+
+
+def _kept(win: Window, m: Message) -> bool:
+    """Whether the fit keeps `m` whole: kept whole in the history, or held (`Window.held`)."""
+    return kept_whole(m) or (m.id is not None and m.id in win.held)
 
 
 def _is_result(msg: Message) -> bool:
@@ -112,7 +121,7 @@ def start_with_user(win: Window) -> None:
     turn first repairs the request when it is written (the encoder's last resort)."""
     first = next((i for i, m in enumerate(win.messages)
                   if m.role == "user" and not _is_result(m)), len(win.messages))
-    turns = {i for i in range(first) if not kept_whole(win.messages[i])}
+    turns = {i for i in range(first) if not _kept(win, win.messages[i])}
     if turns:
         _drop(win, turns, "the history must start with a user turn")
 
@@ -152,7 +161,7 @@ def fit(win: Window, room: int, counter: Tokenizer, *, require_user: bool,
             if total <= room:
                 return
             m = win.messages[i]
-            if i == last_user or kept_whole(m) or _is_result(m) != tools_only:
+            if i == last_user or _kept(win, m) or _is_result(m) != tools_only:
                 continue
             # its words: its non-text parts (an image, thinking) are never shortened, and
             # a share of them taken from its text had left the text nothing
@@ -186,7 +195,7 @@ def _drop_whole_turns(win: Window, total: int, room: int, last_user: int | None,
     older: list[list[int]] = []
     newer: list[list[int]] = []
     for group in _groups(win.messages):
-        if last_user in group or any(kept_whole(win.messages[i]) for i in group):
+        if last_user in group or any(_kept(win, win.messages[i]) for i in group):
             continue
         (older if last_user is None or group[0] < last_user else newer).append(group)
     if last_user is None and older:
@@ -242,7 +251,7 @@ def _drop_newest(win: Window, total: int, room: int) -> None:
     for group in reversed(_groups(win.messages)):
         if total <= room:
             break
-        if any(kept_whole(win.messages[i]) for i in group):
+        if any(_kept(win, win.messages[i]) for i in group):
             continue
         parts = sum(win.messages[i].parts_tokens or 0 for i in group)
         kept = f" (its non-text parts, {parts} tokens, are never shortened)" if parts else ""
