@@ -196,3 +196,22 @@ async def test_another_format_fits_and_reports_what_it_sends(tmp_path):
         assert out.tokens.total == sent
     finally:
         state.close()
+
+
+async def test_the_ctxlayer_format_counts_only_what_it_holds(tmp_path):
+    """Assembled as ctxlayer, the Anthropic session's images, PDF and thinking are "not carried
+    across formats" (its audit says so), yet the total counted them all: 6,883 as the
+    Anthropic assembly, where the OpenAI one, which carries the images, said 2,756. Its
+    messages hold their text and calls, no parts, and the total is what they come to."""
+    state, caller = make_caller(tmp_path / "state")
+    try:
+        await open_with(caller, "s", "anthropic", agent_session(), budget=100_000)
+        native, _ = await assembled(caller, "s", "anthropic")
+        openai, _ = await assembled(caller, "s", "openai")
+        out, sent = await assembled(caller, "s", "ctxlayer")
+        assert any("not carried across formats" in e.reason for e in out.truncated)
+        assert not any(m.parts_tokens or m.parts for m in out.messages)
+        assert out.tokens.total == sent <= openai.tokens.total < native.tokens.total
+    finally:
+        state.close()
+

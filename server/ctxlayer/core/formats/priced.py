@@ -7,7 +7,8 @@ appended. What the provider reads of them is decided later, by the request they 
 - the turn (the thinking of the turn under way is read again whole on models that keep only
   the last turn's; once the user writes again, only its text is read);
 - the format (a message written into another format carries only its text, tool calls and
-  user images: its thinking, documents and audio are not sent).
+  user images: its thinking, documents and audio are not sent; into the `ctxlayer` format,
+  only its text and tool calls: the parts are named in the audit, and counted nowhere).
 So the history is priced again for each assembly, by the target format's own decoder reading
 the messages as they would go out (`stored.rebuild`'s natives), and for a session's budget as
 each message's own format carries it (`as_stored`). A message with no provider form keeps the
@@ -35,6 +36,9 @@ def as_sent(fmt: str, model: str | None, messages: list[Message],
     images only (user messages), else with none. The same objects where nothing changed."""
     from ctxlayer.core import formats
 
+    if fmt == "ctxlayer":  # text and tool calls only: a stored message's parts stay behind
+        return [m if s is None else _with_parts(m, None, None)
+                for m, s in zip(messages, stored, strict=True)]
     if fmt not in PROVIDER_FORMATS:
         return as_stored(model, messages, stored, counter)
     b, read_from = _natives(fmt, messages, stored)
