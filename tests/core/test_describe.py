@@ -60,6 +60,9 @@ CASES = [
     ("openai", {"role": "assistant", "content": "done",
                 "reasoning_content": " ".join(["why"] * 40)},
      "assistant: reasoning (40 tokens) + 'done'"),
+    # one token is said as one ("reasoning (1 tokens)" read in audits)
+    ("openai", {"role": "assistant", "content": "done", "reasoning_content": "why"},
+     "assistant: reasoning (1 token) + 'done'"),
     ("openai", {"role": "assistant", "content": "done", "reasoning": " ".join(["why"] * 40),
                 "reasoning_details": [
                     {"type": "reasoning.text", "text": " ".join(["why"] * 40),
@@ -99,7 +102,7 @@ RESPONSES = [
           "type": "computer_screenshot", "image_url": "data:image/png;base64," + png(1024, 768)}}],
      "tool result of c1: image 1024x768 (765 tokens)"),
     ([{"type": "web_search_call", "id": "ws_1", "status": "completed"}],
-     "assistant: web_search_call (1 tokens)"),  # its JSON, one word to this counter
+     "assistant: web_search_call (1 token)"),  # its JSON, one word to this counter
 ]
 
 

@@ -215,3 +215,22 @@ async def test_the_ctxlayer_format_counts_only_what_it_holds(tmp_path):
     finally:
         state.close()
 
+
+async def test_what_another_format_loses_is_said_beside_what_it_keeps(tmp_path):
+    """A user message with a PDF and an image by URL, written as openai, keeps its image and
+    loses its PDF: the audit said it went from 4,6xx tokens to its 3 words, as though the
+    image went too. What it keeps is its words and its image, as the assembly priced it."""
+    state, caller = make_caller(tmp_path / "state")
+    try:
+        pdf = {"type": "document", "source": {"type": "base64", "media_type": "application/pdf",
+                                              "data": "JVBERi0xLjQK"}}
+        url = {"type": "image", "source": {"type": "url", "url": "https://example.com/x.png"}}
+        await open_with(caller, "u", "anthropic", [{"role": "user", "content": [
+            pdf, url, {"type": "text", "text": "and these?"}]}])
+        out, sent = await assembled(caller, "u", "openai")
+        lost = next(e for e in out.truncated if "not carried across formats" in e.reason)
+        assert "document" in lost.reason and "image" not in lost.reason
+        assert lost.tokens_before - lost.tokens_after == 3000  # the PDF's one page, alone
+        assert lost.tokens_after > 1000 and sent == out.tokens.total  # its image still counted
+    finally:
+        state.close()

@@ -12,17 +12,18 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ctxlayer.core.text import tokens_said
 from ctxlayer.protocol import Message
 
 #: how an unseen part was sent, as its label says it
 BY_FILE_ID, BY_URL = "by file_id", "by URL"
-_UNSEEN = re.compile(r"^(\w+)\b.* (by file_id|by URL), unseen \((\d+) tokens\)$")
+_UNSEEN = re.compile(r"^(\w+)\b.* (by file_id|by URL), unseen \((\d+) tokens?\)$")
 
 
 def unseen_label(what: str, how: str, tokens: int) -> str:
     """The label of a part costed unseen: ``what`` the part as a label names it ("document
     invoice 3"), ``how`` how it was sent ("by file_id", "by URL")."""
-    return f"{what} {how}, unseen ({tokens} tokens)"
+    return f"{what} {how}, unseen ({tokens_said(tokens)})"
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,6 +42,12 @@ def counted(n: int, noun: str) -> str:
     return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
+def tokens_said(n: int) -> str:
+    """`1 token`, `212 tokens`: as a part's label says its cost (no thousands separator: the
+    labels have always written the bare number)."""
+    return f"{n} token" if n == 1 else f"{n} tokens"
+
+
 #: how a line the model reads as markdown structure starts: a heading ('# Git', the segment's
 #: own section header), a code fence (an unclosed one swallowed the sections after it), a
 #: quote or an HTML block ('<!--' hides what follows)
@@ -122,7 +128,7 @@ def describe(msg: Message, width: int = 80) -> str:
         head += f" result of {msg.tool_call_id}"
     pieces = list(msg.parts or ())
     if not pieces and msg.parts_tokens:  # counted by a client that did not say what they are
-        pieces.append(f"parts ({msg.parts_tokens} tokens)")
+        pieces.append(f"parts ({tokens_said(msg.parts_tokens)})")
     pieces += [call_line(c.name, c.arguments) for c in msg.tool_calls or ()]
     if not pieces:
         lines = msg.content.count("\n") + 1 if msg.content else 0

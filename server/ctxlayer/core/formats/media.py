@@ -15,6 +15,7 @@ from ctxlayer.core.formats import pdf
 from ctxlayer.core.formats.anthropic_thinking import claude_version, from_version
 from ctxlayer.core.guessed import unseen_label
 from ctxlayer.core.model_names import is_claude
+from ctxlayer.core.text import tokens_said
 from ctxlayer.core.tokens import Tokenizer, correction_of
 
 #: An image of unknown size (a URL): costed as a 16:9 screenshot of 1920x1080.
@@ -231,4 +232,4 @@ def label(kind: str, tokens: int, size: tuple[int, int] | None = None, name: str
         what += f" {size[0]}x{size[1]}"
     if name:
         what += f" {name if len(name) <= 30 else name[:29] + '…'}"
-    return unseen_label(what, unseen, tokens) if unseen else f"{what} ({tokens} tokens)"
+    return unseen_label(what, unseen, tokens) if unseen else f"{what} ({tokens_said(tokens)})"

@@ -416,9 +416,12 @@ def _lost(s: Stored, fmt: str, m: Message, counter: Any, k: int, images: bool = 
     if not kinds:
         return []
     text = counter.count(m.content) if counter is not None else 0
-    # what it had: the assembly priced `m` as `fmt` carries it, without these parts
+    # what it had: the assembly priced `m` as `fmt` carries it, without these parts; what it
+    # keeps: its text, and the images a user message takes along (`images`), as priced (they
+    # were left out of the figure: 3 tokens said for a message sent with a 1,105-token image)
     parts = s.message.parts_tokens or 0
+    kept = text + (m.parts_tokens or 0 if images else 0)
     names = ", ".join(dict.fromkeys(kinds))
     return [audit("truncated", f"written as {fmt}, not carried across formats: the "
                   f"{raw.get('format')} message's {names}", describe(m),
-                  text + parts, text, message_id=m.id, index=k)]
+                  text + parts, kept, message_id=m.id, index=k)]
