@@ -192,6 +192,23 @@ def test_a_new_chunk_takes_the_room_the_chunks_have_left_rather_than_merging_the
     assert len(kept(needs, now[-1].messages)) >= len(kept(needs, usual[-1].messages)) - 1
 
 
+def test_a_merge_frees_the_room_of_the_next_turns_not_a_few_tokens():
+    """mini-swe-agent on astroid-1333 at 25% (15,470 tokens): once its chunks passed their
+    share, only the newest two merged, freeing a few tokens where the step had counted on a
+    merge of every chunk; the request stayed at its budget and 14 of its last 35 requests
+    merged again, each writing the request again from the merged chunk on (bill 89% of
+    sending everything). The fewest newest chunks that leave room for the next steps'
+    chunks (`merge_goal`) merge now: twice, the requests between them adding chunks."""
+    turns: list = []
+    _, needs, _ = _replay("minisweagent-pylint-dev__astroid-1333", 0.25, turns=turns)
+    merges = [k for k, (a, b) in enumerate(zip(turns, turns[1:], strict=False), 1)
+              if any(all(c is not d for d in b.state.chunks) for c in a.state.chunks)]
+    assert merges, "no merge: the test did not reach its case"
+    assert len(merges) <= 4, merges
+    assert all(b - a >= 5 for a, b in zip(merges, merges[1:], strict=False)), merges
+    assert len(kept(needs, turns[-1].messages)) >= 28
+
+
 def test_the_losses_split_the_bill_of_what_was_written_again():
     """`replay.losses` (`--detail`): per kind of break, the requests, the tokens of the previous
     request not reused and the cost of writing again what was not new. Random requests that

@@ -46,8 +46,12 @@ dropped, shortened), cache reuse and breakpoints, a one-line notice, and the nex
    summary is read after the question it answers and before the next one (a Claude Code
    session continued twice went out as Q0's summary, Q2, then a summary whose "Asked" was Q1
    and which held Q2's first call); when the chunks together pass `summaries_share` of the room
-   (what the system prompt and the question leave of the budget) they are merged into one (a
-   rarer, bigger step), made to at most `merge_share` of that share: the rest is room for the
+   (what the system prompt and the question leave of the budget) the fewest newest of them
+   are merged into one that leave room below it for `merge_ahead` more chunks as big as the
+   newest (`merge_goal`: the steps of the next turns add chunks without merging again; only
+   the newest two, a merge freed a few tokens and the next turn merged again), else as few
+   as get them under it; only when none does are they all merged into one (a rarer, bigger
+   step), made to at most `merge_share` of that share: the rest is room for the
    next steps' chunks (made to the whole share, the next chunk passed it at once). A step
    counts the chunks as that merge will leave them, the new one guessed at most a third of
    what it stands for (and a little). A new or
