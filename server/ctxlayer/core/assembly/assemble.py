@@ -106,8 +106,8 @@ def _compact(history: History, work: cp.Compaction, inp: AssemblyInput, share: i
             stop -= 1
     else:
         reserve = cp.summary_room(policy, share)
-        stop = cp.plan_stop(history, work, target_at - reserve - fixed, cp.tail_tool_cap(share),
-                            kept, limit=trigger_at - reserve - fixed - ack)
+        stop = cp.plan_stop(history, work, target_at - reserve - fixed, share, kept,
+                            limit=trigger_at - reserve - fixed - ack)
     if not cp.covered(history, work, stop):
         return work, audit, changed, None  # nothing a summary may replace
     if inp.client_summarizer and inp.summary_text is None and not inp.offline:
@@ -121,9 +121,8 @@ def _compact(history: History, work: cp.Compaction, inp: AssemblyInput, share: i
     if keep is None and reserve - new.rendered_tokens > target_at // 10:
         # the summary's real size is known now: keep more verbatim when it is well under the
         # estimate (a client summary then also covers a few messages still shown: nothing lost)
-        wider = cp.plan_stop(history, work, target_at - new.rendered_tokens - fixed,
-                             cp.tail_tool_cap(share), kept,
-                             limit=trigger_at - new.rendered_tokens - fixed - ack)
+        wider = cp.plan_stop(history, work, target_at - new.rendered_tokens - fixed, share,
+                             kept, limit=trigger_at - new.rendered_tokens - fixed - ack)
         if start < wider < stop and cp.covered(history, work, wider):
             rejected = [e for e in summarized if e.reason.startswith("client summary")]
             widened, again = cp.apply_summary(history, work, wider,

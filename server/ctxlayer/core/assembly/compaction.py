@@ -73,7 +73,7 @@ from ctxlayer.core.assembly.summary import (
     with_task,
     without_asks_in,
 )
-from ctxlayer.core.assembly.tail import QUESTION_FLOOR
+from ctxlayer.core.assembly.tail import QUESTION_FLOOR, shortened_least
 from ctxlayer.core.compress.facts import Facts, extract_facts
 from ctxlayer.core.compress.ledger import (
     Ledger,
@@ -286,6 +286,30 @@ def tail_tool_cap(share: int) -> int:
     return max(48, share // 20)
 
 
+#: of the history share, what the newest tool output of the tail is planned at, at most: the
+#: window outlines it to the room the rest leaves it (`tail.fit`). Planned whole, a log over the
+#: room had everything before the question summarized instead: 2,400 lines at a budget of
+#: 12,000 sent 4,311 tokens, the log and its one FATAL line gone, where ctx/trim sent 11,520
+NEWEST_TOOL_SHARE = 0.5
+
+
+class _Plan(msgspec.Struct, frozen=True):
+    """How the tail is counted: tool outputs at their outline's size (the newest at most
+    NEWEST_TOOL_SHARE of the share), the tail's oldest message at what the window shortens it
+    to (`tail.shortened_least`), and the messages kept whole at none (the caller counted them)."""
+
+    older_cap: int
+    newest_cap: int
+    kept: frozenset[int] = frozenset()
+
+    @classmethod
+    def of(cls, share: int | None, kept: frozenset[int] = frozenset()) -> _Plan | None:
+        if share is None:
+            return None
+        return cls(tail_tool_cap(share), max(tail_tool_cap(share),
+                                             int(share * NEWEST_TOOL_SHARE)), kept)
+
+
 def summary_room(policy: CompactionPolicy, share: int) -> int:
     """Tokens a compaction plans the summary at: the largest its parts can render to, but at
     most half of the target (an assembly shortens a longer one to its room)."""
@@ -295,69 +319,101 @@ def summary_room(policy: CompactionPolicy, share: int) -> int:
 def planned_tokens(history: History, state: Compaction, share: int,
                    policy: CompactionPolicy) -> int:
     """Tokens of the history layer as a compaction plans it (`plan_stop`): the verbatim tail's
-    tool outputs older than its newest at most their outline's size (the window outlines them
-    before it summarizes anything), the summary at most `summary_room` (an assembly shortens
-    it to that). The trigger reads this figure: read from ``history_tokens`` instead, a tail
-    just planned to fit passed the trigger again, and every assembly of an unchanged session
-    summarized one or two more messages."""
+    tool outputs at most their outline's size and its oldest message at what the window
+    shortens it to (the window does both before it summarizes anything), the summary at most
+    `summary_room` (an assembly shortens it to that). The trigger reads this figure: read from
+    ``history_tokens`` instead, a tail just planned to fit passed the trigger again, and every
+    assembly of an unchanged session summarized one or two more messages."""
     start = verbatim_start(history, state)
-    msgs = history.messages
-    newest = next((i for i in range(len(history) - 1, start - 1, -1)
-                   if is_tool_result(msgs[i])), start)
+    plan = _Plan.of(share, frozenset(kept_in(history, 0, len(history))))
+    assert plan is not None
+    newest = _newest_tool(history, start)
     restored = set(state.restored)
-    cap = tail_tool_cap(share)
     over = max(0, state.rendered_tokens - summary_room(policy, share))
-    for i in range(start, newest):
+    first = _oldest_shortened(history, state, start, plan)
+    for i in range(start, len(history)):
         # the window never shortens what is kept whole or restored: counted whole
-        if (is_tool_result(msgs[i]) and not kept_whole(msgs[i])
-                and history.seqs[i] not in restored):
-            over += max(0, tokens_of(history, state, i) - cap)
+        if i in plan.kept or history.seqs[i] in restored:
+            continue
+        cost = tokens_of(history, state, i)
+        over += cost - _planned(history, state, i, newest, plan, first)
     return history_tokens(history, state) - over
 
 
+def _newest_tool(history: History, start: int) -> int:
+    """The position of the newest tool output at or after ``start`` (the end when none)."""
+    msgs = history.messages
+    return next((i for i in range(len(history) - 1, start - 1, -1)
+                 if is_tool_result(msgs[i])), len(history))
+
+
+def _oldest_shortened(history: History, state: Compaction, i: int, plan: _Plan | None) -> int:
+    """The message planned at what the window shortens it to when the tail starts at i (none:
+    -1): the tail's oldest, not kept whole, when it is the user turn the newest question
+    answers (the exchange before it). A screenshot and 300 functions asked about, then "Are
+    you sure? Look again", were summarized at a budget of 4,000 (1,445 tokens sent, the
+    screenshot gone) where the window keeps it with its text cut. Older turns count whole:
+    planned shortened too, a long session kept more of them cut where the summary kept their
+    facts (bench/realchats dev at 10%: 584 facts of 680 where 603)."""
+    if plan is None:
+        return -1
+    j = next((j for j in range(i, len(history)) if j not in plan.kept), -1)
+    msgs = history.messages
+    asks = [k for k in range(len(history) - 1, i - 1, -1)
+            if msgs[k].role == "user" and not is_tool_result(msgs[k])]
+    return j if len(asks) >= 2 and j == asks[1] else -1
+
+
 def _planned(history: History, state: Compaction, i: int, newest_tool: int,
-             tool_cap: int | None, kept: frozenset[int]) -> int:
-    """Tokens message i is planned at in the tail: an older tool output at its outline's size,
-    the newest one whole (the window shortens it only when it does not fit); one kept whole
-    at none (it is shown wherever the tail starts: the caller counted it)."""
-    if i in kept:
+             plan: _Plan | None, first: int = -1) -> int:
+    """Tokens message i is planned at in the tail: a tool output at its outline's size (the
+    newest at most `_Plan.newest_cap`: the window outlines it to what the rest leaves), the
+    tail's oldest (`first`) at what the window shortens it to, its images kept; one kept
+    whole at none (it is shown wherever the tail starts: the caller counted it)."""
+    if plan is not None and i in plan.kept:
         return 0
     cost = tokens_of(history, state, i)
-    if tool_cap is None or not is_tool_result(history.messages[i]):
+    if plan is None:
         return cost
-    return min(cost, tool_cap) if i < newest_tool else cost
+    msg = history.messages[i]
+    if is_tool_result(msg):
+        return min(cost, plan.older_cap if i < newest_tool else plan.newest_cap)
+    if i == first and history.seqs[i] not in state.restored and not kept_whole(msg):
+        return min(cost, shortened_least(msg, cost))
+    return cost
 
 
 def tail_fits(history: History, state: Compaction, i: int, room: int,
-              tool_cap: int | None, kept: frozenset[int] = frozenset()) -> bool:
+              plan: _Plan | None) -> bool:
     """Whether messages [i, end) fit in ``room`` as plan_stop counts them."""
-    n = len(history)
-    msgs = history.messages
-    newest_tool = next((j for j in range(n - 1, i - 1, -1) if is_tool_result(msgs[j])), n)
+    newest_tool = _newest_tool(history, i)
+    first = _oldest_shortened(history, state, i, plan)
     used = 0
-    for j in range(i, n):
-        used += _planned(history, state, j, newest_tool, tool_cap, kept)
+    for j in range(i, len(history)):
+        used += _planned(history, state, j, newest_tool, plan, first)
     return used <= room
 
 
-def plan_stop(history: History, state: Compaction, room: int, tool_cap: int | None = None,
+def plan_stop(history: History, state: Compaction, room: int, share: int | None = None,
               kept: frozenset[int] = frozenset(), limit: int | None = None) -> int:
     """Where the verbatim tail starts: the newest messages that fit in ``room`` tokens, never
     between a tool call and its results (a newest user message left behind is shown verbatim
-    in the summary). Tool outputs count at their outline's size (``_planned``): the window
-    outlines them before it drops anything. The messages ``kept`` whole count nothing here:
-    the caller took their tokens out of ``room``. What the tail keeps beyond its room (the
-    oldest to be shortened, a call with its results, the question) stays within ``limit``
-    (the trigger's room): past it, the next assembly of the unchanged session compacted
-    again, and each one summarized a message more."""
+    in the summary). With the history ``share`` given, tool outputs count at their outline's
+    size and the tail's oldest message at what the window shortens it to (``_planned``): the
+    window outlines and shortens before it drops anything. The messages ``kept`` whole count
+    nothing here: the caller took their tokens out of ``room``. What the tail keeps beyond its
+    room (the oldest to be shortened, a call with its results, the question) stays within
+    ``limit`` (the trigger's room): past it, the next assembly of the unchanged session
+    compacted again, and each one summarized a message more."""
     start = verbatim_start(history, state)
     n = len(history)
     msgs = history.messages
-    newest_tool = next((i for i in range(n - 1, start - 1, -1) if is_tool_result(msgs[i])), n)
+    plan = _Plan.of(share, kept)
+    newest_tool = _newest_tool(history, start)
     stop, used = n, 0
     while stop > start:
         i = stop - 1
-        cost = _planned(history, state, i, newest_tool, tool_cap, kept)
+        cost = _planned(history, state, i, newest_tool, plan)
         if used + cost > room:
             if room - used >= SHORT_MIN:
                 stop -= 1  # the oldest kept is shortened by the window rather than left out
@@ -373,13 +429,13 @@ def plan_stop(history: History, state: Compaction, room: int, tool_cap: int | No
     # place. Summarized instead, a long question with a short reply after it left the
     # request at 18% of its budget, the question cut to its share of the summary.
     question = last_user is not None and (last_user == n - 1 or tail_fits(
-        history, state, last_user, room, tool_cap, kept) or tail_fits(
-        history, state, last_user + 1, int(room * (1 - QUESTION_FLOOR)), tool_cap, kept))
+        history, state, last_user, room, plan) or tail_fits(
+        history, state, last_user + 1, int(room * (1 - QUESTION_FLOOR)), plan))
     if question:
         stop = min(stop, last_user)
     while start < stop < n and is_tool_result(msgs[stop]):
         stop -= 1  # keep the call with its results
-    while limit is not None and not tail_fits(history, state, stop, limit, tool_cap, kept):
+    while limit is not None and not tail_fits(history, state, stop, limit, plan):
         if question and stop >= last_user:
             break  # the question stays, whatever it takes (the window fits it)
         later = stop + 1

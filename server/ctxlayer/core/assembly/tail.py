@@ -91,6 +91,16 @@ def clean(messages: Sequence[Message], keys: Sequence[str], counter: Tokenizer,
                   truncated=list(w.changed))
 
 
+def shortened_least(msg: Message, tokens: int) -> int:
+    """The fewest tokens step 3 shortens a message that is no tool output to (its own share,
+    SHORTEN_TO of its words; its non-text parts are never shortened): what a compaction plans
+    the tail's oldest message at (compaction.py `_planned`)."""
+    words = tokens - (msg.parts_tokens or 0)
+    if words < 2 * MIN_SHORT:
+        return tokens
+    return tokens - words + max(MIN_SHORT, int(words * SHORTEN_TO))
+
+
 def _groups(msgs: list[Message]) -> list[list[int]]:
     """Indices in turn order, a tool call together with its results (core/groups.py)."""
     return ToolGroups(msgs).in_order()
