@@ -452,6 +452,19 @@ AssembledCacheBoundary = Annotated[int | None, msgspec.Meta(
                 "whose dynamic section goes in the last user turn, after the history)")]
 
 
+class SummaryShown(Wire):
+    """The summary an assembly's history opens with, said in every result that holds it (not
+    only the one that wrote it: `compacted`): what it replaced. `parts` are the non-text parts
+    of those messages (images, documents, thinking), one phrase each with its message's id:
+    they are not sent, and the summary's text cannot carry them."""
+
+    message_id: str
+    replaced: int  # the messages it stands for, over every compaction so far
+    first_id: str | None = None  # the oldest of them
+    last_id: str | None = None  # the newest of them
+    parts: list[str] = msgspec.field(default_factory=list)
+
+
 class AssembleResult(Wire):
     messages: FormatMessages
     cache_boundary: AssembledCacheBoundary
@@ -463,8 +476,11 @@ class AssembleResult(Wire):
     mode_suggestion: ModeSuggestion | None = None
     cache_reuse_tokens: int | None = None
     system: ProviderSystem = None  # anthropic: the system blocks (messages hold no system turn)
-    #: one line for the user when this assembly summarized, cut or shortened something
+    #: one line for the user when this assembly summarized, cut or shortened something, or
+    #: its history holds a summary
     notice: str | None = None
+    #: the summary the history opens with, and what it replaced (null: none is sent)
+    summary: SummaryShown | None = None
 
 
 class SessionCompactParams(Params):

@@ -360,6 +360,7 @@ export interface AssembleResult {
    */
   system?: string | SystemTextBlock[] | null;
   notice?: string | null;
+  summary?: SummaryShown | null;
 }
 export interface AssembleTokens {
   total: number;
@@ -372,6 +373,19 @@ export interface AssembleTokens {
 export interface ModeSuggestion {
   mode: "debug" | "deep" | "short";
   reason: string;
+}
+/**
+ * The summary an assembly's history opens with, said in every result that holds it (not
+ * only the one that wrote it: `compacted`): what it replaced. `parts` are the non-text parts
+ * of those messages (images, documents, thinking), one phrase each with its message's id:
+ * they are not sent, and the summary's text cannot carry them.
+ */
+export interface SummaryShown {
+  messageId: string;
+  replaced: number;
+  firstId?: string | null;
+  lastId?: string | null;
+  parts?: string[];
 }
 export interface SessionCompactParams {
   sessionId: string;

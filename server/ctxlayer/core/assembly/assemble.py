@@ -29,7 +29,7 @@ import msgspec
 
 from ctxlayer.core.assembly import compaction as cp
 from ctxlayer.core.assembly import loop, tail
-from ctxlayer.core.assembly.compacted import shown_before
+from ctxlayer.core.assembly.compacted import shown_before, summary_shown
 from ctxlayer.core.assembly.history import History, kept_whole
 from ctxlayer.core.assembly.layers import AssemblyInput, Fingerprint, Layout, layout
 from ctxlayer.core.assembly.restore import Shown, restored_before
@@ -39,7 +39,15 @@ from ctxlayer.core.groups import ToolGroups
 from ctxlayer.core.text import content_hash, describe, one_line
 from ctxlayer.core.tokens import Tokenizer, message_tokens
 from ctxlayer.core.zones.modes import suggest_mode
-from ctxlayer.protocol import AssembleResult, AssembleTokens, AuditEntry, Budget, ByLayer, Message
+from ctxlayer.protocol import (
+    AssembleResult,
+    AssembleTokens,
+    AuditEntry,
+    Budget,
+    ByLayer,
+    Message,
+    SummaryShown,
+)
 
 __all__ = ["Assembly", "AssemblyInput", "Layout", "SummaryRequest", "assemble",
            "assembled_budget", "layout", "measure"]
@@ -221,11 +229,22 @@ def assemble(history: History, state: cp.Compaction, inp: AssemblyInput,
         dropped=dropped, truncated=truncated, compacted=compacted,
         mode_suggestion=suggest_mode(history.latest_user_text(), inp.mode),
         cache_reuse_tokens=_reuse(inp.previous, fingerprint),
+        summary=_summary_shown(history, work, head),
     )
     next_at = max(total, total - hist_tokens + int(share * inp.policy.trigger))
     return Assembly(result=result, compaction=work if changed else None,
                     audit=audit + truncated + dropped, fingerprint=fingerprint,
                     next_compaction_at=next_at)
+
+
+def _summary_shown(history: History, work: cp.Compaction, head: _Head
+                   ) -> SummaryShown | None:
+    """What the summary this assembly sends replaced (`compacted.summary_shown`); None when
+    it sends none (no summary, or no room for it)."""
+    sent = next((m for m in head.messages if m.kind == "summary"), None)
+    if sent is None or not work.replaced:
+        return None
+    return summary_shown(history, work, sent.id or cp.summary_id(work))
 
 
 def _withdrawn(history: History, state: cp.Compaction, inp: AssemblyInput,

@@ -16,7 +16,7 @@ from ctxlayer.core.assembly.history import History
 from ctxlayer.core.compress.facts import Facts
 from ctxlayer.core.compress.ledger import Ledger
 from ctxlayer.core.groups import ToolGroups
-from ctxlayer.protocol import Message
+from ctxlayer.protocol import Message, SummaryShown
 
 
 class Rewrite(msgspec.Struct, kw_only=True):
@@ -144,3 +144,18 @@ def history_tokens(history: History, state: Compaction) -> int:
 
 def is_tool_result(msg: Message) -> bool:
     return msg.role == "tool" or msg.tool_call_id is not None
+
+
+def summary_shown(history: History, state: Compaction, message_id: str) -> SummaryShown:
+    """What the summary an assembly sends replaced, for its result: how many messages, the
+    first and last of those the history still holds before the tail (not shown beside it),
+    and their non-text parts, which no summary text carries (a screenshot the summary
+    replaced was named nowhere: not in `dropped`, `truncated` nor the summary)."""
+    shown = set(shown_before(history, state))
+    at = [i for i in range(verbatim_start(history, state)) if i not in shown]
+    ids = [history.messages[i].id for i in at if history.messages[i].id]
+    parts = [f"{p} in message {m.id}" if m.id else p
+             for m in (history.messages[i] for i in at) for p in (m.parts or ())]
+    return SummaryShown(message_id=message_id, replaced=state.replaced,
+                        first_id=ids[0] if ids else None, last_id=ids[-1] if ids else None,
+                        parts=parts)

@@ -161,7 +161,10 @@ def assembly_notice(result: protocol.AssembleResult) -> str | None:
     truncated = [e for e in result.truncated if not is_working_item(e)
                  and e.action != "restored"]
     did = []
-    if result.compacted:
+    summary = result.summary
+    if summary is not None and result.compacted:
+        did.append(f"summarized older turns ({summary_said(summary)})")
+    elif result.compacted:
         did.append("summarized older turns")
     if dropped:
         did.append(f"dropped {counted(len(dropped), 'message')}")
@@ -169,6 +172,11 @@ def assembly_notice(result: protocol.AssembleResult) -> str | None:
         did.append(f"shortened {counted(len(truncated), 'message')}")
     said = [f"{' and '.join(did)} to fit {result.tokens.total:,} / {result.budget:,} tokens"
             ] if did else []
+    if summary is not None and not result.compacted:
+        # a summary written by an earlier assembly is sent again: said every time it is, the
+        # second assembly of an unchanged session answered notice null over "[Summary of..."
+        said.insert(0, f"the history opens with a summary of earlier turns "
+                       f"({summary_said(summary)})")
     by_reason: dict[tuple[str, str], list[str]] = {}
     for e in items:
         by_reason.setdefault((e.action, e.reason), []).append(e.message_id or "?")
@@ -178,6 +186,18 @@ def assembly_notice(result: protocol.AssembleResult) -> str | None:
         said.append(f"{verb} {'working item' if len(ids) == 1 else 'working items'} {names} "
                     f"({reason})")
     return f"ctxlayer: {'; '.join(said)}" if said else None
+
+
+def summary_said(summary: protocol.SummaryShown) -> str:
+    """What a summary replaced, in a few words: its messages, their first and last ids and the
+    non-text parts they held (not sent)."""
+    ids = (f", {summary.first_id} to {summary.last_id}" if summary.first_id
+           and summary.first_id != summary.last_id else
+           f", {summary.first_id}" if summary.first_id else "")
+    parts = summary.parts
+    lost = (f"; not sent: {', '.join(parts[:3])}"
+            + (f" and {len(parts) - 3} more" if len(parts) > 3 else "")) if parts else ""
+    return f"{counted(summary.replaced, 'message')}{ids}{lost}"
 
 
 def in_format(caller: Caller, fmt: str, result: protocol.AssembleResult, model: str,
