@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 
 import pytest
 from conftest import WORLD, RawDaemon, hermetic_env, make_repo, result
@@ -67,3 +68,29 @@ async def test_a_summary_is_said_in_every_result_that_holds_it_with_its_screensh
         assert f"{said['replaced']} " in out["notice"]
     assert first["compacted"] and not again["compacted"]
     assert again["messages"] == first["messages"]
+
+
+async def test_the_summary_quotes_the_request_by_whole_lines():
+    steps = []
+    for k in range(12):
+        steps += [
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": f"c{k}", "type": "function",
+                 "function": {"name": "read", "arguments": json.dumps({"path": f"m{k}.py"})}}]},
+            {"role": "tool", "tool_call_id": f"c{k}",
+             "content": "\n".join(f"m{k}.py:{j}: value_{k}_{j} = compute({j})"
+                                  for j in range(120))}]
+    request = CODE.replace("What is wrong in the screenshot?", "Fix what is wrong in them.")
+    first, _ = await twice([{"role": "user", "content": request}, *steps], 3000)
+    summary = next(m["content"] for m in first["messages"]
+                   if isinstance(m["content"], str) and "[Summary of" in m["content"])
+    quote = summary.split("The user's latest request in them (verbatim):\n", 1)[1]
+    quote = quote.split("\n\n", 1)[0]
+    assert "characters omitted" not in quote
+    said = re.search(r"\[\.\.\. lines (\d+)-(\d+) of (\d+) cut \.\.\.\]", quote)
+    assert said, quote
+    lines = request.split("\n")
+    assert int(said[3]) == len(lines)
+    kept = [line for line in quote.split("\n") if line != said[0]]
+    assert kept and all(line in lines for line in kept), kept
+    assert kept[-1] == "Fix what is wrong in them."

@@ -134,14 +134,46 @@ def _ledger_of(state: Compaction) -> Ledger | None:
 
 
 def _cut_middle(text: str, max_chars: int) -> str:
+    """``text`` within about ``max_chars``: its first and last whole lines, those between
+    named ("[... lines 9-599 of 604 cut ...]"). Cut by characters, the newest request read
+    "def f20(x):\n    r\n[... 8,580 characters omitted ...]\nrn x + 293". A first line
+    longer than the head's room keeps its start, a last one longer than what is left its end
+    (each marked with an ellipsis, the cut then counted in characters)."""
     if len(text) <= max_chars:
         return text
     if max_chars < 40:
         return ""
-    head = int(max_chars * 0.7)
-    tail = max(0, max_chars - head - 30)
-    return (text[:head].rstrip() + f"\n[... {len(text) - head - tail:,} characters omitted ...]\n"
-            + (text[len(text) - tail:].lstrip() if tail else ""))
+    lines = text.split("\n")
+    room = max_chars - 36  # the line naming the cut
+    head = _lines_within(lines, int(room * 0.6))
+    whole = bool(head)
+    if not whole:
+        head = [lines[0][:int(room * 0.6)] + "…"]
+    left = room - sum(len(line) + 1 for line in head)
+    tail = _lines_within(lines[len(head) if whole else 1:][::-1], left)[::-1]
+    if not tail and left >= 12 and len(lines) > 1:
+        whole, tail = False, ["…" + lines[-1][len(lines[-1]) - left + 2:]]
+    if whole:
+        # what the tail leaves of its room goes back to the head, line by line
+        spare = left - sum(len(line) + 1 for line in tail)
+        head += _lines_within(lines[len(head):len(lines) - len(tail)], spare)
+        lo, hi = len(head) + 1, len(lines) - len(tail)
+        gone = f"line {lo}" if lo == hi else f"lines {lo}-{hi}"
+        return "\n".join([*head, f"[... {gone} of {len(lines)} cut ...]", *tail])
+    cut = len(text) - sum(len(line) - line.count("…") for line in head + tail)
+    return "\n".join([*head, f"[... {cut:,} characters cut ...]", *tail])
+
+
+def _lines_within(lines: list[str], room: int) -> list[str]:
+    """The first of ``lines`` that fit in ``room`` characters, each with its line break."""
+    kept: list[str] = []
+    used = 0
+    for line in lines:
+        used += len(line) + 1
+        if used > room:
+            break
+        kept.append(line)
+    return kept
 
 
 def _render(state: Compaction, sz: Sizes, counter: Tokenizer, **sized: int) -> tuple[str, list[str]]:
