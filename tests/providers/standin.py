@@ -120,7 +120,7 @@ class Standin:
                  zero_input_at_close: tuple[str, ...] = (),
                  compressing: tuple[str, ...] = (), processing: tuple[str, ...] = (),
                  azure: tuple[str, ...] = (), cr_lines: tuple[str, ...] = (),
-                 headers: dict[str, str] | None = None):
+                 headers: dict[str, str] | None = None, thinks_once: tuple[str, ...] = ()):
         self.host = host
         self.port = 0
         #: context windows by model name prefix, over the model table's (e.g. a small model)
@@ -170,6 +170,10 @@ class Standin:
         self.headers = dict(headers or {})
         #: how long the thinking is that opens an answer to a request with `thinking` on
         self.thinking_words = thinking_words
+        #: model name prefixes that think once a turn, as Claude does without interleaved
+        #: thinking: only an answer to a user message that is not all tool results opens with a
+        #: thinking block (the loop's first step), unless the interleaved-thinking beta is sent
+        self.thinks_once = tuple(thinks_once)
         self.thought: set[str] = set()  # ids of the tool calls it answered after thinking
         self.received: list[dict[str, Any]] = []
         self._failures: list[dict[str, Any]] = []
@@ -295,6 +299,16 @@ class Standin:
         self._responses_made = 0
         self.by_model.clear()
         self.thought.clear()
+
+    def _thinks(self, body: dict, betas: list[str]) -> bool:
+        """Whether an answer to ``body`` (thinking on) opens with a thinking block: always,
+        but for a model that thinks once a turn (`thinks_once`) in a tool loop under way."""
+        if not (self.thinks_once and str(body.get("model", "")).startswith(self.thinks_once)):
+            return True
+        if any(b.startswith("interleaved-thinking") for b in betas):
+            return True
+        msgs = body.get("messages") or []
+        return thinking.last_turn_start(msgs) == len(msgs) - 1
 
     def counted(self, model: str, tokens: int) -> int:
         """``tokens`` (tiktoken's count of a prompt) as this provider counts them."""
@@ -656,7 +670,7 @@ class Standin:
         rid = f"standin{self._count}"
         reply = (Reply(text=script["text"]) if script is not None and script["text"] is not None
                  else self._answer(fmt, body))
-        if fmt == "anthropic" and thinking.thinking_on(body):
+        if fmt == "anthropic" and thinking.thinking_on(body) and self._thinks(body, betas):
             reply = msgspec.structs.replace(reply, thinking=thinking.block(
                 body, self.thinking_words, self._count))
             if reply.tool_name:

@@ -144,12 +144,17 @@ def _first_block(blocks: list) -> Any:
     return blocks[0].get("type") if blocks and isinstance(blocks[0], dict) else None
 
 
+def last_turn_start(msgs: list) -> int:
+    """The index of the last user message that is not all tool results (-1: none)."""
+    return max((i for i, m in enumerate(msgs) if isinstance(m, dict) and m.get("role") == "user"
+                and not _results_only(m.get("content"))), default=-1)
+
+
 def _loop_opening(msgs: list) -> int | None:
     """The first assistant message of the turn under way (after the last user message that is
     not all tool results) when that turn is a tool loop (tool results follow it): the provider
     reads the loop as one assistant turn, whose thinking must open it."""
-    turn = max((i for i, m in enumerate(msgs) if isinstance(m, dict) and m.get("role") == "user"
-                and not _results_only(m.get("content"))), default=-1)
+    turn = last_turn_start(msgs)
     steps = [i for i in range(turn + 1, len(msgs)) if isinstance(msgs[i], dict)
              and msgs[i].get("role") == "assistant"]
     looped = any(isinstance(m, dict) and m.get("role") == "user" for m in msgs[turn + 1:])
