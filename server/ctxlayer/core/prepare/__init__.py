@@ -114,6 +114,13 @@ dropped, shortened), cache reuse and breakpoints, a one-line notice, and the nex
    audit says who wrote it.
 10. The notice says what this turn summarized, outlined, cut or restored (and who wrote a
    summary not written offline); None when it did nothing new.
+11. The newest tool loop, when its first step carries the turn's thinking and a later step
+   does not (Claude without interleaved thinking), is one assistant turn that must open with
+   that thinking: the first step is never summarized (its calls' long arguments and its
+   results outlined as any, its thinking never changed) and the last resort pins it, its
+   results held at their size beside the newest output; a summary of the steps between, which
+   would follow a tool result as a user text and open a new turn, is read inside that tool
+   result, after its text (`held.py`).
 Pinned content alone over the budget raises ContextError("pinned_over_budget").
 """
 

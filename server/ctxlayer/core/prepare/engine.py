@@ -17,7 +17,7 @@ from ctxlayer.core.errors import ContextError, require_tokens
 from ctxlayer.core.groups import is_result, lead_of
 from ctxlayer.core.guessed import Guessed, guessed
 from ctxlayer.core.memo import Memo
-from ctxlayer.core.prepare import summaries
+from ctxlayer.core.prepare import held, summaries
 from ctxlayer.core.prepare.aider_files import attached, is_attached
 from ctxlayer.core.prepare.attached import at_floors, fit_attached, give_over, grow_back
 from ctxlayer.core.prepare.fit import (
@@ -112,6 +112,8 @@ def _prepare_turn(previous: ConversationState | None, messages: Sequence[Message
     grown = grow_back(win, files, budget, counter, policy)
     kept, keys, out_tokens, dropped, truncated, total = _fit(
         win, budget, counter, policy, set(restored_at.values()), memo, rules, files)
+    kept, keys, out_tokens, total = _loop_held(win, kept, keys, out_tokens, total, counter,
+                                               policy)
     made = stepped.chunks if stepped is not None else []
     new_summarized = [e for c in made for e in c.audit]
     # an outline a summary then took is audited as summarized only
@@ -240,6 +242,21 @@ def _kept_whole(msgs: Sequence[Message], tokens: Sequence[int], q: int, restored
         room -= tokens[k]
         k -= 1
     return lambda i: i == q or msgs[i].pinned or i in restored or i in context or i in whole
+
+
+def _loop_held(win: Window, kept: list[Message], keys: list, tokens: list[int], total: int,
+               counter: Tokenizer, policy: PreparePolicy
+               ) -> tuple[list[Message], list, list[int], int]:
+    """The fitted result with the summaries inside the newest tool loop put in the tool
+    result before them (`held.folded`): a summary there would open a new turn with a step
+    that carries no thinking. Returns (messages, keys, tokens, total)."""
+    first = win.held
+    at = next((k for k, key in enumerate(keys) if result_index(key) == first), None) \
+        if first is not None else None
+    out, out_keys, out_tokens = held.folded(kept, keys, tokens, at, counter, policy.fmt)
+    if len(out) == len(kept):
+        return kept, keys, tokens, total
+    return out, out_keys, out_tokens, total - sum(tokens) + sum(out_tokens)
 
 
 def _sent_again(previous: ConversationState, msgs: list[Message], budget: int,
@@ -421,8 +438,10 @@ def _fit(win: Window, budget: int, counter: Tokenizer, policy: PreparePolicy,
     memo = memo if memo is not None else Memo()  # the attempts shorten the same texts
     for i, named in win.named.items():  # what the step's outlines read, the attempts need not
         memo.get(NAMED, win.messages[i].content, lambda named=named: named)
-    fitted = last_resort(win, kept, keys, out_tokens, budget, counter, policy, restored, memo,
-                          may_shrink=True, rules=rules, floors=floors)
+    first = win.held  # pinned as the question is: it opens the loop
+    pinned = restored | {first} if first is not None else restored
+    fitted = last_resort(win, kept, keys, out_tokens, budget, counter, policy, pinned, memo,
+                          may_shrink=True, rules=rules, floors=floors, opening=first)
     if fitted is None:  # the summaries would have given way: one smaller chunk instead
         win.fit_summaries(budget, counter, policy,
                           outputs_spare(win, kept, keys, out_tokens, budget, counter, policy))
@@ -430,8 +449,8 @@ def _fit(win: Window, budget: int, counter: Tokenizer, policy: PreparePolicy,
         kept, keys, out_tokens = _assemble(win, restored)
         if total <= budget:  # the calls and replies cut above stay cut: still told
             return kept, keys, out_tokens, [], called, total
-        fitted = last_resort(win, kept, keys, out_tokens, budget, counter, policy, restored,
-                              memo, rules=rules, floors=floors)
+        fitted = last_resort(win, kept, keys, out_tokens, budget, counter, policy, pinned,
+                              memo, rules=rules, floors=floors, opening=first)
     assert fitted is not None
     # what the attempts read of the client's outputs, the next turn's step need not read again
     for i in range(win.upto, len(win.messages)):

@@ -17,7 +17,7 @@ import msgspec
 
 from ctxlayer.core.compress.shorten import shorten_message
 from ctxlayer.core.errors import ContextError
-from ctxlayer.core.groups import is_output
+from ctxlayer.core.groups import is_output, is_result
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.prepare.model import PreparePolicy, shown_of
 from ctxlayer.core.prepare.window import Window, newest_user
@@ -92,7 +92,8 @@ class _Question:
 def last_resort(win: Window, kept: list[Message], keys: list, tokens: list[int], budget: int,
                  counter: Tokenizer, policy: PreparePolicy, restored: set[int],
                  memo: Memo | None, may_shrink: bool = False, rules: set[int] = frozenset(),
-                 floors: dict[int, tuple[Message, int] | None] | None = None):
+                 floors: dict[int, tuple[Message, int] | None] | None = None,
+                 opening: int | None = None):
     """Fit with the trim engine what the window alone could not (the newest exchange alone is
     over the budget), the messages at ``restored`` pinned, those carrying the user's
     instruction files (``rules``) too unless the newest exchange fits in no other way
@@ -102,11 +103,13 @@ def last_resort(win: Window, kept: list[Message], keys: list, tokens: list[int],
     on later turns. ``floors``: the attached files' messages at their floors by conversation
     index (`attached.at_floors`), tried held at them before they may be dropped whole.
     None (``may_shrink``) when the summaries would have to give way: the
-    caller shrinks them first."""
+    caller shrinks them first. ``opening``: the newest tool loop's first step, held
+    (held.py): pinned (in ``restored``), its results counted as held by the room the tool
+    outputs share (outlined by the step, they leave the newest output the rest)."""
     memo = memo if memo is not None else Memo()  # the attempts shorten the same texts
     question = _Question(win, kept, keys, tokens, counter, policy)
     found = _attempts(win, kept, keys, tokens, budget, counter, policy, restored, memo,
-                      question, may_shrink, rules, floors or {})
+                      question, may_shrink, rules, floors or {}, _results_of(win, kept, opening))
     if found is None:
         return None
     report, cap, floored = found
@@ -114,6 +117,14 @@ def last_resort(win: Window, kept: list[Message], keys: list, tokens: list[int],
            for k, got in floored.items()]
     return _take(win, report, kept, keys, counter, policy,
                  cut + question.keep_shortened(win, cap))
+
+
+def _results_of(win: Window, kept: list[Message], step: int | None) -> frozenset[int]:
+    """The result positions of ``kept`` answering the calls of message ``step``."""
+    if step is None:
+        return frozenset()
+    ids = {c.id for c in win.messages[step].tool_calls or ()}
+    return frozenset(k for k, m in enumerate(kept) if is_result(m) and m.tool_call_id in ids)
 
 
 def question_caps(budget: int, policy: PreparePolicy) -> list[int]:
@@ -240,8 +251,9 @@ class _Attempt:
 
     def __init__(self, kept: list[Message], keys: list, tokens: list[int], budget: int,
                  counter: Tokenizer, policy: PreparePolicy, memo: Memo,
-                 question: _Question) -> None:
+                 question: _Question, fixed: frozenset[int] = frozenset()) -> None:
         self.kept, self.keys, self.tokens, self.budget = kept, keys, tokens, budget
+        self.fixed = fixed  # result positions held at their size by the tool outputs' room
         self.counter, self.policy, self.memo, self.question = counter, policy, memo, question
         # a few messages: cheap; what a dropped message becomes is the window's to say
         self.options = TrimOptions(fmt=policy.fmt, name_cut_facts=True, reclaim=False,
@@ -264,7 +276,7 @@ class _Attempt:
         for k, (m, t) in floored.items():
             kept[k], tokens[k] = m, t
         out = _Attempt(kept, self.keys, tokens, self.budget, self.counter, self.policy,
-                       self.memo, self.question)
+                       self.memo, self.question, self.fixed)
         out.floored, out.at_floor = floored, True
         return out
 
@@ -288,7 +300,7 @@ class _Attempt:
     def run(self, summaries_held: bool, cap: int, pinned: set[int]):
         """The trim report of this attempt; None when what it pins alone is over."""
         opts = _tool_cap(self.kept, self.tokens, self.budget, self.policy, self.question, cap,
-                         summaries_held, self.options)
+                         summaries_held, self.options, self.fixed)
         try:
             return trim(self.inputs(summaries_held, cap, pinned), self.budget, self.counter,
                         memo=self.memo, options=opts)
@@ -359,7 +371,8 @@ class _Attempt:
 def _attempts(win: Window, kept: list[Message], keys: list, tokens: list[int], budget: int,
               counter: Tokenizer, policy: PreparePolicy, restored: set[int], memo: Memo,
               question: _Question, may_shrink: bool, rules: set[int] = frozenset(),
-              floors: dict[int, tuple[Message, int] | None] | None = None):
+              floors: dict[int, tuple[Message, int] | None] | None = None,
+              fixed: frozenset[int] = frozenset()):
     """(the trim report, the question's cap, the result positions shown at their floors) of
     the first attempt that keeps the newest exchange: a summary stands for everything before
     it, so it is held, the question whole beside it (at most half the budget), then with the
@@ -367,7 +380,7 @@ def _attempts(win: Window, kept: list[Message], keys: list, tokens: list[int], b
     (`_Attempt.widened`); only when even that leaves no room for the newest exchange, which
     the model answers, does the summary give way; the attached files are held at their
     ``floors`` before they may be dropped whole, the question given the room they leave."""
-    attempt = _Attempt(kept, keys, tokens, budget, counter, policy, memo, question)
+    attempt = _Attempt(kept, keys, tokens, budget, counter, policy, memo, question, fixed)
     # first the room everything else leaves it under the share an outline step brings a
     # request to (a task alone with the system prompt may take most of the budget; made to
     # fill all of it, the next turn's reply and question passed the budget at once and the
@@ -463,7 +476,7 @@ def _take(win: Window, report, kept: list[Message], keys: list, counter: Tokeniz
 
 def _tool_cap(kept: list[Message], tokens: list[int], budget: int, policy: PreparePolicy,
               question: _Question, cap: int, summaries_held: bool,
-              options: TrimOptions) -> TrimOptions:
+              options: TrimOptions, fixed: frozenset[int] = frozenset()) -> TrimOptions:
     """The options of one attempt: the tool outputs after the question outlined to share the
     room the system prompt, the question at ``cap``, the summaries (when held) and the other
     messages after the question leave; the newest tool output is outlined to fit rather than
@@ -471,7 +484,7 @@ def _tool_cap(kept: list[Message], tokens: list[int], budget: int, policy: Prepa
     held = policy.fmt.reply_priming
     outputs = 0
     for k, (m, t) in enumerate(zip(kept, tokens, strict=True)):
-        if m.role == "system" or (summaries_held and m.kind == "summary"):
+        if m.role == "system" or (summaries_held and m.kind == "summary") or k in fixed:
             held += t
         elif k == question.pos:
             held += min(t, cap)

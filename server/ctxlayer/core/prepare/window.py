@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import msgspec
 
+from ctxlayer.core.assembly.loop import opening_step
 from ctxlayer.core.assembly.summary import first_ask_chars
 from ctxlayer.core.compress.facts import Facts, Named, NamedFacts, named_part
 from ctxlayer.core.compress.shorten import shorten_message
@@ -84,7 +85,8 @@ class Window(Merging):
     long one among them is shown by its outline (a rewrite) until a summary takes it."""
 
     __slots__ = ("messages", "tokens", "cum", "head", "upto", "chunks", "verbatim", "rewrites",
-                 "fmt_priming", "frontier", "facts", "named", "ahead", "_groups", "_read")
+                 "fmt_priming", "frontier", "facts", "named", "ahead", "held", "_groups",
+                 "_read")
 
     def __init__(self, messages: list[Message], tokens: list[int], cum: list[int], head: int,
                  upto: int, chunks: list[Chunk], verbatim: list[int],
@@ -101,6 +103,9 @@ class Window(Merging):
         # outline of the same message reads only what they leave out
         self.named = named if named is not None else {}
         self.ahead = ahead  # a model's summary of what the next step may take
+        #: the newest tool loop's first step when it carries the turn's thinking and a later
+        #: step does not: never summarized (held.py), its calls outlined as any
+        self.held = opening_step(messages)
         self._groups: ToolGroups | None = None
         # the offline summary's sentences by text, for this turn only: a step that writes its
         # chunk again over fewer messages (`_give_back`) reads none of them twice
@@ -364,7 +369,7 @@ class Window(Merging):
         ``keep`` says stay whole."""
         stay: set[int] = set()
         for i in self.verbatim:
-            if keep(i):
+            if keep(i) or i == self.held:
                 stay.update(self.groups.of(i))
         return stay & set(self.verbatim)
 
@@ -389,7 +394,7 @@ class Window(Merging):
             if (covering or taken) and now <= budget and now - cost < floor:
                 break  # a big group (a file the user added) is not summarized to empty
             tail -= cost
-            if any(keep(k) for k in range(j, e)):
+            if any(keep(k) or k == self.held for k in range(j, e)):
                 kept.extend(range(j, e))
                 base += cost
             else:
