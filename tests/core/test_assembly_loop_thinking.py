@@ -43,7 +43,8 @@ def loop_opens_with_thinking(out) -> bool:
 
 
 def test_a_summary_that_replaced_the_first_step_leaves_it_shown_with_its_thinking():
-    for budget in (2000, 1500, 1000):
+    # (at 2,000 and 1,500 the results are outlined and nothing is summarized)
+    for budget in (1000, 700, 500):
         out = assemble(build(loop(6)), Compaction(), inp(budget), COUNTER)
         check_fits(out, budget)
         sent = [m.id for m in history_part(out)]
@@ -68,8 +69,8 @@ def test_a_fit_that_drops_steps_of_the_loop_drops_those_after_the_first():
 def test_interleaved_thinking_holds_nothing():
     assert opening_step(loop(6, interleaved=True)) is None
     assert opening_step(loop(6)) is not None
-    out = assemble(build(loop(6, interleaved=True)), Compaction(), inp(2500), COUNTER)
-    check_fits(out, 2500)
+    out = assemble(build(loop(6, interleaved=True)), Compaction(), inp(1500), COUNTER)
+    check_fits(out, 1500)
     sent = [m.id for m in history_part(out)]
     assert "a0" not in sent and sent[-2:] == ["a5", "t5"], sent
     assert loop_opens_with_thinking(out)
