@@ -29,6 +29,7 @@ from ctxlayer.core.prepare.model import (
     ConversationState,
     PreparePolicy,
     Told,
+    alike_prefix,
     common_prefix,
 )
 from ctxlayer.core.prepare.persist import (
@@ -52,7 +53,8 @@ def resume_best(snaps: Sequence[Snapshot | KeptWindow], messages: list[Message],
     ``messages`` the furthest (of a family's kept windows: a chat's, its sub-agents', its
     forks'), the first of them on a tie; with ``beyond`` (the state of the live chat this
     request edits), only one that agrees with them further than ``times`` as far as that
-    state does (twice for a request that extends it: `identity.far_past`). None when
+    state does (twice for a request that extends it: `identity.far_past`; as far as a
+    kept window's agreement is measured, `_carried`). None when
     none can be taken up. Never one that agrees with them on its system prompt alone: that
     is another chat of the same client (its turn goes on under the window's id, and wrote
     its window over that chat's); ``least``: the fewest that must agree instead (0 for the
@@ -65,7 +67,7 @@ def resume_best(snaps: Sequence[Snapshot | KeptWindow], messages: list[Message],
     only when it is the one: one that does not decode whole is passed over, as if never
     read (the next that agrees as far, or less far, is taken)."""
     hashes: list[str] = []
-    most = times * common_prefix(beyond.messages, messages) if beyond is not None else -1
+    most = times * _carried(beyond, messages) if beyond is not None else -1
     reached: list[tuple[int, int]] = []  # (-how far, which) of those that may be taken up
     for n, snap in enumerate(snaps):
         seen = snap.agreeing if isinstance(snap, KeptWindow) else snap
@@ -79,6 +81,23 @@ def resume_best(snaps: Sequence[Snapshot | KeptWindow], messages: list[Message],
             state = resume(whole, messages, counter, policy, hashes, edit=True)
             return (n, state) if state is not None else None
     return None
+
+
+def _carried(state: ConversationState, messages: list[Message]) -> int:
+    """How far ``messages`` agree with the live chat's ``state``, measured as `_reach`
+    measures a kept window's agreement or further: past the messages that differ only in
+    what their parts cost, and past every attached file's message the client wrote anew in
+    place (a file's new contents where the old ones were: the same chat, summarized or
+    not). Measured only to the first change, an aider chat whose files message changed (an
+    /add) right after a restart took the window of its own chain before its /clear or its
+    rewind, which reached past the files message: a conversation of its own, its later turns
+    sent as a summary, where the chat in memory went on in its own window."""
+    before = state.messages
+    k, n = alike_prefix(before, messages, common_prefix(before, messages)), \
+        min(len(before), len(messages))
+    while k < n and is_attached(before[k]) and is_attached(messages[k]):
+        k = alike_prefix(before, messages, k + 1)
+    return k
 
 
 def _holds(snap: Snapshot, k: int) -> bool:

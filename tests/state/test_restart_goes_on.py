@@ -1,0 +1,104 @@
+"""After a restart, a request goes on in the conversation a never-restarted daemon puts it in,
+with the body it sends: aider's files message written anew (an /add after a /clear or a
+rewind), a chat's first question edited in place (with a client session id or without). Each
+case runs the same requests on a state folder closed and opened again before the change and
+on one never closed: the ids, the bodies and the listings must be the same. A real State,
+the real tokenizer and SQLite."""
+
+from __future__ import annotations
+
+import random
+
+from test_conversations import MODEL, words
+from test_restart_ids import caller_of
+
+from ctxlayer import protocol
+from ctxlayer.state import State
+from ctxlayer.state.requests import chats
+
+AIDER_SYSTEM = {"role": "system", "content": "Act as an expert software developer. " * 20}
+REMINDER = {"role": "system", "content": "# *SEARCH/REPLACE block* Rules: " * 20}
+OK = {"role": "assistant", "content": "Ok, any changes I propose will be to those files."}
+
+
+def files_message(paths: list[str]) -> dict:
+    """aider's message of the files added to the chat, each fenced whole."""
+    r = random.Random(len(paths))
+    body = "".join(f"{p}\n```\n" + "".join(f"def f{i}(x):\n    return x + {r.randint(1, 99)}\n"
+                                           for i in range(40)) + "```\n\n" for p in paths)
+    return {"role": "user", "content": "I have *added these files to the chat* so you can go "
+            "ahead and edit them.\n\n" + body}
+
+
+def aider(files: list[str], turns: list[tuple[str, str]], question: str) -> dict:
+    """An aider request on gpt-4o: system, files, its "Ok", ``turns`` answered, ``question``,
+    the reminder."""
+    said = [m for q, a in turns for m in ({"role": "user", "content": q},
+                                           {"role": "assistant", "content": a})]
+    return {"model": MODEL, "messages": [AIDER_SYSTEM, files_message(files), OK, *said,
+                                         {"role": "user", "content": question}, REMINDER]}
+
+
+def exchanges(seed: int, n: int, long: int) -> list[tuple[str, str]]:
+    r = random.Random(seed)
+    return [(f"Q{seed}.{t} " + words(r, 20), f"answer {seed}.{t} " + words(r, long))
+            for t in range(n)]
+
+
+async def replayed(path, requests: list[dict], restart_at: int | None, budget: int = 1500
+                   ) -> tuple[list[protocol.PrepareResult], list[str]]:
+    """The results of ``requests`` (the state folder closed and opened again before the one
+    at ``restart_at``) and the ids listed after them."""
+    st = State(path)
+    out = []
+    try:
+        for k, request in enumerate(requests):
+            if k == restart_at:
+                await st.conversations.settled()
+                st.close()
+                st = State(path)
+            out.append(await chats.prepare(caller_of(st), protocol.PrepareParams(
+                format="openai", request=request, budget=budget)))
+        await st.conversations.settled()
+        listed = (await chats.conversations(caller_of(st), protocol.NoParams())).conversations
+    finally:
+        st.close()
+    return out, [c.conversation_id for c in listed]
+
+
+def same_as_never_restarted(after, never) -> None:
+    (got, listed), (want, listed_never) = after, never
+    assert [r.conversation_id for r in got] == [r.conversation_id for r in want]
+    assert [r.request for r in got] == [r.request for r in want]
+    assert listed == listed_never
+
+
+async def test_aider_files_added_after_a_clear_across_a_restart_stay_in_the_chat(tmp_path):
+    """aider's chat past its budget, a restart, /clear (the same files, new questions), then
+    /add (the files message written anew). Before, the /add's request took the window of the
+    chat before the /clear (kept as a fork when the /clear took the chat's window): a
+    conversation of its own, listed beside the chat, its last turns sent only as a summary."""
+    before = aider(["src/a.py"], exchanges(1, 6, 120), "Q1.last what now?")
+    cleared = exchanges(2, 2, 60)
+    requests = [before, aider(["src/a.py"], cleared, "Q2.2 and this?"),
+                aider(["src/a.py", "src/b.py"], [*cleared, ("Q2.2 and this?", "it is so")],
+                      "Q2.3 after the add?")]
+    after = await replayed(tmp_path / "restarted", requests, 1)
+    never = await replayed(tmp_path / "never", requests, None)
+    assert len({r.conversation_id for r in never[0]}) == 1
+    same_as_never_restarted(after, never)
+
+
+async def test_aider_files_changed_after_a_rewind_across_a_restart_stay_in_the_chat(tmp_path):
+    """aider's chat past its budget, a restart, its first question edited and the rest
+    dropped, then a file changed in the files message. Before, the change took the window of
+    the chat before the edit: a new conversation, and every later change made one more."""
+    first = exchanges(3, 6, 120)
+    edited = first[0][0] + " (edited)"
+    requests = [aider(["src/a.py"], first, "Q3.last what now?"),
+                aider(["src/a.py"], [], edited),
+                aider(["src/a.py", "src/c.py"], [(edited, "done")], "Q3.next and now?")]
+    after = await replayed(tmp_path / "restarted", requests, 1)
+    never = await replayed(tmp_path / "never", requests, None)
+    assert len({r.conversation_id for r in never[0]}) == 1
+    same_as_never_restarted(after, never)
