@@ -201,3 +201,31 @@ def test_a_window_that_agrees_with_none_is_never_decoded_whole(monkeypatch):
     other = [SYSTEMS[1], Message(role="user", content="a chat of its own")]
     assert resuming.resume_best(windows, other, WORDS, DEFAULT_POLICY, least=1) is None
     assert decoded == []
+
+
+def test_a_request_goes_on_from_the_window_whose_last_question_it_carries_answered():
+    """The last question of a kept window is what a request going on from it carries,
+    answered, however little else agrees (its first question edited in place): read lazily or
+    whole, and as a later turn that did not move the window sent it (`Sent`). A fork of the
+    chat, which went its own way before that question, goes on from none of it."""
+    history = _history(random.Random(5), 10, False)  # system, then question, answer, ...
+    first = prepare_turn(None, history[:16], 300, WORDS).state  # up to question 7
+    later = prepare_turn(first, history[:18], 300, WORDS).state  # question 8, the same window
+    assert persist.carries(first, later)
+    body = persist.encode(persist.snapshot(first, WORDS.name))
+    sent = persist.encode_sent(persist.sent(first, later, persist.hashed(None, later.messages),
+                                            1, WORDS.name))
+    windows = [persist.KeptWindow.read(body, 1, (1, sent)), persist.decode_kept(body, 1, (1, sent))]
+    edited = [history[0], Message(role="user", content=history[1].content + " (edited)"),
+              *history[2:18], Message(role="assistant", content="an answer"),
+              Message(role="user", content="and now?")]
+    fork = [*history[:16], Message(role="assistant", content="another answer"),
+            Message(role="user", content="elsewhere?")]
+    for window in windows:
+        assert resuming.goes_on([window], edited) == 0
+        assert resuming.goes_on([window], edited, system=True) == 0
+        assert resuming.goes_on([window], history[:18]) is None  # question 8 not answered
+        assert resuming.goes_on([window], fork) is None
+    assert resuming.goes_on([persist.KeptWindow.read(body, 1, None)], fork) == 0
+    other = [SYSTEMS[1], *edited[1:]]
+    assert resuming.goes_on(windows, other, system=True) is None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from test_conversations import MODEL, words
 from test_restart_ids import caller_of
 
@@ -98,6 +99,57 @@ async def test_aider_files_changed_after_a_rewind_across_a_restart_stay_in_the_c
     requests = [aider(["src/a.py"], first, "Q3.last what now?"),
                 aider(["src/a.py"], [], edited),
                 aider(["src/a.py", "src/c.py"], [(edited, "done")], "Q3.next and now?")]
+    after = await replayed(tmp_path / "restarted", requests, 1)
+    never = await replayed(tmp_path / "never", requests, None)
+    assert len({r.conversation_id for r in never[0]}) == 1
+    same_as_never_restarted(after, never)
+
+
+def edited_first(seed: int, session: bool) -> list[dict]:
+    """A chat's requests: three turns, then the same with its first question edited in place
+    and a new question, then one more turn; under a client session id or none."""
+    r = random.Random(seed)
+    said = [{"role": "system", "content": "You are a careful coding assistant."},
+            {"role": "user", "content": "Where is the cache built? " + words(r, 40)}]
+    requests = []
+    for t in range(3):
+        said = [*said, {"role": "assistant", "content": f"A{t} " + words(r, 150)},
+                {"role": "user", "content": f"Q{t} " + words(r, 30)}]
+        requests.append(said)
+    edited = [said[0], {**said[1], "content": said[1]["content"] + " (edited)"}, *said[2:],
+              {"role": "assistant", "content": "A-last " + words(r, 50)},
+              {"role": "user", "content": "And now? " + words(r, 10)}]
+    more = [*edited, {"role": "assistant", "content": "fine " + words(r, 40)},
+            {"role": "user", "content": "Next one? " + words(r, 10)}]
+    extra = {"user": "run-1234"} if session else {}
+    return [{"model": MODEL, "messages": m, **extra} for m in (*requests, edited, more)]
+
+
+@pytest.mark.parametrize("session", [True, False])
+@pytest.mark.parametrize("budget", [1500, 20_000])
+async def test_a_chat_whose_first_question_is_edited_after_a_restart_goes_on(
+        tmp_path, session, budget):
+    """Before, the edit after a restart was a chat of its own (a new id in its client
+    session's family; without one, its first question names a new family), no cache reuse
+    said, and the chat it went on stayed listed with its last figures: two rows where the
+    never-restarted daemon lists one."""
+    requests = edited_first(5, session)
+    after = await replayed(tmp_path / "restarted", requests, 3, budget)
+    never = await replayed(tmp_path / "never", requests, None, budget)
+    assert len({r.conversation_id for r in never[0]}) == 1
+    same_as_never_restarted(after, never)
+    assert [r.cache_reuse_tokens for r in after[0]] == [r.cache_reuse_tokens for r in never[0]]
+
+
+async def test_aider_files_changed_right_after_a_restart_stay_in_the_chat(tmp_path):
+    """aider's files message written anew (an /add) in the first request after a restart:
+    its opening names another family, and no chat is in memory to go on in. Before, a chat
+    of its own (its window another chat's branch), listed beside the chat it went on."""
+    first = exchanges(4, 6, 120)
+    requests = [aider(["src/a.py"], first[:5], first[5][0]),
+                aider(["src/a.py", "src/d.py"], first, "Q4.next after the add?"),
+                aider(["src/a.py", "src/d.py"], [*first, ("Q4.next after the add?", "yes")],
+                      "Q4.more and then?")]
     after = await replayed(tmp_path / "restarted", requests, 1)
     never = await replayed(tmp_path / "never", requests, None)
     assert len({r.conversation_id for r in never[0]}) == 1

@@ -328,10 +328,26 @@ class Conversations:
                 trouble, None)
         if went is None:
             return family
+        self._remember_moved(workspace, family, went)
+        return went
+
+    def _remember_moved(self, workspace: str, family: str, went: str) -> None:
         self._moved[(workspace, family)] = went
         while len(self._moved) > self.max_live:
             self._moved.pop(next(iter(self._moved)))
-        return went
+
+    def _went_on(self, conv: Conversation, took: str) -> None:
+        """``conv``'s request took up the window kept under ``took``: when that is a chat of
+        another family, its opening written anew (`_kept_start`), the request's family goes on
+        in that one from now on, kept so for a restart, as `_unhinted_family` moves it with
+        the chat in memory."""
+        went = identity.chain_family(took)
+        if conv.family is None or went is None or went == conv.family \
+                or identity.chain_family(conv.family) is None:
+            return
+        self._remember_moved(conv.workspace, conv.family, went)
+        self.upkeep.keep_moved(conv.workspace, conv.family, went, _now())
+        conv.family = went
 
     def _fork_id(self, family: str) -> str:
         """A new id in ``family``, never one given before this start: the state folder may
@@ -518,6 +534,7 @@ class Conversations:
         name. ``start``: the state the turn started from."""
         conv.displaced = False  # looked at once: a request that extends it goes on in it
         if took is not None:
+            self._went_on(conv, took[0])
             return self._taken_up(conv, took, edited, start)
         if edits:
             self._fork(conv)
@@ -1091,15 +1108,28 @@ def _kept_start(kept: list[Kept], forks_of: list[Fork], messages: list, counter:
     kept window it forks, the restored ids it shows): ``previous`` and ``restored`` unless a
     kept window agrees with ``messages`` further (``times`` as far). One of its own
     (``kept``; however little of it agrees for a conversation the client named, ``family``
-    None: an edit of its first question), else, new here, another chat's (``forks_of``)."""
+    None: an edit of its first question), else, new here, another chat's (``forks_of``).
+    As in memory (`Conversations._by_chain`, `_unhinted_family`), a request new here that
+    agrees with none goes on in the window whose last question it carries, answered
+    (`_going_on`): of its family, or, its opening written anew with no client session id
+    to name its family (aider's files message, an edited first question), of another
+    family with its system prompt; before, a chat of its own, the chat it went on listed
+    beside it."""
     if kept:
         found = resuming.resume_best([k[2] for k in kept], messages, counter, DEFAULT_POLICY,
                                     beyond=previous, least=0 if family is None else None,
                                     times=times)
-        if found is None:
+        state, took = (None, None) if found is None else (found[1], kept[found[0]])
+        if found is None and family is not None and previous is None:
+            state, took = _going_on(kept, messages, counter, system=False)
+        if state is None or took is None:
             return previous, None, [], restored
-        took = kept[found[0]]
-        return found[1], took, [], frozenset(took[2].restored)  # the ids restored in that chat
+        return state, took, [], frozenset(took[2].restored)  # the ids restored in that chat
+    if forks_of and previous is None and identity.chain_family(family) is not None:
+        chains = [k for k in forks_of if identity.chain_family(k[0]) is not None]
+        state, took = _going_on(chains, messages, counter, system=True)
+        if state is not None and took is not None:
+            return state, took, [], frozenset(took[2].restored)
     if forks_of:
         found = resuming.resume_best([k[2] for k in forks_of], messages, counter,
                                     DEFAULT_POLICY, beyond=previous, least=1)
@@ -1107,6 +1137,23 @@ def _kept_start(kept: list[Kept], forks_of: list[Fork], messages: list, counter:
             # the ids restored in that chat, as the state made of its window holds them
             return found[1], None, [forks_of[found[0]][0]], frozenset(found[1].restored)
     return previous, None, [], restored
+
+
+def _going_on(windows: list[Kept] | list[Fork], messages: list, counter: Any, system: bool
+              ) -> tuple[ConversationState | None, Kept | None]:
+    """(the state made of it, the window decoded whole) of the window of ``windows`` that
+    ``messages`` go on from (`resuming.goes_on`), taken up as an edit as far as they agree
+    (its system prompt reused, as the chat in memory edited so); (None, None) when none."""
+    n = resuming.goes_on([k[2] for k in windows], messages, system)
+    if n is None:
+        return None, None
+    rid, turn, window = windows[n]
+    whole = window.whole() if isinstance(window, persist.KeptWindow) else window
+    found = None if whole is None else resuming.resume_best(
+        [whole], messages, counter, DEFAULT_POLICY, least=0)
+    if found is None or whole is None:
+        return None, None
+    return found[1], (rid, turn, whole)
 
 
 def _own(conv: Conversation, kept: list[Kept], last: Any) -> Kept | None:

@@ -26,6 +26,7 @@ Must not: keep state (Conversations does), or import a face.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ctxlayer.core.formats import codec
@@ -81,6 +82,20 @@ def provider_chat_id(fmt: str, name: str) -> str:
 def family_id(fmt: str, request: dict) -> str:
     """The id of the first conversation of the requests that start this way."""
     return "c" + content_hash(identity_text(fmt, request))
+
+
+#: a `family_id`: "c" and a `content_hash`
+_FAMILY = re.compile(r"c[0-9a-f]{16}")
+
+
+def chain_family(cid: str | None) -> str | None:
+    """The family (`family_id`) of a conversation id given to requests that start alike, or
+    to a fork of one (``<family>-<run><n>``); None for any other id (a client session's, a
+    name the client gave): the family a kept window's chat belongs to, after a restart."""
+    if cid is None:
+        return None
+    family = cid.split("-", 1)[0]
+    return family if _FAMILY.fullmatch(family) else None
 
 
 def turns(request: dict) -> list:

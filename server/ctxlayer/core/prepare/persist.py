@@ -120,6 +120,11 @@ class Snapshot(msgspec.Struct, kw_only=True):
     #: outside it, where the old ones were), they need not agree for the window to be taken
     #: up. Empty in a window written before it was kept
     attached: list[int] = msgspec.field(default_factory=list)
+    #: `asked_hash` of the turn's last user message: a request that carries it, answered,
+    #: goes on from this window however little else of it agrees (`resuming.goes_on`: its
+    #: first question edited in place, aider's files message written anew); "" when it has
+    #: none, and in a window written before it was kept
+    asked: str = ""
 
 
 class _Listed(msgspec.Struct):
@@ -173,7 +178,21 @@ def snapshot(state: ConversationState, counter_name: str = "",
                     tokens=list(state.tokens) if counted_with else [],
                     shapes=[shape_hash(m) for m in state.messages],
                     ids=[m.id for m in state.messages], ahead=_kept_ahead(state.ahead),
-                    told=_kept_told(state), attached=_shown_files(state))
+                    told=_kept_told(state), attached=_shown_files(state),
+                    asked=last_asked(state.messages))
+
+
+def asked_hash(m: Message) -> str:
+    """A user message's words, hashed: what tells that a request carries a chat's question
+    wherever it stands in it (the derived ids of a client's messages name their position)
+    and however its client spaced it (aider restores a question from its markdown log with
+    a line end after it, `identity._words`)."""
+    return content_hash(" ".join(m.content.split()))
+
+
+def last_asked(messages: list[Message]) -> str:
+    """`asked_hash` of the last user message of ``messages``, "" when there is none."""
+    return next((asked_hash(m) for m in reversed(messages) if m.role == "user"), "")
 
 
 def _shown_files(state: ConversationState) -> list[int]:
@@ -220,6 +239,7 @@ class Sent(msgspec.Struct, kw_only=True):
     out_keys: list  # the identity of each message of its result from ``out_from`` on
     out_tokens: list[int]
     tools: str = ""  # `tools_key` of its request
+    asked: str = ""  # `asked_hash` of its last user message, as `Snapshot.asked`
 
 
 #: the fields of a request that open the prompt before its messages, with the tools
@@ -290,7 +310,8 @@ def sent(written: ConversationState, state: ConversationState, hashes: Hashed, t
                 ids=[m.id for m in state.messages[since:]], counted_with=counted_with,
                 frontier=max(state.frontier, state.upto), rewrites=sorted(state.rewrites),
                 out_from=out_from, out_keys=list(state.out_keys[out_from:]),
-                out_tokens=list(state.out_tokens[out_from:]), tools=tools)
+                out_tokens=list(state.out_tokens[out_from:]), tools=tools,
+                asked=last_asked(state.messages))
 
 
 def as_sent(snap: Snapshot, last: Sent) -> Snapshot:
@@ -311,6 +332,7 @@ def as_sent(snap: Snapshot, last: Sent) -> Snapshot:
         frontier=last.frontier, rewrites={i: snap.rewrites[i] for i in last.rewrites},
         out_keys=snap.out_keys[:last.out_from] + last.out_keys,
         out_tokens=snap.out_tokens[:last.out_from] + last.out_tokens, tools=last.tools,
+        asked=last.asked,
         # what the window's turn told is not what the later turn sent was told
         told=None)
 
@@ -399,6 +421,7 @@ class Agreeing(msgspec.Struct, kw_only=True):
     rewrites: dict[int, msgspec.Raw]
     out_keys: list[msgspec.Raw]
     out_tokens: list[int]
+    asked: str = ""
 
 
 _AGREEING = msgspec.json.Decoder(Agreeing)
@@ -431,7 +454,7 @@ class KeptWindow:
         last = _sent_at(turn, sent)
         if last is not None and _fits(got, last):
             hashes, shapes = _sent_hashes(got, last)
-            got = msgspec.structs.replace(got, hashes=hashes, shapes=shapes)
+            got = msgspec.structs.replace(got, hashes=hashes, shapes=shapes, asked=last.asked)
         return cls(data, last, got)
 
     def whole(self) -> Snapshot | None:

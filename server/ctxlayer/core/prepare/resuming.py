@@ -37,6 +37,7 @@ from ctxlayer.core.prepare.persist import (
     KeptAhead,
     KeptWindow,
     Snapshot,
+    asked_hash,
     counted_by,
     message_hash,
     shape_hash,
@@ -80,6 +81,28 @@ def resume_best(snaps: Sequence[Snapshot | KeptWindow], messages: list[Message],
         if whole is not None:
             state = resume(whole, messages, counter, policy, hashes, edit=True)
             return (n, state) if state is not None else None
+    return None
+
+
+def goes_on(windows: Sequence[Snapshot | KeptWindow], messages: list[Message],
+            system: bool = False) -> int | None:
+    """Which of ``windows`` (the most recent first) ``messages`` go on from however little of
+    it they agree with: they carry its turn's last user message (`Snapshot.asked`), answered,
+    the rule an unrestarted chat goes on by (`identity.goes_on`: its first question edited in
+    place, aider's files message written anew); with ``system``, only a window whose system
+    prompt is theirs. None when none does. A fork (a chat that shares another's opening and
+    goes its own way) carries none of that chat's last question, and its window is not
+    taken."""
+    answered = {asked_hash(m) for m, after in zip(messages, messages[1:], strict=False)
+                if m.role == "user" and after.role == "assistant"}
+    if not answered:  # a first request: nothing of a chat it could go on from
+        return None
+    head = next((i for i, m in enumerate(messages) if m.role != "system"), len(messages))
+    opening = [message_hash(m) for m in messages[:head]] if system else []
+    for n, window in enumerate(windows):
+        seen = window.agreeing if isinstance(window, KeptWindow) else window
+        if seen.asked in answered and (not system or seen.hashes[:seen.head] == opening):
+            return n
     return None
 
 
