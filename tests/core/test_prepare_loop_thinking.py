@@ -9,35 +9,15 @@ there, a user text, would start a new turn that a5 opens without thinking."""
 from __future__ import annotations
 
 import pytest
+from test_assembly_loop_thinking import loop  # the same loop, assembled there
 
 from ctxlayer.core.groups import ToolGroups, is_result
 from ctxlayer.core.prepare import prepare_turn
 from ctxlayer.core.tokens import WordTokenizer
-from ctxlayer.protocol import Message, ToolCall
+from ctxlayer.protocol import Message
 
 COUNTER = WordTokenizer()
 THOUGHT = "thinking (60 tokens)"
-
-
-def loop(steps: int, *, interleaved: bool = False, earlier: int = 3) -> list[Message]:
-    """Earlier turns, the question, then `steps` calls each with a long result; thinking on
-    the first step only (or on every step)."""
-    out: list[Message] = []
-    for r in range(earlier):
-        out += [Message(role="user", id=f"u{r}", content=f"earlier task {r} " + "please " * 30),
-                Message(role="assistant", id=f"r{r}", content=f"ok {r}")]
-    out.append(Message(role="user", id="q", content="Fix the crash in the parser."))
-    for s in range(steps):
-        thinks = s == 0 or interleaved
-        out += [Message(role="assistant", id=f"a{s}", content="",
-                        tool_calls=[ToolCall(id=f"c{s}", name="read",
-                                             arguments=f'{{"f": "p{s}.py"}}')],
-                        parts_tokens=60 if thinks else None,
-                        parts=[THOUGHT] if thinks else None),
-                Message(role="tool", id=f"t{s}", tool_call_id=f"c{s}",
-                        content="\n".join(f"line {k}: value = compute({k}, {s})"
-                                          for k in range(250)))]
-    return out
 
 
 def turn_start(sent: list[Message]) -> int:
