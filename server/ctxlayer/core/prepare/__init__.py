@@ -82,7 +82,10 @@ dropped, shortened), cache reuse and breakpoints, a one-line notice, and the nex
    the request needs; an agent's task beside the system prompt alone keeps the fixed size,
    which leaves the next requests room); restored and pinned messages are kept;
    the summaries are kept too (shortened at worst) unless that leaves no room for the newest
-   exchange, or would leave the question no more than its first words (MIN_QUESTION tokens);
+   exchange, or would leave the question no more than its first words (MIN_QUESTION tokens),
+   or, when it ends the request (a chat's question), less than half the room the system
+   prompt leaves (`question_least`): the summaries are merged smaller, else cut to their
+   head and tail (`cut_summaries`), audited, or left out before it goes under that;
    shrinking them, the tool outputs after the question count at what the last resort can
    outline them to (half the room the rest leaves the two), so an outline of the newest `cat`
    does not take the room of the summary holding the task; a side of the question whose one

@@ -25,8 +25,10 @@ from ctxlayer.core.prepare.fit import (
     fit_prose,
     last_resort,
     outputs_spare,
+    question_spare,
     result_index,
 )
+from ctxlayer.core.prepare.merging import told_shrunk
 from ctxlayer.core.prepare.model import (
     DEFAULT_POLICY,
     Ahead,
@@ -443,8 +445,14 @@ def _fit(win: Window, budget: int, counter: Tokenizer, policy: PreparePolicy,
     fitted = last_resort(win, kept, keys, out_tokens, budget, counter, policy, pinned, memo,
                           may_shrink=True, rules=rules, floors=floors, opening=first)
     if fitted is None:  # the summaries would have given way: one smaller chunk instead
-        win.fit_summaries(budget, counter, policy,
-                          outputs_spare(win, kept, keys, out_tokens, budget, counter, policy))
+        spare = outputs_spare(win, kept, keys, out_tokens, budget, counter, policy)
+        asked = question_spare(win, kept, keys, out_tokens, budget, counter, policy,
+                               restored | rules)
+        before = list(win.chunks)
+        win.fit_summaries(budget, counter, policy, spare + asked)
+        if asked:  # no merge got them small enough for the question's share: cut
+            win.cut_summaries(budget, counter, policy, spare + asked)
+        called += told_shrunk(before, win.chunks)
         total = win.total()
         kept, keys, out_tokens = _assemble(win, restored)
         if total <= budget:  # the calls and replies cut above stay cut: still told

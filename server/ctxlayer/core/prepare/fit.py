@@ -81,6 +81,17 @@ class _Question:
                 best = mid
         return best
 
+    def reaching(self, least: int) -> int:
+        """A cap whose cut takes at least ``least`` tokens: a cut ends at a word or a line
+        and comes out a few tokens under its cap (20 for 22), so a few tries above it."""
+        cap = least
+        for _ in range(3):
+            short = self.size(cap)
+            if short >= least:
+                break
+            cap += least - short + 1
+        return cap
+
     def keep_shortened(self, win: Window, cap: int | None) -> list[AuditEntry]:
         """The shortening the fit used, said once and kept for later turns like a rewrite."""
         short = self.within(cap)
@@ -134,6 +145,25 @@ def question_caps(budget: int, policy: PreparePolicy) -> list[int]:
     return sorted(set(max(MIN_QUESTION, c) for c in (
         budget // 2, int(budget * policy.question_share), budget // 8, budget // 16)),
         reverse=True)
+
+
+def question_least(kept: list[Message], keys: list, tokens: list[int], budget: int,
+                   policy: PreparePolicy, question: _Question, held: set[int]) -> int:
+    """The fewest tokens the question keeps beside the summaries held when it ends the
+    request (a chat's question): half the room the system prompt and the messages ``held``
+    (by conversation index) leave, all of itself when it takes less (what more the request
+    lets it take, `_Attempt.widened` gives it). Held at any cap, a summary written on an
+    earlier turn kept 96 tokens of a 150-token budget and a 700-token question went out at
+    32, its last word cut, where a fresh prepare of the same chat sent it at 94 beside a
+    34-token summary. 0 for an agent's task, which every later request carries beside its
+    work: given half the room beside the newest exchange, the summaries of the work gave way
+    (the dev replay kept 591 facts of 680 at a 10% budget, 609 without)."""
+    if question.pos < 0 or any(m.role != "system" for m in kept[question.pos + 1:]):
+        return 0
+    fixed = policy.fmt.reply_priming + sum(
+        t for k, (m, t) in enumerate(zip(kept, tokens, strict=True)) if k != question.pos and (
+            m.role == "system" or result_index(keys[k]) in held))
+    return min(tokens[question.pos], max(0, (budget - fixed) // 2))
 
 
 def fit_calls(win: Window, kept: list[Message], keys: list, tokens: list[int], budget: int,
@@ -197,6 +227,18 @@ def outputs_spare(win: Window, kept: list[Message], keys: list, tokens: list[int
     room = budget - (policy.fmt.reply_priming + sum(tokens) - now - summaries)
     keep = max(len(outputs) * TOOL_CAP_MIN, room // 2)
     return max(0, now - keep)
+
+
+def question_spare(win: Window, kept: list[Message], keys: list, tokens: list[int],
+                   budget: int, counter: Tokenizer, policy: PreparePolicy,
+                   held: set[int]) -> int:
+    """The tokens the question can give up so the summaries stay: down to its share of the
+    room (`question_least`), not further; counted whole, a summary beside a long question
+    had no room to shrink into and was held at its size, the question cut for it. 0 for an
+    agent's task (`question_least`)."""
+    question = _Question(win, kept, keys, tokens, counter, policy)
+    least = question_least(kept, keys, tokens, budget, policy, question, held | {question.at})
+    return max(0, tokens[question.pos] - least) if least else 0
 
 
 def _shortened(win: Window, kept: list[Message], keys: list, tokens: list[int], k: int, i: int,
@@ -393,8 +435,12 @@ def _attempts(win: Window, kept: list[Message], keys: list, tokens: list[int], b
     pinned = restored | {question.at}
     # beside a summary the question keeps more than its first words: a 940-token task cut to
     # 16 tokens ("We're currently solving th") next to a summary of the steps taken on it was
-    # a worse request than the summary shrunk or left out
-    beside = [c for c in caps if c > MIN_QUESTION] or caps
+    # a worse request than the summary shrunk or left out; and at least its share of the room
+    # (`question_least`), the summary shrinking or going first
+    least = question_least(kept, keys, tokens, budget, policy, question, pinned | rules)
+    beside = sorted({c for c in caps if c > MIN_QUESTION and c >= least} | {least},
+                    reverse=True) if least > MIN_QUESTION else [c for c in caps
+                                                                if c > MIN_QUESTION] or caps
     # the user's instruction files held beside the summaries and the question; dropped only
     # when the newest exchange fits in no other way (held then, the newest call went instead)
     # with attached files, a request that holds them is fuller than any that drops them,
@@ -411,6 +457,8 @@ def _attempts(win: Window, kept: list[Message], keys: list, tokens: list[int], b
         if n == 1 and may_shrink and win.chunks:
             return None
         for j, cap in enumerate(ladder):
+            if summaries_held and cap == least:  # its cut at least that (counted only here)
+                cap = question.reaching(least)
             report = tried.run(summaries_held, cap, pins)
             if report is not None and (tried.at_floor or tried.keeps_newest(report)):
                 # up to the cap that did not fit, or the question whole

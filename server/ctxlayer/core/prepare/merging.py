@@ -7,14 +7,23 @@ request over its budget all of them shrink into one per side of that question.
 
 from __future__ import annotations
 
+import dataclasses
+
+from ctxlayer.core.compress.shorten import shorten_message
 from ctxlayer.core.groups import is_result
 from ctxlayer.core.prepare import summaries
 from ctxlayer.core.prepare.model import Chunk, PreparePolicy
+from ctxlayer.core.text import describe
 from ctxlayer.core.tokens import Tokenizer
-from ctxlayer.protocol import Message
+from ctxlayer.protocol import AuditEntry, Message
 
 #: a chunk keeps less than this share of what the newest two keep of their messages: squeezed
 SQUEEZED = 0.3
+#: the fewest tokens a chunk is cut to for the question's share: less says no more than its
+#: header, and the last resort leaves it out (audited) instead
+CUT_LEAST = 32
+SHRUNK = ("shortened to fit: the summary of earlier messages made smaller (merged, or cut to "
+          "its head and tail) for the newest exchange's room")
 
 
 def merge_goal(share: float, newest: int, policy: PreparePolicy) -> float:
@@ -75,6 +84,27 @@ class Merging:
             return False  # nothing could be made smaller
         self.chunks = [c for c in out if c is not None]
         return self.total() <= budget
+
+    def cut_summaries(self, budget: int, counter: Tokenizer, policy: PreparePolicy,
+                      spare: int) -> None:
+        """When no merge made the chunks small enough for the question to keep its share of
+        the room (``spare``: what the question and the newest tool outputs can give up), each
+        chunk is cut to its part of the room left, its head and tail, and kept so: no merge
+        writes a chunk shorter than the ask of the chat's first task, and a 100-token chunk
+        written on an earlier turn kept its room while a 700-token question went out at 32
+        tokens of a 150-token budget. Nothing when that room is under CUT_LEAST a chunk (the
+        last resort leaves them out then, audited) or they fit in it."""
+        chunks = sum(c.tokens for c in self.chunks)
+        want = budget - (self.total() - chunks) - 8 + spare
+        if chunks <= want or want < CUT_LEAST * len(self.chunks):
+            return
+        out: list[Chunk] = []
+        for c in self.chunks:
+            got = shorten_message(c.message, c.tokens, want * c.tokens // chunks, counter,
+                                  policy.fmt)
+            out.append(c if got is None else dataclasses.replace(c, message=got[0],
+                                                                 tokens=got[1]))
+        self.chunks = out
 
     def _merged(self, side: list[Chunk], counter: Tokenizer, policy: PreparePolicy,
                 room: int, want: int) -> Chunk | None:
@@ -255,3 +285,18 @@ class Merging:
             if chunks[j].tokens < SQUEEZED * kept * chunks[j].replaced_tokens:
                 return j
         return k
+
+
+def told_shrunk(before: list[Chunk], after: list[Chunk]) -> list[AuditEntry]:
+    """One audit entry for each chunk of ``after`` a fit made smaller than the chunks of
+    ``before`` it stands for (`fit_summaries`, `cut_summaries`): the summary the client was
+    sent shrank, and the audit says by how much."""
+    out: list[AuditEntry] = []
+    for c in after:
+        if any(c is b for b in before):
+            continue
+        was = sum(b.tokens for b in before if c.start <= b.start and b.upto <= c.upto)
+        out.append(AuditEntry(action="truncated", reason=SHRUNK, summary=describe(c.message),
+                              tokens_before=was, tokens_after=c.tokens,
+                              message_id=c.message.id))
+    return out
