@@ -1,7 +1,8 @@
 """The newest question keeps its share of the room beside a summary written on an earlier
 turn: a live chat, prepared turn by turn, keeps it at least half the room, as a fresh prepare
 of the same history does. The summary shrinks or goes (audited) before the question goes under
-half the room (what the system prompt leaves)."""
+half the room (what the system prompt leaves), and a cut question keeps whole words at both
+ends."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import random
 
 from test_prepare import PRIMING, check_turn
 
+from ctxlayer.core.compress.shorten import shorten
+from ctxlayer.core.compress.tool_output import OMITTED
 from ctxlayer.core.prepare import prepare_turn
 from ctxlayer.core.tokens import OPENAI_FORMAT, WordTokenizer, message_tokens
 from ctxlayer.protocol import Message
@@ -90,3 +93,17 @@ def test_at_every_budget_the_live_question_keeps_half_the_room():
         room = budget - PRIMING - tokens(msgs[0])
         assert tokens(question(live)) >= min(whole, room // 2), budget
 
+
+def test_a_question_on_one_line_is_cut_between_words_at_both_ends():
+    """A one-line question cut to its head and tail: each end a whole word of it (cut by
+    characters, the head ended in "parse" and the tail started at "IL_OF_Q3"), and the tail
+    kept from 20 tokens on (40 characters held for the marker left none)."""
+    text = tiny_chat()[-1].content
+    said = set(text.split())
+    for cap in range(16, 120):
+        out = shorten(text, cap, COUNTER, keep_head=True)
+        assert out is not None and COUNTER.count(out.text) <= cap
+        kept = OMITTED.sub(" ", out.text).replace("…", " ").split()
+        assert set(kept) <= said, (cap, out.text)
+        if "omitted" in out.text and cap >= 20:
+            assert out.text.endswith(" TAIL_OF_Q3"), (cap, out.text)

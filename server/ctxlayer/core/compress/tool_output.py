@@ -131,11 +131,35 @@ def _part(lines: list[str], i: int, room: int, beside: bool) -> int:
 
 
 def _chars_head_tail(text: str, max_chars: int) -> str:
-    head_n = int(max_chars * HEAD_SHARE)
-    tail_n = max(0, max_chars - head_n - 40)
-    omitted = len(text) - head_n - tail_n
-    tail = text[len(text) - tail_n :] if tail_n else ""
-    return f"{text[:head_n]}\n{_omitted(omitted, 'char')}\n{tail}"
+    """A line or two too long for ``max_chars``: its first and last characters around a
+    "[... N chars omitted ...]" marker, each end cut between words when a blank is near (in
+    the second half of its room). The marker's room is its own length: 40 characters kept
+    for it left a 20-token question no tail at all, and a cut by characters alone ended the
+    kept head in "parse" and started the tail at "IL_OF_Q3"."""
+    room = max(0, max_chars - len(_omitted(len(text), "char")) - 2)
+    head_n = int(room * HEAD_SHARE)
+    tail_n = room - head_n
+    head = _words_up_to(text, head_n)
+    tail = _words_from(text, len(text) - tail_n) if tail_n else ""
+    return f"{head}\n{_omitted(len(text) - len(head) - len(tail), 'char')}\n{tail}"
+
+
+def _words_up_to(text: str, n: int) -> str:
+    """``text[:n]``, ended at the last blank within it when that is in its second half."""
+    if n >= len(text) or text[n].isspace():
+        return text[:n].rstrip()
+    cut = max(text.rfind(c, n // 2, n) for c in " \n\t")  # no further: a blob has none
+    return text[:cut].rstrip() if cut >= n // 2 else text[:n]
+
+
+def _words_from(text: str, start: int) -> str:
+    """``text[start:]``, started after the first blank from there when that is in its first
+    half (so the tail starts at a word)."""
+    if start <= 0 or text[start - 1].isspace():
+        return text[start:].lstrip()
+    end = start + (len(text) - start) // 2 + 1
+    found = [k for k in (text.find(c, start, end) for c in " \n\t") if k >= 0]
+    return text[min(found) + 1:].lstrip() if found else text[start:]
 
 
 def _fit_prefix(text: str, cap: int, counter: Counter) -> str:
@@ -186,10 +210,11 @@ def _shrink(
 
 
 def first_words(text: str | None, cap: int, counter: Counter) -> str | None:
-    """The start of ``text`` within ``cap`` tokens, an ellipsis after it."""
+    """The start of ``text`` within ``cap`` tokens, an ellipsis after it, ended between
+    words when a blank is near."""
     if text is None:
         return None
-    start = _fit_prefix(text, max(0, cap - 1), counter).rstrip()
+    start = _words_up_to(text, len(_fit_prefix(text, max(0, cap - 1), counter))).rstrip()
     return start + "…" if start and counter.count(start + "…") <= cap else None
 
 
