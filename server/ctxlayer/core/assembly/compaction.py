@@ -148,11 +148,14 @@ def _cut_middle(text: str, max_chars: int) -> str:
     head = _lines_within(lines, int(room * 0.6))
     whole = bool(head)
     if not whole:
-        head = [lines[0][:int(room * 0.6)] + "…"]
+        head = [_words_start(lines[0], int(room * 0.6)) + "…"]
     left = room - sum(len(line) + 1 for line in head)
     tail = _lines_within(lines[len(head) if whole else 1:][::-1], left)[::-1]
-    if not tail and left >= 12 and len(lines) > 1:
-        whole, tail = False, ["…" + lines[-1][len(lines[-1]) - left + 2:]]
+    if not tail and left >= 12:
+        # the end of the last line, or of the one line past the head's part of it: a request
+        # on one line asks its question at its end ("... QUESTION_END: why did it crash?")
+        last = lines[-1] if len(lines) > 1 else lines[0][len(head[0]) - 1:]
+        whole, tail = False, ["…" + _words_end(last, left - 2)]
     if whole:
         # what the tail leaves of its room goes back to the head, line by line
         spare = left - sum(len(line) + 1 for line in tail)
@@ -162,6 +165,22 @@ def _cut_middle(text: str, max_chars: int) -> str:
         return "\n".join([*head, f"[... {gone} of {len(lines)} cut ...]", *tail])
     cut = len(text) - sum(len(line) - line.count("…") for line in head + tail)
     return "\n".join([*head, f"[... {cut:,} characters cut ...]", *tail])
+
+
+def _words_start(line: str, room: int) -> str:
+    """The start of ``line`` within ``room`` characters, ending at a blank when one is in the
+    second half of it (a line with none is cut where the room ends)."""
+    cut = line[:room]
+    at = cut.rfind(" ")
+    return cut[:at] if at >= room // 2 else cut
+
+
+def _words_end(line: str, room: int) -> str:
+    """The end of ``line`` within ``room`` characters, starting after a blank when one is in
+    the first half of it."""
+    cut = line[len(line) - room:] if room < len(line) else line
+    at = cut.find(" ")
+    return cut[at + 1:] if 0 <= at <= room // 2 and room < len(line) else cut
 
 
 def _lines_within(lines: list[str], room: int) -> list[str]:
