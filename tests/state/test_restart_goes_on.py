@@ -154,3 +154,32 @@ async def test_aider_files_changed_right_after_a_restart_stay_in_the_chat(tmp_pa
     never = await replayed(tmp_path / "never", requests, None)
     assert len({r.conversation_id for r in never[0]}) == 1
     same_as_never_restarted(after, never)
+
+
+@pytest.mark.parametrize("last", ["continue", "yes", "go on"])
+@pytest.mark.parametrize("restart_at", [9, None])
+async def test_a_short_last_question_tells_no_chat(tmp_path, last, restart_at):
+    """Chat A, past its budget, ends with "continue"; then an unrelated chat C with the same
+    system prompt and no session id, whose first request holds "continue" answered: C took
+    A's conversation (after a restart since c848024, in memory before it), and A going on
+    landed on a fork of its own. A question that short tells no chat from another."""
+    rng = random.Random(2)
+    system = {"role": "system", "content": "You are a careful coding assistant."}
+    chat = [system, {"role": "user", "content": "Where is the cache built? " + words(rng, 30)}]
+    requests = [list(chat)]
+    for t in range(8):
+        chat = chat + [{"role": "assistant", "content": f"answer {t} " + words(rng, 150)},
+                       {"role": "user", "content": f"question {t} " + words(rng, 20)
+                        if t < 7 else last}]
+        requests.append(list(chat))
+    other = [system, {"role": "user", "content": "Explain monads. " + words(rng, 20)},
+             {"role": "assistant", "content": "monads " + words(rng, 80)},
+             {"role": "user", "content": last},
+             {"role": "assistant", "content": "ok " + words(rng, 40)},
+             {"role": "user", "content": "and functors?"}]
+    requests.append(other)
+    results, listed = await replayed(tmp_path, [{"model": MODEL, "messages": m}
+                                                for m in requests], restart_at)
+    ids = [r.conversation_id for r in results]
+    assert len(set(ids[:-1])) == 1, ids
+    assert ids[-1] != ids[-2] and sorted(listed) == sorted({ids[-2], ids[-1]}), (ids, listed)

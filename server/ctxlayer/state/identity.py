@@ -30,6 +30,7 @@ import re
 from typing import Any
 
 from ctxlayer.core.formats import codec
+from ctxlayer.core.prepare.persist import tells_a_chat
 from ctxlayer.core.text import content_hash
 from ctxlayer.state.chatcodec import identity_text, text_of
 
@@ -285,6 +286,8 @@ def goes_on(chain: list, now: list) -> bool:
     if last is None:
         return False
     want, words = _message(last), _words(last)
+    if not tells_a_chat(words):  # "continue": many chats end so, none is told by it
+        return False
     return any(m == last or _message(m) == want or (words and _words(m) == words)
                for m in answered)
 

@@ -190,9 +190,25 @@ def asked_hash(m: Message) -> str:
     return content_hash(" ".join(m.content.split()))
 
 
+#: a question shorter than this (characters of its words, and 3 words) tells no chat from
+#: another: "continue", "yes", "go on" end many chats, and a request that carries one, answered,
+#: took the conversation of the last chat that asked it (`tells_a_chat`)
+TELLS_FROM = 12
+
+
+def tells_a_chat(words: str) -> bool:
+    """Whether a question (its words joined by single blanks) is long enough that a request
+    carrying it, answered, is the chat that asked it last going on."""
+    return len(words) >= TELLS_FROM and words.count(" ") >= 2
+
+
 def last_asked(messages: list[Message]) -> str:
-    """`asked_hash` of the last user message of ``messages``, "" when there is none."""
-    return next((asked_hash(m) for m in reversed(messages) if m.role == "user"), "")
+    """`asked_hash` of the last user message of ``messages``; "" when there is none, or when
+    it is too short to tell its chat (`tells_a_chat`): no request goes on from it by it."""
+    last = next((m for m in reversed(messages) if m.role == "user"), None)
+    if last is None or not tells_a_chat(" ".join(last.content.split())):
+        return ""
+    return asked_hash(last)
 
 
 def _shown_files(state: ConversationState) -> list[int]:
