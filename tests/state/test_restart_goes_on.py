@@ -183,3 +183,38 @@ async def test_a_short_last_question_tells_no_chat(tmp_path, last, restart_at):
     ids = [r.conversation_id for r in results]
     assert len(set(ids[:-1])) == 1, ids
     assert ids[-1] != ids[-2] and sorted(listed) == sorted({ids[-2], ids[-1]}), (ids, listed)
+
+
+async def test_a_short_question_tells_aiders_chat_with_the_one_before_it(tmp_path):
+    """aider's files written anew in the first request after a restart, its chat's last
+    question short ("And f2?"): told by it with the question before it, as in memory (a
+    question that short alone tells no chat: `test_a_short_last_question_tells_no_chat`)."""
+    first = exchanges(4, 6, 120)
+    requests = [aider(["src/a.py"], first[:5], first[5][0]),
+                aider(["src/a.py", "src/d.py"], first, "And f2?"),
+                aider(["src/a.py", "src/d.py"], [*first, ("And f2?", "yes")], "And f3?")]
+    after = await replayed(tmp_path / "restarted", requests, 1)
+    never = await replayed(tmp_path / "never", requests, None)
+    assert len({r.conversation_id for r in never[0]}) == 1
+    same_as_never_restarted(after, never)
+
+
+async def test_a_short_last_question_with_the_one_before_it_goes_on_after_an_edit(tmp_path):
+    """A chat whose last question is short ("And f2?") and whose first question is then
+    edited in place, across a restart: told by its last two questions, as in memory."""
+    rng = random.Random(5)
+    system = {"role": "system", "content": "You are a careful coding assistant."}
+    q1 = {"role": "user", "content": "Where is the cache built? " + words(rng, 30)}
+    a1 = {"role": "assistant", "content": "In build.py. " + words(rng, 60)}
+    q2 = {"role": "user", "content": "What does f1 do there? " + words(rng, 10)}
+    a2 = {"role": "assistant", "content": "It adds one. " + words(rng, 60)}
+    short = {"role": "user", "content": "And f2?"}
+    edited = {"role": "user", "content": "Where is the cache made? " + words(rng, 30)}
+    requests = [{"model": MODEL, "messages": m} for m in (
+        [system, q1], [system, q1, a1, q2], [system, q1, a1, q2, a2, short],
+        [system, edited, a1, q2, a2, short, {"role": "assistant", "content": "It adds two."},
+         {"role": "user", "content": "And f3?"}])]
+    after = await replayed(tmp_path / "restarted", requests, 3)
+    never = await replayed(tmp_path / "never", requests, None)
+    assert len({r.conversation_id for r in never[0]}) == 1, [r.conversation_id for r in never[0]]
+    same_as_never_restarted(after, never)

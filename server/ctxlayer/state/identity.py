@@ -277,19 +277,34 @@ def compacted(now: list) -> bool:
 
 def goes_on(chain: list, now: list) -> bool:
     """Whether ``now`` carries the last user message of ``chain`` (a chat's last request),
-    answered: that chat going on, its opening written anew (aider's repo map and files)."""
-    answered = [m for m, after in zip(now, now[1:], strict=False)
-                if isinstance(m, dict) and m.get("role") == "user"
-                and isinstance(after, dict) and after.get("role") == "assistant"]
-    last = next((m for m in reversed(chain) if isinstance(m, dict) and m.get("role") == "user"),
-                None) if answered else None  # a new chat's first request has none: no read
-    if last is None:
+    answered: that chat going on, its opening written anew (aider's repo map and files). A
+    question too short to tell a chat ("continue", "And f2?") counts only after the chat's
+    question before it (`persist.tells_a_chat`): an unrelated chat that held "continue",
+    answered, took the conversation of the last chat that ended so."""
+    users = [k for k, m in enumerate(now) if isinstance(m, dict) and m.get("role") == "user"]
+    answered = [k for k in users if k + 1 < len(now) and isinstance(now[k + 1], dict)
+                and now[k + 1].get("role") == "assistant"]
+    asked = [m for m in chain if isinstance(m, dict) and m.get("role") == "user"] \
+        if answered else []  # a new chat's first request has none: no read
+    if not asked:
         return False
-    want, words = _message(last), _words(last)
-    if not tells_a_chat(words):  # "continue": many chats end so, none is told by it
+    last, before = asked[-1], asked[-2] if len(asked) > 1 else None
+    telling = tells_a_chat(_words(last))
+    if not telling and before is None:
         return False
-    return any(m == last or _message(m) == want or (words and _words(m) == words)
-               for m in answered)
+    for k in answered:
+        if not _same_question(now[k], last):
+            continue
+        earlier = [j for j in users if j < k]
+        if telling or earlier and _same_question(now[earlier[-1]], before):
+            return True
+    return False
+
+
+def _same_question(m: dict, asked: dict) -> bool:
+    """Whether user message ``m`` is the question ``asked``, however its client spaced it."""
+    words = _words(asked)
+    return m == asked or _message(m) == _message(asked) or bool(words) and _words(m) == words
 
 
 def _words(message: dict) -> str:

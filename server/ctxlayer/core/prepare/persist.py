@@ -191,8 +191,8 @@ def asked_hash(m: Message) -> str:
 
 
 #: a question shorter than this (characters of its words, and 3 words) tells no chat from
-#: another: "continue", "yes", "go on" end many chats, and a request that carries one, answered,
-#: took the conversation of the last chat that asked it (`tells_a_chat`)
+#: another: "continue", "yes", "And f2?" end many chats; such a question tells its chat only
+#: with the chat's question before it (`last_asked`, `asked_hashes`)
 TELLS_FROM = 12
 
 
@@ -202,13 +202,42 @@ def tells_a_chat(words: str) -> bool:
     return len(words) >= TELLS_FROM and words.count(" ") >= 2
 
 
+def _words_of(m: Message) -> str:
+    return " ".join(m.content.split())
+
+
+def _asked(question: Message, before: Message | None) -> str:
+    """`asked_hash` of a question that tells its chat; of a short one with the question before
+    it; "" for a short one with none before it."""
+    words = _words_of(question)
+    if tells_a_chat(words):
+        return asked_hash(question)
+    return "" if before is None else content_hash(_words_of(before) + "\n" + words)
+
+
+def asked_hashes(messages: list[Message]) -> set[str]:
+    """What ``messages`` carry answered, as `last_asked` names a kept window's last question:
+    each user message followed by an assistant one, a short one with the user message before
+    it."""
+    out: set[str] = set()
+    before: Message | None = None
+    for k, m in enumerate(messages):
+        if m.role != "user":
+            continue
+        if k + 1 < len(messages) and messages[k + 1].role == "assistant":
+            out.add(_asked(m, before))
+        before = m
+    out.discard("")
+    return out
+
+
 def last_asked(messages: list[Message]) -> str:
-    """`asked_hash` of the last user message of ``messages``; "" when there is none, or when
-    it is too short to tell its chat (`tells_a_chat`): no request goes on from it by it."""
-    last = next((m for m in reversed(messages) if m.role == "user"), None)
-    if last is None or not tells_a_chat(" ".join(last.content.split())):
+    """`asked_hash` of the last user message of ``messages``, with the one before it when it
+    is too short to tell its chat (`tells_a_chat`); "" when there is none to tell it by."""
+    users = [m for m in messages if m.role == "user"]
+    if not users:
         return ""
-    return asked_hash(last)
+    return _asked(users[-1], users[-2] if len(users) > 1 else None)
 
 
 def _shown_files(state: ConversationState) -> list[int]:

@@ -37,7 +37,7 @@ from ctxlayer.core.prepare.persist import (
     KeptAhead,
     KeptWindow,
     Snapshot,
-    asked_hash,
+    asked_hashes,
     counted_by,
     message_hash,
     shape_hash,
@@ -93,8 +93,7 @@ def goes_on(windows: Sequence[Snapshot | KeptWindow], messages: list[Message],
     prompt is theirs. None when none does. A fork (a chat that shares another's opening and
     goes its own way) carries none of that chat's last question, and its window is not
     taken."""
-    answered = {asked_hash(m) for m, after in zip(messages, messages[1:], strict=False)
-                if m.role == "user" and after.role == "assistant"}
+    answered = asked_hashes(messages)
     if not answered:  # a first request: nothing of a chat it could go on from
         return None
     head = next((i for i, m in enumerate(messages) if m.role != "system"), len(messages))
