@@ -32,7 +32,6 @@ Must not: import a face, or write the whole history anywhere on a turn.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import secrets
 import sqlite3
@@ -50,7 +49,6 @@ from ctxlayer.core.calibration import most_believed
 from ctxlayer.core.errors import MAX_TOKENS, ContextError
 from ctxlayer.core.formats import written
 from ctxlayer.core.prepare import (
-    DEFAULT_POLICY,
     ConversationState,
     Turn,
     audit_of,
@@ -58,12 +56,11 @@ from ctxlayer.core.prepare import (
     may_refit,
     persist,
     prepare_turn,
-    resuming,
     shown_shortened,
     told_anew,
 )
 from ctxlayer.core.tokens import tools_tokens
-from ctxlayer.state import asides, asked, identity
+from ctxlayer.state import asides, asked, identity, windows
 from ctxlayer.state.chat import Conversation
 from ctxlayer.state.chatcodec import (
     conversation_field,
@@ -74,7 +71,7 @@ from ctxlayer.state.chatcodec import (
     unfittable,
 )
 from ctxlayer.state.session_service import chat_of, chat_session
-from ctxlayer.state.upkeep import Fork, Found, Kept, Upkeep
+from ctxlayer.state.upkeep import Found, Kept, Upkeep
 from ctxlayer.store.conversations import FAMILY_MOST
 from ctxlayer.store.errors import StoreError, describe_store_error
 
@@ -338,7 +335,7 @@ class Conversations:
 
     def _went_on(self, conv: Conversation, took: str) -> None:
         """``conv``'s request took up the window kept under ``took``: when that is a chat of
-        another family, its opening written anew (`_kept_start`), the request's family goes on
+        another family, its opening written anew (`windows.kept_start`), the request's family goes on
         in that one from now on, kept so for a restart, as `_unhinted_family` moves it with
         the chat in memory."""
         went = identity.chain_family(took)
@@ -413,7 +410,7 @@ class Conversations:
             tools = tools_tokens(p.request, counter, p.format, model)  # tool_choice too
             start, took, shown = previous, None, restored
             if fit == budget:  # after a restart: a kept window, its own or a fork's
-                start, took, fork, shown = _kept_start(  # far further when it extends
+                start, took, fork, shown = windows.kept_start(  # far further when it extends
                     kept, forks_of, decoded.messages, counter, previous, family, shown,
                     identity.EDITS_PAST_EXTENDS if edited is not None and not edits else 1)
                 forked.extend(fork)
@@ -421,7 +418,7 @@ class Conversations:
                 raise ContextError("pinned_over_budget", f"the tool definitions alone need "
                                    f"{tools} tokens, over the budget of {budget}", field="budget")
             turn = prepare_turn(start, decoded.messages, fit - tools, counter, restored=shown)
-            turn, branch = _anew(turn, start, (branched or bool(forked)) and start is not None,
+            turn, branch = windows.anew(turn, start, (branched or bool(forked)) and start is not None,
                                  decoded.messages, fit - tools, counter, shown)
             encoded = encode(decoded, turn.messages, turn.breakpoints)
             # the tokens of what is sent, after the codec's repairs (a summary merged with
@@ -839,7 +836,7 @@ class Conversations:
             return None if conv.state is None else (conv.budget_report(),
                                                     len(conv.state.messages))
         # read only (ctx/session/budget): the store's error is said, not read as "no chat"
-        return await self.state.keep(kept_figures, self.state.sessions.store, workspace,
+        return await self.state.keep(windows.kept_figures, self.state.sessions.store, workspace,
                                      session_id)
 
     def live_figures(self, workspace: str) -> dict[str, tuple[protocol.Budget, int]]:
@@ -919,7 +916,7 @@ class Conversations:
     def _with_tools(self, turn: Turn, tools: int, conv: Conversation,
                     started: tuple[Kept | None, list[Kept], Any, list[str]], request: dict
                     ) -> Turn:
-        """`_tools_reused` of ``turn``, from what it ``started`` from (the window taken up,
+        """`windows.tools_reused` of ``turn``, from what it ``started`` from (the window taken up,
         the chat's kept windows, the request its last turn read, the chat it forked): a new
         chat branched from a live one (`_branch_of`) has no request of its own before, and
         compares its tools with that chat's last."""
@@ -927,8 +924,8 @@ class Conversations:
         if last is None and conv.branched_from is not None:
             parent = self._get(conv.workspace, conv.branched_from)
             last = parent.decoded if parent is not None else None
-        return _tools_reused(turn, tools, last, _kept_tools(
-            took or _own(conv, kept, started[2]), conv.forks_of, forked), request)
+        return windows.tools_reused(turn, tools, last, windows.window_tools(
+            took or windows.own_window(conv, kept, started[2]), conv.forks_of, forked), request)
 
     def _find(self, workspace: str, conversation_id: str | None,
               session_id: str | None) -> Conversation:
@@ -999,15 +996,6 @@ class Conversations:
         return conv.budget_report()
 
 
-def kept_figures(store: Any, workspace: str, session_id: str
-                 ) -> tuple[protocol.Budget | None, int] | None:
-    """(the Budget, the messages) the window kept of the chat ``session_id`` backs says,
-    None when none is kept (`persist.figures`). Reads the store: on a thread."""
-    cid = chat_of(session_id)
-    row = store.conversation(workspace, cid) if cid is not None else None
-    return persist.figures(row[2]) if row is not None else None
-
-
 #: a turn that adds at most this many characters, and cannot reach its budget, runs on the
 #: event loop: it costs about a millisecond for a 1M-token chat (decode, compare, count the
 #: new text), less than the hop to a worker thread on a busy machine
@@ -1067,105 +1055,6 @@ async def _or_said(work: Awaitable[T], what: str, trouble: list[str], instead: T
         return instead
 
 
-def _tools_reused(turn: Turn, tools: int, last: Any, kept_tools: str | None, request: dict
-                  ) -> Turn:
-    """``turn``, its cache reuse counting the tool definitions when they (and the tool
-    choice) are the previous request's: they open the prompt the provider caches. OpenCode's
-    take 6k tokens: its chats showed a reuse of 2.4k for requests the provider read 8.4k of
-    from its cache. ``last``: the request read before (the chat's own, or for a new chat
-    branched from a live one that one's). A turn that started from a kept window (after a
-    restart, the previous request is not in memory) compares them with what that window kept
-    of them (``kept_tools``, `_kept_tools`)."""
-    if not tools:
-        return turn
-    if kept_tools is not None:
-        same = kept_tools != "" and kept_tools == persist.tools_key(request)
-    else:
-        previous = last.payload if last is not None else None
-        same = isinstance(previous, dict) and all(
-            previous.get(k) == request.get(k) for k in persist.TOOLS_FIELDS)
-    if not same:
-        return turn
-    return dataclasses.replace(turn, cache_reuse_tokens=turn.cache_reuse_tokens + tools)
-
-
-def _kept_tools(took: Kept | None, forks_of: list[Fork], forked: list[str]) -> str | None:
-    """`persist.tools_key` of the request whose kept window the turn started from: its own
-    (``took``) or, for a new chat, another chat's it forked (``forked``: its id, one of
-    ``forks_of``); None when it started from no kept window. A fork's first estimate left
-    Claude Code's tools out (22.3k said of 30,970 tokens, 8,746 of them the tools)."""
-    if took is not None:
-        return took[2].tools
-    window = next((f[2].whole() for f in forks_of if forked and f[0] == forked[0]), None)
-    return window.tools if window is not None else None
-
-
-def _kept_start(kept: list[Kept], forks_of: list[Fork], messages: list, counter: Any,
-                previous: ConversationState | None, family: str | None,
-                restored: frozenset[str], times: int = 1
-                ) -> tuple[ConversationState | None, Kept | None, list[str], frozenset[str]]:
-    """(the state a fitted turn starts from, the window it took up, the id of the chat whose
-    kept window it forks, the restored ids it shows): ``previous`` and ``restored`` unless a
-    kept window agrees with ``messages`` further (``times`` as far). One of its own
-    (``kept``; however little of it agrees for a conversation the client named, ``family``
-    None: an edit of its first question), else, new here, another chat's (``forks_of``).
-    As in memory (`Conversations._by_chain`, `_unhinted_family`), a request new here that
-    agrees with none goes on in the window whose last question it carries, answered
-    (`_going_on`): of its family, or, its opening written anew with no client session id
-    to name its family (aider's files message, an edited first question), of another
-    family with its system prompt; before, a chat of its own, the chat it went on listed
-    beside it."""
-    if kept:
-        found = resuming.resume_best([k[2] for k in kept], messages, counter, DEFAULT_POLICY,
-                                    beyond=previous, least=0 if family is None else None,
-                                    times=times)
-        state, took = (None, None) if found is None else (found[1], kept[found[0]])
-        if found is None and family is not None and previous is None:
-            state, took = _going_on(kept, messages, counter, system=False)
-        if state is None or took is None:
-            return previous, None, [], restored
-        return state, took, [], frozenset(took[2].restored)  # the ids restored in that chat
-    if forks_of and previous is None and identity.chain_family(family) is not None:
-        chains = [k for k in forks_of if identity.chain_family(k[0]) is not None]
-        state, took = _going_on(chains, messages, counter, system=True)
-        if state is not None and took is not None:
-            return state, took, [], frozenset(took[2].restored)
-    if forks_of:
-        found = resuming.resume_best([k[2] for k in forks_of], messages, counter,
-                                    DEFAULT_POLICY, beyond=previous, least=1)
-        if found is not None:
-            # the ids restored in that chat, as the state made of its window holds them
-            return found[1], None, [forks_of[found[0]][0]], frozenset(found[1].restored)
-    return previous, None, [], restored
-
-
-def _going_on(windows: list[Kept] | list[Fork], messages: list, counter: Any, system: bool
-              ) -> tuple[ConversationState | None, Kept | None]:
-    """(the state made of it, the window decoded whole) of the window of ``windows`` that
-    ``messages`` go on from (`resuming.goes_on`), taken up as an edit as far as they agree
-    (its system prompt reused, as the chat in memory edited so); (None, None) when none."""
-    n = resuming.goes_on([k[2] for k in windows], messages, system)
-    if n is None:
-        return None, None
-    rid, turn, window = windows[n]
-    whole = window.whole() if isinstance(window, persist.KeptWindow) else window
-    found = None if whole is None else resuming.resume_best(
-        [whole], messages, counter, DEFAULT_POLICY, least=0)
-    if found is None or whole is None:
-        return None, None
-    return found[1], (rid, turn, whole)
-
-
-def _own(conv: Conversation, kept: list[Kept], last: Any) -> Kept | None:
-    """For a request whose history the provider keeps (no window taken up: nothing to fit),
-    the window kept under ``conv``'s own id when nothing of its chat is in memory (``last``:
-    the request its last turn read, None after a restart): what its tools are compared with
-    (before, its first turn after a restart said no reuse where the tools were the same)."""
-    if not conv.provider_history or last is not None:
-        return None
-    return next((k for k in kept if k[0] == conv.conversation_id), None)
-
-
 def _cheap(conv: Conversation, messages: list, budget: int, restored: frozenset[str]) -> bool:
     """Whether this turn only appends a little to the last one and will not step (nor look
     at kept windows: an edit may be another chat of the family coming back)."""
@@ -1181,19 +1070,3 @@ def _cheap(conv: Conversation, messages: list, budget: int, restored: frozenset[
         st.total + conv.tools_tokens + len(new) // 2 <= budget)
 
 
-def _anew(turn: Turn, start: ConversationState | None, branch: bool, messages: list,
-          budget: int, counter: Any, shown: frozenset[str]) -> tuple[Turn, bool]:
-    """(the turn, whether it still starts from another chat's window): made again from
-    nothing where a window it started from shortened a history that goes whole. A chat's
-    window is taken over for a history past its budget (a fork of a long chat); one that fits
-    goes whole, as a new chat's would (a chat forgotten from memory before its first step
-    took the summaries of a fork of it, for a history under its budget). A window whose
-    budget grew is made again by the engine itself (`engine._regrows`)."""
-    if branch and _fits_whole(turn.state, budget):
-        return prepare_turn(None, messages, budget, counter, restored=shown), False
-    return turn, branch
-
-
-def _fits_whole(st: ConversationState, budget: int) -> bool:
-    """Whether a turn's whole history, nothing shortened, fits ``budget``."""
-    return DEFAULT_POLICY.fmt.reply_priming + st.cum[-1] <= budget

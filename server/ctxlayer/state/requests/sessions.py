@@ -271,7 +271,7 @@ def list_sessions(caller: Caller, p: protocol.NoParams,
     """The open sessions; a chat's with the messages of its last request (``live``: of the
     chats in memory, chats.live_chats; else as its kept window says), which its session
     never holds (it listed 0)."""
-    from ctxlayer.state.conversations import kept_figures
+    from ctxlayer.state.windows import kept_figures
 
     sessions, store = caller.state.sessions, caller.state.sessions.store
     listed = sessions.list(caller.workspace)
