@@ -9,7 +9,6 @@ dropped together; every cut is recorded with its reason.
 
 from __future__ import annotations
 
-import heapq
 import itertools
 from collections.abc import Iterable
 
@@ -88,7 +87,7 @@ class Shortener:
         self.calls = calls  # a call's long arguments may be outlined (TrimOptions)
         self._done = w.facts(("shorten", tool_cap, head, tail, name_facts))
         #: per message, what shortening it did the last time, by what it was then (`shorten`)
-        self._did = w.facts(("shortened", tool_cap, head, tail, name_facts, calls))
+        self.did = w.facts(("shortened", tool_cap, head, tail, name_facts, calls))
         #: (its entry in `w.changed`, the text it was cut from) once the question was cut
         self.question_cut: tuple[int, str] | None = None
 
@@ -193,7 +192,7 @@ class Shortener:
         text, figures, calls and entry) is made again without a look at anything (a re-trim of
         1M tokens shortens the same 95 messages each turn: most of `reduce`)."""
         w = self.w
-        did = self._did
+        did = self.did
         now = (w.content[i], w.tokens[i], w.extra[i], w.alive[i], w.calls.get(i))
         hit = did[i] if did is not None else None
         if hit is not None and hit[0] is now[0] and hit[1:5] == now[1:]:
@@ -260,17 +259,37 @@ class Shortener:
 def shorten_longest(w: Work, candidates: Iterable[int], over: int, sh: Shortener) -> int:
     """Shorten the longest candidates first until `over` tokens are saved. A message that cannot
     be cut is skipped and the next one tried (gptme stops there); a call is cut by its long
-    arguments. Returns what is left of `over` (<= 0 when done)."""
+    arguments. Returns what is left of `over` (<= 0 when done). A message shortened the last
+    turn while it was what it is now has that change made again inline (`Shortener.shorten`'s
+    warm fact, read here): a re-trim of 1M tokens shortens the same 99 messages each turn,
+    and two calls for each were most of this walk."""
     msgs, alive, tokens, cap = w.msgs, w.alive, w.tokens, sh.tool_cap
-    arguments, outlined = w.arguments, w.calls
+    arguments, outlined, content, extra = w.arguments, w.calls, w.content, w.extra
     # truncatable() and calls.outlinable(), inline: a call each was a third of this walk
-    heap = [(-tokens[i], i) for i in candidates if alive[i] and not msgs[i].pinned
-            and (not msgs[i].tool_calls or sh.calls and i not in outlined
-                 and arguments[i] > cap)]
-    heapq.heapify(heap)
-    while over > 0 and heap:
-        _, i = heapq.heappop(heap)
-        over -= sh.shorten(i)
+    order = sorted((-tokens[i], i) for i in candidates if alive[i] and not msgs[i].pinned
+                   and (not msgs[i].tool_calls or sh.calls and i not in outlined
+                        and arguments[i] > cap))  # the heap's order: nothing is pushed
+    did, changed, saved = sh.did, w.changed, 0
+    for _, i in order:
+        if over <= 0:
+            break
+        hit = did[i] if did is not None else None
+        if hit is None or hit[0] is not content[i] or hit[1] != tokens[i] or not hit[3] \
+                or hit[2] != extra[i] or hit[4] != outlined.get(i):
+            over -= sh.shorten(i)  # alive: a candidate, and nothing here drops one
+            continue
+        made = hit[5]  # Work.redo_change, inline
+        if made is None:
+            continue
+        text, after, more, calls_then, entry = made
+        less = tokens[i] - after
+        content[i], tokens[i], extra[i] = text, after, more
+        if calls_then is not None:
+            outlined[i] = calls_then
+        changed.append(entry)
+        saved += less
+        over -= less
+    w.total -= saved
     return over
 
 
