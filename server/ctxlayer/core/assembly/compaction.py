@@ -360,6 +360,12 @@ class _Plan(msgspec.Struct, frozen=True):
         return cls(tail_tool_cap(share), max(tail_tool_cap(share),
                                              int(share * NEWEST_TOOL_SHARE)), kept)
 
+    def outlined(self) -> _Plan:
+        """The plan with the newest tool output at the least the window outlines it to: the
+        window outlines it before it shortens the question (`tail.fit`), so beside the
+        question it takes what the question leaves, down to that."""
+        return msgspec.structs.replace(self, newest_cap=self.older_cap)
+
 
 def summary_room(policy: CompactionPolicy, share: int) -> int:
     """Tokens a compaction plans the summary at: the largest its parts can render to, but at
@@ -478,10 +484,14 @@ def plan_stop(history: History, state: Compaction, room: int, share: int | None 
     # fits, or when what follows it (a reply, an agent's step) fits in what the window leaves
     # beside a question over the room (`tail.QUESTION_FLOOR`): the window shortens it in
     # place. Summarized instead, a long question with a short reply after it left the
-    # request at 18% of its budget, the question cut to its share of the summary.
+    # request at 18% of its budget, the question cut to its share of the summary. Its newest
+    # tool output counts at the least the window outlines it to (`_Plan.outlined`): counted
+    # at up to half the share, a question with a screenshot, a call and a 200-line output
+    # went into the summary, its screenshot not sent, 1,775 of a budget of 7,000 unused.
+    beside = plan.outlined() if plan is not None else None
     question = last_user is not None and (last_user == n - 1 or tail_fits(
-        history, state, last_user, room, plan) or tail_fits(
-        history, state, last_user + 1, int(room * (1 - QUESTION_FLOOR)), plan))
+        history, state, last_user, room, beside) or tail_fits(
+        history, state, last_user + 1, int(room * (1 - QUESTION_FLOOR)), beside))
     if question:
         stop = min(stop, last_user)
     while start < stop < n and is_tool_result(msgs[stop]):
