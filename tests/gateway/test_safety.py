@@ -140,6 +140,24 @@ def test_an_absolute_target_naming_another_host_is_refused(safe, target):
     assert safe.standin.requests() == []
 
 
+@pytest.mark.parametrize(("method", "target", "named"), [
+    ("POST", "ws://evil.example/v1/chat/completions", "'ws'"),
+    ("POST", "wss://127.0.0.1:{port}/v1/chat/completions", "'wss'"),
+    ("CONNECT", "127.0.0.1:{port}", "CONNECT '127.0.0.1:{port}'")])
+def test_a_target_in_no_form_read_is_refused_naming_what_it_holds(safe, method, target, named):
+    """A WebSocket URL or a proxy's CONNECT names an authority the guard cannot check: it is
+    refused, and the refusal said `names ''` (the review probe); it names the scheme or the
+    tunnel and what to send instead."""
+    port = safe.gateway.port
+    head = post_head(target.format(port=port), f"127.0.0.1:{port}", len(CHAT))
+    status, _, answer = raw(port, head.replace("POST ", f"{method} ", 1), CHAT)
+    assert status == 403, answer
+    message = json.loads(answer)["error"]["message"]
+    assert "names ''" not in message
+    assert named.format(port=port) in message and "/v1/chat/completions" in message
+    assert safe.standin.requests() == []
+
+
 @pytest.mark.parametrize("name", ["127.0.0.1", "localhost", "[::1]"])
 def test_an_absolute_target_naming_the_gateway_passes(safe, name):
     port = safe.gateway.port

@@ -69,6 +69,25 @@ def target_authority(target: str) -> str | None:
     return parts.netloc if parts.scheme.lower() in ("http", "https") else ""
 
 
+def _unread_target(method: str, target: str) -> str:
+    """Why a target naming its authority in no form we read is refused, and what to send
+    instead: the authority it names cannot be checked against Host, so it never passes."""
+    try:
+        parts = urlsplit(target)
+    except ValueError:
+        parts = None
+    instead = ("send an origin-form target (`POST /v1/messages`, `POST /v1/chat/completions`) "
+               "or an http:// URL of this gateway")
+    if method == "CONNECT":  # authority-form: a proxy's tunnel
+        return (f"CONNECT {ascii(target)} asks for a tunnel: this gateway is not a proxy: "
+                f"{instead}")
+    if parts is not None and parts.scheme and parts.netloc:  # ws://, wss://, ftp://...
+        return (f"the request target {ascii(target)} has the scheme {ascii(parts.scheme)}, "
+                "which this gateway does not serve (HTTP only: no WebSocket): "
+                f"{instead}")
+    return f"the request target {ascii(target)} is in no form this gateway reads: {instead}"
+
+
 def format_of(request: web.Request) -> str:
     """The provider whose error shape the client expects ("anthropic" | "openai")."""
     if request.path.startswith("/v1/messages") or "anthropic-version" in request.headers:
@@ -84,6 +103,9 @@ def refusal(request: web.Request, listen: frozenset[str], token: str) -> Gateway
                                  "(a page rebinding its DNS name to 127.0.0.1 sends its own "
                                  "name): refused", code="forbidden_host")
     named = target_authority(request.raw_path)
+    if named == "":
+        return GatewayError(403, _unread_target(request.method, request.raw_path),
+                            code="forbidden_host")
     if named is not None and named.lower() not in listen:
         return GatewayError(403, f"the request target names {ascii(named)}, not this "
                                  "gateway's loopback address (it stands for the Host): "
