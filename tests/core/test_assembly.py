@@ -727,3 +727,23 @@ def test_a_sessions_task_is_kept_whole_as_a_live_chats_is(budget):
     prepared = prepare_turn(None, msgs, budget, COUNTER)
     assert any(TASK in " ".join(m.content.split()) for m in prepared.messages
                if m.kind == "summary")
+
+
+def test_a_long_question_over_a_tiny_budget_is_refused_naming_it_cut_and_what_to_do():
+    """The room the system layers left the history was under 8 tokens: the last resort left
+    the newest question whole, and the refusal said the question "even shortened" took its
+    whole size (31,173 tokens at a budget of 150 on gpt-4o, the sessions probe). It names the
+    question cut as far as the last resort cuts it, and what to do."""
+    question = " ".join(f"word{k}" for k in range(5000))
+    history = build([Message(role="user", content="old " * 50, id="u0"),
+                     Message(role="assistant", content="ok " * 50, id="a0"),
+                     Message(role="user", content=question, id="q")])
+    system = message_tokens(inp(0).system[0], COUNTER)
+    with pytest.raises(ContextError) as err:
+        assemble(history, Compaction(), inp(system + 3 + 4), COUNTER)
+    said = str(err.value)
+    assert err.value.kind == "pinned_over_budget" and "raise the budget" in said
+    named = int(said.split(" take ")[1].split()[0])
+    assert named < 100, said  # the question cut, not its 5,000 words
+    assert "remove rules" not in said  # there are none
+

@@ -211,14 +211,7 @@ def assemble(history: History, state: cp.Compaction, inp: AssemblyInput,
             max(0, lay.working_tokens - (total - inp.budget))
         return assemble(history, state, msgspec.structs.replace(inp, working_cap=cap), counter)
     if total > inp.budget or lost:
-        raise ContextError(
-            "pinned_over_budget",
-            f"the system layers, rules{kept_said(whole)} and the newest user message, even "
-            f"shortened, take {total} tokens, over the budget of {inp.budget}" if not lost else
-            f"the system layers and rules leave the history {share} tokens"
-            f"{_taken_by(whole)}: no room for the summary that holds the newest user message: "
-            f"{'unpin or shorten those, ' if whole.messages else ''}remove rules or raise the "
-            "budget")
+        raise _refused(inp, lay, whole, total, share, lost)
     tokens = AssembleTokens(
         total=total, system=lay.system_tokens - inp.workspace_tokens,
         workspace=inp.workspace_tokens, rules=lay.rules_tokens, working=lay.working_tokens,
@@ -319,6 +312,23 @@ def _whole(history: History, work: cp.Compaction) -> Shown:
                  keys=[f"h{history.seqs[i]}" + ("r" if history.seqs[i] in work.rewrites else "")
                        for i in at],
                  tokens=[cp.tokens_of(history, work, i) for i in at], truncated=[], at=at)
+
+
+def _refused(inp: AssemblyInput, lay: Layout, whole: Shown, total: int, share: int, lost: bool
+             ) -> ContextError:
+    """The refusal of a session whose fixed content is over the budget: what it takes (the
+    newest question counted as the last resort cut it, never whole) and what to do."""
+    remedy = (f"{'unpin or shorten those, ' if whole.messages else ''}"
+              f"{'remove rules or ' if lay.rules_tokens else ''}raise the budget")
+    if lost:
+        return ContextError(
+            "pinned_over_budget",
+            f"the system layers and rules leave the history {share} tokens{_taken_by(whole)}: "
+            f"no room for the summary that holds the newest user message: {remedy}")
+    return ContextError(
+        "pinned_over_budget",
+        f"the system layers, rules{kept_said(whole)} and the newest user message, even "
+        f"shortened, take {total} tokens, over the budget of {inp.budget}: {remedy}")
 
 
 def _taken_by(whole: Shown) -> str:

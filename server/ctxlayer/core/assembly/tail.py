@@ -38,6 +38,8 @@ from ctxlayer.protocol import AuditEntry, Message
 #: a message is shortened to this share of its tokens (and never below MIN_SHORT tokens)
 SHORTEN_TO = 0.25
 MIN_SHORT = 24
+#: the fewest tokens the last resort cuts the newest question to
+QUESTION_LEAST = 8
 #: of the room, what a newest question over the room keeps at least beside the turns after it
 #: (when half of itself is more): half of a question twice the room was still over it, the
 #: reply after it went, and the question was cut to the room all the same
@@ -280,14 +282,17 @@ def _last_resort(win: Window, room: int, total: int, counter: Tokenizer) -> int:
     pinned): those give way first, each to what the rest leaves it but at least MIN_SHORT,
     then the question, to the room left. One at a time was not enough: a restored message
     beside a long newest question, neither alone able to make the room, failed the session's
-    every assembly."""
+    every assembly. A question the room leaves less than QUESTION_LEAST is cut to that all
+    the same: the request is over and refused, and the refusal names what the question takes
+    cut (at a budget of 150 it named the 31,173 tokens the request takes with the question
+    whole; cut, it takes 170)."""
     q = _newest_question(win)  # found again: drops moved the indices
     for i in [*(i for i in range(len(win.messages)) if i != q), *([q] if q is not None else [])]:
         if total <= room:
             return total
         left = room - (total - win.tokens[i])
-        cap = left if i == q else max(MIN_SHORT, left)
-        if cap >= 8 and cap < win.tokens[i]:
+        cap = max(QUESTION_LEAST, left) if i == q else max(MIN_SHORT, left)
+        if cap < win.tokens[i]:
             total -= _shorten(win, i, cap, counter,
                               "shortened to fit: the newest question is never dropped"
                               if i == q else "shortened to fit beside the newest question, "
