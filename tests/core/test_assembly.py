@@ -747,3 +747,16 @@ def test_a_long_question_over_a_tiny_budget_is_refused_naming_it_cut_and_what_to
     assert named < 100, said  # the question cut, not its 5,000 words
     assert "remove rules" not in said  # there are none
 
+
+def test_a_summary_that_replaced_an_image_says_so_in_its_text():
+    """The result's `summary` named the screenshot a summary replaced, the summary's own text
+    did not: the model read no trace of an image it had been shown (the sessions probe)."""
+    msgs = [Message(role="user", content="What is wrong in the screenshot? " + FILLER, id="m0",
+                    parts=["image 1024x768 (765 tokens)"], parts_tokens=765),
+            *(Message(role=("assistant", "user")[k % 2], content=FILLER * 3, id=f"m{k}")
+              for k in range(1, 12))]
+    history = build(msgs)
+    out = assemble(history, Compaction(), inp(600), COUNTER)
+    assert out.result is not None and out.result.summary is not None
+    assert out.result.summary.parts == ["image 1024x768 (765 tokens) in message m0"]
+    assert "[image 1024x768 in message m0 not sent]" in summary_of(out)

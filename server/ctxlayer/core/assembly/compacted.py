@@ -54,6 +54,10 @@ class Compaction(msgspec.Struct, kw_only=True):
     # seqs brought back whole by ctx/restore (restore.py): never shortened, shown even when
     # the summary replaced them
     restored: list[int] = msgspec.field(default_factory=list)
+    #: the non-text parts of the messages replaced, as the summary's text names them ("image
+    #: 1024x768 in message ctx:msg:0"): no summary text carries an image, and the model read
+    #: of a screenshot it was shown nowhere (only the result's `summary` named it)
+    parts: list[str] = msgspec.field(default_factory=list)
     #: the history share the summary stage last ran for (0: a state kept before it was said).
     #: An assembly with more room, where the whole history fits or with much more room,
     #: withdraws the summary (assemble.py `_withdrawn`): one call at a small budget

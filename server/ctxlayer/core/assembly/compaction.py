@@ -40,6 +40,8 @@ Must not: call a model (the summary text is passed in) or touch storage.
 
 from __future__ import annotations
 
+import re
+
 import msgspec
 
 from ctxlayer.core.assembly import actions as act
@@ -218,7 +220,8 @@ def _render(state: Compaction, sz: Sizes, counter: Tokenizer, **sized: int) -> t
     ledger = render_ledger(_ledger_of(state), size["ledger_chars"],
                            shown="\n".join([summary, *kept, request, actions]),
                            extra=("instructions (demoted from the hard constraints)", demoted))
-    return render_summary(state.replaced, summary, kept, ledger, actions, request), demoted
+    return render_summary(state.replaced, summary, kept, ledger, actions, request,
+                          state.parts), demoted
 
 
 #: the summary's parts, most important first: when the summary must shrink, the last gives way
@@ -233,6 +236,18 @@ PARTS = ("task_chars", "constraint_tokens", "ledger_chars", "action_chars", "req
          "summary_chars")
 #: characters of the newest user message a shrinking summary keeps at least (head and tail)
 REQUEST_FLOOR = 240
+
+
+#: the newest non-text parts a summary names (a session of 200 screenshots names 8)
+MAX_PARTS = 8
+_PART_TOKENS = re.compile(r" \([\d,]+ tokens\)")
+
+
+def _parts_of(msgs: list[Message]) -> list[str]:
+    """The non-text parts of ``msgs`` as a summary names them: what and where, not their cost
+    (the model reads that they were there)."""
+    return [_PART_TOKENS.sub("", p) + (f" in message {m.id}" if m.id else "")
+            for m in msgs for p in (m.parts or ())]
 
 
 def rerender(state: Compaction, share: int, policy: CompactionPolicy, counter: Tokenizer) -> None:
@@ -607,6 +622,7 @@ def apply_summary(
         rewrites={s: r for s, r in state.rewrites.items()
                   if s >= history.seqs[stop - 1] + 1 or s in shown_still},
         restored=list(state.restored), made_for=share,
+        parts=(state.parts + _parts_of(originals))[-MAX_PARTS:],
     )
     rerender(new, share, policy, counter)
     # the message as the client sent it (what ctx/restore gives back), not an outline of it

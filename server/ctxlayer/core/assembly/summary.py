@@ -409,10 +409,14 @@ def refusal(summary: str) -> str | None:
 
 
 def render_summary(replaced: int, summary: str, constraints: list[str], ledger: str,
-                   actions: str = "", request: str = "") -> str:
-    """The summary message's text: header, the user's latest request, decided/open, hard
-    constraints, action log, facts ledger."""
+                   actions: str = "", request: str = "", not_sent: list[str] | None = None
+                   ) -> str:
+    """The summary message's text: header, the non-text parts of the replaced messages (an
+    image no text holds), the user's latest request, decided/open, hard constraints, action
+    log, facts ledger."""
     parts = [f"[Summary of {replaced} earlier messages, replaced to save context]"]
+    if not_sent:
+        parts[0] += "\n" + "\n".join(f"[{p} not sent]" for p in not_sent)
     if request.strip():
         parts.append("The user's latest request in them (verbatim):\n" + request.strip())
     if summary.strip():
