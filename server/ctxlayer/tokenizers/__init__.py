@@ -25,6 +25,7 @@ import tiktoken
 from ctxlayer.core.errors import ContextError
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.tokens import CountCache
+from ctxlayer.tokenizers import runs
 from ctxlayer.tokenizers.blanks import (
     LONG_BLANKS,
     counted_around_blanks,
@@ -129,24 +130,36 @@ class TiktokenCounter:
 BUFFER_FROM = 512
 
 
-def _length_of(encoding: tiktoken.Encoding,
-               long_blanks: int = LONG_BLANKS) -> Callable[[str], int]:
+def _length_of(encoding: tiktoken.Encoding, long_blanks: int = LONG_BLANKS,
+               long_run: int = runs.LONG_RUN, keep: int = runs.KEEP) -> Callable[[str], int]:
     """A text's token count, as `len(encode_ordinary(text))`: a text of ``long_blanks``
     characters or more counted around its long runs of blanks (blanks.py: tiktoken's regex
-    fails past about 1M of them); any error of tiktoken's raised as the domain's refusal, so
-    every face says it in one line (it was an internal error, a 500, a traceback)."""
+    fails past about 1M of them), one with a run of ``long_run`` of one other character
+    counted with whole periods of the run taken out (runs.py: 10 MB of one character took
+    5.6 s); any error of tiktoken's raised as the domain's refusal, so every face says it in
+    one line (it was an internal error, a 500, a traceback)."""
     whole = _whole_length(encoding)
     single = encoding._encode_single_piece
     read_as_known(getattr(encoding, "_pat_str", ""), encoding.name)
+    periods: dict[str, runs.Period] = {}
 
     def piece(blanks: str) -> int:
         return len(single(blanks.encode()))
 
+    def period(c: str) -> runs.Period:
+        if c not in periods:
+            periods[c] = runs.period_of(c, encoding.encode_ordinary,
+                                        encoding.decode_single_token_bytes, whole)
+        return periods[c]
+
     def length(text: str) -> int:
         try:
+            taken = 0
+            if len(text) >= long_run:
+                text, taken = runs.shortened(text, period, long_run, keep)
             if len(text) < long_blanks or not has_long_blanks(text, long_blanks):
-                return whole(text)
-            return counted_around_blanks(text, whole, piece, long_blanks)
+                return taken + whole(text)
+            return taken + counted_around_blanks(text, whole, piece, long_blanks)
         except ValueError as exc:  # fancy-regex's own errors ("Max stack size exceeded")
             raise _uncountable(text, exc) from None
         except BaseException as exc:
