@@ -149,7 +149,10 @@ class ByLayer(Wire):
 class Budget(Wire):
     """A session's: `byLayer` adds up to `used`; what its last assembly at its own budget
     sent until the session changes, else the session as it stands before its next assembly
-    fits it (`used` may be over `limit`); an assembly at a one-off budget pushes its own."""
+    fits it: its history as stored, so `used` may be over `limit` where that assembly will
+    summarize; where it will only outline and cut, the history counts at most its share, the
+    most that assembly sends (its fitted tail may leave a few tokens of it unused); an
+    assembly at a one-off budget pushes its own."""
 
     used: int
     limit: int
