@@ -211,7 +211,7 @@ def assemble(history: History, state: cp.Compaction, inp: AssemblyInput,
             max(0, lay.working_tokens - (total - inp.budget))
         return assemble(history, state, msgspec.structs.replace(inp, working_cap=cap), counter)
     if total > inp.budget or lost:
-        raise _refused(inp, lay, whole, total, share, lost)
+        raise _refused(inp, lay, whole, total - tail.question_spare(win, counter), share, lost)
     tokens = AssembleTokens(
         total=total, system=lay.system_tokens - inp.workspace_tokens,
         workspace=inp.workspace_tokens, rules=lay.rules_tokens, working=lay.working_tokens,
@@ -316,8 +316,9 @@ def _whole(history: History, work: cp.Compaction) -> Shown:
 
 def _refused(inp: AssemblyInput, lay: Layout, whole: Shown, total: int, share: int, lost: bool
              ) -> ContextError:
-    """The refusal of a session whose fixed content is over the budget: what it takes (the
-    newest question counted as the last resort cut it, never whole) and what to do."""
+    """The refusal of a session whose fixed content is over the budget: what it takes
+    (``total``: the newest question as cut, or as far as the last resort cuts it where it
+    left it whole, never whole) and what to do."""
     remedy = (f"{'unpin or shorten those, ' if whole.messages else ''}"
               f"{'remove rules or ' if lay.rules_tokens else ''}raise the budget")
     if lost:

@@ -250,6 +250,19 @@ def newest_least(win: Window) -> int:
                for i in range(start, len(win.messages)))
 
 
+def question_spare(win: Window, counter: Tokenizer) -> int:
+    """The tokens the window's newest question would give cut to QUESTION_LEAST, the least
+    the last resort cuts it to, where that left it whole: what a refusal takes off, so that
+    it names the request with the question cut (at a budget of 150 it named 31,173 tokens,
+    the question whole; cut, 170)."""
+    q = _newest_question(win)
+    if q is None or win.tokens[q] <= QUESTION_LEAST or any(
+            e.message_id == win.messages[q].id for e in win.truncated):
+        return 0
+    got = shorten_message(win.messages[q], win.tokens[q], QUESTION_LEAST, counter)
+    return 0 if got is None else max(0, win.tokens[q] - got[1])
+
+
 def _newest_question(win: Window) -> int | None:
     """The index of the newest user message that is not a tool result."""
     return next((i for i in range(len(win.messages) - 1, -1, -1)
@@ -282,17 +295,16 @@ def _last_resort(win: Window, room: int, total: int, counter: Tokenizer) -> int:
     pinned): those give way first, each to what the rest leaves it but at least MIN_SHORT,
     then the question, to the room left. One at a time was not enough: a restored message
     beside a long newest question, neither alone able to make the room, failed the session's
-    every assembly. A question the room leaves less than QUESTION_LEAST is cut to that all
-    the same: the request is over and refused, and the refusal names what the question takes
-    cut (at a budget of 150 it named the 31,173 tokens the request takes with the question
-    whole; cut, it takes 170)."""
+    every assembly. A question the room leaves less than QUESTION_LEAST stays whole: the
+    request is over and refused, counting it cut (`question_spare`). Cut here, its few tokens
+    made the working notes' retry keep notes beside it rather than give it their room."""
     q = _newest_question(win)  # found again: drops moved the indices
     for i in [*(i for i in range(len(win.messages)) if i != q), *([q] if q is not None else [])]:
         if total <= room:
             return total
         left = room - (total - win.tokens[i])
-        cap = max(QUESTION_LEAST, left) if i == q else max(MIN_SHORT, left)
-        if cap < win.tokens[i]:
+        cap = left if i == q else max(MIN_SHORT, left)
+        if cap >= QUESTION_LEAST and cap < win.tokens[i]:
             total -= _shorten(win, i, cap, counter,
                               "shortened to fit: the newest question is never dropped"
                               if i == q else "shortened to fit beside the newest question, "
