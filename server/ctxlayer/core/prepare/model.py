@@ -7,6 +7,7 @@ is returned; the next turn builds a new one that may share its (never mutated) l
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -49,12 +50,31 @@ def alike_prefix(before: list[Message], now: list[Message], common: int) -> int:
     """How many leading messages two turns share once those that differ only in what their
     non-text parts cost count as shared (``common``: those identical): a thinking block an
     earlier turn costed whole costs its text once a new turn began (the provider no longer
-    reads it), and the message shows the same as before."""
+    reads it), and the message shows the same as before. Parts added, removed or of another
+    kind are a change: with a screenshot taken out of a question it was cut beside, the
+    question counted alike kept that cut, 52 of its 1,663 characters sent in 63 tokens of a
+    1,200-token budget."""
     k, m = common, min(len(before), len(now))
-    while k < m and msgspec.structs.replace(before[k], parts_tokens=now[k].parts_tokens,
-                                            parts=now[k].parts) == now[k]:
+    while k < m and _same_parts(before[k].parts, now[k].parts) \
+            and msgspec.structs.replace(before[k], parts_tokens=now[k].parts_tokens,
+                                        parts=now[k].parts) == now[k]:
         k += 1
     return k
+
+
+def _same_parts(before: list[str] | None, now: list[str] | None) -> bool:
+    """Whether two lists of parts' labels ("image 1000x800 (1067 tokens)", "thinking (212
+    tokens)") name the same parts, whatever each is said to cost."""
+    if (before or []) == (now or []):
+        return True
+    if len(before or []) != len(now or []):
+        return False
+    return all(_PART_COST.sub("", b) == _PART_COST.sub("", n)
+               for b, n in zip(before or [], now or [], strict=True))
+
+
+#: the cost a part's label ends with (`formats.media.label`)
+_PART_COST = re.compile(r" \(\d+ tokens?\)$")
 
 
 def summarized_audit(chunks: Iterable[Chunk], verbatim: Iterable[int]) -> list[AuditEntry]:
