@@ -135,12 +135,18 @@ def _chars_head_tail(text: str, max_chars: int) -> str:
     "[... N chars omitted ...]" marker, each end cut between words when a blank is near (in
     the second half of its room). The marker's room is its own length: 40 characters kept
     for it left a 20-token question no tail at all, and a cut by characters alone ended the
-    kept head in "parse" and started the tail at "IL_OF_Q3"."""
-    room = max(0, max_chars - len(_omitted(len(text), "char")) - 2)
+    kept head in "parse" and started the tail at "IL_OF_Q3". A room the marker would take
+    most of keeps the ends around an ellipsis alone: a 168-character pasted line beside a
+    screenshot went out as the marker and nothing of itself, its tokens free."""
+    marker = len(_omitted(len(text), "char")) + 2
+    short = max_chars - marker < marker
+    room = max(0, max_chars - (1 if short else marker))
     head_n = int(room * HEAD_SHARE)
     tail_n = room - head_n
     head = _words_up_to(text, head_n)
     tail = _words_from(text, len(text) - tail_n) if tail_n else ""
+    if short:
+        return f"{head}…{tail}"
     return f"{head}\n{_omitted(len(text) - len(head) - len(tail), 'char')}\n{tail}"
 
 

@@ -84,7 +84,8 @@ dropped, shortened), cache reuse and breakpoints, a one-line notice, and the nex
    the summaries are kept too (shortened at worst) unless that leaves no room for the newest
    exchange, or would leave the question no more than its first words (MIN_QUESTION tokens),
    or, when it ends the request (a chat's question), less than half the room the system
-   prompt leaves (`question_least`): the summaries are merged smaller, else cut to their
+   prompt leaves (`question_least`; beside its non-text parts, a screenshot never cut,
+   them and half the room they leave its text): the summaries are merged smaller, else cut to their
    head and tail (`cut_summaries`), audited, or left out before it goes under that;
    shrinking them, the tool outputs after the question count at what the last resort can
    outline them to (half the room the rest leaves the two), so an outline of the newest `cat`
@@ -94,7 +95,8 @@ dropped, shortened), cache reuse and breakpoints, a one-line notice, and the nex
    at the shortest the last resort makes it and the summaries, at a quarter of the budget at
    most), so the call, its result and the summaries are kept; a
    shortened output names the errors, tests and files of its cut part; what it shortens
-   keeps the same text on later turns.
+   keeps the same text on later turns (the newest question's cut while the budget does not
+   grow and the question stays alike: its parts the same, `alike_prefix`).
 6. Restored messages come back whole, after the summaries, and stay for the conversation;
    each restore is audited once.
 7. cache_reuse_tokens: the tokens of the leading messages identical to the previous result.

@@ -49,6 +49,8 @@ class _Question:
         self.pos = next((k for k, key in enumerate(keys)
                          if self.at >= 0 and result_index(key) == self.at), -1)  # in the result
         self.kept, self.tokens, self.counter, self.fmt = kept, tokens, counter, policy.fmt
+        #: what its non-text parts take (a screenshot): never cut, so its caps are beside them
+        self.parts = (kept[self.pos].parts_tokens or 0) if self.pos >= 0 else 0
         self._short: dict[int, tuple[Message, int]] = {}
 
     def within(self, cap: int | None) -> tuple[Message, int] | None:
@@ -138,12 +140,16 @@ def _results_of(win: Window, kept: list[Message], step: int | None) -> frozenset
     return frozenset(k for k, m in enumerate(kept) if is_result(m) and m.tool_call_id in ids)
 
 
-def question_caps(budget: int, policy: PreparePolicy) -> list[int]:
+def question_caps(budget: int, policy: PreparePolicy, parts: int = 0) -> list[int]:
     """The sizes the last resort tries the question at, longest first: at most half the
     budget, then shorter; never under MIN_QUESTION, for a question cut to its first word or
-    two is as good as lost."""
-    return sorted(set(max(MIN_QUESTION, c) for c in (
-        budget // 2, int(budget * policy.question_share), budget // 8, budget // 16)),
+    two is as good as lost. A question with non-text ``parts`` (a screenshot, never cut) is
+    tried at them and those sizes of the room they leave for its text: sized as a whole, a
+    1,067-token screenshot took every cap of a 1,200-token budget and the question's text was
+    cut to 16 tokens, its end lost and 65 tokens of the budget unused."""
+    room = max(0, budget - parts)
+    return sorted(set(parts + max(MIN_QUESTION, c) for c in (
+        room // 2, int(room * policy.question_share), room // 8, room // 16)),
         reverse=True)
 
 
@@ -163,7 +169,9 @@ def question_least(kept: list[Message], keys: list, tokens: list[int], budget: i
     fixed = policy.fmt.reply_priming + sum(
         t for k, (m, t) in enumerate(zip(kept, tokens, strict=True)) if k != question.pos and (
             m.role == "system" or result_index(keys[k]) in held))
-    return min(tokens[question.pos], max(0, (budget - fixed) // 2))
+    # its parts whole and half the room they leave for its text (`question_caps`)
+    parts = question.parts
+    return min(tokens[question.pos], parts + max(0, (budget - fixed - parts) // 2))
 
 
 def fit_calls(win: Window, kept: list[Message], keys: list, tokens: list[int], budget: int,
@@ -186,7 +194,7 @@ def fit_calls(win: Window, kept: list[Message], keys: list, tokens: list[int], b
                                            if m.role == "system")
     # the question as short as an attempt of the last resort makes it, not shorter: judged
     # beside a question of MIN_QUESTION, a call that fitted only that way was dropped whole
-    ask = min(tokens[question.pos], question_caps(budget, policy)[-1]) \
+    ask = min(tokens[question.pos], question_caps(budget, policy, question.parts)[-1]) \
         if question.pos >= 0 else 0
     # and the summaries, shrunk to a quarter of the budget at most: a call long by the script
     # it wrote left no room for them, and the summary of a hundred messages gave way to it
@@ -428,7 +436,7 @@ def _attempts(win: Window, kept: list[Message], keys: list, tokens: list[int], b
     # fill all of it, the next turn's reply and question passed the budget at once and the
     # question went into a summary), then at most half the budget, then shorter
     rest = policy.fmt.reply_priming + sum(t for k, t in enumerate(tokens) if k != question.pos)
-    caps = question_caps(budget, policy)
+    caps = question_caps(budget, policy, question.parts)
     room = int(budget * policy.target) - rest
     if room > caps[0]:
         caps.insert(0, room)
