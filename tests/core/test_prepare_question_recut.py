@@ -114,3 +114,17 @@ def test_a_message_whose_parts_changed_is_not_alike():
     read = Message(role="assistant", content="done", parts=["thinking (1 token)"],
                    parts_tokens=1)
     assert alike_prefix([thought], [read], 0) == 1
+
+
+@pytest.mark.parametrize("fmt", CHATS)
+def test_a_budget_that_only_wobbles_keeps_the_questions_cut(fmt):
+    """A budget a few tokens bigger (a calibration from the provider's usage, the tools
+    counted anew) keeps the question's cut: cut afresh, an agent's task, before every summary,
+    moved the cached prefix on each wobble."""
+    chat = CHATS[fmt]
+    budget = 1200 if fmt == "anthropic" else 1000
+    first = first_cut(chat, budget)
+    then = prepare_turn(first.state, chat(True), budget + budget // 100, WORDS)
+    assert question(then) == question(first)
+    grown = prepare_turn(first.state, chat(True), budget + budget // 5, WORDS)
+    assert len(question(grown)) > len(question(first))

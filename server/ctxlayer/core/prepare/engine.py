@@ -345,8 +345,9 @@ def _recognize(previous: ConversationState | None, msgs: list[Message], budget: 
     """The turn's window: the messages the previous turn had are reused with their counts
     (only the rest is counted), and its window carries over when nothing it summarized
     changed. The newest question's cut (the last resort's) carries over only while the budget
-    does not grow: past the one it was cut in, it is decided afresh from the room this turn
-    has (carried, a question cut beside a screenshot stayed at 52 of its 1,663 characters
+    does not grow: past the one it was cut in (by more than `recut_growth`: a budget that
+    wobbles with the calibration or the tools' count keeps it), it is decided afresh from the
+    room this turn has (carried, a question cut beside a screenshot stayed at 52 of its 1,663 characters
     once the budget rose from 1,200 to 2,000, 1,135 tokens sent where 1,749 fit it whole).
     At the same budget it stays, as a cut of an older message does: an agent's task cut
     afresh on every request of its loop moved the cached prefix each time (the dev replay's
@@ -375,7 +376,7 @@ def _recognize(previous: ConversationState | None, msgs: list[Message], budget: 
     # the window carries over: what it keeps of a message is kept while that message is the
     # same (files written anew in place: all but them, up to the first other change)
     gone, same_to = changed if changed is not None else (frozenset(), common)
-    q = newest_user(msgs) if budget > previous.budget else -1
+    q = newest_user(msgs) if budget > previous.budget * (1 + policy.recut_growth) else -1
 
     def kept(i: int) -> bool:
         return i < same_to and i not in gone

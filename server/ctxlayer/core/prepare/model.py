@@ -149,6 +149,11 @@ class PreparePolicy(msgspec.Struct, frozen=True, kw_only=True):
     # tokens sent 527 of 20,000 on every later turn, its log still cut to 507. That moves the
     # cached prefix once; a budget that only wobbles (calibration, tool definitions) keeps it
     refit_below: float = 0.5
+    # the newest question cut at a smaller budget is cut afresh once the budget grew past this
+    # share of it: a budget that only wobbles (a calibration from the provider's usage, the
+    # tool definitions counted anew) keeps its cut, which an agent's task carries before every
+    # summary: cut afresh on each wobble, the whole cached prefix after the system prompt moves
+    recut_growth: float = 0.05
     # a long tool output or assistant message is outlined to this share of the budget
     outline_share: float = 0.04
     outline_min: int = 160
