@@ -332,8 +332,11 @@ class SessionOpenResult(Wire):
 class SessionAppendParams(Params):
     """`system`: the system prompt a provider format keeps apart from its messages (anthropic
     `system`, responses `instructions`), taken as system messages appended before `messages`,
-    as OpenAI system messages appended at that point are; their text is kept (what else a
-    block carries, its cache_control, is named in the session's audit)."""
+    as OpenAI system messages appended at that point are. An Anthropic block is kept as it
+    came: assembled as anthropic it goes out whole, its cache_control with it (the `system`
+    blocks after the session's layers, rules and working zone, in the order appended: past
+    `cacheBoundary`); a fifth breakpoint of the request, or another format, is named in
+    `truncated`."""
 
     session_id: str
     messages: FormatMessages
@@ -452,7 +455,8 @@ class ModeSuggestion(Wire):
 AssembledCacheBoundary = Annotated[int | None, msgspec.Meta(
     description="the stable prefix (system layers and rules) is the items before it: of "
                 "`messages` (ctxlayer, openai, responses), of the `system` blocks (anthropic, "
-                "whose dynamic section goes in the last user turn, after the history)")]
+                "whose dynamic section goes in the last user turn, after the history; a "
+                "session's own blocks, appended with `system`, are history: past it)")]
 
 
 class SummaryShown(Wire):

@@ -10,10 +10,10 @@ back out byte for byte when the session is assembled in the format they came in.
   (a run of the model's items is one engine message: its reasoning, calls and messages); for
   Anthropic, where one native message may be several engine messages (each tool_result its
   own), ``{"format", "blocks", "piece": [j, n]}`` with the whole native ``message`` on the
-  first piece only (never copied n times). A system block is text only (a session takes an
-  Anthropic `system` as system messages; what a block carries besides its text is named in
-  its audit), as are the Responses instructions and a string input: nothing is stored for
-  them.
+  first piece only (never copied n times); an Anthropic `system` block (a session takes the
+  request's `system` as system messages) ``{"format", "system"}``: the block as it came, its
+  cache_control and citations with it. A `system` string, the Responses instructions and a
+  string input are text only: nothing is stored for them.
 - `rebuild(fmt, assembled, stored, counter)`: a Decoded made of the stored natives of the
   assembled messages, so that the format's own encoder writes them back (shortened text put
   into their text parts, pieces left out removed, repairs audited) exactly as ctx/prepare
@@ -102,7 +102,11 @@ def raws(decoded: Decoded) -> list[dict | None]:
         return [None] * len(decoded.messages)
     out: list[dict | None] = []
     seen: dict[int, int] = {}  # native index -> pieces stored so far
+    system = decoded.payload.get("system")
     for source in decoded.sources:
+        if source[0] == "system" and source[1] is not None and isinstance(system, list):
+            out.append({"format": "anthropic", "system": system[source[1]]})
+            continue
         if source[0] != "msg":
             out.append(None)
             continue
@@ -130,6 +134,7 @@ class Builder:
         self.sources: list[Any] = []
         self.index: dict[str, int] = {}
         self.natives: list[dict] = []
+        self.system: list[dict] = []  # an Anthropic request's system blocks
         self.pieces: dict[int, list[int]] = {}
         self.groups: dict[int, int] = {}  # group key -> native index
 
@@ -158,6 +163,14 @@ class Builder:
                                  if isinstance(content, list) else ()))
         self.msgs.append(msgspec.structs.replace(message, id=key))
 
+    def system_block(self, key: str, block: dict, message: Message) -> None:
+        """An Anthropic system block, which the encoder writes into the request's `system`
+        as it came (its text put in when the engine changed it)."""
+        self.index[key] = len(self.msgs)
+        self.sources.append(("system", len(self.system)))
+        self.system.append(block)
+        self.msgs.append(msgspec.structs.replace(message, id=key))
+
     def piece(self, key: str, s: Stored) -> None:
         """One piece of an Anthropic native message: every piece gets its place, kept or not,
         so the encoder knows when all are there (then the native dict goes out unchanged)."""
@@ -181,8 +194,10 @@ class Builder:
 
     def decoded(self, counter: Any) -> Decoded:
         where = "input" if self.fmt == "responses" else "messages"
+        payload: dict = {"system": self.system} if self.system else {}
+        payload[where] = self.natives
         return Decoded(fmt=self.fmt, messages=self.msgs,  # type: ignore[arg-type]
-                       payload={where: self.natives}, sources=self.sources,
+                       payload=payload, sources=self.sources,
                        index=self.index, counter=counter, extra={"pieces": self.pieces})
 
 
@@ -199,7 +214,7 @@ def rebuild(fmt: str, assembled: list[Message], stored: list[Stored | None], cou
         key = f"{_KEY}{k}"
         written = add_stored(b, key, s, fmt)
         if written is None:
-            if s is not None:
+            if s is not None and s.raw.get("format") != fmt:  # (a blank block: the encoder's)
                 lost += _lost(s, fmt, m, counter, k)
             kept.append(m)
             continue
@@ -217,9 +232,14 @@ def add_stored(b: Builder, key: str, s: Stored | None, fmt: str) -> str | None:
     its text). One place for the rebuild of an assembly and the pricing of its parts."""
     if s is None:
         return None
-    if s.raw.get("format") == fmt and at_hand(s):
+    # a blank system block is written from its text: the encoder leaves it out, said (the
+    # provider refuses one)
+    if s.raw.get("format") == fmt and at_hand(s) and \
+            ("system" not in s.raw or s.message.content.strip()):
         if "piece" in s.raw:
             b.piece(key, s)
+        elif "system" in s.raw:
+            b.system_block(key, s.raw["system"], s.message)
         elif "items" in s.raw:
             b.items(key, s.raw["items"], s.message)
         else:
@@ -320,6 +340,8 @@ def not_carried(raw: dict, fmt: str, images: bool = False) -> list[str]:
         return _responses_not_carried(raw.get("items") or [], images)
     if raw.get("format") != "anthropic":
         return []
+    if isinstance(raw.get("system"), dict):  # a system block: what else it carries
+        return _parts_not_carried([raw["system"]], _ANTHROPIC_CARRIED, False)
     content = raw.get("content_of_piece")
     return _parts_not_carried(content, _ANTHROPIC_CARRIED, images) \
         if isinstance(content, list) else []

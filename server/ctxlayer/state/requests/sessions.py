@@ -78,14 +78,14 @@ def append(caller: Caller, p: protocol.SessionAppendParams,
     # the provider messages themselves are stored beside them, so that no part is lost
     raws = stored.raws(decoded) if p.format != "ctxlayer" else None
     # refused, naming it, by a format without one
-    prompt, noted = system_prompt(p.format, p.system, counter) if p.system is not None \
-        else ([], [])
+    prompt, prompt_raws = system_prompt(p.format, p.system, counter) \
+        if p.system is not None else ([], [])
     if prompt:
         messages = prompt + messages
-        raws = [None] * len(prompt) + raws if raws is not None else None
+        raws = prompt_raws + raws if raws is not None else None
     messages, left_out = without_parts(messages, raws)
-    if noted or left_out:  # said in the session's audit, never dropped silently
-        svc.record_audit(workspace, p.session_id, noted + left_out)
+    if left_out:  # said in the session's audit, never dropped silently
+        svc.record_audit(workspace, p.session_id, left_out)
     files = attachments(caller, messages)
     if files:  # embedded once, at append: the stored message is what the model will read
         messages = stages.enrich(messages, files)
@@ -95,28 +95,17 @@ def append(caller: Caller, p: protocol.SessionAppendParams,
 
 
 def system_prompt(fmt: str, system: object, counter: object
-                  ) -> tuple[list[protocol.Message], list[protocol.AuditEntry]]:
+                  ) -> tuple[list[protocol.Message], list[dict | None]]:
     """A request's system prompt kept apart from its messages (Anthropic `system`, Responses
     `instructions`) as a session takes it: system messages, as OpenAI system messages appended
     at that point are (the codec pins it within one request; in a session it is history like
-    theirs). Their text is kept; what else a block carries (cache_control: an assembly sets
-    its own breakpoints) is named in one audit entry each."""
-    from ctxlayer.core.formats.stored import says_something
-    from ctxlayer.core.text import describe
+    theirs), and what to store beside each (core/formats/stored.py): an Anthropic block as it
+    came, so that its cache_control (the client's breakpoint, its ttl) goes out again."""
+    from ctxlayer.core.formats import stored
 
     decoded = decode(fmt, [], system, counter, whole=True)
     prompt = [msgspec.structs.replace(m, id=None, pinned=False) for m in decoded.messages]
-    audit = []
-    for k, block in enumerate(system if isinstance(system, list) else ()):
-        # a null field carries nothing: `"citations": null` was said to be "not kept"
-        extra = sorted(key for key in block
-                       if key not in ("type", "text") and says_something(block[key]))
-        if extra:  # each block is one message (the codec checked them)
-            audit.append(protocol.AuditEntry(
-                action="dropped", reason=f"a session keeps a system block's text: its "
-                f"{', '.join(extra)} not kept", summary=describe(prompt[k]),
-                tokens_before=0, tokens_after=0, index=k))
-    return prompt, audit
+    return prompt, stored.raws(decoded)
 
 
 def without_parts(messages: list[protocol.Message], raws: list | None
