@@ -93,9 +93,15 @@ ProviderSystem = Annotated[str | SystemTextBlocks | None, msgspec.Meta(
 
 
 class ToolCall(Strict):
+    """A call the model made. `custom`: a call of a custom tool (OpenAI's `custom` tool call,
+    the Responses API's `custom_tool_call`), whose `arguments` is its free-text input, no JSON:
+    written back as one where the format has them, and named in `truncated` where it has not
+    (Anthropic)."""
+
     id: str
     name: str
     arguments: str = ""
+    custom: bool = False
 
 
 class Message(Strict):

@@ -191,3 +191,34 @@ def test_an_image_goes_to_the_other_openai_format_at_the_detail_asked():
     (shot,), named = across("openai", turns, "responses")
     assert {"type": "input_image", "image_url": url, "detail": "high"} in shot["content"]
     assert named == {}
+
+
+PATCH = "*** Begin Patch\n*** End Patch"
+CUSTOM_CHAT = [{"role": "user", "content": "fix it"},
+               {"role": "assistant", "content": None, "tool_calls": [
+                   {"id": "c1", "type": "custom",
+                    "custom": {"name": "apply_patch", "input": PATCH}}]},
+               {"role": "tool", "tool_call_id": "c1", "content": "done"}]
+
+
+def test_a_custom_tool_call_is_one_in_the_responses_format_and_back():
+    # it went as a function_call whose arguments were the patch text (not JSON), unsaid
+    sent, named = across("openai", CUSTOM_CHAT, "responses")
+    assert sent[1:] == [
+        {"type": "custom_tool_call", "call_id": "c1", "name": "apply_patch", "input": PATCH},
+        {"type": "custom_tool_call_output", "call_id": "c1", "output": "done"}], sent
+    assert named == {}
+    back, named = across("responses", sent, "openai")
+    assert back[1]["tool_calls"] == CUSTOM_CHAT[1]["tool_calls"] and named == {}, back
+
+
+def test_a_custom_tool_call_written_as_anthropic_is_said():
+    decoded = decode("openai", {"model": "m", "messages": CUSTOM_CHAT}, WORDS)
+    rebuilt, messages, _, _ = rebuild("anthropic", decoded.messages,
+                                      [None] * len(decoded.messages), WORDS)
+    out = encode(rebuilt, messages)
+    [use] = [b for m in out.payload["messages"] if isinstance(m["content"], list)
+             for b in m["content"] if b["type"] == "tool_use"]
+    assert use["input"] == {"input": PATCH}
+    assert [e.summary for e in out.audit if "custom tool" in e.reason] == [
+        "apply_patch(*** Begin Patch)"], out.audit

@@ -61,10 +61,17 @@ export interface Message {
   partsTokens?: number | null;
   parts?: string[] | null;
 }
+/**
+ * A call the model made. `custom`: a call of a custom tool (OpenAI's `custom` tool call,
+ * the Responses API's `custom_tool_call`), whose `arguments` is its free-text input, no JSON:
+ * written back as one where the format has them, and named in `truncated` where it has not
+ * (Anthropic).
+ */
 export interface ToolCall {
   id: string;
   name: string;
   arguments?: string;
+  custom?: boolean;
 }
 /**
  * What the engine did to one item, and why: nothing is cut without one. `index` is the

@@ -593,8 +593,15 @@ def _tool_input(m: Message, call: ToolCall, result: Encoded) -> dict:
     """A call's arguments as the object a `tool_use` block's `input` must be. Arguments that
     are not one (a model's broken JSON, a list, a bare string, kept in another format that
     takes any text) go whole as `{"arguments": <the text>}`, said in the audit: the provider
-    refuses any other `input`."""
+    refuses any other `input`. A custom tool's call (its input free text, which Anthropic has
+    no tool for) goes as `{"input": <the text>}`, whatever the text, said so too."""
     text = call.arguments or ""
+    if call.custom:
+        result.audit.append(audit(
+            "compressed", "a custom tool's call (its input free text): Anthropic has no custom "
+            'tools, so it is sent as a tool_use whose input is {"input": <the text>}',
+            f"{call.name}({one_line(text, 60)})", message_id=m.id))
+        return {"input": text}
     if not text.strip():
         return {}
     try:

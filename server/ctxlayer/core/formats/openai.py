@@ -157,15 +157,17 @@ def _tool_calls(value: Any, where: str) -> list[ToolCall]:
         f = f"{where}[{k}]"
         call = expect_dict(call, f)
         cid = expect_str(call.get("id"), f"{f}.id", "the call's id")
-        if call.get("type") == "custom":
+        custom = call.get("type") == "custom"
+        if custom:  # its input is free text: `custom` keeps it one in another format
             fn = expect_dict(call.get("custom"), f"{f}.custom")
-            args = fn.get("input", "")
+            name = expect_str(fn.get("name"), f"{f}.custom.name", "the tool's name")
+            args = expect_str(fn.get("input", ""), f"{f}.custom.input", "the input as text")
         else:
             fn = expect_dict(call.get("function"), f"{f}.function")
-            args = fn.get("arguments", "")
-        name = expect_str(fn.get("name"), f"{f}.function.name", "the function's name")
-        calls.append(ToolCall(id=cid, name=name, arguments=expect_str(
-            args, f"{f}.function.arguments", "the arguments as JSON text")))
+            name = expect_str(fn.get("name"), f"{f}.function.name", "the function's name")
+            args = expect_str(fn.get("arguments", ""), f"{f}.function.arguments",
+                              "the arguments as JSON text")
+        calls.append(ToolCall(id=cid, name=name, arguments=args, custom=custom))
     return calls
 
 
@@ -247,6 +249,14 @@ def decode(payload: dict, counter: Tokenizer, previous: Decoded | None = None,
                    extra={WRITTEN: written, TURN: (rule, turn)})
 
 
+def _call_of(c: ToolCall) -> dict:
+    """An engine call as a Chat Completions tool call: a custom tool's with its input."""
+    if c.custom:
+        return {"id": c.id, "type": "custom", "custom": {"name": c.name, "input": c.arguments}}
+    return {"id": c.id, "type": "function", "function": {"name": c.name,
+                                                         "arguments": c.arguments}}
+
+
 def _native_of(decoded: Decoded, m: Message, notes: list[AuditEntry]) -> dict:
     """The native message of kept message `m`; a text part its shortened text left with
     nothing is named in `notes`."""
@@ -257,8 +267,7 @@ def _native_of(decoded: Decoded, m: Message, notes: list[AuditEntry]) -> dict:
         out: dict = {"role": m.role, "content": m.content}
         if m.tool_calls:
             out["content"] = m.content or None
-            out["tool_calls"] = [{"id": c.id, "type": "function", "function": {
-                "name": c.name, "arguments": c.arguments}} for c in m.tool_calls]
+            out["tool_calls"] = [_call_of(c) for c in m.tool_calls]
         return out
     native = decoded.payload["messages"][decoded.sources[pos]]
     if "ctxlayer" in native:
@@ -332,6 +341,12 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
     return result
 
 
+def _fn(call: dict) -> dict:
+    """A native call's function (a custom tool's `custom`: its name and input)."""
+    fn = call.get("custom" if call.get("type") == "custom" else "function")
+    return fn if isinstance(fn, dict) else {}
+
+
 def _without_calls(msg: dict, pending: dict[str, int], m: Message, result: Encoded,
                    counter: Any) -> dict | None:
     """The assistant message ``msg`` (written from ``m``) without its calls whose results
@@ -340,8 +355,8 @@ def _without_calls(msg: dict, pending: dict[str, int], m: Message, result: Encod
     calls = [c for c in msg["tool_calls"] if c.get("id") not in pending]
     gone = [c for c in msg["tool_calls"] if c.get("id") in pending]
     lost = [c.get("id") for c in gone]
-    named = [call_line(str((c.get("function") or {}).get("name", "")),
-                       str((c.get("function") or {}).get("arguments", ""))) for c in gone]
+    named = [call_line(str(_fn(c).get("name", "")),
+                       str(_fn(c).get("arguments", _fn(c).get("input", "")))) for c in gone]
     result.audit.append(audit(
         "dropped", f"tool calls {', '.join(lost)} lost their results: removed so that "
         "the request stays valid", f"assistant: {' + '.join(named)}",

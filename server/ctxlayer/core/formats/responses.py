@@ -301,7 +301,8 @@ def _call(item: dict, where: str) -> ToolCall:
     if not isinstance(args, str):  # computer and shell calls carry objects: their JSON
         args = _json.encode({k: v for k, v in item.items()
                              if k not in ("id", "call_id", "type", "status")}).decode()
-    return ToolCall(id=cid, name=name, arguments=args)
+    return ToolCall(id=cid, name=name, arguments=args,
+                    custom=item.get("type") == "custom_tool_call")
 
 
 class _Group:
@@ -532,16 +533,20 @@ def _item_tokens(item: dict, i: int, counter: Tokenizer, turn_start: int, model:
     return counter.count("\n".join(alone.texts)) + alone.parts + calls
 
 
-def _new_items(m: Message) -> list[dict]:
+def _new_items(m: Message, custom: set[str]) -> list[dict]:
     """A message the engine added (a summary, a notice, an assembled session's turn) as input
-    items: its text as a message, its tool calls as calls, a tool result as a call's output."""
+    items: its text as a message, its tool calls as calls, a tool result as a call's output;
+    a custom tool's call and its output as theirs (`custom`: the ids of such calls)."""
     if m.role == "tool":
-        return [{"type": "function_call_output", "call_id": m.tool_call_id or "",
-                 "output": m.content}]
+        kind = "custom_tool_call_output" if m.tool_call_id in custom else \
+            "function_call_output"
+        return [{"type": kind, "call_id": m.tool_call_id or "", "output": m.content}]
     out: list[dict] = []
     if m.content or not m.tool_calls:  # a string content: any role may have one
         out.append({"type": "message", "role": m.role, "content": m.content})
-    out += [{"type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments}
+    out += [{"type": "custom_tool_call", "call_id": c.id, "name": c.name, "input": c.arguments}
+            if c.custom else
+            {"type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments}
             for c in m.tool_calls or ()]
     return out
 
@@ -683,12 +688,13 @@ def encode(decoded: Decoded, kept: Sequence[Message], *, cache_breakpoints: Sequ
     items: list[dict] = []
     ids: list[str | None] = []
     at: list[int] = []  # the kept message each item is of
+    custom = {c.id for m in kept for c in m.tool_calls or () if c.custom}
     for n, m in enumerate(kept):
         pos = decoded.index.get(m.id) if m.id is not None else None
         if pos is not None and decoded.sources[pos] == "instructions":
             continue
         if pos is None:
-            new = _new_items(m)
+            new = _new_items(m, custom)
         elif decoded.sources[pos] == "string":
             new = [{"type": "message", "role": "user", "content": m.content}]
         else:

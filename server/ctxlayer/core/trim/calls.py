@@ -10,6 +10,8 @@ text, its name or a pinned call; the codecs write the arguments into the native 
 
 from __future__ import annotations
 
+import msgspec
+
 from ctxlayer.core.compress.shorten import VALUE_CAP_MIN, shorten_arguments
 from ctxlayer.core.memo import Memo
 from ctxlayer.core.trim.work import Work
@@ -57,7 +59,7 @@ def _outlined(w: Work, i: int, cap: int, memo: Memo) -> list[ToolCall] | None:
         got = None if t <= share else memo.get(("arguments", share), c.arguments,
                                                lambda c=c, s=share: shorten_arguments(
                                                    c.arguments, s, w.counter))
-        out.append(c if got is None else ToolCall(id=c.id, name=c.name, arguments=got))
+        out.append(c if got is None else msgspec.structs.replace(c, arguments=got))
         changed = changed or got is not None
     return out if changed else None
 
