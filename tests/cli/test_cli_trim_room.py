@@ -191,3 +191,45 @@ def test_a_refusal_names_the_least_budget_and_only_what_is_there(content):
     least = int(found.group(1))
     assert trimmed(body, least, "openai")["ctxlayer"]["tokens"] <= least
     assert trim(body, least - 1, "openai").returncode == 2
+
+
+def job_log() -> str:
+    """1,500 steps and five times the same errors, one holding a form feed, one a U+2028,
+    one a NUL byte, one 13,000 characters long."""
+    long = "ERROR: payload rejected: " + ",".join(f"field_{k}=value_{k}" for k in range(700))
+    lines = []
+    for k in range(1500):
+        lines.append(f"[INFO] step {k} ok")
+        if k % 300 == 150:
+            lines += ["ERROR: page break\x0cafter formfeed in E501",
+                      "ERROR: js string with\u2028line separator E502", "ERROR: nul\x00byte E507",
+                      long, "Traceback (most recent call last):",
+                      f'  File "/src/app{k}.py", line {k}, in <module>', f"KeyError: 'x{k}'"]
+    return "\n".join(lines)
+
+
+def test_a_log_outline_at_8k_uses_its_room_and_quotes_its_lines_whole():
+    """The log collapsed to an outline of 21 lines, 5,188 of 8,000 tokens used, said to be
+    "in 8500 tokens, the room the fit left"; its lines were split at the form feed and the
+    U+2028, each half quoted as a line ("ERROR: page break (x5)"), and the NUL byte dropped."""
+    text = job_log()
+    body = {"model": "gpt-4o", "messages": [
+        {"role": "user", "content": "run it"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "sh", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": text},
+        {"role": "user", "content": "why did it fail?"}]}
+    p = subprocess.run([*CLI, "trim", "-q", "--budget", "8k"], input=json.dumps(body),
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert 0.9 * 8000 <= out["ctxlayer"]["tokens"] <= 8000, out["ctxlayer"]["tokens"]
+    (entry,) = out["ctxlayer"]["truncated"]
+    room = int(re.search(r"outline in (\d+) tokens", entry["reason"])[1])
+    assert room <= 8000, entry["reason"]
+    # the outline above the log's own first and last lines (which quote them too)
+    outline = out["messages"][2]["content"].split("[the log's first and last lines")[0]
+    for line in text.split("\n")[151:154]:
+        assert any(kept.startswith(line) for kept in outline.split("\n")), (line, outline)
+    lines_in = len(text.split("\n"))
+    assert f"[log sanitized: {lines_in:,} lines in," in out["messages"][2]["content"]

@@ -19,6 +19,7 @@ from ctxlayer.core.text import (
     path_line,
     reads_as_markdown,
     sound,
+    split_lines,
 )
 from ctxlayer.core.tokens import WordTokenizer
 from ctxlayer.protocol import Message, ToolCall
@@ -135,13 +136,13 @@ def test_a_line_stays_short():
 @given(st.lists(st.sampled_from(["a", "b c", " ", "\t", "\n", "\r", "\r\n", "\x0b", "\x0c",
                                  "\x1c", "\x85", "\u2028", "\u2029", "é", "x" * 90]),
                 max_size=30).map("".join))
-def test_lines_of_gives_what_splitlines_gives(text):
+def test_lines_of_gives_what_split_lines_gives(text):
     """An audit line reads only the first lines of a text, one by one: the lines that say
-    something are those splitlines gives (empty ones may differ in number), and the line it
-    shows the same."""
+    something are those split_lines gives (empty ones may differ in number: "\r\n"), and
+    the line it shows the same."""
     assert [ln for ln in lines_of(text) if ln.strip()] == [
-        ln for ln in text.splitlines() if ln.strip()]
-    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), None)
+        ln for ln in split_lines(text) if ln.strip()]
+    first = next((ln.strip() for ln in split_lines(text) if ln.strip()), None)
     shown = one_line(text, 80)
     assert shown == ("(empty)" if first is None else
                      first if len(first) <= 80 else first[:79] + "…")

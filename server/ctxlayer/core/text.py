@@ -23,17 +23,30 @@ def normalized_hash(text: str) -> str:
     return hashlib.sha256(" ".join(text.split()).encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def split_lines(text: str) -> list[str]:
+    """The lines of ``text`` as a file or a log has them: ended by "\n", "\r\n" or "\r" and
+    nothing else (a final break opens no line, as with ``str.splitlines``). ``splitlines`` also
+    breaks at form feeds, vertical tabs, \x1c-\x1e, NEL and U+2028/U+2029, which a line can hold:
+    an outline quoting a log's lines cut "ERROR: page break\x0cafter formfeed" in two."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    lines = text.split("\n")
+    if not lines[-1]:
+        lines.pop()
+    return lines
+
+
 def lines_of(text: str):
     """The lines of ``text`` one by one, without splitting all of it: those with something in
-    them as ``splitlines`` gives them (a run of line breaks may give another number of empty
-    ones), for callers that want the first that says something (an audit line of each of a
-    5 MB chat's 830 file reads split all 5 MB to read 830 first lines)."""
+    them as `split_lines` gives them (a "\r\n" may give one more empty line), for callers that
+    want the first that says something (an audit line of each of a 5 MB chat's 830 file reads
+    split all 5 MB to read 830 first lines)."""
     start = 0
     while start < len(text):
         end = text.find("\n", start)
         if end < 0:
             end = len(text)
-        yield from text[start:end].splitlines() or [""]
+        yield from text[start:end].split("\r")
         start = end + 1
 
 

@@ -15,7 +15,7 @@ import re
 
 import msgspec
 
-from ctxlayer.core.text import lines_of
+from ctxlayer.core.text import lines_of, split_lines
 from ctxlayer.protocol import Message
 
 MAX_LINES = 400  # lines kept in the compaction state; the oldest give way
@@ -90,7 +90,7 @@ def target_of(arguments: str) -> str:
         for key in _TARGET_KEYS:
             value = args.get(key)
             if isinstance(value, str) and value.strip():
-                first = value.strip().splitlines()[0]
+                first = split_lines(value.strip())[0]
                 return _flat(first, 120)
         return _flat(" ".join(f"{k}={v}" for k, v in args.items() if isinstance(v, (str, int))),
                      120)

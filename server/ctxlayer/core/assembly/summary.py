@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from ctxlayer.core.compress.ledger import CUT_HEAD, holds
 from ctxlayer.core.compress.tool_output import OMITTED
-from ctxlayer.core.text import normalized_hash
+from ctxlayer.core.text import normalized_hash, split_lines
 from ctxlayer.protocol import Message
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
@@ -323,7 +323,7 @@ def _kept_sentences(content: str) -> list[tuple[int, str]]:
 def _split_previous(previous: str) -> tuple[list[str], list[str], list[str], list[str]]:
     parts: dict[str, list[str]] = {title: [] for title in _PARTS}
     target = None
-    for line in previous.splitlines():
+    for line in split_lines(previous):
         title = line.rstrip(":")
         if line.endswith(":") and title in parts:
             target = parts[title]

@@ -37,6 +37,7 @@ from ctxlayer.core.compress.facts import (
     prose_commands,
 )
 from ctxlayer.core.compress.logs import error_lines
+from ctxlayer.core.text import split_lines
 from ctxlayer.protocol import Message
 
 __all__ = ["CUT_HEAD", "KINDS", "Ledger", "add_messages", "facts_cut", "from_facts", "merge_ledgers",
@@ -202,7 +203,7 @@ def shell_commands(msg: Message) -> list[str]:
             if isinstance(value, list) and all(isinstance(v, str) for v in value):
                 value = " ".join(value)
             if isinstance(value, str) and value.strip():
-                line = value.strip().splitlines()[0].strip()
+                line = split_lines(value.strip())[0].strip()
                 if 2 < len(line) <= _COMMAND_MAX:
                     out.append(line)
                 break

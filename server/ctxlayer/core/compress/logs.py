@@ -32,6 +32,8 @@ import re
 
 import msgspec
 
+from ctxlayer.core.text import split_lines
+
 __all__ = ["error_lines", "looks_like_log", "sanitize_log"]
 
 # ---------------------------------------------------------------------------------------------
@@ -147,9 +149,12 @@ def _denoise(line: str) -> str:
         line = _ANSI.sub("", line)
     indent_len = len(line) - len(line.lstrip(" \t"))
     indent, body = line[:indent_len], line[indent_len:]
+    # the line's own NUL bytes are not our marks: they stand aside as a character the line
+    # lacks and come back at the end (dropped, "nul\x00byte" was quoted as "nulbyte")
+    own = _stand_in(body) if _GONE in body else None
+    if own:
+        body = body.replace(_GONE, own)
     head = body[:48]
-    if _GONE in body:  # the line's own NUL bytes are not our marks
-        body = body.replace(_GONE, "")
     # timestamps, durations and hex ids all hold a digit: a line without one (code, prose,
     # a listing) skips their patterns, each of which would try every position of the line
     digits = _DIGIT(body) is not None
@@ -184,7 +189,19 @@ def _denoise(line: str) -> str:
     body = body.strip()
     if "in" in body or "took" in body or "after" in body or "elapsed" in body:
         body = _DANGLING.sub("", body)
+    if own:
+        body = body.replace(own, _GONE)
     return (indent + body) if body else ""
+
+
+#: what a line's own NUL bytes stand as while `_denoise` marks its removals with NULs: the
+#: Unicode noncharacters, which no text means to hold
+_STAND_INS = tuple(map(chr, range(0xFDD0, 0xFDF0)))
+
+
+def _stand_in(body: str) -> str:
+    """A character ``body`` does not hold to stand for its NUL bytes ("": none, and they go)."""
+    return next((c for c in _STAND_INS if c not in body), "")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -267,13 +284,13 @@ def _json_line(line: str) -> list[str] | None:
             continue
         if key in _JSON_STACK_KEYS or (isinstance(v, str) and "\n" in v):
             if isinstance(v, str):
-                stack.extend(v.splitlines())
+                stack.extend(split_lines(v))
             elif isinstance(v, list):
                 stack.extend(str(x) for x in v[:200])
             elif isinstance(v, dict):
                 for k2 in ("message", "type", "stack"):
                     if isinstance(v.get(k2), str):
-                        stack.extend(v[k2].splitlines())
+                        stack.extend(split_lines(v[k2]))
             continue
         if isinstance(v, (dict, list)):
             text = msgspec.json.encode(v).decode()
@@ -452,7 +469,7 @@ def _prepare(text: str) -> tuple[list[str], list[int]]:
     raw line's lines start among them (one more entry: their end)."""
     out: list[str] = []
     starts: list[int] = []
-    for raw in text.splitlines():
+    for raw in split_lines(text):
         starts.append(len(out))
         stripped = raw.strip()
         if len(stripped) > 1 and stripped[0] == "{" and stripped[-1] == "}":
@@ -781,7 +798,7 @@ def looks_like_log(text: str) -> bool:
     sample = text[:65536] if len(text) <= 98304 else text[:65536] + "\n" + text[-32768:]
     if _STRONG.search(sample):
         return True
-    lines = [ln for ln in sample.splitlines()[:600] if ln.strip()]
+    lines = [ln for ln in split_lines(sample)[:600] if ln.strip()]
     if not lines:
         return False
     hits = sum(1 for ln in lines if _log_line(ln))

@@ -23,7 +23,7 @@ import msgspec
 
 from ctxlayer.core.compress.json_outline import JsonOutline
 from ctxlayer.core.compress.logs import LogOutline, looks_like_log
-from ctxlayer.core.text import counted
+from ctxlayer.core.text import counted, split_lines
 
 __all__ = ["OMITTED", "CompressedOutput", "Counter", "Reading", "compress_tool_output",
            "first_words", "head_tail"]
@@ -259,8 +259,8 @@ def _grown_log(text: str, log: LogOutline, keep: int, cap: int, chars_per_token:
     if cap - n < GROW_ROOM * cap:
         return sanitized
     chars = int((cap - n) * chars_per_token * 0.9)
-    # the outline's lines are the text's split as `splitlines` splits it: only when both
-    # agree can the lines the ends show be left out of it
+    # the outline's lines are the text's split as `split_lines` splits it ("\r" too): only
+    # when both agree can the lines the ends show be left out of it
     aligned = len(text.split("\n")) - text.endswith("\n") == log.total
     best, most = sanitized, n
     for _ in range(4):  # the ends sized to the room the outline of the rest leaves them
@@ -342,21 +342,21 @@ class Reading:
             return rest  # nothing read, or nothing left to read
         before = self.text[:start]
         # where a line break falls between ``start`` and the character before it (one
-        # `str.splitlines` reads as one: "\r\n" is one, cut between the two it is not)
-        whole = len((before + "x").splitlines()) - len(before.splitlines()) == 1
+        # `split_lines` reads as one: "\r\n" is one, cut between the two it is not)
         if before.endswith("\r") and self.text.startswith("\n", start):
             return rest
-        if whole:
-            rest._outline = self._outline.after(len(before.splitlines()))
+        done = len(split_lines(before))
+        if before.endswith(("\n", "\r")):
+            rest._outline = self._outline.after(done)
         else:
             end = _LINE_BREAK.search(self.text, start)
             lead = self.text[start:end.start() if end else len(self.text)]
-            rest._outline = self._outline.after(len(before.splitlines()), lead)
+            rest._outline = self._outline.after(done, lead)
         return rest
 
 
-#: what `str.splitlines` breaks a text at
-_LINE_BREAK = re.compile("\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+#: what `split_lines` breaks a text at
+_LINE_BREAK = re.compile("\r\n|[\n\r]")
 
 
 def compress_tool_output(text: str, cap_tokens: int, counter: Counter, *,
