@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import ast
 import base64
-import struct
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from images import png
 
 from ctxlayer.core.formats import decode
 from ctxlayer.core.text import (
@@ -27,10 +27,6 @@ from ctxlayer.protocol import Message, ToolCall
 WORDS = WordTokenizer()
 
 
-def png(width: int, height: int) -> str:
-    head = b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + \
-        struct.pack(">II", width, height) + b"\x08\x02\x00\x00\x00" + b"\x00" * 4
-    return base64.b64encode(head).decode()
 
 
 THINKING = {"type": "thinking", "thinking": " ".join(["step"] * 212), "signature": "s"}

@@ -8,10 +8,8 @@ unused; a pasted 168-character line without blanks beside a 2x2 PNG went out as
 
 from __future__ import annotations
 
-import base64
-import struct
-
 import pytest
+from images import png
 
 from ctxlayer.core.compress.shorten import shorten
 from ctxlayer.core.formats import decode
@@ -29,10 +27,6 @@ PASTED = ("Q37 c1: CbD886335+13a4FDb2b30aEFAc7a453FBfc0aF+07d874bb024a7ebFd9c5fA
           "+7139A46fc+3e9D")
 
 
-def png(width: int, height: int) -> str:
-    head = b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + \
-        struct.pack(">II", width, height) + b"\x08\x02\x00\x00\x00" + b"\x00" * 4
-    return base64.b64encode(head).decode()
 
 
 def screenshot_asked():

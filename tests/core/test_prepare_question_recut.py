@@ -8,10 +8,8 @@ sent), once the budget rose to 2,000, and in another chat that opened alike (Ope
 
 from __future__ import annotations
 
-import base64
-import struct
-
 import pytest
+from images import png
 
 from ctxlayer.core.formats import decode
 from ctxlayer.core.prepare import prepare_turn
@@ -25,10 +23,6 @@ QUESTION = ("QSTART the parser crashes on the input shown in the screenshot. "
 ANSWER = "answer " + " ".join(f"value{i} token{i}" for i in range(150))
 
 
-def png(width: int, height: int) -> str:
-    head = b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + \
-        struct.pack(">II", width, height) + b"\x08\x02\x00\x00\x00" + b"\x00" * 4
-    return base64.b64encode(head).decode()
 
 
 def anthropic(image: bool) -> list[Message]:

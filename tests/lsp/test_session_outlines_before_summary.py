@@ -12,14 +12,12 @@ The real daemon over stdio."""
 
 from __future__ import annotations
 
-import base64
 import itertools
 import json
-import struct
-import zlib
 
 import pytest
 from conftest import WORLD, RawDaemon, hermetic_env, make_repo, result
+from images import png_whole
 
 pytestmark = pytest.mark.e2e
 _worlds = itertools.count()
@@ -34,14 +32,6 @@ def log_text() -> str:
     return "\n".join(lines)
 
 
-def png(w: int, h: int) -> str:
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return (struct.pack(">I", len(data)) + kind + data
-                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
-    raw = b"".join(b"\x00" + b"\x00" * (w * 3) for _ in range(h))
-    return base64.b64encode(
-        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
-        + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")).decode()
 
 
 async def assembled(messages: list[dict], budget: int, model: str, fmt: str) -> dict:
@@ -78,7 +68,7 @@ async def test_the_newest_log_is_outlined_to_the_room_not_summarized(budget):
 @pytest.mark.parametrize(("fmt", "model"), [("openai", "gpt-4o"),
                                             ("anthropic", "claude-sonnet-4-5")])
 async def test_a_screenshot_is_kept_and_its_message_cut_before_any_summary(fmt, model):
-    data = png(1024, 768)
+    data = png_whole(1024, 768)
     code = ("Here is the code:\n```python\n"
             + "\n".join(f"def f{k}(x):\n    return x + {k}" for k in range(300))
             + "\n```\nWhat is wrong in the screenshot?")

@@ -6,13 +6,12 @@ assembly into another format reported the parts that format does not send."""
 
 from __future__ import annotations
 
-import base64
 import json
-import struct
 
 import pytest
 import pytest_asyncio
 from conftest import RawDaemon, hermetic_env, make_repo
+from images import png as png_head
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 
@@ -20,9 +19,8 @@ MODEL = "claude-sonnet-4"
 
 
 def png(width: int, height: int) -> str:
-    head = b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + \
-        struct.pack(">II", width, height) + b"\x08\x02\x00\x00\x00" + b"\x00" * 4
-    return base64.b64encode(head + b"\x00" * 64).decode()
+    """A PNG's header, 64 bytes after it."""
+    return png_head(width, height, 64)
 
 
 SHOT = "data:image/png;base64," + png(1024, 768)

@@ -12,31 +12,21 @@ ctx/trim and ctx/prepare kept both. The real daemon over stdio."""
 
 from __future__ import annotations
 
-import base64
 import itertools
 import json
-import struct
-import zlib
 
 import pytest
 from conftest import WORLD, RawDaemon, hermetic_env, make_repo, result
+from images import png_whole
 
 pytestmark = pytest.mark.e2e
 _worlds = itertools.count()
 QUESTION = "Final: why does this crash? " + " ".join(f"word99_{k}" for k in range(300))
 
 
-def png(w: int, h: int) -> str:
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return (struct.pack(">I", len(data)) + kind + data
-                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
-    raw = b"".join(b"\x00" + b"\x00" * (w * 3) for _ in range(h))
-    return base64.b64encode(
-        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
-        + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")).decode()
 
 
-DATA = png(1024, 768)
+DATA = png_whole(1024, 768)
 
 
 def output(r: int) -> str:

@@ -7,20 +7,18 @@ budget of 3,000 went out with 1,651 tokens and no image."""
 
 from __future__ import annotations
 
-import base64
 import json
-import struct
 
 import pytest
 from conftest import result
+from images import png as png_head
 
 pytestmark = pytest.mark.e2e
 
 
 def png(width: int, height: int) -> str:
-    head = b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + \
-        struct.pack(">II", width, height) + b"\x08\x02\x00\x00\x00" + b"\x00" * 4
-    return base64.b64encode(head + b"\x00" * 64).decode()
+    """A PNG's header, 64 bytes after it."""
+    return png_head(width, height, 64)
 
 
 IMG = png(1024, 768)

@@ -8,9 +8,9 @@ tokenizer, the real session service and its SQLite database."""
 from __future__ import annotations
 
 import base64
-import struct
 
 import pytest
+from images import png as png_head
 
 from ctxlayer import protocol
 from ctxlayer.state import Caller, State
@@ -20,10 +20,8 @@ MODEL = "claude-sonnet-4"
 
 
 def png(width: int, height: int) -> str:
-    """Base64 of a PNG's signature and header chunk: all the size reading looks at."""
-    head = b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + \
-        struct.pack(">II", width, height) + b"\x08\x02\x00\x00\x00" + b"\x00" * 4
-    return base64.b64encode(head + b"\x00" * 64).decode()
+    """A PNG's header, 64 bytes after it."""
+    return png_head(width, height, 64)
 
 
 SIGNED = {"type": "thinking", "thinking": "The user wants a.py read first; then the fix.",

@@ -9,11 +9,10 @@ Through the request functions (no face): a real State, the real tokenizer and se
 
 from __future__ import annotations
 
-import base64
 import json
-import struct
 
 import msgspec
+from images import png as png_head
 
 from ctxlayer import protocol
 from ctxlayer.state import Caller, State
@@ -23,10 +22,8 @@ MODEL = "claude-sonnet-4"
 
 
 def png(width: int, height: int) -> str:
-    """Base64 of a PNG's signature and header chunk: all the size reading looks at."""
-    head = b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + \
-        struct.pack(">II", width, height) + b"\x08\x02\x00\x00\x00" + b"\x00" * 4
-    return base64.b64encode(head + b"\x00" * 64).decode()
+    """A PNG's header, 64 bytes after it."""
+    return png_head(width, height, 64)
 
 
 def make_caller(folder) -> tuple[State, Caller]:
