@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxlayer.core.prepare import persist, prepare_turn, resuming
-from ctxlayer.core.prepare.model import DEFAULT_POLICY, ConversationState
+from ctxlayer.core.prepare.model import DEFAULT_POLICY, ConversationState, common_prefix
 from ctxlayer.core.tokens import WordTokenizer
 from ctxlayer.protocol import Message
 
@@ -122,9 +122,12 @@ def _as_it_was(windows: list[tuple[str, int, bytes, tuple[int, bytes] | None]],
     hashes: list[str] = []
     best = -1
     most = resuming._carried(beyond, messages) if beyond is not None else -1
+    # and message for message, as the live chat's chain is compared in memory
+    plain = common_prefix(beyond.messages, messages) if beyond is not None else -1
     for n, (_, snap) in enumerate(snaps):
-        k, _ = resuming._reach(snap, messages, resuming._agreement(snap, messages, hashes))
-        if k > most and k >= (snap.head + 1 if least is None else least):
+        same = resuming._agreement(snap, messages, hashes)
+        k, _ = resuming._reach(snap, messages, same)
+        if k > most and same > plain and k >= (snap.head + 1 if least is None else least):
             best, most = n, k
     if best < 0:
         return None

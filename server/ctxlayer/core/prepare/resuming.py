@@ -55,7 +55,12 @@ def resume_best(snaps: Sequence[Snapshot | KeptWindow], messages: list[Message],
     forks'), the first of them on a tie; with ``beyond`` (the state of the live chat this
     request edits), only one that agrees with them further than ``times`` as far as that
     state does (twice for a request that extends it: `identity.far_past`; as far as a
-    kept window's agreement is measured, `_carried`). None when
+    kept window's agreement is measured, `_carried`), and so message for message: in
+    memory that window's chain would be a chat of the family, and the request goes on in
+    it only so (`identity.best_match`; aider's /clear after a restart took the window of
+    the chat's chain from before the restart, which agreed further only by its files
+    message written anew in the same place, and the chat went on under that fork's id).
+    None when
     none can be taken up. Never one that agrees with them on its system prompt alone: that
     is another chat of the same client (its turn goes on under the window's id, and wrote
     its window over that chat's); ``least``: the fewest that must agree instead (0 for the
@@ -69,11 +74,14 @@ def resume_best(snaps: Sequence[Snapshot | KeptWindow], messages: list[Message],
     read (the next that agrees as far, or less far, is taken)."""
     hashes: list[str] = []
     most = times * _carried(beyond, messages) if beyond is not None else -1
+    # and message for message, as the chat's chains are compared in memory
+    plain = times * common_prefix(beyond.messages, messages) if beyond is not None else -1
     reached: list[tuple[int, int]] = []  # (-how far, which) of those that may be taken up
     for n, snap in enumerate(snaps):
         seen = snap.agreeing if isinstance(snap, KeptWindow) else snap
-        k, _ = _reach(seen, messages, _agreement(seen, messages, hashes))
-        if k > most and k >= (seen.head + 1 if least is None else least):
+        same = _agreement(seen, messages, hashes)
+        k, _ = _reach(seen, messages, same)
+        if k > most and same > plain and k >= (seen.head + 1 if least is None else least):
             reached.append((-k, n))
     for _, n in sorted(reached):  # the furthest first, the first of them on a tie
         snap = snaps[n]
@@ -92,17 +100,25 @@ def goes_on(windows: Sequence[Snapshot | KeptWindow], messages: list[Message],
     place, aider's files message written anew); with ``system``, only a window whose system
     prompt is theirs. None when none does. A fork (a chat that shares another's opening and
     goes its own way) carries none of that chat's last question, and its window is not
-    taken."""
+    taken. Of several, the one they agree with the furthest (`_reach`), the most recent of
+    those: the chain an edit left behind carries its own last question too (aider's chat
+    before its files moved after an edit), and, kept as the edit came, it may be the more
+    recent window; in memory that chain is left behind, never the chat going on (after a
+    restart the chat went on under the fork's id, its window summarized afresh)."""
     answered = asked_hashes(messages)
     if not answered:  # a first request: nothing of a chat it could go on from
         return None
     head = next((i for i, m in enumerate(messages) if m.role != "system"), len(messages))
     opening = [message_hash(m) for m in messages[:head]] if system else []
+    hashes: list[str] = []
+    best: tuple[int, int] | None = None  # (how far, which)
     for n, window in enumerate(windows):
         seen = window.agreeing if isinstance(window, KeptWindow) else window
         if seen.asked in answered and (not system or seen.hashes[:seen.head] == opening):
-            return n
-    return None
+            k, _ = _reach(seen, messages, _agreement(seen, messages, hashes))
+            if best is None or k > best[0]:
+                best = (k, n)
+    return None if best is None else best[1]
 
 
 def _carried(state: ConversationState, messages: list[Message]) -> int:
