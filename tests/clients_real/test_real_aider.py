@@ -157,6 +157,46 @@ def test_aiders_summary_of_its_history_leaves_one_chat(stack, repo, tmp_path):
     assert live is not None and live[0] == chat["conversationId"]
 
 
+def test_aiders_restored_history_after_a_gateway_restart_leaves_one_chat(repo, tmp_path):
+    """As `test_aiders_summary_of_its_history_leaves_one_chat`, the gateway restarted on the
+    same state folder between aider's two runs. Before, the summary aider asks as it starts
+    found no chat in memory to quote and was listed and live (983 tokens on gpt-4o-mini), the
+    restored chat's request, carrying its answer, was set aside as its helper, and the first
+    run's chat stayed listed with its old figures. Now one chat, the first run's, live, with
+    the restored request's figures."""
+    prose = " ".join(f"Step {i}: the helper keeps its arguments and returns their sum."
+                     for i in range(25))
+    flags = [*QUIET, "--max-chat-history-tokens", "100", "README.md", "--restore-chat-history"]
+    summary = "The user asked for g1 and g2, each added in its own file."
+    with open_stack(tmp_path / "stack") as stack:
+        exe, env = aider(stack, tmp_path / "home")
+        for k in range(1, 3):  # per question: the edit, its commit message, the summary
+            stack.standin.reply(f"{prose}\n\nnew{k}.py\n```\n<<<<<<< SEARCH\n=======\n"
+                                f"def g{k}(x):\n    return x * {k}\n>>>>>>> REPLACE\n```\n")
+            stack.standin.reply(f"Add g{k}")
+            stack.standin.reply(f"The user asked for g1 to g{k}, each added in its own file.")
+        done = subprocess.run([str(exe), *flags], env=env, cwd=repo, capture_output=True,
+                              input="Add g1 in new1.py please.\nNow g2 in new2.py.\n/exit\n",
+                              text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        (chat,) = conversations(stack)
+    with open_stack(tmp_path / "stack") as stack:
+        stack.standin.reply(summary)
+        env["OPENAI_API_BASE"] = stack.openai_url
+        done = subprocess.run([str(exe), *flags], env=env, cwd=repo, text=True, timeout=300,
+                              input="Which files did you add?\n/exit\n", capture_output=True)
+        assert done.returncode == 0, done.stderr[-2000:]
+        requests = model_requests(stack)
+        assert_all_valid(requests)
+        assert [r["body"]["model"] for r in requests] == ["gpt-4o-mini", "gpt-4o"]
+        assert summary in str(requests[-1]["body"]["messages"])
+        (listed,) = conversations(stack)
+        assert listed["conversationId"] == chat["conversationId"], (listed, chat)
+        assert listed["tokens"] == requests[-1]["prompt_tokens"] != chat["tokens"]
+        live = stack.state.events.live_chat(stack.gateway.caller.workspace)
+        assert live is not None and live[0] == chat["conversationId"]
+
+
 def test_aiders_architect_and_its_editor_are_one_chat(stack, repo, tmp_path):
     """`--architect`: the architect (the main model) answers each question with a plan, and
     aider asks its editor model that plan, under the editor's system prompt, with the files

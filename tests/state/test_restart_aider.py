@@ -1,12 +1,14 @@
 """aider's chat across a restart, in the shapes aider 0.86 sends (a probe's runs through the
 gateway): its repo map and the chat's files written anew each turn, the files message moved
-after the turns once an edit is applied, /drop, /clear. Each
+after the turns once an edit is applied, /drop, /clear; and a second run with
+`--restore-chat-history`, whose summary it asks first, the restored chat carrying it. Each
 case runs the same requests on a state folder closed and opened again and on one never
 closed: the same conversations, ids, bodies and listing. A real State, the real tokenizer
 and SQLite."""
 
 from __future__ import annotations
 
+import pytest
 from test_restart_goes_on import files_message
 from test_restart_ids import caller_of
 
@@ -120,3 +122,64 @@ async def test_aiders_chat_is_one_chat_with_its_summaries_across_a_restart(tmp_p
     for restart_at in (2, 3):
         after = await replayed(tmp_path / f"restarted{restart_at}", requests, restart_at)
         same_as_never_restarted(after, never)
+
+
+SUMMARIZE = {"role": "system", "content": "*Briefly* summarize this partial conversation "
+             "about programming.\nStart the summary with \"I asked you...\"."}
+COMMIT = {"role": "system", "content": "You are an expert software engineer that generates "
+          "concise, one-line Git commit messages."}
+SUMMARY = "The user asked for g1 and g2, each added in its own file."
+
+
+def restored_runs() -> tuple[list[dict], dict[int, str]]:
+    """aider's two runs of `test_aiders_summary_of_its_history_leaves_one_chat`: two
+    questions, each edit's commit message and the summary of the turns after it (on the weak
+    model); then, its history restored, the summary asked again at its start, and its
+    question with the summary where the turns were. And the answers that matter."""
+    prose = " ".join(f"Step {i}: the helper keeps its arguments and returns their sum."
+                     for i in range(25))
+    files = files_message(["README.md"])
+    g1, g2 = ({"role": "user", "content": f"{q} in new{k}.py please."}
+              for k, q in ((1, "Add g1"), (2, "Now g2")))
+    said = [g1, {"role": "assistant", "content": f"{prose}\n\nnew1.py: g1"},
+            {"role": "user", "content": "I committed the changes with git hash 0d1c964 & "
+             "commit msg: Add g1"}, {"role": "assistant", "content": "Ok."}]
+    turns = "# USER\n" + g1["content"] + "  \n# ASSISTANT\n" + prose
+
+    def weak(system: dict, text: str) -> dict:
+        return request([system, {"role": "user", "content": text}], "gpt-4o-mini")
+
+    requests = [
+        request([SYSTEM, repo_map(["README.md"]), MAP_OK, files, FILES_OK, g1, REMINDER]),
+        weak(COMMIT, "diff --git a/new1.py\n+def g1(x):\n" + g1["content"]),
+        weak(SUMMARIZE, turns),
+        request([SYSTEM, repo_map(["README.md", "new1.py"]), MAP_OK, *said, files, FILES_OK,
+                 g2, REMINDER]),
+        weak(COMMIT, "diff --git a/new2.py\n+def g2(x):\n" + g2["content"]),
+        weak(SUMMARIZE, turns + "\n# USER\n" + g2["content"]),
+        weak(SUMMARIZE, turns + "\n# USER\n" + g2["content"] + "  \n# USER\n/exit  \n"),
+        request([SYSTEM, repo_map(["new1.py", "new2.py"]), MAP_OK,
+                 {"role": "user", "content": "I spoke to you previously about a number of "
+                  "things.\n" + SUMMARY}, {"role": "assistant", "content": "Ok."}, files,
+                 FILES_OK, {"role": "user", "content": "Which files did you add?"}, REMINDER])]
+    return requests, {1: "Add g1", 2: SUMMARY, 4: "Add g2", 5: SUMMARY, 6: SUMMARY,
+                      7: "new1.py and new2.py."}
+
+
+@pytest.mark.parametrize("answered", [True, False])
+async def test_aiders_restored_history_after_a_restart_goes_on_in_its_chat(tmp_path, answered):
+    """A restart between aider's two runs: its start-up summary request found no chat in
+    memory to quote, so it was a chat, and the restored chat's request was a chat of its
+    own, set aside as the summary's helper when it carried the summary's answer already
+    reported (the gateway reports an answer once its end went out, the next request may come
+    first): the summary listed and the live chat, and the chat before the restart listed
+    with its old figures. As never restarted: one chat, the first run's, live, the summary
+    not listed."""
+    requests, answers = restored_runs()
+    if not answered:
+        answers = {k: a for k, a in answers.items() if k < 6}
+    never = await replayed(tmp_path / "never", requests, None, answers, 100_000)
+    chat = never[0][0].conversation_id
+    assert never[0][-1].conversation_id == chat and never[1] == [chat] and never[2] == chat
+    after = await replayed(tmp_path / "restarted", requests, 6, answers, 100_000)
+    same_as_never_restarted(after, never)

@@ -155,6 +155,21 @@ def before_compaction(live: list[Conversation], chat: Conversation) -> None:
             set_aside(c)
 
 
+def before_kept_compaction(live: Iterable[Conversation], chat: Conversation,
+                           now: float) -> None:
+    """After ``chat``'s request, a history its client's compaction wrote that took up the
+    chat's kept window (after a restart: the chat was not in memory; ``live`` as for
+    `settle`): what the client asked once beside it just before (within ASIDE_SECONDS, no
+    session id, another system prompt: its summary) is set aside, as `before_compaction`
+    does in memory. aider restored with its summary after a restart: the summary it asked as
+    it started found no chat to quote, and was listed and the live chat."""
+    system = chat.system()
+    for c in islice((c for c in live if c is not chat and not c.left_behind
+                     and now - c.turned_at <= ASIDE_SECONDS), ASIDE_CHATS):
+        if c.client is None and c.asked_once is not None and c.system() != system:
+            set_aside(c)
+
+
 def set_aside(c: Conversation) -> None:
     """Not listed, not the live chat, and the first to leave memory when it is full (a chat
     of aider's leaves a commit message's conversation after each edit)."""

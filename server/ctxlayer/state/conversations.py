@@ -400,6 +400,7 @@ class Conversations:
         previous = None if fit != budget else previous
 
         last, branched, forks_of = conv.decoded, conv.branched_from is not None, conv.forks_of
+        compacted = identity.compacted(identity.turns(p.request))
         forked: list[str] = []  # the chat whose kept window a fork started from
 
         def work(counter) -> tuple[Turn, Any, int, int, Any, str, Kept | None, bool, Any]:
@@ -412,7 +413,8 @@ class Conversations:
             if fit == budget:  # after a restart: a kept window, its own or a fork's
                 start, took, fork, shown = windows.kept_start(  # far further when it extends
                     kept, forks_of, decoded.messages, counter, previous, family, shown,
-                    identity.EDITS_PAST_EXTENDS if edited is not None and not edits else 1)
+                    identity.EDITS_PAST_EXTENDS if edited is not None and not edits else 1,
+                    compacted)
                 forked.extend(fork)
             if tools >= fit:
                 raise ContextError("pinned_over_budget", f"the tool definitions alone need "
@@ -435,11 +437,9 @@ class Conversations:
         turn = self._with_tools(turn, tools, conv, (took, kept, last, forked), p.request)
         conv = self._settle(conv, took, edited, edits, start)
         conv.decoded, conv.counted_with, conv.forks_of = decoded, counted_with, []
-        if branch:  # the turn started from another chat's window: the client is told it
-            turn = told_anew(turn)
-            conv.branched_from = forked[0] if forked else conv.branched_from
-        else:
-            conv.branched_from = None
+        if took is not None and compacted and conv.client is None:
+            asides.before_kept_compaction(self._recent(workspace), conv, self.ticks())
+        turn = _told_branch(conv, turn, branch, forked)
         conv.native_count = len(conversation_of(p.format, p.request))
         self._asked(conv, p.request)
         await self._took(conv, turn, encoded, budget, nominal, tools, sent, trouble, start)
@@ -1028,6 +1028,16 @@ def _result(conv: Conversation, turn: Turn, encoded: Any, budget: int,
         compacted=turn.compacted, cache_reuse_tokens=min(turn.cache_reuse_tokens, conv.tokens),
         cache_breakpoints=list(encoded.breakpoints), notice=turn.notice or _unfitted(encoded),
         warning="; ".join(trouble) or None)
+
+
+def _told_branch(conv: Conversation, turn: Turn, branch: bool, forked: list[str]) -> Turn:
+    """``turn``, and when it started from another chat's window (``branch``: the kept one of
+    ``forked``, else the live one ``conv`` branched from) the client is told it."""
+    if not branch:
+        conv.branched_from = None
+        return turn
+    conv.branched_from = forked[0] if forked else conv.branched_from
+    return told_anew(turn)
 
 
 def _unfitted(encoded: Any) -> str | None:

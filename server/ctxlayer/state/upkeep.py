@@ -373,8 +373,8 @@ class Upkeep:
                     if asked.counted_alike(r[1], model)]
             sent = store.sent_of(workspace, [r[0] for r in rows])
             out = []
-            for rid, _, turn, body in rows:
-                window = persist.KeptWindow.read(body, turn, sent.get(rid))
+            for rid, _, turn, body, listed in rows:
+                window = persist.KeptWindow.read(body, turn, sent.get(rid), listed)
                 if window is not None:
                     out.append((rid, turn, window))
             return out

@@ -71,7 +71,7 @@ def window_tools(took: Kept | None, forks_of: list[Fork], forked: list[str]) -> 
 
 def kept_start(kept: list[Kept], forks_of: list[Fork], messages: list, counter: Any,
                 previous: ConversationState | None, family: str | None,
-                restored: frozenset[str], times: int = 1
+                restored: frozenset[str], times: int = 1, compacted: bool = False
                 ) -> tuple[ConversationState | None, Kept | None, list[str], frozenset[str]]:
     """(the state a fitted turn starts from, the window it took up, the id of the chat whose
     kept window it forks, the restored ids it shows): ``previous`` and ``restored`` unless a
@@ -83,7 +83,10 @@ def kept_start(kept: list[Kept], forks_of: list[Fork], messages: list, counter: 
     (`going_on`): of its family, or, its opening written anew with no client session id
     to name its family (aider's files message, an edited first question), of another
     family with its system prompt; before, a chat of its own, the chat it went on listed
-    beside it."""
+    beside it. So does a history its client's compaction wrote (``compacted``), in the most
+    recent window with its system prompt, as in memory: aider's restored with its summary as
+    the first request after a restart was a new chat, the chat it went on listed with its old
+    figures."""
     if kept:
         found = resuming.resume_best([k[2] for k in kept], messages, counter, DEFAULT_POLICY,
                                     beyond=previous, least=0 if family is None else None,
@@ -96,7 +99,7 @@ def kept_start(kept: list[Kept], forks_of: list[Fork], messages: list, counter: 
         return state, took, [], frozenset(took[2].restored)  # the ids restored in that chat
     if forks_of and previous is None and identity.chain_family(family) is not None:
         chains = [k for k in forks_of if identity.chain_family(k[0]) is not None]
-        state, took = going_on(chains, messages, counter, system=True)
+        state, took = going_on(chains, messages, counter, system=True, compacted=compacted)
         if state is not None and took is not None:
             return state, took, [], frozenset(took[2].restored)
     if forks_of:
@@ -108,12 +111,16 @@ def kept_start(kept: list[Kept], forks_of: list[Fork], messages: list, counter: 
     return previous, None, [], restored
 
 
-def going_on(windows: list[Kept] | list[Fork], messages: list, counter: Any, system: bool
-              ) -> tuple[ConversationState | None, Kept | None]:
+def going_on(windows: list[Kept] | list[Fork], messages: list, counter: Any, system: bool,
+             compacted: bool = False) -> tuple[ConversationState | None, Kept | None]:
     """(the state made of it, the window decoded whole) of the window of ``windows`` that
-    ``messages`` go on from (`resuming.goes_on`), taken up as an edit as far as they agree
-    (its system prompt reused, as the chat in memory edited so); (None, None) when none."""
+    ``messages`` go on from (`resuming.goes_on`; ``compacted``, a history its client's
+    compaction wrote, else the first with its system prompt: `resuming.opens_as`), taken up
+    as an edit as far as they agree (its system prompt reused, as the chat in memory edited
+    so); (None, None) when none."""
     n = resuming.goes_on([k[2] for k in windows], messages, system)
+    if n is None and compacted:
+        n = resuming.opens_as([k[2] for k in windows], messages)
     if n is None:
         return None, None
     rid, turn, window = windows[n]

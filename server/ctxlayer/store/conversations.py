@@ -85,17 +85,19 @@ class ConversationRows:
         return [(r[0], r[1]) for r in rows]
 
     def recent_windows(self, workspace: str, but: Collection[str] = (),
-                       most: int = FAMILY_MOST) -> list[tuple[str, str, int, bytes]]:
-        """(conversation id, model, turn, body) of the workspace's kept conversations but
-        those in ``but``, the most recently kept first, at most ``most`` (the time index)."""
+                       most: int = FAMILY_MOST) -> list[tuple[str, str, int, bytes, bool]]:
+        """(conversation id, model, turn, body, whether it is listed) of the workspace's kept
+        conversations but those in ``but``, the most recently kept first, at most ``most``
+        (the time index)."""
         names = list(but)
         with self._tx() as c:
-            rows = c.execute("SELECT conversation_id, model, turn, body FROM conversations "
+            rows = c.execute("SELECT conversation_id, model, turn, body, listed FROM "
+                             "conversations "
                              "INDEXED BY conversations_by_time WHERE workspace=? AND "
                              f"conversation_id NOT IN ({','.join('?' * len(names))}) "
                              "ORDER BY updated_at DESC LIMIT ?",
                              (workspace, *names, most)).fetchall()
-        return [(r[0], r[1], r[2], r[3]) for r in rows]
+        return [(r[0], r[1], r[2], r[3], bool(r[4])) for r in rows]
 
     def count_conversations(self, workspace: str, besides: Collection[str]) -> int:
         """How many listed conversations the workspace keeps, not counting those in

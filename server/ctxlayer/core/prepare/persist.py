@@ -479,17 +479,21 @@ class KeptWindow:
     compares itself with the workspace's most recent windows and takes up one at most
     (decoding each whole cost its first request 1.7 to 3.4 ms for 72 KB windows)."""
 
-    def __init__(self, data: bytes, last: Sent | None, agreeing: Agreeing) -> None:
+    def __init__(self, data: bytes, last: Sent | None, agreeing: Agreeing,
+                 listed: bool = True) -> None:
         self._data, self._last = data, last  # ``last``: `_sent_at` the window's turn
         self.agreeing = agreeing
+        #: whether its chat is listed: not a chain an edit left behind, nor an aside
+        self.listed = listed
         self._whole: Snapshot | None = None
         self._decoded = False
 
     @classmethod
-    def read(cls, data: bytes, turn: int, sent: tuple[int, bytes] | None
-             ) -> KeptWindow | None:
-        """The window kept in ``data`` at ``turn`` (``sent``: as `decode_kept` takes it);
-        None when it does not read even so (nor would it whole: skipped, as a cache)."""
+    def read(cls, data: bytes, turn: int, sent: tuple[int, bytes] | None,
+             listed: bool = True) -> KeptWindow | None:
+        """The window kept in ``data`` at ``turn`` (``sent``: as `decode_kept` takes it;
+        ``listed``: whether its chat is); None when it does not read even so (nor would it
+        whole: skipped, as a cache)."""
         try:
             got = _AGREEING.decode(data)
         except (msgspec.DecodeError, msgspec.ValidationError):
@@ -500,7 +504,7 @@ class KeptWindow:
         if last is not None and _fits(got, last):
             hashes, shapes = _sent_hashes(got, last)
             got = msgspec.structs.replace(got, hashes=hashes, shapes=shapes, asked=last.asked)
-        return cls(data, last, got)
+        return cls(data, last, got, listed)
 
     def whole(self) -> Snapshot | None:
         """The window decoded whole (`decode_kept`), once; None when it does not read so."""

@@ -121,6 +121,24 @@ def goes_on(windows: Sequence[Snapshot | KeptWindow], messages: list[Message],
     return None if best is None else best[1]
 
 
+def opens_as(windows: Sequence[Snapshot | KeptWindow], messages: list[Message]) -> int | None:
+    """Which of ``windows`` (the most recent first) has ``messages``' system prompt, the
+    first listed (a chain an edit left behind, kept as the edit came, may be more recent
+    than its chat's window); None when none has: the chat a history its client's compaction
+    wrote goes on in (`identity.compacted`), as in memory the most recent chat with its
+    system prompt (aider's restored history opens with its summary, where the chat's turns
+    were)."""
+    head = next((i for i, m in enumerate(messages) if m.role != "system"), len(messages))
+    opening = [message_hash(m) for m in messages[:head]]
+    for n, window in enumerate(windows):
+        if isinstance(window, KeptWindow) and not window.listed:
+            continue
+        seen = window.agreeing if isinstance(window, KeptWindow) else window
+        if seen.head == head and seen.hashes[:seen.head] == opening:
+            return n
+    return None
+
+
 def _carried(state: ConversationState, messages: list[Message]) -> int:
     """How far ``messages`` agree with the live chat's ``state``, measured as `_reach`
     measures a kept window's agreement or further: past the messages that differ only in
