@@ -141,6 +141,8 @@ async def test_aider_examples_are_not_the_users_decisions(caller):
     assert "factorial" not in summary and "mathweb" not in summary
     assert "without asking first" not in summary
     assert "module_0.py" in summary  # the user's own turns are summarized
+    # what they were is said, not left for the model to guess from an empty summary
+    assert "3 of these messages were the example exchanges" in summary
     attached = body["messages"][-3]["content"]
     assert any(m["content"] == attached for m in sent), "the attached file stays whole"
 

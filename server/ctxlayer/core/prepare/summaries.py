@@ -220,6 +220,14 @@ def injected(messages: Sequence[Message], indices: Sequence[int]
     return context, examples
 
 
+def _examples_said(n: int) -> str:
+    """What a chunk says of the client's example exchanges it stands for: left out of its
+    summary and ledger (they are no one's work), a chunk of them alone was its header and
+    nothing else (aider's six SEARCH/REPLACE examples, the model reading an empty summary)."""
+    return (f"({n} of these messages were the example exchanges the client sends before "
+            f"every chat, showing how to answer: not the user's work, left out.)")
+
+
 def as_read(shown: Message, original: Message) -> Message:
     """What a summary reads of a message: as the result showed it, an outline keeping its head
     and tail and naming the facts of its cut part (read whole, the originals kept 4 fewer of
@@ -272,6 +280,8 @@ def make_chunk(shown: Sequence[Message], originals: Sequence[Message], indices: 
                                task_chars=task_chars)
                if written is None
                else _cut(written.strip(), size.summary))
+    if examples:
+        summary = f"{_examples_said(len(examples))}\n{summary}".strip()
     constraints = bounded(detect([m for k, m in enumerate(originals)
                                   if k not in context and k not in examples])[0], size.summary)
     actions = tuple(log_lines(list(originals)))
