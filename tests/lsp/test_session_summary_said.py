@@ -17,7 +17,7 @@ import re
 
 import pytest
 from conftest import WORLD, RawDaemon, hermetic_env, make_repo, result
-from test_session_outlines_before_summary import png
+from images import png_whole as png
 
 pytestmark = pytest.mark.e2e
 _worlds = itertools.count()
