@@ -43,3 +43,29 @@ def test_the_question_stays_and_the_output_after_it_is_outlined(budget):
     assert out.result.tokens.total >= 0.85 * budget, out.result.tokens
     summary = next(m for m in sent if m.kind == "summary")
     assert "Final: why does this crash?" not in summary.content
+
+
+def agent_session(steps: int) -> list[Message]:
+    """The rounds of `session`, then the question and an agent's loop of ``steps`` calls,
+    each with a 200-line output."""
+    msgs = [m for m in session() if not (m.id or "").endswith("99")]
+    msgs.append(Message(role="user", content=QUESTION, id="u99"))
+    for s in range(steps):
+        msgs += [Message(role="assistant", content="", id=f"a99_{s}", tool_calls=[
+                     ToolCall(id=f"c99_{s}", name="read", arguments=f'{{"f": "x{s}"}}')]),
+                 Message(role="tool", tool_call_id=f"c99_{s}", id=f"t99_{s}", content="\n".join(
+                     f"line {k}: value = compute({k}, {s})" for k in range(200)))]
+    return msgs
+
+
+@pytest.mark.parametrize(("steps", "budget"), [(3, 2000), (3, 3000), (6, 4000)])
+def test_an_agents_loop_after_the_question_keeps_its_newest_steps(steps, budget):
+    """Beside a loop of several steps the question's tail is counted as before: counted with
+    its newest output outlined, the question "stayed" while the loop's newest steps went into
+    the summary (the review probe: 1 of 3 steps sent, 2,255 tokens of 3,000), and later steps
+    did not bring them back."""
+    out = assemble(build(agent_session(steps)), Compaction(), inp(budget), COUNTER)
+    check_fits(out, budget)
+    outputs = [m.id for m in out.result.messages if (m.id or "").startswith("t99_")]
+    assert outputs == [f"t99_{s}" for s in range(steps)], outputs
+    assert out.result.tokens.total >= 0.85 * budget, out.result.tokens

@@ -503,7 +503,12 @@ def plan_stop(history: History, state: Compaction, room: int, share: int | None 
     # tool output counts at the least the window outlines it to (`_Plan.outlined`): counted
     # at up to half the share, a question with a screenshot, a call and a 200-line output
     # went into the summary, its screenshot not sent, 1,775 of a budget of 7,000 unused.
-    beside = plan.outlined() if plan is not None else None
+    # Only when one step follows it (a call and its outputs): beside an agent's loop of
+    # several, counted so, the question "stayed" while the loop's newest steps went into the
+    # summary (1 of 3 steps sent, 2,255 of 3,000), the widening that had kept them refused.
+    one_step = last_user is not None and all(
+        is_tool_result(m) for m in msgs[last_user + 2:])
+    beside = plan.outlined() if plan is not None and one_step else plan
     question = last_user is not None and (last_user == n - 1 or tail_fits(
         history, state, last_user, room, beside) or tail_fits(
         history, state, last_user + 1, int(room * (1 - QUESTION_FLOOR)), beside))
