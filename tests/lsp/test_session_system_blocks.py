@@ -98,3 +98,33 @@ async def test_a_blank_system_block_is_left_out_and_said(own_daemon: RawDaemon):
     assert [e["reason"] for e in out["dropped"]] == [
         "an empty system message: the provider refuses one"], out["dropped"]
     assert out["truncated"] == [], out["truncated"]
+
+
+async def test_a_one_hour_block_appended_after_a_five_minute_one_is_sent_as_five_minutes():
+    """Anthropic refuses a 1-hour breakpoint after a 5-minute one (the prompt is read tools,
+    system, messages). A session sends its kept blocks in the order appended: a plain
+    breakpoint, then a "1h" one appended later, went out in that refused order with nothing
+    said (the review probe). Now the later one goes as 5-minute, named in `truncated`."""
+    plain = {"type": "text", "text": "Project notes. " * 200, "cache_control": {"type": "ephemeral"}}
+    base = WORLD / f"system-blocks-{next(_worlds)}"
+    env, root = hermetic_env(base), make_repo(base / "repo")
+    daemon = await RawDaemon.start(env=env)
+    try:
+        await daemon.initialize(root)
+        await result(daemon, "ctx/session/open", {"sessionId": "s", "model": "claude-sonnet-4-5"})
+        await result(daemon, "ctx/session/append", {
+            "sessionId": "s", "format": "anthropic", "system": [plain],
+            "messages": [{"role": "user", "content": "hello"}]})
+        await result(daemon, "ctx/session/append", {
+            "sessionId": "s", "format": "anthropic", "system": [REVIEWER],
+            "messages": [{"role": "assistant", "content": "hi"},
+                         {"role": "user", "content": "review a.py"}]})
+        out = await result(daemon, "ctx/assemble", {"sessionId": "s", "format": "anthropic"})
+    finally:
+        assert await daemon.close() == 0
+    ttls = [b["cache_control"].get("ttl", "5m") for b in out["system"]
+            if isinstance(b, dict) and b.get("cache_control")]
+    assert ttls == ["5m", "5m"], out["system"]
+    assert out["system"][-1]["text"] == REVIEWER["text"]
+    assert any("1-hour" in e["reason"] and "system block" in e["summary"]
+               for e in out["truncated"]), out["truncated"]

@@ -201,6 +201,7 @@ def _anthropic_problems(body: dict) -> list[str]:
     found = breakpoints(body)
     if found > 4:
         out.append(f"A maximum of 4 blocks with cache_control may be provided. Found {found}.")
+    out += ttl_order(body)
     previous_uses: set[str] = set()
     for i, m in enumerate(msgs):
         where = f"messages.{i}"
@@ -241,6 +242,30 @@ def _anthropic_problems(body: dict) -> list[str]:
                     out.append(f"{where}.content.{j}.tool_use.input: Input should be a valid "
                                "dictionary")
     return out
+
+
+def ttl_order(body: dict) -> list[str]:
+    """The provider reads the breakpoints in prompt order (tools, system, messages; a block's
+    inner parts before the block) and refuses a 1-hour one after a 5-minute one."""
+    ttls: list[str] = []
+    todo: list[tuple[bool, Any]] = [(False, v) for v in reversed(
+        [body.get("tools"), body.get("system"), body.get("messages")])]
+    while todo:
+        is_mark, v = todo.pop()
+        if is_mark:
+            ttls.append(v)
+        elif isinstance(v, dict):
+            cc = v.get("cache_control")
+            if isinstance(cc, dict):
+                todo.append((True, str(cc.get("ttl", "5m"))))
+            todo.extend((False, x) for k, x in reversed(list(v.items())) if k != "cache_control")
+        elif isinstance(v, list):
+            todo.extend((False, x) for x in reversed(v))
+    short = next((k for k, t in enumerate(ttls) if t != "1h"), None)
+    if short is not None and "1h" in ttls[short:]:
+        return ["a ttl='1h' cache_control block must not come after a ttl='5m' cache_control "
+                "block: longer lifetimes come first"]
+    return []
 
 
 def breakpoints(body: dict) -> int:

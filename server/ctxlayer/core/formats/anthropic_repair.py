@@ -18,7 +18,7 @@ Works on native dicts only; it never copies a client dict it does not change.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ctxlayer.core.formats.common import NOT_CACHEABLE, Encoded, audit, bad, calls_tokens
@@ -395,6 +395,38 @@ def _own_marks(system: Any, messages: list[dict], tools: Any) -> list[Mark]:
     return marks
 
 
+def _change_mark(system: Any, messages: list[dict], tools: Any, mark: Mark,
+                 change: Callable[[dict], dict]) -> tuple[Any, Any, str, int | None]:
+    """The system and the tools with ``change`` made to the block ``mark`` names (the messages
+    changed in place), the block's name for the audit, and the message it is in (None for a
+    tool or a system block)."""
+    where, n, j, part = mark
+    if where == "tools":
+        tools = [*tools[:n], change(tools[n]), *tools[n + 1:]]
+        return system, tools, f"tool {tools[n].get('name', '?')}: its cache_control", None
+    if where == "system":
+        system = [*system[:n], change(system[n]), *system[n + 1:]]
+        return system, tools, f"system block {n + 1}: its cache_control", None
+    assert j is not None
+    content = list(messages[n]["content"])
+    block = content[j]
+    if part is None:
+        content[j] = change(block)
+    else:
+        where_in, inner = _inner(block)  # type: ignore[misc]
+        parts = list(inner)
+        parts[part] = change(parts[part])
+        content[j] = _with_inner(block, where_in, parts)
+    messages[n] = {**messages[n], "content": content}
+    return system, tools, f"{_summary(messages[n])}: the cache_control of block {j + 1}", n
+
+
+def _audit_mark(result: Encoded, reason: str, name: str, n: int | None, out: list[Entry],
+                kept: Sequence[Message]) -> None:
+    result.audit.append(audit("compressed", reason, name, message_id=None if n is None
+                              else _first_id(out[n][1], kept)))
+
+
 def cap_own_breakpoints(system: Any, messages: list[dict], tools: Any, out: list[Entry],
                         kept: Sequence[Message], result: Encoded, automatic: bool = False
                         ) -> tuple[Any, list[dict], Any]:
@@ -404,37 +436,55 @@ def cap_own_breakpoints(system: Any, messages: list[dict], tools: Any, out: list
     each one before them is removed, audited (the block itself is kept)."""
     room = MAX_BREAKPOINTS - automatic
     marks = _own_marks(system, messages, tools)
-    for where, n, j, part in marks[:max(0, len(marks) - room)]:
-        reason = (f"cache_control on more than {MAX_BREAKPOINTS} blocks: the provider refuses "
-                  f"that; the client's last {MAX_BREAKPOINTS} are kept" if not automatic else
-                  f"cache_control on more than {room} blocks beside the request's own "
-                  f"(automatic caching places one more): the provider refuses over "
-                  f"{MAX_BREAKPOINTS}; the client's last {room} are kept")
-        if where == "tools":
-            tools = [*tools[:n], _uncached(tools[n]), *tools[n + 1:]]
-            name = tools[n].get("name", "?")
-            result.audit.append(audit("compressed", reason, f"tool {name}: its cache_control"))
-            continue
-        if where == "system":
-            system = [*system[:n], _uncached(system[n]), *system[n + 1:]]
-            result.audit.append(audit("compressed", reason,
-                                      f"system block {n + 1}: its cache_control"))
-            continue
-        assert j is not None
-        content = list(messages[n]["content"])
-        block = content[j]
-        if part is None:
-            content[j] = _uncached(block)
-        else:
-            where_in, inner = _inner(block)  # type: ignore[misc]
-            parts = list(inner)
-            parts[part] = _uncached(parts[part])
-            content[j] = _with_inner(block, where_in, parts)
-        messages[n] = {**messages[n], "content": content}
-        result.audit.append(audit("compressed", reason, f"{_summary(messages[n])}: the "
-                                  f"cache_control of block {j + 1}",
-                                  message_id=_first_id(out[n][1], kept)))
+    reason = (f"cache_control on more than {MAX_BREAKPOINTS} blocks: the provider refuses "
+              f"that; the client's last {MAX_BREAKPOINTS} are kept" if not automatic else
+              f"cache_control on more than {room} blocks beside the request's own "
+              f"(automatic caching places one more): the provider refuses over "
+              f"{MAX_BREAKPOINTS}; the client's last {room} are kept")
+    for mark in marks[:max(0, len(marks) - room)]:
+        system, tools, name, n = _change_mark(system, messages, tools, mark, _uncached)
+        _audit_mark(result, reason, name, n, out, kept)
     return system, messages, tools
+
+
+#: why a 1-hour breakpoint after a 5-minute one is sent as a 5-minute one
+TTL_ORDER = ("a 1-hour cache_control after a 5-minute one: the provider refuses a longer "
+             "lifetime after a shorter; sent as 5-minute")
+
+
+def order_ttls(system: Any, messages: list[dict], tools: Any, out: list[Entry],
+               kept: Sequence[Message], result: Encoded) -> tuple[Any, list[dict], Any]:
+    """The provider reads the breakpoints in prompt order and refuses a 1-hour one after a
+    5-minute one: each such is sent as 5-minute (its ttl left out), audited. A session's
+    system blocks, kept as they came, go after its own layers in the order appended: a "1h"
+    block appended after a plain one came to follow it."""
+    seen_short = False
+    for mark in _own_marks(system, messages, tools):
+        block = _block_at(system, messages, tools, mark)
+        if _ttl(block) != "1h":
+            seen_short = True
+        elif seen_short:
+            system, tools, name, n = _change_mark(system, messages, tools, mark, _five_minutes)
+            _audit_mark(result, TTL_ORDER, name, n, out, kept)
+    return system, messages, tools
+
+
+def _ttl(block: dict) -> str:
+    cc = block.get("cache_control")
+    return str(cc.get("ttl", "5m")) if isinstance(cc, dict) else "5m"
+
+
+def _five_minutes(block: dict) -> dict:
+    cc = {k: v for k, v in block["cache_control"].items() if k != "ttl"}
+    return {**block, "cache_control": cc}
+
+
+def _block_at(system: Any, messages: list[dict], tools: Any, mark: Mark) -> dict:
+    where, n, j, part = mark
+    if where in ("tools", "system"):
+        return (tools if where == "tools" else system)[n]
+    block = messages[n]["content"][j]
+    return block if part is None else _inner(block)[1][part]  # type: ignore[index]
 
 
 def place_breakpoints(system: Any, out: list[Entry], system_kept: list[int],
@@ -450,6 +500,7 @@ def place_breakpoints(system: Any, out: list[Entry], system_kept: list[int],
     messages = [msg for msg, _ in out]
     system, messages, tools = cap_own_breakpoints(system, messages, tools, out, kept, result,
                                                   automatic)
+    system, messages, tools = order_ttls(system, messages, tools, out, kept, result)
     own = _count_own(system, messages, tools) + automatic
     if own == 0 and wanted:
         where = {k: n for n, (_, ks) in enumerate(out) for k in ks}
