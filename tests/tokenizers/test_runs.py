@@ -63,3 +63,14 @@ def test_whitespace_and_digits_are_never_shortened():
     assert not runs.shortenable("7") and not runs.shortenable("\x1c")
     assert runs.long_runs(" " * 50_000 + "1" * 50_000, 1_000) == []
     assert runs.long_runs("ab" + "c" * 5_000 + "d", 1_000) == [(2, 5_002)]
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_a_long_run_of_a_lone_surrogate_counts_as_the_whole_text(encoding):
+    """A lone surrogate has no UTF-8: its run is never shortened (reading its period raised
+    UnicodeEncodeError, where the whole count replaces it as encode_ordinary does; the review
+    probe: 16,384 of U+D800 in a library call)."""
+    enc = TiktokenCounter(encoding).encoding
+    shortened, whole = _length_of(enc), _whole_length(enc)
+    text = "a" + "\ud800" * 16_384 + "b"
+    assert shortened(text) == whole(text)

@@ -43,9 +43,10 @@ Period = tuple[int, int] | None
 
 def shortenable(c: str) -> bool:
     """Whether a run of ``c`` is one regex piece the merge makes periodic: no whitespace
-    (blanks.py reads those) and no digit (split into pieces of three anyway)."""
+    (blanks.py reads those), no digit (split into pieces of three anyway) and no lone
+    surrogate (replaced before encoding, as encode_ordinary does: it has no UTF-8 of its own)."""
     return not c.isspace() and not unicodedata.category(c).startswith("N") \
-        and c not in "\x1c\x1d\x1e\x1f"
+        and c not in "\x1c\x1d\x1e\x1f" and not "\ud800" <= c <= "\udfff"
 
 
 def period_of(c: str, encode: Callable[[str], list[int]], token_bytes: Callable[[int], bytes],
