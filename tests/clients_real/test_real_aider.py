@@ -122,20 +122,26 @@ def test_aiders_chat_is_one_chat_as_files_come_and_go(stack, repo, tmp_path):
     assert abs(chat["tokens"] - last) < 0.15 * last, (chat, last)
 
 
+def edits_summarized(stack) -> None:
+    """The stand-in's answers to aider's two questions (g1 in new1.py, g2 in new2.py), each:
+    the edit after a long explanation, its commit message, the summary of the turns so far."""
+    prose = " ".join(f"Step {i}: the helper keeps its arguments and returns their sum."
+                     for i in range(25))
+    for k in range(1, 3):
+        stack.standin.reply(f"{prose}\n\nnew{k}.py\n```\n<<<<<<< SEARCH\n=======\n"
+                            f"def g{k}(x):\n    return x * {k}\n>>>>>>> REPLACE\n```\n")
+        stack.standin.reply(f"Add g{k}")
+        stack.standin.reply(f"The user asked for g1 to g{k}, each added in its own file.")
+
+
 def test_aiders_summary_of_its_history_leaves_one_chat(stack, repo, tmp_path):
     """Once its chat's turns pass `--max-chat-history-tokens`, aider has its weak model
     summarize them after each edit ("*Briefly* summarize this partial conversation", the turns
     quoted as `# USER` / `# ASSISTANT`), and when it restores a chat's history, it sends the
     summary in place of the turns (a summary after an edit it throws away): the summaries are
     not chats, and the restored chat is still the one chat, the live one."""
-    prose = " ".join(f"Step {i}: the helper keeps its arguments and returns their sum."
-                     for i in range(25))
     exe, env = aider(stack, tmp_path / "home")
-    for k in range(1, 3):  # per question: the edit, its commit message, the summary
-        stack.standin.reply(f"{prose}\n\nnew{k}.py\n```\n<<<<<<< SEARCH\n=======\n"
-                            f"def g{k}(x):\n    return x * {k}\n>>>>>>> REPLACE\n```\n")
-        stack.standin.reply(f"Add g{k}")
-        stack.standin.reply(f"The user asked for g1 to g{k}, each added in its own file.")
+    edits_summarized(stack)
     stack.standin.reply("The user asked for g1 and g2, each added in its own file.")
     flags = [*QUIET, "--max-chat-history-tokens", "100", "README.md"]
     for asked in ("Add g1 in new1.py please.\nNow g2 in new2.py.\n/exit\n",
@@ -164,17 +170,11 @@ def test_aiders_restored_history_after_a_gateway_restart_leaves_one_chat(repo, t
     restored chat's request, carrying its answer, was set aside as its helper, and the first
     run's chat stayed listed with its old figures. Now one chat, the first run's, live, with
     the restored request's figures."""
-    prose = " ".join(f"Step {i}: the helper keeps its arguments and returns their sum."
-                     for i in range(25))
     flags = [*QUIET, "--max-chat-history-tokens", "100", "README.md", "--restore-chat-history"]
     summary = "The user asked for g1 and g2, each added in its own file."
     with open_stack(tmp_path / "stack") as stack:
         exe, env = aider(stack, tmp_path / "home")
-        for k in range(1, 3):  # per question: the edit, its commit message, the summary
-            stack.standin.reply(f"{prose}\n\nnew{k}.py\n```\n<<<<<<< SEARCH\n=======\n"
-                                f"def g{k}(x):\n    return x * {k}\n>>>>>>> REPLACE\n```\n")
-            stack.standin.reply(f"Add g{k}")
-            stack.standin.reply(f"The user asked for g1 to g{k}, each added in its own file.")
+        edits_summarized(stack)
         done = subprocess.run([str(exe), *flags], env=env, cwd=repo, capture_output=True,
                               input="Add g1 in new1.py please.\nNow g2 in new2.py.\n/exit\n",
                               text=True, timeout=300)

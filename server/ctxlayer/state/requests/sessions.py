@@ -101,8 +101,6 @@ def system_prompt(fmt: str, system: object, counter: object
     at that point are (the codec pins it within one request; in a session it is history like
     theirs), and what to store beside each (core/formats/stored.py): an Anthropic block as it
     came, so that its cache_control (the client's breakpoint, its ttl) goes out again."""
-    from ctxlayer.core.formats import stored
-
     decoded = decode(fmt, [], system, counter, whole=True)
     prompt = [msgspec.structs.replace(m, id=None, pinned=False) for m in decoded.messages]
     return prompt, stored.raws(decoded)
